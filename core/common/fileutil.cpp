@@ -1,0 +1,110 @@
+#include "core/common/fileutil.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+namespace accel::fileutil {
+
+Result<std::string> readFile(const std::string &path)
+{
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        const ErrorCode code = errno == ENOENT ? ErrorCode::NotFound : ErrorCode::Io;
+        return makeError(code, std::string("cannot open: ") + std::strerror(errno), path);
+    }
+    std::string content;
+    char buffer[65536];
+    for (;;) {
+        const ssize_t n = ::read(fd, buffer, sizeof buffer);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            const int saved = errno;
+            ::close(fd);
+            return makeError(ErrorCode::Io, std::string("read failed: ") + std::strerror(saved), path);
+        }
+        if (n == 0)
+            break;
+        content.append(buffer, static_cast<size_t>(n));
+    }
+    ::close(fd);
+    return content;
+}
+
+Result<void> writeFileAtomic(const std::string &path, const std::string &content)
+{
+    std::string pattern = path + ".tmp.XXXXXX";
+    std::vector<char> name(pattern.begin(), pattern.end());
+    name.push_back('\0');
+    const int fd = ::mkstemp(name.data());
+    if (fd < 0)
+        return makeError(ErrorCode::Io, std::string("cannot create a temporary file: ") + std::strerror(errno), path);
+    const std::string tmp(name.data());
+    size_t written = 0;
+    while (written < content.size()) {
+        const ssize_t n = ::write(fd, content.data() + written, content.size() - written);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            const int saved = errno;
+            ::close(fd);
+            ::unlink(tmp.c_str());
+            return makeError(ErrorCode::Io, std::string("write failed: ") + std::strerror(saved), path);
+        }
+        written += static_cast<size_t>(n);
+    }
+    // mkstemp creates 0600; give the file the permissions an ordinary new file would get.
+    const mode_t mask = ::umask(0);
+    ::umask(mask);
+    ::fchmod(fd, 0666 & ~mask);
+    if (::fsync(fd) != 0 || ::close(fd) != 0) {
+        ::unlink(tmp.c_str());
+        return makeError(ErrorCode::Io, std::string("flush failed: ") + std::strerror(errno), path);
+    }
+    if (::rename(tmp.c_str(), path.c_str()) != 0) {
+        const int saved = errno;
+        ::unlink(tmp.c_str());
+        return makeError(ErrorCode::Io, std::string("rename failed: ") + std::strerror(saved), path);
+    }
+    return {};
+}
+
+std::string expandUser(const std::string &path)
+{
+    if (path.empty() || path[0] != '~')
+        return path;
+    if (path.size() > 1 && path[1] != '/')
+        return path;
+    const char *home = std::getenv("HOME");
+    return std::string(home ? home : "") + path.substr(1);
+}
+
+size_t editDistance(const std::string &a, const std::string &b)
+{
+    std::vector<size_t> previous(b.size() + 1), current(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j)
+        previous[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+        current[0] = i;
+        for (size_t j = 1; j <= b.size(); ++j) {
+            const size_t substitution = previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+            current[j] = std::min({previous[j] + 1, current[j - 1] + 1, substitution});
+        }
+        std::swap(previous, current);
+    }
+    return previous[b.size()];
+}
+
+std::string closestMatch(const std::string &word, const std::initializer_list<const char *> &candidates)
+{
+    std::vector<std::string> list(candidates.begin(), candidates.end());
+    return closestMatchIn(word, list);
+}
+
+} // namespace accel::fileutil

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Configures and builds Accel Studio into build/ (or $ACCEL_BUILD_DIR). Used by run.sh and test.sh.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${ACCEL_BUILD_DIR:-$here/build}"
+jobs="${ACCEL_JOBS:-$(nproc)}"
+start=$(date +%s)
+cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+cmake --build "$build" -j "$jobs"
+echo "build: done in $(( $(date +%s) - start )) s ($build)"

@@ -1,0 +1,31 @@
+// Helpers shared by the Qt Test suites: where the built programs and the source tree are, and
+// scratch folders that clean up after themselves.
+#pragma once
+
+#include <QString>
+#include <QStringList>
+
+namespace accel::test {
+
+// Folder with accel, accel-worker, accel-studio and the test helper programs.
+QString binDir();
+// The repository root (for tests/data and resources).
+QString sourceDir();
+// tests/data/<relative>
+QString dataPath(const QString &relative);
+
+struct ProcessResult {
+    int exitCode = -1;
+    bool crashed = false;
+    QString out;
+    QString err;
+};
+
+// Runs a program to completion (tests only; never on a GUI thread in the product).
+ProcessResult runProgram(const QString &program, const QStringList &arguments, int timeoutMs = 60000,
+                         const QByteArray &stdinData = {}, const QStringList &extraEnv = {});
+// Runs bin/accel with the arguments.
+ProcessResult runAccel(const QStringList &arguments, int timeoutMs = 60000, const QByteArray &stdinData = {},
+                       const QStringList &extraEnv = {});
+
+} // namespace accel::test
