@@ -1,0 +1,57 @@
+#include "core/hardware/hardwaredetector.h"
+
+#include "core/hardware/childprocess.h"
+#include "core/hardware/nvmlprobe.h"
+#include "core/hardware/softwareprobe.h"
+
+#include <ctime>
+
+namespace accel::hardware {
+
+static std::string utcNow()
+{
+    const std::time_t now = std::time(nullptr);
+    std::tm parts{};
+    ::gmtime_r(&now, &parts);
+    char text[32] = {};
+    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &parts);
+    return text;
+}
+
+HardwareReport detectHardware(const DetectOptions &options)
+{
+    HardwareReport report;
+    report.generatedAt = utcNow();
+#ifdef ACCEL_VERSION
+    report.accelVersion = ACCEL_VERSION;
+#endif
+    report.system = detectSystem(options.root);
+    report.cpu = detectCpu(options.root);
+    report.numaNodes = detectNumaNodes(options.root);
+    report.memory = detectMemory(options.root);
+    report.disks = detectDisks(options.diskPaths.empty() ? defaultDiskPaths() : options.diskPaths);
+    report.network = detectNetwork(options.root);
+    if (options.probeGpus)
+        report.gpu = probeNvml(options.nvmlLibrary);
+    else
+        report.gpu.unavailableReason = "GPU probing was switched off";
+    if (options.probeWorker) {
+        std::string worker = options.workerPath;
+        if (worker.empty()) {
+            const std::string dir = executableDir();
+            worker = dir.empty() ? std::string("accel-worker") : dir + "/accel-worker";
+        }
+        report.worker = probeWorker(worker, options.workerTimeoutMs);
+    } else {
+        report.worker.error = "not asked";
+    }
+    if (options.probePython) {
+        report.python = probePython(options.python, options.pythonTimeoutMs);
+    } else {
+        report.python.error = "not asked";
+        report.python.torchVersion = report.python.accelerateVersion = report.python.numpyVersion = notInstalled();
+    }
+    return report;
+}
+
+} // namespace accel::hardware

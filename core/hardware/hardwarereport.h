@@ -1,0 +1,175 @@
+// The typed report of one host: system, CPU, NUMA, memory, disks, network, NVIDIA GPUs and their
+// topology, the Python/torch software stack and the Accelerate config in use. Plain structs so
+// that the studio, `accel env` and remote hosts' JSON (reportjson.h) all share one shape.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace accel::hardware {
+
+struct SystemInfo {
+    std::string osName;        // PRETTY_NAME from /etc/os-release, e.g. "Debian GNU/Linux 12 (bookworm)"
+    std::string osId;          // ID, e.g. "debian"
+    std::string osVersionId;   // VERSION_ID, e.g. "12"
+    std::string kernelName;    // uname sysname, "Linux"
+    std::string kernelRelease; // uname release
+    std::string kernelVersion; // uname version
+    std::string machine;       // uname machine, "x86_64"
+    std::string hostname;
+    std::string libcVersion;   // glibc version, "2.36"
+    std::string platform;      // Python-style platform string: "Linux-6.1.0-x86_64-with-glibc2.36"
+};
+
+struct CpuInfo {
+    std::string vendor;            // vendor_id, "GenuineIntel"
+    std::string model;             // model name
+    int sockets = 0;               // distinct physical ids
+    int physicalCores = 0;         // distinct (physical id, core id) pairs
+    int logicalCpus = 0;           // "processor" entries
+    int availableCpus = 0;         // CPUs this process may run on (sched_getaffinity, like `nproc`)
+    std::vector<std::string> flags;  // the ISA flags that matter for training, in a fixed order
+
+    bool hasFlag(const std::string &flag) const;
+};
+
+struct NumaNode {
+    int id = 0;
+    std::vector<int> cpus;
+    uint64_t memoryTotalBytes = 0;  // 0 when unknown
+};
+
+struct MemoryInfo {
+    uint64_t totalBytes = 0;
+    uint64_t availableBytes = 0;
+    uint64_t swapTotalBytes = 0;
+    uint64_t swapFreeBytes = 0;
+};
+
+struct DiskInfo {
+    std::string path;           // the path that was asked about
+    std::string error;          // statvfs failure, empty on success
+    uint64_t totalBytes = 0;
+    uint64_t freeBytes = 0;     // available to unprivileged users (f_bavail)
+};
+
+struct InterfaceAddress {
+    std::string family;  // "ipv4" or "ipv6"
+    std::string address;
+    int prefixLength = 0;
+};
+
+struct NetworkInterface {
+    std::string name;
+    bool up = false;
+    bool loopback = false;
+    int mtu = 0;                 // 0 when unknown
+    int speedMbps = 0;           // 0 when unknown or virtual
+    bool defaultRouteIpv4 = false;
+    bool defaultRouteIpv6 = false;
+    std::vector<InterfaceAddress> addresses;
+};
+
+struct GpuProcess {
+    unsigned pid = 0;
+    uint64_t usedMemoryBytes = 0;
+};
+
+struct GpuInfo {
+    int index = 0;
+    std::string name;
+    std::string uuid;
+    std::string pciBusId;
+    uint64_t memoryTotalBytes = 0;
+    uint64_t memoryUsedBytes = 0;
+    uint64_t memoryFreeBytes = 0;
+    int computeMajor = -1;         // -1 when unknown
+    int computeMinor = -1;
+    int pcieGeneration = 0;        // current link generation, 0 when unknown
+    int pcieWidth = 0;             // current link width, 0 when unknown
+    int nvlinkActiveLinks = 0;
+    std::vector<GpuProcess> processes;
+
+    bool hasComputeCapability() const { return computeMajor >= 0; }
+    // Compute capability as 10*major+minor (80 for 8.0), -1 when unknown.
+    int computeCapability() const { return computeMajor < 0 ? -1 : computeMajor * 10 + computeMinor; }
+};
+
+// The connection matrix between GPUs (and NICs), in `nvidia-smi topo -m` vocabulary:
+// "X" (self), "NV<n>" (n NVLinks), "PIX", "PXB", "PHB", "NODE", "SYS".
+struct GpuTopology {
+    std::vector<std::string> devices;             // "GPU0", "GPU1", "NIC0", ...
+    std::vector<std::vector<std::string>> links;  // links[i][j], square over devices
+    std::vector<std::string> cpuAffinity;         // per device, "" when not given
+    std::vector<std::string> numaAffinity;        // per device, "" when not given
+    std::vector<std::pair<std::string, std::string>> nicNames;  // ("NIC0", "mlx5_0")
+
+    bool empty() const { return devices.empty(); }
+    // The link between two devices by name ("" when either is unknown).
+    std::string link(const std::string &a, const std::string &b) const;
+};
+
+struct GpuSection {
+    std::string source;          // "nvml", "nvidia-smi" or "" when nothing was found
+    std::string unavailableReason;  // e.g. "NVML not available: libnvidia-ml.so.1: cannot open ..."
+    std::string driverVersion;   // "550.54.15"
+    std::string cudaDriverVersion;  // "12.4"
+    std::vector<GpuInfo> gpus;
+    GpuTopology topology;
+};
+
+// What `accel-worker --capabilities --json` reports about the embedded libtorch runtime.
+struct WorkerCapabilities {
+    bool available = false;
+    std::string error;           // why it is not available
+    std::string path;
+    std::string torchVersion;
+    bool cuda = false;
+    std::string cudaVersion;
+    std::string cudnn;
+    bool nccl = false;
+    bool gloo = false;
+    bool mpi = false;
+    int openmpThreads = 0;
+    std::string blas;
+};
+
+// Python as found on PATH; module versions are "not installed" when the import failed.
+struct PythonInfo {
+    bool available = false;
+    std::string error;
+    std::string executable;
+    std::string version;
+    std::string torchVersion;
+    std::string accelerateVersion;
+    std::string numpyVersion;
+    std::string accelerateExecutable;  // `accelerate` on PATH, "" when absent
+};
+
+// The Accelerate config file `accel env` shows: the default one or the one passed.
+struct ConfigSection {
+    std::string path;
+    bool passed = false;  // --config_file given
+    bool found = false;
+    std::string error;    // read/parse failure
+    std::vector<std::pair<std::string, std::string>> entries;  // "key" -> "value" as printed
+};
+
+struct HardwareReport {
+    std::string generatedAt;   // ISO-8601 UTC
+    std::string accelVersion;
+    SystemInfo system;
+    CpuInfo cpu;
+    std::vector<NumaNode> numaNodes;
+    MemoryInfo memory;
+    std::vector<DiskInfo> disks;
+    std::vector<NetworkInterface> network;
+    GpuSection gpu;
+    WorkerCapabilities worker;
+    PythonInfo python;
+    ConfigSection config;
+};
+
+} // namespace accel::hardware
