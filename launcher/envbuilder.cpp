@@ -1,0 +1,339 @@
+#include "launcher/envbuilder.h"
+
+#include <algorithm>
+#include <cctype>
+#include <sstream>
+
+namespace accel::launcher {
+
+namespace {
+
+std::string upper(std::string text)
+{
+    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+    return text;
+}
+
+std::string lower(std::string text)
+{
+    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return text;
+}
+
+std::vector<std::string> split(const std::string &text, char separator = ',')
+{
+    std::vector<std::string> parts;
+    std::stringstream stream(text);
+    std::string part;
+    while (std::getline(stream, part, separator))
+        parts.push_back(part);
+    return parts;
+}
+
+const ArgValue *findArg(const LaunchSettings &settings, const std::string &name)
+{
+    auto it = settings.args.find(name);
+    return it == settings.args.end() ? nullptr : &it->second;
+}
+
+// Python's str() of an argument as Accelerate stored it: booleans become True/False.
+std::string pythonText(const ArgValue &value)
+{
+    return value.isBool ? pythonBool(value.text) : value.text;
+}
+
+// argparse's str_to_bool turns a typed boolean flag into 1 or 0.
+std::string flagBool(const std::string &text)
+{
+    return parseBool(text) ? "1" : "0";
+}
+
+void addFp8Block(const LaunchSettings &settings, EnvMap &env)
+{
+    for (const auto &[name, value] : settings.args) {
+        if (name.rfind("fp8_", 0) != 0)
+            continue;
+        if (name == "fp8_override_linear_precision") {
+            static const char *const suffixes[] = {"FPROP", "DGRAD", "WGRAD"};
+            std::vector<std::string> parts;
+            if (value.origin == Origin::Flag) {
+                for (const std::string &part : split(value.text))
+                    parts.push_back(flagBool(part));
+            } else if (!value.list.empty()) {
+                for (const std::string &item : value.list)
+                    parts.push_back(pythonBool(item));
+            }
+            parts.resize(3, "False");
+            for (int i = 0; i < 3; ++i)
+                env[std::string("ACCELERATE_FP8_OVERRIDE_") + suffixes[i]] = parts[static_cast<size_t>(i)];
+            continue;
+        }
+        std::string text;
+        if (name == "fp8_backend")
+            text = upper(value.text);  // the training side parses it case-sensitively (facts 3.1)
+        else if (value.isBool && value.origin == Origin::Flag && name != "fp8_use_autocast_during_eval")
+            text = flagBool(value.text);
+        else
+            text = pythonText(value);
+        env["ACCELERATE_" + upper(name)] = text;
+    }
+}
+
+void addDynamoBlock(const LaunchSettings &settings, EnvMap &env)
+{
+    env["ACCELERATE_DYNAMO_BACKEND"] = upper(settings.dynamoBackend);
+    env["ACCELERATE_DYNAMO_MODE"] = settings.dynamoMode;
+    env["ACCELERATE_DYNAMO_USE_FULLGRAPH"] = settings.dynamoUseFullgraph ? "True" : "False";
+    env["ACCELERATE_DYNAMO_USE_DYNAMIC"] = settings.dynamoUseDynamic ? "True" : "False";
+    env["ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION"] = settings.dynamoUseRegionalCompilation ? "True" : "False";
+}
+
+void addFsdpBlock(const LaunchSettings &settings, EnvMap &env)
+{
+    env["ACCELERATE_USE_FSDP"] = "true";
+    auto text = [&](const char *name, const char *fallback) {
+        const ArgValue *value = findArg(settings, name);
+        return value ? pythonText(*value) : std::string(fallback);
+    };
+    auto always = [&](const char *var, const char *name, const char *fallback, bool lowerCase) {
+        const std::string value = text(name, fallback);
+        env[var] = lowerCase ? lower(value) : value;
+    };
+    auto ifSet = [&](const char *var, const char *name) {
+        if (const ArgValue *value = findArg(settings, name); value && !value->text.empty())
+            env[var] = pythonText(*value);
+    };
+    always("FSDP_VERSION", "fsdp_version", "1", false);
+    always("FSDP_SHARDING_STRATEGY", "fsdp_sharding_strategy", "FULL_SHARD", false);
+    always("FSDP_RESHARD_AFTER_FORWARD", "fsdp_reshard_after_forward", "true", true);
+    always("FSDP_OFFLOAD_PARAMS", "fsdp_offload_params", "false", true);
+    always("FSDP_MIN_NUM_PARAMS", "fsdp_min_num_params", "100000000", false);
+    ifSet("FSDP_AUTO_WRAP_POLICY", "fsdp_auto_wrap_policy");
+    ifSet("FSDP_TRANSFORMER_CLS_TO_WRAP", "fsdp_transformer_layer_cls_to_wrap");
+    ifSet("FSDP_BACKWARD_PREFETCH", "fsdp_backward_prefetch");
+    ifSet("FSDP_STATE_DICT_TYPE", "fsdp_state_dict_type");
+    always("FSDP_FORWARD_PREFETCH", "fsdp_forward_prefetch", "false", true);
+    always("FSDP_USE_ORIG_PARAMS", "fsdp_use_orig_params", "true", true);
+    always("FSDP_CPU_RAM_EFFICIENT_LOADING", "fsdp_cpu_ram_efficient_loading", "true", true);
+    always("FSDP_SYNC_MODULE_STATES", "fsdp_sync_module_states", "true", true);
+    always("FSDP_ACTIVATION_CHECKPOINTING", "fsdp_activation_checkpointing", "false", true);
+    ifSet("FSDP_IGNORED_MODULES", "fsdp_ignored_modules");
+}
+
+void addPrefixedBlock(const LaunchSettings &settings, const std::string &prefix, EnvMap &env)
+{
+    for (const auto &[name, value] : settings.args) {
+        if (name.rfind(prefix, 0) == 0 && !value.text.empty())
+            env[upper(name)] = pythonText(value);
+    }
+}
+
+void addDeepSpeedBlock(const LaunchSettings &settings, const EnvMap &base, EnvMap &env)
+{
+    // PYTHONPATH = existing entries + the working directory (Accelerate's env_var_path_add).
+    std::string path;
+    if (auto it = base.find("PYTHONPATH"); it != base.end()) {
+        for (const std::string &entry : split(it->second, ':')) {
+            if (!entry.empty())
+                path += entry + ":";
+        }
+    }
+    env["PYTHONPATH"] = path + settings.workingDirectory;
+    std::string fields;
+    for (const std::string &field : settings.deepspeedFieldsFromConfig)
+        fields += (fields.empty() ? "" : ",") + lower(field);
+    env["ACCELERATE_CONFIG_DS_FIELDS"] = fields;
+    env["ACCELERATE_USE_DEEPSPEED"] = "true";
+    struct Entry { const char *arg; const char *var; bool lowerCase; };
+    static const Entry entries[] = {
+        {"zero_stage", "ACCELERATE_DEEPSPEED_ZERO_STAGE", false},
+        {"gradient_accumulation_steps", "ACCELERATE_GRADIENT_ACCUMULATION_STEPS", false},
+        {"gradient_clipping", "ACCELERATE_GRADIENT_CLIPPING", true},
+        {"offload_optimizer_device", "ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE", true},
+        {"offload_param_device", "ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_DEVICE", true},
+        {"zero3_init_flag", "ACCELERATE_DEEPSPEED_ZERO3_INIT", true},
+        {"zero3_save_16bit_model", "ACCELERATE_DEEPSPEED_ZERO3_SAVE_16BIT_MODEL", true},
+        {"deepspeed_config_file", "ACCELERATE_DEEPSPEED_CONFIG_FILE", false},
+        {"deepspeed_moe_layer_cls_names", "ACCELERATE_DEEPSPEED_MOE_LAYER_CLS_NAMES", false},
+    };
+    for (const Entry &entry : entries) {
+        if (const ArgValue *value = findArg(settings, entry.arg); value && !value->text.empty()) {
+            const std::string text = pythonText(*value);
+            env[entry.var] = entry.lowerCase ? lower(text) : text;
+        }
+    }
+}
+
+void addRankVariables(const LaunchSettings &settings, const EnvMap &base, RankPlacement placement, EnvMap &env)
+{
+    const int perNode = settings.processesPerNode();
+    const std::string rank = std::to_string(globalRank(settings, placement.localRank));
+    env["RANK"] = rank;
+    env["LOCAL_RANK"] = std::to_string(placement.localRank);
+    env["WORLD_SIZE"] = std::to_string(settings.numProcesses);
+    env["LOCAL_WORLD_SIZE"] = std::to_string(perNode);
+    env["GROUP_RANK"] = std::to_string(settings.machineRank);
+    env["GROUP_WORLD_SIZE"] = std::to_string(settings.numMachines);
+    // One role for every rank, so the role rank and size equal the global ones.
+    env["ROLE_NAME"] = settings.role;
+    env["ROLE_RANK"] = rank;
+    env["ROLE_WORLD_SIZE"] = std::to_string(settings.numProcesses);
+    env["MASTER_ADDR"] = settings.masterAddress();
+    env["MASTER_PORT"] = std::to_string(settings.mainProcessPort);
+    env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(placement.restartCount);
+    env["TORCHELASTIC_MAX_RESTARTS"] = std::to_string(settings.maxRestarts);
+    env["TORCHELASTIC_RUN_ID"] = settings.rendezvousId;
+    // No agent store: rank 0 hosts the c10d TCPStore itself.
+    env["TORCHELASTIC_USE_AGENT_STORE"] = "False";
+    if (auto it = base.find("TORCH_NCCL_ASYNC_ERROR_HANDLING"); it == base.end())
+        env["TORCH_NCCL_ASYNC_ERROR_HANDLING"] = "1";
+    if (!settings.runDirectory.empty())
+        env["TORCHELASTIC_ERROR_FILE"] = settings.runDirectory + "/logs/rank" + rank + ".error.json";
+}
+
+} // namespace
+
+const char *launcherKindName(LauncherKind kind)
+{
+    switch (kind) {
+    case LauncherKind::Simple: return "simple";
+    case LauncherKind::Torchrun: return "torchrun";
+    case LauncherKind::DeepSpeed: return "deepspeed";
+    }
+    return "simple";
+}
+
+bool parseBool(const std::string &text, bool *ok)
+{
+    const std::string value = lower(text);
+    if (ok)
+        *ok = true;
+    if (value == "true" || value == "1" || value == "yes" || value == "y" || value == "on" || value == "t")
+        return true;
+    if (value == "false" || value == "0" || value == "no" || value == "n" || value == "off" || value == "f")
+        return false;
+    if (ok)
+        *ok = false;
+    return false;
+}
+
+std::string pythonBool(const std::string &text)
+{
+    return parseBool(text) ? "True" : "False";
+}
+
+std::string deviceMaskVariableFor(const std::string &distributedType)
+{
+    static const std::map<std::string, std::string> masks = {
+        {"MULTI_XPU", "ZE_AFFINITY_MASK"},         {"MULTI_MLU", "MLU_VISIBLE_DEVICES"},
+        {"MULTI_SDAA", "SDAA_VISIBLE_DEVICES"},    {"MULTI_MUSA", "MUSA_VISIBLE_DEVICES"},
+        {"MULTI_NPU", "ASCEND_RT_VISIBLE_DEVICES"}, {"MULTI_HPU", "HABANA_VISIBLE_MODULES"},
+        {"MULTI_NEURON", "NEURON_RT_VISIBLE_CORES"},
+    };
+    auto it = masks.find(distributedType);
+    return it == masks.end() ? std::string("CUDA_VISIBLE_DEVICES") : it->second;
+}
+
+int globalRank(const LaunchSettings &settings, int localRank)
+{
+    return settings.machineRank * settings.processesPerNode() + localRank;
+}
+
+bool usesRankVariables(const LaunchSettings &settings)
+{
+    return settings.launcher != LauncherKind::Simple || settings.numProcesses > 1 || settings.numMachines > 1;
+}
+
+EnvMap buildRankEnvironment(const LaunchSettings &settings, const EnvMap &base, RankPlacement placement)
+{
+    EnvMap env = base;
+    const bool simple = settings.launcher == LauncherKind::Simple;
+    const bool deepspeed = settings.launcher == LauncherKind::DeepSpeed;
+
+    if (settings.debug)
+        env["ACCELERATE_DEBUG_MODE"] = "true";
+    if (!settings.gpuIds.empty() && settings.gpuIds != "all")
+        env[settings.deviceMaskVariable.empty() ? deviceMaskVariableFor(settings.distributedType)
+                                                : settings.deviceMaskVariable] = settings.gpuIds;
+    if (settings.mixedPrecision == "fp8")
+        addFp8Block(settings, env);
+    env["ACCELERATE_MIXED_PRECISION"] = settings.mixedPrecision;
+    if (!deepspeed)
+        addDynamoBlock(settings, env);
+
+    if (simple) {
+        env["ACCELERATE_USE_CPU"] = settings.cpu ? "True" : "False";
+        if (settings.numProcesses > 1 || settings.numMachines > 1) {
+            env["MASTER_ADDR"] = settings.masterAddress();
+            env["MASTER_PORT"] = std::to_string(settings.mainProcessPort);
+        }
+    }
+    if (settings.useFsdp && !simple && !deepspeed)
+        addFsdpBlock(settings, env);
+    if (settings.useMegatron && !simple && !deepspeed) {
+        env["ACCELERATE_USE_MEGATRON_LM"] = "true";
+        addPrefixedBlock(settings, "megatron_lm_", env);
+    }
+    if (deepspeed) {
+        addDeepSpeedBlock(settings, base, env);
+        // torchrun's own rule: one thread per worker when nothing was asked for.
+        if (base.find("OMP_NUM_THREADS") == base.end() && settings.processesPerNode() > 1)
+            env["OMP_NUM_THREADS"] = "1";
+    } else {
+        env["OMP_NUM_THREADS"] = std::to_string(settings.threadsPerProcess);
+    }
+    if (settings.enableCpuAffinity)
+        env["ACCELERATE_CPU_AFFINITY"] = "1";
+    if (settings.useParallelismConfig && !simple) {
+        env["ACCELERATE_USE_PARALLELISM_CONFIG"] = "true";
+        addPrefixedBlock(settings, "parallelism_config_", env);
+    }
+
+    if (usesRankVariables(settings))
+        addRankVariables(settings, base, placement, env);
+
+    if (!settings.runDirectory.empty()) {
+        env["ACCEL_RUN_DIR"] = settings.runDirectory;
+        env["ACCEL_METRICS_FILE"] = settings.runDirectory + "/metrics/rank"
+            + std::to_string(globalRank(settings, placement.localRank)) + ".jsonl";
+    }
+    return env;
+}
+
+std::vector<std::string> buildRankCommand(const LaunchSettings &settings, const EnvMap &base)
+{
+    const ProgramSpec &program = settings.program;
+    std::vector<std::string> command;
+    std::string python = program.python.empty() ? std::string("python3") : program.python;
+    if (auto it = base.find("PYTHON_EXEC"); it != base.end() && !it->second.empty())
+        python = it->second;
+    switch (program.kind) {
+    case ProgramSpec::Kind::PythonScript:
+        command = {python, "-u", program.target};
+        break;
+    case ProgramSpec::Kind::PythonModule:
+        command = {python, "-u", "-m", program.target};
+        break;
+    case ProgramSpec::Kind::Executable:
+        command = {program.target};
+        break;
+    case ProgramSpec::Kind::Job:
+        command = {program.workerProgram, program.target};
+        break;
+    }
+    command.insert(command.end(), program.args.begin(), program.args.end());
+    return command;
+}
+
+EnvMap environmentDifference(const EnvMap &base, const EnvMap &env)
+{
+    EnvMap difference;
+    for (const auto &[name, value] : env) {
+        auto it = base.find(name);
+        if (it == base.end() || it->second != value)
+            difference[name] = value;
+    }
+    return difference;
+}
+
+} // namespace accel::launcher

@@ -1,0 +1,161 @@
+#include "launcher/launchflags.h"
+
+namespace accel::launcher {
+
+namespace {
+using K = LaunchFlag::Kind;
+
+std::vector<LaunchFlag> makeFlags()
+{
+    const std::vector<std::string> precisions = {"no", "fp16", "bf16", "fp8"};
+    const std::vector<std::string> dynamo = {"no", "eager", "aot_eager", "inductor", "aot_ts_nvfuser", "nvprims_nvfuser",
+                                             "cudagraphs", "ofi", "fx2trt", "onnxrt", "tensorrt",
+                                             "aot_torchxla_trace_once", "torchxla_trace_once", "ipex", "tvm",
+                                             "hpu_backend"};
+    return {
+        // General
+        {"config_file", K::Value, "FILE", nullptr, "cluster config file (default: Accelerate's default_config.yaml)", "general"},
+        {"quiet", K::Switch, "", nullptr, "print no launcher summary on failure, only exit 1", "general", 'q'},
+        {"debug", K::Switch, "", nullptr, "sets ACCELERATE_DEBUG_MODE=true in every rank", "general"},
+        {"module", K::Switch, "", nullptr, "run SCRIPT as a Python module (python3 -u -m)", "general", 'm'},
+        {"no_python", K::Switch, "", nullptr, "run SCRIPT directly, not through python3", "general"},
+        {"job", K::Value, "JOB.yaml", nullptr, "run an accel-worker job instead of a script", "accel"},
+        {"run_dir", K::Value, "DIR", nullptr, "run directory (default: <data>/accel-studio/runs/<run-id>)", "accel"},
+        {"name", K::Value, "NAME", nullptr, "readable part of the run id (default: script or job name)", "accel"},
+        {"dry_run", K::Switch, "", nullptr, "print each rank's command and environment; start nothing", "accel"},
+        {"json", K::Switch, "", nullptr, "with --dry-run: machine-readable output (accel.launch-plan)", "accel"},
+        {"detach", K::Switch, "", nullptr, "run the supervisor in the background; print the run id", "accel"},
+        {"grace_period", K::Value, "SECONDS", "5", "after SIGTERM, seconds before ranks are killed", "accel"},
+        {"no_mirror", K::Switch, "", nullptr, "do not copy rank output to the terminal", "accel"},
+        // Hardware
+        {"cpu", K::Switch, "", nullptr, "force CPU training", "hardware"},
+        {"multi_gpu", K::Switch, "", nullptr, "distributed GPU training (torchrun launcher)", "hardware"},
+        {"tpu", K::Switch, "", nullptr, "TPU training (not supported by accel)", "hardware"},
+        // Resources
+        {"mixed_precision", K::Value, "MODE", nullptr, "mixed precision", "resources", 0, false, precisions},
+        {"num_processes", K::Value, "N", nullptr, "total number of ranks across all machines", "resources"},
+        {"num_machines", K::Value, "N", nullptr, "number of machines", "resources"},
+        {"num_cpu_threads_per_process", K::Value, "N", nullptr, "OMP_NUM_THREADS of every rank", "resources"},
+        {"enable_cpu_affinity", K::Switch, "", nullptr, "pin ranks to the CPUs near their GPU", "resources"},
+        {"dynamo_backend", K::Value, "BACKEND", nullptr, "torch.compile backend", "resources", 0, false, dynamo},
+        {"dynamo_mode", K::Value, "MODE", "default", "torch.compile mode", "resources", 0, false,
+         {"default", "reduce-overhead", "max-autotune"}},
+        {"dynamo_use_fullgraph", K::Switch, "", nullptr, "compile full graphs", "resources"},
+        {"dynamo_use_dynamic", K::Switch, "", nullptr, "compile with dynamic shapes", "resources"},
+        {"dynamo_use_regional_compilation", K::Switch, "", nullptr, "compile repeated blocks once", "resources"},
+        // Paradigm
+        {"use_deepspeed", K::Switch, "", nullptr, "DeepSpeed launcher", "paradigm"},
+        {"use_fsdp", K::Switch, "", nullptr, "FSDP (torchrun launcher)", "paradigm"},
+        {"use_parallelism_config", K::Switch, "", nullptr, "export the parallelism config (FSDP2 only)", "paradigm"},
+        {"use_megatron_lm", K::Switch, "", nullptr, "Megatron-LM (torchrun launcher)", "paradigm"},
+        // Distributed
+        {"gpu_ids", K::Value, "IDS", nullptr, "comma list of GPU ids, or all", "distributed"},
+        {"same_network", K::Switch, "", nullptr, "machines share a network", "distributed"},
+        {"machine_rank", K::Value, "N", nullptr, "rank of this machine", "distributed"},
+        {"main_process_ip", K::Value, "IP", nullptr, "address of machine 0", "distributed"},
+        {"main_process_port", K::Value, "PORT", nullptr, "port of rank 0's TCPStore (0: a free port; default 29500)", "distributed"},
+        {"tee", K::Value, "N", "0", "accepted for compatibility; rank output always goes to logs/", "distributed", 't'},
+        {"log_dir", K::Value, "DIR", nullptr, "accepted for compatibility; logs go to the run directory", "distributed"},
+        {"role", K::Value, "ROLE", "default", "ROLE_NAME of the ranks", "distributed"},
+        {"rdzv_backend", K::Value, "NAME", "static", "rendezvous backend (accel: always static)", "distributed"},
+        {"rdzv_conf", K::Value, "CONF", "", "rendezvous options (unused)", "distributed"},
+        {"max_restarts", K::Value, "N", "0", "restart the whole group up to N times after a failure", "distributed"},
+        {"monitor_interval", K::Value, "SECONDS", "0.1", "accepted for compatibility (accel reacts to exits at once)", "distributed"},
+        // TPU (accepted, not supported)
+        {"tpu_cluster", K::Switch, "", nullptr, "TPU pod (not supported)", "tpu"},
+        {"no_tpu_cluster", K::Switch, "", nullptr, "not a TPU pod", "tpu"},
+        {"tpu_use_sudo", K::Switch, "", nullptr, "TPU pod sudo (not supported)", "tpu"},
+        {"vm", K::Value, "VM", nullptr, "TPU VM (not supported)", "tpu", 0, true},
+        {"env", K::Value, "ENV", nullptr, "TPU environment (not supported)", "tpu", 0, true},
+        {"main_training_function", K::Value, "NAME", nullptr, "TPU only (unused)", "tpu"},
+        {"downcast_bf16", K::Switch, "", nullptr, "TPU only (unused)", "tpu"},
+        // DeepSpeed
+        {"deepspeed_config_file", K::Value, "FILE", nullptr, "DeepSpeed JSON config", "deepspeed"},
+        {"zero_stage", K::Value, "N", nullptr, "ZeRO stage 0-3", "deepspeed"},
+        {"offload_optimizer_device", K::Value, "DEVICE", nullptr, "none, cpu or nvme", "deepspeed"},
+        {"offload_param_device", K::Value, "DEVICE", nullptr, "none, cpu or nvme", "deepspeed"},
+        {"offload_optimizer_nvme_path", K::Value, "PATH", nullptr, "NVMe path for optimizer state", "deepspeed"},
+        {"offload_param_nvme_path", K::Value, "PATH", nullptr, "NVMe path for parameters", "deepspeed"},
+        {"gradient_accumulation_steps", K::Value, "N", nullptr, "gradient accumulation steps", "deepspeed"},
+        {"gradient_clipping", K::Value, "X", nullptr, "gradient clipping", "deepspeed"},
+        {"zero3_init_flag", K::BoolText, "BOOL", nullptr, "ZeRO-3 init", "deepspeed"},
+        {"zero3_save_16bit_model", K::BoolText, "BOOL", nullptr, "save 16-bit model with ZeRO-3", "deepspeed"},
+        {"deepspeed_hostfile", K::Value, "FILE", nullptr, "DeepSpeed hostfile", "deepspeed"},
+        {"deepspeed_exclusion_filter", K::Value, "FILTER", nullptr, "DeepSpeed exclusion filter", "deepspeed"},
+        {"deepspeed_inclusion_filter", K::Value, "FILTER", nullptr, "DeepSpeed inclusion filter", "deepspeed"},
+        {"deepspeed_multinode_launcher", K::Value, "NAME", nullptr, "DeepSpeed multi-node launcher", "deepspeed"},
+        {"deepspeed_moe_layer_cls_names", K::Value, "NAMES", nullptr, "MoE layer classes", "deepspeed"},
+        // FSDP
+        {"fsdp_version", K::Value, "N", "1", "FSDP version (1 or 2)", "fsdp", 0, false, {"1", "2"}},
+        {"fsdp_reshard_after_forward", K::Value, "VALUE", "true", "FSDP2: bool; FSDP1: sharding strategy", "fsdp"},
+        {"fsdp_sharding_strategy", K::Value, "STRATEGY", "FULL_SHARD", "FSDP1 sharding strategy", "fsdp"},
+        {"fsdp_offload_params", K::BoolText, "BOOL", "false", "offload parameters to CPU", "fsdp"},
+        {"fsdp_auto_wrap_policy", K::Value, "POLICY", nullptr, "TRANSFORMER_BASED_WRAP, SIZE_BASED_WRAP, NO_WRAP", "fsdp"},
+        {"fsdp_transformer_layer_cls_to_wrap", K::Value, "NAMES", nullptr, "layer classes to wrap", "fsdp"},
+        {"fsdp_min_num_params", K::Value, "N", "100000000", "size-based wrap threshold", "fsdp"},
+        {"fsdp_backward_prefetch", K::Value, "MODE", nullptr, "BACKWARD_PRE, BACKWARD_POST, NO_PREFETCH", "fsdp"},
+        {"fsdp_state_dict_type", K::Value, "TYPE", nullptr, "state dict type", "fsdp"},
+        {"fsdp_forward_prefetch", K::BoolText, "BOOL", "false", "forward prefetch", "fsdp"},
+        {"fsdp_use_orig_params", K::BoolText, "BOOL", "true", "use original parameters", "fsdp"},
+        {"fsdp_cpu_ram_efficient_loading", K::BoolText, "BOOL", "true", "load weights on rank 0 only", "fsdp"},
+        {"fsdp_sync_module_states", K::BoolText, "BOOL", "true", "broadcast module states", "fsdp"},
+        {"fsdp_activation_checkpointing", K::BoolText, "BOOL", "false", "activation checkpointing", "fsdp"},
+        {"fsdp_ignored_modules", K::Value, "REGEX", nullptr, "modules FSDP ignores", "fsdp"},
+        // Megatron-LM
+        {"megatron_lm_tp_degree", K::Value, "N", "1", "tensor parallel degree", "megatron"},
+        {"megatron_lm_pp_degree", K::Value, "N", "1", "pipeline parallel degree", "megatron"},
+        {"megatron_lm_num_micro_batches", K::Value, "N", nullptr, "micro batches", "megatron"},
+        {"megatron_lm_sequence_parallelism", K::Value, "BOOL", nullptr, "sequence parallelism", "megatron"},
+        {"megatron_lm_recompute_activations", K::Value, "BOOL", nullptr, "recompute activations", "megatron"},
+        {"megatron_lm_use_distributed_optimizer", K::Value, "BOOL", nullptr, "distributed optimizer", "megatron"},
+        {"megatron_lm_gradient_clipping", K::Value, "X", "1.0", "gradient clipping", "megatron"},
+        // FP8
+        {"fp8_backend", K::Value, "BACKEND", nullptr, "ao, te or msamp (exported upper-case)", "fp8", 0, false,
+         {"ao", "te", "msamp", "AO", "TE", "MSAMP"}},
+        {"fp8_use_autocast_during_eval", K::Switch, "", nullptr, "TE: autocast during evaluation", "fp8"},
+        {"fp8_margin", K::Value, "N", "0", "TE margin", "fp8"},
+        {"fp8_interval", K::Value, "N", "1", "TE interval", "fp8"},
+        {"fp8_format", K::Value, "FORMAT", "HYBRID", "TE format: HYBRID, E4M3, E5M2", "fp8"},
+        {"fp8_amax_history_len", K::Value, "N", "1024", "TE amax history length", "fp8"},
+        {"fp8_amax_compute_algo", K::Value, "ALGO", "most_recent", "TE amax algorithm: max, most_recent", "fp8"},
+        {"fp8_override_linear_precision", K::Value, "B,B,B", "false,false,false", "TE fprop,dgrad,wgrad in higher precision", "fp8"},
+        {"fp8_opt_level", K::Value, "LEVEL", "O2", "MS-AMP level: O1, O2", "fp8"},
+        {"fp8_enable_fsdp_float8_all_gather", K::BoolText, "BOOL", "true", "AO: float8 all-gather under FSDP", "fp8"},
+        {"fp8_pad_inner_dim", K::BoolText, "BOOL", "true", "AO: pad inner dimensions", "fp8"},
+        // MPI
+        {"mpirun_hostfile", K::Value, "FILE", nullptr, "MPI hostfile (accel starts the ranks itself)", "mpi"},
+        // Parallelism config
+        {"parallelism_config_dp_replicate_size", K::Value, "N", "1", "replicated data parallel size", "parallelism"},
+        {"parallelism_config_dp_shard_size", K::Value, "N", "1", "sharded data parallel size", "parallelism"},
+        {"parallelism_config_tp_size", K::Value, "N", "1", "tensor parallel size", "parallelism"},
+        {"parallelism_config_cp_size", K::Value, "N", "1", "context parallel size", "parallelism"},
+        {"parallelism_config_cp_comm_strategy", K::Value, "NAME", "allgather", "allgather or alltoall", "parallelism"},
+        {"parallelism_config_cp_backend", K::Value, "NAME", "torch", "context parallel backend", "parallelism"},
+        {"parallelism_config_sp_size", K::Value, "N", "1", "sequence parallel size", "parallelism"},
+        {"parallelism_config_sp_backend", K::Value, "NAME", "deepspeed", "sequence parallel backend", "parallelism"},
+        {"parallelism_config_sp_seq_length", K::Value, "N", nullptr, "sequence length", "parallelism"},
+        {"parallelism_config_sp_seq_length_is_variable", K::BoolText, "BOOL", "true", "variable sequence length", "parallelism"},
+        {"parallelism_config_sp_attn_implementation", K::Value, "NAME", "sdpa", "attention implementation", "parallelism"},
+        // AWS (accepted, unused)
+        {"aws_access_key_id", K::Value, "ID", nullptr, "SageMaker only (unused)", "aws"},
+        {"aws_secret_access_key", K::Value, "KEY", nullptr, "SageMaker only (unused)", "aws"},
+    };
+}
+} // namespace
+
+const std::vector<LaunchFlag> &launchFlags()
+{
+    static const std::vector<LaunchFlag> flags = makeFlags();
+    return flags;
+}
+
+const LaunchFlag *findLaunchFlag(const std::string &name)
+{
+    for (const LaunchFlag &flag : launchFlags()) {
+        if (name == flag.name)
+            return &flag;
+    }
+    return nullptr;
+}
+
+} // namespace accel::launcher

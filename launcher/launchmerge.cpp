@@ -1,0 +1,443 @@
+#include "launcher/launchmerge.h"
+
+#include "launcher/envbuilder.h"
+#include "launcher/launchflags.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace accel::launcher {
+
+namespace {
+
+std::string upper(std::string text)
+{
+    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+    return text;
+}
+
+class Merger {
+public:
+    Merger(const LaunchRequest &request, const std::optional<ConfigView> &config, const HostFacts &host)
+        : m_request(request), m_config(config), m_host(host)
+    {
+    }
+
+    Result<LaunchSettings> run();
+
+private:
+    bool typed(const std::string &name) const { return m_request.flags.count(name) > 0; }
+    std::optional<std::string> flag(const std::string &name) const
+    {
+        auto it = m_request.flags.find(name);
+        return it == m_request.flags.end() ? std::nullopt : std::optional<std::string>(it->second);
+    }
+    const ArgValue *top(const std::string &key) const
+    {
+        if (!m_config)
+            return nullptr;
+        auto it = m_config->top.find(key);
+        return it == m_config->top.end() || it->second.text.empty() ? nullptr : &it->second;
+    }
+    const ArgMap *block(const std::string &name) const
+    {
+        if (!m_config)
+            return nullptr;
+        auto it = m_config->blocks.find(name);
+        return it == m_config->blocks.end() ? nullptr : &it->second;
+    }
+    // Flag, else top-level config key (Accelerate: applied only while the arg is still None).
+    std::optional<std::string> scalar(const std::string &name, const std::string &configKey = {}) const
+    {
+        if (auto value = flag(name))
+            return value;
+        if (const ArgValue *value = top(configKey.empty() ? name : configKey))
+            return value->text;
+        return std::nullopt;
+    }
+    Result<int> toInt(const std::string &name, const std::string &text, int minimum) const
+    {
+        try {
+            size_t used = 0;
+            const int value = std::stoi(text, &used);
+            if (used == text.size() && value >= minimum)
+                return value;
+        } catch (const std::exception &) {
+        }
+        return makeError(ErrorCode::InvalidInput,
+                         name + ": expected an integer >= " + std::to_string(minimum) + ", got '" + text + "'",
+                         typed(name) || !m_config ? std::string("--") + name : m_config->path);
+    }
+
+    void fillBlockArgs();
+    Result<void> decideMode();
+    Result<void> applyScalars();
+    void decideThreads();
+    Result<void> validate();
+
+    const LaunchRequest &m_request;
+    const std::optional<ConfigView> &m_config;
+    const HostFacts &m_host;
+    LaunchSettings m_settings;
+    bool m_multiGpu = false;
+    bool m_modeFlagTyped = false;
+};
+
+const std::set<std::string> &blockGroups()
+{
+    static const std::set<std::string> groups = {"fsdp", "fp8", "megatron", "parallelism", "deepspeed", "mpi"};
+    return groups;
+}
+
+void Merger::fillBlockArgs()
+{
+    // Flag defaults first, then typed flags, then config blocks (which beat defaults, not typed flags).
+    for (const LaunchFlag &spec : launchFlags()) {
+        if (!blockGroups().count(spec.group))
+            continue;
+        const bool isBool = spec.kind != LaunchFlag::Kind::Value;
+        if (auto value = flag(spec.name))
+            m_settings.args[spec.name] = ArgValue{*value, Origin::Flag, isBool, {}};
+        else if (spec.defaultValue)
+            m_settings.args[spec.name] = ArgValue{spec.defaultValue, Origin::Default, isBool, {}};
+        else if (spec.kind == LaunchFlag::Kind::Switch)
+            m_settings.args[spec.name] = ArgValue{"false", Origin::Default, true, {}};
+    }
+    static const std::map<std::string, std::string> prefixes = {
+        {"fsdp_config", "fsdp_"}, {"fp8_config", "fp8_"}, {"dynamo_config", "dynamo_"}, {"deepspeed_config", ""},
+        {"megatron_lm_config", "megatron_lm_"}, {"mpirun_config", ""}, {"parallelism_config", "parallelism_config_"},
+    };
+    for (const auto &[blockName, prefix] : prefixes) {
+        const ArgMap *values = block(blockName);
+        if (!values)
+            continue;
+        for (const auto &[key, value] : *values) {
+            const std::string name = key.rfind(prefix, 0) == 0 ? key : prefix + key;
+            if (blockName == "deepspeed_config")
+                m_settings.deepspeedFieldsFromConfig.push_back(name);
+            if (typed(name) || blockName == "dynamo_config")
+                continue;
+            ArgValue copy = value;
+            copy.origin = Origin::Config;
+            m_settings.args[name] = copy;
+        }
+    }
+    // fp8_config keys whose names do not match the flags (facts 1.7): Accelerate exports them under
+    // names nothing reads. Keep that export and also apply them to the flag the recipe reads.
+    static const std::map<std::string, std::string> fp8Renames = {
+        {"fp8_amax_history_length", "fp8_amax_history_len"},
+        {"fp8_amax_compute_algorithm", "fp8_amax_compute_algo"},
+        {"fp8_optimization_level", "fp8_opt_level"},
+    };
+    for (const auto &[configName, flagName] : fp8Renames) {
+        auto it = m_settings.args.find(configName);
+        if (it == m_settings.args.end() || it->second.origin != Origin::Config || typed(flagName))
+            continue;
+        m_settings.args[flagName] = it->second;
+        m_settings.notes.push_back("fp8_config." + configName.substr(4) + ": " + it->second.text + " is applied as --"
+                                   + flagName + " (accelerate launch exports it under a name the recipe never reads)");
+    }
+    if (auto it = m_settings.args.find("fp8_backend"); it != m_settings.args.end() && it->second.origin == Origin::Flag
+        && it->second.text != upper(it->second.text)) {
+        m_settings.notes.push_back("--fp8_backend " + it->second.text + " is exported as " + upper(it->second.text)
+                                   + " (accelerate launch exports the lower-case value, which the training side rejects)");
+    }
+}
+
+Result<void> Merger::decideMode()
+{
+    static const char *const exclusive[] = {"cpu", "multi_gpu", "tpu", "use_deepspeed", "use_fsdp"};
+    std::vector<std::string> given;
+    for (const char *name : exclusive) {
+        if (typed(name))
+            given.push_back(std::string("--") + name);
+    }
+    if (given.size() > 1)
+        return makeError(ErrorCode::InvalidInput,
+                         "only one of --cpu, --multi_gpu, --tpu, --use_deepspeed, --use_fsdp may be given; got "
+                             + given[0] + " and " + given[1]);
+    if (typed("module") && typed("no_python"))
+        return makeError(ErrorCode::InvalidInput, "--module and --no_python cannot be combined");
+    if (typed("tpu") || typed("tpu_cluster"))
+        return makeError(ErrorCode::Unsupported, "TPU launches are not supported by accel launch (--tpu)");
+
+    m_multiGpu = typed("multi_gpu");
+    m_settings.useDeepSpeed = typed("use_deepspeed");
+    m_settings.useFsdp = typed("use_fsdp");
+    m_settings.useMegatron = typed("use_megatron_lm");
+    m_settings.useParallelismConfig = typed("use_parallelism_config");
+    m_modeFlagTyped = m_multiGpu || m_settings.useDeepSpeed || m_settings.useFsdp || m_settings.useMegatron;
+    if (m_config && !m_modeFlagTyped) {
+        const ArgValue *type = top("distributed_type");
+        const std::string distributed = type ? type->text : std::string("NO");
+        if (distributed == "XLA")
+            return makeError(ErrorCode::Unsupported, "distributed_type: XLA (TPU) is not supported by accel launch",
+                             m_config->path);
+        m_multiGpu = distributed.rfind("MULTI_", 0) == 0 && distributed != "MULTI_CPU";
+        m_settings.useFsdp = distributed == "FSDP";
+        m_settings.useDeepSpeed = distributed == "DEEPSPEED";
+        m_settings.useMegatron = distributed == "MEGATRON_LM";
+        if (!typed("use_parallelism_config")) {
+            const ArgMap *parallelism = block("parallelism_config");
+            m_settings.useParallelismConfig = parallelism && !parallelism->empty();
+        }
+        m_settings.distributedType = distributed;
+    }
+    return {};
+}
+
+Result<void> Merger::applyScalars()
+{
+    // Processes and machines.
+    if (auto text = scalar("num_processes")) {
+        if (*text == "-1")
+            return makeError(ErrorCode::InvalidInput,
+                             "num_processes: -1 means it must be given on the command line; pass --num_processes N",
+                             m_config ? m_config->path : std::string());
+        auto value = toInt("num_processes", *text, 0);
+        if (!value)
+            return tl::unexpected(value.error());
+        m_settings.numProcesses = *value;
+    } else {
+        m_settings.numProcesses = m_host.acceleratorCount;
+    }
+    if (m_settings.numProcesses == 0) {
+        m_settings.numProcesses = 1;
+        m_settings.notes.push_back("no accelerator found and no --num_processes: accelerate launch would ask for 0 "
+                                   "processes; accel launch starts 1");
+    }
+    if (auto text = scalar("num_machines")) {
+        auto value = toInt("num_machines", *text, 1);
+        if (!value)
+            return tl::unexpected(value.error());
+        m_settings.numMachines = *value;
+    }
+    if (auto text = scalar("machine_rank")) {
+        auto value = toInt("machine_rank", *text, 0);
+        if (!value)
+            return tl::unexpected(value.error());
+        m_settings.machineRank = *value;
+    }
+    if (auto text = scalar("main_process_ip"))
+        m_settings.mainProcessIp = *text;
+    if (auto text = scalar("main_process_port")) {
+        auto value = toInt("main_process_port", *text, 0);
+        if (!value)
+            return tl::unexpected(value.error());
+        if (*value > 65535)
+            return makeError(ErrorCode::InvalidInput, "main_process_port: expected 0-65535, got " + *text);
+        m_settings.mainProcessPort = *value;
+        m_settings.mainProcessPortExplicit = true;
+    }
+    m_settings.gpuIds = scalar("gpu_ids").value_or("all");
+
+    // Precision, debug, CPU.
+    if (auto text = flag("mixed_precision")) {
+        m_settings.mixedPrecision = *text;
+    } else if (const ArgValue *value = top("mixed_precision")) {
+        m_settings.mixedPrecision = value->text;
+        m_settings.deepspeedFieldsFromConfig.push_back("mixed_precision");
+    }
+    if (m_settings.mixedPrecision.empty())
+        m_settings.mixedPrecision = "no";
+    m_settings.debug = typed("debug") || (top("debug") && parseBool(top("debug")->text));
+    m_settings.cpu = typed("cpu") || (top("use_cpu") && parseBool(top("use_cpu")->text));
+
+    // Dynamo: flag, else dynamo_config, else "no".
+    const ArgMap *dynamo = block("dynamo_config");
+    auto dynamoValue = [&](const std::string &name) -> std::optional<std::string> {
+        if (auto value = flag(name))
+            return value;
+        if (dynamo) {
+            const std::string shortName = name.substr(std::string("dynamo_").size());
+            for (const std::string &key : {name, shortName}) {
+                if (auto it = dynamo->find(key); it != dynamo->end())
+                    return it->second.text;
+            }
+        }
+        return std::nullopt;
+    };
+    m_settings.dynamoBackend = upper(dynamoValue("dynamo_backend").value_or("no"));
+    m_settings.dynamoMode = dynamoValue("dynamo_mode").value_or("default");
+    m_settings.dynamoUseFullgraph = parseBool(dynamoValue("dynamo_use_fullgraph").value_or("false"));
+    m_settings.dynamoUseDynamic = parseBool(dynamoValue("dynamo_use_dynamic").value_or("false"));
+    m_settings.dynamoUseRegionalCompilation = parseBool(dynamoValue("dynamo_use_regional_compilation").value_or("false"));
+
+    // Launcher-level settings. Accelerate ignores these config keys (their flags have defaults);
+    // accel honours them when no flag was typed and says so.
+    m_settings.enableCpuAffinity = typed("enable_cpu_affinity");
+    if (!typed("enable_cpu_affinity") && top("enable_cpu_affinity") && parseBool(top("enable_cpu_affinity")->text)) {
+        m_settings.enableCpuAffinity = true;
+        m_settings.notes.push_back("config enable_cpu_affinity: true is applied (accelerate launch ignores it)");
+    }
+    m_settings.sameNetwork = typed("same_network") || (top("same_network") && parseBool(top("same_network")->text));
+    const std::string rdzv = scalar("rdzv_backend").value_or("static");
+    if (rdzv != "static")
+        m_settings.notes.push_back("rdzv_backend " + rdzv + " is not used: rank 0 hosts the c10d TCPStore (static rendezvous)");
+    m_settings.role = flag("role").value_or("default");
+    auto restarts = toInt("max_restarts", flag("max_restarts").value_or("0"), 0);
+    if (!restarts)
+        return tl::unexpected(restarts.error());
+    m_settings.maxRestarts = *restarts;
+    return {};
+}
+
+void Merger::decideThreads()
+{
+    if (auto text = flag("num_cpu_threads_per_process")) {
+        m_settings.threadsPerProcess = std::max(1, std::atoi(text->c_str()));
+        return;
+    }
+    auto envInt = [&](const std::vector<std::string> &names, int fallback) {
+        for (const std::string &name : names) {
+            auto it = m_request.environment.find(name);
+            if (it != m_request.environment.end() && !it->second.empty())
+                return std::atoi(it->second.c_str());
+        }
+        return fallback;
+    };
+    m_settings.threadsPerProcess = std::max(1, envInt({"OMP_NUM_THREADS"}, 1));
+    if (m_settings.cpu && envInt({"OMP_NUM_THREADS"}, 0) == 0) {
+        const int localSize = envInt({"MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "MV2_COMM_WORLD_LOCAL_SIZE"},
+                                     std::max(m_settings.numProcesses / std::max(1, m_settings.numMachines), 1));
+        const int perProcess = m_host.physicalCores / std::max(1, localSize);
+        if (perProcess > 1)
+            m_settings.threadsPerProcess = perProcess;
+    }
+}
+
+Result<void> Merger::validate()
+{
+    LaunchSettings &s = m_settings;
+    if (s.numProcesses % s.numMachines != 0)
+        return makeError(ErrorCode::InvalidInput, "num_processes " + std::to_string(s.numProcesses)
+                                                      + " is not a multiple of num_machines " + std::to_string(s.numMachines));
+    if (s.machineRank >= s.numMachines)
+        return makeError(ErrorCode::InvalidInput, "machine_rank " + std::to_string(s.machineRank) + " must be below num_machines "
+                                                      + std::to_string(s.numMachines));
+    if (s.numMachines > 1 && s.mainProcessIp.empty())
+        return makeError(ErrorCode::InvalidInput, "main_process_ip is required when num_machines > 1");
+    if (typed("multi_gpu") && s.numProcesses < 2)
+        return makeError(ErrorCode::InvalidInput, "--multi_gpu needs --num_processes 2 or more, got "
+                                                      + std::to_string(s.numProcesses));
+    if (m_multiGpu && typed("multi_gpu") && s.gpuIds != "all" && s.numMachines == 1
+        && std::count(s.gpuIds.begin(), s.gpuIds.end(), ',') < 1)
+        return makeError(ErrorCode::InvalidInput, "--multi_gpu needs at least 2 gpu ids, got gpu_ids " + s.gpuIds);
+    if (s.useFsdp) {
+        const bool ramEfficient = parseBool(s.args["fsdp_cpu_ram_efficient_loading"].text);
+        const bool sync = parseBool(s.args["fsdp_sync_module_states"].text);
+        if (ramEfficient && !sync)
+            return makeError(ErrorCode::InvalidInput,
+                             "fsdp_cpu_ram_efficient_loading true needs fsdp_sync_module_states true");
+    }
+    if (s.useParallelismConfig && !(s.useFsdp && s.args["fsdp_version"].text == "2"))
+        return makeError(ErrorCode::InvalidInput, "parallelism config needs FSDP with fsdp_version 2");
+    return {};
+}
+
+Result<LaunchSettings> Merger::run()
+{
+    m_settings.program = m_request.program;
+    m_settings.workingDirectory = m_request.workingDirectory;
+    if (auto ok = decideMode(); !ok)
+        return tl::unexpected(ok.error());
+    fillBlockArgs();
+    if (auto ok = applyScalars(); !ok)
+        return tl::unexpected(ok.error());
+    if (!m_config && !m_modeFlagTyped && m_host.acceleratorCount > 1 && m_settings.numProcesses > 1)
+        m_multiGpu = true;
+    decideThreads();
+    if (auto ok = validate(); !ok)
+        return tl::unexpected(ok.error());
+
+    LaunchSettings &s = m_settings;
+    const bool cpu = s.cpu;
+    if (s.useDeepSpeed && !cpu) {
+        s.launcher = LauncherKind::DeepSpeed;
+        s.distributedType = "DEEPSPEED";
+        if (s.numMachines > 1) {
+            const std::string runner = s.args.count("deepspeed_multinode_launcher")
+                ? s.args["deepspeed_multinode_launcher"].text : std::string("pdsh");
+            if (runner != "standard")
+                s.notes.push_back("deepspeed_multinode_launcher " + runner
+                                  + " is not used: accel launch starts this machine's ranks itself (as 'standard')");
+        }
+    } else if ((s.useFsdp || s.useMegatron || m_multiGpu) && !cpu) {
+        s.launcher = LauncherKind::Torchrun;
+        if (s.useFsdp)
+            s.distributedType = "FSDP";
+        else if (s.useMegatron)
+            s.distributedType = "MEGATRON_LM";
+        else if (s.distributedType.rfind("MULTI_", 0) != 0 || s.distributedType == "MULTI_CPU")
+            s.distributedType = "MULTI_GPU";
+    } else {
+        s.launcher = LauncherKind::Simple;
+        s.useDeepSpeed = s.useFsdp = s.useMegatron = s.useParallelismConfig = false;
+        s.distributedType = s.numProcesses > 1 ? "MULTI_CPU" : "NO";
+        if (s.numProcesses > 1) {
+            const bool mpi = s.args.count("mpirun_hostfile") && !s.args["mpirun_hostfile"].text.empty();
+            s.notes.push_back(std::string(mpi ? "mpirun_hostfile is not used: " : "")
+                              + "accelerate launch would start 1 process here and leave the other ranks to "
+                                "mpirun/SLURM; accel launch starts all "
+                              + std::to_string(s.processesPerNode()) + " local ranks with torchrun-style RANK/WORLD_SIZE");
+        }
+    }
+    s.deviceMaskVariable = deviceMaskVariableFor(s.distributedType);
+    if (!s.useDeepSpeed)
+        s.deepspeedFieldsFromConfig.clear();
+    return s;
+}
+
+int countPhysicalCores()
+{
+    std::set<std::pair<std::string, std::string>> cores;
+    std::error_code error;
+    for (const auto &entry : std::filesystem::directory_iterator("/sys/devices/system/cpu", error)) {
+        const std::string name = entry.path().filename().string();
+        if (name.rfind("cpu", 0) != 0 || name.size() < 4 || !std::isdigit(static_cast<unsigned char>(name[3])))
+            continue;
+        std::ifstream package(entry.path() / "topology/physical_package_id");
+        std::ifstream core(entry.path() / "topology/core_id");
+        std::string p, c;
+        if (package >> p && core >> c)
+            cores.insert({p, c});
+    }
+    return cores.empty() ? 1 : static_cast<int>(cores.size());
+}
+
+} // namespace
+
+std::string configFileToLoad(const LaunchRequest &request, const std::string &defaultPath, bool defaultExists)
+{
+    if (auto it = request.flags.find("config_file"); it != request.flags.end())
+        return it->second;
+    if (defaultExists && !request.flags.count("cpu"))
+        return defaultPath;
+    return {};
+}
+
+Result<LaunchSettings> mergeLaunchSettings(const LaunchRequest &request, const std::optional<ConfigView> &config,
+                                           const HostFacts &host)
+{
+    return Merger(request, config, host).run();
+}
+
+HostFacts detectHostFacts()
+{
+    HostFacts facts;
+    facts.physicalCores = countPhysicalCores();
+    std::error_code error;
+    for (const auto &entry : std::filesystem::directory_iterator("/dev", error)) {
+        const std::string name = entry.path().filename().string();
+        if (name.size() > 6 && name.rfind("nvidia", 0) == 0
+            && std::all_of(name.begin() + 6, name.end(), [](unsigned char c) { return std::isdigit(c); }))
+            ++facts.acceleratorCount;
+    }
+    return facts;
+}
+
+} // namespace accel::launcher

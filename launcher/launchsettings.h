@@ -1,0 +1,88 @@
+// LaunchSettings: everything `accel launch` decided after merging its flags with the cluster
+// config file, in the shape Accelerate's launcher works with. The environment builder turns it
+// into each rank's environment; the supervisor turns it into processes. Qt-free on purpose so
+// that the merge and the environment tables are unit-testable as plain data.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace accel::launcher {
+
+using EnvMap = std::map<std::string, std::string>;
+
+// Which of Accelerate's launchers the run imitates (facts 3.2 step 6).
+enum class LauncherKind { Simple, Torchrun, DeepSpeed };
+
+const char *launcherKindName(LauncherKind kind);
+
+// Where an argument's value came from. Accelerate renders some values differently depending on
+// it (FP8 booleans typed as flags become 1/0, those from a config file True/False).
+enum class Origin { Default, Config, Flag };
+
+struct ArgValue {
+    std::string text;
+    Origin origin = Origin::Default;
+    bool isBool = false;        // a boolean (text is "true"/"false")
+    std::vector<std::string> list;  // for list values from a config file (fp8 override precision)
+};
+
+// Accelerate's "args" namespace for the nested blocks: fsdp_*, fp8_*, megatron_lm_*,
+// parallelism_config_* and the DeepSpeed keys (zero_stage, gradient_clipping, ...).
+using ArgMap = std::map<std::string, ArgValue>;
+
+struct ProgramSpec {
+    enum class Kind { PythonScript, PythonModule, Executable, Job };
+    Kind kind = Kind::PythonScript;
+    std::string target;             // script path, module name, program, or job file
+    std::vector<std::string> args;  // passed untouched
+    std::string python = "python3";  // PYTHON_EXEC overrides it, as in torchrun
+    std::string workerProgram;      // accel-worker, for Kind::Job
+};
+
+struct LaunchSettings {
+    LauncherKind launcher = LauncherKind::Simple;
+    std::string distributedType = "NO";  // what the run amounts to: NO, MULTI_CPU, MULTI_GPU, FSDP, ...
+    bool cpu = false;                    // --cpu or use_cpu
+    bool debug = false;
+    std::string mixedPrecision = "no";
+    int numProcesses = 1;  // total across machines
+    int numMachines = 1;
+    int machineRank = 0;
+    std::string mainProcessIp;   // empty: 127.0.0.1
+    int mainProcessPort = 29500;
+    bool mainProcessPortExplicit = false;  // typed or from the config (a busy port is then an error)
+    bool sameNetwork = false;
+    std::string gpuIds = "all";
+    std::string deviceMaskVariable = "CUDA_VISIBLE_DEVICES";
+    int threadsPerProcess = 1;
+    bool enableCpuAffinity = false;
+    std::string role = "default";
+    int maxRestarts = 0;
+    std::string rdzvBackend = "static";
+    std::string rendezvousId = "none";
+
+    std::string dynamoBackend = "NO";  // upper-case
+    std::string dynamoMode = "default";
+    bool dynamoUseFullgraph = false;
+    bool dynamoUseDynamic = false;
+    bool dynamoUseRegionalCompilation = false;
+
+    bool useFsdp = false;
+    bool useDeepSpeed = false;
+    bool useMegatron = false;
+    bool useParallelismConfig = false;
+    ArgMap args;
+    std::vector<std::string> deepspeedFieldsFromConfig;  // ACCELERATE_CONFIG_DS_FIELDS
+
+    ProgramSpec program;
+    std::string workingDirectory;  // absolute; DeepSpeed's PYTHONPATH entry
+    std::string runDirectory;      // ACCEL_RUN_DIR
+    std::vector<std::string> notes;  // "how we differ from accelerate launch" lines
+
+    int processesPerNode() const { return numMachines > 0 ? numProcesses / numMachines : numProcesses; }
+    std::string masterAddress() const { return mainProcessIp.empty() ? std::string("127.0.0.1") : mainProcessIp; }
+};
+
+} // namespace accel::launcher
