@@ -1,0 +1,45 @@
+// A checkpoint as Accelerate resolves it (facts 5.6): a folder with model.safetensors or exactly
+// one *.safetensors.index.json, a single .safetensors file, or an index file. Shards are mapped
+// and validated; the index must agree with the shards' headers.
+#pragma once
+
+#include "core/bigmodel/safetensors.h"
+#include "core/common/result.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace accel::bigmodel {
+
+class Checkpoint {
+public:
+    static Result<Checkpoint> open(const std::string &path);
+
+    // The folder holding the checkpoint (and usually config.json).
+    const std::string &folder() const { return m_folder; }
+    const std::string &indexPath() const { return m_indexPath; }  // empty for a single file
+    bool isSharded() const { return !m_indexPath.empty(); }
+    const std::vector<std::shared_ptr<const SafetensorsFile>> &shards() const { return m_shards; }
+    const std::map<std::string, std::string> &indexMetadata() const { return m_indexMetadata; }
+
+    // Every tensor, shard by shard in data order.
+    std::vector<const TensorInfo *> tensors() const;
+    const TensorInfo *find(const std::string &name) const;
+    const SafetensorsFile *shardOf(const std::string &name) const;
+    uint64_t totalBytes() const;
+
+private:
+    std::string m_folder;
+    std::string m_indexPath;
+    std::vector<std::shared_ptr<const SafetensorsFile>> m_shards;
+    std::map<std::string, size_t> m_shardOf;  // tensor → index in m_shards
+    std::map<std::string, std::string> m_indexMetadata;
+};
+
+// Finds the checkpoint file to open inside a folder (model.safetensors, else exactly one
+// *.safetensors.index.json, else exactly one *.safetensors).
+Result<std::string> resolveCheckpointPath(const std::string &folder);
+
+} // namespace accel::bigmodel
