@@ -1,0 +1,258 @@
+#include "launcher/runsupervisor.h"
+
+#include "launcher/envbuilder.h"
+#include "launcher/rundirectory.h"
+
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonObject>
+
+#include <QSysInfo>
+
+#include <csignal>
+#include <unistd.h>
+
+namespace accel::launcher {
+
+namespace {
+QJsonObject exitJson(const RankExit &exit)
+{
+    QJsonObject object{{QStringLiteral("rank"), exit.rank},
+                       {QStringLiteral("pid"), exit.pid},
+                       {QStringLiteral("exit_code"), exit.signal || exit.failedToStart ? QJsonValue() : QJsonValue(exit.exitCode)},
+                       {QStringLiteral("signal"), exit.signal ? QJsonValue(exit.signal) : QJsonValue()},
+                       {QStringLiteral("runtime_s"), exit.runtimeSeconds},
+                       {QStringLiteral("result"), exit.describe()}};
+    return object;
+}
+} // namespace
+
+RunSupervisor::RunSupervisor(LaunchSettings settings, EnvMap baseEnvironment, RunDirectory *run,
+                             SupervisorOptions options, QObject *parent)
+    : QObject(parent)
+    , m_settings(std::move(settings))
+    , m_baseEnvironment(std::move(baseEnvironment))
+    , m_run(run)
+    , m_options(options)
+{
+    m_graceTimer.setSingleShot(true);
+    connect(&m_graceTimer, &QTimer::timeout, this, [this] {
+        killAll();
+        if (m_run)
+            (void)m_run->appendEvent(QStringLiteral("killed"), {{QStringLiteral("after_grace_ms"), m_options.graceMs}});
+    });
+}
+
+RunSupervisor::~RunSupervisor()
+{
+    killAll();
+}
+
+std::vector<qint64> RunSupervisor::rankPids() const
+{
+    std::vector<qint64> pids;
+    for (const auto &process : m_processes)
+        pids.push_back(process->pid());
+    return pids;
+}
+
+void RunSupervisor::start()
+{
+    if (m_run) {
+        QJsonObject manifest = m_run->manifest();
+        manifest[QStringLiteral("supervisor")] = QJsonObject{
+            {QStringLiteral("pid"), static_cast<qint64>(::getpid())},
+            {QStringLiteral("start_time"), static_cast<qint64>(processStartTime(::getpid()))},
+            {QStringLiteral("host"), QSysInfo::machineHostName()}};
+        (void)m_run->writeManifest(manifest);
+        (void)m_run->appendEvent(QStringLiteral("started"), {{QStringLiteral("ranks"), m_settings.processesPerNode()},
+                                                             {QStringLiteral("launcher"), QString::fromLatin1(launcherKindName(m_settings.launcher))}});
+    }
+    startAttempt();
+    if (m_run && !m_finished)
+        (void)m_run->setState(QString::fromLatin1(runstate::Running));
+}
+
+void RunSupervisor::startAttempt()
+{
+    m_processes.clear();
+    m_exits.clear();
+    m_firstFailure.reset();
+    m_tearingDown = false;
+    const int perNode = m_settings.processesPerNode();
+    const std::vector<std::string> command = buildRankCommand(m_settings, m_baseEnvironment);
+    QStringList commandList;
+    for (const std::string &part : command)
+        commandList << QString::fromStdString(part);
+    for (int local = 0; local < perNode; ++local) {
+        const int rank = globalRank(m_settings, local);
+        RankProcess::Spec spec;
+        spec.rank = rank;
+        spec.command = commandList;
+        for (const auto &[name, value] : buildRankEnvironment(m_settings, m_baseEnvironment, {local, m_restartCount}))
+            spec.environment << QString::fromStdString(name + "=" + value);
+        spec.workingDirectory = QString::fromStdString(m_settings.workingDirectory);
+        spec.mirror = m_options.mirror;
+        if (m_run) {
+            spec.logPath = m_run->logPath(rank);
+            if (m_restartCount > 0) {
+                QFile log(spec.logPath);
+                if (log.open(QIODevice::WriteOnly | QIODevice::Append))
+                    log.write(QByteArrayLiteral("==== accel: restart ") + QByteArray::number(m_restartCount) + " ====\n");
+            }
+        }
+        auto process = std::make_unique<RankProcess>(std::move(spec));
+        connect(process.get(), &RankProcess::started, this, &RunSupervisor::onRankStarted);
+        connect(process.get(), &RankProcess::exited, this, &RunSupervisor::onRankExited, Qt::QueuedConnection);
+        m_processes.push_back(std::move(process));
+    }
+    for (const auto &process : m_processes)
+        process->start();
+    recordRanks();
+}
+
+void RunSupervisor::onRankStarted(int rank, qint64 pid)
+{
+    if (m_run)
+        (void)m_run->appendEvent(QStringLiteral("rank_started"), {{QStringLiteral("rank"), rank},
+                                                                  {QStringLiteral("pid"), pid},
+                                                                  {QStringLiteral("attempt"), m_restartCount}});
+    Q_EMIT rankStarted(rank, pid);
+}
+
+void RunSupervisor::onRankExited(const RankExit &exit)
+{
+    m_exits[exit.rank] = exit;
+    if (m_run) {
+        QJsonObject fields = exitJson(exit);
+        fields[QStringLiteral("attempt")] = m_restartCount;
+        (void)m_run->appendEvent(QStringLiteral("rank_exited"), fields);
+    }
+    Q_EMIT rankExited(exit);
+    if (!exit.succeeded() && !m_firstFailure && !m_stopRequested) {
+        m_firstFailure = exit;
+        beginTeardown(QStringLiteral("rank %1 %2").arg(exit.rank).arg(exit.describe()));
+    }
+    recordRanks();
+    if (m_exits.size() == m_processes.size())
+        attemptDone();
+}
+
+void RunSupervisor::beginTeardown(const QString &reason)
+{
+    if (m_tearingDown)
+        return;
+    m_tearingDown = true;
+    if (m_run)
+        (void)m_run->appendEvent(QStringLiteral("stopping_ranks"), {{QStringLiteral("reason"), reason},
+                                                                    {QStringLiteral("grace_ms"), m_options.graceMs}});
+    // Every group, including ranks that already exited: their children may still run.
+    for (const auto &process : m_processes)
+        process->signalGroup(SIGTERM);
+    m_graceTimer.start(m_options.graceMs);
+}
+
+void RunSupervisor::killAll()
+{
+    for (const auto &process : m_processes)
+        process->signalGroup(SIGKILL);
+}
+
+void RunSupervisor::stop(const QString &reason)
+{
+    if (m_finished)
+        return;
+    if (m_stopRequested) {
+        killAll();  // asked twice: do not wait for the grace period
+        return;
+    }
+    m_stopRequested = true;
+    m_stopReason = reason;
+    if (m_run)
+        (void)m_run->setState(QString::fromLatin1(runstate::Stopping), reason);
+    m_tearingDown = false;
+    beginTeardown(reason);
+}
+
+void RunSupervisor::attemptDone()
+{
+    m_graceTimer.stop();
+    killAll();  // leftovers the ranks forked
+    if (m_stopRequested) {
+        finish(QString::fromLatin1(runstate::Stopped), m_firstFailure ? m_firstFailure->shellCode() : 130, m_stopReason);
+        return;
+    }
+    if (m_firstFailure) {
+        const QString reason = QStringLiteral("rank %1 %2").arg(m_firstFailure->rank).arg(m_firstFailure->describe());
+        if (m_restartCount < m_settings.maxRestarts) {
+            ++m_restartCount;
+            if (m_run) {
+                (void)m_run->appendEvent(QStringLiteral("restarting"), {{QStringLiteral("restart"), m_restartCount},
+                                                                        {QStringLiteral("reason"), reason}});
+                (void)m_run->setState(QString::fromLatin1(runstate::Restarting), reason);
+            }
+            Q_EMIT restarting(m_restartCount, reason);
+            QTimer::singleShot(0, this, [this] {
+                if (m_stopRequested) {
+                    finish(QString::fromLatin1(runstate::Stopped), 130, m_stopReason);
+                    return;
+                }
+                startAttempt();
+                if (m_run && !m_finished)
+                    (void)m_run->setState(QString::fromLatin1(runstate::Running));
+            });
+            return;
+        }
+        finish(QString::fromLatin1(runstate::Failed), m_firstFailure->shellCode(), reason);
+        return;
+    }
+    finish(QString::fromLatin1(runstate::Succeeded), 0, {});
+}
+
+void RunSupervisor::finish(const QString &state, int exitCode, const QString &reason)
+{
+    if (m_finished)
+        return;
+    m_finished = true;
+    m_outcome.state = state;
+    m_outcome.exitCode = exitCode;
+    m_outcome.failedRank = m_firstFailure ? m_firstFailure->rank : -1;
+    m_outcome.restarts = m_restartCount;
+    m_outcome.reason = reason;
+    m_outcome.ranks.clear();
+    for (const auto &[rank, exit] : m_exits)
+        m_outcome.ranks.push_back(exit);
+    if (m_run) {
+        recordRanks();
+        QJsonObject manifest = m_run->manifest();
+        manifest[QStringLiteral("exit_code")] = exitCode;
+        manifest[QStringLiteral("failed_rank")] = m_outcome.failedRank;
+        (void)m_run->writeManifest(manifest);
+        (void)m_run->appendEvent(QStringLiteral("finished"), {{QStringLiteral("state"), state},
+                                                              {QStringLiteral("exit_code"), exitCode},
+                                                              {QStringLiteral("reason"), reason}});
+        (void)m_run->setState(state, reason);
+    }
+    Q_EMIT finished(m_outcome);
+}
+
+void RunSupervisor::recordRanks()
+{
+    if (!m_run)
+        return;
+    QJsonArray ranks;
+    for (const auto &process : m_processes) {
+        auto it = m_exits.find(process->rank());
+        QJsonObject entry = it != m_exits.end() ? exitJson(it->second)
+                                                : QJsonObject{{QStringLiteral("rank"), process->rank()},
+                                                              {QStringLiteral("pid"), process->pid()},
+                                                              {QStringLiteral("result"), QStringLiteral("running")}};
+        ranks.append(entry);
+    }
+    QJsonObject manifest = m_run->manifest();
+    manifest[QStringLiteral("ranks")] = ranks;
+    manifest[QStringLiteral("restarts")] = m_restartCount;
+    (void)m_run->writeManifest(manifest);
+}
+
+} // namespace accel::launcher

@@ -1,0 +1,83 @@
+// RunSupervisor: starts this machine's ranks, watches them, and ends the run exactly once with
+// finished(RunOutcome). When any rank fails it SIGTERMs every rank's process group, SIGKILLs
+// after the grace period, and restarts the whole group while restarts remain
+// (TORCHELASTIC_RESTART_COUNT counts them). stop() ends the run the same way.
+#pragma once
+
+#include "launcher/launchsettings.h"
+#include "launcher/rankprocess.h"
+
+#include <QObject>
+#include <QTimer>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace accel::launcher {
+
+class RunDirectory;
+
+struct SupervisorOptions {
+    int graceMs = 5000;   // SIGTERM → SIGKILL
+    bool mirror = false;  // copy rank output to the terminal
+};
+
+struct RunOutcome {
+    QString state;       // succeeded, failed or stopped (runstate)
+    int exitCode = 0;    // first failing rank's shell code; 0 on success
+    int failedRank = -1;
+    int restarts = 0;
+    QString reason;
+    std::vector<RankExit> ranks;  // last attempt, by local rank
+};
+
+class RunSupervisor : public QObject {
+    Q_OBJECT
+public:
+    // `run` may be null (no run directory: logs are not written); it must outlive the supervisor.
+    RunSupervisor(LaunchSettings settings, EnvMap baseEnvironment, RunDirectory *run, SupervisorOptions options,
+                  QObject *parent = nullptr);
+    ~RunSupervisor() override;
+
+    void start();
+    // Stops every rank (SIGTERM, then SIGKILL after the grace period). A second call kills at once.
+    void stop(const QString &reason);
+    bool isFinished() const { return m_finished; }
+    const RunOutcome &outcome() const { return m_outcome; }
+    std::vector<qint64> rankPids() const;
+
+Q_SIGNALS:
+    void rankStarted(int rank, qint64 pid);
+    void rankExited(const accel::launcher::RankExit &exit);
+    void restarting(int restartCount, const QString &reason);
+    void finished(const accel::launcher::RunOutcome &outcome);
+
+private:
+    void startAttempt();
+    void onRankStarted(int rank, qint64 pid);
+    void onRankExited(const RankExit &exit);
+    void beginTeardown(const QString &reason);
+    void killAll();
+    void attemptDone();
+    void finish(const QString &state, int exitCode, const QString &reason);
+    void recordRanks();
+
+    LaunchSettings m_settings;
+    EnvMap m_baseEnvironment;
+    RunDirectory *m_run = nullptr;
+    SupervisorOptions m_options;
+    std::vector<std::unique_ptr<RankProcess>> m_processes;
+    std::map<int, RankExit> m_exits;  // by global rank, this attempt
+    std::optional<RankExit> m_firstFailure;
+    QTimer m_graceTimer;
+    int m_restartCount = 0;
+    bool m_tearingDown = false;
+    bool m_stopRequested = false;
+    bool m_finished = false;
+    QString m_stopReason;
+    RunOutcome m_outcome;
+};
+
+} // namespace accel::launcher
