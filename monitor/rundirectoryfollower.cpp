@@ -1,0 +1,150 @@
+#include "monitor/rundirectoryfollower.h"
+
+#include "monitor/filetail.h"
+
+#include <QDir>
+#include <QFileInfo>
+#include <QJsonDocument>
+
+namespace accel::monitor {
+
+RunDirectoryFollower::RunDirectoryFollower(const QString &runDirectory, QObject *parent)
+    : RunSource(parent), m_directory(QDir::cleanPath(runDirectory))
+{
+    m_timer.setInterval(500);
+    connect(&m_timer, &QTimer::timeout, this, &RunDirectoryFollower::pollNow);
+    connect(&m_watcher, &QFileSystemWatcher::fileChanged, this, [this](const QString &path) {
+        if (!m_running)
+            return;
+        const QString relative = QDir(m_directory).relativeFilePath(path);
+        if (relative == QLatin1String("run.json"))
+            readManifest();
+        else
+            pollFile(relative);
+        // A replaced file drops out of the watcher: watch the new one.
+        if (QFileInfo::exists(path))
+            watch(path, false);
+    });
+    connect(&m_watcher, &QFileSystemWatcher::directoryChanged, this, [this](const QString &) {
+        if (!m_running)
+            return;
+        rescan();
+        readManifest();
+    });
+}
+
+RunDirectoryFollower::~RunDirectoryFollower() = default;
+
+void RunDirectoryFollower::setPollInterval(int milliseconds)
+{
+    m_timer.setInterval(milliseconds);
+}
+
+void RunDirectoryFollower::setWatcherEnabled(bool enabled)
+{
+    m_watcherEnabled = enabled;
+}
+
+void RunDirectoryFollower::start()
+{
+    m_running = true;
+    pollNow();
+    m_timer.start();
+}
+
+void RunDirectoryFollower::stop()
+{
+    m_running = false;
+    m_timer.stop();
+    if (!m_watcher.files().isEmpty())
+        m_watcher.removePaths(m_watcher.files());
+    if (!m_watcher.directories().isEmpty())
+        m_watcher.removePaths(m_watcher.directories());
+}
+
+void RunDirectoryFollower::pollNow()
+{
+    rescan();
+    readManifest();
+    for (const auto &entry : m_tails)
+        pollFile(entry.first);
+}
+
+void RunDirectoryFollower::watch(const QString &path, bool directory)
+{
+    if (!m_watcherEnabled)
+        return;
+    const QStringList &watched = directory ? m_watcher.directories() : m_watcher.files();
+    if (!watched.contains(path))
+        m_watcher.addPath(path);
+}
+
+void RunDirectoryFollower::rescan()
+{
+    const QDir root(m_directory);
+    if (!root.exists())
+        return;
+    watch(m_directory, true);
+    QStringList found;
+    if (QFileInfo::exists(root.filePath(QStringLiteral("events.jsonl"))))
+        found.append(QStringLiteral("events.jsonl"));
+    const std::pair<const char *, const char *> folders[] = {{"metrics", "*.jsonl"}, {"logs", "*.log"}};
+    for (const auto &[folder, pattern] : folders) {
+        const QDir sub(root.filePath(QLatin1String(folder)));
+        if (!sub.exists())
+            continue;
+        watch(sub.path(), true);
+        for (const QString &name : sub.entryList({QLatin1String(pattern)}, QDir::Files, QDir::Name))
+            found.append(QLatin1String(folder) + QLatin1Char('/') + name);
+    }
+    for (const QString &relative : found) {
+        if (m_tails.count(relative) == 0) {
+            m_tails.emplace(relative, std::make_unique<FileTail>(root.filePath(relative)));
+            pollFile(relative);
+        }
+        watch(root.filePath(relative), false);
+    }
+    if (QFileInfo::exists(root.filePath(QStringLiteral("run.json"))))
+        watch(root.filePath(QStringLiteral("run.json")), false);
+}
+
+void RunDirectoryFollower::pollFile(const QString &relativePath)
+{
+    const auto found = m_tails.find(relativePath);
+    if (found == m_tails.end()) {
+        rescan();
+        return;
+    }
+    FileTail &tail = *found->second;
+    for (;;) {
+        constexpr qint64 chunkSize = 4 << 20;
+        FileTail::Chunk chunk = tail.readNew(chunkSize);
+        if (!chunk.restartReason.isEmpty())
+            deliverRestart(relativePath, chunk.restartReason);
+        if (chunk.bytes.isEmpty())
+            break;
+        deliverBytes(relativePath, chunk.bytes);
+        if (chunk.bytes.size() < chunkSize)
+            break;
+    }
+}
+
+void RunDirectoryFollower::readManifest()
+{
+    const QFileInfo info(QDir(m_directory).filePath(QStringLiteral("run.json")));
+    if (!info.exists())
+        return;
+    if (info.lastModified() == m_manifestModified && info.size() == m_manifestSize)
+        return;
+    QFile file(info.filePath());
+    if (!file.open(QIODevice::ReadOnly))
+        return;
+    const QJsonDocument document = QJsonDocument::fromJson(file.readAll());
+    if (!document.isObject())
+        return;  // being rewritten: the next change notification or poll reads it again
+    m_manifestModified = info.lastModified();
+    m_manifestSize = info.size();
+    deliverManifest(document.object());
+}
+
+} // namespace accel::monitor

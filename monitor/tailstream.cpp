@@ -1,0 +1,157 @@
+#include "monitor/tailstream.h"
+
+#include <QIODevice>
+#include <QJsonDocument>
+
+namespace accel::monitor {
+
+namespace {
+
+QByteArray envelope(const QJsonObject &object)
+{
+    return QJsonDocument(object).toJson(QJsonDocument::Compact) + '\n';
+}
+
+} // namespace
+
+QByteArray TailStreamEncoder::header(const QString &runDirectory) const
+{
+    // Built by hand so "schema" and "version" come first, as every --json output of accel does.
+    const QByteArray run = QJsonDocument(QJsonObject{{QStringLiteral("run"), runDirectory}}).toJson(QJsonDocument::Compact);
+    return "{\"schema\":\"accel.tail\",\"version\":1," + run.mid(1) + '\n';
+}
+
+QByteArray TailStreamEncoder::encodeBytes(const QString &relativePath, QByteArrayView bytes)
+{
+    QByteArray &pending = m_pending[relativePath];
+    const qsizetype lastNewline = bytes.lastIndexOf('\n');
+    if (lastNewline < 0) {
+        pending.append(bytes);
+        return {};
+    }
+    QByteArray text = pending + bytes.first(lastNewline + 1).toByteArray();
+    pending = bytes.sliced(lastNewline + 1).toByteArray();
+    return envelope({{QStringLiteral("file"), relativePath}, {QStringLiteral("text"), QString::fromUtf8(text)}});
+}
+
+QByteArray TailStreamEncoder::encodeRestart(const QString &relativePath, const QString &reason)
+{
+    m_pending.remove(relativePath);
+    return envelope({{QStringLiteral("file"), relativePath}, {QStringLiteral("restarted"), reason}});
+}
+
+QByteArray TailStreamEncoder::encodeManifest(const QJsonObject &manifest) const
+{
+    return envelope({{QStringLiteral("file"), QStringLiteral("run.json")}, {QStringLiteral("manifest"), manifest}});
+}
+
+QByteArray TailStreamEncoder::flush()
+{
+    QByteArray out;
+    for (auto it = m_pending.begin(); it != m_pending.end(); ++it) {
+        if (!it.value().isEmpty())
+            out += envelope({{QStringLiteral("file"), it.key()}, {QStringLiteral("text"), QString::fromUtf8(it.value() + '\n')}});
+    }
+    m_pending.clear();
+    return out;
+}
+
+StreamRunSource::StreamRunSource(QObject *parent) : RunSource(parent) {}
+
+void StreamRunSource::attach(QIODevice *device)
+{
+    m_device = device;
+    connect(device, &QIODevice::readyRead, this, [this] {
+        if (m_device)
+            feed(m_device->readAll());
+    });
+    connect(device, &QIODevice::readChannelFinished, this, [this] {
+        if (m_device)
+            feed(m_device->readAll());
+        finish();
+    });
+    if (device->bytesAvailable() > 0)
+        feed(device->readAll());
+}
+
+void StreamRunSource::stop()
+{
+    if (m_device)
+        disconnect(m_device, nullptr, this, nullptr);
+    m_device = nullptr;
+}
+
+void StreamRunSource::feed(QByteArrayView bytes)
+{
+    if (m_finished)
+        return;
+    qsizetype start = 0;
+    for (;;) {
+        const qsizetype newline = bytes.indexOf('\n', start);
+        if (newline < 0)
+            break;
+        if (!m_pending.isEmpty()) {
+            m_pending.append(bytes.sliced(start, newline - start));
+            const QByteArray line = std::exchange(m_pending, {});
+            handleLine(line);
+        } else {
+            handleLine(bytes.sliced(start, newline - start));
+        }
+        if (m_finished)
+            return;
+        start = newline + 1;
+    }
+    m_pending.append(bytes.sliced(start));
+}
+
+void StreamRunSource::finish(const QString &reason)
+{
+    if (m_finished)
+        return;
+    if (!m_pending.isEmpty())
+        handleLine(std::exchange(m_pending, {}));
+    flushPending();
+    m_finished = true;
+    Q_EMIT ended(reason);
+}
+
+void StreamRunSource::handleLine(QByteArrayView line)
+{
+    if (line.trimmed().isEmpty())
+        return;
+    const QJsonDocument document = QJsonDocument::fromJson(line.toByteArray());
+    if (!document.isObject()) {
+        ++m_junkLines;
+        return;
+    }
+    const QJsonObject object = document.object();
+    if (object.contains(QLatin1String("schema"))) {
+        if (object.value(QLatin1String("schema")).toString() != QLatin1String("accel.tail")) {
+            ++m_junkLines;
+            return;
+        }
+        if (object.value(QLatin1String("version")).toInt() > 1) {
+            m_finished = true;
+            Q_EMIT ended(QStringLiteral("unsupported accel.tail version %1").arg(object.value(QLatin1String("version")).toInt()));
+            return;
+        }
+        m_runDirectory = object.value(QLatin1String("run")).toString();
+        return;
+    }
+    const QString file = object.value(QLatin1String("file")).toString();
+    if (file.isEmpty() || file.contains(QLatin1String(".."))) {
+        ++m_junkLines;
+        return;
+    }
+    if (object.value(QLatin1String("text")).isString()) {
+        deliverBytes(file, object.value(QLatin1String("text")).toString().toUtf8());
+    } else if (object.value(QLatin1String("restarted")).isString()) {
+        deliverRestart(file, object.value(QLatin1String("restarted")).toString());
+    } else if (object.value(QLatin1String("manifest")).isObject()) {
+        deliverManifest(object.value(QLatin1String("manifest")).toObject());
+    } else {
+        ++m_junkLines;
+    }
+}
+
+} // namespace accel::monitor
