@@ -85,7 +85,9 @@ Result<ChildOutput> runChild(const std::string &program, const std::vector<std::
 {
     const std::string resolved = findOnPath(program);
     if (resolved.empty())
-        return makeError(ErrorCode::NotFound, "program not found (looked on PATH)", program);
+        return makeError(ErrorCode::NotFound,
+                         program.find('/') == std::string::npos ? "program not found on PATH" : "no such executable file",
+                         program);
 
     Pipe out;
     Pipe err;
