@@ -1,0 +1,99 @@
+// Detectors over a run's MetricStore that raise events (a signal, and optionally a line in the
+// run's events.jsonl through an EventWriter):
+//   HangDetector      "hang_suspected" when no rank's step advanced for
+//                     max(minimum, factor x median step time) while the processes live;
+//                     "hang_cleared" when steps advance again.
+//   StragglerDetector "straggler_detected" when a rank's median step time over the last `window`
+//                     steps is more than `margin` above the median of the other ranks';
+//                     "straggler_cleared" when it is back within the margin.
+// Thresholds are settings so tests (and impatient users) can use short ones.
+#pragma once
+
+#include "monitor/metricstore.h"
+#include "monitor/runevent.h"
+
+#include <QObject>
+#include <QPointer>
+#include <QSet>
+#include <QTimer>
+
+#include <functional>
+
+namespace accel::monitor {
+
+using EventWriter = std::function<void(const RunEvent &)>;
+// Appends events to <runDirectory>/events.jsonl.
+EventWriter eventsFileWriter(const QString &runDirectory);
+
+struct HangSettings {
+    std::int64_t minimumMs = 60000;    // never suspect a hang sooner
+    double medianFactor = 5.0;   // ... nor before this many median step times
+    int checkIntervalMs = 1000;
+};
+
+class HangDetector : public QObject {
+    Q_OBJECT
+public:
+    explicit HangDetector(const MetricStore *store, QObject *parent = nullptr);
+
+    void setSettings(const HangSettings &settings);
+    void setEventWriter(EventWriter writer) { m_writer = std::move(writer); }
+    // Only live processes can hang; a finished run never does. Alive by default.
+    void setProcessesAlive(bool alive);
+    // Follows launcher events: "started"/"restarted" mean alive; "finished", "stopped", "failed",
+    // "run_finished", "run_stopped", "run_failed" mean the processes are gone.
+    void observeEvents(const QList<accel::monitor::RunEvent> &events);
+
+    void start();  // checks on a timer from now on
+    void stop();
+    void check();  // evaluates right away
+
+    std::int64_t thresholdMs() const;
+    bool isHangSuspected() const { return m_suspected; }
+
+Q_SIGNALS:
+    void hangSuspected(const accel::monitor::RunEvent &event);
+    void hangCleared(const accel::monitor::RunEvent &event);
+
+private:
+    void raise(RunEvent event, bool suspected);
+
+    QPointer<const MetricStore> m_store;
+    HangSettings m_settings;
+    EventWriter m_writer;
+    QTimer m_timer;
+    std::int64_t m_startedMs = -1;
+    std::int64_t m_progressAtSuspicion = -1;
+    bool m_alive = true;
+    bool m_suspected = false;
+};
+
+struct StragglerSettings {
+    double margin = 0.2;    // 20 % slower than the others' median
+    int window = 20;        // newest step times per rank considered
+    int minimumSteps = 5;   // per rank, before judging it
+};
+
+class StragglerDetector : public QObject {
+    Q_OBJECT
+public:
+    explicit StragglerDetector(const MetricStore *store, QObject *parent = nullptr);
+
+    void setSettings(const StragglerSettings &settings) { m_settings = settings; }
+    void setEventWriter(EventWriter writer) { m_writer = std::move(writer); }
+
+    void evaluate();  // runs after every store append
+    QList<int> stragglers() const;
+
+Q_SIGNALS:
+    void stragglerDetected(const accel::monitor::RunEvent &event);
+    void stragglerCleared(const accel::monitor::RunEvent &event);
+
+private:
+    QPointer<const MetricStore> m_store;
+    StragglerSettings m_settings;
+    EventWriter m_writer;
+    QSet<int> m_stragglers;
+};
+
+} // namespace accel::monitor

@@ -1,0 +1,188 @@
+#include "monitor/detectors.h"
+#include "monitor/rundirectoryfollower.h"
+
+#include <QDateTime>
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest>
+
+using namespace accel::monitor;
+
+namespace {
+
+void appendTo(const QString &path, const QByteArray &bytes)
+{
+    QFile file(path);
+    QVERIFY(file.open(QIODevice::WriteOnly | QIODevice::Append));
+    QCOMPARE(file.write(bytes), bytes.size());
+}
+
+QByteArray line(int rank, int step, const QByteArray &extra = {})
+{
+    return "{\"v\":1,\"time\":" + QByteArray::number(QDateTime::currentMSecsSinceEpoch() / 1000.0, 'f', 3) +
+           ",\"rank\":" + QByteArray::number(rank) + ",\"step\":" + QByteArray::number(step) + ",\"loss\":1.0" + extra + "}\n";
+}
+
+// A run directory with a follower feeding a store, and the events read back from events.jsonl.
+struct Run {
+    QTemporaryDir dir;
+    MetricStore store;
+    RunDirectoryFollower follower{dir.path()};
+    QList<RunEvent> events;
+
+    Run()
+    {
+        QDir(dir.path()).mkpath(QStringLiteral("metrics"));
+        follower.setPollInterval(20);
+        QObject::connect(&follower, &RunSource::metricsReceived, &store, &MetricStore::append);
+        QObject::connect(&follower, &RunSource::eventsReceived, &store, [this](const QList<RunEvent> &e) { events += e; });
+        follower.start();
+    }
+    QString metricsFile(int rank) const { return dir.filePath(QStringLiteral("metrics/rank%1.jsonl").arg(rank)); }
+    QStringList eventNames() const
+    {
+        QStringList names;
+        for (const RunEvent &event : events)
+            names.append(event.event);
+        return names;
+    }
+};
+
+} // namespace
+
+class tst_Detectors : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void hangIsSuspectedAfterStepsStopAndClearedWhenTheyResume()
+    {
+        Run run;
+        HangDetector detector(&run.store);
+        detector.setSettings({400, 5.0, 25});
+        detector.setEventWriter(eventsFileWriter(run.dir.path()));
+        QSignalSpy suspected(&detector, &HangDetector::hangSuspected);
+        QSignalSpy cleared(&detector, &HangDetector::hangCleared);
+        detector.start();
+
+        // Two ranks step every 30 ms for a while: no hang.
+        int step = 0;
+        QTimer writer;
+        writer.setInterval(30);
+        connect(&writer, &QTimer::timeout, this, [&] {
+            ++step;
+            appendTo(run.metricsFile(0), line(0, step));
+            appendTo(run.metricsFile(1), line(1, step));
+        });
+        writer.start();
+        QTest::qWait(700);
+        QCOMPARE(suspected.size(), 0);
+        QVERIFY(run.store.rankStatus(1).lastStep > 5);
+        QCOMPARE(detector.thresholdMs(), std::int64_t(400));  // 5 x ~30 ms is below the minimum
+
+        // The job stops stepping while its processes live on.
+        QElapsedTimer stopped;
+        writer.stop();
+        stopped.start();
+        QTRY_COMPARE_WITH_TIMEOUT(suspected.size(), 1, 5000);
+        QVERIFY(stopped.elapsed() >= 350);
+        const RunEvent event = suspected.at(0).at(0).value<RunEvent>();
+        QCOMPARE(event.event, QStringLiteral("hang_suspected"));
+        QVERIFY(event.fields.value(QLatin1String("seconds_without_progress")).toDouble() >= 0.4);
+        QCOMPARE(event.fields.value(QLatin1String("last_steps")).toObject().value(QLatin1String("1")).toInt(), step);
+        QVERIFY(detector.isHangSuspected());
+        // Raised once, not on every check.
+        QTest::qWait(200);
+        QCOMPARE(suspected.size(), 1);
+        // And written to events.jsonl, which the follower reads back like the launcher's events.
+        QTRY_VERIFY_WITH_TIMEOUT(run.eventNames().contains(QStringLiteral("hang_suspected")), 3000);
+
+        // Steps resume.
+        writer.start();
+        QTRY_COMPARE_WITH_TIMEOUT(cleared.size(), 1, 3000);
+        QVERIFY(!detector.isHangSuspected());
+        QTRY_VERIFY_WITH_TIMEOUT(run.eventNames().contains(QStringLiteral("hang_cleared")), 3000);
+        writer.stop();
+    }
+
+    void thresholdFollowsMedianStepTime()
+    {
+        Run run;
+        for (int step = 1; step <= 5; ++step)
+            appendTo(run.metricsFile(0), line(0, step, ",\"step_time_s\":0.3"));
+        run.follower.pollNow();
+        HangDetector detector(&run.store);
+        detector.setSettings({100, 5.0, 25});
+        QCOMPARE(detector.thresholdMs(), std::int64_t(1500));
+        QSignalSpy suspected(&detector, &HangDetector::hangSuspected);
+        detector.start();
+        QTest::qWait(600);
+        QCOMPARE(suspected.size(), 0);  // 5 x 0.3 s not yet reached
+        QTRY_COMPARE_WITH_TIMEOUT(suspected.size(), 1, 5000);
+    }
+
+    void finishedRunNeverHangs()
+    {
+        Run run;
+        appendTo(run.metricsFile(0), line(0, 1));
+        appendTo(run.dir.filePath(QStringLiteral("events.jsonl")), "{\"v\":1,\"time\":1,\"event\":\"finished\"}\n");
+        run.follower.pollNow();
+        HangDetector detector(&run.store);
+        detector.setSettings({100, 5.0, 20});
+        detector.observeEvents(run.events);
+        QSignalSpy suspected(&detector, &HangDetector::hangSuspected);
+        detector.start();
+        QTest::qWait(400);
+        QCOMPARE(suspected.size(), 0);
+        // A restart makes it live again.
+        detector.observeEvents({RunEvent{0, QStringLiteral("restarted"), -1, {}}});
+        QTRY_COMPARE_WITH_TIMEOUT(suspected.size(), 1, 3000);
+    }
+
+    void slowRankIsAStraggler()
+    {
+        Run run;
+        StragglerDetector detector(&run.store);
+        detector.setSettings({0.2, 5, 3});
+        detector.setEventWriter(eventsFileWriter(run.dir.path()));
+        QSignalSpy detected(&detector, &StragglerDetector::stragglerDetected);
+        QSignalSpy cleared(&detector, &StragglerDetector::stragglerCleared);
+
+        // Ranks 0-2 take 0.10 s per step; rank 3 takes 0.15 s (50 % slower); rank 2 is 10 % slower
+        // (within the margin).
+        int step = 0;
+        double slowTime = 0.15;
+        QTimer writer;
+        writer.setInterval(15);
+        connect(&writer, &QTimer::timeout, this, [&] {
+            ++step;
+            for (int rank = 0; rank < 4; ++rank) {
+                const double seconds = rank == 3 ? slowTime : rank == 2 ? 0.11 : 0.10;
+                appendTo(run.metricsFile(rank), line(rank, step, ",\"step_time_s\":" + QByteArray::number(seconds)));
+            }
+        });
+        writer.start();
+        QTRY_COMPARE_WITH_TIMEOUT(detected.size(), 1, 5000);
+        const RunEvent event = detected.at(0).at(0).value<RunEvent>();
+        QCOMPARE(event.rank, 3);
+        QCOMPARE(event.event, QStringLiteral("straggler_detected"));
+        QCOMPARE(event.fields.value(QLatin1String("step_time_s")).toDouble(), 0.15);
+        // The others' median is 0.10 once every rank is read (0.105 / 0.11 while some files lag).
+        const double others = event.fields.value(QLatin1String("others_median_step_time_s")).toDouble();
+        QVERIFY2(others >= 0.1 && others <= 0.11, qPrintable(QString::number(others)));
+        QCOMPARE(detector.stragglers(), QList<int>{3});
+
+        // Rank 3 recovers: once its window is fast again, the straggler clears.
+        slowTime = 0.10;
+        QTRY_COMPARE_WITH_TIMEOUT(cleared.size(), 1, 5000);
+        writer.stop();
+        QVERIFY(detector.stragglers().isEmpty());
+        QCOMPARE(detected.size(), 1);
+        QTRY_VERIFY_WITH_TIMEOUT(run.eventNames().contains(QStringLiteral("straggler_cleared")), 3000);
+        QCOMPARE(run.events.first().rank, 3);
+    }
+};
+
+QTEST_GUILESS_MAIN(tst_Detectors)
+#include "tst_detectors.moc"
