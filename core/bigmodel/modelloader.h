@@ -1,0 +1,30 @@
+// Resolves what the user points at (a model folder, a config.json, a .safetensors file or an
+// index) into a ModelStructure: checkpoint headers give the real tensors, config.json gives the
+// family's order, class names and ties; a config alone is planned analytically.
+#pragma once
+
+#include "core/bigmodel/checkpoint.h"
+#include "core/bigmodel/modelfamilies.h"
+#include "core/bigmodel/modelstructure.h"
+#include "core/common/result.h"
+
+#include <optional>
+#include <string>
+
+namespace accel::bigmodel {
+
+struct LoadedModel {
+    ModelStructure structure;
+    std::optional<ModelConfig> config;
+    std::optional<Checkpoint> checkpoint;  // absent when planned from config.json alone
+    std::string name;                      // for titles: the folder or file name
+};
+
+// Merges checkpoint tensors into a structure: known tensors take the checkpoint's dtype and shape,
+// unknown ones are appended, and lm_head missing from the checkpoint becomes tied to the
+// embedding.
+ModelStructure structureFromCheckpoint(const Checkpoint &checkpoint, const std::optional<ModelConfig> &config);
+
+Result<LoadedModel> loadModel(const std::string &path);
+
+} // namespace accel::bigmodel
