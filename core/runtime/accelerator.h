@@ -1,0 +1,130 @@
+// accel::runtime::Accelerator: Hugging Face Accelerate's training API in C++ on libtorch.
+// Construct one per process from the environment a launcher exported (accel launch, accelerate
+// launch, torchrun, mpirun); it joins the process group (c10d TCPStore rendezvous, gloo on CPU),
+// prepares the model (broadcast from rank 0, bucketed gradient all-reduce overlapped with
+// backward), the optimizer (skips steps while accumulating), the data loader (sharding) and the
+// scheduler, and offers Accelerate's collectives and helpers.
+//
+// This header is torch-light (forward declarations) so programs can include it cheaply; the
+// calls that take or return tensors are used from code that includes <torch/torch.h> anyway.
+#pragma once
+
+#include "core/common/result.h"
+#include "core/runtime/distributedenv.h"
+#include "core/runtime/shardeddataloader.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace at { class Tensor; }
+namespace torch::nn { class Module; }
+namespace torch::optim { class Optimizer; }
+
+namespace accel::runtime {
+
+class AcceleratedOptimizer;
+class AcceleratedScheduler;
+class MetricsWriter;
+
+struct ProjectOptions {
+    std::string projectDir;                  // checkpoints/ goes under it with automatic naming
+    bool automaticCheckpointNaming = false;
+    int totalLimit = 0;                      // 0 = keep every checkpoint
+    int iteration = 0;                       // next checkpoint_<iteration>
+};
+
+struct AcceleratorOptions {
+    int gradientAccumulationSteps = 1;       // ACCELERATE_GRADIENT_ACCUMULATION_STEPS overrides it
+    std::string mixedPrecision;              // "" = ACCELERATE_MIXED_PRECISION or "no"
+    double rendezvousTimeoutS = 1800;        // store connection and all-ranks-present wait
+    double collectiveTimeoutS = 1800;        // gloo operations
+    double bucketCapMb = 25;                 // gradient all-reduce bucket size
+    bool syncWithDataLoader = true;          // sync gradients at the last batch of an epoch
+    DataLoaderOptions data;
+    ProjectOptions project;
+};
+
+enum class ReduceOp { Sum, Mean, Max };
+
+// Turns autocast (bf16 on CPU) on for its lifetime when mixed precision is active.
+class AutocastGuard {
+public:
+    explicit AutocastGuard(bool enable);
+    ~AutocastGuard();
+    AutocastGuard(const AutocastGuard &) = delete;
+    AutocastGuard &operator=(const AutocastGuard &) = delete;
+    AutocastGuard(AutocastGuard &&other) noexcept;
+    AutocastGuard &operator=(AutocastGuard &&) = delete;
+
+private:
+    bool m_enabled = false;
+    bool m_previous = false;
+    int m_previousDtype = 0;
+};
+
+class Accelerator {
+public:
+    // Reads the environment, sets threads and joins the process group. Fails (never hangs
+    // longer than rendezvousTimeoutS) with a message naming host, port and the missing ranks.
+    static Result<std::unique_ptr<Accelerator>> create(const AcceleratorOptions &options = {});
+    static Result<std::unique_ptr<Accelerator>> create(const AcceleratorOptions &options, const DistributedEnv &env);
+    ~Accelerator();
+
+    const DistributedEnv &env() const;
+    int processIndex() const;
+    int numProcesses() const;
+    bool isMainProcess() const { return processIndex() == 0; }
+    bool isLocalMainProcess() const;
+    MixedPrecision mixedPrecision() const;
+    int gradientAccumulationSteps() const;
+    const AcceleratorOptions &options() const;
+
+    // prepare(): broadcast the module's parameters and buffers from rank 0 and attach gradient
+    // synchronisation; wrap optimizer and scheduler; shard a data set of `datasetSize` samples.
+    void prepareModel(const std::shared_ptr<torch::nn::Module> &model);
+    std::shared_ptr<AcceleratedOptimizer> prepareOptimizer(torch::optim::Optimizer &optimizer);
+    std::shared_ptr<AcceleratedScheduler> prepareScheduler(std::function<double(int64_t)> lrLambda);
+    Result<std::shared_ptr<ShardedDataLoader>> prepareDataLoader(int64_t datasetSize, int64_t batchSize, bool shuffle,
+                                                                 bool dropLast = false);
+
+    // Gradient accumulation: call accumulate() once per batch before forward; it decides
+    // syncGradients() (every n-th batch, or the data loader's last batch).
+    void accumulate();
+    bool syncGradients() const;
+    int64_t stepCounter() const;  // Accelerate's `step` (batches seen modulo accumulation)
+    // Divides by the accumulation steps, runs autograd and finishes the gradient all-reduce.
+    void backward(const at::Tensor &loss);
+    // Global gradient norm over the model's parameters; clips to maxNorm. Returns the norm.
+    double clipGradNorm(double maxNorm, double normType = 2.0);
+    AutocastGuard autocast() const;
+
+    // Collectives (every rank must call them in the same order).
+    at::Tensor gather(const at::Tensor &tensor);
+    at::Tensor gatherForMetrics(const at::Tensor &tensor);
+    at::Tensor padAcrossProcesses(const at::Tensor &tensor, int64_t dim = 0, double padIndex = 0, bool padFirst = false);
+    at::Tensor reduce(const at::Tensor &tensor, ReduceOp op = ReduceOp::Sum);
+    void broadcast(at::Tensor &tensor, int sourceRank = 0);
+    void waitForEveryone();
+
+    void setSeed(uint64_t seed);
+    void print(const std::string &text) const;  // main process only, to stdout
+
+    // Checkpoints in Accelerate's folder layout (see checkpoint.h and docs/jobs.md).
+    Result<std::string> saveState(const std::string &outputDir = {});
+    Result<void> loadState(const std::string &inputDir = {});
+
+    // Metrics: one JSON line per call on every rank (docs/metrics.md). Opened lazily.
+    MetricsWriter &metrics();
+
+    struct Private;
+    Private &impl() { return *d; }
+
+private:
+    explicit Accelerator(std::unique_ptr<Private> d);
+    std::unique_ptr<Private> d;
+};
+
+} // namespace accel::runtime

@@ -1,0 +1,80 @@
+// Private state of the Accelerator, shared by its implementation files (accelerator.cpp,
+// gradientsync.cpp, checkpoint.cpp). Includes libtorch: only torch .cpp files include it.
+#pragma once
+
+#include "core/runtime/accelerator.h"
+#include "core/runtime/metricswriter.h"
+#include "core/runtime/training.h"
+
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+#include <torch/torch.h>
+
+#include <memory>
+#include <vector>
+
+namespace accel::runtime {
+
+// Bucketed gradient all-reduce overlapped with backward: grad-accumulator post hooks mark
+// parameters ready; a bucket (up to bucketCapBytes, parameters in reverse registration order,
+// as gradients arrive) is flattened and all-reduced asynchronously as soon as it is full, in
+// bucket order on every rank; finish() waits and writes the averaged gradients back.
+class GradientSync {
+public:
+    GradientSync(c10::intrusive_ptr<c10d::ProcessGroup> group, std::vector<torch::Tensor> parameters,
+                 int64_t bucketCapBytes);
+    ~GradientSync();
+
+    void setEnabled(bool enabled) { m_enabled = enabled; }  // false while accumulating (no_sync)
+    void finish();                                          // after backward
+    size_t bucketCount() const { return m_buckets.size(); }
+
+private:
+    struct Bucket {
+        std::vector<size_t> parameters;
+        int64_t elements = 0;
+        size_t pending = 0;
+        torch::Tensor flat;
+        c10::intrusive_ptr<c10d::Work> work;
+        bool launched = false;
+    };
+    void markReady(size_t parameter);
+    void launchReady();
+    void launch(Bucket &bucket);
+
+    c10::intrusive_ptr<c10d::ProcessGroup> m_group;
+    std::vector<torch::Tensor> m_parameters;
+    std::vector<size_t> m_bucketOf;
+    std::vector<bool> m_ready;
+    std::vector<Bucket> m_buckets;
+    std::vector<std::shared_ptr<torch::autograd::Node>> m_accumulators;
+    std::vector<uintptr_t> m_hookKeys;
+    size_t m_nextLaunch = 0;
+    bool m_enabled = true;
+    bool m_active = false;
+};
+
+struct Accelerator::Private {
+    DistributedEnv env;
+    AcceleratorOptions options;
+    MixedPrecision precision = MixedPrecision::No;
+    int accumulationSteps = 1;
+    c10::intrusive_ptr<c10d::Store> store;
+    c10::intrusive_ptr<c10d::ProcessGroup> group;  // null with one process
+
+    std::shared_ptr<torch::nn::Module> model;
+    std::unique_ptr<GradientSync> gradientSync;
+    std::vector<std::shared_ptr<AcceleratedOptimizer>> optimizers;
+    std::vector<std::shared_ptr<AcceleratedScheduler>> schedulers;
+    std::vector<std::weak_ptr<ShardedDataLoader>> loaders;
+
+    int64_t step = 0;
+    bool syncGradients = true;
+    std::unique_ptr<MetricsWriter> metrics;
+
+    std::shared_ptr<ShardedDataLoader> activeLoader() const;
+    // Debug mode: compare shapes across ranks before a collective, fail readably on mismatch.
+    void checkShapes(const torch::Tensor &tensor, const char *operation);
+};
+
+} // namespace accel::runtime

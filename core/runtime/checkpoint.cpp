@@ -1,0 +1,361 @@
+// Accelerator::saveState / loadState in Accelerate's folder layout (facts 7.6), adapted to a
+// C++ runtime: see docs/jobs.md "Checkpoints" for the exact files.
+#include "core/runtime/accelerator_p.h"
+#include "core/runtime/tensorio.h"
+
+#include "core/bigmodel/safetensors.h"
+#include "core/bigmodel/safetensorswriter.h"
+#include "core/common/fileutil.h"
+#include "core/common/log.h"
+
+#include <nlohmann/json.hpp>
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <regex>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+
+namespace accel::runtime {
+
+namespace {
+
+using bigmodel::DType;
+
+Result<DType> toDType(torch::ScalarType type, const std::string &name)
+{
+    switch (type) {
+    case torch::kFloat: return DType::F32;
+    case torch::kDouble: return DType::F64;
+    case torch::kHalf: return DType::F16;
+    case torch::kBFloat16: return DType::BF16;
+    case torch::kLong: return DType::I64;
+    case torch::kInt: return DType::I32;
+    case torch::kShort: return DType::I16;
+    case torch::kChar: return DType::I8;
+    case torch::kByte: return DType::U8;
+    case torch::kBool: return DType::Bool;
+    default:
+        return makeError(ErrorCode::Unsupported, "tensor " + name + ": dtype " + std::string(c10::toString(type)) + " cannot be saved to safetensors");
+    }
+}
+
+Result<torch::ScalarType> toScalarType(DType type, const std::string &name)
+{
+    switch (type) {
+    case DType::F32: return torch::kFloat;
+    case DType::F64: return torch::kDouble;
+    case DType::F16: return torch::kHalf;
+    case DType::BF16: return torch::kBFloat16;
+    case DType::I64: return torch::kLong;
+    case DType::I32: return torch::kInt;
+    case DType::I16: return torch::kShort;
+    case DType::I8: return torch::kChar;
+    case DType::U8: return torch::kByte;
+    case DType::Bool: return torch::kBool;
+    default:
+        return makeError(ErrorCode::Unsupported, std::string("tensor ") + name + ": safetensors dtype " + bigmodel::dtypeCode(type) + " has no CPU tensor type here");
+    }
+}
+
+std::string indexed(const std::string &base, size_t i, const std::string &ext)
+{
+    return i == 0 ? base + ext : base + "_" + std::to_string(i) + ext;
+}
+
+int trailingNumber(const std::string &name)
+{
+    static const std::regex pattern(".*_(\\d+)$");
+    std::smatch match;
+    if (std::regex_match(name, match, pattern))
+        return std::stoi(match[1]);
+    return -1;
+}
+
+std::vector<fs::path> numberedCheckpoints(const fs::path &folder)
+{
+    std::vector<fs::path> found;
+    std::error_code ec;
+    if (!fs::is_directory(folder, ec))
+        return found;
+    for (const auto &entry : fs::directory_iterator(folder, ec)) {
+        const std::string name = entry.path().filename().string();
+        if (entry.is_directory() && name.rfind("checkpoint_", 0) == 0 && trailingNumber(name) >= 0)
+            found.push_back(entry.path());
+    }
+    std::sort(found.begin(), found.end(), [](const fs::path &a, const fs::path &b) {
+        return trailingNumber(a.filename().string()) < trailingNumber(b.filename().string());
+    });
+    return found;
+}
+
+} // namespace
+
+Result<void> saveModelSafetensors(torch::nn::Module &model, const std::string &path)
+{
+    std::vector<torch::Tensor> keepAlive;
+    std::vector<bigmodel::TensorToWrite> tensors;
+    auto add = [&](const std::string &name, const torch::Tensor &value) -> Result<void> {
+        auto dtype = toDType(value.scalar_type(), name);
+        if (!dtype)
+            return tl::unexpected(dtype.error());
+        torch::Tensor cpu = value.detach().to(torch::kCPU).contiguous();
+        keepAlive.push_back(cpu);
+        bigmodel::TensorToWrite t;
+        t.name = name;
+        t.dtype = *dtype;
+        t.shape = cpu.sizes().vec();
+        t.data = cpu.data_ptr();
+        t.size = uint64_t(cpu.numel()) * uint64_t(cpu.element_size());
+        tensors.push_back(std::move(t));
+        return {};
+    };
+    for (const auto &item : model.named_parameters()) {
+        if (auto added = add(item.key(), item.value()); !added)
+            return added;
+    }
+    for (const auto &item : model.named_buffers()) {
+        if (auto added = add(item.key(), item.value()); !added)
+            return added;
+    }
+    return bigmodel::writeSafetensors(path, std::move(tensors));
+}
+
+Result<void> loadModelSafetensors(torch::nn::Module &model, const std::string &path, bool strict)
+{
+    auto file = bigmodel::SafetensorsFile::open(path);
+    if (!file)
+        return tl::unexpected(file.error());
+    torch::NoGradGuard noGrad;
+    auto load = [&](const std::string &name, torch::Tensor target) -> Result<void> {
+        const bigmodel::TensorInfo *info = (*file)->find(name);
+        if (!info) {
+            if (!strict)
+                return {};
+            return makeError(ErrorCode::InvalidInput, "tensor " + name + " is missing from the checkpoint", path);
+        }
+        auto type = toScalarType(info->dtype, name);
+        if (!type)
+            return tl::unexpected(type.error());
+        if (info->shape != target.sizes().vec())
+            return makeError(ErrorCode::InvalidInput, "tensor " + name + ": checkpoint shape " + c10::str(c10::IntArrayRef(info->shape)) +
+                                                          " differs from the model's " + c10::str(target.sizes()), path);
+        auto source = torch::empty(info->shape, torch::TensorOptions().dtype(*type));
+        if (info->byteSize() > 0)
+            std::memcpy(source.data_ptr(), info->data, info->byteSize());
+        target.copy_(source);
+        return {};
+    };
+    for (const auto &item : model.named_parameters()) {
+        if (auto loaded = load(item.key(), item.value()); !loaded)
+            return loaded;
+    }
+    for (const auto &item : model.named_buffers()) {
+        if (auto loaded = load(item.key(), item.value()); !loaded)
+            return loaded;
+    }
+    return {};
+}
+
+Result<void> saveTensors(const std::string &path, const std::map<std::string, at::Tensor> &tensors)
+{
+    std::vector<torch::Tensor> keepAlive;
+    std::vector<bigmodel::TensorToWrite> entries;
+    for (const auto &[name, value] : tensors) {
+        auto dtype = toDType(value.scalar_type(), name);
+        if (!dtype)
+            return tl::unexpected(dtype.error());
+        torch::Tensor cpu = value.detach().to(torch::kCPU).contiguous();
+        keepAlive.push_back(cpu);
+        entries.push_back({name, *dtype, cpu.sizes().vec(), cpu.data_ptr(), uint64_t(cpu.numel()) * uint64_t(cpu.element_size())});
+    }
+    return bigmodel::writeSafetensors(path, std::move(entries));
+}
+
+Result<std::map<std::string, at::Tensor>> loadTensors(const std::string &path)
+{
+    auto file = bigmodel::SafetensorsFile::open(path);
+    if (!file)
+        return tl::unexpected(file.error());
+    std::map<std::string, at::Tensor> tensors;
+    for (const auto &info : (*file)->tensors()) {
+        auto type = toScalarType(info.dtype, info.name);
+        if (!type)
+            return makeError(type.error().code, type.error().message, path);
+        auto tensor = torch::empty(info.shape, torch::TensorOptions().dtype(*type));
+        if (info.byteSize() > 0)
+            std::memcpy(tensor.data_ptr(), info.data, info.byteSize());
+        tensors[info.name] = tensor;
+    }
+    return tensors;
+}
+
+Result<std::string> Accelerator::saveState(const std::string &outputDir)
+{
+    Private &p = *d;
+    fs::path target;
+    if (p.options.project.automaticCheckpointNaming) {
+        if (p.options.project.projectDir.empty())
+            return makeError(ErrorCode::InvalidInput, "saveState: automatic checkpoint naming needs a project directory");
+        const fs::path folder = fs::path(p.options.project.projectDir) / "checkpoints";
+        target = folder / ("checkpoint_" + std::to_string(p.options.project.iteration));
+        if (fs::exists(target))
+            return makeError(ErrorCode::InvalidInput, "saveState: checkpoint folder " + target.string() +
+                                                          " already exists; set the project iteration past it or remove it");
+        if (isMainProcess() && p.options.project.totalLimit > 0) {
+            auto existing = numberedCheckpoints(folder);
+            std::error_code ec;
+            while (!existing.empty() && int(existing.size()) + 1 > p.options.project.totalLimit) {
+                fs::remove_all(existing.front(), ec);
+                existing.erase(existing.begin());
+            }
+        }
+    } else {
+        if (outputDir.empty())
+            return makeError(ErrorCode::InvalidInput, "saveState: no output folder given and automatic checkpoint naming is off");
+        target = outputDir;
+    }
+    const fs::path temporary = target.string() + ".partial";
+    std::error_code ec;
+    if (isMainProcess()) {
+        fs::remove_all(temporary, ec);
+        fs::create_directories(temporary, ec);
+        if (ec)
+            return makeError(ErrorCode::Io, "saveState: cannot create " + temporary.string() + ": " + ec.message());
+    }
+    waitForEveryone();
+
+    Result<void> written;
+    try {
+        if (isMainProcess()) {
+            if (p.model)
+                written = saveModelSafetensors(*p.model, (temporary / "model.safetensors").string());
+            for (size_t i = 0; written && i < p.optimizers.size(); ++i) {
+                torch::serialize::OutputArchive archive;
+                p.optimizers[i]->optimizer().save(archive);
+                archive.save_to((temporary / indexed("optimizer", i, ".bin")).string());
+            }
+            for (size_t i = 0; written && i < p.schedulers.size(); ++i) {
+                nlohmann::ordered_json state{{"last_step", p.schedulers[i]->lastStep()}};
+                written = fileutil::writeFileAtomic((temporary / indexed("scheduler", i, ".json")).string(), state.dump(2) + "\n");
+            }
+            nlohmann::ordered_json loaders = nlohmann::json::array();
+            for (const auto &weak : p.loaders) {
+                if (auto loader = weak.lock())
+                    loaders.push_back({{"epoch", loader->epoch()}, {"batches_done", loader->position()}});
+            }
+            if (written)
+                written = fileutil::writeFileAtomic((temporary / "dl_state_dict.json").string(), loaders.dump(2) + "\n");
+        }
+        if (written) {
+            torch::Tensor state = at::detail::getDefaultCPUGenerator().get_state();
+            bigmodel::TensorToWrite rng;
+            rng.name = "torch_cpu";
+            rng.dtype = DType::U8;
+            rng.shape = {state.numel()};
+            rng.data = state.data_ptr();
+            rng.size = uint64_t(state.numel());
+            written = bigmodel::writeSafetensors((temporary / ("random_states_" + std::to_string(processIndex()) + ".safetensors")).string(),
+                                                 {rng}, {{"format", "pt"}, {"step", std::to_string(p.step)}});
+        }
+    } catch (const std::exception &e) {
+        written = makeError(ErrorCode::Io, std::string("saveState: ") + e.what(), temporary.string());
+    }
+    // Every rank learns whether every rank succeeded before the folder is published.
+    const double failures = reduce(torch::tensor({written ? 0.0 : 1.0}), ReduceOp::Sum).item<double>();
+    if (!written)
+        return tl::unexpected(written.error());
+    if (failures > 0)
+        return makeError(ErrorCode::Failed, "saveState: another rank failed to write its part of " + target.string());
+    if (isMainProcess()) {
+        const fs::path previous = target.string() + ".old";
+        fs::remove_all(previous, ec);
+        if (fs::exists(target))
+            fs::rename(target, previous, ec);
+        fs::rename(temporary, target, ec);
+        if (ec)
+            return makeError(ErrorCode::Io, "saveState: cannot rename " + temporary.string() + " to " + target.string() + ": " + ec.message());
+        fs::remove_all(previous, ec);
+    }
+    waitForEveryone();
+    if (p.options.project.automaticCheckpointNaming)
+        ++p.options.project.iteration;
+    return target.string();
+}
+
+Result<void> Accelerator::loadState(const std::string &inputDir)
+{
+    Private &p = *d;
+    fs::path source = inputDir;
+    if (source.empty()) {
+        if (!p.options.project.automaticCheckpointNaming)
+            return makeError(ErrorCode::InvalidInput, "loadState: no input folder given and automatic checkpoint naming is off");
+        auto existing = numberedCheckpoints(fs::path(p.options.project.projectDir) / "checkpoints");
+        if (existing.empty())
+            return makeError(ErrorCode::NotFound, "loadState: no checkpoint_<n> folder under " + p.options.project.projectDir + "/checkpoints");
+        source = existing.back();
+    }
+    if (!fs::is_directory(source))
+        return makeError(ErrorCode::NotFound, "loadState: checkpoint folder does not exist", source.string());
+    try {
+        if (p.model) {
+            if (auto loaded = loadModelSafetensors(*p.model, (source / "model.safetensors").string(), true); !loaded)
+                return loaded;
+        }
+        for (size_t i = 0; i < p.optimizers.size(); ++i) {
+            const fs::path file = source / indexed("optimizer", i, ".bin");
+            if (!fs::exists(file))
+                return makeError(ErrorCode::NotFound, "loadState: optimizer state is missing", file.string());
+            torch::serialize::InputArchive archive;
+            archive.load_from(file.string());
+            p.optimizers[i]->optimizer().load(archive);
+        }
+        for (size_t i = 0; i < p.schedulers.size(); ++i) {
+            const fs::path file = source / indexed("scheduler", i, ".json");
+            auto text = fileutil::readFile(file.string());
+            if (!text)
+                return tl::unexpected(text.error());
+            p.schedulers[i]->setLastStep(nlohmann::json::parse(*text).at("last_step").get<int64_t>());
+        }
+        if (auto text = fileutil::readFile((source / "dl_state_dict.json").string())) {
+            const auto states = nlohmann::json::parse(*text);
+            size_t i = 0;
+            for (const auto &weak : p.loaders) {
+                auto loader = weak.lock();
+                if (!loader || i >= states.size())
+                    continue;
+                int64_t epoch = states[i].at("epoch").get<int64_t>();
+                int64_t done = states[i].at("batches_done").get<int64_t>();
+                if (done >= loader->length()) {
+                    ++epoch;
+                    done = 0;
+                }
+                loader->setResumePoint(epoch, done);
+                ++i;
+            }
+        }
+        const fs::path rngFile = source / ("random_states_" + std::to_string(processIndex()) + ".safetensors");
+        auto rng = bigmodel::SafetensorsFile::open(rngFile.string());
+        if (!rng)
+            return tl::unexpected(rng.error());
+        const bigmodel::TensorInfo *state = (*rng)->find("torch_cpu");
+        if (!state)
+            return makeError(ErrorCode::InvalidInput, "tensor torch_cpu (the CPU generator state) is missing", rngFile.string());
+        auto stateTensor = torch::empty({int64_t(state->byteSize())}, torch::kUInt8);
+        std::memcpy(stateTensor.data_ptr(), state->data, state->byteSize());
+        at::Generator generator = at::detail::getDefaultCPUGenerator();
+        generator.set_state(stateTensor);
+        if (auto it = (*rng)->metadata().find("step"); it != (*rng)->metadata().end())
+            p.step = std::stoll(it->second);
+    } catch (const std::exception &e) {
+        std::string what = e.what();
+        return makeError(ErrorCode::InvalidInput, "loadState: " + what.substr(0, what.find('\n')), source.string());
+    }
+    return {};
+}
+
+} // namespace accel::runtime

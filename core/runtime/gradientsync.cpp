@@ -1,0 +1,154 @@
+// Bucketed gradient all-reduce (our replacement for c10d::Reducer, whose header Debian's
+// libtorch-dev cannot compile). See GradientSync in accelerator_p.h.
+#include "core/runtime/accelerator_p.h"
+
+#include <torch/csrc/autograd/function_hook.h>
+
+namespace accel::runtime {
+
+namespace {
+
+// Runs after a parameter's gradient accumulator has written .grad.
+class ReadyHook : public torch::autograd::FunctionPostHook {
+public:
+    explicit ReadyHook(std::function<void()> callback)
+        : m_callback(std::move(callback))
+    {
+    }
+    torch::autograd::variable_list operator()(const torch::autograd::variable_list &outputs,
+                                              const torch::autograd::variable_list & /*inputs*/) override
+    {
+        m_callback();
+        return outputs;
+    }
+
+private:
+    std::function<void()> m_callback;
+};
+
+} // namespace
+
+GradientSync::GradientSync(c10::intrusive_ptr<c10d::ProcessGroup> group, std::vector<torch::Tensor> parameters,
+                           int64_t bucketCapBytes)
+    : m_group(std::move(group))
+    , m_parameters(std::move(parameters))
+{
+    const size_t count = m_parameters.size();
+    m_bucketOf.assign(count, 0);
+    m_ready.assign(count, false);
+    // Gradients arrive roughly in reverse registration order: bucket from the last parameter.
+    Bucket current;
+    int64_t currentBytes = 0;
+    for (size_t k = 0; k < count; ++k) {
+        const size_t i = count - 1 - k;
+        const int64_t bytes = m_parameters[i].numel() * int64_t(m_parameters[i].element_size());
+        if (!current.parameters.empty() && (currentBytes + bytes > bucketCapBytes ||
+                                            m_parameters[i].scalar_type() != m_parameters[current.parameters.front()].scalar_type())) {
+            m_buckets.push_back(std::move(current));
+            current = Bucket();
+            currentBytes = 0;
+        }
+        current.parameters.push_back(i);
+        current.elements += m_parameters[i].numel();
+        currentBytes += bytes;
+    }
+    if (!current.parameters.empty())
+        m_buckets.push_back(std::move(current));
+    for (size_t b = 0; b < m_buckets.size(); ++b) {
+        for (size_t i : m_buckets[b].parameters)
+            m_bucketOf[i] = b;
+        m_buckets[b].flat = torch::zeros({m_buckets[b].elements}, m_parameters[m_buckets[b].parameters.front()].options().requires_grad(false));
+    }
+    for (size_t i = 0; i < count; ++i) {
+        auto accumulator = torch::autograd::impl::grad_accumulator(m_parameters[i]);
+        m_hookKeys.push_back(accumulator->add_post_hook(std::make_unique<ReadyHook>([this, i] { markReady(i); })));
+        m_accumulators.push_back(std::move(accumulator));
+    }
+}
+
+GradientSync::~GradientSync()
+{
+    try {
+        for (auto &bucket : m_buckets) {
+            if (bucket.work)
+                bucket.work->wait();
+        }
+    } catch (const std::exception &) {
+    }
+    for (size_t i = 0; i < m_accumulators.size(); ++i)
+        m_accumulators[i]->del_post_hook(m_hookKeys[i]);
+}
+
+void GradientSync::markReady(size_t parameter)
+{
+    if (!m_enabled || m_ready[parameter])
+        return;
+    m_active = true;
+    m_ready[parameter] = true;
+    Bucket &bucket = m_buckets[m_bucketOf[parameter]];
+    if (++bucket.pending == bucket.parameters.size())
+        launchReady();
+}
+
+void GradientSync::launchReady()
+{
+    // Launch in bucket order only, so every rank issues the same sequence of all-reduces.
+    while (m_nextLaunch < m_buckets.size() && m_buckets[m_nextLaunch].pending == m_buckets[m_nextLaunch].parameters.size()) {
+        launch(m_buckets[m_nextLaunch]);
+        ++m_nextLaunch;
+    }
+}
+
+void GradientSync::launch(Bucket &bucket)
+{
+    torch::NoGradGuard noGrad;
+    int64_t offset = 0;
+    for (size_t i : bucket.parameters) {
+        const auto &parameter = m_parameters[i];
+        const int64_t n = parameter.numel();
+        auto slice = bucket.flat.narrow(0, offset, n);
+        const auto &grad = parameter.grad();
+        if (grad.defined())
+            slice.copy_(grad.reshape({n}));
+        else
+            slice.zero_();
+        offset += n;
+    }
+    bucket.flat.div_(m_group->getSize());
+    std::vector<torch::Tensor> tensors{bucket.flat};
+    bucket.work = m_group->allreduce(tensors);
+    bucket.launched = true;
+}
+
+void GradientSync::finish()
+{
+    if (!m_active)
+        return;
+    // Parameters that got no gradient this step (unused in forward) still take part, as zeros.
+    for (auto &bucket : m_buckets)
+        bucket.pending = bucket.parameters.size();
+    launchReady();
+    torch::NoGradGuard noGrad;
+    for (auto &bucket : m_buckets) {
+        bucket.work->wait();
+        int64_t offset = 0;
+        for (size_t i : bucket.parameters) {
+            auto &parameter = m_parameters[i];
+            const int64_t n = parameter.numel();
+            auto slice = bucket.flat.narrow(0, offset, n).view(parameter.sizes());
+            if (parameter.grad().defined())
+                parameter.mutable_grad().copy_(slice);
+            else
+                parameter.mutable_grad() = slice.clone();
+            offset += n;
+        }
+        bucket.work.reset();
+        bucket.launched = false;
+        bucket.pending = 0;
+    }
+    std::fill(m_ready.begin(), m_ready.end(), false);
+    m_nextLaunch = 0;
+    m_active = false;
+}
+
+} // namespace accel::runtime
