@@ -1,0 +1,100 @@
+#include "core/config/configio.h"
+
+#include "core/common/fileutil.h"
+#include "core/config/configtree.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <system_error>
+
+namespace accel::config {
+
+ConfigFormat formatForPath(const std::string &path)
+{
+    const std::string suffix = ".json";
+    return path.size() >= suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0
+        ? ConfigFormat::Json
+        : ConfigFormat::Yaml;
+}
+
+std::string defaultCacheDir()
+{
+    const char *hfHome = std::getenv("HF_HOME");
+    if (hfHome && *hfHome)
+        return fileutil::expandUser(hfHome) + "/accelerate";
+    const char *xdg = std::getenv("XDG_CACHE_HOME");
+    const std::string cache = (xdg && *xdg) ? std::string(xdg) : std::string("~/.cache");
+    return fileutil::expandUser(cache + "/huggingface") + "/accelerate";
+}
+
+std::string defaultConfigPath()
+{
+    return defaultCacheDir() + "/default_config.yaml";
+}
+
+Result<ClusterConfig> parseConfig(const std::string &text, ConfigFormat format, const std::string &fileName, Diagnostics *diagnostics)
+{
+    Result<ConfigValue> tree = format == ConfigFormat::Json ? parseJsonText(text, fileName) : parseYamlText(text, fileName);
+    if (!tree) {
+        if (diagnostics) {
+            // Keep the line the codec reported ("file: line N") as a diagnostic too.
+            Diagnostic d;
+            d.file = fileName;
+            const std::string &context = tree.error().context;
+            const size_t at = context.rfind(": line ");
+            if (at != std::string::npos)
+                d.line = std::atoi(context.c_str() + at + 7);
+            d.message = tree.error().message;
+            diagnostics->push_back(d);
+        }
+        return tl::unexpected(tree.error());
+    }
+    Diagnostics local;
+    ClusterConfig config = detail::readConfigTree(*tree, fileName, local);
+    if (diagnostics)
+        diagnostics->insert(diagnostics->end(), local.begin(), local.end());
+    size_t errors = 0;
+    const Diagnostic *first = nullptr;
+    for (const Diagnostic &d : local) {
+        if (d.severity != Severity::Error)
+            continue;
+        if (!first)
+            first = &d;
+        ++errors;
+    }
+    if (first) {
+        std::string message = first->toString();
+        if (errors > 1)
+            message += " (and " + std::to_string(errors - 1) + " more problem" + (errors > 2 ? "s" : "") + ")";
+        return makeError(ErrorCode::InvalidInput, message);
+    }
+    return config;
+}
+
+Result<ClusterConfig> loadConfigFile(const std::string &path, Diagnostics *diagnostics)
+{
+    Result<std::string> text = fileutil::readFile(path);
+    if (!text)
+        return tl::unexpected(text.error());
+    return parseConfig(*text, formatForPath(path), path, diagnostics);
+}
+
+std::string serializeConfig(const ClusterConfig &config, ConfigFormat format)
+{
+    const ConfigValue tree = detail::writeConfigTree(config);
+    return format == ConfigFormat::Json ? emitJson(tree) : emitYaml(tree);
+}
+
+Result<void> saveConfigFile(const ClusterConfig &config, const std::string &path)
+{
+    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+    if (!parent.empty()) {
+        std::error_code ec;
+        std::filesystem::create_directories(parent, ec);
+        if (ec)
+            return makeError(ErrorCode::Io, "cannot create folder " + parent.string() + ": " + ec.message(), path);
+    }
+    return fileutil::writeFileAtomic(path, serializeConfig(config, formatForPath(path)));
+}
+
+} // namespace accel::config
