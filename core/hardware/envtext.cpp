@@ -46,7 +46,7 @@ std::string pythonScalar(const std::string &raw, bool quoteStrings)
     return "'" + value + "'";
 }
 
-std::string pythonJson(const nlohmann::json &value, bool top)
+std::string pythonJson(const nlohmann::ordered_json &value, bool top)
 {
     if (value.is_boolean())
         return value.get<bool>() ? "True" : "False";
@@ -129,7 +129,7 @@ Result<std::vector<std::pair<std::string, std::string>>> configEntriesFromText(c
     if (json || trim(text).rfind("{", 0) == 0) {
         // JSON (also what `accelerate config default` writes into a .yaml file).
         try {
-            const auto document = nlohmann::json::parse(text);
+            const auto document = nlohmann::ordered_json::parse(text);
             if (!document.is_object())
                 return makeError(ErrorCode::InvalidInput, "expected a JSON object at the top level", fileName);
             for (const auto &[key, value] : document.items())
