@@ -62,13 +62,14 @@ void HangDetector::setProcessesAlive(bool alive)
 
 void HangDetector::observeEvents(const QList<RunEvent> &events)
 {
+    static const QStringList alive = {QStringLiteral("started"), QStringLiteral("restarting"), QStringLiteral("restarted"),
+                                      QStringLiteral("rank_started")};
+    static const QStringList gone = {QStringLiteral("finished"), QStringLiteral("stopped"), QStringLiteral("failed"),
+                                     QStringLiteral("stopping_ranks"), QStringLiteral("killed"), QStringLiteral("lost")};
     for (const RunEvent &event : events) {
-        const QString &name = event.event;
-        if (name == QLatin1String("started") || name == QLatin1String("restarted") || name == QLatin1String("run_started"))
+        if (alive.contains(event.event))
             setProcessesAlive(true);
-        else if (name == QLatin1String("finished") || name == QLatin1String("stopped") || name == QLatin1String("failed") ||
-                 name == QLatin1String("run_finished") || name == QLatin1String("run_stopped") ||
-                 name == QLatin1String("run_failed"))
+        else if (gone.contains(event.event))
             setProcessesAlive(false);
     }
 }

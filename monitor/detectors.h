@@ -40,8 +40,8 @@ public:
     void setEventWriter(EventWriter writer) { m_writer = std::move(writer); }
     // Only live processes can hang; a finished run never does. Alive by default.
     void setProcessesAlive(bool alive);
-    // Follows launcher events: "started"/"restarted" mean alive; "finished", "stopped", "failed",
-    // "run_finished", "run_stopped", "run_failed" mean the processes are gone.
+    // Follows launcher events (docs/run-directory.md): "started", "restarting", "rank_started" mean
+    // alive; "stopping_ranks", "killed", "finished", "lost" (and "stopped", "failed") mean gone.
     void observeEvents(const QList<accel::monitor::RunEvent> &events);
 
     void start();  // checks on a timer from now on

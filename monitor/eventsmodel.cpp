@@ -1,0 +1,113 @@
+#include "monitor/eventsmodel.h"
+
+#include <QDateTime>
+#include <QJsonDocument>
+
+#include <cmath>
+
+namespace accel::monitor {
+
+EventsModel::EventsModel(QObject *parent) : QAbstractTableModel(parent) {}
+
+void EventsModel::appendEvents(const QList<RunEvent> &events)
+{
+    if (events.isEmpty())
+        return;
+    const int first = static_cast<int>(m_events.size());
+    beginInsertRows({}, first, first + static_cast<int>(events.size()) - 1);
+    for (const RunEvent &event : events) {
+        QJsonObject rest = event.fields;
+        for (const char *key : {"v", "time", "event", "rank"})
+            rest.remove(QLatin1String(key));
+        m_details.append(rest.isEmpty() ? QString() : QString::fromUtf8(QJsonDocument(rest).toJson(QJsonDocument::Compact)));
+        m_events.append(event);
+    }
+    endInsertRows();
+}
+
+void EventsModel::clear()
+{
+    if (m_events.isEmpty())
+        return;
+    beginRemoveRows({}, 0, static_cast<int>(m_events.size()) - 1);
+    m_events.clear();
+    m_details.clear();
+    endRemoveRows();
+}
+
+QString EventsModel::severityOf(const RunEvent &event)
+{
+    const QString &name = event.event;
+    if (name == QLatin1String("hang_suspected") || name == QLatin1String("killed") || name == QLatin1String("lost"))
+        return QStringLiteral("error");
+    if (name == QLatin1String("rank_exited")) {
+        const QJsonValue code = event.fields.value(QLatin1String("exit_code"));
+        return code.isDouble() && code.toInt() == 0 ? QStringLiteral("info") : QStringLiteral("error");
+    }
+    if (name == QLatin1String("finished")) {
+        const QString state = event.fields.value(QLatin1String("state")).toString();
+        return state == QLatin1String("failed") || state == QLatin1String("lost") ? QStringLiteral("error")
+                                                                                   : QStringLiteral("info");
+    }
+    if (name == QLatin1String("straggler_detected") || name == QLatin1String("restarting") ||
+        name == QLatin1String("stopping_ranks"))
+        return QStringLiteral("warning");
+    return QStringLiteral("info");
+}
+
+int EventsModel::rowCount(const QModelIndex &parent) const
+{
+    return parent.isValid() ? 0 : static_cast<int>(m_events.size());
+}
+
+int EventsModel::columnCount(const QModelIndex &parent) const
+{
+    return parent.isValid() ? 0 : ColumnCount;
+}
+
+QVariant EventsModel::data(const QModelIndex &index, int role) const
+{
+    if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid))
+        return {};
+    const RunEvent &event = m_events.at(index.row());
+    switch (role) {
+    case EventNameRole:
+        return event.event;
+    case SeverityRole:
+        return severityOf(event);
+    case SortRole:
+        if (index.column() == TimeColumn)
+            return event.time;
+        if (index.column() == RankColumn)
+            return event.rank;
+        break;
+    case Qt::DisplayRole:
+        break;
+    default:
+        return {};
+    }
+    switch (index.column()) {
+    case TimeColumn:
+        return std::isfinite(event.time) ? QDateTime::fromMSecsSinceEpoch(static_cast<qint64>(event.time * 1000))
+                                               .toString(QStringLiteral("HH:mm:ss.zzz"))
+                                         : QString();
+    case EventColumn:
+        return event.event;
+    case RankColumn:
+        return event.rank >= 0 ? QVariant(event.rank) : QVariant(QString());
+    case DetailsColumn:
+        return m_details.at(index.row());
+    default:
+        return {};
+    }
+}
+
+QVariant EventsModel::headerData(int section, Qt::Orientation orientation, int role) const
+{
+    if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
+        return {};
+    static const char *const titles[] = {"Time", "Event", "Rank", "Details"};
+    return section >= 0 && section < ColumnCount ? QString::fromLatin1(titles[section]) : QVariant();
+}
+
+} // namespace accel::monitor
