@@ -105,14 +105,12 @@ int StdoutMetricsParser::parseSegment(QStringView segment, double time, MetricBa
             }
         }
     }
-    if (pairs.empty()) {
-        if (step != kNoStep)
-            m_lastStep = step;
+    if (step != kNoStep)
+        m_lastStep = step;  // printed by the script (progress bar or step=)
+    if (pairs.empty())
         return 0;
-    }
     if (step == kNoStep)
         step = m_lastStep != kNoStep ? m_lastStep : ++m_lineCount;
-    m_lastStep = step;
 
     MetricRow row;
     row.time = time;
