@@ -1,0 +1,111 @@
+#include "app/studio/configform.h"
+
+#include "app/studio/configbinding.h"
+
+#include <QFormLayout>
+#include <QGridLayout>
+#include <QGroupBox>
+#include <QLabel>
+
+namespace accel::app {
+
+ConfigForm::ConfigForm(QWidget *parent)
+    : QWidget(parent)
+{
+    // Two columns of group boxes keep the form short enough to read without much scrolling.
+    auto *grid = new QGridLayout(this);
+    grid->setContentsMargins(4, 4, 4, 4);
+    int index = 0;
+    const auto &groups = configFieldGroups();
+    const int half = (static_cast<int>(groups.size()) + 1) / 2;
+    for (const FieldGroup &group : groups) {
+        auto *box = new QGroupBox(group.title, this);
+        box->setObjectName(group.objectName);
+        auto *form = new QFormLayout(box);
+        form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+        for (const FieldBinding &binding : group.fields) {
+            auto *editor = new FieldEditor(binding.spec, box);
+            auto *label = new QLabel(binding.spec.label + QLatin1Char(':'), box);
+            label->setToolTip(binding.spec.key);
+            label->setBuddy(editor->editorWidget());
+            form->addRow(label, editor);
+            m_fields.insert(binding.spec.key, editor);
+            const FieldBinding *bindingPointer = &binding;
+            connect(editor, &FieldEditor::edited, this, [this, editor, bindingPointer] { onFieldEdited(editor, bindingPointer); });
+        }
+        // General, precision and FSDP on the left; DeepSpeed, Dynamo and multi-node on the right.
+        const int column = index < half ? 0 : 1;
+        const int row = index < half ? index : index - half;
+        grid->addWidget(box, row, column, Qt::AlignTop);
+        ++index;
+    }
+    grid->setRowStretch(half, 1);
+    grid->setColumnStretch(0, 1);
+    grid->setColumnStretch(1, 1);
+    config::applyDefaults(m_config);
+    refreshValues();
+}
+
+void ConfigForm::setConfig(const config::ClusterConfig &config)
+{
+    m_config = config;
+    m_inputErrors.clear();
+    refreshValues();
+}
+
+void ConfigForm::refreshValues()
+{
+    for (const FieldGroup &group : configFieldGroups()) {
+        for (const FieldBinding &binding : group.fields) {
+            if (FieldEditor *editor = m_fields.value(binding.spec.key))
+                editor->setValue(binding.get(m_config));
+        }
+    }
+}
+
+void ConfigForm::onFieldEdited(FieldEditor *editor, const FieldBinding *binding)
+{
+    const QString error = binding->set(m_config, editor->value());
+    if (error.isEmpty())
+        m_inputErrors.remove(binding->spec.key);
+    else
+        m_inputErrors.insert(binding->spec.key, error);
+    Q_EMIT configEdited(binding->spec.key);
+}
+
+FieldEditor *ConfigForm::fieldForDiagnosticKey(const std::string &key) const
+{
+    // "fsdp_config.fsdp_version" maps to its field; a key the form does not show falls back to
+    // the closest enclosing key that it does ("fp8_config.override_linear_precision" -> none).
+    QString candidate = QString::fromStdString(key);
+    while (!candidate.isEmpty()) {
+        if (FieldEditor *editor = m_fields.value(candidate))
+            return editor;
+        const int dot = candidate.lastIndexOf(QLatin1Char('.'));
+        if (dot < 0)
+            break;
+        candidate.truncate(dot);
+    }
+    return nullptr;
+}
+
+config::Diagnostics ConfigForm::showDiagnostics(const config::Diagnostics &diagnostics)
+{
+    for (FieldEditor *editor : std::as_const(m_fields))
+        editor->clearDiagnostics();
+    for (auto it = m_inputErrors.cbegin(); it != m_inputErrors.cend(); ++it)
+        m_fields.value(it.key())->addDiagnostic(DiagnosticLevel::Error, it.value());
+    config::Diagnostics unplaced;
+    for (const config::Diagnostic &diagnostic : diagnostics) {
+        FieldEditor *editor = fieldForDiagnosticKey(diagnostic.key);
+        if (!editor) {
+            unplaced.push_back(diagnostic);
+            continue;
+        }
+        editor->addDiagnostic(diagnostic.severity == config::Severity::Error ? DiagnosticLevel::Error : DiagnosticLevel::Warning,
+                              QString::fromStdString(diagnostic.message));
+    }
+    return unplaced;
+}
+
+} // namespace accel::app

@@ -1,0 +1,341 @@
+#include "app/studio/configurepage.h"
+
+#include "app/studio/configform.h"
+#include "app/studio/textdiff.h"
+#include "core/common/fileutil.h"
+#include "core/config/validation.h"
+
+#include <QDialog>
+#include <QDialogButtonBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFontDatabase>
+#include <QHBoxLayout>
+#include <QIcon>
+#include <QLabel>
+#include <QListWidget>
+#include <QMenu>
+#include <QMessageBox>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSplitter>
+#include <QTextEdit>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+namespace accel::app {
+
+namespace {
+const QString fileFilter = QStringLiteral("Accelerate configs (*.yaml *.yml *.json);;All files (*)");
+
+QToolButton *toolButton(const QString &text, const QString &toolTip, QWidget *parent)
+{
+    auto *button = new QToolButton(parent);
+    button->setText(text);
+    button->setToolTip(toolTip);
+    button->setToolButtonStyle(Qt::ToolButtonTextOnly);
+    button->setAutoRaise(false);
+    return button;
+}
+
+QIcon severityIcon(config::Severity severity)
+{
+    return QIcon(severity == config::Severity::Error ? QStringLiteral(":/icons/status-error.svg")
+                                                     : QStringLiteral(":/icons/status-warning.svg"));
+}
+} // namespace
+
+ConfigurePage::ConfigurePage(QWidget *parent)
+    : QWidget(parent)
+{
+    buildUi();
+    newConfig();
+}
+
+void ConfigurePage::buildUi()
+{
+    auto *layout = new QVBoxLayout(this);
+
+    auto *bar = new QHBoxLayout;
+    m_title = new QLabel(this);
+    m_title->setObjectName(QStringLiteral("documentTitle"));
+    m_title->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    bar->addWidget(m_title, 1);
+    QToolButton *newButton = toolButton(tr("New"), tr("Start from Accelerate's defaults"), this);
+    connect(newButton, &QToolButton::clicked, this, [this] {
+        if (maybeDiscardChanges())
+            newConfig();
+    });
+    QToolButton *openButton = toolButton(tr("Open…"), tr("Open an Accelerate config (Ctrl+O)"), this);
+    connect(openButton, &QToolButton::clicked, this, &ConfigurePage::openWithDialog);
+    m_recentButton = toolButton(tr("Recent"), tr("Recently opened configs"), this);
+    m_recentButton->setPopupMode(QToolButton::InstantPopup);
+    m_recentButton->setMenu(new QMenu(m_recentButton));
+    connect(m_recentButton->menu(), &QMenu::aboutToShow, this, &ConfigurePage::updateRecentMenu);
+    QToolButton *changesButton = toolButton(tr("Changes…"), tr("Compare with the file on disk"), this);
+    connect(changesButton, &QToolButton::clicked, this, &ConfigurePage::showChanges);
+    QToolButton *saveButton = toolButton(tr("Save"), tr("Save atomically (Ctrl+S)"), this);
+    connect(saveButton, &QToolButton::clicked, this, &ConfigurePage::save);
+    QToolButton *saveAsButton = toolButton(tr("Save As…"), tr("Save under a new name; .json writes JSON"), this);
+    connect(saveAsButton, &QToolButton::clicked, this, &ConfigurePage::saveWithDialog);
+    for (QToolButton *button : {newButton, openButton, m_recentButton, changesButton, saveButton, saveAsButton})
+        bar->addWidget(button);
+    layout->addLayout(bar);
+
+    m_loadError = new QLabel(this);
+    m_loadError->setObjectName(QStringLiteral("loadError"));
+    m_loadError->setWordWrap(true);
+    m_loadError->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_loadError->setStyleSheet(QStringLiteral("QLabel { background: #fdecea; color: #8e1b1b; border: 1px solid #e0a8a8;"
+                                              " border-radius: 4px; padding: 6px; }"));
+    m_loadError->setVisible(false);
+    layout->addWidget(m_loadError);
+
+    auto *splitter = new QSplitter(Qt::Horizontal, this);
+    auto *scroll = new QScrollArea(splitter);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    m_form = new ConfigForm(scroll);
+    scroll->setWidget(m_form);
+    connect(m_form, &ConfigForm::configEdited, this, &ConfigurePage::refresh);
+
+    auto *side = new QWidget(splitter);
+    auto *sideLayout = new QVBoxLayout(side);
+    sideLayout->setContentsMargins(0, 0, 0, 0);
+    m_summary = new QLabel(side);
+    m_summary->setObjectName(QStringLiteral("validationSummary"));
+    sideLayout->addWidget(m_summary);
+    m_messages = new QListWidget(side);
+    m_messages->setObjectName(QStringLiteral("messages"));
+    m_messages->setWordWrap(true);
+    m_messages->setMaximumHeight(160);
+    sideLayout->addWidget(m_messages);
+    sideLayout->addWidget(new QLabel(tr("File text (what Save writes):"), side));
+    m_preview = new QPlainTextEdit(side);
+    m_preview->setObjectName(QStringLiteral("preview"));
+    m_preview->setReadOnly(true);
+    m_preview->setLineWrapMode(QPlainTextEdit::NoWrap);
+    m_preview->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+    sideLayout->addWidget(m_preview, 1);
+    splitter->addWidget(scroll);
+    splitter->addWidget(side);
+    splitter->setStretchFactor(0, 3);
+    splitter->setStretchFactor(1, 2);
+    layout->addWidget(splitter, 1);
+}
+
+config::ConfigFormat ConfigurePage::format() const
+{
+    return m_path.isEmpty() ? config::ConfigFormat::Yaml : config::formatForPath(m_path.toStdString());
+}
+
+QString ConfigurePage::previewText() const
+{
+    return QString::fromStdString(config::serializeConfig(m_form->config(), format()));
+}
+
+QString ConfigurePage::loadErrorText() const
+{
+    return m_loadError->isVisible() ? m_loadError->text() : QString();
+}
+
+bool ConfigurePage::isModified() const
+{
+    return previewText() != m_savedText;
+}
+
+void ConfigurePage::newConfig()
+{
+    config::ClusterConfig config;
+    config::applyDefaults(config);
+    m_origin = tr("new config");
+    setDocument(config, QString(), QString());
+    m_savedText = previewText();  // an untouched new document has nothing to lose
+    refresh();
+}
+
+void ConfigurePage::loadConfig(const config::ClusterConfig &config, const QString &origin)
+{
+    m_origin = origin;
+    setDocument(config, QString(), QString());
+    Q_EMIT statusMessage(tr("Loaded the %1 (not saved yet)").arg(origin));
+}
+
+bool ConfigurePage::openFile(const QString &path)
+{
+    config::Diagnostics diagnostics;
+    auto loaded = config::loadConfigFile(path.toStdString(), &diagnostics);
+    if (!loaded) {
+        showLoadError(tr("Could not open %1: %2").arg(path, QString::fromStdString(loaded.error().toString())), diagnostics);
+        Q_EMIT statusMessage(tr("Could not open %1").arg(QFileInfo(path).fileName()));
+        return false;
+    }
+    // The text on disk, to tell whether the document changed (and to show the changes).
+    auto bytes = fileutil::readFile(path.toStdString());
+    m_recent.add(path);
+    setDocument(*loaded, QFileInfo(path).absoluteFilePath(), bytes ? QString::fromStdString(*bytes) : QString());
+    Q_EMIT statusMessage(tr("Opened %1").arg(path));
+    return true;
+}
+
+void ConfigurePage::setDocument(const config::ClusterConfig &config, const QString &path, const QString &savedText)
+{
+    m_path = path;
+    m_savedText = savedText;
+    m_loadError->setVisible(false);
+    m_form->setConfig(config);
+    refresh();
+}
+
+void ConfigurePage::showLoadError(const QString &title, const config::Diagnostics &diagnostics)
+{
+    QString text = title.toHtmlEscaped();
+    int shown = 0;
+    for (const config::Diagnostic &diagnostic : diagnostics) {
+        if (shown++ == 8) {
+            text += tr("<br>… and %1 more").arg(diagnostics.size() - 8);
+            break;
+        }
+        text += QStringLiteral("<br>• ") + QString::fromStdString(diagnostic.toString()).toHtmlEscaped();
+    }
+    m_loadError->setText(text);
+    m_loadError->setVisible(true);
+}
+
+void ConfigurePage::refresh()
+{
+    const QString text = previewText();
+    if (m_preview->toPlainText() != text)
+        m_preview->setPlainText(text);
+    // Every message goes to the list; those with a key are also shown beside their field.
+    m_diagnostics = config::validate(m_form->config());
+    m_form->showDiagnostics(m_diagnostics);
+
+    m_messages->clear();
+    int errors = 0;
+    for (const config::Diagnostic &diagnostic : m_diagnostics) {
+        errors += diagnostic.severity == config::Severity::Error ? 1 : 0;
+        auto *item = new QListWidgetItem(severityIcon(diagnostic.severity), QString::fromStdString(diagnostic.toString()), m_messages);
+        item->setData(Qt::UserRole, QString::fromStdString(diagnostic.key));
+    }
+    const int warnings = static_cast<int>(m_diagnostics.size()) - errors;
+    if (m_diagnostics.empty())
+        m_summary->setText(tr("✔ No problems found: `accel launch` would accept this config."));
+    else
+        m_summary->setText(tr("%n error(s)", nullptr, errors) + QStringLiteral(", ") + tr("%n warning(s)", nullptr, warnings) +
+                           tr(" (also shown beside the fields)"));
+
+    const QString name = m_path.isEmpty() ? tr("Untitled (%1)").arg(m_origin) : m_path;
+    m_title->setText(QStringLiteral("<b>%1</b>%2").arg(name.toHtmlEscaped(), isModified() ? tr(" — modified") : QString()));
+    Q_EMIT documentChanged();
+}
+
+bool ConfigurePage::save()
+{
+    if (m_path.isEmpty())
+        return saveWithDialog();
+    return saveAs(m_path);
+}
+
+bool ConfigurePage::saveAs(const QString &path)
+{
+    // Keep the JSON/YAML choice of the new name, as Accelerate does.
+    auto saved = config::saveConfigFile(m_form->config(), path.toStdString());
+    if (!saved) {
+        const QString message = QString::fromStdString(saved.error().toString());
+        QMessageBox::warning(this, tr("Save failed"), message);
+        Q_EMIT statusMessage(tr("Save failed: %1").arg(message));
+        return false;
+    }
+    m_path = QFileInfo(path).absoluteFilePath();
+    m_savedText = previewText();
+    m_recent.add(m_path);
+    refresh();
+    Q_EMIT statusMessage(tr("Saved %1").arg(m_path));
+    return true;
+}
+
+void ConfigurePage::openWithDialog()
+{
+    if (!maybeDiscardChanges())
+        return;
+    const QString start = m_path.isEmpty() ? QString::fromStdString(config::defaultCacheDir()) : QFileInfo(m_path).absolutePath();
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open Accelerate config"), start, fileFilter);
+    if (!path.isEmpty())
+        openFile(path);
+}
+
+bool ConfigurePage::saveWithDialog()
+{
+    const QString start = m_path.isEmpty() ? QString::fromStdString(config::defaultConfigPath()) : m_path;
+    const QString path = QFileDialog::getSaveFileName(this, tr("Save Accelerate config"), start, fileFilter);
+    return !path.isEmpty() && saveAs(path);
+}
+
+bool ConfigurePage::maybeDiscardChanges()
+{
+    if (!isModified())
+        return true;
+    const auto answer = QMessageBox::question(this, tr("Unsaved changes"),
+                                              tr("The config has unsaved changes. Save them first?"),
+                                              QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Save);
+    if (answer == QMessageBox::Save)
+        return save();
+    return answer == QMessageBox::Discard;
+}
+
+void ConfigurePage::showChanges()
+{
+    const QVector<DiffLine> diff = diffLines(m_savedText, previewText());
+    QString html = QStringLiteral("<pre style=\"margin:0\">");
+    for (const DiffLine &line : diff) {
+        const QString escaped = line.text.toHtmlEscaped();
+        switch (line.kind) {
+        case DiffLine::Kind::Same:
+            html += QStringLiteral("  ") + escaped + QLatin1Char('\n');
+            break;
+        case DiffLine::Kind::Removed:
+            html += QStringLiteral("<span style=\"background:#fbe3e3;color:#8e1b1b\">- %1</span>\n").arg(escaped);
+            break;
+        case DiffLine::Kind::Added:
+            html += QStringLiteral("<span style=\"background:#e3f4e3;color:#1b5e20\">+ %1</span>\n").arg(escaped);
+            break;
+        }
+    }
+    html += QStringLiteral("</pre>");
+    QDialog dialog(this);
+    dialog.setWindowTitle(isModified() ? tr("Changes to save") : tr("No changes"));
+    dialog.resize(640, 520);
+    auto *layout = new QVBoxLayout(&dialog);
+    layout->addWidget(new QLabel(m_path.isEmpty() ? tr("New document: every line is new.") : tr("Compared with %1").arg(m_path), &dialog));
+    auto *view = new QTextEdit(&dialog);
+    view->setReadOnly(true);
+    view->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+    view->setHtml(html);
+    layout->addWidget(view, 1);
+    auto *buttons = new QDialogButtonBox(QDialogButtonBox::Save | QDialogButtonBox::Close, &dialog);
+    buttons->button(QDialogButtonBox::Save)->setEnabled(isModified());
+    connect(buttons, &QDialogButtonBox::accepted, &dialog, &QDialog::accept);
+    connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+    layout->addWidget(buttons);
+    if (dialog.exec() == QDialog::Accepted)
+        save();
+}
+
+void ConfigurePage::updateRecentMenu()
+{
+    QMenu *menu = m_recentButton->menu();
+    menu->clear();
+    const QStringList files = m_recent.files();
+    for (const QString &path : files) {
+        menu->addAction(path, this, [this, path] {
+            if (maybeDiscardChanges())
+                openFile(path);
+        });
+    }
+    if (files.isEmpty())
+        menu->addAction(tr("(none yet)"))->setEnabled(false);
+}
+
+} // namespace accel::app

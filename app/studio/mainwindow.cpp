@@ -1,0 +1,234 @@
+#include "app/studio/mainwindow.h"
+
+#include "app/studio/aboutdialog.h"
+#include "app/studio/configurepage.h"
+#include "app/studio/hardwarepage.h"
+#include "app/studio/placeholderpage.h"
+#include "app/studio/studioresources.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QHBoxLayout>
+#include <QKeySequence>
+#include <QListWidget>
+#include <QMenu>
+#include <QMenuBar>
+#include <QSettings>
+#include <QStackedWidget>
+#include <QStatusBar>
+
+namespace accel::app {
+
+namespace {
+QString iconPath(Page page)
+{
+    return QStringLiteral(":/icons/page-%1.svg").arg(pageName(page));
+}
+} // namespace
+
+MainWindow::MainWindow(QWidget *parent)
+    : QMainWindow(parent)
+{
+    initStudioResources();
+    setWindowTitle(tr("Accel Studio"));
+    setWindowIcon(QIcon(QStringLiteral(":/icons/accel-studio.svg")));
+    createPages();
+    createMenus();
+    statusBar()->showMessage(tr("Ready"));
+    restoreSettings();
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::createPages()
+{
+    auto *central = new QWidget(this);
+    auto *layout = new QHBoxLayout(central);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->setSpacing(0);
+
+    m_sidebar = new QListWidget(central);
+    m_sidebar->setObjectName(QStringLiteral("sidebar"));
+    m_sidebar->setIconSize(QSize(24, 24));
+    m_sidebar->setFrameShape(QFrame::NoFrame);
+    m_sidebar->setFixedWidth(170);
+    m_sidebar->setSpacing(2);
+    m_sidebar->setStyleSheet(QStringLiteral("QListWidget#sidebar { background: palette(alternate-base); padding-top: 8px; }"
+                                            "QListWidget#sidebar::item { padding: 8px 6px; }"));
+    m_stack = new QStackedWidget(central);
+    layout->addWidget(m_sidebar);
+    layout->addWidget(m_stack, 1);
+    setCentralWidget(central);
+
+    m_hardwarePage = new HardwarePage(m_stack);
+    m_configurePage = new ConfigurePage(m_stack);
+    for (int i = 0; i < pageCount; ++i) {
+        const auto page = static_cast<Page>(i);
+        auto *item = new QListWidgetItem(QIcon(iconPath(page)), pageTitle(page), m_sidebar);
+        item->setToolTip(tr("%1 (Ctrl+%2)").arg(pageTitle(page)).arg(i + 1));
+        switch (page) {
+        case Page::Hardware:
+            m_stack->addWidget(m_hardwarePage);
+            break;
+        case Page::Configure:
+            m_stack->addWidget(m_configurePage);
+            break;
+        case Page::Launch:
+            m_stack->addWidget(new PlaceholderPage(pageTitle(page), tr("Launch a training script or job on this machine or on "
+                                                                       "SSH hosts with the open configuration."), m_stack));
+            break;
+        case Page::Runs:
+            m_stack->addWidget(new PlaceholderPage(pageTitle(page), tr("Follow runs live: losses, throughput, logs of every rank "
+                                                                       "and the state of each process."), m_stack));
+            break;
+        case Page::BigModels:
+            m_stack->addWidget(new PlaceholderPage(pageTitle(page), tr("Plan device maps for large checkpoints and try models "
+                                                                       "in the inference playground."), m_stack));
+            break;
+        }
+    }
+    connect(m_sidebar, &QListWidget::currentRowChanged, this, [this](int row) {
+        if (row < 0)
+            return;
+        m_stack->setCurrentIndex(row);
+        Q_EMIT pageChanged(static_cast<Page>(row));
+    });
+    m_sidebar->setCurrentRow(0);
+
+    connect(m_configurePage, &ConfigurePage::statusMessage, this, [this](const QString &message) {
+        statusBar()->showMessage(message, 8000);
+    });
+    connect(m_hardwarePage, &HardwarePage::statusMessage, this, [this](const QString &message) {
+        statusBar()->showMessage(message, 8000);
+    });
+    connect(m_hardwarePage, &HardwarePage::openInConfigureRequested, this, &MainWindow::openRecommendedConfig);
+}
+
+void MainWindow::createMenus()
+{
+    QMenu *file = menuBar()->addMenu(tr("&File"));
+    QAction *open = file->addAction(tr("&Open Config…"), this, &MainWindow::openConfigDialog);
+    open->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_O));
+    QMenu *recent = file->addMenu(tr("Open &Recent"));
+    recent->setObjectName(QStringLiteral("recentMenu"));
+    connect(recent, &QMenu::aboutToShow, this, [this, recent] {
+        recent->clear();
+        const QStringList files = m_configurePage->recentFiles();
+        for (const QString &path : files) {
+            recent->addAction(path, this, [this, path] {
+                showPage(Page::Configure);
+                m_configurePage->openFile(path);
+            });
+        }
+        if (files.isEmpty())
+            recent->addAction(tr("(none)"))->setEnabled(false);
+    });
+    QAction *save = file->addAction(tr("&Save Config"), this, &MainWindow::saveConfig);
+    save->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_S));
+    QAction *saveAs = file->addAction(tr("Save Config &As…"), this, &MainWindow::saveConfigAs);
+    saveAs->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S));
+    file->addSeparator();
+    QAction *quit = file->addAction(tr("&Quit"), this, &QWidget::close);
+    quit->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Q));
+    quit->setMenuRole(QAction::QuitRole);
+
+    QMenu *view = menuBar()->addMenu(tr("&View"));
+    for (int i = 0; i < pageCount; ++i) {
+        const auto page = static_cast<Page>(i);
+        QAction *action = view->addAction(QIcon(iconPath(page)), pageTitle(page), this, [this, page] { showPage(page); });
+        action->setShortcut(QKeySequence(Qt::CTRL | static_cast<Qt::Key>(Qt::Key_1 + i)));
+        action->setObjectName(QStringLiteral("showPage_%1").arg(pageName(page)));
+    }
+
+    QMenu *help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(tr("&About Accel Studio"), this, &MainWindow::showAbout)->setMenuRole(QAction::AboutRole);
+}
+
+void MainWindow::showPage(Page page)
+{
+    m_sidebar->setCurrentRow(static_cast<int>(page));
+}
+
+Page MainWindow::currentPage() const
+{
+    return static_cast<Page>(m_stack->currentIndex());
+}
+
+void MainWindow::applyOptions(const StudioOptions &options)
+{
+    if (options.demo) {
+        m_hardwarePage->refresh();
+        showPage(Page::Hardware);
+    }
+    if (!options.configFile.isEmpty()) {
+        m_configurePage->openFile(options.configFile);
+        showPage(Page::Configure);
+    }
+    if (options.page)
+        showPage(*options.page);
+}
+
+void MainWindow::openConfigDialog()
+{
+    showPage(Page::Configure);
+    m_configurePage->openWithDialog();
+}
+
+void MainWindow::saveConfig()
+{
+    showPage(Page::Configure);
+    m_configurePage->save();
+}
+
+void MainWindow::saveConfigAs()
+{
+    showPage(Page::Configure);
+    m_configurePage->saveWithDialog();
+}
+
+void MainWindow::openRecommendedConfig()
+{
+    if (!m_configurePage->maybeDiscardChanges())
+        return;
+    m_configurePage->loadConfig(m_hardwarePage->recommendedConfig(), tr("recommendation for this machine"));
+    showPage(Page::Configure);
+}
+
+void MainWindow::showAbout()
+{
+    AboutDialog dialog(this);
+    dialog.exec();
+}
+
+void MainWindow::closeEvent(QCloseEvent *event)
+{
+    if (!m_configurePage->maybeDiscardChanges()) {
+        event->ignore();
+        return;
+    }
+    saveSettings();
+    event->accept();
+}
+
+void MainWindow::restoreSettings()
+{
+    QSettings settings;
+    const QByteArray geometry = settings.value(QStringLiteral("mainwindow/geometry")).toByteArray();
+    if (geometry.isEmpty() || !restoreGeometry(geometry))
+        resize(1200, 800);
+    restoreState(settings.value(QStringLiteral("mainwindow/state")).toByteArray());
+    const auto page = pageFromName(settings.value(QStringLiteral("mainwindow/page")).toString());
+    if (page)
+        showPage(*page);
+}
+
+void MainWindow::saveSettings()
+{
+    QSettings settings;
+    settings.setValue(QStringLiteral("mainwindow/geometry"), saveGeometry());
+    settings.setValue(QStringLiteral("mainwindow/state"), saveState());
+    settings.setValue(QStringLiteral("mainwindow/page"), pageName(currentPage()));
+}
+
+} // namespace accel::app

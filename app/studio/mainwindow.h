@@ -1,0 +1,56 @@
+// The studio's main window: a sidebar of pages, menus with shortcuts, a status bar and remembered
+// geometry. It builds the window and wires the pages; the pages and libraries do the work.
+#pragma once
+
+#include "app/studio/studiooptions.h"
+
+#include <QMainWindow>
+
+class QListWidget;
+class QStackedWidget;
+
+namespace accel::app {
+
+class ConfigurePage;
+class HardwarePage;
+
+class MainWindow : public QMainWindow
+{
+    Q_OBJECT
+public:
+    explicit MainWindow(QWidget *parent = nullptr);
+    ~MainWindow() override;
+
+    void showPage(Page page);
+    Page currentPage() const;
+
+    ConfigurePage *configurePage() const { return m_configurePage; }
+    HardwarePage *hardwarePage() const { return m_hardwarePage; }
+
+    // Applies --page, --config and --demo.
+    void applyOptions(const StudioOptions &options);
+
+Q_SIGNALS:
+    void pageChanged(accel::app::Page page);
+
+protected:
+    void closeEvent(QCloseEvent *event) override;
+
+private:
+    void createPages();
+    void createMenus();
+    void openConfigDialog();
+    void saveConfig();
+    void saveConfigAs();
+    void openRecommendedConfig();
+    void showAbout();
+    void restoreSettings();
+    void saveSettings();
+
+    QListWidget *m_sidebar = nullptr;
+    QStackedWidget *m_stack = nullptr;
+    ConfigurePage *m_configurePage = nullptr;
+    HardwarePage *m_hardwarePage = nullptr;
+};
+
+} // namespace accel::app

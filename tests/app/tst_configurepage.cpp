@@ -1,0 +1,257 @@
+// The Configure page opens real config files, shows validation messages beside the fields they
+// concern, previews the text it will write, and saves unchanged configs byte for byte.
+#include "app/studio/configform.h"
+#include "app/studio/configurepage.h"
+#include "app/studio/fieldeditor.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QSpinBox>
+#include <QtTest>
+
+using namespace accel::app;
+
+namespace {
+// What `accelerate config` writes for two GPUs with bf16 (keys sorted, 'no' quoted).
+const QByteArray multiGpuYaml = "compute_environment: LOCAL_MACHINE\n"
+                                "debug: false\n"
+                                "distributed_type: MULTI_GPU\n"
+                                "downcast_bf16: 'no'\n"
+                                "enable_cpu_affinity: false\n"
+                                "gpu_ids: all\n"
+                                "machine_rank: 0\n"
+                                "main_training_function: main\n"
+                                "mixed_precision: bf16\n"
+                                "num_machines: 1\n"
+                                "num_processes: 2\n"
+                                "rdzv_backend: static\n"
+                                "same_network: true\n"
+                                "tpu_env: []\n"
+                                "tpu_use_cluster: false\n"
+                                "tpu_use_sudo: false\n"
+                                "use_cpu: false\n";
+
+const QByteArray fsdpYaml = "compute_environment: LOCAL_MACHINE\n"
+                            "debug: false\n"
+                            "distributed_type: FSDP\n"
+                            "downcast_bf16: 'no'\n"
+                            "enable_cpu_affinity: false\n"
+                            "fsdp_config:\n"
+                            "  fsdp_activation_checkpointing: false\n"
+                            "  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n"
+                            "  fsdp_cpu_ram_efficient_loading: true\n"
+                            "  fsdp_offload_params: false\n"
+                            "  fsdp_reshard_after_forward: true\n"
+                            "  fsdp_state_dict_type: SHARDED_STATE_DICT\n"
+                            "  fsdp_version: 2\n"
+                            "machine_rank: 0\n"
+                            "main_training_function: main\n"
+                            "mixed_precision: bf16\n"
+                            "num_machines: 1\n"
+                            "num_processes: 4\n"
+                            "rdzv_backend: static\n"
+                            "same_network: true\n"
+                            "tpu_env: []\n"
+                            "tpu_use_cluster: false\n"
+                            "tpu_use_sudo: false\n"
+                            "use_cpu: false\n";
+
+QString writeFile(const QTemporaryDir &dir, const QString &name, const QByteArray &content)
+{
+    const QString path = dir.filePath(name);
+    QFile file(path);
+    if (!file.open(QIODevice::WriteOnly))
+        return {};
+    file.write(content);
+    return path;
+}
+
+QByteArray readAll(const QString &path)
+{
+    QFile file(path);
+    return file.open(QIODevice::ReadOnly) ? file.readAll() : QByteArray();
+}
+} // namespace
+
+class tst_ConfigurePage : public QObject
+{
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase()
+    {
+        QCoreApplication::setOrganizationName(QStringLiteral("AccelStudioTests"));
+        QCoreApplication::setApplicationName(QStringLiteral("tst_configurepage"));
+    }
+
+    void loadsFileIntoForm()
+    {
+        QTemporaryDir dir;
+        const QString path = writeFile(dir, QStringLiteral("fsdp.yaml"), fsdpYaml);
+        ConfigurePage page;
+        QVERIFY(page.openFile(path));
+        QVERIFY(page.loadErrorText().isEmpty());
+        ConfigForm *form = page.form();
+        QCOMPARE(form->field(QStringLiteral("distributed_type"))->value(), std::optional<QString>(QStringLiteral("FSDP")));
+        QCOMPARE(form->field(QStringLiteral("num_processes"))->value(), std::optional<QString>(QStringLiteral("4")));
+        QCOMPARE(form->field(QStringLiteral("fsdp_config.fsdp_version"))->value(), std::optional<QString>(QStringLiteral("2")));
+        QCOMPARE(form->field(QStringLiteral("fsdp_config.fsdp_auto_wrap_policy"))->value(),
+                 std::optional<QString>(QStringLiteral("TRANSFORMER_BASED_WRAP")));
+        QCOMPARE(form->field(QStringLiteral("fsdp_config.fsdp_reshard_after_forward"))->value(), std::optional<QString>(QStringLiteral("true")));
+        // Keys absent from the file read "not set".
+        QCOMPARE(form->field(QStringLiteral("deepspeed_config.zero_stage"))->value(), std::nullopt);
+        QCOMPARE(form->field(QStringLiteral("main_process_ip"))->value(), std::nullopt);
+        QVERIFY(!page.isModified());
+        QVERIFY(page.recentFiles().contains(QFileInfo(path).absoluteFilePath()));
+    }
+
+    void savesUnchangedConfigByteIdentical_data()
+    {
+        QTest::addColumn<QByteArray>("content");
+        QTest::newRow("multi-gpu") << multiGpuYaml;
+        QTest::newRow("fsdp2") << fsdpYaml;
+    }
+    void savesUnchangedConfigByteIdentical()
+    {
+        QFETCH(QByteArray, content);
+        QTemporaryDir dir;
+        const QString path = writeFile(dir, QStringLiteral("config.yaml"), content);
+        ConfigurePage page;
+        QVERIFY(page.openFile(path));
+        QCOMPARE(page.previewText().toUtf8(), content);
+        QVERIFY(page.save());
+        QCOMPARE(readAll(path), content);
+        // Save As to another name writes the same bytes.
+        const QString copy = dir.filePath(QStringLiteral("copy.yaml"));
+        QVERIFY(page.saveAs(copy));
+        QCOMPARE(readAll(copy), content);
+        QCOMPARE(page.filePath(), QFileInfo(copy).absoluteFilePath());
+    }
+
+    void previewUpdatesOnEdit()
+    {
+        QTemporaryDir dir;
+        const QString path = writeFile(dir, QStringLiteral("config.yaml"), multiGpuYaml);
+        ConfigurePage page;
+        page.show();
+        QVERIFY(page.openFile(path));
+        auto *preview = page.findChild<QPlainTextEdit *>(QStringLiteral("preview"));
+        QVERIFY(preview);
+        QVERIFY(preview->toPlainText().contains(QStringLiteral("mixed_precision: bf16\n")));
+
+        // Choose fp16 in the combo box as a user would.
+        auto *precision = page.findChild<QComboBox *>(QStringLiteral("editor:mixed_precision"));
+        QVERIFY(precision);
+        precision->setCurrentIndex(precision->findText(QStringLiteral("fp16")));
+        QVERIFY(preview->toPlainText().contains(QStringLiteral("mixed_precision: fp16\n")));
+        QVERIFY(!preview->toPlainText().contains(QStringLiteral("bf16")));
+        QVERIFY(page.isModified());
+
+        // Type a DeepSpeed-free text key: gpu_ids.
+        auto *gpuIds = page.findChild<QLineEdit *>(QStringLiteral("editor:gpu_ids"));
+        QVERIFY(gpuIds);
+        gpuIds->selectAll();
+        QTest::keyClicks(gpuIds, QStringLiteral("0,1"));
+        QVERIFY2(preview->toPlainText().contains(QStringLiteral("gpu_ids: 0,1\n")), qPrintable(preview->toPlainText()));
+
+        // Saving writes exactly the preview.
+        QVERIFY(page.save());
+        QCOMPARE(QString::fromUtf8(readAll(path)), preview->toPlainText());
+        QVERIFY(!page.isModified());
+    }
+
+    void validationMessageBesideOffendingField()
+    {
+        QTemporaryDir dir;
+        QByteArray content = multiGpuYaml;
+        content.replace("machine_rank: 0\n", "machine_rank: 3\n");
+        const QString path = writeFile(dir, QStringLiteral("bad-rank.yaml"), content);
+        ConfigurePage page;
+        page.show();
+        QVERIFY(page.openFile(path));
+        FieldEditor *rank = page.form()->field(QStringLiteral("machine_rank"));
+        QVERIFY2(!rank->diagnosticText().isEmpty(), "no message beside machine_rank");
+        QVERIFY(rank->diagnosticLabel()->isVisible());
+        // The label sits right under the spin box, inside the same field widget.
+        QCOMPARE(rank->diagnosticLabel()->parentWidget(), static_cast<QWidget *>(rank));
+        QVERIFY(rank->diagnosticLabel()->text().contains(QStringLiteral("status-error")));
+        // Fields that are fine carry no message.
+        QVERIFY(page.form()->field(QStringLiteral("mixed_precision"))->diagnosticText().isEmpty());
+
+        // Fixing the value in the form removes the message.
+        auto *spin = page.findChild<QSpinBox *>(QStringLiteral("editor:machine_rank"));
+        QVERIFY(spin);
+        spin->setValue(0);
+        QVERIFY2(rank->diagnosticText().isEmpty(), qPrintable(rank->diagnosticText()));
+        QVERIFY(!rank->diagnosticLabel()->isVisible());
+    }
+
+    void badValueTypedInFormIsShownBesideField()
+    {
+        ConfigurePage page;
+        page.show();
+        page.form()->field(QStringLiteral("deepspeed_config.gradient_clipping"));
+        auto *clipping = page.findChild<QLineEdit *>(QStringLiteral("editor:deepspeed_config.gradient_clipping"));
+        QVERIFY(clipping);
+        QTest::keyClicks(clipping, QStringLiteral("one"));
+        const QString message = page.form()->field(QStringLiteral("deepspeed_config.gradient_clipping"))->diagnosticText();
+        QVERIFY2(message.contains(QStringLiteral("expected a number")), qPrintable(message));
+        QVERIFY(!page.previewText().contains(QStringLiteral("gradient_clipping")));
+    }
+
+    void loadErrorsAreShownInPage()
+    {
+        QTemporaryDir dir;
+        QByteArray content = multiGpuYaml;
+        content.replace("mixed_precision: bf16\n", "mixed_precision: fp17\n");
+        const QString bad = writeFile(dir, QStringLiteral("bad.yaml"), content);
+        const QString good = writeFile(dir, QStringLiteral("good.yaml"), multiGpuYaml);
+        ConfigurePage page;
+        page.show();
+        QVERIFY(page.openFile(good));
+        QVERIFY(!page.openFile(bad));
+        QVERIFY(page.loadErrorText().contains(QStringLiteral("bad.yaml")));
+        QVERIFY2(page.loadErrorText().contains(QStringLiteral("fp17")), qPrintable(page.loadErrorText()));
+        // The document that was open stays open.
+        QCOMPARE(page.filePath(), QFileInfo(good).absoluteFilePath());
+        QVERIFY(!page.openFile(dir.filePath(QStringLiteral("missing.yaml"))));
+        QVERIFY(page.loadErrorText().contains(QStringLiteral("missing.yaml")));
+        QVERIFY(!page.openFile(writeFile(dir, QStringLiteral("broken.yaml"), "a: [1, 2\n")));
+        // A good file clears the message.
+        QVERIFY(page.openFile(good));
+        QVERIFY(page.loadErrorText().isEmpty());
+    }
+
+    void jsonConfigsStayJson()
+    {
+        QTemporaryDir dir;
+        const QByteArray json = "{\n  \"compute_environment\": \"LOCAL_MACHINE\",\n  \"distributed_type\": \"MULTI_CPU\",\n"
+                                "  \"num_processes\": 2\n}\n";
+        const QString path = writeFile(dir, QStringLiteral("config.json"), json);
+        ConfigurePage page;
+        QVERIFY(page.openFile(path));
+        QVERIFY(page.previewText().startsWith(QLatin1Char('{')));
+        QVERIFY(page.save());
+        QVERIFY(QJsonDocument::fromJson(readAll(path)).isObject());
+        QCOMPARE(QJsonDocument::fromJson(readAll(path)).object().value(QStringLiteral("num_processes")).toInt(), 2);
+    }
+
+    void recommendationLoadsAsUnsavedDocument()
+    {
+        ConfigurePage page;
+        accel::config::ClusterConfig config;
+        config.distributedType = accel::config::DistributedType::MultiCpu;
+        config.numProcesses = 4;
+        accel::config::applyDefaults(config);
+        page.loadConfig(config, QStringLiteral("recommendation"));
+        QVERIFY(page.filePath().isEmpty());
+        QVERIFY(page.isModified());
+        QVERIFY(page.previewText().contains(QStringLiteral("distributed_type: MULTI_CPU\n")));
+        QCOMPARE(page.form()->field(QStringLiteral("num_processes"))->value(), std::optional<QString>(QStringLiteral("4")));
+    }
+};
+
+QTEST_MAIN(tst_ConfigurePage)
+#include "tst_configurepage.moc"

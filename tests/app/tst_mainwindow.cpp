@@ -1,0 +1,112 @@
+// The studio window opens, switches pages by shortcut, remembers its geometry, and the About
+// versions come from the libraries it runs with.
+#include "app/studio/aboutdialog.h"
+#include "app/studio/configurepage.h"
+#include "app/studio/hardwarepage.h"
+#include "app/studio/mainwindow.h"
+
+#include <QLabel>
+#include <QListWidget>
+#include <QSettings>
+#include <QStackedWidget>
+#include <QtTest>
+
+using namespace accel::app;
+
+class tst_MainWindow : public QObject
+{
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase()
+    {
+        QCoreApplication::setOrganizationName(QStringLiteral("AccelStudioTests"));
+        QCoreApplication::setApplicationName(QStringLiteral("tst_mainwindow"));
+        QSettings().clear();
+    }
+
+    void opensWithEveryPage()
+    {
+        MainWindow window;
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        auto *sidebar = window.findChild<QListWidget *>(QStringLiteral("sidebar"));
+        QVERIFY(sidebar);
+        QCOMPARE(sidebar->count(), pageCount);
+        QCOMPARE(sidebar->item(4)->text(), QStringLiteral("Big Models"));
+        QCOMPARE(window.currentPage(), Page::Hardware);
+        // Pages not built yet say so and show no data.
+        window.showPage(Page::Runs);
+        auto *stack = window.findChild<QStackedWidget *>();
+        auto *placeholder = stack->currentWidget()->findChild<QLabel *>(QStringLiteral("placeholderText"));
+        QVERIFY(placeholder);
+        QVERIFY(placeholder->text().contains(QStringLiteral("coming in a later version")));
+    }
+
+    void shortcutsSwitchPages()
+    {
+        MainWindow window;
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        QSignalSpy changed(&window, &MainWindow::pageChanged);
+        const Qt::Key keys[] = {Qt::Key_2, Qt::Key_3, Qt::Key_4, Qt::Key_5, Qt::Key_1};
+        const Page expected[] = {Page::Configure, Page::Launch, Page::Runs, Page::BigModels, Page::Hardware};
+        for (int i = 0; i < 5; ++i) {
+            QTest::keyClick(&window, keys[i], Qt::ControlModifier);
+            QCOMPARE(window.currentPage(), expected[i]);
+            auto *sidebar = window.findChild<QListWidget *>(QStringLiteral("sidebar"));
+            QCOMPARE(sidebar->currentRow(), static_cast<int>(expected[i]));
+        }
+        QCOMPARE(changed.count(), 5);
+    }
+
+    void optionsChoosePageAndConfig()
+    {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("c.yaml"));
+        QFile file(path);
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.write("compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_CPU\nnum_processes: 4\n");
+        file.close();
+        MainWindow window;
+        StudioOptions options;
+        options.configFile = path;
+        window.applyOptions(options);
+        QCOMPARE(window.currentPage(), Page::Configure);
+        QCOMPARE(window.configurePage()->filePath(), QFileInfo(path).absoluteFilePath());
+        options.configFile.clear();
+        options.page = Page::Runs;
+        window.applyOptions(options);
+        QCOMPARE(window.currentPage(), Page::Runs);
+    }
+
+    void geometryAndPageAreRemembered()
+    {
+        {
+            MainWindow window;
+            window.show();
+            QVERIFY(QTest::qWaitForWindowExposed(&window));
+            window.resize(900, 640);
+            window.showPage(Page::Launch);
+            QVERIFY(window.close());
+        }
+        MainWindow again;
+        QCOMPARE(again.size(), QSize(900, 640));
+        QCOMPARE(again.currentPage(), Page::Launch);
+    }
+
+    void aboutNamesRuntimeVersions()
+    {
+        QMap<QString, QString> versions;
+        for (const auto &[label, value] : studioVersions())
+            versions.insert(label, value);
+        QVERIFY(versions.value(QStringLiteral("Qt")).startsWith(QString::fromLatin1(qVersion())));
+        QVERIFY(QRegularExpression(QStringLiteral("^\\d+\\.\\d+")).match(versions.value(QStringLiteral("yaml-cpp"))).hasMatch());
+        QVERIFY(QRegularExpression(QStringLiteral("^\\d+\\.\\d+")).match(versions.value(QStringLiteral("libssh"))).hasMatch());
+        QCOMPARE(versions.value(QStringLiteral("Accel Studio")), QStringLiteral(ACCEL_VERSION));
+        AboutDialog dialog;
+        QVERIFY(dialog.findChildren<QLabel *>().size() >= versions.size());
+    }
+};
+
+QTEST_MAIN(tst_MainWindow)
+#include "tst_mainwindow.moc"
