@@ -84,18 +84,35 @@ DecimatedSeries decimate(const double *x, const double *y, size_t count, bool xS
                 out.y.append(y[i]);
             }
         } else {
-            Bucket bucket;
-            size_t current = columnOf(x[begin]);
-            for (size_t i = begin; i < end; ++i) {
+            // Walk the columns: one comparison per point against the column's right edge.
+            size_t i = begin;
+            while (i < end) {
                 const size_t column = columnOf(x[i]);
-                if (column != current) {
-                    emitBucket(bucket, x, y, out);
-                    bucket = Bucket{};
-                    current = column;
-                }
-                addToBucket(bucket, y, i);
+                const double limit = column + 1 == columns ? std::numeric_limits<double>::infinity()
+                                                           : xMin + static_cast<double>(column + 1) * width;
+                Bucket bucket;
+                double minimum = std::numeric_limits<double>::infinity();
+                double maximum = -std::numeric_limits<double>::infinity();
+                do {  // at least one point, even if rounding put it past the edge
+                    const double value = y[i];
+                    if (value < minimum) {
+                        minimum = value;
+                        bucket.minIndex = i;
+                    }
+                    if (value > maximum) {
+                        maximum = value;
+                        bucket.maxIndex = i;
+                    }
+                    if (std::isnan(value) && bucket.nanIndex == kNone)
+                        bucket.nanIndex = i;
+                    ++i;
+                } while (i < end && x[i] < limit);
+                if (bucket.minIndex != kNone && bucket.maxIndex == kNone)
+                    bucket.maxIndex = bucket.minIndex;
+                if (bucket.maxIndex != kNone && bucket.minIndex == kNone)
+                    bucket.minIndex = bucket.maxIndex;
+                emitBucket(bucket, x, y, out);
             }
-            emitBucket(bucket, x, y, out);
         }
         if (end < count) {
             out.x.append(x[end]);

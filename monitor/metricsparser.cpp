@@ -57,10 +57,78 @@ SampleKind kindFromName(const char *name, size_t length)
     return SampleKind::Other;
 }
 
+inline bool isDigit(char c)
+{
+    return static_cast<unsigned>(c - '0') < 10u;
+}
+
+// Clinger's fast path: a decimal with at most 15 significant digits and a power of ten within
+// 1e+-22 is exactly mantissa * 10^k or mantissa / 10^k, correctly rounded by one IEEE operation.
+// Returns nullptr when the number needs the general parser.
+const char *scanSimpleDouble(const char *p, const char *end, double &value)
+{
+    static constexpr double powers[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                        1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    const char *q = p;
+    const bool negative = q < end && *q == '-';
+    if (negative)
+        ++q;
+    std::uint64_t mantissa = 0;
+    int digits = 0;
+    const char *integerStart = q;
+    while (q < end && isDigit(*q)) {
+        mantissa = mantissa * 10 + static_cast<unsigned>(*q - '0');
+        ++digits;
+        ++q;
+        if (digits > 15)
+            return nullptr;
+    }
+    if (q == integerStart)
+        return nullptr;
+    int exponent = 0;
+    if (q < end && *q == '.') {
+        const char *fractionStart = ++q;
+        while (q < end && isDigit(*q)) {
+            mantissa = mantissa * 10 + static_cast<unsigned>(*q - '0');
+            ++digits;
+            ++q;
+            if (digits > 15)
+                return nullptr;
+        }
+        if (q == fractionStart)
+            return nullptr;
+        exponent = -static_cast<int>(q - fractionStart);
+    }
+    if (q < end && (*q == 'e' || *q == 'E')) {
+        ++q;
+        const bool negativeExponent = q < end && *q == '-';
+        if (q < end && (*q == '-' || *q == '+'))
+            ++q;
+        const char *exponentStart = q;
+        int written = 0;
+        while (q < end && isDigit(*q) && q - exponentStart < 4) {
+            written = written * 10 + (*q - '0');
+            ++q;
+        }
+        if (q == exponentStart || (q < end && isDigit(*q)))
+            return nullptr;
+        exponent += negativeExponent ? -written : written;
+    }
+    if (exponent < -22 || exponent > 22)
+        return nullptr;
+    const double m = static_cast<double>(mantissa);
+    value = exponent < 0 ? m / powers[-exponent] : m * powers[exponent];
+    if (negative)
+        value = -value;
+    return q;
+}
+
 // A JSON number (or NaN / Infinity as Python's json module writes them). Values beyond double's
 // range become +-inf (or +-0 for tiny ones) instead of failing the line.
 const char *scanDouble(const char *p, const char *end, double &value)
 {
+    if (const char *after = scanSimpleDouble(p, end, value))
+        return after;
     const auto result = std::from_chars(p, end, value);
     if (result.ec == std::errc())
         return result.ptr;

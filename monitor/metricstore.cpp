@@ -12,6 +12,7 @@ struct MetricStore::RankData {
     std::vector<int> nameOfSeries;
     Series stepTimes;
     RankStatus status;
+    std::uint64_t appendGeneration = 0;  // last append() that touched this rank
     double lastStepTime = std::nan("");  // time of the sample that advanced lastStep
 
     Series &seriesFor(int nameId)
@@ -53,12 +54,20 @@ int MetricStore::storeNameId(const QByteArray &name)
 
 MetricStore::RankData &MetricStore::rankData(int rank, QList<int> &added)
 {
-    auto &slot = m_ranks[rank];
-    if (!slot) {
-        slot = std::make_unique<RankData>();
+    const auto slot = static_cast<size_t>(rank + 1);
+    if (slot < m_rankCache.size() && m_rankCache[slot])
+        return *m_rankCache[slot];
+    auto &owner = m_ranks[rank];
+    if (!owner) {
+        owner = std::make_unique<RankData>();
         added.append(rank);
     }
-    return *slot;
+    if (rank >= -1 && slot < 65536) {
+        if (slot >= m_rankCache.size())
+            m_rankCache.resize(slot + 1, nullptr);
+        m_rankCache[slot] = owner.get();
+    }
+    return *owner;
 }
 
 void MetricStore::append(const MetricBatch &batch)
@@ -71,14 +80,17 @@ void MetricStore::append(const MetricBatch &batch)
     QList<int> added;
     QList<int> touched;
     const std::int64_t now = monotonicMs();
+    const std::uint64_t generation = ++m_appendGeneration;
     int cachedRank = 0;
     RankData *data = nullptr;
     for (const MetricRow &row : batch.rows) {
         if (!data || row.rank != cachedRank) {
             data = &rankData(row.rank, added);
             cachedRank = row.rank;
-            if (!touched.contains(row.rank))
+            if (data->appendGeneration != generation) {
+                data->appendGeneration = generation;
                 touched.append(row.rank);
+            }
         }
         const bool eval = row.kind == SampleKind::Eval;
         if (eval && evalNameMap.empty())
@@ -140,6 +152,7 @@ void MetricStore::append(const MetricBatch &batch)
 
 void MetricStore::clear()
 {
+    m_rankCache.clear();
     m_ranks.clear();
     m_totalSamples = 0;
     m_lastProgressMs = -1;

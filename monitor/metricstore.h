@@ -55,6 +55,8 @@ private:
     int storeNameId(const QByteArray &name);
 
     std::map<int, std::unique_ptr<RankData>> m_ranks;
+    std::vector<RankData *> m_rankCache;  // by rank + 1, for the usual small ranks
+    std::uint64_t m_appendGeneration = 0;
     QHash<QByteArray, int> m_nameIds;
     QList<QByteArray> m_names;
     int m_stepTimeNameId = -1;

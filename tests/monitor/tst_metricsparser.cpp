@@ -2,7 +2,10 @@
 
 #include <QtTest>
 
+#include <charconv>
 #include <cmath>
+#include <cstdio>
+#include <random>
 
 using namespace accel::monitor;
 
@@ -190,6 +193,32 @@ private Q_SLOTS:
         QCOMPARE(valueOf(batch, 1, "lr"), 3.0);
         QCOMPARE(valueOf(batch, 1, "loss"), 4.0);
         QCOMPARE(valueOf(batch, 2, "loss"), 5.0);
+    }
+
+    void numbersMatchTheGeneralParser()
+    {
+        // The scanner's fast decimal path must give the same double as a correctly rounded parse.
+        std::mt19937_64 random(42);
+        std::uniform_real_distribution<double> mantissa(-10.0, 10.0);
+        std::uniform_int_distribution<int> exponent(-30, 30);
+        QByteArray text;
+        std::vector<QByteArray> written;
+        const char *formats[] = {"%.17g", "%.15g", "%.6g", "%.3f", "%.12e"};
+        for (int i = 0; i < 5000; ++i) {
+            char buffer[64];
+            std::snprintf(buffer, sizeof buffer, formats[i % 5], mantissa(random) * std::pow(10.0, exponent(random)));
+            written.emplace_back(buffer);
+            text += "{\"v\":1,\"time\":1,\"step\":1,\"x\":" + QByteArray(buffer) + "}\n";
+        }
+        MetricsParser parser;
+        MetricBatch batch;
+        parser.feed(text, batch);
+        QCOMPARE(batch.rows.size(), written.size());
+        for (size_t i = 0; i < written.size(); ++i) {
+            double expected = 0;
+            std::from_chars(written[i].constData(), written[i].constData() + written[i].size(), expected);
+            QVERIFY2(batch.values[i].value == expected, written[i].constData());
+        }
     }
 
     void overlongLineIsDroppedAsJunk()
