@@ -1,0 +1,142 @@
+// accel launch: Accelerate's `accelerate launch`, run by Accel Studio's own supervisor. Every
+// rank of this machine is started, watched and logged into a run directory.
+#include "app/cli/argparser.h"
+#include "app/cli/cmd_launch_support.h"
+#include "app/cli/command.h"
+
+#include "core/common/fileutil.h"
+#include "launcher/launchflags.h"
+#include "launcher/launchplan.h"
+#include "launcher/rundirectory.h"
+#include "launcher/runsupervisor.h"
+#include "launcher/signalwatcher.h"
+
+#include <QCoreApplication>
+#include <QJsonDocument>
+
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+
+namespace accel::cli {
+
+namespace {
+
+using namespace accel::launcher;
+
+void addLaunchOptions(ArgParser &parser)
+{
+    for (const LaunchFlag &flag : launchFlags()) {
+        OptionSpec spec;
+        spec.name = flag.name;
+        spec.help = flag.help;
+        spec.shortName = flag.shortName;
+        spec.repeatable = flag.repeatable;
+        spec.choices = flag.choices;
+        if (flag.kind != LaunchFlag::Kind::Switch) {
+            spec.valueName = flag.valueName;
+            spec.defaultValue = flag.defaultValue ? flag.defaultValue : "";
+        }
+        parser.addOption(std::move(spec));
+    }
+    // Internal: set by --detach for the background supervisor.
+    parser.addFlag("detached_supervisor", "(internal) this process is the detached supervisor");
+    parser.addPositional({"script", "training script (or module with -m, program with --no_python) and its arguments",
+                          true, true});
+    parser.setEpilog("Flags accept --a_b and --a-b spellings. Everything after SCRIPT is passed to it untouched.\n"
+                     "Runs are kept under ${XDG_DATA_HOME:-~/.local/share}/accel-studio/runs; see 'accel runs'.");
+}
+
+int runSupervisor(const LaunchSettings &settings, const EnvMap &base, RunDirectory &run, const ArgParser &parser,
+                  bool attachedToTerminal)
+{
+    int argc = 1;
+    char name[] = "accel";
+    char *argv[] = {name, nullptr};
+    QCoreApplication app(argc, argv);
+    SupervisorOptions options;
+    options.graceMs = static_cast<int>(std::stod(parser.valueOr("grace_period", "5")) * 1000.0);
+    options.mirror = attachedToTerminal && !parser.isSet("no_mirror");
+    RunSupervisor supervisor(settings, base, &run, options);
+    SignalWatcher signals;
+    QObject::connect(&signals, &SignalWatcher::signalReceived, &supervisor, [&supervisor](int signal) {
+        const char *abbrev = sigabbrev_np(signal);
+        std::fprintf(stderr, "accel launch: SIG%s received, stopping all ranks\n", abbrev ? abbrev : "?");
+        supervisor.stop(QStringLiteral("supervisor received SIG%1").arg(QString::fromLatin1(abbrev ? abbrev : "?")));
+    });
+    QObject::connect(&supervisor, &RunSupervisor::restarting, &app, [](int count, const QString &reason) {
+        std::fprintf(stderr, "accel launch: %s; restarting all ranks (restart %d)\n", reason.toLocal8Bit().constData(), count);
+    });
+    int exitCode = 0;
+    const bool quiet = parser.isSet("quiet");
+    QObject::connect(&supervisor, &RunSupervisor::finished, &app, [&](const RunOutcome &outcome) {
+        exitCode = outcome.exitCode;
+        if (outcome.state == QLatin1String(runstate::Succeeded)) {
+            std::fprintf(stderr, "accel launch: run %s succeeded; run directory %s\n", run.id().toLocal8Bit().constData(),
+                         run.path().toLocal8Bit().constData());
+        } else if (quiet) {
+            exitCode = 1;
+        } else {
+            std::fprintf(stderr, "\naccel launch: %s\n%s", outcome.reason.toLocal8Bit().constData(),
+                         formatRunSummary(outcome, &run).toLocal8Bit().constData());
+            std::fprintf(stderr, "run directory: %s\n", run.path().toLocal8Bit().constData());
+        }
+        app.exit(exitCode);
+    });
+    QMetaObject::invokeMethod(&supervisor, &RunSupervisor::start, Qt::QueuedConnection);
+    app.exec();
+    return exitCode;
+}
+
+} // namespace
+
+static int runLaunch(int argc, char **argv)
+{
+    ArgParser parser("accel launch", "Launch a training script (or an accel-worker job) on this machine's ranks, "
+                                     "the way `accelerate launch` does.");
+    addLaunchOptions(parser);
+    if (!parser.parse(argc, argv, 1)) {
+        if (parser.helpRequested()) {
+            std::fputs(parser.helpText().c_str(), stdout);
+            return ExitOk;
+        }
+        std::fprintf(stderr, "accel launch: %s\n", parser.error().c_str());
+        return ExitBadInput;
+    }
+    auto prepared = prepareLaunch(parser);
+    if (!prepared) {
+        std::fprintf(stderr, "accel launch: %s\n", prepared.error().toString().c_str());
+        return exitCodeFor(prepared.error());
+    }
+    LaunchSettings &settings = prepared->settings;
+    const bool quiet = parser.isSet("quiet");
+
+    if (parser.isSet("dry_run")) {
+        if (parser.isSet("json"))
+            std::printf("%s", QJsonDocument(launchPlanJson(settings, prepared->baseEnvironment)).toJson().constData());
+        else
+            std::printf("%s", launchPlanText(settings, prepared->baseEnvironment).toLocal8Bit().constData());
+        return ExitOk;
+    }
+    if (!quiet) {
+        for (const std::string &note : settings.notes)
+            std::fprintf(stderr, "accel launch: note: %s\n", note.c_str());
+    }
+    if (parser.isSet("detach"))
+        return detachSupervisor(argc, argv, settings, parser.isSet("json"));
+
+    auto run = createRunDirectory(*prepared, argc, argv);
+    if (!run) {
+        std::fprintf(stderr, "accel launch: %s\n", run.error().toString().c_str());
+        return exitCodeFor(run.error());
+    }
+    if (!quiet && !parser.isSet("detached_supervisor"))
+        std::fprintf(stderr, "accel launch: run %s (%d rank(s), %s launcher); logs in %s/logs\n",
+                     run->id().toLocal8Bit().constData(), settings.processesPerNode(), launcherKindName(settings.launcher),
+                     run->path().toLocal8Bit().constData());
+    return runSupervisor(settings, prepared->baseEnvironment, *run, parser, !parser.isSet("detached_supervisor"));
+}
+
+static Registrar registrar({"launch", "launch a script or job on this machine's ranks (accelerate launch)", &runLaunch});
+
+} // namespace accel::cli

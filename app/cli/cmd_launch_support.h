@@ -1,0 +1,31 @@
+// The parts of `accel launch` between argument parsing and the supervisor: turning the parsed
+// flags into LaunchSettings (config file, merge, rendezvous port, run directory path),
+// creating the run directory with its manifest, and --detach.
+#pragma once
+
+#include "app/cli/argparser.h"
+#include "core/common/result.h"
+#include "launcher/launchsettings.h"
+#include "launcher/rundirectory.h"
+
+#include <string>
+
+namespace accel::cli {
+
+struct PreparedLaunch {
+    launcher::LaunchSettings settings;
+    launcher::EnvMap baseEnvironment;
+    std::string configPath;   // empty: no config file
+    std::string configYaml;   // the config as Accelerate writes it
+    std::string runName;
+};
+
+Result<PreparedLaunch> prepareLaunch(const ArgParser &parser);
+Result<launcher::RunDirectory> createRunDirectory(const PreparedLaunch &prepared, int argc, char **argv);
+// Starts the supervisor in a new session in the background and prints the run id.
+int detachSupervisor(int argc, char **argv, const launcher::LaunchSettings &settings, bool json);
+// accel-worker beside the running accel binary.
+std::string workerProgramPath();
+launcher::EnvMap currentEnvironment();
+
+} // namespace accel::cli

@@ -1,0 +1,27 @@
+// The launch plan as data: per rank the exact command and the environment variables the launcher
+// sets (the difference from the inherited environment). `accel launch --dry-run` prints it and
+// run.json records it; the summary table is formatted here too.
+#pragma once
+
+#include "launcher/launchsettings.h"
+#include "launcher/runsupervisor.h"
+
+#include <QJsonObject>
+#include <QString>
+
+namespace accel::launcher {
+
+class RunDirectory;
+
+// {"launcher","distributed_type","num_processes",...,"blocks":{...}}: the merged settings.
+QJsonObject settingsJson(const LaunchSettings &settings);
+// {"schema":"accel.launch-plan","version":1,"settings":..,"notes":[..],"ranks":[{"rank","local_rank","command","env"}]}
+QJsonObject launchPlanJson(const LaunchSettings &settings, const EnvMap &base);
+QString launchPlanText(const LaunchSettings &settings, const EnvMap &base);
+
+// Table of rank, result, runtime and the last lines of each rank's log.
+QString formatRunSummary(const RunOutcome &outcome, const RunDirectory *run, int logLines = 3);
+// The last `count` lines of a text file (empty when unreadable).
+QStringList lastLines(const QString &path, int count);
+
+} // namespace accel::launcher
