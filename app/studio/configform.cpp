@@ -3,18 +3,21 @@
 #include "app/studio/configbinding.h"
 
 #include <QFormLayout>
-#include <QGridLayout>
+#include <QHBoxLayout>
 #include <QGroupBox>
 #include <QLabel>
+#include <QVBoxLayout>
 
 namespace accel::app {
 
 ConfigForm::ConfigForm(QWidget *parent)
     : QWidget(parent)
 {
-    // Two columns of group boxes keep the form short enough to read without much scrolling.
-    auto *grid = new QGridLayout(this);
-    grid->setContentsMargins(4, 4, 4, 4);
+    // Two independent columns of group boxes keep the form short enough to read without much
+    // scrolling: general, precision and FSDP on the left; DeepSpeed, Dynamo and multi-node on the right.
+    auto *columns = new QHBoxLayout(this);
+    columns->setContentsMargins(4, 4, 4, 4);
+    QVBoxLayout *column[2] = {new QVBoxLayout, new QVBoxLayout};
     int index = 0;
     const auto &groups = configFieldGroups();
     const int half = (static_cast<int>(groups.size()) + 1) / 2;
@@ -33,15 +36,13 @@ ConfigForm::ConfigForm(QWidget *parent)
             const FieldBinding *bindingPointer = &binding;
             connect(editor, &FieldEditor::edited, this, [this, editor, bindingPointer] { onFieldEdited(editor, bindingPointer); });
         }
-        // General, precision and FSDP on the left; DeepSpeed, Dynamo and multi-node on the right.
-        const int column = index < half ? 0 : 1;
-        const int row = index < half ? index : index - half;
-        grid->addWidget(box, row, column, Qt::AlignTop);
+        column[index < half ? 0 : 1]->addWidget(box);
         ++index;
     }
-    grid->setRowStretch(half, 1);
-    grid->setColumnStretch(0, 1);
-    grid->setColumnStretch(1, 1);
+    for (QVBoxLayout *layout : column) {
+        layout->addStretch(1);
+        columns->addLayout(layout, 1);
+    }
     config::applyDefaults(m_config);
     refreshValues();
 }

@@ -105,6 +105,7 @@ void ConfigurePage::buildUi()
     sideLayout->setContentsMargins(0, 0, 0, 0);
     m_summary = new QLabel(side);
     m_summary->setObjectName(QStringLiteral("validationSummary"));
+    m_summary->setWordWrap(true);
     sideLayout->addWidget(m_summary);
     m_messages = new QListWidget(side);
     m_messages->setObjectName(QStringLiteral("messages"));
@@ -122,6 +123,7 @@ void ConfigurePage::buildUi()
     splitter->addWidget(side);
     splitter->setStretchFactor(0, 3);
     splitter->setStretchFactor(1, 2);
+    splitter->setSizes({790, 310});
     layout->addWidget(splitter, 1);
 }
 
@@ -213,6 +215,7 @@ void ConfigurePage::refresh()
     m_form->showDiagnostics(m_diagnostics);
 
     m_messages->clear();
+    m_messages->setVisible(!m_diagnostics.empty());
     int errors = 0;
     for (const config::Diagnostic &diagnostic : m_diagnostics) {
         errors += diagnostic.severity == config::Severity::Error ? 1 : 0;

@@ -38,6 +38,9 @@ FieldEditor::FieldEditor(FieldSpec spec, QWidget *parent)
             break;
         }
         m_combo = new QComboBox(this);
+        // Long choices (AOT_TORCHXLA_TRACE_ONCE) must not widen the whole form.
+        m_combo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+        m_combo->setMinimumContentsLength(10);
         if (m_spec.optional)
             m_combo->addItem(notSetText);
         m_combo->addItems(m_spec.kind == FieldSpec::Kind::Bool ? QStringList{QStringLiteral("true"), QStringLiteral("false")}

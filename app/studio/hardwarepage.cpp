@@ -64,7 +64,10 @@ QGroupBox *createRecommendationCard(const HardwareDetection &detection, QWidget 
     }
     auto *form = new QFormLayout;
     for (const RecommendedKey &key : detection.keys) {
-        auto *value = new QLabel(QStringLiteral("<b>%1</b> — %2").arg(qs(key.value).toHtmlEscaped(), qs(key.reason).toHtmlEscaped()), box);
+        QString text = QStringLiteral("<b>%1</b>").arg(qs(key.value).toHtmlEscaped());
+        if (!key.reason.empty())
+            text += QStringLiteral(" — ") + qs(key.reason).toHtmlEscaped();
+        auto *value = new QLabel(text, box);
         value->setWordWrap(true);
         value->setObjectName(QStringLiteral("recommendation:%1").arg(qs(key.key)));
         form->addRow(QStringLiteral("%1:").arg(qs(key.key)), value);
@@ -214,8 +217,8 @@ void HardwarePage::rebuildCards()
     grid->addWidget(createRecommendationCard(m_detection, content), 2, 0, 1, 2);
     grid->addWidget(createDiskCard(report.disks, content), 3, 0);
     grid->addWidget(createSystemCard(report, content), 3, 1);
-    grid->addWidget(createNetworkCard(report.network, content), 4, 0, 1, 2);
-    grid->addWidget(createSoftwareCard(report, content), 5, 0, 1, 2);
+    grid->addWidget(createSoftwareCard(report, content), 4, 0, 1, 2);
+    grid->addWidget(createNetworkCard(report.network, content), 5, 0, 1, 2);
     grid->setRowStretch(6, 1);
     grid->setColumnStretch(0, 1);
     grid->setColumnStretch(1, 1);

@@ -146,7 +146,7 @@ private Q_SLOTS:
         QVERIFY(precision);
         precision->setCurrentIndex(precision->findText(QStringLiteral("fp16")));
         QVERIFY(preview->toPlainText().contains(QStringLiteral("mixed_precision: fp16\n")));
-        QVERIFY(!preview->toPlainText().contains(QStringLiteral("bf16")));
+        QVERIFY(!preview->toPlainText().contains(QStringLiteral("mixed_precision: bf16")));
         QVERIFY(page.isModified());
 
         // Type a DeepSpeed-free text key: gpu_ids.

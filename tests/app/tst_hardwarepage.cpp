@@ -31,9 +31,9 @@ CpuInfoFacts readProcCpuinfo()
     return facts;
 }
 
-hardware::DetectOptions fastOptions()
+accel::hardware::DetectOptions fastOptions()
 {
-    hardware::DetectOptions options;
+    accel::hardware::DetectOptions options;
     options.probePython = false;  // seconds of Python start-up that this test does not look at
     options.probeWorker = false;
     return options;
