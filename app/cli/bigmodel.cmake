@@ -1,0 +1,4 @@
+# Big-model planning commands: estimate-memory, device-map, inspect. They read headers and
+# config.json only (accel_bigmodel, no libtorch).
+list(APPEND ACCEL_CLI_SOURCES cli/cmd_estimate_memory.cpp cli/cmd_device_map.cpp cli/cmd_safetensors.cpp)
+list(APPEND ACCEL_CLI_LIBS accel_bigmodel)

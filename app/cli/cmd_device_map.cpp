@@ -1,0 +1,214 @@
+// accel device-map MODEL: plans where each module of a model goes (GPUs, cpu, disk) with
+// Accelerate's infer_auto_device_map, for this machine or for hypothetical budgets.
+#include "app/cli/argparser.h"
+#include "app/cli/command.h"
+#include "core/bigmodel/devicemap.h"
+#include "core/bigmodel/machinebudgets.h"
+#include "core/bigmodel/modelloader.h"
+#include "core/common/fileutil.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <sstream>
+
+namespace {
+
+using namespace accel;
+
+bool isIdentifier(const std::string &s)
+{
+    return !s.empty() && (std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')
+        && std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+// `--no-split A B` (argparse nargs="+") becomes `--no-split A --no-split B`; commas work too.
+// Only identifiers are taken, so a MODEL path after the list stays positional.
+std::vector<std::string> expandNoSplit(int argc, char **argv)
+{
+    std::vector<std::string> args;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        if (arg.rfind("--", 0) != 0 || arg.find('=') != std::string::npos || cli::ArgParser::canonical(arg) != "no_split") {
+            args.push_back(arg);
+            continue;
+        }
+        bool any = false;
+        while (i + 1 < argc) {
+            std::vector<std::string> items;
+            std::stringstream stream(argv[i + 1]);
+            std::string item;
+            while (std::getline(stream, item, ','))
+                items.push_back(item);
+            if (items.empty() || !std::all_of(items.begin(), items.end(), isIdentifier))
+                break;
+            ++i;
+            for (const std::string &x : items) {
+                args.push_back(arg);
+                args.push_back(x);
+            }
+            any = true;
+        }
+        if (!any)
+            args.push_back(arg);
+    }
+    return args;
+}
+
+nlohmann::ordered_json deviceValue(const std::string &device)
+{
+    if (bigmodel::isGpuDevice(device))
+        return std::stoll(device);
+    return device;
+}
+
+nlohmann::ordered_json toJson(const std::string &model, const std::string &dtype, const bigmodel::DeviceMapOptions &o,
+                              const bigmodel::DeviceMapResult &r)
+{
+    nlohmann::ordered_json j;
+    j["schema"] = "accel.device-map";
+    j["version"] = 1;
+    j["model"] = model;
+    j["strategy"] = bigmodel::strategyName(o.strategy);
+    j["dtype"] = dtype.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(dtype);
+    j["no_split"] = r.noSplitClasses;
+    nlohmann::ordered_json budgets = nlohmann::ordered_json::array();
+    for (const auto &[device, bytes] : r.budgets)
+        budgets.push_back({{"device", deviceValue(device)}, {"bytes", bytes}});
+    j["budgets"] = budgets;
+    nlohmann::ordered_json map = nlohmann::ordered_json::object();
+    for (const auto &[name, device] : r.map)
+        map[name] = deviceValue(device);
+    j["device_map"] = map;
+    nlohmann::ordered_json perDevice = nlohmann::ordered_json::array();
+    for (const auto &[device, bytes] : r.perDevice)
+        perDevice.push_back({{"device", deviceValue(device)}, {"bytes", bytes}});
+    j["per_device"] = perDevice;
+    j["total_bytes"] = r.totalSize;
+    j["largest_layer"] = {{"bytes", r.largestLayer}, {"names", r.largestLayerNames}};
+    j["warnings"] = r.warnings;
+    return j;
+}
+
+std::string renderText(const std::string &model, const std::string &dtype, const bigmodel::DeviceMapOptions &o,
+                       const bigmodel::DeviceMapResult &r)
+{
+    std::string noSplit;
+    for (const std::string &c : r.noSplitClasses)
+        noSplit += (noSplit.empty() ? "" : " ") + c;
+    std::string out = "Device map for `" + model + "` (strategy " + bigmodel::strategyName(o.strategy) + ", dtype "
+        + (dtype.empty() ? std::string("as stored") : dtype) + ", no-split " + (noSplit.empty() ? std::string("none") : noSplit) + ")\n";
+    out += "budgets:";
+    for (const auto &[device, bytes] : r.budgets)
+        out += " " + device + "=" + bigmodel::formatBinarySize(static_cast<uint64_t>(std::max<int64_t>(0, bytes)));
+    out += "\n\n";
+    size_t width = 6;
+    for (const auto &[name, device] : r.map)
+        width = std::max(width, name.size());
+    for (const auto &[name, device] : r.map) {
+        const std::string shown = name.empty() ? "(whole model)" : name;
+        out += "  " + shown + std::string(width + 2 - std::min(width, shown.size()), ' ') + device + "\n";
+    }
+    out += "\nper device:\n";
+    for (const auto &[device, bytes] : r.perDevice)
+        out += "  " + device + std::string(device.size() < 6 ? 6 - device.size() : 1, ' ') + bigmodel::formatBinarySize(bytes) + "\n";
+    out += "  total " + bigmodel::formatBinarySize(r.totalSize) + " (largest layer " + bigmodel::formatBinarySize(r.largestLayer) + ")\n";
+    return out;
+}
+
+int runDeviceMap(int argc, char **argv)
+{
+    cli::ArgParser parser("accel device-map",
+                          "Plan where each module of a model goes (GPUs, cpu, disk) with Accelerate's infer_auto_device_map, "
+                          "from checkpoint headers or config.json alone.");
+    parser.addPositional({"MODEL", "model folder, .safetensors file, index .json or config.json"});
+    parser.addValue("max_memory", "SPEC",
+                    "device budgets, e.g. 0=10GiB,1=10GiB,cpu=30GiB (GiB/MiB/KiB = powers of 2, GB/MB/KB = powers of 10, "
+                    "lower-case b = bits); default: this machine");
+    cli::OptionSpec strategy;
+    strategy.name = "strategy";
+    strategy.valueName = "NAME";
+    strategy.help = "auto, balanced, balanced_low_0 or sequential";
+    strategy.defaultValue = "auto";
+    strategy.choices = {"auto", "balanced", "balanced_low_0", "sequential"};
+    parser.addOption(strategy);
+    cli::OptionSpec noSplit;
+    noSplit.name = "no_split";
+    noSplit.valueName = "CLASS";
+    noSplit.help = "module classes never split across devices (several allowed); default: the family's block";
+    noSplit.repeatable = true;
+    parser.addOption(noSplit);
+    parser.addValue("dtype", "DTYPE", "load dtype for sizes: float32, float16, bfloat16, fp8, int8, int4 (default: as stored)");
+    parser.addValue("env_json", "FILE", "`accel env --json` output whose GPUs (free memory) join this machine's budgets");
+    parser.addFlag("offload_buffers", "count buffers of offloaded modules as offloaded too");
+    parser.addFlag("no_clean", "keep the map unmerged (clean_result=False)");
+    parser.addFlag("json", "print a JSON object (schema accel.device-map)");
+    if (!parser.parse(expandNoSplit(argc, argv))) {
+        if (parser.helpRequested()) {
+            std::fputs(parser.helpText().c_str(), stdout);
+            return cli::ExitOk;
+        }
+        std::fprintf(stderr, "accel device-map: %s\n", parser.error().c_str());
+        return cli::ExitBadInput;
+    }
+    auto fail = [](const Error &e) {
+        std::fprintf(stderr, "accel device-map: %s\n", e.toString().c_str());
+        return exitCodeFor(e);
+    };
+
+    bigmodel::DeviceMapOptions options;
+    options.strategy = *bigmodel::parseDeviceMapStrategy(parser.valueOr("strategy", "auto"));
+    if (parser.isSet("no_split"))
+        options.noSplitClasses = parser.values("no_split");
+    std::string dtypeName;
+    if (auto d = parser.value("dtype")) {
+        auto target = bigmodel::parseTargetDType(*d);
+        if (!target)
+            return fail(Error{ErrorCode::InvalidInput, "--dtype: " + target.error().message, {}});
+        options.dtype = *target;
+        dtypeName = target->name;
+    }
+    options.offloadBuffers = parser.isSet("offload_buffers");
+    options.cleanResult = !parser.isSet("no_clean");
+    if (auto spec = parser.value("max_memory")) {
+        auto budgets = bigmodel::parseMaxMemory(*spec);
+        if (!budgets)
+            return fail(Error{ErrorCode::InvalidInput, "--max-memory: " + budgets.error().message, {}});
+        options.maxMemory = *budgets;
+        options.userGaveMaxMemory = true;
+    } else {
+        std::string envText;
+        const std::string envPath = parser.valueOr("env_json", "");
+        if (!envPath.empty()) {
+            auto text = fileutil::readFile(envPath);
+            if (!text)
+                return fail(text.error());
+            envText = *text;
+        }
+        auto budgets = bigmodel::machineBudgets(envText, envPath);
+        if (!budgets)
+            return fail(budgets.error());
+        options.maxMemory = *budgets;
+        options.userGaveMaxMemory = false;
+    }
+
+    auto model = bigmodel::loadModel(*parser.firstPositional("MODEL"));
+    if (!model)
+        return fail(model.error());
+    for (const std::string &w : model->structure.warnings)
+        std::fprintf(stderr, "accel device-map: warning: %s\n", w.c_str());
+    const auto result = bigmodel::inferAutoDeviceMap(model->structure, options);
+    for (const std::string &w : result.warnings)
+        std::fprintf(stderr, "accel device-map: warning: %s\n", w.c_str());
+    if (parser.isSet("json"))
+        std::printf("%s\n", toJson(model->name, dtypeName, options, result).dump(2).c_str());
+    else
+        std::fputs(renderText(model->name, dtypeName, options, result).c_str(), stdout);
+    return cli::ExitOk;
+}
+
+} // namespace
+
+static accel::cli::Registrar registrar({"device-map", "plan a model's placement over GPUs, cpu and disk", &runDeviceMap});

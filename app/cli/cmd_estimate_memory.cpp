@@ -1,0 +1,154 @@
+// accel estimate-memory MODEL: Accelerate's memory table (largest layer, total size, training with
+// Adam per dtype) for a model folder, a checkpoint or a config.json alone, plus inference memory
+// (weights, KV cache, activations) for a batch and context.
+#include "app/cli/argparser.h"
+#include "app/cli/command.h"
+#include "core/bigmodel/memoryestimate.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+namespace {
+
+using namespace accel;
+
+// `--dtypes a b c` (argparse nargs="+") becomes `--dtypes a --dtypes b --dtypes c`; commas work
+// too. Only known dtype names are taken, so a MODEL after the list stays positional.
+std::vector<std::string> expandDtypes(int argc, char **argv, const std::vector<std::string> &known)
+{
+    std::vector<std::string> args;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        if (arg.rfind("--", 0) != 0 || arg.find('=') != std::string::npos || cli::ArgParser::canonical(arg) != "dtypes") {
+            args.push_back(arg);
+            continue;
+        }
+        bool any = false;
+        while (i + 1 < argc) {
+            std::vector<std::string> items;
+            std::stringstream stream(argv[i + 1]);
+            std::string item;
+            while (std::getline(stream, item, ','))
+                items.push_back(item);
+            const bool allKnown = !items.empty() && std::all_of(items.begin(), items.end(), [&](const std::string &x) {
+                return std::find(known.begin(), known.end(), x) != known.end();
+            });
+            if (!allKnown && (any || argv[i + 1][0] == '-'))
+                break;
+            ++i;
+            for (const std::string &x : items) {
+                args.push_back(arg);
+                args.push_back(x);
+            }
+            any = true;
+            if (!allKnown)
+                break;  // a single unknown value: the parser names it
+        }
+        if (!any)
+            args.push_back(arg);
+    }
+    return args;
+}
+
+bool parseCount(const std::optional<std::string> &text, int64_t *value)
+{
+    if (!text)
+        return true;
+    char *end = nullptr;
+    const long long v = std::strtoll(text->c_str(), &end, 10);
+    if (!end || *end != '\0' || text->empty() || v < 1)
+        return false;
+    *value = v;
+    return true;
+}
+
+nlohmann::ordered_json toJson(const bigmodel::MemoryEstimate &e)
+{
+    nlohmann::ordered_json j;
+    j["schema"] = "accel.memory-estimate";
+    j["version"] = 1;
+    j["model"] = e.model;
+    j["parameters"] = e.parameters;
+    j["float32_total_bytes"] = e.float32Total;
+    j["largest_layer"] = {{"float32_bytes", e.float32Largest}, {"names", e.largestLayerNames}};
+    j["batch"] = e.batch;
+    j["context"] = e.context > 0 ? nlohmann::ordered_json(e.context) : nlohmann::ordered_json(nullptr);
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    auto bytes = [](const std::optional<double> &v) {
+        return v ? nlohmann::ordered_json(static_cast<uint64_t>(*v + 0.5)) : nlohmann::ordered_json(nullptr);
+    };
+    for (const auto &r : e.rows) {
+        nlohmann::ordered_json row;
+        row["dtype"] = r.dtype;
+        row["largest_layer_bytes"] = static_cast<uint64_t>(r.largestLayer + 0.5);
+        row["total_bytes"] = static_cast<uint64_t>(r.totalSize + 0.5);
+        row["training_adam_bytes"] = bytes(r.trainingAdam);
+        row["kv_cache_bytes"] = bytes(r.kvCache);
+        row["activation_bytes"] = bytes(r.activations);
+        rows.push_back(row);
+    }
+    j["rows"] = rows;
+    return j;
+}
+
+int runEstimateMemory(int argc, char **argv)
+{
+    cli::ArgParser parser("accel estimate-memory",
+                          "Estimate the memory a model needs to load, train with Adam, and run inference, per dtype, "
+                          "from checkpoint headers or config.json alone (no weights are read).");
+    parser.addPositional({"MODEL", "model folder, .safetensors file, index .json or config.json"});
+    cli::OptionSpec dtypes;
+    dtypes.name = "dtypes";
+    dtypes.valueName = "DTYPE";
+    dtypes.help = "dtypes to show (several allowed): float32 float16 bfloat16 fp8 int8 int4";
+    dtypes.defaultValue = "float32 float16 int8 int4";
+    dtypes.repeatable = true;
+    dtypes.choices = {"float32", "float16", "bfloat16", "fp8", "int8", "int4"};
+    parser.addOption(dtypes);
+    parser.addValue("batch", "B", "batch size for the inference figures", "1");
+    parser.addValue("context", "T", "tokens of context for the KV cache and activations", "min(max positions, 4096)");
+    parser.addFlag("json", "print a JSON object (schema accel.memory-estimate) instead of tables");
+    const auto args = expandDtypes(argc, argv, dtypes.choices);
+    if (!parser.parse(args)) {
+        if (parser.helpRequested()) {
+            std::fputs(parser.helpText().c_str(), stdout);
+            return cli::ExitOk;
+        }
+        std::fprintf(stderr, "accel estimate-memory: %s\n", parser.error().c_str());
+        return cli::ExitBadInput;
+    }
+    int64_t batch = 1;
+    int64_t context = 0;
+    if (!parseCount(parser.value("batch"), &batch) || !parseCount(parser.value("context"), &context)) {
+        std::fprintf(stderr, "accel estimate-memory: --batch and --context take a positive integer\n");
+        return cli::ExitBadInput;
+    }
+    std::vector<std::string> list = parser.values("dtypes");
+    if (list.empty())
+        list = {"float32", "float16", "int8", "int4"};
+    auto model = bigmodel::loadModel(*parser.firstPositional("MODEL"));
+    if (!model) {
+        std::fprintf(stderr, "accel estimate-memory: %s\n", model.error().toString().c_str());
+        return exitCodeFor(model.error());
+    }
+    auto estimate = bigmodel::estimateMemory(*model, list, batch, parser.isSet("context") ? std::optional<int64_t>(context) : std::nullopt);
+    if (!estimate) {
+        std::fprintf(stderr, "accel estimate-memory: %s\n", estimate.error().toString().c_str());
+        return exitCodeFor(estimate.error());
+    }
+    for (const std::string &w : model->structure.warnings)
+        std::fprintf(stderr, "accel estimate-memory: warning: %s\n", w.c_str());
+    if (parser.isSet("json"))
+        std::printf("%s\n", toJson(*estimate).dump(2).c_str());
+    else
+        std::fputs(bigmodel::renderEstimate(*estimate).c_str(), stdout);
+    return cli::ExitOk;
+}
+
+} // namespace
+
+static accel::cli::Registrar registrar({"estimate-memory", "estimate a model's memory per dtype (load, train, infer)", &runEstimateMemory});

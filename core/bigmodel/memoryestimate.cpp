@@ -1,0 +1,165 @@
+#include "core/bigmodel/memoryestimate.h"
+
+#include "core/bigmodel/memorysize.h"
+#include "core/bigmodel/modulesizes.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace accel::bigmodel {
+
+namespace {
+
+// Divisor of the float32 size, and bytes of one KV-cache element, for each dtype.
+struct EstimateDtype {
+    const char *name;
+    double divisor;
+    bool training;
+    double cacheBytes;
+};
+
+const EstimateDtype kDtypes[] = {
+    {"float32", 1, true, 4}, {"float16", 2, true, 2}, {"bfloat16", 2, true, 2},
+    {"fp8", 4, true, 1},     {"int8", 4, false, 2},   {"int4", 8, false, 2},
+};
+
+std::string centre(const std::string &text, size_t width)
+{
+    if (text.size() >= width)
+        return text;
+    const size_t pad = width - text.size();
+    return std::string(pad / 2, ' ') + text + std::string(pad - pad / 2, ' ');
+}
+
+std::string repeat(const std::string &s, size_t n)
+{
+    std::string out;
+    for (size_t i = 0; i < n; ++i)
+        out += s;
+    return out;
+}
+
+} // namespace
+
+Result<MemoryEstimate> estimateMemory(const LoadedModel &model, const std::vector<std::string> &dtypes, int64_t batch,
+                                      std::optional<int64_t> context)
+{
+    MemoryEstimate estimate;
+    estimate.model = model.name;
+    const ModelStructure &s = model.structure;
+    estimate.parameters = s.parameterCount();
+    // Accelerate builds the model in float32: every floating tensor counts 4 bytes.
+    const ModuleSizes sizes(s, TargetDType{"float32", 4, true}, true);
+    estimate.float32Total = sizes.of("");
+    const MaxLayer largest = maxLayerSize(rootWorkList(s), s, sizes, s.noSplitClasses);
+    estimate.float32Largest = largest.size;
+    estimate.largestLayerNames = largest.names;
+    estimate.batch = batch;
+    if (batch < 1)
+        return makeError(ErrorCode::InvalidInput, "--batch must be at least 1, got " + std::to_string(batch));
+    const std::optional<ModelConfig> &c = model.config;
+    if (c) {
+        estimate.context = context.value_or(std::min<int64_t>(c->maxPositions > 0 ? c->maxPositions : 2048, 4096));
+        if (estimate.context < 1)
+            return makeError(ErrorCode::InvalidInput, "--context must be at least 1, got " + std::to_string(estimate.context));
+    }
+
+    for (const std::string &name : dtypes) {
+        const EstimateDtype *d = nullptr;
+        for (const EstimateDtype &candidate : kDtypes) {
+            if (name == candidate.name)
+                d = &candidate;
+        }
+        if (!d)
+            return makeError(ErrorCode::InvalidInput,
+                             "unknown dtype \"" + name + "\" (valid: float32, float16, bfloat16, fp8, int8, int4)");
+        EstimateRow row;
+        row.dtype = name;
+        const double total = static_cast<double>(estimate.float32Total);
+        row.totalSize = total / d->divisor;
+        row.largestLayer = static_cast<double>(estimate.float32Largest) / d->divisor;
+        if (d->training)
+            row.trainingAdam = d->divisor == 1 ? 4 * total : 2 * total;
+        if (c) {
+            const double tokens = static_cast<double>(batch) * static_cast<double>(estimate.context);
+            // Keys and values of every layer for every token.
+            row.kvCache = tokens * static_cast<double>(c->numLayers) * 2.0 * static_cast<double>(c->numKeyValueHeads * c->headDim)
+                * d->cacheBytes;
+            // One layer's working set during prefill: hidden states and residual (4·h), the MLP's
+            // intermediate pair (2·i, for mixtral per routed expert), eager attention scores
+            // (heads·T per token), and float32 logits of the last position.
+            const double compute = d->cacheBytes;
+            const double experts = c->expertsPerToken > 0 ? static_cast<double>(c->expertsPerToken) : 1.0;
+            row.activations = tokens * (4.0 * static_cast<double>(c->hiddenSize) + 2.0 * experts * static_cast<double>(c->intermediateSize)) * compute
+                + tokens * static_cast<double>(c->numHeads) * static_cast<double>(estimate.context) * compute
+                + static_cast<double>(batch) * static_cast<double>(c->vocabSize) * 4.0;
+        }
+        estimate.rows.push_back(row);
+    }
+    return estimate;
+}
+
+std::string renderBoxTable(const std::string &title, const std::vector<std::string> &headers,
+                           const std::vector<std::vector<std::string>> &rows)
+{
+    std::vector<size_t> widths;
+    for (size_t i = 0; i < headers.size(); ++i) {
+        size_t w = headers[i].size();
+        for (const auto &row : rows)
+            w = std::max(w, i < row.size() ? row[i].size() : 0);
+        widths.push_back(w + 2);
+    }
+    const size_t inner = std::accumulate(widths.begin(), widths.end(), size_t(0)) + widths.size() - 1;
+    if (title.size() + 2 > inner)
+        widths.back() += title.size() + 2 - inner;
+    const size_t span = std::accumulate(widths.begin(), widths.end(), size_t(0)) + widths.size() - 1;
+    auto line = [&](const char *left, const char *middle, const char *right) {
+        std::string out = left;
+        for (size_t i = 0; i < widths.size(); ++i)
+            out += repeat("─", widths[i]) + (i + 1 < widths.size() ? middle : "");
+        return out + right + "\n";
+    };
+    auto cells = [&](const std::vector<std::string> &values) {
+        std::string out = "│";
+        for (size_t i = 0; i < widths.size(); ++i)
+            out += centre(i < values.size() ? values[i] : std::string(), widths[i]) + "│";
+        return out + "\n";
+    };
+    std::string table = "┌" + repeat("─", span) + "┐\n";
+    table += "│" + centre(title, span) + "│\n";
+    table += line("├", "┬", "┤");
+    table += cells(headers);
+    table += line("├", "┼", "┤");
+    for (const auto &row : rows)
+        table += cells(row);
+    table += line("└", "┴", "┘");
+    return table;
+}
+
+std::string renderEstimate(const MemoryEstimate &e)
+{
+    std::vector<std::vector<std::string>> rows;
+    for (const EstimateRow &r : e.rows)
+        rows.push_back({r.dtype, formatAccelerateSize(r.largestLayer), formatAccelerateSize(r.totalSize),
+                        r.trainingAdam ? formatAccelerateSize(*r.trainingAdam) : std::string("N/A")});
+    std::string out = renderBoxTable("Memory Usage for loading `" + e.model + "`",
+                                     {"dtype", "Largest Layer", "Total Size", "Training using Adam"}, rows);
+    if (e.context > 0) {
+        std::vector<std::vector<std::string>> inference;
+        for (const EstimateRow &r : e.rows)
+            inference.push_back({r.dtype, formatAccelerateSize(r.totalSize), formatAccelerateSize(r.kvCache.value_or(0)),
+                                 formatAccelerateSize(r.activations.value_or(0)),
+                                 formatAccelerateSize(r.totalSize + r.kvCache.value_or(0) + r.activations.value_or(0))});
+        out += renderBoxTable("Inference with batch " + std::to_string(e.batch) + ", context " + std::to_string(e.context),
+                              {"dtype", "Weights", "KV cache", "Activations", "Total"}, inference);
+    }
+    std::string names;
+    for (const std::string &n : e.largestLayerNames)
+        names += (names.empty() ? "" : ", ") + (n.empty() ? std::string("(root)") : n);
+    if (names.size() > 100)
+        names = names.substr(0, 97) + "...";
+    out += "Parameters: " + std::to_string(e.parameters) + "; largest layer: " + names + "\n";
+    return out;
+}
+
+} // namespace accel::bigmodel
