@@ -106,7 +106,7 @@ int main(int argc, char **argv)
                 const char *eq = std::strchr(*entry, '=');
                 if (!eq)
                     continue;
-                out << (first ? "" : ",") << jsonString(std::string(*entry, eq)) << ":" << jsonString(eq + 1);
+                out << (first ? "" : ",") << jsonString(std::string(*entry, static_cast<size_t>(eq - *entry))) << ":" << jsonString(eq + 1);
                 first = false;
             }
             out << "}\n";
