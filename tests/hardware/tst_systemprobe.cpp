@@ -32,10 +32,12 @@ private Q_SLOTS:
     void cpuMatchesNprocAndCpuinfo()
     {
         const CpuInfo cpu = detectCpu();
-        const auto nproc = test::runProgram(QStringLiteral("nproc"), {});
+        // GNU nproc honours OMP_NUM_THREADS/OMP_THREAD_LIMIT (the test environment sets the first).
+        const QStringList noOmp = {QStringLiteral("OMP_NUM_THREADS"), QStringLiteral("OMP_THREAD_LIMIT")};
+        const auto nproc = test::runProgram(QStringLiteral("nproc"), {}, 10000, {}, noOmp);
         QCOMPARE(nproc.exitCode, 0);
         QCOMPARE(cpu.availableCpus, firstLineOf(nproc).toInt());
-        const auto all = test::runProgram(QStringLiteral("nproc"), {QStringLiteral("--all")});
+        const auto all = test::runProgram(QStringLiteral("nproc"), {QStringLiteral("--all")}, 10000, {}, noOmp);
         QCOMPARE(cpu.logicalCpus, firstLineOf(all).toInt());
         auto text = fileutil::readFile("/proc/cpuinfo");
         QVERIFY(text.has_value());
