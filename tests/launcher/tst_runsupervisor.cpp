@@ -1,0 +1,268 @@
+// The supervisor with real child processes (fakechild): failures take the whole group down,
+// SIGTERM-ignoring ranks are killed after the grace period, children of ranks die too,
+// restarts are counted, and the run directory records it all.
+#include "launcher/rundirectory.h"
+#include "launcher/runsupervisor.h"
+#include "tests/helpers/testsupport.h"
+#include "tests/launcher/processprobe.h"
+
+#include <QElapsedTimer>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QUuid>
+#include <QtTest>
+
+#include <csignal>
+
+using namespace accel::launcher;
+using accel::test::processesWithMarker;
+
+namespace {
+
+QString newMarker()
+{
+    return QStringLiteral("marker-") + QUuid::createUuid().toString(QUuid::Id128);
+}
+
+LaunchSettings fakeSettings(const QString &runDir, int ranks, const QStringList &arguments, int maxRestarts = 0)
+{
+    LaunchSettings settings;
+    settings.numProcesses = ranks;
+    settings.cpu = true;
+    settings.maxRestarts = maxRestarts;
+    settings.mainProcessPort = 29999;
+    settings.program.kind = ProgramSpec::Kind::Executable;
+    settings.program.target = (accel::test::binDir() + QStringLiteral("/fakechild")).toStdString();
+    for (const QString &argument : arguments)
+        settings.program.args.push_back(argument.toStdString());
+    settings.runDirectory = runDir.toStdString();
+    settings.workingDirectory = runDir.toStdString();
+    return settings;
+}
+
+bool waitFor(const std::function<bool()> &condition, int timeoutMs)
+{
+    QElapsedTimer clock;
+    clock.start();
+    while (!condition()) {
+        if (clock.elapsed() > timeoutMs)
+            return false;
+        QCoreApplication::processEvents(QEventLoop::AllEvents, 10);
+        QThread::msleep(5);
+    }
+    return true;
+}
+
+QStringList events(const RunDirectory &run)
+{
+    QFile file(run.filePath(QStringLiteral("events.jsonl")));
+    QStringList names;
+    if (file.open(QIODevice::ReadOnly)) {
+        for (const QByteArray &line : file.readAll().split('\n')) {
+            if (!line.isEmpty())
+                names << QJsonDocument::fromJson(line).object().value(QStringLiteral("event")).toString();
+        }
+    }
+    return names;
+}
+
+} // namespace
+
+class tst_RunSupervisor : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase()
+    {
+        QVERIFY2(QFile::exists(accel::test::binDir() + QStringLiteral("/fakechild")), "build the fakechild target");
+    }
+
+    void successWritesLogsAndManifest()
+    {
+        QTemporaryDir dir;
+        auto run = RunDirectory::create(dir.path());
+        QVERIFY(run);
+        QVERIFY(run->writeManifest(QJsonObject{{QStringLiteral("id"), QStringLiteral("t")}}));
+        RunSupervisor supervisor(fakeSettings(dir.path(), 2, {QStringLiteral("--print"), QStringLiteral("hello out"),
+                                                              QStringLiteral("--stderr"), QStringLiteral("hello err")}),
+                                 {{"PATH", "/usr/bin"}}, &*run, {});
+        QSignalSpy finished(&supervisor, &RunSupervisor::finished);
+        supervisor.start();
+        QVERIFY(finished.wait(10000));
+        QCOMPARE(supervisor.outcome().state, QStringLiteral("succeeded"));
+        QCOMPARE(supervisor.outcome().exitCode, 0);
+        QCOMPARE(supervisor.outcome().ranks.size(), size_t(2));
+        for (int rank = 0; rank < 2; ++rank) {
+            QFile log(run->logPath(rank));
+            QVERIFY(log.open(QIODevice::ReadOnly));
+            const QByteArray text = log.readAll();
+            QVERIFY2(text.contains("hello out") && text.contains("hello err"), text.constData());
+        }
+        auto reopened = RunDirectory::open(dir.path());
+        QVERIFY(reopened);
+        QCOMPARE(reopened->manifest().value(QStringLiteral("state")).toString(), QStringLiteral("succeeded"));
+        QCOMPARE(reopened->manifest().value(QStringLiteral("ranks")).toArray().size(), 2);
+        QCOMPARE(events(*reopened), (QStringList{QStringLiteral("started"), QStringLiteral("rank_started"),
+                                                 QStringLiteral("rank_started"), QStringLiteral("rank_exited"),
+                                                 QStringLiteral("rank_exited"), QStringLiteral("finished")}));
+    }
+
+    void killedRankTakesWholeJobDownWithGrandchildren()
+    {
+        QTemporaryDir dir;
+        auto run = RunDirectory::create(dir.path());
+        QVERIFY(run);
+        const QString marker = newMarker();
+        SupervisorOptions options;
+        options.graceMs = 1500;
+        RunSupervisor supervisor(fakeSettings(dir.path(), 3, {QStringLiteral("--marker"), marker,
+                                                              QStringLiteral("--grandchild"), QStringLiteral("--hang")}),
+                                 {}, &*run, options);
+        QSignalSpy finished(&supervisor, &RunSupervisor::finished);
+        supervisor.start();
+        // 3 ranks + 3 grandchildren.
+        QVERIFY2(waitFor([&] { return processesWithMarker(marker).size() == 6; }, 10000), "ranks did not start");
+        const qint64 victim = supervisor.rankPids().at(1);
+        QElapsedTimer clock;
+        clock.start();
+        ::kill(static_cast<pid_t>(victim), SIGKILL);
+        QVERIFY(finished.wait(5000));
+        QVERIFY2(clock.elapsed() < 2000, qPrintable(QStringLiteral("took %1 ms").arg(clock.elapsed())));
+        const RunOutcome outcome = supervisor.outcome();
+        QCOMPARE(outcome.state, QStringLiteral("failed"));
+        QCOMPARE(outcome.failedRank, 1);
+        QCOMPARE(outcome.exitCode, 128 + SIGKILL);
+        QVERIFY(waitFor([&] { return processesWithMarker(marker).isEmpty(); }, 1000));
+    }
+
+    void sigtermIgnoringRankIsKilledAfterGrace()
+    {
+        QTemporaryDir dir;
+        auto run = RunDirectory::create(dir.path());
+        QVERIFY(run);
+        const QString marker = newMarker();
+        SupervisorOptions options;
+        options.graceMs = 600;
+        // Rank 1 fails with exit 3 after a moment; rank 0 ignores SIGTERM and hangs.
+        RunSupervisor supervisor(fakeSettings(dir.path(), 2, {QStringLiteral("--marker"), marker, QStringLiteral("--ignore-term"),
+                                                              QStringLiteral("--grandchild"), QStringLiteral("--sleep"),
+                                                              QStringLiteral("200"), QStringLiteral("--if-rank"), QStringLiteral("1"),
+                                                              QStringLiteral("--exit"), QStringLiteral("3"), QStringLiteral("--hang")}),
+                                 {}, &*run, options);
+        QSignalSpy finished(&supervisor, &RunSupervisor::finished);
+        QSignalSpy exited(&supervisor, &RunSupervisor::rankExited);
+        supervisor.start();
+        QVERIFY(exited.wait(5000));  // rank 1's failure
+        QElapsedTimer clock;
+        clock.start();
+        QVERIFY(finished.wait(5000));
+        QVERIFY2(clock.elapsed() >= 450, qPrintable(QStringLiteral("killed after %1 ms").arg(clock.elapsed())));
+        const RunOutcome outcome = supervisor.outcome();
+        QCOMPARE(outcome.exitCode, 3);
+        QCOMPARE(outcome.failedRank, 1);
+        QCOMPARE(outcome.ranks.at(0).signal, SIGKILL);
+        QVERIFY(events(*run).contains(QStringLiteral("killed")));
+        QVERIFY(waitFor([&] { return processesWithMarker(marker).isEmpty(); }, 1000));
+    }
+
+    void restartsAreCountedAndExposed()
+    {
+        QTemporaryDir dir;
+        auto run = RunDirectory::create(dir.path());
+        QVERIFY(run);
+        const QString envFile = dir.filePath(QStringLiteral("env-{rank}.json"));
+        // Attempts 0 and 1 fail on rank 0; attempt 2 succeeds.
+        RunSupervisor supervisor(fakeSettings(dir.path(), 2, {QStringLiteral("--env-json"), envFile, QStringLiteral("--if-rank"),
+                                                              QStringLiteral("0"), QStringLiteral("--if-attempt-below"),
+                                                              QStringLiteral("2"), QStringLiteral("--exit"), QStringLiteral("5"),
+                                                              QStringLiteral("--sleep"), QStringLiteral("100")},
+                                              3),
+                                 {}, &*run, {});
+        QSignalSpy finished(&supervisor, &RunSupervisor::finished);
+        QSignalSpy restarting(&supervisor, &RunSupervisor::restarting);
+        supervisor.start();
+        QVERIFY(finished.wait(15000));
+        QCOMPARE(supervisor.outcome().state, QStringLiteral("succeeded"));
+        QCOMPARE(supervisor.outcome().restarts, 2);
+        QCOMPARE(restarting.size(), 2);
+        QFile env(dir.filePath(QStringLiteral("env-1.json")));
+        QVERIFY(env.open(QIODevice::ReadOnly));
+        const QJsonObject vars = QJsonDocument::fromJson(env.readAll()).object();
+        QCOMPARE(vars.value(QStringLiteral("TORCHELASTIC_RESTART_COUNT")).toString(), QStringLiteral("2"));
+        QCOMPARE(vars.value(QStringLiteral("TORCHELASTIC_MAX_RESTARTS")).toString(), QStringLiteral("3"));
+        QCOMPARE(events(*run).count(QStringLiteral("restarting")), 2);
+        QFile log(run->logPath(0));
+        QVERIFY(log.open(QIODevice::ReadOnly));
+        QVERIFY(log.readAll().contains("==== accel: restart 2 ===="));
+        QCOMPARE(run->manifest().value(QStringLiteral("restarts")).toInt(), 2);
+    }
+
+    void restartsExhaustedReportFirstFailure()
+    {
+        QTemporaryDir dir;
+        auto run = RunDirectory::create(dir.path());
+        QVERIFY(run);
+        RunSupervisor supervisor(fakeSettings(dir.path(), 2, {QStringLiteral("--if-rank"), QStringLiteral("1"), QStringLiteral("--exit"),
+                                                              QStringLiteral("7"), QStringLiteral("--hang")},
+                                              1),
+                                 {}, &*run, {});
+        QSignalSpy finished(&supervisor, &RunSupervisor::finished);
+        supervisor.start();
+        QVERIFY(finished.wait(15000));
+        QCOMPARE(supervisor.outcome().state, QStringLiteral("failed"));
+        QCOMPARE(supervisor.outcome().exitCode, 7);
+        QCOMPARE(supervisor.outcome().failedRank, 1);
+        QCOMPARE(supervisor.outcome().restarts, 1);
+        QCOMPARE(run->manifest().value(QStringLiteral("exit_code")).toInt(), 7);
+    }
+
+    void crashIsReportedAsSignal()
+    {
+        QTemporaryDir dir;
+        RunSupervisor supervisor(fakeSettings(dir.path(), 2, {QStringLiteral("--if-rank"), QStringLiteral("0"),
+                                                              QStringLiteral("--abort"), QStringLiteral("--hang")}),
+                                 {}, nullptr, {});
+        QSignalSpy finished(&supervisor, &RunSupervisor::finished);
+        supervisor.start();
+        QVERIFY(finished.wait(10000));
+        QCOMPARE(supervisor.outcome().exitCode, 128 + SIGABRT);
+        QVERIFY(supervisor.outcome().ranks.at(0).describe().contains(QStringLiteral("SIGABRT")));
+        QCOMPARE(supervisor.outcome().ranks.at(1).signal, SIGTERM);
+    }
+
+    void stopEndsEveryProcess()
+    {
+        QTemporaryDir dir;
+        auto run = RunDirectory::create(dir.path());
+        QVERIFY(run);
+        const QString marker = newMarker();
+        RunSupervisor supervisor(fakeSettings(dir.path(), 2, {QStringLiteral("--marker"), marker, QStringLiteral("--grandchild"),
+                                                              QStringLiteral("--hang")}),
+                                 {}, &*run, {});
+        QSignalSpy finished(&supervisor, &RunSupervisor::finished);
+        supervisor.start();
+        QVERIFY(waitFor([&] { return processesWithMarker(marker).size() == 4; }, 10000));
+        supervisor.stop(QStringLiteral("test"));
+        QVERIFY(finished.wait(5000));
+        QCOMPARE(supervisor.outcome().state, QStringLiteral("stopped"));
+        QVERIFY(waitFor([&] { return processesWithMarker(marker).isEmpty(); }, 1000));
+        QCOMPARE(run->manifest().value(QStringLiteral("state")).toString(), QStringLiteral("stopped"));
+    }
+
+    void missingProgramFailsCleanly()
+    {
+        QTemporaryDir dir;
+        LaunchSettings settings = fakeSettings(dir.path(), 1, {});
+        settings.program.target = "/nonexistent/program";
+        RunSupervisor supervisor(settings, {}, nullptr, {});
+        QSignalSpy finished(&supervisor, &RunSupervisor::finished);
+        supervisor.start();
+        QVERIFY(finished.size() == 1 || finished.wait(5000));
+        QCOMPARE(supervisor.outcome().state, QStringLiteral("failed"));
+        QCOMPARE(supervisor.outcome().exitCode, 127);
+    }
+};
+
+QTEST_GUILESS_MAIN(tst_RunSupervisor)
+#include "tst_runsupervisor.moc"
