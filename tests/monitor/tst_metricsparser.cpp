@@ -221,6 +221,59 @@ private Q_SLOTS:
         }
     }
 
+    void randomChunksAndGarbageNeverConfuseIt()
+    {
+        // Valid lines mixed with random garbage lines, fed in random chunk sizes: exactly the valid
+        // lines come out, with their values, and nothing crashes.
+        std::mt19937 random(1234);
+        std::uniform_int_distribution<int> byte(1, 255);
+        std::uniform_int_distribution<int> length(0, 80);
+        QByteArray text;
+        int valid = 0;
+        for (int i = 0; i < 3000; ++i) {
+            if (i % 3 == 0) {
+                QByteArray garbage;
+                const int n = length(random);
+                for (int j = 0; j < n; ++j) {
+                    const char c = static_cast<char>(byte(random));
+                    garbage += c == '\n' ? ' ' : c;
+                }
+                garbage.prepend('x');  // never a valid object
+                text += garbage + (i % 2 ? "\r\n" : "\n");
+            } else {
+                text += "{\"v\":1,\"time\":" + QByteArray::number(i) + ",\"step\":" + QByteArray::number(i) +
+                        ",\"loss\":" + QByteArray::number(i * 0.5) + "}\n";
+                ++valid;
+            }
+        }
+        MetricsParser parser;
+        MetricBatch batch;
+        std::uniform_int_distribution<int> chunk(1, 700);
+        for (qsizetype offset = 0; offset < text.size();) {
+            const qsizetype n = std::min<qsizetype>(chunk(random), text.size() - offset);
+            parser.feed(QByteArrayView(text).sliced(offset, n), batch);
+            offset += n;
+        }
+        parser.finish(batch);
+        QCOMPARE(batch.rows.size(), size_t(valid));
+        QCOMPARE(parser.stats().samples, std::int64_t(valid));
+        for (const MetricRow &row : batch.rows)
+            QCOMPARE(batch.values[row.firstValue].value, row.step * 0.5);
+        // Pure garbage, including NUL bytes and unbalanced quotes/braces, in one go.
+        MetricsParser fuzz;
+        MetricBatch sink;
+        QByteArray noise;
+        static const char alphabet[] = "{}\":,[]nul0123456789.eE-+tfa\\ \r";
+        for (int i = 0; i < 200000; ++i) {
+            const int pick = byte(random);
+            noise += pick % 8 == 0 ? '\n' : pick % 61 == 0 ? '\0' : alphabet[static_cast<size_t>(pick) % (sizeof alphabet - 1)];
+        }
+        fuzz.feed(noise, sink);
+        fuzz.finish(sink);
+        QVERIFY(fuzz.stats().lines > 0);
+        QCOMPARE(std::int64_t(sink.rows.size()), fuzz.stats().samples);
+    }
+
     void overlongLineIsDroppedAsJunk()
     {
         MetricsParser parser;
