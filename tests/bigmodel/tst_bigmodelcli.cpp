@@ -1,0 +1,160 @@
+// The big-model commands of the real `accel` binary on generated checkpoints and configs:
+// estimate-memory, device-map and inspect, their JSON schemas, exit codes and error messages.
+#include "core/bigmodel/modelfamilies.h"
+#include "core/bigmodel/safetensorswriter.h"
+#include "core/common/fileutil.h"
+#include "tests/helpers/testsupport.h"
+
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+
+using namespace accel;
+using namespace accel::bigmodel;
+
+namespace {
+
+const char *kTinyLlama = R"({"model_type":"llama","hidden_size":16,"intermediate_size":32,"num_attention_heads":2,
+  "num_key_value_heads":1,"num_hidden_layers":4,"vocab_size":64,"max_position_embeddings":128,"torch_dtype":"float32"})";
+
+nlohmann::json parseJson(const QString &text)
+{
+    return nlohmann::json::parse(text.toStdString(), nullptr, false);
+}
+
+} // namespace
+
+class tst_BigModelCli : public QObject {
+    Q_OBJECT
+
+private:
+    QTemporaryDir m_dir;
+    QString m_model;
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        // A tiny Llama checkpoint in two shards, written from the analytic structure.
+        m_model = m_dir.path() + "/tiny";
+        const std::string folder = m_model.toStdString();
+        std::filesystem::create_directories(folder);
+        auto config = parseModelConfig(kTinyLlama, "config.json");
+        QVERIFY(config);
+        const ModelStructure s = buildModelStructure(*config);
+        static std::string zeros(1 << 16, '\0');
+        std::vector<TensorToWrite> tensors;
+        for (const ModelTensor &t : s.tensors()) {
+            if (!t.buffer)
+                tensors.push_back({t.name, t.dtype, t.shape, zeros.data(), t.elements * 4});
+        }
+        QVERIFY(writeShardedSafetensors(folder, tensors, 12000));
+        QVERIFY(fileutil::writeFileAtomic(folder + "/config.json", kTinyLlama));
+    }
+
+    void estimateMemoryTable()
+    {
+        const auto r = test::runAccel({"estimate-memory", m_model});
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY2(r.out.contains("Memory Usage for loading `tiny`"), qPrintable(r.out));
+        QVERIFY(r.out.contains(QStringLiteral("│  dtype  │ Largest Layer │")));
+        // Default dtypes, as Accelerate: float32, float16, int8, int4.
+        QVERIFY(r.out.contains(" float32 ") && r.out.contains(" int4 ") && !r.out.contains("bfloat16"));
+        QVERIFY(r.out.contains("N/A"));
+        QVERIFY(r.out.contains("Inference with batch 1, context 128"));
+    }
+
+    void estimateMemoryJson()
+    {
+        // nargs-style dtype list followed by the MODEL positional.
+        const auto r = test::runAccel({"estimate-memory", "--dtypes", "float32", "bfloat16", m_model + "/config.json", "--json",
+                                       "--batch", "2", "--context", "10"});
+        QCOMPARE(r.exitCode, 0);
+        const auto j = parseJson(r.out);
+        QCOMPARE(j["schema"].get<std::string>(), std::string("accel.memory-estimate"));
+        QCOMPARE(j["version"].get<int>(), 1);
+        // Parameters: embed 64·16, lm_head 64·16, 4 layers × (q 256 + k 128 + v 128 + o 256 +
+        // mlp 3·512 + norms 32) = 4 × 2336, final norm 16 → 1024 + 1024 + 9344 + 16 = 11408.
+        QCOMPARE(j["parameters"].get<uint64_t>(), uint64_t(11408));
+        // float32 bytes include the rotary buffer (4 floats).
+        QCOMPARE(j["float32_total_bytes"].get<uint64_t>(), uint64_t(11408 * 4 + 16));
+        QCOMPARE(j["rows"].size(), size_t(2));
+        QCOMPARE(j["rows"][1]["dtype"].get<std::string>(), std::string("bfloat16"));
+        QCOMPARE(j["rows"][1]["training_adam_bytes"].get<uint64_t>(), uint64_t(2 * (11408 * 4 + 16)));
+        // KV cache: 2 × 10 tokens × 4 layers × 2 (k, v) × 1 head × 8 dims × 2 bytes = 2560.
+        QCOMPARE(j["rows"][1]["kv_cache_bytes"].get<uint64_t>(), uint64_t(2560));
+    }
+
+    void deviceMapJson()
+    {
+        // 4 decoder layers of 2336 floats = 9344 bytes each; budgets force a split over 0, 1 and cpu.
+        const auto r = test::runAccel({"device-map", m_model, "--max-memory", "0=20000,1=20000,cpu=1GB", "--strategy", "sequential",
+                                       "--json"});
+        QCOMPARE(r.exitCode, 0);
+        const auto j = parseJson(r.out);
+        QCOMPARE(j["schema"].get<std::string>(), std::string("accel.device-map"));
+        QCOMPARE(j["no_split"], nlohmann::json::array({"LlamaDecoderLayer"}));
+        const auto &map = j["device_map"];
+        // GPU 0: 20000 - 9344 reserve leaves 10656: embed (4096) then layer 0 would need 13440 → GPU 1
+        // (20000, no reserve): layers 0 and 1 (18688); layer 2 → cpu with the rest.
+        QCOMPARE(map["model.embed_tokens"].get<int>(), 0);
+        QCOMPARE(map["model.layers.0"].get<int>(), 1);
+        QCOMPARE(map["model.layers.1"].get<int>(), 1);
+        QCOMPARE(map["model.layers.2"].get<std::string>(), std::string("cpu"));
+        QCOMPARE(map["lm_head"].get<std::string>(), std::string("cpu"));
+        uint64_t total = 0;
+        for (const auto &d : j["per_device"])
+            total += d["bytes"].get<uint64_t>();
+        QCOMPARE(total, j["total_bytes"].get<uint64_t>());
+    }
+
+    void deviceMapNoSplitListAndText()
+    {
+        const auto r = test::runAccel({"device-map", "--no-split", "LlamaMLP", "LlamaAttention", m_model, "--max-memory", "cpu=1GB"});
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY2(r.out.contains("no-split LlamaMLP LlamaAttention"), qPrintable(r.out));
+        QVERIFY(r.out.contains("(whole model)"));
+    }
+
+    void badInputs()
+    {
+        auto r = test::runAccel({"device-map", m_model, "--max-memory", "0=lots"});
+        QCOMPARE(r.exitCode, 2);
+        QCOMPARE(r.err.trimmed(), QStringLiteral("accel device-map: --max-memory: max_memory for 0: \"lots\" is not a memory size: use an "
+                                                 "integer number of bytes or a number with GiB, MiB, KiB (powers of 2) or GB, MB, KB (powers of 10)"));
+        r = test::runAccel({"device-map", m_model, "--strategy", "greedy"});
+        QCOMPARE(r.exitCode, 2);
+        r = test::runAccel({"estimate-memory", m_dir.path() + "/missing"});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY(r.err.startsWith("accel estimate-memory: "));
+        // A broken shard is named in the error.
+        const std::string bad = m_dir.path().toStdString() + "/bad.safetensors";
+        QVERIFY(fileutil::writeFileAtomic(bad, std::string("\x02\0\0\0\0\0\0\0{}", 10) + "xx"));
+        r = test::runAccel({"inspect", QString::fromStdString(bad)});
+        QCOMPARE(r.exitCode, 2);
+        QCOMPARE(r.err.trimmed(), QString::fromStdString("accel inspect: " + bad + ": the data buffer has 2 bytes but the tensors end at 0 (trailing bytes)"));
+        r = test::runAccel({"device-map", "--help"});
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY(r.out.contains("--max-memory") || r.out.contains("--max_memory"));
+    }
+
+    void inspectSharded()
+    {
+        const auto r = test::runAccel({"inspect", m_model, "--json", "--tensors"});
+        QCOMPARE(r.exitCode, 0);
+        const auto j = parseJson(r.out);
+        QCOMPARE(j["schema"].get<std::string>(), std::string("accel.inspect"));
+        QVERIFY(j["files"].size() > 1);
+        QCOMPARE(j["family"].get<std::string>(), std::string("llama"));
+        QCOMPARE(j["parameters"].get<uint64_t>(), uint64_t(11408));
+        QCOMPARE(j["tensors"].size(), size_t(4 * 9 + 3));
+        const auto text = test::runAccel({"inspect", m_model});
+        QCOMPARE(text.exitCode, 0);
+        QVERIFY(text.out.contains("LlamaDecoderLayer"));
+    }
+};
+
+QTEST_GUILESS_MAIN(tst_BigModelCli)
+#include "tst_bigmodelcli.moc"
