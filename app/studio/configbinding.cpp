@@ -187,7 +187,7 @@ std::vector<FieldGroup> buildGroups()
     const int intMax = 2147483647;
     std::vector<FieldGroup> groups;
 
-    groups.push_back({QObject::tr("General and topology"), QStringLiteral("group:general"), {
+    groups.push_back({QObject::tr("General and topology"), QStringLiteral("group:general"), 0, {
         computeEnvironmentField(),
         distributedTypeField(),
         bind(number("num_processes", QObject::tr("Processes (all machines)"), -1, 1 << 20,
@@ -201,7 +201,7 @@ std::vector<FieldGroup> buildGroups()
         bind(text("main_training_function", QObject::tr("Main training function")), &ClusterConfig::mainTrainingFunction),
     }});
 
-    groups.push_back({QObject::tr("Mixed precision and FP8"), QStringLiteral("group:precision"), {
+    groups.push_back({QObject::tr("Mixed precision and FP8"), QStringLiteral("group:precision"), 1, {
         mixedPrecisionField(),
         bind(text("downcast_bf16", QObject::tr("Downcast bf16 (XLA)"), QObject::tr("'no', true or false")), &ClusterConfig::downcastBf16),
         bind(choice("fp8_config.backend", QObject::tr("FP8 backend"), {QStringLiteral("AO"), QStringLiteral("TE"), QStringLiteral("MSAMP")}),
@@ -225,7 +225,7 @@ std::vector<FieldGroup> buildGroups()
 
     QStringList reshardChoices = {QStringLiteral("true"), QStringLiteral("false")};
     reshardChoices += fsdpStrategies;
-    groups.push_back({QObject::tr("FSDP"), QStringLiteral("group:fsdp"), {
+    groups.push_back({QObject::tr("FSDP"), QStringLiteral("group:fsdp"), 0, {
         bind(number("fsdp_config.fsdp_version", QObject::tr("Version"), 1, 2), &ClusterConfig::fsdp, &FsdpConfig::version),
         bind(choice("fsdp_config.fsdp_reshard_after_forward", QObject::tr("Reshard after forward"), reshardChoices,
                     QObject::tr("FSDP2: true or false; FSDP1: a sharding strategy")),
@@ -258,7 +258,7 @@ std::vector<FieldGroup> buildGroups()
         bind(text("fsdp_config.fsdp_ignored_modules", QObject::tr("Ignored modules (regex)")), &ClusterConfig::fsdp, &FsdpConfig::ignoredModules),
     }});
 
-    groups.push_back({QObject::tr("DeepSpeed"), QStringLiteral("group:deepspeed"), {
+    groups.push_back({QObject::tr("DeepSpeed"), QStringLiteral("group:deepspeed"), 1, {
         bind(text("deepspeed_config.deepspeed_config_file", QObject::tr("DeepSpeed JSON file")), &ClusterConfig::deepspeed,
              &DeepSpeedConfig::deepspeedConfigFile),
         bind(number("deepspeed_config.zero_stage", QObject::tr("ZeRO stage"), 0, 3), &ClusterConfig::deepspeed, &DeepSpeedConfig::zeroStage),
@@ -290,7 +290,7 @@ std::vector<FieldGroup> buildGroups()
              &DeepSpeedConfig::inclusionFilter),
     }});
 
-    groups.push_back({QObject::tr("Dynamo (torch.compile)"), QStringLiteral("group:dynamo"), {
+    groups.push_back({QObject::tr("Dynamo (torch.compile)"), QStringLiteral("group:dynamo"), 1, {
         bind(choice("dynamo_config.dynamo_backend", QObject::tr("Backend"),
                     {QStringLiteral("NO"), QStringLiteral("EAGER"), QStringLiteral("AOT_EAGER"), QStringLiteral("INDUCTOR"),
                      QStringLiteral("AOT_TS_NVFUSER"), QStringLiteral("NVPRIMS_NVFUSER"), QStringLiteral("CUDAGRAPHS"), QStringLiteral("OFI"),
@@ -306,7 +306,7 @@ std::vector<FieldGroup> buildGroups()
              &DynamoConfig::useRegionalCompilation),
     }});
 
-    groups.push_back({QObject::tr("Multi-node"), QStringLiteral("group:multinode"), {
+    groups.push_back({QObject::tr("Multi-node"), QStringLiteral("group:multinode"), 0, {
         bind(text("main_process_ip", QObject::tr("Main process IP")), &ClusterConfig::mainProcessIp),
         bind(number("main_process_port", QObject::tr("Main process port"), 0, 65535, QObject::tr("0: pick a free port")),
              &ClusterConfig::mainProcessPort),

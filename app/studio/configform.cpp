@@ -14,14 +14,11 @@ ConfigForm::ConfigForm(QWidget *parent)
     : QWidget(parent)
 {
     // Two independent columns of group boxes keep the form short enough to read without much
-    // scrolling: general, precision and FSDP on the left; DeepSpeed, Dynamo and multi-node on the right.
+    // scrolling: general, FSDP and multi-node on the left; precision, DeepSpeed and Dynamo on the right.
     auto *columns = new QHBoxLayout(this);
     columns->setContentsMargins(4, 4, 4, 4);
     QVBoxLayout *column[2] = {new QVBoxLayout, new QVBoxLayout};
-    int index = 0;
-    const auto &groups = configFieldGroups();
-    const int half = (static_cast<int>(groups.size()) + 1) / 2;
-    for (const FieldGroup &group : groups) {
+    for (const FieldGroup &group : configFieldGroups()) {
         auto *box = new QGroupBox(group.title, this);
         box->setObjectName(group.objectName);
         auto *form = new QFormLayout(box);
@@ -36,8 +33,7 @@ ConfigForm::ConfigForm(QWidget *parent)
             const FieldBinding *bindingPointer = &binding;
             connect(editor, &FieldEditor::edited, this, [this, editor, bindingPointer] { onFieldEdited(editor, bindingPointer); });
         }
-        column[index < half ? 0 : 1]->addWidget(box);
-        ++index;
+        column[group.column == 0 ? 0 : 1]->addWidget(box);
     }
     for (QVBoxLayout *layout : column) {
         layout->addStretch(1);

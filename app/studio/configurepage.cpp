@@ -1,6 +1,7 @@
 #include "app/studio/configurepage.h"
 
 #include "app/studio/configform.h"
+#include "app/studio/fieldeditor.h"
 #include "app/studio/textdiff.h"
 #include "core/common/fileutil.h"
 #include "core/config/validation.h"
@@ -93,11 +94,11 @@ void ConfigurePage::buildUi()
     layout->addWidget(m_loadError);
 
     auto *splitter = new QSplitter(Qt::Horizontal, this);
-    auto *scroll = new QScrollArea(splitter);
-    scroll->setWidgetResizable(true);
-    scroll->setFrameShape(QFrame::NoFrame);
-    m_form = new ConfigForm(scroll);
-    scroll->setWidget(m_form);
+    m_scroll = new QScrollArea(splitter);
+    m_scroll->setWidgetResizable(true);
+    m_scroll->setFrameShape(QFrame::NoFrame);
+    m_form = new ConfigForm(m_scroll);
+    m_scroll->setWidget(m_form);
     connect(m_form, &ConfigForm::configEdited, this, &ConfigurePage::refresh);
 
     auto *side = new QWidget(splitter);
@@ -110,7 +111,11 @@ void ConfigurePage::buildUi()
     m_messages = new QListWidget(side);
     m_messages->setObjectName(QStringLiteral("messages"));
     m_messages->setWordWrap(true);
-    m_messages->setMaximumHeight(160);
+    m_messages->setMaximumHeight(110);
+    m_messages->setToolTip(tr("Double-click a message to go to its field"));
+    connect(m_messages, &QListWidget::itemActivated, this, [this](QListWidgetItem *item) {
+        focusField(item->data(Qt::UserRole).toString());
+    });
     sideLayout->addWidget(m_messages);
     sideLayout->addWidget(new QLabel(tr("File text (what Save writes):"), side));
     m_preview = new QPlainTextEdit(side);
@@ -119,7 +124,7 @@ void ConfigurePage::buildUi()
     m_preview->setLineWrapMode(QPlainTextEdit::NoWrap);
     m_preview->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
     sideLayout->addWidget(m_preview, 1);
-    splitter->addWidget(scroll);
+    splitter->addWidget(m_scroll);
     splitter->addWidget(side);
     splitter->setStretchFactor(0, 3);
     splitter->setStretchFactor(1, 2);
@@ -324,6 +329,16 @@ void ConfigurePage::showChanges()
     layout->addWidget(buttons);
     if (dialog.exec() == QDialog::Accepted)
         save();
+}
+
+void ConfigurePage::focusField(const QString &key)
+{
+    // Messages about keys the form does not show (or the whole file) have no field to go to.
+    FieldEditor *field = m_form->field(key);
+    if (!field)
+        return;
+    m_scroll->ensureWidgetVisible(field);
+    field->editorWidget()->setFocus(Qt::OtherFocusReason);
 }
 
 void ConfigurePage::updateRecentMenu()

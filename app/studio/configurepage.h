@@ -12,6 +12,7 @@
 class QLabel;
 class QListWidget;
 class QPlainTextEdit;
+class QScrollArea;
 class QToolButton;
 
 namespace accel::app {
@@ -58,6 +59,7 @@ private:
     void refresh();
     void showLoadError(const QString &title, const config::Diagnostics &diagnostics);
     void updateRecentMenu();
+    void focusField(const QString &key);
     config::ConfigFormat format() const;
 
     ConfigForm *m_form = nullptr;
@@ -66,6 +68,7 @@ private:
     QLabel *m_summary = nullptr;
     QPlainTextEdit *m_preview = nullptr;
     QListWidget *m_messages = nullptr;
+    QScrollArea *m_scroll = nullptr;
     QToolButton *m_recentButton = nullptr;
     QString m_path;       // "" for an unsaved document
     QString m_origin;     // what an unsaved document came from

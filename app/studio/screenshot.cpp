@@ -32,7 +32,11 @@ int takeScreenshot(MainWindow &window, const QString &pngPath)
             QApplication::quit();
         });
     };
+    // The Hardware page starts detecting when it is first shown, which some platforms deliver
+    // only once the window is mapped; start it here so the picture shows the finished report.
     HardwarePage *hardware = window.hardwarePage();
+    if (window.currentPage() == Page::Hardware && !hardware->hasReport())
+        hardware->refresh();
     if (hardware->isDetecting())
         QObject::connect(hardware, &HardwarePage::detectionFinished, &window, grab, Qt::SingleShotConnection);
     else
