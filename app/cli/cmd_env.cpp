@@ -90,6 +90,21 @@ Result<ConfigSection> readConfigSection(const std::optional<std::string> &passed
     return section;
 }
 
+// The recommended config's text: through accel::config's serializer when it is built (so the
+// file is exactly what `accel config` would write), else the hardware library's own emitter.
+std::string recommendationYaml(const hardware::RecommendedConfig &recommendation)
+{
+    const std::string plain = hardware::recommendedConfigYaml(recommendation, false);
+#ifdef ACCEL_ENV_WITH_CONFIG
+    auto parsed = config::parseConfig(plain, config::ConfigFormat::Yaml, "recommended config");
+    if (parsed)
+        return hardware::recommendationComments(recommendation) + config::serializeConfig(*parsed, config::ConfigFormat::Yaml);
+    std::fprintf(stderr, "accel env: warning: accel::config rejects the recommendation (%s); writing it directly\n",
+                 parsed.error().toString().c_str());
+#endif
+    return hardware::recommendationComments(recommendation) + plain;
+}
+
 int fail(const Error &error)
 {
     std::fprintf(stderr, "accel env: %s\n", error.toString().c_str());
@@ -165,7 +180,7 @@ int runEnv(int argc, char **argv)
     if (parser.isSet("recommend")) {
         const hardware::RecommendedConfig recommendation = hardware::recommendConfig(report);
         const std::string text = json ? hardware::recommendationToJson(recommendation)
-                                      : hardware::recommendedConfigYaml(recommendation, true);
+                                      : recommendationYaml(recommendation);
         std::fputs(text.c_str(), stdout);
         return ExitOk;
     }

@@ -226,19 +226,25 @@ RecommendedConfig recommendConfig(const HardwareReport &report)
     return config;
 }
 
+std::string recommendationComments(const RecommendedConfig &config)
+{
+    std::ostringstream out;
+    out << "# Recommended by `accel env --recommend` for this host.\n";
+    for (const auto &reason : config.reasons)
+        out << "# " << reason.key << ": " << reason.text << "\n";
+    out << "# threads per process: " << config.threadsPerProcess << " (--num_cpu_threads_per_process)\n";
+    for (const auto &[name, value] : config.environment)
+        out << "# export " << name << "=" << value << "\n";
+    for (const auto &warning : config.warnings)
+        out << "# note: " << warning << "\n";
+    return out.str();
+}
+
 std::string recommendedConfigYaml(const RecommendedConfig &config, bool withComments)
 {
     std::ostringstream out;
-    if (withComments) {
-        out << "# Recommended by `accel env --recommend` for this host.\n";
-        for (const auto &reason : config.reasons)
-            out << "# " << reason.key << ": " << reason.text << "\n";
-        out << "# threads per process: " << config.threadsPerProcess << " (--num_cpu_threads_per_process)\n";
-        for (const auto &[name, value] : config.environment)
-            out << "# export " << name << "=" << value << "\n";
-        for (const auto &warning : config.warnings)
-            out << "# note: " << warning << "\n";
-    }
+    if (withComments)
+        out << recommendationComments(config);
     // PyYAML's safe_dump quotes strings that YAML 1.1 would read as booleans ('NO', 'no').
     auto scalar = [](const std::string &value) {
         static const std::set<std::string> needQuotes = {"NO", "no", "No", "yes", "Yes", "YES", "on", "off", "true", "false"};

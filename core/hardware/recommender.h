@@ -45,6 +45,9 @@ RecommendedConfig recommendConfig(const HardwareReport &report);
 // 'NO'/'no' quoted). With withComments, a header of "# ..." lines carries the reasons, threads and
 // environment. The result loads in Accelerate and in accel::config.
 std::string recommendedConfigYaml(const RecommendedConfig &config, bool withComments = true);
+// Only the "# ..." header lines of recommendedConfigYaml (for callers that serialise the keys
+// with accel::config).
+std::string recommendationComments(const RecommendedConfig &config);
 
 // {"schema": "accel.env-recommendation", "version": 1, "config": {...Accelerate keys...},
 //  "supported_mixed_precision": [...], "threads_per_process", "environment": {...},
