@@ -4,10 +4,16 @@
 #include "app/studio/configurepage.h"
 #include "app/studio/hardwarepage.h"
 #include "app/studio/mainwindow.h"
+#include "tests/helpers/testsupport.h"
+
+#include <QImage>
+#include <QPlainTextEdit>
+#include <QPushButton>
 
 #include <QLabel>
 #include <QListWidget>
 #include <QSettings>
+#include <QSpinBox>
 #include <QStackedWidget>
 #include <QtTest>
 
@@ -79,6 +85,32 @@ private Q_SLOTS:
         QCOMPARE(window.currentPage(), Page::Runs);
     }
 
+    void ctrlSSavesTheOpenConfig()
+    {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("c.yaml"));
+        QFile file(path);
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.write("compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_CPU\nnum_processes: 4\n");
+        file.close();
+        MainWindow window;
+        StudioOptions options;
+        options.configFile = path;
+        window.applyOptions(options);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        auto *processes = window.findChild<QSpinBox *>(QStringLiteral("editor:num_processes"));
+        QVERIFY(processes);
+        processes->setValue(6);
+        QVERIFY(window.configurePage()->isModified());
+        window.showPage(Page::Runs);  // Ctrl+S works from any page and shows the config
+        QTest::keyClick(&window, Qt::Key_S, Qt::ControlModifier);
+        QCOMPARE(window.currentPage(), Page::Configure);
+        QVERIFY(!window.configurePage()->isModified());
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        QVERIFY(file.readAll().contains("num_processes: 6\n"));
+    }
+
     void geometryAndPageAreRemembered()
     {
         {
@@ -92,6 +124,52 @@ private Q_SLOTS:
         MainWindow again;
         QCOMPARE(again.size(), QSize(900, 640));
         QCOMPARE(again.currentPage(), Page::Launch);
+    }
+
+    void openInConfigureLoadsRecommendation()
+    {
+        MainWindow window;
+        accel::hardware::DetectOptions options;
+        options.probePython = false;
+        options.probeWorker = false;
+        window.hardwarePage()->setDetectOptions(options);
+        QSignalSpy finished(window.hardwarePage(), &HardwarePage::detectionFinished);
+        window.show();
+        window.showPage(Page::Hardware);
+        window.hardwarePage()->refresh();
+        QVERIFY(finished.wait(60000));
+        auto *open = window.hardwarePage()->findChild<QPushButton *>(QStringLiteral("openInConfigure"));
+        QVERIFY(open && open->isEnabled());
+        open->click();
+        QCOMPARE(window.currentPage(), Page::Configure);
+        const auto recommended = window.hardwarePage()->recommendedConfig();
+        const QString type = QString::fromLatin1(accel::config::toString(recommended.distributedType));
+        const QString preview = window.configurePage()->findChild<QPlainTextEdit *>(QStringLiteral("preview"))->toPlainText();
+        QVERIFY2(preview.contains(QStringLiteral("distributed_type: ")) && preview.contains(type), qPrintable(preview));
+        QVERIFY(window.configurePage()->filePath().isEmpty());
+        QVERIFY(window.configurePage()->isModified());
+    }
+
+    void commandLineScreenshotAndErrors()
+    {
+        const QString studio = accel::test::binDir() + QStringLiteral("/accel-studio");
+        if (!QFileInfo::exists(studio))
+            QSKIP("accel-studio is not built in this tree");
+        QTemporaryDir dir;
+        const QString png = dir.filePath(QStringLiteral("shots/runs.png"));
+        const QStringList env = {QStringLiteral("QT_QPA_PLATFORM=offscreen")};
+        auto result = accel::test::runProgram(studio, {QStringLiteral("--page"), QStringLiteral("runs"), QStringLiteral("--screenshot"), png},
+                                              60000, {}, env);
+        QVERIFY2(result.exitCode == 0, qPrintable(result.err));
+        const QImage image(png);
+        QCOMPARE(image.size(), QSize(1280, 820));
+
+        result = accel::test::runProgram(studio, {QStringLiteral("--page"), QStringLiteral("nowhere")}, 60000, {}, env);
+        QCOMPARE(result.exitCode, 2);
+        QVERIFY2(result.err.contains(QStringLiteral("accel-studio: --page: unknown page 'nowhere'")), qPrintable(result.err));
+        result = accel::test::runProgram(studio, {QStringLiteral("--help")}, 60000, {}, env);
+        QCOMPARE(result.exitCode, 0);
+        QVERIFY(result.out.contains(QStringLiteral("usage: accel-studio")));
     }
 
     void aboutNamesRuntimeVersions()
