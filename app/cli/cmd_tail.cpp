@@ -1,0 +1,157 @@
+// accel tail RUN: the end of a run's rank logs, metrics or launcher events; --follow keeps
+// printing as they grow and returns when the run has ended. The studio runs this over SSH to
+// stream remote runs.
+#include "app/cli/argparser.h"
+#include "app/cli/command.h"
+
+#include "launcher/filefollower.h"
+#include "launcher/rundirectory.h"
+
+#include <QDir>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QRegularExpression>
+#include <QThread>
+
+#include <cstdio>
+
+namespace accel::cli {
+
+using namespace accel::launcher;
+
+namespace {
+
+int rankOfFile(const QString &path)
+{
+    static const QRegularExpression pattern(QStringLiteral("rank(\\d+)\\.(log|jsonl)$"));
+    const auto match = pattern.match(path);
+    return match.hasMatch() ? match.captured(1).toInt() : -1;
+}
+
+QJsonObject lineJson(const QString &kind, const QString &file, const QString &text)
+{
+    QJsonObject object{{QStringLiteral("kind"), kind}, {QStringLiteral("rank"), rankOfFile(file)},
+                       {QStringLiteral("text"), text}};
+    if (kind != QLatin1String("logs")) {
+        const QJsonDocument parsed = QJsonDocument::fromJson(text.toUtf8());
+        if (parsed.isObject())
+            object[QStringLiteral("data")] = parsed.object();
+    }
+    return object;
+}
+
+} // namespace
+
+static int runTail(int argc, char **argv)
+{
+    ArgParser parser("accel tail", "Print the end of a run's logs, metrics or events; --follow streams them.");
+    parser.addPositional({"run", "run id (or unique prefix) or run directory"});
+    parser.addValue("runs_root", "DIR", "folder holding run directories", RunDirectory::defaultRunsRoot().toStdString());
+    parser.addFlag("follow", "keep printing new lines until the run ends", 'f');
+    parser.addFlag("logs", "rank logs (default)");
+    parser.addFlag("metrics", "metrics/*.jsonl");
+    parser.addFlag("events", "events.jsonl (launcher events)");
+    parser.addValue("rank", "N", "only this rank's file");
+    parser.addValue("lines", "N", "start with the last N lines of each file (-1: everything)", "20");
+    parser.addFlag("json", "JSON output: one accel.tail object, or with --follow one accel.tail-line per line");
+    if (!parser.parse(argc, argv, 1)) {
+        if (parser.helpRequested()) {
+            std::fputs(parser.helpText().c_str(), stdout);
+            return ExitOk;
+        }
+        std::fprintf(stderr, "accel tail: %s\n", parser.error().c_str());
+        return ExitBadInput;
+    }
+    if (int(parser.isSet("logs")) + int(parser.isSet("metrics")) + int(parser.isSet("events")) > 1) {
+        std::fprintf(stderr, "accel tail: choose one of --logs, --metrics, --events\n");
+        return ExitBadInput;
+    }
+    const QString root = QString::fromStdString(parser.valueOr("runs_root", RunDirectory::defaultRunsRoot().toStdString()));
+    auto run = RunDirectory::open(QString::fromStdString(*parser.firstPositional("run")), root);
+    if (!run) {
+        std::fprintf(stderr, "accel tail: %s\n", run.error().toString().c_str());
+        return exitCodeFor(run.error());
+    }
+    const QString kind = parser.isSet("metrics") ? QStringLiteral("metrics")
+        : parser.isSet("events")                 ? QStringLiteral("events")
+                                                 : QStringLiteral("logs");
+    const int onlyRank = parser.isSet("rank") ? std::atoi(parser.valueOr("rank", "0").c_str()) : -1;
+    const bool json = parser.isSet("json");
+    const bool follow = parser.isSet("follow");
+
+    FileFollower follower;
+    auto discover = [&] {
+        QStringList paths;
+        if (kind == QLatin1String("events")) {
+            paths << run->filePath(QStringLiteral("events.jsonl"));
+        } else {
+            const QString folder = run->filePath(kind == QLatin1String("logs") ? QStringLiteral("logs") : QStringLiteral("metrics"));
+            const QString pattern = kind == QLatin1String("logs") ? QStringLiteral("rank*.log") : QStringLiteral("*.jsonl");
+            for (const QString &name : QDir(folder).entryList({pattern}, QDir::Files, QDir::Name))
+                paths << folder + QLatin1Char('/') + name;
+        }
+        QStringList added;
+        for (const QString &path : paths) {
+            if ((onlyRank < 0 || rankOfFile(path) == onlyRank) && !follower.files().contains(path)) {
+                follower.addFile(path);
+                added << path;
+            }
+        }
+        return added;
+    };
+    discover();
+    follower.seekToTail(std::atoi(parser.valueOr("lines", "20").c_str()));
+    const bool prefix = kind == QLatin1String("logs") && follower.files().size() > 1;
+
+    auto print = [&](const QList<FileFollower::Line> &lines) {
+        for (const FileFollower::Line &line : lines) {
+            if (json) {
+                QJsonObject object{{QStringLiteral("schema"), QStringLiteral("accel.tail-line")}, {QStringLiteral("version"), 1}};
+                const QJsonObject body = lineJson(kind, line.file, line.text);
+                for (auto it = body.begin(); it != body.end(); ++it)
+                    object.insert(it.key(), it.value());
+                std::printf("%s\n", QJsonDocument(object).toJson(QJsonDocument::Compact).constData());
+            } else if (prefix) {
+                std::printf("[rank %d] %s\n", rankOfFile(line.file), line.text.toLocal8Bit().constData());
+            } else {
+                std::printf("%s\n", line.text.toLocal8Bit().constData());
+            }
+        }
+        std::fflush(stdout);
+    };
+
+    if (!follow) {
+        const QList<FileFollower::Line> lines = follower.poll();
+        if (json) {
+            QJsonArray array;
+            for (const FileFollower::Line &line : lines)
+                array.append(lineJson(kind, line.file, line.text));
+            const QJsonObject object{{QStringLiteral("schema"), QStringLiteral("accel.tail")},
+                                     {QStringLiteral("version"), 1},
+                                     {QStringLiteral("id"), run->id()},
+                                     {QStringLiteral("state"), run->effectiveState(false)},
+                                     {QStringLiteral("kind"), kind},
+                                     {QStringLiteral("lines"), array}};
+            std::printf("%s", QJsonDocument(object).toJson().constData());
+        } else {
+            print(lines);
+        }
+        return ExitOk;
+    }
+    for (;;) {
+        discover();  // rank files that appear later start at their beginning
+        print(follower.poll());
+        (void)run->reloadManifest();
+        if (runstate::isFinal(run->effectiveState(true))) {
+            discover();
+            print(follower.poll());
+            return ExitOk;
+        }
+        QThread::msleep(200);
+    }
+}
+
+static Registrar registrar({"tail", "print or follow a run's logs, metrics or events", &runTail});
+
+} // namespace accel::cli
