@@ -5,6 +5,7 @@
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QSysInfo>
 
 #include <cmath>
 
@@ -39,6 +40,42 @@ QString summarize(const QJsonObject &settings)
     return parts.join(QStringLiteral(", "));
 }
 
+// Start time (clock ticks since boot, field 22 of /proc/<pid>/stat) of a live process, 0 if none.
+quint64 processStartTime(qint64 pid)
+{
+    QFile file(QStringLiteral("/proc/%1/stat").arg(pid));
+    if (pid <= 0 || !file.open(QIODevice::ReadOnly))
+        return 0;
+    const QByteArray line = file.readAll();
+    const qsizetype close = line.lastIndexOf(')');
+    if (close < 0)
+        return 0;
+    const QList<QByteArray> fields = line.mid(close + 2).split(' ');
+    // fields[0] is field 3 (state); field 22 is fields[19].
+    if (fields.size() < 20 || fields[0] == "Z")
+        return 0;
+    return fields[19].toULongLong();
+}
+
+// A live state whose supervisor ran on this host and is gone (or its pid was reused) is "lost",
+// as `accel runs` reports it. Supervisors on other hosts cannot be checked from here.
+QString effectiveState(const QJsonObject &manifest, const QString &state)
+{
+    static const QStringList live = {QStringLiteral("starting"), QStringLiteral("running"), QStringLiteral("restarting"),
+                                     QStringLiteral("stopping")};
+    const QJsonObject supervisor = manifest.value(QLatin1String("supervisor")).toObject();
+    if (!live.contains(state) || supervisor.isEmpty())
+        return state;
+    if (supervisor.value(QLatin1String("host")).toString() != QSysInfo::machineHostName())
+        return state;
+    const auto pid = static_cast<qint64>(supervisor.value(QLatin1String("pid")).toDouble());
+    const auto recorded = static_cast<quint64>(supervisor.value(QLatin1String("start_time")).toDouble());
+    const quint64 actual = processStartTime(pid);
+    if (actual == 0 || (recorded != 0 && actual != recorded))
+        return QStringLiteral("lost");
+    return state;
+}
+
 } // namespace
 
 bool RunInfo::isFinal() const
@@ -68,7 +105,7 @@ bool readRunInfo(const QString &runDirectory, RunInfo &info)
     info.path = QDir::cleanPath(runDirectory);
     info.id = QFileInfo(info.path).fileName();
     info.name = manifest.value(QLatin1String("name")).toString();
-    info.state = manifest.value(QLatin1String("state")).toString();
+    info.state = effectiveState(manifest, manifest.value(QLatin1String("state")).toString());
     info.host = manifest.value(QLatin1String("host")).toString();
     info.created = manifest.value(QLatin1String("created")).toDouble();
     info.ended = 0;

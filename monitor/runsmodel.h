@@ -27,7 +27,8 @@ struct RunInfo {
     double durationSeconds(double now) const;
 };
 
-// Reads <runDirectory>/run.json; false when missing or not a JSON object.
+// Reads <runDirectory>/run.json; false when missing or not a JSON object. A live state whose
+// supervisor (run.json "supervisor": pid, start_time, host) ran here and is gone reads as "lost".
 bool readRunInfo(const QString &runDirectory, RunInfo &info);
 QString formatDuration(double seconds);  // "45s", "3m 07s", "2h 05m"
 

@@ -9,6 +9,8 @@
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QProcess>
+#include <QSysInfo>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -111,6 +113,36 @@ private Q_SLOTS:
         QCOMPARE(removed.size(), 1);
         QCOMPARE(reset.size(), 0);
         QCOMPARE(model.run(0).id, QStringLiteral("run-b"));
+    }
+
+    void runWithDeadSupervisorIsLost()
+    {
+        QTemporaryDir root;
+        // This test process is a live supervisor; a reaped child's pid is a dead one.
+        QProcess child;
+        child.start(QStringLiteral("true"), QStringList());
+        QVERIFY(child.waitForFinished(5000));
+        const QString host = QSysInfo::machineHostName();
+        QJsonObject live = manifest(QStringLiteral("live"), QStringLiteral("running"), 1000);
+        live.insert(QStringLiteral("supervisor"), QJsonObject{{QStringLiteral("pid"), QCoreApplication::applicationPid()},
+                                                              {QStringLiteral("start_time"), 0},
+                                                              {QStringLiteral("host"), host}});
+        QJsonObject dead = manifest(QStringLiteral("dead"), QStringLiteral("running"), 1000);
+        dead.insert(QStringLiteral("supervisor"), QJsonObject{{QStringLiteral("pid"), child.processId()},
+                                                              {QStringLiteral("start_time"), 12345},
+                                                              {QStringLiteral("host"), host}});
+        QJsonObject remote = dead;
+        remote.insert(QStringLiteral("supervisor"), QJsonObject{{QStringLiteral("pid"), 1}, {QStringLiteral("host"), QStringLiteral("elsewhere")}});
+        writeManifest(root.filePath(QStringLiteral("a")), live);
+        writeManifest(root.filePath(QStringLiteral("b")), dead);
+        writeManifest(root.filePath(QStringLiteral("c")), remote);
+        RunsModel model;
+        model.setRefreshInterval(0);
+        model.setRunsRoot(root.path());
+        QCOMPARE(model.rowCount(), 3);
+        QCOMPARE(model.run(model.rowOf(QStringLiteral("a"))).state, QStringLiteral("running"));
+        QCOMPARE(model.run(model.rowOf(QStringLiteral("b"))).state, QStringLiteral("lost"));
+        QCOMPARE(model.run(model.rowOf(QStringLiteral("c"))).state, QStringLiteral("running"));
     }
 
     void ranksModelFollowsStoreAndEvents()
