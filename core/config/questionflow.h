@@ -30,7 +30,8 @@ struct Question {
     std::string prompt;             // "How many different machines will you use (use more than 1 for multi-node training)?"
     QuestionKind kind = QuestionKind::Text;
     std::vector<Choice> choices;    // Menu only
-    std::string defaultAnswer;      // canonical; "" for Text means "empty answer allowed"
+    std::string defaultAnswer;      // canonical; "" = no default (Text/Path then accept an empty answer unless required)
+    bool required = false;          // Text/Path: an empty answer is refused (e.g. the main process IP)
     // Asked only when this returns true for the answers given so far (empty: always asked).
     std::function<bool(const Answers &)> condition;
     // Prompt text that depends on earlier answers ("How many GPU(s) ..." vs "How many processes ...").
@@ -65,6 +66,8 @@ public:
     std::vector<const Question *> applicable(const Answers &answers) const;
     // Answers restricted to the questions that apply (drops stale answers after going back).
     Answers prune(const Answers &answers) const;
+    // Every applicable question's answer, the default standing in for unanswered ones.
+    Answers effective(const Answers &answers) const;
 
     // Turns typed input into the canonical answer. Empty input -> the default. Menus accept the
     // 1-based choice number, the value or the label (case-insensitive); yes/no accept yes, no, y,
@@ -74,7 +77,7 @@ public:
     // The config these answers produce (answers to questions that do not apply are ignored;
     // unanswered applicable questions take their default). Fails with InvalidInput for
     // combinations Accelerate refuses (MULTI_GPU with one machine and one process, DeepSpeed on
-    // Neuron, a misspelled dynamo backend, ...).
+    // Neuron, a required answer missing, an answer that does not fit its question, ...).
     Result<ClusterConfig> build(const Answers &answers) const;
 
 private:

@@ -1,0 +1,201 @@
+// The question-flow engine: which question comes next, what typed input means, and (in
+// flowbuilder.cpp) which config the answers produce. The questions themselves are in
+// standardflow.cpp.
+#include "core/config/questionflow.h"
+
+#include "core/common/fileutil.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+
+namespace accel::config {
+
+namespace {
+
+std::string trimmed(const std::string &text)
+{
+    const auto begin = text.find_first_not_of(" \t\r\n");
+    if (begin == std::string::npos)
+        return {};
+    const auto end = text.find_last_not_of(" \t\r\n");
+    return text.substr(begin, end - begin + 1);
+}
+
+std::string lower(std::string text)
+{
+    for (char &c : text)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return text;
+}
+
+} // namespace
+
+std::string Question::promptFor(const Answers &answers) const
+{
+    return dynamicPrompt ? dynamicPrompt(answers) : prompt;
+}
+
+std::string Question::defaultHint() const
+{
+    switch (kind) {
+    case QuestionKind::YesNo:
+        return defaultAnswer == "yes" ? "[YES/no]" : "[yes/NO]";
+    case QuestionKind::Menu: {
+        for (const Choice &choice : choices)
+            if (choice.value == defaultAnswer)
+                return "[" + choice.label + "]";
+        return {};
+    }
+    default:
+        return defaultAnswer.empty() ? std::string() : "[" + defaultAnswer + "]";
+    }
+}
+
+QuestionFlow::QuestionFlow(std::vector<Question> questions) : m_questions(std::move(questions)) {}
+
+const Question *QuestionFlow::find(const std::string &id) const
+{
+    for (const Question &question : m_questions)
+        if (question.id == id)
+            return &question;
+    return nullptr;
+}
+
+Answers QuestionFlow::effective(const Answers &answers) const
+{
+    Answers result;
+    for (const Question &question : m_questions) {
+        if (question.condition && !question.condition(result))
+            continue;
+        auto it = answers.find(question.id);
+        result[question.id] = it != answers.end() ? it->second : question.defaultAnswer;
+    }
+    return result;
+}
+
+const Question *QuestionFlow::next(const Answers &answers) const
+{
+    Answers seen;
+    for (const Question &question : m_questions) {
+        if (question.condition && !question.condition(seen))
+            continue;
+        auto it = answers.find(question.id);
+        if (it == answers.end())
+            return &question;
+        seen[question.id] = it->second;
+    }
+    return nullptr;
+}
+
+std::vector<const Question *> QuestionFlow::applicable(const Answers &answers) const
+{
+    std::vector<const Question *> list;
+    Answers seen;
+    for (const Question &question : m_questions) {
+        if (question.condition && !question.condition(seen))
+            continue;
+        list.push_back(&question);
+        auto it = answers.find(question.id);
+        seen[question.id] = it != answers.end() ? it->second : question.defaultAnswer;
+    }
+    return list;
+}
+
+Answers QuestionFlow::prune(const Answers &answers) const
+{
+    Answers kept;
+    for (const Question *question : applicable(answers)) {
+        auto it = answers.find(question->id);
+        if (it != answers.end())
+            kept[question->id] = it->second;
+    }
+    return kept;
+}
+
+Result<std::string> QuestionFlow::interpret(const Question &question, const std::string &input, const Answers &answers) const
+{
+    const std::string text = trimmed(input);
+    auto bad = [&](const std::string &message) { return makeError(ErrorCode::InvalidInput, message, question.id); };
+    std::string answer;
+    if (text.empty()) {
+        if (question.defaultAnswer.empty()) {
+            const bool freeText = question.kind == QuestionKind::Text || question.kind == QuestionKind::Path;
+            if (question.required || !freeText)
+                return bad("an answer is required");
+            return std::string();
+        }
+        answer = question.defaultAnswer;
+    } else {
+        switch (question.kind) {
+        case QuestionKind::Menu: {
+            char *end = nullptr;
+            errno = 0;
+            const long number = std::strtol(text.c_str(), &end, 10);
+            if (end && *end == '\0' && errno == 0 && number >= 1 && number <= static_cast<long>(question.choices.size())) {
+                answer = question.choices[static_cast<size_t>(number - 1)].value;
+                break;
+            }
+            for (const Choice &choice : question.choices) {
+                if (lower(choice.value) == lower(text) || lower(choice.label) == lower(text)) {
+                    answer = choice.value;
+                    break;
+                }
+            }
+            if (answer.empty()) {
+                std::string options;
+                for (const Choice &choice : question.choices)
+                    options += (options.empty() ? "" : ", ") + choice.label;
+                return bad("expected a number from 1 to " + std::to_string(question.choices.size()) + " or one of: " + options
+                           + "; got " + text);
+            }
+            break;
+        }
+        case QuestionKind::YesNo: {
+            const std::string l = lower(text);
+            if (l == "yes" || l == "y")
+                answer = "yes";
+            else if (l == "no" || l == "n")
+                answer = "no";
+            else
+                return bad("please answer yes or no; got " + text);
+            break;
+        }
+        case QuestionKind::Integer: {
+            char *end = nullptr;
+            errno = 0;
+            const long long value = std::strtoll(text.c_str(), &end, 10);
+            if (!end || *end != '\0' || errno != 0)
+                return bad("expected a whole number; got " + text);
+            answer = std::to_string(value);
+            break;
+        }
+        case QuestionKind::Float: {
+            char *end = nullptr;
+            errno = 0;
+            const double value = std::strtod(text.c_str(), &end);
+            if (!end || *end != '\0' || errno != 0 || value != value)
+                return bad("expected a number; got " + text);
+            answer = text;
+            break;
+        }
+        case QuestionKind::Path:
+            answer = fileutil::expandUser(text);
+            break;
+        case QuestionKind::Text:
+            answer = text;
+            break;
+        }
+    }
+    if (question.kind == QuestionKind::Path)
+        answer = fileutil::expandUser(answer);
+    if (question.check) {
+        const std::string problem = question.check(answer, effective(answers));
+        if (!problem.empty())
+            return bad(problem);
+    }
+    return answer;
+}
+
+} // namespace accel::config
