@@ -194,6 +194,33 @@ Result<GpuTopology> parseNvidiaSmiTopology(const std::string &input)
     return topology;
 }
 
+Result<GpuSection> gpuSectionFromNvidiaSmi(const std::string &queryText, const std::string &topologyText)
+{
+    auto section = parseNvidiaSmiQuery(queryText);
+    if (!section)
+        return section;
+    if (trim(topologyText).empty())
+        return section;
+    auto topology = parseNvidiaSmiTopology(topologyText);
+    if (!topology)
+        return makeError(topology.error().code, topology.error().message, topology.error().context);
+    for (GpuInfo &gpu : section->gpus) {
+        const std::string self = "GPU" + std::to_string(gpu.index);
+        const auto row = std::find(topology->devices.begin(), topology->devices.end(), self);
+        if (row == topology->devices.end())
+            continue;
+        // "NV12" to every peer on a switch counts the links once: the largest bond is the link count.
+        int links = 0;
+        for (const std::string &cell : topology->links[static_cast<size_t>(row - topology->devices.begin())]) {
+            if (isNvLink(cell))
+                links = std::max(links, std::atoi(cell.c_str() + 2));
+        }
+        gpu.nvlinkActiveLinks = links;
+    }
+    section->topology = std::move(*topology);
+    return section;
+}
+
 std::string GpuTopology::link(const std::string &a, const std::string &b) const
 {
     const auto ia = std::find(devices.begin(), devices.end(), a);

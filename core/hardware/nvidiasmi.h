@@ -28,6 +28,10 @@ Result<GpuSection> parseNvidiaSmiQuery(const std::string &text,
 // Fails when there is no header with GPU columns or a row is cut short.
 Result<GpuTopology> parseNvidiaSmiTopology(const std::string &text);
 
+// Both outputs of one host combined into the report's GPU section: the query gives the GPUs,
+// the topology text (may be empty) the matrix, with each GPU's active NVLink count taken from it.
+Result<GpuSection> gpuSectionFromNvidiaSmi(const std::string &queryText, const std::string &topologyText);
+
 // True when the link string means an NVLink connection ("NV4", "NV12", "NV#").
 bool isNvLink(const std::string &link);
 

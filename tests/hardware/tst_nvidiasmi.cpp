@@ -135,6 +135,23 @@ private Q_SLOTS:
         QVERIFY(missingRow.error().message.find("no row for GPU1") != std::string::npos);
     }
 
+    void combinedSectionFromBothOutputs()
+    {
+        auto section = gpuSectionFromNvidiaSmi(sample("nvidia-smi-query-a100x8.csv"), sample("nvidia-smi-topo-a100x8.txt"));
+        QVERIFY2(section.has_value(), section ? "" : section.error().toString().c_str());
+        QCOMPARE(section->gpus.size(), size_t(8));
+        QCOMPARE(section->gpus[3].nvlinkActiveLinks, 12);
+        QCOMPARE(section->topology.link("GPU2", "GPU6"), std::string("NV12"));
+        auto pcie = gpuSectionFromNvidiaSmi(sample("nvidia-smi-query-rtx4090x2.csv"), sample("nvidia-smi-topo-rtx4090x2.txt"));
+        QVERIFY(pcie.has_value());
+        QCOMPARE(pcie->gpus[0].nvlinkActiveLinks, 0);
+        auto queryOnly = gpuSectionFromNvidiaSmi(sample("nvidia-smi-query-rtx4090x2.csv"), "");
+        QVERIFY(queryOnly.has_value());
+        QVERIFY(queryOnly->topology.empty());
+        auto badTopology = gpuSectionFromNvidiaSmi(sample("nvidia-smi-query-rtx4090x2.csv"), "No devices were found");
+        QVERIFY(!badTopology.has_value());
+    }
+
     void nvmlAbsentIsReportedNotFailed()
     {
         const GpuSection section = probeNvml("libnvidia-ml-accel-test-absent.so.1");

@@ -2,7 +2,9 @@
 // processes: shell scripts the test writes, /usr/bin/python3, a missing program.
 #include "core/hardware/childprocess.h"
 #include "core/hardware/softwareprobe.h"
+#include "tests/helpers/testsupport.h"
 
+#include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QTemporaryDir>
@@ -124,6 +126,17 @@ private Q_SLOTS:
         capabilities = probeWorker(dir.filePath(QStringLiteral("absent")).toStdString());
         QVERIFY(!capabilities.available);
         QVERIFY(!capabilities.error.empty());
+    }
+
+    void realWorkerBesideAccel()
+    {
+        const QString worker = QDir(test::binDir()).filePath(QStringLiteral("accel-worker"));
+        if (!QFile::exists(worker))
+            QSKIP("accel-worker is not built in this build tree (needs libtorch and the worker target)");
+        const WorkerCapabilities capabilities = probeWorker(worker.toStdString(), 60000);
+        QVERIFY2(capabilities.available, capabilities.error.c_str());
+        QVERIFY(!capabilities.torchVersion.empty());
+        QVERIFY(capabilities.gloo);  // the project's libtorch always has gloo
     }
 
     void pythonProbeOnSystemPython()
