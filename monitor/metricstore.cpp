@@ -156,6 +156,7 @@ void MetricStore::clear()
     m_ranks.clear();
     m_totalSamples = 0;
     m_lastProgressMs = -1;
+    Q_EMIT cleared();
 }
 
 QList<int> MetricStore::ranks() const

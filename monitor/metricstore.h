@@ -48,6 +48,7 @@ public:
 Q_SIGNALS:
     void ranksAdded(const QList<int> &ranks);
     void samplesAppended(const QList<int> &ranks);
+    void cleared();
 
 private:
     struct RankData;

@@ -22,6 +22,12 @@ RanksModel::RanksModel(const MetricStore *store, QObject *parent) : QAbstractTab
         }
     });
     connect(store, &MetricStore::samplesAppended, this, &RanksModel::onSamples);
+    connect(store, &MetricStore::cleared, this, [this] {
+        beginResetModel();
+        m_rows.clear();
+        m_hang = false;
+        endResetModel();
+    });
 }
 
 int RanksModel::rowOfRank(int rank) const

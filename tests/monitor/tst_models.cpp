@@ -184,6 +184,8 @@ private Q_SLOTS:
         QCOMPARE(model.stateOf(2), QStringLiteral("running"));
         model.observeEvents({makeEvent(QStringLiteral("rank_exited"), 2, {{QStringLiteral("exit_code"), 3}})});
         QCOMPARE(model.stateOf(2), QStringLiteral("failed (exit 3)"));
+        store.clear();
+        QCOMPARE(model.rowCount(), 0);
     }
 
     void eventsModelAppends()
