@@ -119,11 +119,9 @@ HardwarePage::HardwarePage(QWidget *parent)
     connect(&m_watcher, &QFutureWatcher<HardwareDetection>::finished, this, &HardwarePage::onDetectionFinished);
 }
 
-HardwarePage::~HardwarePage()
-{
-    // The detection thread owns no widgets; let it finish so its result has somewhere to go.
-    m_watcher.waitForFinished();
-}
+// A running detection holds only copies of its inputs, so the page can go away without waiting
+// for it (the thread pool lets it finish in the background).
+HardwarePage::~HardwarePage() = default;
 
 void HardwarePage::showEvent(QShowEvent *event)
 {

@@ -9,6 +9,7 @@
 #include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
+#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QKeySequence>
 #include <QListWidget>
@@ -98,6 +99,11 @@ void MainWindow::createPages()
 
     connect(m_configurePage, &ConfigurePage::statusMessage, this, [this](const QString &message) {
         statusBar()->showMessage(message, 8000);
+    });
+    connect(m_configurePage, &ConfigurePage::documentChanged, this, [this] {
+        const QString path = m_configurePage->filePath();
+        setWindowTitle(path.isEmpty() ? tr("Accel Studio[*]") : tr("%1[*] — Accel Studio").arg(QFileInfo(path).fileName()));
+        setWindowModified(m_configurePage->isModified());
     });
     connect(m_hardwarePage, &HardwarePage::statusMessage, this, [this](const QString &message) {
         statusBar()->showMessage(message, 8000);
