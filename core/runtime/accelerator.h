@@ -11,6 +11,7 @@
 
 #include "core/common/result.h"
 #include "core/runtime/distributedenv.h"
+#include "core/runtime/metricswriter.h"
 #include "core/runtime/shardeddataloader.h"
 
 #include <cstdint>
@@ -27,7 +28,6 @@ namespace accel::runtime {
 
 class AcceleratedOptimizer;
 class AcceleratedScheduler;
-class MetricsWriter;
 
 struct ProjectOptions {
     std::string projectDir;                  // checkpoints/ goes under it with automatic naming

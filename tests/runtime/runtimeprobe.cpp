@@ -1,0 +1,245 @@
+// accel-runtime-probe: a small program the runtime tests start as one or more ranks (with
+// RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT set) to exercise the Accelerator for real.
+// Usage: accel-runtime-probe <scenario> [key=value ...]
+//   train     steps= batch= accum= seed= out= save_at= checkpoint= resume= kill_after_save= shuffle=
+//             dropout= bucket_mb= optimizer=sgd|adamw
+//   gather    size= batch= out=
+//   bf16      steps= out=
+//   join      timeout=         (just rendezvous and all-reduce once)
+// Results go to `out` (rank 0 only) as text: one value per line in hex float so the tests can
+// compare bit for bit.
+#include "core/runtime/accelerator.h"
+#include "core/runtime/training.h"
+
+#include <torch/torch.h>
+
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <string>
+
+using namespace accel::runtime;
+
+namespace {
+
+std::map<std::string, std::string> g_args;
+
+std::string arg(const std::string &key, const std::string &fallback = {})
+{
+    auto it = g_args.find(key);
+    return it == g_args.end() ? fallback : it->second;
+}
+int64_t intArg(const std::string &key, int64_t fallback) { return std::stoll(arg(key, std::to_string(fallback))); }
+double doubleArg(const std::string &key, double fallback) { return std::stod(arg(key, std::to_string(fallback))); }
+
+std::string hex(double value)
+{
+    char buffer[64];
+    std::snprintf(buffer, sizeof(buffer), "%a", value);
+    return buffer;
+}
+
+struct Net : torch::nn::Module {
+    explicit Net(double dropout)
+    {
+        fc1 = register_module("fc1", torch::nn::Linear(8, 32));
+        fc2 = register_module("fc2", torch::nn::Linear(32, 32));
+        fc3 = register_module("fc3", torch::nn::Linear(32, 4));
+        drop = register_module("drop", torch::nn::Dropout(dropout));
+    }
+    torch::Tensor forward(torch::Tensor x)
+    {
+        x = drop(torch::tanh(fc1(x)));
+        x = torch::tanh(fc2(x));
+        return fc3(x);
+    }
+    torch::nn::Linear fc1{nullptr}, fc2{nullptr}, fc3{nullptr};
+    torch::nn::Dropout drop{nullptr};
+};
+
+// A fixed synthetic classification set: same on every rank and run.
+std::pair<torch::Tensor, torch::Tensor> dataset(int64_t size)
+{
+    auto generator = at::detail::createCPUGenerator(1234);
+    auto x = torch::randn({size, 8}, generator);
+    auto w = torch::randn({8, 4}, generator);
+    auto y = torch::argmax(torch::matmul(x, w), 1);
+    return {x, y};
+}
+
+std::unique_ptr<Accelerator> makeAccelerator(AcceleratorOptions options)
+{
+    options.rendezvousTimeoutS = doubleArg("timeout", 30);
+    options.collectiveTimeoutS = doubleArg("timeout", 30);
+    options.bucketCapMb = doubleArg("bucket_mb", 25);
+    auto accelerator = Accelerator::create(options);
+    if (!accelerator) {
+        std::cerr << "accel-runtime-probe: " << accelerator.error().toString() << std::endl;
+        std::exit(3);
+    }
+    return std::move(*accelerator);
+}
+
+void writeLines(Accelerator &accelerator, const std::vector<std::string> &lines)
+{
+    if (!accelerator.isMainProcess() || arg("out").empty())
+        return;
+    std::ofstream out(arg("out"), std::ios::app);
+    for (const auto &line : lines)
+        out << line << "\n";
+}
+
+int train()
+{
+    AcceleratorOptions options;
+    options.gradientAccumulationSteps = int(intArg("accum", 1));
+    options.mixedPrecision = arg("precision", "no");
+    options.project.projectDir = arg("project");
+    options.project.automaticCheckpointNaming = !options.project.projectDir.empty();
+    options.project.totalLimit = int(intArg("total_limit", 0));
+    options.project.iteration = int(intArg("iteration", 0));
+    auto accelerator = makeAccelerator(options);
+    accelerator->setSeed(uint64_t(intArg("seed", 7)));
+
+    auto model = std::make_shared<Net>(doubleArg("dropout", 0.0));
+    accelerator->prepareModel(model);
+    std::unique_ptr<torch::optim::Optimizer> inner;
+    if (arg("optimizer", "sgd") == "adamw")
+        inner = std::make_unique<torch::optim::AdamW>(model->parameters(), torch::optim::AdamWOptions(1e-2).weight_decay(0.01));
+    else
+        inner = std::make_unique<torch::optim::SGD>(model->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+    auto optimizer = accelerator->prepareOptimizer(*inner);
+    // Decaying by default; `constant=1` for comparisons across world sizes (the scheduler steps
+    // numProcesses() times per optimizer step, like Accelerate's).
+    const bool constant = arg("constant") == "1";
+    auto scheduler = accelerator->prepareScheduler([constant](int64_t step) { return constant ? 1.0 : 1.0 / (1.0 + 0.01 * double(step)); });
+    auto [x, y] = dataset(intArg("size", 256));
+    auto loader = accelerator->prepareDataLoader(x.size(0), intArg("batch", 8), arg("shuffle", "0") == "1", true);
+    if (!loader) {
+        std::cerr << loader.error().toString() << std::endl;
+        return 2;
+    }
+    int64_t completed = 0;
+    int64_t epoch = 0, skip = 0;
+    if (!arg("resume").empty() || arg("resume_auto") == "1") {
+        if (auto loaded = accelerator->loadState(arg("resume")); !loaded) {
+            std::cerr << "accel-runtime-probe: " << loaded.error().toString() << std::endl;
+            return 1;
+        }
+        epoch = (*loader)->resumeEpoch();
+        skip = (*loader)->resumeSkip();
+        completed = intArg("resume_step", 0);
+    }
+    const int64_t steps = intArg("steps", 20);
+    const int64_t saveAt = intArg("save_at", -1);
+    std::vector<std::string> lines;
+    for (; completed < steps; ++epoch, skip = 0) {
+        (*loader)->beginEpoch(epoch, skip);
+        while (completed < steps) {
+            auto batch = (*loader)->next();
+            if (!batch)
+                break;
+            auto index = torch::tensor(*batch, torch::kInt64);
+            accelerator->accumulate();
+            torch::Tensor loss;
+            {
+                auto guard = accelerator->autocast();
+                loss = torch::nn::functional::cross_entropy(model->forward(x.index_select(0, index)), y.index_select(0, index));
+            }
+            accelerator->backward(loss.to(torch::kFloat));
+            if (accelerator->syncGradients() && arg("clip") == "1")
+                accelerator->clipGradNorm(1.0);
+            optimizer->step();
+            scheduler->step();
+            optimizer->zeroGrad();
+            if (!accelerator->syncGradients())
+                continue;
+            ++completed;
+            const double mean = accelerator->reduce(loss.detach().to(torch::kFloat), ReduceOp::Mean).item<double>();
+            lines.push_back("loss " + std::to_string(completed) + " " + hex(mean));
+            accelerator->metrics().log(completed, {{"loss", mean}, {"lr", scheduler->lr()}});
+            if (completed == saveAt) {
+                auto saved = accelerator->saveState(arg("checkpoint"));
+                if (!saved) {
+                    std::cerr << "accel-runtime-probe: " << saved.error().toString() << std::endl;
+                    return 1;
+                }
+                writeLines(*accelerator, lines);
+                lines.clear();
+                if (arg("kill_after_save") == "1") {
+                    std::cout.flush();
+                    std::raise(SIGKILL);
+                }
+            }
+        }
+    }
+    for (const auto &parameter : model->named_parameters()) {
+        auto flat = parameter.value().detach().reshape({-1});
+        for (int64_t i = 0; i < flat.numel(); ++i)
+            lines.push_back("param " + parameter.key() + " " + hex(flat[i].item<double>()));
+    }
+    writeLines(*accelerator, lines);
+    return 0;
+}
+
+int gather()
+{
+    AcceleratorOptions options;
+    options.data.evenBatches = arg("even", "1") == "1";
+    auto accelerator = makeAccelerator(options);
+    auto loader = accelerator->prepareDataLoader(intArg("size", 10), intArg("batch", 3), false, false);
+    if (!loader)
+        return 2;
+    std::vector<std::string> lines;
+    (*loader)->beginEpoch(0);
+    while (auto batch = (*loader)->next()) {
+        auto gathered = accelerator->gatherForMetrics(torch::tensor(*batch, torch::kInt64));
+        for (int64_t i = 0; i < gathered.numel(); ++i)
+            lines.push_back(std::to_string(gathered[i].item<int64_t>()));
+    }
+    auto padded = accelerator->padAcrossProcesses(torch::ones({accelerator->processIndex() + 1}), 0, -1.0);
+    auto all = accelerator->gather(padded);
+    lines.push_back("padded " + std::to_string(all.numel()) + " " + std::to_string(all.sum().item<double>()));
+    auto value = torch::tensor({double(accelerator->processIndex() + 1)});
+    accelerator->broadcast(value, accelerator->numProcesses() - 1);
+    lines.push_back("broadcast " + std::to_string(value.item<double>()));
+    lines.push_back("max " + std::to_string(accelerator->reduce(torch::tensor({double(accelerator->processIndex())}), ReduceOp::Max).item<double>()));
+    accelerator->waitForEveryone();
+    writeLines(*accelerator, lines);
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        std::cerr << "usage: accel-runtime-probe train|gather|join [key=value ...]\n";
+        return 2;
+    }
+    for (int i = 2; i < argc; ++i) {
+        const std::string text = argv[i];
+        const auto eq = text.find('=');
+        g_args[text.substr(0, eq)] = eq == std::string::npos ? "1" : text.substr(eq + 1);
+    }
+    const std::string scenario = argv[1];
+    try {
+        if (scenario == "train")
+            return train();
+        if (scenario == "gather")
+            return gather();
+        if (scenario == "join") {
+            auto accelerator = makeAccelerator({});
+            auto sum = accelerator->reduce(torch::ones({1}));
+            std::cout << "sum " << sum.item<double>() << std::endl;
+            return 0;
+        }
+    } catch (const std::exception &e) {
+        std::cerr << "accel-runtime-probe: " << e.what() << std::endl;
+        return 1;
+    }
+    std::cerr << "accel-runtime-probe: unknown scenario " << scenario << "\n";
+    return 2;
+}

@@ -1,0 +1,240 @@
+// Multi-process tests of the Accelerator: real gloo jobs of accel-runtime-probe ranks on
+// loopback, compared bit for bit or within tolerance against single-process runs.
+#include "tests/helpers/testsupport.h"
+
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QProcess>
+#include <QTcpServer>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <cmath>
+#include <memory>
+
+namespace {
+
+int freePort()
+{
+    QTcpServer server;
+    server.listen(QHostAddress::LocalHost, 0);
+    return server.serverPort();
+}
+
+struct RankResult {
+    int exitCode = -1;
+    QProcess::ExitStatus status = QProcess::NormalExit;
+    QString err;
+};
+
+// Starts `worldSize` ranks of the probe and waits for all of them.
+QList<RankResult> runRanks(int worldSize, const QStringList &arguments, int timeoutMs = 120000, int port = 0,
+                           const QList<int> &onlyRanks = {})
+{
+    if (port == 0)
+        port = freePort();
+    std::vector<std::unique_ptr<QProcess>> processes;
+    for (int rank = 0; rank < worldSize; ++rank) {
+        if (!onlyRanks.isEmpty() && !onlyRanks.contains(rank))
+            continue;
+        auto process = std::make_unique<QProcess>();
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert("RANK", QString::number(rank));
+        env.insert("LOCAL_RANK", QString::number(rank));
+        env.insert("WORLD_SIZE", QString::number(worldSize));
+        env.insert("LOCAL_WORLD_SIZE", QString::number(worldSize));
+        env.insert("MASTER_ADDR", "127.0.0.1");
+        env.insert("MASTER_PORT", QString::number(port));
+        env.insert("OMP_NUM_THREADS", "1");
+        process->setProcessEnvironment(env);
+        process->setProcessChannelMode(QProcess::SeparateChannels);
+        process->start(accel::test::binDir() + "/accel-runtime-probe", arguments);
+        processes.push_back(std::move(process));
+    }
+    QList<RankResult> results;
+    for (auto &process : processes) {
+        if (!process->waitForFinished(timeoutMs)) {
+            process->kill();
+            process->waitForFinished();
+        }
+        results.push_back({process->exitCode(), process->exitStatus(), QString::fromUtf8(process->readAllStandardError())});
+    }
+    return results;
+}
+
+QStringList readLines(const QString &path, const QString &prefix = {})
+{
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly))
+        return {};
+    QStringList lines;
+    for (const QByteArray &line : file.readAll().split('\n')) {
+        if (!line.isEmpty() && (prefix.isEmpty() || line.startsWith(prefix.toUtf8())))
+            lines << QString::fromUtf8(line);
+    }
+    return lines;
+}
+
+double hexValue(const QString &line)
+{
+    return std::strtod(line.section(' ', -1).toUtf8().constData(), nullptr);
+}
+
+void expectAllOk(const QList<RankResult> &results)
+{
+    for (const auto &r : results) {
+        if (r.exitCode != 0 || r.status != QProcess::NormalExit)
+            QFAIL(qPrintable(QString("rank failed with %1: %2").arg(r.exitCode).arg(r.err)));
+    }
+}
+
+void compareParams(const QStringList &a, const QStringList &b, double tolerance)
+{
+    QVERIFY(!a.isEmpty());
+    QCOMPARE(a.size(), b.size());
+    double worst = 0;
+    for (int i = 0; i < a.size(); ++i) {
+        QCOMPARE(a[i].section(' ', 1, 1), b[i].section(' ', 1, 1));
+        worst = std::max(worst, std::abs(hexValue(a[i]) - hexValue(b[i])));
+    }
+    if (worst > tolerance)
+        QFAIL(qPrintable(QString("parameters differ by %1 (tolerance %2)").arg(worst).arg(tolerance)));
+}
+
+} // namespace
+
+class tst_Accelerator : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void twoRankDdpMatchesOneRankDoubledBatch()
+    {
+        QTemporaryDir dir;
+        const QString one = dir.filePath("one.txt"), two = dir.filePath("two.txt");
+        // Small buckets so that several all-reduces overlap with backward.
+        expectAllOk(runRanks(1, {"train", "steps=20", "batch=16", "constant=1", "out=" + one}));
+        expectAllOk(runRanks(2, {"train", "steps=20", "batch=8", "constant=1", "bucket_mb=0.001", "out=" + two}));
+        compareParams(readLines(one, "param"), readLines(two, "param"), 1e-5);
+        // And the run really trained: the loss moved.
+        const QStringList losses = readLines(two, "loss");
+        QCOMPARE(losses.size(), 20);
+        QVERIFY(hexValue(losses.last()) < hexValue(losses.first()));
+    }
+
+    void gradientAccumulationMatchesLargerBatch()
+    {
+        QTemporaryDir dir;
+        const QString big = dir.filePath("big.txt"), accumulated = dir.filePath("acc.txt"), ddp = dir.filePath("ddp.txt");
+        expectAllOk(runRanks(1, {"train", "steps=10", "batch=32", "constant=1", "out=" + big}));
+        expectAllOk(runRanks(1, {"train", "steps=10", "batch=8", "accum=4", "constant=1", "out=" + accumulated}));
+        compareParams(readLines(big, "param"), readLines(accumulated, "param"), 1e-5);
+        // Accumulation across 2 ranks (no_sync on the first 3 micro-batches) gives the same too.
+        expectAllOk(runRanks(2, {"train", "steps=10", "batch=4", "accum=4", "constant=1", "out=" + ddp}));
+        compareParams(readLines(big, "param"), readLines(ddp, "param"), 1e-5);
+    }
+
+    void resumeIsBitwiseIdentical()
+    {
+        QTemporaryDir dir;
+        const QString full = dir.filePath("full.txt"), part = dir.filePath("part.txt");
+        const QString checkpoint = dir.filePath("ckpt");
+        const QStringList common{"train", "steps=20", "batch=8", "shuffle=1", "dropout=0.2", "optimizer=adamw", "clip=1", "size=96"};
+        expectAllOk(runRanks(2, common + QStringList{"out=" + full}));
+        // Save at step 10 and die with SIGKILL right after, as a crashed job would.
+        const auto killed = runRanks(2, common + QStringList{"save_at=10", "checkpoint=" + checkpoint, "kill_after_save=1", "out=" + part});
+        for (const auto &r : killed)
+            QCOMPARE(r.status, QProcess::CrashExit);
+        for (const char *file : {"model.safetensors", "optimizer.bin", "scheduler.json", "random_states_0.safetensors",
+                                 "random_states_1.safetensors", "dl_state_dict.json"})
+            QVERIFY2(QFile::exists(checkpoint + "/" + file), file);
+        QVERIFY(!QFile::exists(checkpoint + ".partial"));
+        expectAllOk(runRanks(2, common + QStringList{"resume=" + checkpoint, "resume_step=10", "out=" + part}));
+        const QStringList a = readLines(full), b = readLines(part);
+        QCOMPARE(b.size(), a.size());
+        QCOMPARE(b, a);  // losses of steps 1..20 and every parameter, bit for bit
+    }
+
+    void automaticCheckpointNamingRotates()
+    {
+        QTemporaryDir dir;
+        const QString project = dir.filePath("project");
+        for (int i = 0; i < 3; ++i)
+            QDir().mkpath(project + "/checkpoints/checkpoint_" + QString::number(i));
+        // The next save is checkpoint_3; with total_limit 2 the two oldest go first.
+        expectAllOk(runRanks(1, {"train", "steps=4", "save_at=4", "project=" + project, "total_limit=2", "iteration=3"}));
+        QDir checkpoints(project + "/checkpoints");
+        QCOMPARE(checkpoints.entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name),
+                 QStringList({"checkpoint_2", "checkpoint_3"}));
+        QVERIFY(QFile::exists(project + "/checkpoints/checkpoint_3/model.safetensors"));
+        // An existing target folder is an error, not an overwrite.
+        const auto again = runRanks(1, {"train", "steps=4", "save_at=4", "project=" + project, "iteration=3"});
+        QCOMPARE(again[0].exitCode, 1);
+        QVERIFY2(again[0].err.contains("already exists"), qPrintable(again[0].err));
+    }
+
+    void gatherForMetricsReturnsExactlyTheDataset()
+    {
+        QTemporaryDir dir;
+        const QString out = dir.filePath("gather.txt");
+        expectAllOk(runRanks(2, {"gather", "size=11", "batch=3", "out=" + out}));
+        const QStringList lines = readLines(out);
+        QStringList indices;
+        for (const QString &line : lines) {
+            if (!line.contains(' '))
+                indices << line;
+        }
+        QStringList expected;
+        for (int i = 0; i < 11; ++i)
+            expected << QString::number(i);
+        QCOMPARE(indices, expected);
+        QVERIFY(lines.contains("padded 4 2.000000"));  // rank 0 padded [1,-1], rank 1 [1,1]
+        QVERIFY(lines.contains("broadcast 2.000000"));
+        QVERIFY(lines.contains("max 1.000000"));
+    }
+
+    void bf16AutocastTrains()
+    {
+        QTemporaryDir dir;
+        const QString out = dir.filePath("bf16.txt");
+        expectAllOk(runRanks(2, {"train", "steps=40", "batch=16", "precision=bf16", "out=" + out}));
+        const QStringList losses = readLines(out, "loss");
+        QCOMPARE(losses.size(), 40);
+        QVERIFY2(hexValue(losses.last()) < 0.7 * hexValue(losses.first()),
+                 qPrintable(losses.first() + " -> " + losses.last()));
+    }
+
+    void missingPeerFailsFastNamingHostPortAndRanks()
+    {
+        const int port = freePort();
+        QElapsedTimer timer;
+        timer.start();
+        const auto alone = runRanks(2, {"join", "timeout=3"}, 60000, port, {0});
+        QVERIFY(timer.elapsed() < 20000);
+        QCOMPARE(alone.size(), 1);
+        QCOMPARE(alone[0].exitCode, 3);
+        QVERIFY2(alone[0].err.contains(QString("127.0.0.1:%1").arg(port)), qPrintable(alone[0].err));
+        QVERIFY2(alone[0].err.contains("missing ranks: 1"), qPrintable(alone[0].err));
+    }
+
+    void wrongPortFailsFastNamingRankZero()
+    {
+        const int port = freePort();  // nobody listens there
+        QElapsedTimer timer;
+        timer.start();
+        const auto lost = runRanks(2, {"join", "timeout=3"}, 60000, port, {1});
+        QVERIFY(timer.elapsed() < 20000);
+        QCOMPARE(lost[0].exitCode, 3);
+        QVERIFY2(lost[0].err.contains(QString("127.0.0.1:%1").arg(port)), qPrintable(lost[0].err));
+        QVERIFY2(lost[0].err.contains("missing ranks: 0"), qPrintable(lost[0].err));
+    }
+
+    void twoRanksJoinAndReduce()
+    {
+        const auto results = runRanks(2, {"join", "timeout=30"});
+        expectAllOk(results);
+    }
+};
+
+QTEST_GUILESS_MAIN(tst_Accelerator)
+#include "tst_accelerator.moc"
