@@ -126,23 +126,23 @@ Result<std::string> QuestionFlow::interpret(const Question &question, const std:
                 return bad("an answer is required");
             return std::string();
         }
-        answer = question.defaultAnswer;
+        answer = question.defaultAnswer;  // already canonical
     } else {
         switch (question.kind) {
         case QuestionKind::Menu: {
-            char *end = nullptr;
-            errno = 0;
-            const long number = std::strtol(text.c_str(), &end, 10);
-            if (end && *end == '\0' && errno == 0 && number >= 1 && number <= static_cast<long>(question.choices.size())) {
-                answer = question.choices[static_cast<size_t>(number - 1)].value;
-                break;
-            }
+            // A choice's value or label first (so "2" picks ZeRO stage 2), then its 1-based number.
             for (const Choice &choice : question.choices) {
                 if (lower(choice.value) == lower(text) || lower(choice.label) == lower(text)) {
                     answer = choice.value;
                     break;
                 }
             }
+            char *end = nullptr;
+            errno = 0;
+            const long number = std::strtol(text.c_str(), &end, 10);
+            if (answer.empty() && end && *end == '\0' && errno == 0 && number >= 1
+                && number <= static_cast<long>(question.choices.size()))
+                answer = question.choices[static_cast<size_t>(number - 1)].value;
             if (answer.empty()) {
                 std::string options;
                 for (const Choice &choice : question.choices)

@@ -70,7 +70,7 @@ public:
     Answers effective(const Answers &answers) const;
 
     // Turns typed input into the canonical answer. Empty input -> the default. Menus accept the
-    // 1-based choice number, the value or the label (case-insensitive); yes/no accept yes, no, y,
+    // value or the label (case-insensitive), else the 1-based choice number; yes/no accept yes, no, y,
     // n in any case; numbers must parse. On failure the message says what would be valid.
     Result<std::string> interpret(const Question &question, const std::string &input, const Answers &answers) const;
 

@@ -346,7 +346,14 @@ std::vector<Question> standardQuestions()
         q.push_back(processes);
     }
     q.push_back(text("gpu_ids", "What GPU(s) (by id) should be used for training on this machine as a comma-separated list?", "all",
-                     [](const Answers &a) { return gpuLike(a) || (machine(a) == "NO" && !yes(a, "use_cpu")); }, "gpu_ids"));
+                     [](const Answers &a) {
+                         // Asked when the final type is a multi-accelerator one or NO on an accelerator, not for
+                         // DeepSpeed/FSDP/Megatron-LM runs.
+                         if (deepspeed(a) || fsdp(a) || megatron(a))
+                             return false;
+                         return gpuLike(a) || (machine(a) == "NO" && !yes(a, "use_cpu"));
+                     },
+                     "gpu_ids"));
     q.push_back(yesNo("enable_cpu_affinity", "Would you like to enable numa efficiency (currently only supported on NVIDIA hardware)?", false,
                       [](const Answers &a) {
                           return ((machine(a) == "NO" && !yes(a, "use_cpu") && !deepspeed(a))
