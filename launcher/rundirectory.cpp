@@ -1,6 +1,7 @@
 #include "launcher/rundirectory.h"
 
 #include "core/common/fileutil.h"
+#include "launcher/jsonoutput.h"
 
 #include <QDateTime>
 #include <QDir>
@@ -107,7 +108,7 @@ Result<RunDirectory> RunDirectory::open(const QString &pathOrId, const QString &
         } else {
             QStringList matches;
             for (const QString &entry : root.entryList(QDir::Dirs | QDir::NoDotAndDotDot)) {
-                if (entry.startsWith(pathOrId) || entry.endsWith(pathOrId))
+                if (entry.contains(pathOrId))
                     matches << entry;
             }
             if (matches.size() > 1)
@@ -149,7 +150,8 @@ QString RunDirectory::metricsPath(int rank) const
 Result<void> RunDirectory::writeManifest(const QJsonObject &manifest)
 {
     m_manifest = manifest;
-    const QByteArray text = QJsonDocument(manifest).toJson(QJsonDocument::Indented);
+    const QByteArray text = manifest.contains(QStringLiteral("schema")) ? schemaJson(manifest)
+                                                                      : QJsonDocument(manifest).toJson(QJsonDocument::Indented);
     return fileutil::writeFileAtomic(filePath(QStringLiteral("run.json")).toStdString(), text.toStdString());
 }
 

@@ -7,6 +7,7 @@
 #include "core/common/fileutil.h"
 #include "launcher/launchflags.h"
 #include "launcher/launchplan.h"
+#include "launcher/jsonoutput.h"
 #include "launcher/rundirectory.h"
 #include "launcher/runsupervisor.h"
 #include "launcher/signalwatcher.h"
@@ -113,7 +114,7 @@ static int runLaunch(int argc, char **argv)
 
     if (parser.isSet("dry_run")) {
         if (parser.isSet("json"))
-            std::printf("%s", QJsonDocument(launchPlanJson(settings, prepared->baseEnvironment)).toJson().constData());
+            std::printf("%s", schemaJson(launchPlanJson(settings, prepared->baseEnvironment)).constData());
         else
             std::printf("%s", launchPlanText(settings, prepared->baseEnvironment).toLocal8Bit().constData());
         return ExitOk;

@@ -3,6 +3,7 @@
 #include "core/common/fileutil.h"
 #include "launcher/configadapter.h"
 #include "launcher/envbuilder.h"
+#include "launcher/jsonoutput.h"
 #include "launcher/launchflags.h"
 #include "launcher/launchmerge.h"
 #include "launcher/launchplan.h"
@@ -269,7 +270,7 @@ int detachSupervisor(int argc, char **argv, const LaunchSettings &settings, bool
                                  {QStringLiteral("id"), id},
                                  {QStringLiteral("run_dir"), runPath},
                                  {QStringLiteral("supervisor_pid"), static_cast<qint64>(pid)}};
-        std::printf("%s", QJsonDocument(object).toJson().constData());
+        std::printf("%s", schemaJson(object).constData());
     } else {
         std::printf("%s\n", id.toLocal8Bit().constData());
         std::fprintf(stderr, "accel launch: detached supervisor pid %d; run directory %s\n", static_cast<int>(pid),

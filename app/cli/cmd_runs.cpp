@@ -3,6 +3,7 @@
 #include "app/cli/argparser.h"
 #include "app/cli/command.h"
 
+#include "launcher/jsonoutput.h"
 #include "launcher/rundirectory.h"
 
 #include <QDateTime>
@@ -71,7 +72,7 @@ static int runRuns(int argc, char **argv)
                                  {QStringLiteral("version"), 1},
                                  {QStringLiteral("runs_root"), root},
                                  {QStringLiteral("runs"), runs}};
-        std::printf("%s", QJsonDocument(object).toJson().constData());
+        std::printf("%s", schemaJson(object).constData());
         return ExitOk;
     }
     if (entries.empty()) {

@@ -4,6 +4,7 @@
 #include "app/cli/argparser.h"
 #include "app/cli/command.h"
 
+#include "launcher/jsonoutput.h"
 #include "launcher/rundirectory.h"
 
 #include <QElapsedTimer>
@@ -93,7 +94,7 @@ static int runStop(int argc, char **argv)
                                  {QStringLiteral("id"), run->id()},
                                  {QStringLiteral("state"), state},
                                  {QStringLiteral("detail"), how}};
-        std::printf("%s", QJsonDocument(object).toJson().constData());
+        std::printf("%s", schemaJson(object).constData());
     } else {
         std::printf("%s: %s (%s)\n", run->id().toLocal8Bit().constData(), state.toLocal8Bit().constData(),
                     how.toLocal8Bit().constData());

@@ -5,6 +5,7 @@
 #include "app/cli/command.h"
 
 #include "launcher/filefollower.h"
+#include "launcher/jsonoutput.h"
 #include "launcher/rundirectory.h"
 
 #include <QDir>
@@ -111,7 +112,7 @@ static int runTail(int argc, char **argv)
                 const QJsonObject body = lineJson(kind, line.file, line.text);
                 for (auto it = body.begin(); it != body.end(); ++it)
                     object.insert(it.key(), it.value());
-                std::printf("%s\n", QJsonDocument(object).toJson(QJsonDocument::Compact).constData());
+                std::printf("%s\n", schemaJson(object, true).constData());
             } else if (prefix) {
                 std::printf("[rank %d] %s\n", rankOfFile(line.file), line.text.toLocal8Bit().constData());
             } else {
@@ -133,7 +134,7 @@ static int runTail(int argc, char **argv)
                                      {QStringLiteral("state"), run->effectiveState(false)},
                                      {QStringLiteral("kind"), kind},
                                      {QStringLiteral("lines"), array}};
-            std::printf("%s", QJsonDocument(object).toJson().constData());
+            std::printf("%s", schemaJson(object).constData());
         } else {
             print(lines);
         }

@@ -1,0 +1,16 @@
+// JSON documents whose first keys are "schema" and "version" (QJsonDocument sorts keys, so the
+// header is written by hand in front of the sorted body). Every --json output and run.json use it.
+#pragma once
+
+#include <QByteArray>
+#include <QJsonObject>
+#include <QString>
+
+namespace accel::launcher {
+
+// `body` must not contain "schema" or "version" (they are dropped if it does).
+QByteArray schemaJson(const QString &schema, int version, QJsonObject body, bool compact = false);
+// Same, taking "schema" and "version" from `document` itself.
+QByteArray schemaJson(const QJsonObject &document, bool compact = false);
+
+} // namespace accel::launcher
