@@ -1,6 +1,7 @@
 #include "app/studio/configurepage.h"
 
 #include "app/studio/configform.h"
+#include "app/studio/configwizard.h"
 #include "app/studio/fieldeditor.h"
 #include "app/studio/textdiff.h"
 #include "core/common/fileutil.h"
@@ -68,6 +69,9 @@ void ConfigurePage::buildUi()
         if (maybeDiscardChanges())
             newConfig();
     });
+    QToolButton *questionsButton = toolButton(tr("Questions…"), tr("Build a config by answering `accelerate config`'s questions"), this);
+    questionsButton->setObjectName(QStringLiteral("newFromQuestions"));
+    connect(questionsButton, &QToolButton::clicked, this, &ConfigurePage::newFromQuestions);
     QToolButton *openButton = toolButton(tr("Open…"), tr("Open an Accelerate config (Ctrl+O)"), this);
     connect(openButton, &QToolButton::clicked, this, &ConfigurePage::openWithDialog);
     m_recentButton = toolButton(tr("Recent"), tr("Recently opened configs"), this);
@@ -80,7 +84,7 @@ void ConfigurePage::buildUi()
     connect(saveButton, &QToolButton::clicked, this, &ConfigurePage::save);
     QToolButton *saveAsButton = toolButton(tr("Save As…"), tr("Save under a new name; .json writes JSON"), this);
     connect(saveAsButton, &QToolButton::clicked, this, &ConfigurePage::saveWithDialog);
-    for (QToolButton *button : {newButton, openButton, m_recentButton, changesButton, saveButton, saveAsButton})
+    for (QToolButton *button : {newButton, questionsButton, openButton, m_recentButton, changesButton, saveButton, saveAsButton})
         bar->addWidget(button);
     layout->addLayout(bar);
 
@@ -160,6 +164,18 @@ void ConfigurePage::newConfig()
     setDocument(config, QString(), QString());
     m_savedText = previewText();  // an untouched new document has nothing to lose
     refresh();
+}
+
+void ConfigurePage::newFromQuestions()
+{
+    if (!maybeDiscardChanges())
+        return;
+    ConfigWizard wizard(this);
+    if (wizard.exec() != QDialog::Accepted)
+        return;
+    auto built = wizard.result();
+    if (built)
+        loadConfig(*built, tr("answers to the questionnaire"));
 }
 
 void ConfigurePage::loadConfig(const config::ClusterConfig &config, const QString &origin)

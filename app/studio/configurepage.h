@@ -31,6 +31,8 @@ public:
     // Shows `config` as a new, unsaved document (e.g. the hardware recommendation).
     void loadConfig(const config::ClusterConfig &config, const QString &origin);
     void newConfig();
+    // Runs the questionnaire dialog and shows its config as a new, unsaved document.
+    void newFromQuestions();
     // Writes the current document to its file (asks for a name when it has none).
     bool save();
     bool saveAs(const QString &path);
