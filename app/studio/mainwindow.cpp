@@ -114,6 +114,16 @@ void MainWindow::createPages()
 void MainWindow::createMenus()
 {
     QMenu *file = menuBar()->addMenu(tr("&File"));
+    QAction *newConfig = file->addAction(tr("&New Config"), this, [this] {
+        showPage(Page::Configure);
+        if (m_configurePage->maybeDiscardChanges())
+            m_configurePage->newConfig();
+    });
+    newConfig->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_N));
+    file->addAction(tr("New Config from &Questions…"), this, [this] {
+        showPage(Page::Configure);
+        m_configurePage->newFromQuestions();
+    });
     QAction *open = file->addAction(tr("&Open Config…"), this, &MainWindow::openConfigDialog);
     open->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_O));
     QMenu *recent = file->addMenu(tr("Open &Recent"));
