@@ -9,7 +9,9 @@
 
 namespace accel::test {
 
-inline QList<qint64> processesWithMarker(const QString &marker)
+// `program`: when not empty, only processes whose argv[0] ends with it (e.g. "fakechild", to leave
+// out an accel supervisor whose own command line carries the marker too).
+inline QList<qint64> processesWithMarker(const QString &marker, const QString &program = {})
 {
     QList<qint64> pids;
     const QByteArray needle = marker.toUtf8();
@@ -19,7 +21,10 @@ inline QList<qint64> processesWithMarker(const QString &marker)
         if (!ok)
             continue;
         QFile cmdline(QStringLiteral("/proc/%1/cmdline").arg(entry));
-        if (cmdline.open(QIODevice::ReadOnly) && cmdline.readAll().contains(needle))
+        if (!cmdline.open(QIODevice::ReadOnly))
+            continue;
+        const QByteArray text = cmdline.readAll();
+        if (text.contains(needle) && (program.isEmpty() || text.left(text.indexOf('\0')).endsWith(program.toUtf8())))
             pids << pid;
     }
     return pids;
