@@ -143,6 +143,7 @@ int runDeviceMap(int argc, char **argv)
     parser.addValue("dtype", "DTYPE", "load dtype for sizes: float32, float16, bfloat16, fp8, int8, int4 (default: as stored)");
     parser.addValue("env_json", "FILE", "`accel env --json` output whose GPUs (free memory) join this machine's budgets");
     parser.addFlag("offload_buffers", "count buffers of offloaded modules as offloaded too");
+    parser.addFlag("fallback_allocation", "let an empty GPU take any module that fits (fallback_allocation=True)");
     parser.addFlag("no_clean", "keep the map unmerged (clean_result=False)");
     parser.addFlag("json", "print a JSON object (schema accel.device-map)");
     if (!parser.parse(expandNoSplit(argc, argv))) {
@@ -172,6 +173,7 @@ int runDeviceMap(int argc, char **argv)
     }
     options.offloadBuffers = parser.isSet("offload_buffers");
     options.cleanResult = !parser.isSet("no_clean");
+    options.fallbackAllocation = parser.isSet("fallback_allocation");
     if (auto spec = parser.value("max_memory")) {
         auto budgets = bigmodel::parseMaxMemory(*spec);
         if (!budgets)

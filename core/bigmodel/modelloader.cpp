@@ -116,6 +116,8 @@ Result<LoadedModel> loadModel(const std::string &given)
             return tl::unexpected(config.error());
         if (config)
             model.config = *config;
+        else
+            model.structure.warnings.push_back(config.error().toString() + "; using checkpoint names only");
     }
     if (isConfig) {
         model.structure = buildModelStructure(*model.config);
@@ -130,7 +132,9 @@ Result<LoadedModel> loadModel(const std::string &given)
         }
         return tl::unexpected(checkpoint.error());
     }
+    std::vector<std::string> warnings = std::move(model.structure.warnings);
     model.structure = structureFromCheckpoint(*checkpoint, model.config);
+    model.structure.warnings.insert(model.structure.warnings.begin(), warnings.begin(), warnings.end());
     model.checkpoint = std::move(*checkpoint);
     return model;
 }

@@ -217,6 +217,23 @@ private Q_SLOTS:
         QVERIFY(result.warnings[0].find("device cpu") != std::string::npos);
     }
 
+    void fallbackAllocation()
+    {
+        // GPU 0 = 150 with the 100 reserve leaves 50: embed (100) cannot go there. With
+        // fallback_allocation the still-empty GPU looks (breadth first) for a module fitting
+        // 150 - max(100, 100) = 50: layers (300) no, norm (10) yes → norm is placed on GPU 0
+        // first; embed then moves on to cpu (1000 - 100) with layers (400 in all) and head.
+        auto o = options("0=150,cpu=1000", DeviceMapStrategy::Sequential);
+        o.fallbackAllocation = true;
+        auto result = inferAutoDeviceMap(toyModel(), o);
+        QCOMPARE(result.map, (Map{{"norm", "0"}, {"embed", "cpu"}, {"layers", "cpu"}, {"head", "cpu"}}));
+        // Without it GPU 0 stays empty and a warning says so.
+        o.fallbackAllocation = false;
+        result = inferAutoDeviceMap(toyModel(), o);
+        QCOMPARE(result.map, (Map{{"", "cpu"}}));
+        QCOMPARE(result.warnings.size(), size_t(1));
+    }
+
     void cpuOnly()
     {
         // No GPU: cpu is the only main device. 510 ≤ 1000 - 100 → everything on cpu.

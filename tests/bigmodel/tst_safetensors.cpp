@@ -285,6 +285,57 @@ private Q_SLOTS:
         QCOMPARE(std::string(reinterpret_cast<const char *>((*opened)->find("w")->data), 3), std::string("abc"));
     }
 
+    void mutatedFilesNeverBreakInvariants()
+    {
+        // 3000 deterministic mutations of a valid file (byte flips in the length, the header and
+        // the data; truncations): each is either rejected or accepted with every tensor inside
+        // the file, contiguous and sized by its shape.
+        auto a = iota(6);
+        int64_t ids[3] = {1, 2, 3};
+        const std::string file = path("seed.safetensors");
+        QVERIFY(writeSafetensors(file, {{"w", DType::F32, {2, 3}, a.data(), 24}, {"ids", DType::I64, {3}, ids, 24}}));
+        const std::string seed = *fileutil::readFile(file);
+        uint64_t state = 0x9e3779b97f4a7c15ull;
+        auto next = [&] {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            return state;
+        };
+        int accepted = 0;
+        for (int round = 0; round < 3000; ++round) {
+            std::string bytes = seed;
+            const int edits = 1 + static_cast<int>(next() % 3);
+            for (int e = 0; e < edits; ++e) {
+                const size_t at = next() % bytes.size();
+                switch (next() % 4) {
+                case 0: bytes[at] = static_cast<char>(next()); break;
+                case 1: bytes[at] = "0123456789,[]{}\":"[next() % 17]; break;
+                case 2: bytes.resize(at); break;
+                default: bytes.insert(at, 1, static_cast<char>(next())); break;
+                }
+                if (bytes.empty())
+                    bytes = "x";
+            }
+            auto parsed = parseSafetensors(reinterpret_cast<const std::byte *>(bytes.data()), bytes.size(), bytes.size(), "m");
+            if (!parsed) {
+                QVERIFY(!parsed.error().message.empty());
+                continue;
+            }
+            ++accepted;
+            uint64_t position = 0;
+            for (const TensorInfo &t : parsed->tensors) {
+                QCOMPARE(t.begin, position);
+                uint64_t bits = t.elementCount() * static_cast<uint64_t>(dtypeBits(t.dtype));
+                QCOMPARE(t.byteSize(), bits / 8);
+                position = t.end;
+                QVERIFY(reinterpret_cast<const char *>(t.data) + t.byteSize() <= bytes.data() + bytes.size());
+            }
+            QCOMPARE(parsed->dataStart + position, uint64_t(bytes.size()));
+        }
+        QVERIFY(accepted > 0);  // flips inside tensor data keep the file valid
+    }
+
     void tensorsOutliveTheirFileObject()
     {
         auto a = iota(4, 1);
