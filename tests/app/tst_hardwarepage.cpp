@@ -12,6 +12,7 @@ namespace {
 struct CpuInfoFacts {
     QString model;
     int logicalCpus = 0;
+    int physicalCores = 0;  // distinct (physical id, core id) pairs; 0 when the file lacks them
 };
 
 CpuInfoFacts readProcCpuinfo()
@@ -21,13 +22,21 @@ CpuInfoFacts readProcCpuinfo()
     if (!file.open(QIODevice::ReadOnly | QIODevice::Text))
         return facts;
     const QStringList lines = QString::fromUtf8(file.readAll()).split(QLatin1Char('\n'));
+    QSet<QString> cores;
+    QString physicalId;
     for (const QString &line : lines) {
         const QString key = line.section(QLatin1Char(':'), 0, 0).trimmed();
+        const QString value = line.section(QLatin1Char(':'), 1).trimmed();
         if (key == QLatin1String("processor"))
             ++facts.logicalCpus;
         else if (key == QLatin1String("model name") && facts.model.isEmpty())
-            facts.model = line.section(QLatin1Char(':'), 1).trimmed();
+            facts.model = value;
+        else if (key == QLatin1String("physical id"))
+            physicalId = value;
+        else if (key == QLatin1String("core id"))
+            cores.insert(physicalId + QLatin1Char('/') + value);
     }
+    facts.physicalCores = static_cast<int>(cores.size());
     return facts;
 }
 
@@ -67,6 +76,8 @@ private Q_SLOTS:
         QCOMPARE(logical->text(), QString::number(facts.logicalCpus));
         auto *physical = page.findChild<QLabel *>(QStringLiteral("cpuPhysicalCores"));
         QVERIFY(physical);
+        if (facts.physicalCores > 0)
+            QCOMPARE(physical->text(), QString::number(facts.physicalCores));
         QVERIFY(physical->text().toInt() >= 1);
         QVERIFY(physical->text().toInt() <= facts.logicalCpus);
 
