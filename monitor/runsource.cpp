@@ -4,6 +4,7 @@
 
 #include <QDateTime>
 #include <QFileInfo>
+#include <QMetaMethod>
 
 #include <cstring>
 
@@ -88,7 +89,9 @@ void RunSource::deliverBytes(const QString &relativePath, QByteArrayView bytes)
 {
     if (bytes.isEmpty())
         return;
-    Q_EMIT bytesRead(relativePath, bytes.toByteArray());
+    static const QMetaMethod rawSignal = QMetaMethod::fromSignal(&RunSource::bytesRead);
+    if (isSignalConnected(rawSignal))  // a copy only for whoever re-streams the run
+        Q_EMIT bytesRead(relativePath, bytes.toByteArray());
     FileDecoder &decoder = decoderFor(relativePath);
     switch (decoder.kind) {
     case FileKind::Metrics: {
