@@ -7,6 +7,7 @@
 #include "core/common/fileutil.h"
 #include "core/config/validation.h"
 
+#include <QCheckBox>
 #include <QDialog>
 #include <QDialogButtonBox>
 #include <QFileDialog>
@@ -21,6 +22,7 @@
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QScrollArea>
+#include <QSettings>
 #include <QSplitter>
 #include <QTextEdit>
 #include <QToolButton>
@@ -79,7 +81,14 @@ void ConfigurePage::buildUi()
     m_recentButton->setMenu(new QMenu(m_recentButton));
     connect(m_recentButton->menu(), &QMenu::aboutToShow, this, &ConfigurePage::updateRecentMenu);
     QToolButton *changesButton = toolButton(tr("Changes…"), tr("Compare with the file on disk"), this);
-    connect(changesButton, &QToolButton::clicked, this, &ConfigurePage::showChanges);
+    connect(changesButton, &QToolButton::clicked, this, [this] {
+        if (!reviewChanges(tr("Save")))
+            return;
+        if (m_path.isEmpty())
+            saveWithDialog();
+        else
+            saveAs(m_path);
+    });
     QToolButton *saveButton = toolButton(tr("Save"), tr("Save atomically (Ctrl+S)"), this);
     connect(saveButton, &QToolButton::clicked, this, &ConfigurePage::save);
     QToolButton *saveAsButton = toolButton(tr("Save As…"), tr("Save under a new name; .json writes JSON"), this);
@@ -259,7 +268,20 @@ bool ConfigurePage::save()
 {
     if (m_path.isEmpty())
         return saveWithDialog();
+    // Overwriting a file the user opened: show what will change first when they asked for it.
+    if (reviewBeforeSave() && isModified() && !reviewChanges(tr("Save")))
+        return false;
     return saveAs(m_path);
+}
+
+bool ConfigurePage::reviewBeforeSave() const
+{
+    return QSettings().value(QStringLiteral("configure/reviewBeforeSave"), true).toBool();
+}
+
+void ConfigurePage::setReviewBeforeSave(bool review)
+{
+    QSettings().setValue(QStringLiteral("configure/reviewBeforeSave"), review);
 }
 
 bool ConfigurePage::saveAs(const QString &path)
@@ -309,7 +331,7 @@ bool ConfigurePage::maybeDiscardChanges()
     return answer == QMessageBox::Discard;
 }
 
-void ConfigurePage::showChanges()
+bool ConfigurePage::reviewChanges(const QString &acceptText)
 {
     const QVector<DiffLine> diff = diffLines(m_savedText, previewText());
     QString html = QStringLiteral("<pre style=\"margin:0\">");
@@ -338,13 +360,18 @@ void ConfigurePage::showChanges()
     view->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
     view->setHtml(html);
     layout->addWidget(view, 1);
-    auto *buttons = new QDialogButtonBox(QDialogButtonBox::Save | QDialogButtonBox::Close, &dialog);
-    buttons->button(QDialogButtonBox::Save)->setEnabled(isModified());
+    auto *review = new QCheckBox(tr("Always show the changes before saving"), &dialog);
+    review->setChecked(reviewBeforeSave());
+    connect(review, &QCheckBox::toggled, this, &ConfigurePage::setReviewBeforeSave);
+    layout->addWidget(review);
+    auto *buttons = new QDialogButtonBox(QDialogButtonBox::Cancel, &dialog);
+    QPushButton *accept = buttons->addButton(acceptText, QDialogButtonBox::AcceptRole);
+    accept->setEnabled(isModified());
+    accept->setDefault(true);
     connect(buttons, &QDialogButtonBox::accepted, &dialog, &QDialog::accept);
     connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
     layout->addWidget(buttons);
-    if (dialog.exec() == QDialog::Accepted)
-        save();
+    return dialog.exec() == QDialog::Accepted;
 }
 
 void ConfigurePage::focusField(const QString &key)

@@ -40,7 +40,12 @@ public:
     bool saveWithDialog();
     // Asks what to do with unsaved changes; false when the user cancels.
     bool maybeDiscardChanges();
-    void showChanges();
+    // Shows the line diff between the file on disk and what a save would write; true when the
+    // user accepts (the button reads `acceptText`).
+    bool reviewChanges(const QString &acceptText);
+    // Whether Save shows the diff first (remembered; on by default).
+    bool reviewBeforeSave() const;
+    void setReviewBeforeSave(bool review);
 
     bool isModified() const;
     QString filePath() const { return m_path; }

@@ -5,11 +5,14 @@
 #include "app/studio/fieldeditor.h"
 
 #include <QCheckBox>
+#include <QApplication>
 #include <QComboBox>
+#include <QDialog>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QSpinBox>
+#include <QTextEdit>
 #include <QtTest>
 
 using namespace accel::app;
@@ -84,6 +87,9 @@ private Q_SLOTS:
     {
         QCoreApplication::setOrganizationName(QStringLiteral("AccelStudioTests"));
         QCoreApplication::setApplicationName(QStringLiteral("tst_configurepage"));
+        // Saving shows the changes first by default; the tests below save directly, except
+        // reviewBeforeSaveShowsDiff which switches it back on.
+        ConfigurePage().setReviewBeforeSave(false);
     }
 
     void loadsFileIntoForm()
@@ -199,6 +205,41 @@ private Q_SLOTS:
         const QString message = page.form()->field(QStringLiteral("deepspeed_config.gradient_clipping"))->diagnosticText();
         QVERIFY2(message.contains(QStringLiteral("expected a number")), qPrintable(message));
         QVERIFY(!page.previewText().contains(QStringLiteral("gradient_clipping")));
+    }
+
+    void reviewBeforeSaveShowsDiff()
+    {
+        QTemporaryDir dir;
+        const QString path = writeFile(dir, QStringLiteral("config.yaml"), multiGpuYaml);
+        ConfigurePage page;
+        page.setReviewBeforeSave(true);
+        page.show();
+        QVERIFY(page.openFile(path));
+        auto *processes = page.findChild<QSpinBox *>(QStringLiteral("editor:num_processes"));
+        processes->setValue(3);
+
+        // Cancel in the review dialog: nothing is written.
+        QString shownDiff;
+        auto answerDialog = [&shownDiff](bool accept) {
+            QTimer::singleShot(0, [&shownDiff, accept] {
+                auto *dialog = qobject_cast<QDialog *>(QApplication::activeModalWidget());
+                QVERIFY(dialog);
+                shownDiff = dialog->findChild<QTextEdit *>()->toPlainText();
+                accept ? dialog->accept() : dialog->reject();
+            });
+        };
+        answerDialog(false);
+        QVERIFY(!page.save());
+        QVERIFY2(shownDiff.contains(QStringLiteral("- num_processes: 2")), qPrintable(shownDiff));
+        QVERIFY(shownDiff.contains(QStringLiteral("+ num_processes: 3")));
+        QCOMPARE(readAll(path), multiGpuYaml);
+        QVERIFY(page.isModified());
+
+        answerDialog(true);
+        QVERIFY(page.save());
+        QVERIFY(readAll(path).contains("num_processes: 3\n"));
+        QVERIFY(!page.isModified());
+        page.setReviewBeforeSave(false);
     }
 
     void loadErrorsAreShownInPage()

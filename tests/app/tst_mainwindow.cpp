@@ -28,6 +28,7 @@ private Q_SLOTS:
         QCoreApplication::setOrganizationName(QStringLiteral("AccelStudioTests"));
         QCoreApplication::setApplicationName(QStringLiteral("tst_mainwindow"));
         QSettings().clear();
+        QSettings().setValue(QStringLiteral("configure/reviewBeforeSave"), false);
     }
 
     void opensWithEveryPage()
