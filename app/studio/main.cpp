@@ -3,11 +3,38 @@
 #include "app/studio/mainwindow.h"
 #include "app/studio/screenshot.h"
 #include "app/studio/studiooptions.h"
+#include "core/common/log.h"
 
 #include <QApplication>
+#include <QLoggingCategory>
 #include <QTextStream>
 
 #include <cstdio>
+
+Q_LOGGING_CATEGORY(lcCore, "accel.core")
+
+// The Qt-free libraries log through accel::log; in the studio their lines go to Qt's logging
+// (category accel.core, prefixed with the library's own category).
+static void routeCoreLogging()
+{
+    accel::log::setSink([](accel::log::Level level, const std::string &category, const std::string &message) {
+        const QString text = QStringLiteral("[%1] %2").arg(QString::fromStdString(category), QString::fromStdString(message));
+        switch (level) {
+        case accel::log::Level::Debug:
+            qCDebug(lcCore).noquote() << text;
+            break;
+        case accel::log::Level::Info:
+            qCInfo(lcCore).noquote() << text;
+            break;
+        case accel::log::Level::Warning:
+            qCWarning(lcCore).noquote() << text;
+            break;
+        case accel::log::Level::Error:
+            qCCritical(lcCore).noquote() << text;
+            break;
+        }
+    });
+}
 
 int main(int argc, char **argv)
 {
@@ -16,6 +43,7 @@ int main(int argc, char **argv)
     QApplication::setApplicationName(QStringLiteral("accel-studio"));
     QApplication::setApplicationVersion(QStringLiteral(ACCEL_VERSION));
     QApplication::setDesktopFileName(QStringLiteral("accel-studio"));
+    routeCoreLogging();
 
     const auto parsed = accel::app::parseStudioOptions(QApplication::arguments());
     if (!parsed.error.isEmpty()) {
