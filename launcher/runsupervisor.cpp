@@ -1,6 +1,7 @@
 #include "launcher/runsupervisor.h"
 
 #include "launcher/envbuilder.h"
+#include "launcher/groupreaper.h"
 #include "launcher/rundirectory.h"
 
 #include <QFile>
@@ -46,6 +47,8 @@ RunSupervisor::RunSupervisor(LaunchSettings settings, EnvMap baseEnvironment, Ru
 RunSupervisor::~RunSupervisor()
 {
     killAll();
+    m_processes.clear();
+    m_reaper.reset();
 }
 
 std::vector<qint64> RunSupervisor::rankPids() const
@@ -58,6 +61,7 @@ std::vector<qint64> RunSupervisor::rankPids() const
 
 void RunSupervisor::start()
 {
+    m_reaper = std::make_unique<GroupReaper>();
     if (m_run) {
         QJsonObject manifest = m_run->manifest();
         manifest[QStringLiteral("supervisor")] = QJsonObject{
@@ -113,6 +117,8 @@ void RunSupervisor::startAttempt()
 
 void RunSupervisor::onRankStarted(int rank, qint64 pid)
 {
+    if (m_reaper)
+        m_reaper->watch(pid);
     if (m_run)
         (void)m_run->appendEvent(QStringLiteral("rank_started"), {{QStringLiteral("rank"), rank},
                                                                   {QStringLiteral("pid"), pid},
@@ -214,6 +220,7 @@ void RunSupervisor::finish(const QString &state, int exitCode, const QString &re
     if (m_finished)
         return;
     m_finished = true;
+    m_reaper.reset();  // every group was killed in attemptDone(); the helper leaves quietly
     m_outcome.state = state;
     m_outcome.exitCode = exitCode;
     m_outcome.failedRank = m_firstFailure ? m_firstFailure->rank : -1;

@@ -17,6 +17,7 @@
 
 namespace accel::launcher {
 
+class GroupReaper;
 class RunDirectory;
 
 struct SupervisorOptions {
@@ -68,6 +69,7 @@ private:
     EnvMap m_baseEnvironment;
     RunDirectory *m_run = nullptr;
     SupervisorOptions m_options;
+    std::unique_ptr<GroupReaper> m_reaper;
     std::vector<std::unique_ptr<RankProcess>> m_processes;
     std::map<int, RankExit> m_exits;  // by global rank, this attempt
     std::optional<RankExit> m_firstFailure;

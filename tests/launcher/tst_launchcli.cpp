@@ -199,13 +199,15 @@ private Q_SLOTS:
         accel.setProgram(accel::test::binDir() + QStringLiteral("/accel"));
         accel.setArguments({QStringLiteral("launch"), QStringLiteral("--cpu"), QStringLiteral("--num_processes"), QStringLiteral("2"),
                             QStringLiteral("--run_dir"), dir.filePath(QStringLiteral("run")), QStringLiteral("--no_python"), fakechild(),
-                            QStringLiteral("--marker"), marker, QStringLiteral("--ignore-term"), QStringLiteral("--hang")});
+                            QStringLiteral("--marker"), marker, QStringLiteral("--ignore-term"), QStringLiteral("--grandchild"),
+                            QStringLiteral("--hang")});
         accel.start();
         QVERIFY(accel.waitForStarted());
-        QVERIFY(waitFor([&] { return processesWithMarker(marker, QStringLiteral("fakechild")).size() == 2; }, 10000));
+        // 2 ranks + 2 grandchildren.
+        QVERIFY(waitFor([&] { return processesWithMarker(marker, QStringLiteral("fakechild")).size() == 4; }, 10000));
         ::kill(static_cast<pid_t>(accel.processId()), SIGKILL);
         QVERIFY(accel.waitForFinished(5000));
-        QVERIFY2(waitFor([&] { return processesWithMarker(marker).isEmpty(); }, 2000), "a rank survived its supervisor");
+        QVERIFY2(waitFor([&] { return processesWithMarker(marker).isEmpty(); }, 2000), "a rank or its child survived the supervisor");
         // The run is reported lost, not running.
         const auto runs = runAccel({QStringLiteral("runs"), QStringLiteral("--json"), QStringLiteral("--runs_root"), dir.path()});
         const QJsonArray list = parseObject(runs.out).value(QStringLiteral("runs")).toArray();

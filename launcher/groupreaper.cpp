@@ -1,0 +1,90 @@
+#include "launcher/groupreaper.h"
+
+#include <cerrno>
+#include <csignal>
+#include <cstdint>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace accel::launcher {
+
+namespace {
+
+constexpr std::int32_t kGoodbye = -1;
+constexpr int kMaxGroups = 8192;
+
+// Runs in the forked helper: only async-signal-safe calls from here on.
+[[noreturn]] void helperMain(int readEnd)
+{
+    // Survive the terminal's Ctrl-C and `accel stop`: only the pipe decides.
+    for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE})
+        ::signal(signal, SIG_IGN);
+    const int null = ::open("/dev/null", O_RDWR);
+    if (null >= 0) {
+        ::dup2(null, 0);
+        ::dup2(null, 1);
+        ::dup2(null, 2);
+    }
+    static std::int32_t groups[kMaxGroups];
+    int count = 0;
+    for (;;) {
+        std::int32_t value = 0;
+        const ssize_t n = ::read(readEnd, &value, sizeof(value));
+        if (n == static_cast<ssize_t>(sizeof(value))) {
+            if (value == kGoodbye)
+                ::_exit(0);
+            if (value > 0 && count < kMaxGroups)
+                groups[count++] = value;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        break;  // EOF: the supervisor is gone
+    }
+    for (int i = 0; i < count; ++i)
+        ::killpg(groups[i], SIGKILL);
+    ::_exit(0);
+}
+
+} // namespace
+
+GroupReaper::GroupReaper()
+{
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0)
+        return;
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        ::close(fds[1]);
+        helperMain(fds[0]);
+    }
+    ::close(fds[0]);
+    if (pid < 0) {
+        ::close(fds[1]);
+        return;
+    }
+    m_pipe = fds[1];
+    m_helper = pid;
+}
+
+GroupReaper::~GroupReaper()
+{
+    if (m_pipe >= 0) {
+        const std::int32_t goodbye = kGoodbye;
+        [[maybe_unused]] const ssize_t written = ::write(m_pipe, &goodbye, sizeof(goodbye));
+        ::close(m_pipe);
+    }
+    if (m_helper > 0)
+        ::waitpid(static_cast<pid_t>(m_helper), nullptr, 0);
+}
+
+void GroupReaper::watch(qint64 processGroup)
+{
+    if (m_pipe < 0 || processGroup <= 0)
+        return;
+    const std::int32_t value = static_cast<std::int32_t>(processGroup);
+    [[maybe_unused]] const ssize_t written = ::write(m_pipe, &value, sizeof(value));
+}
+
+} // namespace accel::launcher
