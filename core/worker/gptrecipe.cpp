@@ -1,0 +1,258 @@
+// Recipe `gpt`: a decoder-only transformer language model on bytes (vocabulary 256), trained
+// from scratch on a text corpus with AdamW, warm-up + cosine, evaluation, checkpoints, resume.
+#include "core/worker/jobrunner.h"
+#include "core/worker/trainingloop.h"
+
+#include "core/common/fileutil.h"
+#include "core/runtime/tensorio.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+
+namespace accel::worker {
+
+namespace fs = std::filesystem;
+namespace F = torch::nn::functional;
+
+namespace {
+
+struct GptConfig {
+    int64_t nLayer = 2, nHead = 2, nEmbd = 64, blockSize = 64;
+    double dropout = 0.0;
+};
+
+struct AttentionImpl : torch::nn::Module {
+    AttentionImpl(const GptConfig &c)
+        : nHead(c.nHead)
+    {
+        qkv = register_module("qkv", torch::nn::Linear(c.nEmbd, 3 * c.nEmbd));
+        proj = register_module("proj", torch::nn::Linear(c.nEmbd, c.nEmbd));
+        drop = register_module("drop", torch::nn::Dropout(c.dropout));
+        mask = torch::ones({c.blockSize, c.blockSize}, torch::kBool).tril();
+    }
+    torch::Tensor forward(const torch::Tensor &x)
+    {
+        const int64_t B = x.size(0), T = x.size(1), C = x.size(2), hs = C / nHead;
+        auto parts = qkv(x).split(C, 2);
+        auto q = parts[0].view({B, T, nHead, hs}).transpose(1, 2);
+        auto k = parts[1].view({B, T, nHead, hs}).transpose(1, 2);
+        auto v = parts[2].view({B, T, nHead, hs}).transpose(1, 2);
+        auto att = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(double(hs)));
+        att = att.masked_fill(mask.slice(0, 0, T).slice(1, 0, T).logical_not(), -INFINITY);
+        att = drop(torch::softmax(att, -1));
+        auto y = torch::matmul(att, v).transpose(1, 2).contiguous().view({B, T, C});
+        return drop(proj(y));
+    }
+    int64_t nHead;
+    torch::nn::Linear qkv{nullptr}, proj{nullptr};
+    torch::nn::Dropout drop{nullptr};
+    torch::Tensor mask;
+};
+TORCH_MODULE(Attention);
+
+struct BlockImpl : torch::nn::Module {
+    BlockImpl(const GptConfig &c)
+    {
+        ln1 = register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.nEmbd})));
+        attn = register_module("attn", Attention(c));
+        ln2 = register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.nEmbd})));
+        fc = register_module("fc", torch::nn::Linear(c.nEmbd, 4 * c.nEmbd));
+        proj = register_module("proj", torch::nn::Linear(4 * c.nEmbd, c.nEmbd));
+        drop = register_module("drop", torch::nn::Dropout(c.dropout));
+    }
+    torch::Tensor forward(torch::Tensor x)
+    {
+        x = x + attn(ln1(x));
+        return x + drop(proj(F::gelu(fc(ln2(x)))));
+    }
+    torch::nn::LayerNorm ln1{nullptr}, ln2{nullptr};
+    Attention attn{nullptr};
+    torch::nn::Linear fc{nullptr}, proj{nullptr};
+    torch::nn::Dropout drop{nullptr};
+};
+TORCH_MODULE(Block);
+
+struct Gpt : torch::nn::Module {
+    explicit Gpt(const GptConfig &c)
+        : config(c)
+    {
+        wte = register_module("wte", torch::nn::Embedding(256, c.nEmbd));
+        wpe = register_module("wpe", torch::nn::Embedding(c.blockSize, c.nEmbd));
+        blocks = register_module("blocks", torch::nn::ModuleList());
+        for (int64_t i = 0; i < c.nLayer; ++i)
+            blocks->push_back(Block(c));
+        lnf = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.nEmbd})));
+        torch::NoGradGuard noGrad;
+        for (auto &item : named_parameters()) {
+            const std::string &name = item.key();
+            auto &p = item.value();
+            if (name.find("ln") != std::string::npos)
+                continue;  // LayerNorm keeps ones/zeros
+            if (name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0)
+                p.zero_();
+            else if (name.find("proj.weight") != std::string::npos)
+                p.normal_(0.0, 0.02 / std::sqrt(2.0 * double(c.nLayer)));
+            else
+                p.normal_(0.0, 0.02);
+        }
+    }
+    // Logits [B, T, 256]; the output projection is tied to the token embedding.
+    torch::Tensor forward(const torch::Tensor &tokens)
+    {
+        const int64_t T = tokens.size(1);
+        auto positions = torch::arange(T, torch::kInt64);
+        auto x = wte(tokens) + wpe(positions);
+        for (auto &block : *blocks)
+            x = block->as<Block>()->forward(x);
+        return F::linear(lnf(x), wte->weight);
+    }
+    GptConfig config;
+    torch::nn::Embedding wte{nullptr}, wpe{nullptr};
+    torch::nn::ModuleList blocks{nullptr};
+    torch::nn::LayerNorm lnf{nullptr};
+};
+
+Result<std::string> readCorpus(const std::string &path, const JobSpec &job)
+{
+    if (path.empty())
+        return makeError(ErrorCode::InvalidInput, "data.corpus: missing (a text file or a folder of text files)", job.path);
+    std::error_code ec;
+    if (fs::is_directory(path, ec)) {
+        std::vector<fs::path> files;
+        for (const auto &entry : fs::recursive_directory_iterator(path, ec)) {
+            if (entry.is_regular_file())
+                files.push_back(entry.path());
+        }
+        std::sort(files.begin(), files.end());
+        std::string all;
+        for (const auto &file : files) {
+            auto text = fileutil::readFile(file.string());
+            if (!text)
+                return tl::unexpected(text.error());
+            all += *text;
+            all += "\n";
+        }
+        return all;
+    }
+    if (!fs::exists(path, ec))
+        return makeError(ErrorCode::NotFound, "data.corpus: " + path + " does not exist", job.path);
+    return fileutil::readFile(path);
+}
+
+} // namespace
+
+Result<void> runGptRecipe(runtime::Accelerator &accelerator, const JobSpec &job)
+{
+    GptConfig config;
+    auto nLayer = job.integer("model.n_layer", config.nLayer, 1, 1024);
+    auto nHead = job.integer("model.n_head", config.nHead, 1, 1024);
+    auto nEmbd = job.integer("model.n_embd", config.nEmbd, 1, 65536);
+    auto block = job.integer("model.block_size", config.blockSize, 2, 1 << 16);
+    auto dropout = job.number("model.dropout", 0.0);
+    auto evalFraction = job.number("data.eval_fraction", 0.05);
+    for (auto *r : {&nLayer, &nHead, &nEmbd, &block}) {
+        if (!*r)
+            return tl::unexpected(r->error());
+    }
+    if (!dropout)
+        return tl::unexpected(dropout.error());
+    if (!evalFraction)
+        return tl::unexpected(evalFraction.error());
+    config = {*nLayer, *nHead, *nEmbd, *block, *dropout};
+    if (config.nEmbd % config.nHead != 0)
+        return makeError(ErrorCode::InvalidInput, "model.n_embd (" + std::to_string(config.nEmbd) + ") must be divisible by model.n_head (" +
+                                                      std::to_string(config.nHead) + ")", job.path);
+    auto corpus = readCorpus(job.pathValue("data.corpus"), job);
+    if (!corpus)
+        return tl::unexpected(corpus.error());
+    const int64_t total = int64_t(corpus->size());
+    const int64_t evalBytes = std::clamp<int64_t>(int64_t(double(total) * std::min(*evalFraction, 0.5)), 0, total);
+    auto bytes = torch::from_blob(corpus->data(), {total}, torch::kUInt8).to(torch::kInt64);
+    auto train = bytes.narrow(0, 0, total - evalBytes);
+    auto eval = bytes.narrow(0, total - evalBytes, evalBytes);
+    const int64_t T = config.blockSize;
+    if (train.size(0) < T + 1)
+        return makeError(ErrorCode::InvalidInput, "data.corpus: " + std::to_string(train.size(0)) + " training bytes, fewer than block_size + 1 = " +
+                                                      std::to_string(T + 1), job.path);
+    auto windows = train.unfold(0, T + 1, T);  // [N, T + 1], non-overlapping
+    torch::Tensor evalWindows = eval.size(0) >= T + 1 ? eval.unfold(0, T + 1, T) : torch::Tensor();
+
+    auto model = std::make_shared<Gpt>(config);
+    int64_t parameterCount = 0;
+    for (const auto &p : model->parameters())
+        parameterCount += p.numel();
+    accelerator.print("gpt: " + std::to_string(config.nLayer) + " layers, " + std::to_string(config.nHead) + " heads, n_embd " +
+                      std::to_string(config.nEmbd) + ", context " + std::to_string(T) + ", " + std::to_string(parameterCount) +
+                      " parameters; " + std::to_string(windows.size(0)) + " training windows; " +
+                      std::to_string(accelerator.numProcesses()) + " process(es)");
+    const TrainingSettings &t = job.training;
+    torch::optim::AdamW optimizer(model->parameters(),
+                                  torch::optim::AdamWOptions(t.learningRate).betas({0.9, 0.95}).weight_decay(t.weightDecay));
+
+    TrainingTask task;
+    task.datasetSize = windows.size(0);
+    task.tokensPerSample = T;
+    task.model = model;
+    task.optimizer = &optimizer;
+    task.loss = [&](const std::vector<int64_t> &indices) {
+        auto batch = windows.index_select(0, torch::tensor(indices, torch::kInt64));
+        auto logits = model->forward(batch.slice(1, 0, T));
+        return F::cross_entropy(logits.reshape({-1, 256}).to(torch::kFloat), batch.slice(1, 1, T + 1).reshape({-1}));
+    };
+    if (evalWindows.defined() && evalWindows.size(0) > 0) {
+        task.evalLoss = [&]() {
+            const int64_t count = std::min<int64_t>(evalWindows.size(0), t.evalBatches * t.batchSize * accelerator.numProcesses());
+            double sum = 0, n = 0;
+            for (int64_t start = accelerator.processIndex() * t.batchSize; start < count; start += t.batchSize * accelerator.numProcesses()) {
+                auto batch = evalWindows.slice(0, start, std::min(count, start + t.batchSize));
+                auto autocast = accelerator.autocast();
+                auto logits = model->forward(batch.slice(1, 0, T));
+                sum += F::cross_entropy(logits.reshape({-1, 256}).to(torch::kFloat), batch.slice(1, 1, T + 1).reshape({-1}),
+                                        F::CrossEntropyFuncOptions().reduction(torch::kSum))
+                           .item<double>();
+                n += double(batch.size(0) * T);
+            }
+            auto totals = accelerator.reduce(torch::tensor({sum, n}, torch::kDouble));
+            return totals[0].item<double>() / std::max(1.0, totals[1].item<double>());
+        };
+    }
+    auto summary = runTraining(accelerator, job, task);
+    if (!summary)
+        return tl::unexpected(summary.error());
+
+    if (accelerator.isMainProcess()) {
+        std::error_code ec;
+        fs::create_directories(job.outputDir, ec);
+        if (auto saved = runtime::saveModelSafetensors(*model, (fs::path(job.outputDir) / "model.safetensors").string()); !saved)
+            return saved;
+        // A short sample, so a person sees what the model learnt.
+        torch::NoGradGuard noGrad;
+        model->eval();
+        const std::string prompt = job.text("sample.prompt", "The ");
+        std::vector<int64_t> tokens(prompt.begin(), prompt.end());
+        auto generator = at::detail::createCPUGenerator(job.seed);
+        const int64_t length = job.integer("sample.length", 160, 0, 100000).value_or(160);
+        for (int64_t i = 0; i < length; ++i) {
+            const int64_t start = std::max<int64_t>(0, int64_t(tokens.size()) - T);
+            auto context = torch::tensor(std::vector<int64_t>(tokens.begin() + start, tokens.end()), torch::kInt64).unsqueeze(0);
+            auto logits = model->forward(context).select(1, -1).squeeze(0) / 0.8;
+            tokens.push_back(torch::multinomial(torch::softmax(logits, -1), 1, false, generator).item<int64_t>());
+        }
+        std::string sample(tokens.begin(), tokens.end());
+        for (char &c : sample) {
+            if ((unsigned char)c < 32 && c != '\n')
+                c = ' ';
+        }
+        std::cout << "sample: " << sample << "\n";
+        std::cout << "done: " << summary->steps << " steps, final loss " << summary->finalLoss << ", "
+                  << summary->tokensPerSecond << " tokens/s, " << summary->seconds << " s; model: "
+                  << (fs::path(job.outputDir) / "model.safetensors").string() << std::endl;
+    }
+    return {};
+}
+
+} // namespace accel::worker

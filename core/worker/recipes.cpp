@@ -1,0 +1,347 @@
+// The job runner and the smaller recipes: mlp, torchscript, plugin, selftest; the capability
+// report. The gpt recipe is in gptrecipe.cpp, the shared loop in trainingloop.cpp.
+#include "core/worker/jobrunner.h"
+#include "core/worker/trainingloop.h"
+
+#include "core/runtime/plugin.h"
+#include "core/runtime/tensorio.h"
+#include "core/runtime/training.h"
+
+#include <ATen/Parallel.h>
+#include <ATen/Version.h>
+#include <torch/script.h>
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include <nlohmann/json.hpp>
+
+#include <dlfcn.h>
+#include <filesystem>
+#include <iostream>
+#include <regex>
+
+namespace accel::worker {
+
+namespace fs = std::filesystem;
+namespace F = torch::nn::functional;
+using runtime::Accelerator;
+
+namespace {
+
+int latestCheckpoint(const fs::path &folder)
+{
+    int latest = -1;
+    std::error_code ec;
+    static const std::regex pattern("checkpoint_(\\d+)");
+    if (!fs::is_directory(folder, ec))
+        return latest;
+    for (const auto &entry : fs::directory_iterator(folder, ec)) {
+        std::smatch match;
+        const std::string name = entry.path().filename().string();
+        if (std::regex_match(name, match, pattern))
+            latest = std::max(latest, std::stoi(match[1]));
+    }
+    return latest;
+}
+
+Result<std::map<std::string, torch::Tensor>> loadData(const JobSpec &job, const std::string &key)
+{
+    const std::string path = job.pathValue(key);
+    if (path.empty())
+        return makeError(ErrorCode::InvalidInput, key + ": missing (a safetensors file)", job.path);
+    return runtime::loadTensors(path);
+}
+
+void finalMessage(Accelerator &accelerator, const TrainingSummary &summary, const std::string &model)
+{
+    if (accelerator.isMainProcess())
+        std::cout << "done: " << summary.steps << " steps, final loss " << summary.finalLoss << ", " << summary.samplesPerSecond
+                  << " samples/s, " << summary.seconds << " s" << (model.empty() ? "" : "; model: " + model) << std::endl;
+}
+
+// Holds a TorchScript module's parameters so the Accelerator can prepare and checkpoint them
+// ("." in names becomes "__", which register_parameter requires).
+struct ParameterHolder : torch::nn::Module {
+    explicit ParameterHolder(torch::jit::Module &module)
+    {
+        for (const auto &item : module.named_parameters(true)) {
+            std::string name = item.name;
+            name = std::regex_replace(name, std::regex("\\."), "__");
+            register_parameter(name, item.value, item.value.requires_grad());
+        }
+    }
+};
+
+} // namespace
+
+runtime::AcceleratorOptions acceleratorOptions(const JobSpec &job)
+{
+    runtime::AcceleratorOptions options;
+    const TrainingSettings &t = job.training;
+    options.gradientAccumulationSteps = t.gradientAccumulationSteps;
+    options.mixedPrecision = t.mixedPrecision;
+    options.rendezvousTimeoutS = t.timeoutS;
+    options.collectiveTimeoutS = t.timeoutS;
+    options.bucketCapMb = t.bucketCapMb;
+    options.data.dataSeed = job.seed;
+    options.project.projectDir = job.outputDir;
+    options.project.automaticCheckpointNaming = true;
+    options.project.totalLimit = t.checkpointTotalLimit;
+    options.project.iteration = latestCheckpoint(fs::path(job.outputDir) / "checkpoints") + 1;
+    return options;
+}
+
+Result<void> runJob(const JobSpec &job)
+{
+    auto created = Accelerator::create(acceleratorOptions(job));
+    if (!created)
+        return tl::unexpected(created.error());
+    Accelerator &accelerator = **created;
+    accelerator.setSeed(job.seed);
+    std::error_code ec;
+    fs::create_directories(job.outputDir, ec);
+    try {
+        if (job.recipe == "gpt")
+            return runGptRecipe(accelerator, job);
+        if (job.recipe == "mlp")
+            return runMlpRecipe(accelerator, job);
+        if (job.recipe == "torchscript")
+            return runTorchScriptRecipe(accelerator, job);
+        if (job.recipe == "plugin")
+            return runPluginRecipe(accelerator, job);
+        if (job.recipe == "selftest")
+            return runSelfTestRecipe(accelerator, job);
+    } catch (const std::exception &e) {
+        std::string what = e.what();
+        return makeError(ErrorCode::Failed, "rank " + std::to_string(accelerator.processIndex()) + ": " + what.substr(0, what.find("\nException raised from")),
+                         job.path);
+    }
+    return makeError(ErrorCode::InvalidInput, "recipe: unknown recipe " + job.recipe, job.path);
+}
+
+std::string capabilitiesJson()
+{
+    nlohmann::ordered_json j;
+    j["schema"] = "accel.worker-capabilities";
+    j["version"] = 1;
+    j["worker_version"] = ACCEL_VERSION;
+    j["torch_version"] = TORCH_VERSION;
+    j["cuda"] = torch::cuda::is_available();
+    j["cuda_version"] = nullptr;
+    j["cudnn"] = nullptr;
+    j["nccl"] = nullptr;
+    j["gloo"] = true;
+#ifdef USE_C10D_MPI
+    j["mpi"] = true;
+#else
+    j["mpi"] = false;
+#endif
+    j["openmp_threads"] = at::get_num_threads();
+    std::string blas;
+    const std::string config = at::show_config();
+    if (auto pos = config.find("BLAS_INFO="); pos != std::string::npos)
+        blas = config.substr(pos + 10, config.find_first_of(", \n", pos + 10) - pos - 10);
+    j["blas"] = blas.empty() ? nlohmann::json(nullptr) : nlohmann::json(blas);
+    j["mixed_precision"] = {"no", "bf16"};
+    j["recipes"] = knownRecipes();
+    return j.dump();
+}
+
+Result<void> runMlpRecipe(Accelerator &accelerator, const JobSpec &job)
+{
+    auto data = loadData(job, "mlp.data");
+    if (!data)
+        return tl::unexpected(data.error());
+    if (!data->count("inputs") || !data->count("targets"))
+        return makeError(ErrorCode::InvalidInput, "mlp.data: the file needs tensors `inputs` [N, features] and `targets` [N] (class ids)", job.path);
+    torch::Tensor inputs = data->at("inputs").to(torch::kFloat), targets = data->at("targets").to(torch::kInt64);
+    if (inputs.dim() != 2 || targets.dim() != 1 || inputs.size(0) != targets.size(0))
+        return makeError(ErrorCode::InvalidInput, "mlp.data: `inputs` must be [N, features] and `targets` [N] with the same N", job.path);
+    const int64_t classes = job.integer("mlp.classes", targets.max().item<int64_t>() + 1, 2, 1 << 24).value_or(2);
+    auto model = std::make_shared<torch::nn::SequentialImpl>();
+    int64_t width = inputs.size(1);
+    for (int i = 0; job.has("mlp.hidden." + std::to_string(i)); ++i) {
+        auto hidden = job.integer("mlp.hidden." + std::to_string(i), 1, 1, 1 << 24);
+        if (!hidden)
+            return tl::unexpected(hidden.error());
+        model->push_back(torch::nn::Linear(width, *hidden));
+        model->push_back(torch::nn::ReLU());
+        width = *hidden;
+    }
+    model->push_back(torch::nn::Linear(width, classes));
+    if (const std::string init = job.pathValue("mlp.init"); !init.empty()) {
+        if (auto loaded = runtime::loadModelSafetensors(*model, init, true); !loaded)
+            return loaded;
+    }
+    const TrainingSettings &t = job.training;
+    std::unique_ptr<torch::optim::Optimizer> optimizer;
+    const std::string kind = job.text("mlp.optimizer", "sgd");
+    if (kind == "adamw")
+        optimizer = std::make_unique<torch::optim::AdamW>(model->parameters(), torch::optim::AdamWOptions(t.learningRate).weight_decay(t.weightDecay));
+    else if (kind == "sgd")
+        optimizer = std::make_unique<torch::optim::SGD>(
+            model->parameters(), torch::optim::SGDOptions(t.learningRate).momentum(job.number("mlp.momentum", 0.9).value_or(0.9)).weight_decay(t.weightDecay));
+    else
+        return makeError(ErrorCode::InvalidInput, "mlp.optimizer: expected sgd or adamw; got " + kind, job.path);
+
+    TrainingTask task;
+    task.datasetSize = inputs.size(0);
+    task.model = model;
+    task.optimizer = optimizer.get();
+    task.loss = [&](const std::vector<int64_t> &indices) {
+        auto index = torch::tensor(indices, torch::kInt64);
+        return F::cross_entropy(model->forward(inputs.index_select(0, index)).to(torch::kFloat), targets.index_select(0, index));
+    };
+    auto summary = runTraining(accelerator, job, task);
+    if (!summary)
+        return tl::unexpected(summary.error());
+    const std::string out = (fs::path(job.outputDir) / "model.safetensors").string();
+    if (accelerator.isMainProcess()) {
+        if (auto saved = runtime::saveModelSafetensors(*model, out); !saved)
+            return saved;
+    }
+    finalMessage(accelerator, *summary, out);
+    return {};
+}
+
+Result<void> runTorchScriptRecipe(Accelerator &accelerator, const JobSpec &job)
+{
+    const std::string modulePath = job.pathValue("torchscript.module");
+    if (modulePath.empty())
+        return makeError(ErrorCode::InvalidInput, "torchscript.module: missing (a module saved with torch.jit.save)", job.path);
+    torch::jit::Module module;
+    try {
+        module = torch::jit::load(modulePath);
+    } catch (const c10::Error &e) {
+        return makeError(ErrorCode::InvalidInput, std::string("cannot load the TorchScript module: ") + e.what_without_backtrace(), modulePath);
+    }
+    module.train();
+    auto data = loadData(job, "torchscript.data");
+    if (!data)
+        return tl::unexpected(data.error());
+    if (data->empty())
+        return makeError(ErrorCode::InvalidInput, "torchscript.data: the file holds no tensors", job.path);
+    // forward() takes the data tensors in the order of torchscript.inputs (default: by name).
+    std::vector<torch::Tensor> columns;
+    for (int i = 0;; ++i) {
+        const std::string key = "torchscript.inputs." + std::to_string(i);
+        if (!job.has(key))
+            break;
+        auto it = data->find(job.text(key));
+        if (it == data->end())
+            return makeError(ErrorCode::InvalidInput, key + ": no tensor named " + job.text(key) + " in the data file", job.path);
+        columns.push_back(it->second);
+    }
+    if (columns.empty()) {
+        for (auto &[name, tensor] : *data)
+            columns.push_back(tensor);
+    }
+    auto holder = std::make_shared<ParameterHolder>(module);
+    const TrainingSettings &t = job.training;
+    torch::optim::AdamW optimizer(holder->parameters(), torch::optim::AdamWOptions(t.learningRate).weight_decay(t.weightDecay));
+    TrainingTask task;
+    task.datasetSize = columns.front().size(0);
+    task.model = holder;
+    task.optimizer = &optimizer;
+    task.loss = [&](const std::vector<int64_t> &indices) {
+        auto index = torch::tensor(indices, torch::kInt64);
+        std::vector<torch::jit::IValue> arguments;
+        for (auto &column : columns)
+            arguments.emplace_back(column.index_select(0, index));
+        return module.forward(arguments).toTensor().to(torch::kFloat);
+    };
+    auto summary = runTraining(accelerator, job, task);
+    if (!summary)
+        return tl::unexpected(summary.error());
+    const std::string out = (fs::path(job.outputDir) / "model.pt").string();
+    if (accelerator.isMainProcess())
+        module.save(out);
+    finalMessage(accelerator, *summary, out);
+    return {};
+}
+
+Result<void> runPluginRecipe(Accelerator &accelerator, const JobSpec &job)
+{
+    const std::string library = job.pathValue("plugin.library");
+    if (library.empty())
+        return makeError(ErrorCode::InvalidInput, "plugin.library: missing (a shared library exporting accel_plugin_run)", job.path);
+    void *handle = ::dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle)
+        return makeError(ErrorCode::InvalidInput, std::string("cannot load the plugin: ") + ::dlerror(), library);
+    using VersionFunction = int (*)();
+    using RunFunction = int (*)(Accelerator *, runtime::PluginContext *);
+    auto version = reinterpret_cast<VersionFunction>(::dlsym(handle, "accel_plugin_api_version"));
+    auto run = reinterpret_cast<RunFunction>(::dlsym(handle, "accel_plugin_run"));
+    if (!version || !run)
+        return makeError(ErrorCode::InvalidInput, "the plugin does not export accel_plugin_api_version and accel_plugin_run (see core/runtime/plugin.h)", library);
+    if (version() != ACCEL_PLUGIN_API_VERSION)
+        return makeError(ErrorCode::Unsupported, "the plugin was built for plugin API " + std::to_string(version()) + "; this worker speaks " +
+                                                     std::to_string(ACCEL_PLUGIN_API_VERSION), library);
+    std::string settings;
+    for (const auto &[key, value] : job.section("plugin.settings"))
+        settings += key + "=" + value + "\n";
+    std::vector<char> error(4096, '\0');
+    runtime::PluginContext context;
+    context.jobPath = job.path.c_str();
+    context.outputDir = job.outputDir.c_str();
+    context.settings = settings.c_str();
+    context.seed = job.seed;
+    context.error = error.data();
+    context.errorSize = error.size();
+    const int status = run(&accelerator, &context);
+    if (status != 0)
+        return makeError(ErrorCode::Failed, "the plugin failed (" + std::to_string(status) + "): " + std::string(error.data()), library);
+    return {};
+}
+
+Result<void> runSelfTestRecipe(Accelerator &accelerator, const JobSpec &job)
+{
+    const int rank = accelerator.processIndex(), world = accelerator.numProcesses();
+    std::vector<std::string> failures;
+    auto check = [&](const std::string &name, bool ok, const std::string &detail) {
+        if (!ok)
+            failures.push_back(name + ": " + detail);
+        accelerator.print(std::string(ok ? "  ok    " : "  FAIL  ") + name + (ok ? "" : " (" + detail + ")"));
+    };
+    accelerator.print("accel selftest: " + std::to_string(world) + " process(es), rendezvous ok");
+    const double sum = accelerator.reduce(torch::tensor({double(rank + 1)}, torch::kDouble)).item<double>();
+    check("all-reduce", sum == world * (world + 1) / 2.0, "sum " + std::to_string(sum));
+    auto value = torch::tensor({rank == 0 ? 42.0 : -1.0}, torch::kDouble);
+    accelerator.broadcast(value, 0);
+    check("broadcast", value.item<double>() == 42.0, "got " + std::to_string(value.item<double>()));
+    auto gathered = accelerator.gather(torch::tensor({int64_t(rank)}, torch::kInt64));
+    check("gather", gathered.equal(torch::arange(world, torch::kInt64)), "got " + c10::str(gathered));
+
+    // One DDP step against the same step on the whole global batch in one process.
+    torch::manual_seed(job.seed);
+    auto makeModel = [] { return torch::nn::Sequential(torch::nn::Linear(6, 16), torch::nn::Tanh(), torch::nn::Linear(16, 3)); };
+    auto ddp = makeModel();
+    torch::manual_seed(job.seed);
+    auto reference = makeModel();
+    auto generator = at::detail::createCPUGenerator(job.seed + 1);
+    const int64_t perRank = 4;
+    auto x = torch::randn({perRank * world, 6}, generator);
+    auto y = torch::randint(0, 3, {perRank * world}, generator);
+    accelerator.prepareModel(ddp.ptr());
+    torch::optim::SGD ddpOptimizer(ddp->parameters(), torch::optim::SGDOptions(0.1));
+    auto prepared = accelerator.prepareOptimizer(ddpOptimizer);
+    accelerator.backward(F::cross_entropy(ddp->forward(x.slice(0, rank * perRank, (rank + 1) * perRank)), y.slice(0, rank * perRank, (rank + 1) * perRank)));
+    prepared->step();
+    torch::optim::SGD referenceOptimizer(reference->parameters(), torch::optim::SGDOptions(0.1));
+    F::cross_entropy(reference->forward(x), y).backward();
+    referenceOptimizer.step();
+    double worst = 0;
+    auto a = ddp->parameters(), b = reference->parameters();
+    for (size_t i = 0; i < a.size(); ++i)
+        worst = std::max(worst, (a[i] - b[i]).abs().max().item<double>());
+    check("DDP step == single-process step on the global batch", worst < 1e-5, "max difference " + std::to_string(worst));
+    const double failed = accelerator.reduce(torch::tensor({double(failures.size())}, torch::kDouble)).item<double>();
+    accelerator.waitForEveryone();
+    if (failed > 0)
+        return makeError(ErrorCode::Failed, "selftest: " + std::to_string(int(failed)) + " check(s) failed" +
+                                                (failures.empty() ? std::string() : ": " + failures.front()));
+    accelerator.print("Test is a success! You are ready for your distributed training!");
+    return {};
+}
+
+} // namespace accel::worker

@@ -1,0 +1,170 @@
+#include "core/worker/trainingloop.h"
+
+#include "core/runtime/accelerator.h"
+#include "core/runtime/training.h"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <regex>
+#include <sstream>
+
+namespace accel::worker {
+
+namespace fs = std::filesystem;
+using runtime::Accelerator;
+using runtime::ReduceOp;
+
+namespace {
+
+int latestCheckpointNumber(const fs::path &folder)
+{
+    int latest = -1;
+    std::error_code ec;
+    if (!fs::is_directory(folder, ec))
+        return latest;
+    static const std::regex pattern("checkpoint_(\\d+)");
+    for (const auto &entry : fs::directory_iterator(folder, ec)) {
+        std::smatch match;
+        const std::string name = entry.path().filename().string();
+        if (entry.is_directory() && std::regex_match(name, match, pattern))
+            latest = std::max(latest, std::stoi(match[1]));
+    }
+    return latest;
+}
+
+std::string fixed(double value, int digits)
+{
+    std::ostringstream out;
+    out.setf(std::ios::fixed);
+    out.precision(digits);
+    out << value;
+    return out.str();
+}
+
+} // namespace
+
+double warmupCosine(int64_t step, int64_t warmupSteps, int64_t maxSteps, double minLrRatio)
+{
+    if (warmupSteps > 0 && step < warmupSteps)
+        return double(step + 1) / double(warmupSteps);
+    const double span = double(std::max<int64_t>(1, maxSteps - warmupSteps));
+    const double progress = std::min(1.0, double(step - warmupSteps) / span);
+    return minLrRatio + (1.0 - minLrRatio) * 0.5 * (1.0 + std::cos(M_PI * progress));
+}
+
+Result<TrainingSummary> runTraining(Accelerator &accelerator, const JobSpec &job, TrainingTask &task)
+{
+    const TrainingSettings &t = job.training;
+    accelerator.prepareModel(task.model);
+    auto optimizer = accelerator.prepareOptimizer(*task.optimizer);
+    // Accelerate steps the scheduler numProcesses() times per optimizer step (batches not split):
+    // the lambda works in optimizer steps.
+    const int64_t perStep = accelerator.options().data.splitBatches ? 1 : accelerator.numProcesses();
+    auto scheduler = accelerator.prepareScheduler([&t, perStep](int64_t schedulerStep) {
+        return warmupCosine(schedulerStep / perStep, t.warmupSteps, t.maxSteps, t.minLrRatio);
+    });
+    auto loader = accelerator.prepareDataLoader(task.datasetSize, t.batchSize, t.shuffle, false);
+    if (!loader)
+        return tl::unexpected(loader.error());
+
+    TrainingSummary summary;
+    int64_t epoch = 0, skip = 0;
+    const fs::path checkpoints = fs::path(job.outputDir) / "checkpoints";
+    const int latest = latestCheckpointNumber(checkpoints);
+    if (t.resume != "none" && (t.resume != "auto" || latest >= 0)) {
+        auto loaded = accelerator.loadState(t.resume == "auto" ? std::string() : t.resume);
+        if (!loaded)
+            return tl::unexpected(loaded.error());
+        summary.resumedFrom = scheduler->lastStep() / perStep;
+        epoch = (*loader)->resumeEpoch();
+        skip = (*loader)->resumeSkip();
+        accelerator.print("resumed from step " + std::to_string(summary.resumedFrom) + " (" +
+                          (t.resume == "auto" ? (checkpoints / ("checkpoint_" + std::to_string(latest))).string() : t.resume) + ")");
+    }
+    summary.steps = summary.resumedFrom;
+
+    auto &metrics = accelerator.metrics();
+    const auto start = std::chrono::steady_clock::now();
+    auto windowStart = start;
+    int64_t windowSamples = 0, totalSamples = 0;
+    double lastLoss = 0;
+    while (summary.steps < t.maxSteps) {
+        if ((*loader)->length() == 0)
+            return makeError(ErrorCode::InvalidInput, "the data set has no batch for this rank", job.path);
+        (*loader)->beginEpoch(epoch, skip);
+        skip = 0;
+        while (summary.steps < t.maxSteps) {
+            auto batch = (*loader)->next();
+            if (!batch)
+                break;
+            accelerator.accumulate();
+            torch::Tensor loss;
+            {
+                auto autocast = accelerator.autocast();
+                loss = task.loss(*batch);
+            }
+            accelerator.backward(loss);
+            windowSamples += int64_t(batch->size());
+            if (!accelerator.syncGradients())
+                continue;
+            double gradNorm = NAN;
+            if (t.gradClip > 0)
+                gradNorm = accelerator.clipGradNorm(t.gradClip);
+            const double lr = optimizer->lr();
+            optimizer->step();
+            scheduler->step();
+            optimizer->zeroGrad();
+            ++summary.steps;
+            const bool logNow = summary.steps % t.logEvery == 0 || summary.steps == t.maxSteps;
+            if (logNow) {
+                lastLoss = accelerator.reduce(loss.detach().to(torch::kFloat).reshape({1}), ReduceOp::Mean).item<double>();
+                const auto now = std::chrono::steady_clock::now();
+                const double seconds = std::chrono::duration<double>(now - windowStart).count();
+                const int64_t steps = std::min<int64_t>(t.logEvery, summary.steps - summary.resumedFrom);
+                const double samplesPerS = double(windowSamples * accelerator.numProcesses()) / std::max(seconds, 1e-9);
+                runtime::MetricsWriter::Values values{{"loss", lastLoss}, {"lr", lr}, {"samples_per_s", samplesPerS},
+                                                      {"step_time_s", seconds / double(std::max<int64_t>(1, steps))},
+                                                      {"epoch", double(epoch)}, {"mem_rss_bytes", runtime::MetricsWriter::residentBytes()}};
+                if (!std::isnan(gradNorm))
+                    values.push_back({"grad_norm", gradNorm});
+                if (task.tokensPerSample > 0)
+                    values.push_back({"tokens_per_s", samplesPerS * double(task.tokensPerSample)});
+                metrics.log(summary.steps, values);
+                accelerator.print("step " + std::to_string(summary.steps) + "/" + std::to_string(t.maxSteps) + "  loss " +
+                                  fixed(lastLoss, 4) + "  lr " + fixed(lr * 1e3, 4) + "e-3  " + fixed(samplesPerS, 1) + " samples/s" +
+                                  (task.tokensPerSample > 0 ? "  " + fixed(samplesPerS * double(task.tokensPerSample), 0) + " tokens/s" : ""));
+                totalSamples += windowSamples;
+                windowSamples = 0;
+                windowStart = now;
+            }
+            if (task.evalLoss && t.evalEvery > 0 && (summary.steps % t.evalEvery == 0 || summary.steps == t.maxSteps)) {
+                torch::NoGradGuard noGrad;
+                task.model->eval();
+                const double evalLoss = task.evalLoss();
+                task.model->train();
+                metrics.log(summary.steps, {{"eval_loss", evalLoss}}, "eval");
+                accelerator.print("step " + std::to_string(summary.steps) + "  eval_loss " + fixed(evalLoss, 4));
+            }
+            const bool checkpointNow = (t.checkpointEvery > 0 && summary.steps % t.checkpointEvery == 0) ||
+                                       (t.checkpointAtEnd && summary.steps == t.maxSteps);
+            if (checkpointNow) {
+                auto saved = accelerator.saveState();
+                if (!saved)
+                    return tl::unexpected(saved.error());
+                accelerator.print("saved " + *saved);
+            }
+        }
+        ++epoch;
+    }
+    summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    totalSamples += windowSamples;
+    summary.samplesPerSecond = double(totalSamples * accelerator.numProcesses()) / std::max(summary.seconds, 1e-9);
+    summary.tokensPerSecond = summary.samplesPerSecond * double(task.tokensPerSample);
+    summary.finalLoss = lastLoss;
+    return summary;
+}
+
+} // namespace accel::worker
