@@ -1,0 +1,182 @@
+// The flag/config merge rules of `accelerate launch` (facts 3.2) and accel's deliberate
+// differences, as plain data.
+#include "launcher/launchmerge.h"
+
+#include <QtTest>
+
+using namespace accel::launcher;
+
+namespace {
+
+ArgValue cfg(const std::string &text, bool isBool = false)
+{
+    ArgValue value;
+    value.text = text;
+    value.origin = Origin::Config;
+    value.isBool = isBool;
+    return value;
+}
+
+accel::Result<LaunchSettings> merge(std::map<std::string, std::string> flags, const std::optional<ConfigView> &view = std::nullopt,
+                                    int gpus = 0, EnvMap env = {})
+{
+    LaunchRequest request;
+    request.flags = std::move(flags);
+    request.program.target = "train.py";
+    request.environment = std::move(env);
+    HostFacts host;
+    host.physicalCores = 8;
+    host.acceleratorCount = gpus;
+    return mergeLaunchSettings(request, view, host);
+}
+
+bool hasNote(const LaunchSettings &settings, const std::string &part)
+{
+    for (const std::string &note : settings.notes) {
+        if (note.find(part) != std::string::npos)
+            return true;
+    }
+    return false;
+}
+
+} // namespace
+
+class tst_LaunchMerge : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void configFileChoice()
+    {
+        LaunchRequest request;
+        QCOMPARE(configFileToLoad(request, "/d.yaml", true), std::string("/d.yaml"));
+        QCOMPARE(configFileToLoad(request, "/d.yaml", false), std::string());
+        request.flags["cpu"] = "true";  // --cpu skips the default config (Accelerate's rule)
+        QCOMPARE(configFileToLoad(request, "/d.yaml", true), std::string());
+        request.flags["config_file"] = "/c.yaml";
+        QCOMPARE(configFileToLoad(request, "/d.yaml", true), std::string("/c.yaml"));
+    }
+
+    void noConfigNoAcceleratorStartsOne()
+    {
+        auto settings = merge({});
+        QVERIFY(settings);
+        QCOMPARE(settings->numProcesses, 1);
+        QCOMPARE(settings->launcher, LauncherKind::Simple);
+        QCOMPARE(settings->distributedType, std::string("NO"));
+        QVERIFY(hasNote(*settings, "0 processes"));
+    }
+
+    void noConfigTwoGpusSwitchesToMultiGpu()
+    {
+        auto settings = merge({}, std::nullopt, 2);
+        QVERIFY(settings);
+        QCOMPARE(settings->numProcesses, 2);
+        QCOMPARE(settings->launcher, LauncherKind::Torchrun);
+        QCOMPARE(settings->distributedType, std::string("MULTI_GPU"));
+    }
+
+    void invalidCombinations()
+    {
+        auto twoModes = merge({{"cpu", "true"}, {"use_fsdp", "true"}});
+        QVERIFY(!twoModes);
+        QCOMPARE(twoModes.error().code, accel::ErrorCode::InvalidInput);
+        QVERIFY(twoModes.error().message.find("--cpu") != std::string::npos);
+        QVERIFY(!merge({{"module", "true"}, {"no_python", "true"}}));
+        QVERIFY(!merge({{"multi_gpu", "true"}, {"num_processes", "1"}}));
+        QVERIFY(!merge({{"multi_gpu", "true"}, {"num_processes", "2"}, {"gpu_ids", "0"}}, std::nullopt, 2));
+        auto tpu = merge({{"tpu", "true"}});
+        QVERIFY(!tpu);
+        QCOMPARE(tpu.error().code, accel::ErrorCode::Unsupported);
+        auto badNumber = merge({{"num_processes", "two"}});
+        QVERIFY(!badNumber);
+        QVERIFY(badNumber.error().toString().find("two") != std::string::npos);
+        QVERIFY(!merge({{"num_processes", "3"}, {"num_machines", "2"}, {"main_process_ip", "h"}}));
+        QVERIFY(!merge({{"num_processes", "4"}, {"num_machines", "2"}}));  // multi-node needs main_process_ip
+    }
+
+    void minusOneProcessesNeedsFlag()
+    {
+        ConfigView view;
+        view.path = "c.yaml";
+        view.top["distributed_type"] = cfg("MULTI_GPU");
+        view.top["num_processes"] = cfg("-1");
+        auto settings = merge({}, view, 2);
+        QVERIFY(!settings);
+        QVERIFY(settings.error().toString().find("c.yaml") != std::string::npos);
+        auto typed = merge({{"num_processes", "2"}}, view, 2);
+        QVERIFY(typed);
+        QCOMPARE(typed->numProcesses, 2);
+    }
+
+    void modeFlagOverridesConfigType()
+    {
+        ConfigView view;
+        view.top["distributed_type"] = cfg("FSDP");
+        view.top["num_processes"] = cfg("2");
+        auto fromConfig = merge({}, view, 2);
+        QVERIFY(fromConfig && fromConfig->useFsdp);
+        auto deepspeed = merge({{"use_deepspeed", "true"}}, view, 2);
+        QVERIFY(deepspeed);
+        QVERIFY(!deepspeed->useFsdp);
+        QCOMPARE(deepspeed->launcher, LauncherKind::DeepSpeed);
+        // --cpu: simple launcher whatever the config says.
+        auto cpu = merge({{"cpu", "true"}}, view);
+        QVERIFY(cpu);
+        QCOMPARE(cpu->launcher, LauncherKind::Simple);
+        QCOMPARE(cpu->distributedType, std::string("MULTI_CPU"));
+    }
+
+    void ignoredConfigScalars()
+    {
+        ConfigView view;
+        view.top["distributed_type"] = cfg("MULTI_CPU");
+        view.top["num_processes"] = cfg("2");
+        view.top["enable_cpu_affinity"] = cfg("true", true);
+        view.top["rdzv_backend"] = cfg("c10d");
+        auto settings = merge({}, view);
+        QVERIFY(settings);
+        QVERIFY(settings->enableCpuAffinity);
+        QVERIFY(hasNote(*settings, "enable_cpu_affinity"));
+        QVERIFY(hasNote(*settings, "rdzv_backend c10d"));
+        QVERIFY(hasNote(*settings, "mpirun/SLURM"));
+    }
+
+    void threadsFollowAccelerate()
+    {
+        auto inherited = merge({{"cpu", "true"}, {"num_processes", "2"}}, std::nullopt, 0, {{"OMP_NUM_THREADS", "3"}});
+        QVERIFY(inherited);
+        QCOMPARE(inherited->threadsPerProcess, 3);
+        auto mpiLocal = merge({{"cpu", "true"}, {"num_processes", "2"}}, std::nullopt, 0, {{"MPI_LOCALNRANKS", "8"}});
+        QVERIFY(mpiLocal);
+        QCOMPARE(mpiLocal->threadsPerProcess, 1);  // 8 cores / 8 local ranks
+        auto gpu = merge({{"multi_gpu", "true"}, {"num_processes", "2"}}, std::nullopt, 2);
+        QVERIFY(gpu);
+        QCOMPARE(gpu->threadsPerProcess, 1);
+    }
+
+    void portAndRestarts()
+    {
+        auto settings = merge({{"main_process_port", "0"}, {"max_restarts", "2"}, {"cpu", "true"}, {"num_processes", "2"}});
+        QVERIFY(settings);
+        QCOMPARE(settings->mainProcessPort, 0);
+        QVERIFY(settings->mainProcessPortExplicit);
+        QCOMPARE(settings->maxRestarts, 2);
+        QVERIFY(!merge({{"main_process_port", "70000"}}));
+        auto fallback = merge({});
+        QVERIFY(fallback);
+        QCOMPARE(fallback->mainProcessPort, 29500);
+        QVERIFY(!fallback->mainProcessPortExplicit);
+    }
+
+    void parallelismNeedsFsdp2()
+    {
+        QVERIFY(!merge({{"use_parallelism_config", "true"}, {"use_fsdp", "true"}, {"num_processes", "2"}}, std::nullopt, 2));
+        auto ok = merge({{"use_parallelism_config", "true"}, {"use_fsdp", "true"}, {"fsdp_version", "2"}, {"num_processes", "2"}},
+                        std::nullopt, 2);
+        QVERIFY(ok);
+        QVERIFY(ok->useParallelismConfig);
+        QVERIFY(!merge({{"use_fsdp", "true"}, {"num_processes", "2"}, {"fsdp_sync_module_states", "false"}}, std::nullopt, 2));
+    }
+};
+
+QTEST_GUILESS_MAIN(tst_LaunchMerge)
+#include "tst_launchmerge.moc"
