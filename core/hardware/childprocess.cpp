@@ -101,9 +101,18 @@ Result<ChildOutput> runChild(const std::string &program, const std::vector<std::
     posix_spawn_file_actions_adddup2(&actions, err.fds[1], 2);
     posix_spawnattr_t attributes;
     posix_spawnattr_init(&attributes);
-    // Own process group so a timeout kills the helper's children too.
-    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+    // Own process group so a timeout kills the helper's children too; default signal handling and
+    // an empty mask whatever the calling program (a GUI, a supervisor) ignores or blocks.
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
     posix_spawnattr_setpgroup(&attributes, 0);
+    sigset_t defaults;
+    sigemptyset(&defaults);
+    for (int signal : {SIGPIPE, SIGINT, SIGTERM, SIGCHLD, SIGHUP, SIGQUIT})
+        sigaddset(&defaults, signal);
+    posix_spawnattr_setsigdefault(&attributes, &defaults);
+    sigset_t emptyMask;
+    sigemptyset(&emptyMask);
+    posix_spawnattr_setsigmask(&attributes, &emptyMask);
 
     std::vector<char *> argv;
     argv.push_back(const_cast<char *>(resolved.c_str()));

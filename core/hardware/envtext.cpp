@@ -201,7 +201,9 @@ std::string formatEnvText(const HardwareReport &report)
     out << "- `Accel Studio` version: " << orText(report.accelVersion, "unknown") << "\n";
     out << "- Platform: " << report.system.platform << "\n";
     out << "- `accelerate` bash location: " << orText(python.accelerateExecutable, "not found") << "\n";
-    out << "- Python version: " << (python.available ? python.version : "not found (" + python.error + ")") << "\n";
+    out << "- Python version: "
+        << (python.available ? python.version : python.error == "not probed" ? python.error : "not found (" + python.error + ")")
+        << "\n";
     out << "- Numpy version: " << orText(python.numpyVersion, "not installed") << "\n";
     out << "- PyTorch version: " << orText(python.torchVersion, "not installed") << "\n";
     out << "- Accelerate version: " << orText(python.accelerateVersion, "not installed") << "\n";

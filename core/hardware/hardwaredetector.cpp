@@ -43,12 +43,12 @@ HardwareReport detectHardware(const DetectOptions &options)
         }
         report.worker = probeWorker(worker, options.workerTimeoutMs);
     } else {
-        report.worker.error = "not asked";
+        report.worker.error = "not probed";
     }
     if (options.probePython) {
         report.python = probePython(options.python, options.pythonTimeoutMs);
     } else {
-        report.python.error = "not asked";
+        report.python.error = "not probed";
         report.python.torchVersion = report.python.accelerateVersion = report.python.numpyVersion = notInstalled();
     }
     return report;
