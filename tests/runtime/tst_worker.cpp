@@ -1,0 +1,209 @@
+// accel-worker as a program: capability report, job file errors, and real 1- and 2-rank jobs of
+// every recipe that needs no outside files (selftest, mlp, gpt with resume, plugin).
+#include "tests/helpers/testsupport.h"
+
+#include <QDir>
+#include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTcpServer>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <cstring>
+#include <memory>
+
+namespace {
+
+int freePort()
+{
+    QTcpServer server;
+    server.listen(QHostAddress::LocalHost, 0);
+    return server.serverPort();
+}
+
+struct Run {
+    int exitCode = -1;
+    QString out, err;
+};
+
+QList<Run> runWorker(int worldSize, const QString &job, int timeoutMs = 240000)
+{
+    const int port = freePort();
+    std::vector<std::unique_ptr<QProcess>> processes;
+    for (int rank = 0; rank < worldSize; ++rank) {
+        auto process = std::make_unique<QProcess>();
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.remove("ACCEL_RUN_DIR");
+        env.remove("ACCEL_METRICS_FILE");
+        if (worldSize > 1) {
+            env.insert("RANK", QString::number(rank));
+            env.insert("LOCAL_RANK", QString::number(rank));
+            env.insert("WORLD_SIZE", QString::number(worldSize));
+            env.insert("LOCAL_WORLD_SIZE", QString::number(worldSize));
+            env.insert("MASTER_ADDR", "127.0.0.1");
+            env.insert("MASTER_PORT", QString::number(port));
+        }
+        env.insert("OMP_NUM_THREADS", "1");
+        process->setProcessEnvironment(env);
+        process->start(accel::test::binDir() + "/accel-worker", {job});
+        processes.push_back(std::move(process));
+    }
+    QList<Run> runs;
+    for (auto &process : processes) {
+        if (!process->waitForFinished(timeoutMs)) {
+            process->kill();
+            process->waitForFinished();
+        }
+        runs.push_back({process->exitCode(), QString::fromUtf8(process->readAllStandardOutput()),
+                        QString::fromUtf8(process->readAllStandardError())});
+    }
+    return runs;
+}
+
+void writeFile(const QString &path, const QByteArray &content)
+{
+    QFile file(path);
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write(content);
+}
+
+// A two-tensor safetensors file (inputs F32 [n, 2], targets I64 [n]) written byte by byte.
+QByteArray classificationData(int n)
+{
+    QByteArray inputs, targets;
+    for (int i = 0; i < n; ++i) {
+        const float a = float((i * 37) % 17) / 8.0f - 1.0f, b = float((i * 11) % 13) / 6.0f - 1.0f;
+        inputs.append(reinterpret_cast<const char *>(&a), 4);
+        inputs.append(reinterpret_cast<const char *>(&b), 4);
+        const int64_t label = a + b > 0 ? 1 : 0;
+        targets.append(reinterpret_cast<const char *>(&label), 8);
+    }
+    QByteArray header = QString("{\"inputs\":{\"dtype\":\"F32\",\"shape\":[%1,2],\"data_offsets\":[0,%2]},"
+                                "\"targets\":{\"dtype\":\"I64\",\"shape\":[%1],\"data_offsets\":[%2,%3]}}")
+                            .arg(n).arg(inputs.size()).arg(inputs.size() + targets.size()).toUtf8();
+    while (header.size() % 8)
+        header.append(' ');
+    QByteArray file(8, '\0');
+    const uint64_t length = uint64_t(header.size());
+    std::memcpy(file.data(), &length, 8);
+    return file + header + inputs + targets;
+}
+
+QList<double> losses(const QString &metricsFile)
+{
+    QFile file(metricsFile);
+    QList<double> values;
+    if (!file.open(QIODevice::ReadOnly))
+        return values;
+    for (const QByteArray &line : file.readAll().split('\n')) {
+        const QJsonObject object = QJsonDocument::fromJson(line).object();
+        if (object.contains("loss"))
+            values << object.value("loss").toDouble();
+    }
+    return values;
+}
+
+} // namespace
+
+class tst_Worker : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void capabilitiesJson()
+    {
+        const auto result = accel::test::runProgram(accel::test::binDir() + "/accel-worker", {"--capabilities", "--json"});
+        QCOMPARE(result.exitCode, 0);
+        const QJsonObject object = QJsonDocument::fromJson(result.out.toUtf8()).object();
+        QCOMPARE(object.value("schema").toString(), QString("accel.worker-capabilities"));
+        QCOMPARE(object.value("version").toInt(), 1);
+        QVERIFY(object.value("torch_version").toString().startsWith("1."));
+        QCOMPARE(object.value("gloo").toBool(), true);
+        QVERIFY(object.value("openmp_threads").toInt() >= 1);
+        QVERIFY(object.contains("cuda") && object.contains("blas") && object.contains("mpi"));
+        QVERIFY(result.out.startsWith("{\"schema\":\"accel.worker-capabilities\",\"version\":1"));
+    }
+
+    void badJobFileIsBadInput()
+    {
+        QTemporaryDir dir;
+        writeFile(dir.filePath("job.yaml"), "recipe: gtp\n");
+        auto runs = runWorker(1, dir.filePath("job.yaml"));
+        QCOMPARE(runs[0].exitCode, 2);
+        QVERIFY2(runs[0].err.contains("did you mean gpt"), qPrintable(runs[0].err));
+        writeFile(dir.filePath("job2.yaml"), "recipe: gpt\ntraining:\n  batch_size: zero\n");
+        runs = runWorker(1, dir.filePath("job2.yaml"));
+        QCOMPARE(runs[0].exitCode, 2);
+        QVERIFY2(runs[0].err.contains("training.batch_size") && runs[0].err.contains("zero"), qPrintable(runs[0].err));
+    }
+
+    void selfTestTwoRanks()
+    {
+        QTemporaryDir dir;
+        writeFile(dir.filePath("selftest.yaml"), "recipe: selftest\ntraining:\n  timeout_s: 60\n");
+        const auto runs = runWorker(2, dir.filePath("selftest.yaml"));
+        QCOMPARE(runs[0].exitCode, 0);
+        QCOMPARE(runs[1].exitCode, 0);
+        QVERIFY2(runs[0].out.contains("Test is a success!"), qPrintable(runs[0].out + runs[0].err));
+        QVERIFY(runs[0].out.contains("ok    DDP step"));
+    }
+
+    void mlpTrainsAndWritesWeights()
+    {
+        QTemporaryDir dir;
+        writeFile(dir.filePath("data.safetensors"), classificationData(256));
+        writeFile(dir.filePath("mlp.yaml"), "recipe: mlp\n"
+                                            "output_dir: out\n"
+                                            "mlp:\n  data: data.safetensors\n  hidden: [16]\n  optimizer: sgd\n"
+                                            "training:\n  max_steps: 60\n  batch_size: 16\n  learning_rate: 0.1\n  log_every: 10\n");
+        const auto runs = runWorker(2, dir.filePath("mlp.yaml"));
+        QCOMPARE(runs[0].exitCode, 0);
+        QCOMPARE(runs[1].exitCode, 0);
+        QVERIFY(QFile::exists(dir.filePath("out/model.safetensors")));
+        const QList<double> rank0 = losses(dir.filePath("out/metrics/rank0.jsonl"));
+        QCOMPARE(rank0.size(), 6);
+        QVERIFY2(rank0.last() < 0.6 * rank0.first(), qPrintable(QString("%1 -> %2").arg(rank0.first()).arg(rank0.last())));
+        QCOMPARE(losses(dir.filePath("out/metrics/rank1.jsonl")), rank0);  // every rank logs the mean loss
+    }
+
+    void gptCheckpointsAndResumes()
+    {
+        QTemporaryDir dir;
+        QByteArray text;
+        for (int i = 0; i < 400; ++i)
+            text += "the cat sat on the mat. ";
+        writeFile(dir.filePath("corpus.txt"), text);
+        const QByteArray common = "recipe: gpt\noutput_dir: out\nmodel: {n_layer: 1, n_head: 2, n_embd: 32, block_size: 32}\n"
+                                  "data: {corpus: corpus.txt}\nsample: {length: 20}\n";
+        writeFile(dir.filePath("a.yaml"), common + "training: {max_steps: 10, batch_size: 4, checkpoint_every: 5, checkpoint_total_limit: 1, eval_every: 5, log_every: 5}\n");
+        auto runs = runWorker(1, dir.filePath("a.yaml"));
+        QVERIFY2(runs[0].exitCode == 0, qPrintable(runs[0].err));
+        QVERIFY(runs[0].out.contains("sample: "));
+        QDir checkpoints(dir.filePath("out/checkpoints"));
+        QCOMPARE(checkpoints.entryList(QDir::Dirs | QDir::NoDotAndDotDot), QStringList({"checkpoint_1"}));
+        writeFile(dir.filePath("b.yaml"), common + "training: {max_steps: 15, batch_size: 4, checkpoint_every: 5, log_every: 5}\n");
+        runs = runWorker(1, dir.filePath("b.yaml"));
+        QVERIFY2(runs[0].exitCode == 0, qPrintable(runs[0].err));
+        QVERIFY2(runs[0].out.contains("resumed from step 10"), qPrintable(runs[0].out));
+        QVERIFY(runs[0].out.contains("step 15/15"));
+        QVERIFY(QFile::exists(dir.filePath("out/checkpoints/checkpoint_2/model.safetensors")));
+    }
+
+    void pluginRuns()
+    {
+        const QString plugin = QDir(accel::test::binDir() + "/../plugins").absoluteFilePath("libaccel_plugin_linearregression.so");
+        if (!QFile::exists(plugin))
+            QSKIP("the example plugin was not built");
+        QTemporaryDir dir;
+        writeFile(dir.filePath("plugin.yaml"), QString("recipe: plugin\noutput_dir: out\nplugin:\n  library: %1\n  settings: {steps: 100}\n")
+                                                   .arg(plugin).toUtf8());
+        const auto runs = runWorker(2, dir.filePath("plugin.yaml"));
+        QVERIFY2(runs[0].exitCode == 0 && runs[1].exitCode == 0, qPrintable(runs[0].err + runs[1].err));
+        QVERIFY2(runs[0].out.contains("linear regression plugin: 100 steps"), qPrintable(runs[0].out));
+        QVERIFY(QFile::exists(dir.filePath("out/model.safetensors")));
+    }
+};
+
+QTEST_GUILESS_MAIN(tst_Worker)
+#include "tst_worker.moc"
