@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
 #include <dlfcn.h>
 #include <filesystem>
 #include <iostream>
@@ -98,6 +99,12 @@ Result<void> runJob(const JobSpec &job)
         return tl::unexpected(created.error());
     Accelerator &accelerator = **created;
     accelerator.setSeed(job.seed);
+    // Without a run directory from the launcher, the job's output folder is the run directory
+    // (metrics/rank<N>.jsonl goes there).
+    const char *runDir = std::getenv("ACCEL_RUN_DIR");
+    const char *metricsFile = std::getenv("ACCEL_METRICS_FILE");
+    if ((!runDir || !*runDir) && (!metricsFile || !*metricsFile))
+        ::setenv("ACCEL_RUN_DIR", job.outputDir.c_str(), 1);
     std::error_code ec;
     fs::create_directories(job.outputDir, ec);
     try {
