@@ -1,0 +1,71 @@
+#include "core/tokenizer/regexsplitter.h"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+namespace accel::tokenizer {
+
+struct RegexSplitter::Compiled {
+    pcre2_code *code = nullptr;
+    ~Compiled() { pcre2_code_free(code); }
+};
+
+const char *RegexSplitter::gpt2Pattern()
+{
+    return R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+}
+
+Result<RegexSplitter> RegexSplitter::create(const std::string &pattern)
+{
+    int errorCode = 0;
+    PCRE2_SIZE errorOffset = 0;
+    pcre2_code *code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+                                     PCRE2_UTF | PCRE2_UCP, &errorCode, &errorOffset, nullptr);
+    if (!code) {
+        PCRE2_UCHAR buffer[256];
+        pcre2_get_error_message(errorCode, buffer, sizeof buffer);
+        return makeError(ErrorCode::InvalidInput,
+                         "regular expression \"" + pattern + "\" does not compile at offset "
+                             + std::to_string(errorOffset) + ": " + reinterpret_cast<const char *>(buffer));
+    }
+    pcre2_jit_compile(code, PCRE2_JIT_COMPLETE); // falls back to the interpreter when JIT is missing
+    auto compiled = std::make_shared<Compiled>();
+    compiled->code = code;
+    RegexSplitter splitter;
+    splitter.m_compiled = std::move(compiled);
+    return splitter;
+}
+
+void RegexSplitter::split(std::string_view text, std::vector<std::string> &out) const
+{
+    if (text.empty())
+        return;
+    pcre2_match_data *match = pcre2_match_data_create_from_pattern(m_compiled->code, nullptr);
+    const auto *subject = reinterpret_cast<PCRE2_SPTR>(text.data());
+    size_t position = 0;
+    size_t gapStart = 0;
+    while (position < text.size()) {
+        const int rc = pcre2_match(m_compiled->code, subject, text.size(), position, PCRE2_NO_UTF_CHECK, match, nullptr);
+        if (rc < 0)
+            break;
+        const PCRE2_SIZE *ovector = pcre2_get_ovector_pointer(match);
+        const size_t start = ovector[0];
+        const size_t end = ovector[1];
+        if (end == start) { // an empty match: step over one character
+            position = start + 1;
+            while (position < text.size() && (static_cast<unsigned char>(text[position]) & 0xC0) == 0x80)
+                ++position;
+            continue;
+        }
+        if (start > gapStart)
+            out.emplace_back(text.substr(gapStart, start - gapStart));
+        out.emplace_back(text.substr(start, end - start));
+        position = end;
+        gapStart = end;
+    }
+    if (gapStart < text.size())
+        out.emplace_back(text.substr(gapStart));
+    pcre2_match_data_free(match);
+}
+
+} // namespace accel::tokenizer

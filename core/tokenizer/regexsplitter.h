@@ -1,0 +1,31 @@
+// A compiled PCRE2 pattern (UTF + Unicode properties, JIT when available) that splits text into
+// the pieces a pre-tokenizer produces: every match and every gap between matches, in order
+// (Hugging Face's "Isolated" split behaviour).
+#pragma once
+
+#include "core/common/result.h"
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace accel::tokenizer {
+
+class RegexSplitter
+{
+public:
+    // The pattern of GPT-2's ByteLevel pre-tokenizer.
+    static const char *gpt2Pattern();
+
+    static Result<RegexSplitter> create(const std::string &pattern);
+
+    // Appends the pieces of `text` (valid UTF-8) to `out`.
+    void split(std::string_view text, std::vector<std::string> &out) const;
+
+private:
+    struct Compiled;
+    std::shared_ptr<const Compiled> m_compiled;
+};
+
+} // namespace accel::tokenizer

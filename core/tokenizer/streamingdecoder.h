@@ -1,0 +1,35 @@
+// Decodes generated ids one at a time: each push returns the text that the new id completed.
+// A character whose UTF-8 bytes are spread over several tokens (byte fallback, byte-level BPE) is
+// held back until its last byte arrives, so no broken character is ever shown.
+#pragma once
+
+#include "core/tokenizer/tokenizer.h"
+
+#include <string>
+#include <vector>
+
+namespace accel::tokenizer {
+
+class StreamingDecoder
+{
+public:
+    explicit StreamingDecoder(Tokenizer tokenizer, bool skipSpecialTokens = true);
+
+    // The text completed by `id` (often empty while a character is incomplete).
+    std::string push(int32_t id);
+    // Whatever is still held back, with U+FFFD for bytes that never completed; then starts over.
+    std::string finish();
+    void reset();
+
+private:
+    std::string emitFrom(const std::string &text);
+
+    Tokenizer m_tokenizer;
+    bool m_skipSpecialTokens;
+    // The last emitted ids (context, starting at a character boundary) and the ids held back.
+    std::vector<int32_t> m_window;
+    size_t m_contextSize = 0;  // how many ids at the front of m_window were already emitted
+    std::string m_contextText; // decode of the context ids alone
+};
+
+} // namespace accel::tokenizer

@@ -1,0 +1,222 @@
+#include "core/tokenizer/tokenizer.h"
+
+#include "core/common/fileutil.h"
+#include "core/tokenizer/addedtokens.h"
+#include "core/tokenizer/bpemodel.h"
+#include "core/tokenizer/textsteps.h"
+#include "core/tokenizer/tokenizerspec.h"
+#include "core/tokenizer/utf8.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <unordered_map>
+
+namespace accel::tokenizer {
+
+struct Tokenizer::Impl {
+    std::vector<AddedToken> addedTokens;
+    std::unordered_map<int32_t, size_t> addedById;
+    std::unordered_map<std::string, int32_t> addedByContent;
+    AddedTokenMatcher rawMatcher;        // tokens with normalized: false, matched on the input
+    AddedTokenMatcher normalizedMatcher; // tokens with normalized: true, matched after normalizing
+    std::vector<NormalizerStep> normalizers;
+    std::vector<PreTokenizerStep> preTokenizers;
+    std::vector<DecoderStep> decoders;
+    std::vector<TemplatePiece> singleTemplate;
+    std::unique_ptr<BpeModel> model;
+    int32_t bos = -1;
+    int32_t eos = -1;
+    size_t vocabSize = 0;
+
+    int32_t idOf(const std::string &token) const
+    {
+        const auto it = addedByContent.find(token);
+        return it != addedByContent.end() ? it->second : model->tokenId(token);
+    }
+    int32_t firstPresent(std::initializer_list<const char *> names) const
+    {
+        for (const char *name : names)
+            if (const auto it = addedByContent.find(name); it != addedByContent.end())
+                return it->second;
+        return -1;
+    }
+    void chooseBosEos(const ConfiguredSpecialTokens &configured);
+};
+
+void Tokenizer::Impl::chooseBosEos(const ConfiguredSpecialTokens &configured)
+{
+    if (!configured.bos.empty())
+        bos = idOf(configured.bos);
+    if (!configured.eos.empty())
+        eos = idOf(configured.eos);
+    // The template's special tokens: before the sequence is BOS, after it EOS.
+    bool afterSequence = false;
+    for (const TemplatePiece &piece : singleTemplate) {
+        if (piece.isSequence)
+            afterSequence = true;
+        else if (!piece.ids.empty() && !afterSequence && bos < 0)
+            bos = piece.ids.front();
+        else if (!piece.ids.empty() && afterSequence && eos < 0)
+            eos = piece.ids.back();
+    }
+    if (bos < 0)
+        bos = firstPresent({"<s>", "<|begin_of_text|>", "<|startoftext|>", "<bos>", "<|endoftext|>"});
+    if (eos < 0)
+        eos = firstPresent({"</s>", "<|end_of_text|>", "<|endoftext|>", "<eos>", "<|im_end|>", "<|eot_id|>"});
+}
+
+Result<Tokenizer> Tokenizer::load(const std::string &path)
+{
+    std::string file = path;
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+        file = (std::filesystem::path(path) / "tokenizer.json").string();
+    if (!std::filesystem::exists(file, ec))
+        return makeError(ErrorCode::NotFound, "no such file", file);
+    auto text = fileutil::readFile(file);
+    if (!text)
+        return tl::unexpected(text.error());
+    auto tokenizer = fromJson(*text, file);
+    if (!tokenizer)
+        return tokenizer;
+    const auto configPath = std::filesystem::path(file).parent_path() / "tokenizer_config.json";
+    if (std::filesystem::exists(configPath, ec)) {
+        if (auto config = fileutil::readFile(configPath.string())) {
+            auto impl = std::const_pointer_cast<Impl>(tokenizer->m_impl);
+            impl->bos = -1;
+            impl->eos = -1;
+            impl->chooseBosEos(readTokenizerConfig(*config));
+        }
+    }
+    return tokenizer;
+}
+
+Result<Tokenizer> Tokenizer::fromJson(const std::string &jsonText, const std::string &source)
+{
+    auto spec = readTokenizerSpec(jsonText, source);
+    if (!spec)
+        return tl::unexpected(spec.error());
+    auto model = BpeModel::create(spec->model, source);
+    if (!model)
+        return tl::unexpected(model.error());
+
+    auto impl = std::make_shared<Impl>();
+    impl->model = std::move(*model);
+    impl->normalizers = std::move(spec->normalizers);
+    impl->preTokenizers = std::move(spec->preTokenizers);
+    impl->decoders = std::move(spec->decoders);
+    impl->singleTemplate = std::move(spec->singleTemplate);
+    impl->addedTokens = std::move(spec->addedTokens);
+    impl->vocabSize = static_cast<size_t>(impl->model->maxId() + 1);
+
+    std::vector<AddedToken> raw, normalized;
+    std::vector<std::string> rawContents, normalizedContents;
+    for (size_t i = 0; i < impl->addedTokens.size(); ++i) {
+        const AddedToken &token = impl->addedTokens[i];
+        impl->addedById[token.id] = i;
+        impl->addedByContent[token.content] = token.id;
+        impl->vocabSize = std::max(impl->vocabSize, static_cast<size_t>(token.id) + 1);
+        if (token.normalized) {
+            normalized.push_back(token);
+            normalizedContents.push_back(normalize(token.content, impl->normalizers));
+        } else {
+            raw.push_back(token);
+            rawContents.push_back(token.content);
+        }
+    }
+    impl->rawMatcher = AddedTokenMatcher(raw, rawContents);
+    impl->normalizedMatcher = AddedTokenMatcher(normalized, normalizedContents);
+    impl->chooseBosEos({});
+
+    Tokenizer tokenizer;
+    tokenizer.m_impl = std::move(impl);
+    return tokenizer;
+}
+
+std::vector<int32_t> Tokenizer::encode(const std::string &text, bool addSpecialTokens) const
+{
+    const Impl &d = *m_impl;
+    std::vector<int32_t> ids;
+    std::vector<TextPiece> pieces;
+    d.rawMatcher.split({utf8::toValid(text), -1, true}, pieces);
+    std::vector<TextPiece> normalizedPieces;
+    for (TextPiece &piece : pieces) {
+        if (piece.tokenId >= 0) {
+            ids.push_back(piece.tokenId);
+            continue;
+        }
+        normalizedPieces.clear();
+        d.normalizedMatcher.split({normalize(std::move(piece.text), d.normalizers), -1, piece.startsText}, normalizedPieces);
+        for (const TextPiece &sub : normalizedPieces) {
+            if (sub.tokenId >= 0) {
+                ids.push_back(sub.tokenId);
+                continue;
+            }
+            for (const std::string &word : preTokenize(sub.text, sub.startsText, d.preTokenizers))
+                d.model->tokenize(word, ids);
+        }
+    }
+    if (!addSpecialTokens || d.singleTemplate.empty())
+        return ids;
+    std::vector<int32_t> withTemplate;
+    withTemplate.reserve(ids.size() + 4);
+    for (const TemplatePiece &piece : d.singleTemplate) {
+        if (piece.isSequence)
+            withTemplate.insert(withTemplate.end(), ids.begin(), ids.end());
+        else
+            withTemplate.insert(withTemplate.end(), piece.ids.begin(), piece.ids.end());
+    }
+    return withTemplate;
+}
+
+std::string Tokenizer::decode(const std::vector<int32_t> &ids, bool skipSpecialTokens) const
+{
+    const Impl &d = *m_impl;
+    std::vector<std::string> tokens;
+    tokens.reserve(ids.size());
+    for (const int32_t id : ids) {
+        if (const auto it = d.addedById.find(id); it != d.addedById.end()) {
+            if (!(skipSpecialTokens && d.addedTokens[it->second].special))
+                tokens.push_back(d.addedTokens[it->second].content);
+        } else if (const std::string *text = d.model->tokenText(id)) {
+            tokens.push_back(*text);
+        }
+    }
+    return decodeTokens(std::move(tokens), d.decoders);
+}
+
+std::string Tokenizer::tokenText(int32_t id) const
+{
+    if (const auto it = m_impl->addedById.find(id); it != m_impl->addedById.end())
+        return m_impl->addedTokens[it->second].content;
+    const std::string *text = m_impl->model->tokenText(id);
+    return text ? *text : std::string();
+}
+
+int32_t Tokenizer::tokenId(const std::string &token) const
+{
+    return m_impl->idOf(token);
+}
+
+bool Tokenizer::isSpecial(int32_t id) const
+{
+    const auto it = m_impl->addedById.find(id);
+    return it != m_impl->addedById.end() && m_impl->addedTokens[it->second].special;
+}
+
+int32_t Tokenizer::bosId() const
+{
+    return m_impl->bos;
+}
+
+int32_t Tokenizer::eosId() const
+{
+    return m_impl->eos;
+}
+
+size_t Tokenizer::vocabSize() const
+{
+    return m_impl->vocabSize;
+}
+
+} // namespace accel::tokenizer

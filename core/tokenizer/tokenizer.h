@@ -1,0 +1,45 @@
+// A Hugging Face tokenizer.json, for the inference playground: BPE models in the GPT-2 byte-level
+// style and the Llama sentencepiece-converted style (byte fallback, "▁" for spaces), added and
+// special tokens, the BOS template. Anything else is refused at load with an Error naming the
+// feature. Copies share the loaded data; encode and decode are safe from several threads.
+#pragma once
+
+#include "core/common/result.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace accel::tokenizer {
+
+class Tokenizer
+{
+public:
+    // `path` is a tokenizer.json or a folder that holds one. A tokenizer_config.json next to it,
+    // when present, names the BOS and EOS tokens.
+    static Result<Tokenizer> load(const std::string &path);
+    // `source` names the text in error messages.
+    static Result<Tokenizer> fromJson(const std::string &jsonText, const std::string &source = "tokenizer.json");
+
+    // Invalid UTF-8 in `text` is read as U+FFFD. With addSpecialTokens the post-processor's
+    // template is applied (Llama: BOS in front).
+    std::vector<int32_t> encode(const std::string &text, bool addSpecialTokens = true) const;
+    std::string decode(const std::vector<int32_t> &ids, bool skipSpecialTokens = false) const;
+
+    // The vocabulary string of an id ("" for an unknown id) and back (-1 when absent).
+    std::string tokenText(int32_t id) const;
+    int32_t tokenId(const std::string &token) const;
+    bool isSpecial(int32_t id) const;
+
+    int32_t bosId() const; // -1 when the tokenizer has none
+    int32_t eosId() const;
+    // One more than the largest id of the vocabulary and the added tokens.
+    size_t vocabSize() const;
+
+private:
+    struct Impl;
+    std::shared_ptr<const Impl> m_impl;
+};
+
+} // namespace accel::tokenizer

@@ -1,0 +1,94 @@
+// The parts of a tokenizer.json that Accel Studio understands, as plain data. specreader.cpp is
+// the only place that reads the JSON; everything else works on these structs.
+#pragma once
+
+#include "core/common/result.h"
+#include "core/tokenizer/regexsplitter.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace accel::tokenizer {
+
+struct AddedToken {
+    int32_t id = -1;
+    std::string content;
+    bool singleWord = false;
+    bool lstrip = false;
+    bool rstrip = false;
+    bool normalized = false;
+    bool special = false;
+};
+
+struct NormalizerStep {
+    enum class Kind { Prepend, Replace };
+    Kind kind = Kind::Prepend;
+    std::string text;        // Prepend: what to put in front; Replace: what to look for
+    std::string replacement; // Replace: what to put instead
+};
+
+enum class PrependScheme { Always, First, Never };
+
+struct PreTokenizerStep {
+    enum class Kind { ByteLevel, Metaspace, Split };
+    Kind kind = Kind::ByteLevel;
+    bool addPrefixSpace = false;                    // ByteLevel
+    std::optional<RegexSplitter> regex;             // ByteLevel with use_regex, Split
+    std::string replacement = "\xE2\x96\x81";       // Metaspace ("▁")
+    PrependScheme prependScheme = PrependScheme::Always;
+    bool splitOnReplacement = true;                 // Metaspace "split"
+};
+
+struct DecoderStep {
+    enum class Kind { ByteLevel, Metaspace, Replace, ByteFallback, Fuse, Strip };
+    Kind kind = Kind::ByteLevel;
+    std::string text;        // Replace: pattern; Strip: content; Metaspace: replacement
+    std::string replacement; // Replace: content
+    size_t stripStart = 0;
+    size_t stripStop = 0;
+    PrependScheme prependScheme = PrependScheme::Always; // Metaspace
+};
+
+// One entry of a TemplateProcessing "single" template: special token ids, or the sequence.
+struct TemplatePiece {
+    bool isSequence = false;
+    std::vector<int32_t> ids;
+};
+
+struct BpeSpec {
+    std::vector<std::pair<std::string, int32_t>> vocab;
+    std::vector<std::pair<std::string, std::string>> merges;
+    std::optional<std::string> unkToken;
+    bool fuseUnk = false;
+    bool byteFallback = false;
+    bool ignoreMerges = false;
+};
+
+struct TokenizerSpec {
+    std::vector<AddedToken> addedTokens;
+    std::vector<NormalizerStep> normalizers;
+    std::vector<PreTokenizerStep> preTokenizers;
+    std::vector<DecoderStep> decoders;
+    std::vector<TemplatePiece> singleTemplate; // empty: no special tokens are added
+    BpeSpec model;
+};
+
+// Parses tokenizer.json text. `source` names the file in error messages.
+Result<TokenizerSpec> readTokenizerSpec(const std::string &jsonText, const std::string &source);
+
+} // namespace accel::tokenizer
+
+namespace accel::tokenizer {
+
+// bos_token / eos_token of a tokenizer_config.json (strings or {"content": ...}); empty when
+// absent or unreadable, since the file is optional.
+struct ConfiguredSpecialTokens {
+    std::string bos;
+    std::string eos;
+};
+ConfiguredSpecialTokens readTokenizerConfig(const std::string &jsonText);
+
+} // namespace accel::tokenizer

@@ -1,0 +1,165 @@
+// Loading tokenizer.json: every unsupported feature and malformed file is refused with an Error
+// that names the file, the JSON path and what would be supported.
+#include "fixtures.h"
+
+#include "core/tokenizer/tokenizer.h"
+
+using accel::ErrorCode;
+using accel::tokenizer::Tokenizer;
+
+namespace {
+
+// A minimal valid BPE tokenizer.json with `extra` members added at the top level and `modelExtra`
+// inside "model".
+std::string minimal(const std::string &extra = {}, const std::string &modelExtra = {})
+{
+    return R"({"version": "1.0", )" + extra + (extra.empty() ? "" : ", ")
+           + R"("model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"])"
+           + (modelExtra.empty() ? "" : ", " + modelExtra) + "}}";
+}
+
+} // namespace
+
+class tst_TokenizerLoad : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void minimalLoads();
+    void unsupported_data();
+    void unsupported();
+    void invalid_data();
+    void invalid();
+    void errorNamesTheFile();
+    void missingFile();
+};
+
+void tst_TokenizerLoad::minimalLoads()
+{
+    auto tokenizer = Tokenizer::fromJson(minimal());
+    QVERIFY2(tokenizer.has_value(), tokenizer ? "" : tokenizer.error().toString().c_str());
+    QCOMPARE(tokenizer->encode("abba", false), (std::vector<int32_t>{2, 1, 0}));
+    QCOMPARE(tokenizer->bosId(), -1);
+    QCOMPARE(tokenizer->eosId(), -1);
+    // "merges" in the pair form and a missing model.type with merges (read as BPE) also load.
+    QVERIFY(Tokenizer::fromJson(R"({"model": {"vocab": {"a": 0, "b": 1, "ab": 2}, "merges": [["a", "b"]]}})"));
+}
+
+void tst_TokenizerLoad::unsupported_data()
+{
+    QTest::addColumn<QString>("json");
+    QTest::addColumn<QString>("message");
+    QTest::newRow("Unigram") << R"({"model": {"type": "Unigram", "vocab": [["a", 0.0]]}})"
+                             << "model.type: Unigram is not supported (supported: BPE)";
+    QTest::newRow("WordPiece") << R"({"model": {"type": "WordPiece", "vocab": {"a": 0}}})"
+                               << "model.type: WordPiece is not supported (supported: BPE)";
+    QTest::newRow("WordLevel") << R"({"model": {"type": "WordLevel", "vocab": {"a": 0}}})"
+                               << "model.type: WordLevel is not supported (supported: BPE)";
+    QTest::newRow("NFC") << QString::fromStdString(minimal(R"("normalizer": {"type": "NFC"})"))
+                         << "normalizer.type: NFC is not supported (supported: Prepend, Replace, Sequence)";
+    QTest::newRow("nested Lowercase")
+        << QString::fromStdString(minimal(
+               R"("normalizer": {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "_"}, {"type": "Lowercase"}]})"))
+        << "normalizer.normalizers[1].type: Lowercase is not supported (supported: Prepend, Replace, Sequence)";
+    QTest::newRow("Replace regex")
+        << QString::fromStdString(minimal(R"("normalizer": {"type": "Replace", "pattern": {"Regex": " +"}, "content": " "})"))
+        << "normalizer.pattern: Replace with a Regex pattern is not supported (supported: String patterns)";
+    QTest::newRow("Whitespace") << QString::fromStdString(minimal(R"("pre_tokenizer": {"type": "Whitespace"})"))
+                                << "pre_tokenizer.type: Whitespace is not supported (supported: ByteLevel, Metaspace, "
+                                   "Split, Sequence)";
+    QTest::newRow("Split Removed")
+        << QString::fromStdString(minimal(
+               R"("pre_tokenizer": {"type": "Split", "pattern": {"String": " "}, "behavior": "Removed", "invert": false})"))
+        << "pre_tokenizer.behavior: Split behaviour \"Removed\" is not supported (supported: Isolated)";
+    QTest::newRow("WordPiece decoder") << QString::fromStdString(minimal(R"("decoder": {"type": "WordPiece", "prefix": "##"})"))
+                                       << "decoder.type: WordPiece is not supported (supported: ByteLevel, Metaspace, "
+                                          "Replace, ByteFallback, Fuse, Strip, Sequence)";
+    QTest::newRow("BertProcessing")
+        << QString::fromStdString(minimal(R"("post_processor": {"type": "BertProcessing", "sep": ["a", 0], "cls": ["b", 1]})"))
+        << "post_processor.type: BertProcessing is not supported (supported: TemplateProcessing, RobertaProcessing, "
+           "ByteLevel, Sequence)";
+    QTest::newRow("dropout") << QString::fromStdString(minimal({}, R"("dropout": 0.1)"))
+                             << "model.dropout: 0.100000 is not supported (supported: null or 0)";
+    QTest::newRow("subword prefix") << QString::fromStdString(minimal({}, R"("continuing_subword_prefix": "##")"))
+                                    << "model.continuing_subword_prefix: \"##\" is not supported (supported: null)";
+}
+
+void tst_TokenizerLoad::unsupported()
+{
+    QFETCH(QString, json);
+    QFETCH(QString, message);
+    auto tokenizer = Tokenizer::fromJson(json.toStdString(), "tokenizer.json");
+    QVERIFY(!tokenizer);
+    QCOMPARE(tokenizer.error().code, ErrorCode::Unsupported);
+    QCOMPARE(QString::fromStdString(tokenizer.error().toString()), QStringLiteral("tokenizer.json: ") + message);
+}
+
+void tst_TokenizerLoad::invalid_data()
+{
+    QTest::addColumn<QString>("json");
+    QTest::addColumn<QString>("message");
+    QTest::newRow("truncated") << R"({"model": {"type": "BPE", )" << "not valid JSON";
+    QTest::newRow("not an object") << "[1, 2]" << "(root): expected an object, got array";
+    QTest::newRow("no model") << R"({"version": "1.0"})" << "model: missing or not an object";
+    QTest::newRow("vocab id") << R"({"model": {"type": "BPE", "vocab": {"a": "zero"}, "merges": []}})"
+                              << "model.vocab.a: expected a non-negative integer id, got \"zero\"";
+    QTest::newRow("merge form") << R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": ["a"]}})"
+                                << "model.merges[0]: expected \"left right\" (two tokens and one space), got \"a\"";
+    QTest::newRow("merge part") << R"({"model": {"type": "BPE", "vocab": {"a": 0, "az": 1}, "merges": [["a", "z"]]}})"
+                                << "model.merges[0]: token \"z\" is not in model.vocab";
+    QTest::newRow("merge result") << R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": ["a b"]}})"
+                                  << "model.merges[0]: merged token \"ab\" is not in model.vocab";
+    QTest::newRow("unk token") << R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [], "unk_token": "<unk>"}})"
+                               << "model.unk_token: \"<unk>\" is not in model.vocab";
+    QTest::newRow("added token")
+        << QString::fromStdString(minimal(R"("added_tokens": [{"content": "<s>"}])"))
+        << "added_tokens[0]: expected an object with an integer \"id\" and a string \"content\"";
+    QTest::newRow("bad regex")
+        << QString::fromStdString(minimal(
+               R"("pre_tokenizer": {"type": "Split", "pattern": {"Regex": "(a"}, "behavior": "Isolated", "invert": false})"))
+        << "pre_tokenizer.pattern: regular expression \"(a\" does not compile";
+    QTest::newRow("template token")
+        << QString::fromStdString(minimal(R"("post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>"}}, {"Sequence": {"id": "A"}}]})"))
+        << "post_processor.single[0]: special token \"<s>\" is neither an added token nor in the vocabulary";
+}
+
+void tst_TokenizerLoad::invalid()
+{
+    QFETCH(QString, json);
+    QFETCH(QString, message);
+    auto tokenizer = Tokenizer::fromJson(json.toStdString(), "tokenizer.json");
+    QVERIFY(!tokenizer);
+    QCOMPARE(tokenizer.error().code, ErrorCode::InvalidInput);
+    const QString actual = QString::fromStdString(tokenizer.error().toString());
+    QVERIFY2(actual.startsWith(QStringLiteral("tokenizer.json: ") + message), qPrintable(actual));
+}
+
+void tst_TokenizerLoad::errorNamesTheFile()
+{
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("tokenizer.json"));
+    QFile file(path);
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write(R"({"model": {"type": "Unigram", "vocab": []}})");
+    file.close();
+    // Loading the folder finds tokenizer.json inside it.
+    auto tokenizer = Tokenizer::load(dir.path().toStdString());
+    QVERIFY(!tokenizer);
+    QCOMPARE(QString::fromStdString(tokenizer.error().toString()),
+             path + QStringLiteral(": model.type: Unigram is not supported (supported: BPE)"));
+}
+
+void tst_TokenizerLoad::missingFile()
+{
+    QTemporaryDir dir;
+    auto tokenizer = Tokenizer::load(dir.filePath(QStringLiteral("nope.json")).toStdString());
+    QVERIFY(!tokenizer);
+    QCOMPARE(tokenizer.error().code, ErrorCode::NotFound);
+    QVERIFY(QString::fromStdString(tokenizer.error().toString()).contains(QStringLiteral("nope.json")));
+    auto folder = Tokenizer::load(dir.path().toStdString()); // a folder without tokenizer.json
+    QVERIFY(!folder);
+    QCOMPARE(folder.error().code, ErrorCode::NotFound);
+}
+
+QTEST_GUILESS_MAIN(tst_TokenizerLoad)
+#include "tst_tokenizerload.moc"
