@@ -109,6 +109,13 @@ int runEstimateMemory(int argc, char **argv)
     dtypes.repeatable = true;
     dtypes.choices = {"float32", "float16", "bfloat16", "fp8", "int8", "int4"};
     parser.addOption(dtypes);
+    cli::OptionSpec library;
+    library.name = "library_name";
+    library.valueName = "NAME";
+    library.help = "accepted for compatibility with accelerate estimate-memory; only transformers-style models are known";
+    library.choices = {"transformers", "timm"};
+    parser.addOption(library);
+    parser.addFlag("trust_remote_code", "accepted for compatibility; no code is ever run");
     parser.addValue("batch", "B", "batch size for the inference figures", "1");
     parser.addValue("context", "T", "tokens of context for the KV cache and activations", "min(max positions, 4096)");
     parser.addFlag("json", "print a JSON object (schema accel.memory-estimate) instead of tables");

@@ -93,6 +93,16 @@ int runInspect(int argc, char **argv)
     }
     const Checkpoint &checkpoint = *model->checkpoint;
     const ModelStructure &s = model->structure;
+    std::vector<std::string> warnings = s.warnings;
+    for (const auto &shard : checkpoint.shards()) {
+        std::string warning;
+        if (auto ok = checkTorchFormat(*shard, &warning); !ok)
+            warnings.push_back(ok.error().toString());
+        else if (!warning.empty())
+            warnings.push_back(warning);
+    }
+    for (const std::string &w : warnings)
+        std::fprintf(stderr, "accel inspect: warning: %s\n", w.c_str());
     const auto rows = moduleRows(s, static_cast<int>(depth));
     std::map<std::string, std::pair<uint64_t, uint64_t>> byDtype;  // code → (tensors, bytes)
     for (const TensorInfo *t : checkpoint.tensors()) {
@@ -121,6 +131,7 @@ int runInspect(int argc, char **argv)
         j["bytes"] = checkpoint.totalBytes();
         j["no_split"] = s.noSplitClasses;
         j["tied"] = s.tiedGroups();
+        j["warnings"] = warnings;
         nlohmann::ordered_json modules = nlohmann::ordered_json::array();
         for (const ModuleRow &r : rows)
             modules.push_back({{"name", r.name}, {"class", r.className}, {"parameters", r.parameters}, {"bytes", r.bytes}});

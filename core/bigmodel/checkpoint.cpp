@@ -21,6 +21,24 @@ bool endsWith(const std::string &s, const std::string &suffix)
 
 } // namespace
 
+Result<void> checkTorchFormat(const SafetensorsFile &file, std::string *warning)
+{
+    const auto it = file.metadata().find("format");
+    if (it == file.metadata().end()) {
+        if (warning)
+            *warning = file.path() + ": no __metadata__ format; read as a PyTorch (\"pt\") checkpoint";
+        return {};
+    }
+    if (it->second == "pt")
+        return {};
+    if (it->second == "tf" || it->second == "flax")
+        return makeError(ErrorCode::Unsupported,
+                         "__metadata__ format \"" + it->second + "\": only PyTorch (\"pt\") checkpoints can be loaded; convert it first",
+                         file.path());
+    return makeError(ErrorCode::InvalidInput,
+                     "__metadata__ format \"" + it->second + "\" is not one of pt, tf, flax", file.path());
+}
+
 Result<std::string> resolveCheckpointPath(const std::string &folder)
 {
     std::error_code ec;

@@ -38,6 +38,10 @@ private:
     std::map<std::string, std::string> m_indexMetadata;
 };
 
+// Accelerate's loader rule for a shard: __metadata__.format must be "pt" ("tf" and "flax" are
+// refused, anything else is invalid); a file without metadata is read as "pt" and `warning` says so.
+Result<void> checkTorchFormat(const SafetensorsFile &file, std::string *warning);
+
 // Finds the checkpoint file to open inside a folder (model.safetensors, else exactly one
 // *.safetensors.index.json, else exactly one *.safetensors).
 Result<std::string> resolveCheckpointPath(const std::string &folder);

@@ -336,6 +336,22 @@ private Q_SLOTS:
         QVERIFY(accepted > 0);  // flips inside tensor data keep the file valid
     }
 
+    void torchFormatRule()
+    {
+        auto a = iota(2);
+        std::string warning;
+        QVERIFY(writeSafetensors(path("pt.safetensors"), {{"a", DType::F32, {2}, a.data(), 8}}));
+        QVERIFY(checkTorchFormat(**SafetensorsFile::open(path("pt.safetensors")), &warning));
+        QVERIFY(warning.empty());
+        QVERIFY(writeSafetensors(path("none.safetensors"), {{"a", DType::F32, {2}, a.data(), 8}}, {}));
+        QVERIFY(checkTorchFormat(**SafetensorsFile::open(path("none.safetensors")), &warning));
+        QCOMPARE(warning, path("none.safetensors") + ": no __metadata__ format; read as a PyTorch (\"pt\") checkpoint");
+        QVERIFY(writeSafetensors(path("tf.safetensors"), {{"a", DType::F32, {2}, a.data(), 8}}, {{"format", "tf"}}));
+        auto tf = checkTorchFormat(**SafetensorsFile::open(path("tf.safetensors")), nullptr);
+        QVERIFY(!tf);
+        QCOMPARE(tf.error().code, ErrorCode::Unsupported);
+    }
+
     void tensorsOutliveTheirFileObject()
     {
         auto a = iota(4, 1);
