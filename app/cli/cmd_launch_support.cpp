@@ -98,6 +98,8 @@ EnvMap currentEnvironment()
 
 std::string workerProgramPath()
 {
+    if (const char *override = std::getenv("ACCEL_WORKER_PROGRAM"); override && *override)
+        return override;
     std::error_code error;
     const auto self = std::filesystem::read_symlink("/proc/self/exe", error);
     return (error ? std::filesystem::path(".") : self.parent_path()).string() + "/accel-worker";

@@ -24,7 +24,7 @@ Result<PreparedLaunch> prepareLaunch(const ArgParser &parser);
 Result<launcher::RunDirectory> createRunDirectory(const PreparedLaunch &prepared, int argc, char **argv);
 // Starts the supervisor in a new session in the background and prints the run id.
 int detachSupervisor(int argc, char **argv, const launcher::LaunchSettings &settings, bool json);
-// accel-worker beside the running accel binary.
+// accel-worker beside the running accel binary ($ACCEL_WORKER_PROGRAM overrides it).
 std::string workerProgramPath();
 launcher::EnvMap currentEnvironment();
 

@@ -1,6 +1,8 @@
 # accel launch / runs / stop / tail / demo: the launcher's commands.
 list(APPEND ACCEL_CLI_SOURCES
   cli/cmd_launch.cpp cli/cmd_launch_support.h cli/cmd_launch_support.cpp
-  cli/cmd_runs.cpp cli/cmd_stop.cpp cli/cmd_tail.cpp
+  cli/cmd_runs.cpp cli/cmd_stop.cpp cli/cmd_tail.cpp cli/cmd_demo.cpp cli/cmd_launch_test.cpp
 )
 list(APPEND ACCEL_CLI_LIBS accel_launcher)
+# The demo finds resources/jobs/demo-gpt.yaml in the source tree when run from a build folder.
+set_source_files_properties(cli/cmd_demo.cpp PROPERTIES COMPILE_DEFINITIONS ACCEL_DEMO_SOURCE_ROOT="${CMAKE_SOURCE_DIR}")
