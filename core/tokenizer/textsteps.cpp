@@ -174,6 +174,12 @@ void strip(std::string &token, const std::string &content, size_t start, size_t 
 
 std::string decodeTokens(std::vector<std::string> tokens, const std::vector<DecoderStep> &steps)
 {
+    if (steps.empty()) { // a file without a decoder shows the tokens separated by spaces
+        std::string text;
+        for (size_t i = 0; i < tokens.size(); ++i)
+            text += (i ? " " : "") + tokens[i];
+        return utf8::toValid(text);
+    }
     for (const DecoderStep &step : steps) {
         switch (step.kind) {
         case DecoderStep::Kind::ByteLevel: {
@@ -186,11 +192,10 @@ std::string decodeTokens(std::vector<std::string> tokens, const std::vector<Deco
             break;
         }
         case DecoderStep::Kind::Metaspace:
-            for (size_t i = 0; i < tokens.size(); ++i) {
-                replaceAll(tokens[i], step.text, " ");
-                if (i == 0 && step.prependScheme != PrependScheme::Never && startsWith(tokens[i], " "))
-                    tokens[i].erase(0, 1);
-            }
+            // The first token loses its replacement characters (the prepended "▁"), the others
+            // turn them into spaces.
+            for (size_t i = 0; i < tokens.size(); ++i)
+                replaceAll(tokens[i], step.text, i == 0 && step.prependScheme != PrependScheme::Never ? "" : " ");
             break;
         case DecoderStep::Kind::Replace:
             for (std::string &token : tokens)

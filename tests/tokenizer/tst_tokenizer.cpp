@@ -237,6 +237,8 @@ void tst_Tokenizer::metaspaceFirstScheme()
     QCOMPARE(tokenizer.decode({1, 269, 272}), std::string("<s> the low"));
     QCOMPARE(tokenizer.decode({1, 269, 272}, true), std::string("the low"));
     QCOMPARE(tokenizer.decode({269, 233, 159, 175}), std::string("the本"));
+    // Every "▁" of the first token is dropped, later ones become spaces.
+    QCOMPARE(tokenizer.decode({259, 259, 272}), std::string("  low"));
 }
 
 namespace {

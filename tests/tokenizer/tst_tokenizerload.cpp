@@ -39,6 +39,8 @@ void tst_TokenizerLoad::minimalLoads()
     auto tokenizer = Tokenizer::fromJson(minimal());
     QVERIFY2(tokenizer.has_value(), tokenizer ? "" : tokenizer.error().toString().c_str());
     QCOMPARE(tokenizer->encode("abba", false), (std::vector<int32_t>{2, 1, 0}));
+    // Without a decoder the tokens are shown separated by spaces.
+    QCOMPARE(tokenizer->decode({2, 1, 0}), std::string("ab b a"));
     QCOMPARE(tokenizer->bosId(), -1);
     QCOMPARE(tokenizer->eosId(), -1);
     // "merges" in the pair form and a missing model.type with merges (read as BPE) also load.
