@@ -26,6 +26,7 @@ private Q_SLOTS:
     void gpt2Encode_data();
     void gpt2Encode();
     void gpt2SplitSequenceMatchesByteLevel();
+    void llama3StyleVariant();
     void gpt2Decode();
     void gpt2AddPrefixSpace();
     void gpt2Metadata();
@@ -88,6 +89,48 @@ void tst_Tokenizer::gpt2SplitSequenceMatchesByteLevel()
     const Tokenizer split = accel::test::loadFixture("gpt2-split.json");
     for (const char *text : {"the lower", "a   b", "x\n\ny", "x\n\n", "it's 日本😀", "  the  lower  "})
         ACCEL_COMPARE_IDS(split.encode(text, false), plain.encode(text, false));
+}
+
+void tst_Tokenizer::llama3StyleVariant()
+{
+    // The shape of Llama 3 files: Split with Llama 3's regex + ByteLevel without regex,
+    // ignore_merges, and a post-processor Sequence of ByteLevel and a BOS template.
+    QTemporaryDir dir;
+    const Tokenizer tokenizer = accel::test::loadVariant(dir, "gpt2-split.json", [](QJsonObject &root) {
+        QJsonObject pre = root[QStringLiteral("pre_tokenizer")].toObject();
+        QJsonArray steps = pre[QStringLiteral("pretokenizers")].toArray();
+        QJsonObject split = steps[0].toObject();
+        split[QStringLiteral("pattern")] = QJsonObject{
+            {QStringLiteral("Regex"),
+             QStringLiteral(R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)")}};
+        steps[0] = split;
+        pre[QStringLiteral("pretokenizers")] = steps;
+        root[QStringLiteral("pre_tokenizer")] = pre;
+        QJsonObject model = root[QStringLiteral("model")].toObject();
+        model[QStringLiteral("ignore_merges")] = true;
+        QJsonObject vocab = model[QStringLiteral("vocab")].toObject();
+        vocab[QStringLiteral("hello")] = 269; // in the vocabulary, but no merges lead to it
+        model[QStringLiteral("vocab")] = vocab;
+        root[QStringLiteral("model")] = model;
+        const QJsonObject bos{{QStringLiteral("SpecialToken"), QJsonObject{{QStringLiteral("id"), QStringLiteral("<|endoftext|>")}}}};
+        const QJsonObject sequence{{QStringLiteral("Sequence"), QJsonObject{{QStringLiteral("id"), QStringLiteral("A")}}}};
+        root[QStringLiteral("post_processor")] = QJsonObject{
+            {QStringLiteral("type"), QStringLiteral("Sequence")},
+            {QStringLiteral("processors"),
+             QJsonArray{QJsonObject{{QStringLiteral("type"), QStringLiteral("ByteLevel")}},
+                        QJsonObject{{QStringLiteral("type"), QStringLiteral("TemplateProcessing")},
+                                    {QStringLiteral("single"), QJsonArray{bos, sequence}}}}}};
+    });
+    // The template's special token comes from added_tokens (no "special_tokens" map given).
+    ACCEL_COMPARE_IDS(tokenizer.encode("the lower", true), (Ids{267, 116, 256, 263}));
+    // \s*[\r\n]+ keeps both newlines in one piece: ĊĊ (265), unlike GPT-2's regex.
+    ACCEL_COMPARE_IDS(tokenizer.encode("x\n\ny", false), (Ids{120, 265, 121}));
+    // ignore_merges: a word found in the vocabulary is taken whole...
+    ACCEL_COMPARE_IDS(tokenizer.encode("hello", false), (Ids{269}));
+    // ...others are merged as usual: " hello" -> Ġ h e l l o -> Ġ, he, l, lo.
+    ACCEL_COMPARE_IDS(tokenizer.encode(" hello", false), (Ids{32, 256, 108, 259}));
+    QCOMPARE(tokenizer.bosId(), 267);
+    QCOMPARE(tokenizer.decode({267, 269, 120, 265, 121}, true), std::string("hellox\n\ny"));
 }
 
 void tst_Tokenizer::gpt2Decode()
