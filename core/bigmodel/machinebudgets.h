@@ -1,5 +1,7 @@
-// Device budgets of this machine, the way get_max_memory() sees it: free memory of each GPU
-// (taken from `accel env --json`, which probes the drivers) and the available system RAM.
+// Device budgets the way get_max_memory() sees them: free memory of each GPU and the available
+// system RAM. GPUs come from an `accel env --json` report (which probes the drivers; it may come
+// from another host, e.g. over SSH, so its memory.available_bytes is used for cpu when present);
+// otherwise cpu is this machine's MemAvailable.
 #pragma once
 
 #include "core/bigmodel/memorysize.h"
@@ -13,7 +15,8 @@ namespace accel::bigmodel {
 // document; `path` names the file in errors.
 Result<DeviceBudgets> gpuBudgetsFromEnvJson(const std::string &jsonText, const std::string &path);
 
-// GPUs from the env JSON text (may be empty) followed by cpu = MemAvailable.
+// GPUs from the env JSON text (may be empty) followed by cpu = the report's available memory,
+// else this machine's MemAvailable.
 Result<DeviceBudgets> machineBudgets(const std::string &envJsonText, const std::string &path);
 
 } // namespace accel::bigmodel

@@ -118,6 +118,27 @@ private Q_SLOTS:
         QVERIFY(r.out.contains("(whole model)"));
     }
 
+    void deviceMapFromEnvReport()
+    {
+        // An `accel env --json` report (from this or another host): GPU 1 listed before GPU 0,
+        // topology entries with an index but no memory are ignored, cpu from memory.available_bytes.
+        const std::string report = R"({"schema":"accel.env","version":1,"memory":{"total_bytes":99999,"available_bytes":50000},
+            "gpu":{"gpus":[{"index":1,"name":"B","memory_free_bytes":30000},{"index":0,"name":"A","memory_free_bytes":20000}],
+                   "topology":{"devices":[{"index":0}]}}})";
+        const std::string file = m_dir.path().toStdString() + "/env.json";
+        QVERIFY(fileutil::writeFileAtomic(file, report));
+        auto r = test::runAccel({"device-map", m_model, "--env-json", QString::fromStdString(file), "--strategy", "sequential", "--json"});
+        QCOMPARE(r.exitCode, 0);
+        auto j = parseJson(r.out);
+        QCOMPARE(j["budgets"], nlohmann::json::parse(R"([{"device":0,"bytes":20000},{"device":1,"bytes":30000},{"device":"cpu","bytes":50000}])"));
+        // A single GPU from the machine gets Accelerate's 10% reserve under "auto".
+        QVERIFY(fileutil::writeFileAtomic(file, R"({"memory":{"available_bytes":50000},"gpu":{"gpus":[{"index":0,"memory_free_bytes":20000}]}})"));
+        r = test::runAccel({"device-map", m_model, "--env-json", QString::fromStdString(file), "--json"});
+        QCOMPARE(r.exitCode, 0);
+        j = parseJson(r.out);
+        QCOMPARE(j["budgets"][0]["bytes"].get<int64_t>(), int64_t(18000));
+    }
+
     void badInputs()
     {
         auto r = test::runAccel({"device-map", m_model, "--max-memory", "0=lots"});
