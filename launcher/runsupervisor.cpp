@@ -46,7 +46,8 @@ RunSupervisor::RunSupervisor(LaunchSettings settings, EnvMap baseEnvironment, Ru
 
 RunSupervisor::~RunSupervisor()
 {
-    killAll();
+    if (!m_finished)
+        killAll();  // after finish() the groups are gone; their ids may belong to others by now
     m_processes.clear();
     m_reaper.reset();
 }

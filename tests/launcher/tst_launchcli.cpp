@@ -215,6 +215,30 @@ private Q_SLOTS:
         QCOMPARE(list.at(0).toObject().value(QStringLiteral("state")).toString(), QStringLiteral("lost"));
     }
 
+    void sigtermToSupervisorStopsEverything()
+    {
+        QTemporaryDir dir;
+        const QString marker = newMarker();
+        QProcess accel;
+        accel.setProgram(accel::test::binDir() + QStringLiteral("/accel"));
+        accel.setArguments({QStringLiteral("launch"), QStringLiteral("--cpu"), QStringLiteral("--num_processes"), QStringLiteral("2"),
+                            QStringLiteral("--grace_period"), QStringLiteral("0.5"), QStringLiteral("--run_dir"),
+                            dir.filePath(QStringLiteral("run")), QStringLiteral("--no_python"), fakechild(), QStringLiteral("--marker"),
+                            marker, QStringLiteral("--grandchild"), QStringLiteral("--if-rank"), QStringLiteral("1"),
+                            QStringLiteral("--ignore-term"), QStringLiteral("--hang")});
+        accel.start();
+        QVERIFY(accel.waitForStarted());
+        QVERIFY(waitFor([&] { return processesWithMarker(marker, QStringLiteral("fakechild")).size() == 4; }, 10000));
+        ::kill(static_cast<pid_t>(accel.processId()), SIGTERM);
+        QVERIFY(accel.waitForFinished(5000));
+        QCOMPARE(accel.exitCode(), 130);
+        QVERIFY(QString::fromUtf8(accel.readAllStandardError()).contains(QStringLiteral("SIGTERM received")));
+        QVERIFY2(waitFor([&] { return processesWithMarker(marker).isEmpty(); }, 2000), "a process of the job survived");
+        QFile manifest(dir.filePath(QStringLiteral("run/run.json")));
+        QVERIFY(manifest.open(QIODevice::ReadOnly));
+        QCOMPARE(QJsonDocument::fromJson(manifest.readAll()).object().value(QStringLiteral("state")).toString(), QStringLiteral("stopped"));
+    }
+
     void busyPortIsReportedWithHolder()
     {
         const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
