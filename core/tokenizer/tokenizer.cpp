@@ -135,6 +135,8 @@ Result<Tokenizer> Tokenizer::fromJson(const std::string &jsonText, const std::st
 
 std::vector<int32_t> Tokenizer::encode(const std::string &text, bool addSpecialTokens) const
 {
+    if (!m_impl)
+        return {};
     const Impl &d = *m_impl;
     std::vector<int32_t> ids;
     std::vector<TextPiece> pieces;
@@ -171,6 +173,8 @@ std::vector<int32_t> Tokenizer::encode(const std::string &text, bool addSpecialT
 
 std::string Tokenizer::decode(const std::vector<int32_t> &ids, bool skipSpecialTokens) const
 {
+    if (!m_impl)
+        return {};
     const Impl &d = *m_impl;
     std::vector<std::string> tokens;
     tokens.reserve(ids.size());
@@ -187,6 +191,8 @@ std::string Tokenizer::decode(const std::vector<int32_t> &ids, bool skipSpecialT
 
 std::string Tokenizer::tokenText(int32_t id) const
 {
+    if (!m_impl)
+        return {};
     if (const auto it = m_impl->addedById.find(id); it != m_impl->addedById.end())
         return m_impl->addedTokens[it->second].content;
     const std::string *text = m_impl->model->tokenText(id);
@@ -195,28 +201,30 @@ std::string Tokenizer::tokenText(int32_t id) const
 
 int32_t Tokenizer::tokenId(const std::string &token) const
 {
-    return m_impl->idOf(token);
+    return m_impl ? m_impl->idOf(token) : -1;
 }
 
 bool Tokenizer::isSpecial(int32_t id) const
 {
+    if (!m_impl)
+        return false;
     const auto it = m_impl->addedById.find(id);
     return it != m_impl->addedById.end() && m_impl->addedTokens[it->second].special;
 }
 
 int32_t Tokenizer::bosId() const
 {
-    return m_impl->bos;
+    return m_impl ? m_impl->bos : -1;
 }
 
 int32_t Tokenizer::eosId() const
 {
-    return m_impl->eos;
+    return m_impl ? m_impl->eos : -1;
 }
 
 size_t Tokenizer::vocabSize() const
 {
-    return m_impl->vocabSize;
+    return m_impl ? m_impl->vocabSize : 0;
 }
 
 } // namespace accel::tokenizer

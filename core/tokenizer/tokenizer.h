@@ -16,6 +16,10 @@ namespace accel::tokenizer {
 class Tokenizer
 {
 public:
+    // An empty tokenizer (encodes to nothing, decodes to ""); use load() or fromJson().
+    Tokenizer() = default;
+    bool isEmpty() const { return !m_impl; }
+
     // `path` is a tokenizer.json or a folder that holds one. A tokenizer_config.json next to it,
     // when present, names the BOS and EOS tokens.
     static Result<Tokenizer> load(const std::string &path);

@@ -15,6 +15,8 @@
 
 #include <QJsonArray>
 
+#include <thread>
+
 using accel::test::Ids;
 using accel::tokenizer::Tokenizer;
 
@@ -40,6 +42,8 @@ private Q_SLOTS:
     void addedTokensLongestFirst();
     void roundTrips();
     void longPromptRoundTrip();
+    void concurrentEncode();
+    void emptyTokenizer();
 };
 
 void tst_Tokenizer::gpt2Encode_data()
@@ -372,6 +376,35 @@ void tst_Tokenizer::longPromptRoundTrip()
         QVERIFY(ids.size() > 10000);
         QVERIFY(tokenizer.decode(ids) == text);
     }
+}
+
+void tst_Tokenizer::concurrentEncode()
+{
+    // Copies share the model and its word cache; encoding from several threads gives the same ids.
+    const Tokenizer tokenizer = accel::test::loadFixture("gpt2-tiny.json");
+    std::string text;
+    for (int i = 0; i < 2000; ++i)
+        text += "the lower café 日本 " + std::to_string(i % 50) + " ";
+    const Ids expected = tokenizer.encode(text, false);
+    std::vector<Ids> results(4);
+    std::vector<std::thread> threads;
+    for (size_t t = 0; t < results.size(); ++t)
+        threads.emplace_back([copy = tokenizer, &text, &results, t]() { results[t] = copy.encode(text, false); });
+    for (std::thread &thread : threads)
+        thread.join();
+    for (const Ids &ids : results)
+        QVERIFY(ids == expected);
+}
+
+void tst_Tokenizer::emptyTokenizer()
+{
+    const Tokenizer empty;
+    QVERIFY(empty.isEmpty());
+    QVERIFY(empty.encode("text").empty());
+    QCOMPARE(empty.decode({1, 2}), std::string());
+    QCOMPARE(empty.bosId(), -1);
+    QCOMPARE(empty.vocabSize(), size_t(0));
+    QVERIFY(!accel::test::loadFixture("gpt2-tiny.json").isEmpty());
 }
 
 QTEST_GUILESS_MAIN(tst_Tokenizer)
