@@ -48,6 +48,17 @@ void addLaunchOptions(ArgParser &parser)
                      "Runs are kept under ${XDG_DATA_HOME:-~/.local/share}/accel-studio/runs; see 'accel runs'.");
 }
 
+// --grace_period in milliseconds, or -1 when it is not a number of seconds >= 0.
+int gracePeriodMs(const ArgParser &parser)
+{
+    const std::string text = parser.valueOr("grace_period", "5");
+    char *end = nullptr;
+    const double seconds = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || !(seconds >= 0) || seconds > 86400)
+        return -1;
+    return static_cast<int>(seconds * 1000.0);
+}
+
 int runSupervisor(const LaunchSettings &settings, const EnvMap &base, RunDirectory &run, const ArgParser &parser,
                   bool attachedToTerminal)
 {
@@ -56,7 +67,7 @@ int runSupervisor(const LaunchSettings &settings, const EnvMap &base, RunDirecto
     char *argv[] = {name, nullptr};
     QCoreApplication app(argc, argv);
     SupervisorOptions options;
-    options.graceMs = static_cast<int>(std::stod(parser.valueOr("grace_period", "5")) * 1000.0);
+    options.graceMs = gracePeriodMs(parser);
     options.mirror = attachedToTerminal && !parser.isSet("no_mirror");
     RunSupervisor supervisor(settings, base, &run, options);
     SignalWatcher signals;
@@ -102,6 +113,11 @@ static int runLaunch(int argc, char **argv)
             return ExitOk;
         }
         std::fprintf(stderr, "accel launch: %s\n", parser.error().c_str());
+        return ExitBadInput;
+    }
+    if (gracePeriodMs(parser) < 0) {
+        std::fprintf(stderr, "accel launch: --grace_period: expected seconds (0-86400), got '%s'\n",
+                     parser.valueOr("grace_period", "").c_str());
         return ExitBadInput;
     }
     auto prepared = prepareLaunch(parser);
