@@ -137,9 +137,11 @@ void Merger::fillBlockArgs()
         auto it = m_settings.args.find(configName);
         if (it == m_settings.args.end() || it->second.origin != Origin::Config || typed(flagName))
             continue;
+        const bool differs = m_settings.args[flagName].text != it->second.text;
         m_settings.args[flagName] = it->second;
-        m_settings.notes.push_back("fp8_config." + configName.substr(4) + ": " + it->second.text + " is applied as --"
-                                   + flagName + " (accelerate launch exports it under a name the recipe never reads)");
+        if (differs)
+            m_settings.notes.push_back("fp8_config." + configName.substr(4) + ": " + it->second.text + " is applied as --"
+                                       + flagName + " (accelerate launch exports it under a name the recipe never reads)");
     }
     if (auto it = m_settings.args.find("fp8_backend"); it != m_settings.args.end() && it->second.origin == Origin::Flag
         && it->second.text != upper(it->second.text)) {
