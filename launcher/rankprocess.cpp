@@ -54,6 +54,12 @@ void RankProcess::start()
         // Own session and process group: the terminal's Ctrl-C reaches only the supervisor,
         // which stops the ranks itself, and killpg() reaches the rank's own children.
         ::setsid();
+        // The supervisor ignores SIGPIPE (a closed terminal pipe must not end the run); ranks
+        // get the default back, and an empty signal mask.
+        ::signal(SIGPIPE, SIG_DFL);
+        sigset_t none;
+        sigemptyset(&none);
+        ::sigprocmask(SIG_SETMASK, &none, nullptr);
         // Die with the supervisor, even when it is killed with SIGKILL.
         ::prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (::getppid() != supervisor)

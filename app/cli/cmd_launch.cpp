@@ -66,6 +66,8 @@ int runSupervisor(const LaunchSettings &settings, const EnvMap &base, RunDirecto
     char name[] = "accel";
     char *argv[] = {name, nullptr};
     QCoreApplication app(argc, argv);
+    // `accel launch ... | head` must not kill the run when the reader goes away.
+    std::signal(SIGPIPE, SIG_IGN);
     SupervisorOptions options;
     options.graceMs = gracePeriodMs(parser);
     options.mirror = attachedToTerminal && !parser.isSet("no_mirror");
