@@ -21,6 +21,7 @@ ConfigForm::ConfigForm(QWidget *parent)
     for (const FieldGroup &group : configFieldGroups()) {
         auto *box = new QGroupBox(group.title, this);
         box->setObjectName(group.objectName);
+        m_groups.insert(group.objectName, box);
         auto *form = new QFormLayout(box);
         form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
         for (const FieldBinding &binding : group.fields) {
@@ -50,8 +51,36 @@ void ConfigForm::setConfig(const config::ClusterConfig &config)
     refreshValues();
 }
 
+void ConfigForm::updateGroupTitles()
+{
+    // Blocks that the chosen topology does not use stay editable (Accelerate keeps them in the
+    // file) but say when they apply; validation warns about them too.
+    struct Hint {
+        const char *group;
+        bool used;
+        QString when;
+    };
+    const Hint hints[] = {
+        {"group:fsdp", m_config.distributedType == config::DistributedType::Fsdp, tr("used when distributed_type is FSDP")},
+        {"group:deepspeed", m_config.distributedType == config::DistributedType::DeepSpeed, tr("used when distributed_type is DEEPSPEED")},
+        {"group:multinode", m_config.numMachines.value_or(1) > 1, tr("used when num_machines > 1")},
+    };
+    for (const Hint &hint : hints) {
+        QGroupBox *box = m_groups.value(QString::fromLatin1(hint.group));
+        if (!box)
+            continue;
+        QString title = box->property("baseTitle").toString();
+        if (title.isEmpty()) {
+            title = box->title();
+            box->setProperty("baseTitle", title);
+        }
+        box->setTitle(hint.used ? title : QStringLiteral("%1 (%2)").arg(title, hint.when));
+    }
+}
+
 void ConfigForm::refreshValues()
 {
+    updateGroupTitles();
     for (const FieldGroup &group : configFieldGroups()) {
         for (const FieldBinding &binding : group.fields) {
             if (FieldEditor *editor = m_fields.value(binding.spec.key))
@@ -67,6 +96,7 @@ void ConfigForm::onFieldEdited(FieldEditor *editor, const FieldBinding *binding)
         m_inputErrors.remove(binding->spec.key);
     else
         m_inputErrors.insert(binding->spec.key, error);
+    updateGroupTitles();
     Q_EMIT configEdited(binding->spec.key);
 }
 

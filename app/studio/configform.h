@@ -13,6 +13,8 @@
 
 #include <vector>
 
+class QGroupBox;
+
 namespace accel::app {
 
 struct FieldBinding;
@@ -42,9 +44,11 @@ private:
     void onFieldEdited(FieldEditor *editor, const FieldBinding *binding);
     FieldEditor *fieldForDiagnosticKey(const std::string &key) const;
     void refreshValues();
+    void updateGroupTitles();
 
     config::ClusterConfig m_config;
     QMap<QString, FieldEditor *> m_fields;
+    QMap<QString, QGroupBox *> m_groups;  // by group object name
     QMap<QString, QString> m_inputErrors;  // key -> why the typed text was not accepted
 };
 

@@ -8,6 +8,7 @@
 #include <QApplication>
 #include <QComboBox>
 #include <QDialog>
+#include <QGroupBox>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
@@ -111,6 +112,9 @@ private Q_SLOTS:
         QCOMPARE(form->field(QStringLiteral("main_process_ip"))->value(), std::nullopt);
         QVERIFY(!page.isModified());
         QVERIFY(page.recentFiles().contains(QFileInfo(path).absoluteFilePath()));
+        // Blocks the topology does not use say when they apply.
+        QCOMPARE(page.findChild<QGroupBox *>(QStringLiteral("group:fsdp"))->title(), QStringLiteral("FSDP"));
+        QVERIFY(page.findChild<QGroupBox *>(QStringLiteral("group:deepspeed"))->title().contains(QStringLiteral("DEEPSPEED")));
     }
 
     void savesUnchangedConfigByteIdentical_data()
