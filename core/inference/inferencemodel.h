@@ -1,0 +1,47 @@
+// A model ready for inference: config.json read, the family's module tree built, the checkpoint
+// (single or sharded safetensors) mapped and dispatched. Torch-light: the tree is reached through
+// causallm.h from torch code.
+#pragma once
+
+#include "core/common/result.h"
+#include "core/inference/dispatch.h"
+#include "core/inference/modelconfig.h"
+
+#include <memory>
+#include <string>
+
+namespace accel::inference {
+
+class CausalLM;
+
+struct LoadOptions {
+    // "auto" plans with core/bigmodel's infer_auto_device_map over this machine; "" or "cpu"
+    // puts everything on the CPU; otherwise JSON (parseDeviceMapJson).
+    std::string deviceMap;
+    std::string maxMemory;     // for "auto": "cpu=8GiB,disk=100GiB" style budgets (else this machine's)
+    DispatchOptions dispatch;  // deviceMap here is used when the string above is empty
+    int threads = 0;           // intra-op threads; 0 keeps libtorch's default
+};
+
+class InferenceModel {
+public:
+    static Result<std::unique_ptr<InferenceModel>> load(const std::string &modelDir, const LoadOptions &options = {});
+    ~InferenceModel();
+
+    const ModelConfig &config() const;
+    const DispatchReport &report() const { return m_report; }
+    const DeviceMap &deviceMap() const { return m_deviceMap; }
+    const std::string &modelDir() const { return m_modelDir; }
+    CausalLM &lm() { return *m_lm; }
+
+private:
+    InferenceModel() = default;
+    struct Storage;
+    std::unique_ptr<Storage> m_storage;  // the checkpoint's mappings
+    std::unique_ptr<CausalLM> m_lm;
+    DispatchReport m_report;
+    DeviceMap m_deviceMap;
+    std::string m_modelDir;
+};
+
+} // namespace accel::inference

@@ -1,0 +1,128 @@
+#include "core/inference/layers.h"
+
+#include <cmath>
+#include <limits>
+
+namespace accel::inference {
+
+void DeviceModule::setExecutionDevice(const at::Device &device, bool recursive)
+{
+    m_device = device;
+    if (recursive)
+        setExecutionDevices(*this, device);
+}
+
+void setExecutionDevices(Module &root, const at::Device &device)
+{
+    if (auto *dm = dynamic_cast<DeviceModule *>(&root))
+        dm->setExecutionDevice(device, false);
+    for (auto &entry : root.children())
+        setExecutionDevices(*entry.second, device);
+}
+
+Linear::Linear(int64_t in, int64_t out, bool bias) : DeviceModule("Linear")
+{
+    m_weight = addParameter("weight", {out, in});
+    if (bias)
+        m_bias = addParameter("bias", {out});
+}
+
+at::Tensor Linear::forward(const at::Tensor &x)
+{
+    ForwardScope scope(*this);
+    return at::linear(toDevice(x), m_weight->value, m_bias ? m_bias->value : at::Tensor());
+}
+
+Conv1D::Conv1D(int64_t in, int64_t out) : DeviceModule("Conv1D"), m_out(out)
+{
+    m_weight = addParameter("weight", {in, out});
+    m_bias = addParameter("bias", {out});
+}
+
+at::Tensor Conv1D::forward(const at::Tensor &x)
+{
+    ForwardScope scope(*this);
+    auto input = toDevice(x);
+    auto sizes = input.sizes().vec();
+    auto flat = at::addmm(m_bias->value, input.reshape({-1, sizes.back()}), m_weight->value);
+    sizes.back() = m_out;
+    return flat.view(sizes);
+}
+
+LayerNorm::LayerNorm(int64_t size, double eps) : DeviceModule("LayerNorm"), m_eps(eps)
+{
+    m_weight = addParameter("weight", {size});
+    m_bias = addParameter("bias", {size});
+}
+
+at::Tensor LayerNorm::forward(const at::Tensor &x)
+{
+    ForwardScope scope(*this);
+    return at::layer_norm(toDevice(x), {m_weight->shape[0]}, m_weight->value, m_bias->value, m_eps);
+}
+
+RMSNorm::RMSNorm(int64_t size, double eps) : DeviceModule("RMSNorm"), m_eps(eps)
+{
+    m_weight = addParameter("weight", {size});
+}
+
+at::Tensor RMSNorm::forward(const at::Tensor &x)
+{
+    ForwardScope scope(*this);
+    auto input = toDevice(x);
+    auto h = input.to(at::kFloat);
+    auto variance = h.pow(2).mean(-1, /*keepdim=*/true);
+    h = h * at::rsqrt(variance + m_eps);
+    return m_weight->value * h.to(input.scalar_type());
+}
+
+Embedding::Embedding(int64_t count, int64_t size) : DeviceModule("Embedding")
+{
+    m_weight = addParameter("weight", {count, size});
+}
+
+at::Tensor Embedding::forward(const at::Tensor &ids)
+{
+    ForwardScope scope(*this);
+    return at::embedding(m_weight->value, toDevice(ids));
+}
+
+at::Tensor Embedding::project(const at::Tensor &hidden)
+{
+    ForwardScope scope(*this);
+    return at::linear(toDevice(hidden), m_weight->value);
+}
+
+at::Tensor activate(const at::Tensor &x, const std::string &activation)
+{
+    if (activation == "gelu_new" || activation == "gelu_pytorch_tanh" || activation == "gelu_fast")
+        return at::gelu(x, "tanh");
+    if (activation == "gelu")
+        return at::gelu(x);
+    if (activation == "relu")
+        return at::relu(x);
+    return at::silu(x);
+}
+
+at::Tensor causalAttention(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v)
+{
+    const int64_t batch = q.size(0), heads = q.size(1), queries = q.size(2), dim = q.size(3);
+    const int64_t kvHeads = k.size(1), keys = k.size(2);
+    const int64_t groups = heads / kvHeads;
+    // Query heads of one key/value head side by side: no copy of the cache.
+    auto qg = q.reshape({batch, kvHeads, groups * queries, dim});
+    auto scores = at::matmul(qg, k.transpose(-1, -2)).to(at::kFloat) * (1.0 / std::sqrt(static_cast<double>(dim)));
+    if (queries > 1) {
+        auto options = at::TensorOptions().device(q.device()).dtype(at::kLong);
+        auto queryPos = at::arange(keys - queries, keys, options).unsqueeze(1);
+        auto keyPos = at::arange(0, keys, options).unsqueeze(0);
+        auto masked = keyPos > queryPos;  // [T, S]
+        scores = scores.view({batch, kvHeads, groups, queries, keys})
+                     .masked_fill(masked, -std::numeric_limits<float>::infinity())
+                     .view({batch, kvHeads, groups * queries, keys});
+    }
+    auto probs = at::softmax(scores, -1).to(v.scalar_type());
+    return at::matmul(probs, v).view({batch, heads, queries, dim});
+}
+
+} // namespace accel::inference

@@ -1,0 +1,102 @@
+// Leaf layers with Hugging Face parameter names and layouts: Linear (weight [out, in]), GPT-2's
+// Conv1D (weight stored transposed, [in, out]), LayerNorm, RMSNorm (computed in float32 like
+// Transformers), Embedding. Each forward opens a ForwardScope and moves its input to the
+// module's execution device. Includes libtorch: only torch .cpp files include it.
+#pragma once
+
+#include "core/inference/module.h"
+
+#include <string>
+
+namespace accel::inference {
+
+// A module whose forward runs on one device (set by the dispatcher; CPU by default).
+class DeviceModule : public Module {
+public:
+    using Module::Module;
+    const at::Device &executionDevice() const { return m_device; }
+    void setExecutionDevice(const at::Device &device, bool recursive);
+
+protected:
+    at::Tensor toDevice(const at::Tensor &x) const { return x.device() == m_device ? x : x.to(m_device); }
+
+private:
+    at::Device m_device{at::kCPU};
+};
+
+// A named grouping of children (Transformers' "transformer", "h", "mlp" levels).
+class Container : public DeviceModule {
+public:
+    explicit Container(std::string typeName) : DeviceModule(std::move(typeName)) {}
+    template<typename M>
+    M *add(const std::string &localName, std::unique_ptr<M> child)
+    {
+        return addChild(localName, std::move(child));
+    }
+};
+
+class Linear : public DeviceModule {
+public:
+    Linear(int64_t in, int64_t out, bool bias);
+    at::Tensor forward(const at::Tensor &x);
+
+private:
+    Parameter *m_weight;
+    Parameter *m_bias = nullptr;
+};
+
+class Conv1D : public DeviceModule {
+public:
+    Conv1D(int64_t in, int64_t out);
+    at::Tensor forward(const at::Tensor &x);
+
+private:
+    Parameter *m_weight;
+    Parameter *m_bias;
+    int64_t m_out;
+};
+
+class LayerNorm : public DeviceModule {
+public:
+    LayerNorm(int64_t size, double eps);
+    at::Tensor forward(const at::Tensor &x);
+
+private:
+    Parameter *m_weight;
+    Parameter *m_bias;
+    double m_eps;
+};
+
+class RMSNorm : public DeviceModule {
+public:
+    RMSNorm(int64_t size, double eps);
+    at::Tensor forward(const at::Tensor &x);
+
+private:
+    Parameter *m_weight;
+    double m_eps;
+};
+
+class Embedding : public DeviceModule {
+public:
+    Embedding(int64_t count, int64_t size);
+    at::Tensor forward(const at::Tensor &ids);
+    // Logits against the embedding matrix (a tied output head).
+    at::Tensor project(const at::Tensor &hidden);
+
+private:
+    Parameter *m_weight;
+};
+
+// gelu_new/gelu_pytorch_tanh/gelu_fast (tanh approximation), gelu (erf), relu, silu/swish.
+at::Tensor activate(const at::Tensor &x, const std::string &activation);
+
+// Causal attention of q [B, H, T, D] over k, v [B, KV, S, D] (H a multiple of KV, grouped-query
+// heads h using key/value head h / (H / KV)); the T queries are the last T of the S positions.
+// Softmax in float32. Returns [B, H, T, D].
+at::Tensor causalAttention(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v);
+
+// Sets the execution device of every DeviceModule in the tree.
+void setExecutionDevices(Module &root, const at::Device &device);
+
+} // namespace accel::inference

@@ -1,0 +1,179 @@
+#include "core/inference/modelconfig.h"
+
+#include "core/common/fileutil.h"
+
+#include <nlohmann/json.hpp>
+
+namespace accel::inference {
+
+namespace {
+
+using nlohmann::json;
+
+Result<int64_t> intKey(const json &j, const std::string &key, const std::string &path, std::optional<int64_t> fallback = {})
+{
+    auto it = j.find(key);
+    if (it == j.end() || it->is_null()) {
+        if (fallback)
+            return *fallback;
+        return makeError(ErrorCode::InvalidInput, key + ": missing (a positive integer is required)", path);
+    }
+    if (!it->is_number_integer() || it->get<int64_t>() <= 0)
+        return makeError(ErrorCode::InvalidInput, key + ": expected a positive integer; got " + it->dump(), path);
+    return it->get<int64_t>();
+}
+
+double numberKey(const json &j, const std::string &key, double fallback)
+{
+    auto it = j.find(key);
+    return it != j.end() && it->is_number() ? it->get<double>() : fallback;
+}
+
+bool boolKey(const json &j, const std::string &key, bool fallback)
+{
+    auto it = j.find(key);
+    return it != j.end() && it->is_boolean() ? it->get<bool>() : fallback;
+}
+
+std::string stringKey(const json &j, const std::string &key, const std::string &fallback)
+{
+    auto it = j.find(key);
+    return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
+#define ACCEL_TRY_INT(var, ...)                    \
+    auto var##Result = intKey(__VA_ARGS__);        \
+    if (!var##Result)                              \
+        return tl::unexpected(var##Result.error()); \
+    const int64_t var = *var##Result
+
+Result<ModelConfig> parseGpt2(const json &j, ModelConfig c, const std::string &path)
+{
+    ACCEL_TRY_INT(vocab, j, "vocab_size", path, 50257);
+    ACCEL_TRY_INT(positions, j, "n_positions", path, 1024);
+    ACCEL_TRY_INT(embd, j, "n_embd", path, 768);
+    ACCEL_TRY_INT(layers, j, "n_layer", path, 12);
+    ACCEL_TRY_INT(heads, j, "n_head", path, 12);
+    ACCEL_TRY_INT(inner, j, "n_inner", path, 4 * embd);
+    if (embd % heads != 0)
+        return makeError(ErrorCode::InvalidInput,
+                         "n_embd " + std::to_string(embd) + " is not a multiple of n_head " + std::to_string(heads), path);
+    c.family = ModelFamily::Gpt2;
+    c.vocabSize = vocab;
+    c.maxPositions = positions;
+    c.hiddenSize = embd;
+    c.numLayers = layers;
+    c.numHeads = heads;
+    c.numKeyValueHeads = heads;
+    c.headDim = embd / heads;
+    c.intermediateSize = inner;
+    c.normEps = numberKey(j, "layer_norm_epsilon", 1e-5);
+    c.activation = stringKey(j, "activation_function", "gelu_new");
+    c.tieWordEmbeddings = boolKey(j, "tie_word_embeddings", true);
+    c.attentionBias = true;
+    c.mlpBias = true;
+    if (!boolKey(j, "scale_attn_weights", true))
+        c.warnings.push_back("scale_attn_weights=false is not implemented; attention is scaled by 1/sqrt(head_dim)");
+    return c;
+}
+
+Result<ModelConfig> parseLlama(const json &j, ModelConfig c, const std::string &path)
+{
+    ACCEL_TRY_INT(vocab, j, "vocab_size", path);
+    ACCEL_TRY_INT(hidden, j, "hidden_size", path);
+    ACCEL_TRY_INT(inter, j, "intermediate_size", path);
+    ACCEL_TRY_INT(layers, j, "num_hidden_layers", path);
+    ACCEL_TRY_INT(heads, j, "num_attention_heads", path);
+    ACCEL_TRY_INT(kvHeads, j, "num_key_value_heads", path, heads);
+    ACCEL_TRY_INT(positions, j, "max_position_embeddings", path, 4096);
+    if (hidden % heads != 0 && !j.contains("head_dim"))
+        return makeError(ErrorCode::InvalidInput, "hidden_size " + std::to_string(hidden) +
+                                                      " is not a multiple of num_attention_heads " + std::to_string(heads), path);
+    ACCEL_TRY_INT(headDim, j, "head_dim", path, hidden / heads);
+    if (heads % kvHeads != 0)
+        return makeError(ErrorCode::InvalidInput, "num_attention_heads " + std::to_string(heads) +
+                                                      " is not a multiple of num_key_value_heads " + std::to_string(kvHeads), path);
+    c.family = ModelFamily::Llama;
+    c.vocabSize = vocab;
+    c.hiddenSize = hidden;
+    c.intermediateSize = inter;
+    c.numLayers = layers;
+    c.numHeads = heads;
+    c.numKeyValueHeads = kvHeads;
+    c.headDim = headDim;
+    c.maxPositions = positions;
+    c.normEps = numberKey(j, "rms_norm_eps", 1e-6);
+    c.ropeTheta = numberKey(j, "rope_theta", 10000.0);
+    c.activation = stringKey(j, "hidden_act", "silu");
+    c.tieWordEmbeddings = boolKey(j, "tie_word_embeddings", false);
+    c.attentionBias = c.modelType == "qwen2" ? true : boolKey(j, "attention_bias", false);
+    c.mlpBias = boolKey(j, "mlp_bias", false);
+    if (auto it = j.find("rope_scaling"); it != j.end() && !it->is_null())
+        c.warnings.push_back("rope_scaling " + it->dump() + " is not implemented; plain RoPE is used");
+    if (auto it = j.find("sliding_window"); it != j.end() && it->is_number_integer() && boolKey(j, "use_sliding_window", c.modelType == "mistral"))
+        c.warnings.push_back("sliding_window is not implemented; attention spans the whole context");
+    return c;
+}
+
+} // namespace
+
+std::vector<std::string> supportedModelTypes()
+{
+    return {"gpt2", "llama", "mistral", "qwen2"};
+}
+
+Result<ModelConfig> parseModelConfig(const std::string &jsonText, const std::string &path)
+{
+    json j;
+    try {
+        j = json::parse(jsonText);
+    } catch (const json::exception &e) {
+        return makeError(ErrorCode::InvalidInput, std::string("not valid JSON: ") + e.what(), path);
+    }
+    if (!j.is_object())
+        return makeError(ErrorCode::InvalidInput, "expected a JSON object", path);
+    ModelConfig c;
+    c.modelType = stringKey(j, "model_type", "");
+    c.torchDtype = stringKey(j, "torch_dtype", stringKey(j, "dtype", ""));
+    if (auto it = j.find("bos_token_id"); it != j.end() && it->is_number_integer())
+        c.bosTokenId = it->get<int64_t>();
+    if (auto it = j.find("eos_token_id"); it != j.end()) {
+        if (it->is_number_integer())
+            c.eosTokenIds.push_back(it->get<int64_t>());
+        else if (it->is_array())
+            for (const auto &v : *it)
+                if (v.is_number_integer())
+                    c.eosTokenIds.push_back(v.get<int64_t>());
+    }
+    Result<ModelConfig> parsed = makeError(ErrorCode::Internal, "unset");
+    try {
+        if (c.modelType == "gpt2")
+            parsed = parseGpt2(j, c, path);
+        else if (c.modelType == "llama" || c.modelType == "mistral" || c.modelType == "qwen2")
+            parsed = parseLlama(j, c, path);
+        else
+            return makeError(ErrorCode::Unsupported,
+                             "model_type: '" + c.modelType + "' has no C++ implementation (supported: gpt2, llama, mistral, qwen2)", path);
+    } catch (const json::exception &e) {
+        return makeError(ErrorCode::InvalidInput, e.what(), path);
+    }
+    if (!parsed)
+        return parsed;
+    const std::string &act = parsed->activation;
+    if (act != "gelu_new" && act != "gelu_pytorch_tanh" && act != "gelu_fast" && act != "gelu" && act != "relu" &&
+        act != "silu" && act != "swish")
+        return makeError(ErrorCode::Unsupported,
+                         "activation '" + act + "' is not implemented (supported: gelu_new, gelu_pytorch_tanh, gelu_fast, gelu, relu, silu)", path);
+    return parsed;
+}
+
+Result<ModelConfig> loadModelConfig(const std::string &modelDir)
+{
+    const std::string path = modelDir + "/config.json";
+    auto text = fileutil::readFile(path);
+    if (!text)
+        return tl::unexpected(text.error());
+    return parseModelConfig(*text, path);
+}
+
+} // namespace accel::inference

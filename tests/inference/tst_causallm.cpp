@@ -1,0 +1,130 @@
+// The C++ model families against naive references computed in the test (plain attention, no
+// cache), the key/value cache against full recomputation, and config.json selection.
+#include "tinymodels.h"
+
+#include "core/inference/causallm.h"
+#include "core/inference/inferencemodel.h"
+
+#include <QTemporaryDir>
+#include <QtTest>
+
+using namespace accel;
+using namespace accel::inference;
+
+class tst_CausalLM : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void logitsMatchReference_data();
+    void logitsMatchReference();
+    void cacheMatchesRecomputation_data();
+    void cacheMatchesRecomputation();
+    void bf16CheckpointComputedInFloat32();
+    void unsupportedModelTypeIsNamed();
+
+private:
+    QTemporaryDir m_dir;
+};
+
+static at::Tensor sampleIds(int64_t vocab, int64_t batch, int64_t tokens, uint64_t seed)
+{
+    at::manual_seed(seed);
+    return at::randint(vocab, {batch, tokens}, at::TensorOptions().dtype(at::kLong));
+}
+
+void tst_CausalLM::logitsMatchReference_data()
+{
+    QTest::addColumn<QString>("type");
+    QTest::addColumn<bool>("tied");
+    QTest::addColumn<bool>("noPrefix");
+    QTest::newRow("gpt2 tied") << "gpt2" << true << false;
+    QTest::newRow("gpt2 untied") << "gpt2" << false << false;
+    QTest::newRow("gpt2 keys without transformer.") << "gpt2" << true << true;
+    QTest::newRow("llama untied") << "llama" << false << false;
+    QTest::newRow("llama tied") << "llama" << true << false;
+    QTest::newRow("mistral") << "mistral" << false << false;
+    QTest::newRow("qwen2 (qkv bias)") << "qwen2" << true << false;
+}
+
+void tst_CausalLM::logitsMatchReference()
+{
+    QFETCH(QString, type);
+    QFETCH(bool, tied);
+    QFETCH(bool, noPrefix);
+    const std::string dir = m_dir.filePath(QString("ref-%1-%2-%3").arg(type).arg(tied).arg(noPrefix)).toStdString();
+    auto tiny = test::writeTinyModel(dir, type.toStdString(), 7, at::kFloat, tied, noPrefix);
+    auto model = InferenceModel::load(dir);
+    QVERIFY2(model, model ? "" : model.error().toString().c_str());
+    QCOMPARE((*model)->report().unexpectedKeys.size(), size_t(0));
+    auto ids = sampleIds(tiny.vocab, 2, 9, 3);
+    at::InferenceMode guard;
+    auto logits = (*model)->lm().forward(ids, nullptr);
+    auto expected = type == "gpt2" ? test::referenceGpt2(tiny, ids) : test::referenceLlama(tiny, ids);
+    QCOMPARE(logits.sizes().vec(), expected.sizes().vec());
+    const double diff = (logits - expected).abs().max().item<double>();
+    QVERIFY2(diff < 1e-4, qPrintable(QString("max |diff| %1").arg(diff)));
+    // lastOnly computes the same last row.
+    auto last = (*model)->lm().forward(ids, nullptr, true);
+    QVERIFY(at::allclose(last.squeeze(1), logits.select(1, 8), 1e-5, 1e-5));
+}
+
+void tst_CausalLM::cacheMatchesRecomputation_data()
+{
+    QTest::addColumn<QString>("type");
+    QTest::newRow("gpt2") << "gpt2";
+    QTest::newRow("llama") << "llama";
+    QTest::newRow("qwen2") << "qwen2";
+}
+
+void tst_CausalLM::cacheMatchesRecomputation()
+{
+    QFETCH(QString, type);
+    const std::string dir = m_dir.filePath("cache-" + type).toStdString();
+    auto tiny = test::writeTinyModel(dir, type.toStdString(), 11);
+    auto model = InferenceModel::load(dir);
+    QVERIFY2(model, model ? "" : model.error().toString().c_str());
+    auto &lm = (*model)->lm();
+    auto ids = sampleIds(tiny.vocab, 2, 70, 5);  // past the cache's first capacity (64)
+    at::InferenceMode guard;
+    auto full = lm.forward(ids, nullptr);
+    KVCache cache;
+    auto prefill = lm.forward(ids.narrow(1, 0, 6), &cache);
+    QVERIFY(at::allclose(prefill, full.narrow(1, 0, 6), 1e-4, 1e-4));
+    for (int64_t t = 6; t < ids.size(1); ++t) {
+        auto step = lm.forward(ids.narrow(1, t, 1), &cache);
+        const double diff = (step.squeeze(1) - full.select(1, t)).abs().max().item<double>();
+        QVERIFY2(diff < 1e-4, qPrintable(QString("position %1: max |diff| %2").arg(t).arg(diff)));
+    }
+    QCOMPARE(cache.length(), ids.size(1));
+}
+
+void tst_CausalLM::bf16CheckpointComputedInFloat32()
+{
+    const std::string dir = m_dir.filePath("bf16").toStdString();
+    auto tiny = test::writeTinyModel(dir, "llama", 13, at::kBFloat16, false);
+    LoadOptions options;
+    options.dispatch.computeDType = "float32";
+    auto model = InferenceModel::load(dir, options);
+    QVERIFY2(model, model ? "" : model.error().toString().c_str());
+    QCOMPARE((*model)->report().zeroCopyTensors, size_t(0));  // every tensor was cast
+    auto ids = sampleIds(tiny.vocab, 1, 7, 2);
+    at::InferenceMode guard;
+    auto diff = ((*model)->lm().forward(ids, nullptr) - test::referenceLlama(tiny, ids)).abs().max().item<double>();
+    QVERIFY2(diff < 1e-4, qPrintable(QString("max |diff| %1").arg(diff)));
+}
+
+void tst_CausalLM::unsupportedModelTypeIsNamed()
+{
+    auto config = parseModelConfig(R"({"model_type": "bert", "hidden_size": 8})", "x/config.json");
+    QVERIFY(!config);
+    QCOMPARE(config.error().code, ErrorCode::Unsupported);
+    QVERIFY(config.error().message.find("'bert'") != std::string::npos);
+    QVERIFY(config.error().message.find("gpt2, llama, mistral, qwen2") != std::string::npos);
+    auto bad = parseModelConfig(R"({"model_type": "llama", "vocab_size": 10, "hidden_size": 12, "intermediate_size": 8,
+        "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 3})", "y/config.json");
+    QVERIFY(!bad);
+    QVERIFY(bad.error().message.find("num_key_value_heads 3") != std::string::npos);
+}
+
+QTEST_GUILESS_MAIN(tst_CausalLM)
+#include "tst_causallm.moc"
