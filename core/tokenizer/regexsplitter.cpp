@@ -1,5 +1,7 @@
 #include "core/tokenizer/regexsplitter.h"
 
+#include "core/common/log.h"
+
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
@@ -46,8 +48,12 @@ void RegexSplitter::split(std::string_view text, std::vector<std::string> &out) 
     size_t gapStart = 0;
     while (position < text.size()) {
         const int rc = pcre2_match(m_compiled->code, subject, text.size(), position, PCRE2_NO_UTF_CHECK, match, nullptr);
-        if (rc < 0)
+        if (rc < 0) {
+            if (rc != PCRE2_ERROR_NOMATCH)
+                log::warning("tokenizer", "pre-tokenizer regex stopped with PCRE2 error " + std::to_string(rc)
+                                              + "; the rest of the text is one piece");
             break;
+        }
         const PCRE2_SIZE *ovector = pcre2_get_ovector_pointer(match);
         const size_t start = ovector[0];
         const size_t end = ovector[1];

@@ -11,6 +11,9 @@ namespace {
 
 using json = nlohmann::json;
 
+// Ids index tables, so a typo such as 3200000000 must not allocate gigabytes.
+constexpr int64_t kMaxId = 16 * 1024 * 1024;
+
 class SpecReader
 {
 public:
@@ -97,8 +100,9 @@ Result<void> SpecReader::readAddedTokens(const json &node, TokenizerSpec &spec) 
         token.lstrip = boolOr(entry, "lstrip", false);
         token.rstrip = boolOr(entry, "rstrip", false);
         token.normalized = boolOr(entry, "normalized", !token.special);
-        if (token.id < 0)
-            return invalid(path + ".id", "negative id " + std::to_string(token.id));
+        if (entry["id"].get<int64_t>() < 0 || entry["id"].get<int64_t>() > kMaxId)
+            return invalid(path + ".id", "expected an id from 0 to " + std::to_string(kMaxId) + ", got "
+                                             + entry["id"].dump());
         spec.addedTokens.push_back(std::move(token));
     }
     return {};
@@ -354,8 +358,9 @@ Result<void> SpecReader::readModel(const json &node, TokenizerSpec &spec) const
         return invalid("model.vocab", "missing or not an object of token: id");
     model.vocab.reserve(vocab->size());
     for (auto it = vocab->begin(); it != vocab->end(); ++it) {
-        if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0)
-            return invalid("model.vocab." + it.key(), "expected a non-negative integer id, got " + it.value().dump());
+        if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0 || it.value().get<int64_t>() > kMaxId)
+            return invalid("model.vocab." + it.key(),
+                           "expected an integer id from 0 to " + std::to_string(kMaxId) + ", got " + it.value().dump());
         model.vocab.emplace_back(it.key(), it.value().get<int32_t>());
     }
     const auto merges = node.find("merges");

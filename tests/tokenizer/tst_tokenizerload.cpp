@@ -104,7 +104,12 @@ void tst_TokenizerLoad::invalid_data()
     QTest::newRow("not an object") << "[1, 2]" << "(root): expected an object, got array";
     QTest::newRow("no model") << R"({"version": "1.0"})" << "model: missing or not an object";
     QTest::newRow("vocab id") << R"({"model": {"type": "BPE", "vocab": {"a": "zero"}, "merges": []}})"
-                              << "model.vocab.a: expected a non-negative integer id, got \"zero\"";
+                              << "model.vocab.a: expected an integer id from 0 to 16777216, got \"zero\"";
+    QTest::newRow("huge id") << R"({"model": {"type": "BPE", "vocab": {"a": 3200000000}, "merges": []}})"
+                             << "model.vocab.a: expected an integer id from 0 to 16777216, got 3200000000";
+    QTest::newRow("added id")
+        << QString::fromStdString(minimal(R"("added_tokens": [{"id": -1, "content": "<s>"}])"))
+        << "added_tokens[0].id: expected an id from 0 to 16777216, got -1";
     QTest::newRow("merge form") << R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": ["a"]}})"
                                 << "model.merges[0]: expected \"left right\" (two tokens and one space), got \"a\"";
     QTest::newRow("merge part") << R"({"model": {"type": "BPE", "vocab": {"a": 0, "az": 1}, "merges": [["a", "z"]]}})"
