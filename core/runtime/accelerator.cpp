@@ -496,7 +496,7 @@ void AcceleratedOptimizer::zeroGrad()
 {
     if (!m_accelerator.syncGradients())
         return;
-    m_optimizer.zero_grad();
+    // set_to_none (Accelerate's default): libtorch 1.13's zero_grad() would first write zeros.
     for (auto &group : m_optimizer.param_groups()) {
         for (auto &parameter : group.params())
             parameter.mutable_grad() = torch::Tensor();

@@ -42,7 +42,9 @@ GradientSync::GradientSync(c10::intrusive_ptr<c10d::ProcessGroup> group, std::ve
     for (size_t k = 0; k < count; ++k) {
         const size_t i = count - 1 - k;
         const int64_t bytes = m_parameters[i].numel() * int64_t(m_parameters[i].element_size());
-        if (!current.parameters.empty() && (currentBytes + bytes > bucketCapBytes ||
+        // Like DDP, the first bucket is small (1 MiB) so communication starts early in backward.
+        const int64_t cap = m_buckets.empty() ? std::min<int64_t>(bucketCapBytes, 1 << 20) : bucketCapBytes;
+        if (!current.parameters.empty() && (currentBytes + bytes > cap ||
                                             m_parameters[i].scalar_type() != m_parameters[current.parameters.front()].scalar_type())) {
             m_buckets.push_back(std::move(current));
             current = Bucket();

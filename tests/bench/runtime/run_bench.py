@@ -64,11 +64,15 @@ def worker_throughput(worker, job, world, run_dir):
     return total_samples / total_time
 
 
+# Debian's python3-torch lives in the system interpreter, which may not be the first python3.
+PYTHON = os.environ.get("ACCEL_BENCH_PYTHON") or ("/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable)
+
+
 def python_throughput(model, world):
-    cmd = [sys.executable, os.path.join(HERE, "reference_ddp.py"), model, "--warmup", str(WARMUP), "--steps", str(STEPS)]
+    cmd = [PYTHON, os.path.join(HERE, "reference_ddp.py"), model, "--warmup", str(WARMUP), "--steps", str(STEPS)]
     env = dict(os.environ, OMP_NUM_THREADS="1")
     if world > 1:
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(world), "--redirects", "1", "--tee", "1",
+        cmd = [PYTHON, "-m", "torch.distributed.run", "--nproc_per_node", str(world), "--redirects", "1", "--tee", "1",
                "--monitor_interval", "0.1", "--master_port", str(free_port())] + cmd[1:]
     out = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     for line in out.stdout.splitlines():
