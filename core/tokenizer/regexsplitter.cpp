@@ -38,20 +38,20 @@ Result<RegexSplitter> RegexSplitter::create(const std::string &pattern)
     return splitter;
 }
 
-void RegexSplitter::split(std::string_view text, std::vector<std::string> &out) const
+template<typename Found>
+void RegexSplitter::forEachMatch(std::string_view text, Found found) const
 {
     if (text.empty())
         return;
     pcre2_match_data *match = pcre2_match_data_create_from_pattern(m_compiled->code, nullptr);
     const auto *subject = reinterpret_cast<PCRE2_SPTR>(text.data());
     size_t position = 0;
-    size_t gapStart = 0;
     while (position < text.size()) {
         const int rc = pcre2_match(m_compiled->code, subject, text.size(), position, PCRE2_NO_UTF_CHECK, match, nullptr);
         if (rc < 0) {
             if (rc != PCRE2_ERROR_NOMATCH)
-                log::warning("tokenizer", "pre-tokenizer regex stopped with PCRE2 error " + std::to_string(rc)
-                                              + "; the rest of the text is one piece");
+                log::warning("tokenizer", "regular expression stopped with PCRE2 error " + std::to_string(rc)
+                                              + "; the rest of the text is left as it is");
             break;
         }
         const PCRE2_SIZE *ovector = pcre2_get_ovector_pointer(match);
@@ -63,15 +63,37 @@ void RegexSplitter::split(std::string_view text, std::vector<std::string> &out) 
                 ++position;
             continue;
         }
+        found(start, end);
+        position = end;
+    }
+    pcre2_match_data_free(match);
+}
+
+void RegexSplitter::split(std::string_view text, std::vector<std::string> &out) const
+{
+    size_t gapStart = 0;
+    forEachMatch(text, [&](size_t start, size_t end) {
         if (start > gapStart)
             out.emplace_back(text.substr(gapStart, start - gapStart));
         out.emplace_back(text.substr(start, end - start));
-        position = end;
         gapStart = end;
-    }
+    });
     if (gapStart < text.size())
         out.emplace_back(text.substr(gapStart));
-    pcre2_match_data_free(match);
+}
+
+std::string RegexSplitter::replace(std::string_view text, const std::string &content) const
+{
+    std::string out;
+    out.reserve(text.size());
+    size_t gapStart = 0;
+    forEachMatch(text, [&](size_t start, size_t end) {
+        out.append(text.substr(gapStart, start - gapStart));
+        out += content;
+        gapStart = end;
+    });
+    out.append(text.substr(gapStart));
+    return out;
 }
 
 } // namespace accel::tokenizer

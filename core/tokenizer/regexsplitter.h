@@ -1,6 +1,6 @@
 // A compiled PCRE2 pattern (UTF + Unicode properties, JIT when available) that splits text into
 // the pieces a pre-tokenizer produces: every match and every gap between matches, in order
-// (Hugging Face's "Isolated" split behaviour).
+// (Hugging Face's "Isolated" split behaviour). Also replaces matches for Replace steps.
 #pragma once
 
 #include "core/common/result.h"
@@ -23,7 +23,14 @@ public:
     // Appends the pieces of `text` (valid UTF-8) to `out`.
     void split(std::string_view text, std::vector<std::string> &out) const;
 
+    // `text` with every match replaced by `content` (taken literally).
+    std::string replace(std::string_view text, const std::string &content) const;
+
 private:
+    // Calls found(start, end) for each non-empty match, left to right.
+    template<typename Found>
+    void forEachMatch(std::string_view text, Found found) const;
+
     struct Compiled;
     std::shared_ptr<const Compiled> m_compiled;
 };

@@ -33,7 +33,11 @@ private:
     }
 
     Result<std::string> typeOf(const json &node, const std::string &path) const;
-    Result<std::string> stringPattern(const json &node, const std::string &path, const std::string &owner) const;
+    struct Pattern {
+        std::string literal;
+        std::optional<RegexSplitter> regex;
+    };
+    Result<Pattern> replacePattern(const json &node, const std::string &path) const;
     Result<void> readAddedTokens(const json &node, TokenizerSpec &spec) const;
     Result<void> readNormalizer(const json &node, const std::string &path, TokenizerSpec &spec) const;
     Result<void> readPreTokenizer(const json &node, const std::string &path, TokenizerSpec &spec) const;
@@ -67,17 +71,25 @@ Result<std::string> SpecReader::typeOf(const json &node, const std::string &path
     return it->get<std::string>();
 }
 
-// {"String": "x"} patterns; {"Regex": ...} is reported as unsupported for `owner`.
-Result<std::string> SpecReader::stringPattern(const json &node, const std::string &path, const std::string &owner) const
+// Replace patterns: {"String": "x"} (literal, not empty) or {"Regex": "..."}.
+Result<SpecReader::Pattern> SpecReader::replacePattern(const json &node, const std::string &path) const
 {
     const auto it = node.find("pattern");
-    if (it == node.end() || !it->is_object())
-        return invalid(path + ".pattern", "expected {\"String\": ...}");
-    if (it->contains("String") && (*it)["String"].is_string())
-        return (*it)["String"].get<std::string>();
-    if (it->contains("Regex"))
-        return unsupported(path + ".pattern", owner + " with a Regex pattern", "String patterns");
-    return invalid(path + ".pattern", "expected {\"String\": ...}");
+    Pattern pattern;
+    if (it != node.end() && it->is_object() && it->contains("String") && (*it)["String"].is_string()) {
+        pattern.literal = (*it)["String"].get<std::string>();
+        if (pattern.literal.empty())
+            return invalid(path + ".pattern", "empty String pattern");
+        return pattern;
+    }
+    if (it != node.end() && it->is_object() && it->contains("Regex") && (*it)["Regex"].is_string()) {
+        auto regex = RegexSplitter::create((*it)["Regex"].get<std::string>());
+        if (!regex)
+            return invalid(path + ".pattern", regex.error().message);
+        pattern.regex = std::move(*regex);
+        return pattern;
+    }
+    return invalid(path + ".pattern", "expected {\"String\": ...} or {\"Regex\": ...}");
 }
 
 Result<void> SpecReader::readAddedTokens(const json &node, TokenizerSpec &spec) const
@@ -125,16 +137,15 @@ Result<void> SpecReader::readNormalizer(const json &node, const std::string &pat
         return {};
     }
     if (*type == "Prepend") {
-        spec.normalizers.push_back({NormalizerStep::Kind::Prepend, stringOr(node, "prepend", "\xE2\x96\x81"), {}});
+        spec.normalizers.push_back({NormalizerStep::Kind::Prepend, stringOr(node, "prepend", "\xE2\x96\x81"), {}, std::nullopt});
         return {};
     }
     if (*type == "Replace") {
-        auto pattern = stringPattern(node, path, "Replace");
+        auto pattern = replacePattern(node, path);
         if (!pattern)
             return tl::unexpected(pattern.error());
-        if (pattern->empty())
-            return invalid(path + ".pattern", "empty String pattern");
-        spec.normalizers.push_back({NormalizerStep::Kind::Replace, *pattern, stringOr(node, "content", "")});
+        spec.normalizers.push_back({NormalizerStep::Kind::Replace, pattern->literal, stringOr(node, "content", ""),
+                                    std::move(pattern->regex)});
         return {};
     }
     return unsupported(path + ".type", *type, "Prepend, Replace, Sequence");
@@ -233,12 +244,11 @@ Result<void> SpecReader::readDecoder(const json &node, const std::string &path, 
         step.prependScheme = scheme == "never" ? PrependScheme::Never : PrependScheme::Always;
     } else if (*type == "Replace") {
         step.kind = DecoderStep::Kind::Replace;
-        auto pattern = stringPattern(node, path, "Replace");
+        auto pattern = replacePattern(node, path);
         if (!pattern)
             return tl::unexpected(pattern.error());
-        if (pattern->empty())
-            return invalid(path + ".pattern", "empty String pattern");
-        step.text = *pattern;
+        step.text = pattern->literal;
+        step.regex = std::move(pattern->regex);
         step.replacement = stringOr(node, "content", "");
     } else if (*type == "ByteFallback") {
         step.kind = DecoderStep::Kind::ByteFallback;

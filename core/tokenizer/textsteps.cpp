@@ -32,7 +32,10 @@ std::string normalize(std::string text, const std::vector<NormalizerStep> &steps
                 text.insert(0, step.text);
             break;
         case NormalizerStep::Kind::Replace:
-            replaceAll(text, step.text, step.replacement);
+            if (step.regex)
+                text = step.regex->replace(text, step.replacement);
+            else
+                replaceAll(text, step.text, step.replacement);
             break;
         }
     }
@@ -198,8 +201,12 @@ std::string decodeTokens(std::vector<std::string> tokens, const std::vector<Deco
                 replaceAll(tokens[i], step.text, i == 0 && step.prependScheme != PrependScheme::Never ? "" : " ");
             break;
         case DecoderStep::Kind::Replace:
-            for (std::string &token : tokens)
-                replaceAll(token, step.text, step.replacement);
+            for (std::string &token : tokens) {
+                if (step.regex)
+                    token = step.regex->replace(token, step.replacement);
+                else
+                    replaceAll(token, step.text, step.replacement);
+            }
             break;
         case DecoderStep::Kind::ByteFallback:
             tokens = byteFallback(std::move(tokens));

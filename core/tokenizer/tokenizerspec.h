@@ -28,6 +28,7 @@ struct NormalizerStep {
     Kind kind = Kind::Prepend;
     std::string text;        // Prepend: what to put in front; Replace: what to look for
     std::string replacement; // Replace: what to put instead
+    std::optional<RegexSplitter> regex; // Replace with a Regex pattern (instead of `text`)
 };
 
 enum class PrependScheme { Always, First, Never };
@@ -47,6 +48,7 @@ struct DecoderStep {
     Kind kind = Kind::ByteLevel;
     std::string text;        // Replace: pattern; Strip: content; Metaspace: replacement
     std::string replacement; // Replace: content
+    std::optional<RegexSplitter> regex; // Replace with a Regex pattern (instead of `text`)
     size_t stripStart = 0;
     size_t stripStop = 0;
     PrependScheme prependScheme = PrependScheme::Always; // Metaspace

@@ -40,6 +40,7 @@ private Q_SLOTS:
     void metaspaceFirstScheme();
     void addedTokenFlags();
     void addedTokensLongestFirst();
+    void regexReplace();
     void roundTrips();
     void longPromptRoundTrip();
     void concurrentEncode();
@@ -338,6 +339,27 @@ void tst_Tokenizer::addedTokensLongestFirst()
     ACCEL_COMPARE_IDS(tokenizer.encode("xabcx", false), (Ids{120, 269, 120}));
     ACCEL_COMPARE_IDS(tokenizer.encode("xabx", false), (Ids{120, 268, 120}));
     QCOMPARE(tokenizer.vocabSize(), size_t(270));
+}
+
+void tst_Tokenizer::regexReplace()
+{
+    // A Replace normalizer with a Regex pattern (runs of spaces -> one space) and a Replace decoder
+    // after ByteLevel (runs of "x" -> one "x").
+    QTemporaryDir dir;
+    const Tokenizer tokenizer = accel::test::loadVariant(dir, "gpt2-tiny.json", [](QJsonObject &root) {
+        auto replace = [](const char *regex, const char *content) {
+            return QJsonObject{{QStringLiteral("type"), QStringLiteral("Replace")},
+                               {QStringLiteral("pattern"), QJsonObject{{QStringLiteral("Regex"), QLatin1String(regex)}}},
+                               {QStringLiteral("content"), QLatin1String(content)}};
+        };
+        root[QStringLiteral("normalizer")] = replace(" {2,}", " ");
+        root[QStringLiteral("decoder")] = QJsonObject{
+            {QStringLiteral("type"), QStringLiteral("Sequence")},
+            {QStringLiteral("decoders"),
+             QJsonArray{QJsonObject{{QStringLiteral("type"), QStringLiteral("ByteLevel")}}, replace("x+", "x")}}};
+    });
+    ACCEL_COMPARE_IDS(tokenizer.encode("a    b", false), (Ids{97, 32, 98}));
+    QCOMPARE(tokenizer.decode({97, 120, 120, 120, 98}), std::string("axb"));
 }
 
 void tst_Tokenizer::roundTrips()

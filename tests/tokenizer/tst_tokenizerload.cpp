@@ -63,9 +63,6 @@ void tst_TokenizerLoad::unsupported_data()
         << QString::fromStdString(minimal(
                R"("normalizer": {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "_"}, {"type": "Lowercase"}]})"))
         << "normalizer.normalizers[1].type: Lowercase is not supported (supported: Prepend, Replace, Sequence)";
-    QTest::newRow("Replace regex")
-        << QString::fromStdString(minimal(R"("normalizer": {"type": "Replace", "pattern": {"Regex": " +"}, "content": " "})"))
-        << "normalizer.pattern: Replace with a Regex pattern is not supported (supported: String patterns)";
     QTest::newRow("Whitespace") << QString::fromStdString(minimal(R"("pre_tokenizer": {"type": "Whitespace"})"))
                                 << "pre_tokenizer.type: Whitespace is not supported (supported: ByteLevel, Metaspace, "
                                    "Split, Sequence)";
@@ -125,6 +122,12 @@ void tst_TokenizerLoad::invalid_data()
         << QString::fromStdString(minimal(
                R"("pre_tokenizer": {"type": "Split", "pattern": {"Regex": "(a"}, "behavior": "Isolated", "invert": false})"))
         << "pre_tokenizer.pattern: regular expression \"(a\" does not compile";
+    QTest::newRow("bad replace regex")
+        << QString::fromStdString(minimal(R"("normalizer": {"type": "Replace", "pattern": {"Regex": "[a"}, "content": ""})"))
+        << "normalizer.pattern: regular expression \"[a\" does not compile";
+    QTest::newRow("empty replace")
+        << QString::fromStdString(minimal(R"("decoder": {"type": "Replace", "pattern": {"String": ""}, "content": "x"})"))
+        << "decoder.pattern: empty String pattern";
     QTest::newRow("template token")
         << QString::fromStdString(minimal(R"("post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>"}}, {"Sequence": {"id": "A"}}]})"))
         << "post_processor.single[0]: special token \"<s>\" is neither an added token nor in the vocabulary";
