@@ -36,7 +36,7 @@ TinyModel writeTinyModel(const std::string &dir, const std::string &modelType, u
     m.tied = tied;
     std::string config;
     if (modelType == "gpt2") {
-        m.vocab = 53; m.hidden = 32; m.layers = 2; m.heads = 4; m.kvHeads = 4; m.inter = 128; m.positions = 64;
+        m.vocab = 53; m.hidden = 32; m.layers = 2; m.heads = 4; m.kvHeads = 4; m.inter = 128; m.positions = 128;
         m.eps = 1e-5;
         put(m, "transformer.wte.weight", {m.vocab, m.hidden});
         put(m, "transformer.wpe.weight", {m.positions, m.hidden});
@@ -56,7 +56,7 @@ TinyModel writeTinyModel(const std::string &dir, const std::string &modelType, u
         putNorm(m, "transformer.ln_f", m.hidden, true);
         if (!tied)
             put(m, "lm_head.weight", {m.vocab, m.hidden});
-        config = "{\"model_type\": \"gpt2\", \"vocab_size\": 53, \"n_positions\": 64, \"n_embd\": 32, \"n_layer\": 2, "
+        config = "{\"model_type\": \"gpt2\", \"vocab_size\": 53, \"n_positions\": 128, \"n_embd\": 32, \"n_layer\": 2, "
                  "\"n_head\": 4, \"layer_norm_epsilon\": 1e-05, \"activation_function\": \"gelu_new\", "
                  "\"tie_word_embeddings\": " + std::string(tied ? "true" : "false") + ", \"eos_token_id\": 52}";
     } else {
