@@ -5,6 +5,8 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <algorithm>
+
 namespace accel::tokenizer {
 
 struct RegexSplitter::Compiled {
@@ -69,17 +71,70 @@ void RegexSplitter::forEachMatch(std::string_view text, Found found) const
     pcre2_match_data_free(match);
 }
 
-void RegexSplitter::split(std::string_view text, std::vector<std::string> &out) const
+void RegexSplitter::split(std::string_view text, std::vector<std::string> &out, SplitBehavior behavior,
+                          bool invert) const
 {
+    struct Piece {
+        size_t start;
+        size_t end;
+        bool isMatch;
+    };
+    std::vector<Piece> pieces;
     size_t gapStart = 0;
     forEachMatch(text, [&](size_t start, size_t end) {
         if (start > gapStart)
-            out.emplace_back(text.substr(gapStart, start - gapStart));
-        out.emplace_back(text.substr(start, end - start));
+            pieces.push_back({gapStart, start, invert});
+        pieces.push_back({start, end, !invert});
         gapStart = end;
     });
     if (gapStart < text.size())
-        out.emplace_back(text.substr(gapStart));
+        pieces.push_back({gapStart, text.size(), invert});
+
+    // Merge pieces by their ranges first, then cut the text once.
+    std::vector<std::pair<size_t, size_t>> ranges;
+    bool previousMatch = false;
+    switch (behavior) {
+    case SplitBehavior::Isolated:
+        for (const Piece &p : pieces)
+            ranges.emplace_back(p.start, p.end);
+        break;
+    case SplitBehavior::Removed:
+        for (const Piece &p : pieces)
+            if (!p.isMatch)
+                ranges.emplace_back(p.start, p.end);
+        break;
+    case SplitBehavior::MergedWithPrevious:
+        for (const Piece &p : pieces) {
+            if (p.isMatch && !previousMatch && !ranges.empty())
+                ranges.back().second = p.end;
+            else
+                ranges.emplace_back(p.start, p.end);
+            previousMatch = p.isMatch;
+        }
+        break;
+    case SplitBehavior::MergedWithNext:
+        // A match joins the piece after it, unless that piece is a match too.
+        for (auto it = pieces.rbegin(); it != pieces.rend(); ++it) {
+            if (it->isMatch && !previousMatch && !ranges.empty())
+                ranges.back().first = it->start;
+            else
+                ranges.emplace_back(it->start, it->end);
+            previousMatch = it->isMatch;
+        }
+        std::reverse(ranges.begin(), ranges.end());
+        break;
+    case SplitBehavior::Contiguous:
+        for (size_t i = 0; i < pieces.size(); ++i) {
+            if (i > 0 && pieces[i].isMatch && pieces[i - 1].isMatch)
+                ranges.back().second = pieces[i].end;
+            else
+                ranges.emplace_back(pieces[i].start, pieces[i].end);
+        }
+        break;
+    }
+    for (const auto &[start, end] : ranges)
+        if (end > start)
+            out.emplace_back(text.substr(start, end - start));
 }
 
 std::string RegexSplitter::replace(std::string_view text, const std::string &content) const

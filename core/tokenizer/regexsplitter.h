@@ -12,6 +12,9 @@
 
 namespace accel::tokenizer {
 
+// What happens to the matches when splitting (Hugging Face's SplitDelimiterBehavior).
+enum class SplitBehavior { Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous };
+
 class RegexSplitter
 {
 public:
@@ -20,8 +23,10 @@ public:
 
     static Result<RegexSplitter> create(const std::string &pattern);
 
-    // Appends the pieces of `text` (valid UTF-8) to `out`.
-    void split(std::string_view text, std::vector<std::string> &out) const;
+    // Appends the pieces of `text` (valid UTF-8) to `out`: matches and the gaps between them, with
+    // the matches handled as `behavior` says; `invert` swaps the roles of matches and gaps.
+    void split(std::string_view text, std::vector<std::string> &out, SplitBehavior behavior = SplitBehavior::Isolated,
+               bool invert = false) const;
 
     // `text` with every match replaced by `content` (taken literally).
     std::string replace(std::string_view text, const std::string &content) const;

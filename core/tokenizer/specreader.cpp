@@ -49,6 +49,21 @@ private:
     std::string m_source;
 };
 
+std::optional<SplitBehavior> splitBehavior(const std::string &name)
+{
+    if (name == "Removed")
+        return SplitBehavior::Removed;
+    if (name == "Isolated")
+        return SplitBehavior::Isolated;
+    if (name == "MergedWithPrevious")
+        return SplitBehavior::MergedWithPrevious;
+    if (name == "MergedWithNext")
+        return SplitBehavior::MergedWithNext;
+    if (name == "Contiguous")
+        return SplitBehavior::Contiguous;
+    return std::nullopt;
+}
+
 bool boolOr(const json &node, const char *key, bool fallback)
 {
     const auto it = node.find(key);
@@ -195,10 +210,12 @@ Result<void> SpecReader::readPreTokenizer(const json &node, const std::string &p
     } else if (*type == "Split") {
         step.kind = PreTokenizerStep::Kind::Split;
         const std::string behavior = stringOr(node, "behavior", "");
-        if (behavior != "Isolated")
-            return unsupported(path + ".behavior", "Split behaviour \"" + behavior + "\"", "Isolated");
-        if (boolOr(node, "invert", false))
-            return unsupported(path + ".invert", "inverted Split", "invert: false");
+        const auto known = splitBehavior(behavior);
+        if (!known)
+            return invalid(path + ".behavior", "expected one of Removed, Isolated, MergedWithPrevious, MergedWithNext, "
+                                               "Contiguous; got \"" + behavior + "\"");
+        step.behavior = *known;
+        step.invert = boolOr(node, "invert", false);
         const auto it = node.find("pattern");
         std::string pattern;
         if (it != node.end() && it->is_object() && it->contains("Regex") && (*it)["Regex"].is_string())
@@ -211,8 +228,33 @@ Result<void> SpecReader::readPreTokenizer(const json &node, const std::string &p
         if (!regex)
             return invalid(path + ".pattern", regex.error().message);
         step.regex = std::move(*regex);
+    } else if (*type == "Digits" || *type == "Whitespace" || *type == "WhitespaceSplit" || *type == "Punctuation") {
+        // Fixed splits, expressed as the Split they amount to.
+        step.kind = PreTokenizerStep::Kind::Split;
+        std::string pattern;
+        if (*type == "Digits") {
+            pattern = boolOr(node, "individual_digits", false) ? "\\p{N}" : "\\p{N}+";
+        } else if (*type == "Whitespace") {
+            pattern = "\\w+|[^\\w\\s]+"; // keep words and runs of punctuation, drop the spaces
+            step.behavior = SplitBehavior::Removed;
+            step.invert = true;
+        } else if (*type == "WhitespaceSplit") {
+            pattern = "\\s+";
+            step.behavior = SplitBehavior::Removed;
+        } else {
+            pattern = "[\\p{P}!-/:-@\\[-`{-~]";
+            const auto known = splitBehavior(stringOr(node, "behavior", "Isolated"));
+            if (!known)
+                return invalid(path + ".behavior", "expected one of Removed, Isolated, MergedWithPrevious, "
+                                                   "MergedWithNext, Contiguous");
+            step.behavior = *known;
+        }
+        auto regex = RegexSplitter::create(pattern);
+        if (!regex)
+            return makeError(ErrorCode::Internal, regex.error().message, m_source);
+        step.regex = std::move(*regex);
     } else {
-        return unsupported(path + ".type", *type, "ByteLevel, Metaspace, Split, Sequence");
+        return unsupported(path + ".type", *type, "ByteLevel, Metaspace, Split, Digits, Whitespace, WhitespaceSplit, Punctuation, Sequence");
     }
     spec.preTokenizers.push_back(std::move(step));
     return {};

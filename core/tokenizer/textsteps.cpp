@@ -69,7 +69,7 @@ void applyStep(const PreTokenizerStep &step, Word word, std::vector<Word> &out)
             out.push_back({bytelevel::encode(parts[i]), word.startsText && i == 0});
         return;
     case PreTokenizerStep::Kind::Split:
-        step.regex->split(word.text, parts);
+        step.regex->split(word.text, parts, step.behavior, step.invert);
         for (size_t i = 0; i < parts.size(); ++i)
             out.push_back({std::move(parts[i]), word.startsText && i == 0});
         return;

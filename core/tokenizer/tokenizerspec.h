@@ -41,6 +41,8 @@ struct PreTokenizerStep {
     std::string replacement = "\xE2\x96\x81";       // Metaspace ("▁")
     PrependScheme prependScheme = PrependScheme::Always;
     bool splitOnReplacement = true;                 // Metaspace "split"
+    SplitBehavior behavior = SplitBehavior::Isolated; // Split and the pre-tokenizers built on it
+    bool invert = false;
 };
 
 struct DecoderStep {

@@ -41,6 +41,7 @@ private Q_SLOTS:
     void addedTokenFlags();
     void addedTokensLongestFirst();
     void regexReplace();
+    void splittingPreTokenizers();
     void roundTrips();
     void longPromptRoundTrip();
     void concurrentEncode();
@@ -360,6 +361,46 @@ void tst_Tokenizer::regexReplace()
     });
     ACCEL_COMPARE_IDS(tokenizer.encode("a    b", false), (Ids{97, 32, 98}));
     QCOMPARE(tokenizer.decode({97, 120, 120, 120, 98}), std::string("axb"));
+}
+
+void tst_Tokenizer::splittingPreTokenizers()
+{
+    // gpt2-tiny with `first` in front of ByteLevel (without its regex), and a merge 1+2 -> "12" (269).
+    QTemporaryDir dir;
+    auto with = [&dir](QJsonObject first) {
+        return accel::test::loadVariant(dir, "gpt2-tiny.json", [first](QJsonObject &root) {
+            const QJsonObject byteLevel{{QStringLiteral("type"), QStringLiteral("ByteLevel")},
+                                        {QStringLiteral("add_prefix_space"), false},
+                                        {QStringLiteral("use_regex"), false}};
+            root[QStringLiteral("pre_tokenizer")] = QJsonObject{{QStringLiteral("type"), QStringLiteral("Sequence")},
+                                                                {QStringLiteral("pretokenizers"), QJsonArray{first, byteLevel}}};
+            QJsonObject model = root[QStringLiteral("model")].toObject();
+            QJsonObject vocab = model[QStringLiteral("vocab")].toObject();
+            vocab[QStringLiteral("12")] = 269;
+            model[QStringLiteral("vocab")] = vocab;
+            QJsonArray merges = model[QStringLiteral("merges")].toArray();
+            merges.append(QStringLiteral("1 2"));
+            model[QStringLiteral("merges")] = merges;
+            root[QStringLiteral("model")] = model;
+        });
+    };
+    auto type = [](const char *name) { return QJsonObject{{QStringLiteral("type"), QLatin1String(name)}}; };
+    // Whitespace drops the spaces: "the", "lower" (l o w e r -> lower, 262).
+    ACCEL_COMPARE_IDS(with(type("Whitespace")).encode("the  lower", false), (Ids{116, 256, 262}));
+    // Whitespace also cuts runs of punctuation from words; WhitespaceSplit only cuts at spaces.
+    ACCEL_COMPARE_IDS(with(type("Whitespace")).encode("12!12", false), (Ids{269, 33, 269}));
+    ACCEL_COMPARE_IDS(with(type("WhitespaceSplit")).encode("12! 12", false), (Ids{269, 33, 269}));
+    // Digits: runs stay together (1+2 merge), individual_digits keeps each digit apart.
+    ACCEL_COMPARE_IDS(with(type("Digits")).encode("a12", false), (Ids{97, 269}));
+    QJsonObject individual = type("Digits");
+    individual[QStringLiteral("individual_digits")] = true;
+    ACCEL_COMPARE_IDS(with(individual).encode("a12", false), (Ids{97, 49, 50}));
+    // Split with behaviour Removed on "-": the dashes disappear.
+    const QJsonObject removeDashes{{QStringLiteral("type"), QStringLiteral("Split")},
+                                   {QStringLiteral("pattern"), QJsonObject{{QStringLiteral("String"), QStringLiteral("-")}}},
+                                   {QStringLiteral("behavior"), QStringLiteral("Removed")},
+                                   {QStringLiteral("invert"), false}};
+    ACCEL_COMPARE_IDS(with(removeDashes).encode("1-2--12", false), (Ids{49, 50, 269}));
 }
 
 void tst_Tokenizer::roundTrips()

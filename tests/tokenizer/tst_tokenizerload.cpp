@@ -63,13 +63,15 @@ void tst_TokenizerLoad::unsupported_data()
         << QString::fromStdString(minimal(
                R"("normalizer": {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "_"}, {"type": "Lowercase"}]})"))
         << "normalizer.normalizers[1].type: Lowercase is not supported (supported: Prepend, Replace, Sequence)";
-    QTest::newRow("Whitespace") << QString::fromStdString(minimal(R"("pre_tokenizer": {"type": "Whitespace"})"))
-                                << "pre_tokenizer.type: Whitespace is not supported (supported: ByteLevel, Metaspace, "
-                                   "Split, Sequence)";
-    QTest::newRow("Split Removed")
+    QTest::newRow("BertPreTokenizer")
+        << QString::fromStdString(minimal(R"("pre_tokenizer": {"type": "BertPreTokenizer"})"))
+        << "pre_tokenizer.type: BertPreTokenizer is not supported (supported: ByteLevel, Metaspace, Split, Digits, "
+           "Whitespace, WhitespaceSplit, Punctuation, Sequence)";
+    QTest::newRow("nested UnicodeScripts")
         << QString::fromStdString(minimal(
-               R"("pre_tokenizer": {"type": "Split", "pattern": {"String": " "}, "behavior": "Removed", "invert": false})"))
-        << "pre_tokenizer.behavior: Split behaviour \"Removed\" is not supported (supported: Isolated)";
+               R"("pre_tokenizer": {"type": "Sequence", "pretokenizers": [{"type": "Digits"}, {"type": "UnicodeScripts"}]})"))
+        << "pre_tokenizer.pretokenizers[1].type: UnicodeScripts is not supported (supported: ByteLevel, Metaspace, "
+           "Split, Digits, Whitespace, WhitespaceSplit, Punctuation, Sequence)";
     QTest::newRow("WordPiece decoder") << QString::fromStdString(minimal(R"("decoder": {"type": "WordPiece", "prefix": "##"})"))
                                        << "decoder.type: WordPiece is not supported (supported: ByteLevel, Metaspace, "
                                           "Replace, ByteFallback, Fuse, Strip, Sequence)";
@@ -128,6 +130,11 @@ void tst_TokenizerLoad::invalid_data()
     QTest::newRow("empty replace")
         << QString::fromStdString(minimal(R"("decoder": {"type": "Replace", "pattern": {"String": ""}, "content": "x"})"))
         << "decoder.pattern: empty String pattern";
+    QTest::newRow("split behaviour")
+        << QString::fromStdString(minimal(
+               R"("pre_tokenizer": {"type": "Split", "pattern": {"String": " "}, "behavior": "Dropped", "invert": false})"))
+        << "pre_tokenizer.behavior: expected one of Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous; "
+           "got \"Dropped\"";
     QTest::newRow("template token")
         << QString::fromStdString(minimal(R"("post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>"}}, {"Sequence": {"id": "A"}}]})"))
         << "post_processor.single[0]: special token \"<s>\" is neither an added token nor in the vocabulary";
