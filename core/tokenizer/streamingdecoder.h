@@ -1,6 +1,7 @@
 // Decodes generated ids one at a time: each push returns the text that the new id completed.
 // A character whose UTF-8 bytes are spread over several tokens (byte fallback, byte-level BPE) is
-// held back until its last byte arrives, so no broken character is ever shown.
+// held back until its last byte arrives, so no broken character is ever shown. One decoder per
+// generated sequence, used from one thread.
 #pragma once
 
 #include "core/tokenizer/tokenizer.h"
