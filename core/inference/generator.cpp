@@ -1,0 +1,164 @@
+#include "core/inference/generator.h"
+
+#include "core/inference/causallm.h"
+#include "core/inference/inferencemodel.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <c10/core/InferenceMode.h>
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+
+namespace accel::inference {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double msSince(Clock::time_point start)
+{
+    return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// Next tokens [B] from last-position logits [B, V].
+at::Tensor pickTokens(at::Tensor logits, const at::Tensor &seen, const SamplingOptions &o, at::Generator &generator)
+{
+    if (o.repetitionPenalty != 1.0) {
+        auto scores = logits.gather(1, seen);
+        scores = at::where(scores < 0, scores * o.repetitionPenalty, scores / o.repetitionPenalty);
+        logits = logits.scatter(1, seen, scores);
+    }
+    if (o.greedy || o.temperature <= 0)
+        return logits.argmax(-1);
+    logits = logits / o.temperature;
+    const float minusInf = -std::numeric_limits<float>::infinity();
+    if (o.topK > 0 && o.topK < logits.size(-1)) {
+        auto kth = std::get<0>(logits.topk(o.topK, -1)).narrow(-1, o.topK - 1, 1);
+        logits = logits.masked_fill(logits < kth, minusInf);
+    }
+    if (o.topP < 1.0) {
+        auto [sorted, order] = logits.sort(-1, /*descending=*/true);
+        auto cumulative = sorted.softmax(-1).cumsum(-1);
+        // Drop a token when the tokens before it already reach top_p (the first always stays).
+        auto drop = (cumulative - sorted.softmax(-1)) >= o.topP;
+        logits = logits.scatter(1, order, sorted.masked_fill(drop, minusInf));
+    }
+    return at::multinomial(logits.softmax(-1), 1, false, generator).squeeze(1);
+}
+
+} // namespace
+
+Result<GenerationResult> generate(InferenceModel &model, const std::vector<std::vector<int64_t>> &prompts,
+                                  const SamplingOptions &options, const TokenCallback &onToken, const Decoder &decoder)
+{
+    if (prompts.empty() || prompts.front().empty())
+        return makeError(ErrorCode::InvalidInput, "prompt: no input tokens");
+    const size_t batch = prompts.size();
+    const int64_t promptLength = static_cast<int64_t>(prompts.front().size());
+    const ModelConfig &config = model.config();
+    for (const auto &p : prompts) {
+        if (static_cast<int64_t>(p.size()) != promptLength)
+            return makeError(ErrorCode::InvalidInput, "prompts: every sequence of a batch must have the same number of tokens (" +
+                                                          std::to_string(promptLength) + " vs " + std::to_string(p.size()) + ")");
+        for (int64_t t : p)
+            if (t < 0 || t >= config.vocabSize)
+                return makeError(ErrorCode::InvalidInput, "token id " + std::to_string(t) + " is outside the vocabulary (0.." +
+                                                              std::to_string(config.vocabSize - 1) + ")");
+    }
+    if (options.maxNewTokens < 0)
+        return makeError(ErrorCode::InvalidInput, "max new tokens: expected >= 0; got " + std::to_string(options.maxNewTokens));
+    if (config.family == ModelFamily::Gpt2 && promptLength + options.maxNewTokens > config.maxPositions)
+        return makeError(ErrorCode::InvalidInput, "prompt (" + std::to_string(promptLength) + " tokens) + max new tokens (" +
+                                                      std::to_string(options.maxNewTokens) + ") exceed n_positions " +
+                                                      std::to_string(config.maxPositions));
+    if (!options.stopStrings.empty() && !decoder)
+        return makeError(ErrorCode::InvalidInput, "stop strings need a tokenizer to decode the generated text");
+    if (options.topP <= 0 || options.topP > 1)
+        return makeError(ErrorCode::InvalidInput, "top-p: expected 0 < p <= 1; got " + std::to_string(options.topP));
+    const std::vector<int64_t> stopTokens = options.stopTokenIds.empty() ? config.eosTokenIds : options.stopTokenIds;
+
+    GenerationResult result;
+    result.sequences.resize(batch);
+    result.stats.promptTokens = promptLength;
+    std::vector<bool> done(batch, false);
+    std::vector<std::string> shownText(batch);
+
+    try {
+        c10::InferenceMode guard;
+        auto &lm = model.lm();
+        at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(options.seed);
+        std::vector<int64_t> flat;
+        for (const auto &p : prompts)
+            flat.insert(flat.end(), p.begin(), p.end());
+        auto ids = at::tensor(flat, at::TensorOptions().dtype(at::kLong)).view({static_cast<int64_t>(batch), promptLength});
+        at::Tensor seen = ids;
+        KVCache cache;
+        const auto start = Clock::now();
+        auto logits = lm.forward(ids, &cache, /*lastOnly=*/true).select(1, 0).to(at::kCPU);
+        const double prefillMs = msSince(start);
+        result.stats.prefillTokensPerSecond = prefillMs > 0 ? 1000.0 * batch * promptLength / prefillMs : 0;
+        Clock::time_point decodeStart;
+        int64_t decodedSteps = 0;
+        for (int step = 0; step < options.maxNewTokens; ++step) {
+            auto next = pickTokens(logits, seen, options, generator);
+            if (step == 0) {
+                result.stats.timeToFirstTokenMs = msSince(start);
+                decodeStart = Clock::now();
+            }
+            ++result.stats.newTokens;
+            auto nextCpu = next.contiguous();
+            const int64_t *tokens = nextCpu.data_ptr<int64_t>();
+            for (size_t b = 0; b < batch; ++b) {
+                if (done[b])
+                    continue;
+                auto &seq = result.sequences[b];
+                seq.tokens.push_back(tokens[b]);
+                std::string piece;
+                if (decoder) {
+                    std::string text = decoder(seq.tokens);
+                    for (const auto &stop : options.stopStrings) {
+                        const auto pos = text.find(stop);
+                        if (!stop.empty() && pos != std::string::npos) {
+                            text.resize(pos);
+                            done[b] = true;
+                            seq.stopReason = "stop_string";
+                        }
+                    }
+                    if (text.size() >= shownText[b].size() && text.compare(0, shownText[b].size(), shownText[b]) == 0)
+                        piece = text.substr(shownText[b].size());
+                    shownText[b] = text;
+                    seq.text = text;
+                }
+                if (!done[b] && std::find(stopTokens.begin(), stopTokens.end(), tokens[b]) != stopTokens.end()) {
+                    done[b] = true;
+                    seq.stopReason = "stop_token";
+                }
+                if (onToken && !onToken(b, tokens[b], piece)) {
+                    result.cancelled = true;
+                }
+            }
+            if (result.cancelled || std::all_of(done.begin(), done.end(), [](bool d) { return d; }))
+                break;
+            if (step + 1 == options.maxNewTokens)
+                break;
+            auto input = next.unsqueeze(1);
+            seen = at::cat({seen, input}, 1);
+            logits = lm.forward(input, &cache, true).select(1, 0).to(at::kCPU);
+            ++decodedSteps;
+        }
+        if (decodedSteps > 0) {
+            const double decodeMs = msSince(decodeStart);
+            result.stats.decodeTokensPerSecond = decodeMs > 0 ? 1000.0 * batch * decodedSteps / decodeMs : 0;
+        }
+        result.stats.totalMs = msSince(start);
+    } catch (const c10::Error &e) {
+        return makeError(ErrorCode::Failed, std::string("generation failed: ") + e.what_without_backtrace());
+    }
+    for (size_t b = 0; b < batch; ++b)
+        if (result.sequences[b].stopReason.empty())
+            result.sequences[b].stopReason = result.cancelled ? "cancelled" : "length";
+    return result;
+}
+
+} // namespace accel::inference

@@ -1,0 +1,62 @@
+// Text generation over an InferenceModel: prefill then one token per step with the key/value
+// cache; greedy or sampled (temperature, top-k, top-p) with a repetition penalty, a seed, stop
+// tokens and stop strings (matched on the decoded text), max new tokens, a streaming callback that
+// cancels by returning false, and timing (time to first token, prefill and decode tokens/s).
+// Runs under c10::InferenceMode. Torch-light header.
+#pragma once
+
+#include "core/common/result.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace accel::inference {
+
+class InferenceModel;
+
+struct SamplingOptions {
+    int maxNewTokens = 32;
+    bool greedy = false;         // also implied by temperature 0
+    double temperature = 1.0;
+    int topK = 0;                // 0: off
+    double topP = 1.0;           // 1: off
+    double repetitionPenalty = 1.0;  // Transformers' rule: positive logits / p, negative × p
+    uint64_t seed = 0;
+    std::vector<int64_t> stopTokenIds;  // empty: the config's eos_token_id(s)
+    std::vector<std::string> stopStrings;  // need a decoder
+};
+
+struct GenerationStats {
+    int64_t promptTokens = 0;  // per sequence
+    int64_t newTokens = 0;     // decode steps run (the longest sequence)
+    double timeToFirstTokenMs = 0;
+    double prefillTokensPerSecond = 0;  // batch × prompt tokens / prefill time
+    double decodeTokensPerSecond = 0;   // batch × tokens / decode time, after the first token
+    double totalMs = 0;
+};
+
+struct GeneratedSequence {
+    std::vector<int64_t> tokens;  // new tokens (a matched stop token is included)
+    std::string text;             // decoded new text, cut before a stop string (empty without decoder)
+    std::string stopReason;       // "length", "stop_token", "stop_string", "cancelled"
+};
+
+struct GenerationResult {
+    std::vector<GeneratedSequence> sequences;
+    GenerationStats stats;
+    bool cancelled = false;
+};
+
+// Called for each new token: (sequence, token, newly decoded text). Return false to cancel.
+using TokenCallback = std::function<bool(size_t sequence, int64_t token, const std::string &textPiece)>;
+// Decodes token ids to text (a tokenizer); optional.
+using Decoder = std::function<std::string(const std::vector<int64_t> &tokens)>;
+
+// All prompts must have the same length (no padding in this version).
+Result<GenerationResult> generate(InferenceModel &model, const std::vector<std::vector<int64_t>> &prompts,
+                                  const SamplingOptions &options, const TokenCallback &onToken = {},
+                                  const Decoder &decoder = {});
+
+} // namespace accel::inference

@@ -1,0 +1,29 @@
+// Text in and out of a model folder: its tokenizer.json through core/tokenizer when present
+// (encode, full decode for stop strings, streaming decode for the output), else ids only.
+#pragma once
+
+#include "core/common/result.h"
+#include "core/inference/generator.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace accel::inference {
+
+class TextCodec {
+public:
+    static Result<TextCodec> forModel(const std::string &modelDir);
+    bool hasTokenizer() const { return static_cast<bool>(m_impl); }
+    std::vector<int64_t> encode(const std::string &text) const;
+    Decoder decoder() const;  // empty without a tokenizer
+    // A fresh streaming decoder: returns the text each new token completes.
+    std::function<std::string(int64_t)> streamer() const;
+
+private:
+    struct Impl;
+    std::shared_ptr<const Impl> m_impl;
+};
+
+} // namespace accel::inference

@@ -1,0 +1,184 @@
+#include "core/inference/workeroptions.h"
+
+#include <sstream>
+
+namespace accel::inference {
+
+namespace {
+
+Result<double> toNumber(const std::string &flag, const std::string &value)
+{
+    try {
+        size_t used = 0;
+        const double v = std::stod(value, &used);
+        if (used == value.size())
+            return v;
+    } catch (const std::exception &) {
+    }
+    return makeError(ErrorCode::InvalidInput, flag + ": expected a number; got '" + value + "'");
+}
+
+Result<int64_t> toInteger(const std::string &flag, const std::string &value)
+{
+    try {
+        size_t used = 0;
+        const long long v = std::stoll(value, &used);
+        if (used == value.size())
+            return static_cast<int64_t>(v);
+    } catch (const std::exception &) {
+    }
+    return makeError(ErrorCode::InvalidInput, flag + ": expected an integer; got '" + value + "'");
+}
+
+} // namespace
+
+std::string workerHelpText()
+{
+    return "usage: accel-worker generate MODEL_DIR (--prompt TEXT | --input-ids 1,2,3) [options]\n"
+           "       accel-worker infer MODEL_DIR --input-ids 1,2,3 --logits-out FILE.safetensors [options]\n"
+           "       accel-worker serve\n"
+           "options:\n"
+           "  --device-map auto|cpu|JSON   placement of modules (\"disk\" offloads through mapped weights)\n"
+           "  --max-memory SPEC            budgets for auto, e.g. cpu=8GiB\n"
+           "  --offload-folder DIR         Accelerate offload folder for disk weights\n"
+           "  --dtype float32|bfloat16|float16  compute dtype (default: the checkpoint's)\n"
+           "  --threads N                  intra-op threads\n"
+           "  --max-new-tokens N (32)  --greedy  --temperature T (1.0)  --top-k K  --top-p P\n"
+           "  --repetition-penalty R  --seed S  --stop STRING (repeatable)  --stop-token-id ID (repeatable)\n"
+           "  --json                       print one accel.generate / accel.infer object at the end\n";
+}
+
+Result<std::vector<int64_t>> parseIdList(const std::string &text)
+{
+    std::vector<int64_t> ids;
+    std::stringstream in(text);
+    std::string item;
+    while (std::getline(in, item, ',')) {
+        auto value = toInteger("--input-ids", item);
+        if (!value)
+            return tl::unexpected(value.error());
+        ids.push_back(*value);
+    }
+    if (ids.empty())
+        return makeError(ErrorCode::InvalidInput, "--input-ids: expected comma-separated token ids such as 1,2,3");
+    return ids;
+}
+
+Result<WorkerRequest> parseWorkerArguments(int argc, char **argv)
+{
+    WorkerRequest r;
+    for (int i = 2; i < argc; ++i) {
+        const std::string arg = argv[i];
+        auto value = [&]() -> Result<std::string> {
+            if (i + 1 >= argc)
+                return makeError(ErrorCode::InvalidInput, arg + ": missing value");
+            return std::string(argv[++i]);
+        };
+#define ACCEL_VALUE(var)                         \
+    auto var = value();                          \
+    if (!var)                                    \
+        return tl::unexpected(var.error());
+        if (arg == "--help" || arg == "-h") {
+            r.help = true;
+        } else if (arg == "--json") {
+            r.json = true;
+        } else if (arg == "--greedy") {
+            r.sampling.greedy = true;
+        } else if (arg == "--prompt") {
+            ACCEL_VALUE(v) r.prompt = *v;
+        } else if (arg == "--input-ids") {
+            ACCEL_VALUE(v) auto ids = parseIdList(*v);
+            if (!ids)
+                return tl::unexpected(ids.error());
+            r.inputIds = *ids;
+        } else if (arg == "--logits-out") {
+            ACCEL_VALUE(v) r.logitsOut = *v;
+        } else if (arg == "--device-map") {
+            ACCEL_VALUE(v) r.load.deviceMap = *v;
+        } else if (arg == "--max-memory") {
+            ACCEL_VALUE(v) r.load.maxMemory = *v;
+        } else if (arg == "--offload-folder") {
+            ACCEL_VALUE(v) r.load.dispatch.offloadFolder = *v;
+        } else if (arg == "--dtype") {
+            ACCEL_VALUE(v) r.load.dispatch.computeDType = *v;
+        } else if (arg == "--stop") {
+            ACCEL_VALUE(v) r.sampling.stopStrings.push_back(*v);
+        } else if (arg == "--threads" || arg == "--max-new-tokens" || arg == "--top-k" || arg == "--seed" || arg == "--stop-token-id") {
+            ACCEL_VALUE(v) auto n = toInteger(arg, *v);
+            if (!n)
+                return tl::unexpected(n.error());
+            if (arg == "--threads")
+                r.load.threads = static_cast<int>(*n);
+            else if (arg == "--max-new-tokens")
+                r.sampling.maxNewTokens = static_cast<int>(*n);
+            else if (arg == "--top-k")
+                r.sampling.topK = static_cast<int>(*n);
+            else if (arg == "--seed")
+                r.sampling.seed = static_cast<uint64_t>(*n);
+            else
+                r.sampling.stopTokenIds.push_back(*n);
+        } else if (arg == "--temperature" || arg == "--top-p" || arg == "--repetition-penalty") {
+            ACCEL_VALUE(v) auto n = toNumber(arg, *v);
+            if (!n)
+                return tl::unexpected(n.error());
+            (arg == "--temperature" ? r.sampling.temperature : arg == "--top-p" ? r.sampling.topP : r.sampling.repetitionPenalty) = *n;
+        } else if (!arg.empty() && arg[0] == '-') {
+            return makeError(ErrorCode::InvalidInput, "unknown option " + arg + " (see --help)");
+        } else if (r.modelDir.empty()) {
+            r.modelDir = arg;
+        } else {
+            return makeError(ErrorCode::InvalidInput, "unexpected argument '" + arg + "' (one MODEL_DIR only)");
+        }
+#undef ACCEL_VALUE
+    }
+    if (!r.help && r.modelDir.empty())
+        return makeError(ErrorCode::InvalidInput, "MODEL_DIR: missing (a folder with config.json and safetensors weights)");
+    return r;
+}
+
+Result<SamplingOptions> samplingFromJson(const nlohmann::json &m)
+{
+    SamplingOptions o;
+    try {
+        o.maxNewTokens = m.value("max_new_tokens", o.maxNewTokens);
+        o.greedy = m.value("greedy", false);
+        o.temperature = m.value("temperature", o.temperature);
+        o.topK = m.value("top_k", o.topK);
+        o.topP = m.value("top_p", o.topP);
+        o.repetitionPenalty = m.value("repetition_penalty", o.repetitionPenalty);
+        o.seed = m.value("seed", uint64_t(0));
+        o.stopStrings = m.value("stop", std::vector<std::string>{});
+        o.stopTokenIds = m.value("stop_token_ids", std::vector<int64_t>{});
+    } catch (const nlohmann::json::exception &e) {
+        return makeError(ErrorCode::InvalidInput, std::string("generate: ") + e.what());
+    }
+    return o;
+}
+
+Result<LoadOptions> loadOptionsFromJson(const nlohmann::json &m)
+{
+    LoadOptions o;
+    try {
+        if (auto it = m.find("device_map"); it != m.end())
+            o.deviceMap = it->is_string() ? it->get<std::string>() : it->dump();
+        o.maxMemory = m.value("max_memory", std::string());
+        o.dispatch.offloadFolder = m.value("offload_folder", std::string());
+        o.dispatch.computeDType = m.value("dtype", std::string());
+        o.threads = m.value("threads", 0);
+    } catch (const nlohmann::json::exception &e) {
+        return makeError(ErrorCode::InvalidInput, std::string("load: ") + e.what());
+    }
+    return o;
+}
+
+nlohmann::json statsToJson(const GenerationStats &s)
+{
+    return {{"prompt_tokens", s.promptTokens},
+            {"new_tokens", s.newTokens},
+            {"time_to_first_token_ms", s.timeToFirstTokenMs},
+            {"prefill_tokens_per_second", s.prefillTokensPerSecond},
+            {"decode_tokens_per_second", s.decodeTokensPerSecond},
+            {"total_ms", s.totalMs}};
+}
+
+} // namespace accel::inference

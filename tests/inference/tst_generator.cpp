@@ -1,0 +1,208 @@
+// Generation: greedy equals step-by-step argmax of full recomputation, seeded sampling is
+// reproducible, top-k 1 is greedy, the repetition penalty follows Transformers' rule, stop tokens
+// and stop strings end a sequence, batches equal single runs, cancellation stops at once.
+#include "tinymodels.h"
+
+#include "core/inference/causallm.h"
+#include "core/inference/generator.h"
+#include "core/inference/inferencemodel.h"
+
+#include <QTemporaryDir>
+#include <QtTest>
+
+using namespace accel;
+using namespace accel::inference;
+
+class tst_Generator : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void greedyMatchesRecomputation();
+    void seededSamplingIsReproducible();
+    void topKOneIsGreedy();
+    void repetitionPenaltyFollowsTransformers();
+    void stopTokenEndsSequence();
+    void stopStringCutsText();
+    void batchEqualsSingleRuns();
+    void cancellationStopsAtOnce();
+    void badInputsAreNamed();
+
+private:
+    QTemporaryDir m_dir;
+    test::TinyModel m_tiny;
+    std::unique_ptr<InferenceModel> m_model;
+    const std::vector<int64_t> m_prompt{3, 17, 5, 40, 22};
+};
+
+void tst_Generator::initTestCase()
+{
+    const std::string dir = m_dir.filePath("llama").toStdString();
+    m_tiny = test::writeTinyModel(dir, "llama", 21);
+    auto model = InferenceModel::load(dir);
+    QVERIFY2(model, model ? "" : model.error().toString().c_str());
+    m_model = std::move(*model);
+}
+
+static SamplingOptions greedy(int tokens)
+{
+    SamplingOptions o;
+    o.greedy = true;
+    o.maxNewTokens = tokens;
+    o.stopTokenIds = {-1};  // never stop early
+    return o;
+}
+
+void tst_Generator::greedyMatchesRecomputation()
+{
+    auto result = generate(*m_model, {m_prompt}, greedy(12));
+    QVERIFY2(result, result ? "" : result.error().toString().c_str());
+    const auto &tokens = result->sequences[0].tokens;
+    QCOMPARE(tokens.size(), size_t(12));
+    QCOMPARE(result->sequences[0].stopReason, std::string("length"));
+    std::vector<int64_t> all = m_prompt;
+    at::InferenceMode guard;
+    for (int64_t t : tokens) {
+        auto ids = at::tensor(all, at::TensorOptions().dtype(at::kLong)).unsqueeze(0);
+        auto logits = test::referenceLlama(m_tiny, ids);
+        QCOMPARE(logits[0][-1].argmax().item<int64_t>(), t);
+        all.push_back(t);
+    }
+    QVERIFY(result->stats.timeToFirstTokenMs > 0);
+    QVERIFY(result->stats.decodeTokensPerSecond > 0);
+    QVERIFY(result->stats.prefillTokensPerSecond > 0);
+}
+
+void tst_Generator::seededSamplingIsReproducible()
+{
+    SamplingOptions o;
+    o.maxNewTokens = 20;
+    o.temperature = 1.5;
+    o.topK = 20;
+    o.topP = 0.95;
+    o.stopTokenIds = {-1};
+    o.seed = 1234;
+    auto a = generate(*m_model, {m_prompt}, o);
+    auto b = generate(*m_model, {m_prompt}, o);
+    QVERIFY(a && b);
+    QCOMPARE(a->sequences[0].tokens, b->sequences[0].tokens);
+    o.seed = 99;
+    auto c = generate(*m_model, {m_prompt}, o);
+    QVERIFY(c);
+    QVERIFY(c->sequences[0].tokens != a->sequences[0].tokens);
+    auto g = generate(*m_model, {m_prompt}, greedy(20));
+    QVERIFY(g->sequences[0].tokens != a->sequences[0].tokens);  // sampling is not greedy at T=1.5
+}
+
+void tst_Generator::topKOneIsGreedy()
+{
+    SamplingOptions o = greedy(10);
+    o.greedy = false;
+    o.temperature = 3.0;
+    o.topK = 1;
+    o.seed = 5;
+    auto sampled = generate(*m_model, {m_prompt}, o);
+    auto reference = generate(*m_model, {m_prompt}, greedy(10));
+    QVERIFY(sampled && reference);
+    QCOMPARE(sampled->sequences[0].tokens, reference->sequences[0].tokens);
+}
+
+void tst_Generator::repetitionPenaltyFollowsTransformers()
+{
+    SamplingOptions o = greedy(1);
+    o.repetitionPenalty = 50.0;
+    auto result = generate(*m_model, {m_prompt}, o);
+    QVERIFY(result);
+    at::InferenceMode guard;
+    auto ids = at::tensor(m_prompt, at::TensorOptions().dtype(at::kLong)).unsqueeze(0);
+    auto logits = test::referenceLlama(m_tiny, ids)[0][-1].clone();
+    for (int64_t t : m_prompt) {
+        const float v = logits[t].item<float>();
+        logits[t] = v < 0 ? v * 50.0f : v / 50.0f;
+    }
+    QCOMPARE(result->sequences[0].tokens.front(), logits.argmax().item<int64_t>());
+}
+
+void tst_Generator::stopTokenEndsSequence()
+{
+    auto free = generate(*m_model, {m_prompt}, greedy(10));
+    QVERIFY(free);
+    SamplingOptions o = greedy(10);
+    o.stopTokenIds = {free->sequences[0].tokens[3]};
+    auto stopped = generate(*m_model, {m_prompt}, o);
+    QVERIFY(stopped);
+    const auto &tokens = stopped->sequences[0].tokens;
+    QVERIFY(tokens.size() <= 4);
+    QCOMPARE(tokens.back(), o.stopTokenIds[0]);
+    QCOMPARE(stopped->sequences[0].stopReason, std::string("stop_token"));
+}
+
+void tst_Generator::stopStringCutsText()
+{
+    // A decoder spelling each token as a letter: the text is known from the tokens.
+    Decoder letters = [](const std::vector<int64_t> &tokens) {
+        std::string s;
+        for (int64_t t : tokens)
+            s += static_cast<char>('A' + t % 26);
+        return s;
+    };
+    auto free = generate(*m_model, {m_prompt}, greedy(10), {}, letters);
+    QVERIFY(free);
+    const std::string full = free->sequences[0].text;
+    QCOMPARE(full.size(), size_t(10));
+    SamplingOptions o = greedy(10);
+    o.stopStrings = {full.substr(4, 2)};
+    std::string streamed;
+    auto stopped = generate(*m_model, {m_prompt}, o, [&](size_t, int64_t, const std::string &piece) {
+        streamed += piece;
+        return true;
+    }, letters);
+    QVERIFY(stopped);
+    const std::string &text = stopped->sequences[0].text;
+    QCOMPARE(stopped->sequences[0].stopReason, std::string("stop_string"));
+    QCOMPARE(text, full.substr(0, full.find(o.stopStrings[0])));
+    QVERIFY(stopped->sequences[0].tokens.size() <= 6);
+    QCOMPARE(streamed, text);
+}
+
+void tst_Generator::batchEqualsSingleRuns()
+{
+    const std::vector<int64_t> other{9, 9, 1, 2, 60};
+    auto both = generate(*m_model, {m_prompt, other}, greedy(8));
+    auto first = generate(*m_model, {m_prompt}, greedy(8));
+    auto second = generate(*m_model, {other}, greedy(8));
+    QVERIFY(both && first && second);
+    QCOMPARE(both->sequences.size(), size_t(2));
+    QCOMPARE(both->sequences[0].tokens, first->sequences[0].tokens);
+    QCOMPARE(both->sequences[1].tokens, second->sequences[0].tokens);
+}
+
+void tst_Generator::cancellationStopsAtOnce()
+{
+    int calls = 0;
+    auto result = generate(*m_model, {m_prompt}, greedy(50), [&](size_t, int64_t, const std::string &) {
+        return ++calls < 3;
+    });
+    QVERIFY(result);
+    QVERIFY(result->cancelled);
+    QCOMPARE(calls, 3);
+    QCOMPARE(result->sequences[0].tokens.size(), size_t(3));
+    QCOMPARE(result->sequences[0].stopReason, std::string("cancelled"));
+}
+
+void tst_Generator::badInputsAreNamed()
+{
+    auto outOfVocab = generate(*m_model, {{1, 2, 999}}, greedy(2));
+    QVERIFY(!outOfVocab);
+    QVERIFY(outOfVocab.error().message.find("token id 999") != std::string::npos);
+    auto ragged = generate(*m_model, {{1, 2}, {1}}, greedy(2));
+    QVERIFY(!ragged);
+    SamplingOptions o = greedy(2);
+    o.stopStrings = {"x"};
+    auto noDecoder = generate(*m_model, {m_prompt}, o);
+    QVERIFY(!noDecoder);
+    QVERIFY(noDecoder.error().message.find("tokenizer") != std::string::npos);
+}
+
+QTEST_GUILESS_MAIN(tst_Generator)
+#include "tst_generator.moc"
