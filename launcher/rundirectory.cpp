@@ -203,8 +203,8 @@ QString RunDirectory::effectiveState(bool markLost)
     const qint64 pid = supervisor.value(QStringLiteral("pid")).toInteger();
     const quint64 start = static_cast<quint64>(supervisor.value(QStringLiteral("start_time")).toInteger());
     const QString host = supervisor.value(QStringLiteral("host")).toString();
-    if (!host.isEmpty() && host != QSysInfo::machineHostName())
-        return state;  // another machine's supervisor: cannot tell from here
+    if (pid <= 0 || (!host.isEmpty() && host != QSysInfo::machineHostName()))
+        return state;  // no supervisor recorded yet, or another machine's: cannot tell from here
     if (processMatches(pid, start))
         return state;
     if (markLost) {

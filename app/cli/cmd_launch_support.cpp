@@ -200,6 +200,10 @@ Result<RunDirectory> createRunDirectory(const PreparedLaunch &prepared, int argc
         {QStringLiteral("notes"), plan.value(QStringLiteral("notes"))},
         {QStringLiteral("plan"), plan.value(QStringLiteral("ranks"))},
         {QStringLiteral("restarts"), 0},
+        // This process supervises the run (also with --detach, where it is the background child).
+        {QStringLiteral("supervisor"), QJsonObject{{QStringLiteral("pid"), static_cast<qint64>(::getpid())},
+                                                   {QStringLiteral("start_time"), static_cast<qint64>(processStartTime(::getpid()))},
+                                                   {QStringLiteral("host"), QSysInfo::machineHostName()}}},
         {QStringLiteral("state"), QString::fromLatin1(runstate::Starting)},
         {QStringLiteral("states"), QJsonArray{QJsonObject{{QStringLiteral("state"), QString::fromLatin1(runstate::Starting)},
                                                           {QStringLiteral("time"), unixTimeNow()}}}},
