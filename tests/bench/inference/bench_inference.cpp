@@ -1,0 +1,150 @@
+// Inference benchmark (label bench): a GPT-2-small-shaped random checkpoint (12 layers, 768 wide,
+// vocab 50257, float32) generated here; 2 threads; prefill tokens/s (1 x 256) and cached decode
+// tokens/s against the same model in Python eager (bench_reference.py, same safetensors file),
+// and decode against the memory-bandwidth limit (measured copy bandwidth / weight bytes per token).
+#include "core/bigmodel/safetensorswriter.h"
+#include "core/common/fileutil.h"
+#include "core/inference/causallm.h"
+#include "core/inference/generator.h"
+#include "core/inference/inferencemodel.h"
+#include "testsupport.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
+
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+using namespace accel;
+
+class tst_BenchInference : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void gpt2Small();
+};
+
+static constexpr int kThreads = 2;
+static constexpr int kPrefill = 256;
+static constexpr int kDecode = 64;
+
+static void bench(const char *name, double value, const char *unit, const QString &extra = {})
+{
+    std::printf("BENCH %s %.2f %s%s\n", name, value, unit, extra.isEmpty() ? "" : (" " + extra.toStdString()).c_str());
+    std::fflush(stdout);
+}
+
+static double copyBandwidth()
+{
+    const size_t bytes = size_t(256) << 20;
+    std::vector<char> a(bytes, 1), b(bytes, 0);
+    double best = 1e30;
+    for (int i = 0; i < 5; ++i) {
+        const auto start = std::chrono::steady_clock::now();
+        std::memcpy(b.data(), a.data(), bytes);
+        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    if (b[bytes / 2] != 1)
+        return 0;
+    return bytes / best;  // bytes read per second (the copy also writes as many)
+}
+
+void tst_BenchInference::gpt2Small()
+{
+    QTemporaryDir dir;
+    const std::string folder = dir.path().toStdString();
+    {
+        at::manual_seed(0);
+        std::vector<std::pair<std::string, at::Tensor>> weights;
+        auto add = [&](const std::string &n, std::vector<int64_t> shape) { weights.emplace_back(n, at::randn(shape) * 0.02); };
+        add("transformer.wte.weight", {50257, 768});
+        add("transformer.wpe.weight", {1024, 768});
+        for (int i = 0; i < 12; ++i) {
+            const std::string p = "transformer.h." + std::to_string(i) + ".";
+            for (const char *ln : {"ln_1", "ln_2"}) {
+                weights.emplace_back(p + ln + ".weight", at::ones({768}));
+                weights.emplace_back(p + ln + ".bias", at::zeros({768}));
+            }
+            add(p + "attn.c_attn.weight", {768, 2304});
+            add(p + "attn.c_attn.bias", {2304});
+            add(p + "attn.c_proj.weight", {768, 768});
+            add(p + "attn.c_proj.bias", {768});
+            add(p + "mlp.c_fc.weight", {768, 3072});
+            add(p + "mlp.c_fc.bias", {3072});
+            add(p + "mlp.c_proj.weight", {3072, 768});
+            add(p + "mlp.c_proj.bias", {768});
+        }
+        weights.emplace_back("transformer.ln_f.weight", at::ones({768}));
+        weights.emplace_back("transformer.ln_f.bias", at::zeros({768}));
+        std::vector<bigmodel::TensorToWrite> out;
+        for (auto &[n, t] : weights)
+            out.push_back({n, bigmodel::DType::F32, t.sizes().vec(), t.data_ptr(), static_cast<uint64_t>(t.nbytes())});
+        QVERIFY(bigmodel::writeSafetensors(folder + "/model.safetensors", out));
+        QVERIFY(fileutil::writeFileAtomic(folder + "/config.json",
+                                          R"({"model_type": "gpt2", "vocab_size": 50257, "n_positions": 1024, "n_embd": 768, "n_layer": 12, "n_head": 12})"));
+    }
+    inference::LoadOptions options;
+    options.threads = kThreads;
+    auto model = inference::InferenceModel::load(folder, options);
+    QVERIFY2(model, model ? "" : model.error().toString().c_str());
+    uint64_t weightBytes = 0;
+    for (const auto &p : (*model)->lm().namedParameters())
+        weightBytes += p.parameter->value.nbytes();
+
+    double prefill = 0;
+    {
+        c10::InferenceMode guard;
+        auto ids = at::randint(50257, {1, kPrefill}, at::TensorOptions().dtype(at::kLong));
+        double best = 1e30;
+        for (int i = 0; i < 3; ++i) {
+            inference::KVCache cache;
+            const auto start = std::chrono::steady_clock::now();
+            (*model)->lm().forward(ids, &cache, true);
+            best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        }
+        prefill = kPrefill / best;
+    }
+    std::vector<int64_t> prompt(16);
+    for (int i = 0; i < 16; ++i)
+        prompt[i] = 100 + i;
+    inference::SamplingOptions sampling;
+    sampling.greedy = true;
+    sampling.maxNewTokens = kDecode + 1;
+    sampling.stopTokenIds = {-1};
+    auto generated = inference::generate(**model, {prompt}, sampling);
+    QVERIFY(generated);
+    const double decode = generated->stats.decodeTokensPerSecond;
+
+    QProcess python;
+    python.start("python3", {test::sourceDir() + "/tests/bench/inference/bench_reference.py", QString::fromStdString(folder),
+                             QString::number(kThreads), QString::number(kPrefill), QString::number(kDecode)});
+    QVERIFY(python.waitForFinished(600000));
+    double pyPrefill = 0, pyDecode = 0;
+    for (const QString &line : QString::fromUtf8(python.readAllStandardOutput()).split('\n', Qt::SkipEmptyParts)) {
+        const auto parts = line.split(' ');
+        if (parts.size() == 2 && parts[0] == "prefill")
+            pyPrefill = parts[1].toDouble();
+        if (parts.size() == 2 && parts[0] == "decode")
+            pyDecode = parts[1].toDouble();
+    }
+    QVERIFY2(pyPrefill > 0 && pyDecode > 0, python.readAllStandardError().constData());
+
+    const double bandwidth = copyBandwidth();
+    const double limit = bandwidth / weightBytes;
+    bench("inference_prefill_1x256", prefill, "tokens/s",
+          QString("peer=%1 ratio=%2 target=>=1.0x_python_eager").arg(pyPrefill, 0, 'f', 2).arg(prefill / pyPrefill, 0, 'f', 2));
+    bench("inference_decode", decode, "tokens/s",
+          QString("peer=%1 ratio=%2 target=>=1.2x_python_eager").arg(pyDecode, 0, 'f', 2).arg(decode / pyDecode, 0, 'f', 2));
+    bench("inference_decode_vs_bandwidth_limit", decode, "tokens/s",
+          QString("peer=%1 ratio=%2 target=bandwidth_bound(%3_GB/s,%4_MB/token)")
+              .arg(limit, 0, 'f', 2).arg(decode / limit, 0, 'f', 2).arg(bandwidth / 1e9, 0, 'f', 1).arg(weightBytes / 1e6, 0, 'f', 0));
+    bench("inference_time_to_first_token_16", generated->stats.timeToFirstTokenMs, "ms");
+}
+
+QTEST_GUILESS_MAIN(tst_BenchInference)
+#include "bench_inference.moc"

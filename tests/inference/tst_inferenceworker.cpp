@@ -1,0 +1,169 @@
+// The worker's inference commands as real child processes: infer writes the model's logits,
+// generate streams and prints accel.generate JSON equal to the in-process generator, serve speaks
+// the JSON-lines protocol (load, generate with token events, cancel mid-generation, unload).
+#include "tinymodels.h"
+
+#include "core/bigmodel/safetensors.h"
+#include "core/inference/generator.h"
+#include "core/inference/inferencemodel.h"
+#include "core/inference/torchtensors.h"
+#include "testsupport.h"
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+using namespace accel;
+
+class tst_InferenceWorker : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void inferWritesLogits();
+    void generateJsonMatchesInProcess();
+    void badInputsExitTwo();
+    void serveProtocol();
+    void serveCancelStopsGeneration();
+
+private:
+    QString worker() const { return test::binDir() + "/accel-inference-worker"; }
+    QTemporaryDir m_dir;
+    test::TinyModel m_gpt2;
+    test::TinyModel m_llama;
+};
+
+static QList<QJsonObject> jsonLines(const QString &text)
+{
+    QList<QJsonObject> out;
+    for (const QString &line : text.split('\n', Qt::SkipEmptyParts))
+        out.append(QJsonDocument::fromJson(line.toUtf8()).object());
+    return out;
+}
+
+void tst_InferenceWorker::initTestCase()
+{
+    m_gpt2 = test::writeTinyModel(m_dir.filePath("gpt2").toStdString(), "gpt2", 31);
+    m_llama = test::writeTinyModel(m_dir.filePath("llama").toStdString(), "llama", 32);
+    QVERIFY2(QFile::exists(worker()), qPrintable(worker()));
+}
+
+void tst_InferenceWorker::inferWritesLogits()
+{
+    const QString out = m_dir.filePath("logits.safetensors");
+    auto r = test::runProgram(worker(), {"infer", QString::fromStdString(m_gpt2.dir), "--input-ids", "1,2,3,50,7",
+                                         "--device-map", R"({"transformer.h.1": "disk", "": "cpu"})", "--json"});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+    auto json = QJsonDocument::fromJson(r.out.toUtf8()).object();
+    QCOMPARE(json["schema"].toString(), QString("accel.infer"));
+    QCOMPARE(json["version"].toInt(), 1);
+    QCOMPARE(json["shape"].toArray(), QJsonArray({1, 5, 53}));
+    auto file = bigmodel::SafetensorsFile::open(out.toStdString());
+    QVERIFY(file);
+    const auto *info = (*file)->find("logits");
+    QVERIFY(info);
+    auto logits = inference::viewBytes(info->data, info->byteSize(), info->dtype, info->shape, (*file)->mapping(), "logits");
+    QVERIFY(logits);
+    auto ids = at::tensor(std::vector<int64_t>{1, 2, 3, 50, 7}, at::TensorOptions().dtype(at::kLong)).unsqueeze(0);
+    QVERIFY(at::allclose(*logits, test::referenceGpt2(m_gpt2, ids), 1e-4, 1e-4));
+}
+
+void tst_InferenceWorker::generateJsonMatchesInProcess()
+{
+    auto r = test::runProgram(worker(), {"generate", QString::fromStdString(m_llama.dir), "--input-ids", "4,8,15,16",
+                                         "--max-new-tokens", "9", "--temperature", "0.8", "--top-k", "12", "--seed", "77",
+                                         "--stop-token-id", "-1", "--threads", "1", "--json"});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+    auto json = QJsonDocument::fromJson(r.out.toUtf8()).object();
+    QCOMPARE(json["schema"].toString(), QString("accel.generate"));
+    QCOMPARE(json["stop_reason"].toString(), QString("length"));
+    QVERIFY(json["stats"].toObject()["decode_tokens_per_second"].toDouble() > 0);
+
+    auto model = inference::InferenceModel::load(m_llama.dir);
+    QVERIFY(model);
+    inference::SamplingOptions o;
+    o.maxNewTokens = 9;
+    o.temperature = 0.8;
+    o.topK = 12;
+    o.seed = 77;
+    o.stopTokenIds = {-1};
+    auto local = inference::generate(**model, {{4, 8, 15, 16}}, o);
+    QVERIFY(local);
+    QJsonArray expected;
+    for (int64_t t : local->sequences[0].tokens)
+        expected.append(qint64(t));
+    QCOMPARE(json["tokens"].toArray(), expected);
+}
+
+void tst_InferenceWorker::badInputsExitTwo()
+{
+    auto noTokenizer = test::runProgram(worker(), {"generate", QString::fromStdString(m_gpt2.dir), "--prompt", "hello"});
+    QCOMPARE(noTokenizer.exitCode, 2);
+    QVERIFY2(noTokenizer.err.contains("tokenizer.json"), qPrintable(noTokenizer.err));
+    auto badFlag = test::runProgram(worker(), {"infer", QString::fromStdString(m_gpt2.dir), "--bogus"});
+    QCOMPARE(badFlag.exitCode, 2);
+    QVERIFY(badFlag.err.contains("unknown option --bogus"));
+    auto noModel = test::runProgram(worker(), {"infer", m_dir.filePath("nothing"), "--input-ids", "1", "--logits-out", "x"});
+    QCOMPARE(noModel.exitCode, 2);
+    QVERIFY(noModel.err.contains("config.json"));
+}
+
+void tst_InferenceWorker::serveProtocol()
+{
+    const QString dir = QString::fromStdString(m_gpt2.dir);
+    const QByteArray input = QByteArray(R"({"op":"generate","id":"early","input_ids":[1]})") + "\n" +
+                             R"({"op":"load","id":"l1","model":")" + dir.toUtf8() + R"(","device_map":{"transformer.h.0":"disk","":"cpu"}})" + "\n" +
+                             R"({"op":"generate","id":"g1","input_ids":[5,6,7],"max_new_tokens":4,"greedy":true,"stop_token_ids":[-1]})" + "\n" +
+                             R"({"op":"unload","id":"u1"})" + "\n" + R"({"op":"shutdown"})" + "\n";
+    auto r = test::runProgram(worker(), {"serve"}, 60000, input);
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+    auto events = jsonLines(r.out);
+    QStringList kinds;
+    for (const auto &e : events)
+        kinds << e["event"].toString();
+    QCOMPARE(kinds, QStringList({"ready", "error", "loaded", "token", "token", "token", "token", "done", "unloaded", "bye"}));
+    QCOMPARE(events[0]["schema"].toString(), QString("accel.worker-protocol"));
+    QCOMPARE(events[1]["id"].toString(), QString("early"));
+    QVERIFY(events[1]["message"].toString().contains("no model loaded"));
+    QCOMPARE(events[2]["model_type"].toString(), QString("gpt2"));
+    QVERIFY(events[2]["offloaded_tensors"].toInt() > 0);
+    QCOMPARE(events[7]["id"].toString(), QString("g1"));
+    QCOMPARE(events[7]["stop_reason"].toString(), QString("length"));
+    QCOMPARE(events[7]["tokens"].toArray().size(), 4);
+    for (int i = 0; i < 4; ++i)
+        QCOMPARE(events[3 + i]["token"].toInteger(), events[7]["tokens"].toArray()[i].toInteger());
+}
+
+void tst_InferenceWorker::serveCancelStopsGeneration()
+{
+    QProcess process;
+    process.start(worker(), {"serve"});
+    QVERIFY(process.waitForStarted());
+    const QString dir = QString::fromStdString(m_llama.dir);
+    process.write(R"({"op":"load","id":"l","model":")" + dir.toUtf8() + "\"}\n");
+    process.write(R"({"op":"generate","id":"long","input_ids":[1,2],"max_new_tokens":1000000,"stop_token_ids":[-1]})" "\n");
+    QByteArray seen;
+    while (!seen.contains("\"event\":\"token\"")) {
+        QVERIFY2(process.waitForReadyRead(30000), seen.constData());
+        seen += process.readAll();
+    }
+    process.write(R"({"op":"cancel","id":"long"})" "\n");
+    process.write(R"({"op":"shutdown"})" "\n");
+    QVERIFY(process.waitForFinished(30000));
+    seen += process.readAll();
+    auto events = jsonLines(QString::fromUtf8(seen));
+    QVERIFY(!events.isEmpty());
+    QJsonObject done;
+    for (const auto &e : events)
+        if (e["event"].toString() == "done")
+            done = e;
+    QCOMPARE(done["stop_reason"].toString(), QString("cancelled"));
+    QVERIFY(done["tokens"].toArray().size() < 1000000);
+    QCOMPARE(events.back()["event"].toString(), QString("bye"));
+}
+
+QTEST_GUILESS_MAIN(tst_InferenceWorker)
+#include "tst_inferenceworker.moc"
