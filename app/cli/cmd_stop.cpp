@@ -10,6 +10,7 @@
 #include <QElapsedTimer>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QSysInfo>
 #include <QThread>
 
 #include <csignal>
@@ -60,6 +61,12 @@ static int runStop(int argc, char **argv)
     const QJsonObject supervisor = run->manifest().value(QStringLiteral("supervisor")).toObject();
     const qint64 pid = supervisor.value(QStringLiteral("pid")).toInteger();
     const quint64 start = static_cast<quint64>(supervisor.value(QStringLiteral("start_time")).toInteger());
+    const QString host = supervisor.value(QStringLiteral("host")).toString();
+    if (!host.isEmpty() && host != QSysInfo::machineHostName()) {
+        std::fprintf(stderr, "accel stop: run %s is supervised on host %s; run accel stop there\n",
+                     run->id().toLocal8Bit().constData(), host.toLocal8Bit().constData());
+        return ExitBadInput;
+    }
     const QString before = run->effectiveState(false);
     QString how;
     if (runstate::isFinal(before) && before != QLatin1String(runstate::Lost)) {
