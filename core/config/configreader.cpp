@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <set>
 
 namespace accel::config::detail {
@@ -109,7 +110,9 @@ public:
         const ConfigValue *v = find(key);
         if (!v)
             return;
-        if (v->type == ConfigValue::Type::Float)
+        if (v->type == ConfigValue::Type::Float && !std::isfinite(v->real))
+            error(key, *v, "expected a finite number; got " + v->describe());
+        else if (v->type == ConfigValue::Type::Float)
             out = v->real;
         else if (v->type == ConfigValue::Type::Int)
             out = static_cast<double>(v->integer);
@@ -241,7 +244,10 @@ std::optional<Scalar> toScalar(const ConfigValue &value)
     switch (value.type) {
     case ConfigValue::Type::Bool: return Scalar(value.boolean);
     case ConfigValue::Type::Int: return Scalar(value.integer);
-    case ConfigValue::Type::Float: return Scalar(value.real);
+    case ConfigValue::Type::Float:
+        if (!std::isfinite(value.real))
+            return std::nullopt;  // JSON has no text for it
+        return Scalar(value.real);
     case ConfigValue::Type::String: return Scalar(value.text);
     default: return std::nullopt;
     }
@@ -298,7 +304,7 @@ void readBlock(Context &context, const std::string &blockKey, const ConfigValue 
             if (auto scalar = toScalar(member))
                 megatron->extras[key] = *scalar;
             else
-                context.report(Severity::Error, path, member.line, std::string("expected a single value; got ") + member.typeName());
+                context.report(Severity::Error, path, member.line, "expected a single value (true/false, a finite number or text); got " + member.describe());
             continue;
         }
         unknownKey(context, path, key, member.line, known, " in " + blockKey);
@@ -423,14 +429,15 @@ ClusterConfig readConfigTree(const ConfigValue &root, const std::string &fileNam
                     if (auto scalar = toScalar(value))
                         config.sagemaker.additionalArgs[key] = *scalar;
                     else
-                        context.report(Severity::Error, "additional_args." + key, value.line, std::string("expected a single value; got ") + value.typeName());
+                        context.report(Severity::Error, "additional_args." + key, value.line, "expected a single value (true/false, a finite number or text); got " + value.describe());
                 }
             } else if (args->type != ConfigValue::Type::Null) {
                 context.report(Severity::Error, "additional_args", args->line, "expected a mapping; got " + args->describe());
             }
         }
         for (const char *required : {"ec2_instance_type", "iam_role_name"}) {
-            if (!member(required))
+            const ConfigValue *value = member(required);
+            if (!value || value->type == ConfigValue::Type::Null)
                 context.report(Severity::Error, required, 0, "missing (required in a SageMaker config)");
         }
     }

@@ -198,13 +198,23 @@ double constructFloat(const std::string &source)
 
 } // namespace
 
+// PyYAML only tries the resolvers registered for a scalar's first character; doing the same
+// spares the regexes for nearly every config value (names, paths, enum values).
+bool mayBeTyped(const std::string &text)
+{
+    if (text.empty())
+        return true;
+    static const std::string firstCharacters = "yYnNtTfFoO-+0123456789.~=<";
+    return firstCharacters.find(text[0]) != std::string::npos;
+}
+
 ConfigValue resolvePlainScalar(const std::string &text)
 {
     const Resolvers &r = resolvers();
     ConfigValue v;
     v.plain = true;
     v.text = text;
-    if (text.size() > 64) {  // no typed scalar is this long; spare the regexes
+    if (text.size() > 64 || !mayBeTyped(text)) {  // no typed scalar is this long; spare the regexes
         v.type = ConfigValue::Type::String;
         return v;
     }
@@ -235,7 +245,7 @@ ConfigValue resolvePlainScalar(const std::string &text)
 bool plainScalarIsString(const std::string &text)
 {
     const Resolvers &r = resolvers();
-    if (text.size() > 64)
+    if (text.size() > 64 || !mayBeTyped(text))
         return true;
     return !(std::regex_match(text, r.null) || std::regex_match(text, r.boolean) || std::regex_match(text, r.integer)
              || std::regex_match(text, r.floating) || std::regex_match(text, r.timestamp) || text == "=" || text == "<<");
