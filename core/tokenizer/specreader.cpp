@@ -503,4 +503,23 @@ ConfiguredSpecialTokens readTokenizerConfig(const std::string &jsonText)
     return tokens;
 }
 
+std::vector<int32_t> readGenerationConfigEos(const std::string &jsonText)
+{
+    std::vector<int32_t> ids;
+    const nlohmann::json root = nlohmann::json::parse(jsonText, nullptr, false);
+    if (!root.is_object() || !root.contains("eos_token_id"))
+        return ids;
+    const nlohmann::json &eos = root["eos_token_id"];
+    auto add = [&ids](const nlohmann::json &value) {
+        if (value.is_number_integer() && value.get<int64_t>() >= 0 && value.get<int64_t>() <= kMaxId)
+            ids.push_back(value.get<int32_t>());
+    };
+    if (eos.is_array())
+        for (const nlohmann::json &value : eos)
+            add(value);
+    else
+        add(eos);
+    return ids;
+}
+
 } // namespace accel::tokenizer

@@ -26,6 +26,7 @@ struct Tokenizer::Impl {
     std::unique_ptr<BpeModel> model;
     int32_t bos = -1;
     int32_t eos = -1;
+    std::vector<int32_t> extraEos; // from generation_config.json
     size_t vocabSize = 0;
 
     int32_t idOf(const std::string &token) const
@@ -79,14 +80,19 @@ Result<Tokenizer> Tokenizer::load(const std::string &path)
     auto tokenizer = fromJson(*text, file);
     if (!tokenizer)
         return tokenizer;
-    const auto configPath = std::filesystem::path(file).parent_path() / "tokenizer_config.json";
-    if (std::filesystem::exists(configPath, ec)) {
-        if (auto config = fileutil::readFile(configPath.string())) {
-            auto impl = std::const_pointer_cast<Impl>(tokenizer->m_impl);
+    // Still the only owner: the companion files may adjust the special ids.
+    auto impl = std::const_pointer_cast<Impl>(tokenizer->m_impl);
+    const auto folder = std::filesystem::path(file).parent_path();
+    if (std::filesystem::exists(folder / "tokenizer_config.json", ec)) {
+        if (auto config = fileutil::readFile((folder / "tokenizer_config.json").string())) {
             impl->bos = -1;
             impl->eos = -1;
             impl->chooseBosEos(readTokenizerConfig(*config));
         }
+    }
+    if (std::filesystem::exists(folder / "generation_config.json", ec)) {
+        if (auto config = fileutil::readFile((folder / "generation_config.json").string()))
+            impl->extraEos = readGenerationConfigEos(*config);
     }
     return tokenizer;
 }
@@ -220,6 +226,19 @@ int32_t Tokenizer::bosId() const
 int32_t Tokenizer::eosId() const
 {
     return m_impl ? m_impl->eos : -1;
+}
+
+std::vector<int32_t> Tokenizer::eosIds() const
+{
+    std::vector<int32_t> ids;
+    if (!m_impl)
+        return ids;
+    if (m_impl->eos >= 0)
+        ids.push_back(m_impl->eos);
+    for (const int32_t id : m_impl->extraEos)
+        if (std::find(ids.begin(), ids.end(), id) == ids.end())
+            ids.push_back(id);
+    return ids;
 }
 
 size_t Tokenizer::vocabSize() const

@@ -21,7 +21,7 @@ public:
     bool isEmpty() const { return !m_impl; }
 
     // `path` is a tokenizer.json or a folder that holds one. A tokenizer_config.json next to it,
-    // when present, names the BOS and EOS tokens.
+    // when present, names the BOS and EOS tokens; a generation_config.json adds stop ids.
     static Result<Tokenizer> load(const std::string &path);
     // `source` names the text in error messages.
     static Result<Tokenizer> fromJson(const std::string &jsonText, const std::string &source = "tokenizer.json");
@@ -38,6 +38,9 @@ public:
 
     int32_t bosId() const; // -1 when the tokenizer has none
     int32_t eosId() const;
+    // Every id that ends generation: eosId() and the "eos_token_id" list of a
+    // generation_config.json next to the file (Llama 3 instruct also stops at <|eot_id|>).
+    std::vector<int32_t> eosIds() const;
     // One more than the largest id of the vocabulary and the added tokens.
     size_t vocabSize() const;
 

@@ -95,4 +95,7 @@ struct ConfiguredSpecialTokens {
 };
 ConfiguredSpecialTokens readTokenizerConfig(const std::string &jsonText);
 
+// "eos_token_id" of a generation_config.json (a number or a list); empty when absent or unreadable.
+std::vector<int32_t> readGenerationConfigEos(const std::string &jsonText);
+
 } // namespace accel::tokenizer

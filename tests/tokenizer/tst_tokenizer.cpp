@@ -270,6 +270,17 @@ void tst_Tokenizer::llamaMetadata()
     QVERIFY2(fromFolder.has_value(), fromFolder ? "" : fromFolder.error().toString().c_str());
     QCOMPARE(fromFolder->bosId(), 2);
     QCOMPARE(fromFolder->eosId(), 0);
+    QCOMPARE(fromFolder->eosIds(), (Ids{0}));
+
+    // generation_config.json adds stop ids (a list here; duplicates of eosId() are dropped).
+    QFile generation(dir.filePath(QStringLiteral("generation_config.json")));
+    QVERIFY(generation.open(QIODevice::WriteOnly));
+    generation.write(R"({"bos_token_id": 1, "eos_token_id": [0, 2, 7]})");
+    generation.close();
+    auto withGeneration = Tokenizer::load(dir.path().toStdString());
+    QVERIFY(withGeneration.has_value());
+    QCOMPARE(withGeneration->eosIds(), (Ids{0, 2, 7}));
+    QCOMPARE(tokenizer.eosIds(), (Ids{2}));
 }
 
 void tst_Tokenizer::metaspaceFirstScheme()
