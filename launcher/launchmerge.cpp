@@ -323,6 +323,9 @@ Result<void> Merger::validate()
                                                       + std::to_string(s.numMachines));
     if (s.numMachines > 1 && s.mainProcessIp.empty())
         return makeError(ErrorCode::InvalidInput, "main_process_ip is required when num_machines > 1");
+    if (s.numMachines > 1 && s.mainProcessPortExplicit && s.mainProcessPort == 0)
+        return makeError(ErrorCode::InvalidInput, "main_process_port 0 (a free port) works on one machine only; "
+                                                  "give every machine the same main_process_port");
     if (typed("multi_gpu") && s.numProcesses < 2)
         return makeError(ErrorCode::InvalidInput, "--multi_gpu needs --num_processes 2 or more, got "
                                                       + std::to_string(s.numProcesses));

@@ -239,6 +239,46 @@ private Q_SLOTS:
         QCOMPARE(QJsonDocument::fromJson(manifest.readAll()).object().value(QStringLiteral("state")).toString(), QStringLiteral("stopped"));
     }
 
+    void twoMachinesOnOneHost()
+    {
+        // Machine 0 and machine 1 of a 2 x 2 job, both on this host: global ranks 0-3, one port.
+        QTemporaryDir dir;
+        const int probe = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in address{};
+        address.sin_family = AF_INET;
+        QCOMPARE(::bind(probe, reinterpret_cast<sockaddr *>(&address), sizeof(address)), 0);
+        socklen_t length = sizeof(address);
+        ::getsockname(probe, reinterpret_cast<sockaddr *>(&address), &length);
+        const QString port = QString::number(ntohs(address.sin_port));
+        ::close(probe);
+        std::vector<std::unique_ptr<QProcess>> machines;
+        for (int machine = 0; machine < 2; ++machine) {
+            auto process = std::make_unique<QProcess>();
+            process->start(accel::test::binDir() + QStringLiteral("/accel"),
+                           {QStringLiteral("launch"), QStringLiteral("--multi_gpu"), QStringLiteral("--num_machines"), QStringLiteral("2"),
+                            QStringLiteral("--num_processes"), QStringLiteral("4"), QStringLiteral("--machine_rank"), QString::number(machine),
+                            QStringLiteral("--main_process_ip"), QStringLiteral("127.0.0.1"), QStringLiteral("--main_process_port"), port,
+                            QStringLiteral("--run_dir"), dir.filePath(QStringLiteral("m%1").arg(machine)), QStringLiteral("--no_python"),
+                            fakechild(), QStringLiteral("--env-json"), dir.filePath(QStringLiteral("env-{rank}.json"))});
+            machines.push_back(std::move(process));
+        }
+        for (const auto &process : machines) {
+            QVERIFY(process->waitForFinished(30000));
+            QVERIFY2(process->exitCode() == 0, process->readAllStandardError().constData());
+        }
+        for (int rank = 0; rank < 4; ++rank) {
+            QFile file(dir.filePath(QStringLiteral("env-%1.json").arg(rank)));
+            QVERIFY(file.open(QIODevice::ReadOnly));
+            const QJsonObject env = QJsonDocument::fromJson(file.readAll()).object();
+            QCOMPARE(env.value(QStringLiteral("RANK")).toString(), QString::number(rank));
+            QCOMPARE(env.value(QStringLiteral("LOCAL_RANK")).toString(), QString::number(rank % 2));
+            QCOMPARE(env.value(QStringLiteral("GROUP_RANK")).toString(), QString::number(rank / 2));
+            QCOMPARE(env.value(QStringLiteral("WORLD_SIZE")).toString(), QStringLiteral("4"));
+            QCOMPARE(env.value(QStringLiteral("MASTER_PORT")).toString(), port);
+            QVERIFY(QFile::exists(dir.filePath(QStringLiteral("m%1/logs/rank%2.log").arg(rank / 2).arg(rank))));
+        }
+    }
+
     void busyPortIsReportedWithHolder()
     {
         const int fd = ::socket(AF_INET, SOCK_STREAM, 0);

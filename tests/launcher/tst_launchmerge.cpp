@@ -161,6 +161,7 @@ private Q_SLOTS:
         QVERIFY(settings->mainProcessPortExplicit);
         QCOMPARE(settings->maxRestarts, 2);
         QVERIFY(!merge({{"main_process_port", "70000"}}));
+        QVERIFY(!merge({{"main_process_port", "0"}, {"num_machines", "2"}, {"num_processes", "2"}, {"main_process_ip", "h"}}));
         auto fallback = merge({});
         QVERIFY(fallback);
         QCOMPARE(fallback->mainProcessPort, 29500);
