@@ -1,7 +1,9 @@
 // Decodes generated ids one at a time: each push returns the text that the new id completed.
 // A character whose UTF-8 bytes are spread over several tokens (byte fallback, byte-level BPE) is
-// held back until its last byte arrives, so no broken character is ever shown. One decoder per
-// generated sequence, used from one thread.
+// held back until its last byte arrives, so no broken character is ever shown. The pieces add up
+// to decode() of all ids, except for byte-fallback runs that are not valid UTF-8: decode() turns
+// such a whole run into U+FFFD, the stream only the bytes that never formed a character.
+// One decoder per generated sequence, used from one thread.
 #pragma once
 
 #include "core/tokenizer/tokenizer.h"

@@ -15,6 +15,7 @@
 
 #include <QJsonArray>
 
+#include <random>
 #include <thread>
 
 using accel::test::Ids;
@@ -46,6 +47,7 @@ private Q_SLOTS:
     void longPromptRoundTrip();
     void concurrentEncode();
     void emptyTokenizer();
+    void randomInputIsSafe();
 };
 
 void tst_Tokenizer::gpt2Encode_data()
@@ -479,6 +481,29 @@ void tst_Tokenizer::emptyTokenizer()
     QCOMPARE(empty.bosId(), -1);
     QCOMPARE(empty.vocabSize(), size_t(0));
     QVERIFY(!accel::test::loadFixture("gpt2-tiny.json").isEmpty());
+}
+
+void tst_Tokenizer::randomInputIsSafe()
+{
+    // Random bytes (mostly invalid UTF-8) and random ids (some out of range): encoding and
+    // decoding never fail and the decoded text is always valid UTF-8.
+    std::mt19937 random(2026);
+    for (const char *name : {"gpt2-tiny.json", "llama-tiny.json", "llama-metaspace.json"}) {
+        const Tokenizer tokenizer = accel::test::loadFixture(name);
+        for (int round = 0; round < 200; ++round) {
+            std::string bytes(random() % 64, '\0');
+            for (char &c : bytes)
+                c = static_cast<char>(random() % 256);
+            const Ids ids = tokenizer.encode(bytes, true);
+            const std::string text = tokenizer.decode(ids);
+            QVERIFY(QString::fromStdString(text).toStdString() == text); // valid UTF-8 survives the trip
+            Ids randomIds(random() % 16);
+            for (int32_t &id : randomIds)
+                id = static_cast<int32_t>(random() % 400) - 50;
+            const std::string decoded = tokenizer.decode(randomIds, round % 2 == 0);
+            QVERIFY(QString::fromStdString(decoded).toStdString() == decoded);
+        }
+    }
 }
 
 QTEST_GUILESS_MAIN(tst_Tokenizer)
