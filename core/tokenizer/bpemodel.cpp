@@ -54,12 +54,12 @@ Result<std::unique_ptr<BpeModel>> BpeModel::create(const BpeSpec &spec, const st
         const int32_t leftId = model->tokenId(left);
         const int32_t rightId = model->tokenId(right);
         const int32_t result = model->tokenId(left + right);
-        const std::string where = "model.merges[" + std::to_string(rank) + "]: ";
+        auto where = [rank]() { return "model.merges[" + std::to_string(rank) + "]: "; };
         if (leftId < 0 || rightId < 0)
             return makeError(ErrorCode::InvalidInput,
-                             where + "token \"" + (leftId < 0 ? left : right) + "\" is not in model.vocab", source);
+                             where() + "token \"" + (leftId < 0 ? left : right) + "\" is not in model.vocab", source);
         if (result < 0)
-            return makeError(ErrorCode::InvalidInput, where + "merged token \"" + left + right + "\" is not in model.vocab",
+            return makeError(ErrorCode::InvalidInput, where() + "merged token \"" + left + right + "\" is not in model.vocab",
                              source);
         model->m_merges.try_emplace(pairKey(leftId, rightId), Merge{static_cast<int32_t>(rank), result});
     }

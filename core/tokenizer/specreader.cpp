@@ -423,18 +423,18 @@ Result<void> SpecReader::readModel(const json &node, TokenizerSpec &spec) const
     model.merges.reserve(merges->size());
     for (size_t i = 0; i < merges->size(); ++i) {
         const json &merge = (*merges)[i];
-        const std::string path = "model.merges[" + std::to_string(i) + "]";
+        auto path = [i]() { return "model.merges[" + std::to_string(i) + "]"; };
         if (merge.is_string()) {
-            const std::string text = merge.get<std::string>();
+            const std::string &text = merge.get_ref<const std::string &>();
             const size_t space = text.find(' ');
             if (space == std::string::npos || space == 0 || space + 1 >= text.size()
                 || text.find(' ', space + 1) != std::string::npos)
-                return invalid(path, "expected \"left right\" (two tokens and one space), got \"" + text + "\"");
+                return invalid(path(), "expected \"left right\" (two tokens and one space), got \"" + text + "\"");
             model.merges.emplace_back(text.substr(0, space), text.substr(space + 1));
         } else if (merge.is_array() && merge.size() == 2 && merge[0].is_string() && merge[1].is_string()) {
             model.merges.emplace_back(merge[0].get<std::string>(), merge[1].get<std::string>());
         } else {
-            return invalid(path, "expected \"left right\" or [\"left\", \"right\"], got " + merge.dump());
+            return invalid(path(), "expected \"left right\" or [\"left\", \"right\"], got " + merge.dump());
         }
     }
     return {};
@@ -453,17 +453,23 @@ Result<TokenizerSpec> SpecReader::read(const std::string &text)
         return invalid("(root)", "expected an object, got " + std::string(root.type_name()));
     try {
         TokenizerSpec spec;
-        if (auto r = readAddedTokens(root.value("added_tokens", json()), spec); !r)
+        // References into the document: json::value() would copy the whole vocabulary.
+        static const json null;
+        auto member = [&root](const char *key) -> const json & {
+            const auto it = root.find(key);
+            return it == root.end() ? null : *it;
+        };
+        if (auto r = readAddedTokens(member("added_tokens"), spec); !r)
             return tl::unexpected(r.error());
-        if (auto r = readModel(root.value("model", json()), spec); !r)
+        if (auto r = readModel(member("model"), spec); !r)
             return tl::unexpected(r.error());
-        if (auto r = readNormalizer(root.value("normalizer", json()), "normalizer", spec); !r)
+        if (auto r = readNormalizer(member("normalizer"), "normalizer", spec); !r)
             return tl::unexpected(r.error());
-        if (auto r = readPreTokenizer(root.value("pre_tokenizer", json()), "pre_tokenizer", spec); !r)
+        if (auto r = readPreTokenizer(member("pre_tokenizer"), "pre_tokenizer", spec); !r)
             return tl::unexpected(r.error());
-        if (auto r = readDecoder(root.value("decoder", json()), "decoder", spec); !r)
+        if (auto r = readDecoder(member("decoder"), "decoder", spec); !r)
             return tl::unexpected(r.error());
-        if (auto r = readPostProcessor(root.value("post_processor", json()), "post_processor", spec); !r)
+        if (auto r = readPostProcessor(member("post_processor"), "post_processor", spec); !r)
             return tl::unexpected(r.error());
         return spec;
     } catch (const json::exception &e) {
