@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 
 using namespace accel;
@@ -128,20 +129,25 @@ private Q_SLOTS:
   "max_position_embeddings": 4096, "rms_norm_eps": 1e-05, "torch_dtype": "float16", "tie_word_embeddings": false
 })"));
         std::vector<double> plan;
+        std::vector<double> planCpu;
         size_t entries = 0;
         for (int i = 0; i < 10; ++i) {
             QElapsedTimer timer;
             timer.start();
+            const std::clock_t cpuStart = std::clock();
             auto model = loadModel(folder + "/config.json");
             QVERIFY(model);
             DeviceMapOptions options;
             options.maxMemory = *parseMaxMemory("0=40GiB,1=40GiB,cpu=100GiB");
             const auto result = inferAutoDeviceMap(model->structure, options);
             plan.push_back(static_cast<double>(timer.nsecsElapsed()) / 1e6);
+            planCpu.push_back(1e3 * static_cast<double>(std::clock() - cpuStart) / CLOCKS_PER_SEC);
             entries = result.map.size();
         }
         QVERIFY(entries > 80);
         std::printf("BENCH plan_llama2_70b_device_map %.2f ms target=<50ms\n", median(plan));
+        // CPU time is what the planner costs when the machine is shared; wall time includes waiting.
+        std::printf("BENCH plan_llama2_70b_device_map_cpu %.2f ms target=<50ms\n", median(planCpu));
 
         std::vector<double> cli;
         for (int i = 0; i < 5; ++i) {
