@@ -68,7 +68,11 @@ struct ParameterHolder : torch::nn::Module {
         for (const auto &item : module.named_parameters(true)) {
             std::string name = item.name;
             name = std::regex_replace(name, std::regex("\\."), "__");
-            register_parameter(name, item.value, item.value.requires_grad());
+            // Every floating parameter trains (a module built in C++ may not have asked for it).
+            torch::Tensor value = item.value;
+            if (value.is_floating_point())
+                value.requires_grad_(true);
+            register_parameter(name, value, value.requires_grad());
         }
     }
 };

@@ -6,11 +6,15 @@
 //   gather    size= batch= out=
 //   bf16      steps= out=
 //   join      timeout=         (just rendezvous and all-reduce once)
+//   make-torchscript module= data=   (fixtures for the worker's torchscript recipe)
 // Results go to `out` (rank 0 only) as text: one value per line in hex float so the tests can
 // compare bit for bit.
 #include "core/runtime/accelerator.h"
 #include "core/runtime/training.h"
 
+#include "core/runtime/tensorio.h"
+
+#include <torch/script.h>
 #include <torch/torch.h>
 
 #include <csignal>
@@ -211,6 +215,30 @@ int gather()
     return 0;
 }
 
+// Writes a TorchScript module whose forward(x, y) returns a regression loss, and its data, for
+// the worker's torchscript recipe test (no Python needed).
+int makeTorchScript()
+{
+    torch::jit::Module module("LinearLoss");
+    module.register_parameter("weight", torch::zeros({4, 1}), false);
+    module.register_parameter("bias", torch::zeros({1}), false);
+    module.define(R"JIT(
+def forward(self, x, y):
+    prediction = torch.matmul(x, self.weight) + self.bias
+    return torch.mean((prediction - y) ** 2)
+)JIT");
+    module.save(arg("module"));
+    auto generator = at::detail::createCPUGenerator(5);
+    auto x = torch::randn({128, 4}, generator);
+    auto y = torch::matmul(x, torch::tensor({{1.0f}, {-2.0f}, {0.5f}, {3.0f}})) + 0.3;
+    auto saved = saveTensors(arg("data"), {{"x", x}, {"y", y}});
+    if (!saved) {
+        std::cerr << saved.error().toString() << std::endl;
+        return 1;
+    }
+    return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -230,6 +258,8 @@ int main(int argc, char **argv)
             return train();
         if (scenario == "gather")
             return gather();
+        if (scenario == "make-torchscript")
+            return makeTorchScript();
         if (scenario == "join") {
             auto accelerator = makeAccelerator({});
             auto sum = accelerator->reduce(torch::ones({1}));

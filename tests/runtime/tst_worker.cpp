@@ -190,6 +190,23 @@ private Q_SLOTS:
         QVERIFY(QFile::exists(dir.filePath("out/checkpoints/checkpoint_2/model.safetensors")));
     }
 
+    void torchScriptModuleTrains()
+    {
+        QTemporaryDir dir;
+        const auto made = accel::test::runProgram(accel::test::binDir() + "/accel-runtime-probe",
+                                                  {"make-torchscript", "module=" + dir.filePath("loss.pt"), "data=" + dir.filePath("data.safetensors")});
+        QVERIFY2(made.exitCode == 0, qPrintable(made.err));
+        writeFile(dir.filePath("ts.yaml"), "recipe: torchscript\noutput_dir: out\n"
+                                           "torchscript: {module: loss.pt, data: data.safetensors, inputs: [x, y]}\n"
+                                           "training: {max_steps: 60, batch_size: 16, learning_rate: 0.05, log_every: 10}\n");
+        const auto runs = runWorker(2, dir.filePath("ts.yaml"));
+        QVERIFY2(runs[0].exitCode == 0 && runs[1].exitCode == 0, qPrintable(runs[0].err + runs[1].err));
+        QVERIFY(QFile::exists(dir.filePath("out/model.pt")));
+        const QList<double> values = losses(dir.filePath("out/metrics/rank0.jsonl"));
+        QCOMPARE(values.size(), 6);
+        QVERIFY2(values.last() < 0.3 * values.first(), qPrintable(QString("%1 -> %2").arg(values.first()).arg(values.last())));
+    }
+
     void pluginRuns()
     {
         const QString plugin = QDir(accel::test::binDir() + "/../plugins").absoluteFilePath("libaccel_plugin_linearregression.so");

@@ -23,7 +23,8 @@ class Attention(nn.Module):
         self.n_head = n_head
         self.qkv = nn.Linear(n_embd, 3 * n_embd)
         self.proj = nn.Linear(n_embd, n_embd)
-        self.register_buffer("mask", torch.ones(block, block, dtype=torch.bool).tril(), persistent=False)
+        # A plain attribute, not a buffer: DDP would broadcast it, and gloo has no bool type.
+        self.mask = torch.ones(block, block, dtype=torch.bool).tril()
 
     def forward(self, x):
         B, T, C = x.shape
