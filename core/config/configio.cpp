@@ -79,6 +79,11 @@ Result<ClusterConfig> loadConfigFile(const std::string &path, Diagnostics *diagn
     return parseConfig(*text, formatForPath(path), path, diagnostics);
 }
 
+ConfigValue toDocument(const ClusterConfig &config)
+{
+    return detail::writeConfigTree(config);
+}
+
 std::string serializeConfig(const ClusterConfig &config, ConfigFormat format)
 {
     const ConfigValue tree = detail::writeConfigTree(config);

@@ -6,6 +6,7 @@
 
 #include "core/common/result.h"
 #include "core/config/clusterconfig.h"
+#include "core/config/configvalue.h"
 #include "core/config/diagnostic.h"
 
 #include <string>
@@ -33,6 +34,10 @@ Result<ClusterConfig> parseConfig(const std::string &text, ConfigFormat format, 
                                   Diagnostics *diagnostics = nullptr);
 // Reads `path` (NotFound / Io errors name it) and parses it with the format of its extension.
 Result<ClusterConfig> loadConfigFile(const std::string &path, Diagnostics *diagnostics = nullptr);
+
+// The dict Accelerate's to_dict() gives for this config (what serializeConfig writes), as a tree:
+// for code that walks keys generically (the launcher's flag merging).
+ConfigValue toDocument(const ClusterConfig &config);
 
 // The text Accelerate would write for this config: null top-level keys and empty blocks dropped.
 std::string serializeConfig(const ClusterConfig &config, ConfigFormat format);

@@ -2,7 +2,9 @@
 // launcher silently ignores (fact sheet section 9).
 #include "core/config/validation.h"
 
+#include <algorithm>
 #include <cctype>
+#include <climits>
 #include <filesystem>
 #include <system_error>
 #include <tuple>
@@ -355,7 +357,14 @@ private:
 
 Diagnostics validate(const ClusterConfig &config)
 {
-    return Checker(config).run();
+    Diagnostics diagnostics = Checker(config).run();
+    // In file order; problems without a line (missing keys) last.
+    std::stable_sort(diagnostics.begin(), diagnostics.end(), [](const Diagnostic &a, const Diagnostic &b) {
+        const int la = a.line > 0 ? a.line : INT_MAX;
+        const int lb = b.line > 0 ? b.line : INT_MAX;
+        return la < lb;
+    });
+    return diagnostics;
 }
 
 } // namespace accel::config

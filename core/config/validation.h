@@ -8,7 +8,7 @@
 namespace accel::config {
 
 // Errors (the launch would fail or do something else than written) and warnings (a key has no
-// effect). Lines come from config.source when the config was parsed from a file.
+// effect), in file order. Lines come from config.source when the config was parsed from a file.
 // Rules include: machine_rank < num_machines; main_process_ip for multi-node; num_processes
 // divisible by num_machines; MULTI_GPU-like with one machine and one process; fp8_config only
 // with mixed_precision fp8; FSDP keys valid for fsdp_version; DeepSpeed json file together with

@@ -122,6 +122,11 @@ private Q_SLOTS:
         QVERIFY(sage.has_value());
         QVERIFY(sage->isSageMaker());
         QCOMPARE(std::get<double>(sage->sagemaker.additionalArgs.at("volume_size")), 30.5);
+        // toDocument() is the tree serializeConfig() writes.
+        const ConfigValue tree = toDocument(*fp8);
+        QCOMPARE(tree.members.at("fp8_config").members.at("margin").integer, std::int64_t(0));
+        QVERIFY(!tree.members.count("gpu_ids") || tree.members.at("gpu_ids").text == "all");
+        QCOMPARE(emitYaml(tree), serializeConfig(*fp8, ConfigFormat::Yaml));
         auto json = loadConfigFile(test::dataPath(QStringLiteral("configs/deepspeed_zero2.json")).toStdString());
         QVERIFY(json.has_value());
         QCOMPARE(*json->deepspeed.gradientClipping, 1.0);
