@@ -135,7 +135,7 @@ private Q_SLOTS:
         QRandomGenerator random(4242);
         const char interesting[] = ":- \n\t\"'[]{}#&*!|>%@,?\\0\x7f";
         for (const Corpus &file : loadCorpus()) {
-            for (int i = 0; i < 60; ++i) {
+            for (int i = 0; i < 40; ++i) {
                 std::string text = file.text;
                 const int flips = 1 + random.bounded(3);
                 for (int f = 0; f < flips; ++f) {
@@ -160,7 +160,7 @@ private Q_SLOTS:
                 const size_t dash = lines[l].find("- ");
                 if (colon == std::string::npos && dash == std::string::npos)
                     continue;
-                for (int r = 0; r < 3; ++r) {
+                for (int r = 0; r < 2; ++r) {
                     std::vector<std::string> edited = lines;
                     const std::string value = replacementValues[random.bounded(replacementCount)];
                     edited[l] = colon != std::string::npos ? lines[l].substr(0, colon + 2) + value : lines[l].substr(0, dash + 2) + value;
