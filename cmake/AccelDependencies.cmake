@@ -10,9 +10,10 @@ pkg_check_modules(LIBSSH REQUIRED IMPORTED_TARGET libssh)
 
 set(ACCEL_HAVE_GUI_INT 0)
 if(ACCEL_BUILD_GUI)
-  find_package(Qt6 6.4 COMPONENTS Widgets Concurrent Svg)
+  # QCustomPlotQt6 links Qt6::PrintSupport, so that target must exist before it is used.
+  find_package(Qt6 6.4 COMPONENTS Widgets Concurrent Svg PrintSupport)
   find_package(QCustomPlotQt6)
-  if(Qt6Widgets_FOUND AND Qt6Concurrent_FOUND AND QCustomPlotQt6_FOUND)
+  if(Qt6Widgets_FOUND AND Qt6Concurrent_FOUND AND Qt6PrintSupport_FOUND AND QCustomPlotQt6_FOUND)
     set(ACCEL_HAVE_GUI_INT 1)
   else()
     message(WARNING "Qt6 Widgets/Concurrent or QCustomPlotQt6 not found: accel-studio is not built")
