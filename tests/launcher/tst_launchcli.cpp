@@ -309,6 +309,11 @@ private Q_SLOTS:
                                         fakechild(), QStringLiteral("--marker"), marker, QStringLiteral("--print"), QStringLiteral("started"),
                                         QStringLiteral("--metrics"), QStringLiteral("2"), QStringLiteral("--hang")});
         QVERIFY2(detached.exitCode == 0, qPrintable(detached.err));
+        // Whatever fails below, the detached run must not outlive the test.
+        struct StopOnExit {
+            QString path;
+            ~StopOnExit() { runAccel({QStringLiteral("stop"), path, QStringLiteral("--timeout"), QStringLiteral("2")}); }
+        } guard{dir.filePath(QStringLiteral("r1"))};
         const QJsonObject info = parseObject(detached.out);
         QCOMPARE(info.value(QStringLiteral("schema")).toString(), QStringLiteral("accel.launch-detached"));
         QCOMPARE(info.value(QStringLiteral("id")).toString(), QStringLiteral("r1"));
