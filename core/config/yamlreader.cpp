@@ -150,7 +150,8 @@ struct Converter {
         case YAML::NodeType::Map: {
             out = ConfigValue::map();
             for (auto it = node.begin(); it != node.end(); ++it) {
-                const YAML::Node &key = it->first;
+                // A copy: `it->first` lives in a proxy that dies at the end of this statement.
+                const YAML::Node key = it->first;
                 const int keyLine = key.Mark().line + 1;
                 if (!key.IsScalar())
                     return fail(keyLine, "mapping keys must be plain names");
