@@ -47,6 +47,22 @@ at::Tensor pickTokens(at::Tensor logits, const at::Tensor &seen, const SamplingO
     return at::multinomial(logits.softmax(-1), 1, false, generator).squeeze(1);
 }
 
+// Length of the longest tail of `text` that is a proper prefix of a stop string.
+size_t heldBack(const std::string &text, const std::vector<std::string> &stops)
+{
+    size_t held = 0;
+    for (const auto &stop : stops) {
+        if (stop.empty())
+            continue;
+        for (size_t n = std::min(stop.size() - 1, text.size()); n > held; --n)
+            if (text.compare(text.size() - n, n, stop, 0, n) == 0) {
+                held = n;
+                break;
+            }
+    }
+    return held;
+}
+
 } // namespace
 
 Result<GenerationResult> generate(InferenceModel &model, const std::vector<std::vector<int64_t>> &prompts,
@@ -114,25 +130,30 @@ Result<GenerationResult> generate(InferenceModel &model, const std::vector<std::
                     continue;
                 auto &seq = result.sequences[b];
                 seq.tokens.push_back(tokens[b]);
+                if (!done[b] && std::find(stopTokens.begin(), stopTokens.end(), tokens[b]) != stopTokens.end()) {
+                    done[b] = true;
+                    seq.stopReason = "stop_token";
+                }
                 std::string piece;
                 if (decoder) {
                     std::string text = decoder(seq.tokens);
                     for (const auto &stop : options.stopStrings) {
                         const auto pos = text.find(stop);
-                        if (!stop.empty() && pos != std::string::npos) {
+                        if (!stop.empty() && pos != std::string::npos && pos <= text.size()) {
                             text.resize(pos);
                             done[b] = true;
                             seq.stopReason = "stop_string";
                         }
                     }
-                    if (text.size() >= shownText[b].size() && text.compare(0, shownText[b].size(), shownText[b]) == 0)
-                        piece = text.substr(shownText[b].size());
-                    shownText[b] = text;
+                    // Hold back a tail that may still grow into a stop string; the last step shows all.
+                    const bool last = done[b] || step + 1 == options.maxNewTokens;
+                    const size_t safe = last ? text.size() : text.size() - heldBack(text, options.stopStrings);
+                    const std::string &shown = shownText[b];
+                    if (safe >= shown.size() && text.compare(0, shown.size(), shown) == 0) {
+                        piece = text.substr(shown.size(), safe - shown.size());
+                        shownText[b] = text.substr(0, safe);
+                    }
                     seq.text = text;
-                }
-                if (!done[b] && std::find(stopTokens.begin(), stopTokens.end(), tokens[b]) != stopTokens.end()) {
-                    done[b] = true;
-                    seq.stopReason = "stop_token";
                 }
                 if (onToken && !onToken(b, tokens[b], piece)) {
                     result.cancelled = true;

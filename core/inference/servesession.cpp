@@ -27,7 +27,7 @@ public:
     int run();
 
 private:
-    void emit(const json &event);
+    void emit(const nlohmann::ordered_json &event);
     void error(const json &id, const Error &e);
     void readLoop();
     void handle(const json &message);
@@ -46,7 +46,7 @@ private:
     TextCodec m_codec;
 };
 
-void Session::emit(const json &event)
+void Session::emit(const nlohmann::ordered_json &event)
 {
     std::lock_guard<std::mutex> lock(m_outMutex);
     m_out << event.dump() << "\n";
@@ -142,7 +142,7 @@ void Session::load(const json &message, const json &id)
         return error(id, codec.error());
     m_model = std::move(*model);
     m_codec = *codec;
-    json map = json::object();
+    nlohmann::ordered_json map = nlohmann::ordered_json::object();
     for (const auto &[key, device] : m_model->deviceMap())
         map[key] = device;
     const auto &report = m_model->report();
@@ -173,11 +173,10 @@ void Session::generateRequest(const json &message, const json &id)
     }
     m_cancel = false;
     int64_t index = 0;
-    auto stream = m_codec.streamer();
     auto result = generate(*m_model, {ids}, *sampling,
-                           [&](size_t, int64_t token, const std::string &) {
+                           [&](size_t, int64_t token, const std::string &piece) {
                                emit({{"event", "token"}, {"id", id}, {"index", index++}, {"token", token},
-                                     {"text", m_codec.hasTokenizer() ? stream(token) : std::string()}});
+                                     {"text", piece}});
                                return !m_cancel.load();
                            },
                            m_codec.decoder());

@@ -1,6 +1,5 @@
 #include "core/inference/textcodec.h"
 
-#include "core/tokenizer/streamingdecoder.h"
 #include "core/tokenizer/tokenizer.h"
 
 #include <filesystem>
@@ -39,14 +38,6 @@ Decoder TextCodec::decoder() const
         std::vector<int32_t> ids(tokens.begin(), tokens.end());
         return impl->tokenizer.decode(ids, true);
     };
-}
-
-std::function<std::string(int64_t)> TextCodec::streamer() const
-{
-    if (!m_impl)
-        return [](int64_t) { return std::string(); };
-    auto stream = std::make_shared<tokenizer::StreamingDecoder>(m_impl->tokenizer, true);
-    return [stream](int64_t id) { return stream->push(static_cast<int32_t>(id)); };
 }
 
 } // namespace accel::inference

@@ -1,5 +1,6 @@
 // Text in and out of a model folder: its tokenizer.json through core/tokenizer when present
-// (encode, full decode for stop strings, streaming decode for the output), else ids only.
+// (encode; decode of the generated ids, which the generator diffs into streamed pieces and
+// matches stop strings on), else ids only.
 #pragma once
 
 #include "core/common/result.h"
@@ -18,8 +19,6 @@ public:
     bool hasTokenizer() const { return static_cast<bool>(m_impl); }
     std::vector<int64_t> encode(const std::string &text) const;
     Decoder decoder() const;  // empty without a tokenizer
-    // A fresh streaming decoder: returns the text each new token completes.
-    std::function<std::string(int64_t)> streamer() const;
 
 private:
     struct Impl;

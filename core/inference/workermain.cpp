@@ -37,11 +37,10 @@ int runGenerate(const WorkerRequest &r)
     }
     if (ids.empty())
         return fail("generate", Error{ErrorCode::InvalidInput, "give --prompt TEXT or --input-ids 1,2,3", {}});
-    auto stream = codec->streamer();
     auto result = generate(**model, {ids}, r.sampling,
-                           [&](size_t, int64_t token, const std::string &) {
+                           [&](size_t, int64_t token, const std::string &piece) {
                                if (!r.json) {
-                                   std::cout << (codec->hasTokenizer() ? stream(token) : std::to_string(token) + " ");
+                                   std::cout << (codec->hasTokenizer() ? piece : std::to_string(token) + " ");
                                    std::cout.flush();
                                }
                                return true;
@@ -51,7 +50,7 @@ int runGenerate(const WorkerRequest &r)
         return fail("generate", result.error());
     const auto &seq = result->sequences[0];
     if (r.json) {
-        nlohmann::json out = {{"schema", "accel.generate"}, {"version", 1}, {"model", r.modelDir},
+        nlohmann::ordered_json out = {{"schema", "accel.generate"}, {"version", 1}, {"model", r.modelDir},
                               {"model_type", (*model)->config().modelType}, {"prompt_ids", ids}, {"tokens", seq.tokens},
                               {"text", seq.text}, {"stop_reason", seq.stopReason}, {"stats", statsToJson(result->stats)}};
         std::cout << out.dump(2) << "\n";
@@ -89,7 +88,7 @@ int runInfer(const WorkerRequest &r)
     if (auto ok = bigmodel::writeSafetensors(r.logitsOut, tensors); !ok)
         return fail("infer", ok.error());
     if (r.json) {
-        nlohmann::json out = {{"schema", "accel.infer"}, {"version", 1}, {"model", r.modelDir},
+        nlohmann::ordered_json out = {{"schema", "accel.infer"}, {"version", 1}, {"model", r.modelDir},
                               {"model_type", (*model)->config().modelType}, {"input_ids", r.inputIds},
                               {"logits_file", r.logitsOut}, {"shape", logits.sizes().vec()},
                               {"argmax_last", logits[0][-1].argmax().item<int64_t>()}};

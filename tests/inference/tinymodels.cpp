@@ -1,4 +1,4 @@
-#include "tinymodels.h"
+#include "tests/inference/tinymodels.h"
 
 #include "core/bigmodel/safetensorswriter.h"
 #include "core/common/fileutil.h"

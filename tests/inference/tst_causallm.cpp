@@ -1,6 +1,6 @@
 // The C++ model families against naive references computed in the test (plain attention, no
 // cache), the key/value cache against full recomputation, and config.json selection.
-#include "tinymodels.h"
+#include "tests/inference/tinymodels.h"
 
 #include "core/inference/causallm.h"
 #include "core/inference/inferencemodel.h"

@@ -1,7 +1,7 @@
 // Zero-copy views over mapped safetensors, device-map dispatch with CPU and disk offload (outputs
 // equal to the all-in-memory model, weights released after each forward), and Accelerate's
 // offload folder written and read back.
-#include "tinymodels.h"
+#include "tests/inference/tinymodels.h"
 
 #include "core/bigmodel/checkpoint.h"
 #include "core/bigmodel/offloadfolder.h"

@@ -1,7 +1,7 @@
 // Generation: greedy equals step-by-step argmax of full recomputation, seeded sampling is
 // reproducible, top-k 1 is greedy, the repetition penalty follows Transformers' rule, stop tokens
 // and stop strings end a sequence, batches equal single runs, cancellation stops at once.
-#include "tinymodels.h"
+#include "tests/inference/tinymodels.h"
 
 #include "core/inference/causallm.h"
 #include "core/inference/generator.h"

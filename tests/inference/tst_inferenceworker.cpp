@@ -1,13 +1,13 @@
 // The worker's inference commands as real child processes: infer writes the model's logits,
 // generate streams and prints accel.generate JSON equal to the in-process generator, serve speaks
 // the JSON-lines protocol (load, generate with token events, cancel mid-generation, unload).
-#include "tinymodels.h"
+#include "tests/inference/tinymodels.h"
 
 #include "core/bigmodel/safetensors.h"
 #include "core/inference/generator.h"
 #include "core/inference/inferencemodel.h"
 #include "core/inference/torchtensors.h"
-#include "testsupport.h"
+#include "tests/helpers/testsupport.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -55,7 +55,7 @@ void tst_InferenceWorker::inferWritesLogits()
 {
     const QString out = m_dir.filePath("logits.safetensors");
     auto r = test::runProgram(worker(), {"infer", QString::fromStdString(m_gpt2.dir), "--input-ids", "1,2,3,50,7",
-                                         "--device-map", R"({"transformer.h.1": "disk", "": "cpu"})", "--json"});
+                                         "--device-map", R"({"transformer.h.1": "disk", "": "cpu"})", "--logits-out", out, "--json"});
     QVERIFY2(r.exitCode == 0, qPrintable(r.err));
     auto json = QJsonDocument::fromJson(r.out.toUtf8()).object();
     QCOMPARE(json["schema"].toString(), QString("accel.infer"));

@@ -7,7 +7,7 @@
 #include "core/inference/causallm.h"
 #include "core/inference/generator.h"
 #include "core/inference/inferencemodel.h"
-#include "testsupport.h"
+#include "tests/helpers/testsupport.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
@@ -121,7 +121,11 @@ void tst_BenchInference::gpt2Small()
     const double decode = generated->stats.decodeTokensPerSecond;
 
     QProcess python;
-    python.start("python3", {test::sourceDir() + "/tests/bench/inference/bench_reference.py", QString::fromStdString(folder),
+    // Debian's python3 has python3-torch; a python3 earlier on PATH (pyenv) may not.
+    QString interpreter = qEnvironmentVariable("ACCEL_PYTHON");
+    if (interpreter.isEmpty())
+        interpreter = QFile::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+    python.start(interpreter, {test::sourceDir() + "/tests/bench/inference/bench_reference.py", QString::fromStdString(folder),
                              QString::number(kThreads), QString::number(kPrefill), QString::number(kDecode)});
     QVERIFY(python.waitForFinished(600000));
     double pyPrefill = 0, pyDecode = 0;
