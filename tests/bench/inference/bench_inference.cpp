@@ -120,6 +120,8 @@ void tst_BenchInference::gpt2Small()
     QVERIFY(generated);
     const double decode = generated->stats.decodeTokensPerSecond;
 
+    bench("inference_prefill_1x256_cpp", prefill, "tokens/s");
+    bench("inference_decode_cpp", decode, "tokens/s");
     QProcess python;
     // Debian's python3 has python3-torch; a python3 earlier on PATH (pyenv) may not.
     QString interpreter = qEnvironmentVariable("ACCEL_PYTHON");
