@@ -1,0 +1,10 @@
+# The Big Models pages of accel-studio (included by app/studio/CMakeLists.txt). Planning only:
+# the studio never links libtorch; inference runs in an `accel-worker serve` child process.
+target_sources(accel_studio_ui PRIVATE
+  bigmodel/devicemapplan.h bigmodel/devicemapplan.cpp
+  bigmodel/devicelanesview.h bigmodel/devicelanesview.cpp
+  bigmodel/devicemappage.h bigmodel/devicemappage.cpp
+  bigmodel/bigmodelspage.h bigmodel/bigmodelspage.cpp
+  bigmodel/workerclient.h bigmodel/workerclient.cpp
+)
+target_link_libraries(accel_studio_ui PUBLIC accel_bigmodel)

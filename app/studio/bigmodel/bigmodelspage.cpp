@@ -1,0 +1,53 @@
+#include "app/studio/bigmodel/bigmodelspage.h"
+
+#include "app/studio/bigmodel/devicemappage.h"
+
+#include <QSettings>
+
+namespace accel::app {
+
+namespace {
+const QString kGroup = QStringLiteral("bigmodels/deviceMap/");
+}
+
+BigModelsPage::BigModelsPage(QWidget *parent)
+    : QTabWidget(parent)
+{
+    setDocumentMode(true);
+    m_deviceMap = new DeviceMapPage(this);
+    addTab(m_deviceMap, tr("Device Map"));
+    connect(m_deviceMap, &DeviceMapPage::statusMessage, this, &BigModelsPage::statusMessage);
+    connect(m_deviceMap, &DeviceMapPage::planned, this, &BigModelsPage::saveInputs);
+    restoreInputs();
+}
+
+void BigModelsPage::restoreInputs()
+{
+    QSettings settings;
+    const QString model = settings.value(kGroup + QStringLiteral("model")).toString();
+    if (model.isEmpty())
+        return;
+    m_deviceMap->setModelPath(model);
+    const QString envJson = settings.value(kGroup + QStringLiteral("envJson")).toString();
+    if (!envJson.isEmpty())
+        m_deviceMap->setEnvJsonPath(envJson);
+    m_deviceMap->setBudgetSpec(settings.value(kGroup + QStringLiteral("budgets")).toString());
+    m_deviceMap->setStrategy(settings.value(kGroup + QStringLiteral("strategy"), QStringLiteral("auto")).toString());
+    m_deviceMap->setDType(settings.value(kGroup + QStringLiteral("dtype")).toString());
+    m_deviceMap->setNoSplit(settings.value(kGroup + QStringLiteral("noSplit")).toStringList());
+    m_deviceMap->plan();
+}
+
+void BigModelsPage::saveInputs()
+{
+    const DeviceMapRequest r = m_deviceMap->request();
+    QSettings settings;
+    settings.setValue(kGroup + QStringLiteral("model"), r.modelPath);
+    settings.setValue(kGroup + QStringLiteral("budgets"), r.budgetSpec);
+    settings.setValue(kGroup + QStringLiteral("envJson"), r.envJsonPath);
+    settings.setValue(kGroup + QStringLiteral("strategy"), r.strategy);
+    settings.setValue(kGroup + QStringLiteral("dtype"), r.dtype);
+    settings.setValue(kGroup + QStringLiteral("noSplit"), r.noSplit);
+}
+
+} // namespace accel::app
