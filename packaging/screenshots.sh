@@ -51,6 +51,41 @@ tpu_use_sudo: false
 use_cpu: false
 YAML
 
+# A sample 2-rank run for the Runs page (run.json, metrics, logs and events as the launcher and the
+# runtime write them), so its picture shows the Monitor view with data and a straggler banner.
+python3 - "$HOME/.local/share/accel-studio/runs" <<'PY'
+import json, math, os, random, sys, time
+random.seed(7)
+run_id = "20261122-013000-llama-finetune-5e1c"
+run = os.path.join(sys.argv[1], run_id)
+for sub in ("logs", "metrics", "checkpoints"):
+    os.makedirs(os.path.join(run, sub), exist_ok=True)
+t0 = time.time() - 900
+settings = {"distributed_type": "MULTI_CPU", "num_processes": 2, "mixed_precision": "bf16", "launcher": "simple"}
+manifest = {"schema": "accel.run", "version": 1, "id": run_id, "name": "llama-finetune", "created": t0,
+            "settings": settings, "state": "running", "restarts": 0}
+json.dump(manifest, open(os.path.join(run, "run.json"), "w"))
+for rank in (0, 1):
+    with open(os.path.join(run, "metrics", f"rank{rank}.jsonl"), "w") as m, open(os.path.join(run, "logs", f"rank{rank}.log"), "w") as log:
+        for step in range(0, 602, 2):
+            lr = 3e-4 * min(1.0, step / 60) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / 600)))
+            loss = 2.0 + 2.5 * math.exp(-step / 150) + random.gauss(0, 0.08)
+            slow = 1.35 if rank == 1 and step > 380 else 1.0
+            line = {"v": 1, "time": t0 + step * 1.4 * slow, "rank": rank, "step": step, "loss": round(loss, 4), "lr": lr,
+                    "samples_per_s": round(random.gauss(520, 12) / slow, 1), "grad_norm": round(abs(random.gauss(1.2 * math.exp(-step / 300) + 0.3, 0.05)), 4),
+                    "mem_rss_bytes": int(1.9e9 + rank * 6e7 + step * 2.5e5), "step_time_s": round(0.06 * slow, 4)}
+            m.write(json.dumps(line) + "\n")
+            if step % 50 == 0:
+                log.write(f"step {step:4d}  loss {loss:.4f}  lr {lr:.2e}\n")
+events = [{"event": "started", "ranks": 2, "launcher": "simple", "time": t0}]
+events += [{"event": "rank_started", "rank": r, "pid": 4242 + r, "attempt": 0, "time": t0 + 0.2} for r in (0, 1)]
+events.append({"event": "straggler_detected", "rank": 1, "step_time_s": 0.081, "others_median_step_time_s": 0.06, "margin": 0.2,
+               "source": "monitor", "time": t0 + 560})
+with open(os.path.join(run, "events.jsonl"), "w") as e:
+    for ev in events:
+        e.write(json.dumps({"v": 1, **ev}, sort_keys=True) + "\n")
+PY
+
 run() {
   if command -v xvfb-run >/dev/null; then
     xvfb-run -a -s "-screen 0 1280x1024x24" "$studio" "$@"

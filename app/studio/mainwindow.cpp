@@ -3,6 +3,7 @@
 #include "app/studio/aboutdialog.h"
 #include "app/studio/configurepage.h"
 #include "app/studio/hardwarepage.h"
+#include "app/studio/monitor/runspage.h"
 #include "app/studio/placeholderpage.h"
 #include "app/studio/studioresources.h"
 
@@ -80,8 +81,11 @@ void MainWindow::createPages()
                                                                        "SSH hosts with the open configuration."), m_stack));
             break;
         case Page::Runs:
-            m_stack->addWidget(new PlaceholderPage(pageTitle(page), tr("Follow runs live: losses, throughput, logs of every rank "
-                                                                       "and the state of each process."), m_stack));
+            m_runsPage = new RunsPage(m_stack);
+            m_stack->addWidget(m_runsPage);
+            connect(m_runsPage, &RunsPage::statusMessage, this, [this](const QString &message) {
+                statusBar()->showMessage(message, 8000);
+            });
             break;
         case Page::BigModels:
             m_stack->addWidget(new PlaceholderPage(pageTitle(page), tr("Plan device maps for large checkpoints and try models "

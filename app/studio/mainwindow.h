@@ -13,6 +13,7 @@ namespace accel::app {
 
 class ConfigurePage;
 class HardwarePage;
+class RunsPage;
 
 class MainWindow : public QMainWindow
 {
@@ -26,6 +27,7 @@ public:
 
     ConfigurePage *configurePage() const { return m_configurePage; }
     HardwarePage *hardwarePage() const { return m_hardwarePage; }
+    RunsPage *runsPage() const { return m_runsPage; }
 
     // Applies --page, --config and --demo.
     void applyOptions(const StudioOptions &options);
@@ -51,6 +53,7 @@ private:
     QStackedWidget *m_stack = nullptr;
     ConfigurePage *m_configurePage = nullptr;
     HardwarePage *m_hardwarePage = nullptr;
+    RunsPage *m_runsPage = nullptr;
 };
 
 } // namespace accel::app

@@ -1,0 +1,123 @@
+#include "app/studio/monitor/bannerbar.h"
+
+#include <QJsonDocument>
+#include <QLabel>
+#include <QVBoxLayout>
+
+namespace accel::app {
+
+BannerBar::BannerBar(QWidget *parent) : QWidget(parent), m_layout(new QVBoxLayout(this))
+{
+    m_layout->setContentsMargins(0, 0, 0, 0);
+    m_layout->setSpacing(2);
+    setVisible(false);
+}
+
+void BannerBar::observe(const QString &runLabel, const QList<monitor::RunEvent> &events)
+{
+    const QString prefix = runLabel + QLatin1Char('/');
+    for (const auto &e : events) {
+        const auto &f = e.fields;
+        if (e.event == QLatin1String("hang_suspected")) {
+            setBanner(prefix + QStringLiteral("hang"),
+                      tr("%1: no rank made progress for %2 s (threshold %3 s): the run may be hung.")
+                          .arg(runLabel)
+                          .arg(f.value(QStringLiteral("seconds_without_progress")).toDouble(), 0, 'f', 0)
+                          .arg(f.value(QStringLiteral("threshold_s")).toDouble(), 0, 'f', 0),
+                      true);
+        } else if (e.event == QLatin1String("hang_cleared")) {
+            removeBanner(prefix + QStringLiteral("hang"));
+        } else if (e.event == QLatin1String("straggler_detected")) {
+            setBanner(prefix + QStringLiteral("straggler/%1").arg(e.rank),
+                      tr("%1: rank %2 is a straggler: %3 s per step vs. %4 s on the other ranks.")
+                          .arg(runLabel)
+                          .arg(e.rank)
+                          .arg(f.value(QStringLiteral("step_time_s")).toDouble(), 0, 'g', 3)
+                          .arg(f.value(QStringLiteral("others_median_step_time_s")).toDouble(), 0, 'g', 3),
+                      false);
+        } else if (e.event == QLatin1String("straggler_cleared")) {
+            removeBanner(prefix + QStringLiteral("straggler/%1").arg(e.rank));
+        } else if (e.event == QLatin1String("rank_exited")) {
+            const int exitCode = f.value(QStringLiteral("exit_code")).toInt();
+            const int signal = f.value(QStringLiteral("signal")).toInt();
+            if (exitCode != 0 || signal != 0) {
+                setBanner(prefix + QStringLiteral("failed/%1").arg(e.rank),
+                          tr("%1: rank %2 failed: %3.")
+                              .arg(runLabel)
+                              .arg(e.rank)
+                              .arg(f.value(QStringLiteral("result")).toString(QStringLiteral("exit %1").arg(exitCode))),
+                          true);
+            }
+        } else if (e.event == QLatin1String("restarting")) {
+            removeBannersStartingWith(prefix + QStringLiteral("failed/"));
+            removeBanner(prefix + QStringLiteral("hang"));
+        } else if (e.event == QLatin1String("finished")) {
+            const QString state = f.value(QStringLiteral("state")).toString();
+            removeBanner(prefix + QStringLiteral("hang"));
+            if (state == QLatin1String("failed")) {
+                setBanner(prefix + QStringLiteral("run"),
+                          tr("%1 failed (exit code %2): %3")
+                              .arg(runLabel)
+                              .arg(f.value(QStringLiteral("exit_code")).toInt())
+                              .arg(f.value(QStringLiteral("reason")).toString()),
+                          true);
+            }
+        } else if (e.event == QLatin1String("lost")) {
+            setBanner(prefix + QStringLiteral("run"),
+                      tr("%1 is lost: its supervisor (pid %2) is gone.")
+                          .arg(runLabel)
+                          .arg(f.value(QStringLiteral("supervisor_pid")).toInt()),
+                      true);
+        }
+    }
+}
+
+void BannerBar::clear()
+{
+    for (auto *label : std::as_const(m_banners))
+        delete label;
+    m_banners.clear();
+    setVisible(false);
+}
+
+QStringList BannerBar::messages() const
+{
+    QStringList out;
+    for (const auto *label : m_banners)
+        out.append(label->text());
+    return out;
+}
+
+void BannerBar::setBanner(const QString &key, const QString &text, bool error)
+{
+    QLabel *label = m_banners.value(key);
+    if (!label) {
+        label = new QLabel(this);
+        label->setWordWrap(true);
+        label->setTextInteractionFlags(Qt::TextSelectableByMouse);
+        m_layout->addWidget(label);
+        m_banners.insert(key, label);
+    }
+    label->setText(text);
+    label->setStyleSheet(error ? QStringLiteral("QLabel { background: #f8d7da; color: #58151c; padding: 6px; border-radius: 3px; }")
+                               : QStringLiteral("QLabel { background: #fff3cd; color: #664d03; padding: 6px; border-radius: 3px; }"));
+    setVisible(true);
+}
+
+void BannerBar::removeBanner(const QString &key)
+{
+    delete m_banners.take(key);
+    setVisible(!m_banners.isEmpty());
+}
+
+void BannerBar::removeBannersStartingWith(const QString &prefix)
+{
+    const auto keys = m_banners.keys();
+    for (const auto &key : keys) {
+        if (key.startsWith(prefix))
+            delete m_banners.take(key);
+    }
+    setVisible(!m_banners.isEmpty());
+}
+
+} // namespace accel::app

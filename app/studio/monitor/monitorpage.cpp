@@ -1,0 +1,247 @@
+#include "app/studio/monitor/monitorpage.h"
+
+#include "app/studio/monitor/bannerbar.h"
+#include "app/studio/monitor/eventstimeline.h"
+#include "app/studio/monitor/logview.h"
+#include "app/studio/monitor/metricplot.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDir>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QPushButton>
+#include <QSplitter>
+#include <QTabWidget>
+#include <QTableView>
+#include <QVBoxLayout>
+
+namespace accel::app {
+
+namespace {
+
+QColor runColor(int index)
+{
+    static const QList<QColor> palette = {QColor(31, 119, 180), QColor(214, 39, 40), QColor(44, 160, 44),
+                                          QColor(148, 103, 189), QColor(255, 127, 14), QColor(23, 190, 207)};
+    return palette.at(index % palette.size());
+}
+
+} // namespace
+
+MonitorPage::MonitorPage(QWidget *parent) : QWidget(parent)
+{
+    auto *layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+
+    auto *bar = new QHBoxLayout;
+    bar->addWidget(new QLabel(tr("Details for:"), this));
+    m_detailCombo = new QComboBox(this);
+    m_detailCombo->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    bar->addWidget(m_detailCombo);
+    m_smoothBox = new QCheckBox(tr("Smooth (EMA)"), this);
+    m_smoothWeight = new QDoubleSpinBox(this);
+    m_smoothWeight->setRange(0.01, 0.99);
+    m_smoothWeight->setSingleStep(0.05);
+    m_smoothWeight->setValue(0.1);
+    m_smoothWeight->setToolTip(tr("Weight of the newest sample in the exponential moving average"));
+    bar->addSpacing(12);
+    bar->addWidget(m_smoothBox);
+    bar->addWidget(m_smoothWeight);
+    bar->addStretch(1);
+    m_exportChart = new QComboBox(this);
+    bar->addWidget(m_exportChart);
+    auto *png = new QPushButton(tr("Export PNG…"), this);
+    auto *csv = new QPushButton(tr("Export CSV…"), this);
+    bar->addWidget(png);
+    bar->addWidget(csv);
+    layout->addLayout(bar);
+
+    m_banners = new BannerBar(this);
+    layout->addWidget(m_banners);
+    m_empty = new QLabel(tr("Select one or several runs above to follow their losses, throughput, ranks, logs "
+                            "and events."),
+                         this);
+    m_empty->setAlignment(Qt::AlignCenter);
+    m_empty->setWordWrap(true);
+    layout->addWidget(m_empty, 1);
+
+    auto *splitter = new QSplitter(Qt::Vertical, this);
+    m_content = splitter;
+    auto *grid = new QWidget(splitter);
+    auto *gridLayout = new QGridLayout(grid);
+    gridLayout->setContentsMargins(0, 0, 0, 0);
+    gridLayout->setSpacing(4);
+    const struct {
+        QString title;
+        QStringList names;
+        bool mean;
+    } charts[ChartCount] = {
+        {tr("Loss"), {QStringLiteral("loss")}, true},
+        {tr("Learning rate"), {QStringLiteral("lr"), QStringLiteral("learning_rate")}, false},
+        {tr("Throughput (per second)"), {QStringLiteral("samples_per_s"), QStringLiteral("tokens_per_s"), QStringLiteral("it_per_s")}, false},
+        {tr("Memory (bytes)"), {QStringLiteral("mem_device_bytes"), QStringLiteral("mem_rss_bytes")}, false},
+        {tr("Grad norm"), {QStringLiteral("grad_norm")}, false},
+        {tr("Eval loss"), {QStringLiteral("eval_loss")}, true},
+    };
+    for (int i = 0; i < ChartCount; ++i) {
+        auto *plot = new MetricPlot(charts[i].title, charts[i].names, charts[i].mean, grid);
+        m_charts.append(plot);
+        gridLayout->addWidget(plot, i / 3, i % 3);
+        m_exportChart->addItem(charts[i].title, i);
+    }
+    m_tabs = new QTabWidget(splitter);
+    m_ranksView = new QTableView(m_tabs);
+    m_ranksView->verticalHeader()->setVisible(false);
+    m_ranksView->horizontalHeader()->setStretchLastSection(true);
+    m_ranksView->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_logView = new LogView(m_tabs);
+    m_eventsView = new EventsTimeline(m_tabs);
+    m_tabs->addTab(m_ranksView, tr("Ranks"));
+    m_tabs->addTab(m_logView, tr("Logs"));
+    m_tabs->addTab(m_eventsView, tr("Events"));
+    splitter->setStretchFactor(0, 3);
+    splitter->setStretchFactor(1, 1);
+    layout->addWidget(splitter, 1);
+    m_content->setVisible(false);
+
+    connect(m_detailCombo, &QComboBox::currentIndexChanged, this, &MonitorPage::updateDetails);
+    auto applySmoothing = [this] { setSmoothing(m_smoothBox->isChecked() ? m_smoothWeight->value() : 0.0); };
+    connect(m_smoothBox, &QCheckBox::toggled, this, applySmoothing);
+    connect(m_smoothWeight, &QDoubleSpinBox::valueChanged, this, applySmoothing);
+    connect(png, &QPushButton::clicked, this, [this] { askExport(true); });
+    connect(csv, &QPushButton::clicked, this, [this] { askExport(false); });
+}
+
+MonitorPage::~MonitorPage()
+{
+    for (auto *chart : std::as_const(m_charts))
+        chart->clearStores();
+}
+
+void MonitorPage::setRuns(const QStringList &runDirectories)
+{
+    QList<Run> kept;
+    for (const QString &directory : runDirectories) {
+        const QString clean = QDir::cleanPath(QFileInfo(directory).absoluteFilePath());
+        auto it = std::find_if(m_runs.begin(), m_runs.end(), [&](const Run &r) { return r.directory == clean; });
+        if (it != m_runs.end()) {
+            kept.append(*it);
+            m_runs.erase(it);
+            continue;
+        }
+        Run run;
+        run.directory = clean;
+        run.label = QFileInfo(clean).fileName();
+        run.monitor = monitor::RunMonitor::forDirectory(clean, this);
+        const QString label = run.label;
+        connect(run.monitor, &monitor::RunMonitor::eventsAppended, this,
+                [this, label](const QList<monitor::RunEvent> &events) { m_banners->observe(label, events); });
+        run.monitor->start();
+        kept.append(run);
+    }
+    // Runs no longer selected: stop following them (their banners go with them).
+    const bool dropped = !m_runs.isEmpty();
+    for (const auto &run : std::as_const(m_runs)) {
+        for (auto *chart : std::as_const(m_charts))
+            chart->clearStores();
+        run.monitor->stop();
+        run.monitor->deleteLater();
+    }
+    m_runs = kept;
+    if (dropped)
+        m_banners->clear();  // the remaining runs' banners come back with their next events
+
+    const QString previous = m_detailCombo->currentData().toString();
+    m_detailCombo->blockSignals(true);
+    m_detailCombo->clear();
+    for (const auto &run : std::as_const(m_runs))
+        m_detailCombo->addItem(run.label, run.directory);
+    const int again = m_detailCombo->findData(previous);
+    m_detailCombo->setCurrentIndex(again >= 0 ? again : 0);
+    m_detailCombo->blockSignals(false);
+    m_detailCombo->setEnabled(m_runs.size() > 1);
+
+    m_empty->setVisible(m_runs.isEmpty());
+    m_content->setVisible(!m_runs.isEmpty());
+    rebuildCharts();
+    updateDetails();
+}
+
+QStringList MonitorPage::runs() const
+{
+    QStringList out;
+    for (const auto &run : m_runs)
+        out.append(run.directory);
+    return out;
+}
+
+int MonitorPage::detailRun() const
+{
+    return m_detailCombo->currentIndex();
+}
+
+void MonitorPage::setDetailRun(int index)
+{
+    m_detailCombo->setCurrentIndex(index);
+}
+
+void MonitorPage::setSmoothing(double weight)
+{
+    for (auto *chart : std::as_const(m_charts))
+        chart->setSmoothing(weight);
+}
+
+void MonitorPage::rebuildCharts()
+{
+    for (auto *chart : std::as_const(m_charts)) {
+        chart->clearStores();
+        for (int i = 0; i < m_runs.size(); ++i)
+            chart->addStore(m_runs[i].monitor->store(), m_runs[i].label, runColor(i));
+    }
+}
+
+void MonitorPage::updateDetails()
+{
+    const int index = m_detailCombo->currentIndex();
+    monitor::RunMonitor *run = (index >= 0 && index < m_runs.size()) ? m_runs[index].monitor : nullptr;
+    m_ranksView->setModel(run ? run->ranksModel() : nullptr);
+    if (run)
+        m_ranksView->horizontalHeader()->resizeSections(QHeaderView::ResizeToContents);
+    m_logView->setLogModel(run ? run->logModel() : nullptr);
+    m_eventsView->setEventsModel(run ? run->eventsModel() : nullptr);
+}
+
+bool MonitorPage::exportPng(Chart chart, const QString &path)
+{
+    auto *plot = m_charts.value(chart);
+    return plot && plot->savePng(path);
+}
+
+bool MonitorPage::exportCsv(Chart chart, const QString &path, QString *error)
+{
+    auto *plot = m_charts.value(chart);
+    return plot && plot->saveCsv(path, error);
+}
+
+void MonitorPage::askExport(bool png)
+{
+    const auto chart = static_cast<Chart>(m_exportChart->currentData().toInt());
+    const QString base = m_charts.at(chart)->names().first();
+    const QString path = QFileDialog::getSaveFileName(this, png ? tr("Export chart as PNG") : tr("Export series as CSV"),
+                                                      QDir::home().filePath(base + (png ? QStringLiteral(".png") : QStringLiteral(".csv"))),
+                                                      png ? tr("PNG images (*.png)") : tr("CSV files (*.csv)"));
+    if (path.isEmpty())
+        return;
+    QString error;
+    const bool ok = png ? exportPng(chart, path) : exportCsv(chart, path, &error);
+    Q_EMIT statusMessage(ok ? tr("Exported %1").arg(path)
+                            : tr("Export failed: %1").arg(error.isEmpty() ? tr("cannot write %1").arg(path) : error));
+}
+
+} // namespace accel::app

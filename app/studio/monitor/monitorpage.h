@@ -1,0 +1,80 @@
+// MonitorPage: the Monitor view of one or several runs. Each run is followed by its own
+// monitor::RunMonitor (re-attaching to a live run keeps it updating); the charts overlay every
+// selected run (one colour per run), while the ranks table, logs and events show the run chosen
+// in "Details for". Banners above the charts report hangs, stragglers and failures.
+#pragma once
+
+#include "monitor/runmonitor.h"
+
+#include <QList>
+#include <QWidget>
+
+class QCheckBox;
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QTableView;
+class QTabWidget;
+
+namespace accel::app {
+
+class BannerBar;
+class EventsTimeline;
+class LogView;
+class MetricPlot;
+
+class MonitorPage : public QWidget
+{
+    Q_OBJECT
+public:
+    enum Chart { LossChart, LrChart, ThroughputChart, MemoryChart, GradNormChart, EvalLossChart, ChartCount };
+
+    explicit MonitorPage(QWidget *parent = nullptr);
+    ~MonitorPage() override;
+
+    // Follows these run directories (replacing the current ones; unchanged ones keep their data).
+    void setRuns(const QStringList &runDirectories);
+    QStringList runs() const;
+    monitor::RunMonitor *runMonitor(int index) const { return m_runs.value(index).monitor; }
+    int detailRun() const;
+    void setDetailRun(int index);
+
+    MetricPlot *chart(Chart chart) const { return m_charts.value(chart); }
+    void setSmoothing(double weight);  // EMA weight for every chart, 0 = off
+    QTableView *ranksView() const { return m_ranksView; }
+    LogView *logView() const { return m_logView; }
+    EventsTimeline *eventsView() const { return m_eventsView; }
+    BannerBar *banners() const { return m_banners; }
+
+    bool exportPng(Chart chart, const QString &path);
+    bool exportCsv(Chart chart, const QString &path, QString *error = nullptr);
+
+Q_SIGNALS:
+    void statusMessage(const QString &message);
+
+private:
+    struct Run {
+        QString directory;
+        QString label;
+        monitor::RunMonitor *monitor = nullptr;
+    };
+    void rebuildCharts();
+    void updateDetails();
+    void askExport(bool png);
+
+    QList<Run> m_runs;
+    QList<MetricPlot *> m_charts;
+    BannerBar *m_banners = nullptr;
+    QLabel *m_empty = nullptr;
+    QWidget *m_content = nullptr;
+    QComboBox *m_detailCombo = nullptr;
+    QCheckBox *m_smoothBox = nullptr;
+    QDoubleSpinBox *m_smoothWeight = nullptr;
+    QComboBox *m_exportChart = nullptr;
+    QTableView *m_ranksView = nullptr;
+    LogView *m_logView = nullptr;
+    EventsTimeline *m_eventsView = nullptr;
+    QTabWidget *m_tabs = nullptr;
+};
+
+} // namespace accel::app

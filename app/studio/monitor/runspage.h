@@ -1,0 +1,71 @@
+// RunsPage: the studio's "Runs" page. The runs under the runs root (RunsModel, refreshed live)
+// on top, newest first; selecting one or several shows them in the MonitorView below. At
+// start-up the newest run is selected, so a run that is still going is re-attached at once.
+// "Stop" runs `accel stop RUN` in a QProcess and never blocks the GUI thread.
+#pragma once
+
+#include "monitor/runsmodel.h"
+
+#include <QPointer>
+#include <QProcess>
+#include <QWidget>
+
+class QLabel;
+class QPushButton;
+class QSortFilterProxyModel;
+class QTableView;
+
+namespace accel::app {
+
+class MonitorPage;
+
+class RunsPage : public QWidget
+{
+    Q_OBJECT
+public:
+    explicit RunsPage(QWidget *parent = nullptr);
+    ~RunsPage() override;
+
+    // Default: launcher::RunDirectory::defaultRunsRoot().
+    void setRunsRoot(const QString &root);
+    QString runsRoot() const { return m_model.runsRoot(); }
+    // The accel program for "Stop" (default: accel beside this program, else accel on PATH).
+    void setAccelProgram(const QString &program) { m_accel = program; }
+    QString accelProgram() const { return m_accel; }
+
+    monitor::RunsModel *runsModel() { return &m_model; }
+    QTableView *runsView() const { return m_view; }
+    MonitorPage *monitorPage() const { return m_monitor; }
+    QPushButton *stopButton() const { return m_stop; }
+
+    QStringList selectedRuns() const;  // run directories, in view order
+    void selectRuns(const QStringList &runDirectories);
+    // Runs `accel stop` for every selected live run; false when none is live.
+    bool stopSelected();
+    bool isStopping() const { return !m_stopQueue.isEmpty() || m_process; }
+
+Q_SIGNALS:
+    void statusMessage(const QString &message);
+    void stopFinished(const QString &runDirectory, int exitCode, const QString &output);
+
+private:
+    void onSelectionChanged();
+    void updateButtons();
+    void startNextStop();
+    void selectNewestOnce();
+
+    monitor::RunsModel m_model;
+    QSortFilterProxyModel *m_sorted = nullptr;
+    QTableView *m_view = nullptr;
+    QPushButton *m_stop = nullptr;
+    QPushButton *m_refresh = nullptr;
+    QLabel *m_rootLabel = nullptr;
+    MonitorPage *m_monitor = nullptr;
+    QString m_accel;
+    QStringList m_stopQueue;
+    QPointer<QProcess> m_process;
+    QString m_stopping;
+    bool m_autoSelected = false;
+};
+
+} // namespace accel::app

@@ -1,0 +1,205 @@
+// The Runs page on real run directories: runs created by the test (run.json written by the
+// launcher's RunDirectory) are listed at start-up and when they appear, the model passes
+// QAbstractItemModelTester, selections drive the Monitor view, and a REAL 2-rank job started
+// with `accel launch --detach` shows rank rows and loss points live and is stopped with the
+// page's Stop button (`accel stop` in a QProcess).
+#include "app/studio/monitor/metricplot.h"
+#include "app/studio/monitor/monitorpage.h"
+#include "app/studio/monitor/runspage.h"
+#include "launcher/rundirectory.h"
+#include "tests/helpers/testsupport.h"
+
+#include "app/studio/monitor/qcustomplotinclude.h"
+
+#include <QAbstractItemModelTester>
+#include <QDateTime>
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonDocument>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QTest>
+
+using namespace accel;
+using accel::app::MonitorPage;
+using accel::app::RunsPage;
+
+namespace {
+
+QString makeRun(const QString &root, const QString &id, double created, const QString &state)
+{
+    const QString path = root + QLatin1Char('/') + id;
+    auto run = launcher::RunDirectory::create(path);
+    if (!run)
+        return {};
+    QJsonObject settings{{QStringLiteral("distributed_type"), QStringLiteral("MULTI_CPU")},
+                         {QStringLiteral("num_processes"), 2},
+                         {QStringLiteral("mixed_precision"), QStringLiteral("no")}};
+    QJsonObject manifest{{QStringLiteral("schema"), QStringLiteral("accel.run")},
+                         {QStringLiteral("version"), 1},
+                         {QStringLiteral("id"), id},
+                         {QStringLiteral("name"), id.section(QLatin1Char('-'), 2, 2)},
+                         {QStringLiteral("created"), created},
+                         {QStringLiteral("settings"), settings},
+                         {QStringLiteral("state"), state}};
+    if (!run->writeManifest(manifest))
+        return {};
+    return path;
+}
+
+QString workerProgram()
+{
+    const QString fromEnv = qEnvironmentVariable("ACCEL_WORKER_PROGRAM");
+    return fromEnv.isEmpty() ? QDir(test::binDir()).filePath(QStringLiteral("accel-worker")) : fromEnv;
+}
+
+int graphPoints(const app::MetricPlot *plot, int graph)
+{
+    return graph < plot->plot()->graphCount() ? plot->plot()->graph(graph)->data()->size() : 0;
+}
+
+} // namespace
+
+class tst_RunsPage : public QObject
+{
+    Q_OBJECT
+private Q_SLOTS:
+    void listsRunsOnDiskAndSelectsTheNewest();
+    void newRunsAppearAndSeveralCanBeSelected();
+    void stopIsOnlyForLiveRuns();
+    void realJobIsFollowedAndStopped();
+};
+
+void tst_RunsPage::listsRunsOnDiskAndSelectsTheNewest()
+{
+    QTemporaryDir root;
+    const double now = QDateTime::currentSecsSinceEpoch();
+    const QString older = makeRun(root.path(), QStringLiteral("20261122-010000-older-aaaa"), now - 600, QStringLiteral("succeeded"));
+    const QString newer = makeRun(root.path(), QStringLiteral("20261122-011000-newer-bbbb"), now - 60, QStringLiteral("failed"));
+    QVERIFY(!older.isEmpty() && !newer.isEmpty());
+    QVERIFY(QDir().mkpath(root.filePath(QStringLiteral("not-a-run"))));  // no run.json: not listed
+
+    RunsPage page;
+    QAbstractItemModelTester tester(page.runsModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+    page.setRunsRoot(root.path());
+    QCOMPARE(page.runsModel()->rowCount(), 2);
+    auto *view = page.runsView();
+    QCOMPARE(view->model()->index(0, monitor::RunsModel::IdColumn).data().toString(), QFileInfo(newer).fileName());
+    QCOMPARE(view->model()->index(0, monitor::RunsModel::StateColumn).data().toString(), QStringLiteral("failed"));
+    QVERIFY(view->model()->index(0, monitor::RunsModel::ConfigColumn).data().toString().contains(QStringLiteral("MULTI_CPU")));
+    // The newest run is selected at start-up and shown in the Monitor view.
+    QCOMPARE(page.selectedRuns(), QStringList{newer});
+    QCOMPARE(page.monitorPage()->runs(), QStringList{newer});
+}
+
+void tst_RunsPage::newRunsAppearAndSeveralCanBeSelected()
+{
+    QTemporaryDir root;
+    const double now = QDateTime::currentSecsSinceEpoch();
+    const QString first = makeRun(root.path(), QStringLiteral("20261122-010000-first-aaaa"), now - 100, QStringLiteral("succeeded"));
+    RunsPage page;
+    page.runsModel()->setRefreshInterval(200);
+    QAbstractItemModelTester tester(page.runsModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+    page.setRunsRoot(root.path());
+    QCOMPARE(page.runsModel()->rowCount(), 1);
+    const QString second = makeRun(root.path(), QStringLiteral("20261122-010500-second-bbbb"), now - 10, QStringLiteral("stopped"));
+    QTRY_COMPARE_WITH_TIMEOUT(page.runsModel()->rowCount(), 2, 5000);
+    QFile metrics(second + QStringLiteral("/metrics/rank0.jsonl"));
+    QVERIFY(metrics.open(QIODevice::WriteOnly));
+    metrics.write(QStringLiteral("{\"v\":1,\"time\":%1,\"rank\":0,\"step\":1,\"loss\":2.5}\n").arg(now).toUtf8());
+    metrics.close();
+
+    page.selectRuns({first, second});
+    QCOMPARE(page.selectedRuns().size(), 2);
+    QCOMPARE(page.monitorPage()->runs().size(), 2);
+    auto *loss = page.monitorPage()->chart(MonitorPage::LossChart);
+    QCOMPARE(loss->storeCount(), 2);
+    QTRY_COMPARE_WITH_TIMEOUT(graphPoints(loss, 0), 1, 5000);
+
+    // A run folder removed from disk leaves the list.
+    QVERIFY(QDir(first).removeRecursively());
+    QTRY_COMPARE_WITH_TIMEOUT(page.runsModel()->rowCount(), 1, 5000);
+}
+
+void tst_RunsPage::stopIsOnlyForLiveRuns()
+{
+    QTemporaryDir root;
+    const QString done = makeRun(root.path(), QStringLiteral("20261122-010000-done-aaaa"), QDateTime::currentSecsSinceEpoch(),
+                                 QStringLiteral("succeeded"));
+    RunsPage page;
+    page.setRunsRoot(root.path());
+    QCOMPARE(page.selectedRuns(), QStringList{done});
+    QVERIFY(!page.stopButton()->isEnabled());
+    QVERIFY(!page.stopSelected());
+    QVERIFY(!page.isStopping());
+}
+
+void tst_RunsPage::realJobIsFollowedAndStopped()
+{
+    const QString accel = QDir(test::binDir()).filePath(QStringLiteral("accel"));
+    if (!QFileInfo(accel).isExecutable())
+        QSKIP(qPrintable(QStringLiteral("%1 is not built").arg(accel)));
+    const QString worker = workerProgram();
+    if (!QFileInfo(worker).isExecutable())
+        QSKIP(qPrintable(QStringLiteral("accel-worker is not built (%1); the real job needs libtorch").arg(worker)));
+
+    QTemporaryDir scratch;
+    const QString root = scratch.filePath(QStringLiteral("runs"));
+    QVERIFY(QDir().mkpath(root));
+    // The demo recipe, long enough to still be running when the test stops it.
+    const QString job = scratch.filePath(QStringLiteral("job.yaml"));
+    QFile jobFile(job);
+    QVERIFY(jobFile.open(QIODevice::WriteOnly));
+    jobFile.write(QStringLiteral("recipe: gpt\nname: studio-test\nseed: 1\n"
+                                 "model:\n  n_layer: 1\n  n_head: 2\n  n_embd: 32\n  block_size: 32\n  dropout: 0.0\n"
+                                 "data:\n  corpus: %1\n  eval_fraction: 0.05\n"
+                                 "training:\n  max_steps: 100000\n  batch_size: 4\n  learning_rate: 2.0e-3\n  warmup_steps: 5\n"
+                                 "  log_every: 2\n  eval_every: 0\n  checkpoint_every: 0\n  resume: none\n")
+                      .arg(QDir(test::sourceDir()).filePath(QStringLiteral("resources/corpus/corpus.txt")))
+                      .toUtf8());
+    jobFile.close();
+
+    RunsPage page;
+    page.setAccelProgram(accel);
+    page.runsModel()->setRefreshInterval(250);
+    page.resize(1200, 900);
+    page.show();
+    page.setRunsRoot(root);
+    QCOMPARE(page.runsModel()->rowCount(), 0);
+
+    const QString runDir = root + QStringLiteral("/20261122-000000-studio-test-0001");
+    const auto launched = test::runAccel({QStringLiteral("launch"), QStringLiteral("--cpu"), QStringLiteral("--num_processes"), QStringLiteral("2"),
+                                          QStringLiteral("--num_cpu_threads_per_process"), QStringLiteral("1"), QStringLiteral("--main_process_port"),
+                                          QStringLiteral("0"), QStringLiteral("--no_mirror"), QStringLiteral("--detach"), QStringLiteral("--json"),
+                                          QStringLiteral("--run_dir"), runDir, QStringLiteral("--job"), job},
+                                         60000, {}, {QStringLiteral("ACCEL_WORKER_PROGRAM=%1").arg(worker)});
+    QVERIFY2(launched.exitCode == 0, qPrintable(launched.err + launched.out));
+
+    // The run shows up (the page selects it, as the newest), with its two ranks and loss points.
+    QTRY_COMPARE_WITH_TIMEOUT(page.runsModel()->rowCount(), 1, 10000);
+    QTRY_COMPARE_WITH_TIMEOUT(page.selectedRuns(), QStringList{runDir}, 5000);
+    auto *monitorPage = page.monitorPage();
+    QTRY_COMPARE_WITH_TIMEOUT(monitorPage->ranksView()->model()->rowCount(), 2, 60000);
+    auto *loss = monitorPage->chart(MonitorPage::LossChart);
+    QTRY_VERIFY_WITH_TIMEOUT(graphPoints(loss, 0) >= 2 && graphPoints(loss, 1) >= 2, 60000);
+    QVERIFY(std::isfinite(loss->plot()->graph(0)->data()->at(0)->value));
+    QTRY_VERIFY_WITH_TIMEOUT(monitorPage->ranksView()->model()->index(0, 1).data().toString().contains(QStringLiteral("running")), 10000);
+
+    // Stop through the page: `accel stop` runs in a QProcess while the event loop keeps going.
+    QTRY_VERIFY_WITH_TIMEOUT(page.stopButton()->isEnabled(), 10000);
+    QSignalSpy finished(&page, &RunsPage::stopFinished);
+    page.stopButton()->click();
+    QVERIFY(page.isStopping());
+    QVERIFY(!page.stopButton()->isEnabled());
+    QTRY_COMPARE_WITH_TIMEOUT(finished.size(), 1, 60000);
+    QCOMPARE(finished.at(0).at(0).toString(), runDir);
+    QVERIFY2(finished.at(0).at(1).toInt() == 0, qPrintable(finished.at(0).at(2).toString()));
+    const int row = page.runsModel()->rowOf(QFileInfo(runDir).fileName());
+    QTRY_COMPARE_WITH_TIMEOUT(page.runsModel()->index(row, monitor::RunsModel::StateColumn).data().toString(), QStringLiteral("stopped"), 10000);
+}
+
+QTEST_MAIN(tst_RunsPage)
+#include "tst_runspage.moc"

@@ -1,0 +1,127 @@
+// Render time of one Monitor chart (MetricPlot) holding a 1,000,000-point loss series, 1600 px
+// wide, offscreen: decimation to the pixel width + QCustomPlot replot + render into a QPixmap.
+// The peer is the same chart drawn from all 1M points (no decimation). Prints BENCH lines.
+#include "app/studio/monitor/metricplot.h"
+#include "monitor/decimation.h"
+#include "monitor/metricstore.h"
+
+#include "app/studio/monitor/qcustomplotinclude.h"
+
+#include <QElapsedTimer>
+#include <QPixmap>
+#include <QTest>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+using namespace accel;
+
+namespace {
+
+constexpr int kPoints = 1000000;
+constexpr int kWidth = 1600;
+constexpr int kHeight = 400;
+
+double median(std::vector<double> v)
+{
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0 : v[v.size() / 2];
+}
+
+void fillStore(monitor::MetricStore &store)
+{
+    monitor::MetricBatch batch;
+    batch.source = QStringLiteral("metrics/rank0.jsonl");
+    batch.names = {QByteArray("loss")};
+    batch.rows.reserve(kPoints);
+    batch.values.reserve(kPoints);
+    for (int i = 0; i < kPoints; ++i) {
+        monitor::MetricRow row;
+        row.time = 1763771234.0 + i * 0.01;
+        row.rank = 0;
+        row.step = i;
+        row.firstValue = std::uint32_t(batch.values.size());
+        row.valueCount = 1;
+        batch.rows.push_back(row);
+        const double noise = std::sin(i * 0.37) * 0.2 + ((i % 9973) == 0 ? 3.0 : 0.0);
+        batch.values.push_back({0, 4.0 * std::exp(-i / 300000.0) + noise});
+    }
+    store.append(batch);
+}
+
+} // namespace
+
+class bench_Studio : public QObject
+{
+    Q_OBJECT
+private Q_SLOTS:
+    void renderMillionPoints();
+};
+
+void bench_Studio::renderMillionPoints()
+{
+    monitor::MetricStore store;
+    fillStore(store);
+    QCOMPARE(store.series(0, QStringLiteral("loss"))->size(), size_t(kPoints));
+
+    app::MetricPlot chart(QStringLiteral("Loss"), {QStringLiteral("loss")}, true);
+    chart.resize(kWidth, kHeight);
+    chart.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&chart));
+    chart.addStore(&store, QStringLiteral("bench"), Qt::blue);
+    chart.replotNow();  // warm-up (layout, fonts)
+    const int pixels = chart.plot()->axisRect()->width();
+
+    const int runs = 15;
+    std::vector<double> decimated;
+    for (int i = 0; i < runs; ++i) {
+        QElapsedTimer timer;
+        timer.start();
+        chart.replotNow();
+        const QPixmap pixmap = chart.plot()->toPixmap(kWidth, kHeight);
+        decimated.push_back(timer.nsecsElapsed() / 1e6);
+        QVERIFY(!pixmap.isNull());
+    }
+    const qint64 drawn = chart.drawnPoints();
+    QVERIFY(drawn <= 2 * pixels + 2);
+    QVERIFY(chart.rawPoints() == kPoints);
+
+    // Peer: the same QCustomPlot chart fed every point (what a plot without decimation draws).
+    const auto *series = store.series(0, QStringLiteral("loss"));
+    QVector<double> x(series->steps.begin(), series->steps.end());
+    QVector<double> y(series->values.begin(), series->values.end());
+    auto *graph = chart.plot()->graph(0);
+    std::vector<double> full;
+    for (int i = 0; i < 5; ++i) {
+        QElapsedTimer timer;
+        timer.start();
+        graph->setData(x, y, true);
+        chart.plot()->replot();
+        const QPixmap pixmap = chart.plot()->toPixmap(kWidth, kHeight);
+        full.push_back(timer.nsecsElapsed() / 1e6);
+        QVERIFY(!pixmap.isNull());
+    }
+    QCOMPARE(graph->data()->size(), kPoints);
+
+    // Decimation alone, for the record.
+    std::vector<double> decimateOnly;
+    for (int i = 0; i < runs; ++i) {
+        QElapsedTimer timer;
+        timer.start();
+        auto points = monitor::decimate(*series, 0, kPoints - 1, pixels);
+        decimateOnly.push_back(timer.nsecsElapsed() / 1e6);
+        QVERIFY(points.x.size() <= 2 * pixels + 2);
+    }
+
+    const double d = median(decimated);
+    const double f = median(full);
+    std::printf("BENCH studio.render_1M_points_1600px %.2f ms peer=%.2f ratio=%.1f target=<=20ms (decimate+replot+toPixmap, median of %d; peer: undecimated, median of 5)\n",
+                d, f, f / d, runs);
+    std::printf("BENCH studio.decimate_1M_points %.2f ms (to %d px columns)\n", median(decimateOnly), pixels);
+    std::printf("BENCH studio.drawn_points %lld points (of %d)\n", static_cast<long long>(drawn), kPoints);
+    std::fflush(stdout);
+}
+
+QTEST_MAIN(bench_Studio)
+#include "bench_studio.moc"
