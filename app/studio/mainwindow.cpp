@@ -1,6 +1,7 @@
 #include "app/studio/mainwindow.h"
 
 #include "app/studio/aboutdialog.h"
+#include "app/studio/bigmodel/bigmodelspage.h"
 #include "app/studio/configurepage.h"
 #include "app/studio/hardwarepage.h"
 #include "app/studio/monitor/runspage.h"
@@ -87,10 +88,14 @@ void MainWindow::createPages()
                 statusBar()->showMessage(message, 8000);
             });
             break;
-        case Page::BigModels:
-            m_stack->addWidget(new PlaceholderPage(pageTitle(page), tr("Plan device maps for large checkpoints and try models "
-                                                                       "in the inference playground."), m_stack));
+        case Page::BigModels: {
+            auto *bigModels = new BigModelsPage(m_stack);
+            m_stack->addWidget(bigModels);
+            connect(bigModels, &BigModelsPage::statusMessage, this, [this](const QString &message) {
+                statusBar()->showMessage(message, 8000);
+            });
             break;
+        }
         }
     }
     connect(m_sidebar, &QListWidget::currentRowChanged, this, [this](int row) {
