@@ -86,6 +86,22 @@ with open(os.path.join(run, "events.jsonl"), "w") as e:
         e.write(json.dumps({"v": 1, **ev}, sort_keys=True) + "\n")
 PY
 
+# Llama-2-70B's config.json for the Big Models page, planned for two 40 GiB GPUs and 64 GiB of RAM
+# (the page plans the model it used last, remembered in the studio's settings).
+mkdir -p "$HOME/llama-2-70b" "$XDG_CONFIG_HOME/AccelStudio"
+cat > "$HOME/llama-2-70b/config.json" <<'JSON'
+{"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 8192, "intermediate_size": 28672,
+ "num_attention_heads": 64, "num_hidden_layers": 80, "num_key_value_heads": 8, "vocab_size": 32000,
+ "max_position_embeddings": 4096, "rms_norm_eps": 1e-05, "torch_dtype": "float16"}
+JSON
+cat >> "$XDG_CONFIG_HOME/AccelStudio/accel-studio.conf" <<INI
+[bigmodels]
+deviceMap\\model=$HOME/llama-2-70b
+deviceMap\\budgets="0=40GiB,1=40GiB,cpu=64GiB"
+deviceMap\\strategy=balanced
+deviceMap\\dtype=float16
+INI
+
 run() {
   if command -v xvfb-run >/dev/null; then
     xvfb-run -a -s "-screen 0 1280x1024x24" "$studio" "$@"
