@@ -4,9 +4,11 @@
 #include "app/studio/bigmodel/bigmodelspage.h"
 #include "app/studio/configurepage.h"
 #include "app/studio/hardwarepage.h"
+#include "app/studio/launch/launchpage.h"
 #include "app/studio/monitor/runspage.h"
 #include "app/studio/placeholderpage.h"
 #include "app/studio/studioresources.h"
+#include "core/config/configio.h"
 
 #include <QAction>
 #include <QApplication>
@@ -78,8 +80,11 @@ void MainWindow::createPages()
             m_stack->addWidget(m_configurePage);
             break;
         case Page::Launch:
-            m_stack->addWidget(new PlaceholderPage(pageTitle(page), tr("Launch a training script or job on this machine or on "
-                                                                       "SSH hosts with the open configuration."), m_stack));
+            m_launchPage = new LaunchPage(m_stack);
+            m_stack->addWidget(m_launchPage);
+            connect(m_launchPage, &LaunchPage::statusMessage, this, [this](const QString &message) {
+                statusBar()->showMessage(message, 8000);
+            });
             break;
         case Page::Runs:
             m_runsPage = new RunsPage(m_stack);
@@ -118,6 +123,11 @@ void MainWindow::createPages()
         statusBar()->showMessage(message, 8000);
     });
     connect(m_hardwarePage, &HardwarePage::openInConfigureRequested, this, &MainWindow::openRecommendedConfig);
+    connect(m_launchPage, &LaunchPage::openMonitorRequested, this, [this](const QString &runDirectory) {
+        showPage(Page::Runs);
+        m_runsPage->runsModel()->refresh();
+        m_runsPage->selectRuns({runDirectory});
+    });
 }
 
 void MainWindow::createMenus()
@@ -183,8 +193,11 @@ Page MainWindow::currentPage() const
 void MainWindow::applyOptions(const StudioOptions &options)
 {
     if (options.demo) {
+        // First run: this machine's recommendation on the Hardware page, the demo ready to launch.
         m_hardwarePage->refresh();
-        showPage(Page::Hardware);
+        const QString demoConfig = QString::fromStdString(config::defaultCacheDir()) + QStringLiteral("/demo_config.yaml");
+        m_launchPage->prepareDemo(LaunchPage::findDemoJob(), demoConfig);
+        showPage(Page::Launch);
     }
     if (!options.configFile.isEmpty()) {
         m_configurePage->openFile(options.configFile);

@@ -13,6 +13,7 @@ namespace accel::app {
 
 class ConfigurePage;
 class HardwarePage;
+class LaunchPage;
 class RunsPage;
 
 class MainWindow : public QMainWindow
@@ -28,6 +29,7 @@ public:
     ConfigurePage *configurePage() const { return m_configurePage; }
     HardwarePage *hardwarePage() const { return m_hardwarePage; }
     RunsPage *runsPage() const { return m_runsPage; }
+    LaunchPage *launchPage() const { return m_launchPage; }
 
     // Applies --page, --config and --demo.
     void applyOptions(const StudioOptions &options);
@@ -54,6 +56,7 @@ private:
     ConfigurePage *m_configurePage = nullptr;
     HardwarePage *m_hardwarePage = nullptr;
     RunsPage *m_runsPage = nullptr;
+    LaunchPage *m_launchPage = nullptr;
 };
 
 } // namespace accel::app
