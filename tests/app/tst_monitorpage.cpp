@@ -2,6 +2,7 @@
 // timer show up as plot points and rank rows, logs filter by rank and text, events raise and
 // clear banners, charts export as PNG and CSV, and long series are decimated to the plot width.
 #include "app/studio/monitor/bannerbar.h"
+#include "app/studio/monitor/eventstimeline.h"
 #include "app/studio/monitor/logview.h"
 #include "app/studio/monitor/metricplot.h"
 #include "app/studio/monitor/monitorpage.h"
@@ -232,7 +233,7 @@ void tst_MonitorPage::longSeriesAreDecimatedAndSmoothed()
     QByteArray lines;
     const int count = 20000;
     for (int step = 0; step < count; ++step)
-        lines += metricsLine(0, step, step % 100 == 0 ? 10.0 : 1.0);  // spikes every 100 steps
+        lines += metricsLine(0, step, step % 100 == 50 ? 10.0 : 1.0);  // spikes every 100 steps
     QVERIFY(appendText(run + QStringLiteral("/metrics/rank0.jsonl"), lines));
     MonitorPage page;
     page.resize(1000, 700);

@@ -15,6 +15,7 @@
 #include <QSplitter>
 #include <QStandardPaths>
 #include <QTableView>
+#include <QTimer>
 #include <QVBoxLayout>
 
 namespace accel::app {
@@ -64,7 +65,8 @@ RunsPage::RunsPage(QWidget *parent) : QWidget(parent)
     connect(&m_model, &QAbstractItemModel::dataChanged, this, &RunsPage::updateButtons);
     connect(&m_model, &QAbstractItemModel::rowsInserted, this, [this] {
         m_view->resizeColumnsToContents();
-        selectNewestOnce();
+        // Later, once every row of this refresh is in (and sorted), not on its first row.
+        QTimer::singleShot(0, this, &RunsPage::selectNewestOnce);
     });
     connect(m_monitor, &MonitorPage::statusMessage, this, &RunsPage::statusMessage);
 
