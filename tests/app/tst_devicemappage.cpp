@@ -1,6 +1,7 @@
 // The Device Map page plans a config.json written by the test with typed budgets, shows what
 // inferAutoDeviceMap answers (lanes and blocks), lets a block move by dragging it onto another
 // lane (budgets re-checked), and exports JSON and Python that parse back.
+#include "app/studio/bigmodel/bigmodelspage.h"
 #include "app/studio/bigmodel/devicelanesview.h"
 #include "app/studio/bigmodel/devicemappage.h"
 #include "core/bigmodel/devicemap.h"
@@ -51,6 +52,7 @@ private Q_SLOTS:
     void exportsParseBack();
     void badInputShowsError();
     void large70BConfigPlansOffTheGuiThread();
+    void fitsTheSmallestWindow();
 };
 
 void tst_DeviceMapPage::lanesMatchInferAutoDeviceMap()
@@ -240,6 +242,13 @@ void tst_DeviceMapPage::large70BConfigPlansOffTheGuiThread()
     QVERIFY(plan.lanes()[0].blocks.size() > 10);
     QVERIFY(plan.lanes()[1].blocks.size() > 10);
     QVERIFY(plan.totalBytes() > 130ull * 1000 * 1000 * 1000);
+}
+
+void tst_DeviceMapPage::fitsTheSmallestWindow()
+{
+    // The main window is 900 px wide at least, with the sidebar beside the page.
+    BigModelsPage page;
+    QVERIFY2(page.minimumSizeHint().width() <= 700, qPrintable(QString::number(page.minimumSizeHint().width())));
 }
 
 QTEST_MAIN(tst_DeviceMapPage)
