@@ -1,5 +1,6 @@
 // accel-worker: one rank of a job (docs/jobs.md). Started by `accel launch`, `accelerate launch`,
 // torchrun or mpirun with the usual RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT environment.
+#include "core/inference/workermain.h"
 #include "core/worker/jobrunner.h"
 
 #include <cstring>
@@ -10,6 +11,7 @@ namespace {
 const char *usage =
     "usage: accel-worker JOB.yaml\n"
     "       accel-worker --capabilities [--json]\n"
+    "       accel-worker generate|infer|serve ... (inference: docs/worker-protocol.md)\n"
     "       accel-worker --version\n"
     "\n"
     "Runs one rank of a training job with the embedded libtorch runtime. The rank, world size\n"
@@ -26,6 +28,9 @@ int main(int argc, char **argv)
         return 2;
     }
     const std::string first = argv[1];
+    // Inference (generate, infer, serve for the studio's playground) shares the worker program.
+    if (accel::inference::isWorkerCommand(first))
+        return accel::inference::workerMain(argc, argv);
     if (first == "--help" || first == "-h") {
         std::cout << usage;
         return 0;

@@ -30,7 +30,7 @@ private Q_SLOTS:
     void serveCancelStopsGeneration();
 
 private:
-    QString worker() const { return test::binDir() + "/accel-inference-worker"; }
+    QString worker() const { return test::binDir() + "/accel-worker"; }
     QTemporaryDir m_dir;
     test::TinyModel m_gpt2;
     test::TinyModel m_llama;
