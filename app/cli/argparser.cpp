@@ -253,4 +253,41 @@ std::optional<std::string> ArgParser::firstPositional(const std::string &name) c
     return values.front();
 }
 
+std::vector<std::string> expandMultiValueOption(int argc, char **argv, const std::string &name,
+                                                const std::function<bool(const std::string &)> &accepts,
+                                                bool passFirstRejected)
+{
+    const std::string wanted = ArgParser::canonical(name);
+    std::vector<std::string> args;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        if (arg.rfind("--", 0) != 0 || arg.find('=') != std::string::npos || ArgParser::canonical(arg) != wanted) {
+            args.push_back(arg);
+            continue;
+        }
+        bool any = false;
+        while (i + 1 < argc) {
+            std::vector<std::string> items;
+            std::stringstream stream(argv[i + 1]);
+            std::string item;
+            while (std::getline(stream, item, ','))
+                items.push_back(item);
+            const bool allAccepted = !items.empty() && std::all_of(items.begin(), items.end(), accepts);
+            if (!allAccepted && (!passFirstRejected || any || argv[i + 1][0] == '-'))
+                break;
+            ++i;
+            for (const std::string &x : items) {
+                args.push_back(arg);
+                args.push_back(x);
+            }
+            any = true;
+            if (!allAccepted)
+                break;  // a single rejected value: the parser names it
+        }
+        if (!any)
+            args.push_back(arg);
+    }
+    return args;
+}
+
 } // namespace accel::cli

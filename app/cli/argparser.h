@@ -4,6 +4,7 @@
 // the flag and suggest the closest known one. Qt-free so it is testable on its own.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -72,5 +73,14 @@ private:
     bool m_helpRequested = false;
     std::string m_error;
 };
+
+// Rewrites an option that takes several values (argparse's nargs="+") into repeated options:
+// `--dtypes a b,c` becomes `--dtypes a --dtypes b --dtypes c`. Following arguments are taken
+// while every comma-separated item is accepted, so a positional after the list stays positional.
+// With `passFirstRejected`, a first value that is rejected (and is not an option) is still
+// passed on, so that the parser can name it in its error.
+std::vector<std::string> expandMultiValueOption(int argc, char **argv, const std::string &name,
+                                                const std::function<bool(const std::string &)> &accepts,
+                                                bool passFirstRejected);
 
 } // namespace accel::cli

@@ -24,39 +24,6 @@ bool isIdentifier(const std::string &s)
         && std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
 
-// `--no-split A B` (argparse nargs="+") becomes `--no-split A --no-split B`; commas work too.
-// Only identifiers are taken, so a MODEL path after the list stays positional.
-std::vector<std::string> expandNoSplit(int argc, char **argv)
-{
-    std::vector<std::string> args;
-    for (int i = 1; i < argc; ++i) {
-        const std::string arg = argv[i];
-        if (arg.rfind("--", 0) != 0 || arg.find('=') != std::string::npos || cli::ArgParser::canonical(arg) != "no_split") {
-            args.push_back(arg);
-            continue;
-        }
-        bool any = false;
-        while (i + 1 < argc) {
-            std::vector<std::string> items;
-            std::stringstream stream(argv[i + 1]);
-            std::string item;
-            while (std::getline(stream, item, ','))
-                items.push_back(item);
-            if (items.empty() || !std::all_of(items.begin(), items.end(), isIdentifier))
-                break;
-            ++i;
-            for (const std::string &x : items) {
-                args.push_back(arg);
-                args.push_back(x);
-            }
-            any = true;
-        }
-        if (!any)
-            args.push_back(arg);
-    }
-    return args;
-}
-
 nlohmann::ordered_json deviceValue(const std::string &device)
 {
     if (bigmodel::isGpuDevice(device))
@@ -146,7 +113,7 @@ int runDeviceMap(int argc, char **argv)
     parser.addFlag("fallback_allocation", "let an empty GPU take any module that fits (fallback_allocation=True)");
     parser.addFlag("no_clean", "keep the map unmerged (clean_result=False)");
     parser.addFlag("json", "print a JSON object (schema accel.device-map)");
-    if (!parser.parse(expandNoSplit(argc, argv))) {
+    if (!parser.parse(cli::expandMultiValueOption(argc, argv, "no_split", isIdentifier, false))) {
         if (parser.helpRequested()) {
             std::fputs(parser.helpText().c_str(), stdout);
             return cli::ExitOk;

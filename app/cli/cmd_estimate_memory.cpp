@@ -16,44 +16,6 @@ namespace {
 
 using namespace accel;
 
-// `--dtypes a b c` (argparse nargs="+") becomes `--dtypes a --dtypes b --dtypes c`; commas work
-// too. Only known dtype names are taken, so a MODEL after the list stays positional.
-std::vector<std::string> expandDtypes(int argc, char **argv, const std::vector<std::string> &known)
-{
-    std::vector<std::string> args;
-    for (int i = 1; i < argc; ++i) {
-        const std::string arg = argv[i];
-        if (arg.rfind("--", 0) != 0 || arg.find('=') != std::string::npos || cli::ArgParser::canonical(arg) != "dtypes") {
-            args.push_back(arg);
-            continue;
-        }
-        bool any = false;
-        while (i + 1 < argc) {
-            std::vector<std::string> items;
-            std::stringstream stream(argv[i + 1]);
-            std::string item;
-            while (std::getline(stream, item, ','))
-                items.push_back(item);
-            const bool allKnown = !items.empty() && std::all_of(items.begin(), items.end(), [&](const std::string &x) {
-                return std::find(known.begin(), known.end(), x) != known.end();
-            });
-            if (!allKnown && (any || argv[i + 1][0] == '-'))
-                break;
-            ++i;
-            for (const std::string &x : items) {
-                args.push_back(arg);
-                args.push_back(x);
-            }
-            any = true;
-            if (!allKnown)
-                break;  // a single unknown value: the parser names it
-        }
-        if (!any)
-            args.push_back(arg);
-    }
-    return args;
-}
-
 bool parseCount(const std::optional<std::string> &text, int64_t *value)
 {
     if (!text)
@@ -119,7 +81,9 @@ int runEstimateMemory(int argc, char **argv)
     parser.addValue("batch", "B", "batch size for the inference figures", "1");
     parser.addValue("context", "T", "tokens of context for the KV cache and activations", "min(max positions, 4096)");
     parser.addFlag("json", "print a JSON object (schema accel.memory-estimate) instead of tables");
-    const auto args = expandDtypes(argc, argv, dtypes.choices);
+    const auto args = cli::expandMultiValueOption(argc, argv, "dtypes", [&](const std::string &x) {
+        return std::find(dtypes.choices.begin(), dtypes.choices.end(), x) != dtypes.choices.end();
+    }, true);
     if (!parser.parse(args)) {
         if (parser.helpRequested()) {
             std::fputs(parser.helpText().c_str(), stdout);

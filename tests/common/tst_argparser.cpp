@@ -76,6 +76,27 @@ private Q_SLOTS:
         QVERIFY(parser.parse({"--num_processes", "-1"}));
         QCOMPARE(parser.valueOr("num_processes", ""), std::string("-1"));
     }
+
+    void multiValueOptionsExpandUntilARejectedItem()
+    {
+        std::vector<std::string> storage{"estimate-memory", "--dtypes", "float32", "int8,int4", "model-dir", "--json"};
+        std::vector<char *> argv;
+        for (std::string &s : storage)
+            argv.push_back(s.data());
+        const auto known = [](const std::string &x) { return x == "float32" || x == "int8" || x == "int4"; };
+        const std::vector<std::string> expected{"--dtypes", "float32", "--dtypes", "int8", "--dtypes", "int4", "model-dir", "--json"};
+        QCOMPARE(accel::cli::expandMultiValueOption(int(argv.size()), argv.data(), "dtypes", known, false), expected);
+
+        // A first value that is rejected is passed on only when asked, so the parser can name it.
+        storage = {"estimate-memory", "--dtypes", "float99", "model-dir"};
+        argv.clear();
+        for (std::string &s : storage)
+            argv.push_back(s.data());
+        const std::vector<std::string> passed{"--dtypes", "float99", "model-dir"};
+        QCOMPARE(accel::cli::expandMultiValueOption(int(argv.size()), argv.data(), "dtypes", known, true), passed);
+        const std::vector<std::string> kept{"--dtypes", "float99", "model-dir"};
+        QCOMPARE(accel::cli::expandMultiValueOption(int(argv.size()), argv.data(), "dtypes", known, false), kept);
+    }
 };
 
 QTEST_GUILESS_MAIN(tst_ArgParser)
