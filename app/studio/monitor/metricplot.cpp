@@ -79,7 +79,7 @@ MetricPlot::MetricPlot(const QString &title, const QStringList &names, bool with
     auto *layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(m_plot);
-    setMinimumSize(240, 160);
+    setMinimumSize(160, 120);  // three across must fit the smallest main window
 
     m_plot->plotLayout()->insertRow(0);
     auto *titleElement = new QCPTextElement(m_plot, title, QFont(font().family(), font().pointSize(), QFont::Bold));

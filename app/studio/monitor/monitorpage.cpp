@@ -42,7 +42,8 @@ MonitorPage::MonitorPage(QWidget *parent) : QWidget(parent)
     auto *bar = new QHBoxLayout;
     bar->addWidget(new QLabel(tr("Details for:"), this));
     m_detailCombo = new QComboBox(this);
-    m_detailCombo->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    m_detailCombo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    m_detailCombo->setMinimumContentsLength(12);
     bar->addWidget(m_detailCombo);
     m_smoothBox = new QCheckBox(tr("Smooth (EMA)"), this);
     m_smoothWeight = new QDoubleSpinBox(this);

@@ -33,6 +33,7 @@ RunsPage::RunsPage(QWidget *parent) : QWidget(parent)
     m_rootLabel = new QLabel(this);
     m_rootLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_rootLabel->setStyleSheet(QStringLiteral("color: palette(mid);"));
+    m_rootLabel->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);  // long paths never widen the window
     bar->addWidget(m_rootLabel, 1);
     m_refresh = new QPushButton(tr("Refresh"), this);
     m_stop = new QPushButton(tr("Stop"), this);
@@ -89,6 +90,7 @@ void RunsPage::setRunsRoot(const QString &root)
     m_monitor->setRuns({});
     m_model.setRunsRoot(root);
     m_rootLabel->setText(QDir::toNativeSeparators(root));
+    m_rootLabel->setToolTip(QDir::toNativeSeparators(root));
     m_view->resizeColumnsToContents();
     selectNewestOnce();
     updateButtons();
