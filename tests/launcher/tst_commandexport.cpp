@@ -231,8 +231,11 @@ void tst_CommandExport::sbatchRunsOnePerNode()
     const QString bin = dir.path() + "/bin";
     QVERIFY(QDir().mkpath(bin));
     // Fake SLURM: scontrol lists two hosts, srun starts the command once per node with its rank.
+    // It prints many hosts, slowly, as a large allocation would: a reader that stops after the first
+    // line would make it die of SIGPIPE (the generated script runs under pipefail).
     writeFile(bin + "/scontrol", "#!/bin/bash\n[ \"$1 $2\" = 'show hostnames' ] || exit 3\n"
-                                 "[ \"$3\" = \"$SLURM_JOB_NODELIST\" ] || exit 4\necho nodeA\necho nodeB\n", true);
+                                 "[ \"$3\" = \"$SLURM_JOB_NODELIST\" ] || exit 4\necho nodeA\nsleep 0.05\n"
+                                 "for i in $(seq 1 2000); do echo node$i; done\n", true);
     writeFile(bin + "/srun", "#!/bin/bash\nwhile [[ \"$1\" == --* ]]; do shift; done\n"
                              "for i in 0 1; do SLURM_NODEID=$i SLURM_PROCID=$i \"$@\"; done\n", true);
     // The launchers only print what they were given, one argument per line.
