@@ -58,7 +58,8 @@ Result<LoadedConfig> loadLaunchConfig(const std::string &path)
     if (!loaded)
         return tl::unexpected(loaded.error());
     if (loaded->isSageMaker())
-        return makeError(ErrorCode::Unsupported, "compute_environment: AMAZON_SAGEMAKER is not supported by accel launch", path);
+        return makeError(ErrorCode::Unsupported,
+                         "compute_environment: AMAZON_SAGEMAKER is not supported by accel launch", path);
     // The tree Accelerate would write (nulls and empty blocks dropped), through the public codec.
     auto tree = config::parseJsonText(config::serializeConfig(*loaded, config::ConfigFormat::Json), path);
     if (!tree)

@@ -11,7 +11,7 @@ namespace accel::launcher {
 
 struct LoadedConfig {
     ConfigView view;
-    std::string yamlText;  // the config as Accelerate would write it (cluster.yaml of the run)
+    std::string yamlText; // the config as Accelerate would write it (cluster.yaml of the run)
 };
 
 // False when this build has no config library (then loadLaunchConfig always fails).

@@ -10,13 +10,15 @@ namespace {
 
 std::string upper(std::string text)
 {
-    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+    std::transform(text.begin(), text.end(), text.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
     return text;
 }
 
 std::string lower(std::string text)
 {
-    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    std::transform(text.begin(), text.end(), text.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     return text;
 }
 
@@ -70,7 +72,7 @@ void addFp8Block(const LaunchSettings &settings, EnvMap &env)
         }
         std::string text;
         if (name == "fp8_backend")
-            text = upper(value.text);  // the training side parses it case-sensitively (facts 3.1)
+            text = upper(value.text); // the training side parses it case-sensitively (facts 3.1)
         else if (value.isBool && value.origin == Origin::Flag && name != "fp8_use_autocast_during_eval")
             text = flagBool(value.text);
         else
@@ -144,7 +146,11 @@ void addDeepSpeedBlock(const LaunchSettings &settings, const EnvMap &base, EnvMa
         fields += (fields.empty() ? "" : ",") + lower(field);
     env["ACCELERATE_CONFIG_DS_FIELDS"] = fields;
     env["ACCELERATE_USE_DEEPSPEED"] = "true";
-    struct Entry { const char *arg; const char *var; bool lowerCase; };
+    struct Entry {
+        const char *arg;
+        const char *var;
+        bool lowerCase;
+    };
     static const Entry entries[] = {
         {"zero_stage", "ACCELERATE_DEEPSPEED_ZERO_STAGE", false},
         {"gradient_accumulation_steps", "ACCELERATE_GRADIENT_ACCUMULATION_STEPS", false},
@@ -196,9 +202,12 @@ void addRankVariables(const LaunchSettings &settings, const EnvMap &base, RankPl
 const char *launcherKindName(LauncherKind kind)
 {
     switch (kind) {
-    case LauncherKind::Simple: return "simple";
-    case LauncherKind::Torchrun: return "torchrun";
-    case LauncherKind::DeepSpeed: return "deepspeed";
+    case LauncherKind::Simple:
+        return "simple";
+    case LauncherKind::Torchrun:
+        return "torchrun";
+    case LauncherKind::DeepSpeed:
+        return "deepspeed";
     }
     return "simple";
 }
@@ -225,9 +234,9 @@ std::string pythonBool(const std::string &text)
 std::string deviceMaskVariableFor(const std::string &distributedType)
 {
     static const std::map<std::string, std::string> masks = {
-        {"MULTI_XPU", "ZE_AFFINITY_MASK"},         {"MULTI_MLU", "MLU_VISIBLE_DEVICES"},
-        {"MULTI_SDAA", "SDAA_VISIBLE_DEVICES"},    {"MULTI_MUSA", "MUSA_VISIBLE_DEVICES"},
-        {"MULTI_NPU", "ASCEND_RT_VISIBLE_DEVICES"}, {"MULTI_HPU", "HABANA_VISIBLE_MODULES"},
+        {"MULTI_XPU", "ZE_AFFINITY_MASK"},           {"MULTI_MLU", "MLU_VISIBLE_DEVICES"},
+        {"MULTI_SDAA", "SDAA_VISIBLE_DEVICES"},      {"MULTI_MUSA", "MUSA_VISIBLE_DEVICES"},
+        {"MULTI_NPU", "ASCEND_RT_VISIBLE_DEVICES"},  {"MULTI_HPU", "HABANA_VISIBLE_MODULES"},
         {"MULTI_NEURON", "NEURON_RT_VISIBLE_CORES"},
     };
     auto it = masks.find(distributedType);
@@ -294,8 +303,8 @@ EnvMap buildRankEnvironment(const LaunchSettings &settings, const EnvMap &base, 
 
     if (!settings.runDirectory.empty()) {
         env["ACCEL_RUN_DIR"] = settings.runDirectory;
-        env["ACCEL_METRICS_FILE"] = settings.runDirectory + "/metrics/rank"
-            + std::to_string(globalRank(settings, placement.localRank)) + ".jsonl";
+        env["ACCEL_METRICS_FILE"] = settings.runDirectory + "/metrics/rank" +
+                                    std::to_string(globalRank(settings, placement.localRank)) + ".jsonl";
     }
     return env;
 }

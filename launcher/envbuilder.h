@@ -13,7 +13,7 @@ namespace accel::launcher {
 
 struct RankPlacement {
     int localRank = 0;
-    int restartCount = 0;  // TORCHELASTIC_RESTART_COUNT
+    int restartCount = 0; // TORCHELASTIC_RESTART_COUNT
 };
 
 // Global rank of a local rank on this machine (node base offset + local rank).

@@ -43,7 +43,7 @@ QList<FileFollower::Line> FileFollower::poll()
         if (!file.open(QIODevice::ReadOnly))
             continue;
         if (file.size() < it.value())
-            it.value() = 0;  // truncated or replaced: start over
+            it.value() = 0; // truncated or replaced: start over
         if (file.size() == it.value())
             continue;
         file.seek(it.value());

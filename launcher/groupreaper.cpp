@@ -40,7 +40,7 @@ constexpr int kMaxGroups = 8192;
         }
         if (n < 0 && errno == EINTR)
             continue;
-        break;  // EOF: the supervisor is gone
+        break; // EOF: the supervisor is gone
     }
     for (int i = 0; i < count; ++i)
         ::killpg(groups[i], SIGKILL);

@@ -11,7 +11,7 @@ namespace accel::launcher {
 class GroupReaper {
 public:
     GroupReaper();
-    ~GroupReaper();  // a clean goodbye: the helper exits without killing anything
+    ~GroupReaper(); // a clean goodbye: the helper exits without killing anything
     GroupReaper(const GroupReaper &) = delete;
     GroupReaper &operator=(const GroupReaper &) = delete;
 

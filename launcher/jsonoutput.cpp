@@ -8,8 +8,9 @@ QByteArray schemaJson(const QString &schema, int version, QJsonObject body, bool
 {
     body.remove(QStringLiteral("schema"));
     body.remove(QStringLiteral("version"));
-    const QByteArray name = QJsonDocument(QJsonObject{{QStringLiteral("s"), schema}}).toJson(QJsonDocument::Compact).mid(5);
-    const QByteArray quoted = name.left(name.size() - 1);  // "schema-name" with JSON escaping
+    const QByteArray name =
+        QJsonDocument(QJsonObject{{QStringLiteral("s"), schema}}).toJson(QJsonDocument::Compact).mid(5);
+    const QByteArray quoted = name.left(name.size() - 1); // "schema-name" with JSON escaping
     const QByteArray number = QByteArray::number(version);
     if (compact) {
         QByteArray text = "{\"schema\":" + quoted + ",\"version\":" + number;
@@ -29,8 +30,8 @@ QByteArray schemaJson(const QString &schema, int version, QJsonObject body, bool
 
 QByteArray schemaJson(const QJsonObject &document, bool compact)
 {
-    return schemaJson(document.value(QStringLiteral("schema")).toString(), document.value(QStringLiteral("version")).toInt(1),
-                      document, compact);
+    return schemaJson(document.value(QStringLiteral("schema")).toString(),
+                      document.value(QStringLiteral("version")).toInt(1), document, compact);
 }
 
 } // namespace accel::launcher

@@ -11,14 +11,14 @@ namespace accel::launcher {
 
 struct LaunchFlag {
     enum class Kind {
-        Switch,  // store_true: no value
-        Value,   // takes a value
-        BoolText,  // takes "true"/"false" text (FSDP, DeepSpeed, FP8 booleans)
+        Switch,   // store_true: no value
+        Value,    // takes a value
+        BoolText, // takes "true"/"false" text (FSDP, DeepSpeed, FP8 booleans)
     };
     const char *name;
     Kind kind;
     const char *valueName;
-    const char *defaultValue;  // nullptr: no default (Python None)
+    const char *defaultValue; // nullptr: no default (Python None)
     const char *help;
     const char *group;
     char shortName = 0;

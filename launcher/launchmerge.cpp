@@ -16,7 +16,8 @@ namespace {
 
 std::string upper(std::string text)
 {
-    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+    std::transform(text.begin(), text.end(), text.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
     return text;
 }
 
@@ -24,8 +25,7 @@ class Merger {
 public:
     Merger(const LaunchRequest &request, const std::optional<ConfigView> &config, const HostFacts &host)
         : m_request(request), m_config(config), m_host(host)
-    {
-    }
+    {}
 
     Result<LaunchSettings> run();
 
@@ -108,8 +108,13 @@ void Merger::fillBlockArgs()
             m_settings.args[spec.name] = ArgValue{"false", Origin::Default, true, {}};
     }
     static const std::map<std::string, std::string> prefixes = {
-        {"fsdp_config", "fsdp_"}, {"fp8_config", "fp8_"}, {"dynamo_config", "dynamo_"}, {"deepspeed_config", ""},
-        {"megatron_lm_config", "megatron_lm_"}, {"mpirun_config", ""}, {"parallelism_config", "parallelism_config_"},
+        {"fsdp_config", "fsdp_"},
+        {"fp8_config", "fp8_"},
+        {"dynamo_config", "dynamo_"},
+        {"deepspeed_config", ""},
+        {"megatron_lm_config", "megatron_lm_"},
+        {"mpirun_config", ""},
+        {"parallelism_config", "parallelism_config_"},
     };
     for (const auto &[blockName, prefix] : prefixes) {
         const ArgMap *values = block(blockName);
@@ -140,13 +145,15 @@ void Merger::fillBlockArgs()
         const bool differs = m_settings.args[flagName].text != it->second.text;
         m_settings.args[flagName] = it->second;
         if (differs)
-            m_settings.notes.push_back("fp8_config." + configName.substr(4) + ": " + it->second.text + " is applied as --"
-                                       + flagName + " (accelerate launch exports it under a name the recipe never reads)");
+            m_settings.notes.push_back("fp8_config." + configName.substr(4) + ": " + it->second.text +
+                                       " is applied as --" + flagName +
+                                       " (accelerate launch exports it under a name the recipe never reads)");
     }
-    if (auto it = m_settings.args.find("fp8_backend"); it != m_settings.args.end() && it->second.origin == Origin::Flag
-        && it->second.text != upper(it->second.text)) {
-        m_settings.notes.push_back("--fp8_backend " + it->second.text + " is exported as " + upper(it->second.text)
-                                   + " (accelerate launch exports the lower-case value, which the training side rejects)");
+    if (auto it = m_settings.args.find("fp8_backend");
+        it != m_settings.args.end() && it->second.origin == Origin::Flag && it->second.text != upper(it->second.text)) {
+        m_settings.notes.push_back(
+            "--fp8_backend " + it->second.text + " is exported as " + upper(it->second.text) +
+            " (accelerate launch exports the lower-case value, which the training side rejects)");
     }
 }
 
@@ -160,8 +167,8 @@ Result<void> Merger::decideMode()
     }
     if (given.size() > 1)
         return makeError(ErrorCode::InvalidInput,
-                         "only one of --cpu, --multi_gpu, --tpu, --use_deepspeed, --use_fsdp may be given; got "
-                             + given[0] + " and " + given[1]);
+                         "only one of --cpu, --multi_gpu, --tpu, --use_deepspeed, --use_fsdp may be given; got " +
+                             given[0] + " and " + given[1]);
     if (typed("module") && typed("no_python"))
         return makeError(ErrorCode::InvalidInput, "--module and --no_python cannot be combined");
     if (typed("tpu") || typed("tpu_cluster"))
@@ -267,7 +274,8 @@ Result<void> Merger::applyScalars()
     m_settings.dynamoMode = dynamoValue("dynamo_mode").value_or("default");
     m_settings.dynamoUseFullgraph = parseBool(dynamoValue("dynamo_use_fullgraph").value_or("false"));
     m_settings.dynamoUseDynamic = parseBool(dynamoValue("dynamo_use_dynamic").value_or("false"));
-    m_settings.dynamoUseRegionalCompilation = parseBool(dynamoValue("dynamo_use_regional_compilation").value_or("false"));
+    m_settings.dynamoUseRegionalCompilation =
+        parseBool(dynamoValue("dynamo_use_regional_compilation").value_or("false"));
 
     // Launcher-level settings. Accelerate ignores these config keys (their flags have defaults);
     // accel honours them when no flag was typed and says so.
@@ -279,7 +287,8 @@ Result<void> Merger::applyScalars()
     m_settings.sameNetwork = typed("same_network") || (top("same_network") && parseBool(top("same_network")->text));
     const std::string rdzv = scalar("rdzv_backend").value_or("static");
     if (rdzv != "static")
-        m_settings.notes.push_back("rdzv_backend " + rdzv + " is not used: rank 0 hosts the c10d TCPStore (static rendezvous)");
+        m_settings.notes.push_back("rdzv_backend " + rdzv +
+                                   " is not used: rank 0 hosts the c10d TCPStore (static rendezvous)");
     m_settings.role = flag("role").value_or("default");
     auto restarts = toInt("max_restarts", flag("max_restarts").value_or("0"), 0);
     if (!restarts)
@@ -316,21 +325,22 @@ Result<void> Merger::validate()
 {
     LaunchSettings &s = m_settings;
     if (s.numProcesses % s.numMachines != 0)
-        return makeError(ErrorCode::InvalidInput, "num_processes " + std::to_string(s.numProcesses)
-                                                      + " is not a multiple of num_machines " + std::to_string(s.numMachines));
+        return makeError(ErrorCode::InvalidInput, "num_processes " + std::to_string(s.numProcesses) +
+                                                      " is not a multiple of num_machines " +
+                                                      std::to_string(s.numMachines));
     if (s.machineRank >= s.numMachines)
-        return makeError(ErrorCode::InvalidInput, "machine_rank " + std::to_string(s.machineRank) + " must be below num_machines "
-                                                      + std::to_string(s.numMachines));
+        return makeError(ErrorCode::InvalidInput, "machine_rank " + std::to_string(s.machineRank) +
+                                                      " must be below num_machines " + std::to_string(s.numMachines));
     if (s.numMachines > 1 && s.mainProcessIp.empty())
         return makeError(ErrorCode::InvalidInput, "main_process_ip is required when num_machines > 1");
     if (s.numMachines > 1 && s.mainProcessPortExplicit && s.mainProcessPort == 0)
         return makeError(ErrorCode::InvalidInput, "main_process_port 0 (a free port) works on one machine only; "
                                                   "give every machine the same main_process_port");
     if (typed("multi_gpu") && s.numProcesses < 2)
-        return makeError(ErrorCode::InvalidInput, "--multi_gpu needs --num_processes 2 or more, got "
-                                                      + std::to_string(s.numProcesses));
-    if (m_multiGpu && typed("multi_gpu") && s.gpuIds != "all" && s.numMachines == 1
-        && std::count(s.gpuIds.begin(), s.gpuIds.end(), ',') < 1)
+        return makeError(ErrorCode::InvalidInput,
+                         "--multi_gpu needs --num_processes 2 or more, got " + std::to_string(s.numProcesses));
+    if (m_multiGpu && typed("multi_gpu") && s.gpuIds != "all" && s.numMachines == 1 &&
+        std::count(s.gpuIds.begin(), s.gpuIds.end(), ',') < 1)
         return makeError(ErrorCode::InvalidInput, "--multi_gpu needs at least 2 gpu ids, got gpu_ids " + s.gpuIds);
     if (s.useFsdp) {
         const bool ramEfficient = parseBool(s.args["fsdp_cpu_ram_efficient_loading"].text);
@@ -366,10 +376,11 @@ Result<LaunchSettings> Merger::run()
         s.distributedType = "DEEPSPEED";
         if (s.numMachines > 1) {
             const std::string runner = s.args.count("deepspeed_multinode_launcher")
-                ? s.args["deepspeed_multinode_launcher"].text : std::string("pdsh");
+                                           ? s.args["deepspeed_multinode_launcher"].text
+                                           : std::string("pdsh");
             if (runner != "standard")
-                s.notes.push_back("deepspeed_multinode_launcher " + runner
-                                  + " is not used: accel launch starts this machine's ranks itself (as 'standard')");
+                s.notes.push_back("deepspeed_multinode_launcher " + runner +
+                                  " is not used: accel launch starts this machine's ranks itself (as 'standard')");
         }
     } else if ((s.useFsdp || s.useMegatron || m_multiGpu) && !cpu) {
         s.launcher = LauncherKind::Torchrun;
@@ -385,10 +396,11 @@ Result<LaunchSettings> Merger::run()
         s.distributedType = s.numProcesses > 1 ? "MULTI_CPU" : "NO";
         if (s.numProcesses > 1) {
             const bool mpi = s.args.count("mpirun_hostfile") && !s.args["mpirun_hostfile"].text.empty();
-            s.notes.push_back(std::string(mpi ? "mpirun_hostfile is not used: " : "")
-                              + "accelerate launch would start 1 process here and leave the other ranks to "
-                                "mpirun/SLURM; accel launch starts all "
-                              + std::to_string(s.processesPerNode()) + " local ranks with torchrun-style RANK/WORLD_SIZE");
+            s.notes.push_back(std::string(mpi ? "mpirun_hostfile is not used: " : "") +
+                              "accelerate launch would start 1 process here and leave the other ranks to "
+                              "mpirun/SLURM; accel launch starts all " +
+                              std::to_string(s.processesPerNode()) +
+                              " local ranks with torchrun-style RANK/WORLD_SIZE");
         }
     }
     s.deviceMaskVariable = deviceMaskVariableFor(s.distributedType);
@@ -438,8 +450,8 @@ HostFacts detectHostFacts()
     std::error_code error;
     for (const auto &entry : std::filesystem::directory_iterator("/dev", error)) {
         const std::string name = entry.path().filename().string();
-        if (name.size() > 6 && name.rfind("nvidia", 0) == 0
-            && std::all_of(name.begin() + 6, name.end(), [](unsigned char c) { return std::isdigit(c); }))
+        if (name.size() > 6 && name.rfind("nvidia", 0) == 0 &&
+            std::all_of(name.begin() + 6, name.end(), [](unsigned char c) { return std::isdigit(c); }))
             ++facts.acceleratorCount;
     }
     return facts;

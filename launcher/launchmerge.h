@@ -25,13 +25,13 @@ struct ConfigView {
 // Facts about this machine that change the merge.
 struct HostFacts {
     int physicalCores = 1;
-    int acceleratorCount = 0;  // visible GPUs (or other accelerators)
+    int acceleratorCount = 0; // visible GPUs (or other accelerators)
 };
 
 struct LaunchRequest {
-    std::map<std::string, std::string> flags;  // flags typed on the command line; switches map to "true"
+    std::map<std::string, std::string> flags; // flags typed on the command line; switches map to "true"
     ProgramSpec program;
-    EnvMap environment;  // the launcher's own environment (OMP_NUM_THREADS, MPI local sizes)
+    EnvMap environment; // the launcher's own environment (OMP_NUM_THREADS, MPI local sizes)
     std::string workingDirectory;
 };
 

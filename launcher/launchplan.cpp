@@ -77,7 +77,8 @@ QString launchPlanText(const LaunchSettings &settings, const EnvMap &base)
 {
     QString text;
     text += QStringLiteral("launcher: %1 (%2), %3 rank(s) on this machine of %4 total\n")
-                .arg(QString::fromLatin1(launcherKindName(settings.launcher)), QString::fromStdString(settings.distributedType))
+                .arg(QString::fromLatin1(launcherKindName(settings.launcher)),
+                     QString::fromStdString(settings.distributedType))
                 .arg(settings.processesPerNode())
                 .arg(settings.numProcesses);
     text += QStringLiteral("run directory: %1\n").arg(QString::fromStdString(settings.runDirectory));
@@ -124,7 +125,9 @@ QString formatRunSummary(const RunOutcome &outcome, const RunDirectory *run, int
                 text += QStringLiteral("       | %1\n").arg(line.left(160));
         }
     }
-    text += QStringLiteral("run %1: %2, exit code %3").arg(run ? run->id() : QStringLiteral("-"), outcome.state).arg(outcome.exitCode);
+    text += QStringLiteral("run %1: %2, exit code %3")
+                .arg(run ? run->id() : QStringLiteral("-"), outcome.state)
+                .arg(outcome.exitCode);
     if (outcome.failedRank >= 0)
         text += QStringLiteral(" (first failure: rank %1)").arg(outcome.failedRank);
     if (outcome.restarts > 0)

@@ -24,8 +24,8 @@ enum class Origin { Default, Config, Flag };
 struct ArgValue {
     std::string text;
     Origin origin = Origin::Default;
-    bool isBool = false;        // a boolean (text is "true"/"false")
-    std::vector<std::string> list;  // for list values from a config file (fp8 override precision)
+    bool isBool = false;           // a boolean (text is "true"/"false")
+    std::vector<std::string> list; // for list values from a config file (fp8 override precision)
 };
 
 // Accelerate's "args" namespace for the nested blocks: fsdp_*, fp8_*, megatron_lm_*,
@@ -37,22 +37,22 @@ struct ProgramSpec {
     Kind kind = Kind::PythonScript;
     std::string target;             // script path, module name, program, or job file
     std::vector<std::string> args;  // passed untouched
-    std::string python = "python3";  // PYTHON_EXEC overrides it, as in torchrun
+    std::string python = "python3"; // PYTHON_EXEC overrides it, as in torchrun
     std::string workerProgram;      // accel-worker, for Kind::Job
 };
 
 struct LaunchSettings {
     LauncherKind launcher = LauncherKind::Simple;
-    std::string distributedType = "NO";  // what the run amounts to: NO, MULTI_CPU, MULTI_GPU, FSDP, ...
-    bool cpu = false;                    // --cpu or use_cpu
+    std::string distributedType = "NO"; // what the run amounts to: NO, MULTI_CPU, MULTI_GPU, FSDP, ...
+    bool cpu = false;                   // --cpu or use_cpu
     bool debug = false;
     std::string mixedPrecision = "no";
-    int numProcesses = 1;  // total across machines
+    int numProcesses = 1; // total across machines
     int numMachines = 1;
     int machineRank = 0;
-    std::string mainProcessIp;   // empty: 127.0.0.1
+    std::string mainProcessIp; // empty: 127.0.0.1
     int mainProcessPort = 29500;
-    bool mainProcessPortExplicit = false;  // typed or from the config (a busy port is then an error)
+    bool mainProcessPortExplicit = false; // typed or from the config (a busy port is then an error)
     bool sameNetwork = false;
     std::string gpuIds = "all";
     std::string deviceMaskVariable = "CUDA_VISIBLE_DEVICES";
@@ -63,7 +63,7 @@ struct LaunchSettings {
     std::string rdzvBackend = "static";
     std::string rendezvousId = "none";
 
-    std::string dynamoBackend = "NO";  // upper-case
+    std::string dynamoBackend = "NO"; // upper-case
     std::string dynamoMode = "default";
     bool dynamoUseFullgraph = false;
     bool dynamoUseDynamic = false;
@@ -74,12 +74,12 @@ struct LaunchSettings {
     bool useMegatron = false;
     bool useParallelismConfig = false;
     ArgMap args;
-    std::vector<std::string> deepspeedFieldsFromConfig;  // ACCELERATE_CONFIG_DS_FIELDS
+    std::vector<std::string> deepspeedFieldsFromConfig; // ACCELERATE_CONFIG_DS_FIELDS
 
     ProgramSpec program;
-    std::string workingDirectory;  // absolute; DeepSpeed's PYTHONPATH entry
-    std::string runDirectory;      // ACCEL_RUN_DIR
-    std::vector<std::string> notes;  // "how we differ from accelerate launch" lines
+    std::string workingDirectory;   // absolute; DeepSpeed's PYTHONPATH entry
+    std::string runDirectory;       // ACCEL_RUN_DIR
+    std::vector<std::string> notes; // "how we differ from accelerate launch" lines
 
     int processesPerNode() const { return numMachines > 0 ? numProcesses / numMachines : numProcesses; }
     std::string masterAddress() const { return mainProcessIp.empty() ? std::string("127.0.0.1") : mainProcessIp; }

@@ -46,13 +46,13 @@ std::set<std::string> listeningInodes(int port)
     for (const char *table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
         std::ifstream in(table);
         std::string line;
-        std::getline(in, line);  // header
+        std::getline(in, line); // header
         while (std::getline(in, line)) {
             std::istringstream fields(line);
             std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
             fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >> timeout >> inode;
             const size_t colon = local.rfind(':');
-            if (colon == std::string::npos || state != "0A")  // 0A: LISTEN
+            if (colon == std::string::npos || state != "0A") // 0A: LISTEN
                 continue;
             if (std::stoi(local.substr(colon + 1), nullptr, 16) == port && inode != "0")
                 inodes.insert(inode);

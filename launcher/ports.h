@@ -12,7 +12,7 @@ namespace accel::launcher {
 
 struct PortHolder {
     int pid = 0;
-    std::string command;  // /proc/<pid>/cmdline, arguments joined by spaces
+    std::string command; // /proc/<pid>/cmdline, arguments joined by spaces
 };
 
 // True when binding 0.0.0.0:port fails because the address is in use.

@@ -20,9 +20,7 @@ QString RankExit::describe() const
     return QStringLiteral("exit %1").arg(exitCode);
 }
 
-RankProcess::RankProcess(Spec spec, QObject *parent)
-    : QObject(parent)
-    , m_spec(std::move(spec))
+RankProcess::RankProcess(Spec spec, QObject *parent) : QObject(parent), m_spec(std::move(spec))
 {
     connect(&m_process, &QProcess::readyReadStandardOutput, this, [this] { readChannel(QProcess::StandardOutput); });
     connect(&m_process, &QProcess::readyReadStandardError, this, [this] { readChannel(QProcess::StandardError); });
@@ -63,7 +61,7 @@ void RankProcess::start()
         // Die with the supervisor, even when it is killed with SIGKILL.
         ::prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (::getppid() != supervisor)
-            ::_exit(127);  // the supervisor died before prctl took effect
+            ::_exit(127); // the supervisor died before prctl took effect
     });
     m_clock.start();
     m_running = true;
@@ -120,7 +118,7 @@ void RankProcess::onFinished(int exitCode, QProcess::ExitStatus status)
     exit.rank = m_spec.rank;
     exit.pid = m_pid;
     if (status == QProcess::CrashExit)
-        exit.signal = exitCode;  // Qt reports the terminating signal as the exit code of a crash
+        exit.signal = exitCode; // Qt reports the terminating signal as the exit code of a crash
     else
         exit.exitCode = exitCode;
     finish(exit);

@@ -17,16 +17,16 @@ namespace accel::launcher {
 struct RankExit {
     int rank = 0;
     qint64 pid = 0;
-    int exitCode = 0;      // when exited normally
-    int signal = 0;        // terminating signal, 0 if exited normally
+    int exitCode = 0; // when exited normally
+    int signal = 0;   // terminating signal, 0 if exited normally
     bool failedToStart = false;
-    QString error;         // why it failed to start
+    QString error; // why it failed to start
     double runtimeSeconds = 0;
 
     bool succeeded() const { return !failedToStart && signal == 0 && exitCode == 0; }
     // Shell convention: the exit code, or 128 + signal; 127 when the program could not start.
     int shellCode() const { return failedToStart ? 127 : signal ? 128 + signal : exitCode; }
-    QString describe() const;  // "exit 3", "signal 9 (SIGKILL)", "failed to start: ..."
+    QString describe() const; // "exit 3", "signal 9 (SIGKILL)", "failed to start: ..."
 };
 
 class RankProcess : public QObject {
@@ -34,11 +34,11 @@ class RankProcess : public QObject {
 public:
     struct Spec {
         int rank = 0;
-        QStringList command;  // program and arguments
-        QStringList environment;  // KEY=VALUE, complete
+        QStringList command;     // program and arguments
+        QStringList environment; // KEY=VALUE, complete
         QString workingDirectory;
         QString logPath;
-        bool mirror = false;  // copy output to the terminal with a prefix
+        bool mirror = false; // copy output to the terminal with a prefix
     };
 
     explicit RankProcess(Spec spec, QObject *parent = nullptr);
@@ -64,7 +64,7 @@ private:
     Spec m_spec;
     QProcess m_process;
     QFile m_log;
-    QByteArray m_partial[2];  // unterminated last line per channel, for the mirror
+    QByteArray m_partial[2]; // unterminated last line per channel, for the mirror
     QElapsedTimer m_clock;
     qint64 m_pid = 0;
     bool m_running = false;

@@ -48,7 +48,7 @@ quint64 processStartTime(qint64 pid)
     // Field 3 is the first after ')'; start time is field 22.
     for (int index = 3; index <= 22 && fields >> field; ++index) {
         if (index == 3 && field == "Z")
-            return 0;  // a zombie is not running
+            return 0; // a zombie is not running
         if (index == 22)
             return std::stoull(field);
     }
@@ -78,7 +78,8 @@ QString RunDirectory::makeRunId(const QString &name)
     if (clean.isEmpty())
         clean = QStringLiteral("run");
     const QString stamp = QDateTime::currentDateTimeUtc().toString(QStringLiteral("yyyyMMdd-HHmmss"));
-    const QString suffix = QString::number(QRandomGenerator::global()->bounded(0x10000), 16).rightJustified(4, QLatin1Char('0'));
+    const QString suffix =
+        QString::number(QRandomGenerator::global()->bounded(0x10000), 16).rightJustified(4, QLatin1Char('0'));
     return stamp + QLatin1Char('-') + clean + QLatin1Char('-') + suffix;
 }
 
@@ -112,11 +113,12 @@ Result<RunDirectory> RunDirectory::open(const QString &pathOrId, const QString &
                     matches << entry;
             }
             if (matches.size() > 1)
-                return makeError(ErrorCode::InvalidInput,
-                                 "run '" + pathOrId.toStdString() + "' is ambiguous: " + matches.join(QStringLiteral(", ")).toStdString());
+                return makeError(ErrorCode::InvalidInput, "run '" + pathOrId.toStdString() + "' is ambiguous: " +
+                                                              matches.join(QStringLiteral(", ")).toStdString());
             if (matches.isEmpty())
-                return makeError(ErrorCode::NotFound, "no run '" + pathOrId.toStdString() + "' (not a run directory, and no run id under "
-                                                          + runsRoot.toStdString() + "; see 'accel runs')");
+                return makeError(ErrorCode::NotFound, "no run '" + pathOrId.toStdString() +
+                                                          "' (not a run directory, and no run id under " +
+                                                          runsRoot.toStdString() + "; see 'accel runs')");
             path = root.filePath(matches.first());
         }
     }
@@ -150,8 +152,9 @@ QString RunDirectory::metricsPath(int rank) const
 Result<void> RunDirectory::writeManifest(const QJsonObject &manifest)
 {
     m_manifest = manifest;
-    const QByteArray text = manifest.contains(QStringLiteral("schema")) ? schemaJson(manifest)
-                                                                      : QJsonDocument(manifest).toJson(QJsonDocument::Indented);
+    const QByteArray text = manifest.contains(QStringLiteral("schema"))
+                                ? schemaJson(manifest)
+                                : QJsonDocument(manifest).toJson(QJsonDocument::Indented);
     return fileutil::writeFileAtomic(filePath(QStringLiteral("run.json")).toStdString(), text.toStdString());
 }
 
@@ -189,7 +192,8 @@ Result<void> RunDirectory::appendEvent(const QString &event, QJsonObject fields)
         line.insert(it.key(), it.value());
     QFile file(filePath(QStringLiteral("events.jsonl")));
     if (!file.open(QIODevice::WriteOnly | QIODevice::Append))
-        return makeError(ErrorCode::Io, "cannot append: " + file.errorString().toStdString(), file.fileName().toStdString());
+        return makeError(ErrorCode::Io, "cannot append: " + file.errorString().toStdString(),
+                         file.fileName().toStdString());
     file.write(QJsonDocument(line).toJson(QJsonDocument::Compact) + '\n');
     return {};
 }
@@ -204,7 +208,7 @@ QString RunDirectory::effectiveState(bool markLost)
     const quint64 start = static_cast<quint64>(supervisor.value(QStringLiteral("start_time")).toInteger());
     const QString host = supervisor.value(QStringLiteral("host")).toString();
     if (pid <= 0 || (!host.isEmpty() && host != QSysInfo::machineHostName()))
-        return state;  // no supervisor recorded yet, or another machine's: cannot tell from here
+        return state; // no supervisor recorded yet, or another machine's: cannot tell from here
     if (processMatches(pid, start))
         return state;
     if (markLost) {

@@ -18,23 +18,21 @@ namespace accel::launcher {
 namespace {
 QJsonObject exitJson(const RankExit &exit)
 {
-    QJsonObject object{{QStringLiteral("rank"), exit.rank},
-                       {QStringLiteral("pid"), exit.pid},
-                       {QStringLiteral("exit_code"), exit.signal || exit.failedToStart ? QJsonValue() : QJsonValue(exit.exitCode)},
-                       {QStringLiteral("signal"), exit.signal ? QJsonValue(exit.signal) : QJsonValue()},
-                       {QStringLiteral("runtime_s"), exit.runtimeSeconds},
-                       {QStringLiteral("result"), exit.describe()}};
+    QJsonObject object{
+        {QStringLiteral("rank"), exit.rank},
+        {QStringLiteral("pid"), exit.pid},
+        {QStringLiteral("exit_code"), exit.signal || exit.failedToStart ? QJsonValue() : QJsonValue(exit.exitCode)},
+        {QStringLiteral("signal"), exit.signal ? QJsonValue(exit.signal) : QJsonValue()},
+        {QStringLiteral("runtime_s"), exit.runtimeSeconds},
+        {QStringLiteral("result"), exit.describe()}};
     return object;
 }
 } // namespace
 
 RunSupervisor::RunSupervisor(LaunchSettings settings, EnvMap baseEnvironment, RunDirectory *run,
                              SupervisorOptions options, QObject *parent)
-    : QObject(parent)
-    , m_settings(std::move(settings))
-    , m_baseEnvironment(std::move(baseEnvironment))
-    , m_run(run)
-    , m_options(options)
+    : QObject(parent), m_settings(std::move(settings)), m_baseEnvironment(std::move(baseEnvironment)), m_run(run),
+      m_options(options)
 {
     m_graceTimer.setSingleShot(true);
     connect(&m_graceTimer, &QTimer::timeout, this, [this] {
@@ -47,7 +45,7 @@ RunSupervisor::RunSupervisor(LaunchSettings settings, EnvMap baseEnvironment, Ru
 RunSupervisor::~RunSupervisor()
 {
     if (!m_finished)
-        killAll();  // after finish() the groups are gone; their ids may belong to others by now
+        killAll(); // after finish() the groups are gone; their ids may belong to others by now
     m_processes.clear();
     m_reaper.reset();
 }
@@ -65,13 +63,15 @@ void RunSupervisor::start()
     m_reaper = std::make_unique<GroupReaper>();
     if (m_run) {
         QJsonObject manifest = m_run->manifest();
-        manifest[QStringLiteral("supervisor")] = QJsonObject{
-            {QStringLiteral("pid"), static_cast<qint64>(::getpid())},
-            {QStringLiteral("start_time"), static_cast<qint64>(processStartTime(::getpid()))},
-            {QStringLiteral("host"), QSysInfo::machineHostName()}};
+        manifest[QStringLiteral("supervisor")] =
+            QJsonObject{{QStringLiteral("pid"), static_cast<qint64>(::getpid())},
+                        {QStringLiteral("start_time"), static_cast<qint64>(processStartTime(::getpid()))},
+                        {QStringLiteral("host"), QSysInfo::machineHostName()}};
         (void)m_run->writeManifest(manifest);
-        (void)m_run->appendEvent(QStringLiteral("started"), {{QStringLiteral("ranks"), m_settings.processesPerNode()},
-                                                             {QStringLiteral("launcher"), QString::fromLatin1(launcherKindName(m_settings.launcher))}});
+        (void)m_run->appendEvent(
+            QStringLiteral("started"),
+            {{QStringLiteral("ranks"), m_settings.processesPerNode()},
+             {QStringLiteral("launcher"), QString::fromLatin1(launcherKindName(m_settings.launcher))}});
     }
     startAttempt();
     if (m_run && !m_finished)
@@ -103,7 +103,8 @@ void RunSupervisor::startAttempt()
             if (m_restartCount > 0) {
                 QFile log(spec.logPath);
                 if (log.open(QIODevice::WriteOnly | QIODevice::Append))
-                    log.write(QByteArrayLiteral("==== accel: restart ") + QByteArray::number(m_restartCount) + " ====\n");
+                    log.write(QByteArrayLiteral("==== accel: restart ") + QByteArray::number(m_restartCount) +
+                              " ====\n");
             }
         }
         auto process = std::make_unique<RankProcess>(std::move(spec));
@@ -151,8 +152,8 @@ void RunSupervisor::beginTeardown(const QString &reason)
         return;
     m_tearingDown = true;
     if (m_run)
-        (void)m_run->appendEvent(QStringLiteral("stopping_ranks"), {{QStringLiteral("reason"), reason},
-                                                                    {QStringLiteral("grace_ms"), m_options.graceMs}});
+        (void)m_run->appendEvent(QStringLiteral("stopping_ranks"),
+                                 {{QStringLiteral("reason"), reason}, {QStringLiteral("grace_ms"), m_options.graceMs}});
     // Every group, including ranks that already exited: their children may still run.
     for (const auto &process : m_processes)
         process->signalGroup(SIGTERM);
@@ -170,7 +171,7 @@ void RunSupervisor::stop(const QString &reason)
     if (m_finished)
         return;
     if (m_stopRequested) {
-        killAll();  // asked twice: do not wait for the grace period
+        killAll(); // asked twice: do not wait for the grace period
         return;
     }
     m_stopRequested = true;
@@ -184,9 +185,10 @@ void RunSupervisor::stop(const QString &reason)
 void RunSupervisor::attemptDone()
 {
     m_graceTimer.stop();
-    killAll();  // leftovers the ranks forked
+    killAll(); // leftovers the ranks forked
     if (m_stopRequested) {
-        finish(QString::fromLatin1(runstate::Stopped), m_firstFailure ? m_firstFailure->shellCode() : 130, m_stopReason);
+        finish(QString::fromLatin1(runstate::Stopped), m_firstFailure ? m_firstFailure->shellCode() : 130,
+               m_stopReason);
         return;
     }
     if (m_firstFailure) {
@@ -221,7 +223,7 @@ void RunSupervisor::finish(const QString &state, int exitCode, const QString &re
     if (m_finished)
         return;
     m_finished = true;
-    m_reaper.reset();  // every group was killed in attemptDone(); the helper leaves quietly
+    m_reaper.reset(); // every group was killed in attemptDone(); the helper leaves quietly
     m_outcome.state = state;
     m_outcome.exitCode = exitCode;
     m_outcome.failedRank = m_firstFailure ? m_firstFailure->rank : -1;

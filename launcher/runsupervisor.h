@@ -21,17 +21,17 @@ class GroupReaper;
 class RunDirectory;
 
 struct SupervisorOptions {
-    int graceMs = 5000;   // SIGTERM → SIGKILL
-    bool mirror = false;  // copy rank output to the terminal
+    int graceMs = 5000;  // SIGTERM → SIGKILL
+    bool mirror = false; // copy rank output to the terminal
 };
 
 struct RunOutcome {
-    QString state;       // succeeded, failed or stopped (runstate)
-    int exitCode = 0;    // first failing rank's shell code; 0 on success
+    QString state;    // succeeded, failed or stopped (runstate)
+    int exitCode = 0; // first failing rank's shell code; 0 on success
     int failedRank = -1;
     int restarts = 0;
     QString reason;
-    std::vector<RankExit> ranks;  // last attempt, by local rank
+    std::vector<RankExit> ranks; // last attempt, by local rank
 };
 
 class RunSupervisor : public QObject {
@@ -71,7 +71,7 @@ private:
     SupervisorOptions m_options;
     std::unique_ptr<GroupReaper> m_reaper;
     std::vector<std::unique_ptr<RankProcess>> m_processes;
-    std::map<int, RankExit> m_exits;  // by global rank, this attempt
+    std::map<int, RankExit> m_exits; // by global rank, this attempt
     std::optional<RankExit> m_firstFailure;
     QTimer m_graceTimer;
     int m_restartCount = 0;

@@ -93,7 +93,7 @@ DecimatedSeries decimate(const double *x, const double *y, size_t count, bool xS
                 Bucket bucket;
                 double minimum = std::numeric_limits<double>::infinity();
                 double maximum = -std::numeric_limits<double>::infinity();
-                do {  // at least one point, even if rounding put it past the edge
+                do { // at least one point, even if rounding put it past the edge
                     const double value = y[i];
                     if (value < minimum) {
                         minimum = value;

@@ -87,7 +87,8 @@ std::pair<double, int> steadyThroughput(const MetricStore &store, const QString 
     if (sum.empty())
         return {std::nan(""), world};
     const auto skip = static_cast<size_t>(std::clamp(warmupFraction, 0.0, 0.9) * static_cast<double>(sum.size()));
-    return {median(std::vector<double>(sum.values.begin() + static_cast<std::ptrdiff_t>(skip), sum.values.end())), world};
+    return {median(std::vector<double>(sum.values.begin() + static_cast<std::ptrdiff_t>(skip), sum.values.end())),
+            world};
 }
 
 } // namespace

@@ -8,7 +8,7 @@
 
 namespace accel::monitor {
 
-double median(std::vector<double> values);  // NaN for an empty input; NaN entries are ignored
+double median(std::vector<double> values); // NaN for an empty input; NaN entries are ignored
 
 // Per-second rate of a cumulative counter (e.g. "samples" -> samples/s) between consecutive points.
 Series rateOf(const Series &counter);
@@ -22,7 +22,7 @@ Series throughput(const MetricStore &store, int rank, const QString &name);
 Series globalSum(const MetricStore &store, const QString &name);
 
 struct ScalingEfficiency {
-    double runThroughput = 0;       // median global throughput after warm-up
+    double runThroughput = 0; // median global throughput after warm-up
     double baselineThroughput = 0;
     int runWorldSize = 0;
     int baselineWorldSize = 0;

@@ -53,19 +53,20 @@ void HangDetector::setSettings(const HangSettings &settings)
 void HangDetector::setProcessesAlive(bool alive)
 {
     if (alive && !m_alive)
-        m_startedMs = monotonicMs();  // a restart: give it a full threshold before judging
+        m_startedMs = monotonicMs(); // a restart: give it a full threshold before judging
     m_alive = alive;
     if (!alive && m_suspected) {
-        m_suspected = false;  // the run ended: nothing is hanging any more
+        m_suspected = false; // the run ended: nothing is hanging any more
     }
 }
 
 void HangDetector::observeEvents(const QList<RunEvent> &events)
 {
-    static const QStringList alive = {QStringLiteral("started"), QStringLiteral("restarting"), QStringLiteral("restarted"),
-                                      QStringLiteral("rank_started")};
-    static const QStringList gone = {QStringLiteral("finished"), QStringLiteral("stopped"), QStringLiteral("failed"),
-                                     QStringLiteral("stopping_ranks"), QStringLiteral("killed"), QStringLiteral("lost")};
+    static const QStringList alive = {QStringLiteral("started"), QStringLiteral("restarting"),
+                                      QStringLiteral("restarted"), QStringLiteral("rank_started")};
+    static const QStringList gone = {QStringLiteral("finished"), QStringLiteral("stopped"),
+                                     QStringLiteral("failed"),   QStringLiteral("stopping_ranks"),
+                                     QStringLiteral("killed"),   QStringLiteral("lost")};
     for (const RunEvent &event : events) {
         if (alive.contains(event.event))
             setProcessesAlive(true);
@@ -97,7 +98,8 @@ std::int64_t HangDetector::thresholdMs() const
         }
     }
     const double medianSeconds = median(std::move(recent));
-    const std::int64_t fromSteps = std::isfinite(medianSeconds) ? static_cast<std::int64_t>(medianSeconds * m_settings.medianFactor * 1000.0) : 0;
+    const std::int64_t fromSteps =
+        std::isfinite(medianSeconds) ? static_cast<std::int64_t>(medianSeconds * m_settings.medianFactor * 1000.0) : 0;
     return std::max(m_settings.minimumMs, fromSteps);
 }
 

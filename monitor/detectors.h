@@ -26,8 +26,8 @@ using EventWriter = std::function<void(const RunEvent &)>;
 EventWriter eventsFileWriter(const QString &runDirectory);
 
 struct HangSettings {
-    std::int64_t minimumMs = 60000;    // never suspect a hang sooner
-    double medianFactor = 5.0;   // ... nor before this many median step times
+    std::int64_t minimumMs = 60000; // never suspect a hang sooner
+    double medianFactor = 5.0;      // ... nor before this many median step times
     int checkIntervalMs = 1000;
 };
 
@@ -44,9 +44,9 @@ public:
     // alive; "stopping_ranks", "killed", "finished", "lost" (and "stopped", "failed") mean gone.
     void observeEvents(const QList<accel::monitor::RunEvent> &events);
 
-    void start();  // checks on a timer from now on
+    void start(); // checks on a timer from now on
     void stop();
-    void check();  // evaluates right away
+    void check(); // evaluates right away
 
     std::int64_t thresholdMs() const;
     bool isHangSuspected() const { return m_suspected; }
@@ -69,9 +69,9 @@ private:
 };
 
 struct StragglerSettings {
-    double margin = 0.2;    // 20 % slower than the others' median
-    int window = 20;        // newest step times per rank considered
-    int minimumSteps = 5;   // per rank, before judging it
+    double margin = 0.2;  // 20 % slower than the others' median
+    int window = 20;      // newest step times per rank considered
+    int minimumSteps = 5; // per rank, before judging it
 };
 
 class StragglerDetector : public QObject {
@@ -82,7 +82,7 @@ public:
     void setSettings(const StragglerSettings &settings) { m_settings = settings; }
     void setEventWriter(EventWriter writer) { m_writer = std::move(writer); }
 
-    void evaluate();  // runs after every store append
+    void evaluate(); // runs after every store append
     QList<int> stragglers() const;
 
 Q_SIGNALS:

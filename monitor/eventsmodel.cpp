@@ -19,7 +19,8 @@ void EventsModel::appendEvents(const QList<RunEvent> &events)
         QJsonObject rest = event.fields;
         for (const char *key : {"v", "time", "event", "rank"})
             rest.remove(QLatin1String(key));
-        m_details.append(rest.isEmpty() ? QString() : QString::fromUtf8(QJsonDocument(rest).toJson(QJsonDocument::Compact)));
+        m_details.append(rest.isEmpty() ? QString()
+                                        : QString::fromUtf8(QJsonDocument(rest).toJson(QJsonDocument::Compact)));
         m_events.append(event);
     }
     endInsertRows();
@@ -47,7 +48,7 @@ QString EventsModel::severityOf(const RunEvent &event)
     if (name == QLatin1String("finished")) {
         const QString state = event.fields.value(QLatin1String("state")).toString();
         return state == QLatin1String("failed") || state == QLatin1String("lost") ? QStringLiteral("error")
-                                                                                   : QStringLiteral("info");
+                                                                                  : QStringLiteral("info");
     }
     if (name == QLatin1String("straggler_detected") || name == QLatin1String("restarting") ||
         name == QLatin1String("stopping_ranks"))

@@ -20,7 +20,7 @@ public:
 
     struct Chunk {
         QByteArray bytes;
-        QString restartReason;  // "truncated" or "replaced" when reading restarted at 0
+        QString restartReason; // "truncated" or "replaced" when reading restarted at 0
         bool exists = false;
     };
     // At most `maximumBytes`; call again while bytes come back full to read the rest.

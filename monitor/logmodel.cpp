@@ -99,11 +99,15 @@ bool LogFilterModel::filterAcceptsRow(int sourceRow, const QModelIndex &sourcePa
     const QAbstractItemModel *source = sourceModel();
     if (!source)
         return false;
-    if (m_rank != AllRanks && source->index(sourceRow, LogModel::RankColumn, sourceParent).data(LogModel::RankRole).toInt() != m_rank)
+    if (m_rank != AllRanks &&
+        source->index(sourceRow, LogModel::RankColumn, sourceParent).data(LogModel::RankRole).toInt() != m_rank)
         return false;
     if (m_search.isEmpty())
         return true;
-    return source->index(sourceRow, LogModel::TextColumn, sourceParent).data().toString().contains(m_search, Qt::CaseInsensitive);
+    return source->index(sourceRow, LogModel::TextColumn, sourceParent)
+        .data()
+        .toString()
+        .contains(m_search, Qt::CaseInsensitive);
 }
 
 } // namespace accel::monitor

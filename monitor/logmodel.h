@@ -20,7 +20,7 @@ public:
 
     explicit LogModel(QObject *parent = nullptr);
 
-    void setMaximumLines(int lines);  // default 200000
+    void setMaximumLines(int lines); // default 200000
     void appendLines(const accel::monitor::LogLines &lines);
     void clear();
 
@@ -47,7 +47,7 @@ public:
 
     explicit LogFilterModel(QObject *parent = nullptr);
 
-    void setRankFilter(int rank);  // AllRanks (default) or one rank (-1: lines of no rank)
+    void setRankFilter(int rank); // AllRanks (default) or one rank (-1: lines of no rank)
     int rankFilter() const { return m_rank; }
     void setSearchText(const QString &text);
     QString searchText() const { return m_search; }

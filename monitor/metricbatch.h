@@ -19,8 +19,8 @@ enum class SampleKind : std::uint8_t { Train, Eval, System, Other };
 constexpr std::int64_t kNoStep = std::numeric_limits<std::int64_t>::min();
 
 struct MetricValue {
-    int name = 0;        // index into MetricBatch::names
-    double value = 0.0;  // NaN for null / non-finite
+    int name = 0;       // index into MetricBatch::names
+    double value = 0.0; // NaN for null / non-finite
 };
 
 struct MetricRow {
@@ -28,7 +28,7 @@ struct MetricRow {
     int rank = -1;
     std::int64_t step = kNoStep;
     SampleKind kind = SampleKind::Train;
-    std::uint32_t firstValue = 0;  // index into MetricBatch::values
+    std::uint32_t firstValue = 0; // index into MetricBatch::values
     std::uint32_t valueCount = 0;
 };
 

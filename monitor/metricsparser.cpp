@@ -149,7 +149,8 @@ const char *scanDouble(const char *p, const char *end, double &value)
 const char *scanInteger(const char *p, const char *end, std::int64_t &value)
 {
     const auto result = std::from_chars(p, end, value);
-    if (result.ec == std::errc() && (result.ptr == end || (*result.ptr != '.' && *result.ptr != 'e' && *result.ptr != 'E')))
+    if (result.ec == std::errc() &&
+        (result.ptr == end || (*result.ptr != '.' && *result.ptr != 'e' && *result.ptr != 'E')))
         return result.ptr;
     double asDouble = 0.0;
     const char *after = scanDouble(p, end, asDouble);
@@ -203,7 +204,7 @@ MetricsParser::LineResult MetricsParser::parseLine(const char *begin, const char
 
     p = skipSpace(p + 1, end);
     if (p < end && *p == '}')
-        return junk();  // {} carries nothing
+        return junk(); // {} carries nothing
     size_t position = 0;
     for (;;) {
         if (p >= end || *p != '"')
@@ -226,7 +227,8 @@ MetricsParser::LineResult MetricsParser::parseLine(const char *begin, const char
         const char c = *p;
         if (c == '"') {
             const char *valueBegin = p + 1;
-            const char *valueEnd = static_cast<const char *>(std::memchr(valueBegin, '"', static_cast<size_t>(end - valueBegin)));
+            const char *valueEnd =
+                static_cast<const char *>(std::memchr(valueBegin, '"', static_cast<size_t>(end - valueBegin)));
             if (!valueEnd)
                 return junk();
             if (std::memchr(valueBegin, '\\', static_cast<size_t>(valueEnd - valueBegin)))
@@ -235,7 +237,7 @@ MetricsParser::LineResult MetricsParser::parseLine(const char *begin, const char
                 row.kind = kindFromName(valueBegin, static_cast<size_t>(valueEnd - valueBegin));
             else if (field != Field::Scalar)
                 return junk();
-            p = valueEnd + 1;  // string scalars are not plotted: skipped
+            p = valueEnd + 1; // string scalars are not plotted: skipped
         } else if (c == '{' || c == '[') {
             return slow();
         } else if (c == 'n' || c == 't' || c == 'f') {
@@ -417,7 +419,8 @@ void MetricsParser::feed(QByteArrayView chunk, MetricBatch &out)
     const char *p = chunk.data();
     const char *end = p + chunk.size();
     if (!m_pending.isEmpty() || m_dropping) {
-        const char *newline = p < end ? static_cast<const char *>(std::memchr(p, '\n', static_cast<size_t>(end - p))) : nullptr;
+        const char *newline =
+            p < end ? static_cast<const char *>(std::memchr(p, '\n', static_cast<size_t>(end - p))) : nullptr;
         if (!newline) {
             if (!m_dropping) {
                 m_pending.append(p, static_cast<qsizetype>(end - p));

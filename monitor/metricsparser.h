@@ -15,11 +15,11 @@
 namespace accel::monitor {
 
 struct ParserStats {
-    std::int64_t lines = 0;            // complete non-empty lines seen
-    std::int64_t samples = 0;          // lines turned into a row
-    std::int64_t junk = 0;             // lines that could not be parsed
-    std::int64_t futureVersion = 0;    // lines with "v" greater than 1
-    std::int64_t slowPath = 0;         // lines that needed the full JSON parser
+    std::int64_t lines = 0;         // complete non-empty lines seen
+    std::int64_t samples = 0;       // lines turned into a row
+    std::int64_t junk = 0;          // lines that could not be parsed
+    std::int64_t futureVersion = 0; // lines with "v" greater than 1
+    std::int64_t slowPath = 0;      // lines that needed the full JSON parser
 };
 
 class MetricsParser {
@@ -54,10 +54,10 @@ private:
 
     std::vector<QByteArray> m_names;
     std::unordered_map<std::string, int> m_nameIds;
-    std::vector<int> m_recentIds;  // name id seen at each key position of the previous line
-    std::string m_key;             // scratch for lookups
+    std::vector<int> m_recentIds; // name id seen at each key position of the previous line
+    std::string m_key;            // scratch for lookups
     QByteArray m_pending;
-    bool m_dropping = false;       // inside an over-long line: skip until its newline
+    bool m_dropping = false; // inside an over-long line: skip until its newline
     qsizetype m_maximumLineLength = 1 << 20;
     int m_defaultRank = -1;
     ParserStats m_stats;

@@ -8,12 +8,12 @@ namespace accel::monitor {
 
 struct MetricStore::RankData {
     std::vector<Series> series;
-    std::vector<int> seriesOfName;  // store name id -> index into series, -1 when absent
+    std::vector<int> seriesOfName; // store name id -> index into series, -1 when absent
     std::vector<int> nameOfSeries;
     Series stepTimes;
     RankStatus status;
-    std::uint64_t appendGeneration = 0;  // last append() that touched this rank
-    double lastStepTime = std::nan("");  // time of the sample that advanced lastStep
+    std::uint64_t appendGeneration = 0; // last append() that touched this rank
+    double lastStepTime = std::nan(""); // time of the sample that advanced lastStep
 
     Series &seriesFor(int nameId)
     {
@@ -29,7 +29,8 @@ struct MetricStore::RankData {
     }
     const Series *find(int nameId) const
     {
-        if (nameId < 0 || static_cast<size_t>(nameId) >= seriesOfName.size() || seriesOfName[static_cast<size_t>(nameId)] < 0)
+        if (nameId < 0 || static_cast<size_t>(nameId) >= seriesOfName.size() ||
+            seriesOfName[static_cast<size_t>(nameId)] < 0)
             return nullptr;
         return &series[static_cast<size_t>(seriesOfName[static_cast<size_t>(nameId)])];
     }

@@ -32,7 +32,7 @@ public:
     void append(const MetricBatch &batch);
     void clear();
 
-    QList<int> ranks() const;  // sorted; -1 (host samples) first when present
+    QList<int> ranks() const; // sorted; -1 (host samples) first when present
     bool hasRank(int rank) const;
     QStringList scalarNames(int rank) const;
     const Series *series(int rank, const QString &name) const;
@@ -56,7 +56,7 @@ private:
     int storeNameId(const QByteArray &name);
 
     std::map<int, std::unique_ptr<RankData>> m_ranks;
-    std::vector<RankData *> m_rankCache;  // by rank + 1, for the usual small ranks
+    std::vector<RankData *> m_rankCache; // by rank + 1, for the usual small ranks
     std::uint64_t m_appendGeneration = 0;
     QHash<QByteArray, int> m_nameIds;
     QList<QByteArray> m_names;

@@ -32,13 +32,15 @@ RanksModel::RanksModel(const MetricStore *store, QObject *parent) : QAbstractTab
 
 int RanksModel::rowOfRank(int rank) const
 {
-    const auto it = std::lower_bound(m_rows.begin(), m_rows.end(), rank, [](const Row &row, int r) { return row.rank < r; });
+    const auto it =
+        std::lower_bound(m_rows.begin(), m_rows.end(), rank, [](const Row &row, int r) { return row.rank < r; });
     return it != m_rows.end() && it->rank == rank ? static_cast<int>(it - m_rows.begin()) : -1;
 }
 
 int RanksModel::ensureRow(int rank)
 {
-    const auto it = std::lower_bound(m_rows.begin(), m_rows.end(), rank, [](const Row &row, int r) { return row.rank < r; });
+    const auto it =
+        std::lower_bound(m_rows.begin(), m_rows.end(), rank, [](const Row &row, int r) { return row.rank < r; });
     const int position = static_cast<int>(it - m_rows.begin());
     if (it != m_rows.end() && it->rank == rank)
         return position;

@@ -34,10 +34,10 @@ public:
 private:
     struct Row {
         int rank = 0;
-        QString process;  // "", "running", "exited 0", "failed (exit 3)", "killed (signal 9)"
+        QString process; // "", "running", "exited 0", "failed (exit 3)", "killed (signal 9)"
         bool straggler = false;
     };
-    int ensureRow(int rank);  // row index, inserted in order when new
+    int ensureRow(int rank); // row index, inserted in order when new
     int rowOfRank(int rank) const;
     void onSamples(const QList<int> &ranks);
     QVariant value(const Row &row, int column, bool forSorting) const;

@@ -141,7 +141,7 @@ void RunDirectoryFollower::readManifest()
         return;
     const QJsonDocument document = QJsonDocument::fromJson(file.readAll());
     if (!document.isObject())
-        return;  // being rewritten: the next change notification or poll reads it again
+        return; // being rewritten: the next change notification or poll reads it again
     m_manifestModified = info.lastModified();
     m_manifestSize = info.size();
     deliverManifest(document.object());

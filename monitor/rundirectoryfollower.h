@@ -19,13 +19,13 @@ public:
     explicit RunDirectoryFollower(const QString &runDirectory, QObject *parent = nullptr);
     ~RunDirectoryFollower() override;
 
-    void setPollInterval(int milliseconds);  // default 500
-    void setWatcherEnabled(bool enabled);    // default true; false polls only
+    void setPollInterval(int milliseconds); // default 500
+    void setWatcherEnabled(bool enabled);   // default true; false polls only
     QString runDirectory() const { return m_directory; }
 
-    void start() override;  // reads what exists, then follows
+    void start() override; // reads what exists, then follows
     void stop() override;
-    void pollNow();         // reads everything new right away
+    void pollNow(); // reads everything new right away
 
 private:
     void rescan();

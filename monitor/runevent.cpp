@@ -14,7 +14,7 @@ namespace {
 
 QByteArray jsonString(const QString &text)
 {
-    const QByteArray array = QJsonDocument(QJsonArray{text}).toJson(QJsonDocument::Compact);  // ["text"]
+    const QByteArray array = QJsonDocument(QJsonArray{text}).toJson(QJsonDocument::Compact); // ["text"]
     return array.mid(1, array.size() - 2);
 }
 
@@ -42,11 +42,11 @@ bool parseEventLine(const QByteArray &line, RunEvent &event)
 QByteArray encodeEventLine(const RunEvent &event)
 {
     // Written by hand so the leading keys keep their order (QJsonObject sorts keys).
-    QByteArray line = "{\"v\":1,\"time\":" +
-                      QByteArray::number(std::isfinite(event.time) ? event.time
-                                                                   : QDateTime::currentMSecsSinceEpoch() / 1000.0,
-                                         'f', 3) +
-                      ",\"event\":" + jsonString(event.event);
+    QByteArray line =
+        "{\"v\":1,\"time\":" +
+        QByteArray::number(std::isfinite(event.time) ? event.time : QDateTime::currentMSecsSinceEpoch() / 1000.0, 'f',
+                           3) +
+        ",\"event\":" + jsonString(event.event);
     if (event.rank >= 0)
         line += ",\"rank\":" + QByteArray::number(event.rank);
     QJsonObject rest = event.fields;

@@ -11,10 +11,10 @@
 namespace accel::monitor {
 
 struct RunEvent {
-    double time = 0;     // Unix seconds
-    QString event;       // "started", "rank_exited", "hang_suspected", ...
-    int rank = -1;       // -1 when the event is not about one rank
-    QJsonObject fields;  // the whole object, for details
+    double time = 0;    // Unix seconds
+    QString event;      // "started", "rank_exited", "hang_suspected", ...
+    int rank = -1;      // -1 when the event is not about one rank
+    QJsonObject fields; // the whole object, for details
 };
 
 // Decodes one events.jsonl line; false for junk.
@@ -26,9 +26,9 @@ QByteArray encodeEventLine(const RunEvent &event);
 bool appendEventLine(const QString &eventsFile, const RunEvent &event);
 
 struct LogLines {
-    QString source;     // e.g. "logs/rank0.log"
-    int rank = -1;      // from rank<N>.log, -1 otherwise
-    QStringList lines;  // without newlines
+    QString source;    // e.g. "logs/rank0.log"
+    int rank = -1;     // from rank<N>.log, -1 otherwise
+    QStringList lines; // without newlines
 };
 
 // Rank from a file name like "rank12.jsonl" / "rank3.log"; -1 otherwise.

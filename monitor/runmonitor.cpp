@@ -62,7 +62,7 @@ void RunMonitor::onEvents(const QList<RunEvent> &events)
 void RunMonitor::onDetectorEvent(const RunEvent &event)
 {
     if (m_writer)
-        m_writer(event);  // comes back through the follower like the launcher's events
+        m_writer(event); // comes back through the follower like the launcher's events
     else
         onEvents({event});
 }

@@ -61,8 +61,8 @@ quint64 processStartTime(qint64 pid)
 // as `accel runs` reports it. Supervisors on other hosts cannot be checked from here.
 QString effectiveState(const QJsonObject &manifest, const QString &state)
 {
-    static const QStringList live = {QStringLiteral("starting"), QStringLiteral("running"), QStringLiteral("restarting"),
-                                     QStringLiteral("stopping")};
+    static const QStringList live = {QStringLiteral("starting"), QStringLiteral("running"),
+                                     QStringLiteral("restarting"), QStringLiteral("stopping")};
     const QJsonObject supervisor = manifest.value(QLatin1String("supervisor")).toObject();
     if (!live.contains(state) || supervisor.isEmpty())
         return state;
@@ -80,8 +80,8 @@ QString effectiveState(const QJsonObject &manifest, const QString &state)
 
 bool RunInfo::isFinal() const
 {
-    return state == QLatin1String("succeeded") || state == QLatin1String("failed") || state == QLatin1String("stopped") ||
-           state == QLatin1String("lost");
+    return state == QLatin1String("succeeded") || state == QLatin1String("failed") ||
+           state == QLatin1String("stopped") || state == QLatin1String("lost");
 }
 
 double RunInfo::durationSeconds(double now) const
@@ -198,13 +198,13 @@ void RunsModel::refresh()
         const QDateTime modified = QFileInfo(path + QStringLiteral("/run.json")).lastModified();
         const int row = rowOf(id);
         if (row >= 0 && m_manifestTimes.value(id) == modified) {
-            if (!m_runs[row].isFinal())  // live duration
+            if (!m_runs[row].isFinal()) // live duration
                 Q_EMIT dataChanged(index(row, DurationColumn), index(row, DurationColumn));
             continue;
         }
         RunInfo info;
         if (!readRunInfo(path, info))
-            continue;  // half-written: next refresh
+            continue; // half-written: next refresh
         m_manifestTimes.insert(id, modified);
         if (row >= 0) {
             m_runs[row] = info;

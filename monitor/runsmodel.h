@@ -13,10 +13,10 @@
 namespace accel::monitor {
 
 struct RunInfo {
-    QString id;            // folder name
+    QString id; // folder name
     QString path;
     QString name;
-    QString state;         // starting, running, restarting, stopping, succeeded, failed, stopped, lost
+    QString state; // starting, running, restarting, stopping, succeeded, failed, stopped, lost
     QString host;
     double created = 0;    // Unix seconds
     double ended = 0;      // 0 while live
@@ -30,7 +30,7 @@ struct RunInfo {
 // Reads <runDirectory>/run.json; false when missing or not a JSON object. A live state whose
 // supervisor (run.json "supervisor": pid, start_time, host) ran here and is gone reads as "lost".
 bool readRunInfo(const QString &runDirectory, RunInfo &info);
-QString formatDuration(double seconds);  // "45s", "3m 07s", "2h 05m"
+QString formatDuration(double seconds); // "45s", "3m 07s", "2h 05m"
 
 class RunsModel : public QAbstractTableModel {
     Q_OBJECT
@@ -40,9 +40,9 @@ public:
 
     explicit RunsModel(QObject *parent = nullptr);
 
-    void setRunsRoot(const QString &root);  // refreshes right away
+    void setRunsRoot(const QString &root); // refreshes right away
     QString runsRoot() const { return m_root; }
-    void setRefreshInterval(int milliseconds);  // default 2000; 0 disables the timer
+    void setRefreshInterval(int milliseconds); // default 2000; 0 disables the timer
     void refresh();
 
     const RunInfo &run(int row) const { return m_runs.at(row); }

@@ -90,7 +90,7 @@ void RunSource::deliverBytes(const QString &relativePath, QByteArrayView bytes)
     if (bytes.isEmpty())
         return;
     static const QMetaMethod rawSignal = QMetaMethod::fromSignal(&RunSource::bytesRead);
-    if (isSignalConnected(rawSignal))  // a copy only for whoever re-streams the run
+    if (isSignalConnected(rawSignal)) // a copy only for whoever re-streams the run
         Q_EMIT bytesRead(relativePath, bytes.toByteArray());
     FileDecoder &decoder = decoderFor(relativePath);
     switch (decoder.kind) {
@@ -141,7 +141,8 @@ void RunSource::decodeTextLines(FileDecoder &decoder, QByteArrayView bytes, bool
     const char *p = bytes.data();
     const char *end = p + bytes.size();
     if (!decoder.pending.isEmpty()) {
-        const char *newline = p < end ? static_cast<const char *>(std::memchr(p, '\n', static_cast<size_t>(end - p))) : nullptr;
+        const char *newline =
+            p < end ? static_cast<const char *>(std::memchr(p, '\n', static_cast<size_t>(end - p))) : nullptr;
         if (newline) {
             decoder.pending.append(p, static_cast<qsizetype>(newline - p));
             handleLine(decoder.pending);

@@ -11,10 +11,10 @@ namespace accel::monitor {
 enum class XAxis { Step, Time };
 
 struct Series {
-    std::vector<double> steps;  // NaN when the sample had no step
-    std::vector<double> times;  // Unix seconds
+    std::vector<double> steps; // NaN when the sample had no step
+    std::vector<double> times; // Unix seconds
     std::vector<double> values;
-    bool stepsSorted = true;    // non-decreasing so far (a restart from a checkpoint breaks it)
+    bool stepsSorted = true; // non-decreasing so far (a restart from a checkpoint breaks it)
     bool timesSorted = true;
 
     size_t size() const { return values.size(); }

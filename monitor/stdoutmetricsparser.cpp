@@ -12,11 +12,14 @@ const QString kNumber = QStringLiteral("([-+]?(?:\\d+\\.?\\d*|\\.\\d+)(?:[eE][-+
 
 bool isKnownMetric(const QString &key)
 {
-    static const QStringList known = {
-        QStringLiteral("loss"), QStringLiteral("train_loss"), QStringLiteral("eval_loss"), QStringLiteral("lr"),
-        QStringLiteral("learning_rate"), QStringLiteral("grad_norm"), QStringLiteral("epoch"), QStringLiteral("step"),
-        QStringLiteral("accuracy"), QStringLiteral("acc"), QStringLiteral("ppl"), QStringLiteral("perplexity"),
-        QStringLiteral("samples_per_s"), QStringLiteral("tokens_per_s"), QStringLiteral("step_time_s")};
+    static const QStringList known = {QStringLiteral("loss"),          QStringLiteral("train_loss"),
+                                      QStringLiteral("eval_loss"),     QStringLiteral("lr"),
+                                      QStringLiteral("learning_rate"), QStringLiteral("grad_norm"),
+                                      QStringLiteral("epoch"),         QStringLiteral("step"),
+                                      QStringLiteral("accuracy"),      QStringLiteral("acc"),
+                                      QStringLiteral("ppl"),           QStringLiteral("perplexity"),
+                                      QStringLiteral("samples_per_s"), QStringLiteral("tokens_per_s"),
+                                      QStringLiteral("step_time_s")};
     return known.contains(key.toLower());
 }
 
@@ -60,8 +63,8 @@ int StdoutMetricsParser::parseSegment(QStringView segment, double time, MetricBa
 {
     static const QRegularExpression trainerDict(QStringLiteral("\\{\\s*'[A-Za-z_][^']*'\\s*:.*\\}"));
     static const QRegularExpression dictPair(QStringLiteral("'([A-Za-z_][^']*)'\\s*:\\s*") + kNumber);
-    static const QRegularExpression plainPair(QStringLiteral("(?<![A-Za-z0-9_])([A-Za-z_][A-Za-z0-9_]*)\\s*[=:]\\s*") + kNumber +
-                                              QStringLiteral("(?![A-Za-z0-9_:])"));
+    static const QRegularExpression plainPair(QStringLiteral("(?<![A-Za-z0-9_])([A-Za-z_][A-Za-z0-9_]*)\\s*[=:]\\s*") +
+                                              kNumber + QStringLiteral("(?![A-Za-z0-9_:])"));
     static const QRegularExpression tqdmProgress(QStringLiteral("(\\d+)/(\\d+)\\s*\\["));
     static const QRegularExpression tqdmRate(QStringLiteral("(\\d+\\.?\\d*|\\.\\d+)\\s*(it/s|s/it)"));
 
@@ -106,7 +109,7 @@ int StdoutMetricsParser::parseSegment(QStringView segment, double time, MetricBa
         }
     }
     if (step != kNoStep)
-        m_lastStep = step;  // printed by the script (progress bar or step=)
+        m_lastStep = step; // printed by the script (progress bar or step=)
     if (pairs.empty())
         return 0;
     if (step == kNoStep)

@@ -123,7 +123,8 @@ QByteArray SystemSampler::sampleNow()
     CpuTimes host;
     if (readHostCpu(host)) {
         if (m_haveHost && host.total > m_lastHost.total)
-            cpuPercent = 100.0 * static_cast<double>(host.busy - m_lastHost.busy) / static_cast<double>(host.total - m_lastHost.total);
+            cpuPercent = 100.0 * static_cast<double>(host.busy - m_lastHost.busy) /
+                         static_cast<double>(host.total - m_lastHost.total);
         m_lastHost = host;
         m_haveHost = true;
     }
@@ -175,8 +176,8 @@ QByteArray SystemSampler::sampleNow()
 
     QByteArray line = "{\"v\":1,\"time\":" + QByteArray::number(QDateTime::currentMSecsSinceEpoch() / 1000.0, 'f', 3) +
                       ",\"rank\":-1,\"kind\":\"system\",\"cpu_percent\":" + number(cpuPercent) +
-                      ",\"mem_used_bytes\":" + number(memTotal - memAvailable) + ",\"mem_total_bytes\":" + number(memTotal) +
-                      ",\"load_1m\":" + number(load);
+                      ",\"mem_used_bytes\":" + number(memTotal - memAvailable) +
+                      ",\"mem_total_bytes\":" + number(memTotal) + ",\"load_1m\":" + number(load);
     if (!m_pids.isEmpty()) {
         line += ",\"processes\":" + QByteArray::number(alive) + ",\"mem_rss_bytes\":" + number(rssSum) +
                 ",\"processes_cpu_percent\":" + number(procCpu);

@@ -17,11 +17,11 @@ class SystemSampler : public QObject {
 public:
     explicit SystemSampler(QObject *parent = nullptr);
 
-    void setOutputFile(const QString &path);  // lines are appended; empty: signal only
+    void setOutputFile(const QString &path); // lines are appended; empty: signal only
     void setProcesses(const QList<qint64> &pids);
-    void setInterval(int milliseconds);       // default 2000
+    void setInterval(int milliseconds); // default 2000
 
-    void start();  // first sample after one interval (CPU percentages need two readings)
+    void start(); // first sample after one interval (CPU percentages need two readings)
     void stop();
 
     // Takes one sample now and returns its line (newline included); CPU fields are null on the

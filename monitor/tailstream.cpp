@@ -17,7 +17,8 @@ QByteArray envelope(const QJsonObject &object)
 QByteArray TailStreamEncoder::header(const QString &runDirectory) const
 {
     // Built by hand so "schema" and "version" come first, as every --json output of accel does.
-    const QByteArray run = QJsonDocument(QJsonObject{{QStringLiteral("run"), runDirectory}}).toJson(QJsonDocument::Compact);
+    const QByteArray run =
+        QJsonDocument(QJsonObject{{QStringLiteral("run"), runDirectory}}).toJson(QJsonDocument::Compact);
     return "{\"schema\":\"accel.tail\",\"version\":1," + run.mid(1) + '\n';
 }
 
@@ -50,7 +51,8 @@ QByteArray TailStreamEncoder::flush()
     QByteArray out;
     for (auto it = m_pending.begin(); it != m_pending.end(); ++it) {
         if (!it.value().isEmpty())
-            out += envelope({{QStringLiteral("file"), it.key()}, {QStringLiteral("text"), QString::fromUtf8(it.value() + '\n')}});
+            out += envelope(
+                {{QStringLiteral("file"), it.key()}, {QStringLiteral("text"), QString::fromUtf8(it.value() + '\n')}});
     }
     m_pending.clear();
     return out;
@@ -132,7 +134,8 @@ void StreamRunSource::handleLine(QByteArrayView line)
         }
         if (object.value(QLatin1String("version")).toInt() > 1) {
             m_finished = true;
-            Q_EMIT ended(QStringLiteral("unsupported accel.tail version %1").arg(object.value(QLatin1String("version")).toInt()));
+            Q_EMIT ended(QStringLiteral("unsupported accel.tail version %1")
+                             .arg(object.value(QLatin1String("version")).toInt()));
             return;
         }
         m_runDirectory = object.value(QLatin1String("run")).toString();

@@ -9,10 +9,8 @@
 namespace accel::cli {
 
 ArgParser::ArgParser(std::string program, std::string summary)
-    : m_program(std::move(program))
-    , m_summary(std::move(summary))
-{
-}
+    : m_program(std::move(program)), m_summary(std::move(summary))
+{}
 
 void ArgParser::addOption(OptionSpec spec)
 {
@@ -91,8 +89,8 @@ bool ArgParser::parse(const std::vector<std::string> &args)
 
     for (size_t i = 0; i < args.size(); ++i) {
         const std::string &arg = args[i];
-        const bool restActive = positionalIndex < m_positionals.size() && m_positionals[positionalIndex].rest
-            && m_positionalValues.count(m_positionals[positionalIndex].name);
+        const bool restActive = positionalIndex < m_positionals.size() && m_positionals[positionalIndex].rest &&
+                                m_positionalValues.count(m_positionals[positionalIndex].name);
         if (restActive) {
             m_positionalValues[m_positionals[positionalIndex].name].push_back(arg);
             continue;
@@ -105,7 +103,8 @@ bool ArgParser::parse(const std::vector<std::string> &args)
             m_helpRequested = true;
             return false;
         }
-        if (!onlyPositionals && arg.size() > 1 && arg[0] == '-' && !(arg.size() > 1 && std::isdigit(static_cast<unsigned char>(arg[1])))) {
+        if (!onlyPositionals && arg.size() > 1 && arg[0] == '-' &&
+            !(arg.size() > 1 && std::isdigit(static_cast<unsigned char>(arg[1])))) {
             std::string name;
             std::optional<std::string> inlineValue;
             const OptionSpec *spec = nullptr;
@@ -139,8 +138,8 @@ bool ArgParser::parse(const std::vector<std::string> &args)
                     m_error = "option '--" + spec->name + "' needs a value (" + spec->valueName + ")";
                     return false;
                 }
-                if (!spec->choices.empty()
-                    && std::find(spec->choices.begin(), spec->choices.end(), value) == spec->choices.end()) {
+                if (!spec->choices.empty() &&
+                    std::find(spec->choices.begin(), spec->choices.end(), value) == spec->choices.end()) {
                     std::string list;
                     for (const std::string &c : spec->choices)
                         list += (list.empty() ? "" : ", ") + c;
@@ -190,7 +189,8 @@ std::string ArgParser::helpText() const
     if (!m_positionals.empty()) {
         out << "\narguments:\n";
         for (const PositionalSpec &pos : m_positionals)
-            out << "  " << pos.name << std::string(pos.name.size() < 28 ? 28 - pos.name.size() : 1, ' ') << pos.help << "\n";
+            out << "  " << pos.name << std::string(pos.name.size() < 28 ? 28 - pos.name.size() : 1, ' ') << pos.help
+                << "\n";
     }
     out << "\noptions:\n  -h, --help                  show this help and exit\n";
     for (const OptionSpec &spec : m_options) {
@@ -282,7 +282,7 @@ std::vector<std::string> expandMultiValueOption(int argc, char **argv, const std
             }
             any = true;
             if (!allAccepted)
-                break;  // a single rejected value: the parser names it
+                break; // a single rejected value: the parser names it
         }
         if (!any)
             args.push_back(arg);

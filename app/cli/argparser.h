@@ -13,20 +13,20 @@
 namespace accel::cli {
 
 struct OptionSpec {
-    std::string name;          // canonical spelling with underscores, without dashes: "num_processes"
-    std::string valueName;     // empty for a flag without a value
+    std::string name;      // canonical spelling with underscores, without dashes: "num_processes"
+    std::string valueName; // empty for a flag without a value
     std::string help;
-    std::string defaultValue;  // shown in --help only
-    char shortName = 0;        // e.g. 'q' for -q
+    std::string defaultValue; // shown in --help only
+    char shortName = 0;       // e.g. 'q' for -q
     bool repeatable = false;
-    std::vector<std::string> choices;  // when not empty, the value must be one of these
+    std::vector<std::string> choices; // when not empty, the value must be one of these
 };
 
 struct PositionalSpec {
     std::string name;
     std::string help;
     bool optional = false;
-    bool rest = false;  // takes this and every following argument verbatim
+    bool rest = false; // takes this and every following argument verbatim
 };
 
 class ArgParser {
@@ -49,7 +49,7 @@ public:
     const std::string &error() const { return m_error; }
     std::string helpText() const;
 
-    bool isSet(const std::string &name) const;  // typed on the command line
+    bool isSet(const std::string &name) const; // typed on the command line
     std::optional<std::string> value(const std::string &name) const;
     std::string valueOr(const std::string &name, const std::string &fallback) const;
     std::vector<std::string> values(const std::string &name) const;

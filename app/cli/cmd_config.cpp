@@ -62,6 +62,8 @@ std::string configSubCommandsHelp()
     return text;
 }
 
-static Registrar registrar({"config", "create or check Accelerate config files (questionnaire, default, show, validate, ...)", &runConfig});
+static Registrar registrar({"config",
+                            "create or check Accelerate config files (questionnaire, default, show, validate, ...)",
+                            &runConfig});
 
 } // namespace accel::cli

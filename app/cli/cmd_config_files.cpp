@@ -65,7 +65,8 @@ std::string fileArgument(const ArgParser &parser)
 
 void addFileArguments(ArgParser &parser)
 {
-    parser.addPositional({"file", "the config file (default: --config_file or Accelerate's default config)", true, false});
+    parser.addPositional(
+        {"file", "the config file (default: --config_file or Accelerate's default config)", true, false});
     parser.addValue("config_file", "PATH", "the config file (Accelerate's spelling)");
 }
 
@@ -108,17 +109,22 @@ int countGpus()
 
 int runConfigDefault(int argc, char **argv)
 {
-    ArgParser parser("accel config default", "Write a minimal config for this machine, like `accelerate config default`: "
-                                             "all of its GPUs (MULTI_GPU when there are several) or the CPU. "
-                                             "An existing file is never overwritten. The file holds JSON text, as Accelerate writes it.");
-    parser.addOption({"mixed_precision", "MODE", "mixed precision of the config", "no", 0, false, {"no", "fp16", "bf16"}});
+    ArgParser parser("accel config default",
+                     "Write a minimal config for this machine, like `accelerate config default`: "
+                     "all of its GPUs (MULTI_GPU when there are several) or the CPU. "
+                     "An existing file is never overwritten. The file holds JSON text, as Accelerate writes it.");
+    parser.addOption(
+        {"mixed_precision", "MODE", "mixed precision of the config", "no", 0, false, {"no", "fp16", "bf16"}});
     parser.addValue("config_file", "PATH", "where to write", defaultConfigPath());
     int code = 0;
     if (!parseArgs(parser, "default", argc, argv, code))
         return code;
     const std::string path = parser.valueOr("config_file", defaultConfigPath());
     if (exists(path)) {
-        std::fprintf(stderr, "accel config default: %s already exists; remove it first or pass --config_file to write elsewhere\n", path.c_str());
+        std::fprintf(
+            stderr,
+            "accel config default: %s already exists; remove it first or pass --config_file to write elsewhere\n",
+            path.c_str());
         return ExitFailure;
     }
     ClusterConfig config;
@@ -143,7 +149,8 @@ int runConfigDefault(int argc, char **argv)
     if (!folder.empty())
         std::filesystem::create_directories(folder, ec);
     if (ec)
-        return fail("default", Error{ErrorCode::Io, "cannot create folder " + folder.string() + ": " + ec.message(), path});
+        return fail("default",
+                    Error{ErrorCode::Io, "cannot create folder " + folder.string() + ": " + ec.message(), path});
     if (auto written = fileutil::writeFileAtomic(path, text); !written)
         return fail("default", written.error());
     std::printf("accel config default: configuration saved at %s\n", path.c_str());
@@ -152,8 +159,9 @@ int runConfigDefault(int argc, char **argv)
 
 int runConfigShow(int argc, char **argv)
 {
-    ArgParser parser("accel config show", "Print a config file the way Accelerate would write it back (legacy keys fixed, "
-                                          "defaults filled). Warnings go to stderr.");
+    ArgParser parser("accel config show",
+                     "Print a config file the way Accelerate would write it back (legacy keys fixed, "
+                     "defaults filled). Warnings go to stderr.");
     addFileArguments(parser);
     parser.addFlag("json", "print a JSON object (schema accel.config) instead of YAML");
     int code = 0;
@@ -184,9 +192,10 @@ int runConfigShow(int argc, char **argv)
 
 int runConfigValidate(int argc, char **argv)
 {
-    ArgParser parser("accel config validate", "Check a config file as Accelerate's loader and launcher would: unknown keys, types, "
-                                              "allowed values, cross-field rules (errors, exit 2) and keys that have no effect "
-                                              "(warnings, exit 0). Messages go to stderr.");
+    ArgParser parser("accel config validate",
+                     "Check a config file as Accelerate's loader and launcher would: unknown keys, types, "
+                     "allowed values, cross-field rules (errors, exit 2) and keys that have no effect "
+                     "(warnings, exit 0). Messages go to stderr.");
     addFileArguments(parser);
     parser.addFlag("json", "print a JSON report (schema accel.config.validation) on stdout");
     int code = 0;
@@ -219,16 +228,17 @@ int runConfigValidate(int argc, char **argv)
     } else if (valid) {
         std::printf("%s: valid (%zu warning%s)\n", path.c_str(), warnings, warnings == 1 ? "" : "s");
     } else {
-        std::fprintf(stderr, "accel config validate: %s: %zu error%s, %zu warning%s\n", path.c_str(), errors, errors == 1 ? "" : "s",
-                     warnings, warnings == 1 ? "" : "s");
+        std::fprintf(stderr, "accel config validate: %s: %zu error%s, %zu warning%s\n", path.c_str(), errors,
+                     errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s");
     }
     return valid ? ExitOk : ExitBadInput;
 }
 
 int runConfigUpdate(int argc, char **argv)
 {
-    ArgParser parser("accel config update", "Load a config file (fixing legacy keys, filling the defaults Accelerate fills) and write "
-                                            "it back in place, like `accelerate config update`.");
+    ArgParser parser("accel config update",
+                     "Load a config file (fixing legacy keys, filling the defaults Accelerate fills) and write "
+                     "it back in place, like `accelerate config update`.");
     addFileArguments(parser);
     int code = 0;
     if (!parseArgs(parser, "update", argc, argv, code))
@@ -247,8 +257,9 @@ int runConfigUpdate(int argc, char **argv)
 
 int runConfigToFsdp2(int argc, char **argv)
 {
-    ArgParser parser("accel config to-fsdp2", "Convert a config's FSDP1 block to FSDP2 (like `accelerate to-fsdp2`): sharding strategy "
-                                              "-> fsdp_reshard_after_forward, FSDP1-only keys dropped, fsdp_version 2.");
+    ArgParser parser("accel config to-fsdp2",
+                     "Convert a config's FSDP1 block to FSDP2 (like `accelerate to-fsdp2`): sharding strategy "
+                     "-> fsdp_reshard_after_forward, FSDP1-only keys dropped, fsdp_version 2.");
     addFileArguments(parser);
     parser.addValue("output_file", "PATH", "write the converted config here (must not exist)");
     parser.addFlag("overwrite", "replace the input file");
@@ -261,7 +272,8 @@ int runConfigToFsdp2(int argc, char **argv)
         return badInput("to-fsdp2", "pass exactly one of --output_file PATH and --overwrite");
     const std::string path = fileArgument(parser);
     if (output && exists(*output))
-        return badInput("to-fsdp2", "--output_file " + *output + " already exists; choose another path or use --overwrite");
+        return badInput("to-fsdp2",
+                        "--output_file " + *output + " already exists; choose another path or use --overwrite");
     Diagnostics diagnostics;
     auto config = loadConfigFile(path, &diagnostics);
     printDiagnostics(diagnostics);

@@ -41,8 +41,9 @@ void ask(const Question &question, const Answers &answers)
 
 int runConfigQuestionnaire(int argc, char **argv)
 {
-    ArgParser parser("accel config", "Answer the questions of `accelerate config` and write the config file (YAML, or JSON for a "
-                                     ".json path). Answers are read line by line from stdin.");
+    ArgParser parser("accel config",
+                     "Answer the questions of `accelerate config` and write the config file (YAML, or JSON for a "
+                     ".json path). Answers are read line by line from stdin.");
     parser.addValue("config_file", "PATH", "where to write the config", defaultConfigPath());
     parser.setEpilog(configSubCommandsHelp());
     if (!parser.parse(argc, argv, 1)) {
@@ -66,7 +67,7 @@ int runConfigQuestionnaire(int argc, char **argv)
             if (inputEnded)
                 line.clear();
             if (!isatty(STDIN_FILENO))
-                std::printf("%s\n", line.c_str());  // echo piped answers so the transcript reads like a session
+                std::printf("%s\n", line.c_str()); // echo piped answers so the transcript reads like a session
             Result<std::string> answer = flow.interpret(*question, line, answers);
             if (answer) {
                 answers[question->id] = *answer;

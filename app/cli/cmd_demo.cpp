@@ -52,14 +52,15 @@ int totalSteps(const QString &job)
     QFile file(job);
     if (!file.open(QIODevice::ReadOnly))
         return 0;
-    const auto match = QRegularExpression(QStringLiteral("(?m)^\\s*max_steps:\\s*(\\d+)")).match(QString::fromUtf8(file.readAll()));
+    const auto match =
+        QRegularExpression(QStringLiteral("(?m)^\\s*max_steps:\\s*(\\d+)")).match(QString::fromUtf8(file.readAll()));
     return match.hasMatch() ? match.captured(1).toInt() : 0;
 }
 
 struct Progress {
     qint64 step = 0;
     double loss = qQNaN();
-    std::map<int, double> tokensPerSecond;  // latest per rank
+    std::map<int, double> tokensPerSecond; // latest per rank
     double tokens() const
     {
         double sum = 0;
@@ -74,7 +75,8 @@ QString bar(const Progress &progress, int total)
     const int width = 30;
     const double fraction = total > 0 ? std::min(1.0, static_cast<double>(progress.step) / total) : 0.0;
     const int filled = static_cast<int>(fraction * width);
-    QString text = QStringLiteral("[") + QString(filled, QLatin1Char('#')) + QString(width - filled, QLatin1Char('.')) + QStringLiteral("] ");
+    QString text = QStringLiteral("[") + QString(filled, QLatin1Char('#')) + QString(width - filled, QLatin1Char('.')) +
+                   QStringLiteral("] ");
     text += total > 0 ? QStringLiteral("%1/%2").arg(progress.step).arg(total) : QString::number(progress.step);
     if (!qIsNaN(progress.loss))
         text += QStringLiteral("  loss %1").arg(progress.loss, 0, 'f', 4);
@@ -87,7 +89,8 @@ QString bar(const Progress &progress, int total)
 
 static int runDemo(int argc, char **argv)
 {
-    ArgParser parser("accel demo", "Train the built-in demo GPT on 2 CPU ranks through accel launch, with a progress bar.");
+    ArgParser parser("accel demo",
+                     "Train the built-in demo GPT on 2 CPU ranks through accel launch, with a progress bar.");
     parser.addValue("job", "JOB.yaml", "job to run instead of resources/jobs/demo-gpt.yaml");
     parser.addValue("num_processes", "N", "ranks", "2");
     parser.addValue("run_dir", "DIR", "run directory (default: a new one under the runs root)");
@@ -100,19 +103,22 @@ static int runDemo(int argc, char **argv)
         std::fprintf(stderr, "accel demo: %s\n", parser.error().c_str());
         return ExitBadInput;
     }
-    const QString job = parser.isSet("job") ? QFileInfo(QString::fromStdString(*parser.value("job"))).absoluteFilePath() : findDemoJob();
+    const QString job = parser.isSet("job") ? QFileInfo(QString::fromStdString(*parser.value("job"))).absoluteFilePath()
+                                            : findDemoJob();
     if (job.isEmpty() || !QFileInfo::exists(job)) {
         std::fprintf(stderr, "accel demo: demo job not found (resources/jobs/demo-gpt.yaml); pass --job\n");
         return ExitBadInput;
     }
     const std::string worker = workerProgramPath();
     if (!QFileInfo(QString::fromStdString(worker)).isExecutable()) {
-        std::fprintf(stderr, "accel demo: %s not found: this build has no libtorch runtime (accel-worker)\n", worker.c_str());
+        std::fprintf(stderr, "accel demo: %s not found: this build has no libtorch runtime (accel-worker)\n",
+                     worker.c_str());
         return ExitFailure;
     }
     QString runDir = QString::fromStdString(parser.valueOr("run_dir", ""));
     if (runDir.isEmpty())
-        runDir = RunDirectory::defaultRunsRoot() + QLatin1Char('/') + RunDirectory::makeRunId(QStringLiteral("demo-gpt"));
+        runDir =
+            RunDirectory::defaultRunsRoot() + QLatin1Char('/') + RunDirectory::makeRunId(QStringLiteral("demo-gpt"));
     runDir = QFileInfo(runDir).absoluteFilePath();
     const bool json = parser.isSet("json");
     const bool terminal = ::isatty(2) && !json;
@@ -125,16 +131,19 @@ static int runDemo(int argc, char **argv)
     QProcess launch;
     launch.setProgram(QFileInfo(QStringLiteral("/proc/self/exe")).canonicalFilePath());
     launch.setArguments({QStringLiteral("launch"), QStringLiteral("--cpu"), QStringLiteral("--num_processes"),
-                         QString::fromStdString(parser.valueOr("num_processes", "2")), QStringLiteral("--num_cpu_threads_per_process"),
-                         QStringLiteral("1"), QStringLiteral("--main_process_port"), QStringLiteral("0"), QStringLiteral("--no_mirror"),
-                         QStringLiteral("--run_dir"), runDir, QStringLiteral("--name"), QStringLiteral("demo-gpt"), QStringLiteral("--job"), job});
+                         QString::fromStdString(parser.valueOr("num_processes", "2")),
+                         QStringLiteral("--num_cpu_threads_per_process"), QStringLiteral("1"),
+                         QStringLiteral("--main_process_port"), QStringLiteral("0"), QStringLiteral("--no_mirror"),
+                         QStringLiteral("--run_dir"), runDir, QStringLiteral("--name"), QStringLiteral("demo-gpt"),
+                         QStringLiteral("--job"), job});
     launch.setProcessChannelMode(QProcess::MergedChannels);
 
     Progress progress;
     FileFollower follower;
     int lastDecile = -1;
     auto poll = [&] {
-        for (const QString &file : QDir(runDir + QStringLiteral("/metrics")).entryList({QStringLiteral("rank*.jsonl")}, QDir::Files)) {
+        for (const QString &file :
+             QDir(runDir + QStringLiteral("/metrics")).entryList({QStringLiteral("rank*.jsonl")}, QDir::Files)) {
             const QString path = runDir + QStringLiteral("/metrics/") + file;
             if (!follower.files().contains(path))
                 follower.addFile(path);
@@ -183,13 +192,14 @@ static int runDemo(int argc, char **argv)
     if (exitCode != 0)
         std::fprintf(stderr, "%s", launchOutput.constData());
     if (json) {
-        const QJsonObject summary{{QStringLiteral("run_dir"), runDir},
-                                  {QStringLiteral("job"), job},
-                                  {QStringLiteral("exit_code"), exitCode},
-                                  {QStringLiteral("steps"), progress.step},
-                                  {QStringLiteral("total_steps"), total},
-                                  {QStringLiteral("final_loss"), qIsNaN(progress.loss) ? QJsonValue() : QJsonValue(progress.loss)},
-                                  {QStringLiteral("tokens_per_s"), progress.tokens()}};
+        const QJsonObject summary{
+            {QStringLiteral("run_dir"), runDir},
+            {QStringLiteral("job"), job},
+            {QStringLiteral("exit_code"), exitCode},
+            {QStringLiteral("steps"), progress.step},
+            {QStringLiteral("total_steps"), total},
+            {QStringLiteral("final_loss"), qIsNaN(progress.loss) ? QJsonValue() : QJsonValue(progress.loss)},
+            {QStringLiteral("tokens_per_s"), progress.tokens()}};
         std::printf("%s", schemaJson(QStringLiteral("accel.demo"), 1, summary).constData());
     } else {
         std::printf("run directory: %s\n", runDir.toLocal8Bit().constData());

@@ -20,8 +20,9 @@ using namespace accel;
 
 bool isIdentifier(const std::string &s)
 {
-    return !s.empty() && (std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')
-        && std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+    return !s.empty() && (std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_') &&
+           std::all_of(s.begin(), s.end(),
+                       [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
 
 nlohmann::ordered_json deviceValue(const std::string &device)
@@ -65,8 +66,9 @@ std::string renderText(const std::string &model, const std::string &dtype, const
     std::string noSplit;
     for (const std::string &c : r.noSplitClasses)
         noSplit += (noSplit.empty() ? "" : " ") + c;
-    std::string out = "Device map for `" + model + "` (strategy " + bigmodel::strategyName(o.strategy) + ", dtype "
-        + (dtype.empty() ? std::string("as stored") : dtype) + ", no-split " + (noSplit.empty() ? std::string("none") : noSplit) + ")\n";
+    std::string out = "Device map for `" + model + "` (strategy " + bigmodel::strategyName(o.strategy) + ", dtype " +
+                      (dtype.empty() ? std::string("as stored") : dtype) + ", no-split " +
+                      (noSplit.empty() ? std::string("none") : noSplit) + ")\n";
     out += "budgets:";
     for (const auto &[device, bytes] : r.budgets)
         out += " " + device + "=" + bigmodel::formatBinarySize(static_cast<uint64_t>(std::max<int64_t>(0, bytes)));
@@ -80,20 +82,24 @@ std::string renderText(const std::string &model, const std::string &dtype, const
     }
     out += "\nper device:\n";
     for (const auto &[device, bytes] : r.perDevice)
-        out += "  " + device + std::string(device.size() < 6 ? 6 - device.size() : 1, ' ') + bigmodel::formatBinarySize(bytes) + "\n";
-    out += "  total " + bigmodel::formatBinarySize(r.totalSize) + " (largest layer " + bigmodel::formatBinarySize(r.largestLayer) + ")\n";
+        out += "  " + device + std::string(device.size() < 6 ? 6 - device.size() : 1, ' ') +
+               bigmodel::formatBinarySize(bytes) + "\n";
+    out += "  total " + bigmodel::formatBinarySize(r.totalSize) + " (largest layer " +
+           bigmodel::formatBinarySize(r.largestLayer) + ")\n";
     return out;
 }
 
 int runDeviceMap(int argc, char **argv)
 {
-    cli::ArgParser parser("accel device-map",
-                          "Plan where each module of a model goes (GPUs, cpu, disk) with Accelerate's infer_auto_device_map, "
-                          "from checkpoint headers or config.json alone.");
+    cli::ArgParser parser(
+        "accel device-map",
+        "Plan where each module of a model goes (GPUs, cpu, disk) with Accelerate's infer_auto_device_map, "
+        "from checkpoint headers or config.json alone.");
     parser.addPositional({"MODEL", "model folder, .safetensors file, index .json or config.json"});
-    parser.addValue("max_memory", "SPEC",
-                    "device budgets, e.g. 0=10GiB,1=10GiB,cpu=30GiB (GiB/MiB/KiB = powers of 2, GB/MB/KB = powers of 10, "
-                    "lower-case b = bits); default: this machine");
+    parser.addValue(
+        "max_memory", "SPEC",
+        "device budgets, e.g. 0=10GiB,1=10GiB,cpu=30GiB (GiB/MiB/KiB = powers of 2, GB/MB/KB = powers of 10, "
+        "lower-case b = bits); default: this machine");
     cli::OptionSpec strategy;
     strategy.name = "strategy";
     strategy.valueName = "NAME";
@@ -107,8 +113,10 @@ int runDeviceMap(int argc, char **argv)
     noSplit.help = "module classes never split across devices (several allowed); default: the family's block";
     noSplit.repeatable = true;
     parser.addOption(noSplit);
-    parser.addValue("dtype", "DTYPE", "load dtype for sizes: float32, float16, bfloat16, fp8, int8, int4 (default: as stored)");
-    parser.addValue("env_json", "FILE", "`accel env --json` output whose GPUs (free memory) join this machine's budgets");
+    parser.addValue("dtype", "DTYPE",
+                    "load dtype for sizes: float32, float16, bfloat16, fp8, int8, int4 (default: as stored)");
+    parser.addValue("env_json", "FILE",
+                    "`accel env --json` output whose GPUs (free memory) join this machine's budgets");
     parser.addFlag("offload_buffers", "count buffers of offloaded modules as offloaded too");
     parser.addFlag("fallback_allocation", "let an empty GPU take any module that fits (fallback_allocation=True)");
     parser.addFlag("no_clean", "keep the map unmerged (clean_result=False)");
@@ -180,4 +188,5 @@ int runDeviceMap(int argc, char **argv)
 
 } // namespace
 
-static accel::cli::Registrar registrar({"device-map", "plan a model's placement over GPUs, cpu and disk", &runDeviceMap});
+static accel::cli::Registrar registrar({"device-map", "plan a model's placement over GPUs, cpu and disk",
+                                        &runDeviceMap});

@@ -98,7 +98,8 @@ std::string recommendationYaml(const hardware::RecommendedConfig &recommendation
 #ifdef ACCEL_ENV_WITH_CONFIG
     auto parsed = config::parseConfig(plain, config::ConfigFormat::Yaml, "recommended config");
     if (parsed)
-        return hardware::recommendationComments(recommendation) + config::serializeConfig(*parsed, config::ConfigFormat::Yaml);
+        return hardware::recommendationComments(recommendation) +
+               config::serializeConfig(*parsed, config::ConfigFormat::Yaml);
     std::fprintf(stderr, "accel env: warning: accel::config rejects the recommendation (%s); writing it directly\n",
                  parsed.error().toString().c_str());
 #endif
@@ -120,10 +121,17 @@ int runEnv(int argc, char **argv)
     parser.addValue("config_file", "PATH", "Accelerate config file to show instead of the default one");
     parser.addFlag("json", "Print the report as JSON (schema accel.env, version 1; see docs/env-json.md)");
     parser.addFlag("recommend", "Print a recommended config for this host (YAML with reasons; JSON with --json)");
-    parser.addValue("from_json", "FILE", "Use a report written by `accel env --json` (e.g. on another host) "
-                                         "instead of probing this one ('-' reads stdin)");
-    parser.addOption({"disk", "PATH", "Report free space for PATH (repeatable; default: the current folder and "
-                                      "the Hugging Face cache)", "", 0, true, {}});
+    parser.addValue("from_json", "FILE",
+                    "Use a report written by `accel env --json` (e.g. on another host) "
+                    "instead of probing this one ('-' reads stdin)");
+    parser.addOption({"disk",
+                      "PATH",
+                      "Report free space for PATH (repeatable; default: the current folder and "
+                      "the Hugging Face cache)",
+                      "",
+                      0,
+                      true,
+                      {}});
     parser.addValue("python", "PROGRAM", "Python interpreter to ask for torch/accelerate/numpy versions", "python3");
     parser.addFlag("no_python", "Do not run Python");
     parser.addFlag("no_gpu", "Do not load NVML");
@@ -179,8 +187,8 @@ int runEnv(int argc, char **argv)
     const bool json = parser.isSet("json");
     if (parser.isSet("recommend")) {
         const hardware::RecommendedConfig recommendation = hardware::recommendConfig(report);
-        const std::string text = json ? hardware::recommendationToJson(recommendation)
-                                      : recommendationYaml(recommendation);
+        const std::string text =
+            json ? hardware::recommendationToJson(recommendation) : recommendationYaml(recommendation);
         std::fputs(text.c_str(), stdout);
         return ExitOk;
     }

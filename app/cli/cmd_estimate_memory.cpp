@@ -74,16 +74,20 @@ int runEstimateMemory(int argc, char **argv)
     cli::OptionSpec library;
     library.name = "library_name";
     library.valueName = "NAME";
-    library.help = "accepted for compatibility with accelerate estimate-memory; only transformers-style models are known";
+    library.help =
+        "accepted for compatibility with accelerate estimate-memory; only transformers-style models are known";
     library.choices = {"transformers", "timm"};
     parser.addOption(library);
     parser.addFlag("trust_remote_code", "accepted for compatibility; no code is ever run");
     parser.addValue("batch", "B", "batch size for the inference figures", "1");
     parser.addValue("context", "T", "tokens of context for the KV cache and activations", "min(max positions, 4096)");
     parser.addFlag("json", "print a JSON object (schema accel.memory-estimate) instead of tables");
-    const auto args = cli::expandMultiValueOption(argc, argv, "dtypes", [&](const std::string &x) {
-        return std::find(dtypes.choices.begin(), dtypes.choices.end(), x) != dtypes.choices.end();
-    }, true);
+    const auto args = cli::expandMultiValueOption(
+        argc, argv, "dtypes",
+        [&](const std::string &x) {
+            return std::find(dtypes.choices.begin(), dtypes.choices.end(), x) != dtypes.choices.end();
+        },
+        true);
     if (!parser.parse(args)) {
         if (parser.helpRequested()) {
             std::fputs(parser.helpText().c_str(), stdout);
@@ -106,7 +110,8 @@ int runEstimateMemory(int argc, char **argv)
         std::fprintf(stderr, "accel estimate-memory: %s\n", model.error().toString().c_str());
         return exitCodeFor(model.error());
     }
-    auto estimate = bigmodel::estimateMemory(*model, list, batch, parser.isSet("context") ? std::optional<int64_t>(context) : std::nullopt);
+    auto estimate = bigmodel::estimateMemory(*model, list, batch,
+                                             parser.isSet("context") ? std::optional<int64_t>(context) : std::nullopt);
     if (!estimate) {
         std::fprintf(stderr, "accel estimate-memory: %s\n", estimate.error().toString().c_str());
         return exitCodeFor(estimate.error());
@@ -122,4 +127,5 @@ int runEstimateMemory(int argc, char **argv)
 
 } // namespace
 
-static accel::cli::Registrar registrar({"estimate-memory", "estimate a model's memory per dtype (load, train, infer)", &runEstimateMemory});
+static accel::cli::Registrar registrar({"estimate-memory", "estimate a model's memory per dtype (load, train, infer)",
+                                        &runEstimateMemory});

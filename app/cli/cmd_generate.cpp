@@ -16,18 +16,25 @@ namespace accel::cli {
 
 void addInferenceLoadOptions(ArgParser &parser)
 {
-    parser.addPositional({"model_dir", "a folder with config.json and safetensors weights (gpt2, llama, mistral, qwen2)"});
+    parser.addPositional(
+        {"model_dir", "a folder with config.json and safetensors weights (gpt2, llama, mistral, qwen2)"});
     parser.addValue("device_map", "MAP", "auto, cpu or a JSON object of module → cpu | disk | GPU index", "cpu");
     parser.addValue("max_memory", "SPEC", "budgets for --device-map auto, e.g. cpu=8GiB");
     parser.addValue("offload_folder", "DIR", "Accelerate offload folder for the weights mapped to disk");
-    parser.addOption({"dtype", "DTYPE", "compute dtype (default: the checkpoint's)", "", 0, false, {"float32", "bfloat16", "float16"}});
+    parser.addOption({"dtype",
+                      "DTYPE",
+                      "compute dtype (default: the checkpoint's)",
+                      "",
+                      0,
+                      false,
+                      {"float32", "bfloat16", "float16"}});
     parser.addValue("threads", "N", "intra-op threads");
     parser.addFlag("json", "print one JSON object (schema accel.generate / accel.infer) at the end");
 }
 
 // Rebuilds the worker's command line from the parsed options (dashes, one spelling) and execs it.
-int execInferenceWorker(const std::string &command, const ArgParser &parser, const std::vector<std::string> &valueOptions,
-                        const std::vector<std::string> &flags)
+int execInferenceWorker(const std::string &command, const ArgParser &parser,
+                        const std::vector<std::string> &valueOptions, const std::vector<std::string> &flags)
 {
     std::vector<std::string> args{"accel-worker", command, *parser.firstPositional("model_dir")};
     auto dashed = [](std::string name) {
@@ -57,7 +64,8 @@ int execInferenceWorker(const std::string &command, const ArgParser &parser, con
         raw.push_back(a.data());
     raw.push_back(nullptr);
     ::execv(program.c_str(), raw.data());
-    std::fprintf(stderr, "accel %s: cannot start %s: this build has no libtorch runtime (accel-worker)\n", command.c_str(), program.c_str());
+    std::fprintf(stderr, "accel %s: cannot start %s: this build has no libtorch runtime (accel-worker)\n",
+                 command.c_str(), program.c_str());
     return 1;
 }
 
@@ -77,7 +85,8 @@ int runGenerate(int argc, char **argv)
     parser.addValue("repetition_penalty", "R", "penalise tokens already present (Transformers' rule)");
     parser.addValue("seed", "S", "seed of the sampler", "0");
     parser.addOption({"stop", "TEXT", "stop when the generated text contains TEXT", "", 0, true, {}});
-    parser.addOption({"stop_token_id", "ID", "stop at this token (default: the config's eos_token_id)", "", 0, true, {}});
+    parser.addOption(
+        {"stop_token_id", "ID", "stop at this token (default: the config's eos_token_id)", "", 0, true, {}});
     if (!parser.parse(argc, argv, 1)) {
         if (parser.helpRequested()) {
             std::printf("%s", parser.helpText().c_str());
@@ -97,7 +106,8 @@ int runGenerate(int argc, char **argv)
                                {"greedy", "json"});
 }
 
-Registrar registrar({"generate", "generate text with a gpt2/llama/mistral/qwen2 model on the libtorch worker", &runGenerate});
+Registrar registrar({"generate", "generate text with a gpt2/llama/mistral/qwen2 model on the libtorch worker",
+                     &runGenerate});
 
 } // namespace
 } // namespace accel::cli

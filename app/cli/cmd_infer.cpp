@@ -10,8 +10,8 @@ namespace accel::cli {
 
 // cmd_generate.cpp
 void addInferenceLoadOptions(ArgParser &parser);
-int execInferenceWorker(const std::string &command, const ArgParser &parser, const std::vector<std::string> &valueOptions,
-                        const std::vector<std::string> &flags);
+int execInferenceWorker(const std::string &command, const ArgParser &parser,
+                        const std::vector<std::string> &valueOptions, const std::vector<std::string> &flags);
 
 namespace {
 
@@ -33,12 +33,13 @@ int runInfer(int argc, char **argv)
         std::fprintf(stderr, "accel infer: --input-ids and --logits-out are required\n");
         return 2;
     }
-    return execInferenceWorker("infer", parser,
-                               {"device_map", "max_memory", "offload_folder", "dtype", "threads", "input_ids", "logits_out"},
-                               {"json"});
+    return execInferenceWorker(
+        "infer", parser, {"device_map", "max_memory", "offload_folder", "dtype", "threads", "input_ids", "logits_out"},
+        {"json"});
 }
 
-Registrar registrar({"infer", "compute logits for token ids with a gpt2/llama model on the libtorch worker", &runInfer});
+Registrar registrar({"infer", "compute logits for token ids with a gpt2/llama model on the libtorch worker",
+                     &runInfer});
 
 } // namespace
 } // namespace accel::cli

@@ -5,9 +5,9 @@
 #include "app/cli/command.h"
 
 #include "core/common/fileutil.h"
+#include "launcher/jsonoutput.h"
 #include "launcher/launchflags.h"
 #include "launcher/launchplan.h"
-#include "launcher/jsonoutput.h"
 #include "launcher/rundirectory.h"
 #include "launcher/runsupervisor.h"
 #include "launcher/signalwatcher.h"
@@ -42,8 +42,8 @@ void addLaunchOptions(ArgParser &parser)
     }
     // Internal: set by --detach for the background supervisor.
     parser.addFlag("detached_supervisor", "(internal) this process is the detached supervisor");
-    parser.addPositional({"script", "training script (or module with -m, program with --no_python) and its arguments",
-                          true, true});
+    parser.addPositional(
+        {"script", "training script (or module with -m, program with --no_python) and its arguments", true, true});
     parser.setEpilog("Flags accept --a_b and --a-b spellings. Everything after SCRIPT is passed to it untouched.\n"
                      "Runs are kept under ${XDG_DATA_HOME:-~/.local/share}/accel-studio/runs; see 'accel runs'.");
 }
@@ -79,15 +79,16 @@ int runSupervisor(const LaunchSettings &settings, const EnvMap &base, RunDirecto
         supervisor.stop(QStringLiteral("supervisor received SIG%1").arg(QString::fromLatin1(abbrev ? abbrev : "?")));
     });
     QObject::connect(&supervisor, &RunSupervisor::restarting, &app, [](int count, const QString &reason) {
-        std::fprintf(stderr, "accel launch: %s; restarting all ranks (restart %d)\n", reason.toLocal8Bit().constData(), count);
+        std::fprintf(stderr, "accel launch: %s; restarting all ranks (restart %d)\n", reason.toLocal8Bit().constData(),
+                     count);
     });
     int exitCode = 0;
     const bool quiet = parser.isSet("quiet");
     QObject::connect(&supervisor, &RunSupervisor::finished, &app, [&](const RunOutcome &outcome) {
         exitCode = outcome.exitCode;
         if (outcome.state == QLatin1String(runstate::Succeeded)) {
-            std::fprintf(stderr, "accel launch: run %s succeeded; run directory %s\n", run.id().toLocal8Bit().constData(),
-                         run.path().toLocal8Bit().constData());
+            std::fprintf(stderr, "accel launch: run %s succeeded; run directory %s\n",
+                         run.id().toLocal8Bit().constData(), run.path().toLocal8Bit().constData());
         } else if (quiet) {
             exitCode = 1;
         } else {
@@ -151,11 +152,12 @@ static int runLaunch(int argc, char **argv)
     }
     if (!quiet && !parser.isSet("detached_supervisor"))
         std::fprintf(stderr, "accel launch: run %s (%d rank(s), %s launcher); logs in %s/logs\n",
-                     run->id().toLocal8Bit().constData(), settings.processesPerNode(), launcherKindName(settings.launcher),
-                     run->path().toLocal8Bit().constData());
+                     run->id().toLocal8Bit().constData(), settings.processesPerNode(),
+                     launcherKindName(settings.launcher), run->path().toLocal8Bit().constData());
     return runSupervisor(settings, prepared->baseEnvironment, *run, parser, !parser.isSet("detached_supervisor"));
 }
 
-static Registrar registrar({"launch", "launch a script or job on this machine's ranks (accelerate launch)", &runLaunch});
+static Registrar registrar({"launch", "launch a script or job on this machine's ranks (accelerate launch)",
+                            &runLaunch});
 
 } // namespace accel::cli

@@ -43,7 +43,8 @@ std::string defaultAccelerateConfigPath()
         dir = fileutil::expandUser(hfHome) + "/accelerate";
     } else {
         const char *cache = std::getenv("XDG_CACHE_HOME");
-        dir = (cache && *cache ? fileutil::expandUser(cache) : fileutil::expandUser("~/.cache")) + "/huggingface/accelerate";
+        dir = (cache && *cache ? fileutil::expandUser(cache) : fileutil::expandUser("~/.cache")) +
+              "/huggingface/accelerate";
     }
     return dir + "/default_config.yaml";
 }
@@ -65,20 +66,21 @@ Result<void> resolvePort(LaunchSettings &settings)
         if (!port)
             return tl::unexpected(port.error());
         settings.mainProcessPort = *port;
-        settings.notes.push_back("main_process_port 0: rank 0 hosts the TCPStore on free port " + std::to_string(*port));
+        settings.notes.push_back("main_process_port 0: rank 0 hosts the TCPStore on free port " +
+                                 std::to_string(*port));
         return {};
     }
     if (!isPortInUse(settings.mainProcessPort))
         return {};
     const std::string busy = describeBusyPort(settings.mainProcessPort);
     if (settings.mainProcessPortExplicit || settings.numMachines > 1)
-        return makeError(ErrorCode::InvalidInput, "main_process_port: " + busy
-                                                      + "; choose another port, or 0 for a free one");
+        return makeError(ErrorCode::InvalidInput,
+                         "main_process_port: " + busy + "; choose another port, or 0 for a free one");
     auto port = pickFreePort();
     if (!port)
         return tl::unexpected(port.error());
-    settings.notes.push_back(busy + "; using free port " + std::to_string(*port)
-                             + " (accelerate launch would switch to torchrun --standalone)");
+    settings.notes.push_back(busy + "; using free port " + std::to_string(*port) +
+                             " (accelerate launch would switch to torchrun --standalone)");
     settings.mainProcessPort = *port;
     return {};
 }
@@ -156,14 +158,16 @@ Result<PreparedLaunch> prepareLaunch(const ArgParser &parser)
     if (!settings)
         return tl::unexpected(settings.error());
     if (defaultExists && prepared.configPath.empty() && parser.isSet("cpu"))
-        settings->notes.push_back("default config " + defaultPath
-                                  + " is not read because of --cpu (as accelerate launch does); pass --config_file to use it");
+        settings->notes.push_back(
+            "default config " + defaultPath +
+            " is not read because of --cpu (as accelerate launch does); pass --config_file to use it");
     if (auto ok = resolvePort(*settings); !ok)
         return tl::unexpected(ok.error());
 
     QString runDir = QString::fromStdString(parser.valueOr("run_dir", ""));
     if (runDir.isEmpty())
-        runDir = RunDirectory::defaultRunsRoot() + QLatin1Char('/') + RunDirectory::makeRunId(QString::fromStdString(prepared.runName));
+        runDir = RunDirectory::defaultRunsRoot() + QLatin1Char('/') +
+                 RunDirectory::makeRunId(QString::fromStdString(prepared.runName));
     settings->runDirectory = QFileInfo(runDir).absoluteFilePath().toStdString();
     prepared.settings = std::move(*settings);
     prepared.baseEnvironment = std::move(request.environment);
@@ -189,29 +193,36 @@ Result<RunDirectory> createRunDirectory(const PreparedLaunch &prepared, int argc
         {QStringLiteral("host"), QSysInfo::machineHostName()},
         {QStringLiteral("user"), qEnvironmentVariable("USER")},
         {QStringLiteral("cwd"), QString::fromStdString(settings.workingDirectory)},
-        {QStringLiteral("versions"), QJsonObject{{QStringLiteral("accel"), QStringLiteral(ACCEL_VERSION)},
-                                                 {QStringLiteral("qt"), QString::fromLatin1(qVersion())},
-                                                 {QStringLiteral("libtorch_build"), QStringLiteral(ACCEL_TORCH_VERSION)},
-                                                 {QStringLiteral("os"), QSysInfo::prettyProductName()}}},
+        {QStringLiteral("versions"),
+         QJsonObject{{QStringLiteral("accel"), QStringLiteral(ACCEL_VERSION)},
+                     {QStringLiteral("qt"), QString::fromLatin1(qVersion())},
+                     {QStringLiteral("libtorch_build"), QStringLiteral(ACCEL_TORCH_VERSION)},
+                     {QStringLiteral("os"), QSysInfo::prettyProductName()}}},
         {QStringLiteral("argv"), commandLine},
-        {QStringLiteral("config_file"), prepared.configPath.empty() ? QJsonValue() : QJsonValue(QString::fromStdString(prepared.configPath))},
-        {QStringLiteral("job_file"), settings.program.kind == ProgramSpec::Kind::Job ? QJsonValue(QString::fromStdString(settings.program.target)) : QJsonValue()},
+        {QStringLiteral("config_file"),
+         prepared.configPath.empty() ? QJsonValue() : QJsonValue(QString::fromStdString(prepared.configPath))},
+        {QStringLiteral("job_file"), settings.program.kind == ProgramSpec::Kind::Job
+                                         ? QJsonValue(QString::fromStdString(settings.program.target))
+                                         : QJsonValue()},
         {QStringLiteral("settings"), plan.value(QStringLiteral("settings"))},
         {QStringLiteral("notes"), plan.value(QStringLiteral("notes"))},
         {QStringLiteral("plan"), plan.value(QStringLiteral("ranks"))},
         {QStringLiteral("restarts"), 0},
         // This process supervises the run (also with --detach, where it is the background child).
-        {QStringLiteral("supervisor"), QJsonObject{{QStringLiteral("pid"), static_cast<qint64>(::getpid())},
-                                                   {QStringLiteral("start_time"), static_cast<qint64>(processStartTime(::getpid()))},
-                                                   {QStringLiteral("host"), QSysInfo::machineHostName()}}},
+        {QStringLiteral("supervisor"),
+         QJsonObject{{QStringLiteral("pid"), static_cast<qint64>(::getpid())},
+                     {QStringLiteral("start_time"), static_cast<qint64>(processStartTime(::getpid()))},
+                     {QStringLiteral("host"), QSysInfo::machineHostName()}}},
         {QStringLiteral("state"), QString::fromLatin1(runstate::Starting)},
-        {QStringLiteral("states"), QJsonArray{QJsonObject{{QStringLiteral("state"), QString::fromLatin1(runstate::Starting)},
-                                                          {QStringLiteral("time"), unixTimeNow()}}}},
+        {QStringLiteral("states"),
+         QJsonArray{QJsonObject{{QStringLiteral("state"), QString::fromLatin1(runstate::Starting)},
+                                {QStringLiteral("time"), unixTimeNow()}}}},
     };
     if (auto ok = run->writeManifest(manifest); !ok)
         return tl::unexpected(ok.error());
     if (!prepared.configYaml.empty())
-        (void)fileutil::writeFileAtomic(run->filePath(QStringLiteral("cluster.yaml")).toStdString(), prepared.configYaml);
+        (void)fileutil::writeFileAtomic(run->filePath(QStringLiteral("cluster.yaml")).toStdString(),
+                                        prepared.configYaml);
     if (settings.program.kind == ProgramSpec::Kind::Job)
         QFile::copy(QString::fromStdString(settings.program.target), run->filePath(QStringLiteral("job.yaml")));
     return run;

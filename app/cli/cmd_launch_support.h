@@ -15,8 +15,8 @@ namespace accel::cli {
 struct PreparedLaunch {
     launcher::LaunchSettings settings;
     launcher::EnvMap baseEnvironment;
-    std::string configPath;   // empty: no config file
-    std::string configYaml;   // the config as Accelerate writes it
+    std::string configPath; // empty: no config file
+    std::string configYaml; // the config as Accelerate writes it
     std::string runName;
 };
 

@@ -25,7 +25,8 @@ using namespace accel::launcher;
 static int runTest(int argc, char **argv)
 {
     ArgParser parser("accel test", "Run a short distributed self-test through accel launch and accel-worker.");
-    parser.addValue("config_file", "FILE", "cluster config to test (default: Accelerate's default config, else 2 CPU ranks)");
+    parser.addValue("config_file", "FILE",
+                    "cluster config to test (default: Accelerate's default config, else 2 CPU ranks)");
     parser.addValue("num_processes", "N", "ranks (overrides the config)");
     parser.addValue("run_dir", "DIR", "run directory (default: a new one under the runs root)");
     parser.addFlag("json", "print a summary object (accel.test) instead of the ranks' output");
@@ -39,7 +40,8 @@ static int runTest(int argc, char **argv)
     }
     const std::string worker = workerProgramPath();
     if (!QFileInfo(QString::fromStdString(worker)).isExecutable()) {
-        std::fprintf(stderr, "accel test: %s not found: this build has no libtorch runtime (accel-worker)\n", worker.c_str());
+        std::fprintf(stderr, "accel test: %s not found: this build has no libtorch runtime (accel-worker)\n",
+                     worker.c_str());
         return ExitFailure;
     }
     QTemporaryDir scratch;
@@ -50,11 +52,13 @@ static int runTest(int argc, char **argv)
             std::fprintf(stderr, "accel test: cannot write %s\n", job.toLocal8Bit().constData());
             return ExitFailure;
         }
-        file.write("# accel test: the runtime's distributed self-test (docs/jobs.md)\nrecipe: selftest\nname: selftest\nseed: 42\n");
+        file.write("# accel test: the runtime's distributed self-test (docs/jobs.md)\nrecipe: selftest\nname: "
+                   "selftest\nseed: 42\n");
     }
     QString runDir = QString::fromStdString(parser.valueOr("run_dir", ""));
     if (runDir.isEmpty())
-        runDir = RunDirectory::defaultRunsRoot() + QLatin1Char('/') + RunDirectory::makeRunId(QStringLiteral("selftest"));
+        runDir =
+            RunDirectory::defaultRunsRoot() + QLatin1Char('/') + RunDirectory::makeRunId(QStringLiteral("selftest"));
 
     QStringList arguments = {QStringLiteral("launch")};
     // Accelerate's default config file location (facts 1.1), as accel launch reads it.
@@ -62,8 +66,10 @@ static int runTest(int argc, char **argv)
         const char *hfHome = std::getenv("HF_HOME");
         const char *cache = std::getenv("XDG_CACHE_HOME");
         const char *home = std::getenv("HOME");
-        std::string dir = hfHome && *hfHome ? std::string(hfHome) + "/accelerate"
-            : (cache && *cache ? std::string(cache) : std::string(home ? home : "") + "/.cache") + "/huggingface/accelerate";
+        std::string dir = hfHome && *hfHome
+                              ? std::string(hfHome) + "/accelerate"
+                              : (cache && *cache ? std::string(cache) : std::string(home ? home : "") + "/.cache") +
+                                    "/huggingface/accelerate";
         std::error_code ignored;
         return std::filesystem::exists(dir + "/default_config.yaml", ignored);
     }();
@@ -87,7 +93,8 @@ static int runTest(int argc, char **argv)
     launch.setProcessChannelMode(json ? QProcess::MergedChannels : QProcess::ForwardedChannels);
     launch.start();
     if (!launch.waitForStarted(10000) || !launch.waitForFinished(-1)) {
-        std::fprintf(stderr, "accel test: could not run accel launch: %s\n", launch.errorString().toLocal8Bit().constData());
+        std::fprintf(stderr, "accel test: could not run accel launch: %s\n",
+                     launch.errorString().toLocal8Bit().constData());
         return ExitFailure;
     }
     const int exitCode = launch.exitStatus() == QProcess::NormalExit ? launch.exitCode() : 1;

@@ -21,7 +21,8 @@ using namespace accel::launcher;
 static int runRuns(int argc, char **argv)
 {
     ArgParser parser("accel runs", "List runs (newest first) with their state.");
-    parser.addValue("runs_root", "DIR", "folder holding run directories", RunDirectory::defaultRunsRoot().toStdString());
+    parser.addValue("runs_root", "DIR", "folder holding run directories",
+                    RunDirectory::defaultRunsRoot().toStdString());
     parser.addValue("limit", "N", "show at most N runs (0: all)", "0");
     parser.addFlag("json", "machine-readable output (accel.runs)");
     if (!parser.parse(argc, argv, 1)) {
@@ -32,7 +33,8 @@ static int runRuns(int argc, char **argv)
         std::fprintf(stderr, "accel runs: %s\n", parser.error().c_str());
         return ExitBadInput;
     }
-    const QString root = QString::fromStdString(parser.valueOr("runs_root", RunDirectory::defaultRunsRoot().toStdString()));
+    const QString root =
+        QString::fromStdString(parser.valueOr("runs_root", RunDirectory::defaultRunsRoot().toStdString()));
     const int limit = std::atoi(parser.valueOr("limit", "0").c_str());
     struct Entry {
         RunDirectory run;
@@ -85,9 +87,11 @@ static int runRuns(int argc, char **argv)
         const QJsonValue exit = m.value(QStringLiteral("exit_code"));
         const QString created = QDateTime::fromMSecsSinceEpoch(static_cast<qint64>(entry.created * 1000))
                                     .toString(QStringLiteral("yyyy-MM-dd HH:mm:ss"));
-        std::printf("%-44s %-11s %5d %5s  %s\n", entry.run.id().toLocal8Bit().constData(), entry.state.toLocal8Bit().constData(),
+        std::printf("%-44s %-11s %5d %5s  %s\n", entry.run.id().toLocal8Bit().constData(),
+                    entry.state.toLocal8Bit().constData(),
                     m.value(QStringLiteral("settings")).toObject().value(QStringLiteral("local_processes")).toInt(),
-                    exit.isDouble() ? QByteArray::number(exit.toInt()).constData() : "-", created.toLocal8Bit().constData());
+                    exit.isDouble() ? QByteArray::number(exit.toInt()).constData() : "-",
+                    created.toLocal8Bit().constData());
     }
     return ExitOk;
 }

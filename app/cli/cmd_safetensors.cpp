@@ -88,7 +88,9 @@ int runInspect(int argc, char **argv)
         return exitCodeFor(model.error());
     }
     if (!model->checkpoint) {
-        std::fprintf(stderr, "accel inspect: %s: no safetensors checkpoint here (config.json alone: use estimate-memory)\n", path.c_str());
+        std::fprintf(stderr,
+                     "accel inspect: %s: no safetensors checkpoint here (config.json alone: use estimate-memory)\n",
+                     path.c_str());
         return cli::ExitBadInput;
     }
     const Checkpoint &checkpoint = *model->checkpoint;
@@ -104,7 +106,7 @@ int runInspect(int argc, char **argv)
     for (const std::string &w : warnings)
         std::fprintf(stderr, "accel inspect: warning: %s\n", w.c_str());
     const auto rows = moduleRows(s, static_cast<int>(depth));
-    std::map<std::string, std::pair<uint64_t, uint64_t>> byDtype;  // code → (tensors, bytes)
+    std::map<std::string, std::pair<uint64_t, uint64_t>> byDtype; // code → (tensors, bytes)
     for (const TensorInfo *t : checkpoint.tensors()) {
         auto &entry = byDtype[dtypeCode(t->dtype)];
         entry.first += 1;
@@ -116,10 +118,13 @@ int runInspect(int argc, char **argv)
         j["schema"] = "accel.inspect";
         j["version"] = 1;
         j["path"] = path;
-        j["index"] = checkpoint.isSharded() ? nlohmann::ordered_json(checkpoint.indexPath()) : nlohmann::ordered_json(nullptr);
+        j["index"] =
+            checkpoint.isSharded() ? nlohmann::ordered_json(checkpoint.indexPath()) : nlohmann::ordered_json(nullptr);
         nlohmann::ordered_json files = nlohmann::ordered_json::array();
         for (const auto &shard : checkpoint.shards())
-            files.push_back({{"file", shard->path()}, {"tensors", shard->tensors().size()}, {"bytes", shard->header().dataSize},
+            files.push_back({{"file", shard->path()},
+                             {"tensors", shard->tensors().size()},
+                             {"bytes", shard->header().dataSize},
                              {"metadata", shard->metadata()}});
         j["files"] = files;
         nlohmann::ordered_json dtypes = nlohmann::ordered_json::object();
@@ -134,33 +139,40 @@ int runInspect(int argc, char **argv)
         j["warnings"] = warnings;
         nlohmann::ordered_json modules = nlohmann::ordered_json::array();
         for (const ModuleRow &r : rows)
-            modules.push_back({{"name", r.name}, {"class", r.className}, {"parameters", r.parameters}, {"bytes", r.bytes}});
+            modules.push_back(
+                {{"name", r.name}, {"class", r.className}, {"parameters", r.parameters}, {"bytes", r.bytes}});
         j["modules"] = modules;
         if (parser.isSet("tensors")) {
             nlohmann::ordered_json tensors = nlohmann::ordered_json::array();
             for (const TensorInfo *t : checkpoint.tensors())
-                tensors.push_back({{"name", t->name}, {"dtype", dtypeCode(t->dtype)}, {"shape", t->shape},
-                                   {"bytes", t->byteSize()}, {"file", checkpoint.shardOf(t->name)->path()}});
+                tensors.push_back({{"name", t->name},
+                                   {"dtype", dtypeCode(t->dtype)},
+                                   {"shape", t->shape},
+                                   {"bytes", t->byteSize()},
+                                   {"file", checkpoint.shardOf(t->name)->path()}});
             j["tensors"] = tensors;
         }
         std::printf("%s\n", j.dump(2).c_str());
         return cli::ExitOk;
     }
 
-    std::printf("checkpoint: %s (%zu file%s%s)\n", path.c_str(), checkpoint.shards().size(), checkpoint.shards().size() == 1 ? "" : "s",
-                checkpoint.isSharded() ? ", sharded" : "");
+    std::printf("checkpoint: %s (%zu file%s%s)\n", path.c_str(), checkpoint.shards().size(),
+                checkpoint.shards().size() == 1 ? "" : "s", checkpoint.isSharded() ? ", sharded" : "");
     for (const auto &shard : checkpoint.shards()) {
         std::string metadata;
         for (const auto &[key, value] : shard->metadata())
             metadata += " " + key + "=" + value;
         std::printf("  %s: %zu tensors, %s%s%s\n", shard->path().c_str(), shard->tensors().size(),
-                    formatBinarySize(shard->header().dataSize).c_str(), metadata.empty() ? "" : ", metadata", metadata.c_str());
+                    formatBinarySize(shard->header().dataSize).c_str(), metadata.empty() ? "" : ", metadata",
+                    metadata.c_str());
     }
     std::printf("dtypes:");
     for (const auto &[code, entry] : byDtype)
-        std::printf(" %s (%llu tensors, %s)", code.c_str(), static_cast<unsigned long long>(entry.first), formatBinarySize(entry.second).c_str());
+        std::printf(" %s (%llu tensors, %s)", code.c_str(), static_cast<unsigned long long>(entry.first),
+                    formatBinarySize(entry.second).c_str());
     std::printf("\nfamily: %s%s%s; parameters: %llu; no-split: %s\n", s.family.empty() ? "unknown" : s.family.c_str(),
-                s.architecture.empty() ? "" : " ", s.architecture.c_str(), static_cast<unsigned long long>(s.parameterCount()),
+                s.architecture.empty() ? "" : " ", s.architecture.c_str(),
+                static_cast<unsigned long long>(s.parameterCount()),
                 s.noSplitClasses.empty() ? "none" : s.noSplitClasses.front().c_str());
     for (const auto &group : s.tiedGroups()) {
         std::string names;
@@ -171,19 +183,22 @@ int runInspect(int argc, char **argv)
     std::printf("\nmodules (depth %ld):\n", depth);
     for (const ModuleRow &r : rows) {
         const int dots = r.name.empty() ? 0 : 1 + static_cast<int>(std::count(r.name.begin(), r.name.end(), '.'));
-        const std::string label = std::string(static_cast<size_t>(dots) * 2, ' ') + (r.name.empty() ? "(model)" : r.name);
+        const std::string label =
+            std::string(static_cast<size_t>(dots) * 2, ' ') + (r.name.empty() ? "(model)" : r.name);
         std::printf("  %-48s %-28s %16llu params  %s\n", label.c_str(), r.className.c_str(),
                     static_cast<unsigned long long>(r.parameters), formatBinarySize(r.bytes).c_str());
     }
     if (parser.isSet("tensors")) {
         std::printf("\ntensors:\n");
         for (const TensorInfo *t : checkpoint.tensors())
-            std::printf("  %-56s %-8s %-20s %12llu  %s\n", t->name.c_str(), dtypeCode(t->dtype), shapeText(t->shape).c_str(),
-                        static_cast<unsigned long long>(t->byteSize()), checkpoint.shardOf(t->name)->path().c_str());
+            std::printf("  %-56s %-8s %-20s %12llu  %s\n", t->name.c_str(), dtypeCode(t->dtype),
+                        shapeText(t->shape).c_str(), static_cast<unsigned long long>(t->byteSize()),
+                        checkpoint.shardOf(t->name)->path().c_str());
     }
     return cli::ExitOk;
 }
 
 } // namespace
 
-static accel::cli::Registrar registrar({"inspect", "validate a safetensors checkpoint and show its structure", &runInspect});
+static accel::cli::Registrar registrar({"inspect", "validate a safetensors checkpoint and show its structure",
+                                        &runInspect});

@@ -40,7 +40,8 @@ static int runStop(int argc, char **argv)
 {
     ArgParser parser("accel stop", "Stop a run: SIGINT to its supervisor, then SIGTERM, then SIGKILL.");
     parser.addPositional({"run", "run id (or unique prefix) or run directory"});
-    parser.addValue("runs_root", "DIR", "folder holding run directories", RunDirectory::defaultRunsRoot().toStdString());
+    parser.addValue("runs_root", "DIR", "folder holding run directories",
+                    RunDirectory::defaultRunsRoot().toStdString());
     parser.addValue("timeout", "SECONDS", "wait this long after each signal before escalating", "15");
     parser.addFlag("json", "machine-readable output (accel.stop)");
     if (!parser.parse(argc, argv, 1)) {
@@ -51,7 +52,8 @@ static int runStop(int argc, char **argv)
         std::fprintf(stderr, "accel stop: %s\n", parser.error().c_str());
         return ExitBadInput;
     }
-    const QString root = QString::fromStdString(parser.valueOr("runs_root", RunDirectory::defaultRunsRoot().toStdString()));
+    const QString root =
+        QString::fromStdString(parser.valueOr("runs_root", RunDirectory::defaultRunsRoot().toStdString()));
     auto run = RunDirectory::open(QString::fromStdString(*parser.firstPositional("run")), root);
     if (!run) {
         std::fprintf(stderr, "accel stop: %s\n", run.error().toString().c_str());

@@ -32,8 +32,8 @@ int rankOfFile(const QString &path)
 
 QJsonObject lineJson(const QString &kind, const QString &file, const QString &text)
 {
-    QJsonObject object{{QStringLiteral("kind"), kind}, {QStringLiteral("rank"), rankOfFile(file)},
-                       {QStringLiteral("text"), text}};
+    QJsonObject object{
+        {QStringLiteral("kind"), kind}, {QStringLiteral("rank"), rankOfFile(file)}, {QStringLiteral("text"), text}};
     if (kind != QLatin1String("logs")) {
         const QJsonDocument parsed = QJsonDocument::fromJson(text.toUtf8());
         if (parsed.isObject())
@@ -48,7 +48,8 @@ static int runTail(int argc, char **argv)
 {
     ArgParser parser("accel tail", "Print the end of a run's logs, metrics or events; --follow streams them.");
     parser.addPositional({"run", "run id (or unique prefix) or run directory"});
-    parser.addValue("runs_root", "DIR", "folder holding run directories", RunDirectory::defaultRunsRoot().toStdString());
+    parser.addValue("runs_root", "DIR", "folder holding run directories",
+                    RunDirectory::defaultRunsRoot().toStdString());
     parser.addFlag("follow", "keep printing new lines until the run ends", 'f');
     parser.addFlag("logs", "rank logs (default)");
     parser.addFlag("metrics", "metrics/*.jsonl");
@@ -68,15 +69,16 @@ static int runTail(int argc, char **argv)
         std::fprintf(stderr, "accel tail: choose one of --logs, --metrics, --events\n");
         return ExitBadInput;
     }
-    const QString root = QString::fromStdString(parser.valueOr("runs_root", RunDirectory::defaultRunsRoot().toStdString()));
+    const QString root =
+        QString::fromStdString(parser.valueOr("runs_root", RunDirectory::defaultRunsRoot().toStdString()));
     auto run = RunDirectory::open(QString::fromStdString(*parser.firstPositional("run")), root);
     if (!run) {
         std::fprintf(stderr, "accel tail: %s\n", run.error().toString().c_str());
         return exitCodeFor(run.error());
     }
-    const QString kind = parser.isSet("metrics") ? QStringLiteral("metrics")
-        : parser.isSet("events")                 ? QStringLiteral("events")
-                                                 : QStringLiteral("logs");
+    const QString kind = parser.isSet("metrics")  ? QStringLiteral("metrics")
+                         : parser.isSet("events") ? QStringLiteral("events")
+                                                  : QStringLiteral("logs");
     const int onlyRank = parser.isSet("rank") ? std::atoi(parser.valueOr("rank", "0").c_str()) : -1;
     const bool json = parser.isSet("json");
     const bool follow = parser.isSet("follow");
@@ -87,8 +89,10 @@ static int runTail(int argc, char **argv)
         if (kind == QLatin1String("events")) {
             paths << run->filePath(QStringLiteral("events.jsonl"));
         } else {
-            const QString folder = run->filePath(kind == QLatin1String("logs") ? QStringLiteral("logs") : QStringLiteral("metrics"));
-            const QString pattern = kind == QLatin1String("logs") ? QStringLiteral("rank*.log") : QStringLiteral("*.jsonl");
+            const QString folder =
+                run->filePath(kind == QLatin1String("logs") ? QStringLiteral("logs") : QStringLiteral("metrics"));
+            const QString pattern =
+                kind == QLatin1String("logs") ? QStringLiteral("rank*.log") : QStringLiteral("*.jsonl");
             for (const QString &name : QDir(folder).entryList({pattern}, QDir::Files, QDir::Name))
                 paths << folder + QLatin1Char('/') + name;
         }
@@ -108,7 +112,8 @@ static int runTail(int argc, char **argv)
     auto print = [&](const QList<FileFollower::Line> &lines) {
         for (const FileFollower::Line &line : lines) {
             if (json) {
-                QJsonObject object{{QStringLiteral("schema"), QStringLiteral("accel.tail-line")}, {QStringLiteral("version"), 1}};
+                QJsonObject object{{QStringLiteral("schema"), QStringLiteral("accel.tail-line")},
+                                   {QStringLiteral("version"), 1}};
                 const QJsonObject body = lineJson(kind, line.file, line.text);
                 for (auto it = body.begin(); it != body.end(); ++it)
                     object.insert(it.key(), it.value());
@@ -141,7 +146,7 @@ static int runTail(int argc, char **argv)
         return ExitOk;
     }
     for (;;) {
-        discover();  // rank files that appear later start at their beginning
+        discover(); // rank files that appear later start at their beginning
         print(follower.poll());
         (void)run->reloadManifest();
         if (runstate::isFinal(run->effectiveState(true))) {

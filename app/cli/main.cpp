@@ -20,7 +20,8 @@ std::vector<Command> &registry()
 const std::vector<Command> &commands()
 {
     auto &list = registry();
-    std::sort(list.begin(), list.end(), [](const Command &a, const Command &b) { return std::strcmp(a.name, b.name) < 0; });
+    std::sort(list.begin(), list.end(),
+              [](const Command &a, const Command &b) { return std::strcmp(a.name, b.name) < 0; });
     return list;
 }
 

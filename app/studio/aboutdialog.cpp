@@ -18,23 +18,24 @@ QList<QPair<QString, QString>> studioVersions()
 {
     QList<QPair<QString, QString>> versions;
     versions.append({QStringLiteral("Accel Studio"), QStringLiteral(ACCEL_BUILD_VERSION)});
-    versions.append({QStringLiteral("Qt"), QStringLiteral("%1 (built with %2)")
-                                               .arg(QString::fromLatin1(qVersion()), QStringLiteral(QT_VERSION_STR))});
+    versions.append(
+        {QStringLiteral("Qt"),
+         QStringLiteral("%1 (built with %2)").arg(QString::fromLatin1(qVersion()), QStringLiteral(QT_VERSION_STR))});
     versions.append({QStringLiteral("yaml-cpp"), QStringLiteral(ACCEL_YAMLCPP_VERSION)});
     const char *ssh = ssh_version(0);
     versions.append({QStringLiteral("libssh"), ssh ? QString::fromLatin1(ssh) : QStringLiteral("unknown")});
-    versions.append({QStringLiteral("Build"), QStringLiteral("%1, %2")
-                                                  .arg(QStringLiteral(ACCEL_BUILD_TYPE), QStringLiteral(ACCEL_BUILD_COMPILER))});
+    versions.append({QStringLiteral("Build"), QStringLiteral("%1, %2").arg(QStringLiteral(ACCEL_BUILD_TYPE),
+                                                                           QStringLiteral(ACCEL_BUILD_COMPILER))});
     const QString torch = ACCEL_HAVE_TORCH
-        ? QStringLiteral("libtorch %1 in accel-worker%2")
-              .arg(QStringLiteral(ACCEL_TORCH_VERSION), ACCEL_HAVE_CUDA ? QStringLiteral(" (CUDA)") : QStringLiteral(" (CPU)"))
-        : QStringLiteral("not built (no libtorch found)");
+                              ? QStringLiteral("libtorch %1 in accel-worker%2")
+                                    .arg(QStringLiteral(ACCEL_TORCH_VERSION),
+                                         ACCEL_HAVE_CUDA ? QStringLiteral(" (CUDA)") : QStringLiteral(" (CPU)"))
+                              : QStringLiteral("not built (no libtorch found)");
     versions.append({QStringLiteral("Runtime"), torch});
     return versions;
 }
 
-AboutDialog::AboutDialog(QWidget *parent)
-    : QDialog(parent)
+AboutDialog::AboutDialog(QWidget *parent) : QDialog(parent)
 {
     setWindowTitle(tr("About Accel Studio"));
     auto *layout = new QVBoxLayout(this);

@@ -9,8 +9,7 @@ namespace accel::app {
 // as label/value pairs; shared by the dialog and by tests.
 QList<QPair<QString, QString>> studioVersions();
 
-class AboutDialog : public QDialog
-{
+class AboutDialog : public QDialog {
     Q_OBJECT
 public:
     explicit AboutDialog(QWidget *parent = nullptr);

@@ -22,9 +22,9 @@ struct FieldBinding {
 };
 
 struct FieldGroup {
-    QString title;     // "General and topology", "Mixed precision and FP8", ...
+    QString title; // "General and topology", "Mixed precision and FP8", ...
     QString objectName;
-    int column = 0;    // 0: left, 1: right column of the form
+    int column = 0; // 0: left, 1: right column of the form
     std::vector<FieldBinding> fields;
 };
 

@@ -3,15 +3,14 @@
 #include "app/studio/configbinding.h"
 
 #include <QFormLayout>
-#include <QHBoxLayout>
 #include <QGroupBox>
+#include <QHBoxLayout>
 #include <QLabel>
 #include <QVBoxLayout>
 
 namespace accel::app {
 
-ConfigForm::ConfigForm(QWidget *parent)
-    : QWidget(parent)
+ConfigForm::ConfigForm(QWidget *parent) : QWidget(parent)
 {
     // Two independent columns of group boxes keep the form short enough to read without much
     // scrolling: general, FSDP and multi-node on the left; precision, DeepSpeed and Dynamo on the right.
@@ -32,7 +31,8 @@ ConfigForm::ConfigForm(QWidget *parent)
             form->addRow(label, editor);
             m_fields.insert(binding.spec.key, editor);
             const FieldBinding *bindingPointer = &binding;
-            connect(editor, &FieldEditor::edited, this, [this, editor, bindingPointer] { onFieldEdited(editor, bindingPointer); });
+            connect(editor, &FieldEditor::edited, this,
+                    [this, editor, bindingPointer] { onFieldEdited(editor, bindingPointer); });
         }
         column[group.column == 0 ? 0 : 1]->addWidget(box);
     }
@@ -61,8 +61,10 @@ void ConfigForm::updateGroupTitles()
         QString when;
     };
     const Hint hints[] = {
-        {"group:fsdp", m_config.distributedType == config::DistributedType::Fsdp, tr("used when distributed_type is FSDP")},
-        {"group:deepspeed", m_config.distributedType == config::DistributedType::DeepSpeed, tr("used when distributed_type is DEEPSPEED")},
+        {"group:fsdp", m_config.distributedType == config::DistributedType::Fsdp,
+         tr("used when distributed_type is FSDP")},
+        {"group:deepspeed", m_config.distributedType == config::DistributedType::DeepSpeed,
+         tr("used when distributed_type is DEEPSPEED")},
         {"group:multinode", m_config.numMachines.value_or(1) > 1, tr("used when num_machines > 1")},
     };
     for (const Hint &hint : hints) {
@@ -129,7 +131,8 @@ config::Diagnostics ConfigForm::showDiagnostics(const config::Diagnostics &diagn
             unplaced.push_back(diagnostic);
             continue;
         }
-        editor->addDiagnostic(diagnostic.severity == config::Severity::Error ? DiagnosticLevel::Error : DiagnosticLevel::Warning,
+        editor->addDiagnostic(diagnostic.severity == config::Severity::Error ? DiagnosticLevel::Error
+                                                                             : DiagnosticLevel::Warning,
                               QString::fromStdString(diagnostic.message));
     }
     return unplaced;

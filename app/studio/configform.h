@@ -19,8 +19,7 @@ namespace accel::app {
 
 struct FieldBinding;
 
-class ConfigForm : public QWidget
-{
+class ConfigForm : public QWidget {
     Q_OBJECT
 public:
     explicit ConfigForm(QWidget *parent = nullptr);
@@ -49,7 +48,7 @@ private:
     config::ClusterConfig m_config;
     QMap<QString, FieldEditor *> m_fields;
     QMap<QString, QGroupBox *> m_groups;  // by group object name
-    QMap<QString, QString> m_inputErrors;  // key -> why the typed text was not accepted
+    QMap<QString, QString> m_inputErrors; // key -> why the typed text was not accepted
 };
 
 } // namespace accel::app

@@ -50,8 +50,7 @@ QIcon severityIcon(config::Severity severity)
 }
 } // namespace
 
-ConfigurePage::ConfigurePage(QWidget *parent)
-    : QWidget(parent)
+ConfigurePage::ConfigurePage(QWidget *parent) : QWidget(parent)
 {
     buildUi();
     newConfig();
@@ -71,7 +70,8 @@ void ConfigurePage::buildUi()
         if (maybeDiscardChanges())
             newConfig();
     });
-    QToolButton *questionsButton = toolButton(tr("Questions…"), tr("Build a config by answering `accelerate config`'s questions"), this);
+    QToolButton *questionsButton =
+        toolButton(tr("Questions…"), tr("Build a config by answering `accelerate config`'s questions"), this);
     questionsButton->setObjectName(QStringLiteral("newFromQuestions"));
     connect(questionsButton, &QToolButton::clicked, this, &ConfigurePage::newFromQuestions);
     QToolButton *openButton = toolButton(tr("Open…"), tr("Open an Accelerate config (Ctrl+O)"), this);
@@ -93,7 +93,8 @@ void ConfigurePage::buildUi()
     connect(saveButton, &QToolButton::clicked, this, &ConfigurePage::save);
     QToolButton *saveAsButton = toolButton(tr("Save As…"), tr("Save under a new name; .json writes JSON"), this);
     connect(saveAsButton, &QToolButton::clicked, this, &ConfigurePage::saveWithDialog);
-    for (QToolButton *button : {newButton, questionsButton, openButton, m_recentButton, changesButton, saveButton, saveAsButton})
+    for (QToolButton *button :
+         {newButton, questionsButton, openButton, m_recentButton, changesButton, saveButton, saveAsButton})
         bar->addWidget(button);
     layout->addLayout(bar);
 
@@ -126,9 +127,8 @@ void ConfigurePage::buildUi()
     m_messages->setWordWrap(true);
     m_messages->setMaximumHeight(110);
     m_messages->setToolTip(tr("Double-click a message to go to its field"));
-    connect(m_messages, &QListWidget::itemActivated, this, [this](QListWidgetItem *item) {
-        focusField(item->data(Qt::UserRole).toString());
-    });
+    connect(m_messages, &QListWidget::itemActivated, this,
+            [this](QListWidgetItem *item) { focusField(item->data(Qt::UserRole).toString()); });
     sideLayout->addWidget(m_messages);
     sideLayout->addWidget(new QLabel(tr("File text (what Save writes):"), side));
     m_preview = new QPlainTextEdit(side);
@@ -171,7 +171,7 @@ void ConfigurePage::newConfig()
     config::applyDefaults(config);
     m_origin = tr("new config");
     setDocument(config, QString(), QString());
-    m_savedText = previewText();  // an untouched new document has nothing to lose
+    m_savedText = previewText(); // an untouched new document has nothing to lose
     refresh();
 }
 
@@ -199,7 +199,8 @@ bool ConfigurePage::openFile(const QString &path)
     config::Diagnostics diagnostics;
     auto loaded = config::loadConfigFile(path.toStdString(), &diagnostics);
     if (!loaded) {
-        showLoadError(tr("Could not open %1: %2").arg(path, QString::fromStdString(loaded.error().toString())), diagnostics);
+        showLoadError(tr("Could not open %1: %2").arg(path, QString::fromStdString(loaded.error().toString())),
+                      diagnostics);
         Q_EMIT statusMessage(tr("Could not open %1").arg(QFileInfo(path).fileName()));
         return false;
     }
@@ -249,18 +250,20 @@ void ConfigurePage::refresh()
     int errors = 0;
     for (const config::Diagnostic &diagnostic : m_diagnostics) {
         errors += diagnostic.severity == config::Severity::Error ? 1 : 0;
-        auto *item = new QListWidgetItem(severityIcon(diagnostic.severity), QString::fromStdString(diagnostic.toString()), m_messages);
+        auto *item = new QListWidgetItem(severityIcon(diagnostic.severity),
+                                         QString::fromStdString(diagnostic.toString()), m_messages);
         item->setData(Qt::UserRole, QString::fromStdString(diagnostic.key));
     }
     const int warnings = static_cast<int>(m_diagnostics.size()) - errors;
     if (m_diagnostics.empty())
         m_summary->setText(tr("✔ No problems found: `accel launch` would accept this config."));
     else
-        m_summary->setText(tr("%n error(s)", nullptr, errors) + QStringLiteral(", ") + tr("%n warning(s)", nullptr, warnings) +
-                           tr(" (also shown beside the fields)"));
+        m_summary->setText(tr("%n error(s)", nullptr, errors) + QStringLiteral(", ") +
+                           tr("%n warning(s)", nullptr, warnings) + tr(" (also shown beside the fields)"));
 
     const QString name = m_path.isEmpty() ? tr("Untitled (%1)").arg(m_origin) : m_path;
-    m_title->setText(QStringLiteral("<b>%1</b>%2").arg(name.toHtmlEscaped(), isModified() ? tr(" — modified") : QString()));
+    m_title->setText(
+        QStringLiteral("<b>%1</b>%2").arg(name.toHtmlEscaped(), isModified() ? tr(" — modified") : QString()));
     Q_EMIT documentChanged();
 }
 
@@ -306,7 +309,8 @@ void ConfigurePage::openWithDialog()
 {
     if (!maybeDiscardChanges())
         return;
-    const QString start = m_path.isEmpty() ? QString::fromStdString(config::defaultCacheDir()) : QFileInfo(m_path).absolutePath();
+    const QString start =
+        m_path.isEmpty() ? QString::fromStdString(config::defaultCacheDir()) : QFileInfo(m_path).absolutePath();
     const QString path = QFileDialog::getOpenFileName(this, tr("Open Accelerate config"), start, fileFilter);
     if (!path.isEmpty())
         openFile(path);
@@ -323,9 +327,9 @@ bool ConfigurePage::maybeDiscardChanges()
 {
     if (!isModified())
         return true;
-    const auto answer = QMessageBox::question(this, tr("Unsaved changes"),
-                                              tr("The config has unsaved changes. Save them first?"),
-                                              QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Save);
+    const auto answer =
+        QMessageBox::question(this, tr("Unsaved changes"), tr("The config has unsaved changes. Save them first?"),
+                              QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Save);
     if (answer == QMessageBox::Save)
         return save();
     return answer == QMessageBox::Discard;
@@ -354,7 +358,8 @@ bool ConfigurePage::reviewChanges(const QString &acceptText)
     dialog.setWindowTitle(isModified() ? tr("Changes to save") : tr("No changes"));
     dialog.resize(640, 520);
     auto *layout = new QVBoxLayout(&dialog);
-    layout->addWidget(new QLabel(m_path.isEmpty() ? tr("New document: every line is new.") : tr("Compared with %1").arg(m_path), &dialog));
+    layout->addWidget(new QLabel(
+        m_path.isEmpty() ? tr("New document: every line is new.") : tr("Compared with %1").arg(m_path), &dialog));
     auto *view = new QTextEdit(&dialog);
     view->setReadOnly(true);
     view->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));

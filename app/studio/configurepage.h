@@ -19,8 +19,7 @@ namespace accel::app {
 
 class ConfigForm;
 
-class ConfigurePage : public QWidget
-{
+class ConfigurePage : public QWidget {
     Q_OBJECT
 public:
     explicit ConfigurePage(QWidget *parent = nullptr);
@@ -77,9 +76,9 @@ private:
     QListWidget *m_messages = nullptr;
     QScrollArea *m_scroll = nullptr;
     QToolButton *m_recentButton = nullptr;
-    QString m_path;       // "" for an unsaved document
-    QString m_origin;     // what an unsaved document came from
-    QString m_savedText;  // the text on disk when opened or last saved
+    QString m_path;      // "" for an unsaved document
+    QString m_origin;    // what an unsaved document came from
+    QString m_savedText; // the text on disk when opened or last saved
     config::Diagnostics m_diagnostics;
     RecentFiles m_recent;
 };

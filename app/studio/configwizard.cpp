@@ -20,9 +20,7 @@ QString qs(const std::string &text)
 }
 } // namespace
 
-ConfigWizard::ConfigWizard(QWidget *parent)
-    : QDialog(parent)
-    , m_flow(config::QuestionFlow::standard())
+ConfigWizard::ConfigWizard(QWidget *parent) : QDialog(parent), m_flow(config::QuestionFlow::standard())
 {
     setWindowTitle(tr("New config from questions"));
     resize(620, 420);

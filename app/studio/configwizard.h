@@ -20,8 +20,7 @@ class QPushButton;
 
 namespace accel::app {
 
-class ConfigWizard : public QDialog
-{
+class ConfigWizard : public QDialog {
     Q_OBJECT
 public:
     explicit ConfigWizard(QWidget *parent = nullptr);

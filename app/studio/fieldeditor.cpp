@@ -16,9 +16,7 @@ namespace {
 const QString notSetText = QStringLiteral("(not set)");
 }
 
-FieldEditor::FieldEditor(FieldSpec spec, QWidget *parent)
-    : QWidget(parent)
-    , m_spec(std::move(spec))
+FieldEditor::FieldEditor(FieldSpec spec, QWidget *parent) : QWidget(parent), m_spec(std::move(spec))
 {
     setObjectName(QStringLiteral("field:%1").arg(m_spec.key));
     auto *layout = new QVBoxLayout(this);
@@ -43,8 +41,9 @@ FieldEditor::FieldEditor(FieldSpec spec, QWidget *parent)
         m_combo->setMinimumContentsLength(10);
         if (m_spec.optional)
             m_combo->addItem(notSetText);
-        m_combo->addItems(m_spec.kind == FieldSpec::Kind::Bool ? QStringList{QStringLiteral("true"), QStringLiteral("false")}
-                                                               : m_spec.choices);
+        m_combo->addItems(m_spec.kind == FieldSpec::Kind::Bool
+                              ? QStringList{QStringLiteral("true"), QStringLiteral("false")}
+                              : m_spec.choices);
         m_editor = m_combo;
         connect(m_combo, &QComboBox::currentIndexChanged, this, [this] {
             if (!m_updating)

@@ -19,8 +19,8 @@ namespace accel::app {
 
 struct FieldSpec {
     enum class Kind { Choice, Bool, Int, Text };
-    QString key;        // the config key, e.g. "fsdp_config.fsdp_sharding_strategy"
-    QString label;      // shown in the form
+    QString key;   // the config key, e.g. "fsdp_config.fsdp_sharding_strategy"
+    QString label; // shown in the form
     Kind kind = Kind::Text;
     QStringList choices;  // Choice: allowed values
     bool optional = true; // may be "not set"
@@ -31,8 +31,7 @@ struct FieldSpec {
 
 enum class DiagnosticLevel { Info, Warning, Error };
 
-class FieldEditor : public QWidget
-{
+class FieldEditor : public QWidget {
     Q_OBJECT
 public:
     explicit FieldEditor(FieldSpec spec, QWidget *parent = nullptr);

@@ -8,7 +8,6 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 
-
 namespace accel::app {
 
 namespace {
@@ -96,7 +95,8 @@ QGroupBox *createSystemCard(const hardware::HardwareReport &report, QWidget *par
     const auto &system = report.system;
     form->addRow(QObject::tr("Host:"), valueLabel(qs(system.hostname), box));
     form->addRow(QObject::tr("OS:"), valueLabel(qs(system.osName), box));
-    form->addRow(QObject::tr("Kernel:"), valueLabel(qs(system.kernelName + " " + system.kernelRelease + " (" + system.machine + ")"), box));
+    form->addRow(QObject::tr("Kernel:"),
+                 valueLabel(qs(system.kernelName + " " + system.kernelRelease + " (" + system.machine + ")"), box));
     if (!system.libcVersion.empty())
         form->addRow(QObject::tr("glibc:"), valueLabel(qs(system.libcVersion), box));
     return box;
@@ -109,8 +109,10 @@ QGroupBox *createCpuCard(const hardware::CpuInfo &cpu, QWidget *parent)
     form->addRow(QObject::tr("Model:"), valueLabel(qs(cpu.model), box, QStringLiteral("cpuModel")));
     form->addRow(QObject::tr("Vendor:"), valueLabel(qs(cpu.vendor), box));
     form->addRow(QObject::tr("Sockets:"), valueLabel(QString::number(cpu.sockets), box));
-    form->addRow(QObject::tr("Physical cores:"), valueLabel(QString::number(cpu.physicalCores), box, QStringLiteral("cpuPhysicalCores")));
-    form->addRow(QObject::tr("Logical CPUs:"), valueLabel(QString::number(cpu.logicalCpus), box, QStringLiteral("cpuLogicalCpus")));
+    form->addRow(QObject::tr("Physical cores:"),
+                 valueLabel(QString::number(cpu.physicalCores), box, QStringLiteral("cpuPhysicalCores")));
+    form->addRow(QObject::tr("Logical CPUs:"),
+                 valueLabel(QString::number(cpu.logicalCpus), box, QStringLiteral("cpuLogicalCpus")));
     form->addRow(QObject::tr("Usable by this process:"), valueLabel(QString::number(cpu.availableCpus), box));
     QStringList flags;
     for (const auto &flag : cpu.flags)
@@ -119,23 +121,31 @@ QGroupBox *createCpuCard(const hardware::CpuInfo &cpu, QWidget *parent)
     return box;
 }
 
-QGroupBox *createMemoryCard(const hardware::MemoryInfo &memory, const std::vector<hardware::NumaNode> &numa, QWidget *parent)
+QGroupBox *createMemoryCard(const hardware::MemoryInfo &memory, const std::vector<hardware::NumaNode> &numa,
+                            QWidget *parent)
 {
     auto *box = card(QObject::tr("Memory and NUMA"), QStringLiteral("memoryCard"), parent);
     auto *layout = new QVBoxLayout(box);
     auto *form = new QFormLayout;
     form->addRow(QObject::tr("Total:"), valueLabel(formatBytes(memory.totalBytes), box, QStringLiteral("memoryTotal")));
     form->addRow(QObject::tr("Available:"), valueLabel(formatBytes(memory.availableBytes), box));
-    form->addRow(QObject::tr("Swap:"), valueLabel(QObject::tr("%1 free of %2").arg(formatBytes(memory.swapFreeBytes), formatBytes(memory.swapTotalBytes)), box));
-    form->addRow(QObject::tr("NUMA nodes:"), valueLabel(numa.empty() ? QObject::tr("not reported") : QString::number(numa.size()), box));
+    form->addRow(
+        QObject::tr("Swap:"),
+        valueLabel(
+            QObject::tr("%1 free of %2").arg(formatBytes(memory.swapFreeBytes), formatBytes(memory.swapTotalBytes)),
+            box));
+    form->addRow(QObject::tr("NUMA nodes:"),
+                 valueLabel(numa.empty() ? QObject::tr("not reported") : QString::number(numa.size()), box));
     layout->addLayout(form);
     if (numa.size() > 1 || (numa.size() == 1 && !numa.front().cpus.empty())) {
-        auto *nodes = table({QObject::tr("Node"), QObject::tr("CPUs"), QObject::tr("Memory")}, static_cast<int>(numa.size()), box);
+        auto *nodes = table({QObject::tr("Node"), QObject::tr("CPUs"), QObject::tr("Memory")},
+                            static_cast<int>(numa.size()), box);
         for (size_t i = 0; i < numa.size(); ++i) {
             const int row = static_cast<int>(i);
             setCell(nodes, row, 0, QString::number(numa[i].id));
             setCell(nodes, row, 1, cpuRanges(numa[i].cpus));
-            setCell(nodes, row, 2, numa[i].memoryTotalBytes ? formatBytes(numa[i].memoryTotalBytes) : QObject::tr("unknown"));
+            setCell(nodes, row, 2,
+                    numa[i].memoryTotalBytes ? formatBytes(numa[i].memoryTotalBytes) : QObject::tr("unknown"));
         }
         fitTable(nodes);
         layout->addWidget(nodes);
@@ -151,7 +161,8 @@ QGroupBox *createDiskCard(const std::vector<hardware::DiskInfo> &disks, QWidget 
         layout->addWidget(valueLabel(QObject::tr("No disks reported."), box));
         return box;
     }
-    auto *rows = table({QObject::tr("Path"), QObject::tr("Free"), QObject::tr("Total")}, static_cast<int>(disks.size()), box);
+    auto *rows =
+        table({QObject::tr("Path"), QObject::tr("Free"), QObject::tr("Total")}, static_cast<int>(disks.size()), box);
     for (size_t i = 0; i < disks.size(); ++i) {
         const int row = static_cast<int>(i);
         setCell(rows, row, 0, qs(disks[i].path));
@@ -175,7 +186,8 @@ QGroupBox *createNetworkCard(const std::vector<hardware::NetworkInterface> &netw
         layout->addWidget(valueLabel(QObject::tr("No network interfaces reported."), box));
         return box;
     }
-    auto *rows = table({QObject::tr("Interface"), QObject::tr("State"), QObject::tr("Speed"), QObject::tr("MTU"), QObject::tr("Addresses")},
+    auto *rows = table({QObject::tr("Interface"), QObject::tr("State"), QObject::tr("Speed"), QObject::tr("MTU"),
+                        QObject::tr("Addresses")},
                        static_cast<int>(network.size()), box);
     for (size_t i = 0; i < network.size(); ++i) {
         const auto &nic = network[i];
@@ -184,7 +196,8 @@ QGroupBox *createNetworkCard(const std::vector<hardware::NetworkInterface> &netw
         if (nic.defaultRouteIpv4 || nic.defaultRouteIpv6)
             name += QObject::tr(" (default route)");
         setCell(rows, row, 0, name);
-        setCell(rows, row, 1, nic.loopback ? QObject::tr("loopback") : (nic.up ? QObject::tr("up") : QObject::tr("down")));
+        setCell(rows, row, 1,
+                nic.loopback ? QObject::tr("loopback") : (nic.up ? QObject::tr("up") : QObject::tr("down")));
         setCell(rows, row, 2, nic.speedMbps > 0 ? QObject::tr("%1 Mb/s").arg(nic.speedMbps) : QObject::tr("unknown"));
         setCell(rows, row, 3, nic.mtu > 0 ? QString::number(nic.mtu) : QStringLiteral("—"));
         QStringList addresses;
@@ -214,8 +227,8 @@ QGroupBox *createGpuCard(const hardware::GpuSection &gpu, QWidget *parent)
     summary->addRow(QObject::tr("CUDA (driver):"), valueLabel(qs(gpu.cudaDriverVersion), box));
     summary->addRow(QObject::tr("Source:"), valueLabel(qs(gpu.source), box));
     layout->addLayout(summary);
-    auto *rows = table({QObject::tr("#"), QObject::tr("Name"), QObject::tr("Memory used / total"), QObject::tr("Compute"),
-                        QObject::tr("PCIe"), QObject::tr("NVLinks"), QObject::tr("Bus")},
+    auto *rows = table({QObject::tr("#"), QObject::tr("Name"), QObject::tr("Memory used / total"),
+                        QObject::tr("Compute"), QObject::tr("PCIe"), QObject::tr("NVLinks"), QObject::tr("Bus")},
                        static_cast<int>(gpu.gpus.size()), box);
     rows->setObjectName(QStringLiteral("gpuTable"));
     for (size_t i = 0; i < gpu.gpus.size(); ++i) {
@@ -223,11 +236,16 @@ QGroupBox *createGpuCard(const hardware::GpuSection &gpu, QWidget *parent)
         const int row = static_cast<int>(i);
         setCell(rows, row, 0, QString::number(device.index));
         setCell(rows, row, 1, qs(device.name));
-        setCell(rows, row, 2, QStringLiteral("%1 / %2").arg(formatBytes(device.memoryUsedBytes), formatBytes(device.memoryTotalBytes)));
-        setCell(rows, row, 3, device.hasComputeCapability() ? QStringLiteral("%1.%2").arg(device.computeMajor).arg(device.computeMinor)
-                                                            : QObject::tr("unknown"));
-        setCell(rows, row, 4, device.pcieGeneration > 0 ? QStringLiteral("Gen%1 x%2").arg(device.pcieGeneration).arg(device.pcieWidth)
-                                                        : QObject::tr("unknown"));
+        setCell(
+            rows, row, 2,
+            QStringLiteral("%1 / %2").arg(formatBytes(device.memoryUsedBytes), formatBytes(device.memoryTotalBytes)));
+        setCell(rows, row, 3,
+                device.hasComputeCapability()
+                    ? QStringLiteral("%1.%2").arg(device.computeMajor).arg(device.computeMinor)
+                    : QObject::tr("unknown"));
+        setCell(rows, row, 4,
+                device.pcieGeneration > 0 ? QStringLiteral("Gen%1 x%2").arg(device.pcieGeneration).arg(device.pcieWidth)
+                                          : QObject::tr("unknown"));
         setCell(rows, row, 5, QString::number(device.nvlinkActiveLinks));
         setCell(rows, row, 6, qs(device.pciBusId));
     }
@@ -237,7 +255,8 @@ QGroupBox *createGpuCard(const hardware::GpuSection &gpu, QWidget *parent)
     const auto &topology = gpu.topology;
     if (gpu.gpus.size() > 1 && !topology.empty()) {
         layout->addWidget(new QLabel(QObject::tr("Topology (NV<n>: NVLinks; PIX/PXB: PCIe switch; PHB: host bridge; "
-                                                 "NODE/SYS: across NUMA nodes or sockets)"), box));
+                                                 "NODE/SYS: across NUMA nodes or sockets)"),
+                                     box));
         const int n = static_cast<int>(topology.devices.size());
         QStringList headers;
         for (const auto &device : topology.devices)
@@ -248,7 +267,9 @@ QGroupBox *createGpuCard(const hardware::GpuSection &gpu, QWidget *parent)
         matrix->verticalHeader()->setVisible(true);
         matrix->setVerticalHeaderLabels(headers.mid(0, n));
         for (int i = 0; i < n; ++i) {
-            for (int j = 0; j < n && static_cast<size_t>(i) < topology.links.size() && static_cast<size_t>(j) < topology.links[i].size(); ++j)
+            for (int j = 0; j < n && static_cast<size_t>(i) < topology.links.size() &&
+                            static_cast<size_t>(j) < topology.links[i].size();
+                 ++j)
                 setCell(matrix, i, j, qs(topology.links[i][j]));
             if (static_cast<size_t>(i) < topology.cpuAffinity.size())
                 setCell(matrix, i, n, qs(topology.cpuAffinity[i]));

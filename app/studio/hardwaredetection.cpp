@@ -6,7 +6,6 @@
 #include "core/hardware/recommender.h"
 #include "core/hardware/softwareprobe.h"
 
-
 namespace accel::app {
 
 HardwareDetection detectThisMachine(const hardware::DetectOptions &options)
@@ -74,7 +73,8 @@ void recommendFor(HardwareDetection &detection)
                                    : " — " + recommendation.reasonFor("num_cpu_threads_per_process")));
     for (const auto &[name, value] : recommendation.environment) {
         const std::string reason = recommendation.reasonFor(name);
-        detection.notes.push_back("Environment: " + name + "=" + value + (reason.empty() ? std::string() : " — " + reason));
+        detection.notes.push_back("Environment: " + name + "=" + value +
+                                  (reason.empty() ? std::string() : " — " + reason));
     }
     for (const std::string &warning : recommendation.warnings)
         detection.notes.push_back("Warning: " + warning);

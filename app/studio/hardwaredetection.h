@@ -12,17 +12,17 @@
 namespace accel::app {
 
 struct RecommendedKey {
-    std::string key;     // "distributed_type", "fsdp_config.fsdp_version", ...
-    std::string value;   // as it would be written
-    std::string reason;  // why, in a sentence
+    std::string key;    // "distributed_type", "fsdp_config.fsdp_version", ...
+    std::string value;  // as it would be written
+    std::string reason; // why, in a sentence
 };
 
 struct HardwareDetection {
     hardware::HardwareReport report;
     std::vector<RecommendedKey> keys;
-    std::vector<std::string> notes;      // recommendation remarks that concern no single key
-    config::ClusterConfig recommended;   // the keys above applied to Accelerate's defaults
-    std::string recommendationError;     // why no recommendation could be built, "" when fine
+    std::vector<std::string> notes;    // recommendation remarks that concern no single key
+    config::ClusterConfig recommended; // the keys above applied to Accelerate's defaults
+    std::string recommendationError;   // why no recommendation could be built, "" when fine
 };
 
 // The fast part: system, CPU, NUMA, memory, disks, network and GPUs (software not probed).

@@ -38,15 +38,18 @@ QGroupBox *createSoftwareCard(const hardware::HardwareReport &report, QWidget *p
     const auto &worker = report.worker;
     if (worker.available) {
         add(QObject::tr("Runtime (accel-worker):"),
-            QObject::tr("libtorch %1, %2%3").arg(qs(worker.torchVersion), worker.cuda ? QObject::tr("CUDA %1").arg(qs(worker.cudaVersion)) : QObject::tr("CPU only"),
-                                                 worker.gloo ? QObject::tr(", gloo") : QString()));
+            QObject::tr("libtorch %1, %2%3")
+                .arg(qs(worker.torchVersion),
+                     worker.cuda ? QObject::tr("CUDA %1").arg(qs(worker.cudaVersion)) : QObject::tr("CPU only"),
+                     worker.gloo ? QObject::tr(", gloo") : QString()));
     } else {
         add(QObject::tr("Runtime (accel-worker):"), QObject::tr("not available: %1").arg(qs(worker.error)));
     }
     const auto &python = report.python;
     if (python.available) {
         add(QObject::tr("Python:"), QStringLiteral("%1 (%2)").arg(qs(python.version), qs(python.executable)));
-        add(QObject::tr("torch / accelerate:"), QStringLiteral("%1 / %2").arg(qs(python.torchVersion), qs(python.accelerateVersion)));
+        add(QObject::tr("torch / accelerate:"),
+            QStringLiteral("%1 / %2").arg(qs(python.torchVersion), qs(python.accelerateVersion)));
     } else {
         add(QObject::tr("Python:"), QObject::tr("not available: %1").arg(qs(python.error)));
     }
@@ -82,8 +85,7 @@ QGroupBox *createRecommendationCard(const HardwareDetection &detection, QWidget 
 }
 } // namespace
 
-HardwarePage::HardwarePage(QWidget *parent)
-    : QWidget(parent)
+HardwarePage::HardwarePage(QWidget *parent) : QWidget(parent)
 {
     // The studio already knows where it is; the Python probe is the slow part but tells which
     // torch/accelerate `accel launch` would run scripts with, so it stays on.
@@ -220,7 +222,7 @@ void HardwarePage::rebuildCards()
     grid->setRowStretch(6, 1);
     grid->setColumnStretch(0, 1);
     grid->setColumnStretch(1, 1);
-    m_scroll->setWidget(content);  // deletes the previous cards
+    m_scroll->setWidget(content); // deletes the previous cards
 }
 
 } // namespace accel::app

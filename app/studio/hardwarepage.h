@@ -14,8 +14,7 @@ class QScrollArea;
 
 namespace accel::app {
 
-class HardwarePage : public QWidget
-{
+class HardwarePage : public QWidget {
     Q_OBJECT
 public:
     explicit HardwarePage(QWidget *parent = nullptr);

@@ -18,7 +18,8 @@ Q_LOGGING_CATEGORY(lcCore, "accel.core")
 static void routeCoreLogging()
 {
     accel::log::setSink([](accel::log::Level level, const std::string &category, const std::string &message) {
-        const QString text = QStringLiteral("[%1] %2").arg(QString::fromStdString(category), QString::fromStdString(message));
+        const QString text =
+            QStringLiteral("[%1] %2").arg(QString::fromStdString(category), QString::fromStdString(message));
         switch (level) {
         case accel::log::Level::Debug:
             qCDebug(lcCore).noquote() << text;

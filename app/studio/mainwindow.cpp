@@ -32,8 +32,7 @@ QString iconPath(Page page)
 }
 } // namespace
 
-MainWindow::MainWindow(QWidget *parent)
-    : QMainWindow(parent)
+MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent)
 {
     initStudioResources();
     setWindowTitle(tr("Accel Studio"));
@@ -59,8 +58,9 @@ void MainWindow::createPages()
     m_sidebar->setFrameShape(QFrame::NoFrame);
     m_sidebar->setFixedWidth(170);
     m_sidebar->setSpacing(2);
-    m_sidebar->setStyleSheet(QStringLiteral("QListWidget#sidebar { background: palette(alternate-base); padding-top: 8px; }"
-                                            "QListWidget#sidebar::item { padding: 8px 6px; }"));
+    m_sidebar->setStyleSheet(
+        QStringLiteral("QListWidget#sidebar { background: palette(alternate-base); padding-top: 8px; }"
+                       "QListWidget#sidebar::item { padding: 8px 6px; }"));
     m_stack = new QStackedWidget(central);
     layout->addWidget(m_sidebar);
     layout->addWidget(m_stack, 1);
@@ -82,23 +82,20 @@ void MainWindow::createPages()
         case Page::Launch:
             m_launchPage = new LaunchPage(m_stack);
             m_stack->addWidget(m_launchPage);
-            connect(m_launchPage, &LaunchPage::statusMessage, this, [this](const QString &message) {
-                statusBar()->showMessage(message, 8000);
-            });
+            connect(m_launchPage, &LaunchPage::statusMessage, this,
+                    [this](const QString &message) { statusBar()->showMessage(message, 8000); });
             break;
         case Page::Runs:
             m_runsPage = new RunsPage(m_stack);
             m_stack->addWidget(m_runsPage);
-            connect(m_runsPage, &RunsPage::statusMessage, this, [this](const QString &message) {
-                statusBar()->showMessage(message, 8000);
-            });
+            connect(m_runsPage, &RunsPage::statusMessage, this,
+                    [this](const QString &message) { statusBar()->showMessage(message, 8000); });
             break;
         case Page::BigModels: {
             auto *bigModels = new BigModelsPage(m_stack);
             m_stack->addWidget(bigModels);
-            connect(bigModels, &BigModelsPage::statusMessage, this, [this](const QString &message) {
-                statusBar()->showMessage(message, 8000);
-            });
+            connect(bigModels, &BigModelsPage::statusMessage, this,
+                    [this](const QString &message) { statusBar()->showMessage(message, 8000); });
             break;
         }
         }
@@ -111,17 +108,16 @@ void MainWindow::createPages()
     });
     m_sidebar->setCurrentRow(0);
 
-    connect(m_configurePage, &ConfigurePage::statusMessage, this, [this](const QString &message) {
-        statusBar()->showMessage(message, 8000);
-    });
+    connect(m_configurePage, &ConfigurePage::statusMessage, this,
+            [this](const QString &message) { statusBar()->showMessage(message, 8000); });
     connect(m_configurePage, &ConfigurePage::documentChanged, this, [this] {
         const QString path = m_configurePage->filePath();
-        setWindowTitle(path.isEmpty() ? tr("Accel Studio[*]") : tr("%1[*] — Accel Studio").arg(QFileInfo(path).fileName()));
+        setWindowTitle(path.isEmpty() ? tr("Accel Studio[*]")
+                                      : tr("%1[*] — Accel Studio").arg(QFileInfo(path).fileName()));
         setWindowModified(m_configurePage->isModified());
     });
-    connect(m_hardwarePage, &HardwarePage::statusMessage, this, [this](const QString &message) {
-        statusBar()->showMessage(message, 8000);
-    });
+    connect(m_hardwarePage, &HardwarePage::statusMessage, this,
+            [this](const QString &message) { statusBar()->showMessage(message, 8000); });
     connect(m_hardwarePage, &HardwarePage::openInConfigureRequested, this, &MainWindow::openRecommendedConfig);
     connect(m_launchPage, &LaunchPage::openMonitorRequested, this, [this](const QString &runDirectory) {
         showPage(Page::Runs);
@@ -171,7 +167,8 @@ void MainWindow::createMenus()
     QMenu *view = menuBar()->addMenu(tr("&View"));
     for (int i = 0; i < pageCount; ++i) {
         const auto page = static_cast<Page>(i);
-        QAction *action = view->addAction(QIcon(iconPath(page)), pageTitle(page), this, [this, page] { showPage(page); });
+        QAction *action =
+            view->addAction(QIcon(iconPath(page)), pageTitle(page), this, [this, page] { showPage(page); });
         action->setShortcut(QKeySequence(Qt::CTRL | static_cast<Qt::Key>(Qt::Key_1 + i)));
         action->setObjectName(QStringLiteral("showPage_%1").arg(pageName(page)));
     }
@@ -195,7 +192,8 @@ void MainWindow::applyOptions(const StudioOptions &options)
     if (options.demo) {
         // First run: this machine's recommendation on the Hardware page, the demo ready to launch.
         m_hardwarePage->refresh();
-        const QString demoConfig = QString::fromStdString(config::defaultCacheDir()) + QStringLiteral("/demo_config.yaml");
+        const QString demoConfig =
+            QString::fromStdString(config::defaultCacheDir()) + QStringLiteral("/demo_config.yaml");
         m_launchPage->prepareDemo(LaunchPage::findDemoJob(), demoConfig);
         showPage(Page::Launch);
     }

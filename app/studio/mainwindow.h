@@ -16,8 +16,7 @@ class HardwarePage;
 class LaunchPage;
 class RunsPage;
 
-class MainWindow : public QMainWindow
-{
+class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
     explicit MainWindow(QWidget *parent = nullptr);

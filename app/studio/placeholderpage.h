@@ -5,8 +5,7 @@
 
 namespace accel::app {
 
-class PlaceholderPage : public QWidget
-{
+class PlaceholderPage : public QWidget {
     Q_OBJECT
 public:
     PlaceholderPage(const QString &title, const QString &description, QWidget *parent = nullptr);

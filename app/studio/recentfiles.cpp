@@ -5,11 +5,8 @@
 
 namespace accel::app {
 
-RecentFiles::RecentFiles(QString settingsKey, int maximum)
-    : m_settingsKey(std::move(settingsKey))
-    , m_maximum(maximum)
-{
-}
+RecentFiles::RecentFiles(QString settingsKey, int maximum) : m_settingsKey(std::move(settingsKey)), m_maximum(maximum)
+{}
 
 void RecentFiles::add(const QString &path)
 {

@@ -6,8 +6,7 @@
 
 namespace accel::app {
 
-class RecentFiles
-{
+class RecentFiles {
 public:
     explicit RecentFiles(QString settingsKey = QStringLiteral("configure/recentFiles"), int maximum = 10);
 

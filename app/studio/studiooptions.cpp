@@ -10,10 +10,8 @@ struct PageInfo {
 };
 
 constexpr PageInfo pageInfos[pageCount] = {
-    {Page::Hardware, "hardware", "Hardware"},
-    {Page::Configure, "configure", "Configure"},
-    {Page::Launch, "launch", "Launch"},
-    {Page::Runs, "runs", "Runs"},
+    {Page::Hardware, "hardware", "Hardware"},     {Page::Configure, "configure", "Configure"},
+    {Page::Launch, "launch", "Launch"},           {Page::Runs, "runs", "Runs"},
     {Page::BigModels, "bigmodels", "Big Models"},
 };
 } // namespace
@@ -52,17 +50,17 @@ QStringList pageNames()
 QString studioUsage()
 {
     return QStringLiteral(
-        "usage: accel-studio [--demo] [--page NAME] [--config FILE] [--screenshot FILE.png]\n"
-        "\n"
-        "Accel Studio: configure, launch and monitor PyTorch training with Accelerate's conventions.\n"
-        "\n"
-        "options:\n"
-        "  --demo               open the Hardware page with this machine's recommendation loaded\n"
-        "  --page NAME          page to show first: %1\n"
-        "  --config FILE        open an Accelerate config file (YAML or JSON) in the Configure page\n"
-        "  --screenshot FILE    render the window to a PNG file and exit\n"
-        "  --version            print the version and exit\n"
-        "  -h, --help           show this help and exit\n")
+               "usage: accel-studio [--demo] [--page NAME] [--config FILE] [--screenshot FILE.png]\n"
+               "\n"
+               "Accel Studio: configure, launch and monitor PyTorch training with Accelerate's conventions.\n"
+               "\n"
+               "options:\n"
+               "  --demo               open the Hardware page with this machine's recommendation loaded\n"
+               "  --page NAME          page to show first: %1\n"
+               "  --config FILE        open an Accelerate config file (YAML or JSON) in the Configure page\n"
+               "  --screenshot FILE    render the window to a PNG file and exit\n"
+               "  --version            print the version and exit\n"
+               "  -h, --help           show this help and exit\n")
         .arg(pageNames().join(QStringLiteral(", ")));
 }
 

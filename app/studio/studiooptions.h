@@ -33,7 +33,7 @@ struct StudioOptions {
 
 struct StudioOptionsResult {
     StudioOptions options;
-    QString error;  // empty when the command line is valid
+    QString error; // empty when the command line is valid
 };
 
 // `arguments` includes the program name (QCoreApplication::arguments()).

@@ -12,13 +12,13 @@ namespace accel::bigmodel {
 class AtomicFileWriter {
 public:
     AtomicFileWriter() = default;
-    ~AtomicFileWriter();  // removes the temporary file when commit() was not reached
+    ~AtomicFileWriter(); // removes the temporary file when commit() was not reached
     AtomicFileWriter(const AtomicFileWriter &) = delete;
     AtomicFileWriter &operator=(const AtomicFileWriter &) = delete;
 
     Result<void> open(const std::string &path);
     Result<void> write(const void *data, uint64_t size);
-    Result<void> commit();  // fsync, close, rename
+    Result<void> commit(); // fsync, close, rename
 
 private:
     std::string m_path;

@@ -33,10 +33,11 @@ Result<void> checkTorchFormat(const SafetensorsFile &file, std::string *warning)
         return {};
     if (it->second == "tf" || it->second == "flax")
         return makeError(ErrorCode::Unsupported,
-                         "__metadata__ format \"" + it->second + "\": only PyTorch (\"pt\") checkpoints can be loaded; convert it first",
+                         "__metadata__ format \"" + it->second +
+                             "\": only PyTorch (\"pt\") checkpoints can be loaded; convert it first",
                          file.path());
-    return makeError(ErrorCode::InvalidInput,
-                     "__metadata__ format \"" + it->second + "\" is not one of pt, tf, flax", file.path());
+    return makeError(ErrorCode::InvalidInput, "__metadata__ format \"" + it->second + "\" is not one of pt, tf, flax",
+                     file.path());
 }
 
 Result<std::string> resolveCheckpointPath(const std::string &folder)
@@ -58,7 +59,8 @@ Result<std::string> resolveCheckpointPath(const std::string &folder)
     if (indexes.size() == 1)
         return indexes.front();
     if (indexes.size() > 1)
-        return makeError(ErrorCode::InvalidInput, "several *.safetensors.index.json files; name the one to use", folder);
+        return makeError(ErrorCode::InvalidInput, "several *.safetensors.index.json files; name the one to use",
+                         folder);
     if (files.size() == 1)
         return files.front();
     return makeError(ErrorCode::NotFound,
@@ -126,14 +128,15 @@ Result<Checkpoint> Checkpoint::open(const std::string &given)
         for (const TensorInfo &t : (*file)->tensors()) {
             if (checkpoint.m_shardOf.count(t.name))
                 return makeError(ErrorCode::InvalidInput,
-                                 "tensor \"" + t.name + "\" is in both " + checkpoint.m_shards[checkpoint.m_shardOf[t.name]]->path()
-                                     + " and " + (*file)->path(),
+                                 "tensor \"" + t.name + "\" is in both " +
+                                     checkpoint.m_shards[checkpoint.m_shardOf[t.name]]->path() + " and " +
+                                     (*file)->path(),
                                  path);
             const auto mapped = weightMap.find(t.name);
             if (mapped == weightMap.end() || mapped->second != name)
                 return makeError(ErrorCode::InvalidInput,
-                                 "tensor \"" + t.name + "\" is in shard " + name + " but the index maps it to "
-                                     + (mapped == weightMap.end() ? std::string("no file") : mapped->second),
+                                 "tensor \"" + t.name + "\" is in shard " + name + " but the index maps it to " +
+                                     (mapped == weightMap.end() ? std::string("no file") : mapped->second),
                                  path);
             checkpoint.m_shardOf[t.name] = shardIndex;
         }
@@ -141,7 +144,8 @@ Result<Checkpoint> Checkpoint::open(const std::string &given)
     }
     for (const auto &[tensor, file] : weightMap) {
         if (!checkpoint.m_shardOf.count(tensor))
-            return makeError(ErrorCode::InvalidInput, "tensor \"" + tensor + "\" is mapped to " + file + " but that shard does not hold it",
+            return makeError(ErrorCode::InvalidInput,
+                             "tensor \"" + tensor + "\" is mapped to " + file + " but that shard does not hold it",
                              path);
     }
     return checkpoint;

@@ -19,7 +19,7 @@ public:
 
     // The folder holding the checkpoint (and usually config.json).
     const std::string &folder() const { return m_folder; }
-    const std::string &indexPath() const { return m_indexPath; }  // empty for a single file
+    const std::string &indexPath() const { return m_indexPath; } // empty for a single file
     bool isSharded() const { return !m_indexPath.empty(); }
     const std::vector<std::shared_ptr<const SafetensorsFile>> &shards() const { return m_shards; }
     const std::map<std::string, std::string> &indexMetadata() const { return m_indexMetadata; }
@@ -34,7 +34,7 @@ private:
     std::string m_folder;
     std::string m_indexPath;
     std::vector<std::shared_ptr<const SafetensorsFile>> m_shards;
-    std::map<std::string, size_t> m_shardOf;  // tensor → index in m_shards
+    std::map<std::string, size_t> m_shardOf; // tensor → index in m_shards
     std::map<std::string, std::string> m_indexMetadata;
 };
 

@@ -194,9 +194,10 @@ DeviceMapResult inferAutoDeviceMap(const ModelStructure &s, const DeviceMapOptio
         const WorkItem item = work.front();
         work.erase(work.begin());
         const std::string &name = item.name;
-        maxLayer.names.erase(std::remove_if(maxLayer.names.begin(), maxLayer.names.end(),
-                                            [&](const std::string &n) { return n == name || startsWith(n, name + "."); }),
-                             maxLayer.names.end());
+        maxLayer.names.erase(
+            std::remove_if(maxLayer.names.begin(), maxLayer.names.end(),
+                           [&](const std::string &n) { return n == name || startsWith(n, name + "."); }),
+            maxLayer.names.end());
         if (maxLayer.names.empty())
             maxLayer = maxLayerSize(modulesOnly(work), s, sizes, noSplit);
         const int64_t moduleSize = static_cast<int64_t>(sizes.of(name));
@@ -204,8 +205,10 @@ DeviceMapResult inferAutoDeviceMap(const ModelStructure &s, const DeviceMapOptio
         // Tied tensors with one member inside this entry and one outside.
         std::vector<std::string> tiedParams;
         for (const auto &group : tiedGroups) {
-            const bool any = std::any_of(group.begin(), group.end(), [&](const std::string &k) { return inside(name, k); });
-            const bool all = std::all_of(group.begin(), group.end(), [&](const std::string &k) { return inside(name, k); });
+            const bool any =
+                std::any_of(group.begin(), group.end(), [&](const std::string &k) { return inside(name, k); });
+            const bool all =
+                std::all_of(group.begin(), group.end(), [&](const std::string &k) { return inside(name, k); });
             if (any && !all) {
                 for (const std::string &k : group) {
                     if (!inside(name, k))
@@ -227,7 +230,8 @@ DeviceMapResult inferAutoDeviceMap(const ModelStructure &s, const DeviceMapOptio
         int64_t sizeWithTies = moduleSize;
         std::vector<std::string> tiedModules;
         for (const std::string &tied : tiedParams) {
-            const auto holder = std::find_if(work.begin(), work.end(), [&](const WorkItem &w) { return startsWith(tied, w.name + "."); });
+            const auto holder = std::find_if(work.begin(), work.end(),
+                                             [&](const WorkItem &w) { return startsWith(tied, w.name + "."); });
             if (holder == work.end())
                 continue;
             tiedModules.push_back(holder->name);
@@ -238,7 +242,8 @@ DeviceMapResult inferAutoDeviceMap(const ModelStructure &s, const DeviceMapOptio
             used[device] += sizeWithTies;
             map.emplace_back(name, device);
             for (const std::string &tiedModule : tiedModules) {
-                const auto it = std::find_if(work.begin(), work.end(), [&](const WorkItem &w) { return w.name == tiedModule; });
+                const auto it =
+                    std::find_if(work.begin(), work.end(), [&](const WorkItem &w) { return w.name == tiedModule; });
                 if (it != work.end())
                     work.erase(it);
                 map.emplace_back(tiedModule, device);
@@ -254,7 +259,8 @@ DeviceMapResult inferAutoDeviceMap(const ModelStructure &s, const DeviceMapOptio
             for (const std::string &tiedModule : tiedModules) {
                 if (!isSplittable(s, {tiedModule, false}, noSplit))
                     continue;
-                const auto it = std::find_if(work.begin(), work.end(), [&](const WorkItem &w) { return w.name == tiedModule; });
+                const auto it =
+                    std::find_if(work.begin(), work.end(), [&](const WorkItem &w) { return w.name == tiedModule; });
                 const size_t index = static_cast<size_t>(it - work.begin());
                 std::vector<WorkItem> next = {item};
                 next.insert(next.end(), work.begin(), work.begin() + static_cast<std::ptrdiff_t>(index));
@@ -280,7 +286,8 @@ DeviceMapResult inferAutoDeviceMap(const ModelStructure &s, const DeviceMapOptio
 
         if (used[device] == 0 && options.fallbackAllocation && !unlimited) {
             // Breadth first for any module that fits beside the reserve.
-            const int64_t room = maxSize + reserved - std::max<int64_t>(static_cast<int64_t>(maxLayer.size), sizeWithTies);
+            const int64_t room =
+                maxSize + reserved - std::max<int64_t>(static_cast<int64_t>(maxLayer.size), sizeWithTies);
             std::deque<std::string> queue;
             for (const WorkItem &w : work) {
                 if (!w.tensor)
@@ -340,13 +347,14 @@ DeviceMapResult inferAutoDeviceMap(const ModelStructure &s, const DeviceMapOptio
                 fits = true;
         }
         if (!fits)
-            result.warnings.push_back("the buffers of the offloaded modules (" + formatBinarySize(offloadedBuffers)
-                                      + ") do not fit on any GPU; consider offload_buffers");
+            result.warnings.push_back("the buffers of the offloaded modules (" + formatBinarySize(offloadedBuffers) +
+                                      ") do not fit on any GPU; consider offload_buffers");
     }
     for (const auto &[device, needed] : minimumNeeded) {
-        result.warnings.push_back("no module could be placed on device " + device + " (budget "
-                                  + formatBinarySize(static_cast<uint64_t>(std::max<int64_t>(0, maxMemory[device]))) + ", needs at least "
-                                  + formatBinarySize(static_cast<uint64_t>(needed)) + " including the largest-layer reserve)");
+        result.warnings.push_back("no module could be placed on device " + device + " (budget " +
+                                  formatBinarySize(static_cast<uint64_t>(std::max<int64_t>(0, maxMemory[device]))) +
+                                  ", needs at least " + formatBinarySize(static_cast<uint64_t>(needed)) +
+                                  " including the largest-layer reserve)");
     }
 
     if (options.cleanResult)

@@ -23,10 +23,10 @@ Result<DeviceMapStrategy> parseDeviceMapStrategy(const std::string &name);
 const char *strategyName(DeviceMapStrategy strategy);
 
 struct DeviceMapOptions {
-    DeviceBudgets maxMemory;        // ordered budgets (memorysize.h); "disk" is appended when missing
-    bool userGaveMaxMemory = true;  // false when budgets come from this machine (×0.9 single-GPU reserve)
+    DeviceBudgets maxMemory;       // ordered budgets (memorysize.h); "disk" is appended when missing
+    bool userGaveMaxMemory = true; // false when budgets come from this machine (×0.9 single-GPU reserve)
     DeviceMapStrategy strategy = DeviceMapStrategy::Auto;
-    std::optional<std::vector<std::string>> noSplitClasses;  // default: the model family's
+    std::optional<std::vector<std::string>> noSplitClasses; // default: the model family's
     std::optional<TargetDType> dtype;
     bool offloadBuffers = false;
     bool cleanResult = true;
@@ -36,15 +36,15 @@ struct DeviceMapOptions {
 struct DeviceMapResult {
     // module or tensor name → device ("0", "1"..., "mps", "cpu", "disk"), in placement order.
     std::vector<std::pair<std::string, std::string>> map;
-    DeviceBudgets budgets;   // the budgets the algorithm used (after balancing)
-    std::vector<std::pair<std::string, uint64_t>> perDevice;  // bytes placed on each device, in device order
+    DeviceBudgets budgets;                                   // the budgets the algorithm used (after balancing)
+    std::vector<std::pair<std::string, uint64_t>> perDevice; // bytes placed on each device, in device order
     uint64_t totalSize = 0;
     uint64_t largestLayer = 0;
     std::vector<std::string> largestLayerNames;
     std::vector<std::string> noSplitClasses;
     std::vector<std::string> warnings;
 
-    std::string deviceOf(const std::string &name) const;  // longest matching prefix, "" when none
+    std::string deviceOf(const std::string &name) const; // longest matching prefix, "" when none
 };
 
 DeviceMapResult inferAutoDeviceMap(const ModelStructure &structure, const DeviceMapOptions &options);

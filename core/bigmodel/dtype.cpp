@@ -13,7 +13,7 @@ struct DTypeInfo {
     const char *code;
     int bits;
     bool floating;
-    int writerRank;  // position in the reference enum; the writer sorts descending
+    int writerRank; // position in the reference enum; the writer sorts descending
     const char *torch;
 };
 
@@ -60,11 +60,26 @@ std::string lower(std::string s)
 
 } // namespace
 
-const char *dtypeCode(DType dtype) { return info(dtype).code; }
-int dtypeBits(DType dtype) { return info(dtype).bits; }
-bool dtypeIsFloating(DType dtype) { return info(dtype).floating; }
-int dtypeWriterRank(DType dtype) { return info(dtype).writerRank; }
-std::string torchName(DType dtype) { return info(dtype).torch; }
+const char *dtypeCode(DType dtype)
+{
+    return info(dtype).code;
+}
+int dtypeBits(DType dtype)
+{
+    return info(dtype).bits;
+}
+bool dtypeIsFloating(DType dtype)
+{
+    return info(dtype).floating;
+}
+int dtypeWriterRank(DType dtype)
+{
+    return info(dtype).writerRank;
+}
+std::string torchName(DType dtype)
+{
+    return info(dtype).torch;
+}
 
 Result<DType> parseDTypeCode(const std::string &code)
 {
@@ -83,7 +98,8 @@ std::vector<std::string> allDTypeCodes()
     std::vector<const DTypeInfo *> sorted;
     for (const DTypeInfo &i : kTypes)
         sorted.push_back(&i);
-    std::sort(sorted.begin(), sorted.end(), [](const DTypeInfo *a, const DTypeInfo *b) { return a->writerRank > b->writerRank; });
+    std::sort(sorted.begin(), sorted.end(),
+              [](const DTypeInfo *a, const DTypeInfo *b) { return a->writerRank > b->writerRank; });
     std::vector<std::string> codes;
     for (const DTypeInfo *i : sorted)
         codes.emplace_back(i->code);
@@ -102,12 +118,22 @@ Result<TargetDType> parseTargetDType(const std::string &given)
         bool floating;
     };
     static const Alias aliases[] = {
-        {"float32", "float32", 4, true}, {"fp32", "float32", 4, true}, {"float", "float32", 4, true},
-        {"float16", "float16", 2, true}, {"fp16", "float16", 2, true}, {"half", "float16", 2, true},
-        {"bfloat16", "bfloat16", 2, true}, {"bf16", "bfloat16", 2, true},
-        {"float64", "float64", 8, true}, {"double", "float64", 8, true},
-        {"fp8", "fp8", 1, true}, {"float8", "fp8", 1, true}, {"float8_e4m3fn", "float8_e4m3fn", 1, true},
-        {"float8_e5m2", "float8_e5m2", 1, true}, {"int8", "int8", 1, true}, {"int4", "int4", 0.5, true},
+        {"float32", "float32", 4, true},
+        {"fp32", "float32", 4, true},
+        {"float", "float32", 4, true},
+        {"float16", "float16", 2, true},
+        {"fp16", "float16", 2, true},
+        {"half", "float16", 2, true},
+        {"bfloat16", "bfloat16", 2, true},
+        {"bf16", "bfloat16", 2, true},
+        {"float64", "float64", 8, true},
+        {"double", "float64", 8, true},
+        {"fp8", "fp8", 1, true},
+        {"float8", "fp8", 1, true},
+        {"float8_e4m3fn", "float8_e4m3fn", 1, true},
+        {"float8_e5m2", "float8_e5m2", 1, true},
+        {"int8", "int8", 1, true},
+        {"int4", "int4", 0.5, true},
         {"int2", "int2", 0.25, true},
     };
     for (const Alias &a : aliases) {
@@ -115,7 +141,8 @@ Result<TargetDType> parseTargetDType(const std::string &given)
             return TargetDType{a.canonical, a.bytes, a.floating};
     }
     return makeError(ErrorCode::InvalidInput,
-                     "unknown dtype \"" + given + "\" (valid: float32, float16, bfloat16, float64, fp8, int8, int4, int2)");
+                     "unknown dtype \"" + given +
+                         "\" (valid: float32, float16, bfloat16, float64, fp8, int8, int4, int2)");
 }
 
 bool byteSizeFor(uint64_t elements, DType dtype, uint64_t *bytes)

@@ -11,16 +11,34 @@
 namespace accel::bigmodel {
 
 enum class DType {
-    Bool, U8, I8, I16, U16, I32, U32, I64, U64,
-    F16, BF16, F32, F64, C64,
-    F8_E4M3, F8_E5M2, F8_E4M3FNUZ, F8_E5M2FNUZ, F8_E8M0,
-    F6_E2M3, F6_E3M2, F4,
+    Bool,
+    U8,
+    I8,
+    I16,
+    U16,
+    I32,
+    U32,
+    I64,
+    U64,
+    F16,
+    BF16,
+    F32,
+    F64,
+    C64,
+    F8_E4M3,
+    F8_E5M2,
+    F8_E4M3FNUZ,
+    F8_E5M2FNUZ,
+    F8_E8M0,
+    F6_E2M3,
+    F6_E3M2,
+    F4,
 };
 
 // The safetensors code ("BF16"), its bit width per element (6 and 4 for the packed MX types).
 const char *dtypeCode(DType dtype);
 int dtypeBits(DType dtype);
-bool dtypeIsFloating(DType dtype);  // floating and complex types: the ones a target dtype casts
+bool dtypeIsFloating(DType dtype); // floating and complex types: the ones a target dtype casts
 // Rank in the reference writer's order: higher ranks are written first.
 int dtypeWriterRank(DType dtype);
 
@@ -34,7 +52,7 @@ std::string torchName(DType dtype);
 // A target dtype for size planning: a storage type, or one of the sub-byte quantised sizes that
 // have no safetensors code of their own (int4 counts as half a byte, like Accelerate).
 struct TargetDType {
-    std::string name;  // as the user wrote it, canonical: "float16", "int4"
+    std::string name; // as the user wrote it, canonical: "float16", "int4"
     double bytesPerElement = 4;
     bool floating = true;
 };

@@ -20,9 +20,10 @@ Result<DeviceBudgets> gpuBudgetsFromEnvJson(const std::string &text, const std::
         root = root["gpu"]["gpus"];
     std::function<void(const nlohmann::json &)> visit = [&](const nlohmann::json &node) {
         if (node.is_object()) {
-            if (node.contains("index") && node.contains("memory_free_bytes") && node["index"].is_number_integer()
-                && node["memory_free_bytes"].is_number()) {
-                budgets.emplace_back(std::to_string(node["index"].get<int64_t>()), node["memory_free_bytes"].get<int64_t>());
+            if (node.contains("index") && node.contains("memory_free_bytes") && node["index"].is_number_integer() &&
+                node["memory_free_bytes"].is_number()) {
+                budgets.emplace_back(std::to_string(node["index"].get<int64_t>()),
+                                     node["memory_free_bytes"].get<int64_t>());
                 return;
             }
             for (const auto &item : node.items())
@@ -46,8 +47,8 @@ Result<DeviceBudgets> machineBudgets(const std::string &envJsonText, const std::
             return gpus;
         budgets = *gpus;
         const auto root = nlohmann::json::parse(envJsonText, nullptr, false);
-        if (root.is_object() && root.contains("memory") && root["memory"].is_object()
-            && root["memory"].contains("available_bytes") && root["memory"]["available_bytes"].is_number_integer())
+        if (root.is_object() && root.contains("memory") && root["memory"].is_object() &&
+            root["memory"].contains("available_bytes") && root["memory"]["available_bytes"].is_number_integer())
             cpu = root["memory"]["available_bytes"].get<int64_t>();
     }
     budgets.emplace_back("cpu", cpu);

@@ -61,7 +61,8 @@ Result<MemoryEstimate> estimateMemory(const LoadedModel &model, const std::vecto
     if (c) {
         estimate.context = context.value_or(std::min<int64_t>(c->maxPositions > 0 ? c->maxPositions : 2048, 4096));
         if (estimate.context < 1)
-            return makeError(ErrorCode::InvalidInput, "--context must be at least 1, got " + std::to_string(estimate.context));
+            return makeError(ErrorCode::InvalidInput,
+                             "--context must be at least 1, got " + std::to_string(estimate.context));
     }
 
     for (const std::string &name : dtypes) {
@@ -83,16 +84,20 @@ Result<MemoryEstimate> estimateMemory(const LoadedModel &model, const std::vecto
         if (c) {
             const double tokens = static_cast<double>(batch) * static_cast<double>(estimate.context);
             // Keys and values of every layer for every token.
-            row.kvCache = tokens * static_cast<double>(c->numLayers) * 2.0 * static_cast<double>(c->numKeyValueHeads * c->headDim)
-                * d->cacheBytes;
+            row.kvCache = tokens * static_cast<double>(c->numLayers) * 2.0 *
+                          static_cast<double>(c->numKeyValueHeads * c->headDim) * d->cacheBytes;
             // One layer's working set during prefill: hidden states and residual (4·h), the MLP's
             // intermediate pair (2·i, for mixtral per routed expert), eager attention scores
             // (heads·T per token), and float32 logits of the last position.
             const double compute = d->cacheBytes;
             const double experts = c->expertsPerToken > 0 ? static_cast<double>(c->expertsPerToken) : 1.0;
-            row.activations = tokens * (4.0 * static_cast<double>(c->hiddenSize) + 2.0 * experts * static_cast<double>(c->intermediateSize)) * compute
-                + tokens * static_cast<double>(c->numHeads) * static_cast<double>(estimate.context) * compute
-                + static_cast<double>(batch) * static_cast<double>(c->vocabSize) * 4.0;
+            row.activations =
+                tokens *
+                    (4.0 * static_cast<double>(c->hiddenSize) +
+                     2.0 * experts * static_cast<double>(c->intermediateSize)) *
+                    compute +
+                tokens * static_cast<double>(c->numHeads) * static_cast<double>(estimate.context) * compute +
+                static_cast<double>(batch) * static_cast<double>(c->vocabSize) * 4.0;
         }
         estimate.rows.push_back(row);
     }
@@ -147,11 +152,13 @@ std::string renderEstimate(const MemoryEstimate &e)
     if (e.context > 0) {
         std::vector<std::vector<std::string>> inference;
         for (const EstimateRow &r : e.rows)
-            inference.push_back({r.dtype, formatAccelerateSize(r.totalSize), formatAccelerateSize(r.kvCache.value_or(0)),
-                                 formatAccelerateSize(r.activations.value_or(0)),
-                                 formatAccelerateSize(r.totalSize + r.kvCache.value_or(0) + r.activations.value_or(0))});
-        out += renderBoxTable("Inference with batch " + std::to_string(e.batch) + ", context " + std::to_string(e.context),
-                              {"dtype", "Weights", "KV cache", "Activations", "Total"}, inference);
+            inference.push_back(
+                {r.dtype, formatAccelerateSize(r.totalSize), formatAccelerateSize(r.kvCache.value_or(0)),
+                 formatAccelerateSize(r.activations.value_or(0)),
+                 formatAccelerateSize(r.totalSize + r.kvCache.value_or(0) + r.activations.value_or(0))});
+        out +=
+            renderBoxTable("Inference with batch " + std::to_string(e.batch) + ", context " + std::to_string(e.context),
+                           {"dtype", "Weights", "KV cache", "Activations", "Total"}, inference);
     }
     std::string names;
     for (const std::string &n : e.largestLayerNames)

@@ -30,13 +30,13 @@ struct MemoryEstimate {
     uint64_t float32Largest = 0;
     std::vector<std::string> largestLayerNames;
     int64_t batch = 1;
-    int64_t context = 0;  // 0 when inference figures are not available
+    int64_t context = 0; // 0 when inference figures are not available
     std::vector<EstimateRow> rows;
 };
 
 // dtypes: float32, float16, bfloat16, fp8, int8, int4 (Accelerate's default: float32 float16 int8 int4).
-Result<MemoryEstimate> estimateMemory(const LoadedModel &model, const std::vector<std::string> &dtypes,
-                                      int64_t batch, std::optional<int64_t> context);
+Result<MemoryEstimate> estimateMemory(const LoadedModel &model, const std::vector<std::string> &dtypes, int64_t batch,
+                                      std::optional<int64_t> context);
 
 // Accelerate's box-drawn table (title row spanning the columns, centred cells).
 std::string renderBoxTable(const std::string &title, const std::vector<std::string> &headers,

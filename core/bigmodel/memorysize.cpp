@@ -61,18 +61,24 @@ Result<int64_t> parseMemorySize(const std::string &given)
 {
     const std::string text = trim(given);
     const auto bad = [&] {
-        return makeError(ErrorCode::InvalidInput, "\"" + given
-                                                      + "\" is not a memory size: use an integer number of bytes or a "
-                                                        "number with GiB, MiB, KiB (powers of 2) or GB, MB, KB (powers of 10)");
+        return makeError(ErrorCode::InvalidInput,
+                         "\"" + given +
+                             "\" is not a memory size: use an integer number of bytes or a "
+                             "number with GiB, MiB, KiB (powers of 2) or GB, MB, KB (powers of 10)");
     };
     struct Unit {
         const char *suffix;
         double factor;
         bool decimal;
     };
-    static const Unit units[] = {{"GIB", 1073741824.0, false}, {"MIB", 1048576.0, false}, {"KIB", 1024.0, false},
-                                 {"GB", 1e9, true},            {"MB", 1e6, true},        {"KB", 1e3, true}};
-    bool allDigits = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    static const Unit units[] = {{"GIB", 1073741824.0, false},
+                                 {"MIB", 1048576.0, false},
+                                 {"KIB", 1024.0, false},
+                                 {"GB", 1e9, true},
+                                 {"MB", 1e6, true},
+                                 {"KB", 1e3, true}};
+    bool allDigits = !text.empty() && std::all_of(text.begin(), text.end(),
+                                                  [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
     if (allDigits) {
         if (text.size() > 18)
             return bad();
@@ -129,7 +135,8 @@ std::string formatBinarySize(uint64_t bytes)
 
 bool isGpuDevice(const std::string &device)
 {
-    return !device.empty() && std::all_of(device.begin(), device.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    return !device.empty() && std::all_of(device.begin(), device.end(),
+                                          [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
 }
 
 Result<DeviceBudgets> orderDeviceBudgets(const DeviceBudgets &budgets)
@@ -142,8 +149,8 @@ Result<DeviceBudgets> orderDeviceBudgets(const DeviceBudgets &budgets)
         else if (device == "mps" || device == "cpu" || device == "disk")
             others[device] = budget;
         else
-            return makeError(ErrorCode::InvalidInput,
-                             "max_memory: unknown device \"" + device + "\" (use GPU indices 0, 1, ..., mps, cpu or disk)");
+            return makeError(ErrorCode::InvalidInput, "max_memory: unknown device \"" + device +
+                                                          "\" (use GPU indices 0, 1, ..., mps, cpu or disk)");
     }
     DeviceBudgets ordered;
     for (const auto &[index, budget] : gpus)
@@ -166,7 +173,8 @@ Result<DeviceBudgets> parseMaxMemory(const std::string &spec)
             continue;
         const size_t eq = item.find('=');
         if (eq == std::string::npos)
-            return makeError(ErrorCode::InvalidInput, "max_memory: \"" + item + "\" is not DEVICE=SIZE (e.g. 0=10GiB,cpu=30GiB)");
+            return makeError(ErrorCode::InvalidInput,
+                             "max_memory: \"" + item + "\" is not DEVICE=SIZE (e.g. 0=10GiB,cpu=30GiB)");
         std::string device = trim(item.substr(0, eq));
         if (device.rfind("cuda:", 0) == 0 || device.rfind("xpu:", 0) == 0 || device.rfind("npu:", 0) == 0)
             device = device.substr(device.find(':') + 1);

@@ -50,11 +50,7 @@ std::string classPrefix(const std::string &modelType)
 
 class Builder {
 public:
-    Builder(ModelStructure &s, DType dtype)
-        : m_s(s)
-        , m_dtype(dtype)
-    {
-    }
+    Builder(ModelStructure &s, DType dtype) : m_s(s), m_dtype(dtype) {}
     void module(const std::string &name, const std::string &cls) { m_s.addModule(name, cls); }
     void param(const std::string &name, std::vector<int64_t> shape)
     {
@@ -71,7 +67,7 @@ public:
         if (bias)
             param(name + ".bias", {out});
     }
-    void conv1d(const std::string &name, int64_t in, int64_t out)  // GPT-2's transposed linear
+    void conv1d(const std::string &name, int64_t in, int64_t out) // GPT-2's transposed linear
     {
         module(name, "Conv1D");
         param(name + ".weight", {in, out});
@@ -198,8 +194,8 @@ Result<ModelConfig> parseModelConfig(const std::string &text, const std::string 
     ModelConfig c;
     c.path = path;
     c.modelType = j.value("model_type", std::string());
-    if (j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty()
-        && j["architectures"][0].is_string())
+    if (j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty() &&
+        j["architectures"][0].is_string())
         c.architecture = j["architectures"][0].get<std::string>();
     if (j.contains("torch_dtype") && j["torch_dtype"].is_string())
         c.torchDtype = dtypeFromTorchName(j["torch_dtype"].get<std::string>());
@@ -217,7 +213,8 @@ Result<ModelConfig> parseModelConfig(const std::string &text, const std::string 
         c.tieWordEmbeddings = boolOr(j, "tie_word_embeddings", true);
         if (c.architecture.empty())
             c.architecture = "GPT2LMHeadModel";
-    } else if (c.modelType == "llama" || c.modelType == "mistral" || c.modelType == "qwen2" || c.modelType == "mixtral") {
+    } else if (c.modelType == "llama" || c.modelType == "mistral" || c.modelType == "qwen2" ||
+               c.modelType == "mixtral") {
         const bool qwen = c.modelType == "qwen2";
         const bool llama = c.modelType == "llama";
         c.vocabSize = intOr(j, "vocab_size", qwen ? 151936 : 32000);
@@ -239,8 +236,8 @@ Result<ModelConfig> parseModelConfig(const std::string &text, const std::string 
         for (const std::string &f : supportedFamilies())
             list += (list.empty() ? "" : ", ") + f;
         return makeError(ErrorCode::Unsupported,
-                         "model_type \"" + c.modelType + "\" cannot be planned from its config alone (supported: " + list
-                             + "); point at a checkpoint instead",
+                         "model_type \"" + c.modelType + "\" cannot be planned from its config alone (supported: " +
+                             list + "); point at a checkpoint instead",
                          path);
     }
     if (c.numHeads <= 0 || c.hiddenSize <= 0 || c.numLayers < 0 || c.vocabSize <= 0 || c.numKeyValueHeads <= 0)

@@ -15,9 +15,9 @@
 namespace accel::bigmodel {
 
 struct ModelConfig {
-    std::string path;           // the config.json read, for messages
-    std::string modelType;      // "llama", "gpt2", ...
-    std::string architecture;   // first of "architectures"
+    std::string path;         // the config.json read, for messages
+    std::string modelType;    // "llama", "gpt2", ...
+    std::string architecture; // first of "architectures"
     std::optional<DType> torchDtype;
     int64_t vocabSize = 0;
     int64_t hiddenSize = 0;
@@ -27,14 +27,14 @@ struct ModelConfig {
     int64_t numKeyValueHeads = 0;
     int64_t headDim = 0;
     int64_t maxPositions = 0;
-    int64_t numExperts = 0;        // mixtral: num_local_experts
-    int64_t expertsPerToken = 0;   // mixtral: num_experts_per_tok
+    int64_t numExperts = 0;      // mixtral: num_local_experts
+    int64_t expertsPerToken = 0; // mixtral: num_experts_per_tok
     bool tieWordEmbeddings = false;
-    bool attentionBias = false;    // bias on q/k/v (qwen2 always, llama when attention_bias)
+    bool attentionBias = false; // bias on q/k/v (qwen2 always, llama when attention_bias)
     bool mlpBias = false;
 };
 
-std::vector<std::string> supportedFamilies();  // gpt2, llama, mistral, qwen2, mixtral
+std::vector<std::string> supportedFamilies(); // gpt2, llama, mistral, qwen2, mixtral
 
 // Parses config.json text (defaults of each family filled in). Unknown model types are an
 // error naming the supported ones.

@@ -23,8 +23,9 @@ ModelStructure structureFromCheckpoint(const Checkpoint &checkpoint, const std::
     // GPT-2 checkpoints on the Hub store the base model's names ("h.0.attn..."); the causal-LM
     // model registers them under "transformer.".
     std::string prefix;
-    if (config && config->modelType == "gpt2"
-        && std::none_of(tensors.begin(), tensors.end(), [](const TensorInfo *t) { return t->name.rfind("transformer.", 0) == 0; }))
+    if (config && config->modelType == "gpt2" && std::none_of(tensors.begin(), tensors.end(), [](const TensorInfo *t) {
+            return t->name.rfind("transformer.", 0) == 0;
+        }))
         prefix = "transformer.";
 
     ModelStructure reference;
@@ -72,7 +73,8 @@ ModelStructure structureFromCheckpoint(const Checkpoint &checkpoint, const std::
         s.addTensor({name, info->dtype, info->shape, 0, known ? known->buffer : false, {}});
         present.insert(name);
         if (known && known->shape != info->shape)
-            s.warnings.push_back("tensor \"" + name + "\" has a different shape in the checkpoint than config.json implies");
+            s.warnings.push_back("tensor \"" + name +
+                                 "\" has a different shape in the checkpoint than config.json implies");
     }
     if (config) {
         // Buffers the checkpoint does not store (rotary frequencies) still occupy memory.
@@ -107,8 +109,9 @@ Result<LoadedModel> loadModel(const std::string &given)
     if (!fs::exists(path, ec))
         return makeError(ErrorCode::NotFound, "no such file or folder", given);
 
-    const bool isConfig = path.filename() == "config.json" || (!fs::is_directory(path, ec) && path.extension() == ".json"
-                                                               && path.string().find(".index.json") == std::string::npos);
+    const bool isConfig =
+        path.filename() == "config.json" || (!fs::is_directory(path, ec) && path.extension() == ".json" &&
+                                             path.string().find(".index.json") == std::string::npos);
     const fs::path configPath = isConfig ? path : folder / "config.json";
     if (fs::is_regular_file(configPath, ec)) {
         auto config = readModelConfig(configPath.string());

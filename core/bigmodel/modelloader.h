@@ -16,8 +16,8 @@ namespace accel::bigmodel {
 struct LoadedModel {
     ModelStructure structure;
     std::optional<ModelConfig> config;
-    std::optional<Checkpoint> checkpoint;  // absent when planned from config.json alone
-    std::string name;                      // for titles: the folder or file name
+    std::optional<Checkpoint> checkpoint; // absent when planned from config.json alone
+    std::string name;                     // for titles: the folder or file name
 };
 
 // Merges checkpoint tensors into a structure: known tensors take the checkpoint's dtype and shape,

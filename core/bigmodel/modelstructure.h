@@ -15,20 +15,20 @@
 namespace accel::bigmodel {
 
 struct ModelTensor {
-    std::string name;  // full dotted name: "model.layers.0.mlp.up_proj.weight"
+    std::string name; // full dotted name: "model.layers.0.mlp.up_proj.weight"
     DType dtype = DType::F32;
     std::vector<int64_t> shape;
     uint64_t elements = 0;
-    bool buffer = false;   // a buffer (rotary frequencies...), not a parameter
-    std::string aliasOf;   // tied: shares storage with this tensor and is not counted again
+    bool buffer = false; // a buffer (rotary frequencies...), not a parameter
+    std::string aliasOf; // tied: shares storage with this tensor and is not counted again
 };
 
 struct ModuleInfo {
-    std::string name;  // "" is the root
+    std::string name; // "" is the root
     std::string className;
-    std::vector<std::string> children;    // full names, registration order
-    std::vector<std::string> parameters;  // direct parameters (aliases included), full names
-    std::vector<std::string> buffers;     // direct buffers, full names
+    std::vector<std::string> children;   // full names, registration order
+    std::vector<std::string> parameters; // direct parameters (aliases included), full names
+    std::vector<std::string> buffers;    // direct buffers, full names
 };
 
 class ModelStructure {
@@ -45,18 +45,18 @@ public:
     const ModuleInfo *module(const std::string &name) const;
     const ModelTensor *tensor(const std::string &name) const;
     ModelTensor *mutableTensor(const std::string &name);
-    const std::vector<ModelTensor> &tensors() const { return m_tensors; }  // registration order
-    const std::vector<ModuleInfo> &modules() const { return m_modules; }   // registration order
+    const std::vector<ModelTensor> &tensors() const { return m_tensors; } // registration order
+    const std::vector<ModuleInfo> &modules() const { return m_modules; }  // registration order
 
     // Groups of names sharing storage, each sorted, like Accelerate's find_tied_parameters().
     std::vector<std::vector<std::string>> tiedGroups() const;
 
-    uint64_t parameterCount() const;  // parameters only, each storage once
-    uint64_t storageBytes() const;    // parameters and buffers in their own dtypes, each storage once
+    uint64_t parameterCount() const; // parameters only, each storage once
+    uint64_t storageBytes() const;   // parameters and buffers in their own dtypes, each storage once
 
-    std::string family;        // "llama", "gpt2"... empty when unknown
-    std::string architecture;  // "LlamaForCausalLM"
-    std::vector<std::string> noSplitClasses;  // the family's _no_split_modules
+    std::string family;                      // "llama", "gpt2"... empty when unknown
+    std::string architecture;                // "LlamaForCausalLM"
+    std::vector<std::string> noSplitClasses; // the family's _no_split_modules
     std::vector<std::string> warnings;
 
 private:

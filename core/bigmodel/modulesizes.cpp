@@ -81,8 +81,8 @@ MaxLayer maxLayerSize(const std::vector<WorkItem> &items, const ModelStructure &
         const WorkItem item = std::move(stack.back());
         stack.pop_back();
         const ModuleInfo *m = item.tensor ? nullptr : structure.module(item.name);
-        const bool leaf = !m || m->children.empty()
-            || std::find(noSplit.begin(), noSplit.end(), m->className) != noSplit.end();
+        const bool leaf =
+            !m || m->children.empty() || std::find(noSplit.begin(), noSplit.end(), m->className) != noSplit.end();
         if (leaf) {
             const uint64_t size = sizes.of(item.name);
             if (size > result.size) {
@@ -149,7 +149,8 @@ DeviceBudgets balancedBudgets(const ModelStructure &structure, const ModuleSizes
             const ModuleInfo *m = structure.module(name);
             if (!m)
                 continue;
-            if (std::find(noSplit.begin(), noSplit.end(), m->className) != noSplit.end() && !firstOfClass.count(m->className))
+            if (std::find(noSplit.begin(), noSplit.end(), m->className) != noSplit.end() &&
+                !firstOfClass.count(m->className))
                 firstOfClass[m->className] = sizes.of(name);
             if (firstOfClass.size() == std::unordered_set<std::string>(noSplit.begin(), noSplit.end()).size())
                 break;

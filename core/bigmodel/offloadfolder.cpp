@@ -20,12 +20,27 @@ struct NameMap {
 };
 
 const NameMap kNames[] = {
-    {DType::Bool, "bool"},       {DType::U8, "uint8"},     {DType::I8, "int8"},          {DType::I16, "int16"},
-    {DType::U16, "uint16"},      {DType::I32, "int32"},    {DType::U32, "uint32"},       {DType::I64, "int64"},
-    {DType::U64, "uint64"},      {DType::F16, "float16"},  {DType::BF16, "bfloat16"},    {DType::F32, "float32"},
-    {DType::F64, "float64"},     {DType::C64, "complex64"}, {DType::F8_E4M3, "float8_e4m3fn"},
-    {DType::F8_E5M2, "float8_e5m2"}, {DType::F8_E4M3FNUZ, "float8_e4m3fnuz"}, {DType::F8_E5M2FNUZ, "float8_e5m2fnuz"},
-    {DType::F8_E8M0, "float8_e8m0fnu"}, {DType::F6_E2M3, "float6_e2m3fn"}, {DType::F6_E3M2, "float6_e3m2fn"},
+    {DType::Bool, "bool"},
+    {DType::U8, "uint8"},
+    {DType::I8, "int8"},
+    {DType::I16, "int16"},
+    {DType::U16, "uint16"},
+    {DType::I32, "int32"},
+    {DType::U32, "uint32"},
+    {DType::I64, "int64"},
+    {DType::U64, "uint64"},
+    {DType::F16, "float16"},
+    {DType::BF16, "bfloat16"},
+    {DType::F32, "float32"},
+    {DType::F64, "float64"},
+    {DType::C64, "complex64"},
+    {DType::F8_E4M3, "float8_e4m3fn"},
+    {DType::F8_E5M2, "float8_e5m2"},
+    {DType::F8_E4M3FNUZ, "float8_e4m3fnuz"},
+    {DType::F8_E5M2FNUZ, "float8_e5m2fnuz"},
+    {DType::F8_E8M0, "float8_e8m0fnu"},
+    {DType::F6_E2M3, "float6_e2m3fn"},
+    {DType::F6_E3M2, "float6_e3m2fn"},
     {DType::F4, "float4_e2m1fn_x2"},
 };
 
@@ -93,7 +108,8 @@ Result<OffloadFolder> OffloadFolder::open(const std::string &folder)
             }
         } catch (const nlohmann::json::exception &) {
             return makeError(ErrorCode::InvalidInput,
-                             "entry \"" + it.key() + "\" needs \"dtype\" (string) and \"shape\" (list of integers)", indexPath);
+                             "entry \"" + it.key() + "\" needs \"dtype\" (string) and \"shape\" (list of integers)",
+                             indexPath);
         }
         if (entry.safetensorsFile.empty() && entry.dtype.empty())
             return makeError(ErrorCode::InvalidInput, "entry \"" + it.key() + "\" has no dtype", indexPath);
@@ -128,7 +144,8 @@ Result<void> OffloadFolder::writeTensor(const std::string &name, DType dtype, co
     const uint64_t expected = elementsOf(shape) * static_cast<uint64_t>(dtypeBits(dtype)) / 8;
     if (size != expected)
         return makeError(ErrorCode::InvalidInput,
-                         "tensor \"" + name + "\": " + std::to_string(size) + " bytes given, shape and dtype need " + std::to_string(expected),
+                         "tensor \"" + name + "\": " + std::to_string(size) + " bytes given, shape and dtype need " +
+                             std::to_string(expected),
                          m_folder);
     if (name.find('/') != std::string::npos || name.empty())
         return makeError(ErrorCode::InvalidInput, "tensor name \"" + name + "\" cannot be a file name", m_folder);
@@ -144,8 +161,8 @@ Result<void> OffloadFolder::writeTensor(const std::string &name, DType dtype, co
     return {};
 }
 
-void OffloadFolder::addLazyTensor(const std::string &name, const std::string &safetensorsFile, const std::string &weightName,
-                                  DType dtype, const std::vector<int64_t> &shape)
+void OffloadFolder::addLazyTensor(const std::string &name, const std::string &safetensorsFile,
+                                  const std::string &weightName, DType dtype, const std::vector<int64_t> &shape)
 {
     put(name, OffloadEntry{offloadDtypeName(dtype), shape, safetensorsFile, weightName});
 }
@@ -180,7 +197,8 @@ Result<OffloadFolder::View> OffloadFolder::load(const std::string &name) const
             return tl::unexpected(file.error());
         const TensorInfo *t = (*file)->find(entry->weightName);
         if (!t)
-            return makeError(ErrorCode::NotFound, "tensor \"" + entry->weightName + "\" is not in the file", entry->safetensorsFile);
+            return makeError(ErrorCode::NotFound, "tensor \"" + entry->weightName + "\" is not in the file",
+                             entry->safetensorsFile);
         view.dtype = t->dtype;
         view.shape = t->shape;
         view.data = t->data;
@@ -190,18 +208,20 @@ Result<OffloadFolder::View> OffloadFolder::load(const std::string &name) const
     }
     auto dtype = parseOffloadDtypeName(entry->dtype);
     if (!dtype)
-        return makeError(ErrorCode::InvalidInput, "tensor \"" + name + "\": " + dtype.error().message, m_folder + "/index.json");
+        return makeError(ErrorCode::InvalidInput, "tensor \"" + name + "\": " + dtype.error().message,
+                         m_folder + "/index.json");
     const std::string path = m_folder + "/" + name + ".dat";
     auto mapping = MappedFile::open(path);
     if (!mapping)
         return tl::unexpected(mapping.error());
     // 0-d tensors are stored as one element.
-    const uint64_t expected = std::max<uint64_t>(1, elementsOf(entry->shape)) * static_cast<uint64_t>(dtypeBits(*dtype)) / 8;
+    const uint64_t expected =
+        std::max<uint64_t>(1, elementsOf(entry->shape)) * static_cast<uint64_t>(dtypeBits(*dtype)) / 8;
     const uint64_t want = elementsOf(entry->shape) == 0 && !entry->shape.empty() ? 0 : expected;
     if ((*mapping)->size() != want)
         return makeError(ErrorCode::InvalidInput,
-                         "has " + std::to_string((*mapping)->size()) + " bytes but index.json's dtype " + entry->dtype
-                             + " and shape need " + std::to_string(want),
+                         "has " + std::to_string((*mapping)->size()) + " bytes but index.json's dtype " + entry->dtype +
+                             " and shape need " + std::to_string(want),
                          path);
     view.dtype = *dtype;
     view.shape = entry->shape;

@@ -18,9 +18,9 @@
 namespace accel::bigmodel {
 
 struct OffloadEntry {
-    std::string dtype;  // numpy name ("float32", "int64", "bool") or "bfloat16"; torch name for fp8/fp6/fp4
+    std::string dtype; // numpy name ("float32", "int64", "bool") or "bfloat16"; torch name for fp8/fp6/fp4
     std::vector<int64_t> shape;
-    std::string safetensorsFile;  // lazy entries: read `weightName` from this file instead of a .dat
+    std::string safetensorsFile; // lazy entries: read `weightName` from this file instead of a .dat
     std::string weightName;
 };
 
@@ -51,7 +51,7 @@ public:
         std::vector<int64_t> shape;
         const std::byte *data = nullptr;
         uint64_t size = 0;
-        std::shared_ptr<const void> keepAlive;  // the mapping the data point into
+        std::shared_ptr<const void> keepAlive; // the mapping the data point into
     };
     Result<View> load(const std::string &name) const;
 
@@ -63,7 +63,7 @@ private:
 
 // Writes every checkpoint tensor that `deviceOf` puts on "disk" into the folder: copied into .dat
 // files, or as lazy entries pointing at the checkpoint's shards when `lazy` is true.
-template<typename DeviceOf>
+template <typename DeviceOf>
 Result<size_t> offloadDiskTensors(const Checkpoint &checkpoint, OffloadFolder &folder, DeviceOf deviceOf, bool lazy)
 {
     size_t count = 0;

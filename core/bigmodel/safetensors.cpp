@@ -55,8 +55,8 @@ bool isValidUtf8(const unsigned char *s, size_t n)
                 return false;
             cp = (cp << 6) | (s[i + k] & 0x3F);
         }
-        if ((extra == 1 && cp < 0x80) || (extra == 2 && cp < 0x800) || (extra == 3 && (cp < 0x10000 || cp > 0x10FFFF))
-            || (cp >= 0xD800 && cp <= 0xDFFF))
+        if ((extra == 1 && cp < 0x80) || (extra == 2 && cp < 0x800) ||
+            (extra == 3 && (cp < 0x10000 || cp > 0x10FFFF)) || (cp >= 0xD800 && cp <= 0xDFFF))
             return false;
         i += extra + 1;
     }
@@ -86,8 +86,8 @@ Result<json> parseHeaderJson(const std::string &text, const std::string &path)
                 seen.pop_back();
             break;
         case json::parse_event_t::key:
-            if (!seen.empty() && parsed.is_string() && !seen.back().insert(parsed.get<std::string>()).second
-                && duplicate.empty())
+            if (!seen.empty() && parsed.is_string() && !seen.back().insert(parsed.get<std::string>()).second &&
+                duplicate.empty())
                 duplicate = parsed.get<std::string>();
             break;
         default:
@@ -133,16 +133,16 @@ Result<TensorInfo> parseEntry(const std::string &name, const json &entry, const 
         tensor.shape.push_back(static_cast<int64_t>(d.get<uint64_t>()));
     }
     const auto offsets = entry.find("data_offsets");
-    if (offsets == entry.end() || !offsets->is_array() || offsets->size() != 2 || !(*offsets)[0].is_number_unsigned()
-        || !(*offsets)[1].is_number_unsigned()) {
+    if (offsets == entry.end() || !offsets->is_array() || offsets->size() != 2 || !(*offsets)[0].is_number_unsigned() ||
+        !(*offsets)[1].is_number_unsigned()) {
         const std::string got = offsets == entry.end() ? "nothing" : offsets->dump();
         return invalid(path, who + "\"data_offsets\" must be two non-negative integers [begin, end], got " + got);
     }
     tensor.begin = (*offsets)[0].get<uint64_t>();
     tensor.end = (*offsets)[1].get<uint64_t>();
     if (tensor.end < tensor.begin)
-        return invalid(path, who + "data_offsets end " + std::to_string(tensor.end) + " is before begin "
-                                 + std::to_string(tensor.begin));
+        return invalid(path, who + "data_offsets end " + std::to_string(tensor.end) + " is before begin " +
+                                 std::to_string(tensor.begin));
     uint64_t elements = 1;
     for (int64_t d : tensor.shape) {
         const uint64_t u = static_cast<uint64_t>(d);
@@ -154,13 +154,13 @@ Result<TensorInfo> parseEntry(const std::string &name, const json &entry, const 
     if (elements != 0 && elements > UINT64_MAX / bits)
         return invalid(path, who + "shape " + shapeText(tensor.shape) + " overflows a 64-bit byte count");
     if ((elements * bits) % 8 != 0)
-        return invalid(path, who + std::to_string(elements) + " elements of " + dtypeCode(tensor.dtype)
-                                 + " are not a whole number of bytes (misaligned slice)");
+        return invalid(path, who + std::to_string(elements) + " elements of " + dtypeCode(tensor.dtype) +
+                                 " are not a whole number of bytes (misaligned slice)");
     const uint64_t expected = elements * bits / 8;
     if (tensor.byteSize() != expected)
-        return invalid(path, who + "data_offsets span " + std::to_string(tensor.byteSize()) + " bytes but shape "
-                                 + shapeText(tensor.shape) + " of " + dtypeCode(tensor.dtype) + " needs "
-                                 + std::to_string(expected));
+        return invalid(path, who + "data_offsets span " + std::to_string(tensor.byteSize()) + " bytes but shape " +
+                                 shapeText(tensor.shape) + " of " + dtypeCode(tensor.dtype) + " needs " +
+                                 std::to_string(expected));
     return tensor;
 }
 
@@ -178,17 +178,17 @@ Result<SafetensorsHeader> parseSafetensors(const std::byte *bytes, uint64_t avai
                                            const std::string &path)
 {
     if (fileSize < 8)
-        return invalid(path, "header too small: the file has " + std::to_string(fileSize)
-                                 + " bytes, a safetensors file starts with an 8-byte header length");
+        return invalid(path, "header too small: the file has " + std::to_string(fileSize) +
+                                 " bytes, a safetensors file starts with an 8-byte header length");
     uint64_t n = 0;
     for (int i = 7; i >= 0; --i)
         n = (n << 8) | static_cast<uint8_t>(bytes[i]);
     if (n > kMaxSafetensorsHeaderSize)
-        return invalid(path, "header too large: " + std::to_string(n) + " bytes (limit "
-                                 + std::to_string(kMaxSafetensorsHeaderSize) + ")");
+        return invalid(path, "header too large: " + std::to_string(n) + " bytes (limit " +
+                                 std::to_string(kMaxSafetensorsHeaderSize) + ")");
     if (n > fileSize - 8)
-        return invalid(path, "invalid header length: " + std::to_string(n) + " bytes declared but only "
-                                 + std::to_string(fileSize - 8) + " follow the length field");
+        return invalid(path, "invalid header length: " + std::to_string(n) + " bytes declared but only " +
+                                 std::to_string(fileSize - 8) + " follow the length field");
     if (available < 8 + n)
         return makeError(ErrorCode::Internal, "header not fully read", path);
     const auto *text = reinterpret_cast<const unsigned char *>(bytes + 8);
@@ -235,21 +235,21 @@ Result<SafetensorsHeader> parseSafetensors(const std::byte *bytes, uint64_t avai
             if (!previous)
                 return invalid(path, who + " but the first tensor must begin at 0 (gap)");
             if (t.begin > position)
-                return invalid(path, who + " but the previous tensor " + quote(previous->name) + " ends at "
-                                         + std::to_string(position) + " (gap)");
-            return invalid(path, who + ", inside the previous tensor " + quote(previous->name) + " which ends at "
-                                     + std::to_string(position) + " (overlap)");
+                return invalid(path, who + " but the previous tensor " + quote(previous->name) + " ends at " +
+                                         std::to_string(position) + " (gap)");
+            return invalid(path, who + ", inside the previous tensor " + quote(previous->name) + " which ends at " +
+                                     std::to_string(position) + " (overlap)");
         }
         if (t.end > header.dataSize)
-            return invalid(path, "tensor " + quote(t.name) + ": data ends at " + std::to_string(t.end)
-                                     + " beyond the data buffer of " + std::to_string(header.dataSize)
-                                     + " bytes (truncated file?)");
+            return invalid(path, "tensor " + quote(t.name) + ": data ends at " + std::to_string(t.end) +
+                                     " beyond the data buffer of " + std::to_string(header.dataSize) +
+                                     " bytes (truncated file?)");
         position = t.end;
         previous = &t;
     }
     if (position != header.dataSize)
-        return invalid(path, "the data buffer has " + std::to_string(header.dataSize) + " bytes but the tensors end at "
-                                 + std::to_string(position) + " (trailing bytes)");
+        return invalid(path, "the data buffer has " + std::to_string(header.dataSize) +
+                                 " bytes but the tensors end at " + std::to_string(position) + " (trailing bytes)");
     if (available >= fileSize) {
         for (TensorInfo &t : header.tensors)
             t.data = bytes + header.dataStart + t.begin;

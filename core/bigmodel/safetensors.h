@@ -23,21 +23,21 @@ struct TensorInfo {
     std::string name;
     DType dtype = DType::F32;
     std::vector<int64_t> shape;
-    uint64_t begin = 0;  // offsets relative to the data buffer, end exclusive
+    uint64_t begin = 0; // offsets relative to the data buffer, end exclusive
     uint64_t end = 0;
-    const std::byte *data = nullptr;  // into the file's mapping; null for header-only reads
+    const std::byte *data = nullptr; // into the file's mapping; null for header-only reads
 
     uint64_t byteSize() const { return end - begin; }
     uint64_t elementCount() const;
 };
 
 struct SafetensorsHeader {
-    uint64_t headerSize = 0;   // N, the JSON length including padding
-    uint64_t dataStart = 0;    // 8 + N: where the data buffer begins in the file
-    uint64_t dataSize = 0;     // bytes of the data buffer
+    uint64_t headerSize = 0; // N, the JSON length including padding
+    uint64_t dataStart = 0;  // 8 + N: where the data buffer begins in the file
+    uint64_t dataSize = 0;   // bytes of the data buffer
     bool hasMetadata = false;
     std::map<std::string, std::string> metadata;
-    std::vector<TensorInfo> tensors;  // sorted by data offsets
+    std::vector<TensorInfo> tensors; // sorted by data offsets
 };
 
 // Validates a safetensors file whose first `available` bytes are `bytes` (at least the 8-byte

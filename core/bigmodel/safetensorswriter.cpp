@@ -29,11 +29,13 @@ Result<void> checkTensor(const TensorToWrite &t, const std::string &path)
     const uint64_t bits = elements * static_cast<uint64_t>(dtypeBits(t.dtype));
     if (bits % 8 != 0)
         return makeError(ErrorCode::InvalidInput,
-                         who + std::to_string(elements) + " elements of " + dtypeCode(t.dtype) + " are not a whole number of bytes",
+                         who + std::to_string(elements) + " elements of " + dtypeCode(t.dtype) +
+                             " are not a whole number of bytes",
                          path);
     if (bits / 8 != t.size)
         return makeError(ErrorCode::InvalidInput,
-                         who + "has " + std::to_string(t.size) + " bytes but its shape and dtype need " + std::to_string(bits / 8),
+                         who + "has " + std::to_string(t.size) + " bytes but its shape and dtype need " +
+                             std::to_string(bits / 8),
                          path);
     if (t.size > 0 && !t.data)
         return makeError(ErrorCode::InvalidInput, who + "no data", path);
@@ -166,8 +168,8 @@ Result<ShardedWrite> writeShardedSafetensors(const std::string &folder, const st
     }
     // Stale shards of an earlier save with the same base name would confuse loaders.
     try {
-        const std::regex pattern(std::regex_replace(base, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)")
-                                 + R"(-\d{5}-of-\d{5}\.safetensors)");
+        const std::regex pattern(std::regex_replace(base, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") +
+                                 R"(-\d{5}-of-\d{5}\.safetensors)");
         const std::set<std::string> keep(result.files.begin(), result.files.end());
         for (const auto &entry : fs::directory_iterator(folder)) {
             const std::string name = entry.path().filename().string();

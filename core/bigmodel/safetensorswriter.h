@@ -18,7 +18,7 @@ struct TensorToWrite {
     std::string name;
     DType dtype = DType::F32;
     std::vector<int64_t> shape;
-    const void *data = nullptr;  // C-order little-endian bytes, `size` of them
+    const void *data = nullptr; // C-order little-endian bytes, `size` of them
     uint64_t size = 0;
 };
 
@@ -35,8 +35,8 @@ Result<void> writeSafetensors(const std::string &path, std::vector<TensorToWrite
                               const Metadata &metadata = {{"format", "pt"}});
 
 struct ShardedWrite {
-    std::vector<std::string> files;  // file names inside the folder, in shard order
-    std::string indexFile;           // empty when a single file was written
+    std::vector<std::string> files; // file names inside the folder, in shard order
+    std::string indexFile;          // empty when a single file was written
     uint64_t totalSize = 0;
 };
 

@@ -21,7 +21,7 @@ size_t editDistance(const std::string &a, const std::string &b);
 
 // The candidate closest to `word`, or "" when none is reasonably close.
 std::string closestMatch(const std::string &word, const std::initializer_list<const char *> &candidates);
-template<typename Container>
+template <typename Container>
 std::string closestMatchIn(const std::string &word, const Container &candidates)
 {
     std::string best;

@@ -15,9 +15,21 @@ void setSink(Sink sink);
 void setMinimumLevel(Level level);
 void write(Level level, const std::string &category, const std::string &message);
 
-inline void debug(const std::string &category, const std::string &message) { write(Level::Debug, category, message); }
-inline void info(const std::string &category, const std::string &message) { write(Level::Info, category, message); }
-inline void warning(const std::string &category, const std::string &message) { write(Level::Warning, category, message); }
-inline void error(const std::string &category, const std::string &message) { write(Level::Error, category, message); }
+inline void debug(const std::string &category, const std::string &message)
+{
+    write(Level::Debug, category, message);
+}
+inline void info(const std::string &category, const std::string &message)
+{
+    write(Level::Info, category, message);
+}
+inline void warning(const std::string &category, const std::string &message)
+{
+    write(Level::Warning, category, message);
+}
+inline void error(const std::string &category, const std::string &message)
+{
+    write(Level::Error, category, message);
+}
 
 } // namespace accel::log

@@ -11,29 +11,26 @@
 namespace accel {
 
 enum class ErrorCode {
-    InvalidInput,  // the user's value, file or flag is wrong: CLI exit code 2
-    NotFound,      // a file, run, host or key does not exist
-    Io,            // reading or writing failed
-    Unsupported,   // valid, but this build or machine cannot do it
+    InvalidInput, // the user's value, file or flag is wrong: CLI exit code 2
+    NotFound,     // a file, run, host or key does not exist
+    Io,           // reading or writing failed
+    Unsupported,  // valid, but this build or machine cannot do it
     Timeout,
-    Cancelled,     // not an error for the user; reported so callers can stop quietly
-    Failed,        // an operation ran and failed (a rank crashed, a test failed)
+    Cancelled, // not an error for the user; reported so callers can stop quietly
+    Failed,    // an operation ran and failed (a rank crashed, a test failed)
     Internal,
 };
 
 struct Error {
     ErrorCode code = ErrorCode::Internal;
     std::string message;
-    std::string context;  // e.g. "config.yaml: line 12" or "host gpu03"
+    std::string context; // e.g. "config.yaml: line 12" or "host gpu03"
 
     // "context: message" when there is a context, else the message.
-    std::string toString() const
-    {
-        return context.empty() ? message : context + ": " + message;
-    }
+    std::string toString() const { return context.empty() ? message : context + ": " + message; }
 };
 
-template<typename T>
+template <typename T>
 using Result = tl::expected<T, Error>;
 
 inline tl::unexpected<Error> makeError(ErrorCode code, std::string message, std::string context = {})

@@ -48,10 +48,14 @@ const char *toString(DistributedType value)
 const char *toString(MixedPrecision value)
 {
     switch (value) {
-    case MixedPrecision::No: return "no";
-    case MixedPrecision::Fp16: return "fp16";
-    case MixedPrecision::Bf16: return "bf16";
-    case MixedPrecision::Fp8: return "fp8";
+    case MixedPrecision::No:
+        return "no";
+    case MixedPrecision::Fp16:
+        return "fp16";
+    case MixedPrecision::Bf16:
+        return "bf16";
+    case MixedPrecision::Fp8:
+        return "fp8";
     }
     return "no";
 }
@@ -110,22 +114,24 @@ bool DynamoConfig::isEmpty() const
 
 bool FsdpConfig::isEmpty() const
 {
-    return !version && !reshardAfterForward && !shardingStrategy && !offloadParams && !autoWrapPolicy
-        && !transformerLayerClsToWrap && !minNumParams && !backwardPrefetch && !stateDictType && !forwardPrefetch
-        && !useOrigParams && !cpuRamEfficientLoading && !syncModuleStates && !activationCheckpointing && !ignoredModules;
+    return !version && !reshardAfterForward && !shardingStrategy && !offloadParams && !autoWrapPolicy &&
+           !transformerLayerClsToWrap && !minNumParams && !backwardPrefetch && !stateDictType && !forwardPrefetch &&
+           !useOrigParams && !cpuRamEfficientLoading && !syncModuleStates && !activationCheckpointing &&
+           !ignoredModules;
 }
 
 bool DeepSpeedConfig::isEmpty() const
 {
-    return !deepspeedConfigFile && !zeroStage && !offloadOptimizerDevice && !offloadParamDevice && !offloadOptimizerNvmePath
-        && !offloadParamNvmePath && !gradientAccumulationSteps && !gradientClipping && !zero3Save16bitModel
-        && !zero3InitFlag && !moeLayerClsNames && !multinodeLauncher && !hostfile && !exclusionFilter && !inclusionFilter;
+    return !deepspeedConfigFile && !zeroStage && !offloadOptimizerDevice && !offloadParamDevice &&
+           !offloadOptimizerNvmePath && !offloadParamNvmePath && !gradientAccumulationSteps && !gradientClipping &&
+           !zero3Save16bitModel && !zero3InitFlag && !moeLayerClsNames && !multinodeLauncher && !hostfile &&
+           !exclusionFilter && !inclusionFilter;
 }
 
 bool MegatronLmConfig::isEmpty() const
 {
-    return !tpDegree && !sequenceParallelism && !ppDegree && !numMicroBatches && !recomputeActivations
-        && !useDistributedOptimizer && !gradientClipping && extras.empty();
+    return !tpDegree && !sequenceParallelism && !ppDegree && !numMicroBatches && !recomputeActivations &&
+           !useDistributedOptimizer && !gradientClipping && extras.empty();
 }
 
 const std::vector<std::string> &megatronLmExtraKeys()
@@ -157,9 +163,9 @@ const std::vector<std::string> &megatronLmExtraKeys()
 
 bool Fp8Config::isEmpty() const
 {
-    return !backend && !useAutocastDuringEval && !margin && !interval && !fp8Format && !amaxHistoryLength
-        && !amaxComputeAlgorithm && !overrideLinearPrecision && !optimizationLevel && !enableFsdpFloat8AllGather
-        && !padInnerDim;
+    return !backend && !useAutocastDuringEval && !margin && !interval && !fp8Format && !amaxHistoryLength &&
+           !amaxComputeAlgorithm && !overrideLinearPrecision && !optimizationLevel && !enableFsdpFloat8AllGather &&
+           !padInnerDim;
 }
 
 bool MpirunConfig::isEmpty() const
@@ -174,8 +180,8 @@ bool IpexConfig::isEmpty() const
 
 bool ParallelismConfig::isEmpty() const
 {
-    return !dpReplicateSize && !dpShardSize && !tpSize && !cpSize && !cpCommStrategy && !cpBackend && !spSize
-        && !spBackend && !spSeqLength && !spSeqLengthIsVariable && !spAttnImplementation;
+    return !dpReplicateSize && !dpShardSize && !tpSize && !cpSize && !cpCommStrategy && !cpBackend && !spSize &&
+           !spBackend && !spSeqLength && !spSeqLengthIsVariable && !spAttnImplementation;
 }
 
 int SourceInfo::lineOf(const std::string &keyPath) const

@@ -20,9 +20,22 @@ enum class ComputeEnvironment { LocalMachine, AmazonSageMaker };
 
 // LOCAL_MACHINE types, then SageMaker's DATA_PARALLEL / MODEL_PARALLEL.
 enum class DistributedType {
-    No, MultiCpu, MultiGpu, MultiNpu, MultiMlu, MultiSdaa, MultiMusa, MultiXpu, MultiHpu, MultiNeuron,
-    DeepSpeed, Fsdp, Xla, MegatronLm,
-    DataParallel, ModelParallel,
+    No,
+    MultiCpu,
+    MultiGpu,
+    MultiNpu,
+    MultiMlu,
+    MultiSdaa,
+    MultiMusa,
+    MultiXpu,
+    MultiHpu,
+    MultiNeuron,
+    DeepSpeed,
+    Fsdp,
+    Xla,
+    MegatronLm,
+    DataParallel,
+    ModelParallel,
 };
 
 enum class MixedPrecision { No, Fp16, Bf16, Fp8 };
@@ -42,7 +55,7 @@ bool isMultiAcceleratorType(DistributedType type);
 struct SourceInfo {
     std::string file;
     std::map<std::string, int> lines;
-    int lineOf(const std::string &keyPath) const;       // 0 when unknown
+    int lineOf(const std::string &keyPath) const; // 0 when unknown
 };
 
 struct ClusterConfig {
@@ -54,13 +67,13 @@ struct ClusterConfig {
     std::optional<bool> enableCpuAffinity;
 
     // LOCAL_MACHINE (num_machines and gpu_ids are shared with SageMaker).
-    std::optional<std::int64_t> numProcesses;           // -1 = must be given at launch
+    std::optional<std::int64_t> numProcesses; // -1 = must be given at launch
     std::optional<std::int64_t> machineRank;
     std::optional<std::int64_t> numMachines;
-    std::optional<std::string> gpuIds;                  // "all" or "0,1,3"
+    std::optional<std::string> gpuIds; // "all" or "0,1,3"
     std::optional<std::string> mainProcessIp;
     std::optional<std::int64_t> mainProcessPort;
-    std::optional<std::string> rdzvBackend;             // static | c10d | etcd | etcd-v2
+    std::optional<std::string> rdzvBackend; // static | c10d | etcd | etcd-v2
     std::optional<bool> sameNetwork;
     std::optional<std::string> mainTrainingFunction;
     std::optional<BoolOrString> downcastBf16;
@@ -83,7 +96,7 @@ struct ClusterConfig {
     ParallelismConfig parallelism;
     SageMakerConfig sagemaker;
 
-    SourceInfo source;  // filled by parseConfig(); ignored when saving
+    SourceInfo source; // filled by parseConfig(); ignored when saving
 
     bool isSageMaker() const { return computeEnvironment == ComputeEnvironment::AmazonSageMaker; }
 };

@@ -13,8 +13,8 @@ ConfigFormat formatForPath(const std::string &path)
 {
     const std::string suffix = ".json";
     return path.size() >= suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0
-        ? ConfigFormat::Json
-        : ConfigFormat::Yaml;
+               ? ConfigFormat::Json
+               : ConfigFormat::Yaml;
 }
 
 std::string defaultCacheDir()
@@ -32,9 +32,11 @@ std::string defaultConfigPath()
     return defaultCacheDir() + "/default_config.yaml";
 }
 
-Result<ClusterConfig> parseConfig(const std::string &text, ConfigFormat format, const std::string &fileName, Diagnostics *diagnostics)
+Result<ClusterConfig> parseConfig(const std::string &text, ConfigFormat format, const std::string &fileName,
+                                  Diagnostics *diagnostics)
 {
-    Result<ConfigValue> tree = format == ConfigFormat::Json ? parseJsonText(text, fileName) : parseYamlText(text, fileName);
+    Result<ConfigValue> tree =
+        format == ConfigFormat::Json ? parseJsonText(text, fileName) : parseYamlText(text, fileName);
     if (!tree) {
         if (diagnostics) {
             // Keep the line the codec reported ("file: line N") as a diagnostic too.

@@ -30,8 +30,9 @@ std::string joined(const std::vector<std::string> &values, const char *separator
 
 bool equalsIgnoringCase(const std::string &a, const std::string &b)
 {
-    return a.size() == b.size()
-        && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return std::toupper(static_cast<unsigned char>(x)) == std::toupper(static_cast<unsigned char>(y)); });
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+               return std::toupper(static_cast<unsigned char>(x)) == std::toupper(static_cast<unsigned char>(y));
+           });
 }
 
 bool inChoices(const std::string &text, const Choices &choices)
@@ -50,10 +51,14 @@ std::string scalarText(const ConfigValue &value)
     if (value.plain || value.type == ConfigValue::Type::String)
         return value.text;
     switch (value.type) {
-    case ConfigValue::Type::Bool: return value.boolean ? "true" : "false";
-    case ConfigValue::Type::Int: return std::to_string(value.integer);
-    case ConfigValue::Type::Float: return pythonFloatRepr(value.real);
-    default: return value.text;
+    case ConfigValue::Type::Bool:
+        return value.boolean ? "true" : "false";
+    case ConfigValue::Type::Int:
+        return std::to_string(value.integer);
+    case ConfigValue::Type::Float:
+        return pythonFloatRepr(value.real);
+    default:
+        return value.text;
     }
 }
 
@@ -73,8 +78,7 @@ class FieldReader {
 public:
     FieldReader(Context &context, const ConfigValue &map, std::string pathPrefix)
         : m_context(context), m_map(map), m_prefix(std::move(pathPrefix))
-    {
-    }
+    {}
 
     const std::set<std::string> &consumed() const { return m_consumed; }
 
@@ -126,7 +130,9 @@ public:
         if (!v)
             return;
         if (!v->isScalar()) {
-            error(key, *v, "expected " + std::string(choices.values.empty() ? "a string" : "one of " + joined(choices.values)) + "; got " + v->typeName());
+            error(key, *v,
+                  "expected " + std::string(choices.values.empty() ? "a string" : "one of " + joined(choices.values)) +
+                      "; got " + v->typeName());
             return;
         }
         const std::string value = scalarText(*v);
@@ -146,7 +152,8 @@ public:
             out = BoolOrString(v->boolean);
             return;
         }
-        const std::string expected = choices.values.empty() ? "true, false or a string" : "true, false or one of " + joined(choices.values);
+        const std::string expected =
+            choices.values.empty() ? "true, false or a string" : "true, false or one of " + joined(choices.values);
         if (!v->isScalar()) {
             error(key, *v, "expected " + expected + "; got " + v->typeName());
             return;
@@ -171,7 +178,8 @@ public:
         std::vector<std::string> list;
         for (const ConfigValue &item : v->items) {
             if (!item.isScalar() || item.type == ConfigValue::Type::Null) {
-                error(key, item.line ? item : *v, std::string("expected a list of strings; an item is ") + item.typeName());
+                error(key, item.line ? item : *v,
+                      std::string("expected a list of strings; an item is ") + item.typeName());
                 return;
             }
             list.push_back(scalarText(item));
@@ -242,19 +250,23 @@ private:
 std::optional<Scalar> toScalar(const ConfigValue &value)
 {
     switch (value.type) {
-    case ConfigValue::Type::Bool: return Scalar(value.boolean);
-    case ConfigValue::Type::Int: return Scalar(value.integer);
+    case ConfigValue::Type::Bool:
+        return Scalar(value.boolean);
+    case ConfigValue::Type::Int:
+        return Scalar(value.integer);
     case ConfigValue::Type::Float:
         if (!std::isfinite(value.real))
-            return std::nullopt;  // JSON has no text for it
+            return std::nullopt; // JSON has no text for it
         return Scalar(value.real);
-    case ConfigValue::Type::String: return Scalar(value.text);
-    default: return std::nullopt;
+    case ConfigValue::Type::String:
+        return Scalar(value.text);
+    default:
+        return std::nullopt;
     }
 }
 
-void unknownKey(Context &context, const std::string &path, const std::string &key, int line, const std::vector<std::string> &known,
-                const std::string &where)
+void unknownKey(Context &context, const std::string &path, const std::string &key, int line,
+                const std::vector<std::string> &known, const std::string &where)
 {
     std::string message = "unknown key" + where;
     const std::string suggestion = fileutil::closestMatchIn(key, known);
@@ -267,13 +279,15 @@ void unknownKey(Context &context, const std::string &path, const std::string &ke
 
 // A nested block: renames prefix-less keys (which Accelerate's launcher accepts), visits the
 // known keys and reports the rest.
-template<typename Visit>
-void readBlock(Context &context, const std::string &blockKey, const ConfigValue &value, Visit &&visit, MegatronLmConfig *megatron)
+template <typename Visit>
+void readBlock(Context &context, const std::string &blockKey, const ConfigValue &value, Visit &&visit,
+               MegatronLmConfig *megatron)
 {
     if (value.type == ConfigValue::Type::Null)
         return;
     if (value.type != ConfigValue::Type::Map) {
-        context.report(Severity::Error, blockKey, value.line, "expected a mapping of " + blockKey + " keys; got " + value.describe());
+        context.report(Severity::Error, blockKey, value.line,
+                       "expected a mapping of " + blockKey + " keys; got " + value.describe());
         return;
     }
     const std::vector<std::string> known = schema::blockKeys(blockKey);
@@ -282,7 +296,8 @@ void readBlock(Context &context, const std::string &blockKey, const ConfigValue 
     if (!prefix.empty()) {
         for (const auto &[key, member] : value.members) {
             const std::string full = prefix + key;
-            if (key.rfind(prefix, 0) != 0 && std::binary_search(known.begin(), known.end(), full) && !value.members.count(full)) {
+            if (key.rfind(prefix, 0) != 0 && std::binary_search(known.begin(), known.end(), full) &&
+                !value.members.count(full)) {
                 context.report(Severity::Warning, blockKey + "." + key, member.line,
                                "written without the '" + prefix + "' prefix; read (and saved) as '" + full + "'");
                 block.members.erase(key);
@@ -304,7 +319,9 @@ void readBlock(Context &context, const std::string &blockKey, const ConfigValue 
             if (auto scalar = toScalar(member))
                 megatron->extras[key] = *scalar;
             else
-                context.report(Severity::Error, path, member.line, "expected a single value (true/false, a finite number or text); got " + member.describe());
+                context.report(Severity::Error, path, member.line,
+                               "expected a single value (true/false, a finite number or text); got " +
+                                   member.describe());
             continue;
         }
         unknownKey(context, path, key, member.line, known, " in " + blockKey);
@@ -334,7 +351,8 @@ ClusterConfig readConfigTree(const ConfigValue &root, const std::string &fileNam
         return config;
     }
     if (root.type != ConfigValue::Type::Map) {
-        context.report(Severity::Error, "", root.line, std::string("expected a mapping of config keys at the top level; got ") + root.typeName());
+        context.report(Severity::Error, "", root.line,
+                       std::string("expected a mapping of config keys at the top level; got ") + root.typeName());
         return config;
     }
     ConfigValue top = root;
@@ -350,7 +368,8 @@ ClusterConfig readConfigTree(const ConfigValue &root, const std::string &fileNam
         if (auto parsed = computeEnvironmentFromString(text))
             config.computeEnvironment = *parsed;
         else
-            context.report(Severity::Error, "compute_environment", env->line, "expected one of LOCAL_MACHINE, AMAZON_SAGEMAKER; got " + text);
+            context.report(Severity::Error, "compute_environment", env->line,
+                           "expected one of LOCAL_MACHINE, AMAZON_SAGEMAKER; got " + text);
     }
     const bool sageMaker = config.isSageMaker();
 
@@ -384,7 +403,8 @@ ClusterConfig readConfigTree(const ConfigValue &root, const std::string &fileNam
         if (parsed && std::find(names.begin(), names.end(), text) != names.end())
             config.distributedType = *parsed;
         else
-            context.report(Severity::Error, "distributed_type", type->line, "expected one of " + joined(names) + "; got " + text);
+            context.report(Severity::Error, "distributed_type", type->line,
+                           "expected one of " + joined(names) + "; got " + text);
     } else {
         context.report(Severity::Error, "distributed_type", 0,
                        "missing (required): one of " + joined(schema::distributedTypeNames(sageMaker)));
@@ -397,7 +417,8 @@ ClusterConfig readConfigTree(const ConfigValue &root, const std::string &fileNam
             if (auto parsed = mixedPrecisionFromString(text))
                 config.mixedPrecision = *parsed;
             else
-                context.report(Severity::Error, "mixed_precision", precision->line, "expected one of no, fp16, bf16, fp8; got " + text);
+                context.report(Severity::Error, "mixed_precision", precision->line,
+                               "expected one of no, fp16, bf16, fp8; got " + text);
         }
     }
 
@@ -414,7 +435,8 @@ ClusterConfig readConfigTree(const ConfigValue &root, const std::string &fileNam
         handled.insert(key);
         if (const ConfigValue *block = member(key)) {
             config.source.lines[key] = block->line;
-            readBlock(context, key, *block, visit, std::string(key) == "megatron_lm_config" ? &config.megatronLm : nullptr);
+            readBlock(context, key, *block, visit,
+                      std::string(key) == "megatron_lm_config" ? &config.megatronLm : nullptr);
         }
     });
 
@@ -429,10 +451,13 @@ ClusterConfig readConfigTree(const ConfigValue &root, const std::string &fileNam
                     if (auto scalar = toScalar(value))
                         config.sagemaker.additionalArgs[key] = *scalar;
                     else
-                        context.report(Severity::Error, "additional_args." + key, value.line, "expected a single value (true/false, a finite number or text); got " + value.describe());
+                        context.report(Severity::Error, "additional_args." + key, value.line,
+                                       "expected a single value (true/false, a finite number or text); got " +
+                                           value.describe());
                 }
             } else if (args->type != ConfigValue::Type::Null) {
-                context.report(Severity::Error, "additional_args", args->line, "expected a mapping; got " + args->describe());
+                context.report(Severity::Error, "additional_args", args->line,
+                               "expected a mapping; got " + args->describe());
             }
         }
         for (const char *required : {"ec2_instance_type", "iam_role_name"}) {

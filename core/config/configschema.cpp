@@ -30,15 +30,30 @@ const Choices &anyText()
 const std::vector<std::string> &dynamoBackends()
 {
     static const std::vector<std::string> names{
-        "NO", "EAGER", "AOT_EAGER", "INDUCTOR", "AOT_TS_NVFUSER", "NVPRIMS_NVFUSER", "CUDAGRAPHS", "OFI", "FX2TRT",
-        "ONNXRT", "TENSORRT", "AOT_TORCHXLA_TRACE_ONCE", "TORCHXLA_TRACE_ONCE", "TVM", "HPU_BACKEND", "NEURON",
+        "NO",
+        "EAGER",
+        "AOT_EAGER",
+        "INDUCTOR",
+        "AOT_TS_NVFUSER",
+        "NVPRIMS_NVFUSER",
+        "CUDAGRAPHS",
+        "OFI",
+        "FX2TRT",
+        "ONNXRT",
+        "TENSORRT",
+        "AOT_TORCHXLA_TRACE_ONCE",
+        "TORCHXLA_TRACE_ONCE",
+        "TVM",
+        "HPU_BACKEND",
+        "NEURON",
     };
     return names;
 }
 
 const std::vector<std::string> &fsdpShardingStrategies()
 {
-    static const std::vector<std::string> names{"FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "HYBRID_SHARD", "HYBRID_SHARD_ZERO2"};
+    static const std::vector<std::string> names{"FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "HYBRID_SHARD",
+                                                "HYBRID_SHARD_ZERO2"};
     return names;
 }
 
@@ -51,8 +66,8 @@ const std::vector<std::string> &fsdpStateDictTypes()
 const std::vector<std::string> &distributedTypeNames(bool sageMaker)
 {
     static const std::vector<std::string> local{
-        "NO", "MULTI_CPU", "MULTI_GPU", "MULTI_NPU", "MULTI_MLU", "MULTI_SDAA", "MULTI_MUSA", "MULTI_XPU",
-        "MULTI_HPU", "MULTI_NEURON", "DEEPSPEED", "FSDP", "XLA", "MEGATRON_LM",
+        "NO",        "MULTI_CPU", "MULTI_GPU",    "MULTI_NPU", "MULTI_MLU", "MULTI_SDAA", "MULTI_MUSA",
+        "MULTI_XPU", "MULTI_HPU", "MULTI_NEURON", "DEEPSPEED", "FSDP",      "XLA",        "MEGATRON_LM",
     };
     static const std::vector<std::string> sage{"NO", "DATA_PARALLEL", "MODEL_PARALLEL"};
     return sageMaker ? sage : local;

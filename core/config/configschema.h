@@ -21,7 +21,7 @@
 namespace accel::config::schema {
 
 struct Choices {
-    std::vector<std::string> values;  // empty: any text
+    std::vector<std::string> values; // empty: any text
     bool caseInsensitive = false;
 };
 
@@ -36,8 +36,7 @@ const std::vector<std::string> &fsdpShardingStrategies();
 const std::vector<std::string> &fsdpStateDictTypes();
 const std::vector<std::string> &distributedTypeNames(bool sageMaker);
 
-
-template<typename V>
+template <typename V>
 void visitDynamo(DynamoConfig &c, V &v)
 {
     static const Choices backends{dynamoBackends(), true};
@@ -49,7 +48,7 @@ void visitDynamo(DynamoConfig &c, V &v)
     v.flag("dynamo_use_regional_compilation", c.useRegionalCompilation);
 }
 
-template<typename V>
+template <typename V>
 void visitFsdp(FsdpConfig &c, V &v)
 {
     static const Choices strategies{fsdpShardingStrategies()};
@@ -73,7 +72,7 @@ void visitFsdp(FsdpConfig &c, V &v)
     v.integer("fsdp_version", c.version, Range{1, 2});
 }
 
-template<typename V>
+template <typename V>
 void visitDeepSpeed(DeepSpeedConfig &c, V &v)
 {
     static const Choices devices{{"none", "cpu", "nvme"}};
@@ -95,7 +94,7 @@ void visitDeepSpeed(DeepSpeedConfig &c, V &v)
     v.integer("zero_stage", c.zeroStage, Range{0, 3});
 }
 
-template<typename V>
+template <typename V>
 void visitMegatronLm(MegatronLmConfig &c, V &v)
 {
     v.number("megatron_lm_gradient_clipping", c.gradientClipping);
@@ -108,7 +107,7 @@ void visitMegatronLm(MegatronLmConfig &c, V &v)
     // extras (megatronLmExtraKeys()) are handled by the reader and writer directly.
 }
 
-template<typename V>
+template <typename V>
 void visitFp8(Fp8Config &c, V &v)
 {
     v.text("amax_compute_algorithm", c.amaxComputeAlgorithm, Choices{{"max", "most_recent"}});
@@ -124,21 +123,21 @@ void visitFp8(Fp8Config &c, V &v)
     v.flag("use_autocast_during_eval", c.useAutocastDuringEval);
 }
 
-template<typename V>
+template <typename V>
 void visitMpirun(MpirunConfig &c, V &v)
 {
     v.integer("mpirun_ccl", c.mpirunCcl, Range{1, {}});
     v.text("mpirun_hostfile", c.mpirunHostfile, anyText());
 }
 
-template<typename V>
+template <typename V>
 void visitIpex(IpexConfig &c, V &v)
 {
     v.flag("ipex", c.ipex);
     v.flag("use_xpu", c.useXpu);
 }
 
-template<typename V>
+template <typename V>
 void visitParallelism(ParallelismConfig &c, V &v)
 {
     v.text("parallelism_config_cp_backend", c.cpBackend, anyText());
@@ -156,7 +155,7 @@ void visitParallelism(ParallelismConfig &c, V &v)
 
 // Scalar top-level keys of a LOCAL_MACHINE config (compute_environment, distributed_type,
 // mixed_precision and the nested blocks are handled by the reader and writer).
-template<typename V>
+template <typename V>
 void visitClusterScalars(ClusterConfig &c, V &v)
 {
     v.text("command_file", c.commandFile, anyText());
@@ -183,7 +182,7 @@ void visitClusterScalars(ClusterConfig &c, V &v)
 }
 
 // Scalar top-level keys of a SageMaker config (additional_args is handled by the reader/writer).
-template<typename V>
+template <typename V>
 void visitSageMakerScalars(ClusterConfig &c, V &v)
 {
     SageMakerConfig &s = c.sagemaker;
@@ -206,7 +205,7 @@ void visitSageMakerScalars(ClusterConfig &c, V &v)
 }
 
 // Calls block(key, prefix, visitFunction) for each nested block of the config's environment.
-template<typename F>
+template <typename F>
 void forEachBlock(ClusterConfig &c, F &&block)
 {
     if (c.isSageMaker()) {

@@ -59,13 +59,20 @@ ConfigValue ConfigValue::map()
 const char *ConfigValue::typeName() const
 {
     switch (type) {
-    case Type::Null: return "null";
-    case Type::Bool: return "a boolean";
-    case Type::Int: return "an integer";
-    case Type::Float: return "a number";
-    case Type::String: return "a string";
-    case Type::List: return "a list";
-    case Type::Map: return "a mapping";
+    case Type::Null:
+        return "null";
+    case Type::Bool:
+        return "a boolean";
+    case Type::Int:
+        return "an integer";
+    case Type::Float:
+        return "a number";
+    case Type::String:
+        return "a string";
+    case Type::List:
+        return "a list";
+    case Type::Map:
+        return "a mapping";
     }
     return "a value";
 }
@@ -73,13 +80,20 @@ const char *ConfigValue::typeName() const
 std::string ConfigValue::describe() const
 {
     switch (type) {
-    case Type::Null: return "null";
-    case Type::Bool: return plain && !text.empty() ? text : (boolean ? "true" : "false");
-    case Type::Int: return plain && !text.empty() ? text : std::to_string(integer);
-    case Type::Float: return plain && !text.empty() ? text : pythonFloatRepr(real);
-    case Type::String: return plain ? text : "'" + text + "'";
-    case Type::List: return "a list";
-    case Type::Map: return "a mapping";
+    case Type::Null:
+        return "null";
+    case Type::Bool:
+        return plain && !text.empty() ? text : (boolean ? "true" : "false");
+    case Type::Int:
+        return plain && !text.empty() ? text : std::to_string(integer);
+    case Type::Float:
+        return plain && !text.empty() ? text : pythonFloatRepr(real);
+    case Type::String:
+        return plain ? text : "'" + text + "'";
+    case Type::List:
+        return "a list";
+    case Type::Map:
+        return "a mapping";
     }
     return {};
 }
@@ -214,7 +228,7 @@ ConfigValue resolvePlainScalar(const std::string &text)
     ConfigValue v;
     v.plain = true;
     v.text = text;
-    if (text.size() > 64 || !mayBeTyped(text)) {  // no typed scalar is this long; spare the regexes
+    if (text.size() > 64 || !mayBeTyped(text)) { // no typed scalar is this long; spare the regexes
         v.type = ConfigValue::Type::String;
         return v;
     }
@@ -223,7 +237,8 @@ ConfigValue resolvePlainScalar(const std::string &text)
     } else if (std::regex_match(text, r.boolean)) {
         v.type = ConfigValue::Type::Bool;
         const char c = text[0];
-        v.boolean = c == 'y' || c == 'Y' || c == 't' || c == 'T' || ((c == 'o' || c == 'O') && (text[1] == 'n' || text[1] == 'N'));
+        v.boolean = c == 'y' || c == 'Y' || c == 't' || c == 'T' ||
+                    ((c == 'o' || c == 'O') && (text[1] == 'n' || text[1] == 'N'));
     } else if (std::regex_match(text, r.integer)) {
         v.type = ConfigValue::Type::Int;
         if (!constructInt(text, v.integer)) {
@@ -247,8 +262,8 @@ bool plainScalarIsString(const std::string &text)
     const Resolvers &r = resolvers();
     if (text.size() > 64 || !mayBeTyped(text))
         return true;
-    return !(std::regex_match(text, r.null) || std::regex_match(text, r.boolean) || std::regex_match(text, r.integer)
-             || std::regex_match(text, r.floating) || std::regex_match(text, r.timestamp) || text == "=" || text == "<<");
+    return !(std::regex_match(text, r.null) || std::regex_match(text, r.boolean) || std::regex_match(text, r.integer) ||
+             std::regex_match(text, r.floating) || std::regex_match(text, r.timestamp) || text == "=" || text == "<<");
 }
 
 std::string pythonFloatRepr(double value)
@@ -279,7 +294,7 @@ std::string pythonFloatRepr(double value)
     while (digits.size() > 1 && digits.back() == '0')
         digits.pop_back();
     const int exponent = std::atoi(s.c_str() + e + 1);
-    const int decpt = exponent + 1;  // value = 0.DIGITS x 10^decpt
+    const int decpt = exponent + 1; // value = 0.DIGITS x 10^decpt
     std::string out;
     if (decpt <= -4 || decpt > 16) {
         out = digits.substr(0, 1);

@@ -21,11 +21,11 @@ struct ConfigValue {
     bool boolean = false;
     std::int64_t integer = 0;
     double real = 0.0;
-    std::string text;   // String: the value. Scalars read from YAML: the text as written.
-    bool plain = false; // read from an unquoted YAML scalar (so `NO` may stand for the text NO)
-    int line = 0;       // 1-based line of the key (map members) or item (lists); 0 = unknown
-    std::vector<ConfigValue> items;              // List
-    std::map<std::string, ConfigValue> members;  // Map, sorted like Python's sort_keys
+    std::string text;                           // String: the value. Scalars read from YAML: the text as written.
+    bool plain = false;                         // read from an unquoted YAML scalar (so `NO` may stand for the text NO)
+    int line = 0;                               // 1-based line of the key (map members) or item (lists); 0 = unknown
+    std::vector<ConfigValue> items;             // List
+    std::map<std::string, ConfigValue> members; // Map, sorted like Python's sort_keys
 
     static ConfigValue null() { return {}; }
     static ConfigValue fromBool(bool value);

@@ -67,7 +67,7 @@ private:
 
 ConfigValue writeConfigTree(const ClusterConfig &input)
 {
-    ClusterConfig config = input;  // the visitors take non-const references
+    ClusterConfig config = input; // the visitors take non-const references
     ConfigValue root = ConfigValue::map();
     root.members["compute_environment"] = ConfigValue::fromString(toString(config.computeEnvironment));
     root.members["distributed_type"] = ConfigValue::fromString(toString(config.distributedType));

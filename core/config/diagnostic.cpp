@@ -22,7 +22,8 @@ std::string Diagnostic::toString() const
 
 bool hasErrors(const Diagnostics &diagnostics)
 {
-    return std::any_of(diagnostics.begin(), diagnostics.end(), [](const Diagnostic &d) { return d.severity == Severity::Error; });
+    return std::any_of(diagnostics.begin(), diagnostics.end(),
+                       [](const Diagnostic &d) { return d.severity == Severity::Error; });
 }
 
 } // namespace accel::config

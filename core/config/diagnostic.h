@@ -11,10 +11,10 @@ enum class Severity { Error, Warning };
 
 struct Diagnostic {
     Severity severity = Severity::Error;
-    std::string file;     // as given to the parser ("" when the config did not come from a file)
-    int line = 0;         // 1-based; 0 when unknown
-    std::string key;      // key path, "fsdp_config.fsdp_version"; "" for the whole file
-    std::string message;  // "expected one of ...; got FULL"
+    std::string file;    // as given to the parser ("" when the config did not come from a file)
+    int line = 0;        // 1-based; 0 when unknown
+    std::string key;     // key path, "fsdp_config.fsdp_version"; "" for the whole file
+    std::string message; // "expected one of ...; got FULL"
 
     // "<file>: line <n>: <last key segment>: <message>", leaving out the parts that are unknown.
     std::string toString() const;

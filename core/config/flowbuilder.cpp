@@ -164,13 +164,16 @@ Result<ClusterConfig> QuestionFlow::build(const Answers &answers) const
         if (question->configKey.empty() || answer.empty())
             continue;
         if (!assign(c, question->configKey, answer))
-            return makeError(ErrorCode::Internal, "question " + question->id + " names an unknown key " + question->configKey);
+            return makeError(ErrorCode::Internal,
+                             "question " + question->id + " names an unknown key " + question->configKey);
     }
 
-    if (a.count("fsdp_sync_module_states") || (c.distributedType == DistributedType::Fsdp && get("fsdp_version") == "1"))
+    if (a.count("fsdp_sync_module_states") ||
+        (c.distributedType == DistributedType::Fsdp && get("fsdp_version") == "1"))
         c.fsdp.syncModuleStates = yes("fsdp_cpu_ram_efficient_loading") || yes("fsdp_sync_module_states");
     if (a.count("fp8_override_linear_precision"))
-        c.fp8.overrideLinearPrecision = std::vector<bool>{yes("fp8_override_fprop"), yes("fp8_override_dgrad"), yes("fp8_override_wgrad")};
+        c.fp8.overrideLinearPrecision =
+            std::vector<bool>{yes("fp8_override_fprop"), yes("fp8_override_dgrad"), yes("fp8_override_wgrad")};
     if (a.count("tpu_commands")) {
         auto commands = splitList(get("tpu_commands"), ';');
         if (!commands.empty())

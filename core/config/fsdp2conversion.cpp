@@ -38,19 +38,22 @@ Fsdp2Conversion convertToFsdp2(const ClusterConfig &config)
     // The sharding strategy, wherever FSDP1 kept it, becomes "reshard after forward".
     if (old.shardingStrategy) {
         converted.reshardAfterForward = BoolOrString(reshardsAfterForward(*old.shardingStrategy));
-        result.notes.push_back("fsdp_sharding_strategy " + *old.shardingStrategy + " becomes fsdp_reshard_after_forward: "
-                               + (reshardsAfterForward(*old.shardingStrategy) ? "true" : "false"));
+        result.notes.push_back(
+            "fsdp_sharding_strategy " + *old.shardingStrategy +
+            " becomes fsdp_reshard_after_forward: " + (reshardsAfterForward(*old.shardingStrategy) ? "true" : "false"));
     } else if (old.reshardAfterForward) {
         if (auto text = std::get_if<std::string>(&*old.reshardAfterForward)) {
             converted.reshardAfterForward = BoolOrString(reshardsAfterForward(*text));
-            result.notes.push_back("fsdp_reshard_after_forward " + *text + " becomes " + (reshardsAfterForward(*text) ? "true" : "false"));
+            result.notes.push_back("fsdp_reshard_after_forward " + *text + " becomes " +
+                                   (reshardsAfterForward(*text) ? "true" : "false"));
         } else {
             converted.reshardAfterForward = old.reshardAfterForward;
         }
     }
     if (converted.stateDictType == std::string("LOCAL_STATE_DICT")) {
         converted.stateDictType = "SHARDED_STATE_DICT";
-        result.notes.push_back("fsdp_state_dict_type LOCAL_STATE_DICT does not exist in FSDP2; using SHARDED_STATE_DICT");
+        result.notes.push_back(
+            "fsdp_state_dict_type LOCAL_STATE_DICT does not exist in FSDP2; using SHARDED_STATE_DICT");
     }
     if (old.backwardPrefetch)
         result.notes.push_back("fsdp_backward_prefetch removed: FSDP2 does not use it");

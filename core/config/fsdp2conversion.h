@@ -9,9 +9,9 @@
 namespace accel::config {
 
 struct Fsdp2Conversion {
-    ClusterConfig config;               // the converted config
-    bool changed = false;               // false when there was no FSDP block or it was already v2
-    std::vector<std::string> notes;     // warnings: dropped keys, why nothing changed
+    ClusterConfig config;           // the converted config
+    bool changed = false;           // false when there was no FSDP block or it was already v2
+    std::vector<std::string> notes; // warnings: dropped keys, why nothing changed
 };
 
 // Keeps auto_wrap_policy, cpu_ram_efficient_loading, offload_params, state_dict_type,

@@ -83,8 +83,8 @@ void copyLines(ConfigValue &target, const ConfigValue &positions)
                 copyLines(member, it->second);
             }
         }
-    } else if (target.type == ConfigValue::Type::List && positions.type == ConfigValue::Type::List
-               && target.items.size() == positions.items.size()) {
+    } else if (target.type == ConfigValue::Type::List && positions.type == ConfigValue::Type::List &&
+               target.items.size() == positions.items.size()) {
         for (size_t i = 0; i < target.items.size(); ++i) {
             target.items[i].line = positions.items[i].line;
             copyLines(target.items[i], positions.items[i]);
@@ -163,9 +163,15 @@ void appendEscaped(std::string &out, const std::string &text)
 void emit(std::string &out, const ConfigValue &value, int indent)
 {
     switch (value.type) {
-    case ConfigValue::Type::Null: out += "null"; return;
-    case ConfigValue::Type::Bool: out += value.boolean ? "true" : "false"; return;
-    case ConfigValue::Type::Int: out += std::to_string(value.integer); return;
+    case ConfigValue::Type::Null:
+        out += "null";
+        return;
+    case ConfigValue::Type::Bool:
+        out += value.boolean ? "true" : "false";
+        return;
+    case ConfigValue::Type::Int:
+        out += std::to_string(value.integer);
+        return;
     case ConfigValue::Type::Float:
         if (std::isnan(value.real))
             out += "NaN";
@@ -174,7 +180,9 @@ void emit(std::string &out, const ConfigValue &value, int indent)
         else
             out += pythonFloatRepr(value.real);
         return;
-    case ConfigValue::Type::String: appendEscaped(out, value.text); return;
+    case ConfigValue::Type::String:
+        appendEscaped(out, value.text);
+        return;
     case ConfigValue::Type::List: {
         if (value.items.empty()) {
             out += "[]";
@@ -230,7 +238,8 @@ Result<ConfigValue> parseJsonText(const std::string &text, const std::string &fi
         if (colon != std::string::npos)
             reason = reason.substr(colon + 2);
         const int line = lineAtOffset(text, e.byte > 0 ? e.byte - 1 : 0);
-        return makeError(ErrorCode::InvalidInput, "invalid JSON: " + reason, fileName + ": line " + std::to_string(line));
+        return makeError(ErrorCode::InvalidInput, "invalid JSON: " + reason,
+                         fileName + ": line " + std::to_string(line));
     } catch (const std::exception &e) {
         return makeError(ErrorCode::InvalidInput, std::string("invalid JSON: ") + e.what(), fileName);
     }

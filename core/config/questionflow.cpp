@@ -114,7 +114,8 @@ Answers QuestionFlow::prune(const Answers &answers) const
     return kept;
 }
 
-Result<std::string> QuestionFlow::interpret(const Question &question, const std::string &input, const Answers &answers) const
+Result<std::string> QuestionFlow::interpret(const Question &question, const std::string &input,
+                                            const Answers &answers) const
 {
     const std::string text = trimmed(input);
     auto bad = [&](const std::string &message) { return makeError(ErrorCode::InvalidInput, message, question.id); };
@@ -126,7 +127,7 @@ Result<std::string> QuestionFlow::interpret(const Question &question, const std:
                 return bad("an answer is required");
             return std::string();
         }
-        answer = question.defaultAnswer;  // already canonical
+        answer = question.defaultAnswer; // already canonical
     } else {
         switch (question.kind) {
         case QuestionKind::Menu: {
@@ -140,15 +141,15 @@ Result<std::string> QuestionFlow::interpret(const Question &question, const std:
             char *end = nullptr;
             errno = 0;
             const long number = std::strtol(text.c_str(), &end, 10);
-            if (answer.empty() && end && *end == '\0' && errno == 0 && number >= 1
-                && number <= static_cast<long>(question.choices.size()))
+            if (answer.empty() && end && *end == '\0' && errno == 0 && number >= 1 &&
+                number <= static_cast<long>(question.choices.size()))
                 answer = question.choices[static_cast<size_t>(number - 1)].value;
             if (answer.empty()) {
                 std::string options;
                 for (const Choice &choice : question.choices)
                     options += (options.empty() ? "" : ", ") + choice.label;
-                return bad("expected a number from 1 to " + std::to_string(question.choices.size()) + " or one of: " + options
-                           + "; got " + text);
+                return bad("expected a number from 1 to " + std::to_string(question.choices.size()) +
+                           " or one of: " + options + "; got " + text);
             }
             break;
         }

@@ -17,8 +17,8 @@ namespace accel::config {
 enum class QuestionKind { Menu, YesNo, Integer, Float, Text, Path };
 
 struct Choice {
-    std::string value;  // canonical answer stored in Answers ("MULTI_GPU", "FULL_SHARD", "2")
-    std::string label;  // what the user sees ("multi-GPU")
+    std::string value; // canonical answer stored in Answers ("MULTI_GPU", "FULL_SHARD", "2")
+    std::string label; // what the user sees ("multi-GPU")
 };
 
 // Question id -> canonical answer: "yes"/"no" for YesNo, the choice value for Menu, the number as
@@ -26,12 +26,12 @@ struct Choice {
 using Answers = std::map<std::string, std::string>;
 
 struct Question {
-    std::string id;                 // "num_machines", "fsdp_version", ...
-    std::string prompt;             // "How many different machines will you use (use more than 1 for multi-node training)?"
+    std::string id;     // "num_machines", "fsdp_version", ...
+    std::string prompt; // "How many different machines will you use (use more than 1 for multi-node training)?"
     QuestionKind kind = QuestionKind::Text;
-    std::vector<Choice> choices;    // Menu only
-    std::string defaultAnswer;      // canonical; "" = no default (Text/Path then accept an empty answer unless required)
-    bool required = false;          // Text/Path: an empty answer is refused (e.g. the main process IP)
+    std::vector<Choice> choices; // Menu only
+    std::string defaultAnswer;   // canonical; "" = no default (Text/Path then accept an empty answer unless required)
+    bool required = false;       // Text/Path: an empty answer is refused (e.g. the main process IP)
     // Asked only when this returns true for the answers given so far (empty: always asked).
     std::function<bool(const Answers &)> condition;
     // Prompt text that depends on earlier answers ("How many GPU(s) ..." vs "How many processes ...").
@@ -41,7 +41,7 @@ struct Question {
     // Where the answer lands ("fsdp_config.fsdp_offload_params"); "" when build() derives it
     // from several answers (distributed type, FSDP1 strategy, ...).
     std::string configKey;
-    std::string help;               // one line for tooltips / --help of the wizard
+    std::string help; // one line for tooltips / --help of the wizard
 
     std::string promptFor(const Answers &answers) const;
     // "[yes/NO]", "[1]", "" — the bracketed default shown after the prompt.

@@ -54,25 +54,28 @@ private:
     {
         const std::string type = toString(c.distributedType);
         if (c.machineRank && *c.machineRank >= machines())
-            error("machine_rank", "expected 0.." + std::to_string(machines() - 1) + " (num_machines is " + std::to_string(machines())
-                                      + "); got " + std::to_string(*c.machineRank));
+            error("machine_rank", "expected 0.." + std::to_string(machines() - 1) + " (num_machines is " +
+                                      std::to_string(machines()) + "); got " + std::to_string(*c.machineRank));
         if (machines() > 1 && !c.mainProcessIp)
-            error("main_process_ip", "required when num_machines is " + std::to_string(machines())
-                                         + ": the address of the machine with machine_rank 0");
+            error("main_process_ip", "required when num_machines is " + std::to_string(machines()) +
+                                         ": the address of the machine with machine_rank 0");
         if (processes() == 0)
             error("num_processes", "expected -1 (given at launch) or an integer >= 1; got 0");
         if (processes() == -1)
             warning("num_processes", "-1 means the number of processes must be given at launch (--num_processes)");
         if (processes() > 0 && processes() % machines() != 0)
-            error("num_processes", "is the total over all machines and must be divisible by num_machines (" + std::to_string(machines())
-                                       + "); got " + std::to_string(processes()));
+            error("num_processes", "is the total over all machines and must be divisible by num_machines (" +
+                                       std::to_string(machines()) + "); got " + std::to_string(processes()));
         if (processes() > 0 && processes() < machines())
-            error("num_processes", "must be at least num_machines (" + std::to_string(machines()) + "); got " + std::to_string(processes()));
+            error("num_processes", "must be at least num_machines (" + std::to_string(machines()) + "); got " +
+                                       std::to_string(processes()));
         if (isMultiAcceleratorType(c.distributedType) && machines() == 1 && processes() == 1)
-            error("num_processes", type + " with one machine needs more than one process; use distributed_type NO to train on one device");
+            error("num_processes",
+                  type +
+                      " with one machine needs more than one process; use distributed_type NO to train on one device");
         if (c.distributedType == DistributedType::No && processes() > 1)
-            error("num_processes", "distributed_type NO runs a single process; got " + std::to_string(processes())
-                                       + " (choose MULTI_GPU, MULTI_CPU, FSDP or DEEPSPEED to run several)");
+            error("num_processes", "distributed_type NO runs a single process; got " + std::to_string(processes()) +
+                                       " (choose MULTI_GPU, MULTI_CPU, FSDP or DEEPSPEED to run several)");
         if (c.gpuIds && *c.gpuIds != "all") {
             bool valid = !c.gpuIds->empty();
             size_t count = 1;
@@ -91,16 +94,18 @@ private:
             for (char ch : *c.gpuIds)
                 count += ch == ',';
             if (!valid)
-                error("gpu_ids", "expected all or a comma-separated list of device numbers such as 0,1,3; got " + *c.gpuIds);
+                error("gpu_ids",
+                      "expected all or a comma-separated list of device numbers such as 0,1,3; got " + *c.gpuIds);
             else if (processes() > 0 && static_cast<std::int64_t>(count) < processes() / machines())
-                warning("gpu_ids", "lists " + std::to_string(count) + " device(s) for " + std::to_string(processes() / machines())
-                                       + " processes per machine");
+                warning("gpu_ids", "lists " + std::to_string(count) + " device(s) for " +
+                                       std::to_string(processes() / machines()) + " processes per machine");
         }
         if (c.useCpu.value_or(false) && isMultiAcceleratorType(c.distributedType))
             warning("use_cpu", "true forces CPU training, so " + type + " runs without accelerators");
         if (c.distributedType == DistributedType::MultiCpu && processes() > 1 && c.mpirun.isEmpty() && machines() == 1)
-            warning("distributed_type", "MULTI_CPU without mpirun_config.mpirun_hostfile: accelerate launch starts "
-                                         + std::to_string(processes()) + " processes through torchrun on this machine only");
+            warning("distributed_type", "MULTI_CPU without mpirun_config.mpirun_hostfile: accelerate launch starts " +
+                                            std::to_string(processes()) +
+                                            " processes through torchrun on this machine only");
         if (c.tpuUseCluster.value_or(false)) {
             if (!c.tpuName)
                 error("tpu_name", "required when tpu_use_cluster is true");
@@ -119,19 +124,24 @@ private:
     void quirksOfTopLevelKeys()
     {
         if (c.rdzvBackend && *c.rdzvBackend != "static" && machines() > 1)
-            warning("rdzv_backend", "accelerate launch ignores this key (its --rdzv_backend default static wins); pass --rdzv_backend "
-                                        + *c.rdzvBackend + " at launch");
+            warning(
+                "rdzv_backend",
+                "accelerate launch ignores this key (its --rdzv_backend default static wins); pass --rdzv_backend " +
+                    *c.rdzvBackend + " at launch");
         if (c.sameNetwork.value_or(false) && machines() > 1)
-            warning("same_network", "accelerate launch ignores this key (its --same_network default false wins); pass --same_network at launch");
+            warning("same_network", "accelerate launch ignores this key (its --same_network default false wins); pass "
+                                    "--same_network at launch");
         if (c.enableCpuAffinity.value_or(false))
-            warning("enable_cpu_affinity", "accelerate launch ignores this key (its --enable_cpu_affinity default false wins); "
-                                           "pass --enable_cpu_affinity at launch");
+            warning("enable_cpu_affinity",
+                    "accelerate launch ignores this key (its --enable_cpu_affinity default false wins); "
+                    "pass --enable_cpu_affinity at launch");
         if (c.downcastBf16) {
             bool on = false;
             if (auto b = std::get_if<bool>(&*c.downcastBf16))
                 on = *b;
             else
-                on = std::get<std::string>(*c.downcastBf16) != "no" && std::get<std::string>(*c.downcastBf16) != "false";
+                on =
+                    std::get<std::string>(*c.downcastBf16) != "no" && std::get<std::string>(*c.downcastBf16) != "false";
             if (on)
                 warning("downcast_bf16", "accelerate launch ignores this key (its --downcast_bf16 default false wins); "
                                          "pass --downcast_bf16 at launch");
@@ -144,14 +154,15 @@ private:
         if (f.isEmpty())
             return;
         if (c.mixedPrecision != MixedPrecision::Fp8) {
-            error("fp8_config", std::string("is only used with mixed_precision fp8; mixed_precision is ")
-                                    + (c.mixedPrecision ? toString(*c.mixedPrecision) : "not set"));
+            error("fp8_config", std::string("is only used with mixed_precision fp8; mixed_precision is ") +
+                                    (c.mixedPrecision ? toString(*c.mixedPrecision) : "not set"));
             return;
         }
         const std::string backend = f.backend.value_or("");
         auto onlyFor = [&](const std::string &key, bool present, const char *owner) {
             if (present && !backend.empty() && backend != owner)
-                warning("fp8_config." + key, "is a " + std::string(owner) + " setting; ignored with backend " + backend);
+                warning("fp8_config." + key,
+                        "is a " + std::string(owner) + " setting; ignored with backend " + backend);
         };
         onlyFor("use_autocast_during_eval", f.useAutocastDuringEval.has_value(), "TE");
         onlyFor("margin", f.margin.has_value(), "TE");
@@ -162,17 +173,21 @@ private:
         onlyFor("enable_fsdp_float8_all_gather", f.enableFsdpFloat8AllGather.has_value(), "AO");
         onlyFor("pad_inner_dim", f.padInnerDim.has_value(), "AO");
         if (f.amaxHistoryLength)
-            warning("fp8_config.amax_history_length", "never reaches the FP8 recipe (exported as ACCELERATE_FP8_AMAX_HISTORY_LENGTH, "
-                                                      "the recipe reads ..._AMAX_HISTORY_LEN); pass --fp8_amax_history_len at launch");
+            warning("fp8_config.amax_history_length",
+                    "never reaches the FP8 recipe (exported as ACCELERATE_FP8_AMAX_HISTORY_LENGTH, "
+                    "the recipe reads ..._AMAX_HISTORY_LEN); pass --fp8_amax_history_len at launch");
         if (f.amaxComputeAlgorithm)
-            warning("fp8_config.amax_compute_algorithm", "never reaches the FP8 recipe (exported as ACCELERATE_FP8_AMAX_COMPUTE_ALGORITHM, "
-                                                         "the recipe reads ..._AMAX_COMPUTE_ALGO); pass --fp8_amax_compute_algo at launch");
+            warning("fp8_config.amax_compute_algorithm",
+                    "never reaches the FP8 recipe (exported as ACCELERATE_FP8_AMAX_COMPUTE_ALGORITHM, "
+                    "the recipe reads ..._AMAX_COMPUTE_ALGO); pass --fp8_amax_compute_algo at launch");
         if (f.optimizationLevel)
-            warning("fp8_config.optimization_level", "never reaches the MS-AMP recipe (exported as ACCELERATE_FP8_OPTIMIZATION_LEVEL, "
-                                                     "the recipe reads ..._OPT_LEVEL); pass --fp8_opt_level at launch");
+            warning("fp8_config.optimization_level",
+                    "never reaches the MS-AMP recipe (exported as ACCELERATE_FP8_OPTIMIZATION_LEVEL, "
+                    "the recipe reads ..._OPT_LEVEL); pass --fp8_opt_level at launch");
         if (f.fp8Format == std::string("E5M2"))
             warning("fp8_config.fp8_format", "TransformerEngine refuses pure E5M2 training; use HYBRID or E4M3");
-        if (backend == "AO" && c.distributedType == DistributedType::Fsdp && c.fsdp.cpuRamEfficientLoading.value_or(true))
+        if (backend == "AO" && c.distributedType == DistributedType::Fsdp &&
+            c.fsdp.cpuRamEfficientLoading.value_or(true))
             error("fsdp_config.fsdp_cpu_ram_efficient_loading",
                   "the AO (torchao) FP8 backend refuses FSDP with CPU-RAM-efficient loading; set it to false");
         if (backend == "MSAMP" && c.distributedType == DistributedType::Fsdp)
@@ -185,19 +200,23 @@ private:
         if (f.isEmpty())
             return;
         if (c.distributedType != DistributedType::Fsdp) {
-            warning("fsdp_config", std::string("is ignored unless distributed_type is FSDP (it is ") + toString(c.distributedType) + ")");
+            warning("fsdp_config", std::string("is ignored unless distributed_type is FSDP (it is ") +
+                                       toString(c.distributedType) + ")");
             return;
         }
         if (fsdpVersion() == 2) {
             if (f.reshardAfterForward && std::holds_alternative<std::string>(*f.reshardAfterForward))
-                error("fsdp_config.fsdp_reshard_after_forward", "expected true or false with fsdp_version 2; got "
-                                                                    + std::get<std::string>(*f.reshardAfterForward)
-                                                                    + " (run 'accel config to-fsdp2' to convert an FSDP1 config)");
+                error("fsdp_config.fsdp_reshard_after_forward",
+                      "expected true or false with fsdp_version 2; got " +
+                          std::get<std::string>(*f.reshardAfterForward) +
+                          " (run 'accel config to-fsdp2' to convert an FSDP1 config)");
             if (f.shardingStrategy)
-                error("fsdp_config.fsdp_sharding_strategy", "is an FSDP1 key; with fsdp_version 2 use fsdp_reshard_after_forward "
-                                                            "(run 'accel config to-fsdp2')");
+                error("fsdp_config.fsdp_sharding_strategy",
+                      "is an FSDP1 key; with fsdp_version 2 use fsdp_reshard_after_forward "
+                      "(run 'accel config to-fsdp2')");
             if (f.stateDictType == std::string("LOCAL_STATE_DICT"))
-                error("fsdp_config.fsdp_state_dict_type", "expected one of SHARDED_STATE_DICT, FULL_STATE_DICT with fsdp_version 2; got LOCAL_STATE_DICT");
+                error("fsdp_config.fsdp_state_dict_type",
+                      "expected one of SHARDED_STATE_DICT, FULL_STATE_DICT with fsdp_version 2; got LOCAL_STATE_DICT");
             if (f.forwardPrefetch.value_or(false))
                 error("fsdp_config.fsdp_forward_prefetch", "is not implemented for fsdp_version 2; remove it");
             if (f.backwardPrefetch)
@@ -207,22 +226,26 @@ private:
             if (f.syncModuleStates)
                 warning("fsdp_config.fsdp_sync_module_states", "is obsolete with fsdp_version 2 and ignored");
         } else {
-            const std::string *stored = f.reshardAfterForward ? std::get_if<std::string>(&*f.reshardAfterForward) : nullptr;
+            const std::string *stored =
+                f.reshardAfterForward ? std::get_if<std::string>(&*f.reshardAfterForward) : nullptr;
             if (stored && !f.shardingStrategy && *stored != "FULL_SHARD")
                 warning("fsdp_config.fsdp_reshard_after_forward",
-                        "FSDP1 reads FSDP_SHARDING_STRATEGY first, which accelerate launch always exports (FULL_SHARD by default), so "
-                            + *stored + " here has no effect; also set fsdp_sharding_strategy: " + *stored);
+                        "FSDP1 reads FSDP_SHARDING_STRATEGY first, which accelerate launch always exports (FULL_SHARD "
+                        "by default), so " +
+                            *stored + " here has no effect; also set fsdp_sharding_strategy: " + *stored);
             if (stored && f.shardingStrategy && *stored != *f.shardingStrategy)
-                warning("fsdp_config.fsdp_reshard_after_forward", "disagrees with fsdp_sharding_strategy (" + *f.shardingStrategy
-                                                                      + "), which wins");
+                warning("fsdp_config.fsdp_reshard_after_forward",
+                        "disagrees with fsdp_sharding_strategy (" + *f.shardingStrategy + "), which wins");
             if (f.syncModuleStates == false && f.cpuRamEfficientLoading.value_or(true))
-                warning("fsdp_config.fsdp_sync_module_states", "is forced to true because fsdp_cpu_ram_efficient_loading is on");
+                warning("fsdp_config.fsdp_sync_module_states",
+                        "is forced to true because fsdp_cpu_ram_efficient_loading is on");
         }
         const std::string policy = f.autoWrapPolicy.value_or("");
         if (f.minNumParams && policy != "SIZE_BASED_WRAP")
             warning("fsdp_config.fsdp_min_num_params", "is only used with fsdp_auto_wrap_policy SIZE_BASED_WRAP");
         if (f.transformerLayerClsToWrap && policy != "TRANSFORMER_BASED_WRAP")
-            warning("fsdp_config.fsdp_transformer_layer_cls_to_wrap", "is only used with fsdp_auto_wrap_policy TRANSFORMER_BASED_WRAP");
+            warning("fsdp_config.fsdp_transformer_layer_cls_to_wrap",
+                    "is only used with fsdp_auto_wrap_policy TRANSFORMER_BASED_WRAP");
     }
 
     void deepSpeed()
@@ -231,12 +254,14 @@ private:
         if (d.isEmpty())
             return;
         if (c.distributedType != DistributedType::DeepSpeed) {
-            warning("deepspeed_config", std::string("is ignored unless distributed_type is DEEPSPEED (it is ") + toString(c.distributedType) + ")");
+            warning("deepspeed_config", std::string("is ignored unless distributed_type is DEEPSPEED (it is ") +
+                                            toString(c.distributedType) + ")");
             return;
         }
         if (d.deepspeedConfigFile) {
-            const std::string guard = "is set in the accelerate config while deepspeed_config_file is used; the training process "
-                                      "refuses to start (ACCELERATE_CONFIG_DS_FIELDS): put it in the DeepSpeed file instead";
+            const std::string guard =
+                "is set in the accelerate config while deepspeed_config_file is used; the training process "
+                "refuses to start (ACCELERATE_CONFIG_DS_FIELDS): put it in the DeepSpeed file instead";
             const std::pair<const char *, bool> inlineKeys[] = {
                 {"gradient_accumulation_steps", d.gradientAccumulationSteps.has_value()},
                 {"gradient_clipping", d.gradientClipping.has_value()},
@@ -254,19 +279,23 @@ private:
                 error("mixed_precision", guard);
             std::error_code ec;
             if (!std::filesystem::exists(*d.deepspeedConfigFile, ec))
-                warning("deepspeed_config.deepspeed_config_file", "does not exist on this machine: " + *d.deepspeedConfigFile);
+                warning("deepspeed_config.deepspeed_config_file",
+                        "does not exist on this machine: " + *d.deepspeedConfigFile);
             return;
         }
         const std::int64_t stage = d.zeroStage.value_or(2);
         if (d.offloadParamDevice && *d.offloadParamDevice != "none" && stage < 3)
-            warning("deepspeed_config.offload_param_device", "parameter offload needs zero_stage 3; zero_stage is " + std::to_string(stage));
+            warning("deepspeed_config.offload_param_device",
+                    "parameter offload needs zero_stage 3; zero_stage is " + std::to_string(stage));
         if (d.zero3Save16bitModel && stage != 3)
             warning("deepspeed_config.zero3_save_16bit_model", "only applies to zero_stage 3");
-        for (const auto &[device, path, key] : {std::tuple{d.offloadOptimizerDevice, d.offloadOptimizerNvmePath, "offload_optimizer_nvme_path"},
-                                               std::tuple{d.offloadParamDevice, d.offloadParamNvmePath, "offload_param_nvme_path"}}) {
+        for (const auto &[device, path, key] :
+             {std::tuple{d.offloadOptimizerDevice, d.offloadOptimizerNvmePath, "offload_optimizer_nvme_path"},
+              std::tuple{d.offloadParamDevice, d.offloadParamNvmePath, "offload_param_nvme_path"}}) {
             if (path)
-                warning(std::string("deepspeed_config.") + key, "accelerate launch never exports NVMe paths; the DeepSpeed plugin uses "
-                                                                "its default (none): put the path in a DeepSpeed JSON file");
+                warning(std::string("deepspeed_config.") + key,
+                        "accelerate launch never exports NVMe paths; the DeepSpeed plugin uses "
+                        "its default (none): put the path in a DeepSpeed JSON file");
             else if (device == std::string("nvme"))
                 warning(std::string("deepspeed_config.") + key, "missing although the offload device is nvme");
         }
@@ -280,19 +309,22 @@ private:
         if (m.isEmpty())
             return;
         if (c.distributedType != DistributedType::MegatronLm) {
-            warning("megatron_lm_config", std::string("is ignored unless distributed_type is MEGATRON_LM (it is ") + toString(c.distributedType) + ")");
+            warning("megatron_lm_config", std::string("is ignored unless distributed_type is MEGATRON_LM (it is ") +
+                                              toString(c.distributedType) + ")");
             return;
         }
         const std::int64_t model = m.tpDegree.value_or(1) * m.ppDegree.value_or(1);
         if (processes() > 0 && processes() % model != 0)
-            error("megatron_lm_config.megatron_lm_tp_degree", "megatron_lm_tp_degree x megatron_lm_pp_degree (" + std::to_string(model)
-                                                                  + ") must divide num_processes (" + std::to_string(processes()) + ")");
+            error("megatron_lm_config.megatron_lm_tp_degree",
+                  "megatron_lm_tp_degree x megatron_lm_pp_degree (" + std::to_string(model) +
+                      ") must divide num_processes (" + std::to_string(processes()) + ")");
         if (m.numMicroBatches && m.ppDegree.value_or(1) == 1 && *m.numMicroBatches > 1)
             warning("megatron_lm_config.megatron_lm_num_micro_batches", "only matters with megatron_lm_pp_degree > 1");
         for (const auto &[key, value] : m.extras) {
             if (auto b = std::get_if<bool>(&value); b && !*b)
-                warning("megatron_lm_config." + key, "false is exported as the text False, which Accelerate's Megatron-LM plugin reads as "
-                                                     "true (any non-empty text is true); remove the key instead");
+                warning("megatron_lm_config." + key,
+                        "false is exported as the text False, which Accelerate's Megatron-LM plugin reads as "
+                        "true (any non-empty text is true); remove the key instead");
         }
     }
 
@@ -305,12 +337,14 @@ private:
             error("parallelism_config", "needs distributed_type FSDP with fsdp_config.fsdp_version 2");
             return;
         }
-        const std::int64_t product = p.dpReplicateSize.value_or(1) * p.dpShardSize.value_or(1) * p.tpSize.value_or(1) * p.cpSize.value_or(1);
+        const std::int64_t product =
+            p.dpReplicateSize.value_or(1) * p.dpShardSize.value_or(1) * p.tpSize.value_or(1) * p.cpSize.value_or(1);
         if (p.dpShardSize.value_or(1) > 0 && processes() > 0 && product != processes())
-            error("parallelism_config", "dp_replicate x dp_shard x tp x cp sizes (" + std::to_string(product)
-                                            + ") must equal num_processes (" + std::to_string(processes()) + ")");
+            error("parallelism_config", "dp_replicate x dp_shard x tp x cp sizes (" + std::to_string(product) +
+                                            ") must equal num_processes (" + std::to_string(processes()) + ")");
         if (p.cpCommStrategy && p.cpSize.value_or(1) <= 1)
-            warning("parallelism_config.parallelism_config_cp_comm_strategy", "only matters with parallelism_config_cp_size > 1");
+            warning("parallelism_config.parallelism_config_cp_comm_strategy",
+                    "only matters with parallelism_config_cp_size > 1");
     }
 
     void mpirunAndIpex()
@@ -322,9 +356,12 @@ private:
                 warning("mpirun_config.mpirun_hostfile", "should be an absolute path; got " + *c.mpirun.mpirunHostfile);
         }
         if (c.mpirun.mpirunCcl)
-            warning("mpirun_config.mpirun_ccl", "legacy key (Accelerate <= 1.12): kept but unused; Accelerate >= 1.13 ignores it");
+            warning("mpirun_config.mpirun_ccl",
+                    "legacy key (Accelerate <= 1.12): kept but unused; Accelerate >= 1.13 ignores it");
         if (!c.ipex.isEmpty())
-            warning("ipex_config", "legacy block (Accelerate <= 1.12): kept but unused; Accelerate >= 1.13 refuses files containing it");
+            warning(
+                "ipex_config",
+                "legacy block (Accelerate <= 1.12): kept but unused; Accelerate >= 1.13 refuses files containing it");
     }
 
     void dynamo()
@@ -340,14 +377,16 @@ private:
         if (off && (d.mode || d.useFullgraph || d.useDynamic || d.useRegionalCompilation))
             warning("dynamo_config", "dynamo settings have no effect while dynamo_backend is NO");
         if (c.distributedType == DistributedType::DeepSpeed && !off)
-            warning("dynamo_config.dynamo_backend", "DeepSpeed launches do not pass dynamo settings to the training processes");
+            warning("dynamo_config.dynamo_backend",
+                    "DeepSpeed launches do not pass dynamo settings to the training processes");
     }
 
     void sageMaker()
     {
         const SageMakerConfig &s = c.sagemaker;
         if (s.ec2InstanceType && s.ec2InstanceType->rfind("ml.", 0) != 0)
-            warning("ec2_instance_type", "SageMaker instance types start with ml. (e.g. ml.p3.2xlarge); got " + *s.ec2InstanceType);
+            warning("ec2_instance_type",
+                    "SageMaker instance types start with ml. (e.g. ml.p3.2xlarge); got " + *s.ec2InstanceType);
         if (c.distributedType != DistributedType::No && machines() < 1)
             error("num_machines", "expected an integer >= 1");
     }

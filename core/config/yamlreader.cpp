@@ -29,7 +29,7 @@ size_t utf8Length(const std::string &text, size_t i)
         if ((static_cast<unsigned char>(text[i + k]) >> 6) != 0x2)
             return 0;
     if (length == 2 && c < 0xC2)
-        return 0;  // overlong
+        return 0; // overlong
     return length;
 }
 
@@ -108,10 +108,11 @@ struct Converter {
         if (tag.rfind(prefix, 0) == 0) {
             const std::string kind = tag.substr(prefix.size());
             ConfigValue typed = resolvePlainScalar(text);
-            const bool matches = (kind == "int" && typed.type == ConfigValue::Type::Int)
-                || (kind == "float" && (typed.type == ConfigValue::Type::Float || typed.type == ConfigValue::Type::Int))
-                || (kind == "bool" && typed.type == ConfigValue::Type::Bool)
-                || (kind == "null" && typed.type == ConfigValue::Type::Null);
+            const bool matches =
+                (kind == "int" && typed.type == ConfigValue::Type::Int) ||
+                (kind == "float" && (typed.type == ConfigValue::Type::Float || typed.type == ConfigValue::Type::Int)) ||
+                (kind == "bool" && typed.type == ConfigValue::Type::Bool) ||
+                (kind == "null" && typed.type == ConfigValue::Type::Null);
             if (matches) {
                 if (kind == "float" && typed.type == ConfigValue::Type::Int) {
                     typed.type = ConfigValue::Type::Float;
@@ -158,7 +159,8 @@ struct Converter {
                 const std::string name = latin1Repaired(key.Scalar());
                 auto existing = out.members.find(name);
                 if (existing != out.members.end())
-                    return fail(keyLine, "duplicate key '" + name + "' (first at line " + std::to_string(existing->second.line) + ")");
+                    return fail(keyLine, "duplicate key '" + name + "' (first at line " +
+                                             std::to_string(existing->second.line) + ")");
                 ConfigValue child;
                 if (!convert(it->second, child, depth + 1))
                     return false;
@@ -182,7 +184,7 @@ int strayFlowComma(const std::string &text)
     int flowDepth = 0;
     char quote = 0;
     bool comment = false;
-    int blockScalarIndent = -1;  // inside a | or > scalar: lines indented more than this are content
+    int blockScalarIndent = -1; // inside a | or > scalar: lines indented more than this are content
     size_t lineStart = 0;
     for (size_t i = 0; i < text.size(); ++i) {
         const char c = text[i];
@@ -239,7 +241,8 @@ int strayFlowComma(const std::string &text)
         const bool tokenStart = i == lineStart || text[i - 1] == ' ' || text[i - 1] == '\t';
         if (c == '#' && tokenStart) {
             comment = true;
-        } else if ((c == '"' || c == '\'') && (tokenStart || flowDepth > 0 || text[i - 1] == '[' || text[i - 1] == '{')) {
+        } else if ((c == '"' || c == '\'') &&
+                   (tokenStart || flowDepth > 0 || text[i - 1] == '[' || text[i - 1] == '{')) {
             quote = c;
         } else if (c == '[' || c == '{') {
             if (tokenStart || flowDepth > 0)
@@ -254,7 +257,8 @@ int strayFlowComma(const std::string &text)
             if (p == lineStart)
                 return line;
             const char before = text[p - 1];
-            if (before == ':' || before == '-' || before == '?' || before == '"' || before == '\'' || before == ']' || before == '}')
+            if (before == ':' || before == '-' || before == '?' || before == '"' || before == '\'' || before == ']' ||
+                before == '}')
                 return line;
             size_t wordStart = p;
             while (wordStart > lineStart && text[wordStart - 1] != ' ' && text[wordStart - 1] != '\t')
@@ -272,27 +276,31 @@ Result<ConfigValue> parseYamlText(const std::string &text, const std::string &fi
 {
     int badLine = 0;
     if (const std::string problem = unreadableCharacter(text, badLine); !problem.empty())
-        return makeError(ErrorCode::InvalidInput, "invalid YAML: " + problem, fileName + ": line " + std::to_string(badLine));
+        return makeError(ErrorCode::InvalidInput, "invalid YAML: " + problem,
+                         fileName + ": line " + std::to_string(badLine));
     if (const int line = strayFlowComma(text))
         return makeError(ErrorCode::InvalidInput, "invalid YAML: ',' outside [ ] or { } cannot start a value",
                          fileName + ": line " + std::to_string(line));
     try {
         const std::vector<YAML::Node> documents = YAML::LoadAll(text);
         if (documents.size() > 1)
-            return makeError(ErrorCode::InvalidInput, "expected a single YAML document, found " + std::to_string(documents.size()), fileName);
+            return makeError(ErrorCode::InvalidInput,
+                             "expected a single YAML document, found " + std::to_string(documents.size()), fileName);
         if (documents.empty())
             return ConfigValue::null();
         Converter converter{fileName, {}, 0};
         ConfigValue root;
         if (!converter.convert(documents.front(), root, 0)) {
-            const std::string context = converter.errorLine > 0 ? fileName + ": line " + std::to_string(converter.errorLine) : fileName;
+            const std::string context =
+                converter.errorLine > 0 ? fileName + ": line " + std::to_string(converter.errorLine) : fileName;
             return makeError(ErrorCode::InvalidInput, converter.error, context);
         }
         root.line = 1;
         return root;
     } catch (const YAML::Exception &e) {
         // e.what() repeats the position; e.msg is the bare reason.
-        const std::string context = e.mark.is_null() ? fileName : fileName + ": line " + std::to_string(e.mark.line + 1);
+        const std::string context =
+            e.mark.is_null() ? fileName : fileName + ": line " + std::to_string(e.mark.line + 1);
         return makeError(ErrorCode::InvalidInput, "invalid YAML: " + e.msg, context);
     } catch (const std::exception &e) {
         return makeError(ErrorCode::InvalidInput, std::string("invalid YAML: ") + e.what(), fileName);

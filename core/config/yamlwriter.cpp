@@ -53,8 +53,14 @@ std::u32string decodeUtf8(const std::string &text)
     return out;
 }
 
-bool isBreak(char32_t ch) { return ch == U'\n' || ch == 0x85 || ch == 0x2028 || ch == 0x2029; }
-bool isSpaceOrBreak(char32_t ch) { return ch == 0 || ch == U' ' || ch == U'\t' || ch == U'\r' || isBreak(ch); }
+bool isBreak(char32_t ch)
+{
+    return ch == U'\n' || ch == 0x85 || ch == 0x2028 || ch == 0x2029;
+}
+bool isSpaceOrBreak(char32_t ch)
+{
+    return ch == 0 || ch == U' ' || ch == U'\t' || ch == U'\r' || isBreak(ch);
+}
 
 struct Analysis {
     bool empty = false;
@@ -96,7 +102,7 @@ Analysis analyze(const std::u32string &s)
         if (isBreak(ch))
             lineBreaks = true;
         if (!(ch == U'\n' || (ch >= 0x20 && ch <= 0x7E)))
-            special = true;  // allow_unicode is off: everything else is escaped
+            special = true; // allow_unicode is off: everything else is escaped
         if (ch == U' ') {
             if (index == 0)
                 leadingSpace = true;
@@ -170,11 +176,11 @@ public:
 
 private:
     int m_column = 0;
-    int m_indent = -1;  // -1: no indentation level yet (PyYAML's None)
+    int m_indent = -1; // -1: no indentation level yet (PyYAML's None)
     bool m_whitespace = true;
     bool m_indention = true;
     bool m_openEnded = false;
-    bool m_root = false;  // the next node is the document's root
+    bool m_root = false; // the next node is the document's root
 
     void write(const std::string &data, int width)
     {
@@ -182,7 +188,8 @@ private:
         m_column += width;
     }
 
-    void writeIndicator(const std::string &indicator, bool needWhitespace, bool whitespace = false, bool indention = false)
+    void writeIndicator(const std::string &indicator, bool needWhitespace, bool whitespace = false,
+                        bool indention = false)
     {
         const std::string data = (m_whitespace || !needWhitespace) ? indicator : " " + indicator;
         write(data, static_cast<int>(data.size()));
@@ -227,7 +234,7 @@ private:
         switch (value.type) {
         case ConfigValue::Type::List:
             if (value.items.empty()) {
-                writeIndicator("[]", true);  // flow sequence, opened and closed on the spot
+                writeIndicator("[]", true); // flow sequence, opened and closed on the spot
                 return;
             }
             blockSequence(value, mappingContext);
@@ -422,22 +429,38 @@ private:
     static std::string escape(char32_t ch)
     {
         switch (ch) {
-        case 0: return "\\0";
-        case 0x07: return "\\a";
-        case 0x08: return "\\b";
-        case 0x09: return "\\t";
-        case 0x0A: return "\\n";
-        case 0x0B: return "\\v";
-        case 0x0C: return "\\f";
-        case 0x0D: return "\\r";
-        case 0x1B: return "\\e";
-        case U'"': return "\\\"";
-        case U'\\': return "\\\\";
-        case 0x85: return "\\N";
-        case 0xA0: return "\\_";
-        case 0x2028: return "\\L";
-        case 0x2029: return "\\P";
-        default: break;
+        case 0:
+            return "\\0";
+        case 0x07:
+            return "\\a";
+        case 0x08:
+            return "\\b";
+        case 0x09:
+            return "\\t";
+        case 0x0A:
+            return "\\n";
+        case 0x0B:
+            return "\\v";
+        case 0x0C:
+            return "\\f";
+        case 0x0D:
+            return "\\r";
+        case 0x1B:
+            return "\\e";
+        case U'"':
+            return "\\\"";
+        case U'\\':
+            return "\\\\";
+        case 0x85:
+            return "\\N";
+        case 0xA0:
+            return "\\_";
+        case 0x2028:
+            return "\\L";
+        case 0x2029:
+            return "\\P";
+        default:
+            break;
         }
         char buffer[16];
         if (ch <= 0xFF)
@@ -456,8 +479,8 @@ private:
         for (size_t end = 0; end <= text.size(); ++end) {
             const bool atEnd = end == text.size();
             const char32_t ch = atEnd ? 0 : text[end];
-            if (atEnd || ch == U'"' || ch == U'\\' || ch == 0x85 || ch == 0x2028 || ch == 0x2029 || ch == 0xFEFF
-                || !(ch >= 0x20 && ch <= 0x7E)) {
+            if (atEnd || ch == U'"' || ch == U'\\' || ch == 0x85 || ch == 0x2028 || ch == 0x2029 || ch == 0xFEFF ||
+                !(ch >= 0x20 && ch <= 0x7E)) {
                 if (start < end) {
                     writeText(text, start, end);
                     start = end;
@@ -468,8 +491,8 @@ private:
                     start = end + 1;
                 }
             }
-            if (end > 0 && end + 1 < text.size() && (ch == U' ' || start >= end)
-                && m_column + static_cast<int>(end - start) > BestWidth && split) {
+            if (end > 0 && end + 1 < text.size() && (ch == U' ' || start >= end) &&
+                m_column + static_cast<int>(end - start) > BestWidth && split) {
                 std::string data;
                 for (size_t i = start; i < end; ++i)
                     appendUtf8(data, text[i]);

@@ -8,8 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -85,9 +85,9 @@ Result<ChildOutput> runChild(const std::string &program, const std::vector<std::
 {
     const std::string resolved = findOnPath(program);
     if (resolved.empty())
-        return makeError(ErrorCode::NotFound,
-                         program.find('/') == std::string::npos ? "program not found on PATH" : "no such executable file",
-                         program);
+        return makeError(
+            ErrorCode::NotFound,
+            program.find('/') == std::string::npos ? "program not found on PATH" : "no such executable file", program);
 
     Pipe out;
     Pipe err;
@@ -134,7 +134,8 @@ Result<ChildOutput> runChild(const std::string &program, const std::vector<std::
     bool timedOut = false;
     int openStreams = 2;
     while (openStreams > 0) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
         if (left.count() <= 0) {
             timedOut = true;
             break;
@@ -183,8 +184,8 @@ Result<ChildOutput> runChild(const std::string &program, const std::vector<std::
         }
     }
     if (timedOut)
-        return makeError(ErrorCode::Timeout, "did not finish within " + std::to_string(timeoutMs) + " ms and was killed",
-                         resolved);
+        return makeError(ErrorCode::Timeout,
+                         "did not finish within " + std::to_string(timeoutMs) + " ms and was killed", resolved);
     if (WIFEXITED(status)) {
         result.exitCode = WEXITSTATUS(status);
     } else if (WIFSIGNALED(status)) {

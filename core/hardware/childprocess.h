@@ -10,8 +10,8 @@
 namespace accel::hardware {
 
 struct ChildOutput {
-    int exitCode = -1;       // -1 when killed by a signal
-    int signal = 0;          // the terminating signal, 0 when it exited
+    int exitCode = -1; // -1 when killed by a signal
+    int signal = 0;    // the terminating signal, 0 when it exited
     std::string out;
     std::string err;
 };
@@ -19,8 +19,8 @@ struct ChildOutput {
 // `program` is looked up on PATH when it has no '/'. Fails with NotFound when it cannot be
 // started and Timeout when it runs longer than timeoutMs (it is then killed with SIGKILL).
 // Output beyond maxOutputBytes per stream is dropped.
-Result<ChildOutput> runChild(const std::string &program, const std::vector<std::string> &arguments,
-                             int timeoutMs, size_t maxOutputBytes = 4 << 20);
+Result<ChildOutput> runChild(const std::string &program, const std::vector<std::string> &arguments, int timeoutMs,
+                             size_t maxOutputBytes = 4 << 20);
 
 // The full path of `program` on PATH, or "" when it is not there.
 std::string findOnPath(const std::string &program);

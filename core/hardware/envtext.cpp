@@ -92,7 +92,8 @@ void writeGpus(std::ostringstream &out, const GpuSection &gpu)
     for (const auto &g : gpu.gpus) {
         out << "- GPU" << g.index << ": " << g.name << ", " << formatGigabytes(g.memoryTotalBytes) << " ("
             << formatGigabytes(g.memoryFreeBytes) << " free), compute capability "
-            << (g.hasComputeCapability() ? std::to_string(g.computeMajor) + "." + std::to_string(g.computeMinor) : "unknown");
+            << (g.hasComputeCapability() ? std::to_string(g.computeMajor) + "." + std::to_string(g.computeMinor)
+                                         : "unknown");
         if (g.pcieGeneration > 0)
             out << ", PCIe gen" << g.pcieGeneration << " x" << g.pcieWidth;
         if (g.nvlinkActiveLinks > 0)
@@ -114,7 +115,8 @@ void writeGpus(std::ostringstream &out, const GpuSection &gpu)
         out << topology.devices[i];
         for (const auto &link : topology.links[i])
             out << "\t" << link;
-        out << "\t" << orText(topology.cpuAffinity[i], "N/A") << "\t" << orText(topology.numaAffinity[i], "N/A") << "\n";
+        out << "\t" << orText(topology.cpuAffinity[i], "N/A") << "\t" << orText(topology.numaAffinity[i], "N/A")
+            << "\n";
     }
     for (const auto &[id, name] : topology.nicNames)
         out << "  " << id << ": " << name << "\n";
@@ -123,7 +125,7 @@ void writeGpus(std::ostringstream &out, const GpuSection &gpu)
 } // namespace
 
 Result<std::vector<std::pair<std::string, std::string>>> configEntriesFromText(const std::string &text, bool json,
-                                                                                const std::string &fileName)
+                                                                               const std::string &fileName)
 {
     std::vector<std::pair<std::string, std::string>> entries;
     if (json || trim(text).rfind("{", 0) == 0) {
@@ -169,8 +171,8 @@ Result<std::vector<std::pair<std::string, std::string>>> configEntriesFromText(c
                 nested.push_back(pythonScalar(content.substr(2), true));
             } else {
                 const auto colon = content.find(':');
-                nested.push_back("'" + trim(content.substr(0, colon)) + "': "
-                                 + (colon == std::string::npos ? "None" : pythonScalar(content.substr(colon + 1), true)));
+                nested.push_back("'" + trim(content.substr(0, colon)) + "': " +
+                                 (colon == std::string::npos ? "None" : pythonScalar(content.substr(colon + 1), true)));
             }
             continue;
         }
@@ -202,15 +204,18 @@ std::string formatEnvText(const HardwareReport &report)
     out << "- Platform: " << report.system.platform << "\n";
     out << "- `accelerate` bash location: " << orText(python.accelerateExecutable, "not found") << "\n";
     out << "- Python version: "
-        << (python.available ? python.version : python.error == "not probed" ? python.error : "not found (" + python.error + ")")
+        << (python.available               ? python.version
+            : python.error == "not probed" ? python.error
+                                           : "not found (" + python.error + ")")
         << "\n";
     out << "- Numpy version: " << orText(python.numpyVersion, "not installed") << "\n";
     out << "- PyTorch version: " << orText(python.torchVersion, "not installed") << "\n";
     out << "- Accelerate version: " << orText(python.accelerateVersion, "not installed") << "\n";
     if (worker.available)
-        out << "- accel-worker libtorch version: " << worker.torchVersion << " (CUDA: " << (worker.cuda ? worker.cudaVersion : "no")
-            << ", NCCL: " << (worker.nccl ? "yes" : "no") << ", gloo: " << (worker.gloo ? "yes" : "no")
-            << ", MPI: " << (worker.mpi ? "yes" : "no") << ", BLAS: " << orText(worker.blas, "unknown") << ")\n";
+        out << "- accel-worker libtorch version: " << worker.torchVersion
+            << " (CUDA: " << (worker.cuda ? worker.cudaVersion : "no") << ", NCCL: " << (worker.nccl ? "yes" : "no")
+            << ", gloo: " << (worker.gloo ? "yes" : "no") << ", MPI: " << (worker.mpi ? "yes" : "no")
+            << ", BLAS: " << orText(worker.blas, "unknown") << ")\n";
     else
         out << "- accel-worker libtorch version: not available (" << worker.error << ")\n";
     out << "- PyTorch accelerator: " << (report.gpu.gpus.empty() ? "N/A" : "CUDA") << "\n";
@@ -227,11 +232,12 @@ std::string formatEnvText(const HardwareReport &report)
         out << "\t- " << key << ": " << value << "\n";
 
     const CpuInfo &cpu = report.cpu;
-    out << "\nSystem:\n- Host: " << report.system.hostname << "\n- OS: " << report.system.osName << "\n- Kernel: "
-        << report.system.kernelRelease << " (" << report.system.machine << ")\n";
-    out << "\nCPU:\n- Model: " << orText(cpu.model, "unknown") << (cpu.vendor.empty() ? "" : " (" + cpu.vendor + ")") << "\n";
-    out << "- Sockets: " << cpu.sockets << ", physical cores: " << cpu.physicalCores << ", logical CPUs: " << cpu.logicalCpus
-        << ", available to this process: " << cpu.availableCpus << "\n";
+    out << "\nSystem:\n- Host: " << report.system.hostname << "\n- OS: " << report.system.osName
+        << "\n- Kernel: " << report.system.kernelRelease << " (" << report.system.machine << ")\n";
+    out << "\nCPU:\n- Model: " << orText(cpu.model, "unknown") << (cpu.vendor.empty() ? "" : " (" + cpu.vendor + ")")
+        << "\n";
+    out << "- Sockets: " << cpu.sockets << ", physical cores: " << cpu.physicalCores
+        << ", logical CPUs: " << cpu.logicalCpus << ", available to this process: " << cpu.availableCpus << "\n";
     out << "- ISA: " << flags(cpu) << "\n";
     out << "\nNUMA:\n";
     if (report.numaNodes.empty())

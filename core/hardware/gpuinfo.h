@@ -22,10 +22,10 @@ struct GpuInfo {
     uint64_t memoryTotalBytes = 0;
     uint64_t memoryUsedBytes = 0;
     uint64_t memoryFreeBytes = 0;
-    int computeMajor = -1;         // -1 when unknown
+    int computeMajor = -1; // -1 when unknown
     int computeMinor = -1;
-    int pcieGeneration = 0;        // current link generation, 0 when unknown
-    int pcieWidth = 0;             // current link width, 0 when unknown
+    int pcieGeneration = 0; // current link generation, 0 when unknown
+    int pcieWidth = 0;      // current link width, 0 when unknown
     int nvlinkActiveLinks = 0;
     std::vector<GpuProcess> processes;
 
@@ -37,11 +37,11 @@ struct GpuInfo {
 // The connection matrix between GPUs (and NICs), in `nvidia-smi topo -m` vocabulary:
 // "X" (self), "NV<n>" (n NVLinks), "PIX", "PXB", "PHB", "NODE", "SYS".
 struct GpuTopology {
-    std::vector<std::string> devices;             // "GPU0", "GPU1", "NIC0", ...
-    std::vector<std::vector<std::string>> links;  // links[i][j], square over devices
-    std::vector<std::string> cpuAffinity;         // per device, "" when not given
-    std::vector<std::string> numaAffinity;        // per device, "" when not given
-    std::vector<std::pair<std::string, std::string>> nicNames;  // ("NIC0", "mlx5_0")
+    std::vector<std::string> devices;                          // "GPU0", "GPU1", "NIC0", ...
+    std::vector<std::vector<std::string>> links;               // links[i][j], square over devices
+    std::vector<std::string> cpuAffinity;                      // per device, "" when not given
+    std::vector<std::string> numaAffinity;                     // per device, "" when not given
+    std::vector<std::pair<std::string, std::string>> nicNames; // ("NIC0", "mlx5_0")
 
     bool empty() const { return devices.empty(); }
     // The link between two devices by name ("" when either is unknown).
@@ -49,10 +49,10 @@ struct GpuTopology {
 };
 
 struct GpuSection {
-    std::string source;          // "nvml", "nvidia-smi" or "" when nothing was found
-    std::string unavailableReason;  // e.g. "NVML not available: libnvidia-ml.so.1: cannot open ..."
-    std::string driverVersion;   // "550.54.15"
-    std::string cudaDriverVersion;  // "12.4"
+    std::string source;            // "nvml", "nvidia-smi" or "" when nothing was found
+    std::string unavailableReason; // e.g. "NVML not available: libnvidia-ml.so.1: cannot open ..."
+    std::string driverVersion;     // "550.54.15"
+    std::string cudaDriverVersion; // "12.4"
     std::vector<GpuInfo> gpus;
     GpuTopology topology;
 };

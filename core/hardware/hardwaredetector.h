@@ -18,7 +18,7 @@ struct DetectOptions {
     bool probeGpus = true;
     std::string nvmlLibrary = "libnvidia-ml.so.1";
     bool probeWorker = true;
-    std::string workerPath;  // "" = accel-worker beside the running program
+    std::string workerPath; // "" = accel-worker beside the running program
     int workerTimeoutMs = 10000;
     bool probePython = true;
     std::string python = "python3";

@@ -21,18 +21,18 @@ struct SystemInfo {
     std::string kernelVersion; // uname version
     std::string machine;       // uname machine, "x86_64"
     std::string hostname;
-    std::string libcVersion;   // glibc version, "2.36"
-    std::string platform;      // Python-style platform string: "Linux-6.1.0-x86_64-with-glibc2.36"
+    std::string libcVersion; // glibc version, "2.36"
+    std::string platform;    // Python-style platform string: "Linux-6.1.0-x86_64-with-glibc2.36"
 };
 
 struct CpuInfo {
-    std::string vendor;            // vendor_id, "GenuineIntel"
-    std::string model;             // model name
-    int sockets = 0;               // distinct physical ids
-    int physicalCores = 0;         // distinct (physical id, core id) pairs
-    int logicalCpus = 0;           // "processor" entries
-    int availableCpus = 0;         // CPUs this process may run on (sched_getaffinity, like `nproc`)
-    std::vector<std::string> flags;  // the ISA flags that matter for training, in a fixed order
+    std::string vendor;             // vendor_id, "GenuineIntel"
+    std::string model;              // model name
+    int sockets = 0;                // distinct physical ids
+    int physicalCores = 0;          // distinct (physical id, core id) pairs
+    int logicalCpus = 0;            // "processor" entries
+    int availableCpus = 0;          // CPUs this process may run on (sched_getaffinity, like `nproc`)
+    std::vector<std::string> flags; // the ISA flags that matter for training, in a fixed order
 
     bool hasFlag(const std::string &flag) const;
 };
@@ -40,7 +40,7 @@ struct CpuInfo {
 struct NumaNode {
     int id = 0;
     std::vector<int> cpus;
-    uint64_t memoryTotalBytes = 0;  // 0 when unknown
+    uint64_t memoryTotalBytes = 0; // 0 when unknown
 };
 
 struct MemoryInfo {
@@ -51,14 +51,14 @@ struct MemoryInfo {
 };
 
 struct DiskInfo {
-    std::string path;           // the path that was asked about
-    std::string error;          // statvfs failure, empty on success
+    std::string path;  // the path that was asked about
+    std::string error; // statvfs failure, empty on success
     uint64_t totalBytes = 0;
-    uint64_t freeBytes = 0;     // available to unprivileged users (f_bavail)
+    uint64_t freeBytes = 0; // available to unprivileged users (f_bavail)
 };
 
 struct InterfaceAddress {
-    std::string family;  // "ipv4" or "ipv6"
+    std::string family; // "ipv4" or "ipv6"
     std::string address;
     int prefixLength = 0;
 };
@@ -67,8 +67,8 @@ struct NetworkInterface {
     std::string name;
     bool up = false;
     bool loopback = false;
-    int mtu = 0;                 // 0 when unknown
-    int speedMbps = 0;           // 0 when unknown or virtual
+    int mtu = 0;       // 0 when unknown
+    int speedMbps = 0; // 0 when unknown or virtual
     bool defaultRouteIpv4 = false;
     bool defaultRouteIpv6 = false;
     std::vector<InterfaceAddress> addresses;
@@ -77,7 +77,7 @@ struct NetworkInterface {
 // What `accel-worker --capabilities --json` reports about the embedded libtorch runtime.
 struct WorkerCapabilities {
     bool available = false;
-    std::string error;           // why it is not available
+    std::string error; // why it is not available
     std::string path;
     std::string torchVersion;
     bool cuda = false;
@@ -99,20 +99,20 @@ struct PythonInfo {
     std::string torchVersion;
     std::string accelerateVersion;
     std::string numpyVersion;
-    std::string accelerateExecutable;  // `accelerate` on PATH, "" when absent
+    std::string accelerateExecutable; // `accelerate` on PATH, "" when absent
 };
 
 // The Accelerate config file `accel env` shows: the default one or the one passed.
 struct ConfigSection {
     std::string path;
-    bool passed = false;  // --config_file given
+    bool passed = false; // --config_file given
     bool found = false;
-    std::string error;    // read/parse failure
-    std::vector<std::pair<std::string, std::string>> entries;  // "key" -> "value" as printed
+    std::string error;                                        // read/parse failure
+    std::vector<std::pair<std::string, std::string>> entries; // "key" -> "value" as printed
 };
 
 struct HardwareReport {
-    std::string generatedAt;   // ISO-8601 UTC
+    std::string generatedAt; // ISO-8601 UTC
     std::string accelVersion;
     SystemInfo system;
     CpuInfo cpu;

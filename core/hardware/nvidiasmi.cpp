@@ -11,8 +11,17 @@ namespace accel::hardware {
 const std::vector<std::string> &nvidiaSmiQueryFields()
 {
     static const std::vector<std::string> fields = {
-        "index", "name", "uuid", "pci.bus_id", "memory.total", "memory.used", "memory.free",
-        "compute_cap", "driver_version", "pcie.link.gen.current", "pcie.link.width.current",
+        "index",
+        "name",
+        "uuid",
+        "pci.bus_id",
+        "memory.total",
+        "memory.used",
+        "memory.free",
+        "compute_cap",
+        "driver_version",
+        "pcie.link.gen.current",
+        "pcie.link.width.current",
     };
     return fields;
 }
@@ -27,8 +36,8 @@ std::vector<std::string> nvidiaSmiQueryArguments()
 
 static bool isMissing(const std::string &value)
 {
-    return value.empty() || value == "[N/A]" || value == "N/A" || value == "[Not Supported]"
-        || value == "[Unknown Error]" || value == "[Insufficient Permissions]";
+    return value.empty() || value == "[N/A]" || value == "N/A" || value == "[Not Supported]" ||
+           value == "[Unknown Error]" || value == "[Insufficient Permissions]";
 }
 
 static std::vector<std::string> splitCsvLine(const std::string &line)
@@ -62,9 +71,9 @@ Result<GpuSection> parseNvidiaSmiQuery(const std::string &text, const std::vecto
         const auto cells = splitCsvLine(line);
         if (cells.size() != fields.size()) {
             return makeError(ErrorCode::InvalidInput,
-                             "expected " + std::to_string(fields.size()) + " comma-separated columns ("
-                                 + std::to_string(fields.size()) + " --query-gpu fields), got "
-                                 + std::to_string(cells.size()) + ": '" + line + "'",
+                             "expected " + std::to_string(fields.size()) + " comma-separated columns (" +
+                                 std::to_string(fields.size()) + " --query-gpu fields), got " +
+                                 std::to_string(cells.size()) + ": '" + line + "'",
                              "nvidia-smi output: line " + std::to_string(lineNumber));
         }
         GpuInfo gpu;
@@ -172,12 +181,12 @@ Result<GpuTopology> parseNvidiaSmiTopology(const std::string &input)
         }
         const auto found = std::find(topology.devices.begin(), topology.devices.end(), words[0]);
         if (found == topology.devices.end())
-            continue;  // "Legend:", explanations
+            continue; // "Legend:", explanations
         const size_t index = static_cast<size_t>(found - topology.devices.begin());
         if (words.size() < count + 1)
             return makeError(ErrorCode::InvalidInput,
-                             "row " + words[0] + " has " + std::to_string(words.size() - 1) + " cells, expected at least "
-                                 + std::to_string(count),
+                             "row " + words[0] + " has " + std::to_string(words.size() - 1) +
+                                 " cells, expected at least " + std::to_string(count),
                              "nvidia-smi topo -m output: line " + std::to_string(row + 1));
         for (size_t j = 0; j < count; ++j)
             topology.links[index][j] = words[j + 1];

@@ -17,7 +17,7 @@ using nvmlDevice_t = struct nvmlDeviceOpaque *;
 constexpr nvmlReturn_t NVML_SUCCESS = 0;
 constexpr nvmlReturn_t NVML_ERROR_INSUFFICIENT_SIZE = 7;
 constexpr unsigned NVML_NVLINK_MAX_LINKS = 18;
-constexpr unsigned NVML_BUFFER_SIZE = 96;  // >= NVML_DEVICE_NAME_V2_BUFFER_SIZE, UUID and version sizes
+constexpr unsigned NVML_BUFFER_SIZE = 96; // >= NVML_DEVICE_NAME_V2_BUFFER_SIZE, UUID and version sizes
 
 struct nvmlMemory_t {
     unsigned long long total;
@@ -51,13 +51,20 @@ struct nvmlProcessInfo_v2_t {
 const char *topologyName(int level)
 {
     switch (level) {
-    case 0: return "X";      // NVML_TOPOLOGY_INTERNAL
-    case 10: return "PIX";   // NVML_TOPOLOGY_SINGLE
-    case 20: return "PXB";   // NVML_TOPOLOGY_MULTIPLE
-    case 30: return "PHB";   // NVML_TOPOLOGY_HOSTBRIDGE
-    case 40: return "NODE";  // NVML_TOPOLOGY_NODE
-    case 50: return "SYS";   // NVML_TOPOLOGY_SYSTEM
-    default: return "?";
+    case 0:
+        return "X"; // NVML_TOPOLOGY_INTERNAL
+    case 10:
+        return "PIX"; // NVML_TOPOLOGY_SINGLE
+    case 20:
+        return "PXB"; // NVML_TOPOLOGY_MULTIPLE
+    case 30:
+        return "PHB"; // NVML_TOPOLOGY_HOSTBRIDGE
+    case 40:
+        return "NODE"; // NVML_TOPOLOGY_NODE
+    case 50:
+        return "SYS"; // NVML_TOPOLOGY_SYSTEM
+    default:
+        return "?";
     }
 }
 
@@ -89,7 +96,7 @@ struct NvmlApi {
             dlclose(handle);
     }
 
-    template<typename F>
+    template <typename F>
     void resolve(F &function, const char *name)
     {
         function = reinterpret_cast<F>(dlsym(handle, name));
@@ -172,7 +179,8 @@ GpuSection probeNvml(const std::string &library)
     api.resolve(api.getProcessesV3, "nvmlDeviceGetComputeRunningProcesses_v3");
     api.resolve(api.getProcessesV1, "nvmlDeviceGetComputeRunningProcesses");
     if (!api.init || !api.getCount || !api.getHandleByIndex) {
-        section.unavailableReason = "NVML not available: " + library + " lacks nvmlInit_v2/nvmlDeviceGetCount_v2/"
+        section.unavailableReason = "NVML not available: " + library +
+                                    " lacks nvmlInit_v2/nvmlDeviceGetCount_v2/"
                                     "nvmlDeviceGetHandleByIndex_v2 (driver too old)";
         return section;
     }
@@ -187,7 +195,8 @@ GpuSection probeNvml(const std::string &library)
         section.driverVersion = buffer;
     int cudaVersion = 0;
     if (api.getCudaDriverVersion && api.getCudaDriverVersion(&cudaVersion) == NVML_SUCCESS && cudaVersion > 0)
-        section.cudaDriverVersion = std::to_string(cudaVersion / 1000) + "." + std::to_string((cudaVersion % 1000) / 10);
+        section.cudaDriverVersion =
+            std::to_string(cudaVersion / 1000) + "." + std::to_string((cudaVersion % 1000) / 10);
 
     unsigned count = 0;
     const nvmlReturn_t countResult = api.getCount(&count);
@@ -284,8 +293,8 @@ GpuSection probeNvml(const std::string &library)
                     row.push_back("NV" + std::to_string(std::min(switchLinks[i], switchLinks[j])));
                 } else {
                     int level = -1;
-                    if (api.getTopologyCommonAncestor
-                        && api.getTopologyCommonAncestor(devices[i], devices[j], &level) == NVML_SUCCESS)
+                    if (api.getTopologyCommonAncestor &&
+                        api.getTopologyCommonAncestor(devices[i], devices[j], &level) == NVML_SUCCESS)
                         row.push_back(topologyName(level));
                     else
                         row.push_back("?");

@@ -60,8 +60,8 @@ std::map<std::string, std::string> parseOsRelease(const std::string &text)
 const std::vector<std::string> &interestingCpuFlags()
 {
     static const std::vector<std::string> flags = {
-        "avx", "avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16", "avx512_vnni",
-        "amx_bf16", "amx_tile", "amx_int8", "asimd", "sve",
+        "avx",         "avx2",     "fma",      "avx512f",  "avx512_bf16", "avx512_fp16",
+        "avx512_vnni", "amx_bf16", "amx_tile", "amx_int8", "asimd",       "sve",
     };
     return flags;
 }
@@ -163,7 +163,8 @@ uint64_t parseNodeMemTotal(const std::string &text)
 
 static bool parseNonNegative(const std::string &text, int &value)
 {
-    if (text.empty() || text.size() > 9 || !std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c) != 0; }))
+    if (text.empty() || text.size() > 9 ||
+        !std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c) != 0; }))
         return false;
     value = std::atoi(text.c_str());
     return true;
@@ -186,8 +187,8 @@ bool parseCpuList(const std::string &text, std::vector<int> &cpus)
             if (!parseNonNegative(part, first))
                 return false;
             last = first;
-        } else if (!parseNonNegative(part.substr(0, dash), first) || !parseNonNegative(part.substr(dash + 1), last)
-                   || last < first) {
+        } else if (!parseNonNegative(part.substr(0, dash), first) || !parseNonNegative(part.substr(dash + 1), last) ||
+                   last < first) {
             return false;
         }
         for (int cpu = first; cpu <= last; ++cpu)

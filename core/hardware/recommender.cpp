@@ -65,7 +65,8 @@ void recommendForGpus(const HardwareReport &report, RecommendedConfig &config)
                 linkText = "; GPU0 and GPU1 talk over PCIe (" + link + ")";
         }
         addReason(config, "distributed_type",
-                  gpuWord + modelText + " on this host: data parallel over all of them, one process per GPU" + linkText);
+                  gpuWord + modelText + " on this host: data parallel over all of them, one process per GPU" +
+                      linkText);
     } else {
         config.distributedType = "NO";
         addReason(config, "distributed_type", "1 GPU" + modelText + " on this host: no distribution needed");
@@ -73,30 +74,31 @@ void recommendForGpus(const HardwareReport &report, RecommendedConfig &config)
     addReason(config, "num_processes", "one process per GPU: " + std::to_string(count));
     addReason(config, "gpu_ids", "use every visible GPU");
     if (models.size() > 1)
-        config.warnings.push_back("GPU models differ (" + std::to_string(models.size())
-                                  + " kinds): the slowest GPU sets the pace and precision follows the oldest one");
+        config.warnings.push_back("GPU models differ (" + std::to_string(models.size()) +
+                                  " kinds): the slowest GPU sets the pace and precision follows the oldest one");
 
     const std::string pool = count == 1 ? "the GPU has" : "every GPU has";
     if (!capabilityKnown) {
         config.supportedPrecisions = {"no", "fp16"};
         config.mixedPrecision = "fp16";
         addReason(config, "mixed_precision",
-                  "compute capability unknown: fp16 works on every CUDA GPU Accelerate supports; check for bf16 (needs 8.0+)");
+                  "compute capability unknown: fp16 works on every CUDA GPU Accelerate supports; check for bf16 (needs "
+                  "8.0+)");
     } else if (minCapability >= 80) {
         config.supportedPrecisions = {"no", "fp16", "bf16"};
         if (minCapability >= 89)
             config.supportedPrecisions.push_back("fp8");
         config.mixedPrecision = "bf16";
         addReason(config, "mixed_precision",
-                  pool + " compute capability " + capabilityText(minCapability)
-                      + " (>= 8.0): bf16 runs natively and needs no loss scaling"
-                      + (minCapability >= 89 ? "; fp8 is also possible (>= 8.9) with a TE/torchao backend" : ""));
+                  pool + " compute capability " + capabilityText(minCapability) +
+                      " (>= 8.0): bf16 runs natively and needs no loss scaling" +
+                      (minCapability >= 89 ? "; fp8 is also possible (>= 8.9) with a TE/torchao backend" : ""));
     } else if (minCapability >= 60) {
         config.supportedPrecisions = {"no", "fp16"};
         config.mixedPrecision = "fp16";
         addReason(config, "mixed_precision",
-                  "compute capability " + capabilityText(minCapability)
-                      + " has no bf16 (needs 8.0) nor fp8 (needs 8.9): fp16 with loss scaling");
+                  "compute capability " + capabilityText(minCapability) +
+                      " has no bf16 (needs 8.0) nor fp8 (needs 8.9): fp16 with loss scaling");
     } else {
         config.supportedPrecisions = {"no"};
         config.mixedPrecision = "no";
@@ -111,10 +113,11 @@ void recommendForGpus(const HardwareReport &report, RecommendedConfig &config)
     if (count > 1 && rtx40 && driverLacksRtx40P2pFix(report.gpu.driverVersion)) {
         config.environment.push_back({"NCCL_P2P_DISABLE", "1"});
         config.environment.push_back({"NCCL_IB_DISABLE", "1"});
-        const std::string driver = report.gpu.driverVersion.empty() ? "an unknown driver" : "driver " + report.gpu.driverVersion;
+        const std::string driver =
+            report.gpu.driverVersion.empty() ? "an unknown driver" : "driver " + report.gpu.driverVersion;
         addReason(config, "NCCL_P2P_DISABLE",
-                  "RTX 40 series GPUs without peer-to-peer support on " + driver
-                      + " (fixed in 550.40.07): NCCL must not use P2P or InfiniBand, as `accelerate launch` also sets");
+                  "RTX 40 series GPUs without peer-to-peer support on " + driver +
+                      " (fixed in 550.40.07): NCCL must not use P2P or InfiniBand, as `accelerate launch` also sets");
     }
 
     const int cores = std::max(1, report.cpu.physicalCores);
@@ -123,8 +126,9 @@ void recommendForGpus(const HardwareReport &report, RecommendedConfig &config)
               std::to_string(cores) + " physical cores / " + std::to_string(count) + " processes");
 
     if (report.worker.available && !report.worker.cuda)
-        config.warnings.push_back("accel-worker's libtorch " + report.worker.torchVersion
-                                  + " has no CUDA: the embedded runtime will train on CPU (Python scripts are unaffected)");
+        config.warnings.push_back(
+            "accel-worker's libtorch " + report.worker.torchVersion +
+            " has no CUDA: the embedded runtime will train on CPU (Python scripts are unaffected)");
 }
 
 void recommendForCpu(const HardwareReport &report, RecommendedConfig &config)
@@ -138,15 +142,15 @@ void recommendForCpu(const HardwareReport &report, RecommendedConfig &config)
         config.distributedType = "MULTI_CPU";
         config.numProcesses = sockets;
         addReason(config, "distributed_type",
-                  "CPU only (" + noGpu + ") with " + std::to_string(sockets)
-                      + " sockets: one process per socket keeps each process's memory on its own socket");
+                  "CPU only (" + noGpu + ") with " + std::to_string(sockets) +
+                      " sockets: one process per socket keeps each process's memory on its own socket");
         addReason(config, "num_processes", "one process per socket: " + std::to_string(sockets));
     } else if (nodes > 1) {
         config.distributedType = "MULTI_CPU";
         config.numProcesses = nodes;
         addReason(config, "distributed_type",
-                  "CPU only (" + noGpu + ") with " + std::to_string(nodes)
-                      + " NUMA nodes: one process per node keeps each process's memory local");
+                  "CPU only (" + noGpu + ") with " + std::to_string(nodes) +
+                      " NUMA nodes: one process per node keeps each process's memory local");
         addReason(config, "num_processes", "one process per NUMA node: " + std::to_string(nodes));
     } else {
         config.distributedType = "NO";
@@ -162,20 +166,21 @@ void recommendForCpu(const HardwareReport &report, RecommendedConfig &config)
         config.supportedPrecisions = {"no", "bf16"};
         config.mixedPrecision = "bf16";
         addReason(config, "mixed_precision",
-                  std::string("the CPU has ") + (report.cpu.hasFlag("amx_bf16") ? "AMX-BF16" : "AVX512-BF16")
-                      + " instructions: bf16 autocast runs natively");
+                  std::string("the CPU has ") + (report.cpu.hasFlag("amx_bf16") ? "AMX-BF16" : "AVX512-BF16") +
+                      " instructions: bf16 autocast runs natively");
     } else {
         config.supportedPrecisions = {"no"};
         config.mixedPrecision = "no";
         addReason(config, "mixed_precision",
-                  "the CPU lacks avx512_bf16/amx_bf16: bf16 would be emulated and slower than fp32; fp16 autocast is GPU-only");
+                  "the CPU lacks avx512_bf16/amx_bf16: bf16 would be emulated and slower than fp32; fp16 autocast is "
+                  "GPU-only");
     }
 
     const int cores = std::max(1, report.cpu.physicalCores);
     config.threadsPerProcess = std::max(1, cores / config.numProcesses);
     addReason(config, "OMP_NUM_THREADS",
-              std::to_string(cores) + " physical cores / " + std::to_string(config.numProcesses)
-                  + (config.numProcesses == 1 ? " process" : " processes") + " (hyper-threads do not help matrix math)");
+              std::to_string(cores) + " physical cores / " + std::to_string(config.numProcesses) +
+                  (config.numProcesses == 1 ? " process" : " processes") + " (hyper-threads do not help matrix math)");
     if (config.distributedType == "MULTI_CPU")
         config.warnings.push_back("MULTI_CPU: `accel launch` starts every process itself; `accelerate launch` starts "
                                   "only one without an mpirun hostfile");
@@ -222,7 +227,8 @@ RecommendedConfig recommendConfig(const HardwareReport &report)
         recommendForGpus(report, config);
     else
         recommendForCpu(report, config);
-    config.environment.insert(config.environment.begin(), {"OMP_NUM_THREADS", std::to_string(config.threadsPerProcess)});
+    config.environment.insert(config.environment.begin(),
+                              {"OMP_NUM_THREADS", std::to_string(config.threadsPerProcess)});
     return config;
 }
 
@@ -247,7 +253,8 @@ std::string recommendedConfigYaml(const RecommendedConfig &config, bool withComm
         out << recommendationComments(config);
     // PyYAML's safe_dump quotes strings that YAML 1.1 would read as booleans ('NO', 'no').
     auto scalar = [](const std::string &value) {
-        static const std::set<std::string> needQuotes = {"NO", "no", "No", "yes", "Yes", "YES", "on", "off", "true", "false"};
+        static const std::set<std::string> needQuotes = {"NO",  "no", "No",  "yes",  "Yes",
+                                                         "YES", "on", "off", "true", "false"};
         return needQuotes.count(value) ? "'" + value + "'" : value;
     };
     // Keys in alphabetical order, as Accelerate writes them.

@@ -12,26 +12,26 @@
 namespace accel::hardware {
 
 struct RecommendationReason {
-    std::string key;   // an Accelerate config key ("mixed_precision") or an environment variable
+    std::string key; // an Accelerate config key ("mixed_precision") or an environment variable
     std::string text;
 };
 
 struct RecommendedConfig {
     // Accelerate key names and values as they appear in default_config.yaml.
-    std::string distributedType = "NO";    // distributed_type: NO | MULTI_CPU | MULTI_GPU
-    int numProcesses = 1;                  // num_processes
-    int numMachines = 1;                   // num_machines
-    std::string mixedPrecision = "no";     // mixed_precision: no | fp16 | bf16
-    std::string gpuIds;                    // gpu_ids: "all"; "" on CPU-only hosts (key not written)
-    bool useCpu = false;                   // use_cpu
+    std::string distributedType = "NO"; // distributed_type: NO | MULTI_CPU | MULTI_GPU
+    int numProcesses = 1;               // num_processes
+    int numMachines = 1;                // num_machines
+    std::string mixedPrecision = "no";  // mixed_precision: no | fp16 | bf16
+    std::string gpuIds;                 // gpu_ids: "all"; "" on CPU-only hosts (key not written)
+    bool useCpu = false;                // use_cpu
     // What the hardware can run, best last: a subset of {"no", "fp16", "bf16", "fp8"}.
     std::vector<std::string> supportedPrecisions;
     // Not config keys: threads per process (`--num_cpu_threads_per_process`) and environment
     // variables to export before launching, e.g. {"OMP_NUM_THREADS","16"}, {"NCCL_P2P_DISABLE","1"}.
     int threadsPerProcess = 1;
     std::vector<std::pair<std::string, std::string>> environment;
-    std::vector<RecommendationReason> reasons;  // one per key above, in the order decided
-    std::vector<std::string> warnings;          // things the user should know (mixed GPU models, ...)
+    std::vector<RecommendationReason> reasons; // one per key above, in the order decided
+    std::vector<std::string> warnings;         // things the user should know (mixed GPU models, ...)
 
     // The reason recorded for `key`, "" when none.
     std::string reasonFor(const std::string &key) const;

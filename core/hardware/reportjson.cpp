@@ -14,7 +14,8 @@ Json addressesToJson(const std::vector<InterfaceAddress> &addresses)
 {
     Json list = Json::array();
     for (const auto &address : addresses)
-        list.push_back({{"family", address.family}, {"address", address.address}, {"prefix_length", address.prefixLength}});
+        list.push_back(
+            {{"family", address.family}, {"address", address.address}, {"prefix_length", address.prefixLength}});
     return list;
 }
 
@@ -26,11 +27,18 @@ Json gpuToJson(const GpuInfo &gpu)
     Json capability = nullptr;
     if (gpu.hasComputeCapability())
         capability = std::to_string(gpu.computeMajor) + "." + std::to_string(gpu.computeMinor);
-    return {{"index", gpu.index}, {"name", gpu.name}, {"uuid", gpu.uuid}, {"pci_bus_id", gpu.pciBusId},
-            {"memory_total_bytes", gpu.memoryTotalBytes}, {"memory_used_bytes", gpu.memoryUsedBytes},
-            {"memory_free_bytes", gpu.memoryFreeBytes}, {"compute_capability", capability},
-            {"pcie_generation", gpu.pcieGeneration}, {"pcie_width", gpu.pcieWidth},
-            {"nvlink_active_links", gpu.nvlinkActiveLinks}, {"processes", processes}};
+    return {{"index", gpu.index},
+            {"name", gpu.name},
+            {"uuid", gpu.uuid},
+            {"pci_bus_id", gpu.pciBusId},
+            {"memory_total_bytes", gpu.memoryTotalBytes},
+            {"memory_used_bytes", gpu.memoryUsedBytes},
+            {"memory_free_bytes", gpu.memoryFreeBytes},
+            {"compute_capability", capability},
+            {"pcie_generation", gpu.pcieGeneration},
+            {"pcie_width", gpu.pcieWidth},
+            {"nvlink_active_links", gpu.nvlinkActiveLinks},
+            {"processes", processes}};
 }
 
 Json topologyToJson(const GpuTopology &topology)
@@ -38,8 +46,11 @@ Json topologyToJson(const GpuTopology &topology)
     Json nics = Json::object();
     for (const auto &[id, name] : topology.nicNames)
         nics[id] = name;
-    return {{"devices", topology.devices}, {"links", topology.links}, {"cpu_affinity", topology.cpuAffinity},
-            {"numa_affinity", topology.numaAffinity}, {"nics", nics}};
+    return {{"devices", topology.devices},
+            {"links", topology.links},
+            {"cpu_affinity", topology.cpuAffinity},
+            {"numa_affinity", topology.numaAffinity},
+            {"nics", nics}};
 }
 
 // Reads typed values out of a parsed document; the first type error wins and names its key.
@@ -54,8 +65,8 @@ public:
         const auto found = object.find(key);
         if (found == object.end() || found->is_null())
             return nullptr;
-        const bool matches = found->type() == expected
-            || (expected == Json::value_t::number_integer && found->is_number_unsigned());
+        const bool matches =
+            found->type() == expected || (expected == Json::value_t::number_integer && found->is_number_unsigned());
         if (!matches) {
             fail(where + key, std::string("expected ") + typeName(expected) + ", got " + found->type_name());
             return nullptr;
@@ -101,7 +112,7 @@ public:
         }
     }
     // Calls `each(item, where)` for every object in the array at `key`.
-    template<typename F>
+    template <typename F>
     void forEach(const Json &o, const char *key, const std::string &where, F each)
     {
         const Json *v = child(o, key, where, Json::value_t::array);
@@ -124,12 +135,18 @@ private:
     static const char *typeName(Json::value_t type)
     {
         switch (type) {
-        case Json::value_t::string: return "a string";
-        case Json::value_t::boolean: return "true or false";
-        case Json::value_t::number_integer: return "an integer";
-        case Json::value_t::array: return "an array";
-        case Json::value_t::object: return "an object";
-        default: return "another type";
+        case Json::value_t::string:
+            return "a string";
+        case Json::value_t::boolean:
+            return "true or false";
+        case Json::value_t::number_integer:
+            return "an integer";
+        case Json::value_t::array:
+            return "an array";
+        case Json::value_t::object:
+            return "an object";
+        default:
+            return "another type";
         }
     }
 };
@@ -209,53 +226,83 @@ std::string reportToJson(const HardwareReport &report, int indent)
     json["generated_at"] = report.generatedAt;
     json["accel_version"] = report.accelVersion;
     const SystemInfo &s = report.system;
-    json["system"] = {{"hostname", s.hostname}, {"os_name", s.osName}, {"os_id", s.osId},
-                      {"os_version_id", s.osVersionId}, {"kernel_name", s.kernelName},
-                      {"kernel_release", s.kernelRelease}, {"kernel_version", s.kernelVersion},
-                      {"machine", s.machine}, {"libc_version", s.libcVersion}, {"platform", s.platform}};
+    json["system"] = {{"hostname", s.hostname},
+                      {"os_name", s.osName},
+                      {"os_id", s.osId},
+                      {"os_version_id", s.osVersionId},
+                      {"kernel_name", s.kernelName},
+                      {"kernel_release", s.kernelRelease},
+                      {"kernel_version", s.kernelVersion},
+                      {"machine", s.machine},
+                      {"libc_version", s.libcVersion},
+                      {"platform", s.platform}};
     const CpuInfo &c = report.cpu;
-    json["cpu"] = {{"vendor", c.vendor}, {"model", c.model}, {"sockets", c.sockets},
-                   {"physical_cores", c.physicalCores}, {"logical_cpus", c.logicalCpus},
-                   {"available_cpus", c.availableCpus}, {"flags", c.flags}};
+    json["cpu"] = {{"vendor", c.vendor},
+                   {"model", c.model},
+                   {"sockets", c.sockets},
+                   {"physical_cores", c.physicalCores},
+                   {"logical_cpus", c.logicalCpus},
+                   {"available_cpus", c.availableCpus},
+                   {"flags", c.flags}};
     json["numa_nodes"] = Json::array();
     for (const auto &node : report.numaNodes)
-        json["numa_nodes"].push_back({{"id", node.id}, {"cpus", formatCpuList(node.cpus)},
-                                      {"memory_total_bytes", node.memoryTotalBytes}});
+        json["numa_nodes"].push_back(
+            {{"id", node.id}, {"cpus", formatCpuList(node.cpus)}, {"memory_total_bytes", node.memoryTotalBytes}});
     const MemoryInfo &m = report.memory;
-    json["memory"] = {{"total_bytes", m.totalBytes}, {"available_bytes", m.availableBytes},
-                      {"swap_total_bytes", m.swapTotalBytes}, {"swap_free_bytes", m.swapFreeBytes}};
+    json["memory"] = {{"total_bytes", m.totalBytes},
+                      {"available_bytes", m.availableBytes},
+                      {"swap_total_bytes", m.swapTotalBytes},
+                      {"swap_free_bytes", m.swapFreeBytes}};
     json["disks"] = Json::array();
     for (const auto &disk : report.disks)
-        json["disks"].push_back({{"path", disk.path}, {"total_bytes", disk.totalBytes}, {"free_bytes", disk.freeBytes},
+        json["disks"].push_back({{"path", disk.path},
+                                 {"total_bytes", disk.totalBytes},
+                                 {"free_bytes", disk.freeBytes},
                                  {"error", disk.error}});
     json["network"] = Json::array();
     for (const auto &i : report.network)
-        json["network"].push_back({{"name", i.name}, {"up", i.up}, {"loopback", i.loopback}, {"mtu", i.mtu},
-                                   {"speed_mbps", i.speedMbps}, {"default_route_ipv4", i.defaultRouteIpv4},
+        json["network"].push_back({{"name", i.name},
+                                   {"up", i.up},
+                                   {"loopback", i.loopback},
+                                   {"mtu", i.mtu},
+                                   {"speed_mbps", i.speedMbps},
+                                   {"default_route_ipv4", i.defaultRouteIpv4},
                                    {"default_route_ipv6", i.defaultRouteIpv6},
                                    {"addresses", addressesToJson(i.addresses)}});
     const GpuSection &g = report.gpu;
     Json gpus = Json::array();
     for (const auto &gpu : g.gpus)
         gpus.push_back(gpuToJson(gpu));
-    json["gpu"] = {{"source", g.source}, {"unavailable_reason", g.unavailableReason},
-                   {"driver_version", g.driverVersion}, {"cuda_driver_version", g.cudaDriverVersion},
-                   {"gpus", gpus}, {"topology", topologyToJson(g.topology)}};
+    json["gpu"] = {{"source", g.source},
+                   {"unavailable_reason", g.unavailableReason},
+                   {"driver_version", g.driverVersion},
+                   {"cuda_driver_version", g.cudaDriverVersion},
+                   {"gpus", gpus},
+                   {"topology", topologyToJson(g.topology)}};
     const WorkerCapabilities &w = report.worker;
-    json["worker"] = {{"available", w.available}, {"error", w.error}, {"path", w.path},
-                      {"torch_version", w.torchVersion}, {"cuda", w.cuda}, {"cuda_version", w.cudaVersion},
-                      {"cudnn", w.cudnn}, {"nccl", w.nccl}, {"gloo", w.gloo}, {"mpi", w.mpi},
-                      {"openmp_threads", w.openmpThreads}, {"blas", w.blas}};
+    json["worker"] = {{"available", w.available},
+                      {"error", w.error},
+                      {"path", w.path},
+                      {"torch_version", w.torchVersion},
+                      {"cuda", w.cuda},
+                      {"cuda_version", w.cudaVersion},
+                      {"cudnn", w.cudnn},
+                      {"nccl", w.nccl},
+                      {"gloo", w.gloo},
+                      {"mpi", w.mpi},
+                      {"openmp_threads", w.openmpThreads},
+                      {"blas", w.blas}};
     const PythonInfo &p = report.python;
-    json["python"] = {{"available", p.available}, {"error", p.error}, {"executable", p.executable},
-                      {"version", p.version}, {"torch", p.torchVersion}, {"accelerate", p.accelerateVersion},
-                      {"numpy", p.numpyVersion}, {"accelerate_executable", p.accelerateExecutable}};
+    json["python"] = {{"available", p.available},   {"error", p.error},
+                      {"executable", p.executable}, {"version", p.version},
+                      {"torch", p.torchVersion},    {"accelerate", p.accelerateVersion},
+                      {"numpy", p.numpyVersion},    {"accelerate_executable", p.accelerateExecutable}};
     const ConfigSection &cfg = report.config;
     Json entries = Json::array();
     for (const auto &[key, value] : cfg.entries)
         entries.push_back({{"key", key}, {"value", value}});
-    json["config"] = {{"path", cfg.path}, {"passed", cfg.passed}, {"found", cfg.found}, {"error", cfg.error},
-                      {"entries", entries}};
+    json["config"] = {
+        {"path", cfg.path}, {"passed", cfg.passed}, {"found", cfg.found}, {"error", cfg.error}, {"entries", entries}};
     return json.dump(indent) + "\n";
 }
 
@@ -269,16 +316,16 @@ Result<HardwareReport> reportFromJson(const std::string &text)
     }
     if (!json.is_object() || !json.contains("schema") || json["schema"] != EnvSchema)
         return makeError(ErrorCode::InvalidInput,
-                         std::string("\"schema\": expected \"") + EnvSchema + "\", got "
-                             + (json.is_object() && json.contains("schema") ? json["schema"].dump() : "nothing"),
+                         std::string("\"schema\": expected \"") + EnvSchema + "\", got " +
+                             (json.is_object() && json.contains("schema") ? json["schema"].dump() : "nothing"),
                          "accel.env report");
     if (!json.contains("version") || !json["version"].is_number_integer())
         return makeError(ErrorCode::InvalidInput, "\"version\": expected an integer", "accel.env report");
     const int version = json["version"].get<int>();
     if (version < 1 || version > EnvSchemaVersion)
         return makeError(ErrorCode::Unsupported,
-                         "\"version\": " + std::to_string(version) + " is not understood by this accel (knows 1.."
-                             + std::to_string(EnvSchemaVersion) + ")",
+                         "\"version\": " + std::to_string(version) + " is not understood by this accel (knows 1.." +
+                             std::to_string(EnvSchemaVersion) + ")",
                          "accel.env report");
     HardwareReport report;
     Reader r;

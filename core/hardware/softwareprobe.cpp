@@ -72,10 +72,10 @@ WorkerCapabilities probeWorker(const std::string &workerPath, int timeoutMs)
         return unavailable;
     }
     if (output->exitCode != 0) {
-        unavailable.error = workerPath + " --capabilities --json exited with "
-                            + (output->signal ? "signal " + std::to_string(output->signal)
-                                              : "code " + std::to_string(output->exitCode))
-                            + (output->err.empty() ? std::string() : ": " + firstLine(output->err));
+        unavailable.error =
+            workerPath + " --capabilities --json exited with " +
+            (output->signal ? "signal " + std::to_string(output->signal) : "code " + std::to_string(output->exitCode)) +
+            (output->err.empty() ? std::string() : ": " + firstLine(output->err));
         return unavailable;
     }
     auto parsed = parseWorkerCapabilities(output->out);
@@ -142,8 +142,8 @@ PythonInfo probePython(const std::string &python, int timeoutMs)
     // The JSON is the last line: site hooks may print before it.
     const auto lines = splitLines(trim(output->out));
     if (output->exitCode != 0 || lines.empty()) {
-        unavailable.error = python + " exited with code " + std::to_string(output->exitCode)
-                            + (output->err.empty() ? std::string() : ": " + firstLine(output->err));
+        unavailable.error = python + " exited with code " + std::to_string(output->exitCode) +
+                            (output->err.empty() ? std::string() : ": " + firstLine(output->err));
         return unavailable;
     }
     auto parsed = parsePythonProbe(lines.back());

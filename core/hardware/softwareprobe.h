@@ -11,7 +11,10 @@
 namespace accel::hardware {
 
 // Text shown for a Python module that cannot be found.
-inline const char *notInstalled() { return "not installed"; }
+inline const char *notInstalled()
+{
+    return "not installed";
+}
 
 // Runs `workerPath --capabilities --json` and parses its answer.
 WorkerCapabilities probeWorker(const std::string &workerPath, int timeoutMs = 10000);

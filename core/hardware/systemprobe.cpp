@@ -83,8 +83,8 @@ SystemInfo detectSystem(const std::string &root)
     if (::gethostname(host, sizeof host - 1) == 0)
         system.hostname = host;
     system.libcVersion = gnu_get_libc_version();
-    system.platform = system.kernelName + "-" + system.kernelRelease + "-" + system.machine + "-with-glibc"
-                      + system.libcVersion;
+    system.platform =
+        system.kernelName + "-" + system.kernelRelease + "-" + system.machine + "-with-glibc" + system.libcVersion;
     return system;
 }
 
@@ -113,8 +113,8 @@ std::vector<NumaNode> detectNumaNodes(const std::string &root)
         return nodes;
     while (const dirent *entry = ::readdir(folder)) {
         const std::string name = entry->d_name;
-        if (name.size() <= 4 || name.compare(0, 4, "node") != 0
-            || !std::all_of(name.begin() + 4, name.end(), [](unsigned char c) { return std::isdigit(c) != 0; }))
+        if (name.size() <= 4 || name.compare(0, 4, "node") != 0 ||
+            !std::all_of(name.begin() + 4, name.end(), [](unsigned char c) { return std::isdigit(c) != 0; }))
             continue;
         NumaNode node;
         node.id = std::atoi(name.c_str() + 4);
@@ -194,7 +194,8 @@ std::vector<NetworkInterface> detectNetwork(const std::string &root)
             char text[INET6_ADDRSTRLEN] = {};
             InterfaceAddress address;
             if (entry->ifa_addr->sa_family == AF_INET) {
-                ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in *>(entry->ifa_addr)->sin_addr, text, sizeof text);
+                ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in *>(entry->ifa_addr)->sin_addr, text,
+                            sizeof text);
                 address.family = "ipv4";
             } else if (entry->ifa_addr->sa_family == AF_INET6) {
                 ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6 *>(entry->ifa_addr)->sin6_addr, text,

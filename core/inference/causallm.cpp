@@ -13,7 +13,8 @@ std::pair<at::Tensor, at::Tensor> KVCache::append(size_t layer, const at::Tensor
     const int64_t added = k.size(2);
     const int64_t needed = m_length + added;
     if (!e.keys.defined() || e.keys.size(2) < needed) {
-        const int64_t capacity = std::max<int64_t>(needed, e.keys.defined() ? 2 * e.keys.size(2) : std::max<int64_t>(needed, 64));
+        const int64_t capacity =
+            std::max<int64_t>(needed, e.keys.defined() ? 2 * e.keys.size(2) : std::max<int64_t>(needed, 64));
         auto grow = [&](const at::Tensor &old, const at::Tensor &like) {
             auto fresh = at::empty({like.size(0), like.size(1), capacity, like.size(3)}, like.options());
             if (old.defined() && m_length > 0)

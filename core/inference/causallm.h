@@ -33,7 +33,8 @@ private:
 
 class CausalLM : public DeviceModule {
 public:
-    CausalLM(std::string typeName, ModelConfig config) : DeviceModule(std::move(typeName)), m_config(std::move(config)) {}
+    CausalLM(std::string typeName, ModelConfig config) : DeviceModule(std::move(typeName)), m_config(std::move(config))
+    {}
     const ModelConfig &config() const { return m_config; }
 
     // Logits [B, T, vocab] (float32) for input ids [B, T] (int64). With a cache, the ids continue

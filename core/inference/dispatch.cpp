@@ -33,8 +33,8 @@ int longestMatch(const DeviceMap &map, const std::string &name)
     return best;
 }
 
-void setDevices(Module &module, const std::string &name, const DeviceMap &map, const std::map<std::string, at::Device> &devices,
-                const at::Device &mainDevice)
+void setDevices(Module &module, const std::string &name, const DeviceMap &map,
+                const std::map<std::string, at::Device> &devices, const at::Device &mainDevice)
 {
     if (auto *dm = dynamic_cast<DeviceModule *>(&module)) {
         const int match = longestMatch(map, name);
@@ -63,14 +63,17 @@ Result<DeviceMap> parseDeviceMapJson(const std::string &text)
     try {
         auto j = nlohmann::json::parse(text);
         if (!j.is_object())
-            return makeError(ErrorCode::InvalidInput, "device map: expected a JSON object of module → device; got " + text);
+            return makeError(ErrorCode::InvalidInput,
+                             "device map: expected a JSON object of module → device; got " + text);
         for (auto it = j.begin(); it != j.end(); ++it) {
             if (it->is_number_integer())
                 map.emplace_back(it.key(), std::to_string(it->get<int64_t>()));
             else if (it->is_string())
                 map.emplace_back(it.key(), it->get<std::string>());
             else
-                return makeError(ErrorCode::InvalidInput, "device map: " + it.key() + ": expected \"cpu\", \"disk\" or a GPU index; got " + it->dump());
+                return makeError(ErrorCode::InvalidInput, "device map: " + it.key() +
+                                                              ": expected \"cpu\", \"disk\" or a GPU index; got " +
+                                                              it->dump());
         }
     } catch (const nlohmann::json::exception &e) {
         return makeError(ErrorCode::InvalidInput, std::string("device map: not valid JSON: ") + e.what());
@@ -78,7 +81,8 @@ Result<DeviceMap> parseDeviceMapJson(const std::string &text)
     return map;
 }
 
-Result<DispatchReport> dispatchCheckpoint(Module &model, const bigmodel::Checkpoint &checkpoint, const DispatchOptions &options)
+Result<DispatchReport> dispatchCheckpoint(Module &model, const bigmodel::Checkpoint &checkpoint,
+                                          const DispatchOptions &options)
 {
     DispatchReport report;
     std::optional<at::ScalarType> dtype;
@@ -99,7 +103,8 @@ Result<DispatchReport> dispatchCheckpoint(Module &model, const bigmodel::Checkpo
             continue;
         auto parsed = parseDevice(device);
         if (!parsed)
-            return makeError(parsed.error().code, "device map: " + (key.empty() ? std::string("\"\"") : key) + ": " + parsed.error().message);
+            return makeError(parsed.error().code, "device map: " + (key.empty() ? std::string("\"\"") : key) + ": " +
+                                                      parsed.error().message);
         devices.emplace(device, *parsed);
         if (!haveMain && device != "cpu") {
             mainDevice = *parsed;
@@ -116,8 +121,16 @@ Result<DispatchReport> dispatchCheckpoint(Module &model, const bigmodel::Checkpo
         byName.emplace(p.name, p);
     for (const auto &[key, device] : map) {
         if (!key.empty() && !model.findModule(key) && !byName.count(key))
-            return makeError(ErrorCode::InvalidInput, "device map: '" + key + "' names no module or parameter of the model (top-level modules: " +
-                                                          [&] { std::string s; for (auto &c : model.children()) s += (s.empty() ? "" : ", ") + c.first; return s; }() + ")");
+            return makeError(
+                ErrorCode::InvalidInput, "device map: '" + key +
+                                             "' names no module or parameter of the model (top-level modules: " +
+                                             [&] {
+                                                 std::string s;
+                                                 for (auto &c : model.children())
+                                                     s += (s.empty() ? "" : ", ") + c.first;
+                                                 return s;
+                                             }() +
+                                             ")");
     }
 
     std::optional<bigmodel::OffloadFolder> folder;
@@ -148,19 +161,29 @@ Result<DispatchReport> dispatchCheckpoint(Module &model, const bigmodel::Checkpo
             if (isIgnoredBuffer(info->name))
                 continue;
             if (options.strict)
-                return makeError(ErrorCode::InvalidInput, info->name + ": not a parameter of the model (strict loading)", checkpoint.shardOf(info->name)->path());
+                return makeError(ErrorCode::InvalidInput,
+                                 info->name + ": not a parameter of the model (strict loading)",
+                                 checkpoint.shardOf(info->name)->path());
             report.unexpectedKeys.push_back(info->name);
             continue;
         }
         Parameter *parameter = found->second.parameter;
         if (info->shape != parameter->shape) {
-            auto str = [](const std::vector<int64_t> &s) { std::string o = "["; for (size_t i = 0; i < s.size(); ++i) o += (i ? ", " : "") + std::to_string(s[i]); return o + "]"; };
-            return makeError(ErrorCode::InvalidInput, info->name + ": shape " + str(info->shape) + " does not match the model's " + str(parameter->shape) + " (is config.json the checkpoint's?)",
+            auto str = [](const std::vector<int64_t> &s) {
+                std::string o = "[";
+                for (size_t i = 0; i < s.size(); ++i)
+                    o += (i ? ", " : "") + std::to_string(s[i]);
+                return o + "]";
+            };
+            return makeError(ErrorCode::InvalidInput,
+                             info->name + ": shape " + str(info->shape) + " does not match the model's " +
+                                 str(parameter->shape) + " (is config.json the checkpoint's?)",
                              checkpoint.shardOf(info->name)->path());
         }
         const int match = longestMatch(map, name);
         if (match < 0)
-            return makeError(ErrorCode::InvalidInput, "device map: no entry covers " + name + " (add it or a parent module, or a \"\" entry)");
+            return makeError(ErrorCode::InvalidInput,
+                             "device map: no entry covers " + name + " (add it or a parent module, or a \"\" entry)");
         const std::string &device = map[match].second;
         const auto *shard = checkpoint.shardOf(info->name);
         auto view = viewBytes(info->data, info->byteSize(), info->dtype, info->shape, shard->mapping(), info->name);
@@ -172,7 +195,8 @@ Result<DispatchReport> dispatchCheckpoint(Module &model, const bigmodel::Checkpo
             try {
                 parameter->value = placeTensor(*view, devices.at(device), dtype);
             } catch (const c10::Error &e) {
-                return makeError(ErrorCode::Failed, name + ": cannot place on " + device + ": " + e.what_without_backtrace());
+                return makeError(ErrorCode::Failed,
+                                 name + ": cannot place on " + device + ": " + e.what_without_backtrace());
             }
             ++report.residentTensors;
             report.residentBytes += parameter->value.nbytes();
@@ -219,7 +243,9 @@ Result<DispatchReport> dispatchCheckpoint(Module &model, const bigmodel::Checkpo
             list += (i ? ", " : "") + missing[i];
         if (missing.size() > 5)
             list += " and " + std::to_string(missing.size() - 5) + " more";
-        return makeError(ErrorCode::InvalidInput, "the checkpoint lacks " + std::to_string(missing.size()) + " parameter(s) of the model: " + list,
+        return makeError(ErrorCode::InvalidInput,
+                         "the checkpoint lacks " + std::to_string(missing.size()) +
+                             " parameter(s) of the model: " + list,
                          checkpoint.folder());
     }
     std::map<std::string, at::Device> execution = devices;
@@ -229,7 +255,9 @@ Result<DispatchReport> dispatchCheckpoint(Module &model, const bigmodel::Checkpo
     setDevices(model, "", map, execution, mainDevice);
     report.hookedModules = hooks.size();
     if (!report.unexpectedKeys.empty())
-        report.warnings.push_back(std::to_string(report.unexpectedKeys.size()) + " checkpoint tensor(s) are not used by the model, e.g. " + report.unexpectedKeys.front());
+        report.warnings.push_back(std::to_string(report.unexpectedKeys.size()) +
+                                  " checkpoint tensor(s) are not used by the model, e.g. " +
+                                  report.unexpectedKeys.front());
     return report;
 }
 

@@ -14,30 +14,32 @@
 #include <utility>
 #include <vector>
 
-namespace accel::bigmodel { class Checkpoint; }
+namespace accel::bigmodel {
+class Checkpoint;
+}
 
 namespace accel::inference {
 
 class Module;
 
-using DeviceMap = std::vector<std::pair<std::string, std::string>>;  // module/tensor prefix → "cpu" | "disk" | "0"...
+using DeviceMap = std::vector<std::pair<std::string, std::string>>; // module/tensor prefix → "cpu" | "disk" | "0"...
 
 struct DispatchOptions {
-    DeviceMap deviceMap;       // empty: everything on the CPU
-    std::string computeDType;  // "float32", "bfloat16", "float16"; empty: keep the checkpoint's
+    DeviceMap deviceMap;      // empty: everything on the CPU
+    std::string computeDType; // "float32", "bfloat16", "float16"; empty: keep the checkpoint's
     // Where "disk" weights live: empty reads them lazily from the checkpoint's own safetensors;
     // else Accelerate's offload folder (index.json + <name>.dat), written when its index.json is
     // missing and read through a mapping otherwise.
     std::string offloadFolder;
-    bool strict = false;  // unexpected checkpoint tensors are errors
+    bool strict = false; // unexpected checkpoint tensors are errors
 };
 
 struct DispatchReport {
     std::string mainDevice = "cpu";
     size_t residentTensors = 0;
     size_t offloadedTensors = 0;
-    size_t zeroCopyTensors = 0;   // resident tensors that view the mapping in place
-    uint64_t residentBytes = 0;   // bytes held on devices (views count: the page cache holds them)
+    size_t zeroCopyTensors = 0; // resident tensors that view the mapping in place
+    uint64_t residentBytes = 0; // bytes held on devices (views count: the page cache holds them)
     size_t hookedModules = 0;
     size_t offloadFolderWrites = 0;
     std::vector<std::string> unexpectedKeys;

@@ -75,17 +75,21 @@ Result<GenerationResult> generate(InferenceModel &model, const std::vector<std::
     const ModelConfig &config = model.config();
     for (const auto &p : prompts) {
         if (static_cast<int64_t>(p.size()) != promptLength)
-            return makeError(ErrorCode::InvalidInput, "prompts: every sequence of a batch must have the same number of tokens (" +
-                                                          std::to_string(promptLength) + " vs " + std::to_string(p.size()) + ")");
+            return makeError(ErrorCode::InvalidInput,
+                             "prompts: every sequence of a batch must have the same number of tokens (" +
+                                 std::to_string(promptLength) + " vs " + std::to_string(p.size()) + ")");
         for (int64_t t : p)
             if (t < 0 || t >= config.vocabSize)
-                return makeError(ErrorCode::InvalidInput, "token id " + std::to_string(t) + " is outside the vocabulary (0.." +
+                return makeError(ErrorCode::InvalidInput, "token id " + std::to_string(t) +
+                                                              " is outside the vocabulary (0.." +
                                                               std::to_string(config.vocabSize - 1) + ")");
     }
     if (options.maxNewTokens < 0)
-        return makeError(ErrorCode::InvalidInput, "max new tokens: expected >= 0; got " + std::to_string(options.maxNewTokens));
+        return makeError(ErrorCode::InvalidInput,
+                         "max new tokens: expected >= 0; got " + std::to_string(options.maxNewTokens));
     if (config.family == ModelFamily::Gpt2 && promptLength + options.maxNewTokens > config.maxPositions)
-        return makeError(ErrorCode::InvalidInput, "prompt (" + std::to_string(promptLength) + " tokens) + max new tokens (" +
+        return makeError(ErrorCode::InvalidInput, "prompt (" + std::to_string(promptLength) +
+                                                      " tokens) + max new tokens (" +
                                                       std::to_string(options.maxNewTokens) + ") exceed n_positions " +
                                                       std::to_string(config.maxPositions));
     if (!options.stopStrings.empty() && !decoder)
@@ -107,7 +111,8 @@ Result<GenerationResult> generate(InferenceModel &model, const std::vector<std::
         std::vector<int64_t> flat;
         for (const auto &p : prompts)
             flat.insert(flat.end(), p.begin(), p.end());
-        auto ids = at::tensor(flat, at::TensorOptions().dtype(at::kLong)).view({static_cast<int64_t>(batch), promptLength});
+        auto ids =
+            at::tensor(flat, at::TensorOptions().dtype(at::kLong)).view({static_cast<int64_t>(batch), promptLength});
         at::Tensor seen = ids;
         KVCache cache;
         const auto start = Clock::now();

@@ -18,29 +18,29 @@ class InferenceModel;
 
 struct SamplingOptions {
     int maxNewTokens = 32;
-    bool greedy = false;         // also implied by temperature 0
+    bool greedy = false; // also implied by temperature 0
     double temperature = 1.0;
-    int topK = 0;                // 0: off
-    double topP = 1.0;           // 1: off
-    double repetitionPenalty = 1.0;  // Transformers' rule: positive logits / p, negative × p
+    int topK = 0;                   // 0: off
+    double topP = 1.0;              // 1: off
+    double repetitionPenalty = 1.0; // Transformers' rule: positive logits / p, negative × p
     uint64_t seed = 0;
-    std::vector<int64_t> stopTokenIds;  // empty: the config's eos_token_id(s)
-    std::vector<std::string> stopStrings;  // need a decoder
+    std::vector<int64_t> stopTokenIds;    // empty: the config's eos_token_id(s)
+    std::vector<std::string> stopStrings; // need a decoder
 };
 
 struct GenerationStats {
-    int64_t promptTokens = 0;  // per sequence
-    int64_t newTokens = 0;     // decode steps run (the longest sequence)
+    int64_t promptTokens = 0; // per sequence
+    int64_t newTokens = 0;    // decode steps run (the longest sequence)
     double timeToFirstTokenMs = 0;
-    double prefillTokensPerSecond = 0;  // batch × prompt tokens / prefill time
-    double decodeTokensPerSecond = 0;   // batch × tokens / decode time, after the first token
+    double prefillTokensPerSecond = 0; // batch × prompt tokens / prefill time
+    double decodeTokensPerSecond = 0;  // batch × tokens / decode time, after the first token
     double totalMs = 0;
 };
 
 struct GeneratedSequence {
-    std::vector<int64_t> tokens;  // new tokens (a matched stop token is included)
-    std::string text;             // decoded new text, cut before a stop string (empty without decoder)
-    std::string stopReason;       // "length", "stop_token", "stop_string", "cancelled"
+    std::vector<int64_t> tokens; // new tokens (a matched stop token is included)
+    std::string text;            // decoded new text, cut before a stop string (empty without decoder)
+    std::string stopReason;      // "length", "stop_token", "stop_string", "cancelled"
 };
 
 struct GenerationResult {

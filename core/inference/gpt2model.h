@@ -45,7 +45,7 @@ private:
     Embedding *m_wpe;
     std::vector<Gpt2Block *> m_blocks;
     LayerNorm *m_lnf;
-    Linear *m_lmHead = nullptr;  // null when tied to wte
+    Linear *m_lmHead = nullptr; // null when tied to wte
 };
 
 } // namespace accel::inference

@@ -18,9 +18,9 @@ struct LoadOptions {
     // "auto" plans with core/bigmodel's infer_auto_device_map over this machine; "" or "cpu"
     // puts everything on the CPU; otherwise JSON (parseDeviceMapJson).
     std::string deviceMap;
-    std::string maxMemory;     // for "auto": "cpu=8GiB,disk=100GiB" style budgets (else this machine's)
-    DispatchOptions dispatch;  // deviceMap here is used when the string above is empty
-    int threads = 0;           // intra-op threads; 0 keeps libtorch's default
+    std::string maxMemory;    // for "auto": "cpu=8GiB,disk=100GiB" style budgets (else this machine's)
+    DispatchOptions dispatch; // deviceMap here is used when the string above is empty
+    int threads = 0;          // intra-op threads; 0 keeps libtorch's default
 };
 
 class InferenceModel {
@@ -37,7 +37,7 @@ public:
 private:
     InferenceModel() = default;
     struct Storage;
-    std::unique_ptr<Storage> m_storage;  // the checkpoint's mappings
+    std::unique_ptr<Storage> m_storage; // the checkpoint's mappings
     std::unique_ptr<CausalLM> m_lm;
     DispatchReport m_report;
     DeviceMap m_deviceMap;

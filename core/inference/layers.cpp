@@ -116,7 +116,7 @@ at::Tensor causalAttention(const at::Tensor &q, const at::Tensor &k, const at::T
         auto options = at::TensorOptions().device(q.device()).dtype(at::kLong);
         auto queryPos = at::arange(keys - queries, keys, options).unsqueeze(1);
         auto keyPos = at::arange(0, keys, options).unsqueeze(0);
-        auto masked = keyPos > queryPos;  // [T, S]
+        auto masked = keyPos > queryPos; // [T, S]
         scores = scores.view({batch, kvHeads, groups, queries, keys})
                      .masked_fill(masked, -std::numeric_limits<float>::infinity())
                      .view({batch, kvHeads, groups * queries, keys});

@@ -28,7 +28,7 @@ private:
 class Container : public DeviceModule {
 public:
     explicit Container(std::string typeName) : DeviceModule(std::move(typeName)) {}
-    template<typename M>
+    template <typename M>
     M *add(const std::string &localName, std::unique_ptr<M> child)
     {
         return addChild(localName, std::move(child));

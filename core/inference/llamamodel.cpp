@@ -10,7 +10,8 @@ at::Tensor applyRotary(const at::Tensor &x, const at::Tensor &cos, const at::Ten
 }
 
 LlamaAttention::LlamaAttention(const ModelConfig &config)
-    : DeviceModule("LlamaAttention"), m_heads(config.numHeads), m_kvHeads(config.numKeyValueHeads), m_headDim(config.headDim)
+    : DeviceModule("LlamaAttention"), m_heads(config.numHeads), m_kvHeads(config.numKeyValueHeads),
+      m_headDim(config.headDim)
 {
     const bool bias = config.attentionBias;
     m_q = addChild("q_proj", std::make_unique<Linear>(config.hiddenSize, m_heads * m_headDim, bias));
@@ -45,9 +46,11 @@ LlamaBlock::LlamaBlock(const ModelConfig &config) : DeviceModule("LlamaDecoderLa
     m_attn = addChild("self_attn", std::make_unique<LlamaAttention>(config));
     m_postNorm = addChild("post_attention_layernorm", std::make_unique<RMSNorm>(config.hiddenSize, config.normEps));
     auto mlp = std::make_unique<Container>("LlamaMLP");
-    m_gate = mlp->add("gate_proj", std::make_unique<Linear>(config.hiddenSize, config.intermediateSize, config.mlpBias));
+    m_gate =
+        mlp->add("gate_proj", std::make_unique<Linear>(config.hiddenSize, config.intermediateSize, config.mlpBias));
     m_up = mlp->add("up_proj", std::make_unique<Linear>(config.hiddenSize, config.intermediateSize, config.mlpBias));
-    m_down = mlp->add("down_proj", std::make_unique<Linear>(config.intermediateSize, config.hiddenSize, config.mlpBias));
+    m_down =
+        mlp->add("down_proj", std::make_unique<Linear>(config.intermediateSize, config.hiddenSize, config.mlpBias));
     m_mlp = addChild("mlp", std::move(mlp));
 }
 
@@ -75,7 +78,8 @@ LlamaModel::LlamaModel(const ModelConfig &config) : CausalLM("LlamaForCausalLM",
     if (!config.tieWordEmbeddings)
         m_lmHead = addChild("lm_head", std::make_unique<Linear>(config.hiddenSize, config.vocabSize, false));
     const int64_t dim = config.headDim;
-    m_invFreq = 1.0 / at::pow(config.ropeTheta, at::arange(0, dim, 2, at::TensorOptions().dtype(at::kLong)).to(at::kFloat) / dim);
+    m_invFreq = 1.0 / at::pow(config.ropeTheta,
+                              at::arange(0, dim, 2, at::TensorOptions().dtype(at::kLong)).to(at::kFloat) / dim);
 }
 
 at::Tensor LlamaModel::forward(const at::Tensor &inputIds, KVCache *cache, bool lastOnly)

@@ -44,8 +44,8 @@ private:
     Embedding *m_embed;
     std::vector<LlamaBlock *> m_blocks;
     RMSNorm *m_norm;
-    Linear *m_lmHead = nullptr;  // null when tied
-    at::Tensor m_invFreq;        // [head_dim / 2], float32
+    Linear *m_lmHead = nullptr; // null when tied
+    at::Tensor m_invFreq;       // [head_dim / 2], float32
 };
 
 // rotate_half RoPE as Transformers applies it: x * cos + rotate_half(x) * sin, with cos/sin

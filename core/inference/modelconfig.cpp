@@ -10,7 +10,8 @@ namespace {
 
 using nlohmann::json;
 
-Result<int64_t> intKey(const json &j, const std::string &key, const std::string &path, std::optional<int64_t> fallback = {})
+Result<int64_t> intKey(const json &j, const std::string &key, const std::string &path,
+                       std::optional<int64_t> fallback = {})
 {
     auto it = j.find(key);
     if (it == j.end() || it->is_null()) {
@@ -41,10 +42,10 @@ std::string stringKey(const json &j, const std::string &key, const std::string &
     return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
 }
 
-#define ACCEL_TRY_INT(var, ...)                    \
-    auto var##Result = intKey(__VA_ARGS__);        \
-    if (!var##Result)                              \
-        return tl::unexpected(var##Result.error()); \
+#define ACCEL_TRY_INT(var, ...)                                                                                        \
+    auto var##Result = intKey(__VA_ARGS__);                                                                            \
+    if (!var##Result)                                                                                                  \
+        return tl::unexpected(var##Result.error());                                                                    \
     const int64_t var = *var##Result
 
 Result<ModelConfig> parseGpt2(const json &j, ModelConfig c, const std::string &path)
@@ -57,7 +58,8 @@ Result<ModelConfig> parseGpt2(const json &j, ModelConfig c, const std::string &p
     ACCEL_TRY_INT(inner, j, "n_inner", path, 4 * embd);
     if (embd % heads != 0)
         return makeError(ErrorCode::InvalidInput,
-                         "n_embd " + std::to_string(embd) + " is not a multiple of n_head " + std::to_string(heads), path);
+                         "n_embd " + std::to_string(embd) + " is not a multiple of n_head " + std::to_string(heads),
+                         path);
     c.family = ModelFamily::Gpt2;
     c.vocabSize = vocab;
     c.maxPositions = positions;
@@ -87,12 +89,16 @@ Result<ModelConfig> parseLlama(const json &j, ModelConfig c, const std::string &
     ACCEL_TRY_INT(kvHeads, j, "num_key_value_heads", path, heads);
     ACCEL_TRY_INT(positions, j, "max_position_embeddings", path, 4096);
     if (hidden % heads != 0 && !j.contains("head_dim"))
-        return makeError(ErrorCode::InvalidInput, "hidden_size " + std::to_string(hidden) +
-                                                      " is not a multiple of num_attention_heads " + std::to_string(heads), path);
+        return makeError(ErrorCode::InvalidInput,
+                         "hidden_size " + std::to_string(hidden) + " is not a multiple of num_attention_heads " +
+                             std::to_string(heads),
+                         path);
     ACCEL_TRY_INT(headDim, j, "head_dim", path, hidden / heads);
     if (heads % kvHeads != 0)
-        return makeError(ErrorCode::InvalidInput, "num_attention_heads " + std::to_string(heads) +
-                                                      " is not a multiple of num_key_value_heads " + std::to_string(kvHeads), path);
+        return makeError(ErrorCode::InvalidInput,
+                         "num_attention_heads " + std::to_string(heads) + " is not a multiple of num_key_value_heads " +
+                             std::to_string(kvHeads),
+                         path);
     c.family = ModelFamily::Llama;
     c.vocabSize = vocab;
     c.hiddenSize = hidden;
@@ -110,7 +116,8 @@ Result<ModelConfig> parseLlama(const json &j, ModelConfig c, const std::string &
     c.mlpBias = boolKey(j, "mlp_bias", false);
     if (auto it = j.find("rope_scaling"); it != j.end() && !it->is_null())
         c.warnings.push_back("rope_scaling " + it->dump() + " is not implemented; plain RoPE is used");
-    if (auto it = j.find("sliding_window"); it != j.end() && it->is_number_integer() && boolKey(j, "use_sliding_window", c.modelType == "mistral"))
+    if (auto it = j.find("sliding_window");
+        it != j.end() && it->is_number_integer() && boolKey(j, "use_sliding_window", c.modelType == "mistral"))
         c.warnings.push_back("sliding_window is not implemented; attention spans the whole context");
     return c;
 }
@@ -153,7 +160,9 @@ Result<ModelConfig> parseModelConfig(const std::string &jsonText, const std::str
             parsed = parseLlama(j, c, path);
         else
             return makeError(ErrorCode::Unsupported,
-                             "model_type: '" + c.modelType + "' has no C++ implementation (supported: gpt2, llama, mistral, qwen2)", path);
+                             "model_type: '" + c.modelType +
+                                 "' has no C++ implementation (supported: gpt2, llama, mistral, qwen2)",
+                             path);
     } catch (const json::exception &e) {
         return makeError(ErrorCode::InvalidInput, e.what(), path);
     }
@@ -162,8 +171,11 @@ Result<ModelConfig> parseModelConfig(const std::string &jsonText, const std::str
     const std::string &act = parsed->activation;
     if (act != "gelu_new" && act != "gelu_pytorch_tanh" && act != "gelu_fast" && act != "gelu" && act != "relu" &&
         act != "silu" && act != "swish")
-        return makeError(ErrorCode::Unsupported,
-                         "activation '" + act + "' is not implemented (supported: gelu_new, gelu_pytorch_tanh, gelu_fast, gelu, relu, silu)", path);
+        return makeError(
+            ErrorCode::Unsupported,
+            "activation '" + act +
+                "' is not implemented (supported: gelu_new, gelu_pytorch_tanh, gelu_fast, gelu, relu, silu)",
+            path);
     return parsed;
 }
 

@@ -14,26 +14,26 @@ namespace accel::inference {
 enum class ModelFamily { Gpt2, Llama };
 
 struct ModelConfig {
-    std::string modelType;  // as written in config.json
+    std::string modelType; // as written in config.json
     ModelFamily family = ModelFamily::Gpt2;
     int64_t vocabSize = 0;
     int64_t hiddenSize = 0;
     int64_t numLayers = 0;
     int64_t numHeads = 0;
-    int64_t numKeyValueHeads = 0;  // grouped-query attention; equals numHeads for gpt2
+    int64_t numKeyValueHeads = 0; // grouped-query attention; equals numHeads for gpt2
     int64_t headDim = 0;
     int64_t intermediateSize = 0;
     int64_t maxPositions = 0;
     double normEps = 1e-5;
     double ropeTheta = 10000.0;
-    std::string activation;  // gelu_new, gelu, relu, silu...
+    std::string activation; // gelu_new, gelu, relu, silu...
     bool tieWordEmbeddings = false;
-    bool attentionBias = false;  // q/k/v biases (always on for qwen2)
+    bool attentionBias = false; // q/k/v biases (always on for qwen2)
     bool mlpBias = false;
-    std::string torchDtype;      // "bfloat16"... ("" when not given)
+    std::string torchDtype; // "bfloat16"... ("" when not given)
     std::optional<int64_t> bosTokenId;
     std::vector<int64_t> eosTokenIds;
-    std::vector<std::string> warnings;  // settings read but not implemented (rope_scaling...)
+    std::vector<std::string> warnings; // settings read but not implemented (rope_scaling...)
 };
 
 std::vector<std::string> supportedModelTypes();

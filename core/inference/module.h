@@ -26,12 +26,12 @@ public:
 
 struct Parameter {
     std::string localName;
-    std::vector<int64_t> shape;  // expected shape, checked when loading
-    at::Tensor value;            // undefined while offloaded
+    std::vector<int64_t> shape; // expected shape, checked when loading
+    at::Tensor value;           // undefined while offloaded
 };
 
 struct NamedParameter {
-    std::string name;  // full name
+    std::string name; // full name
     Parameter *parameter = nullptr;
     Module *owner = nullptr;
 };
@@ -53,7 +53,7 @@ public:
     Module *findModule(const std::string &name);
 
     void addHook(std::shared_ptr<ForwardHook> hook) { m_hooks.push_back(std::move(hook)); }
-    void clearHooks();  // recursive
+    void clearHooks(); // recursive
     const std::vector<std::shared_ptr<ForwardHook>> &hooks() const { return m_hooks; }
 
     // Runs the hooks' preForward now and their postForward (in reverse) when destroyed.
@@ -70,7 +70,7 @@ public:
 
 protected:
     Parameter *addParameter(const std::string &localName, std::vector<int64_t> shape);
-    template<typename M>
+    template <typename M>
     M *addChild(const std::string &localName, std::unique_ptr<M> child)
     {
         M *raw = child.get();

@@ -14,7 +14,7 @@ class OffloadHook : public ForwardHook {
 public:
     struct Slot {
         Parameter *parameter = nullptr;
-        at::Tensor source;  // CPU view over a mapping (or a CPU copy), checkpoint dtype
+        at::Tensor source; // CPU view over a mapping (or a CPU copy), checkpoint dtype
     };
     OffloadHook(at::Device device, std::optional<at::ScalarType> dtype) : m_device(device), m_dtype(dtype) {}
     void addSlot(Slot slot) { m_slots.push_back(std::move(slot)); }
@@ -28,7 +28,7 @@ private:
     at::Device m_device;
     std::optional<at::ScalarType> m_dtype;
     std::vector<Slot> m_slots;
-    int m_depth = 0;  // nested scopes of the same module (a tied head inside a forward)
+    int m_depth = 0; // nested scopes of the same module (a tied head inside a forward)
     int64_t m_materialisations = 0;
 };
 

@@ -89,7 +89,7 @@ int Session::run()
 {
     emit({{"event", "ready"}, {"schema", "accel.worker-protocol"}, {"version", 1}});
     std::thread reader(&Session::readLoop, this);
-    reader.detach();  // blocked in getline until the pipe closes; nothing of it outlives the data it uses
+    reader.detach(); // blocked in getline until the pipe closes; nothing of it outlives the data it uses
     while (true) {
         json message;
         {
@@ -121,7 +121,9 @@ void Session::handle(const json &message)
         m_codec = TextCodec();
         emit({{"event", "unloaded"}, {"id", id}});
     } else {
-        error(id, Error{ErrorCode::InvalidInput, "op: expected load, generate, cancel, unload or shutdown; got '" + op + "'", {}});
+        error(id, Error{ErrorCode::InvalidInput,
+                        "op: expected load, generate, cancel, unload or shutdown; got '" + op + "'",
+                        {}});
     }
 }
 
@@ -146,10 +148,17 @@ void Session::load(const json &message, const json &id)
     for (const auto &[key, device] : m_model->deviceMap())
         map[key] = device;
     const auto &report = m_model->report();
-    emit({{"event", "loaded"}, {"id", id}, {"model", dir}, {"model_type", m_model->config().modelType},
-          {"vocab_size", m_model->config().vocabSize}, {"layers", m_model->config().numLayers},
-          {"tokenizer", m_codec.hasTokenizer()}, {"device_map", map}, {"resident_tensors", report.residentTensors},
-          {"offloaded_tensors", report.offloadedTensors}, {"zero_copy_tensors", report.zeroCopyTensors}});
+    emit({{"event", "loaded"},
+          {"id", id},
+          {"model", dir},
+          {"model_type", m_model->config().modelType},
+          {"vocab_size", m_model->config().vocabSize},
+          {"layers", m_model->config().numLayers},
+          {"tokenizer", m_codec.hasTokenizer()},
+          {"device_map", map},
+          {"resident_tensors", report.residentTensors},
+          {"offloaded_tensors", report.offloadedTensors},
+          {"zero_copy_tensors", report.zeroCopyTensors}});
 }
 
 void Session::generateRequest(const json &message, const json &id)
@@ -165,7 +174,9 @@ void Session::generateRequest(const json &message, const json &id)
             ids = message["input_ids"].get<std::vector<int64_t>>();
         else if (message.contains("prompt")) {
             if (!m_codec.hasTokenizer())
-                return error(id, Error{ErrorCode::InvalidInput, "generate: \"prompt\" needs the model's tokenizer.json; send \"input_ids\"", {}});
+                return error(id, Error{ErrorCode::InvalidInput,
+                                       "generate: \"prompt\" needs the model's tokenizer.json; send \"input_ids\"",
+                                       {}});
             ids = m_codec.encode(message["prompt"].get<std::string>());
         }
     } catch (const json::exception &e) {
@@ -173,17 +184,21 @@ void Session::generateRequest(const json &message, const json &id)
     }
     m_cancel = false;
     int64_t index = 0;
-    auto result = generate(*m_model, {ids}, *sampling,
-                           [&](size_t, int64_t token, const std::string &piece) {
-                               emit({{"event", "token"}, {"id", id}, {"index", index++}, {"token", token},
-                                     {"text", piece}});
-                               return !m_cancel.load();
-                           },
-                           m_codec.decoder());
+    auto result = generate(
+        *m_model, {ids}, *sampling,
+        [&](size_t, int64_t token, const std::string &piece) {
+            emit({{"event", "token"}, {"id", id}, {"index", index++}, {"token", token}, {"text", piece}});
+            return !m_cancel.load();
+        },
+        m_codec.decoder());
     if (!result)
         return error(id, result.error());
     const auto &seq = result->sequences[0];
-    emit({{"event", "done"}, {"id", id}, {"tokens", seq.tokens}, {"text", seq.text}, {"stop_reason", seq.stopReason},
+    emit({{"event", "done"},
+          {"id", id},
+          {"tokens", seq.tokens},
+          {"text", seq.text},
+          {"stop_reason", seq.stopReason},
           {"stats", statsToJson(result->stats)}});
 }
 

@@ -18,7 +18,7 @@ public:
     static Result<TextCodec> forModel(const std::string &modelDir);
     bool hasTokenizer() const { return static_cast<bool>(m_impl); }
     std::vector<int64_t> encode(const std::string &text) const;
-    Decoder decoder() const;  // empty without a tokenizer
+    Decoder decoder() const; // empty without a tokenizer
 
 private:
     struct Impl;

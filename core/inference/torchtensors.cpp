@@ -10,39 +10,64 @@ using bigmodel::DType;
 Result<at::ScalarType> scalarTypeFor(DType dtype)
 {
     switch (dtype) {
-    case DType::Bool: return at::kBool;
-    case DType::U8: return at::kByte;
-    case DType::I8: return at::kChar;
-    case DType::I16: return at::kShort;
-    case DType::I32: return at::kInt;
-    case DType::I64: return at::kLong;
-    case DType::F16: return at::kHalf;
-    case DType::BF16: return at::kBFloat16;
-    case DType::F32: return at::kFloat;
-    case DType::F64: return at::kDouble;
-    case DType::C64: return at::kComplexFloat;
-    default: break;
+    case DType::Bool:
+        return at::kBool;
+    case DType::U8:
+        return at::kByte;
+    case DType::I8:
+        return at::kChar;
+    case DType::I16:
+        return at::kShort;
+    case DType::I32:
+        return at::kInt;
+    case DType::I64:
+        return at::kLong;
+    case DType::F16:
+        return at::kHalf;
+    case DType::BF16:
+        return at::kBFloat16;
+    case DType::F32:
+        return at::kFloat;
+    case DType::F64:
+        return at::kDouble;
+    case DType::C64:
+        return at::kComplexFloat;
+    default:
+        break;
     }
-    return makeError(ErrorCode::Unsupported,
-                     std::string("dtype ") + bigmodel::dtypeCode(dtype) +
-                         " has no libtorch 1.13 equivalent (supported: BOOL, U8, I8, I16, I32, I64, F16, BF16, F32, F64, C64)");
+    return makeError(
+        ErrorCode::Unsupported,
+        std::string("dtype ") + bigmodel::dtypeCode(dtype) +
+            " has no libtorch 1.13 equivalent (supported: BOOL, U8, I8, I16, I32, I64, F16, BF16, F32, F64, C64)");
 }
 
 Result<DType> dtypeFor(at::ScalarType type)
 {
     switch (type) {
-    case at::kBool: return DType::Bool;
-    case at::kByte: return DType::U8;
-    case at::kChar: return DType::I8;
-    case at::kShort: return DType::I16;
-    case at::kInt: return DType::I32;
-    case at::kLong: return DType::I64;
-    case at::kHalf: return DType::F16;
-    case at::kBFloat16: return DType::BF16;
-    case at::kFloat: return DType::F32;
-    case at::kDouble: return DType::F64;
-    case at::kComplexFloat: return DType::C64;
-    default: break;
+    case at::kBool:
+        return DType::Bool;
+    case at::kByte:
+        return DType::U8;
+    case at::kChar:
+        return DType::I8;
+    case at::kShort:
+        return DType::I16;
+    case at::kInt:
+        return DType::I32;
+    case at::kLong:
+        return DType::I64;
+    case at::kHalf:
+        return DType::F16;
+    case at::kBFloat16:
+        return DType::BF16;
+    case at::kFloat:
+        return DType::F32;
+    case at::kDouble:
+        return DType::F64;
+    case at::kComplexFloat:
+        return DType::C64;
+    default:
+        break;
     }
     return makeError(ErrorCode::Unsupported, std::string("torch dtype ") + c10::toString(type) + " cannot be stored");
 }
@@ -75,14 +100,15 @@ Result<at::Tensor> viewBytes(const std::byte *data, uint64_t size, DType dtype, 
     const auto options = at::TensorOptions().dtype(*type).device(at::kCPU);
     if (elements == 0)
         return at::empty(shape, options);
-    auto *bytes = const_cast<std::byte *>(data);  // the mapping is read-only; inference never writes weights
+    auto *bytes = const_cast<std::byte *>(data); // the mapping is read-only; inference never writes weights
     if (reinterpret_cast<uintptr_t>(bytes) % itemSize != 0) {
         auto copy = at::empty(shape, options);
         std::memcpy(copy.data_ptr(), bytes, size);
         return copy;
     }
     try {
-        return at::from_blob(bytes, shape, [keep = std::move(keepAlive)](void *) mutable { keep.reset(); }, options);
+        return at::from_blob(
+            bytes, shape, [keep = std::move(keepAlive)](void *) mutable { keep.reset(); }, options);
     } catch (const c10::Error &e) {
         return makeError(ErrorCode::Internal, what + ": " + e.what_without_backtrace());
     }
@@ -107,10 +133,13 @@ Result<at::Device> parseDevice(const std::string &name)
 #if ACCEL_WITH_CUDA
         return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(std::stoi(index)));
 #else
-        return makeError(ErrorCode::Unsupported, "device '" + name + "': this build of accel-worker has no CUDA (libtorch CPU); use \"cpu\" or \"disk\"");
+        return makeError(ErrorCode::Unsupported,
+                         "device '" + name +
+                             "': this build of accel-worker has no CUDA (libtorch CPU); use \"cpu\" or \"disk\"");
 #endif
     }
-    return makeError(ErrorCode::InvalidInput, "device '" + name + "': expected \"cpu\", \"disk\" or a GPU index such as \"0\"");
+    return makeError(ErrorCode::InvalidInput,
+                     "device '" + name + "': expected \"cpu\", \"disk\" or a GPU index such as \"0\"");
 }
 
 } // namespace accel::inference

@@ -32,32 +32,42 @@ int runGenerate(const WorkerRequest &r)
     std::vector<int64_t> ids = r.inputIds;
     if (r.prompt) {
         if (!codec->hasTokenizer())
-            return fail("generate", Error{ErrorCode::InvalidInput, "--prompt needs tokenizer.json in " + r.modelDir + " (or pass --input-ids)", {}});
+            return fail("generate", Error{ErrorCode::InvalidInput,
+                                          "--prompt needs tokenizer.json in " + r.modelDir + " (or pass --input-ids)",
+                                          {}});
         ids = codec->encode(*r.prompt);
     }
     if (ids.empty())
         return fail("generate", Error{ErrorCode::InvalidInput, "give --prompt TEXT or --input-ids 1,2,3", {}});
-    auto result = generate(**model, {ids}, r.sampling,
-                           [&](size_t, int64_t token, const std::string &piece) {
-                               if (!r.json) {
-                                   std::cout << (codec->hasTokenizer() ? piece : std::to_string(token) + " ");
-                                   std::cout.flush();
-                               }
-                               return true;
-                           },
-                           codec->decoder());
+    auto result = generate(
+        **model, {ids}, r.sampling,
+        [&](size_t, int64_t token, const std::string &piece) {
+            if (!r.json) {
+                std::cout << (codec->hasTokenizer() ? piece : std::to_string(token) + " ");
+                std::cout.flush();
+            }
+            return true;
+        },
+        codec->decoder());
     if (!result)
         return fail("generate", result.error());
     const auto &seq = result->sequences[0];
     if (r.json) {
-        nlohmann::ordered_json out = {{"schema", "accel.generate"}, {"version", 1}, {"model", r.modelDir},
-                              {"model_type", (*model)->config().modelType}, {"prompt_ids", ids}, {"tokens", seq.tokens},
-                              {"text", seq.text}, {"stop_reason", seq.stopReason}, {"stats", statsToJson(result->stats)}};
+        nlohmann::ordered_json out = {{"schema", "accel.generate"},
+                                      {"version", 1},
+                                      {"model", r.modelDir},
+                                      {"model_type", (*model)->config().modelType},
+                                      {"prompt_ids", ids},
+                                      {"tokens", seq.tokens},
+                                      {"text", seq.text},
+                                      {"stop_reason", seq.stopReason},
+                                      {"stats", statsToJson(result->stats)}};
         std::cout << out.dump(2) << "\n";
     } else {
         std::cout << "\n";
         std::cerr << "[" << result->stats.newTokens << " tokens, stop: " << seq.stopReason << ", first token "
-                  << result->stats.timeToFirstTokenMs << " ms, decode " << result->stats.decodeTokensPerSecond << " tokens/s]\n";
+                  << result->stats.timeToFirstTokenMs << " ms, decode " << result->stats.decodeTokensPerSecond
+                  << " tokens/s]\n";
     }
     return 0;
 }
@@ -67,14 +77,18 @@ int runInfer(const WorkerRequest &r)
     if (r.inputIds.empty())
         return fail("infer", Error{ErrorCode::InvalidInput, "--input-ids: missing (comma-separated token ids)", {}});
     if (r.logitsOut.empty())
-        return fail("infer", Error{ErrorCode::InvalidInput, "--logits-out: missing (a .safetensors file to write)", {}});
+        return fail("infer",
+                    Error{ErrorCode::InvalidInput, "--logits-out: missing (a .safetensors file to write)", {}});
     auto model = InferenceModel::load(r.modelDir, r.load);
     if (!model)
         return fail("infer", model.error());
     const int64_t vocab = (*model)->config().vocabSize;
     for (int64_t id : r.inputIds)
         if (id < 0 || id >= vocab)
-            return fail("infer", Error{ErrorCode::InvalidInput, "--input-ids: token id " + std::to_string(id) + " is outside the vocabulary (0.." + std::to_string(vocab - 1) + ")", {}});
+            return fail("infer", Error{ErrorCode::InvalidInput,
+                                       "--input-ids: token id " + std::to_string(id) +
+                                           " is outside the vocabulary (0.." + std::to_string(vocab - 1) + ")",
+                                       {}});
     at::Tensor logits;
     try {
         c10::InferenceMode guard;
@@ -83,15 +97,16 @@ int runInfer(const WorkerRequest &r)
     } catch (const c10::Error &e) {
         return fail("infer", Error{ErrorCode::Failed, e.what_without_backtrace(), {}});
     }
-    std::vector<bigmodel::TensorToWrite> tensors{{"logits", bigmodel::DType::F32, logits.sizes().vec(), logits.data_ptr(),
-                                                  static_cast<uint64_t>(logits.nbytes())}};
+    std::vector<bigmodel::TensorToWrite> tensors{{"logits", bigmodel::DType::F32, logits.sizes().vec(),
+                                                  logits.data_ptr(), static_cast<uint64_t>(logits.nbytes())}};
     if (auto ok = bigmodel::writeSafetensors(r.logitsOut, tensors); !ok)
         return fail("infer", ok.error());
     if (r.json) {
-        nlohmann::ordered_json out = {{"schema", "accel.infer"}, {"version", 1}, {"model", r.modelDir},
-                              {"model_type", (*model)->config().modelType}, {"input_ids", r.inputIds},
-                              {"logits_file", r.logitsOut}, {"shape", logits.sizes().vec()},
-                              {"argmax_last", logits[0][-1].argmax().item<int64_t>()}};
+        nlohmann::ordered_json out = {
+            {"schema", "accel.infer"},       {"version", 1},
+            {"model", r.modelDir},           {"model_type", (*model)->config().modelType},
+            {"input_ids", r.inputIds},       {"logits_file", r.logitsOut},
+            {"shape", logits.sizes().vec()}, {"argmax_last", logits[0][-1].argmax().item<int64_t>()}};
         std::cout << out.dump(2) << "\n";
     }
     return 0;

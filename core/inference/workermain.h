@@ -9,7 +9,7 @@
 
 namespace accel::inference {
 
-bool isWorkerCommand(const std::string &command);  // generate, infer, serve
+bool isWorkerCommand(const std::string &command); // generate, infer, serve
 int workerMain(int argc, char **argv);
 
 } // namespace accel::inference

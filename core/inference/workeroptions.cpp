@@ -74,9 +74,9 @@ Result<WorkerRequest> parseWorkerArguments(int argc, char **argv)
                 return makeError(ErrorCode::InvalidInput, arg + ": missing value");
             return std::string(argv[++i]);
         };
-#define ACCEL_VALUE(var)                         \
-    auto var = value();                          \
-    if (!var)                                    \
+#define ACCEL_VALUE(var)                                                                                               \
+    auto var = value();                                                                                                \
+    if (!var)                                                                                                          \
         return tl::unexpected(var.error());
         if (arg == "--help" || arg == "-h") {
             r.help = true;
@@ -103,7 +103,8 @@ Result<WorkerRequest> parseWorkerArguments(int argc, char **argv)
             ACCEL_VALUE(v) r.load.dispatch.computeDType = *v;
         } else if (arg == "--stop") {
             ACCEL_VALUE(v) r.sampling.stopStrings.push_back(*v);
-        } else if (arg == "--threads" || arg == "--max-new-tokens" || arg == "--top-k" || arg == "--seed" || arg == "--stop-token-id") {
+        } else if (arg == "--threads" || arg == "--max-new-tokens" || arg == "--top-k" || arg == "--seed" ||
+                   arg == "--stop-token-id") {
             ACCEL_VALUE(v) auto n = toInteger(arg, *v);
             if (!n)
                 return tl::unexpected(n.error());
@@ -121,7 +122,9 @@ Result<WorkerRequest> parseWorkerArguments(int argc, char **argv)
             ACCEL_VALUE(v) auto n = toNumber(arg, *v);
             if (!n)
                 return tl::unexpected(n.error());
-            (arg == "--temperature" ? r.sampling.temperature : arg == "--top-p" ? r.sampling.topP : r.sampling.repetitionPenalty) = *n;
+            (arg == "--temperature" ? r.sampling.temperature
+             : arg == "--top-p"     ? r.sampling.topP
+                                    : r.sampling.repetitionPenalty) = *n;
         } else if (!arg.empty() && arg[0] == '-') {
             return makeError(ErrorCode::InvalidInput, "unknown option " + arg + " (see --help)");
         } else if (r.modelDir.empty()) {
@@ -132,7 +135,8 @@ Result<WorkerRequest> parseWorkerArguments(int argc, char **argv)
 #undef ACCEL_VALUE
     }
     if (!r.help && r.modelDir.empty())
-        return makeError(ErrorCode::InvalidInput, "MODEL_DIR: missing (a folder with config.json and safetensors weights)");
+        return makeError(ErrorCode::InvalidInput,
+                         "MODEL_DIR: missing (a folder with config.json and safetensors weights)");
     return r;
 }
 

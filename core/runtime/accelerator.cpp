@@ -82,11 +82,13 @@ Result<void> rendezvous(Accelerator::Private &d)
         if (storeOptions.isServer)
             return makeError(ErrorCode::Failed,
                              "rendezvous: rank 0 cannot host the store on port " + std::to_string(env.masterPort) +
-                                 " (is another job using MASTER_PORT=" + std::to_string(env.masterPort) + "?): " + first,
+                                 " (is another job using MASTER_PORT=" + std::to_string(env.masterPort) +
+                                 "?): " + first,
                              where);
         return makeError(ErrorCode::Timeout,
                          "rendezvous: rank " + std::to_string(env.rank) + " could not reach the store at " + where +
-                             " within " + formatSeconds(timeoutS) + (env.useAgentStore ? " (the launcher's agent store)" : " (hosted by rank 0)") +
+                             " within " + formatSeconds(timeoutS) +
+                             (env.useAgentStore ? " (the launcher's agent store)" : " (hosted by rank 0)") +
                              "; missing ranks: 0" + (env.useAgentStore ? "" : " (the store host)") +
                              ". Check MASTER_ADDR/MASTER_PORT and that rank 0 started. (" + first + ")",
                          where);
@@ -113,9 +115,10 @@ Result<void> rendezvous(Accelerator::Private &d)
                         missing.push_back(r);
                 }
                 return makeError(ErrorCode::Timeout,
-                                 "rendezvous at " + where + " timed out after " + formatSeconds(timeoutS) + " on rank " +
-                                     std::to_string(env.rank) + ": " + std::to_string(missing.size()) + " of WORLD_SIZE=" +
-                                     std::to_string(env.worldSize) + " ranks never joined; missing ranks: " + joinRanks(missing),
+                                 "rendezvous at " + where + " timed out after " + formatSeconds(timeoutS) +
+                                     " on rank " + std::to_string(env.rank) + ": " + std::to_string(missing.size()) +
+                                     " of WORLD_SIZE=" + std::to_string(env.worldSize) +
+                                     " ranks never joined; missing ranks: " + joinRanks(missing),
                                  where);
             }
             std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -138,12 +141,13 @@ Result<void> rendezvous(Accelerator::Private &d)
         d.group = c10::make_intrusive<c10d::ProcessGroupGloo>(glooStore, env.rank, env.worldSize, glooOptions);
     } catch (const std::exception &e) {
         std::string first = e.what();
-        return makeError(ErrorCode::Failed, "rendezvous: gloo could not connect the ranks: " + first.substr(0, first.find('\n')), where);
+        return makeError(ErrorCode::Failed,
+                         "rendezvous: gloo could not connect the ranks: " + first.substr(0, first.find('\n')), where);
     }
     return {};
 }
 
-template<typename F>
+template <typename F>
 void runWork(F &&start)
 {
     c10::intrusive_ptr<c10d::Work> work = start();
@@ -154,8 +158,7 @@ void runWork(F &&start)
 
 // ---- AutocastGuard ---------------------------------------------------------------------------
 
-AutocastGuard::AutocastGuard(bool enable)
-    : m_enabled(enable)
+AutocastGuard::AutocastGuard(bool enable) : m_enabled(enable)
 {
     if (!m_enabled)
         return;
@@ -167,9 +170,7 @@ AutocastGuard::AutocastGuard(bool enable)
 }
 
 AutocastGuard::AutocastGuard(AutocastGuard &&other) noexcept
-    : m_enabled(other.m_enabled)
-    , m_previous(other.m_previous)
-    , m_previousDtype(other.m_previousDtype)
+    : m_enabled(other.m_enabled), m_previous(other.m_previous), m_previousDtype(other.m_previousDtype)
 {
     other.m_enabled = false;
 }
@@ -221,15 +222,13 @@ void Accelerator::Private::checkShapes(const torch::Tensor &tensor, const char *
         text << "]";
     }
     if (mismatch)
-        throw std::runtime_error(std::string(operation) + ": tensor shapes differ across processes (ACCELERATE_DEBUG_MODE):" + text.str());
+        throw std::runtime_error(std::string(operation) +
+                                 ": tensor shapes differ across processes (ACCELERATE_DEBUG_MODE):" + text.str());
 }
 
 // ---- Accelerator -----------------------------------------------------------------------------
 
-Accelerator::Accelerator(std::unique_ptr<Private> d)
-    : d(std::move(d))
-{
-}
+Accelerator::Accelerator(std::unique_ptr<Private> d) : d(std::move(d)) {}
 
 Accelerator::~Accelerator()
 {
@@ -263,7 +262,8 @@ Result<std::unique_ptr<Accelerator>> Accelerator::create(const AcceleratorOption
     auto d = std::make_unique<Private>();
     d->env = env;
     d->options = options;
-    d->accumulationSteps = env.gradientAccumulationSteps > 0 ? env.gradientAccumulationSteps : std::max(1, options.gradientAccumulationSteps);
+    d->accumulationSteps = env.gradientAccumulationSteps > 0 ? env.gradientAccumulationSteps
+                                                             : std::max(1, options.gradientAccumulationSteps);
     if (!options.mixedPrecision.empty()) {
         auto precision = parseMixedPrecision(options.mixedPrecision);
         if (!precision)
@@ -274,7 +274,8 @@ Result<std::unique_ptr<Accelerator>> Accelerator::create(const AcceleratorOption
     }
 #ifndef ACCEL_WITH_CUDA
     if (d->precision == MixedPrecision::Fp16)
-        return makeError(ErrorCode::Unsupported, "mixed precision fp16 needs a CUDA build of libtorch; on CPU use bf16");
+        return makeError(ErrorCode::Unsupported,
+                         "mixed precision fp16 needs a CUDA build of libtorch; on CPU use bf16");
 #endif
     if (env.numThreads > 0)
         at::set_num_threads(env.numThreads);
@@ -285,15 +286,42 @@ Result<std::unique_ptr<Accelerator>> Accelerator::create(const AcceleratorOption
     return std::unique_ptr<Accelerator>(new Accelerator(std::move(d)));
 }
 
-const DistributedEnv &Accelerator::env() const { return d->env; }
-int Accelerator::processIndex() const { return d->env.rank; }
-int Accelerator::numProcesses() const { return d->env.worldSize; }
-bool Accelerator::isLocalMainProcess() const { return d->env.localRank == 0; }
-MixedPrecision Accelerator::mixedPrecision() const { return d->precision; }
-int Accelerator::gradientAccumulationSteps() const { return d->accumulationSteps; }
-const AcceleratorOptions &Accelerator::options() const { return d->options; }
-bool Accelerator::syncGradients() const { return d->syncGradients; }
-int64_t Accelerator::stepCounter() const { return d->step; }
+const DistributedEnv &Accelerator::env() const
+{
+    return d->env;
+}
+int Accelerator::processIndex() const
+{
+    return d->env.rank;
+}
+int Accelerator::numProcesses() const
+{
+    return d->env.worldSize;
+}
+bool Accelerator::isLocalMainProcess() const
+{
+    return d->env.localRank == 0;
+}
+MixedPrecision Accelerator::mixedPrecision() const
+{
+    return d->precision;
+}
+int Accelerator::gradientAccumulationSteps() const
+{
+    return d->accumulationSteps;
+}
+const AcceleratorOptions &Accelerator::options() const
+{
+    return d->options;
+}
+bool Accelerator::syncGradients() const
+{
+    return d->syncGradients;
+}
+int64_t Accelerator::stepCounter() const
+{
+    return d->step;
+}
 
 void Accelerator::prepareModel(const std::shared_ptr<torch::nn::Module> &model)
 {
@@ -311,7 +339,8 @@ void Accelerator::prepareModel(const std::shared_ptr<torch::nn::Module> &model)
             trainable.push_back(parameter);
     }
     if (!trainable.empty())
-        d->gradientSync = std::make_unique<GradientSync>(d->group, trainable, int64_t(d->options.bucketCapMb * 1024 * 1024));
+        d->gradientSync =
+            std::make_unique<GradientSync>(d->group, trainable, int64_t(d->options.bucketCapMb * 1024 * 1024));
 }
 
 std::shared_ptr<AcceleratedOptimizer> Accelerator::prepareOptimizer(torch::optim::Optimizer &optimizer)
@@ -330,10 +359,11 @@ std::shared_ptr<AcceleratedScheduler> Accelerator::prepareScheduler(std::functio
     return prepared;
 }
 
-Result<std::shared_ptr<ShardedDataLoader>> Accelerator::prepareDataLoader(int64_t datasetSize, int64_t batchSize, bool shuffle,
-                                                                          bool dropLast)
+Result<std::shared_ptr<ShardedDataLoader>> Accelerator::prepareDataLoader(int64_t datasetSize, int64_t batchSize,
+                                                                          bool shuffle, bool dropLast)
 {
-    auto loader = ShardedDataLoader::create(datasetSize, batchSize, shuffle, dropLast, d->env.rank, d->env.worldSize, d->options.data);
+    auto loader = ShardedDataLoader::create(datasetSize, batchSize, shuffle, dropLast, d->env.rank, d->env.worldSize,
+                                            d->options.data);
     if (loader)
         d->loaders.push_back(*loader);
     return loader;
@@ -477,10 +507,8 @@ MetricsWriter &Accelerator::metrics()
 // ---- AcceleratedOptimizer / AcceleratedScheduler ----------------------------------------------
 
 AcceleratedOptimizer::AcceleratedOptimizer(Accelerator &accelerator, torch::optim::Optimizer &optimizer)
-    : m_accelerator(accelerator)
-    , m_optimizer(optimizer)
-{
-}
+    : m_accelerator(accelerator), m_optimizer(optimizer)
+{}
 
 void AcceleratedOptimizer::step()
 {
@@ -516,9 +544,7 @@ void AcceleratedOptimizer::setLr(double lr)
 
 AcceleratedScheduler::AcceleratedScheduler(Accelerator &accelerator, AcceleratedOptimizer &optimizer,
                                            std::function<double(int64_t)> lambda)
-    : m_accelerator(accelerator)
-    , m_optimizer(optimizer)
-    , m_lambda(std::move(lambda))
+    : m_accelerator(accelerator), m_optimizer(optimizer), m_lambda(std::move(lambda))
 {
     for (auto &group : optimizer.optimizer().param_groups())
         m_baseLrs.push_back(group.options().get_lr());

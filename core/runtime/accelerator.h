@@ -20,9 +20,15 @@
 #include <string>
 #include <vector>
 
-namespace at { class Tensor; }
-namespace torch::nn { class Module; }
-namespace torch::optim { class Optimizer; }
+namespace at {
+class Tensor;
+}
+namespace torch::nn {
+class Module;
+}
+namespace torch::optim {
+class Optimizer;
+}
 
 namespace accel::runtime {
 
@@ -30,19 +36,19 @@ class AcceleratedOptimizer;
 class AcceleratedScheduler;
 
 struct ProjectOptions {
-    std::string projectDir;                  // checkpoints/ goes under it with automatic naming
+    std::string projectDir; // checkpoints/ goes under it with automatic naming
     bool automaticCheckpointNaming = false;
-    int totalLimit = 0;                      // 0 = keep every checkpoint
-    int iteration = 0;                       // next checkpoint_<iteration>
+    int totalLimit = 0; // 0 = keep every checkpoint
+    int iteration = 0;  // next checkpoint_<iteration>
 };
 
 struct AcceleratorOptions {
-    int gradientAccumulationSteps = 1;       // ACCELERATE_GRADIENT_ACCUMULATION_STEPS overrides it
-    std::string mixedPrecision;              // "" = ACCELERATE_MIXED_PRECISION or "no"
-    double rendezvousTimeoutS = 1800;        // store connection and all-ranks-present wait
-    double collectiveTimeoutS = 1800;        // gloo operations
-    double bucketCapMb = 25;                 // gradient all-reduce bucket size
-    bool syncWithDataLoader = true;          // sync gradients at the last batch of an epoch
+    int gradientAccumulationSteps = 1; // ACCELERATE_GRADIENT_ACCUMULATION_STEPS overrides it
+    std::string mixedPrecision;        // "" = ACCELERATE_MIXED_PRECISION or "no"
+    double rendezvousTimeoutS = 1800;  // store connection and all-ranks-present wait
+    double collectiveTimeoutS = 1800;  // gloo operations
+    double bucketCapMb = 25;           // gradient all-reduce bucket size
+    bool syncWithDataLoader = true;    // sync gradients at the last batch of an epoch
     DataLoaderOptions data;
     ProjectOptions project;
 };
@@ -94,7 +100,7 @@ public:
     // syncGradients() (every n-th batch, or the data loader's last batch).
     void accumulate();
     bool syncGradients() const;
-    int64_t stepCounter() const;  // Accelerate's `step` (batches seen modulo accumulation)
+    int64_t stepCounter() const; // Accelerate's `step` (batches seen modulo accumulation)
     // Divides by the accumulation steps, runs autograd and finishes the gradient all-reduce.
     void backward(const at::Tensor &loss);
     // Global gradient norm over the model's parameters; clips to maxNorm. Returns the norm.
@@ -104,13 +110,14 @@ public:
     // Collectives (every rank must call them in the same order).
     at::Tensor gather(const at::Tensor &tensor);
     at::Tensor gatherForMetrics(const at::Tensor &tensor);
-    at::Tensor padAcrossProcesses(const at::Tensor &tensor, int64_t dim = 0, double padIndex = 0, bool padFirst = false);
+    at::Tensor padAcrossProcesses(const at::Tensor &tensor, int64_t dim = 0, double padIndex = 0,
+                                  bool padFirst = false);
     at::Tensor reduce(const at::Tensor &tensor, ReduceOp op = ReduceOp::Sum);
     void broadcast(at::Tensor &tensor, int sourceRank = 0);
     void waitForEveryone();
 
     void setSeed(uint64_t seed);
-    void print(const std::string &text) const;  // main process only, to stdout
+    void print(const std::string &text) const; // main process only, to stdout
 
     // Checkpoints in Accelerate's folder layout (see checkpoint.h and docs/jobs.md).
     Result<std::string> saveState(const std::string &outputDir = {});

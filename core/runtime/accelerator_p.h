@@ -25,8 +25,8 @@ public:
                  int64_t bucketCapBytes);
     ~GradientSync();
 
-    void setEnabled(bool enabled) { m_enabled = enabled; }  // false while accumulating (no_sync)
-    void finish();                                          // after backward
+    void setEnabled(bool enabled) { m_enabled = enabled; } // false while accumulating (no_sync)
+    void finish();                                         // after backward
     size_t bucketCount() const { return m_buckets.size(); }
 
 private:
@@ -60,7 +60,7 @@ struct Accelerator::Private {
     MixedPrecision precision = MixedPrecision::No;
     int accumulationSteps = 1;
     c10::intrusive_ptr<c10d::Store> store;
-    c10::intrusive_ptr<c10d::ProcessGroup> group;  // null with one process
+    c10::intrusive_ptr<c10d::ProcessGroup> group; // null with one process
 
     std::shared_ptr<torch::nn::Module> model;
     std::unique_ptr<GradientSync> gradientSync;

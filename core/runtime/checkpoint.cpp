@@ -29,36 +29,58 @@ using bigmodel::DType;
 Result<DType> toDType(torch::ScalarType type, const std::string &name)
 {
     switch (type) {
-    case torch::kFloat: return DType::F32;
-    case torch::kDouble: return DType::F64;
-    case torch::kHalf: return DType::F16;
-    case torch::kBFloat16: return DType::BF16;
-    case torch::kLong: return DType::I64;
-    case torch::kInt: return DType::I32;
-    case torch::kShort: return DType::I16;
-    case torch::kChar: return DType::I8;
-    case torch::kByte: return DType::U8;
-    case torch::kBool: return DType::Bool;
+    case torch::kFloat:
+        return DType::F32;
+    case torch::kDouble:
+        return DType::F64;
+    case torch::kHalf:
+        return DType::F16;
+    case torch::kBFloat16:
+        return DType::BF16;
+    case torch::kLong:
+        return DType::I64;
+    case torch::kInt:
+        return DType::I32;
+    case torch::kShort:
+        return DType::I16;
+    case torch::kChar:
+        return DType::I8;
+    case torch::kByte:
+        return DType::U8;
+    case torch::kBool:
+        return DType::Bool;
     default:
-        return makeError(ErrorCode::Unsupported, "tensor " + name + ": dtype " + std::string(c10::toString(type)) + " cannot be saved to safetensors");
+        return makeError(ErrorCode::Unsupported, "tensor " + name + ": dtype " + std::string(c10::toString(type)) +
+                                                     " cannot be saved to safetensors");
     }
 }
 
 Result<torch::ScalarType> toScalarType(DType type, const std::string &name)
 {
     switch (type) {
-    case DType::F32: return torch::kFloat;
-    case DType::F64: return torch::kDouble;
-    case DType::F16: return torch::kHalf;
-    case DType::BF16: return torch::kBFloat16;
-    case DType::I64: return torch::kLong;
-    case DType::I32: return torch::kInt;
-    case DType::I16: return torch::kShort;
-    case DType::I8: return torch::kChar;
-    case DType::U8: return torch::kByte;
-    case DType::Bool: return torch::kBool;
+    case DType::F32:
+        return torch::kFloat;
+    case DType::F64:
+        return torch::kDouble;
+    case DType::F16:
+        return torch::kHalf;
+    case DType::BF16:
+        return torch::kBFloat16;
+    case DType::I64:
+        return torch::kLong;
+    case DType::I32:
+        return torch::kInt;
+    case DType::I16:
+        return torch::kShort;
+    case DType::I8:
+        return torch::kChar;
+    case DType::U8:
+        return torch::kByte;
+    case DType::Bool:
+        return torch::kBool;
     default:
-        return makeError(ErrorCode::Unsupported, std::string("tensor ") + name + ": safetensors dtype " + bigmodel::dtypeCode(type) + " has no CPU tensor type here");
+        return makeError(ErrorCode::Unsupported, std::string("tensor ") + name + ": safetensors dtype " +
+                                                     bigmodel::dtypeCode(type) + " has no CPU tensor type here");
     }
 }
 
@@ -142,8 +164,10 @@ Result<void> loadModelSafetensors(torch::nn::Module &model, const std::string &p
         if (!type)
             return tl::unexpected(type.error());
         if (info->shape != target.sizes().vec())
-            return makeError(ErrorCode::InvalidInput, "tensor " + name + ": checkpoint shape " + c10::str(c10::IntArrayRef(info->shape)) +
-                                                          " differs from the model's " + c10::str(target.sizes()), path);
+            return makeError(ErrorCode::InvalidInput,
+                             "tensor " + name + ": checkpoint shape " + c10::str(c10::IntArrayRef(info->shape)) +
+                                 " differs from the model's " + c10::str(target.sizes()),
+                             path);
         auto source = torch::empty(info->shape, torch::TensorOptions().dtype(*type));
         if (info->byteSize() > 0)
             std::memcpy(source.data_ptr(), info->data, info->byteSize());
@@ -171,7 +195,8 @@ Result<void> saveTensors(const std::string &path, const std::map<std::string, at
             return tl::unexpected(dtype.error());
         torch::Tensor cpu = value.detach().to(torch::kCPU).contiguous();
         keepAlive.push_back(cpu);
-        entries.push_back({name, *dtype, cpu.sizes().vec(), cpu.data_ptr(), uint64_t(cpu.numel()) * uint64_t(cpu.element_size())});
+        entries.push_back(
+            {name, *dtype, cpu.sizes().vec(), cpu.data_ptr(), uint64_t(cpu.numel()) * uint64_t(cpu.element_size())});
     }
     return bigmodel::writeSafetensors(path, std::move(entries));
 }
@@ -200,12 +225,14 @@ Result<std::string> Accelerator::saveState(const std::string &outputDir)
     fs::path target;
     if (p.options.project.automaticCheckpointNaming) {
         if (p.options.project.projectDir.empty())
-            return makeError(ErrorCode::InvalidInput, "saveState: automatic checkpoint naming needs a project directory");
+            return makeError(ErrorCode::InvalidInput,
+                             "saveState: automatic checkpoint naming needs a project directory");
         const fs::path folder = fs::path(p.options.project.projectDir) / "checkpoints";
         target = folder / ("checkpoint_" + std::to_string(p.options.project.iteration));
         if (fs::exists(target))
-            return makeError(ErrorCode::InvalidInput, "saveState: checkpoint folder " + target.string() +
-                                                          " already exists; set the project iteration past it or remove it");
+            return makeError(ErrorCode::InvalidInput,
+                             "saveState: checkpoint folder " + target.string() +
+                                 " already exists; set the project iteration past it or remove it");
         if (isMainProcess() && p.options.project.totalLimit > 0) {
             auto existing = numberedCheckpoints(folder);
             std::error_code ec;
@@ -216,7 +243,8 @@ Result<std::string> Accelerator::saveState(const std::string &outputDir)
         }
     } else {
         if (outputDir.empty())
-            return makeError(ErrorCode::InvalidInput, "saveState: no output folder given and automatic checkpoint naming is off");
+            return makeError(ErrorCode::InvalidInput,
+                             "saveState: no output folder given and automatic checkpoint naming is off");
         target = outputDir;
     }
     const fs::path temporary = target.string() + ".partial";
@@ -241,7 +269,8 @@ Result<std::string> Accelerator::saveState(const std::string &outputDir)
             }
             for (size_t i = 0; written && i < p.schedulers.size(); ++i) {
                 nlohmann::ordered_json state{{"last_step", p.schedulers[i]->lastStep()}};
-                written = fileutil::writeFileAtomic((temporary / indexed("scheduler", i, ".json")).string(), state.dump(2) + "\n");
+                written = fileutil::writeFileAtomic((temporary / indexed("scheduler", i, ".json")).string(),
+                                                    state.dump(2) + "\n");
             }
             nlohmann::ordered_json loaders = nlohmann::json::array();
             for (const auto &weak : p.loaders) {
@@ -249,7 +278,8 @@ Result<std::string> Accelerator::saveState(const std::string &outputDir)
                     loaders.push_back({{"epoch", loader->epoch()}, {"batches_done", loader->position()}});
             }
             if (written)
-                written = fileutil::writeFileAtomic((temporary / "dl_state_dict.json").string(), loaders.dump(2) + "\n");
+                written =
+                    fileutil::writeFileAtomic((temporary / "dl_state_dict.json").string(), loaders.dump(2) + "\n");
         }
         if (written) {
             torch::Tensor state = at::detail::getDefaultCPUGenerator().get_state();
@@ -259,8 +289,9 @@ Result<std::string> Accelerator::saveState(const std::string &outputDir)
             rng.shape = {state.numel()};
             rng.data = state.data_ptr();
             rng.size = uint64_t(state.numel());
-            written = bigmodel::writeSafetensors((temporary / ("random_states_" + std::to_string(processIndex()) + ".safetensors")).string(),
-                                                 {rng}, {{"format", "pt"}, {"step", std::to_string(p.step)}});
+            written = bigmodel::writeSafetensors(
+                (temporary / ("random_states_" + std::to_string(processIndex()) + ".safetensors")).string(), {rng},
+                {{"format", "pt"}, {"step", std::to_string(p.step)}});
         }
     } catch (const std::exception &e) {
         written = makeError(ErrorCode::Io, std::string("saveState: ") + e.what(), temporary.string());
@@ -278,7 +309,8 @@ Result<std::string> Accelerator::saveState(const std::string &outputDir)
             fs::rename(target, previous, ec);
         fs::rename(temporary, target, ec);
         if (ec)
-            return makeError(ErrorCode::Io, "saveState: cannot rename " + temporary.string() + " to " + target.string() + ": " + ec.message());
+            return makeError(ErrorCode::Io, "saveState: cannot rename " + temporary.string() + " to " +
+                                                target.string() + ": " + ec.message());
         fs::remove_all(previous, ec);
     }
     waitForEveryone();
@@ -293,10 +325,12 @@ Result<void> Accelerator::loadState(const std::string &inputDir)
     fs::path source = inputDir;
     if (source.empty()) {
         if (!p.options.project.automaticCheckpointNaming)
-            return makeError(ErrorCode::InvalidInput, "loadState: no input folder given and automatic checkpoint naming is off");
+            return makeError(ErrorCode::InvalidInput,
+                             "loadState: no input folder given and automatic checkpoint naming is off");
         auto existing = numberedCheckpoints(fs::path(p.options.project.projectDir) / "checkpoints");
         if (existing.empty())
-            return makeError(ErrorCode::NotFound, "loadState: no checkpoint_<n> folder under " + p.options.project.projectDir + "/checkpoints");
+            return makeError(ErrorCode::NotFound, "loadState: no checkpoint_<n> folder under " +
+                                                      p.options.project.projectDir + "/checkpoints");
         source = existing.back();
     }
     if (!fs::is_directory(source))
@@ -344,7 +378,8 @@ Result<void> Accelerator::loadState(const std::string &inputDir)
             return tl::unexpected(rng.error());
         const bigmodel::TensorInfo *state = (*rng)->find("torch_cpu");
         if (!state)
-            return makeError(ErrorCode::InvalidInput, "tensor torch_cpu (the CPU generator state) is missing", rngFile.string());
+            return makeError(ErrorCode::InvalidInput, "tensor torch_cpu (the CPU generator state) is missing",
+                             rngFile.string());
         auto stateTensor = torch::empty({int64_t(state->byteSize())}, torch::kUInt8);
         std::memcpy(stateTensor.data_ptr(), state->data, state->byteSize());
         at::Generator generator = at::detail::getDefaultCPUGenerator();

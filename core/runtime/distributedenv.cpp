@@ -27,7 +27,7 @@ bool truthy(const char *value)
 
 // The first variable of the family that is set: {name, value}.
 std::pair<std::string, const char *> firstSet(const DistributedEnv::Lookup &lookup,
-                                               std::initializer_list<const char *> names)
+                                              std::initializer_list<const char *> names)
 {
     for (const char *name : names) {
         if (const char *value = lookup(name); value && *value)
@@ -45,9 +45,9 @@ Result<int> parseInt(const std::string &name, const char *value, int minimum, in
             throw std::out_of_range("range");
         return int(parsed);
     } catch (const std::exception &) {
-        return makeError(ErrorCode::InvalidInput,
-                         "environment variable " + name + "=" + value + ": expected an integer from " +
-                             std::to_string(minimum) + " to " + std::to_string(maximum));
+        return makeError(ErrorCode::InvalidInput, "environment variable " + name + "=" + value +
+                                                      ": expected an integer from " + std::to_string(minimum) + " to " +
+                                                      std::to_string(maximum));
     }
 }
 
@@ -56,10 +56,14 @@ Result<int> parseInt(const std::string &name, const char *value, int minimum, in
 const char *mixedPrecisionName(MixedPrecision precision)
 {
     switch (precision) {
-    case MixedPrecision::No: return "no";
-    case MixedPrecision::Fp16: return "fp16";
-    case MixedPrecision::Bf16: return "bf16";
-    case MixedPrecision::Fp8: return "fp8";
+    case MixedPrecision::No:
+        return "no";
+    case MixedPrecision::Fp16:
+        return "fp16";
+    case MixedPrecision::Bf16:
+        return "bf16";
+    case MixedPrecision::Fp8:
+        return "fp8";
     }
     return "no";
 }
@@ -106,20 +110,25 @@ Result<DistributedEnv> DistributedEnv::fromEnvironment(const Lookup &lookupIn)
     DistributedEnv env;
 
     constexpr int maxRanks = 1 << 20;
-    if (auto [name, value] = firstSet(lookup, {"WORLD_SIZE", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE"}); value) {
+    if (auto [name, value] =
+            firstSet(lookup, {"WORLD_SIZE", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE"});
+        value) {
         auto parsed = parseInt(name, value, 1, maxRanks);
         if (!parsed)
             return tl::unexpected(parsed.error());
         env.worldSize = *parsed;
     }
-    if (auto [name, value] = firstSet(lookup, {"RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK", "MV2_COMM_WORLD_RANK"}); value) {
+    if (auto [name, value] = firstSet(lookup, {"RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK", "MV2_COMM_WORLD_RANK"});
+        value) {
         auto parsed = parseInt(name, value, 0, env.worldSize - 1);
         if (!parsed)
             return tl::unexpected(parsed.error());
         env.rank = *parsed;
     }
     bool localRankSet = false;
-    if (auto [name, value] = firstSet(lookup, {"LOCAL_RANK", "MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_RANK"}); value) {
+    if (auto [name, value] = firstSet(
+            lookup, {"LOCAL_RANK", "MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_RANK"});
+        value) {
         auto parsed = parseInt(name, value, 0, maxRanks);
         if (!parsed)
             return tl::unexpected(parsed.error());
@@ -128,7 +137,9 @@ Result<DistributedEnv> DistributedEnv::fromEnvironment(const Lookup &lookupIn)
     } else {
         env.localRank = env.rank;
     }
-    if (auto [name, value] = firstSet(lookup, {"LOCAL_WORLD_SIZE", "MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "MV2_COMM_WORLD_LOCAL_SIZE"}); value) {
+    if (auto [name, value] = firstSet(
+            lookup, {"LOCAL_WORLD_SIZE", "MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "MV2_COMM_WORLD_LOCAL_SIZE"});
+        value) {
         auto parsed = parseInt(name, value, 1, maxRanks);
         if (!parsed)
             return tl::unexpected(parsed.error());
@@ -162,8 +173,8 @@ Result<DistributedEnv> DistributedEnv::fromEnvironment(const Lookup &lookupIn)
     if (const char *mp = lookup("ACCELERATE_MIXED_PRECISION"); mp && *mp) {
         auto parsed = parseMixedPrecision(mp);
         if (!parsed)
-            return makeError(ErrorCode::InvalidInput, "environment variable ACCELERATE_MIXED_PRECISION=" + std::string(mp) +
-                                                          ": expected one of no, fp16, bf16, fp8");
+            return makeError(ErrorCode::InvalidInput, "environment variable ACCELERATE_MIXED_PRECISION=" +
+                                                          std::string(mp) + ": expected one of no, fp16, bf16, fp8");
         env.mixedPrecision = *parsed;
     }
     if (const char *steps = lookup("ACCELERATE_GRADIENT_ACCUMULATION_STEPS"); steps && *steps) {

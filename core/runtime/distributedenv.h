@@ -21,17 +21,17 @@ struct DistributedEnv {
     int worldSize = 1;
     int localRank = 0;
     int localWorldSize = 1;
-    bool distributed = false;     // more than one process, or LOCAL_RANK set
+    bool distributed = false; // more than one process, or LOCAL_RANK set
     std::string masterAddr = "127.0.0.1";
     int masterPort = 29500;
-    bool useAgentStore = false;   // TORCHELASTIC_USE_AGENT_STORE=True: the launcher hosts the store
-    int restartCount = 0;         // TORCHELASTIC_RESTART_COUNT
-    bool useCpu = false;          // ACCELERATE_USE_CPU
-    MixedPrecision mixedPrecision = MixedPrecision::No;  // ACCELERATE_MIXED_PRECISION
-    int gradientAccumulationSteps = 0;  // ACCELERATE_GRADIENT_ACCUMULATION_STEPS, 0 = not set
-    bool debugMode = false;       // ACCELERATE_DEBUG_MODE
-    int numThreads = 0;           // OMP_NUM_THREADS, else physical cores / local world size
-    std::string glooInterface;    // GLOO_SOCKET_IFNAME
+    bool useAgentStore = false; // TORCHELASTIC_USE_AGENT_STORE=True: the launcher hosts the store
+    int restartCount = 0;       // TORCHELASTIC_RESTART_COUNT
+    bool useCpu = false;        // ACCELERATE_USE_CPU
+    MixedPrecision mixedPrecision = MixedPrecision::No; // ACCELERATE_MIXED_PRECISION
+    int gradientAccumulationSteps = 0;                  // ACCELERATE_GRADIENT_ACCUMULATION_STEPS, 0 = not set
+    bool debugMode = false;                             // ACCELERATE_DEBUG_MODE
+    int numThreads = 0;                                 // OMP_NUM_THREADS, else physical cores / local world size
+    std::string glooInterface;                          // GLOO_SOCKET_IFNAME
 
     using Lookup = std::function<const char *(const char *)>;
 

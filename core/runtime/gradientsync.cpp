@@ -11,10 +11,7 @@ namespace {
 // Runs after a parameter's gradient accumulator has written .grad.
 class ReadyHook : public torch::autograd::FunctionPostHook {
 public:
-    explicit ReadyHook(std::function<void()> callback)
-        : m_callback(std::move(callback))
-    {
-    }
+    explicit ReadyHook(std::function<void()> callback) : m_callback(std::move(callback)) {}
     torch::autograd::variable_list operator()(const torch::autograd::variable_list &outputs,
                                               const torch::autograd::variable_list & /*inputs*/) override
     {
@@ -30,8 +27,7 @@ private:
 
 GradientSync::GradientSync(c10::intrusive_ptr<c10d::ProcessGroup> group, std::vector<torch::Tensor> parameters,
                            int64_t bucketCapBytes)
-    : m_group(std::move(group))
-    , m_parameters(std::move(parameters))
+    : m_group(std::move(group)), m_parameters(std::move(parameters))
 {
     const size_t count = m_parameters.size();
     m_bucketOf.assign(count, 0);
@@ -44,8 +40,9 @@ GradientSync::GradientSync(c10::intrusive_ptr<c10d::ProcessGroup> group, std::ve
         const int64_t bytes = m_parameters[i].numel() * int64_t(m_parameters[i].element_size());
         // Like DDP, the first bucket is small (1 MiB) so communication starts early in backward.
         const int64_t cap = m_buckets.empty() ? std::min<int64_t>(bucketCapBytes, 1 << 20) : bucketCapBytes;
-        if (!current.parameters.empty() && (currentBytes + bytes > cap ||
-                                            m_parameters[i].scalar_type() != m_parameters[current.parameters.front()].scalar_type())) {
+        if (!current.parameters.empty() &&
+            (currentBytes + bytes > cap ||
+             m_parameters[i].scalar_type() != m_parameters[current.parameters.front()].scalar_type())) {
             m_buckets.push_back(std::move(current));
             current = Bucket();
             currentBytes = 0;
@@ -59,7 +56,8 @@ GradientSync::GradientSync(c10::intrusive_ptr<c10d::ProcessGroup> group, std::ve
     for (size_t b = 0; b < m_buckets.size(); ++b) {
         for (size_t i : m_buckets[b].parameters)
             m_bucketOf[i] = b;
-        m_buckets[b].flat = torch::zeros({m_buckets[b].elements}, m_parameters[m_buckets[b].parameters.front()].options().requires_grad(false));
+        m_buckets[b].flat = torch::zeros({m_buckets[b].elements},
+                                         m_parameters[m_buckets[b].parameters.front()].options().requires_grad(false));
     }
     for (size_t i = 0; i < count; ++i) {
         auto accumulator = torch::autograd::impl::grad_accumulator(m_parameters[i]);
@@ -95,7 +93,8 @@ void GradientSync::markReady(size_t parameter)
 void GradientSync::launchReady()
 {
     // Launch in bucket order only, so every rank issues the same sequence of all-reduces.
-    while (m_nextLaunch < m_buckets.size() && m_buckets[m_nextLaunch].pending == m_buckets[m_nextLaunch].parameters.size()) {
+    while (m_nextLaunch < m_buckets.size() &&
+           m_buckets[m_nextLaunch].pending == m_buckets[m_nextLaunch].parameters.size()) {
         launch(m_buckets[m_nextLaunch]);
         ++m_nextLaunch;
     }

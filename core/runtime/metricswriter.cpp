@@ -7,8 +7,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
-#include <filesystem>
 #include <fcntl.h>
+#include <filesystem>
 #include <fstream>
 #include <unistd.h>
 
@@ -23,9 +23,7 @@ std::string MetricsWriter::defaultPath(int rank)
     return {};
 }
 
-MetricsWriter::MetricsWriter(std::string path, int rank)
-    : m_path(std::move(path))
-    , m_rank(rank)
+MetricsWriter::MetricsWriter(std::string path, int rank) : m_path(std::move(path)), m_rank(rank)
 {
     if (m_path.empty())
         return;
@@ -44,7 +42,8 @@ MetricsWriter::~MetricsWriter()
         ::close(m_fd);
 }
 
-std::string MetricsWriter::formatLine(double time, int rank, int64_t step, const Values &values, const std::string &kind)
+std::string MetricsWriter::formatLine(double time, int rank, int64_t step, const Values &values,
+                                      const std::string &kind)
 {
     nlohmann::ordered_json line;
     line["v"] = 1;

@@ -14,12 +14,12 @@ class Accelerator;
 
 struct PluginContext {
     int apiVersion = ACCEL_PLUGIN_API_VERSION;
-    const char *jobPath = nullptr;     // the job file
-    const char *outputDir = nullptr;   // where the plugin writes results (exists)
+    const char *jobPath = nullptr;   // the job file
+    const char *outputDir = nullptr; // where the plugin writes results (exists)
     // The job's `plugin.settings` section as "key=value" lines (dotted keys for nesting).
     const char *settings = nullptr;
     unsigned long long seed = 0;
-    char *error = nullptr;             // on failure, write a message here (NUL-terminated)
+    char *error = nullptr; // on failure, write a message here (NUL-terminated)
     std::size_t errorSize = 0;
 };
 

@@ -5,19 +5,23 @@
 
 namespace accel::runtime {
 
-Result<std::shared_ptr<ShardedDataLoader>> ShardedDataLoader::create(int64_t datasetSize, int64_t batchSize, bool shuffle,
-                                                                     bool dropLast, int rank, int worldSize,
-                                                                     const DataLoaderOptions &options)
+Result<std::shared_ptr<ShardedDataLoader>> ShardedDataLoader::create(int64_t datasetSize, int64_t batchSize,
+                                                                     bool shuffle, bool dropLast, int rank,
+                                                                     int worldSize, const DataLoaderOptions &options)
 {
     if (datasetSize < 0)
-        return makeError(ErrorCode::InvalidInput, "data loader: dataset size must not be negative, got " + std::to_string(datasetSize));
+        return makeError(ErrorCode::InvalidInput,
+                         "data loader: dataset size must not be negative, got " + std::to_string(datasetSize));
     if (batchSize < 1)
-        return makeError(ErrorCode::InvalidInput, "data loader: batch size must be at least 1, got " + std::to_string(batchSize));
+        return makeError(ErrorCode::InvalidInput,
+                         "data loader: batch size must be at least 1, got " + std::to_string(batchSize));
     if (worldSize < 1 || rank < 0 || rank >= worldSize)
-        return makeError(ErrorCode::InvalidInput, "data loader: rank " + std::to_string(rank) + " outside world size " + std::to_string(worldSize));
+        return makeError(ErrorCode::InvalidInput, "data loader: rank " + std::to_string(rank) + " outside world size " +
+                                                      std::to_string(worldSize));
     if (options.splitBatches && batchSize % worldSize != 0)
-        return makeError(ErrorCode::InvalidInput, "data loader: split_batches needs a batch size divisible by the number of processes (" +
-                                                      std::to_string(worldSize) + "), got " + std::to_string(batchSize));
+        return makeError(ErrorCode::InvalidInput,
+                         "data loader: split_batches needs a batch size divisible by the number of processes (" +
+                             std::to_string(worldSize) + "), got " + std::to_string(batchSize));
     std::shared_ptr<ShardedDataLoader> loader(new ShardedDataLoader);
     loader->m_datasetSize = datasetSize;
     loader->m_perRank = options.splitBatches ? batchSize / worldSize : batchSize;
@@ -82,7 +86,7 @@ std::vector<std::vector<int64_t>> ShardedDataLoader::batchesForEpoch(int64_t epo
             if (position < m_datasetSize)
                 batch.push_back(indices[size_t(position)]);
             else if (m_options.evenBatches)
-                batch.push_back(indices[size_t(position % m_datasetSize)]);  // wrap around
+                batch.push_back(indices[size_t(position % m_datasetSize)]); // wrap around
         }
         if (!batch.empty())
             batches.push_back(std::move(batch));

@@ -56,7 +56,11 @@ public:
 
     // Where a restored checkpoint stopped: the recipe resumes with beginEpoch(resumeEpoch(),
     // resumeSkip()). Set by Accelerator::loadState.
-    void setResumePoint(int64_t epoch, int64_t skipBatches) { m_resumeEpoch = epoch; m_resumeSkip = skipBatches; }
+    void setResumePoint(int64_t epoch, int64_t skipBatches)
+    {
+        m_resumeEpoch = epoch;
+        m_resumeSkip = skipBatches;
+    }
     int64_t resumeEpoch() const { return m_resumeEpoch; }
     int64_t resumeSkip() const { return m_resumeSkip; }
 

@@ -8,8 +8,12 @@
 #include <map>
 #include <string>
 
-namespace at { class Tensor; }
-namespace torch::nn { class Module; }
+namespace at {
+class Tensor;
+}
+namespace torch::nn {
+class Module;
+}
 
 namespace accel::runtime {
 

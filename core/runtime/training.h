@@ -8,7 +8,9 @@
 #include <functional>
 #include <vector>
 
-namespace torch::optim { class Optimizer; }
+namespace torch::optim {
+class Optimizer;
+}
 
 namespace accel::runtime {
 
@@ -19,9 +21,9 @@ public:
     AcceleratedOptimizer(Accelerator &accelerator, torch::optim::Optimizer &optimizer);
 
     void step();
-    void zeroGrad();  // set_to_none, like Accelerate's default
+    void zeroGrad(); // set_to_none, like Accelerate's default
     double lr(size_t group = 0) const;
-    void setLr(double lr);  // every group
+    void setLr(double lr); // every group
     int64_t stepsTaken() const { return m_steps; }
     torch::optim::Optimizer &optimizer() { return m_optimizer; }
 
@@ -34,11 +36,12 @@ private:
 // A LambdaLR: lr = base_lr * lambda(lastStep), lastStep counted in scheduler steps.
 class AcceleratedScheduler {
 public:
-    AcceleratedScheduler(Accelerator &accelerator, AcceleratedOptimizer &optimizer, std::function<double(int64_t)> lambda);
+    AcceleratedScheduler(Accelerator &accelerator, AcceleratedOptimizer &optimizer,
+                         std::function<double(int64_t)> lambda);
 
     void step();
     int64_t lastStep() const { return m_lastStep; }
-    void setLastStep(int64_t step);  // restores the state (checkpoints)
+    void setLastStep(int64_t step); // restores the state (checkpoints)
     double lr() const;
 
 private:

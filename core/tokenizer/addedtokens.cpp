@@ -78,8 +78,8 @@ void AddedTokenMatcher::split(const TextPiece &piece, std::vector<TextPiece> &ou
             while (end < text.size() && isSpace(text[end]))
                 ++end;
         if (start > plainStart)
-            out.push_back({std::string(text.substr(plainStart, start - plainStart)), -1,
-                           piece.startsText && plainStart == 0});
+            out.push_back(
+                {std::string(text.substr(plainStart, start - plainStart)), -1, piece.startsText && plainStart == 0});
         out.push_back({found->content, found->id, piece.startsText && start == 0});
         plainStart = end;
         pos = end;

@@ -14,12 +14,11 @@ namespace accel::tokenizer {
 // A stretch of text: either plain text for the model, or one added token.
 struct TextPiece {
     std::string text;
-    int32_t tokenId = -1; // >= 0 for an added token
+    int32_t tokenId = -1;    // >= 0 for an added token
     bool startsText = false; // the piece begins at the start of the original text
 };
 
-class AddedTokenMatcher
-{
+class AddedTokenMatcher {
 public:
     AddedTokenMatcher() = default;
     // `contents` are the strings to look for, one per token (the content, or its normalized form).

@@ -27,10 +27,7 @@ struct Candidate {
     int32_t leftId;
     int32_t rightId;
     int32_t result;
-    bool operator>(const Candidate &other) const
-    {
-        return rank != other.rank ? rank > other.rank : left > other.left;
-    }
+    bool operator>(const Candidate &other) const { return rank != other.rank ? rank > other.rank : left > other.left; }
 };
 
 } // namespace
@@ -59,15 +56,15 @@ Result<std::unique_ptr<BpeModel>> BpeModel::create(const BpeSpec &spec, const st
             return makeError(ErrorCode::InvalidInput,
                              where() + "token \"" + (leftId < 0 ? left : right) + "\" is not in model.vocab", source);
         if (result < 0)
-            return makeError(ErrorCode::InvalidInput, where() + "merged token \"" + left + right + "\" is not in model.vocab",
-                             source);
+            return makeError(ErrorCode::InvalidInput,
+                             where() + "merged token \"" + left + right + "\" is not in model.vocab", source);
         model->m_merges.try_emplace(pairKey(leftId, rightId), Merge{static_cast<int32_t>(rank), result});
     }
     if (spec.unkToken) {
         model->m_unkId = model->tokenId(*spec.unkToken);
         if (model->m_unkId < 0)
-            return makeError(ErrorCode::InvalidInput, "model.unk_token: \"" + *spec.unkToken + "\" is not in model.vocab",
-                             source);
+            return makeError(ErrorCode::InvalidInput,
+                             "model.unk_token: \"" + *spec.unkToken + "\" is not in model.vocab", source);
     }
     for (int b = 0; b < 256; ++b) {
         char name[8];
@@ -156,7 +153,8 @@ void BpeModel::mergeWord(std::string_view word, std::vector<int32_t> &out) const
             }
         }
         if (m_unkId < 0) {
-            log::debug("tokenizer", "character \"" + std::string(character) + "\" has no token and no unk_token: dropped");
+            log::debug("tokenizer",
+                       "character \"" + std::string(character) + "\" has no token and no unk_token: dropped");
             continue;
         }
         if (!(m_fuseUnk && previousWasUnk))

@@ -17,8 +17,7 @@
 
 namespace accel::tokenizer {
 
-class BpeModel
-{
+class BpeModel {
 public:
     // `source` names the file in error messages (a merge whose parts are not in the vocabulary).
     static Result<std::unique_ptr<BpeModel>> create(const BpeSpec &spec, const std::string &source);
@@ -26,7 +25,7 @@ public:
     // Appends the ids of one pre-tokenized word (valid UTF-8) to `out`.
     void tokenize(std::string_view word, std::vector<int32_t> &out) const;
 
-    int32_t tokenId(std::string_view token) const; // -1 when not in the vocabulary
+    int32_t tokenId(std::string_view token) const;  // -1 when not in the vocabulary
     const std::string *tokenText(int32_t id) const; // nullptr when the id is not in the vocabulary
     size_t size() const { return m_vocab.size(); }
     int32_t maxId() const { return static_cast<int32_t>(m_idToToken.size()) - 1; }

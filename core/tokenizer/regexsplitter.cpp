@@ -28,9 +28,9 @@ Result<RegexSplitter> RegexSplitter::create(const std::string &pattern)
     if (!code) {
         PCRE2_UCHAR buffer[256];
         pcre2_get_error_message(errorCode, buffer, sizeof buffer);
-        return makeError(ErrorCode::InvalidInput,
-                         "regular expression \"" + pattern + "\" does not compile at offset "
-                             + std::to_string(errorOffset) + ": " + reinterpret_cast<const char *>(buffer));
+        return makeError(ErrorCode::InvalidInput, "regular expression \"" + pattern + "\" does not compile at offset " +
+                                                      std::to_string(errorOffset) + ": " +
+                                                      reinterpret_cast<const char *>(buffer));
     }
     pcre2_jit_compile(code, PCRE2_JIT_COMPLETE); // falls back to the interpreter when JIT is missing
     auto compiled = std::make_shared<Compiled>();
@@ -40,7 +40,7 @@ Result<RegexSplitter> RegexSplitter::create(const std::string &pattern)
     return splitter;
 }
 
-template<typename Found>
+template <typename Found>
 void RegexSplitter::forEachMatch(std::string_view text, Found found) const
 {
     if (text.empty())
@@ -49,11 +49,12 @@ void RegexSplitter::forEachMatch(std::string_view text, Found found) const
     const auto *subject = reinterpret_cast<PCRE2_SPTR>(text.data());
     size_t position = 0;
     while (position < text.size()) {
-        const int rc = pcre2_match(m_compiled->code, subject, text.size(), position, PCRE2_NO_UTF_CHECK, match, nullptr);
+        const int rc =
+            pcre2_match(m_compiled->code, subject, text.size(), position, PCRE2_NO_UTF_CHECK, match, nullptr);
         if (rc < 0) {
             if (rc != PCRE2_ERROR_NOMATCH)
-                log::warning("tokenizer", "regular expression stopped with PCRE2 error " + std::to_string(rc)
-                                              + "; the rest of the text is left as it is");
+                log::warning("tokenizer", "regular expression stopped with PCRE2 error " + std::to_string(rc) +
+                                              "; the rest of the text is left as it is");
             break;
         }
         const PCRE2_SIZE *ovector = pcre2_get_ovector_pointer(match);

@@ -15,8 +15,7 @@ namespace accel::tokenizer {
 // What happens to the matches when splitting (Hugging Face's SplitDelimiterBehavior).
 enum class SplitBehavior { Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous };
 
-class RegexSplitter
-{
+class RegexSplitter {
 public:
     // The pattern of GPT-2's ByteLevel pre-tokenizer.
     static const char *gpt2Pattern();
@@ -33,7 +32,7 @@ public:
 
 private:
     // Calls found(start, end) for each non-empty match, left to right.
-    template<typename Found>
+    template <typename Found>
     void forEachMatch(std::string_view text, Found found) const;
 
     struct Compiled;

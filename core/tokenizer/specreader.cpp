@@ -14,8 +14,7 @@ using json = nlohmann::json;
 // Ids index tables, so a typo such as 3200000000 must not allocate gigabytes.
 constexpr int64_t kMaxId = 16 * 1024 * 1024;
 
-class SpecReader
-{
+class SpecReader {
 public:
     explicit SpecReader(std::string source) : m_source(std::move(source)) {}
 
@@ -26,10 +25,11 @@ private:
     {
         return makeError(ErrorCode::InvalidInput, path + ": " + what, m_source);
     }
-    tl::unexpected<Error> unsupported(const std::string &path, const std::string &value, const std::string &supported) const
+    tl::unexpected<Error> unsupported(const std::string &path, const std::string &value,
+                                      const std::string &supported) const
     {
-        return makeError(ErrorCode::Unsupported, path + ": " + value + " is not supported (supported: " + supported + ")",
-                         m_source);
+        return makeError(ErrorCode::Unsupported,
+                         path + ": " + value + " is not supported (supported: " + supported + ")", m_source);
     }
 
     Result<std::string> typeOf(const json &node, const std::string &path) const;
@@ -44,7 +44,8 @@ private:
     Result<void> readDecoder(const json &node, const std::string &path, TokenizerSpec &spec) const;
     Result<void> readPostProcessor(const json &node, const std::string &path, TokenizerSpec &spec) const;
     Result<void> readModel(const json &node, TokenizerSpec &spec) const;
-    Result<int32_t> specialTokenId(const TokenizerSpec &spec, const std::string &content, const std::string &path) const;
+    Result<int32_t> specialTokenId(const TokenizerSpec &spec, const std::string &content,
+                                   const std::string &path) const;
 
     std::string m_source;
 };
@@ -116,8 +117,8 @@ Result<void> SpecReader::readAddedTokens(const json &node, TokenizerSpec &spec) 
     for (size_t i = 0; i < node.size(); ++i) {
         const json &entry = node[i];
         const std::string path = "added_tokens[" + std::to_string(i) + "]";
-        if (!entry.is_object() || !entry.contains("id") || !entry["id"].is_number_integer() || !entry.contains("content")
-            || !entry["content"].is_string())
+        if (!entry.is_object() || !entry.contains("id") || !entry["id"].is_number_integer() ||
+            !entry.contains("content") || !entry["content"].is_string())
             return invalid(path, "expected an object with an integer \"id\" and a string \"content\"");
         AddedToken token;
         token.id = entry["id"].get<int32_t>();
@@ -128,8 +129,8 @@ Result<void> SpecReader::readAddedTokens(const json &node, TokenizerSpec &spec) 
         token.rstrip = boolOr(entry, "rstrip", false);
         token.normalized = boolOr(entry, "normalized", !token.special);
         if (entry["id"].get<int64_t>() < 0 || entry["id"].get<int64_t>() > kMaxId)
-            return invalid(path + ".id", "expected an id from 0 to " + std::to_string(kMaxId) + ", got "
-                                             + entry["id"].dump());
+            return invalid(path + ".id",
+                           "expected an id from 0 to " + std::to_string(kMaxId) + ", got " + entry["id"].dump());
         spec.addedTokens.push_back(std::move(token));
     }
     return {};
@@ -152,7 +153,8 @@ Result<void> SpecReader::readNormalizer(const json &node, const std::string &pat
         return {};
     }
     if (*type == "Prepend") {
-        spec.normalizers.push_back({NormalizerStep::Kind::Prepend, stringOr(node, "prepend", "\xE2\x96\x81"), {}, std::nullopt});
+        spec.normalizers.push_back(
+            {NormalizerStep::Kind::Prepend, stringOr(node, "prepend", "\xE2\x96\x81"), {}, std::nullopt});
         return {};
     }
     if (*type == "Replace") {
@@ -196,7 +198,8 @@ Result<void> SpecReader::readPreTokenizer(const json &node, const std::string &p
         step.kind = PreTokenizerStep::Kind::Metaspace;
         step.replacement = stringOr(node, "replacement", "\xE2\x96\x81");
         step.splitOnReplacement = boolOr(node, "split", true);
-        const std::string scheme = stringOr(node, "prepend_scheme", boolOr(node, "add_prefix_space", true) ? "always" : "never");
+        const std::string scheme =
+            stringOr(node, "prepend_scheme", boolOr(node, "add_prefix_space", true) ? "always" : "never");
         if (scheme == "always")
             step.prependScheme = PrependScheme::Always;
         else if (scheme == "first")
@@ -213,7 +216,8 @@ Result<void> SpecReader::readPreTokenizer(const json &node, const std::string &p
         const auto known = splitBehavior(behavior);
         if (!known)
             return invalid(path + ".behavior", "expected one of Removed, Isolated, MergedWithPrevious, MergedWithNext, "
-                                               "Contiguous; got \"" + behavior + "\"");
+                                               "Contiguous; got \"" +
+                                                   behavior + "\"");
         step.behavior = *known;
         step.invert = boolOr(node, "invert", false);
         const auto it = node.find("pattern");
@@ -254,7 +258,8 @@ Result<void> SpecReader::readPreTokenizer(const json &node, const std::string &p
             return makeError(ErrorCode::Internal, regex.error().message, m_source);
         step.regex = std::move(*regex);
     } else {
-        return unsupported(path + ".type", *type, "ByteLevel, Metaspace, Split, Digits, Whitespace, WhitespaceSplit, Punctuation, Sequence");
+        return unsupported(path + ".type", *type,
+                           "ByteLevel, Metaspace, Split, Digits, Whitespace, WhitespaceSplit, Punctuation, Sequence");
     }
     spec.preTokenizers.push_back(std::move(step));
     return {};
@@ -282,7 +287,8 @@ Result<void> SpecReader::readDecoder(const json &node, const std::string &path, 
     } else if (*type == "Metaspace") {
         step.kind = DecoderStep::Kind::Metaspace;
         step.text = stringOr(node, "replacement", "\xE2\x96\x81");
-        const std::string scheme = stringOr(node, "prepend_scheme", boolOr(node, "add_prefix_space", true) ? "always" : "never");
+        const std::string scheme =
+            stringOr(node, "prepend_scheme", boolOr(node, "add_prefix_space", true) ? "always" : "never");
         step.prependScheme = scheme == "never" ? PrependScheme::Never : PrependScheme::Always;
     } else if (*type == "Replace") {
         step.kind = DecoderStep::Kind::Replace;
@@ -312,7 +318,8 @@ Result<void> SpecReader::readDecoder(const json &node, const std::string &path, 
     return {};
 }
 
-Result<int32_t> SpecReader::specialTokenId(const TokenizerSpec &spec, const std::string &content, const std::string &path) const
+Result<int32_t> SpecReader::specialTokenId(const TokenizerSpec &spec, const std::string &content,
+                                           const std::string &path) const
 {
     for (const AddedToken &token : spec.addedTokens)
         if (token.content == content)
@@ -344,8 +351,8 @@ Result<void> SpecReader::readPostProcessor(const json &node, const std::string &
     if (*type == "RobertaProcessing") {
         const auto cls = node.find("cls");
         const auto sep = node.find("sep");
-        if (cls == node.end() || sep == node.end() || !cls->is_array() || !sep->is_array() || cls->size() != 2
-            || sep->size() != 2 || !(*cls)[1].is_number_integer() || !(*sep)[1].is_number_integer())
+        if (cls == node.end() || sep == node.end() || !cls->is_array() || !sep->is_array() || cls->size() != 2 ||
+            sep->size() != 2 || !(*cls)[1].is_number_integer() || !(*sep)[1].is_number_integer())
             return invalid(path, "expected \"cls\" and \"sep\" as [token, id]");
         spec.singleTemplate = {{false, {(*cls)[1].get<int32_t>()}}, {true, {}}, {false, {(*sep)[1].get<int32_t>()}}};
         return {};
@@ -366,7 +373,8 @@ Result<void> SpecReader::readPostProcessor(const json &node, const std::string &
             const std::string name = stringOr(item["SpecialToken"], "id", "");
             TemplatePiece piece;
             const auto entry = specialTokens.find(name);
-            if (entry != specialTokens.end() && entry->is_object() && entry->contains("ids") && (*entry)["ids"].is_array()) {
+            if (entry != specialTokens.end() && entry->is_object() && entry->contains("ids") &&
+                (*entry)["ids"].is_array()) {
                 for (const json &id : (*entry)["ids"]) {
                     if (!id.is_number_integer())
                         return invalid(path + ".special_tokens." + name + ".ids", "expected integers");
@@ -427,8 +435,8 @@ Result<void> SpecReader::readModel(const json &node, TokenizerSpec &spec) const
         if (merge.is_string()) {
             const std::string &text = merge.get_ref<const std::string &>();
             const size_t space = text.find(' ');
-            if (space == std::string::npos || space == 0 || space + 1 >= text.size()
-                || text.find(' ', space + 1) != std::string::npos)
+            if (space == std::string::npos || space == 0 || space + 1 >= text.size() ||
+                text.find(' ', space + 1) != std::string::npos)
                 return invalid(path(), "expected \"left right\" (two tokens and one space), got \"" + text + "\"");
             model.merges.emplace_back(text.substr(0, space), text.substr(space + 1));
         } else if (merge.is_array() && merge.size() == 2 && merge[0].is_string() && merge[1].is_string()) {
@@ -446,8 +454,8 @@ Result<TokenizerSpec> SpecReader::read(const std::string &text)
     try {
         root = json::parse(text);
     } catch (const json::parse_error &e) {
-        return makeError(ErrorCode::InvalidInput,
-                         "not valid JSON (byte " + std::to_string(e.byte) + "): " + e.what(), m_source);
+        return makeError(ErrorCode::InvalidInput, "not valid JSON (byte " + std::to_string(e.byte) + "): " + e.what(),
+                         m_source);
     }
     if (!root.is_object())
         return invalid("(root)", "expected an object, got " + std::string(root.type_name()));

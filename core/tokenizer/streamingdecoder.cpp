@@ -18,8 +18,7 @@ bool startsWithReplacement(const std::string &text)
 
 StreamingDecoder::StreamingDecoder(Tokenizer tokenizer, bool skipSpecialTokens)
     : m_tokenizer(std::move(tokenizer)), m_skipSpecialTokens(skipSpecialTokens)
-{
-}
+{}
 
 void StreamingDecoder::reset()
 {

@@ -13,8 +13,7 @@
 
 namespace accel::tokenizer {
 
-class StreamingDecoder
-{
+class StreamingDecoder {
 public:
     explicit StreamingDecoder(Tokenizer tokenizer, bool skipSpecialTokens = true);
 

@@ -75,8 +75,8 @@ void applyStep(const PreTokenizerStep &step, Word word, std::vector<Word> &out)
         return;
     case PreTokenizerStep::Kind::Metaspace: {
         replaceAll(word.text, " ", step.replacement);
-        const bool prepend = step.prependScheme == PrependScheme::Always
-                             || (step.prependScheme == PrependScheme::First && word.startsText);
+        const bool prepend = step.prependScheme == PrependScheme::Always ||
+                             (step.prependScheme == PrependScheme::First && word.startsText);
         if (prepend && !word.text.empty() && !startsWith(word.text, step.replacement))
             word.text.insert(0, step.replacement);
         if (!step.splitOnReplacement) {
@@ -101,7 +101,8 @@ void applyStep(const PreTokenizerStep &step, Word word, std::vector<Word> &out)
 
 } // namespace
 
-std::vector<std::string> preTokenize(const std::string &text, bool startsText, const std::vector<PreTokenizerStep> &steps)
+std::vector<std::string> preTokenize(const std::string &text, bool startsText,
+                                     const std::vector<PreTokenizerStep> &steps)
 {
     std::vector<Word> words{{text, startsText}};
     for (const PreTokenizerStep &step : steps) {
@@ -167,8 +168,8 @@ void strip(std::string &token, const std::string &content, size_t start, size_t 
 {
     for (size_t i = 0; i < start && startsWith(token, content); ++i)
         token.erase(0, content.size());
-    for (size_t i = 0; i < stop && token.size() >= content.size()
-                       && token.compare(token.size() - content.size(), content.size(), content) == 0;
+    for (size_t i = 0; i < stop && token.size() >= content.size() &&
+                       token.compare(token.size() - content.size(), content.size(), content) == 0;
          ++i)
         token.erase(token.size() - content.size());
 }

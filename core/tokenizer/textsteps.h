@@ -13,7 +13,8 @@ std::string normalize(std::string text, const std::vector<NormalizerStep> &steps
 
 // Splits one plain-text piece into the words the model tokenizes. `startsText` tells whether the
 // piece begins at the start of the whole input (Metaspace's "first" prepend scheme).
-std::vector<std::string> preTokenize(const std::string &text, bool startsText, const std::vector<PreTokenizerStep> &steps);
+std::vector<std::string> preTokenize(const std::string &text, bool startsText,
+                                     const std::vector<PreTokenizerStep> &steps);
 
 // Turns the token strings of a decoded sequence into text.
 std::string decodeTokens(std::vector<std::string> tokens, const std::vector<DecoderStep> &steps);

@@ -154,7 +154,8 @@ std::vector<int32_t> Tokenizer::encode(const std::string &text, bool addSpecialT
             continue;
         }
         normalizedPieces.clear();
-        d.normalizedMatcher.split({normalize(std::move(piece.text), d.normalizers), -1, piece.startsText}, normalizedPieces);
+        d.normalizedMatcher.split({normalize(std::move(piece.text), d.normalizers), -1, piece.startsText},
+                                  normalizedPieces);
         for (const TextPiece &sub : normalizedPieces) {
             if (sub.tokenId >= 0) {
                 ids.push_back(sub.tokenId);

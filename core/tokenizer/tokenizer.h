@@ -13,8 +13,7 @@
 
 namespace accel::tokenizer {
 
-class Tokenizer
-{
+class Tokenizer {
 public:
     // An empty tokenizer (encodes to nothing, decodes to ""); use load() or fromJson().
     Tokenizer() = default;

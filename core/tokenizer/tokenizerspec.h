@@ -26,8 +26,8 @@ struct AddedToken {
 struct NormalizerStep {
     enum class Kind { Prepend, Replace };
     Kind kind = Kind::Prepend;
-    std::string text;        // Prepend: what to put in front; Replace: what to look for
-    std::string replacement; // Replace: what to put instead
+    std::string text;                   // Prepend: what to put in front; Replace: what to look for
+    std::string replacement;            // Replace: what to put instead
     std::optional<RegexSplitter> regex; // Replace with a Regex pattern (instead of `text`)
 };
 
@@ -36,11 +36,11 @@ enum class PrependScheme { Always, First, Never };
 struct PreTokenizerStep {
     enum class Kind { ByteLevel, Metaspace, Split };
     Kind kind = Kind::ByteLevel;
-    bool addPrefixSpace = false;                    // ByteLevel
-    std::optional<RegexSplitter> regex;             // ByteLevel with use_regex, Split
-    std::string replacement = "\xE2\x96\x81";       // Metaspace ("▁")
+    bool addPrefixSpace = false;              // ByteLevel
+    std::optional<RegexSplitter> regex;       // ByteLevel with use_regex, Split
+    std::string replacement = "\xE2\x96\x81"; // Metaspace ("▁")
     PrependScheme prependScheme = PrependScheme::Always;
-    bool splitOnReplacement = true;                 // Metaspace "split"
+    bool splitOnReplacement = true;                   // Metaspace "split"
     SplitBehavior behavior = SplitBehavior::Isolated; // Split and the pre-tokenizers built on it
     bool invert = false;
 };
@@ -48,8 +48,8 @@ struct PreTokenizerStep {
 struct DecoderStep {
     enum class Kind { ByteLevel, Metaspace, Replace, ByteFallback, Fuse, Strip };
     Kind kind = Kind::ByteLevel;
-    std::string text;        // Replace: pattern; Strip: content; Metaspace: replacement
-    std::string replacement; // Replace: content
+    std::string text;                   // Replace: pattern; Strip: content; Metaspace: replacement
+    std::string replacement;            // Replace: content
     std::optional<RegexSplitter> regex; // Replace with a Regex pattern (instead of `text`)
     size_t stripStart = 0;
     size_t stripStop = 0;

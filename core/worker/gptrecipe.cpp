@@ -26,8 +26,7 @@ struct GptConfig {
 };
 
 struct AttentionImpl : torch::nn::Module {
-    AttentionImpl(const GptConfig &c)
-        : nHead(c.nHead)
+    AttentionImpl(const GptConfig &c) : nHead(c.nHead)
     {
         qkv = register_module("qkv", torch::nn::Linear(c.nEmbd, 3 * c.nEmbd));
         proj = register_module("proj", torch::nn::Linear(c.nEmbd, c.nEmbd));
@@ -77,8 +76,7 @@ struct BlockImpl : torch::nn::Module {
 TORCH_MODULE(Block);
 
 struct Gpt : torch::nn::Module {
-    explicit Gpt(const GptConfig &c)
-        : config(c)
+    explicit Gpt(const GptConfig &c) : config(c)
     {
         wte = register_module("wte", torch::nn::Embedding(256, c.nEmbd));
         wpe = register_module("wpe", torch::nn::Embedding(c.blockSize, c.nEmbd));
@@ -91,7 +89,7 @@ struct Gpt : torch::nn::Module {
             const std::string &name = item.key();
             auto &p = item.value();
             if (name.find("ln") != std::string::npos)
-                continue;  // LayerNorm keeps ones/zeros
+                continue; // LayerNorm keeps ones/zeros
             if (name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0)
                 p.zero_();
             else if (name.find("proj.weight") != std::string::npos)
@@ -119,7 +117,8 @@ struct Gpt : torch::nn::Module {
 Result<std::string> readCorpus(const std::string &path, const JobSpec &job)
 {
     if (path.empty())
-        return makeError(ErrorCode::InvalidInput, "data.corpus: missing (a text file or a folder of text files)", job.path);
+        return makeError(ErrorCode::InvalidInput, "data.corpus: missing (a text file or a folder of text files)",
+                         job.path);
     std::error_code ec;
     if (fs::is_directory(path, ec)) {
         std::vector<fs::path> files;
@@ -164,8 +163,10 @@ Result<void> runGptRecipe(runtime::Accelerator &accelerator, const JobSpec &job)
         return tl::unexpected(evalFraction.error());
     config = {*nLayer, *nHead, *nEmbd, *block, *dropout};
     if (config.nEmbd % config.nHead != 0)
-        return makeError(ErrorCode::InvalidInput, "model.n_embd (" + std::to_string(config.nEmbd) + ") must be divisible by model.n_head (" +
-                                                      std::to_string(config.nHead) + ")", job.path);
+        return makeError(ErrorCode::InvalidInput,
+                         "model.n_embd (" + std::to_string(config.nEmbd) + ") must be divisible by model.n_head (" +
+                             std::to_string(config.nHead) + ")",
+                         job.path);
     auto corpus = readCorpus(job.pathValue("data.corpus"), job);
     if (!corpus)
         return tl::unexpected(corpus.error());
@@ -176,22 +177,24 @@ Result<void> runGptRecipe(runtime::Accelerator &accelerator, const JobSpec &job)
     auto eval = bytes.narrow(0, total - evalBytes, evalBytes);
     const int64_t T = config.blockSize;
     if (train.size(0) < T + 1)
-        return makeError(ErrorCode::InvalidInput, "data.corpus: " + std::to_string(train.size(0)) + " training bytes, fewer than block_size + 1 = " +
-                                                      std::to_string(T + 1), job.path);
-    auto windows = train.unfold(0, T + 1, T);  // [N, T + 1], non-overlapping
+        return makeError(ErrorCode::InvalidInput,
+                         "data.corpus: " + std::to_string(train.size(0)) +
+                             " training bytes, fewer than block_size + 1 = " + std::to_string(T + 1),
+                         job.path);
+    auto windows = train.unfold(0, T + 1, T); // [N, T + 1], non-overlapping
     torch::Tensor evalWindows = eval.size(0) >= T + 1 ? eval.unfold(0, T + 1, T) : torch::Tensor();
 
     auto model = std::make_shared<Gpt>(config);
     int64_t parameterCount = 0;
     for (const auto &p : model->parameters())
         parameterCount += p.numel();
-    accelerator.print("gpt: " + std::to_string(config.nLayer) + " layers, " + std::to_string(config.nHead) + " heads, n_embd " +
-                      std::to_string(config.nEmbd) + ", context " + std::to_string(T) + ", " + std::to_string(parameterCount) +
-                      " parameters; " + std::to_string(windows.size(0)) + " training windows; " +
-                      std::to_string(accelerator.numProcesses()) + " process(es)");
+    accelerator.print("gpt: " + std::to_string(config.nLayer) + " layers, " + std::to_string(config.nHead) +
+                      " heads, n_embd " + std::to_string(config.nEmbd) + ", context " + std::to_string(T) + ", " +
+                      std::to_string(parameterCount) + " parameters; " + std::to_string(windows.size(0)) +
+                      " training windows; " + std::to_string(accelerator.numProcesses()) + " process(es)");
     const TrainingSettings &t = job.training;
-    torch::optim::AdamW optimizer(model->parameters(),
-                                  torch::optim::AdamWOptions(t.learningRate).betas({0.9, 0.95}).weight_decay(t.weightDecay));
+    torch::optim::AdamW optimizer(
+        model->parameters(), torch::optim::AdamWOptions(t.learningRate).betas({0.9, 0.95}).weight_decay(t.weightDecay));
 
     TrainingTask task;
     task.datasetSize = windows.size(0);
@@ -205,13 +208,16 @@ Result<void> runGptRecipe(runtime::Accelerator &accelerator, const JobSpec &job)
     };
     if (evalWindows.defined() && evalWindows.size(0) > 0) {
         task.evalLoss = [&]() {
-            const int64_t count = std::min<int64_t>(evalWindows.size(0), t.evalBatches * t.batchSize * accelerator.numProcesses());
+            const int64_t count =
+                std::min<int64_t>(evalWindows.size(0), t.evalBatches * t.batchSize * accelerator.numProcesses());
             double sum = 0, n = 0;
-            for (int64_t start = accelerator.processIndex() * t.batchSize; start < count; start += t.batchSize * accelerator.numProcesses()) {
+            for (int64_t start = accelerator.processIndex() * t.batchSize; start < count;
+                 start += t.batchSize * accelerator.numProcesses()) {
                 auto batch = evalWindows.slice(0, start, std::min(count, start + t.batchSize));
                 auto autocast = accelerator.autocast();
                 auto logits = model->forward(batch.slice(1, 0, T));
-                sum += F::cross_entropy(logits.reshape({-1, 256}).to(torch::kFloat), batch.slice(1, 1, T + 1).reshape({-1}),
+                sum += F::cross_entropy(logits.reshape({-1, 256}).to(torch::kFloat),
+                                        batch.slice(1, 1, T + 1).reshape({-1}),
                                         F::CrossEntropyFuncOptions().reduction(torch::kSum))
                            .item<double>();
                 n += double(batch.size(0) * T);
@@ -227,7 +233,9 @@ Result<void> runGptRecipe(runtime::Accelerator &accelerator, const JobSpec &job)
     if (accelerator.isMainProcess()) {
         std::error_code ec;
         fs::create_directories(job.outputDir, ec);
-        if (auto saved = runtime::saveModelSafetensors(*model, (fs::path(job.outputDir) / "model.safetensors").string()); !saved)
+        if (auto saved =
+                runtime::saveModelSafetensors(*model, (fs::path(job.outputDir) / "model.safetensors").string());
+            !saved)
             return saved;
         // A short sample, so a person sees what the model learnt.
         torch::NoGradGuard noGrad;
@@ -238,7 +246,8 @@ Result<void> runGptRecipe(runtime::Accelerator &accelerator, const JobSpec &job)
         const int64_t length = job.integer("sample.length", 160, 0, 100000).value_or(160);
         for (int64_t i = 0; i < length; ++i) {
             const int64_t start = std::max<int64_t>(0, int64_t(tokens.size()) - T);
-            auto context = torch::tensor(std::vector<int64_t>(tokens.begin() + start, tokens.end()), torch::kInt64).unsqueeze(0);
+            auto context =
+                torch::tensor(std::vector<int64_t>(tokens.begin() + start, tokens.end()), torch::kInt64).unsqueeze(0);
             auto logits = model->forward(context).select(1, -1).squeeze(0) / 0.8;
             tokens.push_back(torch::multinomial(torch::softmax(logits, -1), 1, false, generator).item<int64_t>());
         }
@@ -249,8 +258,8 @@ Result<void> runGptRecipe(runtime::Accelerator &accelerator, const JobSpec &job)
         }
         std::cout << "sample: " << sample << "\n";
         std::cout << "done: " << summary->steps << " steps, final loss " << summary->finalLoss << ", "
-                  << summary->tokensPerSecond << " tokens/s, " << summary->seconds << " s; model: "
-                  << (fs::path(job.outputDir) / "model.safetensors").string() << std::endl;
+                  << summary->tokensPerSecond << " tokens/s, " << summary->seconds
+                  << " s; model: " << (fs::path(job.outputDir) / "model.safetensors").string() << std::endl;
     }
     return {};
 }

@@ -16,7 +16,8 @@ void flatten(const YAML::Node &node, const std::string &prefix, std::map<std::st
 {
     if (node.IsMap()) {
         for (const auto &item : node)
-            flatten(item.second, prefix.empty() ? item.first.as<std::string>() : prefix + "." + item.first.as<std::string>(), out);
+            flatten(item.second,
+                    prefix.empty() ? item.first.as<std::string>() : prefix + "." + item.first.as<std::string>(), out);
     } else if (node.IsSequence()) {
         YAML::Emitter emitter;
         emitter << YAML::Flow << node;
@@ -60,7 +61,8 @@ Result<JobSpec> JobSpec::parse(const std::string &yamlText, const std::string &p
     try {
         const YAML::Node root = YAML::Load(yamlText);
         if (!root.IsMap())
-            return makeError(ErrorCode::InvalidInput, "a job file must be a YAML mapping with at least `recipe:`", path);
+            return makeError(ErrorCode::InvalidInput, "a job file must be a YAML mapping with at least `recipe:`",
+                             path);
         flatten(root, "", job.values);
     } catch (const YAML::Exception &e) {
         return makeError(ErrorCode::InvalidInput, "line " + std::to_string(e.mark.line + 1) + ": " + e.msg, path);
@@ -68,7 +70,8 @@ Result<JobSpec> JobSpec::parse(const std::string &yamlText, const std::string &p
     job.recipe = job.text("recipe");
     const auto &recipes = knownRecipes();
     if (std::find(recipes.begin(), recipes.end(), job.recipe) == recipes.end()) {
-        std::string message = "recipe: expected one of gpt, mlp, torchscript, plugin, selftest; got \"" + job.recipe + "\"";
+        std::string message =
+            "recipe: expected one of gpt, mlp, torchscript, plugin, selftest; got \"" + job.recipe + "\"";
         if (auto close = fileutil::closestMatchIn(job.recipe, recipes); !close.empty())
             message += " (did you mean " + close + "?)";
         return makeError(ErrorCode::InvalidInput, message, path);
@@ -87,11 +90,16 @@ Result<JobSpec> JobSpec::parse(const std::string &yamlText, const std::string &p
         job.outputDir = (std::filesystem::path(job.folder) / (job.name + "-output")).string();
 
     TrainingSettings &t = job.training;
-    struct IntField { const char *key; int64_t *target; int64_t minimum; };
-    for (const IntField &field : {IntField{"training.max_steps", &t.maxSteps, 0}, IntField{"training.batch_size", &t.batchSize, 1},
-                                  IntField{"training.warmup_steps", &t.warmupSteps, 0}, IntField{"training.log_every", &t.logEvery, 1},
-                                  IntField{"training.eval_every", &t.evalEvery, 0}, IntField{"training.eval_batches", &t.evalBatches, 1},
-                                  IntField{"training.checkpoint_every", &t.checkpointEvery, 0}}) {
+    struct IntField {
+        const char *key;
+        int64_t *target;
+        int64_t minimum;
+    };
+    for (const IntField &field :
+         {IntField{"training.max_steps", &t.maxSteps, 0}, IntField{"training.batch_size", &t.batchSize, 1},
+          IntField{"training.warmup_steps", &t.warmupSteps, 0}, IntField{"training.log_every", &t.logEvery, 1},
+          IntField{"training.eval_every", &t.evalEvery, 0}, IntField{"training.eval_batches", &t.evalBatches, 1},
+          IntField{"training.checkpoint_every", &t.checkpointEvery, 0}}) {
         auto value = job.integer(field.key, *field.target, field.minimum, INT64_MAX);
         if (!value)
             return tl::unexpected(value.error());
@@ -130,9 +138,11 @@ Result<JobSpec> JobSpec::parse(const std::string &yamlText, const std::string &p
     t.checkpointAtEnd = *atEnd;
     t.shuffle = *shuffle;
     t.mixedPrecision = lower(job.text("training.mixed_precision"));
-    if (!t.mixedPrecision.empty() && t.mixedPrecision != "no" && t.mixedPrecision != "bf16" && t.mixedPrecision != "fp16" &&
-        t.mixedPrecision != "fp8")
-        return makeError(ErrorCode::InvalidInput, "training.mixed_precision: expected one of no, fp16, bf16, fp8; got " + t.mixedPrecision, path);
+    if (!t.mixedPrecision.empty() && t.mixedPrecision != "no" && t.mixedPrecision != "bf16" &&
+        t.mixedPrecision != "fp16" && t.mixedPrecision != "fp8")
+        return makeError(ErrorCode::InvalidInput,
+                         "training.mixed_precision: expected one of no, fp16, bf16, fp8; got " + t.mixedPrecision,
+                         path);
     t.resume = job.text("training.resume", "auto");
     if (t.resume != "auto" && t.resume != "none")
         t.resume = job.pathValue("training.resume");
@@ -151,9 +161,10 @@ Result<int64_t> JobSpec::integer(const std::string &key, int64_t fallback, int64
             return int64_t(value);
     } catch (const std::exception &) {
     }
-    return makeError(ErrorCode::InvalidInput, key + ": expected an integer from " + std::to_string(minimum) +
-                                                  (maximum == INT64_MAX ? std::string(" up") : " to " + std::to_string(maximum)) +
-                                                  "; got \"" + it->second + "\"",
+    return makeError(ErrorCode::InvalidInput,
+                     key + ": expected an integer from " + std::to_string(minimum) +
+                         (maximum == INT64_MAX ? std::string(" up") : " to " + std::to_string(maximum)) + "; got \"" +
+                         it->second + "\"",
                      path);
 }
 
@@ -169,7 +180,8 @@ Result<double> JobSpec::number(const std::string &key, double fallback) const
             return value;
     } catch (const std::exception &) {
     }
-    return makeError(ErrorCode::InvalidInput, key + ": expected a non-negative number; got \"" + it->second + "\"", path);
+    return makeError(ErrorCode::InvalidInput, key + ": expected a non-negative number; got \"" + it->second + "\"",
+                     path);
 }
 
 Result<bool> JobSpec::boolean(const std::string &key, bool fallback) const

@@ -14,33 +14,33 @@ namespace accel::worker {
 
 struct TrainingSettings {
     int64_t maxSteps = 100;
-    int64_t batchSize = 8;          // per process
+    int64_t batchSize = 8; // per process
     double learningRate = 3e-4;
     int64_t warmupSteps = 0;
-    double minLrRatio = 0.1;        // cosine decays to learningRate * minLrRatio
+    double minLrRatio = 0.1; // cosine decays to learningRate * minLrRatio
     double weightDecay = 0.0;
-    double gradClip = 0.0;          // 0 = no clipping
+    double gradClip = 0.0; // 0 = no clipping
     int gradientAccumulationSteps = 1;
-    std::string mixedPrecision;     // "" = from the environment (ACCELERATE_MIXED_PRECISION)
+    std::string mixedPrecision; // "" = from the environment (ACCELERATE_MIXED_PRECISION)
     int64_t logEvery = 10;
-    int64_t evalEvery = 0;          // 0 = no evaluation
+    int64_t evalEvery = 0; // 0 = no evaluation
     int64_t evalBatches = 4;
-    int64_t checkpointEvery = 0;    // 0 = only at the end when checkpointAtEnd
+    int64_t checkpointEvery = 0; // 0 = only at the end when checkpointAtEnd
     bool checkpointAtEnd = false;
     int checkpointTotalLimit = 0;
-    std::string resume = "auto";    // auto (latest checkpoint if any), none, or a folder
+    std::string resume = "auto"; // auto (latest checkpoint if any), none, or a folder
     double bucketCapMb = 25;
     double timeoutS = 1800;
     bool shuffle = true;
 };
 
 struct JobSpec {
-    std::string path;               // the job file, for error messages
-    std::string folder;             // its folder: relative paths in the job resolve against it
-    std::string recipe;             // gpt, mlp, torchscript, plugin, selftest
+    std::string path;   // the job file, for error messages
+    std::string folder; // its folder: relative paths in the job resolve against it
+    std::string recipe; // gpt, mlp, torchscript, plugin, selftest
     std::string name;
     uint64_t seed = 42;
-    std::string outputDir;          // resolved: output_dir, else $ACCEL_RUN_DIR, else <job>-output
+    std::string outputDir; // resolved: output_dir, else $ACCEL_RUN_DIR, else <job>-output
     TrainingSettings training;
     // Recipe sections flattened to dotted keys: "model.n_layer" -> "4". Sequences become
     // "a.b" -> "[1, 2]" text and their items "a.b.0", "a.b.1".

@@ -8,16 +8,15 @@
 
 namespace {
 
-const char *usage =
-    "usage: accel-worker JOB.yaml\n"
-    "       accel-worker --capabilities [--json]\n"
-    "       accel-worker generate|infer|serve ... (inference: docs/worker-protocol.md)\n"
-    "       accel-worker --version\n"
-    "\n"
-    "Runs one rank of a training job with the embedded libtorch runtime. The rank, world size\n"
-    "and rendezvous come from the environment (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,\n"
-    "MASTER_PORT, ...), as set by accel launch, accelerate launch or torchrun.\n"
-    "Recipes: gpt, mlp, torchscript, plugin, selftest (see docs/jobs.md).\n";
+const char *usage = "usage: accel-worker JOB.yaml\n"
+                    "       accel-worker --capabilities [--json]\n"
+                    "       accel-worker generate|infer|serve ... (inference: docs/worker-protocol.md)\n"
+                    "       accel-worker --version\n"
+                    "\n"
+                    "Runs one rank of a training job with the embedded libtorch runtime. The rank, world size\n"
+                    "and rendezvous come from the environment (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,\n"
+                    "MASTER_PORT, ...), as set by accel launch, accelerate launch or torchrun.\n"
+                    "Recipes: gpt, mlp, torchscript, plugin, selftest (see docs/jobs.md).\n";
 
 } // namespace
 

@@ -56,8 +56,9 @@ Result<std::map<std::string, torch::Tensor>> loadData(const JobSpec &job, const 
 void finalMessage(Accelerator &accelerator, const TrainingSummary &summary, const std::string &model)
 {
     if (accelerator.isMainProcess())
-        std::cout << "done: " << summary.steps << " steps, final loss " << summary.finalLoss << ", " << summary.samplesPerSecond
-                  << " samples/s, " << summary.seconds << " s" << (model.empty() ? "" : "; model: " + model) << std::endl;
+        std::cout << "done: " << summary.steps << " steps, final loss " << summary.finalLoss << ", "
+                  << summary.samplesPerSecond << " samples/s, " << summary.seconds << " s"
+                  << (model.empty() ? "" : "; model: " + model) << std::endl;
 }
 
 // Holds a TorchScript module's parameters so the Accelerator can prepare and checkpoint them
@@ -124,7 +125,9 @@ Result<void> runJob(const JobSpec &job)
             return runSelfTestRecipe(accelerator, job);
     } catch (const std::exception &e) {
         std::string what = e.what();
-        return makeError(ErrorCode::Failed, "rank " + std::to_string(accelerator.processIndex()) + ": " + what.substr(0, what.find("\nException raised from")),
+        return makeError(ErrorCode::Failed,
+                         "rank " + std::to_string(accelerator.processIndex()) + ": " +
+                             what.substr(0, what.find("\nException raised from")),
                          job.path);
     }
     return makeError(ErrorCode::InvalidInput, "recipe: unknown recipe " + job.recipe, job.path);
@@ -164,10 +167,13 @@ Result<void> runMlpRecipe(Accelerator &accelerator, const JobSpec &job)
     if (!data)
         return tl::unexpected(data.error());
     if (!data->count("inputs") || !data->count("targets"))
-        return makeError(ErrorCode::InvalidInput, "mlp.data: the file needs tensors `inputs` [N, features] and `targets` [N] (class ids)", job.path);
+        return makeError(ErrorCode::InvalidInput,
+                         "mlp.data: the file needs tensors `inputs` [N, features] and `targets` [N] (class ids)",
+                         job.path);
     torch::Tensor inputs = data->at("inputs").to(torch::kFloat), targets = data->at("targets").to(torch::kInt64);
     if (inputs.dim() != 2 || targets.dim() != 1 || inputs.size(0) != targets.size(0))
-        return makeError(ErrorCode::InvalidInput, "mlp.data: `inputs` must be [N, features] and `targets` [N] with the same N", job.path);
+        return makeError(ErrorCode::InvalidInput,
+                         "mlp.data: `inputs` must be [N, features] and `targets` [N] with the same N", job.path);
     const int64_t classes = job.integer("mlp.classes", targets.max().item<int64_t>() + 1, 2, 1 << 24).value_or(2);
     auto model = std::make_shared<torch::nn::SequentialImpl>();
     int64_t width = inputs.size(1);
@@ -188,10 +194,13 @@ Result<void> runMlpRecipe(Accelerator &accelerator, const JobSpec &job)
     std::unique_ptr<torch::optim::Optimizer> optimizer;
     const std::string kind = job.text("mlp.optimizer", "sgd");
     if (kind == "adamw")
-        optimizer = std::make_unique<torch::optim::AdamW>(model->parameters(), torch::optim::AdamWOptions(t.learningRate).weight_decay(t.weightDecay));
+        optimizer = std::make_unique<torch::optim::AdamW>(
+            model->parameters(), torch::optim::AdamWOptions(t.learningRate).weight_decay(t.weightDecay));
     else if (kind == "sgd")
-        optimizer = std::make_unique<torch::optim::SGD>(
-            model->parameters(), torch::optim::SGDOptions(t.learningRate).momentum(job.number("mlp.momentum", 0.9).value_or(0.9)).weight_decay(t.weightDecay));
+        optimizer = std::make_unique<torch::optim::SGD>(model->parameters(),
+                                                        torch::optim::SGDOptions(t.learningRate)
+                                                            .momentum(job.number("mlp.momentum", 0.9).value_or(0.9))
+                                                            .weight_decay(t.weightDecay));
     else
         return makeError(ErrorCode::InvalidInput, "mlp.optimizer: expected sgd or adamw; got " + kind, job.path);
 
@@ -201,7 +210,8 @@ Result<void> runMlpRecipe(Accelerator &accelerator, const JobSpec &job)
     task.optimizer = optimizer.get();
     task.loss = [&](const std::vector<int64_t> &indices) {
         auto index = torch::tensor(indices, torch::kInt64);
-        return F::cross_entropy(model->forward(inputs.index_select(0, index)).to(torch::kFloat), targets.index_select(0, index));
+        return F::cross_entropy(model->forward(inputs.index_select(0, index)).to(torch::kFloat),
+                                targets.index_select(0, index));
     };
     auto summary = runTraining(accelerator, job, task);
     if (!summary)
@@ -219,12 +229,14 @@ Result<void> runTorchScriptRecipe(Accelerator &accelerator, const JobSpec &job)
 {
     const std::string modulePath = job.pathValue("torchscript.module");
     if (modulePath.empty())
-        return makeError(ErrorCode::InvalidInput, "torchscript.module: missing (a module saved with torch.jit.save)", job.path);
+        return makeError(ErrorCode::InvalidInput, "torchscript.module: missing (a module saved with torch.jit.save)",
+                         job.path);
     torch::jit::Module module;
     try {
         module = torch::jit::load(modulePath);
     } catch (const c10::Error &e) {
-        return makeError(ErrorCode::InvalidInput, std::string("cannot load the TorchScript module: ") + e.what_without_backtrace(), modulePath);
+        return makeError(ErrorCode::InvalidInput,
+                         std::string("cannot load the TorchScript module: ") + e.what_without_backtrace(), modulePath);
     }
     module.train();
     auto data = loadData(job, "torchscript.data");
@@ -240,7 +252,8 @@ Result<void> runTorchScriptRecipe(Accelerator &accelerator, const JobSpec &job)
             break;
         auto it = data->find(job.text(key));
         if (it == data->end())
-            return makeError(ErrorCode::InvalidInput, key + ": no tensor named " + job.text(key) + " in the data file", job.path);
+            return makeError(ErrorCode::InvalidInput, key + ": no tensor named " + job.text(key) + " in the data file",
+                             job.path);
         columns.push_back(it->second);
     }
     if (columns.empty()) {
@@ -249,7 +262,8 @@ Result<void> runTorchScriptRecipe(Accelerator &accelerator, const JobSpec &job)
     }
     auto holder = std::make_shared<ParameterHolder>(module);
     const TrainingSettings &t = job.training;
-    torch::optim::AdamW optimizer(holder->parameters(), torch::optim::AdamWOptions(t.learningRate).weight_decay(t.weightDecay));
+    torch::optim::AdamW optimizer(holder->parameters(),
+                                  torch::optim::AdamWOptions(t.learningRate).weight_decay(t.weightDecay));
     TrainingTask task;
     task.datasetSize = columns.front().size(0);
     task.model = holder;
@@ -275,7 +289,8 @@ Result<void> runPluginRecipe(Accelerator &accelerator, const JobSpec &job)
 {
     const std::string library = job.pathValue("plugin.library");
     if (library.empty())
-        return makeError(ErrorCode::InvalidInput, "plugin.library: missing (a shared library exporting accel_plugin_run)", job.path);
+        return makeError(ErrorCode::InvalidInput,
+                         "plugin.library: missing (a shared library exporting accel_plugin_run)", job.path);
     void *handle = ::dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle)
         return makeError(ErrorCode::InvalidInput, std::string("cannot load the plugin: ") + ::dlerror(), library);
@@ -284,10 +299,15 @@ Result<void> runPluginRecipe(Accelerator &accelerator, const JobSpec &job)
     auto version = reinterpret_cast<VersionFunction>(::dlsym(handle, "accel_plugin_api_version"));
     auto run = reinterpret_cast<RunFunction>(::dlsym(handle, "accel_plugin_run"));
     if (!version || !run)
-        return makeError(ErrorCode::InvalidInput, "the plugin does not export accel_plugin_api_version and accel_plugin_run (see core/runtime/plugin.h)", library);
+        return makeError(
+            ErrorCode::InvalidInput,
+            "the plugin does not export accel_plugin_api_version and accel_plugin_run (see core/runtime/plugin.h)",
+            library);
     if (version() != ACCEL_PLUGIN_API_VERSION)
-        return makeError(ErrorCode::Unsupported, "the plugin was built for plugin API " + std::to_string(version()) + "; this worker speaks " +
-                                                     std::to_string(ACCEL_PLUGIN_API_VERSION), library);
+        return makeError(ErrorCode::Unsupported,
+                         "the plugin was built for plugin API " + std::to_string(version()) + "; this worker speaks " +
+                             std::to_string(ACCEL_PLUGIN_API_VERSION),
+                         library);
     std::string settings;
     for (const auto &[key, value] : job.section("plugin.settings"))
         settings += key + "=" + value + "\n";
@@ -301,7 +321,8 @@ Result<void> runPluginRecipe(Accelerator &accelerator, const JobSpec &job)
     context.errorSize = error.size();
     const int status = run(&accelerator, &context);
     if (status != 0)
-        return makeError(ErrorCode::Failed, "the plugin failed (" + std::to_string(status) + "): " + std::string(error.data()), library);
+        return makeError(ErrorCode::Failed,
+                         "the plugin failed (" + std::to_string(status) + "): " + std::string(error.data()), library);
     return {};
 }
 
@@ -325,7 +346,9 @@ Result<void> runSelfTestRecipe(Accelerator &accelerator, const JobSpec &job)
 
     // One DDP step against the same step on the whole global batch in one process.
     torch::manual_seed(job.seed);
-    auto makeModel = [] { return torch::nn::Sequential(torch::nn::Linear(6, 16), torch::nn::Tanh(), torch::nn::Linear(16, 3)); };
+    auto makeModel = [] {
+        return torch::nn::Sequential(torch::nn::Linear(6, 16), torch::nn::Tanh(), torch::nn::Linear(16, 3));
+    };
     auto ddp = makeModel();
     torch::manual_seed(job.seed);
     auto reference = makeModel();
@@ -336,7 +359,8 @@ Result<void> runSelfTestRecipe(Accelerator &accelerator, const JobSpec &job)
     accelerator.prepareModel(ddp.ptr());
     torch::optim::SGD ddpOptimizer(ddp->parameters(), torch::optim::SGDOptions(0.1));
     auto prepared = accelerator.prepareOptimizer(ddpOptimizer);
-    accelerator.backward(F::cross_entropy(ddp->forward(x.slice(0, rank * perRank, (rank + 1) * perRank)), y.slice(0, rank * perRank, (rank + 1) * perRank)));
+    accelerator.backward(F::cross_entropy(ddp->forward(x.slice(0, rank * perRank, (rank + 1) * perRank)),
+                                          y.slice(0, rank * perRank, (rank + 1) * perRank)));
     prepared->step();
     torch::optim::SGD referenceOptimizer(reference->parameters(), torch::optim::SGDOptions(0.1));
     F::cross_entropy(reference->forward(x), y).backward();
@@ -345,7 +369,8 @@ Result<void> runSelfTestRecipe(Accelerator &accelerator, const JobSpec &job)
     auto a = ddp->parameters(), b = reference->parameters();
     for (size_t i = 0; i < a.size(); ++i)
         worst = std::max(worst, (a[i] - b[i]).abs().max().item<double>());
-    check("DDP step == single-process step on the global batch", worst < 1e-5, "max difference " + std::to_string(worst));
+    check("DDP step == single-process step on the global batch", worst < 1e-5,
+          "max difference " + std::to_string(worst));
     const double failed = accelerator.reduce(torch::tensor({double(failures.size())}, torch::kDouble)).item<double>();
     accelerator.waitForEveryone();
     if (failed > 0)

@@ -81,8 +81,9 @@ Result<TrainingSummary> runTraining(Accelerator &accelerator, const JobSpec &job
         summary.resumedFrom = scheduler->lastStep() / perStep;
         epoch = (*loader)->resumeEpoch();
         skip = (*loader)->resumeSkip();
-        accelerator.print("resumed from step " + std::to_string(summary.resumedFrom) + " (" +
-                          (t.resume == "auto" ? (checkpoints / ("checkpoint_" + std::to_string(latest))).string() : t.resume) + ")");
+        accelerator.print(
+            "resumed from step " + std::to_string(summary.resumedFrom) + " (" +
+            (t.resume == "auto" ? (checkpoints / ("checkpoint_" + std::to_string(latest))).string() : t.resume) + ")");
     }
     summary.steps = summary.resumedFrom;
 
@@ -120,22 +121,29 @@ Result<TrainingSummary> runTraining(Accelerator &accelerator, const JobSpec &job
             ++summary.steps;
             const bool logNow = summary.steps % t.logEvery == 0 || summary.steps == t.maxSteps;
             if (logNow) {
-                lastLoss = accelerator.reduce(loss.detach().to(torch::kFloat).reshape({1}), ReduceOp::Mean).item<double>();
+                lastLoss =
+                    accelerator.reduce(loss.detach().to(torch::kFloat).reshape({1}), ReduceOp::Mean).item<double>();
                 const auto now = std::chrono::steady_clock::now();
                 const double seconds = std::chrono::duration<double>(now - windowStart).count();
                 const int64_t steps = std::min<int64_t>(t.logEvery, summary.steps - summary.resumedFrom);
                 const double samplesPerS = double(windowSamples * accelerator.numProcesses()) / std::max(seconds, 1e-9);
-                runtime::MetricsWriter::Values values{{"loss", lastLoss}, {"lr", lr}, {"samples_per_s", samplesPerS},
+                runtime::MetricsWriter::Values values{{"loss", lastLoss},
+                                                      {"lr", lr},
+                                                      {"samples_per_s", samplesPerS},
                                                       {"step_time_s", seconds / double(std::max<int64_t>(1, steps))},
-                                                      {"epoch", double(epoch)}, {"mem_rss_bytes", runtime::MetricsWriter::residentBytes()}};
+                                                      {"epoch", double(epoch)},
+                                                      {"mem_rss_bytes", runtime::MetricsWriter::residentBytes()}};
                 if (!std::isnan(gradNorm))
                     values.push_back({"grad_norm", gradNorm});
                 if (task.tokensPerSample > 0)
                     values.push_back({"tokens_per_s", samplesPerS * double(task.tokensPerSample)});
                 metrics.log(summary.steps, values);
-                accelerator.print("step " + std::to_string(summary.steps) + "/" + std::to_string(t.maxSteps) + "  loss " +
-                                  fixed(lastLoss, 4) + "  lr " + fixed(lr * 1e3, 4) + "e-3  " + fixed(samplesPerS, 1) + " samples/s" +
-                                  (task.tokensPerSample > 0 ? "  " + fixed(samplesPerS * double(task.tokensPerSample), 0) + " tokens/s" : ""));
+                accelerator.print("step " + std::to_string(summary.steps) + "/" + std::to_string(t.maxSteps) +
+                                  "  loss " + fixed(lastLoss, 4) + "  lr " + fixed(lr * 1e3, 4) + "e-3  " +
+                                  fixed(samplesPerS, 1) + " samples/s" +
+                                  (task.tokensPerSample > 0
+                                       ? "  " + fixed(samplesPerS * double(task.tokensPerSample), 0) + " tokens/s"
+                                       : ""));
                 totalSamples += windowSamples;
                 windowSamples = 0;
                 windowStart = now;

@@ -10,16 +10,24 @@
 #include <memory>
 #include <vector>
 
-namespace at { class Tensor; }
-namespace torch::nn { class Module; }
-namespace torch::optim { class Optimizer; }
-namespace accel::runtime { class Accelerator; }
+namespace at {
+class Tensor;
+}
+namespace torch::nn {
+class Module;
+}
+namespace torch::optim {
+class Optimizer;
+}
+namespace accel::runtime {
+class Accelerator;
+}
 
 namespace accel::worker {
 
 struct TrainingTask {
     int64_t datasetSize = 0;
-    int64_t tokensPerSample = 0;  // 0 = no tokens_per_s
+    int64_t tokensPerSample = 0; // 0 = no tokens_per_s
     std::shared_ptr<torch::nn::Module> model;
     torch::optim::Optimizer *optimizer = nullptr;
     // Forward + loss (fp32 scalar) for the samples of one batch; called inside autocast.
@@ -29,11 +37,11 @@ struct TrainingTask {
 };
 
 struct TrainingSummary {
-    int64_t steps = 0;           // optimizer steps completed (including resumed ones)
+    int64_t steps = 0; // optimizer steps completed (including resumed ones)
     int64_t resumedFrom = 0;
     double finalLoss = 0;
     double seconds = 0;
-    double samplesPerSecond = 0;  // global
+    double samplesPerSecond = 0; // global
     double tokensPerSecond = 0;
 };
 

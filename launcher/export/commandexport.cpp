@@ -40,7 +40,8 @@ int machinesOf(const config::ClusterConfig &config)
 }
 
 // Flags without the per-node ones (the caller adds machine_rank and, for sbatch, the address).
-Result<std::vector<FlagWord>> flagsWithout(const config::ClusterConfig &config, std::initializer_list<const char *> skip)
+Result<std::vector<FlagWord>> flagsWithout(const config::ClusterConfig &config,
+                                           std::initializer_list<const char *> skip)
 {
     auto flags = configToFlags(config);
     if (!flags)
@@ -62,7 +63,8 @@ Result<std::string> launchLines(const ExportInput &input, bool accelForm)
     std::vector<std::string> prefix;
     if (accelForm) {
         if (input.configPath.empty())
-            return makeError(ErrorCode::InvalidInput, "the accel launch form needs the config file path (--config_file)");
+            return makeError(ErrorCode::InvalidInput,
+                             "the accel launch form needs the config file path (--config_file)");
         prefix = {input.accelProgram, "launch", "--config_file", input.configPath};
     } else {
         auto flags = flagsWithout(input.config, {"machine_rank"});
@@ -93,10 +95,14 @@ Result<std::string> launchLines(const ExportInput &input, bool accelForm)
 const char *exportFormName(ExportForm form)
 {
     switch (form) {
-    case ExportForm::AccelLaunch: return "accel";
-    case ExportForm::AccelerateLaunch: return "accelerate";
-    case ExportForm::Torchrun: return "torchrun";
-    case ExportForm::Sbatch: return "sbatch";
+    case ExportForm::AccelLaunch:
+        return "accel";
+    case ExportForm::AccelerateLaunch:
+        return "accelerate";
+    case ExportForm::Torchrun:
+        return "torchrun";
+    case ExportForm::Sbatch:
+        return "sbatch";
     }
     return "accel";
 }
@@ -124,8 +130,10 @@ Result<std::string> exportTorchrun(const ExportInput &input)
         out += "# node " + std::to_string(rank) + " of " + std::to_string(machines) + "\n";
         for (const auto &[key, value] : exports)
             out += "export " + key + "=" + shellQuote(value) + "\n";
-        std::vector<std::string> words = {"torchrun", "--nproc_per_node", std::to_string(settings->processesPerNode()),
-                                          "--nnodes", std::to_string(machines), "--node_rank", std::to_string(rank)};
+        std::vector<std::string> words = {
+            "torchrun",          "--nproc_per_node",       std::to_string(settings->processesPerNode()),
+            "--nnodes",          std::to_string(machines), "--node_rank",
+            std::to_string(rank)};
         const std::string port = std::to_string(settings->mainProcessPort);
         if (machines > 1 && !settings->sameNetwork) {
             words.insert(words.end(), {"--rdzv_endpoint", settings->masterAddress() + ":" + port});
@@ -150,8 +158,9 @@ Result<std::string> exportSbatch(const ExportInput &input)
     if (!flags)
         return tl::unexpected(flags.error());
     const int machines = machinesOf(input.config);
-    std::vector<std::string> launch = input.sbatchUseAccelerate ? std::vector<std::string>{"accelerate", "launch"}
-                                                               : std::vector<std::string>{input.accelProgram, "launch"};
+    std::vector<std::string> launch = input.sbatchUseAccelerate
+                                          ? std::vector<std::string>{"accelerate", "launch"}
+                                          : std::vector<std::string>{input.accelProgram, "launch"};
     const auto flagWords = flagArguments(*flags);
     launch.insert(launch.end(), flagWords.begin(), flagWords.end());
     // The node rank and the address are expanded by the bash started by srun on each node.
@@ -187,10 +196,14 @@ Result<std::string> exportSbatch(const ExportInput &input)
 Result<std::string> exportCommand(ExportForm form, const ExportInput &input)
 {
     switch (form) {
-    case ExportForm::AccelLaunch: return exportAccelLaunch(input);
-    case ExportForm::AccelerateLaunch: return exportAccelerateLaunch(input);
-    case ExportForm::Torchrun: return exportTorchrun(input);
-    case ExportForm::Sbatch: return exportSbatch(input);
+    case ExportForm::AccelLaunch:
+        return exportAccelLaunch(input);
+    case ExportForm::AccelerateLaunch:
+        return exportAccelerateLaunch(input);
+    case ExportForm::Torchrun:
+        return exportTorchrun(input);
+    case ExportForm::Sbatch:
+        return exportSbatch(input);
     }
     return makeError(ErrorCode::InvalidInput, "unknown export form");
 }

@@ -15,21 +15,21 @@
 namespace accel::launcher::exporting {
 
 enum class ExportForm { AccelLaunch, AccelerateLaunch, Torchrun, Sbatch };
-const char *exportFormName(ExportForm form);  // "accel", "accelerate", "torchrun", "sbatch"
+const char *exportFormName(ExportForm form); // "accel", "accelerate", "torchrun", "sbatch"
 
 struct ExportInput {
     config::ClusterConfig config;
-    std::string configPath;         // the file `accel launch --config_file` names
-    ProgramSpec program;            // Kind::Job: target is the job YAML
+    std::string configPath; // the file `accel launch --config_file` names
+    ProgramSpec program;    // Kind::Job: target is the job YAML
     std::string accelProgram = "accel";
-    std::string workerProgram = "accel-worker";  // what runs a job outside accel launch
+    std::string workerProgram = "accel-worker"; // what runs a job outside accel launch
     // sbatch
     std::string jobName = "accel";
-    int cpusPerTask = 0;            // 0: no --cpus-per-task line
+    int cpusPerTask = 0; // 0: no --cpus-per-task line
     std::string partition;
-    std::string timeLimit;          // e.g. 01:00:00
-    bool sbatchUseAccelerate = false;  // srun runs `accelerate launch` flags instead of `accel launch`
-    bool fixedPort = false;         // sbatch: use main_process_port instead of a free port at run time
+    std::string timeLimit;            // e.g. 01:00:00
+    bool sbatchUseAccelerate = false; // srun runs `accelerate launch` flags instead of `accel launch`
+    bool fixedPort = false;           // sbatch: use main_process_port instead of a free port at run time
 };
 
 // One-line commands for forms 1 and 2 (multi-node: one line per node, machine_rank differing).
@@ -43,10 +43,10 @@ Result<std::string> exportCommand(ExportForm form, const ExportInput &input);
 
 struct ImportedCommand {
     ExportForm form = ExportForm::AccelLaunch;
-    config::ClusterConfig config;   // for accel form: the --config_file's content with flag overrides
+    config::ClusterConfig config; // for accel form: the --config_file's content with flag overrides
     std::string configPath;
     ProgramSpec program;
-    std::vector<std::string> notes;  // what could not be recovered
+    std::vector<std::string> notes; // what could not be recovered
 };
 
 // Reads the first node's command of any exported form (or a hand-written equivalent).

@@ -100,8 +100,9 @@ Result<void> parseLaunchWords(const std::vector<std::string> &words, size_t star
         return makeError(ErrorCode::InvalidInput, "the command names no program (script, -m module or --job)");
     program.target = words[i];
     program.args.assign(words.begin() + static_cast<long>(i) + 1, words.end());
-    program.kind = module ? ProgramSpec::Kind::PythonModule
-                          : noPython ? ProgramSpec::Kind::Executable : ProgramSpec::Kind::PythonScript;
+    program.kind = module     ? ProgramSpec::Kind::PythonModule
+                   : noPython ? ProgramSpec::Kind::Executable
+                              : ProgramSpec::Kind::PythonScript;
     // A job run through a launcher that does not know jobs: --no_python accel-worker JOB.
     const std::string &t = program.target;
     const bool isWorker = t == "accel-worker" || (t.size() > 13 && t.compare(t.size() - 13, 13, "/accel-worker") == 0);
@@ -266,8 +267,8 @@ Result<ImportedCommand> importCommand(const std::string &text)
             continue;
         }
         if (first == "torchrun" || (first == "python3" && words->size() > 2 && (*words)[2] == "torch.distributed.run"))
-            return importTorchrun(exports, first == "torchrun" ? *words
-                                                               : std::vector<std::string>(words->begin() + 2, words->end()));
+            return importTorchrun(
+                exports, first == "torchrun" ? *words : std::vector<std::string>(words->begin() + 2, words->end()));
         if (first == "srun") {
             const size_t bash = findWord(*words, "-c");
             if (bash == std::string::npos || bash + 1 >= words->size())
@@ -285,8 +286,7 @@ Result<ImportedCommand> importCommand(const std::string &text)
         if (launch == 1 && (first == "accelerate" || first.find("accel") != std::string::npos)) {
             const bool accelerate = first == "accelerate" ||
                                     (first.size() > 11 && first.compare(first.size() - 11, 11, "/accelerate") == 0);
-            return importLaunch(*words, launch,
-                                accelerate ? ExportForm::AccelerateLaunch : ExportForm::AccelLaunch);
+            return importLaunch(*words, launch, accelerate ? ExportForm::AccelerateLaunch : ExportForm::AccelLaunch);
         }
     }
     return makeError(ErrorCode::InvalidInput,

@@ -18,9 +18,10 @@ namespace schema = config::schema;
 std::string flagNameFor(const std::string &block, const std::string &key)
 {
     if (block == "fp8_config") {
-        static const std::map<std::string, std::string> fp8 = {
-            {"amax_history_length", "fp8_amax_history_len"}, {"amax_compute_algorithm", "fp8_amax_compute_algo"},
-            {"optimization_level", "fp8_opt_level"}, {"fp8_format", "fp8_format"}};
+        static const std::map<std::string, std::string> fp8 = {{"amax_history_length", "fp8_amax_history_len"},
+                                                               {"amax_compute_algorithm", "fp8_amax_compute_algo"},
+                                                               {"optimization_level", "fp8_opt_level"},
+                                                               {"fp8_format", "fp8_format"}};
         auto it = fp8.find(key);
         return it != fp8.end() ? it->second : "fp8_" + key;
     }
@@ -228,11 +229,16 @@ const char *modeFlagFor(DistributedType type)
     if (config::isMultiAcceleratorType(type))
         return "multi_gpu";
     switch (type) {
-    case DistributedType::Fsdp: return "use_fsdp";
-    case DistributedType::DeepSpeed: return "use_deepspeed";
-    case DistributedType::MegatronLm: return "use_megatron_lm";
-    case DistributedType::Xla: return "tpu";
-    default: return nullptr;
+    case DistributedType::Fsdp:
+        return "use_fsdp";
+    case DistributedType::DeepSpeed:
+        return "use_deepspeed";
+    case DistributedType::MegatronLm:
+        return "use_megatron_lm";
+    case DistributedType::Xla:
+        return "tpu";
+    default:
+        return nullptr;
     }
 }
 
@@ -283,7 +289,8 @@ std::vector<std::string> flagArguments(const std::vector<FlagWord> &flags)
     return words;
 }
 
-Result<ClusterConfig> flagsToConfig(const std::map<std::string, std::string> &flags, ClusterConfig config, bool inferType)
+Result<ClusterConfig> flagsToConfig(const std::map<std::string, std::string> &flags, ClusterConfig config,
+                                    bool inferType)
 {
     auto has = [&](const char *name) { return flags.count(name) > 0; };
     bool modeSet = true;

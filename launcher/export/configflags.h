@@ -23,7 +23,8 @@ struct FlagWord {
 
 // The flags that reproduce `config` through `accelerate launch` (and `accel launch`). Keys with no
 // launch flag (TPU lists, SageMaker, Megatron extras) are reported in `dropped`.
-Result<std::vector<FlagWord>> configToFlags(const config::ClusterConfig &config, std::vector<std::string> *dropped = nullptr);
+Result<std::vector<FlagWord>> configToFlags(const config::ClusterConfig &config,
+                                            std::vector<std::string> *dropped = nullptr);
 
 // The words "--name value" / "--name" of the flags.
 std::vector<std::string> flagArguments(const std::vector<FlagWord> &flags);
@@ -31,7 +32,7 @@ std::vector<std::string> flagArguments(const std::vector<FlagWord> &flags);
 // Overlays parsed flags (name -> value, switches "true") on `base`: typed by the schema, bad values
 // name the flag. Without a mode flag and a base from a config file (`inferType`), the distributed
 // type follows from the process counts (MULTI_CPU for several, else NO).
-Result<config::ClusterConfig> flagsToConfig(const std::map<std::string, std::string> &flags,
-                                            config::ClusterConfig base, bool inferType);
+Result<config::ClusterConfig> flagsToConfig(const std::map<std::string, std::string> &flags, config::ClusterConfig base,
+                                            bool inferType);
 
 } // namespace accel::launcher::exporting

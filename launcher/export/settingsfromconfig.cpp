@@ -60,7 +60,7 @@ Result<LaunchSettings> settingsFromConfig(const config::ClusterConfig &config, c
     LaunchRequest request;
     request.program = program;
     request.flags["config_file"] = view.path;
-    HostFacts host;  // the exported commands must not depend on this machine
+    HostFacts host; // the exported commands must not depend on this machine
     host.physicalCores = 1;
     host.acceleratorCount = 0;
     return mergeLaunchSettings(request, view, host);
@@ -68,12 +68,27 @@ Result<LaunchSettings> settingsFromConfig(const config::ClusterConfig &config, c
 
 EnvMap nodeExports(const LaunchSettings &settings)
 {
-    static const std::set<std::string> perRank = {
-        "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_NAME",
-        "ROLE_RANK", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT",
-        "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE",
-        "TORCHELASTIC_ERROR_FILE", "TORCH_NCCL_ASYNC_ERROR_HANDLING", "ACCEL_RUN_DIR", "ACCEL_METRICS_FILE",
-        "PYTHONPATH", "PYTHONUNBUFFERED"};
+    static const std::set<std::string> perRank = {"RANK",
+                                                  "LOCAL_RANK",
+                                                  "WORLD_SIZE",
+                                                  "LOCAL_WORLD_SIZE",
+                                                  "GROUP_RANK",
+                                                  "GROUP_WORLD_SIZE",
+                                                  "ROLE_NAME",
+                                                  "ROLE_RANK",
+                                                  "ROLE_WORLD_SIZE",
+                                                  "MASTER_ADDR",
+                                                  "MASTER_PORT",
+                                                  "TORCHELASTIC_RESTART_COUNT",
+                                                  "TORCHELASTIC_MAX_RESTARTS",
+                                                  "TORCHELASTIC_RUN_ID",
+                                                  "TORCHELASTIC_USE_AGENT_STORE",
+                                                  "TORCHELASTIC_ERROR_FILE",
+                                                  "TORCH_NCCL_ASYNC_ERROR_HANDLING",
+                                                  "ACCEL_RUN_DIR",
+                                                  "ACCEL_METRICS_FILE",
+                                                  "PYTHONPATH",
+                                                  "PYTHONUNBUFFERED"};
     LaunchSettings copy = settings;
     copy.runDirectory.clear();
     EnvMap env = buildRankEnvironment(copy, EnvMap{}, RankPlacement{});

@@ -4,8 +4,8 @@
 #include "app/studio/configurepage.h"
 #include "app/studio/fieldeditor.h"
 
-#include <QCheckBox>
 #include <QApplication>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDialog>
 #include <QGroupBox>
@@ -80,8 +80,7 @@ QByteArray readAll(const QString &path)
 }
 } // namespace
 
-class tst_ConfigurePage : public QObject
-{
+class tst_ConfigurePage : public QObject {
     Q_OBJECT
 private Q_SLOTS:
     void initTestCase()
@@ -101,12 +100,15 @@ private Q_SLOTS:
         QVERIFY(page.openFile(path));
         QVERIFY(page.loadErrorText().isEmpty());
         ConfigForm *form = page.form();
-        QCOMPARE(form->field(QStringLiteral("distributed_type"))->value(), std::optional<QString>(QStringLiteral("FSDP")));
+        QCOMPARE(form->field(QStringLiteral("distributed_type"))->value(),
+                 std::optional<QString>(QStringLiteral("FSDP")));
         QCOMPARE(form->field(QStringLiteral("num_processes"))->value(), std::optional<QString>(QStringLiteral("4")));
-        QCOMPARE(form->field(QStringLiteral("fsdp_config.fsdp_version"))->value(), std::optional<QString>(QStringLiteral("2")));
+        QCOMPARE(form->field(QStringLiteral("fsdp_config.fsdp_version"))->value(),
+                 std::optional<QString>(QStringLiteral("2")));
         QCOMPARE(form->field(QStringLiteral("fsdp_config.fsdp_auto_wrap_policy"))->value(),
                  std::optional<QString>(QStringLiteral("TRANSFORMER_BASED_WRAP")));
-        QCOMPARE(form->field(QStringLiteral("fsdp_config.fsdp_reshard_after_forward"))->value(), std::optional<QString>(QStringLiteral("true")));
+        QCOMPARE(form->field(QStringLiteral("fsdp_config.fsdp_reshard_after_forward"))->value(),
+                 std::optional<QString>(QStringLiteral("true")));
         // Keys absent from the file read "not set".
         QCOMPARE(form->field(QStringLiteral("deepspeed_config.zero_stage"))->value(), std::nullopt);
         QCOMPARE(form->field(QStringLiteral("main_process_ip"))->value(), std::nullopt);
@@ -114,7 +116,9 @@ private Q_SLOTS:
         QVERIFY(page.recentFiles().contains(QFileInfo(path).absoluteFilePath()));
         // Blocks the topology does not use say when they apply.
         QCOMPARE(page.findChild<QGroupBox *>(QStringLiteral("group:fsdp"))->title(), QStringLiteral("FSDP"));
-        QVERIFY(page.findChild<QGroupBox *>(QStringLiteral("group:deepspeed"))->title().contains(QStringLiteral("DEEPSPEED")));
+        QVERIFY(page.findChild<QGroupBox *>(QStringLiteral("group:deepspeed"))
+                    ->title()
+                    .contains(QStringLiteral("DEEPSPEED")));
     }
 
     void savesUnchangedConfigByteIdentical_data()
@@ -206,7 +210,8 @@ private Q_SLOTS:
         auto *clipping = page.findChild<QLineEdit *>(QStringLiteral("editor:deepspeed_config.gradient_clipping"));
         QVERIFY(clipping);
         QTest::keyClicks(clipping, QStringLiteral("one"));
-        const QString message = page.form()->field(QStringLiteral("deepspeed_config.gradient_clipping"))->diagnosticText();
+        const QString message =
+            page.form()->field(QStringLiteral("deepspeed_config.gradient_clipping"))->diagnosticText();
         QVERIFY2(message.contains(QStringLiteral("expected a number")), qPrintable(message));
         QVERIFY(!page.previewText().contains(QStringLiteral("gradient_clipping")));
     }
@@ -272,8 +277,9 @@ private Q_SLOTS:
     void jsonConfigsStayJson()
     {
         QTemporaryDir dir;
-        const QByteArray json = "{\n  \"compute_environment\": \"LOCAL_MACHINE\",\n  \"distributed_type\": \"MULTI_CPU\",\n"
-                                "  \"num_processes\": 2\n}\n";
+        const QByteArray json =
+            "{\n  \"compute_environment\": \"LOCAL_MACHINE\",\n  \"distributed_type\": \"MULTI_CPU\",\n"
+            "  \"num_processes\": 2\n}\n";
         const QString path = writeFile(dir, QStringLiteral("config.json"), json);
         ConfigurePage page;
         QVERIFY(page.openFile(path));
@@ -294,7 +300,8 @@ private Q_SLOTS:
         QVERIFY(page.filePath().isEmpty());
         QVERIFY(page.isModified());
         QVERIFY(page.previewText().contains(QStringLiteral("distributed_type: MULTI_CPU\n")));
-        QCOMPARE(page.form()->field(QStringLiteral("num_processes"))->value(), std::optional<QString>(QStringLiteral("4")));
+        QCOMPARE(page.form()->field(QStringLiteral("num_processes"))->value(),
+                 std::optional<QString>(QStringLiteral("4")));
     }
 };
 

@@ -9,8 +9,7 @@
 
 using namespace accel::app;
 
-class tst_ConfigWizard : public QObject
-{
+class tst_ConfigWizard : public QObject {
     Q_OBJECT
 private Q_SLOTS:
     void defaultsBuildTheQuestionnairesConfig()
@@ -47,7 +46,7 @@ private Q_SLOTS:
             if (question->kind == accel::config::QuestionKind::Integer && !sawBadNumber) {
                 QVERIFY(!wizard.answer(QStringLiteral("many")));
                 QVERIFY(!wizard.errorText().isEmpty());
-                QCOMPARE(wizard.currentQuestion(), question);  // still on the same question
+                QCOMPARE(wizard.currentQuestion(), question); // still on the same question
                 sawBadNumber = true;
                 // Going back and forth keeps earlier answers.
                 const auto answered = wizard.answers().size();

@@ -43,8 +43,7 @@ bool planAndWait(DeviceMapPage &page)
 }
 } // namespace
 
-class tst_DeviceMapPage : public QObject
-{
+class tst_DeviceMapPage : public QObject {
     Q_OBJECT
 private Q_SLOTS:
     void lanesMatchInferAutoDeviceMap();
@@ -94,7 +93,7 @@ void tst_DeviceMapPage::lanesMatchInferAutoDeviceMap()
         }
         QCOMPARE(lane.used, bytes);
     }
-    QVERIFY(lanes[2].blocks.size() > 0);  // the budgets are small enough to spill to disk
+    QVERIFY(lanes[2].blocks.size() > 0); // the budgets are small enough to spill to disk
     QVERIFY(plan.overBudgetDevices().isEmpty());
     // Every block is drawn inside its lane, and the tooltip names module, bytes and parameters.
     DeviceLanesView *view = page.lanesView();
@@ -102,7 +101,8 @@ void tst_DeviceMapPage::lanesMatchInferAutoDeviceMap()
         QVERIFY(view->laneRect(b.device).contains(view->blockRect(b.name)));
     const MapBlock &first = plan.blocks().first();
     const QString tip = view->toolTipFor(first.name);
-    QVERIFY2(tip.contains(first.name) && tip.contains(QLocale().toString(static_cast<qulonglong>(first.params))), qPrintable(tip));
+    QVERIFY2(tip.contains(first.name) && tip.contains(QLocale().toString(static_cast<qulonglong>(first.params))),
+             qPrintable(tip));
     QVERIFY(first.params > 0);
 }
 
@@ -135,8 +135,9 @@ void tst_DeviceMapPage::dragMovesModuleAndRechecksBudgets()
     const QPoint to = view->laneRect(QStringLiteral("0")).center();
     QTest::mousePress(view, Qt::LeftButton, {}, from);
     for (int step = 1; step <= 5; ++step) {
-        QMouseEvent move(QEvent::MouseMove, from + (to - from) * step / 5, view->mapToGlobal(from + (to - from) * step / 5),
-                         Qt::NoButton, Qt::LeftButton, Qt::NoModifier);
+        QMouseEvent move(QEvent::MouseMove, from + (to - from) * step / 5,
+                         view->mapToGlobal(from + (to - from) * step / 5), Qt::NoButton, Qt::LeftButton,
+                         Qt::NoModifier);
         QApplication::sendEvent(view, &move);
     }
     QTest::mouseRelease(view, Qt::LeftButton, {}, to);
@@ -236,7 +237,7 @@ void tst_DeviceMapPage::large70BConfigPlansOffTheGuiThread()
     page.setDType(QStringLiteral("float16"));
     QSignalSpy done(&page, &DeviceMapPage::planned);
     page.plan();
-    QVERIFY(page.isPlanning() || !done.isEmpty());  // plan() returned before (or as) the answer
+    QVERIFY(page.isPlanning() || !done.isEmpty()); // plan() returned before (or as) the answer
     QVERIFY(QTest::qWaitFor([&] { return !done.isEmpty(); }, 60000));
     const DeviceMapPlan &plan = page.currentPlan();
     QVERIFY(plan.lanes()[0].blocks.size() > 10);

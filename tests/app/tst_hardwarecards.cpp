@@ -10,8 +10,7 @@
 using namespace accel::app;
 namespace hw = accel::hardware;
 
-class tst_HardwareCards : public QObject
-{
+class tst_HardwareCards : public QObject {
     Q_OBJECT
 private Q_SLOTS:
     void formatsSizes()

@@ -12,7 +12,7 @@ namespace {
 struct CpuInfoFacts {
     QString model;
     int logicalCpus = 0;
-    int physicalCores = 0;  // distinct (physical id, core id) pairs; 0 when the file lacks them
+    int physicalCores = 0; // distinct (physical id, core id) pairs; 0 when the file lacks them
 };
 
 CpuInfoFacts readProcCpuinfo()
@@ -43,14 +43,13 @@ CpuInfoFacts readProcCpuinfo()
 accel::hardware::DetectOptions fastOptions()
 {
     accel::hardware::DetectOptions options;
-    options.probePython = false;  // seconds of Python start-up that this test does not look at
+    options.probePython = false; // seconds of Python start-up that this test does not look at
     options.probeWorker = false;
     return options;
 }
 } // namespace
 
-class tst_HardwarePage : public QObject
-{
+class tst_HardwarePage : public QObject {
     Q_OBJECT
 private Q_SLOTS:
     void showsThisMachinesCpu()
@@ -61,7 +60,7 @@ private Q_SLOTS:
         HardwarePage page;
         page.setDetectOptions(fastOptions());
         QSignalSpy finished(&page, &HardwarePage::detectionFinished);
-        page.show();  // the first show starts detection
+        page.show(); // the first show starts detection
         QVERIFY(page.isDetecting());
         QVERIFY(finished.wait(60000));
         QVERIFY(page.hasReport());
@@ -81,7 +80,8 @@ private Q_SLOTS:
         QVERIFY(physical->text().toInt() >= 1);
         QVERIFY(physical->text().toInt() <= facts.logicalCpus);
 
-        for (const char *card : {"cpuCard", "memoryCard", "diskCard", "networkCard", "gpuCard", "recommendationCard", "softwareCard"})
+        for (const char *card :
+             {"cpuCard", "memoryCard", "diskCard", "networkCard", "gpuCard", "recommendationCard", "softwareCard"})
             QVERIFY2(page.findChild<QGroupBox *>(QString::fromLatin1(card)), card);
         // No NVIDIA driver in CI: the GPU card says so instead of showing an empty table.
         if (page.report().gpu.gpus.empty()) {
@@ -101,7 +101,7 @@ private Q_SLOTS:
         page.setDetectOptions(fastOptions());
         QSignalSpy finished(&page, &HardwarePage::detectionFinished);
         page.refresh();
-        page.refresh();  // ignored while running
+        page.refresh(); // ignored while running
         QVERIFY(finished.wait(60000));
         QCOMPARE(finished.count(), 1);
         auto *openButton = page.findChild<QPushButton *>(QStringLiteral("openInConfigure"));

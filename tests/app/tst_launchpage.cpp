@@ -33,8 +33,7 @@ const char *kTwoCpuRanks = "distributed_type: MULTI_CPU\nmixed_precision: 'no'\n
 
 } // namespace
 
-class tst_LaunchPage : public QObject
-{
+class tst_LaunchPage : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
@@ -50,7 +49,7 @@ void tst_LaunchPage::commandFollowsTheForm()
     LaunchPage page;
     auto *preview = page.findChild<QPlainTextEdit *>(QStringLiteral("commandPreview"));
     QVERIFY(preview);
-    QVERIFY(preview->toPlainText().startsWith("# "));  // nothing chosen yet: the reason
+    QVERIFY(preview->toPlainText().startsWith("# ")); // nothing chosen yet: the reason
     QVERIFY(!page.launchButton()->isEnabled());
 
     const QString config = writeConfig(dir.path() + "/my config.yaml", kTwoCpuRanks);
@@ -129,7 +128,7 @@ void tst_LaunchPage::launchesARealJob()
     if (!QFileInfo(accel).isExecutable() || !QFileInfo(worker).isExecutable())
         QSKIP("accel or accel-worker is not built (the worker needs libtorch)");
     QTemporaryDir dir;
-    qputenv("XDG_DATA_HOME", dir.path().toLocal8Bit());  // runs go under the scratch folder
+    qputenv("XDG_DATA_HOME", dir.path().toLocal8Bit()); // runs go under the scratch folder
 
     LaunchPage page;
     page.setAccelProgram(accel);
@@ -139,7 +138,7 @@ void tst_LaunchPage::launchesARealJob()
     QSignalSpy failed(&page, &LaunchPage::launchFailed);
     QSignalSpy monitor(&page, &LaunchPage::openMonitorRequested);
     QVERIFY(page.launch());
-    QVERIFY(page.isBusy());  // non-blocking: the page returns before accel does
+    QVERIFY(page.isBusy()); // non-blocking: the page returns before accel does
     QTRY_VERIFY_WITH_TIMEOUT(launched.count() + failed.count() > 0, 30000);
     QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed.first().first().toString()));
     const QString id = launched.first().at(0).toString();

@@ -19,8 +19,7 @@
 
 using namespace accel::app;
 
-class tst_MainWindow : public QObject
-{
+class tst_MainWindow : public QObject {
     Q_OBJECT
 private Q_SLOTS:
     void initTestCase()
@@ -108,7 +107,7 @@ private Q_SLOTS:
         QVERIFY(processes);
         processes->setValue(6);
         QVERIFY(window.configurePage()->isModified());
-        window.showPage(Page::Runs);  // Ctrl+S works from any page and shows the config
+        window.showPage(Page::Runs); // Ctrl+S works from any page and shows the config
         QTest::keyClick(&window, Qt::Key_S, Qt::ControlModifier);
         QCOMPARE(window.currentPage(), Page::Configure);
         QVERIFY(!window.configurePage()->isModified());
@@ -154,7 +153,8 @@ private Q_SLOTS:
         QCOMPARE(window.currentPage(), Page::Configure);
         const auto recommended = window.hardwarePage()->recommendedConfig();
         const QString type = QString::fromLatin1(accel::config::toString(recommended.distributedType));
-        const QString preview = window.configurePage()->findChild<QPlainTextEdit *>(QStringLiteral("preview"))->toPlainText();
+        const QString preview =
+            window.configurePage()->findChild<QPlainTextEdit *>(QStringLiteral("preview"))->toPlainText();
         QVERIFY2(preview.contains(QStringLiteral("distributed_type: ")) && preview.contains(type), qPrintable(preview));
         QVERIFY(window.configurePage()->filePath().isEmpty());
         QVERIFY(window.configurePage()->isModified());
@@ -168,15 +168,17 @@ private Q_SLOTS:
         QTemporaryDir dir;
         const QString png = dir.filePath(QStringLiteral("shots/runs.png"));
         const QStringList env = {QStringLiteral("QT_QPA_PLATFORM=offscreen")};
-        auto result = accel::test::runProgram(studio, {QStringLiteral("--page"), QStringLiteral("runs"), QStringLiteral("--screenshot"), png},
-                                              60000, {}, env);
+        auto result = accel::test::runProgram(
+            studio, {QStringLiteral("--page"), QStringLiteral("runs"), QStringLiteral("--screenshot"), png}, 60000, {},
+            env);
         QVERIFY2(result.exitCode == 0, qPrintable(result.err));
         const QImage image(png);
         QCOMPARE(image.size(), QSize(1280, 820));
 
         result = accel::test::runProgram(studio, {QStringLiteral("--page"), QStringLiteral("nowhere")}, 60000, {}, env);
         QCOMPARE(result.exitCode, 2);
-        QVERIFY2(result.err.contains(QStringLiteral("accel-studio: --page: unknown page 'nowhere'")), qPrintable(result.err));
+        QVERIFY2(result.err.contains(QStringLiteral("accel-studio: --page: unknown page 'nowhere'")),
+                 qPrintable(result.err));
         result = accel::test::runProgram(studio, {QStringLiteral("--help")}, 60000, {}, env);
         QCOMPARE(result.exitCode, 0);
         QVERIFY(result.out.contains(QStringLiteral("usage: accel-studio")));
@@ -188,8 +190,12 @@ private Q_SLOTS:
         for (const auto &[label, value] : studioVersions())
             versions.insert(label, value);
         QVERIFY(versions.value(QStringLiteral("Qt")).startsWith(QString::fromLatin1(qVersion())));
-        QVERIFY(QRegularExpression(QStringLiteral("^\\d+\\.\\d+")).match(versions.value(QStringLiteral("yaml-cpp"))).hasMatch());
-        QVERIFY(QRegularExpression(QStringLiteral("^\\d+\\.\\d+")).match(versions.value(QStringLiteral("libssh"))).hasMatch());
+        QVERIFY(QRegularExpression(QStringLiteral("^\\d+\\.\\d+"))
+                    .match(versions.value(QStringLiteral("yaml-cpp")))
+                    .hasMatch());
+        QVERIFY(QRegularExpression(QStringLiteral("^\\d+\\.\\d+"))
+                    .match(versions.value(QStringLiteral("libssh")))
+                    .hasMatch());
         QCOMPARE(versions.value(QStringLiteral("Accel Studio")), QStringLiteral(ACCEL_VERSION));
         AboutDialog dialog;
         QVERIFY(dialog.findChildren<QLabel *>().size() >= versions.size());

@@ -72,8 +72,7 @@ int graphPoints(const app::MetricPlot *plot, int graph)
 
 } // namespace
 
-class tst_MonitorPage : public QObject
-{
+class tst_MonitorPage : public QObject {
     Q_OBJECT
 private Q_SLOTS:
     void metricsWrittenOnATimerAppear();
@@ -99,7 +98,8 @@ void tst_MonitorPage::metricsWrittenOnATimerAppear()
     QTimer writer;
     connect(&writer, &QTimer::timeout, this, [&] {
         for (int rank = 0; rank < 2; ++rank)
-            QVERIFY(appendText(run + QStringLiteral("/metrics/rank%1.jsonl").arg(rank), metricsLine(rank, step, 3.0 - step * 0.01)));
+            QVERIFY(appendText(run + QStringLiteral("/metrics/rank%1.jsonl").arg(rank),
+                               metricsLine(rank, step, 3.0 - step * 0.01)));
         ++step;
     });
     writer.start(20);
@@ -122,7 +122,8 @@ void tst_MonitorPage::metricsWrittenOnATimerAppear()
     // The mean of identical losses is that loss.
     QCOMPARE(loss->plot()->graph(2)->data()->at(0)->value, 3.0);
     // Redraws are coalesced: far fewer than the samples that arrived.
-    QVERIFY2(loss->replotCount() < written * 2, qPrintable(QStringLiteral("%1 redraws for %2 samples").arg(loss->replotCount()).arg(written * 2)));
+    QVERIFY2(loss->replotCount() < written * 2,
+             qPrintable(QStringLiteral("%1 redraws for %2 samples").arg(loss->replotCount()).arg(written * 2)));
 }
 
 void tst_MonitorPage::logsFilterByRankAndText()
@@ -136,12 +137,16 @@ void tst_MonitorPage::logsFilterByRankAndText()
     page.setRuns({run});
     auto *logs = page.logView();
     QTRY_COMPARE_WITH_TIMEOUT(logs->filterModel()->rowCount(), 4, 5000);
-    QTRY_COMPARE(logs->rankCombo()->count(), 3);  // all, rank 0, rank 1
+    QTRY_COMPARE(logs->rankCombo()->count(), 3); // all, rank 0, rank 1
     logs->rankCombo()->setCurrentIndex(logs->rankCombo()->findData(1));
     QCOMPARE(logs->filterModel()->rowCount(), 2);
     logs->searchField()->setText(QStringLiteral("warning"));
     QCOMPARE(logs->filterModel()->rowCount(), 1);
-    QVERIFY(logs->filterModel()->index(0, monitor::LogModel::TextColumn).data().toString().contains(QStringLiteral("slow disk")));
+    QVERIFY(logs->filterModel()
+                ->index(0, monitor::LogModel::TextColumn)
+                .data()
+                .toString()
+                .contains(QStringLiteral("slow disk")));
     logs->rankCombo()->setCurrentIndex(0);
     logs->searchField()->setText(QStringLiteral("EPOCH"));
     QCOMPARE(logs->filterModel()->rowCount(), 2);
@@ -166,18 +171,21 @@ void tst_MonitorPage::eventsRaiseAndClearBanners()
         e.fields = fields;
         return e;
     };
-    QVERIFY(monitor::appendEventLine(events, event(QStringLiteral("hang_suspected"), -1,
-                                                   {{QStringLiteral("seconds_without_progress"), 75}, {QStringLiteral("threshold_s"), 60}})));
+    QVERIFY(monitor::appendEventLine(
+        events, event(QStringLiteral("hang_suspected"), -1,
+                      {{QStringLiteral("seconds_without_progress"), 75}, {QStringLiteral("threshold_s"), 60}})));
     QTRY_COMPARE_WITH_TIMEOUT(page.banners()->messages().size(), 1, 5000);
     QVERIFY(page.banners()->messages().first().contains(QStringLiteral("hung")));
-    QVERIFY(monitor::appendEventLine(events, event(QStringLiteral("straggler_detected"), 1,
-                                                   {{QStringLiteral("step_time_s"), 0.9}, {QStringLiteral("others_median_step_time_s"), 0.3}})));
+    QVERIFY(monitor::appendEventLine(
+        events, event(QStringLiteral("straggler_detected"), 1,
+                      {{QStringLiteral("step_time_s"), 0.9}, {QStringLiteral("others_median_step_time_s"), 0.3}})));
     QTRY_COMPARE_WITH_TIMEOUT(page.banners()->messages().size(), 2, 5000);
     QVERIFY(monitor::appendEventLine(events, event(QStringLiteral("hang_cleared"), -1, {})));
     QVERIFY(monitor::appendEventLine(events, event(QStringLiteral("straggler_cleared"), 1, {})));
     QTRY_COMPARE_WITH_TIMEOUT(page.banners()->messages().size(), 0, 5000);
     QVERIFY(monitor::appendEventLine(events, event(QStringLiteral("rank_exited"), 1,
-                                                   {{QStringLiteral("exit_code"), 3}, {QStringLiteral("signal"), 0},
+                                                   {{QStringLiteral("exit_code"), 3},
+                                                    {QStringLiteral("signal"), 0},
                                                     {QStringLiteral("result"), QStringLiteral("exit 3")}})));
     QTRY_COMPARE_WITH_TIMEOUT(page.banners()->messages().size(), 1, 5000);
     QVERIFY(page.banners()->messages().first().contains(QStringLiteral("rank 1 failed: exit 3")));
@@ -233,7 +241,7 @@ void tst_MonitorPage::longSeriesAreDecimatedAndSmoothed()
     QByteArray lines;
     const int count = 20000;
     for (int step = 0; step < count; ++step)
-        lines += metricsLine(0, step, step % 100 == 50 ? 10.0 : 1.0);  // spikes every 100 steps
+        lines += metricsLine(0, step, step % 100 == 50 ? 10.0 : 1.0); // spikes every 100 steps
     QVERIFY(appendText(run + QStringLiteral("/metrics/rank0.jsonl"), lines));
     MonitorPage page;
     page.resize(1000, 700);
@@ -245,7 +253,7 @@ void tst_MonitorPage::longSeriesAreDecimatedAndSmoothed()
     const int pixels = loss->plot()->axisRect()->width();
     QVERIFY(pixels > 10);
     QVERIFY2(graphPoints(loss, 0) <= 2 * pixels + 2, qPrintable(QString::number(graphPoints(loss, 0))));
-    QCOMPARE(loss->plot()->yAxis->range().contains(10.0), true);  // spikes survive decimation
+    QCOMPARE(loss->plot()->yAxis->range().contains(10.0), true); // spikes survive decimation
     double highest = 0;
     for (auto it = loss->plot()->graph(0)->data()->constBegin(); it != loss->plot()->graph(0)->data()->constEnd(); ++it)
         highest = std::max(highest, it->value);

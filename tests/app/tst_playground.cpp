@@ -14,8 +14,7 @@
 
 using namespace accel::app;
 
-class tst_Playground : public QObject
-{
+class tst_Playground : public QObject {
     Q_OBJECT
 private Q_SLOTS:
     void missingWorkerFailsTheRequest();
@@ -31,8 +30,9 @@ void tst_Playground::missingWorkerFailsTheRequest()
     QSignalSpy crashed(&client, &WorkerClient::workerCrashed);
     client.load(dir.path());
     QVERIFY(QTest::qWaitFor([&] { return !crashed.isEmpty(); }, 10000));
-    QCOMPARE(failed.size(), 1);  // exactly one terminal signal for the load
-    QVERIFY2(failed.first().at(1).toString().contains(QStringLiteral("cannot start")), qPrintable(failed.first().at(1).toString()));
+    QCOMPARE(failed.size(), 1); // exactly one terminal signal for the load
+    QVERIFY2(failed.first().at(1).toString().contains(QStringLiteral("cannot start")),
+             qPrintable(failed.first().at(1).toString()));
     QVERIFY(!client.isRunning());
 }
 
@@ -49,7 +49,7 @@ void tst_Playground::killedWorkerFailsAndRecovers()
     QSignalSpy crashed(&client, &WorkerClient::workerCrashed);
     client.load(dir.filePath(QStringLiteral("missing-model")));
     QVERIFY(QTest::qWaitFor([&] { return !failed.isEmpty(); }, 60000));
-    QVERIFY(ready.size() == 1 && crashed.isEmpty());  // a bad model is an error event; the worker lives on
+    QVERIFY(ready.size() == 1 && crashed.isEmpty()); // a bad model is an error event; the worker lives on
     QVERIFY(client.isRunning());
 
     ::kill(static_cast<pid_t>(client.processId()), SIGKILL);
@@ -57,7 +57,7 @@ void tst_Playground::killedWorkerFailsAndRecovers()
     QVERIFY(!client.isRunning());
 
     failed.clear();
-    client.load(dir.filePath(QStringLiteral("missing-model")));  // starts a fresh worker
+    client.load(dir.filePath(QStringLiteral("missing-model"))); // starts a fresh worker
     QVERIFY(QTest::qWaitFor([&] { return !failed.isEmpty(); }, 60000));
     QCOMPARE(ready.size(), 2);
     client.shutdown();

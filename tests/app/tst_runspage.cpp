@@ -63,8 +63,7 @@ int graphPoints(const app::MetricPlot *plot, int graph)
 
 } // namespace
 
-class tst_RunsPage : public QObject
-{
+class tst_RunsPage : public QObject {
     Q_OBJECT
 private Q_SLOTS:
     void listsRunsOnDiskAndSelectsTheNewest();
@@ -77,10 +76,12 @@ void tst_RunsPage::listsRunsOnDiskAndSelectsTheNewest()
 {
     QTemporaryDir root;
     const double now = QDateTime::currentSecsSinceEpoch();
-    const QString older = makeRun(root.path(), QStringLiteral("20261122-010000-older-aaaa"), now - 600, QStringLiteral("succeeded"));
-    const QString newer = makeRun(root.path(), QStringLiteral("20261122-011000-newer-bbbb"), now - 60, QStringLiteral("failed"));
+    const QString older =
+        makeRun(root.path(), QStringLiteral("20261122-010000-older-aaaa"), now - 600, QStringLiteral("succeeded"));
+    const QString newer =
+        makeRun(root.path(), QStringLiteral("20261122-011000-newer-bbbb"), now - 60, QStringLiteral("failed"));
     QVERIFY(!older.isEmpty() && !newer.isEmpty());
-    QVERIFY(QDir().mkpath(root.filePath(QStringLiteral("not-a-run"))));  // no run.json: not listed
+    QVERIFY(QDir().mkpath(root.filePath(QStringLiteral("not-a-run")))); // no run.json: not listed
 
     RunsPage page;
     QAbstractItemModelTester tester(page.runsModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
@@ -89,7 +90,11 @@ void tst_RunsPage::listsRunsOnDiskAndSelectsTheNewest()
     auto *view = page.runsView();
     QCOMPARE(view->model()->index(0, monitor::RunsModel::IdColumn).data().toString(), QFileInfo(newer).fileName());
     QCOMPARE(view->model()->index(0, monitor::RunsModel::StateColumn).data().toString(), QStringLiteral("failed"));
-    QVERIFY(view->model()->index(0, monitor::RunsModel::ConfigColumn).data().toString().contains(QStringLiteral("MULTI_CPU")));
+    QVERIFY(view->model()
+                ->index(0, monitor::RunsModel::ConfigColumn)
+                .data()
+                .toString()
+                .contains(QStringLiteral("MULTI_CPU")));
     // The newest run is selected at start-up and shown in the Monitor view.
     QCOMPARE(page.selectedRuns(), QStringList{newer});
     QCOMPARE(page.monitorPage()->runs(), QStringList{newer});
@@ -99,13 +104,15 @@ void tst_RunsPage::newRunsAppearAndSeveralCanBeSelected()
 {
     QTemporaryDir root;
     const double now = QDateTime::currentSecsSinceEpoch();
-    const QString first = makeRun(root.path(), QStringLiteral("20261122-010000-first-aaaa"), now - 100, QStringLiteral("succeeded"));
+    const QString first =
+        makeRun(root.path(), QStringLiteral("20261122-010000-first-aaaa"), now - 100, QStringLiteral("succeeded"));
     RunsPage page;
     page.runsModel()->setRefreshInterval(200);
     QAbstractItemModelTester tester(page.runsModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
     page.setRunsRoot(root.path());
     QCOMPARE(page.runsModel()->rowCount(), 1);
-    const QString second = makeRun(root.path(), QStringLiteral("20261122-010500-second-bbbb"), now - 10, QStringLiteral("stopped"));
+    const QString second =
+        makeRun(root.path(), QStringLiteral("20261122-010500-second-bbbb"), now - 10, QStringLiteral("stopped"));
     QTRY_COMPARE_WITH_TIMEOUT(page.runsModel()->rowCount(), 2, 5000);
     QFile metrics(second + QStringLiteral("/metrics/rank0.jsonl"));
     QVERIFY(metrics.open(QIODevice::WriteOnly));
@@ -127,8 +134,8 @@ void tst_RunsPage::newRunsAppearAndSeveralCanBeSelected()
 void tst_RunsPage::stopIsOnlyForLiveRuns()
 {
     QTemporaryDir root;
-    const QString done = makeRun(root.path(), QStringLiteral("20261122-010000-done-aaaa"), QDateTime::currentSecsSinceEpoch(),
-                                 QStringLiteral("succeeded"));
+    const QString done = makeRun(root.path(), QStringLiteral("20261122-010000-done-aaaa"),
+                                 QDateTime::currentSecsSinceEpoch(), QStringLiteral("succeeded"));
     RunsPage page;
     page.setRunsRoot(root.path());
     QCOMPARE(page.selectedRuns(), QStringList{done});
@@ -153,13 +160,14 @@ void tst_RunsPage::realJobIsFollowedAndStopped()
     const QString job = scratch.filePath(QStringLiteral("job.yaml"));
     QFile jobFile(job);
     QVERIFY(jobFile.open(QIODevice::WriteOnly));
-    jobFile.write(QStringLiteral("recipe: gpt\nname: studio-test\nseed: 1\n"
-                                 "model:\n  n_layer: 1\n  n_head: 2\n  n_embd: 32\n  block_size: 32\n  dropout: 0.0\n"
-                                 "data:\n  corpus: %1\n  eval_fraction: 0.05\n"
-                                 "training:\n  max_steps: 100000\n  batch_size: 4\n  learning_rate: 2.0e-3\n  warmup_steps: 5\n"
-                                 "  log_every: 2\n  eval_every: 0\n  checkpoint_every: 0\n  resume: none\n")
-                      .arg(QDir(test::sourceDir()).filePath(QStringLiteral("resources/corpus/corpus.txt")))
-                      .toUtf8());
+    jobFile.write(
+        QStringLiteral("recipe: gpt\nname: studio-test\nseed: 1\n"
+                       "model:\n  n_layer: 1\n  n_head: 2\n  n_embd: 32\n  block_size: 32\n  dropout: 0.0\n"
+                       "data:\n  corpus: %1\n  eval_fraction: 0.05\n"
+                       "training:\n  max_steps: 100000\n  batch_size: 4\n  learning_rate: 2.0e-3\n  warmup_steps: 5\n"
+                       "  log_every: 2\n  eval_every: 0\n  checkpoint_every: 0\n  resume: none\n")
+            .arg(QDir(test::sourceDir()).filePath(QStringLiteral("resources/corpus/corpus.txt")))
+            .toUtf8());
     jobFile.close();
 
     RunsPage page;
@@ -171,11 +179,12 @@ void tst_RunsPage::realJobIsFollowedAndStopped()
     QCOMPARE(page.runsModel()->rowCount(), 0);
 
     const QString runDir = root + QStringLiteral("/20261122-000000-studio-test-0001");
-    const auto launched = test::runAccel({QStringLiteral("launch"), QStringLiteral("--cpu"), QStringLiteral("--num_processes"), QStringLiteral("2"),
-                                          QStringLiteral("--num_cpu_threads_per_process"), QStringLiteral("1"), QStringLiteral("--main_process_port"),
-                                          QStringLiteral("0"), QStringLiteral("--no_mirror"), QStringLiteral("--detach"), QStringLiteral("--json"),
-                                          QStringLiteral("--run_dir"), runDir, QStringLiteral("--job"), job},
-                                         60000, {}, {QStringLiteral("ACCEL_WORKER_PROGRAM=%1").arg(worker)});
+    const auto launched = test::runAccel(
+        {QStringLiteral("launch"), QStringLiteral("--cpu"), QStringLiteral("--num_processes"), QStringLiteral("2"),
+         QStringLiteral("--num_cpu_threads_per_process"), QStringLiteral("1"), QStringLiteral("--main_process_port"),
+         QStringLiteral("0"), QStringLiteral("--no_mirror"), QStringLiteral("--detach"), QStringLiteral("--json"),
+         QStringLiteral("--run_dir"), runDir, QStringLiteral("--job"), job},
+        60000, {}, {QStringLiteral("ACCEL_WORKER_PROGRAM=%1").arg(worker)});
     QVERIFY2(launched.exitCode == 0, qPrintable(launched.err + launched.out));
 
     // The run shows up (the page selects it, as the newest), with its two ranks and loss points.
@@ -186,7 +195,8 @@ void tst_RunsPage::realJobIsFollowedAndStopped()
     auto *loss = monitorPage->chart(MonitorPage::LossChart);
     QTRY_VERIFY_WITH_TIMEOUT(graphPoints(loss, 0) >= 2 && graphPoints(loss, 1) >= 2, 60000);
     QVERIFY(std::isfinite(loss->plot()->graph(0)->data()->at(0)->value));
-    QTRY_VERIFY_WITH_TIMEOUT(monitorPage->ranksView()->model()->index(0, 1).data().toString().contains(QStringLiteral("running")), 10000);
+    QTRY_VERIFY_WITH_TIMEOUT(
+        monitorPage->ranksView()->model()->index(0, 1).data().toString().contains(QStringLiteral("running")), 10000);
 
     // Stop through the page: `accel stop` runs in a QProcess while the event loop keeps going.
     QTRY_VERIFY_WITH_TIMEOUT(page.stopButton()->isEnabled(), 10000);
@@ -198,7 +208,8 @@ void tst_RunsPage::realJobIsFollowedAndStopped()
     QCOMPARE(finished.at(0).at(0).toString(), runDir);
     QVERIFY2(finished.at(0).at(1).toInt() == 0, qPrintable(finished.at(0).at(2).toString()));
     const int row = page.runsModel()->rowOf(QFileInfo(runDir).fileName());
-    QTRY_COMPARE_WITH_TIMEOUT(page.runsModel()->index(row, monitor::RunsModel::StateColumn).data().toString(), QStringLiteral("stopped"), 10000);
+    QTRY_COMPARE_WITH_TIMEOUT(page.runsModel()->index(row, monitor::RunsModel::StateColumn).data().toString(),
+                              QStringLiteral("stopped"), 10000);
 }
 
 QTEST_MAIN(tst_RunsPage)

@@ -6,15 +6,15 @@
 
 using namespace accel::app;
 
-class tst_StudioOptions : public QObject
-{
+class tst_StudioOptions : public QObject {
     Q_OBJECT
 private Q_SLOTS:
     void parsesEveryOption()
     {
-        const auto parsed = parseStudioOptions({QStringLiteral("accel-studio"), QStringLiteral("--demo"), QStringLiteral("--page"),
-                                                QStringLiteral("Big-Models"), QStringLiteral("--config=/tmp/a.yaml"),
-                                                QStringLiteral("--screenshot"), QStringLiteral("out/shot.png")});
+        const auto parsed =
+            parseStudioOptions({QStringLiteral("accel-studio"), QStringLiteral("--demo"), QStringLiteral("--page"),
+                                QStringLiteral("Big-Models"), QStringLiteral("--config=/tmp/a.yaml"),
+                                QStringLiteral("--screenshot"), QStringLiteral("out/shot.png")});
         QVERIFY2(parsed.error.isEmpty(), qPrintable(parsed.error));
         QVERIFY(parsed.options.demo);
         QCOMPARE(*parsed.options.page, Page::BigModels);
@@ -28,9 +28,12 @@ private Q_SLOTS:
         QTest::addColumn<QString>("errorPart");
         QTest::newRow("unknown page") << QStringList{QStringLiteral("--page"), QStringLiteral("wizard")}
                                       << QStringLiteral("expected one of hardware, configure, launch, runs, bigmodels");
-        QTest::newRow("missing value") << QStringList{QStringLiteral("--config")} << QStringLiteral("--config needs a value");
-        QTest::newRow("not png") << QStringList{QStringLiteral("--screenshot"), QStringLiteral("a.jpg")} << QStringLiteral("must end in .png");
-        QTest::newRow("unknown flag") << QStringList{QStringLiteral("--fast")} << QStringLiteral("unknown argument '--fast'");
+        QTest::newRow("missing value") << QStringList{QStringLiteral("--config")}
+                                       << QStringLiteral("--config needs a value");
+        QTest::newRow("not png") << QStringList{QStringLiteral("--screenshot"), QStringLiteral("a.jpg")}
+                                 << QStringLiteral("must end in .png");
+        QTest::newRow("unknown flag") << QStringList{QStringLiteral("--fast")}
+                                      << QStringLiteral("unknown argument '--fast'");
     }
     void rejectsBadInput()
     {
@@ -52,7 +55,8 @@ private Q_SLOTS:
 
     void diffMarksChangedLines()
     {
-        const QVector<DiffLine> diff = diffLines(QStringLiteral("a: 1\nb: 2\nc: 3\n"), QStringLiteral("a: 1\nb: 5\nc: 3\nd: 4\n"));
+        const QVector<DiffLine> diff =
+            diffLines(QStringLiteral("a: 1\nb: 2\nc: 3\n"), QStringLiteral("a: 1\nb: 5\nc: 3\nd: 4\n"));
         QCOMPARE(formatDiff(diff), QStringLiteral("  a: 1\n- b: 2\n+ b: 5\n  c: 3\n+ d: 4\n"));
         QCOMPARE(formatDiff(diffLines(QStringLiteral("x\n"), QStringLiteral("x\n"))), QStringLiteral("  x\n"));
     }

@@ -69,8 +69,8 @@ private Q_SLOTS:
     void estimateMemoryJson()
     {
         // nargs-style dtype list followed by the MODEL positional.
-        const auto r = test::runAccel({"estimate-memory", "--dtypes", "float32", "bfloat16", m_model + "/config.json", "--json",
-                                       "--batch", "2", "--context", "10"});
+        const auto r = test::runAccel({"estimate-memory", "--dtypes", "float32", "bfloat16", m_model + "/config.json",
+                                       "--json", "--batch", "2", "--context", "10"});
         QCOMPARE(r.exitCode, 0);
         const auto j = parseJson(r.out);
         QCOMPARE(j["schema"].get<std::string>(), std::string("accel.memory-estimate"));
@@ -90,8 +90,8 @@ private Q_SLOTS:
     void deviceMapJson()
     {
         // 4 decoder layers of 2336 floats = 9344 bytes each; budgets force a split over 0, 1 and cpu.
-        const auto r = test::runAccel({"device-map", m_model, "--max-memory", "0=20000,1=20000,cpu=1GB", "--strategy", "sequential",
-                                       "--json"});
+        const auto r = test::runAccel(
+            {"device-map", m_model, "--max-memory", "0=20000,1=20000,cpu=1GB", "--strategy", "sequential", "--json"});
         QCOMPARE(r.exitCode, 0);
         const auto j = parseJson(r.out);
         QCOMPARE(j["schema"].get<std::string>(), std::string("accel.device-map"));
@@ -112,7 +112,8 @@ private Q_SLOTS:
 
     void deviceMapNoSplitListAndText()
     {
-        const auto r = test::runAccel({"device-map", "--no-split", "LlamaMLP", "LlamaAttention", m_model, "--max-memory", "cpu=1GB"});
+        const auto r = test::runAccel(
+            {"device-map", "--no-split", "LlamaMLP", "LlamaAttention", m_model, "--max-memory", "cpu=1GB"});
         QCOMPARE(r.exitCode, 0);
         QVERIFY2(r.out.contains("no-split LlamaMLP LlamaAttention"), qPrintable(r.out));
         QVERIFY(r.out.contains("(whole model)"));
@@ -122,17 +123,22 @@ private Q_SLOTS:
     {
         // An `accel env --json` report (from this or another host): GPU 1 listed before GPU 0,
         // topology entries with an index but no memory are ignored, cpu from memory.available_bytes.
-        const std::string report = R"({"schema":"accel.env","version":1,"memory":{"total_bytes":99999,"available_bytes":50000},
+        const std::string report =
+            R"({"schema":"accel.env","version":1,"memory":{"total_bytes":99999,"available_bytes":50000},
             "gpu":{"gpus":[{"index":1,"name":"B","memory_free_bytes":30000},{"index":0,"name":"A","memory_free_bytes":20000}],
                    "topology":{"devices":[{"index":0}]}}})";
         const std::string file = m_dir.path().toStdString() + "/env.json";
         QVERIFY(fileutil::writeFileAtomic(file, report));
-        auto r = test::runAccel({"device-map", m_model, "--env-json", QString::fromStdString(file), "--strategy", "sequential", "--json"});
+        auto r = test::runAccel(
+            {"device-map", m_model, "--env-json", QString::fromStdString(file), "--strategy", "sequential", "--json"});
         QCOMPARE(r.exitCode, 0);
         auto j = parseJson(r.out);
-        QCOMPARE(j["budgets"], nlohmann::json::parse(R"([{"device":0,"bytes":20000},{"device":1,"bytes":30000},{"device":"cpu","bytes":50000}])"));
+        QCOMPARE(j["budgets"],
+                 nlohmann::json::parse(
+                     R"([{"device":0,"bytes":20000},{"device":1,"bytes":30000},{"device":"cpu","bytes":50000}])"));
         // A single GPU from the machine gets Accelerate's 10% reserve under "auto".
-        QVERIFY(fileutil::writeFileAtomic(file, R"({"memory":{"available_bytes":50000},"gpu":{"gpus":[{"index":0,"memory_free_bytes":20000}]}})"));
+        QVERIFY(fileutil::writeFileAtomic(
+            file, R"({"memory":{"available_bytes":50000},"gpu":{"gpus":[{"index":0,"memory_free_bytes":20000}]}})"));
         r = test::runAccel({"device-map", m_model, "--env-json", QString::fromStdString(file), "--json"});
         QCOMPARE(r.exitCode, 0);
         j = parseJson(r.out);
@@ -143,8 +149,11 @@ private Q_SLOTS:
     {
         auto r = test::runAccel({"device-map", m_model, "--max-memory", "0=lots"});
         QCOMPARE(r.exitCode, 2);
-        QCOMPARE(r.err.trimmed(), QStringLiteral("accel device-map: --max-memory: max_memory for 0: \"lots\" is not a memory size: use an "
-                                                 "integer number of bytes or a number with GiB, MiB, KiB (powers of 2) or GB, MB, KB (powers of 10)"));
+        QCOMPARE(
+            r.err.trimmed(),
+            QStringLiteral(
+                "accel device-map: --max-memory: max_memory for 0: \"lots\" is not a memory size: use an "
+                "integer number of bytes or a number with GiB, MiB, KiB (powers of 2) or GB, MB, KB (powers of 10)"));
         r = test::runAccel({"device-map", m_model, "--strategy", "greedy"});
         QCOMPARE(r.exitCode, 2);
         r = test::runAccel({"estimate-memory", m_dir.path() + "/missing"});
@@ -155,7 +164,9 @@ private Q_SLOTS:
         QVERIFY(fileutil::writeFileAtomic(bad, std::string("\x02\0\0\0\0\0\0\0{}", 10) + "xx"));
         r = test::runAccel({"inspect", QString::fromStdString(bad)});
         QCOMPARE(r.exitCode, 2);
-        QCOMPARE(r.err.trimmed(), QString::fromStdString("accel inspect: " + bad + ": the data buffer has 2 bytes but the tensors end at 0 (trailing bytes)"));
+        QCOMPARE(r.err.trimmed(),
+                 QString::fromStdString("accel inspect: " + bad +
+                                        ": the data buffer has 2 bytes but the tensors end at 0 (trailing bytes)"));
         r = test::runAccel({"device-map", "--help"});
         QCOMPARE(r.exitCode, 0);
         QVERIFY(r.out.contains("--max-memory") || r.out.contains("--max_memory"));

@@ -72,10 +72,12 @@ private Q_SLOTS:
 
         auto budgets = parseMaxMemory("cpu=30GiB, disk=1GB,1=1GB,cuda:0=2GB");
         QVERIFY(budgets);
-        QCOMPARE(*budgets, (DeviceBudgets{{"0", 2000000000}, {"1", 1000000000}, {"cpu", 32212254720}, {"disk", 1000000000}}));
+        QCOMPARE(*budgets,
+                 (DeviceBudgets{{"0", 2000000000}, {"1", 1000000000}, {"cpu", 32212254720}, {"disk", 1000000000}}));
         auto bad = parseMaxMemory("gpu0=1GB");
         QVERIFY(!bad);
-        QCOMPARE(bad.error().message, std::string("max_memory: unknown device \"gpu0\" (use GPU indices 0, 1, ..., mps, cpu or disk)"));
+        QCOMPARE(bad.error().message,
+                 std::string("max_memory: unknown device \"gpu0\" (use GPU indices 0, 1, ..., mps, cpu or disk)"));
 
         QCOMPARE(formatAccelerateSize(512), std::string("512 bytes"));
         QCOMPARE(formatAccelerateSize(1536), std::string("1.5 KB"));
@@ -114,7 +116,7 @@ private Q_SLOTS:
         QCOMPARE(half.of("a"), uint64_t(20 + 80));
         QCOMPARE(half.of("b"), uint64_t(20));
         const ModuleSizes full(s, *parseTargetDType("float32"));
-        QCOMPARE(full.of("b"), uint64_t(20));  // min(4, 2)
+        QCOMPARE(full.of("b"), uint64_t(20)); // min(4, 2)
         QCOMPARE(ModuleSizes(s, *parseTargetDType("int4")).of("a.weight"), uint64_t(5));
     }
 
@@ -124,9 +126,16 @@ private Q_SLOTS:
         // embed (100) fits GPU 0 (budget 250-100=150). layers (300) does not: split into blocks.
         // layers.0: 100+100 > 150 and Block cannot split → GPU 1 (no reserve, 250): layers.0 and
         // layers.1 (200); layers.2 would make 300 → cpu (1000-100): layers.2, norm, head.
-        const auto result = inferAutoDeviceMap(toyModel(), options("0=250,1=250,cpu=1000", DeviceMapStrategy::Sequential));
-        QCOMPARE(result.map, (Map{{"embed", "0"}, {"layers.0", "1"}, {"layers.1", "1"}, {"layers.2", "cpu"}, {"norm", "cpu"}, {"head", "cpu"}}));
-        QCOMPARE(result.perDevice, (std::vector<std::pair<std::string, uint64_t>>{{"0", 100}, {"1", 200}, {"cpu", 210}}));
+        const auto result =
+            inferAutoDeviceMap(toyModel(), options("0=250,1=250,cpu=1000", DeviceMapStrategy::Sequential));
+        QCOMPARE(result.map, (Map{{"embed", "0"},
+                                  {"layers.0", "1"},
+                                  {"layers.1", "1"},
+                                  {"layers.2", "cpu"},
+                                  {"norm", "cpu"},
+                                  {"head", "cpu"}}));
+        QCOMPARE(result.perDevice,
+                 (std::vector<std::pair<std::string, uint64_t>>{{"0", 100}, {"1", 200}, {"cpu", 210}}));
         QCOMPARE(result.largestLayer, uint64_t(100));
         QVERIFY(result.warnings.empty());
     }
@@ -141,18 +150,30 @@ private Q_SLOTS:
         o.noSplitClasses = std::vector<std::string>{};
         o.cleanResult = false;
         const auto result = inferAutoDeviceMap(toyModel(), o);
-        QCOMPARE(result.map, (Map{{"embed", "0"}, {"layers.0.attn", "1"}, {"layers.0.mlp", "1"}, {"layers.1", "1"},
-                                  {"layers.2.attn", "cpu"}, {"layers.2.mlp", "cpu"}, {"norm", "cpu"}, {"head", "cpu"}}));
+        QCOMPARE(result.map, (Map{{"embed", "0"},
+                                  {"layers.0.attn", "1"},
+                                  {"layers.0.mlp", "1"},
+                                  {"layers.1", "1"},
+                                  {"layers.2.attn", "cpu"},
+                                  {"layers.2.mlp", "cpu"},
+                                  {"norm", "cpu"},
+                                  {"head", "cpu"}}));
         // clean_device_map merges layers.0.* and layers.2.* into their parents.
         auto cleaned = result.map;
         cleanDeviceMap(cleaned);
-        QCOMPARE(cleaned, (Map{{"embed", "0"}, {"layers.0", "1"}, {"layers.1", "1"}, {"layers.2", "cpu"}, {"norm", "cpu"}, {"head", "cpu"}}));
+        QCOMPARE(cleaned, (Map{{"embed", "0"},
+                               {"layers.0", "1"},
+                               {"layers.1", "1"},
+                               {"layers.2", "cpu"},
+                               {"norm", "cpu"},
+                               {"head", "cpu"}}));
     }
 
     void sequentialEverythingFitsCollapsesToRoot()
     {
         // 510 ≤ 1000 - 100 on GPU 0: every entry lands there and the map collapses to "".
-        const auto result = inferAutoDeviceMap(toyModel(), options("0=1000,1=1000,cpu=1000", DeviceMapStrategy::Sequential));
+        const auto result =
+            inferAutoDeviceMap(toyModel(), options("0=1000,1=1000,cpu=1000", DeviceMapStrategy::Sequential));
         QCOMPARE(result.map, (Map{{"", "0"}}));
     }
 
@@ -165,7 +186,12 @@ private Q_SLOTS:
         for (auto strategy : {DeviceMapStrategy::Auto, DeviceMapStrategy::Balanced}) {
             const auto result = inferAutoDeviceMap(toyModel(), options("0=1000,1=1000,cpu=1000", strategy));
             QCOMPARE(result.budgets, (DeviceBudgets{{"0", 380}, {"1", 1000}, {"cpu", 1000}}));
-            QCOMPARE(result.map, (Map{{"embed", "0"}, {"layers.0", "0"}, {"layers.1", "1"}, {"layers.2", "1"}, {"norm", "1"}, {"head", "1"}}));
+            QCOMPARE(result.map, (Map{{"embed", "0"},
+                                      {"layers.0", "0"},
+                                      {"layers.1", "1"},
+                                      {"layers.2", "1"},
+                                      {"norm", "1"},
+                                      {"head", "1"}}));
         }
     }
 
@@ -175,9 +201,15 @@ private Q_SLOTS:
         // 380, GPU 2 (last) 1000; then GPU 0 = min(1000, max(0, 510 - (380 + 1000))) = 0.
         // embed cannot go on GPU 0 (0 - 100 reserve) → GPU 1: embed, layers.0, layers.1 (300 ≤
         // 380); layers.2 would be 400 → GPU 2 with norm and head.
-        const auto result = inferAutoDeviceMap(toyModel(), options("0=1000,1=1000,2=1000,cpu=1000", DeviceMapStrategy::BalancedLow0));
+        const auto result =
+            inferAutoDeviceMap(toyModel(), options("0=1000,1=1000,2=1000,cpu=1000", DeviceMapStrategy::BalancedLow0));
         QCOMPARE(result.budgets, (DeviceBudgets{{"0", 0}, {"1", 380}, {"2", 1000}, {"cpu", 1000}}));
-        QCOMPARE(result.map, (Map{{"embed", "1"}, {"layers.0", "1"}, {"layers.1", "1"}, {"layers.2", "2"}, {"norm", "2"}, {"head", "2"}}));
+        QCOMPARE(result.map, (Map{{"embed", "1"},
+                                  {"layers.0", "1"},
+                                  {"layers.1", "1"},
+                                  {"layers.2", "2"},
+                                  {"norm", "2"},
+                                  {"head", "2"}}));
         QCOMPARE(result.warnings.size(), size_t(1));
         QVERIFY(result.warnings[0].find("device 0") != std::string::npos);
     }
@@ -200,7 +232,8 @@ private Q_SLOTS:
         // 300 > 240 → split; max layer back to 100 (room 150): layers.0 → 200 > 150 → cpu
         // (250-100): layers.0; layers.1 with reserve 10 (only norm left): 200 ≤ 240; norm → cpu.
         // Cleaning merges layers.0/1 into "layers", keeping its place.
-        const auto result = inferAutoDeviceMap(toyModel(true, 2), options("0=250,cpu=250", DeviceMapStrategy::Sequential));
+        const auto result =
+            inferAutoDeviceMap(toyModel(true, 2), options("0=250,cpu=250", DeviceMapStrategy::Sequential));
         QCOMPARE(result.map, (Map{{"embed", "0"}, {"head", "0"}, {"layers", "cpu"}, {"norm", "cpu"}}));
         QCOMPARE(result.deviceOf("head.weight"), std::string("0"));
         QCOMPARE(result.deviceOf("layers.1.mlp.weight"), std::string("cpu"));
@@ -210,7 +243,8 @@ private Q_SLOTS:
     {
         // As above with cpu=120: the cpu budget minus the 100 reserve leaves 20, so layers.0 goes
         // on to disk (unlimited), and so does everything after it.
-        const auto result = inferAutoDeviceMap(toyModel(true, 2), options("0=250,cpu=120", DeviceMapStrategy::Sequential));
+        const auto result =
+            inferAutoDeviceMap(toyModel(true, 2), options("0=250,cpu=120", DeviceMapStrategy::Sequential));
         QCOMPARE(result.map, (Map{{"embed", "0"}, {"head", "0"}, {"layers", "disk"}, {"norm", "disk"}}));
         QCOMPARE(result.perDevice, (std::vector<std::pair<std::string, uint64_t>>{{"0", 100}, {"disk", 210}}));
         QCOMPARE(result.warnings.size(), size_t(1));

@@ -17,7 +17,8 @@ namespace {
 
 // Writes every tensor of `s` (zero bytes) except those in `skip`, plus config.json.
 bool writeCheckpointFor(const ModelStructure &s, const std::string &folder, const std::string &config,
-                        const std::vector<std::string> &skip, uint64_t maxShard = 1 << 30, const std::string &strip = {})
+                        const std::vector<std::string> &skip, uint64_t maxShard = 1 << 30,
+                        const std::string &strip = {})
 {
     std::filesystem::create_directories(folder);
     std::vector<TensorToWrite> tensors;
@@ -31,8 +32,8 @@ bool writeCheckpointFor(const ModelStructure &s, const std::string &folder, cons
             name = name.substr(strip.size());
         tensors.push_back({name, t.dtype, t.shape, zeros.data(), bytes});
     }
-    return writeShardedSafetensors(folder, tensors, maxShard).has_value()
-        && fileutil::writeFileAtomic(folder + "/config.json", config).has_value();
+    return writeShardedSafetensors(folder, tensors, maxShard).has_value() &&
+           fileutil::writeFileAtomic(folder + "/config.json", config).has_value();
 }
 
 const char *kTinyLlama = R"({"model_type":"llama","hidden_size":8,"intermediate_size":16,"num_attention_heads":2,
@@ -56,7 +57,8 @@ private Q_SLOTS:
         QTest::newRow("gpt2") << R"({"model_type":"gpt2"})" << qulonglong(124439808) << "GPT2Block";
         // Llama-2-7B: 6,738,415,616.
         QTest::newRow("llama") << R"({"model_type":"llama","hidden_size":4096,"intermediate_size":11008,
-            "num_attention_heads":32,"num_hidden_layers":32,"vocab_size":32000})" << qulonglong(6738415616) << "LlamaDecoderLayer";
+            "num_attention_heads":32,"num_hidden_layers":32,"vocab_size":32000})"
+                               << qulonglong(6738415616) << "LlamaDecoderLayer";
         // Mistral-7B-v0.1: 7,241,732,096.
         QTest::newRow("mistral") << R"({"model_type":"mistral","hidden_size":4096,"intermediate_size":14336,
             "num_attention_heads":32,"num_hidden_layers":32,"num_key_value_heads":8,"vocab_size":32000})"
@@ -64,11 +66,13 @@ private Q_SLOTS:
         // Qwen2-0.5B: 494,032,768 (q/k/v biases, tied embeddings).
         QTest::newRow("qwen2") << R"({"model_type":"qwen2","hidden_size":896,"intermediate_size":4864,
             "num_attention_heads":14,"num_hidden_layers":24,"num_key_value_heads":2,"vocab_size":151936,
-            "tie_word_embeddings":true})" << qulonglong(494032768) << "Qwen2DecoderLayer";
+            "tie_word_embeddings":true})"
+                               << qulonglong(494032768) << "Qwen2DecoderLayer";
         // Mixtral-8x7B: 46,702,792,704.
         QTest::newRow("mixtral") << R"({"model_type":"mixtral","hidden_size":4096,"intermediate_size":14336,
             "num_attention_heads":32,"num_hidden_layers":32,"num_key_value_heads":8,"vocab_size":32000,
-            "num_local_experts":8,"num_experts_per_tok":2})" << qulonglong(46702792704) << "MixtralDecoderLayer";
+            "num_local_experts":8,"num_experts_per_tok":2})"
+                                 << qulonglong(46702792704) << "MixtralDecoderLayer";
     }
 
     void analyticFamilies()
@@ -90,8 +94,9 @@ private Q_SLOTS:
     {
         auto parsed = parseModelConfig(R"({"model_type":"bert"})", "/m/config.json");
         QVERIFY(!parsed);
-        QCOMPARE(parsed.error().toString(), std::string("/m/config.json: model_type \"bert\" cannot be planned from its config alone "
-                                                        "(supported: gpt2, llama, mistral, qwen2, mixtral); point at a checkpoint instead"));
+        QCOMPARE(parsed.error().toString(),
+                 std::string("/m/config.json: model_type \"bert\" cannot be planned from its config alone "
+                             "(supported: gpt2, llama, mistral, qwen2, mixtral); point at a checkpoint instead"));
     }
 
     void checkpointWithoutLmHeadIsTied()
@@ -109,7 +114,8 @@ private Q_SLOTS:
         const ModelStructure &s = model->structure;
         QCOMPARE(s.family, std::string("llama"));
         QCOMPARE(s.tensor("lm_head.weight")->aliasOf, std::string("model.embed_tokens.weight"));
-        QCOMPARE(s.tiedGroups(), (std::vector<std::vector<std::string>>{{"lm_head.weight", "model.embed_tokens.weight"}}));
+        QCOMPARE(s.tiedGroups(),
+                 (std::vector<std::vector<std::string>>{{"lm_head.weight", "model.embed_tokens.weight"}}));
         // Registration order: embed, layers 0..10, norm, rotary, lm_head; class names kept.
         const ModuleInfo *layers = s.module("model.layers");
         QCOMPARE(layers->children.size(), size_t(11));
@@ -126,7 +132,8 @@ private Q_SLOTS:
 
     void gpt2HubNamesGetTheirPrefix()
     {
-        const std::string config = R"({"model_type":"gpt2","n_embd":8,"n_layer":2,"n_head":2,"n_positions":16,"vocab_size":30})";
+        const std::string config =
+            R"({"model_type":"gpt2","n_embd":8,"n_layer":2,"n_head":2,"n_positions":16,"vocab_size":30})";
         auto parsed = parseModelConfig(config, "config.json");
         QVERIFY(parsed);
         const ModelStructure analytic = buildModelStructure(*parsed);
@@ -164,9 +171,9 @@ private Q_SLOTS:
         std::filesystem::create_directories(folder);
         static const char data[64] = {};
         QVERIFY(writeSafetensors(folder + "/model.safetensors", {{"lm_head.weight", DType::F32, {2}, data, 8},
-                                                                  {"blocks.10.w", DType::F32, {2}, data, 8},
-                                                                  {"blocks.2.w", DType::F32, {2}, data, 8},
-                                                                  {"embed.weight", DType::F32, {2}, data, 8}}));
+                                                                 {"blocks.10.w", DType::F32, {2}, data, 8},
+                                                                 {"blocks.2.w", DType::F32, {2}, data, 8},
+                                                                 {"embed.weight", DType::F32, {2}, data, 8}}));
         auto model = loadModel(folder);
         QVERIFY2(model, model ? "" : model.error().toString().c_str());
         QCOMPARE(model->structure.module("")->children, (std::vector<std::string>{"blocks", "embed", "lm_head"}));

@@ -29,7 +29,7 @@ private Q_SLOTS:
         auto opened = OffloadFolder::open(folder);
         QVERIFY(opened);
         const float weights[6] = {1, 2, 3, 4, 5, 6};
-        const uint16_t bf16[2] = {0x3f80, 0xc000};  // 1.0, -2.0 as bfloat16 bit patterns
+        const uint16_t bf16[2] = {0x3f80, 0xc000}; // 1.0, -2.0 as bfloat16 bit patterns
         const int64_t scalar = 42;
         QVERIFY(opened->writeTensor("model.layers.0.mlp.up_proj.weight", DType::F32, {2, 3}, weights, 24));
         QVERIFY(opened->writeTensor("model.norm.weight", DType::BF16, {2}, bf16, 4));
@@ -43,9 +43,13 @@ private Q_SLOTS:
         QVERIFY(std::memcmp(raw->data(), weights, 24) == 0);
         auto index = fileutil::readFile(folder + "/index.json");
         QVERIFY(index);
-        QCOMPARE(*index, std::string("{\n  \"model.layers.0.mlp.up_proj.weight\": {\n    \"dtype\": \"float32\",\n    \"shape\": [\n      2,\n      3\n    ]\n  },\n"
-                                     "  \"model.norm.weight\": {\n    \"dtype\": \"bfloat16\",\n    \"shape\": [\n      2\n    ]\n  },\n"
-                                     "  \"step\": {\n    \"dtype\": \"int64\",\n    \"shape\": []\n  }\n}"));
+        QCOMPARE(
+            *index,
+            std::string(
+                "{\n  \"model.layers.0.mlp.up_proj.weight\": {\n    \"dtype\": \"float32\",\n    \"shape\": [\n      "
+                "2,\n      3\n    ]\n  },\n"
+                "  \"model.norm.weight\": {\n    \"dtype\": \"bfloat16\",\n    \"shape\": [\n      2\n    ]\n  },\n"
+                "  \"step\": {\n    \"dtype\": \"int64\",\n    \"shape\": []\n  }\n}"));
 
         // A second session merges into the existing index.
         auto again = OffloadFolder::open(folder);
@@ -78,7 +82,8 @@ private Q_SLOTS:
         QVERIFY(fileutil::writeFileAtomic(folder + "/w.dat", std::string(10, '\0')));
         auto view = OffloadFolder::open(folder)->load("w");
         QVERIFY(!view);
-        QCOMPARE(view.error().toString(), folder + "/w.dat: has 10 bytes but index.json's dtype float32 and shape need 16");
+        QCOMPARE(view.error().toString(),
+                 folder + "/w.dat: has 10 bytes but index.json's dtype float32 and shape need 16");
         QVERIFY(!opened->writeTensor("v", DType::F32, {4}, w, 12));
     }
 
@@ -88,9 +93,10 @@ private Q_SLOTS:
         const std::string folder = path("model");
         std::filesystem::create_directories(folder);
         std::vector<float> data(64, 1.5f);
-        QVERIFY(writeSafetensors(folder + "/model.safetensors", {{"embed.weight", DType::F32, {16}, data.data(), 64},
-                                                                  {"layers.0.weight", DType::F32, {16}, data.data(), 64},
-                                                                  {"layers.1.weight", DType::F32, {16}, data.data(), 64}}));
+        QVERIFY(
+            writeSafetensors(folder + "/model.safetensors", {{"embed.weight", DType::F32, {16}, data.data(), 64},
+                                                             {"layers.0.weight", DType::F32, {16}, data.data(), 64},
+                                                             {"layers.1.weight", DType::F32, {16}, data.data(), 64}}));
         auto model = loadModel(folder);
         QVERIFY(model);
         DeviceMapOptions o;
@@ -103,7 +109,8 @@ private Q_SLOTS:
         for (bool lazy : {false, true}) {
             auto offload = OffloadFolder::open(path(lazy ? "lazy" : "copied"));
             QVERIFY(offload);
-            auto count = offloadDiskTensors(*model->checkpoint, *offload, [&](const std::string &n) { return map.deviceOf(n); }, lazy);
+            auto count = offloadDiskTensors(
+                *model->checkpoint, *offload, [&](const std::string &n) { return map.deviceOf(n); }, lazy);
             QVERIFY(count);
             QCOMPARE(*count, size_t(2));
             auto reread = OffloadFolder::open(path(lazy ? "lazy" : "copied"));

@@ -67,10 +67,11 @@ private Q_SLOTS:
     {
         // One tensor per dtype, sized so packed types fill whole bytes (F6: 4 elements = 3 bytes;
         // F4: 2 elements = 1 byte).
-        const std::vector<DType> types = {DType::Bool, DType::U8, DType::I8, DType::I16, DType::U16, DType::I32,
-                                          DType::U32, DType::I64, DType::U64, DType::F16, DType::BF16, DType::F32,
-                                          DType::F64, DType::C64, DType::F8_E4M3, DType::F8_E5M2, DType::F8_E4M3FNUZ,
-                                          DType::F8_E5M2FNUZ, DType::F8_E8M0, DType::F6_E2M3, DType::F6_E3M2, DType::F4};
+        const std::vector<DType> types = {
+            DType::Bool,    DType::U8,      DType::I8,      DType::I16,     DType::U16,         DType::I32,
+            DType::U32,     DType::I64,     DType::U64,     DType::F16,     DType::BF16,        DType::F32,
+            DType::F64,     DType::C64,     DType::F8_E4M3, DType::F8_E5M2, DType::F8_E4M3FNUZ, DType::F8_E5M2FNUZ,
+            DType::F8_E8M0, DType::F6_E2M3, DType::F6_E3M2, DType::F4};
         std::vector<std::string> buffers;
         std::vector<TensorToWrite> tensors;
         for (DType t : types) {
@@ -82,7 +83,8 @@ private Q_SLOTS:
             buffers.push_back(data);
         }
         for (size_t i = 0; i < types.size(); ++i)
-            tensors.push_back({std::string("t.") + dtypeCode(types[i]), types[i], {2, 2}, buffers[i].data(), buffers[i].size()});
+            tensors.push_back(
+                {std::string("t.") + dtypeCode(types[i]), types[i], {2, 2}, buffers[i].data(), buffers[i].size()});
         tensors.push_back({"scalar", DType::F32, {}, buffers[11].data(), 4});
         tensors.push_back({"empty", DType::F32, {0, 3}, nullptr, 0});
         const std::string file = path("all.safetensors");
@@ -150,7 +152,7 @@ private Q_SLOTS:
         std::vector<TensorToWrite> tensors = {
             {"embed.weight", DType::F32, {10}, data[0].data(), 40},
             {"layers.0.weight", DType::F32, {10}, data[1].data(), 40},
-            {"layers.1.weight", DType::F32, {30}, data[2].data(), 120},  // bigger than the limit: own shard
+            {"layers.1.weight", DType::F32, {30}, data[2].data(), 120}, // bigger than the limit: own shard
             {"layers.2.weight", DType::F32, {5}, data[3].data(), 20},
             {"norm.weight", DType::F32, {5}, data[4].data(), 20},
         };
@@ -159,8 +161,9 @@ private Q_SLOTS:
         // shard is appended as soon as it is seen, so shard 1 = layers.1.
         auto written = writeShardedSafetensors(folder, tensors, 100);
         QVERIFY2(written, written ? "" : written.error().toString().c_str());
-        QCOMPARE(written->files, (std::vector<std::string>{"model-00001-of-00003.safetensors", "model-00002-of-00003.safetensors",
-                                                           "model-00003-of-00003.safetensors"}));
+        QCOMPARE(written->files,
+                 (std::vector<std::string>{"model-00001-of-00003.safetensors", "model-00002-of-00003.safetensors",
+                                           "model-00003-of-00003.safetensors"}));
         QCOMPARE(written->totalSize, uint64_t(240));
         QVERIFY(!std::filesystem::exists(folder + "/model-00004-of-00004.safetensors"));
 
@@ -169,9 +172,12 @@ private Q_SLOTS:
         QCOMPARE(indexText->back(), '\n');
         const auto index = nlohmann::json::parse(*indexText);
         QCOMPARE(index["metadata"]["total_size"].get<uint64_t>(), uint64_t(240));
-        QCOMPARE(index["weight_map"]["layers.1.weight"].get<std::string>(), std::string("model-00001-of-00003.safetensors"));
-        QCOMPARE(index["weight_map"]["embed.weight"].get<std::string>(), std::string("model-00002-of-00003.safetensors"));
-        QCOMPARE(index["weight_map"]["norm.weight"].get<std::string>(), std::string("model-00003-of-00003.safetensors"));
+        QCOMPARE(index["weight_map"]["layers.1.weight"].get<std::string>(),
+                 std::string("model-00001-of-00003.safetensors"));
+        QCOMPARE(index["weight_map"]["embed.weight"].get<std::string>(),
+                 std::string("model-00002-of-00003.safetensors"));
+        QCOMPARE(index["weight_map"]["norm.weight"].get<std::string>(),
+                 std::string("model-00003-of-00003.safetensors"));
         QVERIFY(indexText->find("  \"metadata\": {\n    \"total_size\": 240\n  },") != std::string::npos);
 
         auto checkpoint = Checkpoint::open(folder);
@@ -203,12 +209,14 @@ private Q_SLOTS:
         std::filesystem::create_directories(folder);
         auto a = iota(2);
         QVERIFY(writeSafetensors(folder + "/model-00001-of-00001.safetensors", {{"a", DType::F32, {2}, a.data(), 8}}));
-        QVERIFY(fileutil::writeFileAtomic(folder + "/model.safetensors.index.json",
-                                          R"({"metadata":{"total_size":8},"weight_map":{"a":"model-00001-of-00001.safetensors","b":"model-00001-of-00001.safetensors"}})"));
+        QVERIFY(fileutil::writeFileAtomic(
+            folder + "/model.safetensors.index.json",
+            R"({"metadata":{"total_size":8},"weight_map":{"a":"model-00001-of-00001.safetensors","b":"model-00001-of-00001.safetensors"}})"));
         auto checkpoint = Checkpoint::open(folder);
         QVERIFY(!checkpoint);
-        QCOMPARE(checkpoint.error().message,
-                 std::string("tensor \"b\" is mapped to model-00001-of-00001.safetensors but that shard does not hold it"));
+        QCOMPARE(
+            checkpoint.error().message,
+            std::string("tensor \"b\" is mapped to model-00001-of-00001.safetensors but that shard does not hold it"));
         QCOMPARE(checkpoint.error().context, folder + "/model.safetensors.index.json");
     }
 
@@ -219,43 +227,58 @@ private Q_SLOTS:
         const std::string f8 = std::string(8, '\0');
         const std::string f16 = std::string(16, '\0');
         auto add = [](const char *tag, const std::string &content, const std::string &message) {
-            QTest::newRow(tag) << QByteArray(content.data(), static_cast<int>(content.size())) << QString::fromStdString(message);
+            QTest::newRow(tag) << QByteArray(content.data(), static_cast<int>(content.size()))
+                               << QString::fromStdString(message);
         };
         add("header too small", std::string(5, '\0'),
             "header too small: the file has 5 bytes, a safetensors file starts with an 8-byte header length");
         add("huge header", rawFile("{}", "", 100000001), "header too large: 100000001 bytes (limit 100000000)");
-        add("header longer than file", rawFile("{}", "", 64), "invalid header length: 64 bytes declared but only 2 follow the length field");
+        add("header longer than file", rawFile("{}", "", 64),
+            "invalid header length: 64 bytes declared but only 2 follow the length field");
         add("not json", rawFile("{\"a\": nope}", ""),
-            "header is not valid JSON: parse error at line 1, column 8: syntax error while parsing value - invalid literal; last read: '\"a\": no'");
+            "header is not valid JSON: parse error at line 1, column 8: syntax error while parsing value - invalid "
+            "literal; last read: '\"a\": no'");
         add("not an object start", rawFile("[1, 2]  ", ""), "header does not start with '{'");
         add("invalid utf8", rawFile("{\"\xff\": 1}", ""), "header is not valid UTF-8");
         add("duplicate keys",
-            rawFile(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", f8),
+            rawFile(
+                R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
+                f8),
             "duplicate key \"a\" in header");
         add("metadata not string", rawFile(R"({"__metadata__":{"format":"pt","step":3}})", ""),
             "__metadata__ value of \"step\" is not a string: 3");
         add("bad dtype", rawFile(R"({"w":{"dtype":"F99","shape":[2],"data_offsets":[0,8]}})", f8),
-            "tensor \"w\": unknown dtype \"F99\" (valid: U64, I64, F64, C64, F32, U32, I32, BF16, F16, U16, I16, F8_E5M2FNUZ, "
+            "tensor \"w\": unknown dtype \"F99\" (valid: U64, I64, F64, C64, F32, U32, I32, BF16, F16, U16, I16, "
+            "F8_E5M2FNUZ, "
             "F8_E4M3FNUZ, F8_E8M0, F8_E4M3, F8_E5M2, I8, U8, F6_E3M2, F6_E2M3, F4, BOOL)");
         add("negative shape", rawFile(R"({"w":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", f8),
             "tensor \"w\": \"shape\" must hold non-negative integers, got [-2]");
-        add("overflowing offsets", rawFile(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,18446744073709551616]}})", f8),
-            "tensor \"w\": \"data_offsets\" must be two non-negative integers [begin, end], got [0,1.8446744073709552e+19]");
+        add("overflowing offsets",
+            rawFile(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,18446744073709551616]}})", f8),
+            "tensor \"w\": \"data_offsets\" must be two non-negative integers [begin, end], got "
+            "[0,1.8446744073709552e+19]");
         add("end before begin", rawFile(R"({"w":{"dtype":"U8","shape":[0],"data_offsets":[8,4]}})", f8),
             "tensor \"w\": data_offsets end 4 is before begin 8");
-        add("shape overflow", rawFile(R"({"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}})", f8),
+        add("shape overflow",
+            rawFile(R"({"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}})", f8),
             "tensor \"w\": shape [4294967296, 4294967296] overflows a 64-bit element count");
-        add("wrong size", rawFile(R"({"w":{"dtype":"F32","shape":[2,2],"data_offsets":[0,12]}})", std::string(12, '\0')),
+        add("wrong size",
+            rawFile(R"({"w":{"dtype":"F32","shape":[2,2],"data_offsets":[0,12]}})", std::string(12, '\0')),
             "tensor \"w\": data_offsets span 12 bytes but shape [2, 2] of F32 needs 16");
-        add("misaligned packed", rawFile(R"({"w":{"dtype":"F4","shape":[3],"data_offsets":[0,2]}})", std::string(2, '\0')),
+        add("misaligned packed",
+            rawFile(R"({"w":{"dtype":"F4","shape":[3],"data_offsets":[0,2]}})", std::string(2, '\0')),
             "tensor \"w\": 3 elements of F4 are not a whole number of bytes (misaligned slice)");
         add("gap at start", rawFile(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})", f16),
             "tensor \"w\": data begins at 8 but the first tensor must begin at 0 (gap)");
         add("gap between",
-            rawFile(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})", f16),
+            rawFile(
+                R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})",
+                f16),
             "tensor \"b\": data begins at 8 but the previous tensor \"a\" ends at 4 (gap)");
         add("overlap",
-            rawFile(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", std::string(12, '\0')),
+            rawFile(
+                R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+                std::string(12, '\0')),
             "tensor \"b\": data begins at 4, inside the previous tensor \"a\" which ends at 8 (overlap)");
         add("truncated data", rawFile(R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", f8),
             "tensor \"w\": data ends at 16 beyond the data buffer of 8 bytes (truncated file?)");
@@ -276,7 +299,8 @@ private Q_SLOTS:
     void paddedHeaderAndEmptyTensorsAccepted()
     {
         // Two empty tensors at the same offset and trailing spaces in the header are valid.
-        const std::string header = R"({"e1":{"dtype":"F32","shape":[0],"data_offsets":[0,0]},"e2":{"dtype":"I8","shape":[3,0],"data_offsets":[0,0]},"w":{"dtype":"U8","shape":[3],"data_offsets":[0,3]}}   )";
+        const std::string header =
+            R"({"e1":{"dtype":"F32","shape":[0],"data_offsets":[0,0]},"e2":{"dtype":"I8","shape":[3,0],"data_offsets":[0,0]},"w":{"dtype":"U8","shape":[3],"data_offsets":[0,3]}}   )";
         QVERIFY(fileutil::writeFileAtomic(path("ok.safetensors"), rawFile(header, "abc")));
         auto opened = SafetensorsFile::open(path("ok.safetensors"));
         QVERIFY2(opened, opened ? "" : opened.error().toString().c_str());
@@ -309,15 +333,24 @@ private Q_SLOTS:
             for (int e = 0; e < edits; ++e) {
                 const size_t at = next() % bytes.size();
                 switch (next() % 4) {
-                case 0: bytes[at] = static_cast<char>(next()); break;
-                case 1: bytes[at] = "0123456789,[]{}\":"[next() % 17]; break;
-                case 2: bytes.resize(at); break;
-                default: bytes.insert(at, 1, static_cast<char>(next())); break;
+                case 0:
+                    bytes[at] = static_cast<char>(next());
+                    break;
+                case 1:
+                    bytes[at] = "0123456789,[]{}\":"[next() % 17];
+                    break;
+                case 2:
+                    bytes.resize(at);
+                    break;
+                default:
+                    bytes.insert(at, 1, static_cast<char>(next()));
+                    break;
                 }
                 if (bytes.empty())
                     bytes = "x";
             }
-            auto parsed = parseSafetensors(reinterpret_cast<const std::byte *>(bytes.data()), bytes.size(), bytes.size(), "m");
+            auto parsed =
+                parseSafetensors(reinterpret_cast<const std::byte *>(bytes.data()), bytes.size(), bytes.size(), "m");
             if (!parsed) {
                 QVERIFY(!parsed.error().message.empty());
                 continue;
@@ -333,7 +366,7 @@ private Q_SLOTS:
             }
             QCOMPARE(parsed->dataStart + position, uint64_t(bytes.size()));
         }
-        QVERIFY(accepted > 0);  // flips inside tensor data keep the file valid
+        QVERIFY(accepted > 0); // flips inside tensor data keep the file valid
     }
 
     void torchFormatRule()

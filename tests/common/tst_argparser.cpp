@@ -84,7 +84,8 @@ private Q_SLOTS:
         for (std::string &s : storage)
             argv.push_back(s.data());
         const auto known = [](const std::string &x) { return x == "float32" || x == "int8" || x == "int4"; };
-        const std::vector<std::string> expected{"--dtypes", "float32", "--dtypes", "int8", "--dtypes", "int4", "model-dir", "--json"};
+        const std::vector<std::string> expected{"--dtypes", "float32", "--dtypes",  "int8",
+                                                "--dtypes", "int4",    "model-dir", "--json"};
         QCOMPARE(accel::cli::expandMultiValueOption(int(argv.size()), argv.data(), "dtypes", known, false), expected);
 
         // A first value that is rejected is passed on only when asked, so the parser can name it.

@@ -24,7 +24,7 @@ private Q_SLOTS:
         QCOMPARE(QDir(dir.path()).entryList(QDir::Files).size(), 1);
         struct stat st {};
         QCOMPARE(::stat(path.c_str(), &st), 0);
-        QVERIFY((st.st_mode & 0044) != 0);  // readable like an ordinary file, not mkstemp's 0600
+        QVERIFY((st.st_mode & 0044) != 0); // readable like an ordinary file, not mkstemp's 0600
     }
 
     void atomicWriteIntoMissingFolderFails()
@@ -46,7 +46,8 @@ private Q_SLOTS:
     void closestMatchSuggestsTypos()
     {
         QCOMPARE(fileutil::editDistance("kitten", "sitting"), size_t(3));
-        QCOMPARE(fileutil::closestMatch("num_proceses", {"num_processes", "num_machines"}), std::string("num_processes"));
+        QCOMPARE(fileutil::closestMatch("num_proceses", {"num_processes", "num_machines"}),
+                 std::string("num_processes"));
         QCOMPARE(fileutil::closestMatch("zzzzzzzz", {"num_processes", "num_machines"}), std::string());
     }
 

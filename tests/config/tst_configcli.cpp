@@ -52,12 +52,16 @@ private Q_SLOTS:
         QTest::newRow("single CPU") << QStringList{"", "1", "yes", "", "no"} << "single_cpu.yaml";
         QTest::newRow("multi-CPU") << QStringList{"", "multi-CPU", "", "", "", "", "4", ""} << "multi_cpu.yaml";
         QTest::newRow("multi-GPU multi-node")
-            << QStringList{"1", "5", "2", "0", "10.0.0.1", "29500", "", "", "", "", "", "", "16", "", "", "bf16"} << "multi_gpu_multinode.yaml";
-        QTest::newRow("FSDP2") << QStringList{"", "multi-GPU", "", "", "", "", "yes", "", "", "", "", "yes", "", "", "yes", "", "8", "bf16"}
+            << QStringList{"1", "5", "2", "0", "10.0.0.1", "29500", "", "", "", "", "", "", "16", "", "", "bf16"}
+            << "multi_gpu_multinode.yaml";
+        QTest::newRow("FSDP2") << QStringList{"", "multi-GPU", "",    "", "", "",    "yes", "",  "",
+                                              "", "",          "yes", "", "", "yes", "",    "8", "bf16"}
                                << "fsdp2.yaml";
-        QTest::newRow("DeepSpeed json file") << QStringList{"", "multi-GPU", "", "", "", "yes", "yes", "/home/user/ds_config.json", "yes", "", "2"}
-                                             << "deepspeed_json_file.yaml";
-        QTest::newRow("fp8 TE") << QStringList{"", "multi-GPU", "", "", "", "", "", "", "2", "", "", "fp8", "te", "", "", "", "", "", "", ""}
+        QTest::newRow("DeepSpeed json file")
+            << QStringList{"", "multi-GPU", "", "", "", "yes", "yes", "/home/user/ds_config.json", "yes", "", "2"}
+            << "deepspeed_json_file.yaml";
+        QTest::newRow("fp8 TE") << QStringList{"", "multi-GPU", "",   "", "", "", "", "", "2", "",
+                                               "", "fp8",       "te", "", "", "", "", "", "",  ""}
                                 << "fp8_te.yaml";
     }
 
@@ -67,7 +71,8 @@ private Q_SLOTS:
         QFETCH(QString, expected);
         QTemporaryDir dir;
         const QString target = dir.filePath(QStringLiteral("out.yaml"));
-        const auto result = runAccel({QStringLiteral("config"), QStringLiteral("--config_file"), target}, 60000, lines(answers));
+        const auto result =
+            runAccel({QStringLiteral("config"), QStringLiteral("--config_file"), target}, 60000, lines(answers));
         QVERIFY2(result.exitCode == 0, qPrintable(result.err + result.out));
         QVERIFY(result.out.contains(QStringLiteral("accel configuration saved at ") + target));
         QCOMPARE(readAll(target), readAll(corpusPath(expected)));
@@ -81,7 +86,8 @@ private Q_SLOTS:
                                      lines({"", "", "perhaps", "yes", "", "7", "no"}));
         QCOMPARE(result.exitCode, 0);
         QVERIFY(result.out.contains(QStringLiteral("please answer yes or no; got perhaps")));
-        QVERIFY(result.out.contains(QStringLiteral("expected a number from 1 to 4 or one of: no, fp16, bf16, fp8; got 7")));
+        QVERIFY(
+            result.out.contains(QStringLiteral("expected a number from 1 to 4 or one of: no, fp16, bf16, fp8; got 7")));
         const QJsonObject json = QJsonDocument::fromJson(readAll(target).toUtf8()).object();
         QCOMPARE(json.value(QStringLiteral("distributed_type")).toString(), QStringLiteral("NO"));
         QCOMPARE(json.value(QStringLiteral("use_cpu")).toBool(), true);
@@ -93,9 +99,11 @@ private Q_SLOTS:
         QTemporaryDir dir;
         const QString target = dir.filePath(QStringLiteral("x.yaml"));
         // Multi-node needs the main process IP, which has no default.
-        const auto result = runAccel({QStringLiteral("config"), QStringLiteral("--config_file"), target}, 60000, lines({"", "multi-GPU", "2", "1"}));
+        const auto result = runAccel({QStringLiteral("config"), QStringLiteral("--config_file"), target}, 60000,
+                                     lines({"", "multi-GPU", "2", "1"}));
         QCOMPARE(result.exitCode, 2);
-        QVERIFY2(result.err.contains(QStringLiteral("accel config: input ended before 'main_process_ip' was answered (an answer is required)")),
+        QVERIFY2(result.err.contains(QStringLiteral(
+                     "accel config: input ended before 'main_process_ip' was answered (an answer is required)")),
                  qPrintable(result.err));
         QVERIFY(!QFile::exists(target));
     }
@@ -106,7 +114,8 @@ private Q_SLOTS:
         const auto result = runAccel({QStringLiteral("config")}, 60000, lines({"", "", "yes", "", ""}),
                                      {QStringLiteral("HF_HOME=") + dir.path()});
         QCOMPARE(result.exitCode, 0);
-        QCOMPARE(readAll(dir.filePath(QStringLiteral("accelerate/default_config.yaml"))), readAll(corpusPath(QStringLiteral("single_cpu.yaml"))));
+        QCOMPARE(readAll(dir.filePath(QStringLiteral("accelerate/default_config.yaml"))),
+                 readAll(corpusPath(QStringLiteral("single_cpu.yaml"))));
     }
 
     void defaultWritesJsonAndNeverOverwrites()
@@ -119,48 +128,65 @@ private Q_SLOTS:
         if (QDir(QStringLiteral("/proc/driver/nvidia/gpus")).exists())
             QSKIP("this machine has NVIDIA GPUs; the CPU default file cannot be compared");
         QCOMPARE(readAll(target), readAll(corpusPath(QStringLiteral("default_config_json.yaml"))));
-        result = runAccel({QStringLiteral("config"), QStringLiteral("default"), QStringLiteral("--mixed_precision"), QStringLiteral("bf16")}, 60000,
-                          {}, env);
+        result = runAccel({QStringLiteral("config"), QStringLiteral("default"), QStringLiteral("--mixed_precision"),
+                           QStringLiteral("bf16")},
+                          60000, {}, env);
         QCOMPARE(result.exitCode, 1);
-        QCOMPARE(result.err, QStringLiteral("accel config default: %1 already exists; remove it first or pass --config_file to write "
-                                            "elsewhere\n").arg(target));
+        QCOMPARE(
+            result.err,
+            QStringLiteral("accel config default: %1 already exists; remove it first or pass --config_file to write "
+                           "elsewhere\n")
+                .arg(target));
         const QString json = dir.filePath(QStringLiteral("bf16.json"));
-        result = runAccel({QStringLiteral("config"), QStringLiteral("default"), QStringLiteral("--mixed_precision=bf16"),
-                           QStringLiteral("--config_file"), json});
+        result = runAccel({QStringLiteral("config"), QStringLiteral("default"),
+                           QStringLiteral("--mixed_precision=bf16"), QStringLiteral("--config_file"), json});
         QCOMPARE(result.exitCode, 0);
         QCOMPARE(readAll(json), readAll(corpusPath(QStringLiteral("default_config_bf16.json"))));
-        result = runAccel({QStringLiteral("config"), QStringLiteral("default"), QStringLiteral("--mixed_precision"), QStringLiteral("fp32")});
+        result = runAccel({QStringLiteral("config"), QStringLiteral("default"), QStringLiteral("--mixed_precision"),
+                           QStringLiteral("fp32")});
         QCOMPARE(result.exitCode, 2);
-        QCOMPARE(result.err, QStringLiteral("accel config default: option '--mixed_precision': 'fp32' is not one of no, fp16, bf16\n"));
+        QCOMPARE(
+            result.err,
+            QStringLiteral("accel config default: option '--mixed_precision': 'fp32' is not one of no, fp16, bf16\n"));
     }
 
     void showPrintsWhatAccelerateWrites()
     {
-        auto result = runAccel({QStringLiteral("config"), QStringLiteral("show"), corpusPath(QStringLiteral("deepspeed_zero3_nvme.yaml"))});
+        auto result = runAccel({QStringLiteral("config"), QStringLiteral("show"),
+                                corpusPath(QStringLiteral("deepspeed_zero3_nvme.yaml"))});
         QCOMPARE(result.exitCode, 0);
         QCOMPARE(result.out, readAll(corpusPath(QStringLiteral("deepspeed_zero3_nvme.yaml"))));
         // JSON text in a .yaml file shows as YAML.
         result = runAccel({QStringLiteral("config"), QStringLiteral("show"), QStringLiteral("--config_file"),
                            corpusPath(QStringLiteral("default_config_json.yaml"))});
         QCOMPARE(result.exitCode, 0);
-        QVERIFY(result.out.startsWith(QStringLiteral("compute_environment: LOCAL_MACHINE\ndebug: false\ndistributed_type: 'NO'\n")));
+        QVERIFY(result.out.startsWith(
+            QStringLiteral("compute_environment: LOCAL_MACHINE\ndebug: false\ndistributed_type: 'NO'\n")));
 
-        result = runAccel({QStringLiteral("config"), QStringLiteral("show"), corpusPath(QStringLiteral("fsdp2.yaml")), QStringLiteral("--json")});
+        result = runAccel({QStringLiteral("config"), QStringLiteral("show"), corpusPath(QStringLiteral("fsdp2.yaml")),
+                           QStringLiteral("--json")});
         QCOMPARE(result.exitCode, 0);
         QVERIFY(result.out.startsWith(QStringLiteral("{\n  \"schema\": \"accel.config\",\n  \"version\": 1,\n")));
         const QJsonObject json = QJsonDocument::fromJson(result.out.toUtf8()).object();
-        QCOMPARE(json.value(QStringLiteral("config")).toObject().value(QStringLiteral("fsdp_config")).toObject()
-                     .value(QStringLiteral("fsdp_version")).toInt(), 2);
+        QCOMPARE(json.value(QStringLiteral("config"))
+                     .toObject()
+                     .value(QStringLiteral("fsdp_config"))
+                     .toObject()
+                     .value(QStringLiteral("fsdp_version"))
+                     .toInt(),
+                 2);
 
         result = runAccel({QStringLiteral("config"), QStringLiteral("show"), QStringLiteral("/nonexistent/c.yaml")});
         QCOMPARE(result.exitCode, 2);
-        QCOMPARE(result.err, QStringLiteral("accel config show: /nonexistent/c.yaml: cannot open: No such file or directory\n"));
+        QCOMPARE(result.err,
+                 QStringLiteral("accel config show: /nonexistent/c.yaml: cannot open: No such file or directory\n"));
     }
 
     void validateExitCodesAndMessages()
     {
         QTemporaryDir dir;
-        auto result = runAccel({QStringLiteral("config"), QStringLiteral("validate"), corpusPath(QStringLiteral("multi_gpu.yaml"))});
+        auto result = runAccel(
+            {QStringLiteral("config"), QStringLiteral("validate"), corpusPath(QStringLiteral("multi_gpu.yaml"))});
         QCOMPARE(result.exitCode, 0);
         QCOMPARE(result.out, corpusPath(QStringLiteral("multi_gpu.yaml")) + QStringLiteral(": valid (0 warnings)\n"));
 
@@ -168,24 +194,30 @@ private Q_SLOTS:
         writeText(bad, "distributed_type: FSDP\nnum_processes: 2\nfsdp_config:\n  fsdp_sharding_strategy: FULL\n");
         result = runAccel({QStringLiteral("config"), QStringLiteral("validate"), bad});
         QCOMPARE(result.exitCode, 2);
-        QVERIFY2(result.err.startsWith(QStringLiteral("error: %1: line 4: fsdp_sharding_strategy: expected one of FULL_SHARD, SHARD_GRAD_OP, "
-                                                      "NO_SHARD, HYBRID_SHARD, HYBRID_SHARD_ZERO2; got FULL\n").arg(bad)),
-                 qPrintable(result.err));
+        QVERIFY2(
+            result.err.startsWith(
+                QStringLiteral("error: %1: line 4: fsdp_sharding_strategy: expected one of FULL_SHARD, SHARD_GRAD_OP, "
+                               "NO_SHARD, HYBRID_SHARD, HYBRID_SHARD_ZERO2; got FULL\n")
+                    .arg(bad)),
+            qPrintable(result.err));
         QVERIFY(result.err.endsWith(QStringLiteral("accel config validate: %1: 1 error, 0 warnings\n").arg(bad)));
         QVERIFY(result.out.isEmpty());
 
         const QString crossField = dir.filePath(QStringLiteral("cross.yaml"));
-        writeText(crossField, "distributed_type: MULTI_GPU\nnum_processes: 4\nnum_machines: 2\nenable_cpu_affinity: true\n");
+        writeText(crossField,
+                  "distributed_type: MULTI_GPU\nnum_processes: 4\nnum_machines: 2\nenable_cpu_affinity: true\n");
         result = runAccel({QStringLiteral("config"), QStringLiteral("validate"), crossField, QStringLiteral("--json")});
         QCOMPARE(result.exitCode, 2);
-        QVERIFY(result.out.startsWith(QStringLiteral("{\n  \"schema\": \"accel.config.validation\",\n  \"version\": 1,\n")));
+        QVERIFY(result.out.startsWith(
+            QStringLiteral("{\n  \"schema\": \"accel.config.validation\",\n  \"version\": 1,\n")));
         const QJsonObject json = QJsonDocument::fromJson(result.out.toUtf8()).object();
         QCOMPARE(json.value(QStringLiteral("valid")).toBool(), false);
         QCOMPARE(json.value(QStringLiteral("errors")).toInt(), 1);
         QCOMPARE(json.value(QStringLiteral("warnings")).toInt(), 1);
         QVERIFY(result.err.contains(QStringLiteral("main_process_ip: required when num_machines is 2")));
 
-        result = runAccel({QStringLiteral("config"), QStringLiteral("validate"), dir.filePath(QStringLiteral("missing.yaml"))});
+        result = runAccel(
+            {QStringLiteral("config"), QStringLiteral("validate"), dir.filePath(QStringLiteral("missing.yaml"))});
         QCOMPARE(result.exitCode, 2);
     }
 
@@ -194,7 +226,8 @@ private Q_SLOTS:
         QTemporaryDir dir;
         const QString file = dir.filePath(QStringLiteral("old.yaml"));
         writeText(file, "distributed_type: MULTI_CPU\nnum_processes: 2\nfp16: true\nipex_config:\n  ipex: true\n");
-        auto result = runAccel({QStringLiteral("config"), QStringLiteral("update"), QStringLiteral("--config_file"), file});
+        auto result =
+            runAccel({QStringLiteral("config"), QStringLiteral("update"), QStringLiteral("--config_file"), file});
         QCOMPARE(result.exitCode, 0);
         QCOMPARE(readAll(file), QStringLiteral("compute_environment: LOCAL_MACHINE\n"
                                                "debug: false\n"
@@ -219,7 +252,7 @@ private Q_SLOTS:
         writeText(broken, "distributed_type: NO\nnum_procs: 1\n");
         result = runAccel({QStringLiteral("config"), QStringLiteral("update"), broken});
         QCOMPARE(result.exitCode, 2);
-        QCOMPARE(readAll(broken), QStringLiteral("distributed_type: NO\nnum_procs: 1\n"));  // untouched
+        QCOMPARE(readAll(broken), QStringLiteral("distributed_type: NO\nnum_procs: 1\n")); // untouched
     }
 
     void toFsdp2()
@@ -228,7 +261,8 @@ private Q_SLOTS:
         const QString input = dir.filePath(QStringLiteral("fsdp1.yaml"));
         QVERIFY(QFile::copy(corpusPath(QStringLiteral("fsdp1_legacy_strategy.yaml")), input));
         const QString output = dir.filePath(QStringLiteral("fsdp2.yaml"));
-        auto result = runAccel({QStringLiteral("config"), QStringLiteral("to-fsdp2"), input, QStringLiteral("--output_file"), output});
+        auto result = runAccel(
+            {QStringLiteral("config"), QStringLiteral("to-fsdp2"), input, QStringLiteral("--output_file"), output});
         QCOMPARE(result.exitCode, 0);
         QCOMPARE(readAll(output), QStringLiteral("compute_environment: LOCAL_MACHINE\n"
                                                  "debug: false\n"
@@ -253,19 +287,23 @@ private Q_SLOTS:
                                                  "tpu_use_cluster: false\n"
                                                  "tpu_use_sudo: false\n"
                                                  "use_cpu: false\n"));
-        QVERIFY(result.err.contains(QStringLiteral("fsdp_sharding_strategy FULL_SHARD becomes fsdp_reshard_after_forward: true")));
+        QVERIFY(result.err.contains(
+            QStringLiteral("fsdp_sharding_strategy FULL_SHARD becomes fsdp_reshard_after_forward: true")));
         QVERIFY(result.err.contains(QStringLiteral("fsdp_backward_prefetch removed")));
 
         // The output must not exist; exactly one of --output_file / --overwrite.
-        result = runAccel({QStringLiteral("config"), QStringLiteral("to-fsdp2"), input, QStringLiteral("--output_file"), output});
+        result = runAccel(
+            {QStringLiteral("config"), QStringLiteral("to-fsdp2"), input, QStringLiteral("--output_file"), output});
         QCOMPARE(result.exitCode, 2);
         result = runAccel({QStringLiteral("config"), QStringLiteral("to-fsdp2"), input});
         QCOMPARE(result.exitCode, 2);
-        QCOMPARE(result.err, QStringLiteral("accel config to-fsdp2: pass exactly one of --output_file PATH and --overwrite\n"));
+        QCOMPARE(result.err,
+                 QStringLiteral("accel config to-fsdp2: pass exactly one of --output_file PATH and --overwrite\n"));
 
         // Already FSDP2: nothing to do, file untouched.
         const QString before = readAll(output);
-        result = runAccel({QStringLiteral("config"), QStringLiteral("to-fsdp2"), QStringLiteral("--config_file"), output, QStringLiteral("--overwrite")});
+        result = runAccel({QStringLiteral("config"), QStringLiteral("to-fsdp2"), QStringLiteral("--config_file"),
+                           output, QStringLiteral("--overwrite")});
         QCOMPARE(result.exitCode, 0);
         QVERIFY(result.err.contains(QStringLiteral("fsdp_version is already 2; nothing to convert")));
         QCOMPARE(readAll(output), before);
@@ -289,10 +327,12 @@ private Q_SLOTS:
         }
         auto result = runAccel({QStringLiteral("config"), QStringLiteral("shw")});
         QCOMPARE(result.exitCode, 2);
-        QCOMPARE(result.err, QStringLiteral("accel config: unknown sub-command 'shw' (expected one of default, show, validate, update, to-fsdp2)\n"));
+        QCOMPARE(result.err, QStringLiteral("accel config: unknown sub-command 'shw' (expected one of default, show, "
+                                            "validate, update, to-fsdp2)\n"));
         result = runAccel({QStringLiteral("config"), QStringLiteral("validate"), QStringLiteral("--jsn")});
         QCOMPARE(result.exitCode, 2);
-        QCOMPARE(result.err, QStringLiteral("accel config validate: unknown option '--jsn' (did you mean '--json'?)\n"));
+        QCOMPARE(result.err,
+                 QStringLiteral("accel config validate: unknown option '--jsn' (did you mean '--json'?)\n"));
     }
 };
 

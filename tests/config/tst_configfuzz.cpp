@@ -27,7 +27,8 @@ std::vector<Corpus> loadCorpus()
 {
     std::vector<Corpus> files;
     QDir dir(test::dataPath(QStringLiteral("configs")));
-    for (const QString &name : dir.entryList({QStringLiteral("*.yaml"), QStringLiteral("*.json")}, QDir::Files, QDir::Name)) {
+    for (const QString &name :
+         dir.entryList({QStringLiteral("*.yaml"), QStringLiteral("*.json")}, QDir::Files, QDir::Name)) {
         auto text = fileutil::readFile(dir.filePath(name).toStdString());
         if (text)
             files.push_back({name, *text, formatForPath(name.toStdString())});
@@ -58,10 +59,52 @@ std::string joinLines(const std::vector<std::string> &lines)
 }
 
 const char *const replacementValues[] = {
-    "[]", "{}", "~", "''", "-1", "0", "99999999999999999999999", "1.5", "-.inf", ".nan", "true", "no", "'no'", "[1, [2]]",
-    "{a: b}", "&anchor x", "*anchor", "!!int x", "!!str 5", "!custom x", "\"\\u00e9\\x85\\N\\_\"", "|\n  block text", ">-\n  folded",
-    "\"tab\\there\"", "0x1F", "0o17", "1_000", "12:30:00", "2024-01-01", "=", "<<", "- item", "'it''s'", "\"\\t\"", "@", "`",
-    "caf\xc3\xa9", "\xff\xfe", "a: b: c", "[a, b", "{a", "\"unterminated", "? complex\n: key", "1e5", "+12", "- - x",
+    "[]",
+    "{}",
+    "~",
+    "''",
+    "-1",
+    "0",
+    "99999999999999999999999",
+    "1.5",
+    "-.inf",
+    ".nan",
+    "true",
+    "no",
+    "'no'",
+    "[1, [2]]",
+    "{a: b}",
+    "&anchor x",
+    "*anchor",
+    "!!int x",
+    "!!str 5",
+    "!custom x",
+    "\"\\u00e9\\x85\\N\\_\"",
+    "|\n  block text",
+    ">-\n  folded",
+    "\"tab\\there\"",
+    "0x1F",
+    "0o17",
+    "1_000",
+    "12:30:00",
+    "2024-01-01",
+    "=",
+    "<<",
+    "- item",
+    "'it''s'",
+    "\"\\t\"",
+    "@",
+    "`",
+    "caf\xc3\xa9",
+    "\xff\xfe",
+    "a: b: c",
+    "[a, b",
+    "{a",
+    "\"unterminated",
+    "? complex\n: key",
+    "1e5",
+    "+12",
+    "- - x",
 };
 
 } // namespace
@@ -85,7 +128,8 @@ private:
             {
                 if (qEnvironmentVariableIsSet("ACCEL_FUZZ_TRACE") && timer.elapsed() > 50)
                     qInfo("slow case %s: %lld ms", what, timer.elapsed());
-                if (qEnvironmentVariableIsSet("ACCEL_FUZZ_DUMP") && qEnvironmentVariable("ACCEL_FUZZ_DUMP") == QLatin1String(what)) {
+                if (qEnvironmentVariableIsSet("ACCEL_FUZZ_DUMP") &&
+                    qEnvironmentVariable("ACCEL_FUZZ_DUMP") == QLatin1String(what)) {
                     QFile f(QStringLiteral("/tmp/fuzzcase.txt"));
                     if (f.open(QIODevice::WriteOnly))
                         f.write(text.data(), qint64(text.size()));
@@ -106,12 +150,17 @@ private:
             const std::string first = serializeConfig(*config, out);
             auto again = parseConfig(first, out, "again", nullptr);
             if (!again) {
-                qWarning().noquote() << "input:\n" << QString::fromStdString(text) << "\nserialised:\n" << QString::fromStdString(first);
-                QFAIL(qPrintable(QStringLiteral("%1: serialised config does not load: %2").arg(what, QString::fromStdString(again.error().toString()))));
+                qWarning().noquote() << "input:\n"
+                                     << QString::fromStdString(text) << "\nserialised:\n"
+                                     << QString::fromStdString(first);
+                QFAIL(qPrintable(QStringLiteral("%1: serialised config does not load: %2")
+                                     .arg(what, QString::fromStdString(again.error().toString()))));
             }
             const std::string second = serializeConfig(*again, out);
             if (first != second) {
-                qWarning().noquote() << "first:\n" << QString::fromStdString(first) << "\nsecond:\n" << QString::fromStdString(second);
+                qWarning().noquote() << "first:\n"
+                                     << QString::fromStdString(first) << "\nsecond:\n"
+                                     << QString::fromStdString(second);
                 QFAIL(qPrintable(QStringLiteral("%1: not a fixed point").arg(what)));
             }
         }
@@ -123,7 +172,8 @@ private Q_SLOTS:
         for (const Corpus &file : loadCorpus()) {
             const size_t step = std::max<size_t>(1, file.text.size() / 40);
             for (size_t cut = 0; cut < file.text.size(); cut += step) {
-                exercise(file.text.substr(0, cut), file.format, qPrintable(file.name + QStringLiteral(" cut %1").arg(cut)));
+                exercise(file.text.substr(0, cut), file.format,
+                         qPrintable(file.name + QStringLiteral(" cut %1").arg(cut)));
                 if (QTest::currentTestFailed())
                     return;
             }
@@ -140,7 +190,8 @@ private Q_SLOTS:
                 const int flips = 1 + random.bounded(3);
                 for (int f = 0; f < flips; ++f) {
                     const size_t at = random.bounded(quint32(text.size()));
-                    text[at] = random.bounded(2) ? interesting[random.bounded(int(sizeof interesting - 1))] : char(random.bounded(256));
+                    text[at] = random.bounded(2) ? interesting[random.bounded(int(sizeof interesting - 1))]
+                                                 : char(random.bounded(256));
                 }
                 exercise(text, file.format, qPrintable(file.name + QStringLiteral(" flip %1").arg(i)));
                 if (QTest::currentTestFailed())
@@ -163,8 +214,10 @@ private Q_SLOTS:
                 for (int r = 0; r < 2; ++r) {
                     std::vector<std::string> edited = lines;
                     const std::string value = replacementValues[random.bounded(replacementCount)];
-                    edited[l] = colon != std::string::npos ? lines[l].substr(0, colon + 2) + value : lines[l].substr(0, dash + 2) + value;
-                    exercise(joinLines(edited), file.format, qPrintable(file.name + QStringLiteral(" swap line %1").arg(l)));
+                    edited[l] = colon != std::string::npos ? lines[l].substr(0, colon + 2) + value
+                                                           : lines[l].substr(0, dash + 2) + value;
+                    exercise(joinLines(edited), file.format,
+                             qPrintable(file.name + QStringLiteral(" swap line %1").arg(l)));
                     if (QTest::currentTestFailed())
                         return;
                 }
@@ -181,11 +234,21 @@ private Q_SLOTS:
                 std::vector<std::string> edited = lines;
                 const size_t at = random.bounded(quint32(edited.size()));
                 switch (random.bounded(5)) {
-                case 0: edited.erase(edited.begin() + long(at)); break;
-                case 1: edited.insert(edited.begin() + long(at), edited[at]); break;
-                case 2: edited[at] = "  " + edited[at]; break;
-                case 3: edited[at] = edited[at].substr(std::min<size_t>(2, edited[at].size())); break;
-                default: std::swap(edited[at], edited[random.bounded(quint32(edited.size()))]); break;
+                case 0:
+                    edited.erase(edited.begin() + long(at));
+                    break;
+                case 1:
+                    edited.insert(edited.begin() + long(at), edited[at]);
+                    break;
+                case 2:
+                    edited[at] = "  " + edited[at];
+                    break;
+                case 3:
+                    edited[at] = edited[at].substr(std::min<size_t>(2, edited[at].size()));
+                    break;
+                default:
+                    std::swap(edited[at], edited[random.bounded(quint32(edited.size()))]);
+                    break;
                 }
                 exercise(joinLines(edited), file.format, qPrintable(file.name + QStringLiteral(" edit %1").arg(i)));
                 if (QTest::currentTestFailed())
@@ -203,11 +266,13 @@ private Q_SLOTS:
                 s += std::string(size_t(i), ' ') + "a:\n";
             return s;
         }();
-        const std::string aliases = "a: &a [x, x, x, x]\nb: &b [*a, *a, *a, *a]\nc: &c [*b, *b, *b, *b]\nd: &d [*c, *c, *c, *c]\n"
-                                    "distributed_type: *d\n";
-        for (const std::string &text : {deep, deepMap, aliases, std::string("\0\0\0", 3), std::string("---\na: 1\n---\nb: 2\n"),
-                                        std::string("{\"distributed_type\": \"NO\", \"num_processes\": 1e400}"),
-                                        std::string("%YAML 1.1\n---\ndistributed_type: NO\n"), std::string(100000, 'x')}) {
+        const std::string aliases =
+            "a: &a [x, x, x, x]\nb: &b [*a, *a, *a, *a]\nc: &c [*b, *b, *b, *b]\nd: &d [*c, *c, *c, *c]\n"
+            "distributed_type: *d\n";
+        for (const std::string &text :
+             {deep, deepMap, aliases, std::string("\0\0\0", 3), std::string("---\na: 1\n---\nb: 2\n"),
+              std::string("{\"distributed_type\": \"NO\", \"num_processes\": 1e400}"),
+              std::string("%YAML 1.1\n---\ndistributed_type: NO\n"), std::string(100000, 'x')}) {
             exercise(text, ConfigFormat::Yaml, "hostile yaml");
             exercise(text, ConfigFormat::Json, "hostile json");
         }

@@ -62,10 +62,7 @@ private:
 class tst_ConfigIo : public QObject {
     Q_OBJECT
 private Q_SLOTS:
-    void corpusIsPresent()
-    {
-        QVERIFY2(corpusFiles().size() >= 30, qPrintable(QString::number(corpusFiles().size())));
-    }
+    void corpusIsPresent() { QVERIFY2(corpusFiles().size() >= 30, qPrintable(QString::number(corpusFiles().size()))); }
 
     void roundTripIsByteIdentical_data()
     {
@@ -86,12 +83,15 @@ private Q_SLOTS:
         QVERIFY(!hasErrors(diagnostics));
         // JSON text in a .yaml file is written back as JSON only when asked for JSON.
         const bool jsonText = original.front() == '{';
-        const std::string saved = serializeConfig(*config, jsonText ? ConfigFormat::Json : formatForPath(path.toStdString()));
+        const std::string saved =
+            serializeConfig(*config, jsonText ? ConfigFormat::Json : formatForPath(path.toStdString()));
         QCOMPARE(QString::fromStdString(saved), QString::fromStdString(original));
 
         // saveConfigFile writes the same bytes, into a folder it creates.
         QTemporaryDir dir;
-        const std::string target = dir.filePath(QStringLiteral("nested/folder/") + (jsonText ? QStringLiteral("out.json") : file)).toStdString();
+        const std::string target =
+            dir.filePath(QStringLiteral("nested/folder/") + (jsonText ? QStringLiteral("out.json") : file))
+                .toStdString();
         QVERIFY(saveConfigFile(*config, target).has_value());
         QCOMPARE(QString::fromStdString(readText(QString::fromStdString(target))), QString::fromStdString(original));
     }
@@ -135,7 +135,8 @@ private Q_SLOTS:
 
     void legacyFixUps()
     {
-        const std::string text = "distributed_type: MULTI_GPU\nfp16: true\ndynamo_backend: INDUCTOR\nnum_processes: 2\n";
+        const std::string text =
+            "distributed_type: MULTI_GPU\nfp16: true\ndynamo_backend: INDUCTOR\nnum_processes: 2\n";
         Diagnostics diagnostics;
         auto config = parseConfig(text, ConfigFormat::Yaml, "old.yaml", &diagnostics);
         QVERIFY2(config.has_value(), config ? "" : config.error().toString().c_str());
@@ -145,13 +146,13 @@ private Q_SLOTS:
         QCOMPARE(*config->useCpu, false);
         QCOMPARE(*config->debug, false);
         QCOMPARE(*config->enableCpuAffinity, false);
-        QCOMPARE(diagnostics.size(), size_t(2));  // two legacy-key warnings
+        QCOMPARE(diagnostics.size(), size_t(2)); // two legacy-key warnings
         QVERIFY(!hasErrors(diagnostics));
 
         auto noDynamo = parseConfig("distributed_type: 'NO'\ndynamo_backend: 'NO'\n", ConfigFormat::Yaml, "a.yaml");
         QVERIFY(noDynamo.has_value());
         QVERIFY(noDynamo->dynamo.isEmpty());
-        QCOMPARE(*noDynamo->numProcesses, std::int64_t(1));  // NO without num_processes -> 1
+        QCOMPARE(*noDynamo->numProcesses, std::int64_t(1)); // NO without num_processes -> 1
         QVERIFY(!noDynamo->mixedPrecision.has_value());
 
         auto multi = parseConfig("distributed_type: MULTI_CPU\n", ConfigFormat::Yaml, "a.yaml");
@@ -185,14 +186,15 @@ private Q_SLOTS:
     void unprefixedFsdpKeysAreAccepted()
     {
         Diagnostics diagnostics;
-        auto config = parseConfig("distributed_type: FSDP\nfsdp_config:\n  version: 2\n  offload_params: true\n", ConfigFormat::Yaml,
-                                  "f.yaml", &diagnostics);
+        auto config = parseConfig("distributed_type: FSDP\nfsdp_config:\n  version: 2\n  offload_params: true\n",
+                                  ConfigFormat::Yaml, "f.yaml", &diagnostics);
         QVERIFY(config.has_value());
         QCOMPARE(*config->fsdp.version, std::int64_t(2));
         QCOMPARE(*config->fsdp.offloadParams, true);
         QCOMPARE(diagnostics.size(), size_t(2));
         QCOMPARE(QString::fromStdString(diagnostics[0].toString()),
-                 QStringLiteral("f.yaml: line 4: offload_params: warning: written without the 'fsdp_' prefix; read (and saved) as 'fsdp_offload_params'"));
+                 QStringLiteral("f.yaml: line 4: offload_params: warning: written without the 'fsdp_' prefix; read "
+                                "(and saved) as 'fsdp_offload_params'"));
     }
 
     void pythonFloatRepr_data()
@@ -223,40 +225,40 @@ private Q_SLOTS:
     void yamlScalarStyles()
     {
         ConfigValue map = ConfigValue::map();
-        for (const char *text : {"no", "yes", "on", "off", "true", "null", "1.0", "12", "0x1f", "~", "", "plain",
-                                 "a: b", "a #b", "- x", "2024-01-01", ":x", "it's", "tab\there", "caf\xc3\xa9"})
+        for (const char *text :
+             {"no", "yes",   "on",   "off",  "true", "null",       "1.0", "12",   "0x1f",      "~",
+              "",   "plain", "a: b", "a #b", "- x",  "2024-01-01", ":x",  "it's", "tab\there", "caf\xc3\xa9"})
             map.members[std::string("k_") + text] = ConfigValue::fromString(text);
         map.members["float"] = ConfigValue::fromFloat(1e-5);
         map.members["big"] = ConfigValue::fromFloat(1e16);
         map.members["inf"] = ConfigValue::fromFloat(INFINITY);
         map.members["empty_list"] = ConfigValue::list();
         map.members["empty_map"] = ConfigValue::map();
-        QCOMPARE(QString::fromStdString(emitYaml(map)),
-                 QStringLiteral("big: 1.0e+16\n"
-                                "empty_list: []\n"
-                                "empty_map: {}\n"
-                                "float: 1.0e-05\n"
-                                "inf: .inf\n"
-                                "k_: ''\n"
-                                "k_- x: '- x'\n"
-                                "k_0x1f: '0x1f'\n"
-                                "k_1.0: '1.0'\n"
-                                "k_12: '12'\n"
-                                "k_2024-01-01: '2024-01-01'\n"
-                                "k_:x: :x\n"
-                                "'k_a #b': 'a #b'\n"
-                                "'k_a: b': 'a: b'\n"
-                                "\"k_caf\\xE9\": \"caf\\xE9\"\n"
-                                "k_it's: it's\n"
-                                "k_no: 'no'\n"
-                                "k_null: 'null'\n"
-                                "k_off: 'off'\n"
-                                "k_on: 'on'\n"
-                                "k_plain: plain\n"
-                                "\"k_tab\\there\": \"tab\\there\"\n"
-                                "k_true: 'true'\n"
-                                "k_yes: 'yes'\n"
-                                "k_~: '~'\n"));
+        QCOMPARE(QString::fromStdString(emitYaml(map)), QStringLiteral("big: 1.0e+16\n"
+                                                                       "empty_list: []\n"
+                                                                       "empty_map: {}\n"
+                                                                       "float: 1.0e-05\n"
+                                                                       "inf: .inf\n"
+                                                                       "k_: ''\n"
+                                                                       "k_- x: '- x'\n"
+                                                                       "k_0x1f: '0x1f'\n"
+                                                                       "k_1.0: '1.0'\n"
+                                                                       "k_12: '12'\n"
+                                                                       "k_2024-01-01: '2024-01-01'\n"
+                                                                       "k_:x: :x\n"
+                                                                       "'k_a #b': 'a #b'\n"
+                                                                       "'k_a: b': 'a: b'\n"
+                                                                       "\"k_caf\\xE9\": \"caf\\xE9\"\n"
+                                                                       "k_it's: it's\n"
+                                                                       "k_no: 'no'\n"
+                                                                       "k_null: 'null'\n"
+                                                                       "k_off: 'off'\n"
+                                                                       "k_on: 'on'\n"
+                                                                       "k_plain: plain\n"
+                                                                       "\"k_tab\\there\": \"tab\\there\"\n"
+                                                                       "k_true: 'true'\n"
+                                                                       "k_yes: 'yes'\n"
+                                                                       "k_~: '~'\n"));
     }
 
     // Random documents through our emitter and through PyYAML's safe_dump: the bytes must agree.
@@ -267,19 +269,69 @@ private Q_SLOTS:
         if (!probe.waitForFinished(20000) || probe.exitStatus() != QProcess::NormalExit || probe.exitCode() != 0)
             QSKIP("python3 with PyYAML is not available to cross-check the emitter");
         QRandomGenerator random(20261122);
-        const char *words[] = {"no", "yes", "NO", "On", "null", "~", "1.0", "1e5", "010", "0x1F", "1_000", "12:30", "main",
-                               "all", "0,1,3", "/home/user/hostfile", "a: b", "x #y", "#c", "- d", "it's", "say \"hi\"",
-                               "caf\xc3\xa9", "tab\tx", "line\nbreak", " lead", "trail ", "", "=", "<<", "2024-01-01",
-                               "-", "?", "a,b", "[x]", "{y}", "*star", "&amp", "!bang", "%pct", "@at", "`tick", "---x",
-                               "...y", "LlamaDecoderLayer", "ml.p3.2xlarge", "+1", ".5", "-.inf", "True", "FALSE"};
+        const char *words[] = {"no",
+                               "yes",
+                               "NO",
+                               "On",
+                               "null",
+                               "~",
+                               "1.0",
+                               "1e5",
+                               "010",
+                               "0x1F",
+                               "1_000",
+                               "12:30",
+                               "main",
+                               "all",
+                               "0,1,3",
+                               "/home/user/hostfile",
+                               "a: b",
+                               "x #y",
+                               "#c",
+                               "- d",
+                               "it's",
+                               "say \"hi\"",
+                               "caf\xc3\xa9",
+                               "tab\tx",
+                               "line\nbreak",
+                               " lead",
+                               "trail ",
+                               "",
+                               "=",
+                               "<<",
+                               "2024-01-01",
+                               "-",
+                               "?",
+                               "a,b",
+                               "[x]",
+                               "{y}",
+                               "*star",
+                               "&amp",
+                               "!bang",
+                               "%pct",
+                               "@at",
+                               "`tick",
+                               "---x",
+                               "...y",
+                               "LlamaDecoderLayer",
+                               "ml.p3.2xlarge",
+                               "+1",
+                               ".5",
+                               "-.inf",
+                               "True",
+                               "FALSE"};
         const int wordCount = int(sizeof words / sizeof words[0]);
         std::function<ConfigValue(int)> make = [&](int depth) -> ConfigValue {
             const int kind = random.bounded(depth > 2 ? 6 : 8);
             switch (kind) {
-            case 0: return ConfigValue::fromBool(random.bounded(2) == 1);
-            case 1: return ConfigValue::fromInt(random.bounded(-100000, 100000) * (random.bounded(3) == 0 ? 100000 : 1));
-            case 2: return ConfigValue::fromFloat(std::ldexp(random.generateDouble() - 0.5, random.bounded(-30, 60)));
-            case 3: return ConfigValue::null();
+            case 0:
+                return ConfigValue::fromBool(random.bounded(2) == 1);
+            case 1:
+                return ConfigValue::fromInt(random.bounded(-100000, 100000) * (random.bounded(3) == 0 ? 100000 : 1));
+            case 2:
+                return ConfigValue::fromFloat(std::ldexp(random.generateDouble() - 0.5, random.bounded(-30, 60)));
+            case 3:
+                return ConfigValue::null();
             case 4: {
                 std::string text;
                 const int parts = 1 + random.bounded(random.bounded(4) == 0 ? 30 : 3);
@@ -287,7 +339,8 @@ private Q_SLOTS:
                     text += (i ? " " : "") + std::string(words[random.bounded(wordCount)]);
                 return ConfigValue::fromString(text);
             }
-            case 5: return ConfigValue::fromString(words[random.bounded(wordCount)]);
+            case 5:
+                return ConfigValue::fromString(words[random.bounded(wordCount)]);
             case 6: {
                 ConfigValue list = ConfigValue::list();
                 const int n = random.bounded(4);
@@ -299,7 +352,8 @@ private Q_SLOTS:
                 ConfigValue map = ConfigValue::map();
                 const int n = random.bounded(5);
                 for (int i = 0; i < n; ++i)
-                    map.members[std::string(words[random.bounded(wordCount)]) + "_" + std::to_string(i)] = make(depth + 1);
+                    map.members[std::string(words[random.bounded(wordCount)]) + "_" + std::to_string(i)] =
+                        make(depth + 1);
                 return map;
             }
             }
@@ -313,20 +367,19 @@ private Q_SLOTS:
             for (int k = 0; k < n; ++k)
                 document.members["key" + std::to_string(k)] = make(0);
             const QString path = dir.filePath(QStringLiteral("doc%1.json").arg(i));
-            QFile file(path);  // plain writes: 300 fsyncs would dominate the test's time
+            QFile file(path); // plain writes: 300 fsyncs would dominate the test's time
             QVERIFY(file.open(QIODevice::WriteOnly));
             const std::string json = emitJson(document);
             file.write(json.data(), qint64(json.size()));
             inputs << path;
             expected.push_back(emitYaml(document));
         }
-        const QString script = QStringLiteral(
-            "import json, sys, yaml\n"
-            "for path in sys.argv[1:]:\n"
-            "    with open(path) as f:\n"
-            "        data = json.load(f)\n"
-            "    with open(path[:-5] + '.yaml', 'w') as f:\n"
-            "        yaml.safe_dump(data, f)\n");
+        const QString script = QStringLiteral("import json, sys, yaml\n"
+                                              "for path in sys.argv[1:]:\n"
+                                              "    with open(path) as f:\n"
+                                              "        data = json.load(f)\n"
+                                              "    with open(path[:-5] + '.yaml', 'w') as f:\n"
+                                              "        yaml.safe_dump(data, f)\n");
         QProcess python;
         python.start(QStringLiteral("python3"), QStringList{QStringLiteral("-c"), script} + inputs);
         QVERIFY(python.waitForFinished(60000));
@@ -336,7 +389,9 @@ private Q_SLOTS:
             yamlPath.chop(5);
             const std::string pyyaml = readText(yamlPath + QStringLiteral(".yaml"));
             if (pyyaml != expected[size_t(i)]) {
-                qWarning().noquote() << "PyYAML:\n" << QString::fromStdString(pyyaml) << "\nours:\n" << QString::fromStdString(expected[size_t(i)]);
+                qWarning().noquote() << "PyYAML:\n"
+                                     << QString::fromStdString(pyyaml) << "\nours:\n"
+                                     << QString::fromStdString(expected[size_t(i)]);
                 QFAIL(qPrintable(QStringLiteral("document %1 differs").arg(i)));
             }
             // And our reader reads PyYAML's output back to the same document.
@@ -351,7 +406,8 @@ private Q_SLOTS:
         {
             EnvGuard hf("HF_HOME", "/opt/hf");
             EnvGuard xdg("XDG_CACHE_HOME", "/ignored");
-            QCOMPARE(QString::fromStdString(defaultConfigPath()), QStringLiteral("/opt/hf/accelerate/default_config.yaml"));
+            QCOMPARE(QString::fromStdString(defaultConfigPath()),
+                     QStringLiteral("/opt/hf/accelerate/default_config.yaml"));
         }
         {
             EnvGuard hf("HF_HOME", "~/hfhome");
@@ -361,13 +417,15 @@ private Q_SLOTS:
         {
             EnvGuard hf("HF_HOME", nullptr);
             EnvGuard xdg("XDG_CACHE_HOME", "/var/cache/me");
-            QCOMPARE(QString::fromStdString(defaultConfigPath()), QStringLiteral("/var/cache/me/huggingface/accelerate/default_config.yaml"));
+            QCOMPARE(QString::fromStdString(defaultConfigPath()),
+                     QStringLiteral("/var/cache/me/huggingface/accelerate/default_config.yaml"));
         }
         {
             EnvGuard hf("HF_HOME", "");
             EnvGuard xdg("XDG_CACHE_HOME", nullptr);
             EnvGuard home("HOME", "/home/tester");
-            QCOMPARE(QString::fromStdString(defaultConfigPath()), QStringLiteral("/home/tester/.cache/huggingface/accelerate/default_config.yaml"));
+            QCOMPARE(QString::fromStdString(defaultConfigPath()),
+                     QStringLiteral("/home/tester/.cache/huggingface/accelerate/default_config.yaml"));
         }
         QCOMPARE(formatForPath("a.json"), ConfigFormat::Json);
         QCOMPARE(formatForPath("a.yaml"), ConfigFormat::Yaml);
@@ -379,13 +437,16 @@ private Q_SLOTS:
     // [ ] / { } (found by tst_configfuzz); the reader refuses such text first.
     void strayCommaDoesNotHangTheReader()
     {
-        for (const char *text : {",", ",x: 1\n", "  ,x\n", "# c\n,x\n", "'a' ,\n", "[a],\n", "{\"a\": 1},\n", "!tag ,\n"}) {
+        for (const char *text :
+             {",", ",x: 1\n", "  ,x\n", "# c\n,x\n", "'a' ,\n", "[a],\n", "{\"a\": 1},\n", "!tag ,\n"}) {
             auto result = parseYamlText(text, "c.yaml");
             QVERIFY2(!result.has_value(), text);
-            QCOMPARE(QString::fromStdString(result.error().message), QStringLiteral("invalid YAML: ',' outside [ ] or { } cannot start a value"));
+            QCOMPARE(QString::fromStdString(result.error().message),
+                     QStringLiteral("invalid YAML: ',' outside [ ] or { } cannot start a value"));
         }
         // Commas inside plain scalars and flow collections are text.
-        for (const char *text : {"gpu_ids: 0,1,3\n", "a: b , c\n", "l: [1, 2]\n", "c:\n- echo a, b\n", "q: 'x, y'\n", "b: |\n  ,x\n"})
+        for (const char *text :
+             {"gpu_ids: 0,1,3\n", "a: b , c\n", "l: [1, 2]\n", "c:\n- echo a, b\n", "q: 'x, y'\n", "b: |\n  ,x\n"})
             QVERIFY2(parseYamlText(text, "c.yaml").has_value(), text);
     }
 
@@ -396,11 +457,13 @@ private Q_SLOTS:
         QVERIFY(value.has_value());
         QCOMPARE(value->members.at("a").text, std::string("caf\xc3\xa9 \xc2\x85 \xc2\xa0 \xc3\xa9"));
         // And what PyYAML writes for a non-ASCII path loads back to the same path.
-        auto config = parseConfig("distributed_type: MULTI_CPU\nnum_processes: 2\nmpirun_config:\n  mpirun_hostfile: \"/home/jos\\xE9/hosts\"\n",
+        auto config = parseConfig("distributed_type: MULTI_CPU\nnum_processes: 2\nmpirun_config:\n  mpirun_hostfile: "
+                                  "\"/home/jos\\xE9/hosts\"\n",
                                   ConfigFormat::Yaml, "c.yaml");
         QVERIFY(config.has_value());
         QCOMPARE(*config->mpirun.mpirunHostfile, std::string("/home/jos\xc3\xa9/hosts"));
-        QVERIFY(serializeConfig(*config, ConfigFormat::Yaml).find("mpirun_hostfile: \"/home/jos\\xE9/hosts\"\n") != std::string::npos);
+        QVERIFY(serializeConfig(*config, ConfigFormat::Yaml).find("mpirun_hostfile: \"/home/jos\\xE9/hosts\"\n") !=
+                std::string::npos);
     }
 
     void unreadableTextIsRefused()
@@ -411,20 +474,26 @@ private Q_SLOTS:
                  QStringLiteral("c.yaml: line 1: invalid YAML: byte 0xE9 is not UTF-8 (config files are UTF-8 text)"));
         auto control = parseYamlText("a: 1\nb: x\x07\n", "c.yaml");
         QVERIFY(!control.has_value());
-        QCOMPARE(QString::fromStdString(control.error().toString()), QStringLiteral("c.yaml: line 2: invalid YAML: control character 0x07 is not allowed"));
+        QCOMPARE(QString::fromStdString(control.error().toString()),
+                 QStringLiteral("c.yaml: line 2: invalid YAML: control character 0x07 is not allowed"));
     }
 
     // Regression: a null required key or a NaN number loaded but could not be saved and re-loaded.
     void savedConfigsAlwaysReload()
     {
         Diagnostics diagnostics;
-        auto sage = parseConfig("compute_environment: AMAZON_SAGEMAKER\ndistributed_type: NO\nec2_instance_type: ml.p3.2xlarge\niam_role_name:\n",
+        auto sage = parseConfig("compute_environment: AMAZON_SAGEMAKER\ndistributed_type: NO\nec2_instance_type: "
+                                "ml.p3.2xlarge\niam_role_name:\n",
                                 ConfigFormat::Yaml, "s.yaml", &diagnostics);
         QVERIFY(!sage.has_value());
-        QCOMPARE(QString::fromStdString(sage.error().toString()), QStringLiteral("s.yaml: iam_role_name: missing (required in a SageMaker config)"));
-        auto nan = parseConfig("distributed_type: DEEPSPEED\nnum_processes: 2\ndeepspeed_config:\n  gradient_clipping: .nan\n", ConfigFormat::Yaml, "d.yaml");
+        QCOMPARE(QString::fromStdString(sage.error().toString()),
+                 QStringLiteral("s.yaml: iam_role_name: missing (required in a SageMaker config)"));
+        auto nan =
+            parseConfig("distributed_type: DEEPSPEED\nnum_processes: 2\ndeepspeed_config:\n  gradient_clipping: .nan\n",
+                        ConfigFormat::Yaml, "d.yaml");
         QVERIFY(!nan.has_value());
-        QCOMPARE(QString::fromStdString(nan.error().toString()), QStringLiteral("d.yaml: line 4: gradient_clipping: expected a finite number; got .nan"));
+        QCOMPARE(QString::fromStdString(nan.error().toString()),
+                 QStringLiteral("d.yaml: line 4: gradient_clipping: expected a finite number; got .nan"));
     }
 
     void missingFileIsNotFound()

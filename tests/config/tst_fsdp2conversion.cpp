@@ -11,7 +11,8 @@ namespace {
 
 ClusterConfig fsdp1(const std::string &block)
 {
-    auto config = parseConfig("distributed_type: FSDP\nnum_processes: 2\nfsdp_config:\n" + block, ConfigFormat::Yaml, "f.yaml");
+    auto config =
+        parseConfig("distributed_type: FSDP\nnum_processes: 2\nfsdp_config:\n" + block, ConfigFormat::Yaml, "f.yaml");
     return config ? *config : ClusterConfig{};
 }
 
@@ -39,7 +40,8 @@ private Q_SLOTS:
         QFETCH(QString, key);
         QFETCH(QString, strategy);
         QFETCH(bool, reshard);
-        const Fsdp2Conversion result = convertToFsdp2(fsdp1("  " + key.toStdString() + ": " + strategy.toStdString() + "\n"));
+        const Fsdp2Conversion result =
+            convertToFsdp2(fsdp1("  " + key.toStdString() + ": " + strategy.toStdString() + "\n"));
         QVERIFY(result.changed);
         QCOMPARE(*result.config.fsdp.version, std::int64_t(2));
         QCOMPARE(std::get<bool>(*result.config.fsdp.reshardAfterForward), reshard);
@@ -51,7 +53,8 @@ private Q_SLOTS:
 
     void explicitStrategyWinsOverStoredOne()
     {
-        const Fsdp2Conversion result = convertToFsdp2(fsdp1("  fsdp_sharding_strategy: NO_SHARD\n  fsdp_reshard_after_forward: FULL_SHARD\n"));
+        const Fsdp2Conversion result =
+            convertToFsdp2(fsdp1("  fsdp_sharding_strategy: NO_SHARD\n  fsdp_reshard_after_forward: FULL_SHARD\n"));
         QCOMPARE(std::get<bool>(*result.config.fsdp.reshardAfterForward), false);
     }
 
@@ -79,10 +82,11 @@ private Q_SLOTS:
         QCOMPARE(*f.stateDictType, std::string("SHARDED_STATE_DICT"));
         QCOMPARE(*f.transformerLayerClsToWrap, std::string("Block"));
         QVERIFY(!f.backwardPrefetch && !f.forwardPrefetch && !f.syncModuleStates && !f.useOrigParams);
-        QVERIFY(!f.reshardAfterForward.has_value());  // nothing said: FSDP2's default (true) applies
+        QVERIFY(!f.reshardAfterForward.has_value()); // nothing said: FSDP2's default (true) applies
         QCOMPARE(result.notes.size(), size_t(5));
-        QCOMPARE(QString::fromStdString(result.notes.front()),
-                 QStringLiteral("fsdp_state_dict_type LOCAL_STATE_DICT does not exist in FSDP2; using SHARDED_STATE_DICT"));
+        QCOMPARE(
+            QString::fromStdString(result.notes.front()),
+            QStringLiteral("fsdp_state_dict_type LOCAL_STATE_DICT does not exist in FSDP2; using SHARDED_STATE_DICT"));
     }
 
     void skipsWhenNothingToConvert()
@@ -91,10 +95,12 @@ private Q_SLOTS:
         QVERIFY(plain.has_value());
         Fsdp2Conversion result = convertToFsdp2(*plain);
         QVERIFY(!result.changed);
-        QCOMPARE(QString::fromStdString(result.notes.at(0)), QStringLiteral("the config has no fsdp_config block; nothing to convert"));
+        QCOMPARE(QString::fromStdString(result.notes.at(0)),
+                 QStringLiteral("the config has no fsdp_config block; nothing to convert"));
         result = convertToFsdp2(fsdp1("  fsdp_version: 2\n"));
         QVERIFY(!result.changed);
-        QCOMPARE(QString::fromStdString(result.notes.at(0)), QStringLiteral("fsdp_version is already 2; nothing to convert"));
+        QCOMPARE(QString::fromStdString(result.notes.at(0)),
+                 QStringLiteral("fsdp_version is already 2; nothing to convert"));
     }
 };
 

@@ -14,8 +14,8 @@ namespace {
 
 struct Session {
     Answers answers;
-    QStringList asked;      // question ids in the order asked
-    QStringList rejected;   // messages of re-asked questions
+    QStringList asked;    // question ids in the order asked
+    QStringList rejected; // messages of re-asked questions
     size_t consumed = 0;
 };
 
@@ -66,29 +66,59 @@ private Q_SLOTS:
         QTest::addColumn<QString>("expectedFile");
         QTest::newRow("single CPU") << QStringList{"", "1", "yes", "", "no"} << "single_cpu.yaml";
         QTest::newRow("multi-CPU") << QStringList{"", "multi-CPU", "", "", "", "", "4", ""} << "multi_cpu.yaml";
-        QTest::newRow("multi-CPU mpirun") << QStringList{"", "MULTI_CPU", "", "", "yes", "/home/user/hostfile", "", "8", ""}
-                                          << "multi_cpu_mpirun.yaml";
-        QTest::newRow("multi-GPU multi-node") << QStringList{"1", "5", "2", "0", "10.0.0.1", "29500", "", "", "", "", "", "", "16", "", "", "bf16"}
-                                              << "multi_gpu_multinode.yaml";
-        QTest::newRow("multi-GPU ids") << QStringList{"", "multi-gpu", "", "", "", "", "", "", "3", "0,1,3", "", "fp16"} << "multi_gpu_ids.yaml";
+        QTest::newRow("multi-CPU mpirun")
+            << QStringList{"", "MULTI_CPU", "", "", "yes", "/home/user/hostfile", "", "8", ""}
+            << "multi_cpu_mpirun.yaml";
+        QTest::newRow("multi-GPU multi-node")
+            << QStringList{"1", "5", "2", "0", "10.0.0.1", "29500", "", "", "", "", "", "", "16", "", "", "bf16"}
+            << "multi_gpu_multinode.yaml";
+        QTest::newRow("multi-GPU ids") << QStringList{"", "multi-gpu", "", "", "", "", "", "", "3", "0,1,3", "", "fp16"}
+                                       << "multi_gpu_ids.yaml";
         QTest::newRow("single GPU") << QStringList{"", "", "", "", "", "", "", "fp16"} << "single_gpu.yaml";
-        QTest::newRow("FSDP2") << QStringList{"", "multi-GPU", "", "", "", "", "yes", "", "", "", "", "yes", "", "", "yes", "", "8", "bf16"}
+        QTest::newRow("FSDP2") << QStringList{"", "multi-GPU", "",    "", "", "",    "yes", "",  "",
+                                              "", "",          "yes", "", "", "yes", "",    "8", "bf16"}
                                << "fsdp2.yaml";
-        QTest::newRow("FSDP1") << QStringList{"", "multi-GPU", "", "", "", "", "yes", "1", "SHARD_GRAD_OP", "", "", "no", "LlamaDecoderLayer",
-                                              "", "SHARDED_STATE_DICT", "", "", "", "", "4", "bf16"}
+        QTest::newRow("FSDP1") << QStringList{"",
+                                              "multi-GPU",
+                                              "",
+                                              "",
+                                              "",
+                                              "",
+                                              "yes",
+                                              "1",
+                                              "SHARD_GRAD_OP",
+                                              "",
+                                              "",
+                                              "no",
+                                              "LlamaDecoderLayer",
+                                              "",
+                                              "SHARDED_STATE_DICT",
+                                              "",
+                                              "",
+                                              "",
+                                              "",
+                                              "4",
+                                              "bf16"}
                                << "fsdp1.yaml";
-        QTest::newRow("DeepSpeed json file") << QStringList{"", "multi-GPU", "", "", "", "yes", "yes", "/home/user/ds_config.json", "yes", "", "2"}
-                                             << "deepspeed_json_file.yaml";
-        QTest::newRow("DeepSpeed ZeRO-2") << QStringList{"", "multi-GPU", "", "", "", "yes", "", "", "cpu", "", "4", "yes", "", "", "", "2", "fp16"}
-                                          << "deepspeed_zero2.yaml";
-        QTest::newRow("fp8 TE") << QStringList{"", "multi-GPU", "", "", "", "", "", "", "2", "", "", "fp8", "te", "", "", "", "", "", "", ""}
+        QTest::newRow("DeepSpeed json file")
+            << QStringList{"", "multi-GPU", "", "", "", "yes", "yes", "/home/user/ds_config.json", "yes", "", "2"}
+            << "deepspeed_json_file.yaml";
+        QTest::newRow("DeepSpeed ZeRO-2")
+            << QStringList{"", "multi-GPU", "", "", "", "yes", "", "", "cpu", "", "4", "yes", "", "", "", "2", "fp16"}
+            << "deepspeed_zero2.yaml";
+        QTest::newRow("fp8 TE") << QStringList{"", "multi-GPU", "",   "", "", "", "", "", "2", "",
+                                               "", "fp8",       "te", "", "", "", "", "", "",  ""}
                                 << "fp8_te.yaml";
         QTest::newRow("fp8 MS-AMP") << QStringList{"", "", "", "", "", "", "", "fp8", "3", ""} << "fp8_msamp.yaml";
-        QTest::newRow("Megatron-LM") << QStringList{"", "multi-GPU", "", "", "", "", "", "yes", "2", "", "2", "2", "", "", "", "8", "bf16"}
+        QTest::newRow("Megatron-LM") << QStringList{"", "multi-GPU", "",  "", "", "", "",  "yes", "2",
+                                                    "", "2",         "2", "", "", "", "8", "bf16"}
                                      << "megatron_lm.yaml";
         QTest::newRow("dynamo") << QStringList{"", "multi-GPU", "", "", "yes", "eager", "", "", "", "", "2", "", "", ""}
                                 << "multi_gpu_dynamo_default.yaml";
-        QTest::newRow("SageMaker") << QStringList{"2", "default", "", "accelerate_sagemaker_execution_role", "", "", "", "2", "", "", "", "2", "fp16"}
+        QTest::newRow("SageMaker") << QStringList{"2",   "default", "", "accelerate_sagemaker_execution_role",
+                                                  "",    "",        "", "2",
+                                                  "",    "",        "", "2",
+                                                  "fp16"}
                                    << "sagemaker.yaml";
     }
 
@@ -102,7 +132,9 @@ private Q_SLOTS:
         const Session s = run(script);
         QVERIFY2(s.rejected.isEmpty(), qPrintable(s.rejected.join(QLatin1Char('\n'))));
         QVERIFY2(s.consumed == script.size(), qPrintable(QStringLiteral("consumed %1 of %2 answers; asked %3")
-                                                             .arg(s.consumed).arg(script.size()).arg(s.asked.join(QLatin1Char(' ')))));
+                                                             .arg(s.consumed)
+                                                             .arg(script.size())
+                                                             .arg(s.asked.join(QLatin1Char(' ')))));
         QCOMPARE(s.asked.size(), inputs.size());
         QCOMPARE(yamlOf(s), corpus(qPrintable(expectedFile)));
     }
@@ -119,14 +151,17 @@ private Q_SLOTS:
         QCOMPARE(*flow.interpret(*machine, "", none), std::string("NO"));
         auto outOfRange = flow.interpret(*machine, "12", none);
         QVERIFY(!outOfRange);
-        QCOMPARE(QString::fromStdString(outOfRange.error().message),
-                 QStringLiteral("expected a number from 1 to 11 or one of: No distributed training, multi-CPU, multi-XPU, multi-HPU, "
-                                "multi-GPU, multi-NPU, multi-MLU, multi-SDAA, multi-MUSA, multi-NEURON, TPU; got 12"));
+        QCOMPARE(
+            QString::fromStdString(outOfRange.error().message),
+            QStringLiteral(
+                "expected a number from 1 to 11 or one of: No distributed training, multi-CPU, multi-XPU, multi-HPU, "
+                "multi-GPU, multi-NPU, multi-MLU, multi-SDAA, multi-MUSA, multi-NEURON, TPU; got 12"));
 
         const Question *cpu = flow.find("use_cpu");
         QCOMPARE(*flow.interpret(*cpu, "Y", none), std::string("yes"));
         QCOMPARE(*flow.interpret(*cpu, "NO", none), std::string("no"));
-        QCOMPARE(QString::fromStdString(flow.interpret(*cpu, "maybe", none).error().message), QStringLiteral("please answer yes or no; got maybe"));
+        QCOMPARE(QString::fromStdString(flow.interpret(*cpu, "maybe", none).error().message),
+                 QStringLiteral("please answer yes or no; got maybe"));
         QCOMPARE(QString::fromStdString(cpu->defaultHint()), QStringLiteral("[yes/NO]"));
 
         const Question *machines = flow.find("num_machines");
@@ -135,12 +170,14 @@ private Q_SLOTS:
         QCOMPARE(QString::fromStdString(flow.interpret(*machines, "0", none).error().message),
                  QStringLiteral("expected a whole number >= 1"));
 
-        Answers twoMachines{{"compute_environment", "LOCAL_MACHINE"}, {"machine_type", "MULTI_GPU"}, {"num_machines", "2"}};
+        Answers twoMachines{
+            {"compute_environment", "LOCAL_MACHINE"}, {"machine_type", "MULTI_GPU"}, {"num_machines", "2"}};
         const Question *rank = flow.find("machine_rank");
         QCOMPARE(QString::fromStdString(flow.interpret(*rank, "2", twoMachines).error().message),
                  QStringLiteral("expected a rank from 0 to 1"));
         const Question *ip = flow.find("main_process_ip");
-        QCOMPARE(QString::fromStdString(flow.interpret(*ip, "", twoMachines).error().message), QStringLiteral("an answer is required"));
+        QCOMPARE(QString::fromStdString(flow.interpret(*ip, "", twoMachines).error().message),
+                 QStringLiteral("an answer is required"));
 
         const Question *hostfile = flow.find("mpirun_hostfile");
         qputenv("HOME", "/home/tester");
@@ -158,15 +195,17 @@ private Q_SLOTS:
     void multiGpuNeedsSeveralProcesses()
     {
         const Session s = run({"", "multi-GPU", "", "", "", "", "", "", "1", "2", "", "", "no"});
-        QCOMPARE(s.rejected, QStringList{QStringLiteral("a MULTI_GPU run on one machine needs more than one process; choose 'No distributed "
-                                                        "training' for one device")});
+        QCOMPARE(s.rejected, QStringList{QStringLiteral(
+                                 "a MULTI_GPU run on one machine needs more than one process; choose 'No distributed "
+                                 "training' for one device")});
         // build() refuses the combination when answers come from elsewhere (the studio's wizard).
         Answers answers = s.answers;
         answers["num_processes"] = "1";
         auto config = QuestionFlow::standard().build(answers);
         QVERIFY(!config);
         QCOMPARE(QString::fromStdString(config.error().toString()),
-                 QStringLiteral("num_processes: a MULTI_GPU run on one machine needs more than one process; choose 'No distributed training' "
+                 QStringLiteral("num_processes: a MULTI_GPU run on one machine needs more than one process; choose 'No "
+                                "distributed training' "
                                 "for one device"));
     }
 
@@ -181,7 +220,10 @@ private Q_SLOTS:
     void stateAfterGoingBack()
     {
         const QuestionFlow &flow = QuestionFlow::standard();
-        Answers answers{{"compute_environment", "LOCAL_MACHINE"}, {"machine_type", "MULTI_GPU"}, {"num_machines", "2"}, {"machine_rank", "1"}};
+        Answers answers{{"compute_environment", "LOCAL_MACHINE"},
+                        {"machine_type", "MULTI_GPU"},
+                        {"num_machines", "2"},
+                        {"machine_rank", "1"}};
         QCOMPARE(QString::fromStdString(flow.next(answers)->id), QStringLiteral("main_process_ip"));
         // The user goes back and picks one machine: the rank answer no longer applies.
         answers["num_machines"] = "1";
@@ -189,11 +231,13 @@ private Q_SLOTS:
         QVERIFY(!kept.count("machine_rank"));
         QCOMPARE(QString::fromStdString(flow.next(answers)->id), QStringLiteral("debug"));
         QVERIFY(flow.applicable(answers).size() > 5);
-        QCOMPARE(QString::fromStdString(flow.find("num_processes")->promptFor(answers)),
-                 QStringLiteral("How many GPU(s) should be used for distributed training (in total, over all machines)?"));
+        QCOMPARE(
+            QString::fromStdString(flow.find("num_processes")->promptFor(answers)),
+            QStringLiteral("How many GPU(s) should be used for distributed training (in total, over all machines)?"));
         answers["machine_type"] = "MULTI_CPU";
         QCOMPARE(QString::fromStdString(flow.find("num_processes")->promptFor(answers)),
-                 QStringLiteral("How many processes should be used for distributed training (in total, over all machines)?"));
+                 QStringLiteral(
+                     "How many processes should be used for distributed training (in total, over all machines)?"));
     }
 
     void everyConfigKeyExists()
@@ -213,9 +257,17 @@ private Q_SLOTS:
             }
         }
         // All defaults on a multi-GPU run with every optional block switched on builds without error.
-        Answers answers{{"machine_type", "MULTI_GPU"}, {"use_fsdp", "yes"}, {"use_parallelism_config", "yes"}, {"mixed_precision", "fp8"},
-                        {"fp8_backend", "TE"}, {"fp8_override_linear_precision", "yes"}, {"fp8_override_wgrad", "yes"},
-                        {"fsdp_use_no_split_modules", "yes"}, {"num_processes", "4"}, {"use_dynamo", "yes"}, {"dynamo_customize", "yes"}};
+        Answers answers{{"machine_type", "MULTI_GPU"},
+                        {"use_fsdp", "yes"},
+                        {"use_parallelism_config", "yes"},
+                        {"mixed_precision", "fp8"},
+                        {"fp8_backend", "TE"},
+                        {"fp8_override_linear_precision", "yes"},
+                        {"fp8_override_wgrad", "yes"},
+                        {"fsdp_use_no_split_modules", "yes"},
+                        {"num_processes", "4"},
+                        {"use_dynamo", "yes"},
+                        {"dynamo_customize", "yes"}};
         auto config = flow.build(answers);
         QVERIFY2(config.has_value(), config ? "" : config.error().toString().c_str());
         QCOMPARE(*config->fp8.overrideLinearPrecision, (std::vector<bool>{false, false, true}));
@@ -226,8 +278,8 @@ private Q_SLOTS:
 
     void tpuPodFlow()
     {
-        const Session s = run({"", "TPU", "8", "train", "yes", "my-tpu", "us-central1-a", "yes", "no", "pip install x; echo hi", "vm-0, vm-1",
-                               "A=1,B=2"});
+        const Session s = run({"", "TPU", "8", "train", "yes", "my-tpu", "us-central1-a", "yes", "no",
+                               "pip install x; echo hi", "vm-0, vm-1", "A=1,B=2"});
         QVERIFY2(s.rejected.isEmpty(), qPrintable(s.rejected.join(QLatin1Char('\n'))));
         auto config = QuestionFlow::standard().build(s.answers);
         QVERIFY(config.has_value());

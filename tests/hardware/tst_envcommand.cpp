@@ -40,12 +40,13 @@ private Q_SLOTS:
         const auto result = test::runAccel({QStringLiteral("env"), QStringLiteral("--jsn")});
         QCOMPARE(result.exitCode, 2);
         QVERIFY(result.err.startsWith(QStringLiteral("accel env: ")));
-        QVERIFY(result.err.contains(QStringLiteral("--json")));  // did-you-mean
+        QVERIFY(result.err.contains(QStringLiteral("--json"))); // did-you-mean
     }
 
     void missingConfigFileIsBadInput()
     {
-        const auto result = test::runAccel({QStringLiteral("env"), QStringLiteral("--config_file"), QStringLiteral("/nonexistent/c.yaml")});
+        const auto result = test::runAccel(
+            {QStringLiteral("env"), QStringLiteral("--config_file"), QStringLiteral("/nonexistent/c.yaml")});
         QCOMPARE(result.exitCode, 2);
         QVERIFY(result.err.contains(QStringLiteral("/nonexistent/c.yaml")));
         QVERIFY(result.out.isEmpty());
@@ -72,31 +73,35 @@ private Q_SLOTS:
     void defaultAndPassedConfigAreShown()
     {
         QTemporaryDir home;
-        const QByteArray yaml = "compute_environment: LOCAL_MACHINE\ndebug: false\ndistributed_type: MULTI_GPU\n"
-                                "downcast_bf16: 'no'\ngpu_ids: all\nmachine_rank: 0\nmain_training_function: main\n"
-                                "mixed_precision: bf16\nnum_machines: 1\nnum_processes: 2\nrdzv_backend: static\n"
-                                "same_network: true\ntpu_env: []\ntpu_use_cluster: false\ntpu_use_sudo: false\nuse_cpu: false\n";
+        const QByteArray yaml =
+            "compute_environment: LOCAL_MACHINE\ndebug: false\ndistributed_type: MULTI_GPU\n"
+            "downcast_bf16: 'no'\ngpu_ids: all\nmachine_rank: 0\nmain_training_function: main\n"
+            "mixed_precision: bf16\nnum_machines: 1\nnum_processes: 2\nrdzv_backend: static\n"
+            "same_network: true\ntpu_env: []\ntpu_use_cluster: false\ntpu_use_sudo: false\nuse_cpu: false\n";
         writeFile(home.filePath(QStringLiteral("accelerate/default_config.yaml")), yaml);
         const auto byDefault = test::runAccel(QStringList{QStringLiteral("env")} + quick, 60000, {},
                                               {QStringLiteral("HF_HOME=") + home.path()});
         QCOMPARE(byDefault.exitCode, 0);
-        QVERIFY2(byDefault.out.contains(QStringLiteral("- `Accelerate` default config:\n\t- compute_environment: LOCAL_MACHINE\n"
-                                                       "\t- debug: False\n\t- distributed_type: MULTI_GPU\n")),
+        QVERIFY2(byDefault.out.contains(
+                     QStringLiteral("- `Accelerate` default config:\n\t- compute_environment: LOCAL_MACHINE\n"
+                                    "\t- debug: False\n\t- distributed_type: MULTI_GPU\n")),
                  qPrintable(byDefault.out));
         QVERIFY(byDefault.out.contains(QStringLiteral("\t- num_processes: 2\n")));
 
         const QString passed = home.filePath(QStringLiteral("other.yaml"));
         writeFile(passed, yaml);
-        const auto withFlag = test::runAccel(QStringList{QStringLiteral("env"), QStringLiteral("--config_file"), passed} + quick);
+        const auto withFlag =
+            test::runAccel(QStringList{QStringLiteral("env"), QStringLiteral("--config_file"), passed} + quick);
         QCOMPARE(withFlag.exitCode, 0);
-        QVERIFY(withFlag.out.contains(QStringLiteral("- `Accelerate` config passed:\n\t- compute_environment: LOCAL_MACHINE\n")));
+        QVERIFY(withFlag.out.contains(
+            QStringLiteral("- `Accelerate` config passed:\n\t- compute_environment: LOCAL_MACHINE\n")));
     }
 
     void jsonRoundTripsThroughTheParser()
     {
         QTemporaryDir dir;
-        const auto result = test::runAccel(QStringList{QStringLiteral("env"), QStringLiteral("--json"), QStringLiteral("--disk"),
-                                                       dir.path()} + quick);
+        const auto result = test::runAccel(
+            QStringList{QStringLiteral("env"), QStringLiteral("--json"), QStringLiteral("--disk"), dir.path()} + quick);
         QCOMPARE(result.exitCode, 0);
         QVERIFY(result.out.startsWith(QStringLiteral("{\n  \"schema\": \"accel.env\",\n  \"version\": 1,")));
         auto parsed = reportFromJson(result.out.toStdString());
@@ -110,11 +115,12 @@ private Q_SLOTS:
         // --from_json reads it back and prints the same document.
         const QString file = dir.filePath(QStringLiteral("host.json"));
         writeFile(file, result.out.toUtf8());
-        const auto again = test::runAccel({QStringLiteral("env"), QStringLiteral("--from_json"), file, QStringLiteral("--json")});
+        const auto again =
+            test::runAccel({QStringLiteral("env"), QStringLiteral("--from_json"), file, QStringLiteral("--json")});
         QCOMPARE(again.exitCode, 0);
         QCOMPARE(again.out, result.out);
-        const auto fromStdin = test::runAccel({QStringLiteral("env"), QStringLiteral("--from_json"), QStringLiteral("-")},
-                                              60000, result.out.toUtf8());
+        const auto fromStdin = test::runAccel(
+            {QStringLiteral("env"), QStringLiteral("--from_json"), QStringLiteral("-")}, 60000, result.out.toUtf8());
         QCOMPARE(fromStdin.exitCode, 0);
         QVERIFY(fromStdin.out.startsWith(QStringLiteral("Copy-and-paste the text below in your GitHub issue\n")));
     }
@@ -123,17 +129,20 @@ private Q_SLOTS:
     {
         QTemporaryDir dir;
         const QString file = dir.filePath(QStringLiteral("a100.json"));
-        writeFile(file, QByteArray::fromStdString(reportToJson(test::gpuHost(8, "NVIDIA A100-SXM4-80GB", 8, 0, "535.104.05", 12, 128))));
-        const auto yaml = test::runAccel({QStringLiteral("env"), QStringLiteral("--from_json"), file, QStringLiteral("--recommend")});
+        writeFile(file, QByteArray::fromStdString(
+                            reportToJson(test::gpuHost(8, "NVIDIA A100-SXM4-80GB", 8, 0, "535.104.05", 12, 128))));
+        const auto yaml =
+            test::runAccel({QStringLiteral("env"), QStringLiteral("--from_json"), file, QStringLiteral("--recommend")});
         QCOMPARE(yaml.exitCode, 0);
         QVERIFY(yaml.out.contains(QStringLiteral("\ndistributed_type: MULTI_GPU\n")));
         QVERIFY(yaml.out.contains(QStringLiteral("\nnum_processes: 8\n")));
         QVERIFY(yaml.out.contains(QStringLiteral("\nmixed_precision: bf16\n")));
         QVERIFY(yaml.out.contains(QStringLiteral("# export OMP_NUM_THREADS=16\n")));
-        const auto json = test::runAccel({QStringLiteral("env"), QStringLiteral("--from_json"), file, QStringLiteral("--recommend"),
-                                          QStringLiteral("--json")});
+        const auto json = test::runAccel({QStringLiteral("env"), QStringLiteral("--from_json"), file,
+                                          QStringLiteral("--recommend"), QStringLiteral("--json")});
         QCOMPARE(json.exitCode, 0);
-        QVERIFY(json.out.startsWith(QStringLiteral("{\n  \"schema\": \"accel.env-recommendation\",\n  \"version\": 1,")));
+        QVERIFY(
+            json.out.startsWith(QStringLiteral("{\n  \"schema\": \"accel.env-recommendation\",\n  \"version\": 1,")));
     }
 
     void recommendForThisHost()
@@ -153,10 +162,11 @@ private Q_SLOTS:
         QCOMPARE(result.exitCode, 2);
         QVERIFY2(result.err.contains(QStringLiteral("cpu.sockets")), qPrintable(result.err));
         QVERIFY(result.err.contains(file));
-        const auto missing = test::runAccel({QStringLiteral("env"), QStringLiteral("--from_json"), dir.filePath(QStringLiteral("none.json"))});
+        const auto missing = test::runAccel(
+            {QStringLiteral("env"), QStringLiteral("--from_json"), dir.filePath(QStringLiteral("none.json"))});
         QCOMPARE(missing.exitCode, 2);
-        const auto newer = test::runAccel({QStringLiteral("env"), QStringLiteral("--from_json"), QStringLiteral("-")}, 60000,
-                                          R"({"schema": "accel.env", "version": 7})");
+        const auto newer = test::runAccel({QStringLiteral("env"), QStringLiteral("--from_json"), QStringLiteral("-")},
+                                          60000, R"({"schema": "accel.env", "version": 7})");
         QCOMPARE(newer.exitCode, 1);
         QVERIFY(newer.err.contains(QStringLiteral("version")));
     }

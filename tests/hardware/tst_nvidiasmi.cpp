@@ -25,8 +25,9 @@ private Q_SLOTS:
     {
         const auto arguments = nvidiaSmiQueryArguments();
         QCOMPARE(arguments.size(), size_t(2));
-        QCOMPARE(arguments[0], std::string("--query-gpu=index,name,uuid,pci.bus_id,memory.total,memory.used,memory.free,"
-                                           "compute_cap,driver_version,pcie.link.gen.current,pcie.link.width.current"));
+        QCOMPARE(arguments[0],
+                 std::string("--query-gpu=index,name,uuid,pci.bus_id,memory.total,memory.used,memory.free,"
+                             "compute_cap,driver_version,pcie.link.gen.current,pcie.link.width.current"));
         QCOMPARE(arguments[1], std::string("--format=csv,noheader,nounits"));
     }
 
@@ -59,8 +60,8 @@ private Q_SLOTS:
         QCOMPARE(section->gpus.size(), size_t(2));
         QCOMPARE(section->gpus[1].name, std::string("NVIDIA GeForce RTX 4090"));
         QCOMPARE(section->gpus[1].computeCapability(), 89);
-        QCOMPARE(section->gpus[1].memoryUsedBytes, uint64_t(0));  // [N/A]
-        QCOMPARE(section->gpus[1].pcieGeneration, 0);             // [Not Supported]
+        QCOMPARE(section->gpus[1].memoryUsedBytes, uint64_t(0)); // [N/A]
+        QCOMPARE(section->gpus[1].pcieGeneration, 0);            // [Not Supported]
         QCOMPARE(section->gpus[1].pcieWidth, 8);
     }
 
@@ -104,7 +105,7 @@ private Q_SLOTS:
         QVERIFY(isNvLink(topology->link("GPU3", "GPU4")));
         QCOMPARE(topology->cpuAffinity[0], std::string("48-63,176-191"));
         QCOMPARE(topology->numaAffinity[4], std::string("7"));
-        QCOMPARE(topology->cpuAffinity[8], std::string());  // NIC rows carry no affinity
+        QCOMPARE(topology->cpuAffinity[8], std::string()); // NIC rows carry no affinity
         QCOMPARE(topology->nicNames.size(), size_t(2));
         QCOMPARE(topology->nicNames[1].first, std::string("NIC1"));
         QCOMPARE(topology->nicNames[1].second, std::string("mlx5_1"));
@@ -137,12 +138,14 @@ private Q_SLOTS:
 
     void combinedSectionFromBothOutputs()
     {
-        auto section = gpuSectionFromNvidiaSmi(sample("nvidia-smi-query-a100x8.csv"), sample("nvidia-smi-topo-a100x8.txt"));
+        auto section =
+            gpuSectionFromNvidiaSmi(sample("nvidia-smi-query-a100x8.csv"), sample("nvidia-smi-topo-a100x8.txt"));
         QVERIFY2(section.has_value(), section ? "" : section.error().toString().c_str());
         QCOMPARE(section->gpus.size(), size_t(8));
         QCOMPARE(section->gpus[3].nvlinkActiveLinks, 12);
         QCOMPARE(section->topology.link("GPU2", "GPU6"), std::string("NV12"));
-        auto pcie = gpuSectionFromNvidiaSmi(sample("nvidia-smi-query-rtx4090x2.csv"), sample("nvidia-smi-topo-rtx4090x2.txt"));
+        auto pcie =
+            gpuSectionFromNvidiaSmi(sample("nvidia-smi-query-rtx4090x2.csv"), sample("nvidia-smi-topo-rtx4090x2.txt"));
         QVERIFY(pcie.has_value());
         QCOMPARE(pcie->gpus[0].nvlinkActiveLinks, 0);
         auto queryOnly = gpuSectionFromNvidiaSmi(sample("nvidia-smi-query-rtx4090x2.csv"), "");

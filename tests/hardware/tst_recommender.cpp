@@ -25,29 +25,32 @@ private Q_SLOTS:
         QTest::addColumn<QString>("supported");
         QTest::addColumn<bool>("p2pDisabled");
 
-        QTest::newRow("1 socket CPU, no bf16") << test::cpuHost(1, 16, false, 1) << "NO" << 1 << "no" << "" << true << 16
-                                               << "no" << false;
-        QTest::newRow("1 socket CPU with avx512_bf16") << test::cpuHost(1, 8, true, 1) << "NO" << 1 << "bf16" << ""
-                                                       << true << 8 << "no,bf16" << false;
-        QTest::newRow("2 sockets CPU") << test::cpuHost(2, 24, false, 2) << "MULTI_CPU" << 2 << "no" << "" << true
-                                       << 24 << "no" << false;
-        QTest::newRow("1 socket, 4 NUMA nodes") << test::cpuHost(1, 32, true, 4) << "MULTI_CPU" << 4 << "bf16" << ""
-                                                << true << 8 << "no,bf16" << false;
+        QTest::newRow("1 socket CPU, no bf16") << test::cpuHost(1, 16, false, 1) << "NO" << 1 << "no"
+                                               << "" << true << 16 << "no" << false;
+        QTest::newRow("1 socket CPU with avx512_bf16") << test::cpuHost(1, 8, true, 1) << "NO" << 1 << "bf16"
+                                                       << "" << true << 8 << "no,bf16" << false;
+        QTest::newRow("2 sockets CPU") << test::cpuHost(2, 24, false, 2) << "MULTI_CPU" << 2 << "no"
+                                       << "" << true << 24 << "no" << false;
+        QTest::newRow("1 socket, 4 NUMA nodes") << test::cpuHost(1, 32, true, 4) << "MULTI_CPU" << 4 << "bf16"
+                                                << "" << true << 8 << "no,bf16" << false;
         QTest::newRow("8 x A100 NVLink") << test::gpuHost(8, "NVIDIA A100-SXM4-80GB", 8, 0, "535.104.05", 12, 128)
-                                         << "MULTI_GPU" << 8 << "bf16" << "all" << false << 16 << "no,fp16,bf16"
-                                         << false;
-        QTest::newRow("2 x RTX 4090 no P2P") << test::gpuHost(2, "NVIDIA GeForce RTX 4090", 8, 9, "535.129.03", 0, 16)
-                                             << "MULTI_GPU" << 2 << "bf16" << "all" << false << 8
-                                             << "no,fp16,bf16,fp8" << true;
-        QTest::newRow("2 x RTX 4090 fixed driver") << test::gpuHost(2, "NVIDIA GeForce RTX 4090", 8, 9, "550.54.15", 0, 16)
-                                                   << "MULTI_GPU" << 2 << "bf16" << "all" << false << 8
-                                                   << "no,fp16,bf16,fp8" << false;
+                                         << "MULTI_GPU" << 8 << "bf16"
+                                         << "all" << false << 16 << "no,fp16,bf16" << false;
+        QTest::newRow("2 x RTX 4090 no P2P")
+            << test::gpuHost(2, "NVIDIA GeForce RTX 4090", 8, 9, "535.129.03", 0, 16) << "MULTI_GPU" << 2 << "bf16"
+            << "all" << false << 8 << "no,fp16,bf16,fp8" << true;
+        QTest::newRow("2 x RTX 4090 fixed driver")
+            << test::gpuHost(2, "NVIDIA GeForce RTX 4090", 8, 9, "550.54.15", 0, 16) << "MULTI_GPU" << 2 << "bf16"
+            << "all" << false << 8 << "no,fp16,bf16,fp8" << false;
         QTest::newRow("1 x V100") << test::gpuHost(1, "Tesla V100-SXM2-16GB", 7, 0, "470.82.01", 0, 8) << "NO" << 1
-                                  << "fp16" << "all" << false << 8 << "no,fp16" << false;
+                                  << "fp16"
+                                  << "all" << false << 8 << "no,fp16" << false;
         QTest::newRow("4 x V100 NVLink") << test::gpuHost(4, "Tesla V100-SXM2-32GB", 7, 0, "470.82.01", 6, 40)
-                                         << "MULTI_GPU" << 4 << "fp16" << "all" << false << 10 << "no,fp16" << false;
+                                         << "MULTI_GPU" << 4 << "fp16"
+                                         << "all" << false << 10 << "no,fp16" << false;
         QTest::newRow("1 x H100") << test::gpuHost(1, "NVIDIA H100 80GB HBM3", 9, 0, "550.54.15", 0, 32) << "NO" << 1
-                                  << "bf16" << "all" << false << 32 << "no,fp16,bf16,fp8" << false;
+                                  << "bf16"
+                                  << "all" << false << 32 << "no,fp16,bf16,fp8" << false;
     }
 
     void table()

@@ -14,14 +14,15 @@ static HardwareReport fullReport()
     HardwareReport report = test::gpuHost(2, "NVIDIA A100-SXM4-80GB", 8, 0, "535.104.05", 12);
     report.generatedAt = "2026-01-02T03:04:05Z";
     report.accelVersion = "0.1.0";
-    report.system = {"Debian GNU/Linux 12 (bookworm)", "debian", "12", "Linux", "6.1.0-18-amd64",
-                     "#1 SMP PREEMPT_DYNAMIC", "x86_64", "node01", "2.36",
-                     "Linux-6.1.0-18-amd64-x86_64-with-glibc2.36"};
+    report.system = {
+        "Debian GNU/Linux 12 (bookworm)", "debian", "12",     "Linux", "6.1.0-18-amd64",
+        "#1 SMP PREEMPT_DYNAMIC",         "x86_64", "node01", "2.36",  "Linux-6.1.0-18-amd64-x86_64-with-glibc2.36"};
     report.cpu.vendor = "GenuineIntel";
     report.cpu.availableCpus = 60;
     report.numaNodes[1].memoryTotalBytes = uint64_t(128) << 30;
     report.memory = {uint64_t(1) << 40, uint64_t(900) << 30, uint64_t(8) << 30, uint64_t(7) << 30};
-    report.disks = {{"/data", "", uint64_t(4) << 40, uint64_t(1) << 40}, {"/nope", "statvfs failed: Permission denied", 0, 0}};
+    report.disks = {{"/data", "", uint64_t(4) << 40, uint64_t(1) << 40},
+                    {"/nope", "statvfs failed: Permission denied", 0, 0}};
     NetworkInterface eth;
     eth.name = "eno1";
     eth.up = true;
@@ -36,9 +37,13 @@ static HardwareReport fullReport()
     report.network = {eth, lo};
     report.gpu.gpus[1].processes = {{4242, uint64_t(3) << 30}};
     report.gpu.topology.nicNames = {{"NIC0", "mlx5_0"}};
-    report.worker = {true, "", "/opt/accel/bin/accel-worker", "1.13.0", false, "", "", false, true, false, 8, "OpenBLAS"};
+    report.worker = {true, "",        "/opt/accel/bin/accel-worker", "1.13.0", false, "", "", false, true, false,
+                     8,    "OpenBLAS"};
     report.python = {true, "", "/usr/bin/python3", "3.11.2", "1.13.0", "not installed", "1.24.2", ""};
-    report.config = {"/home/u/.cache/huggingface/accelerate/default_config.yaml", false, true, "",
+    report.config = {"/home/u/.cache/huggingface/accelerate/default_config.yaml",
+                     false,
+                     true,
+                     "",
                      {{"compute_environment", "LOCAL_MACHINE"}, {"debug", "False"}}};
     return report;
 }
@@ -101,17 +106,20 @@ private Q_SLOTS:
         QTest::addColumn<QString>("mentions");
         QTest::addColumn<int>("code");
         const int invalid = int(ErrorCode::InvalidInput);
-        QTest::newRow("not json") << "{nope" << "not valid JSON" << invalid;
-        QTest::newRow("other schema") << R"({"schema": "accel.run", "version": 1})" << "accel.env" << invalid;
-        QTest::newRow("no schema") << R"({"version": 1})" << "\"schema\"" << invalid;
-        QTest::newRow("newer version") << R"({"schema": "accel.env", "version": 2})" << "2 is not understood"
-                                       << int(ErrorCode::Unsupported);
-        QTest::newRow("version as text") << R"({"schema": "accel.env", "version": "1"})" << "version" << invalid;
+        QTest::newRow("not json") << "{nope"
+                                  << "not valid JSON" << invalid;
+        QTest::newRow("other schema") << R"({"schema": "accel.run", "version": 1})"
+                                      << "accel.env" << invalid;
+        QTest::newRow("no schema") << R"({"version": 1})"
+                                   << "\"schema\"" << invalid;
+        QTest::newRow("newer version") << R"({"schema": "accel.env", "version": 2})"
+                                       << "2 is not understood" << int(ErrorCode::Unsupported);
+        QTest::newRow("version as text") << R"({"schema": "accel.env", "version": "1"})"
+                                         << "version" << invalid;
         QTest::newRow("wrong type") << R"({"schema": "accel.env", "version": 1, "cpu": {"sockets": "two"}})"
                                     << "cpu.sockets: expected an integer, got string" << invalid;
-        QTest::newRow("nested wrong type")
-            << R"({"schema": "accel.env", "version": 1, "gpu": {"gpus": [{"name": 5}]}})"
-            << "gpu.gpus[0].name: expected a string" << invalid;
+        QTest::newRow("nested wrong type") << R"({"schema": "accel.env", "version": 1, "gpu": {"gpus": [{"name": 5}]}})"
+                                           << "gpu.gpus[0].name: expected a string" << invalid;
         QTest::newRow("bad cpu list")
             << R"({"schema": "accel.env", "version": 1, "numa_nodes": [{"id": 0, "cpus": "x-y"}]})"
             << "numa_nodes[0].cpus" << invalid;
@@ -131,7 +139,8 @@ private Q_SLOTS:
         auto parsed = reportFromJson(json.toStdString());
         QVERIFY(!parsed.has_value());
         QCOMPARE(int(parsed.error().code), code);
-        QVERIFY2(QString::fromStdString(parsed.error().toString()).contains(mentions), parsed.error().toString().c_str());
+        QVERIFY2(QString::fromStdString(parsed.error().toString()).contains(mentions),
+                 parsed.error().toString().c_str());
     }
 
     void configEntriesLikeAccelerateEnv()
@@ -151,14 +160,16 @@ private Q_SLOTS:
         QCOMPARE(entries->size(), size_t(8));
         QCOMPARE((*entries)[1], std::make_pair(std::string("debug"), std::string("False")));
         QCOMPARE((*entries)[2].second, std::string("NO"));
-        QCOMPARE((*entries)[4], std::make_pair(std::string("dynamo_config"),
-                                               std::string("{'dynamo_backend': 'INDUCTOR', 'dynamo_use_fullgraph': True}")));
+        QCOMPARE((*entries)[4],
+                 std::make_pair(std::string("dynamo_config"),
+                                std::string("{'dynamo_backend': 'INDUCTOR', 'dynamo_use_fullgraph': True}")));
         QCOMPARE((*entries)[6].second, std::string("1"));
         QCOMPARE((*entries)[7].second, std::string("[]"));
 
         // `accelerate config default` writes JSON into the .yaml file.
-        auto json = configEntriesFromText("{\n  \"debug\": false,\n  \"num_processes\": 2,\n  \"fsdp_config\": {\"fsdp_version\": 2}\n}\n",
-                                          false, "default_config.yaml");
+        auto json = configEntriesFromText(
+            "{\n  \"debug\": false,\n  \"num_processes\": 2,\n  \"fsdp_config\": {\"fsdp_version\": 2}\n}\n", false,
+            "default_config.yaml");
         QVERIFY(json.has_value());
         QCOMPARE(json->size(), size_t(3));
         QCOMPARE((*json)[0].second, std::string("False"));

@@ -89,7 +89,8 @@ private Q_SLOTS:
     void workerCapabilitiesFromAFakeWorker()
     {
         QTemporaryDir dir;
-        const std::string worker = writeScript(dir, QStringLiteral("accel-worker"),
+        const std::string worker = writeScript(
+            dir, QStringLiteral("accel-worker"),
             "[ \"$1 $2\" = \"--capabilities --json\" ] || exit 9\n"
             "echo '{\"schema\":\"accel.worker-capabilities\",\"version\":1,\"torch_version\":\"1.13.0\",\"cuda\":false,"
             "\"cuda_version\":null,\"cudnn\":null,\"nccl\":false,\"gloo\":true,\"mpi\":false,\"openmp_threads\":4,"
@@ -108,10 +109,12 @@ private Q_SLOTS:
     void workerFailuresAreReportedNotFatal()
     {
         QTemporaryDir dir;
-        const std::string crashing = writeScript(dir, QStringLiteral("crashing"), "echo 'libtorch missing' >&2; exit 127\n");
+        const std::string crashing =
+            writeScript(dir, QStringLiteral("crashing"), "echo 'libtorch missing' >&2; exit 127\n");
         WorkerCapabilities capabilities = probeWorker(crashing);
         QVERIFY(!capabilities.available);
-        QVERIFY2(capabilities.error.find("code 127: libtorch missing") != std::string::npos, capabilities.error.c_str());
+        QVERIFY2(capabilities.error.find("code 127: libtorch missing") != std::string::npos,
+                 capabilities.error.c_str());
 
         const std::string garbage = writeScript(dir, QStringLiteral("garbage"), "echo not-json\n");
         capabilities = probeWorker(garbage);
@@ -136,7 +139,7 @@ private Q_SLOTS:
         const WorkerCapabilities capabilities = probeWorker(worker.toStdString(), 60000);
         QVERIFY2(capabilities.available, capabilities.error.c_str());
         QVERIFY(!capabilities.torchVersion.empty());
-        QVERIFY(capabilities.gloo);  // the project's libtorch always has gloo
+        QVERIFY(capabilities.gloo); // the project's libtorch always has gloo
     }
 
     void pythonProbeOnSystemPython()
@@ -151,7 +154,8 @@ private Q_SLOTS:
         for (const std::string *version : {&python.torchVersion, &python.accelerateVersion, &python.numpyVersion})
             QVERIFY(!version->empty());
         // Cross-check torch with Python itself.
-        auto check = runChild("/usr/bin/python3", {"-c", "import importlib.util as u; print(u.find_spec('torch') is not None)"}, 15000);
+        auto check = runChild("/usr/bin/python3",
+                              {"-c", "import importlib.util as u; print(u.find_spec('torch') is not None)"}, 15000);
         QVERIFY(check.has_value());
         const bool hasTorch = check->out.find("True") != std::string::npos;
         QCOMPARE(python.torchVersion != notInstalled(), hasTorch);
@@ -162,8 +166,9 @@ private Q_SLOTS:
         QTemporaryDir dir;
         // A "python" that answers like the probe script with a module missing.
         const std::string fake = writeScript(dir, QStringLiteral("python3"),
-            "echo 'site hook noise'\n"
-            "echo '{\"python\": \"3.12.1\", \"executable\": \"/x/python3\", \"torch\": null, \"accelerate\": \"1.14.0\", \"numpy\": null}'\n");
+                                             "echo 'site hook noise'\n"
+                                             "echo '{\"python\": \"3.12.1\", \"executable\": \"/x/python3\", "
+                                             "\"torch\": null, \"accelerate\": \"1.14.0\", \"numpy\": null}'\n");
         const PythonInfo python = probePython(fake);
         QVERIFY2(python.available, python.error.c_str());
         QCOMPARE(python.version, std::string("3.12.1"));

@@ -41,8 +41,8 @@ private Q_SLOTS:
         QCOMPARE(cpu.logicalCpus, firstLineOf(all).toInt());
         auto text = fileutil::readFile("/proc/cpuinfo");
         QVERIFY(text.has_value());
-        QCOMPARE(cpu.logicalCpus, static_cast<int>(QString::fromStdString(*text).count(QRegularExpression(QStringLiteral("^processor\\s*:"),
-                                                                                                            QRegularExpression::MultilineOption))));
+        QCOMPARE(cpu.logicalCpus, static_cast<int>(QString::fromStdString(*text).count(QRegularExpression(
+                                      QStringLiteral("^processor\\s*:"), QRegularExpression::MultilineOption))));
         QVERIFY(cpu.sockets >= 1);
         QVERIFY(cpu.physicalCores >= cpu.sockets);
         QVERIFY(cpu.physicalCores <= cpu.logicalCpus);
@@ -70,8 +70,8 @@ private Q_SLOTS:
     void numaNodesMatchSys()
     {
         const auto nodes = detectNumaNodes();
-        const QStringList folders = QDir(QStringLiteral("/sys/devices/system/node"))
-                                        .entryList({QStringLiteral("node*")}, QDir::Dirs);
+        const QStringList folders =
+            QDir(QStringLiteral("/sys/devices/system/node")).entryList({QStringLiteral("node*")}, QDir::Dirs);
         if (folders.isEmpty())
             QSKIP("this kernel exposes no /sys/devices/system/node");
         QCOMPARE(nodes.size(), size_t(folders.size()));
@@ -94,10 +94,12 @@ private Q_SLOTS:
     void diskMatchesDf()
     {
         QTemporaryDir dir;
-        const auto disks = detectDisks({dir.path().toStdString(), dir.filePath(QStringLiteral("not/yet/there")).toStdString()});
+        const auto disks =
+            detectDisks({dir.path().toStdString(), dir.filePath(QStringLiteral("not/yet/there")).toStdString()});
         QCOMPARE(disks.size(), size_t(2));
         QVERIFY(disks[0].error.empty());
-        const auto df = test::runProgram(QStringLiteral("df"), {QStringLiteral("-B1"), QStringLiteral("--output=size"), dir.path()});
+        const auto df = test::runProgram(QStringLiteral("df"),
+                                         {QStringLiteral("-B1"), QStringLiteral("--output=size"), dir.path()});
         if (df.exitCode != 0)
             QSKIP("df --output is not available");
         QCOMPARE(disks[0].totalBytes, df.out.split(QLatin1Char('\n')).value(1).trimmed().toULongLong());
@@ -121,14 +123,16 @@ private Q_SLOTS:
         QVERIFY(loopback->mtu > 0);
         bool has127 = false;
         for (const auto &address : loopback->addresses)
-            has127 = has127 || (address.family == "ipv4" && address.address == "127.0.0.1" && address.prefixLength == 8);
+            has127 =
+                has127 || (address.family == "ipv4" && address.address == "127.0.0.1" && address.prefixLength == 8);
         QVERIFY(has127);
         auto route = fileutil::readFile("/proc/net/route");
         QVERIFY(route.has_value());
         const auto defaults = parseIpv4DefaultRoutes(*route);
         for (const auto &interface : interfaces)
             QCOMPARE(interface.defaultRouteIpv4, defaults.count(interface.name) > 0);
-        const auto ip = test::runProgram(QStringLiteral("ip"), {QStringLiteral("-4"), QStringLiteral("route"), QStringLiteral("show"), QStringLiteral("default")});
+        const auto ip = test::runProgram(QStringLiteral("ip"), {QStringLiteral("-4"), QStringLiteral("route"),
+                                                                QStringLiteral("show"), QStringLiteral("default")});
         if (ip.exitCode == 0 && !ip.out.trimmed().isEmpty()) {
             const QStringList words = ip.out.simplified().split(QLatin1Char(' '));
             const QString device = words.value(words.indexOf(QStringLiteral("dev")) + 1);

@@ -36,7 +36,13 @@ TinyModel writeTinyModel(const std::string &dir, const std::string &modelType, u
     m.tied = tied;
     std::string config;
     if (modelType == "gpt2") {
-        m.vocab = 53; m.hidden = 32; m.layers = 2; m.heads = 4; m.kvHeads = 4; m.inter = 128; m.positions = 128;
+        m.vocab = 53;
+        m.hidden = 32;
+        m.layers = 2;
+        m.heads = 4;
+        m.kvHeads = 4;
+        m.inter = 128;
+        m.positions = 128;
         m.eps = 1e-5;
         put(m, "transformer.wte.weight", {m.vocab, m.hidden});
         put(m, "transformer.wpe.weight", {m.positions, m.hidden});
@@ -58,10 +64,18 @@ TinyModel writeTinyModel(const std::string &dir, const std::string &modelType, u
             put(m, "lm_head.weight", {m.vocab, m.hidden});
         config = "{\"model_type\": \"gpt2\", \"vocab_size\": 53, \"n_positions\": 128, \"n_embd\": 32, \"n_layer\": 2, "
                  "\"n_head\": 4, \"layer_norm_epsilon\": 1e-05, \"activation_function\": \"gelu_new\", "
-                 "\"tie_word_embeddings\": " + std::string(tied ? "true" : "false") + ", \"eos_token_id\": 52}";
+                 "\"tie_word_embeddings\": " +
+                 std::string(tied ? "true" : "false") + ", \"eos_token_id\": 52}";
     } else {
-        m.vocab = 61; m.hidden = 48; m.layers = 2; m.heads = 6; m.kvHeads = 2; m.inter = 96; m.positions = 128;
-        m.eps = 1e-6; m.theta = 500.0;
+        m.vocab = 61;
+        m.hidden = 48;
+        m.layers = 2;
+        m.heads = 6;
+        m.kvHeads = 2;
+        m.inter = 96;
+        m.positions = 128;
+        m.eps = 1e-6;
+        m.theta = 500.0;
         m.qkvBias = modelType == "qwen2";
         const int64_t hd = m.hidden / m.heads;
         put(m, "model.embed_tokens.weight", {m.vocab, m.hidden});
@@ -85,10 +99,13 @@ TinyModel writeTinyModel(const std::string &dir, const std::string &modelType, u
         putNorm(m, "model.norm", m.hidden, false);
         if (!tied)
             put(m, "lm_head.weight", {m.vocab, m.hidden});
-        config = "{\"model_type\": \"" + modelType + "\", \"vocab_size\": 61, \"hidden_size\": 48, \"intermediate_size\": 96, "
+        config = "{\"model_type\": \"" + modelType +
+                 "\", \"vocab_size\": 61, \"hidden_size\": 48, \"intermediate_size\": 96, "
                  "\"num_hidden_layers\": 2, \"num_attention_heads\": 6, \"num_key_value_heads\": 2, "
-                 "\"max_position_embeddings\": 128, \"rms_norm_eps\": 1e-06, \"rope_theta\": 500.0, \"hidden_act\": \"silu\", "
-                 "\"tie_word_embeddings\": " + std::string(tied ? "true" : "false") + ", \"eos_token_id\": 60}";
+                 "\"max_position_embeddings\": 128, \"rms_norm_eps\": 1e-06, \"rope_theta\": 500.0, \"hidden_act\": "
+                 "\"silu\", "
+                 "\"tie_word_embeddings\": " +
+                 std::string(tied ? "true" : "false") + ", \"eos_token_id\": 60}";
     }
     // Round the stored values so the in-memory references use exactly what the file holds.
     std::vector<at::Tensor> stored;
@@ -100,8 +117,8 @@ TinyModel writeTinyModel(const std::string &dir, const std::string &modelType, u
         std::string key = name;
         if (withoutBasePrefix && key.rfind("transformer.", 0) == 0)
             key = key.substr(12);
-        toWrite.push_back({key, storeAs == at::kBFloat16 ? bigmodel::DType::BF16 : bigmodel::DType::F32, s.sizes().vec(),
-                           s.data_ptr(), static_cast<uint64_t>(s.nbytes())});
+        toWrite.push_back({key, storeAs == at::kBFloat16 ? bigmodel::DType::BF16 : bigmodel::DType::F32,
+                           s.sizes().vec(), s.data_ptr(), static_cast<uint64_t>(s.nbytes())});
     }
     if (!bigmodel::writeSafetensors(dir + "/model.safetensors", toWrite))
         throw std::runtime_error("cannot write " + dir + "/model.safetensors");
@@ -170,7 +187,7 @@ at::Tensor referenceLlama(const TinyModel &m, const at::Tensor &ids)
     auto rms = [&](const at::Tensor &x, const at::Tensor &weight) {
         return weight * (x / at::sqrt(x.pow(2).mean(-1, true) + m.eps));
     };
-    auto rope = [&](const at::Tensor &x) {  // x [T, hd]; pairs (i, i + hd/2) rotate by pos * theta^(-2i/hd)
+    auto rope = [&](const at::Tensor &x) { // x [T, hd]; pairs (i, i + hd/2) rotate by pos * theta^(-2i/hd)
         auto out = x.clone();
         for (int64_t pos = 0; pos < x.size(0); ++pos)
             for (int64_t i = 0; i < hd / 2; ++i) {

@@ -11,7 +11,7 @@ namespace accel::test {
 
 struct TinyModel {
     std::string dir;
-    std::map<std::string, at::Tensor> weights;  // float32, by Hugging Face name
+    std::map<std::string, at::Tensor> weights; // float32, by Hugging Face name
     int64_t vocab = 0, hidden = 0, layers = 0, heads = 0, kvHeads = 0, inter = 0, positions = 0;
     double eps = 1e-5, theta = 10000.0;
     bool tied = false, qkvBias = false;

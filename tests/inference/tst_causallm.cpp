@@ -84,7 +84,7 @@ void tst_CausalLM::cacheMatchesRecomputation()
     auto model = InferenceModel::load(dir);
     QVERIFY2(model, model ? "" : model.error().toString().c_str());
     auto &lm = (*model)->lm();
-    auto ids = sampleIds(tiny.vocab, 2, 70, 5);  // past the cache's first capacity (64)
+    auto ids = sampleIds(tiny.vocab, 2, 70, 5); // past the cache's first capacity (64)
     at::InferenceMode guard;
     auto full = lm.forward(ids, nullptr);
     KVCache cache;
@@ -106,7 +106,7 @@ void tst_CausalLM::bf16CheckpointComputedInFloat32()
     options.dispatch.computeDType = "float32";
     auto model = InferenceModel::load(dir, options);
     QVERIFY2(model, model ? "" : model.error().toString().c_str());
-    QCOMPARE((*model)->report().zeroCopyTensors, size_t(0));  // every tensor was cast
+    QCOMPARE((*model)->report().zeroCopyTensors, size_t(0)); // every tensor was cast
     auto ids = sampleIds(tiny.vocab, 1, 7, 2);
     at::InferenceMode guard;
     auto diff = ((*model)->lm().forward(ids, nullptr) - test::referenceLlama(tiny, ids)).abs().max().item<double>();
@@ -121,7 +121,8 @@ void tst_CausalLM::unsupportedModelTypeIsNamed()
     QVERIFY(config.error().message.find("'bert'") != std::string::npos);
     QVERIFY(config.error().message.find("gpt2, llama, mistral, qwen2") != std::string::npos);
     auto bad = parseModelConfig(R"({"model_type": "llama", "vocab_size": 10, "hidden_size": 12, "intermediate_size": 8,
-        "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 3})", "y/config.json");
+        "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 3})",
+                                "y/config.json");
     QVERIFY(!bad);
     QVERIFY(bad.error().message.find("num_key_value_heads 3") != std::string::npos);
 }

@@ -71,7 +71,8 @@ void tst_Dispatch::viewsShareTheMapping()
     QVERIFY(checkpoint);
     const auto *info = checkpoint->find("transformer.wte.weight");
     QVERIFY(info);
-    auto view = viewBytes(info->data, info->byteSize(), info->dtype, info->shape, checkpoint->shards()[0]->mapping(), info->name);
+    auto view = viewBytes(info->data, info->byteSize(), info->dtype, info->shape, checkpoint->shards()[0]->mapping(),
+                          info->name);
     QVERIFY(view);
     QCOMPARE(view->scalar_type(), type);
     QCOMPARE(static_cast<const void *>(view->data_ptr()), static_cast<const void *>(info->data));
@@ -95,7 +96,8 @@ void tst_Dispatch::viewOutlivesCheckpoint()
         auto checkpoint = bigmodel::Checkpoint::open(dir + "/model.safetensors");
         QVERIFY(checkpoint);
         const auto *info = checkpoint->find("model.norm.weight");
-        auto made = viewBytes(info->data, info->byteSize(), info->dtype, info->shape, checkpoint->shards()[0]->mapping(), info->name);
+        auto made = viewBytes(info->data, info->byteSize(), info->dtype, info->shape,
+                              checkpoint->shards()[0]->mapping(), info->name);
         QVERIFY(made);
         view = *made;
     }
@@ -124,15 +126,19 @@ void tst_Dispatch::diskOffloadMatchesInMemory_data()
     QTest::addColumn<QString>("offloadedModule");
     QTest::addColumn<bool>("tied");
     QTest::newRow("gpt2 block 1 + ln_f on disk")
-        << "gpt2" << R"({"transformer.wte": "cpu", "transformer.wpe": "cpu", "transformer.h.0": "cpu", "transformer.h.1": "disk", "transformer.ln_f": "disk", "lm_head": "cpu"})"
+        << "gpt2"
+        << R"({"transformer.wte": "cpu", "transformer.wpe": "cpu", "transformer.h.0": "cpu", "transformer.h.1": "disk", "transformer.ln_f": "disk", "lm_head": "cpu"})"
         << "transformer.h.1.mlp.c_fc" << false;
-    QTest::newRow("gpt2 tied embedding on disk")
-        << "gpt2" << R"({"transformer.wte": "disk", "transformer": "cpu"})" << "transformer.wte" << true;
+    QTest::newRow("gpt2 tied embedding on disk") << "gpt2"
+                                                 << R"({"transformer.wte": "disk", "transformer": "cpu"})"
+                                                 << "transformer.wte" << true;
     QTest::newRow("llama block 0 and lm_head on disk")
-        << "llama" << R"({"model.embed_tokens": "cpu", "model.layers.0": "disk", "model.layers.1": "cpu", "model.norm": "cpu", "lm_head": "disk"})"
+        << "llama"
+        << R"({"model.embed_tokens": "cpu", "model.layers.0": "disk", "model.layers.1": "cpu", "model.norm": "cpu", "lm_head": "disk"})"
         << "model.layers.0.self_attn.q_proj" << false;
-    QTest::newRow("llama one tensor on disk")
-        << "llama" << R"({"": "cpu", "model.layers.1.mlp.up_proj.weight": "disk"})" << "model.layers.1.mlp.up_proj" << false;
+    QTest::newRow("llama one tensor on disk") << "llama"
+                                              << R"({"": "cpu", "model.layers.1.mlp.up_proj.weight": "disk"})"
+                                              << "model.layers.1.mlp.up_proj" << false;
 }
 
 void tst_Dispatch::diskOffloadMatchesInMemory()
@@ -154,7 +160,7 @@ void tst_Dispatch::diskOffloadMatchesInMemory()
 
     Module *module = (*offloaded)->lm().findModule(offloadedModule.toStdString());
     QVERIFY(module);
-    QVERIFY(!module->parameters().front()->value.defined());  // not resident between forwards
+    QVERIFY(!module->parameters().front()->value.defined()); // not resident between forwards
     QCOMPARE(module->hooks().size(), size_t(1));
     auto *hook = dynamic_cast<OffloadHook *>(module->hooks().front().get());
     QVERIFY(hook);
@@ -165,7 +171,7 @@ void tst_Dispatch::diskOffloadMatchesInMemory()
     auto got = logitsOf(**offloaded, ids);
     QVERIFY(at::equal(got, expected));
     QVERIFY(hook->materialisations() >= 1);
-    QVERIFY(!module->parameters().front()->value.defined());  // released after the forward
+    QVERIFY(!module->parameters().front()->value.defined()); // released after the forward
     auto again = logitsOf(**offloaded, ids);
     QVERIFY(at::equal(again, expected));
 }
@@ -176,13 +182,14 @@ void tst_Dispatch::offloadFolderRoundTrip()
     const std::string folder = m_dir.filePath("offload").toStdString();
     auto tiny = test::writeTinyModel(dir, "llama", 8, at::kBFloat16, true);
     LoadOptions options;
-    options.deviceMap = R"({"model.embed_tokens": "cpu", "model.layers.0": "cpu", "model.layers.1": "disk", "model.norm": "cpu"})";
+    options.deviceMap =
+        R"({"model.embed_tokens": "cpu", "model.layers.0": "cpu", "model.layers.1": "disk", "model.norm": "cpu"})";
     options.dispatch.offloadFolder = folder;
     options.dispatch.computeDType = "float32";
     auto first = InferenceModel::load(dir, options);
     QVERIFY2(first, first ? "" : first.error().toString().c_str());
     const size_t disk = (*first)->report().offloadedTensors;
-    QCOMPARE(disk, size_t(9));  // 2 norms + 4 attention + 3 mlp weights of layer 1
+    QCOMPARE(disk, size_t(9)); // 2 norms + 4 attention + 3 mlp weights of layer 1
     QCOMPARE((*first)->report().offloadFolderWrites, disk);
 
     // Accelerate's layout: index.json with numpy dtype names (bf16 as "bfloat16"), raw .dat files.
@@ -241,7 +248,8 @@ void tst_Dispatch::shapeMismatchNamesTensor()
     std::ofstream(dir + "/config.json") << config;
     auto model = InferenceModel::load(dir);
     QVERIFY(!model);
-    QVERIFY2(model.error().message.find("transformer.wte.weight: shape [53, 32] does not match the model's [54, 32]") != std::string::npos,
+    QVERIFY2(model.error().message.find("transformer.wte.weight: shape [53, 32] does not match the model's [54, 32]") !=
+                 std::string::npos,
              model.error().message.c_str());
 }
 

@@ -49,7 +49,7 @@ static SamplingOptions greedy(int tokens)
     SamplingOptions o;
     o.greedy = true;
     o.maxNewTokens = tokens;
-    o.stopTokenIds = {-1};  // never stop early
+    o.stopTokenIds = {-1}; // never stop early
     return o;
 }
 
@@ -91,7 +91,7 @@ void tst_Generator::seededSamplingIsReproducible()
     QVERIFY(c);
     QVERIFY(c->sequences[0].tokens != a->sequences[0].tokens);
     auto g = generate(*m_model, {m_prompt}, greedy(20));
-    QVERIFY(g->sequences[0].tokens != a->sequences[0].tokens);  // sampling is not greedy at T=1.5
+    QVERIFY(g->sequences[0].tokens != a->sequences[0].tokens); // sampling is not greedy at T=1.5
 }
 
 void tst_Generator::topKOneIsGreedy()
@@ -153,10 +153,13 @@ void tst_Generator::stopStringCutsText()
     SamplingOptions o = greedy(10);
     o.stopStrings = {full.substr(4, 2)};
     std::string streamed;
-    auto stopped = generate(*m_model, {m_prompt}, o, [&](size_t, int64_t, const std::string &piece) {
-        streamed += piece;
-        return true;
-    }, letters);
+    auto stopped = generate(
+        *m_model, {m_prompt}, o,
+        [&](size_t, int64_t, const std::string &piece) {
+            streamed += piece;
+            return true;
+        },
+        letters);
     QVERIFY(stopped);
     const std::string &text = stopped->sequences[0].text;
     QCOMPARE(stopped->sequences[0].stopReason, std::string("stop_string"));
@@ -180,9 +183,8 @@ void tst_Generator::batchEqualsSingleRuns()
 void tst_Generator::cancellationStopsAtOnce()
 {
     int calls = 0;
-    auto result = generate(*m_model, {m_prompt}, greedy(50), [&](size_t, int64_t, const std::string &) {
-        return ++calls < 3;
-    });
+    auto result =
+        generate(*m_model, {m_prompt}, greedy(50), [&](size_t, int64_t, const std::string &) { return ++calls < 3; });
     QVERIFY(result);
     QVERIFY(result->cancelled);
     QCOMPARE(calls, 3);

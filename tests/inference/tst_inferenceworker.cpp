@@ -54,8 +54,9 @@ void tst_InferenceWorker::initTestCase()
 void tst_InferenceWorker::inferWritesLogits()
 {
     const QString out = m_dir.filePath("logits.safetensors");
-    auto r = test::runProgram(worker(), {"infer", QString::fromStdString(m_gpt2.dir), "--input-ids", "1,2,3,50,7",
-                                         "--device-map", R"({"transformer.h.1": "disk", "": "cpu"})", "--logits-out", out, "--json"});
+    auto r = test::runProgram(worker(),
+                              {"infer", QString::fromStdString(m_gpt2.dir), "--input-ids", "1,2,3,50,7", "--device-map",
+                               R"({"transformer.h.1": "disk", "": "cpu"})", "--logits-out", out, "--json"});
     QVERIFY2(r.exitCode == 0, qPrintable(r.err));
     auto json = QJsonDocument::fromJson(r.out.toUtf8()).object();
     QCOMPARE(json["schema"].toString(), QString("accel.infer"));
@@ -65,7 +66,8 @@ void tst_InferenceWorker::inferWritesLogits()
     QVERIFY(file);
     const auto *info = (*file)->find("logits");
     QVERIFY(info);
-    auto logits = inference::viewBytes(info->data, info->byteSize(), info->dtype, info->shape, (*file)->mapping(), "logits");
+    auto logits =
+        inference::viewBytes(info->data, info->byteSize(), info->dtype, info->shape, (*file)->mapping(), "logits");
     QVERIFY(logits);
     auto ids = at::tensor(std::vector<int64_t>{1, 2, 3, 50, 7}, at::TensorOptions().dtype(at::kLong)).unsqueeze(0);
     QVERIFY(at::allclose(*logits, test::referenceGpt2(m_gpt2, ids), 1e-4, 1e-4));
@@ -74,8 +76,8 @@ void tst_InferenceWorker::inferWritesLogits()
 void tst_InferenceWorker::generateJsonMatchesInProcess()
 {
     auto r = test::runProgram(worker(), {"generate", QString::fromStdString(m_llama.dir), "--input-ids", "4,8,15,16",
-                                         "--max-new-tokens", "9", "--temperature", "0.8", "--top-k", "12", "--seed", "77",
-                                         "--stop-token-id", "-1", "--threads", "1", "--json"});
+                                         "--max-new-tokens", "9", "--temperature", "0.8", "--top-k", "12", "--seed",
+                                         "77", "--stop-token-id", "-1", "--threads", "1", "--json"});
     QVERIFY2(r.exitCode == 0, qPrintable(r.err));
     auto json = QJsonDocument::fromJson(r.out.toUtf8()).object();
     QCOMPARE(json["schema"].toString(), QString("accel.generate"));
@@ -100,13 +102,15 @@ void tst_InferenceWorker::generateJsonMatchesInProcess()
 
 void tst_InferenceWorker::badInputsExitTwo()
 {
-    auto noTokenizer = test::runProgram(worker(), {"generate", QString::fromStdString(m_gpt2.dir), "--prompt", "hello"});
+    auto noTokenizer =
+        test::runProgram(worker(), {"generate", QString::fromStdString(m_gpt2.dir), "--prompt", "hello"});
     QCOMPARE(noTokenizer.exitCode, 2);
     QVERIFY2(noTokenizer.err.contains("tokenizer.json"), qPrintable(noTokenizer.err));
     auto badFlag = test::runProgram(worker(), {"infer", QString::fromStdString(m_gpt2.dir), "--bogus"});
     QCOMPARE(badFlag.exitCode, 2);
     QVERIFY(badFlag.err.contains("unknown option --bogus"));
-    auto noModel = test::runProgram(worker(), {"infer", m_dir.filePath("nothing"), "--input-ids", "1", "--logits-out", "x"});
+    auto noModel =
+        test::runProgram(worker(), {"infer", m_dir.filePath("nothing"), "--input-ids", "1", "--logits-out", "x"});
     QCOMPARE(noModel.exitCode, 2);
     QVERIFY(noModel.err.contains("config.json"));
 }
@@ -114,17 +118,19 @@ void tst_InferenceWorker::badInputsExitTwo()
 void tst_InferenceWorker::serveProtocol()
 {
     const QString dir = QString::fromStdString(m_gpt2.dir);
-    const QByteArray input = QByteArray(R"({"op":"generate","id":"early","input_ids":[1]})") + "\n" +
-                             R"({"op":"load","id":"l1","model":")" + dir.toUtf8() + R"(","device_map":{"transformer.h.0":"disk","":"cpu"}})" + "\n" +
-                             R"({"op":"generate","id":"g1","input_ids":[5,6,7],"max_new_tokens":4,"greedy":true,"stop_token_ids":[-1]})" + "\n" +
-                             R"({"op":"unload","id":"u1"})" + "\n" + R"({"op":"shutdown"})" + "\n";
+    const QByteArray input =
+        QByteArray(R"({"op":"generate","id":"early","input_ids":[1]})") + "\n" + R"({"op":"load","id":"l1","model":")" +
+        dir.toUtf8() + R"(","device_map":{"transformer.h.0":"disk","":"cpu"}})" + "\n" +
+        R"({"op":"generate","id":"g1","input_ids":[5,6,7],"max_new_tokens":4,"greedy":true,"stop_token_ids":[-1]})" +
+        "\n" + R"({"op":"unload","id":"u1"})" + "\n" + R"({"op":"shutdown"})" + "\n";
     auto r = test::runProgram(worker(), {"serve"}, 60000, input);
     QVERIFY2(r.exitCode == 0, qPrintable(r.err));
     auto events = jsonLines(r.out);
     QStringList kinds;
     for (const auto &e : events)
         kinds << e["event"].toString();
-    QCOMPARE(kinds, QStringList({"ready", "error", "loaded", "token", "token", "token", "token", "done", "unloaded", "bye"}));
+    QCOMPARE(kinds,
+             QStringList({"ready", "error", "loaded", "token", "token", "token", "token", "done", "unloaded", "bye"}));
     QCOMPARE(events[0]["schema"].toString(), QString("accel.worker-protocol"));
     QCOMPARE(events[1]["id"].toString(), QString("early"));
     QVERIFY(events[1]["message"].toString().contains("no model loaded"));
@@ -144,14 +150,17 @@ void tst_InferenceWorker::serveCancelStopsGeneration()
     QVERIFY(process.waitForStarted());
     const QString dir = QString::fromStdString(m_llama.dir);
     process.write(R"({"op":"load","id":"l","model":")" + dir.toUtf8() + "\"}\n");
-    process.write(R"({"op":"generate","id":"long","input_ids":[1,2],"max_new_tokens":1000000,"stop_token_ids":[-1]})" "\n");
+    process.write(R"({"op":"generate","id":"long","input_ids":[1,2],"max_new_tokens":1000000,"stop_token_ids":[-1]})"
+                  "\n");
     QByteArray seen;
     while (!seen.contains("\"event\":\"token\"")) {
         QVERIFY2(process.waitForReadyRead(30000), seen.constData());
         seen += process.readAll();
     }
-    process.write(R"({"op":"cancel","id":"long"})" "\n");
-    process.write(R"({"op":"shutdown"})" "\n");
+    process.write(R"({"op":"cancel","id":"long"})"
+                  "\n");
+    process.write(R"({"op":"shutdown"})"
+                  "\n");
     QVERIFY(process.waitForFinished(30000));
     seen += process.readAll();
     auto events = jsonLines(QString::fromUtf8(seen));

@@ -62,8 +62,7 @@ Shell run(const QString &program, const QStringList &args, const QStringList &en
 
 } // namespace
 
-class tst_CommandExport : public QObject
-{
+class tst_CommandExport : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
@@ -131,13 +130,15 @@ void tst_CommandExport::roundTrip()
     input.program.args = {"--lr", "3e-4", "--name", "it's a run"};
     input.cpusPerTask = 8;
 
-    for (ExportForm form : {ExportForm::AccelLaunch, ExportForm::AccelerateLaunch, ExportForm::Torchrun, ExportForm::Sbatch}) {
+    for (ExportForm form :
+         {ExportForm::AccelLaunch, ExportForm::AccelerateLaunch, ExportForm::Torchrun, ExportForm::Sbatch}) {
         const QByteArray tag = exportFormName(form);
         auto text = exportCommand(form, input);
         QVERIFY2(text, (tag + ": " + QByteArray::fromStdString(text ? "" : text.error().toString())).constData());
         // Valid bash.
-        const QString scriptPath = writeFile(dir.path() + "/" + tag + ".sh",
-                                             QString::fromStdString(form == ExportForm::Sbatch ? *text : "#!/bin/bash\n" + *text));
+        const QString scriptPath =
+            writeFile(dir.path() + "/" + tag + ".sh",
+                      QString::fromStdString(form == ExportForm::Sbatch ? *text : "#!/bin/bash\n" + *text));
         const Shell syntax = run("bash", {"-n", scriptPath});
         QVERIFY2(syntax.exitCode == 0, qPrintable(tag + ": " + syntax.err));
         if (!QStandardPaths::findExecutable("shellcheck").isEmpty()) {
@@ -146,7 +147,8 @@ void tst_CommandExport::roundTrip()
         }
 
         auto imported = importCommand(*text);
-        QVERIFY2(imported, (tag + ": " + QByteArray::fromStdString(imported ? "" : imported.error().toString())).constData());
+        QVERIFY2(imported,
+                 (tag + ": " + QByteArray::fromStdString(imported ? "" : imported.error().toString())).constData());
         QCOMPARE(imported->form, form);
         QCOMPARE(imported->program.target, input.program.target);
         QCOMPARE(imported->program.args, input.program.args);
@@ -217,7 +219,7 @@ void tst_CommandExport::jobProgram()
     auto accelerate = exportAccelerateLaunch(input);
     QVERIFY(accelerate);
     QCOMPARE(QString::fromStdString(*accelerate), QString("accelerate launch --num_machines 1 --num_processes 2 --cpu "
-                                      "--no_python accel-worker resources/jobs/demo-gpt.yaml\n"));
+                                                          "--no_python accel-worker resources/jobs/demo-gpt.yaml\n"));
     auto imported = importCommand(*accelerate);
     QVERIFY(imported);
     QCOMPARE(imported->program.kind, launcher::ProgramSpec::Kind::Job);
@@ -233,11 +235,15 @@ void tst_CommandExport::sbatchRunsOnePerNode()
     // Fake SLURM: scontrol lists two hosts, srun starts the command once per node with its rank.
     // It prints many hosts, slowly, as a large allocation would: a reader that stops after the first
     // line would make it die of SIGPIPE (the generated script runs under pipefail).
-    writeFile(bin + "/scontrol", "#!/bin/bash\n[ \"$1 $2\" = 'show hostnames' ] || exit 3\n"
-                                 "[ \"$3\" = \"$SLURM_JOB_NODELIST\" ] || exit 4\necho nodeA\nsleep 0.05\n"
-                                 "for i in $(seq 1 2000); do echo node$i; done\n", true);
-    writeFile(bin + "/srun", "#!/bin/bash\nwhile [[ \"$1\" == --* ]]; do shift; done\n"
-                             "for i in 0 1; do SLURM_NODEID=$i SLURM_PROCID=$i \"$@\"; done\n", true);
+    writeFile(bin + "/scontrol",
+              "#!/bin/bash\n[ \"$1 $2\" = 'show hostnames' ] || exit 3\n"
+              "[ \"$3\" = \"$SLURM_JOB_NODELIST\" ] || exit 4\necho nodeA\nsleep 0.05\n"
+              "for i in $(seq 1 2000); do echo node$i; done\n",
+              true);
+    writeFile(bin + "/srun",
+              "#!/bin/bash\nwhile [[ \"$1\" == --* ]]; do shift; done\n"
+              "for i in 0 1; do SLURM_NODEID=$i SLURM_PROCID=$i \"$@\"; done\n",
+              true);
     // The launchers only print what they were given, one argument per line.
     const QString echoArgs = "#!/bin/bash\necho \"$(basename \"$0\") $*\" >> \"$OUT_FILE\"\n";
     writeFile(bin + "/accel", echoArgs, true);
@@ -256,17 +262,18 @@ void tst_CommandExport::sbatchRunsOnePerNode()
         QVERIFY(QString::fromStdString(*script).contains("#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1\n"));
         const QString path = writeFile(dir.path() + "/job.sbatch", QString::fromStdString(*script));
         const QString out = dir.path() + (accelerate ? "/out-accelerate.txt" : "/out-accel.txt");
-        const Shell shell = run("bash", {path}, {"PATH=" + bin + ":" + qEnvironmentVariable("PATH"),
-                                                 "SLURM_JOB_NODELIST=nodeA,nodeB", "OUT_FILE=" + out,
-                                                 "SLURM_NODEID=9"});
+        const Shell shell = run("bash", {path},
+                                {"PATH=" + bin + ":" + qEnvironmentVariable("PATH"), "SLURM_JOB_NODELIST=nodeA,nodeB",
+                                 "OUT_FILE=" + out, "SLURM_NODEID=9"});
         QVERIFY2(shell.exitCode == 0, qPrintable(shell.err));
         QFile file(out);
         QVERIFY(file.open(QIODevice::ReadOnly));
         const QStringList lines = QString::fromUtf8(file.readAll()).split('\n', Qt::SkipEmptyParts);
         QCOMPARE(lines.size(), 2);
         const QString head = accelerate ? "accelerate launch" : "accel launch";
-        const QString common = " --multi_gpu --mixed_precision bf16 --num_machines 2 --num_processes 4 --machine_rank %1"
-                               " --main_process_ip nodeA --main_process_port 29800 train.py --tag a b";
+        const QString common =
+            " --multi_gpu --mixed_precision bf16 --num_machines 2 --num_processes 4 --machine_rank %1"
+            " --main_process_ip nodeA --main_process_port 29800 train.py --tag a b";
         QCOMPARE(lines.at(0), head + common.arg(0));
         QCOMPARE(lines.at(1), head + common.arg(1));
     }
@@ -290,7 +297,7 @@ void tst_CommandExport::badInputIsReported()
     ExportInput input;
     input.config = parseYaml("distributed_type: 'NO'\n");
     input.program.target = "t.py";
-    QVERIFY(!exportAccelLaunch(input));  // no config path
+    QVERIFY(!exportAccelLaunch(input)); // no config path
 }
 
 QTEST_GUILESS_MAIN(tst_CommandExport)

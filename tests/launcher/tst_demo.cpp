@@ -32,8 +32,8 @@ private Q_SLOTS:
         job.close();
         const QStringList env = {QStringLiteral("ACCEL_WORKER_PROGRAM=") + worker};
 
-        const auto json = runAccel({QStringLiteral("demo"), QStringLiteral("--json"), QStringLiteral("--job"), job.fileName(),
-                                    QStringLiteral("--run_dir"), dir.filePath(QStringLiteral("run1"))},
+        const auto json = runAccel({QStringLiteral("demo"), QStringLiteral("--json"), QStringLiteral("--job"),
+                                    job.fileName(), QStringLiteral("--run_dir"), dir.filePath(QStringLiteral("run1"))},
                                    60000, {}, env);
         QVERIFY2(json.exitCode == 0, qPrintable(json.err));
         QVERIFY(json.out.startsWith(QStringLiteral("{\n    \"schema\": \"accel.demo\",\n    \"version\": 1")));
@@ -41,20 +41,22 @@ private Q_SLOTS:
         QCOMPARE(summary.value(QStringLiteral("steps")).toInt(), 5);
         QCOMPARE(summary.value(QStringLiteral("total_steps")).toInt(), 5);
         QCOMPARE(summary.value(QStringLiteral("final_loss")).toDouble(), 0.8);
-        QCOMPARE(summary.value(QStringLiteral("tokens_per_s")).toDouble(), 2000.0);  // 2 ranks x 1000
+        QCOMPARE(summary.value(QStringLiteral("tokens_per_s")).toDouble(), 2000.0); // 2 ranks x 1000
         QVERIFY(QFile::exists(dir.filePath(QStringLiteral("run1/job.yaml"))));
 
-        const auto text = runAccel({QStringLiteral("demo"), QStringLiteral("--job"), job.fileName(), QStringLiteral("--run_dir"),
-                                    dir.filePath(QStringLiteral("run2"))},
+        const auto text = runAccel({QStringLiteral("demo"), QStringLiteral("--job"), job.fileName(),
+                                    QStringLiteral("--run_dir"), dir.filePath(QStringLiteral("run2"))},
                                    60000, {}, env);
         QVERIFY2(text.exitCode == 0, qPrintable(text.err));
-        QVERIFY2(text.err.contains(QStringLiteral("[##############################] 5/5  loss 0.8000  tokens/s 2000")), qPrintable(text.err));
+        QVERIFY2(text.err.contains(QStringLiteral("[##############################] 5/5  loss 0.8000  tokens/s 2000")),
+                 qPrintable(text.err));
         QCOMPARE(text.out.trimmed(), QStringLiteral("run directory: ") + dir.filePath(QStringLiteral("run2")));
     }
 
     void demoWithoutWorkerFails()
     {
-        const auto result = runAccel({QStringLiteral("demo")}, 60000, {}, {QStringLiteral("ACCEL_WORKER_PROGRAM=/nonexistent/accel-worker")});
+        const auto result = runAccel({QStringLiteral("demo")}, 60000, {},
+                                     {QStringLiteral("ACCEL_WORKER_PROGRAM=/nonexistent/accel-worker")});
         QCOMPARE(result.exitCode, 1);
         QVERIFY(result.err.contains(QStringLiteral("accel-worker")));
     }
@@ -67,10 +69,12 @@ private Q_SLOTS:
         if (!QFileInfo(worker).isExecutable())
             QSKIP("accel-worker is not built (no libtorch runtime in this build)");
         QTemporaryDir dir;
-        const auto result = runAccel({QStringLiteral("test"), QStringLiteral("--json"), QStringLiteral("--run_dir"), dir.filePath(QStringLiteral("t"))},
+        const auto result = runAccel({QStringLiteral("test"), QStringLiteral("--json"), QStringLiteral("--run_dir"),
+                                      dir.filePath(QStringLiteral("t"))},
                                      300000, {}, {QStringLiteral("ACCEL_WORKER_PROGRAM=") + worker});
         const QJsonObject summary = QJsonDocument::fromJson(result.out.toUtf8()).object();
-        QVERIFY2(result.exitCode == 0 && summary.value(QStringLiteral("success")).toBool(), qPrintable(result.out + result.err));
+        QVERIFY2(result.exitCode == 0 && summary.value(QStringLiteral("success")).toBool(),
+                 qPrintable(result.out + result.err));
         QVERIFY(summary.value(QStringLiteral("output")).toString().contains(QStringLiteral("ok    all-reduce")));
     }
 };

@@ -82,10 +82,16 @@ private Q_SLOTS:
         std::set<std::string> names;
         for (const auto &entry : env)
             names.insert(entry.first);
-        const std::set<std::string> expected = {
-            "ACCELERATE_DYNAMO_BACKEND", "ACCELERATE_DYNAMO_MODE", "ACCELERATE_DYNAMO_USE_DYNAMIC",
-            "ACCELERATE_DYNAMO_USE_FULLGRAPH", "ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION", "ACCELERATE_MIXED_PRECISION",
-            "ACCELERATE_USE_CPU", "OMP_NUM_THREADS", "ACCEL_RUN_DIR", "ACCEL_METRICS_FILE"};
+        const std::set<std::string> expected = {"ACCELERATE_DYNAMO_BACKEND",
+                                                "ACCELERATE_DYNAMO_MODE",
+                                                "ACCELERATE_DYNAMO_USE_DYNAMIC",
+                                                "ACCELERATE_DYNAMO_USE_FULLGRAPH",
+                                                "ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION",
+                                                "ACCELERATE_MIXED_PRECISION",
+                                                "ACCELERATE_USE_CPU",
+                                                "OMP_NUM_THREADS",
+                                                "ACCEL_RUN_DIR",
+                                                "ACCEL_METRICS_FILE"};
         QCOMPARE(names, expected);
         CHECK_ENV(env, "ACCELERATE_USE_CPU", "False");
         CHECK_ENV(env, "ACCELERATE_DYNAMO_BACKEND", "NO");
@@ -101,7 +107,7 @@ private Q_SLOTS:
         const LaunchSettings settings = merge({}, config("MULTI_CPU", 4));
         QCOMPARE(settings.launcher, LauncherKind::Simple);
         QCOMPARE(settings.processesPerNode(), 4);
-        QVERIFY(!settings.notes.empty());  // accelerate launch would start one process
+        QVERIFY(!settings.notes.empty()); // accelerate launch would start one process
         const EnvMap env = added(settings, 3);
         CHECK_ENV(env, "MASTER_ADDR", "127.0.0.1");
         CHECK_ENV(env, "MASTER_PORT", "29500");
@@ -121,7 +127,8 @@ private Q_SLOTS:
         const EnvMap env = added(settings);
         CHECK_ENV(env, "ACCELERATE_USE_CPU", "True");
         CHECK_ENV(env, "OMP_NUM_THREADS", "4");
-        const LaunchSettings typed = merge({{"cpu", "true"}, {"num_processes", "2"}, {"num_cpu_threads_per_process", "3"}}, std::nullopt);
+        const LaunchSettings typed =
+            merge({{"cpu", "true"}, {"num_processes", "2"}, {"num_cpu_threads_per_process", "3"}}, std::nullopt);
         CHECK_ENV(added(typed), "OMP_NUM_THREADS", "3");
     }
 
@@ -165,7 +172,7 @@ private Q_SLOTS:
         fsdp["fsdp_auto_wrap_policy"] = cfg("TRANSFORMER_BASED_WRAP");
         fsdp["fsdp_transformer_layer_cls_to_wrap"] = cfg("GPT2Block");
         fsdp["fsdp_state_dict_type"] = cfg("SHARDED_STATE_DICT");
-        fsdp["backward_prefetch"] = cfg("BACKWARD_PRE");  // prefix added when missing
+        fsdp["backward_prefetch"] = cfg("BACKWARD_PRE"); // prefix added when missing
         const LaunchSettings settings = merge({}, view, 2);
         QCOMPARE(settings.launcher, LauncherKind::Torchrun);
         const EnvMap env = added(settings);
@@ -187,7 +194,8 @@ private Q_SLOTS:
         CHECK_ENV(env, "FSDP_ACTIVATION_CHECKPOINTING", "false");
         CHECK_ENV(env, "FSDP_IGNORED_MODULES", "<unset>");
         // A typed flag beats the config block; the config block beats flag defaults.
-        const LaunchSettings typed = merge({{"fsdp_sharding_strategy", "SHARD_GRAD_OP"}, {"fsdp_offload_params", "false"}}, view, 2);
+        const LaunchSettings typed =
+            merge({{"fsdp_sharding_strategy", "SHARD_GRAD_OP"}, {"fsdp_offload_params", "false"}}, view, 2);
         CHECK_ENV(added(typed), "FSDP_SHARDING_STRATEGY", "SHARD_GRAD_OP");
         CHECK_ENV(added(typed), "FSDP_OFFLOAD_PARAMS", "false");
     }
@@ -308,13 +316,16 @@ private Q_SLOTS:
 
     void fp8AoFromFlags()
     {
-        const LaunchSettings settings = merge({{"mixed_precision", "fp8"}, {"fp8_backend", "ao"}, {"num_processes", "2"},
-                                               {"multi_gpu", "true"}, {"fp8_pad_inner_dim", "false"}},
+        const LaunchSettings settings = merge({{"mixed_precision", "fp8"},
+                                               {"fp8_backend", "ao"},
+                                               {"num_processes", "2"},
+                                               {"multi_gpu", "true"},
+                                               {"fp8_pad_inner_dim", "false"}},
                                               std::nullopt, 2);
         const EnvMap env = added(settings);
-        CHECK_ENV(env, "ACCELERATE_FP8_BACKEND", "AO");  // upper-cased (facts 3.1)
-        CHECK_ENV(env, "ACCELERATE_FP8_PAD_INNER_DIM", "0");  // typed booleans: str_to_bool's 0/1
-        CHECK_ENV(env, "ACCELERATE_FP8_ENABLE_FSDP_FLOAT8_ALL_GATHER", "True");  // default
+        CHECK_ENV(env, "ACCELERATE_FP8_BACKEND", "AO");                         // upper-cased (facts 3.1)
+        CHECK_ENV(env, "ACCELERATE_FP8_PAD_INNER_DIM", "0");                    // typed booleans: str_to_bool's 0/1
+        CHECK_ENV(env, "ACCELERATE_FP8_ENABLE_FSDP_FLOAT8_ALL_GATHER", "True"); // default
         CHECK_ENV(env, "ACCELERATE_FP8_AMAX_HISTORY_LEN", "1024");
         CHECK_ENV(env, "ACCELERATE_FP8_AMAX_COMPUTE_ALGO", "most_recent");
         CHECK_ENV(env, "ACCELERATE_FP8_OVERRIDE_FPROP", "False");
@@ -380,7 +391,8 @@ private Q_SLOTS:
         settings.program.target = "pkg.train";
         settings.program.kind = ProgramSpec::Kind::PythonModule;
         settings.program.args = {"--lr", "1"};
-        QCOMPARE(buildRankCommand(settings, {}), (std::vector<std::string>{"python3", "-u", "-m", "pkg.train", "--lr", "1"}));
+        QCOMPARE(buildRankCommand(settings, {}),
+                 (std::vector<std::string>{"python3", "-u", "-m", "pkg.train", "--lr", "1"}));
         QCOMPARE(buildRankCommand(settings, {{"PYTHON_EXEC", "/opt/py"}}).front(), std::string("/opt/py"));
         settings.program.kind = ProgramSpec::Kind::Executable;
         settings.program.target = "/bin/true";

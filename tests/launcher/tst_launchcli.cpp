@@ -97,10 +97,14 @@ private Q_SLOTS:
         const auto help = runAccel({QStringLiteral("launch"), QStringLiteral("--help")});
         QCOMPARE(help.exitCode, 0);
         QVERIFY(help.out.contains(QStringLiteral("--num_processes")));
-        const auto bad = runAccel({QStringLiteral("launch"), QStringLiteral("--num-procesess"), QStringLiteral("2"), QStringLiteral("x.py")});
+        const auto bad = runAccel(
+            {QStringLiteral("launch"), QStringLiteral("--num-procesess"), QStringLiteral("2"), QStringLiteral("x.py")});
         QCOMPARE(bad.exitCode, 2);
-        QVERIFY2(bad.err.startsWith(QStringLiteral("accel launch: ")) && bad.err.contains(QStringLiteral("num_processes")), qPrintable(bad.err));
-        const auto both = runAccel({QStringLiteral("launch"), QStringLiteral("--cpu"), QStringLiteral("--use_fsdp"), QStringLiteral("x.py")});
+        QVERIFY2(bad.err.startsWith(QStringLiteral("accel launch: ")) &&
+                     bad.err.contains(QStringLiteral("num_processes")),
+                 qPrintable(bad.err));
+        const auto both = runAccel(
+            {QStringLiteral("launch"), QStringLiteral("--cpu"), QStringLiteral("--use_fsdp"), QStringLiteral("x.py")});
         QCOMPARE(both.exitCode, 2);
         const auto none = runAccel({QStringLiteral("launch"), QStringLiteral("--cpu")});
         QCOMPARE(none.exitCode, 2);
@@ -110,16 +114,18 @@ private Q_SLOTS:
     {
         const auto result = runAccel({QStringLiteral("launch"), QStringLiteral("--dry-run"), QStringLiteral("--json"),
                                       QStringLiteral("--cpu"), QStringLiteral("--num-processes"), QStringLiteral("3"),
-                                      QStringLiteral("--main_process_port"), QStringLiteral("0"), QStringLiteral("train.py"),
-                                      QStringLiteral("--epochs"), QStringLiteral("2")});
+                                      QStringLiteral("--main_process_port"), QStringLiteral("0"),
+                                      QStringLiteral("train.py"), QStringLiteral("--epochs"), QStringLiteral("2")});
         QCOMPARE(result.exitCode, 0);
-        QVERIFY2(result.out.startsWith(QStringLiteral("{\n    \"schema\": \"accel.launch-plan\",\n    \"version\": 1")), qPrintable(result.out));
+        QVERIFY2(result.out.startsWith(QStringLiteral("{\n    \"schema\": \"accel.launch-plan\",\n    \"version\": 1")),
+                 qPrintable(result.out));
         const QJsonObject plan = parseObject(result.out);
         const QJsonArray ranks = plan.value(QStringLiteral("ranks")).toArray();
         QCOMPARE(ranks.size(), 3);
         const QJsonObject rank2 = ranks.at(2).toObject();
         QCOMPARE(rank2.value(QStringLiteral("command")).toArray(),
-                 (QJsonArray{QStringLiteral("python3"), QStringLiteral("-u"), QStringLiteral("train.py"), QStringLiteral("--epochs"), QStringLiteral("2")}));
+                 (QJsonArray{QStringLiteral("python3"), QStringLiteral("-u"), QStringLiteral("train.py"),
+                             QStringLiteral("--epochs"), QStringLiteral("2")}));
         const QJsonObject env = rank2.value(QStringLiteral("env")).toObject();
         QCOMPARE(env.value(QStringLiteral("RANK")).toString(), QStringLiteral("2"));
         QCOMPARE(env.value(QStringLiteral("WORLD_SIZE")).toString(), QStringLiteral("3"));
@@ -137,10 +143,11 @@ private Q_SLOTS:
         script.write(kRendezvousScript);
         script.close();
         const QString runDir = dir.filePath(QStringLiteral("run"));
-        const auto result = runAccel({QStringLiteral("launch"), QStringLiteral("--cpu"), QStringLiteral("--num_processes"), QStringLiteral("2"),
-                                      QStringLiteral("--main_process_port"), QStringLiteral("0"), QStringLiteral("--run-dir"), runDir,
-                                      script.fileName(), dir.path()},
-                                     60000);
+        const auto result =
+            runAccel({QStringLiteral("launch"), QStringLiteral("--cpu"), QStringLiteral("--num_processes"),
+                      QStringLiteral("2"), QStringLiteral("--main_process_port"), QStringLiteral("0"),
+                      QStringLiteral("--run-dir"), runDir, script.fileName(), dir.path()},
+                     60000);
         QVERIFY2(result.exitCode == 0, qPrintable(result.err));
         QVERIFY(result.out.contains(QStringLiteral("[rank 0] hello from rank 0")));
         QVERIFY(result.out.contains(QStringLiteral("[rank 1] hello from rank 1")));
@@ -157,7 +164,8 @@ private Q_SLOTS:
             QCOMPARE(seen.value(QStringLiteral("ACCELERATE_MIXED_PRECISION")).toString(), QStringLiteral("no"));
             QCOMPARE(seen.value(QStringLiteral("TORCHELASTIC_USE_AGENT_STORE")).toString(), QStringLiteral("False"));
             QCOMPARE(seen.value(QStringLiteral("ACCEL_RUN_DIR")).toString(), runDir);
-            QCOMPARE(seen.value(QStringLiteral("ACCEL_METRICS_FILE")).toString(), runDir + QStringLiteral("/metrics/rank%1.jsonl").arg(rank));
+            QCOMPARE(seen.value(QStringLiteral("ACCEL_METRICS_FILE")).toString(),
+                     runDir + QStringLiteral("/metrics/rank%1.jsonl").arg(rank));
             QCOMPARE(seen.value(QStringLiteral("argv")).toArray(), QJsonArray{dir.path()});
             QVERIFY(seen.value(QStringLiteral("unbuffered")).toBool());
             if (rank == 0)
@@ -178,16 +186,18 @@ private Q_SLOTS:
     void failingRankSetsExitCodeAndPrintsSummary()
     {
         QTemporaryDir dir;
-        const auto result = runAccel({QStringLiteral("launch"), QStringLiteral("--cpu"), QStringLiteral("--num_processes"), QStringLiteral("2"),
-                                      QStringLiteral("--run_dir"), dir.filePath(QStringLiteral("run")), QStringLiteral("--no_python"),
-                                      fakechild(), QStringLiteral("--print"), QStringLiteral("last words"), QStringLiteral("--if-rank"),
-                                      QStringLiteral("1"), QStringLiteral("--exit"), QStringLiteral("3"), QStringLiteral("--hang")});
+        const auto result = runAccel(
+            {QStringLiteral("launch"), QStringLiteral("--cpu"), QStringLiteral("--num_processes"), QStringLiteral("2"),
+             QStringLiteral("--run_dir"), dir.filePath(QStringLiteral("run")), QStringLiteral("--no_python"),
+             fakechild(), QStringLiteral("--print"), QStringLiteral("last words"), QStringLiteral("--if-rank"),
+             QStringLiteral("1"), QStringLiteral("--exit"), QStringLiteral("3"), QStringLiteral("--hang")});
         QCOMPARE(result.exitCode, 3);
-        QVERIFY2(result.err.contains(QStringLiteral("exit 3")) && result.err.contains(QStringLiteral("| last words"))
-                     && result.err.contains(QStringLiteral("first failure: rank 1")),
+        QVERIFY2(result.err.contains(QStringLiteral("exit 3")) && result.err.contains(QStringLiteral("| last words")) &&
+                     result.err.contains(QStringLiteral("first failure: rank 1")),
                  qPrintable(result.err));
-        const auto quiet = runAccel({QStringLiteral("launch"), QStringLiteral("-q"), QStringLiteral("--cpu"), QStringLiteral("--no_python"),
-                                     fakechild(), QStringLiteral("--exit"), QStringLiteral("4")});
+        const auto quiet =
+            runAccel({QStringLiteral("launch"), QStringLiteral("-q"), QStringLiteral("--cpu"),
+                      QStringLiteral("--no_python"), fakechild(), QStringLiteral("--exit"), QStringLiteral("4")});
         QCOMPARE(quiet.exitCode, 1);
     }
 
@@ -197,19 +207,21 @@ private Q_SLOTS:
         const QString marker = newMarker();
         QProcess accel;
         accel.setProgram(accel::test::binDir() + QStringLiteral("/accel"));
-        accel.setArguments({QStringLiteral("launch"), QStringLiteral("--cpu"), QStringLiteral("--num_processes"), QStringLiteral("2"),
-                            QStringLiteral("--run_dir"), dir.filePath(QStringLiteral("run")), QStringLiteral("--no_python"), fakechild(),
-                            QStringLiteral("--marker"), marker, QStringLiteral("--ignore-term"), QStringLiteral("--grandchild"),
-                            QStringLiteral("--hang")});
+        accel.setArguments({QStringLiteral("launch"), QStringLiteral("--cpu"), QStringLiteral("--num_processes"),
+                            QStringLiteral("2"), QStringLiteral("--run_dir"), dir.filePath(QStringLiteral("run")),
+                            QStringLiteral("--no_python"), fakechild(), QStringLiteral("--marker"), marker,
+                            QStringLiteral("--ignore-term"), QStringLiteral("--grandchild"), QStringLiteral("--hang")});
         accel.start();
         QVERIFY(accel.waitForStarted());
         // 2 ranks + 2 grandchildren.
         QVERIFY(waitFor([&] { return processesWithMarker(marker, QStringLiteral("fakechild")).size() == 4; }, 10000));
         ::kill(static_cast<pid_t>(accel.processId()), SIGKILL);
         QVERIFY(accel.waitForFinished(5000));
-        QVERIFY2(waitFor([&] { return processesWithMarker(marker).isEmpty(); }, 2000), "a rank or its child survived the supervisor");
+        QVERIFY2(waitFor([&] { return processesWithMarker(marker).isEmpty(); }, 2000),
+                 "a rank or its child survived the supervisor");
         // The run is reported lost, not running.
-        const auto runs = runAccel({QStringLiteral("runs"), QStringLiteral("--json"), QStringLiteral("--runs_root"), dir.path()});
+        const auto runs =
+            runAccel({QStringLiteral("runs"), QStringLiteral("--json"), QStringLiteral("--runs_root"), dir.path()});
         const QJsonArray list = parseObject(runs.out).value(QStringLiteral("runs")).toArray();
         QCOMPARE(list.size(), 1);
         QCOMPARE(list.at(0).toObject().value(QStringLiteral("state")).toString(), QStringLiteral("lost"));
@@ -221,10 +233,11 @@ private Q_SLOTS:
         const QString marker = newMarker();
         QProcess accel;
         accel.setProgram(accel::test::binDir() + QStringLiteral("/accel"));
-        accel.setArguments({QStringLiteral("launch"), QStringLiteral("--cpu"), QStringLiteral("--num_processes"), QStringLiteral("2"),
-                            QStringLiteral("--grace_period"), QStringLiteral("0.5"), QStringLiteral("--run_dir"),
-                            dir.filePath(QStringLiteral("run")), QStringLiteral("--no_python"), fakechild(), QStringLiteral("--marker"),
-                            marker, QStringLiteral("--grandchild"), QStringLiteral("--if-rank"), QStringLiteral("1"),
+        accel.setArguments({QStringLiteral("launch"), QStringLiteral("--cpu"), QStringLiteral("--num_processes"),
+                            QStringLiteral("2"), QStringLiteral("--grace_period"), QStringLiteral("0.5"),
+                            QStringLiteral("--run_dir"), dir.filePath(QStringLiteral("run")),
+                            QStringLiteral("--no_python"), fakechild(), QStringLiteral("--marker"), marker,
+                            QStringLiteral("--grandchild"), QStringLiteral("--if-rank"), QStringLiteral("1"),
                             QStringLiteral("--ignore-term"), QStringLiteral("--hang")});
         accel.start();
         QVERIFY(accel.waitForStarted());
@@ -236,7 +249,8 @@ private Q_SLOTS:
         QVERIFY2(waitFor([&] { return processesWithMarker(marker).isEmpty(); }, 2000), "a process of the job survived");
         QFile manifest(dir.filePath(QStringLiteral("run/run.json")));
         QVERIFY(manifest.open(QIODevice::ReadOnly));
-        QCOMPARE(QJsonDocument::fromJson(manifest.readAll()).object().value(QStringLiteral("state")).toString(), QStringLiteral("stopped"));
+        QCOMPARE(QJsonDocument::fromJson(manifest.readAll()).object().value(QStringLiteral("state")).toString(),
+                 QStringLiteral("stopped"));
     }
 
     void twoMachinesOnOneHost()
@@ -254,12 +268,14 @@ private Q_SLOTS:
         std::vector<std::unique_ptr<QProcess>> machines;
         for (int machine = 0; machine < 2; ++machine) {
             auto process = std::make_unique<QProcess>();
-            process->start(accel::test::binDir() + QStringLiteral("/accel"),
-                           {QStringLiteral("launch"), QStringLiteral("--multi_gpu"), QStringLiteral("--num_machines"), QStringLiteral("2"),
-                            QStringLiteral("--num_processes"), QStringLiteral("4"), QStringLiteral("--machine_rank"), QString::number(machine),
-                            QStringLiteral("--main_process_ip"), QStringLiteral("127.0.0.1"), QStringLiteral("--main_process_port"), port,
-                            QStringLiteral("--run_dir"), dir.filePath(QStringLiteral("m%1").arg(machine)), QStringLiteral("--no_python"),
-                            fakechild(), QStringLiteral("--env-json"), dir.filePath(QStringLiteral("env-{rank}.json"))});
+            process->start(
+                accel::test::binDir() + QStringLiteral("/accel"),
+                {QStringLiteral("launch"), QStringLiteral("--multi_gpu"), QStringLiteral("--num_machines"),
+                 QStringLiteral("2"), QStringLiteral("--num_processes"), QStringLiteral("4"),
+                 QStringLiteral("--machine_rank"), QString::number(machine), QStringLiteral("--main_process_ip"),
+                 QStringLiteral("127.0.0.1"), QStringLiteral("--main_process_port"), port, QStringLiteral("--run_dir"),
+                 dir.filePath(QStringLiteral("m%1").arg(machine)), QStringLiteral("--no_python"), fakechild(),
+                 QStringLiteral("--env-json"), dir.filePath(QStringLiteral("env-{rank}.json"))});
             machines.push_back(std::move(process));
         }
         for (const auto &process : machines) {
@@ -291,11 +307,12 @@ private Q_SLOTS:
         ::getsockname(fd, reinterpret_cast<sockaddr *>(&address), &length);
         const QString port = QString::number(ntohs(address.sin_port));
         const auto result = runAccel({QStringLiteral("launch"), QStringLiteral("--dry-run"), QStringLiteral("--cpu"),
-                                      QStringLiteral("--num_processes"), QStringLiteral("2"), QStringLiteral("--main_process_port"), port,
-                                      QStringLiteral("x.py")});
+                                      QStringLiteral("--num_processes"), QStringLiteral("2"),
+                                      QStringLiteral("--main_process_port"), port, QStringLiteral("x.py")});
         ::close(fd);
         QCOMPARE(result.exitCode, 2);
-        QVERIFY2(result.err.contains(QStringLiteral("port %1 is in use by pid %2").arg(port).arg(QCoreApplication::applicationPid())),
+        QVERIFY2(result.err.contains(
+                     QStringLiteral("port %1 is in use by pid %2").arg(port).arg(QCoreApplication::applicationPid())),
                  qPrintable(result.err));
     }
 
@@ -305,14 +322,18 @@ private Q_SLOTS:
         const QString marker = newMarker();
         const auto detached = runAccel({QStringLiteral("launch"), QStringLiteral("--detach"), QStringLiteral("--json"),
                                         QStringLiteral("--cpu"), QStringLiteral("--num_processes"), QStringLiteral("2"),
-                                        QStringLiteral("--run_dir"), dir.filePath(QStringLiteral("r1")), QStringLiteral("--no_python"),
-                                        fakechild(), QStringLiteral("--marker"), marker, QStringLiteral("--print"), QStringLiteral("started"),
+                                        QStringLiteral("--run_dir"), dir.filePath(QStringLiteral("r1")),
+                                        QStringLiteral("--no_python"), fakechild(), QStringLiteral("--marker"), marker,
+                                        QStringLiteral("--print"), QStringLiteral("started"),
                                         QStringLiteral("--metrics"), QStringLiteral("2"), QStringLiteral("--hang")});
         QVERIFY2(detached.exitCode == 0, qPrintable(detached.err));
         // Whatever fails below, the detached run must not outlive the test.
         struct StopOnExit {
             QString path;
-            ~StopOnExit() { runAccel({QStringLiteral("stop"), path, QStringLiteral("--timeout"), QStringLiteral("2")}); }
+            ~StopOnExit()
+            {
+                runAccel({QStringLiteral("stop"), path, QStringLiteral("--timeout"), QStringLiteral("2")});
+            }
         } guard{dir.filePath(QStringLiteral("r1"))};
         const QJsonObject info = parseObject(detached.out);
         QCOMPARE(info.value(QStringLiteral("schema")).toString(), QStringLiteral("accel.launch-detached"));
@@ -320,24 +341,34 @@ private Q_SLOTS:
         QVERIFY(waitFor([&] { return processesWithMarker(marker, QStringLiteral("fakechild")).size() == 2; }, 10000));
 
         const QStringList root = {QStringLiteral("--runs_root"), dir.path()};
-        QVERIFY(waitFor([&] {
-            const auto runs = runAccel(QStringList{QStringLiteral("runs"), QStringLiteral("--json")} + root);
-            const QJsonObject first = parseObject(runs.out).value(QStringLiteral("runs")).toArray().at(0).toObject();
-            return first.value(QStringLiteral("state")).toString() == QLatin1String("running");
-        }, 5000));
-        QVERIFY(waitFor([&] {
-            return runAccel(QStringList{QStringLiteral("tail"), QStringLiteral("r1")} + root).out.contains(QStringLiteral("[rank 1] started"));
-        }, 5000));
-        const auto metrics = runAccel(QStringList{QStringLiteral("tail"), QStringLiteral("r1"), QStringLiteral("--metrics"), QStringLiteral("--json")} + root);
+        QVERIFY(waitFor(
+            [&] {
+                const auto runs = runAccel(QStringList{QStringLiteral("runs"), QStringLiteral("--json")} + root);
+                const QJsonObject first =
+                    parseObject(runs.out).value(QStringLiteral("runs")).toArray().at(0).toObject();
+                return first.value(QStringLiteral("state")).toString() == QLatin1String("running");
+            },
+            5000));
+        QVERIFY(waitFor(
+            [&] {
+                return runAccel(QStringList{QStringLiteral("tail"), QStringLiteral("r1")} + root)
+                    .out.contains(QStringLiteral("[rank 1] started"));
+            },
+            5000));
+        const auto metrics = runAccel(QStringList{QStringLiteral("tail"), QStringLiteral("r1"),
+                                                  QStringLiteral("--metrics"), QStringLiteral("--json")} +
+                                      root);
         QCOMPARE(parseObject(metrics.out).value(QStringLiteral("lines")).toArray().size(), 4);
 
         // A follower started now ends by itself once the run is stopped.
         QProcess follower;
         follower.start(accel::test::binDir() + QStringLiteral("/accel"),
-                       QStringList{QStringLiteral("tail"), QStringLiteral("r1"), QStringLiteral("--events"), QStringLiteral("--follow"),
-                                   QStringLiteral("--json")} + root);
+                       QStringList{QStringLiteral("tail"), QStringLiteral("r1"), QStringLiteral("--events"),
+                                   QStringLiteral("--follow"), QStringLiteral("--json")} +
+                           root);
         QVERIFY(follower.waitForStarted());
-        const auto stop = runAccel(QStringList{QStringLiteral("stop"), QStringLiteral("r1"), QStringLiteral("--json")} + root);
+        const auto stop =
+            runAccel(QStringList{QStringLiteral("stop"), QStringLiteral("r1"), QStringLiteral("--json")} + root);
         QCOMPARE(stop.exitCode, 0);
         QCOMPARE(parseObject(stop.out).value(QStringLiteral("state")).toString(), QStringLiteral("stopped"));
         QVERIFY(waitFor([&] { return processesWithMarker(marker).isEmpty(); }, 2000));
@@ -360,14 +391,17 @@ private Q_SLOTS:
         config.write("compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_CPU\nmixed_precision: bf16\n"
                      "num_processes: 3\nnum_machines: 1\nmachine_rank: 0\nuse_cpu: true\nenable_cpu_affinity: true\n");
         config.close();
-        const auto result = runAccel({QStringLiteral("launch"), QStringLiteral("--config_file"), config.fileName(), QStringLiteral("--dry-run"),
-                                      QStringLiteral("--json"), QStringLiteral("--mixed_precision"), QStringLiteral("fp16"), QStringLiteral("t.py")});
+        const auto result =
+            runAccel({QStringLiteral("launch"), QStringLiteral("--config_file"), config.fileName(),
+                      QStringLiteral("--dry-run"), QStringLiteral("--json"), QStringLiteral("--mixed_precision"),
+                      QStringLiteral("fp16"), QStringLiteral("t.py")});
         QVERIFY2(result.exitCode == 0, qPrintable(result.err));
         const QJsonObject plan = parseObject(result.out);
         const QJsonArray ranks = plan.value(QStringLiteral("ranks")).toArray();
         QCOMPARE(ranks.size(), 3);
         const QJsonObject env = ranks.at(0).toObject().value(QStringLiteral("env")).toObject();
-        QCOMPARE(env.value(QStringLiteral("ACCELERATE_MIXED_PRECISION")).toString(), QStringLiteral("fp16"));  // flag wins
+        QCOMPARE(env.value(QStringLiteral("ACCELERATE_MIXED_PRECISION")).toString(),
+                 QStringLiteral("fp16")); // flag wins
         QCOMPARE(env.value(QStringLiteral("ACCELERATE_USE_CPU")).toString(), QStringLiteral("True"));
         QCOMPARE(env.value(QStringLiteral("ACCELERATE_CPU_AFFINITY")).toString(), QStringLiteral("1"));
         bool affinityNote = false;
@@ -379,8 +413,8 @@ private Q_SLOTS:
         QVERIFY(broken.open(QIODevice::WriteOnly));
         broken.write("distributed_type: MULTI_CPU\nnum_processes: 2\nnot_a_key: 1\n");
         broken.close();
-        const auto bad = runAccel({QStringLiteral("launch"), QStringLiteral("--config_file"), broken.fileName(), QStringLiteral("--dry-run"),
-                                   QStringLiteral("t.py")});
+        const auto bad = runAccel({QStringLiteral("launch"), QStringLiteral("--config_file"), broken.fileName(),
+                                   QStringLiteral("--dry-run"), QStringLiteral("t.py")});
         QCOMPARE(bad.exitCode, 2);
         QVERIFY2(bad.err.contains(QStringLiteral("not_a_key")), qPrintable(bad.err));
     }

@@ -17,8 +17,8 @@ ArgValue cfg(const std::string &text, bool isBool = false)
     return value;
 }
 
-accel::Result<LaunchSettings> merge(std::map<std::string, std::string> flags, const std::optional<ConfigView> &view = std::nullopt,
-                                    int gpus = 0, EnvMap env = {})
+accel::Result<LaunchSettings> merge(std::map<std::string, std::string> flags,
+                                    const std::optional<ConfigView> &view = std::nullopt, int gpus = 0, EnvMap env = {})
 {
     LaunchRequest request;
     request.flags = std::move(flags);
@@ -49,7 +49,7 @@ private Q_SLOTS:
         LaunchRequest request;
         QCOMPARE(configFileToLoad(request, "/d.yaml", true), std::string("/d.yaml"));
         QCOMPARE(configFileToLoad(request, "/d.yaml", false), std::string());
-        request.flags["cpu"] = "true";  // --cpu skips the default config (Accelerate's rule)
+        request.flags["cpu"] = "true"; // --cpu skips the default config (Accelerate's rule)
         QCOMPARE(configFileToLoad(request, "/d.yaml", true), std::string());
         request.flags["config_file"] = "/c.yaml";
         QCOMPARE(configFileToLoad(request, "/d.yaml", true), std::string("/c.yaml"));
@@ -90,7 +90,7 @@ private Q_SLOTS:
         QVERIFY(!badNumber);
         QVERIFY(badNumber.error().toString().find("two") != std::string::npos);
         QVERIFY(!merge({{"num_processes", "3"}, {"num_machines", "2"}, {"main_process_ip", "h"}}));
-        QVERIFY(!merge({{"num_processes", "4"}, {"num_machines", "2"}}));  // multi-node needs main_process_ip
+        QVERIFY(!merge({{"num_processes", "4"}, {"num_machines", "2"}})); // multi-node needs main_process_ip
     }
 
     void minusOneProcessesNeedsFlag()
@@ -147,7 +147,7 @@ private Q_SLOTS:
         QCOMPARE(inherited->threadsPerProcess, 3);
         auto mpiLocal = merge({{"cpu", "true"}, {"num_processes", "2"}}, std::nullopt, 0, {{"MPI_LOCALNRANKS", "8"}});
         QVERIFY(mpiLocal);
-        QCOMPARE(mpiLocal->threadsPerProcess, 1);  // 8 cores / 8 local ranks
+        QCOMPARE(mpiLocal->threadsPerProcess, 1); // 8 cores / 8 local ranks
         auto gpu = merge({{"multi_gpu", "true"}, {"num_processes", "2"}}, std::nullopt, 2);
         QVERIFY(gpu);
         QCOMPARE(gpu->threadsPerProcess, 1);
@@ -155,13 +155,15 @@ private Q_SLOTS:
 
     void portAndRestarts()
     {
-        auto settings = merge({{"main_process_port", "0"}, {"max_restarts", "2"}, {"cpu", "true"}, {"num_processes", "2"}});
+        auto settings =
+            merge({{"main_process_port", "0"}, {"max_restarts", "2"}, {"cpu", "true"}, {"num_processes", "2"}});
         QVERIFY(settings);
         QCOMPARE(settings->mainProcessPort, 0);
         QVERIFY(settings->mainProcessPortExplicit);
         QCOMPARE(settings->maxRestarts, 2);
         QVERIFY(!merge({{"main_process_port", "70000"}}));
-        QVERIFY(!merge({{"main_process_port", "0"}, {"num_machines", "2"}, {"num_processes", "2"}, {"main_process_ip", "h"}}));
+        QVERIFY(!merge(
+            {{"main_process_port", "0"}, {"num_machines", "2"}, {"num_processes", "2"}, {"main_process_ip", "h"}}));
         auto fallback = merge({});
         QVERIFY(fallback);
         QCOMPARE(fallback->mainProcessPort, 29500);
@@ -170,12 +172,15 @@ private Q_SLOTS:
 
     void parallelismNeedsFsdp2()
     {
-        QVERIFY(!merge({{"use_parallelism_config", "true"}, {"use_fsdp", "true"}, {"num_processes", "2"}}, std::nullopt, 2));
-        auto ok = merge({{"use_parallelism_config", "true"}, {"use_fsdp", "true"}, {"fsdp_version", "2"}, {"num_processes", "2"}},
-                        std::nullopt, 2);
+        QVERIFY(!merge({{"use_parallelism_config", "true"}, {"use_fsdp", "true"}, {"num_processes", "2"}}, std::nullopt,
+                       2));
+        auto ok = merge(
+            {{"use_parallelism_config", "true"}, {"use_fsdp", "true"}, {"fsdp_version", "2"}, {"num_processes", "2"}},
+            std::nullopt, 2);
         QVERIFY(ok);
         QVERIFY(ok->useParallelismConfig);
-        QVERIFY(!merge({{"use_fsdp", "true"}, {"num_processes", "2"}, {"fsdp_sync_module_states", "false"}}, std::nullopt, 2));
+        QVERIFY(!merge({{"use_fsdp", "true"}, {"num_processes", "2"}, {"fsdp_sync_module_states", "false"}},
+                       std::nullopt, 2));
     }
 };
 

@@ -30,11 +30,12 @@ private Q_SLOTS:
         QVERIFY(run);
         for (const char *sub : {"logs", "metrics", "checkpoints"})
             QVERIFY(QDir(run->path()).exists(QString::fromLatin1(sub)));
-        QVERIFY(run->writeManifest({{QStringLiteral("schema"), QStringLiteral("accel.run")}, {QStringLiteral("version"), 1},
+        QVERIFY(run->writeManifest({{QStringLiteral("schema"), QStringLiteral("accel.run")},
+                                    {QStringLiteral("version"), 1},
                                     {QStringLiteral("id"), id}}));
         QVERIFY(run->setState(QStringLiteral("running")));
         QVERIFY(run->appendEvent(QStringLiteral("started"), {{QStringLiteral("ranks"), 2}}));
-        QVERIFY(!RunDirectory::create(run->path()));  // holds a run already
+        QVERIFY(!RunDirectory::create(run->path())); // holds a run already
 
         auto byId = RunDirectory::open(id.right(4), root.path());
         QVERIFY(byId);
@@ -60,10 +61,11 @@ private Q_SLOTS:
         const quint64 start = processStartTime(pid);
         QVERIFY(start > 0);
         QVERIFY(processMatches(pid, start));
-        QVERIFY(!processMatches(pid, start + 1));  // same pid, different process
-        QVERIFY(run->writeManifest({{QStringLiteral("state"), QStringLiteral("running")},
-                                    {QStringLiteral("supervisor"), QJsonObject{{QStringLiteral("pid"), pid},
-                                                                               {QStringLiteral("start_time"), static_cast<qint64>(start)}}}}));
+        QVERIFY(!processMatches(pid, start + 1)); // same pid, different process
+        QVERIFY(run->writeManifest(
+            {{QStringLiteral("state"), QStringLiteral("running")},
+             {QStringLiteral("supervisor"),
+              QJsonObject{{QStringLiteral("pid"), pid}, {QStringLiteral("start_time"), static_cast<qint64>(start)}}}}));
         QCOMPARE(run->effectiveState(true), QStringLiteral("running"));
         sleeper.kill();
         QVERIFY(sleeper.waitForFinished());

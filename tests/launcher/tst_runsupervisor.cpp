@@ -84,8 +84,9 @@ private Q_SLOTS:
         auto run = RunDirectory::create(dir.path());
         QVERIFY(run);
         QVERIFY(run->writeManifest(QJsonObject{{QStringLiteral("id"), QStringLiteral("t")}}));
-        RunSupervisor supervisor(fakeSettings(dir.path(), 2, {QStringLiteral("--print"), QStringLiteral("hello out"),
-                                                              QStringLiteral("--stderr"), QStringLiteral("hello err")}),
+        RunSupervisor supervisor(fakeSettings(dir.path(), 2,
+                                              {QStringLiteral("--print"), QStringLiteral("hello out"),
+                                               QStringLiteral("--stderr"), QStringLiteral("hello err")}),
                                  {{"PATH", "/usr/bin"}}, &*run, {});
         QSignalSpy finished(&supervisor, &RunSupervisor::finished);
         supervisor.start();
@@ -116,8 +117,9 @@ private Q_SLOTS:
         const QString marker = newMarker();
         SupervisorOptions options;
         options.graceMs = 1500;
-        RunSupervisor supervisor(fakeSettings(dir.path(), 3, {QStringLiteral("--marker"), marker,
-                                                              QStringLiteral("--grandchild"), QStringLiteral("--hang")}),
+        RunSupervisor supervisor(fakeSettings(dir.path(), 3,
+                                              {QStringLiteral("--marker"), marker, QStringLiteral("--grandchild"),
+                                               QStringLiteral("--hang")}),
                                  {}, &*run, options);
         QSignalSpy finished(&supervisor, &RunSupervisor::finished);
         supervisor.start();
@@ -145,15 +147,17 @@ private Q_SLOTS:
         SupervisorOptions options;
         options.graceMs = 600;
         // Rank 1 fails with exit 3 after a moment; rank 0 ignores SIGTERM and hangs.
-        RunSupervisor supervisor(fakeSettings(dir.path(), 2, {QStringLiteral("--marker"), marker, QStringLiteral("--ignore-term"),
-                                                              QStringLiteral("--grandchild"), QStringLiteral("--sleep"),
-                                                              QStringLiteral("200"), QStringLiteral("--if-rank"), QStringLiteral("1"),
-                                                              QStringLiteral("--exit"), QStringLiteral("3"), QStringLiteral("--hang")}),
-                                 {}, &*run, options);
+        RunSupervisor supervisor(
+            fakeSettings(dir.path(), 2,
+                         {QStringLiteral("--marker"), marker, QStringLiteral("--ignore-term"),
+                          QStringLiteral("--grandchild"), QStringLiteral("--sleep"), QStringLiteral("200"),
+                          QStringLiteral("--if-rank"), QStringLiteral("1"), QStringLiteral("--exit"),
+                          QStringLiteral("3"), QStringLiteral("--hang")}),
+            {}, &*run, options);
         QSignalSpy finished(&supervisor, &RunSupervisor::finished);
         QSignalSpy exited(&supervisor, &RunSupervisor::rankExited);
         supervisor.start();
-        QVERIFY(exited.wait(5000));  // rank 1's failure
+        QVERIFY(exited.wait(5000)); // rank 1's failure
         QElapsedTimer clock;
         clock.start();
         QVERIFY(finished.wait(5000));
@@ -173,12 +177,13 @@ private Q_SLOTS:
         QVERIFY(run);
         const QString envFile = dir.filePath(QStringLiteral("env-{rank}.json"));
         // Attempts 0 and 1 fail on rank 0; attempt 2 succeeds.
-        RunSupervisor supervisor(fakeSettings(dir.path(), 2, {QStringLiteral("--env-json"), envFile, QStringLiteral("--if-rank"),
-                                                              QStringLiteral("0"), QStringLiteral("--if-attempt-below"),
-                                                              QStringLiteral("2"), QStringLiteral("--exit"), QStringLiteral("5"),
-                                                              QStringLiteral("--sleep"), QStringLiteral("100")},
-                                              3),
-                                 {}, &*run, {});
+        RunSupervisor supervisor(
+            fakeSettings(dir.path(), 2,
+                         {QStringLiteral("--env-json"), envFile, QStringLiteral("--if-rank"), QStringLiteral("0"),
+                          QStringLiteral("--if-attempt-below"), QStringLiteral("2"), QStringLiteral("--exit"),
+                          QStringLiteral("5"), QStringLiteral("--sleep"), QStringLiteral("100")},
+                         3),
+            {}, &*run, {});
         QSignalSpy finished(&supervisor, &RunSupervisor::finished);
         QSignalSpy restarting(&supervisor, &RunSupervisor::restarting);
         supervisor.start();
@@ -203,8 +208,9 @@ private Q_SLOTS:
         QTemporaryDir dir;
         auto run = RunDirectory::create(dir.path());
         QVERIFY(run);
-        RunSupervisor supervisor(fakeSettings(dir.path(), 2, {QStringLiteral("--if-rank"), QStringLiteral("1"), QStringLiteral("--exit"),
-                                                              QStringLiteral("7"), QStringLiteral("--hang")},
+        RunSupervisor supervisor(fakeSettings(dir.path(), 2,
+                                              {QStringLiteral("--if-rank"), QStringLiteral("1"),
+                                               QStringLiteral("--exit"), QStringLiteral("7"), QStringLiteral("--hang")},
                                               1),
                                  {}, &*run, {});
         QSignalSpy finished(&supervisor, &RunSupervisor::finished);
@@ -220,8 +226,9 @@ private Q_SLOTS:
     void crashIsReportedAsSignal()
     {
         QTemporaryDir dir;
-        RunSupervisor supervisor(fakeSettings(dir.path(), 2, {QStringLiteral("--if-rank"), QStringLiteral("0"),
-                                                              QStringLiteral("--abort"), QStringLiteral("--hang")}),
+        RunSupervisor supervisor(fakeSettings(dir.path(), 2,
+                                              {QStringLiteral("--if-rank"), QStringLiteral("0"),
+                                               QStringLiteral("--abort"), QStringLiteral("--hang")}),
                                  {}, nullptr, {});
         QSignalSpy finished(&supervisor, &RunSupervisor::finished);
         supervisor.start();
@@ -237,8 +244,9 @@ private Q_SLOTS:
         auto run = RunDirectory::create(dir.path());
         QVERIFY(run);
         const QString marker = newMarker();
-        RunSupervisor supervisor(fakeSettings(dir.path(), 2, {QStringLiteral("--marker"), marker, QStringLiteral("--grandchild"),
-                                                              QStringLiteral("--hang")}),
+        RunSupervisor supervisor(fakeSettings(dir.path(), 2,
+                                              {QStringLiteral("--marker"), marker, QStringLiteral("--grandchild"),
+                                               QStringLiteral("--hang")}),
                                  {}, &*run, {});
         QSignalSpy finished(&supervisor, &RunSupervisor::finished);
         supervisor.start();

@@ -23,7 +23,8 @@ void appendTo(const QString &path, const QByteArray &bytes)
 QByteArray line(int rank, int step, const QByteArray &extra = {})
 {
     return "{\"v\":1,\"time\":" + QByteArray::number(QDateTime::currentMSecsSinceEpoch() / 1000.0, 'f', 3) +
-           ",\"rank\":" + QByteArray::number(rank) + ",\"step\":" + QByteArray::number(step) + ",\"loss\":1.0" + extra + "}\n";
+           ",\"rank\":" + QByteArray::number(rank) + ",\"step\":" + QByteArray::number(step) + ",\"loss\":1.0" + extra +
+           "}\n";
 }
 
 // A run directory with a follower feeding a store, and the events read back from events.jsonl.
@@ -38,7 +39,8 @@ struct Run {
         QDir(dir.path()).mkpath(QStringLiteral("metrics"));
         follower.setPollInterval(20);
         QObject::connect(&follower, &RunSource::metricsReceived, &store, &MetricStore::append);
-        QObject::connect(&follower, &RunSource::eventsReceived, &store, [this](const QList<RunEvent> &e) { events += e; });
+        QObject::connect(&follower, &RunSource::eventsReceived, &store,
+                         [this](const QList<RunEvent> &e) { events += e; });
         follower.start();
     }
     QString metricsFile(int rank) const { return dir.filePath(QStringLiteral("metrics/rank%1.jsonl").arg(rank)); }
@@ -79,7 +81,7 @@ private Q_SLOTS:
         QTest::qWait(700);
         QCOMPARE(suspected.size(), 0);
         QVERIFY(run.store.rankStatus(1).lastStep > 5);
-        QCOMPARE(detector.thresholdMs(), std::int64_t(400));  // 5 x ~30 ms is below the minimum
+        QCOMPARE(detector.thresholdMs(), std::int64_t(400)); // 5 x ~30 ms is below the minimum
 
         // The job stops stepping while its processes live on.
         QElapsedTimer stopped;
@@ -118,7 +120,7 @@ private Q_SLOTS:
         QSignalSpy suspected(&detector, &HangDetector::hangSuspected);
         detector.start();
         QTest::qWait(600);
-        QCOMPARE(suspected.size(), 0);  // 5 x 0.3 s not yet reached
+        QCOMPARE(suspected.size(), 0); // 5 x 0.3 s not yet reached
         QTRY_COMPARE_WITH_TIMEOUT(suspected.size(), 1, 5000);
     }
 

@@ -19,7 +19,7 @@ double valueOf(const MetricBatch &batch, size_t row, const char *name)
         if (batch.names.at(static_cast<size_t>(v.name)) == name)
             return v.value;
     }
-    return -12345.0;  // not present
+    return -12345.0; // not present
 }
 
 } // namespace
@@ -153,11 +153,11 @@ private Q_SLOTS:
         QCOMPARE(batch.rows.size(), size_t(1));
         QCOMPARE(batch.rows[0].step, std::int64_t(9007199254740993LL));
         QCOMPARE(valueOf(batch, 0, "a"), 1e308);
-        QVERIFY(std::isnan(valueOf(batch, 0, "b")));  // overflow is non-finite: NaN like null
+        QVERIFY(std::isnan(valueOf(batch, 0, "b"))); // overflow is non-finite: NaN like null
         QVERIFY(std::isnan(valueOf(batch, 0, "c")));
         QCOMPARE(valueOf(batch, 0, "d"), 0.0);
         QCOMPARE(valueOf(batch, 0, "e"), 1.2345678901234568e29);
-        QCOMPARE(parser.stats().junk, std::int64_t(1));  // a step beyond int64 is not a step
+        QCOMPARE(parser.stats().junk, std::int64_t(1)); // a step beyond int64 is not a step
     }
 
     void unusualLinesUseTheFullParser()
@@ -172,7 +172,7 @@ private Q_SLOTS:
                     batch);
         QCOMPARE(batch.rows.size(), size_t(3));
         QCOMPARE(parser.stats().slowPath, std::int64_t(2));
-        QCOMPARE(batch.rows[0].rank, 3);  // from the file name, as no "rank" key
+        QCOMPARE(batch.rows[0].rank, 3); // from the file name, as no "rank" key
         QCOMPARE(batch.rows[0].step, std::int64_t(7));
         QCOMPARE(batch.rows[0].valueCount, 1u);
         QCOMPARE(valueOf(batch, 0, "loss"), 1.25);
@@ -238,7 +238,7 @@ private Q_SLOTS:
                     const char c = static_cast<char>(byte(random));
                     garbage += c == '\n' ? ' ' : c;
                 }
-                garbage.prepend('x');  // never a valid object
+                garbage.prepend('x'); // never a valid object
                 text += garbage + (i % 2 ? "\r\n" : "\n");
             } else {
                 text += "{\"v\":1,\"time\":" + QByteArray::number(i) + ",\"step\":" + QByteArray::number(i) +
@@ -266,7 +266,9 @@ private Q_SLOTS:
         static const char alphabet[] = "{}\":,[]nul0123456789.eE-+tfa\\ \r";
         for (int i = 0; i < 200000; ++i) {
             const int pick = byte(random);
-            noise += pick % 8 == 0 ? '\n' : pick % 61 == 0 ? '\0' : alphabet[static_cast<size_t>(pick) % (sizeof alphabet - 1)];
+            noise += pick % 8 == 0    ? '\n'
+                     : pick % 61 == 0 ? '\0'
+                                      : alphabet[static_cast<size_t>(pick) % (sizeof alphabet - 1)];
         }
         fuzz.feed(noise, sink);
         fuzz.finish(sink);

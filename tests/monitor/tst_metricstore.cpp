@@ -14,8 +14,9 @@ namespace {
 
 QByteArray line(int rank, int step, double time, const QByteArray &rest)
 {
-    return QByteArray("{\"v\":1,\"time\":") + QByteArray::number(time, 'f', 3) + ",\"rank\":" + QByteArray::number(rank) +
-           ",\"step\":" + QByteArray::number(step) + (rest.isEmpty() ? "" : "," + rest) + "}\n";
+    return QByteArray("{\"v\":1,\"time\":") + QByteArray::number(time, 'f', 3) +
+           ",\"rank\":" + QByteArray::number(rank) + ",\"step\":" + QByteArray::number(step) +
+           (rest.isEmpty() ? "" : "," + rest) + "}\n";
 }
 
 void feed(MetricStore &store, const QByteArray &text)
@@ -64,9 +65,9 @@ private Q_SLOTS:
     void stepTimesFromTimestampsOrLoggedValue()
     {
         MetricStore store;
-        feed(store, line(0, 10, 100.0, "\"loss\":1") + line(0, 12, 101.0, "\"loss\":1") + line(0, 12, 101.5, "\"lr\":1") +
-                        line(0, 13, 103.0, "\"step_time_s\":0.75") + line(0, 5, 200.0, "\"loss\":1") +
-                        line(0, 6, 201.0, "\"loss\":1"));
+        feed(store, line(0, 10, 100.0, "\"loss\":1") + line(0, 12, 101.0, "\"loss\":1") +
+                        line(0, 12, 101.5, "\"lr\":1") + line(0, 13, 103.0, "\"step_time_s\":0.75") +
+                        line(0, 5, 200.0, "\"loss\":1") + line(0, 6, 201.0, "\"loss\":1"));
         const Series *times = store.stepTimes(0);
         QVERIFY(times);
         // 10->12 over 1 s: 0.5 s/step; 12->13 uses the logged value; restart at 5, then 5->6: 1 s.
@@ -84,8 +85,8 @@ private Q_SLOTS:
         series.reserve(count);
         for (int i = 0; i < count; ++i)
             series.append(i, 1000.0 + i, noise(random));
-        series.values[123457] = 1000.0;   // a spike
-        series.values[876543] = -1000.0;  // a dip
+        series.values[123457] = 1000.0;  // a spike
+        series.values[876543] = -1000.0; // a dip
         series.values[500000] = std::nan("");
         for (int width : {1, 7, 800, 1920}) {
             const DecimatedSeries d = decimate(series, 0, count - 1, width);
@@ -111,7 +112,7 @@ private Q_SLOTS:
         Series series;
         for (int i = 0; i < 100; ++i)
             series.append(i, i, i == 50 ? 99.0 : 1.0);
-        for (int i = 40; i < 100; ++i)  // restarted at step 40
+        for (int i = 40; i < 100; ++i) // restarted at step 40
             series.append(i, 100 + i, i == 60 ? -99.0 : 2.0);
         QVERIFY(!series.stepsSorted);
         const DecimatedSeries d = decimate(series, 0, 99, 10);
@@ -144,7 +145,7 @@ private Q_SLOTS:
             for (int rank = 0; rank < 4; ++rank)
                 text += line(rank, step, step, "\"samples_per_s\":90");
         }
-        text += line(0, 11, 11, "\"samples_per_s\":90");  // step 11 only on rank 0: not yet global
+        text += line(0, 11, 11, "\"samples_per_s\":90"); // step 11 only on rank 0: not yet global
         feed(run, text);
 
         const Series global = globalSum(run, QStringLiteral("samples_per_s"));
@@ -166,7 +167,8 @@ private Q_SLOTS:
     void throughputFromCounter()
     {
         MetricStore store;
-        feed(store, line(0, 1, 10, "\"tokens\":0") + line(0, 2, 12, "\"tokens\":2048") + line(0, 3, 13, "\"tokens\":4096"));
+        feed(store,
+             line(0, 1, 10, "\"tokens\":0") + line(0, 2, 12, "\"tokens\":2048") + line(0, 3, 13, "\"tokens\":4096"));
         const Series rate = throughput(store, 0, QStringLiteral("tokens_per_s"));
         QCOMPARE(rate.values, (std::vector<double>{1024.0, 2048.0}));
         QCOMPARE(median({3.0, 1.0, std::nan(""), 2.0, 10.0}), 2.5);

@@ -10,8 +10,8 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QProcess>
-#include <QSysInfo>
 #include <QSignalSpy>
+#include <QSysInfo>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -33,19 +33,21 @@ void writeManifest(const QString &runDir, const QJsonObject &manifest)
 
 QJsonObject manifest(const QString &name, const QString &state, double created, double ended = 0)
 {
-    QJsonArray states{QJsonObject{{QStringLiteral("state"), QStringLiteral("starting")}, {QStringLiteral("time"), created}}};
+    QJsonArray states{
+        QJsonObject{{QStringLiteral("state"), QStringLiteral("starting")}, {QStringLiteral("time"), created}}};
     if (ended > 0)
         states.append(QJsonObject{{QStringLiteral("state"), state}, {QStringLiteral("time"), ended}});
-    return QJsonObject{{QStringLiteral("schema"), QStringLiteral("accel.run")},
-                       {QStringLiteral("version"), 1},
-                       {QStringLiteral("name"), name},
-                       {QStringLiteral("created"), created},
-                       {QStringLiteral("state"), state},
-                       {QStringLiteral("states"), states},
-                       {QStringLiteral("settings"), QJsonObject{{QStringLiteral("distributed_type"), QStringLiteral("MULTI_CPU")},
-                                                               {QStringLiteral("num_processes"), 2},
-                                                               {QStringLiteral("num_machines"), 1},
-                                                               {QStringLiteral("mixed_precision"), QStringLiteral("bf16")}}}};
+    return QJsonObject{
+        {QStringLiteral("schema"), QStringLiteral("accel.run")},
+        {QStringLiteral("version"), 1},
+        {QStringLiteral("name"), name},
+        {QStringLiteral("created"), created},
+        {QStringLiteral("state"), state},
+        {QStringLiteral("states"), states},
+        {QStringLiteral("settings"), QJsonObject{{QStringLiteral("distributed_type"), QStringLiteral("MULTI_CPU")},
+                                                 {QStringLiteral("num_processes"), 2},
+                                                 {QStringLiteral("num_machines"), 1},
+                                                 {QStringLiteral("mixed_precision"), QStringLiteral("bf16")}}}};
 }
 
 void feed(MetricStore &store, const QByteArray &text)
@@ -74,7 +76,8 @@ private Q_SLOTS:
     void runsModelScansAndUpdatesIncrementally()
     {
         QTemporaryDir root;
-        writeManifest(root.filePath(QStringLiteral("run-a")), manifest(QStringLiteral("alpha"), QStringLiteral("succeeded"), 1000, 1125));
+        writeManifest(root.filePath(QStringLiteral("run-a")),
+                      manifest(QStringLiteral("alpha"), QStringLiteral("succeeded"), 1000, 1125));
         QDir(root.path()).mkpath(QStringLiteral("not-a-run"));
         RunsModel model;
         QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
@@ -85,7 +88,8 @@ private Q_SLOTS:
         QCOMPARE(model.index(0, RunsModel::NameColumn).data().toString(), QStringLiteral("alpha"));
         QCOMPARE(model.index(0, RunsModel::StateColumn).data().toString(), QStringLiteral("succeeded"));
         QCOMPARE(model.index(0, RunsModel::DurationColumn).data().toString(), QStringLiteral("2m 05s"));
-        QCOMPARE(model.index(0, RunsModel::ConfigColumn).data().toString(), QStringLiteral("MULTI_CPU, 2 processes, bf16"));
+        QCOMPARE(model.index(0, RunsModel::ConfigColumn).data().toString(),
+                 QStringLiteral("MULTI_CPU, 2 processes, bf16"));
         QCOMPARE(model.index(0, RunsModel::StartedColumn).data(RunsModel::SortRole).toDouble(), 1000.0);
 
         QSignalSpy inserted(&model, &QAbstractItemModel::rowsInserted);
@@ -93,7 +97,8 @@ private Q_SLOTS:
         QSignalSpy removed(&model, &QAbstractItemModel::rowsRemoved);
         QSignalSpy reset(&model, &QAbstractItemModel::modelReset);
         const double now = QDateTime::currentMSecsSinceEpoch() / 1000.0;
-        writeManifest(root.filePath(QStringLiteral("run-b")), manifest(QStringLiteral("beta"), QStringLiteral("running"), now - 3725));
+        writeManifest(root.filePath(QStringLiteral("run-b")),
+                      manifest(QStringLiteral("beta"), QStringLiteral("running"), now - 3725));
         // The folder watcher picks the new run up without an explicit refresh.
         QTRY_COMPARE_WITH_TIMEOUT(model.rowCount(), 2, 5000);
         QCOMPARE(inserted.size(), 1);
@@ -102,7 +107,8 @@ private Q_SLOTS:
 
         // State change: the row changes in place.
         QTest::qWait(20);
-        writeManifest(root.filePath(QStringLiteral("run-b")), manifest(QStringLiteral("beta"), QStringLiteral("failed"), now - 10, now));
+        writeManifest(root.filePath(QStringLiteral("run-b")),
+                      manifest(QStringLiteral("beta"), QStringLiteral("failed"), now - 10, now));
         model.refresh();
         QCOMPARE(model.index(beta, RunsModel::StateColumn).data().toString(), QStringLiteral("failed"));
         QVERIFY(changed.size() >= 1);
@@ -124,15 +130,17 @@ private Q_SLOTS:
         QVERIFY(child.waitForFinished(5000));
         const QString host = QSysInfo::machineHostName();
         QJsonObject live = manifest(QStringLiteral("live"), QStringLiteral("running"), 1000);
-        live.insert(QStringLiteral("supervisor"), QJsonObject{{QStringLiteral("pid"), QCoreApplication::applicationPid()},
-                                                              {QStringLiteral("start_time"), 0},
-                                                              {QStringLiteral("host"), host}});
+        live.insert(QStringLiteral("supervisor"),
+                    QJsonObject{{QStringLiteral("pid"), QCoreApplication::applicationPid()},
+                                {QStringLiteral("start_time"), 0},
+                                {QStringLiteral("host"), host}});
         QJsonObject dead = manifest(QStringLiteral("dead"), QStringLiteral("running"), 1000);
         dead.insert(QStringLiteral("supervisor"), QJsonObject{{QStringLiteral("pid"), child.processId()},
                                                               {QStringLiteral("start_time"), 12345},
                                                               {QStringLiteral("host"), host}});
         QJsonObject remote = dead;
-        remote.insert(QStringLiteral("supervisor"), QJsonObject{{QStringLiteral("pid"), 1}, {QStringLiteral("host"), QStringLiteral("elsewhere")}});
+        remote.insert(QStringLiteral("supervisor"),
+                      QJsonObject{{QStringLiteral("pid"), 1}, {QStringLiteral("host"), QStringLiteral("elsewhere")}});
         writeManifest(root.filePath(QStringLiteral("a")), live);
         writeManifest(root.filePath(QStringLiteral("b")), dead);
         writeManifest(root.filePath(QStringLiteral("c")), remote);
@@ -153,7 +161,7 @@ private Q_SLOTS:
         QCOMPARE(model.rowCount(), 0);
         feed(store, "{\"v\":1,\"time\":1,\"rank\":1,\"step\":1,\"loss\":2.5,\"samples_per_s\":64}\n"
                     "{\"v\":1,\"time\":1,\"rank\":-1,\"kind\":\"system\",\"cpu_percent\":5}\n");
-        QCOMPARE(model.ranks(), QList<int>{1});  // host samples are not a rank
+        QCOMPARE(model.ranks(), QList<int>{1}); // host samples are not a rank
         QSignalSpy changed(&model, &QAbstractItemModel::dataChanged);
         feed(store, "{\"v\":1,\"time\":1.5,\"rank\":0,\"step\":1,\"loss\":2.6}\n"
                     "{\"v\":1,\"time\":2,\"rank\":1,\"step\":2,\"loss\":2.25,\"samples_per_s\":128}\n");
@@ -170,16 +178,18 @@ private Q_SLOTS:
         model.observeEvents({makeEvent(QStringLiteral("rank_started"), 3),
                              makeEvent(QStringLiteral("straggler_detected"), 1),
                              makeEvent(QStringLiteral("rank_exited"), 0, {{QStringLiteral("exit_code"), 0}}),
-                             makeEvent(QStringLiteral("rank_exited"), 3, {{QStringLiteral("exit_code"), QJsonValue()},
-                                                                      {QStringLiteral("signal"), 9}})});
+                             makeEvent(QStringLiteral("rank_exited"), 3,
+                                       {{QStringLiteral("exit_code"), QJsonValue()}, {QStringLiteral("signal"), 9}})});
         QCOMPARE(model.ranks(), (QList<int>{0, 1, 3}));
         QCOMPARE(model.stateOf(0), QStringLiteral("exited 0"));
         QCOMPARE(model.stateOf(1), QStringLiteral("straggler"));
         QCOMPARE(model.stateOf(3), QStringLiteral("killed (signal 9)"));
-        model.observeEvents({makeEvent(QStringLiteral("rank_started"), 2), makeEvent(QStringLiteral("hang_suspected"), -1)});
+        model.observeEvents(
+            {makeEvent(QStringLiteral("rank_started"), 2), makeEvent(QStringLiteral("hang_suspected"), -1)});
         QCOMPARE(model.ranks(), (QList<int>{0, 1, 2, 3}));
         QCOMPARE(model.stateOf(2), QStringLiteral("no progress"));
-        model.observeEvents({makeEvent(QStringLiteral("hang_cleared"), -1), makeEvent(QStringLiteral("straggler_cleared"), 1)});
+        model.observeEvents(
+            {makeEvent(QStringLiteral("hang_cleared"), -1), makeEvent(QStringLiteral("straggler_cleared"), 1)});
         QCOMPARE(model.stateOf(1), QStringLiteral("running"));
         QCOMPARE(model.stateOf(2), QStringLiteral("running"));
         model.observeEvents({makeEvent(QStringLiteral("rank_exited"), 2, {{QStringLiteral("exit_code"), 3}})});
@@ -217,8 +227,12 @@ private Q_SLOTS:
         LogFilterModel filter;
         filter.setSourceModel(&model);
         QAbstractItemModelTester filterTester(&filter, QAbstractItemModelTester::FailureReportingMode::QtTest);
-        model.appendLines({QStringLiteral("logs/rank0.log"), 0, {QStringLiteral("epoch 1 loss 2.0"), QStringLiteral("Warning: slow")}});
-        model.appendLines({QStringLiteral("logs/rank1.log"), 1, {QStringLiteral("epoch 1 loss 2.1"), QStringLiteral("Traceback: boom")}});
+        model.appendLines({QStringLiteral("logs/rank0.log"),
+                           0,
+                           {QStringLiteral("epoch 1 loss 2.0"), QStringLiteral("Warning: slow")}});
+        model.appendLines({QStringLiteral("logs/rank1.log"),
+                           1,
+                           {QStringLiteral("epoch 1 loss 2.1"), QStringLiteral("Traceback: boom")}});
         QCOMPARE(filter.rowCount(), 4);
         filter.setRankFilter(1);
         QCOMPARE(filter.rowCount(), 2);

@@ -38,14 +38,16 @@ struct Collector {
     void connectTo(RunSource &source)
     {
         QObject::connect(&source, &RunSource::metricsReceived, &store, &MetricStore::append);
-        QObject::connect(&source, &RunSource::eventsReceived, &store, [this](const QList<RunEvent> &e) { events += e; });
+        QObject::connect(&source, &RunSource::eventsReceived, &store,
+                         [this](const QList<RunEvent> &e) { events += e; });
         QObject::connect(&source, &RunSource::logLinesReceived, &store, [this](const LogLines &l) {
             logLines += l.lines;
             for (int i = 0; i < l.lines.size(); ++i)
                 logRanks.append(l.rank);
         });
-        QObject::connect(&source, &RunSource::streamRestarted, &store,
-                         [this](const QString &path, const QString &reason) { restarts.append(path + QLatin1Char(':') + reason); });
+        QObject::connect(
+            &source, &RunSource::streamRestarted, &store,
+            [this](const QString &path, const QString &reason) { restarts.append(path + QLatin1Char(':') + reason); });
         QObject::connect(&source, &RunSource::runInfoChanged, &store, [this](const QJsonObject &m) { manifest = m; });
     }
     qsizetype lossCount(int rank) const
@@ -80,7 +82,7 @@ private Q_SLOTS:
         Collector collector;
         collector.connectTo(follower);
         follower.start();
-        QCOMPARE(collector.lossCount(0), 2);  // what exists is read at start
+        QCOMPARE(collector.lossCount(0), 2); // what exists is read at start
 
         // A line written in two pieces with a pause in between arrives once, whole.
         const QByteArray third = metricLine(3, 2.8);
@@ -117,7 +119,8 @@ private Q_SLOTS:
             QVERIFY(file.open(QIODevice::WriteOnly | QIODevice::Truncate));
             file.write(metricLine(1, 5.0));
         }
-        QTRY_COMPARE_WITH_TIMEOUT(collector.restarts, QStringList{QStringLiteral("metrics/rank0.jsonl:truncated")}, 3000);
+        QTRY_COMPARE_WITH_TIMEOUT(collector.restarts, QStringList{QStringLiteral("metrics/rank0.jsonl:truncated")},
+                                  3000);
         QTRY_COMPARE_WITH_TIMEOUT(collector.lossCount(0), 4, 3000);
         QCOMPARE(collector.store.lastValue(0, QStringLiteral("loss")), 5.0);
 
@@ -143,16 +146,20 @@ private Q_SLOTS:
         QVERIFY(QDir(dir.path()).mkpath(QStringLiteral("logs")));
         appendTo(dir.filePath(QStringLiteral("run.json")), "{\"id\":\"run-1\",\"state\":\"running\"}");
         appendTo(dir.filePath(QStringLiteral("events.jsonl")),
-                 "{\"v\":1,\"time\":1.5,\"event\":\"started\"}\ngarbage\n{\"v\":1,\"time\":2,\"event\":\"rank_exited\",\"rank\":1,"
+                 "{\"v\":1,\"time\":1.5,\"event\":\"started\"}\ngarbage\n{\"v\":1,\"time\":2,\"event\":\"rank_exited\","
+                 "\"rank\":1,"
                  "\"exit_code\":3}\n");
-        appendTo(dir.filePath(QStringLiteral("logs/rank1.log")), "hello\r\nepoch 1 \rprogress 50%\rprogress 100%\nhalf");
+        appendTo(dir.filePath(QStringLiteral("logs/rank1.log")),
+                 "hello\r\nepoch 1 \rprogress 50%\rprogress 100%\nhalf");
         QTRY_COMPARE_WITH_TIMEOUT(collector.events.size(), 2, 3000);
         QCOMPARE(collector.events[1].event, QStringLiteral("rank_exited"));
         QCOMPARE(collector.events[1].rank, 1);
         QCOMPARE(collector.events[1].fields.value(QLatin1String("exit_code")).toInt(), 3);
-        QTRY_COMPARE_WITH_TIMEOUT(collector.logLines, (QStringList{QStringLiteral("hello"), QStringLiteral("progress 100%")}), 3000);
+        QTRY_COMPARE_WITH_TIMEOUT(collector.logLines,
+                                  (QStringList{QStringLiteral("hello"), QStringLiteral("progress 100%")}), 3000);
         QCOMPARE(collector.logRanks, (QList<int>{1, 1}));
-        QTRY_COMPARE_WITH_TIMEOUT(collector.manifest.value(QLatin1String("state")).toString(), QStringLiteral("running"), 3000);
+        QTRY_COMPARE_WITH_TIMEOUT(collector.manifest.value(QLatin1String("state")).toString(),
+                                  QStringLiteral("running"), 3000);
         appendTo(dir.filePath(QStringLiteral("logs/rank1.log")), " done\n");
         QTRY_COMPARE_WITH_TIMEOUT(collector.logLines.size(), 3, 3000);
         QCOMPARE(collector.logLines.last(), QStringLiteral("half done"));
@@ -197,7 +204,8 @@ private Q_SLOTS:
         QByteArray wire = encoder.header(dir.path());
         connect(&follower, &RunSource::bytesRead, this,
                 [&](const QString &path, const QByteArray &bytes) { wire += encoder.encodeBytes(path, bytes); });
-        connect(&follower, &RunSource::runInfoChanged, this, [&](const QJsonObject &m) { wire += encoder.encodeManifest(m); });
+        connect(&follower, &RunSource::runInfoChanged, this,
+                [&](const QJsonObject &m) { wire += encoder.encodeManifest(m); });
         connect(&follower, &RunSource::streamRestarted, this,
                 [&](const QString &path, const QString &reason) { wire += encoder.encodeRestart(path, reason); });
         follower.start();
@@ -228,7 +236,8 @@ private Q_SLOTS:
     void streamFromDeviceAndNewerVersion()
     {
         QByteArray wire = "{\"schema\":\"accel.tail\",\"version\":1,\"run\":\"x\"}\nnot json\n"
-                          "{\"file\":\"metrics/rank2.jsonl\",\"text\":\"{\\\"v\\\":1,\\\"time\\\":1,\\\"step\\\":1,\\\"loss\\\":1}\\n\"}\n";
+                          "{\"file\":\"metrics/"
+                          "rank2.jsonl\",\"text\":\"{\\\"v\\\":1,\\\"time\\\":1,\\\"step\\\":1,\\\"loss\\\":1}\\n\"}\n";
         QBuffer device(&wire);
         QVERIFY(device.open(QIODevice::ReadOnly));
         StreamRunSource stream;

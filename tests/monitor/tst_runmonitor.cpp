@@ -57,14 +57,18 @@ private Q_SLOTS:
         QDir(run.path()).mkpath(QStringLiteral("metrics"));
         QDir(run.path()).mkpath(QStringLiteral("logs"));
         appendTo(run.filePath(QStringLiteral("run.json")), "{\"id\":\"e2e\",\"state\":\"running\"}");
-        appendTo(run.filePath(QStringLiteral("events.jsonl")), "{\"v\":1,\"time\":1,\"event\":\"started\",\"ranks\":2}\n");
+        appendTo(run.filePath(QStringLiteral("events.jsonl")),
+                 "{\"v\":1,\"time\":1,\"event\":\"started\",\"ranks\":2}\n");
 
         RunMonitor *monitor = RunMonitor::forDirectory(run.path(), this);
         monitor->hangDetector()->setSettings({800, 5.0, 50});
         monitor->stragglerDetector()->setSettings({0.2, 5, 3});
-        QAbstractItemModelTester ranksTester(monitor->ranksModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
-        QAbstractItemModelTester eventsTester(monitor->eventsModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
-        QAbstractItemModelTester logsTester(monitor->logModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QAbstractItemModelTester ranksTester(monitor->ranksModel(),
+                                             QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QAbstractItemModelTester eventsTester(monitor->eventsModel(),
+                                              QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QAbstractItemModelTester logsTester(monitor->logModel(),
+                                            QAbstractItemModelTester::FailureReportingMode::QtTest);
         monitor->start();
         QCOMPARE(monitor->manifest().value(QLatin1String("id")).toString(), QStringLiteral("e2e"));
         QCOMPARE(monitor->eventsModel()->rowCount(), 1);
@@ -76,9 +80,11 @@ private Q_SLOTS:
             env.insert(QStringLiteral("ACCEL_RUN_DIR"), run.path());
             env.insert(QStringLiteral("RANK"), QString::number(rank));
             env.remove(QStringLiteral("ACCEL_METRICS_FILE"));
-            env.insert(QStringLiteral("PYTHONPATH"), QDir(test::sourceDir()).filePath(QStringLiteral("resources/python")));
+            env.insert(QStringLiteral("PYTHONPATH"),
+                       QDir(test::sourceDir()).filePath(QStringLiteral("resources/python")));
             process->setProcessEnvironment(env);
-            process->setStandardOutputFile(run.filePath(QStringLiteral("logs/rank%1.log").arg(rank)), QIODevice::Append);
+            process->setStandardOutputFile(run.filePath(QStringLiteral("logs/rank%1.log").arg(rank)),
+                                           QIODevice::Append);
             process->start(QStringLiteral("python3"), {QStringLiteral("-c"), QString::fromLatin1(kRankScript)});
             QVERIFY(process->waitForStarted(10000));
             ranks.push_back(std::move(process));

@@ -29,10 +29,12 @@ private Q_SLOTS:
         StdoutMetricsParser parser;
         parser.setRank(1);
         MetricBatch batch;
-        QCOMPARE(parser.parseLine(QStringLiteral("{'loss': 2.3041, 'grad_norm': 1.25, 'learning_rate': 4.5e-05, 'epoch': 0.12}"),
-                                  100.0, batch),
+        QCOMPARE(parser.parseLine(
+                     QStringLiteral("{'loss': 2.3041, 'grad_norm': 1.25, 'learning_rate': 4.5e-05, 'epoch': 0.12}"),
+                     100.0, batch),
                  1);
-        QCOMPARE(parser.parseLine(QStringLiteral("{'eval_loss': 2.1, 'eval_runtime': 3.2, 'epoch': 1.0}"), 101.0, batch), 1);
+        QCOMPARE(
+            parser.parseLine(QStringLiteral("{'eval_loss': 2.1, 'eval_runtime': 3.2, 'epoch': 1.0}"), 101.0, batch), 1);
         QCOMPARE(batch.rows.size(), size_t(2));
         QCOMPARE(batch.rows[0].rank, 1);
         QCOMPARE(batch.rows[0].time, 100.0);
@@ -59,8 +61,8 @@ private Q_SLOTS:
         QCOMPARE(valueOf(batch, 0, "loss"), 2.31);
         QCOMPARE(valueOf(batch, 0, "lr"), 3e-4);
         QCOMPARE(valueOf(batch, 0, "tokens_per_s"), 15000.0);
-        QCOMPARE(valueOf(batch, 0, "step"), -12345.0);  // the step is the row's step, not a scalar
-        QCOMPARE(batch.rows[1].step, std::int64_t(120));  // newest step seen
+        QCOMPARE(valueOf(batch, 0, "step"), -12345.0);   // the step is the row's step, not a scalar
+        QCOMPARE(batch.rows[1].step, std::int64_t(120)); // newest step seen
         QCOMPARE(valueOf(batch, 1, "epoch"), 2.0);
         QCOMPARE(valueOf(batch, 1, "acc"), 0.61);
     }

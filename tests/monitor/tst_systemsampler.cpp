@@ -46,13 +46,15 @@ private Q_SLOTS:
         QCOMPARE(batch.rows[0].kind, SampleKind::System);
         QCOMPARE(batch.rows[0].step, kNoStep);
         const double rss = store.lastValue(-1, QStringLiteral("mem_rss_bytes"));
-        QVERIFY2(rss > 1e6, qPrintable(QString::number(rss)));  // at least this test's own memory
-        QCOMPARE(store.lastValue(-1, QStringLiteral("processes")), 2.0);  // the bogus pid is not alive
+        QVERIFY2(rss > 1e6, qPrintable(QString::number(rss)));           // at least this test's own memory
+        QCOMPARE(store.lastValue(-1, QStringLiteral("processes")), 2.0); // the bogus pid is not alive
         const double cpu = store.series(-1, QStringLiteral("processes_cpu_percent"))->values.back();
-        QVERIFY2(cpu > 1 && cpu < 250, qPrintable(QString::number(cpu)));  // the spinning shell (on a busy machine it gets a share of a core)
+        QVERIFY2(cpu > 1 && cpu < 250,
+                 qPrintable(QString::number(cpu))); // the spinning shell (on a busy machine it gets a share of a core)
         const double host = store.lastValue(-1, QStringLiteral("cpu_percent"));
         QVERIFY(host >= 0 && host <= 100);
-        QVERIFY(store.lastValue(-1, QStringLiteral("mem_total_bytes")) > store.lastValue(-1, QStringLiteral("mem_used_bytes")));
+        QVERIFY(store.lastValue(-1, QStringLiteral("mem_total_bytes")) >
+                store.lastValue(-1, QStringLiteral("mem_used_bytes")));
     }
 };
 

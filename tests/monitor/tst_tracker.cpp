@@ -73,13 +73,14 @@ private Q_SLOTS:
         const auto result = test::runProgram(QStringLiteral("python3"),
                                              {trackerScript(), QStringLiteral("--step"), QStringLiteral("3"),
                                               QStringLiteral("loss=2.5"), QStringLiteral("lr=1e-4")},
-                                             30000, {}, {QStringLiteral("ACCEL_RUN_DIR=") + run.path(), QStringLiteral("RANK=2"),
-                                                         QStringLiteral("ACCEL_METRICS_FILE")});
+                                             30000, {},
+                                             {QStringLiteral("ACCEL_RUN_DIR=") + run.path(), QStringLiteral("RANK=2"),
+                                              QStringLiteral("ACCEL_METRICS_FILE")});
         QVERIFY2(result.exitCode == 0, qPrintable(result.err));
         const Parsed parsed = parseFile(run.filePath(QStringLiteral("metrics/rank2.jsonl")));
         QCOMPARE(parsed.batch.rows.size(), size_t(1));
         QCOMPARE(parsed.stats.junk, std::int64_t(0));
-        QCOMPARE(parsed.stats.slowPath, std::int64_t(0));  // the fast scanner reads the tracker's lines
+        QCOMPARE(parsed.stats.slowPath, std::int64_t(0)); // the fast scanner reads the tracker's lines
         const MetricRow &row = parsed.batch.rows[0];
         QCOMPARE(row.rank, 2);
         QCOMPARE(row.step, std::int64_t(3));
@@ -92,8 +93,9 @@ private Q_SLOTS:
     {
         QTemporaryDir run;
         const QString file = run.filePath(QStringLiteral("elsewhere/m.jsonl"));
-        auto result = test::runProgram(QStringLiteral("python3"), {trackerScript(), QStringLiteral("x=1")}, 30000, {},
-                                       {QStringLiteral("ACCEL_RUN_DIR=") + run.path(), QStringLiteral("ACCEL_METRICS_FILE=") + file});
+        auto result = test::runProgram(
+            QStringLiteral("python3"), {trackerScript(), QStringLiteral("x=1")}, 30000, {},
+            {QStringLiteral("ACCEL_RUN_DIR=") + run.path(), QStringLiteral("ACCEL_METRICS_FILE=") + file});
         QVERIFY2(result.exitCode == 0, qPrintable(result.err));
         QCOMPARE(parseFile(file).batch.rows.size(), size_t(1));
         QVERIFY(!QFile::exists(run.filePath(QStringLiteral("metrics/rank0.jsonl"))));
@@ -129,12 +131,12 @@ private Q_SLOTS:
         const Parsed parsed = parseFile(file);
         QCOMPARE(parsed.batch.rows.size(), size_t(4));
         QCOMPARE(parsed.stats.junk, std::int64_t(0));
-        QCOMPARE(parsed.batch.rows[1].step, std::int64_t(2));  // "step" in values does not override
+        QCOMPARE(parsed.batch.rows[1].step, std::int64_t(2)); // "step" in values does not override
         QCOMPARE(valueOf(parsed.batch, 1, "loss"), 0.5);
         QVERIFY(std::isnan(valueOf(parsed.batch, 1, "grad_norm")));
         QVERIFY(std::isnan(valueOf(parsed.batch, 1, "big")));
         QCOMPARE(valueOf(parsed.batch, 1, "ok"), 1.0);
-        QCOMPARE(valueOf(parsed.batch, 1, "note"), -12345.0);  // strings are not scalars
+        QCOMPARE(valueOf(parsed.batch, 1, "note"), -12345.0); // strings are not scalars
         QCOMPARE(valueOf(parsed.batch, 1, "opt/lr"), 0.001);
         QCOMPARE(valueOf(parsed.batch, 1, "n"), 1e20);
         QCOMPARE(parsed.batch.rows[3].kind, SampleKind::Eval);
@@ -157,20 +159,20 @@ private Q_SLOTS:
                        "        pass\n");
         tracking.close();
         QTemporaryDir run;
-        const QByteArray script =
-            "import accel_studio_tracker as t\n"
-            "from accelerate.tracking import GeneralTracker\n"
-            "assert t.ACCELERATE_AVAILABLE\n"
-            "tracker = t.AccelStudioTracker()\n"
-            "assert isinstance(tracker, GeneralTracker)\n"
-            "assert tracker.name == 'accel_studio' and not tracker.requires_logging_directory\n"
-            "tracker.store_init_configuration({'lr': 0.001, 'epochs': 3})\n"
-            "tracker.log({'loss': 1.5}, step=4)\n"
-            "tracker.finish()\n";
-        const auto result = test::runProgram(QStringLiteral("python3"), {QStringLiteral("-")}, 30000, script,
-                                             {QStringLiteral("PYTHONPATH=") + trackerFolder() + QLatin1Char(':') + stub.path(),
-                                              QStringLiteral("ACCEL_RUN_DIR=") + run.path(), QStringLiteral("RANK=1"),
-                                              QStringLiteral("ACCEL_METRICS_FILE")});
+        const QByteArray script = "import accel_studio_tracker as t\n"
+                                  "from accelerate.tracking import GeneralTracker\n"
+                                  "assert t.ACCELERATE_AVAILABLE\n"
+                                  "tracker = t.AccelStudioTracker()\n"
+                                  "assert isinstance(tracker, GeneralTracker)\n"
+                                  "assert tracker.name == 'accel_studio' and not tracker.requires_logging_directory\n"
+                                  "tracker.store_init_configuration({'lr': 0.001, 'epochs': 3})\n"
+                                  "tracker.log({'loss': 1.5}, step=4)\n"
+                                  "tracker.finish()\n";
+        const auto result =
+            test::runProgram(QStringLiteral("python3"), {QStringLiteral("-")}, 30000, script,
+                             {QStringLiteral("PYTHONPATH=") + trackerFolder() + QLatin1Char(':') + stub.path(),
+                              QStringLiteral("ACCEL_RUN_DIR=") + run.path(), QStringLiteral("RANK=1"),
+                              QStringLiteral("ACCEL_METRICS_FILE")});
         QVERIFY2(result.exitCode == 0, qPrintable(result.err));
         const Parsed parsed = parseFile(run.filePath(QStringLiteral("metrics/rank1.jsonl")));
         QCOMPARE(parsed.batch.rows.size(), size_t(1));

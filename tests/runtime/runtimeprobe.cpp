@@ -35,8 +35,14 @@ std::string arg(const std::string &key, const std::string &fallback = {})
     auto it = g_args.find(key);
     return it == g_args.end() ? fallback : it->second;
 }
-int64_t intArg(const std::string &key, int64_t fallback) { return std::stoll(arg(key, std::to_string(fallback))); }
-double doubleArg(const std::string &key, double fallback) { return std::stod(arg(key, std::to_string(fallback))); }
+int64_t intArg(const std::string &key, int64_t fallback)
+{
+    return std::stoll(arg(key, std::to_string(fallback)));
+}
+double doubleArg(const std::string &key, double fallback)
+{
+    return std::stod(arg(key, std::to_string(fallback)));
+}
 
 std::string hex(double value)
 {
@@ -111,14 +117,16 @@ int train()
     accelerator->prepareModel(model);
     std::unique_ptr<torch::optim::Optimizer> inner;
     if (arg("optimizer", "sgd") == "adamw")
-        inner = std::make_unique<torch::optim::AdamW>(model->parameters(), torch::optim::AdamWOptions(1e-2).weight_decay(0.01));
+        inner = std::make_unique<torch::optim::AdamW>(model->parameters(),
+                                                      torch::optim::AdamWOptions(1e-2).weight_decay(0.01));
     else
         inner = std::make_unique<torch::optim::SGD>(model->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
     auto optimizer = accelerator->prepareOptimizer(*inner);
     // Decaying by default; `constant=1` for comparisons across world sizes (the scheduler steps
     // numProcesses() times per optimizer step, like Accelerate's).
     const bool constant = arg("constant") == "1";
-    auto scheduler = accelerator->prepareScheduler([constant](int64_t step) { return constant ? 1.0 : 1.0 / (1.0 + 0.01 * double(step)); });
+    auto scheduler = accelerator->prepareScheduler(
+        [constant](int64_t step) { return constant ? 1.0 : 1.0 / (1.0 + 0.01 * double(step)); });
     auto [x, y] = dataset(intArg("size", 256));
     auto loader = accelerator->prepareDataLoader(x.size(0), intArg("batch", 8), arg("shuffle", "0") == "1", true);
     if (!loader) {
@@ -150,7 +158,8 @@ int train()
             torch::Tensor loss;
             {
                 auto guard = accelerator->autocast();
-                loss = torch::nn::functional::cross_entropy(model->forward(x.index_select(0, index)), y.index_select(0, index));
+                loss = torch::nn::functional::cross_entropy(model->forward(x.index_select(0, index)),
+                                                            y.index_select(0, index));
             }
             accelerator->backward(loss.to(torch::kFloat));
             if (accelerator->syncGradients() && arg("clip") == "1")
@@ -209,7 +218,10 @@ int gather()
     auto value = torch::tensor({double(accelerator->processIndex() + 1)});
     accelerator->broadcast(value, accelerator->numProcesses() - 1);
     lines.push_back("broadcast " + std::to_string(value.item<double>()));
-    lines.push_back("max " + std::to_string(accelerator->reduce(torch::tensor({double(accelerator->processIndex())}), ReduceOp::Max).item<double>()));
+    lines.push_back(
+        "max " +
+        std::to_string(
+            accelerator->reduce(torch::tensor({double(accelerator->processIndex())}), ReduceOp::Max).item<double>()));
     accelerator->waitForEveryone();
     writeLines(*accelerator, lines);
     return 0;

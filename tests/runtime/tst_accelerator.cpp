@@ -58,7 +58,8 @@ QList<RankResult> runRanks(int worldSize, const QStringList &arguments, int time
             process->kill();
             process->waitForFinished();
         }
-        results.push_back({process->exitCode(), process->exitStatus(), QString::fromUtf8(process->readAllStandardError())});
+        results.push_back(
+            {process->exitCode(), process->exitStatus(), QString::fromUtf8(process->readAllStandardError())});
     }
     return results;
 }
@@ -125,7 +126,8 @@ private Q_SLOTS:
     void gradientAccumulationMatchesLargerBatch()
     {
         QTemporaryDir dir;
-        const QString big = dir.filePath("big.txt"), accumulated = dir.filePath("acc.txt"), ddp = dir.filePath("ddp.txt");
+        const QString big = dir.filePath("big.txt"), accumulated = dir.filePath("acc.txt"),
+                      ddp = dir.filePath("ddp.txt");
         expectAllOk(runRanks(1, {"train", "steps=10", "batch=32", "constant=1", "out=" + big}));
         expectAllOk(runRanks(1, {"train", "steps=10", "batch=8", "accum=4", "constant=1", "out=" + accumulated}));
         compareParams(readLines(big, "param"), readLines(accumulated, "param"), 1e-5);
@@ -139,10 +141,12 @@ private Q_SLOTS:
         QTemporaryDir dir;
         const QString full = dir.filePath("full.txt"), part = dir.filePath("part.txt");
         const QString checkpoint = dir.filePath("ckpt");
-        const QStringList common{"train", "steps=20", "batch=8", "shuffle=1", "dropout=0.2", "optimizer=adamw", "clip=1", "size=96"};
+        const QStringList common{"train",       "steps=20",        "batch=8", "shuffle=1",
+                                 "dropout=0.2", "optimizer=adamw", "clip=1",  "size=96"};
         expectAllOk(runRanks(2, common + QStringList{"out=" + full}));
         // Save at step 10 and die with SIGKILL right after, as a crashed job would.
-        const auto killed = runRanks(2, common + QStringList{"save_at=10", "checkpoint=" + checkpoint, "kill_after_save=1", "out=" + part});
+        const auto killed = runRanks(
+            2, common + QStringList{"save_at=10", "checkpoint=" + checkpoint, "kill_after_save=1", "out=" + part});
         for (const auto &r : killed)
             QCOMPARE(r.status, QProcess::CrashExit);
         for (const char *file : {"model.safetensors", "optimizer.bin", "scheduler.json", "random_states_0.safetensors",
@@ -152,7 +156,7 @@ private Q_SLOTS:
         expectAllOk(runRanks(2, common + QStringList{"resume=" + checkpoint, "resume_step=10", "out=" + part}));
         const QStringList a = readLines(full), b = readLines(part);
         QCOMPARE(b.size(), a.size());
-        QCOMPARE(b, a);  // losses of steps 1..20 and every parameter, bit for bit
+        QCOMPARE(b, a); // losses of steps 1..20 and every parameter, bit for bit
     }
 
     void automaticCheckpointNamingRotates()
@@ -162,7 +166,8 @@ private Q_SLOTS:
         for (int i = 0; i < 3; ++i)
             QDir().mkpath(project + "/checkpoints/checkpoint_" + QString::number(i));
         // The next save is checkpoint_3; with total_limit 2 the two oldest go first.
-        expectAllOk(runRanks(1, {"train", "steps=4", "save_at=4", "project=" + project, "total_limit=2", "iteration=3"}));
+        expectAllOk(
+            runRanks(1, {"train", "steps=4", "save_at=4", "project=" + project, "total_limit=2", "iteration=3"}));
         QDir checkpoints(project + "/checkpoints");
         QCOMPARE(checkpoints.entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name),
                  QStringList({"checkpoint_2", "checkpoint_3"}));
@@ -188,7 +193,7 @@ private Q_SLOTS:
         for (int i = 0; i < 11; ++i)
             expected << QString::number(i);
         QCOMPARE(indices, expected);
-        QVERIFY(lines.contains("padded 4 2.000000"));  // rank 0 padded [1,-1], rank 1 [1,1]
+        QVERIFY(lines.contains("padded 4 2.000000")); // rank 0 padded [1,-1], rank 1 [1,1]
         QVERIFY(lines.contains("broadcast 2.000000"));
         QVERIFY(lines.contains("max 1.000000"));
     }
@@ -219,7 +224,7 @@ private Q_SLOTS:
 
     void wrongPortFailsFastNamingRankZero()
     {
-        const int port = freePort();  // nobody listens there
+        const int port = freePort(); // nobody listens there
         QElapsedTimer timer;
         timer.start();
         const auto lost = runRanks(2, {"join", "timeout=3"}, 60000, port, {1});

@@ -3,8 +3,8 @@
 #include "core/runtime/metricswriter.h"
 #include "core/runtime/shardeddataloader.h"
 
-#include <QTemporaryDir>
 #include <QFile>
+#include <QTemporaryDir>
 #include <QTest>
 
 #include <map>
@@ -14,8 +14,8 @@ using namespace accel::runtime;
 
 namespace {
 
-std::vector<std::vector<int64_t>> batches(int64_t size, int64_t batch, int rank, int world, bool dropLast, bool even = true,
-                                          bool split = false, bool shuffle = false)
+std::vector<std::vector<int64_t>> batches(int64_t size, int64_t batch, int rank, int world, bool dropLast,
+                                          bool even = true, bool split = false, bool shuffle = false)
 {
     DataLoaderOptions options;
     options.evenBatches = even;
@@ -84,7 +84,7 @@ private Q_SLOTS:
             seen.insert(batch.begin(), batch.end());
         for (const auto &batch : b)
             seen.insert(batch.begin(), batch.end());
-        QCOMPARE(seen.size(), size_t(50));  // the two ranks together cover the data once
+        QCOMPARE(seen.size(), size_t(50)); // the two ranks together cover the data once
         auto loader = ShardedDataLoader::create(50, 5, true, false, 0, 2, {});
         QVERIFY((*loader)->order(0) != (*loader)->order(1));
         QCOMPARE((*loader)->order(3), (*loader)->order(3));
@@ -108,10 +108,14 @@ private Q_SLOTS:
 
     void environmentLikeAccelerate()
     {
-        auto env = DistributedEnv::fromEnvironment(lookupFrom({{"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_RANK", "2"},
-                                                               {"OMPI_COMM_WORLD_LOCAL_RANK", "0"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
-                                                               {"MASTER_ADDR", "10.0.0.1"}, {"ACCELERATE_MIXED_PRECISION", "bf16"},
-                                                               {"ACCELERATE_GRADIENT_ACCUMULATION_STEPS", "4"}, {"OMP_NUM_THREADS", "3"}}));
+        auto env = DistributedEnv::fromEnvironment(lookupFrom({{"OMPI_COMM_WORLD_SIZE", "4"},
+                                                               {"OMPI_COMM_WORLD_RANK", "2"},
+                                                               {"OMPI_COMM_WORLD_LOCAL_RANK", "0"},
+                                                               {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+                                                               {"MASTER_ADDR", "10.0.0.1"},
+                                                               {"ACCELERATE_MIXED_PRECISION", "bf16"},
+                                                               {"ACCELERATE_GRADIENT_ACCUMULATION_STEPS", "4"},
+                                                               {"OMP_NUM_THREADS", "3"}}));
         QVERIFY(env);
         QCOMPARE(env->rank, 2);
         QCOMPARE(env->worldSize, 4);
@@ -125,8 +129,11 @@ private Q_SLOTS:
         QCOMPARE(env->numThreads, 3);
 
         // RANK wins over the MPI spelling.
-        auto canonical = DistributedEnv::fromEnvironment(lookupFrom({{"RANK", "1"}, {"PMI_RANK", "0"}, {"WORLD_SIZE", "2"},
-                                                                     {"TORCHELASTIC_USE_AGENT_STORE", "True"}, {"MASTER_PORT", "1234"}}));
+        auto canonical = DistributedEnv::fromEnvironment(lookupFrom({{"RANK", "1"},
+                                                                     {"PMI_RANK", "0"},
+                                                                     {"WORLD_SIZE", "2"},
+                                                                     {"TORCHELASTIC_USE_AGENT_STORE", "True"},
+                                                                     {"MASTER_PORT", "1234"}}));
         QVERIFY(canonical);
         QCOMPARE(canonical->rank, 1);
         QVERIFY(canonical->useAgentStore);

@@ -82,7 +82,10 @@ QByteArray classificationData(int n)
     }
     QByteArray header = QString("{\"inputs\":{\"dtype\":\"F32\",\"shape\":[%1,2],\"data_offsets\":[0,%2]},"
                                 "\"targets\":{\"dtype\":\"I64\",\"shape\":[%1],\"data_offsets\":[%2,%3]}}")
-                            .arg(n).arg(inputs.size()).arg(inputs.size() + targets.size()).toUtf8();
+                            .arg(n)
+                            .arg(inputs.size())
+                            .arg(inputs.size() + targets.size())
+                            .toUtf8();
     while (header.size() % 8)
         header.append(' ');
     QByteArray file(8, '\0');
@@ -113,7 +116,8 @@ class tst_Worker : public QObject {
 private Q_SLOTS:
     void capabilitiesJson()
     {
-        const auto result = accel::test::runProgram(accel::test::binDir() + "/accel-worker", {"--capabilities", "--json"});
+        const auto result =
+            accel::test::runProgram(accel::test::binDir() + "/accel-worker", {"--capabilities", "--json"});
         QCOMPARE(result.exitCode, 0);
         const QJsonObject object = QJsonDocument::fromJson(result.out.toUtf8()).object();
         QCOMPARE(object.value("schema").toString(), QString("accel.worker-capabilities"));
@@ -153,18 +157,20 @@ private Q_SLOTS:
     {
         QTemporaryDir dir;
         writeFile(dir.filePath("data.safetensors"), classificationData(256));
-        writeFile(dir.filePath("mlp.yaml"), "recipe: mlp\n"
-                                            "output_dir: out\n"
-                                            "mlp:\n  data: data.safetensors\n  hidden: [16]\n  optimizer: sgd\n"
-                                            "training:\n  max_steps: 60\n  batch_size: 16\n  learning_rate: 0.1\n  log_every: 10\n");
+        writeFile(dir.filePath("mlp.yaml"),
+                  "recipe: mlp\n"
+                  "output_dir: out\n"
+                  "mlp:\n  data: data.safetensors\n  hidden: [16]\n  optimizer: sgd\n"
+                  "training:\n  max_steps: 60\n  batch_size: 16\n  learning_rate: 0.1\n  log_every: 10\n");
         const auto runs = runWorker(2, dir.filePath("mlp.yaml"));
         QCOMPARE(runs[0].exitCode, 0);
         QCOMPARE(runs[1].exitCode, 0);
         QVERIFY(QFile::exists(dir.filePath("out/model.safetensors")));
         const QList<double> rank0 = losses(dir.filePath("out/metrics/rank0.jsonl"));
         QCOMPARE(rank0.size(), 6);
-        QVERIFY2(rank0.last() < 0.6 * rank0.first(), qPrintable(QString("%1 -> %2").arg(rank0.first()).arg(rank0.last())));
-        QCOMPARE(losses(dir.filePath("out/metrics/rank1.jsonl")), rank0);  // every rank logs the mean loss
+        QVERIFY2(rank0.last() < 0.6 * rank0.first(),
+                 qPrintable(QString("%1 -> %2").arg(rank0.first()).arg(rank0.last())));
+        QCOMPARE(losses(dir.filePath("out/metrics/rank1.jsonl")), rank0); // every rank logs the mean loss
     }
 
     void gptCheckpointsAndResumes()
@@ -174,15 +180,18 @@ private Q_SLOTS:
         for (int i = 0; i < 400; ++i)
             text += "the cat sat on the mat. ";
         writeFile(dir.filePath("corpus.txt"), text);
-        const QByteArray common = "recipe: gpt\noutput_dir: out\nmodel: {n_layer: 1, n_head: 2, n_embd: 32, block_size: 32}\n"
-                                  "data: {corpus: corpus.txt}\nsample: {length: 20}\n";
-        writeFile(dir.filePath("a.yaml"), common + "training: {max_steps: 10, batch_size: 4, checkpoint_every: 5, checkpoint_total_limit: 1, eval_every: 5, log_every: 5}\n");
+        const QByteArray common =
+            "recipe: gpt\noutput_dir: out\nmodel: {n_layer: 1, n_head: 2, n_embd: 32, block_size: 32}\n"
+            "data: {corpus: corpus.txt}\nsample: {length: 20}\n";
+        writeFile(dir.filePath("a.yaml"), common + "training: {max_steps: 10, batch_size: 4, checkpoint_every: 5, "
+                                                   "checkpoint_total_limit: 1, eval_every: 5, log_every: 5}\n");
         auto runs = runWorker(1, dir.filePath("a.yaml"));
         QVERIFY2(runs[0].exitCode == 0, qPrintable(runs[0].err));
         QVERIFY(runs[0].out.contains("sample: "));
         QDir checkpoints(dir.filePath("out/checkpoints"));
         QCOMPARE(checkpoints.entryList(QDir::Dirs | QDir::NoDotAndDotDot), QStringList({"checkpoint_1"}));
-        writeFile(dir.filePath("b.yaml"), common + "training: {max_steps: 15, batch_size: 4, checkpoint_every: 5, log_every: 5}\n");
+        writeFile(dir.filePath("b.yaml"),
+                  common + "training: {max_steps: 15, batch_size: 4, checkpoint_every: 5, log_every: 5}\n");
         runs = runWorker(1, dir.filePath("b.yaml"));
         QVERIFY2(runs[0].exitCode == 0, qPrintable(runs[0].err));
         QVERIFY2(runs[0].out.contains("resumed from step 10"), qPrintable(runs[0].out));
@@ -193,28 +202,34 @@ private Q_SLOTS:
     void torchScriptModuleTrains()
     {
         QTemporaryDir dir;
-        const auto made = accel::test::runProgram(accel::test::binDir() + "/accel-runtime-probe",
-                                                  {"make-torchscript", "module=" + dir.filePath("loss.pt"), "data=" + dir.filePath("data.safetensors")});
+        const auto made = accel::test::runProgram(
+            accel::test::binDir() + "/accel-runtime-probe",
+            {"make-torchscript", "module=" + dir.filePath("loss.pt"), "data=" + dir.filePath("data.safetensors")});
         QVERIFY2(made.exitCode == 0, qPrintable(made.err));
-        writeFile(dir.filePath("ts.yaml"), "recipe: torchscript\noutput_dir: out\n"
-                                           "torchscript: {module: loss.pt, data: data.safetensors, inputs: [x, y]}\n"
-                                           "training: {max_steps: 60, batch_size: 16, learning_rate: 0.05, log_every: 10}\n");
+        writeFile(dir.filePath("ts.yaml"),
+                  "recipe: torchscript\noutput_dir: out\n"
+                  "torchscript: {module: loss.pt, data: data.safetensors, inputs: [x, y]}\n"
+                  "training: {max_steps: 60, batch_size: 16, learning_rate: 0.05, log_every: 10}\n");
         const auto runs = runWorker(2, dir.filePath("ts.yaml"));
         QVERIFY2(runs[0].exitCode == 0 && runs[1].exitCode == 0, qPrintable(runs[0].err + runs[1].err));
         QVERIFY(QFile::exists(dir.filePath("out/model.pt")));
         const QList<double> values = losses(dir.filePath("out/metrics/rank0.jsonl"));
         QCOMPARE(values.size(), 6);
-        QVERIFY2(values.last() < 0.3 * values.first(), qPrintable(QString("%1 -> %2").arg(values.first()).arg(values.last())));
+        QVERIFY2(values.last() < 0.3 * values.first(),
+                 qPrintable(QString("%1 -> %2").arg(values.first()).arg(values.last())));
     }
 
     void pluginRuns()
     {
-        const QString plugin = QDir(accel::test::binDir() + "/../plugins").absoluteFilePath("libaccel_plugin_linearregression.so");
+        const QString plugin =
+            QDir(accel::test::binDir() + "/../plugins").absoluteFilePath("libaccel_plugin_linearregression.so");
         if (!QFile::exists(plugin))
             QSKIP("the example plugin was not built");
         QTemporaryDir dir;
-        writeFile(dir.filePath("plugin.yaml"), QString("recipe: plugin\noutput_dir: out\nplugin:\n  library: %1\n  settings: {steps: 100}\n")
-                                                   .arg(plugin).toUtf8());
+        writeFile(dir.filePath("plugin.yaml"),
+                  QString("recipe: plugin\noutput_dir: out\nplugin:\n  library: %1\n  settings: {steps: 100}\n")
+                      .arg(plugin)
+                      .toUtf8());
         const auto runs = runWorker(2, dir.filePath("plugin.yaml"));
         QVERIFY2(runs[0].exitCode == 0 && runs[1].exitCode == 0, qPrintable(runs[0].err + runs[1].err));
         QVERIFY2(runs[0].out.contains("linear regression plugin: 100 steps"), qPrintable(runs[0].out));

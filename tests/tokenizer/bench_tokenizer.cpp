@@ -68,8 +68,7 @@ QString writeLargeTokenizer(const QTemporaryDir &dir, int mergeCount)
 
 } // namespace
 
-class bench_Tokenizer : public QObject
-{
+class bench_Tokenizer : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
@@ -88,9 +87,9 @@ void bench_Tokenizer::throughput()
     std::printf("generated the 50k-merge file in %.0f ms\n", generation.nsecsElapsed() / 1e6);
     std::printf("%-22s %8s %10s %12s %12s %12s\n", "tokenizer", "load ms", "tokens", "encode MB/s", "cached MB/s",
                 "decode MB/s");
-    for (const std::string &path : {accel::test::fixturePath("gpt2-tiny.json"), accel::test::fixturePath("gpt2-split.json"),
-                                    accel::test::fixturePath("llama-tiny.json"),
-                                    accel::test::fixturePath("llama-metaspace.json"), large}) {
+    for (const std::string &path :
+         {accel::test::fixturePath("gpt2-tiny.json"), accel::test::fixturePath("gpt2-split.json"),
+          accel::test::fixturePath("llama-tiny.json"), accel::test::fixturePath("llama-metaspace.json"), large}) {
         QElapsedTimer timer;
         timer.start();
         auto loaded = accel::tokenizer::Tokenizer::load(path);

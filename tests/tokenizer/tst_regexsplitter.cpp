@@ -24,8 +24,7 @@ Pieces split(const char *pattern, const char *text, SplitBehavior behavior, bool
 
 } // namespace
 
-class tst_RegexSplitter : public QObject
-{
+class tst_RegexSplitter : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:

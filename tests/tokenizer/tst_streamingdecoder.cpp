@@ -32,8 +32,7 @@ std::string joined(const std::vector<std::string> &pieces)
 
 } // namespace
 
-class tst_StreamingDecoder : public QObject
-{
+class tst_StreamingDecoder : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:

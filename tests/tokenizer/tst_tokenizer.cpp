@@ -21,8 +21,7 @@
 using accel::test::Ids;
 using accel::tokenizer::Tokenizer;
 
-class tst_Tokenizer : public QObject
-{
+class tst_Tokenizer : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
@@ -56,27 +55,41 @@ void tst_Tokenizer::gpt2Encode_data()
     QTest::addColumn<QString>("expected");
     // "the" -> t h e; h+e (rank 0) -> [t, he]; no t+he merge.
     // " lower" -> Ġ l o w e r; l+o, lo+w, e+r, low+er, Ġ+lower in rank order -> [Ġlower].
-    QTest::newRow("words") << "the lower" << "[116, 256, 263]";
+    QTest::newRow("words") << "the lower"
+                           << "[116, 256, 263]";
     // h+e first, then Ġ+t, then Ġt+he.
-    QTest::newRow("leading space") << " the" << "[258]";
-    QTest::newRow("repeated word") << "the the" << "[116, 256, 258]";
+    QTest::newRow("leading space") << " the"
+                                   << "[258]";
+    QTest::newRow("repeated word") << "the the"
+                                   << "[116, 256, 258]";
     // é is C3 A9: the characters Ã (195) and © (169), merged into 264.
-    QTest::newRow("two-byte char") << "café" << "[99, 97, 102, 264]";
+    QTest::newRow("two-byte char") << "café"
+                                   << "[99, 97, 102, 264]";
     // 日本 is E6 97 A5 E6 9C AC: no merges, one id per byte.
-    QTest::newRow("CJK") << "日本" << "[230, 151, 165, 230, 156, 172]";
-    QTest::newRow("emoji") << "😀" << "[240, 159, 152, 128]";
+    QTest::newRow("CJK") << "日本"
+                         << "[230, 151, 165, 230, 156, 172]";
+    QTest::newRow("emoji") << "😀"
+                           << "[240, 159, 152, 128]";
     // The regex splits "a   b" into "a", "  " (\s+(?!\S) leaves the last space), " b".
-    QTest::newRow("space run") << "a   b" << "[97, 266, 32, 98]";
+    QTest::newRow("space run") << "a   b"
+                               << "[97, 266, 32, 98]";
     // "\n\n" before a letter splits into "\n", "\n" (the lookahead again): no ĊĊ merge...
-    QTest::newRow("newlines inside") << "x\n\ny" << "[120, 10, 10, 121]";
+    QTest::newRow("newlines inside") << "x\n\ny"
+                                     << "[120, 10, 10, 121]";
     // ...but at the end of the text both newlines are one piece and merge into 265.
-    QTest::newRow("newlines at end") << "x\n\n" << "[120, 265]";
-    QTest::newRow("contraction") << "it's" << "[105, 116, 39, 115]";
-    QTest::newRow("digits") << "a12" << "[97, 49, 50]";
+    QTest::newRow("newlines at end") << "x\n\n"
+                                     << "[120, 265]";
+    QTest::newRow("contraction") << "it's"
+                                 << "[105, 116, 39, 115]";
+    QTest::newRow("digits") << "a12"
+                            << "[97, 49, 50]";
     // The special token is cut out before the model sees the text.
-    QTest::newRow("special token") << "the<|endoftext|>the" << "[116, 256, 267, 116, 256]";
-    QTest::newRow("added token") << "a[NOTE]b" << "[97, 268, 98]";
-    QTest::newRow("empty") << "" << "[]";
+    QTest::newRow("special token") << "the<|endoftext|>the"
+                                   << "[116, 256, 267, 116, 256]";
+    QTest::newRow("added token") << "a[NOTE]b"
+                                 << "[97, 268, 98]";
+    QTest::newRow("empty") << ""
+                           << "[]";
 }
 
 void tst_Tokenizer::gpt2Encode()
@@ -110,7 +123,8 @@ void tst_Tokenizer::llama3StyleVariant()
         QJsonObject split = steps[0].toObject();
         split[QStringLiteral("pattern")] = QJsonObject{
             {QStringLiteral("Regex"),
-             QStringLiteral(R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)")}};
+             QStringLiteral(
+                 R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)")}};
         steps[0] = split;
         pre[QStringLiteral("pretokenizers")] = steps;
         root[QStringLiteral("pre_tokenizer")] = pre;
@@ -120,14 +134,16 @@ void tst_Tokenizer::llama3StyleVariant()
         vocab[QStringLiteral("hello")] = 269; // in the vocabulary, but no merges lead to it
         model[QStringLiteral("vocab")] = vocab;
         root[QStringLiteral("model")] = model;
-        const QJsonObject bos{{QStringLiteral("SpecialToken"), QJsonObject{{QStringLiteral("id"), QStringLiteral("<|endoftext|>")}}}};
-        const QJsonObject sequence{{QStringLiteral("Sequence"), QJsonObject{{QStringLiteral("id"), QStringLiteral("A")}}}};
-        root[QStringLiteral("post_processor")] = QJsonObject{
-            {QStringLiteral("type"), QStringLiteral("Sequence")},
-            {QStringLiteral("processors"),
-             QJsonArray{QJsonObject{{QStringLiteral("type"), QStringLiteral("ByteLevel")}},
-                        QJsonObject{{QStringLiteral("type"), QStringLiteral("TemplateProcessing")},
-                                    {QStringLiteral("single"), QJsonArray{bos, sequence}}}}}};
+        const QJsonObject bos{
+            {QStringLiteral("SpecialToken"), QJsonObject{{QStringLiteral("id"), QStringLiteral("<|endoftext|>")}}}};
+        const QJsonObject sequence{
+            {QStringLiteral("Sequence"), QJsonObject{{QStringLiteral("id"), QStringLiteral("A")}}}};
+        root[QStringLiteral("post_processor")] =
+            QJsonObject{{QStringLiteral("type"), QStringLiteral("Sequence")},
+                        {QStringLiteral("processors"),
+                         QJsonArray{QJsonObject{{QStringLiteral("type"), QStringLiteral("ByteLevel")}},
+                                    QJsonObject{{QStringLiteral("type"), QStringLiteral("TemplateProcessing")},
+                                                {QStringLiteral("single"), QJsonArray{bos, sequence}}}}}};
     });
     // The template's special token comes from added_tokens (no "special_tokens" map given).
     ACCEL_COMPARE_IDS(tokenizer.encode("the lower", true), (Ids{267, 116, 256, 263}));
@@ -150,7 +166,8 @@ void tst_Tokenizer::gpt2Decode()
     QCOMPARE(tokenizer.decode({116, 256, 267, 268}, true), std::string("the[NOTE]"));
     // Incomplete bytes become one U+FFFD per broken sequence.
     QCOMPARE(tokenizer.decode({230, 151}), std::string("\xEF\xBF\xBD"));
-    QCOMPARE(tokenizer.decode({97, 151, 98}), std::string("a\xEF\xBF\xBD" "b"));
+    QCOMPARE(tokenizer.decode({97, 151, 98}), std::string("a\xEF\xBF\xBD"
+                                                          "b"));
     // Unknown ids are ignored.
     QCOMPARE(tokenizer.decode({97, 99999, -4, 98}), std::string("ab"));
 }
@@ -189,20 +206,29 @@ void tst_Tokenizer::llamaEncode_data()
     QTest::addColumn<QString>("text");
     QTest::addColumn<QString>("expected");
     // "▁the▁low": h+e, ▁+t, ▁t+he, l+o, lo+w, ▁+low -> [▁the, ▁low].
-    QTest::newRow("words") << "the low" << "[269, 272]";
+    QTest::newRow("words") << "the low"
+                           << "[269, 272]";
     // "▁café": every character is in the vocabulary, no merge applies.
-    QTest::newRow("two-byte char") << "café" << "[259, 276, 275, 277, 273]";
+    QTest::newRow("two-byte char") << "café"
+                                   << "[259, 276, 275, 277, 273]";
     // 日 is in the vocabulary; 本 (E6 9C AC) falls back to <0xE6> <0x9C> <0xAC> = 3 + byte.
-    QTest::newRow("CJK byte fallback") << "日本" << "[259, 274, 233, 159, 175]";
-    QTest::newRow("emoji") << "😀" << "[259, 243, 162, 155, 131]";
+    QTest::newRow("CJK byte fallback") << "日本"
+                                       << "[259, 274, 233, 159, 175]";
+    QTest::newRow("emoji") << "😀"
+                           << "[259, 243, 162, 155, 131]";
     // "▁a▁▁b": b is not in the vocabulary -> <0x62> = 101.
-    QTest::newRow("space run") << "a  b" << "[259, 275, 259, 259, 101]";
-    QTest::newRow("newline") << "a\nb" << "[259, 275, 13, 101]";
+    QTest::newRow("space run") << "a  b"
+                               << "[259, 275, 259, 259, 101]";
+    QTest::newRow("newline") << "a\nb"
+                             << "[259, 275, 13, 101]";
     // Pieces around an added token are normalized separately: "the " -> "▁the▁",
     // " low" -> "▁▁low" (the legacy Llama behaviour).
-    QTest::newRow("special token") << "the </s> low" << "[269, 259, 2, 259, 272]";
-    QTest::newRow("special at start") << "<s>the" << "[1, 269]";
-    QTest::newRow("empty") << "" << "[]";
+    QTest::newRow("special token") << "the </s> low"
+                                   << "[269, 259, 2, 259, 272]";
+    QTest::newRow("special at start") << "<s>the"
+                                      << "[1, 269]";
+    QTest::newRow("empty") << ""
+                           << "[]";
 }
 
 void tst_Tokenizer::llamaEncode()
@@ -347,8 +373,8 @@ void tst_Tokenizer::addedTokensLongestFirst()
 {
     QTemporaryDir dir;
     const Tokenizer tokenizer = accel::test::loadVariant(dir, "gpt2-tiny.json", [](QJsonObject &root) {
-        root[QStringLiteral("added_tokens")] = QJsonArray{addedToken(267, "<|endoftext|>", true),
-                                                          addedToken(268, "ab"), addedToken(269, "abc")};
+        root[QStringLiteral("added_tokens")] =
+            QJsonArray{addedToken(267, "<|endoftext|>", true), addedToken(268, "ab"), addedToken(269, "abc")};
     });
     ACCEL_COMPARE_IDS(tokenizer.encode("xabcx", false), (Ids{120, 269, 120}));
     ACCEL_COMPARE_IDS(tokenizer.encode("xabx", false), (Ids{120, 268, 120}));
@@ -362,9 +388,10 @@ void tst_Tokenizer::regexReplace()
     QTemporaryDir dir;
     const Tokenizer tokenizer = accel::test::loadVariant(dir, "gpt2-tiny.json", [](QJsonObject &root) {
         auto replace = [](const char *regex, const char *content) {
-            return QJsonObject{{QStringLiteral("type"), QStringLiteral("Replace")},
-                               {QStringLiteral("pattern"), QJsonObject{{QStringLiteral("Regex"), QLatin1String(regex)}}},
-                               {QStringLiteral("content"), QLatin1String(content)}};
+            return QJsonObject{
+                {QStringLiteral("type"), QStringLiteral("Replace")},
+                {QStringLiteral("pattern"), QJsonObject{{QStringLiteral("Regex"), QLatin1String(regex)}}},
+                {QStringLiteral("content"), QLatin1String(content)}};
         };
         root[QStringLiteral("normalizer")] = replace(" {2,}", " ");
         root[QStringLiteral("decoder")] = QJsonObject{
@@ -385,8 +412,9 @@ void tst_Tokenizer::splittingPreTokenizers()
             const QJsonObject byteLevel{{QStringLiteral("type"), QStringLiteral("ByteLevel")},
                                         {QStringLiteral("add_prefix_space"), false},
                                         {QStringLiteral("use_regex"), false}};
-            root[QStringLiteral("pre_tokenizer")] = QJsonObject{{QStringLiteral("type"), QStringLiteral("Sequence")},
-                                                                {QStringLiteral("pretokenizers"), QJsonArray{first, byteLevel}}};
+            root[QStringLiteral("pre_tokenizer")] =
+                QJsonObject{{QStringLiteral("type"), QStringLiteral("Sequence")},
+                            {QStringLiteral("pretokenizers"), QJsonArray{first, byteLevel}}};
             QJsonObject model = root[QStringLiteral("model")].toObject();
             QJsonObject vocab = model[QStringLiteral("vocab")].toObject();
             vocab[QStringLiteral("12")] = 269;
@@ -409,18 +437,26 @@ void tst_Tokenizer::splittingPreTokenizers()
     individual[QStringLiteral("individual_digits")] = true;
     ACCEL_COMPARE_IDS(with(individual).encode("a12", false), (Ids{97, 49, 50}));
     // Split with behaviour Removed on "-": the dashes disappear.
-    const QJsonObject removeDashes{{QStringLiteral("type"), QStringLiteral("Split")},
-                                   {QStringLiteral("pattern"), QJsonObject{{QStringLiteral("String"), QStringLiteral("-")}}},
-                                   {QStringLiteral("behavior"), QStringLiteral("Removed")},
-                                   {QStringLiteral("invert"), false}};
+    const QJsonObject removeDashes{
+        {QStringLiteral("type"), QStringLiteral("Split")},
+        {QStringLiteral("pattern"), QJsonObject{{QStringLiteral("String"), QStringLiteral("-")}}},
+        {QStringLiteral("behavior"), QStringLiteral("Removed")},
+        {QStringLiteral("invert"), false}};
     ACCEL_COMPARE_IDS(with(removeDashes).encode("1-2--12", false), (Ids{49, 50, 269}));
 }
 
 void tst_Tokenizer::roundTrips()
 {
     const std::vector<std::string> texts = {
-        "the lower", "Hello, world! It's 2026.", "café déjà vu", "日本語のテキスト", "emoji 😀👍🏽 mix",
-        "  leading and trailing  ", "tabs\tand\nnew\n\nlines\r\n", "the<|endoftext|>the", "",
+        "the lower",
+        "Hello, world! It's 2026.",
+        "café déjà vu",
+        "日本語のテキスト",
+        "emoji 😀👍🏽 mix",
+        "  leading and trailing  ",
+        "tabs\tand\nnew\n\nlines\r\n",
+        "the<|endoftext|>the",
+        "",
     };
     for (const char *name : {"gpt2-tiny.json", "gpt2-split.json", "llama-tiny.json", "llama-metaspace.json"}) {
         const Tokenizer tokenizer = accel::test::loadFixture(name);

@@ -13,15 +13,14 @@ namespace {
 // inside "model".
 std::string minimal(const std::string &extra = {}, const std::string &modelExtra = {})
 {
-    return R"({"version": "1.0", )" + extra + (extra.empty() ? "" : ", ")
-           + R"("model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"])"
-           + (modelExtra.empty() ? "" : ", " + modelExtra) + "}}";
+    return R"({"version": "1.0", )" + extra + (extra.empty() ? "" : ", ") +
+           R"("model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"])" +
+           (modelExtra.empty() ? "" : ", " + modelExtra) + "}}";
 }
 
 } // namespace
 
-class tst_TokenizerLoad : public QObject
-{
+class tst_TokenizerLoad : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
@@ -72,11 +71,13 @@ void tst_TokenizerLoad::unsupported_data()
                R"("pre_tokenizer": {"type": "Sequence", "pretokenizers": [{"type": "Digits"}, {"type": "UnicodeScripts"}]})"))
         << "pre_tokenizer.pretokenizers[1].type: UnicodeScripts is not supported (supported: ByteLevel, Metaspace, "
            "Split, Digits, Whitespace, WhitespaceSplit, Punctuation, Sequence)";
-    QTest::newRow("WordPiece decoder") << QString::fromStdString(minimal(R"("decoder": {"type": "WordPiece", "prefix": "##"})"))
+    QTest::newRow("WordPiece decoder") << QString::fromStdString(
+                                              minimal(R"("decoder": {"type": "WordPiece", "prefix": "##"})"))
                                        << "decoder.type: WordPiece is not supported (supported: ByteLevel, Metaspace, "
                                           "Replace, ByteFallback, Fuse, Strip, Sequence)";
     QTest::newRow("BertProcessing")
-        << QString::fromStdString(minimal(R"("post_processor": {"type": "BertProcessing", "sep": ["a", 0], "cls": ["b", 1]})"))
+        << QString::fromStdString(
+               minimal(R"("post_processor": {"type": "BertProcessing", "sep": ["a", 0], "cls": ["b", 1]})"))
         << "post_processor.type: BertProcessing is not supported (supported: TemplateProcessing, RobertaProcessing, "
            "ByteLevel, Sequence)";
     QTest::newRow("dropout") << QString::fromStdString(minimal({}, R"("dropout": 0.1)"))
@@ -99,16 +100,18 @@ void tst_TokenizerLoad::invalid_data()
 {
     QTest::addColumn<QString>("json");
     QTest::addColumn<QString>("message");
-    QTest::newRow("truncated") << R"({"model": {"type": "BPE", )" << "not valid JSON";
-    QTest::newRow("not an object") << "[1, 2]" << "(root): expected an object, got array";
-    QTest::newRow("no model") << R"({"version": "1.0"})" << "model: missing or not an object";
+    QTest::newRow("truncated") << R"({"model": {"type": "BPE", )"
+                               << "not valid JSON";
+    QTest::newRow("not an object") << "[1, 2]"
+                                   << "(root): expected an object, got array";
+    QTest::newRow("no model") << R"({"version": "1.0"})"
+                              << "model: missing or not an object";
     QTest::newRow("vocab id") << R"({"model": {"type": "BPE", "vocab": {"a": "zero"}, "merges": []}})"
                               << "model.vocab.a: expected an integer id from 0 to 16777216, got \"zero\"";
     QTest::newRow("huge id") << R"({"model": {"type": "BPE", "vocab": {"a": 3200000000}, "merges": []}})"
                              << "model.vocab.a: expected an integer id from 0 to 16777216, got 3200000000";
-    QTest::newRow("added id")
-        << QString::fromStdString(minimal(R"("added_tokens": [{"id": -1, "content": "<s>"}])"))
-        << "added_tokens[0].id: expected an id from 0 to 16777216, got -1";
+    QTest::newRow("added id") << QString::fromStdString(minimal(R"("added_tokens": [{"id": -1, "content": "<s>"}])"))
+                              << "added_tokens[0].id: expected an id from 0 to 16777216, got -1";
     QTest::newRow("merge form") << R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": ["a"]}})"
                                 << "model.merges[0]: expected \"left right\" (two tokens and one space), got \"a\"";
     QTest::newRow("merge part") << R"({"model": {"type": "BPE", "vocab": {"a": 0, "az": 1}, "merges": [["a", "z"]]}})"
@@ -125,10 +128,12 @@ void tst_TokenizerLoad::invalid_data()
                R"("pre_tokenizer": {"type": "Split", "pattern": {"Regex": "(a"}, "behavior": "Isolated", "invert": false})"))
         << "pre_tokenizer.pattern: regular expression \"(a\" does not compile";
     QTest::newRow("bad replace regex")
-        << QString::fromStdString(minimal(R"("normalizer": {"type": "Replace", "pattern": {"Regex": "[a"}, "content": ""})"))
+        << QString::fromStdString(
+               minimal(R"("normalizer": {"type": "Replace", "pattern": {"Regex": "[a"}, "content": ""})"))
         << "normalizer.pattern: regular expression \"[a\" does not compile";
     QTest::newRow("empty replace")
-        << QString::fromStdString(minimal(R"("decoder": {"type": "Replace", "pattern": {"String": ""}, "content": "x"})"))
+        << QString::fromStdString(
+               minimal(R"("decoder": {"type": "Replace", "pattern": {"String": ""}, "content": "x"})"))
         << "decoder.pattern: empty String pattern";
     QTest::newRow("split behaviour")
         << QString::fromStdString(minimal(
@@ -136,7 +141,8 @@ void tst_TokenizerLoad::invalid_data()
         << "pre_tokenizer.behavior: expected one of Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous; "
            "got \"Dropped\"";
     QTest::newRow("template token")
-        << QString::fromStdString(minimal(R"("post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>"}}, {"Sequence": {"id": "A"}}]})"))
+        << QString::fromStdString(minimal(
+               R"("post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>"}}, {"Sequence": {"id": "A"}}]})"))
         << "post_processor.single[0]: special token \"<s>\" is neither an added token nor in the vocabulary";
 }
 

@@ -10,8 +10,7 @@ namespace {
 const QString kGroup = QStringLiteral("bigmodels/deviceMap/");
 }
 
-BigModelsPage::BigModelsPage(QWidget *parent)
-    : QTabWidget(parent)
+BigModelsPage::BigModelsPage(QWidget *parent) : QTabWidget(parent)
 {
     setDocumentMode(true);
     m_deviceMap = new DeviceMapPage(this);

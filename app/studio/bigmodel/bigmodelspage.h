@@ -8,8 +8,7 @@ namespace accel::app {
 
 class DeviceMapPage;
 
-class BigModelsPage : public QTabWidget
-{
+class BigModelsPage : public QTabWidget {
     Q_OBJECT
 public:
     explicit BigModelsPage(QWidget *parent = nullptr);

@@ -32,8 +32,7 @@ QString sizeText(uint64_t bytes)
 }
 } // namespace
 
-DeviceLanesView::DeviceLanesView(QWidget *parent)
-    : QWidget(parent)
+DeviceLanesView::DeviceLanesView(QWidget *parent) : QWidget(parent)
 {
     setMouseTracking(true);
     setAttribute(Qt::WA_Hover);
@@ -124,7 +123,7 @@ QString DeviceLanesView::blockAt(const QPoint &pos) const
                 return m_plan.blocks()[it->first].name;
         }
     }
-    return QStringLiteral("\x01");  // no block (a block may be named "")
+    return QStringLiteral("\x01"); // no block (a block may be named "")
 }
 
 QString DeviceLanesView::laneAt(const QPoint &pos) const
@@ -144,7 +143,8 @@ QString DeviceLanesView::toolTipFor(const QString &name) const
     const MapBlock &b = m_plan.blocks()[i];
     return tr("<b>%1</b><br>device: %2<br>%3 (%4 bytes)<br>%5 parameters")
         .arg(b.name.isEmpty() ? tr("(whole model)") : b.name.toHtmlEscaped(), laneTitle(b.device), sizeText(b.bytes),
-             QLocale().toString(static_cast<qulonglong>(b.bytes)), QLocale().toString(static_cast<qulonglong>(b.params)));
+             QLocale().toString(static_cast<qulonglong>(b.bytes)),
+             QLocale().toString(static_cast<qulonglong>(b.params)));
 }
 
 bool DeviceLanesView::event(QEvent *event)
@@ -217,7 +217,7 @@ void DeviceLanesView::mousePressEvent(QMouseEvent *event)
 {
     if (event->button() != Qt::LeftButton)
         return QWidget::mousePressEvent(event);
-    m_dragName = blockAt(event->position().toPoint());  // "\x01" when the press missed every block
+    m_dragName = blockAt(event->position().toPoint()); // "\x01" when the press missed every block
     m_dragging = false;
     m_pressPos = event->position().toPoint();
 }

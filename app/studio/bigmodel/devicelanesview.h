@@ -10,8 +10,7 @@
 
 namespace accel::app {
 
-class DeviceLanesView : public QWidget
-{
+class DeviceLanesView : public QWidget {
     Q_OBJECT
 public:
     explicit DeviceLanesView(QWidget *parent = nullptr);
@@ -43,7 +42,7 @@ private:
     struct LaneGeometry {
         QString device;
         QRect rect;
-        QVector<QPair<int, QRect>> blocks;  // block index, rectangle
+        QVector<QPair<int, QRect>> blocks; // block index, rectangle
     };
     void layoutLanes();
     double bytesPerPixel() const;

@@ -102,8 +102,7 @@ DeviceMapOutcome computeDeviceMap(const DeviceMapRequest &request)
     return out;
 }
 
-DeviceMapPage::DeviceMapPage(QWidget *parent)
-    : QWidget(parent)
+DeviceMapPage::DeviceMapPage(QWidget *parent) : QWidget(parent)
 {
     buildUi();
     connect(&m_watcher, &QFutureWatcher<DeviceMapOutcome>::finished, this, &DeviceMapPage::finishPlanning);
@@ -190,9 +189,8 @@ void DeviceMapPage::buildUi()
     scroll->setWidgetResizable(true);
     scroll->setFrameShape(QFrame::NoFrame);
     layout->addWidget(scroll, 1);
-    connect(m_view, &DeviceLanesView::blockDropped, this, [this](const QString &name, const QString &device) {
-        moveModule(name, device);
-    });
+    connect(m_view, &DeviceLanesView::blockDropped, this,
+            [this](const QString &name, const QString &device) { moveModule(name, device); });
 
     m_summary = new QLabel(this);
     m_summary->setWordWrap(true);
@@ -216,7 +214,10 @@ void DeviceMapPage::buildUi()
     layout->addLayout(exportRow);
 }
 
-void DeviceMapPage::setModelPath(const QString &path) { m_model->setText(path); }
+void DeviceMapPage::setModelPath(const QString &path)
+{
+    m_model->setText(path);
+}
 
 void DeviceMapPage::setBudgetSpec(const QString &spec)
 {
@@ -230,7 +231,10 @@ void DeviceMapPage::setEnvJsonPath(const QString &path)
     m_budgetSource->setCurrentIndex(path.isEmpty() ? MachineBudgets : EnvJsonBudgets);
 }
 
-void DeviceMapPage::setStrategy(const QString &strategy) { m_strategy->setCurrentText(strategy); }
+void DeviceMapPage::setStrategy(const QString &strategy)
+{
+    m_strategy->setCurrentText(strategy);
+}
 
 void DeviceMapPage::setDType(const QString &dtype)
 {
@@ -238,7 +242,10 @@ void DeviceMapPage::setDType(const QString &dtype)
     m_dtype->setCurrentIndex(i < 0 ? 0 : i);
 }
 
-void DeviceMapPage::setNoSplit(const QStringList &classes) { m_noSplit->setText(classes.join(QStringLiteral(", "))); }
+void DeviceMapPage::setNoSplit(const QStringList &classes)
+{
+    m_noSplit->setText(classes.join(QStringLiteral(", ")));
+}
 
 DeviceMapRequest DeviceMapPage::request() const
 {
@@ -258,14 +265,17 @@ DeviceMapRequest DeviceMapPage::request() const
 void DeviceMapPage::plan()
 {
     if (m_watcher.isRunning()) {
-        m_replan = true;  // plan again with the newest inputs when this one ends
+        m_replan = true; // plan again with the newest inputs when this one ends
         return;
     }
     m_status->setText(tr("Planning…"));
     m_watcher.setFuture(QtConcurrent::run(computeDeviceMap, request()));
 }
 
-bool DeviceMapPage::isPlanning() const { return m_watcher.isRunning(); }
+bool DeviceMapPage::isPlanning() const
+{
+    return m_watcher.isRunning();
+}
 
 void DeviceMapPage::finishPlanning()
 {
@@ -320,7 +330,10 @@ QString DeviceMapPage::summaryText() const
     return text;
 }
 
-QString DeviceMapPage::errorText() const { return m_error; }
+QString DeviceMapPage::errorText() const
+{
+    return m_error;
+}
 
 bool DeviceMapPage::moveModule(const QString &name, const QString &device)
 {
@@ -332,13 +345,20 @@ bool DeviceMapPage::moveModule(const QString &name, const QString &device)
     return true;
 }
 
-QString DeviceMapPage::exportJson() const { return QString::fromUtf8(m_plan.toJson()); }
+QString DeviceMapPage::exportJson() const
+{
+    return QString::fromUtf8(m_plan.toJson());
+}
 
-QString DeviceMapPage::exportPython() const { return m_plan.toPython(); }
+QString DeviceMapPage::exportPython() const
+{
+    return m_plan.toPython();
+}
 
 bool DeviceMapPage::saveExport(const QString &path, bool python, QString *error) const
 {
-    auto written = fileutil::writeFileAtomic(path.toStdString(), (python ? exportPython() : exportJson()).toStdString());
+    auto written =
+        fileutil::writeFileAtomic(path.toStdString(), (python ? exportPython() : exportJson()).toStdString());
     if (!written && error)
         *error = QString::fromStdString(written.error().toString());
     return static_cast<bool>(written);
@@ -371,8 +391,9 @@ void DeviceMapPage::copyExport(bool python)
 
 void DeviceMapPage::saveExportDialog(bool python)
 {
-    const QString path = QFileDialog::getSaveFileName(this, tr("Save device map"), python ? tr("device_map.py") : tr("device_map.json"),
-                                                      python ? tr("Python (*.py)") : tr("JSON (*.json)"));
+    const QString path =
+        QFileDialog::getSaveFileName(this, tr("Save device map"), python ? tr("device_map.py") : tr("device_map.json"),
+                                     python ? tr("Python (*.py)") : tr("JSON (*.json)"));
     if (path.isEmpty())
         return;
     QString error;

@@ -20,11 +20,11 @@ class DeviceLanesView;
 
 struct DeviceMapRequest {
     QString modelPath;
-    QString budgetSpec;   // typed budgets; empty = this machine
-    QString envJsonPath;  // used when budgetSpec is empty: another host's `accel env --json`
+    QString budgetSpec;  // typed budgets; empty = this machine
+    QString envJsonPath; // used when budgetSpec is empty: another host's `accel env --json`
     QString strategy = QStringLiteral("auto");
-    QString dtype;        // empty = as stored
-    QStringList noSplit;  // empty = the family's block
+    QString dtype;       // empty = as stored
+    QStringList noSplit; // empty = the family's block
 };
 
 struct DeviceMapOutcome {
@@ -36,8 +36,7 @@ struct DeviceMapOutcome {
 // Loads the model and plans it (any thread).
 DeviceMapOutcome computeDeviceMap(const DeviceMapRequest &request);
 
-class DeviceMapPage : public QWidget
-{
+class DeviceMapPage : public QWidget {
     Q_OBJECT
 public:
     explicit DeviceMapPage(QWidget *parent = nullptr);

@@ -134,17 +134,19 @@ QByteArray DeviceMapPlan::toJson() const
     j["version"] = 1;
     j["model"] = model.toStdString();
     j["strategy"] = strategy.toStdString();
-    j["dtype"] = dtypeName.isEmpty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(dtypeName.toStdString());
+    j["dtype"] =
+        dtypeName.isEmpty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(dtypeName.toStdString());
     nlohmann::ordered_json map = nlohmann::ordered_json::object();
     for (const MapBlock &b : m_blocks)
         map[b.name.toStdString()] = deviceValue(b.device);
     j["device_map"] = map;
     nlohmann::ordered_json lanesJson = nlohmann::ordered_json::array();
     for (const MapLane &lane : lanes()) {
-        lanesJson.push_back({{"device", deviceValue(lane.device)},
-                             {"budget_bytes", lane.budget < 0 ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(lane.budget)},
-                             {"used_bytes", lane.used},
-                             {"over_budget", lane.overBudget()}});
+        lanesJson.push_back(
+            {{"device", deviceValue(lane.device)},
+             {"budget_bytes", lane.budget < 0 ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(lane.budget)},
+             {"used_bytes", lane.used},
+             {"over_budget", lane.overBudget()}});
     }
     j["lanes"] = lanesJson;
     return QByteArray::fromStdString(j.dump(2) + "\n");

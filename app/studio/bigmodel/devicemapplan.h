@@ -16,22 +16,21 @@
 namespace accel::app {
 
 struct MapBlock {
-    QString name;    // "" is the whole model
-    QString device;  // "0", "1", "mps", "cpu", "disk"
+    QString name;   // "" is the whole model
+    QString device; // "0", "1", "mps", "cpu", "disk"
     uint64_t bytes = 0;
     uint64_t params = 0;
 };
 
 struct MapLane {
     QString device;
-    int64_t budget = -1;  // bytes; -1 = unlimited (disk)
+    int64_t budget = -1; // bytes; -1 = unlimited (disk)
     uint64_t used = 0;
-    QVector<int> blocks;  // indices into DeviceMapPlan::blocks(), in map order
+    QVector<int> blocks; // indices into DeviceMapPlan::blocks(), in map order
     bool overBudget() const { return budget >= 0 && used > static_cast<uint64_t>(budget); }
 };
 
-class DeviceMapPlan
-{
+class DeviceMapPlan {
 public:
     DeviceMapPlan() = default;
     // `budgets` are the limits lanes are checked against (the user's or the machine's).
@@ -40,7 +39,7 @@ public:
 
     bool isEmpty() const { return m_blocks.isEmpty(); }
     const QVector<MapBlock> &blocks() const { return m_blocks; }
-    QVector<MapLane> lanes() const;  // one per budget device, in budget order
+    QVector<MapLane> lanes() const; // one per budget device, in budget order
     QStringList devices() const { return m_devices; }
     int blockIndex(const QString &name) const;
     QStringList overBudgetDevices() const;
@@ -51,7 +50,7 @@ public:
 
     QString model;
     QString strategy;
-    QString dtypeName;  // empty = as stored
+    QString dtypeName; // empty = as stored
     QStringList warnings;
 
     // {"schema": "accel.device-map-plan", "version": 1, "model", "strategy", "dtype", "device_map",

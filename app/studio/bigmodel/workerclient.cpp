@@ -7,11 +7,7 @@
 
 namespace accel::app {
 
-WorkerClient::WorkerClient(QObject *parent)
-    : QObject(parent)
-    , m_program(defaultProgram())
-{
-}
+WorkerClient::WorkerClient(QObject *parent) : QObject(parent), m_program(defaultProgram()) {}
 
 WorkerClient::~WorkerClient()
 {
@@ -31,9 +27,15 @@ QString WorkerClient::defaultProgram()
     return QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("accel-worker"));
 }
 
-bool WorkerClient::isRunning() const { return m_process && m_process->state() != QProcess::NotRunning; }
+bool WorkerClient::isRunning() const
+{
+    return m_process && m_process->state() != QProcess::NotRunning;
+}
 
-qint64 WorkerClient::processId() const { return m_process ? m_process->processId() : 0; }
+qint64 WorkerClient::processId() const
+{
+    return m_process ? m_process->processId() : 0;
+}
 
 void WorkerClient::ensureStarted()
 {
@@ -125,7 +127,7 @@ void WorkerClient::readEvents()
         QJsonParseError error;
         const QJsonDocument doc = QJsonDocument::fromJson(line, &error);
         if (error.error != QJsonParseError::NoError || !doc.isObject())
-            continue;  // not an event (a library may print to stdout); the protocol lines are objects
+            continue; // not an event (a library may print to stdout); the protocol lines are objects
         handleEvent(doc.object());
     }
 }

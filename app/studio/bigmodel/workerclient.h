@@ -18,8 +18,7 @@ struct GenerationStats {
     double totalMs = 0;
 };
 
-class WorkerClient : public QObject
-{
+class WorkerClient : public QObject {
     Q_OBJECT
 public:
     explicit WorkerClient(QObject *parent = nullptr);
@@ -47,7 +46,8 @@ Q_SIGNALS:
     void ready();
     void loaded(const QJsonObject &event);
     void token(const QString &id, const QString &text);
-    void generationDone(const QString &id, const QString &text, const QString &stopReason, const accel::app::GenerationStats &stats);
+    void generationDone(const QString &id, const QString &text, const QString &stopReason,
+                        const accel::app::GenerationStats &stats);
     void unloaded();
     void requestFailed(const QString &id, const QString &message);
     void workerCrashed(const QString &message);
@@ -62,8 +62,8 @@ private:
     QString m_program;
     QProcess *m_process = nullptr;
     QByteArray m_buffer;
-    QList<QByteArray> m_pending;  // lines queued until "ready"
-    QString m_inFlight;           // id of the request that waits for its terminal event
+    QList<QByteArray> m_pending; // lines queued until "ready"
+    QString m_inFlight;          // id of the request that waits for its terminal event
     bool m_ready = false;
     bool m_stopping = false;
     int m_nextId = 1;

@@ -45,7 +45,7 @@ QStringList toQStringList(const std::vector<std::string> &words)
 struct ExportChoice {
     const char *label;
     const char *suffix;
-    int form;  // -1 YAML config, -2 JSON config, else ExportForm
+    int form; // -1 YAML config, -2 JSON config, else ExportForm
 };
 const ExportChoice kExports[] = {
     {"Config as YAML...", "yaml", -1},
@@ -58,8 +58,7 @@ const ExportChoice kExports[] = {
 
 } // namespace
 
-LaunchPage::LaunchPage(QWidget *parent)
-    : QWidget(parent)
+LaunchPage::LaunchPage(QWidget *parent) : QWidget(parent)
 {
     const QString besideUs = QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("accel"));
     m_accel = QFileInfo(besideUs).isExecutable() ? besideUs : QStringLiteral("accel");
@@ -72,7 +71,7 @@ LaunchPage::~LaunchPage()
     for (QProcess *process : {m_process.data(), m_stopProcess.data()}) {
         if (process) {
             process->disconnect(this);
-            process->waitForFinished(5000);  // both return quickly: the run itself is detached
+            process->waitForFinished(5000); // both return quickly: the run itself is detached
         }
     }
 }
@@ -81,7 +80,8 @@ void LaunchPage::buildUi()
 {
     auto *layout = new QVBoxLayout(this);
     auto *title = new QLabel(tr("<h2>Launch</h2>Run a training script or job with a cluster config. "
-                                "The run continues when the studio closes; follow it on the Runs page."), this);
+                                "The run continues when the studio closes; follow it on the Runs page."),
+                             this);
     title->setWordWrap(true);
     layout->addWidget(title);
 
@@ -173,7 +173,8 @@ void LaunchPage::buildUi()
     for (QLineEdit *edit : {m_script, m_args, m_python, m_job, m_config})
         connect(edit, &QLineEdit::textChanged, this, &LaunchPage::updateCommand);
     connect(browseJob, &QToolButton::clicked, this, [this] {
-        const QString path = QFileDialog::getOpenFileName(this, tr("Job file"), m_job->text(), tr("Job files (*.yaml *.yml)"));
+        const QString path =
+            QFileDialog::getOpenFileName(this, tr("Job file"), m_job->text(), tr("Job files (*.yaml *.yml)"));
         if (!path.isEmpty())
             m_job->setText(path);
     });
@@ -281,7 +282,8 @@ QString LaunchPage::commandText() const
     QString text = QString::fromStdString(ex::shellJoin(words));
     const QString python = m_python->text().trimmed();
     if (programKind() == ProgramKind::PythonScript && !python.isEmpty() && python != QLatin1String("python3"))
-        text = QStringLiteral("PYTHON_EXEC=%1 %2").arg(QString::fromStdString(ex::shellQuote(python.toStdString())), text);
+        text =
+            QStringLiteral("PYTHON_EXEC=%1 %2").arg(QString::fromStdString(ex::shellQuote(python.toStdString())), text);
     return text;
 }
 
@@ -334,7 +336,8 @@ bool LaunchPage::launch()
 {
     auto args = launchArguments();
     if (!args || isBusy()) {
-        const QString message = args ? tr("a launch is already starting") : QString::fromStdString(args.error().toString());
+        const QString message =
+            args ? tr("a launch is already starting") : QString::fromStdString(args.error().toString());
         m_state->setText(message);
         Q_EMIT statusMessage(message);
         return false;
@@ -405,8 +408,8 @@ void LaunchPage::exportWithDialog(int which)
                                                       QStringLiteral("launch.%1").arg(QLatin1String(choice.suffix)));
     if (path.isEmpty())
         return;
-    const Result<void> result = choice.form < 0 ? saveConfigAs(path)
-                                                : saveExport(static_cast<ex::ExportForm>(choice.form), path);
+    const Result<void> result =
+        choice.form < 0 ? saveConfigAs(path) : saveExport(static_cast<ex::ExportForm>(choice.form), path);
     const QString message = result ? tr("Exported %1").arg(path) : QString::fromStdString(result.error().toString());
     m_state->setText(message);
     Q_EMIT statusMessage(message);
@@ -450,9 +453,10 @@ void LaunchPage::runDemo()
 {
     if (!launch())
         return;
-    connect(this, &LaunchPage::launched, this, [this](const QString &, const QString &runDir) {
-        Q_EMIT openMonitorRequested(runDir);
-    }, Qt::SingleShotConnection);
+    connect(
+        this, &LaunchPage::launched, this,
+        [this](const QString &, const QString &runDir) { Q_EMIT openMonitorRequested(runDir); },
+        Qt::SingleShotConnection);
 }
 
 } // namespace accel::app

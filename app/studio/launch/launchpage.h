@@ -21,8 +21,7 @@ class QStackedWidget;
 
 namespace accel::app {
 
-class LaunchPage : public QWidget
-{
+class LaunchPage : public QWidget {
     Q_OBJECT
 public:
     enum class ProgramKind { PythonScript, Recipe, TorchScript, Plugin };
@@ -33,12 +32,16 @@ public:
     void setProgramKind(ProgramKind kind);
     ProgramKind programKind() const;
     void setScript(const QString &path, const QString &arguments = {});
-    void setInterpreter(const QString &python);  // empty or python3: the default
+    void setInterpreter(const QString &python); // empty or python3: the default
     void setJobFile(const QString &path);
     void setConfigFile(const QString &path);
     QString configFile() const;
     // The accel program (default: accel beside this program, else accel on PATH).
-    void setAccelProgram(const QString &program) { m_accel = program; updateCommand(); }
+    void setAccelProgram(const QString &program)
+    {
+        m_accel = program;
+        updateCommand();
+    }
 
     // Arguments of `accel launch` for the current choices (without --detach/--json), or an error.
     Result<QStringList> launchArguments() const;
@@ -54,7 +57,7 @@ public:
     // Starts `accel launch --detach --json ...`; false (and a status message) when the input is bad
     // or a launch is still starting.
     bool launch();
-    bool stop();  // `accel stop <run dir>` for the last launched run
+    bool stop(); // `accel stop <run dir>` for the last launched run
     bool isBusy() const { return !m_process.isNull(); }
     QString runId() const { return m_runId; }
     QString runDirectory() const { return m_runDir; }

@@ -99,8 +99,9 @@ void BannerBar::setBanner(const QString &key, const QString &text, bool error)
         m_banners.insert(key, label);
     }
     label->setText(text);
-    label->setStyleSheet(error ? QStringLiteral("QLabel { background: #f8d7da; color: #58151c; padding: 6px; border-radius: 3px; }")
-                               : QStringLiteral("QLabel { background: #fff3cd; color: #664d03; padding: 6px; border-radius: 3px; }"));
+    label->setStyleSheet(
+        error ? QStringLiteral("QLabel { background: #f8d7da; color: #58151c; padding: 6px; border-radius: 3px; }")
+              : QStringLiteral("QLabel { background: #fff3cd; color: #664d03; padding: 6px; border-radius: 3px; }"));
     setVisible(true);
 }
 

@@ -13,8 +13,7 @@ class QVBoxLayout;
 
 namespace accel::app {
 
-class BannerBar : public QWidget
-{
+class BannerBar : public QWidget {
     Q_OBJECT
 public:
     explicit BannerBar(QWidget *parent = nullptr);

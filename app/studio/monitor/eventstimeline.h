@@ -10,21 +10,19 @@
 namespace accel::app {
 
 // Adds background colours from EventsModel::SeverityRole.
-class EventSeverityProxy : public QIdentityProxyModel
-{
+class EventSeverityProxy : public QIdentityProxyModel {
     Q_OBJECT
 public:
     using QIdentityProxyModel::QIdentityProxyModel;
     QVariant data(const QModelIndex &index, int role = Qt::DisplayRole) const override;
 };
 
-class EventsTimeline : public QTableView
-{
+class EventsTimeline : public QTableView {
     Q_OBJECT
 public:
     explicit EventsTimeline(QWidget *parent = nullptr);
 
-    void setEventsModel(monitor::EventsModel *model);  // nullptr shows nothing
+    void setEventsModel(monitor::EventsModel *model); // nullptr shows nothing
 
 private:
     EventSeverityProxy m_proxy;

@@ -14,13 +14,12 @@ class QTableView;
 
 namespace accel::app {
 
-class LogView : public QWidget
-{
+class LogView : public QWidget {
     Q_OBJECT
 public:
     explicit LogView(QWidget *parent = nullptr);
 
-    void setLogModel(monitor::LogModel *model);  // nullptr shows nothing
+    void setLogModel(monitor::LogModel *model); // nullptr shows nothing
     monitor::LogFilterModel *filterModel() { return &m_filter; }
     QComboBox *rankCombo() const { return m_rank; }
     QLineEdit *searchField() const { return m_search; }

@@ -19,8 +19,8 @@ constexpr int kFallbackPixels = 800;
 
 QColor rankColor(int rank)
 {
-    static const QList<QColor> palette = {QColor(31, 119, 180), QColor(255, 127, 14), QColor(44, 160, 44),
-                                          QColor(214, 39, 40),  QColor(148, 103, 189), QColor(140, 86, 75),
+    static const QList<QColor> palette = {QColor(31, 119, 180),  QColor(255, 127, 14),  QColor(44, 160, 44),
+                                          QColor(214, 39, 40),   QColor(148, 103, 189), QColor(140, 86, 75),
                                           QColor(227, 119, 194), QColor(127, 127, 127)};
     return palette.at(((rank % palette.size()) + palette.size()) % palette.size());
 }
@@ -79,7 +79,7 @@ MetricPlot::MetricPlot(const QString &title, const QStringList &names, bool with
     auto *layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(m_plot);
-    setMinimumSize(160, 120);  // three across must fit the smallest main window
+    setMinimumSize(160, 120); // three across must fit the smallest main window
 
     m_plot->plotLayout()->insertRow(0);
     auto *titleElement = new QCPTextElement(m_plot, title, QFont(font().family(), font().pointSize(), QFont::Bold));
@@ -215,7 +215,7 @@ void MetricPlot::rebuild()
     double xMin = std::numeric_limits<double>::infinity();
     double xMax = -xMin;
     for (const auto &c : std::as_const(curves)) {
-        for (size_t i = 0; i < c.count; ++i) {  // first and last finite x (whole scan when unsorted)
+        for (size_t i = 0; i < c.count; ++i) { // first and last finite x (whole scan when unsorted)
             if (!std::isfinite(c.x[i]))
                 continue;
             xMin = std::min(xMin, c.x[i]);

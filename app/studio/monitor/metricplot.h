@@ -17,8 +17,7 @@ class QCustomPlot;
 
 namespace accel::app {
 
-class MetricPlot : public QWidget
-{
+class MetricPlot : public QWidget {
     Q_OBJECT
 public:
     // `names`: the scalars this chart shows, first found wins per rank (e.g. samples_per_s, then
@@ -34,9 +33,9 @@ public:
     // Exponential moving average weight of the newest sample, 0 (off, default) .. 1 exclusive.
     void setSmoothing(double weight);
     double smoothing() const { return m_smoothing; }
-    void setRedrawInterval(int milliseconds);  // default 33 (~30 Hz)
+    void setRedrawInterval(int milliseconds); // default 33 (~30 Hz)
 
-    void scheduleReplot();  // coalesced: at most one redraw per interval
+    void scheduleReplot(); // coalesced: at most one redraw per interval
     void replotNow();
 
     QCustomPlot *plot() const { return m_plot; }

@@ -27,7 +27,7 @@ namespace {
 
 QColor runColor(int index)
 {
-    static const QList<QColor> palette = {QColor(31, 119, 180), QColor(214, 39, 40), QColor(44, 160, 44),
+    static const QList<QColor> palette = {QColor(31, 119, 180),  QColor(214, 39, 40),  QColor(44, 160, 44),
                                           QColor(148, 103, 189), QColor(255, 127, 14), QColor(23, 190, 207)};
     return palette.at(index % palette.size());
 }
@@ -85,7 +85,9 @@ MonitorPage::MonitorPage(QWidget *parent) : QWidget(parent)
     } charts[ChartCount] = {
         {tr("Loss"), {QStringLiteral("loss")}, true},
         {tr("Learning rate"), {QStringLiteral("lr"), QStringLiteral("learning_rate")}, false},
-        {tr("Throughput (per second)"), {QStringLiteral("samples_per_s"), QStringLiteral("tokens_per_s"), QStringLiteral("it_per_s")}, false},
+        {tr("Throughput (per second)"),
+         {QStringLiteral("samples_per_s"), QStringLiteral("tokens_per_s"), QStringLiteral("it_per_s")},
+         false},
         {tr("Memory (bytes)"), {QStringLiteral("mem_device_bytes"), QStringLiteral("mem_rss_bytes")}, false},
         {tr("Grad norm"), {QStringLiteral("grad_norm")}, false},
         {tr("Eval loss"), {QStringLiteral("eval_loss")}, true},
@@ -156,7 +158,7 @@ void MonitorPage::setRuns(const QStringList &runDirectories)
     }
     m_runs = kept;
     if (dropped)
-        m_banners->clear();  // the remaining runs' banners come back with their next events
+        m_banners->clear(); // the remaining runs' banners come back with their next events
 
     const QString previous = m_detailCombo->currentData().toString();
     m_detailCombo->blockSignals(true);
@@ -234,9 +236,10 @@ void MonitorPage::askExport(bool png)
 {
     const auto chart = static_cast<Chart>(m_exportChart->currentData().toInt());
     const QString base = m_charts.at(chart)->names().first();
-    const QString path = QFileDialog::getSaveFileName(this, png ? tr("Export chart as PNG") : tr("Export series as CSV"),
-                                                      QDir::home().filePath(base + (png ? QStringLiteral(".png") : QStringLiteral(".csv"))),
-                                                      png ? tr("PNG images (*.png)") : tr("CSV files (*.csv)"));
+    const QString path = QFileDialog::getSaveFileName(
+        this, png ? tr("Export chart as PNG") : tr("Export series as CSV"),
+        QDir::home().filePath(base + (png ? QStringLiteral(".png") : QStringLiteral(".csv"))),
+        png ? tr("PNG images (*.png)") : tr("CSV files (*.csv)"));
     if (path.isEmpty())
         return;
     QString error;

@@ -23,8 +23,7 @@ class EventsTimeline;
 class LogView;
 class MetricPlot;
 
-class MonitorPage : public QWidget
-{
+class MonitorPage : public QWidget {
     Q_OBJECT
 public:
     enum Chart { LossChart, LrChart, ThroughputChart, MemoryChart, GradNormChart, EvalLossChart, ChartCount };
@@ -40,7 +39,7 @@ public:
     void setDetailRun(int index);
 
     MetricPlot *chart(Chart chart) const { return m_charts.value(chart); }
-    void setSmoothing(double weight);  // EMA weight for every chart, 0 = off
+    void setSmoothing(double weight); // EMA weight for every chart, 0 = off
     QTableView *ranksView() const { return m_ranksView; }
     LogView *logView() const { return m_logView; }
     EventsTimeline *eventsView() const { return m_eventsView; }

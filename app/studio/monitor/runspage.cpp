@@ -33,7 +33,7 @@ RunsPage::RunsPage(QWidget *parent) : QWidget(parent)
     m_rootLabel = new QLabel(this);
     m_rootLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_rootLabel->setStyleSheet(QStringLiteral("color: palette(mid);"));
-    m_rootLabel->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);  // long paths never widen the window
+    m_rootLabel->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred); // long paths never widen the window
     bar->addWidget(m_rootLabel, 1);
     m_refresh = new QPushButton(tr("Refresh"), this);
     m_stop = new QPushButton(tr("Stop"), this);
@@ -80,7 +80,7 @@ RunsPage::~RunsPage()
 {
     if (m_process) {
         m_process->disconnect(this);
-        m_process->waitForFinished(2000);  // accel stop is short; never leave it orphaned
+        m_process->waitForFinished(2000); // accel stop is short; never leave it orphaned
     }
 }
 

@@ -19,8 +19,7 @@ namespace accel::app {
 
 class MonitorPage;
 
-class RunsPage : public QWidget
-{
+class RunsPage : public QWidget {
     Q_OBJECT
 public:
     explicit RunsPage(QWidget *parent = nullptr);
@@ -38,7 +37,7 @@ public:
     MonitorPage *monitorPage() const { return m_monitor; }
     QPushButton *stopButton() const { return m_stop; }
 
-    QStringList selectedRuns() const;  // run directories, in view order
+    QStringList selectedRuns() const; // run directories, in view order
     void selectRuns(const QStringList &runDirectories);
     // Runs `accel stop` for every selected live run; false when none is live.
     bool stopSelected();

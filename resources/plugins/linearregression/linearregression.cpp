@@ -83,14 +83,17 @@ extern "C" int accel_plugin_run(accel::runtime::Accelerator *accelerator, accel:
                 optimizer->step();
                 optimizer->zeroGrad();
                 ++step;
-                lastLoss = accelerator->reduce(loss.detach().reshape({1}), accel::runtime::ReduceOp::Mean).item<double>();
+                lastLoss =
+                    accelerator->reduce(loss.detach().reshape({1}), accel::runtime::ReduceOp::Mean).item<double>();
                 if (step % 50 == 0)
                     accelerator->metrics().log(step, {{"loss", lastLoss}});
             }
         }
-        accelerator->print("linear regression plugin: " + std::to_string(step) + " steps, final loss " + std::to_string(lastLoss));
+        accelerator->print("linear regression plugin: " + std::to_string(step) + " steps, final loss " +
+                           std::to_string(lastLoss));
         if (accelerator->isMainProcess()) {
-            auto saved = accel::runtime::saveModelSafetensors(*model, std::string(context->outputDir) + "/model.safetensors");
+            auto saved =
+                accel::runtime::saveModelSafetensors(*model, std::string(context->outputDir) + "/model.safetensors");
             if (!saved) {
                 std::snprintf(context->error, context->errorSize, "%s", saved.error().toString().c_str());
                 return 1;

@@ -25,8 +25,8 @@ using namespace accel::bigmodel;
 
 namespace {
 
-constexpr uint64_t kTensorBytes = 16ull << 20;  // 16 MiB
-constexpr int kTensors = 64;                    // 1 GiB in all
+constexpr uint64_t kTensorBytes = 16ull << 20; // 16 MiB
+constexpr int kTensors = 64;                   // 1 GiB in all
 
 double best(const std::vector<double> &v)
 {
@@ -57,7 +57,11 @@ private Q_SLOTS:
                 block[i] = static_cast<uint8_t>(i * 131 + 7);
             std::vector<TensorToWrite> tensors;
             for (int t = 0; t < kTensors; ++t)
-                tensors.push_back({"layers." + std::to_string(t) + ".weight", DType::BF16, {int64_t(kTensorBytes / 2)}, block.data(), kTensorBytes});
+                tensors.push_back({"layers." + std::to_string(t) + ".weight",
+                                   DType::BF16,
+                                   {int64_t(kTensorBytes / 2)},
+                                   block.data(),
+                                   kTensorBytes});
             QVERIFY(writeSafetensors(file, tensors));
         }
         const double gib = static_cast<double>(std::filesystem::file_size(file)) / (1ull << 30);
@@ -93,8 +97,10 @@ private Q_SLOTS:
         QVERIFY(checksum > 0);
         const double ours = gib / best(loadSeconds);
         const double cat = gib / best(catSeconds);
-        std::printf("BENCH safetensors_open_touch_1gib %.2f GiB/s peer=%.2f ratio=%.2f target=>=0.7x_cat\n", ours, cat, ours / cat);
-        std::printf("BENCH safetensors_open_touch_1gib_time %.1f ms peer=%.1f\n", best(loadSeconds) * 1e3, best(catSeconds) * 1e3);
+        std::printf("BENCH safetensors_open_touch_1gib %.2f GiB/s peer=%.2f ratio=%.2f target=>=0.7x_cat\n", ours, cat,
+                    ours / cat);
+        std::printf("BENCH safetensors_open_touch_1gib_time %.1f ms peer=%.1f\n", best(loadSeconds) * 1e3,
+                    best(catSeconds) * 1e3);
 
         // Reading every byte (8 bytes at a time) through the mapping: what a forward pass that
         // consumes the viewed weights costs on top of opening.
@@ -116,7 +122,8 @@ private Q_SLOTS:
         }
         QVERIFY(wordSum != 0);
         const double read = gib / best(readSeconds);
-        std::printf("BENCH safetensors_open_read_all_1gib %.2f GiB/s peer=%.2f ratio=%.2f target=>=0.7x_cat\n", read, cat, read / cat);
+        std::printf("BENCH safetensors_open_read_all_1gib %.2f GiB/s peer=%.2f ratio=%.2f target=>=0.7x_cat\n", read,
+                    cat, read / cat);
     }
 
     void planLlama70b()
@@ -153,7 +160,8 @@ private Q_SLOTS:
         for (int i = 0; i < 5; ++i) {
             QElapsedTimer timer;
             timer.start();
-            const auto r = test::runAccel({"device-map", QString::fromStdString(folder), "--max-memory", "0=40GiB,1=40GiB,cpu=100GiB", "--json"});
+            const auto r = test::runAccel(
+                {"device-map", QString::fromStdString(folder), "--max-memory", "0=40GiB,1=40GiB,cpu=100GiB", "--json"});
             cli.push_back(static_cast<double>(timer.nsecsElapsed()) / 1e6);
             QCOMPARE(r.exitCode, 0);
         }

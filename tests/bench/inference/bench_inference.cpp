@@ -51,7 +51,7 @@ static double copyBandwidth()
     }
     if (b[bytes / 2] != 1)
         return 0;
-    return bytes / best;  // bytes read per second (the copy also writes as many)
+    return bytes / best; // bytes read per second (the copy also writes as many)
 }
 
 void tst_BenchInference::gpt2Small()
@@ -61,7 +61,9 @@ void tst_BenchInference::gpt2Small()
     {
         at::manual_seed(0);
         std::vector<std::pair<std::string, at::Tensor>> weights;
-        auto add = [&](const std::string &n, std::vector<int64_t> shape) { weights.emplace_back(n, at::randn(shape) * 0.02); };
+        auto add = [&](const std::string &n, std::vector<int64_t> shape) {
+            weights.emplace_back(n, at::randn(shape) * 0.02);
+        };
         add("transformer.wte.weight", {50257, 768});
         add("transformer.wpe.weight", {1024, 768});
         for (int i = 0; i < 12; ++i) {
@@ -85,8 +87,9 @@ void tst_BenchInference::gpt2Small()
         for (auto &[n, t] : weights)
             out.push_back({n, bigmodel::DType::F32, t.sizes().vec(), t.data_ptr(), static_cast<uint64_t>(t.nbytes())});
         QVERIFY(bigmodel::writeSafetensors(folder + "/model.safetensors", out));
-        QVERIFY(fileutil::writeFileAtomic(folder + "/config.json",
-                                          R"({"model_type": "gpt2", "vocab_size": 50257, "n_positions": 1024, "n_embd": 768, "n_layer": 12, "n_head": 12})"));
+        QVERIFY(fileutil::writeFileAtomic(
+            folder + "/config.json",
+            R"({"model_type": "gpt2", "vocab_size": 50257, "n_positions": 1024, "n_embd": 768, "n_layer": 12, "n_head": 12})"));
     }
     inference::LoadOptions options;
     options.threads = kThreads;
@@ -127,8 +130,9 @@ void tst_BenchInference::gpt2Small()
     QString interpreter = qEnvironmentVariable("ACCEL_PYTHON");
     if (interpreter.isEmpty())
         interpreter = QFile::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
-    python.start(interpreter, {test::sourceDir() + "/tests/bench/inference/bench_reference.py", QString::fromStdString(folder),
-                             QString::number(kThreads), QString::number(kPrefill), QString::number(kDecode)});
+    python.start(interpreter,
+                 {test::sourceDir() + "/tests/bench/inference/bench_reference.py", QString::fromStdString(folder),
+                  QString::number(kThreads), QString::number(kPrefill), QString::number(kDecode)});
     QVERIFY(python.waitForFinished(600000));
     double pyPrefill = 0, pyDecode = 0;
     for (const QString &line : QString::fromUtf8(python.readAllStandardOutput()).split('\n', Qt::SkipEmptyParts)) {
@@ -143,12 +147,19 @@ void tst_BenchInference::gpt2Small()
     const double bandwidth = copyBandwidth();
     const double limit = bandwidth / weightBytes;
     bench("inference_prefill_1x256", prefill, "tokens/s",
-          QString("peer=%1 ratio=%2 target=>=1.0x_python_eager").arg(pyPrefill, 0, 'f', 2).arg(prefill / pyPrefill, 0, 'f', 2));
+          QString("peer=%1 ratio=%2 target=>=1.0x_python_eager")
+              .arg(pyPrefill, 0, 'f', 2)
+              .arg(prefill / pyPrefill, 0, 'f', 2));
     bench("inference_decode", decode, "tokens/s",
-          QString("peer=%1 ratio=%2 target=>=1.2x_python_eager").arg(pyDecode, 0, 'f', 2).arg(decode / pyDecode, 0, 'f', 2));
+          QString("peer=%1 ratio=%2 target=>=1.2x_python_eager")
+              .arg(pyDecode, 0, 'f', 2)
+              .arg(decode / pyDecode, 0, 'f', 2));
     bench("inference_decode_vs_bandwidth_limit", decode, "tokens/s",
           QString("peer=%1 ratio=%2 target=bandwidth_bound(%3_GB/s,%4_MB/token)")
-              .arg(limit, 0, 'f', 2).arg(decode / limit, 0, 'f', 2).arg(bandwidth / 1e9, 0, 'f', 1).arg(weightBytes / 1e6, 0, 'f', 0));
+              .arg(limit, 0, 'f', 2)
+              .arg(decode / limit, 0, 'f', 2)
+              .arg(bandwidth / 1e9, 0, 'f', 1)
+              .arg(weightBytes / 1e6, 0, 'f', 0));
     bench("inference_time_to_first_token_16", generated->stats.timeToFirstTokenMs, "ms");
 }
 

@@ -45,17 +45,22 @@ private Q_SLOTS:
         std::vector<double> ours;
         for (int i = 0; i < runs(); ++i) {
             int code = -1;
-            ours.push_back(timeRun(accel, {QStringLiteral("launch"), QStringLiteral("--cpu"), QStringLiteral("--num_processes"), QStringLiteral("2"),
-                                           QStringLiteral("--main_process_port"), QStringLiteral("0"), QStringLiteral("--run_dir"),
-                                           dir.filePath(QStringLiteral("run%1").arg(i)), QStringLiteral("--no_python"), QStringLiteral("/bin/true")},
-                                   &code));
+            ours.push_back(
+                timeRun(accel,
+                        {QStringLiteral("launch"), QStringLiteral("--cpu"), QStringLiteral("--num_processes"),
+                         QStringLiteral("2"), QStringLiteral("--main_process_port"), QStringLiteral("0"),
+                         QStringLiteral("--run_dir"), dir.filePath(QStringLiteral("run%1").arg(i)),
+                         QStringLiteral("--no_python"), QStringLiteral("/bin/true")},
+                        &code));
             QCOMPARE(code, 0);
         }
         const double accelMs = medianMs(ours);
 
         // Debian's torchrun runs with Debian's python3 (a python3 earlier on PATH may lack torch).
-        const QString python = QFile::exists(QStringLiteral("/usr/bin/python3")) ? QStringLiteral("/usr/bin/python3") : QStringLiteral("python3");
-        const auto probe = accel::test::runProgram(python, {QStringLiteral("-c"), QStringLiteral("import torch.distributed.run")}, 120000);
+        const QString python = QFile::exists(QStringLiteral("/usr/bin/python3")) ? QStringLiteral("/usr/bin/python3")
+                                                                                 : QStringLiteral("python3");
+        const auto probe = accel::test::runProgram(
+            python, {QStringLiteral("-c"), QStringLiteral("import torch.distributed.run")}, 120000);
         if (probe.exitCode != 0) {
             std::printf("BENCH launch_overhead_2ranks %.1f ms target=<=0.2x_torchrun\n", accelMs);
             QSKIP("torch.distributed.run is not importable: no torchrun to compare with");
@@ -63,16 +68,19 @@ private Q_SLOTS:
         std::vector<double> peer;
         for (int i = 0; i < runs(); ++i) {
             int code = -1;
-            peer.push_back(timeRun(python, {QStringLiteral("-m"), QStringLiteral("torch.distributed.run"), QStringLiteral("--redirects"), QStringLiteral("1"),
-                                            QStringLiteral("--tee"), QStringLiteral("1"), QStringLiteral("--monitor_interval"), QStringLiteral("0.1"),
-                                            QStringLiteral("--nproc_per_node"), QStringLiteral("2"), QStringLiteral("--master_port"), QStringLiteral("0"),
-                                            QStringLiteral("--no_python"), QStringLiteral("/bin/true")},
-                                   &code));
+            peer.push_back(
+                timeRun(python,
+                        {QStringLiteral("-m"), QStringLiteral("torch.distributed.run"), QStringLiteral("--redirects"),
+                         QStringLiteral("1"), QStringLiteral("--tee"), QStringLiteral("1"),
+                         QStringLiteral("--monitor_interval"), QStringLiteral("0.1"),
+                         QStringLiteral("--nproc_per_node"), QStringLiteral("2"), QStringLiteral("--master_port"),
+                         QStringLiteral("0"), QStringLiteral("--no_python"), QStringLiteral("/bin/true")},
+                        &code));
             QCOMPARE(code, 0);
         }
         const double torchrunMs = medianMs(peer);
-        std::printf("BENCH launch_overhead_2ranks %.1f ms peer=%.1f ratio=%.3f target=<=0.2x_torchrun\n", accelMs, torchrunMs,
-                    accelMs / torchrunMs);
+        std::printf("BENCH launch_overhead_2ranks %.1f ms peer=%.1f ratio=%.3f target=<=0.2x_torchrun\n", accelMs,
+                    torchrunMs, accelMs / torchrunMs);
     }
 
     void failureTeardown()
@@ -83,12 +91,15 @@ private Q_SLOTS:
         std::vector<double> times;
         for (int i = 0; i < runs(); ++i) {
             int code = -1;
-            const double ms = timeRun(accel, {QStringLiteral("launch"), QStringLiteral("--cpu"), QStringLiteral("--num_processes"), QStringLiteral("2"),
-                                              QStringLiteral("--run_dir"), dir.filePath(QStringLiteral("fail%1").arg(i)), QStringLiteral("--no_mirror"),
-                                              QStringLiteral("--no_python"), accel::test::binDir() + QStringLiteral("/fakechild"),
-                                              QStringLiteral("--sleep"), QStringLiteral("200"), QStringLiteral("--if-rank"), QStringLiteral("1"),
-                                              QStringLiteral("--exit"), QStringLiteral("1"), QStringLiteral("--hang")},
-                                      &code);
+            const double ms =
+                timeRun(accel,
+                        {QStringLiteral("launch"), QStringLiteral("--cpu"), QStringLiteral("--num_processes"),
+                         QStringLiteral("2"), QStringLiteral("--run_dir"),
+                         dir.filePath(QStringLiteral("fail%1").arg(i)), QStringLiteral("--no_mirror"),
+                         QStringLiteral("--no_python"), accel::test::binDir() + QStringLiteral("/fakechild"),
+                         QStringLiteral("--sleep"), QStringLiteral("200"), QStringLiteral("--if-rank"),
+                         QStringLiteral("1"), QStringLiteral("--exit"), QStringLiteral("1"), QStringLiteral("--hang")},
+                        &code);
             QCOMPARE(code, 1);
             times.push_back(ms - 200.0);
         }

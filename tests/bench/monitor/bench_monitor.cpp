@@ -27,10 +27,11 @@ QByteArray makeLines(int count)
     for (int i = 0; i < count; ++i) {
         const int rank = i % 4;
         const int step = i / 4;
-        text += "{\"v\":1,\"time\":" + QByteArray::number(1763771234.512 + step * 0.25, 'f', 3) + ",\"rank\":" +
-                QByteArray::number(rank) + ",\"step\":" + QByteArray::number(step) + ",\"loss\":" +
-                QByteArray::number(2.5 - step * 1e-6 + rank * 0.001, 'g', 7) + ",\"lr\":0.0003,\"grad_norm\":" +
-                QByteArray::number(1.0 + (i % 17) * 0.01, 'g', 5) + ",\"samples_per_s\":512.0}\n";
+        text += "{\"v\":1,\"time\":" + QByteArray::number(1763771234.512 + step * 0.25, 'f', 3) +
+                ",\"rank\":" + QByteArray::number(rank) + ",\"step\":" + QByteArray::number(step) +
+                ",\"loss\":" + QByteArray::number(2.5 - step * 1e-6 + rank * 0.001, 'g', 7) +
+                ",\"lr\":0.0003,\"grad_norm\":" + QByteArray::number(1.0 + (i % 17) * 0.01, 'g', 5) +
+                ",\"samples_per_s\":512.0}\n";
     }
     return text;
 }
@@ -95,7 +96,8 @@ private Q_SLOTS:
         QElapsedTimer timer;
         timer.start();
         double checksum = 0;
-        const QByteArray slice = text.left(text.indexOf('\n', static_cast<qsizetype>(text.size() / (lines / peerLines))) + 1);
+        const QByteArray slice =
+            text.left(text.indexOf('\n', static_cast<qsizetype>(text.size() / (lines / peerLines))) + 1);
         int parsed = 0;
         for (const QByteArray &line : slice.split('\n')) {
             if (line.isEmpty())
@@ -138,7 +140,8 @@ private Q_SLOTS:
         for (int step = 1; step <= samples; ++step) {
             QTest::qWait(25);
             writtenAt = clock.nsecsElapsed();
-            file.write("{\"v\":1,\"time\":" + QByteArray::number(step) + ",\"step\":" + QByteArray::number(step) + ",\"loss\":1}\n");
+            file.write("{\"v\":1,\"time\":" + QByteArray::number(step) + ",\"step\":" + QByteArray::number(step) +
+                       ",\"loss\":1}\n");
             QTRY_VERIFY_WITH_TIMEOUT(writtenAt == 0, 5000);
         }
         QCOMPARE(latencies.size(), size_t(samples));

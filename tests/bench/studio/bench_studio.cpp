@@ -52,8 +52,7 @@ void fillStore(monitor::MetricStore &store)
 
 } // namespace
 
-class bench_Studio : public QObject
-{
+class bench_Studio : public QObject {
     Q_OBJECT
 private Q_SLOTS:
     void renderMillionPoints();
@@ -70,7 +69,7 @@ void bench_Studio::renderMillionPoints()
     chart.show();
     QVERIFY(QTest::qWaitForWindowExposed(&chart));
     chart.addStore(&store, QStringLiteral("bench"), Qt::blue);
-    chart.replotNow();  // warm-up (layout, fonts)
+    chart.replotNow(); // warm-up (layout, fonts)
     const int pixels = chart.plot()->axisRect()->width();
 
     const int runs = 15;
@@ -116,7 +115,8 @@ void bench_Studio::renderMillionPoints()
 
     const double d = median(decimated);
     const double f = median(full);
-    std::printf("BENCH studio.render_1M_points_1600px %.2f ms peer=%.2f ratio=%.1f target=<=20ms (decimate+replot+toPixmap, median of %d; peer: undecimated, median of 5)\n",
+    std::printf("BENCH studio.render_1M_points_1600px %.2f ms peer=%.2f ratio=%.1f target=<=20ms "
+                "(decimate+replot+toPixmap, median of %d; peer: undecimated, median of 5)\n",
                 d, f, f / d, runs);
     std::printf("BENCH studio.decimate_1M_points %.2f ms (to %d px columns)\n", median(decimateOnly), pixels);
     std::printf("BENCH studio.drawn_points %lld points (of %d)\n", static_cast<long long>(drawn), kPoints);

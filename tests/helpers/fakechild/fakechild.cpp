@@ -76,12 +76,13 @@ int main(int argc, char **argv)
         if (action == "--if-rank" || action == "--if-attempt-below") {
             const int wanted = std::atoi(value);
             ++i;
-            skipNext = action == "--if-rank" ? envInt("RANK") != wanted : envInt("TORCHELASTIC_RESTART_COUNT") >= wanted;
+            skipNext =
+                action == "--if-rank" ? envInt("RANK") != wanted : envInt("TORCHELASTIC_RESTART_COUNT") >= wanted;
             continue;
         }
-        const bool takesValue = action == "--marker" || action == "--print" || action == "--stderr" || action == "--lines"
-            || action == "--env-json" || action == "--touch" || action == "--metrics" || action == "--sleep"
-            || action == "--exit";
+        const bool takesValue = action == "--marker" || action == "--print" || action == "--stderr" ||
+                                action == "--lines" || action == "--env-json" || action == "--touch" ||
+                                action == "--metrics" || action == "--sleep" || action == "--exit";
         if (takesValue)
             ++i;
         if (skipNext) {
@@ -106,7 +107,8 @@ int main(int argc, char **argv)
                 const char *eq = std::strchr(*entry, '=');
                 if (!eq)
                     continue;
-                out << (first ? "" : ",") << jsonString(std::string(*entry, static_cast<size_t>(eq - *entry))) << ":" << jsonString(eq + 1);
+                out << (first ? "" : ",") << jsonString(std::string(*entry, static_cast<size_t>(eq - *entry))) << ":"
+                    << jsonString(eq + 1);
                 first = false;
             }
             out << "}\n";
@@ -116,8 +118,8 @@ int main(int argc, char **argv)
             const char *path = std::getenv("ACCEL_METRICS_FILE");
             std::ofstream out(path ? path : "/dev/null", std::ios::app);
             for (int step = 1; step <= std::atoi(value); ++step) {
-                out << "{\"v\":1,\"time\":" << std::time(nullptr) << ",\"rank\":" << envInt("RANK") << ",\"step\":" << step
-                    << ",\"loss\":" << 4.0 / step << ",\"tokens_per_s\":1000.0}\n";
+                out << "{\"v\":1,\"time\":" << std::time(nullptr) << ",\"rank\":" << envInt("RANK")
+                    << ",\"step\":" << step << ",\"loss\":" << 4.0 / step << ",\"tokens_per_s\":1000.0}\n";
             }
         } else if (action == "--sleep") {
             std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(value)));
