@@ -53,7 +53,47 @@ std::string Question::defaultHint() const
     }
 }
 
-QuestionFlow::QuestionFlow(std::vector<Question> questions) : m_questions(std::move(questions)) {}
+QuestionFlow::QuestionFlow(std::vector<Question> questions, std::vector<Section> sections)
+    : m_questions(std::move(questions)), m_sections(std::move(sections))
+{}
+
+std::vector<const Question *> QuestionFlow::questionsIn(const std::string &sectionId) const
+{
+    std::vector<const Question *> list;
+    for (const Question &question : m_questions)
+        if (question.section == sectionId)
+            list.push_back(&question);
+    return list;
+}
+
+Answers QuestionFlow::seedAnswers(const ClusterConfig &config) const
+{
+    Answers seed;
+    auto put = [&](const char *id, const std::string &value) {
+        if (find(id) && !value.empty())
+            seed[id] = value;
+    };
+    if (config.isSageMaker())
+        return seed;
+    const std::string type = toString(config.distributedType);
+    const Question *machine = find("machine_type");
+    if (machine) {
+        for (const Choice &choice : machine->choices)
+            if (choice.value == type)
+                put("machine_type", type);
+    }
+    if (config.distributedType == DistributedType::No && config.useCpu)
+        put("use_cpu", *config.useCpu ? "yes" : "no");
+    if (config.numProcesses && *config.numProcesses >= 1)
+        put("num_processes", std::to_string(*config.numProcesses));
+    if (config.numMachines && *config.numMachines >= 1)
+        put("num_machines", std::to_string(*config.numMachines));
+    if (config.gpuIds)
+        put("gpu_ids", *config.gpuIds);
+    if (config.mixedPrecision)
+        put("mixed_precision", toString(*config.mixedPrecision));
+    return seed;
+}
 
 const Question *QuestionFlow::find(const std::string &id) const
 {

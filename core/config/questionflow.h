@@ -42,15 +42,26 @@ struct Question {
     // from several answers (distributed type, FSDP1 strategy, ...).
     std::string configKey;
     std::string help; // one line for tooltips / --help of the wizard
+    // The group the studio's wizard shows this question in (a Section id: "machine", "fsdp", ...).
+    // The terminal questionnaire ignores it.
+    std::string section;
 
     std::string promptFor(const Answers &answers) const;
     // "[yes/NO]", "[1]", "" — the bracketed default shown after the prompt.
     std::string defaultHint() const;
 };
 
+// One page of the studio's wizard. Sections are listed in page order; a question's condition
+// only depends on questions of its own or earlier sections, so a page can be decided from the
+// pages before it.
+struct Section {
+    std::string id;    // "multi_node"
+    std::string title; // "Multi-node"
+};
+
 class QuestionFlow {
 public:
-    explicit QuestionFlow(std::vector<Question> questions);
+    explicit QuestionFlow(std::vector<Question> questions, std::vector<Section> sections = {});
 
     // The flow of `accelerate config` (facts section 2), including the SageMaker branch
     // (without credential set-up).
@@ -58,6 +69,14 @@ public:
 
     const std::vector<Question> &questions() const { return m_questions; }
     const Question *find(const std::string &id) const;
+    const std::vector<Section> &sections() const { return m_sections; }
+    // The questions of one section, in flow order.
+    std::vector<const Question *> questionsIn(const std::string &sectionId) const;
+
+    // Answers that reproduce the main choices of `config` (machine type, CPU only, processes,
+    // machines, GPU ids, mixed precision): the wizard's starting values for a recommended config.
+    // Only questions of this flow are answered, each with a canonical answer.
+    Answers seedAnswers(const ClusterConfig &config) const;
 
     // The first question, in order, whose condition holds and that has no answer yet; nullptr
     // when the questionnaire is complete.
@@ -82,6 +101,7 @@ public:
 
 private:
     std::vector<Question> m_questions;
+    std::vector<Section> m_sections;
 };
 
 } // namespace accel::config

@@ -160,6 +160,47 @@ std::vector<Choice> plainChoices(std::initializer_list<const char *> values)
     return choices;
 }
 
+bool startsWith(const std::string &text, const char *prefix)
+{
+    return text.rfind(prefix, 0) == 0;
+}
+
+// The wizard page of each question (standardSections() lists the pages in order). The machine
+// page also holds the run options that only depend on the machine type (debug, CPU only,
+// mpirun), so the multi-node page can follow it directly; the processes page comes after
+// DeepSpeed/FSDP/Megatron-LM because its checks depend on them.
+void assignSections(std::vector<Question> &questions)
+{
+    for (Question &q : questions) {
+        const std::string &id = q.id;
+        if (id == "compute_environment" || id == "machine_type" || id == "debug" || id == "use_cpu" ||
+            startsWith(id, "mpirun") || id == "use_mpirun")
+            q.section = "machine";
+        else if (startsWith(id, "sagemaker_"))
+            q.section = "sagemaker";
+        else if (id == "num_machines" || id == "machine_rank" || startsWith(id, "main_process_") ||
+                 id == "same_network" || id == "rdzv_backend")
+            q.section = "multi_node";
+        else if (startsWith(id, "dynamo_") || id == "use_dynamo")
+            q.section = "dynamo";
+        else if (startsWith(id, "fsdp") || id == "use_fsdp" || startsWith(id, "parallelism_config") ||
+                 id == "use_parallelism_config")
+            q.section = "fsdp";
+        else if (startsWith(id, "megatron_lm") || id == "use_megatron_lm")
+            q.section = "megatron";
+        else if (id == "num_processes" || id == "gpu_ids" || id == "enable_cpu_affinity")
+            q.section = "processes";
+        else if (startsWith(id, "tpu_") || id == "main_training_function")
+            q.section = "tpu";
+        else if (id == "mixed_precision")
+            q.section = "precision";
+        else if (startsWith(id, "fp8_"))
+            q.section = "fp8";
+        else
+            q.section = "deepspeed"; // use_deepspeed, zero*, offload*, gradient*, deepspeed_*
+    }
+}
+
 std::vector<Question> standardQuestions()
 {
     std::vector<Question> q;
@@ -543,14 +584,30 @@ std::vector<Question> standardQuestions()
                       "fp8_config.enable_fsdp_float8_all_gather"));
     q.push_back(yesNo("fp8_pad_inner_dim", "Do you want to pad the inner dimension of the weight matrix?", true, ao,
                       "fp8_config.pad_inner_dim"));
+    assignSections(q);
     return q;
+}
+
+std::vector<Section> standardSections()
+{
+    return {{"machine", "Compute environment and machine"},
+            {"sagemaker", "Amazon SageMaker"},
+            {"multi_node", "Multi-node"},
+            {"dynamo", "torch dynamo"},
+            {"deepspeed", "DeepSpeed"},
+            {"fsdp", "Fully sharded data parallel (FSDP)"},
+            {"megatron", "Megatron-LM"},
+            {"processes", "Processes and devices"},
+            {"tpu", "TPU"},
+            {"precision", "Mixed precision"},
+            {"fp8", "FP8"}};
 }
 
 } // namespace
 
 const QuestionFlow &QuestionFlow::standard()
 {
-    static const QuestionFlow flow(standardQuestions());
+    static const QuestionFlow flow(standardQuestions(), standardSections());
     return flow;
 }
 
