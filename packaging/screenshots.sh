@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Renders every page of accel-studio to docs/screenshots/<page>.png. Uses a virtual X server
 # (xvfb-run) when there is one, else Qt's offscreen platform. The Configure page is shown with a
-# sample FSDP config that has one mistake, so the picture includes a validation message.
+# sample FSDP config that has one mistake, so the picture includes a validation message; the
+# Launch page with the first-run demo in the recipe form; the Runs page with a sample run; and,
+# when accel-worker is built, the Monitor following the real demo (2 CPU ranks) while it trains
+# (monitor-demo.png). Also the config wizard (wizard.png) and the Playground tab (playground.png).
 # Usage: packaging/screenshots.sh [build dir]   (default: $ACCEL_BUILD_DIR or build/)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -114,7 +117,34 @@ for page in hardware configure launch runs bigmodels; do
   args=(--page "$page" --screenshot "$out/$page.png")
   if [[ "$page" == configure ]]; then
     args+=(--config "$sample")
+  elif [[ "$page" == launch ]]; then
+    args+=(--demo) # the demo job in the recipe form, 2 CPU ranks
   fi
   run "${args[@]}"
 done
+ACCEL_STUDIO_SCREENSHOT_VIEW=wizard run --page configure --screenshot "$out/wizard.png"
+ACCEL_STUDIO_SCREENSHOT_VIEW=playground run --page bigmodels --screenshot "$out/playground.png"
+
+# The Monitor during the real demo: launched detached like the studio's demo button does, pictured
+# once both ranks have logged a few loss points, then stopped.
+accel="$build/bin/accel"
+worker="${ACCEL_WORKER_PROGRAM:-$build/bin/accel-worker}"
+if [[ -x "$accel" && -x "$worker" ]]; then
+  export ACCEL_WORKER_PROGRAM="$worker"
+  job="$here/resources/jobs/demo-gpt.yaml"
+  demo_run="$HOME/.local/share/accel-studio/runs/$(date -u +%Y%m%d-%H%M%S)-demo-gpt-d3m0"
+  "$accel" launch --cpu --num_processes 2 --num_cpu_threads_per_process 1 --main_process_port 0 \
+    --name demo-gpt --run_dir "$demo_run" --detach --json --job "$job" >/dev/null
+  points() { cat "$demo_run/metrics/rank$1.jsonl" 2>/dev/null | grep -c '"loss"' || true; }
+  for _ in $(seq 1 240); do
+    if (( $(points 0) >= 8 && $(points 1) >= 8 )); then
+      break
+    fi
+    sleep 0.5
+  done
+  run --page runs --screenshot "$out/monitor-demo.png"
+  "$accel" stop "$demo_run" >/dev/null || true
+else
+  echo "screenshots.sh: $worker not built; monitor-demo.png not refreshed" >&2
+fi
 echo "screenshots.sh: wrote $(ls "$out"/*.png | wc -l) screenshots to $out"

@@ -1,5 +1,8 @@
 #include "app/studio/screenshot.h"
 
+#include "app/studio/bigmodel/bigmodelspage.h"
+#include "app/studio/bigmodel/playgroundpage.h"
+#include "app/studio/configwizard.h"
 #include "app/studio/hardwarepage.h"
 #include "app/studio/mainwindow.h"
 
@@ -7,30 +10,62 @@
 #include <QDir>
 #include <QFileInfo>
 #include <QPixmap>
+#include <QPointer>
 #include <QTimer>
 
 #include <cstdio>
 
 namespace accel::app {
 
+namespace {
+
+// Renders `widget` to `pngPath` after layouts and deferred paints (and the monitor's first file
+// reads) have settled, then quits the event loop.
+void grabLater(QWidget *widget, int &exitCode, const QString &pngPath, int delayMs)
+{
+    QTimer::singleShot(delayMs, widget, [widget, &exitCode, pngPath] {
+        QDir().mkpath(QFileInfo(pngPath).absolutePath());
+        const QPixmap pixmap = widget->grab();
+        if (pixmap.save(pngPath, "PNG")) {
+            std::printf("accel-studio: wrote %s (%dx%d)\n", qPrintable(pngPath), pixmap.width(), pixmap.height());
+            exitCode = 0;
+        } else {
+            std::fprintf(stderr, "accel-studio: cannot write screenshot '%s'\n", qPrintable(pngPath));
+        }
+        QApplication::quit();
+    });
+}
+
+} // namespace
+
 int takeScreenshot(MainWindow &window, const QString &pngPath)
 {
     window.resize(1280, 820);
     window.show();
     int exitCode = 1;
-    auto grab = [&window, &exitCode, pngPath] {
-        // Let layouts and deferred paints settle before rendering.
-        QTimer::singleShot(300, &window, [&window, &exitCode, pngPath] {
-            QDir().mkpath(QFileInfo(pngPath).absolutePath());
-            const QPixmap pixmap = window.grab();
-            if (pixmap.save(pngPath, "PNG")) {
-                std::printf("accel-studio: wrote %s (%dx%d)\n", qPrintable(pngPath), pixmap.width(), pixmap.height());
-                exitCode = 0;
-            } else {
-                std::fprintf(stderr, "accel-studio: cannot write screenshot '%s'\n", qPrintable(pngPath));
-            }
-            QApplication::quit();
-        });
+    const QString view = qEnvironmentVariable("ACCEL_STUDIO_SCREENSHOT_VIEW");
+    QPointer<QWidget> target = &window;
+    int delayMs = window.currentPage() == Page::Runs ? 1500 : 300; // the monitor reads the run's files first
+    if (view == QLatin1String("playground")) {
+        window.showPage(Page::BigModels);
+        if (auto *bigModels = window.findChild<BigModelsPage *>())
+            bigModels->setCurrentWidget(bigModels->playgroundPage());
+    } else if (view == QLatin1String("wizard")) {
+        window.showPage(Page::Configure);
+        auto *wizard = new ConfigWizard(&window);
+        wizard->setAttribute(Qt::WA_DeleteOnClose);
+        wizard->resize(960, 700);
+        wizard->show();
+        target = wizard;
+        delayMs = 600;
+    } else if (!view.isEmpty()) {
+        std::fprintf(stderr, "accel-studio: ACCEL_STUDIO_SCREENSHOT_VIEW '%s' is not wizard or playground\n",
+                     qPrintable(view));
+        return 2;
+    }
+    auto grab = [target, &exitCode, pngPath, delayMs] {
+        if (target)
+            grabLater(target, exitCode, pngPath, delayMs);
     };
     // The Hardware page starts detecting when it is first shown, which some platforms deliver
     // only once the window is mapped; start it here so the picture shows the finished report.

@@ -1,5 +1,8 @@
 // --screenshot: show the window at a fixed size, wait until the visible page has settled (e.g.
-// hardware detection finished), render it to a PNG and return the process exit code.
+// hardware detection finished, a followed run's charts filled), render it to a PNG and return the
+// process exit code. packaging/screenshots.sh sets ACCEL_STUDIO_SCREENSHOT_VIEW to picture views
+// that are not sidebar pages: "wizard" (the Configure page's question wizard, rendered alone) or
+// "playground" (the Big Models page's Playground tab).
 #pragma once
 
 #include <QString>

@@ -1,12 +1,16 @@
 // The Launch page on the offscreen platform: the live command, the exports written to files, and
 // a real detached launch through `accel launch --detach` (skipped when accel-worker is not built).
 #include "app/studio/launch/launchpage.h"
+#include "app/studio/launch/recipeform.h"
 #include "core/config/configio.h"
+#include "launcher/jobfile.h"
 #include "tests/helpers/testsupport.h"
 
+#include <QComboBox>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
+#include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QProcess>
@@ -29,6 +33,11 @@ QString writeConfig(const QString &path, const char *yaml)
     return path;
 }
 
+QString corpus()
+{
+    return test::sourceDir() + "/resources/corpus/corpus.txt";
+}
+
 const char *kTwoCpuRanks = "distributed_type: MULTI_CPU\nmixed_precision: 'no'\nnum_processes: 2\nuse_cpu: true\n";
 
 } // namespace
@@ -40,6 +49,8 @@ private Q_SLOTS:
     void commandFollowsTheForm();
     void exportsWriteFiles();
     void demoIsPrepared();
+    void recipeFormValidatesAndRoundTrips();
+    void failedRecipeLaunchLeavesNoStagedRun();
     void launchesARealJob();
 };
 
@@ -65,8 +76,21 @@ void tst_LaunchPage::commandFollowsTheForm()
     QVERIFY(preview->toPlainText().contains("unterminated single quote"));
     QVERIFY(!page.launchButton()->isEnabled());
 
+    // The recipe form: invalid until the corpus is chosen, then the staged job in the command.
     page.setProgramKind(LaunchPage::ProgramKind::Recipe);
+    QVERIFY2(preview->toPlainText().contains("recipe form: data.corpus: required"), qPrintable(preview->toPlainText()));
+    QVERIFY(!page.launchButton()->isEnabled());
+    page.recipeForm()->setValue("data.corpus", corpus());
+    const QString staged = page.stagedJobPath();
+    QVERIFY(staged.endsWith("-gpt-" + staged.section('-', -1)));
+    QCOMPARE(preview->toPlainText(), "accel launch --config_file '" + config + "' --run_dir " +
+                                         QFileInfo(staged).path() + " --name gpt --job " + staged);
+    QVERIFY(page.launchButton()->isEnabled());
+    QVERIFY(!QFileInfo::exists(staged)); // written only when launching or exporting
+
+    // A job file that is not a gpt/mlp job (here: missing) is run as a plain job file.
     page.setJobFile("/jobs/demo-gpt.yaml");
+    QCOMPARE(page.programKind(), LaunchPage::ProgramKind::JobFile);
     QCOMPARE(preview->toPlainText(), "accel launch --config_file '" + config + "' --job /jobs/demo-gpt.yaml");
 
     page.setConfigFile(dir.path() + "/missing.yaml");
@@ -118,7 +142,98 @@ void tst_LaunchPage::demoIsPrepared()
     QVERIFY(config);
     QCOMPARE(config->distributedType, config::DistributedType::MultiCpu);
     QCOMPARE(config->numProcesses, std::optional<std::int64_t>(2));
-    QVERIFY(page.commandText().endsWith("--job " + job));
+    QCOMPARE(page.programKind(), LaunchPage::ProgramKind::Recipe);
+    QCOMPARE(page.recipeForm()->jobPath(), job);
+    QCOMPARE(page.recipeForm()->value("model.n_embd"), QString("128"));
+    QCOMPARE(page.recipeForm()->value("training.max_steps"), QString("300"));
+    QVERIFY(page.commandText().contains("--name demo-gpt --job " + page.stagedJobPath()));
+}
+
+void tst_LaunchPage::recipeFormValidatesAndRoundTrips()
+{
+    QTemporaryDir dir;
+    LaunchPage page;
+    page.setConfigFile(writeConfig(dir.path() + "/c.yaml", kTwoCpuRanks));
+    page.setProgramKind(LaunchPage::ProgramKind::Recipe);
+    app::RecipeForm *form = page.recipeForm();
+    page.show();
+    form->setValue("data.corpus", corpus());
+
+    // Typing a head count that does not divide n_embd shows the problem beside n_embd at once.
+    auto *heads = qobject_cast<QLineEdit *>(form->editor("model.n_head"));
+    QVERIFY(heads);
+    heads->selectAll();
+    QTest::keyClicks(heads, "3");
+    QCOMPARE(form->value("model.n_head"), QString("3"));
+    QVERIFY2(form->fieldError("model.n_embd").contains("divisible by model.n_head (3)"),
+             qPrintable(form->fieldError("model.n_embd")));
+    auto *error = form->findChild<QLabel *>("error:model.n_embd");
+    QVERIFY(error && error->isVisible());
+    QVERIFY(!page.launchButton()->isEnabled());
+    QVERIFY(page.commandText().contains("model.n_embd"));
+    heads->selectAll();
+    QTest::keyClicks(heads, "4");
+    QVERIFY(form->fieldError("model.n_embd").isEmpty());
+    QVERIFY(page.launchButton()->isEnabled());
+
+    // Other kinds of problems, each beside its own field.
+    auto *batch = qobject_cast<QLineEdit *>(form->editor("training.batch_size"));
+    batch->selectAll();
+    QTest::keyClicks(batch, "-1");
+    QVERIFY(form->fieldError("training.batch_size").contains("whole number from 1 up"));
+    batch->selectAll();
+    QTest::keyClicks(batch, "16");
+
+    // Switching to mlp asks for its own data; the shared training fields stay.
+    form->setRecipe("mlp");
+    QCOMPARE(form->value("training.batch_size"), QString("16"));
+    QVERIFY(form->fieldError("mlp.data").contains("required"));
+    form->setRecipe("gpt");
+    form->setValue("data.corpus", corpus());
+    form->setValue("training.mixed_precision", "bf16");
+    form->setValue("name", "my run");
+
+    // form -> file -> form.
+    const QString path = dir.path() + "/saved job.yaml";
+    QVERIFY(form->saveJob(path));
+    LaunchPage other;
+    other.setJobFile(path);
+    QCOMPARE(other.programKind(), LaunchPage::ProgramKind::Recipe);
+    QVERIFY(other.recipeForm()->job() == form->job());
+    auto *precision = qobject_cast<QComboBox *>(other.recipeForm()->editor("training.mixed_precision"));
+    QVERIFY(precision);
+    QCOMPARE(precision->currentData().toString(), QString("bf16"));
+    QCOMPARE(qobject_cast<QLineEdit *>(other.recipeForm()->editor("model.n_head"))->text(), QString("4"));
+
+    // A job the form cannot edit is reported, the form unchanged.
+    QVERIFY(!form->loadJob(test::sourceDir() + "/resources/jobs/selftest.yaml"));
+    QCOMPARE(form->value("name"), QString("my run"));
+}
+
+void tst_LaunchPage::failedRecipeLaunchLeavesNoStagedRun()
+{
+    QTemporaryDir dir;
+    qputenv("XDG_DATA_HOME", dir.path().toLocal8Bit());
+    LaunchPage page;
+    page.setAccelProgram(dir.path() + "/no-such-accel");
+    page.setConfigFile(writeConfig(dir.path() + "/c.yaml", kTwoCpuRanks));
+    page.setProgramKind(LaunchPage::ProgramKind::Recipe);
+    page.recipeForm()->setValue("data.corpus", corpus());
+    const QString staged = page.stagedJobPath();
+    QVERIFY(staged.startsWith(dir.path()));
+    QSignalSpy failed(&page, &LaunchPage::launchFailed);
+    QVERIFY(page.launch());
+    QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 10000);
+    QVERIFY(!QFileInfo::exists(QFileInfo(staged).path()));
+    QVERIFY(page.stagedJobPath() != staged); // the next launch stages a new run
+
+    // Exporting a recipe launch writes the staged job the command names.
+    const QString script = dir.path() + "/launch.sh";
+    QVERIFY(page.saveExport(ex::ExportForm::AccelLaunch, script));
+    QVERIFY(QFileInfo::exists(page.stagedJobPath()));
+    auto job = launcher::JobFile::load(page.stagedJobPath().toStdString());
+    QVERIFY(job);
+    QVERIFY(*job == page.recipeForm()->job());
 }
 
 void tst_LaunchPage::launchesARealJob()

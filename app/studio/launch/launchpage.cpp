@@ -1,8 +1,10 @@
 #include "app/studio/launch/launchpage.h"
 
+#include "app/studio/launch/recipeform.h"
 #include "core/common/fileutil.h"
 #include "core/config/configio.h"
 #include "launcher/export/shellquote.h"
+#include "launcher/rundirectory.h"
 
 #include <QComboBox>
 #include <QCoreApplication>
@@ -19,6 +21,7 @@
 #include <QPlainTextEdit>
 #include <QProcess>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QStackedWidget>
 #include <QToolButton>
 #include <QVBoxLayout>
@@ -88,8 +91,8 @@ void LaunchPage::buildUi()
     auto *form = new QFormLayout;
     m_kind = new QComboBox(this);
     m_kind->setObjectName(QStringLiteral("programKind"));
-    m_kind->addItems({tr("Python script"), tr("Built-in recipe (job file)"), tr("TorchScript model (job file)"),
-                      tr("C++ plugin (job file)")});
+    m_kind->addItems({tr("Python script"), tr("Built-in recipe (form)"), tr("TorchScript model (job file)"),
+                      tr("C++ plugin (job file)"), tr("Job file (any recipe)")});
     form->addRow(tr("Program:"), m_kind);
 
     m_programStack = new QStackedWidget(this);
@@ -120,9 +123,15 @@ void LaunchPage::buildUi()
     jobRow->addWidget(m_job);
     jobRow->addWidget(browseJob);
     jobForm->addRow(tr("Job file:"), jobRow);
+    m_recipeForm = new RecipeForm;
+    auto *recipeScroll = new QScrollArea(m_programStack);
+    recipeScroll->setObjectName(QStringLiteral("recipeScroll"));
+    recipeScroll->setWidgetResizable(true);
+    recipeScroll->setFrameShape(QFrame::NoFrame);
+    recipeScroll->setWidget(m_recipeForm);
     m_programStack->addWidget(scriptBox);
+    m_programStack->addWidget(recipeScroll);
     m_programStack->addWidget(jobBox);
-    form->addRow(m_programStack);
 
     m_config = new QLineEdit(this);
     m_config->setObjectName(QStringLiteral("configFile"));
@@ -134,6 +143,7 @@ void LaunchPage::buildUi()
     configRow->addWidget(browseConfig);
     form->addRow(tr("Config file:"), configRow);
     layout->addLayout(form);
+    layout->addWidget(m_programStack, 1);
 
     layout->addWidget(new QLabel(tr("Command:"), this));
     m_command = new QPlainTextEdit(this);
@@ -164,11 +174,15 @@ void LaunchPage::buildUi()
     m_state->setObjectName(QStringLiteral("launchState"));
     m_state->setWordWrap(true);
     layout->addWidget(m_state);
-    layout->addStretch();
 
     connect(m_kind, &QComboBox::currentIndexChanged, this, [this](int index) {
-        m_programStack->setCurrentIndex(index == 0 ? 0 : 1);
+        m_programStack->setCurrentIndex(std::min(index, 2));
         updateCommand();
+    });
+    connect(m_recipeForm, &RecipeForm::changed, this, &LaunchPage::updateCommand);
+    connect(m_recipeForm, &RecipeForm::statusMessage, this, [this](const QString &message) {
+        m_state->setText(message);
+        Q_EMIT statusMessage(message);
     });
     for (QLineEdit *edit : {m_script, m_args, m_python, m_job, m_config})
         connect(edit, &QLineEdit::textChanged, this, &LaunchPage::updateCommand);
@@ -214,9 +228,46 @@ void LaunchPage::setInterpreter(const QString &python)
 
 void LaunchPage::setJobFile(const QString &path)
 {
-    if (programKind() == ProgramKind::PythonScript)
-        setProgramKind(ProgramKind::Recipe);
+    const ProgramKind kind = programKind();
+    if (kind == ProgramKind::PythonScript || kind == ProgramKind::Recipe) {
+        if (m_recipeForm->loadJob(path)) {
+            setProgramKind(ProgramKind::Recipe);
+            return;
+        }
+        setProgramKind(ProgramKind::JobFile);
+    }
     m_job->setText(path);
+}
+
+QString LaunchPage::stagedJobPath() const
+{
+    QString name = m_recipeForm->value(QStringLiteral("name"));
+    if (name.isEmpty())
+        name = m_recipeForm->recipe();
+    if (m_stagedRunDir.isEmpty() || name != m_stagedName) {
+        m_stagedName = name;
+        m_stagedRunDir =
+            launcher::RunDirectory::defaultRunsRoot() + QLatin1Char('/') + launcher::RunDirectory::makeRunId(name);
+    }
+    return m_stagedRunDir + QStringLiteral("/job.yaml");
+}
+
+Result<void> LaunchPage::writeStagedJob() const
+{
+    const QString path = stagedJobPath();
+    if (!QDir().mkpath(QFileInfo(path).path()))
+        return makeError(ErrorCode::Io, "cannot create the run's staging folder", QFileInfo(path).path().toStdString());
+    return m_recipeForm->saveJob(path);
+}
+
+void LaunchPage::discardStagedRun()
+{
+    // Only a folder this page staged and no run ever used (no run.json) is removed.
+    if (!m_stagedRunDir.isEmpty() && !QFileInfo::exists(m_stagedRunDir + QStringLiteral("/run.json"))) {
+        QFile::remove(m_stagedRunDir + QStringLiteral("/job.yaml"));
+        QDir().rmdir(m_stagedRunDir);
+    }
+    m_stagedRunDir.clear();
 }
 
 void LaunchPage::setConfigFile(const QString &path)
@@ -245,6 +296,11 @@ Result<ex::ExportInput> LaunchPage::exportInput() const
         input.program.args = *args;
         if (!m_python->text().trimmed().isEmpty())
             input.program.python = m_python->text().trimmed().toStdString();
+    } else if (programKind() == ProgramKind::Recipe) {
+        if (auto ok = m_recipeForm->job().check(); !ok)
+            return makeError(ErrorCode::InvalidInput, "recipe form: " + ok.error().message);
+        input.program.kind = launcher::ProgramSpec::Kind::Job;
+        input.program.target = stagedJobPath().toStdString();
     } else {
         if (m_job->text().trimmed().isEmpty())
             return makeError(ErrorCode::InvalidInput, "choose a job file (recipe, TorchScript model or plugin)");
@@ -266,6 +322,9 @@ Result<QStringList> LaunchPage::launchArguments() const
     if (!input)
         return tl::unexpected(input.error());
     QStringList args = {QStringLiteral("launch"), QStringLiteral("--config_file"), configFile()};
+    if (programKind() == ProgramKind::Recipe)
+        args << QStringLiteral("--run_dir") << QFileInfo(stagedJobPath()).path() << QStringLiteral("--name")
+             << m_stagedName;
     if (input->program.kind == launcher::ProgramSpec::Kind::Job)
         return args << QStringLiteral("--job") << QString::fromStdString(input->program.target);
     return args << QString::fromStdString(input->program.target) << toQStringList(input->program.args);
@@ -308,6 +367,11 @@ Result<void> LaunchPage::saveExport(ex::ExportForm form, const QString &path) co
     auto text = exportText(form);
     if (!text)
         return tl::unexpected(text.error());
+    if (programKind() == ProgramKind::Recipe) {
+        // The commands name the staged job file: write it so that they run as exported.
+        if (auto written = writeStagedJob(); !written)
+            return written;
+    }
     std::string content = *text;
     if (form != ex::ExportForm::Sbatch)
         content = "#!/bin/bash\n" + content;
@@ -342,6 +406,14 @@ bool LaunchPage::launch()
         Q_EMIT statusMessage(message);
         return false;
     }
+    if (programKind() == ProgramKind::Recipe) {
+        if (auto written = writeStagedJob(); !written) {
+            const QString message = QString::fromStdString(written.error().toString());
+            m_state->setText(message);
+            Q_EMIT statusMessage(message);
+            return false;
+        }
+    }
     *args << QStringLiteral("--detach") << QStringLiteral("--json");
     m_state->setText(tr("Starting..."));
     m_process = startAccel(*args);
@@ -366,6 +438,10 @@ void LaunchPage::onLaunchFinished()
     const QJsonObject object = QJsonDocument::fromJson(out).object();
     const bool ok = process->exitStatus() == QProcess::NormalExit && process->exitCode() == 0 &&
                     object.value(QStringLiteral("schema")).toString() == QLatin1String("accel.launch-detached");
+    if (ok)
+        m_stagedRunDir.clear(); // the next launch stages a new run
+    else if (programKind() == ProgramKind::Recipe)
+        discardStagedRun();
     updateCommand();
     if (!ok) {
         const QString message = process->error() == QProcess::FailedToStart
@@ -440,9 +516,13 @@ void LaunchPage::prepareDemo(const QString &jobPath, const QString &configPath)
                 m_state->setText(QString::fromStdString(saved.error().toString()));
         }
     }
-    setProgramKind(ProgramKind::Recipe);
-    m_job->setText(jobPath);
     m_config->setText(configPath);
+    if (auto loaded = m_recipeForm->loadJob(jobPath); !jobPath.isEmpty() && loaded) {
+        setProgramKind(ProgramKind::Recipe);
+    } else {
+        setProgramKind(ProgramKind::JobFile);
+        m_job->setText(jobPath);
+    }
     m_demo->setVisible(true);
     m_demo->setEnabled(!jobPath.isEmpty());
     if (jobPath.isEmpty())

@@ -1,8 +1,10 @@
-// The Launch page: pick a program (Python script with interpreter and arguments, or a job file for
-// a built-in recipe, a TorchScript model or a C++ plugin) and a cluster config, see the exact
-// `accel launch` command live, start it detached (`accel launch --detach --json`, non-blocking,
-// the run id parsed from its output), stop it (`accel stop RUN`), jump to the monitor, and export
-// the config (YAML/JSON) or the command in its four forms (launcher/export).
+// The Launch page: pick a program (Python script with interpreter and arguments; a built-in recipe
+// edited in a form, RecipeForm; or a job file for a TorchScript model, a C++ plugin or any recipe)
+// and a cluster config, see the exact `accel launch` command live, start it detached (`accel launch
+// --detach --json`, non-blocking, the run id parsed from its output), stop it (`accel stop RUN`),
+// jump to the monitor, and export the config (YAML/JSON) or the command in its four forms
+// (launcher/export). A recipe form is written as job.yaml into the run's staging folder (the run
+// directory `accel launch --run_dir` then uses) just before the launch.
 #pragma once
 
 #include "core/common/result.h"
@@ -21,10 +23,12 @@ class QStackedWidget;
 
 namespace accel::app {
 
+class RecipeForm;
+
 class LaunchPage : public QWidget {
     Q_OBJECT
 public:
-    enum class ProgramKind { PythonScript, Recipe, TorchScript, Plugin };
+    enum class ProgramKind { PythonScript, Recipe, TorchScript, Plugin, JobFile };
 
     explicit LaunchPage(QWidget *parent = nullptr);
     ~LaunchPage() override;
@@ -33,7 +37,12 @@ public:
     ProgramKind programKind() const;
     void setScript(const QString &path, const QString &arguments = {});
     void setInterpreter(const QString &python); // empty or python3: the default
+    // A gpt/mlp job goes into the recipe form when the kind is Recipe (or a Python script);
+    // other jobs, or other kinds, use the job-file field (kind JobFile unless TorchScript/Plugin).
     void setJobFile(const QString &path);
+    RecipeForm *recipeForm() const { return m_recipeForm; }
+    // Where the recipe form is written at launch: <runs root>/<new run id>/job.yaml.
+    QString stagedJobPath() const;
     void setConfigFile(const QString &path);
     QString configFile() const;
     // The accel program (default: accel beside this program, else accel on PATH).
@@ -82,6 +91,8 @@ private:
     void exportWithDialog(int which);
     void runDemo();
     QProcess *startAccel(const QStringList &arguments);
+    Result<void> writeStagedJob() const;
+    void discardStagedRun();
 
     QComboBox *m_kind = nullptr;
     QStackedWidget *m_programStack = nullptr;
@@ -89,6 +100,9 @@ private:
     QLineEdit *m_args = nullptr;
     QLineEdit *m_python = nullptr;
     QLineEdit *m_job = nullptr;
+    RecipeForm *m_recipeForm = nullptr;
+    mutable QString m_stagedRunDir;
+    mutable QString m_stagedName;
     QLineEdit *m_config = nullptr;
     QPlainTextEdit *m_command = nullptr;
     QPushButton *m_launch = nullptr;
