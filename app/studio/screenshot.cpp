@@ -1,7 +1,6 @@
 #include "app/studio/screenshot.h"
 
 #include "app/studio/bigmodel/bigmodelspage.h"
-#include "app/studio/bigmodel/playgroundpage.h"
 #include "app/studio/configwizard.h"
 #include "app/studio/hardwarepage.h"
 #include "app/studio/mainwindow.h"
@@ -48,8 +47,13 @@ int takeScreenshot(MainWindow &window, const QString &pngPath)
     int delayMs = window.currentPage() == Page::Runs ? 1500 : 300; // the monitor reads the run's files first
     if (view == QLatin1String("playground")) {
         window.showPage(Page::BigModels);
-        if (auto *bigModels = window.findChild<BigModelsPage *>())
-            bigModels->setCurrentWidget(bigModels->playgroundPage());
+        // The Playground is the Big Models page's tab of that name (when this build has it).
+        if (auto *bigModels = window.findChild<BigModelsPage *>()) {
+            for (int i = 0; i < bigModels->count(); ++i) {
+                if (bigModels->tabText(i).contains(QLatin1String("Playground")))
+                    bigModels->setCurrentIndex(i);
+            }
+        }
     } else if (view == QLatin1String("wizard")) {
         window.showPage(Page::Configure);
         auto *wizard = new ConfigWizard(&window);
