@@ -35,7 +35,7 @@ QString writeConfig(const QString &path, const char *yaml)
 
 QString corpus()
 {
-    return test::sourceDir() + "/resources/corpus/corpus.txt";
+    return QFileInfo(test::sourceDir() + "/resources/corpus/corpus.txt").canonicalFilePath();
 }
 
 const char *kTwoCpuRanks = "distributed_type: MULTI_CPU\nmixed_precision: 'no'\nnum_processes: 2\nuse_cpu: true\n";
