@@ -1,5 +1,5 @@
 // accel config: the terminal questionnaire (as `accelerate config`) and the sub-commands that
-// read and write config files: default, show, validate, update, to-fsdp2.
+// read and write config files: default, show, validate, update, to-fsdp2, cluster.
 #include "app/cli/argparser.h"
 #include "app/cli/command.h"
 
@@ -16,6 +16,7 @@ int runConfigValidate(int argc, char **argv);
 int runConfigUpdate(int argc, char **argv);
 int runConfigToFsdp2(int argc, char **argv);
 int runConfigQuestionnaire(int argc, char **argv);
+int runConfigCluster(int argc, char **argv);
 
 namespace {
 
@@ -31,6 +32,7 @@ const SubCommand subCommands[] = {
     {"validate", "check a config file: errors (exit 2) and warnings", &runConfigValidate},
     {"update", "re-write a config file with today's keys and defaults", &runConfigUpdate},
     {"to-fsdp2", "convert an FSDP1 config to FSDP2", &runConfigToFsdp2},
+    {"cluster", "write every node's config of a multi-node cluster (linted first)", &runConfigCluster},
 };
 
 int runConfig(int argc, char **argv)

@@ -1,6 +1,7 @@
 // `accel config` as a user runs it: the real binary, answers piped on stdin, files on disk,
 // exit codes and messages.
 #include "core/common/fileutil.h"
+#include "tests/config/scriptedflows.h"
 #include "tests/helpers/testsupport.h"
 
 #include <QDir>
@@ -49,20 +50,8 @@ private Q_SLOTS:
     {
         QTest::addColumn<QStringList>("answers");
         QTest::addColumn<QString>("expected");
-        QTest::newRow("single CPU") << QStringList{"", "1", "yes", "", "no"} << "single_cpu.yaml";
-        QTest::newRow("multi-CPU") << QStringList{"", "multi-CPU", "", "", "", "", "4", ""} << "multi_cpu.yaml";
-        QTest::newRow("multi-GPU multi-node")
-            << QStringList{"1", "5", "2", "0", "10.0.0.1", "29500", "", "", "", "", "", "", "16", "", "", "bf16"}
-            << "multi_gpu_multinode.yaml";
-        QTest::newRow("FSDP2") << QStringList{"", "multi-GPU", "",    "", "", "",    "yes", "",  "",
-                                              "", "",          "yes", "", "", "yes", "",    "8", "bf16"}
-                               << "fsdp2.yaml";
-        QTest::newRow("DeepSpeed json file")
-            << QStringList{"", "multi-GPU", "", "", "", "yes", "yes", "/home/user/ds_config.json", "yes", "", "2"}
-            << "deepspeed_json_file.yaml";
-        QTest::newRow("fp8 TE") << QStringList{"", "multi-GPU", "",   "", "", "", "", "", "2", "",
-                                               "", "fp8",       "te", "", "", "", "", "", "",  ""}
-                                << "fp8_te.yaml";
+        for (const test::ScriptedFlow &flow : test::scriptedFlows())
+            QTest::newRow(flow.name) << flow.lines << flow.expectedFile;
     }
 
     void questionnaireWritesAccelerateFiles()
