@@ -31,6 +31,12 @@ double rounded(double value)
 
 } // namespace
 
+bool supervisorDetects(const QJsonObject &manifest)
+{
+    return manifest.value(QLatin1String("monitor")).toObject().value(QLatin1String("detectors")).toString() ==
+           QLatin1String(kSupervisorDetection);
+}
+
 EventWriter eventsFileWriter(const QString &runDirectory)
 {
     const QString path = QDir(runDirectory).filePath(QStringLiteral("events.jsonl"));

@@ -12,6 +12,7 @@
 #include "monitor/metricstore.h"
 #include "monitor/runevent.h"
 
+#include <QJsonObject>
 #include <QObject>
 #include <QPointer>
 #include <QSet>
@@ -22,6 +23,11 @@
 namespace accel::monitor {
 
 using EventWriter = std::function<void(const RunEvent &)>;
+
+// run.json "monitor.detectors" when the run's supervisor raises detector events itself
+// (SupervisorMonitor); a RunMonitor on such a run then raises none (no duplicate events).
+inline constexpr const char *kSupervisorDetection = "supervisor";
+bool supervisorDetects(const QJsonObject &manifest);
 // Appends events to <runDirectory>/events.jsonl.
 EventWriter eventsFileWriter(const QString &runDirectory);
 

@@ -113,7 +113,8 @@ void MetricStore::append(const MetricBatch &batch)
                 if (id < 0)
                     id = nameMap[batchName] = storeNameId(batch.names[batchName]);
             }
-            data->seriesFor(id).append(step, row.time, value.value);
+            if (m_keepScalars)
+                data->seriesFor(id).append(step, row.time, value.value);
             if (id == m_stepTimeNameId)
                 loggedStepTime = value.value;
         }

@@ -31,6 +31,9 @@ public:
 
     void append(const MetricBatch &batch);
     void clear();
+    // false: only rank status and step times are kept, no scalar series (for detectors in a
+    // long-running supervisor, whose memory should not grow with every logged value).
+    void setKeepScalars(bool keep) { m_keepScalars = keep; }
 
     QList<int> ranks() const; // sorted; -1 (host samples) first when present
     bool hasRank(int rank) const;
@@ -63,6 +66,7 @@ private:
     int m_stepTimeNameId = -1;
     std::int64_t m_totalSamples = 0;
     std::int64_t m_lastProgressMs = -1;
+    bool m_keepScalars = true;
 };
 
 } // namespace accel::monitor

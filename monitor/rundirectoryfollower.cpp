@@ -64,8 +64,8 @@ void RunDirectoryFollower::stop()
 
 void RunDirectoryFollower::pollNow()
 {
+    readManifest(); // first, so readers know the run (e.g. who detects hangs) before its data
     rescan();
-    readManifest();
     for (const auto &entry : m_tails)
         pollFile(entry.first);
 }
@@ -98,6 +98,8 @@ void RunDirectoryFollower::rescan()
             found.append(QLatin1String(folder) + QLatin1Char('/') + name);
     }
     for (const QString &relative : found) {
+        if (m_filter && !m_filter(relative))
+            continue;
         if (m_tails.count(relative) == 0) {
             m_tails.emplace(relative, std::make_unique<FileTail>(root.filePath(relative)));
             pollFile(relative);

@@ -9,6 +9,8 @@
 #include <QFileSystemWatcher>
 #include <QTimer>
 
+#include <functional>
+
 namespace accel::monitor {
 
 class FileTail;
@@ -21,6 +23,9 @@ public:
 
     void setPollInterval(int milliseconds); // default 500
     void setWatcherEnabled(bool enabled);   // default true; false polls only
+    // Only files (relative paths, e.g. "logs/rank0.log") the filter accepts are read; run.json
+    // always is. Set before start().
+    void setFileFilter(std::function<bool(const QString &)> filter) { m_filter = std::move(filter); }
     QString runDirectory() const { return m_directory; }
 
     void start() override; // reads what exists, then follows
@@ -39,6 +44,7 @@ private:
     std::map<QString, std::unique_ptr<FileTail>> m_tails;
     QDateTime m_manifestModified;
     qint64 m_manifestSize = -1;
+    std::function<bool(const QString &)> m_filter;
     bool m_watcherEnabled = true;
     bool m_running = false;
 };

@@ -3,6 +3,10 @@
 #include "monitor/rundirectoryfollower.h"
 #include "monitor/runsmodel.h"
 
+#include <QDir>
+#include <QFile>
+#include <QJsonDocument>
+
 namespace accel::monitor {
 
 RunMonitor::RunMonitor(RunSource *source, QObject *parent) : QObject(parent), m_source(source)
@@ -36,6 +40,7 @@ RunMonitor *RunMonitor::forDirectory(const QString &runDirectory, QObject *paren
 
 void RunMonitor::setEventsFile(const QString &runDirectory)
 {
+    m_eventsDirectory = runDirectory;
     m_writer = runDirectory.isEmpty() ? EventWriter() : eventsFileWriter(runDirectory);
 }
 
@@ -59,8 +64,21 @@ void RunMonitor::onEvents(const QList<RunEvent> &events)
     Q_EMIT eventsAppended(events);
 }
 
+bool RunMonitor::detectionLeftToSupervisor() const
+{
+    if (supervisorDetects(m_manifest))
+        return true;
+    if (m_eventsDirectory.isEmpty())
+        return false;
+    // The follower may deliver metrics before it has read run.json: ask the file (events are rare).
+    QFile file(QDir(m_eventsDirectory).filePath(QStringLiteral("run.json")));
+    return file.open(QIODevice::ReadOnly) && supervisorDetects(QJsonDocument::fromJson(file.readAll()).object());
+}
+
 void RunMonitor::onDetectorEvent(const RunEvent &event)
 {
+    if (detectionLeftToSupervisor())
+        return; // the supervisor writes this episode's event; it comes back through the source
     if (m_writer)
         m_writer(event); // comes back through the follower like the launcher's events
     else

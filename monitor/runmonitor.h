@@ -31,7 +31,8 @@ public:
     void stop();
 
     // Where detector events go: appended to this run directory's events.jsonl (and read back by
-    // the follower), or, when empty, straight into the models.
+    // the follower), or, when empty, straight into the models. Runs whose run.json says
+    // monitor.detectors = "supervisor" get none: their supervisor writes them (docs/monitor.md).
     void setEventsFile(const QString &runDirectory);
 
     RunSource *source() const { return m_source; }
@@ -60,7 +61,10 @@ private:
     LogModel m_logs;
     HangDetector m_hang{&m_store};
     StragglerDetector m_stragglers{&m_store};
+    bool detectionLeftToSupervisor() const;
+
     EventWriter m_writer;
+    QString m_eventsDirectory;
     QJsonObject m_manifest;
 };
 

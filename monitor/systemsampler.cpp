@@ -1,5 +1,7 @@
 #include "monitor/systemsampler.h"
 
+#include "monitor/nvmlreader.h"
+
 #include <QDateTime>
 #include <QElapsedTimer>
 #include <QFile>
@@ -60,11 +62,13 @@ QByteArray number(double value)
 
 } // namespace
 
-SystemSampler::SystemSampler(QObject *parent) : QObject(parent)
+SystemSampler::SystemSampler(QObject *parent) : QObject(parent), m_nvml(std::make_unique<NvmlReader>())
 {
     m_timer.setInterval(2000);
     connect(&m_timer, &QTimer::timeout, this, &SystemSampler::sampleNow);
 }
+
+SystemSampler::~SystemSampler() = default;
 
 void SystemSampler::setOutputFile(const QString &path)
 {
@@ -74,6 +78,21 @@ void SystemSampler::setOutputFile(const QString &path)
 void SystemSampler::setProcesses(const QList<qint64> &pids)
 {
     m_pids = pids;
+}
+
+void SystemSampler::setRankProcess(int rank, qint64 pid)
+{
+    m_rankPids[rank] = pid;
+}
+
+void SystemSampler::removeRank(int rank)
+{
+    m_rankPids.erase(rank);
+}
+
+void SystemSampler::clearRanks()
+{
+    m_rankPids.clear();
 }
 
 void SystemSampler::setInterval(int milliseconds)
@@ -87,7 +106,10 @@ void SystemSampler::start()
     m_haveHost = readHostCpu(host);
     m_lastHost = host;
     m_lastProcessTicks.clear();
-    for (qint64 pid : m_pids) {
+    QList<qint64> all = m_pids;
+    for (const auto &[rank, pid] : m_rankPids)
+        all.append(pid);
+    for (qint64 pid : all) {
         unsigned long long ticks = 0;
         double rss = 0;
         if (readProcessTicks(pid, ticks, rss))
@@ -114,10 +136,28 @@ bool SystemSampler::readHostCpu(CpuTimes &times)
     return true;
 }
 
+SystemSampler::ProcessReading SystemSampler::readProcess(qint64 pid, double elapsedSeconds,
+                                                         std::map<qint64, unsigned long long> &ticksNow)
+{
+    ProcessReading reading;
+    reading.cpuPercent = std::nan("");
+    unsigned long long ticks = 0;
+    if (!readProcessTicks(pid, ticks, reading.rssBytes))
+        return reading;
+    reading.alive = true;
+    ticksNow[pid] = ticks;
+    const auto previous = m_lastProcessTicks.find(pid);
+    if (previous != m_lastProcessTicks.end() && ticks >= previous->second && elapsedSeconds > 0)
+        reading.cpuPercent = 100.0 * static_cast<double>(ticks - previous->second) /
+                             static_cast<double>(::sysconf(_SC_CLK_TCK)) / elapsedSeconds;
+    return reading;
+}
+
 QByteArray SystemSampler::sampleNow()
 {
     const qint64 nowNs = monotonicNs();
     const double elapsed = m_lastSampleNs > 0 ? (nowNs - m_lastSampleNs) / 1e9 : 0.0;
+    const QByteArray time = QByteArray::number(QDateTime::currentMSecsSinceEpoch() / 1000.0, 'f', 3);
 
     double cpuPercent = std::nan("");
     CpuTimes host;
@@ -149,47 +189,71 @@ QByteArray SystemSampler::sampleNow()
         in >> load;
     }
 
-    double rssSum = 0;
-    double procCpu = std::nan("");
-    unsigned long long tickDelta = 0;
-    bool haveTicks = false;
-    int alive = 0;
+    std::map<qint64, double> gpuMemory;
+    const std::vector<GpuReading> gpus = m_nvml->read(gpuMemory);
+
+    // Every watched process once (a rank's pid may also be in the plain list).
     std::map<qint64, unsigned long long> ticksNow;
-    for (qint64 pid : m_pids) {
-        unsigned long long ticks = 0;
-        double rss = 0;
-        if (!readProcessTicks(pid, ticks, rss))
+    std::map<qint64, ProcessReading> readings;
+    QList<qint64> all = m_pids;
+    for (const auto &[rank, pid] : m_rankPids)
+        all.append(pid);
+    double rssSum = 0;
+    double cpuSum = 0;
+    bool haveCpu = false;
+    int alive = 0;
+    for (qint64 pid : all) {
+        if (readings.count(pid))
+            continue;
+        const ProcessReading reading = readProcess(pid, elapsed, ticksNow);
+        readings[pid] = reading;
+        if (!reading.alive)
             continue;
         ++alive;
-        rssSum += rss;
-        ticksNow[pid] = ticks;
-        const auto previous = m_lastProcessTicks.find(pid);
-        if (previous != m_lastProcessTicks.end() && ticks >= previous->second) {
-            tickDelta += ticks - previous->second;
-            haveTicks = true;
+        rssSum += reading.rssBytes;
+        if (std::isfinite(reading.cpuPercent)) {
+            cpuSum += reading.cpuPercent;
+            haveCpu = true;
         }
     }
     m_lastProcessTicks = ticksNow;
-    if (haveTicks && elapsed > 0)
-        procCpu = 100.0 * static_cast<double>(tickDelta) / static_cast<double>(::sysconf(_SC_CLK_TCK)) / elapsed;
     m_lastSampleNs = nowNs;
 
-    QByteArray line = "{\"v\":1,\"time\":" + QByteArray::number(QDateTime::currentMSecsSinceEpoch() / 1000.0, 'f', 3) +
-                      ",\"rank\":-1,\"kind\":\"system\",\"cpu_percent\":" + number(cpuPercent) +
-                      ",\"mem_used_bytes\":" + number(memTotal - memAvailable) +
-                      ",\"mem_total_bytes\":" + number(memTotal) + ",\"load_1m\":" + number(load);
-    if (!m_pids.isEmpty()) {
-        line += ",\"processes\":" + QByteArray::number(alive) + ",\"mem_rss_bytes\":" + number(rssSum) +
-                ",\"processes_cpu_percent\":" + number(procCpu);
+    QByteArray lines = "{\"v\":1,\"time\":" + time +
+                       ",\"rank\":-1,\"kind\":\"system\",\"cpu_percent\":" + number(cpuPercent) +
+                       ",\"mem_used_bytes\":" + number(memTotal - memAvailable) +
+                       ",\"mem_total_bytes\":" + number(memTotal) + ",\"load_1m\":" + number(load);
+    if (!all.isEmpty()) {
+        lines += ",\"processes\":" + QByteArray::number(alive) + ",\"mem_rss_bytes\":" + number(rssSum) +
+                 ",\"processes_cpu_percent\":" + number(haveCpu ? cpuSum : std::nan(""));
     }
-    line += "}\n";
+    for (const GpuReading &gpu : gpus) {
+        const QByteArray prefix = ",\"gpu" + QByteArray::number(gpu.index);
+        if (gpu.utilPercent >= 0)
+            lines += prefix + "_util_percent\":" + number(gpu.utilPercent);
+        if (gpu.memUsedBytes >= 0)
+            lines += prefix + "_mem_used_bytes\":" + number(gpu.memUsedBytes) + prefix +
+                     "_mem_total_bytes\":" + number(gpu.memTotalBytes);
+    }
+    lines += "}\n";
+    for (const auto &[rank, pid] : m_rankPids) {
+        const ProcessReading &reading = readings[pid];
+        if (!reading.alive)
+            continue;
+        lines += "{\"v\":1,\"time\":" + time + ",\"rank\":" + QByteArray::number(rank) +
+                 ",\"kind\":\"system\",\"pid\":" + QByteArray::number(pid) +
+                 ",\"cpu_percent\":" + number(reading.cpuPercent) + ",\"mem_rss_bytes\":" + number(reading.rssBytes);
+        if (const auto device = gpuMemory.find(pid); device != gpuMemory.end())
+            lines += ",\"mem_device_bytes\":" + number(device->second);
+        lines += "}\n";
+    }
     if (!m_outputFile.isEmpty()) {
         QFile file(m_outputFile);
         if (file.open(QIODevice::WriteOnly | QIODevice::Append | QIODevice::Unbuffered))
-            file.write(line);
+            file.write(lines);
     }
-    Q_EMIT sampled(line);
-    return line;
+    Q_EMIT sampled(lines);
+    return lines;
 }
 
 } // namespace accel::monitor

@@ -1,7 +1,10 @@
-// SystemSampler: host-level samples for a run's metrics/system.jsonl (docs/metrics.md: rank -1,
-// kind "system"), read from /proc on a timer: host CPU busy percent, memory in use and total,
-// 1-minute load, and for a set of processes (the run's ranks) their summed resident memory and
-// CPU percent (100 = one core). Meant for the supervisor process that owns the run directory.
+// SystemSampler: system samples for a run's metrics/system.jsonl (docs/metrics.md, kind "system"),
+// read from /proc on a timer. Every sample writes one host line (rank -1: host CPU busy percent,
+// memory in use and total, 1-minute load, and totals over the watched processes) and one line per
+// rank process (rank N: its pid, CPU percent (100 = one core) and resident memory, plus GPU memory
+// of that pid when NVML is present). With NVML, the host line also carries per-GPU utilisation and
+// memory (gpu<i>_util_percent, gpu<i>_mem_used_bytes, gpu<i>_mem_total_bytes).
+// Meant for the supervisor process that owns the run directory.
 #pragma once
 
 #include <QList>
@@ -9,42 +12,62 @@
 #include <QTimer>
 
 #include <map>
+#include <memory>
 
 namespace accel::monitor {
+
+class NvmlReader;
 
 class SystemSampler : public QObject {
     Q_OBJECT
 public:
     explicit SystemSampler(QObject *parent = nullptr);
+    ~SystemSampler() override;
 
     void setOutputFile(const QString &path); // lines are appended; empty: signal only
+    // Processes summed into the host line only (no per-rank lines).
     void setProcesses(const QList<qint64> &pids);
+    // The process of a rank (a restart replaces it); it gets its own line in every sample.
+    void setRankProcess(int rank, qint64 pid);
+    void removeRank(int rank); // the rank exited: no more lines for it
+    void clearRanks();
+    std::map<int, qint64> rankProcesses() const { return m_rankPids; }
     void setInterval(int milliseconds); // default 2000
+    int interval() const { return m_timer.interval(); }
+    bool isActive() const { return m_timer.isActive(); }
 
     void start(); // first sample after one interval (CPU percentages need two readings)
     void stop();
 
-    // Takes one sample now and returns its line (newline included); CPU fields are null on the
-    // first call. Also appends it to the output file and emits sampled().
+    // Takes one sample now and returns its lines (newlines included); CPU fields are null on the
+    // first call for a process. Also appends them to the output file (one write) and emits sampled().
     QByteArray sampleNow();
 
 Q_SIGNALS:
-    void sampled(const QByteArray &line);
+    void sampled(const QByteArray &lines);
 
 private:
     struct CpuTimes {
         unsigned long long busy = 0;
         unsigned long long total = 0;
     };
+    struct ProcessReading {
+        bool alive = false;
+        double rssBytes = 0;
+        double cpuPercent = 0; // NaN without an earlier reading
+    };
     static bool readHostCpu(CpuTimes &times);
+    ProcessReading readProcess(qint64 pid, double elapsedSeconds, std::map<qint64, unsigned long long> &ticksNow);
 
     QTimer m_timer;
     QString m_outputFile;
     QList<qint64> m_pids;
+    std::map<int, qint64> m_rankPids;
     CpuTimes m_lastHost;
     bool m_haveHost = false;
     std::map<qint64, unsigned long long> m_lastProcessTicks;
     qint64 m_lastSampleNs = 0;
+    std::unique_ptr<NvmlReader> m_nvml;
 };
 
 } // namespace accel::monitor

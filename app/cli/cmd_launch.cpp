@@ -11,9 +11,11 @@
 #include "launcher/rundirectory.h"
 #include "launcher/runsupervisor.h"
 #include "launcher/signalwatcher.h"
+#include "monitor/supervisormonitor.h"
 
 #include <QCoreApplication>
 #include <QJsonDocument>
+#include <QJsonObject>
 
 #include <csignal>
 #include <cstdio>
@@ -40,6 +42,9 @@ void addLaunchOptions(ArgParser &parser)
         }
         parser.addOption(std::move(spec));
     }
+    parser.addValue("system_sample_hz", "HZ",
+                    "system samples (CPU, memory, GPU per rank) per second into metrics/system.jsonl: 0 (off) to 10",
+                    "2");
     // Internal: set by --detach for the background supervisor.
     parser.addFlag("detached_supervisor", "(internal) this process is the detached supervisor");
     parser.addPositional(
@@ -59,8 +64,19 @@ int gracePeriodMs(const ArgParser &parser)
     return static_cast<int>(seconds * 1000.0);
 }
 
+// --system_sample_hz as a number in 0..10, or -1 when it is not one.
+double systemSampleHz(const ArgParser &parser)
+{
+    const std::string text = parser.valueOr("system_sample_hz", "2");
+    char *end = nullptr;
+    const double hz = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || !(hz >= 0) || hz > 10)
+        return -1;
+    return hz;
+}
+
 int runSupervisor(const LaunchSettings &settings, const EnvMap &base, RunDirectory &run, const ArgParser &parser,
-                  bool attachedToTerminal)
+                  const accel::monitor::SupervisorMonitorSettings &monitorSettings, bool attachedToTerminal)
 {
     int argc = 1;
     char name[] = "accel";
@@ -72,6 +88,17 @@ int runSupervisor(const LaunchSettings &settings, const EnvMap &base, RunDirecto
     options.graceMs = gracePeriodMs(parser);
     options.mirror = attachedToTerminal && !parser.isSet("no_mirror");
     RunSupervisor supervisor(settings, base, &run, options);
+    // System sampling and hang/straggler detection beside the ranks (launcher/ knows nothing of
+    // monitor/: the wiring is here). run.json records it so a studio does not detect twice.
+    accel::monitor::SupervisorMonitor monitor(run.path(), monitorSettings);
+    QJsonObject manifest = run.manifest();
+    manifest[QStringLiteral("monitor")] = monitor.manifestEntry();
+    (void)run.writeManifest(manifest);
+    QObject::connect(&supervisor, &RunSupervisor::rankStarted, &monitor,
+                     &accel::monitor::SupervisorMonitor::rankStarted);
+    QObject::connect(&supervisor, &RunSupervisor::rankExited, &monitor,
+                     [&monitor](const RankExit &exit) { monitor.rankExited(exit.rank); });
+    QObject::connect(&supervisor, &RunSupervisor::finished, &monitor, [&monitor] { monitor.stop(); });
     SignalWatcher signals;
     QObject::connect(&signals, &SignalWatcher::signalReceived, &supervisor, [&supervisor](int signal) {
         const char *abbrev = sigabbrev_np(signal);
@@ -98,6 +125,7 @@ int runSupervisor(const LaunchSettings &settings, const EnvMap &base, RunDirecto
         }
         app.exit(exitCode);
     });
+    monitor.start();
     QMetaObject::invokeMethod(&supervisor, &RunSupervisor::start, Qt::QueuedConnection);
     app.exec();
     return exitCode;
@@ -122,6 +150,18 @@ static int runLaunch(int argc, char **argv)
         std::fprintf(stderr, "accel launch: --grace_period: expected seconds (0-86400), got '%s'\n",
                      parser.valueOr("grace_period", "").c_str());
         return ExitBadInput;
+    }
+    const double sampleHz = systemSampleHz(parser);
+    if (sampleHz < 0) {
+        std::fprintf(stderr,
+                     "accel launch: --system_sample_hz: expected samples per second from 0 (off) to 10, got '%s'\n",
+                     parser.valueOr("system_sample_hz", "").c_str());
+        return ExitBadInput;
+    }
+    const auto monitorSettings = accel::monitor::supervisorMonitorSettings(sampleHz);
+    if (!monitorSettings) {
+        std::fprintf(stderr, "accel launch: %s\n", monitorSettings.error().toString().c_str());
+        return exitCodeFor(monitorSettings.error());
     }
     auto prepared = prepareLaunch(parser);
     if (!prepared) {
@@ -154,7 +194,8 @@ static int runLaunch(int argc, char **argv)
         std::fprintf(stderr, "accel launch: run %s (%d rank(s), %s launcher); logs in %s/logs\n",
                      run->id().toLocal8Bit().constData(), settings.processesPerNode(),
                      launcherKindName(settings.launcher), run->path().toLocal8Bit().constData());
-    return runSupervisor(settings, prepared->baseEnvironment, *run, parser, !parser.isSet("detached_supervisor"));
+    return runSupervisor(settings, prepared->baseEnvironment, *run, parser, *monitorSettings,
+                         !parser.isSet("detached_supervisor"));
 }
 
 static Registrar registrar({"launch", "launch a script or job on this machine's ranks (accelerate launch)",

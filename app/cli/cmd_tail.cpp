@@ -1,19 +1,25 @@
 // accel tail RUN: the end of a run's rank logs, metrics or launcher events; --follow keeps
-// printing as they grow and returns when the run has ended. The studio runs this over SSH to
-// stream remote runs.
+// printing as they grow and returns when the run has ended. With --follow --json it prints the
+// accel.tail stream (docs/monitor.md) of the whole run directory, which monitor's
+// StreamRunSource reads back: the studio runs this over SSH to follow remote runs.
 #include "app/cli/argparser.h"
 #include "app/cli/command.h"
 
 #include "launcher/filefollower.h"
 #include "launcher/jsonoutput.h"
 #include "launcher/rundirectory.h"
+#include "monitor/rundirectoryfollower.h"
+#include "monitor/runevent.h"
+#include "monitor/tailstream.h"
 
+#include <QCoreApplication>
 #include <QDir>
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QRegularExpression>
 #include <QThread>
+#include <QTimer>
 
 #include <cstdio>
 
@@ -42,6 +48,61 @@ QJsonObject lineJson(const QString &kind, const QString &file, const QString &te
     return object;
 }
 
+void writeOut(const QByteArray &bytes)
+{
+    if (bytes.isEmpty())
+        return;
+    std::fwrite(bytes.constData(), 1, static_cast<size_t>(bytes.size()), stdout);
+    std::fflush(stdout);
+}
+
+// --follow --json: the accel.tail stream (header, whole-line text chunks per file from each file's
+// start, run.json manifests, restarts) until the run has ended. `kind` empty: every file.
+int streamRun(RunDirectory &run, const QString &kind, int onlyRank)
+{
+    int argc = 1;
+    char name[] = "accel";
+    char *argv[] = {name, nullptr};
+    QCoreApplication app(argc, argv);
+    accel::monitor::RunDirectoryFollower follower(run.path());
+    follower.setFileFilter([kind, onlyRank](const QString &relativePath) {
+        if (onlyRank >= 0 && accel::monitor::rankFromFileName(QFileInfo(relativePath).fileName()) != onlyRank)
+            return false;
+        if (kind == QLatin1String("logs"))
+            return relativePath.startsWith(QLatin1String("logs/"));
+        if (kind == QLatin1String("metrics"))
+            return relativePath.startsWith(QLatin1String("metrics/"));
+        if (kind == QLatin1String("events"))
+            return relativePath == QLatin1String("events.jsonl");
+        return true;
+    });
+    accel::monitor::TailStreamEncoder encoder;
+    writeOut(encoder.header(run.path()));
+    QObject::connect(
+        &follower, &accel::monitor::RunSource::bytesRead, &app,
+        [&encoder](const QString &path, const QByteArray &bytes) { writeOut(encoder.encodeBytes(path, bytes)); });
+    QObject::connect(
+        &follower, &accel::monitor::RunSource::streamRestarted, &app,
+        [&encoder](const QString &path, const QString &reason) { writeOut(encoder.encodeRestart(path, reason)); });
+    QObject::connect(&follower, &accel::monitor::RunSource::runInfoChanged, &app,
+                     [&encoder](const QJsonObject &manifest) { writeOut(encoder.encodeManifest(manifest)); });
+    QTimer endCheck;
+    endCheck.setInterval(200);
+    QObject::connect(&endCheck, &QTimer::timeout, &app, [&] {
+        (void)run.reloadManifest();
+        if (!runstate::isFinal(run.effectiveState(true)))
+            return;
+        endCheck.stop();
+        follower.pollNow(); // what was written before the final state (and the final run.json)
+        follower.stop();
+        writeOut(encoder.flush());
+        app.exit(ExitOk);
+    });
+    follower.start();
+    endCheck.start();
+    return app.exec();
+}
+
 } // namespace
 
 static int runTail(int argc, char **argv)
@@ -56,7 +117,8 @@ static int runTail(int argc, char **argv)
     parser.addFlag("events", "events.jsonl (launcher events)");
     parser.addValue("rank", "N", "only this rank's file");
     parser.addValue("lines", "N", "start with the last N lines of each file (-1: everything)", "20");
-    parser.addFlag("json", "JSON output: one accel.tail object, or with --follow one accel.tail-line per line");
+    parser.addFlag("json", "JSON output: one accel.tail object, or with --follow the accel.tail stream of the whole "
+                           "run (only the chosen kind/rank when --logs/--metrics/--events/--rank are given)");
     if (!parser.parse(argc, argv, 1)) {
         if (parser.helpRequested()) {
             std::fputs(parser.helpText().c_str(), stdout);
@@ -83,6 +145,11 @@ static int runTail(int argc, char **argv)
     const bool json = parser.isSet("json");
     const bool follow = parser.isSet("follow");
 
+    if (json && follow) {
+        const bool chosen = parser.isSet("logs") || parser.isSet("metrics") || parser.isSet("events");
+        return streamRun(*run, chosen ? kind : QString(), onlyRank);
+    }
+
     FileFollower follower;
     auto discover = [&] {
         QStringList paths;
@@ -93,8 +160,10 @@ static int runTail(int argc, char **argv)
                 run->filePath(kind == QLatin1String("logs") ? QStringLiteral("logs") : QStringLiteral("metrics"));
             const QString pattern =
                 kind == QLatin1String("logs") ? QStringLiteral("rank*.log") : QStringLiteral("*.jsonl");
-            for (const QString &name : QDir(folder).entryList({pattern}, QDir::Files, QDir::Name))
-                paths << folder + QLatin1Char('/') + name;
+            for (const QString &name : QDir(folder).entryList({pattern}, QDir::Files, QDir::Name)) {
+                if (name != QLatin1String("system.jsonl")) // the supervisor's samples: only in the stream
+                    paths << folder + QLatin1Char('/') + name;
+            }
         }
         QStringList added;
         for (const QString &path : paths) {
@@ -111,14 +180,7 @@ static int runTail(int argc, char **argv)
 
     auto print = [&](const QList<FileFollower::Line> &lines) {
         for (const FileFollower::Line &line : lines) {
-            if (json) {
-                QJsonObject object{{QStringLiteral("schema"), QStringLiteral("accel.tail-line")},
-                                   {QStringLiteral("version"), 1}};
-                const QJsonObject body = lineJson(kind, line.file, line.text);
-                for (auto it = body.begin(); it != body.end(); ++it)
-                    object.insert(it.key(), it.value());
-                std::printf("%s\n", schemaJson(object, true).constData());
-            } else if (prefix) {
+            if (prefix) {
                 std::printf("[rank %d] %s\n", rankOfFile(line.file), line.text.toLocal8Bit().constData());
             } else {
                 std::printf("%s\n", line.text.toLocal8Bit().constData());

@@ -320,12 +320,12 @@ private Q_SLOTS:
     {
         QTemporaryDir dir;
         const QString marker = newMarker();
-        const auto detached = runAccel({QStringLiteral("launch"), QStringLiteral("--detach"), QStringLiteral("--json"),
-                                        QStringLiteral("--cpu"), QStringLiteral("--num_processes"), QStringLiteral("2"),
-                                        QStringLiteral("--run_dir"), dir.filePath(QStringLiteral("r1")),
-                                        QStringLiteral("--no_python"), fakechild(), QStringLiteral("--marker"), marker,
-                                        QStringLiteral("--print"), QStringLiteral("started"),
-                                        QStringLiteral("--metrics"), QStringLiteral("2"), QStringLiteral("--hang")});
+        const auto detached = runAccel(
+            {QStringLiteral("launch"), QStringLiteral("--detach"), QStringLiteral("--json"), QStringLiteral("--cpu"),
+             QStringLiteral("--num_processes"), QStringLiteral("2"), QStringLiteral("--system_sample_hz"),
+             QStringLiteral("10"), QStringLiteral("--run_dir"), dir.filePath(QStringLiteral("r1")),
+             QStringLiteral("--no_python"), fakechild(), QStringLiteral("--marker"), marker, QStringLiteral("--print"),
+             QStringLiteral("started"), QStringLiteral("--metrics"), QStringLiteral("2"), QStringLiteral("--hang")});
         QVERIFY2(detached.exitCode == 0, qPrintable(detached.err));
         // Whatever fails below, the detached run must not outlive the test.
         struct StopOnExit {
@@ -360,6 +360,16 @@ private Q_SLOTS:
                                       root);
         QCOMPARE(parseObject(metrics.out).value(QStringLiteral("lines")).toArray().size(), 4);
 
+        // The detached supervisor samples both ranks' processes (docs/metrics.md).
+        QVERIFY(waitFor(
+            [&] {
+                QFile system(dir.filePath(QStringLiteral("r1/metrics/system.jsonl")));
+                const QByteArray samples = system.open(QIODevice::ReadOnly) ? system.readAll() : QByteArray();
+                return samples.contains("\"rank\":0,\"kind\":\"system\",\"pid\":") &&
+                       samples.contains("\"rank\":1,\"kind\":\"system\",\"pid\":");
+            },
+            5000));
+
         // A follower started now ends by itself once the run is stopped.
         QProcess follower;
         follower.start(accel::test::binDir() + QStringLiteral("/accel"),
@@ -374,8 +384,11 @@ private Q_SLOTS:
         QVERIFY(waitFor([&] { return processesWithMarker(marker).isEmpty(); }, 2000));
         QVERIFY(follower.waitForFinished(5000));
         const QByteArray streamed = follower.readAllStandardOutput();
-        QVERIFY2(streamed.contains("\"event\":\"finished\""), streamed.constData());
-        QVERIFY(streamed.startsWith("{\"schema\":\"accel.tail-line\",\"version\":1"));
+        // The accel.tail stream (docs/monitor.md): events.jsonl text chunks, JSON-escaped.
+        QVERIFY(streamed.startsWith("{\"schema\":\"accel.tail\",\"version\":1"));
+        QVERIFY2(streamed.contains("{\"file\":\"events.jsonl\",\"text\":") &&
+                     streamed.contains("\\\"event\\\":\\\"finished\\\""),
+                 streamed.constData());
         const auto again = runAccel(QStringList{QStringLiteral("stop"), QStringLiteral("r1")} + root);
         QCOMPARE(again.exitCode, 0);
         QVERIFY(again.out.contains(QStringLiteral("already stopped")));
