@@ -124,7 +124,7 @@ void HangDetector::check()
         }
         return;
     }
-    if (!m_alive)
+    if (!m_alive || (m_settings.requireFirstStep && m_store->lastProgressMs() < 0))
         return;
     const std::int64_t threshold = thresholdMs();
     const std::int64_t idle = now - progress;

@@ -35,6 +35,9 @@ struct HangSettings {
     std::int64_t minimumMs = 60000; // never suspect a hang sooner
     double medianFactor = 5.0;      // ... nor before this many median step times
     int checkIntervalMs = 1000;
+    // Suspect nothing before the run has logged a step: scripts that log no metrics never "hang"
+    // (the supervisor's detector sets it; a studio's keeps the stricter default).
+    bool requireFirstStep = false;
 };
 
 class HangDetector : public QObject {

@@ -39,7 +39,9 @@ SupervisorMonitor::SupervisorMonitor(const QString &runDirectory, const Supervis
     if (settings.systemSampleHz > 0)
         m_sampler.setInterval(std::max(1, static_cast<int>(std::lround(1000.0 / settings.systemSampleHz))));
     m_store.setKeepScalars(false); // step times and progress are all the detectors need
-    m_hang.setSettings(settings.hang);
+    HangSettings hang = settings.hang;
+    hang.requireFirstStep = true; // a script that logs no metrics must not look hung after a minute
+    m_hang.setSettings(hang);
     m_stragglers.setSettings(settings.straggler);
     if (settings.detectors) {
         m_follower = new RunDirectoryFollower(runDirectory, this);

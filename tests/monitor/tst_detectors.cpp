@@ -142,6 +142,21 @@ private Q_SLOTS:
         QTRY_COMPARE_WITH_TIMEOUT(suspected.size(), 1, 3000);
     }
 
+    void noHangBeforeTheFirstStepWhenRequired()
+    {
+        Run run; // no metrics at all: a script that logs none
+        HangDetector detector(&run.store);
+        HangSettings settings{100, 5.0, 20};
+        settings.requireFirstStep = true;
+        detector.setSettings(settings);
+        QSignalSpy suspected(&detector, &HangDetector::hangSuspected);
+        detector.start();
+        QTest::qWait(400);
+        QCOMPARE(suspected.size(), 0);
+        appendTo(run.metricsFile(0), line(0, 1)); // one step, then nothing: now it can hang
+        QTRY_COMPARE_WITH_TIMEOUT(suspected.size(), 1, 3000);
+    }
+
     void slowRankIsAStraggler()
     {
         Run run;

@@ -253,7 +253,7 @@ private Q_SLOTS:
         writeFile(run.filePath(QStringLiteral("run.json")), QJsonDocument(manifest).toJson(), false);
         writeFile(run.filePath(QStringLiteral("events.jsonl")), "{\"v\":1,\"time\":1,\"event\":\"started\"}\n", false);
         writeFile(run.filePath(QStringLiteral("metrics/rank0.jsonl")),
-                  "{\"v\":1,\"time\":1,\"step\":1,\"loss\":2}\n{\"v\":1,\"time\":2,\"step\":2,\"loss\":1}\n", false);
+                  "{\"v\":1,\"time\":1,\"step\":1,\"loss\":2}\n{\"v\":1,\"time\":1.01,\"step\":2,\"loss\":1}\n", false);
 
         RunMonitor *monitor = RunMonitor::forDirectory(run.path(), this);
         monitor->hangDetector()->setSettings({300, 5.0, 50});
