@@ -1,7 +1,7 @@
 // Monitoring inside the `accel launch` supervisor, end to end through the real accel binary and
 // real rank processes (fakechild): metrics/system.jsonl with a line per rank pid at about the set
-// rate (also after a restart), --system_sample_hz 0 and bad values, a hang raised once in a
-// headless run, and the rule that a studio's RunMonitor leaves detection to such a supervisor.
+// rate (also after a restart), --system_sample_hz 0 and bad values, a hang and a straggler
+// raised once in headless runs, and the rule that a studio's RunMonitor leaves detection to such a supervisor.
 #include "monitor/metricsparser.h"
 #include "monitor/metricstore.h"
 #include "monitor/runevent.h"
@@ -13,6 +13,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -231,6 +232,42 @@ private Q_SLOTS:
                      .value(QStringLiteral("hang_minimum_s"))
                      .toDouble(),
                  1.0);
+    }
+
+    void headlessStragglerIsWrittenOnce()
+    {
+        if (QStandardPaths::findExecutable(QStringLiteral("python3")).isEmpty())
+            QSKIP("python3 is not installed");
+        // Rank 1's logged compute time per step is 3x the others': one straggler_detected.
+        QTemporaryDir dir;
+        QFile script(dir.filePath(QStringLiteral("train.py")));
+        QVERIFY(script.open(QIODevice::WriteOnly));
+        script.write("import json, os, time\n"
+                     "rank = int(os.environ['RANK'])\n"
+                     "with open(os.environ['ACCEL_METRICS_FILE'], 'a') as out:\n"
+                     "    for step in range(1, 9):\n"
+                     "        out.write(json.dumps({'v': 1, 'time': time.time(), 'step': step, 'loss': 1.0 / step,\n"
+                     "                              'step_time_s': 0.06 if rank == 1 else 0.02}) + '\\n')\n"
+                     "        out.flush()\n"
+                     "time.sleep(1.5)\n");
+        script.close();
+        const QString runDir = dir.filePath(QStringLiteral("run"));
+        const auto result =
+            runAccel({QStringLiteral("launch"), QStringLiteral("--cpu"), QStringLiteral("--num_processes"),
+                      QStringLiteral("3"), QStringLiteral("--main_process_port"), QStringLiteral("0"),
+                      QStringLiteral("--run_dir"), runDir, script.fileName()},
+                     60000);
+        QVERIFY2(result.exitCode == 0, qPrintable(result.err));
+        const QList<RunEvent> events = readEvents(runDir);
+        QCOMPARE(countEvents(events, QStringLiteral("straggler_detected")), 1);
+        QCOMPARE(countEvents(events, QStringLiteral("hang_suspected")), 0); // 60 s minimum by default
+        for (const RunEvent &event : events) {
+            if (event.event == QLatin1String("straggler_detected")) {
+                QCOMPARE(event.rank, 1);
+                QCOMPARE(event.fields.value(QStringLiteral("step_time_s")).toDouble(), 0.06);
+                QCOMPARE(event.fields.value(QStringLiteral("others_median_step_time_s")).toDouble(), 0.02);
+            }
+        }
     }
 
     void studioLeavesDetectionToTheSupervisor_data()
