@@ -56,6 +56,42 @@ private Q_SLOTS:
         QVERIFY(store.lastValue(-1, QStringLiteral("mem_total_bytes")) >
                 store.lastValue(-1, QStringLiteral("mem_used_bytes")));
     }
+
+    void rankProcessesGetTheirOwnLines()
+    {
+        QProcess busy;
+        busy.start(QStringLiteral("sh"), {QStringLiteral("-c"), QStringLiteral("while :; do :; done")});
+        QVERIFY(busy.waitForStarted(5000));
+        const qint64 busyPid = busy.processId();
+        SystemSampler sampler;
+        sampler.setRankProcess(3, busyPid);
+        sampler.setRankProcess(4, QCoreApplication::applicationPid());
+        sampler.setRankProcess(3, busyPid); // the same rank again: still one line
+        sampler.start();
+        QTest::qWait(300);
+        const QByteArray lines = sampler.sampleNow();
+        sampler.removeRank(4);
+        const QByteArray afterExit = sampler.sampleNow();
+        busy.kill();
+        busy.waitForFinished(5000);
+        const QByteArray gone = sampler.sampleNow(); // rank 3's process is gone: no line for it
+
+        MetricsParser parser;
+        MetricBatch batch;
+        parser.feed(lines + afterExit + gone, batch);
+        QCOMPARE(parser.stats().junk, std::int64_t(0));
+        QCOMPARE(batch.rows.size(), size_t(3 + 2 + 1));
+        MetricStore store;
+        store.append(batch);
+        QCOMPARE(store.ranks(), (QList<int>{-1, 3, 4}));
+        QCOMPARE(store.series(3, QStringLiteral("pid"))->size(), size_t(2));
+        QCOMPARE(store.lastValue(3, QStringLiteral("pid")), double(busyPid));
+        QCOMPARE(store.series(4, QStringLiteral("pid"))->size(), size_t(1));
+        const double spinning = store.series(3, QStringLiteral("cpu_percent"))->values.front();
+        QVERIFY2(spinning > 1 && spinning < 250, qPrintable(QString::number(spinning)));
+        QVERIFY(store.lastValue(4, QStringLiteral("mem_rss_bytes")) > 1e6);
+        QCOMPARE(store.lastValue(-1, QStringLiteral("processes")), 0.0); // after the kill
+    }
 };
 
 QTEST_GUILESS_MAIN(tst_SystemSampler)
