@@ -1,5 +1,6 @@
 #include "monitor/metricsparser.h"
 #include "monitor/metricstore.h"
+#include "monitor/nvmlreader.h"
 #include "monitor/systemsampler.h"
 
 #include <QCoreApplication>
@@ -91,6 +92,23 @@ private Q_SLOTS:
         QVERIFY2(spinning > 1 && spinning < 250, qPrintable(QString::number(spinning)));
         QVERIFY(store.lastValue(4, QStringLiteral("mem_rss_bytes")) > 1e6);
         QCOMPARE(store.lastValue(-1, QStringLiteral("processes")), 0.0); // after the kill
+    }
+
+    void gpuFieldsWithNvml()
+    {
+        NvmlReader nvml;
+        if (!nvml.isAvailable()) {
+            // Without the driver's library the sampler writes no GPU field at all.
+            SystemSampler sampler;
+            QVERIFY(!sampler.sampleNow().contains("gpu"));
+            QSKIP("NVML (libnvidia-ml.so.1) is not installed: no GPU to sample");
+        }
+        std::map<qint64, double> processMemory;
+        const std::vector<GpuReading> gpus = nvml.read(processMemory);
+        QVERIFY(!gpus.empty());
+        QVERIFY(gpus.front().memTotalBytes > 0);
+        SystemSampler sampler;
+        QVERIFY(sampler.sampleNow().contains("\"gpu0_mem_total_bytes\":"));
     }
 };
 
