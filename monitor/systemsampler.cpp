@@ -7,7 +7,10 @@
 #include <QFile>
 
 #include <cmath>
+#include <cstdlib>
+#include <dirent.h>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <unistd.h>
@@ -26,33 +29,104 @@ qint64 monotonicNs()
     return clock.nsecsElapsed();
 }
 
-// utime + stime of a process in clock ticks; false when it is gone.
-bool readProcessTicks(qint64 pid, unsigned long long &ticks, double &residentBytes)
+struct ProcStat {
+    bool alive = false;
+    qint64 processGroup = 0;
+    unsigned long long ticks = 0; // utime + stime in clock ticks
+};
+
+ProcStat readStat(qint64 pid)
 {
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    ProcStat stat;
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
     std::string line;
-    if (!std::getline(stat, line))
-        return false;
-    const size_t close = line.rfind(')');
-    if (close == std::string::npos)
-        return false;
+    if (!std::getline(in, line))
+        return stat;
+    const size_t close = line.rfind(')'); // the command name may hold spaces and parentheses
+    if (close == std::string::npos || close + 2 > line.size())
+        return stat;
     std::istringstream fields(line.substr(close + 2));
     std::string field;
     unsigned long long utime = 0;
     unsigned long long stime = 0;
     for (int index = 3; index <= 15 && fields >> field; ++index) {
-        if (index == 14)
-            utime = std::stoull(field);
-        if (index == 15)
-            stime = std::stoull(field);
+        if (index == 5)
+            stat.processGroup = std::strtoll(field.c_str(), nullptr, 10);
+        else if (index == 14)
+            utime = std::strtoull(field.c_str(), nullptr, 10);
+        else if (index == 15)
+            stime = std::strtoull(field.c_str(), nullptr, 10);
     }
-    ticks = utime + stime;
+    stat.ticks = utime + stime;
+    stat.alive = true;
+    return stat;
+}
+
+double residentBytes(qint64 pid)
+{
     std::ifstream statm("/proc/" + std::to_string(pid) + "/statm");
     long long size = 0;
     long long resident = 0;
     if (statm >> size >> resident)
-        residentBytes = static_cast<double>(resident) * static_cast<double>(::sysconf(_SC_PAGESIZE));
-    return true;
+        return static_cast<double>(resident) * static_cast<double>(::sysconf(_SC_PAGESIZE));
+    return 0;
+}
+
+// Every process of the given process groups (/proc scan), with its stat, by group.
+std::map<qint64, std::map<qint64, ProcStat>> groupMembers(const std::set<qint64> &groups)
+{
+    std::map<qint64, std::map<qint64, ProcStat>> members;
+    if (groups.empty())
+        return members;
+    DIR *proc = ::opendir("/proc");
+    if (!proc)
+        return members;
+    while (const dirent *entry = ::readdir(proc)) {
+        char *end = nullptr;
+        const long long pid = std::strtoll(entry->d_name, &end, 10);
+        if (pid <= 0 || *end != '\0')
+            continue;
+        const ProcStat stat = readStat(pid);
+        if (stat.alive && groups.count(stat.processGroup))
+            members[stat.processGroup][pid] = stat;
+    }
+    ::closedir(proc);
+    return members;
+}
+
+struct Watched {
+    std::map<qint64, ProcStat> all;                // every live watched process, by pid
+    std::map<int, std::vector<qint64>> rankGroups; // rank -> the live processes of its group
+};
+
+// A rank's pid leads its own process group (the launcher starts each rank with setsid), so the
+// rank's usage includes what it forked (data loader workers, compiler jobs).
+Watched collectWatched(const QList<qint64> &pids, const std::map<int, qint64> &ranks)
+{
+    Watched watched;
+    for (qint64 pid : pids) {
+        const ProcStat stat = readStat(pid);
+        if (stat.alive)
+            watched.all[pid] = stat;
+    }
+    std::set<qint64> groups;
+    for (const auto &[rank, pid] : ranks)
+        groups.insert(pid);
+    const auto members = groupMembers(groups);
+    for (const auto &[rank, pid] : ranks) {
+        std::vector<qint64> &list = watched.rankGroups[rank];
+        const auto found = members.find(pid);
+        if (found != members.end()) {
+            for (const auto &[member, stat] : found->second) {
+                list.push_back(member);
+                watched.all[member] = stat;
+            }
+        } else if (const ProcStat stat = readStat(pid); stat.alive) {
+            list.push_back(pid); // not a group leader (e.g. a test's own child): the process alone
+            watched.all[pid] = stat;
+        }
+    }
+    return watched;
 }
 
 QByteArray number(double value)
@@ -106,15 +180,8 @@ void SystemSampler::start()
     m_haveHost = readHostCpu(host);
     m_lastHost = host;
     m_lastProcessTicks.clear();
-    QList<qint64> all = m_pids;
-    for (const auto &[rank, pid] : m_rankPids)
-        all.append(pid);
-    for (qint64 pid : all) {
-        unsigned long long ticks = 0;
-        double rss = 0;
-        if (readProcessTicks(pid, ticks, rss))
-            m_lastProcessTicks[pid] = ticks;
-    }
+    for (const auto &[pid, stat] : collectWatched(m_pids, m_rankPids).all)
+        m_lastProcessTicks[pid] = stat.ticks;
     m_lastSampleNs = monotonicNs();
     m_timer.start();
 }
@@ -134,23 +201,6 @@ bool SystemSampler::readHostCpu(CpuTimes &times)
     times.busy = user + nice + system + irq + softirq + steal;
     times.total = times.busy + idle + iowait;
     return true;
-}
-
-SystemSampler::ProcessReading SystemSampler::readProcess(qint64 pid, double elapsedSeconds,
-                                                         std::map<qint64, unsigned long long> &ticksNow)
-{
-    ProcessReading reading;
-    reading.cpuPercent = std::nan("");
-    unsigned long long ticks = 0;
-    if (!readProcessTicks(pid, ticks, reading.rssBytes))
-        return reading;
-    reading.alive = true;
-    ticksNow[pid] = ticks;
-    const auto previous = m_lastProcessTicks.find(pid);
-    if (previous != m_lastProcessTicks.end() && ticks >= previous->second && elapsedSeconds > 0)
-        reading.cpuPercent = 100.0 * static_cast<double>(ticks - previous->second) /
-                             static_cast<double>(::sysconf(_SC_CLK_TCK)) / elapsedSeconds;
-    return reading;
 }
 
 QByteArray SystemSampler::sampleNow()
@@ -192,40 +242,50 @@ QByteArray SystemSampler::sampleNow()
     std::map<qint64, double> gpuMemory;
     const std::vector<GpuReading> gpus = m_nvml->read(gpuMemory);
 
-    // Every watched process once (a rank's pid may also be in the plain list).
-    std::map<qint64, unsigned long long> ticksNow;
-    std::map<qint64, ProcessReading> readings;
-    QList<qint64> all = m_pids;
-    for (const auto &[rank, pid] : m_rankPids)
-        all.append(pid);
-    double rssSum = 0;
-    double cpuSum = 0;
-    bool haveCpu = false;
-    int alive = 0;
-    for (qint64 pid : all) {
-        if (readings.count(pid))
-            continue;
-        const ProcessReading reading = readProcess(pid, elapsed, ticksNow);
-        readings[pid] = reading;
-        if (!reading.alive)
-            continue;
-        ++alive;
-        rssSum += reading.rssBytes;
-        if (std::isfinite(reading.cpuPercent)) {
-            cpuSum += reading.cpuPercent;
-            haveCpu = true;
+    const Watched watched = collectWatched(m_pids, m_rankPids);
+    struct Usage {
+        int processes = 0;
+        double rssBytes = 0;
+        double cpuPercent = std::nan(""); // NaN until one of the processes has an earlier reading
+        double deviceBytes = std::nan("");
+    };
+    std::map<qint64, double> rssCache;
+    const double ticksPerSecond = static_cast<double>(::sysconf(_SC_CLK_TCK));
+    auto usageOf = [&](auto begin, auto end) {
+        Usage usage;
+        for (auto it = begin; it != end; ++it) {
+            const qint64 pid = *it;
+            const ProcStat &stat = watched.all.at(pid);
+            ++usage.processes;
+            auto rss = rssCache.find(pid);
+            if (rss == rssCache.end())
+                rss = rssCache.emplace(pid, residentBytes(pid)).first;
+            usage.rssBytes += rss->second;
+            const auto previous = m_lastProcessTicks.find(pid);
+            if (previous != m_lastProcessTicks.end() && stat.ticks >= previous->second && elapsed > 0) {
+                const double percent =
+                    100.0 * static_cast<double>(stat.ticks - previous->second) / ticksPerSecond / elapsed;
+                usage.cpuPercent = std::isfinite(usage.cpuPercent) ? usage.cpuPercent + percent : percent;
+            }
+            if (const auto device = gpuMemory.find(pid); device != gpuMemory.end())
+                usage.deviceBytes =
+                    std::isfinite(usage.deviceBytes) ? usage.deviceBytes + device->second : device->second;
         }
-    }
-    m_lastProcessTicks = ticksNow;
-    m_lastSampleNs = nowNs;
+        return usage;
+    };
+    std::vector<qint64> everyPid;
+    for (const auto &[pid, stat] : watched.all)
+        everyPid.push_back(pid);
+    const Usage total = usageOf(everyPid.begin(), everyPid.end());
 
     QByteArray lines = "{\"v\":1,\"time\":" + time +
                        ",\"rank\":-1,\"kind\":\"system\",\"cpu_percent\":" + number(cpuPercent) +
                        ",\"mem_used_bytes\":" + number(memTotal - memAvailable) +
                        ",\"mem_total_bytes\":" + number(memTotal) + ",\"load_1m\":" + number(load);
-    if (!all.isEmpty()) {
-        lines += ",\"processes\":" + QByteArray::number(alive) + ",\"mem_rss_bytes\":" + number(rssSum) +
-                 ",\"processes_cpu_percent\":" + number(haveCpu ? cpuSum : std::nan(""));
+    if (!m_pids.isEmpty() || !m_rankPids.empty()) {
+        lines += ",\"processes\":" + QByteArray::number(total.processes) +
+                 ",\"mem_rss_bytes\":" + number(total.rssBytes) +
+                 ",\"processes_cpu_percent\":" + number(total.cpuPercent);
     }
     for (const GpuReading &gpu : gpus) {
         const QByteArray prefix = ",\"gpu" + QByteArray::number(gpu.index);
@@ -237,16 +297,22 @@ QByteArray SystemSampler::sampleNow()
     }
     lines += "}\n";
     for (const auto &[rank, pid] : m_rankPids) {
-        const ProcessReading &reading = readings[pid];
-        if (!reading.alive)
-            continue;
+        const std::vector<qint64> &group = watched.rankGroups.at(rank);
+        if (group.empty())
+            continue; // gone
+        const Usage usage = usageOf(group.begin(), group.end());
         lines += "{\"v\":1,\"time\":" + time + ",\"rank\":" + QByteArray::number(rank) +
                  ",\"kind\":\"system\",\"pid\":" + QByteArray::number(pid) +
-                 ",\"cpu_percent\":" + number(reading.cpuPercent) + ",\"mem_rss_bytes\":" + number(reading.rssBytes);
-        if (const auto device = gpuMemory.find(pid); device != gpuMemory.end())
-            lines += ",\"mem_device_bytes\":" + number(device->second);
+                 ",\"processes\":" + QByteArray::number(usage.processes) +
+                 ",\"cpu_percent\":" + number(usage.cpuPercent) + ",\"mem_rss_bytes\":" + number(usage.rssBytes);
+        if (std::isfinite(usage.deviceBytes))
+            lines += ",\"mem_device_bytes\":" + number(usage.deviceBytes);
         lines += "}\n";
     }
+    m_lastProcessTicks.clear();
+    for (const auto &[pid, stat] : watched.all)
+        m_lastProcessTicks[pid] = stat.ticks;
+    m_lastSampleNs = nowNs;
     if (!m_outputFile.isEmpty()) {
         QFile file(m_outputFile);
         if (file.open(QIODevice::WriteOnly | QIODevice::Append | QIODevice::Unbuffered))

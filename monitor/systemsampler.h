@@ -27,7 +27,8 @@ public:
     void setOutputFile(const QString &path); // lines are appended; empty: signal only
     // Processes summed into the host line only (no per-rank lines).
     void setProcesses(const QList<qint64> &pids);
-    // The process of a rank (a restart replaces it); it gets its own line in every sample.
+    // The process of a rank (a restart replaces it); it gets its own line in every sample, summed
+    // over its process group when it leads one (launcher ranks do: setsid), so children count.
     void setRankProcess(int rank, qint64 pid);
     void removeRank(int rank); // the rank exited: no more lines for it
     void clearRanks();
@@ -51,13 +52,7 @@ private:
         unsigned long long busy = 0;
         unsigned long long total = 0;
     };
-    struct ProcessReading {
-        bool alive = false;
-        double rssBytes = 0;
-        double cpuPercent = 0; // NaN without an earlier reading
-    };
     static bool readHostCpu(CpuTimes &times);
-    ProcessReading readProcess(qint64 pid, double elapsedSeconds, std::map<qint64, unsigned long long> &ticksNow);
 
     QTimer m_timer;
     QString m_outputFile;

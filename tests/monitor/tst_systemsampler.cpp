@@ -10,6 +10,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <csignal>
+
 using namespace accel::monitor;
 
 class tst_SystemSampler : public QObject {
@@ -92,6 +94,23 @@ private Q_SLOTS:
         QVERIFY2(spinning > 1 && spinning < 250, qPrintable(QString::number(spinning)));
         QVERIFY(store.lastValue(4, QStringLiteral("mem_rss_bytes")) > 1e6);
         QCOMPARE(store.lastValue(-1, QStringLiteral("processes")), 0.0); // after the kill
+    }
+
+    void aRankCountsItsWholeProcessGroup()
+    {
+        // Like a launcher rank (its own process group) that forked two workers.
+        QProcess leader;
+        leader.start(QStringLiteral("setsid"),
+                     {QStringLiteral("sh"), QStringLiteral("-c"), QStringLiteral("sleep 30 & sleep 30 & wait")});
+        QVERIFY(leader.waitForStarted(5000));
+        SystemSampler sampler;
+        sampler.setRankProcess(0, leader.processId());
+        QTRY_VERIFY_WITH_TIMEOUT(sampler.sampleNow().contains("\"rank\":0,\"kind\":\"system\",\"pid\":" +
+                                                              QByteArray::number(leader.processId()) +
+                                                              ",\"processes\":3,"),
+                                 5000);
+        ::kill(-static_cast<pid_t>(leader.processId()), SIGKILL);
+        leader.waitForFinished(5000);
     }
 
     void gpuFieldsWithNvml()
