@@ -1,15 +1,15 @@
 #include "app/studio/configwizard.h"
 
+#include "app/studio/cluster/clusterform.h"
+#include "app/studio/hardwarepage.h"
+#include "app/studio/wizard/summarypage.h"
 #include "core/config/configio.h"
 
-#include <QComboBox>
-#include <QDialogButtonBox>
-#include <QFontDatabase>
-#include <QLabel>
-#include <QLineEdit>
-#include <QPlainTextEdit>
 #include <QPushButton>
-#include <QVBoxLayout>
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
 
 namespace accel::app {
 
@@ -20,151 +20,179 @@ QString qs(const std::string &text)
 }
 } // namespace
 
-ConfigWizard::ConfigWizard(QWidget *parent) : QDialog(parent), m_flow(config::QuestionFlow::standard())
+ConfigWizard::ConfigWizard(QWidget *parent) : QWizard(parent), m_flow(config::QuestionFlow::standard())
 {
     setWindowTitle(tr("New config from questions"));
-    resize(620, 420);
-    auto *layout = new QVBoxLayout(this);
-    m_progress = new QLabel(this);
-    m_progress->setObjectName(QStringLiteral("wizardProgress"));
-    layout->addWidget(m_progress);
-    m_prompt = new QLabel(this);
-    m_prompt->setObjectName(QStringLiteral("wizardPrompt"));
-    m_prompt->setWordWrap(true);
-    QFont promptFont = m_prompt->font();
-    promptFont.setBold(true);
-    m_prompt->setFont(promptFont);
-    layout->addWidget(m_prompt);
-    m_choice = new QComboBox(this);
-    m_choice->setObjectName(QStringLiteral("wizardChoice"));
-    layout->addWidget(m_choice);
-    m_text = new QLineEdit(this);
-    m_text->setObjectName(QStringLiteral("wizardText"));
-    layout->addWidget(m_text);
-    m_help = new QLabel(this);
-    m_help->setWordWrap(true);
-    m_help->setStyleSheet(QStringLiteral("color: palette(mid);"));
-    layout->addWidget(m_help);
-    m_error = new QLabel(this);
-    m_error->setObjectName(QStringLiteral("wizardError"));
-    m_error->setWordWrap(true);
-    m_error->setStyleSheet(QStringLiteral("color: #c62828;"));
-    layout->addWidget(m_error);
-    m_summary = new QPlainTextEdit(this);
-    m_summary->setReadOnly(true);
-    m_summary->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
-    layout->addWidget(m_summary, 1);
-    layout->addStretch(0);
-
-    auto *buttons = new QDialogButtonBox(this);
-    m_backButton = buttons->addButton(tr("Back"), QDialogButtonBox::ActionRole);
-    m_nextButton = buttons->addButton(tr("Next"), QDialogButtonBox::ActionRole);
-    m_finishButton = buttons->addButton(tr("Open in Configure"), QDialogButtonBox::AcceptRole);
-    buttons->addButton(QDialogButtonBox::Cancel);
-    m_nextButton->setDefault(true);
-    connect(m_backButton, &QPushButton::clicked, this, &ConfigWizard::back);
-    connect(m_nextButton, &QPushButton::clicked, this, &ConfigWizard::answerFromWidget);
-    connect(m_text, &QLineEdit::returnPressed, this, &ConfigWizard::answerFromWidget);
-    connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
-    connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
-    layout->addWidget(buttons);
-    showCurrent();
-}
-
-bool ConfigWizard::answer(const QString &input)
-{
-    if (!m_current)
-        return false;
-    Result<std::string> interpreted = m_flow.interpret(*m_current, input.toStdString(), m_answers);
-    if (!interpreted) {
-        m_error->setText(qs(interpreted.error().toString()));
-        return false;
+    setObjectName(QStringLiteral("configWizard"));
+    setWizardStyle(QWizard::ClassicStyle);
+    setOption(QWizard::NoBackButtonOnStartPage, true);
+    resize(760, 560);
+    for (const config::Section &section : m_flow.sections()) {
+        const auto questions = m_flow.questionsIn(section.id);
+        if (questions.empty())
+            continue;
+        auto *page = new QuestionPage(section, questions, this);
+        connect(page, &QuestionPage::inputChanged, this, &ConfigWizard::refresh);
+        setPage(static_cast<int>(m_pages.size()), page);
+        m_pages.push_back(page);
     }
-    m_answers[m_current->id] = *interpreted;
-    m_answeredOrder.push_back(m_current->id);
-    showCurrent();
-    return true;
+    m_summary = new SummaryPage(this);
+    m_summaryId = static_cast<int>(m_pages.size());
+    setPage(m_summaryId, m_summary);
+    setStartId(0);
+    setButtonText(QWizard::FinishButton, tr("Open in Configure"));
+    if (QuestionPage *multiNode = sectionPage("multi_node")) {
+        auto *cluster = new QPushButton(tr("Generate every node's config..."), multiNode);
+        cluster->setObjectName(QStringLiteral("wizardClusterButton"));
+        cluster->setToolTip(tr("One form for the whole cluster: hosts, processes per host, main host and port"));
+        connect(cluster, &QPushButton::clicked, this, [this] {
+            std::unique_ptr<ClusterForm> form(createClusterForm());
+            form->exec();
+        });
+        multiNode->addFooter(cluster);
+    }
+
+    if (parent) {
+        if (auto *hardware = parent->window()->findChild<HardwarePage *>(); hardware && hardware->hasReport())
+            setRecommendation(hardware->recommendedConfig());
+    }
+    refresh();
 }
 
-bool ConfigWizard::answerFromWidget()
+void ConfigWizard::setRecommendation(const config::ClusterConfig &config)
 {
-    if (!m_current)
-        return false;
-    if (m_current->kind == config::QuestionKind::Menu || m_current->kind == config::QuestionKind::YesNo)
-        return answer(m_choice->currentData().toString());
-    return answer(m_text->text());
+    for (const auto &[id, answer] : m_flow.seedAnswers(config))
+        setAnswer(id, answer);
+    refresh();
 }
 
-void ConfigWizard::back()
+QuestionPage *ConfigWizard::pageFor(const std::string &questionId) const
 {
-    if (m_answeredOrder.empty())
-        return;
-    m_answers.erase(m_answeredOrder.back());
-    m_answeredOrder.pop_back();
-    m_answers = m_flow.prune(m_answers);
-    showCurrent();
+    for (QuestionPage *page : m_pages)
+        if (page->hasQuestion(questionId))
+            return page;
+    return nullptr;
+}
+
+QuestionPage *ConfigWizard::sectionPage(const std::string &sectionId) const
+{
+    for (QuestionPage *page : m_pages)
+        if (page->sectionId() == sectionId)
+            return page;
+    return nullptr;
+}
+
+QWidget *ConfigWizard::editor(const std::string &questionId) const
+{
+    QuestionPage *page = pageFor(questionId);
+    return page ? page->editor(questionId) : nullptr;
+}
+
+bool ConfigWizard::setAnswer(const std::string &questionId, const std::string &answer)
+{
+    QuestionPage *page = pageFor(questionId);
+    return page && page->setAnswer(questionId, answer);
+}
+
+WizardEvaluation ConfigWizard::evaluate() const
+{
+    WizardEvaluation evaluation;
+    config::Answers &a = evaluation.answers;
+    for (const config::Question &question : m_flow.questions()) {
+        if (question.condition && !question.condition(a))
+            continue;
+        evaluation.applicable.insert(question.id);
+        evaluation.prompts[question.id] = question.promptFor(a);
+        QuestionPage *page = pageFor(question.id);
+        const std::string input = page ? page->input(question.id).toStdString() : std::string();
+        Result<std::string> answer = m_flow.interpret(question, input, a);
+        if (answer) {
+            a[question.id] = *answer;
+        } else {
+            evaluation.problems[question.id] = answer.error().message;
+            a[question.id] = question.defaultAnswer; // later questions see the default meanwhile
+        }
+    }
+    return evaluation;
 }
 
 Result<config::ClusterConfig> ConfigWizard::result() const
 {
-    return m_flow.build(m_answers);
+    const WizardEvaluation evaluation = evaluate();
+    if (!evaluation.problems.empty()) {
+        const auto &[id, problem] = *evaluation.problems.begin();
+        return makeError(ErrorCode::InvalidInput, problem, id);
+    }
+    return m_flow.build(evaluation.answers);
 }
 
-QString ConfigWizard::errorText() const
+Result<void> ConfigWizard::saveTo(const QString &path)
 {
-    return m_error->text();
+    auto built = result();
+    if (!built) {
+        m_summary->setStatus(qs(built.error().toString()), true);
+        return tl::make_unexpected(built.error());
+    }
+    if (auto written = config::saveConfigFile(*built, path.toStdString()); !written) {
+        m_summary->setStatus(tr("Not saved: %1").arg(qs(written.error().toString())), true);
+        return written;
+    }
+    m_summary->setStatus(tr("Saved to %1").arg(path), false);
+    Q_EMIT saved(path);
+    return {};
 }
 
-void ConfigWizard::showCurrent()
+ClusterForm *ConfigWizard::createClusterForm()
 {
-    m_error->clear();
-    m_current = m_flow.next(m_answers);
-    m_backButton->setEnabled(!m_answeredOrder.empty());
-    const bool complete = m_current == nullptr;
-    m_nextButton->setVisible(!complete);
-    m_finishButton->setVisible(complete);
-    m_summary->setVisible(complete);
-    m_progress->setText(tr("%n question(s) answered", nullptr, static_cast<int>(m_answeredOrder.size())));
-    if (complete) {
-        m_choice->hide();
-        m_text->hide();
-        m_help->clear();
-        auto built = result();
-        if (built) {
-            m_prompt->setText(tr("Done. This is the config your answers produce:"));
-            m_summary->setPlainText(qs(config::serializeConfig(*built, config::ConfigFormat::Yaml)));
-            m_finishButton->setEnabled(true);
-        } else {
-            m_prompt->setText(tr("Accelerate would refuse these answers:"));
-            m_error->setText(qs(built.error().toString()));
-            m_summary->clear();
-            m_finishButton->setEnabled(false);
-        }
-        return;
+    const WizardEvaluation evaluation = evaluate();
+    config::Answers answers = evaluation.answers;
+    auto get = [&](const char *id) {
+        auto it = answers.find(id);
+        return it == answers.end() ? std::string() : it->second;
+    };
+    const int machines = std::max(1, std::atoi(get("num_machines").c_str()));
+    const int processes = std::max(1, std::atoi(get("num_processes").c_str()));
+    const std::string mainIp = get("main_process_ip");
+    const std::string port = get("main_process_port");
+    // The settings every node shares: the answers as one machine (the form sets the cluster keys).
+    answers["num_machines"] = "1";
+    answers["num_processes"] = std::to_string(std::max(2, processes / machines));
+    config::ClusterConfig base;
+    if (auto built = m_flow.build(m_flow.prune(answers)))
+        base = *built;
+    else
+        base.distributedType =
+            config::distributedTypeFromString(get("machine_type")).value_or(config::DistributedType::No);
+    auto *form = new ClusterForm(base, this);
+    form->setProcessesPerHost(std::max(1, processes / machines));
+    if (!mainIp.empty()) {
+        QStringList hosts{qs(mainIp)};
+        for (int i = 1; i < machines; ++i)
+            hosts << QString();
+        form->setHosts(hosts);
     }
-    const config::Question &question = *m_current;
-    m_prompt->setText(qs(question.promptFor(m_answers)) + QLatin1Char(' ') + qs(question.defaultHint()));
-    m_help->setText(qs(question.help));
-    const bool menu = question.kind == config::QuestionKind::Menu || question.kind == config::QuestionKind::YesNo;
-    m_choice->setVisible(menu);
-    m_text->setVisible(!menu);
-    if (menu) {
-        m_choice->clear();
-        if (question.kind == config::QuestionKind::YesNo) {
-            m_choice->addItem(tr("yes"), QStringLiteral("yes"));
-            m_choice->addItem(tr("no"), QStringLiteral("no"));
-        } else {
-            for (const config::Choice &choice : question.choices)
-                m_choice->addItem(qs(choice.label), qs(choice.value));
-        }
-        const int index = m_choice->findData(qs(question.defaultAnswer));
-        m_choice->setCurrentIndex(index < 0 ? 0 : index);
-        m_choice->setFocus();
-    } else {
-        m_text->clear();
-        m_text->setPlaceholderText(question.defaultAnswer.empty() ? tr("(empty)") : qs(question.defaultAnswer));
-        m_text->setFocus();
-    }
+    if (!port.empty() && std::atoi(port.c_str()) > 0)
+        form->setPort(std::atoi(port.c_str()));
+    return form;
+}
+
+int ConfigWizard::nextId() const
+{
+    const int current = currentId();
+    if (current < 0 || current >= m_summaryId)
+        return -1;
+    const WizardEvaluation evaluation = evaluate();
+    for (int id = current + 1; id < m_summaryId; ++id)
+        if (m_pages[static_cast<size_t>(id)]->applies(evaluation))
+            return id;
+    return m_summaryId;
+}
+
+void ConfigWizard::refresh()
+{
+    const WizardEvaluation evaluation = evaluate();
+    for (QuestionPage *page : m_pages)
+        page->apply(evaluation);
 }
 
 } // namespace accel::app

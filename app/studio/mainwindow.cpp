@@ -2,6 +2,7 @@
 
 #include "app/studio/aboutdialog.h"
 #include "app/studio/bigmodel/bigmodelspage.h"
+#include "app/studio/cluster/clusterform.h"
 #include "app/studio/configurepage.h"
 #include "app/studio/hardwarepage.h"
 #include "app/studio/launch/launchpage.h"
@@ -139,6 +140,15 @@ void MainWindow::createMenus()
         showPage(Page::Configure);
         m_configurePage->newFromQuestions();
     });
+    file->addAction(tr("Generate &Cluster Configs…"), this,
+                    [this] {
+                        // Every node's config of a multi-node cluster, over the config on the Configure page.
+                        auto base = config::parseConfig(m_configurePage->previewText().toStdString(),
+                                                        config::ConfigFormat::Yaml, {});
+                        ClusterForm form(base ? *base : m_hardwarePage->recommendedConfig(), this);
+                        form.exec();
+                    })
+        ->setObjectName(QStringLiteral("clusterConfigsAction"));
     QAction *open = file->addAction(tr("&Open Config…"), this, &MainWindow::openConfigDialog);
     open->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_O));
     QMenu *recent = file->addMenu(tr("Open &Recent"));

@@ -305,7 +305,7 @@ private Q_SLOTS:
 
     void helpAndUsageErrors()
     {
-        for (const char *sub : {"", "default", "show", "validate", "update", "to-fsdp2"}) {
+        for (const char *sub : {"", "default", "show", "validate", "update", "to-fsdp2", "cluster"}) {
             QStringList args{QStringLiteral("config")};
             if (*sub)
                 args << QString::fromLatin1(sub);
@@ -317,7 +317,7 @@ private Q_SLOTS:
         auto result = runAccel({QStringLiteral("config"), QStringLiteral("shw")});
         QCOMPARE(result.exitCode, 2);
         QCOMPARE(result.err, QStringLiteral("accel config: unknown sub-command 'shw' (expected one of default, show, "
-                                            "validate, update, to-fsdp2)\n"));
+                                            "validate, update, to-fsdp2, cluster)\n"));
         result = runAccel({QStringLiteral("config"), QStringLiteral("validate"), QStringLiteral("--jsn")});
         QCOMPARE(result.exitCode, 2);
         QCOMPARE(result.err,

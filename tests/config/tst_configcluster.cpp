@@ -33,21 +33,21 @@ private Q_SLOTS:
     {
         QTemporaryDir dir;
         const QString out = dir.filePath(QStringLiteral("cluster"));
-        // Documentation addresses (TEST-NET-1): never this machine, so the port is checked at launch.
+        // Documentation addresses (TEST-NET-3): never this machine, so the port is checked at launch.
         auto result = runAccel({QStringLiteral("config"), QStringLiteral("cluster"), QStringLiteral("--hosts"),
-                                QStringLiteral("192.0.2.1,192.0.2.2"), QStringLiteral("--procs_per_host"),
-                                QStringLiteral("2"), QStringLiteral("--main_host"), QStringLiteral("192.0.2.1"),
+                                QStringLiteral("203.0.113.1,203.0.113.2"), QStringLiteral("--procs_per_host"),
+                                QStringLiteral("2"), QStringLiteral("--main_host"), QStringLiteral("203.0.113.1"),
                                 QStringLiteral("--port"), QStringLiteral("29511"), QStringLiteral("--out_dir"), out});
         QVERIFY2(result.exitCode == 0, qPrintable(result.err));
-        QCOMPARE(result.out, QStringLiteral("wrote %1/node-0.yaml (192.0.2.1, machine_rank 0)\n"
-                                            "wrote %1/node-1.yaml (192.0.2.2, machine_rank 1)\n")
+        QCOMPARE(result.out, QStringLiteral("wrote %1/node-0.yaml (203.0.113.1, machine_rank 0)\n"
+                                            "wrote %1/node-1.yaml (203.0.113.2, machine_rank 1)\n")
                                  .arg(out));
         QVERIFY(result.err.contains(
-            QStringLiteral("port 29511 will be checked on 192.0.2.1 at launch (the main host is not this machine)")));
+            QStringLiteral("port 29511 will be checked on 203.0.113.1 at launch (the main host is not this machine)")));
         const QString node1 = readAll(out + QStringLiteral("/node-1.yaml"));
         QVERIFY(node1.contains(QStringLiteral("distributed_type: MULTI_CPU\n")));
         QVERIFY(node1.contains(QStringLiteral("machine_rank: 1\n")));
-        QVERIFY(node1.contains(QStringLiteral("main_process_ip: 192.0.2.1\n")));
+        QVERIFY(node1.contains(QStringLiteral("main_process_ip: 203.0.113.1\n")));
         QVERIFY(node1.contains(QStringLiteral("main_process_port: 29511\n")));
         QVERIFY(node1.contains(QStringLiteral("num_machines: 2\n")));
         QVERIFY(node1.contains(QStringLiteral("num_processes: 4\n")));
@@ -62,7 +62,7 @@ private Q_SLOTS:
         const QString out = dir.filePath(QStringLiteral("fsdp"));
         const auto result =
             runAccel({QStringLiteral("config"), QStringLiteral("cluster"), QStringLiteral("--hosts"),
-                      QStringLiteral("192.0.2.1, 192.0.2.2, 192.0.2.3"), QStringLiteral("--procs_per_host=8"),
+                      QStringLiteral("203.0.113.1, 203.0.113.2, 203.0.113.3"), QStringLiteral("--procs_per_host=8"),
                       QStringLiteral("--base"), test::dataPath(QStringLiteral("configs/fsdp2.yaml")),
                       QStringLiteral("--out_dir"), out, QStringLiteral("--json")});
         QVERIFY2(result.exitCode == 0, qPrintable(result.err));
@@ -70,7 +70,7 @@ private Q_SLOTS:
             result.out.startsWith(QStringLiteral("{\n  \"schema\": \"accel.config.cluster\",\n  \"version\": 1,\n")));
         const QJsonObject json = QJsonDocument::fromJson(result.out.toUtf8()).object();
         QCOMPARE(json.value(QStringLiteral("ok")).toBool(), true);
-        QCOMPARE(json.value(QStringLiteral("main_host")).toString(), QStringLiteral("192.0.2.1"));
+        QCOMPARE(json.value(QStringLiteral("main_host")).toString(), QStringLiteral("203.0.113.1"));
         QCOMPARE(json.value(QStringLiteral("num_processes")).toInt(), 24);
         const QJsonArray nodes = json.value(QStringLiteral("nodes")).toArray();
         QCOMPARE(nodes.size(), 3);
@@ -87,14 +87,14 @@ private Q_SLOTS:
         QTemporaryDir dir;
         const QString out = dir.filePath(QStringLiteral("bad"));
         auto result = runAccel({QStringLiteral("config"), QStringLiteral("cluster"), QStringLiteral("--hosts"),
-                                QStringLiteral("192.0.2.1,192.0.2.2,192.0.2.1"), QStringLiteral("--main_host"),
-                                QStringLiteral("192.0.2.9"), QStringLiteral("--out_dir"), out});
+                                QStringLiteral("203.0.113.1,203.0.113.2,203.0.113.1"), QStringLiteral("--main_host"),
+                                QStringLiteral("203.0.113.9"), QStringLiteral("--out_dir"), out});
         QCOMPARE(result.exitCode, 2);
-        QVERIFY2(result.err.contains(QStringLiteral("error: hosts: host '192.0.2.1' is listed twice (positions 1 and "
+        QVERIFY2(result.err.contains(QStringLiteral("error: hosts: host '203.0.113.1' is listed twice (positions 1 and "
                                                     "3); each node needs its own host\n")),
                  qPrintable(result.err));
         QVERIFY(result.err.contains(QStringLiteral(
-            "error: main_host: '192.0.2.9' is not one of the hosts (192.0.2.1, 192.0.2.2, 192.0.2.1)\n")));
+            "error: main_host: '203.0.113.9' is not one of the hosts (203.0.113.1, 203.0.113.2, 203.0.113.1)\n")));
         QVERIFY(result.err.endsWith(QStringLiteral("accel config cluster: nothing written; fix the errors above\n")));
         QVERIFY(!QDir(out).exists());
 

@@ -60,6 +60,83 @@ QString yamlOf(const Session &s)
 class tst_QuestionFlow : public QObject {
     Q_OBJECT
 private Q_SLOTS:
+    // The studio's wizard shows one page per section, in order: every question belongs to a listed
+    // section and only depends on answers of its own or earlier sections.
+    void sectionsOrderTheWizardsPages()
+    {
+        const QuestionFlow &flow = QuestionFlow::standard();
+        std::map<std::string, size_t> order;
+        for (size_t i = 0; i < flow.sections().size(); ++i)
+            order[flow.sections()[i].id] = i;
+        QCOMPARE(order.size(), size_t(11));
+        for (const Question &question : flow.questions())
+            QVERIFY2(order.count(question.section), question.id.c_str());
+        QCOMPARE(flow.find("main_process_ip")->section, std::string("multi_node"));
+        QCOMPARE(flow.find("fp8_amax_history_length")->section, std::string("fp8"));
+        QCOMPARE(flow.questionsIn("fsdp").front()->id, std::string("use_fsdp"));
+
+        const std::vector<Answers> samples = {
+            {},
+            {{"machine_type", "MULTI_GPU"},
+             {"num_machines", "2"},
+             {"use_deepspeed", "yes"},
+             {"zero_stage", "3"},
+             {"offload_optimizer_device", "nvme"},
+             {"deepspeed_multinode_launcher", "pdsh"},
+             {"mixed_precision", "fp8"},
+             {"fp8_backend", "TE"},
+             {"fp8_override_linear_precision", "yes"}},
+            {{"machine_type", "MULTI_GPU"},
+             {"use_fsdp", "yes"},
+             {"fsdp_version", "2"},
+             {"use_parallelism_config", "yes"},
+             {"parallelism_config_cp_size", "2"},
+             {"same_network", "no"},
+             {"num_machines", "3"}},
+            {{"machine_type", "MULTI_GPU"},
+             {"use_megatron_lm", "yes"},
+             {"megatron_lm_tp_degree", "2"},
+             {"megatron_lm_pp_degree", "2"},
+             {"use_dynamo", "yes"},
+             {"dynamo_customize", "yes"}},
+            {{"machine_type", "MULTI_CPU"}, {"use_mpirun", "yes"}, {"mixed_precision", "bf16"}},
+            {{"machine_type", "XLA"}, {"tpu_use_cluster", "yes"}, {"tpu_use_command_file", "yes"}},
+            {{"compute_environment", "AMAZON_SAGEMAKER"},
+             {"sagemaker_distributed_type", "DATA_PARALLEL"},
+             {"use_dynamo", "yes"}},
+        };
+        for (const Answers &sample : samples) {
+            const Answers all = flow.effective(sample);
+            for (const Question &question : flow.questions()) {
+                if (!question.condition)
+                    continue;
+                Answers earlier;
+                for (const auto &[id, answer] : all)
+                    if (order[flow.find(id)->section] <= order[question.section])
+                        earlier[id] = answer;
+                QVERIFY2(question.condition(all) == question.condition(earlier), question.id.c_str());
+            }
+        }
+    }
+
+    void seedAnswersFromARecommendation()
+    {
+        ClusterConfig recommended;
+        recommended.distributedType = DistributedType::MultiGpu;
+        recommended.numProcesses = 4;
+        recommended.gpuIds = "all";
+        recommended.mixedPrecision = MixedPrecision::Bf16;
+        const Answers seed = QuestionFlow::standard().seedAnswers(recommended);
+        QCOMPARE(seed, (Answers{{"gpu_ids", "all"},
+                                {"machine_type", "MULTI_GPU"},
+                                {"mixed_precision", "bf16"},
+                                {"num_processes", "4"}}));
+        auto built = QuestionFlow::standard().build(seed);
+        QVERIFY(built.has_value());
+        QCOMPARE(built->distributedType, DistributedType::MultiGpu);
+        QCOMPARE(*built->numProcesses, std::int64_t(4));
+    }
+
     void flowsProduceAccelerateFiles_data()
     {
         QTest::addColumn<QStringList>("inputs");
