@@ -194,6 +194,19 @@ Result<std::vector<std::pair<std::string, std::string>>> configEntriesFromText(c
     return entries;
 }
 
+namespace {
+
+std::string blasKernels(const WorkerCapabilities &worker)
+{
+    if (worker.blasCore.empty())
+        return {};
+    if (worker.blasCoreRecommended.empty())
+        return " with " + worker.blasCore + " kernels";
+    return " chose " + worker.blasCore + " kernels; accel-worker runs OPENBLAS_CORETYPE=" + worker.blasCoreRecommended;
+}
+
+} // namespace
+
 std::string formatEnvText(const HardwareReport &report)
 {
     std::ostringstream out;
@@ -215,7 +228,7 @@ std::string formatEnvText(const HardwareReport &report)
         out << "- accel-worker libtorch version: " << worker.torchVersion
             << " (CUDA: " << (worker.cuda ? worker.cudaVersion : "no") << ", NCCL: " << (worker.nccl ? "yes" : "no")
             << ", gloo: " << (worker.gloo ? "yes" : "no") << ", MPI: " << (worker.mpi ? "yes" : "no")
-            << ", BLAS: " << orText(worker.blas, "unknown") << ")\n";
+            << ", BLAS: " << orText(worker.blas, "unknown") << blasKernels(worker) << ")\n";
     else
         out << "- accel-worker libtorch version: not available (" << worker.error << ")\n";
     out << "- PyTorch accelerator: " << (report.gpu.gpus.empty() ? "N/A" : "CUDA") << "\n";

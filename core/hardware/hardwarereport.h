@@ -88,6 +88,8 @@ struct WorkerCapabilities {
     bool mpi = false;
     int openmpThreads = 0;
     std::string blas;
+    std::string blasCore;            // OpenBLAS's own kernel choice ("Prescott", "SkylakeX", ...)
+    std::string blasCoreRecommended; // the OPENBLAS_CORETYPE the worker runs with instead, if any
 };
 
 // Python as found on PATH; module versions are "not installed" when the import failed.

@@ -291,7 +291,9 @@ std::string reportToJson(const HardwareReport &report, int indent)
                       {"gloo", w.gloo},
                       {"mpi", w.mpi},
                       {"openmp_threads", w.openmpThreads},
-                      {"blas", w.blas}};
+                      {"blas", w.blas},
+                      {"blas_core", w.blasCore},
+                      {"blas_core_recommended", w.blasCoreRecommended}};
     const PythonInfo &p = report.python;
     json["python"] = {{"available", p.available},   {"error", p.error},
                       {"executable", p.executable}, {"version", p.version},
@@ -433,6 +435,8 @@ Result<HardwareReport> reportFromJson(const std::string &text)
         r.read(o, "mpi", w, k.mpi);
         r.read(o, "openmp_threads", w, k.openmpThreads);
         r.read(o, "blas", w, k.blas);
+        r.read(o, "blas_core", w, k.blasCore);
+        r.read(o, "blas_core_recommended", w, k.blasCoreRecommended);
     }
     {
         const Json &o = objectAt(json, "python", r);

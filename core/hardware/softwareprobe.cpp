@@ -55,6 +55,8 @@ Result<WorkerCapabilities> parseWorkerCapabilities(const std::string &text)
         if (threads != json.end() && threads->is_number_integer())
             capabilities.openmpThreads = threads->get<int>();
         capabilities.blas = stringOr(json, "blas");
+        capabilities.blasCore = stringOr(json, "blas_core");
+        capabilities.blasCoreRecommended = stringOr(json, "blas_core_recommended");
         return capabilities;
     } catch (const nlohmann::json::exception &error) {
         return makeError(ErrorCode::InvalidInput, std::string("not valid JSON: ") + error.what(),

@@ -3,6 +3,7 @@
 #include "core/worker/jobrunner.h"
 #include "core/worker/trainingloop.h"
 
+#include "core/hardware/blasprobe.h"
 #include "core/runtime/plugin.h"
 #include "core/runtime/tensorio.h"
 #include "core/runtime/training.h"
@@ -156,6 +157,10 @@ std::string capabilitiesJson()
     if (auto pos = config.find("BLAS_INFO="); pos != std::string::npos)
         blas = config.substr(pos + 10, config.find_first_of(", \n", pos + 10) - pos - 10);
     j["blas"] = blas.empty() ? nlohmann::json(nullptr) : nlohmann::json(blas);
+    // OpenBLAS's own kernel choice and the one the worker switches to (see core/hardware/blasprobe.h).
+    const hardware::BlasReport kernels = hardware::probeBlas(hardware::runningCpuFlags());
+    j["blas_core"] = kernels.coreName;
+    j["blas_core_recommended"] = kernels.recommended;
     j["mixed_precision"] = {"no", "bf16"};
     j["recipes"] = knownRecipes();
     return j.dump();

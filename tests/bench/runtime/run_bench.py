@@ -88,6 +88,13 @@ def main():
     parser.add_argument("--corpus", required=True)
     parser.add_argument("--only", choices=["mlp", "gpt"])
     args = parser.parse_args()
+    # Both sides run the same OpenBLAS kernels: the ones accel-worker would switch to when
+    # OpenBLAS does not know this CPU (core/hardware/blasprobe.h), so the ratio compares runtimes.
+    caps = json.loads(subprocess.run([args.worker, "--capabilities", "--json"], stdout=subprocess.PIPE, text=True).stdout)
+    if "OPENBLAS_CORETYPE" not in os.environ and caps.get("blas_core_recommended"):
+        os.environ["OPENBLAS_CORETYPE"] = caps["blas_core_recommended"]
+    print(f"# BLAS: {caps.get('blas')}; OpenBLAS chose {caps.get('blas_core') or '-'}; both sides run "
+          f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}", flush=True)
     work = tempfile.mkdtemp(prefix="accel-bench-runtime-")
     write_mlp_data(os.path.join(work, "mlp.safetensors"))
     common = f"training: {{max_steps: {WARMUP + STEPS}, log_every: 10, resume: none, shuffle: true, "
