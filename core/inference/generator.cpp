@@ -103,6 +103,15 @@ Result<GenerationResult> generate(InferenceModel &model, const std::vector<std::
     result.stats.promptTokens = promptLength;
     std::vector<bool> done(batch, false);
     std::vector<std::string> shownText(batch);
+    std::vector<std::string> decodedText(batch); // streaming: all text so far, before any stop cut
+    std::vector<Decoder::Stream> streams;
+    if (decoder.makeStream)
+        for (size_t b = 0; b < batch; ++b)
+            streams.push_back(decoder.makeStream());
+    size_t longestStop = 0;
+    for (const auto &stop : options.stopStrings)
+        longestStop = std::max(longestStop, stop.size());
+    const bool needRepetitionHistory = options.repetitionPenalty != 1.0;
 
     try {
         c10::InferenceMode guard;
@@ -141,10 +150,23 @@ Result<GenerationResult> generate(InferenceModel &model, const std::vector<std::
                 }
                 std::string piece;
                 if (decoder) {
-                    std::string text = decoder(seq.tokens);
+                    const bool lastStep = done[b] || step + 1 == options.maxNewTokens;
+                    std::string text;
+                    size_t searchFrom = 0;
+                    if (!streams.empty()) {
+                        std::string &all = decodedText[b];
+                        // A new stop match must end in the new text: look a stop's length back.
+                        searchFrom = all.size() > longestStop ? all.size() - longestStop : 0;
+                        all += streams[b].push(tokens[b]);
+                        if (lastStep)
+                            all += streams[b].finish();
+                        text = all;
+                    } else {
+                        text = decoder.full(seq.tokens);
+                    }
                     for (const auto &stop : options.stopStrings) {
-                        const auto pos = text.find(stop);
-                        if (!stop.empty() && pos != std::string::npos && pos <= text.size()) {
+                        const auto pos = text.find(stop, searchFrom);
+                        if (!stop.empty() && pos != std::string::npos) {
                             text.resize(pos);
                             done[b] = true;
                             seq.stopReason = "stop_string";
@@ -156,9 +178,9 @@ Result<GenerationResult> generate(InferenceModel &model, const std::vector<std::
                     const std::string &shown = shownText[b];
                     if (safe >= shown.size() && text.compare(0, shown.size(), shown) == 0) {
                         piece = text.substr(shown.size(), safe - shown.size());
-                        shownText[b] = text.substr(0, safe);
+                        shownText[b].append(piece);
                     }
-                    seq.text = text;
+                    seq.text = std::move(text);
                 }
                 if (onToken && !onToken(b, tokens[b], piece)) {
                     result.cancelled = true;
@@ -169,7 +191,8 @@ Result<GenerationResult> generate(InferenceModel &model, const std::vector<std::
             if (step + 1 == options.maxNewTokens)
                 break;
             auto input = next.unsqueeze(1);
-            seen = at::cat({seen, input}, 1);
+            if (needRepetitionHistory)
+                seen = at::cat({seen, input}, 1);
             logits = lm.forward(input, &cache, true).select(1, 0).to(at::kCPU);
             ++decodedSteps;
         }

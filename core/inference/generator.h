@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace accel::inference {
@@ -51,8 +52,34 @@ struct GenerationResult {
 
 // Called for each new token: (sequence, token, newly decoded text). Return false to cancel.
 using TokenCallback = std::function<bool(size_t sequence, int64_t token, const std::string &textPiece)>;
-// Decodes token ids to text (a tokenizer); optional.
-using Decoder = std::function<std::string(const std::vector<int64_t> &tokens)>;
+// Turns generated ids into text (a tokenizer); optional. Either incremental, one stream per
+// sequence (push(id) returns the text that id completed, finish() what is still held back: a
+// tokenizer's StreamingDecoder, constant work per token), or a function of all the new ids that
+// the generator calls again after every token (simple, but quadratic in the length).
+struct Decoder {
+    using Full = std::function<std::string(const std::vector<int64_t> &tokens)>;
+    struct Stream {
+        std::function<std::string(int64_t id)> push;
+        std::function<std::string()> finish;
+    };
+    using StreamFactory = std::function<Stream()>;
+
+    Decoder() = default;
+    template <typename F,
+              typename = std::enable_if_t<std::is_invocable_r_v<std::string, F, const std::vector<int64_t> &>>>
+    Decoder(F decodeAll) : full(std::move(decodeAll))
+    {}
+    static Decoder streaming(StreamFactory makeStream)
+    {
+        Decoder d;
+        d.makeStream = std::move(makeStream);
+        return d;
+    }
+    explicit operator bool() const { return static_cast<bool>(full) || static_cast<bool>(makeStream); }
+
+    Full full;
+    StreamFactory makeStream;
+};
 
 // All prompts must have the same length (no padding in this version).
 Result<GenerationResult> generate(InferenceModel &model, const std::vector<std::vector<int64_t>> &prompts,

@@ -20,6 +20,29 @@ void setExecutionDevices(Module &root, const at::Device &device)
         setExecutionDevices(*entry.second, device);
 }
 
+namespace {
+// A decode step multiplies one row by each weight. For a single row, OpenBLAS's GEMM (Debian 12
+// ships 0.3.21, which does not forward it to GEMV) packs the weight panels before multiplying;
+// GEMV streams the weights once, which is what a memory-bound decode step needs. Float32 on the
+// CPU only: the other dtypes and devices keep the GEMM path.
+bool isSingleCpuFloatRow(const at::Tensor &flat)
+{
+    return flat.dim() == 2 && flat.size(0) == 1 && flat.is_cpu() && flat.scalar_type() == at::kFloat;
+}
+
+// x [..., in] times weight [out, in] transposed (+ bias [out]).
+at::Tensor linearRows(const at::Tensor &x, const at::Tensor &weight, const at::Tensor &bias)
+{
+    auto flat = x.reshape({-1, x.size(-1)});
+    if (!isSingleCpuFloatRow(flat) || weight.scalar_type() != at::kFloat)
+        return at::linear(x, weight, bias);
+    auto sizes = x.sizes().vec();
+    sizes.back() = weight.size(0);
+    auto out = bias.defined() ? at::addmv(bias, weight, flat[0]) : at::mv(weight, flat[0]);
+    return out.view(sizes);
+}
+} // namespace
+
 Linear::Linear(int64_t in, int64_t out, bool bias) : DeviceModule("Linear")
 {
     m_weight = addParameter("weight", {out, in});
@@ -30,7 +53,7 @@ Linear::Linear(int64_t in, int64_t out, bool bias) : DeviceModule("Linear")
 at::Tensor Linear::forward(const at::Tensor &x)
 {
     ForwardScope scope(*this);
-    return at::linear(toDevice(x), m_weight->value, m_bias ? m_bias->value : at::Tensor());
+    return linearRows(toDevice(x), m_weight->value, m_bias ? m_bias->value : at::Tensor());
 }
 
 Conv1D::Conv1D(int64_t in, int64_t out) : DeviceModule("Conv1D"), m_out(out)
@@ -44,9 +67,11 @@ at::Tensor Conv1D::forward(const at::Tensor &x)
     ForwardScope scope(*this);
     auto input = toDevice(x);
     auto sizes = input.sizes().vec();
-    auto flat = at::addmm(m_bias->value, input.reshape({-1, sizes.back()}), m_weight->value);
+    auto rows = input.reshape({-1, sizes.back()});
     sizes.back() = m_out;
-    return flat.view(sizes);
+    if (isSingleCpuFloatRow(rows) && m_weight->value.scalar_type() == at::kFloat)
+        return at::addmv(m_bias->value, m_weight->value.t(), rows[0]).view(sizes); // weight is [in, out]
+    return at::addmm(m_bias->value, rows, m_weight->value).view(sizes);
 }
 
 LayerNorm::LayerNorm(int64_t size, double eps) : DeviceModule("LayerNorm"), m_eps(eps)
@@ -90,7 +115,7 @@ at::Tensor Embedding::forward(const at::Tensor &ids)
 at::Tensor Embedding::project(const at::Tensor &hidden)
 {
     ForwardScope scope(*this);
-    return at::linear(toDevice(hidden), m_weight->value);
+    return linearRows(toDevice(hidden), m_weight->value, at::Tensor());
 }
 
 at::Tensor activate(const at::Tensor &x, const std::string &activation)

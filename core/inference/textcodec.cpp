@@ -1,5 +1,6 @@
 #include "core/inference/textcodec.h"
 
+#include "core/tokenizer/streamingdecoder.h"
 #include "core/tokenizer/tokenizer.h"
 
 #include <filesystem>
@@ -34,10 +35,13 @@ Decoder TextCodec::decoder() const
 {
     if (!m_impl)
         return {};
-    return [impl = m_impl](const std::vector<int64_t> &tokens) {
-        std::vector<int32_t> ids(tokens.begin(), tokens.end());
-        return impl->tokenizer.decode(ids, true);
-    };
+    // One StreamingDecoder per generated sequence: each token costs a decode of a few ids, not
+    // of everything generated so far.
+    return Decoder::streaming([impl = m_impl] {
+        auto stream = std::make_shared<tokenizer::StreamingDecoder>(impl->tokenizer, /*skipSpecialTokens=*/true);
+        return Decoder::Stream{[stream](int64_t id) { return stream->push(static_cast<int32_t>(id)); },
+                               [stream] { return stream->finish(); }};
+    });
 }
 
 } // namespace accel::inference

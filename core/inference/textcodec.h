@@ -1,5 +1,5 @@
 // Text in and out of a model folder: its tokenizer.json through core/tokenizer when present
-// (encode; decode of the generated ids, which the generator diffs into streamed pieces and
+// (encode; a StreamingDecoder per generated sequence, whose pieces the generator streams and
 // matches stop strings on), else ids only.
 #pragma once
 
