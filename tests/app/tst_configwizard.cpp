@@ -3,6 +3,7 @@
 // sessions must save byte-identical files; pages that do not apply are skipped; validation
 // messages sit beside the fields and keep Next disabled; the recommendation seeds the fields.
 #include "app/studio/configwizard.h"
+#include "app/studio/hardwarepage.h"
 #include "app/studio/wizard/summarypage.h"
 #include "core/config/configio.h"
 #include "tests/config/scriptedflows.h"
@@ -221,6 +222,34 @@ private Q_SLOTS:
         // The prompt follows the machine type.
         auto *label = wizard.editor("num_processes")->parentWidget()->findChild<QLabel *>();
         QVERIFY2(label->text().startsWith(QStringLiteral("How many GPU(s) should be used")), qPrintable(label->text()));
+    }
+
+    void takesTheRecommendationFromTheStudiosHardwarePage()
+    {
+        QWidget window;
+        auto *hardware = new HardwarePage(&window);
+        hardware::DetectOptions options;
+        options.probePython = false;
+        options.probeWorker = false;
+        hardware->setDetectOptions(options);
+        QSignalSpy finished(hardware, &HardwarePage::detectionFinished);
+        hardware->refresh();
+        QVERIFY(finished.wait(60000));
+        QVERIFY(hardware->hasReport());
+        const config::Answers seed = config::QuestionFlow::standard().seedAnswers(hardware->recommendedConfig());
+        QVERIFY(seed.count("machine_type"));
+
+        auto *configure = new QWidget(&window); // the wizard's parent, as the Configure page opens it
+        ConfigWizard wizard(configure);
+        const config::Answers answers = wizard.answers();
+        int compared = 0;
+        for (const auto &[id, answer] : seed) {
+            if (!answers.count(id))
+                continue; // e.g. gpu_ids for a CPU run
+            QCOMPARE(answers.at(id), answer);
+            ++compared;
+        }
+        QVERIFY(compared >= 2);
     }
 
     void recommendationSeedsTheFields()
