@@ -119,6 +119,19 @@ private Q_SLOTS:
         QVERIFY(QFile::exists(out + QStringLiteral("/node-0.yaml")));
     }
 
+    void loopbackMainHostIsRefusedForSeveralNodes()
+    {
+        QTemporaryDir dir;
+        const QString out = dir.filePath(QStringLiteral("lo"));
+        const auto result = runAccel({QStringLiteral("config"), QStringLiteral("cluster"), QStringLiteral("--hosts"),
+                                      QStringLiteral("localhost,203.0.113.2"), QStringLiteral("--out_dir"), out});
+        QCOMPARE(result.exitCode, 2);
+        QVERIFY2(result.err.contains(QStringLiteral("error: main_host: the main host's address 127.0.0.1 is a loopback "
+                                                    "address; the other nodes cannot reach it\n")),
+                 qPrintable(result.err));
+        QVERIFY(!QDir(out).exists());
+    }
+
     void usage()
     {
         auto result = runAccel({QStringLiteral("config"), QStringLiteral("cluster"), QStringLiteral("--help")});
