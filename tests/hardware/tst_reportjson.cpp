@@ -37,8 +37,11 @@ static HardwareReport fullReport()
     report.network = {eth, lo};
     report.gpu.gpus[1].processes = {{4242, uint64_t(3) << 30}};
     report.gpu.topology.nicNames = {{"NIC0", "mlx5_0"}};
-    report.worker = {true, "",        "/opt/accel/bin/accel-worker", "1.13.0", false, "", "", false, true, false,
-                     8,    "OpenBLAS"};
+    report.worker = {true,       "",        "/opt/accel/bin/accel-worker",
+                     "1.13.0",   false,     "",
+                     "",         false,     true,
+                     false,      8,         "OpenBLAS",
+                     "Prescott", "SkylakeX"};
     report.python = {true, "", "/usr/bin/python3", "3.11.2", "1.13.0", "not installed", "1.24.2", ""};
     report.config = {"/home/u/.cache/huggingface/accelerate/default_config.yaml",
                      false,
