@@ -1,25 +1,146 @@
-// WorkerClient, the playground's link to `accel-worker serve`: a missing worker program fails the
-// request with a message instead of hanging, and with a real worker built beside the tests a
-// killed worker fails the request in flight and a new request starts a fresh worker.
+// The inference Playground: WorkerClient, its link to `accel-worker serve` (a missing worker
+// program fails the request instead of hanging; a killed worker fails the request in flight and a
+// new request starts a fresh worker), and the PlaygroundPage on a tiny gpt2 checkpoint written
+// here (no libtorch in the studio) with the hand-made byte-level BPE tokenizer.json of
+// tests/data/tokenizers/gpt2-tiny.json: a typed text prompt streams in piece by piece and equals
+// `accel-worker generate`'s text for the same seed, Stop returns promptly, a killed worker shows a
+// banner and Load starts a fresh one, Unload ends the worker, bad folders and model types show
+// the worker's message, and the Big Models page remembers the Playground's folder.
+#include "app/studio/bigmodel/bigmodelspage.h"
+#include "app/studio/bigmodel/devicelanesview.h"
+#include "app/studio/bigmodel/playgroundpage.h"
+#include "app/studio/bigmodel/playgroundsampling.h"
 #include "app/studio/bigmodel/workerclient.h"
+#include "core/bigmodel/safetensorswriter.h"
 #include "tests/helpers/testsupport.h"
 
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QSettings>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
 
 #include <csignal>
+#include <random>
 
 using namespace accel::app;
+
+namespace {
+
+// A random gpt2 checkpoint with the 269-id vocabulary of the gpt2-tiny tokenizer fixture and room
+// for long generations (n_positions 65536).
+void writeTinyGpt2(const QString &dir)
+{
+    QDir().mkpath(dir);
+    const int64_t vocab = 269, hidden = 32, positions = 65536, layers = 2;
+    std::mt19937 rng(42);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<std::pair<std::string, std::vector<int64_t>>> shapes;
+    std::vector<std::vector<float>> values;
+    auto put = [&](const std::string &name, std::vector<int64_t> shape, float scale, float offset = 0.0f) {
+        int64_t n = 1;
+        for (int64_t d : shape)
+            n *= d;
+        std::vector<float> v(static_cast<size_t>(n));
+        for (float &x : v)
+            x = offset + scale * normal(rng);
+        shapes.emplace_back(name, std::move(shape));
+        values.push_back(std::move(v));
+    };
+    put("transformer.wte.weight", {vocab, hidden}, 0.2f);
+    put("transformer.wpe.weight", {positions, hidden}, 0.02f);
+    for (int64_t i = 0; i < layers; ++i) {
+        const std::string p = "transformer.h." + std::to_string(i) + ".";
+        put(p + "ln_1.weight", {hidden}, 0.1f, 1.0f);
+        put(p + "ln_1.bias", {hidden}, 0.1f);
+        put(p + "attn.c_attn.weight", {hidden, 3 * hidden}, 0.2f);
+        put(p + "attn.c_attn.bias", {3 * hidden}, 0.05f);
+        put(p + "attn.c_proj.weight", {hidden, hidden}, 0.2f);
+        put(p + "attn.c_proj.bias", {hidden}, 0.05f);
+        put(p + "ln_2.weight", {hidden}, 0.1f, 1.0f);
+        put(p + "ln_2.bias", {hidden}, 0.1f);
+        put(p + "mlp.c_fc.weight", {hidden, 4 * hidden}, 0.2f);
+        put(p + "mlp.c_fc.bias", {4 * hidden}, 0.05f);
+        put(p + "mlp.c_proj.weight", {4 * hidden, hidden}, 0.2f);
+        put(p + "mlp.c_proj.bias", {hidden}, 0.05f);
+    }
+    put("transformer.ln_f.weight", {hidden}, 0.1f, 1.0f);
+    put("transformer.ln_f.bias", {hidden}, 0.1f);
+    std::vector<accel::bigmodel::TensorToWrite> tensors;
+    for (size_t i = 0; i < shapes.size(); ++i)
+        tensors.push_back({shapes[i].first, accel::bigmodel::DType::F32, shapes[i].second, values[i].data(),
+                           values[i].size() * sizeof(float)});
+    QVERIFY(accel::bigmodel::writeSafetensors((dir + "/model.safetensors").toStdString(), tensors));
+    const QByteArray config = R"({"model_type": "gpt2", "vocab_size": 269, "n_positions": 65536, "n_embd": 32,
+        "n_layer": 2, "n_head": 4, "layer_norm_epsilon": 1e-05, "activation_function": "gelu_new",
+        "tie_word_embeddings": true, "eos_token_id": 267})";
+    QFile file(dir + "/config.json");
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write(config);
+    file.close();
+    QVERIFY(QFile::copy(accel::test::dataPath(QStringLiteral("tokenizers/gpt2-tiny.json")), dir + "/tokenizer.json"));
+}
+
+QString workerProgram()
+{
+    return QDir(accel::test::binDir()).filePath(QStringLiteral("accel-worker"));
+}
+
+} // namespace
 
 class tst_Playground : public QObject {
     Q_OBJECT
 private Q_SLOTS:
+    void initTestCase();
     void missingWorkerFailsTheRequest();
     void killedWorkerFailsAndRecovers();
+    void typedPromptStreamsLikeTheCli();
+    void stopReturnsPromptly();
+    void killedWorkerShowsBannerAndLoadsAgain();
+    void unloadEndsTheWorker();
+    void badFolderAndModelTypeShowBanner();
+    void bigModelsPageRemembersTheFolder();
+
+private:
+    bool needWorker();
+    void loadModel(PlaygroundPage &page);
+    QTemporaryDir m_dir;
+    QString m_model;
 };
+
+void tst_Playground::initTestCase()
+{
+    QCoreApplication::setOrganizationName(QStringLiteral("AccelStudioTests"));
+    QCoreApplication::setApplicationName(QStringLiteral("tst_playground"));
+    m_model = m_dir.filePath(QStringLiteral("tiny-gpt2"));
+    writeTinyGpt2(m_model);
+}
+
+bool tst_Playground::needWorker()
+{
+    return QFileInfo(workerProgram()).isExecutable();
+}
+
+void tst_Playground::loadModel(PlaygroundPage &page)
+{
+    page.client()->setProgram(workerProgram());
+    page.setThreads(1);
+    QSignalSpy planned(&page, &PlaygroundPage::planned);
+    page.setModelPath(m_model);
+    QVERIFY(planned.wait(30000));
+    QSignalSpy loaded(&page, &PlaygroundPage::modelLoaded);
+    QTest::mouseClick(page.findChild<QPushButton *>(QStringLiteral("loadButton")), Qt::LeftButton);
+    QVERIFY2(QTest::qWaitFor([&] { return !loaded.isEmpty() || !page.errorText().isEmpty(); }, 60000),
+             "no answer to Load");
+    QVERIFY2(page.errorText().isEmpty(), qPrintable(page.errorText()));
+    QCOMPARE(page.state(), PlaygroundPage::State::Ready);
+}
 
 void tst_Playground::missingWorkerFailsTheRequest()
 {
@@ -38,12 +159,11 @@ void tst_Playground::missingWorkerFailsTheRequest()
 
 void tst_Playground::killedWorkerFailsAndRecovers()
 {
-    const QString worker = QDir(accel::test::binDir()).filePath(QStringLiteral("accel-worker"));
-    if (!QFileInfo(worker).isExecutable())
+    if (!needWorker())
         QSKIP("accel-worker is not built in this build tree (needs libtorch)");
     QTemporaryDir dir;
     WorkerClient client;
-    client.setProgram(worker);
+    client.setProgram(workerProgram());
     QSignalSpy ready(&client, &WorkerClient::ready);
     QSignalSpy failed(&client, &WorkerClient::requestFailed);
     QSignalSpy crashed(&client, &WorkerClient::workerCrashed);
@@ -65,5 +185,184 @@ void tst_Playground::killedWorkerFailsAndRecovers()
     QCOMPARE(crashed.size(), 1);
 }
 
-QTEST_GUILESS_MAIN(tst_Playground)
+void tst_Playground::typedPromptStreamsLikeTheCli()
+{
+    if (!needWorker())
+        QSKIP("accel-worker is not built in this build tree (needs libtorch)");
+    PlaygroundPage page;
+    page.resize(900, 700);
+    page.show();
+    loadModel(page);
+    // The planned device map and memory of the folder are shown, and the worker's placement.
+    QVERIFY(!page.plan().isEmpty());
+    QVERIFY(page.lanesView()->laneRect(QStringLiteral("cpu")).isValid());
+    QVERIFY2(page.memoryText().contains(QStringLiteral("cpu:")), qPrintable(page.memoryText()));
+    QVERIFY2(page.memoryText().contains(QStringLiteral("resident tensors")), qPrintable(page.memoryText()));
+    QCOMPARE(page.loadedInfo().value(QStringLiteral("model_type")).toString(), QStringLiteral("gpt2"));
+    QVERIFY(page.loadedInfo().value(QStringLiteral("tokenizer")).toBool());
+
+    page.sampling()->setTemperature(0.8);
+    page.sampling()->setTopK(20);
+    page.sampling()->setSeed(11);
+    page.sampling()->setMaxNewTokens(40);
+    QTest::keyClicks(page.findChild<QPlainTextEdit *>(QStringLiteral("prompt")), QStringLiteral("the lower"));
+    QCOMPARE(page.prompt(), QStringLiteral("the lower"));
+
+    QStringList snapshots; // the output as each token event arrives
+    connect(page.client(), &WorkerClient::token, &page,
+            [&](const QString &, const QString &) { snapshots << page.outputText(); });
+    QSignalSpy finished(&page, &PlaygroundPage::generationFinished);
+    QTest::mouseClick(page.findChild<QPushButton *>(QStringLiteral("generateButton")), Qt::LeftButton);
+    QCOMPARE(page.state(), PlaygroundPage::State::Generating);
+    QVERIFY(finished.wait(60000));
+    const QString text = page.outputText();
+    QVERIFY2(page.errorText().isEmpty(), qPrintable(page.errorText()));
+    QVERIFY(!text.isEmpty());
+    QVERIFY2(page.streamUpdates() > 1, qPrintable(QString::number(page.streamUpdates())));
+    snapshots.removeDuplicates();
+    QVERIFY2(snapshots.size() > 2, qPrintable(snapshots.join(QStringLiteral(" | "))));
+    for (const QString &s : std::as_const(snapshots))
+        QVERIFY2(text.startsWith(s), qPrintable(s)); // the text grew at the end, piece by piece
+    QCOMPARE(page.state(), PlaygroundPage::State::Ready);
+    QVERIFY(page.lastStats().newTokens > 1);
+    QVERIFY2(page.statsText().contains(QStringLiteral("tokens/s")), qPrintable(page.statsText()));
+    QVERIFY2(page.statsText().contains(QStringLiteral("first token")), qPrintable(page.statsText()));
+
+    const auto cli = accel::test::runProgram(
+        workerProgram(),
+        {QStringLiteral("generate"), m_model, QStringLiteral("--prompt"), QStringLiteral("the lower"),
+         QStringLiteral("--max-new-tokens"), QStringLiteral("40"), QStringLiteral("--temperature"),
+         QStringLiteral("0.8"), QStringLiteral("--top-k"), QStringLiteral("20"), QStringLiteral("--seed"),
+         QStringLiteral("11"), QStringLiteral("--threads"), QStringLiteral("1"), QStringLiteral("--json")});
+    QVERIFY2(cli.exitCode == 0, qPrintable(cli.err));
+    const QJsonObject json = QJsonDocument::fromJson(cli.out.toUtf8()).object();
+    QCOMPARE(json.value(QStringLiteral("prompt_ids")).toArray(), QJsonArray({116, 256, 263}));
+    QCOMPARE(text, json.value(QStringLiteral("text")).toString());
+    QCOMPARE(page.lastStopReason(), json.value(QStringLiteral("stop_reason")).toString());
+}
+
+void tst_Playground::stopReturnsPromptly()
+{
+    if (!needWorker())
+        QSKIP("accel-worker is not built in this build tree (needs libtorch)");
+    PlaygroundPage page;
+    loadModel(page);
+    page.sampling()->setMaxNewTokens(60000);
+    page.sampling()->setGreedy(false);
+    page.setPrompt(QStringLiteral("the"));
+    QSignalSpy finished(&page, &PlaygroundPage::generationFinished);
+    page.generate();
+    QVERIFY(QTest::qWaitFor([&] { return page.lastStats().newTokens > 0 || page.streamUpdates() >= 3; }, 60000));
+    QVERIFY(finished.isEmpty());
+    QElapsedTimer timer;
+    timer.start();
+    QTest::mouseClick(page.findChild<QPushButton *>(QStringLiteral("stopButton")), Qt::LeftButton);
+    QVERIFY(QTest::qWaitFor([&] { return !finished.isEmpty(); }, 15000));
+    QVERIFY2(timer.elapsed() < 15000, qPrintable(QString::number(timer.elapsed())));
+    QCOMPARE(page.lastStopReason(), QStringLiteral("cancelled"));
+    QVERIFY(page.lastStats().newTokens < 60000);
+    QCOMPARE(page.state(), PlaygroundPage::State::Ready);
+    QVERIFY(page.findChild<QPushButton *>(QStringLiteral("generateButton"))->isEnabled());
+    QVERIFY(!page.findChild<QPushButton *>(QStringLiteral("stopButton"))->isEnabled());
+}
+
+void tst_Playground::killedWorkerShowsBannerAndLoadsAgain()
+{
+    if (!needWorker())
+        QSKIP("accel-worker is not built in this build tree (needs libtorch)");
+    PlaygroundPage page;
+    loadModel(page);
+    const qint64 firstPid = page.client()->processId();
+    page.sampling()->setMaxNewTokens(60000);
+    page.setPrompt(QStringLiteral("the lower"));
+    QSignalSpy errors(&page, &PlaygroundPage::errorShown);
+    page.generate();
+    QVERIFY(QTest::qWaitFor([&] { return page.streamUpdates() >= 2; }, 60000));
+    ::kill(static_cast<pid_t>(firstPid), SIGKILL);
+    QVERIFY(QTest::qWaitFor([&] { return !errors.isEmpty(); }, 15000));
+    QVERIFY2(page.errorText().contains(QStringLiteral("worker")), qPrintable(page.errorText()));
+    QCOMPARE(page.state(), PlaygroundPage::State::NoModel);
+    QVERIFY(page.findChild<QPushButton *>(QStringLiteral("loadButton"))->isEnabled());
+
+    QSignalSpy loaded(&page, &PlaygroundPage::modelLoaded);
+    page.load(); // a fresh worker
+    QVERIFY(page.errorText().isEmpty());
+    QVERIFY(loaded.wait(60000));
+    QVERIFY(page.client()->processId() != firstPid);
+    page.sampling()->setMaxNewTokens(5);
+    QSignalSpy finished(&page, &PlaygroundPage::generationFinished);
+    page.generate();
+    QVERIFY(finished.wait(60000));
+    QVERIFY(page.lastStats().newTokens >= 1);
+}
+
+void tst_Playground::unloadEndsTheWorker()
+{
+    if (!needWorker())
+        QSKIP("accel-worker is not built in this build tree (needs libtorch)");
+    PlaygroundPage page;
+    loadModel(page);
+    const qint64 pid = page.client()->processId();
+    QVERIFY(pid > 0);
+    QTest::mouseClick(page.findChild<QPushButton *>(QStringLiteral("unloadButton")), Qt::LeftButton);
+    QVERIFY(QTest::qWaitFor([&] { return !page.client()->isRunning(); }, 15000));
+    QCOMPARE(page.state(), PlaygroundPage::State::NoModel);
+    QVERIFY(!QFileInfo::exists(QStringLiteral("/proc/%1").arg(pid))); // exited and reaped
+    QVERIFY(page.errorText().isEmpty());
+    QVERIFY(!page.findChild<QPushButton *>(QStringLiteral("generateButton"))->isEnabled());
+}
+
+void tst_Playground::badFolderAndModelTypeShowBanner()
+{
+    if (!needWorker())
+        QSKIP("accel-worker is not built in this build tree (needs libtorch)");
+    PlaygroundPage page;
+    page.client()->setProgram(workerProgram());
+    QSignalSpy errors(&page, &PlaygroundPage::errorShown);
+    page.setModelPath(m_dir.filePath(QStringLiteral("no-such-folder")));
+    page.load();
+    QVERIFY(QTest::qWaitFor([&] { return !errors.isEmpty(); }, 60000));
+    QVERIFY2(page.errorText().contains(QStringLiteral("config.json")), qPrintable(page.errorText()));
+    QCOMPARE(page.state(), PlaygroundPage::State::NoModel);
+
+    const QString bert = m_dir.filePath(QStringLiteral("bert"));
+    QDir().mkpath(bert);
+    QFile config(bert + QStringLiteral("/config.json"));
+    QVERIFY(config.open(QIODevice::WriteOnly));
+    config.write(R"({"model_type": "bert", "vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 1})");
+    config.close();
+    errors.clear();
+    page.setModelPath(bert);
+    page.load();
+    QVERIFY(QTest::qWaitFor([&] { return !errors.isEmpty(); }, 60000));
+    QVERIFY2(page.errorText().contains(QStringLiteral("bert")), qPrintable(page.errorText()));
+    QCOMPARE(page.state(), PlaygroundPage::State::NoModel);
+    QVERIFY(page.client()->isRunning()); // an error event, not a crash
+
+    QSignalSpy loaded(&page, &PlaygroundPage::modelLoaded);
+    page.setModelPath(m_model);
+    page.load(); // the page stays usable
+    QVERIFY(loaded.wait(60000));
+    QVERIFY(page.errorText().isEmpty());
+}
+
+void tst_Playground::bigModelsPageRemembersTheFolder()
+{
+    QSettings().remove(QStringLiteral("bigmodels"));
+    {
+        BigModelsPage page;
+        QCOMPARE(page.count(), 2);
+        QCOMPARE(page.tabText(1), QStringLiteral("Playground"));
+        QSignalSpy planned(page.playgroundPage(), &PlaygroundPage::planned);
+        page.playgroundPage()->setModelPath(m_model);
+        QVERIFY(planned.wait(30000));
+        QVERIFY(!page.playgroundPage()->plan().isEmpty());
+    }
+    BigModelsPage again;
+    QCOMPARE(again.playgroundPage()->modelPath(), m_model);
+    QVERIFY(QTest::qWaitFor([&] { return !again.playgroundPage()->isPlanning(); }, 30000));
+    QVERIFY(!again.playgroundPage()->plan().isEmpty());
+}
+
+QTEST_MAIN(tst_Playground)
 #include "tst_playground.moc"

@@ -6,5 +6,7 @@ target_sources(accel_studio_ui PRIVATE
   bigmodel/devicemappage.h bigmodel/devicemappage.cpp
   bigmodel/bigmodelspage.h bigmodel/bigmodelspage.cpp
   bigmodel/workerclient.h bigmodel/workerclient.cpp
+  bigmodel/playgroundsampling.h bigmodel/playgroundsampling.cpp
+  bigmodel/playgroundpage.h bigmodel/playgroundpage.cpp
 )
 target_link_libraries(accel_studio_ui PUBLIC accel_bigmodel)

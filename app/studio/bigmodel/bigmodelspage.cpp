@@ -1,6 +1,7 @@
 #include "app/studio/bigmodel/bigmodelspage.h"
 
 #include "app/studio/bigmodel/devicemappage.h"
+#include "app/studio/bigmodel/playgroundpage.h"
 
 #include <QSettings>
 
@@ -8,7 +9,8 @@ namespace accel::app {
 
 namespace {
 const QString kGroup = QStringLiteral("bigmodels/deviceMap/");
-}
+const QString kPlaygroundModel = QStringLiteral("bigmodels/playground/model");
+} // namespace
 
 BigModelsPage::BigModelsPage(QWidget *parent) : QTabWidget(parent)
 {
@@ -17,12 +19,20 @@ BigModelsPage::BigModelsPage(QWidget *parent) : QTabWidget(parent)
     addTab(m_deviceMap, tr("Device Map"));
     connect(m_deviceMap, &DeviceMapPage::statusMessage, this, &BigModelsPage::statusMessage);
     connect(m_deviceMap, &DeviceMapPage::planned, this, &BigModelsPage::saveInputs);
+    m_playground = new PlaygroundPage(this);
+    addTab(m_playground, tr("Playground"));
+    connect(m_playground, &PlaygroundPage::statusMessage, this, &BigModelsPage::statusMessage);
+    connect(m_playground, &PlaygroundPage::modelPathChosen, this,
+            [](const QString &path) { QSettings().setValue(kPlaygroundModel, path); });
     restoreInputs();
 }
 
 void BigModelsPage::restoreInputs()
 {
     QSettings settings;
+    const QString playgroundModel = settings.value(kPlaygroundModel).toString();
+    if (!playgroundModel.isEmpty())
+        m_playground->setModelPath(playgroundModel);
     const QString model = settings.value(kGroup + QStringLiteral("model")).toString();
     if (model.isEmpty())
         return;

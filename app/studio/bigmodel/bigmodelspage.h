@@ -1,5 +1,5 @@
-// The studio's Big Models page: tabs for the Device Map planner (and the inference playground).
-// Remembers the Device Map inputs between sessions and plans the last model when opened.
+// The studio's Big Models page: tabs for the Device Map planner and the inference Playground.
+// Remembers the Device Map inputs and the Playground's model folder between sessions.
 #pragma once
 
 #include <QTabWidget>
@@ -7,6 +7,7 @@
 namespace accel::app {
 
 class DeviceMapPage;
+class PlaygroundPage;
 
 class BigModelsPage : public QTabWidget {
     Q_OBJECT
@@ -14,6 +15,7 @@ public:
     explicit BigModelsPage(QWidget *parent = nullptr);
 
     DeviceMapPage *deviceMapPage() const { return m_deviceMap; }
+    PlaygroundPage *playgroundPage() const { return m_playground; }
 
 Q_SIGNALS:
     void statusMessage(const QString &message);
@@ -23,6 +25,7 @@ private:
     void saveInputs();
 
     DeviceMapPage *m_deviceMap = nullptr;
+    PlaygroundPage *m_playground = nullptr;
 };
 
 } // namespace accel::app

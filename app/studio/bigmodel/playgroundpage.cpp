@@ -1,0 +1,522 @@
+#include "app/studio/bigmodel/playgroundpage.h"
+
+#include "app/studio/bigmodel/devicelanesview.h"
+#include "app/studio/bigmodel/devicemappage.h"
+#include "app/studio/bigmodel/playgroundsampling.h"
+#include "core/bigmodel/memorysize.h"
+
+#include <QFileDialog>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QRegularExpression>
+#include <QScrollBar>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QTimer>
+#include <QVBoxLayout>
+#include <QtConcurrent>
+
+namespace accel::app {
+
+namespace {
+QString sizeText(uint64_t bytes)
+{
+    return QString::fromStdString(bigmodel::formatBinarySize(bytes));
+}
+
+// "1, 2 3" -> [1, 2, 3]; empty when the text is not only ids.
+QJsonArray parseIds(const QString &text)
+{
+    QJsonArray ids;
+    const QStringList parts = text.split(QRegularExpression(QStringLiteral("[\\s,]+")), Qt::SkipEmptyParts);
+    for (const QString &part : parts) {
+        bool ok = false;
+        const qint64 id = part.toLongLong(&ok);
+        if (!ok || id < 0)
+            return {};
+        ids.append(id);
+    }
+    return ids;
+}
+} // namespace
+
+PlaygroundPage::PlaygroundPage(QWidget *parent) : QWidget(parent)
+{
+    m_client = new WorkerClient(this);
+    m_watcher = new QFutureWatcher<DeviceMapOutcome>(this);
+    buildUi();
+    connect(m_watcher, &QFutureWatcher<DeviceMapOutcome>::finished, this, &PlaygroundPage::finishPlanning);
+    connect(m_client, &WorkerClient::loaded, this, &PlaygroundPage::onLoaded);
+    connect(m_client, &WorkerClient::token, this, &PlaygroundPage::onToken);
+    connect(m_client, &WorkerClient::generationDone, this, &PlaygroundPage::onDone);
+    connect(m_client, &WorkerClient::requestFailed, this, &PlaygroundPage::onFailed);
+    connect(m_client, &WorkerClient::workerCrashed, this, &PlaygroundPage::onCrashed);
+    connect(m_client, &WorkerClient::unloaded, this, [this] {
+        m_loaded = {};
+        m_client->shutdown(); // the worker process goes too, so its memory returns to the system
+        setState(State::NoModel);
+        updateMemory();
+        Q_EMIT statusMessage(tr("Model unloaded."));
+    });
+    auto *live = new QTimer(this);
+    live->setInterval(250);
+    connect(live, &QTimer::timeout, this, &PlaygroundPage::updateLiveStats);
+    live->start();
+    setState(State::NoModel);
+}
+
+PlaygroundPage::~PlaygroundPage()
+{
+    m_watcher->waitForFinished();
+}
+
+void PlaygroundPage::buildUi()
+{
+    auto *layout = new QVBoxLayout(this);
+
+    m_banner = new QLabel(this);
+    m_banner->setObjectName(QStringLiteral("errorBanner"));
+    m_banner->setWordWrap(true);
+    m_banner->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_banner->setStyleSheet(QStringLiteral("QLabel { background: #fbe3e3; color: #8a1010; border: 1px solid #d08080;"
+                                           " border-radius: 3px; padding: 6px; }"));
+    m_banner->hide();
+    layout->addWidget(m_banner);
+
+    auto *modelRow = new QHBoxLayout;
+    m_model = new QLineEdit(this);
+    m_model->setObjectName(QStringLiteral("playgroundModel"));
+    m_model->setPlaceholderText(tr("model folder: config.json, safetensors, tokenizer.json"));
+    auto *browseButton = new QPushButton(tr("Folder…"), this);
+    m_threads = new QSpinBox(this);
+    m_threads->setRange(0, 256);
+    m_threads->setSpecialValueText(tr("auto"));
+    m_threads->setPrefix(tr("threads "));
+    m_loadButton = new QPushButton(tr("Load"), this);
+    m_loadButton->setObjectName(QStringLiteral("loadButton"));
+    m_unloadButton = new QPushButton(tr("Unload"), this);
+    m_unloadButton->setObjectName(QStringLiteral("unloadButton"));
+    modelRow->addWidget(new QLabel(tr("Model"), this));
+    modelRow->addWidget(m_model, 1);
+    modelRow->addWidget(browseButton);
+    modelRow->addWidget(m_threads);
+    modelRow->addWidget(m_loadButton);
+    modelRow->addWidget(m_unloadButton);
+    layout->addLayout(modelRow);
+    connect(browseButton, &QPushButton::clicked, this, &PlaygroundPage::browse);
+    connect(m_model, &QLineEdit::editingFinished, this, [this] {
+        if (m_model->text().trimmed() != m_plannedPath)
+            startPlanning();
+    });
+    connect(m_loadButton, &QPushButton::clicked, this, &PlaygroundPage::load);
+    connect(m_unloadButton, &QPushButton::clicked, this, &PlaygroundPage::unload);
+
+    m_modelStatus = new QLabel(this);
+    m_modelStatus->setObjectName(QStringLiteral("modelStatus"));
+    m_modelStatus->setWordWrap(true);
+    layout->addWidget(m_modelStatus);
+
+    m_lanes = new DeviceLanesView(this);
+    m_lanes->setMaximumHeight(160);
+    layout->addWidget(m_lanes);
+    connect(m_lanes, &DeviceLanesView::blockDropped, this, [this](const QString &name, const QString &device) {
+        DeviceMapPlan plan = m_lanes->plan();
+        if (plan.moveBlock(name, device)) {
+            m_lanes->setPlan(plan);
+            updateMemory();
+        }
+    });
+    m_memory = new QLabel(this);
+    m_memory->setObjectName(QStringLiteral("memory"));
+    m_memory->setWordWrap(true);
+    layout->addWidget(m_memory);
+
+    auto *splitter = new QSplitter(Qt::Horizontal, this);
+    auto *chat = new QWidget(splitter);
+    auto *chatLayout = new QVBoxLayout(chat);
+    chatLayout->setContentsMargins(0, 0, 0, 0);
+    m_prompt = new QPlainTextEdit(chat);
+    m_prompt->setObjectName(QStringLiteral("prompt"));
+    m_prompt->setPlaceholderText(tr("Prompt (token ids like \"1, 2, 3\" when the model has no tokenizer.json)"));
+    m_prompt->setMaximumHeight(m_prompt->fontMetrics().lineSpacing() * 5 + 12);
+    chatLayout->addWidget(m_prompt);
+    auto *buttons = new QHBoxLayout;
+    m_generateButton = new QPushButton(tr("Generate"), chat);
+    m_generateButton->setObjectName(QStringLiteral("generateButton"));
+    m_generateButton->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Return));
+    m_stopButton = new QPushButton(tr("Stop"), chat);
+    m_stopButton->setObjectName(QStringLiteral("stopButton"));
+    m_statsLabel = new QLabel(chat);
+    m_statsLabel->setObjectName(QStringLiteral("stats"));
+    buttons->addWidget(m_generateButton);
+    buttons->addWidget(m_stopButton);
+    buttons->addWidget(m_statsLabel, 1);
+    chatLayout->addLayout(buttons);
+    m_output = new QPlainTextEdit(chat);
+    m_output->setObjectName(QStringLiteral("output"));
+    m_output->setReadOnly(true);
+    chatLayout->addWidget(m_output, 1);
+    connect(m_generateButton, &QPushButton::clicked, this, &PlaygroundPage::generate);
+    connect(m_stopButton, &QPushButton::clicked, this, &PlaygroundPage::stop);
+
+    m_sampling = new PlaygroundSampling(splitter);
+    splitter->addWidget(chat);
+    splitter->addWidget(m_sampling);
+    splitter->setStretchFactor(0, 3);
+    splitter->setStretchFactor(1, 1);
+    layout->addWidget(splitter, 1);
+}
+
+void PlaygroundPage::browse()
+{
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Model folder"), m_model->text());
+    if (!dir.isEmpty())
+        setModelPath(dir);
+}
+
+void PlaygroundPage::setModelPath(const QString &path)
+{
+    m_model->setText(path);
+    startPlanning();
+}
+
+QString PlaygroundPage::modelPath() const
+{
+    return m_model->text().trimmed();
+}
+
+void PlaygroundPage::setPrompt(const QString &prompt)
+{
+    m_prompt->setPlainText(prompt);
+}
+
+QString PlaygroundPage::prompt() const
+{
+    return m_prompt->toPlainText();
+}
+
+void PlaygroundPage::setThreads(int threads)
+{
+    m_threads->setValue(threads);
+}
+
+const DeviceMapPlan &PlaygroundPage::plan() const
+{
+    return m_lanes->plan();
+}
+
+bool PlaygroundPage::isPlanning() const
+{
+    return m_watcher->isRunning();
+}
+
+void PlaygroundPage::startPlanning()
+{
+    if (m_watcher->isRunning()) {
+        m_replan = true; // plan again with the newest folder when this one ends
+        return;
+    }
+    DeviceMapRequest request;
+    request.modelPath = modelPath();
+    m_plannedPath = request.modelPath;
+    m_modelStatus->setText(tr("Planning the device map…"));
+    m_watcher->setFuture(QtConcurrent::run(computeDeviceMap, request));
+}
+
+void PlaygroundPage::finishPlanning()
+{
+    if (m_replan) {
+        m_replan = false;
+        startPlanning();
+        return;
+    }
+    DeviceMapOutcome outcome = m_watcher->result();
+    m_planError = outcome.error;
+    m_lanes->setPlan(outcome.error.isEmpty() ? outcome.plan : DeviceMapPlan());
+    m_lanesPath = outcome.error.isEmpty() ? m_plannedPath : QString();
+    if (m_state != State::NoModel) {
+        // Keep the loaded model's status line; the lanes show the new plan.
+        if (outcome.error.isEmpty())
+            Q_EMIT modelPathChosen(m_plannedPath);
+    } else if (!outcome.error.isEmpty()) {
+        m_modelStatus->setText(tr("Cannot plan this folder: %1").arg(outcome.error));
+    } else {
+        m_modelStatus->setText(tr("%1: %2 device-map entries (this machine's budgets, strategy %3).")
+                                   .arg(outcome.plan.model)
+                                   .arg(outcome.plan.blocks().size())
+                                   .arg(outcome.plan.strategy));
+        Q_EMIT modelPathChosen(m_plannedPath);
+    }
+    updateMemory();
+    Q_EMIT planned();
+}
+
+QJsonObject PlaygroundPage::loadRequest() const
+{
+    QJsonObject options;
+    const DeviceMapPlan &plan = m_lanes->plan();
+    // The planned (and possibly edited) map when it is for this folder, else the worker plans.
+    QJsonValue map = QStringLiteral("auto");
+    if (!plan.isEmpty() && m_lanesPath == modelPath()) {
+        const QJsonObject planJson = QJsonDocument::fromJson(plan.toJson()).object();
+        if (planJson.value(QStringLiteral("device_map")).isObject())
+            map = planJson.value(QStringLiteral("device_map"));
+    }
+    options.insert(QStringLiteral("device_map"), map);
+    if (m_threads->value() > 0)
+        options.insert(QStringLiteral("threads"), m_threads->value());
+    return options;
+}
+
+void PlaygroundPage::load()
+{
+    const QString path = modelPath();
+    if (path.isEmpty()) {
+        showError(tr("Choose a model folder first."));
+        return;
+    }
+    if (m_state == State::Generating || m_state == State::Stopping || m_state == State::Loading)
+        return;
+    clearError();
+    if (m_plannedPath != path)
+        startPlanning();
+    m_loaded = {};
+    setState(State::Loading);
+    m_modelStatus->setText(tr("Loading %1…").arg(path));
+    m_client->load(path, loadRequest());
+}
+
+void PlaygroundPage::unload()
+{
+    if (m_state == State::Generating || m_state == State::Stopping)
+        m_client->cancel();
+    if (!m_client->isRunning()) {
+        m_loaded = {};
+        setState(State::NoModel);
+        return;
+    }
+    setState(State::Unloading);
+    m_client->unload();
+}
+
+void PlaygroundPage::generate()
+{
+    if (m_state != State::Ready)
+        return;
+    QJsonObject request = m_sampling->request();
+    const QString text = prompt();
+    m_idsPrompt = !m_loaded.value(QStringLiteral("tokenizer")).toBool();
+    if (m_idsPrompt) {
+        const QJsonArray ids = parseIds(text);
+        if (ids.isEmpty()) {
+            showError(tr("This model has no tokenizer.json: type the prompt as token ids, e.g. \"1, 2, 3\"."));
+            return;
+        }
+        request.insert(QStringLiteral("input_ids"), ids);
+    } else {
+        if (text.isEmpty()) {
+            showError(tr("Type a prompt first."));
+            return;
+        }
+        request.insert(QStringLiteral("prompt"), text);
+    }
+    clearError();
+    m_output->clear();
+    m_text.clear();
+    m_updates = 0;
+    m_liveTokens = 0;
+    m_firstTokenMs = -1;
+    m_stopReason.clear();
+    m_stats = {};
+    m_generationTimer.start();
+    setState(State::Generating);
+    m_statsLabel->setText(tr("waiting for the first token…"));
+    m_generationId = m_client->generate(request);
+}
+
+void PlaygroundPage::stop()
+{
+    if (m_state != State::Generating)
+        return;
+    setState(State::Stopping);
+    m_client->cancel();
+}
+
+void PlaygroundPage::onLoaded(const QJsonObject &event)
+{
+    m_loaded = event;
+    setState(State::Ready);
+    m_modelStatus->setText(
+        tr("Loaded %1 (%2, %3 layers, vocabulary %4%5).")
+            .arg(event.value(QStringLiteral("model")).toString(), event.value(QStringLiteral("model_type")).toString())
+            .arg(event.value(QStringLiteral("layers")).toInt())
+            .arg(event.value(QStringLiteral("vocab_size")).toInt())
+            .arg(event.value(QStringLiteral("tokenizer")).toBool() ? QString()
+                                                                   : tr("; no tokenizer.json: prompts are token ids")));
+    updateMemory();
+    Q_EMIT modelLoaded();
+}
+
+void PlaygroundPage::onToken(const QString &id, const QString &text)
+{
+    if (id != m_generationId)
+        return;
+    ++m_liveTokens;
+    if (m_firstTokenMs < 0)
+        m_firstTokenMs = m_generationTimer.elapsed();
+    const QString piece = text;
+    if (piece.isEmpty())
+        return; // part of a character, or a tail that may still become a stop string
+    QScrollBar *bar = m_output->verticalScrollBar();
+    const bool atEnd = bar->value() == bar->maximum();
+    QTextCursor cursor(m_output->document());
+    cursor.movePosition(QTextCursor::End);
+    cursor.insertText(piece);
+    m_text += piece;
+    if (atEnd)
+        bar->setValue(bar->maximum());
+    ++m_updates;
+}
+
+void PlaygroundPage::onDone(const QString &id, const QString &text, const QString &stopReason,
+                            const GenerationStats &stats)
+{
+    if (id != m_generationId)
+        return;
+    m_generationId.clear();
+    // The final text is authoritative (a held-back tail that turned out not to be a stop string).
+    if (m_text != text && !text.isEmpty()) {
+        m_text = text;
+        m_output->setPlainText(text);
+    }
+    m_stopReason = stopReason;
+    m_stats = stats;
+    m_statsLabel->setText(statsText());
+    setState(State::Ready);
+    Q_EMIT generationFinished(stopReason);
+}
+
+void PlaygroundPage::onFailed(const QString &id, const QString &message)
+{
+    Q_UNUSED(id)
+    const State before = m_state;
+    showError(message);
+    if (before == State::Loading) {
+        setState(State::NoModel);
+        m_modelStatus->setText(tr("Not loaded."));
+    } else if (before == State::Generating || before == State::Stopping) {
+        m_generationId.clear();
+        setState(m_client->isRunning() ? State::Ready : State::NoModel);
+    } else if (before == State::Unloading) {
+        setState(State::NoModel);
+    }
+}
+
+void PlaygroundPage::onCrashed(const QString &message)
+{
+    m_loaded = {};
+    m_generationId.clear();
+    showError(tr("The inference worker stopped: %1. The studio is fine; Load starts a fresh worker.").arg(message));
+    setState(State::NoModel);
+    m_modelStatus->setText(tr("Not loaded."));
+    updateMemory();
+}
+
+void PlaygroundPage::setState(State state)
+{
+    m_state = state;
+    const bool busy = state == State::Loading || state == State::Unloading;
+    const bool generating = state == State::Generating || state == State::Stopping;
+    m_loadButton->setEnabled(!busy && !generating);
+    m_unloadButton->setEnabled(state == State::Ready || generating);
+    m_generateButton->setEnabled(state == State::Ready);
+    m_stopButton->setEnabled(state == State::Generating);
+    m_model->setEnabled(!busy && !generating);
+    Q_EMIT stateChanged(state);
+}
+
+void PlaygroundPage::showError(const QString &message)
+{
+    m_banner->setText(message);
+    m_banner->show();
+    Q_EMIT errorShown(message);
+    Q_EMIT statusMessage(message);
+}
+
+void PlaygroundPage::clearError()
+{
+    m_banner->clear();
+    m_banner->hide();
+}
+
+QString PlaygroundPage::outputText() const
+{
+    return m_text;
+}
+
+QString PlaygroundPage::errorText() const
+{
+    return m_banner->isHidden() ? QString() : m_banner->text();
+}
+
+QString PlaygroundPage::statsText() const
+{
+    if (m_stopReason.isEmpty() && m_stats.newTokens == 0)
+        return m_statsLabel->text();
+    return tr("%1 tokens (%2) · first token %3 ms · %4 tokens/s decode · %5 ms total")
+        .arg(m_stats.newTokens)
+        .arg(m_stopReason)
+        .arg(m_stats.timeToFirstTokenMs, 0, 'f', 1)
+        .arg(m_stats.decodeTokensPerSecond, 0, 'f', 1)
+        .arg(m_stats.totalMs, 0, 'f', 0);
+}
+
+void PlaygroundPage::updateLiveStats()
+{
+    if (m_state != State::Generating && m_state != State::Stopping)
+        return;
+    if (m_firstTokenMs < 0)
+        return;
+    const qint64 sinceFirst = m_generationTimer.elapsed() - m_firstTokenMs;
+    const double rate = sinceFirst > 0 ? 1000.0 * (m_liveTokens - 1) / sinceFirst : 0.0;
+    m_statsLabel->setText(tr("%1 tokens · first token after %2 ms · %3 tokens/s")
+                              .arg(m_liveTokens)
+                              .arg(m_firstTokenMs)
+                              .arg(rate, 0, 'f', 1));
+}
+
+QString PlaygroundPage::memoryText() const
+{
+    return m_memory->text();
+}
+
+void PlaygroundPage::updateMemory()
+{
+    QStringList parts;
+    const DeviceMapPlan &plan = m_lanes->plan();
+    for (const MapLane &lane : plan.lanes()) {
+        if (lane.blocks.isEmpty())
+            continue;
+        const bool gpu = !lane.device.isEmpty() && lane.device.at(0).isDigit();
+        const QString device = gpu ? tr("GPU %1").arg(lane.device) : lane.device;
+        parts << tr("%1: %2 in %3 entries").arg(device, sizeText(lane.used)).arg(lane.blocks.size());
+    }
+    QString text = parts.isEmpty() ? QString() : tr("Planned: %1.").arg(parts.join(QStringLiteral(", ")));
+    if (!m_loaded.isEmpty()) {
+        text += (text.isEmpty() ? QString() : QStringLiteral(" ")) +
+                tr("Worker (pid %1): %2 resident tensors (%3 zero-copy), %4 offloaded.")
+                    .arg(m_client->processId())
+                    .arg(m_loaded.value(QStringLiteral("resident_tensors")).toInt())
+                    .arg(m_loaded.value(QStringLiteral("zero_copy_tensors")).toInt())
+                    .arg(m_loaded.value(QStringLiteral("offloaded_tensors")).toInt());
+    }
+    m_memory->setText(text);
+}
+
+} // namespace accel::app

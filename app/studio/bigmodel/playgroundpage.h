@@ -1,0 +1,125 @@
+// Big Models → Playground: pick a model folder (remembered), see where its modules would go
+// (the Device Map planner's lanes and bytes per device), Load / Unload it in an `accel-worker
+// serve` child process through WorkerClient, type a prompt and watch the answer stream in with
+// the sampling controls, tokens/s and time to first token; Stop cancels. The studio never loads
+// libtorch: a crash of the worker shows a banner and the next Load starts a fresh one.
+#pragma once
+
+#include "app/studio/bigmodel/devicemapplan.h"
+#include "app/studio/bigmodel/workerclient.h"
+
+#include <QElapsedTimer>
+#include <QFutureWatcher>
+#include <QJsonObject>
+#include <QWidget>
+
+class QLabel;
+class QLineEdit;
+class QPlainTextEdit;
+class QPushButton;
+class QSpinBox;
+
+namespace accel::app {
+
+class DeviceLanesView;
+class PlaygroundSampling;
+struct DeviceMapOutcome;
+
+class PlaygroundPage : public QWidget {
+    Q_OBJECT
+public:
+    enum class State { NoModel, Loading, Ready, Generating, Stopping, Unloading };
+    Q_ENUM(State)
+
+    explicit PlaygroundPage(QWidget *parent = nullptr);
+    ~PlaygroundPage() override;
+
+    // Sets the folder and plans its device map on a worker thread (planned() follows).
+    void setModelPath(const QString &path);
+    QString modelPath() const;
+    void setPrompt(const QString &prompt);
+    QString prompt() const;
+    void setThreads(int threads);
+
+    WorkerClient *client() const { return m_client; }
+    PlaygroundSampling *sampling() const { return m_sampling; }
+    DeviceLanesView *lanesView() const { return m_lanes; }
+    const DeviceMapPlan &plan() const;
+
+    void load();
+    void unload();
+    void generate();
+    void stop();
+
+    State state() const { return m_state; }
+    bool isPlanning() const;
+    QJsonObject loadedInfo() const { return m_loaded; } // the worker's "loaded" event
+    QString outputText() const;
+    QString errorText() const;                      // the banner; empty when hidden
+    QString statsText() const;                      // tokens/s and time to first token
+    QString memoryText() const;                     // bytes per device and where the worker put the tensors
+    int streamUpdates() const { return m_updates; } // text pieces appended by the last generation
+    QString lastStopReason() const { return m_stopReason; }
+    GenerationStats lastStats() const { return m_stats; }
+
+Q_SIGNALS:
+    void stateChanged(accel::app::PlaygroundPage::State state);
+    void planned();
+    void modelLoaded();
+    void generationFinished(const QString &stopReason);
+    void errorShown(const QString &message);
+    void modelPathChosen(const QString &path);
+    void statusMessage(const QString &message);
+
+private:
+    void buildUi();
+    void browse();
+    void startPlanning();
+    void finishPlanning();
+    void setState(State state);
+    void showError(const QString &message);
+    void clearError();
+    void updateMemory();
+    void updateLiveStats();
+    void onLoaded(const QJsonObject &event);
+    void onToken(const QString &id, const QString &text);
+    void onDone(const QString &id, const QString &text, const QString &stopReason, const GenerationStats &stats);
+    void onFailed(const QString &id, const QString &message);
+    void onCrashed(const QString &message);
+    QJsonObject loadRequest() const;
+
+    WorkerClient *m_client = nullptr;
+    QLineEdit *m_model = nullptr;
+    QSpinBox *m_threads = nullptr;
+    QPushButton *m_loadButton = nullptr;
+    QPushButton *m_unloadButton = nullptr;
+    QPushButton *m_generateButton = nullptr;
+    QPushButton *m_stopButton = nullptr;
+    QLabel *m_banner = nullptr;
+    QLabel *m_modelStatus = nullptr;
+    QLabel *m_memory = nullptr;
+    QLabel *m_statsLabel = nullptr;
+    DeviceLanesView *m_lanes = nullptr;
+    PlaygroundSampling *m_sampling = nullptr;
+    QPlainTextEdit *m_prompt = nullptr;
+    QPlainTextEdit *m_output = nullptr;
+
+    QFutureWatcher<DeviceMapOutcome> *m_watcher = nullptr;
+    bool m_replan = false;
+    QString m_plannedPath; // the folder of the planning under way (or last started)
+    QString m_lanesPath;   // the folder of the plan shown in the lanes
+    QString m_text;        // the generated text exactly as streamed (the view may normalize it)
+    QString m_planError;
+    State m_state = State::NoModel;
+    QJsonObject m_loaded;
+    QString m_generationId;
+    QString m_stopReason;
+    GenerationStats m_stats;
+    int m_updates = 0;
+    int m_liveTokens = 0;
+    bool m_idsPrompt = false;
+    QElapsedTimer m_generationTimer;
+    qint64 m_firstTokenMs = -1;
+};
+
+} // namespace accel::app
