@@ -201,8 +201,9 @@ std::string blasKernels(const WorkerCapabilities &worker)
     if (worker.blasCore.empty())
         return {};
     if (worker.blasCoreRecommended.empty())
-        return " with " + worker.blasCore + " kernels";
-    return " chose " + worker.blasCore + " kernels; accel-worker runs OPENBLAS_CORETYPE=" + worker.blasCoreRecommended;
+        return "; OpenBLAS " + worker.blasCore + " kernels";
+    return "; OpenBLAS chose " + worker.blasCore +
+           " kernels, accel-worker runs OPENBLAS_CORETYPE=" + worker.blasCoreRecommended;
 }
 
 } // namespace
