@@ -1,6 +1,7 @@
 #include "app/cli/cmd_launch_support.h"
 
 #include "core/common/fileutil.h"
+#include "core/hardware/blasprobe.h"
 #include "launcher/configadapter.h"
 #include "launcher/envbuilder.h"
 #include "launcher/jsonoutput.h"
@@ -85,6 +86,22 @@ Result<void> resolvePort(LaunchSettings &settings)
     return {};
 }
 
+// OpenBLAS picks its kernels from the CPU model; one newer than the OpenBLAS release falls back to
+// generic ones (core/hardware/blasprobe.h). Every rank, Python or accel-worker, then gets the
+// variable that selects the kernels the CPU runs, unless the user set it (or asked to keep it).
+void giveRanksBestBlasKernels(EnvMap &environment, std::vector<std::string> &notes)
+{
+    const auto keep = environment.find("ACCEL_BLAS_CORETYPE");
+    if (environment.count("OPENBLAS_CORETYPE") || (keep != environment.end() && keep->second == "keep"))
+        return;
+    const hardware::BlasReport blas = hardware::probeBlas(hardware::runningCpuFlags());
+    if (blas.recommended.empty())
+        return;
+    environment["OPENBLAS_CORETYPE"] = blas.recommended;
+    notes.push_back(blas.reason + "; ranks get OPENBLAS_CORETYPE=" + blas.recommended +
+                    " (accelerate launch does not set it; ACCEL_BLAS_CORETYPE=keep leaves it unset)");
+}
+
 } // namespace
 
 EnvMap currentEnvironment()
@@ -163,6 +180,7 @@ Result<PreparedLaunch> prepareLaunch(const ArgParser &parser)
             " is not read because of --cpu (as accelerate launch does); pass --config_file to use it");
     if (auto ok = resolvePort(*settings); !ok)
         return tl::unexpected(ok.error());
+    giveRanksBestBlasKernels(request.environment, settings->notes);
 
     QString runDir = QString::fromStdString(parser.valueOr("run_dir", ""));
     if (runDir.isEmpty())

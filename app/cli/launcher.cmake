@@ -4,6 +4,6 @@ list(APPEND ACCEL_CLI_SOURCES
   cli/cmd_runs.cpp cli/cmd_stop.cpp cli/cmd_tail.cpp cli/cmd_demo.cpp cli/cmd_launch_test.cpp
 )
 # accel_monitor: the supervisor samples the system and runs the detectors; tail --json streams.
-list(APPEND ACCEL_CLI_LIBS accel_launcher accel_monitor)
+list(APPEND ACCEL_CLI_LIBS accel_launcher accel_monitor accel_hardware)
 # The demo finds resources/jobs/demo-gpt.yaml in the source tree when run from a build folder.
 set_source_files_properties(cli/cmd_demo.cpp PROPERTIES COMPILE_DEFINITIONS ACCEL_DEMO_SOURCE_ROOT="${CMAKE_SOURCE_DIR}")
