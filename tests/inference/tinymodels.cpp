@@ -27,7 +27,7 @@ void putNorm(TinyModel &m, const std::string &name, int64_t size, bool bias)
 } // namespace
 
 TinyModel writeTinyModel(const std::string &dir, const std::string &modelType, uint64_t seed, at::ScalarType storeAs,
-                         bool tied, bool withoutBasePrefix)
+                         bool tied, bool withoutBasePrefix, int64_t vocab)
 {
     at::manual_seed(seed);
     std::filesystem::create_directories(dir);
@@ -36,7 +36,7 @@ TinyModel writeTinyModel(const std::string &dir, const std::string &modelType, u
     m.tied = tied;
     std::string config;
     if (modelType == "gpt2") {
-        m.vocab = 53;
+        m.vocab = vocab > 0 ? vocab : 53;
         m.hidden = 32;
         m.layers = 2;
         m.heads = 4;
@@ -62,12 +62,13 @@ TinyModel writeTinyModel(const std::string &dir, const std::string &modelType, u
         putNorm(m, "transformer.ln_f", m.hidden, true);
         if (!tied)
             put(m, "lm_head.weight", {m.vocab, m.hidden});
-        config = "{\"model_type\": \"gpt2\", \"vocab_size\": 53, \"n_positions\": 128, \"n_embd\": 32, \"n_layer\": 2, "
+        config = "{\"model_type\": \"gpt2\", \"vocab_size\": " + std::to_string(m.vocab) +
+                 ", \"n_positions\": 128, \"n_embd\": 32, \"n_layer\": 2, "
                  "\"n_head\": 4, \"layer_norm_epsilon\": 1e-05, \"activation_function\": \"gelu_new\", "
                  "\"tie_word_embeddings\": " +
                  std::string(tied ? "true" : "false") + ", \"eos_token_id\": 52}";
     } else {
-        m.vocab = 61;
+        m.vocab = vocab > 0 ? vocab : 61;
         m.hidden = 48;
         m.layers = 2;
         m.heads = 6;
@@ -99,8 +100,8 @@ TinyModel writeTinyModel(const std::string &dir, const std::string &modelType, u
         putNorm(m, "model.norm", m.hidden, false);
         if (!tied)
             put(m, "lm_head.weight", {m.vocab, m.hidden});
-        config = "{\"model_type\": \"" + modelType +
-                 "\", \"vocab_size\": 61, \"hidden_size\": 48, \"intermediate_size\": 96, "
+        config = "{\"model_type\": \"" + modelType + "\", \"vocab_size\": " + std::to_string(m.vocab) +
+                 ", \"hidden_size\": 48, \"intermediate_size\": 96, "
                  "\"num_hidden_layers\": 2, \"num_attention_heads\": 6, \"num_key_value_heads\": 2, "
                  "\"max_position_embeddings\": 128, \"rms_norm_eps\": 1e-06, \"rope_theta\": 500.0, \"hidden_act\": "
                  "\"silu\", "

@@ -20,8 +20,10 @@ struct TinyModel {
 // modelType: "gpt2", "llama", "mistral" or "qwen2". `storeAs` is the safetensors dtype of the
 // floating weights (at::kFloat or at::kBFloat16); the weights map holds those values in float32.
 // With `withoutBasePrefix` gpt2 keys are written without "transformer." like OpenAI's checkpoints.
+// `vocab` > 0 replaces the family's tiny vocabulary (e.g. to match a tokenizer.json fixture).
 TinyModel writeTinyModel(const std::string &dir, const std::string &modelType, uint64_t seed,
-                         at::ScalarType storeAs = at::kFloat, bool tied = true, bool withoutBasePrefix = false);
+                         at::ScalarType storeAs = at::kFloat, bool tied = true, bool withoutBasePrefix = false,
+                         int64_t vocab = 0);
 
 // Plain no-cache forward passes written straight from the architecture descriptions.
 at::Tensor referenceGpt2(const TinyModel &m, const at::Tensor &ids);

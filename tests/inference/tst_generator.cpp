@@ -24,6 +24,7 @@ private Q_SLOTS:
     void repetitionPenaltyFollowsTransformers();
     void stopTokenEndsSequence();
     void stopStringCutsText();
+    void streamingDecoderMatchesFullDecoder();
     void batchEqualsSingleRuns();
     void cancellationStopsAtOnce();
     void badInputsAreNamed();
@@ -166,6 +167,61 @@ void tst_Generator::stopStringCutsText()
     QCOMPARE(text, full.substr(0, full.find(o.stopStrings[0])));
     QVERIFY(stopped->sequences[0].tokens.size() <= 6);
     QCOMPARE(streamed, text);
+}
+
+void tst_Generator::streamingDecoderMatchesFullDecoder()
+{
+    Decoder letters = [](const std::vector<int64_t> &tokens) {
+        std::string s;
+        for (int64_t t : tokens)
+            s += static_cast<char>('A' + t % 26);
+        return s;
+    };
+    // A stream that holds every other letter back, like a character whose bytes span two tokens.
+    int streams = 0;
+    Decoder stream = Decoder::streaming([&streams] {
+        ++streams;
+        auto pending = std::make_shared<std::string>();
+        return Decoder::Stream{[pending](int64_t id) {
+                                   pending->push_back(static_cast<char>('A' + id % 26));
+                                   if (pending->size() < 2)
+                                       return std::string();
+                                   std::string out;
+                                   out.swap(*pending);
+                                   return out;
+                               },
+                               [pending] {
+                                   std::string out;
+                                   out.swap(*pending);
+                                   return out;
+                               }};
+    });
+    for (int tokens : {9, 10}) {
+        auto full = generate(*m_model, {m_prompt}, greedy(tokens), {}, letters);
+        std::string streamed;
+        auto pieces = generate(
+            *m_model, {m_prompt}, greedy(tokens),
+            [&](size_t, int64_t, const std::string &piece) {
+                streamed += piece;
+                return true;
+            },
+            stream);
+        QVERIFY(full && pieces);
+        QCOMPARE(pieces->sequences[0].text, full->sequences[0].text); // finish() adds the held-back letter
+        QCOMPARE(streamed, full->sequences[0].text);
+    }
+    QCOMPARE(streams, 2); // one stream per sequence and generation
+
+    auto free = generate(*m_model, {m_prompt}, greedy(10), {}, letters);
+    QVERIFY(free);
+    SamplingOptions o = greedy(10);
+    o.stopStrings = {free->sequences[0].text.substr(5, 3)};
+    auto a = generate(*m_model, {m_prompt}, o, {}, letters);
+    auto b = generate(*m_model, {m_prompt}, o, {}, stream);
+    QVERIFY(a && b);
+    QCOMPARE(b->sequences[0].stopReason, std::string("stop_string"));
+    QCOMPARE(b->sequences[0].text, a->sequences[0].text);
+    QVERIFY(b->sequences[0].tokens.size() <= a->sequences[0].tokens.size() + 1); // at most one held-back token later
 }
 
 void tst_Generator::batchEqualsSingleRuns()

@@ -1,12 +1,14 @@
 // The worker's inference commands as real child processes: infer writes the model's logits,
 // generate streams and prints accel.generate JSON equal to the in-process generator, serve speaks
-// the JSON-lines protocol (load, generate with token events, cancel mid-generation, unload).
+// the JSON-lines protocol (load, generate with token events, cancel mid-generation, unload), and a
+// text prompt goes through the model's tokenizer.json (the hand-made gpt2-tiny fixture) both ways.
 #include "tests/inference/tinymodels.h"
 
 #include "core/bigmodel/safetensors.h"
 #include "core/inference/generator.h"
 #include "core/inference/inferencemodel.h"
 #include "core/inference/torchtensors.h"
+#include "core/tokenizer/tokenizer.h"
 #include "tests/helpers/testsupport.h"
 
 #include <QJsonArray>
@@ -28,6 +30,7 @@ private Q_SLOTS:
     void badInputsExitTwo();
     void serveProtocol();
     void serveCancelStopsGeneration();
+    void textPromptIsTokenizedAndDecoded();
 
 private:
     QString worker() const { return test::binDir() + "/accel-worker"; }
@@ -172,6 +175,51 @@ void tst_InferenceWorker::serveCancelStopsGeneration()
     QCOMPARE(done["stop_reason"].toString(), QString("cancelled"));
     QVERIFY(done["tokens"].toArray().size() < 1000000);
     QCOMPARE(events.back()["event"].toString(), QString("bye"));
+}
+
+void tst_InferenceWorker::textPromptIsTokenizedAndDecoded()
+{
+    // A gpt2 checkpoint whose vocabulary is the 269 ids of tests/data/tokenizers/gpt2-tiny.json.
+    const QString dir = m_dir.filePath("gpt2-text");
+    test::writeTinyModel(dir.toStdString(), "gpt2", 33, at::kFloat, true, false, 269);
+    QVERIFY(QFile::copy(test::dataPath("tokenizers/gpt2-tiny.json"), dir + "/tokenizer.json"));
+    const QStringList args{"generate", dir,  "--prompt", "the lower", "--max-new-tokens", "24", "--temperature", "0.9",
+                           "--top-k",  "40", "--seed",   "5",         "--stop-token-id",  "-1", "--threads",     "1"};
+    auto r = test::runProgram(worker(), args + QStringList{"--json"});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+    auto json = QJsonDocument::fromJson(r.out.toUtf8()).object();
+    // The fixture's known encoding: t, he, Ġlower.
+    QCOMPARE(json["prompt_ids"].toArray(), QJsonArray({116, 256, 263}));
+    const QJsonArray tokens = json["tokens"].toArray();
+    QCOMPARE(tokens.size(), 24);
+
+    // The same tokens as the in-process generator on those ids.
+    auto model = inference::InferenceModel::load(dir.toStdString());
+    QVERIFY(model);
+    inference::SamplingOptions o;
+    o.maxNewTokens = 24;
+    o.temperature = 0.9;
+    o.topK = 40;
+    o.seed = 5;
+    o.stopTokenIds = {-1};
+    auto local = inference::generate(**model, {{116, 256, 263}}, o);
+    QVERIFY(local);
+    std::vector<int32_t> ids;
+    QJsonArray expected;
+    for (int64_t t : local->sequences[0].tokens) {
+        expected.append(qint64(t));
+        ids.push_back(static_cast<int32_t>(t));
+    }
+    QCOMPARE(tokens, expected);
+
+    // The text is the tokenizer's decoding of the new tokens, and the streamed stdout adds up to it.
+    auto tokenizer = tokenizer::Tokenizer::load(dir.toStdString() + "/tokenizer.json");
+    QVERIFY(tokenizer);
+    const QString decoded = QString::fromStdString(tokenizer->decode(ids, true));
+    QCOMPARE(json["text"].toString(), decoded);
+    auto streamed = test::runProgram(worker(), args);
+    QVERIFY2(streamed.exitCode == 0, qPrintable(streamed.err));
+    QCOMPARE(streamed.out, decoded + "\n");
 }
 
 QTEST_GUILESS_MAIN(tst_InferenceWorker)
