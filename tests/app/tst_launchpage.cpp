@@ -189,6 +189,8 @@ void tst_LaunchPage::recipeFormValidatesAndRoundTrips()
     QCOMPARE(form->value("training.batch_size"), QString("16"));
     QVERIFY(form->fieldError("mlp.data").contains("required"));
     form->setRecipe("gpt");
+    QCOMPARE(form->value("model.n_head"), QString("2")); // the recipe's own fields start from defaults
+    form->setValue("model.n_head", "4");
     form->setValue("data.corpus", corpus());
     form->setValue("training.mixed_precision", "bf16");
     form->setValue("name", "my run");
