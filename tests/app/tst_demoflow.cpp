@@ -97,9 +97,9 @@ void tst_DemoFlow::demoFromTheGuiShowsRanksAndLoss()
     auto *steps = qobject_cast<QLineEdit *>(form->editor(QStringLiteral("training.max_steps")));
     QVERIFY(steps);
     steps->selectAll();
-    QTest::keyClicks(steps, QStringLiteral("100"));
-    QCOMPARE(form->value(QStringLiteral("training.max_steps")), QStringLiteral("100"));
-    for (const auto &[key, value] : {std::pair{"training.log_every", "5"}, std::pair{"training.eval_every", "0"},
+    QTest::keyClicks(steps, QStringLiteral("200"));
+    QCOMPARE(form->value(QStringLiteral("training.max_steps")), QStringLiteral("200"));
+    for (const auto &[key, value] : {std::pair{"training.log_every", "10"}, std::pair{"training.eval_every", "0"},
                                      std::pair{"training.checkpoint_every", "0"}, std::pair{"sample.length", "16"}})
         form->setValue(QString::fromLatin1(key), QString::fromLatin1(value));
     QVERIFY(form->isValid());
@@ -119,7 +119,7 @@ void tst_DemoFlow::demoFromTheGuiShowsRanksAndLoss()
     // The form's job was written into the run directory and is what the ranks run.
     auto written = launcher::JobFile::load((runDir + QStringLiteral("/job.yaml")).toStdString());
     QVERIFY2(written, written ? "" : written.error().toString().c_str());
-    QCOMPARE(written->value("training.max_steps"), std::string("100"));
+    QCOMPARE(written->value("training.max_steps"), std::string("200"));
 
     // The window follows the run on the Runs page: 2 rank rows, loss points from both ranks.
     QTRY_COMPARE_WITH_TIMEOUT(window->currentPage(), Page::Runs, 5000);
