@@ -6,6 +6,7 @@
 // weight bytes per token).
 #include "core/bigmodel/safetensorswriter.h"
 #include "core/common/fileutil.h"
+#include "core/hardware/blasprobe.h"
 #include "core/inference/causallm.h"
 #include "core/inference/generator.h"
 #include "core/inference/inferencemodel.h"
@@ -20,7 +21,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <unistd.h>
 #include <vector>
 
 using namespace accel;
@@ -190,5 +193,23 @@ void tst_BenchInference::gpt2Small()
     bench("inference_time_to_first_token_16", median(firstTokenMs), "ms");
 }
 
-QTEST_GUILESS_MAIN(tst_BenchInference)
+// Both sides run the OpenBLAS kernels accel-worker runs (it restarts itself with OPENBLAS_CORETYPE
+// when OpenBLAS fell back to older kernels for this CPU): this program restarts the same way, and
+// the Python peer inherits the variable. ACCEL_BLAS_CORETYPE=keep measures OpenBLAS's own choice.
+int main(int argc, char **argv)
+{
+    const char *keep = std::getenv("ACCEL_BLAS_CORETYPE");
+    if (!std::getenv("OPENBLAS_CORETYPE") && !(keep && std::strcmp(keep, "keep") == 0)) {
+        const hardware::BlasReport blas = hardware::probeBlas(hardware::runningCpuFlags());
+        if (!blas.recommended.empty()) {
+            setenv("OPENBLAS_CORETYPE", blas.recommended.c_str(), 1);
+            execv("/proc/self/exe", argv);
+        }
+    }
+    const char *core = std::getenv("OPENBLAS_CORETYPE");
+    std::printf("BLAS kernels: %s (both sides)\n", core ? core : "OpenBLAS's own choice");
+    QCoreApplication app(argc, argv);
+    tst_BenchInference bench;
+    return QTest::qExec(&bench, argc, argv);
+}
 #include "bench_inference.moc"
