@@ -323,6 +323,13 @@ int64_t Accelerator::stepCounter() const
     return d->step;
 }
 
+std::string Accelerator::gradientTransport() const
+{
+    if (!d->gradientSync)
+        return "none";
+    return d->gradientSync->usesSharedMemory() ? "shared-memory" : "process-group";
+}
+
 void Accelerator::prepareModel(const std::shared_ptr<torch::nn::Module> &model)
 {
     d->model = model;
@@ -338,9 +345,20 @@ void Accelerator::prepareModel(const std::shared_ptr<torch::nn::Module> &model)
         if (parameter.requires_grad())
             trainable.push_back(parameter);
     }
-    if (!trainable.empty())
-        d->gradientSync =
-            std::make_unique<GradientSync>(d->group, trainable, int64_t(d->options.bucketCapMb * 1024 * 1024));
+    if (trainable.empty())
+        return;
+    d->gradientSync =
+        std::make_unique<GradientSync>(d->group, trainable, int64_t(d->options.bucketCapMb * 1024 * 1024));
+    // CPU ranks that share this host sum gradients through shared memory (shmallreduce.h).
+    if (trainable.front().device().is_cpu()) {
+        std::string why;
+        auto shm = ShmAllReduce::create(*d->store, d->env.rank, d->env.worldSize, d->gradientSync->largestBucketBytes(),
+                                        d->options.collectiveTimeoutS, &why);
+        if (shm)
+            d->gradientSync->useSharedMemory(std::move(shm));
+        else
+            accel::log::debug("runtime", "gradients through the process group: " + why);
+    }
 }
 
 std::shared_ptr<AcceleratedOptimizer> Accelerator::prepareOptimizer(torch::optim::Optimizer &optimizer)

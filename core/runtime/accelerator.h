@@ -83,6 +83,9 @@ public:
     int processIndex() const;
     int numProcesses() const;
     bool isMainProcess() const { return processIndex() == 0; }
+    // How prepared gradients are summed across ranks: "shared-memory" (every rank on this host,
+    // core/runtime/shmallreduce.h), "process-group" (gloo/NCCL), or "none" (one process).
+    std::string gradientTransport() const;
     bool isLocalMainProcess() const;
     MixedPrecision mixedPrecision() const;
     int gradientAccumulationSteps() const;

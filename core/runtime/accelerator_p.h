@@ -4,6 +4,7 @@
 
 #include "core/runtime/accelerator.h"
 #include "core/runtime/metricswriter.h"
+#include "core/runtime/shmallreduce.h"
 #include "core/runtime/training.h"
 
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
@@ -25,6 +26,11 @@ public:
                  int64_t bucketCapBytes);
     ~GradientSync();
 
+    // Sum buckets through shared memory instead of the process group (ranks on one host).
+    void useSharedMemory(std::unique_ptr<ShmAllReduce> shm) { m_shm = std::move(shm); }
+    bool usesSharedMemory() const { return m_shm != nullptr; }
+    int64_t largestBucketBytes() const;
+
     void setEnabled(bool enabled) { m_enabled = enabled; } // false while accumulating (no_sync)
     void finish();                                         // after backward
     size_t bucketCount() const { return m_buckets.size(); }
@@ -36,6 +42,7 @@ private:
         size_t pending = 0;
         torch::Tensor flat;
         c10::intrusive_ptr<c10d::Work> work;
+        std::shared_future<void> shmDone; // when m_shm sums the bucket
         bool launched = false;
     };
     void markReady(size_t parameter);
@@ -43,6 +50,7 @@ private:
     void launch(Bucket &bucket);
 
     c10::intrusive_ptr<c10d::ProcessGroup> m_group;
+    std::unique_ptr<ShmAllReduce> m_shm;
     std::vector<torch::Tensor> m_parameters;
     std::vector<size_t> m_bucketOf;
     std::vector<bool> m_ready;

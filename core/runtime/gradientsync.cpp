@@ -72,11 +72,21 @@ GradientSync::~GradientSync()
         for (auto &bucket : m_buckets) {
             if (bucket.work)
                 bucket.work->wait();
+            if (bucket.shmDone.valid())
+                bucket.shmDone.wait();
         }
     } catch (const std::exception &) {
     }
     for (size_t i = 0; i < m_accumulators.size(); ++i)
         m_accumulators[i]->del_post_hook(m_hookKeys[i]);
+}
+
+int64_t GradientSync::largestBucketBytes() const
+{
+    int64_t largest = 0;
+    for (const auto &bucket : m_buckets)
+        largest = std::max<int64_t>(largest, bucket.elements * int64_t(bucket.flat.element_size()));
+    return largest;
 }
 
 void GradientSync::markReady(size_t parameter)
@@ -116,8 +126,12 @@ void GradientSync::launch(Bucket &bucket)
         offset += n;
     }
     bucket.flat.div_(m_group->getSize());
-    std::vector<torch::Tensor> tensors{bucket.flat};
-    bucket.work = m_group->allreduce(tensors);
+    if (m_shm) {
+        bucket.shmDone = m_shm->submit(bucket.flat);
+    } else {
+        std::vector<torch::Tensor> tensors{bucket.flat};
+        bucket.work = m_group->allreduce(tensors);
+    }
     bucket.launched = true;
 }
 
@@ -131,7 +145,10 @@ void GradientSync::finish()
     launchReady();
     torch::NoGradGuard noGrad;
     for (auto &bucket : m_buckets) {
-        bucket.work->wait();
+        if (m_shm)
+            bucket.shmDone.get(); // rethrows a peer's timeout
+        else
+            bucket.work->wait();
         int64_t offset = 0;
         for (size_t i : bucket.parameters) {
             auto &parameter = m_parameters[i];
@@ -144,6 +161,7 @@ void GradientSync::finish()
             offset += n;
         }
         bucket.work.reset();
+        bucket.shmDone = {};
         bucket.launched = false;
         bucket.pending = 0;
     }

@@ -188,6 +188,7 @@ int train()
             }
         }
     }
+    lines.push_back("transport " + accelerator->gradientTransport());
     for (const auto &parameter : model->named_parameters()) {
         auto flat = parameter.value().detach().reshape({-1});
         for (int64_t i = 0; i < flat.numel(); ++i)

@@ -30,7 +30,7 @@ struct RankResult {
 
 // Starts `worldSize` ranks of the probe and waits for all of them.
 QList<RankResult> runRanks(int worldSize, const QStringList &arguments, int timeoutMs = 120000, int port = 0,
-                           const QList<int> &onlyRanks = {})
+                           const QList<int> &onlyRanks = {}, const QStringList &extraEnv = {})
 {
     if (port == 0)
         port = freePort();
@@ -47,6 +47,8 @@ QList<RankResult> runRanks(int worldSize, const QStringList &arguments, int time
         env.insert("MASTER_ADDR", "127.0.0.1");
         env.insert("MASTER_PORT", QString::number(port));
         env.insert("OMP_NUM_THREADS", "1");
+        for (const QString &entry : extraEnv)
+            env.insert(entry.section('=', 0, 0), entry.section('=', 1));
         process->setProcessEnvironment(env);
         process->setProcessChannelMode(QProcess::SeparateChannels);
         process->start(accel::test::binDir() + "/accel-runtime-probe", arguments);
@@ -117,10 +119,29 @@ private Q_SLOTS:
         expectAllOk(runRanks(1, {"train", "steps=20", "batch=16", "constant=1", "out=" + one}));
         expectAllOk(runRanks(2, {"train", "steps=20", "batch=8", "constant=1", "bucket_mb=0.001", "out=" + two}));
         compareParams(readLines(one, "param"), readLines(two, "param"), 1e-5);
+        QCOMPARE(readLines(one, "transport"), QStringList{"transport none"});
+        QCOMPARE(readLines(two, "transport"), QStringList{"transport shared-memory"});
         // And the run really trained: the loss moved.
         const QStringList losses = readLines(two, "loss");
         QCOMPARE(losses.size(), 20);
         QVERIFY(hexValue(losses.last()) < hexValue(losses.first()));
+    }
+
+    // Ranks on one host sum gradients through shared memory; the process group (gloo) gives the
+    // same parameters, with 3 ranks (uneven chunks) and many small buckets.
+    void sharedMemoryAllReduceMatchesTheProcessGroup()
+    {
+        QTemporaryDir dir;
+        const QString shm = dir.filePath("shm.txt"), gloo = dir.filePath("gloo.txt");
+        const QStringList args{"train", "steps=12", "batch=4", "constant=1", "bucket_mb=0.0005", "shuffle=1"};
+        expectAllOk(runRanks(3, args + QStringList{"out=" + shm}));
+        expectAllOk(runRanks(3, args + QStringList{"out=" + gloo}, 120000, 0, {}, {"ACCEL_SHM_ALLREDUCE=0"}));
+        QCOMPARE(readLines(shm, "transport"), QStringList{"transport shared-memory"});
+        QCOMPARE(readLines(gloo, "transport"), QStringList{"transport process-group"});
+        compareParams(readLines(shm, "param"), readLines(gloo, "param"), 1e-6);
+        QCOMPARE(readLines(shm, "loss").size(), 12);
+        // The segment's name is removed once every rank mapped it: nothing is left in /dev/shm.
+        QVERIFY(QDir("/dev/shm").entryList({"accel-allreduce-*"}, QDir::Files).isEmpty());
     }
 
     void gradientAccumulationMatchesLargerBatch()

@@ -1,0 +1,239 @@
+#include "core/runtime/shmallreduce.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <random>
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace accel::runtime {
+
+namespace {
+
+constexpr size_t kLine = 64; // one counter per cache line
+constexpr int kArrived = 0;  // slot written for this sequence number
+constexpr int kReduced = 1;  // own chunk of the result written
+constexpr int kCounterKinds = 2;
+
+std::string text(const std::vector<uint8_t> &bytes)
+{
+    return std::string(bytes.begin(), bytes.end());
+}
+
+std::vector<uint8_t> bytes(const std::string &value)
+{
+    return std::vector<uint8_t>(value.begin(), value.end());
+}
+
+size_t roundUp(size_t value, size_t to)
+{
+    return (value + to - 1) / to * to;
+}
+
+size_t headerBytes(int world)
+{
+    return roundUp(size_t(kCounterKinds) * size_t(world) * kLine, 4096);
+}
+
+// The host part of what rendezvous stored under rank/<N>: "<host> pid <pid>".
+std::string hostOf(const std::string &value)
+{
+    return value.substr(0, value.find(" pid "));
+}
+
+} // namespace
+
+std::unique_ptr<ShmAllReduce> ShmAllReduce::create(c10d::Store &store, int rank, int world, int64_t capacityBytes,
+                                                   double timeoutS, std::string *why)
+{
+    // Every rank calls create() the same number of times, so this names the same keys everywhere.
+    static int generation = 0;
+    const std::string prefix = "shm/" + std::to_string(generation++) + "/";
+    const size_t mapped = headerBytes(world) + size_t(world + 1) * roundUp(size_t(capacityBytes), 4096);
+
+    // 1. Can this rank take part? Same host as every other rank, allowed, and the segment maps.
+    std::string problem;
+    const char *setting = std::getenv("ACCEL_SHM_ALLREDUCE");
+    if (setting && std::strcmp(setting, "0") == 0)
+        problem = "ACCEL_SHM_ALLREDUCE=0";
+    if (problem.empty()) {
+        const std::string mine = hostOf(text(store.get("rank/" + std::to_string(rank))));
+        for (int r = 0; r < world && problem.empty(); ++r) {
+            if (hostOf(text(store.get("rank/" + std::to_string(r)))) != mine)
+                problem = "rank " + std::to_string(r) + " runs on another host";
+        }
+    }
+    std::string name;
+    int fd = -1;
+    if (problem.empty()) {
+        if (rank == 0) {
+            std::random_device random;
+            name = "/accel-allreduce-" + std::to_string(::getpid()) + "-" + std::to_string(random());
+            fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+            if (fd >= 0 && ::ftruncate(fd, off_t(mapped)) != 0) {
+                ::close(fd);
+                ::shm_unlink(name.c_str());
+                fd = -1;
+            }
+            store.set(prefix + "name", bytes(fd >= 0 ? name : std::string()));
+        } else {
+            name = text(store.get(prefix + "name"));
+            if (!name.empty())
+                fd = ::shm_open(name.c_str(), O_RDWR, 0600);
+        }
+        if (fd < 0)
+            problem = "shared memory " + (name.empty() ? std::string("segment") : name) +
+                      " is not available: " + std::strerror(errno);
+    } else if (rank == 0) {
+        store.set(prefix + "name", bytes(std::string()));
+    } else {
+        store.get(prefix + "name");
+    }
+    void *base = MAP_FAILED;
+    if (fd >= 0) {
+        base = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        ::close(fd);
+        if (base == MAP_FAILED)
+            problem = std::string("cannot map the shared memory: ") + std::strerror(errno);
+    }
+
+    // 2. Agree: shared memory only when every rank can use it.
+    store.set(prefix + "ok/" + std::to_string(rank), bytes(problem.empty() ? "1" : "0:" + problem));
+    std::vector<std::string> keys;
+    for (int r = 0; r < world; ++r)
+        keys.push_back(prefix + "ok/" + std::to_string(r));
+    store.wait(keys);
+    std::string refusal;
+    for (int r = 0; r < world && refusal.empty(); ++r) {
+        const std::string answer = text(store.get(keys[size_t(r)]));
+        if (answer != "1")
+            refusal = "rank " + std::to_string(r) + ": " + answer.substr(2);
+    }
+    // Every rank has mapped (or given up on) the segment: its name is no longer needed.
+    if (rank == 0 && !name.empty())
+        ::shm_unlink(name.c_str());
+    if (!refusal.empty()) {
+        if (base != MAP_FAILED)
+            ::munmap(base, mapped);
+        if (why)
+            *why = refusal;
+        return nullptr;
+    }
+    return std::unique_ptr<ShmAllReduce>(new ShmAllReduce(rank, world, capacityBytes, timeoutS, base, mapped));
+}
+
+ShmAllReduce::ShmAllReduce(int rank, int world, int64_t capacityBytes, double timeoutS, void *base, size_t mappedBytes)
+    : m_rank(rank), m_world(world), m_capacity(capacityBytes), m_timeoutS(timeoutS), m_base(base),
+      m_mappedBytes(mappedBytes)
+{
+    m_thread = std::thread([this] { run(); });
+}
+
+ShmAllReduce::~ShmAllReduce()
+{
+    {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        m_stop = true;
+    }
+    m_wake.notify_all();
+    m_thread.join();
+    ::munmap(m_base, m_mappedBytes);
+}
+
+std::shared_future<void> ShmAllReduce::submit(torch::Tensor flat)
+{
+    std::promise<void> promise;
+    std::shared_future<void> future = promise.get_future().share();
+    {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        m_queue.emplace_back(std::move(flat), std::move(promise));
+    }
+    m_wake.notify_one();
+    return future;
+}
+
+void ShmAllReduce::run()
+{
+    for (;;) {
+        std::unique_lock<std::mutex> lock(m_mutex);
+        m_wake.wait(lock, [this] { return m_stop || !m_queue.empty(); });
+        if (m_queue.empty())
+            return;
+        auto item = std::move(m_queue.front());
+        m_queue.pop_front();
+        lock.unlock();
+        try {
+            torch::NoGradGuard noGrad;
+            allReduce(item.first);
+            item.second.set_value();
+        } catch (...) {
+            item.second.set_exception(std::current_exception());
+        }
+    }
+}
+
+void ShmAllReduce::waitAll(int which, uint64_t sequence)
+{
+    auto *counters = static_cast<char *>(m_base);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(m_timeoutS);
+    for (int r = 0; r < m_world; ++r) {
+        auto *counter = reinterpret_cast<std::atomic<uint64_t> *>(counters + (size_t(which) * m_world + r) * kLine);
+        for (int spins = 0; counter->load(std::memory_order_acquire) < sequence; ++spins) {
+            if (spins < 64)
+                continue;
+            // The peer is still computing: give it the core.
+            if (spins < 256) {
+                std::this_thread::yield();
+                continue;
+            }
+            std::this_thread::sleep_for(std::chrono::microseconds(20));
+            if ((spins & 255) == 0 && std::chrono::steady_clock::now() > deadline)
+                throw std::runtime_error("shared-memory all-reduce: rank " + std::to_string(r) +
+                                         " did not reach step " + std::to_string(sequence) + " within " +
+                                         std::to_string(int(m_timeoutS)) + " s (a peer rank stopped or hangs)");
+        }
+    }
+}
+
+void ShmAllReduce::allReduce(torch::Tensor &flat)
+{
+    auto *counters = static_cast<char *>(m_base);
+    const auto publish = [&](int which, uint64_t sequence) {
+        reinterpret_cast<std::atomic<uint64_t> *>(counters + (size_t(which) * m_world + m_rank) * kLine)
+            ->store(sequence, std::memory_order_release);
+    };
+    char *data = counters + headerBytes(m_world);
+    const size_t slotBytes = roundUp(size_t(m_capacity), 4096);
+    const auto options = flat.options();
+    const int64_t elementSize = int64_t(flat.element_size());
+    const int64_t perRound = std::max<int64_t>(1, m_capacity / elementSize);
+    for (int64_t offset = 0; offset < flat.numel(); offset += perRound) {
+        const int64_t n = std::min(perRound, flat.numel() - offset);
+        auto piece = flat.narrow(0, offset, n);
+        const uint64_t sequence = ++m_sequence;
+        // Slots and result of the previous round are free: every rank finished reducing it
+        // (waited below) and started this round only after copying its result out.
+        auto slot = [&](int r) { return torch::from_blob(data + size_t(r) * slotBytes, {n}, options); };
+        auto result = torch::from_blob(data + size_t(m_world) * slotBytes, {n}, options);
+        slot(m_rank).copy_(piece);
+        publish(kArrived, sequence);
+        waitAll(kArrived, sequence);
+        // My chunk: [begin, end), summed in rank order so every rank gets the same bits.
+        const int64_t chunk = (n + m_world - 1) / m_world;
+        const int64_t begin = std::min<int64_t>(n, chunk * m_rank), end = std::min<int64_t>(n, begin + chunk);
+        if (end > begin) {
+            auto out = result.narrow(0, begin, end - begin);
+            out.copy_(slot(0).narrow(0, begin, end - begin));
+            for (int r = 1; r < m_world; ++r)
+                out.add_(slot(r).narrow(0, begin, end - begin));
+        }
+        publish(kReduced, sequence);
+        waitAll(kReduced, sequence);
+        piece.copy_(result);
+    }
+}
+
+} // namespace accel::runtime

@@ -1,0 +1,64 @@
+// Gradient all-reduce through shared memory, for ranks that all run on one machine.
+//
+// Gloo moves every gradient byte through loopback TCP (kernel copies both ways, on the cores the
+// ranks compute on). When every rank is on this host, the ranks instead map one POSIX shared-memory
+// segment: each copies its bucket into its own slot, reduces one 1/world chunk of the bucket over
+// all slots (in rank order, so every rank ends with bit-identical sums), and copies the result back.
+// Two barriers per bucket, no system calls on the data path. Buckets run in submission order on a
+// dedicated thread, so communication still overlaps the rest of backward.
+//
+// Used by GradientSync only (other collectives stay on the process group). Turned off with
+// ACCEL_SHM_ALLREDUCE=0; every rank must agree, which create() checks through the store.
+// Includes libtorch: only torch .cpp files include it.
+#pragma once
+
+#include <torch/csrc/distributed/c10d/Store.hpp>
+#include <torch/torch.h>
+
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace accel::runtime {
+
+class ShmAllReduce {
+public:
+    // Collective over all ranks. Returns null (every rank the same) when the ranks are not all on
+    // this host, shared memory cannot be set up on some rank, or ACCEL_SHM_ALLREDUCE=0; `why`
+    // then says which.
+    static std::unique_ptr<ShmAllReduce> create(c10d::Store &store, int rank, int world, int64_t capacityBytes,
+                                                double timeoutS, std::string *why);
+    ~ShmAllReduce();
+
+    // Sums `flat` (a contiguous CPU tensor) over the ranks in place. Runs on the communication
+    // thread in submission order; the future rethrows a failure (e.g. a peer that never arrives
+    // within the timeout).
+    std::shared_future<void> submit(torch::Tensor flat);
+
+private:
+    struct Segment;
+    ShmAllReduce(int rank, int world, int64_t capacityBytes, double timeoutS, void *base, size_t mappedBytes);
+    void run();
+    void allReduce(torch::Tensor &flat);
+    void waitAll(int which, uint64_t sequence);
+
+    int m_rank;
+    int m_world;
+    int64_t m_capacity;
+    double m_timeoutS;
+    void *m_base;
+    size_t m_mappedBytes;
+    uint64_t m_sequence = 0;
+
+    std::mutex m_mutex;
+    std::condition_variable m_wake;
+    std::deque<std::pair<torch::Tensor, std::promise<void>>> m_queue;
+    bool m_stop = false;
+    std::thread m_thread;
+};
+
+} // namespace accel::runtime
