@@ -350,10 +350,10 @@ void Accelerator::prepareModel(const std::shared_ptr<torch::nn::Module> &model)
     d->gradientSync =
         std::make_unique<GradientSync>(d->group, trainable, int64_t(d->options.bucketCapMb * 1024 * 1024));
     // CPU ranks that share this host sum gradients through shared memory (shmallreduce.h).
-    if (trainable.front().device().is_cpu()) {
+    if (trainable.front().device().is_cpu() && d->gradientSync->singleDtype()) {
         std::string why;
-        auto shm = ShmAllReduce::create(*d->store, d->env.rank, d->env.worldSize, d->gradientSync->largestBucketBytes(),
-                                        d->options.collectiveTimeoutS, &why);
+        auto shm = ShmAllReduce::create(*d->store, d->env.rank, d->env.worldSize, d->gradientSync->bucketElements(),
+                                        trainable.front().scalar_type(), d->options.collectiveTimeoutS, &why);
         if (shm)
             d->gradientSync->useSharedMemory(std::move(shm));
         else

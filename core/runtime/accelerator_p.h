@@ -29,7 +29,9 @@ public:
     // Sum buckets through shared memory instead of the process group (ranks on one host).
     void useSharedMemory(std::unique_ptr<ShmAllReduce> shm) { m_shm = std::move(shm); }
     bool usesSharedMemory() const { return m_shm != nullptr; }
-    int64_t largestBucketBytes() const;
+    std::vector<int64_t> bucketElements() const;
+    // One dtype for all buckets (shared memory needs it); the process group handles mixed ones.
+    bool singleDtype() const;
 
     void setEnabled(bool enabled) { m_enabled = enabled; } // false while accumulating (no_sync)
     void finish();                                         // after backward

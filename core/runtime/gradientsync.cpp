@@ -81,12 +81,21 @@ GradientSync::~GradientSync()
         m_accumulators[i]->del_post_hook(m_hookKeys[i]);
 }
 
-int64_t GradientSync::largestBucketBytes() const
+std::vector<int64_t> GradientSync::bucketElements() const
 {
-    int64_t largest = 0;
+    std::vector<int64_t> elements;
     for (const auto &bucket : m_buckets)
-        largest = std::max<int64_t>(largest, bucket.elements * int64_t(bucket.flat.element_size()));
-    return largest;
+        elements.push_back(bucket.elements);
+    return elements;
+}
+
+bool GradientSync::singleDtype() const
+{
+    for (const auto &bucket : m_buckets) {
+        if (bucket.flat.scalar_type() != m_buckets.front().flat.scalar_type())
+            return false;
+    }
+    return true;
 }
 
 void GradientSync::markReady(size_t parameter)
@@ -113,11 +122,14 @@ void GradientSync::launchReady()
 void GradientSync::launch(Bucket &bucket)
 {
     torch::NoGradGuard noGrad;
+    // With shared memory the bucket is this rank's slot in the segment: no staging copy.
+    const size_t index = size_t(&bucket - m_buckets.data());
+    torch::Tensor flat = m_shm ? m_shm->slot(index) : bucket.flat;
     int64_t offset = 0;
     for (size_t i : bucket.parameters) {
         const auto &parameter = m_parameters[i];
         const int64_t n = parameter.numel();
-        auto slice = bucket.flat.narrow(0, offset, n);
+        auto slice = flat.narrow(0, offset, n);
         const auto &grad = parameter.grad();
         if (grad.defined())
             slice.copy_(grad.reshape({n}));
@@ -125,10 +137,10 @@ void GradientSync::launch(Bucket &bucket)
             slice.zero_();
         offset += n;
     }
-    bucket.flat.div_(m_group->getSize());
     if (m_shm) {
-        bucket.shmDone = m_shm->submit(bucket.flat);
+        bucket.shmDone = m_shm->submit(index); // averaged when read back in finish()
     } else {
+        bucket.flat.div_(m_group->getSize());
         std::vector<torch::Tensor> tensors{bucket.flat};
         bucket.work = m_group->allreduce(tensors);
     }
@@ -144,20 +156,26 @@ void GradientSync::finish()
         bucket.pending = bucket.parameters.size();
     launchReady();
     torch::NoGradGuard noGrad;
-    for (auto &bucket : m_buckets) {
+    const double scale = 1.0 / double(m_group->getSize());
+    for (size_t b = 0; b < m_buckets.size(); ++b) {
+        Bucket &bucket = m_buckets[b];
         if (m_shm)
             bucket.shmDone.get(); // rethrows a peer's timeout
         else
             bucket.work->wait();
+        const torch::Tensor flat = m_shm ? m_shm->result(b) : bucket.flat;
         int64_t offset = 0;
         for (size_t i : bucket.parameters) {
             auto &parameter = m_parameters[i];
             const int64_t n = parameter.numel();
-            auto slice = bucket.flat.narrow(0, offset, n).view(parameter.sizes());
-            if (parameter.grad().defined())
-                parameter.mutable_grad().copy_(slice);
+            auto slice = flat.narrow(0, offset, n).view(parameter.sizes());
+            if (!parameter.grad().defined())
+                parameter.mutable_grad() = torch::empty_like(parameter);
+            // The sum becomes the mean in the same pass that writes the gradient back.
+            if (m_shm)
+                at::mul_out(parameter.mutable_grad(), slice, scale);
             else
-                parameter.mutable_grad() = slice.clone();
+                parameter.mutable_grad().copy_(slice);
             offset += n;
         }
         bucket.work.reset();

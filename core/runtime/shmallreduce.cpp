@@ -44,15 +44,29 @@ std::string hostOf(const std::string &value)
     return value.substr(0, value.find(" pid "));
 }
 
+size_t slotBytes(int64_t elements, c10::ScalarType dtype)
+{
+    return roundUp(size_t(elements) * c10::elementSize(dtype), 4096);
+}
+
+size_t segmentBytes(int world, const std::vector<int64_t> &buckets, c10::ScalarType dtype)
+{
+    size_t total = headerBytes(world);
+    for (int64_t elements : buckets)
+        total += size_t(world + 1) * slotBytes(elements, dtype);
+    return total;
+}
+
 } // namespace
 
-std::unique_ptr<ShmAllReduce> ShmAllReduce::create(c10d::Store &store, int rank, int world, int64_t capacityBytes,
+std::unique_ptr<ShmAllReduce> ShmAllReduce::create(c10d::Store &store, int rank, int world,
+                                                   const std::vector<int64_t> &buckets, c10::ScalarType dtype,
                                                    double timeoutS, std::string *why)
 {
     // Every rank calls create() the same number of times, so this names the same keys everywhere.
     static int generation = 0;
     const std::string prefix = "shm/" + std::to_string(generation++) + "/";
-    const size_t mapped = headerBytes(world) + size_t(world + 1) * roundUp(size_t(capacityBytes), 4096);
+    const size_t mapped = segmentBytes(world, buckets, dtype);
 
     // 1. Can this rank take part? Same host as every other rank, allowed, and the segment maps.
     std::string problem;
@@ -122,14 +136,37 @@ std::unique_ptr<ShmAllReduce> ShmAllReduce::create(c10d::Store &store, int rank,
             *why = refusal;
         return nullptr;
     }
-    return std::unique_ptr<ShmAllReduce>(new ShmAllReduce(rank, world, capacityBytes, timeoutS, base, mapped));
+    return std::unique_ptr<ShmAllReduce>(new ShmAllReduce(rank, world, buckets, dtype, timeoutS, base, mapped));
 }
 
-ShmAllReduce::ShmAllReduce(int rank, int world, int64_t capacityBytes, double timeoutS, void *base, size_t mappedBytes)
-    : m_rank(rank), m_world(world), m_capacity(capacityBytes), m_timeoutS(timeoutS), m_base(base),
+ShmAllReduce::ShmAllReduce(int rank, int world, std::vector<int64_t> buckets, c10::ScalarType dtype, double timeoutS,
+                           void *base, size_t mappedBytes)
+    : m_rank(rank), m_world(world), m_buckets(std::move(buckets)), m_dtype(dtype), m_timeoutS(timeoutS), m_base(base),
       m_mappedBytes(mappedBytes)
 {
+    size_t offset = headerBytes(world);
+    for (int64_t elements : m_buckets) {
+        m_offsets.push_back(offset);
+        offset += size_t(world + 1) * slotBytes(elements, dtype);
+    }
     m_thread = std::thread([this] { run(); });
+}
+
+char *ShmAllReduce::bucketBase(size_t bucket) const
+{
+    return static_cast<char *>(m_base) + m_offsets.at(bucket);
+}
+
+torch::Tensor ShmAllReduce::slot(size_t bucket) const
+{
+    return torch::from_blob(bucketBase(bucket) + size_t(m_rank) * slotBytes(m_buckets[bucket], m_dtype),
+                            {m_buckets[bucket]}, torch::TensorOptions().dtype(m_dtype));
+}
+
+torch::Tensor ShmAllReduce::result(size_t bucket) const
+{
+    return torch::from_blob(bucketBase(bucket) + size_t(m_world) * slotBytes(m_buckets[bucket], m_dtype),
+                            {m_buckets[bucket]}, torch::TensorOptions().dtype(m_dtype));
 }
 
 ShmAllReduce::~ShmAllReduce()
@@ -143,13 +180,13 @@ ShmAllReduce::~ShmAllReduce()
     ::munmap(m_base, m_mappedBytes);
 }
 
-std::shared_future<void> ShmAllReduce::submit(torch::Tensor flat)
+std::shared_future<void> ShmAllReduce::submit(size_t bucket)
 {
     std::promise<void> promise;
     std::shared_future<void> future = promise.get_future().share();
     {
         std::lock_guard<std::mutex> lock(m_mutex);
-        m_queue.emplace_back(std::move(flat), std::move(promise));
+        m_queue.emplace_back(bucket, std::move(promise));
     }
     m_wake.notify_one();
     return future;
@@ -167,7 +204,7 @@ void ShmAllReduce::run()
         lock.unlock();
         try {
             torch::NoGradGuard noGrad;
-            allReduce(item.first);
+            reduce(item.first);
             item.second.set_value();
         } catch (...) {
             item.second.set_exception(std::current_exception());
@@ -198,42 +235,35 @@ void ShmAllReduce::waitAll(int which, uint64_t sequence)
     }
 }
 
-void ShmAllReduce::allReduce(torch::Tensor &flat)
+void ShmAllReduce::reduce(size_t bucket)
 {
     auto *counters = static_cast<char *>(m_base);
     const auto publish = [&](int which, uint64_t sequence) {
         reinterpret_cast<std::atomic<uint64_t> *>(counters + (size_t(which) * m_world + m_rank) * kLine)
             ->store(sequence, std::memory_order_release);
     };
-    char *data = counters + headerBytes(m_world);
-    const size_t slotBytes = roundUp(size_t(m_capacity), 4096);
-    const auto options = flat.options();
-    const int64_t elementSize = int64_t(flat.element_size());
-    const int64_t perRound = std::max<int64_t>(1, m_capacity / elementSize);
-    for (int64_t offset = 0; offset < flat.numel(); offset += perRound) {
-        const int64_t n = std::min(perRound, flat.numel() - offset);
-        auto piece = flat.narrow(0, offset, n);
-        const uint64_t sequence = ++m_sequence;
-        // Slots and result of the previous round are free: every rank finished reducing it
-        // (waited below) and started this round only after copying its result out.
-        auto slot = [&](int r) { return torch::from_blob(data + size_t(r) * slotBytes, {n}, options); };
-        auto result = torch::from_blob(data + size_t(m_world) * slotBytes, {n}, options);
-        slot(m_rank).copy_(piece);
-        publish(kArrived, sequence);
-        waitAll(kArrived, sequence);
-        // My chunk: [begin, end), summed in rank order so every rank gets the same bits.
-        const int64_t chunk = (n + m_world - 1) / m_world;
-        const int64_t begin = std::min<int64_t>(n, chunk * m_rank), end = std::min<int64_t>(n, begin + chunk);
-        if (end > begin) {
-            auto out = result.narrow(0, begin, end - begin);
-            out.copy_(slot(0).narrow(0, begin, end - begin));
-            for (int r = 1; r < m_world; ++r)
-                out.add_(slot(r).narrow(0, begin, end - begin));
-        }
-        publish(kReduced, sequence);
-        waitAll(kReduced, sequence);
-        piece.copy_(result);
+    const int64_t n = m_buckets[bucket];
+    const size_t stride = slotBytes(n, m_dtype);
+    const auto options = torch::TensorOptions().dtype(m_dtype);
+    auto slotOf = [&](int r) { return torch::from_blob(bucketBase(bucket) + size_t(r) * stride, {n}, options); };
+    // The slot was written by the submitting thread (the queue's mutex orders it before this).
+    // Every rank sums every bucket in the same order, so one counter per rank names the round.
+    const uint64_t sequence = ++m_sequence;
+    publish(kArrived, sequence);
+    waitAll(kArrived, sequence);
+    // My chunk: [begin, end), summed in rank order so every rank gets the same bits. The result
+    // region of this bucket is free: every rank arrived here only after reading its previous sum.
+    const int64_t chunk = (n + m_world - 1) / m_world;
+    const int64_t begin = std::min<int64_t>(n, chunk * m_rank), end = std::min<int64_t>(n, begin + chunk);
+    if (end > begin) {
+        auto out = result(bucket).narrow(0, begin, end - begin);
+        out.copy_(slotOf(0).narrow(0, begin, end - begin));
+        for (int r = 1; r < m_world; ++r)
+            out.add_(slotOf(r).narrow(0, begin, end - begin));
     }
+    publish(kReduced, sequence);
+    // Once every rank reduced, the slots may be overwritten by the next round of this bucket.
+    waitAll(kReduced, sequence);
 }
 
 } // namespace accel::runtime

@@ -4,8 +4,10 @@
 // ranks compute on). When every rank is on this host, the ranks instead map one POSIX shared-memory
 // segment: each copies its bucket into its own slot, reduces one 1/world chunk of the bucket over
 // all slots (in rank order, so every rank ends with bit-identical sums), and copies the result back.
-// Two barriers per bucket, no system calls on the data path. Buckets run in submission order on a
-// dedicated thread, so communication still overlaps the rest of backward.
+// Every bucket has its own slots and result in the segment, so gradients are copied straight into
+// the slot and read straight from the result: no staging buffer. Two barriers per bucket, no
+// system calls on the data path. Buckets are summed in submission order on a dedicated thread, so
+// communication still overlaps the rest of backward.
 //
 // Used by GradientSync only (other collectives stay on the process group). Turned off with
 // ACCEL_SHM_ALLREDUCE=0; every rank must agree, which create() checks through the store.
@@ -30,25 +32,36 @@ public:
     // Collective over all ranks. Returns null (every rank the same) when the ranks are not all on
     // this host, shared memory cannot be set up on some rank, or ACCEL_SHM_ALLREDUCE=0; `why`
     // then says which.
-    static std::unique_ptr<ShmAllReduce> create(c10d::Store &store, int rank, int world, int64_t capacityBytes,
+    // `buckets`: the element count of each bucket, all of `dtype`.
+    static std::unique_ptr<ShmAllReduce> create(c10d::Store &store, int rank, int world,
+                                                const std::vector<int64_t> &buckets, c10::ScalarType dtype,
                                                 double timeoutS, std::string *why);
     ~ShmAllReduce();
 
-    // Sums `flat` (a contiguous CPU tensor) over the ranks in place. Runs on the communication
-    // thread in submission order; the future rethrows a failure (e.g. a peer that never arrives
-    // within the timeout).
-    std::shared_future<void> submit(torch::Tensor flat);
+    // This rank's slot for a bucket (write the bucket's values here, then submit) and the
+    // bucket's sum over the ranks (valid once submit's future is ready, until the next submit of
+    // the same bucket).
+    torch::Tensor slot(size_t bucket) const;
+    torch::Tensor result(size_t bucket) const;
+
+    // Sums the slots of `bucket` over the ranks into result(bucket). Buckets must be submitted in
+    // the same order on every rank. Runs on the communication thread in submission order; the
+    // future rethrows a failure (e.g. a peer that never arrives within the timeout).
+    std::shared_future<void> submit(size_t bucket);
 
 private:
-    struct Segment;
-    ShmAllReduce(int rank, int world, int64_t capacityBytes, double timeoutS, void *base, size_t mappedBytes);
+    ShmAllReduce(int rank, int world, std::vector<int64_t> buckets, c10::ScalarType dtype, double timeoutS, void *base,
+                 size_t mappedBytes);
     void run();
-    void allReduce(torch::Tensor &flat);
+    void reduce(size_t bucket);
     void waitAll(int which, uint64_t sequence);
+    char *bucketBase(size_t bucket) const;
 
     int m_rank;
     int m_world;
-    int64_t m_capacity;
+    std::vector<int64_t> m_buckets;
+    std::vector<size_t> m_offsets; // of each bucket's region (world slots, then the result)
+    c10::ScalarType m_dtype;
     double m_timeoutS;
     void *m_base;
     size_t m_mappedBytes;
@@ -56,7 +69,7 @@ private:
 
     std::mutex m_mutex;
     std::condition_variable m_wake;
-    std::deque<std::pair<torch::Tensor, std::promise<void>>> m_queue;
+    std::deque<std::pair<size_t, std::promise<void>>> m_queue;
     bool m_stop = false;
     std::thread m_thread;
 };
