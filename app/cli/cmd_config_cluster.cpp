@@ -7,10 +7,9 @@
 #include "core/config/clusterplan.h"
 #include "core/config/configio.h"
 #include "core/config/questionflow.h"
+#include "core/hardware/hardwaredetector.h"
 
 #include <nlohmann/json.hpp>
-
-#include <dirent.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -36,18 +35,6 @@ bool parseInt(const std::string &text, int &out)
         return false;
     out = static_cast<int>(value);
     return true;
-}
-
-int localGpuCount()
-{
-    int count = 0;
-    if (DIR *dir = ::opendir("/proc/driver/nvidia/gpus")) {
-        while (dirent *entry = ::readdir(dir))
-            if (entry->d_name[0] != '.')
-                ++count;
-        ::closedir(dir);
-    }
-    return count;
 }
 
 // What the questionnaire writes for a multi-CPU run: the base when no --base is given.
@@ -112,7 +99,7 @@ int runConfigCluster(int argc, char **argv)
     };
     for (ClusterHost &host : input.hosts)
         if (gpuRun && isLocal(host.name))
-            host.devices = localGpuCount();
+            host.devices = hardware::driverGpuCount();
 
     const ClusterPlan plan = planCluster(input, local);
     std::vector<std::string> written;

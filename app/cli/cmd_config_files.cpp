@@ -6,10 +6,10 @@
 #include "core/config/configio.h"
 #include "core/config/fsdp2conversion.h"
 #include "core/config/validation.h"
+#include "core/hardware/hardwaredetector.h"
 
 #include <nlohmann/json.hpp>
 
-#include <dirent.h>
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -92,19 +92,6 @@ nlohmann::ordered_json diagnosticsJson(const Diagnostics &diagnostics)
     return list;
 }
 
-// Number of accelerators `accelerate config default` would find: NVIDIA GPUs the driver lists.
-int countGpus()
-{
-    int count = 0;
-    if (DIR *dir = ::opendir("/proc/driver/nvidia/gpus")) {
-        while (dirent *entry = ::readdir(dir))
-            if (entry->d_name[0] != '.')
-                ++count;
-        ::closedir(dir);
-    }
-    return count;
-}
-
 } // namespace
 
 int runConfigDefault(int argc, char **argv)
@@ -129,7 +116,7 @@ int runConfigDefault(int argc, char **argv)
     }
     ClusterConfig config;
     config.mixedPrecision = mixedPrecisionFromString(parser.valueOr("mixed_precision", "no"));
-    const int gpus = countGpus();
+    const int gpus = hardware::driverGpuCount();
     if (gpus > 0) {
         config.numProcesses = gpus;
         config.useCpu = false;

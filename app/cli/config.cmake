@@ -3,4 +3,4 @@ list(APPEND ACCEL_CLI_SOURCES
   cli/cmd_config.cpp cli/cmd_config_files.cpp cli/cmd_config_questionnaire.cpp
   cli/cmd_config_cluster.cpp
 )
-list(APPEND ACCEL_CLI_LIBS accel_config nlohmann_json::nlohmann_json)
+list(APPEND ACCEL_CLI_LIBS accel_config accel_hardware nlohmann_json::nlohmann_json)

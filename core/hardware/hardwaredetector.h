@@ -38,4 +38,8 @@ std::vector<NetworkInterface> detectNetwork(const std::string &root = {});
 // The default disk paths described in DetectOptions::diskPaths.
 std::vector<std::string> defaultDiskPaths();
 
+// NVIDIA GPUs the driver lists under /proc/driver/nvidia/gpus (0 without the driver): what
+// `accelerate config default` counts, without loading NVML.
+int driverGpuCount();
+
 } // namespace accel::hardware

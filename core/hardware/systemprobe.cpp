@@ -133,6 +133,19 @@ MemoryInfo detectMemory(const std::string &root)
     return parseMemInfo(readText(root, "/proc/meminfo"));
 }
 
+int driverGpuCount()
+{
+    int count = 0;
+    if (DIR *dir = ::opendir("/proc/driver/nvidia/gpus")) {
+        while (dirent *entry = ::readdir(dir)) {
+            if (entry->d_name[0] != '.')
+                ++count;
+        }
+        ::closedir(dir);
+    }
+    return count;
+}
+
 std::vector<std::string> defaultDiskPaths()
 {
     std::vector<std::string> paths;
