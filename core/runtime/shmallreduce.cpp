@@ -202,12 +202,18 @@ void ShmAllReduce::run()
         auto item = std::move(m_queue.front());
         m_queue.pop_front();
         lock.unlock();
+        // After a failure the ranks are out of step for good: later buckets fail at once.
+        if (m_failure) {
+            item.second.set_exception(m_failure);
+            continue;
+        }
         try {
             torch::NoGradGuard noGrad;
             reduce(item.first);
             item.second.set_value();
         } catch (...) {
-            item.second.set_exception(std::current_exception());
+            m_failure = std::current_exception();
+            item.second.set_exception(m_failure);
         }
     }
 }
@@ -227,6 +233,9 @@ void ShmAllReduce::waitAll(int which, uint64_t sequence)
                 continue;
             }
             std::this_thread::sleep_for(std::chrono::microseconds(20));
+            if (m_stop.load(std::memory_order_relaxed))
+                throw std::runtime_error("shared-memory all-reduce: stopped while waiting for rank " +
+                                         std::to_string(r));
             if ((spins & 255) == 0 && std::chrono::steady_clock::now() > deadline)
                 throw std::runtime_error("shared-memory all-reduce: rank " + std::to_string(r) +
                                          " did not reach step " + std::to_string(sequence) + " within " +

@@ -17,6 +17,7 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/torch.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <future>
@@ -70,7 +71,8 @@ private:
     std::mutex m_mutex;
     std::condition_variable m_wake;
     std::deque<std::pair<size_t, std::promise<void>>> m_queue;
-    bool m_stop = false;
+    std::atomic<bool> m_stop{false}; // the destructor: abandon waits for peers
+    std::exception_ptr m_failure;    // communication thread only
     std::thread m_thread;
 };
 
