@@ -45,6 +45,7 @@ private:
         torch::Tensor flat;
         c10::intrusive_ptr<c10d::Work> work;
         std::shared_future<void> shmDone; // when m_shm sums the bucket
+        bool direct = false;              // m_shm writes the mean into the gradients itself
         bool launched = false;
     };
     void markReady(size_t parameter);

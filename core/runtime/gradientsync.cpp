@@ -8,6 +8,9 @@ namespace accel::runtime {
 
 namespace {
 
+// Up to this many ranks every rank reads all slots and writes the mean into the gradients itself.
+constexpr int kDirectMeanRanks = 4;
+
 // Runs after a parameter's gradient accumulator has written .grad.
 class ReadyHook : public torch::autograd::FunctionPostHook {
 public:
@@ -137,7 +140,19 @@ void GradientSync::launch(Bucket &bucket)
             slice.zero_();
         offset += n;
     }
-    if (m_shm) {
+    if (m_shm && m_group->getSize() <= kDirectMeanRanks) {
+        // The communication thread writes the mean straight into the gradients.
+        std::vector<torch::Tensor> outputs;
+        for (size_t i : bucket.parameters) {
+            auto &parameter = m_parameters[i];
+            if (!parameter.grad().defined() || !parameter.grad().is_contiguous())
+                parameter.mutable_grad() =
+                    parameter.grad().defined() ? parameter.grad().contiguous() : torch::empty_like(parameter);
+            outputs.push_back(parameter.grad().view({-1}));
+        }
+        bucket.shmDone = m_shm->submitMean(index, std::move(outputs));
+        bucket.direct = true;
+    } else if (m_shm) {
         bucket.shmDone = m_shm->submit(index); // averaged when read back in finish()
     } else {
         bucket.flat.div_(m_group->getSize());
@@ -163,6 +178,13 @@ void GradientSync::finish()
             bucket.shmDone.get(); // rethrows a peer's timeout
         else
             bucket.work->wait();
+        if (bucket.direct) {
+            bucket.shmDone = {};
+            bucket.direct = false;
+            bucket.launched = false;
+            bucket.pending = 0;
+            continue;
+        }
         const torch::Tensor flat = m_shm ? m_shm->result(b) : bucket.flat;
         int64_t offset = 0;
         for (size_t i : bucket.parameters) {

@@ -182,11 +182,18 @@ ShmAllReduce::~ShmAllReduce()
 
 std::shared_future<void> ShmAllReduce::submit(size_t bucket)
 {
-    std::promise<void> promise;
-    std::shared_future<void> future = promise.get_future().share();
+    return submitMean(bucket, {});
+}
+
+std::shared_future<void> ShmAllReduce::submitMean(size_t bucket, std::vector<torch::Tensor> outputs)
+{
+    Work work;
+    work.bucket = bucket;
+    work.outputs = std::move(outputs);
+    std::shared_future<void> future = work.done.get_future().share();
     {
         std::lock_guard<std::mutex> lock(m_mutex);
-        m_queue.emplace_back(bucket, std::move(promise));
+        m_queue.push_back(std::move(work));
     }
     m_wake.notify_one();
     return future;
@@ -204,16 +211,16 @@ void ShmAllReduce::run()
         lock.unlock();
         // After a failure the ranks are out of step for good: later buckets fail at once.
         if (m_failure) {
-            item.second.set_exception(m_failure);
+            item.done.set_exception(m_failure);
             continue;
         }
         try {
             torch::NoGradGuard noGrad;
-            reduce(item.first);
-            item.second.set_value();
+            reduce(item);
+            item.done.set_value();
         } catch (...) {
             m_failure = std::current_exception();
-            item.second.set_exception(m_failure);
+            item.done.set_exception(m_failure);
         }
     }
 }
@@ -244,8 +251,53 @@ void ShmAllReduce::waitAll(int which, uint64_t sequence)
     }
 }
 
-void ShmAllReduce::reduce(size_t bucket)
+void ShmAllReduce::meanInto(size_t bucket, const std::vector<torch::Tensor> &outputs)
 {
+    const int64_t n = m_buckets[bucket];
+    const size_t stride = slotBytes(n, m_dtype);
+    const double scale = 1.0 / double(m_world);
+    int64_t offset = 0;
+    for (const torch::Tensor &out : outputs) {
+        const int64_t count = out.numel();
+        if (offset + count > n)
+            throw std::logic_error("shared-memory all-reduce: outputs larger than the bucket");
+        if (m_dtype == torch::kFloat32) {
+            // Sum in rank order, then scale: the same bits on every rank, one pass over memory.
+            float *target = out.data_ptr<float>();
+            std::vector<const float *> slots;
+            for (int r = 0; r < m_world; ++r)
+                slots.push_back(reinterpret_cast<const float *>(bucketBase(bucket) + size_t(r) * stride) + offset);
+            const float factor = float(scale);
+            if (m_world == 2) {
+                const float *a = slots[0], *b = slots[1];
+                for (int64_t i = 0; i < count; ++i)
+                    target[i] = (a[i] + b[i]) * factor;
+            } else {
+                for (int64_t i = 0; i < count; ++i) {
+                    float sum = slots[0][i];
+                    for (int r = 1; r < m_world; ++r)
+                        sum += slots[size_t(r)][i];
+                    target[i] = sum * factor;
+                }
+            }
+        } else {
+            const auto options = torch::TensorOptions().dtype(m_dtype);
+            auto view = out.view({count});
+            view.copy_(
+                torch::from_blob(bucketBase(bucket) + size_t(offset) * c10::elementSize(m_dtype), {count}, options));
+            for (int r = 1; r < m_world; ++r)
+                view.add_(torch::from_blob(bucketBase(bucket) + size_t(r) * stride +
+                                               size_t(offset) * c10::elementSize(m_dtype),
+                                           {count}, options));
+            view.mul_(scale);
+        }
+        offset += count;
+    }
+}
+
+void ShmAllReduce::reduce(Work &work)
+{
+    const size_t bucket = work.bucket;
     auto *counters = static_cast<char *>(m_base);
     const auto publish = [&](int which, uint64_t sequence) {
         reinterpret_cast<std::atomic<uint64_t> *>(counters + (size_t(which) * m_world + m_rank) * kLine)
@@ -260,6 +312,12 @@ void ShmAllReduce::reduce(size_t bucket)
     const uint64_t sequence = ++m_sequence;
     publish(kArrived, sequence);
     waitAll(kArrived, sequence);
+    if (!work.outputs.empty()) {
+        meanInto(bucket, work.outputs);
+        publish(kReduced, sequence);
+        waitAll(kReduced, sequence); // every rank read my slot: the next round may overwrite it
+        return;
+    }
     // My chunk: [begin, end), summed in rank order so every rank gets the same bits. The result
     // region of this bucket is free: every rank arrived here only after reading its previous sum.
     const int64_t chunk = (n + m_world - 1) / m_world;

@@ -49,12 +49,23 @@ public:
     // the same order on every rank. Runs on the communication thread in submission order; the
     // future rethrows a failure (e.g. a peer that never arrives within the timeout).
     std::shared_future<void> submit(size_t bucket);
+    // The same, but every rank reads all slots and writes the mean straight into `outputs`
+    // (contiguous tensors that tile the bucket in order, e.g. the parameters' gradients), on the
+    // communication thread: no result region and no copy back. Worth it for a few ranks, where
+    // reading every slot costs less than a second pass.
+    std::shared_future<void> submitMean(size_t bucket, std::vector<torch::Tensor> outputs);
 
 private:
     ShmAllReduce(int rank, int world, std::vector<int64_t> buckets, c10::ScalarType dtype, double timeoutS, void *base,
                  size_t mappedBytes);
     void run();
-    void reduce(size_t bucket);
+    struct Work {
+        size_t bucket = 0;
+        std::vector<torch::Tensor> outputs; // empty: sum into result(bucket)
+        std::promise<void> done;
+    };
+    void reduce(Work &work);
+    void meanInto(size_t bucket, const std::vector<torch::Tensor> &outputs);
     void waitAll(int which, uint64_t sequence);
     char *bucketBase(size_t bucket) const;
 
@@ -70,7 +81,7 @@ private:
 
     std::mutex m_mutex;
     std::condition_variable m_wake;
-    std::deque<std::pair<size_t, std::promise<void>>> m_queue;
+    std::deque<Work> m_queue;
     std::atomic<bool> m_stop{false}; // the destructor: abandon waits for peers
     std::exception_ptr m_failure;    // communication thread only
     std::thread m_thread;

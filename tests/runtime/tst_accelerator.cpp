@@ -144,6 +144,19 @@ private Q_SLOTS:
         QVERIFY(QDir("/dev/shm").entryList({"accel-allreduce-*"}, QDir::Files).isEmpty());
     }
 
+    // Above four ranks each rank sums only its chunk into the segment's result region (no rank reads
+    // every slot): the same parameters as gloo too.
+    void sharedMemoryChunkedReductionMatchesTheProcessGroup()
+    {
+        QTemporaryDir dir;
+        const QString shm = dir.filePath("shm.txt"), gloo = dir.filePath("gloo.txt");
+        const QStringList args{"train", "steps=4", "batch=2", "constant=1", "bucket_mb=0.0005", "size=40"};
+        expectAllOk(runRanks(5, args + QStringList{"out=" + shm}));
+        expectAllOk(runRanks(5, args + QStringList{"out=" + gloo}, 120000, 0, {}, {"ACCEL_SHM_ALLREDUCE=0"}));
+        QCOMPARE(readLines(shm, "transport"), QStringList{"transport shared-memory"});
+        compareParams(readLines(shm, "param"), readLines(gloo, "param"), 1e-6);
+    }
+
     void gradientAccumulationMatchesLargerBatch()
     {
         QTemporaryDir dir;
