@@ -27,7 +27,7 @@ public:
     ~GradientSync();
 
     // Sum buckets through shared memory instead of the process group (ranks on one host).
-    void useSharedMemory(std::unique_ptr<ShmAllReduce> shm) { m_shm = std::move(shm); }
+    void useSharedMemory(std::unique_ptr<ShmAllReduce> shm); // frees the staging buffers
     bool usesSharedMemory() const { return m_shm != nullptr; }
     std::vector<int64_t> bucketElements() const;
     // One dtype for all buckets (shared memory needs it); the process group handles mixed ones.

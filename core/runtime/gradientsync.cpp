@@ -92,10 +92,19 @@ std::vector<int64_t> GradientSync::bucketElements() const
     return elements;
 }
 
+void GradientSync::useSharedMemory(std::unique_ptr<ShmAllReduce> shm)
+{
+    m_shm = std::move(shm);
+    // Buckets now live in the shared segment: the process group's staging buffers are not needed.
+    for (auto &bucket : m_buckets)
+        bucket.flat = torch::Tensor();
+}
+
 bool GradientSync::singleDtype() const
 {
     for (const auto &bucket : m_buckets) {
-        if (bucket.flat.scalar_type() != m_buckets.front().flat.scalar_type())
+        if (m_parameters[bucket.parameters.front()].scalar_type() !=
+            m_parameters[m_buckets.front().parameters.front()].scalar_type())
             return false;
     }
     return true;
