@@ -2,6 +2,12 @@
 #                [TIMEOUT s] [ARGS ...])
 # Builds one Qt Test executable and registers it with CTest. Every test runs on the offscreen
 # platform with a private HOME/XDG tree so that no test reads or writes the user's files.
+# ACCEL_PYTHON (the project's Python environment's interpreter) is in every test's environment: the
+# compat tests start it as the oracle (the real Hugging Face packages) and skip when it is missing.
+if(NOT DEFINED ACCEL_PYTHON)
+  set(ACCEL_PYTHON_ENV "${CMAKE_SOURCE_DIR}/.venv" CACHE PATH "The project's Python environment (install-deps.sh)")
+  set(ACCEL_PYTHON "${ACCEL_PYTHON_ENV}/bin/python")
+endif()
 function(accel_add_test)
   cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS;ARGS" ${ARGN})
   add_executable(${T_NAME} ${T_SOURCES})
@@ -15,5 +21,5 @@ function(accel_add_test)
   set_tests_properties(${T_NAME} PROPERTIES
     LABELS "${T_LABELS}"
     TIMEOUT ${T_TIMEOUT}
-    ENVIRONMENT "QT_QPA_PLATFORM=offscreen;HOME=${home};XDG_CACHE_HOME=${home}/.cache;XDG_CONFIG_HOME=${home}/.config;XDG_DATA_HOME=${home}/.local/share;HF_HOME=;ACCEL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;ACCEL_SOURCE_DIR=${CMAKE_SOURCE_DIR};OMP_NUM_THREADS=1")
+    ENVIRONMENT "QT_QPA_PLATFORM=offscreen;HOME=${home};XDG_CACHE_HOME=${home}/.cache;XDG_CONFIG_HOME=${home}/.config;XDG_DATA_HOME=${home}/.local/share;HF_HOME=;ACCEL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;ACCEL_SOURCE_DIR=${CMAKE_SOURCE_DIR};ACCEL_PYTHON=${ACCEL_PYTHON};OMP_NUM_THREADS=1")
 endfunction()
