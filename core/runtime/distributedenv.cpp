@@ -194,6 +194,7 @@ Result<DistributedEnv> DistributedEnv::fromEnvironment(const Lookup &lookupIn)
     }
     if (const char *ifname = lookup("GLOO_SOCKET_IFNAME"); ifname)
         env.glooInterface = ifname;
+    env.fp8 = Fp8Config::fromEnvironment(lookup);
     return env;
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "core/common/result.h"
+#include "core/runtime/precision/fp8config.h"
 
 #include <functional>
 #include <string>
@@ -32,6 +33,9 @@ struct DistributedEnv {
     bool debugMode = false;                             // ACCELERATE_DEBUG_MODE
     int numThreads = 0;                                 // OMP_NUM_THREADS, else physical cores / local world size
     std::string glooInterface;                          // GLOO_SOCKET_IFNAME
+    // ACCELERATE_FP8_* (precision/fp8config.h); read whatever the precision, an error only matters
+    // (and is reported by the Accelerator) when the run trains in fp8.
+    Result<Fp8Config> fp8;
 
     using Lookup = std::function<const char *(const char *)>;
 

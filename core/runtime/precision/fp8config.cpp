@@ -1,0 +1,244 @@
+#include "core/runtime/precision/fp8config.h"
+
+#include <algorithm>
+#include <cctype>
+#include <optional>
+
+namespace accel::runtime {
+
+namespace {
+
+const std::string prefix = "ACCELERATE_FP8_";
+
+std::string upper(std::string text)
+{
+    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return char(std::toupper(c)); });
+    return text;
+}
+
+std::string trimmed(const std::string &text)
+{
+    const size_t first = text.find_first_not_of(" \t\r\n");
+    const size_t last = text.find_last_not_of(" \t\r\n");
+    return first == std::string::npos ? std::string() : text.substr(first, last - first + 1);
+}
+
+struct Value {
+    std::string name; // the variable that was set
+    std::string text;
+};
+
+class Reader {
+public:
+    explicit Reader(const Fp8Config::Lookup &lookup) : m_lookup(lookup) {}
+
+    // The value of ACCELERATE_FP8_<names[0]> or, when unset, of the other spellings; two spellings
+    // with different values are an error (which one would Accelerate read? only the first).
+    Result<std::optional<Value>> get(std::initializer_list<const char *> names) const
+    {
+        std::optional<Value> found;
+        for (const char *suffix : names) {
+            const std::string name = prefix + suffix;
+            const char *raw = m_lookup(name.c_str());
+            if (!raw || !*raw)
+                continue;
+            Value value{name, trimmed(raw)};
+            if (found && upper(found->text) != upper(value.text))
+                return makeError(ErrorCode::InvalidInput, "environment variables " + found->name + "=" + found->text +
+                                                              " and " + value.name + "=" + value.text +
+                                                              " disagree: set one of them");
+            if (!found)
+                found = value;
+        }
+        return found;
+    }
+
+private:
+    const Fp8Config::Lookup &m_lookup;
+};
+
+Error invalid(const Value &value, const std::string &expected)
+{
+    return Error{ErrorCode::InvalidInput,
+                 "environment variable " + value.name + "=" + value.text + ": expected " + expected,
+                 {}};
+}
+
+Error unsupported(const Value &value, const std::string &why)
+{
+    return Error{ErrorCode::Unsupported, "environment variable " + value.name + "=" + value.text + ": " + why, {}};
+}
+
+// Python's str_to_bool, which Accelerate's parse_flag_from_env uses.
+std::optional<bool> parseBool(const std::string &text)
+{
+    std::string v = text;
+    std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    if (v == "1" || v == "y" || v == "yes" || v == "t" || v == "true" || v == "on")
+        return true;
+    if (v == "0" || v == "n" || v == "no" || v == "f" || v == "false" || v == "off")
+        return false;
+    return std::nullopt;
+}
+
+std::optional<int> parseInt(const std::string &text, int minimum, int maximum)
+{
+    try {
+        size_t used = 0;
+        const long long parsed = std::stoll(text, &used);
+        if (used != text.size() || parsed < minimum || parsed > maximum)
+            return std::nullopt;
+        return int(parsed);
+    } catch (const std::exception &) {
+        return std::nullopt;
+    }
+}
+
+} // namespace
+
+const char *fp8BackendName(Fp8Backend backend)
+{
+    switch (backend) {
+    case Fp8Backend::Ao:
+        return "AO";
+    case Fp8Backend::Te:
+        return "TE";
+    case Fp8Backend::MsAmp:
+        return "MSAMP";
+    }
+    return "AO";
+}
+
+Result<Fp8Config> Fp8Config::fromEnvironment(const Lookup &lookup)
+{
+    Fp8Config config;
+    Reader reader(lookup);
+#define ACCEL_FP8_READ(var, ...)                                                                                       \
+    auto var##Read = reader.get({__VA_ARGS__});                                                                        \
+    if (!var##Read)                                                                                                    \
+        return tl::unexpected(var##Read.error());                                                                      \
+    const std::optional<Value> &var = *var##Read;
+
+    ACCEL_FP8_READ(backend, "BACKEND")
+    if (backend) {
+        const std::string v = upper(backend->text);
+        if (v == "AO")
+            config.backend = Fp8Backend::Ao;
+        else if (v == "TE")
+            config.backend = Fp8Backend::Te;
+        else if (v == "MSAMP")
+            config.backend = Fp8Backend::MsAmp;
+        else
+            return tl::unexpected(invalid(*backend, "one of AO, TE, MSAMP (any case)"));
+    }
+    ACCEL_FP8_READ(format, "FORMAT")
+    if (format) {
+        const std::string v = upper(format->text);
+        if (v == "HYBRID")
+            config.format = Fp8RecipeFormat::Hybrid;
+        else if (v == "E4M3")
+            config.format = Fp8RecipeFormat::E4M3;
+        else if (v == "E5M2")
+            return tl::unexpected(unsupported(
+                *format, "pure E5M2 training is not supported (as in TransformerEngine); use HYBRID or E4M3"));
+        else
+            return tl::unexpected(invalid(*format, "one of HYBRID, E4M3"));
+    }
+    ACCEL_FP8_READ(margin, "MARGIN")
+    if (margin) {
+        auto parsed = parseInt(margin->text, 0, 64);
+        if (!parsed)
+            return tl::unexpected(invalid(*margin, "an integer from 0 to 64"));
+        config.margin = *parsed;
+    }
+    ACCEL_FP8_READ(history, "AMAX_HISTORY_LEN", "AMAX_HISTORY_LENGTH")
+    if (history) {
+        auto parsed = parseInt(history->text, 1, 1 << 20);
+        if (!parsed)
+            return tl::unexpected(invalid(*history, "an integer from 1 to 1048576"));
+        config.amaxHistoryLen = *parsed;
+    }
+    ACCEL_FP8_READ(algo, "AMAX_COMPUTE_ALGO", "AMAX_COMPUTE_ALGORITHM")
+    if (algo) {
+        std::string v = algo->text;
+        std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+        if (v == "max")
+            config.amaxComputeAlgo = AmaxComputeAlgo::Max;
+        else if (v == "most_recent")
+            config.amaxComputeAlgo = AmaxComputeAlgo::MostRecent;
+        else
+            return tl::unexpected(invalid(*algo, "max or most_recent"));
+    }
+    ACCEL_FP8_READ(interval, "INTERVAL")
+    if (interval && !parseInt(interval->text, 1, 1 << 30))
+        return tl::unexpected(invalid(*interval, "a positive integer (it has no effect: see docs/fp8.md)"));
+    ACCEL_FP8_READ(level, "OPT_LEVEL", "OPTIMIZATION_LEVEL")
+    if (level) {
+        const std::string v = upper(level->text);
+        if (v == "O1")
+            config.optLevel = MsAmpLevel::O1;
+        else if (v == "O2")
+            config.optLevel = MsAmpLevel::O2;
+        else if (v == "O3")
+            return tl::unexpected(unsupported(
+                *level, "MS-AMP's O3 (FP8 weights, FP16 master weights) exists only under DeepSpeed ZeRO and is "
+                        "not implemented; use O1 or O2"));
+        else
+            return tl::unexpected(invalid(*level, "O1 or O2"));
+    }
+    const std::pair<bool *, std::initializer_list<const char *>> flags[] = {
+        {&config.useAutocastDuringEval, {"USE_AUTOCAST_DURING_EVAL"}},
+        {&config.padInnerDim, {"PAD_INNER_DIM"}},
+        {&config.enableFsdpFloat8AllGather, {"ENABLE_FSDP_FLOAT8_ALL_GATHER"}},
+        {&config.overrideWgrad, {"OVERRIDE_WGRAD"}},
+    };
+    for (const auto &[target, names] : flags) {
+        ACCEL_FP8_READ(flag, *names.begin())
+        if (flag) {
+            auto parsed = parseBool(flag->text);
+            if (!parsed)
+                return tl::unexpected(invalid(*flag, "true or false (1/0, yes/no, on/off, t/f, y/n; any case)"));
+            *target = *parsed;
+        }
+    }
+    for (const char *gemm : {"OVERRIDE_FPROP", "OVERRIDE_DGRAD"}) {
+        ACCEL_FP8_READ(flag, gemm)
+        if (!flag)
+            continue;
+        auto parsed = parseBool(flag->text);
+        if (!parsed)
+            return tl::unexpected(invalid(*flag, "true or false (1/0, yes/no, on/off, t/f, y/n; any case)"));
+        if (*parsed)
+            return tl::unexpected(unsupported(*flag, "only the weight-gradient GEMM can run in high precision "
+                                                     "(override_linear_precision = [false, false, true])"));
+    }
+    ACCEL_FP8_READ(mxfp8, "USE_MXFP8_BLOCK_SCALING")
+    if (mxfp8) {
+        auto parsed = parseBool(mxfp8->text);
+        if (!parsed)
+            return tl::unexpected(invalid(*mxfp8, "true or false"));
+        if (*parsed)
+            return tl::unexpected(unsupported(*mxfp8, "MXFP8 block scaling is not implemented"));
+    }
+#undef ACCEL_FP8_READ
+    return config;
+}
+
+std::string Fp8Config::describe() const
+{
+    switch (backend) {
+    case Fp8Backend::Te:
+        return std::string("fp8 TE delayed scaling: ") + (format == Fp8RecipeFormat::Hybrid ? "HYBRID" : "E4M3") +
+               ", margin " + std::to_string(margin) + ", amax history " + std::to_string(amaxHistoryLen) + " (" +
+               (amaxComputeAlgo == AmaxComputeAlgo::Max ? "max" : "most_recent") + ")" +
+               (overrideWgrad ? ", wgrad in high precision" : "") +
+               (useAutocastDuringEval ? ", fp8 in evaluation" : "");
+    case Fp8Backend::MsAmp:
+        return std::string("fp8 MS-AMP ") + (optLevel == MsAmpLevel::O1 ? "O1" : "O2");
+    case Fp8Backend::Ao:
+        return std::string("fp8 AO dynamic tensorwise scaling") + (padInnerDim ? ", inner dimension padded to 16" : "");
+    }
+    return {};
+}
+
+} // namespace accel::runtime
