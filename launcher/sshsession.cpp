@@ -1,0 +1,319 @@
+#include "launcher/sshsession.h"
+
+#include "launcher/export/shellquote.h"
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <poll.h>
+
+namespace accel::launcher::ssh {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string lastError(ssh_session session)
+{
+    const char *text = ssh_get_error(session);
+    return text && *text ? text : "unknown libssh error";
+}
+
+// Waits a little for the session's socket (or, before it exists, just a little).
+void waitForSocket(ssh_session session, int milliseconds)
+{
+    pollfd fd{};
+    fd.fd = ssh_get_fd(session);
+    if (fd.fd < 0) {
+        ::poll(nullptr, 0, milliseconds);
+        return;
+    }
+    fd.events = POLLIN;
+    if (ssh_get_poll_flags(session) & SSH_WRITE_PENDING)
+        fd.events |= POLLOUT;
+    ::poll(&fd, 1, milliseconds);
+}
+
+// Repeats a non-blocking libssh call while it answers `again`, until the deadline or cancellation.
+template <typename Call>
+Result<int> repeat(ssh_session session, int again, Clock::time_point deadline, const std::atomic<bool> &cancelled,
+                   const std::string &step, const std::string &target, Call call)
+{
+    for (;;) {
+        const int rc = call();
+        if (rc != again)
+            return rc;
+        if (cancelled.load())
+            return makeError(ErrorCode::Cancelled, step + " cancelled", target);
+        if (Clock::now() >= deadline)
+            return makeError(ErrorCode::Timeout, step + " timed out", target);
+        waitForSocket(session, 50);
+    }
+}
+
+std::string optionString(ssh_session session, ssh_options_e option)
+{
+    char *value = nullptr;
+    if (ssh_options_get(session, option, &value) != SSH_OK || !value)
+        return {};
+    std::string out = value;
+    ssh_string_free_char(value);
+    return out;
+}
+
+unsigned int optionPort(ssh_session session)
+{
+    unsigned int port = 22;
+    ssh_options_get_port(session, &port);
+    return port;
+}
+
+HostKeyCheck checkHostKey(ssh_session session)
+{
+    HostKeyCheck check;
+    const std::string host = optionString(session, SSH_OPTIONS_HOST);
+    const unsigned int port = optionPort(session);
+    check.knownHostsName = port == 22 ? host : "[" + host + "]:" + std::to_string(port);
+    ssh_key key = nullptr;
+    if (ssh_get_server_publickey(session, &key) != SSH_OK)
+        return check;
+    check.keyType = ssh_key_type_to_char(ssh_key_type(key));
+    unsigned char *hash = nullptr;
+    size_t length = 0;
+    if (ssh_get_publickey_hash(key, SSH_PUBLICKEY_HASH_SHA256, &hash, &length) == SSH_OK) {
+        char *text = ssh_get_fingerprint_hash(SSH_PUBLICKEY_HASH_SHA256, hash, length);
+        if (text) {
+            check.fingerprint = text;
+            ssh_string_free_char(text);
+        }
+        ssh_clean_pubkey_hash(&hash);
+    }
+    ssh_key_free(key);
+    switch (ssh_session_is_known_server(session)) {
+    case SSH_KNOWN_HOSTS_OK:
+        check.state = HostKeyCheck::State::Known;
+        break;
+    case SSH_KNOWN_HOSTS_UNKNOWN:
+    case SSH_KNOWN_HOSTS_NOT_FOUND:
+        check.state = HostKeyCheck::State::Unknown;
+        break;
+    case SSH_KNOWN_HOSTS_CHANGED:
+    case SSH_KNOWN_HOSTS_OTHER:
+        check.state = HostKeyCheck::State::Changed;
+        break;
+    case SSH_KNOWN_HOSTS_ERROR:
+        check.state = HostKeyCheck::State::Error;
+        break;
+    }
+    return check;
+}
+
+Result<void> verifyHostKey(ssh_session session, const SessionSettings &settings, const std::string &target,
+                           const std::string &sshDirectory)
+{
+    const HostKeyCheck check = checkHostKey(session);
+    const std::string key = check.keyType + " key " + check.fingerprint;
+    switch (check.state) {
+    case HostKeyCheck::State::Known:
+        return {};
+    case HostKeyCheck::State::Unknown:
+        if (!settings.acceptNewHostKey)
+            return makeError(ErrorCode::Failed,
+                             "unknown host key: " + check.knownHostsName + " is not in " + sshDirectory +
+                                 "/known_hosts; it offers " + key +
+                                 ". Compare that fingerprint with the host's own (ssh-keygen -lf "
+                                 "/etc/ssh/ssh_host_*_key.pub there), then accept it "
+                                 "(accel: --accept-new-host-key) to record it",
+                             target);
+        if (ssh_session_update_known_hosts(session) != SSH_OK)
+            return makeError(ErrorCode::Io, "could not record the host key in known_hosts: " + lastError(session),
+                             target);
+        return {};
+    case HostKeyCheck::State::Changed:
+        return makeError(ErrorCode::Failed,
+                         "WARNING: HOST KEY CHANGED: known_hosts holds another key for " + check.knownHostsName +
+                             " than the " + key +
+                             " it offers now. Someone may be intercepting the connection, or the host was "
+                             "reinstalled. Refusing to connect. If the change is expected, remove the old key "
+                             "(ssh-keygen -R '" +
+                             check.knownHostsName + "') and connect again to accept the new one",
+                         target);
+    case HostKeyCheck::State::Error:
+        break;
+    }
+    return makeError(ErrorCode::Failed, "could not check the host key: " + lastError(session), target);
+}
+
+// [user@]host[:port] or an alias; a port only when the rest has no other colon (IPv6).
+Result<void> applyDestination(ssh_session session, const std::string &destination)
+{
+    // Letters, digits and . _ - @ : only: the name may reach a ProxyCommand's shell through %h.
+    const bool plain = destination.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                                                     "._-@:") == std::string::npos;
+    if (destination.empty() || destination.front() == '-' || !plain)
+        return makeError(ErrorCode::InvalidInput,
+                         "invalid host '" + destination +
+                             "': expected a ~/.ssh/config alias or [user@]host[:port] (letters, digits, . _ - @ :)");
+    std::string host = destination;
+    std::string port;
+    const size_t colon = host.rfind(':');
+    if (colon != std::string::npos && host.find(':') == colon) {
+        port = host.substr(colon + 1);
+        host.resize(colon);
+        if (port.empty() || port.find_first_not_of("0123456789") != std::string::npos || std::stoul(port) == 0 ||
+            std::stoul(port) > 65535)
+            return makeError(ErrorCode::InvalidInput,
+                             "invalid port '" + port + "' in host '" + destination + "': expected 1-65535");
+    }
+    if (ssh_options_set(session, SSH_OPTIONS_HOST, host.c_str()) != SSH_OK)
+        return makeError(ErrorCode::InvalidInput, "invalid host '" + destination + "': " + lastError(session));
+    if (!port.empty())
+        ssh_options_set(session, SSH_OPTIONS_PORT_STR, port.c_str());
+    return {};
+}
+
+} // namespace
+
+void SessionDeleter::operator()(ssh_session session) const
+{
+    if (ssh_is_connected(session))
+        ssh_disconnect(session);
+    ssh_free(session);
+}
+
+void ChannelDeleter::operator()(ssh_channel channel) const
+{
+    ssh_channel_free(channel); // closes it first if still open
+}
+
+std::string resolveSshDirectory(const std::string &configured)
+{
+    if (!configured.empty())
+        return configured;
+    if (const char *env = std::getenv("ACCEL_SSH_DIR"); env && *env)
+        return env;
+    if (const char *home = std::getenv("HOME"); home && *home)
+        return std::string(home) + "/.ssh";
+    return "~/.ssh"; // libssh expands it from the password database
+}
+
+std::string describeTarget(ssh_session session, const std::string &destination)
+{
+    std::string out = destination + " (" + optionString(session, SSH_OPTIONS_HOST);
+    out += " port " + std::to_string(optionPort(session));
+    const std::string user = optionString(session, SSH_OPTIONS_USER);
+    if (!user.empty())
+        out += " as " + user;
+    return out + ")";
+}
+
+Result<SessionHandle> openSession(const SessionSettings &settings, const std::atomic<bool> &cancelled)
+{
+    SessionHandle session(ssh_new());
+    if (!session)
+        return makeError(ErrorCode::Internal, "ssh_new failed", settings.destination);
+    ssh_session s = session.get();
+    const std::string sshDirectory = resolveSshDirectory(settings.sshDirectory);
+    ssh_options_set(s, SSH_OPTIONS_SSH_DIR, sshDirectory.c_str());
+    if (auto applied = applyDestination(s, settings.destination); !applied)
+        return tl::unexpected(applied.error());
+    // %d/config (the folder above), then the system-wide ssh_config.
+    if (ssh_options_parse_config(s, nullptr) != SSH_OK)
+        return makeError(ErrorCode::InvalidInput, "cannot read " + sshDirectory + "/config: " + lastError(s),
+                         settings.destination);
+    const long timeoutSeconds = std::max(1, (settings.timeoutMs + 999) / 1000);
+    ssh_options_set(s, SSH_OPTIONS_TIMEOUT, &timeoutSeconds);
+    const std::string target = describeTarget(s, settings.destination);
+
+    ssh_set_blocking(s, 0);
+    const auto deadline = Clock::now() + std::chrono::milliseconds(settings.timeoutMs);
+    auto connected = repeat(s, SSH_AGAIN, deadline, cancelled, "connecting", target, [s] { return ssh_connect(s); });
+    if (!connected)
+        return tl::unexpected(connected.error());
+    if (*connected != SSH_OK) {
+        const std::string why = lastError(s);
+        const bool unresolved = why.find("resolve") != std::string::npos;
+        return makeError(unresolved ? ErrorCode::NotFound : ErrorCode::Io, "cannot connect: " + why, target);
+    }
+    if (auto verified = verifyHostKey(s, settings, target, sshDirectory); !verified)
+        return tl::unexpected(verified.error());
+
+    const auto loginDeadline = Clock::now() + std::chrono::milliseconds(settings.timeoutMs);
+    auto auth = repeat(s, SSH_AUTH_AGAIN, loginDeadline, cancelled, "logging in", target,
+                       [s] { return ssh_userauth_publickey_auto(s, nullptr, nullptr); });
+    if (!auth)
+        return tl::unexpected(auth.error());
+    if (*auth != SSH_AUTH_SUCCESS)
+        return makeError(ErrorCode::Failed,
+                         "login refused: no key was accepted (tried ssh-agent, the IdentityFile entries of " +
+                             sshDirectory + "/config and " + sshDirectory +
+                             "/id_*). Add your public key to the host's ~/.ssh/authorized_keys, or load a "
+                             "passphrase-protected key into ssh-agent (ssh-add); accel never asks for or stores "
+                             "passwords" +
+                             (*auth == SSH_AUTH_ERROR ? " (" + lastError(s) + ")" : std::string()),
+                         target);
+    ssh_set_blocking(s, 1); // channel requests below block, bounded by SSH_OPTIONS_TIMEOUT
+    return session;
+}
+
+int signalNumber(const std::string &name)
+{
+    static const struct {
+        const char *name;
+        int number;
+    } table[] = {{"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"ILL", SIGILL},   {"ABRT", SIGABRT},
+                 {"FPE", SIGFPE},   {"KILL", SIGKILL}, {"SEGV", SIGSEGV}, {"PIPE", SIGPIPE}, {"ALRM", SIGALRM},
+                 {"TERM", SIGTERM}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"BUS", SIGBUS}};
+    for (const auto &entry : table) {
+        if (name == entry.name)
+            return entry.number;
+    }
+    return 0;
+}
+
+std::string remoteCommandLine(const std::vector<std::string> &environment, const std::vector<std::string> &argv)
+{
+    std::vector<std::string> words = {"exec"};
+    if (!environment.empty()) {
+        words.push_back("env");
+        words.insert(words.end(), environment.begin(), environment.end());
+    }
+    words.insert(words.end(), argv.begin(), argv.end());
+    return std::string("printf '") + kRemotePidTag + " %s\\n' \"$$\" >&2; " + exporting::shellJoin(words);
+}
+
+bool RemotePidReader::feed(const std::string &batch, std::string &passOn)
+{
+    if (m_done) {
+        passOn += batch;
+        return true;
+    }
+    m_head += batch;
+    // Login scripts may print before the line; the command itself only after it.
+    const std::string tag = std::string(kRemotePidTag) + " ";
+    size_t at = m_head.find(tag);
+    while (at != std::string::npos && at != 0 && m_head[at - 1] != '\n')
+        at = m_head.find(tag, at + 1);
+    const size_t end = at == std::string::npos ? std::string::npos : m_head.find('\n', at);
+    if (end != std::string::npos) {
+        m_pid = std::strtol(m_head.c_str() + at + tag.size(), nullptr, 10);
+        passOn += m_head.substr(0, at) + m_head.substr(end + 1);
+        m_done = true;
+    } else if (m_head.size() > 8192) {
+        passOn += m_head; // no tag: pass everything on, signal the command alone
+        m_done = true;
+    }
+    if (m_done)
+        m_head.clear();
+    return m_done;
+}
+
+void RemotePidReader::flush(std::string &passOn)
+{
+    passOn += m_head;
+    m_head.clear();
+    m_done = true;
+}
+
+} // namespace accel::launcher::ssh
