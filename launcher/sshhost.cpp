@@ -49,6 +49,8 @@ public:
                                            "non-interactive SSH sessions, or give its path (ACCEL_REMOTE_BIN or "
                                            "--remote-accel)")
                                 .arg(m_program, hostName);
+        if (!outcome.error.isEmpty() && outcome.exitCode == 127)
+            outcome.reason = QStringLiteral("accel_not_found");
         Q_EMIT done(outcome);
     }
 

@@ -110,9 +110,12 @@ HostKeyCheck checkHostKey(ssh_session session)
 }
 
 Result<void> verifyHostKey(ssh_session session, const SessionSettings &settings, const std::string &target,
-                           const std::string &sshDirectory)
+                           const std::string &sshDirectory, HostKeyCheck &check)
 {
-    const HostKeyCheck check = checkHostKey(session);
+    check = checkHostKey(session);
+    std::string knownHosts = optionString(session, SSH_OPTIONS_KNOWNHOSTS);
+    if (knownHosts.empty())
+        knownHosts = sshDirectory + "/known_hosts";
     const std::string key = check.keyType + " key " + check.fingerprint;
     switch (check.state) {
     case HostKeyCheck::State::Known:
@@ -120,8 +123,8 @@ Result<void> verifyHostKey(ssh_session session, const SessionSettings &settings,
     case HostKeyCheck::State::Unknown:
         if (!settings.acceptNewHostKey)
             return makeError(ErrorCode::Failed,
-                             "unknown host key: " + check.knownHostsName + " is not in " + sshDirectory +
-                                 "/known_hosts; it offers " + key +
+                             "unknown host key: " + check.knownHostsName + " is not in " + knownHosts + "; it offers " +
+                                 key +
                                  ". Compare that fingerprint with the host's own (ssh-keygen -lf "
                                  "/etc/ssh/ssh_host_*_key.pub there), then accept it "
                                  "(accel: --accept-new-host-key) to record it",
@@ -129,6 +132,7 @@ Result<void> verifyHostKey(ssh_session session, const SessionSettings &settings,
         if (ssh_session_update_known_hosts(session) != SSH_OK)
             return makeError(ErrorCode::Io, "could not record the host key in known_hosts: " + lastError(session),
                              target);
+        check.state = HostKeyCheck::State::Known;
         return {};
     case HostKeyCheck::State::Changed:
         return makeError(ErrorCode::Failed,
@@ -208,8 +212,11 @@ std::string describeTarget(ssh_session session, const std::string &destination)
     return out + ")";
 }
 
-Result<SessionHandle> openSession(const SessionSettings &settings, const std::atomic<bool> &cancelled)
+Result<SessionHandle> openSession(const SessionSettings &settings, const std::atomic<bool> &cancelled,
+                                  HostKeyCheck *hostKey)
 {
+    HostKeyCheck ignored;
+    HostKeyCheck &check = hostKey ? *hostKey : ignored;
     SessionHandle session(ssh_new());
     if (!session)
         return makeError(ErrorCode::Internal, "ssh_new failed", settings.destination);
@@ -236,7 +243,7 @@ Result<SessionHandle> openSession(const SessionSettings &settings, const std::at
         const bool unresolved = why.find("resolve") != std::string::npos;
         return makeError(unresolved ? ErrorCode::NotFound : ErrorCode::Io, "cannot connect: " + why, target);
     }
-    if (auto verified = verifyHostKey(s, settings, target, sshDirectory); !verified)
+    if (auto verified = verifyHostKey(s, settings, target, sshDirectory, check); !verified)
         return tl::unexpected(verified.error());
 
     const auto loginDeadline = Clock::now() + std::chrono::milliseconds(settings.timeoutMs);

@@ -51,7 +51,9 @@ struct HostKeyCheck {
 // Opens, verifies and authenticates a session. Errors name the host and say what to do:
 // InvalidInput (bad destination or config), NotFound (the host name does not resolve), Failed
 // (refused host key, login refused), Timeout, Cancelled, Io (connection refused or lost).
-Result<SessionHandle> openSession(const SessionSettings &settings, const std::atomic<bool> &cancelled);
+// `hostKey`, when given, receives the host key check once it ran.
+Result<SessionHandle> openSession(const SessionSettings &settings, const std::atomic<bool> &cancelled,
+                                  HostKeyCheck *hostKey = nullptr);
 
 // "gpu1 (10.0.0.7 port 2222 as alice)" for messages.
 std::string describeTarget(ssh_session session, const std::string &destination);

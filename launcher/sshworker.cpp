@@ -35,6 +35,20 @@ void onExitSignal(ssh_session, ssh_channel, const char *signal, int, const char 
 
 constexpr const char *kStopSignals[] = {"INT", "TERM", "KILL"};
 
+// AccelOutcome::reason for a session that could not be opened.
+QString failureReason(ErrorCode code, const HostKeyCheck &hostKey)
+{
+    if (code == ErrorCode::Timeout)
+        return QStringLiteral("timeout");
+    if (hostKey.state == HostKeyCheck::State::Changed)
+        return QStringLiteral("host_key_changed");
+    if (code == ErrorCode::Failed && hostKey.state == HostKeyCheck::State::Unknown)
+        return QStringLiteral("host_key_unknown");
+    if (code == ErrorCode::Failed && hostKey.state == HostKeyCheck::State::Known)
+        return QStringLiteral("login_refused");
+    return QStringLiteral("unreachable");
+}
+
 } // namespace
 
 SshWorker::SshWorker(SessionSettings settings, Timing timing, Callbacks callbacks)
@@ -139,16 +153,21 @@ void SshWorker::startPending()
 {
     if (!m_session) {
         m_interrupt = false;
-        Result<SessionHandle> session = openSession(m_settings, m_interrupt);
+        HostKeyCheck hostKey;
+        Result<SessionHandle> session = openSession(m_settings, m_interrupt, &hostKey);
         if (!session) {
-            if (session.error().code == ErrorCode::Cancelled)
+            const ErrorCode code = session.error().code;
+            if (code == ErrorCode::Cancelled)
                 return; // a cancel or stop cut it short: the loop applies it, then tries again for the rest
             AccelOutcome outcome;
-            if (session.error().code == ErrorCode::Timeout)
+            if (code == ErrorCode::Timeout)
                 outcome.timedOut = true;
             else
                 outcome.failedToStart = true;
             outcome.error = QString::fromStdString(session.error().toString());
+            outcome.reason = failureReason(code, hostKey);
+            if (hostKey.state == HostKeyCheck::State::Unknown || hostKey.state == HostKeyCheck::State::Changed)
+                outcome.hostKeyFingerprint = QString::fromStdString(hostKey.fingerprint);
             for (const Request &request : m_pending)
                 m_callbacks.done(request.id, outcome);
             m_pending.clear();
@@ -335,6 +354,7 @@ void SshWorker::loseConnection(const std::string &why)
             continue;
         AccelOutcome outcome;
         outcome.error = QString::fromStdString(target + ": connection lost: " + why);
+        outcome.reason = QStringLiteral("connection_lost");
         (void)running->channel.release(); // freed with the session below
         finish(*running, outcome);
     }

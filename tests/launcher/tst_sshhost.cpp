@@ -90,6 +90,7 @@ private Q_SLOTS:
     void unknownHostIsRefusedWithItsFingerprint();
     void unknownHostIsRecordedWhenAccepted();
     void changedHostKeyIsRefused();
+    void unauthorisedKeyIsRefusedWithWhatToDo();
     void closedPortFailsAtOnce();
     void silentHostTimesOutWithinTheDeadline();
     void invalidDestinationIsRefused();
@@ -223,6 +224,9 @@ void tst_SshHost::unknownHostIsRefusedWithItsFingerprint()
     QVERIFY(finished.outcome.failedToStart);
     QVERIFY2(finished.outcome.error.contains(m_server.hostKeyFingerprint()), qPrintable(finished.outcome.error));
     QVERIFY2(finished.outcome.error.contains(QStringLiteral("unknown host key")), qPrintable(finished.outcome.error));
+    QVERIFY2(finished.outcome.error.contains(empty), qPrintable(finished.outcome.error)); // the file it looked in
+    QCOMPARE(finished.outcome.reason, QStringLiteral("host_key_unknown"));
+    QCOMPARE(finished.outcome.hostKeyFingerprint, m_server.hostKeyFingerprint());
     QVERIFY2(finished.outcome.error.contains(QStringLiteral("--accept-new-host-key")),
              qPrintable(finished.outcome.error));
     QFile file(empty);
@@ -273,12 +277,40 @@ void tst_SshHost::changedHostKeyIsRefused()
         QVERIFY2(finished.outcome.error.contains(QStringLiteral("HOST KEY CHANGED")),
                  qPrintable(finished.outcome.error));
         QVERIFY2(finished.outcome.error.contains(m_server.hostKeyFingerprint()), qPrintable(finished.outcome.error));
+        QCOMPARE(finished.outcome.reason, QStringLiteral("host_key_changed"));
+        QCOMPARE(finished.outcome.hostKeyFingerprint, m_server.hostKeyFingerprint());
         QVERIFY2(finished.outcome.error.contains(QStringLiteral("ssh-keygen -R '[127.0.0.1]:%1'").arg(m_server.port())),
                  qPrintable(finished.outcome.error));
     }
     QFile file(path);
     QVERIFY(file.open(QIODevice::ReadOnly));
     QVERIFY(file.readAll().contains(otherKey.value(1).toLatin1())); // untouched
+}
+
+void tst_SshHost::unauthorisedKeyIsRefusedWithWhatToDo()
+{
+    // Another user's folder: the server is known, but its only key is not authorised there.
+    QVERIFY(!m_server.makeKey(QStringLiteral("stranger_key")).isEmpty());
+    QTemporaryDir stranger;
+    QFile config(stranger.filePath(QStringLiteral("config")));
+    QVERIFY(config.open(QIODevice::WriteOnly));
+    config.write(QStringLiteral("Host stranger\n  HostName 127.0.0.1\n  Port %1\n  User %2\n  IdentityFile %3\n")
+                     .arg(m_server.port())
+                     .arg(m_server.user(), QDir(m_server.clientDirectory()).filePath(QStringLiteral("stranger_key")))
+                     .toUtf8());
+    config.close();
+    QFile knownHosts(stranger.filePath(QStringLiteral("known_hosts")));
+    QVERIFY(knownHosts.open(QIODevice::WriteOnly));
+    knownHosts.write(m_server.knownHostsLine().toUtf8() + '\n');
+    knownHosts.close();
+    SshHostOptions options = this->options(QStringLiteral("stranger"));
+    options.sshDirectory = stranger.path();
+    SshHost host(options);
+    const Finished finished = runToEnd(host, {"--version"});
+    QVERIFY(finished.outcome.failedToStart);
+    QCOMPARE(finished.outcome.reason, QStringLiteral("login_refused"));
+    QVERIFY2(finished.outcome.error.contains(QStringLiteral("authorized_keys")), qPrintable(finished.outcome.error));
+    QVERIFY2(finished.outcome.error.contains(QStringLiteral("ssh-agent")), qPrintable(finished.outcome.error));
 }
 
 void tst_SshHost::closedPortFailsAtOnce()
@@ -294,6 +326,7 @@ void tst_SshHost::closedPortFailsAtOnce()
     QVERIFY(finished.outcome.failedToStart);
     QVERIFY2(finished.outcome.error.contains(QStringLiteral("refused")), qPrintable(finished.outcome.error));
     QVERIFY2(finished.outcome.error.contains(QString::number(port)), qPrintable(finished.outcome.error));
+    QCOMPARE(finished.outcome.reason, QStringLiteral("unreachable"));
     QVERIFY2(clock.elapsed() < 5000, qPrintable(QString::number(clock.elapsed())));
 }
 
@@ -309,6 +342,7 @@ void tst_SshHost::silentHostTimesOutWithinTheDeadline()
     const Finished finished = runToEnd(host, {"--version"});
     QVERIFY2(finished.outcome.timedOut, qPrintable(finished.outcome.describe()));
     QVERIFY2(finished.outcome.error.contains(QStringLiteral("timed out")), qPrintable(finished.outcome.error));
+    QCOMPARE(finished.outcome.reason, QStringLiteral("timeout"));
     QVERIFY2(clock.elapsed() >= 900 && clock.elapsed() < 5000, qPrintable(QString::number(clock.elapsed())));
 }
 
@@ -375,6 +409,7 @@ void tst_SshHost::missingAccelSaysWhatToDo()
         QVERIFY2(finished.outcome.error.contains(QStringLiteral("ACCEL_REMOTE_BIN")),
                  qPrintable(finished.outcome.error));
         QCOMPARE(finished.outcome.describe(), finished.outcome.error);
+        QCOMPARE(finished.outcome.reason, QStringLiteral("accel_not_found"));
     }
 }
 
