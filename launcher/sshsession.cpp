@@ -212,6 +212,21 @@ std::string describeTarget(ssh_session session, const std::string &destination)
     return out + ")";
 }
 
+Result<std::string> configuredHostName(const std::string &destination, const std::string &sshDirectory)
+{
+    SessionHandle session(ssh_new());
+    if (!session)
+        return makeError(ErrorCode::Internal, "ssh_new failed", destination);
+    const std::string directory = resolveSshDirectory(sshDirectory);
+    ssh_options_set(session.get(), SSH_OPTIONS_SSH_DIR, directory.c_str());
+    if (auto applied = applyDestination(session.get(), destination); !applied)
+        return tl::unexpected(applied.error());
+    if (ssh_options_parse_config(session.get(), nullptr) != SSH_OK)
+        return makeError(ErrorCode::InvalidInput, "cannot read " + directory + "/config: " + lastError(session.get()),
+                         destination);
+    return optionString(session.get(), SSH_OPTIONS_HOST);
+}
+
 Result<SessionHandle> openSession(const SessionSettings &settings, const std::atomic<bool> &cancelled,
                                   HostKeyCheck *hostKey)
 {

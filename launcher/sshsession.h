@@ -55,6 +55,10 @@ struct HostKeyCheck {
 Result<SessionHandle> openSession(const SessionSettings &settings, const std::atomic<bool> &cancelled,
                                   HostKeyCheck *hostKey = nullptr);
 
+// The address ~/.ssh/config gives a destination (its HostName, else the name itself), without
+// connecting. InvalidInput for a destination that is not a plain name.
+Result<std::string> configuredHostName(const std::string &destination, const std::string &sshDirectory);
+
 // "gpu1 (10.0.0.7 port 2222 as alice)" for messages.
 std::string describeTarget(ssh_session session, const std::string &destination);
 

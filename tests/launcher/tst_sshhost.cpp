@@ -11,6 +11,7 @@
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QFileInfo>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
@@ -92,6 +93,7 @@ private Q_SLOTS:
     void changedHostKeyIsRefused();
     void unauthorisedKeyIsRefusedWithWhatToDo();
     void closedPortFailsAtOnce();
+    void proxyCommandReachesTheHost();
     void silentHostTimesOutWithinTheDeadline();
     void invalidDestinationIsRefused();
     void cancelStopsALongRemoteCommandAndLeavesNoProcess();
@@ -311,6 +313,28 @@ void tst_SshHost::unauthorisedKeyIsRefusedWithWhatToDo()
     QCOMPARE(finished.outcome.reason, QStringLiteral("login_refused"));
     QVERIFY2(finished.outcome.error.contains(QStringLiteral("authorized_keys")), qPrintable(finished.outcome.error));
     QVERIFY2(finished.outcome.error.contains(QStringLiteral("ssh-agent")), qPrintable(finished.outcome.error));
+}
+
+void tst_SshHost::proxyCommandReachesTheHost()
+{
+    // What ProxyJump becomes in libssh 0.10: a ProxyCommand running OpenSSH's `ssh -W` through the
+    // jump host (here the same server), with its own key and known_hosts so it reads nothing of ours.
+    if (!QFileInfo(QStringLiteral("/usr/bin/ssh")).isExecutable())
+        QSKIP("the OpenSSH client (ssh) is not installed");
+    const QDir client(m_server.clientDirectory());
+    m_server.addAlias(
+        QStringLiteral("accel-test-proxied"),
+        {QStringLiteral("ProxyCommand /usr/bin/ssh -F /dev/null -o BatchMode=yes -o "
+                        "UserKnownHostsFile=%1 -i %2 -p %3 -W %h:%p %4@127.0.0.1")
+             .arg(client.filePath(QStringLiteral("known_hosts")), client.filePath(QStringLiteral("id_ed25519")))
+             .arg(m_server.port())
+             .arg(m_server.user())});
+    SshHost host(options(QStringLiteral("accel-test-proxied")));
+    HostCommandOptions run;
+    run.program = fakechild();
+    const Finished finished = runToEnd(host, {"--print", "through the jump host"}, run);
+    QVERIFY2(finished.outcome.succeeded(), qPrintable(finished.outcome.describe()));
+    QCOMPARE(finished.outcome.standardOutput, QByteArray("through the jump host\n"));
 }
 
 void tst_SshHost::closedPortFailsAtOnce()
