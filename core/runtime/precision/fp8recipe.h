@@ -1,0 +1,63 @@
+// The FP8 recipes (docs/fp8.md): which Linear layers run in FP8, which format each operand of
+// each GEMM takes and how its scale is found. One Fp8Recipe per run; it creates the scaling of
+// each converted layer and is told when a step's backward and optimizer step are over.
+#pragma once
+
+#include "core/runtime/precision/fp8config.h"
+#include "core/runtime/precision/fp8scaling.h"
+#include "core/runtime/precision/fp8tensor.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace accel::runtime {
+
+enum class Fp8Role { Input, Weight, GradOutput };
+
+// The scaling of one converted layer.
+class Fp8LayerScaling {
+public:
+    virtual ~Fp8LayerScaling() = default;
+    virtual Fp8Format format(Fp8Role role) const = 0;
+    // The scale to quantise `x` with now. `record`: a training pass (forward with gradients, or
+    // backward) whose amax the recipe may keep for later scales.
+    virtual float scaleFor(Fp8Role role, const torch::Tensor &x, bool record) = 0;
+    // TE's override_linear_precision wgrad: the weight-gradient GEMM in float32 from unquantised
+    // operands.
+    virtual bool weightGradientInHighPrecision() const { return false; }
+    // MS-AMP: the weight gradient is stored in FP8 E4M3 (quantised and dequantised here).
+    virtual torch::Tensor finishWeightGradient(torch::Tensor gradient) { return gradient; }
+};
+
+// Every rank's current amaxes reduced with MAX, in place (identity with one process).
+using ReduceMax = std::function<void(std::vector<float> &)>;
+
+struct Fp8LinearInfo {
+    std::string name; // "blocks.0.fc"
+    int64_t inFeatures = 0, outFeatures = 0;
+    size_t index = 0, count = 0; // position among the model's Linear layers (registration order)
+};
+
+class Fp8Recipe {
+public:
+    virtual ~Fp8Recipe() = default;
+    static Result<std::unique_ptr<Fp8Recipe>> create(const Fp8Config &config, ReduceMax reduceMax);
+
+    virtual const Fp8Config &config() const = 0;
+    // Whether a Linear layer is converted; `why` says why not.
+    virtual bool converts(const Fp8LinearInfo &layer, std::string *why) const = 0;
+    virtual std::shared_ptr<Fp8LayerScaling> createLayer(const Fp8LinearInfo &layer) = 0;
+    // Whether FP8 applies to forward passes in evaluation mode (TE: use_autocast_during_eval).
+    virtual bool inEvaluation() const { return true; }
+    // Once, on the converted layers' weights (MS-AMP: weights become scaled FP16).
+    virtual void prepareWeights(const std::vector<torch::Tensor> &weights) { (void)weights; }
+    // After a backward pass (TE: amaxes reduced across ranks, scales updated).
+    virtual void afterBackward() {}
+    // After an optimizer step on these parameters (MS-AMP: scaling windows roll, weights back to
+    // scaled FP16).
+    virtual void afterOptimizerStep(const std::vector<torch::Tensor> &weights) { (void)weights; }
+};
+
+} // namespace accel::runtime

@@ -1,0 +1,218 @@
+// The three recipes: TE-style delayed scaling, MS-AMP-style O1/O2, torchao-style dynamic scaling.
+#include "core/runtime/precision/fp8recipe.h"
+
+namespace accel::runtime {
+
+namespace {
+
+bool multipleOf16(const Fp8LinearInfo &layer, std::string *why)
+{
+    if (layer.inFeatures % 16 == 0 && layer.outFeatures % 16 == 0)
+        return true;
+    if (why)
+        *why = "in_features " + std::to_string(layer.inFeatures) + " or out_features " +
+               std::to_string(layer.outFeatures) + " is not a multiple of 16";
+    return false;
+}
+
+// ---- TE: DelayedScaling --------------------------------------------------------------------
+
+class DelayedLayer : public Fp8LayerScaling {
+public:
+    DelayedLayer(const Fp8Config &c)
+        : m_forward(Fp8Format::E4M3),
+          m_backward(c.format == Fp8RecipeFormat::Hybrid ? Fp8Format::E5M2 : Fp8Format::E4M3), m_wgrad(c.overrideWgrad),
+          states{DelayedScalingState(c.amaxHistoryLen, c.amaxComputeAlgo, c.margin, fp8MaxFinite(m_forward)),
+                 DelayedScalingState(c.amaxHistoryLen, c.amaxComputeAlgo, c.margin, fp8MaxFinite(m_forward)),
+                 DelayedScalingState(c.amaxHistoryLen, c.amaxComputeAlgo, c.margin, fp8MaxFinite(m_backward))}
+    {}
+    Fp8Format format(Fp8Role role) const override { return role == Fp8Role::GradOutput ? m_backward : m_forward; }
+    float scaleFor(Fp8Role role, const torch::Tensor &x, bool record) override
+    {
+        auto &state = states[size_t(role)];
+        if (record)
+            state.record(absMax(x));
+        return state.scale();
+    }
+    bool weightGradientInHighPrecision() const override { return m_wgrad; }
+
+    Fp8Format m_forward, m_backward;
+    bool m_wgrad;
+    DelayedScalingState states[3];
+};
+
+class DelayedScalingRecipe : public Fp8Recipe {
+public:
+    DelayedScalingRecipe(const Fp8Config &config, ReduceMax reduceMax)
+        : m_config(config), m_reduceMax(std::move(reduceMax))
+    {}
+    const Fp8Config &config() const override { return m_config; }
+    bool converts(const Fp8LinearInfo &layer, std::string *why) const override { return multipleOf16(layer, why); }
+    std::shared_ptr<Fp8LayerScaling> createLayer(const Fp8LinearInfo &) override
+    {
+        auto layer = std::make_shared<DelayedLayer>(m_config);
+        m_layers.push_back(layer);
+        return layer;
+    }
+    bool inEvaluation() const override { return m_config.useAutocastDuringEval; }
+    void afterBackward() override
+    {
+        std::vector<float> current;
+        for (auto &layer : m_layers) {
+            for (auto &state : layer->states)
+                current.push_back(state.currentAmax());
+        }
+        if (m_config.reduceAmax && m_reduceMax)
+            m_reduceMax(current);
+        size_t i = 0;
+        for (auto &layer : m_layers) {
+            for (auto &state : layer->states) {
+                state.setCurrentAmax(current[i++]);
+                state.update();
+            }
+        }
+    }
+
+private:
+    Fp8Config m_config;
+    ReduceMax m_reduceMax;
+    std::vector<std::shared_ptr<DelayedLayer>> m_layers;
+};
+
+// ---- torchao: dynamic tensorwise scaling -----------------------------------------------------
+
+class DynamicLayer : public Fp8LayerScaling {
+public:
+    Fp8Format format(Fp8Role role) const override
+    {
+        return role == Fp8Role::GradOutput ? Fp8Format::E5M2 : Fp8Format::E4M3;
+    }
+    float scaleFor(Fp8Role role, const torch::Tensor &x, bool) override
+    {
+        return dynamicScalingFactor(absMax(x), fp8MaxFinite(format(role)));
+    }
+};
+
+class DynamicScalingRecipe : public Fp8Recipe {
+public:
+    explicit DynamicScalingRecipe(const Fp8Config &config) : m_config(config) {}
+    const Fp8Config &config() const override { return m_config; }
+    // Accelerate's default filter: not the first or the last Linear of the model (registration
+    // order), and both dimensions multiples of 16.
+    bool converts(const Fp8LinearInfo &layer, std::string *why) const override
+    {
+        if (layer.index == 0 || layer.index + 1 == layer.count) {
+            if (why)
+                *why = layer.index == 0 ? "the first Linear layer stays in high precision"
+                                        : "the last Linear layer stays in high precision";
+            return false;
+        }
+        return multipleOf16(layer, why);
+    }
+    std::shared_ptr<Fp8LayerScaling> createLayer(const Fp8LinearInfo &) override
+    {
+        return std::make_shared<DynamicLayer>();
+    }
+
+private:
+    Fp8Config m_config;
+};
+
+// ---- MS-AMP: O1 / O2 -------------------------------------------------------------------------
+
+constexpr float fp16Max = 65504.0f;
+
+class MsAmpLayer : public Fp8LayerScaling {
+public:
+    explicit MsAmpLayer(ReduceMax reduceMax) : m_reduceMax(std::move(reduceMax)) {}
+    Fp8Format format(Fp8Role role) const override
+    {
+        return role == Fp8Role::GradOutput ? Fp8Format::E5M2 : Fp8Format::E4M3;
+    }
+    float scaleFor(Fp8Role role, const torch::Tensor &x, bool) override
+    {
+        const float amax = absMax(x);
+        switch (role) {
+        case Fp8Role::Input:
+            return m_input.scaleFor(amax);
+        case Fp8Role::GradOutput:
+            return m_gradOutput.scaleFor(amax);
+        case Fp8Role::Weight:
+            return powerOfTwoScalingFactor(amax, 1.0f, fp8MaxFinite(Fp8Format::E4M3));
+        }
+        return 1.0f;
+    }
+    // The weight gradient as MS-AMP stores it: E4M3 with a power-of-two scale from the amax
+    // reduced (MAX) across ranks.
+    torch::Tensor finishWeightGradient(torch::Tensor gradient) override
+    {
+        std::vector<float> amax{absMax(gradient)};
+        if (std::isnan(amax[0]))
+            amax[0] = INFINITY;
+        if (m_reduceMax)
+            m_reduceMax(amax);
+        m_wgradScale = powerOfTwoScalingFactor(amax[0], m_wgradScale, fp8MaxFinite(Fp8Format::E4M3));
+        return dequantize(quantize(gradient, Fp8Format::E4M3, m_wgradScale));
+    }
+    void afterOptimizerStep()
+    {
+        m_input.update();
+        m_gradOutput.update();
+    }
+
+private:
+    ReduceMax m_reduceMax;
+    PowerOfTwoScalingState m_input{16, fp8MaxFinite(Fp8Format::E4M3)};
+    PowerOfTwoScalingState m_gradOutput{16, fp8MaxFinite(Fp8Format::E5M2)};
+    float m_wgradScale = 1.0f;
+};
+
+class MsAmpRecipe : public Fp8Recipe {
+public:
+    MsAmpRecipe(const Fp8Config &config, ReduceMax reduceMax) : m_config(config), m_reduceMax(std::move(reduceMax)) {}
+    const Fp8Config &config() const override { return m_config; }
+    bool converts(const Fp8LinearInfo &, std::string *) const override { return true; }
+    std::shared_ptr<Fp8LayerScaling> createLayer(const Fp8LinearInfo &) override
+    {
+        auto layer = std::make_shared<MsAmpLayer>(m_reduceMax);
+        m_layers.push_back(layer);
+        return layer;
+    }
+    void afterOptimizerStep(const std::vector<torch::Tensor> &weights) override
+    {
+        for (auto &layer : m_layers)
+            layer->afterOptimizerStep();
+        prepareWeights(weights);
+    }
+    // The weights live as FP16 with a power-of-two scale: round them there.
+    void prepareWeights(const std::vector<torch::Tensor> &weights) override
+    {
+        torch::NoGradGuard noGrad;
+        for (const auto &weight : weights) {
+            const float scale = powerOfTwoScalingFactor(absMax(weight), 1.0f, fp16Max);
+            weight.copy_((weight * scale).to(torch::kHalf).to(weight.scalar_type()) / scale);
+        }
+    }
+
+private:
+    Fp8Config m_config;
+    ReduceMax m_reduceMax;
+    std::vector<std::shared_ptr<MsAmpLayer>> m_layers;
+};
+
+} // namespace
+
+Result<std::unique_ptr<Fp8Recipe>> Fp8Recipe::create(const Fp8Config &config, ReduceMax reduceMax)
+{
+    switch (config.backend) {
+    case Fp8Backend::Te:
+        return std::unique_ptr<Fp8Recipe>(new DelayedScalingRecipe(config, std::move(reduceMax)));
+    case Fp8Backend::Ao:
+        return std::unique_ptr<Fp8Recipe>(new DynamicScalingRecipe(config));
+    case Fp8Backend::MsAmp:
+        return std::unique_ptr<Fp8Recipe>(new MsAmpRecipe(config, std::move(reduceMax)));
+    }
+    return makeError(ErrorCode::InvalidInput, std::string("fp8: unknown backend ") + fp8BackendName(config.backend));
+}
+
+} // namespace accel::runtime

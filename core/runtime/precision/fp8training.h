@@ -1,0 +1,81 @@
+// FP8 training of a model's Linear layers: the conversion (which layers, by the recipe's filter)
+// and the scope in which their forward passes run in FP8.
+//
+// libtorch's C++ modules call their children through typed members, so a Linear cannot be
+// swapped for another module the way Python's convert_to_float8_training does. Instead every
+// linear() call inside an Fp8Training::Scope (and the addmm / matmul with weight.t() that libtorch's
+// F::linear issues instead) passes through one kernel (registered on the
+// dispatcher under the autocast key libtorch reserves for an out-of-tree device, which nothing
+// else in this program uses); a call whose weight belongs to a converted layer runs Fp8Linear's
+// autograd function (FP8 operands for the forward and both backward GEMMs), any other call goes
+// on unchanged. So any model built from torch::nn::Linear (or F::linear) is converted in place.
+#pragma once
+
+#include "core/common/result.h"
+#include "core/runtime/precision/fp8recipe.h"
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace accel::runtime {
+
+class Fp8Training {
+public:
+    static Result<std::unique_ptr<Fp8Training>> create(const Fp8Config &config, ReduceMax reduceMax = {});
+    ~Fp8Training();
+
+    struct Conversion {
+        std::vector<std::string> converted;                    // names of the converted layers
+        std::vector<std::pair<std::string, std::string>> kept; // name, why it stays as it is
+    };
+    // Converts the model's torch::nn::Linear layers the recipe accepts (named_modules order).
+    Conversion convert(const std::shared_ptr<torch::nn::Module> &model);
+
+    // While alive, converted layers run in FP8 on this thread (in evaluation mode only when the
+    // recipe says so). Nests.
+    class Scope {
+    public:
+        explicit Scope(Fp8Training *training);
+        ~Scope();
+        Scope(Scope &&other) noexcept;
+        Scope(const Scope &) = delete;
+        Scope &operator=(const Scope &) = delete;
+        Scope &operator=(Scope &&) = delete;
+
+    private:
+        Fp8Training *m_previous = nullptr;
+        bool m_active = false;
+        bool m_wasIncluded = false, m_wasExcluded = true;
+    };
+    Scope scope();
+
+    void afterBackward() { m_recipe->afterBackward(); }
+    void afterOptimizerStep() { m_recipe->afterOptimizerStep(m_weights); }
+    Fp8Recipe &recipe() { return *m_recipe; }
+    const std::vector<torch::Tensor> &convertedWeights() const { return m_weights; }
+
+    // The layer a weight belongs to, or null.
+    Fp8LayerScaling *layerFor(const torch::Tensor &weight) const;
+    struct Layer {
+        std::shared_ptr<Fp8LayerScaling> scaling;
+        torch::Tensor weight; // the parameter itself (gradients go to it)
+    };
+    // The layer whose weight `tensor` is (transposed: weight.t(), as F::linear passes it).
+    const Layer *find(const torch::Tensor &tensor, bool transposed) const;
+
+private:
+    explicit Fp8Training(std::unique_ptr<Fp8Recipe> recipe);
+    std::unique_ptr<Fp8Recipe> m_recipe;
+    std::weak_ptr<torch::nn::Module> m_model;
+    std::unordered_map<const void *, Layer> m_layers; // by the weight's data pointer
+    std::vector<torch::Tensor> m_weights;
+};
+
+// Fp8Linear's forward on its own: input [..., K] @ weight[N, K]^T through FP8 operands (no
+// bias). Differentiable (grad_input and grad_weight GEMMs on FP8 operands).
+torch::Tensor fp8Linear(const torch::Tensor &input, const torch::Tensor &weight, Fp8LayerScaling &layer,
+                        bool padInnerDim = false);
+
+} // namespace accel::runtime

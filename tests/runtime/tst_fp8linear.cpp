@@ -1,0 +1,377 @@
+// Fp8Linear and the three recipes on real tensors: the torchao-style recipe against torchao's own
+// Float8Linear (emulate=True, on CPU, in the project's Python environment), TE-style delayed
+// scaling step by step, MS-AMP's FP16 weights and E4M3 weight gradients, and the conversion's
+// filter and scope.
+#include "core/runtime/precision/fp8training.h"
+#include "core/runtime/precision/msampadamw.h"
+
+#include "testsupport.h"
+
+#include <QDir>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <torch/torch.h>
+
+using namespace accel::runtime;
+
+namespace {
+
+// Four Linear layers called through their members (as libtorch models are written).
+struct Mlp : torch::nn::Module {
+    explicit Mlp(std::vector<int64_t> dims)
+    {
+        for (size_t i = 0; i + 1 < dims.size(); ++i)
+            layers.push_back(register_module("fc" + std::to_string(i), torch::nn::Linear(dims[i], dims[i + 1])));
+    }
+    torch::Tensor forward(torch::Tensor x)
+    {
+        for (size_t i = 0; i < layers.size(); ++i) {
+            x = layers[i](x);
+            if (i + 1 < layers.size())
+                x = torch::relu(x);
+        }
+        return x;
+    }
+    std::vector<torch::nn::Linear> layers;
+};
+
+void writeTensor(const QString &path, const torch::Tensor &t)
+{
+    auto c = t.detach().to(torch::kFloat).contiguous();
+    QFile file(path);
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write(reinterpret_cast<const char *>(c.data_ptr<float>()), qint64(c.numel() * 4));
+}
+
+torch::Tensor readTensor(const QString &path, at::IntArrayRef shape)
+{
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly))
+        return {};
+    const QByteArray bytes = file.readAll();
+    auto t = torch::empty(shape, torch::kFloat);
+    if (bytes.size() != t.numel() * 4)
+        return {};
+    std::memcpy(t.data_ptr<float>(), bytes.constData(), size_t(bytes.size()));
+    return t;
+}
+
+// torchao with Accelerate's default filter (not first / last Linear, dims multiples of 16).
+const char *torchaoScript = R"(
+import json, os, sys, numpy as np, torch
+from torchao.float8 import Float8LinearConfig, convert_to_float8_training
+d = sys.argv[1]
+meta = json.load(open(os.path.join(d, 'meta.json')))
+dims, batch = meta['dims'], meta['batch']
+def load(name, shape):
+    return torch.from_numpy(np.fromfile(os.path.join(d, name + '.bin'), dtype=np.float32).reshape(shape))
+layers = []
+for i in range(len(dims) - 1):
+    lin = torch.nn.Linear(dims[i], dims[i + 1])
+    with torch.no_grad():
+        lin.weight.copy_(load('w%d' % i, (dims[i + 1], dims[i])))
+        lin.bias.copy_(load('b%d' % i, (dims[i + 1],)))
+    layers.append(lin)
+class Mlp(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        for i, lin in enumerate(layers):
+            setattr(self, 'fc%d' % i, lin)
+    def forward(self, x):
+        for i in range(len(layers)):
+            x = getattr(self, 'fc%d' % i)(x)
+            if i + 1 < len(layers):
+                x = torch.relu(x)
+        return x
+model = Mlp()
+names = ['fc%d' % i for i in range(len(layers))]
+def keep(mod, fqn):
+    if not isinstance(mod, torch.nn.Linear):
+        return True
+    return fqn not in (names[0], names[-1]) and mod.in_features % 16 == 0 and mod.out_features % 16 == 0
+convert_to_float8_training(model, module_filter_fn=keep, config=Float8LinearConfig(emulate=True))
+print(' '.join(n for n in names if type(getattr(model, n)).__name__ == 'Float8Linear'))
+x = load('x', (batch, dims[0])).clone().requires_grad_(True)
+out = model(x)
+(out * load('seed', (batch, dims[-1]))).sum().backward()
+out.detach().numpy().astype(np.float32).tofile(os.path.join(d, 'out.bin'))
+x.grad.numpy().astype(np.float32).tofile(os.path.join(d, 'gx.bin'))
+for i, lin in enumerate(layers):
+    lin.weight.grad.numpy().astype(np.float32).tofile(os.path.join(d, 'gw%d.bin' % i))
+    lin.bias.grad.numpy().astype(np.float32).tofile(os.path.join(d, 'gb%d.bin' % i))
+)";
+
+double relativeError(const torch::Tensor &ours, const torch::Tensor &theirs)
+{
+    const double scale = std::max(1e-30, theirs.abs().max().item<double>());
+    return (ours - theirs).abs().max().item<double>() / scale;
+}
+
+Fp8Config configFor(Fp8Backend backend)
+{
+    Fp8Config config;
+    config.backend = backend;
+    return config;
+}
+
+} // namespace
+
+class tst_Fp8Linear : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void castsAsTheFormatCodecDoes();
+    void dynamicRecipeMatchesTorchao();
+    void delayedScalingQuantisesWithLastStepsScale();
+    void msAmpWeightsAndWeightGradientsOnTheirGrids();
+    void conversionFilterAndScope();
+    void msAmpOptimizerStateBytesAndUpdate();
+};
+
+void tst_Fp8Linear::castsAsTheFormatCodecDoes()
+{
+    // libtorch's float8 casts (saturating through clamp) agree with the scalar codec on every code's
+    // neighbourhood.
+    for (Fp8Format format : {Fp8Format::E4M3, Fp8Format::E5M2}) {
+        std::vector<float> values;
+        for (int code = 0; code < 256; ++code) {
+            const float v = decodeFloat8(uint8_t(code), format);
+            values.insert(values.end(), {v, v * 1.03f, v * 0.97f, v * 1e3f});
+        }
+        auto x = torch::tensor(values);
+        auto q = quantize(x, format, 1.0f).data.view(torch::kUInt8);
+        for (size_t i = 0; i < values.size(); ++i)
+            QCOMPARE(int(q[int64_t(i)].item<uint8_t>()), int(encodeFloat8Saturating(values[i], format)));
+    }
+}
+
+void tst_Fp8Linear::dynamicRecipeMatchesTorchao()
+{
+    const QString python = qEnvironmentVariable("ACCEL_PYTHON");
+    if (python.isEmpty())
+        QSKIP("ACCEL_PYTHON is not set: run through ctest (torchao in the project's environment is the oracle)");
+    const std::vector<int64_t> dims{32, 64, 48, 24, 16}; // fc2 (48 -> 24) is not a multiple of 16
+    const int64_t batch = 8;
+    torch::manual_seed(7);
+    auto model = std::make_shared<Mlp>(dims);
+    auto x = torch::randn({batch, dims[0]}) * 3;
+    auto seed = torch::randn({batch, dims.back()});
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    for (size_t i = 0; i < model->layers.size(); ++i) {
+        writeTensor(dir.filePath(QStringLiteral("w%1.bin").arg(i)), model->layers[i]->weight);
+        writeTensor(dir.filePath(QStringLiteral("b%1.bin").arg(i)), model->layers[i]->bias);
+    }
+    writeTensor(dir.filePath(QStringLiteral("x.bin")), x);
+    writeTensor(dir.filePath(QStringLiteral("seed.bin")), seed);
+    QJsonArray dimsJson;
+    for (int64_t d : dims)
+        dimsJson.append(qint64(d));
+    QFile meta(dir.filePath(QStringLiteral("meta.json")));
+    QVERIFY(meta.open(QIODevice::WriteOnly));
+    meta.write(QJsonDocument(QJsonObject{{QStringLiteral("dims"), dimsJson}, {QStringLiteral("batch"), qint64(batch)}})
+                   .toJson());
+    meta.close();
+    const auto result =
+        accel::test::runProgram(python, {QStringLiteral("-c"), QString::fromUtf8(torchaoScript), dir.path()}, 180000);
+    if (result.exitCode != 0 && result.err.contains(QStringLiteral("No module named 'torchao'")))
+        QSKIP("torchao is not installed in ACCEL_PYTHON");
+    QVERIFY2(result.exitCode == 0, qPrintable(result.err.right(2000)));
+
+    auto training = Fp8Training::create(configFor(Fp8Backend::Ao));
+    QVERIFY(training);
+    const auto conversion = (*training)->convert(model);
+    QCOMPARE(conversion.converted, std::vector<std::string>({"fc1"}));
+    // torchao converted the same layers.
+    QCOMPARE(result.out.trimmed(), QStringLiteral("fc1"));
+    QCOMPARE(conversion.kept.size(), size_t(3));
+
+    auto input = x.clone().requires_grad_(true);
+    torch::Tensor out;
+    {
+        auto scope = (*training)->scope();
+        out = model->forward(input);
+    }
+    (out * seed).sum().backward();
+
+    const auto theirOut = readTensor(dir.filePath(QStringLiteral("out.bin")), {batch, dims.back()});
+    QVERIFY(theirOut.defined());
+    double worst = relativeError(out.detach(), theirOut);
+    QVERIFY2(relativeError(out.detach(), theirOut) < 1e-6,
+             qPrintable(QStringLiteral("output differs by %1").arg(relativeError(out.detach(), theirOut))));
+    const auto theirGx = readTensor(dir.filePath(QStringLiteral("gx.bin")), {batch, dims[0]});
+    QVERIFY2(relativeError(input.grad(), theirGx) < 1e-6, "grad input differs");
+    for (size_t i = 0; i < model->layers.size(); ++i) {
+        auto &layer = model->layers[i];
+        const auto gw = readTensor(dir.filePath(QStringLiteral("gw%1.bin").arg(i)), layer->weight.sizes());
+        const auto gb = readTensor(dir.filePath(QStringLiteral("gb%1.bin").arg(i)), layer->bias.sizes());
+        QVERIFY2(
+            relativeError(layer->weight.grad(), gw) < 1e-6,
+            qPrintable(
+                QStringLiteral("fc%1 weight grad differs by %2").arg(i).arg(relativeError(layer->weight.grad(), gw))));
+        QVERIFY2(relativeError(layer->bias.grad(), gb) < 1e-6, qPrintable(QStringLiteral("fc%1 bias grad").arg(i)));
+        worst = std::max({worst, relativeError(layer->weight.grad(), gw), relativeError(layer->bias.grad(), gb)});
+    }
+    qInfo("largest difference from torchao (relative to the largest value): %g", worst);
+    // And FP8 made a difference: the plain float32 model's output is not the same.
+    torch::NoGradGuard noGrad;
+    QVERIFY(relativeError(model->forward(x), theirOut) > 1e-4);
+}
+
+void tst_Fp8Linear::delayedScalingQuantisesWithLastStepsScale()
+{
+    torch::manual_seed(3);
+    auto layer = torch::nn::Linear(torch::nn::LinearOptions(32, 16).bias(false));
+    auto config = configFor(Fp8Backend::Te);
+    config.amaxHistoryLen = 4;
+    std::vector<float> reduced;
+    auto training = Fp8Training::create(config, [&](std::vector<float> &amax) { reduced = amax; });
+    QVERIFY(training);
+    torch::nn::Sequential root(layer);
+    QCOMPARE((*training)->convert(root.ptr()).converted.size(), size_t(1));
+    auto x1 = torch::randn({4, 32}) * 5, x2 = torch::randn({4, 32});
+    auto run = [&](const torch::Tensor &x) {
+        torch::Tensor out;
+        {
+            auto scope = (*training)->scope();
+            out = layer(x);
+        }
+        out.sum().backward();
+        (*training)->afterBackward();
+        return out.detach();
+    };
+    // Step 1 quantises with scale 1 (nothing seen yet).
+    const auto w = layer->weight.detach().clone();
+    auto expected1 =
+        torch::mm(dequantize(quantize(x1, Fp8Format::E4M3, 1.0f)), dequantize(quantize(w, Fp8Format::E4M3, 1.0f)).t());
+    QVERIFY(torch::equal(run(x1), expected1));
+    QCOMPARE(reduced.size(), size_t(3)); // input, weight, grad_output amaxes went to the all-reduce
+    QCOMPARE(reduced[0], absMax(x1));
+    // Step 2 uses 448 / step 1's amax for input and weight (HYBRID: E4M3 forward).
+    const float sx = 448.0f / absMax(x1), sw = 448.0f / absMax(w);
+    auto expected2 =
+        torch::mm(dequantize(quantize(x2, Fp8Format::E4M3, sx)), dequantize(quantize(w, Fp8Format::E4M3, sw)).t());
+    QVERIFY(torch::equal(run(x2), expected2));
+    // In evaluation mode (use_autocast_during_eval false) the layer runs in high precision.
+    root->eval();
+    torch::NoGradGuard noGrad;
+    auto scope = (*training)->scope();
+    QVERIFY(torch::equal(layer(x2), torch::mm(x2, w.t())));
+}
+
+void tst_Fp8Linear::msAmpWeightsAndWeightGradientsOnTheirGrids()
+{
+    torch::manual_seed(5);
+    auto model = std::make_shared<Mlp>(std::vector<int64_t>{16, 32, 16});
+    auto training = Fp8Training::create(configFor(Fp8Backend::MsAmp));
+    QVERIFY(training);
+    QCOMPARE((*training)->convert(model).converted.size(), size_t(2)); // MS-AMP converts every Linear
+    for (const auto &w : (*training)->convertedWeights()) {
+        // FP16 with a power-of-two scale: w * scale is an exact half.
+        const float scale = powerOfTwoScalingFactor(absMax(w), 1.0f, 65504.0f);
+        auto scaled = w.detach() * scale;
+        QVERIFY(torch::equal(scaled.to(torch::kHalf).to(torch::kFloat), scaled));
+    }
+    {
+        auto scope = (*training)->scope();
+        model->forward(torch::randn({8, 16})).pow(2).sum().backward();
+    }
+    for (auto &layer : model->layers) {
+        // The weight gradient is an E4M3 value times a power of two.
+        auto g = layer->weight.grad();
+        const float scale = powerOfTwoScalingFactor(absMax(g), 1.0f, 448.0f);
+        QVERIFY(torch::equal(dequantize(quantize(g, Fp8Format::E4M3, scale)), g));
+        QVERIFY(g.abs().sum().item<float>() > 0);
+    }
+}
+
+void tst_Fp8Linear::conversionFilterAndScope()
+{
+    torch::manual_seed(9);
+    auto model = std::make_shared<Mlp>(std::vector<int64_t>{16, 32, 32, 32, 16});
+    auto training = Fp8Training::create(configFor(Fp8Backend::Ao));
+    QVERIFY(training);
+    const auto conversion = (*training)->convert(model);
+    QCOMPARE(conversion.converted, std::vector<std::string>({"fc1", "fc2"}));
+    QCOMPARE(conversion.kept.front().first, std::string("fc0"));
+    QVERIFY(conversion.kept.front().second.find("first") != std::string::npos);
+    QCOMPARE(conversion.kept.back().first, std::string("fc3"));
+    // Outside a scope nothing changes; inside, the converted layers quantise.
+    auto x = torch::randn({4, 16});
+    torch::NoGradGuard noGrad;
+    const auto plain = model->forward(x);
+    torch::Tensor fp8;
+    {
+        auto scope = (*training)->scope();
+        fp8 = model->forward(x);
+    }
+    QVERIFY(torch::equal(model->forward(x), plain));
+    QVERIFY(!torch::equal(fp8, plain));
+    QVERIFY(relativeError(fp8, plain) < 0.2);
+    // 3-D input (F::linear takes the matmul path there): the same numbers as row by row.
+    auto x3 = torch::randn({2, 3, 16});
+    torch::Tensor fp8Rows, fp8Batch;
+    {
+        auto scope = (*training)->scope();
+        fp8Batch = model->forward(x3);
+        fp8Rows = model->forward(x3.reshape({6, 16})).reshape({2, 3, 16});
+    }
+    QVERIFY(!torch::equal(fp8Batch, model->forward(x3)));
+    QVERIFY(relativeError(fp8Batch, fp8Rows) < 1e-6);
+}
+
+void tst_Fp8Linear::msAmpOptimizerStateBytesAndUpdate()
+{
+    torch::manual_seed(11);
+    auto reference = std::make_shared<Mlp>(std::vector<int64_t>{16, 32, 8});
+    int64_t parameters = 0;
+    for (const auto &p : reference->parameters())
+        parameters += p.numel();
+    auto x = torch::randn({4, 16});
+    auto copyOfReference = [&]() {
+        auto model = std::make_shared<Mlp>(std::vector<int64_t>{16, 32, 8});
+        torch::NoGradGuard copy;
+        for (size_t i = 0; i < model->parameters().size(); ++i)
+            model->parameters()[i].copy_(reference->parameters()[i]);
+        return model;
+    };
+    auto adamwStep = [&](const std::shared_ptr<Mlp> &model, torch::optim::Optimizer &optimizer) {
+        optimizer.zero_grad();
+        model->forward(x).pow(2).sum().backward();
+        optimizer.step();
+    };
+    auto plain = copyOfReference();
+    torch::optim::AdamW plainOptimizer(plain->parameters(), torch::optim::AdamWOptions(1e-2));
+    auto o1 = copyOfReference();
+    torch::optim::AdamW o1Original(o1->parameters(), torch::optim::AdamWOptions(1e-2));
+    MsAmpAdamW o1Optimizer(o1Original, MsAmpLevel::O1);
+    auto o2 = copyOfReference();
+    torch::optim::AdamW o2Original(o2->parameters(), torch::optim::AdamWOptions(1e-2));
+    MsAmpAdamW o2Optimizer(o2Original, MsAmpLevel::O2);
+    for (int step = 0; step < 3; ++step) {
+        adamwStep(plain, plainOptimizer);
+        adamwStep(o1, o1Optimizer);
+        adamwStep(o2, o2Optimizer);
+    }
+    // O1: float32 moments, the same update as AdamW (up to float32 rounding).
+    for (size_t i = 0; i < plain->parameters().size(); ++i)
+        QVERIFY(relativeError(o1->parameters()[i], plain->parameters()[i]) < 1e-5);
+    QCOMPARE(o1Optimizer.momentBytes(), 8 * parameters);
+    // O2: one byte (E4M3) + two bytes (FP16) per parameter, and still close to AdamW.
+    QCOMPARE(o2Optimizer.momentBytes(), 3 * parameters);
+    double worst = 0;
+    for (size_t i = 0; i < plain->parameters().size(); ++i)
+        worst = std::max(worst, relativeError(o2->parameters()[i], plain->parameters()[i]));
+    QVERIFY2(worst > 0 && worst < 0.05, qPrintable(QString::number(worst)));
+    // Another optimizer is refused by name.
+    torch::optim::SGD sgd(plain->parameters(), torch::optim::SGDOptions(0.1));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, MsAmpAdamW(sgd, MsAmpLevel::O2));
+}
+
+QTEST_GUILESS_MAIN(tst_Fp8Linear)
+#include "tst_fp8linear.moc"
