@@ -5,7 +5,11 @@
 #include <QFile>
 #include <QFileInfo>
 
+#include <QHash>
+#include <QSet>
+
 #include <arpa/inet.h>
+#include <csignal>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pwd.h>
@@ -201,6 +205,44 @@ QString SshTestServer::start()
     writeFile(QDir(clientDirectory()).filePath(QStringLiteral("config")), QByteArray());
     addAlias(alias());
     return {};
+}
+
+int SshTestServer::dropConnections()
+{
+    const qint64 listener = m_sshd.processId();
+    if (listener <= 0)
+        return 0;
+    // pid -> (parent, command name) of every process, then the sshd processes below the listener.
+    QHash<qint64, QPair<qint64, QByteArray>> table;
+    for (const QString &entry : QDir(QStringLiteral("/proc")).entryList(QDir::Dirs | QDir::NoDotAndDotDot)) {
+        bool ok = false;
+        const qint64 pid = entry.toLongLong(&ok);
+        QFile stat(QStringLiteral("/proc/%1/stat").arg(entry));
+        if (!ok || !stat.open(QIODevice::ReadOnly))
+            continue;
+        const QByteArray text = stat.readAll();
+        const qsizetype open = text.indexOf('('), close = text.lastIndexOf(')');
+        if (open < 0 || close < 0)
+            continue;
+        const QList<QByteArray> fields = text.mid(close + 2).split(' ');
+        table.insert(pid, {fields.value(1).toLongLong(), text.mid(open + 1, close - open - 1)});
+    }
+    QSet<qint64> below = {listener};
+    for (bool grew = true; grew;) {
+        grew = false;
+        for (auto it = table.cbegin(); it != table.cend(); ++it) {
+            if (!below.contains(it.key()) && below.contains(it.value().first)) {
+                below.insert(it.key());
+                grew = true;
+            }
+        }
+    }
+    int killed = 0;
+    for (qint64 pid : below) {
+        if (pid != listener && table.value(pid).second == "sshd" && ::kill(static_cast<pid_t>(pid), SIGKILL) == 0)
+            ++killed;
+    }
+    return killed;
 }
 
 void SshTestServer::stop()

@@ -39,6 +39,9 @@ public:
     QString writeClientFile(const QString &name, const QByteArray &content);
     // A new ed25519 key pair in the client folder; returns the public key line.
     QString makeKey(const QString &name);
+    // Kills (SIGKILL) the sshd processes serving open connections, as a network failure would end
+    // them; the listener stays. Commands they ran are left alone. Returns how many were killed.
+    int dropConnections();
 
 private:
     QString runKeygen(const QStringList &arguments, QString *output = nullptr);

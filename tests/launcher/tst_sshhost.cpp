@@ -99,6 +99,7 @@ private Q_SLOTS:
     void cancelStopsALongRemoteCommandAndLeavesNoProcess();
     void timeoutStopsALongRemoteCommand();
     void missingAccelSaysWhatToDo();
+    void droppedConnectionEndsItsCommandsAndTheNextOneReconnects();
     void localHostRunsTheSameCommand();
 
 private:
@@ -435,6 +436,31 @@ void tst_SshHost::missingAccelSaysWhatToDo()
         QCOMPARE(finished.outcome.describe(), finished.outcome.error);
         QCOMPARE(finished.outcome.reason, QStringLiteral("accel_not_found"));
     }
+}
+
+void tst_SshHost::droppedConnectionEndsItsCommandsAndTheNextOneReconnects()
+{
+    const QString marker = uniqueMarker();
+    SshHost host(options(m_server.alias()));
+    HostCommandOptions run;
+    run.program = fakechild();
+    std::unique_ptr<HostCommand> command = host.start({"--marker", marker, "--print", "ready", "--hang"}, run);
+    QSignalSpy output(command.get(), &HostCommand::outputReceived);
+    QSignalSpy done(command.get(), &HostCommand::done);
+    QVERIFY(output.wait(30000));
+    QVERIFY(m_server.dropConnections() > 0);
+    QVERIFY(done.wait(20000));
+    const auto outcome = done.first().first().value<AccelOutcome>();
+    QCOMPARE(outcome.reason, QStringLiteral("connection_lost"));
+    QVERIFY2(outcome.error.contains(QStringLiteral("connection lost")), qPrintable(outcome.error));
+    QVERIFY(!outcome.succeeded());
+    // The same host connects again for the next command.
+    const Finished next = runToEnd(host, {"--print", "again"}, run);
+    QVERIFY2(next.outcome.succeeded(), qPrintable(next.outcome.describe()));
+    QCOMPARE(next.outcome.standardOutput, QByteArray("again\n"));
+    // The orphaned remote command is the test's to clean up (no session is left to stop it).
+    for (qint64 pid : accel::test::processesWithMarker(marker, QStringLiteral("fakechild")))
+        ::kill(static_cast<pid_t>(pid), SIGKILL);
 }
 
 void tst_SshHost::localHostRunsTheSameCommand()
