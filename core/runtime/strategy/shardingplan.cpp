@@ -1,0 +1,465 @@
+#include "core/runtime/strategy/shardingplan.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+
+namespace accel::runtime {
+
+namespace {
+
+using Lookup = DistributedEnv::Lookup;
+
+std::string upper(std::string text)
+{
+    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return char(std::toupper(c)); });
+    return text;
+}
+
+std::string lower(std::string text)
+{
+    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    return text;
+}
+
+std::string trim(const std::string &text)
+{
+    const auto first = text.find_first_not_of(" \t");
+    if (first == std::string::npos)
+        return {};
+    return text.substr(first, text.find_last_not_of(" \t") - first + 1);
+}
+
+std::string get(const Lookup &lookup, const char *name)
+{
+    const char *value = lookup(name);
+    return value ? trim(value) : std::string();
+}
+
+Error invalid(const std::string &variable, const std::string &value, const std::string &expected)
+{
+    return Error{ErrorCode::InvalidInput, variable + "=" + value + ": expected " + expected, {}};
+}
+
+Error unsupported(const std::string &setting, const std::string &value, const std::string &why)
+{
+    return Error{ErrorCode::Unsupported, setting + "=" + value + ": " + why, {}};
+}
+
+// Python-style truth of an exported flag; empty = fallback.
+Result<bool> flag(const Lookup &lookup, const char *name, bool fallback)
+{
+    const std::string value = lower(get(lookup, name));
+    if (value.empty())
+        return fallback;
+    if (value == "true" || value == "1" || value == "yes")
+        return true;
+    if (value == "false" || value == "0" || value == "no")
+        return false;
+    return tl::unexpected(invalid(name, value, "true or false"));
+}
+
+const char *const kFsdpStrategies[] = {"FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "HYBRID_SHARD", "HYBRID_SHARD_ZERO2"};
+
+// FSDP1 strategy by name or by Accelerate's 1-based index.
+Result<std::string> fsdpStrategy(const std::string &variable, const std::string &value)
+{
+    std::string name = upper(value);
+    if (name.size() == 1 && name[0] >= '1' && name[0] <= '5')
+        name = kFsdpStrategies[name[0] - '1'];
+    for (const char *known : kFsdpStrategies) {
+        if (name == known)
+            return name;
+    }
+    return tl::unexpected(
+        invalid(variable, value, "one of FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD, HYBRID_SHARD_ZERO2"));
+}
+
+void applyFsdpStrategy(const std::string &name, ShardingPlan &plan)
+{
+    plan.strategy = name;
+    plan.hybrid = name.rfind("HYBRID", 0) == 0;
+    if (name == "NO_SHARD") {
+        plan.stage = 0;
+    } else {
+        // SHARD_GRAD_OP keeps the gathered parameters from forward until the end of backward.
+        plan.stage = 3;
+        plan.reshardAfterForward = name == "FULL_SHARD" || name == "HYBRID_SHARD";
+    }
+}
+
+Result<void> readFsdp(const Lookup &lookup, ShardingPlan &plan)
+{
+    plan.source = ShardingSource::Fsdp;
+    const std::string version = get(lookup, "FSDP_VERSION");
+    if (version.empty() || version == "1")
+        plan.fsdpVersion = 1;
+    else if (version == "2")
+        plan.fsdpVersion = 2;
+    else
+        return tl::unexpected(invalid("FSDP_VERSION", version, "1 or 2"));
+
+    const std::string reshard = get(lookup, "FSDP_RESHARD_AFTER_FORWARD");
+    if (plan.fsdpVersion == 1) {
+        // The always-exported sharding strategy wins; reshard_after_forward is the fallback.
+        const std::string strategy = get(lookup, "FSDP_SHARDING_STRATEGY");
+        std::string name = "FULL_SHARD";
+        if (!strategy.empty()) {
+            auto parsed = fsdpStrategy("FSDP_SHARDING_STRATEGY", strategy);
+            if (!parsed)
+                return tl::unexpected(parsed.error());
+            name = *parsed;
+        } else if (lower(reshard) == "true" || lower(reshard) == "false") {
+            name = lower(reshard) == "true" ? "FULL_SHARD" : "SHARD_GRAD_OP";
+        } else if (!reshard.empty()) {
+            auto parsed = fsdpStrategy("FSDP_RESHARD_AFTER_FORWARD", reshard);
+            if (!parsed)
+                return tl::unexpected(parsed.error());
+            name = *parsed;
+        }
+        applyFsdpStrategy(name, plan);
+    } else {
+        const std::string value = lower(reshard);
+        if (value.empty() || value == "true" || value == "false") {
+            applyFsdpStrategy(value == "false" ? "SHARD_GRAD_OP" : "FULL_SHARD", plan);
+            plan.strategy =
+                std::string("fully_shard(reshard_after_forward=") + (value == "false" ? "False" : "True") + ")";
+        } else if (!value.empty() && std::all_of(value.begin(), value.end(), ::isdigit)) {
+            return tl::unexpected(unsupported("FSDP_RESHARD_AFTER_FORWARD", reshard,
+                                              "resharding to a smaller world size after forward is not "
+                                              "implemented; use true or false"));
+        } else {
+            return tl::unexpected(invalid("FSDP_RESHARD_AFTER_FORWARD", reshard, "true or false (FSDP2)"));
+        }
+    }
+
+    auto offload = flag(lookup, "FSDP_OFFLOAD_PARAMS", false);
+    if (!offload)
+        return tl::unexpected(offload.error());
+    plan.offloadParameters = plan.offloadOptimizerState = *offload;
+
+    const std::string policy = upper(get(lookup, "FSDP_AUTO_WRAP_POLICY"));
+    if (policy.empty() || policy == "NO_WRAP") {
+        plan.wrapPolicy = WrapPolicy::None;
+    } else if (policy == "TRANSFORMER_BASED_WRAP") {
+        plan.wrapPolicy = WrapPolicy::TransformerBlock;
+        const std::string classes = get(lookup, "FSDP_TRANSFORMER_CLS_TO_WRAP");
+        size_t start = 0;
+        while (start <= classes.size() && !classes.empty()) {
+            const size_t comma = std::min(classes.find(',', start), classes.size());
+            if (auto name = trim(classes.substr(start, comma - start)); !name.empty())
+                plan.wrapClasses.push_back(name);
+            start = comma + 1;
+        }
+    } else if (policy == "SIZE_BASED_WRAP") {
+        plan.wrapPolicy = WrapPolicy::Size;
+        const std::string value = get(lookup, "FSDP_MIN_NUM_PARAMS");
+        char *end = nullptr;
+        const double number = std::strtod(value.c_str(), &end);
+        if (value.empty() || *end != '\0' || number < 0 || std::floor(number) != number)
+            return tl::unexpected(invalid("FSDP_MIN_NUM_PARAMS", value, "a whole number of parameters"));
+        plan.minNumParams = int64_t(number);
+    } else {
+        return tl::unexpected(
+            invalid("FSDP_AUTO_WRAP_POLICY", policy, "one of TRANSFORMER_BASED_WRAP, SIZE_BASED_WRAP, NO_WRAP"));
+    }
+
+    const std::string backward = upper(get(lookup, "FSDP_BACKWARD_PREFETCH"));
+    if (!backward.empty() && backward != "BACKWARD_PRE" && backward != "BACKWARD_POST" && backward != "NO_PREFETCH")
+        return tl::unexpected(
+            invalid("FSDP_BACKWARD_PREFETCH", backward, "one of BACKWARD_PRE, BACKWARD_POST, NO_PREFETCH"));
+    if (plan.fsdpVersion == 1)
+        plan.backwardPrefetch = backward;
+    else if (!backward.empty())
+        plan.notes.push_back("FSDP_BACKWARD_PREFETCH=" + backward + " is dropped for FSDP2, as Accelerate does");
+    auto forward = flag(lookup, "FSDP_FORWARD_PREFETCH", false);
+    if (!forward)
+        return tl::unexpected(forward.error());
+    if (*forward && plan.fsdpVersion == 2)
+        return tl::unexpected(unsupported("FSDP_FORWARD_PREFETCH", "true", "FSDP2 has no forward prefetch; unset it"));
+    plan.forwardPrefetch = *forward;
+
+    const std::string stateDict = upper(get(lookup, "FSDP_STATE_DICT_TYPE"));
+    if (stateDict.empty())
+        plan.stateDictType = plan.fsdpVersion == 1 ? StateDictType::Full : StateDictType::Sharded;
+    else if (stateDict == "FULL_STATE_DICT")
+        plan.stateDictType = StateDictType::Full;
+    else if (stateDict == "SHARDED_STATE_DICT")
+        plan.stateDictType = StateDictType::Sharded;
+    else if (stateDict == "LOCAL_STATE_DICT")
+        return tl::unexpected(unsupported("FSDP_STATE_DICT_TYPE", stateDict,
+                                          "not implemented; use FULL_STATE_DICT or SHARDED_STATE_DICT"));
+    else
+        return tl::unexpected(
+            invalid("FSDP_STATE_DICT_TYPE", stateDict, "one of FULL_STATE_DICT, SHARDED_STATE_DICT, LOCAL_STATE_DICT"));
+
+    auto checkpointing = flag(lookup, "FSDP_ACTIVATION_CHECKPOINTING", false);
+    if (!checkpointing)
+        return tl::unexpected(checkpointing.error());
+    if (*checkpointing)
+        return tl::unexpected(unsupported("FSDP_ACTIVATION_CHECKPOINTING", "true",
+                                          "activation checkpointing is not implemented by the runtime; set "
+                                          "fsdp_activation_checkpointing: false"));
+    if (const std::string ignored = get(lookup, "FSDP_IGNORED_MODULES"); !ignored.empty())
+        return tl::unexpected(unsupported("FSDP_IGNORED_MODULES", ignored, "ignored modules are not implemented"));
+
+    auto sync = flag(lookup, "FSDP_SYNC_MODULE_STATES", true);
+    auto ramEfficient = flag(lookup, "FSDP_CPU_RAM_EFFICIENT_LOADING", false);
+    if (!sync)
+        return tl::unexpected(sync.error());
+    if (!ramEfficient)
+        return tl::unexpected(ramEfficient.error());
+    plan.syncModuleStates = *sync || *ramEfficient;
+    plan.cpuRamEfficientLoading = *ramEfficient;
+    if (!plan.syncModuleStates)
+        plan.notes.push_back("FSDP_SYNC_MODULE_STATES=false: parameters are still broadcast from rank 0 at prepare");
+    return {};
+}
+
+Result<std::string> offloadDevice(const std::string &variable, const std::string &value)
+{
+    const std::string device = lower(value);
+    if (device.empty() || device == "none" || device == "cpu")
+        return device.empty() ? std::string("none") : device;
+    if (device == "nvme")
+        return tl::unexpected(unsupported(variable, value, "offload to NVMe is not implemented; use cpu or none"));
+    return tl::unexpected(invalid(variable, value, "one of none, cpu, nvme"));
+}
+
+Result<void> applyOffload(const std::string &optimizerVariable, const std::string &optimizerDevice,
+                          const std::string &parameterVariable, const std::string &parameterDevice, ShardingPlan &plan)
+{
+    auto optimizer = offloadDevice(optimizerVariable, optimizerDevice);
+    if (!optimizer)
+        return tl::unexpected(optimizer.error());
+    auto parameters = offloadDevice(parameterVariable, parameterDevice);
+    if (!parameters)
+        return tl::unexpected(parameters.error());
+    plan.offloadOptimizerState = *optimizer == "cpu" && plan.stage >= 1;
+    if (*optimizer == "cpu" && plan.stage == 0)
+        plan.notes.push_back(optimizerVariable + "=cpu does nothing at ZeRO stage 0");
+    plan.offloadParameters = *parameters == "cpu" && plan.stage == 3;
+    if (*parameters == "cpu" && plan.stage < 3)
+        plan.notes.push_back(parameterVariable +
+                             "=cpu does nothing below ZeRO stage 3 (DeepSpeed honours it only there)");
+    return {};
+}
+
+void applyStage(int stage, ShardingPlan &plan)
+{
+    plan.stage = stage;
+    plan.strategy = "ZeRO-" + std::to_string(stage);
+    plan.reshardAfterForward = stage == 3;
+    plan.zero3Init = stage == 3;
+}
+
+Result<void> readDeepSpeed(const Lookup &lookup, ShardingPlan &plan)
+{
+    plan.source = ShardingSource::DeepSpeed;
+    plan.stateDictType = StateDictType::Full;
+    if (const std::string moe = get(lookup, "ACCELERATE_DEEPSPEED_MOE_LAYER_CLS_NAMES"); !moe.empty())
+        return makeError(ErrorCode::Unsupported, "ACCELERATE_DEEPSPEED_MOE_LAYER_CLS_NAMES=" + moe +
+                                                     ": mixture-of-experts layers are not "
+                                                     "implemented by the runtime");
+    if (const std::string file = get(lookup, "ACCELERATE_DEEPSPEED_CONFIG_FILE"); !file.empty()) {
+        // Accelerate's guard: settings from the accelerate config are ignored next to a JSON file.
+        const std::string fields = lower(get(lookup, "ACCELERATE_CONFIG_DS_FIELDS"));
+        for (const char *field : {"gradient_accumulation_steps", "gradient_clipping", "zero_stage",
+                                  "offload_optimizer_device", "offload_param_device", "offload_optimizer_nvme_path",
+                                  "offload_param_nvme_path", "zero3_save_16bit_model", "mixed_precision"}) {
+            if (("," + fields + ",").find(std::string(",") + field + ",") != std::string::npos)
+                return makeError(ErrorCode::InvalidInput, std::string("deepspeed_config: ") + field +
+                                                              " is set next to deepspeed_config_file " + file +
+                                                              "; put it in the DeepSpeed file instead");
+        }
+        plan.deepSpeedConfigFile = file;
+        return applyDeepSpeedJson(file, plan);
+    }
+    const std::string stage = get(lookup, "ACCELERATE_DEEPSPEED_ZERO_STAGE");
+    if (!stage.empty() && (stage.size() != 1 || stage[0] < '0' || stage[0] > '3'))
+        return makeError(ErrorCode::InvalidInput,
+                         "ACCELERATE_DEEPSPEED_ZERO_STAGE=" + stage + ": expected 0, 1, 2 or 3");
+    applyStage(stage.empty() ? 2 : stage[0] - '0', plan);
+    if (auto offload = applyOffload("ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE",
+                                    get(lookup, "ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE"),
+                                    "ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_DEVICE",
+                                    get(lookup, "ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_DEVICE"), plan);
+        !offload)
+        return offload;
+    if (const std::string clip = lower(get(lookup, "ACCELERATE_GRADIENT_CLIPPING"));
+        !clip.empty() && clip != "auto" && clip != "none") {
+        char *end = nullptr;
+        const double value = std::strtod(clip.c_str(), &end);
+        if (*end != '\0' || !(value >= 0))
+            return makeError(ErrorCode::InvalidInput,
+                             "ACCELERATE_GRADIENT_CLIPPING=" + clip + ": expected a non-negative number");
+        plan.gradientClipping = value;
+    }
+    if (const std::string steps = get(lookup, "ACCELERATE_GRADIENT_ACCUMULATION_STEPS"); !steps.empty())
+        plan.gradientAccumulationSteps = std::atoi(steps.c_str()); // validated by DistributedEnv
+    auto init = flag(lookup, "ACCELERATE_DEEPSPEED_ZERO3_INIT", plan.stage == 3);
+    auto save16 = flag(lookup, "ACCELERATE_DEEPSPEED_ZERO3_SAVE_16BIT_MODEL", false);
+    if (!init)
+        return tl::unexpected(init.error());
+    if (!save16)
+        return tl::unexpected(save16.error());
+    plan.zero3Init = *init && plan.stage == 3;
+    plan.zero3Save16BitModel = *save16;
+    if (plan.zero3Init)
+        plan.notes.push_back("zero3_init_flag: every rank builds the whole model once, then keeps only its shard");
+    return {};
+}
+
+} // namespace
+
+DivideFactors fsdpDivideFactors(int worldSize)
+{
+    DivideFactors factors;
+    int pre = 1;
+    while (worldSize % pre == 0 && worldSize / pre > pre)
+        pre *= 2;
+    factors.pre = pre;
+    factors.post = double(worldSize) / double(pre);
+    return factors;
+}
+
+DivideFactors ShardingPlan::divideFactors(int worldSize) const
+{
+    if (worldSize <= 1)
+        return {};
+    if (source == ShardingSource::Fsdp && fsdpVersion == 1)
+        return fsdpDivideFactors(worldSize);
+    if (source == ShardingSource::Fsdp)
+        return {1.0, double(worldSize)}; // FSDP2 averages (gloo has no AVG: SUM, then divide)
+    return {double(worldSize), 1.0};     // DeepSpeed and DDP divide before the sum
+}
+
+Result<void> ShardingPlan::checkTopology(int worldSize, int localWorldSize) const
+{
+    if (!hybrid || localWorldSize <= 0 || worldSize % localWorldSize == 0)
+        return {};
+    return makeError(ErrorCode::InvalidInput,
+                     strategy + ": WORLD_SIZE=" + std::to_string(worldSize) +
+                         " is not a multiple of LOCAL_WORLD_SIZE=" + std::to_string(localWorldSize) +
+                         "; hybrid sharding needs the same number of ranks per machine");
+}
+
+std::string ShardingPlan::describe() const
+{
+    std::string text = source == ShardingSource::Fsdp        ? "FSDP" + std::to_string(fsdpVersion) + " " + strategy
+                       : source == ShardingSource::DeepSpeed ? "DeepSpeed " + strategy
+                                                             : strategy;
+    static const char *const what[] = {"nothing sharded (gradients all-reduced)", "optimizer state sharded",
+                                       "gradients and optimizer state sharded",
+                                       "parameters, gradients and optimizer state sharded"};
+    text += ": " + std::string(what[std::clamp(stage, 0, 3)]);
+    if (hybrid)
+        text += " within each machine, replicated across machines";
+    if (stage == 3)
+        text += reshardAfterForward ? "; parameters freed after forward" : "; parameters kept from forward to backward";
+    if (offloadOptimizerState || offloadParameters)
+        text += std::string("; offload to cpu:") + (offloadOptimizerState ? " optimizer state" : "") +
+                (offloadParameters ? " parameters" : "");
+    return text;
+}
+
+Result<ShardingPlan> shardingPlanFromEnvironment(const Lookup &lookupIn)
+{
+    const Lookup lookup = lookupIn ? lookupIn : Lookup([](const char *name) { return std::getenv(name); });
+    ShardingPlan plan;
+    auto fsdp = flag(lookup, "ACCELERATE_USE_FSDP", false);
+    auto deepspeed = flag(lookup, "ACCELERATE_USE_DEEPSPEED", false);
+    if (!fsdp)
+        return tl::unexpected(fsdp.error());
+    if (!deepspeed)
+        return tl::unexpected(deepspeed.error());
+    if (*fsdp && *deepspeed)
+        return makeError(ErrorCode::InvalidInput,
+                         "ACCELERATE_USE_FSDP and ACCELERATE_USE_DEEPSPEED are both true; choose one distributed_type");
+    Result<void> read = *fsdp ? readFsdp(lookup, plan) : *deepspeed ? readDeepSpeed(lookup, plan) : Result<void>();
+    if (!read)
+        return tl::unexpected(read.error());
+    return plan;
+}
+
+Result<void> applyDeepSpeedJson(const std::string &path, ShardingPlan &plan)
+{
+    std::ifstream in(path);
+    if (!in)
+        return makeError(ErrorCode::NotFound, "cannot read the DeepSpeed config file", path);
+    nlohmann::json json;
+    try {
+        json = nlohmann::json::parse(in);
+    } catch (const std::exception &e) {
+        return makeError(ErrorCode::InvalidInput, std::string("not valid JSON: ") + e.what(), path);
+    }
+    if (!json.is_object())
+        return makeError(ErrorCode::InvalidInput, "expected a JSON object at the top", path);
+    const auto fail = [&](const std::string &key, const nlohmann::json &value, const std::string &why,
+                          ErrorCode code = ErrorCode::Unsupported) {
+        return makeError(code, key + "=" + value.dump() + ": " + why, path);
+    };
+    for (const char *block : {"optimizer", "scheduler"}) {
+        if (json.contains(block))
+            return fail(block, json[block].value("type", nlohmann::json("?")),
+                        "DeepSpeed's own optimizer and scheduler are not implemented; the runtime steps the "
+                        "program's optimizer and scheduler (remove the block)");
+    }
+    for (const char *block : {"pipeline", "activation_checkpointing", "sparse_attention"}) {
+        if (json.contains(block) && !json[block].empty())
+            return fail(block, json[block], "not implemented by the runtime");
+    }
+    const nlohmann::json zero = json.value("zero_optimization", nlohmann::json::object());
+    const nlohmann::json stage = zero.value("stage", nlohmann::json(0));
+    if (!stage.is_number_integer() || stage.get<int>() < 0 || stage.get<int>() > 3)
+        return fail("zero_optimization.stage", stage, "expected 0, 1, 2 or 3", ErrorCode::InvalidInput);
+    applyStage(stage.get<int>(), plan);
+    const auto device = [&](const char *block) {
+        const nlohmann::json value =
+            zero.value(block, nlohmann::json::object()).value("device", nlohmann::json("none"));
+        return value.is_string() ? value.get<std::string>() : value.dump();
+    };
+    if (auto offload = applyOffload("zero_optimization.offload_optimizer.device", device("offload_optimizer"),
+                                    "zero_optimization.offload_param.device", device("offload_param"), plan);
+        !offload) {
+        offload.error().context = path;
+        return offload;
+    }
+    if (json.contains("gradient_clipping") && json["gradient_clipping"] != "auto") {
+        const auto &clip = json["gradient_clipping"];
+        if (!clip.is_number() || clip.get<double>() < 0)
+            return fail("gradient_clipping", clip, "expected a non-negative number or \"auto\"",
+                        ErrorCode::InvalidInput);
+        plan.gradientClipping = clip.get<double>();
+    }
+    if (json.contains("gradient_accumulation_steps") && json["gradient_accumulation_steps"] != "auto") {
+        const auto &steps = json["gradient_accumulation_steps"];
+        if (!steps.is_number_integer() || steps.get<int>() < 1)
+            return fail("gradient_accumulation_steps", steps, "expected a whole number >= 1 or \"auto\"",
+                        ErrorCode::InvalidInput);
+        plan.gradientAccumulationSteps = steps.get<int>();
+    }
+    for (const char *key : {"stage3_gather_16bit_weights_on_model_save", "stage3_gather_fp16_weights_on_model_save"}) {
+        if (zero.contains(key) && zero[key].is_boolean())
+            plan.zero3Save16BitModel = zero[key].get<bool>();
+    }
+    return {};
+}
+
+const char *stateDictTypeName(StateDictType type)
+{
+    switch (type) {
+    case StateDictType::Full:
+        return "FULL_STATE_DICT";
+    case StateDictType::Sharded:
+        return "SHARDED_STATE_DICT";
+    case StateDictType::Local:
+        return "LOCAL_STATE_DICT";
+    }
+    return "FULL_STATE_DICT";
+}
+
+} // namespace accel::runtime

@@ -1,0 +1,73 @@
+// ShardingPlan: what a rank shards, from either configuration language the launcher exports
+// (Accelerate's fsdp_config as FSDP_* variables, deepspeed_config as ACCELERATE_DEEPSPEED_* or a
+// DeepSpeed JSON file). Pure (no libtorch): one plan for the one ShardingEngine. A setting the
+// engine does not implement is an error naming the key and the value, never a quiet fallback.
+// docs/sharding.md describes every key and what the engine does with it.
+#pragma once
+
+#include "core/common/result.h"
+#include "core/runtime/distributedenv.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace accel::runtime {
+
+enum class ShardingSource { None, Fsdp, DeepSpeed };
+enum class WrapPolicy { None, TransformerBlock, Size };
+enum class StateDictType { Full, Sharded, Local };
+
+// Gradient averaging around a SUM reduction: divide by `pre` before, by `post` after.
+struct DivideFactors {
+    double pre = 1;
+    double post = 1;
+};
+
+// FSDP's factors: pre is a power of two near sqrt(worldSize), post = worldSize / pre.
+DivideFactors fsdpDivideFactors(int worldSize);
+
+struct ShardingPlan {
+    ShardingSource source = ShardingSource::None;
+    std::string strategy = "DDP"; // FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD, ..., ZeRO-0..3
+    int fsdpVersion = 0;          // 1 or 2 for FSDP
+    // What is sharded, as ZeRO stages: 0 nothing, 1 optimizer state, 2 also gradients, 3 also parameters.
+    int stage = 0;
+    bool reshardAfterForward = false; // stage 3: free gathered parameters after forward
+    bool hybrid = false;              // shard inside a machine, replicate across machines
+    bool offloadOptimizerState = false;
+    bool offloadParameters = false; // FSDP: parameters and gradients; DeepSpeed: parameters (stage 3)
+    WrapPolicy wrapPolicy = WrapPolicy::None;
+    std::vector<std::string> wrapClasses; // TRANSFORMER_BASED_WRAP class names
+    int64_t minNumParams = 0;             // SIZE_BASED_WRAP
+    std::string backwardPrefetch;         // FSDP1: BACKWARD_PRE, BACKWARD_POST, NO_PREFETCH or empty
+    bool forwardPrefetch = false;
+    StateDictType stateDictType = StateDictType::Full;
+    bool syncModuleStates = true;
+    bool cpuRamEfficientLoading = false;
+    bool zero3Init = false;
+    bool zero3Save16BitModel = false;
+    double gradientClipping = 0;       // DeepSpeed gradient_clipping; 0 = none
+    int gradientAccumulationSteps = 0; // DeepSpeed's; 0 = not set
+    std::string deepSpeedConfigFile;
+    // Accepted settings that cannot change this run's numbers (said once by rank 0).
+    std::vector<std::string> notes;
+
+    bool sharded() const { return stage > 0; }
+    // How gradients are averaged with a SUM collective over `worldSize` ranks.
+    DivideFactors divideFactors(int worldSize) const;
+    // Hybrid sharding needs the same number of ranks on every machine.
+    Result<void> checkTopology(int worldSize, int localWorldSize) const;
+    std::string describe() const; // "FSDP1 FULL_SHARD: parameters, gradients, optimizer state sharded"
+};
+
+// The plan the launcher's variables ask for (getenv by default). Without ACCELERATE_USE_FSDP or
+// ACCELERATE_USE_DEEPSPEED the plan is plain DDP.
+Result<ShardingPlan> shardingPlanFromEnvironment(const DistributedEnv::Lookup &lookup = {});
+
+// The ZeRO part of a DeepSpeed JSON file applied to `plan` (stage, offload, clipping, accumulation).
+Result<void> applyDeepSpeedJson(const std::string &path, ShardingPlan &plan);
+
+const char *stateDictTypeName(StateDictType type);
+
+} // namespace accel::runtime

@@ -1,0 +1,297 @@
+// ShardingPlan: Accelerate's fsdp_config / deepspeed_config (as the launcher exports them) to one
+// plan, divide factors as PyTorch computes them, and every unimplemented setting refused by name.
+#include "core/runtime/strategy/shardingplan.h"
+
+#include <QFile>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <map>
+#include <memory>
+
+using namespace accel::runtime;
+
+namespace {
+
+using Vars = std::map<std::string, std::string>;
+
+Vars fsdp(Vars extra = {})
+{
+    // What launcher/envbuilder exports for a default FSDP1 block.
+    Vars vars{{"ACCELERATE_USE_FSDP", "true"},
+              {"FSDP_VERSION", "1"},
+              {"FSDP_SHARDING_STRATEGY", "FULL_SHARD"},
+              {"FSDP_RESHARD_AFTER_FORWARD", "true"},
+              {"FSDP_OFFLOAD_PARAMS", "false"},
+              {"FSDP_MIN_NUM_PARAMS", "100000000"},
+              {"FSDP_FORWARD_PREFETCH", "false"},
+              {"FSDP_USE_ORIG_PARAMS", "true"},
+              {"FSDP_CPU_RAM_EFFICIENT_LOADING", "true"},
+              {"FSDP_SYNC_MODULE_STATES", "true"},
+              {"FSDP_ACTIVATION_CHECKPOINTING", "false"}};
+    for (auto &[key, value] : extra)
+        vars[key] = value;
+    return vars;
+}
+
+Vars deepspeed(Vars extra = {})
+{
+    Vars vars{{"ACCELERATE_USE_DEEPSPEED", "true"}};
+    for (auto &[key, value] : extra)
+        vars[key] = value;
+    return vars;
+}
+
+accel::Result<ShardingPlan> plan(const Vars &vars)
+{
+    auto shared = std::make_shared<Vars>(vars);
+    return shardingPlanFromEnvironment([shared](const char *name) -> const char * {
+        auto it = shared->find(name);
+        return it == shared->end() ? nullptr : it->second.c_str();
+    });
+}
+
+// The plan must be refused with a message naming `needle` (the key and its value).
+void expectRefused(const Vars &vars, const QString &needle)
+{
+    auto result = plan(vars);
+    QVERIFY2(!result, qPrintable("accepted, expected an error naming " + needle));
+    const QString message = QString::fromStdString(result.error().toString());
+    QVERIFY2(message.contains(needle), qPrintable(message));
+}
+
+} // namespace
+
+class tst_ShardingPlan : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void noDistributedTypeIsDdp()
+    {
+        auto p = plan({});
+        QVERIFY(p);
+        QCOMPARE(p->source, ShardingSource::None);
+        QCOMPARE(p->stage, 0);
+        QVERIFY(!p->sharded());
+    }
+
+    void fsdp1Strategies_data()
+    {
+        QTest::addColumn<QString>("strategy");
+        QTest::addColumn<int>("stage");
+        QTest::addColumn<bool>("reshard");
+        QTest::addColumn<bool>("hybrid");
+        QTest::newRow("FULL_SHARD") << "FULL_SHARD" << 3 << true << false;
+        QTest::newRow("SHARD_GRAD_OP") << "SHARD_GRAD_OP" << 3 << false << false;
+        QTest::newRow("NO_SHARD") << "NO_SHARD" << 0 << false << false;
+        QTest::newRow("HYBRID_SHARD") << "HYBRID_SHARD" << 3 << true << true;
+        QTest::newRow("HYBRID_SHARD_ZERO2") << "HYBRID_SHARD_ZERO2" << 3 << false << true;
+        QTest::newRow("index 2") << "2" << 3 << false << false;
+        QTest::newRow("lower case") << "no_shard" << 0 << false << false;
+    }
+    void fsdp1Strategies()
+    {
+        QFETCH(QString, strategy);
+        QFETCH(int, stage);
+        QFETCH(bool, reshard);
+        QFETCH(bool, hybrid);
+        auto p = plan(fsdp({{"FSDP_SHARDING_STRATEGY", strategy.toStdString()}}));
+        QVERIFY2(p, p ? "" : p.error().message.c_str());
+        QCOMPARE(p->source, ShardingSource::Fsdp);
+        QCOMPARE(p->fsdpVersion, 1);
+        QCOMPARE(p->stage, stage);
+        QCOMPARE(p->reshardAfterForward, reshard);
+        QCOMPARE(p->hybrid, hybrid);
+        QCOMPARE(p->stateDictType, StateDictType::Full);
+    }
+
+    void fsdp1ShardingStrategyBeatsReshardAfterForward()
+    {
+        // The questionnaire stores the FSDP1 strategy in fsdp_reshard_after_forward, but the
+        // always-exported FSDP_SHARDING_STRATEGY wins, as in Accelerate.
+        auto p = plan(fsdp({{"FSDP_RESHARD_AFTER_FORWARD", "SHARD_GRAD_OP"}}));
+        QVERIFY(p);
+        QCOMPARE(QString::fromStdString(p->strategy), QString("FULL_SHARD"));
+        Vars vars = fsdp({{"FSDP_RESHARD_AFTER_FORWARD", "SHARD_GRAD_OP"}});
+        vars.erase("FSDP_SHARDING_STRATEGY");
+        auto fallback = plan(vars);
+        QVERIFY(fallback);
+        QCOMPARE(QString::fromStdString(fallback->strategy), QString("SHARD_GRAD_OP"));
+    }
+
+    void fsdp2ReshardAfterForward()
+    {
+        auto on = plan(fsdp({{"FSDP_VERSION", "2"}, {"FSDP_RESHARD_AFTER_FORWARD", "true"}}));
+        QVERIFY(on);
+        QCOMPARE(on->stage, 3);
+        QVERIFY(on->reshardAfterForward);
+        QCOMPARE(on->stateDictType, StateDictType::Sharded); // FSDP2's default
+        auto off = plan(fsdp({{"FSDP_VERSION", "2"}, {"FSDP_RESHARD_AFTER_FORWARD", "false"}}));
+        QVERIFY(off);
+        QCOMPARE(off->stage, 3);
+        QVERIFY(!off->reshardAfterForward);
+        expectRefused(fsdp({{"FSDP_VERSION", "2"}, {"FSDP_RESHARD_AFTER_FORWARD", "2"}}),
+                      "FSDP_RESHARD_AFTER_FORWARD=2");
+        expectRefused(fsdp({{"FSDP_VERSION", "2"}, {"FSDP_RESHARD_AFTER_FORWARD", "FULL_SHARD"}}),
+                      "FSDP_RESHARD_AFTER_FORWARD=FULL_SHARD: expected true or false");
+    }
+
+    void fsdpWrapPolicyAndOffload()
+    {
+        auto p = plan(fsdp({{"FSDP_AUTO_WRAP_POLICY", "TRANSFORMER_BASED_WRAP"},
+                            {"FSDP_TRANSFORMER_CLS_TO_WRAP", "Block, GPT2Block"},
+                            {"FSDP_OFFLOAD_PARAMS", "true"},
+                            {"FSDP_BACKWARD_PREFETCH", "BACKWARD_PRE"}}));
+        QVERIFY(p);
+        QCOMPARE(p->wrapPolicy, WrapPolicy::TransformerBlock);
+        QCOMPARE(p->wrapClasses, (std::vector<std::string>{"Block", "GPT2Block"}));
+        QVERIFY(p->offloadParameters);
+        QVERIFY(p->offloadOptimizerState);
+        QCOMPARE(QString::fromStdString(p->backwardPrefetch), QString("BACKWARD_PRE"));
+        auto size = plan(fsdp({{"FSDP_AUTO_WRAP_POLICY", "SIZE_BASED_WRAP"}, {"FSDP_MIN_NUM_PARAMS", "2000"}}));
+        QVERIFY(size);
+        QCOMPARE(size->wrapPolicy, WrapPolicy::Size);
+        QCOMPARE(size->minNumParams, int64_t(2000));
+        // Accelerate 1.0-1.12 exports the default as a float's text.
+        auto floatText =
+            plan(fsdp({{"FSDP_AUTO_WRAP_POLICY", "SIZE_BASED_WRAP"}, {"FSDP_MIN_NUM_PARAMS", "100000000.0"}}));
+        QVERIFY(floatText);
+        QCOMPARE(floatText->minNumParams, int64_t(100000000));
+    }
+
+    void fsdpRefusedSettings()
+    {
+        expectRefused(fsdp({{"FSDP_SHARDING_STRATEGY", "FULL"}}),
+                      "FSDP_SHARDING_STRATEGY=FULL: expected one of FULL_SHARD, SHARD_GRAD_OP");
+        expectRefused(fsdp({{"FSDP_VERSION", "3"}}), "FSDP_VERSION=3: expected 1 or 2");
+        expectRefused(fsdp({{"FSDP_ACTIVATION_CHECKPOINTING", "true"}}), "FSDP_ACTIVATION_CHECKPOINTING=true");
+        expectRefused(fsdp({{"FSDP_STATE_DICT_TYPE", "LOCAL_STATE_DICT"}}), "FSDP_STATE_DICT_TYPE=LOCAL_STATE_DICT");
+        expectRefused(fsdp({{"FSDP_IGNORED_MODULES", "lm_head"}}), "FSDP_IGNORED_MODULES=lm_head");
+        expectRefused(fsdp({{"FSDP_VERSION", "2"}, {"FSDP_FORWARD_PREFETCH", "true"}}), "FSDP_FORWARD_PREFETCH=true");
+        expectRefused(fsdp({{"FSDP_AUTO_WRAP_POLICY", "SIZE_BASED_WRAP"}, {"FSDP_MIN_NUM_PARAMS", "lots"}}),
+                      "FSDP_MIN_NUM_PARAMS=lots");
+        expectRefused(fsdp({{"FSDP_AUTO_WRAP_POLICY", "BY_NAME"}}), "FSDP_AUTO_WRAP_POLICY=BY_NAME");
+        expectRefused(fsdp({{"FSDP_OFFLOAD_PARAMS", "maybe"}}), "FSDP_OFFLOAD_PARAMS=maybe: expected true or false");
+        expectRefused(fsdp({{"FSDP_BACKWARD_PREFETCH", "EARLY"}}), "FSDP_BACKWARD_PREFETCH=EARLY");
+        Vars both = fsdp();
+        both["ACCELERATE_USE_DEEPSPEED"] = "true";
+        expectRefused(both, "both true");
+    }
+
+    void deepSpeedStagesFromEnvironment()
+    {
+        for (int stage = 0; stage <= 3; ++stage) {
+            auto p = plan(deepspeed({{"ACCELERATE_DEEPSPEED_ZERO_STAGE", std::to_string(stage)}}));
+            QVERIFY(p);
+            QCOMPARE(p->source, ShardingSource::DeepSpeed);
+            QCOMPARE(p->stage, stage);
+            QCOMPARE(p->reshardAfterForward, stage == 3);
+            QCOMPARE(QString::fromStdString(p->strategy), QString("ZeRO-%1").arg(stage));
+        }
+        auto defaults = plan(deepspeed());
+        QVERIFY(defaults);
+        QCOMPARE(defaults->stage, 2); // Accelerate's plugin default
+        auto p = plan(deepspeed({{"ACCELERATE_DEEPSPEED_ZERO_STAGE", "3"},
+                                 {"ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE", "cpu"},
+                                 {"ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_DEVICE", "cpu"},
+                                 {"ACCELERATE_GRADIENT_CLIPPING", "1.0"},
+                                 {"ACCELERATE_GRADIENT_ACCUMULATION_STEPS", "4"},
+                                 {"ACCELERATE_DEEPSPEED_ZERO3_INIT", "true"},
+                                 {"ACCELERATE_DEEPSPEED_ZERO3_SAVE_16BIT_MODEL", "true"}}));
+        QVERIFY(p);
+        QVERIFY(p->offloadOptimizerState);
+        QVERIFY(p->offloadParameters);
+        QCOMPARE(p->gradientClipping, 1.0);
+        QCOMPARE(p->gradientAccumulationSteps, 4);
+        QVERIFY(p->zero3Init);
+        QVERIFY(p->zero3Save16BitModel);
+        // Parameter offload below stage 3 is ignored by DeepSpeed: accepted, said in a note.
+        auto stage2 = plan(deepspeed(
+            {{"ACCELERATE_DEEPSPEED_ZERO_STAGE", "2"}, {"ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_DEVICE", "cpu"}}));
+        QVERIFY(stage2);
+        QVERIFY(!stage2->offloadParameters);
+        QCOMPARE(stage2->notes.size(), size_t(1));
+    }
+
+    void deepSpeedRefusedSettings()
+    {
+        expectRefused(deepspeed({{"ACCELERATE_DEEPSPEED_ZERO_STAGE", "3"},
+                                 {"ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_DEVICE", "nvme"}}),
+                      "ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_DEVICE=nvme: offload to NVMe is not implemented");
+        expectRefused(deepspeed({{"ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE", "nvme"}}),
+                      "ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE=nvme");
+        expectRefused(deepspeed({{"ACCELERATE_DEEPSPEED_ZERO_STAGE", "4"}}), "ACCELERATE_DEEPSPEED_ZERO_STAGE=4");
+        expectRefused(deepspeed({{"ACCELERATE_GRADIENT_CLIPPING", "-1"}}), "ACCELERATE_GRADIENT_CLIPPING=-1");
+        expectRefused(deepspeed({{"ACCELERATE_DEEPSPEED_MOE_LAYER_CLS_NAMES", "MixtralSparseMoeBlock"}}),
+                      "ACCELERATE_DEEPSPEED_MOE_LAYER_CLS_NAMES=MixtralSparseMoeBlock");
+    }
+
+    void deepSpeedJsonFile()
+    {
+        QTemporaryDir dir;
+        const auto write = [&](const QString &name, const QByteArray &json) {
+            QFile file(dir.filePath(name));
+            file.open(QIODevice::WriteOnly);
+            file.write(json);
+            return dir.filePath(name).toStdString();
+        };
+        const std::string good = write("ds.json", R"({"train_batch_size": "auto", "gradient_accumulation_steps": 2,
+            "gradient_clipping": 0.5, "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"},
+            "overlap_comm": true, "stage3_gather_16bit_weights_on_model_save": true}})");
+        auto p = plan(deepspeed({{"ACCELERATE_DEEPSPEED_CONFIG_FILE", good}}));
+        QVERIFY2(p, p ? "" : p.error().toString().c_str());
+        QCOMPARE(p->stage, 3);
+        QVERIFY(p->offloadOptimizerState);
+        QVERIFY(!p->offloadParameters);
+        QCOMPARE(p->gradientAccumulationSteps, 2);
+        QCOMPARE(p->gradientClipping, 0.5);
+        QVERIFY(p->zero3Save16BitModel);
+
+        const std::string nvme = write("nvme.json", R"({"zero_optimization": {"stage": 3,
+            "offload_param": {"device": "nvme", "nvme_path": "/nvme"}}})");
+        expectRefused(deepspeed({{"ACCELERATE_DEEPSPEED_CONFIG_FILE", nvme}}),
+                      "zero_optimization.offload_param.device=nvme");
+        const std::string optimizer = write("opt.json", R"({"optimizer": {"type": "AdamW"}})");
+        expectRefused(deepspeed({{"ACCELERATE_DEEPSPEED_CONFIG_FILE", optimizer}}), "optimizer=\"AdamW\"");
+        const std::string broken = write("broken.json", "{\"zero_optimization\": ");
+        expectRefused(deepspeed({{"ACCELERATE_DEEPSPEED_CONFIG_FILE", broken}}), "broken.json");
+        expectRefused(deepspeed({{"ACCELERATE_DEEPSPEED_CONFIG_FILE", dir.filePath("missing.json").toStdString()}}),
+                      "missing.json");
+        // Accelerate's guard: a value from the accelerate config next to a JSON file is an error.
+        expectRefused(deepspeed({{"ACCELERATE_DEEPSPEED_CONFIG_FILE", good},
+                                 {"ACCELERATE_CONFIG_DS_FIELDS", "zero_stage,deepspeed_config_file"}}),
+                      "zero_stage is set next to deepspeed_config_file");
+    }
+
+    void divideFactorsAsPyTorchComputesThem()
+    {
+        // FSDP1's values for W = 2, 3, 4, 6, 8, 12, 16.
+        const std::vector<std::tuple<int, double, double>> expected{{2, 2, 1}, {3, 2, 1.5}, {4, 2, 2}, {6, 4, 1.5},
+                                                                    {8, 4, 2}, {12, 4, 3},  {16, 4, 4}};
+        for (auto [world, pre, post] : expected) {
+            const DivideFactors f = fsdpDivideFactors(world);
+            QCOMPARE(f.pre, pre);
+            QCOMPARE(f.post, post);
+        }
+        auto fsdp2 = plan(fsdp({{"FSDP_VERSION", "2"}}));
+        QCOMPARE(fsdp2->divideFactors(4).pre, 1.0);
+        QCOMPARE(fsdp2->divideFactors(4).post, 4.0);
+        auto zero = plan(deepspeed());
+        QCOMPARE(zero->divideFactors(4).pre, 4.0);
+        QCOMPARE(zero->divideFactors(4).post, 1.0);
+        QCOMPARE(zero->divideFactors(1).pre, 1.0);
+    }
+
+    void hybridNeedsEqualMachines()
+    {
+        auto p = plan(fsdp({{"FSDP_SHARDING_STRATEGY", "HYBRID_SHARD"}}));
+        QVERIFY(p->checkTopology(8, 4));
+        auto bad = p->checkTopology(6, 4);
+        QVERIFY(!bad);
+        QVERIFY(QString::fromStdString(bad.error().message).contains("LOCAL_WORLD_SIZE=4"));
+        QVERIFY(QString::fromStdString(p->describe()).contains("replicated across machines"));
+    }
+};
+
+QTEST_GUILESS_MAIN(tst_ShardingPlan)
+#include "tst_shardingplan.moc"
