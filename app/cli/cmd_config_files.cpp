@@ -101,7 +101,7 @@ int runConfigDefault(int argc, char **argv)
                      "all of its GPUs (MULTI_GPU when there are several) or the CPU. "
                      "An existing file is never overwritten. The file holds JSON text, as Accelerate writes it.");
     parser.addOption(
-        {"mixed_precision", "MODE", "mixed precision of the config", "no", 0, false, {"no", "fp16", "bf16"}});
+        {"mixed_precision", "MODE", "mixed precision of the config", "no", 0, false, {"no", "fp16", "bf16", "fp8"}});
     parser.addValue("config_file", "PATH", "where to write", defaultConfigPath());
     int code = 0;
     if (!parseArgs(parser, "default", argc, argv, code))

@@ -1,6 +1,7 @@
 #include "core/config/clusterconfig.h"
 
 #include <array>
+#include <cctype>
 #include <utility>
 
 namespace accel::config {
@@ -163,9 +164,41 @@ const std::vector<std::string> &megatronLmExtraKeys()
 
 bool Fp8Config::isEmpty() const
 {
-    return !backend && !useAutocastDuringEval && !margin && !interval && !fp8Format && !amaxHistoryLength &&
-           !amaxComputeAlgorithm && !overrideLinearPrecision && !optimizationLevel && !enableFsdpFloat8AllGather &&
-           !padInnerDim;
+    return !backend && !useAutocastDuringEval && !margin && !interval && !fp8Format && !amaxHistoryLen &&
+           !amaxComputeAlgo && !optLevel && !amaxHistoryLength && !amaxComputeAlgorithm && !overrideLinearPrecision &&
+           !optimizationLevel && !enableFsdpFloat8AllGather && !padInnerDim;
+}
+
+std::vector<bool> parsePrecisionOverride(const std::string &text)
+{
+    std::string inner = text;
+    auto trim = [](std::string s) {
+        const size_t first = s.find_first_not_of(" \t");
+        const size_t last = s.find_last_not_of(" \t");
+        return first == std::string::npos ? std::string() : s.substr(first, last - first + 1);
+    };
+    inner = trim(inner);
+    if (inner.size() >= 2 &&
+        ((inner.front() == '(' && inner.back() == ')') || (inner.front() == '[' && inner.back() == ']')))
+        inner = inner.substr(1, inner.size() - 2);
+    std::vector<bool> values;
+    size_t start = 0;
+    while (start <= inner.size()) {
+        const size_t comma = inner.find(',', start);
+        std::string item = trim(inner.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+        for (char &c : item)
+            c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        if (item == "true")
+            values.push_back(true);
+        else if (item == "false")
+            values.push_back(false);
+        else
+            return {};
+        if (comma == std::string::npos)
+            break;
+        start = comma + 1;
+    }
+    return values.size() == 3 ? values : std::vector<bool>{};
 }
 
 bool MpirunConfig::isEmpty() const

@@ -96,6 +96,10 @@ struct ClusterConfig {
     ParallelismConfig parallelism;
     SageMakerConfig sagemaker;
 
+    // Keys of nested blocks written with a null value (block -> keys): Accelerate keeps such keys
+    // (only top-level nulls are dropped), so they are saved back as null while the field is unset.
+    std::map<std::string, std::vector<std::string>> nullKeys;
+
     SourceInfo source; // filled by parseConfig(); ignored when saving
 
     bool isSageMaker() const { return computeEnvironment == ComputeEnvironment::AmazonSageMaker; }

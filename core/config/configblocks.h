@@ -80,20 +80,33 @@ struct MegatronLmConfig {                        // megatron_lm_config (keys car
 };
 const std::vector<std::string> &megatronLmExtraKeys();
 
-struct Fp8Config {                                            // fp8_config (as the questionnaire writes it)
-    std::optional<std::string> backend;                       // backend: AO | TE | MSAMP
+// fp8_config. Accelerate's FP8 recipes read amax_history_len, amax_compute_algo and opt_level
+// (its template and docs write those); its questionnaire writes amax_history_length,
+// amax_compute_algorithm and optimization_level, which its launcher exports under names no recipe
+// reads. Both spellings load and save as written; the long ones draw a warning.
+struct Fp8Config {
+    std::optional<std::string> backend;                       // backend: AO | TE | MSAMP (any case)
     std::optional<bool> useAutocastDuringEval;                // use_autocast_during_eval (TE)
     std::optional<std::int64_t> margin;                       // margin (TE)
     std::optional<std::int64_t> interval;                     // interval (TE)
     std::optional<std::string> fp8Format;                     // fp8_format: HYBRID | E4M3 | E5M2 (TE)
-    std::optional<std::int64_t> amaxHistoryLength;            // amax_history_length (TE; never reaches the recipe)
-    std::optional<std::string> amaxComputeAlgorithm;          // amax_compute_algorithm: max | most_recent (TE; ditto)
+    std::optional<std::int64_t> amaxHistoryLen;               // amax_history_len (TE)
+    std::optional<std::string> amaxComputeAlgo;               // amax_compute_algo: max | most_recent (TE)
+    std::optional<std::string> optLevel;                      // opt_level: O1 | O2 (MSAMP)
+    std::optional<std::int64_t> amaxHistoryLength;            // amax_history_length (questionnaire; no effect)
+    std::optional<std::string> amaxComputeAlgorithm;          // amax_compute_algorithm (questionnaire; no effect)
+    std::optional<std::string> optimizationLevel;             // optimization_level (questionnaire; no effect)
     std::optional<std::vector<bool>> overrideLinearPrecision; // override_linear_precision: [fprop, dgrad, wgrad]
-    std::optional<std::string> optimizationLevel;             // optimization_level: O1 | O2 (MSAMP; ditto)
-    std::optional<bool> enableFsdpFloat8AllGather;            // enable_fsdp_float8_all_gather (AO)
-    std::optional<bool> padInnerDim;                          // pad_inner_dim (AO)
+    // The file's form of override_linear_precision when it was not a list: a bool (all three) or
+    // text such as "(false, false, false)". Saved back as written while it still means the values.
+    std::optional<BoolOrString> overrideLinearPrecisionWritten;
+    std::optional<bool> enableFsdpFloat8AllGather; // enable_fsdp_float8_all_gather (AO)
+    std::optional<bool> padInnerDim;               // pad_inner_dim (AO)
     bool isEmpty() const;
 };
+// The three booleans of an override_linear_precision written as text: "(false, false, true)",
+// "[False, False, True]" or "false,false,true" (any case). Empty when the text is none of these.
+std::vector<bool> parsePrecisionOverride(const std::string &text);
 
 struct MpirunConfig {                          // mpirun_config
     std::optional<std::string> mpirunHostfile; // mpirun_hostfile (absolute path)

@@ -35,8 +35,17 @@ std::string defaultConfigPath()
 Result<ClusterConfig> parseConfig(const std::string &text, ConfigFormat format, const std::string &fileName,
                                   Diagnostics *diagnostics)
 {
+    if (text.size() > kMaxConfigBytes) {
+        const std::string message = "the file has " + std::to_string(text.size()) +
+                                    " bytes; a config file is at most " + std::to_string(kMaxConfigBytes) +
+                                    " bytes (1 MiB; Accelerate's are under 2 KB)";
+        if (diagnostics)
+            diagnostics->push_back(Diagnostic{Severity::Error, fileName, 0, "", message});
+        return makeError(ErrorCode::InvalidInput, message, fileName);
+    }
+    Diagnostics local;
     Result<ConfigValue> tree =
-        format == ConfigFormat::Json ? parseJsonText(text, fileName) : parseYamlText(text, fileName);
+        format == ConfigFormat::Json ? parseJsonText(text, fileName, &local) : parseYamlText(text, fileName, &local);
     if (!tree) {
         if (diagnostics) {
             // Keep the line the codec reported ("file: line N") as a diagnostic too.
@@ -51,7 +60,6 @@ Result<ClusterConfig> parseConfig(const std::string &text, ConfigFormat format, 
         }
         return tl::unexpected(tree.error());
     }
-    Diagnostics local;
     ClusterConfig config = detail::readConfigTree(*tree, fileName, local);
     if (diagnostics)
         diagnostics->insert(diagnostics->end(), local.begin(), local.end());
@@ -75,7 +83,7 @@ Result<ClusterConfig> parseConfig(const std::string &text, ConfigFormat format, 
 
 Result<ClusterConfig> loadConfigFile(const std::string &path, Diagnostics *diagnostics)
 {
-    Result<std::string> text = fileutil::readFile(path);
+    Result<std::string> text = fileutil::readFile(path, kMaxConfigBytes);
     if (!text)
         return tl::unexpected(text.error());
     return parseConfig(*text, formatForPath(path), path, diagnostics);

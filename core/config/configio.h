@@ -29,7 +29,9 @@ std::string defaultConfigPath();
 // applyDefaults(). Strict: unknown keys, wrong types and bad enum values are errors. Every problem
 // found (errors and warnings, with line numbers) is appended to `diagnostics` when given; the
 // returned Error (InvalidInput) carries the first error and how many more there were.
-// A YAML file may hold JSON text (what `accelerate config default` writes).
+// A YAML file may hold JSON text (what `accelerate config default` writes). Text longer than
+// kMaxConfigBytes is refused before parsing.
+constexpr size_t kMaxConfigBytes = size_t(1) << 20;
 Result<ClusterConfig> parseConfig(const std::string &text, ConfigFormat format, const std::string &fileName,
                                   Diagnostics *diagnostics = nullptr);
 // Reads `path` (NotFound / Io errors name it) and parses it with the format of its extension.

@@ -187,14 +187,31 @@ public:
         out = std::move(list);
     }
 
-    void flagList(const char *key, std::optional<std::vector<bool>> &out, size_t expectedSize)
+    void flagList(const char *key, std::optional<std::vector<bool>> &out, size_t expectedSize,
+                  std::optional<BoolOrString> &written)
     {
         const ConfigValue *v = find(key);
         if (!v)
             return;
         const std::string expected = "expected a list of " + std::to_string(expectedSize) + " booleans";
+        // Accelerate's own FP8 template writes a bool or the text "(false, false, false)".
+        if (v->type == ConfigValue::Type::Bool) {
+            out = std::vector<bool>(expectedSize, v->boolean);
+            written = BoolOrString(v->boolean);
+            return;
+        }
+        if (v->type == ConfigValue::Type::String) {
+            std::vector<bool> parsed = parsePrecisionOverride(v->text);
+            if (parsed.size() != expectedSize) {
+                error(key, *v, expected + ", true/false or text like '(false, false, true)'; got " + v->describe());
+                return;
+            }
+            out = std::move(parsed);
+            written = BoolOrString(v->text);
+            return;
+        }
         if (v->type != ConfigValue::Type::List) {
-            error(key, *v, expected + "; got " + v->describe());
+            error(key, *v, expected + ", true/false or text like '(false, false, true)'; got " + v->describe());
             return;
         }
         if (v->items.size() != expectedSize) {
@@ -281,7 +298,7 @@ void unknownKey(Context &context, const std::string &path, const std::string &ke
 // known keys and reports the rest.
 template <typename Visit>
 void readBlock(Context &context, const std::string &blockKey, const ConfigValue &value, Visit &&visit,
-               MegatronLmConfig *megatron)
+               MegatronLmConfig *megatron, std::vector<std::string> &nullKeys)
 {
     if (value.type == ConfigValue::Type::Null)
         return;
@@ -307,6 +324,12 @@ void readBlock(Context &context, const std::string &blockKey, const ConfigValue 
     }
     FieldReader reader(context, block, blockKey + ".");
     visit(reader);
+    for (const auto &[key, member] : block.members)
+        if (member.type == ConfigValue::Type::Null &&
+            (reader.consumed().count(key) ||
+             (megatron && std::find(megatronLmExtraKeys().begin(), megatronLmExtraKeys().end(), key) !=
+                              megatronLmExtraKeys().end())))
+            nullKeys.push_back(key);
     const std::vector<std::string> &extras = megatronLmExtraKeys();
     for (const auto &[key, member] : block.members) {
         if (reader.consumed().count(key))
@@ -435,8 +458,11 @@ ClusterConfig readConfigTree(const ConfigValue &root, const std::string &fileNam
         handled.insert(key);
         if (const ConfigValue *block = member(key)) {
             config.source.lines[key] = block->line;
+            std::vector<std::string> nulls;
             readBlock(context, key, *block, visit,
-                      std::string(key) == "megatron_lm_config" ? &config.megatronLm : nullptr);
+                      std::string(key) == "megatron_lm_config" ? &config.megatronLm : nullptr, nulls);
+            if (!nulls.empty())
+                config.nullKeys[key] = nulls;
         }
     });
 

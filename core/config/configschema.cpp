@@ -16,7 +16,10 @@ struct KeyCollector {
     void text(const char *key, std::optional<std::string> &, const Choices &) { add(key); }
     void boolOrText(const char *key, std::optional<BoolOrString> &, const Choices &) { add(key); }
     void textList(const char *key, std::optional<std::vector<std::string>> &) { add(key); }
-    void flagList(const char *key, std::optional<std::vector<bool>> &, size_t) { add(key); }
+    void flagList(const char *key, std::optional<std::vector<bool>> &, size_t, std::optional<BoolOrString> &)
+    {
+        add(key);
+    }
 };
 
 } // namespace

@@ -9,7 +9,8 @@
 //   text(key, std::optional<std::string>&, const Choices&)
 //   boolOrText(key, std::optional<BoolOrString>&, const Choices&)
 //   textList(key, std::optional<std::vector<std::string>>&)
-//   flagList(key, std::optional<std::vector<bool>>&, size_t expectedSize)
+//   flagList(key, std::optional<std::vector<bool>>&, size_t expectedSize,
+//            std::optional<BoolOrString>& written)  -- `written`: the file's non-list form
 #pragma once
 
 #include "core/config/clusterconfig.h"
@@ -110,15 +111,20 @@ void visitMegatronLm(MegatronLmConfig &c, V &v)
 template <typename V>
 void visitFp8(Fp8Config &c, V &v)
 {
-    v.text("amax_compute_algorithm", c.amaxComputeAlgorithm, Choices{{"max", "most_recent"}});
+    static const Choices algorithms{{"max", "most_recent"}};
+    static const Choices levels{{"O1", "O2"}};
+    v.text("amax_compute_algo", c.amaxComputeAlgo, algorithms);
+    v.text("amax_compute_algorithm", c.amaxComputeAlgorithm, algorithms);
+    v.integer("amax_history_len", c.amaxHistoryLen, Range{1, {}});
     v.integer("amax_history_length", c.amaxHistoryLength, Range{1, {}});
-    v.text("backend", c.backend, Choices{{"AO", "TE", "MSAMP"}});
+    v.text("backend", c.backend, Choices{{"AO", "TE", "MSAMP"}, true});
     v.flag("enable_fsdp_float8_all_gather", c.enableFsdpFloat8AllGather);
     v.text("fp8_format", c.fp8Format, Choices{{"HYBRID", "E4M3", "E5M2"}});
     v.integer("interval", c.interval, Range{1, {}});
     v.integer("margin", c.margin, Range{0, {}});
-    v.text("optimization_level", c.optimizationLevel, Choices{{"O1", "O2"}});
-    v.flagList("override_linear_precision", c.overrideLinearPrecision, 3);
+    v.text("opt_level", c.optLevel, levels);
+    v.text("optimization_level", c.optimizationLevel, levels);
+    v.flagList("override_linear_precision", c.overrideLinearPrecision, 3, c.overrideLinearPrecisionWritten);
     v.flag("pad_inner_dim", c.padInnerDim);
     v.flag("use_autocast_during_eval", c.useAutocastDuringEval);
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "core/common/result.h"
+#include "core/config/diagnostic.h"
 
 #include <cstdint>
 #include <map>
@@ -52,9 +53,13 @@ bool plainScalarIsString(const std::string &text);
 // Python's repr() of a float ("1.0", "1e-05", "1e+16", "inf").
 std::string pythonFloatRepr(double value);
 
-// Parsers: syntax errors come back as InvalidInput with "line N: ..." context.
-Result<ConfigValue> parseYamlText(const std::string &text, const std::string &fileName);
-Result<ConfigValue> parseJsonText(const std::string &text, const std::string &fileName);
+// Parsers: syntax errors come back as InvalidInput with "line N: ..." context. A repeated key keeps
+// its last value, as PyYAML and Python's json do; the YAML parser reports it to `warnings` when given.
+// Aliases may expand to at most 100000 values in all (an alias bomb is an error, not an allocation).
+Result<ConfigValue> parseYamlText(const std::string &text, const std::string &fileName,
+                                  Diagnostics *warnings = nullptr);
+Result<ConfigValue> parseJsonText(const std::string &text, const std::string &fileName,
+                                  Diagnostics *warnings = nullptr);
 
 // yaml.safe_dump(value) with PyYAML's defaults (block style, sorted keys, width 80, indent 2).
 std::string emitYaml(const ConfigValue &document);

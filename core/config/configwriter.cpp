@@ -49,10 +49,19 @@ public:
             list.items.push_back(ConfigValue::fromString(item));
         m_map.members[key] = std::move(list);
     }
-    void flagList(const char *key, std::optional<std::vector<bool>> &value, size_t)
+    void flagList(const char *key, std::optional<std::vector<bool>> &value, size_t,
+                  std::optional<BoolOrString> &written)
     {
         if (!value)
             return;
+        if (written) { // the file's own form, while it still means these values
+            const bool *b = std::get_if<bool>(&*written);
+            if (b ? *value == std::vector<bool>(value->size(), *b)
+                  : parsePrecisionOverride(std::get<std::string>(*written)) == *value) {
+                boolOrText(key, written, schema::anyText());
+                return;
+            }
+        }
         ConfigValue list = ConfigValue::list();
         for (bool item : *value)
             list.items.push_back(ConfigValue::fromBool(item));
@@ -85,6 +94,9 @@ ConfigValue writeConfigTree(const ClusterConfig &input)
         if (std::string(key) == "megatron_lm_config")
             for (const auto &[name, value] : config.megatronLm.extras)
                 block.members[name] = scalarToValue(value);
+        if (auto nulls = config.nullKeys.find(key); nulls != config.nullKeys.end())
+            for (const std::string &name : nulls->second)
+                block.members.emplace(name, ConfigValue::null()); // a value set since wins
         if (!block.members.empty())
             root.members[key] = std::move(block);
     });

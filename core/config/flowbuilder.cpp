@@ -50,7 +50,7 @@ public:
         if (match(key))
             out = std::vector<std::string>{m_answer};
     }
-    void flagList(const char *, std::optional<std::vector<bool>> &, size_t) {}
+    void flagList(const char *, std::optional<std::vector<bool>> &, size_t, std::optional<BoolOrString> &) {}
 
 private:
     std::string m_key;

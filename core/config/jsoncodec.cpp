@@ -226,7 +226,7 @@ void emit(std::string &out, const ConfigValue &value, int indent)
 
 } // namespace
 
-Result<ConfigValue> parseJsonText(const std::string &text, const std::string &fileName)
+Result<ConfigValue> parseJsonText(const std::string &text, const std::string &fileName, Diagnostics *warnings)
 {
     nlohmann::json json;
     try {
@@ -248,7 +248,7 @@ Result<ConfigValue> parseJsonText(const std::string &text, const std::string &fi
     if (!fromJson(json, root, 0, error))
         return makeError(ErrorCode::InvalidInput, error, fileName);
     root.line = 1;
-    if (auto positions = parseYamlText(text, fileName))
+    if (auto positions = parseYamlText(text, fileName, warnings))
         copyLines(root, *positions);
     return root;
 }

@@ -158,7 +158,9 @@ private:
                                     (c.mixedPrecision ? toString(*c.mixedPrecision) : "not set"));
             return;
         }
-        const std::string backend = f.backend.value_or("");
+        std::string backend = f.backend.value_or("");
+        for (char &ch : backend)
+            ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
         auto onlyFor = [&](const std::string &key, bool present, const char *owner) {
             if (present && !backend.empty() && backend != owner)
                 warning("fp8_config." + key,
@@ -170,20 +172,23 @@ private:
         onlyFor("fp8_format", f.fp8Format.has_value(), "TE");
         onlyFor("override_linear_precision", f.overrideLinearPrecision.has_value(), "TE");
         onlyFor("optimization_level", f.optimizationLevel.has_value(), "MSAMP");
+        onlyFor("amax_history_len", f.amaxHistoryLen.has_value(), "TE");
+        onlyFor("amax_compute_algo", f.amaxComputeAlgo.has_value(), "TE");
+        onlyFor("opt_level", f.optLevel.has_value(), "MSAMP");
         onlyFor("enable_fsdp_float8_all_gather", f.enableFsdpFloat8AllGather.has_value(), "AO");
         onlyFor("pad_inner_dim", f.padInnerDim.has_value(), "AO");
         if (f.amaxHistoryLength)
             warning("fp8_config.amax_history_length",
                     "never reaches the FP8 recipe (exported as ACCELERATE_FP8_AMAX_HISTORY_LENGTH, "
-                    "the recipe reads ..._AMAX_HISTORY_LEN); pass --fp8_amax_history_len at launch");
+                    "the recipe reads ..._AMAX_HISTORY_LEN); write amax_history_len instead");
         if (f.amaxComputeAlgorithm)
             warning("fp8_config.amax_compute_algorithm",
                     "never reaches the FP8 recipe (exported as ACCELERATE_FP8_AMAX_COMPUTE_ALGORITHM, "
-                    "the recipe reads ..._AMAX_COMPUTE_ALGO); pass --fp8_amax_compute_algo at launch");
+                    "the recipe reads ..._AMAX_COMPUTE_ALGO); write amax_compute_algo instead");
         if (f.optimizationLevel)
             warning("fp8_config.optimization_level",
                     "never reaches the MS-AMP recipe (exported as ACCELERATE_FP8_OPTIMIZATION_LEVEL, "
-                    "the recipe reads ..._OPT_LEVEL); pass --fp8_opt_level at launch");
+                    "the recipe reads ..._OPT_LEVEL); write opt_level instead");
         if (f.fp8Format == std::string("E5M2"))
             warning("fp8_config.fp8_format", "TransformerEngine refuses pure E5M2 training; use HYBRID or E4M3");
         if (backend == "AO" && c.distributedType == DistributedType::Fsdp &&

@@ -17,6 +17,10 @@ namespace accel::config {
 namespace {
 
 constexpr int MaxDepth = 64;
+// Values a config may hold after its aliases are expanded. A real config has a few hundred; an
+// alias of an alias of a list (a "billion laughs" file) expands without bound, 430 bytes to
+// gigabytes, so expansion stops here with an error.
+constexpr size_t MaxNodes = 100000;
 
 // Length of the valid UTF-8 sequence at text[i], 0 when there is none.
 size_t utf8Length(const std::string &text, size_t i)
@@ -80,8 +84,10 @@ std::string unreadableCharacter(const std::string &text, int &line)
 
 struct Converter {
     const std::string &fileName;
+    Diagnostics *warnings = nullptr;
     std::string error;
     int errorLine = 0;
+    size_t nodes = 0;
 
     bool fail(int line, std::string message)
     {
@@ -130,6 +136,10 @@ struct Converter {
     {
         if (depth > MaxDepth)
             return fail(node.Mark().line + 1, "nesting is deeper than " + std::to_string(MaxDepth) + " levels");
+        if (++nodes > MaxNodes)
+            return fail(node.Mark().line + 1, "more than " + std::to_string(MaxNodes) +
+                                                  " values once YAML aliases (*name) are expanded; a config "
+                                                  "file has a few hundred");
         switch (node.Type()) {
         case YAML::NodeType::Undefined:
         case YAML::NodeType::Null:
@@ -157,15 +167,18 @@ struct Converter {
                 if (!key.IsScalar())
                     return fail(keyLine, "mapping keys must be plain names");
                 const std::string name = latin1Repaired(key.Scalar());
-                auto existing = out.members.find(name);
-                if (existing != out.members.end())
-                    return fail(keyLine, "duplicate key '" + name + "' (first at line " +
-                                             std::to_string(existing->second.line) + ")");
                 ConfigValue child;
                 if (!convert(it->second, child, depth + 1))
                     return false;
                 child.line = keyLine;
-                out.members.emplace(name, std::move(child));
+                // PyYAML keeps the last value of a repeated key (and Accelerate loads such files).
+                auto existing = out.members.find(name);
+                if (existing != out.members.end() && warnings)
+                    warnings->push_back(Diagnostic{Severity::Warning, fileName, keyLine, name,
+                                                   "repeated key (first at line " +
+                                                       std::to_string(existing->second.line) +
+                                                       "); the last value is used, as Accelerate's YAML loader does"});
+                out.members[name] = std::move(child);
             }
             return true;
         }
@@ -272,7 +285,7 @@ int strayFlowComma(const std::string &text)
 
 } // namespace
 
-Result<ConfigValue> parseYamlText(const std::string &text, const std::string &fileName)
+Result<ConfigValue> parseYamlText(const std::string &text, const std::string &fileName, Diagnostics *warnings)
 {
     int badLine = 0;
     if (const std::string problem = unreadableCharacter(text, badLine); !problem.empty())
@@ -288,7 +301,7 @@ Result<ConfigValue> parseYamlText(const std::string &text, const std::string &fi
                              "expected a single YAML document, found " + std::to_string(documents.size()), fileName);
         if (documents.empty())
             return ConfigValue::null();
-        Converter converter{fileName, {}, 0};
+        Converter converter{fileName, warnings, {}, 0, 0};
         ConfigValue root;
         if (!converter.convert(documents.front(), root, 0)) {
             const std::string context =

@@ -14,17 +14,13 @@ using config::ClusterConfig;
 using config::DistributedType;
 namespace schema = config::schema;
 
-// Config key (block-qualified for fp8_config) -> flag name, where they differ.
+// Config key (block-qualified for fp8_config) -> flag name, where they differ. The questionnaire's
+// amax_history_length, amax_compute_algorithm and optimization_level have no flag (accelerate launch
+// exports them under names no recipe reads), so they are reported as dropped.
 std::string flagNameFor(const std::string &block, const std::string &key)
 {
-    if (block == "fp8_config") {
-        static const std::map<std::string, std::string> fp8 = {{"amax_history_length", "fp8_amax_history_len"},
-                                                               {"amax_compute_algorithm", "fp8_amax_compute_algo"},
-                                                               {"optimization_level", "fp8_opt_level"},
-                                                               {"fp8_format", "fp8_format"}};
-        auto it = fp8.find(key);
-        return it != fp8.end() ? it->second : "fp8_" + key;
-    }
+    if (block == "fp8_config")
+        return key.rfind("fp8_", 0) == 0 ? key : "fp8_" + key;
     if (block.empty() && key == "use_cpu")
         return "cpu";
     return key;
@@ -98,7 +94,8 @@ struct ExportVisitor {
         if (v && dropped)
             dropped->push_back(key);
     }
-    void flagList(const std::string &key, std::optional<std::vector<bool>> &v, size_t)
+    void flagList(const std::string &key, std::optional<std::vector<bool>> &v, size_t,
+                  std::optional<config::BoolOrString> &)
     {
         if (!v)
             return;
@@ -200,7 +197,8 @@ struct ImportVisitor {
         }
     }
     void textList(const std::string &, std::optional<std::vector<std::string>> &) {}
-    void flagList(const std::string &key, std::optional<std::vector<bool>> &v, size_t expected)
+    void flagList(const std::string &key, std::optional<std::vector<bool>> &v, size_t expected,
+                  std::optional<config::BoolOrString> &)
     {
         const std::string *text = find(key);
         if (!text)

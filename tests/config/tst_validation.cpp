@@ -110,9 +110,20 @@ private Q_SLOTS:
             << "config.yaml: line 3: invalid JSON: syntax error while parsing object key - unexpected '}'; "
                "expected string literal"
             << false;
-        QTest::newRow("duplicate key") << gpu + "num_processes: 4\n"
-                                       << "config.yaml: line 4: duplicate key 'num_processes' (first at line 3)"
-                                       << false;
+        // Regression: a repeated key refused the file; PyYAML keeps the last value and Accelerate loads it.
+        QTest::newRow("repeated key keeps the last value")
+            << gpu + "num_processes: 4\n"
+            << "config.yaml: line 4: num_processes: warning: repeated key (first at line 3); the last value is "
+               "used, as Accelerate's YAML loader does"
+            << true;
+        QTest::newRow("override_linear_precision bad text")
+            << gpu + "mixed_precision: fp8\nfp8_config:\n  override_linear_precision: (false, maybe, false)\n"
+            << "config.yaml: line 6: override_linear_precision: expected a list of 3 booleans, true/false or text "
+               "like '(false, false, true)'; got (false, maybe, false)"
+            << false;
+        QTest::newRow("fp8 backend unknown")
+            << gpu + "mixed_precision: fp8\nfp8_config:\n  backend: teh\n"
+            << "config.yaml: line 6: backend: expected one of AO, TE, MSAMP; got teh" << false;
         QTest::newRow("bad compute environment")
             << "compute_environment: CLOUD\ndistributed_type: NO\n"
             << "config.yaml: line 1: compute_environment: expected one of LOCAL_MACHINE, AMAZON_SAGEMAKER; got CLOUD"
@@ -249,9 +260,17 @@ private Q_SLOTS:
         QTest::newRow("amax history ignored")
             << gpu + "mixed_precision: fp8\nfp8_config:\n  backend: TE\n  amax_history_length: 16\n"
             << "config.yaml: line 7: amax_history_length: warning: never reaches the FP8 recipe (exported as "
-               "ACCELERATE_FP8_AMAX_HISTORY_LENGTH, the recipe reads ..._AMAX_HISTORY_LEN); pass "
-               "--fp8_amax_history_len at launch"
+               "ACCELERATE_FP8_AMAX_HISTORY_LENGTH, the recipe reads ..._AMAX_HISTORY_LEN); write "
+               "amax_history_len instead"
             << true;
+        QTest::newRow("optimization level ignored")
+            << gpu + "mixed_precision: fp8\nfp8_config:\n  backend: msamp\n  optimization_level: O1\n"
+            << "config.yaml: line 7: optimization_level: warning: never reaches the MS-AMP recipe (exported as "
+               "ACCELERATE_FP8_OPTIMIZATION_LEVEL, the recipe reads ..._OPT_LEVEL); write opt_level instead"
+            << true;
+        QTest::newRow("short spelling for the wrong backend")
+            << gpu + "mixed_precision: fp8\nfp8_config:\n  backend: ao\n  amax_history_len: 16\n"
+            << "config.yaml: line 7: amax_history_len: warning: is a TE setting; ignored with backend AO" << true;
         QTest::newRow("fsdp1 strategy overridden")
             << "distributed_type: FSDP\nnum_processes: 2\nfsdp_config:\n  fsdp_version: 1\n"
                "  fsdp_reshard_after_forward: SHARD_GRAD_OP\n"
