@@ -2,3 +2,8 @@
 # config.json only (accel_bigmodel, no libtorch).
 list(APPEND ACCEL_CLI_SOURCES cli/cmd_estimate_memory.cpp cli/cmd_device_map.cpp cli/cmd_safetensors.cpp)
 list(APPEND ACCEL_CLI_LIBS accel_bigmodel)
+# accel merge-weights: joins a sharded checkpoint (core/runtime/strategy/shardedfolder.h, no libtorch).
+if(TARGET accel_runtime_base)
+  list(APPEND ACCEL_CLI_SOURCES cli/cmd_merge_weights.cpp)
+  list(APPEND ACCEL_CLI_LIBS accel_runtime_base)
+endif()

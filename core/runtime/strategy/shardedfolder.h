@@ -1,0 +1,40 @@
+// The sharded checkpoint folder without libtorch (docs/sharding.md): `index.json` names, for every
+// tensor, its shape and the pieces of its flattened values in the ranks' files
+// (`rank<r>.safetensors`, the piece under the tensor's own name, `offset` and `numel` counted in
+// elements). Joining the pieces is all `accel merge-weights` needs.
+#pragma once
+
+#include "core/bigmodel/dtype.h"
+#include "core/common/result.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace accel::runtime {
+
+inline constexpr const char *kShardIndexName = "index.json";
+inline constexpr const char *kShardFormat = "accel-sharded-v1";
+inline constexpr const char *kShardedModelFolder = "pytorch_model_fsdp_0";
+
+struct JoinedTensor {
+    std::string name;
+    bigmodel::DType dtype = bigmodel::DType::F32;
+    std::vector<int64_t> shape;
+    std::vector<uint8_t> bytes;
+};
+
+// Every tensor of a sharded folder, whole, in the index's order. Errors name the file and tensor.
+Result<std::vector<JoinedTensor>> joinShardedFolder(const std::string &folder);
+
+struct MergeOptions {
+    bool removeCheckpointDir = false; // delete CHECKPOINT_DIR after a successful merge
+};
+
+// accel merge-weights: CHECKPOINT_DIR (a sharded folder, or a checkpoint folder holding
+// pytorch_model_fsdp_0/) to OUTPUT_DIR/model.safetensors, written atomically (metadata
+// format=pt). Returns the written file.
+Result<std::string> mergeWeights(const std::string &checkpointDir, const std::string &outputDir,
+                                 const MergeOptions &options = {});
+
+} // namespace accel::runtime

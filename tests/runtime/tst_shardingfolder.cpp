@@ -1,0 +1,144 @@
+// The sharded checkpoint folder without libtorch: pieces joined whole, every inconsistency an
+// error naming the file and tensor, and `accel merge-weights` writing one model.safetensors.
+#include "core/bigmodel/safetensors.h"
+#include "core/bigmodel/safetensorswriter.h"
+#include "core/runtime/strategy/shardedfolder.h"
+#include "tests/helpers/testsupport.h"
+
+#include <QDir>
+#include <QFile>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <cstring>
+#include <numeric>
+
+using namespace accel;
+using namespace accel::runtime;
+
+namespace {
+
+void writeFile(const QString &path, const QByteArray &content)
+{
+    QFile file(path);
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write(content);
+}
+
+// A 2x3 weight split 4 + 2 over two ranks and a bias of 2 wholly on rank 1, as the engine writes them.
+void writeFolder(const QString &folder, const QByteArray &index)
+{
+    QDir().mkpath(folder);
+    std::vector<float> weight(6);
+    std::iota(weight.begin(), weight.end(), 1.0f);
+    const float bias[2] = {-1.0f, -2.0f};
+    QVERIFY(bigmodel::writeSafetensors((folder + "/rank0.safetensors").toStdString(),
+                                       {{"fc.weight", bigmodel::DType::F32, {4}, weight.data(), 16}}));
+    QVERIFY(bigmodel::writeSafetensors((folder + "/rank1.safetensors").toStdString(),
+                                       {{"fc.weight", bigmodel::DType::F32, {2}, weight.data() + 4, 8},
+                                        {"fc.bias", bigmodel::DType::F32, {2}, bias, 8}}));
+    writeFile(folder + "/index.json", index);
+}
+
+const QByteArray kIndex = R"({"format": "accel-sharded-v1", "kind": "model", "ranks": 2, "step": 0, "tensors": {
+  "fc.weight": {"shape": [2, 3], "pieces": [{"file": "rank0.safetensors", "offset": 0, "numel": 4},
+                                          {"file": "rank1.safetensors", "offset": 4, "numel": 2}]},
+  "fc.bias": {"shape": [2], "pieces": [{"file": "rank1.safetensors", "offset": 0, "numel": 2}]}}})";
+
+QString errorOf(const QString &folder)
+{
+    auto joined = joinShardedFolder(folder.toStdString());
+    return joined ? QString() : QString::fromStdString(joined.error().toString());
+}
+
+} // namespace
+
+class tst_ShardingFolder : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void piecesJoinWhole()
+    {
+        QTemporaryDir dir;
+        writeFolder(dir.filePath("m"), kIndex);
+        auto joined = joinShardedFolder(dir.filePath("m").toStdString());
+        QVERIFY2(joined, joined ? "" : joined.error().toString().c_str());
+        QCOMPARE(joined->size(), size_t(2));
+        for (const auto &t : *joined) {
+            std::vector<float> values(t.bytes.size() / 4);
+            std::memcpy(values.data(), t.bytes.data(), t.bytes.size());
+            if (t.name == "fc.weight") {
+                QCOMPARE(t.shape, (std::vector<int64_t>{2, 3}));
+                QCOMPARE(values, (std::vector<float>{1, 2, 3, 4, 5, 6}));
+            } else {
+                QCOMPARE(values, (std::vector<float>{-1, -2}));
+            }
+        }
+    }
+
+    void inconsistentFoldersAreRefused()
+    {
+        QTemporaryDir dir;
+        QByteArray gap = kIndex;
+        gap.replace(R"("offset": 4, "numel": 2)", R"("offset": 3, "numel": 2)");
+        writeFolder(dir.filePath("gap"), gap);
+        QVERIFY2(errorOf(dir.filePath("gap")).contains("fc.weight: pieces overlap at value 3"),
+                 qPrintable(errorOf(dir.filePath("gap"))));
+        QByteArray outside = kIndex;
+        outside.replace(R"("offset": 4, "numel": 2)", R"("offset": 5, "numel": 2)");
+        writeFolder(dir.filePath("outside"), outside);
+        QVERIFY2(errorOf(dir.filePath("outside")).contains("does not fit its shape"),
+                 qPrintable(errorOf(dir.filePath("outside"))));
+        QByteArray missing = kIndex;
+        missing.replace(R"({"file": "rank0.safetensors", "offset": 0, "numel": 4},)", "");
+        writeFolder(dir.filePath("missing"), missing);
+        QVERIFY2(errorOf(dir.filePath("missing")).contains("fc.weight: a gap at value 0"),
+                 qPrintable(errorOf(dir.filePath("missing"))));
+        QByteArray escape = kIndex;
+        escape.replace(R"("file": "rank1.safetensors", "offset": 0)", R"("file": "../rank1.safetensors", "offset": 0)");
+        writeFolder(dir.filePath("escape"), escape);
+        QVERIFY(errorOf(dir.filePath("escape")).contains("not a file name inside the folder"));
+        writeFolder(dir.filePath("format"), QByteArray(kIndex).replace("accel-sharded-v1", "dcp"));
+        QVERIFY(errorOf(dir.filePath("format")).contains("format is not accel-sharded-v1"));
+        QVERIFY(errorOf(dir.filePath("nothing")).contains("index.json"));
+    }
+
+    void mergeWeightsCommand()
+    {
+        QTemporaryDir dir;
+        writeFolder(dir.filePath("ckpt/pytorch_model_fsdp_0"), kIndex);
+        // The checkpoint folder or the sharded folder itself; the output folder is created.
+        for (const QString &input : {dir.filePath("ckpt"), dir.filePath("ckpt/pytorch_model_fsdp_0")}) {
+            const QString out = dir.filePath("out" + QString::number(input.size()));
+            const auto run = test::runAccel({"merge-weights", input, out});
+            QVERIFY2(run.exitCode == 0, qPrintable(run.err));
+            auto file = bigmodel::SafetensorsFile::open((out + "/model.safetensors").toStdString());
+            QVERIFY(file);
+            QCOMPARE((*file)->tensors().size(), size_t(2));
+            QCOMPARE((*file)->metadata().at("format"), std::string("pt"));
+            const auto *weight = (*file)->find("fc.weight");
+            QVERIFY(weight);
+            QCOMPARE(weight->shape, (std::vector<int64_t>{2, 3}));
+            QCOMPARE(reinterpret_cast<const float *>(weight->data)[5], 6.0f);
+        }
+        QCOMPARE(test::runAccel({"merge-weights", "--help"}).exitCode, 0);
+        const auto missing = test::runAccel({"merge-weights", dir.filePath("none"), dir.filePath("o")});
+        QCOMPARE(missing.exitCode, 2);
+        QVERIFY(missing.err.contains("does not exist"));
+        const auto parent = test::runAccel({"merge-weights", dir.path(), dir.filePath("o")});
+        QCOMPARE(parent.exitCode, 2);
+        QVERIFY2(parent.err.contains("pytorch_model_fsdp_0"), qPrintable(parent.err));
+        QCOMPARE(test::runAccel({"merge-weights", dir.filePath("ckpt"), dir.filePath("o"), "--unsafe_serialization"})
+                     .exitCode,
+                 2);
+        const auto removed = test::runAccel(
+            {"merge-weights", dir.filePath("ckpt"), dir.filePath("o2"), "--remove_checkpoint_dir", "--json"});
+        QCOMPARE(removed.exitCode, 0);
+        QVERIFY(removed.out.contains("\"schema\": \"accel.merge-weights\""));
+        QVERIFY(!QFile::exists(dir.filePath("ckpt")));
+        QVERIFY(QFile::exists(dir.filePath("o2/model.safetensors")));
+    }
+};
+
+QTEST_GUILESS_MAIN(tst_ShardingFolder)
+#include "tst_shardingfolder.moc"
