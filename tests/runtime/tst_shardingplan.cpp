@@ -282,6 +282,31 @@ private Q_SLOTS:
         QCOMPARE(zero->divideFactors(1).pre, 1.0);
     }
 
+    void predictedMemoryPerStage()
+    {
+        // 1000 fp32 parameters, AdamW (2 states), 4 ranks: DDP 4 x 4000 bytes per rank.
+        const auto predict = [](const Vars &vars, int world = 4, int local = 4) {
+            return plan(vars)->predictMemory(1000, 4, 2, world, local);
+        };
+        const TrainingMemory ddp = predict({});
+        QCOMPARE(ddp.total(), int64_t(16000));
+        const TrainingMemory z1 = predict(deepspeed({{"ACCELERATE_DEEPSPEED_ZERO_STAGE", "1"}}));
+        QCOMPARE(z1.parameters, int64_t(5000));
+        QCOMPARE(z1.gradients, int64_t(4000));
+        QCOMPARE(z1.optimizerState, int64_t(2000));
+        const TrainingMemory z2 = predict(deepspeed({{"ACCELERATE_DEEPSPEED_ZERO_STAGE", "2"}}));
+        QCOMPARE(z2.total(), int64_t(5000 + 1000 + 2000));
+        const TrainingMemory z3 = predict(fsdp());
+        QCOMPARE(z3.total(), ddp.total() / 4);
+        // Hybrid on 2 machines of 2: shards in halves.
+        const TrainingMemory hybrid = predict(fsdp({{"FSDP_SHARDING_STRATEGY", "HYBRID_SHARD"}}), 4, 2);
+        QCOMPARE(hybrid.total(), ddp.total() / 2);
+        // One process: nothing to shard.
+        QCOMPARE(predict(fsdp(), 1, 1).total(), ddp.total());
+        // Uneven: 1001 parameters on 4 ranks keep 251 each.
+        QCOMPARE(plan(fsdp())->predictMemory(1001, 4, 2, 4, 4).parameters, int64_t(251 * 4));
+    }
+
     void hybridNeedsEqualMachines()
     {
         auto p = plan(fsdp({{"FSDP_SHARDING_STRATEGY", "HYBRID_SHARD"}}));

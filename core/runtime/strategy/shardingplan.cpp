@@ -347,6 +347,21 @@ Result<void> ShardingPlan::checkTopology(int worldSize, int localWorldSize) cons
                          "; hybrid sharding needs the same number of ranks per machine");
 }
 
+TrainingMemory ShardingPlan::predictMemory(int64_t parameters, int bytesPerElement, int optimizerStates, int worldSize,
+                                           int localWorldSize) const
+{
+    const int64_t ranks = std::max(1, hybrid ? std::min(worldSize, std::max(1, localWorldSize)) : worldSize);
+    const int64_t whole = parameters * bytesPerElement;
+    const int64_t chunk = (parameters + ranks - 1) / ranks * bytesPerElement;
+    const int level = ranks > 1 ? stage : 0;
+    TrainingMemory memory;
+    // ZeRO-1/2 keep the whole model next to this rank's chunk (the tensor the optimizer steps).
+    memory.parameters = level == 0 ? whole : level == 3 ? chunk : whole + chunk;
+    memory.gradients = level >= 2 ? chunk : whole;
+    memory.optimizerState = (level >= 1 ? chunk : whole) * optimizerStates;
+    return memory;
+}
+
 std::string ShardingPlan::describe() const
 {
     std::string text = source == ShardingSource::Fsdp        ? "FSDP" + std::to_string(fsdpVersion) + " " + strategy

@@ -7,6 +7,7 @@
 
 #include "core/common/result.h"
 #include "core/runtime/distributedenv.h"
+#include "core/runtime/strategy/trainingmemory.h"
 
 #include <cstdint>
 #include <string>
@@ -59,6 +60,12 @@ struct ShardingPlan {
     // Hybrid sharding needs the same number of ranks on every machine.
     Result<void> checkTopology(int worldSize, int localWorldSize) const;
     std::string describe() const; // "FSDP1 FULL_SHARD: parameters, gradients, optimizer state sharded"
+    // Per-rank bytes of parameters, gradients and optimizer state the engine holds after backward
+    // for `parameters` elements of `bytesPerElement`, `optimizerStates` state tensors per parameter
+    // (AdamW 2, SGD with momentum 1), on `worldSize` ranks, `localWorldSize` per machine (hybrid
+    // shards inside a machine). Padding of the flat parameters is left out.
+    TrainingMemory predictMemory(int64_t parameters, int bytesPerElement, int optimizerStates, int worldSize,
+                                 int localWorldSize) const;
 };
 
 // The plan the launcher's variables ask for (getenv by default). Without ACCELERATE_USE_FSDP or
