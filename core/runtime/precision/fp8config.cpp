@@ -186,14 +186,16 @@ Result<Fp8Config> Fp8Config::fromEnvironment(const Lookup &lookup)
         else
             return tl::unexpected(invalid(*level, "O1 or O2"));
     }
-    const std::pair<bool *, std::initializer_list<const char *>> flags[] = {
-        {&config.useAutocastDuringEval, {"USE_AUTOCAST_DURING_EVAL"}},
-        {&config.padInnerDim, {"PAD_INNER_DIM"}},
-        {&config.enableFsdpFloat8AllGather, {"ENABLE_FSDP_FLOAT8_ALL_GATHER"}},
-        {&config.overrideWgrad, {"OVERRIDE_WGRAD"}},
+    // One spelling each. (An initializer_list member here would dangle: its array dies with the
+    // pair's constructor call, and the rank read freed memory.)
+    const std::pair<bool *, const char *> flags[] = {
+        {&config.useAutocastDuringEval, "USE_AUTOCAST_DURING_EVAL"},
+        {&config.padInnerDim, "PAD_INNER_DIM"},
+        {&config.enableFsdpFloat8AllGather, "ENABLE_FSDP_FLOAT8_ALL_GATHER"},
+        {&config.overrideWgrad, "OVERRIDE_WGRAD"},
     };
-    for (const auto &[target, names] : flags) {
-        ACCEL_FP8_READ(flag, *names.begin())
+    for (const auto &[target, name] : flags) {
+        ACCEL_FP8_READ(flag, name)
         if (flag) {
             auto parsed = parseBool(flag->text);
             if (!parsed)
