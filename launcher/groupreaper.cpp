@@ -17,6 +17,9 @@ constexpr int kMaxGroups = 8192;
 // Runs in the forked helper: only async-signal-safe calls from here on.
 [[noreturn]] void helperMain(int readEnd)
 {
+    // Its own session and process group: a SIGKILL to the supervisor's group (`kill -9 %1` in a
+    // shell) must not reach the helper, or the ranks' children would survive.
+    ::setsid();
     // Survive the terminal's Ctrl-C and `accel stop`: only the pipe decides.
     for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE})
         ::signal(signal, SIG_IGN);
@@ -34,7 +37,7 @@ constexpr int kMaxGroups = 8192;
         if (n == static_cast<ssize_t>(sizeof(value))) {
             if (value == kGoodbye)
                 ::_exit(0);
-            if (value > 0 && count < kMaxGroups)
+            if (value > 1 && count < kMaxGroups) // never killpg(0 or 1): that is kill(0 or -1)
                 groups[count++] = value;
             continue;
         }
@@ -81,7 +84,7 @@ GroupReaper::~GroupReaper()
 
 void GroupReaper::watch(qint64 processGroup)
 {
-    if (m_pipe < 0 || processGroup <= 0)
+    if (m_pipe < 0 || processGroup <= 1 || processGroup > INT32_MAX)
         return;
     const std::int32_t value = static_cast<std::int32_t>(processGroup);
     [[maybe_unused]] const ssize_t written = ::write(m_pipe, &value, sizeof(value));

@@ -1,10 +1,16 @@
 #include "launcher/launchplan.h"
 
 #include "launcher/envbuilder.h"
+#include "launcher/export/shellquote.h"
 #include "launcher/rundirectory.h"
 
+#include "core/rundir/privatefiles.h"
+
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonArray>
+
+#include <unistd.h>
 
 namespace accel::launcher {
 
@@ -84,23 +90,30 @@ QString launchPlanText(const LaunchSettings &settings, const EnvMap &base)
     text += QStringLiteral("run directory: %1\n").arg(QString::fromStdString(settings.runDirectory));
     for (const std::string &note : settings.notes)
         text += QStringLiteral("note: %1\n").arg(QString::fromStdString(note));
-    const std::vector<std::string> command = buildRankCommand(settings, base);
-    QString commandText;
-    for (const std::string &part : command)
-        commandText += (commandText.isEmpty() ? QString() : QStringLiteral(" ")) + QString::fromStdString(part);
+    // Shell-quoted, so a command can be pasted into a shell as it is.
+    const QString commandText = QString::fromStdString(exporting::shellJoin(buildRankCommand(settings, base)));
     for (int local = 0; local < settings.processesPerNode(); ++local) {
         text += QStringLiteral("\nrank %1: %2\n").arg(globalRank(settings, local)).arg(commandText);
         for (const auto &[name, value] : environmentDifference(base, buildRankEnvironment(settings, base, {local, 0})))
-            text += QStringLiteral("  %1=%2\n").arg(QString::fromStdString(name), QString::fromStdString(value));
+            text += QStringLiteral("  %1=%2\n")
+                        .arg(QString::fromStdString(name), QString::fromStdString(exporting::shellQuote(value)));
     }
     return text;
 }
 
 QStringList lastLines(const QString &path, int count)
 {
-    QFile file(path);
-    if (!file.open(QIODevice::ReadOnly))
+    // Never through a symlink in place of the log or its folder (core/rundir).
+    const QFileInfo info(path);
+    auto fd = rundir::openRunFile(QFile::encodeName(info.path()).toStdString(),
+                                  QFile::encodeName(info.fileName()).toStdString(), rundir::OpenFor::Read);
+    if (!fd)
         return {};
+    QFile file;
+    if (!file.open(*fd, QIODevice::ReadOnly, QFileDevice::AutoCloseHandle)) {
+        ::close(*fd);
+        return {};
+    }
     const qint64 size = file.size();
     file.seek(std::max<qint64>(0, size - 8192));
     QStringList lines = QString::fromUtf8(file.readAll()).split(QLatin1Char('\n'));

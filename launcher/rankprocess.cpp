@@ -1,10 +1,13 @@
 #include "launcher/rankprocess.h"
 
+#include "core/rundir/privatefiles.h"
+
 #include <QProcessEnvironment>
 
 #include <csignal>
 #include <cstring>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace accel::launcher {
@@ -38,9 +41,15 @@ RankProcess::~RankProcess()
 
 void RankProcess::start()
 {
-    m_log.setFileName(m_spec.logPath);
-    if (!m_spec.logPath.isEmpty())
-        (void)m_log.open(QIODevice::WriteOnly | QIODevice::Append | QIODevice::Unbuffered);
+    if (!m_spec.runDirectory.isEmpty()) {
+        auto fd = rundir::openRunFile(QFile::encodeName(m_spec.runDirectory).toStdString(),
+                                      m_spec.logFile.toStdString(), rundir::OpenFor::Append);
+        if (!fd)
+            failLog(QString::fromStdString(fd.error().toString()));
+        else if (!m_log.open(*fd, QIODevice::WriteOnly | QIODevice::Append | QIODevice::Unbuffered,
+                             QFileDevice::AutoCloseHandle))
+            ::close(*fd);
+    }
     m_process.setProgram(m_spec.command.value(0));
     m_process.setArguments(m_spec.command.mid(1));
     m_process.setEnvironment(m_spec.environment);
@@ -48,13 +57,18 @@ void RankProcess::start()
         m_process.setWorkingDirectory(m_spec.workingDirectory);
     m_process.setStandardInputFile(QProcess::nullDevice());
     const pid_t supervisor = ::getpid();
-    m_process.setChildProcessModifier([supervisor] {
+    const int rankUmask = m_spec.umask;
+    m_process.setChildProcessModifier([supervisor, rankUmask] {
+        if (rankUmask >= 0)
+            ::umask(static_cast<mode_t>(rankUmask));
         // Own session and process group: the terminal's Ctrl-C reaches only the supervisor,
         // which stops the ranks itself, and killpg() reaches the rank's own children.
         ::setsid();
-        // The supervisor ignores SIGPIPE (a closed terminal pipe must not end the run); ranks
-        // get the default back, and an empty signal mask.
+        // The supervisor ignores SIGPIPE (a closed terminal pipe must not end the run) and
+        // SIGXFSZ (a file-size limit is a write error there, like a full disk); ranks get the
+        // defaults back, and an empty signal mask.
         ::signal(SIGPIPE, SIG_DFL);
+        ::signal(SIGXFSZ, SIG_DFL);
         sigset_t none;
         sigemptyset(&none);
         ::sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -84,8 +98,9 @@ void RankProcess::readChannel(QProcess::ProcessChannel channel)
     const QByteArray data = m_process.readAll();
     if (data.isEmpty())
         return;
-    if (m_log.isOpen())
-        m_log.write(data);
+    if (m_log.isOpen() && m_log.write(data) != data.size())
+        failLog(m_spec.runDirectory + QLatin1Char('/') + m_spec.logFile + QStringLiteral(": write failed: ") +
+                m_log.errorString());
     if (!m_spec.mirror)
         return;
     const int index = channel == QProcess::StandardOutput ? 0 : 1;
@@ -133,6 +148,16 @@ void RankProcess::onError(QProcess::ProcessError error)
     exit.failedToStart = true;
     exit.error = m_spec.command.value(0) + QStringLiteral(": ") + m_process.errorString();
     finish(exit);
+}
+
+void RankProcess::failLog(const QString &error)
+{
+    if (m_log.isOpen())
+        m_log.close();
+    if (m_logFailed)
+        return;
+    m_logFailed = true;
+    Q_EMIT logWriteFailed(m_spec.rank, error);
 }
 
 void RankProcess::finish(RankExit exit)

@@ -1,7 +1,8 @@
 // One rank of a run: a child process in its own session and process group (so stopping the
 // rank also stops whatever it forked), killed by the kernel if the supervisor dies
-// (PR_SET_PDEATHSIG), its stdout/stderr appended to logs/rank<N>.log and optionally mirrored to
-// the terminal with a "[rank N]" prefix.
+// (PR_SET_PDEATHSIG), its stdout/stderr appended to logs/rank<N>.log (opened without following
+// symlinks; a failed write, e.g. a full disk, is reported once by logWriteFailed) and optionally
+// mirrored to the terminal with a "[rank N]" prefix.
 #pragma once
 
 #include <QElapsedTimer>
@@ -37,8 +38,10 @@ public:
         QStringList command;     // program and arguments
         QStringList environment; // KEY=VALUE, complete
         QString workingDirectory;
-        QString logPath;
-        bool mirror = false; // copy output to the terminal with a prefix
+        QString runDirectory; // empty: no log
+        QString logFile;      // relative to runDirectory, e.g. "logs/rank0.log"
+        int umask = -1;       // the rank's umask (the supervisor's own is private); -1 keeps it
+        bool mirror = false;  // copy output to the terminal with a prefix
     };
 
     explicit RankProcess(Spec spec, QObject *parent = nullptr);
@@ -54,12 +57,16 @@ public:
 Q_SIGNALS:
     void started(int rank, qint64 pid);
     void exited(const accel::launcher::RankExit &exit);
+    // The log could not be opened or written (full disk, quota, a symlink in its place); the
+    // rank's output is then drained and dropped.
+    void logWriteFailed(int rank, const QString &error);
 
 private:
     void readChannel(QProcess::ProcessChannel channel);
     void onFinished(int exitCode, QProcess::ExitStatus status);
     void onError(QProcess::ProcessError error);
     void finish(RankExit exit);
+    void failLog(const QString &error);
 
     Spec m_spec;
     QProcess m_process;
@@ -69,6 +76,7 @@ private:
     qint64 m_pid = 0;
     bool m_running = false;
     bool m_reported = false;
+    bool m_logFailed = false;
 };
 
 } // namespace accel::launcher

@@ -1,6 +1,6 @@
 #include "launcher/rundirectory.h"
 
-#include "core/common/fileutil.h"
+#include "core/rundir/privatefiles.h"
 #include "launcher/jsonoutput.h"
 
 #include <QDateTime>
@@ -12,53 +12,40 @@
 #include <QRandomGenerator>
 #include <QRegularExpression>
 
-#include <QSysInfo>
-
-#include <fstream>
-#include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace accel::launcher {
+
+namespace {
+
+constexpr std::size_t kMaximumManifestBytes = 16u << 20;
+
+std::string native(const QString &path)
+{
+    return QFile::encodeName(path).toStdString();
+}
+
+// Readers record "lost" only in run directories of their own user: root following another
+// user's run must not create files there.
+bool ownedByCaller(const QString &path)
+{
+    struct stat info {};
+    return ::lstat(QFile::encodeName(path).constData(), &info) == 0 && info.st_uid == ::geteuid();
+}
+
+} // namespace
 
 namespace runstate {
 bool isFinal(const QString &state)
 {
-    return state == Succeeded || state == Failed || state == Stopped || state == Lost;
+    return rundir::isFinalState(state.toStdString());
 }
 } // namespace runstate
 
 double unixTimeNow()
 {
     return static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0;
-}
-
-quint64 processStartTime(qint64 pid)
-{
-    if (pid <= 0)
-        return 0;
-    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-    std::string line;
-    if (!std::getline(in, line))
-        return 0;
-    // The command name (field 2) may contain spaces; fields resume after the last ')'.
-    const size_t close = line.rfind(')');
-    if (close == std::string::npos)
-        return 0;
-    std::istringstream fields(line.substr(close + 2));
-    std::string field;
-    // Field 3 is the first after ')'; start time is field 22.
-    for (int index = 3; index <= 22 && fields >> field; ++index) {
-        if (index == 3 && field == "Z")
-            return 0; // a zombie is not running
-        if (index == 22)
-            return std::stoull(field);
-    }
-    return 0;
-}
-
-bool processMatches(qint64 pid, quint64 startTime)
-{
-    const quint64 actual = processStartTime(pid);
-    return actual != 0 && (startTime == 0 || actual == startTime);
 }
 
 QString RunDirectory::defaultRunsRoot()
@@ -86,13 +73,15 @@ QString RunDirectory::makeRunId(const QString &name)
 Result<RunDirectory> RunDirectory::create(const QString &path)
 {
     const QString absolute = QFileInfo(path).absoluteFilePath();
-    QDir dir(absolute);
-    if (dir.exists(QStringLiteral("run.json")))
+    if (auto ok = rundir::makePrivateDirectory(native(absolute)); !ok)
+        return tl::unexpected(ok.error());
+    struct stat existing {};
+    if (::lstat(native(absolute + QStringLiteral("/run.json")).c_str(), &existing) == 0)
         return makeError(ErrorCode::InvalidInput, "already holds a run (run.json exists); choose a new --run-dir",
                          absolute.toStdString());
-    for (const char *sub : {"logs", "metrics", "checkpoints"}) {
-        if (!dir.mkpath(QString::fromLatin1(sub)))
-            return makeError(ErrorCode::Io, std::string("cannot create folder ") + sub, absolute.toStdString());
+    for (const char *sub : {rundir::file::Logs, rundir::file::Metrics, rundir::file::Checkpoints}) {
+        if (auto ok = rundir::makePrivateDirectory(native(absolute) + "/" + sub); !ok)
+            return tl::unexpected(ok.error());
     }
     return RunDirectory(absolute);
 }
@@ -108,7 +97,7 @@ Result<RunDirectory> RunDirectory::open(const QString &pathOrId, const QString &
             path = root.filePath(pathOrId);
         } else {
             QStringList matches;
-            for (const QString &entry : root.entryList(QDir::Dirs | QDir::NoDotAndDotDot)) {
+            for (const QString &entry : root.entryList(QDir::Dirs | QDir::NoDotAndDotDot | QDir::NoSymLinks)) {
                 if (entry.contains(pathOrId))
                     matches << entry;
             }
@@ -122,6 +111,9 @@ Result<RunDirectory> RunDirectory::open(const QString &pathOrId, const QString &
             path = root.filePath(matches.first());
         }
     }
+    path = QDir::cleanPath(path);
+    if (auto ok = rundir::checkRealDirectory(native(path)); !ok)
+        return tl::unexpected(ok.error());
     RunDirectory run(path);
     if (auto ok = run.reloadManifest(); !ok)
         return tl::unexpected(ok.error());
@@ -141,12 +133,12 @@ QString RunDirectory::filePath(const QString &relative) const
 
 QString RunDirectory::logPath(int rank) const
 {
-    return filePath(QStringLiteral("logs/rank%1.log").arg(rank));
+    return filePath(QString::fromStdString(rundir::logFile(rank)));
 }
 
 QString RunDirectory::metricsPath(int rank) const
 {
-    return filePath(QStringLiteral("metrics/rank%1.jsonl").arg(rank));
+    return filePath(QString::fromStdString(rundir::metricsFile(rank)));
 }
 
 Result<void> RunDirectory::writeManifest(const QJsonObject &manifest)
@@ -155,19 +147,24 @@ Result<void> RunDirectory::writeManifest(const QJsonObject &manifest)
     const QByteArray text = manifest.contains(QStringLiteral("schema"))
                                 ? schemaJson(manifest)
                                 : QJsonDocument(manifest).toJson(QJsonDocument::Indented);
-    return fileutil::writeFileAtomic(filePath(QStringLiteral("run.json")).toStdString(), text.toStdString());
+    return rundir::writeRunFile(native(m_path), rundir::file::Manifest, text.toStdString());
+}
+
+Result<void> RunDirectory::writeFile(const QString &name, const QByteArray &content)
+{
+    return rundir::writeRunFile(native(m_path), name.toStdString(), content.toStdString());
 }
 
 Result<void> RunDirectory::reloadManifest()
 {
-    const std::string path = filePath(QStringLiteral("run.json")).toStdString();
-    auto text = fileutil::readFile(path);
+    auto text = rundir::readRunFile(native(m_path), rundir::file::Manifest, kMaximumManifestBytes);
     if (!text)
         return tl::unexpected(text.error());
     QJsonParseError error{};
     const QJsonDocument document = QJsonDocument::fromJson(QByteArray::fromStdString(*text), &error);
     if (!document.isObject())
-        return makeError(ErrorCode::InvalidInput, "not a JSON object: " + error.errorString().toStdString(), path);
+        return makeError(ErrorCode::InvalidInput, "not a JSON object: " + error.errorString().toStdString(),
+                         filePath(QStringLiteral("run.json")).toStdString());
     m_manifest = document.object();
     return {};
 }
@@ -190,32 +187,35 @@ Result<void> RunDirectory::appendEvent(const QString &event, QJsonObject fields)
     QJsonObject line{{QStringLiteral("time"), unixTimeNow()}, {QStringLiteral("event"), event}};
     for (auto it = fields.begin(); it != fields.end(); ++it)
         line.insert(it.key(), it.value());
-    QFile file(filePath(QStringLiteral("events.jsonl")));
-    if (!file.open(QIODevice::WriteOnly | QIODevice::Append))
-        return makeError(ErrorCode::Io, "cannot append: " + file.errorString().toStdString(),
-                         file.fileName().toStdString());
-    file.write(QJsonDocument(line).toJson(QJsonDocument::Compact) + '\n');
-    return {};
+    return rundir::appendRunLine(native(m_path), rundir::file::Events,
+                                 QJsonDocument(line).toJson(QJsonDocument::Compact).toStdString());
+}
+
+rundir::SupervisorRecord RunDirectory::supervisor() const
+{
+    const QJsonObject object = m_manifest.value(QLatin1String(rundir::key::Supervisor)).toObject();
+    return rundir::parseSupervisorRecord(QJsonDocument(object).toJson(QJsonDocument::Compact).toStdString());
+}
+
+QJsonObject RunDirectory::supervisorJson(const rundir::SupervisorRecord &record)
+{
+    return QJsonDocument::fromJson(QByteArray::fromStdString(rundir::supervisorRecordJson(record))).object();
 }
 
 QString RunDirectory::effectiveState(bool markLost)
 {
-    const QString state = m_manifest.value(QStringLiteral("state")).toString();
-    if (runstate::isFinal(state) || state.isEmpty())
-        return state;
-    const QJsonObject supervisor = m_manifest.value(QStringLiteral("supervisor")).toObject();
-    const qint64 pid = supervisor.value(QStringLiteral("pid")).toInteger();
-    const quint64 start = static_cast<quint64>(supervisor.value(QStringLiteral("start_time")).toInteger());
-    const QString host = supervisor.value(QStringLiteral("host")).toString();
-    if (pid <= 0 || (!host.isEmpty() && host != QSysInfo::machineHostName()))
-        return state; // no supervisor recorded yet, or another machine's: cannot tell from here
-    if (processMatches(pid, start))
-        return state;
-    if (markLost) {
-        (void)setState(QString::fromLatin1(runstate::Lost), QStringLiteral("supervisor pid %1 is gone").arg(pid));
-        (void)appendEvent(QStringLiteral("lost"), {{QStringLiteral("supervisor_pid"), pid}});
+    const std::string recorded = m_manifest.value(QStringLiteral("state")).toString().toStdString();
+    const rundir::SupervisorRecord record = supervisor();
+    const std::string state = rundir::effectiveState(recorded, record);
+    if (state == recorded)
+        return QString::fromStdString(state);
+    if (markLost && ownedByCaller(m_path)) {
+        (void)setState(QString::fromLatin1(runstate::Lost),
+                       QStringLiteral("supervisor pid %1 is gone").arg(static_cast<qint64>(record.pid)));
+        (void)appendEvent(QStringLiteral("lost"),
+                          {{QStringLiteral("supervisor_pid"), static_cast<qint64>(record.pid)}});
     }
-    return QString::fromLatin1(runstate::Lost);
+    return QString::fromStdString(state);
 }
 
 } // namespace accel::launcher

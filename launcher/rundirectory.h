@@ -1,25 +1,21 @@
 // A run directory: the single source of truth about one run, read by `accel runs/tail/stop`,
 // the studio and remote monitors (docs/run-directory.md). The supervisor owns the writes:
-// run.json is replaced atomically at every state change, events.jsonl only grows.
+// run.json is replaced atomically at every state change, events.jsonl only grows. The contract
+// itself (names, states, the lost rule, private files that never follow symlinks) is core/rundir;
+// this class is its Qt face for the launcher and the CLI.
 #pragma once
 
 #include "core/common/result.h"
+#include "core/rundir/runlayout.h"
 
 #include <QJsonObject>
 #include <QString>
 
 namespace accel::launcher {
 
-// States a run goes through; "lost" is set by readers that find the supervisor dead.
+// The states of core/rundir, for Qt callers.
 namespace runstate {
-inline constexpr const char *Starting = "starting";
-inline constexpr const char *Running = "running";
-inline constexpr const char *Restarting = "restarting";
-inline constexpr const char *Stopping = "stopping";
-inline constexpr const char *Succeeded = "succeeded";
-inline constexpr const char *Failed = "failed";
-inline constexpr const char *Stopped = "stopped";
-inline constexpr const char *Lost = "lost";
+using namespace accel::rundir::state;
 bool isFinal(const QString &state);
 } // namespace runstate
 
@@ -31,9 +27,11 @@ public:
     static QString defaultRunsRoot();
     // "20261122-013045-train-3fa2": UTC time, a readable name, 4 random hex digits.
     static QString makeRunId(const QString &name);
-    // Creates the folder with logs/, metrics/, checkpoints/ (it may exist but must not hold a run.json).
+    // Creates the folder 0700 with logs/, metrics/, checkpoints/ (it may exist, as a real folder
+    // of the caller's, but must not hold a run.json).
     static Result<RunDirectory> create(const QString &path);
-    // Opens an existing run: a path, or a run id (or unique id prefix) under the runs root.
+    // Opens an existing run: a path, or a run id (or unique id prefix) under the runs root. A run
+    // directory that is a symlink is refused.
     static Result<RunDirectory> open(const QString &pathOrId, const QString &runsRoot = defaultRunsRoot());
 
     QString path() const { return m_path; }
@@ -50,9 +48,14 @@ public:
     Result<void> setState(const QString &state, const QString &detail = {});
     // Appends one line {"time":..,"event":..,...} to events.jsonl.
     Result<void> appendEvent(const QString &event, QJsonObject fields = {});
+    // Writes a file directly in the run directory (cluster.yaml, job.yaml), private and atomically.
+    Result<void> writeFile(const QString &name, const QByteArray &content);
 
-    // The manifest's state, or "lost" when it says running but its supervisor is gone
-    // (pid + start time no longer match); `markLost` then records that in run.json.
+    // The manifest's supervisor record.
+    rundir::SupervisorRecord supervisor() const;
+    static QJsonObject supervisorJson(const rundir::SupervisorRecord &record);
+    // The manifest's state, or "lost" by the lost rule of core/rundir; `markLost` then records
+    // that in run.json and events.jsonl (only in a run directory of the caller's own).
     QString effectiveState(bool markLost = false);
 
 private:
@@ -62,9 +65,6 @@ private:
     QJsonObject m_manifest;
 };
 
-// Process start time (clock ticks since boot, /proc/<pid>/stat field 22); 0 if not running.
-quint64 processStartTime(qint64 pid);
-bool processMatches(qint64 pid, quint64 startTime);
 double unixTimeNow();
 
 } // namespace accel::launcher

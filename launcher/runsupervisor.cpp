@@ -8,9 +8,11 @@
 #include <QJsonArray>
 #include <QJsonObject>
 
-#include <QSysInfo>
+#include "core/rundir/privatefiles.h"
+#include "core/rundir/processidentity.h"
 
 #include <csignal>
+#include <cstdio>
 #include <unistd.h>
 
 namespace accel::launcher {
@@ -60,13 +62,14 @@ std::vector<qint64> RunSupervisor::rankPids() const
 
 void RunSupervisor::start()
 {
+    if (m_started || m_finished)
+        return; // stopped before it started: nothing to start
+    m_started = true;
     m_reaper = std::make_unique<GroupReaper>();
     if (m_run) {
         QJsonObject manifest = m_run->manifest();
-        manifest[QStringLiteral("supervisor")] =
-            QJsonObject{{QStringLiteral("pid"), static_cast<qint64>(::getpid())},
-                        {QStringLiteral("start_time"), static_cast<qint64>(processStartTime(::getpid()))},
-                        {QStringLiteral("host"), QSysInfo::machineHostName()}};
+        manifest[QLatin1String(rundir::key::Supervisor)] =
+            RunDirectory::supervisorJson(rundir::currentSupervisorRecord());
         (void)m_run->writeManifest(manifest);
         (void)m_run->appendEvent(
             QStringLiteral("started"),
@@ -82,6 +85,7 @@ void RunSupervisor::startAttempt()
 {
     m_processes.clear();
     m_exits.clear();
+    m_rankStartTimes.clear();
     m_firstFailure.reset();
     m_tearingDown = false;
     const int perNode = m_settings.processesPerNode();
@@ -98,18 +102,24 @@ void RunSupervisor::startAttempt()
             spec.environment << QString::fromStdString(name + "=" + value);
         spec.workingDirectory = QString::fromStdString(m_settings.workingDirectory);
         spec.mirror = m_options.mirror;
+        spec.umask = m_options.rankUmask;
         if (m_run) {
-            spec.logPath = m_run->logPath(rank);
+            spec.runDirectory = m_run->path();
+            spec.logFile = QString::fromStdString(rundir::logFile(rank));
             if (m_restartCount > 0) {
-                QFile log(spec.logPath);
-                if (log.open(QIODevice::WriteOnly | QIODevice::Append))
-                    log.write(QByteArrayLiteral("==== accel: restart ") + QByteArray::number(m_restartCount) +
-                              " ====\n");
+                const std::string marker = "==== accel: restart " + std::to_string(m_restartCount) + " ====";
+                if (auto ok = rundir::appendRunLine(m_run->path().toStdString(), spec.logFile.toStdString(), marker);
+                    !ok)
+                    QTimer::singleShot(0, this, [this, rank, error = ok.error().toString()] {
+                        onLogWriteFailed(rank, QString::fromStdString(error));
+                    });
             }
         }
         auto process = std::make_unique<RankProcess>(std::move(spec));
         connect(process.get(), &RankProcess::started, this, &RunSupervisor::onRankStarted);
         connect(process.get(), &RankProcess::exited, this, &RunSupervisor::onRankExited, Qt::QueuedConnection);
+        connect(process.get(), &RankProcess::logWriteFailed, this, &RunSupervisor::onLogWriteFailed,
+                Qt::QueuedConnection);
         m_processes.push_back(std::move(process));
     }
     for (const auto &process : m_processes)
@@ -121,6 +131,7 @@ void RunSupervisor::onRankStarted(int rank, qint64 pid)
 {
     if (m_reaper)
         m_reaper->watch(pid);
+    m_rankStartTimes[rank] = rundir::processStartTime(pid);
     if (m_run)
         (void)m_run->appendEvent(QStringLiteral("rank_started"), {{QStringLiteral("rank"), rank},
                                                                   {QStringLiteral("pid"), pid},
@@ -144,6 +155,18 @@ void RunSupervisor::onRankExited(const RankExit &exit)
     recordRanks();
     if (m_exits.size() == m_processes.size())
         attemptDone();
+}
+
+void RunSupervisor::onLogWriteFailed(int rank, const QString &error)
+{
+    if (m_finished || !m_logFailure.isEmpty())
+        return;
+    m_logFailure = QStringLiteral("rank %1 log: %2").arg(rank).arg(error);
+    std::fprintf(stderr, "accel launch: %s; stopping the run\n", m_logFailure.toLocal8Bit().constData());
+    if (m_run)
+        (void)m_run->appendEvent(QStringLiteral("log_write_failed"),
+                                 {{QStringLiteral("rank"), rank}, {QStringLiteral("error"), error}});
+    beginTeardown(m_logFailure);
 }
 
 void RunSupervisor::beginTeardown(const QString &reason)
@@ -170,6 +193,13 @@ void RunSupervisor::stop(const QString &reason)
 {
     if (m_finished)
         return;
+    if (!m_started) {
+        // Ctrl-C before any rank started: nothing to tear down.
+        m_stopRequested = true;
+        m_stopReason = reason;
+        finish(QString::fromLatin1(runstate::Stopped), 130, reason);
+        return;
+    }
     if (m_stopRequested) {
         killAll(); // asked twice: do not wait for the grace period
         return;
@@ -186,6 +216,10 @@ void RunSupervisor::attemptDone()
 {
     m_graceTimer.stop();
     killAll(); // leftovers the ranks forked
+    if (!m_logFailure.isEmpty()) {
+        finish(QString::fromLatin1(runstate::Failed), kLogWriteFailedExitCode, m_logFailure);
+        return;
+    }
     if (m_stopRequested) {
         finish(QString::fromLatin1(runstate::Stopped), m_firstFailure ? m_firstFailure->shellCode() : 130,
                m_stopReason);
@@ -257,6 +291,10 @@ void RunSupervisor::recordRanks()
                                                 : QJsonObject{{QStringLiteral("rank"), process->rank()},
                                                               {QStringLiteral("pid"), process->pid()},
                                                               {QStringLiteral("result"), QStringLiteral("running")}};
+        // With the pid, the start time lets `accel stop` prove a process is this rank.
+        const auto start = m_rankStartTimes.find(process->rank());
+        entry[QLatin1String(rundir::key::StartTime)] =
+            start != m_rankStartTimes.end() ? static_cast<qint64>(start->second) : 0;
         ranks.append(entry);
     }
     QJsonObject manifest = m_run->manifest();

@@ -23,6 +23,7 @@ class RunDirectory;
 struct SupervisorOptions {
     int graceMs = 5000;  // SIGTERM → SIGKILL
     bool mirror = false; // copy rank output to the terminal
+    int rankUmask = -1;  // umask the ranks get (the supervisor's own stays private); -1 inherits
 };
 
 struct RunOutcome {
@@ -33,6 +34,8 @@ struct RunOutcome {
     QString reason;
     std::vector<RankExit> ranks; // last attempt, by local rank
 };
+// A rank's log could not be written (full disk): the run fails with this exit code.
+inline constexpr int kLogWriteFailedExitCode = 1;
 
 class RunSupervisor : public QObject {
     Q_OBJECT
@@ -44,6 +47,7 @@ public:
 
     void start();
     // Stops every rank (SIGTERM, then SIGKILL after the grace period). A second call kills at once.
+    // Before start() the run ends "stopped" without starting any rank.
     void stop(const QString &reason);
     bool isFinished() const { return m_finished; }
     const RunOutcome &outcome() const { return m_outcome; }
@@ -59,6 +63,7 @@ private:
     void startAttempt();
     void onRankStarted(int rank, qint64 pid);
     void onRankExited(const RankExit &exit);
+    void onLogWriteFailed(int rank, const QString &error);
     void beginTeardown(const QString &reason);
     void killAll();
     void attemptDone();
@@ -71,14 +76,17 @@ private:
     SupervisorOptions m_options;
     std::unique_ptr<GroupReaper> m_reaper;
     std::vector<std::unique_ptr<RankProcess>> m_processes;
-    std::map<int, RankExit> m_exits; // by global rank, this attempt
+    std::map<int, RankExit> m_exits;         // by global rank, this attempt
+    std::map<int, quint64> m_rankStartTimes; // by global rank, this attempt
     std::optional<RankExit> m_firstFailure;
     QTimer m_graceTimer;
     int m_restartCount = 0;
     bool m_tearingDown = false;
     bool m_stopRequested = false;
     bool m_finished = false;
+    bool m_started = false;
     QString m_stopReason;
+    QString m_logFailure; // first log write error: the run fails with it
     RunOutcome m_outcome;
 };
 

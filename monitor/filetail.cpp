@@ -28,7 +28,9 @@ FileTail::Chunk FileTail::readNew(qint64 maximumBytes)
     Chunk chunk;
     const QByteArray nativePath = QFile::encodeName(m_path);
     struct stat onDisk {};
-    if (::stat(nativePath.constData(), &onDisk) != 0) {
+    // lstat/O_NOFOLLOW: a symlink planted in a run directory is never followed, and only regular
+    // files are read (a FIFO would block the reader).
+    if (::lstat(nativePath.constData(), &onDisk) != 0 || !S_ISREG(onDisk.st_mode)) {
         // Gone (or not there yet): keep what we have; a new file under this name restarts.
         return chunk;
     }
@@ -39,11 +41,11 @@ FileTail::Chunk FileTail::readNew(qint64 maximumBytes)
         m_offset = 0;
     }
     if (m_fd < 0) {
-        m_fd = ::open(nativePath.constData(), O_RDONLY | O_CLOEXEC);
+        m_fd = ::open(nativePath.constData(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
         if (m_fd < 0)
             return chunk;
         struct stat opened {};
-        if (::fstat(m_fd, &opened) != 0) {
+        if (::fstat(m_fd, &opened) != 0 || !S_ISREG(opened.st_mode)) {
             close();
             return chunk;
         }

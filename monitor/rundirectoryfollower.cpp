@@ -1,8 +1,12 @@
 #include "monitor/rundirectoryfollower.h"
 
+#include "core/rundir/privatefiles.h"
+#include "core/rundir/runlayout.h"
+
 #include "monitor/filetail.h"
 
 #include <QDir>
+#include <QFile>
 #include <QFileInfo>
 #include <QJsonDocument>
 
@@ -91,10 +95,10 @@ void RunDirectoryFollower::rescan()
     const std::pair<const char *, const char *> folders[] = {{"metrics", "*.jsonl"}, {"logs", "*.log"}};
     for (const auto &[folder, pattern] : folders) {
         const QDir sub(root.filePath(QLatin1String(folder)));
-        if (!sub.exists())
-            continue;
+        if (!sub.exists() || QFileInfo(sub.path()).isSymLink())
+            continue; // never follow a symlink planted in the run directory
         watch(sub.path(), true);
-        for (const QString &name : sub.entryList({QLatin1String(pattern)}, QDir::Files, QDir::Name))
+        for (const QString &name : sub.entryList({QLatin1String(pattern)}, QDir::Files | QDir::NoSymLinks, QDir::Name))
             found.append(QLatin1String(folder) + QLatin1Char('/') + name);
     }
     for (const QString &relative : found) {
@@ -138,10 +142,12 @@ void RunDirectoryFollower::readManifest()
         return;
     if (info.lastModified() == m_manifestModified && info.size() == m_manifestSize)
         return;
-    QFile file(info.filePath());
-    if (!file.open(QIODevice::ReadOnly))
+    // Never through a symlink, never a FIFO or a huge file (core/rundir).
+    const auto text =
+        rundir::readRunFile(QFile::encodeName(m_directory).toStdString(), rundir::file::Manifest, 16u << 20);
+    if (!text)
         return;
-    const QJsonDocument document = QJsonDocument::fromJson(file.readAll());
+    const QJsonDocument document = QJsonDocument::fromJson(QByteArray::fromStdString(*text));
     if (!document.isObject())
         return; // being rewritten: the next change notification or poll reads it again
     m_manifestModified = info.lastModified();

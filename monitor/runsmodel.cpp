@@ -1,17 +1,21 @@
 #include "monitor/runsmodel.h"
 
+#include "core/rundir/privatefiles.h"
+#include "core/rundir/runlayout.h"
+
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
-#include <QSysInfo>
 
 #include <cmath>
 
 namespace accel::monitor {
 
 namespace {
+
+constexpr std::size_t kMaximumManifestBytes = 16u << 20;
 
 double nowSeconds()
 {
@@ -40,48 +44,20 @@ QString summarize(const QJsonObject &settings)
     return parts.join(QStringLiteral(", "));
 }
 
-// Start time (clock ticks since boot, field 22 of /proc/<pid>/stat) of a live process, 0 if none.
-quint64 processStartTime(qint64 pid)
-{
-    QFile file(QStringLiteral("/proc/%1/stat").arg(pid));
-    if (pid <= 0 || !file.open(QIODevice::ReadOnly))
-        return 0;
-    const QByteArray line = file.readAll();
-    const qsizetype close = line.lastIndexOf(')');
-    if (close < 0)
-        return 0;
-    const QList<QByteArray> fields = line.mid(close + 2).split(' ');
-    // fields[0] is field 3 (state); field 22 is fields[19].
-    if (fields.size() < 20 || fields[0] == "Z")
-        return 0;
-    return fields[19].toULongLong();
-}
-
-// A live state whose supervisor ran on this host and is gone (or its pid was reused) is "lost",
-// as `accel runs` reports it. Supervisors on other hosts cannot be checked from here.
+// The lost rule of core/rundir on a manifest.
 QString effectiveState(const QJsonObject &manifest, const QString &state)
 {
-    static const QStringList live = {QStringLiteral("starting"), QStringLiteral("running"),
-                                     QStringLiteral("restarting"), QStringLiteral("stopping")};
-    const QJsonObject supervisor = manifest.value(QLatin1String("supervisor")).toObject();
-    if (!live.contains(state) || supervisor.isEmpty())
-        return state;
-    if (supervisor.value(QLatin1String("host")).toString() != QSysInfo::machineHostName())
-        return state;
-    const auto pid = static_cast<qint64>(supervisor.value(QLatin1String("pid")).toDouble());
-    const auto recorded = static_cast<quint64>(supervisor.value(QLatin1String("start_time")).toDouble());
-    const quint64 actual = processStartTime(pid);
-    if (actual == 0 || (recorded != 0 && actual != recorded))
-        return QStringLiteral("lost");
-    return state;
+    const QJsonObject supervisor = manifest.value(QLatin1String(rundir::key::Supervisor)).toObject();
+    const rundir::SupervisorRecord record =
+        rundir::parseSupervisorRecord(QJsonDocument(supervisor).toJson(QJsonDocument::Compact).toStdString());
+    return QString::fromStdString(rundir::effectiveState(state.toStdString(), record));
 }
 
 } // namespace
 
 bool RunInfo::isFinal() const
 {
-    return state == QLatin1String("succeeded") || state == QLatin1String("failed") ||
-           state == QLatin1String("stopped") || state == QLatin1String("lost");
+    return rundir::isFinalState(state.toStdString());
 }
 
 double RunInfo::durationSeconds(double now) const
@@ -95,10 +71,12 @@ double RunInfo::durationSeconds(double now) const
 
 bool readRunInfo(const QString &runDirectory, RunInfo &info)
 {
-    QFile file(QDir(runDirectory).filePath(QStringLiteral("run.json")));
-    if (!file.open(QIODevice::ReadOnly))
+    // Never through a symlink planted in the run directory, never a FIFO, never a huge file.
+    const auto text = rundir::readRunFile(QFile::encodeName(QDir::cleanPath(runDirectory)).toStdString(),
+                                          rundir::file::Manifest, kMaximumManifestBytes);
+    if (!text)
         return false;
-    const QJsonDocument document = QJsonDocument::fromJson(file.readAll());
+    const QJsonDocument document = QJsonDocument::fromJson(QByteArray::fromStdString(*text));
     if (!document.isObject())
         return false;
     const QJsonObject manifest = document.object();
@@ -178,7 +156,7 @@ void RunsModel::refresh()
         m_watcher.addPath(m_root);
     QStringList present;
     if (!m_root.isEmpty() && root.exists()) {
-        for (const QString &entry : root.entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name)) {
+        for (const QString &entry : root.entryList(QDir::Dirs | QDir::NoDotAndDotDot | QDir::NoSymLinks, QDir::Name)) {
             if (QFileInfo::exists(root.filePath(entry + QStringLiteral("/run.json"))))
                 present << entry;
         }

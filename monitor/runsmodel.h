@@ -1,4 +1,4 @@
-// RunsModel: the runs under a runs root (each subfolder holding a run.json, docs/run-directory.md):
+// RunsModel: the runs under a runs root (each real subfolder holding a run.json, docs/run-directory.md):
 // id, name, state, start, duration and a one-line configuration summary. Refreshes incrementally
 // (rows inserted, changed or removed, never reset) on folder changes and on a timer, which also
 // keeps the duration of live runs ticking.
@@ -27,8 +27,8 @@ struct RunInfo {
     double durationSeconds(double now) const;
 };
 
-// Reads <runDirectory>/run.json; false when missing or not a JSON object. A live state whose
-// supervisor (run.json "supervisor": pid, start_time, host) ran here and is gone reads as "lost".
+// Reads <runDirectory>/run.json (never through a symlink; core/rundir); false when missing or not
+// a JSON object. The state follows core/rundir's lost rule (the same as `accel runs`).
 bool readRunInfo(const QString &runDirectory, RunInfo &info);
 QString formatDuration(double seconds); // "45s", "3m 07s", "2h 05m"
 

@@ -46,6 +46,7 @@ struct RunSource::FileDecoder {
     int rank = -1;
     MetricsParser metrics;
     QByteArray pending;
+    bool skipping = false; // inside an over-long line: dropped up to its newline
     std::unique_ptr<StdoutMetricsParser> stdoutParser;
 };
 
@@ -121,7 +122,16 @@ void RunSource::decodeTextLines(FileDecoder &decoder, QByteArrayView bytes, bool
     stdoutBatch.source = decoder.path;
     const double now = QDateTime::currentMSecsSinceEpoch() / 1000.0;
 
+    // A line longer than the cap is never handed on in pieces: a log shows one marker instead.
+    auto skipLine = [&] {
+        if (decoder.kind == FileKind::Log)
+            logs.lines.append(QStringLiteral("[accel: skipped a line longer than %1 bytes]").arg(kMaximumTextLine));
+    };
     auto handleLine = [&](QByteArrayView line) {
+        if (line.size() > kMaximumTextLine) {
+            skipLine();
+            return;
+        }
         if (decoder.kind == FileKind::Events) {
             RunEvent event;
             if (parseEventLine(line.toByteArray(), event))
@@ -140,6 +150,12 @@ void RunSource::decodeTextLines(FileDecoder &decoder, QByteArrayView bytes, bool
 
     const char *p = bytes.data();
     const char *end = p + bytes.size();
+    if (decoder.skipping) {
+        const char *newline =
+            p < end ? static_cast<const char *>(std::memchr(p, '\n', static_cast<size_t>(end - p))) : nullptr;
+        decoder.skipping = newline == nullptr;
+        p = newline ? newline + 1 : end;
+    }
     if (!decoder.pending.isEmpty()) {
         const char *newline =
             p < end ? static_cast<const char *>(std::memchr(p, '\n', static_cast<size_t>(end - p))) : nullptr;
@@ -162,7 +178,11 @@ void RunSource::decodeTextLines(FileDecoder &decoder, QByteArrayView bytes, bool
         handleLine(QByteArrayView(p, newline - p));
         p = newline + 1;
     }
-    if (!decoder.pending.isEmpty() && (flush || decoder.pending.size() > kMaximumTextLine)) {
+    if (!decoder.pending.isEmpty() && decoder.pending.size() > kMaximumTextLine) {
+        skipLine();
+        decoder.pending.clear();
+        decoder.skipping = !flush;
+    } else if (!decoder.pending.isEmpty() && flush) {
         handleLine(decoder.pending);
         decoder.pending.clear();
     }
@@ -179,6 +199,7 @@ void RunSource::deliverRestart(const QString &relativePath, const QString &reaso
     FileDecoder &decoder = decoderFor(relativePath);
     decoder.metrics.resetStream();
     decoder.pending.clear();
+    decoder.skipping = false;
     Q_EMIT streamRestarted(relativePath, reason);
 }
 

@@ -24,14 +24,39 @@ QByteArray TailStreamEncoder::header(const QString &runDirectory) const
 
 QByteArray TailStreamEncoder::encodeBytes(const QString &relativePath, QByteArrayView bytes)
 {
-    QByteArray &pending = m_pending[relativePath];
-    const qsizetype lastNewline = bytes.lastIndexOf('\n');
-    if (lastNewline < 0) {
-        pending.append(bytes);
-        return {};
+    Pending &pending = m_pending[relativePath];
+    auto warn = [&] {
+        m_warnings
+            << QStringLiteral("%1: skipped a line longer than %2 bytes").arg(relativePath).arg(kMaximumLineBytes);
+    };
+    QByteArray text;
+    qsizetype position = 0;
+    for (qsizetype newline = bytes.indexOf('\n'); newline >= 0; newline = bytes.indexOf('\n', position)) {
+        const QByteArrayView line = bytes.sliced(position, newline - position);
+        if (pending.skipping) {
+            pending.skipping = false; // the end of the over-long line
+        } else if (pending.partial.size() + line.size() > kMaximumLineBytes) {
+            warn();
+        } else {
+            text += pending.partial;
+            text += line;
+            text += '\n';
+        }
+        pending.partial.clear();
+        position = newline + 1;
     }
-    QByteArray text = pending + bytes.first(lastNewline + 1).toByteArray();
-    pending = bytes.sliced(lastNewline + 1).toByteArray();
+    const QByteArrayView rest = bytes.sliced(position);
+    if (!pending.skipping) {
+        if (pending.partial.size() + rest.size() > kMaximumLineBytes) {
+            warn();
+            pending.partial.clear();
+            pending.skipping = true;
+        } else {
+            pending.partial += rest;
+        }
+    }
+    if (text.isEmpty())
+        return {};
     return envelope({{QStringLiteral("file"), relativePath}, {QStringLiteral("text"), QString::fromUtf8(text)}});
 }
 
@@ -50,9 +75,9 @@ QByteArray TailStreamEncoder::flush()
 {
     QByteArray out;
     for (auto it = m_pending.begin(); it != m_pending.end(); ++it) {
-        if (!it.value().isEmpty())
-            out += envelope(
-                {{QStringLiteral("file"), it.key()}, {QStringLiteral("text"), QString::fromUtf8(it.value() + '\n')}});
+        if (!it.value().partial.isEmpty())
+            out += envelope({{QStringLiteral("file"), it.key()},
+                             {QStringLiteral("text"), QString::fromUtf8(it.value().partial + '\n')}});
     }
     m_pending.clear();
     return out;

@@ -13,6 +13,9 @@
 
 #include <QHash>
 #include <QPointer>
+#include <QStringList>
+
+#include <utility>
 
 class QIODevice;
 
@@ -20,6 +23,9 @@ namespace accel::monitor {
 
 class TailStreamEncoder {
 public:
+    // Longer lines are dropped whole (with a warning), so memory per file stays bounded.
+    static constexpr qsizetype kMaximumLineBytes = 1 << 20;
+
     QByteArray header(const QString &runDirectory) const;
     // Envelope lines for the complete lines of `bytes`; a trailing partial line waits.
     QByteArray encodeBytes(const QString &relativePath, QByteArrayView bytes);
@@ -27,9 +33,16 @@ public:
     QByteArray encodeManifest(const QJsonObject &manifest) const;
     // Pending partial lines (end of the stream), as if they were complete.
     QByteArray flush();
+    // "metrics/rank0.jsonl: skipped a line longer than 1048576 bytes", once per skipped line.
+    QStringList takeWarnings() { return std::exchange(m_warnings, {}); }
 
 private:
-    QHash<QString, QByteArray> m_pending;
+    struct Pending {
+        QByteArray partial;
+        bool skipping = false; // inside an over-long line: drop up to its newline
+    };
+    QHash<QString, Pending> m_pending;
+    QStringList m_warnings;
 };
 
 class StreamRunSource : public RunSource {

@@ -20,6 +20,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <sys/stat.h>
 
 namespace accel::cli {
 
@@ -84,9 +85,14 @@ int runSupervisor(const LaunchSettings &settings, const EnvMap &base, RunDirecto
     QCoreApplication app(argc, argv);
     // `accel launch ... | head` must not kill the run when the reader goes away.
     std::signal(SIGPIPE, SIG_IGN);
+    // A file-size limit makes writes fail (reported, the run fails) instead of killing the supervisor.
+    std::signal(SIGXFSZ, SIG_IGN);
+    // Everything the supervisor and its monitor write is private; the ranks get the user's umask.
+    const mode_t userUmask = ::umask(077);
     SupervisorOptions options;
     options.graceMs = gracePeriodMs(parser);
     options.mirror = attachedToTerminal && !parser.isSet("no_mirror");
+    options.rankUmask = static_cast<int>(userUmask);
     RunSupervisor supervisor(settings, base, &run, options);
     // System sampling and hang/straggler detection beside the ranks (launcher/ knows nothing of
     // monitor/: the wiring is here). run.json records it so a studio does not detect twice.
@@ -133,8 +139,17 @@ int runSupervisor(const LaunchSettings &settings, const EnvMap &base, RunDirecto
 
 } // namespace
 
+// Blocks SIGINT/SIGTERM/SIGHUP/SIGQUIT from the first moment: a Ctrl-C before the supervisor's
+// handler exists waits as pending and stops the run cleanly once SignalWatcher unblocks it. Paths
+// that end without a supervisor unblock on the way out (the default action then applies).
+struct StopSignalsBlocked {
+    StopSignalsBlocked() { SignalWatcher::blockStopSignals(); }
+    ~StopSignalsBlocked() { SignalWatcher::unblockStopSignals(); }
+};
+
 static int runLaunch(int argc, char **argv)
 {
+    const StopSignalsBlocked blocked;
     ArgParser parser("accel launch", "Launch a training script (or an accel-worker job) on this machine's ranks, "
                                      "the way `accelerate launch` does.");
     addLaunchOptions(parser);

@@ -1,16 +1,23 @@
 #include "app/cli/cmd_launch_support.h"
 
 #include "core/common/fileutil.h"
-#include "core/hardware/blasprobe.h"
 #include "launcher/configadapter.h"
 #include "launcher/envbuilder.h"
+#include "launcher/jobfile.h"
 #include "launcher/jsonoutput.h"
 #include "launcher/launchflags.h"
 #include "launcher/launchmerge.h"
 #include "launcher/launchplan.h"
 #include "launcher/ports.h"
 
+#include "core/rundir/privatefiles.h"
+#include "core/rundir/redaction.h"
+
 #include "buildinfo.h"
+
+#ifdef ACCEL_CLI_HAVE_JOBSPEC
+#include "core/worker/jobspec.h"
+#endif
 
 #include <QDir>
 #include <QFile>
@@ -20,6 +27,7 @@
 #include <QSysInfo>
 #include <QThread>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -86,20 +94,59 @@ Result<void> resolvePort(LaunchSettings &settings)
     return {};
 }
 
-// OpenBLAS picks its kernels from the CPU model; one newer than the OpenBLAS release falls back to
-// generic ones (core/hardware/blasprobe.h). Every rank, Python or accel-worker, then gets the
-// variable that selects the kernels the CPU runs, unless the user set it (or asked to keep it).
-void giveRanksBestBlasKernels(EnvMap &environment, std::vector<std::string> &notes)
+QJsonArray stringArray(const std::vector<std::string> &values)
 {
-    const auto keep = environment.find("ACCEL_BLAS_CORETYPE");
-    if (environment.count("OPENBLAS_CORETYPE") || (keep != environment.end() && keep->second == "keep"))
-        return;
-    const hardware::BlasReport blas = hardware::probeBlas(hardware::runningCpuFlags());
-    if (blas.recommended.empty())
-        return;
-    environment["OPENBLAS_CORETYPE"] = blas.recommended;
-    notes.push_back(blas.reason + "; ranks get OPENBLAS_CORETYPE=" + blas.recommended +
-                    " (accelerate launch does not set it; ACCEL_BLAS_CORETYPE=keep leaves it unset)");
+    QJsonArray array;
+    for (const std::string &value : values)
+        array.append(QString::fromStdString(value));
+    return array;
+}
+
+std::vector<std::string> stringVector(const QJsonArray &array)
+{
+    std::vector<std::string> values;
+    for (const QJsonValue &value : array)
+        values.push_back(value.toString().toStdString());
+    return values;
+}
+
+// run.json never records secrets: values of secret-named flags and variables are redacted in the
+// command line and in every rank's command and environment (core/rundir/redaction.h).
+QJsonArray redactedPlan(QJsonArray ranks)
+{
+    for (QJsonValueRef entry : ranks) {
+        QJsonObject rank = entry.toObject();
+        rank[QStringLiteral("command")] =
+            stringArray(rundir::redactArguments(stringVector(rank.value(QStringLiteral("command")).toArray())));
+        QJsonObject env = rank.value(QStringLiteral("env")).toObject();
+        for (auto it = env.begin(); it != env.end(); ++it) {
+            if (rundir::isSecretName(it.key().toStdString()))
+                it.value() = QString::fromLatin1(rundir::kRedacted);
+        }
+        rank[QStringLiteral("env")] = env;
+        entry = rank;
+    }
+    return ranks;
+}
+
+// The job file as accel-worker will read it: the recipe and the settings every recipe shares, and
+// every field of the built-in gpt and mlp recipes. Errors name the file and the key (exit 2).
+Result<void> checkJobFile(const std::string &path)
+{
+    std::string recipe;
+#ifdef ACCEL_CLI_HAVE_JOBSPEC
+    auto spec = worker::JobSpec::load(path);
+    if (!spec)
+        return tl::unexpected(spec.error());
+    recipe = spec->recipe;
+#endif
+    const auto &formRecipes = JobFile::formRecipes();
+    if (!recipe.empty() && std::find(formRecipes.begin(), formRecipes.end(), recipe) == formRecipes.end())
+        return {}; // torchscript, plugin, selftest: their own settings are read by the worker
+    auto job = JobFile::load(path);
+    if (!job)
+        return recipe.empty() ? Result<void>() : tl::unexpected(job.error());
+    return job->check(path);
 }
 
 } // namespace
@@ -143,6 +190,8 @@ Result<PreparedLaunch> prepareLaunch(const ArgParser &parser)
             return makeError(ErrorCode::NotFound, "job file not found", *job);
         program.kind = ProgramSpec::Kind::Job;
         program.target = std::filesystem::absolute(*job, error).string();
+        if (auto ok = checkJobFile(program.target); !ok)
+            return tl::unexpected(ok.error());
         program.workerProgram = workerProgramPath();
         program.args = script;
         prepared.runName = baseName(*job);
@@ -155,6 +204,9 @@ Result<PreparedLaunch> prepareLaunch(const ArgParser &parser)
             program.kind = ProgramSpec::Kind::PythonModule;
         else if (parser.isSet("no_python"))
             program.kind = ProgramSpec::Kind::Executable;
+        // A script named "-x.py" would reach Python as an option: name it as a path.
+        if (program.kind == ProgramSpec::Kind::PythonScript && program.target.rfind('-', 0) == 0)
+            program.target = "./" + program.target;
         prepared.runName = baseName(script.front());
     }
     if (auto name = parser.value("name"))
@@ -171,16 +223,23 @@ Result<PreparedLaunch> prepareLaunch(const ArgParser &parser)
         view = loaded->view;
         prepared.configYaml = loaded->yamlText;
     }
+    // Errors about merged values name the config file they may come from.
+    auto withConfigFile = [&prepared](Error error) {
+        if (!prepared.configPath.empty() && error.context.empty()) {
+            error.context = prepared.configPath;
+            error.message += " (this config file's values merged with the command-line flags)";
+        }
+        return tl::unexpected(std::move(error));
+    };
     auto settings = mergeLaunchSettings(request, view, detectHostFacts());
     if (!settings)
-        return tl::unexpected(settings.error());
+        return withConfigFile(settings.error());
     if (defaultExists && prepared.configPath.empty() && parser.isSet("cpu"))
         settings->notes.push_back(
             "default config " + defaultPath +
             " is not read because of --cpu (as accelerate launch does); pass --config_file to use it");
     if (auto ok = resolvePort(*settings); !ok)
-        return tl::unexpected(ok.error());
-    giveRanksBestBlasKernels(request.environment, settings->notes);
+        return withConfigFile(ok.error());
 
     QString runDir = QString::fromStdString(parser.valueOr("run_dir", ""));
     if (runDir.isEmpty())
@@ -198,9 +257,10 @@ Result<RunDirectory> createRunDirectory(const PreparedLaunch &prepared, int argc
     auto run = RunDirectory::create(QString::fromStdString(settings.runDirectory));
     if (!run)
         return run;
-    QJsonArray commandLine{QStringLiteral("accel")};
+    std::vector<std::string> arguments{"accel"};
     for (int i = 0; i < argc; ++i)
-        commandLine.append(QString::fromLocal8Bit(argv[i]));
+        arguments.emplace_back(argv[i]);
+    const QJsonArray commandLine = stringArray(rundir::redactArguments(arguments));
     const QJsonObject plan = launchPlanJson(settings, prepared.baseEnvironment);
     QJsonObject manifest{
         {QStringLiteral("schema"), QStringLiteral("accel.run")},
@@ -208,7 +268,7 @@ Result<RunDirectory> createRunDirectory(const PreparedLaunch &prepared, int argc
         {QStringLiteral("id"), QFileInfo(run->path()).fileName()},
         {QStringLiteral("name"), QString::fromStdString(prepared.runName)},
         {QStringLiteral("created"), unixTimeNow()},
-        {QStringLiteral("host"), QSysInfo::machineHostName()},
+        {QStringLiteral("host"), QString::fromStdString(rundir::localHostName())},
         {QStringLiteral("user"), qEnvironmentVariable("USER")},
         {QStringLiteral("cwd"), QString::fromStdString(settings.workingDirectory)},
         {QStringLiteral("versions"),
@@ -224,13 +284,10 @@ Result<RunDirectory> createRunDirectory(const PreparedLaunch &prepared, int argc
                                          : QJsonValue()},
         {QStringLiteral("settings"), plan.value(QStringLiteral("settings"))},
         {QStringLiteral("notes"), plan.value(QStringLiteral("notes"))},
-        {QStringLiteral("plan"), plan.value(QStringLiteral("ranks"))},
+        {QStringLiteral("plan"), redactedPlan(plan.value(QStringLiteral("ranks")).toArray())},
         {QStringLiteral("restarts"), 0},
         // This process supervises the run (also with --detach, where it is the background child).
-        {QStringLiteral("supervisor"),
-         QJsonObject{{QStringLiteral("pid"), static_cast<qint64>(::getpid())},
-                     {QStringLiteral("start_time"), static_cast<qint64>(processStartTime(::getpid()))},
-                     {QStringLiteral("host"), QSysInfo::machineHostName()}}},
+        {QStringLiteral("supervisor"), RunDirectory::supervisorJson(rundir::currentSupervisorRecord())},
         {QStringLiteral("state"), QString::fromLatin1(runstate::Starting)},
         {QStringLiteral("states"),
          QJsonArray{QJsonObject{{QStringLiteral("state"), QString::fromLatin1(runstate::Starting)},
@@ -238,20 +295,34 @@ Result<RunDirectory> createRunDirectory(const PreparedLaunch &prepared, int argc
     };
     if (auto ok = run->writeManifest(manifest); !ok)
         return tl::unexpected(ok.error());
-    if (!prepared.configYaml.empty())
-        (void)fileutil::writeFileAtomic(run->filePath(QStringLiteral("cluster.yaml")).toStdString(),
-                                        prepared.configYaml);
-    if (settings.program.kind == ProgramSpec::Kind::Job)
-        QFile::copy(QString::fromStdString(settings.program.target), run->filePath(QStringLiteral("job.yaml")));
+    if (!prepared.configYaml.empty()) {
+        if (auto ok = run->writeFile(QLatin1String(rundir::file::ClusterConfig),
+                                     QByteArray::fromStdString(prepared.configYaml));
+            !ok)
+            return tl::unexpected(ok.error());
+    }
+    if (settings.program.kind == ProgramSpec::Kind::Job) {
+        auto job = fileutil::readFile(settings.program.target);
+        if (!job)
+            return tl::unexpected(job.error());
+        if (auto ok = run->writeFile(QLatin1String(rundir::file::Job), QByteArray::fromStdString(*job)); !ok)
+            return tl::unexpected(ok.error());
+    }
     return run;
 }
 
 int detachSupervisor(int argc, char **argv, const LaunchSettings &settings, bool json)
 {
     const QString runPath = QString::fromStdString(settings.runDirectory);
-    if (!QDir().mkpath(runPath)) {
-        std::fprintf(stderr, "accel launch: cannot create %s\n", runPath.toLocal8Bit().constData());
-        return 1;
+    if (auto made = rundir::makePrivateDirectory(settings.runDirectory); !made) {
+        std::fprintf(stderr, "accel launch: %s\n", made.error().toString().c_str());
+        return exitCodeFor(made.error());
+    }
+    // The supervisor's own output, created here (never through a symlink) before it starts.
+    auto log = rundir::openRunFile(settings.runDirectory, rundir::file::SupervisorLog, rundir::OpenFor::CreateOnly);
+    if (!log) {
+        std::fprintf(stderr, "accel launch: %s\n", log.error().toString().c_str());
+        return exitCodeFor(log.error());
     }
     std::vector<std::string> args = {"accel", "launch", "--detached_supervisor", "--run_dir", settings.runDirectory};
     bool removed = false;
@@ -266,34 +337,32 @@ int detachSupervisor(int argc, char **argv, const LaunchSettings &settings, bool
     for (std::string &arg : args)
         raw.push_back(arg.data());
     raw.push_back(nullptr);
-    const std::string log = settings.runDirectory + "/supervisor.log";
     const pid_t pid = ::fork();
     if (pid < 0) {
         std::fprintf(stderr, "accel launch: fork failed: %s\n", std::strerror(errno));
+        ::close(*log);
         return 1;
     }
     if (pid == 0) {
         ::setsid();
-        const int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+        const int out = *log;
         const int in = ::open("/dev/null", O_RDONLY);
-        if (out >= 0) {
-            ::dup2(out, 1);
-            ::dup2(out, 2);
-        }
+        ::dup2(out, 1);
+        ::dup2(out, 2);
         if (in >= 0)
             ::dup2(in, 0);
         ::execv("/proc/self/exe", raw.data());
         ::_exit(127);
     }
+    ::close(*log);
     // Wait until the supervisor has written run.json (or died).
     const QString manifest = runPath + QStringLiteral("/run.json");
     for (int i = 0; i < 200 && !QFileInfo::exists(manifest); ++i) {
         int status = 0;
         if (::waitpid(pid, &status, WNOHANG) == pid) {
             std::fprintf(stderr, "accel launch: the detached supervisor exited at once:\n");
-            QFile file(QString::fromStdString(log));
-            if (file.open(QIODevice::ReadOnly))
-                std::fprintf(stderr, "%s", file.readAll().constData());
+            if (auto text = rundir::readRunFile(settings.runDirectory, rundir::file::SupervisorLog))
+                std::fprintf(stderr, "%s", text->c_str());
             return 1;
         }
         QThread::msleep(25);

@@ -1,17 +1,17 @@
 // accel stop RUN: asks the run's supervisor to stop (SIGINT, which makes it SIGTERM the ranks and
 // SIGKILL them after its grace period), then escalates to SIGTERM and SIGKILL on the supervisor,
-// whose ranks die with it. A run whose supervisor is already gone has its ranks' process groups killed.
+// whose ranks die with it. A run whose supervisor is already gone has its ranks' process groups
+// killed. Only processes proven to belong to the run are signalled (core/rundir/processidentity.h):
+// pid in range, the recorded start time, and the process group and session the run created.
 #include "app/cli/argparser.h"
 #include "app/cli/command.h"
 
+#include "core/rundir/processidentity.h"
 #include "launcher/jsonoutput.h"
 #include "launcher/rundirectory.h"
 
-#include <QElapsedTimer>
 #include <QJsonArray>
 #include <QJsonDocument>
-#include <QSysInfo>
-#include <QThread>
 
 #include <csignal>
 #include <cstdio>
@@ -22,16 +22,34 @@ using namespace accel::launcher;
 
 namespace {
 
-bool waitGone(qint64 pid, quint64 start, int timeoutMs)
+// The ranks of a run whose supervisor is gone: each rank leads its own process group and
+// session, so a proven rank's group is killed. Returns what was done, for the report.
+QString killProvenRankGroups(const RunDirectory &run)
 {
-    QElapsedTimer clock;
-    clock.start();
-    while (processMatches(pid, start)) {
-        if (clock.elapsed() > timeoutMs)
-            return false;
-        QThread::msleep(20);
+    int killed = 0;
+    QStringList refused;
+    for (const QJsonValue &value : run.manifest().value(QLatin1String(rundir::key::Ranks)).toArray()) {
+        const QJsonObject rank = value.toObject();
+        if (rank.value(QStringLiteral("result")).toString() != QLatin1String("running"))
+            continue; // it exited; its leftovers were killed by the supervisor or its reaper
+        rundir::ProcessClaim claim;
+        claim.pid = static_cast<std::int64_t>(rank.value(QLatin1String(rundir::key::Pid)).toDouble());
+        const double start = rank.value(QLatin1String(rundir::key::StartTime)).toDouble();
+        claim.startTime = start > 0 && start < 1.8e19 ? static_cast<std::uint64_t>(start) : 0;
+        auto proven = rundir::ProvenProcess::prove(claim);
+        if (proven && proven->signalGroup(SIGKILL)) {
+            ++killed;
+        } else if (!proven && proven.error().code != ErrorCode::NotFound) {
+            refused << QStringLiteral("rank %1: %2")
+                           .arg(rank.value(QStringLiteral("rank")).toInt())
+                           .arg(QString::fromStdString(proven.error().toString()));
+        }
     }
-    return true;
+    QString how = QStringLiteral("supervisor was gone; killed %1 remaining rank process group(s)").arg(killed);
+    if (!refused.isEmpty())
+        how +=
+            QStringLiteral("; not signalled (not proven to belong to the run): ") + refused.join(QStringLiteral("; "));
+    return how;
 }
 
 } // namespace
@@ -60,39 +78,57 @@ static int runStop(int argc, char **argv)
         return exitCodeFor(run.error());
     }
     const int timeoutMs = static_cast<int>(std::atof(parser.valueOr("timeout", "15").c_str()) * 1000);
-    const QJsonObject supervisor = run->manifest().value(QStringLiteral("supervisor")).toObject();
-    const qint64 pid = supervisor.value(QStringLiteral("pid")).toInteger();
-    const quint64 start = static_cast<quint64>(supervisor.value(QStringLiteral("start_time")).toInteger());
-    const QString host = supervisor.value(QStringLiteral("host")).toString();
-    if (!host.isEmpty() && host != QSysInfo::machineHostName()) {
-        std::fprintf(stderr, "accel stop: run %s is supervised on host %s; run accel stop there\n",
-                     run->id().toLocal8Bit().constData(), host.toLocal8Bit().constData());
-        return ExitBadInput;
-    }
+    const rundir::SupervisorRecord supervisor = run->supervisor();
     const QString before = run->effectiveState(false);
     QString how;
     if (runstate::isFinal(before) && before != QLatin1String(runstate::Lost)) {
         how = QStringLiteral("already ") + before;
-    } else if (before == QLatin1String(runstate::Lost) || !processMatches(pid, start)) {
-        // Supervisor gone: kill whatever is left of the ranks' process groups.
-        for (const QJsonValue &rank : run->manifest().value(QStringLiteral("ranks")).toArray()) {
-            const qint64 rankPid = rank.toObject().value(QStringLiteral("pid")).toInteger();
-            if (rankPid > 0)
-                ::killpg(static_cast<pid_t>(rankPid), SIGKILL);
-        }
-        (void)run->effectiveState(true);
-        how = QStringLiteral("supervisor was gone; killed remaining rank process groups");
     } else {
-        const std::pair<int, const char *> steps[] = {{SIGINT, "SIGINT"}, {SIGTERM, "SIGTERM"}, {SIGKILL, "SIGKILL"}};
-        for (const auto &[signal, name] : steps) {
-            ::kill(static_cast<pid_t>(pid), signal);
-            how = QStringLiteral("supervisor stopped after ") + QString::fromLatin1(name);
-            if (waitGone(pid, start, signal == SIGKILL ? 5000 : timeoutMs))
-                break;
-        }
-        if (processMatches(pid, start)) {
-            std::fprintf(stderr, "accel stop: supervisor pid %lld did not exit\n", static_cast<long long>(pid));
+        switch (rundir::checkSupervisor(supervisor)) {
+        case rundir::SupervisorCheck::Unknown:
+            if (supervisor.host.empty()) {
+                std::fprintf(stderr,
+                             "accel stop: %s: run.json records no supervisor host; cannot prove which processes "
+                             "belong to the run, nothing signalled\n",
+                             run->filePath(QStringLiteral("run.json")).toLocal8Bit().constData());
+                return ExitFailure;
+            }
+            std::fprintf(stderr, "accel stop: run %s is supervised on host %s; run accel stop there\n",
+                         run->id().toLocal8Bit().constData(), supervisor.host.c_str());
+            return ExitBadInput;
+        case rundir::SupervisorCheck::NotStarted:
+            std::fprintf(stderr, "accel stop: %s: no supervisor pid recorded yet; nothing signalled\n",
+                         run->filePath(QStringLiteral("run.json")).toLocal8Bit().constData());
             return ExitFailure;
+        case rundir::SupervisorCheck::Gone:
+            how = killProvenRankGroups(*run);
+            (void)run->effectiveState(true);
+            break;
+        case rundir::SupervisorCheck::Alive: {
+            auto proven = rundir::ProvenProcess::prove(
+                {supervisor.pid, supervisor.startTime, supervisor.processGroup, supervisor.session});
+            if (!proven) {
+                std::fprintf(stderr, "accel stop: %s: the recorded supervisor is not signalled: %s\n",
+                             run->filePath(QStringLiteral("run.json")).toLocal8Bit().constData(),
+                             proven.error().toString().c_str());
+                return ExitFailure;
+            }
+            const std::pair<int, const char *> steps[] = {
+                {SIGINT, "SIGINT"}, {SIGTERM, "SIGTERM"}, {SIGKILL, "SIGKILL"}};
+            bool gone = false;
+            for (const auto &[signal, name] : steps) {
+                proven->signal(signal);
+                how = QStringLiteral("supervisor stopped after ") + QString::fromLatin1(name);
+                if ((gone = proven->waitExited(signal == SIGKILL ? 5000 : timeoutMs)))
+                    break;
+            }
+            if (!gone) {
+                std::fprintf(stderr, "accel stop: supervisor pid %lld did not exit\n",
+                             static_cast<long long>(supervisor.pid));
+                return ExitFailure;
+            }
+            break;
+        }
         }
     }
     (void)run->reloadManifest();

@@ -56,6 +56,12 @@ void writeOut(const QByteArray &bytes)
     std::fflush(stdout);
 }
 
+void printWarnings(const QStringList &warnings)
+{
+    for (const QString &warning : warnings)
+        std::fprintf(stderr, "accel tail: warning: %s\n", warning.toLocal8Bit().constData());
+}
+
 // --follow --json: the accel.tail stream (header, whole-line text chunks per file from each file's
 // start, run.json manifests, restarts) until the run has ended. `kind` empty: every file.
 int streamRun(RunDirectory &run, const QString &kind, int onlyRank)
@@ -78,9 +84,11 @@ int streamRun(RunDirectory &run, const QString &kind, int onlyRank)
     });
     accel::monitor::TailStreamEncoder encoder;
     writeOut(encoder.header(run.path()));
-    QObject::connect(
-        &follower, &accel::monitor::RunSource::bytesRead, &app,
-        [&encoder](const QString &path, const QByteArray &bytes) { writeOut(encoder.encodeBytes(path, bytes)); });
+    QObject::connect(&follower, &accel::monitor::RunSource::bytesRead, &app,
+                     [&encoder](const QString &path, const QByteArray &bytes) {
+                         writeOut(encoder.encodeBytes(path, bytes));
+                         printWarnings(encoder.takeWarnings());
+                     });
     QObject::connect(
         &follower, &accel::monitor::RunSource::streamRestarted, &app,
         [&encoder](const QString &path, const QString &reason) { writeOut(encoder.encodeRestart(path, reason)); });
@@ -190,30 +198,48 @@ static int runTail(int argc, char **argv)
     };
 
     if (!follow) {
-        const QList<FileFollower::Line> lines = follower.poll();
-        if (json) {
-            QJsonArray array;
-            for (const FileFollower::Line &line : lines)
-                array.append(lineJson(kind, line.file, line.text));
-            const QJsonObject object{{QStringLiteral("schema"), QStringLiteral("accel.tail")},
-                                     {QStringLiteral("version"), 1},
-                                     {QStringLiteral("id"), run->id()},
-                                     {QStringLiteral("state"), run->effectiveState(false)},
-                                     {QStringLiteral("kind"), kind},
-                                     {QStringLiteral("lines"), array}};
-            std::printf("%s", schemaJson(object).constData());
-        } else {
-            print(lines);
+        // Polled in budgets and printed as it comes: memory stays bounded whatever the files hold.
+        if (!json) {
+            do {
+                print(follower.poll());
+                printWarnings(follower.takeWarnings());
+            } while (follower.hasMore());
+            return ExitOk;
         }
+        const QJsonObject head{{QStringLiteral("schema"), QStringLiteral("accel.tail")},
+                               {QStringLiteral("version"), 1},
+                               {QStringLiteral("id"), run->id()},
+                               {QStringLiteral("kind"), kind}};
+        QByteArray text = schemaJson(head, true);
+        text.chop(1); // the closing brace: "lines" and "state" follow (keys in order)
+        writeOut(text + ",\"lines\":[");
+        bool first = true;
+        do {
+            for (const FileFollower::Line &line : follower.poll()) {
+                writeOut((first ? "" : ",") +
+                         QJsonDocument(lineJson(kind, line.file, line.text)).toJson(QJsonDocument::Compact));
+                first = false;
+            }
+            printWarnings(follower.takeWarnings());
+        } while (follower.hasMore());
+        const QByteArray state = QJsonDocument(QJsonObject{{QStringLiteral("state"), run->effectiveState(false)}})
+                                     .toJson(QJsonDocument::Compact);
+        writeOut("]," + state.mid(1) + "\n");
         return ExitOk;
     }
     for (;;) {
         discover(); // rank files that appear later start at their beginning
-        print(follower.poll());
+        do {
+            print(follower.poll());
+            printWarnings(follower.takeWarnings());
+        } while (follower.hasMore());
         (void)run->reloadManifest();
         if (runstate::isFinal(run->effectiveState(true))) {
             discover();
-            print(follower.poll());
+            do {
+                print(follower.poll());
+                printWarnings(follower.takeWarnings());
+            } while (follower.hasMore());
             return ExitOk;
         }
         QThread::msleep(200);

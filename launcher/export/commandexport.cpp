@@ -152,8 +152,36 @@ Result<std::string> exportTorchrun(const ExportInput &input)
     return out;
 }
 
+// An #SBATCH directive ends at the line's end: a newline (or any control character) in a header
+// value would start a line of its own, e.g. a shell command. Such values are refused.
+static Result<void> checkSbatchHeaderField(const char *field, const std::string &value)
+{
+    for (const unsigned char c : value) {
+        if (c < 0x20 || c == 0x7f) {
+            std::string shown;
+            for (const unsigned char v : value)
+                shown += v == '\n'               ? std::string("\\n")
+                         : v < 0x20 || v == 0x7f ? std::string("?")
+                                                 : std::string(1, char(v));
+            return makeError(ErrorCode::InvalidInput,
+                             std::string(field) +
+                                 ": control characters (newline, tab, ...) are not allowed in an "
+                                 "#SBATCH header line; got '" +
+                                 shown + "'",
+                             "sbatch");
+        }
+    }
+    return {};
+}
+
 Result<std::string> exportSbatch(const ExportInput &input)
 {
+    for (const auto &[field, value] : {std::pair<const char *, const std::string &>{"job name", input.jobName},
+                                       {"partition", input.partition},
+                                       {"time limit", input.timeLimit}}) {
+        if (auto ok = checkSbatchHeaderField(field, value); !ok)
+            return tl::unexpected(ok.error());
+    }
     auto flags = flagsWithout(input.config, {"machine_rank", "main_process_ip", "main_process_port"});
     if (!flags)
         return tl::unexpected(flags.error());

@@ -3,9 +3,14 @@
 #pragma once
 
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QList>
 #include <QString>
+#include <QThread>
+#include <QUuid>
+
+#include <functional>
 
 namespace accel::test {
 
@@ -28,6 +33,25 @@ inline QList<qint64> processesWithMarker(const QString &marker, const QString &p
             pids << pid;
     }
     return pids;
+}
+
+// A unique tag for a test's processes ("marker-<uuid>").
+inline QString newMarker()
+{
+    return QStringLiteral("marker-") + QUuid::createUuid().toString(QUuid::Id128);
+}
+
+// Polls `condition` every 10 ms until it holds (true) or `timeoutMs` passed (false).
+inline bool waitFor(const std::function<bool()> &condition, int timeoutMs)
+{
+    QElapsedTimer clock;
+    clock.start();
+    while (!condition()) {
+        if (clock.elapsed() > timeoutMs)
+            return false;
+        QThread::msleep(10);
+    }
+    return true;
 }
 
 } // namespace accel::test

@@ -73,6 +73,8 @@ private Q_SLOTS:
     void jobProgram();
     void sbatchRunsOnePerNode();
     void badInputIsReported();
+    void sbatchHeaderNewlineIsRefused_data();
+    void sbatchHeaderNewlineIsRefused();
 };
 
 void tst_CommandExport::shellQuoting()
@@ -282,6 +284,44 @@ void tst_CommandExport::sbatchRunsOnePerNode()
     auto script = exportSbatch(input);
     QVERIFY(script);
     QVERIFY(QString::fromStdString(*script).contains("s.bind((\"\", 0))"));
+}
+
+// Regression: a newline in an sbatch header field injected a line (e.g. a shell command) into the script.
+void tst_CommandExport::sbatchHeaderNewlineIsRefused_data()
+{
+    QTest::addColumn<QString>("field");
+    QTest::addColumn<QString>("value");
+    QTest::newRow("job name") << "job name"
+                              << "train\nrm -rf ~";
+    QTest::newRow("partition") << "partition"
+                               << "gpu\n#SBATCH --account=other";
+    QTest::newRow("time limit") << "time limit"
+                                << "01:00:00\rtouch /tmp/x";
+    QTest::newRow("tab") << "job name"
+                         << "a\tb";
+}
+
+void tst_CommandExport::sbatchHeaderNewlineIsRefused()
+{
+    QFETCH(QString, field);
+    QFETCH(QString, value);
+    ExportInput input;
+    input.config = parseYaml("distributed_type: 'NO'\n");
+    input.program.target = "train.py";
+    input.partition = "gpu";
+    input.timeLimit = "01:00:00";
+    QVERIFY(exportSbatch(input));
+    if (field == "job name")
+        input.jobName = value.toStdString();
+    else if (field == "partition")
+        input.partition = value.toStdString();
+    else
+        input.timeLimit = value.toStdString();
+    auto script = exportSbatch(input);
+    QVERIFY(!script);
+    QCOMPARE(script.error().code, accel::ErrorCode::InvalidInput);
+    QCOMPARE(accel::exitCodeFor(script.error()), 2);
+    QVERIFY2(QString::fromStdString(script.error().message).startsWith(field + ":"), script.error().message.c_str());
 }
 
 void tst_CommandExport::badInputIsReported()

@@ -5,6 +5,8 @@
 #include "launcher/ports.h"
 #include "launcher/rundirectory.h"
 
+#include "core/rundir/processidentity.h"
+
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QProcess>
@@ -58,14 +60,16 @@ private Q_SLOTS:
         sleeper.start(QStringLiteral("sleep"), {QStringLiteral("30")});
         QVERIFY(sleeper.waitForStarted());
         const qint64 pid = sleeper.processId();
-        const quint64 start = processStartTime(pid);
+        const quint64 start = accel::rundir::processStartTime(pid);
         QVERIFY(start > 0);
-        QVERIFY(processMatches(pid, start));
-        QVERIFY(!processMatches(pid, start + 1)); // same pid, different process
+        QVERIFY(accel::rundir::processMatches(pid, start));
+        QVERIFY(!accel::rundir::processMatches(pid, start + 1)); // same pid, different process
         QVERIFY(run->writeManifest(
             {{QStringLiteral("state"), QStringLiteral("running")},
              {QStringLiteral("supervisor"),
-              QJsonObject{{QStringLiteral("pid"), pid}, {QStringLiteral("start_time"), static_cast<qint64>(start)}}}}));
+              QJsonObject{{QStringLiteral("pid"), pid},
+                          {QStringLiteral("start_time"), static_cast<qint64>(start)},
+                          {QStringLiteral("host"), QString::fromStdString(accel::rundir::localHostName())}}}}));
         QCOMPARE(run->effectiveState(true), QStringLiteral("running"));
         sleeper.kill();
         QVERIFY(sleeper.waitForFinished());

@@ -1,6 +1,7 @@
 // The supervisor with real child processes (fakechild): failures take the whole group down,
 // SIGTERM-ignoring ranks are killed after the grace period, children of ranks die too,
 // restarts are counted, and the run directory records it all.
+#include "core/rundir/processidentity.h"
 #include "launcher/rundirectory.h"
 #include "launcher/runsupervisor.h"
 #include "tests/helpers/testsupport.h"
@@ -15,6 +16,7 @@
 #include <QtTest>
 
 #include <csignal>
+#include <sys/resource.h>
 
 using namespace accel::launcher;
 using accel::test::processesWithMarker;
@@ -256,6 +258,86 @@ private Q_SLOTS:
         QCOMPARE(supervisor.outcome().state, QStringLiteral("stopped"));
         QVERIFY(waitFor([&] { return processesWithMarker(marker).isEmpty(); }, 1000));
         QCOMPARE(run->manifest().value(QStringLiteral("state")).toString(), QStringLiteral("stopped"));
+    }
+
+    // Ctrl-C before the supervisor started anything: a clean "stopped", and start() starts nothing.
+    void stopBeforeStartEndsStopped()
+    {
+        QTemporaryDir dir;
+        auto run = RunDirectory::create(dir.path());
+        QVERIFY(run);
+        const QString marker = newMarker();
+        RunSupervisor supervisor(
+            fakeSettings(dir.path(), 1, {QStringLiteral("--marker"), marker, QStringLiteral("--hang")}), {}, &*run, {});
+        QSignalSpy finished(&supervisor, &RunSupervisor::finished);
+        supervisor.stop(QStringLiteral("supervisor received SIGINT"));
+        QCOMPARE(finished.size(), 1);
+        supervisor.start();
+        QCOMPARE(finished.size(), 1);
+        QCOMPARE(supervisor.outcome().state, QStringLiteral("stopped"));
+        QCOMPARE(supervisor.outcome().exitCode, 130);
+        QVERIFY(processesWithMarker(marker).isEmpty());
+        QCOMPARE(run->manifest().value(QStringLiteral("state")).toString(), QStringLiteral("stopped"));
+    }
+
+    // `accel stop` proves a rank by pid and start time: both are in run.json.
+    void rankStartTimesAreRecorded()
+    {
+        QTemporaryDir dir;
+        auto run = RunDirectory::create(dir.path());
+        QVERIFY(run);
+        RunSupervisor supervisor(fakeSettings(dir.path(), 2, {QStringLiteral("--hang")}), {}, &*run, {});
+        QSignalSpy finished(&supervisor, &RunSupervisor::finished);
+        supervisor.start();
+        const QJsonArray ranks = run->manifest().value(QStringLiteral("ranks")).toArray();
+        QCOMPARE(ranks.size(), 2);
+        for (const QJsonValue &rank : ranks) {
+            const qint64 pid = rank.toObject().value(QStringLiteral("pid")).toInteger();
+            QVERIFY(pid > 1);
+            QCOMPARE(static_cast<quint64>(rank.toObject().value(QStringLiteral("start_time")).toInteger()),
+                     accel::rundir::processStartTime(pid));
+        }
+        const accel::rundir::SupervisorRecord self = run->supervisor();
+        QCOMPARE(self.pid, std::int64_t(QCoreApplication::applicationPid()));
+        QVERIFY(self.startTime > 0 && self.processGroup > 0 && self.session > 0 && !self.host.empty());
+        supervisor.stop(QStringLiteral("test"));
+        QVERIFY(finished.wait(5000));
+    }
+
+    // A full disk used to truncate rank logs silently while the run "succeeded". A file-size
+    // limit (RLIMIT_FSIZE, SIGXFSZ ignored) makes log writes fail the way ENOSPC does.
+    void fullDiskFailsTheRunWithReason()
+    {
+        QTemporaryDir dir;
+        auto run = RunDirectory::create(dir.path());
+        QVERIFY(run);
+        rlimit saved{};
+        QVERIFY(::getrlimit(RLIMIT_FSIZE, &saved) == 0);
+        const auto previousHandler = std::signal(SIGXFSZ, SIG_IGN);
+        rlimit small = saved;
+        small.rlim_cur = 64 * 1024;
+        QVERIFY(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+        RunSupervisor supervisor(
+            fakeSettings(dir.path(), 1, {QStringLiteral("--lines"), QStringLiteral("40000"), QStringLiteral("--hang")}),
+            {}, &*run, {});
+        QSignalSpy finished(&supervisor, &RunSupervisor::finished);
+        supervisor.start();
+        const bool ended = finished.wait(10000);
+        ::setrlimit(RLIMIT_FSIZE, &saved);
+        std::signal(SIGXFSZ, previousHandler);
+        QVERIFY(ended);
+        QCOMPARE(supervisor.outcome().state, QStringLiteral("failed"));
+        QCOMPARE(supervisor.outcome().exitCode, kLogWriteFailedExitCode);
+        QVERIFY2(supervisor.outcome().reason.contains(QStringLiteral("rank 0 log")),
+                 qPrintable(supervisor.outcome().reason));
+        QVERIFY(supervisor.outcome().reason.contains(QStringLiteral("logs/rank0.log")));
+        auto reopened = RunDirectory::open(run->path());
+        QVERIFY(reopened);
+        QCOMPARE(reopened->manifest().value(QStringLiteral("state")).toString(), QStringLiteral("failed"));
+        const QJsonArray states = reopened->manifest().value(QStringLiteral("states")).toArray();
+        QVERIFY(
+            states.last().toObject().value(QStringLiteral("detail")).toString().contains(QStringLiteral("rank 0 log")));
+        QVERIFY(events(*run).contains(QStringLiteral("log_write_failed")));
     }
 
     void missingProgramFailsCleanly()

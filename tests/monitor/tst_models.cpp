@@ -4,6 +4,9 @@
 #include "monitor/ranksmodel.h"
 #include "monitor/runsmodel.h"
 
+#include "core/rundir/processidentity.h"
+#include "core/rundir/runlayout.h"
+
 #include <QAbstractItemModelTester>
 #include <QDir>
 #include <QFile>
@@ -127,15 +130,18 @@ private Q_SLOTS:
         // This test process is a live supervisor; a reaped child's pid is a dead one.
         QProcess child;
         child.start(QStringLiteral("true"), QStringList());
+        QVERIFY(child.waitForStarted(5000));
+        const qint64 deadPid = child.processId(); // 0 once finished: read it while it runs
         QVERIFY(child.waitForFinished(5000));
-        const QString host = QSysInfo::machineHostName();
+        const QString host = QString::fromStdString(accel::rundir::localHostName());
         QJsonObject live = manifest(QStringLiteral("live"), QStringLiteral("running"), 1000);
         live.insert(QStringLiteral("supervisor"),
                     QJsonObject{{QStringLiteral("pid"), QCoreApplication::applicationPid()},
-                                {QStringLiteral("start_time"), 0},
+                                {QStringLiteral("start_time"), static_cast<qint64>(accel::rundir::processStartTime(
+                                                                   QCoreApplication::applicationPid()))},
                                 {QStringLiteral("host"), host}});
         QJsonObject dead = manifest(QStringLiteral("dead"), QStringLiteral("running"), 1000);
-        dead.insert(QStringLiteral("supervisor"), QJsonObject{{QStringLiteral("pid"), child.processId()},
+        dead.insert(QStringLiteral("supervisor"), QJsonObject{{QStringLiteral("pid"), deadPid},
                                                               {QStringLiteral("start_time"), 12345},
                                                               {QStringLiteral("host"), host}});
         QJsonObject remote = dead;

@@ -197,6 +197,54 @@ private Q_SLOTS:
         follower.stop();
     }
 
+    // Regression: one 300 MB line took 3.5 GB with --json; the encoder now drops a line longer than
+    // the cap whole (one warning) and keeps the lines around it, whatever the chunking.
+    void encoderSkipsOverLongLines()
+    {
+        TailStreamEncoder encoder;
+        const QByteArray huge(TailStreamEncoder::kMaximumLineBytes + 10, 'y');
+        QByteArray out = encoder.encodeBytes(QStringLiteral("metrics/rank0.jsonl"), "{\"a\":1}\n" + huge.left(1000));
+        for (qsizetype at = 1000; at < huge.size(); at += 300000)
+            out += encoder.encodeBytes(QStringLiteral("metrics/rank0.jsonl"), huge.mid(at, 300000));
+        out += encoder.encodeBytes(QStringLiteral("metrics/rank0.jsonl"), "\n{\"b\":2}\n{\"c\":3}");
+        out += encoder.flush();
+        QVERIFY(out.size() < 1024);
+        StreamRunSource source;
+        QStringList texts;
+        connect(&source, &RunSource::bytesRead, this,
+                [&texts](const QString &, const QByteArray &bytes) { texts << QString::fromUtf8(bytes); });
+        source.feed(out);
+        QCOMPARE(texts.join(QString()), QStringLiteral("{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n"));
+        const QStringList warnings = encoder.takeWarnings();
+        QCOMPARE(warnings.size(), 1);
+        QVERIFY(warnings.first().contains(QStringLiteral("metrics/rank0.jsonl")));
+        QVERIFY(encoder.takeWarnings().isEmpty());
+    }
+
+    // A log line over the cap reaches the log view as one marker, never as pieces of it.
+    void overLongLogLineIsOneMarker()
+    {
+        StreamRunSource source;
+        QStringList lines;
+        connect(&source, &RunSource::logLinesReceived, this, [&lines](const LogLines &batch) { lines += batch.lines; });
+        const QByteArray huge(3 * 1024 * 1024, 'z');
+        auto envelopeOf = [](const QByteArray &text) {
+            return QJsonDocument(QJsonObject{{QStringLiteral("file"), QStringLiteral("logs/rank0.log")},
+                                             {QStringLiteral("text"), QString::fromLatin1(text)}})
+                       .toJson(QJsonDocument::Compact) +
+                   '\n';
+        };
+        // The long line arrives in pieces without a newline, then ends.
+        source.feed(envelopeOf("before\n" + huge.left(1500000)));
+        source.feed(envelopeOf(huge.mid(1500000)));
+        source.feed(envelopeOf("\nafter\n"));
+        source.finish();
+        QCOMPARE(lines.size(), 3);
+        QCOMPARE(lines.at(0), QStringLiteral("before"));
+        QVERIFY(lines.at(1).startsWith(QStringLiteral("[accel: skipped a line longer than")));
+        QCOMPARE(lines.at(2), QStringLiteral("after"));
+    }
+
     void filtersAndHumanOutputStay()
     {
         // --rank/--metrics narrow the stream; without --json the human text is unchanged.

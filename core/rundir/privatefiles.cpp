@@ -1,0 +1,249 @@
+#include "core/rundir/privatefiles.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <utility>
+#include <vector>
+
+namespace accel::rundir {
+
+namespace {
+
+std::string systemError(const std::string &what)
+{
+    return what + ": " + std::strerror(errno);
+}
+
+// Components of a relative path; empty when it is absolute or has "", "." or ".." parts.
+std::vector<std::string> components(const std::string &relative)
+{
+    std::vector<std::string> parts;
+    if (relative.empty() || relative.front() == '/')
+        return {};
+    size_t start = 0;
+    while (start <= relative.size()) {
+        const size_t slash = relative.find('/', start);
+        const std::string part = relative.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+        if (part.empty() || part == "." || part == "..")
+            return {};
+        parts.push_back(part);
+        if (slash == std::string::npos)
+            break;
+        start = slash + 1;
+    }
+    return parts;
+}
+
+class Fd {
+public:
+    explicit Fd(int fd = -1) : m_fd(fd) {}
+    ~Fd()
+    {
+        if (m_fd >= 0)
+            ::close(m_fd);
+    }
+    Fd(const Fd &) = delete;
+    Fd &operator=(const Fd &) = delete;
+    int get() const { return m_fd; }
+    int release() { return std::exchange(m_fd, -1); }
+    void reset(int fd)
+    {
+        if (m_fd >= 0)
+            ::close(m_fd);
+        m_fd = fd;
+    }
+
+private:
+    int m_fd;
+};
+
+std::string symlinkHint(int error)
+{
+    return error == ELOOP || error == ENOTDIR ? " (a symlink or not a folder: run directories never follow symlinks)"
+                                              : std::string();
+}
+
+} // namespace
+
+Result<void> checkRealDirectory(const std::string &path)
+{
+    struct stat info {};
+    if (::lstat(path.c_str(), &info) != 0)
+        return makeError(errno == ENOENT ? ErrorCode::NotFound : ErrorCode::Io, systemError("cannot inspect"), path);
+    if (S_ISLNK(info.st_mode))
+        return makeError(ErrorCode::InvalidInput, "is a symlink; a run directory must be a real folder", path);
+    if (!S_ISDIR(info.st_mode))
+        return makeError(ErrorCode::InvalidInput, "not a folder", path);
+    return {};
+}
+
+Result<void> makePrivateDirectory(const std::string &path)
+{
+    if (path.empty())
+        return makeError(ErrorCode::InvalidInput, "empty folder name");
+    const size_t slash = path.find_last_of('/');
+    if (slash != std::string::npos && slash > 0) {
+        const std::string parent = path.substr(0, slash);
+        struct stat info {};
+        if (::stat(parent.c_str(), &info) != 0) {
+            if (auto ok = makePrivateDirectory(parent); !ok)
+                return ok;
+        }
+    }
+    if (::mkdir(path.c_str(), 0700) == 0)
+        return {}; // mkdir applies the umask to 0700: never wider
+    if (errno != EEXIST)
+        return makeError(ErrorCode::Io, systemError("cannot create folder"), path);
+    if (auto ok = checkRealDirectory(path); !ok)
+        return ok;
+    struct stat info {};
+    if (::lstat(path.c_str(), &info) == 0 && info.st_uid != ::geteuid())
+        return makeError(ErrorCode::InvalidInput,
+                         "belongs to another user (uid " + std::to_string(info.st_uid) + "); choose a folder of yours",
+                         path);
+    if (::chmod(path.c_str(), 0700) != 0)
+        return makeError(ErrorCode::Io, systemError("cannot make private (chmod 0700)"), path);
+    return {};
+}
+
+Result<int> openRunFile(const std::string &runDirectory, const std::string &relative, OpenFor mode)
+{
+    const std::string full = runDirectory + "/" + relative;
+    const std::vector<std::string> parts = components(relative);
+    if (parts.empty())
+        return makeError(ErrorCode::InvalidInput, "not a path inside the run directory", full);
+    Fd directory(::open(runDirectory.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (directory.get() < 0)
+        return makeError(errno == ENOENT ? ErrorCode::NotFound : ErrorCode::Io,
+                         systemError("cannot open the run directory") + symlinkHint(errno), runDirectory);
+    for (size_t i = 0; i + 1 < parts.size(); ++i) {
+        const int next = ::openat(directory.get(), parts[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (next < 0)
+            return makeError(errno == ENOENT ? ErrorCode::NotFound : ErrorCode::Io,
+                             systemError("cannot open folder " + parts[i]) + symlinkHint(errno), full);
+        directory.reset(next);
+    }
+    int flags = O_NOFOLLOW | O_CLOEXEC | O_NOCTTY;
+    switch (mode) {
+    case OpenFor::Read:
+        flags |= O_RDONLY | O_NONBLOCK; // a FIFO must not block the open
+        break;
+    case OpenFor::Append:
+        flags |= O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK;
+        break;
+    case OpenFor::CreateOnly:
+        flags |= O_WRONLY | O_CREAT | O_EXCL;
+        break;
+    }
+    Fd fd(::openat(directory.get(), parts.back().c_str(), flags, 0600));
+    if (fd.get() < 0)
+        return makeError(errno == ENOENT ? ErrorCode::NotFound : ErrorCode::Io,
+                         systemError(mode == OpenFor::Read ? "cannot read" : "cannot write") +
+                             (errno == ELOOP ? " (a symlink: run directories never follow symlinks)" : ""),
+                         full);
+    struct stat info {};
+    if (::fstat(fd.get(), &info) != 0 || !S_ISREG(info.st_mode))
+        return makeError(ErrorCode::InvalidInput, "not a regular file", full);
+    // Back to blocking I/O for a regular file (O_NONBLOCK only guarded the open).
+    const int status = ::fcntl(fd.get(), F_GETFL);
+    if (status >= 0)
+        ::fcntl(fd.get(), F_SETFL, status & ~O_NONBLOCK);
+    return fd.release();
+}
+
+Result<std::string> readRunFile(const std::string &runDirectory, const std::string &relative, std::size_t maxBytes)
+{
+    auto opened = openRunFile(runDirectory, relative, OpenFor::Read);
+    if (!opened)
+        return tl::unexpected(opened.error());
+    Fd fd(*opened);
+    std::string content;
+    char buffer[65536];
+    for (;;) {
+        const ssize_t n = ::read(fd.get(), buffer, sizeof(buffer));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return makeError(ErrorCode::Io, systemError("read failed"), runDirectory + "/" + relative);
+        if (n == 0)
+            break;
+        if (content.size() + static_cast<size_t>(n) > maxBytes)
+            return makeError(ErrorCode::InvalidInput,
+                             "larger than " + std::to_string(maxBytes) + " bytes; not a file accel wrote",
+                             runDirectory + "/" + relative);
+        content.append(buffer, static_cast<size_t>(n));
+    }
+    return content;
+}
+
+bool writeAll(int fd, const char *bytes, std::size_t size)
+{
+    size_t done = 0;
+    while (done < size) {
+        const ssize_t n = ::write(fd, bytes + done, size - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            if (n == 0)
+                errno = ENOSPC;
+            return false;
+        }
+        done += static_cast<size_t>(n);
+    }
+    return true;
+}
+
+Result<void> appendRunLine(const std::string &runDirectory, const std::string &relative, const std::string &line)
+{
+    auto opened = openRunFile(runDirectory, relative, OpenFor::Append);
+    if (!opened)
+        return tl::unexpected(opened.error());
+    Fd fd(*opened);
+    const std::string text = line + "\n";
+    if (!writeAll(fd.get(), text.data(), text.size()))
+        return makeError(ErrorCode::Io, systemError("write failed"), runDirectory + "/" + relative);
+    return {};
+}
+
+Result<void> writeRunFile(const std::string &runDirectory, const std::string &name, const std::string &content)
+{
+    if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
+        return makeError(ErrorCode::InvalidInput, "not a file name directly in the run directory", name);
+    const std::string full = runDirectory + "/" + name;
+    Fd directory(::open(runDirectory.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (directory.get() < 0)
+        return makeError(errno == ENOENT ? ErrorCode::NotFound : ErrorCode::Io,
+                         systemError("cannot open the run directory") + symlinkHint(errno), runDirectory);
+    // A fresh temporary name (O_EXCL: never an existing file or symlink), then rename over `name`:
+    // rename replaces a symlink there instead of writing through it.
+    std::string temporary;
+    Fd fd;
+    for (int attempt = 0; attempt < 100 && fd.get() < 0; ++attempt) {
+        temporary = "." + name + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(attempt);
+        fd.reset(
+            ::openat(directory.get(), temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+        if (fd.get() < 0 && errno != EEXIST)
+            return makeError(ErrorCode::Io, systemError("cannot create a temporary file"), full);
+    }
+    if (fd.get() < 0)
+        return makeError(ErrorCode::Io, "cannot create a temporary file: too many left over", full);
+    auto fail = [&](const std::string &what) {
+        const std::string message = systemError(what);
+        ::unlinkat(directory.get(), temporary.c_str(), 0);
+        return makeError(ErrorCode::Io, message, full);
+    };
+    if (!writeAll(fd.get(), content.data(), content.size()))
+        return fail("write failed");
+    if (::fsync(fd.get()) != 0)
+        return fail("flush failed");
+    if (::close(fd.release()) != 0)
+        return fail("flush failed");
+    if (::renameat(directory.get(), temporary.c_str(), directory.get(), name.c_str()) != 0)
+        return fail("rename failed");
+    return {};
+}
+
+} // namespace accel::rundir

@@ -1,0 +1,42 @@
+// Files of a run directory, private and never through a symlink. Run directories and their
+// folders are created 0700 and files 0600 whatever the umask; every path inside a run directory
+// is opened one component at a time with O_NOFOLLOW, so a symlink planted in a run directory
+// (run.json, events.jsonl, logs -> /etc, ...) makes the operation fail with an error naming the
+// path instead of reading or writing where it points. Readers only accept regular files (a FIFO
+// would block them) and read at most a given size.
+#pragma once
+
+#include "core/common/result.h"
+
+#include <cstddef>
+#include <string>
+
+namespace accel::rundir {
+
+// Creates `path` (and missing parents) 0700. An existing `path` must be a real directory (not a
+// symlink) owned by the caller; it is then made 0700.
+Result<void> makePrivateDirectory(const std::string &path);
+// Checks that `path` is a real directory, not a symlink.
+Result<void> checkRealDirectory(const std::string &path);
+
+enum class OpenFor {
+    Read,      // existing regular file
+    Append,    // created 0600 when missing; must be a regular file
+    CreateOnly // must not exist yet (O_EXCL), created 0600
+};
+// Opens `relative` ("run.json", "logs/rank0.log") under `runDirectory` without following any
+// symlink inside it. Returns a file descriptor (O_CLOEXEC) the caller closes.
+Result<int> openRunFile(const std::string &runDirectory, const std::string &relative, OpenFor mode);
+
+// Reads a whole regular file of the run directory, refusing more than maxBytes.
+Result<std::string> readRunFile(const std::string &runDirectory, const std::string &relative,
+                                std::size_t maxBytes = 64u << 20);
+// Appends `line` (a newline is added) in one write to a run file.
+Result<void> appendRunLine(const std::string &runDirectory, const std::string &relative, const std::string &line);
+// Replaces a file directly in the run directory atomically (temporary file 0600, fsync, rename;
+// a symlink in its place is replaced, never followed).
+Result<void> writeRunFile(const std::string &runDirectory, const std::string &name, const std::string &content);
+// Writes all of `bytes` to fd; false with errno set on a short or failed write (full disk).
+bool writeAll(int fd, const char *bytes, std::size_t size);
+
+} // namespace accel::rundir

@@ -1,0 +1,74 @@
+// Which processes belong to a run. A pid in run.json is only a claim: `accel stop` signals a
+// process only when it can prove it is the one recorded (pid in range, same start time, same
+// process group and session), and signals it through a pidfd so that a pid reused between the
+// proof and the signal is never hit. Never kill(-1, ...) or kill(0, ...).
+#pragma once
+
+#include "core/common/result.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace accel::rundir {
+
+// Fields of /proc/<pid>/stat that identify a process.
+struct ProcessStat {
+    char state = '?'; // R, S, D, Z, ...
+    std::int64_t processGroup = 0;
+    std::int64_t session = 0;
+    std::uint64_t startTime = 0; // clock ticks since boot
+};
+
+// A pid that may be signalled at all: 1 < pid <= the largest pid_t. 0, 1, negatives and values
+// that a cast would truncate (4294967297 -> 1) are not.
+bool isSignallablePid(std::int64_t pid);
+// Parses a /proc/<pid>/stat line; nullopt when malformed.
+std::optional<ProcessStat> parseProcessStat(const std::string &line);
+// The live (not zombie) process's stat; nullopt when the pid is not signallable or not running.
+std::optional<ProcessStat> readProcessStat(std::int64_t pid);
+// Start time of a live process, 0 when none.
+std::uint64_t processStartTime(std::int64_t pid);
+// True when a live process has this pid and this start time. A recorded start time of 0 matches nothing.
+bool processMatches(std::int64_t pid, std::uint64_t recordedStartTime);
+
+// What run.json claims about one process.
+struct ProcessClaim {
+    std::int64_t pid = 0;
+    std::uint64_t startTime = 0;
+    std::int64_t processGroup = 0; // 0: must be the process's own group (pid)
+    std::int64_t session = 0;      // 0: must be the process's own session (pid)
+};
+
+// An open pidfd on a process proven to match its claim.
+class ProvenProcess {
+public:
+    // Fails (ErrorCode::InvalidInput for impossible pids, NotFound when no such process, Failed
+    // when a process with that pid is not the claimed one) with a message naming the mismatch.
+    static Result<ProvenProcess> prove(const ProcessClaim &claim);
+    ProvenProcess(ProvenProcess &&other) noexcept;
+    ProvenProcess &operator=(ProvenProcess &&other) noexcept;
+    ProvenProcess(const ProvenProcess &) = delete;
+    ProvenProcess &operator=(const ProvenProcess &) = delete;
+    ~ProvenProcess();
+
+    std::int64_t pid() const { return m_pid; }
+    // Signals the process itself (pidfd_send_signal). False when it has exited.
+    bool signal(int signalNumber) const;
+    // Signals the process's whole group; only for a process that leads its own group (the
+    // claim said so and it was checked). The leader is alive, so the group id is not reused.
+    bool signalGroup(int signalNumber) const;
+    // True while the process has not exited (the pidfd is not readable yet).
+    bool isAlive() const;
+    // Waits up to timeoutMs for the process to exit; true when it did.
+    bool waitExited(int timeoutMs) const;
+
+private:
+    ProvenProcess(int pidfd, std::int64_t pid, bool leadsGroup) : m_pidfd(pidfd), m_pid(pid), m_leadsGroup(leadsGroup)
+    {}
+    int m_pidfd = -1;
+    std::int64_t m_pid = 0;
+    bool m_leadsGroup = false;
+};
+
+} // namespace accel::rundir

@@ -1,0 +1,81 @@
+// The run-directory contract (docs/run-directory.md): file names, the states a run goes through,
+// the supervisor record in run.json and the one rule that turns a live state into "lost".
+// Qt-free: the launcher writes run directories with it and the monitor reads them with it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace accel::rundir {
+
+// Names inside a run directory.
+namespace file {
+inline constexpr const char *Manifest = "run.json";
+inline constexpr const char *Events = "events.jsonl";
+inline constexpr const char *ClusterConfig = "cluster.yaml";
+inline constexpr const char *Job = "job.yaml";
+inline constexpr const char *SupervisorLog = "supervisor.log";
+inline constexpr const char *Logs = "logs";
+inline constexpr const char *Metrics = "metrics";
+inline constexpr const char *Checkpoints = "checkpoints";
+} // namespace file
+std::string logFile(int rank);     // "logs/rank3.log"
+std::string metricsFile(int rank); // "metrics/rank3.jsonl"
+
+// States; a reader sets "lost" when the supervisor is gone (effectiveState).
+namespace state {
+inline constexpr const char *Starting = "starting";
+inline constexpr const char *Running = "running";
+inline constexpr const char *Restarting = "restarting";
+inline constexpr const char *Stopping = "stopping";
+inline constexpr const char *Succeeded = "succeeded";
+inline constexpr const char *Failed = "failed";
+inline constexpr const char *Stopped = "stopped";
+inline constexpr const char *Lost = "lost";
+} // namespace state
+bool isFinalState(std::string_view state); // succeeded, failed, stopped, lost
+bool isLiveState(std::string_view state);  // starting, running, restarting, stopping
+
+// run.json keys of the supervisor record and of each rank entry.
+namespace key {
+inline constexpr const char *Supervisor = "supervisor";
+inline constexpr const char *Pid = "pid";
+inline constexpr const char *StartTime = "start_time";
+inline constexpr const char *Host = "host";
+inline constexpr const char *ProcessGroup = "process_group";
+inline constexpr const char *Session = "session";
+inline constexpr const char *Ranks = "ranks";
+} // namespace key
+
+// Who supervises a run: recorded by the supervisor itself when it starts.
+struct SupervisorRecord {
+    std::int64_t pid = 0;
+    std::uint64_t startTime = 0; // clock ticks since boot, /proc/<pid>/stat field 22
+    std::string host;            // localHostName() of the supervisor's machine
+    std::int64_t processGroup = 0;
+    std::int64_t session = 0;
+};
+// Reads the supervisor object of run.json ({"pid":..,"start_time":..,"host":..}) from its JSON text;
+// missing, negative or out-of-range numbers read as 0 (nothing can be proven with them).
+SupervisorRecord parseSupervisorRecord(const std::string &jsonObject);
+// The same record as the JSON object run.json holds.
+std::string supervisorRecordJson(const SupervisorRecord &record);
+// The record of the calling process.
+SupervisorRecord currentSupervisorRecord();
+std::string localHostName();
+
+enum class SupervisorCheck {
+    Alive,     // this host, and pid + start time match a live process
+    Gone,      // this host, and nothing matches (a start time of 0 matches nothing)
+    Unknown,   // another host, or no host recorded: cannot be told from here
+    NotStarted // no pid recorded yet
+};
+SupervisorCheck checkSupervisor(const SupervisorRecord &supervisor, const std::string &localHost = localHostName());
+
+// The lost rule: a live recorded state whose supervisor is Gone reads "lost"; everything else
+// reads as recorded.
+std::string effectiveState(const std::string &recorded, const SupervisorRecord &supervisor,
+                           const std::string &localHost = localHostName());
+
+} // namespace accel::rundir

@@ -1,0 +1,251 @@
+// `accel launch` under signals, limits and hostile input, through the real accel binary: a
+// Ctrl-C that arrives before the handler exists and an inherited ignored SIGINT both end
+// "stopped"; SIGKILL of the supervisor's whole process group leaves no rank's grandchild;
+// run directories are private under umask 022 and run.json holds no secret from argv;
+// --dry-run validates the job, quotes commands and names the config file; a script named "-x.py".
+#include "tests/helpers/testsupport.h"
+#include "tests/launcher/processprobe.h"
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <csignal>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using accel::test::newMarker;
+using accel::test::processesWithMarker;
+using accel::test::runAccel;
+using accel::test::waitFor;
+
+namespace {
+
+QString fakechild()
+{
+    return accel::test::binDir() + QStringLiteral("/fakechild");
+}
+
+QString accelProgram()
+{
+    return accel::test::binDir() + QStringLiteral("/accel");
+}
+
+QJsonObject manifestOf(const QString &runDir)
+{
+    QFile file(runDir + QStringLiteral("/run.json"));
+    return file.open(QIODevice::ReadOnly) ? QJsonDocument::fromJson(file.readAll()).object() : QJsonObject();
+}
+
+mode_t modeOf(const QString &path)
+{
+    struct stat info {};
+    return ::lstat(QFile::encodeName(path).constData(), &info) == 0 ? (info.st_mode & 07777) : 0;
+}
+
+QString writeFile(const QString &path, const QByteArray &content)
+{
+    QFile file(path);
+    if (file.open(QIODevice::WriteOnly))
+        file.write(content);
+    return path;
+}
+
+QStringList hangingLaunch(const QString &runDir, const QString &marker, int ranks = 1)
+{
+    return {QStringLiteral("launch"),          QStringLiteral("--cpu"),
+            QStringLiteral("--num_processes"), QString::number(ranks),
+            QStringLiteral("--run_dir"),       runDir,
+            QStringLiteral("--grace_period"),  QStringLiteral("2"),
+            QStringLiteral("--no_python"),     fakechild(),
+            QStringLiteral("--marker"),        marker,
+            QStringLiteral("--grandchild"),    QStringLiteral("--hang")};
+}
+
+} // namespace
+
+class tst_LaunchHardening : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase()
+    {
+        QVERIFY2(QFile::exists(fakechild()), "build the fakechild target");
+        QVERIFY2(QFile::exists(accelProgram()), "build the accel target");
+    }
+
+    // Regression: a Ctrl-C in the first milliseconds killed the supervisor before its handler was
+    // installed (state stayed "starting"). The SIGINT here is sent at once and held pending by an
+    // inherited blocked mask, exactly as a signal that arrives before the handler exists.
+    void ctrlCBeforeHandlerStopsCleanly()
+    {
+        QTemporaryDir dir;
+        const QString runDir = dir.filePath(QStringLiteral("run"));
+        const QString marker = newMarker();
+        QProcess launch;
+        launch.setChildProcessModifier([] {
+            sigset_t set;
+            sigemptyset(&set);
+            sigaddset(&set, SIGINT);
+            ::sigprocmask(SIG_BLOCK, &set, nullptr);
+        });
+        launch.start(accelProgram(), hangingLaunch(runDir, marker));
+        QVERIFY(launch.waitForStarted());
+        QVERIFY(::kill(static_cast<pid_t>(launch.processId()), SIGINT) == 0);
+        QVERIFY(launch.waitForFinished(20000));
+        QCOMPARE(launch.exitStatus(), QProcess::NormalExit);
+        QCOMPARE(launch.exitCode(), 130);
+        QCOMPARE(manifestOf(runDir).value(QStringLiteral("state")).toString(), QStringLiteral("stopped"));
+        QVERIFY(waitFor([&] { return processesWithMarker(marker, QStringLiteral("fakechild")).isEmpty(); }, 5000));
+    }
+
+    // Regression: with SIGINT ignored by the parent (nohup, `cmd &` in a script) a stop request
+    // was dropped.
+    void inheritedIgnoredSigintStillStops()
+    {
+        QTemporaryDir dir;
+        const QString runDir = dir.filePath(QStringLiteral("run"));
+        const QString marker = newMarker();
+        QProcess launch;
+        launch.setChildProcessModifier([] { ::signal(SIGINT, SIG_IGN); });
+        launch.start(accelProgram(), hangingLaunch(runDir, marker));
+        QVERIFY(launch.waitForStarted());
+        QVERIFY(waitFor([&] { return processesWithMarker(marker, QStringLiteral("fakechild")).size() == 2; }, 15000));
+        QVERIFY(::kill(static_cast<pid_t>(launch.processId()), SIGINT) == 0);
+        QVERIFY(launch.waitForFinished(20000));
+        QCOMPARE(launch.exitCode(), 130);
+        QCOMPARE(manifestOf(runDir).value(QStringLiteral("state")).toString(), QStringLiteral("stopped"));
+        QVERIFY(waitFor([&] { return processesWithMarker(marker, QStringLiteral("fakechild")).isEmpty(); }, 5000));
+    }
+
+    // Regression: SIGKILL to the supervisor's process group (`kill -9 %1`) also killed the reaper,
+    // so the ranks' children survived (10 of 10 cycles).
+    void supervisorGroupKillLeavesNoGrandchild()
+    {
+        QTemporaryDir dir;
+        const QString marker = newMarker();
+        QProcess launch;
+        launch.setChildProcessModifier([] { ::setpgid(0, 0); }); // a job of its own, as a shell makes it
+        launch.start(accelProgram(), hangingLaunch(dir.filePath(QStringLiteral("run")), marker, 2));
+        QVERIFY(launch.waitForStarted());
+        // Two ranks and their grandchildren.
+        QVERIFY(waitFor([&] { return processesWithMarker(marker, QStringLiteral("fakechild")).size() == 4; }, 15000));
+        QVERIFY(::killpg(static_cast<pid_t>(launch.processId()), SIGKILL) == 0);
+        QVERIFY(launch.waitForFinished(5000));
+        QVERIFY2(waitFor([&] { return processesWithMarker(marker, QStringLiteral("fakechild")).isEmpty(); }, 10000),
+                 "a rank's child survived SIGKILL of the supervisor's process group");
+    }
+
+    // Regression: run directories, logs and run.json were world-readable under umask 022, and
+    // run.json recorded argv verbatim (an --aws_secret_access_key landed in it).
+    void runDirectoryIsPrivateAndHoldsNoSecret()
+    {
+        QTemporaryDir dir;
+        const QString runDir = dir.filePath(QStringLiteral("run"));
+        QProcess launch;
+        launch.setChildProcessModifier([] { ::umask(022); });
+        launch.start(accelProgram(),
+                     {QStringLiteral("launch"), QStringLiteral("--cpu"), QStringLiteral("--num_processes"),
+                      QStringLiteral("1"), QStringLiteral("--run_dir"), runDir, QStringLiteral("--no_python"),
+                      fakechild(), QStringLiteral("--print"), QStringLiteral("--aws_secret_access_key=SeCrEt123"),
+                      QStringLiteral("--marker"), QStringLiteral("HF_TOKEN=TokEn456"), QStringLiteral("--metrics"),
+                      QStringLiteral("2")});
+        QVERIFY(launch.waitForFinished(30000));
+        QVERIFY2(launch.exitCode() == 0, launch.readAllStandardError().constData());
+        for (const char *folder : {"", "/logs", "/metrics", "/checkpoints"})
+            QCOMPARE(modeOf(runDir + QLatin1String(folder)), mode_t(0700));
+        // What the supervisor writes is 0600; what ranks write keeps the user's umask, inside 0700 folders.
+        for (const char *file : {"/run.json", "/events.jsonl", "/logs/rank0.log"})
+            QCOMPARE(modeOf(runDir + QLatin1String(file)), mode_t(0600));
+        if (QFile::exists(runDir + QStringLiteral("/metrics/system.jsonl")))
+            QCOMPARE(modeOf(runDir + QStringLiteral("/metrics/system.jsonl")), mode_t(0600));
+        QFile manifest(runDir + QStringLiteral("/run.json"));
+        QVERIFY(manifest.open(QIODevice::ReadOnly));
+        const QByteArray text = manifest.readAll();
+        QVERIFY(!text.contains("SeCrEt123"));
+        QVERIFY(!text.contains("TokEn456"));
+        const QJsonObject object = QJsonDocument::fromJson(text).object();
+        QVERIFY(object.value(QStringLiteral("argv"))
+                    .toArray()
+                    .contains(QStringLiteral("--aws_secret_access_key=<redacted>")));
+        const QJsonArray command =
+            object.value(QStringLiteral("plan")).toArray().at(0).toObject().value(QStringLiteral("command")).toArray();
+        QVERIFY(command.contains(QStringLiteral("HF_TOKEN=<redacted>")));
+    }
+
+    // Regression: `accel launch --job X --dry-run` accepted any job (exit 0 for `recipe: nonsense`).
+    void dryRunValidatesTheJob()
+    {
+        QTemporaryDir dir;
+        const QString nonsense = writeFile(dir.filePath(QStringLiteral("nonsense.yaml")), "recipe: nonsense\n");
+        auto result = runAccel({QStringLiteral("launch"), QStringLiteral("--cpu"), QStringLiteral("--job"), nonsense,
+                                QStringLiteral("--dry-run")});
+        QCOMPARE(result.exitCode, 2);
+        QVERIFY2(result.err.contains(nonsense) && result.err.contains(QStringLiteral("recipe")),
+                 qPrintable(result.err));
+        const QString badField =
+            writeFile(dir.filePath(QStringLiteral("gpt.yaml")), "recipe: gpt\nmodel:\n  n_layer: 0\n");
+        result = runAccel({QStringLiteral("launch"), QStringLiteral("--cpu"), QStringLiteral("--job"), badField,
+                           QStringLiteral("--dry-run")});
+        QCOMPARE(result.exitCode, 2);
+        QVERIFY2(result.err.contains(badField) && result.err.contains(QStringLiteral("model.n_layer")),
+                 qPrintable(result.err));
+        const QString good = writeFile(dir.filePath(QStringLiteral("good.yaml")), "recipe: selftest\n");
+        result = runAccel({QStringLiteral("launch"), QStringLiteral("--cpu"), QStringLiteral("--job"), good,
+                           QStringLiteral("--dry-run")});
+        QVERIFY2(result.exitCode == 0, qPrintable(result.err));
+    }
+
+    // Regression: --dry-run printed commands unquoted, so they could not be pasted into a shell.
+    void dryRunQuotesCommands()
+    {
+        const auto result =
+            runAccel({QStringLiteral("launch"), QStringLiteral("--dry-run"), QStringLiteral("--cpu"),
+                      QStringLiteral("--num_processes"), QStringLiteral("1"), QStringLiteral("--no_python"),
+                      QStringLiteral("/bin/echo"), QStringLiteral("a b"), QStringLiteral("it's")});
+        QCOMPARE(result.exitCode, 0);
+        QVERIFY2(result.out.contains(QStringLiteral("/bin/echo 'a b' 'it'\\''s'")), qPrintable(result.out));
+    }
+
+    // Regression: a script named "-x.py" was handed to Python as an option.
+    void scriptStartingWithDashRuns()
+    {
+        const QString python = QStandardPaths::findExecutable(QStringLiteral("python3"));
+        if (python.isEmpty())
+            QSKIP("python3 is not installed");
+        QTemporaryDir dir;
+        writeFile(dir.filePath(QStringLiteral("-x.py")), "print('dash script ran')\n");
+        const QString runDir = dir.filePath(QStringLiteral("run"));
+        QProcess launch;
+        launch.setWorkingDirectory(dir.path());
+        launch.start(accelProgram(),
+                     {QStringLiteral("launch"), QStringLiteral("--cpu"), QStringLiteral("--num_processes"),
+                      QStringLiteral("1"), QStringLiteral("--run_dir"), runDir, QStringLiteral("--"),
+                      QStringLiteral("-x.py")});
+        QVERIFY(launch.waitForFinished(30000));
+        QVERIFY2(launch.exitCode() == 0, launch.readAllStandardError().constData());
+        QFile log(runDir + QStringLiteral("/logs/rank0.log"));
+        QVERIFY(log.open(QIODevice::ReadOnly));
+        QVERIFY(log.readAll().contains("dash script ran"));
+    }
+
+    // Regression: errors about values from a config file did not name the file.
+    void configValueErrorNamesTheConfigFile()
+    {
+        QTemporaryDir dir;
+        const QString config = writeFile(dir.filePath(QStringLiteral("two-nodes.yaml")),
+                                         "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_CPU\n"
+                                         "num_machines: 2\nnum_processes: 2\nmachine_rank: 0\nuse_cpu: true\n");
+        const auto result =
+            runAccel({QStringLiteral("launch"), QStringLiteral("--config_file"), config, QStringLiteral("--dry-run"),
+                      QStringLiteral("--no_python"), QStringLiteral("/bin/true")});
+        QCOMPARE(result.exitCode, 2);
+        QVERIFY2(result.err.contains(config), qPrintable(result.err));
+    }
+};
+
+QTEST_GUILESS_MAIN(tst_LaunchHardening)
+#include "tst_launchhardening.moc"

@@ -1,0 +1,106 @@
+// Which processes `accel stop` may signal, on real processes: pids that are not ours (1,
+// 4294967297, a recorded start time of 0, a live unrelated process, a reused pid) are refused
+// before any signal; a proven rank's group goes down with the grandchild it forked.
+#include "core/rundir/processidentity.h"
+#include "tests/helpers/testsupport.h"
+#include "tests/launcher/processprobe.h"
+
+#include <QProcess>
+#include <QUuid>
+#include <QtTest>
+
+#include <csignal>
+#include <unistd.h>
+
+using namespace accel::rundir;
+
+using accel::test::waitFor;
+
+class tst_ProcessIdentity : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void impossiblePidsAreRefused_data()
+    {
+        QTest::addColumn<qint64>("pid");
+        QTest::addColumn<qint64>("start");
+        QTest::newRow("pid 1") << qint64(1) << qint64(1);
+        QTest::newRow("pid 4294967297 (1 as pid_t)") << qint64(4294967297LL) << qint64(1);
+        QTest::newRow("pid 0") << qint64(0) << qint64(1);
+        QTest::newRow("pid -1") << qint64(-1) << qint64(1);
+        QTest::newRow("start_time 0") << qint64(::getpid()) << qint64(0);
+    }
+
+    void impossiblePidsAreRefused()
+    {
+        QFETCH(qint64, pid);
+        QFETCH(qint64, start);
+        auto proven = ProvenProcess::prove({pid, static_cast<std::uint64_t>(start), 0, 0});
+        QVERIFY(!proven);
+        QCOMPARE(proven.error().code, accel::ErrorCode::InvalidInput);
+    }
+
+    void unrelatedLiveProcessIsRefused()
+    {
+        QProcess sleeper;
+        sleeper.start(QStringLiteral("sleep"), {QStringLiteral("30")});
+        QVERIFY(sleeper.waitForStarted());
+        const qint64 pid = sleeper.processId();
+        const std::uint64_t start = processStartTime(pid);
+        QVERIFY(start > 0);
+        // Its own pid and start time, but not a group and session of its own (a rank's are).
+        auto notLeader = ProvenProcess::prove({pid, start, 0, 0});
+        QVERIFY(!notLeader);
+        QCOMPARE(notLeader.error().code, accel::ErrorCode::Failed);
+        QVERIFY(QString::fromStdString(notLeader.error().message).contains(QStringLiteral("process group")));
+        // A pid reused by another process: the start time differs.
+        auto reused = ProvenProcess::prove({pid, start + 1, ::getpgrp(), ::getsid(0)});
+        QVERIFY(!reused);
+        QVERIFY(QString::fromStdString(reused.error().message).contains(QStringLiteral("start time")));
+        QCOMPARE(sleeper.state(), QProcess::Running); // nothing was signalled
+        // With the group and session it really has, it is proven (the supervisor record's case).
+        auto proven = ProvenProcess::prove({pid, start, ::getpgrp(), ::getsid(0)});
+        QVERIFY2(proven, proven ? "" : proven.error().toString().c_str());
+        QVERIFY(proven->isAlive());
+        QVERIFY(!proven->signalGroup(SIGTERM)); // not the leader of its group: never killpg
+        QVERIFY(proven->signal(SIGTERM));
+        QVERIFY(proven->waitExited(5000));
+        QVERIFY(sleeper.waitForFinished(5000));
+        QVERIFY(!proven->isAlive());
+    }
+
+    void exitedProcessIsNotFound()
+    {
+        QProcess child;
+        child.start(QStringLiteral("true"), QStringList());
+        QVERIFY(child.waitForStarted(5000));
+        const qint64 pid = child.processId(); // 0 once finished: read it while it runs
+        QVERIFY(child.waitForFinished(5000));
+        auto gone = ProvenProcess::prove({pid, 12345, 0, 0});
+        QVERIFY(!gone);
+        QCOMPARE(gone.error().code, accel::ErrorCode::NotFound);
+    }
+
+    void provenRankGroupDiesWithItsGrandchild()
+    {
+        const QString fakechild = accel::test::binDir() + QStringLiteral("/fakechild");
+        QVERIFY2(QFile::exists(fakechild), "build the fakechild target");
+        const QString marker = QUuid::createUuid().toString(QUuid::WithoutBraces);
+        QProcess rank;
+        rank.setChildProcessModifier([] { ::setsid(); }); // as RankProcess starts ranks
+        rank.start(fakechild,
+                   {QStringLiteral("--marker"), marker, QStringLiteral("--grandchild"), QStringLiteral("--hang")});
+        QVERIFY(rank.waitForStarted());
+        QVERIFY(waitFor(
+            [&] { return accel::test::processesWithMarker(marker, QStringLiteral("fakechild")).size() == 2; }, 10000));
+        const qint64 pid = rank.processId();
+        auto proven = ProvenProcess::prove({pid, processStartTime(pid), 0, 0});
+        QVERIFY2(proven, proven ? "" : proven.error().toString().c_str());
+        QVERIFY(proven->signalGroup(SIGKILL));
+        QVERIFY(rank.waitForFinished(5000));
+        QVERIFY(waitFor([&] { return accel::test::processesWithMarker(marker, QStringLiteral("fakechild")).isEmpty(); },
+                        10000));
+    }
+};
+
+QTEST_GUILESS_MAIN(tst_ProcessIdentity)
+#include "tst_processidentity.moc"

@@ -1,0 +1,176 @@
+// The run-directory contract's pure rules: the lost rule on every kind of supervisor record,
+// the supervisor record's JSON (no pid wraps to 1), which pids may be signalled at all, and the
+// redaction of secrets from command lines.
+#include "core/rundir/processidentity.h"
+#include "core/rundir/redaction.h"
+#include "core/rundir/runlayout.h"
+
+#include <QtTest>
+
+#include <unistd.h>
+
+using namespace accel::rundir;
+
+namespace {
+SupervisorRecord record(std::int64_t pid, std::uint64_t start, std::string host)
+{
+    SupervisorRecord r;
+    r.pid = pid;
+    r.startTime = start;
+    r.host = std::move(host);
+    return r;
+}
+} // namespace
+
+class tst_RunDirContract : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void statesAndLayout()
+    {
+        for (const char *final : {state::Succeeded, state::Failed, state::Stopped, state::Lost}) {
+            QVERIFY(isFinalState(final));
+            QVERIFY(!isLiveState(final));
+        }
+        for (const char *live : {state::Starting, state::Running, state::Restarting, state::Stopping}) {
+            QVERIFY(isLiveState(live));
+            QVERIFY(!isFinalState(live));
+        }
+        QVERIFY(!isFinalState("") && !isLiveState("") && !isLiveState("bogus"));
+        QCOMPARE(logFile(3), std::string("logs/rank3.log"));
+        QCOMPARE(metricsFile(12), std::string("metrics/rank12.jsonl"));
+    }
+
+    void lostRule_data()
+    {
+        QTest::addColumn<QString>("recorded");
+        QTest::addColumn<qint64>("pid");
+        QTest::addColumn<qint64>("start"); // -1: this process's real start time
+        QTest::addColumn<QString>("host"); // "here": this host
+        QTest::addColumn<QString>("expected");
+        const qint64 self = ::getpid();
+        QTest::newRow("alive") << "running" << self << qint64(-1) << "here"
+                               << "running";
+        QTest::newRow("reused pid") << "running" << self << qint64(12345) << "here"
+                                    << "lost";
+        QTest::newRow("start_time 0 matches nothing") << "running" << self << qint64(0) << "here"
+                                                      << "lost";
+        QTest::newRow("pid 1 is never a supervisor") << "running" << qint64(1) << qint64(-1) << "here"
+                                                     << "lost";
+        QTest::newRow("pid 4294967297 does not wrap to 1") << "stopping" << qint64(4294967297LL) << qint64(1) << "here"
+                                                           << "lost";
+        QTest::newRow("negative pid") << "starting" << qint64(-5) << qint64(1) << "here"
+                                      << "lost";
+        QTest::newRow("no pid yet") << "starting" << qint64(0) << qint64(0) << "here"
+                                    << "starting";
+        QTest::newRow("another host") << "running" << qint64(1) << qint64(1) << "elsewhere"
+                                      << "running";
+        // The launcher and the monitor used to disagree here: without a host nothing can be proven.
+        QTest::newRow("run.json without a host") << "running" << self << qint64(12345) << ""
+                                                 << "running";
+        QTest::newRow("final stays") << "succeeded" << self << qint64(12345) << "here"
+                                     << "succeeded";
+    }
+
+    void lostRule()
+    {
+        QFETCH(QString, recorded);
+        QFETCH(qint64, pid);
+        QFETCH(qint64, start);
+        QFETCH(QString, host);
+        QFETCH(QString, expected);
+        const std::uint64_t startTime = start < 0 ? processStartTime(::getpid()) : static_cast<std::uint64_t>(start);
+        const std::string where = host == QLatin1String("here") ? localHostName() : host.toStdString();
+        const SupervisorRecord supervisor = record(pid, startTime, where);
+        QCOMPARE(QString::fromStdString(effectiveState(recorded.toStdString(), supervisor)), expected);
+    }
+
+    void currentRecordIsAlive()
+    {
+        const SupervisorRecord self = currentSupervisorRecord();
+        QCOMPARE(self.pid, std::int64_t(::getpid()));
+        QVERIFY(self.startTime > 0);
+        QCOMPARE(self.processGroup, std::int64_t(::getpgrp()));
+        QCOMPARE(self.session, std::int64_t(::getsid(0)));
+        QCOMPARE(checkSupervisor(self), SupervisorCheck::Alive);
+        const SupervisorRecord back = parseSupervisorRecord(supervisorRecordJson(self));
+        QCOMPARE(back.pid, self.pid);
+        QCOMPARE(back.startTime, self.startTime);
+        QCOMPARE(back.host, self.host);
+        QCOMPARE(back.processGroup, self.processGroup);
+        QCOMPARE(back.session, self.session);
+    }
+
+    void supervisorRecordNeverWraps()
+    {
+        QCOMPARE(parseSupervisorRecord(R"({"pid":4294967297,"start_time":5,"host":"h"})").pid,
+                 std::int64_t(4294967297LL));
+        QCOMPARE(parseSupervisorRecord(R"({"pid":18446744073709551615})").pid, std::int64_t(0));
+        QCOMPARE(parseSupervisorRecord(R"({"pid":1e30})").pid, std::int64_t(0));
+        QCOMPARE(parseSupervisorRecord(R"({"pid":12.5})").pid, std::int64_t(0));
+        QCOMPARE(parseSupervisorRecord(R"({"pid":"77"})").pid, std::int64_t(0));
+        QCOMPARE(parseSupervisorRecord(R"({"pid":77,"start_time":-3})").startTime, std::uint64_t(0));
+        QCOMPARE(parseSupervisorRecord("not json").pid, std::int64_t(0));
+        QCOMPARE(parseSupervisorRecord(R"({"pid":77.0,"host":5})").pid, std::int64_t(77));
+        QVERIFY(parseSupervisorRecord(R"({"pid":77.0,"host":5})").host.empty());
+    }
+
+    void signallablePids()
+    {
+        for (std::int64_t bad : {std::int64_t(-1), std::int64_t(0), std::int64_t(1), std::int64_t(4294967297LL),
+                                 std::int64_t(2147483648LL), std::int64_t(-2147483647LL)})
+            QVERIFY2(!isSignallablePid(bad), std::to_string(bad).c_str());
+        QVERIFY(isSignallablePid(2));
+        QVERIFY(isSignallablePid(2147483647LL));
+        QVERIFY(!processMatches(::getpid(), 0)); // a recorded start time of 0 matches nothing
+        QVERIFY(processMatches(::getpid(), processStartTime(::getpid())));
+        QCOMPARE(processStartTime(1), std::uint64_t(0)); // pid 1 is never one of ours
+    }
+
+    void statLineWithParentheses()
+    {
+        const auto stat =
+            parseProcessStat("4242 (evil) 1 2 3 (x) S 4000 4100 4200 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 987654 0 0");
+        QVERIFY(stat);
+        QCOMPARE(stat->state, 'S');
+        QCOMPARE(stat->processGroup, std::int64_t(4100));
+        QCOMPARE(stat->session, std::int64_t(4200));
+        QCOMPARE(stat->startTime, std::uint64_t(987654));
+        QVERIFY(!parseProcessStat("4242 (short) S 1 2"));
+        QVERIFY(!parseProcessStat("garbage"));
+    }
+
+    void secretsAreRedacted_data()
+    {
+        QTest::addColumn<QStringList>("arguments");
+        QTest::addColumn<QStringList>("expected");
+        const QString r = QString::fromLatin1(kRedacted);
+        QTest::newRow("flag value") << QStringList{"train.py", "--aws_secret_access_key", "AKIA123", "--lr", "3"}
+                                    << QStringList{"train.py", "--aws_secret_access_key", r, "--lr", "3"};
+        QTest::newRow("flag=value") << QStringList{"--hf_token=hf_abc", "--api-key=xyz", "-password=pw"}
+                                    << QStringList{"--hf_token=" + r, "--api-key=" + r, "-password=" + r};
+        QTest::newRow("environment style") << QStringList{"HF_TOKEN=hf_abc", "WANDB_API_KEY=k", "PATH=/bin"}
+                                           << QStringList{"HF_TOKEN=" + r, "WANDB_API_KEY=" + r, "PATH=/bin"};
+        QTest::newRow("switch then flag")
+            << QStringList{"--use_secret_sauce", "--epochs", "3"} << QStringList{"--use_secret_sauce", "--epochs", "3"};
+        QTest::newRow("case") << QStringList{"--DB_PASSWORD", "hunter2"} << QStringList{"--DB_PASSWORD", r};
+        QTest::newRow("nothing secret") << QStringList{"accel", "launch", "--num_processes", "2", "t.py"}
+                                        << QStringList{"accel", "launch", "--num_processes", "2", "t.py"};
+    }
+
+    void secretsAreRedacted()
+    {
+        QFETCH(QStringList, arguments);
+        QFETCH(QStringList, expected);
+        std::vector<std::string> input;
+        for (const QString &argument : arguments)
+            input.push_back(argument.toStdString());
+        QStringList output;
+        for (const std::string &argument : redactArguments(input))
+            output << QString::fromStdString(argument);
+        QCOMPARE(output, expected);
+        QVERIFY(isSecretName("AWS_SECRET_ACCESS_KEY") && isSecretName("passwd") && !isSecretName("learning_rate"));
+    }
+};
+
+QTEST_GUILESS_MAIN(tst_RunDirContract)
+#include "tst_rundircontract.moc"
