@@ -11,14 +11,73 @@
 
 namespace accel::fileutil {
 
-Result<std::string> readFile(const std::string &path)
+namespace {
+
+const char *fileKind(mode_t mode)
 {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (S_ISDIR(mode))
+        return "a folder";
+    if (S_ISFIFO(mode))
+        return "a FIFO (named pipe)";
+    if (S_ISSOCK(mode))
+        return "a socket";
+    if (S_ISCHR(mode))
+        return "a character device";
+    if (S_ISBLK(mode))
+        return "a block device";
+    return "not a regular file";
+}
+
+} // namespace
+
+Result<int> openRegularFile(const std::string &path)
+{
+    // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) {
-        const ErrorCode code = errno == ENOENT ? ErrorCode::NotFound : ErrorCode::Io;
-        return makeError(code, std::string("cannot open: ") + std::strerror(errno), path);
+        const int saved = errno;
+        const ErrorCode code = saved == ENOENT   ? ErrorCode::NotFound
+                               : saved == EISDIR ? ErrorCode::InvalidInput
+                                                 : ErrorCode::Io;
+        return makeError(code, std::string("cannot open: ") + std::strerror(saved), path);
+    }
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+        const int saved = errno;
+        ::close(fd);
+        return makeError(ErrorCode::Io, std::string("cannot stat: ") + std::strerror(saved), path);
+    }
+    if (!S_ISREG(st.st_mode)) {
+        ::close(fd);
+        return makeError(ErrorCode::InvalidInput,
+                         std::string("is ") + fileKind(st.st_mode) + ", expected a regular file", path);
+    }
+    const int flags = ::fcntl(fd, F_GETFL);
+    if (flags >= 0)
+        ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+    return fd;
+}
+
+Result<std::string> readFile(const std::string &path, uint64_t maxBytes)
+{
+    auto opened = openRegularFile(path);
+    if (!opened)
+        return tl::unexpected(opened.error());
+    const int fd = *opened;
+    auto tooLarge = [&](const std::string &size) {
+        return makeError(ErrorCode::InvalidInput,
+                         "file too large: " + size + " bytes (the limit for this file is " + std::to_string(maxBytes) +
+                             " bytes)",
+                         path);
+    };
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && static_cast<uint64_t>(st.st_size) > maxBytes) {
+        ::close(fd);
+        return tooLarge(std::to_string(st.st_size));
     }
     std::string content;
+    if (st.st_size > 0)
+        content.reserve(static_cast<size_t>(st.st_size));
     char buffer[65536];
     for (;;) {
         const ssize_t n = ::read(fd, buffer, sizeof buffer);
@@ -31,6 +90,11 @@ Result<std::string> readFile(const std::string &path)
         }
         if (n == 0)
             break;
+        // Files whose size is not known in advance (/proc) or that grow while read stop at the limit.
+        if (static_cast<uint64_t>(n) > maxBytes - content.size()) {
+            ::close(fd);
+            return tooLarge("more than " + std::to_string(maxBytes));
+        }
         content.append(buffer, static_cast<size_t>(n));
     }
     ::close(fd);

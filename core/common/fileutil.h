@@ -4,11 +4,23 @@
 
 #include "core/common/result.h"
 
+#include <cstdint>
 #include <string>
 
 namespace accel::fileutil {
 
-Result<std::string> readFile(const std::string &path);
+// The largest file readFile() reads unless told otherwise: no whole-file input of the project
+// comes near it, and a bigger one would take that much memory before it could be refused.
+constexpr uint64_t kDefaultMaxFileBytes = uint64_t(1) << 30;
+
+// Opens `path` for reading without ever blocking (O_NONBLOCK, then cleared) and returns the
+// descriptor only when it is a regular file: a FIFO, socket, device or folder in place of an
+// input file is an InvalidInput error naming what it is. The caller closes the descriptor.
+Result<int> openRegularFile(const std::string &path);
+
+// Reads a whole regular file (openRegularFile) of at most `maxBytes` bytes; a bigger file is an
+// InvalidInput error naming its size and the limit, and nothing more than the limit is read.
+Result<std::string> readFile(const std::string &path, uint64_t maxBytes = kDefaultMaxFileBytes);
 
 // Writes `content` to `path` atomically. The folder must exist.
 Result<void> writeFileAtomic(const std::string &path, const std::string &content);
