@@ -1,12 +1,10 @@
 #include "core/bigmodel/checkpoint.h"
 
 #include "core/common/fileutil.h"
-
-#include <nlohmann/json.hpp>
+#include "core/common/jsondocument.h"
 
 #include <algorithm>
 #include <filesystem>
-#include <set>
 
 namespace accel::bigmodel {
 
@@ -19,7 +17,83 @@ bool endsWith(const std::string &s, const std::string &suffix)
     return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+bool isInside(const fs::path &path, const fs::path &folder)
+{
+    auto p = path.begin();
+    for (auto f = folder.begin(); f != folder.end(); ++f, ++p) {
+        if (p == path.end() || *p != *f)
+            return false;
+    }
+    return true;
+}
+
+// The rule on the name alone (no file system access): relative, without "..".
+Result<void> checkShardNameText(const std::string &name)
+{
+    const fs::path relative(name);
+    if (name.empty() || relative.is_absolute())
+        return makeError(ErrorCode::InvalidInput,
+                         "shard \"" + name + "\" must be a file name relative to the checkpoint folder");
+    for (const fs::path &part : relative) {
+        if (part == "..")
+            return makeError(ErrorCode::InvalidInput, "shard \"" + name + "\" points outside the checkpoint folder");
+    }
+    return {};
+}
+
 } // namespace
+
+Result<CheckpointIndex> parseCheckpointIndex(std::string_view text, const std::string &path)
+{
+    jsonutil::JsonLimits limits;
+    limits.maxBytes = kMaxIndexBytes;
+    limits.rejectDuplicateKeys = true;
+    auto parsed = jsonutil::parseJson(text, path, limits);
+    if (!parsed)
+        return tl::unexpected(parsed.error());
+    const nlohmann::json &root = *parsed;
+    if (!root.is_object())
+        return makeError(ErrorCode::InvalidInput, "the index is not a JSON object", path);
+    CheckpointIndex index;
+    const auto weights = root.find("weight_map");
+    const nlohmann::json &map = weights != root.end() ? *weights : root;
+    if (!map.is_object())
+        return makeError(ErrorCode::InvalidInput, "\"weight_map\" is not an object", path);
+    if (const auto metadata = root.find("metadata"); metadata != root.end() && metadata->is_object()) {
+        for (auto it = metadata->begin(); it != metadata->end(); ++it)
+            index.metadata[it.key()] = it->is_string() ? it->get<std::string>() : jsonutil::jsonExcerpt(*it, 1000);
+    }
+    for (auto it = map.begin(); it != map.end(); ++it) {
+        if (!it->is_string())
+            return makeError(ErrorCode::InvalidInput, "weight_map entry \"" + it.key() + "\" is not a file name", path);
+        if (auto named = checkShardNameText(it->get<std::string>()); !named)
+            return makeError(ErrorCode::InvalidInput, "weight_map entry \"" + it.key() + "\": " + named.error().message,
+                             path);
+        index.weightMap[it.key()] = it->get<std::string>();
+    }
+    return index;
+}
+
+Result<void> checkShardName(const std::string &folder, const std::string &name)
+{
+    if (auto named = checkShardNameText(name); !named)
+        return named;
+    const fs::path relative(name);
+    // Symbolic links may not lead out of the folder either, except the Hugging Face cache's own
+    // layout: <repo>/snapshots/<revision>/<file> -> <repo>/blobs/<hash>.
+    std::error_code ec;
+    const fs::path base = fs::weakly_canonical(fs::absolute(folder, ec), ec);
+    const fs::path target = fs::weakly_canonical(fs::absolute(fs::path(folder) / relative, ec), ec);
+    if (ec)
+        return makeError(ErrorCode::InvalidInput, "shard \"" + name + "\" cannot be resolved: " + ec.message());
+    if (isInside(target, base))
+        return {};
+    const fs::path repository = base.parent_path().parent_path();
+    if (base.parent_path().filename() == "snapshots" && isInside(target, repository / "blobs"))
+        return {};
+    return makeError(ErrorCode::InvalidInput,
+                     "shard \"" + name + "\" is a link to " + target.string() + ", outside the checkpoint folder");
+}
 
 Result<void> checkTorchFormat(const SafetensorsFile &file, std::string *warning)
 {
@@ -43,7 +117,7 @@ Result<void> checkTorchFormat(const SafetensorsFile &file, std::string *warning)
 Result<std::string> resolveCheckpointPath(const std::string &folder)
 {
     std::error_code ec;
-    if (fs::is_regular_file(fs::path(folder) / "model.safetensors", ec))
+    if (fs::exists(fs::path(folder) / "model.safetensors", ec)) // not a regular file: an error when opened
         return (fs::path(folder) / "model.safetensors").string();
     std::vector<std::string> indexes;
     std::vector<std::string> files;
@@ -94,33 +168,21 @@ Result<Checkpoint> Checkpoint::open(const std::string &given)
     }
 
     checkpoint.m_indexPath = path;
-    auto text = fileutil::readFile(path);
+    auto text = fileutil::readFile(path, kMaxIndexBytes);
     if (!text)
         return tl::unexpected(text.error());
-    nlohmann::json index;
-    try {
-        index = nlohmann::json::parse(*text);
-    } catch (const nlohmann::json::exception &e) {
-        return makeError(ErrorCode::InvalidInput, std::string("not valid JSON: ") + e.what(), path);
-    }
-    if (!index.is_object())
-        return makeError(ErrorCode::InvalidInput, "the index is not a JSON object", path);
-    const nlohmann::json &map = index.contains("weight_map") ? index["weight_map"] : index;
-    if (!map.is_object())
-        return makeError(ErrorCode::InvalidInput, "\"weight_map\" is not an object", path);
-    if (index.contains("metadata") && index["metadata"].is_object()) {
-        for (auto it = index["metadata"].begin(); it != index["metadata"].end(); ++it)
-            checkpoint.m_indexMetadata[it.key()] = it->is_string() ? it->get<std::string>() : it->dump();
-    }
-    std::map<std::string, std::string> weightMap;
-    std::set<std::string> shardNames;
-    for (auto it = map.begin(); it != map.end(); ++it) {
-        if (!it->is_string())
-            return makeError(ErrorCode::InvalidInput, "weight_map entry \"" + it.key() + "\" is not a file name", path);
-        weightMap[it.key()] = it->get<std::string>();
-        shardNames.insert(it->get<std::string>());
-    }
-    for (const std::string &name : shardNames) {
+    auto index = parseCheckpointIndex(*text, path);
+    if (!index)
+        return tl::unexpected(index.error());
+    checkpoint.m_indexMetadata = std::move(index->metadata);
+    const std::map<std::string, std::string> &weightMap = index->weightMap;
+    std::map<std::string, std::string> shardNames; // shard -> the first tensor mapped to it
+    for (const auto &[tensor, shard] : weightMap)
+        shardNames.emplace(shard, tensor);
+    for (const auto &[name, firstTensor] : shardNames) {
+        if (auto inside = checkShardName(checkpoint.m_folder, name); !inside)
+            return makeError(ErrorCode::InvalidInput,
+                             "weight_map entry \"" + firstTensor + "\": " + inside.error().message, path);
         auto file = SafetensorsFile::open((fs::path(checkpoint.m_folder) / name).string());
         if (!file)
             return tl::unexpected(file.error());

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace accel::bigmodel {
@@ -41,6 +42,24 @@ private:
 // Accelerate's loader rule for a shard: __metadata__.format must be "pt" ("tf" and "flax" are
 // refused, anything else is invalid); a file without metadata is read as "pt" and `warning` says so.
 Result<void> checkTorchFormat(const SafetensorsFile &file, std::string *warning);
+
+// An index names its shards relative to its folder: an empty or absolute name, one with a ".."
+// part, or one whose symbolic links lead outside the folder is refused (the Hugging Face cache's
+// snapshots/<rev>/<file> -> blobs/<hash> links excepted). The message names the shard.
+Result<void> checkShardName(const std::string &folder, const std::string &name);
+
+// Index files list a few thousand tensors; anything past this is not one.
+constexpr uint64_t kMaxIndexBytes = 64u << 20;
+
+// What a *.safetensors.index.json says: tensor -> shard file name (relative to the index's folder,
+// without ".."), and its "metadata" (values that are not strings as compact JSON). An index
+// without "weight_map" is read as the map itself.
+struct CheckpointIndex {
+    std::map<std::string, std::string> weightMap;
+    std::map<std::string, std::string> metadata;
+};
+// Parses index text (no file is opened); `path` names it in errors.
+Result<CheckpointIndex> parseCheckpointIndex(std::string_view text, const std::string &path);
 
 // Finds the checkpoint file to open inside a folder (model.safetensors, else exactly one
 // *.safetensors.index.json, else exactly one *.safetensors).

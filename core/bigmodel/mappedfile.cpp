@@ -1,8 +1,9 @@
 #include "core/bigmodel/mappedfile.h"
 
+#include "core/common/fileutil.h"
+
 #include <cerrno>
 #include <cstring>
-#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,20 +12,15 @@ namespace accel::bigmodel {
 
 Result<std::shared_ptr<const MappedFile>> MappedFile::open(const std::string &path)
 {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        const ErrorCode code = errno == ENOENT ? ErrorCode::NotFound : ErrorCode::Io;
-        return makeError(code, std::string("cannot open: ") + std::strerror(errno), path);
-    }
+    auto opened = fileutil::openRegularFile(path); // never blocks on a FIFO
+    if (!opened)
+        return tl::unexpected(opened.error());
+    const int fd = *opened;
     struct stat st {};
     if (::fstat(fd, &st) != 0) {
         const int saved = errno;
         ::close(fd);
         return makeError(ErrorCode::Io, std::string("cannot stat: ") + std::strerror(saved), path);
-    }
-    if (!S_ISREG(st.st_mode)) {
-        ::close(fd);
-        return makeError(ErrorCode::InvalidInput, "not a regular file", path);
     }
     std::shared_ptr<MappedFile> file(new MappedFile());
     file->m_path = path;

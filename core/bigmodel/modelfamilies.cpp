@@ -2,19 +2,13 @@
 
 #include "core/common/fileutil.h"
 
-#include <nlohmann/json.hpp>
+#include "core/common/jsondocument.h"
 
 namespace accel::bigmodel {
 
 namespace {
 
 using nlohmann::json;
-
-int64_t intOr(const json &j, const char *key, int64_t fallback)
-{
-    const auto it = j.find(key);
-    return it != j.end() && it->is_number_integer() ? it->get<int64_t>() : fallback;
-}
 
 bool boolOr(const json &j, const char *key, bool fallback)
 {
@@ -181,19 +175,71 @@ std::string noSplitClassFor(const std::string &modelType)
     return {};
 }
 
+namespace {
+
+// Reads the integer sizes of a config.json, each checked against a sane range before anything is
+// built from it (a declared layer costs about 7 KB of structure; 2^31 of them would abort).
+class SizeReader {
+public:
+    SizeReader(const json &j, const std::string &path) : m_j(j), m_path(path) {}
+
+    // The key's value, `fallback` when absent or null; an error is kept (the first one) when the
+    // value is not an integer within [min, max].
+    int64_t get(const char *key, int64_t fallback, int64_t min, int64_t max)
+    {
+        const auto it = m_j.find(key);
+        if (it == m_j.end() || it->is_null())
+            return fallback;
+        const std::string range = "expected an integer from " + std::to_string(min) + " to " + std::to_string(max);
+        if (!it->is_number_integer() ||
+            (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))) {
+            fail(std::string(key) + ": " + range + ", got " + jsonutil::jsonExcerpt(*it));
+            return fallback;
+        }
+        const int64_t value = it->get<int64_t>();
+        if (value < min || value > max) {
+            fail(std::string(key) + ": " + std::to_string(value) + " is out of range (" + range + ")");
+            return fallback;
+        }
+        return value;
+    }
+    void fail(const std::string &message)
+    {
+        if (m_error.empty())
+            m_error = message;
+    }
+    Result<void> result() const
+    {
+        if (m_error.empty())
+            return {};
+        return makeError(ErrorCode::InvalidInput, m_error, m_path);
+    }
+
+private:
+    const json &m_j;
+    const std::string &m_path;
+    std::string m_error;
+};
+
+} // namespace
+
 Result<ModelConfig> parseModelConfig(const std::string &text, const std::string &path)
 {
-    json j;
-    try {
-        j = json::parse(text);
-    } catch (const json::exception &e) {
-        return makeError(ErrorCode::InvalidInput, std::string("not valid JSON: ") + e.what(), path);
-    }
+    jsonutil::JsonLimits limits;
+    limits.maxBytes = kMaxModelConfigBytes;
+    auto parsed = jsonutil::parseJson(text, path, limits);
+    if (!parsed)
+        return tl::unexpected(parsed.error());
+    const json &j = *parsed;
     if (!j.is_object())
         return makeError(ErrorCode::InvalidInput, "config.json is not a JSON object", path);
     ModelConfig c;
     c.path = path;
-    c.modelType = j.value("model_type", std::string());
+    if (const auto type = j.find("model_type"); type != j.end() && type->is_string())
+        c.modelType = type->get<std::string>();
+    else if (type != j.end())
+        return makeError(ErrorCode::InvalidInput, "model_type: expected a string, got " + jsonutil::jsonExcerpt(*type),
+                         path);
     if (j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty() &&
         j["architectures"][0].is_string())
         c.architecture = j["architectures"][0].get<std::string>();
@@ -202,13 +248,15 @@ Result<ModelConfig> parseModelConfig(const std::string &text, const std::string 
     else if (j.contains("dtype") && j["dtype"].is_string())
         c.torchDtype = dtypeFromTorchName(j["dtype"].get<std::string>());
 
+    SizeReader size(j, path);
+    const ModelLimits &m = modelLimits();
     if (c.modelType == "gpt2") {
-        c.vocabSize = intOr(j, "vocab_size", 50257);
-        c.maxPositions = intOr(j, "n_positions", 1024);
-        c.hiddenSize = intOr(j, "n_embd", 768);
-        c.numLayers = intOr(j, "n_layer", 12);
-        c.numHeads = intOr(j, "n_head", 12);
-        c.intermediateSize = intOr(j, "n_inner", 4 * c.hiddenSize);
+        c.vocabSize = size.get("vocab_size", 50257, 1, m.vocabulary);
+        c.maxPositions = size.get("n_positions", 1024, 0, m.positions);
+        c.hiddenSize = size.get("n_embd", 768, 1, m.width);
+        c.numLayers = size.get("n_layer", 12, 0, m.layers);
+        c.numHeads = size.get("n_head", 12, 1, m.heads);
+        c.intermediateSize = size.get("n_inner", 4 * c.hiddenSize, 1, m.width);
         c.numKeyValueHeads = c.numHeads;
         c.tieWordEmbeddings = boolOr(j, "tie_word_embeddings", true);
         if (c.architecture.empty())
@@ -217,18 +265,18 @@ Result<ModelConfig> parseModelConfig(const std::string &text, const std::string 
                c.modelType == "mixtral") {
         const bool qwen = c.modelType == "qwen2";
         const bool llama = c.modelType == "llama";
-        c.vocabSize = intOr(j, "vocab_size", qwen ? 151936 : 32000);
-        c.hiddenSize = intOr(j, "hidden_size", 4096);
-        c.intermediateSize = intOr(j, "intermediate_size", llama ? 11008 : qwen ? 22016 : 14336);
-        c.numLayers = intOr(j, "num_hidden_layers", 32);
-        c.numHeads = intOr(j, "num_attention_heads", 32);
-        c.numKeyValueHeads = intOr(j, "num_key_value_heads", llama || qwen ? c.numHeads : 8);
-        c.maxPositions = intOr(j, "max_position_embeddings", llama ? 2048 : qwen ? 32768 : 4096 * 32);
+        c.vocabSize = size.get("vocab_size", qwen ? 151936 : 32000, 1, m.vocabulary);
+        c.hiddenSize = size.get("hidden_size", 4096, 1, m.width);
+        c.intermediateSize = size.get("intermediate_size", llama ? 11008 : qwen ? 22016 : 14336, 1, m.width);
+        c.numLayers = size.get("num_hidden_layers", 32, 0, m.layers);
+        c.numHeads = size.get("num_attention_heads", 32, 1, m.heads);
+        c.numKeyValueHeads = size.get("num_key_value_heads", llama || qwen ? c.numHeads : 8, 1, m.heads);
+        c.maxPositions = size.get("max_position_embeddings", llama ? 2048 : qwen ? 32768 : 4096 * 32, 0, m.positions);
         c.tieWordEmbeddings = boolOr(j, "tie_word_embeddings", false);
         c.attentionBias = qwen ? true : boolOr(j, "attention_bias", false);
         c.mlpBias = llama && boolOr(j, "mlp_bias", false);
-        c.numExperts = c.modelType == "mixtral" ? intOr(j, "num_local_experts", 8) : 0;
-        c.expertsPerToken = c.modelType == "mixtral" ? intOr(j, "num_experts_per_tok", 2) : 0;
+        c.numExperts = c.modelType == "mixtral" ? size.get("num_local_experts", 8, 1, m.experts) : 0;
+        c.expertsPerToken = c.modelType == "mixtral" ? size.get("num_experts_per_tok", 2, 1, m.experts) : 0;
         if (c.architecture.empty())
             c.architecture = classPrefix(c.modelType) + "ForCausalLM";
     } else {
@@ -240,17 +288,28 @@ Result<ModelConfig> parseModelConfig(const std::string &text, const std::string 
                              list + "); point at a checkpoint instead",
                          path);
     }
-    if (c.numHeads <= 0 || c.hiddenSize <= 0 || c.numLayers < 0 || c.vocabSize <= 0 || c.numKeyValueHeads <= 0)
-        return makeError(ErrorCode::InvalidInput, "hidden size, heads, layers and vocabulary must be positive", path);
-    c.headDim = intOr(j, "head_dim", c.hiddenSize / c.numHeads);
-    if (c.headDim <= 0)
-        c.headDim = c.hiddenSize / c.numHeads;
+    c.headDim = size.get("head_dim", c.hiddenSize / std::max<int64_t>(c.numHeads, 1), 1, m.width);
+    if (auto checked = size.result(); !checked)
+        return tl::unexpected(checked.error());
+    const int64_t blocks = c.numLayers * std::max<int64_t>(c.numExperts, 1);
+    if (blocks > m.layerBlocks)
+        return makeError(ErrorCode::InvalidInput,
+                         std::to_string(c.numLayers) + " layers of " + std::to_string(c.numExperts) + " experts are " +
+                             std::to_string(blocks) + " blocks, more than the " + std::to_string(m.layerBlocks) +
+                             " a model structure is built for",
+                         path);
     return c;
+}
+
+const ModelLimits &modelLimits()
+{
+    static const ModelLimits limits;
+    return limits;
 }
 
 Result<ModelConfig> readModelConfig(const std::string &path)
 {
-    auto text = fileutil::readFile(path);
+    auto text = fileutil::readFile(path, kMaxModelConfigBytes);
     if (!text)
         return tl::unexpected(text.error());
     return parseModelConfig(*text, path);

@@ -36,8 +36,25 @@ struct ModelConfig {
 
 std::vector<std::string> supportedFamilies(); // gpt2, llama, mistral, qwen2, mixtral
 
+// config.json is a few kilobytes; anything past this is not one.
+constexpr uint64_t kMaxModelConfigBytes = 16u << 20;
+
+// The ranges config.json sizes must fall in before a structure is built from them: far beyond any
+// published model, small enough that the structure (about 7 KB per layer) fits in memory.
+struct ModelLimits {
+    int64_t layers = 4096;
+    int64_t width = int64_t(1) << 20; // hidden, intermediate, head_dim
+    int64_t heads = int64_t(1) << 16;
+    int64_t vocabulary = int64_t(1) << 24;
+    int64_t positions = int64_t(1) << 30;
+    int64_t experts = 4096;
+    int64_t layerBlocks = int64_t(1) << 17; // layers x experts
+};
+const ModelLimits &modelLimits();
+
 // Parses config.json text (defaults of each family filled in). Unknown model types are an
-// error naming the supported ones.
+// error naming the supported ones; a size that is not an integer within modelLimits() is an
+// error naming the key.
 Result<ModelConfig> parseModelConfig(const std::string &jsonText, const std::string &path);
 Result<ModelConfig> readModelConfig(const std::string &path);
 

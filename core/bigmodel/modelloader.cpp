@@ -1,6 +1,8 @@
 #include "core/bigmodel/modelloader.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cstring>
 #include <filesystem>
 #include <unordered_set>
 
@@ -15,7 +17,42 @@ bool isHeadName(const std::string &name)
     return name.rfind("lm_head.", 0) == 0 || name.rfind("embed_out.", 0) == 0 || name.rfind("score.", 0) == 0;
 }
 
+// The number of numbered blocks ("model.layers.N." or "h.N.") the checkpoint holds, -1 when its
+// names have none.
+int64_t checkpointLayerCount(const Checkpoint &checkpoint)
+{
+    int64_t count = -1;
+    for (const TensorInfo *t : checkpoint.tensors()) {
+        for (const char *marker : {"layers.", "h."}) {
+            const size_t at = t->name.find(marker);
+            if (at == std::string::npos || (at > 0 && t->name[at - 1] != '.'))
+                continue;
+            size_t digits = at + std::strlen(marker);
+            int64_t index = 0;
+            while (digits < t->name.size() && std::isdigit(static_cast<unsigned char>(t->name[digits])) &&
+                   index < (int64_t(1) << 40))
+                index = index * 10 + (t->name[digits++] - '0');
+            if (digits > at + std::strlen(marker) && digits < t->name.size() && t->name[digits] == '.')
+                count = std::max(count, index + 1);
+        }
+    }
+    return count;
+}
+
 } // namespace
+
+Result<void> checkLayersAgainstCheckpoint(int64_t declared, const std::string &key, const std::string &configPath,
+                                          const Checkpoint &checkpoint)
+{
+    const int64_t held = checkpointLayerCount(checkpoint);
+    if (held < 0 || declared <= held)
+        return {};
+    return makeError(ErrorCode::InvalidInput,
+                     key + ": " + std::to_string(declared) + " layers declared but the checkpoint " +
+                         (checkpoint.isSharded() ? checkpoint.indexPath() : checkpoint.shards().front()->path()) +
+                         " holds " + std::to_string(held),
+                     configPath);
+}
 
 ModelStructure structureFromCheckpoint(const Checkpoint &checkpoint, const std::optional<ModelConfig> &config)
 {
@@ -113,7 +150,7 @@ Result<LoadedModel> loadModel(const std::string &given)
         path.filename() == "config.json" || (!fs::is_directory(path, ec) && path.extension() == ".json" &&
                                              path.string().find(".index.json") == std::string::npos);
     const fs::path configPath = isConfig ? path : folder / "config.json";
-    if (fs::is_regular_file(configPath, ec)) {
+    if (fs::exists(configPath, ec)) { // a FIFO or folder there is an error, not skipped
         auto config = readModelConfig(configPath.string());
         if (!config && (isConfig || config.error().code != ErrorCode::Unsupported))
             return tl::unexpected(config.error());
@@ -134,6 +171,14 @@ Result<LoadedModel> loadModel(const std::string &given)
             return model;
         }
         return tl::unexpected(checkpoint.error());
+    }
+    if (model.config) {
+        // Before the config's structure is built: its size must be the checkpoint's, not any number.
+        const ModelConfig &c = *model.config;
+        if (auto agrees = checkLayersAgainstCheckpoint(
+                c.numLayers, c.modelType == "gpt2" ? "n_layer" : "num_hidden_layers", c.path, *checkpoint);
+            !agrees)
+            return tl::unexpected(agrees.error());
     }
     std::vector<std::string> warnings = std::move(model.structure.warnings);
     model.structure = structureFromCheckpoint(*checkpoint, model.config);

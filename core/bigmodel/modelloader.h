@@ -25,6 +25,12 @@ struct LoadedModel {
 // embedding.
 ModelStructure structureFromCheckpoint(const Checkpoint &checkpoint, const std::optional<ModelConfig> &config);
 
+// config.json may not declare more layers (`declared`, under `key`) than the checkpoint's tensor
+// names number ("layers.N." / "h.N."): checked before a structure or model is built from it.
+// Checkpoints whose names have no numbered blocks are not checked.
+Result<void> checkLayersAgainstCheckpoint(int64_t declared, const std::string &key, const std::string &configPath,
+                                          const Checkpoint &checkpoint);
+
 Result<LoadedModel> loadModel(const std::string &path);
 
 } // namespace accel::bigmodel

@@ -1,12 +1,11 @@
 #include "core/bigmodel/safetensors.h"
 
-#include <nlohmann/json.hpp>
+#include "core/common/fileutil.h"
+#include "core/common/jsondocument.h"
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fcntl.h>
-#include <set>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -71,45 +70,6 @@ std::string shapeText(const std::vector<int64_t> &shape)
     return s + "]";
 }
 
-// Parses the JSON header, refusing duplicate keys in any object (nlohmann keeps the last one).
-Result<json> parseHeaderJson(const std::string &text, const std::string &path)
-{
-    std::vector<std::set<std::string>> seen;
-    std::string duplicate;
-    const json::parser_callback_t callback = [&](int, json::parse_event_t event, json &parsed) {
-        switch (event) {
-        case json::parse_event_t::object_start:
-            seen.emplace_back();
-            break;
-        case json::parse_event_t::object_end:
-            if (!seen.empty())
-                seen.pop_back();
-            break;
-        case json::parse_event_t::key:
-            if (!seen.empty() && parsed.is_string() && !seen.back().insert(parsed.get<std::string>()).second &&
-                duplicate.empty())
-                duplicate = parsed.get<std::string>();
-            break;
-        default:
-            break;
-        }
-        return true;
-    };
-    json header;
-    try {
-        header = json::parse(text, callback);
-    } catch (const json::exception &e) {
-        std::string what = e.what();
-        const size_t bracket = what.find("] ");
-        if (bracket != std::string::npos)
-            what = what.substr(bracket + 2);
-        return invalid(path, "header is not valid JSON: " + what);
-    }
-    if (!duplicate.empty())
-        return invalid(path, "duplicate key " + quote(duplicate) + " in header");
-    return header;
-}
-
 Result<TensorInfo> parseEntry(const std::string &name, const json &entry, const std::string &path)
 {
     const std::string who = "tensor " + quote(name) + ": ";
@@ -129,13 +89,14 @@ Result<TensorInfo> parseEntry(const std::string &name, const json &entry, const 
         return invalid(path, who + "missing \"shape\" list");
     for (const json &d : *shape) {
         if (!d.is_number_unsigned() || d.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
-            return invalid(path, who + "\"shape\" must hold non-negative integers, got " + shape->dump());
+            return invalid(path,
+                           who + "\"shape\" must hold non-negative integers, got " + jsonutil::jsonExcerpt(*shape));
         tensor.shape.push_back(static_cast<int64_t>(d.get<uint64_t>()));
     }
     const auto offsets = entry.find("data_offsets");
     if (offsets == entry.end() || !offsets->is_array() || offsets->size() != 2 || !(*offsets)[0].is_number_unsigned() ||
         !(*offsets)[1].is_number_unsigned()) {
-        const std::string got = offsets == entry.end() ? "nothing" : offsets->dump();
+        const std::string got = offsets == entry.end() ? "nothing" : jsonutil::jsonExcerpt(*offsets);
         return invalid(path, who + "\"data_offsets\" must be two non-negative integers [begin, end], got " + got);
     }
     tensor.begin = (*offsets)[0].get<uint64_t>();
@@ -196,7 +157,11 @@ Result<SafetensorsHeader> parseSafetensors(const std::byte *bytes, uint64_t avai
         return invalid(path, "header does not start with '{'");
     if (!isValidUtf8(text, n))
         return invalid(path, "header is not valid UTF-8");
-    auto parsed = parseHeaderJson(std::string(reinterpret_cast<const char *>(text), n), path);
+    jsonutil::JsonLimits limits;
+    limits.maxBytes = kMaxSafetensorsHeaderSize;
+    limits.rejectDuplicateKeys = true;
+    limits.subject = "header";
+    auto parsed = jsonutil::parseJson(std::string_view(reinterpret_cast<const char *>(text), n), path, limits);
     if (!parsed)
         return tl::unexpected(parsed.error());
     const json &root = *parsed;
@@ -214,7 +179,8 @@ Result<SafetensorsHeader> parseSafetensors(const std::byte *bytes, uint64_t avai
             header.hasMetadata = true;
             for (auto m = it->begin(); m != it->end(); ++m) {
                 if (!m->is_string())
-                    return invalid(path, "__metadata__ value of " + quote(m.key()) + " is not a string: " + m->dump());
+                    return invalid(path, "__metadata__ value of " + quote(m.key()) +
+                                             " is not a string: " + jsonutil::jsonExcerpt(*m));
                 header.metadata[m.key()] = m->get<std::string>();
             }
             continue;
@@ -259,13 +225,16 @@ Result<SafetensorsHeader> parseSafetensors(const std::byte *bytes, uint64_t avai
 
 Result<SafetensorsHeader> readSafetensorsHeader(const std::string &path)
 {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        const ErrorCode code = errno == ENOENT ? ErrorCode::NotFound : ErrorCode::Io;
-        return makeError(code, std::string("cannot open: ") + std::strerror(errno), path);
-    }
+    auto opened = fileutil::openRegularFile(path);
+    if (!opened)
+        return tl::unexpected(opened.error());
+    const int fd = *opened;
     struct stat st {};
-    ::fstat(fd, &st);
+    if (::fstat(fd, &st) != 0) {
+        const int saved = errno;
+        ::close(fd);
+        return makeError(ErrorCode::Io, std::string("cannot stat: ") + std::strerror(saved), path);
+    }
     const uint64_t fileSize = static_cast<uint64_t>(st.st_size);
     std::vector<std::byte> buffer(8);
     uint64_t want = std::min<uint64_t>(8, fileSize);
