@@ -398,7 +398,9 @@ int MetricsParser::nameIdAt(size_t position, const char *begin, const char *end)
 
 void MetricsParser::consumeLine(const char *begin, const char *end, MetricBatch &out)
 {
-    switch (parseLine(begin, end, out)) {
+    // The limit holds for whole lines too, not only for partial ones waiting for their newline.
+    const LineResult result = end - begin > m_maximumLineLength ? LineResult::Junk : parseLine(begin, end, out);
+    switch (result) {
     case LineResult::Empty:
         return;
     case LineResult::Sample:

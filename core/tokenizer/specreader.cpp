@@ -3,7 +3,7 @@
 // alternatives.
 #include "core/tokenizer/tokenizerspec.h"
 
-#include <nlohmann/json.hpp>
+#include "core/common/jsondocument.h"
 
 namespace accel::tokenizer {
 
@@ -129,8 +129,8 @@ Result<void> SpecReader::readAddedTokens(const json &node, TokenizerSpec &spec) 
         token.rstrip = boolOr(entry, "rstrip", false);
         token.normalized = boolOr(entry, "normalized", !token.special);
         if (entry["id"].get<int64_t>() < 0 || entry["id"].get<int64_t>() > kMaxId)
-            return invalid(path + ".id",
-                           "expected an id from 0 to " + std::to_string(kMaxId) + ", got " + entry["id"].dump());
+            return invalid(path + ".id", "expected an id from 0 to " + std::to_string(kMaxId) + ", got " +
+                                             jsonutil::jsonExcerpt(entry["id"]));
         spec.addedTokens.push_back(std::move(token));
     }
     return {};
@@ -419,8 +419,8 @@ Result<void> SpecReader::readModel(const json &node, TokenizerSpec &spec) const
     model.vocab.reserve(vocab->size());
     for (auto it = vocab->begin(); it != vocab->end(); ++it) {
         if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0 || it.value().get<int64_t>() > kMaxId)
-            return invalid("model.vocab." + it.key(),
-                           "expected an integer id from 0 to " + std::to_string(kMaxId) + ", got " + it.value().dump());
+            return invalid("model.vocab." + it.key(), "expected an integer id from 0 to " + std::to_string(kMaxId) +
+                                                          ", got " + jsonutil::jsonExcerpt(it.value()));
         model.vocab.emplace_back(it.key(), it.value().get<int32_t>());
     }
     const auto merges = node.find("merges");
@@ -442,7 +442,8 @@ Result<void> SpecReader::readModel(const json &node, TokenizerSpec &spec) const
         } else if (merge.is_array() && merge.size() == 2 && merge[0].is_string() && merge[1].is_string()) {
             model.merges.emplace_back(merge[0].get<std::string>(), merge[1].get<std::string>());
         } else {
-            return invalid(path(), "expected \"left right\" or [\"left\", \"right\"], got " + merge.dump());
+            return invalid(path(),
+                           "expected \"left right\" or [\"left\", \"right\"], got " + jsonutil::jsonExcerpt(merge));
         }
     }
     return {};
@@ -450,13 +451,12 @@ Result<void> SpecReader::readModel(const json &node, TokenizerSpec &spec) const
 
 Result<TokenizerSpec> SpecReader::read(const std::string &text)
 {
-    json root;
-    try {
-        root = json::parse(text);
-    } catch (const json::parse_error &e) {
-        return makeError(ErrorCode::InvalidInput, "not valid JSON (byte " + std::to_string(e.byte) + "): " + e.what(),
-                         m_source);
-    }
+    jsonutil::JsonLimits limits;
+    limits.maxBytes = kMaxTokenizerJsonBytes;
+    auto parsed = jsonutil::parseJson(text, m_source, limits);
+    if (!parsed)
+        return tl::unexpected(parsed.error());
+    const json &root = *parsed;
     if (!root.is_object())
         return invalid("(root)", "expected an object, got " + std::string(root.type_name()));
     try {
@@ -499,9 +499,10 @@ namespace accel::tokenizer {
 ConfiguredSpecialTokens readTokenizerConfig(const std::string &jsonText)
 {
     ConfiguredSpecialTokens tokens;
-    const nlohmann::json root = nlohmann::json::parse(jsonText, nullptr, false);
-    if (!root.is_object())
+    const auto parsed = jsonutil::parseJson(jsonText, {});
+    if (!parsed || !parsed->is_object())
         return tokens;
+    const nlohmann::json &root = *parsed;
     auto name = [&root](const char *key) -> std::string {
         const auto it = root.find(key);
         if (it == root.end())
@@ -520,9 +521,10 @@ ConfiguredSpecialTokens readTokenizerConfig(const std::string &jsonText)
 std::vector<int32_t> readGenerationConfigEos(const std::string &jsonText)
 {
     std::vector<int32_t> ids;
-    const nlohmann::json root = nlohmann::json::parse(jsonText, nullptr, false);
-    if (!root.is_object() || !root.contains("eos_token_id"))
+    const auto parsed = jsonutil::parseJson(jsonText, {});
+    if (!parsed || !parsed->is_object() || !parsed->contains("eos_token_id"))
         return ids;
+    const nlohmann::json &root = *parsed;
     const nlohmann::json &eos = root["eos_token_id"];
     auto add = [&ids](const nlohmann::json &value) {
         if (value.is_number_integer() && value.get<int64_t>() >= 0 && value.get<int64_t>() <= kMaxId)

@@ -74,7 +74,7 @@ Result<Tokenizer> Tokenizer::load(const std::string &path)
         file = (std::filesystem::path(path) / "tokenizer.json").string();
     if (!std::filesystem::exists(file, ec))
         return makeError(ErrorCode::NotFound, "no such file", file);
-    auto text = fileutil::readFile(file);
+    auto text = fileutil::readFile(file, kMaxTokenizerJsonBytes);
     if (!text)
         return tl::unexpected(text.error());
     auto tokenizer = fromJson(*text, file);
@@ -84,14 +84,15 @@ Result<Tokenizer> Tokenizer::load(const std::string &path)
     auto impl = std::const_pointer_cast<Impl>(tokenizer->m_impl);
     const auto folder = std::filesystem::path(file).parent_path();
     if (std::filesystem::exists(folder / "tokenizer_config.json", ec)) {
-        if (auto config = fileutil::readFile((folder / "tokenizer_config.json").string())) {
+        if (auto config =
+                fileutil::readFile((folder / "tokenizer_config.json").string(), kMaxTokenizerCompanionBytes)) {
             impl->bos = -1;
             impl->eos = -1;
             impl->chooseBosEos(readTokenizerConfig(*config));
         }
     }
     if (std::filesystem::exists(folder / "generation_config.json", ec)) {
-        if (auto config = fileutil::readFile((folder / "generation_config.json").string()))
+        if (auto config = fileutil::readFile((folder / "generation_config.json").string(), kMaxTokenizerCompanionBytes))
             impl->extraEos = readGenerationConfigEos(*config);
     }
     return tokenizer;

@@ -80,6 +80,11 @@ struct TokenizerSpec {
     BpeSpec model;
 };
 
+// The largest tokenizer.json read (the biggest published ones are tens of megabytes), and the
+// largest tokenizer_config.json / generation_config.json.
+constexpr uint64_t kMaxTokenizerJsonBytes = 128u << 20;
+constexpr uint64_t kMaxTokenizerCompanionBytes = 16u << 20;
+
 // Parses tokenizer.json text. `source` names the file in error messages.
 Result<TokenizerSpec> readTokenizerSpec(const std::string &jsonText, const std::string &source);
 

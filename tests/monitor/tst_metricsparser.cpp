@@ -288,6 +288,43 @@ private Q_SLOTS:
         QCOMPARE(batch.rows.size(), size_t(1));
         QCOMPARE(parser.stats().junk, std::int64_t(1));
     }
+
+    void overlongCompleteLineIsJunkToo()
+    {
+        // Regression: a line longer than the limit that arrived whole in one chunk was parsed
+        // (a 300 MB line went through the full JSON parser).
+        MetricsParser parser;
+        parser.setMaximumLineLength(64);
+        MetricBatch batch;
+        const QByteArray longLine = "{\"v\":1,\"step\":1,\"loss\":1" + QByteArray(100, ' ') + "}\n";
+        parser.feed(longLine + "{\"v\":1,\"step\":2,\"loss\":2}\n", batch);
+        QCOMPARE(batch.rows.size(), size_t(1));
+        QCOMPARE(batch.rows[0].step, std::int64_t(2));
+        QCOMPARE(parser.stats().junk, std::int64_t(1));
+        // The same line completed from a pending part.
+        parser.feed(longLine.first(30), batch);
+        parser.feed(longLine.mid(30), batch);
+        QCOMPARE(batch.rows.size(), size_t(1));
+        QCOMPARE(parser.stats().junk, std::int64_t(2));
+    }
+
+    void deeplyNestedValueIsJunkNotACrash()
+    {
+        // Values nested far deeper than any metric go to the full parser, which refuses them.
+        MetricsParser parser;
+        MetricBatch batch;
+        const QByteArray deep =
+            "{\"v\":1,\"step\":1,\"x\":" + QByteArray(200000, '[') + QByteArray(200000, ']') + "}\n";
+        parser.feed(deep, batch);
+        QCOMPARE(batch.rows.size(), size_t(0));
+        QCOMPARE(parser.stats().junk, std::int64_t(1));
+        QCOMPARE(parser.stats().slowPath, std::int64_t(1));
+        // A nested value within the full parser's limits is ignored; the scalars of its line count.
+        parser.feed("{\"v\":1,\"step\":2,\"x\":" + QByteArray(500, '[') + QByteArray(500, ']') + ",\"loss\":0.5}\n",
+                    batch);
+        QCOMPARE(batch.rows.size(), size_t(1));
+        QCOMPARE(valueOf(batch, 0, "loss"), 0.5);
+    }
 };
 
 QTEST_GUILESS_MAIN(tst_MetricsParser)

@@ -3,6 +3,13 @@
 #include "fixtures.h"
 
 #include "core/tokenizer/tokenizer.h"
+#include "core/tokenizer/tokenizerspec.h"
+
+#include <chrono>
+#include <fcntl.h>
+#include <future>
+#include <sys/stat.h>
+#include <unistd.h>
 
 using accel::ErrorCode;
 using accel::tokenizer::Tokenizer;
@@ -31,6 +38,8 @@ private Q_SLOTS:
     void invalid();
     void errorNamesTheFile();
     void missingFile();
+    void fifoInPlaceOfTokenizerJsonDoesNotBlock();
+    void tokenizerJsonOverTheLimitIsRefused();
 };
 
 void tst_TokenizerLoad::minimalLoads()
@@ -144,6 +153,17 @@ void tst_TokenizerLoad::invalid_data()
         << QString::fromStdString(minimal(
                R"("post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>"}}, {"Sequence": {"id": "A"}}]})"))
         << "post_processor.single[0]: special token \"<s>\" is neither an added token nor in the vocabulary";
+    // Regression: values nested 100,000 deep overflowed the stack while the error message was built.
+    const std::string deep = std::string(100000, '[') + "0" + std::string(100000, ']');
+    QTest::newRow("deep vocab") << QString::fromStdString(R"({"model": {"type": "BPE", "vocab": {"a": )" + deep +
+                                                          R"(}, "merges": []}})")
+                                << "JSON nested deeper than 64 levels";
+    QTest::newRow("deep merges") << QString::fromStdString(
+                                        R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": )" + deep + "}}")
+                                 << "JSON nested deeper than 64 levels";
+    QTest::newRow("deep normalizer") << QString::fromStdString(minimal(R"("normalizer": )" + std::string(5000, '[') +
+                                                                       std::string(5000, ']')))
+                                     << "JSON nested deeper than 64 levels";
 }
 
 void tst_TokenizerLoad::invalid()
@@ -182,6 +202,38 @@ void tst_TokenizerLoad::missingFile()
     auto folder = Tokenizer::load(dir.path().toStdString()); // a folder without tokenizer.json
     QVERIFY(!folder);
     QCOMPARE(folder.error().code, ErrorCode::NotFound);
+}
+
+void tst_TokenizerLoad::fifoInPlaceOfTokenizerJsonDoesNotBlock()
+{
+    QTemporaryDir dir;
+    const std::string fifo = dir.filePath(QStringLiteral("tokenizer.json")).toStdString();
+    QCOMPARE(::mkfifo(fifo.c_str(), 0600), 0);
+    auto loading = std::async(std::launch::async, [&] { return Tokenizer::load(dir.path().toStdString()); });
+    if (loading.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+        const int writer = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK); // releases the blocked reader
+        if (writer >= 0)
+            ::close(writer);
+        QFAIL("Tokenizer::load blocked on a FIFO");
+    }
+    auto tokenizer = loading.get();
+    QVERIFY(!tokenizer);
+    QCOMPARE(tokenizer.error().toString(), fifo + ": is a FIFO (named pipe), expected a regular file");
+}
+
+void tst_TokenizerLoad::tokenizerJsonOverTheLimitIsRefused()
+{
+    QTemporaryDir dir;
+    const std::string path = dir.filePath(QStringLiteral("tokenizer.json")).toStdString();
+    const int fd = ::open(path.c_str(), O_CREAT | O_WRONLY, 0600);
+    QVERIFY(fd >= 0);
+    QCOMPARE(::ftruncate(fd, off_t(accel::tokenizer::kMaxTokenizerJsonBytes) + 1), 0); // sparse
+    ::close(fd);
+    auto tokenizer = Tokenizer::load(path);
+    QVERIFY(!tokenizer);
+    QCOMPARE(tokenizer.error().code, ErrorCode::InvalidInput);
+    QCOMPARE(tokenizer.error().toString(),
+             path + ": file too large: 134217729 bytes (the limit for this file is 134217728 bytes)");
 }
 
 QTEST_GUILESS_MAIN(tst_TokenizerLoad)
