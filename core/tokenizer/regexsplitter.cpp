@@ -1,11 +1,13 @@
 #include "core/tokenizer/regexsplitter.h"
 
 #include "core/common/log.h"
+#include "core/tokenizer/unicodetables.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
 #include <algorithm>
+#include <cstdio>
 
 namespace accel::tokenizer {
 
@@ -19,18 +21,142 @@ const char *RegexSplitter::gpt2Pattern()
     return R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 }
 
+namespace {
+
+void appendCodePoint(std::string &out, char32_t c)
+{
+    char buffer[16];
+    std::snprintf(buffer, sizeof buffer, "\\x{%X}", static_cast<unsigned>(c));
+    out += buffer;
+}
+
+// The ranges as the inside of a character class, complemented (surrogates left out) when `negate`.
+std::string classBody(const unicode::RangeList &list, bool negate)
+{
+    std::vector<unicode::CodePointRange> ranges(list.ranges, list.ranges + list.size);
+    if (negate) {
+        std::vector<unicode::CodePointRange> complement;
+        char32_t next = 0;
+        auto add = [&](char32_t first, char32_t last) {
+            // Surrogates are not characters in UTF mode.
+            if (first <= 0xD7FF && last >= 0xD800) {
+                complement.push_back({first, 0xD7FF});
+                first = 0xE000;
+            }
+            if (first < 0xE000 && first >= 0xD800)
+                first = 0xE000;
+            if (first <= last)
+                complement.push_back({first, last});
+        };
+        for (const auto &range : ranges) {
+            if (range.first > next)
+                add(next, range.first - 1);
+            next = range.last + 1;
+        }
+        if (next <= 0x10FFFF)
+            add(next, 0x10FFFF);
+        ranges = std::move(complement);
+    }
+    std::string out;
+    for (const auto &range : ranges) {
+        appendCodePoint(out, range.first);
+        if (range.last != range.first) {
+            out += '-';
+            appendCodePoint(out, range.last);
+        }
+    }
+    return out;
+}
+
+// The pattern with \p{..}/\P{..} of the general categories and \s/\S spelled out as explicit
+// code point classes (unicodetables.h), so matching follows Hugging Face tokenizers' Unicode tables
+// and not the installed PCRE2's. Other constructs are left to PCRE2.
+std::string withExplicitUnicodeClasses(const std::string &pattern)
+{
+    std::string out;
+    out.reserve(pattern.size() * 4);
+    bool inClass = false;
+    for (size_t i = 0; i < pattern.size(); ++i) {
+        const char c = pattern[i];
+        if (c == '[' && !inClass) {
+            inClass = true;
+            out += c;
+            // A ']' right after '[' or '[^' is literal.
+            if (i + 1 < pattern.size() && pattern[i + 1] == '^')
+                out += pattern[++i];
+            if (i + 1 < pattern.size() && pattern[i + 1] == ']')
+                out += pattern[++i];
+            continue;
+        }
+        if (c == '[' && inClass && i + 1 < pattern.size() && pattern[i + 1] == ':') {
+            const size_t end = pattern.find(":]", i + 2); // POSIX class [:alpha:]
+            if (end != std::string::npos) {
+                out.append(pattern, i, end + 2 - i);
+                i = end + 1;
+                continue;
+            }
+        }
+        if (c == ']' && inClass) {
+            inClass = false;
+            out += c;
+            continue;
+        }
+        if (c != '\\' || i + 1 >= pattern.size()) {
+            out += c;
+            continue;
+        }
+        const char kind = pattern[i + 1];
+        std::string name;
+        size_t consumed = 2;
+        bool negate = false;
+        if (kind == 's' || kind == 'S') {
+            name = "space";
+            negate = kind == 'S';
+        } else if (kind == 'p' || kind == 'P') {
+            negate = kind == 'P';
+            if (i + 2 < pattern.size() && pattern[i + 2] == '{') {
+                const size_t close = pattern.find('}', i + 3);
+                if (close != std::string::npos) {
+                    name = pattern.substr(i + 3, close - i - 3);
+                    consumed = close + 1 - i;
+                    if (!name.empty() && name[0] == '^') {
+                        negate = !negate;
+                        name.erase(0, 1);
+                    }
+                }
+            } else if (i + 2 < pattern.size()) {
+                name = pattern.substr(i + 2, 1);
+                consumed = 3;
+            }
+        }
+        const auto list = name.empty() ? std::nullopt : unicode::propertyRanges(name);
+        if (!list) { // an escape PCRE2 handles itself (\\, \x{..}, \d, a script's \p{Han})
+            out += c;
+            out += kind;
+            ++i;
+            continue;
+        }
+        const std::string body = classBody(*list, inClass && negate);
+        out += inClass ? body : (negate ? "[^" : "[") + body + "]";
+        i += consumed - 1;
+    }
+    return out;
+}
+
+} // namespace
+
 Result<RegexSplitter> RegexSplitter::create(const std::string &pattern)
 {
     int errorCode = 0;
     PCRE2_SIZE errorOffset = 0;
-    pcre2_code *code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+    const std::string explicitPattern = withExplicitUnicodeClasses(pattern);
+    pcre2_code *code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(explicitPattern.data()), explicitPattern.size(),
                                      PCRE2_UTF | PCRE2_UCP, &errorCode, &errorOffset, nullptr);
     if (!code) {
         PCRE2_UCHAR buffer[256];
         pcre2_get_error_message(errorCode, buffer, sizeof buffer);
-        return makeError(ErrorCode::InvalidInput, "regular expression \"" + pattern + "\" does not compile at offset " +
-                                                      std::to_string(errorOffset) + ": " +
-                                                      reinterpret_cast<const char *>(buffer));
+        return makeError(ErrorCode::InvalidInput, "regular expression \"" + pattern +
+                                                      "\" does not compile: " + reinterpret_cast<const char *>(buffer));
     }
     pcre2_jit_compile(code, PCRE2_JIT_COMPLETE); // falls back to the interpreter when JIT is missing
     auto compiled = std::make_shared<Compiled>();

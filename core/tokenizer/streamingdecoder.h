@@ -24,6 +24,11 @@ public:
     void reset();
 
 private:
+    // decode() of the window; drops the context when new byte tokens would join its byte run.
+    std::string windowText();
+    // Without context: removes the leading byte-fallback tokens whose bytes can never form a
+    // character and returns one U+FFFD for each.
+    std::string dropDeadBytes();
     std::string emitFrom(const std::string &text);
 
     Tokenizer m_tokenizer;
@@ -32,6 +37,8 @@ private:
     std::vector<int32_t> m_window;
     size_t m_contextSize = 0;  // how many ids at the front of m_window were already emitted
     std::string m_contextText; // decode of the context ids alone
+    size_t m_stableSize = 0;   // longest window text before its trailing U+FFFD while holding back
+    size_t m_stalled = 0;      // pushes since that text last grew
 };
 
 } // namespace accel::tokenizer

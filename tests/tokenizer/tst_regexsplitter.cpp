@@ -30,6 +30,8 @@ class tst_RegexSplitter : public QObject {
 private Q_SLOTS:
     void behaviours();
     void gpt2Pattern();
+    void unicodeTablesNotPcre2s();
+    void explicitClassesKeepOtherSyntax();
     void replace();
     void utf8Repair();
     void byteLevelAlphabet();
@@ -49,6 +51,40 @@ void tst_RegexSplitter::behaviours()
     // Metaspace-style: "▁" starts a word; runs of it stay separate.
     QCOMPARE(split("▁", "▁Hey▁▁▁friend", SplitBehavior::MergedWithNext), (Pieces{"▁Hey", "▁", "▁", "▁friend"}));
     QCOMPARE(split("x", "", SplitBehavior::Isolated), Pieces{});
+}
+
+// Regression: letters and digits of Unicode 15 and 16 were no letters or digits to the installed
+// PCRE2 (10.42, older tables), and U+180E was whitespace to it; ids then differed from tokenizers.
+void tst_RegexSplitter::unicodeTablesNotPcre2s()
+{
+    const char *gpt2 = RegexSplitter::gpt2Pattern();
+    // Todhri (Unicode 16) and Kawi (Unicode 15) letters inside a Latin word stay in the word.
+    QCOMPARE(split(gpt2, "a\U000105C0\U000105C1b \U00011F04x", SplitBehavior::Isolated),
+             (Pieces{"a\U000105C0\U000105C1b", " \U00011F04x"}));
+    // Outlined digits (Unicode 16) are digits.
+    QCOMPARE(split(gpt2, "x \U0001CCF01", SplitBehavior::Isolated), (Pieces{"x", " \U0001CCF01"}));
+    // U+180E (a format character since Unicode 6.3) is not whitespace: no \s+(?!\S) split.
+    QCOMPARE(split(gpt2, "x\u180e\u180ey", SplitBehavior::Isolated), (Pieces{"x", "\u180e\u180e", "y"}));
+    QCOMPARE(split("\\s+", "a\u180eb\u00a0c", SplitBehavior::Removed), (Pieces{"a\u180eb", "c"}));
+    QCOMPARE(split("\\S+", "a\u180eb\u00a0c", SplitBehavior::Removed), (Pieces{"\u00a0"}));
+    QCOMPARE(split("[^\\s]+", "a\u180eb\u3000c", SplitBehavior::Removed), (Pieces{"\u3000"}));
+    QCOMPARE(split("\\P{L}+", "ab12\U000105C0", SplitBehavior::Removed), (Pieces{"ab", "\U000105C0"}));
+    QCOMPARE(split("[^\\p{L}\\p{N}]+", "ab, \U0001CCF0!", SplitBehavior::Removed), (Pieces{"ab", "\U0001CCF0"}));
+    QCOMPARE(split("[\\P{L}]+", "ab12cd", SplitBehavior::Removed), (Pieces{"ab", "cd"}));
+    QCOMPARE(split("\\p{^N}+", "ab12cd", SplitBehavior::Removed), (Pieces{"12"}));
+    QCOMPARE(split("\\pN+", "ab12cd", SplitBehavior::Removed), (Pieces{"ab", "cd"}));
+    QCOMPARE(split("[\\p{Lu}\\p{Lt}]+", "abCDe\u01C5f", SplitBehavior::Removed), (Pieces{"ab", "e", "f"}));
+}
+
+void tst_RegexSplitter::explicitClassesKeepOtherSyntax()
+{
+    // Escapes other than the general categories and \s pass through to PCRE2 unchanged.
+    QCOMPARE(split("\\\\s", "a\\sb\\s", SplitBehavior::Removed), (Pieces{"a", "b"}));
+    QCOMPARE(split("\\d+", "ab12cd", SplitBehavior::Removed), (Pieces{"ab", "cd"}));
+    QCOMPARE(split("\\p{Han}+", "ab日本cd", SplitBehavior::Removed), (Pieces{"ab", "cd"}));
+    QCOMPARE(split("[]s]+", "a]sb", SplitBehavior::Removed), (Pieces{"a", "b"}));
+    QCOMPARE(split("[[:digit:]\\s]+", "a1 2b", SplitBehavior::Removed), (Pieces{"a", "b"}));
+    QCOMPARE(split("\\x{41}", "bAb", SplitBehavior::Removed), (Pieces{"b", "b"}));
 }
 
 void tst_RegexSplitter::gpt2Pattern()

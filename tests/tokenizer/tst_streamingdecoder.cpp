@@ -41,6 +41,7 @@ private Q_SLOTS:
     void llamaSkipsSpecialTokens();
     void gpt2ByteLevelHeldBack();
     void finishFlushesBrokenBytes();
+    void byteFallbackBadByteStreamsOneReplacement();
     void piecesAddUpToDecode_data();
     void piecesAddUpToDecode();
     void randomIds();
@@ -105,6 +106,28 @@ void tst_StreamingDecoder::finishFlushesBrokenBytes()
         all += stuck.push(230); // E6 E6 E6 ...: each is a broken start of a character
     all += stuck.finish();
     QCOMPARE(all, tokenizer.decode(Ids(8, 230)));
+}
+
+// Regression: a bad byte right after a byte-fallback character joined that character's run, which
+// then decoded as one U+FFFD per byte: the stream showed 本 and then four replacement characters.
+void tst_StreamingDecoder::byteFallbackBadByteStreamsOneReplacement()
+{
+    const Tokenizer tokenizer = accel::test::loadFixture("llama-tiny.json");
+    auto stream = [&](const Ids &ids) {
+        StreamingDecoder decoder(tokenizer);
+        const std::string pushed = joined(pushAll(decoder, ids));
+        return pushed + decoder.finish();
+    };
+    // "▁the", 本 as <0xE6> <0x9C> <0xAC>, a stray <0xE6>, "▁low".
+    QCOMPARE(stream({269, 233, 159, 175, 233, 272}), "the本" + kReplacement + " low");
+    // A stray byte at the very end: one U+FFFD from finish().
+    QCOMPARE(stream({269, 233, 159, 175, 233}), "the本" + kReplacement);
+    // Two stray bytes between words: two.
+    QCOMPARE(stream({269, 233, 159, 175, 233, 233, 272}), "the本" + kReplacement + kReplacement + " low");
+    // A stray continuation byte after the character, then another character: 本 <0x9C> 本.
+    QCOMPARE(stream({269, 233, 159, 175, 159, 233, 159, 175}), "the本" + kReplacement + "本");
+    // The same right after a word: "▁the" <0x9C> 本 "▁low".
+    QCOMPARE(stream({269, 159, 233, 159, 175, 272}), "the" + kReplacement + "本 low");
 }
 
 void tst_StreamingDecoder::piecesAddUpToDecode_data()
