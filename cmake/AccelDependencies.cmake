@@ -24,30 +24,76 @@ endif()
 set(ACCEL_HAVE_TORCH_INT 0)
 set(ACCEL_HAVE_CUDA_INT 0)
 set(ACCEL_TORCH_VERSION "")
+set(ACCEL_NCCL_VERSION "")
+# The project's Python environment (packaging/install-deps.sh): PyTorch 2.x's wheel, whose libtorch the runtime
+# links, and the real Hugging Face packages the compat tests and the benchmarks' peers use.
+set(ACCEL_PYTHON_ENV "${CMAKE_SOURCE_DIR}/.venv" CACHE PATH "The project's Python environment (install-deps.sh)")
+set(ACCEL_PYTHON "${ACCEL_PYTHON_ENV}/bin/python")
 if(ACCEL_BUILD_TORCH)
-  find_package(Torch QUIET)
+  if(EXISTS "${ACCEL_PYTHON}")
+    execute_process(COMMAND "${ACCEL_PYTHON}" -c "import torch.utils; print(torch.utils.cmake_prefix_path)"
+                    OUTPUT_VARIABLE torch_prefix OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE torch_rc ERROR_QUIET)
+    if(torch_rc EQUAL 0)
+      # FORCE: a build folder configured before against another libtorch (Debian's 1.13) follows the
+      # environment; libraries that config cached elsewhere are looked up again.
+      set(Torch_DIR "${torch_prefix}/Torch" CACHE PATH "libtorch's CMake config" FORCE)
+      set(Caffe2_DIR "${torch_prefix}/Caffe2" CACHE PATH "libtorch's CMake config" FORCE)
+      get_filename_component(torch_root "${torch_prefix}/../.." ABSOLUTE)
+      foreach(cached TORCH_LIBRARY c10_LIBRARY c10_cuda_LIBRARY kineto_LIBRARY)
+        if(DEFINED CACHE{${cached}} AND NOT "$CACHE{${cached}}" MATCHES "^${torch_root}")
+          unset(${cached} CACHE)
+        endif()
+      endforeach()
+      # TorchConfig searches the system before its own folder: pin the wheel's libraries.
+      set(TORCH_LIBRARY "${torch_root}/lib/libtorch.so" CACHE FILEPATH "libtorch" FORCE)
+      set(c10_LIBRARY "${torch_root}/lib/libc10.so" CACHE FILEPATH "c10" FORCE)
+    endif()
+  endif()
+  # The wheel's libtorch is built with CUDA. Its CMake config looks for the CUDA toolkit (nvcc, cuBLAS, NCCL);
+  # where that is found, the CUDA paths (NCCL process group, CUDA autocast) compile in.
+  find_package(Torch 2.0 QUIET)
   if(Torch_FOUND)
     set(ACCEL_HAVE_TORCH_INT 1)
-    find_library(ACCEL_GLOO_LIBRARY gloo REQUIRED)
     if(TORCH_VERSION)
       set(ACCEL_TORCH_VERSION ${TORCH_VERSION})
     elseif(Torch_VERSION)
       set(ACCEL_TORCH_VERSION ${Torch_VERSION})
     endif()
-    # CUDA paths (NCCL, CUDA autocast) compile in only where libtorch itself was built with CUDA.
-    if(TORCH_CUDA_LIBRARIES OR CAFFE2_USE_CUDA)
+    if(TARGET torch_cuda OR TORCH_CUDA_LIBRARIES OR CAFFE2_USE_CUDA)
       set(ACCEL_HAVE_CUDA_INT 1)
+      # NCCL's version from the header the NCCL process group compiles against.
+      find_file(ACCEL_NCCL_HEADER nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
+      if(ACCEL_NCCL_HEADER)
+        file(STRINGS "${ACCEL_NCCL_HEADER}" nccl_lines REGEX "^#define NCCL_(MAJOR|MINOR|PATCH) ")
+        string(REGEX REPLACE ".*NCCL_MAJOR ([0-9]+).*NCCL_MINOR ([0-9]+).*NCCL_PATCH ([0-9]+).*" "\\1.\\2.\\3"
+               ACCEL_NCCL_VERSION "${nccl_lines}")
+      endif()
     endif()
+    # c10d's ProcessGroupGloo.hpp includes gloo's headers, which the wheel does not ship; gloo itself is compiled
+    # into libtorch_cpu. Debian's libgloo-dev provides the headers only (never link its library: its symbols
+    # would clash with libtorch's). See docs/platform.md, "gloo headers".
+    find_path(ACCEL_GLOO_INCLUDE_DIR gloo/rendezvous/store.h REQUIRED)
     # One target for everything that compiles against libtorch: headers as SYSTEM (their warnings
     # are not ours), c10d with gloo switched on.
     add_library(accel_torch INTERFACE)
-    target_include_directories(accel_torch SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
-    target_link_libraries(accel_torch INTERFACE ${TORCH_LIBRARIES} ${ACCEL_GLOO_LIBRARY})
+    target_include_directories(accel_torch SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS} ${ACCEL_GLOO_INCLUDE_DIR})
+    target_link_libraries(accel_torch INTERFACE ${TORCH_LIBRARIES})
+    # The wheel's CUDA libraries (NCCL, cuDNN, cuBLAS, ...) live beside it in nvidia/*/lib, and
+    # libtorch_cuda.so carries no search path for them (Python preloads them). Programs that link
+    # libtorch get an old-style DT_RPATH with those folders, which the loader also applies to the
+    # libraries' own dependencies (a DT_RUNPATH would not), so the wheel's NCCL is found rather than
+    # the toolkit's older one, at link time and at run time.
+    get_filename_component(torch_root "${Torch_DIR}/../../.." ABSOLUTE)
+    file(GLOB accel_wheel_lib_dirs LIST_DIRECTORIES true "${torch_root}/../nvidia/*/lib")
+    target_link_options(accel_torch INTERFACE "LINKER:--disable-new-dtags")
+    foreach(dir "${torch_root}/lib" ${accel_wheel_lib_dirs})
+      target_link_options(accel_torch INTERFACE "LINKER:-rpath,${dir}")
+    endforeach()
     target_compile_definitions(accel_torch INTERFACE USE_DISTRIBUTED USE_C10D_GLOO
       $<$<BOOL:${ACCEL_HAVE_CUDA_INT}>:USE_C10D_NCCL ACCEL_WITH_CUDA>)
-    message(STATUS "libtorch ${ACCEL_TORCH_VERSION} found (CUDA: ${ACCEL_HAVE_CUDA_INT})")
+    message(STATUS "libtorch ${ACCEL_TORCH_VERSION} from ${torch_prefix} (CUDA compiled in: ${ACCEL_HAVE_CUDA_INT}, NCCL ${ACCEL_NCCL_VERSION})")
   else()
-    message(WARNING "libtorch not found: accel-worker and the runtime are not built")
+    message(WARNING "libtorch 2.x not found in ${ACCEL_PYTHON_ENV} (run packaging/install-deps.sh): accel-worker and the runtime are not built")
     set(ACCEL_BUILD_TORCH OFF)
   endif()
 endif()

@@ -2,12 +2,9 @@
 #                [TIMEOUT s] [ARGS ...])
 # Builds one Qt Test executable and registers it with CTest. Every test runs on the offscreen
 # platform with a private HOME/XDG tree so that no test reads or writes the user's files.
-# ACCEL_PYTHON (the project's Python environment's interpreter) is in every test's environment: the
-# compat tests start it as the oracle (the real Hugging Face packages) and skip when it is missing.
-if(NOT DEFINED ACCEL_PYTHON)
-  set(ACCEL_PYTHON_ENV "${CMAKE_SOURCE_DIR}/.venv" CACHE PATH "The project's Python environment (install-deps.sh)")
-  set(ACCEL_PYTHON "${ACCEL_PYTHON_ENV}/bin/python")
-endif()
+# ACCEL_PYTHON (the project's Python environment's interpreter, cmake/AccelDependencies.cmake) is in every
+# test's environment: the compat tests start it as the oracle (the real Hugging Face packages) and skip
+# when it is missing.
 function(accel_add_test)
   cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS;ARGS" ${ARGN})
   add_executable(${T_NAME} ${T_SOURCES})

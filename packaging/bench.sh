@@ -5,20 +5,10 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${ACCEL_BUILD_DIR:-$here/build}"
-"$here/packaging/install-deps.sh" --bench
+"$here/packaging/install-deps.sh"
 "$here/packaging/build.sh"
 log="$build/bench-output.log"
 cd "$build"
-# Ours and the peers run the same OpenBLAS kernels: the ones accel-worker and accel launch choose
-# when OpenBLAS does not know this CPU (docs/env-json.md, "OpenBLAS kernels"), so every ratio
-# compares implementations, not BLAS kernels.
-if [[ -z "${OPENBLAS_CORETYPE:-}" && -x bin/accel-worker ]]; then
-  core="$(bin/accel-worker --capabilities --json | python3 -c 'import json,sys; print(json.load(sys.stdin).get("blas_core_recommended") or "")')"
-  if [[ -n "$core" ]]; then
-    export OPENBLAS_CORETYPE="$core"
-    echo "bench.sh: OpenBLAS does not know this CPU; every benchmark and peer runs OPENBLAS_CORETYPE=$core"
-  fi
-fi
 status=0
 ctest -L bench -V ${1:+-R "$1"} >"$log" 2>&1 || status=$?
 echo

@@ -194,20 +194,6 @@ Result<std::vector<std::pair<std::string, std::string>>> configEntriesFromText(c
     return entries;
 }
 
-namespace {
-
-std::string blasKernels(const WorkerCapabilities &worker)
-{
-    if (worker.blasCore.empty())
-        return {};
-    if (worker.blasCoreRecommended.empty())
-        return "; OpenBLAS " + worker.blasCore + " kernels";
-    return "; OpenBLAS chose " + worker.blasCore +
-           " kernels, accel-worker runs OPENBLAS_CORETYPE=" + worker.blasCoreRecommended;
-}
-
-} // namespace
-
 std::string formatEnvText(const HardwareReport &report)
 {
     std::ostringstream out;
@@ -227,9 +213,12 @@ std::string formatEnvText(const HardwareReport &report)
     out << "- Accelerate version: " << orText(python.accelerateVersion, "not installed") << "\n";
     if (worker.available)
         out << "- accel-worker libtorch version: " << worker.torchVersion
-            << " (CUDA: " << (worker.cuda ? worker.cudaVersion : "no") << ", NCCL: " << (worker.nccl ? "yes" : "no")
+            << " (CUDA: " << (worker.cudaCompiled ? "compiled " + orText(worker.cudaVersion, "in") : std::string("no"))
+            << (worker.cudaCompiled ? (worker.cuda ? ", " + std::to_string(worker.gpuCount) + " GPU(s)" : ", no GPU")
+                                    : "")
+            << ", NCCL: " << (worker.nccl ? orText(worker.ncclVersion, "yes") : "no")
             << ", gloo: " << (worker.gloo ? "yes" : "no") << ", MPI: " << (worker.mpi ? "yes" : "no")
-            << ", BLAS: " << orText(worker.blas, "unknown") << blasKernels(worker) << ")\n";
+            << ", BLAS: " << orText(worker.blas, "unknown") << ")\n";
     else
         out << "- accel-worker libtorch version: not available (" << worker.error << ")\n";
     out << "- PyTorch accelerator: " << (report.gpu.gpus.empty() ? "N/A" : "CUDA") << "\n";

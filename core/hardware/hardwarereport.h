@@ -80,16 +80,17 @@ struct WorkerCapabilities {
     std::string error; // why it is not available
     std::string path;
     std::string torchVersion;
-    bool cuda = false;
-    std::string cudaVersion;
+    bool cudaCompiled = false; // CUDA paths (NCCL process group, placement, autocast) built in
+    bool cuda = false;         // a GPU the worker can use
+    int gpuCount = 0;
+    std::string cudaVersion; // libtorch's CUDA build
     std::string cudnn;
     bool nccl = false;
+    std::string ncclVersion; // of the NCCL library libtorch loaded
     bool gloo = false;
     bool mpi = false;
     int openmpThreads = 0;
     std::string blas;
-    std::string blasCore;            // OpenBLAS's own kernel choice ("Prescott", "SkylakeX", ...)
-    std::string blasCoreRecommended; // the OPENBLAS_CORETYPE the worker runs with instead, if any
 };
 
 // Python as found on PATH; module versions are "not installed" when the import failed.

@@ -284,16 +284,17 @@ std::string reportToJson(const HardwareReport &report, int indent)
                       {"error", w.error},
                       {"path", w.path},
                       {"torch_version", w.torchVersion},
+                      {"cuda_compiled", w.cudaCompiled},
                       {"cuda", w.cuda},
+                      {"gpu_count", w.gpuCount},
                       {"cuda_version", w.cudaVersion},
                       {"cudnn", w.cudnn},
                       {"nccl", w.nccl},
+                      {"nccl_version", w.ncclVersion},
                       {"gloo", w.gloo},
                       {"mpi", w.mpi},
                       {"openmp_threads", w.openmpThreads},
-                      {"blas", w.blas},
-                      {"blas_core", w.blasCore},
-                      {"blas_core_recommended", w.blasCoreRecommended}};
+                      {"blas", w.blas}};
     const PythonInfo &p = report.python;
     json["python"] = {{"available", p.available},   {"error", p.error},
                       {"executable", p.executable}, {"version", p.version},
@@ -427,16 +428,17 @@ Result<HardwareReport> reportFromJson(const std::string &text)
         r.read(o, "error", w, k.error);
         r.read(o, "path", w, k.path);
         r.read(o, "torch_version", w, k.torchVersion);
+        r.read(o, "cuda_compiled", w, k.cudaCompiled);
         r.read(o, "cuda", w, k.cuda);
+        r.read(o, "gpu_count", w, k.gpuCount);
         r.read(o, "cuda_version", w, k.cudaVersion);
         r.read(o, "cudnn", w, k.cudnn);
         r.read(o, "nccl", w, k.nccl);
+        r.read(o, "nccl_version", w, k.ncclVersion);
         r.read(o, "gloo", w, k.gloo);
         r.read(o, "mpi", w, k.mpi);
         r.read(o, "openmp_threads", w, k.openmpThreads);
         r.read(o, "blas", w, k.blas);
-        r.read(o, "blas_core", w, k.blasCore);
-        r.read(o, "blas_core_recommended", w, k.blasCoreRecommended);
     }
     {
         const Json &o = objectAt(json, "python", r);

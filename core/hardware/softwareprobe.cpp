@@ -45,18 +45,20 @@ Result<WorkerCapabilities> parseWorkerCapabilities(const std::string &text)
         WorkerCapabilities capabilities;
         capabilities.available = true;
         capabilities.torchVersion = stringOr(json, "torch_version");
+        capabilities.cudaCompiled = boolOr(json, "cuda_compiled");
         capabilities.cuda = boolOr(json, "cuda");
+        if (const auto gpus = json.find("gpu_count"); gpus != json.end() && gpus->is_number_integer())
+            capabilities.gpuCount = gpus->get<int>();
         capabilities.cudaVersion = stringOr(json, "cuda_version");
         capabilities.cudnn = stringOr(json, "cudnn");
         capabilities.nccl = boolOr(json, "nccl");
+        capabilities.ncclVersion = stringOr(json, "nccl_version");
         capabilities.gloo = boolOr(json, "gloo");
         capabilities.mpi = boolOr(json, "mpi");
         const auto threads = json.find("openmp_threads");
         if (threads != json.end() && threads->is_number_integer())
             capabilities.openmpThreads = threads->get<int>();
         capabilities.blas = stringOr(json, "blas");
-        capabilities.blasCore = stringOr(json, "blas_core");
-        capabilities.blasCoreRecommended = stringOr(json, "blas_core_recommended");
         return capabilities;
     } catch (const nlohmann::json::exception &error) {
         return makeError(ErrorCode::InvalidInput, std::string("not valid JSON: ") + error.what(),

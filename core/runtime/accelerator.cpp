@@ -9,10 +9,20 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifdef ACCEL_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
 
+#include <arpa/inet.h>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <iostream>
+#include <netinet/in.h>
 #include <sstream>
+#include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
 
@@ -59,6 +69,40 @@ bool isLoopback(const std::string &address)
     return address == "localhost" || address.rfind("127.", 0) == 0 || address == "::1";
 }
 
+// A listening socket on the loopback address for the store of a single-host job: c10d's TCPStore
+// server binds every interface by itself, which would let other hosts (and, through any address,
+// anyone) read and write the rendezvous keys. Returns -1 with errno set on failure.
+int listenOnLoopback(const std::string &address, uint16_t port)
+{
+    const bool v6 = address == "::1";
+    const int fd = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    const int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    int rc = -1;
+    if (v6) {
+        sockaddr_in6 in{};
+        in.sin6_family = AF_INET6;
+        in.sin6_port = htons(port);
+        in.sin6_addr = in6addr_loopback;
+        rc = ::bind(fd, reinterpret_cast<sockaddr *>(&in), sizeof(in));
+    } else {
+        sockaddr_in in{};
+        in.sin_family = AF_INET;
+        in.sin_port = htons(port);
+        in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        rc = ::bind(fd, reinterpret_cast<sockaddr *>(&in), sizeof(in));
+    }
+    if (rc != 0 || ::listen(fd, SOMAXCONN) != 0) {
+        const int saved = errno;
+        ::close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
 // Joins the store, announces this rank and waits until every rank has announced itself.
 Result<void> rendezvous(Accelerator::Private &d)
 {
@@ -70,9 +114,22 @@ Result<void> rendezvous(Accelerator::Private &d)
     c10d::TCPStoreOptions storeOptions;
     storeOptions.port = uint16_t(env.masterPort);
     storeOptions.isServer = env.rank == 0 && !env.useAgentStore;
-    storeOptions.numWorkers = c10::nullopt;
+    storeOptions.numWorkers = std::nullopt;
     storeOptions.waitWorkers = false;
     storeOptions.timeout = toMs(timeoutS);
+    const auto cannotHost = [&](const std::string &reason) {
+        return makeError(ErrorCode::Failed,
+                         "rendezvous: rank 0 cannot host the store on port " + std::to_string(env.masterPort) +
+                             " (is another job using MASTER_PORT=" + std::to_string(env.masterPort) + "?): " + reason,
+                         where);
+    };
+    if (storeOptions.isServer && isLoopback(env.masterAddr)) {
+        // Every rank reaches the store through loopback: listen there only.
+        const int fd = listenOnLoopback(env.masterAddr == "::1" ? "::1" : "127.0.0.1", storeOptions.port);
+        if (fd < 0)
+            return cannotHost(std::strerror(errno));
+        storeOptions.masterListenFd = fd;
+    }
     c10::intrusive_ptr<c10d::Store> base;
     try {
         base = c10::make_intrusive<c10d::TCPStore>(env.masterAddr, storeOptions);
@@ -80,11 +137,7 @@ Result<void> rendezvous(Accelerator::Private &d)
         std::string first = e.what();
         first = first.substr(0, first.find('\n'));
         if (storeOptions.isServer)
-            return makeError(ErrorCode::Failed,
-                             "rendezvous: rank 0 cannot host the store on port " + std::to_string(env.masterPort) +
-                                 " (is another job using MASTER_PORT=" + std::to_string(env.masterPort) +
-                                 "?): " + first,
-                             where);
+            return cannotHost(first);
         return makeError(ErrorCode::Timeout,
                          "rendezvous: rank " + std::to_string(env.rank) + " could not reach the store at " + where +
                              " within " + formatSeconds(timeoutS) +
@@ -129,6 +182,16 @@ Result<void> rendezvous(Accelerator::Private &d)
     d.store = store;
 
     try {
+#ifdef ACCEL_WITH_CUDA
+        if (d.device.is_cuda()) {
+            // GPUs talk through NCCL, as Accelerate's default backend for CUDA.
+            auto ncclOptions = c10d::ProcessGroupNCCL::Options::create();
+            ncclOptions->timeout = toMs(d.options.collectiveTimeoutS);
+            d.group = c10::make_intrusive<c10d::ProcessGroupNCCL>(c10::make_intrusive<c10d::PrefixStore>("nccl", store),
+                                                                  env.rank, env.worldSize, ncclOptions);
+            return {};
+        }
+#endif
         auto glooOptions = c10d::ProcessGroupGloo::Options::create(toMs(d.options.collectiveTimeoutS));
         if (!env.glooInterface.empty())
             glooOptions->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(env.glooInterface));
@@ -147,6 +210,42 @@ Result<void> rendezvous(Accelerator::Private &d)
     return {};
 }
 
+// Why a rank computes on the CPU, for messages.
+const char *cpuReason(const DistributedEnv &env)
+{
+#ifdef ACCEL_WITH_CUDA
+    if (env.useCpu)
+        return "ACCELERATE_USE_CPU is set";
+    return "no GPU is visible to this process";
+#else
+    (void)env;
+    return "accel-worker was built without CUDA";
+#endif
+}
+
+// The device of this rank, as Accelerate's PartialState picks it.
+Result<torch::Device> pickDevice(const DistributedEnv &env)
+{
+#ifdef ACCEL_WITH_CUDA
+    if (!env.useCpu && torch::cuda::is_available()) {
+        const int count = int(torch::cuda::device_count());
+        if (env.localRank >= count)
+            return makeError(
+                ErrorCode::InvalidInput,
+                "LOCAL_RANK=" + std::to_string(env.localRank) + " but only " + std::to_string(count) +
+                    " GPU(s) are visible to this process (CUDA_VISIBLE_DEVICES=" +
+                    (std::getenv("CUDA_VISIBLE_DEVICES") ? std::getenv("CUDA_VISIBLE_DEVICES") : "not set") +
+                    "); start at most one process per GPU or set gpu_ids",
+                "LOCAL_RANK");
+        c10::cuda::set_device(c10::DeviceIndex(env.localRank));
+        return torch::Device(torch::kCUDA, c10::DeviceIndex(env.localRank));
+    }
+#else
+    (void)env;
+#endif
+    return torch::Device(torch::kCPU);
+}
+
 template <typename F>
 void runWork(F &&start)
 {
@@ -158,19 +257,21 @@ void runWork(F &&start)
 
 // ---- AutocastGuard ---------------------------------------------------------------------------
 
-AutocastGuard::AutocastGuard(bool enable) : m_enabled(enable)
+AutocastGuard::AutocastGuard(bool enable, bool cuda, bool fp16) : m_enabled(enable), m_cuda(cuda)
 {
     if (!m_enabled)
         return;
-    m_previous = at::autocast::is_cpu_enabled();
-    m_previousDtype = int(at::autocast::get_autocast_cpu_dtype());
-    at::autocast::set_cpu_enabled(true);
-    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+    const at::DeviceType device = m_cuda ? at::kCUDA : at::kCPU;
+    m_previous = at::autocast::is_autocast_enabled(device);
+    m_previousDtype = int(at::autocast::get_autocast_dtype(device));
+    at::autocast::set_autocast_enabled(device, true);
+    at::autocast::set_autocast_dtype(device, fp16 ? at::kHalf : at::kBFloat16);
     at::autocast::increment_nesting();
 }
 
 AutocastGuard::AutocastGuard(AutocastGuard &&other) noexcept
-    : m_enabled(other.m_enabled), m_previous(other.m_previous), m_previousDtype(other.m_previousDtype)
+    : m_enabled(other.m_enabled), m_cuda(other.m_cuda), m_previous(other.m_previous),
+      m_previousDtype(other.m_previousDtype)
 {
     other.m_enabled = false;
 }
@@ -181,8 +282,9 @@ AutocastGuard::~AutocastGuard()
         return;
     if (at::autocast::decrement_nesting() == 0)
         at::autocast::clear_cache();
-    at::autocast::set_cpu_enabled(m_previous);
-    at::autocast::set_autocast_cpu_dtype(at::ScalarType(m_previousDtype));
+    const at::DeviceType device = m_cuda ? at::kCUDA : at::kCPU;
+    at::autocast::set_autocast_enabled(device, m_previous);
+    at::autocast::set_autocast_dtype(device, at::ScalarType(m_previousDtype));
 }
 
 // ---- Private ---------------------------------------------------------------------------------
@@ -272,11 +374,19 @@ Result<std::unique_ptr<Accelerator>> Accelerator::create(const AcceleratorOption
     } else {
         d->precision = env.mixedPrecision;
     }
-#ifndef ACCEL_WITH_CUDA
-    if (d->precision == MixedPrecision::Fp16)
-        return makeError(ErrorCode::Unsupported,
-                         "mixed precision fp16 needs a CUDA build of libtorch; on CPU use bf16");
-#endif
+    if (auto device = pickDevice(env); !device)
+        return tl::unexpected(device.error());
+    else
+        d->device = *device;
+    if (d->precision == MixedPrecision::Fp16) {
+        // fp16 autocast and dynamic loss scaling are the CUDA recipe; on CPU the runtime says so
+        // rather than training in another precision.
+        if (!d->device.is_cuda())
+            return makeError(ErrorCode::Unsupported,
+                             std::string("mixed precision fp16 needs a GPU: this rank runs on CPU (") + cpuReason(env) +
+                                 "); use bf16 on CPU");
+        d->scaler = std::make_unique<GradScaler>(d->device);
+    }
     if (env.numThreads > 0)
         at::set_num_threads(env.numThreads);
     if (env.distributed && env.worldSize > 1) {
@@ -301,6 +411,34 @@ int Accelerator::numProcesses() const
 bool Accelerator::isLocalMainProcess() const
 {
     return d->env.localRank == 0;
+}
+std::string Accelerator::deviceName() const
+{
+    return d->device.str();
+}
+bool Accelerator::onCuda() const
+{
+    return d->device.is_cuda();
+}
+at::Tensor Accelerator::toDevice(const at::Tensor &tensor) const
+{
+    if (tensor.device() == d->device)
+        return tensor;
+    return tensor.to(d->device, /*non_blocking=*/true);
+}
+double Accelerator::deviceMemoryBytes() const
+{
+#ifdef ACCEL_WITH_CUDA
+    if (d->device.is_cuda()) {
+        const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(d->device.index());
+        return double(stats.allocated_bytes[0].current); // 0: the aggregate over pool kinds
+    }
+#endif
+    return -1;
+}
+double Accelerator::lossScale() const
+{
+    return d->scaler ? d->scaler->scaleValue() : 0.0;
 }
 MixedPrecision Accelerator::mixedPrecision() const
 {
@@ -333,6 +471,8 @@ std::string Accelerator::gradientTransport() const
 void Accelerator::prepareModel(const std::shared_ptr<torch::nn::Module> &model)
 {
     d->model = model;
+    if (!d->device.is_cpu())
+        model->to(d->device);
     if (!d->group)
         return;
     torch::NoGradGuard noGrad;
@@ -401,8 +541,9 @@ void Accelerator::accumulate()
         d->gradientSync->setEnabled(d->syncGradients);
 }
 
-void Accelerator::backward(const at::Tensor &loss)
+void Accelerator::backward(const at::Tensor &lossIn)
 {
+    const torch::Tensor loss = d->scaler ? d->scaler->scale(lossIn) : lossIn;
     if (d->accumulationSteps > 1)
         (loss / double(d->accumulationSteps)).backward();
     else
@@ -417,12 +558,16 @@ double Accelerator::clipGradNorm(double maxNorm, double normType)
         throw std::logic_error("clipGradNorm: prepare a model first");
     if (d->gradientSync)
         d->gradientSync->finish();
+    if (d->scaler) // clip the true gradients, as Accelerate's clip_grad_norm_ unscales first
+        d->scaler->unscale(d->model->parameters());
     return torch::nn::utils::clip_grad_norm_(d->model->parameters(), maxNorm, normType);
 }
 
 AutocastGuard Accelerator::autocast() const
 {
-    return AutocastGuard(d->precision == MixedPrecision::Bf16 || d->precision == MixedPrecision::Fp8);
+    return AutocastGuard(d->precision == MixedPrecision::Bf16 || d->precision == MixedPrecision::Fp8 ||
+                             d->precision == MixedPrecision::Fp16,
+                         d->device.is_cuda(), d->precision == MixedPrecision::Fp16);
 }
 
 at::Tensor Accelerator::gather(const at::Tensor &tensorIn)
@@ -534,7 +679,17 @@ void AcceleratedOptimizer::step()
         return;
     if (auto &sync = m_accelerator.impl().gradientSync)
         sync->finish();
-    m_optimizer.step();
+    if (auto &scaler = m_accelerator.impl().scaler) {
+        std::vector<torch::Tensor> parameters;
+        for (auto &group : m_optimizer.param_groups())
+            parameters.insert(parameters.end(), group.params().begin(), group.params().end());
+        // A step with inf/NaN gradients is skipped (the scale backs off), as GradScaler.step does.
+        m_skipped = !scaler->step(parameters, [this] { m_optimizer.step(); });
+        if (m_skipped)
+            return;
+    } else {
+        m_optimizer.step();
+    }
     ++m_steps;
 }
 
@@ -571,7 +726,7 @@ AcceleratedScheduler::AcceleratedScheduler(Accelerator &accelerator, Accelerated
 
 void AcceleratedScheduler::step()
 {
-    if (!m_accelerator.syncGradients())
+    if (!m_accelerator.syncGradients() || m_optimizer.stepWasSkipped())
         return;
     m_lastStep += m_accelerator.options().data.splitBatches ? 1 : m_accelerator.numProcesses();
     apply();

@@ -55,10 +55,10 @@ struct AcceleratorOptions {
 
 enum class ReduceOp { Sum, Mean, Max };
 
-// Turns autocast (bf16 on CPU) on for its lifetime when mixed precision is active.
+// Turns autocast on for its lifetime when mixed precision is active: bf16 on CPU; bf16 or fp16 on CUDA.
 class AutocastGuard {
 public:
-    explicit AutocastGuard(bool enable);
+    explicit AutocastGuard(bool enable, bool cuda = false, bool fp16 = false);
     ~AutocastGuard();
     AutocastGuard(const AutocastGuard &) = delete;
     AutocastGuard &operator=(const AutocastGuard &) = delete;
@@ -67,6 +67,7 @@ public:
 
 private:
     bool m_enabled = false;
+    bool m_cuda = false;
     bool m_previous = false;
     int m_previousDtype = 0;
 };
@@ -87,6 +88,16 @@ public:
     // core/runtime/shmallreduce.h), "process-group" (gloo/NCCL), or "none" (one process).
     std::string gradientTransport() const;
     bool isLocalMainProcess() const;
+    // Where this rank computes, as Accelerate picks it: "cuda:<LOCAL_RANK>" when libtorch has CUDA, a
+    // GPU is visible (CUDA_VISIBLE_DEVICES, from gpu_ids) and ACCELERATE_USE_CPU is not set; else "cpu".
+    // prepareModel() moves the model there; toDevice() moves a batch.
+    std::string deviceName() const;
+    bool onCuda() const;
+    at::Tensor toDevice(const at::Tensor &tensor) const;
+    // Bytes of device memory the caching allocator holds for tensors on this rank's GPU (-1 on CPU).
+    double deviceMemoryBytes() const;
+    // fp16's dynamic loss scale (GradScaler), 0 without fp16.
+    double lossScale() const;
     MixedPrecision mixedPrecision() const;
     int gradientAccumulationSteps() const;
     const AcceleratorOptions &options() const;

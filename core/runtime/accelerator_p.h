@@ -3,11 +3,12 @@
 #pragma once
 
 #include "core/runtime/accelerator.h"
+#include "core/runtime/gradscaler.h"
 #include "core/runtime/metricswriter.h"
 #include "core/runtime/shmallreduce.h"
 #include "core/runtime/training.h"
 
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/torch.h>
 
@@ -22,7 +23,7 @@ namespace accel::runtime {
 // bucket order on every rank; finish() waits and writes the averaged gradients back.
 class GradientSync {
 public:
-    GradientSync(c10::intrusive_ptr<c10d::ProcessGroup> group, std::vector<torch::Tensor> parameters,
+    GradientSync(c10::intrusive_ptr<c10d::Backend> group, std::vector<torch::Tensor> parameters,
                  int64_t bucketCapBytes);
     ~GradientSync();
 
@@ -52,7 +53,7 @@ private:
     void launchReady();
     void launch(Bucket &bucket);
 
-    c10::intrusive_ptr<c10d::ProcessGroup> m_group;
+    c10::intrusive_ptr<c10d::Backend> m_group;
     std::unique_ptr<ShmAllReduce> m_shm;
     std::vector<torch::Tensor> m_parameters;
     std::vector<size_t> m_bucketOf;
@@ -70,8 +71,10 @@ struct Accelerator::Private {
     AcceleratorOptions options;
     MixedPrecision precision = MixedPrecision::No;
     int accumulationSteps = 1;
+    torch::Device device = torch::kCPU;
+    std::unique_ptr<GradScaler> scaler; // fp16 only
     c10::intrusive_ptr<c10d::Store> store;
-    c10::intrusive_ptr<c10d::ProcessGroup> group; // null with one process
+    c10::intrusive_ptr<c10d::Backend> group; // null with one process
 
     std::shared_ptr<torch::nn::Module> model;
     std::unique_ptr<GradientSync> gradientSync;

@@ -28,7 +28,7 @@ private:
 
 } // namespace
 
-GradientSync::GradientSync(c10::intrusive_ptr<c10d::ProcessGroup> group, std::vector<torch::Tensor> parameters,
+GradientSync::GradientSync(c10::intrusive_ptr<c10d::Backend> group, std::vector<torch::Tensor> parameters,
                            int64_t bucketCapBytes)
     : m_group(std::move(group)), m_parameters(std::move(parameters))
 {

@@ -25,12 +25,15 @@ public:
     double lr(size_t group = 0) const;
     void setLr(double lr); // every group
     int64_t stepsTaken() const { return m_steps; }
+    // The last step() was skipped by fp16 loss scaling (inf/NaN gradients); the scheduler then holds.
+    bool stepWasSkipped() const { return m_skipped; }
     torch::optim::Optimizer &optimizer() { return m_optimizer; }
 
 private:
     Accelerator &m_accelerator;
     torch::optim::Optimizer &m_optimizer;
     int64_t m_steps = 0;
+    bool m_skipped = false;
 };
 
 // A LambdaLR: lr = base_lr * lambda(lastStep), lastStep counted in scheduler steps.

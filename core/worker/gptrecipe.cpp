@@ -202,7 +202,7 @@ Result<void> runGptRecipe(runtime::Accelerator &accelerator, const JobSpec &job)
     task.model = model;
     task.optimizer = &optimizer;
     task.loss = [&](const std::vector<int64_t> &indices) {
-        auto batch = windows.index_select(0, torch::tensor(indices, torch::kInt64));
+        auto batch = accelerator.toDevice(windows.index_select(0, torch::tensor(indices, torch::kInt64)));
         auto logits = model->forward(batch.slice(1, 0, T));
         return F::cross_entropy(logits.reshape({-1, 256}).to(torch::kFloat), batch.slice(1, 1, T + 1).reshape({-1}));
     };
@@ -213,7 +213,7 @@ Result<void> runGptRecipe(runtime::Accelerator &accelerator, const JobSpec &job)
             double sum = 0, n = 0;
             for (int64_t start = accelerator.processIndex() * t.batchSize; start < count;
                  start += t.batchSize * accelerator.numProcesses()) {
-                auto batch = evalWindows.slice(0, start, std::min(count, start + t.batchSize));
+                auto batch = accelerator.toDevice(evalWindows.slice(0, start, std::min(count, start + t.batchSize)));
                 auto autocast = accelerator.autocast();
                 auto logits = model->forward(batch.slice(1, 0, T));
                 sum += F::cross_entropy(logits.reshape({-1, 256}).to(torch::kFloat),

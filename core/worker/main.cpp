@@ -1,7 +1,6 @@
 // accel-worker: one rank of a job (docs/jobs.md). Started by `accel launch`, `accelerate launch`,
 // torchrun or mpirun with the usual RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT environment.
 #include "core/inference/workermain.h"
-#include "core/worker/blasrestart.h"
 #include "core/worker/jobrunner.h"
 
 #include <cstring>
@@ -28,9 +27,6 @@ int main(int argc, char **argv)
         return 2;
     }
     const std::string first = argv[1];
-    // Jobs and inference only: --capabilities reports OpenBLAS's own choice.
-    if (first.rfind("-", 0) != 0)
-        accel::worker::restartWithBetterBlasKernels(argv);
     // Inference (generate, infer, serve for the studio's playground) shares the worker program.
     if (accel::inference::isWorkerCommand(first))
         return accel::inference::workerMain(argc, argv);

@@ -3,7 +3,6 @@
 #include "core/worker/jobrunner.h"
 #include "core/worker/trainingloop.h"
 
-#include "core/hardware/blasprobe.h"
 #include "core/runtime/plugin.h"
 #include "core/runtime/tensorio.h"
 #include "core/runtime/training.h"
@@ -134,17 +133,46 @@ Result<void> runJob(const JobSpec &job)
     return makeError(ErrorCode::InvalidInput, "recipe: unknown recipe " + job.recipe, job.path);
 }
 
+// The version of the NCCL library libtorch loaded (ncclGetVersion, e.g. 22907 for 2.29.7), or null when
+// none is loaded (a build without CUDA).
+static nlohmann::json ncclVersion()
+{
+    using GetVersion = int (*)(int *);
+    auto get = reinterpret_cast<GetVersion>(::dlsym(RTLD_DEFAULT, "ncclGetVersion"));
+    int code = 0;
+    if (!get || get(&code) != 0 || code <= 0)
+        return nullptr;
+    const int major = code >= 10000 ? code / 10000 : code / 1000;
+    const int minor = code >= 10000 ? code / 100 % 100 : code / 100 % 10;
+    return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(code % 100);
+}
+
 std::string capabilitiesJson()
 {
     nlohmann::ordered_json j;
     j["schema"] = "accel.worker-capabilities";
-    j["version"] = 1;
+    j["version"] = 2;
     j["worker_version"] = ACCEL_VERSION;
     j["torch_version"] = TORCH_VERSION;
-    j["cuda"] = torch::cuda::is_available();
-    j["cuda_version"] = nullptr;
-    j["cudnn"] = nullptr;
-    j["nccl"] = nullptr;
+    const std::string config = at::show_config();
+    const auto buildSetting = [&config](const std::string &key) -> nlohmann::json {
+        const auto pos = config.find(key + "=");
+        if (pos == std::string::npos)
+            return nullptr;
+        const auto begin = pos + key.size() + 1;
+        return config.substr(begin, config.find_first_of(", \n", begin) - begin);
+    };
+#ifdef ACCEL_WITH_CUDA
+    j["cuda_compiled"] = true; // the NCCL process group, CUDA placement and CUDA autocast
+#else
+    j["cuda_compiled"] = false;
+#endif
+    j["cuda"] = torch::cuda::is_available(); // a GPU this process can use
+    j["gpu_count"] = torch::cuda::is_available() ? int(torch::cuda::device_count()) : 0;
+    j["cuda_version"] = buildSetting("CUDA_VERSION"); // libtorch's CUDA build
+    j["cudnn"] = buildSetting("CUDNN_VERSION");
+    j["nccl_version"] = ncclVersion();
+    j["nccl"] = !j["nccl_version"].is_null();
     j["gloo"] = true;
 #ifdef USE_C10D_MPI
     j["mpi"] = true;
@@ -152,15 +180,7 @@ std::string capabilitiesJson()
     j["mpi"] = false;
 #endif
     j["openmp_threads"] = at::get_num_threads();
-    std::string blas;
-    const std::string config = at::show_config();
-    if (auto pos = config.find("BLAS_INFO="); pos != std::string::npos)
-        blas = config.substr(pos + 10, config.find_first_of(", \n", pos + 10) - pos - 10);
-    j["blas"] = blas.empty() ? nlohmann::json(nullptr) : nlohmann::json(blas);
-    // OpenBLAS's own kernel choice and the one the worker switches to (see core/hardware/blasprobe.h).
-    const hardware::BlasReport kernels = hardware::probeBlas(hardware::runningCpuFlags());
-    j["blas_core"] = kernels.coreName;
-    j["blas_core_recommended"] = kernels.recommended;
+    j["blas"] = buildSetting("BLAS_INFO");
     j["mixed_precision"] = {"no", "bf16"};
     j["recipes"] = knownRecipes();
     return j.dump();
@@ -215,8 +235,8 @@ Result<void> runMlpRecipe(Accelerator &accelerator, const JobSpec &job)
     task.optimizer = optimizer.get();
     task.loss = [&](const std::vector<int64_t> &indices) {
         auto index = torch::tensor(indices, torch::kInt64);
-        return F::cross_entropy(model->forward(inputs.index_select(0, index)).to(torch::kFloat),
-                                targets.index_select(0, index));
+        return F::cross_entropy(model->forward(accelerator.toDevice(inputs.index_select(0, index))).to(torch::kFloat),
+                                accelerator.toDevice(targets.index_select(0, index)));
     };
     auto summary = runTraining(accelerator, job, task);
     if (!summary)
@@ -277,7 +297,7 @@ Result<void> runTorchScriptRecipe(Accelerator &accelerator, const JobSpec &job)
         auto index = torch::tensor(indices, torch::kInt64);
         std::vector<torch::jit::IValue> arguments;
         for (auto &column : columns)
-            arguments.emplace_back(column.index_select(0, index));
+            arguments.emplace_back(accelerator.toDevice(column.index_select(0, index)));
         return module.forward(arguments).toTensor().to(torch::kFloat);
     };
     auto summary = runTraining(accelerator, job, task);

@@ -73,7 +73,10 @@ Result<TrainingSummary> runTraining(Accelerator &accelerator, const JobSpec &job
     TrainingSummary summary;
     int64_t epoch = 0, skip = 0;
     const fs::path checkpoints = fs::path(job.outputDir) / "checkpoints";
-    const int latest = latestCheckpointNumber(checkpoints);
+    auto latestFound = checkpointnames::latestCheckpointNumber(checkpoints.string());
+    if (!latestFound)
+        return tl::unexpected(latestFound.error());
+    const int latest = *latestFound;
     if (t.resume != "none" && (t.resume != "auto" || latest >= 0)) {
         auto loaded = accelerator.loadState(t.resume == "auto" ? std::string() : t.resume);
         if (!loaded)

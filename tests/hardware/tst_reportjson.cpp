@@ -37,11 +37,18 @@ static HardwareReport fullReport()
     report.network = {eth, lo};
     report.gpu.gpus[1].processes = {{4242, uint64_t(3) << 30}};
     report.gpu.topology.nicNames = {{"NIC0", "mlx5_0"}};
-    report.worker = {true,       "",        "/opt/accel/bin/accel-worker",
-                     "1.13.0",   false,     "",
-                     "",         false,     true,
-                     false,      8,         "OpenBLAS",
-                     "Prescott", "SkylakeX"};
+    report.worker.available = true;
+    report.worker.path = "/opt/accel/bin/accel-worker";
+    report.worker.torchVersion = "2.12.1";
+    report.worker.cudaCompiled = true;
+    report.worker.gpuCount = 0;
+    report.worker.cudaVersion = "13.0";
+    report.worker.cudnn = "9.20.0";
+    report.worker.nccl = true;
+    report.worker.ncclVersion = "2.29.7";
+    report.worker.gloo = true;
+    report.worker.openmpThreads = 8;
+    report.worker.blas = "mkl";
     report.python = {true, "", "/usr/bin/python3", "3.11.2", "1.13.0", "not installed", "1.24.2", ""};
     report.config = {"/home/u/.cache/huggingface/accelerate/default_config.yaml",
                      false,
@@ -77,10 +84,15 @@ private Q_SLOTS:
         QCOMPARE(parsed->numaNodes[1].cpus.size(), original.numaNodes[1].cpus.size());
         QCOMPARE(parsed->memory.totalBytes, uint64_t(1) << 40);
         QCOMPARE(parsed->config.entries.size(), size_t(2));
-        QCOMPARE(parsed->worker.blas, std::string("OpenBLAS"));
+        QCOMPARE(parsed->worker.blas, std::string("mkl"));
+        QVERIFY(parsed->worker.cudaCompiled);
+        QCOMPARE(parsed->worker.ncclVersion, std::string("2.29.7"));
         QCOMPARE(parsed->network[0].addresses[1].address, std::string("fd00::5"));
         // The human text of a parsed report works like a local one.
         QVERIFY(formatEnvText(*parsed).find("- GPU type: NVIDIA A100-SXM4-80GB\n") != std::string::npos);
+        QVERIFY2(formatEnvText(*parsed).find("libtorch version: 2.12.1 (CUDA: compiled 13.0, no GPU, NCCL: 2.29.7") !=
+                     std::string::npos,
+                 formatEnvText(*parsed).c_str());
     }
 
     void unknownComputeCapabilityIsNull()

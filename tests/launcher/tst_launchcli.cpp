@@ -1,7 +1,6 @@
 // `accel launch`, `accel runs`, `accel stop` and `accel tail` end to end, through the real accel
 // binary: a standard-library Python script with 2 ranks, the supervisor killed -9, a busy port,
 // failure exit codes and the summary, --detach with runs/tail/stop, and a config file.
-#include "core/hardware/blasprobe.h"
 #include "tests/helpers/testsupport.h"
 #include "tests/launcher/processprobe.h"
 
@@ -182,43 +181,6 @@ private Q_SLOTS:
         QFile log(runDir + QStringLiteral("/logs/rank1.log"));
         QVERIFY(log.open(QIODevice::ReadOnly));
         QVERIFY(log.readAll().contains("hello from rank 1"));
-    }
-
-    // Ranks get OpenBLAS's best kernels for this CPU (core/hardware/blasprobe.h) unless the user
-    // chose them; on a CPU OpenBLAS knows, nothing is set.
-    void ranksGetTheBestBlasKernels()
-    {
-        if (QStandardPaths::findExecutable(QStringLiteral("python3")).isEmpty())
-            QSKIP("python3 is not installed");
-        qunsetenv("OPENBLAS_CORETYPE");
-        QTemporaryDir dir;
-        QFile script(dir.filePath(QStringLiteral("blas.py")));
-        QVERIFY(script.open(QIODevice::WriteOnly));
-        script.write("import os, sys\nopen(sys.argv[1], 'w').write(os.environ.get('OPENBLAS_CORETYPE', '-'))\n");
-        script.close();
-        const auto seenWith = [&](const QStringList &env, QString *err) {
-            const QString out = dir.filePath(QUuid::createUuid().toString(QUuid::Id128));
-            const auto result =
-                runAccel({QStringLiteral("launch"), QStringLiteral("--cpu"), QStringLiteral("--num_processes"),
-                          QStringLiteral("1"), QStringLiteral("--run-dir"), out + QStringLiteral(".run"),
-                          script.fileName(), out},
-                         60000, {}, env);
-            *err = result.err;
-            QFile file(out);
-            return result.exitCode == 0 && file.open(QIODevice::ReadOnly) ? QString::fromUtf8(file.readAll())
-                                                                          : QStringLiteral("failed");
-        };
-        const std::string recommended = accel::hardware::probeBlas(accel::hardware::runningCpuFlags()).recommended;
-        QString err;
-        const QString chosen = seenWith({}, &err);
-        if (recommended.empty()) {
-            QCOMPARE(chosen, QStringLiteral("-"));
-        } else {
-            QCOMPARE(chosen, QString::fromStdString(recommended));
-            QVERIFY2(err.contains(QStringLiteral("ranks get OPENBLAS_CORETYPE=")), qPrintable(err));
-        }
-        QCOMPARE(seenWith({QStringLiteral("OPENBLAS_CORETYPE=Haswell")}, &err), QStringLiteral("Haswell"));
-        QCOMPARE(seenWith({QStringLiteral("ACCEL_BLAS_CORETYPE=keep")}, &err), QStringLiteral("-"));
     }
 
     void failingRankSetsExitCodeAndPrintsSummary()

@@ -6,6 +6,7 @@
 //   gather    size= batch= out=
 //   bf16      steps= out=
 //   join      timeout=         (just rendezvous and all-reduce once)
+//   allreduce-bandwidth size_mb= iters=   (tests/gpu: bus bandwidth of the all-reduce on this device)
 //   make-torchscript module= data=   (fixtures for the worker's torchscript recipe)
 // Results go to `out` (rank 0 only) as text: one value per line in hex float so the tests can
 // compare bit for bit.
@@ -17,6 +18,7 @@
 #include <torch/script.h>
 #include <torch/torch.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -273,6 +275,29 @@ int main(int argc, char **argv)
             return gather();
         if (scenario == "make-torchscript")
             return makeTorchScript();
+        if (scenario == "allreduce-bandwidth") {
+            // Bus bandwidth of a float32 SUM all-reduce of size_mb on this rank's device (NCCL on GPUs):
+            // 2 (n-1)/n * bytes / seconds, median-free mean over iters after 5 warm-up rounds.
+            auto accelerator = makeAccelerator({});
+            const int64_t bytes = intArg("size_mb", 64) * 1024 * 1024;
+            const int iters = int(intArg("iters", 20));
+            auto tensor = accelerator->toDevice(torch::ones({bytes / 4}));
+            for (int i = 0; i < 5; ++i)
+                tensor = accelerator->reduce(tensor).div_(accelerator->numProcesses());
+            if (accelerator->onCuda())
+                torch::cuda::synchronize();
+            const auto start = std::chrono::steady_clock::now();
+            for (int i = 0; i < iters; ++i)
+                tensor = accelerator->reduce(tensor).div_(accelerator->numProcesses());
+            if (accelerator->onCuda())
+                torch::cuda::synchronize();
+            const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / iters;
+            const double n = accelerator->numProcesses();
+            if (accelerator->isMainProcess())
+                std::cout << "busbw_gbps " << 2 * (n - 1) / n * double(bytes) / seconds / 1e9 << " device "
+                          << accelerator->deviceName() << std::endl;
+            return 0;
+        }
         if (scenario == "join") {
             auto accelerator = makeAccelerator({});
             auto sum = accelerator->reduce(torch::ones({1}));

@@ -268,6 +268,44 @@ private Q_SLOTS:
         QVERIFY2(lost[0].err.contains("missing ranks: 0"), qPrintable(lost[0].err));
     }
 
+    // A single-host job's rendezvous store must not be reachable from other hosts: rank 0 listens on
+    // 127.0.0.1 only (c10d's TCPStore on its own binds every interface).
+    void singleHostStoreListensOnLoopbackOnly()
+    {
+        const int port = freePort();
+        QProcess rank0;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        for (const auto &[key, value] : {std::pair{"RANK", "0"}, {"LOCAL_RANK", "0"}, {"WORLD_SIZE", "2"},
+                                         {"LOCAL_WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}})
+            env.insert(key, value);
+        env.insert("MASTER_PORT", QString::number(port));
+        rank0.setProcessEnvironment(env);
+        rank0.start(accel::test::binDir() + "/accel-runtime-probe", {"join", "timeout=30"});
+        QVERIFY(rank0.waitForStarted());
+        // /proc/net/tcp: "sl local_address rem_address st ...", addresses as hex IP:port, st 0A = LISTEN.
+        const QString portHex = QString("%1").arg(port, 4, 16, QChar('0')).toUpper();
+        QStringList listeners;
+        QTRY_VERIFY_WITH_TIMEOUT(
+            [&] {
+                listeners.clear();
+                for (const QString path : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+                    QFile table(path);
+                    if (!table.open(QIODevice::ReadOnly))
+                        continue;
+                    for (const QByteArray &line : table.readAll().split('\n')) {
+                        const QStringList fields = QString::fromLatin1(line).simplified().split(' ');
+                        if (fields.size() > 3 && fields[3] == "0A" && fields[1].endsWith(":" + portHex))
+                            listeners << fields[1];
+                    }
+                }
+                return !listeners.isEmpty();
+            }(),
+            20000);
+        rank0.kill();
+        rank0.waitForFinished();
+        QCOMPARE(listeners, QStringList{"0100007F:" + portHex});
+    }
+
     void twoRanksJoinAndReduce()
     {
         const auto results = runRanks(2, {"join", "timeout=30"});

@@ -121,12 +121,22 @@ private Q_SLOTS:
         QCOMPARE(result.exitCode, 0);
         const QJsonObject object = QJsonDocument::fromJson(result.out.toUtf8()).object();
         QCOMPARE(object.value("schema").toString(), QString("accel.worker-capabilities"));
-        QCOMPARE(object.value("version").toInt(), 1);
-        QVERIFY(object.value("torch_version").toString().startsWith("1."));
+        QCOMPARE(object.value("version").toInt(), 2);
+        QVERIFY(object.value("torch_version").toString().startsWith("2."));
         QCOMPARE(object.value("gloo").toBool(), true);
         QVERIFY(object.value("openmp_threads").toInt() >= 1);
         QVERIFY(object.contains("cuda") && object.contains("blas") && object.contains("mpi"));
-        QVERIFY(result.out.startsWith("{\"schema\":\"accel.worker-capabilities\",\"version\":1"));
+        QVERIFY(result.out.startsWith("{\"schema\":\"accel.worker-capabilities\",\"version\":2"));
+        // Built wherever CMake finds the CUDA toolkit; then the NCCL library libtorch loaded has a version.
+#ifdef ACCEL_BUILT_WITH_CUDA
+        QCOMPARE(object.value("cuda_compiled").toBool(), true);
+        QVERIFY2(object.value("nccl_version").toString().count('.') == 2, qPrintable(result.out));
+#endif
+        // "cuda" says whether this process can use a GPU: never on a machine without one.
+        if (!QFile::exists("/proc/driver/nvidia/gpus")) {
+            QCOMPARE(object.value("cuda").toBool(), false);
+            QCOMPARE(object.value("gpu_count").toInt(), 0);
+        }
     }
 
     void badJobFileIsBadInput()

@@ -56,9 +56,8 @@ private Q_SLOTS:
         }
         const double accelMs = medianMs(ours);
 
-        // Debian's torchrun runs with Debian's python3 (a python3 earlier on PATH may lack torch).
-        const QString python = QFile::exists(QStringLiteral("/usr/bin/python3")) ? QStringLiteral("/usr/bin/python3")
-                                                                                 : QStringLiteral("python3");
+        // torchrun from the project's Python environment (set by CTest).
+        const QString python = qEnvironmentVariable("ACCEL_PYTHON", QStringLiteral("python3"));
         const auto probe = accel::test::runProgram(
             python, {QStringLiteral("-c"), QStringLiteral("import torch.distributed.run")}, 120000);
         if (probe.exitCode != 0) {

@@ -65,8 +65,8 @@ def worker_throughput(worker, job, world, run_dir):
     return total_samples / total_time
 
 
-# Debian's python3-torch lives in the system interpreter, which may not be the first python3.
-PYTHON = os.environ.get("ACCEL_BENCH_PYTHON") or ("/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable)
+# The peer runs on the interpreter of the project's Python environment (this script's), same torch as ours.
+PYTHON = os.environ.get("ACCEL_BENCH_PYTHON") or sys.executable
 
 
 def python_throughput(model, world):
@@ -89,13 +89,11 @@ def main():
     parser.add_argument("--corpus", required=True)
     parser.add_argument("--only", choices=["mlp", "gpt"])
     args = parser.parse_args()
-    # Both sides run the same OpenBLAS kernels: the ones accel-worker would switch to when
-    # OpenBLAS does not know this CPU (core/hardware/blasprobe.h), so the ratio compares runtimes.
+    # Both sides run the same libtorch (the project environment's PyTorch wheel, with its own BLAS).
     caps = json.loads(subprocess.run([args.worker, "--capabilities", "--json"], stdout=subprocess.PIPE, text=True).stdout)
-    if "OPENBLAS_CORETYPE" not in os.environ and caps.get("blas_core_recommended"):
-        os.environ["OPENBLAS_CORETYPE"] = caps["blas_core_recommended"]
-    print(f"# BLAS: {caps.get('blas')}; OpenBLAS chose {caps.get('blas_core') or '-'}; both sides run "
-          f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}", flush=True)
+    import torch
+    print(f"# accel-worker: libtorch {caps.get('torch_version')}, BLAS {caps.get('blas')}; "
+          f"Python peer: torch {torch.__version__} ({sys.executable})", flush=True)
     work = tempfile.mkdtemp(prefix="accel-bench-runtime-")
     write_mlp_data(os.path.join(work, "mlp.safetensors"))
     common = f"training: {{max_steps: {WARMUP + STEPS}, log_every: 10, resume: none, shuffle: true, "

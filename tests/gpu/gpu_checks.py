@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""GPU checks of accel-worker's CUDA paths; see tests/gpu/README.md. Needs GPUs; prints a table."""
+import argparse, json, os, shutil, subprocess, sys, tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE = os.path.dirname(os.path.dirname(HERE))
+rows = []
+
+
+def row(check, result, ok):
+    rows.append((check, result, "ok" if ok else "FAILED"))
+    print(f"{check}: {result} -> {'ok' if ok else 'FAILED'}", flush=True)
+    return ok
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
+
+
+def launch(bin_dir, job, ranks, extra=(), env=None):
+    cmd = [os.path.join(bin_dir, "accel"), "launch", "--num_processes", str(ranks),
+           "--gpu_ids", ",".join(str(i) for i in range(ranks)), *extra, "--job", job]
+    out = run(cmd, env=env)
+    if out.returncode != 0:
+        print(out.stdout)
+    return out.returncode == 0
+
+
+def tensors(path):
+    from safetensors.torch import load_file
+    return load_file(path)
+
+
+def metrics(run_dir):
+    lines = []
+    metrics_dir = os.path.join(run_dir, "metrics")
+    with open(os.path.join(metrics_dir, "rank0.jsonl")) as f:
+        for line in f:
+            item = json.loads(line)
+            if item.get("kind", "train") == "train" and "loss" in item:
+                lines.append(item)
+    return lines
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--gpus", type=int, default=0, help="GPUs to use (default: all)")
+    parser.add_argument("--build", default=os.path.join(SOURCE, "build"))
+    args = parser.parse_args()
+    import torch
+    bin_dir = os.path.join(args.build, "bin")
+    caps = json.loads(run([os.path.join(bin_dir, "accel-worker"), "--capabilities", "--json"]).stdout)
+    gpus = args.gpus or caps.get("gpu_count", 0)
+    if not row("CUDA visible to accel-worker",
+               f"cuda_compiled={caps.get('cuda_compiled')} cuda={caps.get('cuda')} gpus={caps.get('gpu_count')} "
+               f"CUDA {caps.get('cuda_version')} NCCL {caps.get('nccl_version')}",
+               caps.get("cuda_compiled") and caps.get("cuda") and gpus >= 1):
+        return finish()
+    work = tempfile.mkdtemp(prefix="accel-gpu-checks-")
+    torch.manual_seed(0)
+    from safetensors.torch import save_file
+    save_file({"inputs": torch.randn(4096, 256), "targets": torch.randint(0, 10, (4096,))},
+              os.path.join(work, "mlp.safetensors"))
+
+    def mlp_job(name, batch):
+        path = os.path.join(work, name + ".yaml")
+        with open(path, "w") as f:
+            f.write(f"recipe: mlp\nseed: 1\noutput_dir: {os.path.join(work, name)}\n"
+                    "mlp: {data: mlp.safetensors, hidden: [512, 512], classes: 10, optimizer: sgd}\n"
+                    f"training: {{max_steps: 50, batch_size: {batch}, learning_rate: 0.05, shuffle: false, "
+                    "log_every: 10, resume: none}\n")
+        return path
+
+    if gpus >= 2:
+        ok = launch(bin_dir, mlp_job("ddp", 32), gpus) and launch(bin_dir, mlp_job("single", 32 * gpus), 1)
+        diff = float("inf")
+        if ok:
+            a = tensors(os.path.join(work, "ddp", "model.safetensors"))
+            b = tensors(os.path.join(work, "single", "model.safetensors"))
+            diff = max(((a[k] - b[k]).abs().max() / b[k].abs().max().clamp_min(1e-12)).item() for k in b)
+        row(f"DDP {gpus} GPUs == 1 GPU x{gpus} batch", f"max relative difference {diff:.2e}", ok and diff <= 1e-4)
+    else:
+        row("DDP N GPUs == 1 GPU", "skipped: needs 2 GPUs", True)
+
+    corpus = os.path.join(SOURCE, "resources", "corpus", "corpus.txt")
+    for precision in ("fp16", "bf16"):
+        out_dir = os.path.join(work, "gpt-" + precision)
+        job = os.path.join(work, f"gpt-{precision}.yaml")
+        with open(job, "w") as f:
+            f.write(f"recipe: gpt\nseed: 1\noutput_dir: {out_dir}\nmodel: {{n_layer: 4, n_head: 4, n_embd: 256, block_size: 128}}\n"
+                    f"data: {{corpus: {corpus}, eval_fraction: 0}}\nsample: {{length: 0}}\n"
+                    "training: {max_steps: 200, batch_size: 16, learning_rate: 1.0e-3, log_every: 10, resume: none}\n")
+        env = dict(os.environ, ACCEL_RUN_DIR=out_dir)
+        ok = launch(bin_dir, job, 1, ["--mixed_precision", precision], env)
+        first = last = float("nan")
+        extra = ""
+        if ok:
+            lines = metrics(out_dir)
+            first, last = lines[0]["loss"], lines[-1]["loss"]
+            if precision == "fp16":
+                extra = f", loss_scale {lines[-1].get('loss_scale')}, device memory {lines[-1].get('mem_device_bytes')}"
+                ok = ok and "loss_scale" in lines[-1] and "mem_device_bytes" in lines[-1]
+        row(f"{precision} training (gpt, 1 GPU)", f"loss {first:.3f} -> {last:.3f}{extra}", ok and last <= 0.7 * first)
+
+    if gpus >= 2:
+        probe = os.path.join(bin_dir, "accel-runtime-probe")
+        out = run([os.path.join(bin_dir, "accel"), "launch", "--num_processes", str(gpus), "--no_python", probe,
+                   "allreduce-bandwidth", "size_mb=64", "iters=20"])
+        ours = next((float(l.split()[1]) for l in out.stdout.splitlines() if l.startswith("busbw_gbps")), 0.0)
+        script = os.path.join(work, "nccl_bw.py")
+        with open(script, "w") as f:
+            f.write("import os, time, torch, torch.distributed as dist\n"
+                    "dist.init_process_group('nccl'); r = dist.get_rank(); n = dist.get_world_size()\n"
+                    "torch.cuda.set_device(int(os.environ['LOCAL_RANK']))\n"
+                    "t = torch.ones(64 * 1024 * 1024 // 4, device='cuda')\n"
+                    "for _ in range(5): dist.all_reduce(t); t.div_(n)\n"
+                    "torch.cuda.synchronize(); s = time.perf_counter()\n"
+                    "for _ in range(20): dist.all_reduce(t); t.div_(n)\n"
+                    "torch.cuda.synchronize(); dt = (time.perf_counter() - s) / 20\n"
+                    "r == 0 and print('busbw_gbps', 2 * (n - 1) / n * t.numel() * 4 / dt / 1e9)\n")
+        torchrun = shutil.which("torchrun", path=os.path.dirname(sys.executable))
+        peer_out = run([torchrun, "--standalone", "--nproc_per_node", str(gpus), script])
+        peer = next((float(l.split()[1]) for l in peer_out.stdout.splitlines() if "busbw_gbps" in l), 0.0)
+        ratio = ours / peer if peer else 0.0
+        row("NCCL all-reduce 64 MiB bus bandwidth", f"ours {ours:.1f} GB/s, torch.distributed {peer:.1f} GB/s, ratio {ratio:.2f}",
+            ratio >= 0.9)
+    return finish()
+
+
+def finish():
+    width = max(len(r[0]) for r in rows)
+    print()
+    print(f"{'check':<{width}}  {'status':<6}  result")
+    for check, result, status in rows:
+        print(f"{check:<{width}}  {status:<6}  {result}")
+    return 0 if all(r[2] == "ok" for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
