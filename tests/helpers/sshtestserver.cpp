@@ -24,8 +24,9 @@ namespace {
 const char *const kSshd = "/usr/sbin/sshd";
 const char *const kKeygen = "/usr/bin/ssh-keygen";
 
-// A loopback port nobody listens on right now.
-int freeLoopbackPort()
+} // namespace
+
+int SshTestServer::freeLoopbackPort()
 {
     const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in address{};
@@ -39,6 +40,8 @@ int freeLoopbackPort()
     ::close(fd);
     return port;
 }
+
+namespace {
 
 // True once something on the port sends an SSH banner.
 bool answersSsh(int port)

@@ -16,6 +16,8 @@ public:
     SshTestServer();
     ~SshTestServer(); // stops sshd
 
+    // A loopback TCP port nobody listens on right now (connecting to it is refused).
+    static int freeLoopbackPort();
     // Why the server cannot run here (no sshd or ssh-keygen), or empty. Tests QSKIP with it.
     static QString unavailableReason();
 

@@ -340,10 +340,7 @@ void tst_SshHost::proxyCommandReachesTheHost()
 
 void tst_SshHost::closedPortFailsAtOnce()
 {
-    SilentListener taken; // a port we own; closing it leaves it refusing connections
-    const int port = taken.port;
-    ::close(taken.fd);
-    taken.fd = -1;
+    const int port = accel::test::SshTestServer::freeLoopbackPort();
     SshHost host(options(QStringLiteral("127.0.0.1:%1").arg(port)));
     QElapsedTimer clock;
     clock.start();

@@ -1,0 +1,190 @@
+// accel hosts: the cluster's hosts over SSH (docs/remote.md).
+//   check H1,H2,...   reach every host at once, run `accel env --json` there, and report per host
+//                     the remote accel version against ours, or what is wrong and what to do.
+//   launch / stop     one detached supervisor per host (cmd_hosts_launch.cpp).
+#include "app/cli/cmd_hosts_common.h"
+#include "app/cli/command.h"
+
+#include "launcher/jsonoutput.h"
+
+#include <QCoreApplication>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+
+#include <cstdio>
+#include <cstring>
+
+namespace accel::cli {
+
+int runHostsLaunch(int argc, char **argv); // cmd_hosts_launch.cpp
+int runHostsStop(int argc, char **argv);
+
+namespace {
+
+using namespace accel::launcher;
+
+struct HostCheck {
+    QString name;
+    QString status; // ok, version_mismatch, an AccelOutcome reason, or "failed"
+    QString message;
+    QString remoteVersion;
+    QJsonObject env;
+};
+
+// What `accel env --json` said, or why it says nothing usable.
+HostCheck judge(const QString &name, const AccelOutcome &outcome)
+{
+    HostCheck check;
+    check.name = name;
+    if (!outcome.succeeded()) {
+        check.status = outcome.reason.isEmpty() ? QStringLiteral("failed") : outcome.reason;
+        check.message = outcome.describe();
+        const QString err = QString::fromUtf8(outcome.standardError).trimmed();
+        if (outcome.reason.isEmpty() && !err.isEmpty())
+            check.message += QStringLiteral(": ") + err.section(QLatin1Char('\n'), -3);
+        return check;
+    }
+    QJsonParseError error{};
+    const QJsonObject env = QJsonDocument::fromJson(outcome.standardOutput, &error).object();
+    if (error.error != QJsonParseError::NoError || env.value(QStringLiteral("schema")).toString() != "accel.env") {
+        check.status = QStringLiteral("failed");
+        check.message = QStringLiteral("`accel env --json` on %1 printed no accel.env report (is that program "
+                                       "accel?)")
+                            .arg(name);
+        return check;
+    }
+    check.env = env;
+    check.remoteVersion = env.value(QStringLiteral("accel_version")).toString();
+    if (check.remoteVersion == QLatin1String(ACCEL_VERSION)) {
+        check.status = QStringLiteral("ok");
+        return check;
+    }
+    check.status = QStringLiteral("version_mismatch");
+    check.message = QStringLiteral("accel %1 on %2, but this is accel %3: install the same version on every host")
+                        .arg(check.remoteVersion.isEmpty() ? QStringLiteral("(unknown version)") : check.remoteVersion,
+                             name, QString::fromLatin1(ACCEL_VERSION));
+    return check;
+}
+
+QString summary(const QJsonObject &env)
+{
+    const QJsonObject system = env.value(QStringLiteral("system")).toObject();
+    const QJsonObject cpu = env.value(QStringLiteral("cpu")).toObject();
+    const QJsonObject memory = env.value(QStringLiteral("memory")).toObject();
+    const QJsonArray gpus = env.value(QStringLiteral("gpu")).toObject().value(QStringLiteral("gpus")).toArray();
+    const double gib = memory.value(QStringLiteral("total_bytes")).toDouble() / (1024.0 * 1024.0 * 1024.0);
+    return QStringLiteral("%1: %2 CPUs, %3 GiB, %4 GPUs")
+        .arg(system.value(QStringLiteral("hostname")).toString())
+        .arg(cpu.value(QStringLiteral("logical_cpus")).toInt())
+        .arg(gib, 0, 'f', 1)
+        .arg(gpus.size());
+}
+
+int runHostsCheck(int argc, char **argv)
+{
+    ArgParser parser("accel hosts check", "Check the hosts of a cluster over SSH: reachable, trusted, and running "
+                                          "the same accel as this one.");
+    parser.addPositional({"HOSTS", "hosts, comma-separated: ~/.ssh/config aliases or [user@]host[:port]"});
+    parser.addFlag("json", "machine-readable output (accel.hosts-check, version 1), with each host's accel.env");
+    parser.addFlag("python", "let the hosts report their Python packages too (slower)");
+    hosts::addRemoteOptions(parser);
+    parser.setEpilog("The SSH folder (config, known_hosts, keys) is $ACCEL_SSH_DIR, else $HOME/.ssh. Exit status: 0 "
+                     "when every host is ok, 1 when one is not, 2 for bad arguments.");
+    if (!parser.parse(argc, argv, 1)) {
+        if (parser.helpRequested()) {
+            std::fputs(parser.helpText().c_str(), stdout);
+            return ExitOk;
+        }
+        std::fprintf(stderr, "accel hosts check: %s\n", parser.error().c_str());
+        return ExitBadInput;
+    }
+    auto names = hosts::hostList({parser.firstPositional("HOSTS").value_or("")});
+    auto settings = hosts::remoteSettings(parser);
+    for (const Error *error : {names ? nullptr : &names.error(), settings ? nullptr : &settings.error()}) {
+        if (error) {
+            std::fprintf(stderr, "accel hosts check: %s\n", error->toString().c_str());
+            return ExitBadInput;
+        }
+    }
+
+    int fakeArgc = 1;
+    char *fakeArgv[] = {argv[0], nullptr};
+    QCoreApplication app(fakeArgc, fakeArgv);
+    QStringList envArguments = {QStringLiteral("env"), QStringLiteral("--json")};
+    if (!parser.isSet("python"))
+        envArguments << QStringLiteral("--no_python");
+    const hosts::HostGroup group = hosts::makeHosts(*names, *settings);
+    const std::vector<AccelOutcome> outcomes = hosts::runEverywhere(
+        group.hosts, std::vector<QStringList>(group.hosts.size(), envArguments), *settings, settings->timeoutMs * 4);
+
+    std::vector<HostCheck> checks;
+    bool allOk = true;
+    for (int i = 0; i < names->size(); ++i) {
+        checks.push_back(judge(names->at(i), outcomes[static_cast<size_t>(i)]));
+        allOk = allOk && checks.back().status == QLatin1String("ok");
+    }
+    if (parser.isSet("json")) {
+        QJsonArray list;
+        for (const HostCheck &check : checks)
+            list.append(
+                QJsonObject{{QStringLiteral("host"), check.name},
+                            {QStringLiteral("status"), check.status},
+                            {QStringLiteral("message"), check.message},
+                            {QStringLiteral("accel_version"), check.remoteVersion},
+                            {QStringLiteral("env"), check.env.isEmpty() ? QJsonValue() : QJsonValue(check.env)}});
+        const QJsonObject body{{QStringLiteral("accel_version"), QString::fromLatin1(ACCEL_VERSION)},
+                               {QStringLiteral("ok"), allOk},
+                               {QStringLiteral("hosts"), list}};
+        std::fputs(schemaJson(QStringLiteral("accel.hosts-check"), 1, body).constData(), stdout);
+    } else {
+        for (const HostCheck &check : checks) {
+            if (check.status == QLatin1String("ok"))
+                std::printf("%s: ok, accel %s (%s)\n", qPrintable(check.name), qPrintable(check.remoteVersion),
+                            qPrintable(summary(check.env)));
+            else
+                std::printf("%s: %s: %s\n", qPrintable(check.name), qPrintable(check.status),
+                            qPrintable(check.message));
+        }
+    }
+    return allOk ? ExitOk : ExitFailure;
+}
+
+void printHostsUsage(FILE *out)
+{
+    std::fputs("usage: accel hosts <action> [options]\n\n"
+               "The cluster's hosts over SSH (docs/remote.md). 'accel hosts <action> --help' for each.\n\n"
+               "actions:\n"
+               "  check H1,H2,...         reachable, trusted, same accel version (accel env on each)\n"
+               "  launch H1,H2,... -- ARGS  one detached `accel launch ARGS` per host, machine ranks in order\n"
+               "  stop RECORD             stop every node of a run started by `accel hosts launch`\n",
+               out);
+}
+
+} // namespace
+
+static int runHosts(int argc, char **argv)
+{
+    if (argc < 2) {
+        printHostsUsage(stderr);
+        return ExitBadInput;
+    }
+    const char *action = argv[1];
+    if (!std::strcmp(action, "--help") || !std::strcmp(action, "-h")) {
+        printHostsUsage(stdout);
+        return ExitOk;
+    }
+    if (!std::strcmp(action, "check"))
+        return runHostsCheck(argc - 1, argv + 1);
+    if (!std::strcmp(action, "launch"))
+        return runHostsLaunch(argc - 1, argv + 1);
+    if (!std::strcmp(action, "stop"))
+        return runHostsStop(argc - 1, argv + 1);
+    std::fprintf(stderr, "accel hosts: unknown action '%s': expected check, launch or stop\n\n", action);
+    printHostsUsage(stderr);
+    return ExitBadInput;
+}
+
+static Registrar registrar({"hosts", "Cluster hosts over SSH: check them, launch on all, stop all", &runHosts});
+
+} // namespace accel::cli

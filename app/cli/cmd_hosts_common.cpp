@@ -1,0 +1,99 @@
+#include "app/cli/cmd_hosts_common.h"
+
+#include <QEventLoop>
+
+#include <cstdlib>
+
+namespace accel::cli::hosts {
+
+using namespace accel::launcher;
+
+void addRemoteOptions(ArgParser &parser)
+{
+    parser.addValue("timeout", "SECONDS", "limit for each SSH step: connecting, logging in, opening a channel", "15");
+    parser.addFlag("accept_new_host_key",
+                   "record the key of a host not yet in known_hosts (check its fingerprint first); a changed key "
+                   "is always refused");
+    parser.addValue("remote_accel", "PATH",
+                    "accel on the hosts (default: $ACCEL_REMOTE_BIN, else accel on their PATH)");
+    parser.addOption(
+        {"remote_env", "KEY=VALUE", "environment variable for accel on the hosts (repeatable)", "", 0, true, {}});
+}
+
+Result<RemoteSettings> remoteSettings(const ArgParser &parser)
+{
+    RemoteSettings settings;
+    const std::string text = parser.valueOr("timeout", "15");
+    char *end = nullptr;
+    const double seconds = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end || !(seconds > 0) || seconds > 3600)
+        return makeError(ErrorCode::InvalidInput, "expected seconds between 0 and 3600, got '" + text + "'",
+                         "--timeout");
+    settings.timeoutMs = static_cast<int>(seconds * 1000);
+    settings.acceptNewHostKey = parser.isSet("accept_new_host_key");
+    settings.accelProgram = QString::fromStdString(parser.valueOr("remote_accel", ""));
+    for (const std::string &entry : parser.values("remote_env")) {
+        const size_t eq = entry.find('=');
+        if (eq == 0 || eq == std::string::npos)
+            return makeError(ErrorCode::InvalidInput, "expected KEY=VALUE, got '" + entry + "'", "--remote_env");
+        settings.environment << QString::fromStdString(entry);
+    }
+    return settings;
+}
+
+Result<QStringList> hostList(const std::vector<std::string> &words)
+{
+    QStringList names;
+    for (const std::string &word : words) {
+        for (const QString &part : QString::fromStdString(word).split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+            const QString name = part.trimmed();
+            if (!name.isEmpty() && !names.contains(name))
+                names << name;
+        }
+    }
+    if (names.isEmpty())
+        return makeError(ErrorCode::InvalidInput, "no hosts given: expected H1,H2,... (~/.ssh/config aliases or "
+                                                  "[user@]host[:port])");
+    return names;
+}
+
+HostGroup makeHosts(const QStringList &destinations, const RemoteSettings &settings)
+{
+    HostGroup group;
+    for (const QString &destination : destinations) {
+        SshHostOptions options;
+        options.destination = destination;
+        options.timeoutMs = settings.timeoutMs;
+        options.acceptNewHostKey = settings.acceptNewHostKey;
+        options.accelProgram = settings.accelProgram;
+        group.owned.push_back(std::make_unique<SshHost>(options));
+        group.hosts.push_back(group.owned.back().get());
+    }
+    return group;
+}
+
+std::vector<AccelOutcome> runEverywhere(const std::vector<SshHost *> &hosts, const std::vector<QStringList> &arguments,
+                                        const RemoteSettings &settings, int runTimeoutMs)
+{
+    std::vector<AccelOutcome> outcomes(hosts.size());
+    std::vector<std::unique_ptr<HostCommand>> commands;
+    size_t pending = hosts.size();
+    QEventLoop loop;
+    for (size_t i = 0; i < hosts.size(); ++i) {
+        HostCommandOptions options;
+        options.timeoutMs = runTimeoutMs;
+        options.environment = settings.environment;
+        commands.push_back(hosts[i]->start(arguments[i], options));
+        QObject::connect(commands.back().get(), &HostCommand::done, &loop,
+                         [&outcomes, &pending, &loop, i](const AccelOutcome &outcome) {
+                             outcomes[i] = outcome;
+                             if (--pending == 0)
+                                 loop.quit();
+                         });
+    }
+    if (pending > 0)
+        loop.exec();
+    return outcomes;
+}
+
+} // namespace accel::cli::hosts

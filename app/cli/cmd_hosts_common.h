@@ -1,0 +1,44 @@
+// What the `accel hosts` actions share: the SSH options (--timeout, --accept-new-host-key,
+// --remote_accel, --remote_env), the host list, and running one accel command on every host at
+// the same time.
+#pragma once
+
+#include "app/cli/argparser.h"
+
+#include "core/common/result.h"
+#include "launcher/sshhost.h"
+
+#include <QStringList>
+
+#include <memory>
+#include <vector>
+
+namespace accel::cli::hosts {
+
+struct RemoteSettings {
+    int timeoutMs = 15000;
+    bool acceptNewHostKey = false;
+    QString accelProgram;    // empty: $ACCEL_REMOTE_BIN, else accel on the host's PATH
+    QStringList environment; // KEY=VALUE for every remote accel command
+};
+
+void addRemoteOptions(ArgParser &parser);
+Result<RemoteSettings> remoteSettings(const ArgParser &parser);
+
+// "a,b" -> a, b (order kept, duplicates dropped). Empty: an InvalidInput error.
+Result<QStringList> hostList(const std::vector<std::string> &words);
+
+// One SshHost per destination, in order (hosts[i] is owned[i]).
+struct HostGroup {
+    std::vector<std::unique_ptr<launcher::SshHost>> owned;
+    std::vector<launcher::SshHost *> hosts;
+};
+HostGroup makeHosts(const QStringList &destinations, const RemoteSettings &settings);
+
+// Runs `accel arguments[i]` on hosts[i], all at once, and returns the outcomes in the same order.
+// Needs a QCoreApplication; runs an event loop until every command reported done().
+std::vector<launcher::AccelOutcome> runEverywhere(const std::vector<launcher::SshHost *> &hosts,
+                                                  const std::vector<QStringList> &arguments,
+                                                  const RemoteSettings &settings, int runTimeoutMs);
+
+} // namespace accel::cli::hosts

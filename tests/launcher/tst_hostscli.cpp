@@ -1,0 +1,270 @@
+// `accel hosts check` end to end over a real sshd on loopback (SshTestServer): the remote accel is
+// this build's own binary (ACCEL_REMOTE_BIN / --remote_accel), the SSH folder comes from
+// ACCEL_SSH_DIR. Covers ok hosts, an unknown host key (refused, then accepted), accel missing or
+// of another version, an unreachable host beside a good one, and bad arguments.
+#include "tests/helpers/sshtestserver.h"
+#include "tests/helpers/testsupport.h"
+#include "tests/launcher/processprobe.h"
+
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QUuid>
+
+namespace {
+
+QJsonObject parse(const accel::test::ProcessResult &result)
+{
+    return QJsonDocument::fromJson(result.out.toUtf8()).object();
+}
+
+QJsonObject hostEntry(const QJsonObject &report, const QString &host)
+{
+    for (const QJsonValue &value : report.value(QStringLiteral("hosts")).toArray()) {
+        if (value.toObject().value(QStringLiteral("host")).toString() == host)
+            return value.toObject();
+    }
+    return {};
+}
+
+} // namespace
+
+class tst_HostsCli : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase();
+    void everyHostIsCheckedAndOk();
+    void textOutputSaysOkPerHost();
+    void unknownHostKeyIsRefusedThenAccepted();
+    void missingRemoteAccelSaysWhatToDo();
+    void anotherVersionIsReported();
+    void unreachableHostDoesNotHideTheOthers();
+    void badArgumentsExitWithTwo();
+    void launchStartsOneSupervisorPerHostAndStopReachesEveryNode();
+    void launchStopsTheStartedNodesWhenOneFails();
+    void launchRefusesFlagsItSetsItself();
+
+private:
+    accel::test::ProcessResult hosts(const QStringList &arguments, const QStringList &extraEnv = {});
+    accel::test::SshTestServer m_server;
+    QString m_accel;
+    QString m_version;
+};
+
+void tst_HostsCli::initTestCase()
+{
+    if (const QString reason = accel::test::SshTestServer::unavailableReason(); !reason.isEmpty())
+        QSKIP(qPrintable(reason));
+    m_accel = QDir(accel::test::binDir()).filePath(QStringLiteral("accel"));
+    QVERIFY2(QFile::exists(m_accel), "build the accel target");
+    qunsetenv("SSH_AUTH_SOCK");
+    const QString error = m_server.start();
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    m_server.addAlias(QStringLiteral("accel-test-2"));
+    const auto version = accel::test::runAccel({QStringLiteral("--version")});
+    m_version = version.out.trimmed().section(QLatin1Char(' '), 1);
+    QVERIFY(!m_version.isEmpty());
+}
+
+accel::test::ProcessResult tst_HostsCli::hosts(const QStringList &arguments, const QStringList &extraEnv)
+{
+    return accel::test::runAccel(QStringList{QStringLiteral("hosts")} + arguments, 60000, {},
+                                 QStringList{QStringLiteral("ACCEL_SSH_DIR=") + m_server.clientDirectory(),
+                                             QStringLiteral("ACCEL_REMOTE_BIN=") + m_accel,
+                                             QStringLiteral("SSH_AUTH_SOCK")} +
+                                     extraEnv);
+}
+
+void tst_HostsCli::everyHostIsCheckedAndOk()
+{
+    const auto result = hosts({"check", "accel-test,accel-test-2", "--json"});
+    QVERIFY2(result.exitCode == 0, qPrintable(result.out + result.err));
+    const QJsonObject report = parse(result);
+    QCOMPARE(report.value(QStringLiteral("schema")).toString(), QStringLiteral("accel.hosts-check"));
+    QCOMPARE(report.value(QStringLiteral("version")).toInt(), 1);
+    QCOMPARE(report.value(QStringLiteral("ok")).toBool(), true);
+    QCOMPARE(report.value(QStringLiteral("accel_version")).toString(), m_version);
+    QCOMPARE(report.value(QStringLiteral("hosts")).toArray().size(), 2);
+    for (const QString &host : {QStringLiteral("accel-test"), QStringLiteral("accel-test-2")}) {
+        const QJsonObject entry = hostEntry(report, host);
+        QCOMPARE(entry.value(QStringLiteral("status")).toString(), QStringLiteral("ok"));
+        QCOMPARE(entry.value(QStringLiteral("accel_version")).toString(), m_version);
+        const QJsonObject env = entry.value(QStringLiteral("env")).toObject();
+        QCOMPARE(env.value(QStringLiteral("schema")).toString(), QStringLiteral("accel.env"));
+        QVERIFY(env.value(QStringLiteral("cpu")).toObject().value(QStringLiteral("logical_cpus")).toInt() > 0);
+    }
+}
+
+void tst_HostsCli::textOutputSaysOkPerHost()
+{
+    const auto result = hosts({"check", "accel-test,accel-test-2"});
+    QVERIFY2(result.exitCode == 0, qPrintable(result.out + result.err));
+    QVERIFY2(result.out.contains(QStringLiteral("accel-test: ok, accel ") + m_version), qPrintable(result.out));
+    QVERIFY2(result.out.contains(QStringLiteral("accel-test-2: ok, accel ") + m_version), qPrintable(result.out));
+}
+
+void tst_HostsCli::unknownHostKeyIsRefusedThenAccepted()
+{
+    const QString knownHosts = m_server.writeClientFile(QStringLiteral("known_hosts_cli"), QByteArray());
+    m_server.addAlias(QStringLiteral("accel-test-new"), {QStringLiteral("UserKnownHostsFile ") + knownHosts});
+    const auto refused = hosts({"check", "accel-test-new", "--json"});
+    QCOMPARE(refused.exitCode, 1);
+    const QJsonObject entry = hostEntry(parse(refused), QStringLiteral("accel-test-new"));
+    QCOMPARE(entry.value(QStringLiteral("status")).toString(), QStringLiteral("host_key_unknown"));
+    const QString message = entry.value(QStringLiteral("message")).toString();
+    QVERIFY2(message.contains(m_server.hostKeyFingerprint()), qPrintable(message));
+    QVERIFY2(message.contains(QStringLiteral("--accept-new-host-key")), qPrintable(message));
+
+    const auto accepted = hosts({"check", "accel-test-new", "--accept-new-host-key"});
+    QVERIFY2(accepted.exitCode == 0, qPrintable(accepted.out + accepted.err));
+    QFile file(knownHosts);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    QVERIFY(!file.readAll().isEmpty());
+    QCOMPARE(hosts({"check", "accel-test-new"}).exitCode, 0); // recorded: no flag needed any more
+}
+
+void tst_HostsCli::missingRemoteAccelSaysWhatToDo()
+{
+    const auto result = hosts({"check", "accel-test", "--remote_accel", "/opt/nowhere/accel", "--json"});
+    QCOMPARE(result.exitCode, 1);
+    const QJsonObject entry = hostEntry(parse(result), QStringLiteral("accel-test"));
+    QCOMPARE(entry.value(QStringLiteral("status")).toString(), QStringLiteral("accel_not_found"));
+    QVERIFY2(entry.value(QStringLiteral("message")).toString().contains(QStringLiteral("install accel there")),
+             qPrintable(entry.value(QStringLiteral("message")).toString()));
+    QVERIFY(entry.value(QStringLiteral("env")).isNull());
+}
+
+void tst_HostsCli::anotherVersionIsReported()
+{
+    QTemporaryDir dir;
+    const QString fake = dir.filePath(QStringLiteral("accel"));
+    QFile script(fake);
+    QVERIFY(script.open(QIODevice::WriteOnly));
+    script.write("#!/bin/sh\necho '{\"schema\": \"accel.env\", \"version\": 1, \"accel_version\": \"0.0.1\"}'\n");
+    script.close();
+    script.setPermissions(QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner);
+    const auto result = hosts({"check", "accel-test"}, {QStringLiteral("ACCEL_REMOTE_BIN=") + fake});
+    QCOMPARE(result.exitCode, 1);
+    QVERIFY2(result.out.contains(QStringLiteral("accel-test: version_mismatch: accel 0.0.1 on accel-test, but this "
+                                                "is accel ") +
+                                 m_version),
+             qPrintable(result.out));
+}
+
+void tst_HostsCli::unreachableHostDoesNotHideTheOthers()
+{
+    const QString closed = QStringLiteral("127.0.0.1:%1").arg(accel::test::SshTestServer::freeLoopbackPort());
+    const auto result = hosts({"check", "accel-test," + closed, "--json", "--timeout", "5"});
+    QCOMPARE(result.exitCode, 1);
+    const QJsonObject report = parse(result);
+    QCOMPARE(report.value(QStringLiteral("ok")).toBool(), false);
+    QCOMPARE(hostEntry(report, QStringLiteral("accel-test")).value(QStringLiteral("status")).toString(),
+             QStringLiteral("ok"));
+    const QJsonObject bad = hostEntry(report, closed);
+    QCOMPARE(bad.value(QStringLiteral("status")).toString(), QStringLiteral("unreachable"));
+    QVERIFY2(bad.value(QStringLiteral("message")).toString().contains(QStringLiteral("refused")),
+             qPrintable(bad.value(QStringLiteral("message")).toString()));
+}
+
+void tst_HostsCli::badArgumentsExitWithTwo()
+{
+    QCOMPARE(hosts({"check"}).exitCode, 2);
+    QCOMPARE(hosts({"probe", "accel-test"}).exitCode, 2);
+    const auto timeout = hosts({"check", "accel-test", "--timeout", "soon"});
+    QCOMPARE(timeout.exitCode, 2);
+    QVERIFY2(timeout.err.contains(QStringLiteral("--timeout: expected seconds")) &&
+                 timeout.err.contains(QStringLiteral("'soon'")),
+             qPrintable(timeout.err));
+    const auto help = hosts({"--help"});
+    QCOMPARE(help.exitCode, 0);
+    QVERIFY2(help.out.contains(QStringLiteral("check H1,H2")) && help.out.contains(QStringLiteral("stop RECORD")),
+             qPrintable(help.out));
+    for (const char *action : {"check", "launch", "stop"}) {
+        const auto actionHelp = hosts({action, "--help"});
+        QCOMPARE(actionHelp.exitCode, 0);
+        QVERIFY2(actionHelp.out.contains(QStringLiteral("accept")), qPrintable(actionHelp.out));
+    }
+}
+
+void tst_HostsCli::launchStartsOneSupervisorPerHostAndStopReachesEveryNode()
+{
+    QTemporaryDir data; // the nodes' run directories and what the ranks write
+    const QString marker = QStringLiteral("hostslaunch-") + QUuid::createUuid().toString(QUuid::WithoutBraces);
+    const QString fakechild = QDir(accel::test::binDir()).filePath(QStringLiteral("fakechild"));
+    const QString record = data.filePath(QStringLiteral("cluster.json"));
+    const int port = accel::test::SshTestServer::freeLoopbackPort();
+    const auto launched = hosts(
+        {"launch", "accel-test,accel-test-2", "--json", "--main_process_port", QString::number(port), "--record",
+         record, "--remote_env", "XDG_DATA_HOME=" + data.path(), "--", "--num_processes", "2", "--no_python", fakechild,
+         "--marker", marker, "--env-json", data.filePath(QStringLiteral("env-{rank}.json")), "--hang"});
+    QVERIFY2(launched.exitCode == 0, qPrintable(launched.out + launched.err));
+    const QJsonObject report = parse(launched);
+    QCOMPARE(report.value(QStringLiteral("schema")).toString(), QStringLiteral("accel.hosts-launch"));
+    QCOMPARE(report.value(QStringLiteral("record")).toString(), record);
+    QCOMPARE(report.value(QStringLiteral("main_process_ip")).toString(), QStringLiteral("127.0.0.1"));
+    const QJsonArray nodes = report.value(QStringLiteral("nodes")).toArray();
+    QCOMPARE(nodes.size(), 2);
+    QVERIFY(nodes.at(0).toObject().value(QStringLiteral("run_dir")).toString() !=
+            nodes.at(1).toObject().value(QStringLiteral("run_dir")).toString());
+    QVERIFY(QFile::exists(record));
+
+    // Each node's rank knows its place in the cluster.
+    for (int rank = 0; rank < 2; ++rank) {
+        const QString path = data.filePath(QStringLiteral("env-%1.json").arg(rank));
+        QTRY_VERIFY_WITH_TIMEOUT(QFileInfo(path).size() > 0, 20000);
+        QFile file(path);
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        const QJsonObject env = QJsonDocument::fromJson(file.readAll()).object();
+        QCOMPARE(env.value(QStringLiteral("RANK")).toString(), QString::number(rank));
+        QCOMPARE(env.value(QStringLiteral("WORLD_SIZE")).toString(), QStringLiteral("2"));
+        QCOMPARE(env.value(QStringLiteral("MASTER_ADDR")).toString(), QStringLiteral("127.0.0.1"));
+        QCOMPARE(env.value(QStringLiteral("MASTER_PORT")).toString(), QString::number(port));
+    }
+    QTRY_COMPARE_WITH_TIMEOUT(accel::test::processesWithMarker(marker, QStringLiteral("fakechild")).size(), 2, 20000);
+
+    const auto stopped = hosts({"stop", record, "--json"});
+    QVERIFY2(stopped.exitCode == 0, qPrintable(stopped.out + stopped.err));
+    const QJsonArray stoppedNodes = parse(stopped).value(QStringLiteral("nodes")).toArray();
+    QCOMPARE(stoppedNodes.size(), 2);
+    for (const QJsonValue &node : stoppedNodes)
+        QVERIFY2(node.toObject().value(QStringLiteral("stopped")).toBool(),
+                 qPrintable(node.toObject().value(QStringLiteral("message")).toString()));
+    QTRY_VERIFY_WITH_TIMEOUT(accel::test::processesWithMarker(marker).isEmpty(), 20000);
+}
+
+void tst_HostsCli::launchStopsTheStartedNodesWhenOneFails()
+{
+    QTemporaryDir data;
+    const QString marker = QStringLiteral("hostslaunch-") + QUuid::createUuid().toString(QUuid::WithoutBraces);
+    const QString fakechild = QDir(accel::test::binDir()).filePath(QStringLiteral("fakechild"));
+    const QString record = data.filePath(QStringLiteral("cluster.json"));
+    const QString closed = QStringLiteral("127.0.0.1:%1").arg(accel::test::SshTestServer::freeLoopbackPort());
+    const auto launched = hosts({"launch", "accel-test," + closed, "--json", "--main_process_ip", "127.0.0.1",
+                                 "--record", record, "--remote_env", "XDG_DATA_HOME=" + data.path(), "--timeout", "5",
+                                 "--", "--num_processes", "2", "--no_python", fakechild, "--marker", marker, "--hang"});
+    QCOMPARE(launched.exitCode, 1);
+    const QJsonArray nodes = parse(launched).value(QStringLiteral("nodes")).toArray();
+    QCOMPARE(nodes.size(), 2);
+    QVERIFY2(nodes.at(1).toObject().value(QStringLiteral("message")).toString().contains(QStringLiteral("refused")),
+             qPrintable(launched.out));
+    QVERIFY(!QFile::exists(record));
+    QTRY_VERIFY_WITH_TIMEOUT(accel::test::processesWithMarker(marker).isEmpty(), 20000);
+}
+
+void tst_HostsCli::launchRefusesFlagsItSetsItself()
+{
+    for (const QString &flag : {QStringLiteral("--machine_rank"), QStringLiteral("--num-machines")}) {
+        const auto result = hosts({"launch", "accel-test", "--", flag, "1", "train.py"});
+        QCOMPARE(result.exitCode, 2);
+        QVERIFY2(result.err.contains(QStringLiteral("is set for each node")), qPrintable(result.err));
+    }
+    QCOMPARE(hosts({"launch", "accel-test"}).exitCode, 2); // nothing to launch
+}
+
+QTEST_GUILESS_MAIN(tst_HostsCli)
+#include "tst_hostscli.moc"
