@@ -124,6 +124,8 @@ void SshWorker::takeRequests()
     std::vector<quint64> cancels;
     {
         std::lock_guard<std::mutex> lock(m_mutex);
+        // Cancels taken from here on are applied below; a later one interrupts the next connect.
+        m_interrupt = m_stopping.load();
         for (Request &request : m_requests)
             m_pending.push_back(std::move(request));
         m_requests.clear();
@@ -152,7 +154,6 @@ void SshWorker::takeRequests()
 void SshWorker::startPending()
 {
     if (!m_session) {
-        m_interrupt = false;
         HostKeyCheck hostKey;
         Result<SessionHandle> session = openSession(m_settings, m_interrupt, &hostKey);
         if (!session) {

@@ -96,6 +96,7 @@ private Q_SLOTS:
     void proxyCommandReachesTheHost();
     void silentHostTimesOutWithinTheDeadline();
     void invalidDestinationIsRefused();
+    void cancelWhileConnectingEndsAtOnce();
     void cancelStopsALongRemoteCommandAndLeavesNoProcess();
     void timeoutStopsALongRemoteCommand();
     void missingAccelSaysWhatToDo();
@@ -375,6 +376,31 @@ void tst_SshHost::invalidDestinationIsRefused()
     QVERIFY(finished.outcome.failedToStart);
     QVERIFY2(finished.outcome.error.contains(QStringLiteral("invalid host 'host; rm -rf ~'")),
              qPrintable(finished.outcome.error));
+}
+
+void tst_SshHost::cancelWhileConnectingEndsAtOnce()
+{
+    SilentListener silent; // the handshake would wait for the whole timeout
+    SshHostOptions slow = options(QStringLiteral("127.0.0.1:%1").arg(silent.port));
+    slow.timeoutMs = 20000;
+    SshHost host(slow);
+    std::unique_ptr<HostCommand> command = host.start({"--version"});
+    QSignalSpy done(command.get(), &HostCommand::done);
+    QElapsedTimer clock;
+    clock.start();
+    command->cancel();
+    QVERIFY(done.wait(10000));
+    const auto outcome = done.first().first().value<AccelOutcome>();
+    QVERIFY(outcome.cancelled);
+    QVERIFY2(clock.elapsed() < 3000, qPrintable(QString::number(clock.elapsed())));
+    // A host going away while it connects does not wait for the timeout either.
+    clock.restart();
+    {
+        SshHost closing(slow);
+        std::unique_ptr<HostCommand> pending = closing.start({"--version"});
+        QVERIFY(pending->isRunning());
+    } // the command, then the host (its worker thread joined) go away here
+    QVERIFY2(clock.elapsed() < 3000, qPrintable(QString::number(clock.elapsed())));
 }
 
 void tst_SshHost::cancelStopsALongRemoteCommandAndLeavesNoProcess()
