@@ -43,19 +43,22 @@ int SshTestServer::freeLoopbackPort()
 
 namespace {
 
-// True once something on the port sends an SSH banner.
-bool answersSsh(int port)
+// True once something on the address and port sends an SSH banner.
+bool answersSsh(const QString &host, int port)
 {
     const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in address{};
     address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::inet_pton(AF_INET, host.toLatin1().constData(), &address.sin_addr);
     address.sin_port = htons(static_cast<uint16_t>(port));
     bool ok = false;
     if (::connect(fd, reinterpret_cast<sockaddr *>(&address), sizeof(address)) == 0) {
         pollfd p{fd, POLLIN, 0};
         char banner[8] = {};
         ok = ::poll(&p, 1, 2000) > 0 && ::read(fd, banner, 4) == 4 && QByteArray(banner, 4) == "SSH-";
+        // Say hello back, so that sshd logs no error about a peer that vanished mid-greeting.
+        const char hello[] = "SSH-2.0-accel-test-probe\r\n";
+        (void)!::write(fd, hello, sizeof(hello) - 1);
     }
     ::close(fd);
     return ok;
@@ -128,7 +131,8 @@ QString SshTestServer::knownHostsLine() const
     if (!pub.open(QIODevice::ReadOnly))
         return {};
     const QStringList parts = QString::fromLatin1(pub.readAll()).split(QLatin1Char(' '));
-    return QStringLiteral("[127.0.0.1]:%1 %2 %3").arg(m_port).arg(parts.value(0), parts.value(1).trimmed());
+    const QString name = m_port == 22 ? m_address : QStringLiteral("[%1]:%2").arg(m_address).arg(m_port);
+    return name + QLatin1Char(' ') + parts.value(0) + QLatin1Char(' ') + parts.value(1).trimmed();
 }
 
 void SshTestServer::addAlias(const QString &alias, const QStringList &extraLines)
@@ -136,10 +140,11 @@ void SshTestServer::addAlias(const QString &alias, const QStringList &extraLines
     QFile config(QDir(clientDirectory()).filePath(QStringLiteral("config")));
     if (!config.open(QIODevice::WriteOnly | QIODevice::Append))
         return;
-    QString text = QStringLiteral("Host %1\n  HostName 127.0.0.1\n  Port %2\n  User %3\n  IdentityFile %4\n")
+    QString text = QStringLiteral("Host %1\n  HostName %5\n  Port %2\n  User %3\n  IdentityFile %4\n")
                        .arg(alias)
                        .arg(m_port)
-                       .arg(user(), QDir(clientDirectory()).filePath(QStringLiteral("id_ed25519")));
+                       .arg(user(), QDir(clientDirectory()).filePath(QStringLiteral("id_ed25519")))
+                       .arg(m_address);
     for (const QString &line : extraLines)
         text += QStringLiteral("  ") + line + QLatin1Char('\n');
     config.write(text.toUtf8());
@@ -181,33 +186,43 @@ QString SshTestServer::start()
         ::mkdir("/run/sshd", 0755);
 
     for (int attempt = 0; attempt < 5; ++attempt) {
-        m_port = freeLoopbackPort();
+        m_port = m_netns.isEmpty() ? freeLoopbackPort() : 22;
         const QString config = root.filePath(QStringLiteral("server/sshd_config"));
-        writeFile(config, QStringLiteral("Port %1\nListenAddress 127.0.0.1\nHostKey %2\nAuthorizedKeysFile %3\n"
+        writeFile(config, QStringLiteral("Port %1\nListenAddress %4\nHostKey %2\nAuthorizedKeysFile %3\n"
                                          "StrictModes no\nUsePAM no\nPasswordAuthentication no\n"
                                          "KbdInteractiveAuthentication no\nPubkeyAuthentication yes\n"
                                          "PermitRootLogin prohibit-password\nPidFile none\nLogLevel ERROR\n"
                                          "MaxStartups 100\nMaxSessions 100\n")
                               .arg(m_port)
-                              .arg(hostKey, authorized)
+                              .arg(hostKey, authorized, m_address)
                               .toUtf8());
         m_sshd.setProcessChannelMode(QProcess::ForwardedErrorChannel);
-        m_sshd.start(QString::fromLatin1(kSshd), {"-D", "-e", "-f", config});
+        const QStringList sshd = {QString::fromLatin1(kSshd), "-D", "-e", "-f", config};
+        if (m_netns.isEmpty())
+            m_sshd.start(sshd.first(), sshd.mid(1));
+        else // ip execs sshd in the namespace: the process is sshd itself
+            m_sshd.start(QStringLiteral("ip"), QStringList{"netns", "exec", m_netns} + sshd);
         if (!m_sshd.waitForStarted(10000))
             return QStringLiteral("cannot start sshd: ") + m_sshd.errorString();
         QDeadlineTimer deadline(10000);
-        while (!deadline.hasExpired() && m_sshd.state() == QProcess::Running && !answersSsh(m_port))
+        while (!deadline.hasExpired() && m_sshd.state() == QProcess::Running && !answersSsh(m_address, m_port))
             m_sshd.waitForFinished(50); // returns early only if sshd exits (port taken meanwhile)
-        if (m_sshd.state() == QProcess::Running && answersSsh(m_port))
+        if (m_sshd.state() == QProcess::Running && answersSsh(m_address, m_port))
             break;
         stop();
-        if (attempt == 4)
-            return QStringLiteral("sshd did not start on 127.0.0.1 (see its messages above)");
+        if (attempt == 4 || !m_netns.isEmpty())
+            return QStringLiteral("sshd did not start on %1 (see its messages above)").arg(m_address);
     }
     writeFile(QDir(clientDirectory()).filePath(QStringLiteral("known_hosts")), knownHostsLine().toUtf8() + '\n');
     writeFile(QDir(clientDirectory()).filePath(QStringLiteral("config")), QByteArray());
     addAlias(alias());
     return {};
+}
+
+void SshTestServer::setNetworkNamespace(const QString &netns, const QString &address)
+{
+    m_netns = netns;
+    m_address = address;
 }
 
 int SshTestServer::dropConnections()

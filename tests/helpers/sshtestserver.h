@@ -21,6 +21,11 @@ public:
     // Why the server cannot run here (no sshd or ssh-keygen), or empty. Tests QSKIP with it.
     static QString unavailableReason();
 
+    // Before start(): run sshd inside a network namespace (`ip netns exec`), listening on address
+    // port 22 there, instead of 127.0.0.1 and a free port here.
+    void setNetworkNamespace(const QString &netns, const QString &address);
+    QString address() const { return m_address; }
+
     // Makes the keys and files, starts sshd and waits until it answers. Returns an error or empty.
     QString start();
     void stop();
@@ -52,6 +57,8 @@ private:
     QProcess m_sshd;
     int m_port = 0;
     QString m_fingerprint;
+    QString m_netns;
+    QString m_address = QStringLiteral("127.0.0.1");
 };
 
 } // namespace accel::test

@@ -2,6 +2,7 @@
 // this build's own binary (ACCEL_REMOTE_BIN / --remote_accel), the SSH folder comes from
 // ACCEL_SSH_DIR. Covers ok hosts, an unknown host key (refused, then accepted), accel missing or
 // of another version, an unreachable host beside a good one, and bad arguments.
+#include "tests/helpers/netnstestbed.h"
 #include "tests/helpers/sshtestserver.h"
 #include "tests/helpers/testsupport.h"
 #include "tests/launcher/processprobe.h"
@@ -12,9 +13,12 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QSet>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QUuid>
+
+#include <sys/stat.h>
 
 namespace {
 
@@ -48,6 +52,7 @@ private Q_SLOTS:
     void launchStartsOneSupervisorPerHostAndStopReachesEveryNode();
     void launchStopsTheStartedNodesWhenOneFails();
     void launchRefusesFlagsItSetsItself();
+    void launchAcrossTwoNetworkNamespaces();
 
 private:
     accel::test::ProcessResult hosts(const QStringList &arguments, const QStringList &extraEnv = {});
@@ -264,6 +269,82 @@ void tst_HostsCli::launchRefusesFlagsItSetsItself()
         QVERIFY2(result.err.contains(QStringLiteral("is set for each node")), qPrintable(result.err));
     }
     QCOMPARE(hosts({"launch", "accel-test"}).exitCode, 2); // nothing to launch
+}
+
+namespace {
+
+// The inode of a process's (or a named namespace's) network namespace.
+ino_t netnsInode(const QString &path)
+{
+    struct stat st {};
+    return ::stat(QFile::encodeName(path).constData(), &st) == 0 ? st.st_ino : 0;
+}
+
+} // namespace
+
+void tst_HostsCli::launchAcrossTwoNetworkNamespaces()
+{
+    // Two nodes with their own network and address, each running its own sshd; this process
+    // reaches them over a bridge, the way a workstation reaches two cluster hosts.
+    accel::test::NetnsTestbed testbed(2);
+    if (const QString reason = testbed.start(); !reason.isEmpty())
+        QSKIP(qPrintable(QStringLiteral("no network namespaces here: ") + reason));
+    accel::test::SshTestServer servers[2];
+    QTemporaryDir sshDir; // one client folder knowing both nodes
+    QByteArray config;
+    QByteArray knownHosts;
+    for (int node = 0; node < 2; ++node) {
+        servers[node].setNetworkNamespace(testbed.nodeNamespace(node), testbed.nodeAddress(node));
+        const QString error = servers[node].start();
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        config += QStringLiteral("Host node%1\n  HostName %2\n  User %3\n  IdentityFile %4\n")
+                      .arg(node)
+                      .arg(testbed.nodeAddress(node), servers[node].user(),
+                           QDir(servers[node].clientDirectory()).filePath(QStringLiteral("id_ed25519")))
+                      .toUtf8();
+        knownHosts += servers[node].knownHostsLine().toUtf8() + '\n';
+    }
+    for (const auto &[name, content] :
+         {std::pair{QStringLiteral("config"), config}, std::pair{QStringLiteral("known_hosts"), knownHosts}}) {
+        QFile file(sshDir.filePath(name));
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.write(content);
+    }
+    const QStringList env = {QStringLiteral("ACCEL_SSH_DIR=") + sshDir.path()};
+
+    QTemporaryDir data;
+    const QString marker = QStringLiteral("hostsnetns-") + QUuid::createUuid().toString(QUuid::WithoutBraces);
+    const QString fakechild = QDir(accel::test::binDir()).filePath(QStringLiteral("fakechild"));
+    const QString record = data.filePath(QStringLiteral("cluster.json"));
+    const auto launched =
+        hosts({"launch", "node0,node1", "--json", "--record", record, "--remote_env", "XDG_DATA_HOME=" + data.path(),
+               "--", "--num_processes", "2", "--no_python", fakechild, "--marker", marker, "--env-json",
+               data.filePath(QStringLiteral("env-{rank}.json")), "--hang"},
+              env);
+    QVERIFY2(launched.exitCode == 0, qPrintable(launched.out + launched.err));
+    QCOMPARE(parse(launched).value(QStringLiteral("main_process_ip")).toString(), testbed.nodeAddress(0));
+    for (int rank = 0; rank < 2; ++rank) {
+        const QString path = data.filePath(QStringLiteral("env-%1.json").arg(rank));
+        QTRY_VERIFY_WITH_TIMEOUT(QFileInfo(path).size() > 0, 20000);
+        QFile file(path);
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        const QJsonObject rankEnv = QJsonDocument::fromJson(file.readAll()).object();
+        QCOMPARE(rankEnv.value(QStringLiteral("MASTER_ADDR")).toString(), testbed.nodeAddress(0));
+    }
+    // Each rank runs in its own node's network namespace.
+    QList<qint64> ranks;
+    QTRY_COMPARE_WITH_TIMEOUT((ranks = accel::test::processesWithMarker(marker, QStringLiteral("fakechild"))).size(), 2,
+                              20000);
+    QSet<ino_t> seen;
+    for (qint64 pid : ranks)
+        seen.insert(netnsInode(QStringLiteral("/proc/%1/ns/net").arg(pid)));
+    const QSet<ino_t> expected = {netnsInode(QStringLiteral("/run/netns/") + testbed.nodeNamespace(0)),
+                                  netnsInode(QStringLiteral("/run/netns/") + testbed.nodeNamespace(1))};
+    QCOMPARE(seen, expected);
+
+    const auto stopped = hosts({"stop", record}, env);
+    QVERIFY2(stopped.exitCode == 0, qPrintable(stopped.out + stopped.err));
+    QTRY_VERIFY_WITH_TIMEOUT(accel::test::processesWithMarker(marker).isEmpty(), 20000);
 }
 
 QTEST_GUILESS_MAIN(tst_HostsCli)
