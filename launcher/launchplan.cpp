@@ -79,14 +79,25 @@ QJsonObject launchPlanJson(const LaunchSettings &settings, const EnvMap &base)
                        {QStringLiteral("ranks"), ranks}};
 }
 
+QString processCountText(const LaunchSettings &settings)
+{
+    const QString here = settings.processesPerNode() == 1
+                             ? QStringLiteral("1 process on this machine")
+                             : QStringLiteral("%1 processes on this machine").arg(settings.processesPerNode());
+    if (settings.numMachines <= 1)
+        return here;
+    return QStringLiteral("%1, %2 in total on %3 machines")
+        .arg(here)
+        .arg(settings.numProcesses)
+        .arg(settings.numMachines);
+}
+
 QString launchPlanText(const LaunchSettings &settings, const EnvMap &base)
 {
     QString text;
-    text += QStringLiteral("launcher: %1 (%2), %3 rank(s) on this machine of %4 total\n")
+    text += QStringLiteral("launcher: %1 (%2), %3\n")
                 .arg(QString::fromLatin1(launcherKindName(settings.launcher)),
-                     QString::fromStdString(settings.distributedType))
-                .arg(settings.processesPerNode())
-                .arg(settings.numProcesses);
+                     QString::fromStdString(settings.distributedType), processCountText(settings));
     text += QStringLiteral("run directory: %1\n").arg(QString::fromStdString(settings.runDirectory));
     for (const std::string &note : settings.notes)
         text += QStringLiteral("note: %1\n").arg(QString::fromStdString(note));

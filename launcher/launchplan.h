@@ -18,6 +18,10 @@ QJsonObject settingsJson(const LaunchSettings &settings);
 // {"schema":"accel.launch-plan","version":1,"settings":..,"notes":[..],"ranks":[{"rank","local_rank","command","env"}]}
 QJsonObject launchPlanJson(const LaunchSettings &settings, const EnvMap &base);
 QString launchPlanText(const LaunchSettings &settings, const EnvMap &base);
+// How many rank processes the launch starts: "2 processes on this machine" or "4 processes on this
+// machine, 8 in total on 2 machines". The one wording (and count) of `accel launch --dry-run`, the
+// studio's Configure page and its Launch page.
+QString processCountText(const LaunchSettings &settings);
 
 // Table of rank, result, runtime and the last lines of each rank's log.
 QString formatRunSummary(const RunOutcome &outcome, const RunDirectory *run, int logLines = 3);
