@@ -1,6 +1,7 @@
 #include "app/studio/configform.h"
 
 #include "app/studio/configbinding.h"
+#include "app/studio/fieldrelevance.h"
 
 #include <QFormLayout>
 #include <QGroupBox>
@@ -80,9 +81,48 @@ void ConfigForm::updateGroupTitles()
     }
 }
 
+void ConfigForm::setShowAllFields(bool all)
+{
+    m_showAll = all;
+    updateVisibility();
+}
+
+bool ConfigForm::isFieldShown(const QString &key) const
+{
+    FieldEditor *editor = m_fields.value(key);
+    return editor && !editor->isHidden() && editor->parentWidget() && !editor->parentWidget()->isHidden();
+}
+
+int ConfigForm::shownFieldCount() const
+{
+    int shown = 0;
+    for (auto it = m_fields.cbegin(); it != m_fields.cend(); ++it)
+        shown += isFieldShown(it.key()) ? 1 : 0;
+    return shown;
+}
+
+void ConfigForm::updateVisibility()
+{
+    for (QGroupBox *box : std::as_const(m_groups)) {
+        auto *form = qobject_cast<QFormLayout *>(box->layout());
+        bool any = false;
+        for (int row = 0; form && row < form->rowCount(); ++row) {
+            auto *editor = qobject_cast<FieldEditor *>(form->itemAt(row, QFormLayout::FieldRole)->widget());
+            if (!editor)
+                continue;
+            const QString key = m_fields.key(editor);
+            const bool show = m_showAll || m_flagged.contains(key) || fieldApplies(key, m_config);
+            form->setRowVisible(row, show);
+            any = any || show;
+        }
+        box->setVisible(any);
+    }
+}
+
 void ConfigForm::refreshValues()
 {
     updateGroupTitles();
+    updateVisibility();
     for (const FieldGroup &group : configFieldGroups()) {
         for (const FieldBinding &binding : group.fields) {
             if (FieldEditor *editor = m_fields.value(binding.spec.key))
@@ -99,6 +139,7 @@ void ConfigForm::onFieldEdited(FieldEditor *editor, const FieldBinding *binding)
     else
         m_inputErrors.insert(binding->spec.key, error);
     updateGroupTitles();
+    updateVisibility();
     Q_EMIT configEdited(binding->spec.key);
 }
 
@@ -122,6 +163,8 @@ config::Diagnostics ConfigForm::showDiagnostics(const config::Diagnostics &diagn
 {
     for (FieldEditor *editor : std::as_const(m_fields))
         editor->clearDiagnostics();
+    const QStringList flaggedBefore = m_flagged;
+    m_flagged = m_inputErrors.keys();
     for (auto it = m_inputErrors.cbegin(); it != m_inputErrors.cend(); ++it)
         m_fields.value(it.key())->addDiagnostic(DiagnosticLevel::Error, it.value());
     config::Diagnostics unplaced;
@@ -134,7 +177,11 @@ config::Diagnostics ConfigForm::showDiagnostics(const config::Diagnostics &diagn
         editor->addDiagnostic(diagnostic.severity == config::Severity::Error ? DiagnosticLevel::Error
                                                                              : DiagnosticLevel::Warning,
                               QString::fromStdString(diagnostic.message));
+        if (diagnostic.severity == config::Severity::Error)
+            m_flagged.append(m_fields.key(editor));
     }
+    if (m_flagged != flaggedBefore)
+        updateVisibility();
     return unplaced;
 }
 

@@ -35,6 +35,13 @@ public:
     FieldEditor *field(const QString &key) const { return m_fields.value(key); }
     QStringList keys() const { return m_fields.keys(); }
 
+    // Off (default): only the fields of the chosen distributed type and precision are shown
+    // (fieldApplies), plus any field with a message; on: every field.
+    void setShowAllFields(bool all);
+    bool showsAllFields() const { return m_showAll; }
+    bool isFieldShown(const QString &key) const;
+    int shownFieldCount() const;
+
 Q_SIGNALS:
     // The model changed through the form (`key` was edited).
     void configEdited(const QString &key);
@@ -44,11 +51,14 @@ private:
     FieldEditor *fieldForDiagnosticKey(const std::string &key) const;
     void refreshValues();
     void updateGroupTitles();
+    void updateVisibility();
 
     config::ClusterConfig m_config;
     QMap<QString, FieldEditor *> m_fields;
     QMap<QString, QGroupBox *> m_groups;  // by group object name
     QMap<QString, QString> m_inputErrors; // key -> why the typed text was not accepted
+    QStringList m_flagged;                // keys with a message beside them: always shown
+    bool m_showAll = false;
 };
 
 } // namespace accel::app

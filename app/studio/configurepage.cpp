@@ -1,15 +1,17 @@
 #include "app/studio/configurepage.h"
 
+#include "app/studio/changesdialog.h"
 #include "app/studio/configform.h"
+#include "app/studio/configtextpatch.h"
 #include "app/studio/configwizard.h"
 #include "app/studio/fieldeditor.h"
-#include "app/studio/textdiff.h"
+#include "app/studio/processcount.h"
 #include "core/common/fileutil.h"
 #include "core/config/validation.h"
 
 #include <QCheckBox>
 #include <QDialog>
-#include <QDialogButtonBox>
+#include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFontDatabase>
@@ -24,7 +26,6 @@
 #include <QScrollArea>
 #include <QSettings>
 #include <QSplitter>
-#include <QTextEdit>
 #include <QToolButton>
 #include <QVBoxLayout>
 
@@ -96,6 +97,10 @@ void ConfigurePage::buildUi()
     for (QToolButton *button :
          {newButton, questionsButton, openButton, m_recentButton, changesButton, saveButton, saveAsButton})
         bar->addWidget(button);
+    auto *showAll = new QCheckBox(tr("Show all fields"), this);
+    showAll->setObjectName(QStringLiteral("showAllFields"));
+    showAll->setToolTip(tr("Also show the fields the chosen distributed type and precision do not use"));
+    bar->addWidget(showAll);
     layout->addLayout(bar);
 
     m_loadError = new QLabel(this);
@@ -114,6 +119,7 @@ void ConfigurePage::buildUi()
     m_form = new ConfigForm(m_scroll);
     m_scroll->setWidget(m_form);
     connect(m_form, &ConfigForm::configEdited, this, &ConfigurePage::refresh);
+    connect(showAll, &QCheckBox::toggled, m_form, &ConfigForm::setShowAllFields);
 
     auto *side = new QWidget(splitter);
     auto *sideLayout = new QVBoxLayout(side);
@@ -122,6 +128,11 @@ void ConfigurePage::buildUi()
     m_summary->setObjectName(QStringLiteral("validationSummary"));
     m_summary->setWordWrap(true);
     sideLayout->addWidget(m_summary);
+    m_processes = new QLabel(side);
+    m_processes->setObjectName(QStringLiteral("processCount"));
+    m_processes->setWordWrap(true);
+    m_processes->setToolTip(tr("What `accel launch --config_file` starts with this config (the launcher's own count)"));
+    sideLayout->addWidget(m_processes);
     m_messages = new QListWidget(side);
     m_messages->setObjectName(QStringLiteral("messages"));
     m_messages->setWordWrap(true);
@@ -150,9 +161,29 @@ config::ConfigFormat ConfigurePage::format() const
     return m_path.isEmpty() ? config::ConfigFormat::Yaml : config::formatForPath(m_path.toStdString());
 }
 
+QString ConfigurePage::currentYaml() const
+{
+    return QString::fromStdString(config::serializeConfig(m_form->config(), config::ConfigFormat::Yaml));
+}
+
+QString ConfigurePage::textFor(const QString &path) const
+{
+    const config::ConfigFormat target =
+        path.isEmpty() ? config::ConfigFormat::Yaml : config::formatForPath(path.toStdString());
+    if (!m_path.isEmpty() && !m_savedText.isEmpty() && target == format()) {
+        if (currentYaml() == m_baseline)
+            return m_savedText; // untouched: the same bytes
+        if (target == config::ConfigFormat::Yaml) {
+            if (auto patched = patchConfigText(m_savedText, m_baseline, currentYaml()))
+                return *patched;
+        }
+    }
+    return QString::fromStdString(config::serializeConfig(m_form->config(), target));
+}
+
 QString ConfigurePage::previewText() const
 {
-    return QString::fromStdString(config::serializeConfig(m_form->config(), format()));
+    return textFor(m_path);
 }
 
 QString ConfigurePage::loadErrorText() const
@@ -162,7 +193,9 @@ QString ConfigurePage::loadErrorText() const
 
 bool ConfigurePage::isModified() const
 {
-    return previewText() != m_savedText;
+    // An opened file is modified when its config changed, whatever its text looks like
+    // (comments, key order, defaults it leaves out); a new document when it differs from its start.
+    return m_path.isEmpty() ? previewText() != m_savedText : currentYaml() != m_baseline;
 }
 
 void ConfigurePage::newConfig()
@@ -218,6 +251,7 @@ void ConfigurePage::setDocument(const config::ClusterConfig &config, const QStri
     m_savedText = savedText;
     m_loadError->setVisible(false);
     m_form->setConfig(config);
+    m_baseline = currentYaml();
     refresh();
 }
 
@@ -261,6 +295,8 @@ void ConfigurePage::refresh()
         m_summary->setText(tr("%n error(s)", nullptr, errors) + QStringLiteral(", ") +
                            tr("%n warning(s)", nullptr, warnings) + tr(" (also shown beside the fields)"));
 
+    m_processes->setText(tr("Launch starts %1.").arg(processCountFor(m_form->config())));
+
     const QString name = m_path.isEmpty() ? tr("Untitled (%1)").arg(m_origin) : m_path;
     m_title->setText(
         QStringLiteral("<b>%1</b>%2").arg(name.toHtmlEscaped(), isModified() ? tr(" — modified") : QString()));
@@ -290,7 +326,13 @@ void ConfigurePage::setReviewBeforeSave(bool review)
 bool ConfigurePage::saveAs(const QString &path)
 {
     // Keep the JSON/YAML choice of the new name, as Accelerate does.
-    auto saved = config::saveConfigFile(m_form->config(), path.toStdString());
+    const QString text = textFor(QFileInfo(path).absoluteFilePath());
+    Result<void> saved;
+    if (!QDir().mkpath(QFileInfo(path).absolutePath()))
+        saved = makeError(ErrorCode::Io, "cannot create folder " + QFileInfo(path).absolutePath().toStdString(),
+                          path.toStdString());
+    else
+        saved = fileutil::writeFileAtomic(path.toStdString(), text.toStdString());
     if (!saved) {
         const QString message = QString::fromStdString(saved.error().toString());
         QMessageBox::warning(this, tr("Save failed"), message);
@@ -298,7 +340,8 @@ bool ConfigurePage::saveAs(const QString &path)
         return false;
     }
     m_path = QFileInfo(path).absoluteFilePath();
-    m_savedText = previewText();
+    m_savedText = text;
+    m_baseline = currentYaml();
     m_recent.add(m_path);
     refresh();
     Q_EMIT statusMessage(tr("Saved %1").arg(m_path));
@@ -337,46 +380,12 @@ bool ConfigurePage::maybeDiscardChanges()
 
 bool ConfigurePage::reviewChanges(const QString &acceptText)
 {
-    const QVector<DiffLine> diff = diffLines(m_savedText, previewText());
-    QString html = QStringLiteral("<pre style=\"margin:0\">");
-    for (const DiffLine &line : diff) {
-        const QString escaped = line.text.toHtmlEscaped();
-        switch (line.kind) {
-        case DiffLine::Kind::Same:
-            html += QStringLiteral("  ") + escaped + QLatin1Char('\n');
-            break;
-        case DiffLine::Kind::Removed:
-            html += QStringLiteral("<span style=\"background:#fbe3e3;color:#8e1b1b\">- %1</span>\n").arg(escaped);
-            break;
-        case DiffLine::Kind::Added:
-            html += QStringLiteral("<span style=\"background:#e3f4e3;color:#1b5e20\">+ %1</span>\n").arg(escaped);
-            break;
-        }
-    }
-    html += QStringLiteral("</pre>");
-    QDialog dialog(this);
-    dialog.setWindowTitle(isModified() ? tr("Changes to save") : tr("No changes"));
-    dialog.resize(640, 520);
-    auto *layout = new QVBoxLayout(&dialog);
-    layout->addWidget(new QLabel(
-        m_path.isEmpty() ? tr("New document: every line is new.") : tr("Compared with %1").arg(m_path), &dialog));
-    auto *view = new QTextEdit(&dialog);
-    view->setReadOnly(true);
-    view->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
-    view->setHtml(html);
-    layout->addWidget(view, 1);
-    auto *review = new QCheckBox(tr("Always show the changes before saving"), &dialog);
-    review->setChecked(reviewBeforeSave());
-    connect(review, &QCheckBox::toggled, this, &ConfigurePage::setReviewBeforeSave);
-    layout->addWidget(review);
-    auto *buttons = new QDialogButtonBox(QDialogButtonBox::Cancel, &dialog);
-    QPushButton *accept = buttons->addButton(acceptText, QDialogButtonBox::AcceptRole);
-    accept->setEnabled(isModified());
-    accept->setDefault(true);
-    connect(buttons, &QDialogButtonBox::accepted, &dialog, &QDialog::accept);
-    connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
-    layout->addWidget(buttons);
-    return dialog.exec() == QDialog::Accepted;
+    const ChangesReview review = showChangesDialog(this, m_savedText, previewText(),
+                                                   m_path.isEmpty() ? tr("New document: every line is new.")
+                                                                    : tr("Compared with %1").arg(m_path),
+                                                   acceptText, isModified(), reviewBeforeSave());
+    setReviewBeforeSave(review.reviewBeforeSave);
+    return review.accepted;
 }
 
 void ConfigurePage::focusField(const QString &key)

@@ -67,11 +67,16 @@ private:
     void updateRecentMenu();
     void focusField(const QString &key);
     config::ConfigFormat format() const;
+    // What a save to `path` writes: the file's own text with only the changed keys' lines edited
+    // (comments kept), or the whole config as Accelerate writes it for a new file or format.
+    QString textFor(const QString &path) const;
+    QString currentYaml() const;
 
     ConfigForm *m_form = nullptr;
     QLabel *m_title = nullptr;
     QLabel *m_loadError = nullptr;
     QLabel *m_summary = nullptr;
+    QLabel *m_processes = nullptr;
     QPlainTextEdit *m_preview = nullptr;
     QListWidget *m_messages = nullptr;
     QScrollArea *m_scroll = nullptr;
@@ -79,6 +84,7 @@ private:
     QString m_path;      // "" for an unsaved document
     QString m_origin;    // what an unsaved document came from
     QString m_savedText; // the text on disk when opened or last saved
+    QString m_baseline;  // the config as opened or last saved, in the writer's YAML (what "modified" compares)
     config::Diagnostics m_diagnostics;
     RecentFiles m_recent;
 };

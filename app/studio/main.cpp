@@ -3,6 +3,7 @@
 #include "app/studio/mainwindow.h"
 #include "app/studio/screenshot.h"
 #include "app/studio/studiooptions.h"
+#include "app/studio/theme.h"
 #include "core/common/log.h"
 
 #include <QApplication>
@@ -37,29 +38,51 @@ static void routeCoreLogging()
     });
 }
 
+namespace {
+
+// Prints what --help, --version or a bad command line ask for; -1 when the window should open.
+int answerWithoutWindow(const accel::app::StudioOptionsResult &parsed)
+{
+    if (!parsed.error.isEmpty()) {
+        std::fprintf(stderr, "accel-studio: %s\n%s", qPrintable(parsed.error), qPrintable(accel::app::studioUsage()));
+        return 2;
+    }
+    if (parsed.options.help) {
+        std::fputs(qPrintable(accel::app::studioUsage()), stdout);
+        return 0;
+    }
+    if (parsed.options.version) {
+        std::printf("accel-studio %s\n", ACCEL_VERSION);
+        return 0;
+    }
+    return -1;
+}
+
+} // namespace
+
 int main(int argc, char **argv)
 {
+    // --help, --version and usage errors are answered before QApplication exists: creating it
+    // needs a display, and a terminal on a headless node has none. Only a one-dash argument that
+    // may be Qt's own (-platform, -style, ...) waits for QApplication to strip it.
+    const auto early = accel::app::parseStudioOptions(accel::app::rawArguments(argc, argv));
+    if (early.error.isEmpty() || !early.maybeQtOption) {
+        if (const int code = answerWithoutWindow(early); code >= 0)
+            return code;
+    }
+
     QApplication application(argc, argv);
     QApplication::setOrganizationName(QStringLiteral("AccelStudio"));
     QApplication::setApplicationName(QStringLiteral("accel-studio"));
     QApplication::setApplicationVersion(QStringLiteral(ACCEL_VERSION));
     QApplication::setDesktopFileName(QStringLiteral("accel-studio"));
     routeCoreLogging();
+    accel::app::rememberSystemTheme();
 
     const auto parsed = accel::app::parseStudioOptions(QApplication::arguments());
-    if (!parsed.error.isEmpty()) {
-        std::fprintf(stderr, "accel-studio: %s\n%s", qPrintable(parsed.error), qPrintable(accel::app::studioUsage()));
-        return 2;
-    }
+    if (const int code = answerWithoutWindow(parsed); code >= 0)
+        return code;
     const accel::app::StudioOptions &options = parsed.options;
-    if (options.help) {
-        std::fputs(qPrintable(accel::app::studioUsage()), stdout);
-        return 0;
-    }
-    if (options.version) {
-        std::printf("accel-studio %s\n", ACCEL_VERSION);
-        return 0;
-    }
 
     accel::app::MainWindow window;
     window.applyOptions(options);

@@ -4,14 +4,17 @@
 #include "app/studio/bigmodel/bigmodelspage.h"
 #include "app/studio/cluster/clusterform.h"
 #include "app/studio/configurepage.h"
+#include "app/studio/demooffer.h"
 #include "app/studio/hardwarepage.h"
 #include "app/studio/launch/launchpage.h"
 #include "app/studio/monitor/runspage.h"
 #include "app/studio/placeholderpage.h"
 #include "app/studio/studioresources.h"
+#include "app/studio/theme.h"
 #include "core/config/configio.h"
 
 #include <QAction>
+#include <QActionGroup>
 #include <QApplication>
 #include <QCloseEvent>
 #include <QFileInfo>
@@ -23,6 +26,7 @@
 #include <QSettings>
 #include <QStackedWidget>
 #include <QStatusBar>
+#include <QVBoxLayout>
 
 namespace accel::app {
 
@@ -49,15 +53,23 @@ MainWindow::~MainWindow() = default;
 void MainWindow::createPages()
 {
     auto *central = new QWidget(this);
-    auto *layout = new QHBoxLayout(central);
+    auto *outer = new QVBoxLayout(central);
+    outer->setContentsMargins(0, 0, 0, 0);
+    outer->setSpacing(0);
+    m_demoOffer = new DemoOffer(central);
+    m_demoOffer->setVisible(false);
+    outer->addWidget(m_demoOffer);
+    connect(m_demoOffer, &DemoOffer::accepted, this, &MainWindow::openDemo);
+    auto *layout = new QHBoxLayout;
     layout->setContentsMargins(0, 0, 0, 0);
     layout->setSpacing(0);
+    outer->addLayout(layout, 1);
 
     m_sidebar = new QListWidget(central);
     m_sidebar->setObjectName(QStringLiteral("sidebar"));
     m_sidebar->setIconSize(QSize(24, 24));
     m_sidebar->setFrameShape(QFrame::NoFrame);
-    m_sidebar->setFixedWidth(170);
+    m_sidebar->setFixedWidth(150);
     m_sidebar->setSpacing(2);
     m_sidebar->setStyleSheet(
         QStringLiteral("QListWidget#sidebar { background: palette(alternate-base); padding-top: 8px; }"
@@ -183,6 +195,26 @@ void MainWindow::createMenus()
         action->setObjectName(QStringLiteral("showPage_%1").arg(pageName(page)));
     }
 
+    view->addSeparator();
+    QMenu *themeMenu = view->addMenu(tr("&Theme"));
+    auto *themes = new QActionGroup(themeMenu);
+    for (const Theme theme : {Theme::System, Theme::Light, Theme::Dark}) {
+        const QString title = theme == Theme::System  ? tr("Follow the &System")
+                              : theme == Theme::Light ? tr("&Light")
+                                                      : tr("&Dark");
+        QAction *action = themeMenu->addAction(title, this, [theme] {
+            applyTheme(theme);
+            QSettings().setValue(QStringLiteral("appearance/theme"), themeName(theme));
+        });
+        action->setCheckable(true);
+        action->setObjectName(QStringLiteral("theme_%1").arg(themeName(theme)));
+        themes->addAction(action);
+    }
+    connect(themeMenu, &QMenu::aboutToShow, this, [themeMenu] {
+        for (QAction *action : themeMenu->actions())
+            action->setChecked(action->objectName() == QStringLiteral("theme_%1").arg(themeName(currentTheme())));
+    });
+
     QMenu *help = menuBar()->addMenu(tr("&Help"));
     help->addAction(tr("&About Accel Studio"), this, &MainWindow::showAbout)->setMenuRole(QAction::AboutRole);
 }
@@ -197,15 +229,28 @@ Page MainWindow::currentPage() const
     return static_cast<Page>(m_stack->currentIndex());
 }
 
+void MainWindow::openDemo()
+{
+    // This machine's recommendation on the Hardware page, the demo ready to launch.
+    m_hardwarePage->refresh();
+    const QString demoConfig = QString::fromStdString(config::defaultCacheDir()) + QStringLiteral("/demo_config.yaml");
+    m_launchPage->prepareDemo(LaunchPage::findDemoJob(), demoConfig);
+    showPage(Page::Launch);
+}
+
 void MainWindow::applyOptions(const StudioOptions &options)
 {
+    const auto theme = themeFromName(
+        options.theme.isEmpty() ? QSettings().value(QStringLiteral("appearance/theme")).toString() : options.theme);
+    if (theme && *theme != currentTheme())
+        applyTheme(*theme);
+    // A plain first start offers the demo (a command line that asks for something else does not).
+    const bool plainStart =
+        !options.demo && !options.page && options.configFile.isEmpty() && options.screenshotFile.isEmpty();
+    m_demoOffer->setVisible(plainStart && DemoOffer::isPending());
     if (options.demo) {
-        // First run: this machine's recommendation on the Hardware page, the demo ready to launch.
-        m_hardwarePage->refresh();
-        const QString demoConfig =
-            QString::fromStdString(config::defaultCacheDir()) + QStringLiteral("/demo_config.yaml");
-        m_launchPage->prepareDemo(LaunchPage::findDemoJob(), demoConfig);
-        showPage(Page::Launch);
+        DemoOffer::setAnswered();
+        openDemo();
     }
     if (!options.configFile.isEmpty()) {
         m_configurePage->openFile(options.configFile);

@@ -12,6 +12,7 @@ class QStackedWidget;
 namespace accel::app {
 
 class ConfigurePage;
+class DemoOffer;
 class HardwarePage;
 class LaunchPage;
 class RunsPage;
@@ -30,8 +31,10 @@ public:
     RunsPage *runsPage() const { return m_runsPage; }
     LaunchPage *launchPage() const { return m_launchPage; }
 
-    // Applies --page, --config and --demo.
+    // Applies --page, --config, --theme and --demo; a plain first start offers the demo.
     void applyOptions(const StudioOptions &options);
+    // Loads the demo job into the Launch page and shows it (what --demo and the first-start offer do).
+    void openDemo();
 
 Q_SIGNALS:
     void pageChanged(accel::app::Page page);
@@ -56,6 +59,7 @@ private:
     HardwarePage *m_hardwarePage = nullptr;
     RunsPage *m_runsPage = nullptr;
     LaunchPage *m_launchPage = nullptr;
+    DemoOffer *m_demoOffer = nullptr;
 };
 
 } // namespace accel::app

@@ -4,6 +4,7 @@
 #include "app/studio/configwizard.h"
 #include "app/studio/hardwarepage.h"
 #include "app/studio/mainwindow.h"
+#include "app/studio/monitor/runspage.h"
 
 #include <QApplication>
 #include <QDir>
@@ -39,7 +40,26 @@ void grabLater(QWidget *widget, int &exitCode, const QString &pngPath, int delay
 
 int takeScreenshot(MainWindow &window, const QString &pngPath)
 {
-    window.resize(1280, 820);
+    // ACCEL_STUDIO_SCREENSHOT_SIZE=WIDTHxHEIGHT (e.g. 1024x700) picks the window size.
+    QSize size(1280, 820);
+    if (const QString wanted = qEnvironmentVariable("ACCEL_STUDIO_SCREENSHOT_SIZE"); !wanted.isEmpty()) {
+        const QStringList parts = wanted.split(QLatin1Char('x'));
+        const int width = parts.value(0).toInt();
+        const int height = parts.value(1).toInt();
+        if (parts.size() != 2 || width < 320 || height < 240) {
+            std::fprintf(stderr,
+                         "accel-studio: ACCEL_STUDIO_SCREENSHOT_SIZE '%s' is not WIDTHxHEIGHT (at least 320x240)\n",
+                         qPrintable(wanted));
+            return 2;
+        }
+        size = QSize(width, height);
+    }
+    window.resize(size);
+    // ACCEL_STUDIO_SCREENSHOT_RUN=<run id>: the Runs page shows that run instead of the newest.
+    if (const QString run = qEnvironmentVariable("ACCEL_STUDIO_SCREENSHOT_RUN"); !run.isEmpty()) {
+        window.runsPage()->selectRuns({QDir(window.runsPage()->runsRoot()).filePath(run)});
+        window.runsPage()->setRunListVisible(false);
+    }
     window.show();
     int exitCode = 1;
     const QString view = qEnvironmentVariable("ACCEL_STUDIO_SCREENSHOT_VIEW");

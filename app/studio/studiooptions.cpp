@@ -50,18 +50,28 @@ QStringList pageNames()
 QString studioUsage()
 {
     return QStringLiteral(
-               "usage: accel-studio [--demo] [--page NAME] [--config FILE] [--screenshot FILE.png]\n"
+               "usage: accel-studio [--demo] [--page NAME] [--config FILE] [--theme NAME] [--screenshot FILE.png]\n"
                "\n"
                "Accel Studio: configure, launch and monitor PyTorch training with Accelerate's conventions.\n"
                "\n"
                "options:\n"
-               "  --demo               open the Hardware page with this machine's recommendation loaded\n"
+               "  --demo               load the demo job (a tiny GPT trained by two CPU ranks on this machine)\n"
+               "                       into the Launch page, ready to start; nothing runs until you press Launch\n"
                "  --page NAME          page to show first: %1\n"
                "  --config FILE        open an Accelerate config file (YAML or JSON) in the Configure page\n"
+               "  --theme NAME         colours: system (follow the desktop's palette), light or dark\n"
                "  --screenshot FILE    render the window to a PNG file and exit\n"
                "  --version            print the version and exit\n"
                "  -h, --help           show this help and exit\n")
         .arg(pageNames().join(QStringLiteral(", ")));
+}
+
+QStringList rawArguments(int argc, char **argv)
+{
+    QStringList arguments;
+    for (int i = 0; i < argc; ++i)
+        arguments.append(QString::fromLocal8Bit(argv[i]));
+    return arguments;
 }
 
 StudioOptionsResult parseStudioOptions(const QStringList &arguments)
@@ -107,6 +117,16 @@ StudioOptionsResult parseStudioOptions(const QStringList &arguments)
         } else if (flag == QLatin1String("--config")) {
             if (!takeValue(i, flag, options.configFile))
                 return result;
+        } else if (flag == QLatin1String("--theme")) {
+            if (!takeValue(i, flag, options.theme))
+                return result;
+            const QString theme = options.theme.toLower();
+            if (theme != QLatin1String("system") && theme != QLatin1String("light") && theme != QLatin1String("dark")) {
+                result.error = QStringLiteral("--theme: unknown theme '%1'; expected one of system, light, dark")
+                                   .arg(options.theme);
+                return result;
+            }
+            options.theme = theme;
         } else if (flag == QLatin1String("--screenshot")) {
             if (!takeValue(i, flag, options.screenshotFile))
                 return result;
@@ -116,6 +136,8 @@ StudioOptionsResult parseStudioOptions(const QStringList &arguments)
             }
         } else {
             result.error = QStringLiteral("unknown argument '%1'").arg(argument);
+            result.maybeQtOption = argument.size() > 1 && argument.startsWith(QLatin1Char('-')) &&
+                                   !argument.startsWith(QLatin1String("--"));
             return result;
         }
     }

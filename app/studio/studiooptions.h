@@ -1,4 +1,4 @@
-// The studio's command line: accel-studio [--demo] [--page NAME] [--config FILE]
+// The studio's command line: accel-studio [--demo] [--page NAME] [--config FILE] [--theme NAME]
 // [--screenshot FILE.png]. Parsed into a plain struct so that tests can check it without a window.
 #pragma once
 
@@ -27,6 +27,7 @@ struct StudioOptions {
     std::optional<Page> page;
     QString configFile;
     QString screenshotFile;
+    QString theme; // "system", "light" or "dark"; empty: the remembered choice
     bool help = false;
     bool version = false;
 };
@@ -34,10 +35,15 @@ struct StudioOptions {
 struct StudioOptionsResult {
     StudioOptions options;
     QString error; // empty when the command line is valid
+    // The unknown argument has one dash (e.g. -platform, -style): it may be one of Qt's own GUI
+    // options, which only QApplication knows and strips; parse again after creating it.
+    bool maybeQtOption = false;
 };
 
-// `arguments` includes the program name (QCoreApplication::arguments()).
+// `arguments` includes the program name (QCoreApplication::arguments(), or rawArguments()).
 StudioOptionsResult parseStudioOptions(const QStringList &arguments);
+// argv as QStrings, before any application object exists (so --help and --version need no display).
+QStringList rawArguments(int argc, char **argv);
 QString studioUsage();
 
 } // namespace accel::app

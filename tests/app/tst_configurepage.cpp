@@ -14,6 +14,7 @@
 #include <QPlainTextEdit>
 #include <QSpinBox>
 #include <QTextEdit>
+#include <QTimer>
 #include <QtTest>
 
 using namespace accel::app;
@@ -62,6 +63,18 @@ const QByteArray fsdpYaml = "compute_environment: LOCAL_MACHINE\n"
                             "tpu_use_cluster: false\n"
                             "tpu_use_sudo: false\n"
                             "use_cpu: false\n";
+
+// Like Accelerate's examples/config_yaml_templates: comments, keys out of order, defaults left out.
+const QByteArray templateYaml = "# Multi-GPU template: set num_processes to the number of GPUs.\n"
+                                "compute_environment: LOCAL_MACHINE\n"
+                                "distributed_type: MULTI_GPU\n"
+                                "# all the GPUs of this machine\n"
+                                "num_processes: 2 # one per GPU\n"
+                                "mixed_precision: 'bf16'\n"
+                                "machine_rank: 0\n"
+                                "num_machines: 1\n"
+                                "\n"
+                                "use_cpu: false\n";
 
 QString writeFile(const QTemporaryDir &dir, const QString &name, const QByteArray &content)
 {
@@ -287,6 +300,88 @@ private Q_SLOTS:
         QVERIFY(page.save());
         QVERIFY(QJsonDocument::fromJson(readAll(path)).isObject());
         QCOMPARE(QJsonDocument::fromJson(readAll(path)).object().value(QStringLiteral("num_processes")).toInt(), 2);
+    }
+
+    void templateOpensUnmodifiedAndSavesSameBytes()
+    {
+        // Regression: opening a template counted as an edit, asked about unsaved changes, and a
+        // save dropped its comments and added every default.
+        QTemporaryDir dir;
+        const QString path = writeFile(dir, QStringLiteral("template.yaml"), templateYaml);
+        ConfigurePage page;
+        page.show();
+        QVERIFY(page.openFile(path));
+        QVERIFY(!page.isModified());
+        QCOMPARE(page.previewText().toUtf8(), templateYaml);
+        // No "unsaved changes" question for an untouched file (a dialog would fail the test, not hang it).
+        bool asked = false;
+        QTimer closer;
+        connect(&closer, &QTimer::timeout, this, [&] {
+            if (QWidget *modal = QApplication::activeModalWidget()) {
+                asked = true;
+                modal->close();
+            }
+        });
+        closer.start(100);
+        QVERIFY(page.maybeDiscardChanges());
+        QVERIFY(!asked);
+        QVERIFY(page.save());
+        QCOMPARE(readAll(path), templateYaml);
+    }
+
+    void editChangesOnlyItsLine()
+    {
+        QTemporaryDir dir;
+        const QString path = writeFile(dir, QStringLiteral("template.yaml"), templateYaml);
+        ConfigurePage page;
+        page.show();
+        QVERIFY(page.openFile(path));
+        auto *processes = page.findChild<QSpinBox *>(QStringLiteral("editor:num_processes"));
+        QVERIFY(processes);
+        processes->setValue(4);
+        QVERIFY(page.isModified());
+        QVERIFY(page.save());
+        QByteArray expected = templateYaml;
+        expected.replace("num_processes: 2 # one per GPU", "num_processes: 4 # one per GPU");
+        QCOMPARE(readAll(path), expected);
+        QVERIFY(!page.isModified());
+        // Back to the old value: the file is back to its old bytes.
+        processes->setValue(2);
+        QVERIFY(page.isModified());
+        QVERIFY(page.save());
+        QCOMPARE(readAll(path), templateYaml);
+    }
+
+    void onlyFieldsOfTheChosenTypeAreShown()
+    {
+        QTemporaryDir dir;
+        const QString path = writeFile(dir, QStringLiteral("fsdp.yaml"), fsdpYaml);
+        ConfigurePage page;
+        page.resize(1024, 700);
+        page.show();
+        QVERIFY(page.openFile(path));
+        ConfigForm *form = page.form();
+        const int total = form->keys().size();
+        QVERIFY(form->isFieldShown(QStringLiteral("fsdp_config.fsdp_version")));
+        QVERIFY(form->isFieldShown(QStringLiteral("num_processes")));
+        QVERIFY(form->isFieldShown(QStringLiteral("mixed_precision")));
+        QVERIFY(!form->isFieldShown(QStringLiteral("deepspeed_config.zero_stage")));
+        QVERIFY(!form->isFieldShown(QStringLiteral("fp8_config.margin"))); // bf16, not fp8
+        QVERIFY(!form->isFieldShown(QStringLiteral("main_process_ip")));   // one machine
+        QVERIFY2(form->shownFieldCount() < total / 2,
+                 qPrintable(QStringLiteral("%1 of %2 shown").arg(form->shownFieldCount()).arg(total)));
+        // "Show all fields" brings every one back.
+        auto *showAll = page.findChild<QCheckBox *>(QStringLiteral("showAllFields"));
+        QVERIFY(showAll);
+        showAll->setChecked(true);
+        QCOMPARE(form->shownFieldCount(), total);
+        showAll->setChecked(false);
+        // Choosing DeepSpeed shows its block instead of FSDP's.
+        auto *type = page.findChild<QComboBox *>(QStringLiteral("editor:distributed_type"));
+        QVERIFY(type);
+        type->setCurrentIndex(type->findText(QStringLiteral("DEEPSPEED")));
+        QVERIFY(form->isFieldShown(QStringLiteral("deepspeed_config.zero_stage")));
+        QVERIFY(!form->isFieldShown(QStringLiteral("fsdp_config.fsdp_version")));
     }
 
     void recommendationLoadsAsUnsavedDocument()

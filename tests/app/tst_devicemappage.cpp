@@ -11,6 +11,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -155,6 +156,19 @@ void tst_DeviceMapPage::dragMovesModuleAndRechecksBudgets()
     QVERIFY(page.currentPlan().overBudgetDevices().isEmpty());
     QVERIFY(!page.moveModule(name, QStringLiteral("7")));
     QVERIFY(!page.moveModule(QStringLiteral("no.such.module"), QStringLiteral("cpu")));
+
+    // Undo: Ctrl+Z takes the moves back one by one, to the plan as computed.
+    QCOMPARE(page.undoDepth(), 2);
+    auto *undoButton = page.findChild<QPushButton *>(QStringLiteral("undoMove"));
+    QVERIFY(undoButton && undoButton->isEnabled());
+    QTest::keyClick(view, Qt::Key_Z, Qt::ControlModifier);
+    QCOMPARE(page.currentPlan().blocks()[page.currentPlan().blockIndex(name)].device, QStringLiteral("0"));
+    QCOMPARE(page.currentPlan().overBudgetDevices(), QStringList{QStringLiteral("0")});
+    undoButton->click();
+    QCOMPARE(page.currentPlan().blocks()[page.currentPlan().blockIndex(name)].device, QStringLiteral("disk"));
+    QCOMPARE(page.currentPlan().toJson(), before.toJson());
+    QVERIFY(!undoButton->isEnabled());
+    QVERIFY(!page.undoMove());
 }
 
 void tst_DeviceMapPage::exportsParseBack()

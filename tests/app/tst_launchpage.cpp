@@ -1,8 +1,10 @@
 // The Launch page on the offscreen platform: the live command, the exports written to files, and
 // a real detached launch through `accel launch --detach` (skipped when accel-worker is not built).
+#include "app/studio/configurepage.h"
 #include "app/studio/launch/launchpage.h"
 #include "app/studio/launch/recipeform.h"
 #include "core/config/configio.h"
+#include "core/config/questionflow.h"
 #include "launcher/jobfile.h"
 #include "tests/helpers/testsupport.h"
 
@@ -52,6 +54,8 @@ private Q_SLOTS:
     void recipeFormValidatesAndRoundTrips();
     void failedRecipeLaunchLeavesNoStagedRun();
     void launchesARealJob();
+    void configureLaunchAndCliAgreeOnProcessCount();
+    void stopNeverStaysStuckWhenAccelCannotStart();
 };
 
 void tst_LaunchPage::commandFollowsTheForm()
@@ -104,6 +108,9 @@ void tst_LaunchPage::exportsWriteFiles()
     LaunchPage page;
     page.setConfigFile(writeConfig(dir.path() + "/c.yaml", kTwoCpuRanks));
     page.setScript("train.py", "--epochs 2");
+    // Scripts name accel by the absolute path this studio runs (it may not be on PATH).
+    const QString accel = QDir(test::binDir()).filePath(QStringLiteral("accel"));
+    page.setAccelProgram(accel);
 
     QVERIFY(page.saveConfigAs(dir.path() + "/c.json"));
     auto json = config::loadConfigFile((dir.path() + "/c.json").toStdString());
@@ -119,6 +126,10 @@ void tst_LaunchPage::exportsWriteFiles()
         const QString text = QString::fromUtf8(file.readAll());
         QVERIFY(text.startsWith("#!/bin/bash\n"));
         QVERIFY2(text.contains("train.py --epochs 2"), qPrintable(text));
+        // Regression: exported scripts were not executable and called `accel` by bare name.
+        QVERIFY2(QFileInfo(path).isExecutable(), qPrintable(path));
+        if (form == ex::ExportForm::AccelLaunch && QFileInfo(accel).isExecutable())
+            QVERIFY2(text.contains(accel + " launch"), qPrintable(text));
         QProcess bash;
         bash.start("bash", {"-n", path});
         QVERIFY(bash.waitForFinished(10000));
@@ -280,6 +291,77 @@ void tst_LaunchPage::launchesARealJob()
     QTRY_VERIFY_WITH_TIMEOUT(stopped.count() == 1, 30000);
     // accel stop ended the supervisor (or found the short run already finished): exit 0 either way.
     QVERIFY2(stopped.first().first().toInt() == 0, qPrintable(stopped.first().at(1).toString()));
+}
+
+void tst_LaunchPage::configureLaunchAndCliAgreeOnProcessCount()
+{
+    // Regression: Configure and Launch disagreed about how many processes the wizard's own
+    // MULTI_CPU config starts. Now both show the launcher's count, worded as `accel launch
+    // --dry-run` words it.
+    const QString accel = QDir(test::binDir()).filePath(QStringLiteral("accel"));
+    if (!QFileInfo(accel).isExecutable())
+        QSKIP("accel is not built");
+    QTemporaryDir dir;
+    auto built = config::QuestionFlow::standard().build({{"machine_type", "MULTI_CPU"}, {"num_processes", "3"}});
+    QVERIFY(built);
+    QFile script(dir.filePath(QStringLiteral("train.py")));
+    QVERIFY(script.open(QIODevice::WriteOnly));
+    script.write("print('hello')\n");
+    script.close();
+    const QString path = dir.filePath(QStringLiteral("multi_cpu.yaml"));
+    QVERIFY(config::saveConfigFile(*built, path.toStdString()));
+
+    app::ConfigurePage configure;
+    QVERIFY(configure.openFile(path));
+    const QString inConfigure = configure.findChild<QLabel *>(QStringLiteral("processCount"))->text();
+    LaunchPage launch;
+    launch.setScript(dir.filePath(QStringLiteral("train.py")));
+    launch.setConfigFile(path);
+    const QString inLaunch = launch.findChild<QLabel *>(QStringLiteral("processCount"))->text();
+    const auto dryRun =
+        test::runAccel({QStringLiteral("launch"), QStringLiteral("--dry-run"), QStringLiteral("--config_file"), path,
+                        dir.filePath(QStringLiteral("train.py"))});
+    QVERIFY2(dryRun.exitCode == 0, qPrintable(dryRun.err));
+    const QString expected = QStringLiteral("3 processes on this machine");
+    QVERIFY2(inConfigure.contains(expected), qPrintable(inConfigure));
+    QVERIFY2(inLaunch.contains(expected), qPrintable(inLaunch));
+    QVERIFY2(dryRun.out.section(QLatin1Char('\n'), 0, 0).endsWith(expected), qPrintable(dryRun.out));
+}
+
+void tst_LaunchPage::stopNeverStaysStuckWhenAccelCannotStart()
+{
+    // Regression: Stop waited for a QProcess that never started and stayed stuck.
+    QTemporaryDir dir;
+    const QString runDir = dir.filePath(QStringLiteral("runs/fake-0001"));
+    // A stand-in for `accel launch --detach --json` that reports a started run.
+    const QString fake = dir.filePath(QStringLiteral("fake-accel"));
+    QFile script(fake);
+    QVERIFY(script.open(QIODevice::WriteOnly));
+    script.write(QStringLiteral("#!/bin/sh\necho '{\"schema\":\"accel.launch-detached\",\"id\":\"fake-0001\","
+                                "\"run_dir\":\"%1\"}'\n")
+                     .arg(runDir)
+                     .toUtf8());
+    script.close();
+    QVERIFY(script.setPermissions(script.permissions() | QFileDevice::ExeOwner));
+    LaunchPage page;
+    page.setAccelProgram(fake);
+    page.setConfigFile(writeConfig(dir.filePath(QStringLiteral("c.yaml")), kTwoCpuRanks));
+    page.setScript(dir.filePath(QStringLiteral("train.py")));
+    QSignalSpy launched(&page, &LaunchPage::launched);
+    QVERIFY(page.launch());
+    QTRY_COMPARE_WITH_TIMEOUT(launched.size(), 1, 10000);
+    QCOMPARE(page.runDirectory(), runDir);
+
+    page.setAccelProgram(dir.filePath(QStringLiteral("no-such-accel")));
+    QSignalSpy stopped(&page, &LaunchPage::stopFinished);
+    QVERIFY(page.stop());
+    QTRY_COMPARE_WITH_TIMEOUT(stopped.size(), 1, 10000);
+    QVERIFY(stopped.at(0).at(0).toInt() != 0);
+    QVERIFY2(page.findChild<QLabel *>(QStringLiteral("launchState"))->text().contains(QStringLiteral("cannot start")),
+             qPrintable(page.findChild<QLabel *>(QStringLiteral("launchState"))->text()));
+    // Not stuck: Stop can be asked again, and ends again.
+    QVERIFY(page.stop());
+    QTRY_COMPARE_WITH_TIMEOUT(stopped.size(), 2, 10000);
 }
 
 QTEST_MAIN(tst_LaunchPage)

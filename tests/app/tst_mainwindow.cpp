@@ -2,8 +2,15 @@
 // versions come from the libraries it runs with.
 #include "app/studio/aboutdialog.h"
 #include "app/studio/configurepage.h"
+#include "app/studio/demooffer.h"
 #include "app/studio/hardwarepage.h"
+#include "app/studio/launch/launchpage.h"
 #include "app/studio/mainwindow.h"
+#include "app/studio/monitor/metricplot.h"
+#include "app/studio/monitor/monitorpage.h"
+#include "app/studio/monitor/qcustomplotinclude.h"
+#include "app/studio/monitor/runspage.h"
+#include "app/studio/theme.h"
 #include "tests/helpers/testsupport.h"
 
 #include <QImage>
@@ -182,6 +189,83 @@ private Q_SLOTS:
         result = accel::test::runProgram(studio, {QStringLiteral("--help")}, 60000, {}, env);
         QCOMPARE(result.exitCode, 0);
         QVERIFY(result.out.contains(QStringLiteral("usage: accel-studio")));
+    }
+
+    void helpAndVersionWorkWithoutDisplay()
+    {
+        // Regression: --help and --version created QApplication first and aborted (exit 134)
+        // on a machine without a display.
+        const QString studio = accel::test::binDir() + QStringLiteral("/accel-studio");
+        if (!QFileInfo::exists(studio))
+            QSKIP("accel-studio is not built in this tree");
+        const QStringList noDisplay = {QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("DISPLAY"),
+                                       QStringLiteral("WAYLAND_DISPLAY")};
+        auto result = accel::test::runProgram(studio, {QStringLiteral("--help")}, 30000, {}, noDisplay);
+        QVERIFY2(!result.crashed && result.exitCode == 0, qPrintable(result.err));
+        QVERIFY(result.out.startsWith(QStringLiteral("usage: accel-studio")));
+        result = accel::test::runProgram(studio, {QStringLiteral("--version")}, 30000, {}, noDisplay);
+        QVERIFY2(!result.crashed && result.exitCode == 0, qPrintable(result.err));
+        QCOMPARE(result.out.trimmed(), QStringLiteral("accel-studio " ACCEL_VERSION));
+        result = accel::test::runProgram(studio, {QStringLiteral("--fast")}, 30000, {}, noDisplay);
+        QCOMPARE(result.exitCode, 2);
+        QVERIFY2(result.err.contains(QStringLiteral("unknown argument '--fast'")), qPrintable(result.err));
+    }
+
+    void firstStartOffersTheDemo()
+    {
+        QSettings().remove(QStringLiteral("firstStart"));
+        {
+            MainWindow window;
+            window.applyOptions({});
+            window.show();
+            QVERIFY(QTest::qWaitForWindowExposed(&window));
+            auto *offer = window.findChild<DemoOffer *>(QStringLiteral("demoOffer"));
+            QVERIFY(offer && offer->isVisible());
+            auto *tryIt = offer->findChild<QPushButton *>(QStringLiteral("tryDemo"));
+            QVERIFY(tryIt);
+            tryIt->click();
+            QCOMPARE(window.currentPage(), Page::Launch);
+            QVERIFY(!offer->isVisible());
+            QVERIFY(window.launchPage()->demoButton()->isVisible());
+        }
+        // Answered once: a later start does not ask again.
+        MainWindow again;
+        again.applyOptions({});
+        QVERIFY(!again.findChild<DemoOffer *>(QStringLiteral("demoOffer"))->isVisibleTo(&again));
+    }
+
+    void windowIsUsableAt1024x700()
+    {
+        // Regression: the window could not shrink below 1054 px.
+        MainWindow window;
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        for (int i = 0; i < pageCount; ++i) {
+            window.showPage(static_cast<Page>(i));
+            QVERIFY2(window.minimumSizeHint().width() <= 1024 && window.minimumSizeHint().height() <= 700,
+                     qPrintable(QStringLiteral("page %1 needs %2x%3")
+                                    .arg(pageName(static_cast<Page>(i)))
+                                    .arg(window.minimumSizeHint().width())
+                                    .arg(window.minimumSizeHint().height())));
+        }
+        window.resize(1024, 700);
+        QTRY_COMPARE(window.size(), QSize(1024, 700));
+    }
+
+    void darkThemeReachesTheCharts()
+    {
+        MainWindow window;
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        auto *loss = window.runsPage()->monitorPage()->chart(MonitorPage::LossChart);
+        applyTheme(Theme::Dark);
+        QVERIFY(paletteIsDark());
+        QTRY_VERIFY(loss->plot()->xAxis->tickLabelColor().lightness() > 150);
+        QCOMPARE(loss->plot()->xAxis->tickLabelColor(), loss->palette().color(QPalette::WindowText));
+        applyTheme(Theme::Light);
+        QVERIFY(!paletteIsDark());
+        QTRY_VERIFY(loss->plot()->xAxis->tickLabelColor().lightness() < 100);
+        applyTheme(Theme::System);
     }
 
     void aboutNamesRuntimeVersions()

@@ -6,6 +6,7 @@
 #include "app/studio/monitor/logview.h"
 #include "app/studio/monitor/metricplot.h"
 #include "app/studio/monitor/monitorpage.h"
+#include "app/studio/monitor/runstatuspanel.h"
 #include "launcher/rundirectory.h"
 #include "monitor/runevent.h"
 
@@ -14,8 +15,10 @@
 #include <QComboBox>
 #include <QDateTime>
 #include <QFile>
+#include <QFrame>
 #include <QImage>
 #include <QLineEdit>
+#include <QMouseEvent>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QTest>
@@ -70,6 +73,27 @@ int graphPoints(const app::MetricPlot *plot, int graph)
     return graph < plot->plot()->graphCount() ? plot->plot()->graph(graph)->data()->size() : 0;
 }
 
+monitor::RunEvent makeEvent(const QString &name, int rank, const QJsonObject &fields)
+{
+    monitor::RunEvent e;
+    e.time = QDateTime::currentMSecsSinceEpoch() / 1000.0;
+    e.event = name;
+    e.rank = rank;
+    e.fields = fields;
+    return e;
+}
+
+// What the supervisor writes when a run ends: the events, then run.json's state.
+bool endRun(const QString &run, const QList<monitor::RunEvent> &events, const QString &state, const QString &detail)
+{
+    for (const auto &e : events) {
+        if (!monitor::appendEventLine(run + QStringLiteral("/events.jsonl"), e))
+            return false;
+    }
+    auto directory = launcher::RunDirectory::open(run, QFileInfo(run).path());
+    return directory && directory->setState(state, detail).has_value();
+}
+
 } // namespace
 
 class tst_MonitorPage : public QObject {
@@ -81,6 +105,12 @@ private Q_SLOTS:
     void exportsPngAndCsv();
     void longSeriesAreDecimatedAndSmoothed();
     void severalRunsOverlay();
+    void stoppedRunShowsAsStoppedNotFailed();
+    void missingModuleShowsTriageCardWithItsLine();
+    void crosshairReportsEveryRanksValue();
+    void unitsOnAxesAndSmoothingOnlyForNoisyCharts();
+    void scriptWithoutMetricsNamesTheTracker();
+    void progressShowsStepOfMaxStepsAndEta();
 };
 
 void tst_MonitorPage::metricsWrittenOnATimerAppear()
@@ -105,8 +135,8 @@ void tst_MonitorPage::metricsWrittenOnATimerAppear()
     writer.start(20);
 
     auto *loss = page.chart(MonitorPage::LossChart);
-    // Two ranks and their mean.
-    QTRY_VERIFY_WITH_TIMEOUT(loss->plot()->graphCount() == 3 && graphPoints(loss, 2) >= 5, 10000);
+    // Two ranks and their mean, then the moving averages of those three drawn over them.
+    QTRY_VERIFY_WITH_TIMEOUT(loss->plot()->graphCount() == 6 && graphPoints(loss, 2) >= 5, 10000);
     QTRY_COMPARE_WITH_TIMEOUT(page.ranksView()->model()->rowCount(), 2, 5000);
     QCOMPARE(page.ranksView()->model()->index(1, 0).data().toString(), QStringLiteral("1"));
     QVERIFY(graphPoints(page.chart(MonitorPage::LrChart), 0) > 0);
@@ -189,9 +219,11 @@ void tst_MonitorPage::eventsRaiseAndClearBanners()
                                                     {QStringLiteral("result"), QStringLiteral("exit 3")}})));
     QTRY_COMPARE_WITH_TIMEOUT(page.banners()->messages().size(), 1, 5000);
     QVERIFY(page.banners()->messages().first().contains(QStringLiteral("rank 1 failed: exit 3")));
-    // The events timeline lists all five, errors coloured.
+    // The events timeline lists all five, errors coloured, details in words rather than JSON.
     QTRY_COMPARE(page.eventsView()->model()->rowCount(), 5);
     QVERIFY(page.eventsView()->model()->index(4, 0).data(Qt::BackgroundRole).isValid());
+    const QString details = page.eventsView()->model()->index(0, monitor::EventsModel::DetailsColumn).data().toString();
+    QCOMPARE(details, QStringLiteral("seconds without progress 75 · threshold 60 s"));
 }
 
 void tst_MonitorPage::exportsPngAndCsv()
@@ -259,12 +291,18 @@ void tst_MonitorPage::longSeriesAreDecimatedAndSmoothed()
         highest = std::max(highest, it->value);
     QCOMPARE(highest, 10.0);
 
+    // The average is drawn over the raw curve, which keeps its spikes.
     page.setSmoothing(0.05);
     loss->replotNow();
+    QCOMPARE(loss->plot()->graphCount(), 2);
+    highest = 0;
+    for (auto it = loss->plot()->graph(1)->data()->constBegin(); it != loss->plot()->graph(1)->data()->constEnd(); ++it)
+        highest = std::max(highest, it->value);
+    QVERIFY2(highest < 10.0 && highest > 1.0, qPrintable(QString::number(highest)));
     highest = 0;
     for (auto it = loss->plot()->graph(0)->data()->constBegin(); it != loss->plot()->graph(0)->data()->constEnd(); ++it)
         highest = std::max(highest, it->value);
-    QVERIFY2(highest < 10.0 && highest > 1.0, qPrintable(QString::number(highest)));
+    QCOMPARE(highest, 10.0);
 }
 
 void tst_MonitorPage::severalRunsOverlay()
@@ -277,6 +315,7 @@ void tst_MonitorPage::severalRunsOverlay()
     QVERIFY(appendText(b + QStringLiteral("/metrics/rank0.jsonl"), metricsLine(0, 1, 3.0)));
     QVERIFY(appendText(b + QStringLiteral("/metrics/rank1.jsonl"), metricsLine(1, 1, 3.0)));
     MonitorPage page;
+    page.setSmoothing(0); // raw curves only: one graph per rank and mean
     page.setRuns({a, b});
     auto *loss = page.chart(MonitorPage::LossChart);
     QCOMPARE(loss->storeCount(), 2);
@@ -292,6 +331,206 @@ void tst_MonitorPage::severalRunsOverlay()
     QCOMPARE(loss->storeCount(), 1);
     QTRY_COMPARE_WITH_TIMEOUT(loss->plot()->graphCount(), 3, 5000);
     QCOMPARE(page.ranksView()->model()->rowCount(), 2);
+}
+
+void tst_MonitorPage::stoppedRunShowsAsStoppedNotFailed()
+{
+    // Regression: pressing Stop showed red "rank N failed: signal 15 (SIGTERM)" banners.
+    QTemporaryDir root;
+    const QString run = makeRun(root.path(), QStringLiteral("20261122-010000-stopped-0008"));
+    QVERIFY(!run.isEmpty());
+    MonitorPage page;
+    page.show();
+    page.setRuns({run});
+    const QString reason = QStringLiteral("supervisor received SIGINT");
+    QList<monitor::RunEvent> events = {
+        makeEvent(QStringLiteral("rank_started"), 0, {}), makeEvent(QStringLiteral("rank_started"), 1, {}),
+        makeEvent(QStringLiteral("stopping_ranks"), -1, {{QStringLiteral("reason"), reason}})};
+    for (int rank = 0; rank < 2; ++rank) {
+        events.append(makeEvent(QStringLiteral("rank_exited"), rank,
+                                {{QStringLiteral("exit_code"), 143},
+                                 {QStringLiteral("signal"), 15},
+                                 {QStringLiteral("result"), QStringLiteral("signal 15 (SIGTERM)")}}));
+    }
+    events.append(makeEvent(QStringLiteral("finished"), -1,
+                            {{QStringLiteral("state"), QStringLiteral("stopped")},
+                             {QStringLiteral("exit_code"), 130},
+                             {QStringLiteral("reason"), reason}}));
+    QVERIFY(endRun(run, events, QStringLiteral("stopped"), reason));
+    QTRY_COMPARE_WITH_TIMEOUT(page.statusPanel()->state(), QStringLiteral("stopped"), 5000);
+    QVERIFY(page.statusPanel()->stateText().startsWith(QStringLiteral("Stopped")));
+    QTRY_COMPARE_WITH_TIMEOUT(page.banners()->messages().size(), 1, 5000);
+    QVERIFY2(page.banners()->messages().first().contains(QStringLiteral("was stopped")),
+             qPrintable(page.banners()->messages().first()));
+    for (const QString &message : page.banners()->messages())
+        QVERIFY2(!message.contains(QStringLiteral("fail")), qPrintable(message));
+    QVERIFY(!page.statusPanel()->isTriageShown());
+}
+
+void tst_MonitorPage::missingModuleShowsTriageCardWithItsLine()
+{
+    QTemporaryDir root;
+    const QString run = makeRun(root.path(), QStringLiteral("20261122-010000-nomodule-0009"));
+    QVERIFY(!run.isEmpty());
+    // Many lines after the error: it must not matter that it scrolled out of a log pane.
+    QByteArray log = "starting\nTraceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n"
+                     "    import nosuchmodule_xyz.sub\nModuleNotFoundError: No module named 'nosuchmodule_xyz'\n";
+    for (int i = 0; i < 50; ++i)
+        log += "cleanup line " + QByteArray::number(i) + "\n";
+    QVERIFY(appendText(run + QStringLiteral("/logs/rank0.log"), log));
+    MonitorPage page;
+    page.resize(1024, 700);
+    page.show();
+    page.setRuns({run});
+    QVERIFY(endRun(run,
+                   {makeEvent(QStringLiteral("rank_exited"), 0,
+                              {{QStringLiteral("exit_code"), 1},
+                               {QStringLiteral("signal"), 0},
+                               {QStringLiteral("result"), QStringLiteral("exit 1")}}),
+                    makeEvent(QStringLiteral("finished"), -1,
+                              {{QStringLiteral("state"), QStringLiteral("failed")},
+                               {QStringLiteral("exit_code"), 1},
+                               {QStringLiteral("reason"), QStringLiteral("rank 0 exit 1")}})},
+                   QStringLiteral("failed"), QStringLiteral("rank 0 exit 1")));
+    QTRY_VERIFY_WITH_TIMEOUT(page.statusPanel()->isTriageShown(), 5000);
+    QTRY_COMPARE_WITH_TIMEOUT(page.statusPanel()->triage().errorLine,
+                              QStringLiteral("[rank 0] ModuleNotFoundError: No module named 'nosuchmodule_xyz'"), 5000);
+    QCOMPARE(page.statusPanel()->triage().title, QStringLiteral("Missing Python module 'nosuchmodule_xyz'"));
+    QVERIFY(page.statusPanel()->triage().fix.contains(QStringLiteral("pip install nosuchmodule_xyz")));
+    auto *card = page.findChild<QFrame *>(QStringLiteral("triageCard"));
+    QVERIFY(card && card->isVisible());
+    QVERIFY(page.statusPanel()->stateText().startsWith(QStringLiteral("Failed")));
+}
+
+void tst_MonitorPage::crosshairReportsEveryRanksValue()
+{
+    QTemporaryDir root;
+    const QString run = makeRun(root.path(), QStringLiteral("20261122-010000-cross-0010"));
+    QVERIFY(!run.isEmpty());
+    for (int rank = 0; rank < 2; ++rank) {
+        QByteArray lines;
+        for (int step = 0; step <= 20; ++step)
+            lines += metricsLine(rank, step, (rank == 0 ? 3.0 : 5.0) - step * 0.1);
+        QVERIFY(appendText(run + QStringLiteral("/metrics/rank%1.jsonl").arg(rank), lines));
+    }
+    MonitorPage page;
+    page.resize(1200, 800);
+    page.show();
+    page.setRuns({run});
+    auto *loss = page.chart(MonitorPage::LossChart);
+    QTRY_COMPARE_WITH_TIMEOUT(graphPoints(loss, 1), 21, 5000);
+    loss->replotNow();
+    const QStringList lines = loss->readout(10.3); // nearest step: 10
+    QCOMPARE(lines, (QStringList{QStringLiteral("rank 0: 2 (step 10)"), QStringLiteral("rank 1: 4 (step 10)")}));
+    // The pointer over step 10 shows the same lines (and the crosshair).
+    const QPoint at(int(loss->plot()->xAxis->coordToPixel(10)), loss->plot()->axisRect()->center().y());
+    QMouseEvent move(QEvent::MouseMove, QPointF(at), QPointF(loss->plot()->mapToGlobal(at)), Qt::NoButton, Qt::NoButton,
+                     Qt::NoModifier);
+    QCoreApplication::sendEvent(loss->plot(), &move);
+    QVERIFY2(loss->crosshairText().contains(QStringLiteral("rank 0: 2 (step 10)")) &&
+                 loss->crosshairText().contains(QStringLiteral("rank 1: 4 (step 10)")),
+             qPrintable(loss->crosshairText()));
+    // Memory reads in binary units.
+    const QStringList memory = page.chart(MonitorPage::MemoryChart)->readout(0);
+    QCOMPARE(memory.size(), 2);
+    QVERIFY2(memory.first().contains(QStringLiteral("MiB")), qPrintable(memory.first()));
+}
+
+void tst_MonitorPage::unitsOnAxesAndSmoothingOnlyForNoisyCharts()
+{
+    QTemporaryDir root;
+    const QString run = makeRun(root.path(), QStringLiteral("20261122-010000-units-0011"));
+    QVERIFY(!run.isEmpty());
+    QByteArray lines;
+    for (int step = 0; step < 30; ++step)
+        lines += metricsLine(0, step, 2.0 + (step % 3));
+    QVERIFY(appendText(run + QStringLiteral("/metrics/rank0.jsonl"), lines));
+    MonitorPage page;
+    page.resize(1200, 800);
+    page.show();
+    page.setRuns({run});
+    auto *memory = page.chart(MonitorPage::MemoryChart);
+    QTRY_COMPARE_WITH_TIMEOUT(memory->rawPoints(), qint64(30), 5000);
+    memory->replotNow();
+    // 1e8 bytes: ticks in MiB, never raw bytes.
+    const QList<QString> ticks = memory->plot()->yAxis->tickVectorLabels();
+    QVERIFY(!ticks.isEmpty());
+    for (const QString &tick : ticks)
+        QVERIFY2(tick.endsWith(QStringLiteral(" MiB")), qPrintable(tick));
+    QCOMPARE(memory->plot()->xAxis->label(), QStringLiteral("time since start (s)"));
+    for (int chart = 0; chart < MonitorPage::ChartCount; ++chart)
+        QVERIFY2(!page.chart(MonitorPage::Chart(chart))->plot()->yAxis->label().isEmpty(),
+                 qPrintable(QString::number(chart)));
+    QVERIFY(page.chart(MonitorPage::ThroughputChart)->plot()->yAxis->label().contains(QStringLiteral("/s")));
+    // Smoothing draws averages on the loss, never on the learning rate.
+    page.setSmoothing(0.2);
+    auto *loss = page.chart(MonitorPage::LossChart);
+    auto *lr = page.chart(MonitorPage::LrChart);
+    loss->replotNow();
+    lr->replotNow();
+    QVERIFY(loss->isSmoothed());
+    QVERIFY(!lr->isSmoothed());
+    QCOMPARE(loss->plot()->graphCount(), 2); // raw (faint) and its average
+    QCOMPARE(lr->plot()->graphCount(), 1);
+    QVERIFY(loss->plot()->graph(0)->pen().color().alpha() < 255);
+    QCOMPARE(lr->plot()->graph(0)->pen().color().alpha(), 255);
+}
+
+void tst_MonitorPage::scriptWithoutMetricsNamesTheTracker()
+{
+    QTemporaryDir root;
+    const QString run = makeRun(root.path(), QStringLiteral("20261122-010000-plain-0012"));
+    QVERIFY(!run.isEmpty());
+    // Only the supervisor's system samples: a plain script that logs nothing.
+    QByteArray lines;
+    const double start = QDateTime::currentMSecsSinceEpoch() / 1000.0 - 10;
+    for (int i = 0; i < 10; ++i) {
+        lines += QStringLiteral("{\"v\":1,\"time\":%1,\"rank\":0,\"kind\":\"system\",\"pid\":42,\"cpu_percent\":%2,"
+                                "\"mem_rss_bytes\":%3}\n")
+                     .arg(start + i * 0.5, 0, 'f', 3)
+                     .arg(90 + i)
+                     .arg(2.0e8 + i * 1e6)
+                     .toUtf8();
+    }
+    QVERIFY(appendText(run + QStringLiteral("/metrics/system.jsonl"), lines));
+    MonitorPage page;
+    page.resize(1200, 800);
+    page.show();
+    page.setRuns({run});
+    QTRY_VERIFY_WITH_TIMEOUT(page.statusPanel()->isHintShown(), 5000);
+    QVERIFY(page.statusPanel()->hintText().contains(QStringLiteral("from accel_studio_tracker import log")));
+    QVERIFY(page.statusPanel()->hintText().contains(QStringLiteral("accel_studio_tracker.py")));
+    // The CPU and memory the launcher sampled are plotted per rank; the empty training charts give way.
+    auto *cpu = page.chart(MonitorPage::CpuChart);
+    QTRY_COMPARE_WITH_TIMEOUT(graphPoints(cpu, 0), 10, 5000);
+    QCOMPARE(cpu->plot()->graph(0)->data()->at(9)->key, 4.5); // seconds since the first sample
+    QTRY_VERIFY(!page.chart(MonitorPage::LossChart)->isVisible());
+    QVERIFY(page.chart(MonitorPage::MemoryChart)->isVisible());
+}
+
+void tst_MonitorPage::progressShowsStepOfMaxStepsAndEta()
+{
+    QTemporaryDir root;
+    const QString run = makeRun(root.path(), QStringLiteral("20261122-010000-progress-0013"));
+    QVERIFY(!run.isEmpty());
+    QVERIFY(appendText(run + QStringLiteral("/job.yaml"), "recipe: mlp\ntraining:\n  max_steps: 200\n"));
+    QByteArray lines;
+    for (int step = 1; step <= 50; ++step)
+        lines += QStringLiteral("{\"v\":1,\"time\":%1,\"rank\":0,\"step\":%2,\"loss\":1.0,\"step_time_s\":0.5}\n")
+                     .arg(1763771234.0 + step * 0.5, 0, 'f', 3)
+                     .arg(step)
+                     .toUtf8();
+    QVERIFY(appendText(run + QStringLiteral("/metrics/rank0.jsonl"), lines));
+    MonitorPage page;
+    page.show();
+    page.setRuns({run});
+    QTRY_VERIFY_WITH_TIMEOUT(page.statusPanel()->progressText().contains(QStringLiteral("step 50 of 200 (25 %)")),
+                             5000);
+    QCOMPARE(page.statusPanel()->maxSteps(), 200);
+    QVERIFY2(page.statusPanel()->progressText().contains(QStringLiteral("0.5 s/step")),
+             qPrintable(page.statusPanel()->progressText()));
+    QVERIFY2(page.statusPanel()->progressText().contains(QStringLiteral("ETA 1 min 15 s")),
+             qPrintable(page.statusPanel()->progressText()));
 }
 
 QTEST_MAIN(tst_MonitorPage)

@@ -106,6 +106,7 @@ private Q_SLOTS:
     void unloadEndsTheWorker();
     void badFolderAndModelTypeShowBanner();
     void bigModelsPageRemembersTheFolder();
+    void emptyMapNamesThePlaygroundsOwnStep();
 
 private:
     bool needWorker();
@@ -362,6 +363,14 @@ void tst_Playground::bigModelsPageRemembersTheFolder()
     QCOMPARE(again.playgroundPage()->modelPath(), m_model);
     // The restored folder is planned again (the plan arrives with the watcher's finished signal).
     QVERIFY(QTest::qWaitFor([&] { return !again.playgroundPage()->plan().isEmpty(); }, 30000));
+}
+
+void tst_Playground::emptyMapNamesThePlaygroundsOwnStep()
+{
+    // Regression: the Playground showed the Device Map's "press Plan" text, and it has no Plan button.
+    PlaygroundPage page;
+    const QString text = page.lanesView()->emptyText();
+    QVERIFY2(!text.contains(QStringLiteral("Plan")) && text.contains(QStringLiteral("model folder")), qPrintable(text));
 }
 
 QTEST_MAIN(tst_Playground)

@@ -3,9 +3,11 @@
 // QAbstractItemModelTester, selections drive the Monitor view, and a REAL 2-rank job started
 // with `accel launch --detach` shows rank rows and loss points live and is stopped with the
 // page's Stop button (`accel stop` in a QProcess).
+#include "app/studio/monitor/bannerbar.h"
 #include "app/studio/monitor/metricplot.h"
 #include "app/studio/monitor/monitorpage.h"
 #include "app/studio/monitor/runspage.h"
+#include "app/studio/monitor/runstatuspanel.h"
 #include "launcher/rundirectory.h"
 #include "tests/helpers/testsupport.h"
 
@@ -70,6 +72,9 @@ private Q_SLOTS:
     void newRunsAppearAndSeveralCanBeSelected();
     void stopIsOnlyForLiveRuns();
     void realJobIsFollowedAndStopped();
+    void runListCollapses();
+    void stoppedPythonRunShowsAsStopped();
+    void pythonRunMissingAModuleShowsTheTriageCard();
 };
 
 void tst_RunsPage::listsRunsOnDiskAndSelectsTheNewest()
@@ -210,6 +215,130 @@ void tst_RunsPage::realJobIsFollowedAndStopped()
     const int row = page.runsModel()->rowOf(QFileInfo(runDir).fileName());
     QTRY_COMPARE_WITH_TIMEOUT(page.runsModel()->index(row, monitor::RunsModel::StateColumn).data().toString(),
                               QStringLiteral("stopped"), 10000);
+}
+
+void tst_RunsPage::runListCollapses()
+{
+    QTemporaryDir root;
+    makeRun(root.path(), QStringLiteral("20261122-010000-one-aaaa"), QDateTime::currentSecsSinceEpoch(),
+            QStringLiteral("succeeded"));
+    RunsPage page;
+    page.resize(1024, 700);
+    page.show();
+    page.setRunsRoot(root.path());
+    QVERIFY(QTest::qWaitForWindowExposed(&page));
+    // The run list starts small: the Monitor gets most of the page.
+    QVERIFY2(page.runsView()->height() < page.monitorPage()->height() / 2,
+             qPrintable(QStringLiteral("%1 vs %2").arg(page.runsView()->height()).arg(page.monitorPage()->height())));
+    const int before = page.monitorPage()->height();
+    auto *toggle = page.findChild<QPushButton *>(QStringLiteral("runListToggle"));
+    QVERIFY(toggle);
+    toggle->click();
+    QVERIFY(!page.isRunListVisible());
+    QTRY_VERIFY(page.monitorPage()->height() > before);
+    QCOMPARE(page.selectedRuns().size(), 1); // hiding the list keeps the selection
+    toggle->click();
+    QVERIFY(page.isRunListVisible());
+}
+
+namespace {
+
+// `accel launch` of a Python script on 2 CPU ranks into `runDir`; detached or waited for.
+test::ProcessResult launchPython(const QString &runDir, const QString &script, bool detach)
+{
+    QStringList arguments = {QStringLiteral("launch"),
+                             QStringLiteral("--cpu"),
+                             QStringLiteral("--num_processes"),
+                             QStringLiteral("2"),
+                             QStringLiteral("--main_process_port"),
+                             QStringLiteral("0"),
+                             QStringLiteral("--no_mirror"),
+                             QStringLiteral("--run_dir"),
+                             runDir};
+    if (detach)
+        arguments << QStringLiteral("--detach");
+    arguments << script;
+    return test::runAccel(arguments, 60000);
+}
+
+struct StopAtExit {
+    QString runDir;
+    ~StopAtExit() { test::runAccel({QStringLiteral("stop"), runDir}, 60000); }
+};
+
+QString writeScript(const QString &folder, const QString &name, const QByteArray &text)
+{
+    const QString path = QDir(folder).filePath(name);
+    QFile file(path);
+    if (!file.open(QIODevice::WriteOnly) || file.write(text) != text.size())
+        return {};
+    return path;
+}
+
+} // namespace
+
+void tst_RunsPage::stoppedPythonRunShowsAsStopped()
+{
+    // Regression: pressing Stop showed red "failed: SIGTERM" banners for a run that was stopped.
+    if (!QFileInfo(QDir(test::binDir()).filePath(QStringLiteral("accel"))).isExecutable())
+        QSKIP("accel is not built");
+    QTemporaryDir scratch;
+    const QString root = scratch.filePath(QStringLiteral("runs"));
+    QVERIFY(QDir().mkpath(root));
+    const QString script =
+        writeScript(scratch.path(), QStringLiteral("loop.py"),
+                    "import time\nprint('looping', flush=True)\nwhile True:\n    time.sleep(0.05)\n");
+    RunsPage page;
+    page.setAccelProgram(QDir(test::binDir()).filePath(QStringLiteral("accel")));
+    page.runsModel()->setRefreshInterval(250);
+    page.show();
+    page.setRunsRoot(root);
+    const QString runDir = root + QStringLiteral("/20261122-000000-loop-0001");
+    const auto launched = launchPython(runDir, script, true);
+    QVERIFY2(launched.exitCode == 0, qPrintable(launched.err + launched.out));
+    // Whatever happens below, the detached run does not outlive the test.
+    const StopAtExit stopAtExit{runDir};
+    QTRY_COMPARE_WITH_TIMEOUT(page.selectedRuns(), QStringList{runDir}, 10000);
+    QTRY_VERIFY_WITH_TIMEOUT(page.stopButton()->isEnabled(), 10000);
+    auto *status = page.monitorPage()->statusPanel();
+    QTRY_COMPARE_WITH_TIMEOUT(status->state(), QStringLiteral("running"), 10000);
+    QSignalSpy finished(&page, &RunsPage::stopFinished);
+    page.stopButton()->click();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.size(), 1, 60000);
+    QVERIFY2(finished.at(0).at(1).toInt() == 0, qPrintable(finished.at(0).at(2).toString()));
+    QTRY_COMPARE_WITH_TIMEOUT(status->state(), QStringLiteral("stopped"), 10000);
+    QVERIFY(status->stateText().startsWith(QStringLiteral("Stopped")));
+    QVERIFY(!status->isTriageShown());
+    QTRY_VERIFY_WITH_TIMEOUT(!page.monitorPage()->banners()->messages().isEmpty(), 5000);
+    for (const QString &message : page.monitorPage()->banners()->messages())
+        QVERIFY2(!message.contains(QStringLiteral("fail")), qPrintable(message));
+    QVERIFY(!page.stopButton()->isEnabled()); // nothing left to stop
+}
+
+void tst_RunsPage::pythonRunMissingAModuleShowsTheTriageCard()
+{
+    if (!QFileInfo(QDir(test::binDir()).filePath(QStringLiteral("accel"))).isExecutable())
+        QSKIP("accel is not built");
+    QTemporaryDir scratch;
+    const QString root = scratch.filePath(QStringLiteral("runs"));
+    QVERIFY(QDir().mkpath(root));
+    const QString script = writeScript(scratch.path(), QStringLiteral("needs.py"),
+                                       "print('about to import', flush=True)\n"
+                                       "import nosuchmodule_for_accel_tests\n");
+    const QString runDir = root + QStringLiteral("/20261122-000000-needs-0001");
+    const auto launched = launchPython(runDir, script, false);
+    QVERIFY2(launched.exitCode != 0, qPrintable(launched.out));
+    RunsPage page;
+    page.show();
+    page.setRunsRoot(root);
+    QCOMPARE(page.selectedRuns(), QStringList{runDir});
+    auto *status = page.monitorPage()->statusPanel();
+    QTRY_VERIFY_WITH_TIMEOUT(status->isTriageShown(), 10000);
+    QTRY_VERIFY_WITH_TIMEOUT(status->triage().errorLine.contains(
+                                 QStringLiteral("ModuleNotFoundError: No module named 'nosuchmodule_for_accel_tests'")),
+                             10000);
+    QVERIFY2(status->triage().title.contains(QStringLiteral("Missing Python module")),
+             qPrintable(status->triage().title));
 }
 
 QTEST_MAIN(tst_RunsPage)

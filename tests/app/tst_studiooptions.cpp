@@ -11,15 +11,16 @@ class tst_StudioOptions : public QObject {
 private Q_SLOTS:
     void parsesEveryOption()
     {
-        const auto parsed =
-            parseStudioOptions({QStringLiteral("accel-studio"), QStringLiteral("--demo"), QStringLiteral("--page"),
-                                QStringLiteral("Big-Models"), QStringLiteral("--config=/tmp/a.yaml"),
-                                QStringLiteral("--screenshot"), QStringLiteral("out/shot.png")});
+        const auto parsed = parseStudioOptions({QStringLiteral("accel-studio"), QStringLiteral("--demo"),
+                                                QStringLiteral("--page"), QStringLiteral("Big-Models"),
+                                                QStringLiteral("--config=/tmp/a.yaml"), QStringLiteral("--screenshot"),
+                                                QStringLiteral("out/shot.png"), QStringLiteral("--theme=Dark")});
         QVERIFY2(parsed.error.isEmpty(), qPrintable(parsed.error));
         QVERIFY(parsed.options.demo);
         QCOMPARE(*parsed.options.page, Page::BigModels);
         QCOMPARE(parsed.options.configFile, QStringLiteral("/tmp/a.yaml"));
         QCOMPARE(parsed.options.screenshotFile, QStringLiteral("out/shot.png"));
+        QCOMPARE(parsed.options.theme, QStringLiteral("dark"));
     }
 
     void rejectsBadInput_data()
@@ -34,6 +35,8 @@ private Q_SLOTS:
                                  << QStringLiteral("must end in .png");
         QTest::newRow("unknown flag") << QStringList{QStringLiteral("--fast")}
                                       << QStringLiteral("unknown argument '--fast'");
+        QTest::newRow("unknown theme") << QStringList{QStringLiteral("--theme"), QStringLiteral("blue")}
+                                       << QStringLiteral("expected one of system, light, dark");
     }
     void rejectsBadInput()
     {
@@ -42,6 +45,33 @@ private Q_SLOTS:
         arguments.prepend(QStringLiteral("accel-studio"));
         const auto parsed = parseStudioOptions(arguments);
         QVERIFY2(parsed.error.contains(errorPart), qPrintable(parsed.error));
+    }
+
+    void oneDashArgumentsMayBeQtOptions()
+    {
+        // -platform / -style are QApplication's; the early parse (before it exists) must not reject them.
+        auto parsed = parseStudioOptions({QStringLiteral("accel-studio"), QStringLiteral("-platform"),
+                                          QStringLiteral("offscreen"), QStringLiteral("--help")});
+        QVERIFY(!parsed.error.isEmpty());
+        QVERIFY(parsed.maybeQtOption);
+        parsed = parseStudioOptions({QStringLiteral("accel-studio"), QStringLiteral("--fast")});
+        QVERIFY(!parsed.maybeQtOption);
+        char program[] = "accel-studio";
+        char version[] = "--version";
+        char *argv[] = {program, version};
+        parsed = parseStudioOptions(rawArguments(2, argv));
+        QVERIFY2(parsed.error.isEmpty(), qPrintable(parsed.error));
+        QVERIFY(parsed.options.version);
+    }
+
+    void usageDescribesTheDemo()
+    {
+        // --demo loads the demo job into the Launch page (it used to claim the Hardware page).
+        const QString usage = studioUsage();
+        const QString demoLine = usage.section(QStringLiteral("--demo "), 1).section(QLatin1Char('\n'), 0, 1);
+        QVERIFY2(demoLine.contains(QStringLiteral("demo job")) && demoLine.contains(QStringLiteral("Launch page")),
+                 qPrintable(demoLine));
+        QVERIFY(!demoLine.contains(QStringLiteral("Hardware")));
     }
 
     void pageNamesRoundTrip()

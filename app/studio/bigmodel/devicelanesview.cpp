@@ -38,6 +38,12 @@ DeviceLanesView::DeviceLanesView(QWidget *parent) : QWidget(parent)
     setAttribute(Qt::WA_Hover);
 }
 
+void DeviceLanesView::setEmptyText(const QString &text)
+{
+    m_emptyText = text;
+    update();
+}
+
 void DeviceLanesView::setPlan(const DeviceMapPlan &plan)
 {
     m_plan = plan;
@@ -209,7 +215,7 @@ void DeviceLanesView::paintEvent(QPaintEvent *)
     }
     if (m_lanes.isEmpty()) {
         p.setPen(pal.color(QPalette::PlaceholderText));
-        p.drawText(rect(), Qt::AlignCenter, tr("Choose a model and press Plan to see its device map."));
+        p.drawText(rect(), Qt::AlignCenter, m_emptyText);
     }
 }
 

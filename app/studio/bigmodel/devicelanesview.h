@@ -17,6 +17,9 @@ public:
 
     void setPlan(const DeviceMapPlan &plan);
     const DeviceMapPlan &plan() const { return m_plan; }
+    // What the view says while it has no plan (each page names its own next step).
+    void setEmptyText(const QString &text);
+    QString emptyText() const { return m_emptyText; }
 
     // Geometry, for tests and drag-and-drop: the rectangle of a lane (by device) and of a block.
     QRect laneRect(const QString &device) const;
@@ -54,6 +57,7 @@ private:
     QString m_dragTarget;
     QPoint m_pressPos;
     bool m_dragging = false;
+    QString m_emptyText;
 };
 
 } // namespace accel::app

@@ -5,6 +5,7 @@
 #include "core/bigmodel/modelloader.h"
 #include "core/common/fileutil.h"
 
+#include <QAction>
 #include <QApplication>
 #include <QClipboard>
 #include <QComboBox>
@@ -184,6 +185,7 @@ void DeviceMapPage::buildUi()
     layout->addWidget(m_status);
 
     m_view = new DeviceLanesView(this);
+    m_view->setEmptyText(tr("Choose a model and press Plan to see its device map."));
     auto *scroll = new QScrollArea(this);
     scroll->setWidget(m_view);
     scroll->setWidgetResizable(true);
@@ -197,6 +199,17 @@ void DeviceMapPage::buildUi()
     layout->addWidget(m_summary);
 
     auto *exportRow = new QHBoxLayout;
+    m_undoButton = new QPushButton(tr("Undo move"), this);
+    m_undoButton->setObjectName(QStringLiteral("undoMove"));
+    m_undoButton->setToolTip(tr("Put the last moved module back (Ctrl+Z)"));
+    m_undoButton->setEnabled(false);
+    connect(m_undoButton, &QPushButton::clicked, this, &DeviceMapPage::undoMove);
+    exportRow->addWidget(m_undoButton);
+    auto *undo = new QAction(this);
+    undo->setShortcut(QKeySequence::Undo);
+    undo->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+    connect(undo, &QAction::triggered, this, &DeviceMapPage::undoMove);
+    addAction(undo);
     exportRow->addStretch(1);
     const QList<QPair<QString, std::function<void()>>> actions = {
         {tr("Copy JSON"), [this] { copyExport(false); }},
@@ -293,6 +306,7 @@ void DeviceMapPage::finishPlanning()
     }
     m_error.clear();
     m_plan = std::move(outcome.plan);
+    m_undo.clear();
     QString status = tr("%1: %2 entries, strategy %3, dtype %4, planned in %5 ms.")
                          .arg(m_plan.model)
                          .arg(m_plan.blocks().size())
@@ -311,6 +325,7 @@ void DeviceMapPage::refresh()
     m_summary->setText(summaryText());
     for (QPushButton *b : m_exportButtons)
         b->setEnabled(!m_plan.isEmpty());
+    m_undoButton->setEnabled(!m_undo.isEmpty());
 }
 
 QString DeviceMapPage::summaryText() const
@@ -337,10 +352,26 @@ QString DeviceMapPage::errorText() const
 
 bool DeviceMapPage::moveModule(const QString &name, const QString &device)
 {
+    const int index = m_plan.blockIndex(name);
+    const QString from = index >= 0 ? m_plan.blocks().at(index).device : QString();
+    if (from == device || !m_plan.moveBlock(name, device))
+        return false;
+    m_undo.append({name, from});
+    refresh();
+    Q_EMIT statusMessage(tr("Moved %1 to %2").arg(name.isEmpty() ? tr("the whole model") : name, device));
+    Q_EMIT planChanged();
+    return true;
+}
+
+bool DeviceMapPage::undoMove()
+{
+    if (m_undo.isEmpty())
+        return false;
+    const auto [name, device] = m_undo.takeLast();
     if (!m_plan.moveBlock(name, device))
         return false;
     refresh();
-    Q_EMIT statusMessage(tr("Moved %1 to %2").arg(name.isEmpty() ? tr("the whole model") : name, device));
+    Q_EMIT statusMessage(tr("Moved %1 back to %2").arg(name.isEmpty() ? tr("the whole model") : name, device));
     Q_EMIT planChanged();
     return true;
 }

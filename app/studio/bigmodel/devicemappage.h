@@ -59,8 +59,11 @@ public:
     QString summaryText() const;
     QString errorText() const;
 
-    // Moves a module to another device and re-checks the budgets.
+    // Moves a module to another device and re-checks the budgets. Moves can be undone (Undo
+    // button, Ctrl+Z) back to the plan as computed; a new plan clears the history.
     bool moveModule(const QString &name, const QString &device);
+    bool undoMove();
+    int undoDepth() const { return int(m_undo.size()); }
 
     QString exportJson() const;
     QString exportPython() const;
@@ -93,6 +96,8 @@ private:
     QLabel *m_summary = nullptr;
     DeviceLanesView *m_view = nullptr;
     QList<QPushButton *> m_exportButtons;
+    QPushButton *m_undoButton = nullptr;
+    QVector<QPair<QString, QString>> m_undo; // moved module, the device it came from
     QFutureWatcher<DeviceMapOutcome> m_watcher;
     DeviceMapPlan m_plan;
     QString m_error;

@@ -123,6 +123,7 @@ void PlaygroundPage::buildUi()
     layout->addWidget(m_modelStatus);
 
     m_lanes = new DeviceLanesView(this);
+    m_lanes->setEmptyText(tr("Choose a model folder: its planned device map (bytes per device) shows here."));
     m_lanes->setMaximumHeight(160);
     layout->addWidget(m_lanes);
     connect(m_lanes, &DeviceLanesView::blockDropped, this, [this](const QString &name, const QString &device) {

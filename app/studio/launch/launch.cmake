@@ -4,5 +4,3 @@ target_sources(accel_studio_ui PRIVATE
   launch/recipeform.h launch/recipeform.cpp
 )
 target_link_libraries(accel_studio_ui PUBLIC accel_launch_export accel_launcher)
-set_source_files_properties(launch/launchpage.cpp PROPERTIES
-  COMPILE_DEFINITIONS ACCEL_STUDIO_SOURCE_ROOT="${PROJECT_SOURCE_DIR}")

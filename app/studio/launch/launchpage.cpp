@@ -1,6 +1,8 @@
 #include "app/studio/launch/launchpage.h"
 
 #include "app/studio/launch/recipeform.h"
+#include "app/studio/processcount.h"
+#include "app/studio/studioresources.h"
 #include "core/common/fileutil.h"
 #include "core/config/configio.h"
 #include "launcher/export/shellquote.h"
@@ -23,12 +25,9 @@
 #include <QPushButton>
 #include <QScrollArea>
 #include <QStackedWidget>
+#include <QStandardPaths>
 #include <QToolButton>
 #include <QVBoxLayout>
-
-#ifndef ACCEL_STUDIO_SOURCE_ROOT
-#define ACCEL_STUDIO_SOURCE_ROOT ""
-#endif
 
 namespace accel::app {
 
@@ -63,21 +62,16 @@ const ExportChoice kExports[] = {
 
 LaunchPage::LaunchPage(QWidget *parent) : QWidget(parent)
 {
-    const QString besideUs = QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("accel"));
-    m_accel = QFileInfo(besideUs).isExecutable() ? besideUs : QStringLiteral("accel");
+    m_accel = launcher::AccelCommand::defaultProgram();
     buildUi();
     updateCommand();
+    m_runWatch.setInterval(1000);
+    connect(&m_runWatch, &QTimer::timeout, this, &LaunchPage::watchRunState);
 }
 
-LaunchPage::~LaunchPage()
-{
-    for (QProcess *process : {m_process.data(), m_stopProcess.data()}) {
-        if (process) {
-            process->disconnect(this);
-            process->waitForFinished(5000); // both return quickly: the run itself is detached
-        }
-    }
-}
+// A command still running is killed with its process group by AccelCommand's destructor; the
+// run itself is detached and keeps going.
+LaunchPage::~LaunchPage() = default;
 
 void LaunchPage::buildUi()
 {
@@ -142,6 +136,10 @@ void LaunchPage::buildUi()
     configRow->addWidget(m_config);
     configRow->addWidget(browseConfig);
     form->addRow(tr("Config file:"), configRow);
+    m_processes = new QLabel(this);
+    m_processes->setObjectName(QStringLiteral("processCount"));
+    m_processes->setWordWrap(true);
+    form->addRow(QString(), m_processes);
     layout->addLayout(form);
     layout->addWidget(m_programStack, 1);
 
@@ -283,7 +281,10 @@ QString LaunchPage::configFile() const
 Result<ex::ExportInput> LaunchPage::exportInput() const
 {
     ex::ExportInput input;
-    input.accelProgram = "accel";
+    // Exported scripts run outside the studio, often without accel on PATH: name the accel this
+    // studio runs by its absolute path.
+    const QFileInfo accel(m_accel.contains(QLatin1Char('/')) ? m_accel : QStandardPaths::findExecutable(m_accel));
+    input.accelProgram = accel.isExecutable() ? accel.absoluteFilePath().toStdString() : m_accel.toStdString();
     input.configPath = configFile().toStdString();
     if (programKind() == ProgramKind::PythonScript) {
         if (m_script->text().trimmed().isEmpty())
@@ -375,25 +376,36 @@ Result<void> LaunchPage::saveExport(ex::ExportForm form, const QString &path) co
     std::string content = *text;
     if (form != ex::ExportForm::Sbatch)
         content = "#!/bin/bash\n" + content;
-    return fileutil::writeFileAtomic(path.toStdString(), content);
+    if (auto written = fileutil::writeFileAtomic(path.toStdString(), content); !written)
+        return written;
+    // A script, so executable (sbatch scripts too: they also run with bash directly).
+    QFile file(path);
+    if (!file.setPermissions(file.permissions() | QFileDevice::ExeOwner | QFileDevice::ExeGroup |
+                             QFileDevice::ExeOther))
+        return makeError(ErrorCode::Io, "cannot make the script executable: " + file.errorString().toStdString(),
+                         path.toStdString());
+    return {};
 }
 
 void LaunchPage::updateCommand()
 {
     m_command->setPlainText(commandText());
+    const QString count = processCountForFile(configFile());
+    m_processes->setText(count.isEmpty() ? QString() : tr("Starts %1.").arg(count));
     m_launch->setEnabled(launchArguments().has_value() && !isBusy());
 }
 
-QProcess *LaunchPage::startAccel(const QStringList &arguments)
+launcher::AccelCommand *LaunchPage::startAccel(const QStringList &arguments)
 {
-    auto *process = new QProcess(this);
+    auto *command = new launcher::AccelCommand(this);
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
     const QString python = m_python->text().trimmed();
     if (programKind() == ProgramKind::PythonScript && !python.isEmpty())
         env.insert(QStringLiteral("PYTHON_EXEC"), python);
-    process->setProcessEnvironment(env);
-    process->start(m_accel, arguments);
-    return process;
+    command->setEnvironment(env);
+    command->setProgram(m_accel);
+    command->start(arguments);
+    return command;
 }
 
 bool LaunchPage::launch()
@@ -417,26 +429,19 @@ bool LaunchPage::launch()
     *args << QStringLiteral("--detach") << QStringLiteral("--json");
     m_state->setText(tr("Starting..."));
     m_process = startAccel(*args);
-    connect(m_process, &QProcess::finished, this, &LaunchPage::onLaunchFinished);
-    connect(m_process, &QProcess::errorOccurred, this, [this](QProcess::ProcessError error) {
-        if (error == QProcess::FailedToStart)
-            onLaunchFinished();
-    });
+    connect(m_process, &launcher::AccelCommand::done, this, &LaunchPage::onLaunchFinished);
     updateCommand();
     return true;
 }
 
-void LaunchPage::onLaunchFinished()
+void LaunchPage::onLaunchFinished(const launcher::AccelOutcome &outcome)
 {
-    QProcess *process = m_process;
-    if (!process)
-        return;
+    if (m_process)
+        m_process->deleteLater();
     m_process = nullptr;
-    process->deleteLater();
-    const QByteArray out = process->readAllStandardOutput();
-    const QString err = QString::fromUtf8(process->readAllStandardError()).trimmed();
-    const QJsonObject object = QJsonDocument::fromJson(out).object();
-    const bool ok = process->exitStatus() == QProcess::NormalExit && process->exitCode() == 0 &&
+    const QString err = QString::fromUtf8(outcome.standardError).trimmed();
+    const QJsonObject object = QJsonDocument::fromJson(outcome.standardOutput).object();
+    const bool ok = outcome.succeeded() &&
                     object.value(QStringLiteral("schema")).toString() == QLatin1String("accel.launch-detached");
     if (ok)
         m_stagedRunDir.clear(); // the next launch stages a new run
@@ -444,9 +449,9 @@ void LaunchPage::onLaunchFinished()
         discardStagedRun();
     updateCommand();
     if (!ok) {
-        const QString message = process->error() == QProcess::FailedToStart
-                                    ? tr("cannot start %1: %2").arg(m_accel, process->errorString())
-                                    : (err.isEmpty() ? tr("accel launch failed") : err);
+        const QString message = outcome.failedToStart ? tr("cannot start %1: %2").arg(m_accel, outcome.error)
+                                : err.isEmpty()       ? tr("accel launch failed: %1").arg(outcome.describe())
+                                                      : err;
         m_state->setText(message);
         Q_EMIT launchFailed(message);
         Q_EMIT statusMessage(message);
@@ -456,6 +461,7 @@ void LaunchPage::onLaunchFinished()
     m_runDir = object.value(QStringLiteral("run_dir")).toString();
     m_stop->setEnabled(true);
     m_monitor->setEnabled(true);
+    m_runWatch.start();
     m_state->setText(tr("Run %1 started (%2)").arg(m_runId, m_runDir));
     Q_EMIT statusMessage(tr("Launched run %1").arg(m_runId));
     Q_EMIT launched(m_runId, m_runDir);
@@ -465,16 +471,38 @@ bool LaunchPage::stop()
 {
     if (m_runDir.isEmpty() || m_stopProcess)
         return false;
+    m_stop->setEnabled(false);
     m_stopProcess = startAccel({QStringLiteral("stop"), m_runDir});
-    connect(m_stopProcess, &QProcess::finished, this, [this](int exitCode) {
-        QProcess *process = m_stopProcess;
+    // done() comes exactly once, also when `accel` cannot start: Stop never stays stuck.
+    connect(m_stopProcess, &launcher::AccelCommand::done, this, [this](const launcher::AccelOutcome &outcome) {
+        if (m_stopProcess)
+            m_stopProcess->deleteLater();
         m_stopProcess = nullptr;
-        const QString output = QString::fromUtf8(process->readAllStandardOutput() + process->readAllStandardError());
-        process->deleteLater();
-        m_state->setText(exitCode == 0 ? tr("Run %1 stopped").arg(m_runId) : output.trimmed());
-        Q_EMIT stopFinished(exitCode, output);
+        QString output = QString::fromUtf8(outcome.standardOutput + outcome.standardError).trimmed();
+        if (outcome.failedToStart)
+            output = tr("cannot start %1: %2").arg(m_accel, outcome.error);
+        const int code = outcome.shellCode();
+        m_state->setText(code == 0 ? tr("Run %1 stopped").arg(m_runId)
+                                   : (output.isEmpty() ? tr("accel stop: %1").arg(outcome.describe()) : output));
+        watchRunState();
+        Q_EMIT stopFinished(code, output);
     });
     return true;
+}
+
+void LaunchPage::watchRunState()
+{
+    if (m_runDir.isEmpty()) {
+        m_runWatch.stop();
+        m_stop->setEnabled(false);
+        return;
+    }
+    auto run = launcher::RunDirectory::open(m_runDir, QFileInfo(m_runDir).path());
+    const QString state = run ? run->effectiveState() : QString();
+    const bool live = run && !launcher::runstate::isFinal(state);
+    m_stop->setEnabled(live && !m_stopProcess);
+    if (!live)
+        m_runWatch.stop();
 }
 
 void LaunchPage::exportWithDialog(int which)
@@ -493,15 +521,7 @@ void LaunchPage::exportWithDialog(int which)
 
 QString LaunchPage::findDemoJob()
 {
-    const QString exeDir = QCoreApplication::applicationDirPath();
-    const QStringList candidates = {exeDir + QStringLiteral("/../share/accel-studio/jobs/demo-gpt.yaml"),
-                                    exeDir + QStringLiteral("/../resources/jobs/demo-gpt.yaml"),
-                                    QStringLiteral(ACCEL_STUDIO_SOURCE_ROOT "/resources/jobs/demo-gpt.yaml")};
-    for (const QString &candidate : candidates) {
-        if (QFileInfo::exists(candidate))
-            return QFileInfo(candidate).canonicalFilePath();
-    }
-    return {};
+    return findResourceFile(QStringLiteral("jobs/demo-gpt.yaml"));
 }
 
 void LaunchPage::prepareDemo(const QString &jobPath, const QString &configPath)

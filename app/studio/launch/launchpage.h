@@ -8,16 +8,17 @@
 #pragma once
 
 #include "core/common/result.h"
+#include "launcher/accelcommand.h"
 #include "launcher/export/commandexport.h"
 
 #include <QPointer>
+#include <QTimer>
 #include <QWidget>
 
 class QComboBox;
 class QLabel;
 class QLineEdit;
 class QPlainTextEdit;
-class QProcess;
 class QPushButton;
 class QStackedWidget;
 
@@ -66,7 +67,7 @@ public:
     // Starts `accel launch --detach --json ...`; false (and a status message) when the input is bad
     // or a launch is still starting.
     bool launch();
-    bool stop(); // `accel stop <run dir>` for the last launched run
+    bool stop(); // `accel stop <run dir>` for the last launched run (Stop applies while it is live)
     bool isBusy() const { return !m_process.isNull(); }
     QString runId() const { return m_runId; }
     QString runDirectory() const { return m_runDir; }
@@ -76,6 +77,8 @@ public:
     static QString findDemoJob();
     QPushButton *launchButton() const { return m_launch; }
     QPushButton *demoButton() const { return m_demo; }
+    QPushButton *stopButton() const { return m_stop; }
+    QPushButton *monitorButton() const { return m_monitor; }
 
 Q_SIGNALS:
     void launched(const QString &runId, const QString &runDirectory);
@@ -87,10 +90,11 @@ Q_SIGNALS:
 private:
     void buildUi();
     void updateCommand();
-    void onLaunchFinished();
+    void onLaunchFinished(const launcher::AccelOutcome &outcome);
+    void watchRunState(); // Stop is enabled only while the launched run is live
     void exportWithDialog(int which);
     void runDemo();
-    QProcess *startAccel(const QStringList &arguments);
+    launcher::AccelCommand *startAccel(const QStringList &arguments);
     Result<void> writeStagedJob() const;
     void discardStagedRun();
 
@@ -111,9 +115,11 @@ private:
     QPushButton *m_export = nullptr;
     QPushButton *m_demo = nullptr;
     QLabel *m_state = nullptr;
+    QLabel *m_processes = nullptr; // how many processes the launch starts (processCountForFile)
     QString m_accel;
-    QPointer<QProcess> m_process;
-    QPointer<QProcess> m_stopProcess;
+    QPointer<launcher::AccelCommand> m_process;
+    QPointer<launcher::AccelCommand> m_stopProcess;
+    QTimer m_runWatch;
     QString m_runId;
     QString m_runDir;
 };

@@ -24,7 +24,7 @@ void BannerBar::observe(const QString &runLabel, const QList<monitor::RunEvent> 
                           .arg(runLabel)
                           .arg(f.value(QStringLiteral("seconds_without_progress")).toDouble(), 0, 'f', 0)
                           .arg(f.value(QStringLiteral("threshold_s")).toDouble(), 0, 'f', 0),
-                      true);
+                      Severity::Error);
         } else if (e.event == QLatin1String("hang_cleared")) {
             removeBanner(prefix + QStringLiteral("hang"));
         } else if (e.event == QLatin1String("straggler_detected")) {
@@ -34,40 +34,58 @@ void BannerBar::observe(const QString &runLabel, const QList<monitor::RunEvent> 
                           .arg(e.rank)
                           .arg(f.value(QStringLiteral("step_time_s")).toDouble(), 0, 'g', 3)
                           .arg(f.value(QStringLiteral("others_median_step_time_s")).toDouble(), 0, 'g', 3),
-                      false);
+                      Severity::Warning);
         } else if (e.event == QLatin1String("straggler_cleared")) {
             removeBanner(prefix + QStringLiteral("straggler/%1").arg(e.rank));
         } else if (e.event == QLatin1String("rank_exited")) {
             const int exitCode = f.value(QStringLiteral("exit_code")).toInt();
             const int signal = f.value(QStringLiteral("signal")).toInt();
-            if (exitCode != 0 || signal != 0) {
+            if ((exitCode != 0 || signal != 0) && !m_tearingDown.value(prefix)) {
                 setBanner(prefix + QStringLiteral("failed/%1").arg(e.rank),
                           tr("%1: rank %2 failed: %3.")
                               .arg(runLabel)
                               .arg(e.rank)
                               .arg(f.value(QStringLiteral("result")).toString(QStringLiteral("exit %1").arg(exitCode))),
-                          true);
+                          Severity::Error);
             }
-        } else if (e.event == QLatin1String("restarting")) {
-            removeBannersStartingWith(prefix + QStringLiteral("failed/"));
-            removeBanner(prefix + QStringLiteral("hang"));
+        } else if (e.event == QLatin1String("stopping_ranks")) {
+            m_tearingDown[prefix] = true;
+            const QString reason = f.value(QStringLiteral("reason")).toString();
+            if (!reason.startsWith(QLatin1String("rank "))) // a stop request, not a rank's failure
+                setBanner(prefix + QStringLiteral("run"), tr("%1: stopping (%2).").arg(runLabel, reason),
+                          Severity::Info);
+        } else if (e.event == QLatin1String("restarting") || e.event == QLatin1String("rank_started")) {
+            m_tearingDown[prefix] = false;
+            if (e.event == QLatin1String("restarting")) {
+                removeBannersStartingWith(prefix + QStringLiteral("failed/"));
+                removeBanner(prefix + QStringLiteral("hang"));
+            }
         } else if (e.event == QLatin1String("finished")) {
             const QString state = f.value(QStringLiteral("state")).toString();
             removeBanner(prefix + QStringLiteral("hang"));
-            if (state == QLatin1String("failed")) {
+            if (state == QLatin1String("stopped")) {
+                removeBannersStartingWith(prefix + QStringLiteral("failed/"));
+                const QString reason = f.value(QStringLiteral("reason")).toString();
+                setBanner(prefix + QStringLiteral("run"),
+                          reason.isEmpty() ? tr("%1 was stopped.").arg(runLabel)
+                                           : tr("%1 was stopped (%2).").arg(runLabel, reason),
+                          Severity::Info);
+            } else if (state == QLatin1String("succeeded")) {
+                removeBanner(prefix + QStringLiteral("run"));
+            } else if (state == QLatin1String("failed")) {
                 setBanner(prefix + QStringLiteral("run"),
                           tr("%1 failed (exit code %2): %3")
                               .arg(runLabel)
                               .arg(f.value(QStringLiteral("exit_code")).toInt())
                               .arg(f.value(QStringLiteral("reason")).toString()),
-                          true);
+                          Severity::Error);
             }
         } else if (e.event == QLatin1String("lost")) {
             setBanner(prefix + QStringLiteral("run"),
                       tr("%1 is lost: its supervisor (pid %2) is gone.")
                           .arg(runLabel)
                           .arg(f.value(QStringLiteral("supervisor_pid")).toInt()),
-                      true);
+                      Severity::Error);
         }
     }
 }
@@ -77,6 +95,7 @@ void BannerBar::clear()
     for (auto *label : std::as_const(m_banners))
         delete label;
     m_banners.clear();
+    m_tearingDown.clear();
     setVisible(false);
 }
 
@@ -88,7 +107,7 @@ QStringList BannerBar::messages() const
     return out;
 }
 
-void BannerBar::setBanner(const QString &key, const QString &text, bool error)
+void BannerBar::setBanner(const QString &key, const QString &text, Severity severity)
 {
     QLabel *label = m_banners.value(key);
     if (!label) {
@@ -99,9 +118,14 @@ void BannerBar::setBanner(const QString &key, const QString &text, bool error)
         m_banners.insert(key, label);
     }
     label->setText(text);
-    label->setStyleSheet(
-        error ? QStringLiteral("QLabel { background: #f8d7da; color: #58151c; padding: 6px; border-radius: 3px; }")
-              : QStringLiteral("QLabel { background: #fff3cd; color: #664d03; padding: 6px; border-radius: 3px; }"));
+    // A coloured bar at the left on a translucent tint: readable on light and dark palettes alike.
+    const char *color = severity == Severity::Error     ? "214, 39, 40"
+                        : severity == Severity::Warning ? "230, 160, 0"
+                                                        : "127, 127, 127";
+    label->setProperty("severity", int(severity));
+    label->setStyleSheet(QStringLiteral("QLabel { background: rgba(%1, 40); border-left: 4px solid rgb(%1); "
+                                        "padding: 4px 8px; }")
+                             .arg(QLatin1String(color)));
     setVisible(true);
 }
 

@@ -1,6 +1,8 @@
 // BannerBar: the warnings above the Monitor charts. It reads the events of each followed run and
 // keeps one banner per open problem: a suspected hang, a straggling rank, a failed rank or run.
 // Cleared events (hang_cleared, straggler_cleared, a restart) take their banner away again.
+// Ranks that exit after the supervisor began tearing the run down (a stop, or another rank's
+// failure) were stopped, not failed: a stopped run shows one neutral "stopped" banner.
 #pragma once
 
 #include "monitor/runevent.h"
@@ -24,12 +26,14 @@ public:
     QStringList messages() const;
 
 private:
-    void setBanner(const QString &key, const QString &text, bool error);
+    enum class Severity { Info, Warning, Error };
+    void setBanner(const QString &key, const QString &text, Severity severity);
     void removeBanner(const QString &key);
     void removeBannersStartingWith(const QString &prefix);
 
     QVBoxLayout *m_layout = nullptr;
     QMap<QString, QLabel *> m_banners;
+    QMap<QString, bool> m_tearingDown; // by run prefix: stopping_ranks seen in this attempt
 };
 
 } // namespace accel::app

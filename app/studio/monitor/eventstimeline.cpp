@@ -3,11 +3,56 @@
 #include <QBrush>
 #include <QColor>
 #include <QHeaderView>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+
+#include <utility>
 
 namespace accel::app {
 
+QString eventDetailsText(const monitor::RunEvent &event)
+{
+    QStringList parts;
+    const QJsonObject &fields = event.fields;
+    for (auto it = fields.begin(); it != fields.end(); ++it) {
+        const QString key = it.key();
+        if (key == QLatin1String("v") || key == QLatin1String("time") || key == QLatin1String("event") ||
+            key == QLatin1String("rank") || key == QLatin1String("source"))
+            continue;
+        QString name = key;
+        QString unit;
+        for (const auto &[suffix, shown] : {std::pair{"_ms", " ms"}, std::pair{"_s", " s"}}) {
+            if (name.endsWith(QLatin1String(suffix))) {
+                name.chop(int(qstrlen(suffix)));
+                unit = QLatin1String(shown);
+                break;
+            }
+        }
+        name.replace(QLatin1Char('_'), QLatin1Char(' '));
+        const QJsonValue value = it.value();
+        QString text;
+        if (value.isDouble())
+            text = QString::number(value.toDouble(), 'g', 4) + unit;
+        else if (value.isBool())
+            text = value.toBool() ? QStringLiteral("yes") : QStringLiteral("no");
+        else if (value.isString())
+            text = value.toString();
+        else
+            text =
+                QString::fromUtf8((value.isArray() ? QJsonDocument(value.toArray()) : QJsonDocument(value.toObject()))
+                                      .toJson(QJsonDocument::Compact));
+        parts << name + QLatin1Char(' ') + text;
+    }
+    return parts.join(QStringLiteral(" · "));
+}
+
 QVariant EventSeverityProxy::data(const QModelIndex &index, int role) const
 {
+    if (role == Qt::DisplayRole && index.column() == monitor::EventsModel::DetailsColumn) {
+        if (auto *events = qobject_cast<monitor::EventsModel *>(sourceModel()))
+            return eventDetailsText(events->event(mapToSource(index).row()));
+    }
     if (role == Qt::BackgroundRole) {
         const QString severity = QIdentityProxyModel::data(index, monitor::EventsModel::SeverityRole).toString();
         if (severity == QLatin1String("error"))

@@ -9,7 +9,10 @@
 
 namespace accel::app {
 
-// Adds background colours from EventsModel::SeverityRole.
+// Adds background colours from EventsModel::SeverityRole, and shows the details as words
+// ("result exit 3 · runtime 4.2 s") instead of the event's JSON.
+QString eventDetailsText(const monitor::RunEvent &event);
+
 class EventSeverityProxy : public QIdentityProxyModel {
     Q_OBJECT
 public:

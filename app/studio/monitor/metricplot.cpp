@@ -1,12 +1,13 @@
 #include "app/studio/monitor/metricplot.h"
 
+#include "app/studio/monitor/plotcurves.h"
 #include "monitor/decimation.h"
 
 #include "app/studio/monitor/qcustomplotinclude.h"
 
-#include <QFile>
 #include <QSaveFile>
 #include <QTextStream>
+#include <QToolTip>
 #include <QVBoxLayout>
 
 #include <cmath>
@@ -16,65 +17,33 @@ namespace accel::app {
 namespace {
 
 constexpr int kFallbackPixels = 800;
+constexpr int kRawAlphaUnderAverage = 70;
 
-QColor rankColor(int rank)
+QString axisLabel(const ChartSpec &spec)
 {
-    static const QList<QColor> palette = {QColor(31, 119, 180),  QColor(255, 127, 14),  QColor(44, 160, 44),
-                                          QColor(214, 39, 40),   QColor(148, 103, 189), QColor(140, 86, 75),
-                                          QColor(227, 119, 194), QColor(127, 127, 127)};
-    return palette.at(((rank % palette.size()) + palette.size()) % palette.size());
-}
-
-// EMA over the raw values (NaN samples leave the average unchanged).
-std::vector<double> smoothed(const std::vector<double> &values, double weight)
-{
-    std::vector<double> out(values.size());
-    double average = std::nan("");
-    for (size_t i = 0; i < values.size(); ++i) {
-        const double v = values[i];
-        if (std::isfinite(v))
-            average = std::isnan(average) ? v : weight * v + (1.0 - weight) * average;
-        out[i] = std::isfinite(v) ? average : v;
+    switch (spec.unit) {
+    case AxisUnit::Bytes:
+        return spec.valueLabel; // the ticks carry KiB/MiB/GiB
+    case AxisUnit::Percent:
+        return spec.valueLabel + QStringLiteral(" (%)");
+    case AxisUnit::PerSecond:
+        return spec.valueLabel + QStringLiteral(" (/s)");
+    case AxisUnit::Seconds:
+        return spec.valueLabel + QStringLiteral(" (s)");
+    case AxisUnit::Plain:
+        break;
     }
-    return out;
-}
-
-// Mean over ranks at the steps every rank reported; all step vectors must be sorted.
-void meanOverRanks(const QList<const monitor::Series *> &series, std::vector<double> &x, std::vector<double> &y)
-{
-    if (series.size() < 2)
-        return;
-    for (const auto *s : series) {
-        if (!s->stepsSorted)
-            return;
-    }
-    std::vector<size_t> at(series.size(), 0);
-    const auto &first = *series.front();
-    for (size_t i = 0; i < first.size(); ++i) {
-        const double step = first.steps[i];
-        double sum = first.values[i];
-        bool everyRank = std::isfinite(step);
-        for (qsizetype r = 1; r < series.size() && everyRank; ++r) {
-            const auto &other = *series[r];
-            size_t &j = at[r];
-            while (j < other.size() && other.steps[j] < step)
-                ++j;
-            if (j >= other.size() || other.steps[j] != step)
-                everyRank = false;
-            else
-                sum += other.values[j];
-        }
-        if (everyRank) {
-            x.push_back(step);
-            y.push_back(sum / double(series.size()));
-        }
-    }
+    return spec.valueLabel;
 }
 
 } // namespace
 
 MetricPlot::MetricPlot(const QString &title, const QStringList &names, bool withMean, QWidget *parent)
-    : QWidget(parent), m_title(title), m_names(names), m_withMean(withMean), m_plot(new QCustomPlot(this))
+    : MetricPlot(ChartSpec{title, names, withMean, false, AxisUnit::Plain, title.toLower()}, parent)
+{}
+
+MetricPlot::MetricPlot(const ChartSpec &spec, QWidget *parent)
+    : QWidget(parent), m_spec(spec), m_plot(new QCustomPlot(this))
 {
     auto *layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
@@ -82,23 +51,87 @@ MetricPlot::MetricPlot(const QString &title, const QStringList &names, bool with
     setMinimumSize(160, 120); // three across must fit the smallest main window
 
     m_plot->plotLayout()->insertRow(0);
-    auto *titleElement = new QCPTextElement(m_plot, title, QFont(font().family(), font().pointSize(), QFont::Bold));
-    m_plot->plotLayout()->addElement(0, 0, titleElement);
-    m_plot->xAxis->setLabel(tr("step"));
-    m_plot->legend->setVisible(false);
-    QFont legendFont = font();
-    legendFont.setPointSizeF(font().pointSizeF() * 0.8);
-    m_plot->legend->setFont(legendFont);
-    m_plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+    QFont bold = font();
+    bold.setBold(true);
+    m_plot->plotLayout()->addElement(0, 0, new QCPTextElement(m_plot, spec.title, bold));
+    m_plot->xAxis->setLabel(spec.xAxis == monitor::XAxis::Step ? tr("step") : tr("time since start (s)"));
+    m_plot->yAxis->setLabel(axisLabel(spec));
+    m_plot->yAxis->setTicker(tickerFor(spec.unit));
+    QFont small = font();
+    small.setPointSizeF(font().pointSizeF() * 0.85);
+    m_plot->xAxis->setLabelFont(small);
+    m_plot->yAxis->setLabelFont(small);
+    m_plot->xAxis->setTickLabelFont(small);
+    m_plot->yAxis->setTickLabelFont(small);
+
+    // The legend goes in a row below the plot, a few entries per line: it never covers a curve.
+    auto *legend = m_plot->legend;
+    m_plot->axisRect()->insetLayout()->take(legend);
+    m_plot->plotLayout()->addElement(2, 0, legend);
+    m_plot->plotLayout()->setRowStretchFactor(2, 0.001);
+    legend->setFillOrder(QCPLegend::foColumnsFirst);
+    legend->setWrap(4);
+    legend->setBorderPen(Qt::NoPen);
+    legend->setBrush(Qt::NoBrush);
+    legend->setMargins(QMargins(2, 0, 2, 0));
+    legend->setRowSpacing(0);
+    legend->setColumnSpacing(8);
+    legend->setFont(small);
+    legend->setVisible(true);
+
+    m_crosshair = new QCPItemStraightLine(m_plot);
+    m_crosshair->setVisible(false);
+    m_crosshair->setSelectable(false);
+    m_crosshair->setClipToAxisRect(true);
+
     m_plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
     m_plot->setNoAntialiasingOnDrag(true);
+    m_plot->setMouseTracking(true);
+    m_plot->setToolTip(QString());
+    setToolTip(tr("Wheel: zoom · drag: pan · double-click: follow the data again"));
+    connect(m_plot, &QCustomPlot::mouseWheel, this, [this] { m_following = false; });
+    connect(m_plot, &QCustomPlot::mouseMove, this, &MetricPlot::onMouseMove);
+    connect(m_plot, &QCustomPlot::mouseDoubleClick, this, &MetricPlot::resetView);
 
     m_timer.setSingleShot(true);
     m_timer.setInterval(33);
     connect(&m_timer, &QTimer::timeout, this, &MetricPlot::replotNow);
+    applyPalette();
 }
 
 MetricPlot::~MetricPlot() = default;
+
+void MetricPlot::applyPalette()
+{
+    // Follow the window's palette (dark themes included) instead of QCustomPlot's white defaults.
+    const QPalette p = palette();
+    const QColor text = p.color(QPalette::WindowText);
+    QColor grid = text;
+    grid.setAlpha(40);
+    m_plot->setBackground(p.color(QPalette::Base));
+    for (QCPAxis *axis : {m_plot->xAxis, m_plot->yAxis, m_plot->xAxis2, m_plot->yAxis2}) {
+        axis->setBasePen(QPen(text));
+        axis->setTickPen(QPen(text));
+        axis->setSubTickPen(QPen(text));
+        axis->setTickLabelColor(text);
+        axis->setLabelColor(text);
+        axis->grid()->setPen(QPen(grid, 1, Qt::DotLine));
+        axis->grid()->setZeroLinePen(Qt::NoPen);
+    }
+    m_plot->legend->setTextColor(text);
+    if (auto *title = qobject_cast<QCPTextElement *>(m_plot->plotLayout()->element(0, 0)))
+        title->setTextColor(text);
+    QColor cross = p.color(QPalette::Highlight);
+    m_crosshair->setPen(QPen(cross, 1, Qt::DashLine));
+    scheduleReplot();
+}
+
+void MetricPlot::changeEvent(QEvent *event)
+{
+    QWidget::changeEvent(event);
+    if (event->type() == QEvent::PaletteChange)
+        applyPalette();
+}
 
 void MetricPlot::addStore(const monitor::MetricStore *store, const QString &runLabel, const QColor &color)
 {
@@ -134,9 +167,15 @@ void MetricPlot::scheduleReplot()
         m_timer.start();
 }
 
+void MetricPlot::resetView()
+{
+    m_following = true;
+    replotNow();
+}
+
 QString MetricPlot::nameFor(const monitor::MetricStore &store, int rank) const
 {
-    for (const auto &name : m_names) {
+    for (const auto &name : m_spec.names) {
         const auto *s = store.series(rank, name);
         if (s && !s->empty())
             return name;
@@ -144,110 +183,99 @@ QString MetricPlot::nameFor(const monitor::MetricStore &store, int rank) const
     return {};
 }
 
+double MetricPlot::timeOrigin(const monitor::MetricStore &store) const
+{
+    double origin = std::numeric_limits<double>::infinity();
+    for (int rank : store.ranks()) {
+        const QString name = rank >= 0 ? nameFor(store, rank) : QString();
+        if (name.isEmpty())
+            continue;
+        const auto *s = store.series(rank, name);
+        origin =
+            std::min(origin, s->timesSorted ? s->times.front() : *std::min_element(s->times.begin(), s->times.end()));
+    }
+    return std::isfinite(origin) ? origin : 0.0;
+}
+
 void MetricPlot::replotNow()
 {
     m_timer.stop();
+    const bool had = m_rawPoints > 0;
     rebuild();
     m_plot->replot();
     ++m_replots;
+    if (had != (m_rawPoints > 0))
+        Q_EMIT dataPresenceChanged(m_rawPoints > 0);
 }
 
 void MetricPlot::rebuild()
 {
-    struct Curve {
-        QString name;
-        QColor color;
-        double width = 1;
-        const double *x = nullptr;
-        const double *y = nullptr;
-        size_t count = 0;
-        bool sorted = true;
-    };
-    // Owned buffers (smoothed values, means) must outlive the curves that point into them.
-    std::vector<std::unique_ptr<std::vector<double>>> buffers;
-    auto keep = [&buffers](std::vector<double> v) {
-        buffers.push_back(std::make_unique<std::vector<double>>(std::move(v)));
-        return buffers.back().get();
-    };
-    QList<Curve> curves;
+    CurveSet set;
     m_rawPoints = 0;
+    QString shownName; // the scalar the first rank has (throughput: samples, tokens or iterations)
     const bool overlay = m_stores.size() > 1;
+    const bool timeAxis = m_spec.xAxis == monitor::XAxis::Time;
+    const double smoothing = isSmoothed() ? m_smoothing : 0.0;
     for (const auto &source : std::as_const(m_stores)) {
         if (!source.store)
             continue;
-        QList<const monitor::Series *> rankSeries;
+        RunCurves run;
+        run.label = overlay ? source.label : QString();
+        run.color = source.color;
+        run.timeOrigin = timeAxis ? timeOrigin(*source.store) : 0.0;
         for (int rank : source.store->ranks()) {
-            if (rank < 0)
-                continue;
-            const QString name = nameFor(*source.store, rank);
+            const QString name = rank >= 0 ? nameFor(*source.store, rank) : QString();
             if (name.isEmpty())
                 continue;
             const auto *s = source.store->series(rank, name);
-            rankSeries.append(s);
             m_rawPoints += qint64(s->size());
-            Curve c;
-            c.name = overlay ? tr("%1 rank %2").arg(source.label).arg(rank) : tr("rank %1").arg(rank);
-            c.color = overlay ? source.color.lighter(100 + 25 * (rank % 4)) : rankColor(rank);
-            c.x = s->steps.data();
-            c.count = s->size();
-            c.sorted = s->stepsSorted;
-            c.y = m_smoothing > 0 ? keep(smoothed(s->values, m_smoothing))->data() : s->values.data();
-            curves.append(c);
+            run.ranks.append({rank, s});
+            if (shownName.isEmpty())
+                shownName = name;
         }
-        if (m_withMean && rankSeries.size() > 1) {
-            std::vector<double> x, y;
-            meanOverRanks(rankSeries, x, y);
-            if (!x.empty()) {
-                if (m_smoothing > 0)
-                    y = smoothed(y, m_smoothing);
-                Curve c;
-                c.name = overlay ? tr("%1 mean").arg(source.label) : tr("mean");
-                c.color = overlay ? source.color.darker(130) : QColor(Qt::black);
-                c.width = 2;
-                c.count = x.size();
-                c.x = keep(std::move(x))->data();
-                c.y = keep(std::move(y))->data();
-                curves.append(c);
-            }
-        }
+        set.addRun(run, timeAxis, m_spec.withMean, smoothing, palette().color(QPalette::WindowText));
     }
 
-    double xMin = std::numeric_limits<double>::infinity();
-    double xMax = -xMin;
-    for (const auto &c : std::as_const(curves)) {
-        for (size_t i = 0; i < c.count; ++i) { // first and last finite x (whole scan when unsorted)
-            if (!std::isfinite(c.x[i]))
-                continue;
-            xMin = std::min(xMin, c.x[i]);
-            xMax = std::max(xMax, c.x[i]);
-            if (c.sorted)
-                break;
-        }
-        for (size_t i = c.count; c.sorted && i-- > 0;) {
-            if (std::isfinite(c.x[i])) {
-                xMax = std::max(xMax, c.x[i]);
-                break;
-            }
-        }
+    if (m_spec.unit == AxisUnit::PerSecond && shownName.endsWith(QLatin1String("_per_s")))
+        m_plot->yAxis->setLabel(shownName.chopped(6).replace(QLatin1Char('_'), QLatin1Char(' ')) +
+                                QStringLiteral(" (/s)"));
+
+    double xMin = 0, xMax = 0;
+    const bool any = set.xRange(xMin, xMax);
+    double visibleMin = xMin, visibleMax = xMax;
+    if (!m_following && any) {
+        visibleMin = m_plot->xAxis->range().lower;
+        visibleMax = m_plot->xAxis->range().upper;
     }
     int pixels = m_plot->axisRect()->width();
     if (pixels < 10)
         pixels = kFallbackPixels;
 
+    const QList<Curve> &curves = set.curves();
     while (m_plot->graphCount() > curves.size())
         m_plot->removeGraph(m_plot->graphCount() - 1);
     while (m_plot->graphCount() < curves.size())
         m_plot->addGraph();
+    int legendEntries = 0;
+    for (const auto &c : curves)
+        legendEntries += c.faint ? 0 : 1;
     for (qsizetype i = 0; i < curves.size(); ++i) {
         const auto &c = curves[i];
         auto *graph = m_plot->graph(int(i));
         graph->setName(c.name);
-        graph->setPen(QPen(c.color, c.width));
-        auto points = monitor::decimate(c.x, c.y, c.count, c.sorted, xMin, xMax, pixels);
+        QColor color = c.color;
+        if (c.faint)
+            color.setAlpha(kRawAlphaUnderAverage);
+        graph->setPen(QPen(color, c.width));
+        auto points = monitor::decimate(c.x, c.y, c.count, c.sorted, visibleMin, visibleMax, pixels);
         graph->setData(points.x, points.y, c.sorted);
+        // Only a chart with several curves needs a legend; faint raw curves share their average's entry.
+        if (c.faint || legendEntries < 2)
+            graph->removeFromLegend();
+        else if (!m_plot->legend->hasItemWithPlottable(graph))
+            graph->addToLegend();
     }
-    m_plot->legend->setVisible(curves.size() > 1 && curves.size() <= 10);
-    if (!curves.isEmpty()) {
+    if (any && m_following) {
         m_plot->rescaleAxes();
         if (xMin == xMax)
             m_plot->xAxis->setRange(xMin - 1, xMax + 1);
@@ -255,6 +283,65 @@ void MetricPlot::rebuild()
         const double pad = (y.upper - y.lower) * 0.05;
         m_plot->yAxis->setRange(y.lower - (pad > 0 ? pad : 1), y.upper + (pad > 0 ? pad : 1));
     }
+}
+
+QStringList MetricPlot::readout(double x) const
+{
+    QStringList lines;
+    const bool overlay = m_stores.size() > 1;
+    const bool timeAxis = m_spec.xAxis == monitor::XAxis::Time;
+    for (const auto &source : m_stores) {
+        if (!source.store)
+            continue;
+        const double origin = timeAxis ? timeOrigin(*source.store) : 0.0;
+        for (int rank : source.store->ranks()) {
+            const QString name = rank >= 0 ? nameFor(*source.store, rank) : QString();
+            if (name.isEmpty())
+                continue;
+            const auto *s = source.store->series(rank, name);
+            const auto nearest = nearestSample(*s, m_spec.xAxis, x + origin);
+            if (!nearest)
+                continue;
+            const QString where = timeAxis ? tr("%1 s").arg(s->times[*nearest] - origin, 0, 'f', 1)
+                                           : tr("step %1").arg(qint64(s->steps[*nearest]));
+            const QString who = overlay ? tr("%1 rank %2").arg(source.label).arg(rank) : tr("rank %1").arg(rank);
+            lines.append(tr("%1: %2 (%3)").arg(who, formatValue(s->values[*nearest], m_spec.unit), where));
+        }
+    }
+    return lines;
+}
+
+QString MetricPlot::showCrosshair(double x)
+{
+    const QStringList lines = readout(x);
+    m_crosshairText = lines.isEmpty() ? QString() : m_spec.title + QLatin1Char('\n') + lines.join(QLatin1Char('\n'));
+    m_crosshair->setVisible(!lines.isEmpty());
+    m_crosshair->point1->setCoords(x, 0);
+    m_crosshair->point2->setCoords(x, 1);
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+    return m_crosshairText;
+}
+
+void MetricPlot::onMouseMove(QMouseEvent *event)
+{
+    if (event->buttons() != Qt::NoButton) {
+        m_following = false; // dragging pans
+        return;
+    }
+    if (!m_plot->axisRect()->rect().contains(event->pos())) {
+        if (m_crosshair->visible()) {
+            m_crosshair->setVisible(false);
+            m_crosshairText.clear();
+            m_plot->replot(QCustomPlot::rpQueuedReplot);
+            QToolTip::hideText();
+        }
+        return;
+    }
+    const QString text = showCrosshair(m_plot->xAxis->pixelToCoord(event->pos().x()));
+    if (text.isEmpty())
+        QToolTip::hideText();
+    else
+        QToolTip::showText(event->globalPosition().toPoint(), text, m_plot);
 }
 
 qint64 MetricPlot::drawnPoints() const

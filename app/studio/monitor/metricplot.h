@@ -1,9 +1,13 @@
-// MetricPlot: one chart of the Monitor view (loss, lr, throughput, memory, grad norm) over the
+// MetricPlot: one chart of the Monitor view (loss, lr, throughput, memory, CPU, ...) over the
 // MetricStores of one or several runs. Store signals only schedule a redraw; a ~30 Hz coalescing
 // timer rebuilds the graphs, each series decimated to the plot's pixel width, so a run with
-// millions of samples costs the same per frame as a short one.
+// millions of samples costs the same per frame as a short one. Axes carry units (bytes in
+// KiB/MiB/GiB); the legend sits below the plot so it never covers data; noisy series draw their
+// moving average over the faint raw curve; a crosshair reads every rank's value at the pointer;
+// wheel and drag zoom and pan, a double-click goes back to following the data.
 #pragma once
 
+#include "app/studio/monitor/axisunits.h"
 #include "monitor/metricstore.h"
 
 #include <QColor>
@@ -14,14 +18,25 @@
 #include <QWidget>
 
 class QCustomPlot;
+class QCPItemStraightLine;
 
 namespace accel::app {
+
+struct ChartSpec {
+    QString title;
+    // The scalars this chart shows, first found wins per rank (e.g. samples_per_s, then tokens_per_s).
+    QStringList names;
+    bool withMean = false;   // add the mean over ranks (at steps every rank reported)
+    bool smoothable = false; // noisy (loss): the EMA is drawn over the raw curve; never for a schedule (lr)
+    AxisUnit unit = AxisUnit::Plain;
+    QString valueLabel;                          // y axis label; the unit is added
+    monitor::XAxis xAxis = monitor::XAxis::Step; // Time: seconds since the run's first sample
+};
 
 class MetricPlot : public QWidget {
     Q_OBJECT
 public:
-    // `names`: the scalars this chart shows, first found wins per rank (e.g. samples_per_s, then
-    // tokens_per_s). `withMean`: add the mean over ranks (at steps every rank reported).
+    explicit MetricPlot(const ChartSpec &spec, QWidget *parent = nullptr);
     MetricPlot(const QString &title, const QStringList &names, bool withMean, QWidget *parent = nullptr);
     ~MetricPlot() override;
 
@@ -29,18 +44,33 @@ public:
     void addStore(const monitor::MetricStore *store, const QString &runLabel, const QColor &color);
     void clearStores();
     int storeCount() const { return m_stores.size(); }
+    bool hasData() const { return m_rawPoints > 0; }
 
     // Exponential moving average weight of the newest sample, 0 (off, default) .. 1 exclusive.
+    // Applies only to smoothable charts; the raw curve stays visible (fainter) under the average.
     void setSmoothing(double weight);
     double smoothing() const { return m_smoothing; }
+    bool isSmoothed() const { return m_smoothing > 0 && m_spec.smoothable; }
     void setRedrawInterval(int milliseconds); // default 33 (~30 Hz)
 
     void scheduleReplot(); // coalesced: at most one redraw per interval
     void replotNow();
 
+    // Zoom and pan stop the axes from following new data until resetView() (or a double-click).
+    bool isFollowingData() const { return m_following; }
+    void resetView();
+
+    // One line per run and rank: its value at the sample nearest to x (a step, or seconds since
+    // the run's start on a time chart), e.g. "rank 1: 2.31 (step 40)". The crosshair shows these.
+    QStringList readout(double x) const;
+    // Moves the crosshair to x as the pointer does; returns the text shown (empty off the data).
+    QString showCrosshair(double x);
+    QString crosshairText() const { return m_crosshairText; }
+
     QCustomPlot *plot() const { return m_plot; }
-    QString title() const { return m_title; }
-    QStringList names() const { return m_names; }
+    const ChartSpec &spec() const { return m_spec; }
+    QString title() const { return m_spec.title; }
+    QStringList names() const { return m_spec.names; }
     int replotCount() const { return m_replots; }
     // Points currently drawn over all graphs, and the raw samples behind them.
     qint64 drawnPoints() const;
@@ -50,6 +80,12 @@ public:
     // Every raw sample behind the chart: run,rank,metric,step,time,value (mean/EMA not included).
     bool saveCsv(const QString &path, QString *error = nullptr) const;
 
+Q_SIGNALS:
+    void dataPresenceChanged(bool hasData);
+
+protected:
+    void changeEvent(QEvent *event) override;
+
 private:
     struct Source {
         QPointer<const monitor::MetricStore> store;
@@ -57,15 +93,19 @@ private:
         QColor color;
     };
     QString nameFor(const monitor::MetricStore &store, int rank) const;
+    double timeOrigin(const monitor::MetricStore &store) const;
     void rebuild();
+    void applyPalette();
+    void onMouseMove(QMouseEvent *event);
 
-    QString m_title;
-    QStringList m_names;
-    bool m_withMean = false;
+    ChartSpec m_spec;
     double m_smoothing = 0;
+    bool m_following = true;
     QList<Source> m_stores;
     QList<QMetaObject::Connection> m_connections;
     QCustomPlot *m_plot = nullptr;
+    QCPItemStraightLine *m_crosshair = nullptr;
+    QString m_crosshairText;
     QTimer m_timer;
     int m_replots = 0;
     qint64 m_rawPoints = 0;

@@ -1,8 +1,12 @@
 # The Runs and Monitor pages of accel-studio (included by app/studio/CMakeLists.txt).
 target_sources(accel_studio_ui PRIVATE
   monitor/qcustomplotinclude.h
+  monitor/axisunits.h monitor/axisunits.cpp
+  monitor/plotcurves.h monitor/plotcurves.cpp
   monitor/metricplot.h monitor/metricplot.cpp
   monitor/bannerbar.h monitor/bannerbar.cpp
+  monitor/failuretriage.h monitor/failuretriage.cpp
+  monitor/runstatuspanel.h monitor/runstatuspanel.cpp
   monitor/logview.h monitor/logview.cpp
   monitor/eventstimeline.h monitor/eventstimeline.cpp
   monitor/monitorpage.h monitor/monitorpage.cpp

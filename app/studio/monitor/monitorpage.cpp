@@ -4,6 +4,7 @@
 #include "app/studio/monitor/eventstimeline.h"
 #include "app/studio/monitor/logview.h"
 #include "app/studio/monitor/metricplot.h"
+#include "app/studio/monitor/runstatuspanel.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -25,6 +26,11 @@ namespace accel::app {
 
 namespace {
 
+// The order charts appear in: training curves first, then the machine's.
+constexpr MonitorPage::Chart kDisplayOrder[MonitorPage::ChartCount] = {
+    MonitorPage::LossChart,       MonitorPage::EvalLossChart, MonitorPage::LrChart,    MonitorPage::GradNormChart,
+    MonitorPage::ThroughputChart, MonitorPage::CpuChart,      MonitorPage::MemoryChart};
+
 QColor runColor(int index)
 {
     static const QList<QColor> palette = {QColor(31, 119, 180),  QColor(214, 39, 40),  QColor(44, 160, 44),
@@ -45,7 +51,10 @@ MonitorPage::MonitorPage(QWidget *parent) : QWidget(parent)
     m_detailCombo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     m_detailCombo->setMinimumContentsLength(12);
     bar->addWidget(m_detailCombo);
-    m_smoothBox = new QCheckBox(tr("Smooth (EMA)"), this);
+    m_smoothBox = new QCheckBox(tr("Smooth"), this);
+    m_smoothBox->setToolTip(tr("Draw an exponential moving average over the raw curve of noisy series (loss, "
+                               "grad norm, throughput); schedules and memory are never smoothed"));
+    m_smoothBox->setChecked(true);
     m_smoothWeight = new QDoubleSpinBox(this);
     m_smoothWeight->setRange(0.01, 0.99);
     m_smoothWeight->setSingleStep(0.05);
@@ -57,12 +66,17 @@ MonitorPage::MonitorPage(QWidget *parent) : QWidget(parent)
     bar->addStretch(1);
     m_exportChart = new QComboBox(this);
     bar->addWidget(m_exportChart);
-    auto *png = new QPushButton(tr("Export PNG…"), this);
-    auto *csv = new QPushButton(tr("Export CSV…"), this);
+    auto *png = new QPushButton(tr("PNG…"), this);
+    png->setToolTip(tr("Export the chart chosen on the left as a PNG image"));
+    auto *csv = new QPushButton(tr("CSV…"), this);
+    csv->setToolTip(tr("Export the raw samples behind the chart chosen on the left as CSV"));
     bar->addWidget(png);
     bar->addWidget(csv);
     layout->addLayout(bar);
 
+    m_status = new RunStatusPanel(this);
+    m_status->setVisible(false);
+    layout->addWidget(m_status);
     m_banners = new BannerBar(this);
     layout->addWidget(m_banners);
     m_empty = new QLabel(tr("Select one or several runs above to follow their losses, throughput, ranks, logs "
@@ -75,29 +89,49 @@ MonitorPage::MonitorPage(QWidget *parent) : QWidget(parent)
     auto *splitter = new QSplitter(Qt::Vertical, this);
     m_content = splitter;
     auto *grid = new QWidget(splitter);
-    auto *gridLayout = new QGridLayout(grid);
-    gridLayout->setContentsMargins(0, 0, 0, 0);
-    gridLayout->setSpacing(4);
-    const struct {
-        QString title;
-        QStringList names;
-        bool mean;
-    } charts[ChartCount] = {
-        {tr("Loss"), {QStringLiteral("loss")}, true},
-        {tr("Learning rate"), {QStringLiteral("lr"), QStringLiteral("learning_rate")}, false},
-        {tr("Throughput (per second)"),
+    m_grid = new QGridLayout(grid);
+    m_grid->setContentsMargins(0, 0, 0, 0);
+    m_grid->setSpacing(4);
+    using monitor::XAxis;
+    const ChartSpec specs[ChartCount] = {
+        {tr("Loss"), {QStringLiteral("loss")}, true, true, AxisUnit::Plain, tr("loss")},
+        {tr("Learning rate"),
+         {QStringLiteral("lr"), QStringLiteral("learning_rate")},
+         false,
+         false,
+         AxisUnit::Plain,
+         tr("learning rate")},
+        {tr("Throughput"),
          {QStringLiteral("samples_per_s"), QStringLiteral("tokens_per_s"), QStringLiteral("it_per_s")},
-         false},
-        {tr("Memory (bytes)"), {QStringLiteral("mem_device_bytes"), QStringLiteral("mem_rss_bytes")}, false},
-        {tr("Grad norm"), {QStringLiteral("grad_norm")}, false},
-        {tr("Eval loss"), {QStringLiteral("eval_loss")}, true},
+         false,
+         true,
+         AxisUnit::PerSecond,
+         tr("samples")},
+        {tr("Memory per rank"),
+         {QStringLiteral("mem_device_bytes"), QStringLiteral("mem_rss_bytes")},
+         false,
+         false,
+         AxisUnit::Bytes,
+         tr("resident memory"),
+         XAxis::Time},
+        {tr("Grad norm"), {QStringLiteral("grad_norm")}, false, true, AxisUnit::Plain, tr("grad norm")},
+        {tr("Eval loss"), {QStringLiteral("eval_loss")}, true, false, AxisUnit::Plain, tr("eval loss")},
+        {tr("CPU per rank"),
+         {QStringLiteral("cpu_percent")},
+         false,
+         false,
+         AxisUnit::Percent,
+         tr("CPU, 100 = one core"),
+         XAxis::Time},
     };
     for (int i = 0; i < ChartCount; ++i) {
-        auto *plot = new MetricPlot(charts[i].title, charts[i].names, charts[i].mean, grid);
+        auto *plot = new MetricPlot(specs[i], grid);
         m_charts.append(plot);
-        gridLayout->addWidget(plot, i / 3, i % 3);
-        m_exportChart->addItem(charts[i].title, i);
+        connect(plot, &MetricPlot::dataPresenceChanged, this, &MonitorPage::layoutCharts);
     }
+    for (const Chart chart : kDisplayOrder)
+        m_exportChart->addItem(specs[chart].title, int(chart));
+    layoutCharts();
     m_tabs = new QTabWidget(splitter);
     m_ranksView = new QTableView(m_tabs);
     m_ranksView->verticalHeader()->setVisible(false);
@@ -108,10 +142,11 @@ MonitorPage::MonitorPage(QWidget *parent) : QWidget(parent)
     m_tabs->addTab(m_ranksView, tr("Ranks"));
     m_tabs->addTab(m_logView, tr("Logs"));
     m_tabs->addTab(m_eventsView, tr("Events"));
-    splitter->setStretchFactor(0, 3);
+    splitter->setStretchFactor(0, 4);
     splitter->setStretchFactor(1, 1);
     layout->addWidget(splitter, 1);
     m_content->setVisible(false);
+    setSmoothing(m_smoothWeight->value());
 
     connect(m_detailCombo, &QComboBox::currentIndexChanged, this, &MonitorPage::updateDetails);
     auto applySmoothing = [this] { setSmoothing(m_smoothBox->isChecked() ? m_smoothWeight->value() : 0.0); };
@@ -200,6 +235,29 @@ void MonitorPage::setSmoothing(double weight)
         chart->setSmoothing(weight);
 }
 
+void MonitorPage::layoutCharts()
+{
+    // Charts without data give their room to the others, unless no chart has data yet (a run
+    // that is starting shows every chart, empty).
+    bool anyData = false;
+    for (const auto *chart : std::as_const(m_charts))
+        anyData = anyData || chart->hasData();
+    QList<MetricPlot *> shown;
+    for (const Chart chart : kDisplayOrder) {
+        MetricPlot *plot = m_charts.at(chart);
+        m_grid->removeWidget(plot);
+        const bool show = !anyData || plot->hasData();
+        plot->setVisible(show);
+        if (show)
+            shown.append(plot);
+    }
+    const int columns = shown.size() <= 4 ? 2 : 3;
+    for (int i = 0; i < shown.size(); ++i)
+        m_grid->addWidget(shown[i], i / columns, i % columns);
+    for (int c = 0; c < 3; ++c)
+        m_grid->setColumnStretch(c, c < columns ? 1 : 0);
+}
+
 void MonitorPage::rebuildCharts()
 {
     for (auto *chart : std::as_const(m_charts)) {
@@ -218,6 +276,7 @@ void MonitorPage::updateDetails()
         m_ranksView->horizontalHeader()->resizeSections(QHeaderView::ResizeToContents);
     m_logView->setLogModel(run ? run->logModel() : nullptr);
     m_eventsView->setEventsModel(run ? run->eventsModel() : nullptr);
+    m_status->setRun(run, index >= 0 && index < m_runs.size() ? m_runs[index].directory : QString());
 }
 
 bool MonitorPage::exportPng(Chart chart, const QString &path)

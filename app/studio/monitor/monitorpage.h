@@ -1,7 +1,9 @@
 // MonitorPage: the Monitor view of one or several runs. Each run is followed by its own
 // monitor::RunMonitor (re-attaching to a live run keeps it updating); the charts overlay every
 // selected run (one colour per run), while the ranks table, logs and events show the run chosen
-// in "Details for". Banners above the charts report hangs, stragglers and failures.
+// in "Details for". Above the charts: the detail run's state, progress and ETA, a triage card
+// when it failed (RunStatusPanel), and banners for hangs, stragglers and failures. Charts with
+// no data are hidden (the rest take their room) once any chart has data.
 #pragma once
 
 #include "monitor/runmonitor.h"
@@ -12,6 +14,7 @@
 class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
+class QGridLayout;
 class QLabel;
 class QTableView;
 class QTabWidget;
@@ -22,11 +25,12 @@ class BannerBar;
 class EventsTimeline;
 class LogView;
 class MetricPlot;
+class RunStatusPanel;
 
 class MonitorPage : public QWidget {
     Q_OBJECT
 public:
-    enum Chart { LossChart, LrChart, ThroughputChart, MemoryChart, GradNormChart, EvalLossChart, ChartCount };
+    enum Chart { LossChart, LrChart, ThroughputChart, MemoryChart, GradNormChart, EvalLossChart, CpuChart, ChartCount };
 
     explicit MonitorPage(QWidget *parent = nullptr);
     ~MonitorPage() override;
@@ -39,11 +43,12 @@ public:
     void setDetailRun(int index);
 
     MetricPlot *chart(Chart chart) const { return m_charts.value(chart); }
-    void setSmoothing(double weight); // EMA weight for every chart, 0 = off
+    void setSmoothing(double weight); // EMA weight for the noisy charts (loss, grad norm, throughput), 0 = off
     QTableView *ranksView() const { return m_ranksView; }
     LogView *logView() const { return m_logView; }
     EventsTimeline *eventsView() const { return m_eventsView; }
     BannerBar *banners() const { return m_banners; }
+    RunStatusPanel *statusPanel() const { return m_status; }
 
     bool exportPng(Chart chart, const QString &path);
     bool exportCsv(Chart chart, const QString &path, QString *error = nullptr);
@@ -59,11 +64,14 @@ private:
     };
     void rebuildCharts();
     void updateDetails();
+    void layoutCharts();
     void askExport(bool png);
 
     QList<Run> m_runs;
     QList<MetricPlot *> m_charts;
     BannerBar *m_banners = nullptr;
+    RunStatusPanel *m_status = nullptr;
+    QGridLayout *m_grid = nullptr;
     QLabel *m_empty = nullptr;
     QWidget *m_content = nullptr;
     QComboBox *m_detailCombo = nullptr;

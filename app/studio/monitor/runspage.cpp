@@ -35,6 +35,10 @@ RunsPage::RunsPage(QWidget *parent) : QWidget(parent)
     m_rootLabel->setStyleSheet(QStringLiteral("color: palette(mid);"));
     m_rootLabel->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred); // long paths never widen the window
     bar->addWidget(m_rootLabel, 1);
+    m_listToggle = new QPushButton(tr("Hide list"), this);
+    m_listToggle->setObjectName(QStringLiteral("runListToggle"));
+    m_listToggle->setToolTip(tr("Hide the run list so the charts take the page (the selection stays)"));
+    bar->addWidget(m_listToggle);
     m_refresh = new QPushButton(tr("Refresh"), this);
     m_stop = new QPushButton(tr("Stop"), this);
     m_stop->setToolTip(tr("accel stop: SIGINT, then SIGTERM, then SIGKILL to the run's supervisor"));
@@ -43,6 +47,7 @@ RunsPage::RunsPage(QWidget *parent) : QWidget(parent)
     layout->addLayout(bar);
 
     auto *splitter = new QSplitter(Qt::Vertical, this);
+    m_splitter = splitter;
     m_view = new QTableView(splitter);
     m_sorted = new QSortFilterProxyModel(this);
     m_sorted->setSourceModel(&m_model);
@@ -56,9 +61,15 @@ RunsPage::RunsPage(QWidget *parent) : QWidget(parent)
     m_view->horizontalHeader()->setStretchLastSection(true);
     m_view->setAlternatingRowColors(true);
     m_monitor = new MonitorPage(splitter);
-    splitter->setStretchFactor(0, 1);
-    splitter->setStretchFactor(1, 4);
+    // The list gets a few rows; the charts the rest (the list collapses by dragging or "Hide list").
+    m_view->setMinimumHeight(0);
+    splitter->setStretchFactor(0, 0);
+    splitter->setStretchFactor(1, 1);
+    splitter->setSizes({m_view->verticalHeader()->defaultSectionSize() * 5, 10000});
     layout->addWidget(splitter, 1);
+    connect(m_listToggle, &QPushButton::clicked, this, [this] { setRunListVisible(!isRunListVisible()); });
+    connect(splitter, &QSplitter::splitterMoved, this,
+            [this] { m_listToggle->setText(isRunListVisible() ? tr("Hide list") : tr("Show list")); });
 
     connect(m_view->selectionModel(), &QItemSelectionModel::selectionChanged, this, &RunsPage::onSelectionChanged);
     connect(m_refresh, &QPushButton::clicked, &m_model, &monitor::RunsModel::refresh);
@@ -71,17 +82,29 @@ RunsPage::RunsPage(QWidget *parent) : QWidget(parent)
     });
     connect(m_monitor, &MonitorPage::statusMessage, this, &RunsPage::statusMessage);
 
-    const QString besideUs = QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("accel"));
-    m_accel = QFileInfo(besideUs).isExecutable() ? besideUs : QStringLiteral("accel");
+    m_accel = launcher::AccelCommand::defaultProgram();
     setRunsRoot(launcher::RunDirectory::defaultRunsRoot());
 }
 
-RunsPage::~RunsPage()
+// An `accel stop` still running is ended with its process group by AccelCommand's destructor.
+RunsPage::~RunsPage() = default;
+
+void RunsPage::setRunListVisible(bool visible)
 {
-    if (m_process) {
-        m_process->disconnect(this);
-        m_process->waitForFinished(2000); // accel stop is short; never leave it orphaned
+    const QList<int> sizes = m_splitter->sizes();
+    const int total = sizes.value(0) + sizes.value(1);
+    m_view->setVisible(visible);
+    if (visible) {
+        const int list = std::max(m_view->verticalHeader()->defaultSectionSize() * 5, total / 5);
+        m_splitter->setSizes({list, std::max(0, total - list)});
     }
+    m_listToggle->setText(visible ? tr("Hide list") : tr("Show list"));
+}
+
+bool RunsPage::isRunListVisible() const
+{
+    // Hidden with the button, or collapsed by dragging the splitter.
+    return !m_view->isHidden() && (!m_splitter->isVisible() || m_splitter->sizes().value(0) > 0);
 }
 
 void RunsPage::setRunsRoot(const QString &root)
@@ -174,33 +197,26 @@ void RunsPage::startNextStop()
         return;
     }
     m_stopping = m_stopQueue.takeFirst();
-    auto *process = new QProcess(this);
-    m_process = process;
-    process->setProcessChannelMode(QProcess::MergedChannels);
+    auto *command = new launcher::AccelCommand(this);
+    m_process = command;
+    command->setProgram(m_accel);
     const QString run = m_stopping;
-    connect(process, &QProcess::finished, this, [this, process, run](int exitCode, QProcess::ExitStatus status) {
-        const QString output = QString::fromLocal8Bit(process->readAll()).trimmed();
-        const int code = status == QProcess::NormalExit ? exitCode : -1;
+    // done() comes exactly once, also when `accel` cannot start, so the queue always moves on.
+    connect(command, &launcher::AccelCommand::done, this, [this, command, run](const launcher::AccelOutcome &outcome) {
+        QString output = QString::fromLocal8Bit(outcome.standardOutput + outcome.standardError).trimmed();
+        if (outcome.failedToStart)
+            output = tr("cannot start %1: %2").arg(m_accel, outcome.error);
+        const int code = outcome.failedToStart ? -1 : outcome.shellCode();
         Q_EMIT statusMessage(code == 0 ? tr("Stopped %1").arg(QFileInfo(run).fileName())
                                        : tr("accel stop %1 failed: %2").arg(QFileInfo(run).fileName(), output));
         Q_EMIT stopFinished(run, code, output);
-        process->deleteLater();
+        command->deleteLater();
         m_process = nullptr;
         m_model.refresh();
         startNextStop();
     });
-    connect(process, &QProcess::errorOccurred, this, [this, process, run](QProcess::ProcessError error) {
-        if (error != QProcess::FailedToStart)
-            return;
-        const QString message = tr("cannot start %1: %2").arg(m_accel, process->errorString());
-        Q_EMIT statusMessage(tr("accel stop %1 failed: %2").arg(QFileInfo(run).fileName(), message));
-        Q_EMIT stopFinished(run, -1, message);
-        process->deleteLater();
-        m_process = nullptr;
-        startNextStop();
-    });
     Q_EMIT statusMessage(tr("Stopping %1…").arg(QFileInfo(run).fileName()));
-    process->start(m_accel, {QStringLiteral("stop"), run});
+    command->start({QStringLiteral("stop"), run});
 }
 
 } // namespace accel::app

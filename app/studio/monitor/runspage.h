@@ -1,18 +1,19 @@
 // RunsPage: the studio's "Runs" page. The runs under the runs root (RunsModel, refreshed live)
 // on top, newest first; selecting one or several shows them in the MonitorView below. At
 // start-up the newest run is selected, so a run that is still going is re-attached at once.
-// "Stop" runs `accel stop RUN` in a QProcess and never blocks the GUI thread.
+// "Stop" runs `accel stop RUN` as an AccelCommand and never blocks the GUI thread.
 #pragma once
 
+#include "launcher/accelcommand.h"
 #include "monitor/runsmodel.h"
 
 #include <QPointer>
-#include <QProcess>
 #include <QWidget>
 
 class QLabel;
 class QPushButton;
 class QSortFilterProxyModel;
+class QSplitter;
 class QTableView;
 
 namespace accel::app {
@@ -36,6 +37,9 @@ public:
     QTableView *runsView() const { return m_view; }
     MonitorPage *monitorPage() const { return m_monitor; }
     QPushButton *stopButton() const { return m_stop; }
+    // Hides or shows the run list (the Monitor then takes the whole page).
+    void setRunListVisible(bool visible);
+    bool isRunListVisible() const;
 
     QStringList selectedRuns() const; // run directories, in view order
     void selectRuns(const QStringList &runDirectories);
@@ -58,11 +62,13 @@ private:
     QTableView *m_view = nullptr;
     QPushButton *m_stop = nullptr;
     QPushButton *m_refresh = nullptr;
+    QPushButton *m_listToggle = nullptr;
+    QSplitter *m_splitter = nullptr;
     QLabel *m_rootLabel = nullptr;
     MonitorPage *m_monitor = nullptr;
     QString m_accel;
     QStringList m_stopQueue;
-    QPointer<QProcess> m_process;
+    QPointer<launcher::AccelCommand> m_process;
     QString m_stopping;
     bool m_autoSelected = false;
 };

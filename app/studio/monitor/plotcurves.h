@@ -1,0 +1,63 @@
+// The curves a MetricPlot draws, built from the series of its runs: one per rank, the mean over
+// ranks, and for smoothed charts the moving averages drawn over their (faint) raw curves. Pure
+// data, no widgets, so the rules (what is smoothed, which curve is in the legend) live in one place.
+#pragma once
+
+#include "monitor/series.h"
+
+#include <QColor>
+#include <QList>
+#include <QString>
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace accel::app {
+
+struct Curve {
+    QString name;
+    QColor color;
+    double width = 1;
+    const double *x = nullptr;
+    const double *y = nullptr;
+    size_t count = 0;
+    bool sorted = true;
+    bool faint = false; // a raw curve under its moving average (not in the legend)
+};
+
+struct RunCurves {
+    QString label;         // empty for a single run
+    QColor color;          // the run's colour in overlays
+    double timeOrigin = 0; // time charts: seconds are counted from here
+    struct Rank {
+        int rank;
+        const monitor::Series *series;
+    };
+    QList<Rank> ranks;
+};
+
+class CurveSet {
+public:
+    // `smoothing`: EMA weight of the newest sample, 0 = off. With smoothing every raw curve is
+    // kept (faint) and its average is added after all raw curves, so graph i stays raw curve i.
+    void addRun(const RunCurves &run, bool timeAxis, bool withMean, double smoothing, const QColor &meanColor);
+    QList<Curve> curves() const { return m_raw + m_smoothed; }
+    // The finite x range over every curve; false when there is none.
+    bool xRange(double &xMin, double &xMax) const;
+
+private:
+    const double *keep(std::vector<double> values);
+
+    QList<Curve> m_raw;
+    QList<Curve> m_smoothed;
+    std::vector<std::unique_ptr<std::vector<double>>> m_buffers; // outlive the curves pointing in
+};
+
+QColor rankColor(int rank);
+// EMA over the raw values (NaN samples leave the average unchanged).
+std::vector<double> smoothed(const std::vector<double> &values, double weight);
+// Index of the sample whose x (step or time) is nearest to `x`; none for an empty series.
+std::optional<size_t> nearestSample(const monitor::Series &series, monitor::XAxis axis, double x);
+
+} // namespace accel::app
