@@ -3,7 +3,7 @@
 // overflow, NaN and saturation rules worked by hand.
 #include "core/runtime/precision/float8format.h"
 
-#include "testsupport.h"
+#include "tests/helpers/testsupport.h"
 
 #include <QTest>
 

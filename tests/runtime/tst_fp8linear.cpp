@@ -5,7 +5,7 @@
 #include "core/runtime/precision/fp8training.h"
 #include "core/runtime/precision/msampadamw.h"
 
-#include "testsupport.h"
+#include "tests/helpers/testsupport.h"
 
 #include <QDir>
 #include <QFile>

@@ -54,6 +54,7 @@ public:
     void afterBackward() { m_recipe->afterBackward(); }
     void afterOptimizerStep() { m_recipe->afterOptimizerStep(m_weights); }
     Fp8Recipe &recipe() { return *m_recipe; }
+    const Fp8Recipe &recipe() const { return *m_recipe; }
     const std::vector<torch::Tensor> &convertedWeights() const { return m_weights; }
 
     // The layer a weight belongs to, or null.
