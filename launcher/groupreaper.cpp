@@ -17,9 +17,10 @@ constexpr int kMaxGroups = 8192;
 // Runs in the forked helper: only async-signal-safe calls from here on.
 [[noreturn]] void helperMain(int readEnd)
 {
-    // Its own session and process group: a SIGKILL to the supervisor's group (`kill -9 %1` in a
-    // shell) must not reach the helper, or the ranks' children would survive.
-    ::setsid();
+    // Its own process group (set by both sides of the fork, so it holds before the supervisor starts
+    // any rank): a SIGKILL to the supervisor's group (`kill -9 %1` in a shell) must not reach the
+    // helper, or the ranks' children would survive.
+    ::setpgid(0, 0);
     // Survive the terminal's Ctrl-C and `accel stop`: only the pipe decides.
     for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE})
         ::signal(signal, SIG_IGN);
@@ -63,6 +64,8 @@ GroupReaper::GroupReaper()
         helperMain(fds[0]);
     }
     ::close(fds[0]);
+    if (pid > 0)
+        ::setpgid(pid, pid); // the child does the same; whichever runs first, it holds from here on
     if (pid < 0) {
         ::close(fds[1]);
         return;

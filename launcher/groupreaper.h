@@ -1,5 +1,5 @@
-// GroupReaper: a tiny helper process forked by the supervisor that outlives it, in a session of
-// its own (so a SIGKILL to the supervisor's process group does not reach it). The supervisor
+// GroupReaper: a tiny helper process forked by the supervisor that outlives it, in a process group
+// of its own (so a SIGKILL to the supervisor's process group does not reach it). The supervisor
 // tells it each rank's process group over a pipe; if the supervisor dies without saying goodbye
 // (kill -9), the pipe reaches EOF and the helper SIGKILLs those groups, so processes the ranks
 // forked do not survive either (the ranks themselves die through PR_SET_PDEATHSIG).
