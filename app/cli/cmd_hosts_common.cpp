@@ -1,6 +1,7 @@
 #include "app/cli/cmd_hosts_common.h"
 
 #include <QEventLoop>
+#include <QJsonArray>
 
 #include <cstdlib>
 
@@ -73,7 +74,8 @@ HostGroup makeHosts(const QStringList &destinations, const RemoteSettings &setti
 }
 
 std::vector<AccelOutcome> runEverywhere(const std::vector<SshHost *> &hosts, const std::vector<QStringList> &arguments,
-                                        const RemoteSettings &settings, int runTimeoutMs)
+                                        const RemoteSettings &settings, int runTimeoutMs,
+                                        const std::vector<QStringList> &environment)
 {
     std::vector<AccelOutcome> outcomes(hosts.size());
     std::vector<std::unique_ptr<HostCommand>> commands;
@@ -83,6 +85,8 @@ std::vector<AccelOutcome> runEverywhere(const std::vector<SshHost *> &hosts, con
         HostCommandOptions options;
         options.timeoutMs = runTimeoutMs;
         options.environment = settings.environment;
+        if (i < environment.size())
+            options.environment += environment[i];
         commands.push_back(hosts[i]->start(arguments[i], options));
         QObject::connect(commands.back().get(), &HostCommand::done, &loop,
                          [&outcomes, &pending, &loop, i](const AccelOutcome &outcome) {
@@ -94,6 +98,50 @@ std::vector<AccelOutcome> runEverywhere(const std::vector<SshHost *> &hosts, con
     if (pending > 0)
         loop.exec();
     return outcomes;
+}
+
+namespace {
+
+bool parseIpv4(const QString &text, quint32 &out)
+{
+    const QStringList parts = text.split(QLatin1Char('.'));
+    if (parts.size() != 4)
+        return false;
+    out = 0;
+    for (const QString &part : parts) {
+        bool ok = false;
+        const uint value = part.toUInt(&ok);
+        if (!ok || value > 255)
+            return false;
+        out = (out << 8) | value;
+    }
+    return true;
+}
+
+} // namespace
+
+QString interfaceOnSubnet(const QJsonObject &env, const QString &address)
+{
+    quint32 target = 0;
+    if (!parseIpv4(address, target))
+        return {};
+    for (const QJsonValue &value : env.value(QStringLiteral("network")).toArray()) {
+        const QJsonObject interface = value.toObject();
+        if (!interface.value(QStringLiteral("up")).toBool() || interface.value(QStringLiteral("loopback")).toBool())
+            continue;
+        for (const QJsonValue &entry : interface.value(QStringLiteral("addresses")).toArray()) {
+            const QJsonObject a = entry.toObject();
+            quint32 own = 0;
+            const int prefix = a.value(QStringLiteral("prefix_length")).toInt(-1);
+            if (a.value(QStringLiteral("family")).toString() != QLatin1String("ipv4") || prefix < 0 || prefix > 32 ||
+                !parseIpv4(a.value(QStringLiteral("address")).toString(), own))
+                continue;
+            const quint32 mask = prefix == 0 ? 0 : ~quint32(0) << (32 - prefix);
+            if ((own & mask) == (target & mask))
+                return interface.value(QStringLiteral("name")).toString();
+        }
+    }
+    return {};
 }
 
 } // namespace accel::cli::hosts

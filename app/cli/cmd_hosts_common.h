@@ -8,6 +8,7 @@
 #include "core/common/result.h"
 #include "launcher/sshhost.h"
 
+#include <QJsonObject>
 #include <QStringList>
 
 #include <memory>
@@ -37,8 +38,15 @@ HostGroup makeHosts(const QStringList &destinations, const RemoteSettings &setti
 
 // Runs `accel arguments[i]` on hosts[i], all at once, and returns the outcomes in the same order.
 // Needs a QCoreApplication; runs an event loop until every command reported done().
+// `environment`, when given, adds KEY=VALUE entries per host to the settings' own.
 std::vector<launcher::AccelOutcome> runEverywhere(const std::vector<launcher::SshHost *> &hosts,
                                                   const std::vector<QStringList> &arguments,
-                                                  const RemoteSettings &settings, int runTimeoutMs);
+                                                  const RemoteSettings &settings, int runTimeoutMs,
+                                                  const std::vector<QStringList> &environment = {});
+
+// The interface of an accel.env report (docs/env-json.md) that has an IPv4 address on the same
+// subnet as `address` (an IPv4 literal): the one its ranks should bind to for traffic with that
+// address. Empty when none has, or `address` is not an IPv4 literal.
+QString interfaceOnSubnet(const QJsonObject &env, const QString &address);
 
 } // namespace accel::cli::hosts

@@ -100,7 +100,50 @@ struct NodeStart {
     QString runId;
     QString runDir;
     QString message;
+    QString socketInterface; // GLOO_SOCKET_IFNAME given to the node, if chosen here
 };
+
+// Pre-flight on every node before anything starts: accel answers there in our version, and which
+// of its interfaces is on the main address's subnet (GLOO_/NCCL_SOCKET_IFNAME for its ranks, unless
+// the user names one). Returns the per-node environment, or fills the nodes' messages and fails.
+bool preflight(const hosts::HostGroup &group, const hosts::RemoteSettings &settings, const QString &mainIp,
+               std::vector<NodeStart> &nodes, std::vector<QStringList> &environment)
+{
+    const QStringList envArguments = {QStringLiteral("env"), QStringLiteral("--json"), QStringLiteral("--no_python"),
+                                      QStringLiteral("--no_gpu")};
+    const std::vector<AccelOutcome> probes = hosts::runEverywhere(
+        group.hosts, std::vector<QStringList>(group.hosts.size(), envArguments), settings, settings.timeoutMs * 4);
+    bool userChose = false;
+    for (const QString &entry : settings.environment)
+        userChose = userChose || entry.startsWith(QLatin1String("GLOO_SOCKET_IFNAME="));
+    bool ok = true;
+    environment.assign(group.hosts.size(), {});
+    for (size_t i = 0; i < probes.size(); ++i) {
+        NodeStart &node = nodes[i];
+        const QJsonObject env = QJsonDocument::fromJson(probes[i].standardOutput).object();
+        const QString version = env.value(QStringLiteral("accel_version")).toString();
+        if (!probes[i].succeeded() || env.value(QStringLiteral("schema")).toString() != QLatin1String("accel.env")) {
+            node.message = QStringLiteral("pre-flight (accel env) failed: ") + probes[i].describe();
+            ok = false;
+        } else if (version != QLatin1String(ACCEL_VERSION)) {
+            node.message =
+                QStringLiteral("accel %1 on %2, but this is accel %3: install the same version on every host")
+                    .arg(version, node.host, QString::fromLatin1(ACCEL_VERSION));
+            ok = false;
+        } else if (!userChose) {
+            node.socketInterface = hosts::interfaceOnSubnet(env, mainIp);
+            if (!node.socketInterface.isEmpty())
+                environment[i] << QStringLiteral("GLOO_SOCKET_IFNAME=") + node.socketInterface
+                               << QStringLiteral("NCCL_SOCKET_IFNAME=") + node.socketInterface;
+            else if (!mainIp.startsWith(QLatin1String("127."))) // loopback: every node is this machine
+                node.message = QStringLiteral("note: no interface of %1 is on the subnet of %2; its ranks bind to "
+                                              "the address its host name resolves to (if they cannot connect, name "
+                                              "the interface: --remote_env GLOO_SOCKET_IFNAME=...)")
+                                   .arg(node.host, mainIp);
+        }
+    }
+    return ok;
+}
 
 } // namespace
 
@@ -147,6 +190,13 @@ int runHostsLaunch(int argc, char **argv)
     QCoreApplication app(fakeArgc, fakeArgv);
     const hosts::HostGroup group = hosts::makeHosts(*names, *settings);
     const std::vector<SshHost *> &targets = group.hosts;
+    std::vector<NodeStart> nodes(targets.size());
+    for (size_t i = 0; i < nodes.size(); ++i) {
+        nodes[i].host = names->at(static_cast<int>(i));
+        nodes[i].machineRank = static_cast<int>(i);
+    }
+    std::vector<QStringList> nodeEnvironment;
+    const bool ready = preflight(group, *settings, QString::fromStdString(mainIp), nodes, nodeEnvironment);
     std::vector<QStringList> commands;
     for (int rank = 0; rank < names->size(); ++rank) {
         QStringList command = {QStringLiteral("launch"), QStringLiteral("--detach"), QStringLiteral("--json")};
@@ -157,14 +207,13 @@ int runHostsLaunch(int argc, char **argv)
             command << QString::fromStdString(word);
         commands.push_back(command);
     }
-    const std::vector<AccelOutcome> outcomes = hosts::runEverywhere(targets, commands, *settings, 120000);
+    const std::vector<AccelOutcome> outcomes =
+        ready ? hosts::runEverywhere(targets, commands, *settings, 120000, nodeEnvironment)
+              : std::vector<AccelOutcome>();
 
-    std::vector<NodeStart> nodes;
-    bool allStarted = true;
+    bool allStarted = ready;
     for (size_t i = 0; i < outcomes.size(); ++i) {
-        NodeStart node;
-        node.host = names->at(static_cast<int>(i));
-        node.machineRank = static_cast<int>(i);
+        NodeStart &node = nodes[i];
         const QJsonObject reply = QJsonDocument::fromJson(outcomes[i].standardOutput).object();
         node.started = outcomes[i].succeeded() &&
                        reply.value(QStringLiteral("schema")).toString() == QLatin1String("accel.launch-detached");
@@ -174,7 +223,6 @@ int runHostsLaunch(int argc, char **argv)
             node.message =
                 outcomes[i].describe() + QStringLiteral(": ") + QString::fromUtf8(outcomes[i].standardError).trimmed();
         allStarted = allStarted && node.started;
-        nodes.push_back(node);
     }
     if (!allStarted) { // no half-started cluster: stop the nodes that did start
         std::vector<SshHost *> started;
@@ -196,6 +244,7 @@ int runHostsLaunch(int argc, char **argv)
                                 {QStringLiteral("started"), node.started && allStarted},
                                 {QStringLiteral("run_id"), node.runId},
                                 {QStringLiteral("run_dir"), node.runDir},
+                                {QStringLiteral("socket_ifname"), node.socketInterface},
                                 {QStringLiteral("message"), node.message}});
     QString recordPath;
     if (allStarted) {
@@ -219,11 +268,15 @@ int runHostsLaunch(int argc, char **argv)
                                {QStringLiteral("nodes"), list}};
         std::fputs(schemaJson(QStringLiteral("accel.hosts-launch"), 1, body).constData(), stdout);
     } else {
-        for (const NodeStart &node : nodes)
-            std::printf("%s (machine %d): %s\n", qPrintable(node.host), node.machineRank,
-                        qPrintable(node.started && allStarted
-                                       ? QStringLiteral("run %1 in %2").arg(node.runId, node.runDir)
-                                       : node.message));
+        for (const NodeStart &node : nodes) {
+            QString line =
+                node.started && allStarted ? QStringLiteral("run %1 in %2").arg(node.runId, node.runDir) : node.message;
+            if (node.started && allStarted && !node.socketInterface.isEmpty())
+                line += QStringLiteral(", ranks on %1").arg(node.socketInterface);
+            else if (node.started && allStarted && !node.message.isEmpty())
+                line += QStringLiteral("; ") + node.message;
+            std::printf("%s (machine %d): %s\n", qPrintable(node.host), node.machineRank, qPrintable(line));
+        }
         if (allStarted)
             std::printf("record: %s\nstop every node with: accel hosts stop %s\n", qPrintable(recordPath),
                         qPrintable(recordPath));
