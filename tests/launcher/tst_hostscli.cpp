@@ -52,6 +52,7 @@ private Q_SLOTS:
     void launchStartsOneSupervisorPerHostAndStopReachesEveryNode();
     void launchStartsNothingWhenANodeFailsItsPreflight();
     void launchRefusesFlagsItSetsItself();
+    void launchStopsTheStartedNodesWhenAnotherFailsToStart();
     void launchAcrossTwoNetworkNamespaces();
 
 private:
@@ -259,6 +260,44 @@ void tst_HostsCli::launchStartsNothingWhenANodeFailsItsPreflight()
              qPrintable(launched.out));
     QVERIFY(!QFile::exists(record));
     QTRY_VERIFY_WITH_TIMEOUT(accel::test::processesWithMarker(marker).isEmpty(), 20000);
+}
+
+void tst_HostsCli::launchStopsTheStartedNodesWhenAnotherFailsToStart()
+{
+    // Machine 1's accel passes the pre-flight but refuses to launch; machine 0's run had started.
+    QTemporaryDir data;
+    const QString wrapper = data.filePath(QStringLiteral("accel"));
+    QFile script(wrapper);
+    QVERIFY(script.open(QIODevice::WriteOnly));
+    script.write(
+        QStringLiteral("#!/bin/sh\ncase \" $* \" in *\" --machine_rank 1 \"*) echo 'accel launch: disk full' >&2; "
+                       "exit 1;; esac\nexec '%1' \"$@\"\n")
+            .arg(m_accel)
+            .toUtf8());
+    script.close();
+    script.setPermissions(QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner);
+    const QString marker = QStringLiteral("hostslaunch-") + QUuid::createUuid().toString(QUuid::WithoutBraces);
+    const QString fakechild = QDir(accel::test::binDir()).filePath(QStringLiteral("fakechild"));
+    const QString record = data.filePath(QStringLiteral("cluster.json"));
+    const auto launched = hosts({"launch", "accel-test,accel-test-2", "--json", "--record", record, "--remote_accel",
+                                 wrapper, "--remote_env", "XDG_DATA_HOME=" + data.path(), "--", "--num_processes", "2",
+                                 "--no_python", fakechild, "--marker", marker, "--hang"});
+    QCOMPARE(launched.exitCode, 1);
+    const QJsonArray nodes = parse(launched).value(QStringLiteral("nodes")).toArray();
+    QCOMPARE(nodes.size(), 2);
+    const QJsonObject first = nodes.at(0).toObject();
+    QCOMPARE(first.value(QStringLiteral("started")).toBool(), false);
+    QVERIFY2(first.value(QStringLiteral("message")).toString().contains(QStringLiteral("stopped again")),
+             qPrintable(launched.out));
+    QVERIFY2(nodes.at(1).toObject().value(QStringLiteral("message")).toString().contains(QStringLiteral("disk full")),
+             qPrintable(launched.out));
+    QVERIFY(!QFile::exists(record));
+    // Machine 0's supervisor and rank are gone, and its run says it was stopped.
+    QTRY_VERIFY_WITH_TIMEOUT(accel::test::processesWithMarker(marker).isEmpty(), 20000);
+    QFile runJson(QDir(first.value(QStringLiteral("run_dir")).toString()).filePath(QStringLiteral("run.json")));
+    QVERIFY(runJson.open(QIODevice::ReadOnly));
+    QCOMPARE(QJsonDocument::fromJson(runJson.readAll()).object().value(QStringLiteral("state")).toString(),
+             QStringLiteral("stopped"));
 }
 
 void tst_HostsCli::launchRefusesFlagsItSetsItself()
