@@ -2,6 +2,7 @@
 
 #include "core/bigmodel/checkpoint.h"
 #include "core/bigmodel/offloadfolder.h"
+#include "core/common/jsondocument.h"
 #include "core/inference/layers.h"
 #include "core/inference/offloadhook.h"
 #include "core/inference/torchtensors.h"
@@ -59,24 +60,23 @@ bool isIgnoredBuffer(const std::string &key)
 
 Result<DeviceMap> parseDeviceMapJson(const std::string &text)
 {
+    auto parsed = jsonutil::parseJson(text, {});
+    if (!parsed)
+        return makeError(ErrorCode::InvalidInput, "device map: " + parsed.error().message);
+    const nlohmann::json &j = *parsed;
+    if (!j.is_object())
+        return makeError(ErrorCode::InvalidInput,
+                         "device map: expected a JSON object of module → device; got " + jsonutil::jsonExcerpt(j));
     DeviceMap map;
-    try {
-        auto j = nlohmann::json::parse(text);
-        if (!j.is_object())
-            return makeError(ErrorCode::InvalidInput,
-                             "device map: expected a JSON object of module → device; got " + text);
-        for (auto it = j.begin(); it != j.end(); ++it) {
-            if (it->is_number_integer())
-                map.emplace_back(it.key(), std::to_string(it->get<int64_t>()));
-            else if (it->is_string())
-                map.emplace_back(it.key(), it->get<std::string>());
-            else
-                return makeError(ErrorCode::InvalidInput, "device map: " + it.key() +
-                                                              ": expected \"cpu\", \"disk\" or a GPU index; got " +
-                                                              it->dump());
-        }
-    } catch (const nlohmann::json::exception &e) {
-        return makeError(ErrorCode::InvalidInput, std::string("device map: not valid JSON: ") + e.what());
+    for (auto it = j.begin(); it != j.end(); ++it) {
+        if (it->is_number_integer())
+            map.emplace_back(it.key(), std::to_string(it->get<int64_t>()));
+        else if (it->is_string())
+            map.emplace_back(it.key(), it->get<std::string>());
+        else
+            return makeError(ErrorCode::InvalidInput, "device map: " + it.key() +
+                                                          ": expected \"cpu\", \"disk\" or a GPU index; got " +
+                                                          jsonutil::jsonExcerpt(*it));
     }
     return map;
 }

@@ -63,6 +63,12 @@ Result<std::unique_ptr<InferenceModel>> InferenceModel::load(const std::string &
     auto checkpoint = bigmodel::Checkpoint::open(*checkpointPath);
     if (!checkpoint)
         return tl::unexpected(checkpoint.error());
+    // Before any module is built: a config.json declaring more layers than the weights hold.
+    if (auto agrees = bigmodel::checkLayersAgainstCheckpoint(
+            config->numLayers, config->modelType == "gpt2" ? "n_layer" : "num_hidden_layers", modelDir + "/config.json",
+            *checkpoint);
+        !agrees)
+        return tl::unexpected(agrees.error());
 
     DispatchOptions dispatch = options.dispatch;
     if (options.deviceMap == "auto") {

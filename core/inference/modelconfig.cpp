@@ -1,14 +1,29 @@
 #include "core/inference/modelconfig.h"
 
+#include "core/bigmodel/modelfamilies.h"
 #include "core/common/fileutil.h"
-
-#include <nlohmann/json.hpp>
+#include "core/common/jsondocument.h"
 
 namespace accel::inference {
 
 namespace {
 
 using nlohmann::json;
+
+// The largest value each size key may have before a model is built from it (the planner's ranges).
+int64_t maximumFor(const std::string &key)
+{
+    const bigmodel::ModelLimits &limits = bigmodel::modelLimits();
+    if (key == "n_layer" || key == "num_hidden_layers")
+        return limits.layers;
+    if (key == "vocab_size")
+        return limits.vocabulary;
+    if (key == "n_positions" || key == "max_position_embeddings")
+        return limits.positions;
+    if (key == "n_head" || key == "num_attention_heads" || key == "num_key_value_heads")
+        return limits.heads;
+    return limits.width;
+}
 
 Result<int64_t> intKey(const json &j, const std::string &key, const std::string &path,
                        std::optional<int64_t> fallback = {})
@@ -19,8 +34,13 @@ Result<int64_t> intKey(const json &j, const std::string &key, const std::string 
             return *fallback;
         return makeError(ErrorCode::InvalidInput, key + ": missing (a positive integer is required)", path);
     }
-    if (!it->is_number_integer() || it->get<int64_t>() <= 0)
-        return makeError(ErrorCode::InvalidInput, key + ": expected a positive integer; got " + it->dump(), path);
+    const int64_t maximum = maximumFor(key);
+    if (!it->is_number_integer() || it->get<int64_t>() <= 0 || it->get<int64_t>() > maximum ||
+        (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(maximum)))
+        return makeError(ErrorCode::InvalidInput,
+                         key + ": expected a positive integer up to " + std::to_string(maximum) + "; got " +
+                             jsonutil::jsonExcerpt(*it),
+                         path);
     return it->get<int64_t>();
 }
 
@@ -115,7 +135,7 @@ Result<ModelConfig> parseLlama(const json &j, ModelConfig c, const std::string &
     c.attentionBias = c.modelType == "qwen2" ? true : boolKey(j, "attention_bias", false);
     c.mlpBias = boolKey(j, "mlp_bias", false);
     if (auto it = j.find("rope_scaling"); it != j.end() && !it->is_null())
-        c.warnings.push_back("rope_scaling " + it->dump() + " is not implemented; plain RoPE is used");
+        c.warnings.push_back("rope_scaling " + jsonutil::jsonExcerpt(*it) + " is not implemented; plain RoPE is used");
     if (auto it = j.find("sliding_window");
         it != j.end() && it->is_number_integer() && boolKey(j, "use_sliding_window", c.modelType == "mistral"))
         c.warnings.push_back("sliding_window is not implemented; attention spans the whole context");
@@ -131,12 +151,12 @@ std::vector<std::string> supportedModelTypes()
 
 Result<ModelConfig> parseModelConfig(const std::string &jsonText, const std::string &path)
 {
-    json j;
-    try {
-        j = json::parse(jsonText);
-    } catch (const json::exception &e) {
-        return makeError(ErrorCode::InvalidInput, std::string("not valid JSON: ") + e.what(), path);
-    }
+    jsonutil::JsonLimits limits;
+    limits.maxBytes = bigmodel::kMaxModelConfigBytes;
+    auto document = jsonutil::parseJson(jsonText, path, limits);
+    if (!document)
+        return tl::unexpected(document.error());
+    const json &j = *document;
     if (!j.is_object())
         return makeError(ErrorCode::InvalidInput, "expected a JSON object", path);
     ModelConfig c;
@@ -182,7 +202,7 @@ Result<ModelConfig> parseModelConfig(const std::string &jsonText, const std::str
 Result<ModelConfig> loadModelConfig(const std::string &modelDir)
 {
     const std::string path = modelDir + "/config.json";
-    auto text = fileutil::readFile(path);
+    auto text = fileutil::readFile(path, bigmodel::kMaxModelConfigBytes);
     if (!text)
         return tl::unexpected(text.error());
     return parseModelConfig(*text, path);

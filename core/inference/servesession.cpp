@@ -1,5 +1,6 @@
 #include "core/inference/servesession.h"
 
+#include "core/common/jsondocument.h"
 #include "core/inference/causallm.h"
 #include "core/inference/inferencemodel.h"
 #include "core/inference/textcodec.h"
@@ -21,6 +22,20 @@ namespace {
 
 using nlohmann::json;
 
+// A prompt of several megabytes is plausible; a request line beyond this is not.
+constexpr size_t kMaxRequestBytes = 64u << 20;
+
+// The request's "op" ("" when missing; a value that is not a string as its JSON text).
+std::string opOf(const json &message)
+{
+    if (!message.is_object())
+        return {};
+    const auto op = message.find("op");
+    if (op == message.end())
+        return {};
+    return op->is_string() ? op->get<std::string>() : jsonutil::jsonExcerpt(*op);
+}
+
 class Session {
 public:
     Session(std::istream &in, std::ostream &out) : m_in(in), m_out(out) {}
@@ -31,6 +46,7 @@ private:
     void error(const json &id, const Error &e);
     void readLoop();
     void handle(const json &message);
+    void dispatch(const std::string &op, const json &message, const json &id);
     void load(const json &message, const json &id);
     void generateRequest(const json &message, const json &id);
 
@@ -58,21 +74,47 @@ void Session::error(const json &id, const Error &e)
     emit({{"event", "error"}, {"id", id}, {"code", errorCodeName(e.code)}, {"message", e.toString()}});
 }
 
+// Reads one line of at most kMaxRequestBytes (without its newline) into `line`; a longer one is
+// skipped to its end and `tooLong` set. False at the end of the input.
+bool readRequestLine(std::istream &in, std::string &line, bool &tooLong)
+{
+    line.clear();
+    tooLong = false;
+    std::streambuf *buffer = in.rdbuf();
+    for (;;) {
+        const int c = buffer->sbumpc();
+        if (c == std::char_traits<char>::eof())
+            return !line.empty() || tooLong;
+        if (c == '\n')
+            return true;
+        if (line.size() < kMaxRequestBytes)
+            line.push_back(static_cast<char>(c));
+        else
+            tooLong = true;
+    }
+}
+
 void Session::readLoop()
 {
     std::string line;
-    while (std::getline(m_in, line)) {
-        if (line.find_first_not_of(" \t\r") == std::string::npos)
-            continue;
-        json message;
-        try {
-            message = json::parse(line);
-        } catch (const json::exception &e) {
-            error(nullptr, Error{ErrorCode::InvalidInput, std::string("not a JSON line: ") + e.what(), {}});
+    bool tooLong = false;
+    while (readRequestLine(m_in, line, tooLong)) {
+        if (tooLong) {
+            error(nullptr, Error{ErrorCode::InvalidInput,
+                                 "request longer than " + std::to_string(kMaxRequestBytes) + " bytes; ignored",
+                                 {}});
             continue;
         }
+        if (line.find_first_not_of(" \t\r") == std::string::npos)
+            continue;
+        auto parsed = jsonutil::parseJson(line, {});
+        if (!parsed) {
+            error(nullptr, Error{ErrorCode::InvalidInput, "not a JSON line: " + parsed.error().message, {}});
+            continue;
+        }
+        json message = std::move(*parsed);
         // Cancel acts at once, even while a generation is running.
-        if (message.is_object() && message.value("op", "") == "cancel") {
+        if (opOf(message) == "cancel") {
             m_cancel = true;
             continue;
         }
@@ -89,7 +131,7 @@ int Session::run()
 {
     emit({{"event", "ready"}, {"schema", "accel.worker-protocol"}, {"version", 1}});
     std::thread reader(&Session::readLoop, this);
-    reader.detach(); // blocked in getline until the pipe closes; nothing of it outlives the data it uses
+    reader.detach(); // blocked reading until the pipe closes; nothing of it outlives the data it uses
     while (true) {
         json message;
         {
@@ -100,7 +142,7 @@ int Session::run()
             message = std::move(m_queue.front());
             m_queue.pop_front();
         }
-        if (message.is_object() && message.value("op", "") == "shutdown") {
+        if (opOf(message) == "shutdown") {
             emit({{"event", "bye"}});
             return 0;
         }
@@ -111,7 +153,17 @@ int Session::run()
 void Session::handle(const json &message)
 {
     const json id = message.is_object() && message.contains("id") ? message["id"] : json(nullptr);
-    const std::string op = message.is_object() ? message.value("op", "") : "";
+    const std::string op = opOf(message);
+    try {
+        dispatch(op, message, id);
+    } catch (const std::exception &e) {
+        // A field of the wrong type read by json::value(): the request is refused, the worker lives.
+        error(id, Error{ErrorCode::InvalidInput, op + ": " + e.what(), {}});
+    }
+}
+
+void Session::dispatch(const std::string &op, const json &message, const json &id)
+{
     if (op == "load") {
         load(message, id);
     } else if (op == "generate") {

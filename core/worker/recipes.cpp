@@ -3,6 +3,7 @@
 #include "core/worker/jobrunner.h"
 #include "core/worker/trainingloop.h"
 
+#include "core/common/checkpointnames.h"
 #include "core/runtime/plugin.h"
 #include "core/runtime/tensorio.h"
 #include "core/runtime/training.h"
@@ -28,22 +29,6 @@ namespace F = torch::nn::functional;
 using runtime::Accelerator;
 
 namespace {
-
-int latestCheckpoint(const fs::path &folder)
-{
-    int latest = -1;
-    std::error_code ec;
-    static const std::regex pattern("checkpoint_(\\d+)");
-    if (!fs::is_directory(folder, ec))
-        return latest;
-    for (const auto &entry : fs::directory_iterator(folder, ec)) {
-        std::smatch match;
-        const std::string name = entry.path().filename().string();
-        if (std::regex_match(name, match, pattern))
-            latest = std::max(latest, std::stoi(match[1]));
-    }
-    return latest;
-}
 
 Result<std::map<std::string, torch::Tensor>> loadData(const JobSpec &job, const std::string &key)
 {
@@ -93,12 +78,17 @@ runtime::AcceleratorOptions acceleratorOptions(const JobSpec &job)
     options.project.projectDir = job.outputDir;
     options.project.automaticCheckpointNaming = true;
     options.project.totalLimit = t.checkpointTotalLimit;
-    options.project.iteration = latestCheckpoint(fs::path(job.outputDir) / "checkpoints") + 1;
+    // runJob refuses an out-of-range checkpoint_<n> before this is reached.
+    options.project.iteration =
+        checkpointnames::latestCheckpointNumber((fs::path(job.outputDir) / "checkpoints").string()).value_or(-1) + 1;
     return options;
 }
 
 Result<void> runJob(const JobSpec &job)
 {
+    if (auto latest = checkpointnames::latestCheckpointNumber((fs::path(job.outputDir) / "checkpoints").string());
+        !latest)
+        return tl::unexpected(latest.error());
     auto created = Accelerator::create(acceleratorOptions(job));
     if (!created)
         return tl::unexpected(created.error());

@@ -1,5 +1,6 @@
 #include "core/worker/trainingloop.h"
 
+#include "core/common/checkpointnames.h"
 #include "core/runtime/accelerator.h"
 #include "core/runtime/training.h"
 
@@ -8,7 +9,6 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <regex>
 #include <sstream>
 
 namespace accel::worker {
@@ -18,22 +18,6 @@ using runtime::Accelerator;
 using runtime::ReduceOp;
 
 namespace {
-
-int latestCheckpointNumber(const fs::path &folder)
-{
-    int latest = -1;
-    std::error_code ec;
-    if (!fs::is_directory(folder, ec))
-        return latest;
-    static const std::regex pattern("checkpoint_(\\d+)");
-    for (const auto &entry : fs::directory_iterator(folder, ec)) {
-        std::smatch match;
-        const std::string name = entry.path().filename().string();
-        if (entry.is_directory() && std::regex_match(name, match, pattern))
-            latest = std::max(latest, std::stoi(match[1]));
-    }
-    return latest;
-}
 
 std::string fixed(double value, int digits)
 {

@@ -1,0 +1,148 @@
+// Hostile input to accel-worker as a real child process: serve requests nested 100,000 deep, with
+// fields of the wrong type or longer than the request limit are answered with error events and
+// the worker keeps serving; --device-map nested deep, config.json layer counts beyond the limits or
+// the checkpoint, and checkpoint_<n> folders beyond int range exit 2 with a message naming what was
+// wrong.
+#include "tests/inference/tinymodels.h"
+
+#include "tests/helpers/testsupport.h"
+
+#include <QDir>
+#include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QtTest>
+
+using namespace accel;
+
+class tst_WorkerInput : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void serveSurvivesHostileRequests();
+    void deeplyNestedDeviceMapExitsTwo();
+    void configLayerCountsAreBounded();
+    void checkpointFolderNumbersDoNotAbortTheWorker();
+
+private:
+    QString worker() const { return test::binDir() + "/accel-worker"; }
+    QTemporaryDir m_dir;
+    test::TinyModel m_gpt2;
+};
+
+void tst_WorkerInput::initTestCase()
+{
+    m_gpt2 = test::writeTinyModel(m_dir.filePath("gpt2").toStdString(), "gpt2", 41);
+    QVERIFY2(QFile::exists(worker()), qPrintable(worker()));
+}
+
+void tst_WorkerInput::serveSurvivesHostileRequests()
+{
+    const QByteArray deep = QByteArray(100000, '[') + QByteArray(100000, ']');
+    QByteArray input;
+    input += R"({"op":"unload","id":)" + deep + "}\n"; // overflowed the stack in dump()
+    input += R"({"op":5,"id":"a"})"
+             "\n"; // json::value threw: abort
+    input += R"({"op":"load","id":"b","model":["x"]})"
+             "\n";                                   // same
+    input += QByteArray((64 << 20) + 1, ' ') + "\n"; // over the request limit
+    input += R"({"op":"load","id":"c","model":")" + QByteArray::fromStdString(m_gpt2.dir) +
+             R"(","device_map":{"transformer.h.0":[1]}})"
+             "\n";
+    input += R"({"op":"unload","id":"d"})"
+             "\n";
+    input += R"({"op":"shutdown"})"
+             "\n";
+    const auto r = test::runProgram(worker(), {"serve"}, 120000, input);
+    QVERIFY2(r.exitCode == 0 && !r.crashed, qPrintable(r.err));
+    QList<QJsonObject> events;
+    for (const QString &line : r.out.split('\n', Qt::SkipEmptyParts))
+        events.append(QJsonDocument::fromJson(line.toUtf8()).object());
+    // Unparsable lines are answered by the reader thread, the others in order by the main thread:
+    // look errors up by id or message, not by position.
+    QCOMPARE(events.size(), 8);
+    QCOMPARE(events.first()["event"].toString(), QString("ready"));
+    QCOMPARE(events.last()["event"].toString(), QString("bye"));
+    QMap<QString, QString> errors; // id (or message for id-less ones) -> message
+    int unloaded = 0;
+    for (const auto &e : events) {
+        if (e["event"].toString() == "error")
+            errors.insert(e["id"].isString() ? e["id"].toString() : e["message"].toString(), e["message"].toString());
+        unloaded += e["event"].toString() == "unloaded" && e["id"].toString() == "d";
+    }
+    QCOMPARE(unloaded, 1);
+    QCOMPARE(errors.size(), 5);
+    QVERIFY(errors.contains("not a JSON line: JSON nested deeper than 64 levels"));
+    QVERIFY(errors.contains("request longer than 67108864 bytes; ignored"));
+    QCOMPARE(errors.value("a"), QString("op: expected load, generate, cancel, unload or shutdown; got '5'"));
+    QVERIFY2(errors.value("b").startsWith("load: "), qPrintable(errors.value("b")));
+    QCOMPARE(errors.value("c"),
+             QString("device map: transformer.h.0: expected \"cpu\", \"disk\" or a GPU index; got [1]"));
+}
+
+void tst_WorkerInput::deeplyNestedDeviceMapExitsTwo()
+{
+    // 50,000 levels: one argument may not exceed 128 KiB.
+    const QString deep = QString(R"({"transformer.h.0":)") + QString(50000, '[') + QString(50000, ']') + "}";
+    const auto r = test::runProgram(
+        worker(), {"generate", QString::fromStdString(m_gpt2.dir), "--input-ids", "1", "--device-map", deep});
+    QVERIFY2(!r.crashed, qPrintable(r.err));
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.err.contains("device map: JSON nested deeper than 64 levels"), qPrintable(r.err));
+}
+
+void tst_WorkerInput::configLayerCountsAreBounded()
+{
+    const QString config = QString::fromStdString(m_gpt2.dir) + "/config.json";
+    QFile file(config);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const QByteArray original = file.readAll();
+    file.close();
+    auto withLayers = [&](qint64 layers) {
+        QJsonObject object = QJsonDocument::fromJson(original).object();
+        object["n_layer"] = layers;
+        QFile out(config);
+        return out.open(QIODevice::WriteOnly) && out.write(QJsonDocument(object).toJson()) > 0;
+    };
+    // 2^31 layers aborted the worker (~7 KB allocated per declared layer before the checkpoint was read).
+    QVERIFY(withLayers(2147483648LL));
+    auto huge = test::runProgram(worker(), {"generate", QString::fromStdString(m_gpt2.dir), "--input-ids", "1"});
+    QVERIFY2(!huge.crashed, qPrintable(huge.err));
+    QCOMPARE(huge.exitCode, 2);
+    QVERIFY2(huge.err.contains("n_layer: expected a positive integer up to 4096; got 2147483648"),
+             qPrintable(huge.err));
+    // Within the limits but more layers than the checkpoint holds: refused before the model is built.
+    QVERIFY(withLayers(1000));
+    auto more = test::runProgram(worker(), {"generate", QString::fromStdString(m_gpt2.dir), "--input-ids", "1"});
+    QCOMPARE(more.exitCode, 2);
+    QVERIFY2(more.err.contains("n_layer: 1000 layers declared but the checkpoint"), qPrintable(more.err));
+    QVERIFY2(more.err.contains(QString("holds %1").arg(m_gpt2.layers)), qPrintable(more.err));
+    QVERIFY(withLayers(m_gpt2.layers));
+    auto fine = test::runProgram(
+        worker(), {"generate", QString::fromStdString(m_gpt2.dir), "--input-ids", "1", "--max-new-tokens", "1"});
+    QVERIFY2(fine.exitCode == 0, qPrintable(fine.err));
+}
+
+void tst_WorkerInput::checkpointFolderNumbersDoNotAbortTheWorker()
+{
+    // checkpoint_99999999999 made std::stoi throw (abort); checkpoint_2147483647 made the next save
+    // checkpoint_-2147483648. Both are refused before the job starts.
+    for (const char *name : {"checkpoint_99999999999", "checkpoint_2147483647"}) {
+        QTemporaryDir dir;
+        QVERIFY(QDir(dir.path()).mkpath(QStringLiteral("out/checkpoints/") + QLatin1String(name)));
+        QFile job(dir.filePath("job.yaml"));
+        QVERIFY(job.open(QIODevice::WriteOnly));
+        job.write("recipe: selftest\noutput_dir: out\ntraining:\n  timeout_s: 60\n");
+        job.close();
+        const auto r = test::runProgram(worker(), {dir.filePath("job.yaml")});
+        QVERIFY2(!r.crashed, qPrintable(r.err));
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains(QLatin1String(name) + QStringLiteral(": checkpoint number beyond 2147483646")),
+                 qPrintable(r.err));
+    }
+}
+
+QTEST_GUILESS_MAIN(tst_WorkerInput)
+#include "tst_workerinput.moc"
