@@ -3,6 +3,7 @@
 #include "core/runtime/accelerator_p.h"
 
 #include "core/common/log.h"
+#include "core/runtime/strategy/strategyfactory.h"
 
 #include <ATen/Parallel.h>
 #include <ATen/autocast_mode.h>
@@ -104,6 +105,23 @@ int listenOnLoopback(const std::string &address, uint16_t port)
 }
 
 // Joins the store, announces this rank and waits until every rank has announced itself.
+// A gloo group of `size` ranks meeting in `store`, on the interface the environment chose (also
+// hybrid sharding's machine and replica groups).
+c10::intrusive_ptr<c10d::Backend> glooGroup(const Accelerator::Private &d, const c10::intrusive_ptr<c10d::Store> &store,
+                                            int rank, int size)
+{
+    const DistributedEnv &env = d.env;
+    auto glooOptions = c10d::ProcessGroupGloo::Options::create(toMs(d.options.collectiveTimeoutS));
+    if (!env.glooInterface.empty())
+        glooOptions->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(env.glooInterface));
+    else if (isLoopback(env.masterAddr) && env.localWorldSize == env.worldSize)
+        glooOptions->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    else
+        glooOptions->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+    glooOptions->threads = 2;
+    return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, glooOptions);
+}
+
 Result<void> rendezvous(Accelerator::Private &d)
 {
     const DistributedEnv &env = d.env;
@@ -192,16 +210,7 @@ Result<void> rendezvous(Accelerator::Private &d)
             return {};
         }
 #endif
-        auto glooOptions = c10d::ProcessGroupGloo::Options::create(toMs(d.options.collectiveTimeoutS));
-        if (!env.glooInterface.empty())
-            glooOptions->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(env.glooInterface));
-        else if (isLoopback(env.masterAddr) && env.localWorldSize == env.worldSize)
-            glooOptions->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-        else
-            glooOptions->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
-        glooOptions->threads = 2;
-        auto glooStore = c10::make_intrusive<c10d::PrefixStore>("gloo", store);
-        d.group = c10::make_intrusive<c10d::ProcessGroupGloo>(glooStore, env.rank, env.worldSize, glooOptions);
+        d.group = glooGroup(d, c10::make_intrusive<c10d::PrefixStore>("gloo", store), env.rank, env.worldSize);
     } catch (const std::exception &e) {
         std::string first = e.what();
         return makeError(ErrorCode::Failed,
@@ -255,24 +264,6 @@ void runWork(F &&start)
 
 } // namespace
 
-// FP8: which Linear layers were converted and which stay in high precision (and why).
-static void reportFp8Conversion(const Fp8Training &fp8, const Fp8Training::Conversion &conversion, int rank)
-{
-    if (rank != 0)
-        return;
-    int64_t weights = 0;
-    for (const auto &weight : fp8.convertedWeights())
-        weights += weight.numel();
-    std::string text = fp8.recipe().config().describe() + ": converted " + std::to_string(conversion.converted.size()) +
-                       " of " + std::to_string(conversion.converted.size() + conversion.kept.size()) +
-                       " Linear layers (" + std::to_string(weights) + " weights)";
-    for (size_t i = 0; i < conversion.converted.size(); ++i)
-        text += (i ? ", " : ": ") + conversion.converted[i];
-    for (size_t i = 0; i < conversion.kept.size(); ++i)
-        text += (i ? "; " : "; kept: ") + conversion.kept[i].first + " (" + conversion.kept[i].second + ")";
-    std::cout << text << std::endl;
-}
-
 // ---- AutocastGuard ---------------------------------------------------------------------------
 
 AutocastGuard::AutocastGuard(bool enable, bool cuda, bool fp16) : m_enabled(enable), m_cuda(cuda)
@@ -289,7 +280,7 @@ AutocastGuard::AutocastGuard(bool enable, bool cuda, bool fp16) : m_enabled(enab
 
 AutocastGuard::AutocastGuard(AutocastGuard &&other) noexcept
     : m_enabled(other.m_enabled), m_cuda(other.m_cuda), m_previous(other.m_previous),
-      m_previousDtype(other.m_previousDtype), m_scope(std::move(other.m_scope))
+      m_previousDtype(other.m_previousDtype)
 {
     other.m_enabled = false;
 }
@@ -365,7 +356,7 @@ Accelerator::~Accelerator()
         }
     } catch (const std::exception &) {
     }
-    d->gradientSync.reset();
+    d->strategy.reset();
     d->group.reset();
 }
 
@@ -405,29 +396,40 @@ Result<std::unique_ptr<Accelerator>> Accelerator::create(const AcceleratorOption
                                  "); use bf16 on CPU");
         d->scaler = std::make_unique<GradScaler>(d->device);
     }
-    if (d->precision == MixedPrecision::Fp8) {
-        // The recipe ACCELERATE_FP8_* asks for, or the reason it cannot run: never bf16 instead.
-        if (!env.fp8)
-            return tl::unexpected(env.fp8.error());
-        Private *p = d.get();
-        auto fp8 = Fp8Training::create(*env.fp8, [p](std::vector<float> &amax) {
-            if (!p->group || amax.empty())
-                return;
-            std::vector<torch::Tensor> tensors{torch::tensor(amax, torch::kFloat)};
-            c10d::AllreduceOptions max;
-            max.reduceOp = c10d::ReduceOp::MAX;
-            runWork([&] { return p->group->allreduce(tensors, max); });
-            std::copy_n(tensors[0].data_ptr<float>(), amax.size(), amax.begin());
-        });
-        if (!fp8)
-            return tl::unexpected(fp8.error());
-        d->fp8 = std::move(*fp8);
-    }
+    // FSDP / DeepSpeed: what is sharded, or an error naming the setting the runtime lacks.
+    auto plan = shardingPlanFromEnvironment();
+    if (!plan)
+        return tl::unexpected(plan.error());
+    if (auto topology = plan->checkTopology(env.worldSize, env.localWorldSize); !topology)
+        return tl::unexpected(topology.error());
+    if (plan->sharded() && !d->device.is_cpu())
+        return makeError(ErrorCode::Unsupported, plan->describe() + ": sharding on " + d->device.str() +
+                                                     " is not implemented yet; set ACCELERATE_USE_CPU=true to "
+                                                     "shard on the CPU");
+    if (plan->gradientAccumulationSteps > 0 && env.gradientAccumulationSteps == 0)
+        d->accumulationSteps = plan->gradientAccumulationSteps;
+    d->plan = *plan;
     if (env.numThreads > 0)
         at::set_num_threads(env.numThreads);
     if (env.distributed && env.worldSize > 1) {
         if (auto joined = rendezvous(*d); !joined)
             return tl::unexpected(joined.error());
+    }
+    StrategySetup setup{
+        d->plan, env, d->group, d->store, {}, int64_t(options.bucketCapMb * 1024 * 1024), options.collectiveTimeoutS};
+    Private *raw = d.get();
+    setup.makeGroup = [raw](const std::string &prefix, int rank, int size) {
+        return glooGroup(*raw, c10::make_intrusive<c10d::PrefixStore>(prefix, raw->store), rank, size);
+    };
+    try {
+        d->strategy = makeStrategy(setup);
+    } catch (const std::exception &e) {
+        std::string first = e.what();
+        return makeError(ErrorCode::Failed, d->plan.strategy + ": " + first.substr(0, first.find('\n')));
+    }
+    if (env.rank == 0) {
+        for (const std::string &note : d->plan.notes)
+            std::cerr << "note: " << note << std::endl;
     }
     return std::unique_ptr<Accelerator>(new Accelerator(std::move(d)));
 }
@@ -499,9 +501,41 @@ int64_t Accelerator::stepCounter() const
 
 std::string Accelerator::gradientTransport() const
 {
-    if (!d->gradientSync)
-        return "none";
-    return d->gradientSync->usesSharedMemory() ? "shared-memory" : "process-group";
+    return d->strategy->gradientTransport();
+}
+
+std::string Accelerator::strategyName() const
+{
+    return d->strategy->name();
+}
+
+std::shared_ptr<ShardedModule> Accelerator::wrap(const std::shared_ptr<torch::nn::Module> &module)
+{
+    return d->strategy->wrap(module);
+}
+
+void Accelerator::unshardModel()
+{
+    d->strategy->unshardModel();
+}
+
+TrainingMemory Accelerator::trainingMemory() const
+{
+    TrainingMemory memory;
+    if (!d->model)
+        return memory;
+    if (d->optimizers.empty())
+        return measureTrainingMemory(*d->model, nullptr);
+    for (size_t i = 0; i < d->optimizers.size(); ++i) {
+        // Storages shared between optimizers and the model count once: measure all at once.
+        const TrainingMemory part = measureTrainingMemory(*d->model, &d->optimizers[i]->optimizer());
+        memory.optimizerState += part.optimizerState;
+        if (i == 0) {
+            memory.parameters = part.parameters;
+            memory.gradients = part.gradients;
+        }
+    }
+    return memory;
 }
 
 void Accelerator::prepareModel(const std::shared_ptr<torch::nn::Module> &model)
@@ -509,47 +543,20 @@ void Accelerator::prepareModel(const std::shared_ptr<torch::nn::Module> &model)
     d->model = model;
     if (!d->device.is_cpu())
         model->to(d->device);
-    if (d->fp8)
-        reportFp8Conversion(*d->fp8, d->fp8->convert(model), d->env.rank);
-    if (!d->group)
-        return;
-    torch::NoGradGuard noGrad;
-    for (auto &tensor : model->parameters())
-        broadcast(tensor, 0);
-    for (auto &tensor : model->buffers())
-        broadcast(tensor, 0);
-    std::vector<torch::Tensor> trainable;
-    for (auto &parameter : model->parameters()) {
-        if (parameter.requires_grad())
-            trainable.push_back(parameter);
+    if (d->group) {
+        torch::NoGradGuard noGrad;
+        for (auto &tensor : model->parameters())
+            broadcast(tensor, 0);
+        for (auto &tensor : model->buffers())
+            broadcast(tensor, 0);
     }
-    if (trainable.empty())
-        return;
-    d->gradientSync =
-        std::make_unique<GradientSync>(d->group, trainable, int64_t(d->options.bucketCapMb * 1024 * 1024));
-    // CPU ranks that share this host sum gradients through shared memory (shmallreduce.h).
-    if (trainable.front().device().is_cpu() && d->gradientSync->singleDtype()) {
-        std::string why;
-        auto shm = ShmAllReduce::create(*d->store, d->env.rank, d->env.worldSize, d->gradientSync->bucketElements(),
-                                        trainable.front().scalar_type(), d->options.collectiveTimeoutS, &why);
-        if (shm)
-            d->gradientSync->useSharedMemory(std::move(shm));
-        else
-            accel::log::debug("runtime", "gradients through the process group: " + why);
-    }
+    d->strategy->prepareModel(model);
 }
 
 std::shared_ptr<AcceleratedOptimizer> Accelerator::prepareOptimizer(torch::optim::Optimizer &optimizer)
 {
-    torch::optim::Optimizer *target = &optimizer;
-    if (d->fp8 && d->fp8->recipe().config().backend == Fp8Backend::MsAmp) {
-        // MS-AMP replaces the optimizer (Adam/AdamW only) by its low-bit one, as msamp.initialize does.
-        if (d->fp8Optimizer)
-            throw std::invalid_argument("fp8 MS-AMP: prepare exactly one optimizer");
-        d->fp8Optimizer = std::make_unique<MsAmpAdamW>(optimizer, d->fp8->recipe().config().optLevel);
-        target = d->fp8Optimizer.get();
-    }
-    auto prepared = std::make_shared<AcceleratedOptimizer>(*this, *target);
+    d->strategy->prepareOptimizer(optimizer); // ZeRO: the optimizer now steps this rank's shards
+    auto prepared = std::make_shared<AcceleratedOptimizer>(*this, optimizer);
     d->optimizers.push_back(prepared);
     return prepared;
 }
@@ -583,8 +590,7 @@ void Accelerator::accumulate()
     } else {
         d->syncGradients = d->step % d->accumulationSteps == 0;
     }
-    if (d->gradientSync)
-        d->gradientSync->setEnabled(d->syncGradients);
+    d->strategy->setSyncEnabled(d->syncGradients);
 }
 
 void Accelerator::backward(const at::Tensor &lossIn)
@@ -594,31 +600,24 @@ void Accelerator::backward(const at::Tensor &lossIn)
         (loss / double(d->accumulationSteps)).backward();
     else
         loss.backward();
-    if (d->gradientSync && d->syncGradients)
-        d->gradientSync->finish();
-    if (d->fp8)
-        d->fp8->afterBackward();
+    d->strategy->afterBackward(d->syncGradients);
 }
 
 double Accelerator::clipGradNorm(double maxNorm, double normType)
 {
     if (!d->model)
         throw std::logic_error("clipGradNorm: prepare a model first");
-    if (d->gradientSync)
-        d->gradientSync->finish();
+    d->strategy->finishGradients();
     if (d->scaler) // clip the true gradients, as Accelerate's clip_grad_norm_ unscales first
         d->scaler->unscale(d->model->parameters());
-    return torch::nn::utils::clip_grad_norm_(d->model->parameters(), maxNorm, normType);
+    return d->strategy->clipGradNorm(maxNorm, normType);
 }
 
 AutocastGuard Accelerator::autocast() const
 {
-    AutocastGuard guard(d->precision == MixedPrecision::Bf16 || d->precision == MixedPrecision::Fp8 ||
-                            d->precision == MixedPrecision::Fp16,
-                        d->device.is_cuda(), d->precision == MixedPrecision::Fp16);
-    if (d->fp8)
-        guard.holdScope(std::make_shared<Fp8Training::Scope>(d->fp8->scope()));
-    return guard;
+    return AutocastGuard(d->precision == MixedPrecision::Bf16 || d->precision == MixedPrecision::Fp8 ||
+                             d->precision == MixedPrecision::Fp16,
+                         d->device.is_cuda(), d->precision == MixedPrecision::Fp16);
 }
 
 at::Tensor Accelerator::gather(const at::Tensor &tensorIn)
@@ -728,8 +727,10 @@ void AcceleratedOptimizer::step()
 {
     if (!m_accelerator.syncGradients())
         return;
-    if (auto &sync = m_accelerator.impl().gradientSync)
-        sync->finish();
+    auto &impl = m_accelerator.impl();
+    impl.strategy->finishGradients();
+    if (impl.plan.gradientClipping > 0) // DeepSpeed's gradient_clipping: its engine clips in step()
+        m_accelerator.clipGradNorm(impl.plan.gradientClipping);
     if (auto &scaler = m_accelerator.impl().scaler) {
         std::vector<torch::Tensor> parameters;
         for (auto &group : m_optimizer.param_groups())
@@ -741,15 +742,15 @@ void AcceleratedOptimizer::step()
     } else {
         m_optimizer.step();
     }
-    if (auto &fp8 = m_accelerator.impl().fp8)
-        fp8->afterOptimizerStep();
     ++m_steps;
+    impl.strategy->afterOptimizerStep(); // ZeRO: every rank takes the updated shards
 }
 
 void AcceleratedOptimizer::zeroGrad()
 {
     if (!m_accelerator.syncGradients())
         return;
+    m_accelerator.impl().strategy->zeroGrad();
     // set_to_none (Accelerate's default): libtorch 1.13's zero_grad() would first write zeros.
     for (auto &group : m_optimizer.param_groups()) {
         for (auto &parameter : group.params())

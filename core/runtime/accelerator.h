@@ -13,6 +13,8 @@
 #include "core/runtime/distributedenv.h"
 #include "core/runtime/metricswriter.h"
 #include "core/runtime/shardeddataloader.h"
+#include "core/runtime/strategy/shardedmodule.h"
+#include "core/runtime/strategy/trainingmemory.h"
 
 #include <cstdint>
 #include <functional>
@@ -64,15 +66,12 @@ public:
     AutocastGuard &operator=(const AutocastGuard &) = delete;
     AutocastGuard(AutocastGuard &&other) noexcept;
     AutocastGuard &operator=(AutocastGuard &&) = delete;
-    // Keeps a scope alive as long as the guard (FP8: precision/fp8training.h).
-    void holdScope(std::shared_ptr<void> scope) { m_scope = std::move(scope); }
 
 private:
     bool m_enabled = false;
     bool m_cuda = false;
     bool m_previous = false;
     int m_previousDtype = 0;
-    std::shared_ptr<void> m_scope;
 };
 
 class Accelerator {
@@ -105,8 +104,19 @@ public:
     int gradientAccumulationSteps() const;
     const AcceleratorOptions &options() const;
 
-    // prepare(): broadcast the module's parameters and buffers from rank 0 and attach gradient
-    // synchronisation; wrap optimizer and scheduler; shard a data set of `datasetSize` samples.
+    // Sharded data parallel (docs/sharding.md): before prepareModel(), offer a module (a
+    // transformer block, then the model itself) as a unit and run its forward through the holder.
+    std::shared_ptr<ShardedModule> wrap(const std::shared_ptr<torch::nn::Module> &module);
+    // The strategy the launcher's config chose: "DDP", "FULL_SHARD", "ZeRO-3", ...
+    std::string strategyName() const;
+    // The end of sharded training (every rank): parameters whole again, so one rank may save them.
+    void unshardModel();
+    // This rank's bytes of parameters, gradients and optimizer state (of the prepared optimizers).
+    TrainingMemory trainingMemory() const;
+
+    // prepare(): broadcast the module's parameters and buffers from rank 0 and attach the
+    // strategy (gradient all-reduce, or sharding); wrap optimizer and scheduler (under ZeRO the
+    // optimizer then steps this rank's shards); shard a data set of `datasetSize` samples.
     void prepareModel(const std::shared_ptr<torch::nn::Module> &model);
     std::shared_ptr<AcceleratedOptimizer> prepareOptimizer(torch::optim::Optimizer &optimizer);
     std::shared_ptr<AcceleratedScheduler> prepareScheduler(std::function<double(int64_t)> lrLambda);

@@ -5,9 +5,9 @@
 #include "core/runtime/accelerator.h"
 #include "core/runtime/gradscaler.h"
 #include "core/runtime/metricswriter.h"
-#include "core/runtime/precision/fp8training.h"
-#include "core/runtime/precision/msampadamw.h"
 #include "core/runtime/shmallreduce.h"
+#include "core/runtime/strategy/distributedstrategy.h"
+#include "core/runtime/strategy/shardingplan.h"
 #include "core/runtime/training.h"
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -79,9 +79,8 @@ struct Accelerator::Private {
     c10::intrusive_ptr<c10d::Backend> group; // null with one process
 
     std::shared_ptr<torch::nn::Module> model;
-    std::unique_ptr<GradientSync> gradientSync;
-    std::unique_ptr<Fp8Training> fp8;                      // mixed precision fp8 (docs/fp8.md)
-    std::unique_ptr<torch::optim::Optimizer> fp8Optimizer; // MS-AMP: replaces the prepared optimizer
+    ShardingPlan plan;                             // from the launcher's FSDP / DeepSpeed variables
+    std::unique_ptr<DistributedStrategy> strategy; // DdpStrategy or ShardingEngine (strategy/)
     std::vector<std::shared_ptr<AcceleratedOptimizer>> optimizers;
     std::vector<std::shared_ptr<AcceleratedScheduler>> schedulers;
     std::vector<std::weak_ptr<ShardedDataLoader>> loaders;

@@ -2,7 +2,7 @@
 // libtorch-dev cannot compile). See GradientSync in accelerator_p.h.
 #include "core/runtime/accelerator_p.h"
 
-#include <torch/csrc/autograd/function_hook.h>
+#include "core/runtime/strategy/gradienthooks.h"
 
 namespace accel::runtime {
 
@@ -10,21 +10,6 @@ namespace {
 
 // Up to this many ranks every rank reads all slots and writes the mean into the gradients itself.
 constexpr int kDirectMeanRanks = 4;
-
-// Runs after a parameter's gradient accumulator has written .grad.
-class ReadyHook : public torch::autograd::FunctionPostHook {
-public:
-    explicit ReadyHook(std::function<void()> callback) : m_callback(std::move(callback)) {}
-    torch::autograd::variable_list operator()(const torch::autograd::variable_list &outputs,
-                                              const torch::autograd::variable_list & /*inputs*/) override
-    {
-        m_callback();
-        return outputs;
-    }
-
-private:
-    std::function<void()> m_callback;
-};
 
 } // namespace
 
@@ -64,7 +49,8 @@ GradientSync::GradientSync(c10::intrusive_ptr<c10d::Backend> group, std::vector<
     }
     for (size_t i = 0; i < count; ++i) {
         auto accumulator = torch::autograd::impl::grad_accumulator(m_parameters[i]);
-        m_hookKeys.push_back(accumulator->add_post_hook(std::make_unique<ReadyHook>([this, i] { markReady(i); })));
+        m_hookKeys.push_back(
+            accumulator->add_post_hook(std::make_unique<GradientReadyHook>([this, i] { markReady(i); })));
         m_accumulators.push_back(std::move(accumulator));
     }
 }

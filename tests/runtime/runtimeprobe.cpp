@@ -3,6 +3,9 @@
 // Usage: accel-runtime-probe <scenario> [key=value ...]
 //   train     steps= batch= accum= seed= out= save_at= checkpoint= resume= kill_after_save= shuffle=
 //             dropout= bucket_mb= optimizer=sgd|adamw
+//             model=stack: blocks wrapped as sharding units (wrap_root=1 wraps the model too);
+//             init= / data= write the prepared initial weights / the data set (safetensors); prints the
+//             strategy and the training memory measured after the last backward
 //   gather    size= batch= out=
 //   bf16      steps= out=
 //   join      timeout=         (just rendezvous and all-reduce once)
@@ -11,6 +14,7 @@
 // Results go to `out` (rank 0 only) as text: one value per line in hex float so the tests can
 // compare bit for bit.
 #include "core/runtime/accelerator.h"
+#include "core/runtime/strategy/shardedmodule.h"
 #include "core/runtime/training.h"
 
 #include "core/runtime/tensorio.h"
@@ -71,6 +75,48 @@ struct Net : torch::nn::Module {
     torch::nn::Dropout drop{nullptr};
 };
 
+// An input layer, `blocks` residual tanh blocks and an output layer; each block (and, with
+// wrap_root=1, the whole model) runs through the holder Accelerator::wrap returned.
+struct StackBlockImpl : torch::nn::Module {
+    StackBlockImpl() { fc = register_module("fc", torch::nn::Linear(32, 32)); }
+    torch::Tensor forward(const torch::Tensor &x) { return x + torch::tanh(fc(x)); }
+    torch::nn::Linear fc{nullptr};
+};
+TORCH_MODULE(StackBlock);
+
+struct Stack : torch::nn::Module {
+    explicit Stack(int64_t count)
+    {
+        in = register_module("in", torch::nn::Linear(8, 32));
+        blocks = register_module("blocks", torch::nn::ModuleList());
+        for (int64_t i = 0; i < count; ++i)
+            blocks->push_back(StackBlock());
+        out = register_module("out", torch::nn::Linear(32, 4));
+    }
+    void wrapUnits(Accelerator &accelerator, bool wrapRoot, const std::shared_ptr<Stack> &self)
+    {
+        for (const auto &block : *blocks)
+            units.push_back(accelerator.wrap(block));
+        if (wrapRoot)
+            root = accelerator.wrap(self);
+    }
+    torch::Tensor forward(const torch::Tensor &input)
+    {
+        const auto body = [&] {
+            auto x = torch::tanh(in(input));
+            for (size_t i = 0; i < blocks->size(); ++i)
+                x = units.empty() ? blocks[i]->as<StackBlock>()->forward(x)
+                                  : (*units[i])([&] { return blocks[i]->as<StackBlock>()->forward(x); });
+            return out(x);
+        };
+        return root ? (*root)(body) : body();
+    }
+    torch::nn::Linear in{nullptr}, out{nullptr};
+    torch::nn::ModuleList blocks{nullptr};
+    std::vector<std::shared_ptr<ShardedModule>> units;
+    std::shared_ptr<ShardedModule> root;
+};
+
 // A fixed synthetic classification set: same on every rank and run.
 std::pair<torch::Tensor, torch::Tensor> dataset(int64_t size)
 {
@@ -115,7 +161,25 @@ int train()
     auto accelerator = makeAccelerator(options);
     accelerator->setSeed(uint64_t(intArg("seed", 7)));
 
-    auto model = std::make_shared<Net>(doubleArg("dropout", 0.0));
+    std::shared_ptr<torch::nn::Module> model;
+    std::function<torch::Tensor(const torch::Tensor &)> forward;
+    if (arg("model") == "stack") {
+        auto stack = std::make_shared<Stack>(intArg("blocks", 4));
+        stack->wrapUnits(*accelerator, arg("wrap_root") == "1", stack);
+        forward = [stack](const torch::Tensor &x) { return stack->forward(x); };
+        model = stack;
+    } else {
+        auto net = std::make_shared<Net>(doubleArg("dropout", 0.0));
+        forward = [net](const torch::Tensor &x) { return net->forward(x); };
+        model = net;
+    }
+    // prepareModel() broadcasts rank 0's weights: rank 0's are everyone's initial weights.
+    if (!arg("init").empty() && accelerator->isMainProcess()) {
+        if (auto saved = saveModelSafetensors(*model, arg("init")); !saved) {
+            std::cerr << saved.error().toString() << std::endl;
+            return 1;
+        }
+    }
     accelerator->prepareModel(model);
     std::unique_ptr<torch::optim::Optimizer> inner;
     if (arg("optimizer", "sgd") == "adamw")
@@ -130,6 +194,12 @@ int train()
     auto scheduler = accelerator->prepareScheduler(
         [constant](int64_t step) { return constant ? 1.0 : 1.0 / (1.0 + 0.01 * double(step)); });
     auto [x, y] = dataset(intArg("size", 256));
+    if (!arg("data").empty() && accelerator->isMainProcess()) {
+        if (auto saved = saveTensors(arg("data"), {{"x", x}, {"y", y}}); !saved) {
+            std::cerr << saved.error().toString() << std::endl;
+            return 1;
+        }
+    }
     auto loader = accelerator->prepareDataLoader(x.size(0), intArg("batch", 8), arg("shuffle", "0") == "1", true);
     if (!loader) {
         std::cerr << loader.error().toString() << std::endl;
@@ -160,12 +230,17 @@ int train()
             torch::Tensor loss;
             {
                 auto guard = accelerator->autocast();
-                loss = torch::nn::functional::cross_entropy(model->forward(x.index_select(0, index)),
-                                                            y.index_select(0, index));
+                loss =
+                    torch::nn::functional::cross_entropy(forward(x.index_select(0, index)), y.index_select(0, index));
             }
             accelerator->backward(loss.to(torch::kFloat));
             if (accelerator->syncGradients() && arg("clip") == "1")
-                accelerator->clipGradNorm(1.0);
+                accelerator->clipGradNorm(doubleArg("max_norm", 1.0));
+            if (accelerator->syncGradients() && completed + 1 == steps) {
+                const TrainingMemory memory = accelerator->trainingMemory();
+                lines.push_back("memory " + std::to_string(memory.parameters) + " " + std::to_string(memory.gradients) +
+                                " " + std::to_string(memory.optimizerState));
+            }
             optimizer->step();
             scheduler->step();
             optimizer->zeroGrad();
@@ -191,6 +266,8 @@ int train()
         }
     }
     lines.push_back("transport " + accelerator->gradientTransport());
+    lines.push_back("strategy " + accelerator->strategyName());
+    accelerator->unshardModel();
     for (const auto &parameter : model->named_parameters()) {
         auto flat = parameter.value().detach().reshape({-1});
         for (int64_t i = 0; i < flat.numel(); ++i)
@@ -291,7 +368,8 @@ int main(int argc, char **argv)
                 tensor = accelerator->reduce(tensor).div_(accelerator->numProcesses());
             if (accelerator->onCuda())
                 torch::cuda::synchronize();
-            const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / iters;
+            const double seconds =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / iters;
             const double n = accelerator->numProcesses();
             if (accelerator->isMainProcess())
                 std::cout << "busbw_gbps " << 2 * (n - 1) / n * double(bytes) / seconds / 1e9 << " device "

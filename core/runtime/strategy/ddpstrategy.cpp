@@ -1,0 +1,75 @@
+#include "core/runtime/strategy/ddpstrategy.h"
+
+#include "core/common/log.h"
+#include "core/runtime/accelerator_p.h"
+
+namespace accel::runtime {
+
+DdpStrategy::DdpStrategy(std::string name, c10::intrusive_ptr<c10d::Backend> group,
+                         c10::intrusive_ptr<c10d::Store> store, const DistributedEnv &env, int64_t bucketCapBytes,
+                         double timeoutS)
+    : m_name(std::move(name)), m_group(std::move(group)), m_store(std::move(store)), m_env(env),
+      m_bucketCapBytes(bucketCapBytes), m_timeoutS(timeoutS)
+{}
+
+DdpStrategy::~DdpStrategy() = default;
+
+std::string DdpStrategy::gradientTransport() const
+{
+    if (!m_sync)
+        return "none";
+    return m_sync->usesSharedMemory() ? "shared-memory" : "process-group";
+}
+
+void DdpStrategy::prepareModel(const std::shared_ptr<torch::nn::Module> &model)
+{
+    m_model = model;
+    if (!m_group)
+        return;
+    std::vector<torch::Tensor> trainable;
+    for (auto &parameter : model->parameters()) {
+        if (parameter.requires_grad())
+            trainable.push_back(parameter);
+    }
+    if (trainable.empty())
+        return;
+    m_sync = std::make_unique<GradientSync>(m_group, trainable, m_bucketCapBytes);
+    // CPU ranks that share this host sum gradients through shared memory (shmallreduce.h).
+    if (trainable.front().device().is_cpu() && m_sync->singleDtype()) {
+        std::string why;
+        auto shm = ShmAllReduce::create(*m_store, m_env.rank, m_env.worldSize, m_sync->bucketElements(),
+                                        trainable.front().scalar_type(), m_timeoutS, &why);
+        if (shm)
+            m_sync->useSharedMemory(std::move(shm));
+        else
+            accel::log::debug("runtime", "gradients through the process group: " + why);
+    }
+}
+
+void DdpStrategy::setSyncEnabled(bool enabled)
+{
+    if (m_sync)
+        m_sync->setEnabled(enabled);
+}
+
+void DdpStrategy::afterBackward(bool sync)
+{
+    if (m_sync && sync)
+        m_sync->finish();
+}
+
+void DdpStrategy::finishGradients()
+{
+    if (m_sync)
+        m_sync->finish();
+}
+
+double DdpStrategy::clipGradNorm(double maxNorm, double normType)
+{
+    if (!m_model)
+        throw std::logic_error("clipGradNorm: prepare a model first");
+    finishGradients();
+    return torch::nn::utils::clip_grad_norm_(m_model->parameters(), maxNorm, normType);
+}
+
+} // namespace accel::runtime

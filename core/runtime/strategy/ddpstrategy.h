@@ -1,0 +1,43 @@
+// DdpStrategy: every rank holds the whole model, gradients and optimizer state; gradients are
+// averaged by the bucketed all-reduce overlapped with backward (GradientSync, through shared
+// memory when every rank is on this host). Also runs FSDP's NO_SHARD and ZeRO stage 0, which
+// are this same scheme, and any plan on one process.
+#pragma once
+
+#include "core/runtime/distributedenv.h"
+#include "core/runtime/strategy/distributedstrategy.h"
+
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+namespace accel::runtime {
+
+class GradientSync;
+
+class DdpStrategy : public DistributedStrategy {
+public:
+    // `group` is null with one process (nothing to synchronise).
+    DdpStrategy(std::string name, c10::intrusive_ptr<c10d::Backend> group, c10::intrusive_ptr<c10d::Store> store,
+                const DistributedEnv &env, int64_t bucketCapBytes, double timeoutS);
+    ~DdpStrategy() override;
+
+    std::string name() const override { return m_name; }
+    std::string gradientTransport() const override;
+    void prepareModel(const std::shared_ptr<torch::nn::Module> &model) override;
+    void setSyncEnabled(bool enabled) override;
+    void afterBackward(bool sync) override;
+    void finishGradients() override;
+    double clipGradNorm(double maxNorm, double normType) override;
+
+private:
+    std::string m_name;
+    c10::intrusive_ptr<c10d::Backend> m_group;
+    c10::intrusive_ptr<c10d::Store> m_store;
+    DistributedEnv m_env;
+    int64_t m_bucketCapBytes;
+    double m_timeoutS;
+    std::shared_ptr<torch::nn::Module> m_model;
+    std::unique_ptr<GradientSync> m_sync;
+};
+
+} // namespace accel::runtime

@@ -1,0 +1,62 @@
+// ShardedModule: the holder Accelerator::wrap(module) returns. libtorch's C++ modules have no
+// forward hooks, so a program runs a wrapped unit's forward through it:
+//     auto block = accelerator.wrap(blocks[i]);            // before prepareModel()
+//     x = (*block)([&] { return blocks[i]->forward(x); }); // in the model's forward
+// Under ZeRO-3 / FULL_SHARD the unit's flat parameter is all-gathered before the call, freed
+// after it (when the plan reshards after forward), gathered again when backward reaches the
+// unit and its gradients reduce-scattered; under DDP and ZeRO-1/2 the call just runs.
+// Torch-light: the template needs <torch/torch.h> only where it is instantiated.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace at {
+class Tensor;
+}
+namespace torch::nn {
+class Module;
+}
+
+namespace accel::runtime {
+
+// What a strategy does around a wrapped unit's forward (implemented by the ShardingEngine).
+class UnitHost {
+public:
+    virtual ~UnitHost() = default;
+    virtual void beforeForward(size_t unit) = 0;
+    virtual void afterForward(size_t unit, const at::Tensor &output) = 0;
+};
+
+class ShardedModule {
+public:
+    explicit ShardedModule(std::shared_ptr<torch::nn::Module> module) : m_module(std::move(module)) {}
+
+    template <typename Forward>
+    auto operator()(Forward &&forward) -> decltype(forward())
+    {
+        if (m_host)
+            m_host->beforeForward(m_unit);
+        auto output = forward();
+        if (m_host)
+            m_host->afterForward(m_unit, output);
+        return output;
+    }
+
+    const std::shared_ptr<torch::nn::Module> &module() const { return m_module; }
+    // Set by the strategy when prepareModel() makes the module a unit.
+    void attach(UnitHost *host, size_t unit)
+    {
+        m_host = host;
+        m_unit = unit;
+    }
+    bool isUnit() const { return m_host != nullptr; }
+
+private:
+    std::shared_ptr<torch::nn::Module> m_module;
+    UnitHost *m_host = nullptr;
+    size_t m_unit = 0;
+};
+
+} // namespace accel::runtime

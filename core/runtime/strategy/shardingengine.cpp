@@ -1,0 +1,377 @@
+#include "core/runtime/strategy/shardingengine_p.h"
+
+#include "core/runtime/strategy/gradienthooks.h"
+
+#include <ATen/native/Resize.h>
+
+#include <cmath>
+#include <stdexcept>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace accel::runtime {
+
+namespace {
+
+// "accel::worker::(anonymous namespace)::BlockImpl" -> "Block" (Python's class name of a holder).
+std::string className(const torch::nn::Module &module)
+{
+    std::string name = module.name();
+    if (const auto colons = name.rfind("::"); colons != std::string::npos)
+        name = name.substr(colons + 2);
+    if (name.size() > 4 && name.compare(name.size() - 4, 4, "Impl") == 0)
+        name.resize(name.size() - 4);
+    return name;
+}
+
+void resizeStorage(const torch::Tensor &tensor, int64_t bytes)
+{
+    TORCH_CHECK(tensor.device().is_cpu(), "ZeRO-3 parameter release is implemented for CPU tensors only");
+    at::native::resize_bytes_nocuda(tensor.storage(), bytes);
+}
+
+} // namespace
+
+ShardingEngine::ShardingEngine(ShardingPlan plan, std::unique_ptr<Collectives> shardGroup,
+                               std::unique_ptr<Collectives> replicaGroup)
+    : m_plan(std::move(plan)), m_shard(std::move(shardGroup)), m_replica(std::move(replicaGroup))
+{
+    const int world = m_shard->size() * (m_replica ? m_replica->size() : 1);
+    m_factors = m_plan.divideFactors(world);
+}
+
+ShardingEngine::~ShardingEngine()
+{
+    for (size_t i = 0; i < m_accumulators.size(); ++i)
+        m_accumulators[i]->del_post_hook(m_hookKeys[i]);
+}
+
+std::string ShardingEngine::gradientTransport() const
+{
+    return m_shard->size() * (m_replica ? m_replica->size() : 1) > 1 ? m_shard->transport() : "none";
+}
+
+std::shared_ptr<ShardedModule> ShardingEngine::wrap(const std::shared_ptr<torch::nn::Module> &module)
+{
+    if (m_model)
+        throw std::logic_error("Accelerator::wrap: wrap units before prepareModel()");
+    auto holder = std::make_shared<ShardedModule>(module);
+    m_offered.push_back(holder);
+    return holder;
+}
+
+bool ShardingEngine::accepts(const torch::nn::Module &module, bool root) const
+{
+    if (root || m_plan.source != ShardingSource::Fsdp)
+        return true; // DeepSpeed partitions every offered module
+    switch (m_plan.wrapPolicy) {
+    case WrapPolicy::None:
+        return false;
+    case WrapPolicy::TransformerBlock:
+        if (m_plan.wrapClasses.empty())
+            return true; // the program's own block class (Accelerate: the model's _no_split_modules)
+        for (const auto &name : m_plan.wrapClasses) {
+            if (name == className(module))
+                return true;
+        }
+        return false;
+    case WrapPolicy::Size: {
+        int64_t count = 0;
+        for (const auto &p : module.parameters())
+            count += p.numel();
+        return count >= m_plan.minNumParams;
+    }
+    }
+    return false;
+}
+
+void ShardingEngine::prepareModel(const std::shared_ptr<torch::nn::Module> &model)
+{
+    if (m_model)
+        throw std::logic_error("prepareModel: the sharding engine prepares one model");
+    m_model = model;
+    for (const auto &item : model->named_parameters())
+        m_names.emplace(item.value().unsafeGetTensorImpl(), item.key());
+    std::unordered_set<const void *> owned;
+    const auto take = [&](torch::nn::Module &module) {
+        std::vector<torch::Tensor> mine;
+        for (const auto &p : module.parameters()) {
+            if (owned.insert(p.unsafeGetTensorImpl()).second)
+                mine.push_back(p);
+        }
+        return mine;
+    };
+    // Inner units first, in the order offered; the model itself (when offered) last.
+    std::shared_ptr<ShardedModule> rootHolder;
+    for (const auto &holder : m_offered) {
+        if (holder->module() == model) {
+            rootHolder = holder;
+            continue;
+        }
+        if (!accepts(*holder->module(), false))
+            continue;
+        auto parameters = take(*holder->module());
+        if (parameters.empty())
+            continue;
+        holder->attach(this, m_units.size());
+        m_holders.push_back(holder);
+        addUnit(className(*holder->module()) + "#" + std::to_string(m_units.size()), std::move(parameters), true,
+                false);
+    }
+    if (auto rest = take(*model); !rest.empty()) {
+        if (rootHolder) {
+            rootHolder->attach(this, m_units.size());
+            m_holders.push_back(rootHolder);
+        }
+        addUnit("root", std::move(rest), rootHolder != nullptr, true);
+    }
+    m_offered.clear();
+}
+
+void ShardingEngine::addUnit(const std::string &name, std::vector<torch::Tensor> parameters, bool wrapped, bool root)
+{
+    torch::NoGradGuard noGrad;
+    auto unit = std::make_unique<Unit>();
+    unit->name = name;
+    const auto options = parameters.front().options().requires_grad(false);
+    int64_t total = 0;
+    for (const auto &p : parameters) {
+        if (p.scalar_type() != parameters.front().scalar_type() || p.device() != parameters.front().device())
+            throw std::invalid_argument("sharding unit " + name +
+                                        ": its parameters differ in dtype or device; one flat parameter needs one");
+        const auto known = m_names.find(p.unsafeGetTensorImpl());
+        unit->names.push_back(known == m_names.end() ? "?" : known->second);
+        unit->offsets.push_back(total);
+        total += p.numel();
+        unit->trainable += p.requires_grad() ? 1 : 0;
+    }
+    const int64_t ranks = m_shard->size();
+    unit->chunk = (total + ranks - 1) / ranks;
+    unit->full = torch::zeros({unit->chunk * ranks}, options);
+    for (size_t i = 0; i < parameters.size(); ++i) {
+        auto &p = parameters[i];
+        auto view = unit->full.narrow(0, unit->offsets[i], p.numel());
+        view.copy_(p.reshape({-1}));
+        p.set_data(view.view(p.sizes()));
+    }
+    unit->parameters = std::move(parameters);
+    unit->shard = unit->full.narrow(0, m_shard->rank() * unit->chunk, unit->chunk).clone().requires_grad_(true);
+    unit->shardParameters = m_plan.stage == 3 && wrapped;
+    unit->reshardAfterForward = unit->shardParameters && m_plan.reshardAfterForward && !root;
+    const size_t index = m_units.size();
+    for (const auto &p : unit->parameters) {
+        if (!p.requires_grad())
+            continue;
+        auto accumulator = torch::autograd::impl::grad_accumulator(p);
+        m_hookKeys.push_back(
+            accumulator->add_post_hook(std::make_unique<GradientReadyHook>([this, index] { markReady(index); })));
+        m_accumulators.push_back(std::move(accumulator));
+    }
+    m_units.push_back(std::move(unit));
+    if (m_units.back()->shardParameters)
+        release(*m_units.back());
+}
+
+void ShardingEngine::prepareOptimizer(torch::optim::Optimizer &optimizer)
+{
+    if (!optimizer.state().empty())
+        throw std::logic_error("prepareOptimizer: the optimizer has state already; prepare it before its first step");
+    std::unordered_map<const void *, size_t> ownerOf;
+    for (size_t u = 0; u < m_units.size(); ++u) {
+        for (const auto &p : m_units[u]->parameters)
+            ownerOf[p.unsafeGetTensorImpl()] = u;
+    }
+    std::vector<int> groupOf(m_units.size(), -1);
+    std::vector<size_t> seen(m_units.size(), 0);
+    auto &groups = optimizer.param_groups();
+    for (size_t g = 0; g < groups.size(); ++g) {
+        std::vector<torch::Tensor> replaced;
+        for (const auto &p : groups[g].params()) {
+            auto it = ownerOf.find(p.unsafeGetTensorImpl());
+            if (it == ownerOf.end()) {
+                replaced.push_back(p); // not this model's: stepped as it is
+                continue;
+            }
+            const size_t u = it->second;
+            if (groupOf[u] != -1 && groupOf[u] != int(g))
+                throw std::invalid_argument(
+                    "prepareOptimizer: sharding unit " + m_units[u]->name +
+                    " has parameters in two optimizer parameter groups; a unit is one flat parameter and needs one "
+                    "group (wrap the modules so that each unit's parameters share their options)");
+            if (groupOf[u] == -1)
+                replaced.push_back(m_units[u]->shard);
+            groupOf[u] = int(g);
+            ++seen[u];
+        }
+        groups[g].params() = replaced;
+    }
+    for (size_t u = 0; u < m_units.size(); ++u) {
+        if (seen[u] != 0 && seen[u] != m_units[u]->trainable)
+            throw std::invalid_argument("prepareOptimizer: sharding unit " + m_units[u]->name + " has " +
+                                        std::to_string(m_units[u]->trainable) + " trainable parameters but " +
+                                        std::to_string(seen[u]) + " of them are in the optimizer");
+    }
+}
+
+void ShardingEngine::gather(Unit &unit)
+{
+    torch::NoGradGuard noGrad;
+    if (!unit.gathered)
+        resizeStorage(unit.full, unit.full.numel() * int64_t(unit.full.element_size()));
+    m_shard->allGather(unit.full, unit.shard.detach());
+    unit.gathered = true;
+}
+
+void ShardingEngine::release(Unit &unit)
+{
+    if (!unit.gathered)
+        return;
+    resizeStorage(unit.full, 0);
+    unit.gathered = false;
+}
+
+void ShardingEngine::beforeForward(size_t index)
+{
+    Unit &unit = *m_units[index];
+    if (unit.shardParameters && !unit.gathered)
+        gather(unit);
+}
+
+void ShardingEngine::afterForward(size_t index, const at::Tensor &output)
+{
+    Unit &unit = *m_units[index];
+    if (!unit.shardParameters)
+        return;
+    if (torch::GradMode::is_enabled() && output.requires_grad()) {
+        // Backward reaches this unit when the gradient of its output is known: gather again.
+        const_cast<at::Tensor &>(output).register_hook([this, index](const torch::Tensor &) {
+            if (!m_units[index]->gathered)
+                gather(*m_units[index]);
+        });
+    }
+    if (unit.reshardAfterForward)
+        release(unit);
+}
+
+void ShardingEngine::markReady(size_t index)
+{
+    Unit &unit = *m_units[index];
+    if (++unit.ready < unit.trainable)
+        return;
+    if (m_sync && !unit.reduced)
+        reduce(unit);
+    if (unit.shardParameters)
+        release(unit);
+}
+
+void ShardingEngine::reduce(Unit &unit)
+{
+    torch::NoGradGuard noGrad;
+    unit.reduced = true;
+    auto flat = torch::zeros({unit.chunk * m_shard->size()}, unit.shard.options().requires_grad(false));
+    for (size_t i = 0; i < unit.parameters.size(); ++i) {
+        auto &p = unit.parameters[i];
+        if (p.grad().defined())
+            flat.narrow(0, unit.offsets[i], p.numel()).copy_(p.grad().reshape({-1}));
+        if (m_plan.stage >= 2)
+            p.mutable_grad() = torch::Tensor();
+    }
+    if (m_factors.pre > 1)
+        flat.div_(m_factors.pre);
+    torch::Tensor grad;
+    if (m_plan.stage == 1) {
+        // ZeRO-1 keeps whole gradients: every rank gets the average, the parameters' gradients
+        // view it and the optimizer's shard sees its own chunk.
+        m_shard->allReduceSum(flat);
+        if (m_factors.post > 1)
+            flat.div_(m_factors.post);
+        for (size_t i = 0; i < unit.parameters.size(); ++i) {
+            auto &p = unit.parameters[i];
+            p.mutable_grad() = flat.narrow(0, unit.offsets[i], p.numel()).view(p.sizes());
+        }
+        grad = flat.narrow(0, m_shard->rank() * unit.chunk, unit.chunk);
+    } else {
+        grad = torch::empty({unit.chunk}, flat.options());
+        m_shard->reduceScatterSum(grad, flat);
+        if (m_replica)
+            m_replica->allReduceSum(grad);
+        if (m_factors.post > 1)
+            grad.div_(m_factors.post);
+    }
+    if (unit.shard.grad().defined())
+        unit.shard.mutable_grad().add_(grad);
+    else
+        unit.shard.mutable_grad() = grad;
+}
+
+void ShardingEngine::afterBackward(bool sync)
+{
+    for (auto &unit : m_units) {
+        // Units whose parameters got no gradient still take part (as zeros), in unit order.
+        if (sync && unit->trainable > 0 && !unit->reduced)
+            reduce(*unit);
+        if (unit->shardParameters)
+            release(*unit);
+        unit->ready = 0;
+        unit->reduced = false;
+    }
+}
+
+double ShardingEngine::clipGradNorm(double maxNorm, double normType)
+{
+    torch::NoGradGuard noGrad;
+    const bool infinity = std::isinf(normType);
+    std::vector<torch::Tensor> grads;
+    for (auto &unit : m_units) {
+        if (unit->shard.grad().defined())
+            grads.push_back(unit->shard.grad());
+    }
+    // Every rank's chunks are distinct: the norm's parts add up (or take the maximum) across ranks.
+    auto parts = torch::zeros({m_shard->size()}, torch::kDouble);
+    double local = 0;
+    for (const auto &g : grads) {
+        const double n = g.to(torch::kDouble).norm(normType).item<double>();
+        local = infinity ? std::max(local, n) : local + std::pow(n, normType);
+    }
+    auto mine = torch::tensor({local}, torch::kDouble);
+    m_shard->allGather(parts, mine);
+    const double total = infinity ? parts.max().item<double>() : std::pow(parts.sum().item<double>(), 1.0 / normType);
+    const double coefficient = maxNorm / (total + 1e-6);
+    if (coefficient < 1) {
+        for (auto &g : grads)
+            g.mul_(coefficient);
+    }
+    return total;
+}
+
+void ShardingEngine::afterOptimizerStep()
+{
+    // Whole copies (ZeRO-1/2 units, gathered ZeRO-3 units) take the updated chunks now; released
+    // ZeRO-3 units gather theirs before the next forward.
+    for (auto &unit : m_units) {
+        if (unit->gathered)
+            gather(*unit);
+    }
+}
+
+void ShardingEngine::zeroGrad()
+{
+    for (auto &unit : m_units) {
+        unit->shard.mutable_grad() = torch::Tensor();
+        for (auto &p : unit->parameters)
+            p.mutable_grad() = torch::Tensor();
+    }
+}
+
+void ShardingEngine::unshardModel()
+{
+    for (auto &unit : m_units) {
+        if (!unit->gathered)
+            gather(*unit);
+        unit->shardParameters = unit->reshardAfterForward = false;
+    }
+    for (auto &holder : m_holders)
+        holder->attach(nullptr, 0);
+}
+
+} // namespace accel::runtime

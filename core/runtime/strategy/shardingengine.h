@@ -1,0 +1,92 @@
+// ShardingEngine: ZeRO stages 1-3 and FSDP's FULL_SHARD / SHARD_GRAD_OP / HYBRID strategies as
+// one engine (the plan says which). Each unit (a module offered with wrap(), the rest of the
+// model forming one more) is one flat parameter padded to a multiple of the shard group's size;
+// rank r owns chunk r, which is the tensor the optimizer steps.
+//   stage 1: gradients all-reduced (averaged with the plan's divide factors), the optimizer
+//            state only for this rank's chunk; the chunks all-gathered after each step.
+//   stage 2: gradients reduce-scattered as each unit's gradients are complete in backward.
+//   stage 3: the flat parameter exists only between all-gather and release: gathered before
+//            the unit's forward, released after it (reshard after forward), gathered again when
+//            backward reaches the unit, released once its gradients are reduce-scattered.
+// Hybrid: shard group = the ranks of one machine, gradients then all-reduced across machines.
+// Parameters outside every accepted unit stay whole on every rank (their gradients and optimizer
+// state are still sharded): wrap the model itself to shard them too.
+#pragma once
+
+#include "core/runtime/strategy/collectives.h"
+#include "core/runtime/strategy/distributedstrategy.h"
+#include "core/runtime/strategy/shardingplan.h"
+
+#include <map>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+namespace accel::runtime {
+
+class ShardingEngine : public DistributedStrategy, public UnitHost {
+public:
+    // `shardGroup` spans the ranks that split the parameters; `replicaGroup` (hybrid only) the
+    // ranks holding the same chunk on other machines. worldSize = shard size x replica size.
+    ShardingEngine(ShardingPlan plan, std::unique_ptr<Collectives> shardGroup,
+                   std::unique_ptr<Collectives> replicaGroup = nullptr);
+    ~ShardingEngine() override;
+
+    std::string name() const override { return m_plan.strategy; }
+    std::string gradientTransport() const override;
+    std::shared_ptr<ShardedModule> wrap(const std::shared_ptr<torch::nn::Module> &module) override;
+    void prepareModel(const std::shared_ptr<torch::nn::Module> &model) override;
+    void prepareOptimizer(torch::optim::Optimizer &optimizer) override;
+    void setSyncEnabled(bool enabled) override { m_sync = enabled; }
+    void afterBackward(bool sync) override;
+    void finishGradients() override {}
+    double clipGradNorm(double maxNorm, double normType) override;
+    void afterOptimizerStep() override;
+    void zeroGrad() override;
+    void unshardModel() override;
+
+    // Every rank writes the pieces of its chunks (SHARDED_STATE_DICT) or rank 0 the whole model
+    // (FULL_STATE_DICT); optimizer state always in pieces. Loads on any number of ranks.
+    bool savesOwnState() const override { return true; }
+    Result<void> saveState(const std::string &folder,
+                           const std::vector<torch::optim::Optimizer *> &optimizers) override;
+    Result<void> loadState(const std::string &folder,
+                           const std::vector<torch::optim::Optimizer *> &optimizers) override;
+
+    void beforeForward(size_t unit) override;
+    void afterForward(size_t unit, const at::Tensor &output) override;
+
+    const ShardingPlan &plan() const { return m_plan; }
+    size_t unitCount() const { return m_units.size(); }
+
+    struct Unit; // shardingengine_p.h
+
+private:
+    // Every rank's pieces of `chunks[k][unit]` named prefixes[k] + parameter name, and the index.
+    Result<void> writeFolder(const std::string &folder, const std::string &kind,
+                             const std::vector<std::vector<torch::Tensor>> &chunks,
+                             const std::vector<std::string> &prefixes, int64_t step) const;
+    torch::Tensor flatten(const Unit &unit, const std::map<std::string, torch::Tensor> &tensors,
+                          const std::string &prefix) const;
+    bool accepts(const torch::nn::Module &module, bool root) const;
+    void addUnit(const std::string &name, std::vector<torch::Tensor> parameters, bool wrapped, bool root);
+    void gather(Unit &unit);
+    void release(Unit &unit);
+    void reduce(Unit &unit);
+    void markReady(size_t unit);
+
+    ShardingPlan m_plan;
+    std::unique_ptr<Collectives> m_shard;
+    std::unique_ptr<Collectives> m_replica;
+    DivideFactors m_factors;
+    std::vector<std::shared_ptr<ShardedModule>> m_offered;
+    std::vector<std::shared_ptr<ShardedModule>> m_holders; // the accepted ones
+    std::vector<std::unique_ptr<Unit>> m_units;
+    std::unordered_map<const void *, std::string> m_names; // parameter -> its name in the model
+    std::shared_ptr<torch::nn::Module> m_model;
+    std::vector<std::shared_ptr<torch::autograd::Node>> m_accumulators;
+    std::vector<uintptr_t> m_hookKeys;
+    bool m_sync = true;
+};
+
+} // namespace accel::runtime

@@ -1,0 +1,25 @@
+// The ShardingEngine's unit, shared by its implementation files (shardingengine.cpp,
+// shardedcheckpoint.cpp).
+#pragma once
+
+#include "core/runtime/strategy/shardingengine.h"
+
+namespace accel::runtime {
+
+struct ShardingEngine::Unit {
+    std::string name;
+    std::vector<torch::Tensor> parameters; // the model's tensors, views into `full`
+    std::vector<std::string> names;        // their names in the model
+    std::vector<int64_t> offsets;
+    int64_t chunk = 0;   // elements per rank
+    torch::Tensor full;  // [chunk * shard size]
+    torch::Tensor shard; // this rank's chunk: the tensor the optimizer steps
+    bool shardParameters = false;
+    bool reshardAfterForward = false;
+    bool gathered = true;
+    size_t trainable = 0;
+    size_t ready = 0;
+    bool reduced = false;
+};
+
+} // namespace accel::runtime

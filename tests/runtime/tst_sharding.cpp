@@ -1,0 +1,257 @@
+// The ShardingEngine in real multi-process gloo jobs of accel-runtime-probe ranks: every ZeRO
+// stage and FSDP strategy reaches the parameters DDP reaches from the same initial weights, the
+// per-rank training memory falls as the plan says, and unimplemented settings are refused.
+#include "tests/runtime/shardingsupport.h"
+
+#include "core/bigmodel/safetensors.h"
+#include "core/runtime/strategy/shardingplan.h"
+
+#include <QFile>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <cstring>
+#include <map>
+
+using namespace accel::test::sharding;
+
+namespace {
+
+// The variables of a `KEY=value` list, as a rank would read them.
+accel::runtime::DistributedEnv::Lookup lookup(const QStringList &env)
+{
+    auto values = std::make_shared<std::map<std::string, std::string>>();
+    for (const QString &entry : env)
+        (*values)[entry.section('=', 0, 0).toStdString()] = entry.section('=', 1).toStdString();
+    return [values](const char *name) -> const char * {
+        auto it = values->find(name);
+        return it == values->end() ? nullptr : it->second.c_str();
+    };
+}
+
+const QStringList kTrain{"train",      "model=stack",     "blocks=4", "steps=12",    "batch=8",
+                         "constant=1", "optimizer=adamw", "clip=1",   "max_norm=0.5"};
+
+} // namespace
+
+class tst_Sharding : public QObject {
+    Q_OBJECT
+
+private:
+    QTemporaryDir m_dir;
+    QString m_ddp[5]; // DDP reference output per world size
+
+    QString reference(int worldSize, const QStringList &extra = {})
+    {
+        const QString key = QString::number(worldSize) + extra.join('_');
+        const QString path = m_dir.filePath("ddp_" + key + ".txt");
+        if (!QFile::exists(path)) {
+            Job job = runRanks(worldSize, kTrain + extra + QStringList{"wrap_root=1", "out=" + path});
+            if (!job.ok)
+                qWarning("DDP reference failed: %s", qPrintable(job.errors));
+        }
+        return path;
+    }
+
+private Q_SLOTS:
+    void matchesDdp_data()
+    {
+        QTest::addColumn<int>("world");
+        QTest::addColumn<int>("local");
+        QTest::addColumn<QStringList>("env");
+        QTest::addColumn<QString>("strategy");
+        const QStringList ds{"ACCELERATE_USE_DEEPSPEED=true"};
+        const QStringList fsdp1{"ACCELERATE_USE_FSDP=true", "FSDP_VERSION=1"};
+        const QStringList fsdp2{"ACCELERATE_USE_FSDP=true", "FSDP_VERSION=2",
+                                "FSDP_AUTO_WRAP_POLICY=TRANSFORMER_BASED_WRAP"};
+        QTest::newRow("ZeRO-1 x2") << 2 << 2 << ds + QStringList{"ACCELERATE_DEEPSPEED_ZERO_STAGE=1"} << "ZeRO-1";
+        QTest::newRow("ZeRO-2 x2") << 2 << 2 << ds + QStringList{"ACCELERATE_DEEPSPEED_ZERO_STAGE=2"} << "ZeRO-2";
+        QTest::newRow("ZeRO-3 x2") << 2 << 2 << ds + QStringList{"ACCELERATE_DEEPSPEED_ZERO_STAGE=3"} << "ZeRO-3";
+        QTest::newRow("ZeRO-3 x4 offload") << 4 << 4
+                                           << ds + QStringList{"ACCELERATE_DEEPSPEED_ZERO_STAGE=3",
+                                                               "ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE=cpu",
+                                                               "ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_DEVICE=cpu"}
+                                           << "ZeRO-3";
+        QTest::newRow("FULL_SHARD x2") << 2 << 2
+                                       << fsdp1 + QStringList{"FSDP_SHARDING_STRATEGY=FULL_SHARD",
+                                                              "FSDP_AUTO_WRAP_POLICY=TRANSFORMER_BASED_WRAP",
+                                                              "FSDP_TRANSFORMER_CLS_TO_WRAP=StackBlock"}
+                                       << "FULL_SHARD";
+        QTest::newRow("SHARD_GRAD_OP x2")
+            << 2 << 2
+            << fsdp1 + QStringList{"FSDP_SHARDING_STRATEGY=SHARD_GRAD_OP", "FSDP_AUTO_WRAP_POLICY=SIZE_BASED_WRAP",
+                                   "FSDP_MIN_NUM_PARAMS=1000"}
+            << "SHARD_GRAD_OP";
+        QTest::newRow("FULL_SHARD x4") << 4 << 4 << fsdp1 + QStringList{"FSDP_SHARDING_STRATEGY=FULL_SHARD"}
+                                       << "FULL_SHARD";
+        QTest::newRow("HYBRID_SHARD 2x2")
+            << 4 << 2
+            << fsdp1 + QStringList{"FSDP_SHARDING_STRATEGY=HYBRID_SHARD", "GLOO_SOCKET_IFNAME=lo",
+                                   "FSDP_AUTO_WRAP_POLICY=TRANSFORMER_BASED_WRAP"}
+            << "HYBRID_SHARD";
+        QTest::newRow("HYBRID_SHARD_ZERO2 2x2")
+            << 4 << 2 << fsdp1 + QStringList{"FSDP_SHARDING_STRATEGY=HYBRID_SHARD_ZERO2", "GLOO_SOCKET_IFNAME=lo"}
+            << "HYBRID_SHARD_ZERO2";
+        QTest::newRow("fully_shard x2") << 2 << 2 << fsdp2 + QStringList{"FSDP_RESHARD_AFTER_FORWARD=true"}
+                                        << "fully_shard(reshard_after_forward=True)";
+        QTest::newRow("fully_shard no reshard x2") << 2 << 2 << fsdp2 + QStringList{"FSDP_RESHARD_AFTER_FORWARD=false"}
+                                                   << "fully_shard(reshard_after_forward=False)";
+    }
+    void matchesDdp()
+    {
+        QFETCH(int, world);
+        QFETCH(int, local);
+        QFETCH(QStringList, env);
+        QFETCH(QString, strategy);
+        QVERIFY(m_dir.isValid());
+        const QString ddp = reference(world);
+        const QString out = m_dir.filePath(QString(QTest::currentDataTag()).replace(' ', '_') + ".txt");
+        Job job = runRanks(world, kTrain + QStringList{"wrap_root=1", "out=" + out}, env, local);
+        QVERIFY2(job.ok, qPrintable(job.errors));
+        QCOMPARE(readLines(out, "strategy "), QStringList{"strategy " + strategy});
+        QCOMPARE(readLines(ddp, "strategy "), QStringList{"strategy DDP"});
+        const double worst = worstDifference(readLines(out, "param "), readLines(ddp, "param "));
+        QVERIFY2(worst <= 1e-5, qPrintable(QString("parameters differ from DDP by %1").arg(worst)));
+        // Same losses along the way, too.
+        QVERIFY(worstDifference(readLines(out, "loss "), readLines(ddp, "loss ")) <= 1e-5);
+    }
+
+    void memoryFallsWithTheStage()
+    {
+        // 2 ranks, AdamW: each stage holds what ShardingPlan::predictMemory says (up to the flat
+        // parameters' padding), and ZeRO-3 at most half of DDP + 10%.
+        const QString ddp = reference(2);
+        const QList<qint64> whole = memoryFigures(ddp);
+        QCOMPARE(whole.size(), 3);
+        const qint64 parameters = whole[0] / 4;
+        QCOMPARE(whole[2], whole[0] * 2); // DDP: AdamW's two moments of every parameter
+        const qint64 ddpTotal = whole[0] + whole[1] + whole[2];
+        qint64 previous = ddpTotal;
+        for (int stage = 1; stage <= 3; ++stage) {
+            const QStringList env{"ACCELERATE_USE_DEEPSPEED=true",
+                                  QString("ACCELERATE_DEEPSPEED_ZERO_STAGE=%1").arg(stage)};
+            const QString out = m_dir.filePath(QString("memory%1.txt").arg(stage));
+            Job job = runRanks(2, kTrain + QStringList{"wrap_root=1", "steps=3", "out=" + out}, env);
+            QVERIFY2(job.ok, qPrintable(job.errors));
+            const QList<qint64> measured = memoryFigures(out);
+            QCOMPARE(measured.size(), 3);
+            auto plan = accel::runtime::shardingPlanFromEnvironment(lookup(env));
+            QVERIFY(plan);
+            const accel::runtime::TrainingMemory predicted = plan->predictMemory(parameters, 4, 2, 2, 2);
+            const qint64 total = measured[0] + measured[1] + measured[2];
+            qInfo("ZeRO-%d on 2 ranks, bytes per rank: parameters %lld (predicted %lld), gradients %lld (%lld), "
+                  "optimizer state %lld (%lld); total %.3f of DDP's %lld",
+                  stage, measured[0], qlonglong(predicted.parameters), measured[1], qlonglong(predicted.gradients),
+                  measured[2], qlonglong(predicted.optimizerState), double(total) / double(previous),
+                  whole[0] + whole[1] + whole[2]);
+            // Padding: fewer than 2 elements per unit (5 units) per tensor kind.
+            QVERIFY(std::abs(measured[0] - predicted.parameters) <= 5 * 4 * 2);
+            QVERIFY(std::abs(measured[1] - predicted.gradients) <= 5 * 4 * 2);
+            QVERIFY(std::abs(measured[2] - predicted.optimizerState) <= 5 * 4 * 2 * 2);
+            QVERIFY(total < previous);
+            previous = total;
+        }
+        QVERIFY2(double(previous) <= double(ddpTotal) * (0.5 + 0.1),
+                 qPrintable(QString("ZeRO-3 %1 bytes").arg(previous)));
+    }
+
+    void gradientAccumulationMatchesDdp()
+    {
+        const QString ddp = reference(2, {"accum=2"});
+        const QString out = m_dir.filePath("accum.txt");
+        Job job = runRanks(2, kTrain + QStringList{"wrap_root=1", "accum=2", "out=" + out},
+                           {"ACCELERATE_USE_DEEPSPEED=true", "ACCELERATE_DEEPSPEED_ZERO_STAGE=3"});
+        QVERIFY2(job.ok, qPrintable(job.errors));
+        const double worst = worstDifference(readLines(out, "param "), readLines(ddp, "param "));
+        QVERIFY2(worst <= 1e-5, qPrintable(QString("parameters differ from DDP by %1").arg(worst)));
+    }
+
+    void shardedSaveOnFourRanksResumesOnTwo()
+    {
+        // 4 ranks x batch 8 and 2 ranks x batch 16 see the same 32 samples per step, so a run
+        // saved on 4 ranks continues on 2 as it does on 4.
+        const QStringList zero3{"ACCELERATE_USE_FSDP=true", "FSDP_SHARDING_STRATEGY=FULL_SHARD",
+                                "FSDP_AUTO_WRAP_POLICY=TRANSFORMER_BASED_WRAP",
+                                "FSDP_STATE_DICT_TYPE=SHARDED_STATE_DICT"};
+        const QStringList common{"train",           "model=stack", "blocks=3", "constant=1",
+                                 "optimizer=adamw", "wrap_root=1", "steps=6"};
+        const QString checkpoint = m_dir.filePath("ckpt4");
+        const QString whole = m_dir.filePath("whole4.txt"), on4 = m_dir.filePath("resume4.txt"),
+                      on2 = m_dir.filePath("resume2.txt");
+        Job saved = runRanks(
+            4, common + QStringList{"batch=8", "save_at=3", "checkpoint=" + checkpoint, "out=" + whole}, zero3);
+        QVERIFY2(saved.ok, qPrintable(saved.errors));
+        QVERIFY(QFile::exists(checkpoint + "/pytorch_model_fsdp_0/index.json"));
+        QVERIFY(QFile::exists(checkpoint + "/pytorch_model_fsdp_0/rank3.safetensors"));
+        QVERIFY(QFile::exists(checkpoint + "/optimizer_0/rank3.safetensors"));
+        QVERIFY(!QFile::exists(checkpoint + "/model.safetensors"));
+        Job four =
+            runRanks(4, common + QStringList{"batch=8", "resume=" + checkpoint, "resume_step=3", "out=" + on4}, zero3);
+        QVERIFY2(four.ok, qPrintable(four.errors));
+        Job two =
+            runRanks(2, common + QStringList{"batch=16", "resume=" + checkpoint, "resume_step=3", "out=" + on2}, zero3);
+        QVERIFY2(two.ok, qPrintable(two.errors));
+        // accel merge-weights joins the pieces into the model a FULL_STATE_DICT save writes, bit for bit.
+        const QString full = m_dir.filePath("ckpt4full");
+        Job fullSave = runRanks(4,
+                                common + QStringList{"batch=8", "steps=3", "save_at=3", "checkpoint=" + full,
+                                                     "out=" + m_dir.filePath("full4.txt")},
+                                QStringList(zero3).replaceInStrings("SHARDED_STATE_DICT", "FULL_STATE_DICT"));
+        QVERIFY2(fullSave.ok, qPrintable(fullSave.errors));
+        const QString merged = m_dir.filePath("merged");
+        const auto merge = accel::test::runAccel({"merge-weights", checkpoint, merged});
+        QVERIFY2(merge.exitCode == 0, qPrintable(merge.err));
+        auto ours = accel::bigmodel::SafetensorsFile::open((merged + "/model.safetensors").toStdString());
+        auto theirs = accel::bigmodel::SafetensorsFile::open((full + "/model.safetensors").toStdString());
+        QVERIFY(ours && theirs);
+        QCOMPARE((*ours)->tensors().size(), (*theirs)->tensors().size());
+        for (const auto &tensor : (*theirs)->tensors()) {
+            const auto *mine = (*ours)->find(tensor.name);
+            QVERIFY2(mine, tensor.name.c_str());
+            QCOMPARE(mine->shape, tensor.shape);
+            QVERIFY2(std::memcmp(mine->data, tensor.data, tensor.byteSize()) == 0, tensor.name.c_str());
+        }
+        QCOMPARE(accel::test::runAccel({"merge-weights", m_dir.filePath("nowhere"), merged}).exitCode, 2);
+
+        const QStringList reference = readLines(whole, "param ");
+        QCOMPARE(worstDifference(readLines(on4, "param "), reference), 0.0); // same world size: bitwise
+        const double worst = worstDifference(readLines(on2, "param "), reference);
+        QVERIFY2(worst <= 1e-6, qPrintable(QString("2-rank continuation differs by %1").arg(worst)));
+    }
+
+    void unimplementedSettingsAreRefusedByName()
+    {
+        struct Case {
+            QStringList env;
+            QString needle;
+        };
+        const QList<Case> cases{
+            {{"ACCELERATE_USE_FSDP=true", "FSDP_ACTIVATION_CHECKPOINTING=true"}, "FSDP_ACTIVATION_CHECKPOINTING=true"},
+            {{"ACCELERATE_USE_DEEPSPEED=true", "ACCELERATE_DEEPSPEED_ZERO_STAGE=3",
+              "ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_DEVICE=nvme"},
+             "ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_DEVICE=nvme"},
+            {{"ACCELERATE_USE_FSDP=true", "FSDP_SHARDING_STRATEGY=HYBRID_SHARD", "GLOO_SOCKET_IFNAME=lo"},
+             "LOCAL_WORLD_SIZE=2"},
+        };
+        for (const Case &c : cases) {
+            const int world = c.needle.startsWith("LOCAL") ? 3 : 2;
+            const int port = freePort();
+            QProcess process;
+            QProcessEnvironment e = QProcessEnvironment::systemEnvironment();
+            for (const QString &entry :
+                 c.env + QStringList{"RANK=0", "WORLD_SIZE=" + QString::number(world), "LOCAL_WORLD_SIZE=2",
+                                     "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + QString::number(port)})
+                e.insert(entry.section('=', 0, 0), entry.section('=', 1));
+            process.setProcessEnvironment(e);
+            process.start(accel::test::binDir() + "/accel-runtime-probe", kTrain + QStringList{"timeout=5"});
+            QVERIFY(process.waitForFinished(60000));
+            const QString err = process.readAllStandardError();
+            QCOMPARE(process.exitCode(), 3);
+            QVERIFY2(err.contains(c.needle), qPrintable(err));
+        }
+    }
+};
+
+QTEST_GUILESS_MAIN(tst_Sharding)
+#include "tst_sharding.moc"
