@@ -38,11 +38,22 @@ QString NetnsTestbed::ip(const QStringList &arguments)
     return {};
 }
 
+bool NetnsTestbed::subnetInUse(int subnet)
+{
+    QProcess process;
+    process.start(QStringLiteral("ip"),
+                  {"-o", "-4", "addr", "show", "to", QStringLiteral("10.213.%1.0/24").arg(subnet)});
+    return !process.waitForFinished(10000) || !process.readAllStandardOutput().trimmed().isEmpty();
+}
+
 QString NetnsTestbed::start()
 {
     if (::geteuid() != 0)
         return QStringLiteral("network namespaces need root");
     const QString bridge = QStringLiteral("acbr%1").arg(m_tag);
+    // A /24 no interface here uses yet (tests running side by side each take their own).
+    for (int tries = 0; tries < 100 && subnetInUse(m_subnet); ++tries)
+        m_subnet = 100 + (m_subnet - 100 + 1) % 150;
     const QString subnet = QStringLiteral("10.213.%1.").arg(m_subnet);
     if (QString error = ip({"link", "add", bridge, "type", "bridge"}); !error.isEmpty())
         return error;

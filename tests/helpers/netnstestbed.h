@@ -1,8 +1,8 @@
 // NetnsTestbed: a few "hosts" for multi-node tests on one machine: one network namespace per node
 // (ip netns), each joined by a veth pair to a bridge in this namespace, with its own address on a
-// private /24 made for the test (10.213.S.0/24, S from the process id; the bridge is .1, node i is
-// .10+i). Processes started with `ip netns exec` see only their node's network. Everything is
-// removed again by the destructor. Needs root and a kernel that allows network namespaces.
+// private /24 made for the test (10.213.S.0/24, S from the process id, or the next one no interface
+// uses; the bridge is .1, node i is .10+i). Processes started with `ip netns exec` see only their node's network.
+// Everything is removed again by the destructor. Needs root and a kernel that allows network namespaces.
 #pragma once
 
 #include <QString>
@@ -24,6 +24,7 @@ public:
 
 private:
     QString ip(const QStringList &arguments); // error text or empty
+    static bool subnetInUse(int subnet);
     void remove();
 
     int m_nodes;

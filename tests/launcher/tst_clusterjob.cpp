@@ -2,8 +2,7 @@
 // with its own sshd, `accel hosts launch` starting 2 nodes x 2 ranks of the runtime's self-test
 // (rendezvous through node 0's address across the bridge, all-reduce, broadcast, gather, one DDP
 // step checked against a single process). Both nodes' runs must end succeeded.
-#include "tests/helpers/netnstestbed.h"
-#include "tests/helpers/sshtestserver.h"
+#include "tests/helpers/netnssshnodes.h"
 #include "tests/helpers/testsupport.h"
 
 #include <QDir>
@@ -26,30 +25,11 @@ void tst_ClusterJob::selfTestRunsOnTwoNodesOverSsh()
         QSKIP(qPrintable(reason));
     const QString bin = accel::test::binDir();
     QVERIFY2(QFile::exists(QDir(bin).filePath(QStringLiteral("accel-worker"))), "build the accel-worker target");
-    accel::test::NetnsTestbed testbed(2);
-    if (const QString reason = testbed.start(); !reason.isEmpty())
+    accel::test::NetnsSshNodes testbed(2);
+    if (const QString reason = testbed.makeNetwork(); !reason.isEmpty())
         QSKIP(qPrintable(QStringLiteral("no network namespaces here: ") + reason));
-    accel::test::SshTestServer servers[2];
-    QTemporaryDir sshDir;
-    QByteArray config;
-    QByteArray knownHosts;
-    for (int node = 0; node < 2; ++node) {
-        servers[node].setNetworkNamespace(testbed.nodeNamespace(node), testbed.nodeAddress(node));
-        const QString error = servers[node].start();
-        QVERIFY2(error.isEmpty(), qPrintable(error));
-        config += QStringLiteral("Host node%1\n  HostName %2\n  User %3\n  IdentityFile %4\n")
-                      .arg(node)
-                      .arg(testbed.nodeAddress(node), servers[node].user(),
-                           QDir(servers[node].clientDirectory()).filePath(QStringLiteral("id_ed25519")))
-                      .toUtf8();
-        knownHosts += servers[node].knownHostsLine().toUtf8() + '\n';
-    }
-    for (const auto &[name, content] :
-         {std::pair{QStringLiteral("config"), config}, std::pair{QStringLiteral("known_hosts"), knownHosts}}) {
-        QFile file(sshDir.filePath(name));
-        QVERIFY(file.open(QIODevice::WriteOnly));
-        file.write(content);
-    }
+    const QString error = testbed.startServers();
+    QVERIFY2(error.isEmpty(), qPrintable(error));
 
     QTemporaryDir data;
     const QString job = data.filePath(QStringLiteral("selftest.yaml"));
@@ -64,7 +44,7 @@ void tst_ClusterJob::selfTestRunsOnTwoNodesOverSsh()
          "XDG_DATA_HOME=" + data.path(), "--remote_env", "OMP_NUM_THREADS=1", "--", "--num_processes", "4", "--job",
          job},
         120000, {},
-        {QStringLiteral("ACCEL_SSH_DIR=") + sshDir.path(),
+        {QStringLiteral("ACCEL_SSH_DIR=") + testbed.clientDirectory(),
          QStringLiteral("ACCEL_REMOTE_BIN=") + QDir(bin).filePath("accel"), QStringLiteral("SSH_AUTH_SOCK")});
     QVERIFY2(launched.exitCode == 0, qPrintable(launched.out + launched.err));
     const QJsonArray nodes = QJsonDocument::fromJson(launched.out.toUtf8()).object().value("nodes").toArray();

@@ -2,7 +2,7 @@
 // this build's own binary (ACCEL_REMOTE_BIN / --remote_accel), the SSH folder comes from
 // ACCEL_SSH_DIR. Covers ok hosts, an unknown host key (refused, then accepted), accel missing or
 // of another version, an unreachable host beside a good one, and bad arguments.
-#include "tests/helpers/netnstestbed.h"
+#include "tests/helpers/netnssshnodes.h"
 #include "tests/helpers/sshtestserver.h"
 #include "tests/helpers/testsupport.h"
 #include "tests/launcher/processprobe.h"
@@ -325,31 +325,12 @@ void tst_HostsCli::launchAcrossTwoNetworkNamespaces()
 {
     // Two nodes with their own network and address, each running its own sshd; this process
     // reaches them over a bridge, the way a workstation reaches two cluster hosts.
-    accel::test::NetnsTestbed testbed(2);
-    if (const QString reason = testbed.start(); !reason.isEmpty())
+    accel::test::NetnsSshNodes testbed(2);
+    if (const QString reason = testbed.makeNetwork(); !reason.isEmpty())
         QSKIP(qPrintable(QStringLiteral("no network namespaces here: ") + reason));
-    accel::test::SshTestServer servers[2];
-    QTemporaryDir sshDir; // one client folder knowing both nodes
-    QByteArray config;
-    QByteArray knownHosts;
-    for (int node = 0; node < 2; ++node) {
-        servers[node].setNetworkNamespace(testbed.nodeNamespace(node), testbed.nodeAddress(node));
-        const QString error = servers[node].start();
-        QVERIFY2(error.isEmpty(), qPrintable(error));
-        config += QStringLiteral("Host node%1\n  HostName %2\n  User %3\n  IdentityFile %4\n")
-                      .arg(node)
-                      .arg(testbed.nodeAddress(node), servers[node].user(),
-                           QDir(servers[node].clientDirectory()).filePath(QStringLiteral("id_ed25519")))
-                      .toUtf8();
-        knownHosts += servers[node].knownHostsLine().toUtf8() + '\n';
-    }
-    for (const auto &[name, content] :
-         {std::pair{QStringLiteral("config"), config}, std::pair{QStringLiteral("known_hosts"), knownHosts}}) {
-        QFile file(sshDir.filePath(name));
-        QVERIFY(file.open(QIODevice::WriteOnly));
-        file.write(content);
-    }
-    const QStringList env = {QStringLiteral("ACCEL_SSH_DIR=") + sshDir.path()};
+    const QString error = testbed.startServers();
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    const QStringList env = {QStringLiteral("ACCEL_SSH_DIR=") + testbed.clientDirectory()};
 
     QTemporaryDir data;
     const QString marker = QStringLiteral("hostsnetns-") + QUuid::createUuid().toString(QUuid::WithoutBraces);
