@@ -131,6 +131,7 @@ private Q_SLOTS:
     void msAmpWeightsAndWeightGradientsOnTheirGrids();
     void conversionFilterAndScope();
     void msAmpOptimizerStateBytesAndUpdate();
+    void threeDimensionalInputWithBiasTrains();
 };
 
 void tst_Fp8Linear::castsAsTheFormatCodecDoes()
@@ -371,6 +372,27 @@ void tst_Fp8Linear::msAmpOptimizerStateBytesAndUpdate()
     // Another optimizer is refused by name.
     torch::optim::SGD sgd(plain->parameters(), torch::optim::SGDOptions(0.1));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, MsAmpAdamW(sgd, MsAmpLevel::O2));
+}
+
+// Regression: F::linear adds the bias in place on 3-D input, and the FP8 output was a view of the
+// custom function's result, which autograd forbids ("is a view and is being modified inplace").
+void tst_Fp8Linear::threeDimensionalInputWithBiasTrains()
+{
+    torch::manual_seed(13);
+    auto model = std::make_shared<Mlp>(std::vector<int64_t>{16, 32, 32, 16});
+    auto training = Fp8Training::create(configFor(Fp8Backend::Te));
+    QVERIFY(training);
+    QCOMPARE((*training)->convert(model).converted.size(), size_t(3));
+    auto x = torch::randn({2, 5, 16}, torch::requires_grad());
+    torch::Tensor out;
+    {
+        auto scope = (*training)->scope();
+        out = model->forward(x);
+    }
+    QCOMPARE(out.sizes(), (std::vector<int64_t>{2, 5, 16}));
+    out.pow(2).sum().backward();
+    QVERIFY(x.grad().defined());
+    QVERIFY(model->layers[1]->bias.grad().abs().sum().item<float>() > 0);
 }
 
 QTEST_GUILESS_MAIN(tst_Fp8Linear)

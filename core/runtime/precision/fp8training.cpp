@@ -33,7 +33,8 @@ struct Fp8LinearFunction : public torch::autograd::Function<Fp8LinearFunction> {
         ctx->saved_data["pad"] = pad;
         auto shape = input.sizes().vec();
         shape.back() = weight.size(0);
-        return out.reshape(shape);
+        // Not a view (F::linear adds the bias in place on 3-D input): the shape changes without a copy.
+        return at::_unsafe_view(out, shape);
     }
 
     static variable_list backward(AutogradContext *ctx, variable_list grads)
