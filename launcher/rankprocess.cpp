@@ -4,6 +4,7 @@
 
 #include <QProcessEnvironment>
 
+#include <cerrno>
 #include <csignal>
 #include <cstring>
 #include <sys/prctl.h>
@@ -98,9 +99,10 @@ void RankProcess::readChannel(QProcess::ProcessChannel channel)
     const QByteArray data = m_process.readAll();
     if (data.isEmpty())
         return;
-    if (m_log.isOpen() && m_log.write(data) != data.size())
+    // Straight to the descriptor: a short write (full disk) keeps its errno for the message.
+    if (m_log.isOpen() && !rundir::writeAll(m_log.handle(), data.constData(), static_cast<size_t>(data.size())))
         failLog(m_spec.runDirectory + QLatin1Char('/') + m_spec.logFile + QStringLiteral(": write failed: ") +
-                m_log.errorString());
+                QString::fromLocal8Bit(std::strerror(errno)));
     if (!m_spec.mirror)
         return;
     const int index = channel == QProcess::StandardOutput ? 0 : 1;

@@ -66,6 +66,28 @@ std::string symlinkHint(int error)
                                               : std::string();
 }
 
+// Overwrites an existing regular file in place, only when the blocks it already has hold the
+// new content: then no block is allocated and the write cannot stop half-way for lack of space.
+bool rewriteInPlace(int directory, const std::string &name, const std::string &content)
+{
+    Fd fd(::openat(directory, name.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+    struct stat info {};
+    if (fd.get() < 0 || ::fstat(fd.get(), &info) != 0 || !S_ISREG(info.st_mode))
+        return false;
+    if (static_cast<unsigned long long>(content.size()) > static_cast<unsigned long long>(info.st_blocks) * 512)
+        return false;
+    size_t done = 0;
+    while (done < content.size()) {
+        const ssize_t n = ::pwrite(fd.get(), content.data() + done, content.size() - done, static_cast<off_t>(done));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return false;
+        done += static_cast<size_t>(n);
+    }
+    return ::ftruncate(fd.get(), static_cast<off_t>(content.size())) == 0 && ::fsync(fd.get()) == 0;
+}
+
 } // namespace
 
 Result<void> checkRealDirectory(const std::string &path)
@@ -235,8 +257,15 @@ Result<void> writeRunFile(const std::string &runDirectory, const std::string &na
         ::unlinkat(directory.get(), temporary.c_str(), 0);
         return makeError(ErrorCode::Io, message, full);
     };
-    if (!writeAll(fd.get(), content.data(), content.size()))
-        return fail("write failed");
+    if (!writeAll(fd.get(), content.data(), content.size())) {
+        const int error = errno;
+        ::unlinkat(directory.get(), temporary.c_str(), 0);
+        // A full disk: the file's own blocks may still hold the new content (run.json's final state).
+        if ((error == ENOSPC || error == EDQUOT || error == EFBIG) && rewriteInPlace(directory.get(), name, content))
+            return {};
+        errno = error;
+        return makeError(ErrorCode::Io, systemError("write failed"), full);
+    }
     if (::fsync(fd.get()) != 0)
         return fail("flush failed");
     if (::close(fd.release()) != 0)

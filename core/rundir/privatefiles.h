@@ -34,7 +34,9 @@ Result<std::string> readRunFile(const std::string &runDirectory, const std::stri
 // Appends `line` (a newline is added) in one write to a run file.
 Result<void> appendRunLine(const std::string &runDirectory, const std::string &relative, const std::string &line);
 // Replaces a file directly in the run directory atomically (temporary file 0600, fsync, rename;
-// a symlink in its place is replaced, never followed).
+// a symlink in its place is replaced, never followed). On a full disk, an existing file whose own
+// blocks hold the new content is overwritten in place instead (so run.json still gets its final
+// state); otherwise the old file is left whole.
 Result<void> writeRunFile(const std::string &runDirectory, const std::string &name, const std::string &content);
 // Writes all of `bytes` to fd; false with errno set on a short or failed write (full disk).
 bool writeAll(int fd, const char *bytes, std::size_t size);

@@ -139,6 +139,45 @@ private Q_SLOTS:
                  "a rank's child survived SIGKILL of the supervisor's process group");
     }
 
+    // Regression: on a full disk the rank logs were silently truncated, the launch reported
+    // success and run.json stayed "running". A real full file system: a 256 KiB tmpfs mounted in a
+    // private user and mount namespace (skipped where those are not available).
+    void fullDiskFailsTheRunWithFinalState()
+    {
+        const QString unshare = QStandardPaths::findExecutable(QStringLiteral("unshare"));
+        const QStringList namespaces = {QStringLiteral("--user"), QStringLiteral("--map-root-user"),
+                                        QStringLiteral("--mount")};
+        QTemporaryDir dir;
+        if (unshare.isEmpty() ||
+            accel::test::runProgram(unshare,
+                                    namespaces + QStringList{QStringLiteral("sh"), QStringLiteral("-c"),
+                                                             QStringLiteral("mount -t tmpfs tmpfs \"$0\""), dir.path()})
+                    .exitCode != 0)
+            QSKIP("cannot mount a tmpfs in a user namespace here; tst_runsupervisor covers a file-size limit");
+        // Inside: mount, launch a rank that prints ~1 MB, then show the final run.json (the tmpfs
+        // goes away with the namespace).
+        const QString script = QStringLiteral(
+            "mount -t tmpfs -o size=256k tmpfs \"$1\" || exit 90; "
+            "\"$0\" launch --cpu --num_processes 1 --no_mirror --system_sample_hz 0 --run_dir \"$1/run\" "
+            "--no_python \"$2\" --lines 100000 --hang 2>/dev/null; code=$?; cat \"$1/run/run.json\"; exit $code");
+        const auto result =
+            accel::test::runProgram(unshare,
+                                    namespaces + QStringList{QStringLiteral("sh"), QStringLiteral("-c"), script,
+                                                             accelProgram(), dir.path(), fakechild()},
+                                    60000);
+        QCOMPARE(result.exitCode, 1);
+        const QJsonObject manifest = QJsonDocument::fromJson(result.out.toUtf8()).object();
+        QCOMPARE(manifest.value(QStringLiteral("state")).toString(), QStringLiteral("failed"));
+        const QString detail = manifest.value(QStringLiteral("states"))
+                                   .toArray()
+                                   .last()
+                                   .toObject()
+                                   .value(QStringLiteral("detail"))
+                                   .toString();
+        QVERIFY2(detail.contains(QStringLiteral("rank 0 log")) && detail.contains(QStringLiteral("No space left")),
+                 qPrintable(detail));
+    }
+
     // Regression: run directories, logs and run.json were world-readable under umask 022, and
     // run.json recorded argv verbatim (an --aws_secret_access_key landed in it).
     void runDirectoryIsPrivateAndHoldsNoSecret()
