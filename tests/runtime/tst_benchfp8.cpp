@@ -1,0 +1,71 @@
+// `accel bench fp8`: bad input is refused with exit 2, and a short real run of two precisions on
+// both model shapes produces the table, the JSON result and the loss-curve PNG.
+#include "tests/helpers/testsupport.h"
+
+#include <QImage>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QTest>
+
+class tst_BenchFp8 : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void badInputIsRefused();
+    void shortRunWritesTableJsonAndPng();
+};
+
+void tst_BenchFp8::badInputIsRefused()
+{
+    auto unknown = accel::test::runAccel({QStringLiteral("bench"), QStringLiteral("fp9")});
+    QCOMPARE(unknown.exitCode, 2);
+    QVERIFY(unknown.err.contains(QStringLiteral("fp9")));
+    auto precision = accel::test::runAccel(
+        {QStringLiteral("bench"), QStringLiteral("fp8"), QStringLiteral("--only"), QStringLiteral("fp32,fp7")});
+    QCOMPARE(precision.exitCode, 2);
+    QVERIFY(precision.err.contains(QStringLiteral("fp7")));
+    auto steps = accel::test::runAccel(
+        {QStringLiteral("bench"), QStringLiteral("fp8"), QStringLiteral("--steps"), QStringLiteral("many")});
+    QCOMPARE(steps.exitCode, 2);
+    auto help = accel::test::runAccel({QStringLiteral("bench"), QStringLiteral("--help")});
+    QCOMPARE(help.exitCode, 0);
+    QVERIFY(help.out.contains(QStringLiteral("--steps")));
+}
+
+void tst_BenchFp8::shortRunWritesTableJsonAndPng()
+{
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    auto result =
+        accel::test::runAccel({QStringLiteral("bench"), QStringLiteral("fp8"), QStringLiteral("--steps"),
+                               QStringLiteral("20"), QStringLiteral("--only"), QStringLiteral("bf16,fp8-msamp-o2"),
+                               QStringLiteral("--out"), dir.path(), QStringLiteral("--json")},
+                              600000);
+    QVERIFY2(result.exitCode == 0, qPrintable(result.err.right(3000)));
+    const auto json = QJsonDocument::fromJson(result.out.toUtf8()).object();
+    QCOMPARE(json.value(QStringLiteral("schema")).toString(), QStringLiteral("accel.bench-fp8"));
+    const QJsonArray runs = json.value(QStringLiteral("runs")).toArray();
+    QCOMPARE(runs.size(), 4); // two shapes x two precisions
+    for (const auto &value : runs) {
+        const QJsonObject run = value.toObject();
+        QVERIFY(run.value(QStringLiteral("loss")).toArray().size() >= 2);
+        QVERIFY(run.value(QStringLiteral("eval_loss")).toDouble() > 0);
+        const double parameters = run.value(QStringLiteral("parameters")).toDouble();
+        QVERIFY(parameters > 0);
+        if (run.value(QStringLiteral("precision")).toString() == QLatin1String("fp8-msamp-o2")) {
+            QVERIFY(run.value(QStringLiteral("fp8_linear_layers")).toInt() > 0);
+            QCOMPARE(run.value(QStringLiteral("optimizer_state_bytes")).toDouble(), 3 * parameters);
+        } else {
+            QCOMPARE(run.value(QStringLiteral("optimizer_state_bytes")).toDouble(), 8 * parameters);
+        }
+    }
+    QImage png(json.value(QStringLiteral("png")).toString());
+    QVERIFY(!png.isNull());
+    QCOMPARE(png.width(), 2 * 640);
+    QVERIFY(QFile::exists(dir.filePath(QStringLiteral("table.txt"))));
+}
+
+QTEST_GUILESS_MAIN(tst_BenchFp8)
+#include "tst_benchfp8.moc"
