@@ -135,6 +135,7 @@ int runEnv(int argc, char **argv)
     parser.addValue("python", "PROGRAM", "Python interpreter to ask for torch/accelerate/numpy versions", "python3");
     parser.addFlag("no_python", "Do not run Python");
     parser.addFlag("no_gpu", "Do not load NVML");
+    parser.addFlag("no_worker", "Do not start accel-worker to report the embedded runtime (it loads libtorch: ~1 s)");
     if (!parser.parse(argc, argv, 1)) {
         if (parser.helpRequested()) {
             std::fputs(parser.helpText().c_str(), stdout);
@@ -180,6 +181,7 @@ int runEnv(int argc, char **argv)
         options.python = parser.valueOr("python", "python3");
         options.probePython = !parser.isSet("no_python");
         options.probeGpus = !parser.isSet("no_gpu");
+        options.probeWorker = !parser.isSet("no_worker");
         report = hardware::detectHardware(options);
         report.config = std::move(*config);
     }

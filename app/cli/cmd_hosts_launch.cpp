@@ -110,7 +110,7 @@ bool preflight(const hosts::HostGroup &group, const hosts::RemoteSettings &setti
                std::vector<NodeStart> &nodes, std::vector<QStringList> &environment)
 {
     const QStringList envArguments = {QStringLiteral("env"), QStringLiteral("--json"), QStringLiteral("--no_python"),
-                                      QStringLiteral("--no_gpu")};
+                                      QStringLiteral("--no_gpu"), QStringLiteral("--no_worker")};
     const std::vector<AccelOutcome> probes = hosts::runEverywhere(
         group.hosts, std::vector<QStringList>(group.hosts.size(), envArguments), settings, settings.timeoutMs * 4);
     bool userChose = false;
@@ -124,6 +124,9 @@ bool preflight(const hosts::HostGroup &group, const hosts::RemoteSettings &setti
         const QString version = env.value(QStringLiteral("accel_version")).toString();
         if (!probes[i].succeeded() || env.value(QStringLiteral("schema")).toString() != QLatin1String("accel.env")) {
             node.message = QStringLiteral("pre-flight (accel env) failed: ") + probes[i].describe();
+            const QString err = QString::fromUtf8(probes[i].standardError).trimmed().section(QLatin1Char('\n'), -1);
+            if (probes[i].reason.isEmpty() && !err.isEmpty())
+                node.message += QStringLiteral(": ") + err;
             ok = false;
         } else if (version != QLatin1String(ACCEL_VERSION)) {
             node.message =
