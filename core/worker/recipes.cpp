@@ -171,7 +171,7 @@ std::string capabilitiesJson()
 #endif
     j["openmp_threads"] = at::get_num_threads();
     j["blas"] = buildSetting("BLAS_INFO");
-    j["mixed_precision"] = {"no", "bf16"};
+    j["mixed_precision"] = {"no", "bf16", "fp8"}; // fp8: AO, TE and MSAMP recipes (docs/fp8.md)
     j["recipes"] = knownRecipes();
     return j.dump();
 }
