@@ -4,6 +4,8 @@
 #include "core/worker/trainingloop.h"
 
 #include "core/common/fileutil.h"
+#include "core/runtime/accelerator.h"
+#include "core/runtime/strategy/shardedmodule.h"
 #include "core/runtime/tensorio.h"
 
 #include <torch/torch.h>
@@ -98,20 +100,35 @@ struct Gpt : torch::nn::Module {
                 p.normal_(0.0, 0.02);
         }
     }
+    // Each transformer block, then the whole model, become sharding units (FSDP's transformer
+    // auto-wrap; DeepSpeed ZeRO-3 gathers per unit); call before prepareModel().
+    void wrapUnits(runtime::Accelerator &accelerator, const std::shared_ptr<Gpt> &self)
+    {
+        for (const auto &block : *blocks)
+            units.push_back(accelerator.wrap(block));
+        root = accelerator.wrap(self);
+    }
     // Logits [B, T, 256]; the output projection is tied to the token embedding.
     torch::Tensor forward(const torch::Tensor &tokens)
     {
-        const int64_t T = tokens.size(1);
-        auto positions = torch::arange(T, torch::kInt64);
-        auto x = wte(tokens) + wpe(positions);
-        for (auto &block : *blocks)
-            x = block->as<Block>()->forward(x);
-        return F::linear(lnf(x), wte->weight);
+        const auto body = [&] {
+            const int64_t T = tokens.size(1);
+            auto positions = torch::arange(T, torch::kInt64);
+            auto x = wte(tokens) + wpe(positions);
+            for (size_t i = 0; i < blocks->size(); ++i) {
+                auto *block = blocks[i]->as<Block>();
+                x = units.empty() ? block->forward(x) : (*units[i])([&] { return block->forward(x); });
+            }
+            return F::linear(lnf(x), wte->weight);
+        };
+        return root ? (*root)(body) : body();
     }
     GptConfig config;
     torch::nn::Embedding wte{nullptr}, wpe{nullptr};
     torch::nn::ModuleList blocks{nullptr};
     torch::nn::LayerNorm lnf{nullptr};
+    std::vector<std::shared_ptr<runtime::ShardedModule>> units;
+    std::shared_ptr<runtime::ShardedModule> root;
 };
 
 Result<std::string> readCorpus(const std::string &path, const JobSpec &job)
@@ -185,13 +202,15 @@ Result<void> runGptRecipe(runtime::Accelerator &accelerator, const JobSpec &job)
     torch::Tensor evalWindows = eval.size(0) >= T + 1 ? eval.unfold(0, T + 1, T) : torch::Tensor();
 
     auto model = std::make_shared<Gpt>(config);
+    model->wrapUnits(accelerator, model);
     int64_t parameterCount = 0;
     for (const auto &p : model->parameters())
         parameterCount += p.numel();
     accelerator.print("gpt: " + std::to_string(config.nLayer) + " layers, " + std::to_string(config.nHead) +
                       " heads, n_embd " + std::to_string(config.nEmbd) + ", context " + std::to_string(T) + ", " +
                       std::to_string(parameterCount) + " parameters; " + std::to_string(windows.size(0)) +
-                      " training windows; " + std::to_string(accelerator.numProcesses()) + " process(es)");
+                      " training windows; " + std::to_string(accelerator.numProcesses()) + " process(es), " +
+                      accelerator.strategyName());
     const TrainingSettings &t = job.training;
     torch::optim::AdamW optimizer(
         model->parameters(), torch::optim::AdamWOptions(t.learningRate).betas({0.9, 0.95}).weight_decay(t.weightDecay));
@@ -229,6 +248,7 @@ Result<void> runGptRecipe(runtime::Accelerator &accelerator, const JobSpec &job)
     auto summary = runTraining(accelerator, job, task);
     if (!summary)
         return tl::unexpected(summary.error());
+    accelerator.unshardModel(); // every rank: rank 0 alone saves and samples below
 
     if (accelerator.isMainProcess()) {
         std::error_code ec;

@@ -24,6 +24,7 @@ inline int freePort()
 struct Job {
     bool ok = true;
     QString errors;
+    QString out; // rank 0's standard output
 };
 
 // `worldSize` ranks of `program`, `localWorldSize` per pretend machine, `env` on every rank.
@@ -56,6 +57,8 @@ inline Job runJob(const QString &program, int worldSize, const QStringList &argu
             process->kill();
             process->waitForFinished();
         }
+        if (job.out.isNull())
+            job.out = QString::fromUtf8(process->readAllStandardOutput());
         if (process->exitStatus() != QProcess::NormalExit || process->exitCode() != 0) {
             job.ok = false;
             job.errors += QString("exit %1: %2\n").arg(process->exitCode()).arg(process->readAllStandardError());

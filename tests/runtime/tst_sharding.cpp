@@ -220,6 +220,66 @@ private Q_SLOTS:
         QVERIFY2(worst <= 1e-6, qPrintable(QString("2-rank continuation differs by %1").arg(worst)));
     }
 
+    void gptRecipeShardedMatchesDdp_data()
+    {
+        QTest::addColumn<QStringList>("env");
+        QTest::newRow("ZeRO-3") << QStringList{"ACCELERATE_USE_DEEPSPEED=true", "ACCELERATE_DEEPSPEED_ZERO_STAGE=3"};
+        QTest::newRow("FULL_SHARD") << QStringList{"ACCELERATE_USE_FSDP=true", "FSDP_SHARDING_STRATEGY=FULL_SHARD",
+                                                   "FSDP_AUTO_WRAP_POLICY=TRANSFORMER_BASED_WRAP",
+                                                   "FSDP_TRANSFORMER_CLS_TO_WRAP=Block"};
+    }
+    void gptRecipeShardedMatchesDdp()
+    {
+        // 30 steps of accel-worker's gpt recipe (each Block a unit, the model the root) on 2 ranks.
+        QFETCH(QStringList, env);
+        const QString worker = accel::test::binDir() + "/accel-worker";
+        if (!QFile::exists(worker))
+            QSKIP("accel-worker is not built");
+        QFile corpus(m_dir.filePath("corpus.txt"));
+        QVERIFY(corpus.open(QIODevice::WriteOnly));
+        for (int i = 0; i < 300; ++i)
+            corpus.write("the cat sat on the mat. a dog ran in the fog. ");
+        corpus.close();
+        const auto job = [&](const QString &name) {
+            const QString path = m_dir.filePath(name + ".yaml");
+            QFile file(path);
+            file.open(QIODevice::WriteOnly);
+            file.write(("recipe: gpt\noutput_dir: " + name +
+                        "\nmodel: {n_layer: 2, n_head: 2, n_embd: 32, "
+                        "block_size: 32}\ndata: {corpus: corpus.txt}\nsample: {length: 0}\n"
+                        "training: {max_steps: 30, batch_size: 4, log_every: 10}\n")
+                           .toUtf8());
+            return path;
+        };
+        const QString tag = QString(QTest::currentDataTag()).replace('-', '_');
+        if (!QFile::exists(m_dir.filePath("gpt_ddp/model.safetensors"))) {
+            Job ddp = runJob(worker, 2, {job("gpt_ddp")});
+            QVERIFY2(ddp.ok, qPrintable(ddp.errors));
+        }
+        Job sharded = runJob(worker, 2, {job("gpt_" + tag)}, env);
+        QVERIFY2(sharded.ok, qPrintable(sharded.errors));
+        QVERIFY2(sharded.out.contains("process(es), " + QString(QTest::currentDataTag())), qPrintable(sharded.out));
+        auto a = accel::bigmodel::SafetensorsFile::open(m_dir.filePath("gpt_ddp/model.safetensors").toStdString());
+        auto b =
+            accel::bigmodel::SafetensorsFile::open(m_dir.filePath("gpt_" + tag + "/model.safetensors").toStdString());
+        QVERIFY(a && b);
+        QCOMPARE((*a)->tensors().size(), (*b)->tensors().size());
+        double worst = 0;
+        for (const auto &tensor : (*a)->tensors()) {
+            const auto *other = (*b)->find(tensor.name);
+            QVERIFY2(other && other->byteSize() == tensor.byteSize(), tensor.name.c_str());
+            if (tensor.dtype != accel::bigmodel::DType::F32)
+                continue;
+            const auto *x = reinterpret_cast<const float *>(tensor.data);
+            const auto *y = reinterpret_cast<const float *>(other->data);
+            for (uint64_t i = 0; i < tensor.byteSize() / 4; ++i)
+                worst = std::max(worst, double(std::abs(x[i] - y[i])));
+        }
+        qInfo("gpt recipe, %s on 2 ranks: largest difference from DDP after 30 steps %g", QTest::currentDataTag(),
+              worst);
+        QVERIFY2(worst <= 1e-5, qPrintable(QString("parameters differ from DDP by %1").arg(worst)));
+    }
+
     void unimplementedSettingsAreRefusedByName()
     {
         struct Case {
