@@ -1,7 +1,11 @@
 #include "launcher/envbuilder.h"
 
+#include "launcher/launchflags.h"
+
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 namespace accel::launcher {
@@ -44,10 +48,49 @@ std::string pythonText(const ArgValue &value)
     return value.isBool ? pythonBool(value.text) : value.text;
 }
 
-// argparse's str_to_bool turns a typed boolean flag into 1 or 0.
-std::string flagBool(const std::string &text)
+// Python's str() of the value Accelerate's args namespace holds for this argument: a config
+// value as PyYAML typed it; a flag as its parser typed it (str_to_bool flags hold 1/0, Python
+// bool() flags True for any non-empty text, store_true switches True/False).
+std::string argText(const std::string &name, const ArgValue &value)
 {
-    return parseBool(text) ? "1" : "0";
+    if (value.origin == Origin::Config)
+        return pythonText(value);
+    const LaunchFlag *flag = findLaunchFlag(name);
+    const LaunchFlag::Kind kind = flag ? flag->kind : LaunchFlag::Kind::Value;
+    switch (kind) {
+    case LaunchFlag::Kind::Switch:
+        return pythonBool(value.text);
+    case LaunchFlag::Kind::StrToBool:
+        return parseBool(value.text) ? "1" : "0";
+    case LaunchFlag::Kind::PythonBool:
+        return value.origin == Origin::Default ? value.text : (value.text.empty() ? "False" : "True");
+    case LaunchFlag::Kind::BoolText:
+    case LaunchFlag::Kind::Value:
+        break;
+    }
+    return value.text;
+}
+
+// The three booleans of fp8_override_linear_precision from a list, a bool, or text such as
+// "(false, false, true)" / "1,0,1".
+std::vector<std::string> precisionOverride(const ArgValue &value)
+{
+    std::vector<std::string> parts;
+    if (value.origin == Origin::Config && !value.list.empty()) {
+        for (const std::string &item : value.list)
+            parts.push_back(pythonBool(item));
+    } else if (value.origin == Origin::Config && value.isBool) {
+        parts.assign(3, pythonBool(value.text));
+    } else {
+        std::string text = value.text;
+        text.erase(std::remove_if(text.begin(), text.end(),
+                                  [](char c) { return c == '(' || c == ')' || c == '[' || c == ']' || c == ' '; }),
+                   text.end());
+        for (const std::string &part : split(text))
+            parts.push_back(value.origin == Origin::Flag ? part : pythonBool(part));
+    }
+    parts.resize(3, "False");
+    return parts;
 }
 
 void addFp8Block(const LaunchSettings &settings, EnvMap &env)
@@ -57,27 +100,13 @@ void addFp8Block(const LaunchSettings &settings, EnvMap &env)
             continue;
         if (name == "fp8_override_linear_precision") {
             static const char *const suffixes[] = {"FPROP", "DGRAD", "WGRAD"};
-            std::vector<std::string> parts;
-            if (value.origin == Origin::Flag) {
-                for (const std::string &part : split(value.text))
-                    parts.push_back(flagBool(part));
-            } else if (!value.list.empty()) {
-                for (const std::string &item : value.list)
-                    parts.push_back(pythonBool(item));
-            }
-            parts.resize(3, "False");
+            const std::vector<std::string> parts = precisionOverride(value);
             for (int i = 0; i < 3; ++i)
                 env[std::string("ACCELERATE_FP8_OVERRIDE_") + suffixes[i]] = parts[static_cast<size_t>(i)];
             continue;
         }
-        std::string text;
-        if (name == "fp8_backend")
-            text = upper(value.text); // the training side parses it case-sensitively (facts 3.1)
-        else if (value.isBool && value.origin == Origin::Flag && name != "fp8_use_autocast_during_eval")
-            text = flagBool(value.text);
-        else
-            text = pythonText(value);
-        env["ACCELERATE_" + upper(name)] = text;
+        // The backend is upper-cased: the training side parses it case-sensitively.
+        env["ACCELERATE_" + upper(name)] = name == "fp8_backend" ? upper(value.text) : argText(name, value);
     }
 }
 
@@ -119,15 +148,52 @@ void addFsdpBlock(const LaunchSettings &settings, EnvMap &env)
     always("FSDP_CPU_RAM_EFFICIENT_LOADING", "fsdp_cpu_ram_efficient_loading", "true", true);
     always("FSDP_SYNC_MODULE_STATES", "fsdp_sync_module_states", "true", true);
     always("FSDP_ACTIVATION_CHECKPOINTING", "fsdp_activation_checkpointing", "false", true);
+    always("FSDP_ACTIVATION_CHECKPOINTING_OFFLOAD", "fsdp_activation_checkpointing_offload", "false", true);
     ifSet("FSDP_IGNORED_MODULES", "fsdp_ignored_modules");
 }
 
-void addPrefixedBlock(const LaunchSettings &settings, const std::string &prefix, EnvMap &env)
+// MEGATRON_LM_*: every megatron_lm_ argument that is not None (the flags with defaults always).
+void addMegatronBlock(const LaunchSettings &settings, EnvMap &env)
 {
+    env["ACCELERATE_USE_MEGATRON_LM"] = "true";
     for (const auto &[name, value] : settings.args) {
-        if (name.rfind(prefix, 0) == 0 && !value.text.empty())
-            env[upper(name)] = pythonText(value);
+        const LaunchFlag *flag = findLaunchFlag(name);
+        const bool isNone =
+            value.text.empty() && !(flag && flag->kind == LaunchFlag::Kind::PythonBool && value.origin == Origin::Flag);
+        if (name.rfind("megatron_lm_", 0) == 0 && !isNone)
+            env[upper(name)] = argText(name, value);
     }
+}
+
+// PARALLELISM_CONFIG_*: the sizes and backends always, the context-parallel strategy only when
+// cp_size > 1, the sequence-parallel details only when sp_size > 1 (unset ones as Python's None).
+void addParallelismBlock(const LaunchSettings &settings, EnvMap &env)
+{
+    env["ACCELERATE_USE_PARALLELISM_CONFIG"] = "true";
+    auto text = [&](const std::string &key) {
+        const ArgValue *value = findArg(settings, "parallelism_config_" + key);
+        return value && !value->text.empty() ? argText("parallelism_config_" + key, *value) : std::string("None");
+    };
+    auto above1 = [&](const std::string &key) { return std::atoi(text(key).c_str()) > 1; };
+    for (const char *key :
+         {"dp_replicate_size", "dp_shard_size", "tp_size", "cp_size", "cp_backend", "sp_size", "sp_backend"})
+        env["PARALLELISM_CONFIG_" + upper(key)] = text(key);
+    if (above1("cp_size"))
+        env["PARALLELISM_CONFIG_CP_COMM_STRATEGY"] = text("cp_comm_strategy");
+    if (above1("sp_size")) {
+        for (const char *key : {"sp_seq_length", "sp_seq_length_is_variable", "sp_attn_implementation"})
+            env["PARALLELISM_CONFIG_" + upper(key)] = text(key);
+    }
+}
+
+// torchrun's name for NCCL's asynchronous error handling: TORCH_NCCL_ASYNC_ERROR_HANDLING from torch
+// 2.2 on (and when the version is unknown), NCCL_ASYNC_ERROR_HANDLING before.
+std::string ncclErrorHandlingVariable(const std::string &torchVersion)
+{
+    int major = 0, minor = 0;
+    if (std::sscanf(torchVersion.c_str(), "%d.%d", &major, &minor) == 2 && (major < 2 || (major == 2 && minor < 2)))
+        return "NCCL_ASYNC_ERROR_HANDLING";
+    return "TORCH_NCCL_ASYNC_ERROR_HANDLING";
 }
 
 void addDeepSpeedBlock(const LaunchSettings &settings, const EnvMap &base, EnvMap &env)
@@ -191,8 +257,9 @@ void addRankVariables(const LaunchSettings &settings, const EnvMap &base, RankPl
     env["TORCHELASTIC_RUN_ID"] = settings.rendezvousId;
     // No agent store: rank 0 hosts the c10d TCPStore itself.
     env["TORCHELASTIC_USE_AGENT_STORE"] = "False";
-    if (auto it = base.find("TORCH_NCCL_ASYNC_ERROR_HANDLING"); it == base.end())
-        env["TORCH_NCCL_ASYNC_ERROR_HANDLING"] = "1";
+    const std::string ncclVariable = ncclErrorHandlingVariable(settings.torchVersion);
+    if (auto it = base.find(ncclVariable); it == base.end())
+        env[ncclVariable] = "1";
     if (!settings.runDirectory.empty())
         env["TORCHELASTIC_ERROR_FILE"] = settings.runDirectory + "/logs/rank" + rank + ".error.json";
 }
@@ -272,6 +339,10 @@ EnvMap buildRankEnvironment(const LaunchSettings &settings, const EnvMap &base, 
 
     if (simple) {
         env["ACCELERATE_USE_CPU"] = settings.cpu ? "True" : "False";
+        if (settings.cpu) {
+            env["KMP_AFFINITY"] = "granularity=fine,compact,1,0";
+            env["KMP_BLOCKTIME"] = "1";
+        }
         if (settings.numProcesses > 1 || settings.numMachines > 1) {
             env["MASTER_ADDR"] = settings.masterAddress();
             env["MASTER_PORT"] = std::to_string(settings.mainProcessPort);
@@ -279,10 +350,8 @@ EnvMap buildRankEnvironment(const LaunchSettings &settings, const EnvMap &base, 
     }
     if (settings.useFsdp && !simple && !deepspeed)
         addFsdpBlock(settings, env);
-    if (settings.useMegatron && !simple && !deepspeed) {
-        env["ACCELERATE_USE_MEGATRON_LM"] = "true";
-        addPrefixedBlock(settings, "megatron_lm_", env);
-    }
+    if (settings.useMegatron && !simple && !deepspeed)
+        addMegatronBlock(settings, env);
     if (deepspeed) {
         addDeepSpeedBlock(settings, base, env);
         // torchrun's own rule: one thread per worker when nothing was asked for.
@@ -293,10 +362,8 @@ EnvMap buildRankEnvironment(const LaunchSettings &settings, const EnvMap &base, 
     }
     if (settings.enableCpuAffinity)
         env["ACCELERATE_CPU_AFFINITY"] = "1";
-    if (settings.useParallelismConfig && !simple) {
-        env["ACCELERATE_USE_PARALLELISM_CONFIG"] = "true";
-        addPrefixedBlock(settings, "parallelism_config_", env);
-    }
+    if (settings.useParallelismConfig && !simple)
+        addParallelismBlock(settings, env);
 
     if (usesRankVariables(settings))
         addRankVariables(settings, base, placement, env);

@@ -1,5 +1,7 @@
 #include "launcher/launchflags.h"
 
+#include <set>
+
 namespace accel::launcher {
 
 namespace {
@@ -112,15 +114,44 @@ std::vector<LaunchFlag> makeFlags()
         {"fsdp_cpu_ram_efficient_loading", K::BoolText, "BOOL", "true", "load weights on rank 0 only", "fsdp"},
         {"fsdp_sync_module_states", K::BoolText, "BOOL", "true", "broadcast module states", "fsdp"},
         {"fsdp_activation_checkpointing", K::BoolText, "BOOL", "false", "activation checkpointing", "fsdp"},
+        {"fsdp_activation_checkpointing_offload", K::BoolText, "BOOL", "false",
+         "offload checkpointed activations to CPU", "fsdp"},
         {"fsdp_ignored_modules", K::Value, "REGEX", nullptr, "modules FSDP ignores", "fsdp"},
         // Megatron-LM
         {"megatron_lm_tp_degree", K::Value, "N", "1", "tensor parallel degree", "megatron"},
+        {"megatron_lm_use_custom_fsdp", K::PythonBool, "BOOL", "False",
+         "Megatron custom FSDP (any text but empty means true, as in accelerate launch)", "megatron"},
+        {"megatron_lm_no_load_optim", K::PythonBool, "BOOL", "False", "do not load optimizer state", "megatron"},
+        {"megatron_lm_eod_mask_loss", K::PythonBool, "BOOL", "False", "mask the loss at end-of-document tokens",
+         "megatron"},
+        {"megatron_lm_overlap_cpu_optimizer_d2h_h2d", K::PythonBool, "BOOL", "False", "overlap CPU optimizer transfers",
+         "megatron"},
+        {"megatron_lm_no_save_optim", K::PythonBool, "BOOL", "False", "do not save optimizer state", "megatron"},
+        {"megatron_lm_optimizer_cpu_offload", K::PythonBool, "BOOL", "False", "offload the optimizer to CPU",
+         "megatron"},
+        {"megatron_lm_use_precision_aware_optimizer", K::PythonBool, "BOOL", "False", "precision-aware optimizer",
+         "megatron"},
+        {"megatron_lm_decoder_last_pipeline_num_layers", K::Value, "N", nullptr, "layers of the last pipeline stage",
+         "megatron"},
         {"megatron_lm_pp_degree", K::Value, "N", "1", "pipeline parallel degree", "megatron"},
         {"megatron_lm_num_micro_batches", K::Value, "N", nullptr, "micro batches", "megatron"},
         {"megatron_lm_sequence_parallelism", K::Value, "BOOL", nullptr, "sequence parallelism", "megatron"},
         {"megatron_lm_recompute_activations", K::Value, "BOOL", nullptr, "recompute activations", "megatron"},
         {"megatron_lm_use_distributed_optimizer", K::Value, "BOOL", nullptr, "distributed optimizer", "megatron"},
         {"megatron_lm_gradient_clipping", K::Value, "X", "1.0", "gradient clipping", "megatron"},
+        {"megatron_lm_recompute_granularity", K::Value, "NAME", nullptr, "full or selective", "megatron"},
+        {"megatron_lm_recompute_method", K::Value, "NAME", nullptr, "uniform or block", "megatron"},
+        {"megatron_lm_recompute_num_layers", K::Value, "N", nullptr, "layers to recompute", "megatron"},
+        {"megatron_lm_attention_backend", K::Value, "NAME", nullptr, "attention backend", "megatron"},
+        {"megatron_lm_expert_model_parallel_size", K::Value, "N", nullptr, "expert model parallel size", "megatron"},
+        {"megatron_lm_context_parallel_size", K::Value, "N", nullptr, "context parallel size", "megatron"},
+        {"megatron_lm_attention_dropout", K::Value, "X", nullptr, "attention dropout", "megatron"},
+        {"megatron_lm_hidden_dropout", K::Value, "X", nullptr, "hidden dropout", "megatron"},
+        {"megatron_lm_attention_softmax_in_fp32", K::Value, "BOOL", nullptr, "attention softmax in fp32", "megatron"},
+        {"megatron_lm_expert_tensor_parallel_size", K::Value, "N", nullptr, "expert tensor parallel size", "megatron"},
+        {"megatron_lm_calculate_per_token_loss", K::Value, "BOOL", nullptr, "per-token loss", "megatron"},
+        {"megatron_lm_use_rotary_position_embeddings", K::Value, "BOOL", nullptr, "rotary position embeddings",
+         "megatron"},
         // FP8
         {"fp8_backend",
          K::Value,
@@ -140,8 +171,8 @@ std::vector<LaunchFlag> makeFlags()
         {"fp8_override_linear_precision", K::Value, "B,B,B", "false,false,false",
          "TE fprop,dgrad,wgrad in higher precision", "fp8"},
         {"fp8_opt_level", K::Value, "LEVEL", "O2", "MS-AMP level: O1, O2", "fp8"},
-        {"fp8_enable_fsdp_float8_all_gather", K::BoolText, "BOOL", "true", "AO: float8 all-gather under FSDP", "fp8"},
-        {"fp8_pad_inner_dim", K::BoolText, "BOOL", "true", "AO: pad inner dimensions", "fp8"},
+        {"fp8_enable_fsdp_float8_all_gather", K::StrToBool, "BOOL", "true", "AO: float8 all-gather under FSDP", "fp8"},
+        {"fp8_pad_inner_dim", K::StrToBool, "BOOL", "true", "AO: pad inner dimensions", "fp8"},
         // MPI
         {"mpirun_hostfile", K::Value, "FILE", nullptr, "MPI hostfile (accel starts the ranks itself)", "mpi"},
         // Parallelism config
@@ -154,10 +185,14 @@ std::vector<LaunchFlag> makeFlags()
         {"parallelism_config_sp_size", K::Value, "N", "1", "sequence parallel size", "parallelism"},
         {"parallelism_config_sp_backend", K::Value, "NAME", "deepspeed", "sequence parallel backend", "parallelism"},
         {"parallelism_config_sp_seq_length", K::Value, "N", nullptr, "sequence length", "parallelism"},
-        {"parallelism_config_sp_seq_length_is_variable", K::BoolText, "BOOL", "true", "variable sequence length",
-         "parallelism"},
+        {"parallelism_config_sp_seq_length_is_variable", K::PythonBool, "BOOL", "True",
+         "variable sequence length (any text but empty means true, as in accelerate launch)", "parallelism"},
         {"parallelism_config_sp_attn_implementation", K::Value, "NAME", "sdpa", "attention implementation",
          "parallelism"},
+        // Accelerate 1.0 (removed since): accepted and ignored
+        {"use_xpu", K::Switch, "", nullptr, "Accelerate 1.0 (removed since; ignored)", "retired"},
+        {"ipex", K::Switch, "", nullptr, "Accelerate 1.0 IPEX (removed in 1.13; ignored)", "retired"},
+        {"mpirun_ccl", K::Value, "N", nullptr, "Accelerate 1.0 oneCCL workers (removed in 1.13; ignored)", "retired"},
         // AWS (accepted, unused)
         {"aws_access_key_id", K::Value, "ID", nullptr, "SageMaker only (unused)", "aws"},
         {"aws_secret_access_key", K::Value, "KEY", nullptr, "SageMaker only (unused)", "aws"},
@@ -169,6 +204,50 @@ const std::vector<LaunchFlag> &launchFlags()
 {
     static const std::vector<LaunchFlag> flags = makeFlags();
     return flags;
+}
+
+FlagType flagType(const std::string &name)
+{
+    static const std::set<std::string> integers = {
+        "num_processes",
+        "num_machines",
+        "num_cpu_threads_per_process",
+        "machine_rank",
+        "main_process_port",
+        "max_restarts",
+        "zero_stage",
+        "gradient_accumulation_steps",
+        "fsdp_min_num_params",
+        "megatron_lm_tp_degree",
+        "megatron_lm_pp_degree",
+        "megatron_lm_num_micro_batches",
+        "megatron_lm_decoder_last_pipeline_num_layers",
+        "megatron_lm_recompute_num_layers",
+        "megatron_lm_expert_model_parallel_size",
+        "megatron_lm_context_parallel_size",
+        "megatron_lm_expert_tensor_parallel_size",
+        "fp8_margin",
+        "fp8_interval",
+        "fp8_amax_history_len",
+        "mpirun_ccl",
+        "parallelism_config_dp_replicate_size",
+        "parallelism_config_dp_shard_size",
+        "parallelism_config_tp_size",
+        "parallelism_config_cp_size",
+        "parallelism_config_sp_size",
+    };
+    static const std::set<std::string> floats = {"monitor_interval", "gradient_clipping",
+                                                 "megatron_lm_gradient_clipping", "megatron_lm_attention_dropout",
+                                                 "megatron_lm_hidden_dropout"};
+    if (integers.count(name))
+        return FlagType::Integer;
+    return floats.count(name) ? FlagType::Float : FlagType::Text;
+}
+
+bool isRetiredFlag(const std::string &name)
+{
+    const LaunchFlag *flag = findLaunchFlag(name);
+    return flag && std::string(flag->group) == "retired";
 }
 
 const LaunchFlag *findLaunchFlag(const std::string &name)

@@ -11,9 +11,12 @@ namespace accel::launcher {
 
 struct LaunchFlag {
     enum class Kind {
-        Switch,   // store_true: no value
-        Value,    // takes a value
-        BoolText, // takes "true"/"false" text (FSDP, DeepSpeed, FP8 booleans)
+        Switch,     // store_true: no value
+        Value,      // takes a value
+        BoolText,   // takes "true"/"false" text, kept as text (FSDP, DeepSpeed booleans)
+        StrToBool,  // takes "true"/"false"/"yes"/"0"..., parsed to 1/0 (the FP8 AO booleans)
+        PythonBool, // Accelerate parses it with Python's bool(): any non-empty text is true (Megatron-LM
+                    // booleans, parallelism_config_sp_seq_length_is_variable)
     };
     const char *name;
     Kind kind;
@@ -28,5 +31,14 @@ struct LaunchFlag {
 
 const std::vector<LaunchFlag> &launchFlags();
 const LaunchFlag *findLaunchFlag(const std::string &name);
+
+// The Python type Accelerate's parser gives a flag's value: typed values are checked and printed
+// the way Python prints them (int("010") -> 10, float("1") -> 1.0).
+enum class FlagType { Text, Integer, Float };
+FlagType flagType(const std::string &name);
+
+// Flags of Accelerate 1.0 that later versions removed (--use_xpu, --ipex, --mpirun_ccl): accepted
+// so old command lines keep working, and ignored with a note.
+bool isRetiredFlag(const std::string &name);
 
 } // namespace accel::launcher

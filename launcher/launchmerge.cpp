@@ -3,10 +3,12 @@
 #include "launcher/envbuilder.h"
 #include "launcher/launchflags.h"
 
+#ifdef ACCEL_LAUNCHER_HAVE_CONFIG
+#include "core/config/configvalue.h"
+#endif
+
 #include <algorithm>
 #include <cctype>
-#include <filesystem>
-#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -73,7 +75,8 @@ private:
                          typed(name) || !m_config ? std::string("--") + name : m_config->path);
     }
 
-    void fillBlockArgs();
+    Result<void> fillBlockArgs();
+    void noteQuirks();
     Result<void> decideMode();
     Result<void> applyScalars();
     void decideThreads();
@@ -93,16 +96,66 @@ const std::set<std::string> &blockGroups()
     return groups;
 }
 
-void Merger::fillBlockArgs()
+// Python's str() of a float typed on the command line.
+std::string pythonFloatText(double value, const std::string &typed)
+{
+#ifdef ACCEL_LAUNCHER_HAVE_CONFIG
+    (void)typed;
+    return config::pythonFloatRepr(value);
+#else
+    (void)value;
+    return typed;
+#endif
+}
+
+// A typed value the way Accelerate's parser stores it (int("010") is 10, float("1") is 1.0), or an
+// error naming the flag, like argparse's "invalid int value".
+Result<std::string> typedValue(const LaunchFlag &spec, const std::string &text)
+{
+    const FlagType type = flagType(spec.name);
+    if (spec.kind == LaunchFlag::Kind::StrToBool) {
+        bool ok = false;
+        const bool value = parseBool(text, &ok);
+        if (!ok)
+            return makeError(ErrorCode::InvalidInput,
+                             "expected true/false, yes/no, on/off, t/f, y/n or 1/0; got '" + text + "'",
+                             std::string("--") + spec.name);
+        return std::string(value ? "1" : "0");
+    }
+    if (type == FlagType::Text)
+        return text;
+    try {
+        size_t used = 0;
+        if (type == FlagType::Integer) {
+            const long long value = std::stoll(text, &used);
+            if (used == text.size())
+                return std::to_string(value);
+        } else {
+            const double value = std::stod(text, &used);
+            if (used == text.size())
+                return pythonFloatText(value, text);
+        }
+    } catch (const std::exception &) {
+    }
+    return makeError(ErrorCode::InvalidInput,
+                     std::string("expected ") + (type == FlagType::Integer ? "an integer" : "a number") + "; got '" +
+                         text + "'",
+                     std::string("--") + spec.name);
+}
+
+Result<void> Merger::fillBlockArgs()
 {
     // Flag defaults first, then typed flags, then config blocks (which beat defaults, not typed flags).
     for (const LaunchFlag &spec : launchFlags()) {
         if (!blockGroups().count(spec.group))
             continue;
         const bool isBool = spec.kind != LaunchFlag::Kind::Value;
-        if (auto value = flag(spec.name))
-            m_settings.args[spec.name] = ArgValue{*value, Origin::Flag, isBool, {}};
-        else if (spec.defaultValue)
+        if (auto value = flag(spec.name)) {
+            auto typed = typedValue(spec, *value);
+            if (!typed)
+                return tl::unexpected(typed.error());
+            m_settings.args[spec.name] = ArgValue{*typed, Origin::Flag, isBool, {}};
+        } else if (spec.defaultValue)
             m_settings.args[spec.name] = ArgValue{spec.defaultValue, Origin::Default, isBool, {}};
         else if (spec.kind == LaunchFlag::Kind::Switch)
             m_settings.args[spec.name] = ArgValue{"false", Origin::Default, true, {}};
@@ -131,24 +184,77 @@ void Merger::fillBlockArgs()
             m_settings.args[name] = copy;
         }
     }
-    // fp8_config keys whose names do not match the flags (facts 1.7): Accelerate exports them under
-    // names nothing reads. Keep that export and also apply them to the flag the recipe reads.
-    static const std::map<std::string, std::string> fp8Renames = {
-        {"fp8_amax_history_length", "fp8_amax_history_len"},
-        {"fp8_amax_compute_algorithm", "fp8_amax_compute_algo"},
-        {"fp8_optimization_level", "fp8_opt_level"},
-    };
-    for (const auto &[configName, flagName] : fp8Renames) {
-        auto it = m_settings.args.find(configName);
-        if (it == m_settings.args.end() || it->second.origin != Origin::Config || typed(flagName))
-            continue;
-        const bool differs = m_settings.args[flagName].text != it->second.text;
-        m_settings.args[flagName] = it->second;
-        if (differs)
-            m_settings.notes.push_back("fp8_config." + configName.substr(4) + ": " + it->second.text +
-                                       " is applied as --" + flagName +
-                                       " (accelerate launch exports it under a name the recipe never reads)");
+    if (typed("fp8_override_linear_precision")) {
+        // Accelerate splits the flag at commas and parses each part with str_to_bool.
+        std::string parts;
+        const std::string &text = m_settings.args["fp8_override_linear_precision"].text;
+        size_t start = 0;
+        while (true) {
+            const size_t comma = text.find(',', start);
+            const std::string part = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+            bool ok = false;
+            const bool value = parseBool(part, &ok);
+            if (!ok)
+                return makeError(ErrorCode::InvalidInput,
+                                 "expected comma-separated booleans such as false,false,true; got '" + text + "'",
+                                 "--fp8_override_linear_precision");
+            parts += std::string(parts.empty() ? "" : ",") + (value ? "1" : "0");
+            if (comma == std::string::npos)
+                break;
+            start = comma + 1;
+        }
+        m_settings.args["fp8_override_linear_precision"].list.clear();
+        m_settings.args["fp8_override_linear_precision"].text = parts;
     }
+    return {};
+}
+
+// Places where accelerate launch silently drops or bends a value: the run gets what Accelerate
+// computes, and a note says so.
+void Merger::noteQuirks()
+{
+    auto &notes = m_settings.notes;
+    // fp8_config spellings of the questionnaire (see core/config/configblocks.h).
+    static const std::pair<const char *, const char *> fp8Long[] = {
+        {"fp8_amax_history_length", "amax_history_len"},
+        {"fp8_amax_compute_algorithm", "amax_compute_algo"},
+        {"fp8_optimization_level", "opt_level"},
+    };
+    if (m_settings.mixedPrecision == "fp8") {
+        for (const auto &[name, recipeKey] : fp8Long) {
+            auto it = m_settings.args.find(name);
+            if (it != m_settings.args.end() && it->second.origin == Origin::Config)
+                notes.push_back("fp8_config." + std::string(name).substr(4) + ": " + it->second.text +
+                                " has no effect: accelerate launch exports it as ACCELERATE_" + upper(name) +
+                                ", which no FP8 recipe reads; write " + recipeKey + " instead");
+        }
+        auto it = m_settings.args.find("fp8_override_linear_precision");
+        if (it != m_settings.args.end() && it->second.origin == Origin::Config && it->second.list.empty())
+            notes.push_back("fp8_config.override_linear_precision: " + it->second.text +
+                            " is exported as three booleans (accelerate launch indexes the " +
+                            (it->second.isBool ? "bool and fails" : "text character by character") +
+                            "; write a list such as [false, false, true])");
+    }
+    for (const LaunchFlag &spec : launchFlags()) {
+        if (!typed(spec.name))
+            continue;
+        bool ok = false;
+        if (spec.kind == LaunchFlag::Kind::PythonBool && !parseBool(*flag(spec.name), &ok) && ok)
+            notes.push_back(std::string("--") + spec.name + " " + *flag(spec.name) +
+                            " is exported as True: accelerate launch reads this flag with Python's bool(), for "
+                            "which any text but an empty one is true");
+        if (isRetiredFlag(spec.name))
+            notes.push_back(std::string("--") + spec.name +
+                            " (Accelerate 1.0) is accepted and ignored: current Accelerate has no such flag");
+    }
+    if (typed("gradient_accumulation_steps") && !m_settings.useDeepSpeed)
+        notes.push_back("--gradient_accumulation_steps is ignored without DeepSpeed (accelerate launch passes it "
+                        "only to DeepSpeed); pass gradient_accumulation_steps to Accelerator() in the script");
+    if (m_multiGpu && m_host.acceleratorCount == 0 && !typed("cpu"))
+        notes.push_back(
+            std::string(typed("multi_gpu") ? "--multi_gpu" : "distributed_type " + m_settings.distributedType) +
+            ": no GPU was found on this machine; the ranks will fail to use CUDA (pass --cpu to "
+            "train on CPU)");
     if (auto it = m_settings.args.find("fp8_backend");
         it != m_settings.args.end() && it->second.origin == Origin::Flag && it->second.text != upper(it->second.text)) {
         m_settings.notes.push_back(
@@ -312,7 +418,9 @@ void Merger::decideThreads()
         return fallback;
     };
     m_settings.threadsPerProcess = std::max(1, envInt({"OMP_NUM_THREADS"}, 1));
-    if (m_settings.cpu && envInt({"OMP_NUM_THREADS"}, 0) == 0) {
+    // Accelerate tests use_cpu here, not --cpu: with a config file it is the config's use_cpu.
+    const bool useCpu = m_config ? (top("use_cpu") && parseBool(top("use_cpu")->text)) : m_settings.cpu;
+    if (useCpu && envInt({"OMP_NUM_THREADS"}, 0) == 0) {
         const int localSize = envInt({"MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "MV2_COMM_WORLD_LOCAL_SIZE"},
                                      std::max(m_settings.numProcesses / std::max(1, m_settings.numMachines), 1));
         const int perProcess = m_host.physicalCores / std::max(1, localSize);
@@ -360,17 +468,24 @@ Result<LaunchSettings> Merger::run()
     m_settings.workingDirectory = m_request.workingDirectory;
     if (auto ok = decideMode(); !ok)
         return tl::unexpected(ok.error());
-    fillBlockArgs();
+    if (auto ok = fillBlockArgs(); !ok)
+        return tl::unexpected(ok.error());
     if (auto ok = applyScalars(); !ok)
         return tl::unexpected(ok.error());
     if (!m_config && !m_modeFlagTyped && m_host.acceleratorCount > 1 && m_settings.numProcesses > 1)
         m_multiGpu = true;
+    if (m_host.torchVersion)
+        m_settings.torchVersion = *m_host.torchVersion;
+    else if (usesRankVariables(m_settings) || m_multiGpu || m_settings.useFsdp || m_settings.useDeepSpeed)
+        m_settings.torchVersion = detectTorchVersion(m_request.program, m_request.environment);
+    noteQuirks();
     decideThreads();
     if (auto ok = validate(); !ok)
         return tl::unexpected(ok.error());
 
     LaunchSettings &s = m_settings;
-    const bool cpu = s.cpu;
+    // Accelerate picks the launcher by --cpu alone; a config's use_cpu only reaches ACCELERATE_USE_CPU.
+    const bool cpu = typed("cpu");
     if (s.useDeepSpeed && !cpu) {
         s.launcher = LauncherKind::DeepSpeed;
         s.distributedType = "DEEPSPEED";
@@ -409,23 +524,6 @@ Result<LaunchSettings> Merger::run()
     return s;
 }
 
-int countPhysicalCores()
-{
-    std::set<std::pair<std::string, std::string>> cores;
-    std::error_code error;
-    for (const auto &entry : std::filesystem::directory_iterator("/sys/devices/system/cpu", error)) {
-        const std::string name = entry.path().filename().string();
-        if (name.rfind("cpu", 0) != 0 || name.size() < 4 || !std::isdigit(static_cast<unsigned char>(name[3])))
-            continue;
-        std::ifstream package(entry.path() / "topology/physical_package_id");
-        std::ifstream core(entry.path() / "topology/core_id");
-        std::string p, c;
-        if (package >> p && core >> c)
-            cores.insert({p, c});
-    }
-    return cores.empty() ? 1 : static_cast<int>(cores.size());
-}
-
 } // namespace
 
 std::string configFileToLoad(const LaunchRequest &request, const std::string &defaultPath, bool defaultExists)
@@ -441,20 +539,6 @@ Result<LaunchSettings> mergeLaunchSettings(const LaunchRequest &request, const s
                                            const HostFacts &host)
 {
     return Merger(request, config, host).run();
-}
-
-HostFacts detectHostFacts()
-{
-    HostFacts facts;
-    facts.physicalCores = countPhysicalCores();
-    std::error_code error;
-    for (const auto &entry : std::filesystem::directory_iterator("/dev", error)) {
-        const std::string name = entry.path().filename().string();
-        if (name.size() > 6 && name.rfind("nvidia", 0) == 0 &&
-            std::all_of(name.begin() + 6, name.end(), [](unsigned char c) { return std::isdigit(c); }))
-            ++facts.acceleratorCount;
-    }
-    return facts;
 }
 
 } // namespace accel::launcher

@@ -26,6 +26,9 @@ struct ConfigView {
 struct HostFacts {
     int physicalCores = 1;
     int acceleratorCount = 0; // visible GPUs (or other accelerators)
+    // The torch version of the ranks' Python (or accel-worker's libtorch); nullopt: the merge asks
+    // the ranks' interpreter (detectTorchVersion) when the launch uses torchrun's variables.
+    std::optional<std::string> torchVersion;
 };
 
 struct LaunchRequest {
@@ -44,5 +47,9 @@ Result<LaunchSettings> mergeLaunchSettings(const LaunchRequest &request, const s
 
 // Physical cores and visible accelerators of this machine (/sys and /dev).
 HostFacts detectHostFacts();
+
+// The torch version the program will run: accel-worker's libtorch for a job, the installed torch
+// package of the Python interpreter (PYTHON_EXEC or the program's) for a script; "" when unknown.
+std::string detectTorchVersion(const ProgramSpec &program, const EnvMap &environment);
 
 } // namespace accel::launcher

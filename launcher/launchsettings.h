@@ -62,6 +62,9 @@ struct LaunchSettings {
     int maxRestarts = 0;
     std::string rdzvBackend = "static";
     std::string rendezvousId = "none";
+    // The torch the ranks run ("2.12.1"; "" when unknown): torchrun names its NCCL error-handling
+    // variable after it (TORCH_NCCL_ASYNC_ERROR_HANDLING from 2.2, NCCL_ASYNC_ERROR_HANDLING before).
+    std::string torchVersion;
 
     std::string dynamoBackend = "NO"; // upper-case
     std::string dynamoMode = "default";

@@ -129,9 +129,23 @@ std::optional<PortHolder> findPortHolder(int port)
 std::string describeBusyPort(int port)
 {
     std::string text = "port " + std::to_string(port) + " is in use";
-    if (auto holder = findPortHolder(port))
-        text += " by pid " + std::to_string(holder->pid) + " (" + holder->command + ")";
-    else
+    if (auto holder = findPortHolder(port)) {
+        // Another program's command line, on one line: control characters escaped, length capped.
+        std::string command;
+        for (const char c : holder->command.substr(0, 200)) {
+            if (c == '\n')
+                command += "\\n";
+            else if (c == '\t')
+                command += "\\t";
+            else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+                command += '?';
+            else
+                command += c;
+        }
+        if (holder->command.size() > 200)
+            command += "...";
+        text += " by pid " + std::to_string(holder->pid) + " (" + command + ")";
+    } else
         text += " by a process this user cannot see";
     return text;
 }

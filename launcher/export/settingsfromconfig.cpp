@@ -63,6 +63,7 @@ Result<LaunchSettings> settingsFromConfig(const config::ClusterConfig &config, c
     HostFacts host; // the exported commands must not depend on this machine
     host.physicalCores = 1;
     host.acceleratorCount = 0;
+    host.torchVersion = "";
     return mergeLaunchSettings(request, view, host);
 }
 
@@ -85,6 +86,7 @@ EnvMap nodeExports(const LaunchSettings &settings)
                                                   "TORCHELASTIC_USE_AGENT_STORE",
                                                   "TORCHELASTIC_ERROR_FILE",
                                                   "TORCH_NCCL_ASYNC_ERROR_HANDLING",
+                                                  "NCCL_ASYNC_ERROR_HANDLING",
                                                   "ACCEL_RUN_DIR",
                                                   "ACCEL_METRICS_FILE",
                                                   "PYTHONPATH",

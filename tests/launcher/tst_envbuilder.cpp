@@ -47,6 +47,7 @@ LaunchSettings merge(std::map<std::string, std::string> flags, const std::option
     HostFacts host;
     host.physicalCores = 8;
     host.acceleratorCount = gpus;
+    host.torchVersion = "2.12.1";
     auto settings = mergeLaunchSettings(request, view, host);
     if (!settings)
         qWarning("merge failed: %s", settings.error().toString().c_str());
@@ -219,7 +220,28 @@ private Q_SLOTS:
         CHECK_ENV(env, "ACCELERATE_USE_PARALLELISM_CONFIG", "true");
         CHECK_ENV(env, "PARALLELISM_CONFIG_DP_SHARD_SIZE", "2");
         CHECK_ENV(env, "PARALLELISM_CONFIG_TP_SIZE", "1");
-        CHECK_ENV(env, "PARALLELISM_CONFIG_SP_SEQ_LENGTH_IS_VARIABLE", "True");
+        CHECK_ENV(env, "PARALLELISM_CONFIG_CP_BACKEND", "torch");
+        CHECK_ENV(env, "FSDP_ACTIVATION_CHECKPOINTING_OFFLOAD", "false");
+        // Regression: the context- and sequence-parallel details were exported unconditionally;
+        // Accelerate exports them only when cp_size / sp_size is above 1.
+        CHECK_ENV(env, "PARALLELISM_CONFIG_CP_COMM_STRATEGY", "<unset>");
+        CHECK_ENV(env, "PARALLELISM_CONFIG_SP_SEQ_LENGTH_IS_VARIABLE", "<unset>");
+        CHECK_ENV(env, "PARALLELISM_CONFIG_SP_SEQ_LENGTH", "<unset>");
+        view.blocks["parallelism_config"]["parallelism_config_sp_size"] = cfg("2");
+        view.blocks["parallelism_config"]["parallelism_config_cp_size"] = cfg("2");
+        const EnvMap sp = added(merge({}, view, 2));
+        CHECK_ENV(sp, "PARALLELISM_CONFIG_CP_COMM_STRATEGY", "allgather");
+        CHECK_ENV(sp, "PARALLELISM_CONFIG_SP_SEQ_LENGTH_IS_VARIABLE", "True");
+        CHECK_ENV(sp, "PARALLELISM_CONFIG_SP_SEQ_LENGTH", "None");
+        CHECK_ENV(sp, "PARALLELISM_CONFIG_SP_ATTN_IMPLEMENTATION", "sdpa");
+        // Regression: "--parallelism_config_sp_seq_length_is_variable false" was silently turned into
+        // False; accelerate launch reads it with bool(), so it is True, and a note now says so.
+        const LaunchSettings typed = merge({{"parallelism_config_sp_seq_length_is_variable", "false"}}, view, 2);
+        CHECK_ENV(added(typed), "PARALLELISM_CONFIG_SP_SEQ_LENGTH_IS_VARIABLE", "True");
+        bool noted = false;
+        for (const std::string &note : typed.notes)
+            noted = noted || note.find("--parallelism_config_sp_seq_length_is_variable false is exported as True") == 0;
+        QVERIFY(noted);
     }
 
     void deepspeedWithoutFile()
@@ -302,16 +324,52 @@ private Q_SLOTS:
         CHECK_ENV(env, "ACCELERATE_FP8_OVERRIDE_FPROP", "True");
         CHECK_ENV(env, "ACCELERATE_FP8_OVERRIDE_DGRAD", "False");
         CHECK_ENV(env, "ACCELERATE_FP8_OVERRIDE_WGRAD", "False");
-        // The quirky names are still exported for parity...
+        // The questionnaire's names are exported as accelerate launch exports them (under names no
+        // recipe reads), the recipe's names keep their flag defaults, and a note says so.
         CHECK_ENV(env, "ACCELERATE_FP8_AMAX_HISTORY_LENGTH", "16");
         CHECK_ENV(env, "ACCELERATE_FP8_AMAX_COMPUTE_ALGORITHM", "max");
-        // ...and accel also applies them to the names the recipe reads, with a note.
-        CHECK_ENV(env, "ACCELERATE_FP8_AMAX_HISTORY_LEN", "16");
-        CHECK_ENV(env, "ACCELERATE_FP8_AMAX_COMPUTE_ALGO", "max");
+        CHECK_ENV(env, "ACCELERATE_FP8_AMAX_HISTORY_LEN", "1024");
+        CHECK_ENV(env, "ACCELERATE_FP8_AMAX_COMPUTE_ALGO", "most_recent");
         QCOMPARE(settings.notes.size(), size_t(2));
+        QVERIFY(settings.notes[0].find("has no effect: accelerate launch exports it as") != std::string::npos);
         // Every fp8_ argument is exported, including other backends' defaults.
         CHECK_ENV(env, "ACCELERATE_FP8_OPT_LEVEL", "O2");
-        CHECK_ENV(env, "ACCELERATE_FP8_PAD_INNER_DIM", "True");
+        // Regression: the str_to_bool flags' defaults were exported as True; argparse parses the
+        // default text "true" with str_to_bool, so accelerate launch exports 1.
+        CHECK_ENV(env, "ACCELERATE_FP8_PAD_INNER_DIM", "1");
+        CHECK_ENV(env, "ACCELERATE_FP8_ENABLE_FSDP_FLOAT8_ALL_GATHER", "1");
+    }
+
+    // The recipe's own spellings in fp8_config reach the variables the recipes read.
+    void fp8TemplateKeys()
+    {
+        ConfigView view = config("MULTI_GPU", 2);
+        view.top["mixed_precision"] = cfg("fp8");
+        ArgMap &fp8 = view.blocks["fp8_config"];
+        fp8["backend"] = cfg("te");
+        fp8["amax_history_len"] = cfg("32");
+        fp8["amax_compute_algo"] = cfg("max");
+        fp8["opt_level"] = cfg("O1");
+        fp8["override_linear_precision"] = cfg("(false, false, true)");
+        fp8["pad_inner_dim"] = cfg("false", true);
+        const LaunchSettings settings = merge({}, view, 2);
+        const EnvMap env = added(settings);
+        CHECK_ENV(env, "ACCELERATE_FP8_AMAX_HISTORY_LEN", "32");
+        CHECK_ENV(env, "ACCELERATE_FP8_AMAX_COMPUTE_ALGO", "max");
+        CHECK_ENV(env, "ACCELERATE_FP8_OPT_LEVEL", "O1");
+        CHECK_ENV(env, "ACCELERATE_FP8_BACKEND", "TE");
+        CHECK_ENV(env, "ACCELERATE_FP8_PAD_INNER_DIM", "False"); // a config boolean: Python's str()
+        CHECK_ENV(env, "ACCELERATE_FP8_OVERRIDE_FPROP", "False");
+        CHECK_ENV(env, "ACCELERATE_FP8_OVERRIDE_WGRAD", "True");
+        QCOMPARE(env.count("ACCELERATE_FP8_AMAX_HISTORY_LENGTH"), size_t(0));
+        bool noted = false;
+        for (const std::string &note : settings.notes)
+            noted = noted ||
+                    note.find("fp8_config.override_linear_precision: (false, false, true) is exported as three") == 0;
+        QVERIFY(noted);
+        // A bool stands for all three.
+        fp8["override_linear_precision"] = cfg("true", true);
+        CHECK_ENV(added(merge({}, view, 2)), "ACCELERATE_FP8_OVERRIDE_DGRAD", "True");
     }
 
     void fp8AoFromFlags()
@@ -323,9 +381,10 @@ private Q_SLOTS:
                                                {"fp8_pad_inner_dim", "false"}},
                                               std::nullopt, 2);
         const EnvMap env = added(settings);
-        CHECK_ENV(env, "ACCELERATE_FP8_BACKEND", "AO");                         // upper-cased (facts 3.1)
-        CHECK_ENV(env, "ACCELERATE_FP8_PAD_INNER_DIM", "0");                    // typed booleans: str_to_bool's 0/1
-        CHECK_ENV(env, "ACCELERATE_FP8_ENABLE_FSDP_FLOAT8_ALL_GATHER", "True"); // default
+        CHECK_ENV(env, "ACCELERATE_FP8_BACKEND", "AO");                      // upper-cased (facts 3.1)
+        CHECK_ENV(env, "ACCELERATE_FP8_PAD_INNER_DIM", "0");                 // typed booleans: str_to_bool's 0/1
+        CHECK_ENV(env, "ACCELERATE_FP8_ENABLE_FSDP_FLOAT8_ALL_GATHER", "1"); // default "true", parsed the same way
+        CHECK_ENV(env, "ACCELERATE_FP8_USE_AUTOCAST_DURING_EVAL", "False");
         CHECK_ENV(env, "ACCELERATE_FP8_AMAX_HISTORY_LEN", "1024");
         CHECK_ENV(env, "ACCELERATE_FP8_AMAX_COMPUTE_ALGO", "most_recent");
         CHECK_ENV(env, "ACCELERATE_FP8_OVERRIDE_FPROP", "False");
@@ -341,7 +400,7 @@ private Q_SLOTS:
         const EnvMap env = added(merge({}, view, 2));
         CHECK_ENV(env, "ACCELERATE_FP8_BACKEND", "MSAMP");
         CHECK_ENV(env, "ACCELERATE_FP8_OPTIMIZATION_LEVEL", "O1");
-        CHECK_ENV(env, "ACCELERATE_FP8_OPT_LEVEL", "O1");
+        CHECK_ENV(env, "ACCELERATE_FP8_OPT_LEVEL", "O2"); // the questionnaire's key never reaches it
         // Not fp8: no FP8 block at all.
         view.top["mixed_precision"] = cfg("bf16");
         CHECK_ENV(added(merge({}, view, 2)), "ACCELERATE_FP8_BACKEND", "<unset>");
@@ -380,9 +439,66 @@ private Q_SLOTS:
         CHECK_ENV(env, "MEGATRON_LM_TP_DEGREE", "2");
         CHECK_ENV(env, "MEGATRON_LM_PP_DEGREE", "1");
         CHECK_ENV(env, "MEGATRON_LM_GRADIENT_CLIPPING", "1.0");
+        // Regression: the newer Megatron-LM flags were unknown and their defaults not exported.
+        CHECK_ENV(env, "MEGATRON_LM_USE_CUSTOM_FSDP", "False");
+        CHECK_ENV(env, "MEGATRON_LM_NO_LOAD_OPTIM", "False");
+        CHECK_ENV(env, "MEGATRON_LM_OVERLAP_CPU_OPTIMIZER_D2H_H2D", "False");
+        CHECK_ENV(env, "MEGATRON_LM_ATTENTION_BACKEND", "<unset>");
+        const EnvMap typed = added(merge({{"megatron_lm_attention_backend", "flash"},
+                                          {"megatron_lm_hidden_dropout", "0"},
+                                          {"megatron_lm_recompute_num_layers", "04"},
+                                          {"megatron_lm_eod_mask_loss", "no"}},
+                                         view, 2));
+        CHECK_ENV(typed, "MEGATRON_LM_ATTENTION_BACKEND", "flash");
+        CHECK_ENV(typed, "MEGATRON_LM_HIDDEN_DROPOUT", "0.0");     // float("0")
+        CHECK_ENV(typed, "MEGATRON_LM_RECOMPUTE_NUM_LAYERS", "4"); // int("04")
+        CHECK_ENV(typed, "MEGATRON_LM_EOD_MASK_LOSS", "True");     // bool("no")
         CHECK_ENV(env, "ACCELERATE_DYNAMO_BACKEND", "INDUCTOR");
         CHECK_ENV(env, "ACCELERATE_DYNAMO_USE_FULLGRAPH", "True");
         CHECK_ENV(env, "ACCELERATE_DEBUG_MODE", "true");
+    }
+
+    // Regression: OMP_NUM_THREADS was cores / processes with a config file plus --cpu; Accelerate
+    // then looks at the config's use_cpu (false) and keeps 1.
+    void cpuFlagWithConfigKeepsOneThread()
+    {
+        const LaunchSettings settings = merge({{"cpu", "true"}}, config("MULTI_CPU", 2));
+        const EnvMap env = added(settings);
+        CHECK_ENV(env, "OMP_NUM_THREADS", "1");
+        CHECK_ENV(env, "ACCELERATE_USE_CPU", "True");
+        CHECK_ENV(env, "KMP_AFFINITY", "granularity=fine,compact,1,0");
+        CHECK_ENV(env, "KMP_BLOCKTIME", "1");
+        ConfigView cpuConfig = config("MULTI_CPU", 2);
+        cpuConfig.top["use_cpu"] = cfg("true", true);
+        CHECK_ENV(added(merge({{"cpu", "true"}}, cpuConfig)), "OMP_NUM_THREADS", "4");
+    }
+
+    // Regression: a config's use_cpu: true turned --use_fsdp / --use_megatron_lm / --use_deepspeed into
+    // a simple launch; Accelerate picks the launcher by --cpu alone.
+    void configUseCpuKeepsTypedMode()
+    {
+        ConfigView cpuConfig = config("MULTI_CPU", 2);
+        cpuConfig.top["use_cpu"] = cfg("true", true);
+        const LaunchSettings fsdp = merge({{"use_fsdp", "true"}}, cpuConfig);
+        QCOMPARE(fsdp.launcher, LauncherKind::Torchrun);
+        CHECK_ENV(added(fsdp), "ACCELERATE_USE_FSDP", "true");
+        QCOMPARE(merge({{"use_deepspeed", "true"}}, cpuConfig).launcher, LauncherKind::DeepSpeed);
+        QCOMPARE(merge({{"use_fsdp", "true"}, {"cpu", "true"}}, std::nullopt).launcher, LauncherKind::Simple);
+    }
+
+    // torchrun names the NCCL error-handling variable after the torch version.
+    void ncclErrorHandlingFollowsTorch()
+    {
+        LaunchSettings settings = merge({{"multi_gpu", "true"}, {"num_processes", "2"}}, std::nullopt, 2);
+        CHECK_ENV(added(settings), "TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
+        CHECK_ENV(added(settings), "NCCL_ASYNC_ERROR_HANDLING", "<unset>");
+        settings.torchVersion = "2.1.2";
+        CHECK_ENV(added(settings), "NCCL_ASYNC_ERROR_HANDLING", "1");
+        CHECK_ENV(added(settings), "TORCH_NCCL_ASYNC_ERROR_HANDLING", "<unset>");
+        settings.torchVersion = "1.13.1";
+        CHECK_ENV(added(settings), "NCCL_ASYNC_ERROR_HANDLING", "1");
+        settings.torchVersion = "";
+        CHECK_ENV(added(settings), "TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
     }
 
     void commands()

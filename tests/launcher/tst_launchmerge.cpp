@@ -1,7 +1,10 @@
 // The flag/config merge rules of `accelerate launch` (facts 3.2) and accel's deliberate
 // differences, as plain data.
+#include "launcher/launchflags.h"
 #include "launcher/launchmerge.h"
+#include "launcher/ports.h"
 
+#include <QProcess>
 #include <QtTest>
 
 using namespace accel::launcher;
@@ -27,6 +30,7 @@ accel::Result<LaunchSettings> merge(std::map<std::string, std::string> flags,
     HostFacts host;
     host.physicalCores = 8;
     host.acceleratorCount = gpus;
+    host.torchVersion = "";
     return mergeLaunchSettings(request, view, host);
 }
 
@@ -181,6 +185,92 @@ private Q_SLOTS:
         QVERIFY(ok->useParallelismConfig);
         QVERIFY(!merge({{"use_fsdp", "true"}, {"num_processes", "2"}, {"fsdp_sync_module_states", "false"}},
                        std::nullopt, 2));
+    }
+
+    // Regression: --gradient_accumulation_steps without DeepSpeed was ignored without a word.
+    void ignoredGradientAccumulationIsNoted()
+    {
+        auto plain = merge({{"cpu", "true"}, {"gradient_accumulation_steps", "4"}});
+        QVERIFY(plain);
+        QVERIFY(hasNote(*plain, "--gradient_accumulation_steps is ignored without DeepSpeed"));
+        auto deepspeed = merge({{"use_deepspeed", "true"}, {"gradient_accumulation_steps", "4"}}, std::nullopt, 1);
+        QVERIFY(deepspeed);
+        QVERIFY(!hasNote(*deepspeed, "--gradient_accumulation_steps is ignored"));
+        QVERIFY(!merge({{"use_deepspeed", "true"}, {"gradient_accumulation_steps", "four"}}, std::nullopt, 1));
+    }
+
+    // Regression: --multi_gpu on a machine without GPUs gave no note.
+    void multiGpuWithoutGpusIsNoted()
+    {
+        auto none = merge({{"multi_gpu", "true"}, {"num_processes", "2"}});
+        QVERIFY(none);
+        QVERIFY(hasNote(*none, "--multi_gpu: no GPU was found on this machine"));
+        auto two = merge({{"multi_gpu", "true"}, {"num_processes", "2"}}, std::nullopt, 2);
+        QVERIFY(two);
+        QVERIFY(!hasNote(*two, "no GPU was found"));
+        ConfigView view;
+        view.top["distributed_type"] = cfg("MULTI_GPU");
+        view.top["num_processes"] = cfg("2");
+        auto fromConfig = merge({}, view);
+        QVERIFY(fromConfig);
+        QVERIFY(hasNote(*fromConfig, "distributed_type MULTI_GPU: no GPU was found on this machine"));
+    }
+
+    // Regression: Accelerate 1.0's --use_xpu, --ipex and --mpirun_ccl were unknown flags.
+    void acceleratorOneFlagsAccepted()
+    {
+        auto settings = merge({{"cpu", "true"}, {"ipex", "true"}, {"use_xpu", "true"}, {"mpirun_ccl", "2"}});
+        QVERIFY(settings);
+        QVERIFY(hasNote(*settings, "--ipex (Accelerate 1.0) is accepted and ignored"));
+        QVERIFY(hasNote(*settings, "--use_xpu (Accelerate 1.0) is accepted and ignored"));
+        QVERIFY(hasNote(*settings, "--mpirun_ccl (Accelerate 1.0) is accepted and ignored"));
+        QVERIFY(isRetiredFlag("ipex"));
+        QVERIFY(!isRetiredFlag("cpu"));
+    }
+
+    // Typed values are checked and stored the way Accelerate's parser types them.
+    void typedValuesFollowPythonTypes()
+    {
+        auto settings = merge({{"use_fsdp", "true"},
+                               {"num_processes", "2"},
+                               {"fsdp_min_num_params", "0100"},
+                               {"fp8_pad_inner_dim", "off"},
+                               {"fp8_override_linear_precision", "false,YES,0"}},
+                              std::nullopt, 2);
+        QVERIFY(settings);
+        QCOMPARE(settings->args["fsdp_min_num_params"].text, std::string("100"));
+        QCOMPARE(settings->args["fp8_pad_inner_dim"].text, std::string("0"));
+        QCOMPARE(settings->args["fp8_override_linear_precision"].text, std::string("0,1,0"));
+        auto bad = merge({{"fp8_pad_inner_dim", "maybe"}});
+        QVERIFY(!bad);
+        QCOMPARE(
+            QString::fromStdString(bad.error().toString()),
+            QStringLiteral("--fp8_pad_inner_dim: expected true/false, yes/no, on/off, t/f, y/n or 1/0; got 'maybe'"));
+        QVERIFY(!merge({{"fp8_override_linear_precision", "true,maybe,false"}}));
+        QVERIFY(!merge({{"megatron_lm_hidden_dropout", "x"}}));
+    }
+
+    // Regression: the busy-port message pasted the other process's command line with its newlines.
+    void busyPortMessageHasNoRawNewlines()
+    {
+        QProcess holder;
+        holder.start(QStringLiteral("python3"),
+                     {QStringLiteral("-c"), QStringLiteral("import socket, sys\n"
+                                                           "s = socket.socket()\n"
+                                                           "s.bind(('127.0.0.1', 0))\n"
+                                                           "s.listen()\n"
+                                                           "print(s.getsockname()[1], flush=True)\n"
+                                                           "sys.stdin.read()\n")});
+        QVERIFY(holder.waitForStarted());
+        QTRY_VERIFY_WITH_TIMEOUT(holder.canReadLine(), 10000);
+        const int port = holder.readLine().trimmed().toInt();
+        QVERIFY(port > 0);
+        const std::string message = describeBusyPort(port);
+        holder.closeWriteChannel();
+        QVERIFY(holder.waitForFinished(10000));
+        QVERIFY2(message.find('\n') == std::string::npos, message.c_str());
+        QVERIFY2(message.find("by pid") != std::string::npos, message.c_str());
+        QVERIFY2(message.find("import socket, sys\\ns = socket.socket()") != std::string::npos, message.c_str());
     }
 };
 

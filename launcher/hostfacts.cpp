@@ -1,0 +1,78 @@
+// This machine's facts for the launch merge: physical cores and accelerators from /sys and /dev,
+// and the torch version the ranks will run.
+#include "launcher/launchmerge.h"
+
+#include "buildinfo.h"
+
+#include <QProcess>
+#include <QString>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+namespace accel::launcher {
+
+namespace {
+
+int countPhysicalCores()
+{
+    std::set<std::pair<std::string, std::string>> cores;
+    std::error_code error;
+    for (const auto &entry : std::filesystem::directory_iterator("/sys/devices/system/cpu", error)) {
+        const std::string name = entry.path().filename().string();
+        if (name.rfind("cpu", 0) != 0 || name.size() < 4 || !std::isdigit(static_cast<unsigned char>(name[3])))
+            continue;
+        std::ifstream package(entry.path() / "topology/physical_package_id");
+        std::ifstream core(entry.path() / "topology/core_id");
+        std::string p, c;
+        if (package >> p && core >> c)
+            cores.insert({p, c});
+    }
+    return cores.empty() ? 1 : static_cast<int>(cores.size());
+}
+
+} // namespace
+
+std::string detectTorchVersion(const ProgramSpec &program, const EnvMap &environment)
+{
+    if (program.kind == ProgramSpec::Kind::Job)
+        return ACCEL_TORCH_VERSION;
+    if (program.kind == ProgramSpec::Kind::Executable)
+        return {};
+    std::string python = program.python.empty() ? std::string("python3") : program.python;
+    if (auto it = environment.find("PYTHON_EXEC"); it != environment.end() && !it->second.empty())
+        python = it->second;
+    // The package metadata only: importing torch would take seconds.
+    QProcess process;
+    process.start(QString::fromStdString(python),
+                  {QStringLiteral("-c"), QStringLiteral("import importlib.metadata as m\ntry:\n"
+                                                        "    print(m.version('torch'))\nexcept Exception:\n"
+                                                        "    pass\n")});
+    if (!process.waitForFinished(10000)) {
+        process.kill();
+        process.waitForFinished(1000);
+        return {};
+    }
+    if (process.exitStatus() != QProcess::NormalExit || process.exitCode() != 0)
+        return {};
+    return QString::fromUtf8(process.readAllStandardOutput()).trimmed().toStdString();
+}
+
+HostFacts detectHostFacts()
+{
+    HostFacts facts;
+    facts.physicalCores = countPhysicalCores();
+    std::error_code error;
+    for (const auto &entry : std::filesystem::directory_iterator("/dev", error)) {
+        const std::string name = entry.path().filename().string();
+        if (name.size() > 6 && name.rfind("nvidia", 0) == 0 &&
+            std::all_of(name.begin() + 6, name.end(), [](unsigned char c) { return std::isdigit(c); }))
+            ++facts.acceleratorCount;
+    }
+    return facts;
+}
+
+} // namespace accel::launcher
