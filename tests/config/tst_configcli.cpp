@@ -136,7 +136,7 @@ private Q_SLOTS:
         QCOMPARE(result.exitCode, 2);
         QCOMPARE(
             result.err,
-            QStringLiteral("accel config default: option '--mixed_precision': 'fp32' is not one of no, fp16, bf16\n"));
+            QStringLiteral("accel config default: option '--mixed_precision': 'fp32' is not one of no, fp16, bf16, fp8\n"));
     }
 
     void showPrintsWhatAccelerateWrites()
