@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Sharding benchmark: accel-worker's gpt recipe (n_layer 4, n_head 4, n_embd 256, context 128,
+batch 8 per rank, AdamW; 2 ranks x 1 thread) under each sharding strategy against DDP, and
+FULL_SHARD / SHARD_GRAD_OP against PyTorch's own FSDP in Python on the same torch
+(reference_fsdp.py). Throughput over 30 steps after 10 warm-up steps, ACCEL_BENCH_ROUNDS (default
+3) back-to-back rounds, medians; one BENCH line per strategy.
+"""
+import argparse
+import importlib.util
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+spec = importlib.util.spec_from_file_location("run_bench_runtime", os.path.join(HERE, "..", "runtime", "run_bench.py"))
+runtime = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(runtime)
+
+STRATEGIES = {
+    "DDP": {},
+    "ZeRO-1": {"ACCELERATE_USE_DEEPSPEED": "true", "ACCELERATE_DEEPSPEED_ZERO_STAGE": "1"},
+    "ZeRO-2": {"ACCELERATE_USE_DEEPSPEED": "true", "ACCELERATE_DEEPSPEED_ZERO_STAGE": "2"},
+    "ZeRO-3": {"ACCELERATE_USE_DEEPSPEED": "true", "ACCELERATE_DEEPSPEED_ZERO_STAGE": "3"},
+    "FULL_SHARD": {"ACCELERATE_USE_FSDP": "true", "FSDP_SHARDING_STRATEGY": "FULL_SHARD",
+                   "FSDP_AUTO_WRAP_POLICY": "TRANSFORMER_BASED_WRAP"},
+    "SHARD_GRAD_OP": {"ACCELERATE_USE_FSDP": "true", "FSDP_SHARDING_STRATEGY": "SHARD_GRAD_OP",
+                      "FSDP_AUTO_WRAP_POLICY": "TRANSFORMER_BASED_WRAP"},
+}
+SHARDING_VARIABLES = sorted({key for env in STRATEGIES.values() for key in env})
+
+
+def ours(worker, job, strategy, run_dir):
+    for key in SHARDING_VARIABLES:
+        os.environ.pop(key, None)
+    os.environ.update(STRATEGIES[strategy])
+    try:
+        return runtime.worker_throughput(worker, job, 2, run_dir)
+    finally:
+        for key in SHARDING_VARIABLES:
+            os.environ.pop(key, None)
+
+
+def pytorch_fsdp(strategy):
+    cmd = [runtime.PYTHON, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--redirects", "1", "--tee", "1",
+           "--monitor_interval", "0.1", "--master_port", str(runtime.free_port()),
+           os.path.join(HERE, "reference_fsdp.py"), strategy, "--warmup", str(runtime.WARMUP), "--steps", str(runtime.STEPS)]
+    out = subprocess.run(cmd, env=dict(os.environ, OMP_NUM_THREADS="1"), stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+    for line in out.stdout.splitlines():
+        if "RESULT" in line:
+            return float(line[line.index("RESULT"):].split()[2])
+    sys.exit("reference_fsdp.py failed:\n" + out.stdout)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--worker", required=True)
+    parser.add_argument("--corpus", required=True)
+    args = parser.parse_args()
+    work = tempfile.mkdtemp(prefix="accel-bench-sharding-")
+    job = os.path.join(work, "gpt.yaml")
+    with open(job, "w") as f:
+        f.write(f"recipe: gpt\nmodel: {{n_layer: 4, n_head: 4, n_embd: 256, block_size: 128}}\n"
+                f"data: {{corpus: {args.corpus}, eval_fraction: 0}}\nsample: {{length: 0}}\n"
+                f"training: {{max_steps: {runtime.WARMUP + runtime.STEPS}, log_every: 10, resume: none, shuffle: true, "
+                "batch_size: 8, learning_rate: 3.0e-4, weight_decay: 0.01}\n")
+    rounds = int(os.environ.get("ACCEL_BENCH_ROUNDS", "3"))
+    results = {name: [] for name in STRATEGIES}
+    peers = {"FULL_SHARD": [], "SHARD_GRAD_OP": []}
+    median = lambda values: sorted(values)[len(values) // 2]
+    for r in range(rounds):
+        for name in STRATEGIES:
+            results[name].append(ours(args.worker, job, name, os.path.join(work, "run")))
+        for name in peers:
+            peers[name].append(pytorch_fsdp(name))
+        print(f"# round {r + 1}: " + ", ".join(f"{n} {v[-1]:.2f}" for n, v in results.items()) + "; PyTorch FSDP "
+              + ", ".join(f"{n} {v[-1]:.2f}" for n, v in peers.items()) + " samples/s", flush=True)
+    ddp = median(results["DDP"])
+    for name, values in results.items():
+        line = f"BENCH sharding_gpt_2x1_{name.lower().replace('-', '')}_samples_per_s {median(values):.2f} samples/s " \
+               f"vs_ddp={median(values) / ddp:.3f}"
+        if name in peers:
+            ratios = [o / p for o, p in zip(values, peers[name])]
+            line += f" peer={median(peers[name]):.2f} ratio={median(ratios):.3f} target>=1.0x"
+        print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()
