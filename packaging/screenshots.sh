@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Renders every page of accel-studio to docs/screenshots/<page>.png. Uses a virtual X server
-# (xvfb-run) when there is one, else Qt's offscreen platform. The Configure page is shown with a
-# sample FSDP config that has one mistake, so the picture includes a validation message; the
-# Launch page with the first-run demo in the recipe form; the Runs page with a sample run; and,
-# when accel-worker is built, the Monitor following the real demo (2 CPU ranks) while it trains
-# (monitor-demo.png). Also the config wizard (wizard.png) and the Playground tab (playground.png).
+# Renders every page of accel-studio to docs/screenshots/<view>-<size>-<theme>.png at 1600x1000
+# and 1024x700, light and dark. Uses a virtual X server (xvfb-run) when there is one, else Qt's
+# offscreen platform. The Configure page is shown with a sample FSDP config that has one mistake,
+# so the picture includes a validation message; the Launch page with the first-run demo in the
+# recipe form; the Runs page with a sample run (progress, per-rank CPU and memory), a failed run
+# with its triage card (runs-failed) and a stopped one (runs-stopped); and, when accel-worker is
+# built, the Monitor following the real demo (2 CPU ranks) while it trains (monitor-demo). Also the
+# config wizard (wizard) and the Playground tab (playground).
 # Usage: packaging/screenshots.sh [build dir]   (default: $ACCEL_BUILD_DIR or build/)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -54,39 +56,97 @@ tpu_use_sudo: false
 use_cpu: false
 YAML
 
-# A sample 2-rank run for the Runs page (run.json, metrics, logs and events as the launcher and the
-# runtime write them), so its picture shows the Monitor view with data and a straggler banner.
+# Sample runs for the Runs page (run.json, metrics, system samples, logs and events as the launcher
+# and the runtime write them): a 2-rank run with a straggler banner, a run that failed on a missing
+# Python module, and a run that was stopped.
 python3 - "$HOME/.local/share/accel-studio/runs" <<'PY'
 import json, math, os, random, sys, time
 random.seed(7)
-run_id = "20261122-013000-llama-finetune-5e1c"
-run = os.path.join(sys.argv[1], run_id)
-for sub in ("logs", "metrics", "checkpoints"):
-    os.makedirs(os.path.join(run, sub), exist_ok=True)
+root = sys.argv[1]
+
+def make(run_id, name, t0, state, detail=None):
+    run = os.path.join(root, run_id)
+    for sub in ("logs", "metrics", "checkpoints"):
+        os.makedirs(os.path.join(run, sub), exist_ok=True)
+    settings = {"distributed_type": "MULTI_CPU", "num_processes": 2, "mixed_precision": "bf16", "launcher": "simple"}
+    manifest = {"schema": "accel.run", "version": 1, "id": run_id, "name": name, "created": t0,
+                "settings": settings, "state": state, "restarts": 0,
+                "states": [{"state": state, "time": t0, **({"detail": detail} if detail else {})}]}
+    json.dump(manifest, open(os.path.join(run, "run.json"), "w"))
+    return run
+
+def write_events(run, events):
+    with open(os.path.join(run, "events.jsonl"), "w") as e:
+        for ev in events:
+            e.write(json.dumps({"v": 1, **ev}, sort_keys=True) + "\n")
+
+def write_system(run, t0, seconds, ranks=(0, 1)):
+    with open(os.path.join(run, "metrics", "system.jsonl"), "w") as s:
+        for i in range(int(seconds * 2)):
+            t = t0 + i * 0.5
+            for rank in ranks:
+                s.write(json.dumps({"v": 1, "time": t, "rank": rank, "kind": "system", "pid": 4242 + rank, "processes": 1,
+                                    "cpu_percent": round(min(100, random.gauss(92, 4)), 1),
+                                    "mem_rss_bytes": int(1.9e9 + rank * 6e7 + i * 2.6e5 + random.gauss(0, 4e6))}) + "\n")
+
+# A healthy run at step 600 of 1000, rank 1 straggling since step 380.
 t0 = time.time() - 900
-settings = {"distributed_type": "MULTI_CPU", "num_processes": 2, "mixed_precision": "bf16", "launcher": "simple"}
-manifest = {"schema": "accel.run", "version": 1, "id": run_id, "name": "llama-finetune", "created": t0,
-            "settings": settings, "state": "running", "restarts": 0}
-json.dump(manifest, open(os.path.join(run, "run.json"), "w"))
+run = make("20261122-013000-llama-finetune-5e1c", "llama-finetune", t0, "running")
+with open(os.path.join(run, "job.yaml"), "w") as job:
+    job.write("recipe: gpt\nname: llama-finetune\ntraining:\n  max_steps: 1000\n")
 for rank in (0, 1):
     with open(os.path.join(run, "metrics", f"rank{rank}.jsonl"), "w") as m, open(os.path.join(run, "logs", f"rank{rank}.log"), "w") as log:
         for step in range(0, 602, 2):
-            lr = 3e-4 * min(1.0, step / 60) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / 600)))
+            lr = 3e-4 * min(1.0, step / 60) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / 1000)))
             loss = 2.0 + 2.5 * math.exp(-step / 150) + random.gauss(0, 0.08)
             slow = 1.35 if rank == 1 and step > 380 else 1.0
             line = {"v": 1, "time": t0 + step * 1.4 * slow, "rank": rank, "step": step, "loss": round(loss, 4), "lr": lr,
                     "samples_per_s": round(random.gauss(520, 12) / slow, 1), "grad_norm": round(abs(random.gauss(1.2 * math.exp(-step / 300) + 0.3, 0.05)), 4),
-                    "mem_rss_bytes": int(1.9e9 + rank * 6e7 + step * 2.5e5), "step_time_s": round(0.06 * slow, 4)}
+                    "step_time_s": round(1.4 * slow, 4)}
+            if step % 100 == 0 and step > 0:
+                line_eval = {"v": 1, "time": line["time"], "rank": rank, "step": step, "kind": "eval", "loss": round(loss + 0.15, 4)}
+                m.write(json.dumps(line_eval) + "\n")
             m.write(json.dumps(line) + "\n")
             if step % 50 == 0:
                 log.write(f"step {step:4d}  loss {loss:.4f}  lr {lr:.2e}\n")
+write_system(run, t0, 880)
 events = [{"event": "started", "ranks": 2, "launcher": "simple", "time": t0}]
 events += [{"event": "rank_started", "rank": r, "pid": 4242 + r, "attempt": 0, "time": t0 + 0.2} for r in (0, 1)]
 events.append({"event": "straggler_detected", "rank": 1, "step_time_s": 0.081, "others_median_step_time_s": 0.06, "margin": 0.2,
                "source": "monitor", "time": t0 + 560})
-with open(os.path.join(run, "events.jsonl"), "w") as e:
-    for ev in events:
-        e.write(json.dumps({"v": 1, **ev}, sort_keys=True) + "\n")
+write_events(run, events)
+
+# A plain script that died on a missing module, its error scrolled far up the log.
+t1 = time.time() - 3600
+reason = "rank 0 exit 1"
+run = make("20261122-010000-sentiment-ab12", "sentiment", t1, "failed", reason)
+with open(os.path.join(run, "logs", "rank0.log"), "w") as log:
+    log.write("loading dataset imdb\nTraceback (most recent call last):\n  File \"train.py\", line 4, in <module>\n"
+              "    from peft import LoraConfig\nModuleNotFoundError: No module named 'peft'\n")
+with open(os.path.join(run, "logs", "rank1.log"), "w") as log:
+    log.write("loading dataset imdb\n" + "waiting for rank 0\n" * 3)
+write_system(run, t1, 6)
+write_events(run, [{"event": "started", "ranks": 2, "launcher": "simple", "time": t1},
+                   {"event": "rank_exited", "rank": 0, "exit_code": 1, "signal": 0, "result": "exit 1", "time": t1 + 6},
+                   {"event": "stopping_ranks", "reason": reason, "grace_ms": 5000, "time": t1 + 6},
+                   {"event": "rank_exited", "rank": 1, "exit_code": 143, "signal": 15, "result": "signal 15 (SIGTERM)", "time": t1 + 6.2},
+                   {"event": "finished", "state": "failed", "exit_code": 1, "reason": reason, "time": t1 + 6.3}])
+
+# A run the user stopped: shown as stopped, never as failed.
+t2 = time.time() - 7200
+reason = "supervisor received SIGINT"
+run = make("20261122-003000-mlp-sweep-77aa", "mlp-sweep", t2, "stopped", reason)
+for rank in (0, 1):
+    with open(os.path.join(run, "metrics", f"rank{rank}.jsonl"), "w") as m:
+        for step in range(0, 240, 4):
+            m.write(json.dumps({"v": 1, "time": t2 + step * 0.5, "rank": rank, "step": step,
+                                "loss": round(1.2 * math.exp(-step / 80) + 0.3 + random.gauss(0, 0.03), 4), "lr": 1e-3}) + "\n")
+write_system(run, t2, 120)
+write_events(run, [{"event": "started", "ranks": 2, "launcher": "simple", "time": t2},
+                   {"event": "stopping_ranks", "reason": reason, "grace_ms": 5000, "time": t2 + 120},
+                   {"event": "rank_exited", "rank": 0, "exit_code": 143, "signal": 15, "result": "signal 15 (SIGTERM)", "time": t2 + 120.1},
+                   {"event": "rank_exited", "rank": 1, "exit_code": 143, "signal": 15, "result": "signal 15 (SIGTERM)", "time": t2 + 120.1},
+                   {"event": "finished", "state": "stopped", "exit_code": 130, "reason": reason, "time": t2 + 120.2}])
 PY
 
 # Llama-2-70B's config.json for the Big Models page, planned for two 40 GiB GPUs and 64 GiB of RAM
@@ -107,23 +167,36 @@ INI
 
 run() {
   if command -v xvfb-run >/dev/null; then
-    xvfb-run -a -s "-screen 0 1280x1024x24" "$studio" "$@"
+    xvfb-run -a -s "-screen 0 1700x1100x24" "$studio" "$@"
   else
     QT_QPA_PLATFORM=offscreen "$studio" "$@"
   fi
 }
 
-for page in hardware configure launch runs bigmodels; do
-  args=(--page "$page" --screenshot "$out/$page.png")
-  if [[ "$page" == configure ]]; then
-    args+=(--config "$sample")
-  elif [[ "$page" == launch ]]; then
-    args+=(--demo) # the demo job in the recipe form, 2 CPU ranks
-  fi
-  run "${args[@]}"
+sizes=(1600x1000 1024x700)
+themes=(light dark)
+# shot NAME [studio arguments...]: NAME-<size>-<theme>.png for every size and theme.
+shot() {
+  local name="$1"
+  shift
+  for size in "${sizes[@]}"; do
+    for theme in "${themes[@]}"; do
+      ACCEL_STUDIO_SCREENSHOT_SIZE="$size" run --theme "$theme" "$@" --screenshot "$out/$name-$size-$theme.png"
+    done
+  done
+}
+
+shot hardware --page hardware
+shot configure --page configure --config "$sample"
+shot launch --page launch --demo # the demo job in the recipe form, 2 CPU ranks
+shot runs --page runs
+ACCEL_STUDIO_SCREENSHOT_RUN=20261122-010000-sentiment-ab12 shot runs-failed --page runs
+ACCEL_STUDIO_SCREENSHOT_RUN=20261122-003000-mlp-sweep-77aa shot runs-stopped --page runs
+shot bigmodels --page bigmodels
+for theme in "${themes[@]}"; do # the wizard is a 960x700 dialog whatever the window's size
+  ACCEL_STUDIO_SCREENSHOT_VIEW=wizard run --theme "$theme" --page configure --screenshot "$out/wizard-$theme.png"
 done
-ACCEL_STUDIO_SCREENSHOT_VIEW=wizard run --page configure --screenshot "$out/wizard.png"
-ACCEL_STUDIO_SCREENSHOT_VIEW=playground run --page bigmodels --screenshot "$out/playground.png"
+ACCEL_STUDIO_SCREENSHOT_VIEW=playground shot playground --page bigmodels
 
 # The Monitor during the real demo: launched detached like the studio's demo button does, pictured
 # once both ranks have logged a few loss points, then stopped.
@@ -142,9 +215,9 @@ if [[ -x "$accel" && -x "$worker" ]]; then
     fi
     sleep 0.5
   done
-  run --page runs --screenshot "$out/monitor-demo.png"
+  ACCEL_STUDIO_SCREENSHOT_RUN="$(basename "$demo_run")" shot monitor-demo --page runs
   "$accel" stop "$demo_run" >/dev/null || true
 else
-  echo "screenshots.sh: $worker not built; monitor-demo.png not refreshed" >&2
+  echo "screenshots.sh: $worker not built; monitor-demo pictures not refreshed" >&2
 fi
 echo "screenshots.sh: wrote $(ls "$out"/*.png | wc -l) screenshots to $out"

@@ -65,6 +65,7 @@ void ConfigurePage::buildUi()
     m_title = new QLabel(this);
     m_title->setObjectName(QStringLiteral("documentTitle"));
     m_title->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_title->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred); // a long path never widens the window
     bar->addWidget(m_title, 1);
     QToolButton *newButton = toolButton(tr("New"), tr("Start from Accelerate's defaults"), this);
     connect(newButton, &QToolButton::clicked, this, [this] {
@@ -295,7 +296,9 @@ void ConfigurePage::refresh()
         m_summary->setText(tr("%n error(s)", nullptr, errors) + QStringLiteral(", ") +
                            tr("%n warning(s)", nullptr, warnings) + tr(" (also shown beside the fields)"));
 
-    m_processes->setText(tr("Launch starts %1.").arg(processCountFor(m_form->config())));
+    bool accepted = false;
+    const QString count = processCountFor(m_form->config(), &accepted);
+    m_processes->setText(accepted ? tr("Launch starts %1.").arg(count) : count);
 
     const QString name = m_path.isEmpty() ? tr("Untitled (%1)").arg(m_origin) : m_path;
     m_title->setText(

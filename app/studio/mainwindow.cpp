@@ -23,6 +23,7 @@
 #include <QListWidget>
 #include <QMenu>
 #include <QMenuBar>
+#include <QScrollArea>
 #include <QSettings>
 #include <QStackedWidget>
 #include <QStatusBar>
@@ -34,6 +35,17 @@ namespace {
 QString iconPath(Page page)
 {
     return QStringLiteral(":/icons/page-%1.svg").arg(pageName(page));
+}
+
+// A page in a scroll area that appears only when the window is smaller than the page needs, so
+// every page stays usable in a small window (1024x700 and below) instead of forcing its size.
+QWidget *scrollable(QWidget *page, QWidget *parent)
+{
+    auto *scroll = new QScrollArea(parent);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setWidget(page);
+    return scroll;
 }
 } // namespace
 
@@ -87,26 +99,26 @@ void MainWindow::createPages()
         item->setToolTip(tr("%1 (Ctrl+%2)").arg(pageTitle(page)).arg(i + 1));
         switch (page) {
         case Page::Hardware:
-            m_stack->addWidget(m_hardwarePage);
+            m_stack->addWidget(scrollable(m_hardwarePage, m_stack));
             break;
         case Page::Configure:
-            m_stack->addWidget(m_configurePage);
+            m_stack->addWidget(scrollable(m_configurePage, m_stack));
             break;
         case Page::Launch:
             m_launchPage = new LaunchPage(m_stack);
-            m_stack->addWidget(m_launchPage);
+            m_stack->addWidget(scrollable(m_launchPage, m_stack));
             connect(m_launchPage, &LaunchPage::statusMessage, this,
                     [this](const QString &message) { statusBar()->showMessage(message, 8000); });
             break;
         case Page::Runs:
             m_runsPage = new RunsPage(m_stack);
-            m_stack->addWidget(m_runsPage);
+            m_stack->addWidget(scrollable(m_runsPage, m_stack));
             connect(m_runsPage, &RunsPage::statusMessage, this,
                     [this](const QString &message) { statusBar()->showMessage(message, 8000); });
             break;
         case Page::BigModels: {
             auto *bigModels = new BigModelsPage(m_stack);
-            m_stack->addWidget(bigModels);
+            m_stack->addWidget(scrollable(bigModels, m_stack));
             connect(bigModels, &BigModelsPage::statusMessage, this,
                     [this](const QString &message) { statusBar()->showMessage(message, 8000); });
             break;

@@ -8,9 +8,9 @@
 
 namespace accel::app {
 
-// "2 processes on this machine" (or why the launch would refuse the config).
-QString processCountFor(const config::ClusterConfig &config);
+// "2 processes on this machine", or why the launch would refuse the config (`accepted` false).
+QString processCountFor(const config::ClusterConfig &config, bool *accepted = nullptr);
 // The same for a config file; empty when `path` is empty.
-QString processCountForFile(const QString &path);
+QString processCountForFile(const QString &path, bool *accepted = nullptr);
 
 } // namespace accel::app

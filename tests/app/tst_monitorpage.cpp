@@ -111,6 +111,7 @@ private Q_SLOTS:
     void unitsOnAxesAndSmoothingOnlyForNoisyCharts();
     void scriptWithoutMetricsNamesTheTracker();
     void progressShowsStepOfMaxStepsAndEta();
+    void switchingToAFinishedRunKeepsItsBanners();
 };
 
 void tst_MonitorPage::metricsWrittenOnATimerAppear()
@@ -420,6 +421,9 @@ void tst_MonitorPage::crosshairReportsEveryRanksValue()
     auto *loss = page.chart(MonitorPage::LossChart);
     QTRY_COMPARE_WITH_TIMEOUT(graphPoints(loss, 1), 21, 5000);
     loss->replotNow();
+    // Regression: the legend row capped the plot's width at the legend's text width.
+    QVERIFY2(loss->plot()->axisRect()->width() > loss->plot()->width() / 2,
+             qPrintable(QStringLiteral("%1 of %2").arg(loss->plot()->axisRect()->width()).arg(loss->plot()->width())));
     const QStringList lines = loss->readout(10.3); // nearest step: 10
     QCOMPARE(lines, (QStringList{QStringLiteral("rank 0: 2 (step 10)"), QStringLiteral("rank 1: 4 (step 10)")}));
     // The pointer over step 10 shows the same lines (and the crosshair).
@@ -531,6 +535,27 @@ void tst_MonitorPage::progressShowsStepOfMaxStepsAndEta()
              qPrintable(page.statusPanel()->progressText()));
     QVERIFY2(page.statusPanel()->progressText().contains(QStringLiteral("ETA 1 min 15 s")),
              qPrintable(page.statusPanel()->progressText()));
+}
+
+void tst_MonitorPage::switchingToAFinishedRunKeepsItsBanners()
+{
+    // Regression: choosing another run cleared every banner after the new run's events had been
+    // read, so a finished run (no more events to come) never showed its failure.
+    QTemporaryDir root;
+    const QString a = makeRun(root.path(), QStringLiteral("20261122-010000-first-0014"));
+    const QString b = makeRun(root.path(), QStringLiteral("20261122-010000-second-0015"));
+    QVERIFY(!a.isEmpty() && !b.isEmpty());
+    QVERIFY(endRun(b,
+                   {makeEvent(QStringLiteral("rank_exited"), 1,
+                              {{QStringLiteral("exit_code"), 3},
+                               {QStringLiteral("signal"), 0},
+                               {QStringLiteral("result"), QStringLiteral("exit 3")}})},
+                   QStringLiteral("failed"), QStringLiteral("rank 1 exit 3")));
+    MonitorPage page;
+    page.setRuns({a});
+    page.setRuns({b});
+    QTRY_COMPARE_WITH_TIMEOUT(page.banners()->messages().size(), 1, 5000);
+    QVERIFY(page.banners()->messages().first().contains(QStringLiteral("second-0015: rank 1 failed: exit 3")));
 }
 
 QTEST_MAIN(tst_MonitorPage)

@@ -390,8 +390,9 @@ Result<void> LaunchPage::saveExport(ex::ExportForm form, const QString &path) co
 void LaunchPage::updateCommand()
 {
     m_command->setPlainText(commandText());
-    const QString count = processCountForFile(configFile());
-    m_processes->setText(count.isEmpty() ? QString() : tr("Starts %1.").arg(count));
+    bool accepted = false;
+    const QString count = processCountForFile(configFile(), &accepted);
+    m_processes->setText(accepted ? tr("Starts %1.").arg(count) : count);
     m_launch->setEnabled(launchArguments().has_value() && !isBusy());
 }
 

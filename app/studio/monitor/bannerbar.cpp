@@ -99,6 +99,12 @@ void BannerBar::clear()
     setVisible(false);
 }
 
+void BannerBar::removeRun(const QString &runLabel)
+{
+    removeBannersStartingWith(runLabel + QLatin1Char('/'));
+    m_tearingDown.remove(runLabel + QLatin1Char('/'));
+}
+
 QStringList BannerBar::messages() const
 {
     QStringList out;

@@ -22,6 +22,8 @@ public:
 
     void observe(const QString &runLabel, const QList<monitor::RunEvent> &events);
     void clear();
+    // Drops the banners of one run (no longer followed).
+    void removeRun(const QString &runLabel);
     // The banner texts shown now, in order of their keys.
     QStringList messages() const;
 

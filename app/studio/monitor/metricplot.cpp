@@ -65,10 +65,17 @@ MetricPlot::MetricPlot(const ChartSpec &spec, QWidget *parent)
     m_plot->yAxis->setTickLabelFont(small);
 
     // The legend goes in a row below the plot, a few entries per line: it never covers a curve.
+    // (Between two empty elements: a grid column is never wider than its narrowest element allows,
+    // and a legend allows only its text's width, which would squeeze the plot to that.)
     auto *legend = m_plot->legend;
     m_plot->axisRect()->insetLayout()->take(legend);
-    m_plot->plotLayout()->addElement(2, 0, legend);
+    auto *legendRow = new QCPLayoutGrid;
+    m_plot->plotLayout()->addElement(2, 0, legendRow);
     m_plot->plotLayout()->setRowStretchFactor(2, 0.001);
+    legendRow->setMargins(QMargins());
+    legendRow->addElement(0, 0, new QCPLayoutElement(m_plot));
+    legendRow->addElement(0, 1, legend);
+    legendRow->addElement(0, 2, new QCPLayoutElement(m_plot));
     legend->setFillOrder(QCPLegend::foColumnsFirst);
     legend->setWrap(4);
     legend->setBorderPen(Qt::NoPen);

@@ -183,17 +183,16 @@ void MonitorPage::setRuns(const QStringList &runDirectories)
         run.monitor->start();
         kept.append(run);
     }
-    // Runs no longer selected: stop following them (their banners go with them).
-    const bool dropped = !m_runs.isEmpty();
+    // Runs no longer selected: stop following them (their banners go with them; the banners of
+    // runs just opened stay, a finished run writes no more events to bring them back).
     for (const auto &run : std::as_const(m_runs)) {
         for (auto *chart : std::as_const(m_charts))
             chart->clearStores();
+        m_banners->removeRun(run.label);
         run.monitor->stop();
         run.monitor->deleteLater();
     }
     m_runs = kept;
-    if (dropped)
-        m_banners->clear(); // the remaining runs' banners come back with their next events
 
     const QString previous = m_detailCombo->currentData().toString();
     m_detailCombo->blockSignals(true);

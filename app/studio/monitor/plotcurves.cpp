@@ -109,7 +109,7 @@ void CurveSet::addRun(const RunCurves &run, bool timeAxis, bool withMean, double
         if (smoothing > 0) {
             Curve average = c;
             average.y = keep(smoothed(values, smoothing));
-            average.width = c.width + 0.5;
+            average.width = c.width; // a wider pen leaves Qt's fast path: 10x slower on 1M points
             m_smoothed.append(average);
             c.faint = true;
         }
