@@ -1,10 +1,18 @@
 // mixed_precision fp8 through the Accelerator: each recipe converts the prepared model's Linear
 // layers and trains with them (it used to train bf16 silently), MS-AMP replaces the optimizer,
-// and what is not implemented is refused by name before training starts.
+// what is not implemented is refused by name before training starts, and two real accel-worker
+// ranks train the gpt recipe under each recipe.
 #include "core/runtime/accelerator.h"
 #include "core/runtime/precision/msampadamw.h"
 #include "core/runtime/training.h"
 
+#include "tests/helpers/testsupport.h"
+
+#include <QDir>
+#include <QFile>
+#include <QProcess>
+#include <QTcpServer>
+#include <QTemporaryDir>
 #include <QTest>
 
 #include <torch/torch.h>
@@ -45,6 +53,8 @@ private Q_SLOTS:
     void refusesWhatIsNotImplementedByName();
     void fp8TrainsWithTheRecipeNotBf16_data();
     void fp8TrainsWithTheRecipeNotBf16();
+    void twoRanksTrainTheGptRecipe_data();
+    void twoRanksTrainTheGptRecipe();
 };
 
 void tst_Fp8Accelerator::refusesWhatIsNotImplementedByName()
@@ -115,6 +125,67 @@ void tst_Fp8Accelerator::fp8TrainsWithTheRecipeNotBf16()
         (step == 0 ? first : last) = loss.item<double>();
     }
     QVERIFY2(last < 0.7 * first, qPrintable(QStringLiteral("loss %1 -> %2").arg(first).arg(last)));
+}
+
+void tst_Fp8Accelerator::twoRanksTrainTheGptRecipe_data()
+{
+    fp8TrainsWithTheRecipeNotBf16_data();
+}
+
+// Two accel-worker ranks (gloo / shared memory): TE reduces amaxes across ranks after each backward
+// and MS-AMP inside it (weight gradients); the collectives must line up on both ranks.
+void tst_Fp8Accelerator::twoRanksTrainTheGptRecipe()
+{
+    QFETCH(QString, backend);
+    const QString worker = QDir(accel::test::binDir()).filePath(QStringLiteral("accel-worker"));
+    if (!QFile::exists(worker))
+        QSKIP("accel-worker is not built");
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    QFile job(dir.filePath(QStringLiteral("job.yaml")));
+    QVERIFY(job.open(QIODevice::WriteOnly));
+    job.write(QStringLiteral("recipe: gpt\nseed: 3\noutput_dir: out\n"
+                             "model: {n_layer: 1, n_head: 2, n_embd: 32, block_size: 32}\n"
+                             "data: {corpus: \"%1\"}\n"
+                             "training: {max_steps: 8, batch_size: 4, log_every: 4, learning_rate: 1.0e-3}\n"
+                             "sample: {length: 0}\n")
+                  .arg(accel::test::sourceDir() + QStringLiteral("/resources/corpus/corpus.txt"))
+                  .toUtf8());
+    job.close();
+    QTcpServer probe;
+    QVERIFY(probe.listen(QHostAddress::LocalHost, 0));
+    const QString port = QString::number(probe.serverPort());
+    probe.close();
+    std::vector<std::unique_ptr<QProcess>> ranks;
+    for (int rank = 0; rank < 2; ++rank) {
+        auto process = std::make_unique<QProcess>();
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("ACCELERATE_MIXED_PRECISION"), QStringLiteral("fp8"));
+        env.insert(QStringLiteral("ACCELERATE_FP8_BACKEND"), backend);
+        env.insert(QStringLiteral("RANK"), QString::number(rank));
+        env.insert(QStringLiteral("LOCAL_RANK"), QString::number(rank));
+        env.insert(QStringLiteral("WORLD_SIZE"), QStringLiteral("2"));
+        env.insert(QStringLiteral("LOCAL_WORLD_SIZE"), QStringLiteral("2"));
+        env.insert(QStringLiteral("MASTER_ADDR"), QStringLiteral("127.0.0.1"));
+        env.insert(QStringLiteral("MASTER_PORT"), port);
+        env.insert(QStringLiteral("ACCEL_METRICS_FILE"), dir.filePath(QStringLiteral("metrics%1.jsonl").arg(rank)));
+        process->setProcessEnvironment(env);
+        process->setWorkingDirectory(dir.path());
+        process->setProcessChannelMode(QProcess::MergedChannels);
+        process->start(worker, {dir.filePath(QStringLiteral("job.yaml"))});
+        QVERIFY(process->waitForStarted(10000));
+        ranks.push_back(std::move(process));
+    }
+    QString output;
+    for (auto &process : ranks) {
+        QVERIFY2(process->waitForFinished(120000), "a rank did not finish within 120 s");
+        const QString text = QString::fromUtf8(process->readAll());
+        QVERIFY2(process->exitStatus() == QProcess::NormalExit && process->exitCode() == 0,
+                 qPrintable(text.right(2000)));
+        output += text;
+    }
+    QVERIFY2(output.contains(QStringLiteral("converted")), qPrintable(output.right(2000)));
+    QVERIFY(output.contains(QStringLiteral("done: 8 steps")));
 }
 
 QTEST_GUILESS_MAIN(tst_Fp8Accelerator)
