@@ -264,6 +264,24 @@ void runWork(F &&start)
 
 } // namespace
 
+// FP8: which Linear layers were converted and which stay in high precision (and why).
+static void reportFp8Conversion(const Fp8Training &fp8, const Fp8Training::Conversion &conversion, int rank)
+{
+    if (rank != 0)
+        return;
+    int64_t weights = 0;
+    for (const auto &weight : fp8.convertedWeights())
+        weights += weight.numel();
+    std::string text = fp8.recipe().config().describe() + ": converted " + std::to_string(conversion.converted.size()) +
+                       " of " + std::to_string(conversion.converted.size() + conversion.kept.size()) +
+                       " Linear layers (" + std::to_string(weights) + " weights)";
+    for (size_t i = 0; i < conversion.converted.size(); ++i)
+        text += (i ? ", " : ": ") + conversion.converted[i];
+    for (size_t i = 0; i < conversion.kept.size(); ++i)
+        text += (i ? "; " : "; kept: ") + conversion.kept[i].first + " (" + conversion.kept[i].second + ")";
+    std::cout << text << std::endl;
+}
+
 // ---- AutocastGuard ---------------------------------------------------------------------------
 
 AutocastGuard::AutocastGuard(bool enable, bool cuda, bool fp16) : m_enabled(enable), m_cuda(cuda)
@@ -280,7 +298,7 @@ AutocastGuard::AutocastGuard(bool enable, bool cuda, bool fp16) : m_enabled(enab
 
 AutocastGuard::AutocastGuard(AutocastGuard &&other) noexcept
     : m_enabled(other.m_enabled), m_cuda(other.m_cuda), m_previous(other.m_previous),
-      m_previousDtype(other.m_previousDtype)
+      m_previousDtype(other.m_previousDtype), m_scope(std::move(other.m_scope))
 {
     other.m_enabled = false;
 }
@@ -409,6 +427,28 @@ Result<std::unique_ptr<Accelerator>> Accelerator::create(const AcceleratorOption
     if (plan->gradientAccumulationSteps > 0 && env.gradientAccumulationSteps == 0)
         d->accumulationSteps = plan->gradientAccumulationSteps;
     d->plan = *plan;
+    if (d->precision == MixedPrecision::Fp8 && d->plan.sharded())
+        return makeError(ErrorCode::Unsupported, d->plan.describe() +
+                                                     " with mixed precision fp8 is not implemented (FP8 "
+                                                     "Linear layers are not gathered from shards); use DDP");
+    if (d->precision == MixedPrecision::Fp8) {
+        // The recipe ACCELERATE_FP8_* asks for, or the reason it cannot run: never bf16 instead.
+        if (!env.fp8)
+            return tl::unexpected(env.fp8.error());
+        Private *p = d.get();
+        auto fp8 = Fp8Training::create(*env.fp8, [p](std::vector<float> &amax) {
+            if (!p->group || amax.empty())
+                return;
+            std::vector<torch::Tensor> tensors{torch::tensor(amax, torch::kFloat)};
+            c10d::AllreduceOptions max;
+            max.reduceOp = c10d::ReduceOp::MAX;
+            runWork([&] { return p->group->allreduce(tensors, max); });
+            std::copy_n(tensors[0].data_ptr<float>(), amax.size(), amax.begin());
+        });
+        if (!fp8)
+            return tl::unexpected(fp8.error());
+        d->fp8 = std::move(*fp8);
+    }
     if (env.numThreads > 0)
         at::set_num_threads(env.numThreads);
     if (env.distributed && env.worldSize > 1) {
@@ -543,6 +583,8 @@ void Accelerator::prepareModel(const std::shared_ptr<torch::nn::Module> &model)
     d->model = model;
     if (!d->device.is_cpu())
         model->to(d->device);
+    if (d->fp8)
+        reportFp8Conversion(*d->fp8, d->fp8->convert(model), d->env.rank);
     if (d->group) {
         torch::NoGradGuard noGrad;
         for (auto &tensor : model->parameters())
@@ -555,8 +597,16 @@ void Accelerator::prepareModel(const std::shared_ptr<torch::nn::Module> &model)
 
 std::shared_ptr<AcceleratedOptimizer> Accelerator::prepareOptimizer(torch::optim::Optimizer &optimizer)
 {
-    d->strategy->prepareOptimizer(optimizer); // ZeRO: the optimizer now steps this rank's shards
-    auto prepared = std::make_shared<AcceleratedOptimizer>(*this, optimizer);
+    torch::optim::Optimizer *target = &optimizer;
+    if (d->fp8 && d->fp8->recipe().config().backend == Fp8Backend::MsAmp) {
+        // MS-AMP replaces the optimizer (Adam/AdamW only) by its low-bit one, as msamp.initialize does.
+        if (d->fp8Optimizer)
+            throw std::invalid_argument("fp8 MS-AMP: prepare exactly one optimizer");
+        d->fp8Optimizer = std::make_unique<MsAmpAdamW>(optimizer, d->fp8->recipe().config().optLevel);
+        target = d->fp8Optimizer.get();
+    }
+    d->strategy->prepareOptimizer(*target); // ZeRO: the optimizer now steps this rank's shards
+    auto prepared = std::make_shared<AcceleratedOptimizer>(*this, *target);
     d->optimizers.push_back(prepared);
     return prepared;
 }
@@ -601,6 +651,8 @@ void Accelerator::backward(const at::Tensor &lossIn)
     else
         loss.backward();
     d->strategy->afterBackward(d->syncGradients);
+    if (d->fp8)
+        d->fp8->afterBackward();
 }
 
 double Accelerator::clipGradNorm(double maxNorm, double normType)
@@ -615,9 +667,12 @@ double Accelerator::clipGradNorm(double maxNorm, double normType)
 
 AutocastGuard Accelerator::autocast() const
 {
-    return AutocastGuard(d->precision == MixedPrecision::Bf16 || d->precision == MixedPrecision::Fp8 ||
-                             d->precision == MixedPrecision::Fp16,
-                         d->device.is_cuda(), d->precision == MixedPrecision::Fp16);
+    AutocastGuard guard(d->precision == MixedPrecision::Bf16 || d->precision == MixedPrecision::Fp8 ||
+                            d->precision == MixedPrecision::Fp16,
+                        d->device.is_cuda(), d->precision == MixedPrecision::Fp16);
+    if (d->fp8)
+        guard.holdScope(std::make_shared<Fp8Training::Scope>(d->fp8->scope()));
+    return guard;
 }
 
 at::Tensor Accelerator::gather(const at::Tensor &tensorIn)
@@ -742,6 +797,8 @@ void AcceleratedOptimizer::step()
     } else {
         m_optimizer.step();
     }
+    if (auto &fp8 = m_accelerator.impl().fp8)
+        fp8->afterOptimizerStep();
     ++m_steps;
     impl.strategy->afterOptimizerStep(); // ZeRO: every rank takes the updated shards
 }

@@ -66,12 +66,15 @@ public:
     AutocastGuard &operator=(const AutocastGuard &) = delete;
     AutocastGuard(AutocastGuard &&other) noexcept;
     AutocastGuard &operator=(AutocastGuard &&) = delete;
+    // Keeps a scope alive as long as the guard (FP8: precision/fp8training.h).
+    void holdScope(std::shared_ptr<void> scope) { m_scope = std::move(scope); }
 
 private:
     bool m_enabled = false;
     bool m_cuda = false;
     bool m_previous = false;
     int m_previousDtype = 0;
+    std::shared_ptr<void> m_scope;
 };
 
 class Accelerator {

@@ -5,6 +5,8 @@
 #include "core/runtime/accelerator.h"
 #include "core/runtime/gradscaler.h"
 #include "core/runtime/metricswriter.h"
+#include "core/runtime/precision/fp8training.h"
+#include "core/runtime/precision/msampadamw.h"
 #include "core/runtime/shmallreduce.h"
 #include "core/runtime/strategy/distributedstrategy.h"
 #include "core/runtime/strategy/shardingplan.h"
@@ -79,8 +81,10 @@ struct Accelerator::Private {
     c10::intrusive_ptr<c10d::Backend> group; // null with one process
 
     std::shared_ptr<torch::nn::Module> model;
-    ShardingPlan plan;                             // from the launcher's FSDP / DeepSpeed variables
-    std::unique_ptr<DistributedStrategy> strategy; // DdpStrategy or ShardingEngine (strategy/)
+    ShardingPlan plan;                                     // from the launcher's FSDP / DeepSpeed variables
+    std::unique_ptr<DistributedStrategy> strategy;         // DdpStrategy or ShardingEngine (strategy/)
+    std::unique_ptr<Fp8Training> fp8;                      // mixed precision fp8 (docs/fp8.md)
+    std::unique_ptr<torch::optim::Optimizer> fp8Optimizer; // MS-AMP: replaces the prepared optimizer
     std::vector<std::shared_ptr<AcceleratedOptimizer>> optimizers;
     std::vector<std::shared_ptr<AcceleratedScheduler>> schedulers;
     std::vector<std::weak_ptr<ShardedDataLoader>> loaders;
