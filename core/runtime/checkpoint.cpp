@@ -5,6 +5,7 @@
 
 #include "core/bigmodel/safetensors.h"
 #include "core/bigmodel/safetensorswriter.h"
+#include "core/common/checkpointnames.h"
 #include "core/common/fileutil.h"
 #include "core/common/log.h"
 
@@ -15,7 +16,6 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
-#include <regex>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -87,32 +87,6 @@ Result<torch::ScalarType> toScalarType(DType type, const std::string &name)
 std::string indexed(const std::string &base, size_t i, const std::string &ext)
 {
     return i == 0 ? base + ext : base + "_" + std::to_string(i) + ext;
-}
-
-int trailingNumber(const std::string &name)
-{
-    static const std::regex pattern(".*_(\\d+)$");
-    std::smatch match;
-    if (std::regex_match(name, match, pattern))
-        return std::stoi(match[1]);
-    return -1;
-}
-
-std::vector<fs::path> numberedCheckpoints(const fs::path &folder)
-{
-    std::vector<fs::path> found;
-    std::error_code ec;
-    if (!fs::is_directory(folder, ec))
-        return found;
-    for (const auto &entry : fs::directory_iterator(folder, ec)) {
-        const std::string name = entry.path().filename().string();
-        if (entry.is_directory() && name.rfind("checkpoint_", 0) == 0 && trailingNumber(name) >= 0)
-            found.push_back(entry.path());
-    }
-    std::sort(found.begin(), found.end(), [](const fs::path &a, const fs::path &b) {
-        return trailingNumber(a.filename().string()) < trailingNumber(b.filename().string());
-    });
-    return found;
 }
 
 } // namespace
@@ -228,17 +202,24 @@ Result<std::string> Accelerator::saveState(const std::string &outputDir)
             return makeError(ErrorCode::InvalidInput,
                              "saveState: automatic checkpoint naming needs a project directory");
         const fs::path folder = fs::path(p.options.project.projectDir) / "checkpoints";
+        if (p.options.project.iteration < 0 || p.options.project.iteration > checkpointnames::kMaxCheckpointNumber)
+            return makeError(ErrorCode::InvalidInput, "saveState: project iteration " +
+                                                          std::to_string(p.options.project.iteration) +
+                                                          " cannot name a checkpoint_<n> folder (0 to " +
+                                                          std::to_string(checkpointnames::kMaxCheckpointNumber) + ")");
         target = folder / ("checkpoint_" + std::to_string(p.options.project.iteration));
         if (fs::exists(target))
             return makeError(ErrorCode::InvalidInput,
                              "saveState: checkpoint folder " + target.string() +
                                  " already exists; set the project iteration past it or remove it");
         if (isMainProcess() && p.options.project.totalLimit > 0) {
-            auto existing = numberedCheckpoints(folder);
+            auto existing = checkpointnames::numberedCheckpoints(folder.string());
+            if (!existing)
+                return tl::unexpected(existing.error());
             std::error_code ec;
-            while (!existing.empty() && int(existing.size()) + 1 > p.options.project.totalLimit) {
-                fs::remove_all(existing.front(), ec);
-                existing.erase(existing.begin());
+            while (!existing->empty() && int(existing->size()) + 1 > p.options.project.totalLimit) {
+                fs::remove_all(existing->front().path, ec);
+                existing->erase(existing->begin());
             }
         }
     } else {
@@ -334,11 +315,14 @@ Result<void> Accelerator::loadState(const std::string &inputDir)
         if (!p.options.project.automaticCheckpointNaming)
             return makeError(ErrorCode::InvalidInput,
                              "loadState: no input folder given and automatic checkpoint naming is off");
-        auto existing = numberedCheckpoints(fs::path(p.options.project.projectDir) / "checkpoints");
-        if (existing.empty())
+        auto existing =
+            checkpointnames::numberedCheckpoints((fs::path(p.options.project.projectDir) / "checkpoints").string());
+        if (!existing)
+            return tl::unexpected(existing.error());
+        if (existing->empty())
             return makeError(ErrorCode::NotFound, "loadState: no checkpoint_<n> folder under " +
                                                       p.options.project.projectDir + "/checkpoints");
-        source = existing.back();
+        source = existing->back().path;
     }
     if (!fs::is_directory(source))
         return makeError(ErrorCode::NotFound, "loadState: checkpoint folder does not exist", source.string());
