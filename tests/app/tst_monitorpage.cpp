@@ -6,6 +6,7 @@
 #include "app/studio/monitor/logview.h"
 #include "app/studio/monitor/metricplot.h"
 #include "app/studio/monitor/monitorpage.h"
+#include "app/studio/monitor/plotcurves.h"
 #include "app/studio/monitor/runstatuspanel.h"
 #include "launcher/rundirectory.h"
 #include "monitor/runevent.h"
@@ -112,6 +113,7 @@ private Q_SLOTS:
     void scriptWithoutMetricsNamesTheTracker();
     void progressShowsStepOfMaxStepsAndEta();
     void switchingToAFinishedRunKeepsItsBanners();
+    void movingAverageIsDebiased();
 };
 
 void tst_MonitorPage::metricsWrittenOnATimerAppear()
@@ -476,6 +478,10 @@ void tst_MonitorPage::unitsOnAxesAndSmoothingOnlyForNoisyCharts()
     QVERIFY(!lr->isSmoothed());
     QCOMPARE(loss->plot()->graphCount(), 2); // raw (faint) and its average
     QCOMPARE(lr->plot()->graphCount(), 1);
+    // A constant learning rate (0.001) fills the chart instead of a flat line at "0" between -1 and 1.
+    QVERIFY2(lr->plot()->yAxis->range().lower > 0 && lr->plot()->yAxis->range().upper < 0.002,
+             qPrintable(
+                 QStringLiteral("%1..%2").arg(lr->plot()->yAxis->range().lower).arg(lr->plot()->yAxis->range().upper)));
     QVERIFY(loss->plot()->graph(0)->pen().color().alpha() < 255);
     QCOMPARE(lr->plot()->graph(0)->pen().color().alpha(), 255);
 }
@@ -556,6 +562,20 @@ void tst_MonitorPage::switchingToAFinishedRunKeepsItsBanners()
     page.setRuns({b});
     QTRY_COMPARE_WITH_TIMEOUT(page.banners()->messages().size(), 1, 5000);
     QVERIFY(page.banners()->messages().first().contains(QStringLiteral("second-0015: rank 1 failed: exit 3")));
+}
+
+void tst_MonitorPage::movingAverageIsDebiased()
+{
+    // Regression: the average started at the first value and lagged far behind a short run's
+    // loss (a warm-up peak appeared to move). Debiased, a constant stays constant from the first
+    // point and the second point weighs its share.
+    const std::vector<double> constant = app::smoothed({4.0, 4.0, 4.0}, 0.1);
+    for (const double v : constant)
+        QCOMPARE(v, 4.0);
+    const std::vector<double> two = app::smoothed({1.0, 3.0, std::nan("")}, 0.5);
+    QCOMPARE(two[0], 1.0);
+    QCOMPARE(two[1], (0.5 * 3.0 + 0.25 * 1.0) / 0.75);
+    QVERIFY(std::isnan(two[2]));
 }
 
 QTEST_MAIN(tst_MonitorPage)

@@ -286,9 +286,24 @@ void MetricPlot::rebuild()
         m_plot->rescaleAxes();
         if (xMin == xMax)
             m_plot->xAxis->setRange(xMin - 1, xMax + 1);
-        const auto y = m_plot->yAxis->range();
-        const double pad = (y.upper - y.lower) * 0.05;
-        m_plot->yAxis->setRange(y.lower - (pad > 0 ? pad : 1), y.upper + (pad > 0 ? pad : 1));
+        // 5 % room over the data's own range; a constant series (a fixed learning rate) gets 10 %
+        // of its value (QCustomPlot would centre it in a range of its own choosing).
+        QCPRange y;
+        bool anyValue = false;
+        for (int i = 0; i < m_plot->graphCount(); ++i) {
+            bool found = false;
+            const QCPRange r = m_plot->graph(i)->getValueRange(found);
+            if (found) {
+                y = anyValue ? QCPRange(std::min(y.lower, r.lower), std::max(y.upper, r.upper)) : r;
+                anyValue = true;
+            }
+        }
+        if (anyValue) {
+            double pad = (y.upper - y.lower) * 0.05;
+            if (!(pad > 0))
+                pad = y.upper != 0 ? std::fabs(y.upper) * 0.1 : 1.0;
+            m_plot->yAxis->setRange(y.lower - pad, y.upper + pad);
+        }
     }
 }
 

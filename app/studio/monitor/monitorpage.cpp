@@ -58,7 +58,7 @@ MonitorPage::MonitorPage(QWidget *parent) : QWidget(parent)
     m_smoothWeight = new QDoubleSpinBox(this);
     m_smoothWeight->setRange(0.01, 0.99);
     m_smoothWeight->setSingleStep(0.05);
-    m_smoothWeight->setValue(0.1);
+    m_smoothWeight->setValue(0.3);
     m_smoothWeight->setToolTip(tr("Weight of the newest sample in the exponential moving average"));
     bar->addSpacing(12);
     bar->addWidget(m_smoothBox);

@@ -58,13 +58,21 @@ QColor rankColor(int rank)
 
 std::vector<double> smoothed(const std::vector<double> &values, double weight)
 {
+    // Debiased like TensorBoard's: the average starts at zero and is divided by the weight it has
+    // gathered, so the first points are not pulled towards the first value (no apparent lag at
+    // the start of a run, a warm-up peak stays where it is).
     std::vector<double> out(values.size());
-    double average = std::nan("");
+    double biased = 0;
+    double gathered = 0; // 1 - (1 - weight)^n after n finite values
     for (size_t i = 0; i < values.size(); ++i) {
         const double v = values[i];
-        if (std::isfinite(v))
-            average = std::isnan(average) ? v : weight * v + (1.0 - weight) * average;
-        out[i] = std::isfinite(v) ? average : v;
+        if (std::isfinite(v)) {
+            biased = weight * v + (1.0 - weight) * biased;
+            gathered = weight + (1.0 - weight) * gathered;
+            out[i] = biased / gathered;
+        } else {
+            out[i] = v;
+        }
     }
     return out;
 }

@@ -55,7 +55,7 @@ private:
 };
 
 QColor rankColor(int rank);
-// EMA over the raw values (NaN samples leave the average unchanged).
+// Debiased EMA over the raw values (NaN samples leave the average unchanged and stay NaN).
 std::vector<double> smoothed(const std::vector<double> &values, double weight);
 // Index of the sample whose x (step or time) is nearest to `x`; none for an empty series.
 std::optional<size_t> nearestSample(const monitor::Series &series, monitor::XAxis axis, double x);
