@@ -1,14 +1,18 @@
 // Config files that real Accelerate reads and that Accel Studio once refused or damaged: the
 // fp8_config spellings of Accelerate's own FP8 template, override_linear_precision in every
 // shape Accelerate has written, backend names in any case, repeated keys, null values, and the
-// hardening limits (alias expansion, file size). One regression test per defect.
+// hardening limits (alias expansion, file size, yaml-cpp's endless documents, invalid UTF-8). One
+// regression test per defect.
 #include "core/common/fileutil.h"
 #include "core/config/configio.h"
 #include "core/config/validation.h"
+#include "tests/helpers/testsupport.h"
 
 #include <QElapsedTimer>
 #include <QTemporaryDir>
 #include <QtTest>
+
+#include <sys/resource.h>
 
 using namespace accel;
 using namespace accel::config;
@@ -36,6 +40,24 @@ const std::string fp8Rest = "gpu_ids: all\n"
 std::string fp8File(const std::string &block)
 {
     return fp8Gpu + "fp8_config:\n" + block + fp8Rest;
+}
+
+// Peak resident memory of this process so far, in MiB.
+long peakRssMiB()
+{
+    struct rusage usage {};
+    getrusage(RUSAGE_SELF, &usage);
+    return usage.ru_maxrss / 1024;
+}
+
+// An input the config fuzz target found, without its first byte (the target's YAML/JSON selector).
+std::string fuzzFinding(const char *name)
+{
+    const std::string path = (test::sourceDir() + "/tests/fuzz/corpus/config/" + name).toStdString();
+    auto bytes = fileutil::readFile(path, kMaxConfigBytes);
+    if (!bytes || bytes->empty())
+        qFatal("cannot read %s", path.c_str());
+    return bytes->substr(1);
 }
 
 QStringList warningsOf(const Diagnostics &diagnostics)
@@ -247,6 +269,32 @@ private Q_SLOTS:
         QVERIFY(parseConfig("distributed_type: NO\ntpu_env: &e [A=1]\ntpu_vm: *e\n", ConfigFormat::Yaml, "ok.yaml"));
     }
 
+    // Regression: the alias limit counted values, not their text: one alias of a long string,
+    // repeated, made a 1 MiB file take more than 60 s and 4 GB.
+    void aliasOfLongTextIsRefused()
+    {
+        std::string text = "a: &a " + std::string(100000, 'x') + "\nb:\n";
+        for (int i = 0; i < 1000; ++i)
+            text += "- *a\n";
+        QElapsedTimer timer;
+        timer.start();
+        auto value = parseYamlText(text, "long.yaml");
+        QVERIFY(!value);
+        QCOMPARE(QString::fromStdString(value.error().toString()),
+                 QStringLiteral("long.yaml: line 1: more than 16 MiB of text once YAML aliases (*name) are expanded; "
+                                "a config file has a few KB"));
+        QVERIFY2(timer.elapsed() < 5000, QByteArray::number(timer.elapsed()));
+        // Keys count too.
+        std::string keys = "a: &a " + std::string(100000, 'k') + "\nb: {";
+        for (int i = 0; i < 1000; ++i)
+            keys += "*a : 1, ";
+        keys += "}\n";
+        auto keyed = parseYamlText(keys, "keys.yaml");
+        QVERIFY(!keyed);
+        QVERIFY2(keyed.error().message.find("MiB of text once YAML aliases") != std::string::npos,
+                 keyed.error().toString().c_str());
+    }
+
     // Regression (#19): there was no size limit; an 11 MB config took a minute to be refused.
     void oversizedFileIsRefused()
     {
@@ -265,6 +313,102 @@ private Q_SLOTS:
         QVERIFY(!parsed);
         QVERIFY2(parsed.error().toString().find("a config file is at most 1048576 bytes") != std::string::npos,
                  parsed.error().toString().c_str());
+    }
+
+    // Regression (fuzz finding config-loadall-slow): after a flow mapping closed by "}," the ','
+    // cannot start a node; yaml-cpp 0.7 then starts a new empty document at that ',' over and over,
+    // and YAML::LoadAll kept appending them: 309 bytes, 7.6 s and 3.7 GB before std::bad_alloc.
+    void strayCommaAfterFlowMappingIsRefusedQuickly()
+    {
+        const std::string text = fuzzFinding("regression_loadall_stray_comma.yaml");
+        QCOMPARE(text.size(), size_t(309));
+        QElapsedTimer timer;
+        timer.start();
+        auto config = parseConfig(text, ConfigFormat::Yaml, "slow.yaml");
+        QVERIFY(!config);
+        QCOMPARE(QString::fromStdString(config.error().toString()),
+                 QStringLiteral("slow.yaml: line 4: invalid YAML: ',' outside [ ] or { } cannot start a value"));
+        QVERIFY2(timer.elapsed() < 1000, QByteArray::number(timer.elapsed()));
+        QVERIFY2(peakRssMiB() < 256, QByteArray::number(qlonglong(peakRssMiB())));
+        // The same ',' after a second document, and after a block mapping that ends less indented.
+        for (const char *stray : {"a: 1\n---\n,x\n", " a: 1\n,x\n"}) {
+            auto value = parseYamlText(stray, "c.yaml");
+            QVERIFY2(!value, stray);
+            QCOMPARE(QString::fromStdString(value.error().message),
+                     QStringLiteral("invalid YAML: ',' outside [ ] or { } cannot start a value"));
+        }
+    }
+
+    // An Accelerate config is one YAML document (PyYAML's safe_load refuses more).
+    void secondDocumentIsRefused()
+    {
+        auto value = parseYamlText("distributed_type: NO\n---\nnum_processes: 2\n...\n---\na: 1\n", "two.yaml");
+        QVERIFY(!value);
+        QCOMPARE(QString::fromStdString(value.error().toString()),
+                 QStringLiteral("two.yaml: invalid YAML: the file holds 3 YAML documents (the second from line 2); "
+                                "an Accelerate config is one"));
+        // One document with its markers is fine; so is an empty file.
+        QVERIFY(parseYamlText("---\ndistributed_type: NO\n...\n", "one.yaml"));
+        QVERIFY(parseYamlText("", "empty.yaml"));
+    }
+
+    // Regression (fuzz finding config-invalid-utf8-roundtrip): F6 91 8A 92 (a "code point" past
+    // U+10FFFF) passed the UTF-8 check, was written back as "\U00191292", and that did not read back.
+    void invalidUtf8IsRefusedWithItsKey()
+    {
+        const std::string text = fuzzFinding("regression_invalid_utf8.yaml");
+        auto config = parseConfig(text, ConfigFormat::Yaml, "bad.yaml");
+        QVERIFY(!config);
+        QCOMPARE(QString::fromStdString(config.error().toString()),
+                 QStringLiteral("bad.yaml: line 21: invalid YAML: byte 0xF6 in downcast_bf16 (key at line 4) is not "
+                                "valid UTF-8 (config files are UTF-8 text)"));
+        // Every form RFC 3629 forbids (PyYAML's reader refuses each), with the key it is in.
+        const struct {
+            const char *text;
+            const char *message;
+        } cases[] = {
+            {"a: \xF4\x90\x80\x80\n", "byte 0xF4 in a"},                           // past U+10FFFF
+            {"a:\n  b: x\xED\xA0\x80\n", "byte 0xED in a.b"},                      // a surrogate
+            {"a: \xE0\x80\xAF\n", "byte 0xE0 in a"},                               // overlong
+            {"a: \xF0\x80\x80\xAF\n", "byte 0xF0 in a"},                           // overlong
+            {"l:\n- x\nk\xC0\xAF: 1\n", "byte 0xC0 in k\xEF\xBF\xBD\xEF\xBF\xBD"}, // in a key
+        };
+        for (const auto &c : cases) {
+            auto value = parseYamlText(c.text, "c.yaml");
+            QVERIFY2(!value, c.text);
+            QCOMPARE(QString::fromStdString(value.error().message),
+                     QString::fromStdString(std::string("invalid YAML: ") + c.message +
+                                            " is not valid UTF-8 (config files are UTF-8 text)"));
+        }
+        // The largest code point and the last ones before the surrogates still read.
+        auto valid = parseYamlText("a: \xF4\x8F\xBF\xBF \xED\x9F\xBF\n", "c.yaml");
+        QVERIFY(valid);
+        QCOMPARE(valid->members.at("a").text, std::string("\xF4\x8F\xBF\xBF \xED\x9F\xBF"));
+    }
+
+    // Regression (same finding): yaml-cpp 0.7 ends a quote that is never closed at the end of a text
+    // that ends with a line break, so the rest of the file became one value.
+    void unclosedQuoteIsRefused()
+    {
+        for (const char *text : {"a: 'x\nb: 1\n", "a: \"x\nb: 1\n", "a: !!str 'x\n", "a: &v 'x''y\n"}) {
+            auto value = parseYamlText(text, "c.yaml");
+            QVERIFY2(!value, text);
+            QVERIFY2(value.error().toString().rfind("c.yaml: line 1: invalid YAML: the ", 0) == 0,
+                     value.error().toString().c_str());
+            QVERIFY2(value.error().message.find("opens a quoted value that is never closed") != std::string::npos,
+                     value.error().toString().c_str());
+        }
+        auto key = parseYamlText("x: 1\n'k: 2\n", "c.yaml");
+        QVERIFY(!key);
+        QCOMPARE(QString::fromStdString(key.error().toString()),
+                 QStringLiteral("c.yaml: line 2: invalid YAML: the ' at column 1 opens a quoted value that is never "
+                                "closed"));
+        // Closed quotes with escaped quotes and line breaks inside still read.
+        auto closed = parseYamlText("a: 'it''s'\nb: \"say \\\"hi\\\"\"\nc: 'two\n  lines'\n", "c.yaml");
+        QVERIFY2(closed, closed ? "" : closed.error().toString().c_str());
+        QCOMPARE(closed->members.at("a").text, std::string("it's"));
+        QCOMPARE(closed->members.at("b").text, std::string("say \"hi\""));
+        QCOMPARE(closed->members.at("c").text, std::string("two lines"));
     }
 };
 
