@@ -16,6 +16,14 @@ FileTail::~FileTail()
     close();
 }
 
+void FileTail::resumeAt(qint64 offset)
+{
+    if (m_fd >= 0 || offset < 0)
+        return;
+    m_offset = offset;
+    m_resuming = true;
+}
+
 void FileTail::close()
 {
     if (m_fd >= 0)
@@ -51,9 +59,13 @@ FileTail::Chunk FileTail::readNew(qint64 maximumBytes)
         }
         m_device = opened.st_dev;
         m_inode = opened.st_ino;
-        if (m_offset != 0 && chunk.restartReason.isEmpty())
-            chunk.restartReason = QStringLiteral("replaced");
-        m_offset = 0;
+        if (m_resuming) {
+            m_resuming = false; // keep m_offset: the size check below tells a shorter file
+        } else {
+            if (m_offset != 0 && chunk.restartReason.isEmpty())
+                chunk.restartReason = QStringLiteral("replaced");
+            m_offset = 0;
+        }
     }
     struct stat current {};
     if (::fstat(m_fd, &current) != 0)

@@ -25,6 +25,9 @@ public:
     };
     // At most `maximumBytes`; call again while bytes come back full to read the rest.
     Chunk readNew(qint64 maximumBytes = 4 << 20);
+    // Before the first read: start at `offset` (a position an earlier reader reached, e.g. from an
+    // accel.tail stream) instead of 0. A file shorter than that by then reads as "truncated".
+    void resumeAt(qint64 offset);
 
     const QString &path() const { return m_path; }
     qint64 offset() const { return m_offset; }
@@ -37,6 +40,7 @@ private:
     dev_t m_device = 0;
     ino_t m_inode = 0;
     qint64 m_offset = 0;
+    bool m_resuming = false;
 };
 
 } // namespace accel::monitor

@@ -105,7 +105,10 @@ void RunDirectoryFollower::rescan()
         if (m_filter && !m_filter(relative))
             continue;
         if (m_tails.count(relative) == 0) {
-            m_tails.emplace(relative, std::make_unique<FileTail>(root.filePath(relative)));
+            auto tail = std::make_unique<FileTail>(root.filePath(relative));
+            if (const auto start = m_startOffsets.constFind(relative); start != m_startOffsets.constEnd())
+                tail->resumeAt(*start);
+            m_tails.emplace(relative, std::move(tail));
             pollFile(relative);
         }
         watch(root.filePath(relative), false);

@@ -7,6 +7,7 @@
 
 #include <QDateTime>
 #include <QFileSystemWatcher>
+#include <QHash>
 #include <QTimer>
 
 #include <functional>
@@ -26,6 +27,10 @@ public:
     // Only files (relative paths, e.g. "logs/rank0.log") the filter accepts are read; run.json
     // always is. Set before start().
     void setFileFilter(std::function<bool(const QString &)> filter) { m_filter = std::move(filter); }
+    // Files (relative paths) that start at a byte offset instead of 0: where an earlier reader of
+    // the accel.tail stream stopped (its "offset"), so a resumed stream repeats and loses nothing.
+    // Set before start().
+    void setStartOffsets(QHash<QString, qint64> offsets) { m_startOffsets = std::move(offsets); }
     QString runDirectory() const { return m_directory; }
 
     void start() override; // reads what exists, then follows
@@ -45,6 +50,7 @@ private:
     QDateTime m_manifestModified;
     qint64 m_manifestSize = -1;
     std::function<bool(const QString &)> m_filter;
+    QHash<QString, qint64> m_startOffsets;
     bool m_watcherEnabled = true;
     bool m_running = false;
 };

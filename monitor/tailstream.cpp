@@ -12,6 +12,16 @@ QByteArray envelope(const QJsonObject &object)
     return QJsonDocument(object).toJson(QJsonDocument::Compact) + '\n';
 }
 
+// {"file":...,"text":...,"offset":N}: the offset last, so the lines start as before it was added.
+QByteArray textEnvelope(const QString &relativePath, const QByteArray &text, qint64 offset)
+{
+    QByteArray line = QJsonDocument(QJsonObject{{QStringLiteral("file"), relativePath},
+                                                {QStringLiteral("text"), QString::fromUtf8(text)}})
+                          .toJson(QJsonDocument::Compact);
+    line.chop(1);
+    return line + ",\"offset\":" + QByteArray::number(offset) + "}\n";
+}
+
 } // namespace
 
 QByteArray TailStreamEncoder::header(const QString &runDirectory) const
@@ -31,6 +41,8 @@ QByteArray TailStreamEncoder::encodeBytes(const QString &relativePath, QByteArra
     };
     QByteArray text;
     qsizetype position = 0;
+    const qint64 base = pending.offset;
+    pending.offset += bytes.size();
     for (qsizetype newline = bytes.indexOf('\n'); newline >= 0; newline = bytes.indexOf('\n', position)) {
         const QByteArrayView line = bytes.sliced(position, newline - position);
         if (pending.skipping) {
@@ -57,7 +69,8 @@ QByteArray TailStreamEncoder::encodeBytes(const QString &relativePath, QByteArra
     }
     if (text.isEmpty())
         return {};
-    return envelope({{QStringLiteral("file"), relativePath}, {QStringLiteral("text"), QString::fromUtf8(text)}});
+    // Just past the last newline of these bytes (a skipped over-long line after the text included).
+    return textEnvelope(relativePath, text, base + position);
 }
 
 QByteArray TailStreamEncoder::encodeRestart(const QString &relativePath, const QString &reason)
@@ -76,8 +89,7 @@ QByteArray TailStreamEncoder::flush()
     QByteArray out;
     for (auto it = m_pending.begin(); it != m_pending.end(); ++it) {
         if (!it.value().partial.isEmpty())
-            out += envelope({{QStringLiteral("file"), it.key()},
-                             {QStringLiteral("text"), QString::fromUtf8(it.value().partial + '\n')}});
+            out += textEnvelope(it.key(), it.value().partial + '\n', it.value().offset);
     }
     m_pending.clear();
     return out;
@@ -172,8 +184,14 @@ void StreamRunSource::handleLine(QByteArrayView line)
         return;
     }
     if (object.value(QLatin1String("text")).isString()) {
+        const QJsonValue offset = object.value(QLatin1String("offset"));
+        if (offset.isDouble())
+            m_positions.insert(file, static_cast<qint64>(offset.toDouble()));
+        else
+            m_positionsKnown = false;
         deliverBytes(file, object.value(QLatin1String("text")).toString().toUtf8());
     } else if (object.value(QLatin1String("restarted")).isString()) {
+        m_positions.remove(file);
         deliverRestart(file, object.value(QLatin1String("restarted")).toString());
     } else if (object.value(QLatin1String("manifest")).isObject()) {
         deliverManifest(object.value(QLatin1String("manifest")).toObject());

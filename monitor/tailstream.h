@@ -2,7 +2,9 @@
 // growth as JSON lines, so a remote run can be followed through SSH with the same pipeline as a
 // local one. Lines:
 //   {"schema":"accel.tail","version":1,"run":"/path/to/run"}            first line
-//   {"file":"metrics/rank0.jsonl","text":"<complete lines, newlines included>"}
+//   {"file":"metrics/rank0.jsonl","text":"<complete lines, newlines included>","offset":1234}
+// "offset" is the file's byte offset just past the text's last line: a new stream started with
+// `accel tail --from FILE=OFFSET` continues exactly after it.
 //   {"file":"logs/rank1.log","restarted":"truncated"}                     ("replaced")
 //   {"file":"run.json","manifest":{...}}
 // TailStreamEncoder writes it (only whole lines go out, so text is always valid UTF-8 lines);
@@ -27,6 +29,8 @@ public:
     static constexpr qsizetype kMaximumLineBytes = 1 << 20;
 
     QByteArray header(const QString &runDirectory) const;
+    // The stream of this file starts at `offset` (a resumed stream), not at 0.
+    void setStartOffset(const QString &relativePath, qint64 offset) { m_pending[relativePath].offset = offset; }
     // Envelope lines for the complete lines of `bytes`; a trailing partial line waits.
     QByteArray encodeBytes(const QString &relativePath, QByteArrayView bytes);
     QByteArray encodeRestart(const QString &relativePath, const QString &reason);
@@ -40,6 +44,7 @@ private:
     struct Pending {
         QByteArray partial;
         bool skipping = false; // inside an over-long line: drop up to its newline
+        qint64 offset = 0;     // the file's bytes seen so far (the start offset included)
     };
     QHash<QString, Pending> m_pending;
     QStringList m_warnings;
@@ -61,6 +66,14 @@ public:
     void stop() override;
 
     qint64 junkLines() const { return m_junkLines; }
+    // Per file, the "offset" of the last text received (what `accel tail --from FILE=OFFSET`
+    // resumes from); a restarted file drops out (it starts at 0 again). positionsKnown() is false
+    // once a text came without one (an accel older than the offsets): such a stream cannot resume.
+    QHash<QString, qint64> positions() const { return m_positions; }
+    bool positionsKnown() const { return m_positionsKnown; }
+    // The connection carrying the stream broke: forget the half-received line, if any, so the
+    // stream of a new connection can follow.
+    void discardPartialLine() { m_pending.clear(); }
     QString runDirectory() const { return m_runDirectory; }
 
 private:
@@ -70,6 +83,8 @@ private:
     QByteArray m_pending;
     QString m_runDirectory;
     qint64 m_junkLines = 0;
+    QHash<QString, qint64> m_positions;
+    bool m_positionsKnown = true;
     bool m_finished = false;
 };
 

@@ -15,6 +15,7 @@
 #include <QCoreApplication>
 #include <QDir>
 #include <QFileInfo>
+#include <QHash>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QRegularExpression>
@@ -22,6 +23,7 @@
 #include <QTimer>
 
 #include <cstdio>
+#include <optional>
 
 namespace accel::cli {
 
@@ -64,7 +66,8 @@ void printWarnings(const QStringList &warnings)
 
 // --follow --json: the accel.tail stream (header, whole-line text chunks per file from each file's
 // start, run.json manifests, restarts) until the run has ended. `kind` empty: every file.
-int streamRun(RunDirectory &run, const QString &kind, int onlyRank)
+// `startOffsets`: files (relative paths) whose stream continues at that byte offset (--from).
+int streamRun(RunDirectory &run, const QString &kind, int onlyRank, const QHash<QString, qint64> &startOffsets)
 {
     int argc = 1;
     char name[] = "accel";
@@ -82,7 +85,10 @@ int streamRun(RunDirectory &run, const QString &kind, int onlyRank)
             return relativePath == QLatin1String("events.jsonl");
         return true;
     });
+    follower.setStartOffsets(startOffsets);
     accel::monitor::TailStreamEncoder encoder;
+    for (auto it = startOffsets.begin(); it != startOffsets.end(); ++it)
+        encoder.setStartOffset(it.key(), it.value());
     writeOut(encoder.header(run.path()));
     QObject::connect(&follower, &accel::monitor::RunSource::bytesRead, &app,
                      [&encoder](const QString &path, const QByteArray &bytes) {
@@ -111,6 +117,36 @@ int streamRun(RunDirectory &run, const QString &kind, int onlyRank)
     return app.exec();
 }
 
+// --from FILE=OFFSET (repeatable): where an earlier accel.tail stream of the same run stopped.
+std::optional<QHash<QString, qint64>> parseStartOffsets(const std::vector<std::string> &values)
+{
+    static const QRegularExpression file(QStringLiteral("^(events\\.jsonl|metrics/[^/]+\\.jsonl|logs/[^/]+\\.log)$"));
+    QHash<QString, qint64> offsets;
+    for (const std::string &value : values) {
+        const QString text = QString::fromStdString(value);
+        const qsizetype equals = text.lastIndexOf(QLatin1Char('='));
+        const QString path = text.left(equals);
+        bool number = false;
+        const qint64 offset = equals < 0 ? -1 : text.mid(equals + 1).toLongLong(&number);
+        const bool digits = number && !text.mid(equals + 1).startsWith(QLatin1Char('+'));
+        if (equals < 0 || !file.match(path).hasMatch() || path.contains(QLatin1String("..")) || !digits || offset < 0) {
+            std::fprintf(stderr,
+                         "accel tail: --from %s: expected FILE=OFFSET, FILE one of events.jsonl, "
+                         "metrics/NAME.jsonl, logs/NAME.log and OFFSET a byte offset >= 0 (the \"offset\" of "
+                         "an earlier accel.tail stream)\n",
+                         value.c_str());
+            return std::nullopt;
+        }
+        if (offsets.contains(path)) {
+            std::fprintf(stderr, "accel tail: --from %s: %s is given twice\n", value.c_str(),
+                         path.toLocal8Bit().constData());
+            return std::nullopt;
+        }
+        offsets.insert(path, offset);
+    }
+    return offsets;
+}
+
 } // namespace
 
 static int runTail(int argc, char **argv)
@@ -127,6 +163,14 @@ static int runTail(int argc, char **argv)
     parser.addValue("lines", "N", "start with the last N lines of each file (-1: everything)", "20");
     parser.addFlag("json", "JSON output: one accel.tail object, or with --follow the accel.tail stream of the whole "
                            "run (only the chosen kind/rank when --logs/--metrics/--events/--rank are given)");
+    parser.addOption({"from",
+                      "FILE=OFFSET",
+                      "with --follow --json: continue FILE's stream just after OFFSET, the \"offset\" of its last "
+                      "text in an earlier stream (repeatable, one per file; other files start at 0)",
+                      {},
+                      0,
+                      true,
+                      {}});
     if (!parser.parse(argc, argv, 1)) {
         if (parser.helpRequested()) {
             std::fputs(parser.helpText().c_str(), stdout);
@@ -137,6 +181,13 @@ static int runTail(int argc, char **argv)
     }
     if (int(parser.isSet("logs")) + int(parser.isSet("metrics")) + int(parser.isSet("events")) > 1) {
         std::fprintf(stderr, "accel tail: choose one of --logs, --metrics, --events\n");
+        return ExitBadInput;
+    }
+    const auto startOffsets = parseStartOffsets(parser.values("from"));
+    if (!startOffsets)
+        return ExitBadInput;
+    if (!startOffsets->isEmpty() && !(parser.isSet("json") && parser.isSet("follow"))) {
+        std::fprintf(stderr, "accel tail: --from needs --follow --json (it continues an accel.tail stream)\n");
         return ExitBadInput;
     }
     const QString root =
@@ -155,7 +206,7 @@ static int runTail(int argc, char **argv)
 
     if (json && follow) {
         const bool chosen = parser.isSet("logs") || parser.isSet("metrics") || parser.isSet("events");
-        return streamRun(*run, chosen ? kind : QString(), onlyRank);
+        return streamRun(*run, chosen ? kind : QString(), onlyRank, *startOffsets);
     }
 
     FileFollower follower;

@@ -6,6 +6,7 @@
 #include "monitor/metricstore.h"
 #include "monitor/rundirectoryfollower.h"
 #include "monitor/tailstream.h"
+#include "tests/helpers/runfiles.h"
 #include "tests/helpers/testsupport.h"
 
 #include <QDir>
@@ -18,6 +19,9 @@
 #include <QtTest>
 
 using namespace accel::monitor;
+using accel::test::append;
+using accel::test::metricLine;
+using accel::test::writeManifest;
 
 namespace {
 
@@ -63,31 +67,6 @@ struct Collected {
         return pairs;
     }
 };
-
-void append(const QString &path, const QByteArray &bytes)
-{
-    QFile file(path);
-    QVERIFY(file.open(QIODevice::WriteOnly | QIODevice::Append));
-    QCOMPARE(file.write(bytes), bytes.size());
-}
-
-void writeManifest(const QString &runDir, const QString &state)
-{
-    QSaveFile file(runDir + QStringLiteral("/run.json")); // replaced atomically, as the launcher does
-    QVERIFY(file.open(QIODevice::WriteOnly));
-    file.write(QJsonDocument(QJsonObject{{QStringLiteral("schema"), QStringLiteral("accel.run")},
-                                         {QStringLiteral("version"), 1},
-                                         {QStringLiteral("id"), QStringLiteral("streamed")},
-                                         {QStringLiteral("state"), state}})
-                   .toJson(QJsonDocument::Compact));
-    QVERIFY(file.commit());
-}
-
-QByteArray metricLine(int rank, int step)
-{
-    return "{\"v\":1,\"time\":" + QByteArray::number(1000 + step) + ",\"rank\":" + QByteArray::number(rank) +
-           ",\"step\":" + QByteArray::number(step) + ",\"loss\":" + QByteArray::number(5.0 / step) + "}\n";
-}
 
 } // namespace
 

@@ -4,6 +4,7 @@
 #include "monitor/metricsparser.h"
 #include "monitor/metricstore.h"
 #include "monitor/rundirectoryfollower.h"
+#include "tests/helpers/benchreport.h"
 
 #include <QDir>
 #include <QElapsedTimer>
@@ -17,6 +18,8 @@
 #include <cstdio>
 
 using namespace accel::monitor;
+using accel::test::bench;
+using accel::test::percentile;
 
 namespace {
 
@@ -34,18 +37,6 @@ QByteArray makeLines(int count)
                 ",\"samples_per_s\":512.0}\n";
     }
     return text;
-}
-
-void bench(const char *name, double value, const char *unit, const QString &extra = {})
-{
-    std::printf("BENCH %s %.6g %s%s\n", name, value, unit, extra.isEmpty() ? "" : qPrintable(QLatin1Char(' ') + extra));
-    std::fflush(stdout);
-}
-
-double percentile(std::vector<double> values, double fraction)
-{
-    std::sort(values.begin(), values.end());
-    return values[static_cast<size_t>(fraction * static_cast<double>(values.size() - 1))];
 }
 
 } // namespace
