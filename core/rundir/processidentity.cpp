@@ -109,8 +109,8 @@ Result<ProvenProcess> ProvenProcess::prove(const ProcessClaim &claim)
                          "start time " + std::to_string(stat->startTime) + " is not the recorded " +
                              std::to_string(claim.startTime) + ": another process reuses the pid",
                          who);
-    const std::int64_t group = claim.processGroup ? claim.processGroup : claim.pid;
-    const std::int64_t session = claim.session ? claim.session : claim.pid;
+    const std::int64_t group = claim.processGroup == ProcessClaim::NotRecorded ? claim.pid : claim.processGroup;
+    const std::int64_t session = claim.session == ProcessClaim::NotRecorded ? claim.pid : claim.session;
     if (stat->processGroup != group || stat->session != session)
         return makeError(ErrorCode::Failed,
                          "process group " + std::to_string(stat->processGroup) + " / session " +

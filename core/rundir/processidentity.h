@@ -36,8 +36,12 @@ bool processMatches(std::int64_t pid, std::uint64_t recordedStartTime);
 struct ProcessClaim {
     std::int64_t pid = 0;
     std::uint64_t startTime = 0;
-    std::int64_t processGroup = 0; // 0: must be the process's own group (pid)
-    std::int64_t session = 0;      // 0: must be the process's own session (pid)
+    // Group and session the process must be in. NotRecorded: it must lead its own (a rank's are
+    // its pid). 0 is a real value: a process whose session leader lies outside the caller's pid
+    // namespace (a container's init session) reads session 0.
+    static constexpr std::int64_t NotRecorded = -1;
+    std::int64_t processGroup = NotRecorded;
+    std::int64_t session = NotRecorded;
 };
 
 // An open pidfd on a process proven to match its claim.

@@ -45,21 +45,22 @@ SupervisorRecord parseSupervisorRecord(const std::string &jsonObject)
     if (!object.is_object())
         return record;
     // Integers only: 4294967297 or 1e30 stay what they are (and prove nothing) instead of wrapping.
-    auto integer = [&object](const char *name) -> std::int64_t {
+    auto integer = [&object](const char *name, std::int64_t otherwise = 0) -> std::int64_t {
         const auto it = object.find(name);
         if (it == object.end())
-            return 0;
+            return otherwise;
         if (it->is_number_unsigned())
-            return it->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX) ? 0 : it->get<std::int64_t>();
+            return it->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX) ? otherwise
+                                                                                    : it->get<std::int64_t>();
         if (it->is_number_integer())
             return it->get<std::int64_t>();
         if (it->is_number_float()) {
             const double value = it->get<double>();
             return value >= -9.2e18 && value <= 9.2e18 && value == static_cast<double>(static_cast<std::int64_t>(value))
                        ? static_cast<std::int64_t>(value)
-                       : 0;
+                       : otherwise;
         }
-        return 0;
+        return otherwise;
     };
     record.pid = integer(key::Pid);
     const std::int64_t start = integer(key::StartTime);
@@ -67,8 +68,13 @@ SupervisorRecord parseSupervisorRecord(const std::string &jsonObject)
     const auto host = object.find(key::Host);
     if (host != object.end() && host->is_string())
         record.host = host->get<std::string>();
-    record.processGroup = integer(key::ProcessGroup);
-    record.session = integer(key::Session);
+    // A process group or session id is never negative; one that is proves nothing either.
+    const auto groupOrSession = [&integer](const char *name) {
+        const std::int64_t value = integer(name, ProcessClaim::NotRecorded);
+        return value < 0 ? ProcessClaim::NotRecorded : value;
+    };
+    record.processGroup = groupOrSession(key::ProcessGroup);
+    record.session = groupOrSession(key::Session);
     return record;
 }
 

@@ -3,6 +3,8 @@
 // Qt-free: the launcher writes run directories with it and the monitor reads them with it.
 #pragma once
 
+#include "processidentity.h"
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -51,13 +53,14 @@ inline constexpr const char *Ranks = "ranks";
 // Who supervises a run: recorded by the supervisor itself when it starts.
 struct SupervisorRecord {
     std::int64_t pid = 0;
-    std::uint64_t startTime = 0; // clock ticks since boot, /proc/<pid>/stat field 22
-    std::string host;            // localHostName() of the supervisor's machine
-    std::int64_t processGroup = 0;
-    std::int64_t session = 0;
+    std::uint64_t startTime = 0;                           // clock ticks since boot, /proc/<pid>/stat field 22
+    std::string host;                                      // localHostName() of the supervisor's machine
+    std::int64_t processGroup = ProcessClaim::NotRecorded; // 0 is real (session leader outside the pid namespace)
+    std::int64_t session = ProcessClaim::NotRecorded;
 };
 // Reads the supervisor object of run.json ({"pid":..,"start_time":..,"host":..}) from its JSON text;
-// missing, negative or out-of-range numbers read as 0 (nothing can be proven with them).
+// missing, negative or out-of-range pid and start time read as 0 (nothing can be proven with them),
+// a missing or invalid process group or session as ProcessClaim::NotRecorded.
 SupervisorRecord parseSupervisorRecord(const std::string &jsonObject);
 // The same record as the JSON object run.json holds.
 std::string supervisorRecordJson(const SupervisorRecord &record);

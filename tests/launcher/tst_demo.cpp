@@ -26,9 +26,16 @@ private Q_SLOTS:
                          .toUtf8());
         script.close();
         script.setPermissions(script.permissions() | QFileDevice::ExeOwner);
+        // The launcher validates the job before starting anything: a gpt job names its corpus.
+        QFile corpus(dir.filePath(QStringLiteral("corpus.txt")));
+        QVERIFY(corpus.open(QIODevice::WriteOnly));
+        corpus.write("a small corpus for the stand-in worker\n");
+        corpus.close();
         QFile job(dir.filePath(QStringLiteral("job.yaml")));
         QVERIFY(job.open(QIODevice::WriteOnly));
-        job.write("recipe: gpt\ntraining:\n  max_steps: 5\n");
+        job.write(QStringLiteral("recipe: gpt\ndata:\n  corpus: \"%1\"\ntraining:\n  max_steps: 5\n")
+                      .arg(corpus.fileName())
+                      .toUtf8());
         job.close();
         const QStringList env = {QStringLiteral("ACCEL_WORKER_PROGRAM=") + worker};
 

@@ -34,7 +34,7 @@ private Q_SLOTS:
     {
         QFETCH(qint64, pid);
         QFETCH(qint64, start);
-        auto proven = ProvenProcess::prove({pid, static_cast<std::uint64_t>(start), 0, 0});
+        auto proven = ProvenProcess::prove({pid, static_cast<std::uint64_t>(start)});
         QVERIFY(!proven);
         QCOMPARE(proven.error().code, accel::ErrorCode::InvalidInput);
     }
@@ -48,7 +48,7 @@ private Q_SLOTS:
         const std::uint64_t start = processStartTime(pid);
         QVERIFY(start > 0);
         // Its own pid and start time, but not a group and session of its own (a rank's are).
-        auto notLeader = ProvenProcess::prove({pid, start, 0, 0});
+        auto notLeader = ProvenProcess::prove({pid, start});
         QVERIFY(!notLeader);
         QCOMPARE(notLeader.error().code, accel::ErrorCode::Failed);
         QVERIFY(QString::fromStdString(notLeader.error().message).contains(QStringLiteral("process group")));
@@ -75,7 +75,7 @@ private Q_SLOTS:
         QVERIFY(child.waitForStarted(5000));
         const qint64 pid = child.processId(); // 0 once finished: read it while it runs
         QVERIFY(child.waitForFinished(5000));
-        auto gone = ProvenProcess::prove({pid, 12345, 0, 0});
+        auto gone = ProvenProcess::prove({pid, 12345});
         QVERIFY(!gone);
         QCOMPARE(gone.error().code, accel::ErrorCode::NotFound);
     }
@@ -93,7 +93,7 @@ private Q_SLOTS:
         QVERIFY(waitFor(
             [&] { return accel::test::processesWithMarker(marker, QStringLiteral("fakechild")).size() == 2; }, 10000));
         const qint64 pid = rank.processId();
-        auto proven = ProvenProcess::prove({pid, processStartTime(pid), 0, 0});
+        auto proven = ProvenProcess::prove({pid, processStartTime(pid)});
         QVERIFY2(proven, proven ? "" : proven.error().toString().c_str());
         QVERIFY(proven->signalGroup(SIGKILL));
         QVERIFY(rank.waitForFinished(5000));

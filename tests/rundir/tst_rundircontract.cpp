@@ -114,6 +114,23 @@ private Q_SLOTS:
         QVERIFY(parseSupervisorRecord(R"({"pid":77.0,"host":5})").host.empty());
     }
 
+    // Session 0 is what a process reads whose session leader is outside its pid namespace (a
+    // container started by a runtime): a real value, kept apart from "not recorded".
+    void groupAndSessionZeroAreRealValues()
+    {
+        const SupervisorRecord zero = parseSupervisorRecord(R"({"pid":77,"process_group":0,"session":0})");
+        QCOMPARE(zero.processGroup, std::int64_t(0));
+        QCOMPARE(zero.session, std::int64_t(0));
+        const SupervisorRecord missing = parseSupervisorRecord(R"({"pid":77})");
+        QCOMPARE(missing.processGroup, ProcessClaim::NotRecorded);
+        QCOMPARE(missing.session, ProcessClaim::NotRecorded);
+        const SupervisorRecord negative = parseSupervisorRecord(R"({"pid":77,"process_group":-5,"session":-2})");
+        QCOMPARE(negative.processGroup, ProcessClaim::NotRecorded);
+        QCOMPARE(negative.session, ProcessClaim::NotRecorded);
+        QCOMPARE(parseSupervisorRecord(supervisorRecordJson(zero)).session, std::int64_t(0));
+        QCOMPARE(parseSupervisorRecord(supervisorRecordJson(missing)).session, ProcessClaim::NotRecorded);
+    }
+
     void signallablePids()
     {
         for (std::int64_t bad : {std::int64_t(-1), std::int64_t(0), std::int64_t(1), std::int64_t(4294967297LL),
