@@ -10,6 +10,7 @@
 
 #include "core/rundir/privatefiles.h"
 #include "core/rundir/processidentity.h"
+#include "core/rundir/shmsegments.h"
 
 #include <csignal>
 #include <cstdio>
@@ -216,6 +217,12 @@ void RunSupervisor::attemptDone()
 {
     m_graceTimer.stop();
     killAll(); // leftovers the ranks forked
+    // A rank killed while it held a shared-memory segment it had not unlinked yet leaves it behind.
+    for (const auto &process : m_processes) {
+        if (const int removed = rundir::removeSegmentsOf(process->pid()); removed > 0 && m_run)
+            (void)m_run->appendEvent(QStringLiteral("shared_memory_removed"),
+                                     {{QStringLiteral("pid"), process->pid()}, {QStringLiteral("segments"), removed}});
+    }
     if (!m_logFailure.isEmpty()) {
         finish(QString::fromLatin1(runstate::Failed), kLogWriteFailedExitCode, m_logFailure);
         return;

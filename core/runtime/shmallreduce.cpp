@@ -1,5 +1,7 @@
 #include "core/runtime/shmallreduce.h"
 
+#include "core/rundir/shmsegments.h"
+
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -85,7 +87,9 @@ std::unique_ptr<ShmAllReduce> ShmAllReduce::create(c10d::Store &store, int rank,
     if (problem.empty()) {
         if (rank == 0) {
             std::random_device random;
-            name = "/accel-allreduce-" + std::to_string(::getpid()) + "-" + std::to_string(random());
+            // Named after this process: if it dies before the unlink below, the supervisor removes
+            // the segment once the rank has exited (core/rundir/shmsegments.h).
+            name = rundir::allReduceSegmentName(::getpid(), random());
             fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
             if (fd >= 0 && ::ftruncate(fd, off_t(mapped)) != 0) {
                 ::close(fd);

@@ -2,6 +2,7 @@
 // SIGTERM-ignoring ranks are killed after the grace period, children of ranks die too,
 // restarts are counted, and the run directory records it all.
 #include "core/rundir/processidentity.h"
+#include "core/rundir/shmsegments.h"
 #include "launcher/rundirectory.h"
 #include "launcher/runsupervisor.h"
 #include "tests/helpers/testsupport.h"
@@ -138,6 +139,37 @@ private Q_SLOTS:
         QCOMPARE(outcome.failedRank, 1);
         QCOMPARE(outcome.exitCode, 128 + SIGKILL);
         QVERIFY(waitFor([&] { return processesWithMarker(marker).isEmpty(); }, 1000));
+    }
+
+    // A rank killed with SIGKILL between creating its all-reduce segment and unlinking it (the
+    // runtime unlinks once every rank has mapped it) must not leave the segment in /dev/shm.
+    void killedRankLeavesNoSharedMemorySegment()
+    {
+        QTemporaryDir dir;
+        auto run = RunDirectory::create(dir.path());
+        QVERIFY(run);
+        RunSupervisor supervisor(
+            fakeSettings(dir.path(), 2, {QStringLiteral("--shm-segment"), QStringLiteral("--hang")}), {}, &*run, {});
+        QSignalSpy finished(&supervisor, &RunSupervisor::finished);
+        supervisor.start();
+        const auto segmentOf = [](qint64 pid) {
+            return QStringLiteral("/dev/shm") + QString::fromStdString(accel::rundir::allReduceSegmentName(pid, 1));
+        };
+        QVERIFY(waitFor(
+            [&] {
+                const auto started = supervisor.rankPids();
+                return started.size() == 2 && started[0] > 0 && started[1] > 0;
+            },
+            10000));
+        const std::vector<qint64> pids = supervisor.rankPids();
+        QVERIFY2(waitFor([&] { return QFile::exists(segmentOf(pids[0])) && QFile::exists(segmentOf(pids[1])); }, 10000),
+                 "the ranks did not create their segments");
+        ::kill(static_cast<pid_t>(pids[0]), SIGKILL);
+        QVERIFY(finished.wait(10000));
+        QCOMPARE(supervisor.outcome().state, QStringLiteral("failed"));
+        QVERIFY2(!QFile::exists(segmentOf(pids[0])), qPrintable(segmentOf(pids[0])));
+        QVERIFY2(!QFile::exists(segmentOf(pids[1])), qPrintable(segmentOf(pids[1])));
+        QVERIFY(events(*run).contains(QStringLiteral("shared_memory_removed")));
     }
 
     void sigtermIgnoringRankIsKilledAfterGrace()
@@ -299,7 +331,7 @@ private Q_SLOTS:
         }
         const accel::rundir::SupervisorRecord self = run->supervisor();
         QCOMPARE(self.pid, std::int64_t(QCoreApplication::applicationPid()));
-        QVERIFY(self.startTime > 0 && self.processGroup > 0 && self.session > 0 && !self.host.empty());
+        QVERIFY(self.startTime > 0 && self.processGroup >= 0 && self.session >= 0 && !self.host.empty());
         supervisor.stop(QStringLiteral("test"));
         QVERIFY(finished.wait(5000));
     }

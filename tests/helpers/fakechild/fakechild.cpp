@@ -8,19 +8,26 @@
 //   --sleep MS            sleep               --hang      sleep forever
 //   --ignore-term         ignore SIGTERM      --grandchild  fork a child that sleeps forever
 //   --exit CODE           exit now            --abort       crash with SIGABRT
+//   --shm-segment         create (and never unlink) a shared-memory segment named as the
+//                         runtime's all-reduce names its segments after this pid
 // Guards apply to the next action only:
 //   --if-rank R           only when $RANK (or 0) is R
 //   --if-attempt-below K  only when $TORCHELASTIC_RESTART_COUNT (or 0) is below K
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <fcntl.h>
 #include <fstream>
 #include <string>
+#include <sys/mman.h>
 #include <thread>
 #include <unistd.h>
+
+#include "core/rundir/shmsegments.h"
 
 extern char **environ;
 
@@ -133,6 +140,14 @@ int main(int argc, char **argv)
         } else if (action == "--exit") {
             std::fflush(stdout);
             return std::atoi(value);
+        } else if (action == "--shm-segment") {
+            const std::string name = accel::rundir::allReduceSegmentName(::getpid(), 1);
+            const int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+            if (fd < 0 || ::ftruncate(fd, 4096) != 0) {
+                std::fprintf(stderr, "fakechild: shm_open %s: %s\n", name.c_str(), std::strerror(errno));
+                return 65;
+            }
+            ::close(fd);
         } else if (action == "--abort") {
             std::abort();
         } else {
