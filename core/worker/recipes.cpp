@@ -171,7 +171,10 @@ std::string capabilitiesJson()
 #endif
     j["openmp_threads"] = at::get_num_threads();
     j["blas"] = buildSetting("BLAS_INFO");
-    j["mixed_precision"] = {"no", "bf16", "fp8"}; // fp8: AO, TE and MSAMP recipes (docs/fp8.md)
+    // What this worker can run here: fp16 needs CUDA autocast and loss scaling on a GPU (it is
+    // refused on the CPU); fp8 is the AO, TE and MSAMP recipes (docs/fp8.md).
+    j["mixed_precision"] = j["cuda"].get<bool>() ? nlohmann::ordered_json{"no", "fp16", "bf16", "fp8"}
+                                                 : nlohmann::ordered_json{"no", "bf16", "fp8"};
     j["recipes"] = knownRecipes();
     return j.dump();
 }

@@ -122,6 +122,10 @@ Result<TrainingSummary> runTraining(Accelerator &accelerator, const JobSpec &job
                                                       {"mem_rss_bytes", runtime::MetricsWriter::residentBytes()}};
                 if (!std::isnan(gradNorm))
                     values.push_back({"grad_norm", gradNorm});
+                if (const double device = accelerator.deviceMemoryBytes(); device >= 0)
+                    values.push_back({"mem_device_bytes", device});
+                if (const double scale = accelerator.lossScale(); scale > 0)
+                    values.push_back({"loss_scale", scale});
                 if (task.tokensPerSample > 0)
                     values.push_back({"tokens_per_s", samplesPerS * double(task.tokensPerSample)});
                 metrics.log(summary.steps, values);

@@ -4,6 +4,7 @@
 
 #include <QDir>
 #include <QFile>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
@@ -137,6 +138,11 @@ private Q_SLOTS:
             QCOMPARE(object.value("cuda").toBool(), false);
             QCOMPARE(object.value("gpu_count").toInt(), 0);
         }
+        // fp16 is listed exactly when a GPU can run it (CUDA autocast with loss scaling).
+        const QJsonArray precisions = object.value("mixed_precision").toArray();
+        QVERIFY(precisions.contains(QJsonValue("no")) && precisions.contains(QJsonValue("bf16")) &&
+                precisions.contains(QJsonValue("fp8")));
+        QCOMPARE(precisions.contains(QJsonValue("fp16")), object.value("cuda").toBool());
     }
 
     void badJobFileIsBadInput()
