@@ -1,7 +1,10 @@
 // accel hosts: the cluster's hosts over SSH (docs/remote.md).
 //   check H1,H2,...   reach every host at once, run `accel env --json` there, and report per host
 //                     the remote accel version against ours, or what is wrong and what to do.
+//   doctor H1,H2,...  the network pre-flight on its own (cmd_hosts_doctor.cpp).
 //   launch / stop     one detached supervisor per host (cmd_hosts_launch.cpp).
+//   net-listen / net-connect / net-selftest  (hidden) the nodes' parts of the pre-flight's reach
+//                     check and all-reduce (cmd_hosts_netprobe.cpp).
 #include "app/cli/cmd_hosts_common.h"
 #include "app/cli/command.h"
 
@@ -19,6 +22,10 @@ namespace accel::cli {
 
 int runHostsLaunch(int argc, char **argv); // cmd_hosts_launch.cpp
 int runHostsStop(int argc, char **argv);
+int runHostsDoctor(int argc, char **argv);    // cmd_hosts_doctor.cpp
+int runHostsNetListen(int argc, char **argv); // cmd_hosts_netprobe.cpp
+int runHostsNetConnect(int argc, char **argv);
+int runHostsNetSelftest(int argc, char **argv);
 
 namespace {
 
@@ -156,6 +163,7 @@ void printHostsUsage(FILE *out)
                "The cluster's hosts over SSH (docs/remote.md). 'accel hosts <action> --help' for each.\n\n"
                "actions:\n"
                "  check H1,H2,...         reachable, trusted, same accel version (accel env on each)\n"
+               "  doctor H1,H2,...        network pre-flight: accel, interface, main port listen and reach\n"
                "  launch H1,H2,... -- ARGS  one detached `accel launch ARGS` per host, machine ranks in order\n"
                "  stop RECORD             stop every node of a run started by `accel hosts launch`\n",
                out);
@@ -176,15 +184,24 @@ static int runHosts(int argc, char **argv)
     }
     if (!std::strcmp(action, "check"))
         return runHostsCheck(argc - 1, argv + 1);
+    if (!std::strcmp(action, "doctor"))
+        return runHostsDoctor(argc - 1, argv + 1);
+    if (!std::strcmp(action, "net-listen"))
+        return runHostsNetListen(argc - 1, argv + 1);
+    if (!std::strcmp(action, "net-connect"))
+        return runHostsNetConnect(argc - 1, argv + 1);
+    if (!std::strcmp(action, "net-selftest"))
+        return runHostsNetSelftest(argc - 1, argv + 1);
     if (!std::strcmp(action, "launch"))
         return runHostsLaunch(argc - 1, argv + 1);
     if (!std::strcmp(action, "stop"))
         return runHostsStop(argc - 1, argv + 1);
-    std::fprintf(stderr, "accel hosts: unknown action '%s': expected check, launch or stop\n\n", action);
+    std::fprintf(stderr, "accel hosts: unknown action '%s': expected check, doctor, launch or stop\n\n", action);
     printHostsUsage(stderr);
     return ExitBadInput;
 }
 
-static Registrar registrar({"hosts", "Cluster hosts over SSH: check them, launch on all, stop all", &runHosts});
+static Registrar registrar({"hosts", "Cluster hosts over SSH: check them, network pre-flight, launch on all, stop all",
+                            &runHosts});
 
 } // namespace accel::cli

@@ -1,5 +1,7 @@
 #include "app/cli/cmd_hosts_common.h"
 
+#include "launcher/sshsession.h"
+
 #include <QEventLoop>
 #include <QJsonArray>
 
@@ -40,6 +42,30 @@ Result<RemoteSettings> remoteSettings(const ArgParser &parser)
         settings.environment << QString::fromStdString(entry);
     }
     return settings;
+}
+
+void addMainAddressOptions(ArgParser &parser)
+{
+    parser.addValue("main_process_ip", "IP", "address of machine 0 as the others reach it (default: its HostName)");
+    parser.addValue("main_process_port", "PORT", "port of rank 0's TCPStore", "29500");
+}
+
+Result<MainAddress> mainAddress(const ArgParser &parser, const QString &firstHost)
+{
+    MainAddress address;
+    const std::string portText = parser.valueOr("main_process_port", "29500");
+    address.port = QString::fromStdString(portText).toInt();
+    if (address.port < 1 || address.port > 65535)
+        return makeError(ErrorCode::InvalidInput, "expected 1-65535, got '" + portText + "'", "--main_process_port");
+    std::string ip = parser.valueOr("main_process_ip", "");
+    if (ip.empty()) {
+        auto configured = ssh::configuredHostName(firstHost.toStdString(), {});
+        if (!configured)
+            return tl::unexpected(configured.error());
+        ip = *configured;
+    }
+    address.ip = QString::fromStdString(ip);
+    return address;
 }
 
 Result<QStringList> hostList(const std::vector<std::string> &words)

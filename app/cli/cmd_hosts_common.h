@@ -26,6 +26,14 @@ struct RemoteSettings {
 void addRemoteOptions(ArgParser &parser);
 Result<RemoteSettings> remoteSettings(const ArgParser &parser);
 
+// --main_process_ip and --main_process_port, as `accel hosts launch` and `doctor` take them.
+void addMainAddressOptions(ArgParser &parser);
+struct MainAddress {
+    QString ip; // --main_process_ip, else the first host's HostName in ~/.ssh/config
+    int port = 29500;
+};
+Result<MainAddress> mainAddress(const ArgParser &parser, const QString &firstHost);
+
 // "a,b" -> a, b (order kept, duplicates dropped). Empty: an InvalidInput error.
 Result<QStringList> hostList(const std::vector<std::string> &words);
 

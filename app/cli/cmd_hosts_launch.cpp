@@ -2,13 +2,15 @@
 // (`accel launch --detach` with --num_machines, --machine_rank in host order, --main_process_ip
 // and --main_process_port), and a local record of the nodes' runs that `accel hosts stop RECORD`
 // reads to stop every node. If a node fails to start, the nodes already started are stopped.
+// The network pre-flight (cmd_hosts_preflight.h) runs first; `accel launch --hosts H1,H2 ...`
+// is this same launch (launchesOnHosts / runLaunchOnHosts below).
 #include "app/cli/cmd_hosts_common.h"
+#include "app/cli/cmd_hosts_preflight.h"
 #include "app/cli/command.h"
 
 #include "launcher/jsonoutput.h"
 #include "launcher/launchflags.h"
 #include "launcher/rundirectory.h"
-#include "launcher/sshsession.h"
 
 #include <QCoreApplication>
 #include <QDateTime>
@@ -20,6 +22,7 @@
 #include <QJsonObject>
 #include <QSaveFile>
 
+#include <algorithm>
 #include <cstdio>
 
 namespace accel::cli {
@@ -28,26 +31,54 @@ namespace {
 
 using namespace accel::launcher;
 
+// accel launch's words up to its script: each option with its value, as `words[begin, end)`.
+struct LaunchOption {
+    std::string name; // canonical
+    size_t begin = 0;
+    size_t end = 0;
+};
+
+// Splits accel launch's arguments into its options and the index where the script starts
+// (`words.size()` when there is none); a "--" before the script ends the options.
+std::vector<LaunchOption> launchOptions(const std::vector<std::string> &words, size_t &script,
+                                        const std::vector<std::string> &extraValued = {})
+{
+    std::vector<LaunchOption> options;
+    size_t i = 0;
+    for (; i < words.size(); ++i) {
+        const std::string &word = words[i];
+        if (word == "--") {
+            ++i;
+            break;
+        }
+        if (word.rfind("-", 0) != 0)
+            break; // the script: what follows is its own
+        LaunchOption option{ArgParser::canonical(word.substr(0, word.find('='))), i, i + 1};
+        // --system_sample_hz is accel launch's own, beside Accelerate's flags.
+        bool valued = option.name == "system_sample_hz" ||
+                      std::find(extraValued.begin(), extraValued.end(), option.name) != extraValued.end();
+        for (const LaunchFlag &flag : launchFlags())
+            valued = valued || (option.name == flag.name && flag.kind != LaunchFlag::Kind::Switch);
+        if (valued && word.find('=') == std::string::npos && i + 1 < words.size())
+            ++i; // its value
+        option.end = i + 1;
+        options.push_back(option);
+    }
+    script = i;
+    return options;
+}
+
 // Launch flags that `accel hosts launch` sets for each node itself.
 Result<void> checkLaunchArguments(const std::vector<std::string> &arguments)
 {
     static const std::vector<std::string> owned = {
         "num_machines", "machine_rank", "main_process_ip", "main_process_port", "detach", "run_dir", "json"};
-    for (size_t i = 0; i < arguments.size(); ++i) {
-        const std::string &word = arguments[i];
-        if (word.rfind("-", 0) != 0)
-            break; // the script: what follows is its own
-        const std::string name = ArgParser::canonical(word.substr(0, word.find('=')));
-        for (const std::string &mine : owned) {
-            if (name == mine)
-                return makeError(ErrorCode::InvalidInput,
-                                 "--" + name + " is set for each node by accel hosts launch; leave it out",
-                                 "launch arguments");
-        }
-        for (const LaunchFlag &flag : launchFlags()) {
-            if (name == flag.name && flag.kind != LaunchFlag::Kind::Switch && word.find('=') == std::string::npos)
-                ++i; // its value
-        }
+    size_t script = 0;
+    for (const LaunchOption &option : launchOptions(arguments, script)) {
+        if (std::find(owned.begin(), owned.end(), option.name) != owned.end())
+            return makeError(ErrorCode::InvalidInput,
+                             "--" + option.name + " is set for each node by accel hosts launch; leave it out",
+                             "launch arguments");
     }
     if (arguments.empty())
         return makeError(ErrorCode::InvalidInput,
@@ -103,51 +134,6 @@ struct NodeStart {
     QString socketInterface; // GLOO_SOCKET_IFNAME given to the node, if chosen here
 };
 
-// Pre-flight on every node before anything starts: accel answers there in our version, and which
-// of its interfaces is on the main address's subnet (GLOO_/NCCL_SOCKET_IFNAME for its ranks, unless
-// the user names one). Returns the per-node environment, or fills the nodes' messages and fails.
-bool preflight(const hosts::HostGroup &group, const hosts::RemoteSettings &settings, const QString &mainIp,
-               std::vector<NodeStart> &nodes, std::vector<QStringList> &environment)
-{
-    const QStringList envArguments = {QStringLiteral("env"), QStringLiteral("--json"), QStringLiteral("--no_python"),
-                                      QStringLiteral("--no_gpu"), QStringLiteral("--no_worker")};
-    const std::vector<AccelOutcome> probes = hosts::runEverywhere(
-        group.hosts, std::vector<QStringList>(group.hosts.size(), envArguments), settings, settings.timeoutMs * 4);
-    bool userChose = false;
-    for (const QString &entry : settings.environment)
-        userChose = userChose || entry.startsWith(QLatin1String("GLOO_SOCKET_IFNAME="));
-    bool ok = true;
-    environment.assign(group.hosts.size(), {});
-    for (size_t i = 0; i < probes.size(); ++i) {
-        NodeStart &node = nodes[i];
-        const QJsonObject env = QJsonDocument::fromJson(probes[i].standardOutput).object();
-        const QString version = env.value(QStringLiteral("accel_version")).toString();
-        if (!probes[i].succeeded() || env.value(QStringLiteral("schema")).toString() != QLatin1String("accel.env")) {
-            node.message = QStringLiteral("pre-flight (accel env) failed: ") + probes[i].describe();
-            const QString err = QString::fromUtf8(probes[i].standardError).trimmed().section(QLatin1Char('\n'), -1);
-            if (probes[i].reason.isEmpty() && !err.isEmpty())
-                node.message += QStringLiteral(": ") + err;
-            ok = false;
-        } else if (version != QLatin1String(ACCEL_VERSION)) {
-            node.message =
-                QStringLiteral("accel %1 on %2, but this is accel %3: install the same version on every host")
-                    .arg(version, node.host, QString::fromLatin1(ACCEL_VERSION));
-            ok = false;
-        } else if (!userChose) {
-            node.socketInterface = hosts::interfaceOnSubnet(env, mainIp);
-            if (!node.socketInterface.isEmpty())
-                environment[i] << QStringLiteral("GLOO_SOCKET_IFNAME=") + node.socketInterface
-                               << QStringLiteral("NCCL_SOCKET_IFNAME=") + node.socketInterface;
-            else if (!mainIp.startsWith(QLatin1String("127."))) // loopback: every node is this machine
-                node.message = QStringLiteral("note: no interface of %1 is on the subnet of %2; its ranks bind to "
-                                              "the address its host name resolves to (if they cannot connect, name "
-                                              "the interface: --remote_env GLOO_SOCKET_IFNAME=...)")
-                                   .arg(node.host, mainIp);
-        }
-    }
-    return ok;
-}
-
 } // namespace
 
 int runHostsLaunch(int argc, char **argv)
@@ -157,8 +143,7 @@ int runHostsLaunch(int argc, char **argv)
     parser.addPositional({"HOSTS", "hosts, comma-separated: ~/.ssh/config aliases or [user@]host[:port]; the first "
                                    "is machine 0"});
     parser.addPositional({"ARGS", "after --: accel launch's flags, the script and its arguments", false, true});
-    parser.addValue("main_process_ip", "IP", "address of machine 0 as the others reach it (default: its HostName)");
-    parser.addValue("main_process_port", "PORT", "port of rank 0's TCPStore", "29500");
+    hosts::addMainAddressOptions(parser);
     parser.addValue("record", "FILE", "where to write the record of the nodes' runs",
                     "<data>/accel-studio/clusters/<id>.json");
     parser.addFlag("json", "machine-readable output (accel.hosts-launch, version 1)");
@@ -175,18 +160,11 @@ int runHostsLaunch(int argc, char **argv)
     const std::vector<std::string> launchArguments = parser.positional("ARGS");
     if (auto checked = checkLaunchArguments(launchArguments); !checked)
         return fail("launch", checked.error());
-    const std::string portText = parser.valueOr("main_process_port", "29500");
-    const int port = QString::fromStdString(portText).toInt();
-    if (port < 1 || port > 65535)
-        return fail("launch",
-                    Error{ErrorCode::InvalidInput, "expected 1-65535, got '" + portText + "'", "--main_process_port"});
-    std::string mainIp = parser.valueOr("main_process_ip", "");
-    if (mainIp.empty()) {
-        auto configured = ssh::configuredHostName(names->first().toStdString(), {});
-        if (!configured)
-            return fail("launch", configured.error());
-        mainIp = *configured;
-    }
+    auto address = hosts::mainAddress(parser, names->first());
+    if (!address)
+        return fail("launch", address.error());
+    const int port = address->port;
+    const std::string mainIp = address->ip.toStdString();
 
     int fakeArgc = 1;
     char *fakeArgv[] = {argv[0], nullptr};
@@ -198,8 +176,20 @@ int runHostsLaunch(int argc, char **argv)
         nodes[i].host = names->at(static_cast<int>(i));
         nodes[i].machineRank = static_cast<int>(i);
     }
-    std::vector<QStringList> nodeEnvironment;
-    const bool ready = preflight(group, *settings, QString::fromStdString(mainIp), nodes, nodeEnvironment);
+    hosts::PreflightOptions checks;
+    checks.mainIp = address->ip;
+    checks.port = port;
+    const hosts::Preflight preflight = hosts::runPreflight(group, *names, *settings, checks);
+    for (size_t i = 0; i < nodes.size(); ++i) {
+        nodes[i].socketInterface = preflight.socketInterface[i];
+        nodes[i].message = preflight.summaryFor(nodes[i].host);
+    }
+    const bool ready = preflight.ok();
+    for (NodeStart &node : nodes) {
+        if (!ready && node.message.isEmpty())
+            node.message = QStringLiteral("not started: the pre-flight failed on another node");
+    }
+    const std::vector<QStringList> &nodeEnvironment = preflight.environment;
     std::vector<QStringList> commands;
     for (int rank = 0; rank < names->size(); ++rank) {
         QStringList command = {QStringLiteral("launch"), QStringLiteral("--detach"), QStringLiteral("--json")};
@@ -351,6 +341,89 @@ int runHostsStop(int argc, char **argv)
                        .constData(),
                    stdout);
     return allStopped ? ExitOk : ExitFailure;
+}
+
+namespace {
+
+// `accel hosts launch` options that `accel launch --hosts` takes too, and those with a value.
+const std::vector<std::string> HostsLaunchOptions = {
+    "hosts",   "main_process_ip",     "main_process_port", "record",    "json",
+    "timeout", "accept_new_host_key", "remote_accel",      "remote_env"};
+const std::vector<std::string> HostsLaunchValued = {"hosts", "record", "timeout", "remote_accel", "remote_env"};
+
+int refuse(const Error &error)
+{
+    std::fprintf(stderr, "accel launch: %s\n", error.toString().c_str());
+    return ExitBadInput;
+}
+
+std::string optionValue(const std::vector<std::string> &words, const LaunchOption &option)
+{
+    const std::string &first = words[option.begin];
+    if (const size_t eq = first.find('='); eq != std::string::npos)
+        return first.substr(eq + 1);
+    return option.end - option.begin > 1 ? words[option.begin + 1] : std::string();
+}
+
+} // namespace
+
+bool launchesOnHosts(int argc, char **argv)
+{
+    const std::vector<std::string> words(argv + 1, argv + argc);
+    size_t script = 0;
+    bool onHosts = false;
+    for (const LaunchOption &option : launchOptions(words, script, HostsLaunchValued)) {
+        if (option.name == "help" || option.name == "h")
+            return false; // accel launch's own --help documents --hosts
+        onHosts = onHosts || option.name == "hosts";
+    }
+    return onHosts;
+}
+
+// accel launch --hosts H1,H2 [launch flags] SCRIPT [ARGS]: runs `accel hosts launch H1,H2 [its
+// options] -- [the other launch flags] SCRIPT [ARGS]`.
+int runLaunchOnHosts(int argc, char **argv)
+{
+    const std::vector<std::string> words(argv + 1, argv + argc);
+    size_t script = 0;
+    std::string hostNames;
+    std::string numMachines;
+    std::vector<std::string> hostsWords;
+    std::vector<std::string> launchWords;
+    for (const LaunchOption &option : launchOptions(words, script, HostsLaunchValued)) {
+        const std::vector<std::string> part(words.begin() + static_cast<long>(option.begin),
+                                            words.begin() + static_cast<long>(option.end));
+        if (option.name == "hosts")
+            hostNames += (hostNames.empty() ? "" : ",") + optionValue(words, option);
+        else if (option.name == "num_machines")
+            numMachines = optionValue(words, option);
+        else if (std::find(HostsLaunchOptions.begin(), HostsLaunchOptions.end(), option.name) !=
+                 HostsLaunchOptions.end())
+            hostsWords.insert(hostsWords.end(), part.begin(), part.end());
+        else
+            launchWords.insert(launchWords.end(), part.begin(), part.end());
+    }
+    auto names = hosts::hostList({hostNames});
+    if (!names)
+        return refuse(Error{ErrorCode::InvalidInput, names.error().message, "--hosts"});
+    if (!numMachines.empty() && numMachines != std::to_string(names->size()))
+        return refuse(Error{ErrorCode::InvalidInput,
+                            "is " + numMachines + " but --hosts names " + std::to_string(names->size()) +
+                                " host(s): leave it out (with --hosts it is the number of hosts)",
+                            "--num_machines"});
+    if (script >= words.size())
+        return refuse(Error{ErrorCode::InvalidInput,
+                            "nothing to launch: accel launch --hosts H1,H2 [launch flags] SCRIPT [ARGS]", "--hosts"});
+    launchWords.insert(launchWords.end(), words.begin() + static_cast<long>(script), words.end());
+    std::vector<std::string> arguments = {"launch", hostNames};
+    arguments.insert(arguments.end(), hostsWords.begin(), hostsWords.end());
+    arguments.push_back("--");
+    arguments.insert(arguments.end(), launchWords.begin(), launchWords.end());
+    std::vector<char *> pointers;
+    for (std::string &word : arguments)
+        pointers.push_back(word.data());
+    pointers.push_back(nullptr);
+    return runHostsLaunch(static_cast<int>(arguments.size()), pointers.data());
 }
 
 } // namespace accel::cli

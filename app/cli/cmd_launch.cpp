@@ -139,6 +139,11 @@ int runSupervisor(const LaunchSettings &settings, const EnvMap &base, RunDirecto
 
 } // namespace
 
+#ifdef ACCEL_CLI_HAVE_HOSTS
+bool launchesOnHosts(int argc, char **argv); // cmd_hosts_launch.cpp: --hosts is `accel hosts launch`
+int runLaunchOnHosts(int argc, char **argv);
+#endif
+
 // Blocks SIGINT/SIGTERM/SIGHUP/SIGQUIT from the first moment: a Ctrl-C before the supervisor's
 // handler exists waits as pending and stops the run cleanly once SignalWatcher unblocks it. Paths
 // that end without a supervisor unblock on the way out (the default action then applies).
@@ -149,10 +154,20 @@ struct StopSignalsBlocked {
 
 static int runLaunch(int argc, char **argv)
 {
+#ifdef ACCEL_CLI_HAVE_HOSTS
+    if (launchesOnHosts(argc, argv))
+        return runLaunchOnHosts(argc, argv);
+#endif
     const StopSignalsBlocked blocked;
     ArgParser parser("accel launch", "Launch a training script (or an accel-worker job) on this machine's ranks, "
                                      "the way `accelerate launch` does.");
     addLaunchOptions(parser);
+#ifdef ACCEL_CLI_HAVE_HOSTS
+    parser.addValue("hosts", "H1,H2,...",
+                    "launch on these hosts over SSH, one node each, machine 0 first, after the network pre-flight: "
+                    "`accel hosts launch H1,H2 -- FLAGS SCRIPT` (also takes its --record, --remote_env, "
+                    "--remote_accel, --timeout, --accept_new_host_key; docs/remote.md)");
+#endif
     if (!parser.parse(argc, argv, 1)) {
         if (parser.helpRequested()) {
             std::fputs(parser.helpText().c_str(), stdout);

@@ -1,0 +1,489 @@
+// `accel hosts doctor` (the network pre-flight) and `accel launch --hosts` end to end on three
+// network-namespace nodes, each with its own sshd (NetnsSshNodes); the remote accel is this build's.
+// Faults are made in the nodes' own network: machine 0's main port dropped by a policy-routing
+// blackhole (as a firewall's DROP), the port held by another program, node 2's route to machine 0
+// made unreachable, GLOO_SOCKET_IFNAME naming an interface a node lacks, and every port of
+// machine 0 but sshd's and the main one dropped (the reach check passes, the all-reduce cannot).
+#include "tests/helpers/netnssshnodes.h"
+#include "tests/helpers/testsupport.h"
+#include "tests/launcher/processprobe.h"
+
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QSet>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QUuid>
+
+#include <memory>
+#include <sys/stat.h>
+
+namespace {
+
+QJsonObject parse(const accel::test::ProcessResult &result)
+{
+    return QJsonDocument::fromJson(result.out.toUtf8()).object();
+}
+
+QJsonObject verdictOf(const QJsonObject &report, const QString &check, const QString &host)
+{
+    for (const QJsonValue &value : report.value(QStringLiteral("checks")).toArray()) {
+        const QJsonObject v = value.toObject();
+        if (v.value(QStringLiteral("check")).toString() == check && v.value(QStringLiteral("host")).toString() == host)
+            return v;
+    }
+    return {};
+}
+
+// `ip ARGS`; the error text, or empty.
+QString ip(const QStringList &arguments)
+{
+    QProcess process;
+    process.setProcessChannelMode(QProcess::MergedChannels);
+    process.start(QStringLiteral("ip"), arguments);
+    if (!process.waitForFinished(10000) || process.exitCode() != 0)
+        return QStringLiteral("ip %1: %2")
+            .arg(arguments.join(QLatin1Char(' ')), QString::fromLocal8Bit(process.readAll()));
+    return {};
+}
+
+// Runs `ip` steps now and their undo steps when it goes out of scope (also when a check fails).
+class NetworkChange {
+public:
+    NetworkChange(const QList<QStringList> &steps, const QList<QStringList> &undo) : m_undo(undo)
+    {
+        for (const QStringList &step : steps) {
+            if (m_error.isEmpty())
+                m_error = ip(step);
+        }
+    }
+    ~NetworkChange()
+    {
+        for (const QStringList &step : m_undo)
+            ip(step);
+    }
+    QString error() const { return m_error; }
+
+private:
+    QList<QStringList> m_undo;
+    QString m_error;
+};
+
+ino_t netnsInode(const QString &path)
+{
+    struct stat st {};
+    return ::stat(QFile::encodeName(path).constData(), &st) == 0 ? st.st_ino : 0;
+}
+
+} // namespace
+
+class tst_HostsDoctor : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase();
+    void badArgumentsExitWithTwo();
+    void launchHelpDocumentsHosts();
+    void everyCheckPassesOnThreeNodes();
+    void droppedMainPortIsNamed();
+    void mainPortHeldByAnotherProgramIsNamed();
+    void nodeWithoutRouteToMachineZeroIsNamed();
+    void wrongInterfaceIsNamed();
+    void allReduceRunsTheRuntimeSelfTestOnEveryNode();
+    void allReduceFailsWhenOnlyTheMainPortIsOpen();
+    void launchWithHostsStartsEveryNode();
+    void launchWithHostsStartsNothingWhenThePreflightFails();
+
+private:
+    // Makes the three nodes on first use; false (and the test skipped or failed) when it cannot.
+    bool nodes();
+    accel::test::ProcessResult accel(const QStringList &arguments, const QStringList &extraEnv = {});
+    std::unique_ptr<NetworkChange> dropMainPort(int port) const;
+
+    std::unique_ptr<accel::test::NetnsSshNodes> m_nodes;
+    QString m_skip;
+    QString m_accel;
+};
+
+void tst_HostsDoctor::initTestCase()
+{
+    m_accel = QDir(accel::test::binDir()).filePath(QStringLiteral("accel"));
+    QVERIFY2(QFile::exists(m_accel), "build the accel target");
+    qunsetenv("SSH_AUTH_SOCK");
+}
+
+bool tst_HostsDoctor::nodes()
+{
+    if (m_nodes)
+        return true;
+    if (!m_skip.isEmpty())
+        return false;
+    auto testbed = std::make_unique<accel::test::NetnsSshNodes>(3);
+    if (const QString reason = testbed->makeNetwork(); !reason.isEmpty()) {
+        m_skip = QStringLiteral("no network namespaces here: ") + reason;
+        return false;
+    }
+    if (const QString error = testbed->startServers(); !error.isEmpty()) {
+        m_skip = error;
+        return false;
+    }
+    m_nodes = std::move(testbed);
+    return true;
+}
+
+#define REQUIRE_NODES()                                                                                                \
+    do {                                                                                                               \
+        if (!nodes())                                                                                                  \
+            QSKIP(qPrintable(m_skip));                                                                                 \
+    } while (false)
+
+accel::test::ProcessResult tst_HostsDoctor::accel(const QStringList &arguments, const QStringList &extraEnv)
+{
+    QStringList env = {QStringLiteral("ACCEL_REMOTE_BIN=") + m_accel, QStringLiteral("SSH_AUTH_SOCK")};
+    if (m_nodes)
+        env << QStringLiteral("ACCEL_SSH_DIR=") + m_nodes->clientDirectory();
+    return accel::test::runAccel(arguments, 120000, {}, env + extraEnv);
+}
+
+// Machine 0 drops TCP SYNs to `port` arriving on eth0, as a firewall's DROP rule would: a
+// policy-routing blackhole for that port, looked up before the local table (moved from preference
+// 0 to 20). sshd's port 22 still answers. Undone when the result goes out of scope.
+std::unique_ptr<NetworkChange> tst_HostsDoctor::dropMainPort(int port) const
+{
+    const QString ns = m_nodes->nodeNamespace(0);
+    const QStringList rule = {"iif", "eth0", "ipproto", "tcp", "dport", QString::number(port), "blackhole"};
+    return std::make_unique<NetworkChange>(
+        QList<QStringList>{QStringList{"-n", ns, "rule", "add", "pref", "10"} + rule,
+                           {"-n", ns, "rule", "add", "pref", "20", "lookup", "local"},
+                           {"-n", ns, "rule", "del", "pref", "0"}},
+        QList<QStringList>{{"-n", ns, "rule", "add", "pref", "0", "lookup", "local"},
+                           {"-n", ns, "rule", "del", "pref", "20"},
+                           QStringList{"-n", ns, "rule", "del", "pref", "10"} + rule});
+}
+
+void tst_HostsDoctor::badArgumentsExitWithTwo()
+{
+    QCOMPARE(accel({"hosts", "doctor"}).exitCode, 2);
+    const auto port = accel({"hosts", "doctor", "node0,node1", "--main_process_port", "70000"});
+    QCOMPARE(port.exitCode, 2);
+    QVERIFY2(port.err.contains(QStringLiteral("--main_process_port")) && port.err.contains(QStringLiteral("'70000'")),
+             qPrintable(port.err));
+    const auto timeout =
+        accel({"hosts", "doctor", "node0,node1", "--main_process_ip", "10.0.0.1", "--connect_timeout", "soon"});
+    QCOMPARE(timeout.exitCode, 2);
+    QVERIFY2(timeout.err.contains(QStringLiteral("--connect_timeout")) &&
+                 timeout.err.contains(QStringLiteral("'soon'")),
+             qPrintable(timeout.err));
+    const auto help = accel({"hosts", "doctor", "--help"});
+    QCOMPARE(help.exitCode, 0);
+    QVERIFY2(help.out.contains(QStringLiteral("reaches the main address")), qPrintable(help.out));
+    QVERIFY2(accel({"hosts", "--help"}).out.contains(QStringLiteral("doctor H1,H2")), "accel hosts --help: doctor");
+}
+
+void tst_HostsDoctor::launchHelpDocumentsHosts()
+{
+    const auto help = accel({"launch", "--help"});
+    QCOMPARE(help.exitCode, 0);
+    QVERIFY2(help.out.contains(QStringLiteral("--hosts H1,H2,...")) &&
+                 help.out.contains(QStringLiteral("accel hosts launch H1,H2")),
+             qPrintable(help.out));
+    const auto machines = accel({"launch", "--hosts", "node0,node1", "--num_machines", "3", "train.py"});
+    QCOMPARE(machines.exitCode, 2);
+    QVERIFY2(machines.err.contains(QStringLiteral("--num_machines: is 3 but --hosts names 2 host(s)")),
+             qPrintable(machines.err));
+    const auto nothing = accel({"launch", "--hosts", "node0,node1", "--num_processes", "2"});
+    QCOMPARE(nothing.exitCode, 2);
+    QVERIFY2(nothing.err.contains(QStringLiteral("nothing to launch")), qPrintable(nothing.err));
+    const auto owned = accel({"launch", "--hosts", "node0", "--machine_rank", "1", "train.py"});
+    QCOMPARE(owned.exitCode, 2);
+    QVERIFY2(owned.err.contains(QStringLiteral("--machine_rank is set for each node")), qPrintable(owned.err));
+}
+
+void tst_HostsDoctor::everyCheckPassesOnThreeNodes()
+{
+    REQUIRE_NODES();
+    QElapsedTimer clock;
+    clock.start();
+    const auto result = accel({"hosts", "doctor", "node0,node1,node2", "--json", "--main_process_port", "29611"});
+    const qint64 elapsed = clock.elapsed();
+    QVERIFY2(result.exitCode == 0, qPrintable(result.out + result.err));
+    const QJsonObject report = parse(result);
+    QCOMPARE(report.value(QStringLiteral("schema")).toString(), QStringLiteral("accel.doctor"));
+    QCOMPARE(report.value(QStringLiteral("version")).toInt(), 1);
+    QCOMPARE(report.value(QStringLiteral("ok")).toBool(), true);
+    QCOMPARE(report.value(QStringLiteral("main_process_ip")).toString(), m_nodes->nodeAddress(0));
+    QCOMPARE(report.value(QStringLiteral("main_process_port")).toInt(), 29611);
+    for (int node = 0; node < 3; ++node) {
+        const QString host = QStringLiteral("node%1").arg(node);
+        QCOMPARE(verdictOf(report, "accel", host).value(QStringLiteral("status")).toString(), QStringLiteral("ok"));
+        const QJsonObject interface = verdictOf(report, "interface", host);
+        QCOMPARE(interface.value(QStringLiteral("status")).toString(), QStringLiteral("ok"));
+        QCOMPARE(interface.value(QStringLiteral("details")).toObject().value(QStringLiteral("interface")).toString(),
+                 QStringLiteral("eth0"));
+        if (node == 0)
+            continue;
+        // Each node connected from its own address, over the bridge.
+        const QJsonObject reach = verdictOf(report, "reach", host);
+        QCOMPARE(reach.value(QStringLiteral("status")).toString(), QStringLiteral("ok"));
+        QCOMPARE(reach.value(QStringLiteral("details")).toObject().value(QStringLiteral("local_address")).toString(),
+                 m_nodes->nodeAddress(node));
+    }
+    QCOMPARE(verdictOf(report, "listen", "node0").value(QStringLiteral("status")).toString(), QStringLiteral("ok"));
+    qInfo("accel hosts doctor on 3 nodes: %lld ms (%s in the report)", static_cast<long long>(elapsed),
+          qPrintable(QString::number(report.value(QStringLiteral("elapsed_ms")).toDouble())));
+    QVERIFY2(elapsed < 60000, qPrintable(QString::number(elapsed)));
+
+    const auto text = accel({"hosts", "doctor", "node0,node1,node2", "--main_process_port", "29611"});
+    QVERIFY2(text.exitCode == 0, qPrintable(text.out + text.err));
+    QVERIFY2(text.out.contains(QStringLiteral("doctor: every check passed on 3 host(s)")), qPrintable(text.out));
+    QVERIFY2(text.out.contains(QStringLiteral("node2 reaches %1:29611").arg(m_nodes->nodeAddress(0))),
+             qPrintable(text.out));
+}
+
+void tst_HostsDoctor::droppedMainPortIsNamed()
+{
+    REQUIRE_NODES();
+    const int port = 29612;
+    const auto firewall = dropMainPort(port);
+    QVERIFY2(firewall->error().isEmpty(), qPrintable(firewall->error()));
+    const auto result = accel({"hosts", "doctor", "node0,node1,node2", "--json", "--main_process_port",
+                               QString::number(port), "--connect_timeout", "2"});
+    QCOMPARE(result.exitCode, 1);
+    const QJsonObject report = parse(result);
+    QCOMPARE(report.value(QStringLiteral("ok")).toBool(), false);
+    QCOMPARE(verdictOf(report, "listen", "node0").value(QStringLiteral("status")).toString(), QStringLiteral("ok"));
+    const QString target = QStringLiteral("%1:%2").arg(m_nodes->nodeAddress(0)).arg(port);
+    for (const QString &host : {QStringLiteral("node1"), QStringLiteral("node2")}) {
+        const QJsonObject reach = verdictOf(report, "reach", host);
+        QCOMPARE(reach.value(QStringLiteral("status")).toString(), QStringLiteral("fail"));
+        QCOMPARE(reach.value(QStringLiteral("details")).toObject().value(QStringLiteral("error_kind")).toString(),
+                 QStringLiteral("timeout"));
+        const QString message = reach.value(QStringLiteral("message")).toString();
+        QVERIFY2(message.contains(host + QStringLiteral(" cannot reach ") + target + QStringLiteral(" (node0")),
+                 qPrintable(message));
+        const QString fix = reach.value(QStringLiteral("fix")).toString();
+        QVERIFY2(fix.contains(QStringLiteral("firewall")) && fix.contains(QStringLiteral("port %1").arg(port)),
+                 qPrintable(fix));
+    }
+    const auto text = accel({"hosts", "doctor", "node0,node1,node2", "--main_process_port", QString::number(port),
+                             "--connect_timeout", "2"});
+    QCOMPARE(text.exitCode, 1);
+    QVERIFY2(text.out.contains(QStringLiteral("doctor: 2 check(s) failed: reach on node1, reach on node2")),
+             qPrintable(text.out));
+}
+
+void tst_HostsDoctor::mainPortHeldByAnotherProgramIsNamed()
+{
+    REQUIRE_NODES();
+    const int port = 29613;
+    const QString python = QStandardPaths::findExecutable(QStringLiteral("python3"));
+    if (python.isEmpty())
+        QSKIP("no python3 here to hold the port");
+    QProcess holder; // another program listening on machine 0's main port
+    holder.start(QStringLiteral("ip"),
+                 {"netns", "exec", m_nodes->nodeNamespace(0), python, "-c",
+                  QStringLiteral("import socket, time\ns = socket.socket()\ns.bind(('0.0.0.0', %1))\ns.listen()\n"
+                                 "print('listening', flush=True)\ntime.sleep(120)\n")
+                      .arg(port)});
+    QVERIFY(holder.waitForStarted());
+    QByteArray said;
+    while (!said.contains("listening") && holder.waitForReadyRead(20000))
+        said += holder.readAllStandardOutput();
+    QVERIFY2(said.contains("listening"), holder.readAllStandardError().constData());
+    const auto result =
+        accel({"hosts", "doctor", "node0,node1,node2", "--json", "--main_process_port", QString::number(port)});
+    holder.kill();
+    holder.waitForFinished();
+    QCOMPARE(result.exitCode, 1);
+    const QJsonObject report = parse(result);
+    const QJsonObject listen = verdictOf(report, "listen", "node0");
+    QCOMPARE(listen.value(QStringLiteral("status")).toString(), QStringLiteral("fail"));
+    const QString message = listen.value(QStringLiteral("message")).toString();
+    QVERIFY2(message.contains(QStringLiteral("on node0: port %1 is in use by pid").arg(port)) &&
+                 message.contains(QStringLiteral("python3")),
+             qPrintable(message));
+    QVERIFY2(listen.value(QStringLiteral("fix")).toString().contains(QStringLiteral("--main_process_port")),
+             qPrintable(listen.value(QStringLiteral("fix")).toString()));
+    QCOMPARE(verdictOf(report, "reach", "node1").value(QStringLiteral("status")).toString(), QStringLiteral("skipped"));
+}
+
+void tst_HostsDoctor::nodeWithoutRouteToMachineZeroIsNamed()
+{
+    REQUIRE_NODES();
+    const QString route = m_nodes->nodeAddress(0) + QStringLiteral("/32");
+    const QString ns = m_nodes->nodeNamespace(2);
+    const NetworkChange unreachable({{"-n", ns, "route", "add", "unreachable", route}},
+                                    {{"-n", ns, "route", "del", "unreachable", route}});
+    QVERIFY2(unreachable.error().isEmpty(), qPrintable(unreachable.error()));
+    const auto result = accel({"hosts", "doctor", "node0,node1,node2", "--json", "--main_process_port", "29614"});
+    QCOMPARE(result.exitCode, 1);
+    const QJsonObject report = parse(result);
+    QCOMPARE(verdictOf(report, "reach", "node1").value(QStringLiteral("status")).toString(), QStringLiteral("ok"));
+    const QJsonObject reach = verdictOf(report, "reach", "node2");
+    QCOMPARE(reach.value(QStringLiteral("status")).toString(), QStringLiteral("fail"));
+    QCOMPARE(reach.value(QStringLiteral("details")).toObject().value(QStringLiteral("error_kind")).toString(),
+             QStringLiteral("unreachable"));
+    QVERIFY2(reach.value(QStringLiteral("fix"))
+                 .toString()
+                 .contains(QStringLiteral("node2 has no route to ") + m_nodes->nodeAddress(0)),
+             qPrintable(reach.value(QStringLiteral("fix")).toString()));
+}
+
+void tst_HostsDoctor::wrongInterfaceIsNamed()
+{
+    REQUIRE_NODES();
+    const auto missing = accel({"hosts", "doctor", "node0,node1", "--json", "--main_process_port", "29615",
+                                "--remote_env", "GLOO_SOCKET_IFNAME=nonexistent"});
+    QCOMPARE(missing.exitCode, 1);
+    for (const QString &host : {QStringLiteral("node0"), QStringLiteral("node1")}) {
+        const QJsonObject interface = verdictOf(parse(missing), "interface", host);
+        QCOMPARE(interface.value(QStringLiteral("status")).toString(), QStringLiteral("fail"));
+        QVERIFY2(interface.value(QStringLiteral("message"))
+                     .toString()
+                     .contains(QStringLiteral("GLOO_SOCKET_IFNAME=nonexistent names no interface of ") + host),
+                 qPrintable(interface.value(QStringLiteral("message")).toString()));
+        QVERIFY2(interface.value(QStringLiteral("fix")).toString().contains(QStringLiteral("eth0")),
+                 qPrintable(interface.value(QStringLiteral("fix")).toString()));
+    }
+    const auto loopback = accel(
+        {"hosts", "doctor", "node0,node1", "--main_process_port", "29615", "--remote_env", "GLOO_SOCKET_IFNAME=lo"});
+    QCOMPARE(loopback.exitCode, 1);
+    QVERIFY2(loopback.out.contains(QStringLiteral("names node1's loopback interface lo")), qPrintable(loopback.out));
+}
+
+void tst_HostsDoctor::allReduceRunsTheRuntimeSelfTestOnEveryNode()
+{
+    REQUIRE_NODES();
+    if (!QFile::exists(QDir(accel::test::binDir()).filePath(QStringLiteral("accel-worker"))))
+        QSKIP("no accel-worker in this build: the all-reduce needs the libtorch runtime");
+    QElapsedTimer clock;
+    clock.start();
+    const auto result = accel({"hosts", "doctor", "node0,node1,node2", "--json", "--allreduce", "--main_process_port",
+                               "29618", "--remote_env", "OMP_NUM_THREADS=1"});
+    QVERIFY2(result.exitCode == 0, qPrintable(result.out + result.err));
+    const QJsonObject report = parse(result);
+    for (int node = 0; node < 3; ++node) {
+        const QJsonObject allreduce = verdictOf(report, "allreduce", QStringLiteral("node%1").arg(node));
+        QCOMPARE(allreduce.value(QStringLiteral("status")).toString(), QStringLiteral("ok"));
+        QCOMPARE(allreduce.value(QStringLiteral("details")).toObject().value(QStringLiteral("state")).toString(),
+                 QStringLiteral("succeeded"));
+    }
+    qInfo("accel hosts doctor --allreduce on 3 nodes: %lld ms", static_cast<long long>(clock.elapsed()));
+}
+
+void tst_HostsDoctor::allReduceFailsWhenOnlyTheMainPortIsOpen()
+{
+    REQUIRE_NODES();
+    if (!QFile::exists(QDir(accel::test::binDir()).filePath(QStringLiteral("accel-worker"))))
+        QSKIP("no accel-worker in this build: the all-reduce needs the libtorch runtime");
+    // Machine 0 drops every TCP port but sshd's and the main one: the TCPStore is reachable, the
+    // ports gloo picks between the ranks are not.
+    const int port = 29619;
+    const QString ns = m_nodes->nodeNamespace(0);
+    QList<QStringList> steps;
+    QList<QStringList> undo = {{"-n", ns, "rule", "add", "pref", "0", "lookup", "local"},
+                               {"-n", ns, "rule", "del", "pref", "20"}};
+    int preference = 10;
+    for (const QString &range :
+         {QStringLiteral("1-21"), QStringLiteral("23-%1").arg(port - 1), QStringLiteral("%1-65534").arg(port + 1)}) {
+        const QStringList rule = {
+            "pref", QString::number(preference++), "iif", "eth0", "ipproto", "tcp", "dport", range, "blackhole"};
+        steps << QStringList{"-n", ns, "rule", "add"} + rule;
+        undo << QStringList{"-n", ns, "rule", "del"} + rule;
+    }
+    steps << QStringList{"-n", ns, "rule", "add", "pref", "20", "lookup", "local"}
+          << QStringList{"-n", ns, "rule", "del", "pref", "0"};
+    const NetworkChange firewall(steps, undo);
+    QVERIFY2(firewall.error().isEmpty(), qPrintable(firewall.error()));
+    const auto result = accel({"hosts", "doctor", "node0,node1", "--json", "--allreduce", "--allreduce_timeout", "10",
+                               "--main_process_port", QString::number(port), "--remote_env", "OMP_NUM_THREADS=1"});
+    QCOMPARE(result.exitCode, 1);
+    const QJsonObject report = parse(result);
+    QCOMPARE(verdictOf(report, "reach", "node1").value(QStringLiteral("status")).toString(), QStringLiteral("ok"));
+    bool named = false;
+    for (const QString &host : {QStringLiteral("node0"), QStringLiteral("node1")}) {
+        const QJsonObject allreduce = verdictOf(report, "allreduce", host);
+        if (allreduce.value(QStringLiteral("status")).toString() != QLatin1String("fail"))
+            continue;
+        named = true;
+        QVERIFY2(allreduce.value(QStringLiteral("message"))
+                     .toString()
+                     .contains(QStringLiteral("the runtime's self-test failed on ") + host),
+                 qPrintable(allreduce.value(QStringLiteral("message")).toString()));
+        QVERIFY2(allreduce.value(QStringLiteral("fix")).toString().contains(QStringLiteral("all TCP ports")),
+                 qPrintable(allreduce.value(QStringLiteral("fix")).toString()));
+    }
+    QVERIFY2(named, qPrintable(result.out));
+}
+
+void tst_HostsDoctor::launchWithHostsStartsEveryNode()
+{
+    REQUIRE_NODES();
+    QTemporaryDir data;
+    const QString marker = QStringLiteral("launchhosts-") + QUuid::createUuid().toString(QUuid::WithoutBraces);
+    const QString fakechild = QDir(accel::test::binDir()).filePath(QStringLiteral("fakechild"));
+    const QString record = data.filePath(QStringLiteral("cluster.json"));
+    const auto launched = accel({"launch", "--hosts", "node0,node1", "--json", "--record", record, "--remote_env",
+                                 "XDG_DATA_HOME=" + data.path(), "--main_process_port", "29616", "--num_processes", "2",
+                                 "--no_python", fakechild, "--marker", marker, "--env-json",
+                                 data.filePath(QStringLiteral("env-{rank}.json")), "--hang"});
+    QVERIFY2(launched.exitCode == 0, qPrintable(launched.out + launched.err));
+    const QJsonObject report = parse(launched);
+    QCOMPARE(report.value(QStringLiteral("schema")).toString(), QStringLiteral("accel.hosts-launch"));
+    QCOMPARE(report.value(QStringLiteral("record")).toString(), record);
+    QCOMPARE(report.value(QStringLiteral("main_process_port")).toInt(), 29616);
+    for (const QJsonValue &node : report.value(QStringLiteral("nodes")).toArray())
+        QCOMPARE(node.toObject().value(QStringLiteral("socket_ifname")).toString(), QStringLiteral("eth0"));
+    for (int rank = 0; rank < 2; ++rank) {
+        const QString path = data.filePath(QStringLiteral("env-%1.json").arg(rank));
+        QTRY_VERIFY_WITH_TIMEOUT(QFileInfo(path).size() > 0, 20000);
+        QFile file(path);
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        const QJsonObject env = QJsonDocument::fromJson(file.readAll()).object();
+        QCOMPARE(env.value(QStringLiteral("MASTER_ADDR")).toString(), m_nodes->nodeAddress(0));
+        QCOMPARE(env.value(QStringLiteral("MASTER_PORT")).toString(), QStringLiteral("29616"));
+        QCOMPARE(env.value(QStringLiteral("GLOO_SOCKET_IFNAME")).toString(), QStringLiteral("eth0"));
+    }
+    QList<qint64> ranks;
+    QTRY_COMPARE_WITH_TIMEOUT((ranks = accel::test::processesWithMarker(marker, QStringLiteral("fakechild"))).size(), 2,
+                              20000);
+    QSet<ino_t> seen;
+    for (qint64 pid : ranks)
+        seen.insert(netnsInode(QStringLiteral("/proc/%1/ns/net").arg(pid)));
+    QCOMPARE(seen, (QSet<ino_t>{netnsInode(QStringLiteral("/run/netns/") + m_nodes->nodeNamespace(0)),
+                                netnsInode(QStringLiteral("/run/netns/") + m_nodes->nodeNamespace(1))}));
+    const auto stopped = accel({"hosts", "stop", record});
+    QVERIFY2(stopped.exitCode == 0, qPrintable(stopped.out + stopped.err));
+    QTRY_VERIFY_WITH_TIMEOUT(accel::test::processesWithMarker(marker).isEmpty(), 20000);
+}
+
+void tst_HostsDoctor::launchWithHostsStartsNothingWhenThePreflightFails()
+{
+    REQUIRE_NODES();
+    const int port = 29617;
+    const auto firewall = dropMainPort(port);
+    QVERIFY2(firewall->error().isEmpty(), qPrintable(firewall->error()));
+    QTemporaryDir data;
+    const QString marker = QStringLiteral("launchhosts-") + QUuid::createUuid().toString(QUuid::WithoutBraces);
+    const QString record = data.filePath(QStringLiteral("cluster.json"));
+    const auto launched =
+        accel({"launch", "--hosts", "node0,node1", "--record", record, "--remote_env", "XDG_DATA_HOME=" + data.path(),
+               "--main_process_port", QString::number(port), "--num_processes", "2", "--no_python",
+               QDir(accel::test::binDir()).filePath(QStringLiteral("fakechild")), "--marker", marker, "--hang"});
+    QCOMPARE(launched.exitCode, 1);
+    QVERIFY2(launched.out.contains(
+                 QStringLiteral("node1 (machine 1): node1 cannot reach %1:%2").arg(m_nodes->nodeAddress(0)).arg(port)),
+             qPrintable(launched.out));
+    QVERIFY(!QFile::exists(record));
+    QVERIFY(accel::test::processesWithMarker(marker).isEmpty());
+    QVERIFY(QDir(data.filePath(QStringLiteral("accel-studio/runs"))).isEmpty());
+}
+
+QTEST_GUILESS_MAIN(tst_HostsDoctor)
+#include "tst_hostsdoctor.moc"
