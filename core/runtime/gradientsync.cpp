@@ -1,5 +1,7 @@
-// Bucketed gradient all-reduce (our replacement for c10d::Reducer, whose header Debian's
-// libtorch-dev cannot compile). See GradientSync in accelerator_p.h.
+// Bucketed gradient all-reduce, our counterpart of c10d::Reducer: buckets are summed through shared
+// memory when every rank is on one host (shmallreduce.h), over the process group otherwise. Kept
+// over the Reducer because the bench (tests/bench/runtime) measures it ahead of PyTorch's DDP, which
+// is the Reducer over gloo (docs/platform.md). See GradientSync in accelerator_p.h.
 #include "core/runtime/accelerator_p.h"
 
 #include "core/runtime/strategy/gradienthooks.h"
