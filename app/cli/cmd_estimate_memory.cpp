@@ -1,8 +1,10 @@
 // accel estimate-memory MODEL: Accelerate's memory table (largest layer, total size, training with
 // Adam per dtype) for a model folder, a checkpoint or a config.json alone, plus inference memory
-// (weights, KV cache, activations) for a batch and context.
+// (weights, KV cache, activations) for a batch and context; with --config_file, the per-rank bytes
+// of training under the config's strategy (DDP, FSDP, DeepSpeed ZeRO).
 #include "app/cli/argparser.h"
 #include "app/cli/command.h"
+#include "app/cli/estimatesharding.h"
 #include "core/bigmodel/memoryestimate.h"
 
 #include <nlohmann/json.hpp>
@@ -81,6 +83,9 @@ int runEstimateMemory(int argc, char **argv)
     parser.addFlag("trust_remote_code", "accepted for compatibility; no code is ever run");
     parser.addValue("batch", "B", "batch size for the inference figures", "1");
     parser.addValue("context", "T", "tokens of context for the KV cache and activations", "min(max positions, 4096)");
+    parser.addValue("config_file", "CONFIG",
+                    "also show per-rank training bytes under this Accelerate config's strategy (DDP, FSDP, ZeRO)");
+    parser.addValue("num_processes", "N", "with --config_file: processes in total instead of the config's");
     parser.addFlag("json", "print a JSON object (schema accel.memory-estimate) instead of tables");
     const auto args = cli::expandMultiValueOption(
         argc, argv, "dtypes",
@@ -98,8 +103,14 @@ int runEstimateMemory(int argc, char **argv)
     }
     int64_t batch = 1;
     int64_t context = 0;
-    if (!parseCount(parser.value("batch"), &batch) || !parseCount(parser.value("context"), &context)) {
-        std::fprintf(stderr, "accel estimate-memory: --batch and --context take a positive integer\n");
+    int64_t processes = 0;
+    if (!parseCount(parser.value("batch"), &batch) || !parseCount(parser.value("context"), &context) ||
+        !parseCount(parser.value("num_processes"), &processes) || processes > (1 << 20)) {
+        std::fprintf(stderr, "accel estimate-memory: --batch, --context and --num_processes take a positive integer\n");
+        return cli::ExitBadInput;
+    }
+    if (parser.isSet("num_processes") && !parser.isSet("config_file")) {
+        std::fprintf(stderr, "accel estimate-memory: --num_processes needs --config_file\n");
         return cli::ExitBadInput;
     }
     std::vector<std::string> list = parser.values("dtypes");
@@ -116,12 +127,28 @@ int runEstimateMemory(int argc, char **argv)
         std::fprintf(stderr, "accel estimate-memory: %s\n", estimate.error().toString().c_str());
         return exitCodeFor(estimate.error());
     }
+    std::optional<cli::ShardingEstimate> perRank;
+    if (auto config = parser.value("config_file")) {
+        auto sharding = cli::estimateSharding(
+            *config, processes > 0 ? std::optional<int>(int(processes)) : std::nullopt, estimate->parameters, list);
+        if (!sharding) {
+            std::fprintf(stderr, "accel estimate-memory: %s\n", sharding.error().toString().c_str());
+            return exitCodeFor(sharding.error());
+        }
+        perRank = std::move(*sharding);
+    }
     for (const std::string &w : model->structure.warnings)
         std::fprintf(stderr, "accel estimate-memory: warning: %s\n", w.c_str());
-    if (parser.isSet("json"))
-        std::printf("%s\n", toJson(*estimate).dump(2).c_str());
-    else
+    if (parser.isSet("json")) {
+        nlohmann::ordered_json j = toJson(*estimate);
+        if (perRank)
+            j["per_rank_training"] = cli::toJson(*perRank);
+        std::printf("%s\n", j.dump(2).c_str());
+    } else {
         std::fputs(bigmodel::renderEstimate(*estimate).c_str(), stdout);
+        if (perRank)
+            std::fputs(cli::renderShardingEstimate(*perRank).c_str(), stdout);
+    }
     return cli::ExitOk;
 }
 

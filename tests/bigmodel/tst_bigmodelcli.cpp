@@ -87,6 +87,59 @@ private Q_SLOTS:
         QCOMPARE(j["rows"][1]["kv_cache_bytes"].get<uint64_t>(), uint64_t(2560));
     }
 
+    // --config_file: per-rank bytes under the config's strategy, from the runtime's ShardingPlan
+    // (parameters P = 11408 elements; Adam: 2 state tensors per parameter).
+    void estimateMemoryPerRankUnderAConfig()
+    {
+        const QString fsdp = m_dir.filePath("fsdp.yaml");
+        QVERIFY(fileutil::writeFileAtomic(fsdp.toStdString(),
+                                          "compute_environment: LOCAL_MACHINE\ndistributed_type: FSDP\n"
+                                          "fsdp_config:\n  fsdp_sharding_strategy: FULL_SHARD\n  fsdp_version: 1\n"
+                                          "machine_rank: 0\nmixed_precision: 'no'\nnum_machines: 1\n"
+                                          "num_processes: 4\nuse_cpu: true\n"));
+        const QString zero2 = m_dir.filePath("zero2.yaml");
+        QVERIFY(fileutil::writeFileAtomic(zero2.toStdString(),
+                                          "compute_environment: LOCAL_MACHINE\ndistributed_type: DEEPSPEED\n"
+                                          "deepspeed_config:\n  zero_stage: 2\nmachine_rank: 0\n"
+                                          "mixed_precision: 'no'\nnum_machines: 1\nnum_processes: 2\nuse_cpu: true\n"));
+        const QString ddp = m_dir.filePath("ddp.yaml");
+        QVERIFY(fileutil::writeFileAtomic(ddp.toStdString(),
+                                          "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_CPU\n"
+                                          "machine_rank: 0\nmixed_precision: 'no'\nnum_machines: 1\n"
+                                          "num_processes: 2\nuse_cpu: true\n"));
+        const uint64_t p = 11408;
+        const auto perRank = [this](const QString &config, const QStringList &extra) {
+            QStringList args = {"estimate-memory", m_model, "--dtypes", "float32", "--json", "--config_file", config};
+            const auto r = test::runAccel(args + extra);
+            return std::make_pair(r.exitCode, parseJson(r.out)["per_rank_training"]);
+        };
+        // FULL_SHARD on 4 ranks: everything is a quarter.
+        auto [code, full] = perRank(fsdp, {});
+        QCOMPARE(code, 0);
+        QCOMPARE(full["world_size"].get<int>(), 4);
+        QVERIFY(full["strategy"].get<std::string>().find("FULL_SHARD") != std::string::npos);
+        QCOMPARE(full["rows"][0]["parameters_bytes"].get<uint64_t>(), p / 4 * 4);
+        QCOMPARE(full["rows"][0]["optimizer_state_bytes"].get<uint64_t>(), 2 * (p / 4 * 4));
+        // ZeRO-2 on 4 ranks (--num_processes overrides the config's 2): whole parameters plus the
+        // rank's chunk that the optimizer steps, gradients and state sharded.
+        auto [code2, zero] = perRank(zero2, {"--num_processes", "4"});
+        QCOMPARE(code2, 0);
+        QCOMPARE(zero["world_size"].get<int>(), 4);
+        QCOMPARE(zero["rows"][0]["parameters_bytes"].get<uint64_t>(), p * 4 + p / 4 * 4);
+        QCOMPARE(zero["rows"][0]["gradients_bytes"].get<uint64_t>(), p / 4 * 4);
+        // DDP: every rank holds everything (Accelerate's training figure without its buffers).
+        auto [code3, plain] = perRank(ddp, {});
+        QCOMPARE(code3, 0);
+        QCOMPARE(plain["rows"][0]["total_bytes"].get<uint64_t>(), 4 * p * 4);
+        // Bad input names what is wrong and exits 2.
+        auto r = test::runAccel({"estimate-memory", m_model, "--config_file", m_dir.filePath("missing.yaml")});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("missing.yaml"), qPrintable(r.err));
+        r = test::runAccel({"estimate-memory", m_model, "--num_processes", "2"});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("--num_processes needs --config_file"), qPrintable(r.err));
+    }
+
     void deviceMapJson()
     {
         // 4 decoder layers of 2336 floats = 9344 bytes each; budgets force a split over 0, 1 and cpu.

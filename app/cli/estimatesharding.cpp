@@ -1,0 +1,130 @@
+#include "app/cli/estimatesharding.h"
+
+#include "core/bigmodel/memorysize.h"
+#include "launcher/configadapter.h"
+#include "launcher/envbuilder.h"
+#include "launcher/launchmerge.h"
+
+#ifdef ACCEL_CLI_HAVE_SHARDING
+#include "core/runtime/strategy/shardingplan.h"
+#endif
+
+#include <sstream>
+
+namespace accel::cli {
+
+namespace {
+
+// Bytes of one element as estimate-memory's dtypes name them; 0 for those without a training row.
+int trainingBytes(const std::string &dtype)
+{
+    if (dtype == "float32")
+        return 4;
+    if (dtype == "float16" || dtype == "bfloat16")
+        return 2;
+    if (dtype == "fp8")
+        return 1;
+    return 0;
+}
+
+} // namespace
+
+bool haveShardingEstimate()
+{
+#ifdef ACCEL_CLI_HAVE_SHARDING
+    return launcher::haveConfigSupport();
+#else
+    return false;
+#endif
+}
+
+Result<ShardingEstimate> estimateSharding(const std::string &configFile, std::optional<int> numProcesses,
+                                          uint64_t parameters, const std::vector<std::string> &dtypes)
+{
+#ifdef ACCEL_CLI_HAVE_SHARDING
+    auto loaded = launcher::loadLaunchConfig(configFile);
+    if (!loaded)
+        return tl::unexpected(loaded.error());
+    // The same merge `accel launch --config_file CONFIG` does, for a program that is never started.
+    launcher::LaunchRequest request;
+    request.flags["config_file"] = configFile;
+    if (numProcesses)
+        request.flags["num_processes"] = std::to_string(*numProcesses);
+    request.program.kind = launcher::ProgramSpec::Kind::Executable;
+    request.program.target = "estimate-memory";
+    auto settings = launcher::mergeLaunchSettings(request, loaded->view, launcher::detectHostFacts());
+    if (!settings) {
+        Error error = settings.error();
+        if (error.context.empty())
+            error.context = configFile;
+        return tl::unexpected(std::move(error));
+    }
+    const launcher::EnvMap environment = launcher::buildRankEnvironment(*settings, {}, {0, 0});
+    auto plan = runtime::shardingPlanFromEnvironment([&environment](const char *name) -> const char * {
+        const auto it = environment.find(name);
+        return it == environment.end() ? nullptr : it->second.c_str();
+    });
+    if (!plan) {
+        Error error = plan.error();
+        error.context = configFile;
+        return tl::unexpected(std::move(error));
+    }
+    ShardingEstimate estimate;
+    estimate.configFile = configFile;
+    estimate.strategy = plan->describe();
+    estimate.worldSize = std::max(1, settings->numProcesses);
+    estimate.processesPerMachine = std::max(1, settings->processesPerNode());
+    for (const std::string &dtype : dtypes) {
+        const int bytes = trainingBytes(dtype);
+        if (bytes == 0)
+            continue;
+        const runtime::TrainingMemory memory = plan->predictMemory(static_cast<int64_t>(parameters), bytes, 2,
+                                                                   estimate.worldSize, estimate.processesPerMachine);
+        estimate.rows.push_back({dtype, memory.parameters, memory.gradients, memory.optimizerState});
+    }
+    return estimate;
+#else
+    (void)numProcesses;
+    (void)parameters;
+    (void)dtypes;
+    return makeError(ErrorCode::Unsupported, "this build has no sharding planner (core/runtime)", configFile);
+#endif
+}
+
+nlohmann::ordered_json toJson(const ShardingEstimate &estimate)
+{
+    nlohmann::ordered_json j;
+    j["config_file"] = estimate.configFile;
+    j["strategy"] = estimate.strategy;
+    j["world_size"] = estimate.worldSize;
+    j["processes_per_machine"] = estimate.processesPerMachine;
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (const ShardingEstimateRow &row : estimate.rows)
+        rows.push_back({{"dtype", row.dtype},
+                        {"parameters_bytes", row.parameters},
+                        {"gradients_bytes", row.gradients},
+                        {"optimizer_state_bytes", row.optimizerState},
+                        {"total_bytes", row.total()}});
+    j["rows"] = rows;
+    return j;
+}
+
+std::string renderShardingEstimate(const ShardingEstimate &estimate)
+{
+    std::ostringstream out;
+    out << "\nPer rank when training with Adam under " << estimate.configFile << " (" << estimate.worldSize
+        << " processes):\n  " << estimate.strategy << "\n";
+    out << "  dtype       parameters   gradients   Adam state       total\n";
+    for (const ShardingEstimateRow &row : estimate.rows) {
+        char line[160];
+        std::snprintf(line, sizeof line, "  %-9s %12s %11s %11s %11s\n", row.dtype.c_str(),
+                      bigmodel::formatBinarySize(static_cast<uint64_t>(row.parameters)).c_str(),
+                      bigmodel::formatBinarySize(static_cast<uint64_t>(row.gradients)).c_str(),
+                      bigmodel::formatBinarySize(static_cast<uint64_t>(row.optimizerState)).c_str(),
+                      bigmodel::formatBinarySize(static_cast<uint64_t>(row.total())).c_str());
+        out << line;
+    }
+    return out.str();
+}
+
+} // namespace accel::cli

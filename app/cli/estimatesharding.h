@@ -1,0 +1,43 @@
+// `accel estimate-memory MODEL --config_file CONFIG`: per-rank bytes of parameters, gradients and
+// Adam state under the strategy the config asks for (DDP, FSDP, DeepSpeed ZeRO), predicted by the
+// runtime's own ShardingPlan from the environment `accel launch` would give rank 0, so the figure
+// and the run cannot disagree about what is sharded.
+#pragma once
+
+#include "core/common/result.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace accel::cli {
+
+struct ShardingEstimateRow {
+    std::string dtype;
+    int64_t parameters = 0; // bytes per rank
+    int64_t gradients = 0;
+    int64_t optimizerState = 0;
+    int64_t total() const { return parameters + gradients + optimizerState; }
+};
+
+struct ShardingEstimate {
+    std::string configFile;
+    std::string strategy; // ShardingPlan::describe()
+    int worldSize = 1;
+    int processesPerMachine = 1;
+    std::vector<ShardingEstimateRow> rows;
+};
+
+// True when this build can predict per-rank memory (the runtime's torch-free planning library).
+bool haveShardingEstimate();
+// `numProcesses` overrides the config's num_processes. Dtypes as estimate-memory names them; int8
+// and int4 are skipped (no training figures, as in Accelerate's table).
+Result<ShardingEstimate> estimateSharding(const std::string &configFile, std::optional<int> numProcesses,
+                                          uint64_t parameters, const std::vector<std::string> &dtypes);
+nlohmann::ordered_json toJson(const ShardingEstimate &estimate);
+std::string renderShardingEstimate(const ShardingEstimate &estimate);
+
+} // namespace accel::cli
