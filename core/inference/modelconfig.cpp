@@ -129,7 +129,15 @@ Result<ModelConfig> parseLlama(const json &j, ModelConfig c, const std::string &
     c.headDim = headDim;
     c.maxPositions = positions;
     c.normEps = numberKey(j, "rms_norm_eps", 1e-6);
+    // Transformers 5 saves RoPE settings as "rope_parameters": {"rope_theta", "rope_type", ...};
+    // earlier versions as top-level rope_theta and rope_scaling.
     c.ropeTheta = numberKey(j, "rope_theta", 10000.0);
+    if (auto it = j.find("rope_parameters"); it != j.end() && it->is_object()) {
+        c.ropeTheta = numberKey(*it, "rope_theta", c.ropeTheta);
+        if (const std::string type = stringKey(*it, "rope_type", "default"); type != "default")
+            c.warnings.push_back("rope_parameters " + jsonutil::jsonExcerpt(*it) +
+                                 " is not implemented; plain RoPE is used");
+    }
     c.activation = stringKey(j, "hidden_act", "silu");
     c.tieWordEmbeddings = boolKey(j, "tie_word_embeddings", false);
     c.attentionBias = c.modelType == "qwen2" ? true : boolKey(j, "attention_bias", false);
