@@ -10,7 +10,7 @@
 #include <yaml-cpp/yaml.h>
 #pragma GCC diagnostic pop
 
-#include "core/tokenizer/utf8.h"
+#include "core/common/utf8.h"
 
 #include <cctype>
 #include <cstdio>
@@ -22,8 +22,6 @@
 namespace accel::config {
 
 namespace {
-
-namespace utf8 = accel::tokenizer::utf8;
 
 constexpr int MaxDepth = 64;
 // Values a config may hold after its aliases are expanded. A real config has a few hundred; an

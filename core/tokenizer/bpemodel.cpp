@@ -1,7 +1,7 @@
 #include "core/tokenizer/bpemodel.h"
 
 #include "core/common/log.h"
-#include "core/tokenizer/utf8.h"
+#include "core/common/utf8.h"
 
 #include <cstdio>
 #include <memory>

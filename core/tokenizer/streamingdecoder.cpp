@@ -1,6 +1,6 @@
 #include "core/tokenizer/streamingdecoder.h"
 
-#include "core/tokenizer/utf8.h"
+#include "core/common/utf8.h"
 
 #include <algorithm>
 #include <cstdlib>

@@ -1,7 +1,7 @@
 #include "core/tokenizer/textsteps.h"
 
 #include "core/tokenizer/bytelevel.h"
-#include "core/tokenizer/utf8.h"
+#include "core/common/utf8.h"
 
 #include <cstdlib>
 

@@ -5,7 +5,7 @@
 #include "core/tokenizer/bpemodel.h"
 #include "core/tokenizer/textsteps.h"
 #include "core/tokenizer/tokenizerspec.h"
-#include "core/tokenizer/utf8.h"
+#include "core/common/utf8.h"
 
 #include <algorithm>
 #include <filesystem>

@@ -1,8 +1,8 @@
 // The tokenizer's text helpers: PCRE2 splitting with each split behaviour, regex replace, the
 // GPT-2 pattern, lossy UTF-8 repair and the byte-level alphabet.
+#include "core/common/utf8.h"
 #include "core/tokenizer/bytelevel.h"
 #include "core/tokenizer/regexsplitter.h"
-#include "core/tokenizer/utf8.h"
 
 #include <QTest>
 
@@ -110,7 +110,7 @@ void tst_RegexSplitter::replace()
 
 void tst_RegexSplitter::utf8Repair()
 {
-    using namespace accel::tokenizer;
+    namespace utf8 = accel::utf8;
     const std::string fffd = "\xEF\xBF\xBD";
     QCOMPARE(utf8::toValid("plain é 日本 😀"), std::string("plain é 日本 😀"));
     // A truncated three-byte character is one U+FFFD; two stray continuation bytes are two.

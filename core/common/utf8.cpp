@@ -1,6 +1,6 @@
-#include "core/tokenizer/utf8.h"
+#include "core/common/utf8.h"
 
-namespace accel::tokenizer::utf8 {
+namespace accel::utf8 {
 
 size_t sequenceLength(unsigned char lead)
 {
@@ -133,4 +133,4 @@ bool endsWithReplacement(std::string_view text)
     return text.size() >= kReplacement.size() && text.substr(text.size() - kReplacement.size()) == kReplacement;
 }
 
-} // namespace accel::tokenizer::utf8
+} // namespace accel::utf8

@@ -1,4 +1,4 @@
-// UTF-8 helpers for the tokenizer: splitting into characters, lossy repair of invalid byte
+// UTF-8 helpers (the tokenizer, the config reader): splitting into characters, lossy repair of invalid byte
 // sequences (one U+FFFD per maximal invalid subpart, as Hugging Face's decoders produce) and
 // encoding code points.
 #pragma once
@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace accel::tokenizer::utf8 {
+namespace accel::utf8 {
 
 inline constexpr std::string_view kReplacement = "\xEF\xBF\xBD"; // U+FFFD
 
@@ -29,4 +29,4 @@ uint32_t decodeAt(std::string_view text, size_t pos, size_t length);
 
 bool endsWithReplacement(std::string_view text);
 
-} // namespace accel::tokenizer::utf8
+} // namespace accel::utf8
