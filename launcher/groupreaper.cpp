@@ -1,8 +1,11 @@
 #include "launcher/groupreaper.h"
 
+#include "core/rundir/shmsegments.h"
+
 #include <cerrno>
 #include <csignal>
 #include <cstdint>
+#include <ctime>
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,7 +17,36 @@ namespace {
 constexpr std::int32_t kGoodbye = -1;
 constexpr int kMaxGroups = 8192;
 
-// Runs in the forked helper: only async-signal-safe calls from here on.
+// Whether the process has not ended yet (a zombie has); async-signal-safe.
+bool stillRuns(std::int32_t pid)
+{
+    char path[40] = "/proc/";
+    int at = 6;
+    char digits[12];
+    int n = 0;
+    for (std::int32_t rest = pid; rest > 0 && n < 11; rest /= 10)
+        digits[n++] = static_cast<char>('0' + rest % 10);
+    while (n > 0)
+        path[at++] = digits[--n];
+    for (const char *tail = "/stat"; *tail;)
+        path[at++] = *tail++;
+    path[at] = '\0';
+    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    char text[512];
+    const ssize_t size = ::read(fd, text, sizeof(text) - 1);
+    ::close(fd);
+    // The state follows the last ')' (the command name may hold any character).
+    for (ssize_t i = size - 1; i > 0; --i) {
+        if (text[i] == ')')
+            return i + 2 < size && text[i + 2] != 'Z' && text[i + 2] != 'X';
+    }
+    return size > 0;
+}
+
+// Runs in the forked helper: only async-signal-safe calls from here on, except removeSegmentsOf()
+// at the very end (opendir and std::string allocate; glibc's fork leaves malloc usable in the child).
 [[noreturn]] void helperMain(int readEnd)
 {
     // Its own process group (set by both sides of the fork, so it holds before the supervisor starts
@@ -48,6 +80,15 @@ constexpr int kMaxGroups = 8192;
     }
     for (int i = 0; i < count; ++i)
         ::killpg(groups[i], SIGKILL);
+    // A rank killed while holding a shared-memory segment leaves it in /dev/shm: remove what each
+    // group's leader (the rank) named after itself, as the supervisor would have, once it is dead
+    // (at most 2 s: a kill to a process in uninterruptible sleep waits until it wakes).
+    const timespec tick{0, 10 * 1000 * 1000};
+    for (int i = 0; i < count; ++i) {
+        for (int wait = 0; wait < 200 && stillRuns(groups[i]); ++wait)
+            ::nanosleep(&tick, nullptr);
+        rundir::removeSegmentsOf(groups[i]);
+    }
     ::_exit(0);
 }
 
