@@ -409,6 +409,7 @@ private Q_SLOTS:
                               .value(QStringLiteral("last_step"))
                               .toInt() /
                           2;
+            qInfo("cycle %d: killed with checkpoint_%d newest, resumed from step %d", cycle, latest, resumeStep);
             if (latest >= 0)
                 QVERIFY2(log.contains(QStringLiteral("resumed from step %1 (").arg(resumeStep).toUtf8()),
                          qPrintable(QStringLiteral("seed %1: expected a resume from checkpoint_%2:\n%3")
