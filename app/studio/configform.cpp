@@ -24,6 +24,9 @@ ConfigForm::ConfigForm(QWidget *parent) : QWidget(parent)
         m_groups.insert(group.objectName, box);
         auto *form = new QFormLayout(box);
         form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+        // A long label goes above its field when the column is narrow (1024 px windows), instead of
+        // widening the form past its scroll area.
+        form->setRowWrapPolicy(QFormLayout::WrapLongRows);
         for (const FieldBinding &binding : group.fields) {
             auto *editor = new FieldEditor(binding.spec, box);
             auto *label = new QLabel(binding.spec.label + QLatin1Char(':'), box);

@@ -13,9 +13,13 @@
 #include "app/studio/theme.h"
 #include "tests/helpers/testsupport.h"
 
+#include <QCheckBox>
 #include <QImage>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QScrollArea>
+#include <QScrollBar>
+#include <QTemporaryDir>
 
 #include <QLabel>
 #include <QListWidget>
@@ -250,6 +254,36 @@ private Q_SLOTS:
         }
         window.resize(1024, 700);
         QTRY_COMPARE(window.size(), QSize(1024, 700));
+    }
+
+    // Configure at 1024x700: the form of the chosen type does not scroll sideways (it did by 34 px).
+    // "Show all fields" still needs 74 px more at this size (every group in two columns).
+    void configureFitsWidthAt1024x700()
+    {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("fsdp.yaml"));
+        QFile file(path);
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.write("compute_environment: LOCAL_MACHINE\ndistributed_type: FSDP\nfsdp_config:\n"
+                   "  fsdp_sharding_strategy: FULL_SHARD\n  fsdp_version: 1\nmachine_rank: 0\n"
+                   "mixed_precision: bf16\nnum_machines: 1\nnum_processes: 2\nuse_cpu: true\n");
+        file.close();
+        MainWindow window;
+        window.resize(1024, 700);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        window.showPage(Page::Configure);
+        QVERIFY(window.configurePage()->openFile(path));
+        QVERIFY(!window.configurePage()->findChild<QCheckBox *>(QStringLiteral("showAllFields"))->isChecked());
+        QCoreApplication::processEvents();
+        const QList<QScrollArea *> areas = window.configurePage()->findChildren<QScrollArea *>();
+        QVERIFY(!areas.isEmpty());
+        for (QScrollArea *area : areas) {
+            QTRY_VERIFY2(area->horizontalScrollBar()->maximum() == 0,
+                         qPrintable(QStringLiteral("%1 scrolls %2 px sideways")
+                                        .arg(area->objectName())
+                                        .arg(area->horizontalScrollBar()->maximum())));
+        }
     }
 
     void darkThemeReachesTheCharts()
