@@ -1,7 +1,7 @@
 #include "core/tokenizer/textsteps.h"
 
-#include "core/tokenizer/bytelevel.h"
 #include "core/common/utf8.h"
+#include "core/tokenizer/bytelevel.h"
 
 #include <cstdlib>
 

@@ -1,11 +1,11 @@
 #include "core/tokenizer/tokenizer.h"
 
 #include "core/common/fileutil.h"
+#include "core/common/utf8.h"
 #include "core/tokenizer/addedtokens.h"
 #include "core/tokenizer/bpemodel.h"
 #include "core/tokenizer/textsteps.h"
 #include "core/tokenizer/tokenizerspec.h"
-#include "core/common/utf8.h"
 
 #include <algorithm>
 #include <filesystem>
