@@ -1,5 +1,7 @@
 // Private state of the Accelerator, shared by its implementation files (accelerator.cpp,
-// gradientsync.cpp, checkpoint.cpp). Includes libtorch: only torch .cpp files include it.
+// rendezvous.cpp, preparation.cpp, training.cpp, acceleratorcollectives.cpp, gradientsync.cpp,
+// checkpoint.cpp).
+// Includes libtorch: only torch .cpp files include it.
 #pragma once
 
 #include "core/runtime/accelerator.h"
@@ -16,6 +18,7 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/torch.h>
 
+#include <chrono>
 #include <memory>
 #include <vector>
 
@@ -97,5 +100,31 @@ struct Accelerator::Private {
     // Debug mode: compare shapes across ranks before a collective, fail readably on mismatch.
     void checkShapes(const torch::Tensor &tensor, const char *operation);
 };
+
+inline std::chrono::milliseconds toMs(double seconds)
+{
+    return std::chrono::milliseconds(int64_t(std::max(0.001, seconds) * 1000.0));
+}
+
+// Starts a collective and waits for it.
+template <typename F>
+void runWork(F &&start)
+{
+    c10::intrusive_ptr<c10d::Work> work = start();
+    work->wait();
+}
+
+// rendezvous.cpp: joining the job and picking the device.
+// A gloo group of `size` ranks meeting in `store`, on the interface the environment chose (also
+// hybrid sharding's machine and replica groups).
+c10::intrusive_ptr<c10d::Backend> glooGroup(const Accelerator::Private &d, const c10::intrusive_ptr<c10d::Store> &store,
+                                            int rank, int size);
+// The store (d.store) and the process group of every rank (d.group), or an error naming
+// host:port and the missing ranks.
+Result<void> rendezvous(Accelerator::Private &d);
+// Why a rank computes on the CPU, for messages.
+const char *cpuReason(const DistributedEnv &env);
+// The device of this rank, as Accelerate's PartialState picks it.
+Result<torch::Device> pickDevice(const DistributedEnv &env);
 
 } // namespace accel::runtime

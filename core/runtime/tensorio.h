@@ -1,6 +1,6 @@
 // Tensors in and out of safetensors files (through core/bigmodel's reader and writer): model
 // state dicts by parameter name, and plain named tensors (recipe inputs, test fixtures).
-// Implemented in checkpoint.cpp.
+// Implemented in tensorio.cpp.
 #pragma once
 
 #include "core/common/result.h"
