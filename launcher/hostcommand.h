@@ -23,6 +23,11 @@ struct AccelOutcome {
     // "host_key_changed", "login_refused", "connection_lost", "accel_not_found"; empty otherwise.
     QString reason;
     QString hostKeyFingerprint; // "SHA256:...", with host_key_unknown and host_key_changed
+    // Also with host_key_unknown and host_key_changed: the key's type ("ssh-ed25519"), the name the
+    // host has in known_hosts ("host" or "[host]:port", as ssh-keygen -R takes it) and that file.
+    QString hostKeyType;
+    QString knownHostsName;
+    QString knownHostsFile;
     QByteArray standardOutput;
     QByteArray standardError;
 

@@ -116,6 +116,7 @@ Result<void> verifyHostKey(ssh_session session, const SessionSettings &settings,
     std::string knownHosts = optionString(session, SSH_OPTIONS_KNOWNHOSTS);
     if (knownHosts.empty())
         knownHosts = sshDirectory + "/known_hosts";
+    check.knownHostsFile = knownHosts;
     const std::string key = check.keyType + " key " + check.fingerprint;
     switch (check.state) {
     case HostKeyCheck::State::Known:

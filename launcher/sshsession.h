@@ -46,6 +46,7 @@ struct HostKeyCheck {
     std::string keyType; // "ssh-ed25519"
     std::string fingerprint;
     std::string knownHostsName; // "host" or "[host]:port", as known_hosts and ssh-keygen -R spell it
+    std::string knownHostsFile; // the user's known_hosts file it was checked against
 };
 
 // Opens, verifies and authenticates a session. Errors name the host and say what to do:

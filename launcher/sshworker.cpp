@@ -167,8 +167,12 @@ void SshWorker::startPending()
                 outcome.failedToStart = true;
             outcome.error = QString::fromStdString(session.error().toString());
             outcome.reason = failureReason(code, hostKey);
-            if (hostKey.state == HostKeyCheck::State::Unknown || hostKey.state == HostKeyCheck::State::Changed)
+            if (hostKey.state == HostKeyCheck::State::Unknown || hostKey.state == HostKeyCheck::State::Changed) {
                 outcome.hostKeyFingerprint = QString::fromStdString(hostKey.fingerprint);
+                outcome.hostKeyType = QString::fromStdString(hostKey.keyType);
+                outcome.knownHostsName = QString::fromStdString(hostKey.knownHostsName);
+                outcome.knownHostsFile = QString::fromStdString(hostKey.knownHostsFile);
+            }
             for (const Request &request : m_pending)
                 m_callbacks.done(request.id, outcome);
             m_pending.clear();

@@ -37,6 +37,7 @@ struct HostCheck {
     QString message;
     QString remoteVersion;
     QJsonObject env;
+    QJsonObject hostKey; // with host_key_unknown and host_key_changed
 };
 
 // What `accel env --json` said, or why it says nothing usable.
@@ -50,6 +51,11 @@ HostCheck judge(const QString &name, const AccelOutcome &outcome)
         const QString err = QString::fromUtf8(outcome.standardError).trimmed();
         if (outcome.reason.isEmpty() && !err.isEmpty())
             check.message += QStringLiteral(": ") + err.section(QLatin1Char('\n'), -3);
+        if (!outcome.hostKeyFingerprint.isEmpty())
+            check.hostKey = QJsonObject{{QStringLiteral("type"), outcome.hostKeyType},
+                                        {QStringLiteral("fingerprint"), outcome.hostKeyFingerprint},
+                                        {QStringLiteral("known_hosts_name"), outcome.knownHostsName},
+                                        {QStringLiteral("known_hosts_file"), outcome.knownHostsFile}};
         return check;
     }
     QJsonParseError error{};
@@ -134,12 +140,13 @@ int runHostsCheck(int argc, char **argv)
     if (parser.isSet("json")) {
         QJsonArray list;
         for (const HostCheck &check : checks)
-            list.append(
-                QJsonObject{{QStringLiteral("host"), check.name},
-                            {QStringLiteral("status"), check.status},
-                            {QStringLiteral("message"), check.message},
-                            {QStringLiteral("accel_version"), check.remoteVersion},
-                            {QStringLiteral("env"), check.env.isEmpty() ? QJsonValue() : QJsonValue(check.env)}});
+            list.append(QJsonObject{
+                {QStringLiteral("host"), check.name},
+                {QStringLiteral("status"), check.status},
+                {QStringLiteral("message"), check.message},
+                {QStringLiteral("accel_version"), check.remoteVersion},
+                {QStringLiteral("env"), check.env.isEmpty() ? QJsonValue() : QJsonValue(check.env)},
+                {QStringLiteral("host_key"), check.hostKey.isEmpty() ? QJsonValue() : QJsonValue(check.hostKey)}});
         const QJsonObject body{{QStringLiteral("accel_version"), QString::fromLatin1(ACCEL_VERSION)},
                                {QStringLiteral("ok"), allOk},
                                {QStringLiteral("hosts"), list}};

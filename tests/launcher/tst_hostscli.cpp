@@ -125,6 +125,13 @@ void tst_HostsCli::unknownHostKeyIsRefusedThenAccepted()
     const QString message = entry.value(QStringLiteral("message")).toString();
     QVERIFY2(message.contains(m_server.hostKeyFingerprint()), qPrintable(message));
     QVERIFY2(message.contains(QStringLiteral("--accept-new-host-key")), qPrintable(message));
+    // The key, for a program that asks the user (the studio's dialog): no need to read the message.
+    const QJsonObject key = entry.value(QStringLiteral("host_key")).toObject();
+    QCOMPARE(key.value(QStringLiteral("fingerprint")).toString(), m_server.hostKeyFingerprint());
+    QCOMPARE(key.value(QStringLiteral("type")).toString(), QStringLiteral("ssh-ed25519"));
+    QCOMPARE(key.value(QStringLiteral("known_hosts_name")).toString(),
+             QStringLiteral("[127.0.0.1]:%1").arg(m_server.port()));
+    QCOMPARE(key.value(QStringLiteral("known_hosts_file")).toString(), knownHosts);
 
     const auto accepted = hosts({"check", "accel-test-new", "--accept-new-host-key"});
     QVERIFY2(accepted.exitCode == 0, qPrintable(accepted.out + accepted.err));
