@@ -89,7 +89,9 @@ Accelerator::~Accelerator()
         }
     } catch (const std::exception &) {
     }
-    d->strategy.reset();
+    d->models.clear();
+    d->firstStrategy.reset();
+    d->subgroups.clear();
     d->group.reset();
 }
 
@@ -174,10 +176,15 @@ Result<std::unique_ptr<Accelerator>> Accelerator::create(const AcceleratorOption
         d->plan, env, d->group, d->store, {}, int64_t(options.bucketCapMb * 1024 * 1024), options.collectiveTimeoutS};
     Private *raw = d.get();
     setup.makeGroup = [raw](const std::string &prefix, int rank, int size) {
-        return glooGroup(*raw, c10::make_intrusive<c10d::PrefixStore>(prefix, raw->store), rank, size);
+        // Every model's strategy shares the sub-groups: one gloo group per prefix.
+        auto &group = raw->subgroups[prefix];
+        if (!group)
+            group = glooGroup(*raw, c10::make_intrusive<c10d::PrefixStore>(prefix, raw->store), rank, size);
+        return group;
     };
+    d->strategySetup = setup;
     try {
-        d->strategy = makeStrategy(setup);
+        d->firstStrategy = makeStrategy(setup);
     } catch (const std::exception &e) {
         std::string first = e.what();
         return makeError(ErrorCode::Failed, d->plan.strategy + ": " + first.substr(0, first.find('\n')));
@@ -256,12 +263,26 @@ int64_t Accelerator::stepCounter() const
 
 std::string Accelerator::gradientTransport() const
 {
-    return d->strategy->gradientTransport();
+    for (const auto &model : d->models) {
+        if (model.trainable)
+            return model.strategy->gradientTransport();
+    }
+    return d->firstStrategy ? d->firstStrategy->gradientTransport() : "none";
 }
 
 std::string Accelerator::strategyName() const
 {
-    return d->strategy->name();
+    return d->plan.strategy;
+}
+
+std::string Accelerator::strategyName(size_t index) const
+{
+    return d->models.at(index).name;
+}
+
+size_t Accelerator::modelCount() const
+{
+    return d->models.size();
 }
 
 void Accelerator::setSeed(uint64_t seed)

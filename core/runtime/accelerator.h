@@ -107,19 +107,30 @@ public:
     int gradientAccumulationSteps() const;
     const AcceleratorOptions &options() const;
 
-    // Sharded data parallel (docs/sharding.md): before prepareModel(), offer a module (a
-    // transformer block, then the model itself) as a unit and run its forward through the holder.
+    // Sharded data parallel (docs/sharding.md): before prepareModel() of the model that holds it,
+    // offer a module (a transformer block, or the model itself) as a unit and run its forward
+    // through the holder. prepareModel(model) takes the offered modules inside `model`.
     std::shared_ptr<ShardedModule> wrap(const std::shared_ptr<torch::nn::Module> &module);
     // The strategy the launcher's config chose: "DDP", "FULL_SHARD", "ZeRO-3", ...
     std::string strategyName() const;
-    // The end of sharded training (every rank): parameters whole again, so one rank may save them.
+    // What prepared model `index` runs under: the config's strategy for a trained model; for a
+    // frozen one "<strategy> (frozen, sharded)" or "<strategy> (frozen, whole on every rank)".
+    std::string strategyName(size_t index) const;
+    size_t modelCount() const;
+    // The end of sharded training (every rank): every model's parameters whole again, so one
+    // rank may save them.
     void unshardModel();
-    // This rank's bytes of parameters, gradients and optimizer state (of the prepared optimizers).
+    // This rank's bytes of parameters, gradients and optimizer state (every prepared model and
+    // optimizer).
     TrainingMemory trainingMemory() const;
 
-    // prepare(): broadcast the module's parameters and buffers from rank 0 and attach the
-    // strategy (gradient all-reduce, or sharding); wrap optimizer and scheduler (under ZeRO the
+    // prepare(): broadcast the module's parameters and buffers from rank 0 and attach a strategy
+    // of its own (gradient all-reduce, or sharding); wrap optimizer and scheduler (under ZeRO the
     // optimizer then steps this rank's shards); shard a data set of `datasetSize` samples.
+    // Several models may be prepared (docs/sharding.md "Several models"): a model none of whose
+    // parameters requires a gradient (a frozen reference) gets no gradient synchronisation and is
+    // sharded for memory under ZeRO-3 / FULL_SHARD. Each optimizer steps one model's parameters
+    // under a sharded strategy. Unsupported combinations throw std::invalid_argument naming them.
     void prepareModel(const std::shared_ptr<torch::nn::Module> &model);
     std::shared_ptr<AcceleratedOptimizer> prepareOptimizer(torch::optim::Optimizer &optimizer);
     std::shared_ptr<AcceleratedScheduler> prepareScheduler(std::function<double(int64_t)> lrLambda);
@@ -133,8 +144,11 @@ public:
     int64_t stepCounter() const; // Accelerate's `step` (batches seen modulo accumulation)
     // Divides by the accumulation steps, runs autograd and finishes the gradient all-reduce.
     void backward(const at::Tensor &loss);
-    // Global gradient norm over the model's parameters; clips to maxNorm. Returns the norm.
+    // Global gradient norm over every prepared model's parameters (one norm, as clip_grad_norm_
+    // over all of them); clips to maxNorm. Returns the norm.
     double clipGradNorm(double maxNorm, double normType = 2.0);
+    // The same over one prepared model's parameters.
+    double clipGradNorm(const std::shared_ptr<torch::nn::Module> &model, double maxNorm, double normType = 2.0);
     AutocastGuard autocast() const;
 
     // Collectives (every rank must call them in the same order).
@@ -149,7 +163,8 @@ public:
     void setSeed(uint64_t seed);
     void print(const std::string &text) const; // main process only, to stdout
 
-    // Checkpoints in Accelerate's folder layout (see checkpoint.h and docs/jobs.md).
+    // Checkpoints in Accelerate's folder layout, every prepared model and optimizer by its index
+    // (model.safetensors, model_1.safetensors, optimizer.bin, optimizer_1.bin, ...; docs/jobs.md).
     Result<std::string> saveState(const std::string &outputDir = {});
     Result<void> loadState(const std::string &inputDir = {});
 

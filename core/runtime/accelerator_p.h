@@ -12,6 +12,7 @@
 #include "core/runtime/shmallreduce.h"
 #include "core/runtime/strategy/distributedstrategy.h"
 #include "core/runtime/strategy/shardingplan.h"
+#include "core/runtime/strategy/strategyfactory.h"
 #include "core/runtime/training.h"
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -19,7 +20,9 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace accel::runtime {
@@ -83,12 +86,24 @@ struct Accelerator::Private {
     c10::intrusive_ptr<c10d::Store> store;
     c10::intrusive_ptr<c10d::Backend> group; // null with one process
 
-    std::shared_ptr<torch::nn::Module> model;
-    ShardingPlan plan;                                     // from the launcher's FSDP / DeepSpeed variables
-    std::unique_ptr<DistributedStrategy> strategy;         // DdpStrategy or ShardingEngine (strategy/)
+    // One prepared model and the strategy that keeps it across ranks.
+    struct PreparedModel {
+        std::shared_ptr<torch::nn::Module> module;
+        std::unique_ptr<DistributedStrategy> strategy; // DdpStrategy or ShardingEngine (strategy/)
+        bool trainable = false;                        // some parameter requires a gradient
+        std::string name;                              // Accelerator::strategyName(index)
+    };
+    ShardingPlan plan;           // from the launcher's FSDP / DeepSpeed variables
+    StrategySetup strategySetup; // what every model's strategy is made from
+    std::unique_ptr<DistributedStrategy>
+        firstStrategy; // made by create() (errors surface there), used by the first model
+    std::map<std::string, c10::intrusive_ptr<c10d::Backend>> subgroups; // hybrid sharding's, by store prefix
+    std::vector<PreparedModel> models;
+    std::vector<std::shared_ptr<ShardedModule>> offered;   // wrap()ed, not yet taken by a prepared model
     std::unique_ptr<Fp8Training> fp8;                      // mixed precision fp8 (docs/fp8.md)
     std::unique_ptr<torch::optim::Optimizer> fp8Optimizer; // MS-AMP: replaces the prepared optimizer
     std::vector<std::shared_ptr<AcceleratedOptimizer>> optimizers;
+    std::vector<std::vector<size_t>> optimizerModels; // per optimizer: the models whose parameters it steps
     std::vector<std::shared_ptr<AcceleratedScheduler>> schedulers;
     std::vector<std::weak_ptr<ShardedDataLoader>> loaders;
 
@@ -97,6 +112,16 @@ struct Accelerator::Private {
     std::unique_ptr<MetricsWriter> metrics;
 
     std::shared_ptr<ShardedDataLoader> activeLoader() const;
+    // The models an optimizer steps (by index), and every model's index.
+    const std::vector<size_t> &modelsOf(const AcceleratedOptimizer &optimizer) const;
+    std::vector<size_t> allModels() const;
+    // Finishes the gradients of `which`, unscales fp16 gradients and clips them together to one
+    // global norm (one trained model: its strategy's own clipping). Returns the norm.
+    double clip(const std::vector<size_t> &which, double maxNorm, double normType);
+    // Checkpoints (checkpoint.cpp): what model `model`'s strategy saves with it, and whether an
+    // optimizer's state is saved by its model's strategy (sharded folders) or as optimizer_<i>.bin.
+    StateSlot stateSlot(size_t model) const;
+    bool ownsOptimizerState(size_t optimizer) const;
     // Debug mode: compare shapes across ranks before a collective, fail readably on mismatch.
     void checkShapes(const torch::Tensor &tensor, const char *operation);
 };

@@ -1,6 +1,7 @@
 // Accelerator::saveState / loadState in Accelerate's folder layout (facts 7.6), adapted to a
 // C++ runtime: see docs/jobs.md "Checkpoints" for the exact files.
 #include "core/runtime/accelerator_p.h"
+#include "core/runtime/strategy/shardedfolder.h"
 #include "core/runtime/tensorio.h"
 
 #include "core/bigmodel/safetensors.h"
@@ -32,6 +33,25 @@ std::string indexed(const std::string &base, size_t i, const std::string &ext)
 }
 
 } // namespace
+
+StateSlot Accelerator::Private::stateSlot(size_t model) const
+{
+    StateSlot slot;
+    slot.model = model;
+    for (size_t o = 0; o < optimizers.size(); ++o) {
+        const auto &of = optimizerModels[o];
+        if (std::find(of.begin(), of.end(), model) != of.end())
+            slot.optimizers.emplace_back(o, &optimizers[o]->optimizer());
+    }
+    return slot;
+}
+
+bool Accelerator::Private::ownsOptimizerState(size_t optimizer) const
+{
+    // prepareOptimizer() lets an optimizer span several models only when none saves its own state.
+    const auto &of = optimizerModels[optimizer];
+    return !of.empty() && models[of.front()].strategy->savesOwnState();
+}
 
 Result<std::string> Accelerator::saveState(const std::string &outputDir)
 {
@@ -79,18 +99,27 @@ Result<std::string> Accelerator::saveState(const std::string &outputDir)
     waitForEveryone();
 
     Result<void> written;
-    // A sharded strategy's ranks each write their part of the model and optimizer state.
-    const bool ownState = p.strategy->savesOwnState();
-    std::vector<torch::optim::Optimizer *> optimizers;
-    for (const auto &optimizer : p.optimizers)
-        optimizers.push_back(&optimizer->optimizer());
+    std::vector<bool> ownOptimizer; // saved by its model's strategy (sharded), not as optimizer_<i>.bin
+    for (size_t o = 0; o < p.optimizers.size(); ++o)
+        ownOptimizer.push_back(p.ownsOptimizerState(o));
     try {
-        if (ownState)
-            written = p.strategy->saveState(temporary.string(), optimizers);
+        // A sharded strategy's ranks each write their part of its model and optimizer state. Every
+        // strategy runs even after a failure: they gather collectively.
+        for (size_t m = 0; m < p.models.size(); ++m) {
+            if (!p.models[m].strategy->savesOwnState())
+                continue;
+            auto saved = p.models[m].strategy->saveState(temporary.string(), p.stateSlot(m));
+            if (written && !saved)
+                written = saved;
+        }
         if (isMainProcess()) {
-            if (p.model && !ownState)
-                written = saveModelSafetensors(*p.model, (temporary / "model.safetensors").string());
-            for (size_t i = 0; written && !ownState && i < p.optimizers.size(); ++i) {
+            for (size_t m = 0; written && m < p.models.size(); ++m) {
+                if (!p.models[m].strategy->savesOwnState())
+                    written = saveModelSafetensors(*p.models[m].module, (temporary / modelFileName(m)).string());
+            }
+            for (size_t i = 0; written && i < p.optimizers.size(); ++i) {
+                if (ownOptimizer[i])
+                    continue;
                 torch::serialize::OutputArchive archive;
                 p.optimizers[i]->optimizer().save(archive);
                 archive.save_to((temporary / indexed("optimizer", i, ".bin")).string());
@@ -167,17 +196,19 @@ Result<void> Accelerator::loadState(const std::string &inputDir)
     if (!fs::is_directory(source))
         return makeError(ErrorCode::NotFound, "loadState: checkpoint folder does not exist", source.string());
     try {
-        if (p.strategy->savesOwnState()) {
-            std::vector<torch::optim::Optimizer *> optimizers;
-            for (const auto &optimizer : p.optimizers)
-                optimizers.push_back(&optimizer->optimizer());
-            if (auto loaded = p.strategy->loadState(source.string(), optimizers); !loaded)
+        for (size_t m = 0; m < p.models.size(); ++m) {
+            if (p.models[m].strategy->savesOwnState()) {
+                if (auto loaded = p.models[m].strategy->loadState(source.string(), p.stateSlot(m)); !loaded)
+                    return loaded;
+            } else if (auto loaded =
+                           loadModelSafetensors(*p.models[m].module, (source / modelFileName(m)).string(), true);
+                       !loaded) {
                 return loaded;
-        } else if (p.model) {
-            if (auto loaded = loadModelSafetensors(*p.model, (source / "model.safetensors").string(), true); !loaded)
-                return loaded;
+            }
         }
-        for (size_t i = 0; !p.strategy->savesOwnState() && i < p.optimizers.size(); ++i) {
+        for (size_t i = 0; i < p.optimizers.size(); ++i) {
+            if (p.ownsOptimizerState(i))
+                continue;
             const fs::path file = source / indexed("optimizer", i, ".bin");
             if (!fs::exists(file))
                 return makeError(ErrorCode::NotFound, "loadState: optimizer state is missing", file.string());

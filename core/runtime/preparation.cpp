@@ -2,7 +2,9 @@
 // gradient accumulation, backward and clipping; the optimizer and scheduler wrappers.
 #include "core/runtime/accelerator_p.h"
 
+#include <cmath>
 #include <iostream>
+#include <unordered_set>
 
 namespace accel::runtime {
 
@@ -24,38 +26,82 @@ static void reportFp8Conversion(const Fp8Training &fp8, const Fp8Training::Conve
     std::cout << text << std::endl;
 }
 
+namespace {
+
+bool contains(const std::shared_ptr<torch::nn::Module> &model, const torch::nn::Module *module)
+{
+    if (model.get() == module)
+        return true;
+    for (const auto &inner : model->modules(/*include_self=*/false)) {
+        if (inner.get() == module)
+            return true;
+    }
+    return false;
+}
+
+std::string joinIndices(const std::vector<size_t> &indices)
+{
+    std::string text;
+    for (size_t i = 0; i < indices.size(); ++i)
+        text += (i == 0 ? "" : i + 1 == indices.size() ? " and " : ", ") + std::to_string(indices[i]);
+    return text;
+}
+
+} // namespace
+
 std::shared_ptr<ShardedModule> Accelerator::wrap(const std::shared_ptr<torch::nn::Module> &module)
 {
-    return d->strategy->wrap(module);
+    for (size_t i = 0; i < d->models.size(); ++i) {
+        if (contains(d->models[i].module, module.get()))
+            throw std::logic_error("Accelerator::wrap: the module belongs to model " + std::to_string(i) +
+                                   ", prepared already; wrap units before prepareModel()");
+    }
+    auto holder = std::make_shared<ShardedModule>(module);
+    d->offered.push_back(holder);
+    return holder;
 }
 
 void Accelerator::unshardModel()
 {
-    d->strategy->unshardModel();
+    for (auto &model : d->models)
+        model.strategy->unshardModel();
 }
 
 TrainingMemory Accelerator::trainingMemory() const
 {
-    TrainingMemory memory;
-    if (!d->model)
-        return memory;
-    if (d->optimizers.empty())
-        return measureTrainingMemory(*d->model, nullptr);
-    for (size_t i = 0; i < d->optimizers.size(); ++i) {
-        // Storages shared between optimizers and the model count once: measure all at once.
-        const TrainingMemory part = measureTrainingMemory(*d->model, &d->optimizers[i]->optimizer());
-        memory.optimizerState += part.optimizerState;
-        if (i == 0) {
-            memory.parameters = part.parameters;
-            memory.gradients = part.gradients;
-        }
+    if (d->models.empty())
+        return {};
+    std::vector<torch::nn::Module *> models;
+    std::vector<torch::Tensor> held;
+    for (const auto &model : d->models) {
+        models.push_back(model.module.get());
+        for (auto &tensor : model.strategy->heldParameters())
+            held.push_back(std::move(tensor));
     }
-    return memory;
+    std::vector<torch::optim::Optimizer *> optimizers;
+    for (const auto &optimizer : d->optimizers)
+        optimizers.push_back(&optimizer->optimizer());
+    // Storages shared between models, strategies and optimizers count once: measured all at once.
+    return measureTrainingMemory(models, optimizers, held);
 }
 
 void Accelerator::prepareModel(const std::shared_ptr<torch::nn::Module> &model)
 {
-    d->model = model;
+    const size_t index = d->models.size();
+    for (size_t i = 0; i < index; ++i) {
+        if (d->models[i].module == model)
+            throw std::invalid_argument("prepareModel: this model is prepared already (model " + std::to_string(i) +
+                                        ")");
+    }
+    // FP8 converts one model's Linear layers and scales them as one set (Accelerate too takes one
+    // model for TransformerEngine and MS-AMP).
+    if (d->fp8 && index > 0)
+        throw std::invalid_argument("prepareModel: mixed precision fp8 (" + d->fp8->recipe().config().describe() +
+                                    ") trains one model; preparing a second model (model " + std::to_string(index) +
+                                    ") is not implemented under fp8");
+    bool trainable = false;
+    for (const auto &p : model->parameters())
+        trainable = trainable || p.requires_grad();
     if (!d->device.is_cpu())
         model->to(d->device);
     if (d->fp8)
@@ -67,11 +113,59 @@ void Accelerator::prepareModel(const std::shared_ptr<torch::nn::Module> &model)
         for (auto &tensor : model->buffers())
             broadcast(tensor, 0);
     }
-    d->strategy->prepareModel(model);
+    // The offered units inside this model, in offer order; the others wait for their model.
+    std::vector<std::shared_ptr<ShardedModule>> units, rest;
+    for (auto &holder : d->offered)
+        (contains(model, holder->module().get()) ? units : rest).push_back(holder);
+    d->offered = std::move(rest);
+    // The strategy create() made serves the first model unless that model is frozen and a frozen
+    // model needs another kind (whole on every rank below stage 3).
+    std::unique_ptr<DistributedStrategy> strategy;
+    const bool frozenDiffers = !trainable && d->strategySetup.group && d->plan.sharded() && d->plan.stage < 3;
+    if (d->firstStrategy && !frozenDiffers)
+        strategy = std::move(d->firstStrategy);
+    else
+        strategy = makeStrategy(d->strategySetup, !trainable);
+    strategy->prepareModel(model, units);
+    Private::PreparedModel prepared;
+    prepared.name = strategy->name();
+    if (!trainable)
+        prepared.name += strategy->shardsParameters() ? " (frozen, sharded)" : " (frozen, whole on every rank)";
+    prepared.module = model;
+    prepared.strategy = std::move(strategy);
+    prepared.trainable = trainable;
+    d->models.push_back(std::move(prepared));
 }
 
 std::shared_ptr<AcceleratedOptimizer> Accelerator::prepareOptimizer(torch::optim::Optimizer &optimizer)
 {
+    // fp16: one GradScaler unscales and steps one optimizer per step.
+    if (d->scaler && !d->optimizers.empty())
+        throw std::invalid_argument("prepareOptimizer: mixed precision fp16 with a second optimizer is not "
+                                    "implemented (the loss scaler unscales one optimizer's gradients per step)");
+    // The models whose parameters the optimizer steps.
+    std::unordered_set<const void *> held;
+    for (const auto &group : optimizer.param_groups()) {
+        for (const auto &p : group.params())
+            held.insert(p.unsafeGetTensorImpl());
+    }
+    std::vector<size_t> models;
+    for (size_t m = 0; m < d->models.size(); ++m) {
+        for (const auto &p : d->models[m].module->parameters()) {
+            if (held.count(p.unsafeGetTensorImpl())) {
+                models.push_back(m);
+                break;
+            }
+        }
+    }
+    if (models.size() > 1) {
+        for (size_t m : models) {
+            if (d->models[m].strategy->savesOwnState())
+                throw std::invalid_argument("prepareOptimizer: the optimizer steps parameters of models " +
+                                            joinIndices(models) + "; under " + d->plan.strategy +
+                                            " each prepared model needs an optimizer of its own");
+        }
+    }
     torch::optim::Optimizer *target = &optimizer;
     if (d->fp8 && d->fp8->recipe().config().backend == Fp8Backend::MsAmp) {
         // MS-AMP replaces the optimizer (Adam/AdamW only) by its low-bit one, as msamp.initialize does.
@@ -80,9 +174,11 @@ std::shared_ptr<AcceleratedOptimizer> Accelerator::prepareOptimizer(torch::optim
         d->fp8Optimizer = std::make_unique<MsAmpAdamW>(optimizer, d->fp8->recipe().config().optLevel);
         target = d->fp8Optimizer.get();
     }
-    d->strategy->prepareOptimizer(*target); // ZeRO: the optimizer now steps this rank's shards
+    for (size_t m : models)
+        d->models[m].strategy->prepareOptimizer(*target); // ZeRO: the optimizer now steps this rank's shards
     auto prepared = std::make_shared<AcceleratedOptimizer>(*this, *target);
     d->optimizers.push_back(prepared);
+    d->optimizerModels.push_back(models);
     return prepared;
 }
 
@@ -115,7 +211,8 @@ void Accelerator::accumulate()
     } else {
         d->syncGradients = d->step % d->accumulationSteps == 0;
     }
-    d->strategy->setSyncEnabled(d->syncGradients);
+    for (auto &model : d->models)
+        model.strategy->setSyncEnabled(d->syncGradients);
 }
 
 void Accelerator::backward(const at::Tensor &lossIn)
@@ -125,19 +222,81 @@ void Accelerator::backward(const at::Tensor &lossIn)
         (loss / double(d->accumulationSteps)).backward();
     else
         loss.backward();
-    d->strategy->afterBackward(d->syncGradients);
+    for (auto &model : d->models)
+        model.strategy->afterBackward(d->syncGradients);
     if (d->fp8)
         d->fp8->afterBackward();
 }
 
 double Accelerator::clipGradNorm(double maxNorm, double normType)
 {
-    if (!d->model)
+    if (d->models.empty())
         throw std::logic_error("clipGradNorm: prepare a model first");
-    d->strategy->finishGradients();
-    if (d->scaler) // clip the true gradients, as Accelerate's clip_grad_norm_ unscales first
-        d->scaler->unscale(d->model->parameters());
-    return d->strategy->clipGradNorm(maxNorm, normType);
+    return d->clip(d->allModels(), maxNorm, normType);
+}
+
+double Accelerator::clipGradNorm(const std::shared_ptr<torch::nn::Module> &model, double maxNorm, double normType)
+{
+    for (size_t m = 0; m < d->models.size(); ++m) {
+        if (d->models[m].module == model)
+            return d->clip({m}, maxNorm, normType);
+    }
+    throw std::invalid_argument("clipGradNorm: the model is not a prepared model");
+}
+
+std::vector<size_t> Accelerator::Private::allModels() const
+{
+    std::vector<size_t> all(models.size());
+    for (size_t m = 0; m < all.size(); ++m)
+        all[m] = m;
+    return all;
+}
+
+const std::vector<size_t> &Accelerator::Private::modelsOf(const AcceleratedOptimizer &optimizer) const
+{
+    for (size_t o = 0; o < optimizers.size(); ++o) {
+        if (optimizers[o].get() == &optimizer)
+            return optimizerModels[o];
+    }
+    throw std::logic_error("AcceleratedOptimizer: not prepared by this Accelerator");
+}
+
+double Accelerator::Private::clip(const std::vector<size_t> &which, double maxNorm, double normType)
+{
+    for (size_t m : which)
+        models[m].strategy->finishGradients();
+    if (scaler) {
+        // Clip the true gradients, as Accelerate's clip_grad_norm_ unscales first (every model's:
+        // the scaler unscales once per step).
+        std::vector<torch::Tensor> parameters;
+        for (const auto &model : models) {
+            for (const auto &p : model.module->parameters())
+                parameters.push_back(p);
+        }
+        scaler->unscale(parameters);
+    }
+    std::vector<size_t> trained;
+    for (size_t m : which) {
+        if (models[m].trainable)
+            trained.push_back(m);
+    }
+    if (trained.size() == 1)
+        return models[trained.front()].strategy->clipGradNorm(maxNorm, normType);
+    // Several models: one global norm over all their gradients, as clip_grad_norm_ computes it over
+    // the parameters of all of them together.
+    const bool infinity = std::isinf(normType);
+    double part = 0;
+    for (size_t m : trained) {
+        const double mine = models[m].strategy->gradientNormPart(normType);
+        part = infinity ? std::max(part, mine) : part + mine;
+    }
+    const double total = infinity ? part : std::pow(part, 1.0 / normType);
+    const double coefficient = maxNorm / (total + 1e-6);
+    if (coefficient < 1) {
+        for (size_t m : trained)
+            models[m].strategy->scaleGradients(coefficient);
+    }
+    return total;
 }
 
 AutocastGuard Accelerator::autocast() const

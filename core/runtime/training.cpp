@@ -12,9 +12,11 @@ void AcceleratedOptimizer::step()
     if (!m_accelerator.syncGradients())
         return;
     auto &impl = m_accelerator.impl();
-    impl.strategy->finishGradients();
-    if (impl.plan.gradientClipping > 0) // DeepSpeed's gradient_clipping: its engine clips in step()
-        m_accelerator.clipGradNorm(impl.plan.gradientClipping);
+    const std::vector<size_t> &models = impl.modelsOf(*this);
+    for (size_t m : models)
+        impl.models[m].strategy->finishGradients();
+    if (impl.plan.gradientClipping > 0) // DeepSpeed's gradient_clipping: each engine clips its model in step()
+        impl.clip(models, impl.plan.gradientClipping, 2.0);
     if (auto &scaler = m_accelerator.impl().scaler) {
         std::vector<torch::Tensor> parameters;
         for (auto &group : m_optimizer.param_groups())
@@ -29,14 +31,17 @@ void AcceleratedOptimizer::step()
     if (auto &fp8 = m_accelerator.impl().fp8)
         fp8->afterOptimizerStep();
     ++m_steps;
-    impl.strategy->afterOptimizerStep(); // ZeRO: every rank takes the updated shards
+    for (size_t m : models)
+        impl.models[m].strategy->afterOptimizerStep(); // ZeRO: every rank takes the updated shards
 }
 
 void AcceleratedOptimizer::zeroGrad()
 {
     if (!m_accelerator.syncGradients())
         return;
-    m_accelerator.impl().strategy->zeroGrad();
+    auto &impl = m_accelerator.impl();
+    for (size_t m : impl.modelsOf(*this))
+        impl.models[m].strategy->zeroGrad();
     // set_to_none (Accelerate's default): libtorch 1.13's zero_grad() would first write zeros.
     for (auto &group : m_optimizer.param_groups()) {
         for (auto &parameter : group.params())

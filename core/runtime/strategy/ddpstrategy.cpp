@@ -3,6 +3,8 @@
 #include "core/common/log.h"
 #include "core/runtime/accelerator_p.h"
 
+#include <cmath>
+
 namespace accel::runtime {
 
 DdpStrategy::DdpStrategy(std::string name, c10::intrusive_ptr<c10d::Backend> group,
@@ -21,7 +23,8 @@ std::string DdpStrategy::gradientTransport() const
     return m_sync->usesSharedMemory() ? "shared-memory" : "process-group";
 }
 
-void DdpStrategy::prepareModel(const std::shared_ptr<torch::nn::Module> &model)
+void DdpStrategy::prepareModel(const std::shared_ptr<torch::nn::Module> &model,
+                               const std::vector<std::shared_ptr<ShardedModule>> &units)
 {
     m_model = model;
     if (!m_group)
@@ -70,6 +73,32 @@ double DdpStrategy::clipGradNorm(double maxNorm, double normType)
         throw std::logic_error("clipGradNorm: prepare a model first");
     finishGradients();
     return torch::nn::utils::clip_grad_norm_(m_model->parameters(), maxNorm, normType);
+}
+
+double DdpStrategy::gradientNormPart(double normType)
+{
+    if (!m_model)
+        throw std::logic_error("clipGradNorm: prepare a model first");
+    finishGradients();
+    torch::NoGradGuard noGrad;
+    const bool infinity = std::isinf(normType);
+    double part = 0;
+    for (const auto &p : m_model->parameters()) {
+        if (!p.grad().defined())
+            continue;
+        const double n = p.grad().to(torch::kDouble).norm(normType).item<double>();
+        part = infinity ? std::max(part, n) : part + std::pow(n, normType);
+    }
+    return part;
+}
+
+void DdpStrategy::scaleGradients(double factor)
+{
+    torch::NoGradGuard noGrad;
+    for (auto &p : m_model->parameters()) {
+        if (p.grad().defined())
+            p.mutable_grad().mul_(factor);
+    }
 }
 
 } // namespace accel::runtime

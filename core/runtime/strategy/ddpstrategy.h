@@ -1,7 +1,8 @@
 // DdpStrategy: every rank holds the whole model, gradients and optimizer state; gradients are
 // averaged by the bucketed all-reduce overlapped with backward (GradientSync, through shared
 // memory when every rank is on this host). Also runs FSDP's NO_SHARD and ZeRO stage 0, which
-// are this same scheme, and any plan on one process.
+// are this same scheme, and any plan on one process. A frozen model (no parameter requires a
+// gradient) gets one too: whole on every rank, nothing to synchronise.
 #pragma once
 
 #include "core/runtime/distributedenv.h"
@@ -23,11 +24,14 @@ public:
 
     std::string name() const override { return m_name; }
     std::string gradientTransport() const override;
-    void prepareModel(const std::shared_ptr<torch::nn::Module> &model) override;
+    void prepareModel(const std::shared_ptr<torch::nn::Module> &model,
+                      const std::vector<std::shared_ptr<ShardedModule>> &units) override;
     void setSyncEnabled(bool enabled) override;
     void afterBackward(bool sync) override;
     void finishGradients() override;
     double clipGradNorm(double maxNorm, double normType) override;
+    double gradientNormPart(double normType) override;
+    void scaleGradients(double factor) override;
 
 private:
     std::string m_name;

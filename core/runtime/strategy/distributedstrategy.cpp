@@ -22,25 +22,9 @@ private:
     std::unordered_set<const void *> m_seen;
 };
 
-} // namespace
-
-TrainingMemory measureTrainingMemory(torch::nn::Module &model, torch::optim::Optimizer *optimizer)
+void addOptimizerState(TrainingMemory &memory, StorageCounter &counter, torch::optim::Optimizer &optimizer)
 {
-    TrainingMemory memory;
-    StorageCounter counter;
-    for (const auto &p : model.parameters())
-        memory.parameters += counter.add(p);
-    for (const auto &p : model.parameters())
-        memory.gradients += counter.add(p.grad());
-    if (!optimizer)
-        return memory;
-    for (const auto &group : optimizer->param_groups()) {
-        for (const auto &p : group.params()) {
-            memory.parameters += counter.add(p);
-            memory.gradients += counter.add(p.grad());
-        }
-    }
-    for (const auto &[key, state] : optimizer->state()) {
+    for (const auto &[key, state] : optimizer.state()) {
         if (const auto *adamw = dynamic_cast<const torch::optim::AdamWParamState *>(state.get())) {
             for (const auto &t : {adamw->exp_avg(), adamw->exp_avg_sq(), adamw->max_exp_avg_sq()})
                 memory.optimizerState += counter.add(t);
@@ -51,6 +35,36 @@ TrainingMemory measureTrainingMemory(torch::nn::Module &model, torch::optim::Opt
             memory.optimizerState += counter.add(sgd->momentum_buffer());
         }
     }
+}
+
+} // namespace
+
+TrainingMemory measureTrainingMemory(const std::vector<torch::nn::Module *> &models,
+                                     const std::vector<torch::optim::Optimizer *> &optimizers,
+                                     const std::vector<torch::Tensor> &heldParameters)
+{
+    TrainingMemory memory;
+    StorageCounter counter;
+    for (auto *model : models) {
+        for (const auto &p : model->parameters())
+            memory.parameters += counter.add(p);
+    }
+    for (auto *model : models) {
+        for (const auto &p : model->parameters())
+            memory.gradients += counter.add(p.grad());
+    }
+    for (auto *optimizer : optimizers) {
+        for (const auto &group : optimizer->param_groups()) {
+            for (const auto &p : group.params()) {
+                memory.parameters += counter.add(p);
+                memory.gradients += counter.add(p.grad());
+            }
+        }
+    }
+    for (const auto &p : heldParameters)
+        memory.parameters += counter.add(p);
+    for (auto *optimizer : optimizers)
+        addOptimizerState(memory, counter, *optimizer);
     return memory;
 }
 

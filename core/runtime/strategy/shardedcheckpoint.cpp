@@ -177,8 +177,7 @@ torch::Tensor ShardingEngine::flatten(const Unit &unit, const std::map<std::stri
     return flat;
 }
 
-Result<void> ShardingEngine::saveState(const std::string &folder,
-                                       const std::vector<torch::optim::Optimizer *> &optimizers)
+Result<void> ShardingEngine::saveState(const std::string &folder, const StateSlot &slot)
 {
     torch::NoGradGuard noGrad;
     // Hybrid: the machines hold equal copies; the first machine writes them.
@@ -193,7 +192,7 @@ Result<void> ShardingEngine::saveState(const std::string &folder,
             }
             Result<void> saved;
             if (writer && m_shard->rank() == 0)
-                saved = saveModelSafetensors(*m_model, (fs::path(folder) / "model.safetensors").string());
+                saved = saveModelSafetensors(*m_model, (fs::path(folder) / modelFileName(slot.model)).string());
             for (size_t u = 0; u < m_units.size(); ++u) {
                 if (!wasGathered[u])
                     release(*m_units[u]);
@@ -204,16 +203,18 @@ Result<void> ShardingEngine::saveState(const std::string &folder,
             std::vector<torch::Tensor> shards;
             for (auto &unit : m_units)
                 shards.push_back(unit->shard);
-            if (auto saved = writeFolder((fs::path(folder) / kShardedModelFolder).string(), "model", {shards}, {""}, 0);
+            if (auto saved = writeFolder((fs::path(folder) / shardedModelFolderName(slot.model)).string(), "model",
+                                         {shards}, {""}, 0);
                 !saved)
                 return saved;
         }
-        for (size_t o = 0; writer && o < optimizers.size(); ++o) {
+        for (size_t k = 0; writer && k < slot.optimizers.size(); ++k) {
+            const auto [o, optimizer] = slot.optimizers[k];
             std::vector<std::string> prefixes;
             std::vector<std::vector<torch::Tensor>> chunks;
             int64_t step = 0;
             for (size_t u = 0; u < m_units.size(); ++u) {
-                auto &state = optimizers[o]->state();
+                auto &state = optimizer->state();
                 auto it = state.find(m_units[u]->shard.unsafeGetTensorImpl());
                 if (it == state.end())
                     continue;
@@ -238,20 +239,20 @@ Result<void> ShardingEngine::saveState(const std::string &folder,
     return {};
 }
 
-Result<void> ShardingEngine::loadState(const std::string &folder,
-                                       const std::vector<torch::optim::Optimizer *> &optimizers)
+Result<void> ShardingEngine::loadState(const std::string &folder, const StateSlot &slot)
 {
     torch::NoGradGuard noGrad;
     const fs::path base = folder;
+    const std::string file = modelFileName(slot.model), sharded = shardedModelFolderName(slot.model);
     Result<std::map<std::string, torch::Tensor>> model;
-    if (fs::exists(base / "model.safetensors"))
-        model = loadTensors((base / "model.safetensors").string());
-    else if (fs::exists(base / kShardedModelFolder / kShardIndexName))
-        model = readShardedFolder((base / kShardedModelFolder).string());
+    if (fs::exists(base / file))
+        model = loadTensors((base / file).string());
+    else if (fs::exists(base / sharded / kShardIndexName))
+        model = readShardedFolder((base / sharded).string());
     else
         return makeError(ErrorCode::NotFound,
-                         std::string("loadState: neither model.safetensors nor ") + kShardedModelFolder + "/" +
-                             kShardIndexName + " is in the checkpoint",
+                         "loadState: neither " + file + " nor " + sharded + "/" + kShardIndexName +
+                             " is in the checkpoint (model " + std::to_string(slot.model) + ")",
                          folder);
     if (!model)
         return tl::unexpected(model.error());
@@ -263,14 +264,14 @@ Result<void> ShardingEngine::loadState(const std::string &folder,
             if (unit->gathered)
                 unit->full.copy_(flat);
         }
-        for (size_t o = 0; o < optimizers.size(); ++o) {
+        for (const auto &[o, optimizerPointer] : slot.optimizers) {
             const fs::path sub = base / ("optimizer_" + std::to_string(o));
             auto state = readShardedFolder(sub.string());
             if (!state)
                 return tl::unexpected(state.error());
             auto text = fileutil::readFile((sub / kShardIndexName).string());
             const int64_t step = text ? nlohmann::json::parse(*text).value("step", int64_t(0)) : 0;
-            auto &optimizer = *optimizers[o];
+            auto &optimizer = *optimizerPointer;
             for (auto &unit : m_units) {
                 if (!holds(optimizer, unit->shard) || unit->names.empty())
                     continue;

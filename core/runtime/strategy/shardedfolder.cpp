@@ -16,6 +16,16 @@ namespace accel::runtime {
 
 namespace fs = std::filesystem;
 
+std::string modelFileName(size_t index)
+{
+    return index == 0 ? "model.safetensors" : "model_" + std::to_string(index) + ".safetensors";
+}
+
+std::string shardedModelFolderName(size_t index)
+{
+    return "pytorch_model_fsdp_" + std::to_string(index);
+}
+
 Result<std::vector<JoinedTensor>> joinShardedFolder(const std::string &folder)
 {
     const std::string indexPath = (fs::path(folder) / kShardIndexName).string();

@@ -17,6 +17,11 @@ inline constexpr const char *kShardIndexName = "index.json";
 inline constexpr const char *kShardFormat = "accel-sharded-v1";
 inline constexpr const char *kShardedModelFolder = "pytorch_model_fsdp_0";
 
+// Checkpoint names of prepared model `index`, as Accelerate numbers them: model.safetensors,
+// model_1.safetensors, ...; pytorch_model_fsdp_0/, pytorch_model_fsdp_1/, ...
+std::string modelFileName(size_t index);
+std::string shardedModelFolderName(size_t index);
+
 struct JoinedTensor {
     std::string name;
     bigmodel::DType dtype = bigmodel::DType::F32;

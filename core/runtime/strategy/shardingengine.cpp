@@ -51,15 +51,6 @@ std::string ShardingEngine::gradientTransport() const
     return m_shard->size() * (m_replica ? m_replica->size() : 1) > 1 ? m_shard->transport() : "none";
 }
 
-std::shared_ptr<ShardedModule> ShardingEngine::wrap(const std::shared_ptr<torch::nn::Module> &module)
-{
-    if (m_model)
-        throw std::logic_error("Accelerator::wrap: wrap units before prepareModel()");
-    auto holder = std::make_shared<ShardedModule>(module);
-    m_offered.push_back(holder);
-    return holder;
-}
-
 bool ShardingEngine::accepts(const torch::nn::Module &module, bool root) const
 {
     if (root || m_plan.source != ShardingSource::Fsdp)
@@ -85,11 +76,15 @@ bool ShardingEngine::accepts(const torch::nn::Module &module, bool root) const
     return false;
 }
 
-void ShardingEngine::prepareModel(const std::shared_ptr<torch::nn::Module> &model)
+void ShardingEngine::prepareModel(const std::shared_ptr<torch::nn::Module> &model,
+                                  const std::vector<std::shared_ptr<ShardedModule>> &offered)
 {
     if (m_model)
         throw std::logic_error("prepareModel: the sharding engine prepares one model");
     m_model = model;
+    m_frozen = true;
+    for (const auto &p : model->parameters())
+        m_frozen = m_frozen && !p.requires_grad();
     for (const auto &item : model->named_parameters())
         m_names.emplace(item.value().unsafeGetTensorImpl(), item.key());
     std::unordered_set<const void *> owned;
@@ -103,7 +98,7 @@ void ShardingEngine::prepareModel(const std::shared_ptr<torch::nn::Module> &mode
     };
     // Inner units first, in the order offered; the model itself (when offered) last.
     std::shared_ptr<ShardedModule> rootHolder;
-    for (const auto &holder : m_offered) {
+    for (const auto &holder : offered) {
         if (holder->module() == model) {
             rootHolder = holder;
             continue;
@@ -125,7 +120,6 @@ void ShardingEngine::prepareModel(const std::shared_ptr<torch::nn::Module> &mode
         }
         addUnit("root", std::move(rest), rootHolder != nullptr, true);
     }
-    m_offered.clear();
 }
 
 void ShardingEngine::addUnit(const std::string &name, std::vector<torch::Tensor> parameters, bool wrapped, bool root)
@@ -157,7 +151,9 @@ void ShardingEngine::addUnit(const std::string &name, std::vector<torch::Tensor>
     unit->parameters = std::move(parameters);
     unit->shard = unit->full.narrow(0, m_shard->rank() * unit->chunk, unit->chunk).clone().requires_grad_(true);
     unit->shardParameters = m_plan.stage == 3 && wrapped;
-    unit->reshardAfterForward = unit->shardParameters && m_plan.reshardAfterForward && !root;
+    // A frozen model's units are not needed until a backward that passes through them re-gathers
+    // them: released after every forward, the root too.
+    unit->reshardAfterForward = unit->shardParameters && ((m_plan.reshardAfterForward && !root) || m_frozen);
     const size_t index = m_units.size();
     for (const auto &p : unit->parameters) {
         if (!p.requires_grad())
@@ -317,30 +313,40 @@ void ShardingEngine::afterBackward(bool sync)
     }
 }
 
-double ShardingEngine::clipGradNorm(double maxNorm, double normType)
+double ShardingEngine::gradientNormPart(double normType)
 {
     torch::NoGradGuard noGrad;
     const bool infinity = std::isinf(normType);
-    std::vector<torch::Tensor> grads;
-    for (auto &unit : m_units) {
-        if (unit->shard.grad().defined())
-            grads.push_back(unit->shard.grad());
-    }
     // Every rank's chunks are distinct: the norm's parts add up (or take the maximum) across ranks.
     auto parts = torch::zeros({m_shard->size()}, torch::kDouble);
     double local = 0;
-    for (const auto &g : grads) {
-        const double n = g.to(torch::kDouble).norm(normType).item<double>();
+    for (auto &unit : m_units) {
+        if (!unit->shard.grad().defined())
+            continue;
+        const double n = unit->shard.grad().to(torch::kDouble).norm(normType).item<double>();
         local = infinity ? std::max(local, n) : local + std::pow(n, normType);
     }
     auto mine = torch::tensor({local}, torch::kDouble);
     m_shard->allGather(parts, mine);
-    const double total = infinity ? parts.max().item<double>() : std::pow(parts.sum().item<double>(), 1.0 / normType);
-    const double coefficient = maxNorm / (total + 1e-6);
-    if (coefficient < 1) {
-        for (auto &g : grads)
-            g.mul_(coefficient);
+    return infinity ? parts.max().item<double>() : parts.sum().item<double>();
+}
+
+void ShardingEngine::scaleGradients(double factor)
+{
+    torch::NoGradGuard noGrad;
+    for (auto &unit : m_units) {
+        if (unit->shard.grad().defined())
+            unit->shard.mutable_grad().mul_(factor);
     }
+}
+
+double ShardingEngine::clipGradNorm(double maxNorm, double normType)
+{
+    const double part = gradientNormPart(normType);
+    const double total = std::isinf(normType) ? part : std::pow(part, 1.0 / normType);
+    const double coefficient = maxNorm / (total + 1e-6);
+    if (coefficient < 1)
+        scaleGradients(coefficient);
     return total;
 }
 
@@ -372,6 +378,25 @@ void ShardingEngine::unshardModel()
     }
     for (auto &holder : m_holders)
         holder->attach(nullptr, 0);
+}
+
+bool ShardingEngine::shardsParameters() const
+{
+    for (const auto &unit : m_units) {
+        if (unit->shardParameters)
+            return true;
+    }
+    return false;
+}
+
+std::vector<torch::Tensor> ShardingEngine::heldParameters() const
+{
+    std::vector<torch::Tensor> tensors;
+    for (const auto &unit : m_units) {
+        tensors.push_back(unit->full);
+        tensors.push_back(unit->shard);
+    }
+    return tensors;
 }
 
 } // namespace accel::runtime

@@ -11,6 +11,9 @@
 // Hybrid: shard group = the ranks of one machine, gradients then all-reduced across machines.
 // Parameters outside every accepted unit stay whole on every rank (their gradients and optimizer
 // state are still sharded): wrap the model itself to shard them too.
+// A frozen model (no parameter requires a gradient, e.g. a distillation teacher) is sharded for
+// memory only: at stage 3 every unit, the root too, is gathered for its forward and released
+// right after it (gathered again if backward passes through it); nothing is reduced.
 #pragma once
 
 #include "core/runtime/strategy/collectives.h"
@@ -34,24 +37,26 @@ public:
 
     std::string name() const override { return m_plan.strategy; }
     std::string gradientTransport() const override;
-    std::shared_ptr<ShardedModule> wrap(const std::shared_ptr<torch::nn::Module> &module) override;
-    void prepareModel(const std::shared_ptr<torch::nn::Module> &model) override;
+    void prepareModel(const std::shared_ptr<torch::nn::Module> &model,
+                      const std::vector<std::shared_ptr<ShardedModule>> &units) override;
     void prepareOptimizer(torch::optim::Optimizer &optimizer) override;
     void setSyncEnabled(bool enabled) override { m_sync = enabled; }
     void afterBackward(bool sync) override;
     void finishGradients() override {}
     double clipGradNorm(double maxNorm, double normType) override;
+    double gradientNormPart(double normType) override;
+    void scaleGradients(double factor) override;
     void afterOptimizerStep() override;
     void zeroGrad() override;
     void unshardModel() override;
+    bool shardsParameters() const override;
+    std::vector<torch::Tensor> heldParameters() const override;
 
     // Every rank writes the pieces of its chunks (SHARDED_STATE_DICT) or rank 0 the whole model
     // (FULL_STATE_DICT); optimizer state always in pieces. Loads on any number of ranks.
     bool savesOwnState() const override { return true; }
-    Result<void> saveState(const std::string &folder,
-                           const std::vector<torch::optim::Optimizer *> &optimizers) override;
-    Result<void> loadState(const std::string &folder,
-                           const std::vector<torch::optim::Optimizer *> &optimizers) override;
+    Result<void> saveState(const std::string &folder, const StateSlot &slot) override;
+    Result<void> loadState(const std::string &folder, const StateSlot &slot) override;
 
     void beforeForward(size_t unit) override;
     void afterForward(size_t unit, const at::Tensor &output) override;
@@ -79,14 +84,14 @@ private:
     std::unique_ptr<Collectives> m_shard;
     std::unique_ptr<Collectives> m_replica;
     DivideFactors m_factors;
-    std::vector<std::shared_ptr<ShardedModule>> m_offered;
-    std::vector<std::shared_ptr<ShardedModule>> m_holders; // the accepted ones
+    std::vector<std::shared_ptr<ShardedModule>> m_holders; // the accepted units
     std::vector<std::unique_ptr<Unit>> m_units;
     std::unordered_map<const void *, std::string> m_names; // parameter -> its name in the model
     std::shared_ptr<torch::nn::Module> m_model;
     std::vector<std::shared_ptr<torch::autograd::Node>> m_accumulators;
     std::vector<uintptr_t> m_hookKeys;
     bool m_sync = true;
+    bool m_frozen = false; // no parameter of the model requires a gradient
 };
 
 } // namespace accel::runtime

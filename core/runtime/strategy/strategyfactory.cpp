@@ -5,11 +5,11 @@
 
 namespace accel::runtime {
 
-std::unique_ptr<DistributedStrategy> makeStrategy(const StrategySetup &setup)
+std::unique_ptr<DistributedStrategy> makeStrategy(const StrategySetup &setup, bool frozen)
 {
     const ShardingPlan &plan = setup.plan;
     const DistributedEnv &env = setup.env;
-    if (!setup.group || !plan.sharded())
+    if (!setup.group || !plan.sharded() || (frozen && plan.stage < 3))
         return std::make_unique<DdpStrategy>(plan.strategy, setup.group, setup.store, env, setup.bucketCapBytes,
                                              setup.timeoutS);
     const int local = std::max(1, env.localWorldSize);
