@@ -18,6 +18,7 @@
 #include <QFile>
 #include <QFrame>
 #include <QImage>
+#include <QLabel>
 #include <QLineEdit>
 #include <QMouseEvent>
 #include <QTableView>
@@ -114,6 +115,7 @@ private Q_SLOTS:
     void progressShowsStepOfMaxStepsAndEta();
     void switchingToAFinishedRunKeepsItsBanners();
     void movingAverageIsDebiased();
+    void gpuSamplesArePlottedPerRankAndPerGpu();
 };
 
 void tst_MonitorPage::metricsWrittenOnATimerAppear()
@@ -516,6 +518,11 @@ void tst_MonitorPage::scriptWithoutMetricsNamesTheTracker()
     QCOMPARE(cpu->plot()->graph(0)->data()->at(9)->key, 4.5); // seconds since the first sample
     QTRY_VERIFY(!page.chart(MonitorPage::LossChart)->isVisible());
     QVERIFY(page.chart(MonitorPage::MemoryChart)->isVisible());
+    // No GPU fields in the samples: the GPU charts give way too, and a line says why.
+    QVERIFY(!page.chart(MonitorPage::GpuUtilChart)->isVisible());
+    QVERIFY(!page.chart(MonitorPage::GpuMemoryChart)->isVisible());
+    QVERIFY(page.gpuNote()->isVisible());
+    QVERIFY(page.gpuNote()->text().contains(QStringLiteral("No GPU samples")));
 }
 
 void tst_MonitorPage::progressShowsStepOfMaxStepsAndEta()
@@ -576,6 +583,90 @@ void tst_MonitorPage::movingAverageIsDebiased()
     QCOMPARE(two[0], 1.0);
     QCOMPARE(two[1], (0.5 * 3.0 + 0.25 * 1.0) / 0.75);
     QVERIFY(std::isnan(two[2]));
+}
+
+void tst_MonitorPage::gpuSamplesArePlottedPerRankAndPerGpu()
+{
+    // What the launcher's sampler writes on a host with NVML: per GPU utilisation and memory in the
+    // host line, GPU memory of each rank's processes in the rank lines (docs/metrics.md).
+    QTemporaryDir root;
+    const QString run = makeRun(root.path(), QStringLiteral("20261122-010000-gpu-0016"));
+    QVERIFY(!run.isEmpty());
+    const double gib = 1024.0 * 1024.0 * 1024.0;
+    const double start = QDateTime::currentMSecsSinceEpoch() / 1000.0 - 10;
+    QByteArray lines;
+    for (int i = 0; i < 10; ++i) {
+        const QString time = QString::number(start + i * 0.5, 'f', 3);
+        lines += QStringLiteral("{\"v\":1,\"time\":%1,\"rank\":-1,\"kind\":\"system\",\"cpu_percent\":40,"
+                                "\"mem_used_bytes\":6e9,\"mem_total_bytes\":1.6e10,\"load_1m\":1.5,"
+                                "\"gpu0_util_percent\":%2,\"gpu0_mem_used_bytes\":%3,\"gpu0_mem_total_bytes\":%4,"
+                                "\"gpu1_util_percent\":80,\"gpu1_mem_used_bytes\":%5,\"gpu1_mem_total_bytes\":%4}\n")
+                     .arg(time)
+                     .arg(50 + 10 * i)
+                     .arg((4 + 0.5 * i) * gib, 0, 'f', 0)
+                     .arg(16 * gib, 0, 'f', 0)
+                     .arg(6 * gib, 0, 'f', 0)
+                     .toUtf8();
+        for (int rank = 0; rank < 2; ++rank)
+            lines += QStringLiteral("{\"v\":1,\"time\":%1,\"rank\":%2,\"kind\":\"system\",\"pid\":%3,"
+                                    "\"cpu_percent\":95,\"mem_rss_bytes\":2e8,\"mem_device_bytes\":%4}\n")
+                         .arg(time)
+                         .arg(rank)
+                         .arg(4242 + rank)
+                         .arg((rank == 0 ? 1 + 0.25 * i : 3.0) * gib, 0, 'f', 0)
+                         .toUtf8();
+    }
+    QVERIFY(appendText(run + QStringLiteral("/metrics/system.jsonl"), lines));
+    MonitorPage page;
+    page.resize(1200, 800);
+    page.show();
+    page.setRuns({run});
+    auto *util = page.chart(MonitorPage::GpuUtilChart);
+    auto *memory = page.chart(MonitorPage::GpuMemoryChart);
+    QTRY_COMPARE_WITH_TIMEOUT(memory->rawPoints(), qint64(40), 5000);
+    QTRY_COMPARE_WITH_TIMEOUT(util->rawPoints(), qint64(20), 5000);
+    util->replotNow();
+    memory->replotNow();
+    QTRY_VERIFY(util->isVisible() && memory->isVisible());
+    QVERIFY(!page.gpuNote()->isVisible());
+
+    // Utilisation per GPU, in percent over seconds since the run's first sample.
+    QCOMPARE(util->plot()->graphCount(), 2);
+    QCOMPARE(util->plot()->graph(0)->name(), QStringLiteral("GPU 0"));
+    QCOMPARE(util->plot()->graph(1)->name(), QStringLiteral("GPU 1"));
+    QCOMPARE(util->plot()->graph(0)->data()->size(), 10);
+    QCOMPARE(util->plot()->graph(0)->pen().style(), Qt::DashLine);
+    QVERIFY2(util->plot()->yAxis->label().endsWith(QStringLiteral("(%)")), qPrintable(util->plot()->yAxis->label()));
+    QCOMPARE(util->plot()->xAxis->label(), QStringLiteral("time since start (s)"));
+    QCOMPARE(util->readout(1.0),
+             (QStringList{QStringLiteral("GPU 0: 70.0 % (1.0 s)"), QStringLiteral("GPU 1: 80.0 % (1.0 s)")}));
+
+    // Memory per rank (solid) beside each GPU's memory in use (dashed), in binary units.
+    QCOMPARE(memory->plot()->graphCount(), 4);
+    QCOMPARE(memory->plot()->graph(0)->name(), QStringLiteral("rank 0"));
+    QCOMPARE(memory->plot()->graph(0)->pen().style(), Qt::SolidLine);
+    QCOMPARE(memory->plot()->graph(2)->name(), QStringLiteral("GPU 0 (all processes)"));
+    QCOMPARE(memory->readout(1.0),
+             (QStringList{QStringLiteral("rank 0: 1.50 GiB (1.0 s)"), QStringLiteral("rank 1: 3.00 GiB (1.0 s)"),
+                          QStringLiteral("GPU 0 (all processes): 5.00 GiB (1.0 s)"),
+                          QStringLiteral("GPU 1 (all processes): 6.00 GiB (1.0 s)")}));
+    for (const QString &tick : memory->plot()->yAxis->tickVectorLabels())
+        QVERIFY2(tick.endsWith(QStringLiteral(" GiB")), qPrintable(tick));
+    // The resident-memory chart keeps to host memory (it once took the GPU bytes when present).
+    const QStringList resident = page.chart(MonitorPage::MemoryChart)->readout(1.0);
+    QCOMPARE(resident.size(), 2);
+    QVERIFY2(resident.first().startsWith(QStringLiteral("rank 0: 190.7 MiB")), qPrintable(resident.first()));
+
+    // The CSV export carries the GPU series under their own names.
+    const QString csvPath = root.filePath(QStringLiteral("gpu.csv"));
+    QString error;
+    QVERIFY2(page.exportCsv(MonitorPage::GpuUtilChart, csvPath, &error), qPrintable(error));
+    QFile csv(csvPath);
+    QVERIFY(csv.open(QIODevice::ReadOnly));
+    const QStringList rows = QString::fromUtf8(csv.readAll()).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+    QCOMPARE(rows.size(), 21); // the header and 10 samples of each GPU
+    QCOMPARE(rows.filter(QStringLiteral(",-1,gpu0_util_percent,,")).size(), 10);
+    QCOMPARE(rows.filter(QStringLiteral(",-1,gpu1_util_percent,,")).size(), 10);
 }
 
 QTEST_MAIN(tst_MonitorPage)

@@ -5,8 +5,6 @@
 
 #include "app/studio/monitor/qcustomplotinclude.h"
 
-#include <QSaveFile>
-#include <QTextStream>
 #include <QToolTip>
 #include <QVBoxLayout>
 
@@ -180,28 +178,14 @@ void MetricPlot::resetView()
     replotNow();
 }
 
-QString MetricPlot::nameFor(const monitor::MetricStore &store, int rank) const
+QList<ChartRun> MetricPlot::chartRuns() const
 {
-    for (const auto &name : m_spec.names) {
-        const auto *s = store.series(rank, name);
-        if (s && !s->empty())
-            return name;
+    QList<ChartRun> runs;
+    for (const auto &source : m_stores) {
+        if (source.store)
+            runs.append({source.store.data(), source.label});
     }
-    return {};
-}
-
-double MetricPlot::timeOrigin(const monitor::MetricStore &store) const
-{
-    double origin = std::numeric_limits<double>::infinity();
-    for (int rank : store.ranks()) {
-        const QString name = rank >= 0 ? nameFor(store, rank) : QString();
-        if (name.isEmpty())
-            continue;
-        const auto *s = store.series(rank, name);
-        origin =
-            std::min(origin, s->timesSorted ? s->times.front() : *std::min_element(s->times.begin(), s->times.end()));
-    }
-    return std::isfinite(origin) ? origin : 0.0;
+    return runs;
 }
 
 void MetricPlot::replotNow()
@@ -229,16 +213,13 @@ void MetricPlot::rebuild()
         RunCurves run;
         run.label = overlay ? source.label : QString();
         run.color = source.color;
-        run.timeOrigin = timeAxis ? timeOrigin(*source.store) : 0.0;
-        for (int rank : source.store->ranks()) {
-            const QString name = rank >= 0 ? nameFor(*source.store, rank) : QString();
-            if (name.isEmpty())
-                continue;
-            const auto *s = source.store->series(rank, name);
-            m_rawPoints += qint64(s->size());
-            run.ranks.append({rank, s});
+        const QList<ShownSeries> shown = shownSeries(m_spec, *source.store);
+        run.timeOrigin = timeAxis ? timeOrigin(shown) : 0.0;
+        for (const auto &entry : shown) {
+            m_rawPoints += qint64(entry.series->size());
+            run.ranks.append({entry.rank, entry.series, entry.who, entry.device});
             if (shownName.isEmpty())
-                shownName = name;
+                shownName = entry.name;
         }
         set.addRun(run, timeAxis, m_spec.withMean, smoothing, palette().color(QPalette::WindowText));
     }
@@ -273,7 +254,7 @@ void MetricPlot::rebuild()
         QColor color = c.color;
         if (c.faint)
             color.setAlpha(kRawAlphaUnderAverage);
-        graph->setPen(QPen(color, c.width));
+        graph->setPen(QPen(color, c.width, c.dashed ? Qt::DashLine : Qt::SolidLine));
         auto points = monitor::decimate(c.x, c.y, c.count, c.sorted, visibleMin, visibleMax, pixels);
         graph->setData(points.x, points.y, c.sorted);
         // Only a chart with several curves needs a legend; faint raw curves share their average's entry.
@@ -309,28 +290,7 @@ void MetricPlot::rebuild()
 
 QStringList MetricPlot::readout(double x) const
 {
-    QStringList lines;
-    const bool overlay = m_stores.size() > 1;
-    const bool timeAxis = m_spec.xAxis == monitor::XAxis::Time;
-    for (const auto &source : m_stores) {
-        if (!source.store)
-            continue;
-        const double origin = timeAxis ? timeOrigin(*source.store) : 0.0;
-        for (int rank : source.store->ranks()) {
-            const QString name = rank >= 0 ? nameFor(*source.store, rank) : QString();
-            if (name.isEmpty())
-                continue;
-            const auto *s = source.store->series(rank, name);
-            const auto nearest = nearestSample(*s, m_spec.xAxis, x + origin);
-            if (!nearest)
-                continue;
-            const QString where = timeAxis ? tr("%1 s").arg(s->times[*nearest] - origin, 0, 'f', 1)
-                                           : tr("step %1").arg(qint64(s->steps[*nearest]));
-            const QString who = overlay ? tr("%1 rank %2").arg(source.label).arg(rank) : tr("rank %1").arg(rank);
-            lines.append(tr("%1: %2 (%3)").arg(who, formatValue(s->values[*nearest], m_spec.unit), where));
-        }
-    }
-    return lines;
+    return readoutLines(m_spec, chartRuns(), x);
 }
 
 QString MetricPlot::showCrosshair(double x)
@@ -383,42 +343,7 @@ bool MetricPlot::savePng(const QString &path, int width, int height)
 
 bool MetricPlot::saveCsv(const QString &path, QString *error) const
 {
-    QSaveFile file(path);
-    if (!file.open(QIODevice::WriteOnly | QIODevice::Text)) {
-        if (error)
-            *error = tr("cannot write %1: %2").arg(path, file.errorString());
-        return false;
-    }
-    QTextStream out(&file);
-    out << "run,rank,metric,step,time,value\n";
-    for (const auto &source : m_stores) {
-        if (!source.store)
-            continue;
-        QString run = source.label;
-        run.replace(QLatin1Char('"'), QLatin1String("\"\""));
-        for (int rank : source.store->ranks()) {
-            const QString name = nameFor(*source.store, rank);
-            if (rank < 0 || name.isEmpty())
-                continue;
-            const auto *s = source.store->series(rank, name);
-            for (size_t i = 0; i < s->size(); ++i) {
-                out << '"' << run << "\"," << rank << ',' << name << ',';
-                if (std::isfinite(s->steps[i]))
-                    out << qint64(s->steps[i]);
-                out << ',' << QString::number(s->times[i], 'f', 3) << ',';
-                if (std::isfinite(s->values[i]))
-                    out << QString::number(s->values[i], 'g', 10);
-                out << '\n';
-            }
-        }
-    }
-    out.flush();
-    if (!file.commit()) {
-        if (error)
-            *error = tr("cannot write %1: %2").arg(path, file.errorString());
-        return false;
-    }
-    return true;
+    return writeSamplesCsv(m_spec, chartRuns(), path, error);
 }
 
 } // namespace accel::app

@@ -7,7 +7,7 @@
 // wheel and drag zoom and pan, a double-click goes back to following the data.
 #pragma once
 
-#include "app/studio/monitor/axisunits.h"
+#include "app/studio/monitor/chartseries.h"
 #include "monitor/metricstore.h"
 
 #include <QColor>
@@ -21,17 +21,6 @@ class QCustomPlot;
 class QCPItemStraightLine;
 
 namespace accel::app {
-
-struct ChartSpec {
-    QString title;
-    // The scalars this chart shows, first found wins per rank (e.g. samples_per_s, then tokens_per_s).
-    QStringList names;
-    bool withMean = false;   // add the mean over ranks (at steps every rank reported)
-    bool smoothable = false; // noisy (loss): the EMA is drawn over the raw curve; never for a schedule (lr)
-    AxisUnit unit = AxisUnit::Plain;
-    QString valueLabel;                          // y axis label; the unit is added
-    monitor::XAxis xAxis = monitor::XAxis::Step; // Time: seconds since the run's first sample
-};
 
 class MetricPlot : public QWidget {
     Q_OBJECT
@@ -60,8 +49,9 @@ public:
     bool isFollowingData() const { return m_following; }
     void resetView();
 
-    // One line per run and rank: its value at the sample nearest to x (a step, or seconds since
-    // the run's start on a time chart), e.g. "rank 1: 2.31 (step 40)". The crosshair shows these.
+    // One line per run and series (rank or GPU): its value at the sample nearest to x (a step, or
+    // seconds since the run's start on a time chart), e.g. "rank 1: 2.31 (step 40)". The crosshair
+    // shows these.
     QStringList readout(double x) const;
     // Moves the crosshair to x as the pointer does; returns the text shown (empty off the data).
     QString showCrosshair(double x);
@@ -92,8 +82,7 @@ private:
         QString label;
         QColor color;
     };
-    QString nameFor(const monitor::MetricStore &store, int rank) const;
-    double timeOrigin(const monitor::MetricStore &store) const;
+    QList<ChartRun> chartRuns() const; // the stores still alive, with their labels
     void rebuild();
     void applyPalette();
     void onMouseMove(QMouseEvent *event);

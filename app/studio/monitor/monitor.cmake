@@ -3,6 +3,7 @@ target_sources(accel_studio_ui PRIVATE
   monitor/qcustomplotinclude.h
   monitor/axisunits.h monitor/axisunits.cpp
   monitor/plotcurves.h monitor/plotcurves.cpp
+  monitor/chartseries.h monitor/chartseries.cpp
   monitor/metricplot.h monitor/metricplot.cpp
   monitor/bannerbar.h monitor/bannerbar.cpp
   monitor/failuretriage.h monitor/failuretriage.cpp

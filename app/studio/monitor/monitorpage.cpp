@@ -28,8 +28,9 @@ namespace {
 
 // The order charts appear in: training curves first, then the machine's.
 constexpr MonitorPage::Chart kDisplayOrder[MonitorPage::ChartCount] = {
-    MonitorPage::LossChart,       MonitorPage::EvalLossChart, MonitorPage::LrChart,    MonitorPage::GradNormChart,
-    MonitorPage::ThroughputChart, MonitorPage::CpuChart,      MonitorPage::MemoryChart};
+    MonitorPage::LossChart,     MonitorPage::EvalLossChart,   MonitorPage::LrChart,
+    MonitorPage::GradNormChart, MonitorPage::ThroughputChart, MonitorPage::CpuChart,
+    MonitorPage::MemoryChart,   MonitorPage::GpuUtilChart,    MonitorPage::GpuMemoryChart};
 
 QColor runColor(int index)
 {
@@ -85,6 +86,14 @@ MonitorPage::MonitorPage(QWidget *parent) : QWidget(parent)
     m_empty->setAlignment(Qt::AlignCenter);
     m_empty->setWordWrap(true);
     layout->addWidget(m_empty, 1);
+    m_gpuNote = new QLabel(tr("No GPU samples in these runs: the launcher records GPU utilisation and memory "
+                              "only where NVIDIA's NVML (libnvidia-ml.so.1) is installed."),
+                           this);
+    m_gpuNote->setObjectName(QStringLiteral("gpuNote"));
+    m_gpuNote->setWordWrap(true);
+    m_gpuNote->setStyleSheet(QStringLiteral("color: palette(mid);"));
+    m_gpuNote->setVisible(false);
+    layout->addWidget(m_gpuNote);
 
     auto *splitter = new QSplitter(Qt::Vertical, this);
     m_content = splitter;
@@ -108,7 +117,7 @@ MonitorPage::MonitorPage(QWidget *parent) : QWidget(parent)
          AxisUnit::PerSecond,
          tr("samples")},
         {tr("Memory per rank"),
-         {QStringLiteral("mem_device_bytes"), QStringLiteral("mem_rss_bytes")},
+         {QStringLiteral("mem_rss_bytes")},
          false,
          false,
          AxisUnit::Bytes,
@@ -123,6 +132,27 @@ MonitorPage::MonitorPage(QWidget *parent) : QWidget(parent)
          AxisUnit::Percent,
          tr("CPU, 100 = one core"),
          XAxis::Time},
+        // NVML's utilisation: the share of the last sample period in which a kernel ran.
+        {tr("GPU utilisation"),
+         {QStringLiteral("gpu_util_percent")},
+         false,
+         false,
+         AxisUnit::Percent,
+         tr("GPU busy"),
+         XAxis::Time,
+         QStringLiteral("gpu"),
+         QStringLiteral("_util_percent"),
+         tr("GPU %1")},
+        {tr("GPU memory"),
+         {QStringLiteral("mem_device_bytes")},
+         false,
+         false,
+         AxisUnit::Bytes,
+         tr("GPU memory in use"),
+         XAxis::Time,
+         QStringLiteral("gpu"),
+         QStringLiteral("_mem_used_bytes"),
+         tr("GPU %1 (all processes)")},
     };
     for (int i = 0; i < ChartCount; ++i) {
         auto *plot = new MetricPlot(specs[i], grid);
@@ -250,6 +280,8 @@ void MonitorPage::layoutCharts()
         if (show)
             shown.append(plot);
     }
+    const bool gpuData = m_charts.at(GpuUtilChart)->hasData() || m_charts.at(GpuMemoryChart)->hasData();
+    m_gpuNote->setVisible(!m_runs.isEmpty() && anyData && !gpuData);
     const int columns = shown.size() <= 4 ? 2 : 3;
     for (int i = 0; i < shown.size(); ++i)
         m_grid->addWidget(shown[i], i / columns, i % columns);

@@ -3,7 +3,8 @@
 // selected run (one colour per run), while the ranks table, logs and events show the run chosen
 // in "Details for". Above the charts: the detail run's state, progress and ETA, a triage card
 // when it failed (RunStatusPanel), and banners for hangs, stragglers and failures. Charts with
-// no data are hidden (the rest take their room) once any chart has data.
+// no data are hidden (the rest take their room) once any chart has data; when the GPU charts are
+// hidden so, a line says that the runs carry no GPU samples.
 #pragma once
 
 #include "monitor/runmonitor.h"
@@ -30,7 +31,18 @@ class RunStatusPanel;
 class MonitorPage : public QWidget {
     Q_OBJECT
 public:
-    enum Chart { LossChart, LrChart, ThroughputChart, MemoryChart, GradNormChart, EvalLossChart, CpuChart, ChartCount };
+    enum Chart {
+        LossChart,
+        LrChart,
+        ThroughputChart,
+        MemoryChart,
+        GradNormChart,
+        EvalLossChart,
+        CpuChart,
+        GpuUtilChart,   // per rank (gpu_util_percent when a script logs it) and per GPU of the host
+        GpuMemoryChart, // per rank (the launcher's mem_device_bytes) and per GPU of the host
+        ChartCount
+    };
 
     explicit MonitorPage(QWidget *parent = nullptr);
     ~MonitorPage() override;
@@ -49,6 +61,8 @@ public:
     EventsTimeline *eventsView() const { return m_eventsView; }
     BannerBar *banners() const { return m_banners; }
     RunStatusPanel *statusPanel() const { return m_status; }
+    // Shown when the runs have samples but none of GPU use (no NVML where they ran).
+    QLabel *gpuNote() const { return m_gpuNote; }
 
     bool exportPng(Chart chart, const QString &path);
     bool exportCsv(Chart chart, const QString &path, QString *error = nullptr);
@@ -73,6 +87,7 @@ private:
     RunStatusPanel *m_status = nullptr;
     QGridLayout *m_grid = nullptr;
     QLabel *m_empty = nullptr;
+    QLabel *m_gpuNote = nullptr;
     QWidget *m_content = nullptr;
     QComboBox *m_detailCombo = nullptr;
     QCheckBox *m_smoothBox = nullptr;

@@ -123,11 +123,18 @@ void CurveSet::addRun(const RunCurves &run, bool timeAxis, bool withMean, double
         }
         m_raw.append(c);
     };
+    QList<RunCurves::Rank> ranks; // without the devices: they take no part in the mean
     for (const auto &r : run.ranks) {
         const monitor::Series &s = *r.series;
+        const int index = r.device >= 0 ? r.device : r.rank;
+        const QString who = r.who.isEmpty() ? tr("rank %1").arg(r.rank) : r.who;
         Curve c;
-        c.name = overlay ? tr("%1 rank %2").arg(run.label).arg(r.rank) : tr("rank %1").arg(r.rank);
-        c.color = overlay ? run.color.lighter(100 + 25 * (r.rank % 4)) : rankColor(r.rank);
+        c.name = overlay ? tr("%1 %2").arg(run.label, who) : who;
+        // A run's curves share its hue in overlays (its colour family); devices are dashed.
+        c.color = overlay ? run.color.lighter(100 + 25 * (index % 4)) : rankColor(index);
+        c.dashed = r.device >= 0;
+        if (r.device < 0)
+            ranks.append(r);
         if (timeAxis) {
             std::vector<double> seconds(s.times);
             for (double &t : seconds)
@@ -142,9 +149,9 @@ void CurveSet::addRun(const RunCurves &run, bool timeAxis, bool withMean, double
         c.count = s.size();
         add(c, s.values);
     }
-    if (withMean && !timeAxis && run.ranks.size() > 1) {
+    if (withMean && !timeAxis && ranks.size() > 1) {
         std::vector<double> x, y;
-        meanOverRanks(run.ranks, x, y);
+        meanOverRanks(ranks, x, y);
         if (!x.empty()) {
             Curve c;
             c.name = overlay ? tr("%1 mean").arg(run.label) : tr("mean");

@@ -23,7 +23,8 @@ struct Curve {
     const double *y = nullptr;
     size_t count = 0;
     bool sorted = true;
-    bool faint = false; // a raw curve under its moving average (not in the legend)
+    bool faint = false;  // a raw curve under its moving average (not in the legend)
+    bool dashed = false; // a device's curve (GPU i) beside the ranks'
 };
 
 struct RunCurves {
@@ -33,6 +34,8 @@ struct RunCurves {
     struct Rank {
         int rank;
         const monitor::Series *series;
+        QString who;     // "rank 1", "GPU 0"; empty: "rank <rank>"
+        int device = -1; // >= 0: a device's series (not part of the mean over ranks)
     };
     QList<Rank> ranks;
 };
