@@ -14,16 +14,23 @@
 #include "app/studio/monitor/qcustomplotinclude.h"
 
 #include <QAbstractItemModelTester>
+#include <QAction>
 #include <QDateTime>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
 #include <QJsonDocument>
+#include <QMenu>
+#include <QMouseEvent>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QToolButton>
+
+#include <algorithm>
+#include <cstdlib>
 
 using namespace accel;
 using accel::app::MonitorPage;
@@ -73,6 +80,7 @@ private Q_SLOTS:
     void stopIsOnlyForLiveRuns();
     void realJobIsFollowedAndStopped();
     void runListCollapses();
+    void compareWithOverlaysRunsAndTheCrosshairReadsEach();
     void stoppedPythonRunShowsAsStopped();
     void pythonRunMissingAModuleShowsTheTriageCard();
 };
@@ -239,6 +247,102 @@ void tst_RunsPage::runListCollapses()
     QCOMPARE(page.selectedRuns().size(), 1); // hiding the list keeps the selection
     toggle->click();
     QVERIFY(page.isRunListVisible());
+}
+
+namespace {
+
+// Two ranks' losses at steps 0..10: `base` + rank + step / 2 (exact in binary, so readouts compare as text).
+bool writeLosses(const QString &run, double base)
+{
+    const double now = QDateTime::currentMSecsSinceEpoch() / 1000.0;
+    for (int rank = 0; rank < 2; ++rank) {
+        QFile file(run + QStringLiteral("/metrics/rank%1.jsonl").arg(rank));
+        if (!file.open(QIODevice::WriteOnly))
+            return false;
+        for (int step = 0; step <= 10; ++step)
+            file.write(QStringLiteral("{\"v\":1,\"time\":%1,\"rank\":%2,\"step\":%3,\"loss\":%4}\n")
+                           .arg(now + step, 0, 'f', 3)
+                           .arg(rank)
+                           .arg(step)
+                           .arg(base + rank + step / 2.0)
+                           .toUtf8());
+    }
+    return true;
+}
+
+const QCPGraph *graphNamed(const app::MetricPlot *chart, const QString &name)
+{
+    for (int i = 0; i < chart->plot()->graphCount(); ++i) {
+        if (chart->plot()->graph(i)->name() == name)
+            return chart->plot()->graph(i);
+    }
+    return nullptr;
+}
+
+} // namespace
+
+void tst_RunsPage::compareWithOverlaysRunsAndTheCrosshairReadsEach()
+{
+    QTemporaryDir root;
+    const double now = QDateTime::currentSecsSinceEpoch();
+    const QString alpha =
+        makeRun(root.path(), QStringLiteral("20261122-010000-alpha-aaaa"), now - 600, QStringLiteral("succeeded"));
+    const QString beta =
+        makeRun(root.path(), QStringLiteral("20261122-011000-beta-bbbb"), now - 60, QStringLiteral("succeeded"));
+    QVERIFY(!alpha.isEmpty() && !beta.isEmpty());
+    QVERIFY(writeLosses(alpha, 1.0) && writeLosses(beta, 10.0));
+    RunsPage page;
+    page.resize(1400, 900);
+    page.show();
+    page.setRunsRoot(root.path());
+    QVERIFY(QTest::qWaitForWindowExposed(&page));
+    page.monitorPage()->setSmoothing(0);              // raw curves only
+    QCOMPARE(page.selectedRuns(), QStringList{beta}); // the newest
+    // With the list hidden, "Compare with…" still offers the other run, named by name and id.
+    page.setRunListVisible(false);
+    QCOMPARE(page.compareCandidates(), QStringList{alpha});
+    QMenu *menu = page.compareButton()->menu();
+    Q_EMIT menu->aboutToShow();
+    QCOMPARE(menu->actions().size(), 1);
+    QCOMPARE(menu->actions().first()->text(), QStringLiteral("alpha (20261122-010000-alpha-aaaa)"));
+    menu->actions().first()->trigger();
+    QCOMPARE(page.selectedRuns(), (QStringList{beta, alpha}));
+    QCOMPARE(page.monitorPage()->runs(), (QStringList{beta, alpha}));
+    QVERIFY(page.compareCandidates().isEmpty());
+
+    // Both runs' ranks are plotted, named by run and rank in the legend, each run in its own hue.
+    auto *loss = page.monitorPage()->chart(MonitorPage::LossChart);
+    const QString a = QFileInfo(alpha).fileName();
+    const QString b = QFileInfo(beta).fileName();
+    const QStringList curves = {b + QStringLiteral(" rank 0"), b + QStringLiteral(" rank 1"),
+                                a + QStringLiteral(" rank 0"), a + QStringLiteral(" rank 1")};
+    QTRY_VERIFY_WITH_TIMEOUT(graphNamed(loss, curves.last()) && graphNamed(loss, curves.last())->data()->size() == 11,
+                             5000);
+    loss->replotNow();
+    for (const QString &name : curves) {
+        const QCPGraph *graph = graphNamed(loss, name);
+        QVERIFY2(graph && graph->data()->size() == 11, qPrintable(name));
+        QVERIFY2(loss->plot()->legend->hasItemWithPlottable(graph), qPrintable(name));
+    }
+    auto hue = [&](int curve) { return graphNamed(loss, curves[curve])->pen().color().hsvHue(); };
+    auto apart = [&](int a, int b) { // degrees around the colour wheel
+        const int d = std::abs(hue(a) - hue(b));
+        return std::min(d, 360 - d);
+    };
+    QVERIFY2(apart(0, 1) <= 2 && apart(2, 3) <= 2,
+             qPrintable(QStringLiteral("%1 %2 %3 %4").arg(hue(0)).arg(hue(1)).arg(hue(2)).arg(hue(3))));
+    QVERIFY2(apart(0, 2) > 30, qPrintable(QStringLiteral("%1 vs %2").arg(hue(0)).arg(hue(2))));
+    QVERIFY(graphNamed(loss, curves[0])->pen().color() != graphNamed(loss, curves[1])->pen().color());
+
+    // The pointer over step 4 reads every run's every rank there.
+    const QPoint at(int(loss->plot()->xAxis->coordToPixel(4)), loss->plot()->axisRect()->center().y());
+    QMouseEvent move(QEvent::MouseMove, QPointF(at), QPointF(loss->plot()->mapToGlobal(at)), Qt::NoButton, Qt::NoButton,
+                     Qt::NoModifier);
+    QCoreApplication::sendEvent(loss->plot(), &move);
+    const QStringList expected = {b + QStringLiteral(" rank 0: 12 (step 4)"),
+                                  b + QStringLiteral(" rank 1: 13 (step 4)"), a + QStringLiteral(" rank 0: 3 (step 4)"),
+                                  a + QStringLiteral(" rank 1: 4 (step 4)")};
+    QCOMPARE(loss->crosshairText(), QStringLiteral("Loss\n") + expected.join(QLatin1Char('\n')));
 }
 
 namespace {

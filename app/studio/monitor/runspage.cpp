@@ -3,6 +3,7 @@
 #include "app/studio/monitor/monitorpage.h"
 #include "launcher/rundirectory.h"
 
+#include <QAction>
 #include <QCoreApplication>
 #include <QDir>
 #include <QFileInfo>
@@ -10,12 +11,14 @@
 #include <QHeaderView>
 #include <QItemSelectionModel>
 #include <QLabel>
+#include <QMenu>
 #include <QPushButton>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QStandardPaths>
 #include <QTableView>
 #include <QTimer>
+#include <QToolButton>
 #include <QVBoxLayout>
 
 namespace accel::app {
@@ -39,6 +42,13 @@ RunsPage::RunsPage(QWidget *parent) : QWidget(parent)
     m_listToggle->setObjectName(QStringLiteral("runListToggle"));
     m_listToggle->setToolTip(tr("Hide the run list so the charts take the page (the selection stays)"));
     bar->addWidget(m_listToggle);
+    m_compare = new QToolButton(this);
+    m_compare->setText(tr("Compare with…"));
+    m_compare->setObjectName(QStringLiteral("compareRuns"));
+    m_compare->setToolTip(tr("Overlay another run on the charts (or select several runs in the list)"));
+    m_compare->setPopupMode(QToolButton::InstantPopup);
+    m_compare->setMenu(new QMenu(m_compare));
+    bar->addWidget(m_compare);
     m_refresh = new QPushButton(tr("Refresh"), this);
     m_stop = new QPushButton(tr("Stop"), this);
     m_stop->setToolTip(tr("accel stop: SIGINT, then SIGTERM, then SIGKILL to the run's supervisor"));
@@ -81,6 +91,7 @@ RunsPage::RunsPage(QWidget *parent) : QWidget(parent)
         QTimer::singleShot(0, this, &RunsPage::selectNewestOnce);
     });
     connect(m_monitor, &MonitorPage::statusMessage, this, &RunsPage::statusMessage);
+    connect(m_compare->menu(), &QMenu::aboutToShow, this, &RunsPage::fillCompareMenu);
 
     m_accel = launcher::AccelCommand::defaultProgram();
     setRunsRoot(launcher::RunDirectory::defaultRunsRoot());
@@ -153,6 +164,44 @@ void RunsPage::selectRuns(const QStringList &runDirectories)
     }
     m_autoSelected = true;
     m_view->selectionModel()->select(selection, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+}
+
+QStringList RunsPage::compareCandidates() const
+{
+    const QStringList selected = selectedRuns();
+    QStringList out;
+    for (int row = 0; row < m_sorted->rowCount(); ++row) {
+        const QString path = m_sorted->index(row, 0).data(monitor::RunsModel::PathRole).toString();
+        if (!selected.contains(path))
+            out.append(path);
+    }
+    return out;
+}
+
+bool RunsPage::compareWith(const QString &runDirectory)
+{
+    const int sourceRow = m_model.rowOf(QFileInfo(runDirectory).fileName());
+    if (sourceRow < 0)
+        return false;
+    const QModelIndex index = m_sorted->mapFromSource(m_model.index(sourceRow, 0));
+    m_autoSelected = true;
+    m_view->selectionModel()->select(index, QItemSelectionModel::Select | QItemSelectionModel::Rows);
+    return true;
+}
+
+void RunsPage::fillCompareMenu()
+{
+    QMenu *menu = m_compare->menu();
+    menu->clear();
+    for (const QString &path : compareCandidates()) {
+        const int sourceRow = m_model.rowOf(QFileInfo(path).fileName());
+        const QString name = m_model.index(sourceRow, monitor::RunsModel::NameColumn).data().toString();
+        const QString id = QFileInfo(path).fileName();
+        QAction *action = menu->addAction(name.isEmpty() || name == id ? id : tr("%1 (%2)").arg(name, id));
+        connect(action, &QAction::triggered, this, [this, path] { compareWith(path); });
+    }
+    if (menu->isEmpty())
+        menu->addAction(tr("No other runs"))->setEnabled(false);
 }
 
 void RunsPage::onSelectionChanged()

@@ -1,5 +1,6 @@
 // RunsPage: the studio's "Runs" page. The runs under the runs root (RunsModel, refreshed live)
-// on top, newest first; selecting one or several shows them in the MonitorView below. At
+// on top, newest first; selecting one or several shows them in the MonitorView below, overlaid
+// on its charts ("Compare with…" adds a run to the selection, also with the list hidden). At
 // start-up the newest run is selected, so a run that is still going is re-attached at once.
 // "Stop" runs `accel stop RUN` as an AccelCommand and never blocks the GUI thread.
 #pragma once
@@ -14,6 +15,7 @@ class QLabel;
 class QPushButton;
 class QSortFilterProxyModel;
 class QSplitter;
+class QToolButton;
 class QTableView;
 
 namespace accel::app {
@@ -43,6 +45,10 @@ public:
 
     QStringList selectedRuns() const; // run directories, in view order
     void selectRuns(const QStringList &runDirectories);
+    // "Compare with…": the runs not selected (view order), and adding one to the selection.
+    QToolButton *compareButton() const { return m_compare; }
+    QStringList compareCandidates() const;
+    bool compareWith(const QString &runDirectory);
     // Runs `accel stop` for every selected live run; false when none is live.
     bool stopSelected();
     bool isStopping() const { return !m_stopQueue.isEmpty() || m_process; }
@@ -56,6 +62,7 @@ private:
     void updateButtons();
     void startNextStop();
     void selectNewestOnce();
+    void fillCompareMenu();
 
     monitor::RunsModel m_model;
     QSortFilterProxyModel *m_sorted = nullptr;
@@ -63,6 +70,7 @@ private:
     QPushButton *m_stop = nullptr;
     QPushButton *m_refresh = nullptr;
     QPushButton *m_listToggle = nullptr;
+    QToolButton *m_compare = nullptr;
     QSplitter *m_splitter = nullptr;
     QLabel *m_rootLabel = nullptr;
     MonitorPage *m_monitor = nullptr;
