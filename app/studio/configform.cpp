@@ -27,6 +27,13 @@ ConfigForm::ConfigForm(QWidget *parent) : QWidget(parent)
         // A long label goes above its field when the column is narrow (1024 px windows), instead of
         // widening the form past its scroll area.
         form->setRowWrapPolicy(QFormLayout::WrapLongRows);
+        // When the block applies, in a wrapping line: in the title it would set the column's
+        // minimum width (a group box title never wraps).
+        auto *hint = new QLabel(box);
+        hint->setObjectName(QStringLiteral("groupHint"));
+        hint->setWordWrap(true);
+        hint->setVisible(false);
+        form->addRow(hint);
         for (const FieldBinding &binding : group.fields) {
             auto *editor = new FieldEditor(binding.spec, box);
             auto *label = new QLabel(binding.spec.label + QLatin1Char(':'), box);
@@ -66,21 +73,18 @@ void ConfigForm::updateGroupTitles()
     };
     const Hint hints[] = {
         {"group:fsdp", m_config.distributedType == config::DistributedType::Fsdp,
-         tr("used when distributed_type is FSDP")},
+         tr("Used when distributed_type is FSDP.")},
         {"group:deepspeed", m_config.distributedType == config::DistributedType::DeepSpeed,
-         tr("used when distributed_type is DEEPSPEED")},
-        {"group:multinode", m_config.numMachines.value_or(1) > 1, tr("used when num_machines > 1")},
+         tr("Used when distributed_type is DEEPSPEED.")},
+        {"group:multinode", m_config.numMachines.value_or(1) > 1, tr("Used when num_machines > 1.")},
     };
     for (const Hint &hint : hints) {
         QGroupBox *box = m_groups.value(QString::fromLatin1(hint.group));
-        if (!box)
+        auto *label = box ? box->findChild<QLabel *>(QStringLiteral("groupHint")) : nullptr;
+        if (!label)
             continue;
-        QString title = box->property("baseTitle").toString();
-        if (title.isEmpty()) {
-            title = box->title();
-            box->setProperty("baseTitle", title);
-        }
-        box->setTitle(hint.used ? title : QStringLiteral("%1 (%2)").arg(title, hint.when));
+        label->setText(hint.when);
+        label->setVisible(!hint.used);
     }
 }
 
@@ -110,7 +114,8 @@ void ConfigForm::updateVisibility()
         auto *form = qobject_cast<QFormLayout *>(box->layout());
         bool any = false;
         for (int row = 0; form && row < form->rowCount(); ++row) {
-            auto *editor = qobject_cast<FieldEditor *>(form->itemAt(row, QFormLayout::FieldRole)->widget());
+            QLayoutItem *item = form->itemAt(row, QFormLayout::FieldRole);
+            auto *editor = item ? qobject_cast<FieldEditor *>(item->widget()) : nullptr; // none: the hint
             if (!editor)
                 continue;
             const QString key = m_fields.key(editor);

@@ -128,10 +128,17 @@ private Q_SLOTS:
         QVERIFY(!page.isModified());
         QVERIFY(page.recentFiles().contains(QFileInfo(path).absoluteFilePath()));
         // Blocks the topology does not use say when they apply.
+        // (In a wrapping line under the title, so that a long hint never widens the form.)
+        auto hint = [&](const char *group) {
+            return page.findChild<QGroupBox *>(QString::fromLatin1(group))
+                ->findChild<QLabel *>(QStringLiteral("groupHint"));
+        };
         QCOMPARE(page.findChild<QGroupBox *>(QStringLiteral("group:fsdp"))->title(), QStringLiteral("FSDP"));
-        QVERIFY(page.findChild<QGroupBox *>(QStringLiteral("group:deepspeed"))
-                    ->title()
-                    .contains(QStringLiteral("DEEPSPEED")));
+        QVERIFY(hint("group:fsdp")->isHidden());
+        QCOMPARE(page.findChild<QGroupBox *>(QStringLiteral("group:deepspeed"))->title(), QStringLiteral("DeepSpeed"));
+        QVERIFY(!hint("group:deepspeed")->isHidden());
+        QCOMPARE(hint("group:deepspeed")->text(), QStringLiteral("Used when distributed_type is DEEPSPEED."));
+        QVERIFY(hint("group:deepspeed")->wordWrap());
     }
 
     void savesUnchangedConfigByteIdentical_data()

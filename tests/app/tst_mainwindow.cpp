@@ -1,6 +1,7 @@
 // The studio window opens, switches pages by shortcut, remembers its geometry, and the About
 // versions come from the libraries it runs with.
 #include "app/studio/aboutdialog.h"
+#include "app/studio/configform.h"
 #include "app/studio/configurepage.h"
 #include "app/studio/demooffer.h"
 #include "app/studio/hardwarepage.h"
@@ -14,6 +15,7 @@
 #include "tests/helpers/testsupport.h"
 
 #include <QCheckBox>
+#include <QGroupBox>
 #include <QImage>
 #include <QPlainTextEdit>
 #include <QPushButton>
@@ -283,6 +285,31 @@ private Q_SLOTS:
                          qPrintable(QStringLiteral("%1 scrolls %2 px sideways")
                                         .arg(area->objectName())
                                         .arg(area->horizontalScrollBar()->maximum())));
+        }
+        // Every field of every block (DeepSpeed, Dynamo, multi-node included) fits as well.
+        auto *form = window.configurePage()->form();
+        const int defaultShown = form->shownFieldCount();
+        window.configurePage()->findChild<QCheckBox *>(QStringLiteral("showAllFields"))->setChecked(true);
+        QCOMPARE(form->shownFieldCount(), int(form->keys().size()));
+        QVERIFY(form->shownFieldCount() > defaultShown);
+        QCoreApplication::processEvents();
+        auto needs = [&] { // which block asks for the width, when it does not fit
+            QStringList widths;
+            for (QGroupBox *box : form->findChildren<QGroupBox *>()) {
+                if (box->isVisible())
+                    widths << QStringLiteral("%1 %2/%3")
+                                  .arg(box->objectName())
+                                  .arg(box->minimumSizeHint().width())
+                                  .arg(box->width());
+            }
+            return widths.join(QStringLiteral(", "));
+        };
+        for (QScrollArea *area : areas) {
+            QTRY_VERIFY2(area->horizontalScrollBar()->maximum() == 0,
+                         qPrintable(QStringLiteral("with every field shown, %1 scrolls %2 px sideways (%3)")
+                                        .arg(area->objectName())
+                                        .arg(area->horizontalScrollBar()->maximum())
+                                        .arg(needs())));
         }
     }
 
