@@ -1,5 +1,6 @@
 #include "app/studio/hardwarepage.h"
 
+#include "app/studio/cluster/clustersection.h"
 #include "app/studio/hardwarecards.h"
 
 #include <QApplication>
@@ -13,6 +14,7 @@
 #include <QPushButton>
 #include <QScrollArea>
 #include <QShowEvent>
+#include <QTabWidget>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
 
@@ -89,7 +91,18 @@ HardwarePage::HardwarePage(QWidget *parent) : QWidget(parent)
 {
     // The studio already knows where it is; the Python probe is the slow part but tells which
     // torch/accelerate `accel launch` would run scripts with, so it stays on.
-    auto *layout = new QVBoxLayout(this);
+    auto *pageLayout = new QVBoxLayout(this);
+    pageLayout->setContentsMargins(0, 0, 0, 0);
+    m_tabs = new QTabWidget(this);
+    m_tabs->setObjectName(QStringLiteral("hardwareTabs"));
+    pageLayout->addWidget(m_tabs);
+    auto *machine = new QWidget(m_tabs);
+    m_tabs->addTab(machine, tr("This machine"));
+    m_cluster = new ClusterSection(m_tabs);
+    m_tabs->addTab(m_cluster, tr("Cluster"));
+    connect(m_cluster, &ClusterSection::statusMessage, this, &HardwarePage::statusMessage);
+
+    auto *layout = new QVBoxLayout(machine);
     auto *bar = new QHBoxLayout;
     auto *title = new QLabel(tr("<h2>This machine</h2>"), this);
     bar->addWidget(title);
@@ -133,6 +146,11 @@ void HardwarePage::showEvent(QShowEvent *event)
         if (!m_hasReport && !isDetecting())
             refresh();
     }
+}
+
+void HardwarePage::showCluster()
+{
+    m_tabs->setCurrentWidget(m_cluster);
 }
 
 void HardwarePage::refresh()

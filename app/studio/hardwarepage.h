@@ -1,6 +1,7 @@
 // The Hardware page: cards for this machine's CPU, memory/NUMA, disks, network and GPUs, the
 // software stack, and the recommended Accelerate config with its reasons. Detection runs on a
 // worker thread (QtConcurrent); the page stays responsive and shows "Detecting…" meanwhile.
+// A second tab, Cluster (ClusterSection), checks the hosts of a multi-node cluster over SSH.
 #pragma once
 
 #include "app/studio/hardwaredetection.h"
@@ -11,8 +12,11 @@
 class QLabel;
 class QPushButton;
 class QScrollArea;
+class QTabWidget;
 
 namespace accel::app {
+
+class ClusterSection;
 
 class HardwarePage : public QWidget {
     Q_OBJECT
@@ -32,6 +36,9 @@ public:
     // The report as plain text (what "Copy as text" puts on the clipboard).
     QString reportText() const;
     void copyAsText();
+    // The Cluster tab; showCluster() brings it to the front.
+    ClusterSection *clusterSection() const { return m_cluster; }
+    void showCluster();
 
 Q_SIGNALS:
     void detectionFinished();
@@ -54,6 +61,8 @@ private:
     QPushButton *m_copyButton = nullptr;
     QPushButton *m_configureButton = nullptr;
     QScrollArea *m_scroll = nullptr;
+    QTabWidget *m_tabs = nullptr;
+    ClusterSection *m_cluster = nullptr;
     bool m_shownOnce = false;
     bool m_softwarePending = false;
 };

@@ -1,6 +1,13 @@
-# The Launch page of accel-studio (included by app/studio/CMakeLists.txt).
+# The Launch page of accel-studio (included by app/studio/CMakeLists.txt): the page, what it runs
+# (ProgramChoice, RecipeForm), where (LaunchTarget), starting and stopping (RunControl), a cluster
+# launch's nodes (ClusterRunView) and the exports.
 target_sources(accel_studio_ui PRIVATE
   launch/launchpage.h launch/launchpage.cpp
+  launch/programchoice.h launch/programchoice.cpp
   launch/recipeform.h launch/recipeform.cpp
+  launch/launchtarget.h launch/launchtarget.cpp
+  launch/runcontrol.h launch/runcontrol.cpp
+  launch/clusterrunview.h launch/clusterrunview.cpp
+  launch/launchexports.h launch/launchexports.cpp
 )
 target_link_libraries(accel_studio_ui PUBLIC accel_launch_export accel_launcher)
