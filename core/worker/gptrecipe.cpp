@@ -1,5 +1,7 @@
 // Recipe `gpt`: a decoder-only transformer language model on bytes (vocabulary 256), trained
 // from scratch on a text corpus with AdamW, warm-up + cosine, evaluation, checkpoints, resume.
+// Recipe `distill`: the same student trained with a frozen teacher gpt (loaded from a gpt run's
+// model.safetensors, prepared as a second model) and a distillation term in the loss.
 #include "core/worker/jobrunner.h"
 #include "core/worker/trainingloop.h"
 
@@ -159,31 +161,98 @@ Result<std::string> readCorpus(const std::string &path, const JobSpec &job)
     return fileutil::readFile(path);
 }
 
-} // namespace
+// The teacher of the distill recipe and how much the loss follows it.
+struct Distillation {
+    std::shared_ptr<Gpt> teacher;
+    double alpha = 0.5;       // loss = (1 - alpha) * cross entropy + alpha * T^2 * KL(teacher || student)
+    double temperature = 2.0; // T: both distributions softened by it
+};
 
-Result<void> runGptRecipe(runtime::Accelerator &accelerator, const JobSpec &job)
+Result<GptConfig> readGptConfig(const JobSpec &job, const std::string &prefix, const GptConfig &defaults)
 {
-    GptConfig config;
-    auto nLayer = job.integer("model.n_layer", config.nLayer, 1, 1024);
-    auto nHead = job.integer("model.n_head", config.nHead, 1, 1024);
-    auto nEmbd = job.integer("model.n_embd", config.nEmbd, 1, 65536);
-    auto block = job.integer("model.block_size", config.blockSize, 2, 1 << 16);
-    auto dropout = job.number("model.dropout", 0.0);
-    auto evalFraction = job.number("data.eval_fraction", 0.05);
+    auto nLayer = job.integer(prefix + "n_layer", defaults.nLayer, 1, 1024);
+    auto nHead = job.integer(prefix + "n_head", defaults.nHead, 1, 1024);
+    auto nEmbd = job.integer(prefix + "n_embd", defaults.nEmbd, 1, 65536);
+    auto block = job.integer(prefix + "block_size", defaults.blockSize, 2, 1 << 16);
+    auto dropout = job.number(prefix + "dropout", defaults.dropout);
     for (auto *r : {&nLayer, &nHead, &nEmbd, &block}) {
         if (!*r)
             return tl::unexpected(r->error());
     }
     if (!dropout)
         return tl::unexpected(dropout.error());
-    if (!evalFraction)
-        return tl::unexpected(evalFraction.error());
-    config = {*nLayer, *nHead, *nEmbd, *block, *dropout};
+    GptConfig config{*nLayer, *nHead, *nEmbd, *block, *dropout};
     if (config.nEmbd % config.nHead != 0)
         return makeError(ErrorCode::InvalidInput,
-                         "model.n_embd (" + std::to_string(config.nEmbd) + ") must be divisible by model.n_head (" +
-                             std::to_string(config.nHead) + ")",
+                         prefix + "n_embd (" + std::to_string(config.nEmbd) + ") must be divisible by " + prefix +
+                             "n_head (" + std::to_string(config.nHead) + ")",
                          job.path);
+    return config;
+}
+
+// distill: teacher.model.* (default: the student's), teacher.weights (required), distill.alpha,
+// distill.temperature. The teacher sees the student's context length.
+Result<Distillation> readDistillation(runtime::Accelerator &accelerator, const JobSpec &job, const GptConfig &student)
+{
+    GptConfig defaults = student;
+    defaults.dropout = 0.0;
+    auto config = readGptConfig(job, "teacher.model.", defaults);
+    if (!config)
+        return tl::unexpected(config.error());
+    if (config->blockSize != student.blockSize)
+        return makeError(ErrorCode::InvalidInput,
+                         "teacher.model.block_size (" + std::to_string(config->blockSize) +
+                             ") must equal model.block_size (" + std::to_string(student.blockSize) + ")",
+                         job.path);
+    Distillation distillation;
+    auto alpha = job.number("distill.alpha", distillation.alpha);
+    auto temperature = job.number("distill.temperature", distillation.temperature);
+    if (!alpha)
+        return tl::unexpected(alpha.error());
+    if (!temperature)
+        return tl::unexpected(temperature.error());
+    if (!(*alpha >= 0.0 && *alpha <= 1.0))
+        return makeError(ErrorCode::InvalidInput,
+                         "distill.alpha: expected a number from 0 to 1; got " + job.text("distill.alpha"), job.path);
+    if (!(*temperature > 0.0))
+        return makeError(ErrorCode::InvalidInput,
+                         "distill.temperature: expected a number above 0; got " + job.text("distill.temperature"),
+                         job.path);
+    distillation.alpha = *alpha;
+    distillation.temperature = *temperature;
+    const std::string weights = job.pathValue("teacher.weights");
+    if (weights.empty())
+        return makeError(ErrorCode::InvalidInput,
+                         "teacher.weights: missing (the model.safetensors of a gpt run, e.g. <its output_dir>/"
+                         "model.safetensors)",
+                         job.path);
+    std::error_code ec;
+    if (!fs::is_regular_file(weights, ec))
+        return makeError(ErrorCode::InvalidInput, "teacher.weights: " + weights + " does not exist", job.path);
+    distillation.teacher = std::make_shared<Gpt>(*config);
+    if (auto loaded = runtime::loadModelSafetensors(*distillation.teacher, weights, true); !loaded)
+        return makeError(ErrorCode::InvalidInput,
+                         "teacher.weights: " + loaded.error().message +
+                             " (teacher.model must describe the gpt that wrote it)",
+                         job.path);
+    distillation.teacher->eval();
+    for (auto &p : distillation.teacher->parameters())
+        p.requires_grad_(false);
+    distillation.teacher->wrapUnits(accelerator, distillation.teacher);
+    return distillation;
+}
+
+} // namespace
+
+static Result<void> runLanguageModel(runtime::Accelerator &accelerator, const JobSpec &job, bool distill)
+{
+    auto studentConfig = readGptConfig(job, "model.", GptConfig{});
+    if (!studentConfig)
+        return tl::unexpected(studentConfig.error());
+    const GptConfig config = *studentConfig;
+    auto evalFraction = job.number("data.eval_fraction", 0.05);
+    if (!evalFraction)
+        return tl::unexpected(evalFraction.error());
     auto corpus = readCorpus(job.pathValue("data.corpus"), job);
     if (!corpus)
         return tl::unexpected(corpus.error());
@@ -211,6 +280,22 @@ Result<void> runGptRecipe(runtime::Accelerator &accelerator, const JobSpec &job)
                       std::to_string(parameterCount) + " parameters; " + std::to_string(windows.size(0)) +
                       " training windows; " + std::to_string(accelerator.numProcesses()) + " process(es), " +
                       accelerator.strategyName());
+    Distillation distillation;
+    if (distill) {
+        auto read = readDistillation(accelerator, job, config);
+        if (!read)
+            return tl::unexpected(read.error());
+        distillation = std::move(*read);
+        int64_t teacherCount = 0;
+        for (const auto &p : distillation.teacher->parameters())
+            teacherCount += p.numel();
+        const GptConfig &c = distillation.teacher->config;
+        accelerator.print("teacher: " + std::to_string(c.nLayer) + " layers, " + std::to_string(c.nHead) +
+                          " heads, n_embd " + std::to_string(c.nEmbd) + ", " + std::to_string(teacherCount) +
+                          " parameters, frozen; loss = " + std::to_string(1.0 - distillation.alpha) +
+                          " x cross entropy + " + std::to_string(distillation.alpha) + " x T^2 x KL, T " +
+                          std::to_string(distillation.temperature));
+    }
     const TrainingSettings &t = job.training;
     torch::optim::AdamW optimizer(
         model->parameters(), torch::optim::AdamWOptions(t.learningRate).betas({0.9, 0.95}).weight_decay(t.weightDecay));
@@ -219,11 +304,26 @@ Result<void> runGptRecipe(runtime::Accelerator &accelerator, const JobSpec &job)
     task.datasetSize = windows.size(0);
     task.tokensPerSample = T;
     task.model = model;
+    if (distillation.teacher)
+        task.referenceModels.push_back(distillation.teacher);
     task.optimizer = &optimizer;
     task.loss = [&](const std::vector<int64_t> &indices) {
         auto batch = accelerator.toDevice(windows.index_select(0, torch::tensor(indices, torch::kInt64)));
-        auto logits = model->forward(batch.slice(1, 0, T));
-        return F::cross_entropy(logits.reshape({-1, 256}).to(torch::kFloat), batch.slice(1, 1, T + 1).reshape({-1}));
+        auto logits = model->forward(batch.slice(1, 0, T)).reshape({-1, 256}).to(torch::kFloat);
+        auto loss = F::cross_entropy(logits, batch.slice(1, 1, T + 1).reshape({-1}));
+        if (!distillation.teacher)
+            return loss;
+        torch::Tensor reference;
+        {
+            torch::NoGradGuard noGrad;
+            reference = distillation.teacher->forward(batch.slice(1, 0, T)).reshape({-1, 256}).to(torch::kFloat);
+        }
+        // KL(teacher || student) per token on distributions softened by T, scaled by T^2 so its
+        // gradients keep their size as T changes.
+        const double temperature = distillation.temperature;
+        auto kl = F::kl_div(F::log_softmax(logits / temperature, 1), F::softmax(reference / temperature, 1),
+                            F::KLDivFuncOptions().reduction(torch::kBatchMean));
+        return loss * (1.0 - distillation.alpha) + kl * (distillation.alpha * temperature * temperature);
     };
     if (evalWindows.defined() && evalWindows.size(0) > 0) {
         task.evalLoss = [&]() {
@@ -282,6 +382,16 @@ Result<void> runGptRecipe(runtime::Accelerator &accelerator, const JobSpec &job)
                   << " s; model: " << (fs::path(job.outputDir) / "model.safetensors").string() << std::endl;
     }
     return {};
+}
+
+Result<void> runGptRecipe(runtime::Accelerator &accelerator, const JobSpec &job)
+{
+    return runLanguageModel(accelerator, job, false);
+}
+
+Result<void> runDistillRecipe(runtime::Accelerator &accelerator, const JobSpec &job)
+{
+    return runLanguageModel(accelerator, job, true);
 }
 
 } // namespace accel::worker

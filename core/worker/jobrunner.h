@@ -22,6 +22,8 @@ std::string capabilitiesJson();
 
 // Recipes (one per file where they are large).
 Result<void> runGptRecipe(runtime::Accelerator &accelerator, const JobSpec &job);
+// gpt with a frozen teacher gpt and a distillation term (gptrecipe.cpp).
+Result<void> runDistillRecipe(runtime::Accelerator &accelerator, const JobSpec &job);
 Result<void> runMlpRecipe(runtime::Accelerator &accelerator, const JobSpec &job);
 Result<void> runTorchScriptRecipe(runtime::Accelerator &accelerator, const JobSpec &job);
 Result<void> runPluginRecipe(runtime::Accelerator &accelerator, const JobSpec &job);

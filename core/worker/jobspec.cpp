@@ -41,7 +41,7 @@ std::string lower(std::string text)
 
 const std::vector<std::string> &knownRecipes()
 {
-    static const std::vector<std::string> recipes{"gpt", "mlp", "torchscript", "plugin", "selftest"};
+    static const std::vector<std::string> recipes{"gpt", "distill", "mlp", "torchscript", "plugin", "selftest"};
     return recipes;
 }
 
@@ -70,8 +70,10 @@ Result<JobSpec> JobSpec::parse(const std::string &yamlText, const std::string &p
     job.recipe = job.text("recipe");
     const auto &recipes = knownRecipes();
     if (std::find(recipes.begin(), recipes.end(), job.recipe) == recipes.end()) {
-        std::string message =
-            "recipe: expected one of gpt, mlp, torchscript, plugin, selftest; got \"" + job.recipe + "\"";
+        std::string message = "recipe: expected one of ";
+        for (size_t i = 0; i < recipes.size(); ++i)
+            message += (i ? ", " : "") + recipes[i];
+        message += "; got \"" + job.recipe + "\"";
         if (auto close = fileutil::closestMatchIn(job.recipe, recipes); !close.empty())
             message += " (did you mean " + close + "?)";
         return makeError(ErrorCode::InvalidInput, message, path);

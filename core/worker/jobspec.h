@@ -37,7 +37,7 @@ struct TrainingSettings {
 struct JobSpec {
     std::string path;   // the job file, for error messages
     std::string folder; // its folder: relative paths in the job resolve against it
-    std::string recipe; // gpt, mlp, torchscript, plugin, selftest
+    std::string recipe; // one of knownRecipes()
     std::string name;
     uint64_t seed = 42;
     std::string outputDir; // resolved: output_dir, else $ACCEL_RUN_DIR, else <job>-output
@@ -60,6 +60,8 @@ struct JobSpec {
     std::map<std::string, std::string> section(const std::string &prefix) const;
 };
 
+// The recipes accel-worker runs (gpt, distill, mlp, torchscript, plugin, selftest): the one list
+// the job check, the error messages, --help and --capabilities use.
 const std::vector<std::string> &knownRecipes();
 
 } // namespace accel::worker

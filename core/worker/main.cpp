@@ -8,22 +8,30 @@
 
 namespace {
 
-const char *usage = "usage: accel-worker JOB.yaml\n"
-                    "       accel-worker --capabilities [--json]\n"
-                    "       accel-worker generate|infer|serve ... (inference: docs/worker-protocol.md)\n"
-                    "       accel-worker --version\n"
-                    "\n"
-                    "Runs one rank of a training job with the embedded libtorch runtime. The rank, world size\n"
-                    "and rendezvous come from the environment (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,\n"
-                    "MASTER_PORT, ...), as set by accel launch, accelerate launch or torchrun.\n"
-                    "Recipes: gpt, mlp, torchscript, plugin, selftest (see docs/jobs.md).\n";
+const char *usageHead = "usage: accel-worker JOB.yaml\n"
+                        "       accel-worker --capabilities [--json]\n"
+                        "       accel-worker generate|infer|serve ... (inference: docs/worker-protocol.md)\n"
+                        "       accel-worker --version\n"
+                        "\n"
+                        "Runs one rank of a training job with the embedded libtorch runtime. The rank, world size\n"
+                        "and rendezvous come from the environment (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,\n"
+                        "MASTER_PORT, ...), as set by accel launch, accelerate launch or torchrun.\n";
+
+std::string usage()
+{
+    std::string text = std::string(usageHead) + "Recipes: ";
+    const auto &recipes = accel::worker::knownRecipes();
+    for (size_t i = 0; i < recipes.size(); ++i)
+        text += (i ? ", " : "") + recipes[i];
+    return text + " (see docs/jobs.md).\n";
+}
 
 } // namespace
 
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        std::cerr << usage;
+        std::cerr << usage();
         return 2;
     }
     const std::string first = argv[1];
@@ -31,7 +39,7 @@ int main(int argc, char **argv)
     if (accel::inference::isWorkerCommand(first))
         return accel::inference::workerMain(argc, argv);
     if (first == "--help" || first == "-h") {
-        std::cout << usage;
+        std::cout << usage();
         return 0;
     }
     if (first == "--version") {
@@ -49,7 +57,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (first.rfind("-", 0) == 0) {
-        std::cerr << "accel-worker: unknown option " << first << "\n" << usage;
+        std::cerr << "accel-worker: unknown option " << first << "\n" << usage();
         return 2;
     }
     auto job = accel::worker::JobSpec::load(first);

@@ -105,6 +105,8 @@ Result<void> runJob(const JobSpec &job)
     try {
         if (job.recipe == "gpt")
             return runGptRecipe(accelerator, job);
+        if (job.recipe == "distill")
+            return runDistillRecipe(accelerator, job);
         if (job.recipe == "mlp")
             return runMlpRecipe(accelerator, job);
         if (job.recipe == "torchscript")

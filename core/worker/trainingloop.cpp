@@ -43,6 +43,14 @@ Result<TrainingSummary> runTraining(Accelerator &accelerator, const JobSpec &job
 {
     const TrainingSettings &t = job.training;
     accelerator.prepareModel(task.model);
+    for (const auto &reference : task.referenceModels)
+        accelerator.prepareModel(reference);
+    if (accelerator.modelCount() > 1) {
+        std::string text = "models:";
+        for (size_t i = 0; i < accelerator.modelCount(); ++i)
+            text += (i ? "; " : " ") + std::to_string(i) + " " + accelerator.strategyName(i);
+        accelerator.print(text);
+    }
     auto optimizer = accelerator.prepareOptimizer(*task.optimizer);
     // Accelerate steps the scheduler numProcesses() times per optimizer step (batches not split):
     // the lambda works in optimizer steps.

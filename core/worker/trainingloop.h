@@ -29,6 +29,9 @@ struct TrainingTask {
     int64_t datasetSize = 0;
     int64_t tokensPerSample = 0; // 0 = no tokens_per_s
     std::shared_ptr<torch::nn::Module> model;
+    // Frozen models the loss also runs (a distillation teacher): prepared after `model`, without
+    // an optimizer, checkpointed with it (model_1.safetensors, ...).
+    std::vector<std::shared_ptr<torch::nn::Module>> referenceModels;
     torch::optim::Optimizer *optimizer = nullptr;
     // Forward + loss (fp32 scalar) for the samples of one batch; called inside autocast.
     std::function<at::Tensor(const std::vector<int64_t> &indices)> loss;
