@@ -2,7 +2,8 @@
 // accel-multimodel-probe ranks: a trained student with a frozen teacher (distillation) and a
 // second trained model with an optimizer of its own, under DDP, FULL_SHARD and ZeRO-3, against
 // the same steps in one process; the teacher unchanged bit for bit and sharded for memory;
-// saveState / loadState resuming bit for bit with Accelerate's file names; refusals by name.
+// saveState / loadState resuming bit for bit with Accelerate's file names; refusals by name (one
+// optimizer over two sharded models, a second model under fp8).
 #include "tests/runtime/shardingsupport.h"
 
 #include <QDir>
@@ -164,6 +165,19 @@ private Q_SLOTS:
         Job ddp = runProbe(2, {"second=1", "steps=2", "shared_optimizer=1", "out=" + out});
         QVERIFY2(ddp.ok, qPrintable(ddp.errors));
         QCOMPARE(readLines(out, "strategy "), (QStringList{"strategy 0 DDP", "strategy 1 DDP"}));
+    }
+
+    void secondModelUnderFp8IsRefused()
+    {
+        // The FP8 recipe converts and scales one model's Linear layers.
+        Job job =
+            runProbe(1, {"teacher=1", "steps=1"}, {"ACCELERATE_MIXED_PRECISION=fp8", "ACCELERATE_FP8_BACKEND=AO"});
+        QVERIFY(!job.ok);
+        QVERIFY2(
+            job.errors.contains("trains one model; preparing a second model (model 1) is not implemented under fp8"),
+            qPrintable(job.errors));
+        Job one = runProbe(1, {"steps=1"}, {"ACCELERATE_MIXED_PRECISION=fp8", "ACCELERATE_FP8_BACKEND=AO"});
+        QVERIFY2(one.ok, qPrintable(one.errors));
     }
 };
 
