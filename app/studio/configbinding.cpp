@@ -1,115 +1,13 @@
 #include "app/studio/configbinding.h"
 
-#include <cmath>
+#include "app/studio/configvaluetext.h"
 
 namespace accel::app {
 
 namespace {
-using config::BoolOrString;
 using config::ClusterConfig;
+using configtext::bind;
 using Kind = FieldSpec::Kind;
-
-// Conversions between one optional value type and the form's text.
-QString toText(const std::string &value)
-{
-    return QString::fromStdString(value);
-}
-QString toText(bool value)
-{
-    return value ? QStringLiteral("true") : QStringLiteral("false");
-}
-QString toText(std::int64_t value)
-{
-    return QString::number(value);
-}
-QString toText(double value)
-{
-    // Whole numbers keep a ".0" so the text reads as a float, like the file does.
-    return std::floor(value) == value && std::abs(value) < 1e15 ? QString::number(value, 'f', 1)
-                                                                : QString::number(value, 'g', 17);
-}
-QString toText(const BoolOrString &value)
-{
-    return std::holds_alternative<bool>(value) ? toText(std::get<bool>(value)) : toText(std::get<std::string>(value));
-}
-
-QString fromText(const QString &text, std::string &out)
-{
-    out = text.toStdString();
-    return {};
-}
-QString fromText(const QString &text, bool &out)
-{
-    if (text.compare(QLatin1String("true"), Qt::CaseInsensitive) == 0)
-        out = true;
-    else if (text.compare(QLatin1String("false"), Qt::CaseInsensitive) == 0)
-        out = false;
-    else
-        return QStringLiteral("expected true or false; got '%1'").arg(text);
-    return {};
-}
-QString fromText(const QString &text, std::int64_t &out)
-{
-    bool ok = false;
-    out = text.toLongLong(&ok);
-    return ok ? QString() : QStringLiteral("expected a whole number; got '%1'").arg(text);
-}
-QString fromText(const QString &text, double &out)
-{
-    bool ok = false;
-    out = text.toDouble(&ok);
-    return ok ? QString() : QStringLiteral("expected a number such as 1.0; got '%1'").arg(text);
-}
-QString fromText(const QString &text, BoolOrString &out)
-{
-    bool flag = false;
-    if (fromText(text, flag).isEmpty())
-        out = flag;
-    else
-        out = text.toStdString();
-    return {};
-}
-
-template <typename T>
-std::optional<QString> readOptional(const std::optional<T> &value)
-{
-    return value ? std::optional<QString>(toText(*value)) : std::nullopt;
-}
-
-template <typename T>
-QString writeOptional(std::optional<T> &target, const std::optional<QString> &text)
-{
-    if (!text) {
-        target.reset();
-        return {};
-    }
-    T value{};
-    const QString error = fromText(*text, value);
-    if (error.isEmpty())
-        target = value;
-    return error;
-}
-
-// A top-level key: `std::optional<T> ClusterConfig::*`.
-template <typename T>
-FieldBinding bind(FieldSpec spec, std::optional<T> ClusterConfig::*member)
-{
-    return {std::move(spec), [member](const ClusterConfig &config) { return readOptional(config.*member); },
-            [member](ClusterConfig &config, const std::optional<QString> &text) {
-                return writeOptional(config.*member, text);
-            }};
-}
-
-// A key of a nested block: `block.member`.
-template <typename Block, typename T>
-FieldBinding bind(FieldSpec spec, Block ClusterConfig::*block, std::optional<T> Block::*member)
-{
-    return {std::move(spec),
-            [block, member](const ClusterConfig &config) { return readOptional(config.*block.*member); },
-            [block, member](ClusterConfig &config, const std::optional<QString> &text) {
-                return writeOptional(config.*block.*member, text);
-            }};
-}
 
 FieldSpec choice(const char *key, const QString &label, QStringList choices, const QString &toolTip = {})
 {

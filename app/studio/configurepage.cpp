@@ -1,6 +1,7 @@
 #include "app/studio/configurepage.h"
 
 #include "app/studio/changesdialog.h"
+#include "app/studio/configcheckspanel.h"
 #include "app/studio/configform.h"
 #include "app/studio/configtextpatch.h"
 #include "app/studio/configwizard.h"
@@ -14,14 +15,10 @@
 #include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
-#include <QFontDatabase>
 #include <QHBoxLayout>
-#include <QIcon>
 #include <QLabel>
-#include <QListWidget>
 #include <QMenu>
 #include <QMessageBox>
-#include <QPlainTextEdit>
 #include <QPushButton>
 #include <QScrollArea>
 #include <QSettings>
@@ -42,12 +39,6 @@ QToolButton *toolButton(const QString &text, const QString &toolTip, QWidget *pa
     button->setToolButtonStyle(Qt::ToolButtonTextOnly);
     button->setAutoRaise(false);
     return button;
-}
-
-QIcon severityIcon(config::Severity severity)
-{
-    return QIcon(severity == config::Severity::Error ? QStringLiteral(":/icons/status-error.svg")
-                                                     : QStringLiteral(":/icons/status-warning.svg"));
 }
 } // namespace
 
@@ -122,35 +113,10 @@ void ConfigurePage::buildUi()
     connect(m_form, &ConfigForm::configEdited, this, &ConfigurePage::refresh);
     connect(showAll, &QCheckBox::toggled, m_form, &ConfigForm::setShowAllFields);
 
-    auto *side = new QWidget(splitter);
-    auto *sideLayout = new QVBoxLayout(side);
-    sideLayout->setContentsMargins(0, 0, 0, 0);
-    m_summary = new QLabel(side);
-    m_summary->setObjectName(QStringLiteral("validationSummary"));
-    m_summary->setWordWrap(true);
-    sideLayout->addWidget(m_summary);
-    m_processes = new QLabel(side);
-    m_processes->setObjectName(QStringLiteral("processCount"));
-    m_processes->setWordWrap(true);
-    m_processes->setToolTip(tr("What `accel launch --config_file` starts with this config (the launcher's own count)"));
-    sideLayout->addWidget(m_processes);
-    m_messages = new QListWidget(side);
-    m_messages->setObjectName(QStringLiteral("messages"));
-    m_messages->setWordWrap(true);
-    m_messages->setMaximumHeight(110);
-    m_messages->setToolTip(tr("Double-click a message to go to its field"));
-    connect(m_messages, &QListWidget::itemActivated, this,
-            [this](QListWidgetItem *item) { focusField(item->data(Qt::UserRole).toString()); });
-    sideLayout->addWidget(m_messages);
-    sideLayout->addWidget(new QLabel(tr("File text (what Save writes):"), side));
-    m_preview = new QPlainTextEdit(side);
-    m_preview->setObjectName(QStringLiteral("preview"));
-    m_preview->setReadOnly(true);
-    m_preview->setLineWrapMode(QPlainTextEdit::NoWrap);
-    m_preview->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
-    sideLayout->addWidget(m_preview, 1);
+    m_checks = new ConfigChecksPanel(splitter);
+    connect(m_checks, &ConfigChecksPanel::fieldRequested, this, &ConfigurePage::focusField);
     splitter->addWidget(m_scroll);
-    splitter->addWidget(side);
+    splitter->addWidget(m_checks);
     splitter->setStretchFactor(0, 3);
     splitter->setStretchFactor(1, 2);
     splitter->setSizes({790, 310});
@@ -273,32 +239,13 @@ void ConfigurePage::showLoadError(const QString &title, const config::Diagnostic
 
 void ConfigurePage::refresh()
 {
-    const QString text = previewText();
-    if (m_preview->toPlainText() != text)
-        m_preview->setPlainText(text);
+    m_checks->showText(previewText());
     // Every message goes to the list; those with a key are also shown beside their field.
     m_diagnostics = config::validate(m_form->config());
     m_form->showDiagnostics(m_diagnostics);
-
-    m_messages->clear();
-    m_messages->setVisible(!m_diagnostics.empty());
-    int errors = 0;
-    for (const config::Diagnostic &diagnostic : m_diagnostics) {
-        errors += diagnostic.severity == config::Severity::Error ? 1 : 0;
-        auto *item = new QListWidgetItem(severityIcon(diagnostic.severity),
-                                         QString::fromStdString(diagnostic.toString()), m_messages);
-        item->setData(Qt::UserRole, QString::fromStdString(diagnostic.key));
-    }
-    const int warnings = static_cast<int>(m_diagnostics.size()) - errors;
-    if (m_diagnostics.empty())
-        m_summary->setText(tr("✔ No problems found: `accel launch` would accept this config."));
-    else
-        m_summary->setText(tr("%n error(s)", nullptr, errors) + QStringLiteral(", ") +
-                           tr("%n warning(s)", nullptr, warnings) + tr(" (also shown beside the fields)"));
-
     bool accepted = false;
     const QString count = processCountFor(m_form->config(), &accepted);
-    m_processes->setText(accepted ? tr("Launch starts %1.").arg(count) : count);
+    m_checks->showChecks(m_diagnostics, count, accepted);
 
     const QString name = m_path.isEmpty() ? tr("Untitled (%1)").arg(m_origin) : m_path;
     m_title->setText(

@@ -10,13 +10,12 @@
 #include <QWidget>
 
 class QLabel;
-class QListWidget;
-class QPlainTextEdit;
 class QScrollArea;
 class QToolButton;
 
 namespace accel::app {
 
+class ConfigChecksPanel;
 class ConfigForm;
 
 class ConfigurePage : public QWidget {
@@ -75,10 +74,7 @@ private:
     ConfigForm *m_form = nullptr;
     QLabel *m_title = nullptr;
     QLabel *m_loadError = nullptr;
-    QLabel *m_summary = nullptr;
-    QLabel *m_processes = nullptr;
-    QPlainTextEdit *m_preview = nullptr;
-    QListWidget *m_messages = nullptr;
+    ConfigChecksPanel *m_checks = nullptr;
     QScrollArea *m_scroll = nullptr;
     QToolButton *m_recentButton = nullptr;
     QString m_path;      // "" for an unsaved document

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "app/studio/bigmodel/devicemapplan.h"
+#include "app/studio/bigmodel/devicemaprequest.h"
 
 #include <QFutureWatcher>
 #include <QWidget>
@@ -17,24 +18,6 @@ class QPushButton;
 namespace accel::app {
 
 class DeviceLanesView;
-
-struct DeviceMapRequest {
-    QString modelPath;
-    QString budgetSpec;  // typed budgets; empty = this machine
-    QString envJsonPath; // used when budgetSpec is empty: another host's `accel env --json`
-    QString strategy = QStringLiteral("auto");
-    QString dtype;       // empty = as stored
-    QStringList noSplit; // empty = the family's block
-};
-
-struct DeviceMapOutcome {
-    DeviceMapPlan plan;
-    QString error;
-    qint64 elapsedMs = 0;
-};
-
-// Loads the model and plans it (any thread).
-DeviceMapOutcome computeDeviceMap(const DeviceMapRequest &request);
 
 class DeviceMapPage : public QWidget {
     Q_OBJECT

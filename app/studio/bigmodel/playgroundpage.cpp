@@ -1,21 +1,17 @@
 #include "app/studio/bigmodel/playgroundpage.h"
 
 #include "app/studio/bigmodel/devicelanesview.h"
-#include "app/studio/bigmodel/devicemappage.h"
+#include "app/studio/bigmodel/devicemaprequest.h"
+#include "app/studio/bigmodel/playgroundchat.h"
+#include "app/studio/bigmodel/playgroundrequest.h"
 #include "app/studio/bigmodel/playgroundsampling.h"
-#include "core/bigmodel/memorysize.h"
 
 #include <QFileDialog>
 #include <QFormLayout>
 #include <QHBoxLayout>
-#include <QJsonArray>
-#include <QJsonDocument>
 #include <QLabel>
 #include <QLineEdit>
-#include <QPlainTextEdit>
 #include <QPushButton>
-#include <QRegularExpression>
-#include <QScrollBar>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QTimer>
@@ -23,28 +19,6 @@
 #include <QtConcurrent>
 
 namespace accel::app {
-
-namespace {
-QString sizeText(uint64_t bytes)
-{
-    return QString::fromStdString(bigmodel::formatBinarySize(bytes));
-}
-
-// "1, 2 3" -> [1, 2, 3]; empty when the text is not only ids.
-QJsonArray parseIds(const QString &text)
-{
-    QJsonArray ids;
-    const QStringList parts = text.split(QRegularExpression(QStringLiteral("[\\s,]+")), Qt::SkipEmptyParts);
-    for (const QString &part : parts) {
-        bool ok = false;
-        const qint64 id = part.toLongLong(&ok);
-        if (!ok || id < 0)
-            return {};
-        ids.append(id);
-    }
-    return ids;
-}
-} // namespace
 
 PlaygroundPage::PlaygroundPage(QWidget *parent) : QWidget(parent)
 {
@@ -66,7 +40,10 @@ PlaygroundPage::PlaygroundPage(QWidget *parent) : QWidget(parent)
     });
     auto *live = new QTimer(this);
     live->setInterval(250);
-    connect(live, &QTimer::timeout, this, &PlaygroundPage::updateLiveStats);
+    connect(live, &QTimer::timeout, this, [this] {
+        if (m_state == State::Generating || m_state == State::Stopping)
+            m_chat->updateLiveStats();
+    });
     live->start();
     setState(State::NoModel);
 }
@@ -139,35 +116,12 @@ void PlaygroundPage::buildUi()
     layout->addWidget(m_memory);
 
     auto *splitter = new QSplitter(Qt::Horizontal, this);
-    auto *chat = new QWidget(splitter);
-    auto *chatLayout = new QVBoxLayout(chat);
-    chatLayout->setContentsMargins(0, 0, 0, 0);
-    m_prompt = new QPlainTextEdit(chat);
-    m_prompt->setObjectName(QStringLiteral("prompt"));
-    m_prompt->setPlaceholderText(tr("Prompt (token ids like \"1, 2, 3\" when the model has no tokenizer.json)"));
-    m_prompt->setMaximumHeight(m_prompt->fontMetrics().lineSpacing() * 5 + 12);
-    chatLayout->addWidget(m_prompt);
-    auto *buttons = new QHBoxLayout;
-    m_generateButton = new QPushButton(tr("Generate"), chat);
-    m_generateButton->setObjectName(QStringLiteral("generateButton"));
-    m_generateButton->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Return));
-    m_stopButton = new QPushButton(tr("Stop"), chat);
-    m_stopButton->setObjectName(QStringLiteral("stopButton"));
-    m_statsLabel = new QLabel(chat);
-    m_statsLabel->setObjectName(QStringLiteral("stats"));
-    buttons->addWidget(m_generateButton);
-    buttons->addWidget(m_stopButton);
-    buttons->addWidget(m_statsLabel, 1);
-    chatLayout->addLayout(buttons);
-    m_output = new QPlainTextEdit(chat);
-    m_output->setObjectName(QStringLiteral("output"));
-    m_output->setReadOnly(true);
-    chatLayout->addWidget(m_output, 1);
-    connect(m_generateButton, &QPushButton::clicked, this, &PlaygroundPage::generate);
-    connect(m_stopButton, &QPushButton::clicked, this, &PlaygroundPage::stop);
+    m_chat = new PlaygroundChat(splitter);
+    connect(m_chat, &PlaygroundChat::generateClicked, this, &PlaygroundPage::generate);
+    connect(m_chat, &PlaygroundChat::stopClicked, this, &PlaygroundPage::stop);
 
     m_sampling = new PlaygroundSampling(splitter);
-    splitter->addWidget(chat);
+    splitter->addWidget(m_chat);
     splitter->addWidget(m_sampling);
     splitter->setStretchFactor(0, 3);
     splitter->setStretchFactor(1, 1);
@@ -194,12 +148,12 @@ QString PlaygroundPage::modelPath() const
 
 void PlaygroundPage::setPrompt(const QString &prompt)
 {
-    m_prompt->setPlainText(prompt);
+    m_chat->setPrompt(prompt);
 }
 
 QString PlaygroundPage::prompt() const
 {
-    return m_prompt->toPlainText();
+    return m_chat->prompt();
 }
 
 void PlaygroundPage::setThreads(int threads)
@@ -260,19 +214,7 @@ void PlaygroundPage::finishPlanning()
 
 QJsonObject PlaygroundPage::loadRequest() const
 {
-    QJsonObject options;
-    const DeviceMapPlan &plan = m_lanes->plan();
-    // The planned (and possibly edited) map when it is for this folder, else the worker plans.
-    QJsonValue map = QStringLiteral("auto");
-    if (!plan.isEmpty() && m_lanesPath == modelPath()) {
-        const QJsonObject planJson = QJsonDocument::fromJson(plan.toJson()).object();
-        if (planJson.value(QStringLiteral("device_map")).isObject())
-            map = planJson.value(QStringLiteral("device_map"));
-    }
-    options.insert(QStringLiteral("device_map"), map);
-    if (m_threads->value() > 0)
-        options.insert(QStringLiteral("threads"), m_threads->value());
-    return options;
+    return playgroundLoadOptions(m_lanes->plan(), m_lanesPath == modelPath(), m_threads->value());
 }
 
 void PlaygroundPage::load()
@@ -311,33 +253,15 @@ void PlaygroundPage::generate()
     if (m_state != State::Ready)
         return;
     QJsonObject request = m_sampling->request();
-    const QString text = prompt();
     m_idsPrompt = !m_loaded.value(QStringLiteral("tokenizer")).toBool();
-    if (m_idsPrompt) {
-        const QJsonArray ids = parseIds(text);
-        if (ids.isEmpty()) {
-            showError(tr("This model has no tokenizer.json: type the prompt as token ids, e.g. \"1, 2, 3\"."));
-            return;
-        }
-        request.insert(QStringLiteral("input_ids"), ids);
-    } else {
-        if (text.isEmpty()) {
-            showError(tr("Type a prompt first."));
-            return;
-        }
-        request.insert(QStringLiteral("prompt"), text);
+    const QString error = addPlaygroundPrompt(request, prompt(), m_idsPrompt);
+    if (!error.isEmpty()) {
+        showError(error);
+        return;
     }
     clearError();
-    m_output->clear();
-    m_text.clear();
-    m_updates = 0;
-    m_liveTokens = 0;
-    m_firstTokenMs = -1;
-    m_stopReason.clear();
-    m_stats = {};
-    m_generationTimer.start();
+    m_chat->begin();
     setState(State::Generating);
-    m_statsLabel->setText(tr("waiting for the first token…"));
     m_generationId = m_client->generate(request);
 }
 
@@ -366,23 +290,8 @@ void PlaygroundPage::onLoaded(const QJsonObject &event)
 
 void PlaygroundPage::onToken(const QString &id, const QString &text)
 {
-    if (id != m_generationId)
-        return;
-    ++m_liveTokens;
-    if (m_firstTokenMs < 0)
-        m_firstTokenMs = m_generationTimer.elapsed();
-    const QString piece = text;
-    if (piece.isEmpty())
-        return; // part of a character, or a tail that may still become a stop string
-    QScrollBar *bar = m_output->verticalScrollBar();
-    const bool atEnd = bar->value() == bar->maximum();
-    QTextCursor cursor(m_output->document());
-    cursor.movePosition(QTextCursor::End);
-    cursor.insertText(piece);
-    m_text += piece;
-    if (atEnd)
-        bar->setValue(bar->maximum());
-    ++m_updates;
+    if (id == m_generationId)
+        m_chat->appendToken(text);
 }
 
 void PlaygroundPage::onDone(const QString &id, const QString &text, const QString &stopReason,
@@ -391,14 +300,7 @@ void PlaygroundPage::onDone(const QString &id, const QString &text, const QStrin
     if (id != m_generationId)
         return;
     m_generationId.clear();
-    // The final text is authoritative (a held-back tail that turned out not to be a stop string).
-    if (m_text != text && !text.isEmpty()) {
-        m_text = text;
-        m_output->setPlainText(text);
-    }
-    m_stopReason = stopReason;
-    m_stats = stats;
-    m_statsLabel->setText(statsText());
+    m_chat->finish(text, stopReason, stats);
     setState(State::Ready);
     Q_EMIT generationFinished(stopReason);
 }
@@ -436,8 +338,7 @@ void PlaygroundPage::setState(State state)
     const bool generating = state == State::Generating || state == State::Stopping;
     m_loadButton->setEnabled(!busy && !generating);
     m_unloadButton->setEnabled(state == State::Ready || generating);
-    m_generateButton->setEnabled(state == State::Ready);
-    m_stopButton->setEnabled(state == State::Generating);
+    m_chat->setButtonsEnabled(state == State::Ready, state == State::Generating);
     m_model->setEnabled(!busy && !generating);
     Q_EMIT stateChanged(state);
 }
@@ -458,7 +359,22 @@ void PlaygroundPage::clearError()
 
 QString PlaygroundPage::outputText() const
 {
-    return m_text;
+    return m_chat->text();
+}
+
+int PlaygroundPage::streamUpdates() const
+{
+    return m_chat->streamUpdates();
+}
+
+QString PlaygroundPage::lastStopReason() const
+{
+    return m_chat->stopReason();
+}
+
+GenerationStats PlaygroundPage::lastStats() const
+{
+    return m_chat->stats();
 }
 
 QString PlaygroundPage::errorText() const
@@ -468,28 +384,7 @@ QString PlaygroundPage::errorText() const
 
 QString PlaygroundPage::statsText() const
 {
-    if (m_stopReason.isEmpty() && m_stats.newTokens == 0)
-        return m_statsLabel->text();
-    return tr("%1 tokens (%2) · first token %3 ms · %4 tokens/s decode · %5 ms total")
-        .arg(m_stats.newTokens)
-        .arg(m_stopReason)
-        .arg(m_stats.timeToFirstTokenMs, 0, 'f', 1)
-        .arg(m_stats.decodeTokensPerSecond, 0, 'f', 1)
-        .arg(m_stats.totalMs, 0, 'f', 0);
-}
-
-void PlaygroundPage::updateLiveStats()
-{
-    if (m_state != State::Generating && m_state != State::Stopping)
-        return;
-    if (m_firstTokenMs < 0)
-        return;
-    const qint64 sinceFirst = m_generationTimer.elapsed() - m_firstTokenMs;
-    const double rate = sinceFirst > 0 ? 1000.0 * (m_liveTokens - 1) / sinceFirst : 0.0;
-    m_statsLabel->setText(tr("%1 tokens · first token after %2 ms · %3 tokens/s")
-                              .arg(m_liveTokens)
-                              .arg(m_firstTokenMs)
-                              .arg(rate, 0, 'f', 1));
+    return m_chat->statsText();
 }
 
 QString PlaygroundPage::memoryText() const
@@ -499,25 +394,7 @@ QString PlaygroundPage::memoryText() const
 
 void PlaygroundPage::updateMemory()
 {
-    QStringList parts;
-    const DeviceMapPlan &plan = m_lanes->plan();
-    for (const MapLane &lane : plan.lanes()) {
-        if (lane.blocks.isEmpty())
-            continue;
-        const bool gpu = !lane.device.isEmpty() && lane.device.at(0).isDigit();
-        const QString device = gpu ? tr("GPU %1").arg(lane.device) : lane.device;
-        parts << tr("%1: %2 in %3 entries").arg(device, sizeText(lane.used)).arg(lane.blocks.size());
-    }
-    QString text = parts.isEmpty() ? QString() : tr("Planned: %1.").arg(parts.join(QStringLiteral(", ")));
-    if (!m_loaded.isEmpty()) {
-        text += (text.isEmpty() ? QString() : QStringLiteral(" ")) +
-                tr("Worker (pid %1): %2 resident tensors (%3 zero-copy), %4 offloaded.")
-                    .arg(m_client->processId())
-                    .arg(m_loaded.value(QStringLiteral("resident_tensors")).toInt())
-                    .arg(m_loaded.value(QStringLiteral("zero_copy_tensors")).toInt())
-                    .arg(m_loaded.value(QStringLiteral("offloaded_tensors")).toInt());
-    }
-    m_memory->setText(text);
+    m_memory->setText(playgroundMemoryText(m_lanes->plan(), m_loaded, m_client->processId()));
 }
 
 } // namespace accel::app

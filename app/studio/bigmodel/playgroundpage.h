@@ -8,20 +8,19 @@
 #include "app/studio/bigmodel/devicemapplan.h"
 #include "app/studio/bigmodel/workerclient.h"
 
-#include <QElapsedTimer>
 #include <QFutureWatcher>
 #include <QJsonObject>
 #include <QWidget>
 
 class QLabel;
 class QLineEdit;
-class QPlainTextEdit;
 class QPushButton;
 class QSpinBox;
 
 namespace accel::app {
 
 class DeviceLanesView;
+class PlaygroundChat;
 class PlaygroundSampling;
 struct DeviceMapOutcome;
 
@@ -55,12 +54,12 @@ public:
     bool isPlanning() const;
     QJsonObject loadedInfo() const { return m_loaded; } // the worker's "loaded" event
     QString outputText() const;
-    QString errorText() const;                      // the banner; empty when hidden
-    QString statsText() const;                      // tokens/s and time to first token
-    QString memoryText() const;                     // bytes per device and where the worker put the tensors
-    int streamUpdates() const { return m_updates; } // text pieces appended by the last generation
-    QString lastStopReason() const { return m_stopReason; }
-    GenerationStats lastStats() const { return m_stats; }
+    QString errorText() const;  // the banner; empty when hidden
+    QString statsText() const;  // tokens/s and time to first token
+    QString memoryText() const; // bytes per device and where the worker put the tensors
+    int streamUpdates() const;  // text pieces appended by the last generation
+    QString lastStopReason() const;
+    GenerationStats lastStats() const;
 
 Q_SIGNALS:
     void stateChanged(accel::app::PlaygroundPage::State state);
@@ -80,7 +79,6 @@ private:
     void showError(const QString &message);
     void clearError();
     void updateMemory();
-    void updateLiveStats();
     void onLoaded(const QJsonObject &event);
     void onToken(const QString &id, const QString &text);
     void onDone(const QString &id, const QString &text, const QString &stopReason, const GenerationStats &stats);
@@ -93,33 +91,22 @@ private:
     QSpinBox *m_threads = nullptr;
     QPushButton *m_loadButton = nullptr;
     QPushButton *m_unloadButton = nullptr;
-    QPushButton *m_generateButton = nullptr;
-    QPushButton *m_stopButton = nullptr;
     QLabel *m_banner = nullptr;
     QLabel *m_modelStatus = nullptr;
     QLabel *m_memory = nullptr;
-    QLabel *m_statsLabel = nullptr;
     DeviceLanesView *m_lanes = nullptr;
     PlaygroundSampling *m_sampling = nullptr;
-    QPlainTextEdit *m_prompt = nullptr;
-    QPlainTextEdit *m_output = nullptr;
+    PlaygroundChat *m_chat = nullptr;
 
     QFutureWatcher<DeviceMapOutcome> *m_watcher = nullptr;
     bool m_replan = false;
     QString m_plannedPath; // the folder of the planning under way (or last started)
     QString m_lanesPath;   // the folder of the plan shown in the lanes
-    QString m_text;        // the generated text exactly as streamed (the view may normalize it)
     QString m_planError;
     State m_state = State::NoModel;
     QJsonObject m_loaded;
     QString m_generationId;
-    QString m_stopReason;
-    GenerationStats m_stats;
-    int m_updates = 0;
-    int m_liveTokens = 0;
     bool m_idsPrompt = false;
-    QElapsedTimer m_generationTimer;
-    qint64 m_firstTokenMs = -1;
 };
 
 } // namespace accel::app

@@ -1,0 +1,91 @@
+#include "app/studio/bigmodel/playgroundrequest.h"
+
+#include "core/bigmodel/memorysize.h"
+
+#include <QCoreApplication>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QRegularExpression>
+#include <QStringList>
+
+namespace accel::app {
+
+namespace {
+
+QString tr(const char *text)
+{
+    return QCoreApplication::translate("accel::app::PlaygroundPage", text);
+}
+
+// "1, 2 3" -> [1, 2, 3]; empty when the text is not only ids.
+QJsonArray parseIds(const QString &text)
+{
+    QJsonArray ids;
+    const QStringList parts = text.split(QRegularExpression(QStringLiteral("[\\s,]+")), Qt::SkipEmptyParts);
+    for (const QString &part : parts) {
+        bool ok = false;
+        const qint64 id = part.toLongLong(&ok);
+        if (!ok || id < 0)
+            return {};
+        ids.append(id);
+    }
+    return ids;
+}
+
+} // namespace
+
+QJsonObject playgroundLoadOptions(const DeviceMapPlan &plan, bool planIsForFolder, int threads)
+{
+    QJsonObject options;
+    QJsonValue map = QStringLiteral("auto");
+    if (!plan.isEmpty() && planIsForFolder) {
+        const QJsonObject planJson = QJsonDocument::fromJson(plan.toJson()).object();
+        if (planJson.value(QStringLiteral("device_map")).isObject())
+            map = planJson.value(QStringLiteral("device_map"));
+    }
+    options.insert(QStringLiteral("device_map"), map);
+    if (threads > 0)
+        options.insert(QStringLiteral("threads"), threads);
+    return options;
+}
+
+QString addPlaygroundPrompt(QJsonObject &request, const QString &text, bool asTokenIds)
+{
+    if (asTokenIds) {
+        const QJsonArray ids = parseIds(text);
+        if (ids.isEmpty())
+            return tr("This model has no tokenizer.json: type the prompt as token ids, e.g. \"1, 2, 3\".");
+        request.insert(QStringLiteral("input_ids"), ids);
+        return {};
+    }
+    if (text.isEmpty())
+        return tr("Type a prompt first.");
+    request.insert(QStringLiteral("prompt"), text);
+    return {};
+}
+
+QString playgroundMemoryText(const DeviceMapPlan &plan, const QJsonObject &loaded, qint64 workerPid)
+{
+    QStringList parts;
+    for (const MapLane &lane : plan.lanes()) {
+        if (lane.blocks.isEmpty())
+            continue;
+        const bool gpu = !lane.device.isEmpty() && lane.device.at(0).isDigit();
+        const QString device = gpu ? tr("GPU %1").arg(lane.device) : lane.device;
+        parts << tr("%1: %2 in %3 entries")
+                     .arg(device, QString::fromStdString(bigmodel::formatBinarySize(lane.used)))
+                     .arg(lane.blocks.size());
+    }
+    QString text = parts.isEmpty() ? QString() : tr("Planned: %1.").arg(parts.join(QStringLiteral(", ")));
+    if (!loaded.isEmpty()) {
+        text += (text.isEmpty() ? QString() : QStringLiteral(" ")) +
+                tr("Worker (pid %1): %2 resident tensors (%3 zero-copy), %4 offloaded.")
+                    .arg(workerPid)
+                    .arg(loaded.value(QStringLiteral("resident_tensors")).toInt())
+                    .arg(loaded.value(QStringLiteral("zero_copy_tensors")).toInt())
+                    .arg(loaded.value(QStringLiteral("offloaded_tensors")).toInt());
+    }
+    return text;
+}
+
+} // namespace accel::app
