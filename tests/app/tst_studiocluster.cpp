@@ -22,6 +22,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
+#include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSignalSpy>
@@ -66,6 +67,7 @@ private Q_SLOTS:
     void unknownHostKeyAsksThenAcceptMakesTheNextCheckOk();
     void changedHostKeyIsRefusedWithoutAccept();
     void preflightShowsVerdictsPerHost();
+    void launchPageTakesUpTheCheckedHosts();
     void launchOnHostsAndStopLeavesNoProcess();
     void launchOnTwoNetworkNamespaceNodes();
 
@@ -378,6 +380,38 @@ void tst_StudioCluster::runClusterJob(const QStringList &hosts, const QString &m
     QVERIFY(!page.stopButton()->isEnabled()); // every node stopped: nothing left to stop
     for (int row = 0; row < hosts.size(); ++row)
         QCOMPARE(nodes->item(row, 2)->text(), QStringLiteral("stopped"));
+}
+
+void tst_StudioCluster::launchPageTakesUpTheCheckedHosts()
+{
+    rememberHosts({QStringLiteral("gpu1"), QStringLiteral("gpu2")});
+    LaunchPage page;
+    auto *hosts = page.findChild<QLineEdit *>(QStringLiteral("launchHosts"));
+    QCOMPARE(hosts->text(), QStringLiteral("gpu1, gpu2"));
+    QVERIFY(!hosts->isEnabled()); // this machine is the default
+    // Checked on the Hardware page meanwhile: shown when the page is shown again.
+    rememberHosts({QStringLiteral("node7")});
+    page.show();
+    QCOMPARE(hosts->text(), QStringLiteral("node7"));
+    // A list edited here stays.
+    page.hide();
+    hosts->setText(QStringLiteral("mine"));
+    rememberHosts({QStringLiteral("node8")});
+    page.show();
+    QCOMPARE(hosts->text(), QStringLiteral("mine"));
+    QTemporaryDir dir;
+    QFile config(dir.filePath(QStringLiteral("c.yaml")));
+    QVERIFY(config.open(QIODevice::WriteOnly));
+    config.write("distributed_type: MULTI_CPU\nnum_processes: 2\nuse_cpu: true\n");
+    config.close();
+    page.setConfigFile(config.fileName());
+    page.setScript(QStringLiteral("train.py"));
+    page.setHostEnvironment(QStringLiteral("GOOD=1 bad"));
+    page.setRunOnHosts(true);
+    QVERIFY(!page.launchButton()->isEnabled());
+    QVERIFY2(page.commandText().contains(QStringLiteral("expected KEY=VALUE")) &&
+                 page.commandText().contains(QStringLiteral("'bad'")),
+             qPrintable(page.commandText()));
 }
 
 void tst_StudioCluster::launchOnHostsAndStopLeavesNoProcess()

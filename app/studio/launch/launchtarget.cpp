@@ -8,6 +8,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QRegularExpression>
+#include <QShowEvent>
 
 namespace accel::app {
 
@@ -22,7 +23,8 @@ LaunchTarget::LaunchTarget(QWidget *parent) : QWidget(parent)
     m_hosts = new QLineEdit(this);
     m_hosts->setObjectName(QStringLiteral("launchHosts"));
     m_hosts->setPlaceholderText(tr("gpu1, gpu2 (machine 0 first; check them on the Hardware page's Cluster tab)"));
-    m_hosts->setText(rememberedHosts().join(QStringLiteral(", ")));
+    m_remembered = rememberedHosts().join(QStringLiteral(", "));
+    m_hosts->setText(m_remembered);
     form->addRow(tr("Hosts:"), m_hosts);
     m_environment = new QLineEdit(this);
     m_environment->setObjectName(QStringLiteral("hostEnvironment"));
@@ -44,6 +46,16 @@ LaunchTarget::LaunchTarget(QWidget *parent) : QWidget(parent)
         connect(edit, &QLineEdit::textChanged, this, &LaunchTarget::changed);
     m_hosts->setEnabled(false);
     m_environment->setEnabled(false);
+}
+
+void LaunchTarget::showEvent(QShowEvent *event)
+{
+    QWidget::showEvent(event);
+    const QString remembered = rememberedHosts().join(QStringLiteral(", "));
+    if (m_hosts->text() == m_remembered && remembered != m_remembered) {
+        m_remembered = remembered;
+        m_hosts->setText(remembered);
+    }
 }
 
 void LaunchTarget::setRunOnHosts(bool onHosts)

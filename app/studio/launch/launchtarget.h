@@ -33,10 +33,15 @@ public:
 Q_SIGNALS:
     void changed();
 
+protected:
+    // Takes up the list the Hardware page checked last, unless the field was edited here.
+    void showEvent(QShowEvent *event) override;
+
 private:
     QComboBox *m_target = nullptr;
     QLineEdit *m_hosts = nullptr;
     QLineEdit *m_environment = nullptr;
+    QString m_remembered; // the remembered list as last put into the field
 };
 
 } // namespace accel::app
