@@ -110,7 +110,8 @@ int runDeviceMap(int argc, char **argv)
     cli::OptionSpec noSplit;
     noSplit.name = "no_split";
     noSplit.valueName = "CLASS";
-    noSplit.help = "module classes never split across devices (several allowed); default: the family's block";
+    noSplit.help = "module classes never split across devices (several allowed); \"none\" for no class; default: "
+                   "the family's block";
     noSplit.repeatable = true;
     parser.addOption(noSplit);
     parser.addValue("dtype", "DTYPE",
@@ -136,8 +137,17 @@ int runDeviceMap(int argc, char **argv)
 
     bigmodel::DeviceMapOptions options;
     options.strategy = *bigmodel::parseDeviceMapStrategy(parser.valueOr("strategy", "auto"));
-    if (parser.isSet("no_split"))
-        options.noSplitClasses = parser.values("no_split");
+    if (parser.isSet("no_split")) {
+        std::vector<std::string> classes = parser.values("no_split");
+        if (std::find(classes.begin(), classes.end(), "none") != classes.end()) {
+            if (classes.size() > 1)
+                return fail(Error{ErrorCode::InvalidInput,
+                                  "--no_split: \"none\" means no class and cannot be combined with class names",
+                                  {}});
+            classes.clear();
+        }
+        options.noSplitClasses = classes;
+    }
     std::string dtypeName;
     if (auto d = parser.value("dtype")) {
         auto target = bigmodel::parseTargetDType(*d);

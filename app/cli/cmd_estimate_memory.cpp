@@ -38,6 +38,8 @@ nlohmann::ordered_json toJson(const bigmodel::MemoryEstimate &e)
     j["model"] = e.model;
     j["parameters"] = e.parameters;
     j["float32_total_bytes"] = e.float32Total;
+    j["base_module"] = e.baseModule;
+    j["float32_full_model_bytes"] = e.float32FullModel;
     j["largest_layer"] = {{"float32_bytes", e.float32Largest}, {"names", e.largestLayerNames}};
     j["batch"] = e.batch;
     j["context"] = e.context > 0 ? nlohmann::ordered_json(e.context) : nlohmann::ordered_json(nullptr);
@@ -51,6 +53,7 @@ nlohmann::ordered_json toJson(const bigmodel::MemoryEstimate &e)
         row["largest_layer_bytes"] = static_cast<uint64_t>(r.largestLayer + 0.5);
         row["total_bytes"] = static_cast<uint64_t>(r.totalSize + 0.5);
         row["training_adam_bytes"] = bytes(r.trainingAdam);
+        row["weights_bytes"] = static_cast<uint64_t>(r.weights + 0.5);
         row["kv_cache_bytes"] = bytes(r.kvCache);
         row["activation_bytes"] = bytes(r.activations);
         rows.push_back(row);

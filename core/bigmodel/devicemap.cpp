@@ -3,8 +3,8 @@
 #include "core/bigmodel/modulesizes.h"
 
 #include <algorithm>
-#include <deque>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace accel::bigmodel {
@@ -45,6 +45,89 @@ std::vector<WorkItem> splitItem(const ModelStructure &s, const std::string &name
     for (const std::string &c : m->children)
         items.push_back({c, false});
     return items;
+}
+
+// Members of tied groups that have one member inside `name` and one outside: the outside ones.
+std::vector<std::string> tiedOutside(const std::string &name, const std::vector<std::vector<std::string>> &groups)
+{
+    std::vector<std::string> outside;
+    for (const auto &group : groups) {
+        const bool any = std::any_of(group.begin(), group.end(), [&](const std::string &k) { return inside(name, k); });
+        const bool all = std::all_of(group.begin(), group.end(), [&](const std::string &k) { return inside(name, k); });
+        if (any && !all) {
+            for (const std::string &k : group) {
+                if (!inside(name, k))
+                    outside.push_back(k);
+            }
+        }
+    }
+    return outside;
+}
+
+struct SizeWithTies {
+    int64_t size = 0;
+    std::vector<std::string> modules; // the work-list entries holding the tied tensors
+};
+
+// get_module_size_with_ties: each tied tensor brings the work-list entry that holds it.
+SizeWithTies sizeWithTies(const std::vector<std::string> &tied, uint64_t moduleSize, const ModuleSizes &sizes,
+                          const std::vector<WorkItem> &list)
+{
+    SizeWithTies result{static_cast<int64_t>(moduleSize), {}};
+    for (const std::string &t : tied) {
+        const auto holder =
+            std::find_if(list.begin(), list.end(), [&](const WorkItem &w) { return startsWith(t, w.name + "."); });
+        if (holder == list.end())
+            continue;
+        result.modules.push_back(holder->name);
+        result.size += static_cast<int64_t>(sizes.of(holder->name)) - static_cast<int64_t>(sizes.of(t));
+    }
+    return result;
+}
+
+// fallback_allocate: depth first through the work list (a module that does not fit is replaced
+// by its direct parameters and children unless it is a leaf or no-split) for the first entry
+// whose size with ties is within `limit`. On success the work list has that entry's ancestors
+// split and the entry itself removed.
+std::optional<WorkItem> fallbackAllocate(const ModelStructure &s, const ModuleSizes &sizes, std::vector<WorkItem> &work,
+                                         int64_t limit, const std::vector<std::string> &noSplit,
+                                         const std::vector<std::vector<std::string>> &tiedGroups)
+{
+    if (limit < 0)
+        return std::nullopt;
+    std::vector<WorkItem> search = work;
+    std::optional<WorkItem> found;
+    while (!search.empty()) {
+        const WorkItem candidate = search.front();
+        search.erase(search.begin());
+        const auto ties =
+            sizeWithTies(tiedOutside(candidate.name, tiedGroups), sizes.of(candidate.name), sizes, search);
+        if (ties.size <= limit) {
+            found = candidate;
+            break;
+        }
+        if (!isSplittable(s, candidate, noSplit))
+            continue;
+        const auto children = splitItem(s, candidate.name);
+        search.insert(search.begin(), children.begin(), children.end());
+    }
+    if (!found)
+        return std::nullopt;
+    for (size_t dot = found->name.find('.'); dot != std::string::npos; dot = found->name.find('.', dot + 1)) {
+        const std::string parent = found->name.substr(0, dot);
+        const auto it = std::find_if(work.begin(), work.end(), [&](const WorkItem &w) { return w.name == parent; });
+        if (it == work.end() || it->tensor)
+            continue;
+        const size_t index = static_cast<size_t>(it - work.begin());
+        const auto children = splitItem(s, parent);
+        work.erase(work.begin() + static_cast<std::ptrdiff_t>(index));
+        work.insert(work.begin() + static_cast<std::ptrdiff_t>(index), children.begin(), children.end());
+    }
+    const auto it = std::find_if(work.begin(), work.end(), [&](const WorkItem &w) { return w.name == found->name; });
+    if (it == work.end())
+        return std::nullopt;
+    work.erase(it);
+    return found;
 }
 
 std::vector<WorkItem> modulesOnly(const std::vector<WorkItem> &items)
@@ -203,19 +286,7 @@ DeviceMapResult inferAutoDeviceMap(const ModelStructure &s, const DeviceMapOptio
         const int64_t moduleSize = static_cast<int64_t>(sizes.of(name));
 
         // Tied tensors with one member inside this entry and one outside.
-        std::vector<std::string> tiedParams;
-        for (const auto &group : tiedGroups) {
-            const bool any =
-                std::any_of(group.begin(), group.end(), [&](const std::string &k) { return inside(name, k); });
-            const bool all =
-                std::all_of(group.begin(), group.end(), [&](const std::string &k) { return inside(name, k); });
-            if (any && !all) {
-                for (const std::string &k : group) {
-                    if (!inside(name, k))
-                        tiedParams.push_back(k);
-                }
-            }
-        }
+        const std::vector<std::string> tiedParams = tiedOutside(name, tiedGroups);
 
         const std::string device = devices[std::min(current, devices.size() - 1)];
         const bool unlimited = device == "disk";
@@ -226,20 +297,12 @@ DeviceMapResult inferAutoDeviceMap(const ModelStructure &s, const DeviceMapOptio
             reserved = static_cast<int64_t>(maxLayer.size);
         }
 
-        // get_module_size_with_ties: each tied tensor brings the top-level entry that holds it.
-        int64_t sizeWithTies = moduleSize;
-        std::vector<std::string> tiedModules;
-        for (const std::string &tied : tiedParams) {
-            const auto holder = std::find_if(work.begin(), work.end(),
-                                             [&](const WorkItem &w) { return startsWith(tied, w.name + "."); });
-            if (holder == work.end())
-                continue;
-            tiedModules.push_back(holder->name);
-            sizeWithTies += static_cast<int64_t>(sizes.of(holder->name)) - static_cast<int64_t>(sizes.of(tied));
-        }
+        const SizeWithTies ties = sizeWithTies(tiedParams, sizes.of(name), sizes, work);
+        const int64_t withTies = ties.size;
+        const std::vector<std::string> &tiedModules = ties.modules;
 
-        if (unlimited || used[device] + sizeWithTies <= maxSize) {
-            used[device] += sizeWithTies;
+        if (unlimited || used[device] + withTies <= maxSize) {
+            used[device] += withTies;
             map.emplace_back(name, device);
             for (const std::string &tiedModule : tiedModules) {
                 const auto it =
@@ -285,54 +348,17 @@ DeviceMapResult inferAutoDeviceMap(const ModelStructure &s, const DeviceMapOptio
         }
 
         if (used[device] == 0 && options.fallbackAllocation && !unlimited) {
-            // Breadth first for any module that fits beside the reserve.
-            const int64_t room =
-                maxSize + reserved - std::max<int64_t>(static_cast<int64_t>(maxLayer.size), sizeWithTies);
-            std::deque<std::string> queue;
-            for (const WorkItem &w : work) {
-                if (!w.tensor)
-                    queue.push_back(w.name);
-            }
-            std::string found;
-            while (!queue.empty() && found.empty()) {
-                const std::string candidate = queue.front();
-                queue.pop_front();
-                if (static_cast<int64_t>(sizes.of(candidate)) <= room && sizes.of(candidate) > 0) {
-                    found = candidate;
-                    break;
-                }
-                if (const ModuleInfo *m = s.module(candidate)) {
-                    for (const std::string &c : m->children)
-                        queue.push_back(c);
-                }
-            }
-            if (!found.empty()) {
-                // Place the found module first: take it out of the work list (splitting its
-                // ancestors), then retry the current entry on the same device.
-                std::vector<WorkItem> next;
-                next.push_back({found, false});
-                std::vector<WorkItem> rest = {item};
-                rest.insert(rest.end(), work.begin(), work.end());
-                for (size_t i = 0; i < rest.size();) {
-                    if (rest[i].name == found) {
-                        rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(i));
-                    } else if (!rest[i].tensor && startsWith(found, rest[i].name + ".")) {
-                        auto children = splitItem(s, rest[i].name);
-                        rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(i));
-                        rest.insert(rest.begin() + static_cast<std::ptrdiff_t>(i), children.begin(), children.end());
-                    } else {
-                        ++i;
-                    }
-                }
-                next.insert(next.end(), rest.begin(), rest.end());
-                work = std::move(next);
-                maxLayer = maxLayerSize(modulesOnly(work), s, sizes, noSplit);
+            // Any entry that fits beside the reserve goes first; the current one is retried after it.
+            const int64_t limit = maxMemory[device] - std::max<int64_t>(static_cast<int64_t>(maxLayer.size), withTies);
+            if (auto found = fallbackAllocate(s, sizes, work, limit - used[device], noSplit, tiedGroups)) {
+                work.insert(work.begin(), item);
+                work.insert(work.begin(), *found);
                 continue;
             }
         }
 
         if (used[device] == 0)
-            minimumNeeded[device] = sizeWithTies + reserved;
+            minimumNeeded[device] = withTies + reserved;
         used[device] += reserved;
         ++current;
         work.insert(work.begin(), item);

@@ -23,12 +23,29 @@ const EstimateDtype kDtypes[] = {
     {"fp8", 4, true, 1},     {"int8", 4, false, 2},   {"int4", 8, false, 2},
 };
 
+// Characters, not bytes: titles carry the model's name, which may be any UTF-8 text.
+size_t characters(const std::string &text)
+{
+    return static_cast<size_t>(
+        std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+}
+
+// Python's str.center: the odd space goes left when the width is odd, right when it is even.
 std::string centre(const std::string &text, size_t width)
 {
-    if (text.size() >= width)
+    const size_t length = characters(text);
+    if (length >= width)
         return text;
-    const size_t pad = width - text.size();
-    return std::string(pad / 2, ' ') + text + std::string(pad - pad / 2, ' ');
+    const size_t margin = width - length;
+    const size_t left = margin / 2 + (margin & width & 1);
+    return std::string(left, ' ') + text + std::string(margin - left, ' ');
+}
+
+// printf's "%Ns": right-aligned in N characters, never cut.
+std::string rightAligned(const std::string &text, size_t width)
+{
+    const size_t length = characters(text);
+    return length >= width ? text : std::string(width - length, ' ') + text;
 }
 
 std::string repeat(const std::string &s, size_t n)
@@ -48,10 +65,16 @@ Result<MemoryEstimate> estimateMemory(const LoadedModel &model, const std::vecto
     estimate.model = model.name;
     const ModelStructure &s = model.structure;
     estimate.parameters = s.parameterCount();
-    // Accelerate builds the model in float32: every floating tensor counts 4 bytes.
+    // Accelerate builds the model in float32: every floating tensor counts 4 bytes. It builds
+    // transformers' AutoModel, the base model without the causal-LM head, so its figures are
+    // those of the base module ("model" / "transformer"); the inference weights keep the head.
     const ModuleSizes sizes(s, TargetDType{"float32", 4, true}, true);
-    estimate.float32Total = sizes.of("");
-    const MaxLayer largest = maxLayerSize(rootWorkList(s), s, sizes, s.noSplitClasses);
+    estimate.float32FullModel = sizes.of("");
+    const std::string base = baseModelName(s.family);
+    const bool hasBase = !base.empty() && s.module(base);
+    estimate.baseModule = hasBase ? base : std::string();
+    estimate.float32Total = sizes.of(estimate.baseModule);
+    const MaxLayer largest = maxLayerSize(moduleWorkList(s, estimate.baseModule), s, sizes, s.noSplitClasses);
     estimate.float32Largest = largest.size;
     estimate.largestLayerNames = largest.names;
     estimate.batch = batch;
@@ -78,6 +101,7 @@ Result<MemoryEstimate> estimateMemory(const LoadedModel &model, const std::vecto
         row.dtype = name;
         const double total = static_cast<double>(estimate.float32Total);
         row.totalSize = total / d->divisor;
+        row.weights = static_cast<double>(estimate.float32FullModel) / d->divisor;
         row.largestLayer = static_cast<double>(estimate.float32Largest) / d->divisor;
         if (d->training)
             row.trainingAdam = d->divisor == 1 ? 4 * total : 2 * total;
@@ -107,37 +131,46 @@ Result<MemoryEstimate> estimateMemory(const LoadedModel &model, const std::vecto
 std::string renderBoxTable(const std::string &title, const std::vector<std::string> &headers,
                            const std::vector<std::vector<std::string>> &rows)
 {
-    std::vector<size_t> widths;
-    for (size_t i = 0; i < headers.size(); ++i) {
-        size_t w = headers[i].size();
+    // Accelerate's layout, quirks included: columns as wide as their widest cell, no padding; a
+    // title wider than the columns widens the last column by the difference twice over.
+    const size_t count = headers.size();
+    std::vector<size_t> widths(count);
+    for (size_t i = 0; i < count; ++i) {
+        widths[i] = characters(headers[i]);
         for (const auto &row : rows)
-            w = std::max(w, i < row.size() ? row[i].size() : 0);
-        widths.push_back(w + 2);
+            widths[i] = std::max(widths[i], i < row.size() ? characters(row[i]) : 0);
     }
-    const size_t inner = std::accumulate(widths.begin(), widths.end(), size_t(0)) + widths.size() - 1;
-    if (title.size() + 2 > inner)
-        widths.back() += title.size() + 2 - inner;
-    const size_t span = std::accumulate(widths.begin(), widths.end(), size_t(0)) + widths.size() - 1;
-    auto line = [&](const char *left, const char *middle, const char *right) {
+    const std::vector<size_t> cellWidths = widths; // what the row format keeps
+    const size_t sum = std::accumulate(widths.begin(), widths.end(), size_t(0));
+    size_t extra = 0;
+    if (characters(title) > sum) {
+        const size_t separatorLength = sum + (count - 1) + 2;
+        extra = characters(title) > separatorLength ? characters(title) - separatorLength
+                                                    : separatorLength - characters(title);
+    }
+    widths.back() += extra;
+    auto rule = [&](const char *left, const char *middle, const char *right, size_t trailing) {
         std::string out = left;
-        for (size_t i = 0; i < widths.size(); ++i)
-            out += repeat("─", widths[i]) + (i + 1 < widths.size() ? middle : "");
-        return out + right + "\n";
+        for (size_t i = 0; i < count; ++i)
+            out += (i ? middle : "") + repeat("─", widths[i]);
+        return out + repeat("─", trailing) + right + "\n";
     };
-    auto cells = [&](const std::vector<std::string> &values) {
+    const std::string separator = rule("├", "┼", "┤", extra);
+    std::string table = rule("┌", "─", "┐", extra);
+    table += "│" + centre(title, characters(separator) - 3) + "│\n";
+    table += rule("├", "┬", "┤", extra);
+    widths.back() += extra;
+    auto line = [&](const std::vector<std::string> &values) {
         std::string out = "│";
-        for (size_t i = 0; i < widths.size(); ++i)
-            out += centre(i < values.size() ? values[i] : std::string(), widths[i]) + "│";
+        for (size_t i = 0; i < count; ++i)
+            out += rightAligned(centre(i < values.size() ? values[i] : std::string(), widths[i]), cellWidths[i]) + "│";
         return out + "\n";
     };
-    std::string table = "┌" + repeat("─", span) + "┐\n";
-    table += "│" + centre(title, span) + "│\n";
-    table += line("├", "┬", "┤");
-    table += cells(headers);
-    table += line("├", "┼", "┤");
+    table += line(headers);
+    table += separator;
     for (const auto &row : rows)
-        table += cells(row);
-    table += line("└", "┴", "┘");
+        table += line(row);
+    table += rule("└", "┴", "┘", 0);
     return table;
 }
 
@@ -152,10 +185,9 @@ std::string renderEstimate(const MemoryEstimate &e)
     if (e.context > 0) {
         std::vector<std::vector<std::string>> inference;
         for (const EstimateRow &r : e.rows)
-            inference.push_back(
-                {r.dtype, formatAccelerateSize(r.totalSize), formatAccelerateSize(r.kvCache.value_or(0)),
-                 formatAccelerateSize(r.activations.value_or(0)),
-                 formatAccelerateSize(r.totalSize + r.kvCache.value_or(0) + r.activations.value_or(0))});
+            inference.push_back({r.dtype, formatAccelerateSize(r.weights), formatAccelerateSize(r.kvCache.value_or(0)),
+                                 formatAccelerateSize(r.activations.value_or(0)),
+                                 formatAccelerateSize(r.weights + r.kvCache.value_or(0) + r.activations.value_or(0))});
         out +=
             renderBoxTable("Inference with batch " + std::to_string(e.batch) + ", context " + std::to_string(e.context),
                            {"dtype", "Weights", "KV cache", "Activations", "Total"}, inference);

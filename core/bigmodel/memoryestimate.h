@@ -1,6 +1,7 @@
-// `accel estimate-memory` (facts 4.3): Accelerate's table of the largest layer, total size and
-// training-with-Adam estimate per dtype, computed from a float32 model, plus inference memory for a
-// batch and context (weights, KV cache, activations) when the family's shapes are known.
+// `accel estimate-memory`: Accelerate's table of the largest layer, total size and
+// training-with-Adam estimate per dtype, computed as Accelerate does from the float32 base model
+// (transformers' AutoModel: no causal-LM head), plus inference memory for a batch and context
+// (weights of the whole model, KV cache, activations) when the family's shapes are known.
 #pragma once
 
 #include "core/bigmodel/modelloader.h"
@@ -16,7 +17,8 @@ namespace accel::bigmodel {
 struct EstimateRow {
     std::string dtype;
     double largestLayer = 0;            // bytes
-    double totalSize = 0;               // bytes
+    double totalSize = 0;               // bytes, of the base model (Accelerate's "Total Size")
+    double weights = 0;                 // bytes of the whole model, head included (inference)
     std::optional<double> trainingAdam; // bytes; none for int8/int4 (Accelerate prints N/A)
     // Inference at `batch` × `context` tokens (only when the model's shapes are known).
     std::optional<double> kvCache;
@@ -26,7 +28,9 @@ struct EstimateRow {
 struct MemoryEstimate {
     std::string model;
     uint64_t parameters = 0;
-    uint64_t float32Total = 0;
+    std::string baseModule;        // the module Accelerate's figures cover ("" = the whole model)
+    uint64_t float32Total = 0;     // that module in float32
+    uint64_t float32FullModel = 0; // the whole model (causal-LM head included) in float32
     uint64_t float32Largest = 0;
     std::vector<std::string> largestLayerNames;
     int64_t batch = 1;

@@ -46,9 +46,10 @@ std::string trim(const std::string &s)
 // Python's repr of round(x, 2) for a float: shortest form, at least one decimal.
 std::string pythonRound2(double x)
 {
-    const double r = std::round(x * 100.0) / 100.0;
+    // Python's round(x, 2) rounds the exact binary value, ties to even (72.125 -> 72.12), as
+    // printf's "%.2f" does; multiplying by 100 first would round 72.125 up.
     char buffer[64];
-    std::snprintf(buffer, sizeof buffer, "%.2f", r);
+    std::snprintf(buffer, sizeof buffer, "%.2f", x);
     std::string s = buffer;
     while (s.size() > 1 && s.back() == '0' && s[s.size() - 2] != '.')
         s.pop_back();

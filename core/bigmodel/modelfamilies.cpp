@@ -46,6 +46,9 @@ class Builder {
 public:
     Builder(ModelStructure &s, DType dtype) : m_s(s), m_dtype(dtype) {}
     void module(const std::string &name, const std::string &cls) { m_s.addModule(name, cls); }
+    // A module without parameters or buffers (dropout, activation): it has no size, but it is a
+    // child like any other, so a split parent's work list and the device map name it.
+    void plain(const std::string &name, const std::string &cls) { m_s.addModule(name, cls); }
     void param(const std::string &name, std::vector<int64_t> shape)
     {
         m_s.addTensor({name, m_dtype, std::move(shape), 0, false, {}});
@@ -96,6 +99,7 @@ void buildGpt2(const ModelConfig &c, Builder &b)
     b.module("transformer", "GPT2Model");
     b.embedding("transformer.wte", c.vocabSize, h);
     b.embedding("transformer.wpe", c.maxPositions, h);
+    b.plain("transformer.drop", "Dropout");
     b.module("transformer.h", "ModuleList");
     for (int64_t i = 0; i < c.numLayers; ++i) {
         const std::string p = "transformer.h." + std::to_string(i);
@@ -104,16 +108,20 @@ void buildGpt2(const ModelConfig &c, Builder &b)
         b.module(p + ".attn", "GPT2Attention");
         b.conv1d(p + ".attn.c_attn", h, 3 * h);
         b.conv1d(p + ".attn.c_proj", h, h);
+        b.plain(p + ".attn.attn_dropout", "Dropout");
+        b.plain(p + ".attn.resid_dropout", "Dropout");
         b.layerNorm(p + ".ln_2", h);
         b.module(p + ".mlp", "GPT2MLP");
         b.conv1d(p + ".mlp.c_fc", h, inner);
         b.conv1d(p + ".mlp.c_proj", inner, h);
+        b.plain(p + ".mlp.act", "NewGELUActivation");
+        b.plain(p + ".mlp.dropout", "Dropout");
     }
     b.layerNorm("transformer.ln_f", h);
     b.linear("lm_head", h, c.vocabSize, false);
 }
 
-void buildLlamaLike(const ModelConfig &c, Builder &b)
+void buildLlamaLike(const ModelConfig &c, Builder &b, MixtralLayout layout)
 {
     const std::string k = classPrefix(c.modelType);
     const int64_t h = c.hiddenSize;
@@ -130,7 +138,7 @@ void buildLlamaLike(const ModelConfig &c, Builder &b)
         b.linear(p + ".self_attn.k_proj", h, kvOut, c.attentionBias);
         b.linear(p + ".self_attn.v_proj", h, kvOut, c.attentionBias);
         b.linear(p + ".self_attn.o_proj", qOut, h, c.modelType == "llama" && c.attentionBias);
-        if (c.modelType == "mixtral") {
+        if (c.modelType == "mixtral" && layout == MixtralLayout::PerExpert) {
             const std::string m = p + ".block_sparse_moe";
             b.module(m, "MixtralSparseMoeBlock");
             b.linear(m + ".gate", h, c.numExperts, false);
@@ -141,19 +149,33 @@ void buildLlamaLike(const ModelConfig &c, Builder &b)
                 b.linear(x + ".w1", h, c.intermediateSize, false);
                 b.linear(x + ".w2", c.intermediateSize, h, false);
                 b.linear(x + ".w3", h, c.intermediateSize, false);
+                b.plain(x + ".act_fn", "SiLUActivation");
             }
+        } else if (c.modelType == "mixtral") {
+            // transformers 5: the router and one module holding every expert's weights as 3-D tensors.
+            const std::string m = p + ".mlp";
+            b.module(m, "MixtralSparseMoeBlock");
+            b.module(m + ".gate", "MixtralTopKRouter");
+            b.param(m + ".gate.weight", {c.numExperts, h});
+            b.module(m + ".experts", "MixtralExperts");
+            b.param(m + ".experts.gate_up_proj", {c.numExperts, 2 * c.intermediateSize, h});
+            b.param(m + ".experts.down_proj", {c.numExperts, h, c.intermediateSize});
+            b.plain(m + ".experts.act_fn", "SiLUActivation");
         } else {
             b.module(p + ".mlp", k + "MLP");
             b.linear(p + ".mlp.gate_proj", h, c.intermediateSize, c.mlpBias);
             b.linear(p + ".mlp.up_proj", h, c.intermediateSize, c.mlpBias);
             b.linear(p + ".mlp.down_proj", c.intermediateSize, h, c.mlpBias);
+            b.plain(p + ".mlp.act_fn", "SiLUActivation");
         }
         b.rmsNorm(p + ".input_layernorm", k + "RMSNorm", h);
         b.rmsNorm(p + ".post_attention_layernorm", k + "RMSNorm", h);
     }
     b.rmsNorm("model.norm", k + "RMSNorm", h);
     b.module("model.rotary_emb", k + "RotaryEmbedding");
+    // Both non-persistent: the frequencies and the copy dynamic RoPE variants reset to.
     b.buffer("model.rotary_emb.inv_freq", DType::F32, {c.headDim / 2});
+    b.buffer("model.rotary_emb.original_inv_freq", DType::F32, {c.headDim / 2});
     b.linear("lm_head", h, c.vocabSize, false);
 }
 
@@ -162,6 +184,17 @@ void buildLlamaLike(const ModelConfig &c, Builder &b)
 std::vector<std::string> supportedFamilies()
 {
     return {"gpt2", "llama", "mistral", "qwen2", "mixtral"};
+}
+
+std::string baseModelName(const std::string &modelType)
+{
+    if (modelType == "gpt2")
+        return "transformer";
+    for (const std::string &f : supportedFamilies()) {
+        if (f == modelType)
+            return "model";
+    }
+    return {};
 }
 
 std::string noSplitClassFor(const std::string &modelType)
@@ -270,7 +303,8 @@ Result<ModelConfig> parseModelConfig(const std::string &text, const std::string 
         c.intermediateSize = size.get("intermediate_size", llama ? 11008 : qwen ? 22016 : 14336, 1, m.width);
         c.numLayers = size.get("num_hidden_layers", 32, 0, m.layers);
         c.numHeads = size.get("num_attention_heads", 32, 1, m.heads);
-        c.numKeyValueHeads = size.get("num_key_value_heads", llama || qwen ? c.numHeads : 8, 1, m.heads);
+        // transformers' defaults when the key is absent: Llama the head count, Qwen2 32, the others 8.
+        c.numKeyValueHeads = size.get("num_key_value_heads", llama ? c.numHeads : qwen ? 32 : 8, 1, m.heads);
         c.maxPositions = size.get("max_position_embeddings", llama ? 2048 : qwen ? 32768 : 4096 * 32, 0, m.positions);
         c.tieWordEmbeddings = boolOr(j, "tie_word_embeddings", false);
         c.attentionBias = qwen ? true : boolOr(j, "attention_bias", false);
@@ -315,7 +349,7 @@ Result<ModelConfig> readModelConfig(const std::string &path)
     return parseModelConfig(*text, path);
 }
 
-ModelStructure buildModelStructure(const ModelConfig &config, std::optional<DType> dtype)
+ModelStructure buildModelStructure(const ModelConfig &config, std::optional<DType> dtype, MixtralLayout layout)
 {
     ModelStructure s;
     s.family = config.modelType;
@@ -326,7 +360,7 @@ ModelStructure buildModelStructure(const ModelConfig &config, std::optional<DTyp
     if (config.modelType == "gpt2")
         buildGpt2(config, b);
     else
-        buildLlamaLike(config, b);
+        buildLlamaLike(config, b, layout);
     if (config.tieWordEmbeddings)
         s.tie("lm_head.weight", config.modelType == "gpt2" ? "transformer.wte.weight" : "model.embed_tokens.weight");
     return s;

@@ -61,8 +61,19 @@ Result<ModelConfig> readModelConfig(const std::string &path);
 // The no-split block class of a family ("LlamaDecoderLayer").
 std::string noSplitClassFor(const std::string &modelType);
 
-// The full module tree of the family's causal-LM model; tensors get `dtype` (the config's
-// torch_dtype when not given, float32 when neither).
-ModelStructure buildModelStructure(const ModelConfig &config, std::optional<DType> dtype = std::nullopt);
+// How a Mixtral layer holds its experts: transformers 5 builds one MixtralExperts module with
+// 3-D gate_up_proj / down_proj tensors under "mlp"; checkpoints on the Hub (and transformers 4)
+// name one module per expert under "block_sparse_moe.experts.N" (w1, w2, w3).
+enum class MixtralLayout { Fused, PerExpert };
+
+// The full module tree of the family's causal-LM model as transformers builds it from the config
+// (parameter-less modules such as dropouts and activations included); tensors get `dtype` (the
+// config's torch_dtype when not given, float32 when neither).
+ModelStructure buildModelStructure(const ModelConfig &config, std::optional<DType> dtype = std::nullopt,
+                                   MixtralLayout layout = MixtralLayout::Fused);
+
+// The base model under the causal-LM head ("transformer" for gpt2, "model" otherwise), or ""
+// when the family is unknown.
+std::string baseModelName(const std::string &modelType);
 
 } // namespace accel::bigmodel

@@ -65,9 +65,14 @@ ModelStructure structureFromCheckpoint(const Checkpoint &checkpoint, const std::
         }))
         prefix = "transformer.";
 
+    // Mixtral checkpoints name one module per expert; transformers 5 fuses them when it loads.
+    const bool perExpert = std::any_of(tensors.begin(), tensors.end(), [](const TensorInfo *t) {
+        return t->name.find(".block_sparse_moe.") != std::string::npos;
+    });
     ModelStructure reference;
     if (config)
-        reference = buildModelStructure(*config);
+        reference =
+            buildModelStructure(*config, std::nullopt, perExpert ? MixtralLayout::PerExpert : MixtralLayout::Fused);
     std::unordered_map<std::string, size_t> order;
     for (size_t i = 0; i < reference.tensors().size(); ++i)
         order.emplace(reference.tensors()[i].name, i);

@@ -101,7 +101,14 @@ MaxLayer maxLayerSize(const std::vector<WorkItem> &items, const ModelStructure &
 
 std::vector<WorkItem> rootWorkList(const ModelStructure &structure)
 {
-    const ModuleInfo *root = structure.module("");
+    return moduleWorkList(structure, "");
+}
+
+std::vector<WorkItem> moduleWorkList(const ModelStructure &structure, const std::string &module)
+{
+    const ModuleInfo *root = structure.module(module);
+    if (!root)
+        return {};
     std::vector<WorkItem> items;
     for (const std::string &p : root->parameters)
         items.push_back({p, true});

@@ -56,6 +56,8 @@ MaxLayer maxLayerSize(const std::vector<WorkItem> &items, const ModelStructure &
 
 // The root's work list: its own parameters, its children, its own buffers.
 std::vector<WorkItem> rootWorkList(const ModelStructure &structure);
+// The same list for any module (empty when there is no such module).
+std::vector<WorkItem> moduleWorkList(const ModelStructure &structure, const std::string &module);
 
 // get_balanced_memory. `userGaveBudgets` false applies the ×0.9 single-GPU reserve.
 DeviceBudgets balancedBudgets(const ModelStructure &structure, const ModuleSizes &sizes, DeviceBudgets budgets,

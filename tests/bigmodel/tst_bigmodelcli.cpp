@@ -59,9 +59,9 @@ private Q_SLOTS:
         const auto r = test::runAccel({"estimate-memory", m_model});
         QCOMPARE(r.exitCode, 0);
         QVERIFY2(r.out.contains("Memory Usage for loading `tiny`"), qPrintable(r.out));
-        QVERIFY(r.out.contains(QStringLiteral("│  dtype  │ Largest Layer │")));
+        QVERIFY(r.out.contains(QStringLiteral("│ dtype │Largest Layer│Total Size│Training using Adam│")));
         // Default dtypes, as Accelerate: float32, float16, int8, int4.
-        QVERIFY(r.out.contains(" float32 ") && r.out.contains(" int4 ") && !r.out.contains("bfloat16"));
+        QVERIFY(r.out.contains(QStringLiteral("│float32│")) && r.out.contains(" int4 ") && !r.out.contains("bfloat16"));
         QVERIFY(r.out.contains("N/A"));
         QVERIFY(r.out.contains("Inference with batch 1, context 128"));
     }
@@ -78,11 +78,15 @@ private Q_SLOTS:
         // Parameters: embed 64·16, lm_head 64·16, 4 layers × (q 256 + k 128 + v 128 + o 256 +
         // mlp 3·512 + norms 32) = 4 × 2336, final norm 16 → 1024 + 1024 + 9344 + 16 = 11408.
         QCOMPARE(j["parameters"].get<uint64_t>(), uint64_t(11408));
-        // float32 bytes include the rotary buffer (4 floats).
-        QCOMPARE(j["float32_total_bytes"].get<uint64_t>(), uint64_t(11408 * 4 + 16));
+        // Accelerate's figures are of the base model (no lm_head, 1024 parameters) and include the
+        // two rotary buffers (4 floats each); the inference weights keep the head.
+        QCOMPARE(j["float32_total_bytes"].get<uint64_t>(), uint64_t(10384 * 4 + 32));
+        QCOMPARE(j["base_module"].get<std::string>(), std::string("model"));
+        QCOMPARE(j["float32_full_model_bytes"].get<uint64_t>(), uint64_t(11408 * 4 + 32));
         QCOMPARE(j["rows"].size(), size_t(2));
         QCOMPARE(j["rows"][1]["dtype"].get<std::string>(), std::string("bfloat16"));
-        QCOMPARE(j["rows"][1]["training_adam_bytes"].get<uint64_t>(), uint64_t(2 * (11408 * 4 + 16)));
+        QCOMPARE(j["rows"][1]["training_adam_bytes"].get<uint64_t>(), uint64_t(2 * (10384 * 4 + 32)));
+        QCOMPARE(j["rows"][1]["weights_bytes"].get<uint64_t>(), uint64_t((11408 * 4 + 32) / 2));
         // KV cache: 2 × 10 tokens × 4 layers × 2 (k, v) × 1 head × 8 dims × 2 bytes = 2560.
         QCOMPARE(j["rows"][1]["kv_cache_bytes"].get<uint64_t>(), uint64_t(2560));
     }

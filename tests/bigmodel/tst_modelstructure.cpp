@@ -130,6 +130,37 @@ private Q_SLOTS:
         QVERIFY(s.tensor("model.rotary_emb.inv_freq") && s.tensor("model.rotary_emb.inv_freq")->buffer);
     }
 
+    // Found by tst_devicemapcompat: transformers' Qwen2 defaults to 32 key/value heads when
+    // config.json has no num_key_value_heads (Llama: the head count; Mistral, Mixtral: 8).
+    void absentKeyValueHeadsTakeTransformersDefaults()
+    {
+        for (const auto &[type, heads] : std::vector<std::pair<std::string, int64_t>>{
+                 {"qwen2", 32}, {"llama", 4}, {"mistral", 8}, {"mixtral", 8}}) {
+            auto parsed = parseModelConfig(
+                R"({"model_type":")" + type + R"(","hidden_size":64,"num_attention_heads":4})", "config.json");
+            QVERIFY(parsed);
+            QCOMPARE(parsed->numKeyValueHeads, heads);
+        }
+    }
+
+    // transformers 5 builds Mixtral's experts as one module with 3-D tensors; the Hub's checkpoint
+    // names keep one module per expert.
+    void mixtralLayouts()
+    {
+        auto parsed = parseModelConfig(R"({"model_type":"mixtral","hidden_size":64,"intermediate_size":32,
+            "num_attention_heads":4,"num_hidden_layers":1,"num_local_experts":4,"vocab_size":100})",
+                                       "config.json");
+        QVERIFY(parsed);
+        const ModelStructure fused = buildModelStructure(*parsed);
+        QCOMPARE(fused.tensor("model.layers.0.mlp.experts.gate_up_proj")->shape, (std::vector<int64_t>{4, 64, 64}));
+        QCOMPARE(fused.module("model.layers.0.mlp.experts")->className, std::string("MixtralExperts"));
+        QCOMPARE(fused.module("model.layers.0.mlp.experts")->children,
+                 std::vector<std::string>{"model.layers.0.mlp.experts.act_fn"});
+        const ModelStructure perExpert = buildModelStructure(*parsed, std::nullopt, MixtralLayout::PerExpert);
+        QVERIFY(perExpert.tensor("model.layers.0.block_sparse_moe.experts.3.w2.weight"));
+        QCOMPARE(fused.parameterCount(), perExpert.parameterCount());
+    }
+
     void gpt2HubNamesGetTheirPrefix()
     {
         const std::string config =
