@@ -1,6 +1,7 @@
 #include "core/common/jsondocument.h"
 
 #include "core/common/fileutil.h"
+#include "core/common/utf8.h"
 
 #include <new>
 #include <vector>
@@ -47,7 +48,10 @@ public:
         const size_t bracket = what.find("] ");
         if (bracket != std::string::npos)
             what = what.substr(bracket + 2);
-        m_failure = (m_limits.subject.empty() ? "" : m_limits.subject + " is ") + "not valid JSON: " + what;
+        // nlohmann quotes the bytes it read last as they are: a message must stay valid UTF-8 to be
+        // written into JSON (an event, a --json answer) at all.
+        m_failure =
+            (m_limits.subject.empty() ? "" : m_limits.subject + " is ") + "not valid JSON: " + utf8::toValid(what);
         return false;
     }
 
@@ -111,7 +115,7 @@ Result<json> parseJson(std::string_view text, const std::string &source, const J
     } catch (const std::bad_alloc &) {
         return makeError(ErrorCode::InvalidInput, "not enough memory to hold the JSON document", source);
     } catch (const std::exception &e) {
-        return makeError(ErrorCode::InvalidInput, std::string("not valid JSON: ") + e.what(), source);
+        return makeError(ErrorCode::InvalidInput, "not valid JSON: " + utf8::toValid(e.what()), source);
     }
     return root;
 }

@@ -1,8 +1,8 @@
 #include "core/inference/servesession.h"
 
-#include "core/common/jsondocument.h"
 #include "core/inference/causallm.h"
 #include "core/inference/inferencemodel.h"
+#include "core/inference/serverequest.h"
 #include "core/inference/textcodec.h"
 #include "core/inference/workeroptions.h"
 
@@ -13,6 +13,7 @@
 #include <deque>
 #include <istream>
 #include <mutex>
+#include <optional>
 #include <ostream>
 #include <thread>
 
@@ -21,20 +22,6 @@ namespace accel::inference {
 namespace {
 
 using nlohmann::json;
-
-// A prompt of several megabytes is plausible; a request line beyond this is not.
-constexpr size_t kMaxRequestBytes = 64u << 20;
-
-// The request's "op" ("" when missing; a value that is not a string as its JSON text).
-std::string opOf(const json &message)
-{
-    if (!message.is_object())
-        return {};
-    const auto op = message.find("op");
-    if (op == message.end())
-        return {};
-    return op->is_string() ? op->get<std::string>() : jsonutil::jsonExcerpt(*op);
-}
 
 class Session {
 public:
@@ -45,17 +32,16 @@ private:
     void emit(const nlohmann::ordered_json &event);
     void error(const json &id, const Error &e);
     void readLoop();
-    void handle(const json &message);
-    void dispatch(const std::string &op, const json &message, const json &id);
-    void load(const json &message, const json &id);
-    void generateRequest(const json &message, const json &id);
+    void handle(const ServeRequest &request);
+    void load(const ServeRequest &request);
+    void generateRequest(const ServeRequest &request);
 
     std::istream &m_in;
     std::ostream &m_out;
     std::mutex m_outMutex;
     std::mutex m_queueMutex;
     std::condition_variable m_queueReady;
-    std::deque<json> m_queue;
+    std::deque<ServeRequestResult> m_queue; // requests and refused lines, answered in order
     bool m_inputEnded = false;
     std::atomic<bool> m_cancel{false};
     std::unique_ptr<InferenceModel> m_model;
@@ -65,7 +51,9 @@ private:
 void Session::emit(const nlohmann::ordered_json &event)
 {
     std::lock_guard<std::mutex> lock(m_outMutex);
-    m_out << event.dump() << "\n";
+    // Replacement characters rather than an exception for text that is not UTF-8 (a token piece,
+    // a message quoting input): an event that cannot be written would end the session.
+    m_out << event.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
     m_out.flush();
 }
 
@@ -74,52 +62,21 @@ void Session::error(const json &id, const Error &e)
     emit({{"event", "error"}, {"id", id}, {"code", errorCodeName(e.code)}, {"message", e.toString()}});
 }
 
-// Reads one line of at most kMaxRequestBytes (without its newline) into `line`; a longer one is
-// skipped to its end and `tooLong` set. False at the end of the input.
-bool readRequestLine(std::istream &in, std::string &line, bool &tooLong)
-{
-    line.clear();
-    tooLong = false;
-    std::streambuf *buffer = in.rdbuf();
-    for (;;) {
-        const int c = buffer->sbumpc();
-        if (c == std::char_traits<char>::eof())
-            return !line.empty() || tooLong;
-        if (c == '\n')
-            return true;
-        if (line.size() < kMaxRequestBytes)
-            line.push_back(static_cast<char>(c));
-        else
-            tooLong = true;
-    }
-}
-
 void Session::readLoop()
 {
     std::string line;
     bool tooLong = false;
-    while (readRequestLine(m_in, line, tooLong)) {
-        if (tooLong) {
-            error(nullptr, Error{ErrorCode::InvalidInput,
-                                 "request longer than " + std::to_string(kMaxRequestBytes) + " bytes; ignored",
-                                 {}});
+    while (readServeRequestLine(m_in, line, tooLong)) {
+        if (!tooLong && isBlankServeLine(line))
             continue;
-        }
-        if (line.find_first_not_of(" \t\r") == std::string::npos)
-            continue;
-        auto parsed = jsonutil::parseJson(line, {});
-        if (!parsed) {
-            error(nullptr, Error{ErrorCode::InvalidInput, "not a JSON line: " + parsed.error().message, {}});
-            continue;
-        }
-        json message = std::move(*parsed);
+        ServeRequestResult request = tooLong ? tl::unexpected(serveLineTooLong()) : parseServeRequest(line);
         // Cancel acts at once, even while a generation is running.
-        if (opOf(message) == "cancel") {
+        if (request && request->op == ServeOp::Cancel) {
             m_cancel = true;
             continue;
         }
         std::lock_guard<std::mutex> lock(m_queueMutex);
-        m_queue.push_back(std::move(message));
+        m_queue.push_back(std::move(request));
         m_queueReady.notify_one();
     }
     std::lock_guard<std::mutex> lock(m_queueMutex);
@@ -133,62 +90,54 @@ int Session::run()
     std::thread reader(&Session::readLoop, this);
     reader.detach(); // blocked reading until the pipe closes; nothing of it outlives the data it uses
     while (true) {
-        json message;
+        std::optional<ServeRequestResult> request;
         {
             std::unique_lock<std::mutex> lock(m_queueMutex);
             m_queueReady.wait(lock, [&] { return !m_queue.empty() || m_inputEnded; });
             if (m_queue.empty())
                 return 0;
-            message = std::move(m_queue.front());
+            request = std::move(m_queue.front());
             m_queue.pop_front();
         }
-        if (opOf(message) == "shutdown") {
+        if (!*request) {
+            error(request->error().id, request->error().error);
+            continue;
+        }
+        if ((*request)->op == ServeOp::Shutdown) {
             emit({{"event", "bye"}});
             return 0;
         }
-        handle(message);
+        try {
+            handle(**request);
+        } catch (const std::exception &e) {
+            error((*request)->id, Error{ErrorCode::Failed, e.what(), {}});
+        }
     }
 }
 
-void Session::handle(const json &message)
+void Session::handle(const ServeRequest &request)
 {
-    const json id = message.is_object() && message.contains("id") ? message["id"] : json(nullptr);
-    const std::string op = opOf(message);
-    try {
-        dispatch(op, message, id);
-    } catch (const std::exception &e) {
-        // A field of the wrong type read by json::value(): the request is refused, the worker lives.
-        error(id, Error{ErrorCode::InvalidInput, op + ": " + e.what(), {}});
-    }
-}
-
-void Session::dispatch(const std::string &op, const json &message, const json &id)
-{
-    if (op == "load") {
-        load(message, id);
-    } else if (op == "generate") {
-        generateRequest(message, id);
-    } else if (op == "unload") {
+    switch (request.op) {
+    case ServeOp::Load:
+        return load(request);
+    case ServeOp::Generate:
+        return generateRequest(request);
+    case ServeOp::Unload:
         m_model.reset();
         m_codec = TextCodec();
-        emit({{"event", "unloaded"}, {"id", id}});
-    } else {
-        error(id, Error{ErrorCode::InvalidInput,
-                        "op: expected load, generate, cancel, unload or shutdown; got '" + op + "'",
-                        {}});
+        return emit({{"event", "unloaded"}, {"id", request.id}});
+    case ServeOp::Cancel:
+    case ServeOp::Shutdown:
+        return; // taken by the reader and the loop
     }
 }
 
-void Session::load(const json &message, const json &id)
+void Session::load(const ServeRequest &request)
 {
-    const std::string dir = message.value("model", "");
-    if (dir.empty())
-        return error(id, Error{ErrorCode::InvalidInput, "load: \"model\" (a model folder) is required", {}});
-    auto options = loadOptionsFromJson(message);
-    if (!options)
-        return error(id, options.error());
+    const json &id = request.id;
+    const std::string &dir = request.modelDir;
     m_model.reset();
-    auto model = InferenceModel::load(dir, *options);
+    auto model = InferenceModel::load(dir, request.load);
     if (!model)
         return error(id, model.error());
     auto codec = TextCodec::forModel(dir);
@@ -213,31 +162,23 @@ void Session::load(const json &message, const json &id)
           {"zero_copy_tensors", report.zeroCopyTensors}});
 }
 
-void Session::generateRequest(const json &message, const json &id)
+void Session::generateRequest(const ServeRequest &request)
 {
+    const json &id = request.id;
     if (!m_model)
         return error(id, Error{ErrorCode::InvalidInput, "generate: no model loaded (send a load request first)", {}});
-    auto sampling = samplingFromJson(message);
-    if (!sampling)
-        return error(id, sampling.error());
-    std::vector<int64_t> ids;
-    try {
-        if (message.contains("input_ids"))
-            ids = message["input_ids"].get<std::vector<int64_t>>();
-        else if (message.contains("prompt")) {
-            if (!m_codec.hasTokenizer())
-                return error(id, Error{ErrorCode::InvalidInput,
-                                       "generate: \"prompt\" needs the model's tokenizer.json; send \"input_ids\"",
-                                       {}});
-            ids = m_codec.encode(message["prompt"].get<std::string>());
-        }
-    } catch (const json::exception &e) {
-        return error(id, Error{ErrorCode::InvalidInput, std::string("generate: ") + e.what(), {}});
+    std::vector<int64_t> ids = request.inputIds;
+    if (request.prompt) {
+        if (!m_codec.hasTokenizer())
+            return error(id, Error{ErrorCode::InvalidInput,
+                                   "generate: \"prompt\" needs the model's tokenizer.json; send \"input_ids\"",
+                                   {}});
+        ids = m_codec.encode(*request.prompt);
     }
     m_cancel = false;
     int64_t index = 0;
     auto result = generate(
-        *m_model, {ids}, *sampling,
+        *m_model, {ids}, request.sampling,
         [&](size_t, int64_t token, const std::string &piece) {
             emit({{"event", "token"}, {"id", id}, {"index", index++}, {"token", token}, {"text", piece}});
             return !m_cancel.load();

@@ -1,5 +1,7 @@
 #include "core/inference/workeroptions.h"
 
+#include <climits>
+#include <cstdint>
 #include <sstream>
 
 namespace accel::inference {
@@ -18,16 +20,20 @@ Result<double> toNumber(const std::string &flag, const std::string &value)
     return makeError(ErrorCode::InvalidInput, flag + ": expected a number; got '" + value + "'");
 }
 
-Result<int64_t> toInteger(const std::string &flag, const std::string &value)
+Result<int64_t> toInteger(const std::string &flag, const std::string &value, int64_t low = INT64_MIN,
+                          int64_t high = INT64_MAX)
 {
     try {
         size_t used = 0;
         const long long v = std::stoll(value, &used);
-        if (used == value.size())
+        if (used == value.size() && v >= low && v <= high)
             return static_cast<int64_t>(v);
     } catch (const std::exception &) {
     }
-    return makeError(ErrorCode::InvalidInput, flag + ": expected an integer; got '" + value + "'");
+    if (low == INT64_MIN && high == INT64_MAX)
+        return makeError(ErrorCode::InvalidInput, flag + ": expected an integer; got '" + value + "'");
+    return makeError(ErrorCode::InvalidInput, flag + ": expected an integer from " + std::to_string(low) + " to " +
+                                                  std::to_string(high) + "; got '" + value + "'");
 }
 
 } // namespace
@@ -105,7 +111,16 @@ Result<WorkerRequest> parseWorkerArguments(int argc, char **argv)
             ACCEL_VALUE(v) r.sampling.stopStrings.push_back(*v);
         } else if (arg == "--threads" || arg == "--max-new-tokens" || arg == "--top-k" || arg == "--seed" ||
                    arg == "--stop-token-id") {
-            ACCEL_VALUE(v) auto n = toInteger(arg, *v);
+            // Each within its option's type: a narrowing cast would run with another number.
+            const bool isInt = arg != "--seed" && arg != "--stop-token-id";
+            ACCEL_VALUE(v)
+            auto n = toInteger(arg, *v,
+                               arg == "--threads" ? 0
+                               : isInt            ? INT_MIN
+                                                  : INT64_MIN,
+                               arg == "--threads" ? kMaxThreads
+                               : isInt            ? INT_MAX
+                                                  : INT64_MAX);
             if (!n)
                 return tl::unexpected(n.error());
             if (arg == "--threads")
@@ -138,41 +153,6 @@ Result<WorkerRequest> parseWorkerArguments(int argc, char **argv)
         return makeError(ErrorCode::InvalidInput,
                          "MODEL_DIR: missing (a folder with config.json and safetensors weights)");
     return r;
-}
-
-Result<SamplingOptions> samplingFromJson(const nlohmann::json &m)
-{
-    SamplingOptions o;
-    try {
-        o.maxNewTokens = m.value("max_new_tokens", o.maxNewTokens);
-        o.greedy = m.value("greedy", false);
-        o.temperature = m.value("temperature", o.temperature);
-        o.topK = m.value("top_k", o.topK);
-        o.topP = m.value("top_p", o.topP);
-        o.repetitionPenalty = m.value("repetition_penalty", o.repetitionPenalty);
-        o.seed = m.value("seed", uint64_t(0));
-        o.stopStrings = m.value("stop", std::vector<std::string>{});
-        o.stopTokenIds = m.value("stop_token_ids", std::vector<int64_t>{});
-    } catch (const nlohmann::json::exception &e) {
-        return makeError(ErrorCode::InvalidInput, std::string("generate: ") + e.what());
-    }
-    return o;
-}
-
-Result<LoadOptions> loadOptionsFromJson(const nlohmann::json &m)
-{
-    LoadOptions o;
-    try {
-        if (auto it = m.find("device_map"); it != m.end())
-            o.deviceMap = it->is_string() ? it->get<std::string>() : it->dump();
-        o.maxMemory = m.value("max_memory", std::string());
-        o.dispatch.offloadFolder = m.value("offload_folder", std::string());
-        o.dispatch.computeDType = m.value("dtype", std::string());
-        o.threads = m.value("threads", 0);
-    } catch (const nlohmann::json::exception &e) {
-        return makeError(ErrorCode::InvalidInput, std::string("load: ") + e.what());
-    }
-    return o;
 }
 
 nlohmann::json statsToJson(const GenerationStats &s)

@@ -1,4 +1,4 @@
-// Command-line and JSON options shared by the worker's generate, infer and serve commands.
+// Command-line options of the worker's generate and infer commands (serve requests: serverequest.h).
 #pragma once
 
 #include "core/common/result.h"
@@ -12,6 +12,9 @@
 #include <vector>
 
 namespace accel::inference {
+
+// Intra-op threads a command line or a serve request may ask for (libtorch starts that many).
+constexpr int kMaxThreads = 4096;
 
 struct WorkerRequest {
     std::string modelDir;
@@ -27,9 +30,6 @@ struct WorkerRequest {
 Result<std::vector<int64_t>> parseIdList(const std::string &text);
 // argv[2..]: MODEL_DIR and flags.
 Result<WorkerRequest> parseWorkerArguments(int argc, char **argv);
-// Sampling fields of a serve "generate" message.
-Result<SamplingOptions> samplingFromJson(const nlohmann::json &message);
-Result<LoadOptions> loadOptionsFromJson(const nlohmann::json &message);
 nlohmann::json statsToJson(const GenerationStats &stats);
 std::string workerHelpText();
 
