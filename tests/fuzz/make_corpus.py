@@ -131,9 +131,50 @@ def launchargs_seeds():
                                     "--num_cpu_threads_per_process\n8\n--max_restarts\n2\ntrain.py")
 
 
+def serverequest_seeds():
+    # The examples of docs/worker-protocol.md, one session per seed.
+    def lines(*requests):
+        return "".join((r if isinstance(r, str) else json.dumps(r, separators=(",", ":"))) + "\n" for r in requests)
+    write("serverequest", "protocol_examples.jsonl", lines(
+        {"op": "load", "id": 1, "model": "DIR", "device_map": "auto", "max_memory": "cpu=8GiB",
+         "offload_folder": "DIR", "dtype": "bfloat16", "threads": 4},
+        {"op": "generate", "id": "g1", "prompt": "text", "max_new_tokens": 32, "greedy": False, "temperature": 1.0,
+         "top_k": 0, "top_p": 1.0, "repetition_penalty": 1.0, "seed": 0, "stop": ["\n\n"], "stop_token_ids": [2]},
+        {"op": "cancel"}, {"op": "unload", "id": 7}, {"op": "shutdown"}))
+    # What the studio's playground sends: a planned device map, sampling controls, token ids.
+    write("serverequest", "playground.jsonl", lines(
+        {"op": "load", "id": "load-1", "model": "/models/gpt2",
+         "device_map": {"transformer.wte": "cpu", "transformer.h.0": "disk", "transformer.h.1": 0, "": "cpu"},
+         "threads": 2},
+        {"op": "generate", "id": "gen-2", "max_new_tokens": 64, "greedy": True, "temperature": 0.7, "top_k": 40,
+         "top_p": 0.95, "repetition_penalty": 1.1, "seed": 5, "input_ids": [1, 2, 3]},
+        {"op": "generate", "id": "gen-3", "prompt": "Once upon a time", "stop": ["\n", "\t"], "seed": 0},
+        {"op": "cancel"}, {"op": "unload", "id": "unload-4"}, {"op": "shutdown"}))
+    # The requests of tst_inferenceworker and tst_workerinput (a shallower deep id, a small map).
+    write("serverequest", "worker_tests.jsonl", lines(
+        {"op": "generate", "id": "early", "input_ids": [1]},
+        {"op": "load", "id": "l1", "model": "/tmp/gpt2", "device_map": {"transformer.h.0": "disk", "": "cpu"}},
+        {"op": "generate", "id": "g1", "input_ids": [5, 6, 7], "max_new_tokens": 4, "greedy": True,
+         "stop_token_ids": [-1]},
+        {"op": "generate", "id": "long", "input_ids": [1, 2], "max_new_tokens": 1000000, "stop_token_ids": [-1]},
+        {"op": "cancel", "id": "long"},
+        '{"op":"unload","id":' + "[" * 70 + "]" * 70 + "}",
+        {"op": 5, "id": "a"}, {"op": "load", "id": "b", "model": ["x"]},
+        {"op": "load", "id": "c", "model": "/tmp/gpt2", "device_map": {"transformer.h.0": [1]}},
+        {"op": "unload", "id": "d"}, {"op": "shutdown"}))
+    write("serverequest", "odd_lines.jsonl",
+          "\n   \t\r\n" + '{"op":"unload","id":null}\r\n' + "[1,2]\n" + '"load"\n' + "{\n" +
+          '{"op":"generate","id":{"k":[true,false]},"input_ids":[9223372036854775807],"seed":18446744073709551615}\n' +
+          '{"op":"load","model":"m","device_map":"{\\"\\": \\"cpu\\"}","dtype":"float16"}')
+
+
 def main():
-    shutil.rmtree(CORPUS, ignore_errors=True)
-    os.makedirs(os.path.join(CORPUS, "tokenizer"))
+    # Everything but the regression_* inputs of fixed findings is written again.
+    for folder, _, files in os.walk(CORPUS):
+        for name in files:
+            if not name.startswith("regression_"):
+                os.remove(os.path.join(folder, name))
+    os.makedirs(os.path.join(CORPUS, "tokenizer"), exist_ok=True)
     safetensors_seeds()
     checkpointindex_seeds()
     modelconfig_seeds()
@@ -141,6 +182,7 @@ def main():
     metrics_seeds()
     config_seeds()
     launchargs_seeds()
+    serverequest_seeds()
     total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(CORPUS) for f in fs)
     print(f"corpora written to {CORPUS}: {total} bytes")
     return 0
