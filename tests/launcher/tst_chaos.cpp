@@ -1,6 +1,7 @@
-// Chaos tests: SIGKILL at seeded random moments through the real `accel launch`, then proof that
-// nothing of the run is left (no process with the run's marker, no /dev/shm segment named after a
-// rank, no listener on the run's port) and that run.json / `accel runs --json` tell the truth.
+// Chaos tests: SIGKILL at seeded random moments through the real `accel launch` (and the studio's
+// Launch page, for the kill of the studio itself), then proof that nothing of the run is left (no
+// process with the run's marker, no /dev/shm segment named after a rank, no listener on the run's
+// port) and that run.json / `accel runs --json` tell the truth.
 // ACCEL_CHAOS_CYCLES sets the cycles per scenario (default 3), ACCEL_CHAOS_SEED replays a seed.
 #include "tests/helpers/testsupport.h"
 #include "tests/launcher/processprobe.h"
@@ -153,6 +154,18 @@ QStringList fakeRanks(const QString &runDir, const QString &marker, int pauseMs)
             QStringLiteral("--hang")};
 }
 
+// Whether the process exists and has not exited (an exited one waits as a zombie until its new
+// parent, outside the test, reaps it).
+bool runs(pid_t pid)
+{
+    QFile stat(QStringLiteral("/proc/%1/stat").arg(pid));
+    if (!stat.open(QIODevice::ReadOnly))
+        return false;
+    const QByteArray text = stat.readAll();
+    const qsizetype end = text.lastIndexOf(')'); // the name may hold spaces and parentheses
+    return end > 0 && text.size() > end + 2 && text.at(end + 2) != 'Z' && text.at(end + 2) != 'X';
+}
+
 QByteArray fileBytes(const QString &path)
 {
     QFile file(path);
@@ -217,7 +230,7 @@ class tst_Chaos : public QObject {
     }
 
     // A tiny GPT job writing into outputDir, checkpointing every 2 steps.
-    QString writeJob(const QString &folder, const QString &outputDir)
+    QString writeJob(const QString &folder, const QString &outputDir, int maxSteps = 200, int checkpointEvery = 2)
     {
         QFile corpus(folder + QStringLiteral("/corpus.txt"));
         if (!corpus.exists() && corpus.open(QIODevice::WriteOnly)) {
@@ -233,17 +246,19 @@ class tst_Chaos : public QObject {
                                      "seed: 7\n"
                                      "output_dir: %1\n"
                                      "model: {n_layer: 1, n_head: 2, n_embd: 32, block_size: 16, dropout: 0.0}\n"
-                                     "data: {corpus: corpus.txt, eval_fraction: 0.05}\n"
+                                     "data: {corpus: %2/corpus.txt, eval_fraction: 0.05}\n"
                                      "training:\n"
-                                     "  max_steps: 200\n"
+                                     "  max_steps: %3\n"
                                      "  batch_size: 4\n"
                                      "  learning_rate: 1.0e-3\n"
                                      "  log_every: 5\n"
-                                     "  checkpoint_every: 2\n"
+                                     "  checkpoint_every: %4\n"
                                      "  resume: auto\n"
                                      "  timeout_s: 30\n"
                                      "sample: {prompt: \"the \", length: 8}\n")
-                          .arg(outputDir)
+                          .arg(outputDir, folder)
+                          .arg(maxSteps)
+                          .arg(checkpointEvery)
                           .toUtf8());
         return path;
     }
@@ -264,6 +279,131 @@ class tst_Chaos : public QObject {
                                   300000);
         result.exitCode = run.exitCode;
         return result;
+    }
+
+    // The run directory the studio created under `root` (it names it itself), once run.json is there.
+    static QString onlyRunIn(const QString &root)
+    {
+        const QStringList runs = QDir(root).entryList(QDir::Dirs | QDir::NoDotAndDotDot);
+        if (runs.size() != 1 ||
+            !QFileInfo::exists(root + QLatin1Char('/') + runs.first() + QStringLiteral("/run.json")))
+            return {};
+        return root + QLatin1Char('/') + runs.first();
+    }
+
+    // One cycle of scenario 5; `folder` holds the studio's settings, runs and the job.
+    void killStudioCycle(int cycle, const QString &folder)
+    {
+        const QString data = folder + QStringLiteral("/data");
+        const QString root = data + QStringLiteral("/accel-studio/runs");
+        const QString config = folder + QStringLiteral("/cluster.yaml");
+        QFile configFile(config);
+        QVERIFY(configFile.open(QIODevice::WriteOnly));
+        configFile.write("compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_CPU\nmixed_precision: 'no'\n"
+                         "num_machines: 1\nnum_processes: 2\nuse_cpu: true\nmain_process_port: 0\n");
+        configFile.close();
+        const QString job = writeJob(folder, folder + QStringLiteral("/output"), 300, 0);
+        QProcess studio;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+        env.insert(QStringLiteral("XDG_DATA_HOME"), data);
+        env.insert(QStringLiteral("XDG_CONFIG_HOME"), folder + QStringLiteral("/config"));
+        env.insert(QStringLiteral("XDG_CACHE_HOME"), folder + QStringLiteral("/cache"));
+        studio.setProcessEnvironment(env);
+        studio.start(program("studiolaunchchild"), {QStringLiteral("--job"), job, QStringLiteral("--config"), config});
+        QVERIFY(studio.waitForStarted());
+        QByteArray said;
+        QVERIFY2(waitFor(
+                     [&] {
+                         studio.waitForReadyRead(10);
+                         said += studio.readAllStandardOutput();
+                         return said.contains("clicked") || studio.state() == QProcess::NotRunning;
+                     },
+                     30000),
+                 qPrintable(QString::fromUtf8(said + studio.readAllStandardError())));
+        QVERIFY2(said.contains("clicked"), qPrintable(QString::fromUtf8(said + studio.readAllStandardError())));
+        // A random moment of the next 1.5 s: while `accel launch --detach` runs (its answer, the
+        // run directory, reaches the studio some 0.1-0.5 s after the click) or while the studio follows
+        // the run on its Runs page.
+        QThread::msleep(m_random.bounded(1500));
+        studio.waitForReadyRead(1); // takes in what the pipe holds
+        said += studio.readAllStandardOutput();
+        const bool answered = said.contains("launched ");
+        QVERIFY(::kill(static_cast<pid_t>(studio.processId()), SIGKILL) == 0);
+        QVERIFY(studio.waitForFinished(5000));
+        QCOMPARE(studio.exitStatus(), QProcess::CrashExit);
+
+        // The run goes on without the studio: its supervisor and both ranks are there. Or the launch
+        // never got going: the studio started `accel launch` with PR_SET_PDEATHSIG (SIGTERM), which
+        // ends it when the studio dies before it blocks stop signals, a few milliseconds after exec;
+        // then nothing may be left running and no run may be listed as live.
+        QString runDir;
+        QVERIFY2(waitFor(
+                     [&] {
+                         runDir = onlyRunIn(root);
+                         return !runDir.isEmpty() || processesWithMarker(folder).isEmpty();
+                     },
+                     20000),
+                 qPrintable(QStringLiteral("seed %1 cycle %2: no run.json under %3 and processes still there")
+                                .arg(m_seed)
+                                .arg(cycle)
+                                .arg(root)));
+        if (runDir.isEmpty()) {
+            const auto runs =
+                runAccel({QStringLiteral("runs"), QStringLiteral("--json"), QStringLiteral("--runs_root"), root});
+            for (const QJsonValue &run :
+                 QJsonDocument::fromJson(runs.out.toUtf8()).object().value(QStringLiteral("runs")).toArray()) {
+                const QString state = run.toObject().value(QStringLiteral("state")).toString();
+                QVERIFY2(state != QLatin1String("running") && state != QLatin1String("starting"),
+                         qPrintable(QStringLiteral("seed %1 cycle %2: an aborted launch is listed %3")
+                                        .arg(m_seed)
+                                        .arg(cycle)
+                                        .arg(state)));
+            }
+            qInfo("cycle %d: studio killed while accel launch was starting; no run was started, nothing left", cycle);
+            return;
+        }
+        QVERIFY2(waitFor([&] { return !rankPids(runDir, 2).isEmpty(); }, 30000),
+                 qPrintable(QStringLiteral("seed %1 cycle %2: ranks never started (state %3)")
+                                .arg(m_seed)
+                                .arg(cycle)
+                                .arg(stateOf(runDir))));
+        QVERIFY2(waitFor([&] { return stateOf(runDir) == QLatin1String("running"); }, 10000),
+                 qPrintable(QStringLiteral("seed %1 cycle %2: state %3 after the studio died")
+                                .arg(m_seed)
+                                .arg(cycle)
+                                .arg(stateOf(runDir))));
+        const auto supervisor = static_cast<pid_t>(
+            manifestOf(runDir).value(QStringLiteral("supervisor")).toObject().value(QStringLiteral("pid")).toInteger());
+        QVERIFY(supervisor > 1 && runs(supervisor));
+        QCOMPARE(stateInRunsList(root, runDir), QStringLiteral("running"));
+
+        // It ends by itself or by `accel stop`, in the matching state, with nothing left.
+        const bool stop = m_random.bounded(2) == 1;
+        QString expected = QStringLiteral("succeeded");
+        if (stop) {
+            const auto stopped = runAccel({QStringLiteral("stop"), runDir}, 60000);
+            QVERIFY2(stopped.exitCode == 0, qPrintable(stopped.out + stopped.err));
+            expected = QStringLiteral("stopped");
+        }
+        QVERIFY2(waitFor([&] { return stateOf(runDir) == expected; }, 120000),
+                 qPrintable(QStringLiteral("seed %1 cycle %2: state %3, expected %4")
+                                .arg(m_seed)
+                                .arg(cycle)
+                                .arg(stateOf(runDir), expected)));
+        QCOMPARE(stateInRunsList(root, runDir), expected);
+        // Every process of the run names the cycle's folder: the detaching `accel launch`, the
+        // supervisor, the ranks.
+        QVERIFY2(waitFor([&] { return processesWithMarker(folder).isEmpty(); }, 10000),
+                 qPrintable(QStringLiteral("seed %1 cycle %2: processes left: %3")
+                                .arg(m_seed)
+                                .arg(cycle)
+                                .arg(processesWithMarker(folder).size())));
+        QVERIFY2(waitFor([&] { return !runs(supervisor); }, 10000),
+                 qPrintable(QStringLiteral("seed %1 cycle %2: the supervisor still runs").arg(m_seed).arg(cycle)));
+        expectNoNetworkOrMemoryLeft(runDir);
+        qInfo("cycle %d: studio killed %s its launch answered; the run went on and %s", cycle,
+              answered ? "after" : "before", qPrintable(expected));
     }
 
     void expectNoNetworkOrMemoryLeft(const QString &runDir)
@@ -421,6 +561,22 @@ private Q_SLOTS:
                      qPrintable(QStringLiteral("seed %1 cycle %2: resumed model differs from the uninterrupted run")
                                     .arg(m_seed)
                                     .arg(cycle)));
+        }
+    }
+
+    // 5. kill -9 of the studio at a random moment after its demo button launched a run: the run is
+    // detached and goes on; it then ends by itself or by `accel stop` with nothing left.
+    void killStudioDuringRun()
+    {
+        if (!QFile::exists(program("accel-worker")))
+            QSKIP("accel-worker is not built (no libtorch)");
+        if (!QFile::exists(program("studiolaunchchild")))
+            QSKIP("studiolaunchchild is not built (no GUI in this build)");
+        for (int cycle = 0; cycle < cycles(); ++cycle) {
+            QTemporaryDir dir;
+            killStudioCycle(cycle, dir.path());
+            if (QTest::currentTestFailed())
+                return;
         }
     }
 };
