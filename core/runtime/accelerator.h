@@ -123,6 +123,10 @@ public:
     // This rank's bytes of parameters, gradients and optimizer state (every prepared model and
     // optimizer).
     TrainingMemory trainingMemory() const;
+    // Writes trainingMemory() to this rank's metrics at `step` (mem_params_bytes, mem_grads_bytes,
+    // mem_optim_bytes; docs/metrics.md) when it differs from the figures written last; nothing when
+    // the metrics are off. Call it after prepare and after each optimizer step, before zeroGrad().
+    void logTrainingMemory(int64_t step);
 
     // prepare(): broadcast the module's parameters and buffers from rank 0 and attach a strategy
     // of its own (gradient all-reduce, or sharding); wrap optimizer and scheduler (under ZeRO the

@@ -22,6 +22,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -110,6 +111,7 @@ struct Accelerator::Private {
     int64_t step = 0;
     bool syncGradients = true;
     std::unique_ptr<MetricsWriter> metrics;
+    std::optional<TrainingMemory> loggedMemory; // what logTrainingMemory() wrote last
 
     std::shared_ptr<ShardedDataLoader> activeLoader() const;
     // The models an optimizer steps (by index), and every model's index.

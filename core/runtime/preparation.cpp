@@ -85,6 +85,21 @@ TrainingMemory Accelerator::trainingMemory() const
     return measureTrainingMemory(models, optimizers, held);
 }
 
+void Accelerator::logTrainingMemory(int64_t step)
+{
+    if (!metrics().enabled())
+        return;
+    const TrainingMemory memory = trainingMemory();
+    const auto &last = d->loggedMemory;
+    if (last && last->parameters == memory.parameters && last->gradients == memory.gradients &&
+        last->optimizerState == memory.optimizerState)
+        return;
+    d->loggedMemory = memory;
+    metrics().log(step, {{"mem_params_bytes", double(memory.parameters)},
+                         {"mem_grads_bytes", double(memory.gradients)},
+                         {"mem_optim_bytes", double(memory.optimizerState)}});
+}
+
 void Accelerator::prepareModel(const std::shared_ptr<torch::nn::Module> &model)
 {
     const size_t index = d->models.size();

@@ -81,6 +81,7 @@ Result<TrainingSummary> runTraining(Accelerator &accelerator, const JobSpec &job
             (t.resume == "auto" ? (checkpoints / ("checkpoint_" + std::to_string(latest))).string() : t.resume) + ")");
     }
     summary.steps = summary.resumedFrom;
+    accelerator.logTrainingMemory(summary.steps); // as prepared (and resumed)
 
     auto &metrics = accelerator.metrics();
     const auto start = std::chrono::steady_clock::now();
@@ -112,6 +113,7 @@ Result<TrainingSummary> runTraining(Accelerator &accelerator, const JobSpec &job
             const double lr = optimizer->lr();
             optimizer->step();
             scheduler->step();
+            accelerator.logTrainingMemory(summary.steps + 1); // gradients are still held here
             optimizer->zeroGrad();
             ++summary.steps;
             const bool logNow = summary.steps % t.logEvery == 0 || summary.steps == t.maxSteps;
