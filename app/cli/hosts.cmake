@@ -2,6 +2,8 @@
 if(TARGET accel_hosts)
   list(APPEND ACCEL_CLI_SOURCES cli/cmd_hosts.cpp cli/cmd_hosts_launch.cpp cli/cmd_hosts_common.h cli/cmd_hosts_common.cpp
        cli/cmd_hosts_preflight.h cli/cmd_hosts_preflight.cpp cli/cmd_hosts_doctor.cpp cli/cmd_hosts_netprobe.cpp)
+  # `accel slurm`: sbatch, squeue / sacct, scancel and following the run directory, over SSH.
+  list(APPEND ACCEL_CLI_SOURCES cli/cmd_slurm.cpp cli/cmd_slurm_common.h cli/cmd_slurm_common.cpp cli/cmd_slurm_queue.cpp)
   list(APPEND ACCEL_CLI_LIBS accel_hosts)
   # `accel launch --hosts H1,H2 ...` is `accel hosts launch` (cmd_hosts_launch.cpp).
   set_property(SOURCE cli/cmd_launch.cpp APPEND PROPERTY COMPILE_DEFINITIONS ACCEL_CLI_HAVE_HOSTS)

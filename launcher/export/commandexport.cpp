@@ -192,10 +192,14 @@ Result<std::string> exportSbatch(const ExportInput &input)
     const auto flagWords = flagArguments(*flags);
     launch.insert(launch.end(), flagWords.begin(), flagWords.end());
     // The node rank and the address are expanded by the bash started by srun on each node.
+    // accel launch writes its run directory where `accel slurm follow` looks for it (ACCEL_RUN_DIR).
+    std::string runDir;
+    if (!input.sbatchUseAccelerate)
+        runDir = machines > 1 ? " --run_dir \"$ACCEL_RUN_DIR/node$SLURM_NODEID\"" : " --run_dir \"$ACCEL_RUN_DIR\"";
     const std::string inner = shellJoin(launch) +
                               " --machine_rank \"$SLURM_NODEID\" --main_process_ip \"$MASTER_ADDR\""
-                              " --main_process_port \"$MASTER_PORT\" " +
-                              shellJoin(programWords(input, !input.sbatchUseAccelerate, false));
+                              " --main_process_port \"$MASTER_PORT\"" +
+                              runDir + " " + shellJoin(programWords(input, !input.sbatchUseAccelerate, false));
     std::string out = "#!/bin/bash\n";
     out += "#SBATCH --job-name=" + shellQuote(input.jobName) + "\n";
     out += "#SBATCH --nodes=" + std::to_string(machines) + "\n";
@@ -217,6 +221,13 @@ Result<std::string> exportSbatch(const ExportInput &input)
         out += "MASTER_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind((\"\", 0)); "
                "print(s.getsockname()[1])')\n";
     out += "export MASTER_ADDR MASTER_PORT\n";
+    if (!input.sbatchUseAccelerate) {
+        out += "# The run directory: $ACCEL_RUN_DIR when set, else accel-run-<job id> in the job's working directory";
+        out += machines > 1 ? " (node N's: its node<N> folder).\n" : ".\n";
+        out += "ACCEL_RUN_DIR=${ACCEL_RUN_DIR:-$PWD/accel-run-$SLURM_JOB_ID}\n";
+        out += "export ACCEL_RUN_DIR\n";
+        out += "echo \"accel run directory: $ACCEL_RUN_DIR\"\n";
+    }
     out += "srun --nodes=" + std::to_string(machines) + " --ntasks-per-node=1 bash -c " + shellQuote(inner) + "\n";
     return out;
 }

@@ -266,18 +266,22 @@ void tst_CommandExport::sbatchRunsOnePerNode()
         const QString out = dir.path() + (accelerate ? "/out-accelerate.txt" : "/out-accel.txt");
         const Shell shell = run("bash", {path},
                                 {"PATH=" + bin + ":" + qEnvironmentVariable("PATH"), "SLURM_JOB_NODELIST=nodeA,nodeB",
-                                 "OUT_FILE=" + out, "SLURM_NODEID=9"});
+                                 "OUT_FILE=" + out, "SLURM_NODEID=9", "SLURM_JOB_ID=77", "ACCEL_RUN_DIR=/runs/job 77"});
         QVERIFY2(shell.exitCode == 0, qPrintable(shell.err));
         QFile file(out);
         QVERIFY(file.open(QIODevice::ReadOnly));
         const QStringList lines = QString::fromUtf8(file.readAll()).split('\n', Qt::SkipEmptyParts);
         QCOMPARE(lines.size(), 2);
         const QString head = accelerate ? "accelerate launch" : "accel launch";
+        // accel launch writes node N's run directory into $ACCEL_RUN_DIR/node<N> (accel slurm follow).
         const QString common =
             " --multi_gpu --mixed_precision bf16 --num_machines 2 --num_processes 4 --machine_rank %1"
-            " --main_process_ip nodeA --main_process_port 29800 train.py --tag a b";
-        QCOMPARE(lines.at(0), head + common.arg(0));
-        QCOMPARE(lines.at(1), head + common.arg(1));
+            " --main_process_ip nodeA --main_process_port 29800%2 train.py --tag a b";
+        auto runDir = [accelerate](int node) {
+            return accelerate ? QString() : QStringLiteral(" --run_dir /runs/job 77/node%1").arg(node);
+        };
+        QCOMPARE(lines.at(0), head + common.arg(0).arg(runDir(0)));
+        QCOMPARE(lines.at(1), head + common.arg(1).arg(runDir(1)));
     }
     // A free port chosen when the script runs.
     input.fixedPort = false;
