@@ -1,10 +1,11 @@
-// The job-file schema of the built-in recipes (docs/jobs.md) for editors: every field of the
-// `gpt` and `mlp` recipes with its label, type, default, range and group; validation of a set of
-// values with one message per field (plus cross-field rules such as n_embd divisible by n_head);
-// and YAML read/write of job files that accel-worker accepts. No Qt; yaml-cpp stays in
-// jobfile.cpp. The studio's recipe form is built from this table, so form and worker agree.
+// Job files of the built-in recipes (docs/jobs.md) for editors: the `gpt` and `mlp` fields of
+// the one job schema (core/common/jobschema.h, which accel-worker reads too, so form and worker
+// agree on every default and range); validation of a set of values with one message per field
+// (plus cross-field rules such as n_embd divisible by n_head and paths that must exist); and YAML
+// read/write of job files that accel-worker accepts. No Qt; yaml-cpp stays in jobfile.cpp.
 #pragma once
 
+#include "core/common/jobschema.h"
 #include "core/common/result.h"
 
 #include <map>
@@ -13,20 +14,7 @@
 
 namespace accel::launcher {
 
-struct JobField {
-    enum class Type { Integer, Number, Boolean, Text, Path, IntegerList, Choice };
-    std::string key;   // dotted, as in the YAML: "model.n_layer"
-    std::string label; // for forms: "Layers"
-    Type type = Type::Text;
-    std::string defaultValue; // what accel-worker uses when the key is absent ("" = nothing)
-    double minimum = 0;       // Integer, Number and IntegerList items
-    double maximum = 0;
-    std::vector<std::string> choices; // Choice
-    std::string group;                // "Job", "Model", "Data", "Training", "Advanced"
-    std::string help;                 // one line for tooltips
-    bool required = false;            // must be non-empty (paths: must exist)
-    bool minimumExclusive = false;    // Number: value > minimum (learning rate)
-};
+using JobField = jobs::JobField; // core/common/jobschema.h: the one table
 
 struct FieldIssue {
     std::string key;

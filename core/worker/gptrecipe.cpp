@@ -24,8 +24,9 @@ namespace F = torch::nn::functional;
 
 namespace {
 
+// The shape of a gpt (the job schema's model.* fields hold the defaults).
 struct GptConfig {
-    int64_t nLayer = 2, nHead = 2, nEmbd = 64, blockSize = 64;
+    int64_t nLayer = 0, nHead = 1, nEmbd = 0, blockSize = 0;
     double dropout = 0.0;
 };
 
@@ -164,24 +165,20 @@ Result<std::string> readCorpus(const std::string &path, const JobSpec &job)
 // The teacher of the distill recipe and how much the loss follows it.
 struct Distillation {
     std::shared_ptr<Gpt> teacher;
-    double alpha = 0.5;       // loss = (1 - alpha) * cross entropy + alpha * T^2 * KL(teacher || student)
-    double temperature = 2.0; // T: both distributions softened by it
+    double alpha = 0;       // loss = (1 - alpha) * cross entropy + alpha * T^2 * KL(teacher || student)
+    double temperature = 1; // T: both distributions softened by it
 };
 
+// The gpt shape under `prefix` ("model." or "teacher.model."): the job's values (checked
+// against the schema by JobSpec::parse), else `defaults` for the sizes and the schema's dropout.
 Result<GptConfig> readGptConfig(const JobSpec &job, const std::string &prefix, const GptConfig &defaults)
 {
-    auto nLayer = job.integer(prefix + "n_layer", defaults.nLayer, 1, 1024);
-    auto nHead = job.integer(prefix + "n_head", defaults.nHead, 1, 1024);
-    auto nEmbd = job.integer(prefix + "n_embd", defaults.nEmbd, 1, 65536);
-    auto block = job.integer(prefix + "block_size", defaults.blockSize, 2, 1 << 16);
-    auto dropout = job.number(prefix + "dropout", defaults.dropout);
-    for (auto *r : {&nLayer, &nHead, &nEmbd, &block}) {
-        if (!*r)
-            return tl::unexpected(r->error());
-    }
-    if (!dropout)
-        return tl::unexpected(dropout.error());
-    GptConfig config{*nLayer, *nHead, *nEmbd, *block, *dropout};
+    auto integer = [&](const char *key, int64_t fallback) {
+        return job.has(prefix + key) ? job.integer(prefix + key) : fallback;
+    };
+    GptConfig config{integer("n_layer", defaults.nLayer), integer("n_head", defaults.nHead),
+                     integer("n_embd", defaults.nEmbd), integer("block_size", defaults.blockSize),
+                     job.number(prefix + "dropout")};
     if (config.nEmbd % config.nHead != 0)
         return makeError(ErrorCode::InvalidInput,
                          prefix + "n_embd (" + std::to_string(config.nEmbd) + ") must be divisible by " + prefix +
@@ -190,13 +187,18 @@ Result<GptConfig> readGptConfig(const JobSpec &job, const std::string &prefix, c
     return config;
 }
 
+// The student's shape: model.* with the schema's defaults.
+GptConfig studentDefaults(const JobSpec &job)
+{
+    return GptConfig{job.integer("model.n_layer"), job.integer("model.n_head"), job.integer("model.n_embd"),
+                     job.integer("model.block_size"), 0.0};
+}
+
 // distill: teacher.model.* (default: the student's), teacher.weights (required), distill.alpha,
 // distill.temperature. The teacher sees the student's context length.
 Result<Distillation> readDistillation(runtime::Accelerator &accelerator, const JobSpec &job, const GptConfig &student)
 {
-    GptConfig defaults = student;
-    defaults.dropout = 0.0;
-    auto config = readGptConfig(job, "teacher.model.", defaults);
+    auto config = readGptConfig(job, "teacher.model.", student);
     if (!config)
         return tl::unexpected(config.error());
     if (config->blockSize != student.blockSize)
@@ -205,27 +207,9 @@ Result<Distillation> readDistillation(runtime::Accelerator &accelerator, const J
                              ") must equal model.block_size (" + std::to_string(student.blockSize) + ")",
                          job.path);
     Distillation distillation;
-    auto alpha = job.number("distill.alpha", distillation.alpha);
-    auto temperature = job.number("distill.temperature", distillation.temperature);
-    if (!alpha)
-        return tl::unexpected(alpha.error());
-    if (!temperature)
-        return tl::unexpected(temperature.error());
-    if (!(*alpha >= 0.0 && *alpha <= 1.0))
-        return makeError(ErrorCode::InvalidInput,
-                         "distill.alpha: expected a number from 0 to 1; got " + job.text("distill.alpha"), job.path);
-    if (!(*temperature > 0.0))
-        return makeError(ErrorCode::InvalidInput,
-                         "distill.temperature: expected a number above 0; got " + job.text("distill.temperature"),
-                         job.path);
-    distillation.alpha = *alpha;
-    distillation.temperature = *temperature;
+    distillation.alpha = job.number("distill.alpha");
+    distillation.temperature = job.number("distill.temperature");
     const std::string weights = job.pathValue("teacher.weights");
-    if (weights.empty())
-        return makeError(ErrorCode::InvalidInput,
-                         "teacher.weights: missing (the model.safetensors of a gpt run, e.g. <its output_dir>/"
-                         "model.safetensors)",
-                         job.path);
     std::error_code ec;
     if (!fs::is_regular_file(weights, ec))
         return makeError(ErrorCode::InvalidInput, "teacher.weights: " + weights + " does not exist", job.path);
@@ -246,18 +230,16 @@ Result<Distillation> readDistillation(runtime::Accelerator &accelerator, const J
 
 static Result<void> runLanguageModel(runtime::Accelerator &accelerator, const JobSpec &job, bool distill)
 {
-    auto studentConfig = readGptConfig(job, "model.", GptConfig{});
+    auto studentConfig = readGptConfig(job, "model.", studentDefaults(job));
     if (!studentConfig)
         return tl::unexpected(studentConfig.error());
     const GptConfig config = *studentConfig;
-    auto evalFraction = job.number("data.eval_fraction", 0.05);
-    if (!evalFraction)
-        return tl::unexpected(evalFraction.error());
+    const double evalFraction = job.number("data.eval_fraction");
     auto corpus = readCorpus(job.pathValue("data.corpus"), job);
     if (!corpus)
         return tl::unexpected(corpus.error());
     const int64_t total = int64_t(corpus->size());
-    const int64_t evalBytes = std::clamp<int64_t>(int64_t(double(total) * std::min(*evalFraction, 0.5)), 0, total);
+    const int64_t evalBytes = std::clamp<int64_t>(int64_t(double(total) * evalFraction), 0, total);
     auto bytes = torch::from_blob(corpus->data(), {total}, torch::kUInt8).to(torch::kInt64);
     auto train = bytes.narrow(0, 0, total - evalBytes);
     auto eval = bytes.narrow(0, total - evalBytes, evalBytes);
@@ -360,10 +342,10 @@ static Result<void> runLanguageModel(runtime::Accelerator &accelerator, const Jo
         // A short sample, so a person sees what the model learnt.
         torch::NoGradGuard noGrad;
         model->eval();
-        const std::string prompt = job.text("sample.prompt", "The ");
+        const std::string prompt = job.text("sample.prompt");
         std::vector<int64_t> tokens(prompt.begin(), prompt.end());
         auto generator = at::detail::createCPUGenerator(job.seed);
-        const int64_t length = job.integer("sample.length", 160, 0, 100000).value_or(160);
+        const int64_t length = job.integer("sample.length");
         for (int64_t i = 0; i < length; ++i) {
             const int64_t start = std::max<int64_t>(0, int64_t(tokens.size()) - T);
             auto context =

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <stdexcept>
 
 namespace accel::worker {
 
@@ -31,19 +32,7 @@ void flatten(const YAML::Node &node, const std::string &prefix, std::map<std::st
     }
 }
 
-std::string lower(std::string text)
-{
-    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-    return text;
-}
-
 } // namespace
-
-const std::vector<std::string> &knownRecipes()
-{
-    static const std::vector<std::string> recipes{"gpt", "distill", "mlp", "torchscript", "plugin", "selftest"};
-    return recipes;
-}
 
 Result<JobSpec> JobSpec::load(const std::string &path)
 {
@@ -67,8 +56,8 @@ Result<JobSpec> JobSpec::parse(const std::string &yamlText, const std::string &p
     } catch (const YAML::Exception &e) {
         return makeError(ErrorCode::InvalidInput, "line " + std::to_string(e.mark.line + 1) + ": " + e.msg, path);
     }
-    job.recipe = job.text("recipe");
-    const auto &recipes = knownRecipes();
+    job.recipe = job.raw("recipe");
+    const auto &recipes = jobs::knownRecipes();
     if (std::find(recipes.begin(), recipes.end(), job.recipe) == recipes.end()) {
         std::string message = "recipe: expected one of ";
         for (size_t i = 0; i < recipes.size(); ++i)
@@ -78,11 +67,18 @@ Result<JobSpec> JobSpec::parse(const std::string &yamlText, const std::string &p
             message += " (did you mean " + close + "?)";
         return makeError(ErrorCode::InvalidInput, message, path);
     }
-    job.name = job.text("name", std::filesystem::path(path).stem().string());
-    auto seed = job.integer("seed", 42, 0, INT64_MAX);
-    if (!seed)
-        return tl::unexpected(seed.error());
-    job.seed = uint64_t(*seed);
+    // Every field of the recipe's schema: a present value must fit it, a required one be there.
+    for (const jobs::JobField &f : jobs::fields(job.recipe)) {
+        const auto it = job.values.find(f.key);
+        const std::string value = it == job.values.end() ? std::string() : it->second;
+        if (value.empty() && f.required)
+            return makeError(ErrorCode::InvalidInput, f.key + ": missing (" + f.help + ")", path);
+        if (std::string problem = jobs::valueProblem(f, value); !problem.empty())
+            return makeError(ErrorCode::InvalidInput, f.key + ": " + problem, path);
+    }
+    job.name =
+        job.has("name") && !job.raw("name").empty() ? job.raw("name") : std::filesystem::path(path).stem().string();
+    job.seed = uint64_t(job.integer("seed"));
 
     if (job.has("output_dir"))
         job.outputDir = job.pathValue("output_dir");
@@ -92,114 +88,84 @@ Result<JobSpec> JobSpec::parse(const std::string &yamlText, const std::string &p
         job.outputDir = (std::filesystem::path(job.folder) / (job.name + "-output")).string();
 
     TrainingSettings &t = job.training;
-    struct IntField {
-        const char *key;
-        int64_t *target;
-        int64_t minimum;
-    };
-    for (const IntField &field :
-         {IntField{"training.max_steps", &t.maxSteps, 0}, IntField{"training.batch_size", &t.batchSize, 1},
-          IntField{"training.warmup_steps", &t.warmupSteps, 0}, IntField{"training.log_every", &t.logEvery, 1},
-          IntField{"training.eval_every", &t.evalEvery, 0}, IntField{"training.eval_batches", &t.evalBatches, 1},
-          IntField{"training.checkpoint_every", &t.checkpointEvery, 0}}) {
-        auto value = job.integer(field.key, *field.target, field.minimum, INT64_MAX);
-        if (!value)
-            return tl::unexpected(value.error());
-        *field.target = *value;
-    }
-    auto accumulation = job.integer("training.gradient_accumulation_steps", 1, 1, 1 << 20);
-    auto limit = job.integer("training.checkpoint_total_limit", 0, 0, 1 << 20);
-    auto lr = job.number("training.learning_rate", t.learningRate);
-    auto minRatio = job.number("training.min_lr_ratio", t.minLrRatio);
-    auto decay = job.number("training.weight_decay", t.weightDecay);
-    auto clip = job.number("training.grad_clip", t.gradClip);
-    auto bucket = job.number("training.bucket_cap_mb", t.bucketCapMb);
-    auto timeout = job.number("training.timeout_s", t.timeoutS);
-    auto atEnd = job.boolean("training.checkpoint_at_end", t.checkpointAtEnd);
-    auto shuffle = job.boolean("training.shuffle", t.shuffle);
-    for (const auto *result : {&lr, &minRatio, &decay, &clip, &bucket, &timeout}) {
-        if (!*result)
-            return tl::unexpected(result->error());
-    }
-    for (const auto *result : {&accumulation, &limit}) {
-        if (!*result)
-            return tl::unexpected(result->error());
-    }
-    if (!atEnd)
-        return tl::unexpected(atEnd.error());
-    if (!shuffle)
-        return tl::unexpected(shuffle.error());
-    t.gradientAccumulationSteps = int(*accumulation);
-    t.checkpointTotalLimit = int(*limit);
-    t.learningRate = *lr;
-    t.minLrRatio = *minRatio;
-    t.weightDecay = *decay;
-    t.gradClip = *clip;
-    t.bucketCapMb = *bucket;
-    t.timeoutS = *timeout;
-    t.checkpointAtEnd = *atEnd;
-    t.shuffle = *shuffle;
-    t.mixedPrecision = lower(job.text("training.mixed_precision"));
-    if (!t.mixedPrecision.empty() && t.mixedPrecision != "no" && t.mixedPrecision != "bf16" &&
-        t.mixedPrecision != "fp16" && t.mixedPrecision != "fp8")
-        return makeError(ErrorCode::InvalidInput,
-                         "training.mixed_precision: expected one of no, fp16, bf16, fp8; got " + t.mixedPrecision,
-                         path);
-    t.resume = job.text("training.resume", "auto");
+    t.maxSteps = job.integer("training.max_steps");
+    t.batchSize = job.integer("training.batch_size");
+    t.warmupSteps = job.integer("training.warmup_steps");
+    t.logEvery = job.integer("training.log_every");
+    t.evalEvery = job.integer("training.eval_every");
+    t.evalBatches = job.integer("training.eval_batches");
+    t.checkpointEvery = job.integer("training.checkpoint_every");
+    t.gradientAccumulationSteps = int(job.integer("training.gradient_accumulation_steps"));
+    t.checkpointTotalLimit = int(job.integer("training.checkpoint_total_limit"));
+    t.learningRate = job.number("training.learning_rate");
+    t.minLrRatio = job.number("training.min_lr_ratio");
+    t.weightDecay = job.number("training.weight_decay");
+    t.gradClip = job.number("training.grad_clip");
+    t.bucketCapMb = job.number("training.bucket_cap_mb");
+    t.timeoutS = job.number("training.timeout_s");
+    t.checkpointAtEnd = job.boolean("training.checkpoint_at_end");
+    t.shuffle = job.boolean("training.shuffle");
+    t.mixedPrecision = job.text("training.mixed_precision");
+    t.resume = job.text("training.resume");
     if (t.resume != "auto" && t.resume != "none")
         t.resume = job.pathValue("training.resume");
     return job;
 }
 
-Result<int64_t> JobSpec::integer(const std::string &key, int64_t fallback, int64_t minimum, int64_t maximum) const
+const jobs::JobField &JobSpec::schemaField(const std::string &key) const
 {
-    auto it = values.find(key);
-    if (it == values.end())
-        return fallback;
-    try {
-        size_t used = 0;
-        const long long value = std::stoll(it->second, &used);
-        if (used == it->second.size() && value >= minimum && value <= maximum)
-            return int64_t(value);
-    } catch (const std::exception &) {
+    if (const jobs::JobField *f = jobs::field(recipe, key))
+        return *f;
+    throw std::logic_error("the " + recipe + " recipe's schema has no field " + key);
+}
+
+std::string JobSpec::valueOrDefault(const std::string &key) const
+{
+    const jobs::JobField &f = schemaField(key);
+    const auto it = values.find(key);
+    std::string value = it == values.end() || it->second.empty() ? f.defaultValue : it->second;
+    if (value.empty() && f.type != jobs::JobField::Type::Text && f.type != jobs::JobField::Type::Path &&
+        f.type != jobs::JobField::Type::Choice)
+        throw std::logic_error(key + " is absent and has no default");
+    return f.lowercase ? jobs::lowered(value) : value;
+}
+
+int64_t JobSpec::integer(const std::string &key) const
+{
+    long long value = 0;
+    jobs::parseInteger(valueOrDefault(key), value);
+    return int64_t(value);
+}
+
+double JobSpec::number(const std::string &key) const
+{
+    double value = 0;
+    jobs::parseNumber(valueOrDefault(key), value);
+    return value;
+}
+
+bool JobSpec::boolean(const std::string &key) const
+{
+    return jobs::parseBoolean(valueOrDefault(key)).value_or(false);
+}
+
+std::vector<int64_t> JobSpec::integers(const std::string &key) const
+{
+    std::vector<int64_t> out;
+    for (const std::string &item : jobs::splitList(valueOrDefault(key))) {
+        long long value = 0;
+        jobs::parseInteger(item, value);
+        out.push_back(int64_t(value));
     }
-    return makeError(ErrorCode::InvalidInput,
-                     key + ": expected an integer from " + std::to_string(minimum) +
-                         (maximum == INT64_MAX ? std::string(" up") : " to " + std::to_string(maximum)) + "; got \"" +
-                         it->second + "\"",
-                     path);
+    return out;
 }
 
-Result<double> JobSpec::number(const std::string &key, double fallback) const
+std::string JobSpec::text(const std::string &key) const
 {
-    auto it = values.find(key);
-    if (it == values.end())
-        return fallback;
-    try {
-        size_t used = 0;
-        const double value = std::stod(it->second, &used);
-        if (used == it->second.size() && value >= 0)
-            return value;
-    } catch (const std::exception &) {
-    }
-    return makeError(ErrorCode::InvalidInput, key + ": expected a non-negative number; got \"" + it->second + "\"",
-                     path);
+    return valueOrDefault(key);
 }
 
-Result<bool> JobSpec::boolean(const std::string &key, bool fallback) const
-{
-    auto it = values.find(key);
-    if (it == values.end())
-        return fallback;
-    const std::string v = lower(it->second);
-    if (v == "true" || v == "yes" || v == "1" || v == "on")
-        return true;
-    if (v == "false" || v == "no" || v == "0" || v == "off")
-        return false;
-    return makeError(ErrorCode::InvalidInput, key + ": expected true or false; got \"" + it->second + "\"", path);
-}
-
-std::string JobSpec::text(const std::string &key, const std::string &fallback) const
+std::string JobSpec::raw(const std::string &key, const std::string &fallback) const
 {
     auto it = values.find(key);
     return it == values.end() ? fallback : it->second;
@@ -207,7 +173,7 @@ std::string JobSpec::text(const std::string &key, const std::string &fallback) c
 
 std::string JobSpec::pathValue(const std::string &key) const
 {
-    const std::string value = fileutil::expandUser(text(key));
+    const std::string value = fileutil::expandUser(raw(key));
     if (value.empty())
         return {};
     const std::filesystem::path p(value);

@@ -20,7 +20,7 @@ const char *usageHead = "usage: accel-worker JOB.yaml\n"
 std::string usage()
 {
     std::string text = std::string(usageHead) + "Recipes: ";
-    const auto &recipes = accel::worker::knownRecipes();
+    const auto &recipes = accel::jobs::knownRecipes();
     for (size_t i = 0; i < recipes.size(); ++i)
         text += (i ? ", " : "") + recipes[i];
     return text + " (see docs/jobs.md).\n";

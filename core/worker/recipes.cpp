@@ -177,7 +177,7 @@ std::string capabilitiesJson()
     // refused on the CPU); fp8 is the AO, TE and MSAMP recipes (docs/fp8.md).
     j["mixed_precision"] = j["cuda"].get<bool>() ? nlohmann::ordered_json{"no", "fp16", "bf16", "fp8"}
                                                  : nlohmann::ordered_json{"no", "bf16", "fp8"};
-    j["recipes"] = knownRecipes();
+    j["recipes"] = jobs::knownRecipes();
     return j.dump();
 }
 
@@ -194,16 +194,18 @@ Result<void> runMlpRecipe(Accelerator &accelerator, const JobSpec &job)
     if (inputs.dim() != 2 || targets.dim() != 1 || inputs.size(0) != targets.size(0))
         return makeError(ErrorCode::InvalidInput,
                          "mlp.data: `inputs` must be [N, features] and `targets` [N] with the same N", job.path);
-    const int64_t classes = job.integer("mlp.classes", targets.max().item<int64_t>() + 1, 2, 1 << 24).value_or(2);
+    const int64_t classes = job.has("mlp.classes") ? job.integer("mlp.classes") : targets.max().item<int64_t>() + 1;
+    if (targets.min().item<int64_t>() < 0 || targets.max().item<int64_t>() >= classes)
+        return makeError(ErrorCode::InvalidInput,
+                         "mlp.data: `targets` must be class ids from 0 to " + std::to_string(classes - 1) +
+                             " (mlp.classes " + std::to_string(classes) + ")",
+                         job.path);
     auto model = std::make_shared<torch::nn::SequentialImpl>();
     int64_t width = inputs.size(1);
-    for (int i = 0; job.has("mlp.hidden." + std::to_string(i)); ++i) {
-        auto hidden = job.integer("mlp.hidden." + std::to_string(i), 1, 1, 1 << 24);
-        if (!hidden)
-            return tl::unexpected(hidden.error());
-        model->push_back(torch::nn::Linear(width, *hidden));
+    for (const int64_t hidden : job.integers("mlp.hidden")) {
+        model->push_back(torch::nn::Linear(width, hidden));
         model->push_back(torch::nn::ReLU());
-        width = *hidden;
+        width = hidden;
     }
     model->push_back(torch::nn::Linear(width, classes));
     if (const std::string init = job.pathValue("mlp.init"); !init.empty()) {
@@ -212,15 +214,14 @@ Result<void> runMlpRecipe(Accelerator &accelerator, const JobSpec &job)
     }
     const TrainingSettings &t = job.training;
     std::unique_ptr<torch::optim::Optimizer> optimizer;
-    const std::string kind = job.text("mlp.optimizer", "sgd");
+    const std::string kind = job.text("mlp.optimizer");
     if (kind == "adamw")
         optimizer = std::make_unique<torch::optim::AdamW>(
             model->parameters(), torch::optim::AdamWOptions(t.learningRate).weight_decay(t.weightDecay));
     else if (kind == "sgd")
-        optimizer = std::make_unique<torch::optim::SGD>(model->parameters(),
-                                                        torch::optim::SGDOptions(t.learningRate)
-                                                            .momentum(job.number("mlp.momentum", 0.9).value_or(0.9))
-                                                            .weight_decay(t.weightDecay));
+        optimizer = std::make_unique<torch::optim::SGD>(
+            model->parameters(),
+            torch::optim::SGDOptions(t.learningRate).momentum(job.number("mlp.momentum")).weight_decay(t.weightDecay));
     else
         return makeError(ErrorCode::InvalidInput, "mlp.optimizer: expected sgd or adamw; got " + kind, job.path);
 
@@ -270,9 +271,9 @@ Result<void> runTorchScriptRecipe(Accelerator &accelerator, const JobSpec &job)
         const std::string key = "torchscript.inputs." + std::to_string(i);
         if (!job.has(key))
             break;
-        auto it = data->find(job.text(key));
+        auto it = data->find(job.raw(key));
         if (it == data->end())
-            return makeError(ErrorCode::InvalidInput, key + ": no tensor named " + job.text(key) + " in the data file",
+            return makeError(ErrorCode::InvalidInput, key + ": no tensor named " + job.raw(key) + " in the data file",
                              job.path);
         columns.push_back(it->second);
     }

@@ -145,9 +145,10 @@ private Q_SLOTS:
         QTest::addColumn<QString>("extra");
         QTest::addColumn<QString>("needle");
         QTest::newRow("alpha") << "distill: {alpha: 1.5}\n"
-                               << "distill.alpha: expected a number from 0 to 1; got 1.5";
-        QTest::newRow("temperature") << "distill: {temperature: 0}\n"
-                                     << "distill.temperature: expected a number above 0; got 0";
+                               << "distill.alpha: expected a number from 0 to 1; got \"1.5\"";
+        QTest::newRow("temperature")
+            << "distill: {temperature: 0}\n"
+            << "distill.temperature: expected a number greater than 0 and at most 1000000; got \"0\"";
         QTest::newRow("weights") << "teacher: {weights: nowhere.safetensors}\n"
                                  << "teacher.weights: " + m_dir.filePath("nowhere.safetensors") + " does not exist";
         QTest::newRow("shape") << "teacher: {weights: teacher/model.safetensors, model: {n_embd: 64}}\n"

@@ -152,10 +152,15 @@ private Q_SLOTS:
         auto runs = runWorker(1, dir.filePath("job.yaml"));
         QCOMPARE(runs[0].exitCode, 2);
         QVERIFY2(runs[0].err.contains("did you mean gpt"), qPrintable(runs[0].err));
-        writeFile(dir.filePath("job2.yaml"), "recipe: gpt\ntraining:\n  batch_size: zero\n");
+        writeFile(dir.filePath("job2.yaml"), "recipe: gpt\ndata: {corpus: c.txt}\ntraining:\n  batch_size: zero\n");
         runs = runWorker(1, dir.filePath("job2.yaml"));
         QCOMPARE(runs[0].exitCode, 2);
         QVERIFY2(runs[0].err.contains("training.batch_size") && runs[0].err.contains("zero"), qPrintable(runs[0].err));
+        // A required key that is missing is named with what it should hold.
+        writeFile(dir.filePath("job3.yaml"), "recipe: mlp\n");
+        runs = runWorker(1, dir.filePath("job3.yaml"));
+        QCOMPARE(runs[0].exitCode, 2);
+        QVERIFY2(runs[0].err.contains("mlp.data: missing (safetensors with"), qPrintable(runs[0].err));
     }
 
     void selfTestTwoRanks()
