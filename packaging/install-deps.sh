@@ -23,6 +23,8 @@ packages=(
   python3 python3-venv
   # tests: a real sshd on loopback, screenshots under Xvfb
   openssh-server openssh-client xvfb xauth procps iproute2
+  # tests: a single-node SLURM cluster (munged, slurmctld, slurmd) that tst_slurm starts in the foreground
+  slurmctld slurmd slurm-client munge
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -181,6 +181,7 @@ private Q_SLOTS:
     // With the daemons.
     void jobIsSubmittedQueuedAndFollowedToItsEnd();
     void longJobIsCancelledAndLeavesNoProcess();
+    void sbatchRefusalAndAJobWithoutRunDirectoryAreReported();
 
 private:
     ProcessResult slurmCli(const QStringList &arguments, int timeoutMs = 60000);
@@ -607,6 +608,32 @@ void tst_Slurm::longJobIsCancelledAndLeavesNoProcess()
     const ProcessResult unknown = slurmCli({"cancel", "--host", m_server.alias(), "999999"});
     QCOMPARE(unknown.exitCode, 1);
     QVERIFY2(unknown.err.contains("999999 is not known to SLURM"), qPrintable(unknown.err));
+}
+
+// sbatch's own refusal is quoted; a job that ends without creating its run directory ends follow
+// with exit 1 and names its output file.
+void tst_Slurm::sbatchRefusalAndAJobWithoutRunDirectoryAreReported()
+{
+    requireDaemons();
+    const QString submitDir = m_dir.filePath(QStringLiteral("submit-bad"));
+    const QString script = m_dir.filePath(QStringLiteral("no-run.sbatch"));
+    writeFile(script, "#!/bin/bash\n#SBATCH --job-name=no-run\n# never starts ACCEL_RUN_DIR\nexit 3\n");
+    const ProcessResult refused =
+        slurmCli({"submit", "--host", m_server.alias(), "--remote_dir", submitDir, "--partition", "nosuch", script});
+    QCOMPARE(refused.exitCode, 1);
+    QVERIFY2(refused.err.contains("sbatch: error:") && refused.err.contains("artition"), qPrintable(refused.err));
+
+    const ProcessResult submitted =
+        slurmCli({"submit", "--host", m_server.alias(), "--json", "--remote_dir", submitDir, script});
+    QVERIFY2(submitted.exitCode == 0, qPrintable(submitted.out + submitted.err));
+    const QJsonObject submission = QJsonDocument::fromJson(submitted.out.toUtf8()).object();
+    const QString id = submission.value("job_id").toString();
+    m_submitted << id;
+    QCOMPARE(submission.value("run_directory").toString(), submitDir + "/accel-run-" + id);
+    const ProcessResult followed = slurmCli({"follow", "--host", m_server.alias(), id, "--poll", "0.5"}, 120000);
+    QCOMPARE(followed.exitCode, 1);
+    QVERIFY2(followed.err.contains("without a run directory") && followed.err.contains("slurm-" + id + ".out"),
+             qPrintable(followed.err));
 }
 
 QTEST_GUILESS_MAIN(tst_Slurm)
