@@ -141,8 +141,8 @@ Result<void> verifyHostKey(ssh_session session, const SessionSettings &settings,
                              " than the " + key +
                              " it offers now. Someone may be intercepting the connection, or the host was "
                              "reinstalled. Refusing to connect. If the change is expected, remove the old key "
-                             "(ssh-keygen -R '" +
-                             check.knownHostsName + "') and connect again to accept the new one",
+                             "(" +
+                             check.removeCommand() + ") and connect again to accept the new one",
                          target);
     case HostKeyCheck::State::Error:
         break;
@@ -179,6 +179,16 @@ Result<void> applyDestination(ssh_session session, const std::string &destinatio
 }
 
 } // namespace
+
+std::string HostKeyCheck::removeCommand() const
+{
+    std::vector<std::string> words = {"ssh-keygen", "-R", knownHostsName};
+    if (!knownHostsFile.empty()) {
+        words.push_back("-f");
+        words.push_back(knownHostsFile);
+    }
+    return exporting::shellJoin(words);
+}
 
 void SessionDeleter::operator()(ssh_session session) const
 {

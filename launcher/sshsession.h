@@ -47,6 +47,9 @@ struct HostKeyCheck {
     std::string fingerprint;
     std::string knownHostsName; // "host" or "[host]:port", as known_hosts and ssh-keygen -R spell it
     std::string knownHostsFile; // the user's known_hosts file it was checked against
+    // The command that removes the recorded key (for a key that changed on purpose), quoted for a
+    // POSIX shell: ssh-keygen -R NAME [-f FILE].
+    std::string removeCommand() const;
 };
 
 // Opens, verifies and authenticates a session. Errors name the host and say what to do:

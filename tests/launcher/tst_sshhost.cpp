@@ -12,6 +12,7 @@
 #include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
+#include <QProcess>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
@@ -272,6 +273,7 @@ void tst_SshHost::changedHostKeyIsRefused()
     HostCommandOptions run;
     run.program = fakechild();
     const QString marker = uniqueMarker();
+    QString removeCommand;
     for (bool accept : {false, true}) { // accepting new keys never accepts a changed one
         SshHostOptions changed = options(QStringLiteral("accel-test-changed"));
         changed.acceptNewHostKey = accept;
@@ -283,12 +285,29 @@ void tst_SshHost::changedHostKeyIsRefused()
         QVERIFY2(finished.outcome.error.contains(m_server.hostKeyFingerprint()), qPrintable(finished.outcome.error));
         QCOMPARE(finished.outcome.reason, QStringLiteral("host_key_changed"));
         QCOMPARE(finished.outcome.hostKeyFingerprint, m_server.hostKeyFingerprint());
-        QVERIFY2(finished.outcome.error.contains(QStringLiteral("ssh-keygen -R '[127.0.0.1]:%1'").arg(m_server.port())),
+        QVERIFY2(finished.outcome.error.contains(
+                     QStringLiteral("ssh-keygen -R '[127.0.0.1]:%1' -f %2").arg(m_server.port()).arg(path)),
                  qPrintable(finished.outcome.error));
+        removeCommand = finished.outcome.error.section(QStringLiteral("remove the old key ("), 1)
+                            .section(QStringLiteral(") and connect again"), 0, 0);
     }
+    {
+        QFile file(path);
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        QVERIFY(file.readAll().contains(otherKey.value(1).toLatin1())); // untouched
+    }
+    // The command the message gives, run as printed, removes the old key: accepting then works.
+    QProcess shell;
+    shell.start(QStringLiteral("/bin/sh"), {QStringLiteral("-c"), removeCommand});
+    QVERIFY(shell.waitForFinished(30000));
+    QVERIFY2(shell.exitCode() == 0, qPrintable(removeCommand + "\n" + shell.readAllStandardError()));
     QFile file(path);
     QVERIFY(file.open(QIODevice::ReadOnly));
-    QVERIFY(file.readAll().contains(otherKey.value(1).toLatin1())); // untouched
+    QVERIFY(!file.readAll().contains(otherKey.value(1).toLatin1()));
+    SshHostOptions accepting = options(QStringLiteral("accel-test-changed"));
+    accepting.acceptNewHostKey = true;
+    SshHost host(accepting);
+    QVERIFY(runToEnd(host, {"--marker", marker, "--exit", "0"}, run).outcome.succeeded());
 }
 
 void tst_SshHost::unauthorisedKeyIsRefusedWithWhatToDo()

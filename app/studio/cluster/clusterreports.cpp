@@ -1,6 +1,7 @@
 #include "app/studio/cluster/clusterreports.h"
 
 #include "core/hardware/reportjson.h"
+#include "launcher/sshsession.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -69,10 +70,10 @@ std::vector<ClusterNode> nodes(const QJsonObject &body)
 
 QString HostKeyInfo::removeCommand() const
 {
-    QString command = QStringLiteral("ssh-keygen -R '%1'").arg(knownHostsName);
-    if (!knownHostsFile.isEmpty())
-        command += QStringLiteral(" -f '%1'").arg(knownHostsFile);
-    return command;
+    launcher::ssh::HostKeyCheck check;
+    check.knownHostsName = knownHostsName.toStdString();
+    check.knownHostsFile = knownHostsFile.toStdString();
+    return QString::fromStdString(check.removeCommand());
 }
 
 QString whatToDo(const HostCheck &check, const QString &localVersion)
