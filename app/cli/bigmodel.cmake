@@ -9,4 +9,4 @@ if(TARGET accel_runtime_base)
   # estimate-memory --config_file: per-rank bytes from the runtime's own ShardingPlan.
   set_property(SOURCE cli/estimatesharding.cpp APPEND PROPERTY COMPILE_DEFINITIONS ACCEL_CLI_HAVE_SHARDING)
 endif()
-list(APPEND ACCEL_CLI_SOURCES cli/estimatesharding.h cli/estimatesharding.cpp)
+list(APPEND ACCEL_CLI_SOURCES cli/estimatesharding.h cli/estimatesharding.cpp cli/recipememory.h cli/recipememory.cpp)

@@ -5,6 +5,7 @@
 #include "app/cli/argparser.h"
 #include "app/cli/command.h"
 #include "app/cli/estimatesharding.h"
+#include "app/cli/recipememory.h"
 #include "core/bigmodel/memoryestimate.h"
 
 #include <nlohmann/json.hpp>
@@ -62,12 +63,47 @@ nlohmann::ordered_json toJson(const bigmodel::MemoryEstimate &e)
     return j;
 }
 
+// MODEL is a gpt or mlp job file: its trained model's parameters and the per-rank training bytes
+// (float32, the recipe's own optimizer) under the config, or on one process without one.
+int estimateJob(const std::string &jobFile, const std::optional<std::string> &config, int64_t processes, bool json)
+{
+    auto model = cli::recipeModel(jobFile);
+    if (!model) {
+        std::fprintf(stderr, "accel estimate-memory: %s\n", model.error().toString().c_str());
+        return exitCodeFor(model.error());
+    }
+    auto perRank = cli::estimateSharding(config.value_or(std::string()),
+                                         processes > 0 ? std::optional<int>(int(processes)) : std::nullopt,
+                                         model->parameters, {"float32"}, model->optimizer, model->optimizerStates);
+    if (!perRank) {
+        std::fprintf(stderr, "accel estimate-memory: %s\n", perRank.error().toString().c_str());
+        return exitCodeFor(perRank.error());
+    }
+    if (json) {
+        nlohmann::ordered_json j;
+        j["schema"] = "accel.memory-estimate";
+        j["version"] = 1;
+        j["model"] = jobFile;
+        j["recipe"] = model->recipe;
+        j["shape"] = model->shape;
+        j["parameters"] = model->parameters;
+        j["per_rank_training"] = cli::toJson(*perRank);
+        std::printf("%s\n", j.dump(2).c_str());
+    } else {
+        std::printf("%s: recipe %s (%s), %llu parameters, trained with %s\n", jobFile.c_str(), model->recipe.c_str(),
+                    model->shape.c_str(), static_cast<unsigned long long>(model->parameters), model->optimizer.c_str());
+        std::fputs(cli::renderShardingEstimate(*perRank).c_str(), stdout);
+    }
+    return cli::ExitOk;
+}
+
 int runEstimateMemory(int argc, char **argv)
 {
     cli::ArgParser parser("accel estimate-memory",
                           "Estimate the memory a model needs to load, train with Adam, and run inference, per dtype, "
                           "from checkpoint headers or config.json alone (no weights are read).");
-    parser.addPositional({"MODEL", "model folder, .safetensors file, index .json or config.json"});
+    parser.addPositional({"MODEL", "model folder, .safetensors file, index .json, config.json, or a gpt/mlp job "
+                                   "file (.yaml: its model and optimizer, float32)"});
     cli::OptionSpec dtypes;
     dtypes.name = "dtypes";
     dtypes.valueName = "DTYPE";
@@ -116,6 +152,9 @@ int runEstimateMemory(int argc, char **argv)
         std::fprintf(stderr, "accel estimate-memory: --num_processes needs --config_file\n");
         return cli::ExitBadInput;
     }
+    if (cli::isJobFile(*parser.firstPositional("MODEL")))
+        return estimateJob(*parser.firstPositional("MODEL"), parser.value("config_file"), processes,
+                           parser.isSet("json"));
     std::vector<std::string> list = parser.values("dtypes");
     if (list.empty())
         list = {"float32", "float16", "int8", "int4"};

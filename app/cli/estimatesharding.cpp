@@ -39,9 +39,34 @@ bool haveShardingEstimate()
 }
 
 Result<ShardingEstimate> estimateSharding(const std::string &configFile, std::optional<int> numProcesses,
-                                          uint64_t parameters, const std::vector<std::string> &dtypes)
+                                          uint64_t parameters, const std::vector<std::string> &dtypes,
+                                          const std::string &optimizer, int optimizerStates)
 {
 #ifdef ACCEL_CLI_HAVE_SHARDING
+    ShardingEstimate estimate;
+    estimate.configFile = configFile;
+    estimate.optimizer = optimizer;
+    estimate.optimizerStates = optimizerStates;
+    auto addRows = [&](const runtime::ShardingPlan &plan) {
+        for (const std::string &dtype : dtypes) {
+            const int bytes = trainingBytes(dtype);
+            if (bytes == 0)
+                continue;
+            const auto count = static_cast<int64_t>(parameters);
+            const runtime::TrainingMemory memory =
+                plan.predictMemory(count, bytes, optimizerStates, estimate.worldSize, estimate.processesPerMachine);
+            const runtime::TrainingMemory ddp = runtime::ShardingPlan().predictMemory(
+                count, bytes, optimizerStates, estimate.worldSize, estimate.processesPerMachine);
+            estimate.rows.push_back({dtype, memory.parameters, memory.gradients, memory.optimizerState, ddp.parameters,
+                                     ddp.gradients, ddp.optimizerState});
+        }
+    };
+    if (configFile.empty()) {
+        const runtime::ShardingPlan ddp;
+        estimate.strategy = ddp.describe();
+        addRows(ddp);
+        return estimate;
+    }
     auto loaded = launcher::loadLaunchConfig(configFile);
     if (!loaded)
         return tl::unexpected(loaded.error());
@@ -69,21 +94,14 @@ Result<ShardingEstimate> estimateSharding(const std::string &configFile, std::op
         error.context = configFile;
         return tl::unexpected(std::move(error));
     }
-    ShardingEstimate estimate;
-    estimate.configFile = configFile;
     estimate.strategy = plan->describe();
     estimate.worldSize = std::max(1, settings->numProcesses);
     estimate.processesPerMachine = std::max(1, settings->processesPerNode());
-    for (const std::string &dtype : dtypes) {
-        const int bytes = trainingBytes(dtype);
-        if (bytes == 0)
-            continue;
-        const runtime::TrainingMemory memory = plan->predictMemory(static_cast<int64_t>(parameters), bytes, 2,
-                                                                   estimate.worldSize, estimate.processesPerMachine);
-        estimate.rows.push_back({dtype, memory.parameters, memory.gradients, memory.optimizerState});
-    }
+    addRows(*plan);
     return estimate;
 #else
+    (void)optimizer;
+    (void)optimizerStates;
     (void)numProcesses;
     (void)parameters;
     (void)dtypes;
@@ -98,13 +116,20 @@ nlohmann::ordered_json toJson(const ShardingEstimate &estimate)
     j["strategy"] = estimate.strategy;
     j["world_size"] = estimate.worldSize;
     j["processes_per_machine"] = estimate.processesPerMachine;
+    j["optimizer"] = estimate.optimizer;
+    j["optimizer_states"] = estimate.optimizerStates;
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
     for (const ShardingEstimateRow &row : estimate.rows)
         rows.push_back({{"dtype", row.dtype},
                         {"parameters_bytes", row.parameters},
                         {"gradients_bytes", row.gradients},
                         {"optimizer_state_bytes", row.optimizerState},
-                        {"total_bytes", row.total()}});
+                        {"total_bytes", row.total()},
+                        {"ddp",
+                         {{"parameters_bytes", row.ddpParameters},
+                          {"gradients_bytes", row.ddpGradients},
+                          {"optimizer_state_bytes", row.ddpOptimizerState},
+                          {"total_bytes", row.ddpTotal()}}}});
     j["rows"] = rows;
     return j;
 }
@@ -112,16 +137,21 @@ nlohmann::ordered_json toJson(const ShardingEstimate &estimate)
 std::string renderShardingEstimate(const ShardingEstimate &estimate)
 {
     std::ostringstream out;
-    out << "\nPer rank when training with Adam under " << estimate.configFile << " (" << estimate.worldSize
+    out << "\nPer rank when training with " << estimate.optimizer << " under "
+        << (estimate.configFile.empty() ? std::string("no config") : estimate.configFile) << " (" << estimate.worldSize
         << " processes):\n  " << estimate.strategy << "\n";
-    out << "  dtype       parameters   gradients   Adam state       total\n";
+    char head[160];
+    std::snprintf(head, sizeof head, "  dtype       parameters   gradients %11s       total    DDP total\n",
+                  (estimate.optimizer + " state").c_str());
+    out << head;
     for (const ShardingEstimateRow &row : estimate.rows) {
         char line[160];
-        std::snprintf(line, sizeof line, "  %-9s %12s %11s %11s %11s\n", row.dtype.c_str(),
+        std::snprintf(line, sizeof line, "  %-9s %12s %11s %11s %11s %12s\n", row.dtype.c_str(),
                       bigmodel::formatBinarySize(static_cast<uint64_t>(row.parameters)).c_str(),
                       bigmodel::formatBinarySize(static_cast<uint64_t>(row.gradients)).c_str(),
                       bigmodel::formatBinarySize(static_cast<uint64_t>(row.optimizerState)).c_str(),
-                      bigmodel::formatBinarySize(static_cast<uint64_t>(row.total())).c_str());
+                      bigmodel::formatBinarySize(static_cast<uint64_t>(row.total())).c_str(),
+                      bigmodel::formatBinarySize(static_cast<uint64_t>(row.ddpTotal())).c_str());
         out << line;
     }
     return out.str();

@@ -20,6 +20,11 @@ struct ShardingEstimateRow {
     int64_t parameters = 0; // bytes per rank
     int64_t gradients = 0;
     int64_t optimizerState = 0;
+    // The same model under DDP on the same processes, for comparison.
+    int64_t ddpParameters = 0;
+    int64_t ddpGradients = 0;
+    int64_t ddpOptimizerState = 0;
+    int64_t ddpTotal() const { return ddpParameters + ddpGradients + ddpOptimizerState; }
     int64_t total() const { return parameters + gradients + optimizerState; }
 };
 
@@ -28,15 +33,20 @@ struct ShardingEstimate {
     std::string strategy; // ShardingPlan::describe()
     int worldSize = 1;
     int processesPerMachine = 1;
+    std::string optimizer = "Adam"; // what keeps `optimizerStates` tensors per parameter
+    int optimizerStates = 2;
     std::vector<ShardingEstimateRow> rows;
 };
 
 // True when this build can predict per-rank memory (the runtime's torch-free planning library).
 bool haveShardingEstimate();
 // `numProcesses` overrides the config's num_processes. Dtypes as estimate-memory names them; int8
-// and int4 are skipped (no training figures, as in Accelerate's table).
+// and int4 are skipped (no training figures, as in Accelerate's table). `optimizerStates` state
+// tensors per parameter (Adam 2, SGD with momentum 1) kept by `optimizer`. An empty `configFile`
+// is one process without a config (DDP's figures).
 Result<ShardingEstimate> estimateSharding(const std::string &configFile, std::optional<int> numProcesses,
-                                          uint64_t parameters, const std::vector<std::string> &dtypes);
+                                          uint64_t parameters, const std::vector<std::string> &dtypes,
+                                          const std::string &optimizer = "Adam", int optimizerStates = 2);
 nlohmann::ordered_json toJson(const ShardingEstimate &estimate);
 std::string renderShardingEstimate(const ShardingEstimate &estimate);
 

@@ -144,6 +144,76 @@ private Q_SLOTS:
         QVERIFY2(r.err.contains("--num_processes needs --config_file"), qPrintable(r.err));
     }
 
+    // MODEL as a gpt/mlp job file: the model accel-worker builds from it, counted from the job and
+    // (mlp) the data file's header and targets, with the recipe's optimizer.
+    void estimateMemoryOfARecipeJob()
+    {
+        const std::string folder = m_dir.path().toStdString();
+        // inputs [6, 5] float32, targets [6] int64 with 3 as the largest class id.
+        const std::vector<float> inputs(30, 0.5f);
+        const std::vector<int64_t> targets{0, 3, 1, 2, 0, 1};
+        QVERIFY(writeSafetensors(folder + "/data.safetensors", {{"inputs", DType::F32, {6, 5}, inputs.data(), 30 * 4},
+                                                                {"targets", DType::I64, {6}, targets.data(), 6 * 8}}));
+        const auto estimate = [this](const std::string &name, const std::string &yaml, const QStringList &extra = {}) {
+            const QString job = m_dir.filePath(QString::fromStdString(name));
+            if (!fileutil::writeFileAtomic(job.toStdString(), yaml))
+                qFatal("cannot write %s", qPrintable(job));
+            return test::runAccel(QStringList{"estimate-memory", job, "--json"} + extra);
+        };
+        // Linear(5, 8), Linear(8, 4), Linear(4, 4 classes): 48 + 36 + 20 parameters; SGD with
+        // momentum keeps one buffer per parameter; one process without a config.
+        auto r = estimate("mlp.yaml", "recipe: mlp\nmlp: {data: data.safetensors, hidden: [8, 4]}\n");
+        QCOMPARE(r.exitCode, 0);
+        auto j = parseJson(r.out);
+        QCOMPARE(j["recipe"].get<std::string>(), std::string("mlp"));
+        QCOMPARE(j["shape"].get<std::string>(), std::string("5 -> 8 -> 4 -> 4"));
+        QCOMPARE(j["parameters"].get<uint64_t>(), uint64_t(104));
+        auto row = j["per_rank_training"]["rows"][0];
+        QCOMPARE(j["per_rank_training"]["optimizer_states"].get<int>(), 1);
+        QCOMPARE(row["parameters_bytes"].get<uint64_t>(), uint64_t(104 * 4));
+        QCOMPARE(row["optimizer_state_bytes"].get<uint64_t>(), uint64_t(104 * 4));
+        QCOMPARE(row["ddp"]["total_bytes"].get<uint64_t>(), row["total_bytes"].get<uint64_t>());
+        // mlp.classes wins over the targets; AdamW keeps two moments; SGD without momentum none.
+        r = estimate("mlp7.yaml", "recipe: mlp\nmlp: {data: data.safetensors, hidden: [8, 4], classes: 7, "
+                                  "optimizer: adamw}\n");
+        QCOMPARE(r.exitCode, 0);
+        j = parseJson(r.out);
+        QCOMPARE(j["parameters"].get<uint64_t>(), uint64_t(48 + 36 + 35));
+        QCOMPARE(j["per_rank_training"]["rows"][0]["optimizer_state_bytes"].get<uint64_t>(), uint64_t(119 * 4 * 2));
+        r = estimate("sgd0.yaml", "recipe: mlp\nmlp: {data: data.safetensors, hidden: [8, 4], momentum: 0}\n");
+        QCOMPARE(r.exitCode, 0);
+        QCOMPARE(parseJson(r.out)["per_rank_training"]["rows"][0]["optimizer_state_bytes"].get<uint64_t>(),
+                 uint64_t(0));
+        // gpt, n_embd E = 8, n_layer 1, block_size 16: embeddings (256 + 16) E, a block of
+        // 12 E^2 + 13 E, the final LayerNorm 2 E; the head is tied to the token embedding. Under
+        // ZeRO-2 on 2 processes (the config's num_processes).
+        const QString zero2 = m_dir.filePath("zero2-job.yaml");
+        QVERIFY(fileutil::writeFileAtomic(zero2.toStdString(),
+                                          "compute_environment: LOCAL_MACHINE\ndistributed_type: DEEPSPEED\n"
+                                          "deepspeed_config:\n  zero_stage: 2\nmachine_rank: 0\n"
+                                          "mixed_precision: 'no'\nnum_machines: 1\nnum_processes: 2\nuse_cpu: true\n"));
+        r = estimate("gpt.yaml", "recipe: gpt\nmodel: {n_layer: 1, n_head: 2, n_embd: 8, block_size: 16}\n",
+                     {"--config_file", zero2});
+        QCOMPARE(r.exitCode, 0);
+        j = parseJson(r.out);
+        const uint64_t p = (256 + 16) * 8 + (12 * 64 + 13 * 8) + 2 * 8;
+        QCOMPARE(j["parameters"].get<uint64_t>(), p);
+        row = j["per_rank_training"]["rows"][0];
+        QCOMPARE(row["parameters_bytes"].get<uint64_t>(), p * 4 + p / 2 * 4);
+        QCOMPARE(row["gradients_bytes"].get<uint64_t>(), p / 2 * 4);
+        QCOMPARE(row["ddp"]["total_bytes"].get<uint64_t>(), 4 * p * 4);
+        // Bad jobs exit 2 and name the key.
+        r = estimate("ts.yaml", "recipe: torchscript\ntorchscript: {module: m.pt}\n");
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("recipe:") && r.err.contains("torchscript"), qPrintable(r.err));
+        r = estimate("nodata.yaml", "recipe: mlp\n");
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("mlp.data"), qPrintable(r.err));
+        r = estimate("odd.yaml", "recipe: gpt\nmodel: {n_head: 3, n_embd: 8}\n");
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("model.n_embd"), qPrintable(r.err));
+    }
+
     void deviceMapJson()
     {
         // 4 decoder layers of 2336 floats = 9344 bytes each; budgets force a split over 0, 1 and cpu.

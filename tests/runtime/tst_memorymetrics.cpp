@@ -1,0 +1,211 @@
+// Per-rank training memory in the metrics stream: a gpt job launched with `accel launch` on 2 real
+// ranks under DDP, ZeRO-1, ZeRO-2, ZeRO-3 and FSDP FULL_SHARD writes mem_params_bytes,
+// mem_grads_bytes and mem_optim_bytes after prepare and after the first optimizer step, and the
+// figures equal what `accel estimate-memory JOB --config_file CONFIG --json` predicted
+// (ShardingPlan::predictMemory) up to the flat parameters' padding; ZeRO-3 holds half of DDP's
+// parameter bytes.
+#include "core/bigmodel/safetensorswriter.h"
+#include "tests/helpers/testsupport.h"
+
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QMap>
+#include <QRegularExpression>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <array>
+
+namespace {
+
+using Figures = std::array<qint64, 3>; // parameters, gradients, optimizer state
+
+// The memory lines of one rank's metrics file, by step.
+QMap<qint64, Figures> memoryLines(const QString &path)
+{
+    QMap<qint64, Figures> lines;
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly))
+        return lines;
+    for (const QByteArray &line : file.readAll().split('\n')) {
+        const QJsonObject o = QJsonDocument::fromJson(line).object();
+        if (o.contains("mem_params_bytes"))
+            lines[o.value("step").toInteger()] = {qint64(o.value("mem_params_bytes").toDouble()),
+                                                  qint64(o.value("mem_grads_bytes").toDouble()),
+                                                  qint64(o.value("mem_optim_bytes").toDouble())};
+    }
+    return lines;
+}
+
+} // namespace
+
+class tst_MemoryMetrics : public QObject {
+    Q_OBJECT
+
+private:
+    QTemporaryDir m_dir;
+    QString m_job;
+    QMap<QString, Figures> m_measured; // strategy -> rank 0 after the first step
+
+    QString writeFile(const QString &name, const QByteArray &text)
+    {
+        QFile file(m_dir.filePath(name));
+        if (!file.open(QIODevice::WriteOnly) || file.write(text) != text.size())
+            return {};
+        return file.fileName();
+    }
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        if (!QFile::exists(accel::test::binDir() + "/accel-worker") || !QFile::exists(accel::test::binDir() + "/accel"))
+            QSKIP("accel and accel-worker are not built");
+        QVERIFY(m_dir.isValid());
+        QByteArray corpus;
+        for (int i = 0; i < 200; ++i)
+            corpus += "the cat sat on the mat. a dog ran in the fog. ";
+        QVERIFY(!writeFile("corpus.txt", corpus).isEmpty());
+        // n_embd 33: each block has an odd number of parameters, so its flat buffer is padded.
+        m_job = writeFile("job.yaml", "recipe: gpt\nmodel: {n_layer: 2, n_head: 3, n_embd: 33, block_size: 32}\n"
+                                      "data: {corpus: corpus.txt}\nsample: {length: 0}\n"
+                                      "training: {max_steps: 3, batch_size: 4, log_every: 1}\n");
+        QVERIFY(!m_job.isEmpty());
+    }
+
+    void measuredEqualsPredicted_data()
+    {
+        QTest::addColumn<QString>("block");
+        QTest::addColumn<QString>("strategy");
+        QTest::newRow("DDP") << "distributed_type: MULTI_CPU\n"
+                             << "DDP";
+        for (int stage = 1; stage <= 3; ++stage)
+            QTest::addRow("ZeRO-%d", stage)
+                << QString("distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: %1\n").arg(stage)
+                << QString("ZeRO-%1").arg(stage);
+        QTest::newRow("FULL_SHARD") << "distributed_type: FSDP\nfsdp_config:\n  fsdp_sharding_strategy: FULL_SHARD\n"
+                                       "  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n  fsdp_version: 1\n"
+                                    << "FULL_SHARD";
+    }
+    void measuredEqualsPredicted()
+    {
+        QFETCH(QString, block);
+        QFETCH(QString, strategy);
+        const QString name = QTest::currentDataTag();
+        const QString config = writeFile(name + ".yaml", ("compute_environment: LOCAL_MACHINE\n" + block +
+                                                          "machine_rank: 0\nmixed_precision: 'no'\nnum_machines: 1\n"
+                                                          "num_processes: 2\nuse_cpu: true\n")
+                                                             .toUtf8());
+        const QString run = m_dir.filePath("run-" + name);
+        const auto launched = accel::test::runAccel(
+            {"launch", "--config_file", config, "--run_dir", run, "--name", name, "--job", m_job}, 300000);
+        QVERIFY2(launched.exitCode == 0, qPrintable(launched.out + launched.err));
+
+        const auto estimated = accel::test::runAccel({"estimate-memory", m_job, "--config_file", config, "--json"});
+        QVERIFY2(estimated.exitCode == 0, qPrintable(estimated.err));
+        const QJsonObject estimate = QJsonDocument::fromJson(estimated.out.toUtf8()).object();
+        const QJsonObject row = estimate["per_rank_training"]["rows"].toArray().first().toObject();
+        const Figures predicted = {qint64(row["parameters_bytes"].toDouble()),
+                                   qint64(row["gradients_bytes"].toDouble()),
+                                   qint64(row["optimizer_state_bytes"].toDouble())};
+        QVERIFY(estimate["per_rank_training"]["strategy"].toString().contains(strategy == "DDP" ? "DDP" : strategy));
+
+        // The worker counts the model it built; estimate-memory counted it from the job file.
+        QFile log(run + "/logs/rank0.log");
+        QVERIFY(log.open(QIODevice::ReadOnly));
+        const auto count = QRegularExpression("(\\d+) parameters;").match(QString::fromUtf8(log.readAll()));
+        QVERIFY(count.hasMatch());
+        QCOMPARE(qint64(estimate["parameters"].toDouble()), count.captured(1).toLongLong());
+
+        // 3 units (2 blocks and the root): each unit's flat buffer is padded to a multiple of the 2
+        // ranks (at most 1 element of 4 bytes more), and a rank's chunk of it is at most 1 element
+        // more than the predicted ceil(P / 2). ZeRO-1/2 parameters hold both (whole and chunk),
+        // the optimizer two chunk-sized moments.
+        const qint64 padding = strategy == "DDP" ? 0 : 3 * 4;
+        for (int rank = 0; rank < 2; ++rank) {
+            const auto lines = memoryLines(QString("%1/metrics/rank%2.jsonl").arg(run).arg(rank));
+            QStringList steps;
+            for (qint64 step : lines.keys())
+                steps << QString::number(step);
+            QVERIFY2(lines.contains(0) && lines.contains(1),
+                     qPrintable(QString("rank %1: memory lines at steps %2").arg(rank).arg(steps.join(' '))));
+            // As prepared: parameters only (gradients and Adam's moments come with the first step).
+            QVERIFY(lines[0][0] > 0);
+            QCOMPARE(lines[0][2], qint64(0));
+            const Figures measured = lines[1];
+            qInfo("%s rank %d bytes: parameters %lld (predicted %lld), gradients %lld (%lld), optimizer state %lld "
+                  "(%lld)",
+                  qPrintable(name), rank, measured[0], predicted[0], measured[1], predicted[1], measured[2],
+                  predicted[2]);
+            for (int kind = 0; kind < 3; ++kind) {
+                const qint64 allowed = padding * (kind == 1 ? 1 : 2);
+                QVERIFY2(qAbs(measured[kind] - predicted[kind]) <= allowed,
+                         qPrintable(QString("rank %1 kind %2: measured %3, predicted %4")
+                                        .arg(rank)
+                                        .arg(kind)
+                                        .arg(measured[kind])
+                                        .arg(predicted[kind])));
+            }
+            // Nothing changes after the first step: no further lines.
+            QCOMPARE(lines.size(), 2);
+        }
+        m_measured[strategy] = memoryLines(run + "/metrics/rank0.jsonl")[1];
+    }
+
+    // The mlp recipe: accel estimate-memory reads the input width from the data file's header and
+    // the class count from its targets (the largest id + 1), as the worker builds the model; SGD
+    // with momentum keeps one buffer per parameter.
+    void mlpMeasuredEqualsPredicted()
+    {
+        std::vector<float> inputs(40 * 7);
+        std::vector<int64_t> targets(40);
+        for (size_t i = 0; i < inputs.size(); ++i)
+            inputs[i] = float(i % 13) / 13.0f;
+        for (size_t i = 0; i < targets.size(); ++i)
+            targets[i] = int64_t(i % 5); // 5 classes
+        QVERIFY(accel::bigmodel::writeSafetensors(
+            m_dir.filePath("mlp.safetensors").toStdString(),
+            {{"inputs", accel::bigmodel::DType::F32, {40, 7}, inputs.data(), inputs.size() * 4},
+             {"targets", accel::bigmodel::DType::I64, {40}, targets.data(), targets.size() * 8}}));
+        const QString job = writeFile("mlp.yaml", "recipe: mlp\nmlp: {data: mlp.safetensors, hidden: [9, 6]}\n"
+                                                  "training: {max_steps: 3, batch_size: 4, log_every: 1}\n");
+        const QString config = writeFile("mlp-ddp.yaml", "compute_environment: LOCAL_MACHINE\ndistributed_type: "
+                                                         "MULTI_CPU\nmachine_rank: 0\nmixed_precision: 'no'\n"
+                                                         "num_machines: 1\nnum_processes: 2\nuse_cpu: true\n");
+        const QString run = m_dir.filePath("run-mlp");
+        const auto launched = accel::test::runAccel(
+            {"launch", "--config_file", config, "--run_dir", run, "--name", "mlp", "--job", job}, 300000);
+        QVERIFY2(launched.exitCode == 0, qPrintable(launched.out + launched.err));
+        const auto estimated = accel::test::runAccel({"estimate-memory", job, "--config_file", config, "--json"});
+        QVERIFY2(estimated.exitCode == 0, qPrintable(estimated.err));
+        const QJsonObject estimate = QJsonDocument::fromJson(estimated.out.toUtf8()).object();
+        QCOMPARE(estimate["shape"].toString(), QString("7 -> 9 -> 6 -> 5"));
+        const QJsonObject row = estimate["per_rank_training"]["rows"].toArray().first().toObject();
+        for (int rank = 0; rank < 2; ++rank) {
+            const Figures measured = memoryLines(QString("%1/metrics/rank%2.jsonl").arg(run).arg(rank)).value(1);
+            QCOMPARE(measured[0], qint64(row["parameters_bytes"].toDouble()));
+            QCOMPARE(measured[1], qint64(row["gradients_bytes"].toDouble()));
+            QCOMPARE(measured[2], qint64(row["optimizer_state_bytes"].toDouble()));
+        }
+    }
+
+    void zero3HoldsHalfOfDdpsParameters()
+    {
+        if (!m_measured.contains("DDP") || !m_measured.contains("ZeRO-3") || !m_measured.contains("FULL_SHARD"))
+            QSKIP("needs measuredEqualsPredicted's runs");
+        const qint64 ddp = m_measured["DDP"][0];
+        for (const QString &strategy : QStringList{"ZeRO-3", "FULL_SHARD"}) {
+            const qint64 sharded = m_measured[strategy][0];
+            qInfo("%s parameters %lld bytes per rank, DDP %lld: %.4f", qPrintable(strategy), sharded, ddp,
+                  double(sharded) / double(ddp));
+            QVERIFY(2 * sharded - ddp >= 0 && 2 * sharded - ddp <= 2 * 3 * 4);
+            const Figures &f = m_measured[strategy];
+            const Figures &d = m_measured["DDP"];
+            QVERIFY(double(f[0] + f[1] + f[2]) <= double(d[0] + d[1] + d[2]) * (0.5 + 0.1));
+        }
+    }
+};
+
+QTEST_GUILESS_MAIN(tst_MemoryMetrics)
+#include "tst_memorymetrics.moc"
