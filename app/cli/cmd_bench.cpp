@@ -18,9 +18,12 @@
 #include <QProcess>
 #include <QRegularExpression>
 
+#include <sys/prctl.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 
 #ifndef ACCEL_BENCH_SOURCE_ROOT
@@ -33,9 +36,11 @@ namespace {
 
 struct Shape {
     const char *name;
-    int layers, heads, embedding;
+    int layers, heads, embedding, context, batch;
 };
-const Shape shapes[] = {{"gpt", 2, 2, 64}, {"gpt-deep", 4, 2, 32}};
+// gpt and gpt-deep are the benchmark; gpt-tiny is for quick looks and tests (not by default).
+const Shape shapes[] = {{"gpt", 2, 2, 64, 64, 16}, {"gpt-deep", 4, 2, 32, 64, 16}, {"gpt-tiny", 1, 2, 16, 32, 8}};
+const char *const defaultShapes = "gpt,gpt-deep";
 
 struct Precision {
     const char *name;
@@ -78,13 +83,19 @@ const QString &workerProgram()
     return program;
 }
 
+// The training loss is logged every 10 steps, or 10 times per run when it is shorter than 100.
+int logEvery(int steps)
+{
+    return std::clamp(steps / 10, 1, 10);
+}
+
 QByteArray jobText(const Shape &shape, const QString &corpus, int steps)
 {
     return QStringLiteral("recipe: gpt\nname: bench-fp8\nseed: 42\noutput_dir: out\n"
-                          "model: {n_layer: %1, n_head: %2, n_embd: %3, block_size: 64, dropout: 0.0}\n"
+                          "model: {n_layer: %1, n_head: %2, n_embd: %3, block_size: %9, dropout: 0.0}\n"
                           "data: {corpus: \"%4\", eval_fraction: 0.05}\n"
-                          "training: {max_steps: %5, batch_size: 16, learning_rate: 2.0e-3, warmup_steps: %6, "
-                          "min_lr_ratio: 0.1, weight_decay: 0.01, grad_clip: 1.0, log_every: 10, eval_every: %7, "
+                          "training: {max_steps: %5, batch_size: %10, learning_rate: 2.0e-3, warmup_steps: %6, "
+                          "min_lr_ratio: 0.1, weight_decay: 0.01, grad_clip: 1.0, log_every: %8, eval_every: %7, "
                           "eval_batches: 8, resume: none}\n"
                           "sample: {length: 0}\n")
         .arg(shape.layers)
@@ -94,7 +105,47 @@ QByteArray jobText(const Shape &shape, const QString &corpus, int steps)
         .arg(steps)
         .arg(std::max(1, steps / 10))
         .arg(std::max(1, steps / 5))
+        .arg(logEvery(steps))
+        .arg(shape.context)
+        .arg(shape.batch)
         .toUtf8();
+}
+
+// Progress of a run for --json (one JSON object per line on stderr, schema accel.bench-fp8.progress).
+struct Progress {
+    bool json = false;
+    int run = 0, runs = 0;
+    void report(const BenchRun &what, int step, int steps, const char *state) const
+    {
+        if (!json)
+            return;
+        const QJsonObject line{{QStringLiteral("schema"), QStringLiteral("accel.bench-fp8.progress")},
+                               {QStringLiteral("version"), 1},
+                               {QStringLiteral("state"), QLatin1String(state)},
+                               {QStringLiteral("shape"), what.shape},
+                               {QStringLiteral("precision"), what.precision},
+                               {QStringLiteral("run"), run},
+                               {QStringLiteral("runs"), runs},
+                               {QStringLiteral("step"), step},
+                               {QStringLiteral("steps"), steps}};
+        std::fprintf(stderr, "%s\n", QJsonDocument(line).toJson(QJsonDocument::Compact).constData());
+        std::fflush(stderr);
+    }
+};
+
+// The last step written to a metrics file so far (0 when none).
+int lastLoggedStep(const QString &path)
+{
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly))
+        return 0;
+    const QByteArray text = file.readAll();
+    static const QRegularExpression stepField(QStringLiteral("\"step\":\\s*(\\d+)"));
+    int last = 0;
+    auto matches = stepField.globalMatch(QString::fromUtf8(text));
+    while (matches.hasNext())
+        last = std::max(last, matches.next().captured(1).toInt());
+    return last;
 }
 
 // Bytes of weights, gradients and optimizer state as each recipe stores them (the formats; this
@@ -113,7 +164,7 @@ Bytes storageBytes(const QString &precision, double parameters, double fp8Weight
 }
 
 BenchRun runOne(const Shape &shape, const Precision &precision, const QString &dir, const QString &corpus, int steps,
-                int threads, QString *error)
+                int threads, const Progress &progress, QString *error)
 {
     BenchRun run;
     run.shape = QString::fromLatin1(shape.name);
@@ -144,12 +195,25 @@ BenchRun runOne(const Shape &shape, const Precision &precision, const QString &d
     worker.setProcessEnvironment(env);
     worker.setWorkingDirectory(dir);
     worker.setProcessChannelMode(QProcess::MergedChannels);
+    // The worker ends with this program, however it ends (a cancelled benchmark leaves no run).
+    worker.setChildProcessModifier([] { ::prctl(PR_SET_PDEATHSIG, SIGKILL); });
     worker.start(workerProgram(), {dir + QStringLiteral("/job.yaml")});
     if (!worker.waitForStarted(30000)) {
         *error = workerProgram() + QStringLiteral(": cannot start (this build has no libtorch runtime?)");
         return run;
     }
-    worker.waitForFinished(-1);
+    progress.report(run, 0, steps, "started");
+    int reported = 0;
+    while (!worker.waitForFinished(500)) {
+        if (worker.state() == QProcess::NotRunning)
+            break;
+        if (progress.json) {
+            if (const int step = lastLoggedStep(metricsPath); step > reported) {
+                reported = step;
+                progress.report(run, step, steps, "running");
+            }
+        }
+    }
     const QString output = QString::fromUtf8(worker.readAll());
     QFile log(dir + QStringLiteral("/worker.log"));
     if (log.open(QIODevice::WriteOnly))
@@ -188,12 +252,13 @@ BenchRun runOne(const Shape &shape, const Precision &precision, const QString &d
                 run.loss.push_back({double(row.step), value.value});
             else if (name == "eval_loss")
                 run.evalLoss.push_back({double(row.step), value.value});
-            else if (name == "step_time_s" && row.step > 10) // the first window warms up
+            else if (name == "step_time_s" && row.step > logEvery(steps)) // the first window warms up
                 stepTimes.push_back(value.value);
         }
     }
     std::sort(stepTimes.begin(), stepTimes.end());
     run.stepTimeS = stepTimes.empty() ? NAN : stepTimes[stepTimes.size() / 2];
+    progress.report(run, steps, steps, "finished");
     return run;
 }
 
@@ -220,7 +285,12 @@ int runBench(int argc, char **argv)
     parser.addValue("out", "DIR", "folder for the runs, the table and fp8-loss.png", "fp8-bench");
     parser.addValue("threads", "N", "torch threads per run", "1");
     parser.addValue("only", "NAMES", "comma-separated precisions to run (fp32,bf16,fp8-te,fp8-msamp-o1,...)", "");
-    parser.addFlag("json", "machine-readable result (accel.bench-fp8)");
+    parser.addValue("shapes", "NAMES",
+                    "comma-separated model shapes: gpt (2 layers, n_embd 64), gpt-deep (4 layers, n_embd 32), "
+                    "gpt-tiny (1 layer, n_embd 16, context 32, batch 8)",
+                    defaultShapes);
+    parser.addFlag("json", "machine-readable result (accel.bench-fp8) on stdout; progress as JSON lines "
+                           "(accel.bench-fp8.progress) on stderr");
     if (!parser.parse(argc, argv, 1)) {
         if (parser.helpRequested()) {
             std::fputs(parser.helpText().c_str(), stdout);
@@ -256,6 +326,21 @@ int runBench(int argc, char **argv)
             return ExitBadInput;
         }
     }
+    QStringList shapeNames =
+        QString::fromStdString(parser.valueOr("shapes", defaultShapes)).split(QLatin1Char(','), Qt::SkipEmptyParts);
+    shapeNames.removeDuplicates();
+    if (shapeNames.isEmpty()) {
+        std::fprintf(stderr, "accel bench: --shapes: empty; expected some of gpt, gpt-deep, gpt-tiny\n");
+        return ExitBadInput;
+    }
+    for (const QString &name : shapeNames) {
+        if (std::none_of(std::begin(shapes), std::end(shapes),
+                         [&](const Shape &s) { return name == QLatin1String(s.name); })) {
+            std::fprintf(stderr, "accel bench: --shapes: unknown shape '%s'; expected gpt, gpt-deep, gpt-tiny\n",
+                         qPrintable(name));
+            return ExitBadInput;
+        }
+    }
     const QString corpus = findCorpus();
     if (corpus.isEmpty()) {
         std::fprintf(stderr, "accel bench: resources/corpus/corpus.txt not found (set ACCEL_SOURCE_DIR)\n");
@@ -267,27 +352,43 @@ int runBench(int argc, char **argv)
                      qPrintable(workerProgram()));
         return ExitFailure;
     }
-    std::vector<BenchRun> runs;
+    const bool json = parser.isSet("json");
+    std::vector<std::pair<const Shape *, const Precision *>> planned;
     for (const Shape &shape : shapes) {
+        if (!shapeNames.contains(QLatin1String(shape.name)))
+            continue;
         for (const Precision &precision : precisions) {
-            if (!only.isEmpty() && !only.contains(QLatin1String(precision.name)))
-                continue;
-            const auto started = std::chrono::steady_clock::now();
-            std::fprintf(stderr, "accel bench: %s %s, %d steps ...", shape.name, precision.name, steps);
+            if (only.isEmpty() || only.contains(QLatin1String(precision.name)))
+                planned.push_back({&shape, &precision});
+        }
+    }
+    shapeNames.clear(); // in the order they run
+    for (const auto &[shape, precision] : planned) {
+        if (!shapeNames.contains(QLatin1String(shape->name)))
+            shapeNames << QLatin1String(shape->name);
+    }
+    std::vector<BenchRun> runs;
+    Progress progress{json, 0, int(planned.size())};
+    for (const auto &[shape, precision] : planned) {
+        ++progress.run;
+        const auto started = std::chrono::steady_clock::now();
+        if (!json) {
+            std::fprintf(stderr, "accel bench: %s %s, %d steps ...", shape->name, precision->name, steps);
             std::fflush(stderr);
-            QString error;
-            BenchRun run = runOne(shape, precision,
-                                  out + QLatin1Char('/') + QLatin1String(shape.name) + QLatin1Char('/') +
-                                      QLatin1String(precision.name),
-                                  corpus, steps, threads, &error);
-            if (!error.isEmpty()) {
-                std::fprintf(stderr, "\naccel bench: %s\n", qPrintable(error));
-                return ExitFailure;
-            }
+        }
+        QString error;
+        BenchRun run = runOne(*shape, *precision,
+                              out + QLatin1Char('/') + QLatin1String(shape->name) + QLatin1Char('/') +
+                                  QLatin1String(precision->name),
+                              corpus, steps, threads, progress, &error);
+        if (!error.isEmpty()) {
+            std::fprintf(stderr, "%saccel bench: %s\n", json ? "" : "\n", qPrintable(error));
+            return ExitFailure;
+        }
+        if (!json)
             std::fprintf(stderr, " %.0f s\n",
                          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-            runs.push_back(std::move(run));
-        }
+        runs.push_back(std::move(run));
     }
     const std::vector<double> at = {double(steps) / 5, double(steps) / 2, double(steps)};
     QJsonArray jsonRuns;
@@ -325,9 +426,13 @@ int runBench(int argc, char **argv)
                      .arg(kib(bytes.weights), 8)
                      .arg(kib(bytes.gradients), 8)
                      .arg(kib(bytes.optimizer), 8);
-        QJsonArray curve;
+        QJsonArray curve, evalCurve, lossAtSteps;
         for (const auto &[step, loss] : run.loss)
             curve.append(QJsonArray{step, loss});
+        for (const auto &[step, loss] : run.evalLoss)
+            evalCurve.append(QJsonArray{step, loss});
+        for (const double step : at)
+            lossAtSteps.append(QJsonArray{step, lossAt(run, step)});
         jsonRuns.append(QJsonObject{{QStringLiteral("shape"), run.shape},
                                     {QStringLiteral("precision"), run.precision},
                                     {QStringLiteral("parameters"), run.parameters},
@@ -339,6 +444,8 @@ int runBench(int argc, char **argv)
                                     {QStringLiteral("weight_bytes"), bytes.weights},
                                     {QStringLiteral("gradient_bytes"), bytes.gradients},
                                     {QStringLiteral("optimizer_state_bytes"), bytes.optimizer},
+                                    {QStringLiteral("loss_at"), lossAtSteps},
+                                    {QStringLiteral("eval_loss_curve"), evalCurve},
                                     {QStringLiteral("loss"), curve}});
     }
     const QString png = out + QStringLiteral("/fp8-loss.png");
@@ -347,10 +454,11 @@ int runBench(int argc, char **argv)
     QFile tableFile(out + QStringLiteral("/table.txt"));
     if (tableFile.open(QIODevice::WriteOnly))
         tableFile.write(table.toUtf8());
-    if (parser.isSet("json")) {
+    if (json) {
         QJsonObject result{{QStringLiteral("schema"), QStringLiteral("accel.bench-fp8")},
                            {QStringLiteral("version"), 1},
                            {QStringLiteral("steps"), steps},
+                           {QStringLiteral("shapes"), QJsonArray::fromStringList(shapeNames)},
                            {QStringLiteral("png"), plotted ? png : QString()},
                            {QStringLiteral("runs"), jsonRuns}};
         std::fputs(QJsonDocument(result).toJson(QJsonDocument::Compact).constData(), stdout);

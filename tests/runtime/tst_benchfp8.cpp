@@ -26,6 +26,10 @@ void tst_BenchFp8::badInputIsRefused()
         {QStringLiteral("bench"), QStringLiteral("fp8"), QStringLiteral("--only"), QStringLiteral("fp32,fp7")});
     QCOMPARE(precision.exitCode, 2);
     QVERIFY(precision.err.contains(QStringLiteral("fp7")));
+    auto shape = accel::test::runAccel(
+        {QStringLiteral("bench"), QStringLiteral("fp8"), QStringLiteral("--shapes"), QStringLiteral("gpt,gpt-huge")});
+    QCOMPARE(shape.exitCode, 2);
+    QVERIFY(shape.err.contains(QStringLiteral("--shapes: unknown shape 'gpt-huge'")));
     auto steps = accel::test::runAccel(
         {QStringLiteral("bench"), QStringLiteral("fp8"), QStringLiteral("--steps"), QStringLiteral("many")});
     QCOMPARE(steps.exitCode, 2);
@@ -48,9 +52,25 @@ void tst_BenchFp8::shortRunWritesTableJsonAndPng()
     QCOMPARE(json.value(QStringLiteral("schema")).toString(), QStringLiteral("accel.bench-fp8"));
     const QJsonArray runs = json.value(QStringLiteral("runs")).toArray();
     QCOMPARE(runs.size(), 4); // two shapes x two precisions
+    // Progress: one JSON line per event on stderr, each run started and finished in order.
+    QStringList finished;
+    for (const QString &line : result.err.split(QLatin1Char('\n'), Qt::SkipEmptyParts)) {
+        const QJsonObject event = QJsonDocument::fromJson(line.toUtf8()).object();
+        if (event.value(QStringLiteral("schema")).toString() != QLatin1String("accel.bench-fp8.progress"))
+            continue;
+        QCOMPARE(event.value(QStringLiteral("runs")).toInt(), 4);
+        QCOMPARE(event.value(QStringLiteral("steps")).toInt(), 20);
+        if (event.value(QStringLiteral("state")).toString() == QLatin1String("finished"))
+            finished << event.value(QStringLiteral("shape")).toString() + QLatin1Char('/') +
+                            event.value(QStringLiteral("precision")).toString();
+    }
+    QCOMPARE(finished, QStringList({QStringLiteral("gpt/bf16"), QStringLiteral("gpt/fp8-msamp-o2"),
+                                    QStringLiteral("gpt-deep/bf16"), QStringLiteral("gpt-deep/fp8-msamp-o2")}));
     for (const auto &value : runs) {
         const QJsonObject run = value.toObject();
-        QVERIFY(run.value(QStringLiteral("loss")).toArray().size() >= 2);
+        QCOMPARE(run.value(QStringLiteral("loss")).toArray().size(), 10); // logged every 2 of 20 steps
+        QCOMPARE(run.value(QStringLiteral("loss_at")).toArray().size(), 3);
+        QVERIFY(run.value(QStringLiteral("step_time_s")).toDouble() > 0);
         QVERIFY(run.value(QStringLiteral("eval_loss")).toDouble() > 0);
         const double parameters = run.value(QStringLiteral("parameters")).toDouble();
         QVERIFY(parameters > 0);
