@@ -5,6 +5,7 @@
 #include "app/studio/cluster/clusterform.h"
 #include "app/studio/configurepage.h"
 #include "app/studio/demooffer.h"
+#include "app/studio/fp8/fp8comparedialog.h"
 #include "app/studio/hardwarepage.h"
 #include "app/studio/launch/launchpage.h"
 #include "app/studio/monitor/runspage.h"
@@ -226,6 +227,19 @@ void MainWindow::createMenus()
         for (QAction *action : themeMenu->actions())
             action->setChecked(action->objectName() == QStringLiteral("theme_%1").arg(themeName(currentTheme())));
     });
+
+    QMenu *tools = menuBar()->addMenu(tr("&Tools"));
+    tools
+        ->addAction(tr("Compare &FP8 Recipes…"), this,
+                    [this] {
+                        auto *dialog = findChild<Fp8CompareDialog *>();
+                        if (!dialog)
+                            dialog = new Fp8CompareDialog(this);
+                        dialog->show();
+                        dialog->raise();
+                        dialog->activateWindow();
+                    })
+        ->setObjectName(QStringLiteral("compareFp8Action"));
 
     QMenu *help = menuBar()->addMenu(tr("&Help"));
     help->addAction(tr("&About Accel Studio"), this, &MainWindow::showAbout)->setMenuRole(QAction::AboutRole);

@@ -1,5 +1,7 @@
 #include "app/studio/theme.h"
 
+#include "app/studio/monitor/qcustomplotinclude.h"
+
 #include <QApplication>
 #include <QPalette>
 #include <QStyle>
@@ -123,6 +125,28 @@ bool paletteIsDark()
 {
     const QPalette p = QApplication::palette();
     return p.color(QPalette::Window).lightness() < p.color(QPalette::WindowText).lightness();
+}
+
+void applyPaletteToPlot(QCustomPlot *plot, const QPalette &palette)
+{
+    const QColor text = palette.color(QPalette::WindowText);
+    QColor grid = text;
+    grid.setAlpha(40);
+    plot->setBackground(palette.color(QPalette::Base));
+    for (QCPAxis *axis : {plot->xAxis, plot->yAxis, plot->xAxis2, plot->yAxis2}) {
+        axis->setBasePen(QPen(text));
+        axis->setTickPen(QPen(text));
+        axis->setSubTickPen(QPen(text));
+        axis->setTickLabelColor(text);
+        axis->setLabelColor(text);
+        axis->grid()->setPen(QPen(grid, 1, Qt::DotLine));
+        axis->grid()->setZeroLinePen(Qt::NoPen);
+    }
+    plot->legend->setTextColor(text);
+    if (plot->plotLayout()->rowCount() > 0) {
+        if (auto *title = qobject_cast<QCPTextElement *>(plot->plotLayout()->element(0, 0)))
+            title->setTextColor(text);
+    }
 }
 
 } // namespace accel::app

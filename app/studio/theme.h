@@ -7,6 +7,9 @@
 
 #include <optional>
 
+class QCustomPlot;
+class QPalette;
+
 namespace accel::app {
 
 enum class Theme { System, Light, Dark };
@@ -21,5 +24,9 @@ void applyTheme(Theme theme);
 Theme currentTheme();
 // Whether the palette in use is dark (window colour darker than its text).
 bool paletteIsDark();
+// A chart in the palette's colours instead of QCustomPlot's white defaults: background, axes,
+// ticks, labels, dotted grid, legend text and a title element in row 0 if there is one. Does not
+// replot.
+void applyPaletteToPlot(QCustomPlot *plot, const QPalette &palette);
 
 } // namespace accel::app

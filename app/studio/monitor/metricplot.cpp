@@ -4,6 +4,7 @@
 #include "monitor/decimation.h"
 
 #include "app/studio/monitor/qcustomplotinclude.h"
+#include "app/studio/theme.h"
 
 #include <QToolTip>
 #include <QVBoxLayout>
@@ -110,22 +111,7 @@ void MetricPlot::applyPalette()
 {
     // Follow the window's palette (dark themes included) instead of QCustomPlot's white defaults.
     const QPalette p = palette();
-    const QColor text = p.color(QPalette::WindowText);
-    QColor grid = text;
-    grid.setAlpha(40);
-    m_plot->setBackground(p.color(QPalette::Base));
-    for (QCPAxis *axis : {m_plot->xAxis, m_plot->yAxis, m_plot->xAxis2, m_plot->yAxis2}) {
-        axis->setBasePen(QPen(text));
-        axis->setTickPen(QPen(text));
-        axis->setSubTickPen(QPen(text));
-        axis->setTickLabelColor(text);
-        axis->setLabelColor(text);
-        axis->grid()->setPen(QPen(grid, 1, Qt::DotLine));
-        axis->grid()->setZeroLinePen(Qt::NoPen);
-    }
-    m_plot->legend->setTextColor(text);
-    if (auto *title = qobject_cast<QCPTextElement *>(m_plot->plotLayout()->element(0, 0)))
-        title->setTextColor(text);
+    applyPaletteToPlot(m_plot, p);
     QColor cross = p.color(QPalette::Highlight);
     m_crosshair->setPen(QPen(cross, 1, Qt::DashLine));
     scheduleReplot();
