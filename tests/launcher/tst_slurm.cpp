@@ -9,6 +9,7 @@
 #include "core/config/configio.h"
 #include "launcher/export/commandexport.h"
 #include "launcher/slurm.h"
+#include "tests/helpers/slurmtestcluster.h"
 #include "tests/helpers/sshtestserver.h"
 #include "tests/helpers/testsupport.h"
 #include "tests/launcher/processprobe.h"
@@ -23,22 +24,13 @@
 #include <QProcess>
 #include <QRandomGenerator>
 #include <QRegularExpression>
-#include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
-
-#include <unistd.h>
 
 using accel::test::ProcessResult;
 namespace slurm = accel::launcher::slurm;
 
 namespace {
-
-QString findProgram(const QString &name)
-{
-    return QStandardPaths::findExecutable(name, {QStringLiteral("/usr/sbin"), QStringLiteral("/usr/bin"),
-                                                 QStringLiteral("/sbin"), QStringLiteral("/bin")});
-}
 
 QByteArray readFile(const QString &path)
 {
@@ -51,118 +43,6 @@ bool writeFile(const QString &path, const QByteArray &content)
     QFile file(path);
     return file.open(QIODevice::WriteOnly) && file.write(content) == content.size();
 }
-
-// munged + slurmctld + slurmd as children of the test, in the foreground, killed by stop().
-class SlurmCluster {
-public:
-    ~SlurmCluster() { stop(); }
-
-    // Empty when the cluster answers; otherwise why not, with the daemons' last lines.
-    QString start(const QString &folder)
-    {
-        for (const char *program : {"munged", "slurmctld", "slurmd", "sbatch", "squeue", "sacct", "scancel", "sinfo"}) {
-            if (findProgram(QLatin1String(program)).isEmpty())
-                return QStringLiteral("%1 is not installed (Debian: slurmctld slurmd slurm-client munge)")
-                    .arg(QLatin1String(program));
-        }
-        m_folder = folder;
-        QDir dir(folder);
-        for (const char *sub : {"munge", "state", "spool", "log"})
-            dir.mkpath(QLatin1String(sub));
-        QFile::setPermissions(dir.filePath("munge"),
-                              QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner);
-        QByteArray key(1024, '\0');
-        for (char &c : key)
-            c = static_cast<char>(QRandomGenerator::global()->bounded(256));
-        if (!writeFile(dir.filePath("munge/munge.key"), key))
-            return QStringLiteral("cannot write the munge key");
-        QFile::setPermissions(dir.filePath("munge/munge.key"), QFileDevice::ReadOwner | QFileDevice::WriteOwner);
-        const QString user = QString::fromLocal8Bit(qgetenv("USER")).isEmpty()
-                                 ? QStringLiteral("root")
-                                 : QString::fromLocal8Bit(qgetenv("USER"));
-        const int controllerPort = accel::test::SshTestServer::freeLoopbackPort();
-        int nodePort = accel::test::SshTestServer::freeLoopbackPort();
-        while (nodePort == controllerPort)
-            nodePort = accel::test::SshTestServer::freeLoopbackPort();
-        const QString socket = dir.filePath("munge/munge.socket");
-        m_conf = dir.filePath("slurm.conf");
-        const QString conf =
-            QStringLiteral("ClusterName=accel-test\n"
-                           "SlurmctldHost=localhost\n"
-                           "SlurmctldPort=%1\nSlurmdPort=%2\n"
-                           "SlurmUser=%3\nSlurmdUser=%3\n"
-                           "AuthType=auth/munge\nCredType=cred/munge\nAuthInfo=socket=%4\n"
-                           "StateSaveLocation=%5/state\nSlurmdSpoolDir=%5/spool\n"
-                           "SlurmctldPidFile=%5/slurmctld.pid\nSlurmdPidFile=%5/slurmd.pid\n"
-                           "SlurmctldLogFile=%5/log/slurmctld.log\nSlurmdLogFile=%5/log/slurmd.log\n"
-                           "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n"
-                           "JobAcctGatherType=jobacct_gather/none\n"
-                           "AccountingStorageType=accounting_storage/none\n"
-                           "JobCompType=jobcomp/filetxt\nJobCompLoc=%5/jobcomp.txt\n"
-                           "SchedulerType=sched/builtin\nSelectType=select/cons_tres\nSelectTypeParameters=CR_CPU\n"
-                           "MpiDefault=none\nMailProg=/bin/true\nReturnToService=2\n"
-                           "KillWait=5\nMinJobAge=600\n"
-                           "NodeName=localhost CPUs=2 State=UNKNOWN\n"
-                           "PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP\n")
-                .arg(controllerPort)
-                .arg(nodePort)
-                .arg(user, socket, folder);
-        if (!writeFile(m_conf, conf.toUtf8()))
-            return QStringLiteral("cannot write slurm.conf");
-        qputenv("SLURM_CONF", m_conf.toLocal8Bit());
-
-        m_munged.setProcessChannelMode(QProcess::MergedChannels);
-        m_munged.start(findProgram("munged"),
-                       {"-F", "-f", "--key-file=" + dir.filePath("munge/munge.key"), "--socket=" + socket,
-                        "--pid-file=" + dir.filePath("munge/munged.pid"),
-                        "--log-file=" + dir.filePath("log/munged.log"), "--seed-file=" + dir.filePath("munge/seed")});
-        if (!accel::test::waitFor([&] { return QFile::exists(socket); }, 10000))
-            return QStringLiteral("munged did not start: ") + QString::fromLocal8Bit(m_munged.readAll().right(800));
-        m_controller.setProcessChannelMode(QProcess::MergedChannels);
-        m_controller.start(findProgram("slurmctld"), {"-D", "-f", m_conf});
-        m_node.setProcessChannelMode(QProcess::MergedChannels);
-        m_node.start(findProgram("slurmd"), {"-D", "-f", m_conf});
-        // Ready when sinfo reports the node idle.
-        QString last;
-        const bool idle = accel::test::waitFor(
-            [&] {
-                if (m_controller.state() == QProcess::NotRunning || m_node.state() == QProcess::NotRunning)
-                    return true;
-                const ProcessResult info = accel::test::runProgram(findProgram("sinfo"), {"-h", "-o", "%T"}, 5000);
-                last = info.out.trimmed() + info.err.trimmed();
-                return info.out.trimmed() == QLatin1String("idle");
-            },
-            30000);
-        if (!idle || m_controller.state() == QProcess::NotRunning || m_node.state() == QProcess::NotRunning)
-            return QStringLiteral("the SLURM daemons did not come up (sinfo: '%1'):\nslurmctld: %2\nslurmd: %3")
-                .arg(last, QString::fromLocal8Bit(m_controller.readAll().right(1200)),
-                     QString::fromLocal8Bit(m_node.readAll().right(1200)));
-        return {};
-    }
-
-    void stop()
-    {
-        for (QProcess *process : {&m_node, &m_controller, &m_munged}) {
-            if (process->state() == QProcess::NotRunning)
-                continue;
-            process->terminate();
-            if (!process->waitForFinished(10000)) {
-                process->kill();
-                process->waitForFinished(5000);
-            }
-        }
-    }
-
-    QString conf() const { return m_conf; }
-    QString folder() const { return m_folder; }
-
-private:
-    QString m_folder;
-    QString m_conf;
-    QProcess m_munged;
-    QProcess m_controller;
-    QProcess m_node;
-};
 
 } // namespace
 
@@ -191,11 +71,10 @@ private:
 
     QTemporaryDir m_dir;
     accel::test::SshTestServer m_server;
-    SlurmCluster m_cluster;
+    accel::test::SlurmTestCluster m_cluster;
     QString m_accel;
     QString m_sshReason;
     QString m_daemonReason;
-    QStringList m_submitted;
 };
 
 void tst_Slurm::initTestCase()
@@ -217,16 +96,7 @@ void tst_Slurm::initTestCase()
 void tst_Slurm::cleanupTestCase()
 {
     // Nothing of ours may outlive the test: cancel what is left, then stop the daemons.
-    if (!m_submitted.isEmpty() && m_daemonReason.isEmpty()) {
-        accel::test::runProgram(findProgram("scancel"), m_submitted, 10000);
-        accel::test::waitFor(
-            [&] {
-                const ProcessResult queue = accel::test::runProgram(
-                    findProgram("squeue"), {"-h", "-t", "PENDING,RUNNING,COMPLETING", "-o", "%i"}, 5000);
-                return queue.out.trimmed().isEmpty();
-            },
-            30000);
-    }
+    m_cluster.cancelAll();
     m_cluster.stop();
 }
 
@@ -489,7 +359,6 @@ void tst_Slurm::jobIsSubmittedQueuedAndFollowedToItsEnd()
     QCOMPARE(submission.value("version").toInt(), 1);
     const QString id = submission.value("job_id").toString();
     QVERIFY2(slurm::isJobId(id), qPrintable(submitted.out));
-    m_submitted << id;
     QCOMPARE(submission.value("work_dir").toString(), submitDir);
     const QString runDir = submission.value("run_directory").toString();
     QCOMPARE(runDir, submitDir + "/accel-run-" + id);
@@ -574,7 +443,6 @@ void tst_Slurm::longJobIsCancelledAndLeavesNoProcess()
     QVERIFY2(submitted.exitCode == 0, qPrintable(submitted.out + submitted.err));
     const QJsonObject submission = QJsonDocument::fromJson(submitted.out.toUtf8()).object();
     const QString id = submission.value("job_id").toString();
-    m_submitted << id;
     const QString runDir = submission.value("run_directory").toString();
     // Running: both ranks train.
     const bool running = accel::test::waitFor(
@@ -628,7 +496,6 @@ void tst_Slurm::sbatchRefusalAndAJobWithoutRunDirectoryAreReported()
     QVERIFY2(submitted.exitCode == 0, qPrintable(submitted.out + submitted.err));
     const QJsonObject submission = QJsonDocument::fromJson(submitted.out.toUtf8()).object();
     const QString id = submission.value("job_id").toString();
-    m_submitted << id;
     QCOMPARE(submission.value("run_directory").toString(), submitDir + "/accel-run-" + id);
     const ProcessResult followed = slurmCli({"follow", "--host", m_server.alias(), id, "--poll", "0.5"}, 120000);
     QCOMPARE(followed.exitCode, 1);
