@@ -9,5 +9,6 @@ target_sources(accel_studio_ui PRIVATE
   launch/runcontrol.h launch/runcontrol.cpp
   launch/clusterrunview.h launch/clusterrunview.cpp
   launch/launchexports.h launch/launchexports.cpp
+  launch/memoryestimatepanel.h launch/memoryestimatepanel.cpp
 )
 target_link_libraries(accel_studio_ui PUBLIC accel_launch_export accel_launcher)

@@ -4,6 +4,7 @@
 #include "app/studio/launch/clusterrunview.h"
 #include "app/studio/launch/launchexports.h"
 #include "app/studio/launch/launchtarget.h"
+#include "app/studio/launch/memoryestimatepanel.h"
 #include "app/studio/launch/recipeform.h"
 #include "app/studio/launch/runcontrol.h"
 #include "app/studio/studioresources.h"
@@ -12,6 +13,7 @@
 
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QGroupBox>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QMenu>
@@ -37,6 +39,10 @@ LaunchPage::LaunchPage(QWidget *parent) : QWidget(parent)
     layout->addWidget(m_target);
     m_program = new ProgramChoice(this);
     layout->addWidget(m_program, 1);
+    auto *memoryBox = new QGroupBox(tr("Predicted memory per rank"), this);
+    m_memory = new MemoryEstimatePanel(memoryBox);
+    (new QVBoxLayout(memoryBox))->addWidget(m_memory);
+    layout->addWidget(memoryBox);
 
     layout->addWidget(new QLabel(tr("Command:"), this));
     m_command = new QPlainTextEdit(this);
@@ -73,6 +79,7 @@ LaunchPage::LaunchPage(QWidget *parent) : QWidget(parent)
     layout->addWidget(m_clusterRun);
 
     connect(m_program, &ProgramChoice::changed, this, &LaunchPage::updateCommand);
+    connect(m_program, &ProgramChoice::changed, this, &LaunchPage::updateMemoryEstimate);
     connect(m_target, &LaunchTarget::changed, this, &LaunchPage::updateCommand);
     connect(m_program, &ProgramChoice::statusMessage, this, &LaunchPage::setState);
     connect(m_launch, &QPushButton::clicked, this, &LaunchPage::launch);
@@ -111,6 +118,7 @@ LaunchPage::LaunchPage(QWidget *parent) : QWidget(parent)
         Q_EMIT stopFinished(code, output);
     });
     updateCommand();
+    updateMemoryEstimate();
 }
 
 // A command still running is killed with its process group (RunControl's children); the runs
@@ -120,7 +128,20 @@ LaunchPage::~LaunchPage() = default;
 void LaunchPage::setAccelProgram(const QString &program)
 {
     m_runs->setAccelProgram(program);
+    m_memory->setAccelProgram(program);
     updateCommand();
+    updateMemoryEstimate();
+}
+
+void LaunchPage::updateMemoryEstimate()
+{
+    m_memory->setConfigFile(configFile());
+    if (programKind() == ProgramKind::Recipe)
+        m_memory->setRecipeJob(recipeForm()->job());
+    else if (programKind() == ProgramKind::JobFile)
+        m_memory->setJobFile(m_program->jobFile());
+    else
+        m_memory->setModelFromField();
 }
 
 void LaunchPage::setRunOnHosts(bool onHosts)

@@ -21,6 +21,7 @@ namespace accel::app {
 
 class ClusterRunView;
 class LaunchTarget;
+class MemoryEstimatePanel;
 class RecipeForm;
 class RunControl;
 
@@ -75,6 +76,7 @@ public:
     QPushButton *stopButton() const { return m_stop; }
     QPushButton *monitorButton() const { return m_monitor; }
     QTableWidget *nodeTable() const;
+    MemoryEstimatePanel *memoryEstimate() const { return m_memory; }
 
 Q_SIGNALS:
     void launched(const QString &runId, const QString &runDirectory);
@@ -86,6 +88,7 @@ Q_SIGNALS:
 
 private:
     void updateCommand();
+    void updateMemoryEstimate();
     void updateButtons();
     void setState(const QString &message);
     void exportWithDialog(int which);
@@ -102,6 +105,7 @@ private:
     QPushButton *m_demo = nullptr;
     QLabel *m_state = nullptr;
     ClusterRunView *m_clusterRun = nullptr;
+    MemoryEstimatePanel *m_memory = nullptr;
 };
 
 } // namespace accel::app

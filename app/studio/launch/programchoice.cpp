@@ -123,6 +123,11 @@ ProgramChoice::ProgramChoice(QWidget *parent) : QWidget(parent)
     });
 }
 
+QString ProgramChoice::jobFile() const
+{
+    return m_job->text().trimmed();
+}
+
 void ProgramChoice::setKind(Kind kind)
 {
     m_kind->setCurrentIndex(static_cast<int>(kind));

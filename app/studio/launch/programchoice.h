@@ -34,6 +34,7 @@ public:
     // A gpt/mlp job goes into the recipe form when the kind is Recipe (or a Python script);
     // other jobs, or other kinds, use the job-file field (kind JobFile unless TorchScript/Plugin).
     void setJobFile(const QString &path);
+    QString jobFile() const; // the job-file field, trimmed
     RecipeForm *recipeForm() const { return m_recipeForm; }
     // Where the recipe form is written at launch (<runs root>/<new run id>/job.yaml on this
     // machine; <data>/accel-studio/cluster-jobs/<new run id>/job.yaml for cluster hosts).

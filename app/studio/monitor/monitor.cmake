@@ -10,6 +10,7 @@ target_sources(accel_studio_ui PRIVATE
   monitor/runstatuspanel.h monitor/runstatuspanel.cpp
   monitor/logview.h monitor/logview.cpp
   monitor/eventstimeline.h monitor/eventstimeline.cpp
+  monitor/rankmemorypanel.h monitor/rankmemorypanel.cpp
   monitor/monitorpage.h monitor/monitorpage.cpp
   monitor/runspage.h monitor/runspage.cpp
 )

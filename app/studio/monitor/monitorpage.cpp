@@ -4,6 +4,7 @@
 #include "app/studio/monitor/eventstimeline.h"
 #include "app/studio/monitor/logview.h"
 #include "app/studio/monitor/metricplot.h"
+#include "app/studio/monitor/rankmemorypanel.h"
 #include "app/studio/monitor/runstatuspanel.h"
 
 #include <QCheckBox>
@@ -172,6 +173,8 @@ MonitorPage::MonitorPage(QWidget *parent) : QWidget(parent)
     m_tabs->addTab(m_ranksView, tr("Ranks"));
     m_tabs->addTab(m_logView, tr("Logs"));
     m_tabs->addTab(m_eventsView, tr("Events"));
+    m_memory = new RankMemoryPanel(m_tabs);
+    m_tabs->addTab(m_memory, tr("Memory"));
     splitter->setStretchFactor(0, 4);
     splitter->setStretchFactor(1, 1);
     layout->addWidget(splitter, 1);
@@ -308,6 +311,7 @@ void MonitorPage::updateDetails()
     m_logView->setLogModel(run ? run->logModel() : nullptr);
     m_eventsView->setEventsModel(run ? run->eventsModel() : nullptr);
     m_status->setRun(run, index >= 0 && index < m_runs.size() ? m_runs[index].directory : QString());
+    m_memory->setRun(run, index >= 0 && index < m_runs.size() ? m_runs[index].directory : QString());
 }
 
 bool MonitorPage::exportPng(Chart chart, const QString &path)

@@ -26,6 +26,7 @@ class BannerBar;
 class EventsTimeline;
 class LogView;
 class MetricPlot;
+class RankMemoryPanel;
 class RunStatusPanel;
 
 class MonitorPage : public QWidget {
@@ -59,6 +60,7 @@ public:
     QTableView *ranksView() const { return m_ranksView; }
     LogView *logView() const { return m_logView; }
     EventsTimeline *eventsView() const { return m_eventsView; }
+    RankMemoryPanel *memoryPanel() const { return m_memory; } // measured vs predicted bytes per rank
     BannerBar *banners() const { return m_banners; }
     RunStatusPanel *statusPanel() const { return m_status; }
     // Shown when the runs have samples but none of GPU use (no NVML where they ran).
@@ -96,6 +98,7 @@ private:
     QTableView *m_ranksView = nullptr;
     LogView *m_logView = nullptr;
     EventsTimeline *m_eventsView = nullptr;
+    RankMemoryPanel *m_memory = nullptr;
     QTabWidget *m_tabs = nullptr;
 };
 
