@@ -6,6 +6,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <poll.h>
 
 namespace accel::launcher::ssh {
@@ -60,6 +61,29 @@ std::string optionString(ssh_session session, ssh_options_e option)
     std::string out = value;
     ssh_string_free_char(value);
     return out;
+}
+
+// libssh 0.10 runs `ProxyJump J` as the ProxyCommand `ssh [-l user] [-p port] [-J more] -W
+// '[%h]:%p' J` (OpenSSH), which reads OpenSSH's own defaults (~/.ssh) and may stop to ask for a
+// password or a host key with nobody to answer. The jump gets this SSH folder's config,
+// known_hosts and default keys (when the folder is not ~/.ssh), and is never allowed to ask.
+std::string jumpProxyCommand(const std::string &generated, const std::string &sshDirectory)
+{
+    if (generated.rfind("ssh ", 0) != 0 || generated.find(" -W '[%h]:%p' ") == std::string::npos)
+        return generated; // not a ProxyJump: a ProxyCommand the user wrote runs as written
+    std::vector<std::string> words = {"ssh", "-o", "BatchMode=yes"};
+    const char *home = std::getenv("HOME");
+    std::error_code error;
+    if (!home || sshDirectory != std::string(home) + "/.ssh") {
+        if (std::filesystem::is_regular_file(sshDirectory + "/config", error))
+            words.insert(words.end(), {"-F", sshDirectory + "/config"});
+        words.insert(words.end(), {"-o", "UserKnownHostsFile=" + sshDirectory + "/known_hosts"});
+        for (const char *key : {"id_ed25519", "id_ecdsa", "id_rsa"}) {
+            if (std::filesystem::is_regular_file(sshDirectory + "/" + key, error))
+                words.insert(words.end(), {"-o", "IdentityFile=" + sshDirectory + "/" + key});
+        }
+    }
+    return exporting::shellJoin(words) + generated.substr(3);
 }
 
 unsigned int optionPort(ssh_session session)
@@ -255,6 +279,11 @@ Result<SessionHandle> openSession(const SessionSettings &settings, const std::at
     if (ssh_options_parse_config(s, nullptr) != SSH_OK)
         return makeError(ErrorCode::InvalidInput, "cannot read " + sshDirectory + "/config: " + lastError(s),
                          settings.destination);
+    if (const std::string proxy = optionString(s, SSH_OPTIONS_PROXYCOMMAND); !proxy.empty()) {
+        const std::string jump = jumpProxyCommand(proxy, sshDirectory);
+        if (jump != proxy)
+            ssh_options_set(s, SSH_OPTIONS_PROXYCOMMAND, jump.c_str());
+    }
     const long timeoutSeconds = std::max(1, (settings.timeoutMs + 999) / 1000);
     ssh_options_set(s, SSH_OPTIONS_TIMEOUT, &timeoutSeconds);
     const std::string target = describeTarget(s, settings.destination);

@@ -1,5 +1,6 @@
 // `accel hosts doctor` (the network pre-flight) and `accel launch --hosts` end to end on three
 // network-namespace nodes, each with its own sshd (NetnsSshNodes); the remote accel is this build's.
+// A ProxyJump alias reaches node 2 through node 0 once this machine has no route to node 2.
 // Faults are made in the nodes' own network: machine 0's main port dropped by a policy-routing
 // blackhole (as a firewall's DROP), the port held by another program, node 2's route to machine 0
 // made unreachable, GLOO_SOCKET_IFNAME naming an interface a node lacks, and every port of
@@ -99,6 +100,7 @@ private Q_SLOTS:
     void allReduceFailsWhenOnlyTheMainPortIsOpen();
     void launchWithHostsStartsEveryNode();
     void launchWithHostsStartsNothingWhenThePreflightFails();
+    void jumpHostReachesANodeThisMachineCannot();
 
 private:
     // Makes the three nodes on first use; false (and the test skipped or failed) when it cannot.
@@ -483,6 +485,58 @@ void tst_HostsDoctor::launchWithHostsStartsNothingWhenThePreflightFails()
     QVERIFY(!QFile::exists(record));
     QVERIFY(accel::test::processesWithMarker(marker).isEmpty());
     QVERIFY(QDir(data.filePath(QStringLiteral("accel-studio/runs"))).isEmpty());
+}
+
+// This machine loses its route to node 2 (only node 0 and node 1, on the same bridge, still reach
+// it); an alias with `ProxyJump node0` (libssh 0.10 runs OpenSSH's `ssh -W` through node 0, with
+// this SSH folder's config, keys and known_hosts) reaches node 2 and runs accel there.
+void tst_HostsDoctor::jumpHostReachesANodeThisMachineCannot()
+{
+    REQUIRE_NODES();
+    if (!QFileInfo(QStringLiteral("/usr/bin/ssh")).isExecutable())
+        QSKIP("the OpenSSH client (ssh) is not installed; ProxyJump runs it");
+    const QString route = m_nodes->nodeAddress(2) + QStringLiteral("/32");
+    const NetworkChange unreachable({{"route", "add", "unreachable", route}}, {{"route", "del", "unreachable", route}});
+    QVERIFY2(unreachable.error().isEmpty(), qPrintable(unreachable.error()));
+    const auto direct = accel({"hosts", "check", "node2", "--json"});
+    QCOMPARE(direct.exitCode, 1);
+
+    // node2's own alias block, renamed, with the jump host added.
+    const QString configPath = QDir(m_nodes->clientDirectory()).filePath(QStringLiteral("config"));
+    QFile file(configPath);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const QByteArray original = file.readAll();
+    file.close();
+    const QString text = QString::fromUtf8(original);
+    const int start = text.indexOf(QStringLiteral("Host node2\n"));
+    QVERIFY(start >= 0);
+    int end = text.indexOf(QStringLiteral("\nHost "), start + 1);
+    const QString block = text.mid(start, end < 0 ? -1 : end - start + 1);
+    const QString jump =
+        QString(block).replace(QStringLiteral("Host node2\n"), QStringLiteral("Host node2-via-node0\n")) +
+        QStringLiteral("  ProxyJump node0\n");
+    struct Restore {
+        QString path;
+        QByteArray content;
+        ~Restore()
+        {
+            QFile f(path);
+            if (f.open(QIODevice::WriteOnly))
+                f.write(content);
+        }
+    } restore{configPath, original};
+    QVERIFY(file.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    file.write(jump.toUtf8() + original);
+    file.close();
+
+    QElapsedTimer clock;
+    clock.start();
+    const auto through = accel({"hosts", "check", "node2-via-node0", "--json"});
+    QVERIFY2(through.exitCode == 0, qPrintable(through.out + through.err));
+    const QJsonArray hosts = parse(through).value(QStringLiteral("hosts")).toArray();
+    QCOMPARE(hosts.size(), 1);
+    QCOMPARE(hosts.at(0).toObject().value(QStringLiteral("status")).toString(), QStringLiteral("ok"));
+    qInfo("accel hosts check through the jump host: %lld ms", static_cast<long long>(clock.elapsed()));
 }
 
 QTEST_GUILESS_MAIN(tst_HostsDoctor)
