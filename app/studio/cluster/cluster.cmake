@@ -7,5 +7,6 @@ target_sources(accel_studio_ui PRIVATE
   cluster/clustercards.h cluster/clustercards.cpp
   cluster/hostkeydialog.h cluster/hostkeydialog.cpp
   cluster/clustersection.h cluster/clustersection.cpp
+  cluster/slurmqueuepanel.h cluster/slurmqueuepanel.cpp # accel slurm queue / cancel in the Cluster tab
 )
 target_link_libraries(accel_studio_ui PUBLIC accel_hosts)

@@ -3,6 +3,7 @@
 #include "app/studio/cluster/clustercards.h"
 #include "app/studio/cluster/hostkeydialog.h"
 #include "app/studio/cluster/hostlist.h"
+#include "app/studio/cluster/slurmqueuepanel.h"
 #include "launcher/accelcommand.h"
 
 #include <QGridLayout>
@@ -80,6 +81,7 @@ ClusterSection::ClusterSection(QWidget *parent) : QWidget(parent)
     layout->addWidget(m_cards);
     m_doctorArea = new QVBoxLayout;
     layout->addLayout(m_doctorArea);
+    layout->addWidget(new SlurmQueuePanel(this));
     layout->addStretch(1);
 
     connect(m_checkButton, &QPushButton::clicked, this, &ClusterSection::checkHosts);
