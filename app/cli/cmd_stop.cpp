@@ -10,6 +10,8 @@
 #include "launcher/jsonoutput.h"
 #include "launcher/rundirectory.h"
 
+#include <QFile>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 
@@ -52,12 +54,28 @@ QString killProvenRankGroups(const RunDirectory &run)
     return how;
 }
 
+// A record of `accel hosts launch` (schema accel.cluster-run), which `accel stop` hands to
+// `accel hosts stop`.
+bool isClusterRecord(const QString &path)
+{
+    QFile file(path);
+    if (!QFileInfo(path).isFile() || file.size() > (1 << 20) || !file.open(QIODevice::ReadOnly))
+        return false;
+    return QJsonDocument::fromJson(file.readAll()).object().value(QStringLiteral("schema")).toString() ==
+           QLatin1String("accel.cluster-run");
+}
+
 } // namespace
+
+#ifdef ACCEL_CLI_HAVE_HOSTS
+int runHostsStop(int argc, char **argv); // cmd_hosts_launch.cpp
+#endif
 
 static int runStop(int argc, char **argv)
 {
     ArgParser parser("accel stop", "Stop a run: SIGINT to its supervisor, then SIGTERM, then SIGKILL.");
-    parser.addPositional({"run", "run id (or unique prefix) or run directory"});
+    parser.addPositional({"run", "run id (or unique prefix) or run directory; or the record of `accel hosts launch`, "
+                                 "whose every node is stopped over SSH (`accel hosts stop RECORD`)"});
     parser.addValue("runs_root", "DIR", "folder holding run directories",
                     RunDirectory::defaultRunsRoot().toStdString());
     parser.addValue("timeout", "SECONDS", "wait this long after each signal before escalating", "15");
@@ -69,6 +87,16 @@ static int runStop(int argc, char **argv)
         }
         std::fprintf(stderr, "accel stop: %s\n", parser.error().c_str());
         return ExitBadInput;
+    }
+    const QString target = QString::fromStdString(*parser.firstPositional("run"));
+    if (isClusterRecord(target)) {
+#ifdef ACCEL_CLI_HAVE_HOSTS
+        return runHostsStop(argc, argv);
+#else
+        std::fprintf(stderr, "accel stop: %s is a cluster record, and this accel was built without SSH hosts\n",
+                     target.toLocal8Bit().constData());
+        return ExitFailure;
+#endif
     }
     const QString root =
         QString::fromStdString(parser.valueOr("runs_root", RunDirectory::defaultRunsRoot().toStdString()));

@@ -7,4 +7,6 @@ if(TARGET accel_hosts)
   list(APPEND ACCEL_CLI_LIBS accel_hosts)
   # `accel launch --hosts H1,H2 ...` is `accel hosts launch` (cmd_hosts_launch.cpp).
   set_property(SOURCE cli/cmd_launch.cpp APPEND PROPERTY COMPILE_DEFINITIONS ACCEL_CLI_HAVE_HOSTS)
+  # `accel stop RECORD` of such a launch is `accel hosts stop RECORD`.
+  set_property(SOURCE cli/cmd_stop.cpp APPEND PROPERTY COMPILE_DEFINITIONS ACCEL_CLI_HAVE_HOSTS)
 endif()

@@ -373,8 +373,16 @@ void tst_HostsCli::launchAcrossTwoNetworkNamespaces()
                                   netnsInode(QStringLiteral("/run/netns/") + testbed.nodeNamespace(1))};
     QCOMPARE(seen, expected);
 
-    const auto stopped = hosts({"stop", record}, env);
+    // `accel stop RECORD` is `accel hosts stop RECORD`: every node stopped, nothing left.
+    const auto stopped = accel::test::runAccel(
+        {"stop", record, "--json"}, 60000, {},
+        env + QStringList{QStringLiteral("ACCEL_REMOTE_BIN=") + m_accel, QStringLiteral("SSH_AUTH_SOCK")});
     QVERIFY2(stopped.exitCode == 0, qPrintable(stopped.out + stopped.err));
+    QCOMPARE(parse(stopped).value(QStringLiteral("schema")).toString(), QStringLiteral("accel.hosts-stop"));
+    const QJsonArray stoppedNodes = parse(stopped).value(QStringLiteral("nodes")).toArray();
+    QCOMPARE(stoppedNodes.size(), 2);
+    for (const QJsonValue &node : stoppedNodes)
+        QVERIFY2(node.toObject().value(QStringLiteral("stopped")).toBool(), qPrintable(stopped.out));
     QTRY_VERIFY_WITH_TIMEOUT(accel::test::processesWithMarker(marker).isEmpty(), 20000);
 }
 
