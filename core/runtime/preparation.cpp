@@ -1,6 +1,7 @@
 // Accelerator::prepare*(): models (with their strategy), optimizers, schedulers and data loaders;
 // gradient accumulation, backward and clipping; the optimizer and scheduler wrappers.
 #include "core/runtime/accelerator_p.h"
+#include "core/runtime/strategy/ddpstrategy.h"
 
 #include <cmath>
 #include <iostream>
@@ -141,6 +142,11 @@ void Accelerator::prepareModel(const std::shared_ptr<torch::nn::Module> &model)
         strategy = std::move(d->firstStrategy);
     else
         strategy = makeStrategy(d->strategySetup, !trainable);
+    // MS-AMP: the converted weights' gradients are all-reduced in FP8 by the DDP strategy.
+    if (d->fp8 && d->fp8->recipe().config().backend == Fp8Backend::MsAmp && d->group) {
+        if (auto *ddp = dynamic_cast<DdpStrategy *>(strategy.get()))
+            ddp->reduceInFp8(d->fp8->convertedWeights());
+    }
     strategy->prepareModel(model, units);
     Private::PreparedModel prepared;
     prepared.name = strategy->name();

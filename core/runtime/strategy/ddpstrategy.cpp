@@ -2,6 +2,7 @@
 
 #include "core/common/log.h"
 #include "core/runtime/accelerator_p.h"
+#include "core/runtime/precision/fp8allreduce.h"
 
 #include <cmath>
 
@@ -31,8 +32,31 @@ void DdpStrategy::prepareModel(const std::shared_ptr<torch::nn::Module> &model,
         return;
     std::vector<torch::Tensor> trainable;
     for (auto &parameter : model->parameters()) {
-        if (parameter.requires_grad())
+        const bool inFp8 = std::any_of(m_fp8Weights.begin(), m_fp8Weights.end(),
+                                       [&](const torch::Tensor &w) { return w.is_same(parameter); });
+        if (parameter.requires_grad() && !inFp8)
             trainable.push_back(parameter);
+    }
+    if (!m_fp8Weights.empty()) {
+        auto group = m_group;
+        const int worldSize = m_env.worldSize;
+        m_fp8 = std::make_unique<Fp8GradientAllReduce>(
+            m_fp8Weights, worldSize,
+            [group](std::vector<float> &amax) {
+                std::vector<torch::Tensor> tensors{torch::tensor(amax, torch::kFloat)};
+                c10d::AllreduceOptions max;
+                max.reduceOp = c10d::ReduceOp::MAX;
+                runWork([&] { return group->allreduce(tensors, max); });
+                std::copy_n(tensors[0].data_ptr<float>(), amax.size(), amax.begin());
+            },
+            [group, worldSize](const torch::Tensor &bytes) {
+                std::vector<torch::Tensor> input{bytes.contiguous()};
+                std::vector<std::vector<torch::Tensor>> output(1);
+                for (int r = 0; r < worldSize; ++r)
+                    output[0].push_back(torch::empty_like(input[0]));
+                runWork([&] { return group->allgather(output, input); });
+                return output[0];
+            });
     }
     if (trainable.empty())
         return;
@@ -55,10 +79,19 @@ void DdpStrategy::setSyncEnabled(bool enabled)
         m_sync->setEnabled(enabled);
 }
 
+void DdpStrategy::reduceInFp8(std::vector<torch::Tensor> weights)
+{
+    if (m_model)
+        throw std::logic_error("reduceInFp8: call before prepareModel");
+    m_fp8Weights = std::move(weights);
+}
+
 void DdpStrategy::afterBackward(bool sync)
 {
     if (m_sync && sync)
         m_sync->finish();
+    if (m_fp8 && sync)
+        m_fp8->reduce();
 }
 
 void DdpStrategy::finishGradients()

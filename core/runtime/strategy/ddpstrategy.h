@@ -14,6 +14,7 @@
 namespace accel::runtime {
 
 class GradientSync;
+class Fp8GradientAllReduce;
 
 class DdpStrategy : public DistributedStrategy {
 public:
@@ -33,6 +34,12 @@ public:
     double gradientNormPart(double normType) override;
     void scaleGradients(double factor) override;
 
+    // MS-AMP O1/O2: these weights' gradients are all-reduced in FP8 with a shared scale
+    // (fp8allreduce.h) after each synchronising backward, not by the float all-reduce. Call before
+    // prepareModel; nothing happens with one process.
+    void reduceInFp8(std::vector<torch::Tensor> weights);
+    const Fp8GradientAllReduce *fp8AllReduce() const { return m_fp8.get(); }
+
 private:
     std::string m_name;
     c10::intrusive_ptr<c10d::Backend> m_group;
@@ -42,6 +49,8 @@ private:
     double m_timeoutS;
     std::shared_ptr<torch::nn::Module> m_model;
     std::unique_ptr<GradientSync> m_sync;
+    std::vector<torch::Tensor> m_fp8Weights;
+    std::unique_ptr<Fp8GradientAllReduce> m_fp8;
 };
 
 } // namespace accel::runtime
