@@ -36,6 +36,20 @@ Result<int64_t> toInteger(const std::string &flag, const std::string &value, int
                                                   std::to_string(high) + "; got '" + value + "'");
 }
 
+// A seed: 0 .. 2^64-1, as the serve protocol's "seed" (no sign, no wrap-around).
+Result<uint64_t> toSeed(const std::string &flag, const std::string &value)
+{
+    try {
+        size_t used = 0;
+        const unsigned long long v = std::stoull(value, &used);
+        if (used == value.size() && !value.empty() && value.find('-') == std::string::npos)
+            return static_cast<uint64_t>(v);
+    } catch (const std::exception &) {
+    }
+    return makeError(ErrorCode::InvalidInput,
+                     flag + ": expected an integer from 0 to " + std::to_string(UINT64_MAX) + "; got '" + value + "'");
+}
+
 } // namespace
 
 std::string workerHelpText()
@@ -109,10 +123,14 @@ Result<WorkerRequest> parseWorkerArguments(int argc, char **argv)
             ACCEL_VALUE(v) r.load.dispatch.computeDType = *v;
         } else if (arg == "--stop") {
             ACCEL_VALUE(v) r.sampling.stopStrings.push_back(*v);
-        } else if (arg == "--threads" || arg == "--max-new-tokens" || arg == "--top-k" || arg == "--seed" ||
-                   arg == "--stop-token-id") {
+        } else if (arg == "--seed") {
+            ACCEL_VALUE(v) auto n = toSeed(arg, *v);
+            if (!n)
+                return tl::unexpected(n.error());
+            r.sampling.seed = *n;
+        } else if (arg == "--threads" || arg == "--max-new-tokens" || arg == "--top-k" || arg == "--stop-token-id") {
             // Each within its option's type: a narrowing cast would run with another number.
-            const bool isInt = arg != "--seed" && arg != "--stop-token-id";
+            const bool isInt = arg != "--stop-token-id";
             ACCEL_VALUE(v)
             auto n = toInteger(arg, *v,
                                arg == "--threads" ? 0
@@ -129,8 +147,6 @@ Result<WorkerRequest> parseWorkerArguments(int argc, char **argv)
                 r.sampling.maxNewTokens = static_cast<int>(*n);
             else if (arg == "--top-k")
                 r.sampling.topK = static_cast<int>(*n);
-            else if (arg == "--seed")
-                r.sampling.seed = static_cast<uint64_t>(*n);
             else
                 r.sampling.stopTokenIds.push_back(*n);
         } else if (arg == "--temperature" || arg == "--top-p" || arg == "--repetition-penalty") {

@@ -225,6 +225,16 @@ void tst_ServeRequest::commandLineIntegersOutOfRangeAreRefused()
     QVERIFY(!threads);
     QCOMPARE(QString::fromStdString(threads.error().message),
              QStringLiteral("--threads: expected an integer from 0 to 4096; got '5000'"));
+    // Seeds as the serve protocol takes them: 0 .. 2^64-1, never wrapped (-1 used to become 2^64-1).
+    for (const char *seed : {"-1", "18446744073709551616", "1.5", ""}) {
+        auto bad = parse({"--seed", seed});
+        QVERIFY2(!bad, seed);
+        QCOMPARE(QString::fromStdString(bad.error().message),
+                 QStringLiteral("--seed: expected an integer from 0 to 18446744073709551615; got '%1'").arg(seed));
+    }
+    auto biggestSeed = parse({"--seed", "18446744073709551615", "--input-ids", "1"});
+    QVERIFY(biggestSeed);
+    QCOMPARE(biggestSeed->sampling.seed, UINT64_MAX);
     auto fine = parse({"--max-new-tokens", "2147483647", "--top-k", "-5", "--threads", "4096", "--stop-token-id",
                        "9223372036854775807", "--input-ids", "1,2"});
     QVERIFY2(fine, fine ? "" : fine.error().message.c_str());
