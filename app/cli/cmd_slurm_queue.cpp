@@ -265,14 +265,19 @@ int runSlurmFollow(int argc, char **argv)
             return slurmcli::reportError("follow", exists.error());
         if (exists->trimmed() == "yes")
             break;
-        if (slurm::isFinalState(state) || (!*job && !lastState.isEmpty()))
-            return slurmcli::reportError(
-                "follow", Error{ErrorCode::Failed,
-                                "job " + jobId.toStdString() + " ended (" +
-                                    (state.isEmpty() ? std::string("gone from the queue") : state.toStdString()) +
-                                    ") without a run directory at " + runDir.toStdString() + ": see slurm-" +
-                                    jobId.toStdString() + ".out in its working directory",
-                                remote->name.toStdString()});
+        if (!*job)
+            return slurmcli::reportError("follow",
+                                         Error{ErrorCode::NotFound,
+                                               "job " + jobId.toStdString() + " is not known to SLURM there and " +
+                                                   runDir.toStdString() + "/run.json does not exist",
+                                               remote->name.toStdString()});
+        if (slurm::isFinalState(state))
+            return slurmcli::reportError("follow", Error{ErrorCode::Failed,
+                                                         "job " + jobId.toStdString() + " ended (" +
+                                                             state.toStdString() + ") without a run directory at " +
+                                                             runDir.toStdString() + ": see slurm-" +
+                                                             jobId.toStdString() + ".out in its working directory",
+                                                         remote->name.toStdString()});
         if (state != lastState) {
             const QString reason = *job && !(*job)->reason.isEmpty() && (*job)->reason != QLatin1String("None")
                                        ? QStringLiteral(" (%1)").arg((*job)->reason)

@@ -501,6 +501,15 @@ void tst_Slurm::sbatchRefusalAndAJobWithoutRunDirectoryAreReported()
     QCOMPARE(followed.exitCode, 1);
     QVERIFY2(followed.err.contains("without a run directory") && followed.err.contains("slurm-" + id + ".out"),
              qPrintable(followed.err));
+    // A job SLURM does not know: follow says so at once, with or without --run_dir.
+    const ProcessResult unknown = slurmCli({"follow", "--host", m_server.alias(), "999999"});
+    QCOMPARE(unknown.exitCode, 1);
+    QVERIFY2(unknown.err.contains("999999 is not known to SLURM there") && unknown.err.contains("--run_dir"),
+             qPrintable(unknown.err));
+    const ProcessResult unknownDir =
+        slurmCli({"follow", "--host", m_server.alias(), "999999", "--run_dir", m_dir.filePath("nowhere")});
+    QCOMPARE(unknownDir.exitCode, 1);
+    QVERIFY2(unknownDir.err.contains("nowhere/run.json does not exist"), qPrintable(unknownDir.err));
 }
 
 QTEST_GUILESS_MAIN(tst_Slurm)
