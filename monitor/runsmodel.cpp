@@ -1,5 +1,7 @@
 #include "monitor/runsmodel.h"
 
+#include "monitor/runcatalogue.h"
+
 #include "core/rundir/privatefiles.h"
 #include "core/rundir/runlayout.h"
 
@@ -22,7 +24,9 @@ double nowSeconds()
     return QDateTime::currentMSecsSinceEpoch() / 1000.0;
 }
 
-QString summarize(const QJsonObject &settings)
+} // namespace
+
+QString summarizeSettings(const QJsonObject &settings)
 {
     QStringList parts;
     const QString type = settings.value(QLatin1String("distributed_type")).toString();
@@ -44,6 +48,8 @@ QString summarize(const QJsonObject &settings)
     return parts.join(QStringLiteral(", "));
 }
 
+namespace {
+
 // The lost rule of core/rundir on a manifest.
 QString effectiveState(const QJsonObject &manifest, const QString &state)
 {
@@ -58,6 +64,11 @@ QString effectiveState(const QJsonObject &manifest, const QString &state)
 bool RunInfo::isFinal() const
 {
     return rundir::isFinalState(state.toStdString());
+}
+
+QString RunInfo::address() const
+{
+    return location.isEmpty() ? path : remoteRunAddress(location, path);
 }
 
 double RunInfo::durationSeconds(double now) const
@@ -92,7 +103,7 @@ bool readRunInfo(const QString &runDirectory, RunInfo &info)
         info.created = states.first().toObject().value(QLatin1String("time")).toDouble();
     if (info.isFinal() && !states.isEmpty())
         info.ended = states.last().toObject().value(QLatin1String("time")).toDouble();
-    info.configSummary = summarize(manifest.value(QLatin1String("settings")).toObject());
+    info.configSummary = summarizeSettings(manifest.value(QLatin1String("settings")).toObject());
     info.manifest = manifest;
     return true;
 }
@@ -143,10 +154,60 @@ void RunsModel::setRefreshInterval(int milliseconds)
 int RunsModel::rowOf(const QString &id) const
 {
     for (int row = 0; row < m_runs.size(); ++row) {
-        if (m_runs[row].id == id)
+        if (m_runs[row].location.isEmpty() && m_runs[row].id == id)
             return row;
     }
     return -1;
+}
+
+int RunsModel::rowOfAddress(const QString &address) const
+{
+    for (int row = 0; row < m_runs.size(); ++row) {
+        if (m_runs[row].address() == address)
+            return row;
+    }
+    return -1;
+}
+
+QStringList RunsModel::remoteLocations() const
+{
+    QStringList out;
+    for (const RunInfo &info : m_runs) {
+        if (!info.location.isEmpty() && !out.contains(info.location))
+            out.append(info.location);
+    }
+    return out;
+}
+
+void RunsModel::setRemoteRuns(const QString &destination, const QList<RunInfo> &runs)
+{
+    QStringList listed;
+    for (const RunInfo &info : runs)
+        listed.append(info.path);
+    for (int row = m_runs.size() - 1; row >= 0; --row) {
+        if (m_runs[row].location == destination && !listed.contains(m_runs[row].path)) {
+            beginRemoveRows({}, row, row);
+            m_runs.removeAt(row);
+            endRemoveRows();
+        }
+    }
+    for (RunInfo info : runs) {
+        info.location = destination;
+        const int row = rowOfAddress(info.address());
+        if (row >= 0) {
+            const RunInfo &old = m_runs[row];
+            const bool same = old.state == info.state && old.name == info.name && old.created == info.created;
+            m_runs[row] = info;
+            if (!same)
+                Q_EMIT dataChanged(index(row, 0), index(row, ColumnCount - 1));
+            else if (!info.isFinal())
+                Q_EMIT dataChanged(index(row, DurationColumn), index(row, DurationColumn));
+        } else {
+            beginInsertRows({}, m_runs.size(), m_runs.size());
+            m_runs.append(info);
+            endInsertRows();
+        }
+    }
 }
 
 void RunsModel::refresh()
@@ -161,9 +222,9 @@ void RunsModel::refresh()
                 present << entry;
         }
     }
-    // Removed runs.
+    // Removed runs (of this machine: other hosts' rows come from setRemoteRuns).
     for (int row = m_runs.size() - 1; row >= 0; --row) {
-        if (!present.contains(m_runs[row].id)) {
+        if (m_runs[row].location.isEmpty() && !present.contains(m_runs[row].id)) {
             beginRemoveRows({}, row, row);
             m_manifestTimes.remove(m_runs[row].id);
             m_runs.removeAt(row);
@@ -211,7 +272,9 @@ QVariant RunsModel::data(const QModelIndex &index, int role) const
         return {};
     const RunInfo &info = m_runs.at(index.row());
     if (role == PathRole)
-        return info.path;
+        return info.address();
+    if (role == LocationRole)
+        return info.location;
     if (role == StateRole)
         return info.state;
     if (role == SortRole) {
@@ -226,7 +289,7 @@ QVariant RunsModel::data(const QModelIndex &index, int role) const
         role = Qt::DisplayRole;
     }
     if (role == Qt::ToolTipRole)
-        return info.path;
+        return info.location.isEmpty() ? info.path : QStringLiteral("%1 on %2").arg(info.path, info.location);
     if (role != Qt::DisplayRole)
         return {};
     switch (index.column()) {
@@ -236,6 +299,8 @@ QVariant RunsModel::data(const QModelIndex &index, int role) const
         return info.name;
     case StateColumn:
         return info.state;
+    case HostColumn:
+        return info.location.isEmpty() ? tr("this machine") : info.location;
     case StartedColumn:
         return info.created > 0 ? QDateTime::fromMSecsSinceEpoch(static_cast<qint64>(info.created * 1000))
                                       .toString(QStringLiteral("yyyy-MM-dd HH:mm:ss"))
@@ -253,7 +318,7 @@ QVariant RunsModel::headerData(int section, Qt::Orientation orientation, int rol
 {
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return {};
-    static const char *const titles[] = {"Run", "Name", "State", "Started", "Duration", "Configuration"};
+    static const char *const titles[] = {"Run", "Name", "State", "Host", "Started", "Duration", "Configuration"};
     return section >= 0 && section < ColumnCount ? QString::fromLatin1(titles[section]) : QVariant();
 }
 

@@ -8,6 +8,7 @@
 #include "app/cli/cmd_hosts_preflight.h"
 #include "app/cli/command.h"
 
+#include "launcher/clusterrecord.h"
 #include "launcher/jsonoutput.h"
 #include "launcher/launchflags.h"
 #include "launcher/rundirectory.h"
@@ -108,10 +109,8 @@ bool parseOrExit(ArgParser &parser, int argc, char **argv, const char *action, i
 
 QString defaultRecordPath()
 {
-    return QFileInfo(RunDirectory::defaultRunsRoot())
-        .dir()
-        .filePath(QStringLiteral("clusters/%1.json"))
-        .arg(RunDirectory::makeRunId(QStringLiteral("cluster")));
+    return QDir(clusterRecordsDirectory())
+        .filePath(RunDirectory::makeRunId(QStringLiteral("cluster")) + QStringLiteral(".json"));
 }
 
 Result<void> writeRecord(const QString &path, const QJsonObject &record)

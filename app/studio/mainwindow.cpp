@@ -150,6 +150,10 @@ void MainWindow::createPages()
         m_runsPage->runsModel()->refresh();
         m_runsPage->selectRuns({runDirectory});
     });
+    connect(m_launchPage, &LaunchPage::openRemoteMonitorRequested, this, [this](const QStringList &runs) {
+        showPage(Page::Runs);
+        m_runsPage->openRuns(runs);
+    });
 }
 
 void MainWindow::createMenus()

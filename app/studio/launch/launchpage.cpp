@@ -77,6 +77,7 @@ LaunchPage::LaunchPage(QWidget *parent) : QWidget(parent)
 
     m_clusterRun = new ClusterRunView(this);
     layout->addWidget(m_clusterRun);
+    connect(m_clusterRun, &ClusterRunView::changed, this, &LaunchPage::updateButtons); // e.g. ended on its own
 
     connect(m_program, &ProgramChoice::changed, this, &LaunchPage::updateCommand);
     connect(m_program, &ProgramChoice::changed, this, &LaunchPage::updateMemoryEstimate);
@@ -84,7 +85,12 @@ LaunchPage::LaunchPage(QWidget *parent) : QWidget(parent)
     connect(m_program, &ProgramChoice::statusMessage, this, &LaunchPage::setState);
     connect(m_launch, &QPushButton::clicked, this, &LaunchPage::launch);
     connect(m_stop, &QPushButton::clicked, this, &LaunchPage::stop);
-    connect(m_monitor, &QPushButton::clicked, this, [this] { Q_EMIT openMonitorRequested(runDirectory()); });
+    connect(m_monitor, &QPushButton::clicked, this, [this] {
+        if (m_runs->isCluster())
+            Q_EMIT openRemoteMonitorRequested(m_clusterRun->runAddresses());
+        else
+            Q_EMIT openMonitorRequested(runDirectory());
+    });
     connect(m_demo, &QPushButton::clicked, this, &LaunchPage::runDemo);
     connect(m_runs, &RunControl::changed, this, &LaunchPage::updateButtons);
     connect(m_runs, &RunControl::launched, this, [this](const QString &id, const QString &dir) {
@@ -243,10 +249,9 @@ void LaunchPage::updateCommand()
 void LaunchPage::updateButtons()
 {
     m_launch->setEnabled(!isBusy() && launchArguments().has_value());
-    m_stop->setEnabled(m_runs->canStop());
-    m_monitor->setEnabled(!m_runs->isCluster() && !m_runs->runDirectory().isEmpty());
-    m_monitor->setToolTip(m_runs->isCluster() ? tr("Runs on cluster hosts are not opened in the monitor yet")
-                                              : QString());
+    m_stop->setEnabled(m_runs->canStop() && !(m_runs->isCluster() && m_clusterRun->hasEnded()));
+    m_monitor->setEnabled(m_runs->isCluster() ? !m_clusterRun->runAddresses().isEmpty()
+                                              : !m_runs->runDirectory().isEmpty());
 }
 
 bool LaunchPage::isBusy() const

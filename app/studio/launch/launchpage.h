@@ -84,6 +84,8 @@ Q_SIGNALS:
     void launchFailed(const QString &message);
     void stopFinished(int exitCode, const QString &output);
     void openMonitorRequested(const QString &runDirectory);
+    // "Open monitor" after a cluster launch: every node's run (ClusterRunView::runAddresses()).
+    void openRemoteMonitorRequested(const QStringList &runAddresses);
     void statusMessage(const QString &message);
 
 private:

@@ -13,5 +13,7 @@ target_sources(accel_studio_ui PRIVATE
   monitor/rankmemorypanel.h monitor/rankmemorypanel.cpp
   monitor/monitorpage.h monitor/monitorpage.cpp
   monitor/runspage.h monitor/runspage.cpp
+  monitor/remotehosts.h monitor/remotehosts.cpp # SSH (accel_hosts, linked by cluster/cluster.cmake)
+  monitor/remotecatalogue.h monitor/remotecatalogue.cpp
 )
 target_link_libraries(accel_studio_ui PUBLIC accel_monitor accel_launcher QCustomPlotQt6::QCustomPlotQt6)

@@ -5,7 +5,10 @@
 #include "app/studio/monitor/logview.h"
 #include "app/studio/monitor/metricplot.h"
 #include "app/studio/monitor/rankmemorypanel.h"
+#include "app/studio/monitor/remotehosts.h"
 #include "app/studio/monitor/runstatuspanel.h"
+#include "launcher/remoterunfollower.h"
+#include "monitor/runcatalogue.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -81,6 +84,11 @@ MonitorPage::MonitorPage(QWidget *parent) : QWidget(parent)
     layout->addWidget(m_status);
     m_banners = new BannerBar(this);
     layout->addWidget(m_banners);
+    m_remoteState = new QLabel(this);
+    m_remoteState->setObjectName(QStringLiteral("remoteState"));
+    m_remoteState->setWordWrap(true);
+    m_remoteState->setVisible(false);
+    layout->addWidget(m_remoteState);
     m_empty = new QLabel(tr("Select one or several runs above to follow their losses, throughput, ranks, logs "
                             "and events."),
                          this);
@@ -199,7 +207,9 @@ void MonitorPage::setRuns(const QStringList &runDirectories)
 {
     QList<Run> kept;
     for (const QString &directory : runDirectories) {
-        const QString clean = QDir::cleanPath(QFileInfo(directory).absoluteFilePath());
+        QString host, path;
+        const bool remote = monitor::parseRemoteRunAddress(directory, &host, &path);
+        const QString clean = remote ? directory : QDir::cleanPath(QFileInfo(directory).absoluteFilePath());
         auto it = std::find_if(m_runs.begin(), m_runs.end(), [&](const Run &r) { return r.directory == clean; });
         if (it != m_runs.end()) {
             kept.append(*it);
@@ -208,9 +218,12 @@ void MonitorPage::setRuns(const QStringList &runDirectories)
         }
         Run run;
         run.directory = clean;
-        run.label = QFileInfo(clean).fileName();
-        run.monitor = monitor::RunMonitor::forDirectory(clean, this);
+        run.label = remote ? tr("%1 on %2").arg(QFileInfo(path).fileName(), host) : QFileInfo(clean).fileName();
+        run.monitor = remote ? followRemote(host, path, run.label) : monitor::RunMonitor::forDirectory(clean, this);
+        if (!run.monitor)
+            continue;
         const QString label = run.label;
+        connect(run.monitor->store(), &monitor::MetricStore::ranksAdded, this, &MonitorPage::updateRedrawInterval);
         connect(run.monitor, &monitor::RunMonitor::eventsAppended, this,
                 [this, label](const QList<monitor::RunEvent> &events) { m_banners->observe(label, events); });
         run.monitor->start();
@@ -222,6 +235,7 @@ void MonitorPage::setRuns(const QStringList &runDirectories)
         for (auto *chart : std::as_const(m_charts))
             chart->clearStores();
         m_banners->removeRun(run.label);
+        setRemoteLine(run.label, QString());
         run.monitor->stop();
         run.monitor->deleteLater();
     }
@@ -241,6 +255,42 @@ void MonitorPage::setRuns(const QStringList &runDirectories)
     m_content->setVisible(!m_runs.isEmpty());
     rebuildCharts();
     updateDetails();
+}
+
+monitor::RunMonitor *MonitorPage::followRemote(const QString &host, const QString &path, const QString &label)
+{
+    if (!m_remoteHosts) {
+        setRemoteLine(label, tr("%1: remote runs cannot be followed here").arg(label));
+        return nullptr;
+    }
+    auto *follower = new launcher::RemoteRunFollower(m_remoteHosts->host(host), path);
+    auto *monitor = new monitor::RunMonitor(follower, this); // takes the follower
+    connect(follower, &launcher::RemoteRunFollower::connectionLost, this,
+            [this, host, label](const QString &, const QString &message, int attempt, int retryInMs) {
+                setRemoteLine(label, tr("Reconnecting to %1… (%2, attempt %3 in %4 s): %5")
+                                         .arg(host, label)
+                                         .arg(attempt)
+                                         .arg(retryInMs / 1000.0, 0, 'f', 1)
+                                         .arg(message));
+            });
+    connect(follower, &launcher::RemoteRunFollower::streamStarted, this,
+            [this, label](int) { setRemoteLine(label, QString()); });
+    connect(follower, &monitor::RunSource::ended, this, [this, follower, label](const QString &reason) {
+        // The run ended there (its final state is in the manifest), or the host was given up on.
+        setRemoteLine(label, follower->failure().isEmpty() ? QString() : tr("%1: %2").arg(label, reason));
+    });
+    return monitor;
+}
+
+void MonitorPage::setRemoteLine(const QString &label, const QString &line)
+{
+    if (line.isEmpty())
+        m_remoteLines.remove(label);
+    else
+        m_remoteLines.insert(label, line);
+    const QStringList lines = m_remoteLines.values();
+    m_remoteState->setText(lines.join(QLatin1Char('\n')));
+    m_remoteState->setVisible(!lines.isEmpty());
 }
 
 QStringList MonitorPage::runs() const
@@ -292,6 +342,20 @@ void MonitorPage::layoutCharts()
         m_grid->setColumnStretch(c, c < columns ? 1 : 0);
 }
 
+void MonitorPage::updateRedrawInterval()
+{
+    // Many curves are costly to draw (each rank has its own, and its legend entry): with 32 or more
+    // the charts redraw at most once a second (what a run logging at 1 Hz brings anyway), else at
+    // about 30 Hz. The data is never dropped, only drawn in fewer passes.
+    constexpr int kManyCurves = 32;
+    qsizetype curves = 0;
+    for (const auto &run : std::as_const(m_runs))
+        curves += run.monitor->store()->ranks().size();
+    const int interval = curves >= kManyCurves ? 1000 : 33;
+    for (auto *chart : std::as_const(m_charts))
+        chart->setRedrawInterval(interval);
+}
+
 void MonitorPage::rebuildCharts()
 {
     for (auto *chart : std::as_const(m_charts)) {
@@ -299,6 +363,7 @@ void MonitorPage::rebuildCharts()
         for (int i = 0; i < m_runs.size(); ++i)
             chart->addStore(m_runs[i].monitor->store(), m_runs[i].label, runColor(i));
     }
+    updateRedrawInterval();
 }
 
 void MonitorPage::updateDetails()

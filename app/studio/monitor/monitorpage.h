@@ -4,12 +4,16 @@
 // in "Details for". Above the charts: the detail run's state, progress and ETA, a triage card
 // when it failed (RunStatusPanel), and banners for hangs, stragglers and failures. Charts with
 // no data are hidden (the rest take their room) once any chart has data; when the GPU charts are
-// hidden so, a line says that the runs carry no GPU samples.
+// hidden so, a line says that the runs carry no GPU samples. A run on another host (an address
+// "ssh://HOST/dir", monitor/runcatalogue.h) is followed by a launcher::RemoteRunFollower over that
+// host's SSH session into the same pipeline; while its connection is down a line says
+// "Reconnecting to HOST…", and it resumes where the stream stopped.
 #pragma once
 
 #include "monitor/runmonitor.h"
 
 #include <QList>
+#include <QMap>
 #include <QWidget>
 
 class QCheckBox;
@@ -28,6 +32,7 @@ class LogView;
 class MetricPlot;
 class RankMemoryPanel;
 class RunStatusPanel;
+class RemoteHosts;
 
 class MonitorPage : public QWidget {
     Q_OBJECT
@@ -48,7 +53,11 @@ public:
     explicit MonitorPage(QWidget *parent = nullptr);
     ~MonitorPage() override;
 
-    // Follows these run directories (replacing the current ones; unchanged ones keep their data).
+    // Where remote runs are reached (RunsPage's; must outlive the page's monitors). Without it a
+    // remote address is shown as not followed.
+    void setRemoteHosts(RemoteHosts *hosts) { m_remoteHosts = hosts; }
+    // Follows these run directories or remote addresses (replacing the current ones; unchanged
+    // ones keep their data).
     void setRuns(const QStringList &runDirectories);
     QStringList runs() const;
     monitor::RunMonitor *runMonitor(int index) const { return m_runs.value(index).monitor; }
@@ -65,6 +74,9 @@ public:
     RunStatusPanel *statusPanel() const { return m_status; }
     // Shown when the runs have samples but none of GPU use (no NVML where they ran).
     QLabel *gpuNote() const { return m_gpuNote; }
+    // The remote runs' connection state ("Reconnecting to gpu1… (attempt 2, in 0.5 s): ..."),
+    // hidden while every stream flows.
+    QLabel *remoteState() const { return m_remoteState; }
 
     bool exportPng(Chart chart, const QString &path);
     bool exportCsv(Chart chart, const QString &path, QString *error = nullptr);
@@ -82,6 +94,9 @@ private:
     void updateDetails();
     void layoutCharts();
     void askExport(bool png);
+    monitor::RunMonitor *followRemote(const QString &host, const QString &path, const QString &label);
+    void setRemoteLine(const QString &label, const QString &line);
+    void updateRedrawInterval();
 
     QList<Run> m_runs;
     QList<MetricPlot *> m_charts;
@@ -90,6 +105,9 @@ private:
     QGridLayout *m_grid = nullptr;
     QLabel *m_empty = nullptr;
     QLabel *m_gpuNote = nullptr;
+    QLabel *m_remoteState = nullptr;
+    QMap<QString, QString> m_remoteLines; // per remote run label
+    RemoteHosts *m_remoteHosts = nullptr;
     QWidget *m_content = nullptr;
     QComboBox *m_detailCombo = nullptr;
     QCheckBox *m_smoothBox = nullptr;

@@ -1,7 +1,13 @@
 #include "app/studio/monitor/runspage.h"
 
+#include "app/studio/cluster/hostlist.h"
 #include "app/studio/monitor/monitorpage.h"
+#include "app/studio/monitor/remotehosts.h"
+#include "launcher/accelcommand.h"
+#include "launcher/clusterrecord.h"
+#include "launcher/host.h"
 #include "launcher/rundirectory.h"
+#include "monitor/runcatalogue.h"
 
 #include <QAction>
 #include <QCoreApplication>
@@ -55,6 +61,12 @@ RunsPage::RunsPage(QWidget *parent) : QWidget(parent)
     bar->addWidget(m_refresh);
     bar->addWidget(m_stop);
     layout->addLayout(bar);
+    m_hostsState = new QLabel(this);
+    m_hostsState->setObjectName(QStringLiteral("remoteHostsState"));
+    m_hostsState->setWordWrap(true);
+    m_hostsState->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_hostsState->setVisible(false);
+    layout->addWidget(m_hostsState);
 
     auto *splitter = new QSplitter(Qt::Vertical, this);
     m_splitter = splitter;
@@ -93,8 +105,19 @@ RunsPage::RunsPage(QWidget *parent) : QWidget(parent)
     connect(m_monitor, &MonitorPage::statusMessage, this, &RunsPage::statusMessage);
     connect(m_compare->menu(), &QMenu::aboutToShow, this, &RunsPage::fillCompareMenu);
 
+    // Made after the monitor, so destroyed before it: the monitor's followers end their commands
+    // on hosts that still exist.
+    m_remoteHosts = new RemoteHosts(this);
+    m_catalogue = new RemoteCatalogue(m_remoteHosts, this);
+    connect(m_catalogue, &RemoteCatalogue::listed, this, &RunsPage::onRemoteListed);
+    connect(m_catalogue, &RemoteCatalogue::failed, this, &RunsPage::updateHostsState);
+    connect(m_refresh, &QPushButton::clicked, m_catalogue, &RemoteCatalogue::refresh);
+    m_monitor->setRemoteHosts(m_remoteHosts);
+
     m_accel = launcher::AccelCommand::defaultProgram();
     setRunsRoot(launcher::RunDirectory::defaultRunsRoot());
+    m_hosts = rememberedHosts();
+    reattachClusterRuns();
 }
 
 // An `accel stop` still running is ended with its process group by AccelCommand's destructor.
@@ -132,11 +155,118 @@ void RunsPage::setRunsRoot(const QString &root)
 
 void RunsPage::selectNewestOnce()
 {
-    if (m_autoSelected || m_sorted->rowCount() == 0)
+    // The newest run of this machine; remote runs are followed when opened or re-attached.
+    int newest = -1;
+    for (int row = 0; row < m_sorted->rowCount() && newest < 0; ++row) {
+        if (m_sorted->index(row, 0).data(monitor::RunsModel::LocationRole).toString().isEmpty())
+            newest = row;
+    }
+    if (m_autoSelected || newest < 0)
         return;
     m_autoSelected = true;
     if (!m_view->selectionModel()->hasSelection())
-        m_view->selectRow(0);
+        m_view->selectRow(newest);
+}
+
+int RunsPage::sourceRowOf(const QString &address) const
+{
+    if (monitor::parseRemoteRunAddress(address))
+        return m_model.rowOfAddress(address);
+    return m_model.rowOf(QFileInfo(address).fileName());
+}
+
+void RunsPage::setRemoteHosts(const QStringList &destinations)
+{
+    m_hosts = destinations;
+    updateSources();
+}
+
+void RunsPage::reattachClusterRuns(const QString &directory)
+{
+    constexpr int kRecords = 20; // the newest launches; older ones are still listed by their hosts
+    for (const launcher::ClusterRecord &record : launcher::recentClusterRecords(kRecords, directory)) {
+        for (const launcher::ClusterRecordNode &node : record.nodes) {
+            if (node.host.isEmpty() || !node.runDir.startsWith(QLatin1Char('/')))
+                continue;
+            const CatalogueSource source{node.host, QFileInfo(node.runDir).path()};
+            if (!m_recordSources.contains(source))
+                m_recordSources.append(source);
+            m_reattach.insert(monitor::remoteRunAddress(node.host, node.runDir));
+        }
+    }
+    updateSources();
+}
+
+void RunsPage::updateSources()
+{
+    QList<CatalogueSource> sources;
+    for (const QString &host : std::as_const(m_hosts))
+        sources.append({host, QString()});
+    sources += m_recordSources;
+    for (const QString &address : std::as_const(m_toOpen)) {
+        QString host, path;
+        if (monitor::parseRemoteRunAddress(address, &host, &path))
+            sources.append({host, QFileInfo(path).path()});
+    }
+    m_catalogue->setSources(sources);
+    // Hosts no longer listed: their rows go.
+    const QStringList wanted = m_catalogue->destinations();
+    for (const QString &location : m_model.remoteLocations()) {
+        if (!wanted.contains(location))
+            m_model.setRemoteRuns(location, {});
+    }
+    m_catalogue->refresh();
+    updateHostsState();
+}
+
+void RunsPage::openRuns(const QStringList &addresses)
+{
+    QStringList here;
+    for (const QString &address : addresses) {
+        if (sourceRowOf(address) >= 0)
+            here.append(address);
+        else if (monitor::parseRemoteRunAddress(address) && !m_toOpen.contains(address))
+            m_toOpen.append(address);
+    }
+    selectRuns(here);
+    if (!m_toOpen.isEmpty())
+        updateSources();
+}
+
+void RunsPage::onRemoteListed(const QString &destination, const QList<monitor::RunInfo> &runs)
+{
+    m_model.setRemoteRuns(destination, runs);
+    for (const monitor::RunInfo &info : runs) {
+        const QString address = info.address();
+        if (m_toOpen.removeAll(address) > 0)
+            compareWith(address);
+        else if (m_reattach.contains(address) && !info.isFinal())
+            compareWith(address); // a recorded launch still going: follow it again
+    }
+    // Recorded runs this host answered for are settled (followed, finished or gone).
+    for (auto it = m_reattach.begin(); it != m_reattach.end();) {
+        QString host;
+        if (monitor::parseRemoteRunAddress(*it, &host) && host == destination)
+            it = m_reattach.erase(it);
+        else
+            ++it;
+    }
+    updateHostsState();
+    updateButtons();
+}
+
+void RunsPage::updateHostsState()
+{
+    QStringList problems;
+    for (const QString &destination : m_catalogue->destinations()) {
+        const QString problem = m_catalogue->problem(destination);
+        if (!problem.isEmpty())
+            problems.append(problem);
+    }
+    m_hostsState->setText(
+        problems.isEmpty() ? QString()
+                           : tr("Runs of these hosts cannot be listed now:\n%1").arg(problems.join(QLatin1Char('\n'))));
+    m_hostsState->setVisible(!problems.isEmpty());
 }
 
 QStringList RunsPage::selectedRuns() const
@@ -156,7 +286,7 @@ void RunsPage::selectRuns(const QStringList &runDirectories)
 {
     QItemSelection selection;
     for (const QString &dir : runDirectories) {
-        const int sourceRow = m_model.rowOf(QFileInfo(dir).fileName());
+        const int sourceRow = sourceRowOf(dir);
         if (sourceRow < 0)
             continue;
         const QModelIndex index = m_sorted->mapFromSource(m_model.index(sourceRow, 0));
@@ -180,7 +310,7 @@ QStringList RunsPage::compareCandidates() const
 
 bool RunsPage::compareWith(const QString &runDirectory)
 {
-    const int sourceRow = m_model.rowOf(QFileInfo(runDirectory).fileName());
+    const int sourceRow = sourceRowOf(runDirectory);
     if (sourceRow < 0)
         return false;
     const QModelIndex index = m_sorted->mapFromSource(m_model.index(sourceRow, 0));
@@ -194,9 +324,11 @@ void RunsPage::fillCompareMenu()
     QMenu *menu = m_compare->menu();
     menu->clear();
     for (const QString &path : compareCandidates()) {
-        const int sourceRow = m_model.rowOf(QFileInfo(path).fileName());
+        const int sourceRow = sourceRowOf(path);
         const QString name = m_model.index(sourceRow, monitor::RunsModel::NameColumn).data().toString();
-        const QString id = QFileInfo(path).fileName();
+        const QString location = m_model.run(sourceRow).location;
+        const QString id =
+            location.isEmpty() ? m_model.run(sourceRow).id : tr("%1 on %2").arg(m_model.run(sourceRow).id, location);
         QAction *action = menu->addAction(name.isEmpty() || name == id ? id : tr("%1 (%2)").arg(name, id));
         connect(action, &QAction::triggered, this, [this, path] { compareWith(path); });
     }
@@ -246,26 +378,41 @@ void RunsPage::startNextStop()
         return;
     }
     m_stopping = m_stopQueue.takeFirst();
-    auto *command = new launcher::AccelCommand(this);
-    m_process = command;
-    command->setProgram(m_accel);
     const QString run = m_stopping;
+    QString host, path;
+    const bool remote = monitor::parseRemoteRunAddress(run, &host, &path);
+    const QString id = QFileInfo(remote ? path : run).fileName();
+    launcher::HostCommand *command = nullptr;
+    if (remote) {
+        // accel stop there, through the host the run is followed on.
+        command = m_remoteHosts->host(host)->start({QStringLiteral("stop"), path}).release();
+        command->setParent(this);
+    } else {
+        auto *local = new launcher::AccelCommand(this);
+        local->setProgram(m_accel);
+        local->start({QStringLiteral("stop"), run});
+        command = local;
+    }
+    m_process = command;
     // done() comes exactly once, also when `accel` cannot start, so the queue always moves on.
-    connect(command, &launcher::AccelCommand::done, this, [this, command, run](const launcher::AccelOutcome &outcome) {
-        QString output = QString::fromLocal8Bit(outcome.standardOutput + outcome.standardError).trimmed();
-        if (outcome.failedToStart)
-            output = tr("cannot start %1: %2").arg(m_accel, outcome.error);
-        const int code = outcome.failedToStart ? -1 : outcome.shellCode();
-        Q_EMIT statusMessage(code == 0 ? tr("Stopped %1").arg(QFileInfo(run).fileName())
-                                       : tr("accel stop %1 failed: %2").arg(QFileInfo(run).fileName(), output));
-        Q_EMIT stopFinished(run, code, output);
-        command->deleteLater();
-        m_process = nullptr;
-        m_model.refresh();
-        startNextStop();
-    });
-    Q_EMIT statusMessage(tr("Stopping %1…").arg(QFileInfo(run).fileName()));
-    command->start({QStringLiteral("stop"), run});
+    connect(command, &launcher::HostCommand::done, this,
+            [this, command, run, id, remote, host](const launcher::AccelOutcome &outcome) {
+                QString output = QString::fromLocal8Bit(outcome.standardOutput + outcome.standardError).trimmed();
+                if (outcome.failedToStart)
+                    output = remote ? QStringLiteral("%1: %2").arg(host, outcome.error)
+                                    : tr("cannot start %1: %2").arg(m_accel, outcome.error);
+                const int code = outcome.failedToStart ? -1 : outcome.shellCode();
+                Q_EMIT statusMessage(code == 0 ? tr("Stopped %1").arg(id)
+                                               : tr("accel stop %1 failed: %2").arg(id, output));
+                Q_EMIT stopFinished(run, code, output);
+                command->deleteLater();
+                m_process = nullptr;
+                m_model.refresh();
+                if (remote)
+                    m_catalogue->refresh();
+                startNextStop();
+            });
+    Q_EMIT statusMessage(tr("Stopping %1…").arg(id));
 }
 
 } // namespace accel::app

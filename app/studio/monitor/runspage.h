@@ -2,11 +2,18 @@
 // on top, newest first; selecting one or several shows them in the MonitorView below, overlaid
 // on its charts ("Compare with…" adds a run to the selection, also with the list hidden). At
 // start-up the newest run is selected, so a run that is still going is re-attached at once.
-// "Stop" runs `accel stop RUN` as an AccelCommand and never blocks the GUI thread.
+// Runs of cluster hosts are rows too (Host column): listed over SSH by a RemoteCatalogue (the
+// Cluster tab's hosts and those of the cluster launch records), followed through the same
+// monitor pipeline; the live runs of recorded launches are followed again at start-up. A host
+// that cannot be listed is named above the list; the page goes on with the others.
+// "Stop" runs `accel stop RUN` (there, for a remote run) and never blocks the GUI thread.
 #pragma once
 
-#include "launcher/accelcommand.h"
+#include "app/studio/monitor/remotecatalogue.h"
+#include "launcher/hostcommand.h"
 #include "monitor/runsmodel.h"
+
+#include <QSet>
 
 #include <QPointer>
 #include <QWidget>
@@ -21,6 +28,7 @@ class QTableView;
 namespace accel::app {
 
 class MonitorPage;
+class RemoteHosts;
 
 class RunsPage : public QWidget {
     Q_OBJECT
@@ -35,6 +43,18 @@ public:
     void setAccelProgram(const QString &program) { m_accel = program; }
     QString accelProgram() const { return m_accel; }
 
+    // The SSH hosts whose runs are listed beside this machine's (replacing the list; the hosts of
+    // cluster launch records stay). Default: the Cluster tab's remembered hosts.
+    void setRemoteHosts(const QStringList &destinations);
+    // Reads the cluster launch records in `directory` (empty: launcher::clusterRecordsDirectory()):
+    // their hosts and run folders are listed, and their runs still live there are followed.
+    void reattachClusterRuns(const QString &directory = {});
+    // Shows these runs (RunInfo::address()) in the monitor; remote ones once their host listed them.
+    void openRuns(const QStringList &addresses);
+    RemoteCatalogue *remoteCatalogue() const { return m_catalogue; }
+    RemoteHosts *remoteHosts() const { return m_remoteHosts; }
+    QLabel *remoteHostsState() const { return m_hostsState; }
+
     monitor::RunsModel *runsModel() { return &m_model; }
     QTableView *runsView() const { return m_view; }
     MonitorPage *monitorPage() const { return m_monitor; }
@@ -43,7 +63,7 @@ public:
     void setRunListVisible(bool visible);
     bool isRunListVisible() const;
 
-    QStringList selectedRuns() const; // run directories, in view order
+    QStringList selectedRuns() const; // run addresses (a directory here), in view order
     void selectRuns(const QStringList &runDirectories);
     // "Compare with…": the runs not selected (view order), and adding one to the selection.
     QToolButton *compareButton() const { return m_compare; }
@@ -63,6 +83,10 @@ private:
     void startNextStop();
     void selectNewestOnce();
     void fillCompareMenu();
+    int sourceRowOf(const QString &address) const;
+    void onRemoteListed(const QString &destination, const QList<monitor::RunInfo> &runs);
+    void updateHostsState();
+    void updateSources();
 
     monitor::RunsModel m_model;
     QSortFilterProxyModel *m_sorted = nullptr;
@@ -76,7 +100,14 @@ private:
     MonitorPage *m_monitor = nullptr;
     QString m_accel;
     QStringList m_stopQueue;
-    QPointer<launcher::AccelCommand> m_process;
+    QPointer<launcher::HostCommand> m_process;
+    QLabel *m_hostsState = nullptr;
+    RemoteHosts *m_remoteHosts = nullptr;
+    RemoteCatalogue *m_catalogue = nullptr;
+    QStringList m_hosts;                    // setRemoteHosts()
+    QList<CatalogueSource> m_recordSources; // the folders of recorded runs on their hosts
+    QSet<QString> m_reattach;               // recorded runs: followed if live once listed
+    QStringList m_toOpen;                   // openRuns() of runs not listed yet
     QString m_stopping;
     bool m_autoSelected = false;
 };
