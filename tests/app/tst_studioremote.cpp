@@ -95,6 +95,7 @@ class tst_StudioRemote : public QObject {
     Q_OBJECT
 private Q_SLOTS:
     void initTestCase();
+    void listingsAndRecordsOfAnotherKindAreRefusedByName();
     void remoteRunsAreListedWithTheirHost();
     void remoteRunIsFollowedAcrossKilledConnections();
     void newRunsPageReattachesARecordedLiveRun();
@@ -133,6 +134,50 @@ void tst_StudioRemote::initTestCase()
     qputenv("ACCEL_SSH_DIR", m_server.clientDirectory().toLocal8Bit());
     qputenv("ACCEL_REMOTE_BIN", wrapper.toLocal8Bit());
     QDir().mkpath(launcher::RunDirectory::defaultRunsRoot()); // this machine's (the test's own HOME)
+}
+
+void tst_StudioRemote::listingsAndRecordsOfAnotherKindAreRefusedByName()
+{
+    const auto none = monitor::parseRunsListing(QStringLiteral("gpu1"), "bash: accel: command not found\n");
+    QVERIFY(!none);
+    QCOMPARE(QString::fromStdString(none.error().toString()),
+             QStringLiteral("gpu1: accel runs --json: printed no JSON object: 'bash: accel: command not found'"));
+    const auto other = monitor::parseRunsListing(QStringLiteral("gpu1"), R"({"schema": "accel.env", "version": 1})");
+    QVERIFY(!other);
+    QVERIFY2(other.error().toString().find("expected schema accel.runs, got 'accel.env'") != std::string::npos,
+             other.error().toString().c_str());
+    const auto newer =
+        monitor::parseRunsListing(QStringLiteral("gpu1"), R"({"schema": "accel.runs", "version": 2, "runs": []})");
+    QVERIFY(!newer);
+    QVERIFY2(newer.error().toString().find("version 2 is newer") != std::string::npos,
+             newer.error().toString().c_str());
+    // Entries without an absolute path cannot be followed there and are left out.
+    const auto listed =
+        monitor::parseRunsListing(QStringLiteral("gpu1"), R"({"schema": "accel.runs", "version": 1, "runs": [
+            {"id": "a", "path": "/r/a", "state": "running", "num_processes": 4},
+            {"id": "b", "path": "relative/b", "state": "running"}]})");
+    QVERIFY(listed);
+    QCOMPARE(listed->size(), 1);
+    QCOMPARE(listed->first().address(), QStringLiteral("ssh://gpu1/r/a"));
+    QCOMPARE(listed->first().configSummary, QStringLiteral("4 processes"));
+    QString host, path;
+    QVERIFY(monitor::parseRemoteRunAddress(QStringLiteral("ssh://alice@node7:2222/r/a b"), &host, &path));
+    QCOMPARE(host, QStringLiteral("alice@node7:2222"));
+    QCOMPARE(path, QStringLiteral("/r/a b"));
+    QVERIFY(!monitor::parseRemoteRunAddress(QStringLiteral("/home/alice/runs/r1")));
+    QVERIFY(!monitor::parseRemoteRunAddress(QStringLiteral("ssh:///r/a")));
+
+    QTemporaryDir dir;
+    QFile file(dir.filePath(QStringLiteral("bad.json")));
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write(R"({"schema": "accel.hosts-launch", "version": 1, "nodes": []})");
+    file.close();
+    const auto record = launcher::readClusterRecord(file.fileName());
+    QVERIFY(!record);
+    QVERIFY2(record.error().toString().find(file.fileName().toStdString()) != std::string::npos &&
+                 record.error().toString().find("schema accel.cluster-run") != std::string::npos,
+             record.error().toString().c_str());
+    QVERIFY(launcher::recentClusterRecords(20, dir.path()).isEmpty()); // skipped, not fatal
 }
 
 void tst_StudioRemote::remoteRunsAreListedWithTheirHost()
