@@ -192,7 +192,12 @@ std::shared_ptr<AcceleratedOptimizer> Accelerator::prepareOptimizer(torch::optim
         // MS-AMP replaces the optimizer (Adam/AdamW only) by its low-bit one, as msamp.initialize does.
         if (d->fp8Optimizer)
             throw std::invalid_argument("fp8 MS-AMP: prepare exactly one optimizer");
-        d->fp8Optimizer = std::make_unique<MsAmpAdamW>(optimizer, d->fp8->recipe().config().optLevel);
+        auto msamp = std::make_unique<MsAmpAdamW>(optimizer, d->fp8->recipe().config().optLevel);
+        // The layers' scaling state goes into optimizer.bin with the moments (one recipe, one optimizer).
+        Fp8Recipe *recipe = &d->fp8->recipe();
+        msamp->setCompanionState([recipe](torch::serialize::OutputArchive &a) { recipe->saveState(a); },
+                                 [recipe](torch::serialize::InputArchive &a) { recipe->loadState(a); });
+        d->fp8Optimizer = std::move(msamp);
         target = d->fp8Optimizer.get();
     }
     for (size_t m : models)

@@ -55,6 +55,8 @@ private Q_SLOTS:
     void fp8TrainsWithTheRecipeNotBf16();
     void twoRanksTrainTheGptRecipe_data();
     void twoRanksTrainTheGptRecipe();
+    void msampResumesBitwise_data();
+    void msampResumesBitwise();
 };
 
 void tst_Fp8Accelerator::refusesWhatIsNotImplementedByName()
@@ -186,6 +188,105 @@ void tst_Fp8Accelerator::twoRanksTrainTheGptRecipe()
     }
     QVERIFY2(output.contains(QStringLiteral("converted")), qPrintable(output.right(2000)));
     QVERIFY(output.contains(QStringLiteral("done: 8 steps")));
+}
+
+void tst_Fp8Accelerator::msampResumesBitwise_data()
+{
+    QTest::addColumn<QString>("level");
+    QTest::newRow("O1") << QStringLiteral("O1");
+    QTest::newRow("O2") << QStringLiteral("O2");
+}
+
+// save_state / load_state under MS-AMP: the low-bit moments (O2: E4M3 first moment and FP16 second
+// with their scales) and the layers' scaling windows go into optimizer.bin, so 12 steps, a save, a
+// fresh model and optimizer loaded from it and 12 more steps give the same bits as 24 steps in one
+// go (past the scaling windows' warm-up of 16 steps).
+void tst_Fp8Accelerator::msampResumesBitwise()
+{
+    QFETCH(QString, level);
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const std::map<std::string, std::string> vars = {{"ACCELERATE_MIXED_PRECISION", "fp8"},
+                                                     {"ACCELERATE_FP8_BACKEND", "MSAMP"},
+                                                     {"ACCELERATE_FP8_OPT_LEVEL", level.toStdString()}};
+    auto x = torch::randn({96, 32}, at::detail::createCPUGenerator(5));
+    auto target = torch::randn({96, 8}, at::detail::createCPUGenerator(6));
+    struct Run {
+        std::unique_ptr<Accelerator> accelerator;
+        std::shared_ptr<Net> model;
+        std::unique_ptr<torch::optim::AdamW> adamw;
+        std::shared_ptr<AcceleratedOptimizer> optimizer;
+    };
+    auto start = [&](int seed) {
+        Run run;
+        auto created = Accelerator::create({}, envWith(vars));
+        if (!created)
+            return run;
+        run.accelerator = std::move(*created);
+        torch::manual_seed(seed);
+        run.model = std::make_shared<Net>();
+        run.accelerator->prepareModel(run.model);
+        run.adamw = std::make_unique<torch::optim::AdamW>(run.model->parameters(), torch::optim::AdamWOptions(3e-3));
+        run.optimizer = run.accelerator->prepareOptimizer(*run.adamw);
+        return run;
+    };
+    auto train = [&](Run &run, int from, int to) {
+        for (int step = from; step < to; ++step) {
+            run.accelerator->accumulate();
+            auto rows = torch::arange(int64_t(step % 6) * 16, int64_t(step % 6) * 16 + 16);
+            torch::Tensor loss;
+            {
+                auto autocast = run.accelerator->autocast();
+                loss = torch::mse_loss(run.model->forward(x.index_select(0, rows)).to(torch::kFloat),
+                                       target.index_select(0, rows));
+            }
+            run.accelerator->backward(loss);
+            run.optimizer->step();
+            run.optimizer->zeroGrad();
+        }
+    };
+    Run straight = start(1);
+    QVERIFY(straight.accelerator);
+    train(straight, 0, 24);
+
+    Run first = start(1);
+    QVERIFY(first.accelerator);
+    train(first, 0, 12);
+    auto saved = first.accelerator->saveState(dir.filePath(QStringLiteral("checkpoint")).toStdString());
+    QVERIFY2(saved, saved ? "" : saved.error().message.c_str());
+    const auto *moments = dynamic_cast<MsAmpAdamW *>(&first.optimizer->optimizer());
+    QVERIFY(moments);
+    int64_t parameters = 0;
+    for (const auto &p : first.model->parameters())
+        parameters += p.numel();
+    QCOMPARE(moments->momentBytes(), (level == QLatin1String("O2") ? 3 : 8) * parameters);
+
+    Run resumed = start(2); // other initial weights: everything must come from the checkpoint
+    QVERIFY(resumed.accelerator);
+    auto loaded = resumed.accelerator->loadState(*saved);
+    QVERIFY2(loaded, loaded ? "" : loaded.error().message.c_str());
+    QCOMPARE(dynamic_cast<MsAmpAdamW *>(&resumed.optimizer->optimizer())->momentBytes(), moments->momentBytes());
+    train(resumed, 12, 24);
+    const auto expected = straight.model->parameters(), actual = resumed.model->parameters();
+    QCOMPARE(actual.size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i)
+        QVERIFY2(torch::equal(actual[i], expected[i]), qPrintable(QStringLiteral("parameter %1 differs").arg(i)));
+
+    // A checkpoint of the other level is refused by name.
+    auto otherVars = vars;
+    otherVars["ACCELERATE_FP8_OPT_LEVEL"] = level == QLatin1String("O2") ? "O1" : "O2";
+    auto other = Accelerator::create({}, envWith(otherVars));
+    QVERIFY(other);
+    torch::manual_seed(3);
+    auto otherModel = std::make_shared<Net>();
+    (*other)->prepareModel(otherModel);
+    torch::optim::AdamW otherAdamw(otherModel->parameters(), torch::optim::AdamWOptions(3e-3));
+    (*other)->prepareOptimizer(otherAdamw);
+    auto refused = (*other)->loadState(*saved);
+    QVERIFY(!refused);
+    const QString message = QStringLiteral("the checkpoint's optimizer state is %1; this run is %2")
+                                .arg(level, level == QLatin1String("O2") ? QStringLiteral("O1") : QStringLiteral("O2"));
+    QVERIFY2(QString::fromStdString(refused.error().message).contains(message), refused.error().message.c_str());
 }
 
 QTEST_GUILESS_MAIN(tst_Fp8Accelerator)

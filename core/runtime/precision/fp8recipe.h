@@ -58,6 +58,11 @@ public:
     // After an optimizer step on these parameters (MS-AMP: scaling windows roll, weights back to
     // scaled FP16).
     virtual void afterOptimizerStep(const std::vector<torch::Tensor> &weights) { (void)weights; }
+    // The scaling state a resumed run needs to continue bit for bit (MS-AMP: each layer's scaling
+    // windows and weight-gradient scale). loadState throws std::invalid_argument (or c10::Error
+    // for a missing key) when the saved state does not fit this recipe's layers.
+    virtual void saveState(torch::serialize::OutputArchive &archive) const { (void)archive; }
+    virtual void loadState(torch::serialize::InputArchive &archive) { (void)archive; }
 };
 
 } // namespace accel::runtime

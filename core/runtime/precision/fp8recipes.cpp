@@ -159,8 +159,43 @@ public:
         m_input.update();
         m_gradOutput.update();
     }
+    void saveState(torch::serialize::OutputArchive &archive, const std::string &prefix) const
+    {
+        saveWindow(archive, prefix + "input", m_input);
+        saveWindow(archive, prefix + "grad_output", m_gradOutput);
+        archive.write(prefix + "wgrad_scale", torch::tensor({m_wgradScale}));
+    }
+    void loadState(torch::serialize::InputArchive &archive, const std::string &prefix)
+    {
+        loadWindow(archive, prefix + "input", m_input);
+        loadWindow(archive, prefix + "grad_output", m_gradOutput);
+        torch::Tensor scale;
+        archive.read(prefix + "wgrad_scale", scale);
+        m_wgradScale = scale.item<float>();
+    }
 
 private:
+    static void saveWindow(torch::serialize::OutputArchive &archive, const std::string &key,
+                           const PowerOfTwoScalingState &state)
+    {
+        archive.write(key + "_window", torch::tensor(state.window(), torch::kFloat));
+        archive.write(key + "_counter", torch::tensor({int64_t(state.counter())}));
+        archive.write(key + "_scale", torch::tensor({state.scale()}));
+    }
+    static void loadWindow(torch::serialize::InputArchive &archive, const std::string &key,
+                           PowerOfTwoScalingState &state)
+    {
+        torch::Tensor window, counter, scale;
+        archive.read(key + "_window", window);
+        archive.read(key + "_counter", counter);
+        archive.read(key + "_scale", scale);
+        window = window.to(torch::kFloat).contiguous();
+        const std::vector<float> values(window.data_ptr<float>(), window.data_ptr<float>() + window.numel());
+        if (!state.restore(values, int(counter.item<int64_t>()), scale.item<float>()))
+            throw std::invalid_argument(key + ": a scaling window of " + std::to_string(values.size()) +
+                                        " amaxes; this recipe's windows hold " + std::to_string(state.window().size()));
+    }
+
     ReduceMax m_reduceMax;
     PowerOfTwoScalingState m_input{16, fp8MaxFinite(Fp8Format::E4M3)};
     PowerOfTwoScalingState m_gradOutput{16, fp8MaxFinite(Fp8Format::E5M2)};
@@ -183,6 +218,23 @@ public:
         for (auto &layer : m_layers)
             layer->afterOptimizerStep();
         prepareWeights(weights);
+    }
+    void saveState(torch::serialize::OutputArchive &archive) const override
+    {
+        archive.write("fp8_msamp/layers", torch::tensor({int64_t(m_layers.size())}));
+        for (size_t i = 0; i < m_layers.size(); ++i)
+            m_layers[i]->saveState(archive, "fp8_msamp/layer" + std::to_string(i) + "/");
+    }
+    void loadState(torch::serialize::InputArchive &archive) override
+    {
+        torch::Tensor layers;
+        archive.read("fp8_msamp/layers", layers);
+        if (layers.item<int64_t>() != int64_t(m_layers.size()))
+            throw std::invalid_argument("fp8 MS-AMP: the checkpoint holds the scaling state of " +
+                                        std::to_string(layers.item<int64_t>()) + " FP8 Linear layers; this model has " +
+                                        std::to_string(m_layers.size()));
+        for (size_t i = 0; i < m_layers.size(); ++i)
+            m_layers[i]->loadState(archive, "fp8_msamp/layer" + std::to_string(i) + "/");
     }
     // The weights live as FP16 with a power-of-two scale: round them there.
     void prepareWeights(const std::vector<torch::Tensor> &weights) override

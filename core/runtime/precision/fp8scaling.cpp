@@ -90,4 +90,14 @@ float dynamicScalingFactor(float amax, float fp8Max)
     return float(double(fp8Max) / std::max(double(amax), 1e-12));
 }
 
+bool PowerOfTwoScalingState::restore(const std::vector<float> &window, int counter, float scale)
+{
+    if (window.size() != m_amax.size())
+        return false;
+    m_amax = window;
+    m_counter = counter;
+    m_scale = scale;
+    return true;
+}
+
 } // namespace accel::runtime

@@ -57,6 +57,9 @@ public:
     void update();
     float scale() const { return m_scale; }
     const std::vector<float> &window() const { return m_amax; }
+    int counter() const { return m_counter; }
+    // Back to a saved state (a checkpoint). False, changing nothing, when the window length differs.
+    bool restore(const std::vector<float> &window, int counter, float scale);
 
 private:
     std::vector<float> m_amax;

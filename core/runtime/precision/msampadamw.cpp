@@ -114,4 +114,69 @@ int64_t MsAmpAdamW::momentBytes() const
     return bytes;
 }
 
+void MsAmpAdamW::setCompanionState(std::function<void(torch::serialize::OutputArchive &)> save,
+                                   std::function<void(torch::serialize::InputArchive &)> load)
+{
+    m_saveCompanion = std::move(save);
+    m_loadCompanion = std::move(load);
+}
+
+void MsAmpAdamW::save(torch::serialize::OutputArchive &archive) const
+{
+    archive.write("msamp/level", torch::tensor({int64_t(m_level == MsAmpLevel::O2 ? 2 : 1)}));
+    int64_t index = 0;
+    for (const auto &group : param_groups()) {
+        for (const auto &p : group.params()) {
+            const std::string key = "msamp/" + std::to_string(index++) + "/";
+            auto it = m_moments.find(p.unsafeGetTensorImpl());
+            if (it == m_moments.end() || !it->second.first.defined())
+                continue;
+            const Moments &m = it->second;
+            archive.write(key + "step", torch::tensor({m.step}));
+            // E4M3 codes as bytes (the archive's dtypes), FP16 and float32 as they are.
+            archive.write(key + "first", m_level == MsAmpLevel::O2 ? m.first.view(torch::kByte) : m.first);
+            archive.write(key + "second", m.second);
+            archive.write(key + "scales", torch::tensor({m.firstScale, m.secondScale}));
+        }
+    }
+    if (m_saveCompanion)
+        m_saveCompanion(archive);
+}
+
+void MsAmpAdamW::load(torch::serialize::InputArchive &archive)
+{
+    torch::Tensor level;
+    archive.read("msamp/level", level);
+    const int64_t mine = m_level == MsAmpLevel::O2 ? 2 : 1;
+    if (level.item<int64_t>() != mine)
+        throw std::invalid_argument("fp8 MS-AMP: the checkpoint's optimizer state is O" +
+                                    std::to_string(level.item<int64_t>()) + "; this run is O" + std::to_string(mine));
+    std::unordered_map<const void *, Moments> moments;
+    int64_t index = 0;
+    for (const auto &group : param_groups()) {
+        for (const auto &p : group.params()) {
+            const std::string key = "msamp/" + std::to_string(index++) + "/";
+            torch::Tensor step, first, second, scales;
+            if (!archive.try_read(key + "step", step))
+                continue; // no step taken for this parameter yet
+            archive.read(key + "first", first);
+            archive.read(key + "second", second);
+            archive.read(key + "scales", scales);
+            if (first.sizes() != p.sizes() || second.sizes() != p.sizes())
+                throw std::invalid_argument("fp8 MS-AMP: the checkpoint's moments of parameter " +
+                                            std::to_string(index - 1) + " do not have its shape");
+            Moments m;
+            m.step = step.item<int64_t>();
+            m.first = m_level == MsAmpLevel::O2 ? first.view(float8Dtype(Fp8Format::E4M3)) : first;
+            m.second = second;
+            m.firstScale = scales[0].item<float>();
+            m.secondScale = scales[1].item<float>();
+            moments[p.unsafeGetTensorImpl()] = std::move(m);
+        }
+    }
+    if (m_loadCompanion)
+        m_loadCompanion(archive);
+    m_moments = std::move(moments);
+}
+
 } // namespace accel::runtime

@@ -8,6 +8,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <unordered_map>
 
 namespace accel::runtime {
@@ -23,6 +24,15 @@ public:
     // Bytes the two moments take (what O1 / O2 are about).
     int64_t momentBytes() const;
 
+    // The moments as stored (O2: E4M3 codes + scale, FP16 + scale; O1: float32), each parameter's
+    // step count, then whatever the companion writes (the recipe's scaling state), so that a
+    // resumed run continues bit for bit. load throws std::invalid_argument for another level or
+    // shapes that do not match.
+    void save(torch::serialize::OutputArchive &archive) const override;
+    void load(torch::serialize::InputArchive &archive) override;
+    void setCompanionState(std::function<void(torch::serialize::OutputArchive &)> save,
+                           std::function<void(torch::serialize::InputArchive &)> load);
+
 private:
     struct Moments {
         int64_t step = 0;
@@ -32,6 +42,8 @@ private:
     MsAmpLevel m_level;
     bool m_decoupled = true; // AdamW; false for Adam (L2 added to the gradient)
     std::unordered_map<const void *, Moments> m_moments;
+    std::function<void(torch::serialize::OutputArchive &)> m_saveCompanion;
+    std::function<void(torch::serialize::InputArchive &)> m_loadCompanion;
 };
 
 } // namespace accel::runtime
