@@ -1,7 +1,8 @@
-// Per-rank training memory in the studio, offscreen, with the real accel and accel-worker: the
-// Launch page predicts a gpt recipe's bytes per rank under FULL_SHARD on 2 processes (beside
-// DDP's) and follows the process count and the config; the Monitor's Memory tab shows what the
-// ranks of a real 2-rank run measured next to the prediction for the run's job.
+// Per-rank training memory in the studio, offscreen, with the real accel and
+// accel-worker: the Launch page predicts a gpt recipe's bytes per rank under
+// FULL_SHARD on 2 processes (beside DDP's) and follows the process count and
+// the config; the Monitor's Memory tab shows what the ranks of a real 2-rank
+// run measured next to the prediction for the run's job.
 #include "app/studio/launch/launchpage.h"
 #include "app/studio/launch/memoryestimatepanel.h"
 #include "app/studio/launch/recipeform.h"
@@ -16,6 +17,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QLineEdit>
 #include <QRegularExpression>
 #include <QSignalSpy>
 #include <QTableWidget>
@@ -37,14 +39,17 @@ QString writeText(const QString &path, const QByteArray &text)
 QByteArray configText(const char *block, int processes)
 {
     return QByteArray("compute_environment: LOCAL_MACHINE\n") + block +
-           "machine_rank: 0\nmixed_precision: 'no'\nnum_machines: 1\nnum_processes: " + QByteArray::number(processes) +
-           "\nuse_cpu: true\n";
+           "machine_rank: 0\nmixed_precision: 'no'\nnum_machines: "
+           "1\nnum_processes: " +
+           QByteArray::number(processes) + "\nuse_cpu: true\n";
 }
 
-const char *kFullShard = "distributed_type: FSDP\nfsdp_config:\n  fsdp_sharding_strategy: FULL_SHARD\n"
+const char *kFullShard = "distributed_type: FSDP\nfsdp_config:\n  fsdp_sharding_strategy: "
+                         "FULL_SHARD\n"
                          "  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n  fsdp_version: 1\n";
 
-// The last memory figures of one rank's metrics file: parameters, gradients, optimizer state.
+// The last memory figures of one rank's metrics file: parameters, gradients,
+// optimizer state.
 QList<double> lastMemoryLine(const QString &path)
 {
     QFile file(path);
@@ -105,16 +110,19 @@ private Q_SLOTS:
         QVERIFY2(panel->message().contains("FULL_SHARD") && panel->message().contains("2 processes"),
                  qPrintable(panel->message()));
         qInfo("%s", qPrintable(panel->message()));
-        // The parameters the form's shape has, as accel estimate-memory counts them for the job.
+        // The parameters the form's shape has, as accel estimate-memory counts them
+        // for the job.
         const auto count = QRegularExpression("(\\d+) parameters").match(panel->message());
         QVERIFY(count.hasMatch());
         const qint64 parameters = count.captured(1).toLongLong();
-        // float32 AdamW: DDP holds 4 x 4 bytes per parameter on every rank, FULL_SHARD half of it
-        // on 2 ranks (the parameter count is even: no padding).
+        // float32 AdamW: DDP holds 4 x 4 bytes per parameter on every rank,
+        // FULL_SHARD half of it on 2 ranks (the parameter count is even: no
+        // padding).
         QCOMPARE(panel->ddpTotal(), 16 * parameters);
         QCOMPARE(panel->predictedTotal(), 8 * parameters);
         QTableWidget *table = panel->table();
         QVERIFY(table->isVisibleTo(&page));
+        QVERIFY(!panel->modelField()->isVisibleTo(&page)); // the job names its model
         QCOMPARE(table->item(3, 0)->text(), app::formatBytes(double(8 * parameters)));
         QCOMPARE(table->item(3, 1)->text(), app::formatBytes(double(16 * parameters)));
         QCOMPARE(table->item(0, 0)->text(), app::formatBytes(double(2 * parameters)));
@@ -137,16 +145,37 @@ private Q_SLOTS:
         QTRY_VERIFY_WITH_TIMEOUT(panel->predictedTotal() < 0 && !panel->isEstimating(), 20000);
         QVERIFY2(panel->message().contains("missing.yaml"), qPrintable(panel->message()));
         QVERIFY(!table->isVisibleTo(&page));
+
+        // A script's model: a config.json typed into the panel (float32, Adam).
+        page.setConfigFile(m_dir.filePath("fsdp.yaml"));
+        page.setScript(writeText(m_dir.filePath("train.py"), "print('hi')\n"));
+        QVERIFY(panel->modelField()->isVisibleTo(&page));
+        const QString model =
+            writeText(m_dir.filePath("config.json"),
+                      R"({"model_type":"llama","hidden_size":16,"intermediate_size":32,"num_attention_heads":2,
+                "num_key_value_heads":1,"num_hidden_layers":2,"vocab_size":64,"max_position_embeddings":128})");
+        panel->modelField()->setText(model);
+        QTRY_VERIFY2_WITH_TIMEOUT(panel->message().contains(QFileInfo(m_dir.path()).fileName()) &&
+                                      panel->predictedTotal() > 0 && !panel->isEstimating(),
+                                  qPrintable(panel->message()), 20000);
+        const auto direct = test::runAccel({"estimate-memory", model, "--dtypes", "float32", "--config_file",
+                                            m_dir.filePath("fsdp.yaml"), "--num_processes", "4", "--json"});
+        QCOMPARE(direct.exitCode, 0);
+        const QJsonObject answer = QJsonDocument::fromJson(direct.out.toUtf8()).object();
+        const QJsonObject row = answer["per_rank_training"]["rows"].toArray().first().toObject();
+        QCOMPARE(panel->predictedTotal(), qint64(row["total_bytes"].toDouble()));
+        QCOMPARE(panel->ddpTotal(), 16 * qint64(answer["parameters"].toDouble()));
     }
 
     void monitorShowsMeasuredBesideThePrediction()
     {
         if (!QFileInfo(QDir(test::binDir()).filePath("accel-worker")).isExecutable())
             QSKIP("accel-worker is not built (it needs libtorch)");
-        const QString job = writeText(m_dir.filePath("job.yaml"),
-                                      "recipe: gpt\nmodel: {n_layer: 2, n_head: 2, n_embd: 32, block_size: 32}\n"
-                                      "data: {corpus: corpus.txt}\nsample: {length: 0}\n"
-                                      "training: {max_steps: 3, batch_size: 4, log_every: 1}\n");
+        const QString job =
+            writeText(m_dir.filePath("job.yaml"), "recipe: gpt\nmodel: {n_layer: 2, n_head: 2, n_embd: 32, "
+                                                  "block_size: 32}\n"
+                                                  "data: {corpus: corpus.txt}\nsample: {length: 0}\n"
+                                                  "training: {max_steps: 3, batch_size: 4, log_every: 1}\n");
         const QString cfg =
             writeText(m_dir.filePath("zero3.yaml"),
                       configText("distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 3\n", 2));
@@ -164,7 +193,8 @@ private Q_SLOTS:
                                      panel->measured(1, app::RankMemoryPanel::Total) > 0 &&
                                      panel->predicted(app::RankMemoryPanel::Total) > 0,
                                  20000);
-        // The prediction is accel estimate-memory's for the run's job, config and process count.
+        // The prediction is accel estimate-memory's for the run's job, config and
+        // process count.
         const auto estimated = test::runAccel({"estimate-memory", run + "/job.yaml", "--config_file",
                                                run + "/cluster.yaml", "--num_processes", "2", "--json"});
         QCOMPARE(estimated.exitCode, 0);
@@ -174,7 +204,8 @@ private Q_SLOTS:
         for (int kind = 0; kind < app::RankMemoryPanel::KindCount; ++kind)
             QCOMPARE(panel->predicted(app::RankMemoryPanel::Kind(kind)), row[QLatin1String(keys[kind])].toDouble());
         QVERIFY2(panel->predictionNote().contains("ZeRO-3"), qPrintable(panel->predictionNote()));
-        // The measured figures are the ranks' last lines, and equal to the prediction here.
+        // The measured figures are the ranks' last lines, and equal to the
+        // prediction here.
         QTableWidget *table = panel->table();
         QCOMPARE(table->rowCount(), 2);
         for (int rank = 0; rank < 2; ++rank) {

@@ -30,7 +30,8 @@ MemoryEstimatePanel::MemoryEstimatePanel(QWidget *parent) : QWidget(parent)
     m_program = launcher::AccelCommand::defaultProgram();
     auto *layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
-    auto *form = new QFormLayout;
+    m_form = new QFormLayout;
+    auto *form = m_form;
     m_model = new QLineEdit(this);
     m_model->setObjectName(QStringLiteral("estimateModel"));
     m_model->setPlaceholderText(tr("model folder or config.json (for a script's model)"));
@@ -75,7 +76,7 @@ MemoryEstimatePanel::~MemoryEstimatePanel() = default;
 void MemoryEstimatePanel::setRecipeJob(const launcher::JobFile &job)
 {
     m_fromField = false;
-    m_model->setEnabled(false);
+    m_form->setRowVisible(m_model, false); // the job names its model
     m_modelPath.clear();
     if (m_jobDir.isValid()) {
         const QString path = m_jobDir.filePath(QStringLiteral("job.yaml"));
@@ -91,7 +92,7 @@ void MemoryEstimatePanel::setRecipeJob(const launcher::JobFile &job)
 void MemoryEstimatePanel::setJobFile(const QString &path)
 {
     m_fromField = false;
-    m_model->setEnabled(false);
+    m_form->setRowVisible(m_model, false); // the job names its model
     m_modelPath = path.trimmed();
     schedule();
 }
@@ -99,7 +100,7 @@ void MemoryEstimatePanel::setJobFile(const QString &path)
 void MemoryEstimatePanel::setModelFromField()
 {
     m_fromField = true;
-    m_model->setEnabled(true);
+    m_form->setRowVisible(m_model, true);
     m_modelPath = m_model->text().trimmed();
     schedule();
 }

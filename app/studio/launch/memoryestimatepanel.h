@@ -11,6 +11,7 @@
 #include <QTimer>
 #include <QWidget>
 
+class QFormLayout;
 class QLabel;
 class QLineEdit;
 class QSpinBox;
@@ -63,6 +64,7 @@ private:
     QTimer m_debounce;
     launcher::AccelCommand *m_command = nullptr;
     bool m_again = false; // inputs changed while an estimate ran
+    QFormLayout *m_form = nullptr;
     QLineEdit *m_model = nullptr;
     QSpinBox *m_processes = nullptr;
     QLabel *m_summary = nullptr;
