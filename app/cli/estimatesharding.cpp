@@ -139,7 +139,7 @@ std::string renderShardingEstimate(const ShardingEstimate &estimate)
     std::ostringstream out;
     out << "\nPer rank when training with " << estimate.optimizer << " under "
         << (estimate.configFile.empty() ? std::string("no config") : estimate.configFile) << " (" << estimate.worldSize
-        << " processes):\n  " << estimate.strategy << "\n";
+        << (estimate.worldSize == 1 ? " process" : " processes") << "):\n  " << estimate.strategy << "\n";
     char head[160];
     std::snprintf(head, sizeof head, "  dtype       parameters   gradients %11s       total    DDP total\n",
                   (estimate.optimizer + " state").c_str());

@@ -149,11 +149,14 @@ Result<RecipeModel> recipeModel(const std::string &jobFile)
     auto job = launcher::JobFile::load(jobFile);
     if (!job) {
         Error error = job.error();
-        if (error.code == ErrorCode::Unsupported) {
+        if (error.code == ErrorCode::Unsupported) { // a recipe other than gpt and mlp
+            const size_t from = error.message.find("got \"");
+            const size_t to = from == std::string::npos ? from : error.message.find('"', from + 5);
+            const std::string recipe =
+                to == std::string::npos ? std::string("?") : error.message.substr(from + 5, to - from - 5);
             error.code = ErrorCode::InvalidInput;
-            error.message = "recipe: estimate-memory counts the model of gpt and mlp jobs; for another job give "
-                            "its model folder or checkpoint (" +
-                            error.message + ")";
+            error.message = "recipe: estimate-memory counts the model of gpt and mlp jobs; got \"" + recipe +
+                            "\" (for another job give its model folder or checkpoint)";
         }
         return tl::unexpected(std::move(error));
     }
