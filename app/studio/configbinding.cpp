@@ -2,6 +2,11 @@
 
 #include "app/studio/configvaluetext.h"
 
+#include "core/config/configschema.h"
+
+#include <algorithm>
+#include <cstdint>
+
 namespace accel::app {
 
 namespace {
@@ -24,6 +29,38 @@ FieldSpec number(const char *key, const QString &label, int minimum, int maximum
 FieldSpec text(const char *key, const QString &label, const QString &toolTip = {})
 {
     return {QString::fromLatin1(key), label, Kind::Text, {}, true, 0, 0, toolTip};
+}
+
+// Choices and ranges of the keys the config schema declares (core/config/configschema.h, the one
+// table the reader, writer, questionnaire and launch flags use): the form offers what the reader
+// accepts.
+const config::schema::KeyRule &rule(const char *key)
+{
+    static const config::schema::KeyRule none;
+    const config::schema::KeyRule *found = config::schema::keyRule(key);
+    Q_ASSERT_X(found, "configbinding", key);
+    return found ? *found : none;
+}
+
+QStringList schemaChoices(const char *key)
+{
+    QStringList choices;
+    for (const std::string &value : rule(key).choices.values)
+        choices << QString::fromStdString(value);
+    return choices;
+}
+
+FieldSpec schemaChoice(const char *key, const QString &label, const QString &toolTip = {})
+{
+    return choice(key, label, schemaChoices(key), toolTip);
+}
+
+FieldSpec schemaNumber(const char *key, const QString &label, const QString &toolTip = {})
+{
+    const config::schema::Range &range = rule(key).range;
+    const std::int64_t intMax = 2147483647;
+    return number(key, label, static_cast<int>(std::max<std::int64_t>(range.minimum.value_or(-intMax), -intMax)),
+                  static_cast<int>(std::min<std::int64_t>(range.maximum.value_or(intMax), intMax)), toolTip);
 }
 
 QStringList distributedTypeNames()
@@ -94,11 +131,6 @@ FieldBinding mixedPrecisionField()
             }};
 }
 
-const QStringList fsdpStrategies = {QStringLiteral("FULL_SHARD"), QStringLiteral("SHARD_GRAD_OP"),
-                                    QStringLiteral("NO_SHARD"), QStringLiteral("HYBRID_SHARD"),
-                                    QStringLiteral("HYBRID_SHARD_ZERO2")};
-const QStringList offloadDevices = {QStringLiteral("none"), QStringLiteral("cpu"), QStringLiteral("nvme")};
-
 std::vector<FieldGroup> buildGroups()
 {
     using config::DeepSpeedConfig;
@@ -106,7 +138,6 @@ std::vector<FieldGroup> buildGroups()
     using config::Fp8Config;
     using config::FsdpConfig;
     using config::MpirunConfig;
-    const int intMax = 2147483647;
     std::vector<FieldGroup> groups;
 
     groups.push_back(
@@ -116,11 +147,11 @@ std::vector<FieldGroup> buildGroups()
          {
              computeEnvironmentField(),
              distributedTypeField(),
-             bind(number("num_processes", QObject::tr("Processes (all machines)"), -1, 1 << 20,
-                         QObject::tr("-1: the number must be given at launch")),
+             bind(schemaNumber("num_processes", QObject::tr("Processes (all machines)"),
+                               QObject::tr("-1: the number must be given at launch")),
                   &ClusterConfig::numProcesses),
-             bind(number("num_machines", QObject::tr("Machines"), 1, 1 << 16), &ClusterConfig::numMachines),
-             bind(number("machine_rank", QObject::tr("This machine's rank"), 0, 1 << 16), &ClusterConfig::machineRank),
+             bind(schemaNumber("num_machines", QObject::tr("Machines")), &ClusterConfig::numMachines),
+             bind(schemaNumber("machine_rank", QObject::tr("This machine's rank")), &ClusterConfig::machineRank),
              bind(text("gpu_ids", QObject::tr("GPU ids"), QObject::tr("all, or a comma list such as 0,1,3")),
                   &ClusterConfig::gpuIds),
              bind(flag("use_cpu", QObject::tr("Force CPU")), &ClusterConfig::useCpu),
@@ -138,25 +169,21 @@ std::vector<FieldGroup> buildGroups()
              mixedPrecisionField(),
              bind(text("downcast_bf16", QObject::tr("Downcast bf16 (XLA)"), QObject::tr("'no', true or false")),
                   &ClusterConfig::downcastBf16),
-             bind(choice("fp8_config.backend", QObject::tr("FP8 backend"),
-                         {QStringLiteral("AO"), QStringLiteral("TE"), QStringLiteral("MSAMP")}),
-                  &ClusterConfig::fp8, &Fp8Config::backend),
-             bind(choice("fp8_config.fp8_format", QObject::tr("FP8 format (TE)"),
-                         {QStringLiteral("HYBRID"), QStringLiteral("E4M3"), QStringLiteral("E5M2")}),
-                  &ClusterConfig::fp8, &Fp8Config::fp8Format),
-             bind(number("fp8_config.margin", QObject::tr("Scaling margin (TE)"), 0, 64), &ClusterConfig::fp8,
+             bind(schemaChoice("fp8_config.backend", QObject::tr("FP8 backend")), &ClusterConfig::fp8,
+                  &Fp8Config::backend),
+             bind(schemaChoice("fp8_config.fp8_format", QObject::tr("FP8 format (TE)")), &ClusterConfig::fp8,
+                  &Fp8Config::fp8Format),
+             bind(schemaNumber("fp8_config.margin", QObject::tr("Scaling margin (TE)")), &ClusterConfig::fp8,
                   &Fp8Config::margin),
-             bind(number("fp8_config.interval", QObject::tr("Scaling interval (TE)"), 1, 1 << 20), &ClusterConfig::fp8,
+             bind(schemaNumber("fp8_config.interval", QObject::tr("Scaling interval (TE)")), &ClusterConfig::fp8,
                   &Fp8Config::interval),
-             bind(number("fp8_config.amax_history_length", QObject::tr("Amax history length (TE)"), 1, 1 << 20),
+             bind(schemaNumber("fp8_config.amax_history_length", QObject::tr("Amax history length (TE)")),
                   &ClusterConfig::fp8, &Fp8Config::amaxHistoryLength),
-             bind(choice("fp8_config.amax_compute_algorithm", QObject::tr("Amax algorithm (TE)"),
-                         {QStringLiteral("max"), QStringLiteral("most_recent")}),
+             bind(schemaChoice("fp8_config.amax_compute_algorithm", QObject::tr("Amax algorithm (TE)")),
                   &ClusterConfig::fp8, &Fp8Config::amaxComputeAlgorithm),
              bind(flag("fp8_config.use_autocast_during_eval", QObject::tr("Autocast during eval (TE)")),
                   &ClusterConfig::fp8, &Fp8Config::useAutocastDuringEval),
-             bind(choice("fp8_config.optimization_level", QObject::tr("Optimization level (MS-AMP)"),
-                         {QStringLiteral("O1"), QStringLiteral("O2")}),
+             bind(schemaChoice("fp8_config.optimization_level", QObject::tr("Optimization level (MS-AMP)")),
                   &ClusterConfig::fp8, &Fp8Config::optimizationLevel),
              bind(flag("fp8_config.enable_fsdp_float8_all_gather", QObject::tr("FSDP float8 all-gather (AO)")),
                   &ClusterConfig::fp8, &Fp8Config::enableFsdpFloat8AllGather),
@@ -165,38 +192,31 @@ std::vector<FieldGroup> buildGroups()
          }});
 
     QStringList reshardChoices = {QStringLiteral("true"), QStringLiteral("false")};
-    reshardChoices += fsdpStrategies;
+    reshardChoices += schemaChoices("fsdp_config.fsdp_reshard_after_forward");
     groups.push_back(
         {QObject::tr("FSDP"),
          QStringLiteral("group:fsdp"),
          0,
          {
-             bind(number("fsdp_config.fsdp_version", QObject::tr("Version"), 1, 2), &ClusterConfig::fsdp,
+             bind(schemaNumber("fsdp_config.fsdp_version", QObject::tr("Version")), &ClusterConfig::fsdp,
                   &FsdpConfig::version),
              bind(choice("fsdp_config.fsdp_reshard_after_forward", QObject::tr("Reshard after forward"), reshardChoices,
                          QObject::tr("FSDP2: true or false; FSDP1: a sharding strategy")),
                   &ClusterConfig::fsdp, &FsdpConfig::reshardAfterForward),
-             bind(
-                 choice("fsdp_config.fsdp_sharding_strategy", QObject::tr("Sharding strategy (FSDP1)"), fsdpStrategies),
-                 &ClusterConfig::fsdp, &FsdpConfig::shardingStrategy),
+             bind(schemaChoice("fsdp_config.fsdp_sharding_strategy", QObject::tr("Sharding strategy (FSDP1)")),
+                  &ClusterConfig::fsdp, &FsdpConfig::shardingStrategy),
              bind(flag("fsdp_config.fsdp_offload_params", QObject::tr("Offload parameters to CPU")),
                   &ClusterConfig::fsdp, &FsdpConfig::offloadParams),
-             bind(choice("fsdp_config.fsdp_auto_wrap_policy", QObject::tr("Auto wrap policy"),
-                         {QStringLiteral("TRANSFORMER_BASED_WRAP"), QStringLiteral("SIZE_BASED_WRAP"),
-                          QStringLiteral("NO_WRAP")}),
+             bind(schemaChoice("fsdp_config.fsdp_auto_wrap_policy", QObject::tr("Auto wrap policy")),
                   &ClusterConfig::fsdp, &FsdpConfig::autoWrapPolicy),
              bind(text("fsdp_config.fsdp_transformer_layer_cls_to_wrap", QObject::tr("Layer classes to wrap"),
                        QObject::tr("comma-separated class names")),
                   &ClusterConfig::fsdp, &FsdpConfig::transformerLayerClsToWrap),
-             bind(number("fsdp_config.fsdp_min_num_params", QObject::tr("Min parameters per wrap"), 0, intMax),
+             bind(schemaNumber("fsdp_config.fsdp_min_num_params", QObject::tr("Min parameters per wrap")),
                   &ClusterConfig::fsdp, &FsdpConfig::minNumParams),
-             bind(choice(
-                      "fsdp_config.fsdp_backward_prefetch", QObject::tr("Backward prefetch (FSDP1)"),
-                      {QStringLiteral("BACKWARD_PRE"), QStringLiteral("BACKWARD_POST"), QStringLiteral("NO_PREFETCH")}),
+             bind(schemaChoice("fsdp_config.fsdp_backward_prefetch", QObject::tr("Backward prefetch (FSDP1)")),
                   &ClusterConfig::fsdp, &FsdpConfig::backwardPrefetch),
-             bind(choice("fsdp_config.fsdp_state_dict_type", QObject::tr("State dict type"),
-                         {QStringLiteral("FULL_STATE_DICT"), QStringLiteral("LOCAL_STATE_DICT"),
-                          QStringLiteral("SHARDED_STATE_DICT")}),
+             bind(schemaChoice("fsdp_config.fsdp_state_dict_type", QObject::tr("State dict type")),
                   &ClusterConfig::fsdp, &FsdpConfig::stateDictType),
              bind(flag("fsdp_config.fsdp_forward_prefetch", QObject::tr("Forward prefetch (FSDP1)")),
                   &ClusterConfig::fsdp, &FsdpConfig::forwardPrefetch),
@@ -219,19 +239,17 @@ std::vector<FieldGroup> buildGroups()
          {
              bind(text("deepspeed_config.deepspeed_config_file", QObject::tr("DeepSpeed JSON file")),
                   &ClusterConfig::deepspeed, &DeepSpeedConfig::deepspeedConfigFile),
-             bind(number("deepspeed_config.zero_stage", QObject::tr("ZeRO stage"), 0, 3), &ClusterConfig::deepspeed,
+             bind(schemaNumber("deepspeed_config.zero_stage", QObject::tr("ZeRO stage")), &ClusterConfig::deepspeed,
                   &DeepSpeedConfig::zeroStage),
-             bind(choice("deepspeed_config.offload_optimizer_device", QObject::tr("Offload optimizer to"),
-                         offloadDevices),
+             bind(schemaChoice("deepspeed_config.offload_optimizer_device", QObject::tr("Offload optimizer to")),
                   &ClusterConfig::deepspeed, &DeepSpeedConfig::offloadOptimizerDevice),
-             bind(choice("deepspeed_config.offload_param_device", QObject::tr("Offload parameters to"), offloadDevices),
+             bind(schemaChoice("deepspeed_config.offload_param_device", QObject::tr("Offload parameters to")),
                   &ClusterConfig::deepspeed, &DeepSpeedConfig::offloadParamDevice),
              bind(text("deepspeed_config.offload_optimizer_nvme_path", QObject::tr("Optimizer NVMe path")),
                   &ClusterConfig::deepspeed, &DeepSpeedConfig::offloadOptimizerNvmePath),
              bind(text("deepspeed_config.offload_param_nvme_path", QObject::tr("Parameter NVMe path")),
                   &ClusterConfig::deepspeed, &DeepSpeedConfig::offloadParamNvmePath),
-             bind(number("deepspeed_config.gradient_accumulation_steps", QObject::tr("Gradient accumulation"), 1,
-                         1 << 20),
+             bind(schemaNumber("deepspeed_config.gradient_accumulation_steps", QObject::tr("Gradient accumulation")),
                   &ClusterConfig::deepspeed, &DeepSpeedConfig::gradientAccumulationSteps),
              bind(text("deepspeed_config.gradient_clipping", QObject::tr("Gradient clipping"),
                        QObject::tr("a number such as 1.0")),
@@ -242,10 +260,7 @@ std::vector<FieldGroup> buildGroups()
                   &ClusterConfig::deepspeed, &DeepSpeedConfig::zero3InitFlag),
              bind(text("deepspeed_config.deepspeed_moe_layer_cls_names", QObject::tr("MoE layer classes")),
                   &ClusterConfig::deepspeed, &DeepSpeedConfig::moeLayerClsNames),
-             bind(choice("deepspeed_config.deepspeed_multinode_launcher", QObject::tr("Multi-node launcher"),
-                         {QStringLiteral("pdsh"), QStringLiteral("standard"), QStringLiteral("openmpi"),
-                          QStringLiteral("mvapich"), QStringLiteral("mpich"), QStringLiteral("nossh"),
-                          QStringLiteral("slurm")}),
+             bind(schemaChoice("deepspeed_config.deepspeed_multinode_launcher", QObject::tr("Multi-node launcher")),
                   &ClusterConfig::deepspeed, &DeepSpeedConfig::multinodeLauncher),
              bind(text("deepspeed_config.deepspeed_hostfile", QObject::tr("Hostfile")), &ClusterConfig::deepspeed,
                   &DeepSpeedConfig::hostfile),
@@ -260,18 +275,10 @@ std::vector<FieldGroup> buildGroups()
          QStringLiteral("group:dynamo"),
          1,
          {
-             bind(choice("dynamo_config.dynamo_backend", QObject::tr("Backend"),
-                         {QStringLiteral("NO"), QStringLiteral("EAGER"), QStringLiteral("AOT_EAGER"),
-                          QStringLiteral("INDUCTOR"), QStringLiteral("AOT_TS_NVFUSER"),
-                          QStringLiteral("NVPRIMS_NVFUSER"), QStringLiteral("CUDAGRAPHS"), QStringLiteral("OFI"),
-                          QStringLiteral("FX2TRT"), QStringLiteral("ONNXRT"), QStringLiteral("TENSORRT"),
-                          QStringLiteral("AOT_TORCHXLA_TRACE_ONCE"), QStringLiteral("TORCHXLA_TRACE_ONCE"),
-                          QStringLiteral("TVM"), QStringLiteral("HPU_BACKEND")}),
-                  &ClusterConfig::dynamo, &DynamoConfig::backend),
-             bind(
-                 choice("dynamo_config.dynamo_mode", QObject::tr("Mode"),
-                        {QStringLiteral("default"), QStringLiteral("reduce-overhead"), QStringLiteral("max-autotune")}),
-                 &ClusterConfig::dynamo, &DynamoConfig::mode),
+             bind(schemaChoice("dynamo_config.dynamo_backend", QObject::tr("Backend")), &ClusterConfig::dynamo,
+                  &DynamoConfig::backend),
+             bind(schemaChoice("dynamo_config.dynamo_mode", QObject::tr("Mode")), &ClusterConfig::dynamo,
+                  &DynamoConfig::mode),
              bind(flag("dynamo_config.dynamo_use_fullgraph", QObject::tr("Full graph")), &ClusterConfig::dynamo,
                   &DynamoConfig::useFullgraph),
              bind(flag("dynamo_config.dynamo_use_dynamic", QObject::tr("Dynamic shapes")), &ClusterConfig::dynamo,
@@ -286,13 +293,10 @@ std::vector<FieldGroup> buildGroups()
          0,
          {
              bind(text("main_process_ip", QObject::tr("Main process IP")), &ClusterConfig::mainProcessIp),
-             bind(number("main_process_port", QObject::tr("Main process port"), 0, 65535,
-                         QObject::tr("0: pick a free port")),
+             bind(schemaNumber("main_process_port", QObject::tr("Main process port"),
+                               QObject::tr("0: pick a free port")),
                   &ClusterConfig::mainProcessPort),
-             bind(choice("rdzv_backend", QObject::tr("Rendezvous backend"),
-                         {QStringLiteral("static"), QStringLiteral("c10d"), QStringLiteral("etcd"),
-                          QStringLiteral("etcd-v2")}),
-                  &ClusterConfig::rdzvBackend),
+             bind(schemaChoice("rdzv_backend", QObject::tr("Rendezvous backend")), &ClusterConfig::rdzvBackend),
              bind(flag("same_network", QObject::tr("Machines on the same network")), &ClusterConfig::sameNetwork),
              bind(text("mpirun_config.mpirun_hostfile", QObject::tr("mpirun hostfile")), &ClusterConfig::mpirun,
                   &MpirunConfig::mpirunHostfile),

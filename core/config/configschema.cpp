@@ -1,6 +1,7 @@
 #include "core/config/configschema.h"
 
 #include <algorithm>
+#include <map>
 
 namespace accel::config::schema {
 
@@ -22,7 +23,53 @@ struct KeyCollector {
     }
 };
 
+// Collects each key's rule under a prefix ("" or "fsdp_config.").
+struct RuleCollector {
+    std::map<std::string, KeyRule> &rules;
+    std::string prefix;
+    void add(const char *key, KeyRule::Kind kind, const Choices &choices = anyText(), Range range = {})
+    {
+        rules[prefix + key] = KeyRule{kind, choices, range};
+    }
+    void flag(const char *key, std::optional<bool> &) { add(key, KeyRule::Kind::Flag); }
+    void integer(const char *key, std::optional<std::int64_t> &, Range range)
+    {
+        add(key, KeyRule::Kind::Integer, anyText(), range);
+    }
+    void number(const char *key, std::optional<double> &) { add(key, KeyRule::Kind::Number); }
+    void text(const char *key, std::optional<std::string> &, const Choices &choices)
+    {
+        add(key, KeyRule::Kind::Text, choices);
+    }
+    void boolOrText(const char *key, std::optional<BoolOrString> &, const Choices &choices)
+    {
+        add(key, KeyRule::Kind::BoolOrText, choices);
+    }
+    void textList(const char *key, std::optional<std::vector<std::string>> &) { add(key, KeyRule::Kind::TextList); }
+    void flagList(const char *key, std::optional<std::vector<bool>> &, size_t, std::optional<BoolOrString> &)
+    {
+        add(key, KeyRule::Kind::FlagList);
+    }
+};
+
 } // namespace
+
+const KeyRule *keyRule(const std::string &dottedKey)
+{
+    static const std::map<std::string, KeyRule> rules = [] {
+        std::map<std::string, KeyRule> out;
+        ClusterConfig config;
+        RuleCollector top{out, ""};
+        visitClusterScalars(config, top);
+        forEachBlock(config, [&out](const char *block, auto &&visit) {
+            RuleCollector nested{out, std::string(block) + "."};
+            visit(nested);
+        });
+        return out;
+    }();
+    const auto it = rules.find(dottedKey);
+    return it == rules.end() ? nullptr : &it->second;
+}
 
 const Choices &anyText()
 {

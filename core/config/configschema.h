@@ -228,6 +228,19 @@ void forEachBlock(ClusterConfig &c, F &&block)
     block("parallelism_config", [&](auto &v) { visitParallelism(c.parallelism, v); });
 }
 
+// What the schema declares of one key of a LOCAL_MACHINE config, by its dotted name
+// ("num_processes", "fsdp_config.fsdp_sharding_strategy"): kind, allowed values, range. For
+// editors that build a field from it (the studio's form), so they offer what the reader accepts.
+struct KeyRule {
+    enum class Kind { Flag, Integer, Number, Text, BoolOrText, TextList, FlagList };
+    Kind kind = Kind::Text;
+    Choices choices;
+    Range range;
+};
+// Null for a key the schema does not declare (compute_environment, distributed_type and
+// mixed_precision are the reader's and writer's own).
+const KeyRule *keyRule(const std::string &dottedKey);
+
 // Every key a config of this environment may have at the top level, sorted.
 std::vector<std::string> topLevelKeys(bool sageMaker);
 // Every key of a nested block ("fsdp_config" -> fsdp_activation_checkpointing, ...).

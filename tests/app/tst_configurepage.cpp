@@ -1,8 +1,11 @@
 // The Configure page opens real config files, shows validation messages beside the fields they
 // concern, previews the text it will write, and saves unchanged configs byte for byte.
+#include "app/studio/configbinding.h"
 #include "app/studio/configform.h"
 #include "app/studio/configurepage.h"
 #include "app/studio/fieldeditor.h"
+
+#include "core/config/configschema.h"
 
 #include <QApplication>
 #include <QCheckBox>
@@ -18,6 +21,7 @@
 #include <QtTest>
 
 using namespace accel::app;
+namespace config = accel::config;
 
 namespace {
 // What `accelerate config` writes for two GPUs with bf16 (keys sorted, 'no' quoted).
@@ -103,6 +107,42 @@ private Q_SLOTS:
         // Saving shows the changes first by default; the tests below save directly, except
         // reviewBeforeSaveShowsDiff which switches it back on.
         ConfigurePage().setReviewBeforeSave(false);
+    }
+
+    // The form's choices and ranges are the config schema's (the reader accepts exactly what the
+    // form offers): every choice field of a schema key lists the schema's values, every number
+    // field has the schema's range, and each value the form offers is accepted by the field.
+    void formOffersWhatTheSchemaDeclares()
+    {
+        int checked = 0;
+        for (const FieldGroup &group : configFieldGroups()) {
+            for (const FieldBinding &field : group.fields) {
+                const config::schema::KeyRule *rule = config::schema::keyRule(field.spec.key.toStdString());
+                if (!rule)
+                    continue;
+                if (field.spec.kind == FieldSpec::Kind::Choice) {
+                    for (const std::string &value : rule->choices.values)
+                        QVERIFY2(field.spec.choices.contains(QString::fromStdString(value)),
+                                 qPrintable(field.spec.key + QStringLiteral(": ") + QString::fromStdString(value)));
+                    for (const QString &value : field.spec.choices) {
+                        config::ClusterConfig model;
+                        QVERIFY2(field.set(model, value).isEmpty(), qPrintable(field.spec.key + ": " + value));
+                    }
+                    ++checked;
+                } else if (field.spec.kind == FieldSpec::Kind::Int) {
+                    if (rule->range.minimum)
+                        QCOMPARE(field.spec.minimum, static_cast<int>(*rule->range.minimum));
+                    QCOMPARE(field.spec.maximum,
+                             rule->range.maximum ? static_cast<int>(*rule->range.maximum) : 2147483647);
+                    ++checked;
+                }
+            }
+        }
+        QVERIFY(checked >= 20);
+        // Two the form used to lack.
+        const config::schema::KeyRule *mode = config::schema::keyRule("dynamo_config.dynamo_mode");
+        QVERIFY(mode);
+        QVERIFY(std::count(mode->choices.values.begin(), mode->choices.values.end(), "max-autotune-no-cudagraphs"));
     }
 
     void loadsFileIntoForm()
