@@ -116,6 +116,7 @@ private Q_SLOTS:
     void switchingToAFinishedRunKeepsItsBanners();
     void movingAverageIsDebiased();
     void gpuSamplesArePlottedPerRankAndPerGpu();
+    void manyRanksReplaceTheLegendWithTheirCount();
 };
 
 void tst_MonitorPage::metricsWrittenOnATimerAppear()
@@ -442,6 +443,43 @@ void tst_MonitorPage::crosshairReportsEveryRanksValue()
     const QStringList memory = page.chart(MonitorPage::MemoryChart)->readout(0);
     QCOMPARE(memory.size(), 2);
     QVERIFY2(memory.first().contains(QStringLiteral("MiB")), qPrintable(memory.first()));
+}
+
+// 24 ranks: no 24-entry legend (it took the chart's room and most of its redraw time); the title
+// gives the count and the crosshair still reads every rank. Two ranks keep their legend.
+void tst_MonitorPage::manyRanksReplaceTheLegendWithTheirCount()
+{
+    QTemporaryDir root;
+    const QString run = makeRun(root.path(), QStringLiteral("20261127-010000-many-0011"));
+    QVERIFY(!run.isEmpty());
+    const int ranks = 24;
+    for (int rank = 0; rank < ranks; ++rank) {
+        QByteArray lines;
+        for (int step = 0; step <= 5; ++step)
+            lines += metricsLine(rank, step, 3.0 + rank - step * 0.1);
+        QVERIFY(appendText(run + QStringLiteral("/metrics/rank%1.jsonl").arg(rank), lines));
+    }
+    MonitorPage page;
+    page.resize(1200, 800);
+    page.show();
+    page.setRuns({run});
+    auto *loss = page.chart(MonitorPage::LossChart);
+    QTRY_COMPARE_WITH_TIMEOUT(graphPoints(loss, ranks - 1), 6, 5000);
+    loss->replotNow();
+    QCOMPARE(loss->plot()->legend->itemCount(), 0);
+    QVERIFY2(loss->shownTitle().contains(QStringLiteral("25 curves: hover for values")), // 24 ranks and their mean
+             qPrintable(loss->shownTitle()));
+    QCOMPARE(loss->readout(3).size(), ranks);
+
+    QTemporaryDir few;
+    const QString two = makeRun(few.path(), QStringLiteral("20261127-010000-two-0012"));
+    for (int rank = 0; rank < 2; ++rank)
+        QVERIFY(appendText(two + QStringLiteral("/metrics/rank%1.jsonl").arg(rank), metricsLine(rank, 1, 2.0)));
+    page.setRuns({two});
+    QTRY_COMPARE_WITH_TIMEOUT(graphPoints(loss, 1), 1, 5000);
+    loss->replotNow();
+    QCOMPARE(loss->plot()->legend->itemCount(), 3); // rank 0, rank 1, mean
+    QCOMPARE(loss->shownTitle(), loss->title());
 }
 
 void tst_MonitorPage::unitsOnAxesAndSmoothingOnlyForNoisyCharts()

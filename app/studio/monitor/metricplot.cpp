@@ -52,7 +52,8 @@ MetricPlot::MetricPlot(const ChartSpec &spec, QWidget *parent)
     m_plot->plotLayout()->insertRow(0);
     QFont bold = font();
     bold.setBold(true);
-    m_plot->plotLayout()->addElement(0, 0, new QCPTextElement(m_plot, spec.title, bold));
+    m_titleElement = new QCPTextElement(m_plot, spec.title, bold);
+    m_plot->plotLayout()->addElement(0, 0, m_titleElement);
     m_plot->xAxis->setLabel(spec.xAxis == monitor::XAxis::Step ? tr("step") : tr("time since start (s)"));
     m_plot->yAxis->setLabel(axisLabel(spec));
     m_plot->yAxis->setTicker(tickerFor(spec.unit));
@@ -233,6 +234,18 @@ void MetricPlot::rebuild()
     int legendEntries = 0;
     for (const auto &c : curves)
         legendEntries += c.faint ? 0 : 1;
+    const bool tooMany = legendEntries > kMaxLegendEntries;
+    const QString title =
+        tooMany ? tr("%1 (%2 curves: hover for values)").arg(m_spec.title).arg(legendEntries) : m_spec.title;
+    if (m_titleElement->text() != title)
+        m_titleElement->setText(title);
+    // Many curves (64 ranks) are drawn without antialiasing and as plain polylines: they overlap
+    // anyway, and this halves the redraw time that dominates following a large job.
+    m_plot->setPlottingHint(QCP::phFastPolylines, tooMany);
+    if (tooMany)
+        m_plot->setNotAntialiasedElements(QCP::aePlottables);
+    else
+        m_plot->setAntialiasedElements(QCP::aePlottables);
     for (qsizetype i = 0; i < curves.size(); ++i) {
         const auto &c = curves[i];
         auto *graph = m_plot->graph(int(i));
@@ -244,7 +257,7 @@ void MetricPlot::rebuild()
         auto points = monitor::decimate(c.x, c.y, c.count, c.sorted, visibleMin, visibleMax, pixels);
         graph->setData(points.x, points.y, c.sorted);
         // Only a chart with several curves needs a legend; faint raw curves share their average's entry.
-        if (c.faint || legendEntries < 2)
+        if (c.faint || legendEntries < 2 || tooMany)
             graph->removeFromLegend();
         else if (!m_plot->legend->hasItemWithPlottable(graph))
             graph->addToLegend();
@@ -272,6 +285,11 @@ void MetricPlot::rebuild()
             m_plot->yAxis->setRange(y.lower - pad, y.upper + pad);
         }
     }
+}
+
+QString MetricPlot::shownTitle() const
+{
+    return m_titleElement->text();
 }
 
 QStringList MetricPlot::readout(double x) const

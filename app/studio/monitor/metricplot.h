@@ -19,6 +19,7 @@
 
 class QCustomPlot;
 class QCPItemStraightLine;
+class QCPTextElement;
 
 namespace accel::app {
 
@@ -60,6 +61,11 @@ public:
     QCustomPlot *plot() const { return m_plot; }
     const ChartSpec &spec() const { return m_spec; }
     QString title() const { return m_spec.title; }
+    // The title as drawn (with the note that replaces a legend of more than kMaxLegendEntries).
+    QString shownTitle() const;
+    // More curves than this get no legend entries (16 rows of names would take the chart's room and
+    // most of its redraw time); the title says how many there are, the crosshair reads each.
+    static constexpr int kMaxLegendEntries = 16;
     QStringList names() const { return m_spec.names; }
     int replotCount() const { return m_replots; }
     // Points currently drawn over all graphs, and the raw samples behind them.
@@ -93,6 +99,7 @@ private:
     QList<Source> m_stores;
     QList<QMetaObject::Connection> m_connections;
     QCustomPlot *m_plot = nullptr;
+    QCPTextElement *m_titleElement = nullptr; // the title; says "hover for values" instead of a long legend
     QCPItemStraightLine *m_crosshair = nullptr;
     QString m_crosshairText;
     QTimer m_timer;
