@@ -14,6 +14,7 @@ struct MetricStore::RankData {
     RankStatus status;
     std::uint64_t appendGeneration = 0; // last append() that touched this rank
     double lastStepTime = std::nan(""); // time of the sample that advanced lastStep
+    bool lastStepTimeDerived = false;   // stepTimes' last entry came from the time gap, not a log
 
     Series &seriesFor(int nameId)
     {
@@ -127,13 +128,21 @@ void MetricStore::append(const MetricBatch &batch)
                     double seconds = loggedStepTime;
                     if (!std::isfinite(seconds))
                         seconds = (row.time - data->lastStepTime) / static_cast<double>(row.step - status.lastStep);
-                    if (std::isfinite(seconds))
+                    if (std::isfinite(seconds)) {
                         data->stepTimes.append(step, row.time, seconds);
+                        data->lastStepTimeDerived = !std::isfinite(loggedStepTime);
+                    }
                 }
                 status.lastStep = row.step;
                 data->lastStepTime = row.time;
                 status.lastProgressMs = now;
                 m_lastProgressMs = now;
+            } else if (row.step == status.lastStep && std::isfinite(loggedStepTime) && data->lastStepTimeDerived &&
+                       !data->stepTimes.empty() && data->stepTimes.steps.back() == step) {
+                // Another line of the step came first (the runtime's memory line) and its time gap
+                // stood in for the step time: the step time the rank logged replaces it.
+                data->stepTimes.values.back() = loggedStepTime;
+                data->lastStepTimeDerived = false;
             } else if (row.step < status.lastStep) {
                 // The rank restarted from an earlier checkpoint: count from here again.
                 status.lastStep = row.step;

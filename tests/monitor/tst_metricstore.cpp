@@ -76,6 +76,22 @@ private Q_SLOTS:
         QVERIFY(!store.series(0, QStringLiteral("loss"))->stepsSorted);
     }
 
+    // The runtime writes its memory line of a step just before the step's loss line: the step
+    // time that line logs replaces the one its time gap stood in for; a logged one is never replaced.
+    void loggedStepTimeReplacesTheGapOfAnEarlierLineOfTheStep()
+    {
+        MetricStore store;
+        feed(store, line(0, 0, 100.0, "\"mem_params_bytes\":8") + line(0, 0, 100.1, "\"loss\":2") +
+                        line(0, 1, 104.0, "\"mem_grads_bytes\":8") +
+                        line(0, 1, 104.1, "\"loss\":1.9,\"step_time_s\":0.25") +
+                        line(0, 2, 104.4, "\"loss\":1.8,\"step_time_s\":0.3") +
+                        line(0, 2, 104.5, "\"lr\":1,\"step_time_s\":9"));
+        const Series *times = store.stepTimes(0);
+        QVERIFY(times);
+        QCOMPARE(times->values, (std::vector<double>{0.25, 0.3}));
+        QCOMPARE(times->steps, (std::vector<double>{1, 2}));
+    }
+
     void decimationKeepsExtremaAndBoundsPoints()
     {
         Series series;
