@@ -59,6 +59,32 @@ QString waitForSuccess(const QString &runDir)
     return QStringLiteral("%1: %2\n%3").arg(runJson, state().isEmpty() ? "no end state" : state(), text);
 }
 
+// `accel hosts launch node0,node1` of the testbed with this build's accel on both nodes, run
+// directories under `data`, one torch thread per rank; `remoteEnv` and `launchArgs` add to it.
+accel::test::ProcessResult launchOnNodes(const accel::test::NetnsSshNodes &testbed, const QTemporaryDir &data, int port,
+                                         const QStringList &remoteEnv, const QStringList &launchArgs)
+{
+    QStringList arguments = {"hosts",
+                             "launch",
+                             "node0,node1",
+                             "--json",
+                             "--record",
+                             data.filePath(QStringLiteral("cluster.json")),
+                             "--main_process_port",
+                             QString::number(port),
+                             "--remote_env",
+                             "XDG_DATA_HOME=" + data.path(),
+                             "--remote_env",
+                             "OMP_NUM_THREADS=1"};
+    for (const QString &variable : remoteEnv)
+        arguments << QStringLiteral("--remote_env") << variable;
+    arguments << QStringLiteral("--") << launchArgs;
+    return accel::test::runAccel(arguments, 120000, {},
+                                 {QStringLiteral("ACCEL_SSH_DIR=") + testbed.clientDirectory(),
+                                  QStringLiteral("ACCEL_REMOTE_BIN=") + QDir(accel::test::binDir()).filePath("accel"),
+                                  QStringLiteral("SSH_AUTH_SOCK")});
+}
+
 } // namespace
 
 void tst_ClusterJob::selfTestRunsOnTwoNodesOverSsh()
@@ -80,14 +106,7 @@ void tst_ClusterJob::selfTestRunsOnTwoNodesOverSsh()
         QVERIFY(file.open(QIODevice::WriteOnly));
         file.write("recipe: selftest\nname: cluster-selftest\nseed: 42\ntraining:\n  timeout_s: 120\n");
     }
-    const QString record = data.filePath(QStringLiteral("cluster.json"));
-    const auto launched = accel::test::runAccel(
-        {"hosts", "launch", "node0,node1", "--json", "--record", record, "--main_process_port", "29533", "--remote_env",
-         "XDG_DATA_HOME=" + data.path(), "--remote_env", "OMP_NUM_THREADS=1", "--", "--num_processes", "4", "--job",
-         job},
-        120000, {},
-        {QStringLiteral("ACCEL_SSH_DIR=") + testbed.clientDirectory(),
-         QStringLiteral("ACCEL_REMOTE_BIN=") + QDir(bin).filePath("accel"), QStringLiteral("SSH_AUTH_SOCK")});
+    const auto launched = launchOnNodes(testbed, data, 29533, {}, {"--num_processes", "4", "--job", job});
     QVERIFY2(launched.exitCode == 0, qPrintable(launched.out + launched.err));
     const QJsonArray nodes = QJsonDocument::fromJson(launched.out.toUtf8()).object().value("nodes").toArray();
     QCOMPARE(nodes.size(), 2);
@@ -108,7 +127,6 @@ void tst_ClusterJob::pythonScriptTrainsOnTwoNodesOverSsh()
     const QString python = qEnvironmentVariable("ACCEL_PYTHON");
     if (python.isEmpty() || !QFileInfo(python).isExecutable())
         QSKIP("the project's Python environment is missing (run packaging/install-deps.sh)");
-    const QString bin = accel::test::binDir();
     accel::test::NetnsSshNodes testbed(2);
     if (const QString reason = testbed.makeNetwork(); !reason.isEmpty())
         QSKIP(qPrintable(QStringLiteral("no network namespaces here: ") + reason));
@@ -117,14 +135,8 @@ void tst_ClusterJob::pythonScriptTrainsOnTwoNodesOverSsh()
 
     QTemporaryDir data;
     const QString script = QDir(accel::test::sourceDir()).filePath("tests/launcher/cluster_train.py");
-    const QString record = data.filePath(QStringLiteral("cluster.json"));
-    const auto launched = accel::test::runAccel(
-        {"hosts", "launch", "node0,node1", "--json", "--record", record, "--main_process_port", "29534", "--remote_env",
-         "XDG_DATA_HOME=" + data.path(), "--remote_env", "OMP_NUM_THREADS=1", "--remote_env", "PYTHON_EXEC=" + python,
-         "--", "--cpu", "--num_processes", "4", script},
-        120000, {},
-        {QStringLiteral("ACCEL_SSH_DIR=") + testbed.clientDirectory(),
-         QStringLiteral("ACCEL_REMOTE_BIN=") + QDir(bin).filePath("accel"), QStringLiteral("SSH_AUTH_SOCK")});
+    const auto launched =
+        launchOnNodes(testbed, data, 29534, {"PYTHON_EXEC=" + python}, {"--cpu", "--num_processes", "4", script});
     QVERIFY2(launched.exitCode == 0, qPrintable(launched.out + launched.err));
     const QJsonArray nodes = QJsonDocument::fromJson(launched.out.toUtf8()).object().value("nodes").toArray();
     QCOMPARE(nodes.size(), 2);
