@@ -1,7 +1,7 @@
 // mixed_precision fp8 through the Accelerator: each recipe converts the prepared model's Linear
 // layers and trains with them (it used to train bf16 silently), MS-AMP replaces the optimizer,
-// what is not implemented is refused by name before training starts, and two real accel-worker
-// ranks train the gpt recipe under each recipe.
+// what is not implemented is refused by name before training starts, two real accel-worker
+// ranks train the gpt recipe under each recipe, and checkpoints resume FP8 runs bit for bit.
 #include "core/runtime/accelerator.h"
 #include "core/runtime/precision/msampadamw.h"
 #include "core/runtime/training.h"
@@ -10,6 +10,8 @@
 
 #include <QDir>
 #include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QProcess>
 #include <QTcpServer>
 #include <QTemporaryDir>
@@ -44,6 +46,77 @@ struct Net : torch::nn::Module {
     torch::nn::Linear a{nullptr}, b{nullptr}, c{nullptr};
 };
 
+// accel-worker processes (`ranks` of them, on loopback) running `job` in `dir` with `vars` set;
+// each rank's metrics go to `metrics`<rank>.jsonl in `dir`.
+struct WorkerRun {
+    bool ok = true;
+    QString output; // every rank's standard output and error
+};
+
+WorkerRun runWorkers(const QString &dir, const QString &job, const QStringList &vars, const QString &metrics,
+                     int ranks = 1)
+{
+    QTcpServer probe;
+    probe.listen(QHostAddress::LocalHost, 0);
+    const QString port = QString::number(probe.serverPort());
+    probe.close();
+    std::vector<std::unique_ptr<QProcess>> processes;
+    for (int rank = 0; rank < ranks; ++rank) {
+        auto process = std::make_unique<QProcess>();
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.remove(QStringLiteral("ACCEL_RUN_DIR"));
+        env.insert(QStringLiteral("OMP_NUM_THREADS"), QStringLiteral("1"));
+        if (ranks > 1) {
+            env.insert(QStringLiteral("RANK"), QString::number(rank));
+            env.insert(QStringLiteral("LOCAL_RANK"), QString::number(rank));
+            env.insert(QStringLiteral("WORLD_SIZE"), QString::number(ranks));
+            env.insert(QStringLiteral("LOCAL_WORLD_SIZE"), QString::number(ranks));
+            env.insert(QStringLiteral("MASTER_ADDR"), QStringLiteral("127.0.0.1"));
+            env.insert(QStringLiteral("MASTER_PORT"), port);
+        }
+        env.insert(QStringLiteral("ACCEL_METRICS_FILE"),
+                   QDir(dir).filePath(metrics + QString::number(rank) + ".jsonl"));
+        for (const QString &entry : vars)
+            env.insert(entry.section('=', 0, 0), entry.section('=', 1));
+        process->setProcessEnvironment(env);
+        process->setWorkingDirectory(dir);
+        process->setProcessChannelMode(QProcess::MergedChannels);
+        process->start(QDir(accel::test::binDir()).filePath(QStringLiteral("accel-worker")), {job});
+        processes.push_back(std::move(process));
+    }
+    WorkerRun run;
+    for (auto &process : processes) {
+        if (!process->waitForFinished(300000)) {
+            process->kill();
+            process->waitForFinished();
+        }
+        run.output += QString::fromUtf8(process->readAll());
+        run.ok = run.ok && process->exitStatus() == QProcess::NormalExit && process->exitCode() == 0;
+    }
+    return run;
+}
+
+// step -> training loss, as the worker logged it (every digit of the double).
+std::map<int, double> stepLosses(const QString &metricsFile)
+{
+    std::map<int, double> losses;
+    QFile file(metricsFile);
+    if (!file.open(QIODevice::ReadOnly))
+        return losses;
+    for (const QByteArray &line : file.readAll().split('\n')) {
+        const QJsonObject object = QJsonDocument::fromJson(line).object();
+        if (object.contains(QStringLiteral("loss")))
+            losses[object.value(QStringLiteral("step")).toInt()] = object.value(QStringLiteral("loss")).toDouble();
+    }
+    return losses;
+}
+
+QByteArray fileBytes(const QString &path)
+{
+    QFile file(path);
+    return file.open(QIODevice::ReadOnly) ? file.readAll() : QByteArray();
+}
+
 } // namespace
 
 class tst_Fp8Accelerator : public QObject {
@@ -57,6 +130,7 @@ private Q_SLOTS:
     void twoRanksTrainTheGptRecipe();
     void msampResumesBitwise_data();
     void msampResumesBitwise();
+    void teResumesBitwiseInANewProcess();
 };
 
 void tst_Fp8Accelerator::refusesWhatIsNotImplementedByName()
@@ -154,38 +228,12 @@ void tst_Fp8Accelerator::twoRanksTrainTheGptRecipe()
                   .arg(accel::test::sourceDir() + QStringLiteral("/resources/corpus/corpus.txt"))
                   .toUtf8());
     job.close();
-    QTcpServer probe;
-    QVERIFY(probe.listen(QHostAddress::LocalHost, 0));
-    const QString port = QString::number(probe.serverPort());
-    probe.close();
-    std::vector<std::unique_ptr<QProcess>> ranks;
-    for (int rank = 0; rank < 2; ++rank) {
-        auto process = std::make_unique<QProcess>();
-        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-        env.insert(QStringLiteral("ACCELERATE_MIXED_PRECISION"), QStringLiteral("fp8"));
-        env.insert(QStringLiteral("ACCELERATE_FP8_BACKEND"), backend);
-        env.insert(QStringLiteral("RANK"), QString::number(rank));
-        env.insert(QStringLiteral("LOCAL_RANK"), QString::number(rank));
-        env.insert(QStringLiteral("WORLD_SIZE"), QStringLiteral("2"));
-        env.insert(QStringLiteral("LOCAL_WORLD_SIZE"), QStringLiteral("2"));
-        env.insert(QStringLiteral("MASTER_ADDR"), QStringLiteral("127.0.0.1"));
-        env.insert(QStringLiteral("MASTER_PORT"), port);
-        env.insert(QStringLiteral("ACCEL_METRICS_FILE"), dir.filePath(QStringLiteral("metrics%1.jsonl").arg(rank)));
-        process->setProcessEnvironment(env);
-        process->setWorkingDirectory(dir.path());
-        process->setProcessChannelMode(QProcess::MergedChannels);
-        process->start(worker, {dir.filePath(QStringLiteral("job.yaml"))});
-        QVERIFY(process->waitForStarted(10000));
-        ranks.push_back(std::move(process));
-    }
-    QString output;
-    for (auto &process : ranks) {
-        QVERIFY2(process->waitForFinished(120000), "a rank did not finish within 120 s");
-        const QString text = QString::fromUtf8(process->readAll());
-        QVERIFY2(process->exitStatus() == QProcess::NormalExit && process->exitCode() == 0,
-                 qPrintable(text.right(2000)));
-        output += text;
-    }
+    const WorkerRun run = runWorkers(
+        dir.path(), QStringLiteral("job.yaml"),
+        {QStringLiteral("ACCELERATE_MIXED_PRECISION=fp8"), QStringLiteral("ACCELERATE_FP8_BACKEND=") + backend},
+        QStringLiteral("metrics"), 2);
+    const QString &output = run.output;
+    QVERIFY2(run.ok, qPrintable(output.right(2000)));
     QVERIFY2(output.contains(QStringLiteral("converted")), qPrintable(output.right(2000)));
     QVERIFY(output.contains(QStringLiteral("done: 8 steps")));
 }
@@ -287,6 +335,104 @@ void tst_Fp8Accelerator::msampResumesBitwise()
     const QString message = QStringLiteral("the checkpoint's optimizer state is %1; this run is %2")
                                 .arg(level, level == QLatin1String("O2") ? QStringLiteral("O1") : QStringLiteral("O2"));
     QVERIFY2(QString::fromStdString(refused.error().message).contains(message), refused.error().message.c_str());
+}
+
+// TE's delayed scaling state in checkpoints: the gpt recipe under TE (amax history 4, so the
+// histories roll several times) trained 16 steps in one process equals 8 steps, a checkpoint, and 8
+// more steps in a new process resumed from it, in every logged loss and in every byte of the final
+// model. The same checkpoint without fp8_state.safetensors resumes with a warning naming what
+// starts afresh, and then differs; one saved with another history length is refused by name.
+void tst_Fp8Accelerator::teResumesBitwiseInANewProcess()
+{
+    if (!QFile::exists(QDir(accel::test::binDir()).filePath(QStringLiteral("accel-worker"))))
+        QSKIP("accel-worker is not built");
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const auto writeJob = [&](const QString &name, const QString &output, int steps, bool checkpoint) {
+        QFile job(dir.filePath(name));
+        if (!job.open(QIODevice::WriteOnly))
+            return false;
+        job.write(QStringLiteral("recipe: gpt\nseed: 3\noutput_dir: %1\n"
+                                 "model: {n_layer: 1, n_head: 2, n_embd: 32, block_size: 32}\n"
+                                 "data: {corpus: \"%2\"}\n"
+                                 "training: {max_steps: %3, batch_size: 4, log_every: 1, learning_rate: 3.0e-3, "
+                                 "warmup_steps: 0, min_lr_ratio: 1.0, "
+                                 "checkpoint_at_end: %4}\n"
+                                 "sample: {length: 0}\n")
+                      .arg(output, accel::test::sourceDir() + QStringLiteral("/resources/corpus/corpus.txt"))
+                      .arg(steps)
+                      .arg(checkpoint ? QStringLiteral("true") : QStringLiteral("false"))
+                      .toUtf8());
+        return true;
+    };
+    // A constant learning rate: a job of 8 steps and one of 16 follow the same schedule.
+    const QStringList te{QStringLiteral("ACCELERATE_MIXED_PRECISION=fp8"), QStringLiteral("ACCELERATE_FP8_BACKEND=TE"),
+                         QStringLiteral("ACCELERATE_FP8_AMAX_HISTORY_LEN=4")};
+    QVERIFY(writeJob(QStringLiteral("straight.yaml"), QStringLiteral("straight"), 16, false));
+    QVERIFY(writeJob(QStringLiteral("first.yaml"), QStringLiteral("split"), 8, true));
+    QVERIFY(writeJob(QStringLiteral("second.yaml"), QStringLiteral("split"), 16, false));
+    QVERIFY(writeJob(QStringLiteral("fresh.yaml"), QStringLiteral("fresh"), 16, false));
+
+    WorkerRun run = runWorkers(dir.path(), QStringLiteral("straight.yaml"), te, QStringLiteral("straight"));
+    QVERIFY2(run.ok, qPrintable(run.output.right(2000)));
+    QVERIFY2(run.output.contains(QStringLiteral("fp8 TE delayed scaling")), qPrintable(run.output.right(2000)));
+    run = runWorkers(dir.path(), QStringLiteral("first.yaml"), te, QStringLiteral("first"));
+    QVERIFY2(run.ok, qPrintable(run.output.right(2000)));
+    const QString checkpoint = dir.filePath(QStringLiteral("split/checkpoints/checkpoint_0"));
+    QVERIFY(QFile::exists(checkpoint + QStringLiteral("/fp8_state.safetensors")));
+    // The fresh run resumes from a copy of the checkpoint without the FP8 state.
+    QVERIFY(QDir().mkpath(dir.filePath(QStringLiteral("fresh/checkpoints/checkpoint_0"))));
+    for (const QString &name : QDir(checkpoint).entryList(QDir::Files)) {
+        if (name != QLatin1String("fp8_state.safetensors"))
+            QVERIFY(QFile::copy(checkpoint + "/" + name, dir.filePath("fresh/checkpoints/checkpoint_0/" + name)));
+    }
+    run = runWorkers(dir.path(), QStringLiteral("second.yaml"), te, QStringLiteral("second"));
+    QVERIFY2(run.ok, qPrintable(run.output.right(2000)));
+    QVERIFY2(run.output.contains(QStringLiteral("resumed from step 8")), qPrintable(run.output.right(2000)));
+    QVERIFY2(!run.output.contains(QStringLiteral("start afresh")), qPrintable(run.output.right(2000)));
+
+    const auto straight = stepLosses(dir.filePath(QStringLiteral("straight0.jsonl")));
+    const auto first = stepLosses(dir.filePath(QStringLiteral("first0.jsonl")));
+    const auto second = stepLosses(dir.filePath(QStringLiteral("second0.jsonl")));
+    QCOMPARE(straight.size(), size_t(16));
+    QCOMPARE(first.size(), size_t(8));
+    QCOMPARE(second.size(), size_t(8));
+    for (const auto &[step, loss] : first)
+        QVERIFY2(straight.at(step) == loss, qPrintable(QStringLiteral("step %1").arg(step)));
+    for (const auto &[step, loss] : second) {
+        QVERIFY(step > 8);
+        QVERIFY2(straight.at(step) == loss, qPrintable(QStringLiteral("step %1: %2 resumed, %3 straight")
+                                                           .arg(step)
+                                                           .arg(loss, 0, 'g', 17)
+                                                           .arg(straight.at(step), 0, 'g', 17)));
+    }
+    const QByteArray model = fileBytes(dir.filePath(QStringLiteral("straight/model.safetensors")));
+    QVERIFY(!model.isEmpty());
+    QVERIFY2(fileBytes(dir.filePath(QStringLiteral("split/model.safetensors"))) == model,
+             "the resumed run's final model differs from the uninterrupted run's");
+
+    // Without the saved state: a warning naming what is re-initialised, and another trajectory.
+    run = runWorkers(dir.path(), QStringLiteral("fresh.yaml"), te, QStringLiteral("fresh"));
+    QVERIFY2(run.ok, qPrintable(run.output.right(2000)));
+    QVERIFY2(run.output.contains(QStringLiteral("has no fp8_state.safetensors: the amax histories (4 rows) and scales "
+                                                "of input, weight and grad_output of ")),
+             qPrintable(run.output.right(2000)));
+    const auto fresh = stepLosses(dir.filePath(QStringLiteral("fresh0.jsonl")));
+    QCOMPARE(fresh.size(), size_t(8));
+    int differing = 0;
+    for (const auto &[step, loss] : fresh)
+        differing += loss != straight.at(step) ? 1 : 0;
+    QVERIFY2(differing > 0, "resuming without the FP8 state still followed the uninterrupted run");
+    QVERIFY(fileBytes(dir.filePath(QStringLiteral("fresh/model.safetensors"))) != model);
+
+    // A checkpoint of another amax history length is refused by name.
+    QStringList longer = te;
+    longer.last() = QStringLiteral("ACCELERATE_FP8_AMAX_HISTORY_LEN=8");
+    QVERIFY(writeJob(QStringLiteral("longer.yaml"), QStringLiteral("split"), 20, false));
+    run = runWorkers(dir.path(), QStringLiteral("longer.yaml"), longer, QStringLiteral("longer"));
+    QVERIFY(!run.ok);
+    QVERIFY2(run.output.contains(QStringLiteral("amax_history has 4 rows; this run's amax_history_len is 8")),
+             qPrintable(run.output.right(2000)));
 }
 
 QTEST_GUILESS_MAIN(tst_Fp8Accelerator)

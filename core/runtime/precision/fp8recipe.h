@@ -8,6 +8,7 @@
 #include "core/runtime/precision/fp8tensor.h"
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -63,6 +64,23 @@ public:
     // for a missing key) when the saved state does not fit this recipe's layers.
     virtual void saveState(torch::serialize::OutputArchive &archive) const { (void)archive; }
     virtual void loadState(torch::serialize::InputArchive &archive) { (void)archive; }
+
+    // The scaling state a checkpoint keeps in a file of its own (fp8_state.safetensors, docs/fp8.md
+    // "Checkpoints"): TE's amax histories and scales of every converted layer, as named float32
+    // vectors, and settings that must match on resume. Empty for recipes with no such state.
+    struct StateFile {
+        std::map<std::string, std::vector<float>> tensors;
+        std::map<std::string, std::string> metadata;
+    };
+    virtual StateFile scalingState() const { return {}; }
+    // Restores scalingState(); a message naming what does not fit this run ("" when restored).
+    virtual std::string restoreScalingState(const StateFile &state)
+    {
+        (void)state;
+        return {};
+    }
+    // What starts afresh when a checkpoint has no such state ("" when the recipe keeps none there).
+    virtual std::string freshStateDescription() const { return {}; }
 };
 
 } // namespace accel::runtime

@@ -48,13 +48,77 @@ public:
     {}
     const Fp8Config &config() const override { return m_config; }
     bool converts(const Fp8LinearInfo &layer, std::string *why) const override { return multipleOf16(layer, why); }
-    std::shared_ptr<Fp8LayerScaling> createLayer(const Fp8LinearInfo &) override
+    std::shared_ptr<Fp8LayerScaling> createLayer(const Fp8LinearInfo &info) override
     {
         auto layer = std::make_shared<DelayedLayer>(m_config);
         m_layers.push_back(layer);
+        m_names.push_back(info.name);
         return layer;
     }
     bool inEvaluation() const override { return m_config.useAutocastDuringEval; }
+    // Per layer and role "<layer>.<role>.amax_history" [amax_history_len] (row 0 first) and
+    // "<layer>.<role>.scale" [1]; the format in the metadata (it decides each role's FP8 maximum).
+    StateFile scalingState() const override
+    {
+        StateFile file;
+        file.metadata = {{"recipe", "TE"}, {"fp8_format", formatName()}, {"layers", std::to_string(m_layers.size())}};
+        for (size_t i = 0; i < m_layers.size(); ++i) {
+            for (size_t r = 0; r < 3; ++r) {
+                const auto &state = m_layers[i]->states[r];
+                const std::string key = m_names[i] + "." + roleNames[r];
+                file.tensors[key + ".amax_history"] = state.history();
+                file.tensors[key + ".scale"] = {state.scale()};
+            }
+        }
+        return file;
+    }
+    std::string restoreScalingState(const StateFile &file) override
+    {
+        const auto meta = [&file](const std::string &key) {
+            auto it = file.metadata.find(key);
+            return it == file.metadata.end() ? std::string("(none)") : it->second;
+        };
+        if (meta("recipe") != "TE")
+            return "the FP8 state is of recipe " + meta("recipe") + "; this run is TE";
+        if (meta("fp8_format") != formatName())
+            return "the FP8 state was saved with fp8_format " + meta("fp8_format") + "; this run uses " + formatName();
+        if (meta("layers") != std::to_string(m_layers.size()))
+            return "the FP8 state holds " + meta("layers") + " FP8 Linear layers; this model converts " +
+                   std::to_string(m_layers.size());
+        // Everything is checked before anything changes.
+        std::vector<std::pair<const std::vector<float> *, float>> found;
+        for (size_t i = 0; i < m_layers.size(); ++i) {
+            for (size_t r = 0; r < 3; ++r) {
+                const std::string key = m_names[i] + "." + roleNames[r];
+                auto history = file.tensors.find(key + ".amax_history");
+                auto scale = file.tensors.find(key + ".scale");
+                if (history == file.tensors.end() || scale == file.tensors.end() || scale->second.size() != 1)
+                    return "tensor " + key + (history == file.tensors.end() ? ".amax_history" : ".scale") +
+                           " is missing (the converted layers differ from the checkpoint's)";
+                if (history->second.size() != m_layers[i]->states[r].history().size())
+                    return key + ".amax_history has " + std::to_string(history->second.size()) +
+                           " rows; this run's amax_history_len is " +
+                           std::to_string(m_layers[i]->states[r].history().size());
+                found.emplace_back(&history->second, scale->second.front());
+            }
+        }
+        size_t k = 0;
+        for (auto &layer : m_layers) {
+            for (auto &state : layer->states) {
+                state.restore(*found[k].first, found[k].second);
+                ++k;
+            }
+        }
+        return {};
+    }
+    std::string freshStateDescription() const override
+    {
+        if (m_layers.empty())
+            return {};
+        return "the amax histories (" + std::to_string(m_config.amaxHistoryLen) + " rows) and scales of input, " +
+               "weight and grad_output of " + std::to_string(m_layers.size()) +
+               " FP8 Linear layers start afresh (empty histories, scale 1)";
+    }
     void afterBackward() override
     {
         std::vector<float> current;
@@ -74,9 +138,13 @@ public:
     }
 
 private:
+    static constexpr const char *roleNames[3] = {"input", "weight", "grad_output"};
+    std::string formatName() const { return m_config.format == Fp8RecipeFormat::Hybrid ? "HYBRID" : "E4M3"; }
+
     Fp8Config m_config;
     ReduceMax m_reduceMax;
     std::vector<std::shared_ptr<DelayedLayer>> m_layers;
+    std::vector<std::string> m_names;
 };
 
 // ---- torchao: dynamic tensorwise scaling -----------------------------------------------------

@@ -43,6 +43,15 @@ void DelayedScalingState::update()
     m_scale = delayedScalingFactor(amax, m_scale, m_fp8Max, m_margin);
 }
 
+bool DelayedScalingState::restore(const std::vector<float> &history, float scale)
+{
+    if (history.size() != m_history.size())
+        return false;
+    m_history = history;
+    m_scale = scale;
+    return true;
+}
+
 float powerOfTwoScalingFactor(float amax, float previousScale, float fpMax, int margin)
 {
     const float exponent = std::floor(std::log2(fpMax / amax)) - float(margin);

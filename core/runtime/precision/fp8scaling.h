@@ -27,6 +27,8 @@ public:
     // was not quantised) leaves the history as it is.
     void update();
     const std::vector<float> &history() const { return m_history; }
+    // Back to a saved state (a checkpoint). False, changing nothing, when the history length differs.
+    bool restore(const std::vector<float> &history, float scale);
 
 private:
     std::vector<float> m_history; // row 0 = current step
