@@ -39,6 +39,32 @@ int64_t checkpointLayerCount(const Checkpoint &checkpoint)
     return count;
 }
 
+// The family's modules that own no tensor anywhere below them (dropouts, activations) are not in
+// any checkpoint, yet the model has them: a split parent's work list and the device map name them
+// as Accelerate does. Each goes under its parent (when the checkpoint gave that parent) at the
+// family's position among its siblings, parents before children.
+void addModulesWithoutTensors(ModelStructure &s, const ModelStructure &reference)
+{
+    std::unordered_set<std::string> holding;
+    for (const ModelTensor &t : reference.tensors()) {
+        for (std::string p = parentName(t.name); !p.empty(); p = parentName(p))
+            holding.insert(p);
+    }
+    for (const ModuleInfo &m : reference.modules()) {
+        if (m.name.empty() || holding.count(m.name) || s.module(m.name) || !s.module(parentName(m.name)))
+            continue;
+        const std::vector<std::string> &siblings = reference.module(parentName(m.name))->children;
+        std::string before;
+        for (auto it = std::find(siblings.begin(), siblings.end(), m.name); it != siblings.end(); ++it) {
+            if (*it != m.name && s.module(*it)) {
+                before = *it;
+                break;
+            }
+        }
+        s.insertModule(m.name, m.className, before);
+    }
+}
+
 } // namespace
 
 Result<void> checkLayersAgainstCheckpoint(int64_t declared, const std::string &key, const std::string &configPath,
@@ -135,6 +161,7 @@ ModelStructure structureFromCheckpoint(const Checkpoint &checkpoint, const std::
             }
             s.tie("lm_head.weight", embed);
         }
+        addModulesWithoutTensors(s, reference);
     }
     return s;
 }

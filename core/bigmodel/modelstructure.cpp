@@ -65,6 +65,20 @@ void ModelStructure::addModule(const std::string &name, const std::string &class
     m_modules.push_back(std::move(info));
 }
 
+void ModelStructure::insertModule(const std::string &name, const std::string &className, const std::string &before)
+{
+    const auto parent = m_moduleIndex.find(parentName(name));
+    if (name.empty() || m_moduleIndex.count(name) || parent == m_moduleIndex.end())
+        return;
+    std::vector<std::string> &siblings = m_modules[parent->second].children;
+    siblings.insert(std::find(siblings.begin(), siblings.end(), before), name);
+    ModuleInfo info;
+    info.name = name;
+    info.className = className;
+    m_moduleIndex.emplace(name, m_modules.size());
+    m_modules.push_back(std::move(info));
+}
+
 void ModelStructure::addTensor(ModelTensor tensor)
 {
     tensor.elements = 1;

@@ -37,6 +37,10 @@ public:
 
     // Registers a module (and its missing parents) in order; sets the class name when given.
     void addModule(const std::string &name, const std::string &className = {});
+    // Registers a module under its existing parent just before the sibling `before` (appended when
+    // `before` is not one of the parent's children). Does nothing when the module exists or its
+    // parent does not.
+    void insertModule(const std::string &name, const std::string &className, const std::string &before);
     // Registers a tensor under its module (the name up to the last dot).
     void addTensor(ModelTensor tensor);
     // Makes `alias` share storage with `target` (both must be tensors); used for tied weights.

@@ -9,6 +9,7 @@
 #include <QtTest>
 
 #include <filesystem>
+#include <map>
 
 using namespace accel;
 using namespace accel::bigmodel;
@@ -177,6 +178,56 @@ private Q_SLOTS:
         QCOMPARE(s.module("transformer.h.1")->className, std::string("GPT2Block"));
         QCOMPARE(s.tensor("lm_head.weight")->aliasOf, std::string("transformer.wte.weight"));
         QCOMPARE(s.parameterCount(), analytic.parameterCount());
+    }
+
+    // Modules that own no tensor (dropouts, activations) are in no checkpoint, but transformers'
+    // named_modules() has them and Accelerate's device map names them when it splits their parent:
+    // a checkpoint with config.json gets every module of the family's tree, in its order.
+    void checkpointGetsTheFamilysModulesWithoutTensors_data()
+    {
+        QTest::addColumn<QString>("config");
+        QTest::addColumn<QString>("strip");
+        QTest::newRow("gpt2") << R"({"model_type":"gpt2","n_embd":8,"n_layer":2,"n_head":2,"n_positions":16,
+            "vocab_size":30})"
+                              << "transformer.";
+        QTest::newRow("llama") << QString::fromLatin1(kTinyLlama) << "";
+        QTest::newRow("mixtral") << R"({"model_type":"mixtral","hidden_size":16,"intermediate_size":8,
+            "num_attention_heads":2,"num_hidden_layers":2,"num_local_experts":2,"vocab_size":30})"
+                                 << "";
+    }
+
+    void checkpointGetsTheFamilysModulesWithoutTensors()
+    {
+        QFETCH(QString, config);
+        QFETCH(QString, strip);
+        auto parsed = parseModelConfig(config.toStdString(), "config.json");
+        QVERIFY(parsed);
+        const ModelStructure analytic = buildModelStructure(*parsed);
+        const std::string folder = (m_dir.path() + "/without-tensors-" + QTest::currentDataTag()).toStdString();
+        QVERIFY(writeCheckpointFor(analytic, folder, config.toStdString(), {"lm_head.weight"}, 1 << 30,
+                                   strip.toStdString()));
+        auto model = loadModel(folder);
+        QVERIFY2(model, model ? "" : model.error().toString().c_str());
+        const ModelStructure &s = model->structure;
+        int withoutTensors = 0;
+        for (const ModuleInfo &m : analytic.modules()) {
+            const ModuleInfo *ours = s.module(m.name);
+            QVERIFY2(ours, m.name.c_str());
+            QCOMPARE(ours->className, m.className);
+            QCOMPARE(ours->children, m.children);
+            const bool holds = std::any_of(analytic.tensors().begin(), analytic.tensors().end(),
+                                           [&](const ModelTensor &t) { return t.name.rfind(m.name + ".", 0) == 0; });
+            withoutTensors += holds || m.name.empty() ? 0 : 1;
+        }
+        QCOMPARE(s.modules().size(), analytic.modules().size());
+        // gpt2: drop + 2 x (attn_dropout, resid_dropout, act, dropout); llama: 11 act_fn;
+        // mixtral: 2 experts' act_fn.
+        const std::map<std::string, int> expected{{"gpt2", 9}, {"llama", 11}, {"mixtral", 2}};
+        QCOMPARE(withoutTensors, expected.at(QTest::currentDataTag()));
+        if (QTest::currentDataTag() == std::string("gpt2"))
+            QCOMPARE(s.module("transformer")->children,
+                     (std::vector<std::string>{"transformer.wte", "transformer.wpe", "transformer.drop",
+                                               "transformer.h", "transformer.ln_f"}));
     }
 
     void configAloneAndFolderWithoutWeights()
