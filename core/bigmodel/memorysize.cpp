@@ -145,13 +145,25 @@ Result<DeviceBudgets> orderDeviceBudgets(const DeviceBudgets &budgets)
     std::map<long, int64_t> gpus;
     std::map<std::string, int64_t> others;
     for (const auto &[device, budget] : budgets) {
-        if (isGpuDevice(device) && device.size() < 6)
+        const bool gpu = isGpuDevice(device) && device.size() < 6;
+        if (!gpu && device != "mps" && device != "cpu" && device != "disk") {
+            std::string hint;
+            const size_t colon = device.find(':');
+            if (colon != std::string::npos && isGpuDevice(device.substr(colon + 1)))
+                hint = "; for " + device + " write " + device.substr(colon + 1);
+            return makeError(ErrorCode::InvalidInput,
+                             "max_memory: device \"" + device +
+                                 "\" is not recognized; as in Accelerate, the devices are integers (the index of "
+                                 "each GPU, XPU, NPU, MLU, MUSA or HPU device), mps, cpu and disk" +
+                                 hint);
+        }
+        const bool repeated = gpu ? gpus.count(std::stol(device)) > 0 : others.count(device) > 0;
+        if (repeated)
+            return makeError(ErrorCode::InvalidInput, "max_memory: device " + device + " is given twice");
+        if (gpu)
             gpus[std::stol(device)] = budget;
-        else if (device == "mps" || device == "cpu" || device == "disk")
-            others[device] = budget;
         else
-            return makeError(ErrorCode::InvalidInput, "max_memory: unknown device \"" + device +
-                                                          "\" (use GPU indices 0, 1, ..., mps, cpu or disk)");
+            others[device] = budget;
     }
     DeviceBudgets ordered;
     for (const auto &[index, budget] : gpus)
@@ -176,9 +188,7 @@ Result<DeviceBudgets> parseMaxMemory(const std::string &spec)
         if (eq == std::string::npos)
             return makeError(ErrorCode::InvalidInput,
                              "max_memory: \"" + item + "\" is not DEVICE=SIZE (e.g. 0=10GiB,cpu=30GiB)");
-        std::string device = trim(item.substr(0, eq));
-        if (device.rfind("cuda:", 0) == 0 || device.rfind("xpu:", 0) == 0 || device.rfind("npu:", 0) == 0)
-            device = device.substr(device.find(':') + 1);
+        const std::string device = trim(item.substr(0, eq));
         auto size = parseMemorySize(item.substr(eq + 1));
         if (!size)
             return makeError(ErrorCode::InvalidInput, "max_memory for " + device + ": " + size.error().message);

@@ -23,8 +23,9 @@ std::string formatBinarySize(uint64_t bytes);
 // An ordered device budget list: "0", "1"... (GPU indices), "mps", "cpu", "disk".
 using DeviceBudgets = std::vector<std::pair<std::string, int64_t>>;
 
-// Parses "0=10GiB,1=10GiB,cpu=30GiB" (also "cuda:0=..."); orders GPUs ascending, then mps, cpu,
-// disk like get_max_memory(); unknown device names are an error.
+// Parses "0=10GiB,1=10GiB,cpu=30GiB"; orders GPUs ascending, then mps, cpu, disk like
+// get_max_memory(). The devices are Accelerate's: integers (accelerator indices, whatever the
+// backend), mps, cpu and disk; other names ("cuda:0", "xpu:0") and a device given twice are errors.
 Result<DeviceBudgets> parseMaxMemory(const std::string &spec);
 // Same ordering applied to budgets that already exist.
 Result<DeviceBudgets> orderDeviceBudgets(const DeviceBudgets &budgets);

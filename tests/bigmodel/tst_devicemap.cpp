@@ -70,14 +70,35 @@ private Q_SLOTS:
         QVERIFY(!parseMemorySize("10TB"));
         QVERIFY(!parseMemorySize("-1GB"));
 
-        auto budgets = parseMaxMemory("cpu=30GiB, disk=1GB,1=1GB,cuda:0=2GB");
+        auto budgets = parseMaxMemory("cpu=30GiB, disk=1GB,1=1GB,mps=3GB,0=2GB");
         QVERIFY(budgets);
-        QCOMPARE(*budgets,
-                 (DeviceBudgets{{"0", 2000000000}, {"1", 1000000000}, {"cpu", 32212254720}, {"disk", 1000000000}}));
+        QCOMPARE(*budgets, (DeviceBudgets{{"0", 2000000000},
+                                          {"1", 1000000000},
+                                          {"mps", 3000000000},
+                                          {"cpu", 32212254720},
+                                          {"disk", 1000000000}}));
         auto bad = parseMaxMemory("gpu0=1GB");
         QVERIFY(!bad);
         QCOMPARE(bad.error().message,
-                 std::string("max_memory: unknown device \"gpu0\" (use GPU indices 0, 1, ..., mps, cpu or disk)"));
+                 std::string("max_memory: device \"gpu0\" is not recognized; as in Accelerate, the "
+                             "devices are integers (the index of each GPU, XPU, NPU, MLU, MUSA or "
+                             "HPU device), mps, cpu and disk"));
+        // Accelerate's get_max_memory refuses backend-qualified names: the hint gives the index.
+        for (const char *device : {"cuda:0", "xpu:0", "npu:1", "mlu:0", "musa:0", "hpu:0"}) {
+            bad = parseMaxMemory(std::string(device) + "=1GB,cpu=2GB");
+            QVERIFY(!bad);
+            const std::string index(1, std::string(device).back());
+            QVERIFY2(
+                bad.error().message.find("\"" + std::string(device) + "\" is not recognized") != std::string::npos &&
+                    bad.error().message.find("; for " + std::string(device) + " write " + index) != std::string::npos,
+                bad.error().message.c_str());
+        }
+        bad = parseMaxMemory("0=1GB,cpu=2GB,0=3GB");
+        QVERIFY(!bad);
+        QCOMPARE(bad.error().message, std::string("max_memory: device 0 is given twice"));
+        bad = parseMaxMemory("cpu=1GB,cpu=2GB");
+        QVERIFY(!bad);
+        QCOMPARE(bad.error().message, std::string("max_memory: device cpu is given twice"));
 
         QCOMPARE(formatAccelerateSize(512), std::string("512 bytes"));
         QCOMPARE(formatAccelerateSize(1536), std::string("1.5 KB"));

@@ -5,12 +5,17 @@ Started by the Qt test with the project's Python environment (ACCEL_PYTHON):
 
   devicemap_oracle.py CASES_JSON
 
-CASES_JSON holds {"models": [{"name", "dir"}...], "cases": [...]}. Each model dir holds a
-config.json. For every model, Transformers builds the meta model the way Accelerate's documentation
+CASES_JSON holds {"models": [{"name", "dir", "save"}...], "cases": [...]}. Each model dir holds a
+config.json. A model with "save" is first made real: Transformers builds it from the config.json
+(AutoModelForCausalLM.from_config, in the config's dtype, seeded weights) and writes it into the
+folder with save_pretrained (safetensors; "save" is {"max_shard_size": null | size,
+"original_format": bool, default true: save_original_format, the Hub's names}), which also
+rewrites config.json as Transformers does. For every model, Transformers builds the meta model the way Accelerate's documentation
 plans a big model: AutoConfig.from_pretrained(dir), AutoModelForCausalLM.from_config(config) under
 init_empty_weights(), then model.tie_weights() (ties made inside the context are undone by it).
 
-Each case is {"name", "model", "strategy", "max_memory": {"0": bytes, ..., "cpu": bytes},
+Each case is {"name", "model", "strategy", "max_memory": {"0": bytes, ..., "mps": bytes, "cpu": bytes}
+(keys that are digits become integers, others are passed as given, "xpu:0" too),
 "no_split": null (the model's _no_split_modules) | [class, ...], "dtype": null | name,
 "clean": bool, "fallback": bool, "offload_buffers": bool}. The strategies run as Transformers and
 Accelerate define them: "auto" and "balanced" take get_balanced_memory(low_zero=False),
@@ -25,7 +30,8 @@ printed table and gather_data's figures.
 Prints {"accelerate", "transformers", "torch", "models": {name: estimate}, "cases": [result...]}
 where a result is {"name", "device_map": [[key, device]...], "budgets": [[device, bytes]...],
 "total_bytes", "largest_layer": {"bytes", "names"}, "per_device": [[device, bytes]...],
-"no_split": [...], "buffer_warning": bool} or {"name", "error"}.
+"no_split": [...], "buffer_warning": bool, "tensorless_keys": [map keys naming modules that hold
+no parameter or buffer]} or {"name", "error"}.
 """
 import contextlib
 import io
@@ -51,6 +57,20 @@ def build_model(directory):
         model = transformers.AutoModelForCausalLM.from_config(config)
     model.tie_weights()
     return model
+
+
+def save_checkpoint(directory, options):
+    import torch
+    import transformers
+
+    config = transformers.AutoConfig.from_pretrained(directory)
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config)
+    kwargs = {"save_original_format": options.get("original_format", True)}
+    if options.get("max_shard_size"):
+        kwargs["max_shard_size"] = options["max_shard_size"]
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        model.save_pretrained(directory, **kwargs)
 
 
 def target_dtype(name):
@@ -118,6 +138,9 @@ def run_case(case, model):
     largest, largest_names = get_max_layer_size(roots, sizes, no_split)
     order = [d for d in list(budgets) + ["disk"]]
     placed = per_device(model, device_map, dtype)
+    holding = {n.rsplit(".", 1)[0] for n, _ in model.named_parameters(remove_duplicate=False)}
+    holding |= {n.rsplit(".", 1)[0] for n, _ in model.named_buffers()}
+    tensorless = [k for k in device_map if k and not any(h == k or h.startswith(k + ".") for h in holding)]
     return {
         "name": case["name"],
         "device_map": [[k, v] for k, v in device_map.items()],
@@ -127,6 +150,7 @@ def run_case(case, model):
         "per_device": [[str(d), number(placed[d])] for d in order if d in placed],
         "no_split": list(no_split),
         "buffer_warning": any("buffer" in str(w.message) for w in caught),
+        "tensorless_keys": tensorless,
     }
 
 
@@ -171,6 +195,8 @@ def main():
         spec = json.load(f)
     models, estimates = {}, {}
     for entry in spec["models"]:
+        if entry.get("save"):
+            save_checkpoint(entry["dir"], entry["save"])
         models[entry["name"]] = build_model(entry["dir"])
         try:
             estimates[entry["name"]] = estimate(entry["dir"])

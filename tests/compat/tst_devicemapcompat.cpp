@@ -6,6 +6,11 @@
 //    the clean / fallback / offload-buffers switches: the map key for key, the budgets after
 //    balancing, total and largest layer, bytes per device, the no-split classes used and whether
 //    the offloaded-buffers warning is given;
+//  - the same on checkpoints Transformers writes (save_pretrained, one file or sharded):
+//    `accel device-map DIR` plans from the safetensors headers and config.json, so its tree must
+//    also hold the modules without tensors (dropouts, activations) that named_modules() has;
+//  - budgets with an `mps` device (with and without GPU indices), and Accelerate's refusal of
+//    backend-qualified names ("xpu:0", "cuda:0"...) mirrored by a refusal naming the device;
 //  - `accel estimate-memory DIR --json` against `accelerate estimate-memory`'s own code on the same
 //    folder: largest layer, total size and training-with-Adam figures per dtype, and the printed
 //    table byte for byte.
@@ -28,6 +33,11 @@ namespace {
 
 constexpr unsigned kSeed = 20261126;
 constexpr int kCasesPerFamily = 13;
+constexpr int kCheckpointCasesPerFamily = 4;
+constexpr int kMpsCases = 8;
+const QStringList kRefusedDevices = {QStringLiteral("cuda:0"), QStringLiteral("xpu:0"),  QStringLiteral("npu:0"),
+                                     QStringLiteral("mlu:0"),  QStringLiteral("musa:0"), QStringLiteral("hpu:0"),
+                                     QStringLiteral("sdaa:1")};
 const QStringList kFamilies = {QStringLiteral("gpt2"), QStringLiteral("llama"), QStringLiteral("mistral"),
                                QStringLiteral("qwen2"), QStringLiteral("mixtral")};
 
@@ -174,6 +184,7 @@ class tst_DeviceMapCompat : public QObject {
     QJsonObject m_oracle; // what Accelerate answered
     std::map<QString, QString> m_modelFamily;
     std::map<QString, QString> m_modelDir;
+    std::map<QString, QString> m_modelArg; // what accel device-map is given: config.json or the folder
 
     QString configText(const QString &model)
     {
@@ -201,7 +212,33 @@ private Q_SLOTS:
                 models.append(QJsonObject{{QStringLiteral("name"), name}, {QStringLiteral("dir"), dir}});
                 m_modelFamily[name] = family;
                 m_modelDir[name] = dir;
+                m_modelArg[name] = QDir(dir).filePath(QStringLiteral("config.json"));
             }
+        }
+        // One checkpoint per family, written by Transformers itself (the oracle runs save_pretrained
+        // before planning), every other one sharded.
+        Random checkpoints(kSeed + 1);
+        for (int f = 0; f < kFamilies.size(); ++f) {
+            const QString family = kFamilies[f];
+            const QString name = QStringLiteral("%1-checkpoint").arg(family);
+            const QString dir = m_dir.filePath(name);
+            QVERIFY(QDir().mkpath(dir));
+            QJsonObject config = familyConfig(family, checkpoints);
+            QVERIFY(fileutil::writeFileAtomic(QDir(dir).filePath(QStringLiteral("config.json")).toStdString(),
+                                              QJsonDocument(config).toJson().toStdString()));
+            const QJsonValue shard = f % 2 ? QJsonValue(QStringLiteral("40KB")) : QJsonValue(QJsonValue::Null);
+            // Mixtral is saved with transformers 5's own names (one MixtralExperts module per layer):
+            // save_pretrained's default writes the Hub's per-expert names, which Accel Studio plans
+            // with that layout (docs/compatibility.md), so their maps name other modules.
+            const bool original = family != QLatin1String("mixtral");
+            models.append(
+                QJsonObject{{QStringLiteral("name"), name},
+                            {QStringLiteral("dir"), dir},
+                            {QStringLiteral("save"), QJsonObject{{QStringLiteral("max_shard_size"), shard},
+                                                                 {QStringLiteral("original_format"), original}}}});
+            m_modelFamily[name] = family;
+            m_modelDir[name] = dir;
+            m_modelArg[name] = dir;
         }
         const QStringList dtypes = {QString(),
                                     QString(),
@@ -246,6 +283,81 @@ private Q_SLOTS:
                 });
             }
         }
+        // Checkpoint cases: budgets that cut the model, often no no-split class or the unmerged map,
+        // so that split parents show their modules without tensors.
+        for (const QString &family : kFamilies) {
+            const QString model = QStringLiteral("%1-checkpoint").arg(family);
+            for (int i = 0; i < kCheckpointCasesPerFamily; ++i) {
+                const QString dtype = checkpoints.pick(std::vector<QString>(dtypes.begin(), dtypes.end()));
+                const double total =
+                    double(modelBytes(QDir(m_modelDir[model]).filePath(QStringLiteral("config.json")), dtype));
+                QVERIFY(total > 0);
+                QJsonObject budgets;
+                const int gpus = checkpoints.integer(1, 3);
+                for (int g = 0; g < gpus; ++g)
+                    budgets[QString::number(g)] = qint64(total * checkpoints.real(0.15, 0.6));
+                budgets[QStringLiteral("cpu")] = qint64(total * checkpoints.real(0.1, 0.5));
+                QJsonValue noSplit = QJsonValue::Null;
+                if (i % 2 == 0)
+                    noSplit = QJsonArray();
+                else if (checkpoints.chance(0.5))
+                    noSplit = QJsonArray::fromStringList(checkpoints.pick(otherNoSplit(family)));
+                m_cases.append(QJsonObject{
+                    {QStringLiteral("name"), QStringLiteral("%1-checkpoint-%2").arg(family).arg(i)},
+                    {QStringLiteral("group"), QStringLiteral("checkpoints")},
+                    {QStringLiteral("model"), model},
+                    {QStringLiteral("strategy"), strategies[(i + 1) % strategies.size()]},
+                    {QStringLiteral("max_memory"), budgets},
+                    {QStringLiteral("no_split"), noSplit},
+                    {QStringLiteral("dtype"), dtype.isEmpty() ? QJsonValue::Null : QJsonValue(dtype)},
+                    {QStringLiteral("clean"), i != 1},
+                    {QStringLiteral("fallback"), i == 3},
+                    {QStringLiteral("offload_buffers"), false},
+                });
+            }
+        }
+        // mps budgets: alone with cpu, and beside GPU indices (Accelerate keeps it after them and
+        // makes it the only device that keeps a largest-layer reserve).
+        for (int i = 0; i < kMpsCases; ++i) {
+            const QString family = kFamilies[i % kFamilies.size()];
+            const QString model = QStringLiteral("%1-%2").arg(family).arg(i % 3);
+            const double total = double(modelBytes(m_modelArg[model], QString()));
+            QJsonObject budgets;
+            const int gpus = i % 2 ? checkpoints.integer(1, 2) : 0;
+            for (int g = 0; g < gpus; ++g)
+                budgets[QString::number(g)] = qint64(total * checkpoints.real(0.15, 0.5));
+            budgets[QStringLiteral("mps")] = qint64(total * checkpoints.real(0.2, 0.7));
+            if (i % 4 != 3)
+                budgets[QStringLiteral("cpu")] = qint64(total * checkpoints.real(0.1, 0.5));
+            m_cases.append(QJsonObject{
+                {QStringLiteral("name"), QStringLiteral("mps-%1").arg(i)},
+                {QStringLiteral("group"), QStringLiteral("mps")},
+                {QStringLiteral("model"), model},
+                {QStringLiteral("strategy"), strategies[i % strategies.size()]},
+                {QStringLiteral("max_memory"), budgets},
+                {QStringLiteral("no_split"), i % 3 == 2 ? QJsonValue(QJsonArray()) : QJsonValue(QJsonValue::Null)},
+                {QStringLiteral("dtype"), QJsonValue::Null},
+                {QStringLiteral("clean"), i % 4 != 1},
+                {QStringLiteral("fallback"), false},
+                {QStringLiteral("offload_buffers"), false},
+            });
+        }
+        // Backend-qualified device names: Accelerate's get_max_memory refuses them.
+        for (int i = 0; i < kRefusedDevices.size(); ++i) {
+            m_cases.append(QJsonObject{
+                {QStringLiteral("name"), QStringLiteral("refused-%1").arg(kRefusedDevices[i])},
+                {QStringLiteral("group"), QStringLiteral("refused")},
+                {QStringLiteral("model"), QStringLiteral("llama-0")},
+                {QStringLiteral("strategy"), strategies[i % strategies.size()]},
+                {QStringLiteral("max_memory"),
+                 QJsonObject{{kRefusedDevices[i], 1000000}, {QStringLiteral("cpu"), 1000000}}},
+                {QStringLiteral("no_split"), QJsonValue::Null},
+                {QStringLiteral("dtype"), QJsonValue::Null},
+                {QStringLiteral("clean"), true},
+                {QStringLiteral("fallback"), false},
+                {QStringLiteral("offload_buffers"), false},
+            });
+        }
         const QString spec = m_dir.filePath(QStringLiteral("cases.json"));
         QVERIFY(fileutil::writeFileAtomic(
             spec.toStdString(),
@@ -269,13 +381,45 @@ private Q_SLOTS:
         std::map<QString, std::pair<int, int>> perFamily; // agree, tried
         QStringList failures;
         int raisedByAccelerate = 0;
+        std::map<QString, int> withTensorlessKeys; // cases whose map names a module without tensors
         const QJsonArray answers = m_oracle.value(QStringLiteral("cases")).toArray();
         for (int i = 0; i < m_cases.size(); ++i) {
             const QJsonObject c = m_cases[i].toObject();
             const QJsonObject want = answers[i].toObject();
             const QString name = c.value(QStringLiteral("name")).toString();
-            const QString family = m_modelFamily[c.value(QStringLiteral("model")).toString()];
+            const QString family = c.value(QStringLiteral("group")).toString().isEmpty()
+                                       ? m_modelFamily[c.value(QStringLiteral("model")).toString()]
+                                       : c.value(QStringLiteral("group")).toString();
             ++perFamily[family].second;
+            QStringList budgetSpec;
+            const QJsonObject budgets = c.value(QStringLiteral("max_memory")).toObject();
+            for (auto it = budgets.begin(); it != budgets.end(); ++it)
+                budgetSpec << it.key() + QLatin1Char('=') + QString::number(it.value().toInteger());
+            if (family == QLatin1String("refused")) {
+                // Accelerate refuses the name in get_max_memory; accel refuses it too, naming it.
+                QString device;
+                for (auto it = budgets.begin(); it != budgets.end(); ++it)
+                    device = it.key() == QLatin1String("cpu") ? device : it.key();
+                const QString error = want.value(QStringLiteral("error")).toString();
+                const test::ProcessResult run = test::runAccel(
+                    {QStringLiteral("device-map"), m_modelArg[c.value(QStringLiteral("model")).toString()],
+                     QStringLiteral("--max_memory"), budgetSpec.join(QLatin1Char(',')), QStringLiteral("--strategy"),
+                     c.value(QStringLiteral("strategy")).toString()});
+                const bool theyRefuse =
+                    error.startsWith(QStringLiteral("ValueError: Device %1 is not recognized").arg(device));
+                const bool weRefuse = run.exitCode == 2 &&
+                                      run.err.contains(QStringLiteral("device \"%1\" is not recognized").arg(device)) &&
+                                      run.err.contains(QStringLiteral("integers")) &&
+                                      run.err.contains(QStringLiteral("mps, cpu and disk"));
+                if (theyRefuse && weRefuse)
+                    ++perFamily[family].first;
+                else
+                    failures << QStringLiteral("%1: Accelerate: %2; accel exit %3: %4")
+                                    .arg(name, error.isEmpty() ? QStringLiteral("accepted") : error)
+                                    .arg(run.exitCode)
+                                    .arg(run.err.trimmed());
+                continue;
+            }
             if (want.contains(QStringLiteral("error"))) {
                 // Deliberate difference (docs/compatibility.md): with a sub-byte dtype module sizes
                 // are fractional, and fallback_allocation hands the float size limit to
@@ -294,18 +438,12 @@ private Q_SLOTS:
                 failures << name + QStringLiteral(": Accelerate raised ") + error;
                 continue;
             }
-            QStringList budgetSpec;
-            const QJsonObject budgets = c.value(QStringLiteral("max_memory")).toObject();
-            for (auto it = budgets.begin(); it != budgets.end(); ++it)
-                budgetSpec << it.key() + QLatin1Char('=') + QString::number(it.value().toInteger());
-            QStringList args{
-                QStringLiteral("device-map"),
-                QDir(m_modelDir[c.value(QStringLiteral("model")).toString()]).filePath(QStringLiteral("config.json")),
-                QStringLiteral("--max_memory"),
-                budgetSpec.join(QLatin1Char(',')),
-                QStringLiteral("--strategy"),
-                c.value(QStringLiteral("strategy")).toString(),
-                QStringLiteral("--json")};
+            if (!want.value(QStringLiteral("tensorless_keys")).toArray().isEmpty())
+                ++withTensorlessKeys[family];
+            QStringList args{QStringLiteral("device-map"),   m_modelArg[c.value(QStringLiteral("model")).toString()],
+                             QStringLiteral("--max_memory"), budgetSpec.join(QLatin1Char(',')),
+                             QStringLiteral("--strategy"),   c.value(QStringLiteral("strategy")).toString(),
+                             QStringLiteral("--json")};
             if (c.value(QStringLiteral("no_split")).isArray()) {
                 const QJsonArray classes = c.value(QStringLiteral("no_split")).toArray();
                 args << QStringLiteral("--no_split");
@@ -370,12 +508,17 @@ private Q_SLOTS:
         for (const QString &f : std::as_const(failures))
             qWarning("%s", qPrintable(f));
         int agreed = 0, tried = 0;
-        for (const QString &family : kFamilies) {
+        for (const QString &family :
+             kFamilies + QStringList{QStringLiteral("checkpoints"), QStringLiteral("mps"), QStringLiteral("refused")}) {
             const auto [a, t] = perFamily[family];
-            qInfo("compat device-map %-8s %2d agree of %2d tried", qPrintable(family), a, t);
+            qInfo("compat device-map %-11s %2d agree of %2d tried (%d maps name a module without tensors)",
+                  qPrintable(family), a, t, withTensorlessKeys[family]);
             agreed += a;
             tried += t;
         }
+        // The checkpoint cases exist for the modules without tensors: some of their maps must name one.
+        QVERIFY(withTensorlessKeys[QStringLiteral("checkpoints")] >= kFamilies.size());
+        QCOMPARE(perFamily[QStringLiteral("refused")].second, int(kRefusedDevices.size()));
         qInfo("compat device-map total    %2d agree of %2d tried (+%d that Accelerate cannot plan, "
               "docs/compatibility.md)",
               agreed, tried, raisedByAccelerate);
