@@ -98,8 +98,9 @@ int runDeviceMap(int argc, char **argv)
     parser.addPositional({"MODEL", "model folder, .safetensors file, index .json or config.json"});
     parser.addValue(
         "max_memory", "SPEC",
-        "device budgets, e.g. 0=10GiB,1=10GiB,cpu=30GiB (GiB/MiB/KiB = powers of 2, GB/MB/KB = powers of 10, "
-        "lower-case b = bits); default: this machine");
+        "device budgets, e.g. 0=10GiB,1=10GiB,cpu=30GiB; devices as in Accelerate: integers (GPU, XPU, NPU... "
+        "indices), mps, cpu, disk (GiB/MiB/KiB = powers of 2, GB/MB/KB = powers of 10, lower-case b = bits); "
+        "default: this machine");
     cli::OptionSpec strategy;
     strategy.name = "strategy";
     strategy.valueName = "NAME";
@@ -140,10 +141,16 @@ int runDeviceMap(int argc, char **argv)
     if (parser.isSet("no_split")) {
         std::vector<std::string> classes = parser.values("no_split");
         if (std::find(classes.begin(), classes.end(), "none") != classes.end()) {
-            if (classes.size() > 1)
+            if (classes.size() > 1) {
+                std::string others;
+                for (const std::string &c : classes)
+                    others += c == "none" ? std::string() : (others.empty() ? "" : ", ") + c;
                 return fail(Error{ErrorCode::InvalidInput,
-                                  "--no_split: \"none\" means no class and cannot be combined with class names",
+                                  "--no_split: \"none\" means no class and cannot be combined with class names (got "
+                                  "none and " +
+                                      others + ")",
                                   {}});
+            }
             classes.clear();
         }
         options.noSplitClasses = classes;
@@ -159,6 +166,11 @@ int runDeviceMap(int argc, char **argv)
     options.offloadBuffers = parser.isSet("offload_buffers");
     options.cleanResult = !parser.isSet("no_clean");
     options.fallbackAllocation = parser.isSet("fallback_allocation");
+    if (parser.isSet("max_memory") && parser.isSet("env_json"))
+        return fail(Error{ErrorCode::InvalidInput,
+                          "--max_memory and --env_json cannot be combined: --max_memory gives every budget, "
+                          "--env_json reads them from a report",
+                          {}});
     if (auto spec = parser.value("max_memory")) {
         auto budgets = bigmodel::parseMaxMemory(*spec);
         if (!budgets)
@@ -184,6 +196,21 @@ int runDeviceMap(int argc, char **argv)
     auto model = bigmodel::loadModel(*parser.firstPositional("MODEL"));
     if (!model)
         return fail(model.error());
+    if (!model->config) {
+        // Without a config.json of a known family the tree comes from the tensor names alone.
+        if (options.noSplitClasses && !options.noSplitClasses->empty())
+            return fail(Error{ErrorCode::InvalidInput,
+                              "--no_split " + options.noSplitClasses->front() +
+                                  ": the model has no config.json of a known family (gpt2, llama, mistral, qwen2, "
+                                  "mixtral), so its module classes are unknown and no class can be kept whole; "
+                                  "put config.json beside the checkpoint, or use --no_split none",
+                              *parser.firstPositional("MODEL")});
+        model->structure.warnings.push_back(
+            "no config.json of a known family: planned from the tensor names alone, without module classes "
+            "(so no no-split block), modules that hold no tensor (dropouts, activations), buffers the "
+            "checkpoint does not store (rotary inv_freq) or an output head it leaves out as tied; modules in "
+            "the names' natural order, output heads last");
+    }
     for (const std::string &w : model->structure.warnings)
         std::fprintf(stderr, "accel device-map: warning: %s\n", w.c_str());
     const auto result = bigmodel::inferAutoDeviceMap(model->structure, options);

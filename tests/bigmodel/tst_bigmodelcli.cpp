@@ -299,6 +299,95 @@ private Q_SLOTS:
         QVERIFY(r.out.contains("--max-memory") || r.out.contains("--max_memory"));
     }
 
+    // Every refusal of accel device-map: exit 2, one line naming the option, the value and what is valid.
+    void deviceMapRefusals_data()
+    {
+        QTest::addColumn<QStringList>("args");
+        QTest::addColumn<QStringList>("named");
+        QTest::newRow("none with classes")
+            << QStringList{"--no_split", "none", "LlamaMLP", "LlamaAttention", "--max_memory", "cpu=1GB"}
+            << QStringList{"--no_split: \"none\" means no class and cannot be combined with class names (got none "
+                           "and LlamaMLP, LlamaAttention)"};
+        QTest::newRow("classes with none") << QStringList{"--no_split", "LlamaMLP", "none", "--max_memory", "cpu=1GB"}
+                                           << QStringList{"(got none and LlamaMLP)"};
+        QTest::newRow("backend-qualified device")
+            << QStringList{"--max_memory", "xpu:0=1GB,cpu=1GB"}
+            << QStringList{"--max-memory: max_memory: device \"xpu:0\" is not recognized", "mps, cpu and disk",
+                           "for xpu:0 write 0"};
+        QTest::newRow("cuda device") << QStringList{"--max_memory", "cuda:1=1GB"}
+                                     << QStringList{"device \"cuda:1\" is not recognized", "for cuda:1 write 1"};
+        QTest::newRow("device twice") << QStringList{"--max_memory", "0=1GB,cpu=1GB,0=2GB"}
+                                      << QStringList{"max_memory: device 0 is given twice"};
+        QTest::newRow("not DEVICE=SIZE") << QStringList{"--max_memory", "0"}
+                                         << QStringList{"\"0\" is not DEVICE=SIZE (e.g. 0=10GiB,cpu=30GiB)"};
+        QTest::newRow("empty budgets") << QStringList{"--max_memory", " , "}
+                                       << QStringList{"max_memory is empty (e.g. 0=10GiB,cpu=30GiB)"};
+        QTest::newRow("negative GPU index")
+            << QStringList{"--max_memory", "-1=1GB"} << QStringList{"device \"-1\" is not recognized"};
+        QTest::newRow("budgets and report") << QStringList{"--max_memory", "cpu=1GB", "--env_json", "env.json"}
+                                            << QStringList{"--max_memory and --env_json cannot be combined"};
+        QTest::newRow("missing report") << QStringList{"--env_json", "missing-env.json"}
+                                        << QStringList{"missing-env.json"};
+        QTest::newRow("report not JSON") << QStringList{"--env_json", "not-json.txt"}
+                                         << QStringList{"not-json.txt: not valid JSON"};
+        QTest::newRow("dtype") << QStringList{"--dtype", "float12", "--max_memory", "cpu=1GB"}
+                               << QStringList{"--dtype: ", "float12"};
+        QTest::newRow("strategy") << QStringList{"--strategy", "greedy"}
+                                  << QStringList{"greedy", "auto, balanced, balanced_low_0"};
+        QTest::newRow("no-split class without config")
+            << QStringList{"--no_split", "LlamaDecoderLayer", "--max_memory", "cpu=1GB", "@NOCONFIG"}
+            << QStringList{"--no_split LlamaDecoderLayer: the model has no config.json of a known family",
+                           "use --no_split none"};
+    }
+
+    void deviceMapRefusals()
+    {
+        QFETCH(QStringList, args);
+        QFETCH(QStringList, named);
+        // A copy of the checkpoint without its config.json, for the header-only case.
+        const QString noConfig = m_dir.path() + "/tiny-no-config";
+        if (!QFileInfo::exists(noConfig)) {
+            QVERIFY(QDir().mkpath(noConfig));
+            for (const QString &f : QDir(m_model).entryList({"*.safetensors*"}, QDir::Files))
+                QVERIFY(QFile::copy(m_model + "/" + f, noConfig + "/" + f));
+        }
+        QVERIFY(fileutil::writeFileAtomic(m_dir.path().toStdString() + "/not-json.txt", "GPU 0: 80 GB"));
+        QStringList full{"device-map"};
+        full << (args.removeAll("@NOCONFIG") ? noConfig : m_model);
+        for (const QString &a : args)
+            full << (a.endsWith(".json") || a.endsWith(".txt") ? m_dir.path() + "/" + a : a);
+        const auto r = test::runAccel(full);
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.out.isEmpty(), qPrintable(r.out));
+        QVERIFY2(r.err.startsWith("accel device-map: ") && r.err.trimmed().count('\n') == 0, qPrintable(r.err));
+        for (const QString &n : named)
+            QVERIFY2(r.err.contains(n), qPrintable(r.err + " lacks " + n));
+    }
+
+    // Planned from the headers alone, the map says what it could not know; with --no_split none it plans.
+    void deviceMapWithoutConfigSaysWhatItCannotKnow()
+    {
+        const QString noConfig = m_dir.path() + "/tiny-headers-only";
+        QVERIFY(QDir().mkpath(noConfig));
+        for (const QString &f : QDir(m_model).entryList({"*.safetensors*"}, QDir::Files))
+            QVERIFY(QFile::copy(m_model + "/" + f, noConfig + "/" + f));
+        const auto r =
+            test::runAccel({"device-map", noConfig, "--max_memory", "cpu=1GB", "--no_split", "none", "--json"});
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY2(r.err.contains("warning: no config.json of a known family: planned from the tensor names alone, "
+                                "without module classes"),
+                 qPrintable(r.err));
+        const auto j = parseJson(r.out);
+        QCOMPARE(j["no_split"], nlohmann::json::array());
+        // The config's tie is unknown and the checkpoint holds an lm_head: 11408 parameters as floats.
+        QCOMPARE(j["total_bytes"].get<uint64_t>(), uint64_t(11408 * 4));
+        // With config.json the rotary buffers (not in the checkpoint) are counted too.
+        const auto withConfig = test::runAccel({"device-map", m_model, "--max_memory", "cpu=1GB", "--json"});
+        QCOMPARE(withConfig.exitCode, 0);
+        QVERIFY2(!withConfig.err.contains("no config.json"), qPrintable(withConfig.err));
+        QVERIFY(parseJson(withConfig.out)["total_bytes"].get<uint64_t>() > uint64_t(11408 * 4));
+    }
+
     void inspectSharded()
     {
         const auto r = test::runAccel({"inspect", m_model, "--json", "--tensors"});
