@@ -174,24 +174,32 @@ void StragglerDetector::evaluate()
 {
     if (!m_store)
         return;
-    std::map<int, double> medians;
+    // Each rank's median step time over its newest window, sorted by value (then rank): the
+    // median of the other ranks is then read off the sorted list with the rank's own entry
+    // skipped, O(R log R) per append instead of a median over R - 1 values for each of R ranks.
+    std::vector<std::pair<double, int>> sorted;
     for (int rank : m_store->ranks()) {
         const Series *times = m_store->stepTimes(rank);
         if (rank < 0 || !times || times->size() < static_cast<size_t>(std::max(1, m_settings.minimumSteps)))
             continue;
         const double value = median(newest(*times, m_settings.window));
         if (std::isfinite(value))
-            medians[rank] = value;
+            sorted.emplace_back(value, rank);
     }
-    if (medians.size() < 2)
+    if (sorted.size() < 2)
         return;
-    for (const auto &[rank, own] : medians) {
-        std::vector<double> others;
-        for (const auto &[other, value] : medians) {
-            if (other != rank)
-                others.push_back(value);
-        }
-        const double reference = median(others);
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<std::pair<int, size_t>> byRank; // events go out in rank order
+    byRank.reserve(sorted.size());
+    for (size_t i = 0; i < sorted.size(); ++i)
+        byRank.emplace_back(sorted[i].second, i);
+    std::sort(byRank.begin(), byRank.end());
+    const size_t others = sorted.size() - 1;
+    for (const auto &[rank, own_index] : byRank) {
+        const auto other = [&, own = own_index](size_t k) { return sorted[k < own ? k : k + 1].first; };
+        const double own = sorted[own_index].first;
+        const double reference =
+            others % 2 == 1 ? other(others / 2) : (other(others / 2 - 1) + other(others / 2)) / 2.0;
         const bool slow = own > reference * (1.0 + m_settings.margin);
         const bool known = m_stragglers.contains(rank);
         if (slow == known)

@@ -1,4 +1,6 @@
+#include "monitor/derivedseries.h"
 #include "monitor/detectors.h"
+#include "monitor/metricsparser.h"
 #include "monitor/rundirectoryfollower.h"
 
 #include <QDateTime>
@@ -8,6 +10,8 @@
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
+
+#include <random>
 
 using namespace accel::monitor;
 
@@ -155,6 +159,72 @@ private Q_SLOTS:
         QCOMPARE(suspected.size(), 0);
         appendTo(run.metricsFile(0), line(0, 1)); // one step, then nothing: now it can hang
         QTRY_COMPARE_WITH_TIMEOUT(suspected.size(), 1, 3000);
+    }
+
+    // Many ranks and few (both parities of "the others"), step times drawn at random with a few
+    // slow ranks coming and going: after every batch the detector's stragglers are exactly the
+    // ranks whose windowed median exceeds the median of the other ranks' medians by the margin,
+    // computed here from the definition.
+    void manyRanksFollowTheDefinition_data()
+    {
+        QTest::addColumn<int>("ranks");
+        QTest::newRow("64 ranks") << 64;
+        QTest::newRow("63 ranks") << 63;
+        QTest::newRow("5 ranks") << 5;
+        QTest::newRow("4 ranks") << 4;
+    }
+    void manyRanksFollowTheDefinition()
+    {
+        QFETCH(int, ranks);
+        const StragglerSettings settings{0.2, 6, 3};
+        MetricStore store;
+        StragglerDetector detector(&store);
+        detector.setSettings(settings);
+        std::mt19937 random(20261127u + static_cast<unsigned>(ranks));
+        std::uniform_real_distribution<double> jitter(0.95, 1.05);
+        std::vector<std::vector<double>> times(static_cast<size_t>(ranks));
+        int flips = 0;
+        QList<int> previous;
+        for (int step = 1; step <= 60; ++step) {
+            QByteArray text;
+            for (int rank = 0; rank < ranks; ++rank) {
+                // Two ranks are slow in some phases; a third sits right at the margin.
+                const bool slow = (rank == 1 && step > 10 && step < 35) || (rank == ranks - 2 && step > 25);
+                const double base = rank == ranks / 2 ? 0.12 : 0.10;
+                const double seconds = base * (slow ? 1.5 : 1.0) * jitter(random);
+                if (step > 1) // the store times steps from the second one on
+                    times[static_cast<size_t>(rank)].push_back(seconds);
+                text += "{\"v\":1,\"time\":" + QByteArray::number(1000.0 + step, 'f', 3) +
+                        ",\"rank\":" + QByteArray::number(rank) + ",\"step\":" + QByteArray::number(step) +
+                        ",\"loss\":1.0,\"step_time_s\":" + QByteArray::number(seconds, 'g', 17) + "}\n";
+            }
+            MetricsParser parser;
+            MetricBatch batch;
+            parser.feed(text, batch);
+            store.append(batch); // the detector evaluates on samplesAppended
+
+            std::vector<double> medians;
+            for (const auto &series : times) {
+                if (series.size() < static_cast<size_t>(settings.minimumSteps))
+                    continue;
+                const auto from = series.end() - std::min<std::ptrdiff_t>(settings.window, series.size());
+                medians.push_back(median(std::vector<double>(from, series.end())));
+            }
+            QList<int> expected = previous;
+            if (medians.size() >= 2) {
+                expected.clear();
+                for (size_t rank = 0; rank < medians.size(); ++rank) {
+                    std::vector<double> others = medians;
+                    others.erase(others.begin() + static_cast<std::ptrdiff_t>(rank));
+                    if (medians[rank] > median(others) * (1.0 + settings.margin))
+                        expected.append(static_cast<int>(rank));
+                }
+            }
+            QCOMPARE(detector.stragglers(), expected);
+            flips += expected != previous ? 1 : 0;
+            previous = expected;
+        }
+        QVERIFY2(flips >= 3, "the scenario must make ranks become and stop being stragglers");
     }
 
     void slowRankIsAStraggler()
