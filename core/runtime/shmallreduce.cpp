@@ -1,13 +1,11 @@
 #include "core/runtime/shmallreduce.h"
 
-#include "core/rundir/shmsegments.h"
+#include "core/runtime/shmsegment.h"
 
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <fcntl.h>
-#include <random>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -15,20 +13,9 @@ namespace accel::runtime {
 
 namespace {
 
-constexpr size_t kLine = 64; // one counter per cache line
-constexpr int kArrived = 0;  // slot written for this sequence number
-constexpr int kReduced = 1;  // own chunk of the result written
+constexpr int kArrived = 0; // slot written for this sequence number
+constexpr int kReduced = 1; // own chunk of the result written
 constexpr int kCounterKinds = 2;
-
-std::string text(const std::vector<uint8_t> &bytes)
-{
-    return std::string(bytes.begin(), bytes.end());
-}
-
-std::vector<uint8_t> bytes(const std::string &value)
-{
-    return std::vector<uint8_t>(value.begin(), value.end());
-}
 
 size_t roundUp(size_t value, size_t to)
 {
@@ -37,13 +24,7 @@ size_t roundUp(size_t value, size_t to)
 
 size_t headerBytes(int world)
 {
-    return roundUp(size_t(kCounterKinds) * size_t(world) * kLine, 4096);
-}
-
-// The host part of what rendezvous stored under rank/<N>: "<host> pid <pid>".
-std::string hostOf(const std::string &value)
-{
-    return value.substr(0, value.find(" pid "));
+    return roundUp(size_t(kCounterKinds) * size_t(world) * kCounterLine, 4096);
 }
 
 size_t slotBytes(int64_t elements, c10::ScalarType dtype)
@@ -69,77 +50,14 @@ std::unique_ptr<ShmAllReduce> ShmAllReduce::create(c10d::Store &store, int rank,
     static int generation = 0;
     const std::string prefix = "shm/" + std::to_string(generation++) + "/";
     const size_t mapped = segmentBytes(world, buckets, dtype);
-
-    // 1. Can this rank take part? Same host as every other rank, allowed, and the segment maps.
-    std::string problem;
     const char *setting = std::getenv("ACCEL_SHM_ALLREDUCE");
-    if (setting && std::strcmp(setting, "0") == 0)
-        problem = "ACCEL_SHM_ALLREDUCE=0";
-    if (problem.empty()) {
-        const std::string mine = hostOf(text(store.get("rank/" + std::to_string(rank))));
-        for (int r = 0; r < world && problem.empty(); ++r) {
-            if (hostOf(text(store.get("rank/" + std::to_string(r)))) != mine)
-                problem = "rank " + std::to_string(r) + " runs on another host";
-        }
-    }
-    std::string name;
-    int fd = -1;
-    if (problem.empty()) {
-        if (rank == 0) {
-            std::random_device random;
-            // Named after this process: if it dies before the unlink below, the supervisor removes
-            // the segment once the rank has exited (core/rundir/shmsegments.h).
-            name = rundir::allReduceSegmentName(::getpid(), random());
-            fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-            if (fd >= 0 && ::ftruncate(fd, off_t(mapped)) != 0) {
-                ::close(fd);
-                ::shm_unlink(name.c_str());
-                fd = -1;
-            }
-            store.set(prefix + "name", bytes(fd >= 0 ? name : std::string()));
-        } else {
-            name = text(store.get(prefix + "name"));
-            if (!name.empty())
-                fd = ::shm_open(name.c_str(), O_RDWR, 0600);
-        }
-        if (fd < 0)
-            problem = "shared memory " + (name.empty() ? std::string("segment") : name) +
-                      " is not available: " + std::strerror(errno);
-    } else if (rank == 0) {
-        store.set(prefix + "name", bytes(std::string()));
-    } else {
-        store.get(prefix + "name");
-    }
-    void *base = MAP_FAILED;
-    if (fd >= 0) {
-        base = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        ::close(fd);
-        if (base == MAP_FAILED)
-            problem = std::string("cannot map the shared memory: ") + std::strerror(errno);
-    }
-
-    // 2. Agree: shared memory only when every rank can use it.
-    store.set(prefix + "ok/" + std::to_string(rank), bytes(problem.empty() ? "1" : "0:" + problem));
-    std::vector<std::string> keys;
+    const std::string disabledBy = setting && std::strcmp(setting, "0") == 0 ? "ACCEL_SHM_ALLREDUCE=0" : "";
+    std::vector<int> members;
     for (int r = 0; r < world; ++r)
-        keys.push_back(prefix + "ok/" + std::to_string(r));
-    store.wait(keys);
-    std::string refusal;
-    for (int r = 0; r < world && refusal.empty(); ++r) {
-        const std::string answer = text(store.get(keys[size_t(r)]));
-        if (answer != "1")
-            refusal = "rank " + std::to_string(r) + ": " + answer.substr(2);
-    }
-    // Every rank has mapped (or given up on) the segment: its name is no longer needed.
-    if (rank == 0 && !name.empty())
-        ::shm_unlink(name.c_str());
-    if (!refusal.empty()) {
-        if (base != MAP_FAILED)
-            ::munmap(base, mapped);
-        if (why)
-            *why = refusal;
+        members.push_back(r);
+    void *base = mapSharedSegment(store, prefix, rank, members, mapped, disabledBy, why);
+    if (!base)
         return nullptr;
-    }
     return std::unique_ptr<ShmAllReduce>(new ShmAllReduce(rank, world, buckets, dtype, timeoutS, base, mapped));
 }
 
@@ -231,28 +149,7 @@ void ShmAllReduce::run()
 
 void ShmAllReduce::waitAll(int which, uint64_t sequence)
 {
-    auto *counters = static_cast<char *>(m_base);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(m_timeoutS);
-    for (int r = 0; r < m_world; ++r) {
-        auto *counter = reinterpret_cast<std::atomic<uint64_t> *>(counters + (size_t(which) * m_world + r) * kLine);
-        for (int spins = 0; counter->load(std::memory_order_acquire) < sequence; ++spins) {
-            if (spins < 64)
-                continue;
-            // The peer is still computing: give it the core.
-            if (spins < 256) {
-                std::this_thread::yield();
-                continue;
-            }
-            std::this_thread::sleep_for(std::chrono::microseconds(20));
-            if (m_stop.load(std::memory_order_relaxed))
-                throw std::runtime_error("shared-memory all-reduce: stopped while waiting for rank " +
-                                         std::to_string(r));
-            if ((spins & 255) == 0 && std::chrono::steady_clock::now() > deadline)
-                throw std::runtime_error("shared-memory all-reduce: rank " + std::to_string(r) +
-                                         " did not reach step " + std::to_string(sequence) + " within " +
-                                         std::to_string(int(m_timeoutS)) + " s (a peer rank stopped or hangs)");
-        }
-    }
+    waitForCounters(m_base, which, m_world, sequence, m_timeoutS, m_stop, "shared-memory all-reduce");
 }
 
 void ShmAllReduce::meanInto(size_t bucket, const std::vector<torch::Tensor> &outputs)
@@ -302,10 +199,8 @@ void ShmAllReduce::meanInto(size_t bucket, const std::vector<torch::Tensor> &out
 void ShmAllReduce::reduce(Work &work)
 {
     const size_t bucket = work.bucket;
-    auto *counters = static_cast<char *>(m_base);
     const auto publish = [&](int which, uint64_t sequence) {
-        reinterpret_cast<std::atomic<uint64_t> *>(counters + (size_t(which) * m_world + m_rank) * kLine)
-            ->store(sequence, std::memory_order_release);
+        publishCounter(m_base, which, m_world, m_rank, sequence);
     };
     const int64_t n = m_buckets[bucket];
     const size_t stride = slotBytes(n, m_dtype);

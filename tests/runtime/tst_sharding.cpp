@@ -68,6 +68,8 @@ private Q_SLOTS:
         QTest::newRow("ZeRO-1 x2") << 2 << 2 << ds + QStringList{"ACCELERATE_DEEPSPEED_ZERO_STAGE=1"} << "ZeRO-1";
         QTest::newRow("ZeRO-2 x2") << 2 << 2 << ds + QStringList{"ACCELERATE_DEEPSPEED_ZERO_STAGE=2"} << "ZeRO-2";
         QTest::newRow("ZeRO-3 x2") << 2 << 2 << ds + QStringList{"ACCELERATE_DEEPSPEED_ZERO_STAGE=3"} << "ZeRO-3";
+        QTest::newRow("ZeRO-3 x4 process group")
+            << 4 << 4 << ds + QStringList{"ACCELERATE_DEEPSPEED_ZERO_STAGE=3", "ACCEL_SHM_COLLECTIVES=0"} << "ZeRO-3";
         QTest::newRow("ZeRO-3 x4 offload") << 4 << 4
                                            << ds + QStringList{"ACCELERATE_DEEPSPEED_ZERO_STAGE=3",
                                                                "ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE=cpu",
@@ -111,6 +113,10 @@ private Q_SLOTS:
         QVERIFY2(job.ok, qPrintable(job.errors));
         QCOMPARE(readLines(out, "strategy "), QStringList{"strategy " + strategy});
         QCOMPARE(readLines(ddp, "strategy "), QStringList{"strategy DDP"});
+        // Ranks of one host share memory unless it is switched off.
+        QCOMPARE(readLines(out, "transport "),
+                 QStringList{env.contains("ACCEL_SHM_COLLECTIVES=0") ? "transport process-group"
+                                                                     : "transport shared-memory"});
         const double worst = worstDifference(readLines(out, "param "), readLines(ddp, "param "));
         QVERIFY2(worst <= 1e-5, qPrintable(QString("parameters differ from DDP by %1").arg(worst)));
         // Same losses along the way, too.

@@ -26,14 +26,21 @@ void ProcessGroupCollectives::reduceScatterSum(torch::Tensor &output, const torc
 
 void ProcessGroupCollectives::allGather(torch::Tensor &output, const torch::Tensor &input)
 {
+    allGatherAsync(output, input)();
+}
+
+Collectives::Pending ProcessGroupCollectives::allGatherAsync(torch::Tensor output, torch::Tensor input)
+{
     TORCH_CHECK(output.numel() == input.numel() * size(), "allGather: output holds ", output.numel(),
                 " elements, expected ", input.numel() * size());
     if (size() == 1) {
         output.copy_(input);
-        return;
+        return [] {};
     }
     torch::Tensor in = input.contiguous();
-    m_group->_allgather_base(output, in)->wait();
+    auto work = m_group->_allgather_base(output, in);
+    // The work keeps its tensors alive until it completes.
+    return [work, output, in] { work->wait(); };
 }
 
 } // namespace accel::runtime

@@ -1,7 +1,8 @@
 // Collectives: the three operations the distributed strategies need (sum all-reduce, sum
 // reduce-scatter into a tensor, all-gather into a tensor) behind one interface, so a strategy
 // does not care whether the bytes travel through a c10d process group (gloo on CPU, NCCL on GPUs)
-// or another transport. Includes libtorch: only torch .cpp files include it.
+// or shared memory between the ranks of one host (shmcollectives.h). Includes libtorch: only torch .cpp files include
+// it.
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -24,6 +25,16 @@ public:
     virtual void reduceScatterSum(torch::Tensor &output, const torch::Tensor &input) = 0;
     // output holds size() chunks of input's size; chunk r is rank r's input.
     virtual void allGather(torch::Tensor &output, const torch::Tensor &input) = 0;
+    // The same, started now and finished by calling the returned function (which rethrows a
+    // failure), so that computation overlaps the transfer (the sharding engine's prefetch).
+    // Neither tensor may be touched until then. Every rank starts the same operations in the same
+    // order; a later operation of this object waits for the earlier ones.
+    using Pending = std::function<void()>;
+    virtual Pending allGatherAsync(torch::Tensor output, torch::Tensor input)
+    {
+        allGather(output, input);
+        return [] {};
+    }
     virtual std::string transport() const = 0;
 };
 
@@ -36,6 +47,7 @@ public:
     void allReduceSum(torch::Tensor &tensor) override;
     void reduceScatterSum(torch::Tensor &output, const torch::Tensor &input) override;
     void allGather(torch::Tensor &output, const torch::Tensor &input) override;
+    Pending allGatherAsync(torch::Tensor output, torch::Tensor input) override;
     std::string transport() const override { return "process-group"; }
 
 private:
