@@ -25,6 +25,43 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// FP8 under a sharded plan (docs/fp8.md "Sharded training"). TE and AO act on each Linear's
+// computation, for which the engine has gathered the unit's whole weight, so they run under every
+// ZeRO stage and FSDP strategy. MS-AMP keeps scaled FP16 weights with FP8 gradients and moments,
+// which its own ZeRO optimizer partitions (msamp.deepspeed; under FSDP Accelerate refuses MS-AMP):
+// not implemented. Nor is torchao's all-gather of FP8 weight shards under FSDP2.
+Result<void> checkFp8Sharding(const Fp8Config &fp8, ShardingPlan &plan)
+{
+    if (!plan.sharded())
+        return {};
+    if (fp8.backend == Fp8Backend::MsAmp)
+        return makeError(ErrorCode::Unsupported,
+                         plan.describe() + " with " + fp8.describe() +
+                             " is not implemented: MS-AMP's FP8 weight gradients and moments need its own ZeRO "
+                             "optimizer (msamp.deepspeed), and Accelerate refuses MS-AMP under FSDP; use DDP, or "
+                             "ACCELERATE_FP8_BACKEND=TE or AO");
+    if (fp8.backend != Fp8Backend::Ao)
+        return {};
+    if (plan.source == ShardingSource::Fsdp && plan.cpuRamEfficientLoading)
+        return makeError(ErrorCode::Unsupported,
+                         "FSDP_CPU_RAM_EFFICIENT_LOADING=true with " + fp8.describe() +
+                             " is refused (Accelerate refuses torchao's FP8 with CPU-RAM-efficient loading too)");
+    if (!fp8.enableFsdpFloat8AllGather)
+        return {};
+    if (plan.source == ShardingSource::Fsdp && plan.fsdpVersion == 2)
+        return makeError(ErrorCode::Unsupported,
+                         "ACCELERATE_FP8_ENABLE_FSDP_FLOAT8_ALL_GATHER=true (fp8_config enable_fsdp_float8_all_gather, "
+                         "on by default for AO) under " +
+                             plan.describe() +
+                             ": the all-gather of FP8 weight shards is not implemented (the engine gathers the "
+                             "shards in their own dtype); set it to false: each converted Linear then quantises its "
+                             "gathered weight with the scale of the whole weight's amax, which is the scale torchao's "
+                             "FP8 all-gather computes");
+    plan.notes.push_back("ACCELERATE_FP8_ENABLE_FSDP_FLOAT8_ALL_GATHER=true has no effect under " + plan.strategy +
+                         ": torchao's FP8 all-gather works with FSDP2 (fully_shard) only");
+    return {};
+}
+
 } // namespace
 
 // ---- AutocastGuard ---------------------------------------------------------------------------
@@ -144,14 +181,12 @@ Result<std::unique_ptr<Accelerator>> Accelerator::create(const AcceleratorOption
     if (plan->gradientAccumulationSteps > 0 && env.gradientAccumulationSteps == 0)
         d->accumulationSteps = plan->gradientAccumulationSteps;
     d->plan = *plan;
-    if (d->precision == MixedPrecision::Fp8 && d->plan.sharded())
-        return makeError(ErrorCode::Unsupported, d->plan.describe() +
-                                                     " with mixed precision fp8 is not implemented (FP8 "
-                                                     "Linear layers are not gathered from shards); use DDP");
     if (d->precision == MixedPrecision::Fp8) {
         // The recipe ACCELERATE_FP8_* asks for, or the reason it cannot run: never bf16 instead.
         if (!env.fp8)
             return tl::unexpected(env.fp8.error());
+        if (auto fits = checkFp8Sharding(*env.fp8, d->plan); !fits)
+            return tl::unexpected(fits.error());
         Private *p = d.get();
         auto fp8 = Fp8Training::create(*env.fp8, [p](std::vector<float> &amax) {
             if (!p->group || amax.empty())

@@ -2,6 +2,7 @@
 // layers and trains with them (it used to train bf16 silently), MS-AMP replaces the optimizer,
 // what is not implemented is refused by name before training starts, two real accel-worker
 // ranks train the gpt recipe under each recipe, and checkpoints resume FP8 runs bit for bit.
+#include "core/bigmodel/safetensors.h"
 #include "core/runtime/accelerator.h"
 #include "core/runtime/precision/msampadamw.h"
 #include "core/runtime/training.h"
@@ -19,6 +20,7 @@
 
 #include <torch/torch.h>
 
+#include <cstring>
 #include <map>
 
 using namespace accel::runtime;
@@ -131,6 +133,10 @@ private Q_SLOTS:
     void msampResumesBitwise_data();
     void msampResumesBitwise();
     void teResumesBitwiseInANewProcess();
+    void shardedTrainsLikeDdp_data();
+    void shardedTrainsLikeDdp();
+    void shardingRefusalsNameTheSetting_data();
+    void shardingRefusalsNameTheSetting();
 };
 
 void tst_Fp8Accelerator::refusesWhatIsNotImplementedByName()
@@ -433,6 +439,132 @@ void tst_Fp8Accelerator::teResumesBitwiseInANewProcess()
     QVERIFY(!run.ok);
     QVERIFY2(run.output.contains(QStringLiteral("amax_history has 4 rows; this run's amax_history_len is 8")),
              qPrintable(run.output.right(2000)));
+}
+
+namespace {
+
+// A gpt job of 2 blocks (each a sharding unit, the model the root) in `dir`, 12 steps, no gradient
+// clipping (its norm would be summed over shards in another order than over whole tensors).
+QString shardedJob(const QString &dir, const QString &name)
+{
+    QFile job(QDir(dir).filePath(name + QStringLiteral(".yaml")));
+    if (!job.open(QIODevice::WriteOnly))
+        return {};
+    job.write(QStringLiteral("recipe: gpt\nseed: 5\noutput_dir: %1\n"
+                             "model: {n_layer: 2, n_head: 2, n_embd: 32, block_size: 32}\n"
+                             "data: {corpus: \"%2\"}\n"
+                             "training: {max_steps: 12, batch_size: 4, log_every: 4, learning_rate: 3.0e-3, "
+                             "grad_clip: 0}\n"
+                             "sample: {length: 0}\n")
+                  .arg(name, accel::test::sourceDir() + QStringLiteral("/resources/corpus/corpus.txt"))
+                  .toUtf8());
+    return job.fileName();
+}
+
+} // namespace
+
+void tst_Fp8Accelerator::shardedTrainsLikeDdp_data()
+{
+    QTest::addColumn<QString>("backend");
+    QTest::addColumn<QStringList>("sharding");
+    const QStringList fullShard{QStringLiteral("ACCELERATE_USE_FSDP=true"), QStringLiteral("FSDP_VERSION=1"),
+                                QStringLiteral("FSDP_SHARDING_STRATEGY=FULL_SHARD"),
+                                QStringLiteral("FSDP_AUTO_WRAP_POLICY=TRANSFORMER_BASED_WRAP")};
+    const QStringList fullyShard{QStringLiteral("ACCELERATE_USE_FSDP=true"), QStringLiteral("FSDP_VERSION=2"),
+                                 QStringLiteral("FSDP_AUTO_WRAP_POLICY=TRANSFORMER_BASED_WRAP"),
+                                 QStringLiteral("ACCELERATE_FP8_ENABLE_FSDP_FLOAT8_ALL_GATHER=false")};
+    const QStringList zero{QStringLiteral("ACCELERATE_USE_DEEPSPEED=true")};
+    QTest::newRow("TE FULL_SHARD") << QStringLiteral("TE") << fullShard;
+    QTest::newRow("AO FULL_SHARD") << QStringLiteral("AO") << fullShard;
+    QTest::newRow("TE ZeRO-3") << QStringLiteral("TE") << zero + QStringList{"ACCELERATE_DEEPSPEED_ZERO_STAGE=3"};
+    QTest::newRow("AO ZeRO-1") << QStringLiteral("AO") << zero + QStringList{"ACCELERATE_DEEPSPEED_ZERO_STAGE=1"};
+    QTest::newRow("AO fully_shard") << QStringLiteral("AO") << fullyShard;
+}
+
+// FP8 under sharding: TE and AO quantise the weight the engine gathered for the unit, so 2 ranks under
+// FSDP / ZeRO reach the parameters 2 DDP ranks reach with the same recipe. With 2 ranks the
+// gradient sum is a/2 + b/2 under both (FSDP divides by 2 before its reduce-scatter, DDP before its
+// all-reduce) and AdamW works element by element, so the result is expected bit for bit; the test
+// also reports the largest difference.
+void tst_Fp8Accelerator::shardedTrainsLikeDdp()
+{
+    QFETCH(QString, backend);
+    QFETCH(QStringList, sharding);
+    if (!QFile::exists(QDir(accel::test::binDir()).filePath(QStringLiteral("accel-worker"))))
+        QSKIP("accel-worker is not built");
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QStringList fp8{QStringLiteral("ACCELERATE_MIXED_PRECISION=fp8"),
+                          QStringLiteral("ACCELERATE_FP8_BACKEND=") + backend};
+    WorkerRun ddp =
+        runWorkers(dir.path(), shardedJob(dir.path(), QStringLiteral("ddp")), fp8, QStringLiteral("ddp"), 2);
+    QVERIFY2(ddp.ok, qPrintable(ddp.output.right(2000)));
+    WorkerRun sharded = runWorkers(dir.path(), shardedJob(dir.path(), QStringLiteral("sharded")), fp8 + sharding,
+                                   QStringLiteral("sharded"), 2);
+    QVERIFY2(sharded.ok, qPrintable(sharded.output.right(3000)));
+    QVERIFY2(sharded.output.contains(QStringLiteral("converted")), qPrintable(sharded.output.right(2000)));
+    const QString strategy = QString(QTest::currentDataTag()).section(' ', 1);
+    QVERIFY2(sharded.output.contains(QStringLiteral("process(es), ") + strategy),
+             qPrintable(sharded.output.right(2000)));
+    QVERIFY2(ddp.output.contains(QStringLiteral("process(es), DDP")), qPrintable(ddp.output.right(2000)));
+
+    auto a =
+        accel::bigmodel::SafetensorsFile::open(dir.filePath(QStringLiteral("ddp/model.safetensors")).toStdString());
+    auto b =
+        accel::bigmodel::SafetensorsFile::open(dir.filePath(QStringLiteral("sharded/model.safetensors")).toStdString());
+    QVERIFY(a && b);
+    QCOMPARE((*a)->tensors().size(), (*b)->tensors().size());
+    double worst = 0;
+    int64_t differing = 0, total = 0;
+    for (const auto &tensor : (*a)->tensors()) {
+        const auto *other = (*b)->find(tensor.name);
+        QVERIFY2(other && other->byteSize() == tensor.byteSize() && other->dtype == tensor.dtype, tensor.name.c_str());
+        if (tensor.dtype != accel::bigmodel::DType::F32)
+            continue;
+        const auto *x = reinterpret_cast<const float *>(tensor.data);
+        const auto *y = reinterpret_cast<const float *>(other->data);
+        for (uint64_t i = 0; i < tensor.byteSize() / 4; ++i, ++total) {
+            differing += std::memcmp(x + i, y + i, 4) != 0 ? 1 : 0;
+            worst = std::max(worst, double(std::abs(x[i] - y[i])));
+        }
+    }
+    qInfo("%s on 2 ranks, 12 steps: %lld of %lld parameters differ from DDP's bits, largest difference %g",
+          QTest::currentDataTag(), (long long)differing, (long long)total, worst);
+    QVERIFY(total > 0);
+    QCOMPARE(differing, int64_t(0));
+}
+
+void tst_Fp8Accelerator::shardingRefusalsNameTheSetting_data()
+{
+    QTest::addColumn<QStringList>("vars");
+    QTest::addColumn<QString>("message");
+    QTest::newRow("MS-AMP FULL_SHARD") << QStringList{"ACCELERATE_FP8_BACKEND=MSAMP", "ACCELERATE_USE_FSDP=true",
+                                                      "FSDP_SHARDING_STRATEGY=FULL_SHARD"}
+                                       << QStringLiteral("with fp8 MS-AMP O2 is not implemented");
+    QTest::newRow("MS-AMP ZeRO-2") << QStringList{"ACCELERATE_FP8_BACKEND=MSAMP", "ACCELERATE_FP8_OPT_LEVEL=O1",
+                                                  "ACCELERATE_USE_DEEPSPEED=true", "ACCELERATE_DEEPSPEED_ZERO_STAGE=2"}
+                                   << QStringLiteral("with fp8 MS-AMP O1 is not implemented");
+    QTest::newRow("AO fully_shard FP8 all-gather")
+        << QStringList{"ACCELERATE_FP8_BACKEND=AO", "ACCELERATE_USE_FSDP=true", "FSDP_VERSION=2"}
+        << QStringLiteral(
+               "ACCELERATE_FP8_ENABLE_FSDP_FLOAT8_ALL_GATHER=true (fp8_config enable_fsdp_float8_all_gather");
+}
+
+// What FP8 under sharding does not implement is refused by name before training starts.
+void tst_Fp8Accelerator::shardingRefusalsNameTheSetting()
+{
+    QFETCH(QStringList, vars);
+    QFETCH(QString, message);
+    if (!QFile::exists(QDir(accel::test::binDir()).filePath(QStringLiteral("accel-worker"))))
+        QSKIP("accel-worker is not built");
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const WorkerRun run =
+        runWorkers(dir.path(), shardedJob(dir.path(), QStringLiteral("refused")),
+                   QStringList{QStringLiteral("ACCELERATE_MIXED_PRECISION=fp8")} + vars, QStringLiteral("refused"), 2);
+    QVERIFY(!run.ok);
+    QVERIFY2(run.output.contains(message), qPrintable(run.output.right(2000)));
+    QVERIFY(!QFile::exists(dir.filePath(QStringLiteral("refused/model.safetensors"))));
 }
 
 QTEST_GUILESS_MAIN(tst_Fp8Accelerator)

@@ -144,7 +144,7 @@ Fp8Training::Conversion Fp8Training::convert(const std::shared_ptr<torch::nn::Mo
             conversion.kept.emplace_back(name, why);
             continue;
         }
-        m_layers[linear->weight.data_ptr()] = {m_recipe->createLayer(info), linear->weight};
+        m_layers.push_back({m_recipe->createLayer(info), linear->weight});
         m_weights.push_back(linear->weight);
         weights.push_back(linear->weight);
         conversion.converted.push_back(name);
@@ -155,17 +155,18 @@ Fp8Training::Conversion Fp8Training::convert(const std::shared_ptr<torch::nn::Mo
 
 const Fp8Training::Layer *Fp8Training::find(const torch::Tensor &tensor, bool transposed) const
 {
-    if (m_layers.empty() || !tensor.defined() || tensor.dim() != 2)
+    if (m_layers.empty() || !tensor.defined() || tensor.dim() != 2 || !tensor.has_storage())
         return nullptr;
-    auto it = m_layers.find(tensor.data_ptr());
-    if (it == m_layers.end())
-        return nullptr;
-    const torch::Tensor &w = it->second.weight;
+    const c10::StorageImpl *storage = tensor.storage().unsafeGetStorageImpl();
     const int a = transposed ? 1 : 0, b = 1 - a;
-    if (tensor.size(0) != w.size(a) || tensor.size(1) != w.size(b) || tensor.stride(0) != w.stride(a) ||
-        tensor.stride(1) != w.stride(b))
-        return nullptr;
-    return &it->second;
+    for (const Layer &layer : m_layers) {
+        const torch::Tensor &w = layer.weight;
+        if (w.storage().unsafeGetStorageImpl() == storage && w.storage_offset() == tensor.storage_offset() &&
+            tensor.size(0) == w.size(a) && tensor.size(1) == w.size(b) && tensor.stride(0) == w.stride(a) &&
+            tensor.stride(1) == w.stride(b))
+            return &layer;
+    }
+    return nullptr;
 }
 
 Fp8LayerScaling *Fp8Training::layerFor(const torch::Tensor &weight) const

@@ -16,7 +16,6 @@
 
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 namespace accel::runtime {
@@ -70,7 +69,10 @@ private:
     explicit Fp8Training(std::unique_ptr<Fp8Recipe> recipe);
     std::unique_ptr<Fp8Recipe> m_recipe;
     std::weak_ptr<torch::nn::Module> m_model;
-    std::unordered_map<const void *, Layer> m_layers; // by the weight's data pointer
+    // Found by the weight's storage and offset, read when asked: a sharding strategy moves the
+    // weights into its flat parameter after conversion, and frees and re-allocates that storage's
+    // memory between uses (ZeRO-3 / FULL_SHARD).
+    std::vector<Layer> m_layers;
     std::vector<torch::Tensor> m_weights;
 };
 
