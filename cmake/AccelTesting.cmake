@@ -5,6 +5,26 @@
 # ACCEL_PYTHON (the project's Python environment's interpreter, cmake/AccelDependencies.cmake) is in every
 # test's environment: the compat tests start it as the oracle (the real Hugging Face packages) and skip
 # when it is missing.
+#
+# With ACCEL_SANITIZE set, every test and every program it starts (accel, accel-worker, fakechild:
+# they inherit the environment) also get the sanitizers' options below and the committed
+# suppressions in tests/sanitizers (packaging/sanitize.sh runs the suite that way). Reports go to
+# <build>/sanitizer-reports/report.<pid>, not to stderr, so that one from a child whose output a
+# test discards (a rank log in a temporary folder) is kept too; a report still fails the process
+# (exit 1). Python started by a test (the oracle, training scripts) is not instrumented; the options
+# do nothing there.
+set(ACCEL_SANITIZER_TEST_ENV "")
+if(ACCEL_SANITIZE)
+  set(accel_suppressions ${CMAKE_SOURCE_DIR}/tests/sanitizers)
+  set(accel_reports ${CMAKE_BINARY_DIR}/sanitizer-reports)
+  file(MAKE_DIRECTORY ${accel_reports})
+  set(ACCEL_SANITIZER_TEST_ENV
+    "ASAN_OPTIONS=detect_leaks=1:check_initialization_order=1:strict_init_order=1:log_path=${accel_reports}/report"
+    "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:suppressions=${accel_suppressions}/ubsan.supp:log_path=${accel_reports}/report"
+    "LSAN_OPTIONS=suppressions=${accel_suppressions}/lsan.supp:print_suppressions=0"
+    "TSAN_OPTIONS=second_deadlock_stack=1:log_path=${accel_reports}/report")
+endif()
+
 function(accel_add_test)
   cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS;ARGS" ${ARGN})
   add_executable(${T_NAME} ${T_SOURCES})
@@ -15,8 +35,10 @@ function(accel_add_test)
     set(T_TIMEOUT 300)
   endif()
   set(home ${CMAKE_BINARY_DIR}/test-home/${T_NAME})
+  set(env "QT_QPA_PLATFORM=offscreen;HOME=${home};XDG_CACHE_HOME=${home}/.cache;XDG_CONFIG_HOME=${home}/.config;XDG_DATA_HOME=${home}/.local/share;HF_HOME=;ACCEL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;ACCEL_SOURCE_DIR=${CMAKE_SOURCE_DIR};ACCEL_PYTHON=${ACCEL_PYTHON};OMP_NUM_THREADS=1")
+  list(APPEND env ${ACCEL_SANITIZER_TEST_ENV})
   set_tests_properties(${T_NAME} PROPERTIES
     LABELS "${T_LABELS}"
     TIMEOUT ${T_TIMEOUT}
-    ENVIRONMENT "QT_QPA_PLATFORM=offscreen;HOME=${home};XDG_CACHE_HOME=${home}/.cache;XDG_CONFIG_HOME=${home}/.config;XDG_DATA_HOME=${home}/.local/share;HF_HOME=;ACCEL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;ACCEL_SOURCE_DIR=${CMAKE_SOURCE_DIR};ACCEL_PYTHON=${ACCEL_PYTHON};OMP_NUM_THREADS=1")
+    ENVIRONMENT "${env}")
 endfunction()
