@@ -2,7 +2,9 @@
 // Launch page, for the kill of the studio itself), then proof that nothing of the run is left (no
 // process with the run's marker, no /dev/shm segment named after a rank, no listener on the run's
 // port) and that run.json / `accel runs --json` tell the truth.
-// ACCEL_CHAOS_CYCLES sets the cycles per scenario (default 3), ACCEL_CHAOS_SEED replays a seed.
+// ACCEL_CHAOS_CYCLES sets the cycles per scenario (default 3), ACCEL_CHAOS_SEED replays a seed. The
+// long mode, 50 cycles of each scenario, runs the binary itself (ctest stops tst_chaos after 900 s):
+//   ACCEL_CHAOS_CYCLES=50 build/tests/tst_chaos [scenario]
 #include "tests/helpers/testsupport.h"
 #include "tests/launcher/processprobe.h"
 
@@ -16,6 +18,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <algorithm>
 #include <csignal>
 #include <unistd.h>
 
@@ -180,11 +183,16 @@ class tst_Chaos : public QObject {
     QRandomGenerator m_random;
     quint32 m_seed = 0;
 
-    // Nothing left of the run: no marker process, no segment of any rank; the caller checks state.
+    // Nothing left of the run: no rank or grandchild, no supervisor or reaper (their command lines
+    // carry the marker too), no segment of any rank; the caller checks state.
     void expectNothingLeft(const QString &runDir, const QString &marker, const QString &rankProgram)
     {
         QVERIFY2(waitFor([&] { return processesWithMarker(marker, rankProgram).isEmpty(); }, 10000),
-                 qPrintable(QStringLiteral("seed %1: a process with the marker survived").arg(m_seed)));
+                 qPrintable(QStringLiteral("seed %1: a %2 with the marker survived").arg(m_seed).arg(rankProgram)));
+        QVERIFY2(waitFor([&] { return processesWithMarker(marker).isEmpty(); }, 10000),
+                 qPrintable(QStringLiteral("seed %1: %2 process(es) of the run survived (supervisor or reaper)")
+                                .arg(m_seed)
+                                .arg(processesWithMarker(marker).size())));
         const QList<qint64> pids = everyRankPid(runDir);
         QVERIFY(!pids.isEmpty());
         QVERIFY2(
@@ -419,6 +427,16 @@ class tst_Chaos : public QObject {
             qPrintable(QStringLiteral("seed %1: shared memory left: %2").arg(m_seed).arg(segmentsOf(pids).join(u' '))));
     }
 
+public:
+    // Runs before the application object exists (Qt Test calls it from main). A long run
+    // (ACCEL_CHAOS_CYCLES=50) outlasts Qt Test's 5 minutes per test function: allow 60 s per cycle
+    // unless QTEST_FUNCTION_TIMEOUT is given; every wait inside a cycle has its own deadline.
+    static void initMain()
+    {
+        if (qEnvironmentVariableIsEmpty("QTEST_FUNCTION_TIMEOUT"))
+            qputenv("QTEST_FUNCTION_TIMEOUT", QByteArray::number(qint64(std::max(300, cycles() * 60)) * 1000));
+    }
+
 private Q_SLOTS:
     void initTestCase()
     {
@@ -496,6 +514,7 @@ private Q_SLOTS:
                                       QStringLiteral("dl_state_dict.json"),
                                       QStringLiteral("random_states_0.safetensors"),
                                       QStringLiteral("random_states_1.safetensors")};
+        int killsDuringSave = 0;
         for (int cycle = 0; cycle < cycles(); ++cycle) {
             const QString output = dir.filePath(QStringLiteral("out-%1").arg(cycle));
             const QString job = writeJob(dir.path(), output);
@@ -508,7 +527,13 @@ private Q_SLOTS:
                           QStringLiteral("--no_mirror"), QStringLiteral("--job"), job});
             QVERIFY(launch.waitForStarted());
             // Once the first checkpoint is being written, a random moment of the next 0.8 s.
-            QVERIFY(waitFor([&] { return QFileInfo::exists(output + QStringLiteral("/checkpoints")); }, 120000));
+            QVERIFY2(waitFor([&] { return QFileInfo::exists(output + QStringLiteral("/checkpoints")); }, 120000),
+                     qPrintable(QStringLiteral("seed %1 cycle %2: no checkpoint after 120 s (state %3), rank 0:\n%4")
+                                    .arg(m_seed)
+                                    .arg(cycle)
+                                    .arg(stateOf(runDir))
+                                    .arg(QString::fromUtf8(
+                                        fileBytes(runDir + QStringLiteral("/logs/rank0.log")).right(2000)))));
             QThread::msleep(m_random.bounded(800));
             const QList<qint64> pids = rankPids(runDir, 2);
             QCOMPARE(pids.size(), 2);
@@ -524,12 +549,15 @@ private Q_SLOTS:
             expectNoNetworkOrMemoryLeft(runDir);
             // Every published checkpoint is complete; the newest is where the resume must start.
             int latest = -1;
+            bool duringSave = false;
             for (const QString &name :
                  QDir(output + QStringLiteral("/checkpoints")).entryList(QDir::Dirs | QDir::NoDotAndDotDot)) {
                 bool numbered = false;
                 const int number = name.mid(QStringLiteral("checkpoint_").size()).toInt(&numbered);
-                if (!name.startsWith(QStringLiteral("checkpoint_")) || !numbered)
+                if (!name.startsWith(QStringLiteral("checkpoint_")) || !numbered) {
+                    duringSave = duringSave || name.endsWith(QStringLiteral(".partial"));
                     continue; // checkpoint_<i>.partial: a save the kill interrupted
+                }
                 for (const QString &file : complete)
                     QVERIFY2(QFile::exists(output + QStringLiteral("/checkpoints/") + name + QLatin1Char('/') + file),
                              qPrintable(QStringLiteral("seed %1: %2 lacks %3").arg(m_seed).arg(name, file)));
@@ -549,7 +577,9 @@ private Q_SLOTS:
                               .value(QStringLiteral("last_step"))
                               .toInt() /
                           2;
-            qInfo("cycle %d: killed with checkpoint_%d newest, resumed from step %d", cycle, latest, resumeStep);
+            killsDuringSave += duringSave ? 1 : 0;
+            qInfo("cycle %d: killed %s a checkpoint save with checkpoint_%d newest, resumed from step %d", cycle,
+                  duringSave ? "during" : "outside", latest, resumeStep);
             if (latest >= 0)
                 QVERIFY2(log.contains(QStringLiteral("resumed from step %1 (").arg(resumeStep).toUtf8()),
                          qPrintable(QStringLiteral("seed %1: expected a resume from checkpoint_%2:\n%3")
@@ -562,6 +592,8 @@ private Q_SLOTS:
                                     .arg(m_seed)
                                     .arg(cycle)));
         }
+        qInfo("%d of %d kills landed inside a checkpoint save (a checkpoint_<i>.partial was left)", killsDuringSave,
+              cycles());
     }
 
     // 5. kill -9 of the studio at a random moment after its demo button launched a run: the run is
