@@ -5,12 +5,18 @@
 # so the picture includes a validation message; the Launch page with the first-run demo in the
 # recipe form; the Runs page with a sample run (progress, per-rank CPU and memory), a failed run
 # with its triage card (runs-failed) and a stopped one (runs-stopped); and, when accel-worker is
-# built, the Monitor following the real demo (2 CPU ranks) while it trains (monitor-demo). Also the
-# config wizard (wizard) and the Playground tab (playground).
+# built, the Monitor following the real demo (2 CPU ranks) while it trains (monitor-demo) and its
+# Memory tab (monitor-memory). Also the config wizard (wizard), the Playground tab (playground) and
+# Tools > Compare FP8 Recipes after a real short comparison (fp8-compare). When the screenshot
+# fixture is built (target screenshotfixture: the tests' sshd on loopback and single-node SLURM
+# cluster), also the Hardware page's Cluster tab with its host check and the SLURM queue of jobs
+# submitted with `accel slurm submit` (cluster) and the Runs page listing a host's runs over SSH
+# (runs-remote).
 # Usage: packaging/screenshots.sh [build dir]   (default: $ACCEL_BUILD_DIR or build/)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${1:-${ACCEL_BUILD_DIR:-$here/build}}"
+build="$(cd "$build" 2>/dev/null && pwd || echo "$build")" # absolute: the SSH host's shell starts elsewhere
 studio="$build/bin/accel-studio"
 out="$here/docs/screenshots"
 if [[ ! -x "$studio" ]]; then
@@ -21,7 +27,15 @@ mkdir -p "$out"
 
 # A private HOME so that the pictures never show the user's recent files or window layout.
 scratch="$(mktemp -d)"
-trap 'rm -rf "$scratch"' EXIT
+fixture_pid=""
+cleanup() {
+  if [[ -n "$fixture_pid" ]]; then # closing its input stops sshd and the SLURM daemons
+    exec 9>&-
+    wait "$fixture_pid" || true
+  fi
+  rm -rf "$scratch"
+}
+trap cleanup EXIT
 export HOME="$scratch/home" XDG_CONFIG_HOME="$scratch/home/.config" XDG_CACHE_HOME="$scratch/home/.cache"
 mkdir -p "$HOME" "$scratch/runtime"
 chmod 700 "$scratch/runtime"
@@ -59,16 +73,19 @@ YAML
 # Sample runs for the Runs page (run.json, metrics, system samples, logs and events as the launcher
 # and the runtime write them): a 2-rank run with a straggler banner, a run that failed on a missing
 # Python module, and a run that was stopped.
-python3 - "$HOME/.local/share/accel-studio/runs" <<'PY'
+# The runs of the SSH host "accel-test" (this machine through the fixture's sshd): the remote accel
+# is a wrapper whose data folder is $remote_data, so its default runs root holds only these.
+remote_data="$scratch/remote-data"
+python3 - "$HOME/.local/share/accel-studio/runs" "$remote_data/accel-studio/runs" <<'PY'
 import json, math, os, random, sys, time
 random.seed(7)
 root = sys.argv[1]
 
-def make(run_id, name, t0, state, detail=None):
+def make(run_id, name, t0, state, detail=None, processes=2):
     run = os.path.join(root, run_id)
     for sub in ("logs", "metrics", "checkpoints"):
         os.makedirs(os.path.join(run, sub), exist_ok=True)
-    settings = {"distributed_type": "MULTI_CPU", "num_processes": 2, "mixed_precision": "bf16", "launcher": "simple"}
+    settings = {"distributed_type": "MULTI_CPU", "num_processes": processes, "mixed_precision": "bf16", "launcher": "simple"}
     manifest = {"schema": "accel.run", "version": 1, "id": run_id, "name": name, "created": t0,
                 "settings": settings, "state": state, "restarts": 0,
                 "states": [{"state": state, "time": t0, **({"detail": detail} if detail else {})}]}
@@ -147,6 +164,23 @@ write_events(run, [{"event": "started", "ranks": 2, "launcher": "simple", "time"
                    {"event": "rank_exited", "rank": 0, "exit_code": 143, "signal": 15, "result": "signal 15 (SIGTERM)", "time": t2 + 120.1},
                    {"event": "rank_exited", "rank": 1, "exit_code": 143, "signal": 15, "result": "signal 15 (SIGTERM)", "time": t2 + 120.1},
                    {"event": "finished", "state": "stopped", "exit_code": 130, "reason": reason, "time": t2 + 120.2}])
+
+# On the SSH host: a 4-rank pretraining run at step 2400 of 10000 and a finished evaluation.
+root = sys.argv[2]
+t3 = time.time() - 3 * 3600
+run = make("20261122-020000-llama-pretrain-node1-9f2c", "llama-pretrain", t3, "running", processes=4)
+for rank in range(4):
+    with open(os.path.join(run, "metrics", f"rank{rank}.jsonl"), "w") as m:
+        for step in range(0, 2401, 20):
+            m.write(json.dumps({"v": 1, "time": t3 + step * 4.2, "rank": rank, "step": step,
+                                "loss": round(2.6 + 6.0 * math.exp(-step / 400) + random.gauss(0, 0.05), 4),
+                                "lr": 3e-4 * min(1.0, step / 200)}) + "\n")
+write_system(run, t3, 600, ranks=range(4))
+write_events(run, [{"event": "started", "ranks": 4, "launcher": "simple", "time": t3}])
+t4 = time.time() - 5 * 3600
+run = make("20261122-000000-eval-harness-3c1d", "eval-harness", t4, "succeeded", processes=1)
+write_events(run, [{"event": "started", "ranks": 1, "launcher": "simple", "time": t4},
+                   {"event": "finished", "state": "succeeded", "exit_code": 0, "time": t4 + 840}])
 PY
 
 # Llama-2-70B's config.json for the Big Models page, planned for two 40 GiB GPUs and 64 GiB of RAM
@@ -197,6 +231,61 @@ for theme in "${themes[@]}"; do # the wizard is a 960x700 dialog whatever the wi
   ACCEL_STUDIO_SCREENSHOT_VIEW=wizard run --theme "$theme" --page configure --screenshot "$out/wizard-$theme.png"
 done
 ACCEL_STUDIO_SCREENSHOT_VIEW=playground shot playground --page bigmodels
+for theme in "${themes[@]}"; do # a 1024x700 dialog whatever the window's size
+  ACCEL_STUDIO_SCREENSHOT_VIEW=fp8compare ACCEL_STUDIO_SCREENSHOT_FP8="gpt-tiny:120" \
+    run --theme "$theme" --page hardware --screenshot "$out/fp8-compare-$theme.png"
+done
+
+# The tests' sshd and SLURM cluster (tests/helpers), kept by screenshotfixture until its input
+# (fd 9) closes at exit.
+fixture="$build/bin/screenshotfixture"
+if [[ -x "$fixture" && -x "$build/bin/accel" ]]; then
+  mkfifo "$scratch/fixture.in"
+  "$fixture" "$scratch/fixture" <"$scratch/fixture.in" >"$scratch/fixture.out" 2>"$scratch/fixture.err" &
+  fixture_pid=$!
+  exec 9>"$scratch/fixture.in"
+  for _ in $(seq 1 600); do
+    [[ -s "$scratch/fixture.out" ]] && break
+    sleep 0.2
+  done
+  field() { python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline()).get(sys.argv[2], ""))' "$scratch/fixture.out" "$1"; }
+  ssh_dir="$(field ssh_dir)"
+  if [[ -n "$ssh_dir" ]]; then
+    host="$(field alias)"
+    slurm_conf="$(field slurm_conf)"
+    export ACCEL_SSH_DIR="$ssh_dir" ACCEL_REMOTE_BIN="$scratch/remote-accel"
+    printf '#!/bin/sh\nXDG_DATA_HOME=%q exec %q "$@"\n' "$remote_data" "$build/bin/accel" >"$ACCEL_REMOTE_BIN"
+    chmod +x "$ACCEL_REMOTE_BIN"
+    # The studio's settings with the host in the Cluster tab's list (a copy: the pictures above
+    # show this machine only).
+    cp -r "$XDG_CONFIG_HOME" "$scratch/config-cluster"
+    printf '\n[cluster]\nhosts=%s\n' "$host" >>"$scratch/config-cluster/AccelStudio/accel-studio.conf"
+    if [[ -n "$slurm_conf" ]]; then
+      # Jobs as a person submits them: one done, two running on the node's 2 CPUs, one waiting.
+      for job in "tokenize-shards 1 true" "pretrain-llama 1 sleep 900" "eval-sweep 1 sleep 900" \
+                 "finetune-70b 2 sleep 900"; do
+        read -r name cpus command <<<"$job"
+        printf '#!/bin/bash\n#SBATCH --job-name=%s\n#SBATCH --cpus-per-task=%s\n%s\n' "$name" "$cpus" "$command" \
+          >"$scratch/$name.sbatch"
+        "$build/bin/accel" slurm submit --host "$host" --json --remote_dir "$scratch/submit" \
+          --remote_env "SLURM_CONF=$slurm_conf" "$scratch/$name.sbatch" >/dev/null
+        sleep 1
+      done
+      export ACCEL_STUDIO_SCREENSHOT_SLURM_HOST="$host" ACCEL_STUDIO_SCREENSHOT_SLURM_ENV="SLURM_CONF=$slurm_conf"
+    else
+      echo "screenshots.sh: no SLURM cluster ($(field slurm_error)); the cluster pictures show an empty queue" >&2
+    fi
+    XDG_CONFIG_HOME="$scratch/config-cluster" ACCEL_STUDIO_SCREENSHOT_VIEW=cluster shot cluster --page hardware
+    # The host's running run, selected in the list (Host column) and followed over SSH.
+    XDG_CONFIG_HOME="$scratch/config-cluster" \
+      ACCEL_STUDIO_SCREENSHOT_RUN="ssh://$host$remote_data/accel-studio/runs/20261122-020000-llama-pretrain-node1-9f2c" \
+      shot runs-remote --page runs
+  else
+    echo "screenshots.sh: no sshd ($(field ssh_error)); cluster and runs-remote pictures not refreshed" >&2
+  fi
+else
+  echo "screenshots.sh: $fixture not built; cluster and runs-remote pictures not refreshed" >&2
+fi
 
 # The Monitor during the real demo: launched detached like the studio's demo button does, pictured
 # once both ranks have logged a few loss points, then stopped.
@@ -216,6 +305,8 @@ if [[ -x "$accel" && -x "$worker" ]]; then
     sleep 0.5
   done
   ACCEL_STUDIO_SCREENSHOT_RUN="$(basename "$demo_run")" shot monitor-demo --page runs
+  ACCEL_STUDIO_SCREENSHOT_RUN="$(basename "$demo_run")" ACCEL_STUDIO_SCREENSHOT_VIEW=memory \
+    shot monitor-memory --page runs
   "$accel" stop "$demo_run" >/dev/null || true
 else
   echo "screenshots.sh: $worker not built; monitor-demo pictures not refreshed" >&2

@@ -1,7 +1,10 @@
 #include "app/studio/screenshot.h"
 
 #include "app/studio/bigmodel/bigmodelspage.h"
+#include "app/studio/cluster/clustersection.h"
+#include "app/studio/cluster/slurmqueuepanel.h"
 #include "app/studio/configwizard.h"
+#include "app/studio/fp8/fp8comparedialog.h"
 #include "app/studio/hardwarepage.h"
 #include "app/studio/mainwindow.h"
 #include "app/studio/monitor/runspage.h"
@@ -11,9 +14,12 @@
 #include <QFileInfo>
 #include <QPixmap>
 #include <QPointer>
+#include <QTabWidget>
 #include <QTimer>
 
 #include <cstdio>
+#include <functional>
+#include <memory>
 
 namespace accel::app {
 
@@ -36,6 +42,60 @@ void grabLater(QWidget *widget, int &exitCode, const QString &pngPath, int delay
     });
 }
 
+// Grabs `widget` once `settled` holds (polled every 200 ms, at most `timeoutMs`), then quits.
+void grabWhen(QWidget *widget, int &exitCode, const QString &pngPath, const std::function<bool()> &settled,
+              int timeoutMs, int delayMs = 300)
+{
+    auto *timer = new QTimer(widget);
+    auto waited = std::make_shared<int>(0);
+    QObject::connect(timer, &QTimer::timeout, widget, [=, &exitCode] {
+        *waited += timer->interval();
+        if (!settled() && *waited < timeoutMs)
+            return;
+        timer->stop();
+        if (*waited >= timeoutMs)
+            std::fprintf(stderr, "accel-studio: the view did not settle in %d s; pictured as it is\n",
+                         timeoutMs / 1000);
+        grabLater(widget, exitCode, pngPath, delayMs);
+    });
+    timer->start(200);
+}
+
+// The Hardware page's Cluster tab. ACCEL_STUDIO_SCREENSHOT_SLURM_HOST names the SLURM login node
+// its queue panel reads (ACCEL_STUDIO_SCREENSHOT_SLURM_ENV: KEY=VALUE;... for the SLURM commands
+// there); the hosts the tab remembers are checked. Pictured when both answers are shown.
+std::function<bool()> showCluster(MainWindow &window)
+{
+    window.showPage(Page::Hardware);
+    HardwarePage *hardware = window.hardwarePage();
+    hardware->showCluster();
+    QPointer<ClusterSection> cluster = hardware->clusterSection();
+    QPointer<SlurmQueuePanel> panel = cluster->findChild<SlurmQueuePanel *>();
+    if (const QString host = qEnvironmentVariable("ACCEL_STUDIO_SCREENSHOT_SLURM_HOST"); panel && !host.isEmpty()) {
+        panel->setLoginHost(host);
+        panel->setRemoteEnvironment(
+            qEnvironmentVariable("ACCEL_STUDIO_SCREENSHOT_SLURM_ENV").split(QLatin1Char(';'), Qt::SkipEmptyParts));
+        panel->refresh();
+    }
+    if (!cluster->hosts().isEmpty())
+        cluster->checkHosts();
+    return [cluster, panel, hardware] {
+        return cluster && !cluster->isBusy() && (!panel || !panel->isBusy()) && !hardware->isDetecting();
+    };
+}
+
+// The Monitor's tab of that title (the Runs page shows the run of ACCEL_STUDIO_SCREENSHOT_RUN).
+void showMonitorTab(MainWindow &window, const QString &title)
+{
+    window.showPage(Page::Runs);
+    for (QTabWidget *tabs : window.runsPage()->findChildren<QTabWidget *>()) {
+        for (int i = 0; i < tabs->count(); ++i) {
+            if (tabs->tabText(i).remove(QLatin1Char('&')) == title)
+                tabs->setCurrentIndex(i);
+        }
+    }
+}
+
 } // namespace
 
 int takeScreenshot(MainWindow &window, const QString &pngPath)
@@ -55,8 +115,11 @@ int takeScreenshot(MainWindow &window, const QString &pngPath)
         size = QSize(width, height);
     }
     window.resize(size);
-    // ACCEL_STUDIO_SCREENSHOT_RUN=<run id>: the Runs page shows that run instead of the newest.
-    if (const QString run = qEnvironmentVariable("ACCEL_STUDIO_SCREENSHOT_RUN"); !run.isEmpty()) {
+    // ACCEL_STUDIO_SCREENSHOT_RUN=<run id>: the Runs page shows that run instead of the newest; a
+    // remote run's address (ssh://HOST/dir) is selected once its host has listed it, with the list.
+    const QString run = qEnvironmentVariable("ACCEL_STUDIO_SCREENSHOT_RUN");
+    const bool remoteRun = run.startsWith(QLatin1String("ssh://"));
+    if (!run.isEmpty() && !remoteRun) {
         window.runsPage()->selectRuns({QDir(window.runsPage()->runsRoot()).filePath(run)});
         window.runsPage()->setRunListVisible(false);
     }
@@ -82,8 +145,56 @@ int takeScreenshot(MainWindow &window, const QString &pngPath)
         wizard->show();
         target = wizard;
         delayMs = 600;
+    } else if (view == QLatin1String("fp8compare")) {
+        // Tools > Compare FP8 Recipes after a real comparison: ACCEL_STUDIO_SCREENSHOT_FP8 gives
+        // "SHAPES:STEPS" (default gpt-tiny:100), every precision; pictured when it has finished.
+        const QStringList spec =
+            qEnvironmentVariable("ACCEL_STUDIO_SCREENSHOT_FP8", QStringLiteral("gpt-tiny:100")).split(QLatin1Char(':'));
+        auto *dialog = new Fp8CompareDialog(&window);
+        Fp8ComparisonOptions options;
+        options.shapes = spec.value(0).split(QLatin1Char(','), Qt::SkipEmptyParts);
+        options.steps = spec.value(1, QStringLiteral("100")).toInt();
+        options.precisions = fp8BenchPrecisions();
+        dialog->setOptions(options);
+        dialog->resize(1024, 700); // the small screen the studio must fit
+        dialog->show();
+        QObject::connect(dialog, &Fp8CompareDialog::finished, dialog, [dialog, &exitCode, pngPath](bool succeeded) {
+            if (succeeded) {
+                grabLater(dialog, exitCode, pngPath, 500);
+                return;
+            }
+            std::fprintf(stderr, "accel-studio: the FP8 comparison failed: %s\n", qPrintable(dialog->statusText()));
+            QApplication::exit(1);
+        });
+        if (!dialog->run()) {
+            std::fprintf(stderr, "accel-studio: the FP8 comparison did not start: %s\n",
+                         qPrintable(dialog->statusText()));
+            return 1;
+        }
+        QApplication::exec();
+        return exitCode;
+    } else if (remoteRun) {
+        RunsPage *runs = window.runsPage();
+        const QStringList wanted{run};
+        const auto listed = [runs, wanted] {
+            if (runs->selectedRuns() != wanted)
+                runs->selectRuns(wanted);
+            return runs->selectedRuns() == wanted;
+        };
+        grabWhen(&window, exitCode, pngPath, listed, 60000, 3000); // then the monitor reads it over SSH
+        QApplication::exec();
+        return exitCode;
+    } else if (view == QLatin1String("cluster")) {
+        grabWhen(&window, exitCode, pngPath, showCluster(window), 90000);
+        QApplication::exec();
+        return exitCode;
+    } else if (view == QLatin1String("memory")) {
+        showMonitorTab(window, QStringLiteral("Memory"));
+        delayMs = 4000; // the prediction is one `accel estimate-memory` run
     } else if (!view.isEmpty()) {
-        std::fprintf(stderr, "accel-studio: ACCEL_STUDIO_SCREENSHOT_VIEW '%s' is not wizard or playground\n",
+        std::fprintf(stderr,
+                     "accel-studio: ACCEL_STUDIO_SCREENSHOT_VIEW '%s' is not wizard, playground, fp8compare, cluster "
+                     "or memory\n",
                      qPrintable(view));
         return 2;
     }

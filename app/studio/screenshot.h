@@ -1,8 +1,10 @@
 // --screenshot: show the window at a fixed size, wait until the visible page has settled (e.g.
 // hardware detection finished, a followed run's charts filled), render it to a PNG and return the
 // process exit code. packaging/screenshots.sh sets ACCEL_STUDIO_SCREENSHOT_VIEW to picture views
-// that are not sidebar pages: "wizard" (the Configure page's question wizard, rendered alone) or
-// "playground" (the Big Models page's Playground tab).
+// that are not sidebar pages: "wizard" (the Configure page's question wizard, rendered alone),
+// "playground" (the Big Models page's Playground tab), "fp8compare" (Tools > Compare FP8 Recipes
+// after a real short comparison), "cluster" (the Hardware page's Cluster tab with its host checks
+// and SLURM queue answered) or "memory" (the Monitor's Memory tab).
 #pragma once
 
 #include <QString>

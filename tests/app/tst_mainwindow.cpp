@@ -197,6 +197,31 @@ private Q_SLOTS:
         QVERIFY(result.out.contains(QStringLiteral("usage: accel-studio")));
     }
 
+    // packaging/screenshots.sh's views: the Cluster tab is pictured once its commands have answered
+    // (no hosts, no login node: at once), an unknown view is refused with the list of views.
+    void screenshotViews()
+    {
+        const QString studio = accel::test::binDir() + QStringLiteral("/accel-studio");
+        if (!QFileInfo::exists(studio))
+            QSKIP("accel-studio is not built in this tree");
+        QTemporaryDir dir;
+        const QString png = dir.filePath(QStringLiteral("cluster.png"));
+        const QStringList env = {QStringLiteral("QT_QPA_PLATFORM=offscreen"),
+                                 QStringLiteral("ACCEL_STUDIO_SCREENSHOT_SIZE=1024x700"),
+                                 QStringLiteral("ACCEL_STUDIO_SCREENSHOT_VIEW=cluster"),
+                                 QStringLiteral("HOME=") + dir.path(), QStringLiteral("XDG_CONFIG_HOME=") + dir.path()};
+        auto result = accel::test::runProgram(studio, {QStringLiteral("--screenshot"), png}, 60000, {}, env);
+        QVERIFY2(result.exitCode == 0, qPrintable(result.err));
+        QCOMPARE(QImage(png).size(), QSize(1024, 700));
+        result = accel::test::runProgram(
+            studio, {QStringLiteral("--screenshot"), png}, 60000, {},
+            {QStringLiteral("QT_QPA_PLATFORM=offscreen"), QStringLiteral("ACCEL_STUDIO_SCREENSHOT_VIEW=nowhere")});
+        QCOMPARE(result.exitCode, 2);
+        QVERIFY2(result.err.contains(QStringLiteral("ACCEL_STUDIO_SCREENSHOT_VIEW 'nowhere' is not wizard, "
+                                                    "playground, fp8compare, cluster or memory")),
+                 qPrintable(result.err));
+    }
+
     void helpAndVersionWorkWithoutDisplay()
     {
         // Regression: --help and --version created QApplication first and aborted (exit 134)
