@@ -72,9 +72,9 @@ int estimateJob(const std::string &jobFile, const std::optional<std::string> &co
         std::fprintf(stderr, "accel estimate-memory: %s\n", model.error().toString().c_str());
         return exitCodeFor(model.error());
     }
-    auto perRank = cli::estimateSharding(config.value_or(std::string()),
-                                         processes > 0 ? std::optional<int>(int(processes)) : std::nullopt,
-                                         model->parameters, {"float32"}, model->optimizer, model->optimizerStates);
+    auto perRank = cli::estimateSharding(
+        config.value_or(std::string()), processes > 0 ? std::optional<int>(int(processes)) : std::nullopt,
+        model->parameters, {"float32"}, model->optimizer, model->optimizerStates, model->mixedPrecision);
     if (!perRank) {
         std::fprintf(stderr, "accel estimate-memory: %s\n", perRank.error().toString().c_str());
         return exitCodeFor(perRank.error());

@@ -6,6 +6,7 @@
 #include "launcher/launchmerge.h"
 
 #ifdef ACCEL_CLI_HAVE_SHARDING
+#include "core/runtime/precision/fp8config.h"
 #include "core/runtime/strategy/shardingplan.h"
 #endif
 
@@ -40,7 +41,8 @@ bool haveShardingEstimate()
 
 Result<ShardingEstimate> estimateSharding(const std::string &configFile, std::optional<int> numProcesses,
                                           uint64_t parameters, const std::vector<std::string> &dtypes,
-                                          const std::string &optimizer, int optimizerStates)
+                                          const std::string &optimizer, int optimizerStates,
+                                          const std::string &mixedPrecision)
 {
 #ifdef ACCEL_CLI_HAVE_SHARDING
     ShardingEstimate estimate;
@@ -53,17 +55,44 @@ Result<ShardingEstimate> estimateSharding(const std::string &configFile, std::op
             if (bytes == 0)
                 continue;
             const auto count = static_cast<int64_t>(parameters);
-            const runtime::TrainingMemory memory =
+            runtime::TrainingMemory memory =
                 plan.predictMemory(count, bytes, optimizerStates, estimate.worldSize, estimate.processesPerMachine);
-            const runtime::TrainingMemory ddp = runtime::ShardingPlan().predictMemory(
+            runtime::TrainingMemory ddp = runtime::ShardingPlan().predictMemory(
                 count, bytes, optimizerStates, estimate.worldSize, estimate.processesPerMachine);
+            if (const int state = estimate.optimizerStateBytesPerParameter; state > 0) {
+                // The recipe's bytes per parameter, sharded as the plan shards optimizer state.
+                memory.optimizerState =
+                    plan.predictMemory(count, 1, state, estimate.worldSize, estimate.processesPerMachine)
+                        .optimizerState;
+                ddp.optimizerState =
+                    runtime::ShardingPlan()
+                        .predictMemory(count, 1, state, estimate.worldSize, estimate.processesPerMachine)
+                        .optimizerState;
+            }
             estimate.rows.push_back({dtype, memory.parameters, memory.gradients, memory.optimizerState, ddp.parameters,
                                      ddp.gradients, ddp.optimizerState});
         }
     };
+    // The precision the run trains in and, under fp8, the recipe ACCELERATE_FP8_* selects.
+    auto applyPrecision = [&](const runtime::Fp8Config::Lookup &lookup) -> Result<void> {
+        const char *launched = lookup("ACCELERATE_MIXED_PRECISION");
+        estimate.mixedPrecision = !mixedPrecision.empty() ? mixedPrecision : launched ? launched : "no";
+        if (estimate.mixedPrecision != "fp8")
+            return {};
+        auto fp8 = runtime::Fp8Config::fromEnvironment(lookup);
+        if (!fp8)
+            return tl::unexpected(fp8.error());
+        estimate.fp8Recipe = fp8->describe();
+        const bool adam = optimizer == "Adam" || optimizer == "adamw" || optimizer == "AdamW" || optimizer == "adam";
+        if (adam)
+            estimate.optimizerStateBytesPerParameter = fp8->adamMomentBytesPerParameter();
+        return {};
+    };
     if (configFile.empty()) {
         const runtime::ShardingPlan ddp;
         estimate.strategy = ddp.describe();
+        if (auto precision = applyPrecision([](const char *) -> const char * { return nullptr; }); !precision)
+            return tl::unexpected(precision.error());
         addRows(ddp);
         return estimate;
     }
@@ -85,12 +114,18 @@ Result<ShardingEstimate> estimateSharding(const std::string &configFile, std::op
         return tl::unexpected(std::move(error));
     }
     const launcher::EnvMap environment = launcher::buildRankEnvironment(*settings, {}, {0, 0});
-    auto plan = runtime::shardingPlanFromEnvironment([&environment](const char *name) -> const char * {
+    const auto lookup = [&environment](const char *name) -> const char * {
         const auto it = environment.find(name);
         return it == environment.end() ? nullptr : it->second.c_str();
-    });
+    };
+    auto plan = runtime::shardingPlanFromEnvironment(lookup);
     if (!plan) {
         Error error = plan.error();
+        error.context = configFile;
+        return tl::unexpected(std::move(error));
+    }
+    if (auto precision = applyPrecision(lookup); !precision) {
+        Error error = precision.error();
         error.context = configFile;
         return tl::unexpected(std::move(error));
     }
@@ -102,6 +137,7 @@ Result<ShardingEstimate> estimateSharding(const std::string &configFile, std::op
 #else
     (void)optimizer;
     (void)optimizerStates;
+    (void)mixedPrecision;
     (void)numProcesses;
     (void)parameters;
     (void)dtypes;
@@ -118,6 +154,12 @@ nlohmann::ordered_json toJson(const ShardingEstimate &estimate)
     j["processes_per_machine"] = estimate.processesPerMachine;
     j["optimizer"] = estimate.optimizer;
     j["optimizer_states"] = estimate.optimizerStates;
+    j["mixed_precision"] = estimate.mixedPrecision;
+    j["fp8_recipe"] =
+        estimate.fp8Recipe.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(estimate.fp8Recipe);
+    j["optimizer_state_bytes_per_parameter"] = estimate.optimizerStateBytesPerParameter > 0
+                                                   ? nlohmann::ordered_json(estimate.optimizerStateBytesPerParameter)
+                                                   : nlohmann::ordered_json(nullptr);
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
     for (const ShardingEstimateRow &row : estimate.rows)
         rows.push_back({{"dtype", row.dtype},
@@ -140,6 +182,12 @@ std::string renderShardingEstimate(const ShardingEstimate &estimate)
     out << "\nPer rank when training with " << estimate.optimizer << " under "
         << (estimate.configFile.empty() ? std::string("no config") : estimate.configFile) << " (" << estimate.worldSize
         << (estimate.worldSize == 1 ? " process" : " processes") << "):\n  " << estimate.strategy << "\n";
+    if (estimate.optimizerStateBytesPerParameter > 0)
+        out << "  optimizer state: " << estimate.optimizerStateBytesPerParameter << " bytes per parameter as "
+            << estimate.fp8Recipe << " stores Adam's moments"
+            << (estimate.optimizerStateBytesPerParameter == 3 ? " (E4M3 first, FP16 second; no master weights)"
+                                                              : " (float32; no master weights)")
+            << "\n";
     char head[160];
     std::snprintf(head, sizeof head, "  dtype       parameters   gradients %11s       total    DDP total\n",
                   (estimate.optimizer + " state").c_str());

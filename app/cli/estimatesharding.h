@@ -35,6 +35,11 @@ struct ShardingEstimate {
     int processesPerMachine = 1;
     std::string optimizer = "Adam"; // what keeps `optimizerStates` tensors per parameter
     int optimizerStates = 2;
+    std::string mixedPrecision = "no"; // the run's: the job's training.mixed_precision, else the config's
+    std::string fp8Recipe;             // with fp8: Fp8Config::describe()
+    // Bytes per parameter of the optimizer state when a recipe decides them (MS-AMP: O2 3, O1 8);
+    // 0: `optimizerStates` tensors of the row's dtype.
+    int optimizerStateBytesPerParameter = 0;
     std::vector<ShardingEstimateRow> rows;
 };
 
@@ -43,10 +48,14 @@ bool haveShardingEstimate();
 // `numProcesses` overrides the config's num_processes. Dtypes as estimate-memory names them; int8
 // and int4 are skipped (no training figures, as in Accelerate's table). `optimizerStates` state
 // tensors per parameter (Adam 2, SGD with momentum 1) kept by `optimizer`. An empty `configFile`
-// is one process without a config (DDP's figures).
+// is one process without a config (DDP's figures). `mixedPrecision` is a job's
+// training.mixed_precision ("" = the config's). Under fp8 with the MS-AMP recipe an Adam / AdamW
+// optimizer keeps MS-AMP's moments (O2: 1 + 2 bytes per parameter); a bad ACCELERATE_FP8_* value
+// from the config is the error the run would report.
 Result<ShardingEstimate> estimateSharding(const std::string &configFile, std::optional<int> numProcesses,
                                           uint64_t parameters, const std::vector<std::string> &dtypes,
-                                          const std::string &optimizer = "Adam", int optimizerStates = 2);
+                                          const std::string &optimizer = "Adam", int optimizerStates = 2,
+                                          const std::string &mixedPrecision = {});
 nlohmann::ordered_json toJson(const ShardingEstimate &estimate);
 std::string renderShardingEstimate(const ShardingEstimate &estimate);
 

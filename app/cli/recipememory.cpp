@@ -163,8 +163,10 @@ Result<RecipeModel> recipeModel(const std::string &jobFile)
     if (auto shape = checkShape(*job, jobFile); !shape)
         return tl::unexpected(shape.error());
     Result<RecipeModel> model = job->recipe() == "gpt" ? Result<RecipeModel>(gptModel(*job)) : mlpModel(*job, jobFile);
-    if (model)
+    if (model) {
         model->jobFile = jobFile;
+        model->mixedPrecision = job->value("training.mixed_precision");
+    }
     return model;
 }
 

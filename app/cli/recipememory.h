@@ -17,8 +17,9 @@ struct RecipeModel {
     std::string recipe; // gpt or mlp
     std::string shape;  // "2 layers, 2 heads, n_embd 64, context 64" / "4 -> 64 -> 64 -> 3"
     uint64_t parameters = 0;
-    std::string optimizer;   // adamw or sgd
-    int optimizerStates = 2; // state tensors per parameter: AdamW 2, SGD with momentum 1, without 0
+    std::string optimizer;      // adamw or sgd
+    int optimizerStates = 2;    // state tensors per parameter: AdamW 2, SGD with momentum 1, without 0
+    std::string mixedPrecision; // training.mixed_precision ("" = the launcher's)
 };
 
 // True when `path` names a YAML file (the MODEL argument is then a job file).

@@ -83,7 +83,11 @@ TrainingMemory Accelerator::trainingMemory() const
     for (const auto &optimizer : d->optimizers)
         optimizers.push_back(&optimizer->optimizer());
     // Storages shared between models, strategies and optimizers count once: measured all at once.
-    return measureTrainingMemory(models, optimizers, held);
+    TrainingMemory memory = measureTrainingMemory(models, optimizers, held);
+    // MS-AMP's optimizer keeps its low-bit moments outside libtorch's optimizer state.
+    if (const auto *msamp = dynamic_cast<const MsAmpAdamW *>(d->fp8Optimizer.get()))
+        memory.optimizerState += msamp->momentBytes();
+    return memory;
 }
 
 void Accelerator::logTrainingMemory(int64_t step)

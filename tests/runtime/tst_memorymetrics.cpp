@@ -3,7 +3,8 @@
 // mem_grads_bytes and mem_optim_bytes after prepare and after the first optimizer step, and the
 // figures equal what `accel estimate-memory JOB --config_file CONFIG --json` predicted
 // (ShardingPlan::predictMemory) up to the flat parameters' padding; ZeRO-3 holds half of DDP's
-// parameter bytes.
+// parameter bytes. Under fp8 with MS-AMP the optimizer state is MS-AMP's moments (O2 3, O1 8 bytes
+// per parameter), measured and predicted alike.
 #include "core/bigmodel/safetensorswriter.h"
 #include "tests/helpers/testsupport.h"
 
@@ -87,16 +88,24 @@ private Q_SLOTS:
         QTest::newRow("FULL_SHARD") << "distributed_type: FSDP\nfsdp_config:\n  fsdp_sharding_strategy: FULL_SHARD\n"
                                        "  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n  fsdp_version: 1\n"
                                     << "FULL_SHARD";
+        // FP8: MS-AMP's AdamW keeps its moments as O2 1 + 2 / O1 4 + 4 bytes per parameter; TE leaves
+        // AdamW's float32 moments as they are. (Weights and gradients are float32 tensors here.)
+        for (const char *recipe : {"MSAMP\n  opt_level: O2", "MSAMP\n  opt_level: O1", "TE"})
+            QTest::addRow("DDP fp8 %s", QByteArray(recipe).replace("\n  opt_level: ", " ").constData())
+                << QString("distributed_type: MULTI_CPU\nmixed_precision: fp8\nfp8_config:\n  backend: %1\n")
+                       .arg(recipe)
+                << "DDP";
     }
     void measuredEqualsPredicted()
     {
         QFETCH(QString, block);
         QFETCH(QString, strategy);
         const QString name = QTest::currentDataTag();
-        const QString config = writeFile(name + ".yaml", ("compute_environment: LOCAL_MACHINE\n" + block +
-                                                          "machine_rank: 0\nmixed_precision: 'no'\nnum_machines: 1\n"
-                                                          "num_processes: 2\nuse_cpu: true\n")
-                                                             .toUtf8());
+        const QString defaultPrecision = block.contains("mixed_precision") ? QString() : "mixed_precision: 'no'\n";
+        const QString config =
+            writeFile(name + ".yaml", ("compute_environment: LOCAL_MACHINE\n" + block + "machine_rank: 0\n" +
+                                       defaultPrecision + "num_machines: 1\nnum_processes: 2\nuse_cpu: true\n")
+                                          .toUtf8());
         const QString run = m_dir.filePath("run-" + name);
         const auto launched = accel::test::runAccel(
             {"launch", "--config_file", config, "--run_dir", run, "--name", name, "--job", m_job}, 300000);
@@ -149,6 +158,14 @@ private Q_SLOTS:
             }
             // Nothing changes after the first step: no further lines.
             QCOMPARE(lines.size(), 2);
+        }
+        if (defaultPrecision.isEmpty()) {
+            // fp8: the predicted bytes per parameter of the moments, and the log's recipe.
+            const QJsonValue perParameter = estimate["per_rank_training"]["optimizer_state_bytes_per_parameter"];
+            const int expected = name.endsWith("O2") ? 3 : name.endsWith("O1") ? 8 : 0;
+            QCOMPARE(perParameter.isNull() ? 0 : perParameter.toInt(), expected);
+            QCOMPARE(predicted[2], (expected ? expected : 8) * qint64(estimate["parameters"].toDouble()));
+            return;
         }
         m_measured[strategy] = memoryLines(run + "/metrics/rank0.jsonl")[1];
     }

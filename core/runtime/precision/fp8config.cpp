@@ -226,6 +226,13 @@ Result<Fp8Config> Fp8Config::fromEnvironment(const Lookup &lookup)
     return config;
 }
 
+int Fp8Config::adamMomentBytesPerParameter() const
+{
+    if (backend != Fp8Backend::MsAmp)
+        return 0;
+    return optLevel == MsAmpLevel::O2 ? 1 + 2 : 4 + 4;
+}
+
 std::string Fp8Config::describe() const
 {
     switch (backend) {

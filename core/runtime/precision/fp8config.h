@@ -46,6 +46,10 @@ struct Fp8Config {
     static Result<Fp8Config> fromEnvironment(const Lookup &lookup);
     // One line for logs: "fp8 TE: HYBRID, margin 0, amax history 1024 (max)".
     std::string describe() const;
+    // Bytes per parameter of Adam's two moments when the recipe stores them (MS-AMP's MsAmpAdamW:
+    // O2 3, an E4M3 first moment and an FP16 second; O1 8, two float32), 0 when the optimizer keeps
+    // its own (TE, AO). MS-AMP keeps no master weights at O1 / O2.
+    int adamMomentBytesPerParameter() const;
 };
 
 } // namespace accel::runtime
