@@ -4,12 +4,14 @@
 
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cstring>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <random>
 #include <stdexcept>
 #include <sys/mman.h>
-#include <thread>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 namespace accel::runtime {
@@ -118,9 +120,54 @@ std::atomic<uint64_t> *counter(void *base, int kind, int world, int rank)
 
 } // namespace
 
+namespace {
+
+// Waiting ranks sleep in the kernel on the low 32 bits of a peer's counter (a futex in the shared
+// mapping, so not FUTEX_PRIVATE) until the peer raises it and wakes them: a rank that waits for a
+// slower peer uses no CPU, which the peer's computing threads on the same cores need.
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the futex word is the counter's low half");
+
+uint32_t *futexWord(std::atomic<uint64_t> *value)
+{
+    return reinterpret_cast<uint32_t *>(value);
+}
+
+// How many ranks sleep on a counter: the next 4 bytes of its cache line. A publisher makes the
+// wake-up system call only when someone sleeps (the store of the counter and the sleepers' count
+// are both sequentially consistent, so either the publisher sees the sleeper or the sleeper sees
+// the new value).
+std::atomic<uint32_t> *sleepers(std::atomic<uint64_t> *value)
+{
+    static_assert(kCounterLine >= sizeof(uint64_t) + sizeof(uint32_t));
+    return reinterpret_cast<std::atomic<uint32_t> *>(reinterpret_cast<char *>(value) + sizeof(uint64_t));
+}
+
+void wakeAll(std::atomic<uint64_t> *value)
+{
+    if (sleepers(value)->load(std::memory_order_seq_cst) > 0)
+        syscall(SYS_futex, futexWord(value), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
+
+// Sleeps until the counter no longer reads `seen`, at most `timeout`.
+void sleepWhile(std::atomic<uint64_t> *value, uint64_t seen, std::chrono::microseconds timeout)
+{
+    sleepers(value)->fetch_add(1, std::memory_order_seq_cst);
+    if (value->load(std::memory_order_seq_cst) == seen) {
+        timespec span{};
+        span.tv_sec = static_cast<time_t>(timeout.count() / 1000000);
+        span.tv_nsec = static_cast<long>(timeout.count() % 1000000) * 1000;
+        syscall(SYS_futex, futexWord(value), FUTEX_WAIT, static_cast<uint32_t>(seen), &span, nullptr, 0);
+    }
+    sleepers(value)->fetch_sub(1, std::memory_order_seq_cst);
+}
+
+} // namespace
+
 void publishCounter(void *base, int kind, int world, int rank, uint64_t value)
 {
-    counter(base, kind, world, rank)->store(value, std::memory_order_release);
+    auto *word = counter(base, kind, world, rank);
+    word->store(value, std::memory_order_seq_cst);
+    wakeAll(word);
 }
 
 void waitForCounters(void *base, int kind, int world, uint64_t sequence, double timeoutS, const std::atomic<bool> &stop,
@@ -129,18 +176,18 @@ void waitForCounters(void *base, int kind, int world, uint64_t sequence, double 
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutS);
     for (int r = 0; r < world; ++r) {
         auto *value = counter(base, kind, world, r);
-        for (int spins = 0; value->load(std::memory_order_acquire) < sequence; ++spins) {
+        for (int spins = 0;; ++spins) {
+            const uint64_t seen = value->load(std::memory_order_acquire);
+            if (seen >= sequence)
+                break;
             if (spins < 64)
                 continue;
-            // The peer is still computing: give it the core.
-            if (spins < 256) {
-                std::this_thread::yield();
-                continue;
-            }
-            std::this_thread::sleep_for(std::chrono::microseconds(20));
+            // The peer is still computing: sleep until it publishes (or 50 ms pass, to look at
+            // the stop flag and the deadline).
+            sleepWhile(value, seen, std::chrono::milliseconds(50));
             if (stop.load(std::memory_order_relaxed))
                 throw std::runtime_error(what + ": stopped while waiting for rank " + std::to_string(r));
-            if ((spins & 255) == 0 && std::chrono::steady_clock::now() > deadline)
+            if (std::chrono::steady_clock::now() > deadline)
                 throw std::runtime_error(what + ": rank " + std::to_string(r) + " did not reach step " +
                                          std::to_string(sequence) + " within " + std::to_string(int(timeoutS)) +
                                          " s (a peer rank stopped or hangs)");

@@ -26,9 +26,9 @@ void *mapSharedSegment(c10d::Store &store, const std::string &prefix, int groupR
 // line, each only ever raised by its own rank (kind k, rank r at line k * world + r).
 constexpr size_t kCounterLine = 64;
 void publishCounter(void *base, int kind, int world, int rank, uint64_t value);
-// Returns once every rank's counter of `kind` reached `sequence`. Spins briefly, then yields the
-// core, then sleeps in short steps; throws a runtime_error starting with `what` when a rank does
-// not arrive within timeoutS (a peer stopped or hangs) or `stop` is set.
+// Returns once every rank's counter of `kind` reached `sequence`. Spins briefly, then sleeps in the
+// kernel until the rank publishes (a futex on the counter, woken by publishCounter); throws a runtime_error starting
+// with `what` when a rank does not arrive within timeoutS (a peer stopped or hangs) or `stop` is set.
 void waitForCounters(void *base, int kind, int world, uint64_t sequence, double timeoutS, const std::atomic<bool> &stop,
                      const std::string &what);
 
