@@ -1,7 +1,7 @@
 // accel-runtime-probe: a small program the runtime tests start as one or more ranks (with
 // RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT set) to exercise the Accelerator for real.
 // Usage: accel-runtime-probe <scenario> [key=value ...]
-//   train     steps= batch= accum= seed= out= save_at= checkpoint= resume= kill_after_save= shuffle=
+//   train     steps= batch= accum= seed= out= save_at= checkpoint= resume= kill_after_save= shuffle= log=1
 //             dropout= bucket_mb= optimizer=sgd|adamw
 //             model=stack: blocks wrapped as sharding units (wrap_root=1 wraps the model too);
 //             init= / data= write the prepared initial weights / the data set (safetensors); prints the
@@ -13,6 +13,7 @@
 //   make-torchscript module= data=   (fixtures for the worker's torchscript recipe)
 // Results go to `out` (rank 0 only) as text: one value per line in hex float so the tests can
 // compare bit for bit.
+#include "core/common/log.h"
 #include "core/runtime/accelerator.h"
 #include "core/runtime/strategy/shardedmodule.h"
 #include "core/runtime/training.h"
@@ -345,6 +346,13 @@ int main(int argc, char **argv)
         g_args[text.substr(0, eq)] = eq == std::string::npos ? "1" : text.substr(eq + 1);
     }
     const std::string scenario = argv[1];
+    if (arg("log") == "1" && !arg("out").empty() && std::getenv("RANK") && std::string(std::getenv("RANK")) == "0") {
+        // The runtime's debug messages of rank 0 as "log <message>" lines of the output.
+        accel::log::setMinimumLevel(accel::log::Level::Debug);
+        accel::log::setSink([](accel::log::Level, const std::string &, const std::string &message) {
+            std::ofstream(arg("out"), std::ios::app) << "log " << message << "\n";
+        });
+    }
     try {
         if (scenario == "train")
             return train();

@@ -286,6 +286,64 @@ private Q_SLOTS:
         QVERIFY2(worst <= 1e-5, qPrintable(QString("parameters differ from DDP by %1").arg(worst)));
     }
 
+    void prefetchLeavesResultsBitIdentical_data()
+    {
+        QTest::addColumn<int>("world");
+        QTest::addColumn<QStringList>("env");
+        QTest::addColumn<QStringList>("without");
+        const QStringList fullShard{"ACCELERATE_USE_FSDP=true", "FSDP_VERSION=1", "FSDP_SHARDING_STRATEGY=FULL_SHARD",
+                                    "FSDP_AUTO_WRAP_POLICY=TRANSFORMER_BASED_WRAP",
+                                    "FSDP_TRANSFORMER_CLS_TO_WRAP=StackBlock"};
+        const QStringList none{"FSDP_FORWARD_PREFETCH=false", "FSDP_BACKWARD_PREFETCH=NO_PREFETCH"};
+        QTest::newRow("FULL_SHARD forward + BACKWARD_PRE x2")
+            << 2 << fullShard + QStringList{"FSDP_FORWARD_PREFETCH=true", "FSDP_BACKWARD_PREFETCH=BACKWARD_PRE"}
+            << fullShard + none;
+        QTest::newRow("FULL_SHARD BACKWARD_POST x2")
+            << 2 << fullShard + QStringList{"FSDP_BACKWARD_PREFETCH=BACKWARD_POST"} << fullShard + none;
+        QTest::newRow("FULL_SHARD forward + BACKWARD_PRE x4 process group")
+            << 4
+            << fullShard + QStringList{"FSDP_FORWARD_PREFETCH=true", "FSDP_BACKWARD_PREFETCH=BACKWARD_PRE",
+                                       "ACCEL_SHM_COLLECTIVES=0"}
+            << fullShard + none + QStringList{"ACCEL_SHM_COLLECTIVES=0"};
+        // DeepSpeed prefetches by default; a JSON file's stage3_prefetch_bucket_size 0 turns it off.
+        const QString json = m_dir.filePath("no_prefetch.json");
+        QFile file(json);
+        if (file.open(QIODevice::WriteOnly))
+            file.write(R"({"zero_optimization": {"stage": 3, "stage3_prefetch_bucket_size": 0}})");
+        file.close();
+        QTest::newRow("ZeRO-3 x2") << 2
+                                   << QStringList{"ACCELERATE_USE_DEEPSPEED=true", "ACCELERATE_DEEPSPEED_ZERO_STAGE=3"}
+                                   << QStringList{"ACCELERATE_USE_DEEPSPEED=true",
+                                                  "ACCELERATE_DEEPSPEED_CONFIG_FILE=" + json};
+    }
+    void prefetchLeavesResultsBitIdentical()
+    {
+        // The same steps with and without prefetch of the next unit: every loss and parameter
+        // equal bit for bit (an all-gather copies; only its timing moves), and the prefetching run
+        // did start all-gathers ahead.
+        QFETCH(int, world);
+        QFETCH(QStringList, env);
+        QFETCH(QStringList, without);
+        const QString tag = QString(QTest::currentDataTag()).replace(' ', '_').replace('+', 'p');
+        const QString with = m_dir.filePath("prefetch_" + tag + ".txt");
+        const QString plain = m_dir.filePath("noprefetch_" + tag + ".txt");
+        Job job = runRanks(world, kTrain + QStringList{"wrap_root=1", "log=1", "out=" + with}, env);
+        QVERIFY2(job.ok, qPrintable(job.errors));
+        job = runRanks(world, kTrain + QStringList{"wrap_root=1", "log=1", "out=" + plain}, without);
+        QVERIFY2(job.ok, qPrintable(job.errors));
+        QCOMPARE(readLines(with, "param ").size(), readLines(plain, "param ").size());
+        QVERIFY(!readLines(with, "param ").isEmpty());
+        QCOMPARE(readLines(with, "param "), readLines(plain, "param "));
+        QCOMPARE(readLines(with, "loss "), readLines(plain, "loss "));
+        const QStringList counted = readLines(with, "log ").filter("parameter all-gathers prefetched");
+        const QStringList none = readLines(plain, "log ").filter("parameter all-gathers prefetched");
+        QCOMPARE(counted.size(), 1);
+        QCOMPARE(none.size(), 1);
+        QVERIFY2(counted.front().contains(": 0 of ") == false, qPrintable(counted.front()));
+        QVERIFY2(none.front().contains(": 0 of "), qPrintable(none.front()));
+        qInfo("%s: %s", QTest::currentDataTag(), qPrintable(counted.front().mid(4)));
+    }
+
     void unimplementedSettingsAreRefusedByName()
     {
         struct Case {

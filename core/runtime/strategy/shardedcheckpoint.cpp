@@ -187,8 +187,7 @@ Result<void> ShardingEngine::saveState(const std::string &folder, const StateSlo
             std::vector<bool> wasGathered;
             for (auto &unit : m_units) {
                 wasGathered.push_back(unit->gathered);
-                if (!unit->gathered)
-                    gather(*unit);
+                ensureGathered(*unit);
             }
             Result<void> saved;
             if (writer && m_shard->rank() == 0)
@@ -260,6 +259,7 @@ Result<void> ShardingEngine::loadState(const std::string &folder, const StateSlo
         const int rank = m_shard->rank();
         for (auto &unit : m_units) {
             auto flat = flatten(*unit, *model, "");
+            finishPrefetch(*unit);
             unit->shard.detach().copy_(flat.narrow(0, rank * unit->chunk, unit->chunk));
             if (unit->gathered)
                 unit->full.copy_(flat);

@@ -1,5 +1,6 @@
 #include "core/runtime/strategy/shardingengine_p.h"
 
+#include "core/common/log.h"
 #include "core/runtime/strategy/gradienthooks.h"
 
 #include <ATen/native/Resize.h>
@@ -38,10 +39,19 @@ ShardingEngine::ShardingEngine(ShardingPlan plan, std::unique_ptr<Collectives> s
 {
     const int world = m_shard->size() * (m_replica ? m_replica->size() : 1);
     m_factors = m_plan.divideFactors(world);
+    m_forwardPrefetch = m_plan.forwardPrefetch;
+    if (m_plan.backwardPrefetch == "BACKWARD_PRE")
+        m_backwardPrefetch = BackwardPrefetch::Pre;
+    else if (m_plan.backwardPrefetch == "BACKWARD_POST")
+        m_backwardPrefetch = BackwardPrefetch::Post;
 }
 
 ShardingEngine::~ShardingEngine()
 {
+    if (m_prefetches + m_gathers > 0)
+        accel::log::debug("runtime", m_plan.strategy + ": " + std::to_string(m_prefetches) + " of " +
+                                         std::to_string(m_prefetches + m_gathers) +
+                                         " parameter all-gathers prefetched");
     for (size_t i = 0; i < m_accumulators.size(); ++i)
         m_accumulators[i]->del_post_hook(m_hookKeys[i]);
 }
@@ -212,16 +222,60 @@ void ShardingEngine::prepareOptimizer(torch::optim::Optimizer &optimizer)
 void ShardingEngine::gather(Unit &unit)
 {
     torch::NoGradGuard noGrad;
+    finishPrefetch(unit);
     if (!unit.gathered)
         resizeStorage(unit.full, unit.full.numel() * int64_t(unit.full.element_size()));
     m_shard->allGather(unit.full, unit.shard.detach());
     unit.gathered = true;
+    ++m_gathers;
+}
+
+void ShardingEngine::finishPrefetch(Unit &unit)
+{
+    if (!unit.pending)
+        return;
+    Collectives::Pending pending = std::move(unit.pending);
+    unit.pending = nullptr;
+    pending();
+}
+
+void ShardingEngine::ensureGathered(Unit &unit)
+{
+    if (unit.pending)
+        finishPrefetch(unit);
+    else if (!unit.gathered)
+        gather(unit);
+}
+
+void ShardingEngine::prefetch(const std::unordered_map<size_t, size_t> &next, size_t after)
+{
+    const auto it = next.find(after);
+    if (it == next.end())
+        return;
+    Unit &unit = *m_units[it->second];
+    if (!unit.shardParameters || unit.gathered)
+        return;
+    torch::NoGradGuard noGrad;
+    resizeStorage(unit.full, unit.full.numel() * int64_t(unit.full.element_size()));
+    unit.pending = m_shard->allGatherAsync(unit.full, unit.shard.detach());
+    unit.gathered = true;
+    ++m_prefetches;
+}
+
+void ShardingEngine::recordOrder(std::vector<size_t> &order, std::unordered_map<size_t, size_t> &next, size_t unit)
+{
+    if (!m_recording || !m_units[unit]->shardParameters)
+        return;
+    if (!order.empty())
+        next.emplace(order.back(), unit); // a unit run twice keeps its first successor
+    order.push_back(unit);
 }
 
 void ShardingEngine::release(Unit &unit)
 {
     if (!unit.gathered)
         return;
+    finishPrefetch(unit);
     resizeStorage(unit.full, 0);
     unit.gathered = false;
 }
@@ -229,8 +283,12 @@ void ShardingEngine::release(Unit &unit)
 void ShardingEngine::beforeForward(size_t index)
 {
     Unit &unit = *m_units[index];
-    if (unit.shardParameters && !unit.gathered)
-        gather(unit);
+    if (!unit.shardParameters)
+        return;
+    ensureGathered(unit);
+    recordOrder(m_forwardOrder, m_nextForward, index);
+    if (m_forwardPrefetch && !m_recording)
+        prefetch(m_nextForward, index);
 }
 
 void ShardingEngine::afterForward(size_t index, const at::Tensor &output)
@@ -241,8 +299,10 @@ void ShardingEngine::afterForward(size_t index, const at::Tensor &output)
     if (torch::GradMode::is_enabled() && output.requires_grad()) {
         // Backward reaches this unit when the gradient of its output is known: gather again.
         const_cast<at::Tensor &>(output).register_hook([this, index](const torch::Tensor &) {
-            if (!m_units[index]->gathered)
-                gather(*m_units[index]);
+            ensureGathered(*m_units[index]);
+            recordOrder(m_backwardOrder, m_nextBackward, index);
+            if (m_backwardPrefetch == BackwardPrefetch::Pre && !m_recording)
+                prefetch(m_nextBackward, index);
         });
     }
     if (unit.reshardAfterForward)
@@ -256,8 +316,11 @@ void ShardingEngine::markReady(size_t index)
         return;
     if (m_sync && !unit.reduced)
         reduce(unit);
-    if (unit.shardParameters)
+    if (unit.shardParameters) {
         release(unit);
+        if (m_backwardPrefetch == BackwardPrefetch::Post && !m_recording)
+            prefetch(m_nextBackward, index);
+    }
 }
 
 void ShardingEngine::reduce(Unit &unit)
@@ -311,6 +374,7 @@ void ShardingEngine::afterBackward(bool sync)
         unit->ready = 0;
         unit->reduced = false;
     }
+    m_recording = false;
 }
 
 double ShardingEngine::gradientNormPart(double normType)
@@ -372,8 +436,7 @@ void ShardingEngine::zeroGrad()
 void ShardingEngine::unshardModel()
 {
     for (auto &unit : m_units) {
-        if (!unit->gathered)
-            gather(*unit);
+        ensureGathered(*unit);
         unit->shardParameters = unit->reshardAfterForward = false;
     }
     for (auto &holder : m_holders)

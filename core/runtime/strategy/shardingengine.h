@@ -8,6 +8,10 @@
 //   stage 3: the flat parameter exists only between all-gather and release: gathered before
 //            the unit's forward, released after it (reshard after forward), gathered again when
 //            backward reaches the unit, released once its gradients are reduce-scattered.
+// Prefetch (stage 3): with forward prefetch the all-gather of the unit that runs next in forward
+// starts as a unit's forward begins; with backward prefetch that of the unit backward reaches next
+// starts as backward reaches a unit (BACKWARD_PRE) or once the unit's gradients are reduced
+// (BACKWARD_POST). The orders are those recorded in the first step; one prefetch ahead at most.
 // Hybrid: shard group = the ranks of one machine, gradients then all-reduced across machines.
 // Parameters outside every accepted unit stay whole on every rank (their gradients and optimizer
 // state are still sharded): wrap the model itself to shard them too.
@@ -76,7 +80,11 @@ private:
     bool accepts(const torch::nn::Module &module, bool root) const;
     void addUnit(const std::string &name, std::vector<torch::Tensor> parameters, bool wrapped, bool root);
     void gather(Unit &unit);
+    void ensureGathered(Unit &unit);
+    void prefetch(const std::unordered_map<size_t, size_t> &next, size_t after);
+    void finishPrefetch(Unit &unit);
     void release(Unit &unit);
+    void recordOrder(std::vector<size_t> &order, std::unordered_map<size_t, size_t> &next, size_t unit);
     void reduce(Unit &unit);
     void markReady(size_t unit);
 
@@ -90,6 +98,13 @@ private:
     std::shared_ptr<torch::nn::Module> m_model;
     std::vector<std::shared_ptr<torch::autograd::Node>> m_accumulators;
     std::vector<uintptr_t> m_hookKeys;
+    // Prefetch: the units in the order the first step ran them, and the one after each.
+    bool m_forwardPrefetch = false;
+    enum class BackwardPrefetch { None, Pre, Post } m_backwardPrefetch = BackwardPrefetch::None;
+    bool m_recording = true; // until the first backward ends
+    std::vector<size_t> m_forwardOrder, m_backwardOrder;
+    std::unordered_map<size_t, size_t> m_nextForward, m_nextBackward;
+    size_t m_prefetches = 0, m_gathers = 0; // parameter all-gathers started ahead / on demand
     bool m_sync = true;
     bool m_frozen = false; // no parameter of the model requires a gradient
 };

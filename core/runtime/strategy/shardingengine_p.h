@@ -16,7 +16,8 @@ struct ShardingEngine::Unit {
     torch::Tensor shard; // this rank's chunk: the tensor the optimizer steps
     bool shardParameters = false;
     bool reshardAfterForward = false;
-    bool gathered = true;
+    bool gathered = true;         // storage allocated and filled, or being filled by `pending`
+    Collectives::Pending pending; // a prefetch in flight: call it before using `full`
     size_t trainable = 0;
     size_t ready = 0;
     bool reduced = false;

@@ -254,6 +254,10 @@ void applyStage(int stage, ShardingPlan &plan)
     plan.strategy = "ZeRO-" + std::to_string(stage);
     plan.reshardAfterForward = stage == 3;
     plan.zero3Init = stage == 3;
+    // DeepSpeed prefetches the parameters used next in forward and backward (its default
+    // stage3_prefetch_bucket_size is 5e7 elements; 0 turns it off).
+    plan.forwardPrefetch = stage == 3;
+    plan.backwardPrefetch = stage == 3 ? "BACKWARD_PRE" : "";
 }
 
 Result<void> readDeepSpeed(const Lookup &lookup, ShardingPlan &plan)
@@ -456,6 +460,16 @@ Result<void> applyDeepSpeedJson(const std::string &path, ShardingPlan &plan)
             return fail("gradient_accumulation_steps", steps, "expected a whole number >= 1 or \"auto\"",
                         ErrorCode::InvalidInput);
         plan.gradientAccumulationSteps = steps.get<int>();
+    }
+    if (zero.contains("stage3_prefetch_bucket_size") && zero["stage3_prefetch_bucket_size"] != "auto") {
+        const auto &bucket = zero["stage3_prefetch_bucket_size"];
+        if (!bucket.is_number() || bucket.get<double>() < 0)
+            return fail("zero_optimization.stage3_prefetch_bucket_size", bucket,
+                        "expected a non-negative number or \"auto\"", ErrorCode::InvalidInput);
+        if (bucket.get<double>() == 0) {
+            plan.forwardPrefetch = false;
+            plan.backwardPrefetch.clear();
+        }
     }
     for (const char *key : {"stage3_gather_16bit_weights_on_model_save", "stage3_gather_fp16_weights_on_model_save"}) {
         if (zero.contains(key) && zero[key].is_boolean())

@@ -2,8 +2,9 @@
 """Sharding benchmark: accel-worker's gpt recipe (n_layer 4, n_head 4, n_embd 256, context 128,
 batch 8 per rank, AdamW; 2 ranks x 1 thread) under each sharding strategy against DDP, and
 FULL_SHARD / SHARD_GRAD_OP against PyTorch's own FSDP in Python on the same torch
-(reference_fsdp.py). Throughput over 30 steps after 10 warm-up steps, ACCEL_BENCH_ROUNDS (default
-3) back-to-back rounds, medians; one BENCH line per strategy.
+(reference_fsdp.py); FULL_SHARD also with prefetch of the next unit. --only runs some strategies
+(and DDP). Throughput over 30 steps after 10 warm-up steps, ACCEL_BENCH_ROUNDS (default 3)
+back-to-back rounds, medians; one BENCH line per strategy.
 """
 import argparse
 import importlib.util
@@ -26,6 +27,11 @@ STRATEGIES = {
                    "FSDP_AUTO_WRAP_POLICY": "TRANSFORMER_BASED_WRAP"},
     "SHARD_GRAD_OP": {"ACCELERATE_USE_FSDP": "true", "FSDP_SHARDING_STRATEGY": "SHARD_GRAD_OP",
                       "FSDP_AUTO_WRAP_POLICY": "TRANSFORMER_BASED_WRAP"},
+    # FULL_SHARD with the next unit's all-gather in flight while a unit computes (forward_prefetch,
+    # BACKWARD_PRE); FULL_SHARD above prefetches nothing.
+    "FULL_SHARD_prefetch": {"ACCELERATE_USE_FSDP": "true", "FSDP_SHARDING_STRATEGY": "FULL_SHARD",
+                            "FSDP_AUTO_WRAP_POLICY": "TRANSFORMER_BASED_WRAP", "FSDP_FORWARD_PREFETCH": "true",
+                            "FSDP_BACKWARD_PREFETCH": "BACKWARD_PRE"},
 }
 SHARDING_VARIABLES = sorted({key for env in STRATEGIES.values() for key in env})
 
@@ -57,7 +63,15 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--worker", required=True)
     parser.add_argument("--corpus", required=True)
+    parser.add_argument("--only", help="comma-separated strategies (default: all)")
     args = parser.parse_args()
+    if args.only:
+        unknown = set(args.only.split(",")) - set(STRATEGIES)
+        if unknown:
+            parser.error(f"--only: unknown {', '.join(sorted(unknown))}; valid: {', '.join(STRATEGIES)}")
+        for name in list(STRATEGIES):
+            if name not in args.only.split(",") and name != "DDP":
+                del STRATEGIES[name]
     work = tempfile.mkdtemp(prefix="accel-bench-sharding-")
     job = os.path.join(work, "gpt.yaml")
     with open(job, "w") as f:
@@ -67,7 +81,7 @@ def main():
                 "batch_size: 8, learning_rate: 3.0e-4, weight_decay: 0.01}\n")
     rounds = int(os.environ.get("ACCEL_BENCH_ROUNDS", "3"))
     results = {name: [] for name in STRATEGIES}
-    peers = {"FULL_SHARD": [], "SHARD_GRAD_OP": []}
+    peers = {name: [] for name in ("FULL_SHARD", "SHARD_GRAD_OP") if name in STRATEGIES}
     median = lambda values: sorted(values)[len(values) // 2]
     for r in range(rounds):
         for name in STRATEGIES:
