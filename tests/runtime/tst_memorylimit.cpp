@@ -1,0 +1,181 @@
+// A model whose DDP ranks do not fit a memory limit trains to the end under ZeRO-3 within it.
+// Two real accel-worker ranks of the gpt recipe, each started with RLIMIT_DATA (the limit on a
+// process's private writable memory, which every libtorch allocation counts against; the shared
+// memory of the collectives does not) set to the same limit: DDP fails with libtorch's
+// out-of-memory error, ZeRO-3 completes every step and writes the model. Without the limit DDP
+// trains, so the limit is what stops it. Peak RSS and data size of every rank are sampled from
+// /proc and printed.
+#include "tests/runtime/shardingsupport.h"
+
+#include <QElapsedTimer>
+#include <QFile>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QThread>
+
+#include <sys/resource.h>
+
+using namespace accel::test::sharding;
+
+namespace {
+
+// 6 blocks of n_embd 1024: 75.6 M parameters, 302 MB in float32. With AdamW a DDP rank holds
+// parameters, gradients and two moments (1.2 GB) plus the gradient buckets; a ZeRO-3 rank half of
+// the first four and one gathered block at a time (every rank builds the whole model once before
+// it keeps its shard). Measured here before the limit was chosen: largest data size per rank
+// DDP 1911 / 1916 MiB, ZeRO-3 1534 / 1560 MiB.
+constexpr qint64 kLimitBytes = qint64(1720) << 20;
+constexpr int kSteps = 3;
+
+struct Run {
+    bool ok = true;
+    QString errors;
+    qint64 peakRss[2] = {0, 0};  // VmHWM
+    qint64 peakData[2] = {0, 0}; // largest VmData seen
+};
+
+qint64 statusField(qint64 pid, const char *field)
+{
+    QFile file(QString("/proc/%1/status").arg(pid));
+    if (!file.open(QIODevice::ReadOnly))
+        return 0;
+    for (const QByteArray &line : file.readAll().split('\n')) {
+        if (line.startsWith(field))
+            return line.mid(int(qstrlen(field))).trimmed().split(' ').value(0).toLongLong() * 1024;
+    }
+    return 0;
+}
+
+Run runLimited(const QString &job, const QStringList &env, qint64 limit)
+{
+    const int port = freePort();
+    std::vector<std::unique_ptr<QProcess>> processes;
+    for (int rank = 0; rank < 2; ++rank) {
+        auto process = std::make_unique<QProcess>();
+        QProcessEnvironment e = QProcessEnvironment::systemEnvironment();
+        for (const QString &entry :
+             env + QStringList{"RANK=" + QString::number(rank), "LOCAL_RANK=" + QString::number(rank), "WORLD_SIZE=2",
+                               "LOCAL_WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + QString::number(port),
+                               "OMP_NUM_THREADS=1"})
+            e.insert(entry.section('=', 0, 0), entry.section('=', 1));
+        process->setProcessEnvironment(e);
+        process->setWorkingDirectory(QFileInfo(job).absolutePath());
+        if (limit > 0) {
+            process->setChildProcessModifier([limit] {
+                const rlimit data{rlim_t(limit), rlim_t(limit)};
+                ::setrlimit(RLIMIT_DATA, &data);
+            });
+        }
+        process->start(accel::test::binDir() + "/accel-worker", {job});
+        processes.push_back(std::move(process));
+    }
+    Run run;
+    QElapsedTimer clock;
+    clock.start();
+    for (bool running = true; running && clock.elapsed() < 600000;) {
+        running = false;
+        for (int r = 0; r < 2; ++r) {
+            auto &process = processes[size_t(r)];
+            if (process->state() == QProcess::NotRunning || process->waitForFinished(0))
+                continue;
+            running = true;
+            const qint64 pid = process->processId();
+            run.peakRss[r] = std::max(run.peakRss[r], statusField(pid, "VmHWM:"));
+            run.peakData[r] = std::max(run.peakData[r], statusField(pid, "VmData:"));
+        }
+        QThread::msleep(50);
+    }
+    for (auto &process : processes) {
+        if (!process->waitForFinished(1000)) {
+            process->kill();
+            process->waitForFinished();
+        }
+        if (process->exitStatus() != QProcess::NormalExit || process->exitCode() != 0) {
+            run.ok = false;
+            run.errors += QString("exit %1: %2\n").arg(process->exitCode()).arg(process->readAllStandardError());
+        }
+    }
+    return run;
+}
+
+QString mib(qint64 bytes)
+{
+    return QString::number(double(bytes) / (1 << 20), 'f', 0) + " MiB";
+}
+
+} // namespace
+
+class tst_MemoryLimit : public QObject {
+    Q_OBJECT
+
+private:
+    QTemporaryDir m_dir;
+
+    QString job(const QString &name)
+    {
+        const QString path = m_dir.filePath(name + ".yaml");
+        QFile file(path);
+        if (!file.open(QIODevice::WriteOnly))
+            return {};
+        file.write(QString("recipe: gpt\noutput_dir: %1\nmodel: {n_layer: 6, n_head: 4, n_embd: 1024, block_size: 64}\n"
+                           "data: {corpus: corpus.txt}\nsample: {length: 0}\n"
+                           "training: {max_steps: %2, batch_size: 2, log_every: 1, resume: none}\n")
+                       .arg(name)
+                       .arg(kSteps)
+                       .toUtf8());
+        return path;
+    }
+
+    void report(const char *what, const Run &run)
+    {
+        qInfo("%s: %s; peak RSS per rank %s, %s; largest data size %s, %s (limit %s)", what,
+              run.ok ? "finished" : "failed", qPrintable(mib(run.peakRss[0])), qPrintable(mib(run.peakRss[1])),
+              qPrintable(mib(run.peakData[0])), qPrintable(mib(run.peakData[1])), qPrintable(mib(kLimitBytes)));
+    }
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        if (!QFile::exists(accel::test::binDir() + "/accel-worker"))
+            QSKIP("accel-worker is not built");
+        QVERIFY(m_dir.isValid());
+        QFile corpus(m_dir.filePath("corpus.txt"));
+        QVERIFY(corpus.open(QIODevice::WriteOnly));
+        for (int i = 0; i < 300; ++i)
+            corpus.write("the cat sat on the mat. a dog ran in the fog. ");
+    }
+
+    void ddpTrainsWithoutTheLimit()
+    {
+        const Run run = runLimited(job("ddp_free"), {}, 0);
+        report("DDP without a limit", run);
+        QVERIFY2(run.ok, qPrintable(run.errors));
+        QVERIFY(QFile::exists(m_dir.filePath("ddp_free/model.safetensors")));
+        // The ranks do need more than the limit.
+        QVERIFY2(run.peakData[0] > kLimitBytes && run.peakData[1] > kLimitBytes, "DDP fits the limit: raise the model");
+    }
+
+    void ddpFailsWithinTheLimit()
+    {
+        const Run run = runLimited(job("ddp"), {}, kLimitBytes);
+        report("DDP within the limit", run);
+        QVERIFY(!run.ok);
+        // libtorch's allocator: "DefaultCPUAllocator: can't allocate memory: you tried to allocate ..."
+        QVERIFY2(run.errors.contains("can't allocate memory") || run.errors.contains("bad_alloc"),
+                 qPrintable(run.errors.left(600)));
+        QVERIFY(!QFile::exists(m_dir.filePath("ddp/model.safetensors")));
+    }
+
+    void zero3TrainsToTheEndWithinTheLimit()
+    {
+        const Run run = runLimited(job("zero3"), {"ACCELERATE_USE_DEEPSPEED=true", "ACCELERATE_DEEPSPEED_ZERO_STAGE=3"},
+                                   kLimitBytes);
+        report("ZeRO-3 within the limit", run);
+        QVERIFY2(run.ok, qPrintable(run.errors));
+        QVERIFY(QFile::exists(m_dir.filePath("zero3/model.safetensors")));
+        QVERIFY(run.peakData[0] <= kLimitBytes && run.peakData[1] <= kLimitBytes);
+    }
+};
+
+QTEST_GUILESS_MAIN(tst_MemoryLimit)
+#include "tst_memorylimit.moc"
