@@ -145,6 +145,16 @@ void tst_MonitorPage::metricsWrittenOnATimerAppear()
     QTRY_VERIFY_WITH_TIMEOUT(loss->plot()->graphCount() == 6 && graphPoints(loss, 2) >= 5, 10000);
     QTRY_COMPARE_WITH_TIMEOUT(page.ranksView()->model()->rowCount(), 2, 5000);
     QCOMPARE(page.ranksView()->model()->index(1, 0).data().toString(), QStringLiteral("1"));
+    // The columns fit what the ranks show, not only their titles (the run was chosen empty).
+    const QAbstractItemModel *ranks = page.ranksView()->model();
+    const QFontMetrics metrics(page.ranksView()->font());
+    for (int column = 0; column + 1 < ranks->columnCount(); ++column) {
+        for (int row = 0; row < ranks->rowCount(); ++row) {
+            const QString text = ranks->index(row, column).data().toString();
+            QVERIFY2(page.ranksView()->columnWidth(column) > metrics.horizontalAdvance(text),
+                     qPrintable(QStringLiteral("column %1 cuts '%2'").arg(column).arg(text)));
+        }
+    }
     QVERIFY(graphPoints(page.chart(MonitorPage::LrChart), 0) > 0);
     QVERIFY(graphPoints(page.chart(MonitorPage::ThroughputChart), 1) > 0);
     QVERIFY(graphPoints(page.chart(MonitorPage::MemoryChart), 0) > 0);

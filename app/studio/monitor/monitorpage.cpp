@@ -371,8 +371,14 @@ void MonitorPage::updateDetails()
     const int index = m_detailCombo->currentIndex();
     monitor::RunMonitor *run = (index >= 0 && index < m_runs.size()) ? m_runs[index].monitor : nullptr;
     m_ranksView->setModel(run ? run->ranksModel() : nullptr);
-    if (run)
-        m_ranksView->horizontalHeader()->resizeSections(QHeaderView::ResizeToContents);
+    // Size the columns to their contents now and again when ranks first appear (a run followed
+    // over SSH has none yet when it is chosen; sized to the titles alone, State and Loss were cut).
+    disconnect(m_ranksSizing);
+    if (run) {
+        auto fit = [this] { m_ranksView->horizontalHeader()->resizeSections(QHeaderView::ResizeToContents); };
+        fit();
+        m_ranksSizing = connect(run->ranksModel(), &QAbstractItemModel::rowsInserted, m_ranksView, fit);
+    }
     m_logView->setLogModel(run ? run->logModel() : nullptr);
     m_eventsView->setEventsModel(run ? run->eventsModel() : nullptr);
     m_status->setRun(run, index >= 0 && index < m_runs.size() ? m_runs[index].directory : QString());

@@ -114,6 +114,7 @@ private:
     QDoubleSpinBox *m_smoothWeight = nullptr;
     QComboBox *m_exportChart = nullptr;
     QTableView *m_ranksView = nullptr;
+    QMetaObject::Connection m_ranksSizing; // fits the columns when ranks appear
     LogView *m_logView = nullptr;
     EventsTimeline *m_eventsView = nullptr;
     RankMemoryPanel *m_memory = nullptr;
