@@ -228,9 +228,23 @@ RemoteScript cancelScript(const QString &jobId)
     return script(requireTool("scancel") + QStringLiteral("scancel \"$1\"\n"), {jobId});
 }
 
-RemoteScript fileExistsScript(const QString &path)
+RemoteScript filesExistScript(const QStringList &paths)
 {
-    return script(QStringLiteral("if [ -f \"$1\" ]; then echo yes; else echo no; fi\n"), {path});
+    return script(QStringLiteral("for f in \"$@\"; do if [ -f \"$f\" ]; then echo yes; else echo no; fi; done\n"),
+                  paths);
+}
+
+QList<bool> parseFilesExist(const QByteArray &standardOutput, qsizetype paths)
+{
+    QList<bool> flags;
+    for (const QByteArray &line : standardOutput.split('\n')) {
+        const QByteArray word = line.trimmed();
+        if (word == "yes" || word == "no")
+            flags << (word == "yes");
+        else if (!word.isEmpty())
+            return {};
+    }
+    return flags.size() == paths ? flags : QList<bool>();
 }
 
 ScriptFailure scriptFailure(int exitCode, const QByteArray &standardError)
@@ -263,6 +277,16 @@ QString defaultRunDirectory(const QString &workDir, const QString &jobId)
     while (folder.size() > 1 && folder.endsWith(QLatin1Char('/')))
         folder.chop(1);
     return folder + QStringLiteral("/accel-run-") + jobId;
+}
+
+QStringList runManifests(const QString &runDirectory, int nodes)
+{
+    if (nodes <= 1)
+        return {runDirectory + QStringLiteral("/run.json")};
+    QStringList paths;
+    for (int node = 0; node < nodes; ++node)
+        paths << QStringLiteral("%1/node%2/run.json").arg(runDirectory).arg(node);
+    return paths;
 }
 
 bool isFinalState(const QString &state)

@@ -77,8 +77,10 @@ Result<QueueReport> parseQueue(const QByteArray &standardOutput);
 // scancel JOBID.
 RemoteScript cancelScript(const QString &jobId);
 
-// Whether `path` holds a file on the host: prints "yes" or "no".
-RemoteScript fileExistsScript(const QString &path);
+// Whether each of `paths` is a file on the host: prints "yes" or "no", one line per path.
+RemoteScript filesExistScript(const QStringList &paths);
+// The answer of filesExistScript: one flag per path (empty when the output has another length).
+QList<bool> parseFilesExist(const QByteArray &standardOutput, qsizetype paths);
 
 // A script's failure (exit 3 + "accel-slurm: missing TOOL" on stderr, or the tool's own error).
 ScriptFailure scriptFailure(int exitCode, const QByteArray &standardError);
@@ -87,8 +89,10 @@ QString missingToolMessage(const QString &tool, const QString &host);
 
 // Where the run directory of a job submitted from an Accel Studio batch script is: the script
 // exports ACCEL_RUN_DIR, by default accel-run-<job id> in the job's working directory (node N of
-// a multi-node job: its node<N> folder in there).
+// a multi-node job: its node<N> folder in there; `accel tail` follows that folder as one run).
 QString defaultRunDirectory(const QString &workDir, const QString &jobId);
+// The manifests a job's run writes: RUN/run.json, or RUN/node<K>/run.json for each of `nodes` > 1.
+QStringList runManifests(const QString &runDirectory, int nodes);
 
 // States after which a job does not run again.
 bool isFinalState(const QString &state);

@@ -158,8 +158,9 @@ int runSlurmSubmit(int argc, char **argv)
                     "directory)",
                     "accel-slurm");
     parser.addOption({"sbatch_arg", "ARG", "extra sbatch argument, e.g. --qos=high (repeatable)", "", 0, true, {}});
-    parser.setEpilog("The job writes its run directory to accel-run-<job id> in DIR (accel slurm follow finds it). "
-                     "Exit status: 0 submitted, 1 failed (host, sbatch), 2 bad arguments.");
+    parser.setEpilog("The job writes its run directory to accel-run-<job id> in DIR (a multi-node job: one node<K> "
+                     "run directory per node in there); accel slurm follow finds it and follows every node. Exit "
+                     "status: 0 submitted, 1 failed (host, sbatch), 2 bad arguments.");
     if (const int code = slurmcli::parseOrExit(parser, argc, argv, "submit"); code >= 0)
         return code;
     auto remote = slurmcli::connectRemote(parser);

@@ -7,6 +7,7 @@
 #include <QCoreApplication>
 #include <QElapsedTimer>
 #include <QEventLoop>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonObject>
 #include <QTimer>
@@ -204,15 +205,20 @@ int runSlurmFollow(int argc, char **argv)
     parser.addPositional({"JOBID", "a job submitted by accel slurm submit (or whose script sets ACCEL_RUN_DIR)"});
     slurmcli::addCommonOptions(parser, "the accel.tail stream of `accel tail --follow --json` (docs/monitor.md)");
     parser.addValue("run_dir", "DIR",
-                    "the run directory on the host (default: accel-run-<job id> in the job's "
-                    "working directory; node 0's for a multi-node job)");
+                    "the run directory on the host (default: accel-run-<job id> in the job's working directory; "
+                    "for a multi-node job the folder of its node<K> run directories, all of which are followed)");
+    parser.addValue("node_wait", "SECONDS",
+                    "multi-node job: once one node's run directory is there, how long to wait for the others "
+                    "before following those that are",
+                    "60");
     parser.addFlag("logs", "rank logs (default)");
     parser.addFlag("metrics", "metrics/*.jsonl");
     parser.addFlag("events", "events.jsonl (launcher events)");
     parser.addValue("rank", "N", "only this rank's file");
     parser.addValue("poll", "SECONDS", "between two looks at the queue while the job waits", "2");
-    parser.setEpilog("Exit status: accel tail's (0 when the run ended), 1 when the job ended without a run "
-                     "directory or the host failed, 2 bad arguments.");
+    parser.setEpilog("Rank numbers are global: --rank N follows the node that holds rank N. Exit status: accel "
+                     "tail's (0 when the run ended), 1 when the job ended without a run directory, a node's run "
+                     "directory never appeared (it is named) or the host failed, 2 bad arguments.");
     if (const int code = slurmcli::parseOrExit(parser, argc, argv, "follow"); code >= 0)
         return code;
     const QString jobId = QString::fromStdString(parser.firstPositional("JOBID").value_or(""));
@@ -221,6 +227,13 @@ int runSlurmFollow(int argc, char **argv)
     int pollMs = 0;
     if (const int code = pollMsOf(parser, &pollMs); code >= 0)
         return code;
+    const std::string nodeWaitText = parser.valueOr("node_wait", "60");
+    bool nodeWaitOk = false;
+    const double nodeWaitSeconds = QString::fromStdString(nodeWaitText).toDouble(&nodeWaitOk);
+    if (!nodeWaitOk || nodeWaitSeconds < 0 || nodeWaitSeconds > 86400)
+        return slurmcli::reportError(
+            "follow",
+            Error{ErrorCode::InvalidInput, "expected seconds (0-86400), got '" + nodeWaitText + "'", "--node_wait"});
     QStringList tailArguments = {QStringLiteral("tail"), QStringLiteral("--follow")};
     for (const char *flag : {"json", "logs", "metrics", "events"}) {
         if (parser.isSet(flag))
@@ -241,9 +254,13 @@ int runSlurmFollow(int argc, char **argv)
     char *fakeArgv[] = {argv[0], nullptr};
     QCoreApplication app(fakeArgc, fakeArgv);
 
-    // Wait for run.json in the run directory, while the job has not ended.
+    // Wait for run.json in the run directory (every node's, for a multi-node job), while the job has
+    // not ended. Once one node's is there, the others get --node_wait seconds.
     QString runDir = QString::fromStdString(parser.valueOr("run_dir", ""));
     QString lastState;
+    QStringList missing;
+    QElapsedTimer sinceFirstNode;
+    QString finalState; // the job's state when the wait for the nodes ended
     for (;;) {
         auto job = slurmcli::queryJob(*remote, jobId);
         if (!job)
@@ -255,38 +272,71 @@ int runSlurmFollow(int argc, char **argv)
                                     " is not known to SLURM there (squeue and sacct); give its --run_dir",
                                 remote->name.toStdString()});
         const QString state = *job ? (*job)->state : QString();
-        if (runDir.isEmpty()) {
+        if (runDir.isEmpty())
             runDir = slurm::defaultRunDirectory((*job)->workDir, jobId);
-            if ((*job)->nodes > 1)
-                runDir += QStringLiteral("/node0");
-        }
-        auto exists = slurmcli::runScript(*remote, slurm::fileExistsScript(runDir + QStringLiteral("/run.json")));
+        const QStringList manifests = slurm::runManifests(runDir, *job ? (*job)->nodes : 1);
+        auto exists = slurmcli::runScript(*remote, slurm::filesExistScript(manifests));
         if (!exists)
             return slurmcli::reportError("follow", exists.error());
-        if (exists->trimmed() == "yes")
-            break;
-        if (!*job)
+        const QList<bool> found = slurm::parseFilesExist(*exists, manifests.size());
+        if (found.isEmpty())
             return slurmcli::reportError("follow",
-                                         Error{ErrorCode::NotFound,
-                                               "job " + jobId.toStdString() + " is not known to SLURM there and " +
-                                                   runDir.toStdString() + "/run.json does not exist",
+                                         Error{ErrorCode::Failed,
+                                               "unexpected answer to the run directory check: '" +
+                                                   QString::fromUtf8(exists->trimmed().left(200)).toStdString() + "'",
                                                remote->name.toStdString()});
-        if (slurm::isFinalState(state))
-            return slurmcli::reportError("follow", Error{ErrorCode::Failed,
-                                                         "job " + jobId.toStdString() + " ended (" +
-                                                             state.toStdString() + ") without a run directory at " +
-                                                             runDir.toStdString() + ": see slurm-" +
-                                                             jobId.toStdString() + ".out in its working directory",
-                                                         remote->name.toStdString()});
+        missing.clear();
+        for (qsizetype i = 0; i < manifests.size(); ++i) {
+            if (!found.at(i))
+                missing << manifests.at(i);
+        }
+        if (missing.isEmpty())
+            break;
+        if (missing.size() < manifests.size()) { // some nodes have started their runs
+            if (!sinceFirstNode.isValid())
+                sinceFirstNode.start();
+            finalState = state;
+            if (!*job || slurm::isFinalState(state) || sinceFirstNode.elapsed() >= nodeWaitSeconds * 1000)
+                break;
+        } else {
+            if (!*job)
+                return slurmcli::reportError("follow",
+                                             Error{ErrorCode::NotFound,
+                                                   "job " + jobId.toStdString() + " is not known to SLURM there and " +
+                                                       manifests.first().toStdString() + " does not exist",
+                                                   remote->name.toStdString()});
+            if (slurm::isFinalState(state))
+                return slurmcli::reportError("follow", Error{ErrorCode::Failed,
+                                                             "job " + jobId.toStdString() + " ended (" +
+                                                                 state.toStdString() + ") without a run directory at " +
+                                                                 runDir.toStdString() + ": see slurm-" +
+                                                                 jobId.toStdString() + ".out in its working directory",
+                                                             remote->name.toStdString()});
+        }
         if (state != lastState) {
             const QString reason = *job && !(*job)->reason.isEmpty() && (*job)->reason != QLatin1String("None")
                                        ? QStringLiteral(" (%1)").arg((*job)->reason)
                                        : QString();
             std::fprintf(stderr, "job %s is %s%s; waiting for %s\n", qPrintable(jobId), qPrintable(state),
-                         qPrintable(reason), qPrintable(runDir));
+                         qPrintable(reason), qPrintable(missing.join(QStringLiteral(", "))));
             lastState = state;
         }
         sleepMs(pollMs);
+    }
+    // A node whose run never appeared is named; the others are followed.
+    QStringList missingNodes;
+    for (const QString &manifest : missing)
+        missingNodes << QFileInfo(QFileInfo(manifest).path()).fileName() + QStringLiteral(" (") + manifest +
+                            QLatin1Char(')');
+    if (!missingNodes.isEmpty()) {
+        const QString when = slurm::isFinalState(finalState) || finalState.isEmpty()
+                                 ? QStringLiteral("when the job ended")
+                                 : QStringLiteral("after %1 s").arg(QString::fromStdString(nodeWaitText));
+        std::fprintf(stderr,
+                     "accel slurm follow: %s: job %s: no run directory from %s %s; following the other nodes (see "
+                     "slurm-%s.out in the job's working directory)\n",
+                     qPrintable(remote->name), qPrintable(jobId), qPrintable(missingNodes.join(QStringLiteral(", "))),
+                     qPrintable(when), qPrintable(jobId));
     }
 
     // accel tail --follow there, its output passed on as it arrives.
@@ -313,7 +363,7 @@ int runSlurmFollow(int argc, char **argv)
     }
     if (auto job = slurmcli::queryJob(*remote, jobId); job && *job && !parser.isSet("json"))
         std::fprintf(stderr, "job %s: %s\n", qPrintable(jobId), qPrintable((*job)->state));
-    return ExitOk;
+    return missingNodes.isEmpty() ? ExitOk : ExitFailure;
 }
 
 } // namespace accel::cli

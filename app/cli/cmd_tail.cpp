@@ -1,7 +1,8 @@
 // accel tail RUN: the end of a run's rank logs, metrics or launcher events; --follow keeps
 // printing as they grow and returns when the run has ended. With --follow --json it prints the
 // accel.tail stream (docs/monitor.md) of the whole run directory, which monitor's
-// StreamRunSource reads back: the studio runs this over SSH to follow remote runs.
+// StreamRunSource reads back: the studio runs this over SSH to follow remote runs. A folder of
+// node<K> run directories (a multi-node SLURM job's) is followed as one run of all its nodes.
 #include "app/cli/argparser.h"
 #include "app/cli/command.h"
 
@@ -22,8 +23,11 @@
 #include <QThread>
 #include <QTimer>
 
+#include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <optional>
+#include <vector>
 
 namespace accel::cli {
 
@@ -64,55 +68,129 @@ void printWarnings(const QStringList &warnings)
         std::fprintf(stderr, "accel tail: warning: %s\n", warning.toLocal8Bit().constData());
 }
 
+// A run as `accel tail` follows it: one run directory, or the node folders of a multi-node run
+// (a folder without run.json holding node<K>/run.json, as a SLURM job of Accel Studio writes it).
+struct FollowedRuns {
+    QString root; // the stream's "run": the run directory, or the folder of the nodes
+    std::vector<RunDirectory> runs;
+    QStringList prefixes; // per run: "" (one run) or "node<K>/"
+    bool multiNode() const { return runs.size() > 1 || !prefixes.value(0).isEmpty(); }
+};
+
+bool isRankFile(const QString &relativePath)
+{
+    return (relativePath.startsWith(QLatin1String("metrics/")) || relativePath.startsWith(QLatin1String("logs/"))) &&
+           accel::monitor::rankFromFileName(QFileInfo(relativePath).fileName()) >= 0;
+}
+
+// Whether a node's manifest lists `rank` among its ranks.
+bool manifestHoldsRank(const QJsonObject &manifest, int rank)
+{
+    for (const QJsonValue &entry : manifest.value(QStringLiteral("ranks")).toArray()) {
+        if (entry.toObject().value(QStringLiteral("rank")).toInt(-1) == rank)
+            return true;
+    }
+    return false;
+}
+
 // --follow --json: the accel.tail stream (header, whole-line text chunks per file from each file's
 // start, run.json manifests, restarts) until the run has ended. `kind` empty: every file.
-// `startOffsets`: files (relative paths) whose stream continues at that byte offset (--from).
-int streamRun(RunDirectory &run, const QString &kind, int onlyRank, const QHash<QString, qint64> &startOffsets)
+// `startOffsets`: files (stream paths) whose stream continues at that byte offset (--from).
+// Several nodes: rank files keep their names (their ranks are global, so the nodes' names do not
+// meet), the nodes' other files (run.json, events.jsonl, metrics/system.jsonl) go out as
+// node<K>/FILE; the stream ends when every node's run has.
+int streamRun(FollowedRuns &followed, const QString &kind, int onlyRank, const QHash<QString, qint64> &startOffsets)
 {
     int argc = 1;
     char name[] = "accel";
     char *argv[] = {name, nullptr};
     QCoreApplication app(argc, argv);
-    accel::monitor::RunDirectoryFollower follower(run.path());
-    follower.setFileFilter([kind, onlyRank](const QString &relativePath) {
-        if (onlyRank >= 0 && accel::monitor::rankFromFileName(QFileInfo(relativePath).fileName()) != onlyRank)
-            return false;
-        if (kind == QLatin1String("logs"))
-            return relativePath.startsWith(QLatin1String("logs/"));
-        if (kind == QLatin1String("metrics"))
-            return relativePath.startsWith(QLatin1String("metrics/"));
-        if (kind == QLatin1String("events"))
-            return relativePath == QLatin1String("events.jsonl");
-        return true;
-    });
-    follower.setStartOffsets(startOffsets);
+    const bool multi = followed.multiNode();
     accel::monitor::TailStreamEncoder encoder;
     for (auto it = startOffsets.begin(); it != startOffsets.end(); ++it)
         encoder.setStartOffset(it.key(), it.value());
-    writeOut(encoder.header(run.path()));
-    QObject::connect(&follower, &accel::monitor::RunSource::bytesRead, &app,
-                     [&encoder](const QString &path, const QByteArray &bytes) {
-                         writeOut(encoder.encodeBytes(path, bytes));
-                         printWarnings(encoder.takeWarnings());
-                     });
-    QObject::connect(
-        &follower, &accel::monitor::RunSource::streamRestarted, &app,
-        [&encoder](const QString &path, const QString &reason) { writeOut(encoder.encodeRestart(path, reason)); });
-    QObject::connect(&follower, &accel::monitor::RunSource::runInfoChanged, &app,
-                     [&encoder](const QJsonObject &manifest) { writeOut(encoder.encodeManifest(manifest)); });
+    writeOut(encoder.header(followed.root));
+    QHash<QString, int> owners; // stream path -> the node whose file it carries
+    std::vector<std::unique_ptr<accel::monitor::RunDirectoryFollower>> followers;
+    for (size_t node = 0; node < followed.runs.size(); ++node) {
+        const QString prefix = followed.prefixes.value(static_cast<int>(node));
+        // The stream path of a file of this node; a rank file another node sends already keeps its
+        // node's prefix (two nodes with the same rank numbers: a job whose ranks are not global).
+        auto streamPath = [prefix, node, &owners](const QString &relativePath) {
+            if (prefix.isEmpty())
+                return relativePath;
+            if (isRankFile(relativePath)) {
+                const int owner = owners.value(relativePath, static_cast<int>(node));
+                if (owner == static_cast<int>(node)) {
+                    owners.insert(relativePath, owner);
+                    return relativePath;
+                }
+            }
+            return prefix + relativePath;
+        };
+        auto follower = std::make_unique<accel::monitor::RunDirectoryFollower>(followed.runs[node].path());
+        follower->setFileFilter([kind, onlyRank](const QString &relativePath) {
+            if (onlyRank >= 0 && accel::monitor::rankFromFileName(QFileInfo(relativePath).fileName()) != onlyRank)
+                return false;
+            if (kind == QLatin1String("logs"))
+                return relativePath.startsWith(QLatin1String("logs/"));
+            if (kind == QLatin1String("metrics"))
+                return relativePath.startsWith(QLatin1String("metrics/"));
+            if (kind == QLatin1String("events"))
+                return relativePath == QLatin1String("events.jsonl");
+            return true;
+        });
+        QHash<QString, qint64> offsets; // this node's files, by their paths in the node's folder
+        for (auto it = startOffsets.begin(); it != startOffsets.end(); ++it) {
+            if (!prefix.isEmpty() && it.key().startsWith(prefix))
+                offsets.insert(it.key().mid(prefix.size()), it.value());
+            else if (prefix.isEmpty() || isRankFile(it.key()))
+                offsets.insert(it.key(), it.value());
+        }
+        follower->setStartOffsets(offsets);
+        QObject::connect(follower.get(), &accel::monitor::RunSource::bytesRead, &app,
+                         [&encoder, streamPath](const QString &path, const QByteArray &bytes) {
+                             writeOut(encoder.encodeBytes(streamPath(path), bytes));
+                             printWarnings(encoder.takeWarnings());
+                         });
+        QObject::connect(follower.get(), &accel::monitor::RunSource::streamRestarted, &app,
+                         [&encoder, streamPath](const QString &path, const QString &reason) {
+                             writeOut(encoder.encodeRestart(streamPath(path), reason));
+                         });
+        QObject::connect(follower.get(), &accel::monitor::RunSource::runInfoChanged, &app,
+                         [&encoder, multi, prefix, onlyRank](const QJsonObject &manifest) {
+                             if (!multi) {
+                                 writeOut(encoder.encodeManifest(manifest));
+                                 return;
+                             }
+                             // --rank N on several nodes: only the node holding rank N.
+                             if (onlyRank >= 0 && !manifestHoldsRank(manifest, onlyRank))
+                                 return;
+                             writeOut(QJsonDocument(QJsonObject{{QStringLiteral("file"), prefix + "run.json"},
+                                                                {QStringLiteral("manifest"), manifest}})
+                                          .toJson(QJsonDocument::Compact) +
+                                      '\n');
+                         });
+        followers.push_back(std::move(follower));
+    }
     QTimer endCheck;
     endCheck.setInterval(200);
     QObject::connect(&endCheck, &QTimer::timeout, &app, [&] {
-        (void)run.reloadManifest();
-        if (!runstate::isFinal(run.effectiveState(true)))
-            return;
+        for (RunDirectory &run : followed.runs) {
+            (void)run.reloadManifest();
+            if (!runstate::isFinal(run.effectiveState(true)))
+                return;
+        }
         endCheck.stop();
-        follower.pollNow(); // what was written before the final state (and the final run.json)
-        follower.stop();
+        for (auto &follower : followers) {
+            follower->pollNow(); // what was written before the final state (and the final run.json)
+            follower->stop();
+        }
         writeOut(encoder.flush());
         app.exit(ExitOk);
     });
-    follower.start();
+    for (auto &follower : followers)
+        follower->start();
     endCheck.start();
     return app.exec();
 }
@@ -120,7 +198,9 @@ int streamRun(RunDirectory &run, const QString &kind, int onlyRank, const QHash<
 // --from FILE=OFFSET (repeatable): where an earlier accel.tail stream of the same run stopped.
 std::optional<QHash<QString, qint64>> parseStartOffsets(const std::vector<std::string> &values)
 {
-    static const QRegularExpression file(QStringLiteral("^(events\\.jsonl|metrics/[^/]+\\.jsonl|logs/[^/]+\\.log)$"));
+    // A multi-node run's node files carry their node's folder: node1/events.jsonl.
+    static const QRegularExpression file(
+        QStringLiteral("^(node[0-9]+/)?(events\\.jsonl|metrics/[^/]+\\.jsonl|logs/[^/]+\\.log)$"));
     QHash<QString, qint64> offsets;
     for (const std::string &value : values) {
         const QString text = QString::fromStdString(value);
@@ -132,8 +212,8 @@ std::optional<QHash<QString, qint64>> parseStartOffsets(const std::vector<std::s
         if (equals < 0 || !file.match(path).hasMatch() || path.contains(QLatin1String("..")) || !digits || offset < 0) {
             std::fprintf(stderr,
                          "accel tail: --from %s: expected FILE=OFFSET, FILE one of events.jsonl, "
-                         "metrics/NAME.jsonl, logs/NAME.log and OFFSET a byte offset >= 0 (the \"offset\" of "
-                         "an earlier accel.tail stream)\n",
+                         "metrics/NAME.jsonl, logs/NAME.log (node<K>/ before it for a node of a multi-node run) "
+                         "and OFFSET a byte offset >= 0 (the \"offset\" of an earlier accel.tail stream)\n",
                          value.c_str());
             return std::nullopt;
         }
@@ -147,12 +227,49 @@ std::optional<QHash<QString, qint64>> parseStartOffsets(const std::vector<std::s
     return offsets;
 }
 
+// The run named on the command line: a run id or directory, or a folder without run.json whose
+// node<K> folders hold run.json (the nodes of a multi-node run: each is followed).
+Result<FollowedRuns> openRuns(const QString &argument, const QString &runsRoot)
+{
+    FollowedRuns followed;
+    const QDir folder(argument);
+    if (!argument.isEmpty() && QFileInfo(argument).isDir() && !QFileInfo::exists(folder.filePath("run.json"))) {
+        static const QRegularExpression nodeName(QStringLiteral("^node([0-9]{1,6})$"));
+        QList<std::pair<int, QString>> nodes;
+        for (const QString &name : folder.entryList({QStringLiteral("node*")}, QDir::Dirs | QDir::NoDotAndDotDot)) {
+            const auto match = nodeName.match(name);
+            if (match.hasMatch() && QFileInfo::exists(folder.filePath(name + QStringLiteral("/run.json"))))
+                nodes.append({match.captured(1).toInt(), name});
+        }
+        std::sort(nodes.begin(), nodes.end());
+        for (const auto &node : nodes) {
+            auto run = RunDirectory::open(folder.filePath(node.second), runsRoot);
+            if (!run)
+                return tl::unexpected(run.error());
+            followed.runs.push_back(std::move(*run));
+            followed.prefixes << node.second + QLatin1Char('/');
+        }
+        if (!nodes.isEmpty()) {
+            followed.root = folder.absolutePath();
+            return followed;
+        }
+    }
+    auto run = RunDirectory::open(argument, runsRoot);
+    if (!run)
+        return tl::unexpected(run.error());
+    followed.root = run->path();
+    followed.runs.push_back(std::move(*run));
+    followed.prefixes << QString();
+    return followed;
+}
+
 } // namespace
 
 static int runTail(int argc, char **argv)
 {
     ArgParser parser("accel tail", "Print the end of a run's logs, metrics or events; --follow streams them.");
-    parser.addPositional({"run", "run id (or unique prefix) or run directory"});
+    parser.addPositional({"run", "run id (or unique prefix) or run directory; a folder of node<K> run directories "
+                                 "(a multi-node run) follows every node"});
     parser.addValue("runs_root", "DIR", "folder holding run directories",
                     RunDirectory::defaultRunsRoot().toStdString());
     parser.addFlag("follow", "keep printing new lines until the run ends", 'f');
@@ -192,11 +309,21 @@ static int runTail(int argc, char **argv)
     }
     const QString root =
         QString::fromStdString(parser.valueOr("runs_root", RunDirectory::defaultRunsRoot().toStdString()));
-    auto run = RunDirectory::open(QString::fromStdString(*parser.firstPositional("run")), root);
-    if (!run) {
-        std::fprintf(stderr, "accel tail: %s\n", run.error().toString().c_str());
-        return exitCodeFor(run.error());
+    auto followed = openRuns(QString::fromStdString(*parser.firstPositional("run")), root);
+    if (!followed) {
+        std::fprintf(stderr, "accel tail: %s\n", followed.error().toString().c_str());
+        return exitCodeFor(followed.error());
     }
+    if (!followed->multiNode()) {
+        for (auto it = startOffsets->begin(); it != startOffsets->end(); ++it) {
+            if (it.key().startsWith(QLatin1String("node"))) {
+                std::fprintf(stderr, "accel tail: --from %s: %s is not a multi-node run (no node folders)\n",
+                             it.key().toLocal8Bit().constData(), followed->root.toLocal8Bit().constData());
+                return ExitBadInput;
+            }
+        }
+    }
+    std::vector<RunDirectory> &runs = followed->runs;
     const QString kind = parser.isSet("metrics")  ? QStringLiteral("metrics")
                          : parser.isSet("events") ? QStringLiteral("events")
                                                   : QStringLiteral("logs");
@@ -204,19 +331,32 @@ static int runTail(int argc, char **argv)
     const bool json = parser.isSet("json");
     const bool follow = parser.isSet("follow");
 
+    if (json && !follow && runs.size() > 1) {
+        std::fprintf(stderr,
+                     "accel tail: %s holds %d nodes' runs: --json without --follow shows one run; give "
+                     "--follow, or one node's folder\n",
+                     followed->root.toLocal8Bit().constData(), static_cast<int>(runs.size()));
+        return ExitBadInput;
+    }
     if (json && follow) {
         const bool chosen = parser.isSet("logs") || parser.isSet("metrics") || parser.isSet("events");
-        return streamRun(*run, chosen ? kind : QString(), onlyRank, *startOffsets);
+        return streamRun(*followed, chosen ? kind : QString(), onlyRank, *startOffsets);
     }
 
     FileFollower follower;
+    QHash<QString, QString> nodeOfFile; // several nodes: each events.jsonl's node ("node1")
     auto discover = [&] {
         QStringList paths;
-        if (kind == QLatin1String("events")) {
-            paths << run->filePath(QStringLiteral("events.jsonl"));
-        } else {
+        for (size_t node = 0; node < runs.size(); ++node) {
+            const RunDirectory &run = runs[node];
+            if (kind == QLatin1String("events")) {
+                paths << run.filePath(QStringLiteral("events.jsonl"));
+                if (const QString prefix = followed->prefixes.value(static_cast<int>(node)); !prefix.isEmpty())
+                    nodeOfFile.insert(paths.last(), prefix.chopped(1));
+                continue;
+            }
             const QString folder =
-                run->filePath(kind == QLatin1String("logs") ? QStringLiteral("logs") : QStringLiteral("metrics"));
+                run.filePath(kind == QLatin1String("logs") ? QStringLiteral("logs") : QStringLiteral("metrics"));
             const QString pattern =
                 kind == QLatin1String("logs") ? QStringLiteral("rank*.log") : QStringLiteral("*.jsonl");
             for (const QString &name : QDir(folder).entryList({pattern}, QDir::Files, QDir::Name)) {
@@ -239,7 +379,9 @@ static int runTail(int argc, char **argv)
 
     auto print = [&](const QList<FileFollower::Line> &lines) {
         for (const FileFollower::Line &line : lines) {
-            if (prefix) {
+            if (const QString node = nodeOfFile.value(line.file); !node.isEmpty() && runs.size() > 1) {
+                std::printf("[%s] %s\n", node.toLocal8Bit().constData(), line.text.toLocal8Bit().constData());
+            } else if (prefix) {
                 std::printf("[rank %d] %s\n", rankOfFile(line.file), line.text.toLocal8Bit().constData());
             } else {
                 std::printf("%s\n", line.text.toLocal8Bit().constData());
@@ -259,7 +401,7 @@ static int runTail(int argc, char **argv)
         }
         const QJsonObject head{{QStringLiteral("schema"), QStringLiteral("accel.tail")},
                                {QStringLiteral("version"), 1},
-                               {QStringLiteral("id"), run->id()},
+                               {QStringLiteral("id"), runs.front().id()},
                                {QStringLiteral("kind"), kind}};
         QByteArray text = schemaJson(head, true);
         text.chop(1); // the closing brace: "lines" and "state" follow (keys in order)
@@ -273,8 +415,9 @@ static int runTail(int argc, char **argv)
             }
             printWarnings(follower.takeWarnings());
         } while (follower.hasMore());
-        const QByteArray state = QJsonDocument(QJsonObject{{QStringLiteral("state"), run->effectiveState(false)}})
-                                     .toJson(QJsonDocument::Compact);
+        const QByteArray state =
+            QJsonDocument(QJsonObject{{QStringLiteral("state"), runs.front().effectiveState(false)}})
+                .toJson(QJsonDocument::Compact);
         writeOut("]," + state.mid(1) + "\n");
         return ExitOk;
     }
@@ -284,8 +427,12 @@ static int runTail(int argc, char **argv)
             print(follower.poll());
             printWarnings(follower.takeWarnings());
         } while (follower.hasMore());
-        (void)run->reloadManifest();
-        if (runstate::isFinal(run->effectiveState(true))) {
+        bool ended = true;
+        for (RunDirectory &run : runs) {
+            (void)run.reloadManifest();
+            ended = ended && runstate::isFinal(run.effectiveState(true));
+        }
+        if (ended) {
             discover();
             do {
                 print(follower.poll());

@@ -25,6 +25,11 @@ QString NetnsTestbed::nodeAddress(int node) const
     return QStringLiteral("10.213.%1.%2").arg(m_subnet).arg(10 + node);
 }
 
+QString NetnsTestbed::bridgeAddress() const
+{
+    return QStringLiteral("10.213.%1.1").arg(m_subnet);
+}
+
 QString NetnsTestbed::ip(const QStringList &arguments)
 {
     QProcess process;

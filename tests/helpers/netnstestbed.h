@@ -21,6 +21,7 @@ public:
     int nodes() const { return m_nodes; }
     QString nodeNamespace(int node) const;
     QString nodeAddress(int node) const;
+    QString bridgeAddress() const; // this namespace's address on the nodes' subnet
 
 private:
     QString ip(const QStringList &arguments); // error text or empty

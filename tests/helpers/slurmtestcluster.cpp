@@ -1,5 +1,6 @@
 #include "tests/helpers/slurmtestcluster.h"
 
+#include "tests/helpers/netnstestbed.h"
 #include "tests/helpers/sshtestserver.h"
 
 #include <QDir>
@@ -59,7 +60,8 @@ QString SlurmTestCluster::findProgram(const QString &name)
                                                  QStringLiteral("/sbin"), QStringLiteral("/bin")});
 }
 
-QString SlurmTestCluster::start(const QString &folder)
+QString SlurmTestCluster::startController(const QString &folder, const QString &controllerHost,
+                                          const QString &nodeLines, const QString &nodeNames, bool perNodeFiles)
 {
     for (const char *program : {"munged", "slurmctld", "slurmd", "sbatch", "squeue", "sacct", "scancel", "sinfo"}) {
         if (findProgram(QLatin1String(program)).isEmpty())
@@ -84,14 +86,16 @@ QString SlurmTestCluster::start(const QString &folder)
         nodePort = SshTestServer::freeLoopbackPort();
     const QString socket = dir.filePath("munge/munge.socket");
     m_conf = dir.filePath("slurm.conf");
+    // %n: the node's name, so that slurmds of several nodes on one file system keep apart.
+    const QString node = perNodeFiles ? QStringLiteral("-%n") : QString();
     const QString conf = QStringLiteral("ClusterName=accel-test\n"
-                                        "SlurmctldHost=localhost\n"
+                                        "SlurmctldHost=%6\n"
                                         "SlurmctldPort=%1\nSlurmdPort=%2\n"
                                         "SlurmUser=%3\nSlurmdUser=%3\n"
                                         "AuthType=auth/munge\nCredType=cred/munge\nAuthInfo=socket=%4\n"
-                                        "StateSaveLocation=%5/state\nSlurmdSpoolDir=%5/spool\n"
-                                        "SlurmctldPidFile=%5/slurmctld.pid\nSlurmdPidFile=%5/slurmd.pid\n"
-                                        "SlurmctldLogFile=%5/log/slurmctld.log\nSlurmdLogFile=%5/log/slurmd.log\n"
+                                        "StateSaveLocation=%5/state\nSlurmdSpoolDir=%5/spool%7\n"
+                                        "SlurmctldPidFile=%5/slurmctld.pid\nSlurmdPidFile=%5/slurmd%7.pid\n"
+                                        "SlurmctldLogFile=%5/log/slurmctld.log\nSlurmdLogFile=%5/log/slurmd%7.log\n"
                                         "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n"
                                         "JobAcctGatherType=jobacct_gather/none\n"
                                         "AccountingStorageType=accounting_storage/none\n"
@@ -100,12 +104,13 @@ QString SlurmTestCluster::start(const QString &folder)
                                         "SelectTypeParameters=CR_CPU\n"
                                         "MpiDefault=none\nMailProg=/bin/true\nReturnToService=2\n"
                                         "KillWait=5\nMinJobAge=600\n"
-                                        "NodeName=localhost CPUs=2 State=UNKNOWN\n"
-                                        "PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE "
+                                        "%8"
+                                        "PartitionName=debug Nodes=%9 Default=YES MaxTime=INFINITE "
                                         "State=UP\n")
                              .arg(controllerPort)
                              .arg(nodePort)
-                             .arg(user.isEmpty() ? QStringLiteral("root") : user, socket, folder);
+                             .arg(user.isEmpty() ? QStringLiteral("root") : user, socket, folder, controllerHost, node,
+                                  nodeLines, nodeNames);
     if (!writeFile(m_conf, conf.toUtf8()))
         return QStringLiteral("cannot write %1").arg(m_conf);
     qputenv("SLURM_CONF", m_conf.toLocal8Bit());
@@ -120,25 +125,96 @@ QString SlurmTestCluster::start(const QString &folder)
         return QStringLiteral("munged did not start: ") + QString::fromLocal8Bit(m_munged.readAll().right(800));
     m_controller.setProcessChannelMode(QProcess::MergedChannels);
     m_controller.start(findProgram("slurmctld"), {"-D", "-f", m_conf});
-    m_node.setProcessChannelMode(QProcess::MergedChannels);
-    m_node.start(findProgram("slurmd"), {"-D", "-f", m_conf});
+    return {};
+}
+
+QString SlurmTestCluster::waitForIdle(int nodes)
+{
     QString last;
     const auto down = [this] {
-        return m_controller.state() == QProcess::NotRunning || m_node.state() == QProcess::NotRunning;
+        bool anyDown = m_controller.state() == QProcess::NotRunning;
+        for (const auto &node : m_nodes)
+            anyDown = anyDown || node->state() == QProcess::NotRunning;
+        return anyDown;
     };
+    const QString idle = QStringList(nodes, QStringLiteral("idle")).join(QLatin1Char('\n'));
     waitUntil(
         [&] {
             if (down())
                 return true;
-            last = output(findProgram("sinfo"), {"-h", "-o", "%T"});
-            return last == QLatin1String("idle");
+            last = output(findProgram("sinfo"), {"-h", "-N", "-o", "%T"});
+            return last == idle;
         },
         30000);
-    if (down() || last != QLatin1String("idle"))
-        return QStringLiteral("the SLURM daemons did not come up (sinfo: '%1'):\nslurmctld: %2\nslurmd: %3")
-            .arg(last, QString::fromLocal8Bit(m_controller.readAll().right(1200)),
-                 QString::fromLocal8Bit(m_node.readAll().right(1200)));
-    return {};
+    if (!down() && last == idle)
+        return {};
+    QString text = QStringLiteral("the SLURM daemons did not come up (sinfo: '%1'):\nslurmctld: %2")
+                       .arg(last, QString::fromLocal8Bit(m_controller.readAll().right(1200)));
+    for (size_t node = 0; node < m_nodes.size(); ++node)
+        text += QStringLiteral("\nslurmd %1: %2")
+                    .arg(node)
+                    .arg(QString::fromLocal8Bit(m_nodes[node]->readAll().right(1200)));
+    return text;
+}
+
+QString SlurmTestCluster::start(const QString &folder)
+{
+    if (QString error = startController(folder, QStringLiteral("localhost"),
+                                        QStringLiteral("NodeName=localhost CPUs=2 State=UNKNOWN\n"),
+                                        QStringLiteral("localhost"), false);
+        !error.isEmpty())
+        return error;
+    auto node = std::make_unique<QProcess>();
+    node->setProcessChannelMode(QProcess::MergedChannels);
+    node->start(findProgram("slurmd"), {"-D", "-f", m_conf});
+    m_nodes.push_back(std::move(node));
+    return waitForIdle(1);
+}
+
+QString SlurmTestCluster::startNodes(const QString &folder, const NetnsTestbed &testbed)
+{
+    for (const char *program : {"nsenter", "unshare", "mount"}) {
+        if (findProgram(QLatin1String(program)).isEmpty())
+            return QStringLiteral("%1 is not installed (Debian: util-linux / mount)").arg(QLatin1String(program));
+    }
+    QString nodeLines;
+    QStringList names;
+    QByteArray hosts = "127.0.0.1 localhost\n";
+    for (int node = 0; node < testbed.nodes(); ++node) {
+        const QString name = QStringLiteral("node%1").arg(node);
+        names << name;
+        nodeLines +=
+            QStringLiteral("NodeName=%1 NodeAddr=%2 CPUs=2 State=UNKNOWN\n").arg(name, testbed.nodeAddress(node));
+        hosts += (testbed.nodeAddress(node) + QLatin1Char(' ') + name + QLatin1Char('\n')).toUtf8();
+    }
+    // slurmctld's own check wants this host's name; the nodes reach it at the bridge's address.
+    const QString controller = QStringLiteral("%1(%2)").arg(output(QStringLiteral("hostname"), {QStringLiteral("-s")}),
+                                                            testbed.bridgeAddress());
+    if (QString error = startController(folder, controller, nodeLines, names.join(QLatin1Char(',')), true);
+        !error.isEmpty())
+        return error;
+    const QDir dir(folder);
+    const QString hostName = output(QStringLiteral("hostname"), {});
+    for (int node = 0; node < testbed.nodes(); ++node) {
+        // On each node this host's name is the node's own address, as on a real node (gloo binds
+        // to the address its host name resolves to).
+        const QString hostsFile = dir.filePath(QStringLiteral("hosts-node%1").arg(node));
+        if (!writeFile(hostsFile, hosts + (testbed.nodeAddress(node) + QLatin1Char(' ') + hostName + '\n').toUtf8()))
+            return QStringLiteral("cannot write %1").arg(hostsFile);
+        dir.mkpath(QStringLiteral("spool-node%1").arg(node));
+        // A private mount namespace whose /etc/hosts names the nodes, the node's network namespace
+        // (nsenter keeps this host's /sys), then slurmd itself (every step execs: its pid is slurmd's).
+        const QString script = QStringLiteral("mount --bind \"$1\" /etc/hosts && exec nsenter --net=\"/run/netns/$2\" "
+                                              "\"$3\" -D -N \"$4\" -f \"$5\"");
+        auto process = std::make_unique<QProcess>();
+        process->setProcessChannelMode(QProcess::MergedChannels);
+        process->start(findProgram("unshare"),
+                       {"--mount", "--propagation", "private", "sh", "-c", script, "slurmd-node",
+                        dir.filePath(QStringLiteral("hosts-node%1").arg(node)),
+                        testbed.nodeNamespace(node), findProgram("slurmd"), names.at(node), m_conf});
+        m_nodes.push_back(std::move(process));
+    }
+    return waitForIdle(testbed.nodes());
 }
 
 void SlurmTestCluster::cancelAll()
@@ -156,7 +232,12 @@ void SlurmTestCluster::cancelAll()
 
 void SlurmTestCluster::stop()
 {
-    for (QProcess *process : {&m_node, &m_controller, &m_munged}) {
+    std::vector<QProcess *> processes;
+    for (const auto &node : m_nodes)
+        processes.push_back(node.get());
+    processes.push_back(&m_controller);
+    processes.push_back(&m_munged);
+    for (QProcess *process : processes) {
         if (process->state() == QProcess::NotRunning)
             continue;
         process->terminate();
