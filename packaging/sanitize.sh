@@ -2,19 +2,19 @@
 # The whole test suite (all but benchmarks) under AddressSanitizer + UndefinedBehaviorSanitizer
 # (LeakSanitizer included), in its own build folder.
 #
-#   packaging/sanitize.sh [-s] [-j JOBS] [-b BUILD_DIR] [-S SANITIZERS] [ctest arguments...]
+#   packaging/sanitize.sh [-s] [-j JOBS] [-b BUILD_DIR] [-S SANITIZERS] [-- ctest arguments...]
 #
 # -s: skip configuring and building (the folder is built already); -j: build jobs (default: all
 # cores, at nice 10); -b: build folder (default build-asan; build-tsan is the usual one for
-# -S thread); -S: the ACCEL_SANITIZE value (default address,undefined). Further arguments go to
-# ctest, e.g. `-R tst_chaos` or `-L process`.
+# -S thread); -S: the ACCEL_SANITIZE value (default address,undefined). Arguments after `--` go to
+# ctest, e.g. `-- -R tst_chaos` or `-- -L process`.
 # The build is configured like packaging/build.sh plus ACCEL_SANITIZE, at -O1 -g1 (sanitizer
 # builds are slow to compile and to run; -O1 is what the sanitizers recommend) and without -Werror
 # (GCC 12 warns falsely, -Wmaybe-uninitialized inside the standard library's std::regex and
-# std::variant, once the sanitizers instrument them). Every test and every program a test starts gets the options and
-# the suppressions of tests/sanitizers (cmake/AccelTesting.cmake); reports land in
-# BUILD_DIR/sanitizer-reports/report.<pid> and are printed at the end. Exit status 1 when a test
-# failed or any report was written.
+# std::variant, once the sanitizers instrument them). Every test and every program a test starts
+# gets the options and the suppressions of tests/sanitizers (cmake/AccelTesting.cmake); reports
+# land in BUILD_DIR/sanitizer-reports/report.<pid> and are printed at the end. Exit status 1 when
+# a test failed or any report was written.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="$here/build-asan"
