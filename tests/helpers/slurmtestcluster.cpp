@@ -210,8 +210,8 @@ QString SlurmTestCluster::startNodes(const QString &folder, const NetnsTestbed &
         process->setProcessChannelMode(QProcess::MergedChannels);
         process->start(findProgram("unshare"),
                        {"--mount", "--propagation", "private", "sh", "-c", script, "slurmd-node",
-                        dir.filePath(QStringLiteral("hosts-node%1").arg(node)),
-                        testbed.nodeNamespace(node), findProgram("slurmd"), names.at(node), m_conf});
+                        dir.filePath(QStringLiteral("hosts-node%1").arg(node)), testbed.nodeNamespace(node),
+                        findProgram("slurmd"), names.at(node), m_conf});
         m_nodes.push_back(std::move(process));
     }
     return waitForIdle(testbed.nodes());
