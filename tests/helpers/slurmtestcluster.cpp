@@ -248,4 +248,28 @@ void SlurmTestCluster::stop()
     }
 }
 
+QString writeTinyGptJob(const QString &parent, const QString &name, int maxSteps, int timeoutS)
+{
+    const QString folder = QDir(parent).filePath(name);
+    QByteArray corpus;
+    QRandomGenerator text(1234);
+    for (int i = 0; i < 4000; ++i)
+        corpus += QByteArray("the quick brown fox jumps over a lazy dog ").mid(text.bounded(30), 12);
+    const QByteArray job = QStringLiteral("recipe: gpt\nname: %1\nseed: 7\noutput_dir: %2/out\n"
+                                          "model: {n_layer: 1, n_head: 2, n_embd: 32, block_size: 16, dropout: 0.0}\n"
+                                          "data: {corpus: %2/corpus.txt, eval_fraction: 0.05}\n"
+                                          "training:\n  max_steps: %3\n  batch_size: 4\n  learning_rate: 1.0e-3\n"
+                                          "  log_every: 5\n  timeout_s: %4\n")
+                               .arg(name, folder)
+                               .arg(maxSteps)
+                               .arg(timeoutS)
+                               .toUtf8();
+    QFile corpusFile(folder + QStringLiteral("/corpus.txt"));
+    QFile jobFile(folder + QStringLiteral("/job.yaml"));
+    if (!QDir().mkpath(folder) || !corpusFile.open(QIODevice::WriteOnly) || corpusFile.write(corpus) != corpus.size() ||
+        !jobFile.open(QIODevice::WriteOnly) || jobFile.write(job) != job.size())
+        return {};
+    return jobFile.fileName();
+}
+
 } // namespace accel::test

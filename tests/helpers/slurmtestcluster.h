@@ -60,4 +60,9 @@ private:
     std::vector<std::unique_ptr<QProcess>> m_nodes;
 };
 
+// A tiny gpt job for the SLURM tests in parent/<name>, with its own corpus (the folder's path marks
+// the job's processes): returns the path of its job.yaml, or an empty string if a file could not
+// be written.
+QString writeTinyGptJob(const QString &parent, const QString &name, int maxSteps, int timeoutS);
+
 } // namespace accel::test

@@ -22,7 +22,6 @@
 #include <QJsonObject>
 #include <QMap>
 #include <QProcess>
-#include <QRandomGenerator>
 #include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QTest>
@@ -119,23 +118,8 @@ void tst_Slurm::requireDaemons()
 // its processes.
 QString tst_Slurm::writeJob(const QString &name, int maxSteps)
 {
-    QDir dir(m_dir.path());
-    dir.mkpath(name);
-    const QString folder = dir.filePath(name);
-    QByteArray corpus;
-    QRandomGenerator text(1234);
-    for (int i = 0; i < 4000; ++i)
-        corpus += QByteArray("the quick brown fox jumps over a lazy dog ").mid(text.bounded(30), 12);
-    writeFile(folder + "/corpus.txt", corpus);
-    const QString job = folder + "/job.yaml";
-    writeFile(job, QStringLiteral("recipe: gpt\nname: %1\nseed: 7\noutput_dir: %2/out\n"
-                                  "model: {n_layer: 1, n_head: 2, n_embd: 32, block_size: 16, dropout: 0.0}\n"
-                                  "data: {corpus: %2/corpus.txt, eval_fraction: 0.05}\n"
-                                  "training:\n  max_steps: %3\n  batch_size: 4\n  learning_rate: 1.0e-3\n"
-                                  "  log_every: 5\n  timeout_s: 60\n")
-                       .arg(name, folder)
-                       .arg(maxSteps)
-                       .toUtf8());
+    const QString job = accel::test::writeTinyGptJob(m_dir.path(), name, maxSteps, 60);
+    [&] { QVERIFY2(!job.isEmpty(), "cannot write the job"); }();
     return job;
 }
 

@@ -21,7 +21,6 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QMap>
-#include <QRandomGenerator>
 #include <QSet>
 #include <QTemporaryDir>
 #include <QTest>
@@ -170,21 +169,8 @@ void tst_SlurmMultiNode::requireCluster()
 // A tiny gpt job whose files live in their own folder: the folder's path marks its processes.
 QString tst_SlurmMultiNode::writeJob(const QString &name, int maxSteps)
 {
-    const QString folder = m_dir.filePath(name);
-    QByteArray corpus;
-    QRandomGenerator text(1234);
-    for (int i = 0; i < 4000; ++i)
-        corpus += QByteArray("the quick brown fox jumps over a lazy dog ").mid(text.bounded(30), 12);
-    writeFile(folder + "/corpus.txt", corpus);
-    const QString job = folder + "/job.yaml";
-    writeFile(job, QStringLiteral("recipe: gpt\nname: %1\nseed: 7\noutput_dir: %2/out\n"
-                                  "model: {n_layer: 1, n_head: 2, n_embd: 32, block_size: 16, dropout: 0.0}\n"
-                                  "data: {corpus: %2/corpus.txt, eval_fraction: 0.05}\n"
-                                  "training:\n  max_steps: %3\n  batch_size: 4\n  learning_rate: 1.0e-3\n"
-                                  "  log_every: 5\n  timeout_s: 120\n")
-                       .arg(name, folder)
-                       .arg(maxSteps)
-                       .toUtf8());
+    const QString job = accel::test::writeTinyGptJob(m_dir.path(), name, maxSteps, 120);
+    [&] { QVERIFY2(!job.isEmpty(), "cannot write the job"); }();
     return job;
 }
 
