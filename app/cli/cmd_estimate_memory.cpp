@@ -1,7 +1,8 @@
 // accel estimate-memory MODEL: Accelerate's memory table (largest layer, total size, training with
 // Adam per dtype) for a model folder, a checkpoint or a config.json alone, plus inference memory
 // (weights, KV cache, activations) for a batch and context; with --config_file, the per-rank bytes
-// of training under the config's strategy (DDP, FSDP, DeepSpeed ZeRO).
+// of training under the config's strategy (DDP, FSDP, DeepSpeed ZeRO); with --run, under the
+// settings a run was launched with.
 #include "app/cli/argparser.h"
 #include "app/cli/command.h"
 #include "app/cli/estimatesharding.h"
@@ -65,16 +66,20 @@ nlohmann::ordered_json toJson(const bigmodel::MemoryEstimate &e)
 
 // MODEL is a gpt or mlp job file: its trained model's parameters and the per-rank training bytes
 // (float32, the recipe's own optimizer) under the config, or on one process without one.
-int estimateJob(const std::string &jobFile, const std::optional<std::string> &config, int64_t processes, bool json)
+int estimateJob(const std::string &jobFile, const std::optional<std::string> &config,
+                const std::optional<std::string> &run, int64_t processes, bool json)
 {
     auto model = cli::recipeModel(jobFile);
     if (!model) {
         std::fprintf(stderr, "accel estimate-memory: %s\n", model.error().toString().c_str());
         return exitCodeFor(model.error());
     }
-    auto perRank = cli::estimateSharding(
-        config.value_or(std::string()), processes > 0 ? std::optional<int>(int(processes)) : std::nullopt,
-        model->parameters, {"float32"}, model->optimizer, model->optimizerStates, model->mixedPrecision);
+    auto perRank = run ? cli::estimateShardingForRun(*run, model->parameters, {"float32"}, model->optimizer,
+                                                     model->optimizerStates, model->mixedPrecision)
+                       : cli::estimateSharding(config.value_or(std::string()),
+                                               processes > 0 ? std::optional<int>(int(processes)) : std::nullopt,
+                                               model->parameters, {"float32"}, model->optimizer, model->optimizerStates,
+                                               model->mixedPrecision);
     if (!perRank) {
         std::fprintf(stderr, "accel estimate-memory: %s\n", perRank.error().toString().c_str());
         return exitCodeFor(perRank.error());
@@ -125,6 +130,9 @@ int runEstimateMemory(int argc, char **argv)
     parser.addValue("config_file", "CONFIG",
                     "also show per-rank training bytes under this Accelerate config's strategy (DDP, FSDP, ZeRO)");
     parser.addValue("num_processes", "N", "with --config_file: processes in total instead of the config's");
+    parser.addValue("run", "RUN_DIR",
+                    "instead of --config_file: per-rank bytes under the settings a run's ranks were started with "
+                    "(its run.json: the process counts and the environment accel launch gave rank 0)");
     parser.addFlag("json", "print a JSON object (schema accel.memory-estimate) instead of tables");
     const auto args = cli::expandMultiValueOption(
         argc, argv, "dtypes",
@@ -152,9 +160,14 @@ int runEstimateMemory(int argc, char **argv)
         std::fprintf(stderr, "accel estimate-memory: --num_processes needs --config_file\n");
         return cli::ExitBadInput;
     }
+    if (parser.isSet("run") && (parser.isSet("config_file") || parser.isSet("num_processes"))) {
+        std::fprintf(stderr, "accel estimate-memory: --run takes the run's own settings; leave out --config_file "
+                             "and --num_processes\n");
+        return cli::ExitBadInput;
+    }
     if (cli::isJobFile(*parser.firstPositional("MODEL")))
-        return estimateJob(*parser.firstPositional("MODEL"), parser.value("config_file"), processes,
-                           parser.isSet("json"));
+        return estimateJob(*parser.firstPositional("MODEL"), parser.value("config_file"), parser.value("run"),
+                           processes, parser.isSet("json"));
     std::vector<std::string> list = parser.values("dtypes");
     if (list.empty())
         list = {"float32", "float16", "int8", "int4"};
@@ -170,9 +183,12 @@ int runEstimateMemory(int argc, char **argv)
         return exitCodeFor(estimate.error());
     }
     std::optional<cli::ShardingEstimate> perRank;
-    if (auto config = parser.value("config_file")) {
-        auto sharding = cli::estimateSharding(
-            *config, processes > 0 ? std::optional<int>(int(processes)) : std::nullopt, estimate->parameters, list);
+    if (parser.isSet("config_file") || parser.isSet("run")) {
+        auto sharding = parser.isSet("run")
+                            ? cli::estimateShardingForRun(*parser.value("run"), estimate->parameters, list)
+                            : cli::estimateSharding(*parser.value("config_file"),
+                                                    processes > 0 ? std::optional<int>(int(processes)) : std::nullopt,
+                                                    estimate->parameters, list);
         if (!sharding) {
             std::fprintf(stderr, "accel estimate-memory: %s\n", sharding.error().toString().c_str());
             return exitCodeFor(sharding.error());

@@ -4,6 +4,10 @@
 #include "launcher/configadapter.h"
 #include "launcher/envbuilder.h"
 #include "launcher/launchmerge.h"
+#include "launcher/rundirectory.h"
+
+#include <QJsonArray>
+#include <QJsonObject>
 
 #ifdef ACCEL_CLI_HAVE_SHARDING
 #include "core/runtime/precision/fp8config.h"
@@ -39,6 +43,72 @@ bool haveShardingEstimate()
 #endif
 }
 
+#ifdef ACCEL_CLI_HAVE_SHARDING
+namespace {
+
+using Lookup = runtime::Fp8Config::Lookup;
+
+// The per-rank rows for `parameters` under the strategy and precision a rank environment selects
+// (`lookup` reads it; a lookup that finds nothing is one process under DDP). Errors name `context`.
+Result<ShardingEstimate> estimateUnder(const Lookup &lookup, ShardingEstimate estimate, uint64_t parameters,
+                                       const std::vector<std::string> &dtypes, const std::string &mixedPrecision,
+                                       const std::string &context)
+{
+    auto named = [&context](Error error) {
+        if (!context.empty())
+            error.context = context;
+        return tl::unexpected(std::move(error));
+    };
+    auto plan = runtime::shardingPlanFromEnvironment(lookup);
+    if (!plan)
+        return named(plan.error());
+    // The precision the run trains in and, under fp8, the recipe ACCELERATE_FP8_* selects.
+    const char *launched = lookup("ACCELERATE_MIXED_PRECISION");
+    estimate.mixedPrecision = !mixedPrecision.empty() ? mixedPrecision : launched ? launched : "no";
+    if (estimate.mixedPrecision == "fp8") {
+        auto fp8 = runtime::Fp8Config::fromEnvironment(lookup);
+        if (!fp8)
+            return named(fp8.error());
+        estimate.fp8Recipe = fp8->describe();
+        const std::string &optimizer = estimate.optimizer;
+        if (optimizer == "Adam" || optimizer == "adamw" || optimizer == "AdamW" || optimizer == "adam")
+            estimate.optimizerStateBytesPerParameter = fp8->adamMomentBytesPerParameter();
+    }
+    estimate.strategy = plan->describe();
+    for (const std::string &dtype : dtypes) {
+        const int bytes = trainingBytes(dtype);
+        if (bytes == 0)
+            continue;
+        const auto count = static_cast<int64_t>(parameters);
+        const runtime::ShardingPlan ddpPlan;
+        runtime::TrainingMemory memory = plan->predictMemory(count, bytes, estimate.optimizerStates, estimate.worldSize,
+                                                             estimate.processesPerMachine);
+        runtime::TrainingMemory ddp = ddpPlan.predictMemory(count, bytes, estimate.optimizerStates, estimate.worldSize,
+                                                            estimate.processesPerMachine);
+        if (const int state = estimate.optimizerStateBytesPerParameter; state > 0) {
+            // The recipe's bytes per parameter, sharded as the plan shards optimizer state.
+            memory.optimizerState =
+                plan->predictMemory(count, 1, state, estimate.worldSize, estimate.processesPerMachine).optimizerState;
+            ddp.optimizerState =
+                ddpPlan.predictMemory(count, 1, state, estimate.worldSize, estimate.processesPerMachine).optimizerState;
+        }
+        estimate.rows.push_back({dtype, memory.parameters, memory.gradients, memory.optimizerState, ddp.parameters,
+                                 ddp.gradients, ddp.optimizerState});
+    }
+    return estimate;
+}
+
+Lookup lookupIn(const launcher::EnvMap &environment)
+{
+    return [&environment](const char *name) -> const char * {
+        const auto it = environment.find(name);
+        return it == environment.end() ? nullptr : it->second.c_str();
+    };
+}
+
+} // namespace
+#endif
+
 Result<ShardingEstimate> estimateSharding(const std::string &configFile, std::optional<int> numProcesses,
                                           uint64_t parameters, const std::vector<std::string> &dtypes,
                                           const std::string &optimizer, int optimizerStates,
@@ -49,53 +119,9 @@ Result<ShardingEstimate> estimateSharding(const std::string &configFile, std::op
     estimate.configFile = configFile;
     estimate.optimizer = optimizer;
     estimate.optimizerStates = optimizerStates;
-    auto addRows = [&](const runtime::ShardingPlan &plan) {
-        for (const std::string &dtype : dtypes) {
-            const int bytes = trainingBytes(dtype);
-            if (bytes == 0)
-                continue;
-            const auto count = static_cast<int64_t>(parameters);
-            runtime::TrainingMemory memory =
-                plan.predictMemory(count, bytes, optimizerStates, estimate.worldSize, estimate.processesPerMachine);
-            runtime::TrainingMemory ddp = runtime::ShardingPlan().predictMemory(
-                count, bytes, optimizerStates, estimate.worldSize, estimate.processesPerMachine);
-            if (const int state = estimate.optimizerStateBytesPerParameter; state > 0) {
-                // The recipe's bytes per parameter, sharded as the plan shards optimizer state.
-                memory.optimizerState =
-                    plan.predictMemory(count, 1, state, estimate.worldSize, estimate.processesPerMachine)
-                        .optimizerState;
-                ddp.optimizerState =
-                    runtime::ShardingPlan()
-                        .predictMemory(count, 1, state, estimate.worldSize, estimate.processesPerMachine)
-                        .optimizerState;
-            }
-            estimate.rows.push_back({dtype, memory.parameters, memory.gradients, memory.optimizerState, ddp.parameters,
-                                     ddp.gradients, ddp.optimizerState});
-        }
-    };
-    // The precision the run trains in and, under fp8, the recipe ACCELERATE_FP8_* selects.
-    auto applyPrecision = [&](const runtime::Fp8Config::Lookup &lookup) -> Result<void> {
-        const char *launched = lookup("ACCELERATE_MIXED_PRECISION");
-        estimate.mixedPrecision = !mixedPrecision.empty() ? mixedPrecision : launched ? launched : "no";
-        if (estimate.mixedPrecision != "fp8")
-            return {};
-        auto fp8 = runtime::Fp8Config::fromEnvironment(lookup);
-        if (!fp8)
-            return tl::unexpected(fp8.error());
-        estimate.fp8Recipe = fp8->describe();
-        const bool adam = optimizer == "Adam" || optimizer == "adamw" || optimizer == "AdamW" || optimizer == "adam";
-        if (adam)
-            estimate.optimizerStateBytesPerParameter = fp8->adamMomentBytesPerParameter();
-        return {};
-    };
-    if (configFile.empty()) {
-        const runtime::ShardingPlan ddp;
-        estimate.strategy = ddp.describe();
-        if (auto precision = applyPrecision([](const char *) -> const char * { return nullptr; }); !precision)
-            return tl::unexpected(precision.error());
-        addRows(ddp);
-        return estimate;
-    }
+    if (configFile.empty())
+        return estimateUnder([](const char *) -> const char * { return nullptr; }, std::move(estimate), parameters,
+                             dtypes, mixedPrecision, configFile);
     auto loaded = launcher::loadLaunchConfig(configFile);
     if (!loaded)
         return tl::unexpected(loaded.error());
@@ -114,26 +140,9 @@ Result<ShardingEstimate> estimateSharding(const std::string &configFile, std::op
         return tl::unexpected(std::move(error));
     }
     const launcher::EnvMap environment = launcher::buildRankEnvironment(*settings, {}, {0, 0});
-    const auto lookup = [&environment](const char *name) -> const char * {
-        const auto it = environment.find(name);
-        return it == environment.end() ? nullptr : it->second.c_str();
-    };
-    auto plan = runtime::shardingPlanFromEnvironment(lookup);
-    if (!plan) {
-        Error error = plan.error();
-        error.context = configFile;
-        return tl::unexpected(std::move(error));
-    }
-    if (auto precision = applyPrecision(lookup); !precision) {
-        Error error = precision.error();
-        error.context = configFile;
-        return tl::unexpected(std::move(error));
-    }
-    estimate.strategy = plan->describe();
     estimate.worldSize = std::max(1, settings->numProcesses);
     estimate.processesPerMachine = std::max(1, settings->processesPerNode());
-    addRows(*plan);
-    return estimate;
+    return estimateUnder(lookupIn(environment), std::move(estimate), parameters, dtypes, mixedPrecision, configFile);
 #else
     (void)optimizer;
     (void)optimizerStates;
@@ -145,10 +154,55 @@ Result<ShardingEstimate> estimateSharding(const std::string &configFile, std::op
 #endif
 }
 
+Result<ShardingEstimate> estimateShardingForRun(const std::string &runDirectory, uint64_t parameters,
+                                                const std::vector<std::string> &dtypes, const std::string &optimizer,
+                                                int optimizerStates, const std::string &mixedPrecision)
+{
+#ifdef ACCEL_CLI_HAVE_SHARDING
+    auto run = launcher::RunDirectory::open(QString::fromStdString(runDirectory));
+    if (!run)
+        return tl::unexpected(run.error());
+    const QString manifestPath = run->filePath(QLatin1String(rundir::file::Manifest));
+    const QJsonObject &manifest = run->manifest();
+    const QJsonObject settings = manifest.value(QStringLiteral("settings")).toObject();
+    const QJsonArray plan = manifest.value(QStringLiteral("plan")).toArray();
+    const int processes = settings.value(QStringLiteral("num_processes")).toInt();
+    const int local = settings.value(QStringLiteral("local_processes")).toInt();
+    if (processes < 1 || local < 1 || plan.isEmpty() ||
+        !plan.first().toObject().value(QStringLiteral("env")).isObject())
+        return makeError(ErrorCode::InvalidInput,
+                         "run.json has no launch plan (settings.num_processes, settings.local_processes and "
+                         "plan[0].env, as accel launch writes them); was the run started by accel launch?",
+                         manifestPath.toStdString());
+    // What the launcher gave rank 0 on top of the environment it was started in.
+    launcher::EnvMap environment;
+    const QJsonObject env = plan.first().toObject().value(QStringLiteral("env")).toObject();
+    for (auto it = env.begin(); it != env.end(); ++it)
+        environment[it.key().toStdString()] = it.value().toString().toStdString();
+    ShardingEstimate estimate;
+    estimate.runDirectory = run->path().toStdString();
+    estimate.optimizer = optimizer;
+    estimate.optimizerStates = optimizerStates;
+    estimate.worldSize = processes;
+    estimate.processesPerMachine = local;
+    return estimateUnder(lookupIn(environment), std::move(estimate), parameters, dtypes, mixedPrecision,
+                         manifestPath.toStdString());
+#else
+    (void)optimizer;
+    (void)optimizerStates;
+    (void)mixedPrecision;
+    (void)parameters;
+    (void)dtypes;
+    return makeError(ErrorCode::Unsupported, "this build has no sharding planner (core/runtime)", runDirectory);
+#endif
+}
+
 nlohmann::ordered_json toJson(const ShardingEstimate &estimate)
 {
     nlohmann::ordered_json j;
     j["config_file"] = estimate.configFile;
+    j["run_dir"] =
+        estimate.runDirectory.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(estimate.runDirectory);
     j["strategy"] = estimate.strategy;
     j["world_size"] = estimate.worldSize;
     j["processes_per_machine"] = estimate.processesPerMachine;
@@ -180,8 +234,11 @@ std::string renderShardingEstimate(const ShardingEstimate &estimate)
 {
     std::ostringstream out;
     out << "\nPer rank when training with " << estimate.optimizer << " under "
-        << (estimate.configFile.empty() ? std::string("no config") : estimate.configFile) << " (" << estimate.worldSize
-        << (estimate.worldSize == 1 ? " process" : " processes") << "):\n  " << estimate.strategy << "\n";
+        << (!estimate.runDirectory.empty() ? "the settings of run " + estimate.runDirectory
+            : estimate.configFile.empty()  ? std::string("no config")
+                                           : estimate.configFile)
+        << " (" << estimate.worldSize << (estimate.worldSize == 1 ? " process" : " processes") << "):\n  "
+        << estimate.strategy << "\n";
     if (estimate.optimizerStateBytesPerParameter > 0)
         out << "  optimizer state: " << estimate.optimizerStateBytesPerParameter << " bytes per parameter as "
             << estimate.fp8Recipe << " stores Adam's moments"

@@ -30,7 +30,8 @@ struct ShardingEstimateRow {
 
 struct ShardingEstimate {
     std::string configFile;
-    std::string strategy; // ShardingPlan::describe()
+    std::string runDirectory; // estimateShardingForRun's run
+    std::string strategy;     // ShardingPlan::describe()
     int worldSize = 1;
     int processesPerMachine = 1;
     std::string optimizer = "Adam"; // what keeps `optimizerStates` tensors per parameter
@@ -56,6 +57,12 @@ Result<ShardingEstimate> estimateSharding(const std::string &configFile, std::op
                                           uint64_t parameters, const std::vector<std::string> &dtypes,
                                           const std::string &optimizer = "Adam", int optimizerStates = 2,
                                           const std::string &mixedPrecision = {});
+// The same figures under the settings a run's ranks were started with: run.json's process counts
+// and the environment `accel launch` gave rank 0 (its plan), with or without a config file.
+Result<ShardingEstimate> estimateShardingForRun(const std::string &runDirectory, uint64_t parameters,
+                                                const std::vector<std::string> &dtypes,
+                                                const std::string &optimizer = "Adam", int optimizerStates = 2,
+                                                const std::string &mixedPrecision = {});
 nlohmann::ordered_json toJson(const ShardingEstimate &estimate);
 std::string renderShardingEstimate(const ShardingEstimate &estimate);
 

@@ -167,8 +167,17 @@ private Q_SLOTS:
         QCOMPARE(panel->ddpTotal(), 16 * qint64(answer["parameters"].toDouble()));
     }
 
+    // The prediction beside the measured figures of a ZeRO-3 run on 2 ranks, launched with a config
+    // file or with command-line flags alone (no config: the Memory tab once said "No prediction").
+    void monitorShowsMeasuredBesideThePrediction_data()
+    {
+        QTest::addColumn<bool>("withConfigFile");
+        QTest::newRow("config file") << true;
+        QTest::newRow("flags only") << false;
+    }
     void monitorShowsMeasuredBesideThePrediction()
     {
+        QFETCH(bool, withConfigFile);
         if (!QFileInfo(QDir(test::binDir()).filePath("accel-worker")).isExecutable())
             QSKIP("accel-worker is not built (it needs libtorch)");
         const QString job =
@@ -179,10 +188,19 @@ private Q_SLOTS:
         const QString cfg =
             writeText(m_dir.filePath("zero3.yaml"),
                       configText("distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 3\n", 2));
-        const QString run = m_dir.filePath("run");
-        const auto launched = test::runAccel(
-            {"launch", "--config_file", cfg, "--run_dir", run, "--name", "memory", "--job", job}, 300000);
+        const QString run = m_dir.filePath(withConfigFile ? "run-config" : "run-flags");
+        QStringList launch{"launch", "--run_dir", run, "--name", "memory"};
+        if (withConfigFile)
+            launch << "--config_file" << cfg;
+        else
+            launch << "--num_processes"
+                   << "2"
+                   << "--use_deepspeed"
+                   << "--zero_stage"
+                   << "3";
+        const auto launched = test::runAccel(launch << "--job" << job, 300000);
         QVERIFY2(launched.exitCode == 0, qPrintable(launched.out + launched.err));
+        QCOMPARE(QFileInfo::exists(run + "/cluster.yaml"), withConfigFile);
 
         app::MonitorPage page;
         app::RankMemoryPanel *panel = page.memoryPanel();
@@ -193,16 +211,18 @@ private Q_SLOTS:
                                      panel->measured(1, app::RankMemoryPanel::Total) > 0 &&
                                      panel->predicted(app::RankMemoryPanel::Total) > 0,
                                  20000);
-        // The prediction is accel estimate-memory's for the run's job, config and
-        // process count.
-        const auto estimated = test::runAccel({"estimate-memory", run + "/job.yaml", "--config_file",
-                                               run + "/cluster.yaml", "--num_processes", "2", "--json"});
-        QCOMPARE(estimated.exitCode, 0);
-        const QJsonObject answer = QJsonDocument::fromJson(estimated.out.toUtf8()).object();
-        const QJsonObject row = answer["per_rank_training"]["rows"].toArray().first().toObject();
+        // The prediction is accel estimate-memory's for the run's job under the run's settings, and
+        // the same as for the job under the config file on 2 processes.
         const char *keys[] = {"parameters_bytes", "gradients_bytes", "optimizer_state_bytes", "total_bytes"};
-        for (int kind = 0; kind < app::RankMemoryPanel::KindCount; ++kind)
-            QCOMPARE(panel->predicted(app::RankMemoryPanel::Kind(kind)), row[QLatin1String(keys[kind])].toDouble());
+        for (const QStringList &how :
+             {QStringList{"--run", run}, QStringList{"--config_file", cfg, "--num_processes", "2"}}) {
+            const auto estimated = test::runAccel(QStringList{"estimate-memory", run + "/job.yaml", "--json"} + how);
+            QVERIFY2(estimated.exitCode == 0, qPrintable(estimated.err));
+            const QJsonObject answer = QJsonDocument::fromJson(estimated.out.toUtf8()).object();
+            const QJsonObject row = answer["per_rank_training"]["rows"].toArray().first().toObject();
+            for (int kind = 0; kind < app::RankMemoryPanel::KindCount; ++kind)
+                QCOMPARE(panel->predicted(app::RankMemoryPanel::Kind(kind)), row[QLatin1String(keys[kind])].toDouble());
+        }
         QVERIFY2(panel->predictionNote().contains("ZeRO-3"), qPrintable(panel->predictionNote()));
         // The measured figures are the ranks' last lines, and equal to the
         // prediction here.
@@ -220,6 +240,24 @@ private Q_SLOTS:
                      app::formatBytes(last[0]) + " (predicted " +
                          app::formatBytes(panel->predicted(app::RankMemoryPanel::Parameters)) + ")");
         }
+    }
+
+    // estimate-memory --run: a folder without a launch plan is refused by name (exit 2), and
+    // --run with --config_file is bad input.
+    void estimateForARunNeedsItsPlan()
+    {
+        const QString run = m_dir.filePath("not-a-run");
+        QVERIFY(QDir().mkpath(run));
+        writeText(run + "/run.json", "{\"schema\": \"accel.run\", \"version\": 1, \"state\": \"done\"}");
+        const QString job = writeText(m_dir.filePath("job2.yaml"),
+                                      "recipe: gpt\nmodel: {n_layer: 1, n_head: 2, n_embd: 32, block_size: 32}\n"
+                                      "data: {corpus: corpus.txt}\ntraining: {max_steps: 1}\n");
+        const auto noPlan = test::runAccel({"estimate-memory", job, "--run", run});
+        QCOMPARE(noPlan.exitCode, 2);
+        QVERIFY2(noPlan.err.contains(run + "/run.json") && noPlan.err.contains("launch plan"), qPrintable(noPlan.err));
+        const auto both = test::runAccel({"estimate-memory", job, "--run", run, "--config_file", "x.yaml"});
+        QCOMPARE(both.exitCode, 2);
+        QVERIFY2(both.err.contains("--run"), qPrintable(both.err));
     }
 };
 

@@ -118,12 +118,12 @@ void RankMemoryPanel::refresh()
     }
 }
 
-// The prediction for a native job of the run (job.yaml next to the config it ran with).
+// The prediction for a native job of the run (job.yaml) under the settings its ranks were started
+// with (run.json's launch plan), with or without a config file.
 void RankMemoryPanel::predict()
 {
     const QDir dir(m_directory);
     const QString job = dir.filePath(QStringLiteral("job.yaml"));
-    const QString config = dir.filePath(QStringLiteral("cluster.yaml"));
     const int processes = m_run ? m_run->manifest()
                                       .value(QStringLiteral("settings"))
                                       .toObject()
@@ -134,9 +134,9 @@ void RankMemoryPanel::predict()
         m_note->setText(tr("Measured by each rank; the prediction waits for the run's manifest (run.json)."));
         return; // manifestChanged asks again
     }
-    if (!QFileInfo::exists(job) || !QFileInfo::exists(config) || processes <= 0) {
+    if (!QFileInfo::exists(job) || processes <= 0) {
         m_note->setText(tr("Measured by each rank of the native runtime. No prediction: the run has no job.yaml "
-                           "with cluster.yaml (a built-in recipe's run has both)."));
+                           "(a built-in recipe's run has one)."));
         Q_EMIT predictionChanged();
         return;
     }
@@ -168,8 +168,8 @@ void RankMemoryPanel::predict()
         }
         Q_EMIT predictionChanged();
     });
-    command->start({QStringLiteral("estimate-memory"), job, QStringLiteral("--config_file"), config,
-                    QStringLiteral("--num_processes"), QString::number(processes), QStringLiteral("--json")});
+    command->start(
+        {QStringLiteral("estimate-memory"), job, QStringLiteral("--run"), m_directory, QStringLiteral("--json")});
 }
 
 } // namespace accel::app

@@ -1,8 +1,8 @@
 // The Monitor's per-rank training memory: for each rank the bytes of parameters, gradients and
 // optimizer state it holds, as its runtime measured them (mem_params_bytes, mem_grads_bytes,
 // mem_optim_bytes in metrics/rank<N>.jsonl; docs/metrics.md), beside the prediction for the run's
-// job under its config (`accel estimate-memory RUN/job.yaml --config_file RUN/cluster.yaml
-// --num_processes N --json`, run once per run through AccelCommand). The table lists the ranks that
+// job under the settings its ranks were started with (`accel estimate-memory RUN/job.yaml --run RUN
+// --json`, run once per run through AccelCommand). The table lists the ranks that
 // reported (a Python script's ranks write no such fields).
 #pragma once
 
