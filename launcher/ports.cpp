@@ -1,5 +1,7 @@
 #include "launcher/ports.h"
 
+#include "core/common/loopbacksocket.h"
+
 #include <arpa/inet.h>
 #include <cerrno>
 #include <cstring>
@@ -10,6 +12,7 @@
 #include <sstream>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <utility>
 
 namespace accel::launcher {
 
@@ -148,6 +151,40 @@ std::string describeBusyPort(int port)
     } else
         text += " by a process this user cannot see";
     return text;
+}
+
+PortReservation::PortReservation(PortReservation &&other) noexcept
+    : m_fd(std::exchange(other.m_fd, -1)), m_port(std::exchange(other.m_port, 0))
+{}
+
+PortReservation &PortReservation::operator=(PortReservation &&other) noexcept
+{
+    if (this != &other) {
+        if (m_fd >= 0)
+            ::close(m_fd);
+        m_fd = std::exchange(other.m_fd, -1);
+        m_port = std::exchange(other.m_port, 0);
+    }
+    return *this;
+}
+
+PortReservation::~PortReservation()
+{
+    if (m_fd >= 0)
+        ::close(m_fd);
+}
+
+Result<PortReservation> reserveLoopbackPort(int port)
+{
+    const int fd = listenOnLoopback(static_cast<uint16_t>(port));
+    if (fd < 0) {
+        const int error = errno;
+        if (error == EADDRINUSE)
+            return makeError(ErrorCode::Failed, describeBusyPort(port));
+        return makeError(ErrorCode::Failed,
+                         "cannot listen on 127.0.0.1:" + std::to_string(port) + ": " + std::strerror(error));
+    }
+    return PortReservation(fd, loopbackListeningPort(fd));
 }
 
 } // namespace accel::launcher

@@ -24,6 +24,30 @@ Result<int> pickFreePort();
 // The listening process of a TCP port, when /proc lets us see it (other users' fds are hidden).
 std::optional<PortHolder> findPortHolder(int port);
 
+// A listening socket on 127.0.0.1 held on a port from the launcher's choice of MASTER_PORT until
+// rank 0's store takes it over (inherited, named by ACCEL_STORE_LISTEN_FD): two launches started
+// together cannot both choose the same port while their ranks load. Closed on destruction.
+class PortReservation {
+public:
+    PortReservation() = default;
+    PortReservation(int fd, int port) : m_fd(fd), m_port(port) {}
+    PortReservation(PortReservation &&other) noexcept;
+    PortReservation &operator=(PortReservation &&other) noexcept;
+    PortReservation(const PortReservation &) = delete;
+    PortReservation &operator=(const PortReservation &) = delete;
+    ~PortReservation();
+    int fd() const { return m_fd; }
+    int port() const { return m_port; }
+
+private:
+    int m_fd = -1;
+    int m_port = 0;
+};
+
+// Listens on 127.0.0.1:port (0: a free port the kernel chooses). A busy port is an error that says
+// who holds it (describeBusyPort).
+Result<PortReservation> reserveLoopbackPort(int port);
+
 // "port 29500 is in use by pid 1234 (python3 -m http.server 29500)" or "... by another process".
 std::string describeBusyPort(int port);
 

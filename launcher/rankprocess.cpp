@@ -4,6 +4,8 @@
 
 #include <QProcessEnvironment>
 
+#include <fcntl.h>
+
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -59,7 +61,10 @@ void RankProcess::start()
     m_process.setStandardInputFile(QProcess::nullDevice());
     const pid_t supervisor = ::getpid();
     const int rankUmask = m_spec.umask;
-    m_process.setChildProcessModifier([supervisor, rankUmask] {
+    const int inheritFd = m_spec.inheritFd;
+    m_process.setChildProcessModifier([supervisor, rankUmask, inheritFd] {
+        if (inheritFd >= 0)
+            ::fcntl(inheritFd, F_SETFD, 0); // kept across exec
         if (rankUmask >= 0)
             ::umask(static_cast<mode_t>(rankUmask));
         // Own session and process group: the terminal's Ctrl-C reaches only the supervisor,

@@ -42,6 +42,7 @@ public:
         QString logFile;      // relative to runDirectory, e.g. "logs/rank0.log"
         int umask = -1;       // the rank's umask (the supervisor's own is private); -1 keeps it
         bool mirror = false;  // copy output to the terminal with a prefix
+        int inheritFd = -1;   // a descriptor the rank keeps across exec (its number unchanged)
     };
 
     explicit RankProcess(Spec spec, QObject *parent = nullptr);

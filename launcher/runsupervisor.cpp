@@ -1,5 +1,7 @@
 #include "launcher/runsupervisor.h"
 
+#include "core/common/loopbacksocket.h"
+
 #include "launcher/envbuilder.h"
 #include "launcher/groupreaper.h"
 #include "launcher/rundirectory.h"
@@ -101,6 +103,11 @@ void RunSupervisor::startAttempt()
         spec.command = commandList;
         for (const auto &[name, value] : buildRankEnvironment(m_settings, m_baseEnvironment, {local, m_restartCount}))
             spec.environment << QString::fromStdString(name + "=" + value);
+        if (rank == 0 && m_options.storeListenFd >= 0) {
+            spec.inheritFd = m_options.storeListenFd;
+            spec.environment
+                << QStringLiteral("%1=%2").arg(QLatin1String(kStoreListenFdVariable)).arg(m_options.storeListenFd);
+        }
         spec.workingDirectory = QString::fromStdString(m_settings.workingDirectory);
         spec.mirror = m_options.mirror;
         spec.umask = m_options.rankUmask;

@@ -24,6 +24,9 @@ struct SupervisorOptions {
     int graceMs = 5000;  // SIGTERM → SIGKILL
     bool mirror = false; // copy rank output to the terminal
     int rankUmask = -1;  // umask the ranks get (the supervisor's own stays private); -1 inherits
+    // A socket listening on MASTER_PORT (launcher/ports.h PortReservation, kept open by the caller
+    // for the whole run): rank 0 inherits it at every start, named by ACCEL_STORE_LISTEN_FD.
+    int storeListenFd = -1;
 };
 
 struct RunOutcome {

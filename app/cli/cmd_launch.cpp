@@ -77,7 +77,8 @@ double systemSampleHz(const ArgParser &parser)
 }
 
 int runSupervisor(const LaunchSettings &settings, const EnvMap &base, RunDirectory &run, const ArgParser &parser,
-                  const accel::monitor::SupervisorMonitorSettings &monitorSettings, bool attachedToTerminal)
+                  const accel::monitor::SupervisorMonitorSettings &monitorSettings, bool attachedToTerminal,
+                  int storeListenFd)
 {
     int argc = 1;
     char name[] = "accel";
@@ -93,6 +94,7 @@ int runSupervisor(const LaunchSettings &settings, const EnvMap &base, RunDirecto
     options.graceMs = gracePeriodMs(parser);
     options.mirror = attachedToTerminal && !parser.isSet("no_mirror");
     options.rankUmask = static_cast<int>(userUmask);
+    options.storeListenFd = storeListenFd;
     RunSupervisor supervisor(settings, base, &run, options);
     // System sampling and hang/straggler detection beside the ranks (launcher/ knows nothing of
     // monitor/: the wiring is here). run.json records it so a studio does not detect twice.
@@ -212,8 +214,10 @@ static int runLaunch(int argc, char **argv)
         for (const std::string &note : settings.notes)
             std::fprintf(stderr, "accel launch: note: %s\n", note.c_str());
     }
-    if (parser.isSet("detach"))
+    if (parser.isSet("detach")) {
+        prepared->storePort.reset(); // the detached supervisor chooses and holds the port itself
         return detachSupervisor(argc, argv, settings, parser.isSet("json"));
+    }
 
     auto run = createRunDirectory(*prepared, argc, argv);
     if (!run) {
@@ -225,7 +229,7 @@ static int runLaunch(int argc, char **argv)
                      run->id().toLocal8Bit().constData(), settings.processesPerNode(),
                      launcherKindName(settings.launcher), run->path().toLocal8Bit().constData());
     return runSupervisor(settings, prepared->baseEnvironment, *run, parser, *monitorSettings,
-                         !parser.isSet("detached_supervisor"));
+                         !parser.isSet("detached_supervisor"), prepared->storePort ? prepared->storePort->fd() : -1);
 }
 
 static Registrar registrar({"launch", "launch a script or job on this machine's ranks (accelerate launch)",

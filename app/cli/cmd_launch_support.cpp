@@ -1,6 +1,7 @@
 #include "app/cli/cmd_launch_support.h"
 
 #include "core/common/fileutil.h"
+#include "core/common/loopbacksocket.h"
 #include "launcher/configadapter.h"
 #include "launcher/envbuilder.h"
 #include "launcher/jobfile.h"
@@ -65,32 +66,54 @@ std::string baseName(const std::string &path)
     return dot == std::string::npos || dot == 0 ? name : name.substr(0, dot);
 }
 
-Result<void> resolvePort(LaunchSettings &settings)
+// MASTER_PORT for ranks that meet in a store hosted on this machine: a free port for 0, the
+// default's replacement when it is busy (an explicit port or a multi-machine job's is an error).
+// A native job on one machine gets the port held on loopback until its rank 0 takes it over.
+Result<void> resolvePort(LaunchSettings &settings, std::shared_ptr<PortReservation> &held)
 {
     const bool hostsStore = settings.numMachines == 1 || settings.machineRank == 0;
     if (!usesRankVariables(settings) || !hostsStore)
         return {};
-    if (settings.mainProcessPort == 0) {
-        auto port = pickFreePort();
-        if (!port)
-            return tl::unexpected(port.error());
-        settings.mainProcessPort = *port;
-        settings.notes.push_back("main_process_port 0: rank 0 hosts the TCPStore on free port " +
-                                 std::to_string(*port));
-        return {};
+    const bool hold = settings.numMachines == 1 && settings.program.kind == ProgramSpec::Kind::Job &&
+                      isLoopbackAddress(settings.masterAddress()) && settings.masterAddress() != "::1";
+    const int asked = settings.mainProcessPort;
+    std::string busy;
+    if (asked != 0) {
+        if (hold) {
+            auto reserved = reserveLoopbackPort(asked);
+            if (reserved) {
+                held = std::make_shared<PortReservation>(std::move(*reserved));
+                return {};
+            }
+            busy = reserved.error().message;
+        } else if (!isPortInUse(asked)) {
+            return {};
+        } else {
+            busy = describeBusyPort(asked);
+        }
+        if (settings.mainProcessPortExplicit || settings.numMachines > 1)
+            return makeError(ErrorCode::InvalidInput,
+                             "main_process_port: " + busy + "; choose another port, or 0 for a free one");
     }
-    if (!isPortInUse(settings.mainProcessPort))
-        return {};
-    const std::string busy = describeBusyPort(settings.mainProcessPort);
-    if (settings.mainProcessPortExplicit || settings.numMachines > 1)
-        return makeError(ErrorCode::InvalidInput,
-                         "main_process_port: " + busy + "; choose another port, or 0 for a free one");
-    auto port = pickFreePort();
-    if (!port)
-        return tl::unexpected(port.error());
-    settings.notes.push_back(busy + "; using free port " + std::to_string(*port) +
-                             " (accelerate launch would switch to torchrun --standalone)");
-    settings.mainProcessPort = *port;
+    int port = 0;
+    if (hold) {
+        auto reserved = reserveLoopbackPort(0);
+        if (!reserved)
+            return tl::unexpected(reserved.error());
+        port = reserved->port();
+        held = std::make_shared<PortReservation>(std::move(*reserved));
+    } else {
+        auto picked = pickFreePort();
+        if (!picked)
+            return tl::unexpected(picked.error());
+        port = *picked;
+    }
+    settings.mainProcessPort = port;
+    if (asked == 0)
+        settings.notes.push_back("main_process_port 0: rank 0 hosts the TCPStore on free port " + std::to_string(port));
+    else
+        settings.notes.push_back(busy + "; using free port " + std::to_string(port) +
+                                 " (accelerate launch would switch to torchrun --standalone)");
     return {};
 }
 
@@ -238,7 +261,7 @@ Result<PreparedLaunch> prepareLaunch(const ArgParser &parser)
         settings->notes.push_back(
             "default config " + defaultPath +
             " is not read because of --cpu (as accelerate launch does); pass --config_file to use it");
-    if (auto ok = resolvePort(*settings); !ok)
+    if (auto ok = resolvePort(*settings, prepared.storePort); !ok)
         return withConfigFile(ok.error());
 
     QString runDir = QString::fromStdString(parser.valueOr("run_dir", ""));

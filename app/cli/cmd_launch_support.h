@@ -6,8 +6,10 @@
 #include "app/cli/argparser.h"
 #include "core/common/result.h"
 #include "launcher/launchsettings.h"
+#include "launcher/ports.h"
 #include "launcher/rundirectory.h"
 
+#include <memory>
 #include <string>
 
 namespace accel::cli {
@@ -18,6 +20,8 @@ struct PreparedLaunch {
     std::string configPath; // empty: no config file
     std::string configYaml; // the config as Accelerate writes it
     std::string runName;
+    // The rendezvous port held for rank 0 of a native job on this machine (launcher/ports.h).
+    std::shared_ptr<launcher::PortReservation> storePort;
 };
 
 Result<PreparedLaunch> prepareLaunch(const ArgParser &parser);

@@ -1,5 +1,7 @@
 #include "core/runtime/distributedenv.h"
 
+#include "core/common/loopbacksocket.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
@@ -161,6 +163,12 @@ Result<DistributedEnv> DistributedEnv::fromEnvironment(const Lookup &lookupIn)
         if (!parsed)
             return tl::unexpected(parsed.error());
         env.masterPort = *parsed;
+    }
+    if (const char *fd = lookup(kStoreListenFdVariable); fd && *fd) {
+        auto parsed = parseInt(kStoreListenFdVariable, fd, 0, 1 << 20);
+        if (!parsed)
+            return tl::unexpected(parsed.error());
+        env.storeListenFd = *parsed;
     }
     env.useAgentStore = truthy(lookup("TORCHELASTIC_USE_AGENT_STORE"));
     if (const char *count = lookup("TORCHELASTIC_RESTART_COUNT"); count && *count) {

@@ -25,6 +25,7 @@ struct DistributedEnv {
     bool distributed = false; // more than one process, or LOCAL_RANK set
     std::string masterAddr = "127.0.0.1";
     int masterPort = 29500;
+    int storeListenFd = -1;     // ACCEL_STORE_LISTEN_FD: the launcher's listening socket for rank 0's store
     bool useAgentStore = false; // TORCHELASTIC_USE_AGENT_STORE=True: the launcher hosts the store
     int restartCount = 0;       // TORCHELASTIC_RESTART_COUNT
     bool useCpu = false;        // ACCELERATE_USE_CPU

@@ -2,6 +2,8 @@
 // announcement, the gloo or NCCL process group, and the device a rank computes on.
 #include "core/runtime/accelerator_p.h"
 
+#include "core/common/loopbacksocket.h"
+
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -13,6 +15,7 @@
 #include <arpa/inet.h>
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sstream>
 #include <sys/socket.h>
@@ -52,45 +55,6 @@ std::string joinRanks(const std::vector<int> &ranks)
     return text;
 }
 
-bool isLoopback(const std::string &address)
-{
-    return address == "localhost" || address.rfind("127.", 0) == 0 || address == "::1";
-}
-
-// A listening socket on the loopback address for the store of a single-host job: c10d's TCPStore
-// server binds every interface by itself, which would let other hosts (and, through any address,
-// anyone) read and write the rendezvous keys. Returns -1 with errno set on failure.
-int listenOnLoopback(const std::string &address, uint16_t port)
-{
-    const bool v6 = address == "::1";
-    const int fd = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
-    const int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    int rc = -1;
-    if (v6) {
-        sockaddr_in6 in{};
-        in.sin6_family = AF_INET6;
-        in.sin6_port = htons(port);
-        in.sin6_addr = in6addr_loopback;
-        rc = ::bind(fd, reinterpret_cast<sockaddr *>(&in), sizeof(in));
-    } else {
-        sockaddr_in in{};
-        in.sin_family = AF_INET;
-        in.sin_port = htons(port);
-        in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        rc = ::bind(fd, reinterpret_cast<sockaddr *>(&in), sizeof(in));
-    }
-    if (rc != 0 || ::listen(fd, SOMAXCONN) != 0) {
-        const int saved = errno;
-        ::close(fd);
-        errno = saved;
-        return -1;
-    }
-    return fd;
-}
-
 } // namespace
 
 // A gloo group of `size` ranks meeting in `store`, on the interface the environment chose (also
@@ -102,7 +66,7 @@ c10::intrusive_ptr<c10d::Backend> glooGroup(const Accelerator::Private &d, const
     auto glooOptions = c10d::ProcessGroupGloo::Options::create(toMs(d.options.collectiveTimeoutS));
     if (!env.glooInterface.empty())
         glooOptions->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(env.glooInterface));
-    else if (isLoopback(env.masterAddr) && env.localWorldSize == env.worldSize)
+    else if (isLoopbackAddress(env.masterAddr) && env.localWorldSize == env.worldSize)
         glooOptions->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
     else
         glooOptions->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
@@ -130,9 +94,20 @@ Result<void> rendezvous(Accelerator::Private &d)
                              " (is another job using MASTER_PORT=" + std::to_string(env.masterPort) + "?): " + reason,
                          where);
     };
-    if (storeOptions.isServer && isLoopback(env.masterAddr)) {
-        // Every rank reaches the store through loopback: listen there only.
-        const int fd = listenOnLoopback(env.masterAddr == "::1" ? "::1" : "127.0.0.1", storeOptions.port);
+    if (storeOptions.isServer && isLoopbackAddress(env.masterAddr)) {
+        // Every rank reaches the store through loopback: listen there only, on the socket the
+        // launcher has held on MASTER_PORT since it chose the port (so no other job can take the
+        // port while this rank starts), else on a new one. The store owns a duplicate.
+        int fd = -1;
+        if (env.storeListenFd >= 0) {
+            if (loopbackListeningPort(env.storeListenFd) != env.masterPort)
+                return cannotHost(std::string(kStoreListenFdVariable) + "=" + std::to_string(env.storeListenFd) +
+                                  " is not a socket listening on the loopback address at MASTER_PORT");
+            ::fcntl(env.storeListenFd, F_SETFD, FD_CLOEXEC); // this rank's children do not inherit it
+            fd = ::fcntl(env.storeListenFd, F_DUPFD_CLOEXEC, 3);
+        } else {
+            fd = listenOnLoopback(storeOptions.port, env.masterAddr == "::1");
+        }
         if (fd < 0)
             return cannotHost(std::strerror(errno));
         storeOptions.masterListenFd = fd;

@@ -2,7 +2,8 @@
 // Ctrl-C that arrives before the handler exists and an inherited ignored SIGINT both end
 // "stopped"; SIGKILL of the supervisor's whole process group leaves no rank's grandchild;
 // run directories are private under umask 022 and run.json holds no secret from argv;
-// --dry-run validates the job, quotes commands and names the config file; a script named "-x.py".
+// --dry-run validates the job, quotes commands and names the config file; a script named "-x.py";
+// native launches started together each get their own rendezvous port.
 #include "tests/helpers/testsupport.h"
 #include "tests/launcher/processprobe.h"
 
@@ -10,13 +11,16 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QSet>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QtTest>
 
 #include <csignal>
+#include <memory>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <vector>
 
 using accel::test::newMarker;
 using accel::test::processesWithMarker;
@@ -213,6 +217,41 @@ private Q_SLOTS:
         const QJsonArray command =
             object.value(QStringLiteral("plan")).toArray().at(0).toObject().value(QStringLiteral("command")).toArray();
         QVERIFY(command.contains(QStringLiteral("HF_TOKEN=<redacted>")));
+    }
+
+    // Regression: two launches started together both saw the default port 29500 free and chose it
+    // (a rank loads for about a second before it listens); a rank of one job then joined the
+    // other's store and both failed with a gloo size mismatch. The launcher now holds the port on
+    // loopback from its choice until rank 0's store takes the socket over (ACCEL_STORE_LISTEN_FD).
+    void nativeLaunchesStartedTogetherEachGetTheirPort()
+    {
+        QTemporaryDir dir;
+        const QString job = writeFile(dir.filePath(QStringLiteral("selftest.yaml")), "recipe: selftest\n");
+        const int launches = 3;
+        std::vector<std::unique_ptr<QProcess>> processes;
+        for (int i = 0; i < launches; ++i) {
+            auto process = std::make_unique<QProcess>();
+            process->start(accelProgram(),
+                           {QStringLiteral("launch"), QStringLiteral("--num_processes"), QStringLiteral("2"),
+                            QStringLiteral("--quiet"), QStringLiteral("--run_dir"),
+                            dir.filePath(QStringLiteral("run%1").arg(i)), QStringLiteral("--job"), job});
+            processes.push_back(std::move(process));
+        }
+        QSet<int> ports;
+        for (int i = 0; i < launches; ++i) {
+            QProcess &process = *processes[size_t(i)];
+            QVERIFY(process.waitForFinished(180000));
+            QVERIFY2(process.exitStatus() == QProcess::NormalExit && process.exitCode() == 0,
+                     qPrintable(QString::number(i) + ": " + process.readAllStandardError()));
+            const QJsonObject manifest = manifestOf(dir.filePath(QStringLiteral("run%1").arg(i)));
+            QCOMPARE(manifest.value(QStringLiteral("state")).toString(), QStringLiteral("succeeded"));
+            ports.insert(manifest.value(QStringLiteral("settings"))
+                             .toObject()
+                             .value(QStringLiteral("main_process_port"))
+                             .toInt());
+        }
+        QCOMPARE(ports.size(), launches);
+        QVERIFY(!ports.contains(0));
     }
 
     // Regression: `accel launch --job X --dry-run` accepted any job (exit 0 for `recipe: nonsense`).

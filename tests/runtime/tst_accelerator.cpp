@@ -105,6 +105,20 @@ void compareParams(const QStringList &a, const QStringList &b, double tolerance)
         QFAIL(qPrintable(QString("parameters differ by %1 (tolerance %2)").arg(worst).arg(tolerance)));
 }
 
+// Rank 0 of a 2-rank job on this host meeting on 127.0.0.1:port.
+QProcessEnvironment rankZeroOfTwo(int port)
+{
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    for (const auto &[key, value] : {std::pair{"RANK", "0"},
+                                     {"LOCAL_RANK", "0"},
+                                     {"WORLD_SIZE", "2"},
+                                     {"LOCAL_WORLD_SIZE", "2"},
+                                     {"MASTER_ADDR", "127.0.0.1"}})
+        env.insert(key, value);
+    env.insert("MASTER_PORT", QString::number(port));
+    return env;
+}
+
 } // namespace
 
 class tst_Accelerator : public QObject {
@@ -274,11 +288,7 @@ private Q_SLOTS:
     {
         const int port = freePort();
         QProcess rank0;
-        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-        for (const auto &[key, value] : {std::pair{"RANK", "0"}, {"LOCAL_RANK", "0"}, {"WORLD_SIZE", "2"},
-                                         {"LOCAL_WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}})
-            env.insert(key, value);
-        env.insert("MASTER_PORT", QString::number(port));
+        const QProcessEnvironment env = rankZeroOfTwo(port);
         rank0.setProcessEnvironment(env);
         rank0.start(accel::test::binDir() + "/accel-runtime-probe", {"join", "timeout=30"});
         QVERIFY(rank0.waitForStarted());
@@ -304,6 +314,25 @@ private Q_SLOTS:
         rank0.kill();
         rank0.waitForFinished();
         QCOMPARE(listeners, QStringList{"0100007F:" + portHex});
+    }
+
+    // Rank 0 takes the store's socket from the launcher (ACCEL_STORE_LISTEN_FD); a descriptor that
+    // is not a socket listening on the loopback address at MASTER_PORT is refused by name.
+    void storeSocketFromTheLauncherIsChecked()
+    {
+        const int port = freePort();
+        QProcess rank0;
+        QProcessEnvironment env = rankZeroOfTwo(port);
+        env.insert("ACCEL_STORE_LISTEN_FD", "0"); // standard input: not a socket
+        rank0.setProcessEnvironment(env);
+        rank0.start(accel::test::binDir() + "/accel-runtime-probe", {"join", "timeout=10"});
+        QVERIFY(rank0.waitForFinished(60000));
+        QVERIFY(rank0.exitCode() != 0);
+        const QString err = rank0.readAllStandardError();
+        QVERIFY2(err.contains("ACCEL_STORE_LISTEN_FD=0 is not a socket listening on the loopback address at "
+                              "MASTER_PORT") &&
+                     err.contains(QString::number(port)),
+                 qPrintable(err));
     }
 
     void twoRanksJoinAndReduce()
