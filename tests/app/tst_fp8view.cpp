@@ -216,6 +216,46 @@ private Q_SLOTS:
         }
     }
 
+    // Regression: at 1024x700 the table of six results showed five and a half rows behind a
+    // scrollbar. Every row of one shape's six precisions is now whole; with three shapes (18 rows)
+    // the table scrolls and the chart keeps its minimum height.
+    void resultsFitAt1024x700()
+    {
+        for (const int shapes : {1, 3}) {
+            Fp8CompareDialog dialog;
+            dialog.resize(1024, 700);
+            dialog.show();
+            QVERIFY(QTest::qWaitForWindowExposed(&dialog));
+            Fp8Comparison comparison;
+            comparison.steps = 10;
+            comparison.shapes = fp8BenchShapes().mid(0, shapes);
+            for (const QString &shape : comparison.shapes) {
+                for (const QString &precision : fp8BenchPrecisions()) {
+                    Fp8ComparisonRun run;
+                    run.shape = shape;
+                    run.precision = precision;
+                    run.lossAt = {{2, 4.0}, {5, 3.5}, {10, 3.0}};
+                    run.lossSteps = {1, 10};
+                    run.loss = {5.0, 3.0};
+                    comparison.runs.push_back(run);
+                }
+            }
+            dialog.showComparison(comparison);
+            QApplication::processEvents();
+            QTableView *table = dialog.resultsTable();
+            const QRect viewport = table->viewport()->rect();
+            const int rows = dialog.resultsModel()->rowCount();
+            QCOMPARE(rows, 6 * shapes);
+            int whole = 0;
+            for (int row = 0; row < rows; ++row)
+                whole += viewport.contains(table->visualRect(dialog.resultsModel()->index(row, 0)));
+            QCOMPARE(whole, shapes == 1 ? 6 : std::max(6, whole));
+            QCOMPARE(dialog.plots().size(), shapes);
+            for (QCustomPlot *plot : dialog.plots())
+                QVERIFY2(plot->height() >= 240, qPrintable(QString::number(plot->height())));
+        }
+    }
+
     void cancelLeavesNoProcess()
     {
         Fp8CompareDialog dialog;

@@ -16,11 +16,14 @@
 #include <QLabel>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScrollBar>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QVBoxLayout>
+
+#include <algorithm>
 
 namespace accel::app {
 
@@ -125,6 +128,8 @@ Fp8CompareDialog::Fp8CompareDialog(QWidget *parent)
     splitter->addWidget(m_table);
     splitter->addWidget(m_plotArea);
     splitter->setStretchFactor(1, 2);
+    splitter->setChildrenCollapsible(false);
+    m_splitter = splitter;
 
     auto *buttons = new QDialogButtonBox(QDialogButtonBox::Close, this);
     connect(buttons, &QDialogButtonBox::rejected, this, &Fp8CompareDialog::reject);
@@ -352,6 +357,32 @@ void Fp8CompareDialog::showComparison(const Fp8Comparison &comparison)
         m_plotLayout->addWidget(plot);
         m_plots << plot;
     }
+    fitTableToRows();
+}
+
+// The table as tall as its rows (at least as tall as six of them, the precisions of one shape,
+// also when the plots then get less than they would like); the plots take the rest.
+void Fp8CompareDialog::fitTableToRows()
+{
+    m_table->resizeRowsToContents();
+    const int rows = m_model->rowCount();
+    const QHeaderView *header = m_table->horizontalHeader();
+    const int chrome = header->sizeHint().height() + 2 * m_table->frameWidth() +
+                       (m_table->horizontalScrollBar()->isVisible() ? m_table->horizontalScrollBar()->height() : 0);
+    auto rowsHeight = [this](int count) {
+        int height = 0;
+        for (int row = 0; row < count; ++row)
+            height += m_table->rowHeight(row);
+        return height;
+    };
+    const int wanted = chrome + rowsHeight(rows);
+    m_table->setMinimumHeight(chrome + rowsHeight(std::min(rows, 6)));
+    const QList<int> sizes = m_splitter->sizes();
+    const int total = sizes.value(0) + sizes.value(1);
+    if (total <= 0)
+        return;
+    const int plots = std::max(total - wanted, m_plotArea->minimumSizeHint().height());
+    m_splitter->setSizes({total - plots, plots});
 }
 
 void Fp8CompareDialog::clearPlots()

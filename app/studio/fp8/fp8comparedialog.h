@@ -20,6 +20,7 @@ class QLabel;
 class QProgressBar;
 class QPushButton;
 class QSpinBox;
+class QSplitter;
 class QTableView;
 class QTemporaryDir;
 
@@ -53,6 +54,10 @@ public:
 
     Fp8ResultsModel *resultsModel() const { return m_model; }
     QList<QCustomPlot *> plots() const { return m_plots; }
+    // Shows a comparison's results: the table (every row visible when the plots keep their
+    // minimum height) and one loss chart per shape. run() calls it when the benchmark finishes.
+    void showComparison(const Fp8Comparison &comparison);
+    QTableView *resultsTable() const { return m_table; }
     QString statusText() const;
     QString progressText() const;
 
@@ -68,7 +73,7 @@ private:
     void onOutput(const QByteArray &standardOutput, const QByteArray &standardError);
     void onDone(const launcher::AccelOutcome &outcome);
     void showProgress(const Fp8Progress &progress);
-    void showComparison(const Fp8Comparison &comparison);
+    void fitTableToRows();
     void clearPlots();
     void applyPalette(QCustomPlot *plot) const;
     void setStatus(const QString &text, bool error);
@@ -87,6 +92,7 @@ private:
     Fp8ResultsModel *m_model = nullptr;
     QWidget *m_plotArea = nullptr;
     QHBoxLayout *m_plotLayout = nullptr;
+    QSplitter *m_splitter = nullptr;
     QList<QCustomPlot *> m_plots;
 
     QPointer<launcher::AccelCommand> m_command;

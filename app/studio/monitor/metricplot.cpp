@@ -6,9 +6,11 @@
 #include "app/studio/monitor/qcustomplotinclude.h"
 #include "app/studio/theme.h"
 
+#include <QFontMetrics>
 #include <QToolTip>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
 
 namespace accel::app {
@@ -100,6 +102,10 @@ MetricPlot::MetricPlot(const ChartSpec &spec, QWidget *parent)
     connect(m_plot, &QCustomPlot::mouseMove, this, &MetricPlot::onMouseMove);
     connect(m_plot, &QCustomPlot::mouseDoubleClick, this, &MetricPlot::resetView);
 
+    // As many value ticks as the axis has room for, their labels at least 2.5 lines apart (at
+    // 1024x700 a short chart stacked five labels into each other).
+    connect(m_plot, &QCustomPlot::afterLayout, this, &MetricPlot::fitTickCount);
+
     m_timer.setSingleShot(true);
     m_timer.setInterval(33);
     connect(&m_timer, &QTimer::timeout, this, &MetricPlot::replotNow);
@@ -173,6 +179,16 @@ QList<ChartRun> MetricPlot::chartRuns() const
             runs.append({source.store.data(), source.label});
     }
     return runs;
+}
+
+void MetricPlot::fitTickCount()
+{
+    const int line = QFontMetrics(m_plot->yAxis->tickLabelFont()).height();
+    const int count = std::clamp(m_plot->axisRect()->height() * 2 / std::max(1, line * 5), 2, 5);
+    if (m_plot->yAxis->ticker()->tickCount() == count)
+        return;
+    m_plot->yAxis->ticker()->setTickCount(count);
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
 }
 
 void MetricPlot::replotNow()

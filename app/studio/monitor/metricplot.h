@@ -91,6 +91,7 @@ private:
     QList<ChartRun> chartRuns() const; // the stores still alive, with their labels
     void rebuild();
     void applyPalette();
+    void fitTickCount();
     void onMouseMove(QMouseEvent *event);
 
     ChartSpec m_spec;
