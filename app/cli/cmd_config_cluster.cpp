@@ -148,10 +148,17 @@ int runConfigCluster(int argc, char **argv)
         std::fprintf(stderr, "accel config cluster: %s\n", writeError.toString().c_str());
         return exitCodeFor(writeError);
     }
-    if (!parser.isSet("json"))
-        for (size_t rank = 0; rank < written.size(); ++rank)
+    if (!parser.isSet("json")) {
+        std::string names;
+        for (size_t rank = 0; rank < written.size(); ++rank) {
             std::printf("wrote %s (%s, machine_rank %zu)\n", written[rank].c_str(), input.hosts[rank].name.c_str(),
                         rank);
+            names += (rank ? "," : "") + input.hosts[rank].name;
+        }
+        std::printf("launch on every node over SSH (with this folder at the same path there): accel launch "
+                    "--hosts %s --config_dir %s SCRIPT\n",
+                    names.c_str(), parser.valueOr("out_dir", "").c_str());
+    }
     return ExitOk;
 }
 

@@ -1,6 +1,7 @@
 // accel hosts launch H1,H2,... -- LAUNCH_ARGS: one detached supervisor per host over SSH
 // (`accel launch --detach` with --num_machines, --machine_rank in host order, --main_process_ip
-// and --main_process_port), and a local record of the nodes' runs that `accel hosts stop RECORD`
+// and --main_process_port, or with --config_file DIR/node-<rank>.yaml from `accel config cluster`
+// when --config_dir DIR is given), and a local record of the nodes' runs that `accel hosts stop RECORD`
 // reads to stop every node. If a node fails to start, the nodes already started are stopped.
 // The network pre-flight (cmd_hosts_preflight.h) runs first; `accel launch --hosts H1,H2 ...`
 // is this same launch (launchesOnHosts / runLaunchOnHosts below).
@@ -8,6 +9,8 @@
 #include "app/cli/cmd_hosts_preflight.h"
 #include "app/cli/command.h"
 
+#include "core/config/clusterplan.h"
+#include "core/config/configio.h"
 #include "launcher/clusterrecord.h"
 #include "launcher/jsonoutput.h"
 #include "launcher/launchflags.h"
@@ -73,18 +76,75 @@ std::vector<LaunchOption> launchOptions(const std::vector<std::string> &words, s
 Result<void> checkLaunchArguments(const std::vector<std::string> &arguments)
 {
     static const std::vector<std::string> owned = {
-        "num_machines", "machine_rank", "main_process_ip", "main_process_port", "detach", "run_dir", "json"};
+        "num_machines", "machine_rank", "main_process_ip", "main_process_port", "detach",
+        "run_dir",      "json",         "config_file"};
     size_t script = 0;
     for (const LaunchOption &option : launchOptions(arguments, script)) {
         if (std::find(owned.begin(), owned.end(), option.name) != owned.end())
             return makeError(ErrorCode::InvalidInput,
-                             "--" + option.name + " is set for each node by accel hosts launch; leave it out",
+                             "--" + option.name + " is set for each node by accel hosts launch; leave it out" +
+                                 (option.name == "config_file" ? " (node configs: --config_dir DIR)" : ""),
                              "launch arguments");
     }
     if (arguments.empty())
         return makeError(ErrorCode::InvalidInput,
                          "nothing to launch: accel hosts launch H1,H2 -- [launch flags] SCRIPT");
     return {};
+}
+
+// The node configs `accel config cluster --out_dir DIR` wrote, as a launch on `hosts` hosts uses
+// them: DIR/node-<rank>.yaml for every host in order, each with its own machine_rank, all with
+// num_machines = the number of hosts and one main_process_ip and port.
+struct NodeConfigs {
+    hosts::MainAddress address;
+    QStringList files; // absolute, one per host
+};
+
+Result<NodeConfigs> readNodeConfigs(const std::string &directory, int hosts)
+{
+    NodeConfigs configs;
+    const QString folder = QFileInfo(QString::fromStdString(directory)).absoluteFilePath();
+    std::optional<std::string> ip;
+    std::optional<int64_t> port;
+    for (int rank = 0; rank < hosts; ++rank) {
+        const QString path = QDir(folder).filePath(QString::fromStdString(config::nodeFileName(rank)));
+        const std::string where = path.toStdString();
+        if (!QFileInfo::exists(path))
+            return makeError(ErrorCode::InvalidInput,
+                             "missing: --config_dir needs node-<rank>.yaml for each of the " + std::to_string(hosts) +
+                                 " host(s), as `accel config cluster --hosts ... --out_dir DIR` writes them",
+                             where);
+        auto loaded = config::loadConfigFile(where);
+        if (!loaded)
+            return tl::unexpected(loaded.error());
+        const config::ClusterConfig &node = *loaded;
+        if (node.machineRank.value_or(0) != rank)
+            return makeError(ErrorCode::InvalidInput,
+                             "machine_rank is " + std::to_string(node.machineRank.value_or(0)) +
+                                 "; the config of host " + std::to_string(rank + 1) + " in host order must have " +
+                                 std::to_string(rank),
+                             where);
+        if (node.numMachines.value_or(1) != hosts)
+            return makeError(ErrorCode::InvalidInput,
+                             "num_machines is " + std::to_string(node.numMachines.value_or(1)) + " but " +
+                                 std::to_string(hosts) + " host(s) are named",
+                             where);
+        if (!node.mainProcessIp || node.mainProcessIp->empty())
+            return makeError(ErrorCode::InvalidInput, "main_process_ip is missing: the nodes need rank 0's address",
+                             where);
+        if (ip && (*ip != *node.mainProcessIp || *port != node.mainProcessPort.value_or(29500)))
+            return makeError(ErrorCode::InvalidInput,
+                             "main_process_ip / main_process_port " + *node.mainProcessIp + ":" +
+                                 std::to_string(node.mainProcessPort.value_or(29500)) + " differ from node-0.yaml's " +
+                                 *ip + ":" + std::to_string(*port),
+                             where);
+        ip = *node.mainProcessIp;
+        port = node.mainProcessPort.value_or(29500);
+        configs.files << path;
+    }
+    configs.address.ip = QString::fromStdString(*ip);
+    configs.address.port = static_cast<int>(*port);
+    return configs;
 }
 
 int fail(const char *action, const Error &error)
@@ -145,6 +205,11 @@ int runHostsLaunch(int argc, char **argv)
     hosts::addMainAddressOptions(parser);
     parser.addValue("record", "FILE", "where to write the record of the nodes' runs",
                     "<data>/accel-studio/clusters/<id>.json");
+    parser.addValue("config_dir", "DIR",
+                    "the node configs `accel config cluster --out_dir DIR` wrote (node-<rank>.yaml, one per host in "
+                    "host order), at this path on every host too (a shared file system, or copied there): each "
+                    "node launches with --config_file DIR/node-<rank>.yaml, and main_process_ip and "
+                    "main_process_port come from them");
     parser.addFlag("json", "machine-readable output (accel.hosts-launch, version 1)");
     hosts::addRemoteOptions(parser);
     int exitCode = ExitOk;
@@ -159,7 +224,21 @@ int runHostsLaunch(int argc, char **argv)
     const std::vector<std::string> launchArguments = parser.positional("ARGS");
     if (auto checked = checkLaunchArguments(launchArguments); !checked)
         return fail("launch", checked.error());
-    auto address = hosts::mainAddress(parser, names->first());
+    std::optional<NodeConfigs> nodeConfigs;
+    if (auto directory = parser.value("config_dir")) {
+        for (const char *owned : {"main_process_ip", "main_process_port"}) {
+            if (parser.isSet(owned))
+                return fail("launch", Error{ErrorCode::InvalidInput,
+                                            std::string("comes from the node configs of --config_dir; leave it out"),
+                                            std::string("--") + owned});
+        }
+        auto read = readNodeConfigs(*directory, static_cast<int>(names->size()));
+        if (!read)
+            return fail("launch", read.error());
+        nodeConfigs = std::move(*read);
+    }
+    auto address =
+        nodeConfigs ? Result<hosts::MainAddress>(nodeConfigs->address) : hosts::mainAddress(parser, names->first());
     if (!address)
         return fail("launch", address.error());
     const int port = address->port;
@@ -192,9 +271,12 @@ int runHostsLaunch(int argc, char **argv)
     std::vector<QStringList> commands;
     for (int rank = 0; rank < names->size(); ++rank) {
         QStringList command = {QStringLiteral("launch"), QStringLiteral("--detach"), QStringLiteral("--json")};
-        command << QStringLiteral("--num_machines") << QString::number(names->size())
-                << QStringLiteral("--machine_rank") << QString::number(rank) << QStringLiteral("--main_process_ip")
-                << QString::fromStdString(mainIp) << QStringLiteral("--main_process_port") << QString::number(port);
+        if (nodeConfigs)
+            command << QStringLiteral("--config_file") << nodeConfigs->files.at(rank);
+        else
+            command << QStringLiteral("--num_machines") << QString::number(names->size())
+                    << QStringLiteral("--machine_rank") << QString::number(rank) << QStringLiteral("--main_process_ip")
+                    << QString::fromStdString(mainIp) << QStringLiteral("--main_process_port") << QString::number(port);
         for (const std::string &word : launchArguments)
             command << QString::fromStdString(word);
         commands.push_back(command);
@@ -346,9 +428,10 @@ namespace {
 
 // `accel hosts launch` options that `accel launch --hosts` takes too, and those with a value.
 const std::vector<std::string> HostsLaunchOptions = {
-    "hosts",   "main_process_ip",     "main_process_port", "record",    "json",
-    "timeout", "accept_new_host_key", "remote_accel",      "remote_env"};
-const std::vector<std::string> HostsLaunchValued = {"hosts", "record", "timeout", "remote_accel", "remote_env"};
+    "hosts",   "main_process_ip",     "main_process_port", "record",     "json",
+    "timeout", "accept_new_host_key", "remote_accel",      "remote_env", "config_dir"};
+const std::vector<std::string> HostsLaunchValued = {"hosts",        "record",     "timeout",
+                                                    "remote_accel", "remote_env", "config_dir"};
 
 int refuse(const Error &error)
 {

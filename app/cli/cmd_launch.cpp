@@ -167,8 +167,8 @@ static int runLaunch(int argc, char **argv)
 #ifdef ACCEL_CLI_HAVE_HOSTS
     parser.addValue("hosts", "H1,H2,...",
                     "launch on these hosts over SSH, one node each, machine 0 first, after the network pre-flight: "
-                    "`accel hosts launch H1,H2 -- FLAGS SCRIPT` (also takes its --record, --remote_env, "
-                    "--remote_accel, --timeout, --accept_new_host_key; docs/remote.md)");
+                    "`accel hosts launch H1,H2 -- FLAGS SCRIPT` (also takes its --config_dir, --record, "
+                    "--remote_env, --remote_accel, --timeout, --accept_new_host_key; docs/remote.md)");
 #endif
     if (!parser.parse(argc, argv, 1)) {
         if (parser.helpRequested()) {

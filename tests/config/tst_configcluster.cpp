@@ -40,7 +40,10 @@ private Q_SLOTS:
                                 QStringLiteral("--port"), QStringLiteral("29511"), QStringLiteral("--out_dir"), out});
         QVERIFY2(result.exitCode == 0, qPrintable(result.err));
         QCOMPARE(result.out, QStringLiteral("wrote %1/node-0.yaml (203.0.113.1, machine_rank 0)\n"
-                                            "wrote %1/node-1.yaml (203.0.113.2, machine_rank 1)\n")
+                                            "wrote %1/node-1.yaml (203.0.113.2, machine_rank 1)\n"
+                                            "launch on every node over SSH (with this folder at the same path "
+                                            "there): accel launch --hosts 203.0.113.1,203.0.113.2 --config_dir %1 "
+                                            "SCRIPT\n")
                                  .arg(out));
         QVERIFY(result.err.contains(
             QStringLiteral("port 29511 will be checked on 203.0.113.1 at launch (the main host is not this machine)")));

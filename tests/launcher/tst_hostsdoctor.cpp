@@ -16,6 +16,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QMap>
 #include <QProcess>
 #include <QSet>
 #include <QStandardPaths>
@@ -77,6 +78,16 @@ private:
     QString m_error;
 };
 
+// What fakechild rank `rank` wrote of its environment (--env-json into `data`), once it has; empty
+// when it did not within 20 s.
+QJsonObject rankEnvironment(const QTemporaryDir &data, int rank)
+{
+    const QString path = data.filePath(QStringLiteral("env-%1.json").arg(rank));
+    accel::test::waitFor([&path] { return QFileInfo(path).size() > 0; }, 20000);
+    QFile file(path);
+    return file.open(QIODevice::ReadOnly) ? QJsonDocument::fromJson(file.readAll()).object() : QJsonObject();
+}
+
 ino_t netnsInode(const QString &path)
 {
     struct stat st {};
@@ -100,6 +111,7 @@ private Q_SLOTS:
     void allReduceFailsWhenOnlyTheMainPortIsOpen();
     void launchWithHostsStartsEveryNode();
     void launchWithHostsStartsNothingWhenThePreflightFails();
+    void launchWithTheNodeConfigsOfConfigCluster();
     void jumpHostReachesANodeThisMachineCannot();
 
 private:
@@ -443,11 +455,8 @@ void tst_HostsDoctor::launchWithHostsStartsEveryNode()
     for (const QJsonValue &node : report.value(QStringLiteral("nodes")).toArray())
         QCOMPARE(node.toObject().value(QStringLiteral("socket_ifname")).toString(), QStringLiteral("eth0"));
     for (int rank = 0; rank < 2; ++rank) {
-        const QString path = data.filePath(QStringLiteral("env-%1.json").arg(rank));
-        QTRY_VERIFY_WITH_TIMEOUT(QFileInfo(path).size() > 0, 20000);
-        QFile file(path);
-        QVERIFY(file.open(QIODevice::ReadOnly));
-        const QJsonObject env = QJsonDocument::fromJson(file.readAll()).object();
+        const QJsonObject env = rankEnvironment(data, rank);
+        QVERIFY2(!env.isEmpty(), qPrintable(QStringLiteral("rank %1 wrote no environment").arg(rank)));
         QCOMPARE(env.value(QStringLiteral("MASTER_ADDR")).toString(), m_nodes->nodeAddress(0));
         QCOMPARE(env.value(QStringLiteral("MASTER_PORT")).toString(), QStringLiteral("29616"));
         QCOMPARE(env.value(QStringLiteral("GLOO_SOCKET_IFNAME")).toString(), QStringLiteral("eth0"));
@@ -460,6 +469,81 @@ void tst_HostsDoctor::launchWithHostsStartsEveryNode()
         seen.insert(netnsInode(QStringLiteral("/proc/%1/ns/net").arg(pid)));
     QCOMPARE(seen, (QSet<ino_t>{netnsInode(QStringLiteral("/run/netns/") + m_nodes->nodeNamespace(0)),
                                 netnsInode(QStringLiteral("/run/netns/") + m_nodes->nodeNamespace(1))}));
+    const auto stopped = accel({"hosts", "stop", record});
+    QVERIFY2(stopped.exitCode == 0, qPrintable(stopped.out + stopped.err));
+    QTRY_VERIFY_WITH_TIMEOUT(accel::test::processesWithMarker(marker).isEmpty(), 20000);
+}
+
+// `accel config cluster` writes one config per node; `accel launch --hosts ... --config_dir DIR`
+// starts each node with its own (the namespaces share this file system, as cluster hosts share
+// one): 2 nodes x 2 ranks, global ranks 0-3, rank 0's address and port from the configs. Configs
+// that do not fit the hosts are refused before anything starts.
+void tst_HostsDoctor::launchWithTheNodeConfigsOfConfigCluster()
+{
+    REQUIRE_NODES();
+    QTemporaryDir data;
+    const QString configs = data.filePath(QStringLiteral("cluster"));
+    const auto written = accel({"config", "cluster", "--hosts", m_nodes->nodeAddress(0) + "," + m_nodes->nodeAddress(1),
+                                "--procs_per_host", "2", "--port", "29618", "--out_dir", configs});
+    QVERIFY2(written.exitCode == 0, qPrintable(written.out + written.err));
+    QVERIFY2(written.out.contains("--config_dir " + configs), qPrintable(written.out));
+
+    // Refused, nothing started: a node config missing, a host more or fewer than the configs were
+    // written for, flags the configs set, a config in another host's place.
+    const QStringList tail = {"--no_python", "true"};
+    QVERIFY(QDir().mkpath(data.filePath("partial")));
+    QVERIFY(QFile::copy(configs + "/node-0.yaml", data.filePath("partial/node-0.yaml")));
+    auto refused =
+        accel(QStringList{"launch", "--hosts", "node0,node1", "--config_dir", data.filePath("partial")} + tail);
+    QCOMPARE(refused.exitCode, 2);
+    QVERIFY2(refused.err.contains(data.filePath("partial/node-1.yaml")) && refused.err.contains("missing"),
+             qPrintable(refused.err));
+    refused = accel(QStringList{"launch", "--hosts", "node0,node1,node2", "--config_dir", configs} + tail);
+    QCOMPARE(refused.exitCode, 2);
+    QVERIFY2(refused.err.contains("num_machines is 2 but 3 host(s) are named"), qPrintable(refused.err));
+    refused = accel(QStringList{"launch", "--hosts", "node0", "--config_dir", configs} + tail);
+    QCOMPARE(refused.exitCode, 2);
+    QVERIFY2(refused.err.contains("num_machines is 2 but 1 host(s) are named"), qPrintable(refused.err));
+    refused =
+        accel(QStringList{"launch", "--hosts", "node0,node1", "--config_dir", configs, "--main_process_port", "29619"} +
+              tail);
+    QCOMPARE(refused.exitCode, 2);
+    QVERIFY2(refused.err.contains("--main_process_port") && refused.err.contains("--config_dir"),
+             qPrintable(refused.err));
+    QDir().mkpath(data.filePath("swapped"));
+    QVERIFY(QFile::copy(configs + "/node-0.yaml", data.filePath("swapped/node-0.yaml")));
+    QVERIFY(QFile::copy(configs + "/node-0.yaml", data.filePath("swapped/node-1.yaml")));
+    refused = accel(QStringList{"launch", "--hosts", "node0,node1", "--config_dir", data.filePath("swapped")} + tail);
+    QCOMPARE(refused.exitCode, 2);
+    QVERIFY2(refused.err.contains("node-1.yaml") && refused.err.contains("machine_rank is 0"), qPrintable(refused.err));
+
+    const QString marker = QStringLiteral("launchconfigs-") + QUuid::createUuid().toString(QUuid::WithoutBraces);
+    const QString fakechild = QDir(accel::test::binDir()).filePath(QStringLiteral("fakechild"));
+    const QString record = data.filePath(QStringLiteral("cluster.json"));
+    const auto launched =
+        accel({"launch", "--hosts", "node0,node1", "--config_dir", configs, "--json", "--record", record,
+               "--remote_env", "XDG_DATA_HOME=" + data.path(), "--no_python", fakechild, "--marker", marker,
+               "--env-json", data.filePath(QStringLiteral("env-{rank}.json")), "--hang"});
+    QVERIFY2(launched.exitCode == 0, qPrintable(launched.out + launched.err));
+    const QJsonObject report = parse(launched);
+    QCOMPARE(report.value(QStringLiteral("main_process_ip")).toString(), m_nodes->nodeAddress(0));
+    QCOMPARE(report.value(QStringLiteral("main_process_port")).toInt(), 29618);
+    for (int rank = 0; rank < 4; ++rank) {
+        const QJsonObject env = rankEnvironment(data, rank);
+        QVERIFY2(!env.isEmpty(), qPrintable(QStringLiteral("rank %1 wrote no environment").arg(rank)));
+        QCOMPARE(env.value(QStringLiteral("MASTER_ADDR")).toString(), m_nodes->nodeAddress(0));
+        QCOMPARE(env.value(QStringLiteral("MASTER_PORT")).toString(), QStringLiteral("29618"));
+        QCOMPARE(env.value(QStringLiteral("WORLD_SIZE")).toString(), QStringLiteral("4"));
+        QCOMPARE(env.value(QStringLiteral("RANK")).toString(), QString::number(rank));
+    }
+    QList<qint64> ranks;
+    QTRY_COMPARE_WITH_TIMEOUT((ranks = accel::test::processesWithMarker(marker, QStringLiteral("fakechild"))).size(), 4,
+                              20000);
+    QMap<ino_t, int> perNode;
+    for (qint64 pid : ranks)
+        ++perNode[netnsInode(QStringLiteral("/proc/%1/ns/net").arg(pid))];
+    QCOMPARE(perNode.value(netnsInode(QStringLiteral("/run/netns/") + m_nodes->nodeNamespace(0))), 2);
+    QCOMPARE(perNode.value(netnsInode(QStringLiteral("/run/netns/") + m_nodes->nodeNamespace(1))), 2);
     const auto stopped = accel({"hosts", "stop", record});
     QVERIFY2(stopped.exitCode == 0, qPrintable(stopped.out + stopped.err));
     QTRY_VERIFY_WITH_TIMEOUT(accel::test::processesWithMarker(marker).isEmpty(), 20000);
