@@ -89,9 +89,12 @@ int logEvery(int steps)
     return std::clamp(steps / 10, 1, 10);
 }
 
-QByteArray jobText(const Shape &shape, const QString &corpus, int steps)
+// The first seed; --seeds N runs 42, 43, ... 42 + N - 1.
+constexpr int firstSeed = 42;
+
+QByteArray jobText(const Shape &shape, const QString &corpus, int steps, int seed)
 {
-    return QStringLiteral("recipe: gpt\nname: bench-fp8\nseed: 42\noutput_dir: out\n"
+    return QStringLiteral("recipe: gpt\nname: bench-fp8\nseed: %11\noutput_dir: out\n"
                           "model: {n_layer: %1, n_head: %2, n_embd: %3, block_size: %9, dropout: 0.0}\n"
                           "data: {corpus: \"%4\", eval_fraction: 0.05}\n"
                           "training: {max_steps: %5, batch_size: %10, learning_rate: 2.0e-3, warmup_steps: %6, "
@@ -108,6 +111,7 @@ QByteArray jobText(const Shape &shape, const QString &corpus, int steps)
         .arg(logEvery(steps))
         .arg(shape.context)
         .arg(shape.batch)
+        .arg(seed)
         .toUtf8();
 }
 
@@ -163,15 +167,16 @@ Bytes storageBytes(const QString &precision, double parameters, double fp8Weight
     return {4 * parameters, 4 * parameters, 8 * parameters};
 }
 
-BenchRun runOne(const Shape &shape, const Precision &precision, const QString &dir, const QString &corpus, int steps,
-                int threads, const Progress &progress, QString *error)
+BenchRun runOne(const Shape &shape, const Precision &precision, int seed, const QString &dir, const QString &corpus,
+                int steps, int threads, const Progress &progress, QString *error)
 {
     BenchRun run;
     run.shape = QString::fromLatin1(shape.name);
     run.precision = QString::fromLatin1(precision.name);
+    run.seed = seed;
     QDir().mkpath(dir);
     QFile job(dir + QStringLiteral("/job.yaml"));
-    if (!job.open(QIODevice::WriteOnly) || job.write(jobText(shape, corpus, steps)) < 0) {
+    if (!job.open(QIODevice::WriteOnly) || job.write(jobText(shape, corpus, steps, seed)) < 0) {
         *error = dir + QStringLiteral("/job.yaml: cannot write");
         return run;
     }
@@ -284,6 +289,11 @@ int runBench(int argc, char **argv)
     parser.addValue("steps", "N", "optimizer steps per run", "500");
     parser.addValue("out", "DIR", "folder for the runs, the table and fp8-loss.png", "fp8-bench");
     parser.addValue("threads", "N", "torch threads per run", "1");
+    parser.addValue("seeds", "N",
+                    "train every shape and precision with N seeds (42, 43, ...; each seed its own initial weights "
+                    "and data order, the same for every precision): the table gives the means, and each "
+                    "precision's difference to bf16 as the mean of the per-seed differences with their range",
+                    "1");
     parser.addValue("only", "NAMES", "comma-separated precisions to run (fp32,bf16,fp8-te,fp8-msamp-o1,...)", "");
     parser.addValue("shapes", "NAMES",
                     "comma-separated model shapes: gpt (2 layers, n_embd 64), gpt-deep (4 layers, n_embd 32), "
@@ -313,6 +323,11 @@ int runBench(int argc, char **argv)
     const int threads = QString::fromStdString(parser.valueOr("threads", "1")).toInt(&ok);
     if (!ok || threads < 1) {
         std::fprintf(stderr, "accel bench: --threads: expected an integer >= 1\n");
+        return ExitBadInput;
+    }
+    const int seeds = QString::fromStdString(parser.valueOr("seeds", "1")).toInt(&ok);
+    if (!ok || seeds < 1 || seeds > 20) {
+        std::fprintf(stderr, "accel bench: --seeds: expected an integer from 1 to 20\n");
         return ExitBadInput;
     }
     QStringList only = QString::fromStdString(parser.valueOr("only", "")).split(QLatin1Char(','), Qt::SkipEmptyParts);
@@ -353,34 +368,45 @@ int runBench(int argc, char **argv)
         return ExitFailure;
     }
     const bool json = parser.isSet("json");
-    std::vector<std::pair<const Shape *, const Precision *>> planned;
+    struct Planned {
+        const Shape *shape;
+        const Precision *precision;
+        int seed;
+    };
+    std::vector<Planned> planned;
     for (const Shape &shape : shapes) {
         if (!shapeNames.contains(QLatin1String(shape.name)))
             continue;
         for (const Precision &precision : precisions) {
-            if (only.isEmpty() || only.contains(QLatin1String(precision.name)))
-                planned.push_back({&shape, &precision});
+            if (only.isEmpty() || only.contains(QLatin1String(precision.name))) {
+                for (int seed = firstSeed; seed < firstSeed + seeds; ++seed)
+                    planned.push_back({&shape, &precision, seed});
+            }
         }
     }
     shapeNames.clear(); // in the order they run
-    for (const auto &[shape, precision] : planned) {
-        if (!shapeNames.contains(QLatin1String(shape->name)))
-            shapeNames << QLatin1String(shape->name);
+    for (const Planned &plan : planned) {
+        if (!shapeNames.contains(QLatin1String(plan.shape->name)))
+            shapeNames << QLatin1String(plan.shape->name);
     }
     std::vector<BenchRun> runs;
     Progress progress{json, 0, int(planned.size())};
-    for (const auto &[shape, precision] : planned) {
+    for (const Planned &plan : planned) {
         ++progress.run;
         const auto started = std::chrono::steady_clock::now();
         if (!json) {
-            std::fprintf(stderr, "accel bench: %s %s, %d steps ...", shape->name, precision->name, steps);
+            std::fprintf(stderr, "accel bench: %s %s, %d steps", plan.shape->name, plan.precision->name, steps);
+            if (seeds > 1)
+                std::fprintf(stderr, ", seed %d", plan.seed);
+            std::fprintf(stderr, " ...");
             std::fflush(stderr);
         }
+        QString dir = out + QLatin1Char('/') + QLatin1String(plan.shape->name) + QLatin1Char('/') +
+                      QLatin1String(plan.precision->name);
+        if (seeds > 1)
+            dir += QStringLiteral("/seed%1").arg(plan.seed);
         QString error;
-        BenchRun run = runOne(*shape, *precision,
-                              out + QLatin1Char('/') + QLatin1String(shape->name) + QLatin1Char('/') +
-                                  QLatin1String(precision->name),
-                              corpus, steps, threads, progress, &error);
+        BenchRun run = runOne(*plan.shape, *plan.precision, plan.seed, dir, corpus, steps, threads, progress, &error);
         if (!error.isEmpty()) {
             std::fprintf(stderr, "%saccel bench: %s\n", json ? "" : "\n", qPrintable(error));
             return ExitFailure;
@@ -391,8 +417,23 @@ int runBench(int argc, char **argv)
         runs.push_back(std::move(run));
     }
     const std::vector<double> at = {double(steps) / 5, double(steps) / 2, double(steps)};
+    auto finalEval = [](const BenchRun &run) { return run.evalLoss.empty() ? NAN : run.evalLoss.back().second; };
+    // bf16's final evaluation loss of the same shape and seed.
+    auto bf16Eval = [&](const BenchRun &run) {
+        for (const BenchRun &other : runs) {
+            if (other.shape == run.shape && other.seed == run.seed && other.precision == QLatin1String("bf16"))
+                return finalEval(other);
+        }
+        return double(NAN);
+    };
+    auto mean = [](const std::vector<double> &values) {
+        double sum = 0;
+        for (double v : values)
+            sum += v;
+        return values.empty() ? double(NAN) : sum / double(values.size());
+    };
     QJsonArray jsonRuns;
-    QString table = QStringLiteral("%1 %2 %3 %4 %5 %6 %7 %8 %9 %10 %11\n")
+    QString table = QStringLiteral("%1 %2 %3 %4 %5 %6 %7 %8 %9 %10 %11")
                         .arg(QStringLiteral("shape"), -9)
                         .arg(QStringLiteral("precision"), -13)
                         .arg(QStringLiteral("loss@%1").arg(at[0]), 9)
@@ -404,35 +445,64 @@ int runBench(int argc, char **argv)
                         .arg(QStringLiteral("weights"), 8)
                         .arg(QStringLiteral("grads"), 8)
                         .arg(QStringLiteral("optim"), 8);
+    table += seeds > 1 ? QStringLiteral("  vs bf16 per seed\n") : QStringLiteral("\n");
+    std::vector<BenchRun> firstSeeds; // the curves drawn: each shape and precision's first seed
     for (const BenchRun &run : runs) {
-        const double eval = run.evalLoss.empty() ? NAN : run.evalLoss.back().second;
-        double bf16 = NAN;
-        for (const BenchRun &other : runs) {
-            if (other.shape == run.shape && other.precision == QLatin1String("bf16") && !other.evalLoss.empty())
-                bf16 = other.evalLoss.back().second;
+        if (run.seed != firstSeed)
+            continue;
+        firstSeeds.push_back(run);
+        std::vector<double> evals, differences, stepTimes;
+        std::vector<std::vector<double>> lossAtSteps(at.size());
+        QJsonArray seedList, evalList, differenceList;
+        for (const BenchRun &same : runs) {
+            if (same.shape != run.shape || same.precision != run.precision)
+                continue;
+            const double eval = finalEval(same);
+            const double difference = (eval - bf16Eval(same)) / bf16Eval(same) * 100;
+            evals.push_back(eval);
+            differences.push_back(difference);
+            stepTimes.push_back(same.stepTimeS);
+            for (size_t i = 0; i < at.size(); ++i)
+                lossAtSteps[i].push_back(lossAt(same, at[i]));
+            seedList.append(same.seed);
+            evalList.append(eval);
+            differenceList.append(difference);
         }
-        const double difference = (eval - bf16) / bf16 * 100;
+        std::sort(stepTimes.begin(), stepTimes.end());
+        const double eval = mean(evals);
+        const double difference = mean(differences);
+        const double stepTime = stepTimes[stepTimes.size() / 2];
         const Bytes bytes = storageBytes(run.precision, run.parameters, run.fp8Weights);
         auto kib = [](double b) { return QStringLiteral("%1K").arg(b / 1024, 0, 'f', 0); };
-        table += QStringLiteral("%1 %2 %3 %4 %5 %6 %7 %8 %9 %10 %11\n")
+        auto percent = [](double value) {
+            return std::isnan(value) ? QStringLiteral("-") : QString::asprintf("%+.2f%%", value);
+        };
+        table += QStringLiteral("%1 %2 %3 %4 %5 %6 %7 %8 %9 %10 %11")
                      .arg(run.shape, -9)
                      .arg(run.precision, -13)
-                     .arg(number(lossAt(run, at[0]), 4), 9)
-                     .arg(number(lossAt(run, at[1]), 4), 9)
-                     .arg(number(lossAt(run, at[2]), 4), 9)
+                     .arg(number(mean(lossAtSteps[0]), 4), 9)
+                     .arg(number(mean(lossAtSteps[1]), 4), 9)
+                     .arg(number(mean(lossAtSteps[2]), 4), 9)
                      .arg(number(eval, 4), 7)
-                     .arg(std::isnan(difference) ? QStringLiteral("-") : QString::asprintf("%+.2f%%", difference), 8)
-                     .arg(number(run.stepTimeS * 1000, 1), 8)
+                     .arg(percent(difference), 8)
+                     .arg(number(stepTime * 1000, 1), 8)
                      .arg(kib(bytes.weights), 8)
                      .arg(kib(bytes.gradients), 8)
                      .arg(kib(bytes.optimizer), 8);
-        QJsonArray curve, evalCurve, lossAtSteps;
+        if (seeds > 1) {
+            QStringList perSeed;
+            for (double value : differences)
+                perSeed << percent(value);
+            table += QStringLiteral("  ") + perSeed.join(QLatin1Char(' '));
+        }
+        table += QLatin1Char('\n');
+        QJsonArray curve, evalCurve, lossAtJson;
         for (const auto &[step, loss] : run.loss)
             curve.append(QJsonArray{step, loss});
         for (const auto &[step, loss] : run.evalLoss)
             evalCurve.append(QJsonArray{step, loss});
-        for (const double step : at)
-            lossAtSteps.append(QJsonArray{step, lossAt(run, step)});
+        for (size_t i = 0; i < at.size(); ++i)
+            lossAtJson.append(QJsonArray{at[i], mean(lossAtSteps[i])});
         jsonRuns.append(QJsonObject{{QStringLiteral("shape"), run.shape},
                                     {QStringLiteral("precision"), run.precision},
                                     {QStringLiteral("parameters"), run.parameters},
@@ -440,17 +510,20 @@ int runBench(int argc, char **argv)
                                     {QStringLiteral("fp8_linear_layers"), run.convertedLayers},
                                     {QStringLiteral("eval_loss"), eval},
                                     {QStringLiteral("eval_loss_vs_bf16_percent"), difference},
-                                    {QStringLiteral("step_time_s"), run.stepTimeS},
+                                    {QStringLiteral("step_time_s"), stepTime},
                                     {QStringLiteral("weight_bytes"), bytes.weights},
                                     {QStringLiteral("gradient_bytes"), bytes.gradients},
                                     {QStringLiteral("optimizer_state_bytes"), bytes.optimizer},
-                                    {QStringLiteral("loss_at"), lossAtSteps},
+                                    {QStringLiteral("loss_at"), lossAtJson},
+                                    {QStringLiteral("seeds"), seedList},
+                                    {QStringLiteral("eval_loss_per_seed"), evalList},
+                                    {QStringLiteral("eval_loss_vs_bf16_percent_per_seed"), differenceList},
                                     {QStringLiteral("eval_loss_curve"), evalCurve},
                                     {QStringLiteral("loss"), curve}});
     }
     const QString png = out + QStringLiteral("/fp8-loss.png");
     QString plotError;
-    const bool plotted = writeLossCurves(runs, png, &plotError);
+    const bool plotted = writeLossCurves(firstSeeds, png, &plotError);
     QFile tableFile(out + QStringLiteral("/table.txt"));
     if (tableFile.open(QIODevice::WriteOnly))
         tableFile.write(table.toUtf8());
@@ -458,6 +531,7 @@ int runBench(int argc, char **argv)
         QJsonObject result{{QStringLiteral("schema"), QStringLiteral("accel.bench-fp8")},
                            {QStringLiteral("version"), 1},
                            {QStringLiteral("steps"), steps},
+                           {QStringLiteral("seeds"), seeds},
                            {QStringLiteral("shapes"), QJsonArray::fromStringList(shapeNames)},
                            {QStringLiteral("png"), plotted ? png : QString()},
                            {QStringLiteral("runs"), jsonRuns}};

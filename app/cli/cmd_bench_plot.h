@@ -14,6 +14,7 @@ struct BenchRun {
     double stepTimeS = 0;
     double parameters = 0, fp8Weights = 0;
     int convertedLayers = 0;
+    int seed = 0; // the job's seed (weights and data order)
 };
 
 // Draws with QPainter on a QImage (an offscreen QGuiApplication is created when none exists).

@@ -1,7 +1,9 @@
 // `accel bench fp8`: bad input is refused with exit 2, and a short real run of two precisions on
-// both model shapes produces the table, the JSON result and the loss-curve PNG.
+// both model shapes produces the table, the JSON result and the loss-curve PNG; --seeds averages
+// each precision over seeds, paired with bf16 seed by seed.
 #include "tests/helpers/testsupport.h"
 
+#include <QFileInfo>
 #include <QImage>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -15,6 +17,7 @@ class tst_BenchFp8 : public QObject {
 private Q_SLOTS:
     void badInputIsRefused();
     void shortRunWritesTableJsonAndPng();
+    void seedsAreAveragedPairedWithBf16();
 };
 
 void tst_BenchFp8::badInputIsRefused()
@@ -33,6 +36,10 @@ void tst_BenchFp8::badInputIsRefused()
     auto steps = accel::test::runAccel(
         {QStringLiteral("bench"), QStringLiteral("fp8"), QStringLiteral("--steps"), QStringLiteral("many")});
     QCOMPARE(steps.exitCode, 2);
+    auto seeds = accel::test::runAccel(
+        {QStringLiteral("bench"), QStringLiteral("fp8"), QStringLiteral("--seeds"), QStringLiteral("0")});
+    QCOMPARE(seeds.exitCode, 2);
+    QVERIFY(seeds.err.contains(QStringLiteral("--seeds")));
     auto help = accel::test::runAccel({QStringLiteral("bench"), QStringLiteral("--help")});
     QCOMPARE(help.exitCode, 0);
     QVERIFY(help.out.contains(QStringLiteral("--steps")));
@@ -85,6 +92,49 @@ void tst_BenchFp8::shortRunWritesTableJsonAndPng()
     QVERIFY(!png.isNull());
     QCOMPARE(png.width(), 2 * 640);
     QVERIFY(QFile::exists(dir.filePath(QStringLiteral("table.txt"))));
+}
+
+// --seeds 2: every precision trained with seeds 42 and 43; the result's evaluation loss is the mean
+// of the seeds', the difference to bf16 the mean of the per-seed differences (each against bf16 of
+// the same seed); seed 42's figures are those of a run without --seeds.
+void tst_BenchFp8::seedsAreAveragedPairedWithBf16()
+{
+    auto bench = [](const QString &out, const QString &seeds) {
+        auto result =
+            accel::test::runAccel({QStringLiteral("bench"), QStringLiteral("fp8"), QStringLiteral("--steps"),
+                                   QStringLiteral("10"), QStringLiteral("--shapes"), QStringLiteral("gpt-tiny"),
+                                   QStringLiteral("--only"), QStringLiteral("bf16,fp8-te"), QStringLiteral("--seeds"),
+                                   seeds, QStringLiteral("--out"), out, QStringLiteral("--json")},
+                                  600000);
+        return std::make_pair(result.exitCode, QJsonDocument::fromJson(result.out.toUtf8()).object());
+    };
+    QTemporaryDir one, two;
+    const auto [oneExit, single] = bench(one.path(), QStringLiteral("1"));
+    QCOMPARE(oneExit, 0);
+    const auto [twoExit, paired] = bench(two.path(), QStringLiteral("2"));
+    QCOMPARE(twoExit, 0);
+    QCOMPARE(paired.value(QStringLiteral("seeds")).toInt(), 2);
+    const QJsonArray runs = paired.value(QStringLiteral("runs")).toArray();
+    QCOMPARE(runs.size(), 2); // one entry per shape and precision
+    const QJsonArray bf16 = runs[0].toObject().value(QStringLiteral("eval_loss_per_seed")).toArray();
+    for (int i = 0; i < runs.size(); ++i) {
+        const QJsonObject run = runs[i].toObject();
+        QCOMPARE(run.value(QStringLiteral("seeds")).toArray(), QJsonArray({42, 43}));
+        const QJsonArray evals = run.value(QStringLiteral("eval_loss_per_seed")).toArray();
+        const QJsonArray differences = run.value(QStringLiteral("eval_loss_vs_bf16_percent_per_seed")).toArray();
+        QCOMPARE(evals.size(), 2);
+        QVERIFY(evals[0].toDouble() != evals[1].toDouble()); // another seed, another run
+        QCOMPARE(run.value(QStringLiteral("eval_loss")).toDouble(), (evals[0].toDouble() + evals[1].toDouble()) / 2);
+        for (int seed = 0; seed < 2; ++seed)
+            QCOMPARE(differences[seed].toDouble(),
+                     (evals[seed].toDouble() - bf16[seed].toDouble()) / bf16[seed].toDouble() * 100);
+        QCOMPARE(run.value(QStringLiteral("eval_loss_vs_bf16_percent")).toDouble(),
+                 (differences[0].toDouble() + differences[1].toDouble()) / 2);
+        // Seed 42 is the run without --seeds, bit for bit.
+        const QJsonObject alone = single.value(QStringLiteral("runs")).toArray()[i].toObject();
+        QCOMPARE(alone.value(QStringLiteral("eval_loss")).toDouble(), evals[0].toDouble());
+    }
+    QVERIFY(QFileInfo::exists(two.filePath(QStringLiteral("gpt-tiny/fp8-te/seed43/metrics.jsonl"))));
 }
 
 QTEST_GUILESS_MAIN(tst_BenchFp8)
