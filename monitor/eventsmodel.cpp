@@ -92,8 +92,8 @@ QVariant EventsModel::data(const QModelIndex &index, int role) const
         return std::isfinite(event.time) ? QDateTime::fromMSecsSinceEpoch(static_cast<qint64>(event.time * 1000))
                                                .toString(QStringLiteral("HH:mm:ss.zzz"))
                                          : QString();
-    case EventColumn:
-        return event.event;
+    case EventColumn: // a multi-node run's events say their node, as `accel tail` prints them
+        return event.node.isEmpty() ? event.event : QStringLiteral("[%1] %2").arg(event.node, event.event);
     case RankColumn:
         return event.rank >= 0 ? QVariant(event.rank) : QVariant(QString());
     case DetailsColumn:

@@ -15,6 +15,7 @@ struct RunEvent {
     QString event;      // "started", "rank_exited", "hang_suspected", ...
     int rank = -1;      // -1 when the event is not about one rank
     QJsonObject fields; // the whole object, for details
+    QString node;       // a multi-node run's: the node whose events.jsonl holds it ("node1"); else empty
 };
 
 // Decodes one events.jsonl line; false for junk.

@@ -1,5 +1,6 @@
 #include "monitor/runsource.h"
 
+#include "monitor/noderuns.h"
 #include "monitor/stdoutmetricsparser.h"
 
 #include <QDateTime>
@@ -20,7 +21,10 @@ FileKind kindOf(const QString &relativePath)
 {
     if (relativePath.startsWith(QLatin1String("metrics/")) && relativePath.endsWith(QLatin1String(".jsonl")))
         return FileKind::Metrics;
-    if (relativePath == QLatin1String("events.jsonl"))
+    // A multi-node run's nodes each have their events: node<K>/events.jsonl.
+    QString rest;
+    if (relativePath == QLatin1String("events.jsonl") ||
+        (nodeOfStreamPath(relativePath, &rest) >= 0 && rest == QLatin1String("events.jsonl")))
         return FileKind::Events;
     if (relativePath.startsWith(QLatin1String("logs/")))
         return FileKind::Log;
@@ -44,6 +48,7 @@ struct RunSource::FileDecoder {
     QString path;
     FileKind kind = FileKind::Other;
     int rank = -1;
+    QString node; // "node1" for node1/events.jsonl
     MetricsParser metrics;
     QByteArray pending;
     bool skipping = false; // inside an over-long line: dropped up to its newline
@@ -82,6 +87,8 @@ RunSource::FileDecoder &RunSource::decoderFor(const QString &relativePath)
         slot->kind = kindOf(relativePath);
         slot->rank = rankFromFileName(QFileInfo(relativePath).fileName());
         slot->metrics.setDefaultRank(slot->rank);
+        if (const int node = nodeOfStreamPath(relativePath); node >= 0)
+            slot->node = QStringLiteral("node%1").arg(node);
     }
     return *slot;
 }
@@ -134,8 +141,10 @@ void RunSource::decodeTextLines(FileDecoder &decoder, QByteArrayView bytes, bool
         }
         if (decoder.kind == FileKind::Events) {
             RunEvent event;
-            if (parseEventLine(line.toByteArray(), event))
+            if (parseEventLine(line.toByteArray(), event)) {
+                event.node = decoder.node;
                 events.append(event);
+            }
             return;
         }
         logs.lines.append(displayText(line));

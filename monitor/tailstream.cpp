@@ -1,5 +1,7 @@
 #include "monitor/tailstream.h"
 
+#include "monitor/noderuns.h"
+
 #include <QIODevice>
 #include <QJsonDocument>
 
@@ -194,7 +196,18 @@ void StreamRunSource::handleLine(QByteArrayView line)
         m_positions.remove(file);
         deliverRestart(file, object.value(QLatin1String("restarted")).toString());
     } else if (object.value(QLatin1String("manifest")).isObject()) {
-        deliverManifest(object.value(QLatin1String("manifest")).toObject());
+        const QJsonObject manifest = object.value(QLatin1String("manifest")).toObject();
+        QString rest;
+        const int node = nodeOfStreamPath(file, &rest);
+        if (node < 0) {
+            deliverManifest(manifest);
+        } else if (rest == QLatin1String("run.json")) {
+            // A multi-node run: the run's manifest is made from every node's.
+            m_nodeManifests.insert(node, manifest);
+            deliverManifest(combineNodeManifests(m_nodeManifests));
+        } else {
+            ++m_junkLines;
+        }
     } else {
         ++m_junkLines;
     }

@@ -7,6 +7,10 @@
 // `accel tail --from FILE=OFFSET` continues exactly after it.
 //   {"file":"logs/rank1.log","restarted":"truncated"}                     ("replaced")
 //   {"file":"run.json","manifest":{...}}
+// A multi-node run (a folder of node<K> run directories) streams each node's own files under its
+// folder ("node1/run.json", "node1/events.jsonl") and the ranks' files under their global names;
+// StreamRunSource delivers one manifest made from every node's (monitor/noderuns.h) and each
+// node's events with their node.
 // TailStreamEncoder writes it (only whole lines go out, so text is always valid UTF-8 lines);
 // StreamRunSource reads it back into RunSource signals.
 #pragma once
@@ -14,6 +18,8 @@
 #include "monitor/runsource.h"
 
 #include <QHash>
+#include <QJsonObject>
+#include <QMap>
 #include <QPointer>
 #include <QStringList>
 
@@ -84,6 +90,7 @@ private:
     QString m_runDirectory;
     qint64 m_junkLines = 0;
     QHash<QString, qint64> m_positions;
+    QMap<int, QJsonObject> m_nodeManifests; // a multi-node run's, by node number
     bool m_positionsKnown = true;
     bool m_finished = false;
 };
