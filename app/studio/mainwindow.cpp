@@ -3,6 +3,8 @@
 #include "app/studio/aboutdialog.h"
 #include "app/studio/bigmodel/bigmodelspage.h"
 #include "app/studio/cluster/clusterform.h"
+#include "app/studio/cluster/clustersection.h"
+#include "app/studio/cluster/slurmqueuepanel.h"
 #include "app/studio/configurepage.h"
 #include "app/studio/demooffer.h"
 #include "app/studio/fp8/fp8comparedialog.h"
@@ -154,6 +156,14 @@ void MainWindow::createPages()
         showPage(Page::Runs);
         m_runsPage->openRuns(runs);
     });
+    // The SLURM queue's Follow: the job's run directory is there, the Runs page follows it.
+    if (auto *slurm = m_hardwarePage->clusterSection()->findChild<SlurmQueuePanel *>()) {
+        connect(slurm, &SlurmQueuePanel::followRequested, this,
+                [this](const QString &host, const QString &runDirectory, const QString &name, bool multiNode) {
+                    showPage(Page::Runs);
+                    m_runsPage->followRemoteRun(host, runDirectory, name, multiNode);
+                });
+    }
 }
 
 void MainWindow::createMenus()

@@ -10,6 +10,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QTableWidget>
 #include <QVBoxLayout>
 
@@ -20,6 +21,7 @@ using launcher::slurm::SlurmJob;
 namespace {
 
 constexpr int kCommandLimitMs = 180000; // accel's own SSH steps time out long before
+enum Column { JobColumn, NameColumn, StateColumn, ElapsedColumn, NodesColumn, ReasonColumn, FollowColumn, Columns };
 
 QString failureText(const launcher::AccelOutcome &outcome)
 {
@@ -28,6 +30,17 @@ QString failureText(const launcher::AccelOutcome &outcome)
 }
 
 } // namespace
+
+// A job whose run directory is awaited: `accel slurm follow` runs until its stream starts.
+struct SlurmQueuePanel::Follow {
+    std::unique_ptr<launcher::HostCommand> command;
+    QString host;
+    QString name; // "<job name> (job <id>)"
+    bool multiNode = false;
+    QByteArray output;
+    QByteArray errors;
+    bool found = false;
+};
 
 Result<SlurmQueueView> parseSlurmQueueJson(const QByteArray &json)
 {
@@ -80,17 +93,21 @@ SlurmQueuePanel::SlurmQueuePanel(QWidget *parent) : QGroupBox(tr("SLURM queue"),
     m_cancelButton = new QPushButton(tr("Cancel job"), this);
     m_cancelButton->setObjectName(QStringLiteral("slurmCancel"));
     m_cancelButton->setToolTip(tr("accel slurm cancel: scancel the selected job"));
+    m_followButton = new QPushButton(tr("Follow"), this);
+    m_followButton->setObjectName(QStringLiteral("slurmFollow"));
+    m_followButton->setToolTip(tr("Follow the selected job's run in the Runs page (once its run directory is there)"));
     bar->addWidget(m_refreshButton);
+    bar->addWidget(m_followButton);
     bar->addWidget(m_cancelButton);
     layout->addLayout(bar);
     m_state = new QLabel(tr("Jobs submitted with accel slurm submit (or any of yours) on a SLURM login node."), this);
     m_state->setObjectName(QStringLiteral("slurmState"));
     m_state->setWordWrap(true);
     layout->addWidget(m_state);
-    m_table = new QTableWidget(0, 6, this);
+    m_table = new QTableWidget(0, Columns, this);
     m_table->setObjectName(QStringLiteral("slurmJobs"));
     m_table->setHorizontalHeaderLabels(
-        {tr("Job"), tr("Name"), tr("State"), tr("Elapsed"), tr("Nodes"), tr("Reason / nodes")});
+        {tr("Job"), tr("Name"), tr("State"), tr("Elapsed"), tr("Nodes"), tr("Reason / nodes"), tr("Follow")});
     m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
     m_table->setSelectionMode(QAbstractItemView::SingleSelection);
     m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
@@ -100,6 +117,7 @@ SlurmQueuePanel::SlurmQueuePanel(QWidget *parent) : QGroupBox(tr("SLURM queue"),
 
     connect(m_refreshButton, &QPushButton::clicked, this, &SlurmQueuePanel::refresh);
     connect(m_cancelButton, &QPushButton::clicked, this, &SlurmQueuePanel::cancelSelected);
+    connect(m_followButton, &QPushButton::clicked, this, &SlurmQueuePanel::followSelected);
     connect(m_hostEdit, &QLineEdit::textChanged, this, &SlurmQueuePanel::updateButtons);
     connect(m_table, &QTableWidget::itemSelectionChanged, this, &SlurmQueuePanel::updateButtons);
     updateButtons();
@@ -167,6 +185,129 @@ bool SlurmQueuePanel::cancelSelected()
     return start({QStringLiteral("slurm"), QStringLiteral("cancel"), job->id}, &SlurmQueuePanel::onCancelDone);
 }
 
+bool SlurmQueuePanel::canFollow(const SlurmJob &job)
+{
+    // A job that ended without ever starting has nothing to follow (sacct: "None assigned").
+    const bool started =
+        job.elapsedSeconds > 0 || (!job.nodeList.isEmpty() && job.nodeList != QLatin1String("None assigned"));
+    return !job.workDir.isEmpty() && (!launcher::slurm::isFinalState(job.state) || started);
+}
+
+QString SlurmQueuePanel::followNote(const QString &jobId) const
+{
+    return m_followNotes.value(jobId);
+}
+
+bool SlurmQueuePanel::followSelected()
+{
+    const SlurmJob *job = selectedJob();
+    if (!job || !canFollow(*job)) {
+        m_state->setText(tr("Select a job that has started or waits to start (with a working directory)."));
+        return false;
+    }
+    if (loginHost().isEmpty()) {
+        m_state->setText(tr("Give the cluster's login node first."));
+        return false;
+    }
+    if (m_follows.count(job->id) > 0) {
+        m_state->setText(tr("Job %1: its run directory is awaited already.").arg(job->id));
+        return false;
+    }
+    const QString jobId = job->id;
+    QStringList words{
+        QStringLiteral("slurm"),  QStringLiteral("follow"),   QStringLiteral("--host"), loginHost(),        jobId,
+        QStringLiteral("--json"), QStringLiteral("--events"), QStringLiteral("--poll"), QStringLiteral("1")};
+    for (const QString &entry : m_remoteEnvironment)
+        words << QStringLiteral("--remote_env") << entry;
+    launcher::HostCommandOptions options;
+    options.keepOutput = false; // read as it comes; the job may wait in the queue for hours
+    auto follow = std::make_unique<Follow>();
+    follow->host = loginHost();
+    follow->name = tr("%1 (job %2)").arg(job->name, jobId);
+    follow->multiNode = job->nodes > 1;
+    follow->command = m_host->start(words, options);
+    connect(follow->command.get(), &launcher::HostCommand::outputReceived, this,
+            [this, jobId](const QByteArray &out, const QByteArray &err) { onFollowOutput(jobId, out, err); });
+    connect(follow->command.get(), &launcher::HostCommand::done, this,
+            [this, jobId](const launcher::AccelOutcome &outcome) { onFollowDone(jobId, outcome); });
+    m_follows[jobId] = std::move(follow);
+    setFollowNote(jobId, tr("waiting for its run directory…"));
+    m_state->setText(tr("Job %1: waiting for its run directory on %2; it is followed in Runs once it is there.")
+                         .arg(jobId, loginHost()));
+    updateButtons();
+    return true;
+}
+
+void SlurmQueuePanel::onFollowOutput(const QString &jobId, const QByteArray &standardOutput,
+                                     const QByteArray &standardError)
+{
+    auto it = m_follows.find(jobId);
+    if (it == m_follows.end() || it->second->found)
+        return;
+    Follow &follow = *it->second;
+    follow.errors += standardError;
+    // While the job waits: "job 12 is PENDING (Priority); waiting for DIR/run.json".
+    const QList<QByteArray> lines = follow.errors.split('\n');
+    for (qsizetype i = lines.size() - 2; i >= 0; --i) {
+        if (lines.at(i).startsWith("job ") && lines.at(i).contains("waiting for")) {
+            setFollowNote(jobId, tr("waiting for its run directory: %1").arg(QString::fromUtf8(lines.at(i))));
+            break;
+        }
+    }
+    follow.output += standardOutput;
+    const qsizetype newline = follow.output.indexOf('\n');
+    if (newline < 0)
+        return;
+    // The accel.tail stream's first line: the run directory (or the folder of the nodes') is there.
+    const QJsonObject header = QJsonDocument::fromJson(follow.output.left(newline)).object();
+    const QString runDirectory = header.value(QStringLiteral("run")).toString();
+    if (header.value(QStringLiteral("schema")).toString() != QLatin1String("accel.tail") || runDirectory.isEmpty()) {
+        follow.found = true; // not a stream: the end says why
+        setFollowNote(jobId, tr("accel slurm follow printed no accel.tail stream"));
+        follow.command->cancel();
+        return;
+    }
+    follow.found = true;
+    setFollowNote(jobId, tr("followed in Runs: %1").arg(runDirectory));
+    m_state->setText(tr("Job %1: following %2 on %3 in Runs.").arg(jobId, runDirectory, follow.host));
+    const QString host = follow.host, name = follow.name;
+    const bool multiNode = follow.multiNode;
+    follow.command->cancel(); // the Runs page follows the run itself (accel tail over SSH)
+    Q_EMIT followRequested(host, runDirectory, name, multiNode);
+}
+
+void SlurmQueuePanel::onFollowDone(const QString &jobId, const launcher::AccelOutcome &outcome)
+{
+    auto it = m_follows.find(jobId);
+    if (it == m_follows.end())
+        return;
+    const std::unique_ptr<Follow> follow = std::move(it->second);
+    m_follows.erase(it);
+    follow->command.release()->deleteLater(); // it is emitting this signal
+    if (!follow->found) {
+        // E.g. "job 12 ended (FAILED) without a run directory at DIR: see slurm-12.out ...".
+        QString message = QString::fromUtf8(follow->errors).trimmed().section(QLatin1Char('\n'), -1);
+        if (message.isEmpty() || outcome.failedToStart || outcome.timedOut)
+            message = outcome.error.isEmpty() ? outcome.describe() : outcome.error;
+        message.remove(QRegularExpression(QStringLiteral("^accel slurm follow: ")));
+        setFollowNote(jobId, tr("not followed: %1").arg(message));
+        m_state->setText(tr("Job %1 cannot be followed: %2").arg(jobId, message));
+        Q_EMIT followFailed(jobId, message);
+    }
+    updateButtons();
+}
+
+void SlurmQueuePanel::setFollowNote(const QString &jobId, const QString &note)
+{
+    m_followNotes.insert(jobId, note);
+    for (int row = 0; row < m_table->rowCount(); ++row) {
+        if (m_table->item(row, JobColumn) && m_table->item(row, JobColumn)->text() == jobId) {
+            m_table->setItem(row, FollowColumn, new QTableWidgetItem(note));
+            m_table->item(row, FollowColumn)->setToolTip(note);
+        }
+    }
+}
+
 void SlurmQueuePanel::onQueueDone(const launcher::AccelOutcome &outcome)
 {
     m_command.release()->deleteLater();
@@ -212,10 +353,16 @@ void SlurmQueuePanel::fillTable()
     for (int row = 0; row < m_jobs.size(); ++row) {
         const SlurmJob &job = m_jobs.at(row);
         const bool waits = job.state == QLatin1String("PENDING") || job.nodeList.isEmpty();
-        const QStringList cells = {
-            job.id, job.name, job.state, job.elapsed, QString::number(job.nodes), waits ? job.reason : job.nodeList};
+        const QStringList cells = {job.id,
+                                   job.name,
+                                   job.state,
+                                   job.elapsed,
+                                   QString::number(job.nodes),
+                                   waits ? job.reason : job.nodeList,
+                                   m_followNotes.value(job.id)};
         for (int column = 0; column < cells.size(); ++column)
             m_table->setItem(row, column, new QTableWidgetItem(cells.at(column)));
+        m_table->item(row, FollowColumn)->setToolTip(cells.at(FollowColumn));
         if (job.id == selected)
             m_table->selectRow(row);
     }
@@ -236,6 +383,7 @@ void SlurmQueuePanel::updateButtons()
     const SlurmJob *job = selectedJob();
     m_refreshButton->setEnabled(!isBusy() && !loginHost().isEmpty());
     m_cancelButton->setEnabled(!isBusy() && job && !launcher::slurm::isFinalState(job->state));
+    m_followButton->setEnabled(job && canFollow(*job) && m_follows.count(job->id) == 0 && !loginHost().isEmpty());
 }
 
 } // namespace accel::app

@@ -13,10 +13,13 @@ BannerBar::BannerBar(QWidget *parent) : QWidget(parent), m_layout(new QVBoxLayou
     setVisible(false);
 }
 
-void BannerBar::observe(const QString &runLabel, const QList<monitor::RunEvent> &events)
+void BannerBar::observe(const QString &run, const QList<monitor::RunEvent> &events)
 {
-    const QString prefix = runLabel + QLatin1Char('/');
     for (const auto &e : events) {
+        // A multi-node run's events come from its nodes: each node has its banners and is named.
+        const QString runLabel = e.node.isEmpty() ? run : tr("%1 (%2)").arg(run, e.node);
+        const QString prefix =
+            e.node.isEmpty() ? run + QLatin1Char('/') : run + QLatin1Char('/') + e.node + QLatin1Char('/');
         const auto &f = e.fields;
         if (e.event == QLatin1String("hang_suspected")) {
             setBanner(prefix + QStringLiteral("hang"),
@@ -101,8 +104,9 @@ void BannerBar::clear()
 
 void BannerBar::removeRun(const QString &runLabel)
 {
-    removeBannersStartingWith(runLabel + QLatin1Char('/'));
-    m_tearingDown.remove(runLabel + QLatin1Char('/'));
+    const QString prefix = runLabel + QLatin1Char('/');
+    removeBannersStartingWith(prefix);
+    m_tearingDown.removeIf([&prefix](const auto &entry) { return entry.key().startsWith(prefix); }); // nodes too
 }
 
 QStringList BannerBar::messages() const

@@ -3,6 +3,8 @@
 // Cleared events (hang_cleared, straggler_cleared, a restart) take their banner away again.
 // Ranks that exit after the supervisor began tearing the run down (a stop, or another rank's
 // failure) were stopped, not failed: a stopped run shows one neutral "stopped" banner.
+// A multi-node run's events carry their node: each node's problems are banners of their own that
+// name it ("RUN (node1) failed ...").
 #pragma once
 
 #include "monitor/runevent.h"

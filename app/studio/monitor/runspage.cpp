@@ -7,6 +7,7 @@
 #include "launcher/clusterrecord.h"
 #include "launcher/host.h"
 #include "launcher/rundirectory.h"
+#include "monitor/noderuns.h"
 #include "monitor/runcatalogue.h"
 
 #include <QAction>
@@ -121,7 +122,12 @@ RunsPage::RunsPage(QWidget *parent) : QWidget(parent)
 }
 
 // An `accel stop` still running is ended with its process group by AccelCommand's destructor.
-RunsPage::~RunsPage() = default;
+// A listing still running ends (cancelled) when its host goes with the children, after the labels
+// it would update: the catalogue's answers are not taken any more.
+RunsPage::~RunsPage()
+{
+    disconnect(m_catalogue, nullptr, this, nullptr);
+}
 
 void RunsPage::setRunListVisible(bool visible)
 {
@@ -203,6 +209,7 @@ void RunsPage::updateSources()
     for (const QString &host : std::as_const(m_hosts))
         sources.append({host, QString()});
     sources += m_recordSources;
+    sources += m_followSources;
     for (const QString &address : std::as_const(m_toOpen)) {
         QString host, path;
         if (monitor::parseRemoteRunAddress(address, &host, &path))
@@ -233,12 +240,46 @@ void RunsPage::openRuns(const QStringList &addresses)
         updateSources();
 }
 
-void RunsPage::onRemoteListed(const QString &destination, const QList<monitor::RunInfo> &runs)
+void RunsPage::followRemoteRun(const QString &destination, const QString &path, const QString &name, bool multiNode)
 {
+    const QString address = monitor::remoteRunAddress(destination, path);
+    // A multi-node run's folder is listed for its node<K> runs; one run's folder for its sibling runs.
+    const CatalogueSource source{destination, multiNode ? path : QFileInfo(path).path()};
+    if (!m_followSources.contains(source))
+        m_followSources.append(source);
+    if (multiNode)
+        m_multiNode.insert(address, name);
+    if (sourceRowOf(address) >= 0) {
+        m_toFollow.clear();
+        selectRuns({address});
+    } else {
+        m_toFollow = address;
+    }
+    updateSources();
+}
+
+void RunsPage::onRemoteListed(const QString &destination, QList<monitor::RunInfo> runs)
+{
+    // The node<K> runs of a followed multi-node run's folder make one row, named as given.
+    for (auto it = m_multiNode.cbegin(); it != m_multiNode.cend(); ++it) {
+        QString host, folder;
+        if (!monitor::parseRemoteRunAddress(it.key(), &host, &folder) || host != destination)
+            continue;
+        QList<monitor::RunInfo> nodes;
+        for (qsizetype i = runs.size() - 1; i >= 0; --i) {
+            if (QFileInfo(runs.at(i).path).path() == folder && monitor::nodeNumber(runs.at(i).id) >= 0)
+                nodes.prepend(runs.takeAt(i));
+        }
+        if (!nodes.isEmpty())
+            runs.append(monitor::combineNodeRuns(folder, it.value(), nodes));
+    }
     m_model.setRemoteRuns(destination, runs);
     for (const monitor::RunInfo &info : runs) {
         const QString address = info.address();
-        if (m_toOpen.removeAll(address) > 0)
+        if (address == m_toFollow) {
+            m_toFollow.clear();
+            selectRuns({address});
+        } else if (m_toOpen.removeAll(address) > 0)
             compareWith(address);
         else if (m_reattach.contains(address) && !info.isFinal())
             compareWith(address); // a recorded launch still going: follow it again
@@ -345,18 +386,24 @@ void RunsPage::onSelectionChanged()
 void RunsPage::updateButtons()
 {
     bool anyLive = false;
-    for (const auto &index : m_view->selectionModel()->selectedRows()) {
-        const QString state = index.data(monitor::RunsModel::StateRole).toString();
-        anyLive = anyLive || !launcher::runstate::isFinal(state);
-    }
+    for (const auto &index : m_view->selectionModel()->selectedRows())
+        anyLive = anyLive || isStoppable(index);
     m_stop->setEnabled(anyLive && !isStopping());
+}
+
+// A live run that `accel stop` can stop: not a multi-node run's folder (its nodes' runs end with
+// the SLURM job: "Cancel job" on the Hardware page's SLURM queue).
+bool RunsPage::isStoppable(const QModelIndex &index) const
+{
+    return !launcher::runstate::isFinal(index.data(monitor::RunsModel::StateRole).toString()) &&
+           !m_multiNode.contains(index.data(monitor::RunsModel::PathRole).toString());
 }
 
 bool RunsPage::stopSelected()
 {
     bool queued = false;
     for (const auto &index : m_view->selectionModel()->selectedRows()) {
-        if (launcher::runstate::isFinal(index.data(monitor::RunsModel::StateRole).toString()))
+        if (!isStoppable(index))
             continue;
         const QString path = index.data(monitor::RunsModel::PathRole).toString();
         if (!m_stopQueue.contains(path) && path != m_stopping) {

@@ -6,6 +6,9 @@
 // Cluster tab's hosts and those of the cluster launch records), followed through the same
 // monitor pipeline; the live runs of recorded launches are followed again at start-up. A host
 // that cannot be listed is named above the list; the page goes on with the others.
+// followRemoteRun() (the SLURM queue's "Follow") follows a run on a host once it is listed there;
+// a multi-node job's folder of node<K> run directories is one row, its state combined from its
+// nodes' (monitor/noderuns.h), and one run in the Monitor.
 // "Stop" runs `accel stop RUN` (there, for a remote run) and never blocks the GUI thread.
 #pragma once
 
@@ -51,6 +54,12 @@ public:
     void reattachClusterRuns(const QString &directory = {});
     // Shows these runs (RunInfo::address()) in the monitor; remote ones once their host listed them.
     void openRuns(const QStringList &addresses);
+    // Follows the run at `path` on `destination` alone in the monitor, once that host lists it
+    // (its folder is listed from now on). `multiNode`: `path` is a folder of node<K> run
+    // directories (a multi-node SLURM job's), which `accel runs` does not list as one run: it gets
+    // a row of its own named `name`, whose state is combined from its nodes', and the Monitor
+    // follows all its nodes as one run.
+    void followRemoteRun(const QString &destination, const QString &path, const QString &name, bool multiNode);
     RemoteCatalogue *remoteCatalogue() const { return m_catalogue; }
     RemoteHosts *remoteHosts() const { return m_remoteHosts; }
     QLabel *remoteHostsState() const { return m_hostsState; }
@@ -84,7 +93,8 @@ private:
     void selectNewestOnce();
     void fillCompareMenu();
     int sourceRowOf(const QString &address) const;
-    void onRemoteListed(const QString &destination, const QList<monitor::RunInfo> &runs);
+    void onRemoteListed(const QString &destination, QList<monitor::RunInfo> runs);
+    bool isStoppable(const QModelIndex &index) const;
     void updateHostsState();
     void updateSources();
 
@@ -108,6 +118,9 @@ private:
     QList<CatalogueSource> m_recordSources; // the folders of recorded runs on their hosts
     QSet<QString> m_reattach;               // recorded runs: followed if live once listed
     QStringList m_toOpen;                   // openRuns() of runs not listed yet
+    QList<CatalogueSource> m_followSources; // the folders of runs given to followRemoteRun()
+    QHash<QString, QString> m_multiNode;    // address of a multi-node run's folder -> its name
+    QString m_toFollow;                     // followRemoteRun() of a run not listed yet
     QString m_stopping;
     bool m_autoSelected = false;
 };
