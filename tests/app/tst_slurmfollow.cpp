@@ -4,13 +4,16 @@
 //    PARENT` run by a LocalHost: ranks 0-3 arrive each once under their global numbers, the run's
 //    state is combined from both nodes', and a node's failure is named (state, banner, events).
 //  * The Runs page given such a folder on an SSH host (the test sshd): one row with the job's name,
-//    the host and the combined state, followed in the Monitor with every rank.
+//    the host and the combined state, followed in the Monitor with every rank; the main window
+//    shows the Runs page when the SLURM queue asks for a run to be followed.
 //  * The SLURM queue panel's Follow on a real single-node SLURM cluster (SlurmTestCluster) reached
 //    through the test sshd: a 2-rank tiny gpt job submitted with `accel slurm submit` ends with the
 //    Runs page showing every rank's metrics and the state succeeded; a job that ends without a run
 //    directory says so in its row.
 // Skips with the reason where sshd or the SLURM daemons cannot run.
 #include "app/studio/cluster/slurmqueuepanel.h"
+#include "app/studio/hardwarepage.h"
+#include "app/studio/mainwindow.h"
 #include "app/studio/monitor/bannerbar.h"
 #include "app/studio/monitor/monitorpage.h"
 #include "app/studio/monitor/runspage.h"
@@ -82,6 +85,7 @@ private Q_SLOTS:
     void multiNodeRunIsOneRunThroughLocalHost();
     void oneNodesFailureIsNamed();
     void runsPageGivesAMultiNodeRunOneRow();
+    void followRequestShowsTheRunsPage();
     void followOnARealSlurmJobShowsEveryRank();
     void jobWithoutRunDirectoryIsSaid();
 
@@ -302,6 +306,27 @@ void tst_SlurmFollow::runsPageGivesAMultiNodeRunOneRow()
         },
         30000));
     QVERIFY(!page.stopButton()->isEnabled()); // ended (and its nodes are stopped by their job, not accel stop)
+}
+
+// The main window's wiring: the SLURM queue's followRequested shows the Runs page following the run.
+void tst_SlurmFollow::followRequestShowsTheRunsPage()
+{
+    if (!m_sshReason.isEmpty())
+        QSKIP(qPrintable(m_sshReason));
+    const QString parent = m_dir.filePath(QStringLiteral("mn-window"));
+    launchTwoNodes(parent);
+    MainWindow window;
+    auto *panel = window.hardwarePage()->findChild<SlurmQueuePanel *>();
+    QVERIFY(panel);
+    window.showPage(Page::Hardware);
+    Q_EMIT panel->followRequested(m_server.alias(), parent, QStringLiteral("mn-window (job 8)"), true);
+    QCOMPARE(window.currentPage(), Page::Runs);
+    const QString address = monitor::remoteRunAddress(m_server.alias(), parent);
+    QTRY_COMPARE_WITH_TIMEOUT(window.runsPage()->monitorPage()->runs(), QStringList{address}, 30000);
+    monitor::RunMonitor *run = window.runsPage()->monitorPage()->runMonitor(0);
+    QVERIFY(run);
+    QTRY_COMPARE_WITH_TIMEOUT(run->manifest().value(QStringLiteral("state")).toString(), QStringLiteral("succeeded"),
+                              30000);
 }
 
 QString tst_SlurmFollow::submit(const QStringList &arguments)
