@@ -17,6 +17,7 @@ public:
     GroupReaper &operator=(const GroupReaper &) = delete;
 
     bool isRunning() const { return m_helper > 0; }
+    qint64 helperPid() const { return m_helper; }
     void watch(qint64 processGroup);
 
 private:

@@ -16,6 +16,8 @@
 
 #include <csignal>
 #include <cstdio>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace accel::launcher {
@@ -68,6 +70,10 @@ void RunSupervisor::start()
     if (m_started || m_finished)
         return; // stopped before it started: nothing to start
     m_started = true;
+    // Orphans of the ranks' descendants become this process's children instead of init's, also
+    // those that left their rank's process group and session (their own setsid()), which no
+    // killpg reaches: attemptDone() ends them with the attempt.
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);
     m_reaper = std::make_unique<GroupReaper>();
     if (m_run) {
         QJsonObject manifest = m_run->manifest();
@@ -220,10 +226,42 @@ void RunSupervisor::stop(const QString &reason)
     beginTeardown(reason);
 }
 
+// The ranks' descendants that left their rank's session (setsid()) and outlived it: orphans, so
+// this subreaper's children now, in a session that is neither this process's nor a running rank's.
+// Each is killed and reaped; whatever it forked is adopted in turn and found by the next round.
+int RunSupervisor::endEscapedDescendants()
+{
+    const std::int64_t self = ::getpid();
+    const auto own = rundir::readProcessStat(self);
+    const qint64 helper = m_reaper ? m_reaper->helperPid() : 0;
+    int ended = 0;
+    for (int round = 0; round < 100 && own; ++round) {
+        std::vector<std::int64_t> escaped;
+        for (const std::int64_t pid : rundir::childProcesses(self)) {
+            const auto stat = rundir::readAnyProcessStat(pid);
+            bool rank = false;
+            for (const auto &process : m_processes)
+                rank = rank || (process->isRunning() && process->pid() == pid);
+            if (stat && pid != helper && !rank && stat->session != own->session)
+                escaped.push_back(pid);
+        }
+        if (escaped.empty())
+            break;
+        for (const std::int64_t pid : escaped) {
+            ::kill(static_cast<pid_t>(pid), SIGKILL);
+            ::waitpid(static_cast<pid_t>(pid), nullptr, 0);
+            ++ended;
+        }
+    }
+    return ended;
+}
+
 void RunSupervisor::attemptDone()
 {
     m_graceTimer.stop();
     killAll(); // leftovers the ranks forked
+    if (const int ended = endEscapedDescendants(); ended > 0 && m_run)
+        (void)m_run->appendEvent(QStringLiteral("escaped_processes_killed"), {{QStringLiteral("count"), ended}});
     // A rank killed while it held a shared-memory segment it had not unlinked yet leaves it behind.
     for (const auto &process : m_processes) {
         if (const int removed = rundir::removeSegmentsOf(process->pid()); removed > 0 && m_run)

@@ -70,6 +70,7 @@ private:
     void beginTeardown(const QString &reason);
     void killAll();
     void attemptDone();
+    int endEscapedDescendants();
     void finish(const QString &state, int exitCode, const QString &reason);
     void recordRanks();
 

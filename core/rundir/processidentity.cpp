@@ -3,7 +3,9 @@
 #include <cerrno>
 #include <climits>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
+#include <dirent.h>
 #include <fstream>
 #include <poll.h>
 #include <sstream>
@@ -47,6 +49,8 @@ std::optional<ProcessStat> parseProcessStat(const std::string &line)
         try {
             if (index == 3)
                 stat.state = field.empty() ? '?' : field[0];
+            else if (index == 4)
+                stat.parent = std::stoll(field);
             else if (index == 5)
                 stat.processGroup = std::stoll(field);
             else if (index == 6)
@@ -62,7 +66,7 @@ std::optional<ProcessStat> parseProcessStat(const std::string &line)
     return stat;
 }
 
-std::optional<ProcessStat> readProcessStat(std::int64_t pid)
+std::optional<ProcessStat> readAnyProcessStat(std::int64_t pid)
 {
     if (!isSignallablePid(pid))
         return std::nullopt;
@@ -70,10 +74,33 @@ std::optional<ProcessStat> readProcessStat(std::int64_t pid)
     std::string line;
     if (!std::getline(in, line))
         return std::nullopt;
-    auto stat = parseProcessStat(line);
+    return parseProcessStat(line);
+}
+
+std::optional<ProcessStat> readProcessStat(std::int64_t pid)
+{
+    auto stat = readAnyProcessStat(pid);
     if (!stat || stat->state == 'Z' || stat->state == 'X')
         return std::nullopt; // a zombie is not running
     return stat;
+}
+
+std::vector<std::int64_t> childProcesses(std::int64_t parent)
+{
+    std::vector<std::int64_t> children;
+    DIR *proc = ::opendir("/proc");
+    if (!proc)
+        return children;
+    while (const dirent *entry = ::readdir(proc)) {
+        char *end = nullptr;
+        const long long pid = std::strtoll(entry->d_name, &end, 10);
+        if (!end || *end != '\0' || pid <= 0)
+            continue;
+        if (const auto stat = readAnyProcessStat(pid); stat && stat->parent == parent)
+            children.push_back(pid);
+    }
+    ::closedir(proc);
+    return children;
 }
 
 std::uint64_t processStartTime(std::int64_t pid)

@@ -9,12 +9,14 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace accel::rundir {
 
 // Fields of /proc/<pid>/stat that identify a process.
 struct ProcessStat {
     char state = '?'; // R, S, D, Z, ...
+    std::int64_t parent = 0;
     std::int64_t processGroup = 0;
     std::int64_t session = 0;
     std::uint64_t startTime = 0; // clock ticks since boot
@@ -27,6 +29,10 @@ bool isSignallablePid(std::int64_t pid);
 std::optional<ProcessStat> parseProcessStat(const std::string &line);
 // The live (not zombie) process's stat; nullopt when the pid is not signallable or not running.
 std::optional<ProcessStat> readProcessStat(std::int64_t pid);
+// The processes whose parent is `parent`, zombies included (a scan of /proc).
+std::vector<std::int64_t> childProcesses(std::int64_t parent);
+// The process's stat, zombie or not; nullopt when there is no such process.
+std::optional<ProcessStat> readAnyProcessStat(std::int64_t pid);
 // Start time of a live process, 0 when none.
 std::uint64_t processStartTime(std::int64_t pid);
 // True when a live process has this pid and this start time. A recorded start time of 0 matches nothing.

@@ -3,7 +3,8 @@
 // "stopped"; SIGKILL of the supervisor's whole process group leaves no rank's grandchild;
 // run directories are private under umask 022 and run.json holds no secret from argv;
 // --dry-run validates the job, quotes commands and names the config file; a script named "-x.py";
-// native launches started together each get their own rendezvous port.
+// native launches started together each get their own rendezvous port; a rank's child that
+// called setsid() ends with the run.
 #include "tests/helpers/testsupport.h"
 #include "tests/launcher/processprobe.h"
 
@@ -141,6 +142,51 @@ private Q_SLOTS:
         QVERIFY(launch.waitForFinished(5000));
         QVERIFY2(waitFor([&] { return processesWithMarker(marker, QStringLiteral("fakechild")).isEmpty(); }, 10000),
                  "a rank's child survived SIGKILL of the supervisor's process group");
+    }
+
+    // A rank's child that leaves the rank's session (its own setsid()) is out of reach of every
+    // killpg; it used to outlive the run (a documented limit). The supervisor is now its subreaper:
+    // when the rank ends, it is the supervisor's child, and the supervisor ends it with the attempt:
+    // after a stop and after ranks that exit on their own.
+    void childThatCalledSetsidEndsWithTheRun_data()
+    {
+        QTest::addColumn<bool>("stopped");
+        QTest::newRow("stopped") << true;
+        QTest::newRow("ranks exit") << false;
+    }
+    void childThatCalledSetsidEndsWithTheRun()
+    {
+        QFETCH(bool, stopped);
+        QTemporaryDir dir;
+        const QString marker = newMarker();
+        const QString run = dir.filePath(QStringLiteral("run"));
+        QProcess launch;
+        launch.start(accelProgram(),
+                     {QStringLiteral("launch"), QStringLiteral("--cpu"), QStringLiteral("--num_processes"),
+                      QStringLiteral("2"), QStringLiteral("--run_dir"), run, QStringLiteral("--quiet"),
+                      QStringLiteral("--no_python"), fakechild(), QStringLiteral("--marker"), marker,
+                      QStringLiteral("--setsid-grandchild"), QStringLiteral("--sleep"),
+                      QString::fromLatin1(stopped ? "600000" : "1500")});
+        QVERIFY(launch.waitForStarted());
+        // Two ranks and their escaped children, each in a session of its own.
+        QVERIFY(waitFor([&] { return processesWithMarker(marker, QStringLiteral("fakechild")).size() == 4; }, 15000));
+        if (stopped) {
+            const auto stop = runAccel({QStringLiteral("stop"), run});
+            QVERIFY2(stop.exitCode == 0, qPrintable(stop.err));
+        }
+        QVERIFY(launch.waitForFinished(30000));
+        QCOMPARE(manifestOf(run).value(QStringLiteral("state")).toString(),
+                 QString::fromLatin1(stopped ? "stopped" : "succeeded"));
+        const QStringList left = [&] {
+            QStringList pids;
+            for (qint64 pid : processesWithMarker(marker, QStringLiteral("fakechild")))
+                pids << QString::number(pid);
+            return pids;
+        }();
+        QVERIFY2(left.isEmpty(), qPrintable(QStringLiteral("left running: ") + left.join(QLatin1Char(' '))));
+        QFile events(run + QStringLiteral("/events.jsonl"));
+        QVERIFY(events.open(QIODevice::ReadOnly));
+        QVERIFY(events.readAll().contains("\"escaped_processes_killed\""));
     }
 
     // Regression: on a full disk the rank logs were silently truncated, the launch reported

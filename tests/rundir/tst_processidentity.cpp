@@ -9,6 +9,7 @@
 #include <QUuid>
 #include <QtTest>
 
+#include <algorithm>
 #include <csignal>
 #include <unistd.h>
 
@@ -66,6 +67,23 @@ private Q_SLOTS:
         QVERIFY(proven->waitExited(5000));
         QVERIFY(sleeper.waitForFinished(5000));
         QVERIFY(!proven->isAlive());
+    }
+
+    // childProcesses: this process's children by /proc's parent field, zombies included.
+    void childrenAreFoundByTheirParent()
+    {
+        QProcess sleeper;
+        sleeper.start(QStringLiteral("sleep"), {QStringLiteral("30")});
+        QVERIFY(sleeper.waitForStarted());
+        const std::int64_t pid = sleeper.processId();
+        auto children = childProcesses(::getpid());
+        QVERIFY(std::find(children.begin(), children.end(), pid) != children.end());
+        QVERIFY(childProcesses(pid).empty());
+        QCOMPARE(readAnyProcessStat(pid)->parent, std::int64_t(::getpid()));
+        sleeper.kill();
+        QVERIFY(sleeper.waitForFinished(5000));
+        children = childProcesses(::getpid());
+        QVERIFY(std::find(children.begin(), children.end(), pid) == children.end());
     }
 
     void exitedProcessIsNotFound()

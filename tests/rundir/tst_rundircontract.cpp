@@ -149,6 +149,7 @@ private Q_SLOTS:
             parseProcessStat("4242 (evil) 1 2 3 (x) S 4000 4100 4200 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 987654 0 0");
         QVERIFY(stat);
         QCOMPARE(stat->state, 'S');
+        QCOMPARE(stat->parent, std::int64_t(4000));
         QCOMPARE(stat->processGroup, std::int64_t(4100));
         QCOMPARE(stat->session, std::int64_t(4200));
         QCOMPARE(stat->startTime, std::uint64_t(987654));

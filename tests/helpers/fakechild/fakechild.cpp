@@ -7,6 +7,7 @@
 //   --metrics N           N metrics lines (docs/metrics.md) into $ACCEL_METRICS_FILE
 //   --sleep MS            sleep               --hang      sleep forever
 //   --ignore-term         ignore SIGTERM      --grandchild  fork a child that sleeps forever
+//   --setsid-grandchild   fork a child that leaves the rank's session (setsid) and sleeps forever
 //   --exit CODE           exit now            --abort       crash with SIGABRT
 //   --shm-segment         create (and never unlink) a shared-memory segment named as the
 //                         runtime's all-reduce names its segments after this pid
@@ -137,6 +138,11 @@ int main(int argc, char **argv)
         } else if (action == "--grandchild") {
             if (::fork() == 0)
                 sleepForever();
+        } else if (action == "--setsid-grandchild") {
+            if (::fork() == 0) {
+                ::setsid();
+                sleepForever();
+            }
         } else if (action == "--exit") {
             std::fflush(stdout);
             return std::atoi(value);
