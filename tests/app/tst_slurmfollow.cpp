@@ -5,7 +5,8 @@
 //    state is combined from both nodes', and a node's failure is named (state, banner, events).
 //  * The Runs page given such a folder on an SSH host (the test sshd): one row with the job's name,
 //    the host and the combined state, followed in the Monitor with every rank; the main window
-//    shows the Runs page when the SLURM queue asks for a run to be followed.
+//    shows the Runs page when the SLURM queue asks for a run to be followed; a killed connection
+//    resumes every node's files with no step or event lost or doubled.
 //  * The SLURM queue panel's Follow on a real single-node SLURM cluster (SlurmTestCluster) reached
 //    through the test sshd: a 2-rank tiny gpt job submitted with `accel slurm submit` ends with the
 //    Runs page showing every rank's metrics and the state succeeded; a job that ends without a run
@@ -86,13 +87,16 @@ private Q_SLOTS:
     void oneNodesFailureIsNamed();
     void runsPageGivesAMultiNodeRunOneRow();
     void followRequestShowsTheRunsPage();
+    void multiNodeRunResumesAfterAKilledConnection();
     void followOnARealSlurmJobShowsEveryRank();
     void jobWithoutRunDirectoryIsSaid();
 
 private:
-    // Both nodes of a 2-machine x 2-rank fakechild job in parent/node0 and parent/node1; node 1's
-    // ranks run `node1Arguments` (default: the same as node 0's).
-    void launchTwoNodes(const QString &parent, const QStringList &node1Arguments = {});
+    // Both nodes of a 2-machine x 2-rank fakechild job in parent/node0 and parent/node1; node 0's
+    // ranks run `node0Arguments` (default: 30 metric lines), node 1's `node1Arguments` (default:
+    // the same as node 0's).
+    void launchTwoNodes(const QString &parent, const QStringList &node1Arguments = {},
+                        const QStringList &node0Arguments = {});
     struct Followed {
         monitor::RunMonitor *monitor = nullptr;
         launcher::RemoteRunFollower *follower = nullptr;
@@ -145,11 +149,14 @@ void tst_SlurmFollow::requireCluster()
         QSKIP(qPrintable(QStringLiteral("no SLURM cluster here: ") + m_clusterReason));
 }
 
-void tst_SlurmFollow::launchTwoNodes(const QString &parent, const QStringList &node1Arguments)
+void tst_SlurmFollow::launchTwoNodes(const QString &parent, const QStringList &node1Arguments,
+                                     const QStringList &node0Arguments)
 {
     const QString port = QString::number(test::SshTestServer::freeLoopbackPort());
-    const QStringList ranks{QStringLiteral("--metrics"), QStringLiteral("30"),      QStringLiteral("--sleep"),
-                            QStringLiteral("1500"),      QStringLiteral("--print"), QStringLiteral("done")};
+    const QStringList ranks =
+        !node0Arguments.isEmpty() ? node0Arguments : QStringList{QStringLiteral("--metrics"), QStringLiteral("30"),
+                                                                 QStringLiteral("--sleep"),   QStringLiteral("1500"),
+                                                                 QStringLiteral("--print"),   QStringLiteral("done")};
     for (int node = 0; node < 2; ++node) {
         const QString runDir = parent + QStringLiteral("/node%1").arg(node);
         const auto launched = test::runAccel(
@@ -327,6 +334,49 @@ void tst_SlurmFollow::followRequestShowsTheRunsPage()
     QVERIFY(run);
     QTRY_COMPARE_WITH_TIMEOUT(run->manifest().value(QStringLiteral("state")).toString(), QStringLiteral("succeeded"),
                               30000);
+}
+
+// Followed like any remote run: a killed SSH connection is reconnected and every node's files
+// resume from their offsets, so each rank's steps and each node's events arrive exactly once.
+void tst_SlurmFollow::multiNodeRunResumesAfterAKilledConnection()
+{
+    if (!m_sshReason.isEmpty())
+        QSKIP(qPrintable(m_sshReason));
+    const QString parent = m_dir.filePath(QStringLiteral("mn-resume"));
+    // Ten steps, a pause, ten more (the second run of steps restarts at 1 in the same file).
+    const QStringList ranks{QStringLiteral("--metrics"), QStringLiteral("10"),        QStringLiteral("--sleep"),
+                            QStringLiteral("6000"),      QStringLiteral("--metrics"), QStringLiteral("10")};
+    launchTwoNodes(parent, ranks, ranks);
+    RunsPage page;
+    page.followRemoteRun(m_server.alias(), parent, QStringLiteral("mn-resume (job 9)"), true);
+    const QString address = monitor::remoteRunAddress(m_server.alias(), parent);
+    QTRY_COMPARE_WITH_TIMEOUT(page.monitorPage()->runs(), QStringList{address}, 30000);
+    monitor::RunMonitor *run = page.monitorPage()->runMonitor(0);
+    QVERIFY(run);
+    auto *follower = qobject_cast<launcher::RemoteRunFollower *>(run->source());
+    QVERIFY(follower);
+    for (int rank = 0; rank < 4; ++rank)
+        QTRY_COMPARE_WITH_TIMEOUT(lossSteps(run, rank), oneTo(10), 6000);
+    QSignalSpy lost(follower, &launcher::RemoteRunFollower::connectionLost);
+    QVERIFY(m_server.dropConnections() > 0);
+    QVERIFY(lost.wait(20000));
+    QTRY_COMPARE_WITH_TIMEOUT(run->manifest().value(QStringLiteral("state")).toString(), QStringLiteral("succeeded"),
+                              60000);
+    QVERIFY(follower->connections() >= 2);
+    for (int rank = 0; rank < 4; ++rank) {
+        const QString file = parent + QStringLiteral("/node%1/metrics/rank%2.jsonl").arg(rank / 2).arg(rank);
+        QCOMPARE(stepsInFile(file), oneTo(10) + oneTo(10));
+        QTRY_COMPARE_WITH_TIMEOUT(lossSteps(run, rank), oneTo(10) + oneTo(10), 10000);
+    }
+    int started = 0, exited = 0;
+    auto *events = run->eventsModel();
+    for (int row = 0; row < events->rowCount(); ++row) {
+        const QString name = events->index(row, 0).data(monitor::EventsModel::EventNameRole).toString();
+        started += name == QLatin1String("started") ? 1 : 0;
+        exited += name == QLatin1String("rank_exited") ? 1 : 0;
+    }
+    QCOMPARE(started, 2); // one per node
+    QCOMPARE(exited, 4);
 }
 
 QString tst_SlurmFollow::submit(const QStringList &arguments)
