@@ -214,9 +214,9 @@ bool SlurmQueuePanel::followSelected()
         return false;
     }
     const QString jobId = job->id;
-    QStringList words{
-        QStringLiteral("slurm"),  QStringLiteral("follow"),   QStringLiteral("--host"), loginHost(),        jobId,
-        QStringLiteral("--json"), QStringLiteral("--events"), QStringLiteral("--poll"), QStringLiteral("1")};
+    // The queue is looked at every 2 s (follow's default) while the job waits, as the CLI does.
+    QStringList words{QStringLiteral("slurm"),  QStringLiteral("follow"),  QStringLiteral("--host"), loginHost(), jobId,
+                      QStringLiteral("--json"), QStringLiteral("--events")};
     for (const QString &entry : m_remoteEnvironment)
         words << QStringLiteral("--remote_env") << entry;
     launcher::HostCommandOptions options;
