@@ -72,18 +72,22 @@ std::vector<LaunchOption> launchOptions(const std::vector<std::string> &words, s
     return options;
 }
 
-// Launch flags that `accel hosts launch` sets for each node itself.
-Result<void> checkLaunchArguments(const std::vector<std::string> &arguments)
+// Launch flags that `accel hosts launch` sets for each node itself (with --config_dir, also
+// --config_file: each node gets its own).
+Result<void> checkLaunchArguments(const std::vector<std::string> &arguments, bool configDir)
 {
     static const std::vector<std::string> owned = {
-        "num_machines", "machine_rank", "main_process_ip", "main_process_port", "detach",
-        "run_dir",      "json",         "config_file"};
+        "num_machines", "machine_rank", "main_process_ip", "main_process_port", "detach", "run_dir", "json"};
     size_t script = 0;
     for (const LaunchOption &option : launchOptions(arguments, script)) {
         if (std::find(owned.begin(), owned.end(), option.name) != owned.end())
             return makeError(ErrorCode::InvalidInput,
-                             "--" + option.name + " is set for each node by accel hosts launch; leave it out" +
-                                 (option.name == "config_file" ? " (node configs: --config_dir DIR)" : ""),
+                             "--" + option.name + " is set for each node by accel hosts launch; leave it out",
+                             "launch arguments");
+        if (configDir && option.name == "config_file")
+            return makeError(ErrorCode::InvalidInput,
+                             "--config_file: with --config_dir each node launches with its own node-<rank>.yaml; "
+                             "leave it out",
                              "launch arguments");
     }
     if (arguments.empty())
@@ -222,7 +226,7 @@ int runHostsLaunch(int argc, char **argv)
     if (!settings)
         return fail("launch", settings.error());
     const std::vector<std::string> launchArguments = parser.positional("ARGS");
-    if (auto checked = checkLaunchArguments(launchArguments); !checked)
+    if (auto checked = checkLaunchArguments(launchArguments, parser.isSet("config_dir")); !checked)
         return fail("launch", checked.error());
     std::optional<NodeConfigs> nodeConfigs;
     if (auto directory = parser.value("config_dir")) {

@@ -510,6 +510,11 @@ void tst_HostsDoctor::launchWithTheNodeConfigsOfConfigCluster()
     QCOMPARE(refused.exitCode, 2);
     QVERIFY2(refused.err.contains("--main_process_port") && refused.err.contains("--config_dir"),
              qPrintable(refused.err));
+    refused = accel(QStringList{"launch", "--hosts", "node0,node1", "--config_dir", configs, "--config_file",
+                                configs + "/node-0.yaml"} +
+                    tail);
+    QCOMPARE(refused.exitCode, 2);
+    QVERIFY2(refused.err.contains("--config_file: with --config_dir"), qPrintable(refused.err));
     QDir().mkpath(data.filePath("swapped"));
     QVERIFY(QFile::copy(configs + "/node-0.yaml", data.filePath("swapped/node-0.yaml")));
     QVERIFY(QFile::copy(configs + "/node-0.yaml", data.filePath("swapped/node-1.yaml")));
