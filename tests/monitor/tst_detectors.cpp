@@ -142,7 +142,7 @@ private Q_SLOTS:
         QTest::qWait(400);
         QCOMPARE(suspected.size(), 0);
         // A restart makes it live again.
-        detector.observeEvents({RunEvent{0, QStringLiteral("restarted"), -1, {}}});
+        detector.observeEvents({RunEvent{0, QStringLiteral("restarted"), -1, {}, {}}});
         QTRY_COMPARE_WITH_TIMEOUT(suspected.size(), 1, 3000);
     }
 
