@@ -248,6 +248,16 @@ void SlurmTestCluster::stop()
     }
 }
 
+ProcessResult SlurmTestCluster::runCli(const SshTestServer &server, const QString &accel, const QStringList &arguments,
+                                       int timeoutMs) const
+{
+    const QStringList words = QStringList{QStringLiteral("slurm")} + arguments +
+                              QStringList{QStringLiteral("--remote_env"), QStringLiteral("SLURM_CONF=") + m_conf};
+    return runAccel(words, timeoutMs, {},
+                    {QStringLiteral("ACCEL_SSH_DIR=") + server.clientDirectory(),
+                     QStringLiteral("ACCEL_REMOTE_BIN=") + accel, QStringLiteral("SSH_AUTH_SOCK")});
+}
+
 QString writeTinyGptJob(const QString &parent, const QString &name, int maxSteps, int timeoutS)
 {
     const QString folder = QDir(parent).filePath(name);

@@ -16,6 +16,8 @@
 // for) stays this host's. munged's socket is a path, so every node uses the same one.
 #pragma once
 
+#include "tests/helpers/testsupport.h"
+
 #include <QProcess>
 #include <QString>
 
@@ -25,6 +27,7 @@
 namespace accel::test {
 
 class NetnsTestbed;
+class SshTestServer;
 
 class SlurmTestCluster {
 public:
@@ -44,6 +47,10 @@ public:
     void cancelAll();
 
     QString conf() const { return m_conf; }
+    // `accel slurm ARGUMENTS` run by `accel` (this build's) through the test sshd `server`, with
+    // this cluster's SLURM_CONF for the commands on the login node.
+    ProcessResult runCli(const SshTestServer &server, const QString &accel, const QStringList &arguments,
+                         int timeoutMs = 60000) const;
     // The SLURM programs' folders: /usr/sbin, /usr/bin ...
     static QString findProgram(const QString &name);
 

@@ -101,11 +101,7 @@ void tst_Slurm::cleanupTestCase()
 
 ProcessResult tst_Slurm::slurmCli(const QStringList &arguments, int timeoutMs)
 {
-    QStringList words = QStringList{QStringLiteral("slurm")} + arguments;
-    words << QStringLiteral("--remote_env") << QStringLiteral("SLURM_CONF=") + m_cluster.conf();
-    return accel::test::runAccel(words, timeoutMs, {},
-                                 {QStringLiteral("ACCEL_SSH_DIR=") + m_server.clientDirectory(),
-                                  QStringLiteral("ACCEL_REMOTE_BIN=") + m_accel, QStringLiteral("SSH_AUTH_SOCK")});
+    return m_cluster.runCli(m_server, m_accel, arguments, timeoutMs);
 }
 
 void tst_Slurm::requireDaemons()
