@@ -22,6 +22,7 @@
 #include "launcher/remoterunfollower.h"
 #include "monitor/runcatalogue.h"
 #include "monitor/runmonitor.h"
+#include "tests/helpers/monitorsteps.h"
 #include "tests/helpers/slurmtestcluster.h"
 #include "tests/helpers/sshtestserver.h"
 #include "tests/helpers/testsupport.h"
@@ -40,17 +41,10 @@
 using namespace accel;
 using namespace accel::app;
 
-namespace {
+using accel::test::lossSteps;
+using accel::test::oneTo;
 
-QList<qint64> lossSteps(monitor::RunMonitor *run, int rank)
-{
-    QList<qint64> steps;
-    if (const monitor::Series *series = run->store()->series(rank, "loss")) {
-        for (double step : series->steps)
-            steps.append(static_cast<qint64>(step));
-    }
-    return steps;
-}
+namespace {
 
 // The steps of the loss lines a rank wrote into its metrics file.
 QList<qint64> stepsInFile(const QString &path)
@@ -65,14 +59,6 @@ QList<qint64> stepsInFile(const QString &path)
             steps.append(sample.value(QStringLiteral("step")).toInteger());
     }
     return steps;
-}
-
-QList<qint64> oneTo(int last)
-{
-    QList<qint64> out;
-    for (int step = 1; step <= last; ++step)
-        out.append(step);
-    return out;
 }
 
 } // namespace

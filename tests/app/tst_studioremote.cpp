@@ -14,6 +14,7 @@
 #include "launcher/remoterunfollower.h"
 #include "launcher/rundirectory.h"
 #include "monitor/runcatalogue.h"
+#include "tests/helpers/monitorsteps.h"
 #include "tests/helpers/runfiles.h"
 #include "tests/helpers/sshtestserver.h"
 #include "tests/helpers/testsupport.h"
@@ -35,7 +36,9 @@
 using namespace accel;
 using namespace accel::app;
 using accel::test::append;
+using accel::test::lossSteps;
 using accel::test::metricLine;
+using accel::test::oneTo;
 
 namespace {
 
@@ -62,26 +65,6 @@ QString makeRun(const QString &root, const QString &id, const QString &state)
     QDir().mkpath(run + QStringLiteral("/logs"));
     writeRunManifest(run, state, id.section(QLatin1Char('-'), 0, 0));
     return run;
-}
-
-// The steps of a rank's loss series, in the order the monitor's store holds them.
-QList<qint64> lossSteps(const monitor::RunMonitor *run, int rank)
-{
-    QList<qint64> steps;
-    const monitor::Series *series = const_cast<monitor::RunMonitor *>(run)->store()->series(rank, "loss");
-    if (series) {
-        for (double step : series->steps)
-            steps.append(static_cast<qint64>(step));
-    }
-    return steps;
-}
-
-QList<qint64> oneTo(int last)
-{
-    QList<qint64> out;
-    for (int step = 1; step <= last; ++step)
-        out.append(step);
-    return out;
 }
 
 int rowOfAddress(RunsPage &page, const QString &address)
