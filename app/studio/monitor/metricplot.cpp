@@ -65,6 +65,7 @@ MetricPlot::MetricPlot(const ChartSpec &spec, QWidget *parent)
     m_plot->yAxis->setLabelFont(small);
     m_plot->xAxis->setTickLabelFont(small);
     m_plot->yAxis->setTickLabelFont(small);
+    m_tickLabelLine = std::max(1, QFontMetrics(small).height());
 
     // The legend goes in a row below the plot, a few entries per line: it never covers a curve.
     // (Between two empty elements: a grid column is never wider than its narrowest element allows,
@@ -183,8 +184,8 @@ QList<ChartRun> MetricPlot::chartRuns() const
 
 void MetricPlot::fitTickCount()
 {
-    const int line = QFontMetrics(m_plot->yAxis->tickLabelFont()).height();
-    const int count = std::clamp(m_plot->axisRect()->height() * 2 / std::max(1, line * 5), 2, 5);
+    // Runs after every layout (every redraw): the label height is measured once, with the font.
+    const int count = std::clamp(m_plot->axisRect()->height() * 2 / (m_tickLabelLine * 5), 2, 5);
     if (m_plot->yAxis->ticker()->tickCount() == count)
         return;
     m_plot->yAxis->ticker()->setTickCount(count);

@@ -97,6 +97,7 @@ private:
     ChartSpec m_spec;
     double m_smoothing = 0;
     bool m_following = true;
+    int m_tickLabelLine = 1; // height of a value tick label, for fitTickCount()
     QList<Source> m_stores;
     QList<QMetaObject::Connection> m_connections;
     QCustomPlot *m_plot = nullptr;
