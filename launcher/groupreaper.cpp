@@ -5,8 +5,12 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdint>
+#include <cstring>
 #include <ctime>
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,20 +21,102 @@ namespace {
 constexpr std::int32_t kGoodbye = -1;
 constexpr int kMaxGroups = 8192;
 
-// Whether the process has not ended yet (a zombie has); async-signal-safe.
-bool stillRuns(std::int32_t pid)
+// "\0ACCEL_RUN_TOKEN=<32 hex digits>\0": one whole entry of an environment block, which is a
+// sequence of NUL-terminated strings; the stream searched is the block with a NUL put in front.
+constexpr size_t kTokenDigits = 32;
+char g_entry[64];
+size_t g_entrySize = 0;
+
+// Writes "/proc/<pid><tail>" into path; async-signal-safe.
+void procPath(char *path, std::int32_t pid, const char *tail)
 {
-    char path[40] = "/proc/";
-    int at = 6;
+    int at = 0;
+    for (const char *head = "/proc/"; *head;)
+        path[at++] = *head++;
     char digits[12];
     int n = 0;
     for (std::int32_t rest = pid; rest > 0 && n < 11; rest /= 10)
         digits[n++] = static_cast<char>('0' + rest % 10);
     while (n > 0)
         path[at++] = digits[--n];
-    for (const char *tail = "/stat"; *tail;)
+    while (*tail)
         path[at++] = *tail++;
     path[at] = '\0';
+}
+
+// Whether the initial environment of pid holds the run's token entry; async-signal-safe (read in
+// chunks, the last g_entrySize - 1 bytes of a chunk carried over to the next).
+bool carriesToken(std::int32_t pid)
+{
+    char path[40];
+    procPath(path, pid, "/environ");
+    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    static char buffer[64 * 1024];
+    size_t held = 1;
+    buffer[0] = '\0';
+    bool found = false;
+    for (;;) {
+        const ssize_t n = ::read(fd, buffer + held, sizeof(buffer) - held);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        held += static_cast<size_t>(n);
+        for (size_t i = 0; !found && i + g_entrySize <= held; ++i)
+            found = std::memcmp(buffer + i, g_entry, g_entrySize) == 0;
+        if (found)
+            break;
+        const size_t keep = held < g_entrySize ? held : g_entrySize - 1;
+        std::memmove(buffer, buffer + held - keep, keep);
+        held = keep;
+    }
+    ::close(fd);
+    return found;
+}
+
+// Kills every other process of this user whose environment carries the run's token, round after
+// round (a process may fork while it is looked at) until a round finds none; at most 5 s.
+void killTokenCarriers()
+{
+    if (g_entrySize == 0)
+        return;
+    const uid_t user = ::getuid();
+    const std::int32_t self = ::getpid();
+    const timespec tick{0, 10 * 1000 * 1000};
+    for (int round = 0; round < 500; ++round) {
+        DIR *proc = ::opendir("/proc");
+        if (!proc)
+            return;
+        int killed = 0;
+        while (const dirent *entry = ::readdir(proc)) {
+            std::int32_t pid = 0;
+            const char *c = entry->d_name;
+            for (; *c >= '0' && *c <= '9' && pid < 100000000; ++c)
+                pid = pid * 10 + (*c - '0');
+            if (*c != '\0' || pid <= 1 || pid == self)
+                continue;
+            char path[40];
+            procPath(path, pid, "");
+            struct stat info {};
+            if (::stat(path, &info) != 0 || info.st_uid != user || !carriesToken(pid))
+                continue;
+            if (::kill(pid, SIGKILL) == 0)
+                ++killed;
+        }
+        ::closedir(proc);
+        if (killed == 0)
+            return;
+        ::nanosleep(&tick, nullptr);
+    }
+}
+
+// Whether the process has not ended yet (a zombie has); async-signal-safe.
+bool stillRuns(std::int32_t pid)
+{
+    char path[40];
+    procPath(path, pid, "/stat");
     const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return false;
@@ -80,6 +166,7 @@ bool stillRuns(std::int32_t pid)
     }
     for (int i = 0; i < count; ++i)
         ::killpg(groups[i], SIGKILL);
+    killTokenCarriers();
     // A rank killed while holding a shared-memory segment leaves it in /dev/shm: remove what each
     // group's leader (the rank) named after itself, as the supervisor would have, once it is dead
     // (at most 2 s: a kill to a process in uninterruptible sleep waits until it wakes).
@@ -94,8 +181,39 @@ bool stillRuns(std::int32_t pid)
 
 } // namespace
 
-GroupReaper::GroupReaper()
+std::string newRunToken()
 {
+    unsigned char bits[kTokenDigits / 2] = {};
+    size_t have = 0;
+    while (have < sizeof(bits)) {
+        const ssize_t n = ::getrandom(bits + have, sizeof(bits) - have, 0);
+        if (n > 0)
+            have += static_cast<size_t>(n);
+        else if (errno != EINTR)
+            break;
+    }
+    static const char hex[] = "0123456789abcdef";
+    std::string token;
+    for (const unsigned char byte : bits) {
+        token += hex[byte >> 4];
+        token += hex[byte & 15];
+    }
+    return token;
+}
+
+GroupReaper::GroupReaper(const std::string &token)
+{
+    // Laid out before the fork: the helper only compares bytes.
+    g_entrySize = 0;
+    const size_t name = std::strlen(kRunTokenVariable);
+    if (token.size() == kTokenDigits) {
+        g_entry[0] = '\0';
+        std::memcpy(g_entry + 1, kRunTokenVariable, name);
+        g_entry[1 + name] = '=';
+        std::memcpy(g_entry + 2 + name, token.data(), kTokenDigits);
+        g_entry[2 + name + kTokenDigits] = '\0';
+        g_entrySize = 3 + name + kTokenDigits;
+    }
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0)
         return;

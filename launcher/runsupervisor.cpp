@@ -74,7 +74,8 @@ void RunSupervisor::start()
     // those that left their rank's process group and session (their own setsid()), which no
     // killpg reaches: attemptDone() ends them with the attempt.
     ::prctl(PR_SET_CHILD_SUBREAPER, 1);
-    m_reaper = std::make_unique<GroupReaper>();
+    m_runToken = newRunToken();
+    m_reaper = std::make_unique<GroupReaper>(m_runToken);
     if (m_run) {
         QJsonObject manifest = m_run->manifest();
         manifest[QLatin1String(rundir::key::Supervisor)] =
@@ -107,7 +108,9 @@ void RunSupervisor::startAttempt()
         RankProcess::Spec spec;
         spec.rank = rank;
         spec.command = commandList;
-        for (const auto &[name, value] : buildRankEnvironment(m_settings, m_baseEnvironment, {local, m_restartCount}))
+        EnvMap environment = buildRankEnvironment(m_settings, m_baseEnvironment, {local, m_restartCount});
+        environment[kRunTokenVariable] = m_runToken; // replaces a token inherited from an enclosing run
+        for (const auto &[name, value] : environment)
             spec.environment << QString::fromStdString(name + "=" + value);
         if (rank == 0 && m_options.storeListenFd >= 0) {
             spec.inheritFd = m_options.storeListenFd;

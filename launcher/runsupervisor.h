@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace accel::launcher {
@@ -79,6 +80,7 @@ private:
     RunDirectory *m_run = nullptr;
     SupervisorOptions m_options;
     std::unique_ptr<GroupReaper> m_reaper;
+    std::string m_runToken; // every rank's ACCEL_RUN_TOKEN: how the reaper finds what left the groups
     std::vector<std::unique_ptr<RankProcess>> m_processes;
     std::map<int, RankExit> m_exits;         // by global rank, this attempt
     std::map<int, quint64> m_rankStartTimes; // by global rank, this attempt
