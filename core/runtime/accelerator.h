@@ -111,6 +111,12 @@ public:
     // offer a module (a transformer block, or the model itself) as a unit and run its forward
     // through the holder. prepareModel(model) takes the offered modules inside `model`.
     std::shared_ptr<ShardedModule> wrap(const std::shared_ptr<torch::nn::Module> &module);
+    // wrap() for a unit the program has just built (DeepSpeed's zero.Init): under ZeRO-3 with
+    // zero3_init_flag the unit is sharded now (its parameters broadcast from rank 0, this rank
+    // keeps its chunk, the whole storage freed), so a model built unit by unit is never whole on
+    // any rank. Change a built unit's parameters (initialisation) inside holder->modify(). Else,
+    // and under mixed precision fp8 (converted at prepareModel), the same as wrap().
+    std::shared_ptr<ShardedModule> wrapBuilt(const std::shared_ptr<torch::nn::Module> &module);
     // The strategy the launcher's config chose: "DDP", "FULL_SHARD", "ZeRO-3", ...
     std::string strategyName() const;
     // What prepared model `index` runs under: the config's strategy for a trained model; for a

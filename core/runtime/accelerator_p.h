@@ -98,6 +98,8 @@ struct Accelerator::Private {
     StrategySetup strategySetup; // what every model's strategy is made from
     std::unique_ptr<DistributedStrategy>
         firstStrategy; // made by create() (errors surface there), used by the first model
+    // zero3_init_flag: the engine holding units built (wrapBuilt) once firstStrategy is taken.
+    std::unique_ptr<DistributedStrategy> building;
     std::map<std::string, c10::intrusive_ptr<c10d::Backend>> subgroups; // hybrid sharding's, by store prefix
     std::vector<PreparedModel> models;
     std::vector<std::shared_ptr<ShardedModule>> offered;   // wrap()ed, not yet taken by a prepared model

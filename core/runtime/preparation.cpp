@@ -2,6 +2,7 @@
 // gradient accumulation, backward and clipping; the optimizer and scheduler wrappers.
 #include "core/runtime/accelerator_p.h"
 #include "core/runtime/strategy/ddpstrategy.h"
+#include "core/runtime/strategy/shardingengine.h"
 
 #include <cmath>
 #include <iostream>
@@ -40,12 +41,46 @@ bool contains(const std::shared_ptr<torch::nn::Module> &model, const torch::nn::
     return false;
 }
 
+ShardingEngine *engineOf(const std::unique_ptr<DistributedStrategy> &strategy)
+{
+    return dynamic_cast<ShardingEngine *>(strategy.get());
+}
+
+// Whether `engine` holds units built (zero3_init_flag) of a model other than `model`, or of `model`.
+bool holdsBuiltUnitsOf(const ShardingEngine *engine, const std::shared_ptr<torch::nn::Module> &model, bool other)
+{
+    if (!engine || engine->builtUnits().empty())
+        return false;
+    return contains(model, engine->builtUnits().front()->module().get()) != other;
+}
+
 std::string joinIndices(const std::vector<size_t> &indices)
 {
     std::string text;
     for (size_t i = 0; i < indices.size(); ++i)
         text += (i == 0 ? "" : i + 1 == indices.size() ? " and " : ", ") + std::to_string(indices[i]);
     return text;
+}
+
+// zero3_init_flag: how model `index` was built, said on rank 0.
+void noteZero3Init(const ShardingEngine &engine, const torch::nn::Module &model, size_t index, bool fp8)
+{
+    int64_t built = 0, total = 0;
+    for (const auto &p : engine.builtParameters())
+        built += p.numel();
+    for (const auto &p : model.parameters())
+        total += p.numel();
+    std::string text = "zero3_init_flag: model " + std::to_string(index) + ": ";
+    if (built == 0)
+        text += std::string("built whole on every rank, then sharded at prepare (") +
+                (fp8 ? "mixed precision fp8 converts the whole model's Linear layers at prepare"
+                     : "no unit was built with Accelerator::wrapBuilt()") +
+                ")";
+    else
+        text += std::to_string(engine.builtUnits().size()) + " units sharded as they were built (" +
+                std::to_string(built) + " of " + std::to_string(total) + " parameters; the other " +
+                std::to_string(total - built) + " were whole on every rank until prepare)";
+    std::cerr << "note: " << text << std::endl;
 }
 
 } // namespace
@@ -59,6 +94,22 @@ std::shared_ptr<ShardedModule> Accelerator::wrap(const std::shared_ptr<torch::nn
     }
     auto holder = std::make_shared<ShardedModule>(module);
     d->offered.push_back(holder);
+    return holder;
+}
+
+std::shared_ptr<ShardedModule> Accelerator::wrapBuilt(const std::shared_ptr<torch::nn::Module> &module)
+{
+    auto holder = wrap(module);
+    // Under fp8 the model's Linear layers are converted at prepareModel, whole: built whole (noted there).
+    if (!d->plan.zero3Init || !d->group || d->fp8)
+        return holder;
+    if (!d->firstStrategy && !d->building)
+        d->building = makeStrategy(d->strategySetup);
+    ShardingEngine *engine = engineOf(d->firstStrategy ? d->firstStrategy : d->building);
+    if (!engine)
+        return holder;
+    engine->setBroadcast([this](torch::Tensor &tensor) { broadcast(tensor, 0); });
+    engine->buildUnit(holder);
     return holder;
 }
 
@@ -127,9 +178,19 @@ void Accelerator::prepareModel(const std::shared_ptr<torch::nn::Module> &model)
     if (d->fp8)
         reportFp8Conversion(*d->fp8, d->fp8->convert(model), d->env.rank);
     if (d->group) {
+        // Units built sharded (zero3_init_flag) were broadcast as they were built; their storage is released.
+        std::unordered_set<const void *> built;
+        for (const ShardingEngine *engine : {engineOf(d->firstStrategy), engineOf(d->building)}) {
+            if (engine) {
+                for (const auto &p : engine->builtParameters())
+                    built.insert(p.unsafeGetTensorImpl());
+            }
+        }
         torch::NoGradGuard noGrad;
-        for (auto &tensor : model->parameters())
-            broadcast(tensor, 0);
+        for (auto &tensor : model->parameters()) {
+            if (!built.count(tensor.unsafeGetTensorImpl()))
+                broadcast(tensor, 0);
+        }
         for (auto &tensor : model->buffers())
             broadcast(tensor, 0);
     }
@@ -142,16 +203,23 @@ void Accelerator::prepareModel(const std::shared_ptr<torch::nn::Module> &model)
     // model needs another kind (whole on every rank below stage 3).
     std::unique_ptr<DistributedStrategy> strategy;
     const bool frozenDiffers = !trainable && d->strategySetup.group && d->plan.sharded() && d->plan.stage < 3;
-    if (d->firstStrategy && !frozenDiffers)
+    // zero3_init_flag: the engine that holds this model's built units serves it.
+    if (holdsBuiltUnitsOf(engineOf(d->building), model, false))
+        strategy = std::move(d->building);
+    else if (d->firstStrategy && !frozenDiffers && !holdsBuiltUnitsOf(engineOf(d->firstStrategy), model, true))
         strategy = std::move(d->firstStrategy);
     else
         strategy = makeStrategy(d->strategySetup, !trainable);
+    if (ShardingEngine *engine = engineOf(strategy))
+        engine->setBroadcast([this](torch::Tensor &tensor) { broadcast(tensor, 0); });
     // MS-AMP: the converted weights' gradients are all-reduced in FP8 by the DDP strategy.
     if (d->fp8 && d->fp8->recipe().config().backend == Fp8Backend::MsAmp && d->group) {
         if (auto *ddp = dynamic_cast<DdpStrategy *>(strategy.get()))
             ddp->reduceInFp8(d->fp8->convertedWeights());
     }
     strategy->prepareModel(model, units);
+    if (d->plan.zero3Init && d->group && d->env.rank == 0 && strategy->shardsParameters())
+        noteZero3Init(*engineOf(strategy), *model, index, d->fp8 != nullptr);
     Private::PreparedModel prepared;
     prepared.name = strategy->name();
     if (!trainable)

@@ -81,27 +81,67 @@ struct BlockImpl : torch::nn::Module {
 TORCH_MODULE(Block);
 
 struct Gpt : torch::nn::Module {
-    explicit Gpt(const GptConfig &c) : config(c)
+    // With `accelerator`, each Block is offered as a sharding unit as soon as it is built
+    // (Accelerator::wrapBuilt: under ZeRO-3 with zero3_init_flag it is sharded there and then, so
+    // no rank ever holds every block whole); call wrapRoot() once the model is made. Without it
+    // (a model loaded from a file), call wrapUnits() before prepareModel().
+    explicit Gpt(const GptConfig &c, runtime::Accelerator *accelerator = nullptr) : config(c)
     {
         wte = register_module("wte", torch::nn::Embedding(256, c.nEmbd));
         wpe = register_module("wpe", torch::nn::Embedding(c.blockSize, c.nEmbd));
         blocks = register_module("blocks", torch::nn::ModuleList());
-        for (int64_t i = 0; i < c.nLayer; ++i)
-            blocks->push_back(Block(c));
-        lnf = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.nEmbd})));
-        torch::NoGradGuard noGrad;
-        for (auto &item : named_parameters()) {
-            const std::string &name = item.key();
-            auto &p = item.value();
-            if (name.find("ln") != std::string::npos)
-                continue; // LayerNorm keeps ones/zeros
-            if (name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0)
-                p.zero_();
-            else if (name.find("proj.weight") != std::string::npos)
-                p.normal_(0.0, 0.02 / std::sqrt(2.0 * double(c.nLayer)));
-            else
-                p.normal_(0.0, 0.02);
+        for (int64_t i = 0; i < c.nLayer; ++i) {
+            Block block(c);
+            blocks->push_back(block);
+            if (accelerator)
+                units.push_back(accelerator->wrapBuilt(block.ptr()));
         }
+        lnf = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.nEmbd})));
+        initialise();
+    }
+    // GPT-2's initialisation, parameter by parameter in the order of named_parameters(), so the
+    // random draws are the same whether the blocks are sharded or not; a block's parameters are
+    // written inside its unit's modify(), which holds them whole for the call.
+    void initialise()
+    {
+        torch::NoGradGuard noGrad;
+        std::vector<std::string> visited;
+        const auto initialiseModule = [&](const std::string &prefix, torch::nn::Module &module) {
+            for (auto &item : module.named_parameters()) {
+                const std::string name = prefix + item.key();
+                visited.push_back(name);
+                auto &p = item.value();
+                if (name.find("ln") != std::string::npos)
+                    continue; // LayerNorm keeps ones/zeros
+                if (name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0)
+                    p.zero_();
+                else if (name.find("proj.weight") != std::string::npos)
+                    p.normal_(0.0, 0.02 / std::sqrt(2.0 * double(config.nLayer)));
+                else
+                    p.normal_(0.0, 0.02);
+            }
+        };
+        initialiseModule("wte.", *wte);
+        initialiseModule("wpe.", *wpe);
+        for (size_t i = 0; i < blocks->size(); ++i) {
+            const auto change = [&, i] { initialiseModule("blocks." + std::to_string(i) + ".", *blocks[i]); };
+            if (units.empty())
+                change();
+            else
+                units[i]->modify(change);
+        }
+        initialiseModule("ln_f.", *lnf);
+        const auto all = named_parameters();
+        bool inOrder = visited.size() == all.size();
+        for (size_t i = 0; inOrder && i < all.size(); ++i)
+            inOrder = visited[i] == all[i].key();
+        if (!inOrder)
+            throw std::logic_error("gpt: initialise() visits the parameters out of named_parameters() order");
+    }
+    // The whole model becomes the root unit (its embeddings and final LayerNorm); call once made.
+    void wrapRoot(runtime::Accelerator &accelerator, const std::shared_ptr<Gpt> &self)
+    {
+        root = accelerator.wrap(self);
     }
     // Each transformer block, then the whole model, become sharding units (FSDP's transformer
     // auto-wrap; DeepSpeed ZeRO-3 gathers per unit); call before prepareModel().
@@ -109,7 +149,7 @@ struct Gpt : torch::nn::Module {
     {
         for (const auto &block : *blocks)
             units.push_back(accelerator.wrap(block));
-        root = accelerator.wrap(self);
+        wrapRoot(accelerator, self);
     }
     // Logits [B, T, 256]; the output projection is tied to the token embedding.
     torch::Tensor forward(const torch::Tensor &tokens)
@@ -252,8 +292,8 @@ static Result<void> runLanguageModel(runtime::Accelerator &accelerator, const Jo
     auto windows = train.unfold(0, T + 1, T); // [N, T + 1], non-overlapping
     torch::Tensor evalWindows = eval.size(0) >= T + 1 ? eval.unfold(0, T + 1, T) : torch::Tensor();
 
-    auto model = std::make_shared<Gpt>(config);
-    model->wrapUnits(accelerator, model);
+    auto model = std::make_shared<Gpt>(config, &accelerator);
+    model->wrapRoot(accelerator, model);
     int64_t parameterCount = 0;
     for (const auto &p : model->parameters())
         parameterCount += p.numel();

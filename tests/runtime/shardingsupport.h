@@ -25,6 +25,7 @@ struct Job {
     bool ok = true;
     QString errors;
     QString out; // rank 0's standard output
+    QString err; // rank 0's standard error
 };
 
 // `worldSize` ranks of `program`, `localWorldSize` per pretend machine, `env` on every rank.
@@ -57,11 +58,15 @@ inline Job runJob(const QString &program, int worldSize, const QStringList &argu
             process->kill();
             process->waitForFinished();
         }
-        if (job.out.isNull())
+        const bool first = job.out.isNull();
+        if (first)
             job.out = QString::fromUtf8(process->readAllStandardOutput());
+        const QString err = QString::fromUtf8(process->readAllStandardError());
+        if (first)
+            job.err = err;
         if (process->exitStatus() != QProcess::NormalExit || process->exitCode() != 0) {
             job.ok = false;
-            job.errors += QString("exit %1: %2\n").arg(process->exitCode()).arg(process->readAllStandardError());
+            job.errors += QString("exit %1: %2\n").arg(process->exitCode()).arg(err);
         }
     }
     return job;

@@ -286,6 +286,94 @@ private Q_SLOTS:
         QVERIFY2(worst <= 1e-5, qPrintable(QString("parameters differ from DDP by %1").arg(worst)));
     }
 
+    void gptRecipeZero3InitIsBitIdentical_data()
+    {
+        QTest::addColumn<int>("world");
+        QTest::newRow("2 ranks") << 2;
+        QTest::newRow("4 ranks") << 4;
+    }
+    void gptRecipeZero3InitIsBitIdentical()
+    {
+        // zero3_init_flag (on by default at ZeRO-3, as in Accelerate's plugin): the gpt recipe shards
+        // each block as soon as it is built and initialises it inside modify(). Its initial weights
+        // equal DDP's, and both its initial weights and those after 10 steps equal, bit for bit, the
+        // same run's with the flag off (the model built whole on every rank, sharded at prepare).
+        QFETCH(int, world);
+        const QString worker = accel::test::binDir() + "/accel-worker";
+        if (!QFile::exists(worker))
+            QSKIP("accel-worker is not built");
+        QFile corpus(m_dir.filePath("corpus.txt"));
+        if (!corpus.exists()) {
+            QVERIFY(corpus.open(QIODevice::WriteOnly));
+            for (int i = 0; i < 300; ++i)
+                corpus.write("the cat sat on the mat. a dog ran in the fog. ");
+            corpus.close();
+        }
+        const auto run = [&](const QString &name, int steps, const QStringList &env) {
+            const QString path = m_dir.filePath(name + ".yaml");
+            QFile file(path);
+            file.open(QIODevice::WriteOnly);
+            file.write(
+                QString("recipe: gpt\noutput_dir: %1\nmodel: {n_layer: 3, n_head: 2, n_embd: 32, block_size: 32}\n"
+                        "data: {corpus: corpus.txt}\nsample: {length: 0}\n"
+                        "training: {max_steps: %2, batch_size: 4, log_every: 5, resume: none}\n")
+                    .arg(name)
+                    .arg(steps)
+                    .toUtf8());
+            file.close();
+            return runJob(worker, world, {path}, env);
+        };
+        const auto bytes = [&](const QString &name) {
+            QFile file(m_dir.filePath(name + "/model.safetensors"));
+            return file.open(QIODevice::ReadOnly) ? file.readAll() : QByteArray();
+        };
+        const QStringList zero3{"ACCELERATE_USE_DEEPSPEED=true", "ACCELERATE_DEEPSPEED_ZERO_STAGE=3"};
+        const QString w = QString::number(world);
+        for (int steps : {0, 10}) {
+            const QString on = "zero3init_on_" + w + "_" + QString::number(steps);
+            const QString off = "zero3init_off_" + w + "_" + QString::number(steps);
+            Job built = run(on, steps, zero3);
+            QVERIFY2(built.ok, qPrintable(built.errors));
+            QVERIFY2(built.err.contains("note: zero3_init_flag: model 0: 3 units sharded as they were built"),
+                     qPrintable(built.err));
+            Job whole = run(off, steps, zero3 + QStringList{"ACCELERATE_DEEPSPEED_ZERO3_INIT=false"});
+            QVERIFY2(whole.ok, qPrintable(whole.errors));
+            QVERIFY2(!whole.err.contains("zero3_init_flag"), qPrintable(whole.err));
+            QVERIFY(!bytes(on).isEmpty());
+            QVERIFY2(bytes(on) == bytes(off), qPrintable(on + " differs from " + off));
+            if (steps == 0) {
+                Job ddp = run("zero3init_ddp_" + w, 0, {});
+                QVERIFY2(ddp.ok, qPrintable(ddp.errors));
+                QVERIFY2(bytes(on) == bytes("zero3init_ddp_" + w), "initial weights differ from DDP's");
+            }
+        }
+    }
+
+    void zero3InitFlagNextToAJsonFile()
+    {
+        // Accelerate reads zero3_init_flag from ACCELERATE_DEEPSPEED_ZERO3_INIT next to a DeepSpeed
+        // file too (default: whether the file's stage is 3), and turns it off below stage 3.
+        const QString stage3 = m_dir.filePath("zero3init_stage3.json"),
+                      stage2 = m_dir.filePath("zero3init_stage2.json");
+        for (const auto &[path, stage] : {std::pair{stage3, 3}, std::pair{stage2, 2}}) {
+            QFile file(path);
+            QVERIFY(file.open(QIODevice::WriteOnly));
+            file.write(QString(R"({"zero_optimization": {"stage": %1}})").arg(stage).toUtf8());
+        }
+        const auto flag = [](const QString &file, const QString &init) {
+            QStringList env{"ACCELERATE_USE_DEEPSPEED=true", "ACCELERATE_DEEPSPEED_CONFIG_FILE=" + file};
+            if (!init.isEmpty())
+                env << "ACCELERATE_DEEPSPEED_ZERO3_INIT=" + init;
+            auto plan = accel::runtime::shardingPlanFromEnvironment(lookup(env));
+            return plan ? QString(plan->zero3Init ? "on" : "off") : QString::fromStdString(plan.error().message);
+        };
+        QCOMPARE(flag(stage3, ""), QString("on"));
+        QCOMPARE(flag(stage3, "false"), QString("off"));
+        QCOMPARE(flag(stage3, "true"), QString("on"));
+        QCOMPARE(flag(stage2, "true"), QString("off"));
+        QVERIFY(flag(stage3, "maybe").contains("ACCELERATE_DEEPSPEED_ZERO3_INIT=maybe"));
+    }
+
     void prefetchLeavesResultsBitIdentical_data()
     {
         QTest::addColumn<int>("world");

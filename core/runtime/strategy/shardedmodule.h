@@ -5,10 +5,13 @@
 // Under ZeRO-3 / FULL_SHARD the unit's flat parameter is all-gathered before the call, freed
 // after it (when the plan reshards after forward), gathered again when backward reaches the
 // unit and its gradients reduce-scattered; under DDP and ZeRO-1/2 the call just runs.
+// Change a unit's parameters in place (initialisation, loading) inside modify(): the unit is whole
+// for the call and every rank keeps rank 0's result; without a strategy the call just runs.
 // Torch-light: the template needs <torch/torch.h> only where it is instantiated.
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -27,6 +30,7 @@ public:
     virtual ~UnitHost() = default;
     virtual void beforeForward(size_t unit) = 0;
     virtual void afterForward(size_t unit, const at::Tensor &output) = 0;
+    virtual void modifyUnit(size_t unit, const std::function<void()> &change) = 0;
 };
 
 class ShardedModule {
@@ -42,6 +46,15 @@ public:
         if (m_host)
             m_host->afterForward(m_unit, output);
         return output;
+    }
+
+    // `change` writes the module's parameters (under torch::NoGradGuard); rank 0's values win.
+    void modify(const std::function<void()> &change)
+    {
+        if (m_host)
+            m_host->modifyUnit(m_unit, change);
+        else
+            change();
     }
 
     const std::shared_ptr<torch::nn::Module> &module() const { return m_module; }

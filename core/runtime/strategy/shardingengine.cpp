@@ -98,6 +98,22 @@ void ShardingEngine::prepareModel(const std::shared_ptr<torch::nn::Module> &mode
     for (const auto &item : model->named_parameters())
         m_names.emplace(item.value().unsafeGetTensorImpl(), item.key());
     std::unordered_set<const void *> owned;
+    // Units built before prepare (zero3_init_flag) come first, as built.
+    std::unordered_set<const ShardedModule *> built;
+    for (size_t u = 0; u < m_built.size(); ++u) {
+        const torch::nn::Module *module = m_built[u]->module().get();
+        bool inside = module == model.get();
+        for (const auto &inner : model->modules(/*include_self=*/false))
+            inside = inside || inner.get() == module;
+        if (!inside)
+            throw std::invalid_argument("prepareModel: unit " + m_units[u]->name +
+                                        " was built sharded (zero3_init_flag) but is not part of this model; build "
+                                        "and prepare one model at a time");
+        built.insert(m_built[u].get());
+        for (const auto &p : m_units[u]->parameters)
+            owned.insert(p.unsafeGetTensorImpl());
+        attachUnit(u, true, module == model.get());
+    }
     const auto take = [&](torch::nn::Module &module) {
         std::vector<torch::Tensor> mine;
         for (const auto &p : module.parameters()) {
@@ -109,6 +125,8 @@ void ShardingEngine::prepareModel(const std::shared_ptr<torch::nn::Module> &mode
     // Inner units first, in the order offered; the model itself (when offered) last.
     std::shared_ptr<ShardedModule> rootHolder;
     for (const auto &holder : offered) {
+        if (built.count(holder.get()))
+            continue;
         if (holder->module() == model) {
             rootHolder = holder;
             continue;
@@ -135,6 +153,16 @@ void ShardingEngine::prepareModel(const std::shared_ptr<torch::nn::Module> &mode
 void ShardingEngine::addUnit(const std::string &name, std::vector<torch::Tensor> parameters, bool wrapped, bool root)
 {
     torch::NoGradGuard noGrad;
+    auto unit = makeUnit(name, std::move(parameters));
+    unit->shard = unit->full.narrow(0, m_shard->rank() * unit->chunk, unit->chunk).clone().requires_grad_(true);
+    m_units.push_back(std::move(unit));
+    attachUnit(m_units.size() - 1, wrapped, root);
+}
+
+std::unique_ptr<ShardingEngine::Unit> ShardingEngine::makeUnit(const std::string &name,
+                                                               std::vector<torch::Tensor> parameters) const
+{
+    torch::NoGradGuard noGrad;
     auto unit = std::make_unique<Unit>();
     unit->name = name;
     const auto options = parameters.front().options().requires_grad(false);
@@ -143,11 +171,8 @@ void ShardingEngine::addUnit(const std::string &name, std::vector<torch::Tensor>
         if (p.scalar_type() != parameters.front().scalar_type() || p.device() != parameters.front().device())
             throw std::invalid_argument("sharding unit " + name +
                                         ": its parameters differ in dtype or device; one flat parameter needs one");
-        const auto known = m_names.find(p.unsafeGetTensorImpl());
-        unit->names.push_back(known == m_names.end() ? "?" : known->second);
         unit->offsets.push_back(total);
         total += p.numel();
-        unit->trainable += p.requires_grad() ? 1 : 0;
     }
     const int64_t ranks = m_shard->size();
     unit->chunk = (total + ranks - 1) / ranks;
@@ -159,13 +184,24 @@ void ShardingEngine::addUnit(const std::string &name, std::vector<torch::Tensor>
         p.set_data(view.view(p.sizes()));
     }
     unit->parameters = std::move(parameters);
-    unit->shard = unit->full.narrow(0, m_shard->rank() * unit->chunk, unit->chunk).clone().requires_grad_(true);
-    unit->shardParameters = m_plan.stage == 3 && wrapped;
+    return unit;
+}
+
+void ShardingEngine::attachUnit(size_t index, bool wrapped, bool root)
+{
+    Unit &unit = *m_units[index];
+    unit.names.clear();
+    unit.trainable = 0;
+    for (const auto &p : unit.parameters) {
+        const auto known = m_names.find(p.unsafeGetTensorImpl());
+        unit.names.push_back(known == m_names.end() ? "?" : known->second);
+        unit.trainable += p.requires_grad() ? 1 : 0;
+    }
+    unit.shardParameters = m_plan.stage == 3 && wrapped;
     // A frozen model's units are not needed until a backward that passes through them re-gathers
     // them: released after every forward, the root too.
-    unit->reshardAfterForward = unit->shardParameters && ((m_plan.reshardAfterForward && !root) || m_frozen);
-    const size_t index = m_units.size();
-    for (const auto &p : unit->parameters) {
+    unit.reshardAfterForward = unit.shardParameters && ((m_plan.reshardAfterForward && !root) || m_frozen);
+    for (const auto &p : unit.parameters) {
         if (!p.requires_grad())
             continue;
         auto accumulator = torch::autograd::impl::grad_accumulator(p);
@@ -173,9 +209,64 @@ void ShardingEngine::addUnit(const std::string &name, std::vector<torch::Tensor>
             accumulator->add_post_hook(std::make_unique<GradientReadyHook>([this, index] { markReady(index); })));
         m_accumulators.push_back(std::move(accumulator));
     }
+    if (unit.shardParameters)
+        release(unit);
+}
+
+void ShardingEngine::buildUnit(const std::shared_ptr<ShardedModule> &holder)
+{
+    if (m_model)
+        throw std::logic_error("ShardingEngine::buildUnit: the model is prepared already");
+    if (!m_broadcast)
+        throw std::logic_error("ShardingEngine::buildUnit: no broadcast set (setBroadcast)");
+    std::unordered_set<const void *> owned;
+    for (const auto &unit : m_units) {
+        for (const auto &p : unit->parameters)
+            owned.insert(p.unsafeGetTensorImpl());
+    }
+    std::vector<torch::Tensor> parameters;
+    for (const auto &p : holder->module()->parameters()) {
+        if (owned.insert(p.unsafeGetTensorImpl()).second)
+            parameters.push_back(p);
+    }
+    if (parameters.empty())
+        return;
+    torch::NoGradGuard noGrad;
+    auto unit = makeUnit(className(*holder->module()) + "#" + std::to_string(m_units.size()), std::move(parameters));
+    m_broadcast(unit->full);
+    unit->shard = unit->full.narrow(0, m_shard->rank() * unit->chunk, unit->chunk).clone().requires_grad_(true);
+    unit->shardParameters = m_plan.stage == 3;
+    holder->attach(this, m_units.size());
+    m_holders.push_back(holder);
+    m_built.push_back(holder);
     m_units.push_back(std::move(unit));
     if (m_units.back()->shardParameters)
         release(*m_units.back());
+}
+
+std::vector<torch::Tensor> ShardingEngine::builtParameters() const
+{
+    std::vector<torch::Tensor> parameters;
+    for (size_t u = 0; u < m_built.size(); ++u) {
+        for (const auto &p : m_units[u]->parameters)
+            parameters.push_back(p);
+    }
+    return parameters;
+}
+
+void ShardingEngine::modifyUnit(size_t index, const std::function<void()> &change)
+{
+    if (!m_broadcast)
+        throw std::logic_error("ShardingEngine::modifyUnit: no broadcast set (setBroadcast)");
+    Unit &unit = *m_units[index];
+    const bool released = !unit.gathered;
+    ensureGathered(unit);
+    change();
+    torch::NoGradGuard noGrad;
+    m_broadcast(unit.full);
+    unit.shard.detach().copy_(unit.full.narrow(0, m_shard->rank() * unit.chunk, unit.chunk));
+    if (released)
+        release(unit);
 }
 
 void ShardingEngine::prepareOptimizer(torch::optim::Optimizer &optimizer)

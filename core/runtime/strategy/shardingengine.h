@@ -18,12 +18,15 @@
 // A frozen model (no parameter requires a gradient, e.g. a distillation teacher) is sharded for
 // memory only: at stage 3 every unit, the root too, is gathered for its forward and released
 // right after it (gathered again if backward passes through it); nothing is reduced.
+// zero3_init_flag (DeepSpeed's zero.Init): buildUnit() makes a module a unit as soon as the
+// program has built it, before prepareModel(), so no rank ever holds every unit whole at once.
 #pragma once
 
 #include "core/runtime/strategy/collectives.h"
 #include "core/runtime/strategy/distributedstrategy.h"
 #include "core/runtime/strategy/shardingplan.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <unordered_map>
@@ -64,6 +67,22 @@ public:
 
     void beforeForward(size_t unit) override;
     void afterForward(size_t unit, const at::Tensor &output) override;
+    // The unit whole for `change`, then every rank keeps its chunk of rank 0's result (DeepSpeed's
+    // GatheredParameters(modifier_rank=0)); a released unit is released again.
+    void modifyUnit(size_t unit, const std::function<void()> &change) override;
+
+    // How every rank gets rank 0's values of a tensor (the Accelerator's broadcast over all ranks);
+    // buildUnit() and modifyUnit() need it.
+    void setBroadcast(std::function<void(torch::Tensor &)> broadcast) { m_broadcast = std::move(broadcast); }
+    // zero3_init_flag, before prepareModel(): makes `holder`'s module a unit now. Its parameters
+    // (those no unit built earlier holds) become views into the unit's flat parameter, which every
+    // rank takes from rank 0 (DeepSpeed broadcasts each parameter from rank 0 as it partitions it);
+    // this rank keeps its chunk and, at stage 3, the flat parameter's storage is released.
+    // prepareModel() takes the unit as built; it must be part of the model prepared.
+    void buildUnit(const std::shared_ptr<ShardedModule> &holder);
+    // The units buildUnit() made, and their parameters (whose storage is released at stage 3).
+    const std::vector<std::shared_ptr<ShardedModule>> &builtUnits() const { return m_built; }
+    std::vector<torch::Tensor> builtParameters() const;
 
     const ShardingPlan &plan() const { return m_plan; }
     size_t unitCount() const { return m_units.size(); }
@@ -79,6 +98,10 @@ private:
                           const std::string &prefix) const;
     bool accepts(const torch::nn::Module &module, bool root) const;
     void addUnit(const std::string &name, std::vector<torch::Tensor> parameters, bool wrapped, bool root);
+    // The flat parameter of `parameters`, which become views into it (no chunk yet).
+    std::unique_ptr<Unit> makeUnit(const std::string &name, std::vector<torch::Tensor> parameters) const;
+    // Names, gradient hooks and release policy of unit `index` (at prepareModel: whole or built).
+    void attachUnit(size_t index, bool wrapped, bool root);
     void gather(Unit &unit);
     void ensureGathered(Unit &unit);
     void prefetch(const std::unordered_map<size_t, size_t> &next, size_t after);
@@ -93,6 +116,8 @@ private:
     std::unique_ptr<Collectives> m_replica;
     DivideFactors m_factors;
     std::vector<std::shared_ptr<ShardedModule>> m_holders; // the accepted units
+    std::vector<std::shared_ptr<ShardedModule>> m_built;   // buildUnit()'s, the first units
+    std::function<void(torch::Tensor &)> m_broadcast;
     std::vector<std::unique_ptr<Unit>> m_units;
     std::unordered_map<const void *, std::string> m_names; // parameter -> its name in the model
     std::shared_ptr<torch::nn::Module> m_model;

@@ -280,7 +280,14 @@ Result<void> readDeepSpeed(const Lookup &lookup, ShardingPlan &plan)
                                                               "; put it in the DeepSpeed file instead");
         }
         plan.deepSpeedConfigFile = file;
-        return applyDeepSpeedJson(file, plan);
+        if (auto applied = applyDeepSpeedJson(file, plan); !applied)
+            return applied;
+        // Accelerate reads zero3_init_flag from its variable next to a file too (default: stage 3).
+        auto init = flag(lookup, "ACCELERATE_DEEPSPEED_ZERO3_INIT", plan.stage == 3);
+        if (!init)
+            return tl::unexpected(init.error());
+        plan.zero3Init = *init && plan.stage == 3;
+        return {};
     }
     const std::string stage = get(lookup, "ACCELERATE_DEEPSPEED_ZERO_STAGE");
     if (!stage.empty() && (stage.size() != 1 || stage[0] < '0' || stage[0] > '3'))
@@ -312,8 +319,6 @@ Result<void> readDeepSpeed(const Lookup &lookup, ShardingPlan &plan)
         return tl::unexpected(save16.error());
     plan.zero3Init = *init && plan.stage == 3;
     plan.zero3Save16BitModel = *save16;
-    if (plan.zero3Init)
-        plan.notes.push_back("zero3_init_flag: every rank builds the whole model once, then keeps only its shard");
     return {};
 }
 
