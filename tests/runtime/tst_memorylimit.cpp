@@ -21,10 +21,11 @@ namespace {
 
 // 6 blocks of n_embd 1024: 75.6 M parameters, 302 MB in float32. With AdamW a DDP rank holds
 // parameters, gradients and two moments (1.2 GB) plus the gradient buckets; a ZeRO-3 rank half of
-// the first four and one gathered block at a time (every rank builds the whole model once before
-// it keeps its shard). Measured here before the limit was chosen: largest data size per rank
-// DDP 1911 / 1916 MiB, ZeRO-3 1534 / 1560 MiB.
+// the first four and one gathered block at a time. Measured here before the limit was chosen:
+// largest data size per rank DDP 1911 / 1916 MiB, ZeRO-3 1534 / 1560 MiB (1580 / 1588 MiB once
+// zero3_init_flag, on by default at stage 3, built the blocks one by one: docs/sharding.md).
 constexpr qint64 kLimitBytes = qint64(1720) << 20;
+constexpr const char *kModel = "{n_layer: 6, n_head: 4, n_embd: 1024, block_size: 64}";
 constexpr int kSteps = 3;
 
 struct Run {
@@ -32,6 +33,8 @@ struct Run {
     QString errors;
     qint64 peakRss[2] = {0, 0};  // VmHWM
     qint64 peakData[2] = {0, 0}; // largest VmData seen
+    // Largest VmData until the rank's first metrics line (written once prepareModel is done).
+    qint64 preparedData[2] = {0, 0};
 };
 
 qint64 statusField(qint64 pid, const char *field)
@@ -46,7 +49,8 @@ qint64 statusField(qint64 pid, const char *field)
     return 0;
 }
 
-Run runLimited(const QString &job, const QStringList &env, qint64 limit)
+// `outputDir`: the job's output_dir, where each rank writes metrics/rank<r>.jsonl (for preparedData).
+Run runLimited(const QString &job, const QStringList &env, qint64 limit, const QString &outputDir = {})
 {
     const int port = freePort();
     std::vector<std::unique_ptr<QProcess>> processes;
@@ -70,6 +74,7 @@ Run runLimited(const QString &job, const QStringList &env, qint64 limit)
         processes.push_back(std::move(process));
     }
     Run run;
+    bool prepared[2] = {outputDir.isEmpty(), outputDir.isEmpty()};
     QElapsedTimer clock;
     clock.start();
     for (bool running = true; running && clock.elapsed() < 600000;) {
@@ -81,7 +86,12 @@ Run runLimited(const QString &job, const QStringList &env, qint64 limit)
             running = true;
             const qint64 pid = process->processId();
             run.peakRss[r] = std::max(run.peakRss[r], statusField(pid, "VmHWM:"));
-            run.peakData[r] = std::max(run.peakData[r], statusField(pid, "VmData:"));
+            const qint64 data = statusField(pid, "VmData:");
+            run.peakData[r] = std::max(run.peakData[r], data);
+            if (!prepared[r])
+                prepared[r] = QFileInfo(QString("%1/metrics/rank%2.jsonl").arg(outputDir).arg(r)).size() > 0;
+            if (!prepared[r])
+                run.preparedData[r] = std::max(run.preparedData[r], data);
         }
         QThread::msleep(50);
     }
@@ -111,17 +121,18 @@ class tst_MemoryLimit : public QObject {
 private:
     QTemporaryDir m_dir;
 
-    QString job(const QString &name)
+    QString job(const QString &name, const QString &model = kModel, int steps = kSteps)
     {
         const QString path = m_dir.filePath(name + ".yaml");
         QFile file(path);
         if (!file.open(QIODevice::WriteOnly))
             return {};
-        file.write(QString("recipe: gpt\noutput_dir: %1\nmodel: {n_layer: 6, n_head: 4, n_embd: 1024, block_size: 64}\n"
+        file.write(QString("recipe: gpt\noutput_dir: %1\nmodel: %3\n"
                            "data: {corpus: corpus.txt}\nsample: {length: 0}\n"
                            "training: {max_steps: %2, batch_size: 2, log_every: 1, resume: none}\n")
                        .arg(name)
-                       .arg(kSteps)
+                       .arg(steps)
+                       .arg(model)
                        .toUtf8());
         return path;
     }
@@ -174,6 +185,44 @@ private Q_SLOTS:
         QVERIFY2(run.ok, qPrintable(run.errors));
         QVERIFY(QFile::exists(m_dir.filePath("zero3/model.safetensors")));
         QVERIFY(run.peakData[0] <= kLimitBytes && run.peakData[1] <= kLimitBytes);
+    }
+
+    void zero3InitNeverHoldsTheWholeModel()
+    {
+        // ZeRO-3 with zero3_init_flag (Accelerate's default at stage 3): the gpt recipe shards each
+        // block as soon as it is built, so until prepareModel is done a rank holds its shard of the
+        // model plus the block being built, never the whole model; with the flag off every rank
+        // builds the whole model first. One step each. glibc's dynamic mmap threshold would keep
+        // freed tensors' memory in the heap (the data size then stays at its high-water mark
+        // whatever a rank frees); a fixed threshold gives each tensor a mapping of its own, unmapped
+        // when it is freed, so the data size follows what the rank holds.
+        const QStringList env{"ACCELERATE_USE_DEEPSPEED=true", "ACCELERATE_DEEPSPEED_ZERO_STAGE=3",
+                              "MALLOC_MMAP_THRESHOLD_=1048576"};
+        // The same ranks with a model of 1 block of n_embd 64: what a rank holds besides the model.
+        const Run base = runLimited(job("zero3init_base", "{n_layer: 1, n_head: 4, n_embd: 64, block_size: 64}", 1),
+                                    env, 0, m_dir.filePath("zero3init_base"));
+        QVERIFY2(base.ok, qPrintable(base.errors));
+        const Run built = runLimited(job("zero3init_on", kModel, 1), env, 0, m_dir.filePath("zero3init_on"));
+        QVERIFY2(built.ok, qPrintable(built.errors));
+        const Run whole =
+            runLimited(job("zero3init_off", kModel, 1), env + QStringList{"ACCELERATE_DEEPSPEED_ZERO3_INIT=false"}, 0,
+                       m_dir.filePath("zero3init_off"));
+        QVERIFY2(whole.ok, qPrintable(whole.errors));
+        // P = 256 C + T C + L (12 C^2 + 13 C) + 2 C parameters, 4 bytes each; a block 12 C^2 + 13 C.
+        const qint64 c = 1024, model = (256 * c + 64 * c + 6 * (12 * c * c + 13 * c) + 2 * c) * 4,
+                     block = (12 * c * c + 13 * c) * 4;
+        for (int r = 0; r < 2; ++r) {
+            // Its shard (P/2), a block being built and its flat copy, 64 MiB for the rest.
+            const qint64 bound = base.preparedData[r] + model / 2 + 2 * block + (qint64(64) << 20);
+            qInfo("rank %d until prepared: with zero3_init_flag %s, without %s; bound %s (base %s + P/2 %s + 2 "
+                  "blocks %s + 64 MiB); whole run %s / %s",
+                  r, qPrintable(mib(built.preparedData[r])), qPrintable(mib(whole.preparedData[r])),
+                  qPrintable(mib(bound)), qPrintable(mib(base.preparedData[r])), qPrintable(mib(model / 2)),
+                  qPrintable(mib(2 * block)), qPrintable(mib(built.peakData[r])), qPrintable(mib(whole.peakData[r])));
+            QVERIFY(base.preparedData[r] > 0 && built.preparedData[r] > 0);
+            QVERIFY2(built.preparedData[r] < bound, "a rank held more than its shard and a block while building");
+            QVERIFY2(whole.preparedData[r] > bound, "without zero3_init_flag the whole model fits the bound");
+        }
     }
 };
 
