@@ -132,6 +132,8 @@ private Q_SLOTS:
     void conversionFilterAndScope();
     void msAmpOptimizerStateBytesAndUpdate();
     void threeDimensionalInputWithBiasTrains();
+    void scaledMmKeepsTheHardwareGemmContract_data();
+    void scaledMmKeepsTheHardwareGemmContract();
 };
 
 void tst_Fp8Linear::castsAsTheFormatCodecDoes()
@@ -396,4 +398,59 @@ void tst_Fp8Linear::threeDimensionalInputWithBiasTrains()
 }
 
 QTEST_GUILESS_MAIN(tst_Fp8Linear)
+// The CUDA GEMM (scaledMm: torch::_scaled_mm with the inverse scales, B column-major, K padded to
+// a multiple of 16) cannot run here without a GPU; libtorch 2.x runs the same call on the CPU, so its
+// contract is checked against the dequantised product: equal bit for bit with power-of-two scales
+// (every product and the final scaling exact), within float32 rounding otherwise. Passing the
+// scales instead of their inverses, or padding the wrong dimension, fails it; B's column-major
+// layout is a CUDA requirement the CPU kernel does not check.
+void tst_Fp8Linear::scaledMmKeepsTheHardwareGemmContract_data()
+{
+    QTest::addColumn<int>("k");
+    QTest::addColumn<int>("leftFormat");
+    QTest::addColumn<int>("rightFormat");
+    QTest::addColumn<bool>("pad");
+    QTest::newRow("forward E4M3 x E4M3, K 64") << 64 << int(Fp8Format::E4M3) << int(Fp8Format::E4M3) << false;
+    QTest::newRow("forward, K 40 padded to 48") << 40 << int(Fp8Format::E4M3) << int(Fp8Format::E4M3) << true;
+    QTest::newRow("grad_input E5M2 x E4M3, K 40 padded") << 40 << int(Fp8Format::E5M2) << int(Fp8Format::E4M3) << true;
+    QTest::newRow("grad_weight E5M2 x E4M3, K 24") << 24 << int(Fp8Format::E5M2) << int(Fp8Format::E4M3) << false;
+}
+
+void tst_Fp8Linear::scaledMmKeepsTheHardwareGemmContract()
+{
+    QFETCH(int, k);
+    QFETCH(int, leftFormat);
+    QFETCH(int, rightFormat);
+    QFETCH(bool, pad);
+    torch::manual_seed(11);
+    const auto a = torch::randn({24, k}) * 3, b = torch::randn({k, 40}) * 0.05;
+    const auto leftF = Fp8Format(leftFormat), rightF = Fp8Format(rightFormat);
+    QString error;
+    const auto check = [&](float sa, float sb) {
+        const Fp8Tensor qa = quantize(a, leftF, sa), qb = quantize(b, rightF, sb);
+        try {
+            const torch::Tensor ours = scaledMm(qa, qb, torch::kFloat, pad);
+            if (ours.sizes() != torch::IntArrayRef({24, 40}))
+                return 1.0;
+            return relativeError(ours, torch::mm(dequantize(qa), dequantize(qb)));
+        } catch (const std::exception &e) {
+            error = QString::fromUtf8(e.what()).section(QLatin1Char('\n'), 0, 0);
+            return -1.0;
+        }
+    };
+    // Powers of two: exact.
+    const double exact = check(16.0f, 2048.0f);
+    if (exact < 0 && error.contains(QLatin1String("CPU")) &&
+        (error.contains(QLatin1String("not implemented")) || error.contains(QLatin1String("Could not run"))))
+        QSKIP(qPrintable(QStringLiteral("this libtorch has no torch::_scaled_mm on the CPU: ") + error));
+    QVERIFY2(exact >= 0, qPrintable(error));
+    QCOMPARE(exact, 0.0);
+    // The scales a recipe computes (448 / amax): float32 rounding of the final scaling only.
+    const float sa = float(fp8MaxFinite(leftF) / a.abs().max().item<double>());
+    const float sb = float(fp8MaxFinite(rightF) / b.abs().max().item<double>());
+    const double rounded = check(sa, sb);
+    QVERIFY2(rounded >= 0, qPrintable(error));
+    QVERIFY2(rounded < 1e-6, qPrintable(QString::number(rounded)));
+}
+
 #include "tst_fp8linear.moc"

@@ -39,21 +39,20 @@ torch::Tensor dequantize(const Fp8Tensor &x)
     return x.data.to(torch::kFloat) / x.scale;
 }
 
+torch::Tensor scaledMm(const Fp8Tensor &a, const Fp8Tensor &b, at::ScalarType outDtype, bool padInnerDim)
+{
+    auto left = padInnerDim ? padInner(a.data, 1) : a.data;
+    auto right = padInnerDim ? padInner(b.data, 0) : b.data;
+    auto options = torch::TensorOptions().dtype(torch::kFloat).device(a.data.device());
+    return at::_scaled_mm(left.contiguous(), right.t().contiguous().t(), torch::full({}, 1.0f / a.scale, options),
+                          torch::full({}, 1.0f / b.scale, options), std::nullopt, std::nullopt, outDtype, false);
+}
+
 torch::Tensor fp8Matmul(const Fp8Tensor &a, const Fp8Tensor &b, at::ScalarType outDtype, bool padInnerDim)
 {
-#ifdef ACCEL_WITH_CUDA
-    if (a.data.is_cuda()) {
-        // The hardware GEMM: A row-major, B column-major, inverse scales, K a multiple of 16.
-        auto left = padInnerDim ? padInner(a.data, 1) : a.data;
-        auto right = padInnerDim ? padInner(b.data, 0) : b.data;
-        auto options = torch::TensorOptions().dtype(torch::kFloat).device(a.data.device());
-        return at::_scaled_mm(left.contiguous(), right.t().contiguous().t(), torch::full({}, 1.0f / a.scale, options),
-                              torch::full({}, 1.0f / b.scale, options), std::nullopt, std::nullopt, outDtype, false);
-    }
-#else
-    (void)padInnerDim;
-    (void)&padInner;
-#endif
+    if (a.data.is_cuda())
+        return scaledMm(a, b, outDtype, padInnerDim);
+    // On the CPU: exactly torchao's emulation (dequantise, multiply in float32), the tests' oracle.
     return torch::mm(dequantize(a), dequantize(b)).to(outDtype);
 }
 
