@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Sharding benchmark: accel-worker's gpt recipe (n_layer 4, n_head 4, n_embd 256, context 128,
-batch 8 per rank, AdamW; 2 ranks x 1 thread) under each sharding strategy against DDP, and
-FULL_SHARD / SHARD_GRAD_OP against PyTorch's own FSDP in Python on the same torch
-(reference_fsdp.py); FULL_SHARD also with prefetch of the next unit. --only runs some strategies
+batch 8 per rank, AdamW; 2 ranks x 1 thread) under each sharding strategy against DDP, and every
+FSDP strategy PyTorch runs on CPU (FSDP1 FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD,
+HYBRID_SHARD_ZERO2; FSDP2 with and without reshard_after_forward) against PyTorch's own FSDP in
+Python on the same torch (reference_fsdp.py); FULL_SHARD also with prefetch of the next unit. --only runs some strategies
 (and DDP). Throughput over 30 steps after 10 warm-up steps, ACCEL_BENCH_ROUNDS (default 3)
 back-to-back rounds, medians; one BENCH line per strategy.
 """
@@ -27,6 +28,17 @@ STRATEGIES = {
                    "FSDP_AUTO_WRAP_POLICY": "TRANSFORMER_BASED_WRAP"},
     "SHARD_GRAD_OP": {"ACCELERATE_USE_FSDP": "true", "FSDP_SHARDING_STRATEGY": "SHARD_GRAD_OP",
                       "FSDP_AUTO_WRAP_POLICY": "TRANSFORMER_BASED_WRAP"},
+    "NO_SHARD": {"ACCELERATE_USE_FSDP": "true", "FSDP_SHARDING_STRATEGY": "NO_SHARD",
+                 "FSDP_AUTO_WRAP_POLICY": "TRANSFORMER_BASED_WRAP"},
+    # Hybrid: shard within the node, replicate across nodes; the benchmark's 2 ranks are one node.
+    "HYBRID_SHARD": {"ACCELERATE_USE_FSDP": "true", "FSDP_SHARDING_STRATEGY": "HYBRID_SHARD",
+                     "FSDP_AUTO_WRAP_POLICY": "TRANSFORMER_BASED_WRAP"},
+    "HYBRID_SHARD_ZERO2": {"ACCELERATE_USE_FSDP": "true", "FSDP_SHARDING_STRATEGY": "HYBRID_SHARD_ZERO2",
+                           "FSDP_AUTO_WRAP_POLICY": "TRANSFORMER_BASED_WRAP"},
+    "FSDP2": {"ACCELERATE_USE_FSDP": "true", "FSDP_VERSION": "2", "FSDP_RESHARD_AFTER_FORWARD": "true",
+              "FSDP_AUTO_WRAP_POLICY": "TRANSFORMER_BASED_WRAP"},
+    "FSDP2_no_reshard": {"ACCELERATE_USE_FSDP": "true", "FSDP_VERSION": "2", "FSDP_RESHARD_AFTER_FORWARD": "false",
+                         "FSDP_AUTO_WRAP_POLICY": "TRANSFORMER_BASED_WRAP"},
     # FULL_SHARD with the next unit's all-gather in flight while a unit computes (forward_prefetch,
     # BACKWARD_PRE); FULL_SHARD above prefetches nothing.
     "FULL_SHARD_prefetch": {"ACCELERATE_USE_FSDP": "true", "FSDP_SHARDING_STRATEGY": "FULL_SHARD",
@@ -34,6 +46,11 @@ STRATEGIES = {
                             "FSDP_BACKWARD_PREFETCH": "BACKWARD_PRE"},
 }
 SHARDING_VARIABLES = sorted({key for env in STRATEGIES.values() for key in env})
+# Every strategy PyTorch's FSDP runs on CPU, as reference_fsdp.py names it (DeepSpeed's ZeRO stages
+# have no PyTorch peer here: DeepSpeed is not installed).
+PEER_STRATEGY = {"FULL_SHARD": "FULL_SHARD", "SHARD_GRAD_OP": "SHARD_GRAD_OP", "NO_SHARD": "NO_SHARD",
+                 "HYBRID_SHARD": "HYBRID_SHARD", "HYBRID_SHARD_ZERO2": "HYBRID_SHARD_ZERO2",
+                 "FSDP2": "fully_shard:true", "FSDP2_no_reshard": "fully_shard:false"}
 
 
 def ours(worker, job, strategy, run_dir):
@@ -81,13 +98,14 @@ def main():
                 "batch_size: 8, learning_rate: 3.0e-4, weight_decay: 0.01}\n")
     rounds = int(os.environ.get("ACCEL_BENCH_ROUNDS", "3"))
     results = {name: [] for name in STRATEGIES}
-    peers = {name: [] for name in ("FULL_SHARD", "SHARD_GRAD_OP") if name in STRATEGIES}
+    peers = {name: [] for name in PEER_STRATEGY if name in STRATEGIES}
     median = lambda values: sorted(values)[len(values) // 2]
     for r in range(rounds):
+        # Each strategy's peer right after it: on a shared machine both see the same load.
         for name in STRATEGIES:
             results[name].append(ours(args.worker, job, name, os.path.join(work, "run")))
-        for name in peers:
-            peers[name].append(pytorch_fsdp(name))
+            if name in peers:
+                peers[name].append(pytorch_fsdp(PEER_STRATEGY[name]))
         print(f"# round {r + 1}: " + ", ".join(f"{n} {v[-1]:.2f}" for n, v in results.items()) + "; PyTorch FSDP "
               + ", ".join(f"{n} {v[-1]:.2f}" for n, v in peers.items()) + " samples/s", flush=True)
     ddp = median(results["DDP"])
