@@ -5,8 +5,10 @@
 // Under ZeRO-3 / FULL_SHARD the unit's flat parameter is all-gathered before the call, freed
 // after it (when the plan reshards after forward), gathered again when backward reaches the
 // unit and its gradients reduce-scattered; under DDP and ZeRO-1/2 the call just runs.
-// Change a unit's parameters in place (initialisation, loading) inside modify(): the unit is whole
-// for the call and every rank keeps rank 0's result; without a strategy the call just runs.
+// Change a unit's parameters in place (initialisation, loading) inside modify(): a unit of the
+// sharding engine (built with Accelerator::wrapBuilt, or prepared) is whole for the call and every
+// rank keeps rank 0's result; any other holder just runs the call (before prepareModel(), which
+// broadcasts rank 0's values; after it, the change must be the same on every rank).
 // Torch-light: the template needs <torch/torch.h> only where it is instantiated.
 #pragma once
 
