@@ -54,6 +54,20 @@ private:
         return path;
     }
 
+    // accel-worker ("" when it is not built), with the corpus of its gpt jobs in m_dir.
+    QString gptWorker()
+    {
+        const QString worker = accel::test::binDir() + "/accel-worker";
+        if (!QFile::exists(worker))
+            return {};
+        QFile corpus(m_dir.filePath("corpus.txt"));
+        if (!corpus.exists() && corpus.open(QIODevice::WriteOnly)) {
+            for (int i = 0; i < 300; ++i)
+                corpus.write("the cat sat on the mat. a dog ran in the fog. ");
+        }
+        return worker;
+    }
+
 private Q_SLOTS:
     void matchesDdp_data()
     {
@@ -299,16 +313,9 @@ private Q_SLOTS:
         // equal DDP's, and both its initial weights and those after 10 steps equal, bit for bit, the
         // same run's with the flag off (the model built whole on every rank, sharded at prepare).
         QFETCH(int, world);
-        const QString worker = accel::test::binDir() + "/accel-worker";
-        if (!QFile::exists(worker))
+        const QString worker = gptWorker();
+        if (worker.isEmpty())
             QSKIP("accel-worker is not built");
-        QFile corpus(m_dir.filePath("corpus.txt"));
-        if (!corpus.exists()) {
-            QVERIFY(corpus.open(QIODevice::WriteOnly));
-            for (int i = 0; i < 300; ++i)
-                corpus.write("the cat sat on the mat. a dog ran in the fog. ");
-            corpus.close();
-        }
         const auto run = [&](const QString &name, int steps, const QStringList &env) {
             const QString path = m_dir.filePath(name + ".yaml");
             QFile file(path);
@@ -347,6 +354,52 @@ private Q_SLOTS:
                 QVERIFY2(bytes(on) == bytes("zero3init_ddp_" + w), "initial weights differ from DDP's");
             }
         }
+    }
+
+    void zero3InitBuildsWholeWhereItCannotAndSaysSo()
+    {
+        // Under zero3_init_flag, what is not built unit by unit is built whole on every rank and
+        // sharded at prepare, said by name on rank 0: a model under mixed precision fp8 (converted
+        // at prepare; same weights as with the flag off), and the distill recipe's teacher (loaded
+        // from its file) next to a student built unit by unit.
+        const QString worker = gptWorker();
+        if (worker.isEmpty())
+            QSKIP("accel-worker is not built");
+        const auto write = [&](const QString &name, const QString &text) {
+            QFile file(m_dir.filePath(name + ".yaml"));
+            file.open(QIODevice::WriteOnly);
+            file.write(("output_dir: " + name + "\nmodel: {n_layer: 2, n_head: 2, n_embd: 32, block_size: 32}\n" +
+                        "data: {corpus: corpus.txt}\nsample: {length: 0}\n" + text)
+                           .toUtf8());
+            return file.fileName();
+        };
+        const QStringList zero3{"ACCELERATE_USE_DEEPSPEED=true", "ACCELERATE_DEEPSPEED_ZERO_STAGE=3"};
+        const QStringList fp8{"ACCELERATE_MIXED_PRECISION=fp8", "ACCELERATE_FP8_BACKEND=TE"};
+        const QString steps = "recipe: gpt\ntraining: {max_steps: 4, batch_size: 4, log_every: 4, resume: none}\n";
+        Job on = runJob(worker, 2, {write("zero3init_fp8_on", steps)}, zero3 + fp8);
+        QVERIFY2(on.ok, qPrintable(on.errors));
+        QVERIFY2(on.err.contains("note: zero3_init_flag: model 0: built whole on every rank, then sharded at prepare "
+                                 "(mixed precision fp8"),
+                 qPrintable(on.err));
+        Job off = runJob(worker, 2, {write("zero3init_fp8_off", steps)},
+                         zero3 + fp8 + QStringList{"ACCELERATE_DEEPSPEED_ZERO3_INIT=false"});
+        QVERIFY2(off.ok, qPrintable(off.errors));
+        QFile a(m_dir.filePath("zero3init_fp8_on/model.safetensors")),
+            b(m_dir.filePath("zero3init_fp8_off/model.safetensors"));
+        QVERIFY(a.open(QIODevice::ReadOnly) && b.open(QIODevice::ReadOnly));
+        QVERIFY(a.readAll() == b.readAll());
+
+        Job distill = runJob(
+            worker, 2,
+            {write("zero3init_distill", "recipe: distill\nteacher: {weights: zero3init_fp8_off/model.safetensors}\n"
+                                        "training: {max_steps: 2, batch_size: 4, log_every: 2, resume: none}\n")},
+            zero3);
+        QVERIFY2(distill.ok, qPrintable(distill.errors));
+        QVERIFY2(distill.err.contains("note: zero3_init_flag: model 0: 2 units sharded as they were built"),
+                 qPrintable(distill.err));
+        QVERIFY2(distill.err.contains("note: zero3_init_flag: model 1: built whole on every rank, then sharded at "
+                                      "prepare (no unit was built with Accelerator::wrapBuilt())"),
+                 qPrintable(distill.err));
     }
 
     void zero3InitFlagNextToAJsonFile()
