@@ -29,7 +29,8 @@ using Clock = std::chrono::steady_clock;
 // computation, for which the engine has gathered the unit's whole weight, so they run under every
 // ZeRO stage and FSDP strategy. MS-AMP keeps scaled FP16 weights with FP8 gradients and moments,
 // which its own ZeRO optimizer partitions (msamp.deepspeed; under FSDP Accelerate refuses MS-AMP):
-// not implemented. Nor is torchao's all-gather of FP8 weight shards under FSDP2.
+// not implemented. AO under FSDP2 all-gathers the converted weights' shards as FP8 codes (torchao's
+// enable_fsdp_float8_all_gather, ShardingEngine::gatherInFp8); FSDP1 and DeepSpeed have no such hook.
 Result<void> checkFp8Sharding(const Fp8Config &fp8, ShardingPlan &plan)
 {
     if (!plan.sharded())
@@ -46,17 +47,8 @@ Result<void> checkFp8Sharding(const Fp8Config &fp8, ShardingPlan &plan)
         return makeError(ErrorCode::Unsupported,
                          "FSDP_CPU_RAM_EFFICIENT_LOADING=true with " + fp8.describe() +
                              " is refused (Accelerate refuses torchao's FP8 with CPU-RAM-efficient loading too)");
-    if (!fp8.enableFsdpFloat8AllGather)
+    if (!fp8.enableFsdpFloat8AllGather || (plan.source == ShardingSource::Fsdp && plan.fsdpVersion == 2))
         return {};
-    if (plan.source == ShardingSource::Fsdp && plan.fsdpVersion == 2)
-        return makeError(ErrorCode::Unsupported,
-                         "ACCELERATE_FP8_ENABLE_FSDP_FLOAT8_ALL_GATHER=true (fp8_config enable_fsdp_float8_all_gather, "
-                         "on by default for AO) under " +
-                             plan.describe() +
-                             ": the all-gather of FP8 weight shards is not implemented (the engine gathers the "
-                             "shards in their own dtype); set it to false: each converted Linear then quantises its "
-                             "gathered weight with the scale of the whole weight's amax, which is the scale torchao's "
-                             "FP8 all-gather computes");
     plan.notes.push_back("ACCELERATE_FP8_ENABLE_FSDP_FLOAT8_ALL_GATHER=true has no effect under " + plan.strategy +
                          ": torchao's FP8 all-gather works with FSDP2 (fully_shard) only");
     return {};

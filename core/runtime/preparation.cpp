@@ -219,6 +219,13 @@ void Accelerator::prepareModel(const std::shared_ptr<torch::nn::Module> &model)
     }
     strategy->prepareModel(model, units);
     if (d->plan.zero3Init && d->group && d->env.rank == 0 && strategy->shardsParameters())
+    // AO under FSDP2 with enable_fsdp_float8_all_gather: the converted weights travel as E4M3 codes.
+    if (d->fp8 && d->fp8->recipe().config().backend == Fp8Backend::Ao &&
+        d->fp8->recipe().config().enableFsdpFloat8AllGather && d->plan.source == ShardingSource::Fsdp &&
+        d->plan.fsdpVersion == 2) {
+        if (auto *engine = dynamic_cast<ShardingEngine *>(strategy.get()))
+            engine->gatherInFp8(d->fp8->convertedWeights(), d->fp8.get());
+    }
         noteZero3Init(*engineOf(strategy), *model, index, d->fp8 != nullptr);
     Private::PreparedModel prepared;
     prepared.name = strategy->name();

@@ -17,14 +17,16 @@ using torch::autograd::variable_list;
 // The custom autograd function: forward and both backward GEMMs on quantised operands.
 struct Fp8LinearFunction : public torch::autograd::Function<Fp8LinearFunction> {
     static torch::Tensor forward(AutogradContext *ctx, const torch::Tensor &input, const torch::Tensor &weight,
-                                 Fp8LayerScaling *layer, bool record, bool pad)
+                                 Fp8LayerScaling *layer, bool record, bool pad, const Fp8Tensor *gathered)
     {
         c10::impl::ExcludeDispatchKeyGuard noAutocast(c10::autocast_dispatch_keyset);
         const int64_t k = input.size(-1);
         auto x = input.reshape({-1, k});
         const Fp8Tensor xq = quantize(x, layer->format(Fp8Role::Input), layer->scaleFor(Fp8Role::Input, x, record));
         const Fp8Tensor wq =
-            quantize(weight, layer->format(Fp8Role::Weight), layer->scaleFor(Fp8Role::Weight, weight, record));
+            gathered && gathered->data.defined()
+                ? *gathered
+                : quantize(weight, layer->format(Fp8Role::Weight), layer->scaleFor(Fp8Role::Weight, weight, record));
         auto out = fp8Matmul(xq, {wq.data.t(), wq.scale}, input.scalar_type(), pad);
         ctx->save_for_backward({xq.data, wq.data, layer->weightGradientInHighPrecision() ? x : torch::Tensor()});
         ctx->saved_data["layer"] = int64_t(reinterpret_cast<intptr_t>(layer));
@@ -57,7 +59,8 @@ struct Fp8LinearFunction : public torch::autograd::Function<Fp8LinearFunction> {
                                        ? torch::mm(g.t().to(torch::kFloat), highPrecisionInput.to(torch::kFloat))
                                        : fp8Matmul({gq.data.t(), gq.scale}, xq, torch::kFloat, pad);
         gradWeight = layer->finishWeightGradient(gradWeight);
-        return {gradInput.reshape(shape), gradWeight, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+        return {gradInput.reshape(shape), gradWeight,      torch::Tensor(),
+                torch::Tensor(),          torch::Tensor(), torch::Tensor()};
     }
 };
 
@@ -69,7 +72,8 @@ at::Tensor linearKernel(const at::Tensor &input, const at::Tensor &weight, const
     const auto *layer = t_active ? t_active->find(weight, false) : nullptr;
     if (!layer)
         return at::linear(input, weight, bias);
-    auto out = fp8Linear(input, layer->weight, *layer->scaling, t_active->recipe().config().padInnerDim);
+    auto out =
+        fp8Linear(input, layer->weight, *layer->scaling, t_active->recipe().config().padInnerDim, &layer->gathered);
     return bias && bias->defined() ? out + *bias : out;
 }
 
@@ -80,7 +84,8 @@ at::Tensor addmmKernel(const at::Tensor &self, const at::Tensor &mat1, const at:
     const auto *layer = t_active ? t_active->find(mat2, true) : nullptr;
     if (!layer || !beta.equal(1) || !alpha.equal(1))
         return at::addmm(self, mat1, mat2, beta, alpha);
-    return fp8Linear(mat1, layer->weight, *layer->scaling, t_active->recipe().config().padInnerDim) + self;
+    return fp8Linear(mat1, layer->weight, *layer->scaling, t_active->recipe().config().padInnerDim, &layer->gathered) +
+           self;
 }
 
 at::Tensor matmulKernel(const at::Tensor &self, const at::Tensor &other)
@@ -89,13 +94,32 @@ at::Tensor matmulKernel(const at::Tensor &self, const at::Tensor &other)
     const auto *layer = t_active && self.dim() >= 2 ? t_active->find(other, true) : nullptr;
     if (!layer)
         return at::matmul(self, other);
-    return fp8Linear(self, layer->weight, *layer->scaling, t_active->recipe().config().padInnerDim);
+    return fp8Linear(self, layer->weight, *layer->scaling, t_active->recipe().config().padInnerDim, &layer->gathered);
+}
+
+// weight.t(), F::linear's first step, on a converted weight whose codes the FSDP2 float8 all-gather
+// holds: its float32 storage is released, which transpose's bounds check refuses. The FP8 Linear
+// reads the codes and computes the gradient of the parameter itself, so the transposed tensor only
+// has to be recognised (find()): the same storage, offset and swapped sizes and strides, no data.
+at::Tensor tKernel(const at::Tensor &self)
+{
+    c10::impl::ExcludeDispatchKeyGuard skip(fp8Key);
+    const auto *layer = t_active ? t_active->find(self, false) : nullptr;
+    if (!layer || !layer->gathered.data.defined())
+        return at::t(self);
+    auto alias = at::detail::make_tensor<c10::TensorImpl>(c10::TensorImpl::VIEW, c10::Storage(self.storage()),
+                                                          self.key_set(), self.dtype());
+    alias.unsafeGetTensorImpl()->set_storage_offset(self.storage_offset());
+    const std::vector<int64_t> sizes{self.size(1), self.size(0)}, strides{self.stride(1), self.stride(0)};
+    alias.unsafeGetTensorImpl()->set_sizes_and_strides(sizes, strides);
+    return alias;
 }
 
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, AutocastPrivateUse1, m)
 {
+    m.impl("t", TORCH_FN(tKernel));
     m.impl("linear", TORCH_FN(linearKernel));
     m.impl("addmm", TORCH_FN(addmmKernel));
     m.impl("matmul", TORCH_FN(matmulKernel));
@@ -107,10 +131,10 @@ TORCH_LIBRARY_IMPL(_, AutocastPrivateUse1, m)
 }
 
 torch::Tensor fp8Linear(const torch::Tensor &input, const torch::Tensor &weight, Fp8LayerScaling &layer,
-                        bool padInnerDim)
+                        bool padInnerDim, const Fp8Tensor *gathered)
 {
     const bool record = torch::GradMode::is_enabled();
-    return Fp8LinearFunction::apply(input, weight, &layer, record, padInnerDim);
+    return Fp8LinearFunction::apply(input, weight, &layer, record, padInnerDim, gathered);
 }
 
 // ---- Fp8Training -----------------------------------------------------------------------------
@@ -144,7 +168,7 @@ Fp8Training::Conversion Fp8Training::convert(const std::shared_ptr<torch::nn::Mo
             conversion.kept.emplace_back(name, why);
             continue;
         }
-        m_layers.push_back({m_recipe->createLayer(info), linear->weight});
+        m_layers.push_back({m_recipe->createLayer(info), linear->weight, {}});
         m_weights.push_back(linear->weight);
         weights.push_back(linear->weight);
         conversion.converted.push_back(name);
@@ -167,6 +191,25 @@ const Fp8Training::Layer *Fp8Training::find(const torch::Tensor &tensor, bool tr
             return &layer;
     }
     return nullptr;
+}
+
+float Fp8Training::weightScale(float amax) const
+{
+    if (m_recipe->config().backend != Fp8Backend::Ao)
+        throw std::logic_error("the float8 all-gather of weights is torchao's: it needs the AO recipe, not " +
+                               m_recipe->config().describe());
+    return dynamicScalingFactor(amax, fp8MaxFinite(Fp8Format::E4M3));
+}
+
+void Fp8Training::setGathered(const torch::Tensor &weight, const Fp8Tensor &codes)
+{
+    for (Layer &layer : m_layers) {
+        if (layer.weight.is_same(weight)) {
+            layer.gathered = codes;
+            return;
+        }
+    }
+    throw std::logic_error("Fp8Training::setGathered: the tensor is no converted Linear's weight");
 }
 
 Fp8LayerScaling *Fp8Training::layerFor(const torch::Tensor &weight) const

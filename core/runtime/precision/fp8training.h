@@ -12,6 +12,7 @@
 #pragma once
 
 #include "core/common/result.h"
+#include "core/runtime/precision/fp8allgather.h"
 #include "core/runtime/precision/fp8recipe.h"
 
 #include <memory>
@@ -20,10 +21,10 @@
 
 namespace accel::runtime {
 
-class Fp8Training {
+class Fp8Training : public Fp8GatheredWeights {
 public:
     static Result<std::unique_ptr<Fp8Training>> create(const Fp8Config &config, ReduceMax reduceMax = {});
-    ~Fp8Training();
+    ~Fp8Training() override;
 
     struct Conversion {
         std::vector<std::string> converted;                    // names of the converted layers
@@ -61,9 +62,15 @@ public:
     struct Layer {
         std::shared_ptr<Fp8LayerScaling> scaling;
         torch::Tensor weight; // the parameter itself (gradients go to it)
+        Fp8Tensor gathered;   // FSDP2 float8 all-gather: the weight's gathered codes (data undefined if none)
     };
     // The layer whose weight `tensor` is (transposed: weight.t(), as F::linear passes it).
     const Layer *find(const torch::Tensor &tensor, bool transposed) const;
+
+    // FSDP2 float8 all-gather (fp8allgather.h), AO only: the weight scale of the dynamic recipe,
+    // and the codes the sharding engine gathered for a converted weight.
+    float weightScale(float amax) const override;
+    void setGathered(const torch::Tensor &weight, const Fp8Tensor &codes) override;
 
 private:
     explicit Fp8Training(std::unique_ptr<Fp8Recipe> recipe);
@@ -77,8 +84,10 @@ private:
 };
 
 // Fp8Linear's forward on its own: input [..., K] @ weight[N, K]^T through FP8 operands (no
-// bias). Differentiable (grad_input and grad_weight GEMMs on FP8 operands).
+// bias). Differentiable (grad_input and grad_weight GEMMs on FP8 operands). With `gathered`
+// (codes defined) the weight operand is those codes and scale (the FSDP2 float8 all-gather's),
+// and `weight`'s values are not read; its gradient is computed as without.
 torch::Tensor fp8Linear(const torch::Tensor &input, const torch::Tensor &weight, Fp8LayerScaling &layer,
-                        bool padInnerDim = false);
+                        bool padInnerDim = false, const Fp8Tensor *gathered = nullptr);
 
 } // namespace accel::runtime

@@ -1,10 +1,12 @@
 #include "core/runtime/strategy/shardingengine_p.h"
 
 #include "core/common/log.h"
+#include "core/runtime/precision/fp8allgather.h"
 #include "core/runtime/strategy/gradienthooks.h"
 
 #include <ATen/native/Resize.h>
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <unordered_map>
@@ -52,6 +54,10 @@ ShardingEngine::~ShardingEngine()
         accel::log::debug("runtime", m_plan.strategy + ": " + std::to_string(m_prefetches) + " of " +
                                          std::to_string(m_prefetches + m_gathers) +
                                          " parameter all-gathers prefetched");
+    if (m_gatheredBytes + m_codeBytes > 0)
+        accel::log::debug("runtime", m_plan.strategy + " (" + m_shard->transport() + "): all-gathered " +
+                                         std::to_string(m_gatheredBytes) + " bytes of parameters and " +
+                                         std::to_string(m_codeBytes) + " bytes of E4M3 codes of converted weights");
     for (size_t i = 0; i < m_accumulators.size(); ++i)
         m_accumulators[i]->del_post_hook(m_hookKeys[i]);
 }
@@ -152,6 +158,8 @@ void ShardingEngine::prepareModel(const std::shared_ptr<torch::nn::Module> &mode
 
 void ShardingEngine::addUnit(const std::string &name, std::vector<torch::Tensor> parameters, bool wrapped, bool root)
 {
+    if (splitFp8Weights(name, parameters, wrapped, root))
+        return; // added as two units: the converted weights form the second (gatherInFp8)
     torch::NoGradGuard noGrad;
     auto unit = makeUnit(name, std::move(parameters));
     unit->shard = unit->full.narrow(0, m_shard->rank() * unit->chunk, unit->chunk).clone().requires_grad_(true);
@@ -269,6 +277,46 @@ void ShardingEngine::modifyUnit(size_t index, const std::function<void()> &chang
         release(unit);
 }
 
+void ShardingEngine::gatherInFp8(std::vector<torch::Tensor> weights, Fp8GatheredWeights *target)
+{
+    if (m_model)
+        throw std::logic_error("gatherInFp8: call before prepareModel");
+    m_fp8Weights = std::move(weights);
+    m_fp8Target = target;
+}
+
+// A sharded unit holding converted weights (gatherInFp8) is added as two: the other parameters
+// (the unit its holder runs, if any) and the converted weights, whose unit is its companion.
+bool ShardingEngine::splitFp8Weights(const std::string &name, const std::vector<torch::Tensor> &parameters,
+                                     bool wrapped, bool root)
+{
+    if (m_fp8Weights.empty() || m_splitting || !(m_plan.stage == 3 && wrapped))
+        return false;
+    std::vector<torch::Tensor> rest, converted;
+    for (const auto &p : parameters) {
+        const bool isConverted = std::any_of(m_fp8Weights.begin(), m_fp8Weights.end(),
+                                             [&p](const torch::Tensor &w) { return w.is_same(p); });
+        (isConverted ? converted : rest).push_back(p);
+    }
+    if (converted.empty())
+        return false;
+    m_splitting = true;
+    Unit *lead = nullptr;
+    if (!rest.empty()) {
+        addUnit(name, std::move(rest), wrapped, root);
+        lead = m_units.back().get();
+    }
+    addUnit(name + " FP8 weights", std::move(converted), wrapped, root);
+    m_splitting = false;
+    Unit &unit = *m_units.back(); // released by addUnit: its float32 flat is never gathered again
+    unit.fp8 = true;
+    unit.codes = torch::zeros({unit.chunk * m_shard->size()}, torch::kUInt8);
+    resizeStorage(unit.codes, 0);
+    if (lead)
+        lead->companion = &unit;
+    return true;
+}
+
 void ShardingEngine::prepareOptimizer(torch::optim::Optimizer &optimizer)
 {
     if (!optimizer.state().empty())
@@ -312,6 +360,10 @@ void ShardingEngine::prepareOptimizer(torch::optim::Optimizer &optimizer)
 
 void ShardingEngine::gather(Unit &unit)
 {
+    if (unit.fp8) {
+        gatherCodes(unit);
+        return;
+    }
     torch::NoGradGuard noGrad;
     finishPrefetch(unit);
     if (!unit.gathered)
@@ -319,6 +371,41 @@ void ShardingEngine::gather(Unit &unit)
     m_shard->allGather(unit.full, unit.shard.detach());
     unit.gathered = true;
     ++m_gathers;
+    m_gatheredBytes += unit.full.numel() * int64_t(unit.full.element_size());
+}
+
+// The converted weights' unit as E4M3 codes (fp8allgather.h): one all-gather of every rank's
+// amaxes of its parts (their maximum: each whole weight's amax), one of the codes.
+void ShardingEngine::gatherCodes(Unit &unit)
+{
+    torch::NoGradGuard noGrad;
+    Fp8FlatLayout layout;
+    layout.offsets = unit.offsets;
+    for (const auto &p : unit.parameters)
+        layout.numels.push_back(p.numel());
+    const int64_t begin = m_shard->rank() * unit.chunk;
+    const torch::Tensor shard = unit.shard.detach();
+    const std::vector<float> mine = fp8ChunkAmax(shard, begin, layout);
+    const auto n = int64_t(mine.size());
+    auto every = torch::empty({m_shard->size() * n}, torch::kFloat);
+    m_shard->allGather(every, torch::tensor(mine, torch::kFloat));
+    const torch::Tensor amax = every.view({m_shard->size(), n}).amax(0).contiguous();
+    std::vector<float> scales;
+    for (int64_t i = 0; i < n; ++i)
+        scales.push_back(m_fp8Target->weightScale(amax.data_ptr<float>()[i]));
+    if (!unit.gathered)
+        resizeStorage(unit.codes, unit.codes.numel());
+    m_shard->allGather(unit.codes, fp8CastChunk(shard, begin, layout, scales));
+    unit.gathered = true;
+    ++m_gathers;
+    m_codeBytes += unit.codes.numel();
+    for (size_t i = 0; i < unit.parameters.size(); ++i) {
+        const auto &p = unit.parameters[i];
+        // A version counter of its own: the re-gather in backward rewrites the buffer the forward's
+        // saved codes view.
+        auto codes = unit.codes.narrow(0, unit.offsets[i], p.numel()).view(float8Dtype(Fp8Format::E4M3));
+        m_fp8Target->setGathered(p, {codes.view(p.sizes()).variable_data(), scales[i]});
+    }
 }
 
 void ShardingEngine::finishPrefetch(Unit &unit)
@@ -336,6 +423,8 @@ void ShardingEngine::ensureGathered(Unit &unit)
         finishPrefetch(unit);
     else if (!unit.gathered)
         gather(unit);
+    if (unit.companion)
+        ensureGathered(*unit.companion);
 }
 
 void ShardingEngine::prefetch(const std::unordered_map<size_t, size_t> &next, size_t after)
@@ -344,13 +433,14 @@ void ShardingEngine::prefetch(const std::unordered_map<size_t, size_t> &next, si
     if (it == next.end())
         return;
     Unit &unit = *m_units[it->second];
-    if (!unit.shardParameters || unit.gathered)
+    if (!unit.shardParameters || unit.gathered || unit.fp8)
         return;
     torch::NoGradGuard noGrad;
     resizeStorage(unit.full, unit.full.numel() * int64_t(unit.full.element_size()));
     unit.pending = m_shard->allGatherAsync(unit.full, unit.shard.detach());
     unit.gathered = true;
     ++m_prefetches;
+    m_gatheredBytes += unit.full.numel() * int64_t(unit.full.element_size());
 }
 
 void ShardingEngine::recordOrder(std::vector<size_t> &order, std::unordered_map<size_t, size_t> &next, size_t unit)
@@ -367,7 +457,13 @@ void ShardingEngine::release(Unit &unit)
     if (!unit.gathered)
         return;
     finishPrefetch(unit);
-    resizeStorage(unit.full, 0);
+    if (unit.fp8) {
+        for (const auto &p : unit.parameters)
+            m_fp8Target->setGathered(p, {});
+        resizeStorage(unit.codes, 0);
+    } else {
+        resizeStorage(unit.full, 0);
+    }
     unit.gathered = false;
 }
 
@@ -396,8 +492,11 @@ void ShardingEngine::afterForward(size_t index, const at::Tensor &output)
                 prefetch(m_nextBackward, index);
         });
     }
-    if (unit.reshardAfterForward)
+    if (unit.reshardAfterForward) {
         release(unit);
+        if (unit.companion)
+            release(*unit.companion);
+    }
 }
 
 void ShardingEngine::markReady(size_t index)
@@ -526,6 +625,12 @@ void ShardingEngine::zeroGrad()
 
 void ShardingEngine::unshardModel()
 {
+    for (auto &unit : m_units) {
+        if (unit->fp8) { // whole float32 weights from now on (the FP8 Linear quantises them itself)
+            release(*unit);
+            unit->fp8 = false;
+        }
+    }
     for (auto &unit : m_units) {
         ensureGathered(*unit);
         unit->shardParameters = unit->reshardAfterForward = false;

@@ -34,6 +34,8 @@
 
 namespace accel::runtime {
 
+class Fp8GatheredWeights;
+
 class ShardingEngine : public DistributedStrategy, public UnitHost {
 public:
     // `shardGroup` spans the ranks that split the parameters; `replicaGroup` (hybrid only) the
@@ -84,6 +86,13 @@ public:
     const std::vector<std::shared_ptr<ShardedModule>> &builtUnits() const { return m_built; }
     std::vector<torch::Tensor> builtParameters() const;
 
+    // FSDP2 with torchao's float8 all-gather (docs/fp8.md "Sharded training"): in every unit whose
+    // parameters are sharded, these (converted Linear) weights form a unit of their own — a second
+    // flat parameter with its own chunking, gathered and released with the unit — all-gathered as
+    // E4M3 codes with the scale of each whole weight, which `target` hands to the FP8 Linear.
+    // Their gradients are reduce-scattered in float32 as any other. Call before prepareModel.
+    void gatherInFp8(std::vector<torch::Tensor> weights, Fp8GatheredWeights *target);
+
     const ShardingPlan &plan() const { return m_plan; }
     size_t unitCount() const { return m_units.size(); }
 
@@ -103,6 +112,9 @@ private:
     // Names, gradient hooks and release policy of unit `index` (at prepareModel: whole or built).
     void attachUnit(size_t index, bool wrapped, bool root);
     void gather(Unit &unit);
+    bool splitFp8Weights(const std::string &name, const std::vector<torch::Tensor> &parameters, bool wrapped,
+                         bool root);
+    void gatherCodes(Unit &unit);
     void ensureGathered(Unit &unit);
     void prefetch(const std::unordered_map<size_t, size_t> &next, size_t after);
     void finishPrefetch(Unit &unit);
@@ -130,6 +142,10 @@ private:
     std::vector<size_t> m_forwardOrder, m_backwardOrder;
     std::unordered_map<size_t, size_t> m_nextForward, m_nextBackward;
     size_t m_prefetches = 0, m_gathers = 0; // parameter all-gathers started ahead / on demand
+    int64_t m_gatheredBytes = 0, m_codeBytes = 0; // all-gathered: float flat parameters, E4M3 codes
+    std::vector<torch::Tensor> m_fp8Weights;        // gatherInFp8
+    Fp8GatheredWeights *m_fp8Target = nullptr;
+    bool m_splitting = false;
     bool m_sync = true;
     bool m_frozen = false; // no parameter of the model requires a gradient
 };

@@ -21,6 +21,12 @@ struct ShardingEngine::Unit {
     size_t trainable = 0;
     size_t ready = 0;
     bool reduced = false;
+    // FSDP2 float8 all-gather (gatherInFp8): `fp8` marks a unit made of converted Linear weights
+    // only, gathered as E4M3 codes into `codes` while its float32 `full` stays released;
+    // `companion` leads from the unit a holder runs to that unit, gathered with it.
+    bool fp8 = false;
+    torch::Tensor codes; // [chunk * shard size] uint8
+    Unit *companion = nullptr;
 };
 
 } // namespace accel::runtime
