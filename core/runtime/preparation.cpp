@@ -1,6 +1,8 @@
 // Accelerator::prepare*(): models (with their strategy), optimizers, schedulers and data loaders;
 // gradient accumulation, backward and clipping; the optimizer and scheduler wrappers.
 #include "core/runtime/accelerator_p.h"
+#include "core/common/log.h"
+#include "core/runtime/precision/fp8allreduce.h"
 #include "core/runtime/strategy/ddpstrategy.h"
 #include "core/runtime/strategy/shardingengine.h"
 
@@ -217,8 +219,6 @@ void Accelerator::prepareModel(const std::shared_ptr<torch::nn::Module> &model)
         if (auto *ddp = dynamic_cast<DdpStrategy *>(strategy.get()))
             ddp->reduceInFp8(d->fp8->convertedWeights());
     }
-    strategy->prepareModel(model, units);
-    if (d->plan.zero3Init && d->group && d->env.rank == 0 && strategy->shardsParameters())
     // AO under FSDP2 with enable_fsdp_float8_all_gather: the converted weights travel as E4M3 codes.
     if (d->fp8 && d->fp8->recipe().config().backend == Fp8Backend::Ao &&
         d->fp8->recipe().config().enableFsdpFloat8AllGather && d->plan.source == ShardingSource::Fsdp &&
@@ -226,6 +226,8 @@ void Accelerator::prepareModel(const std::shared_ptr<torch::nn::Module> &model)
         if (auto *engine = dynamic_cast<ShardingEngine *>(strategy.get()))
             engine->gatherInFp8(d->fp8->convertedWeights(), d->fp8.get());
     }
+    strategy->prepareModel(model, units);
+    if (d->plan.zero3Init && d->group && d->env.rank == 0 && strategy->shardsParameters())
         noteZero3Init(*engineOf(strategy), *model, index, d->fp8 != nullptr);
     Private::PreparedModel prepared;
     prepared.name = strategy->name();
@@ -272,10 +274,28 @@ std::shared_ptr<AcceleratedOptimizer> Accelerator::prepareOptimizer(torch::optim
         if (d->fp8Optimizer)
             throw std::invalid_argument("fp8 MS-AMP: prepare exactly one optimizer");
         auto msamp = std::make_unique<MsAmpAdamW>(optimizer, d->fp8->recipe().config().optLevel);
-        // The layers' scaling state goes into optimizer.bin with the moments (one recipe, one optimizer).
+        // The layers' scaling state goes into optimizer.bin with the moments (one recipe, one optimizer),
+        // and the FP8 gradient all-reduce's previous scales (DDP with more than one process).
         Fp8Recipe *recipe = &d->fp8->recipe();
-        msamp->setCompanionState([recipe](torch::serialize::OutputArchive &a) { recipe->saveState(a); },
-                                 [recipe](torch::serialize::InputArchive &a) { recipe->loadState(a); });
+        Fp8GradientAllReduce *allReduce = nullptr;
+        for (size_t m : models) {
+            if (auto *ddp = dynamic_cast<DdpStrategy *>(d->models[m].strategy.get()); ddp && ddp->fp8AllReduce())
+                allReduce = ddp->fp8AllReduce();
+        }
+        const bool report = d->env.rank == 0;
+        msamp->setCompanionState(
+            [recipe, allReduce](torch::serialize::OutputArchive &a) {
+                recipe->saveState(a);
+                if (allReduce)
+                    allReduce->saveState(a);
+            },
+            [recipe, allReduce, report](torch::serialize::InputArchive &a) {
+                recipe->loadState(a);
+                if (!allReduce)
+                    return;
+                if (const std::string fresh = allReduce->loadState(a); !fresh.empty() && report)
+                    log::warning("checkpoint", "fp8 MS-AMP: " + fresh);
+            });
         d->fp8Optimizer = std::move(msamp);
         target = d->fp8Optimizer.get();
     }

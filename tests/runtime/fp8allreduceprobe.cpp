@@ -10,6 +10,10 @@
 //   s<s>_r<r>_w<i>_scale.txt   the agreed scale and this rank's amax (hex floats)
 // Every rank writes loss_r<r>.txt (its loss per step, hex) and weights_r<r>.bin (every parameter
 // at the end, float32, in parameters() order).
+// Checkpoints: save=K writes DIR/checkpoint (saveState) after K steps; resume=CHECKPOINT from=K
+// loads it and runs steps K..N-1 (reset_scales=1 then sets the FP8 all-reduce's previous scales
+// to 1, as a checkpoint without them leaves them). zero=S multiplies step S's loss by 0 (zero
+// gradients); inf=S sets element [0][0] of b.weight's gradient to infinity in step S.
 #include "core/runtime/accelerator.h"
 #include "core/runtime/accelerator_p.h"
 #include "core/runtime/precision/fp8allreduce.h"
@@ -21,6 +25,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <string>
 
@@ -73,7 +78,9 @@ int run()
     Accelerator &accelerator = **created;
     const std::string out = arg("out", ".");
     const int64_t steps = std::stoll(arg("steps", "10")), batch = std::stoll(arg("batch", "8")),
-                  dump = std::stoll(arg("dump", "2"));
+                  dump = std::stoll(arg("dump", "2")), from = std::stoll(arg("from", "0")),
+                  save = std::stoll(arg("save", "-1")), zero = std::stoll(arg("zero", "-1")),
+                  inf = std::stoll(arg("inf", "-1"));
     const int rank = accelerator.processIndex();
     torch::manual_seed(7);
     auto model = std::make_shared<Net>();
@@ -81,11 +88,27 @@ int run()
     torch::optim::AdamW adamw(model->parameters(), torch::optim::AdamWOptions(3e-3));
     auto optimizer = accelerator.prepareOptimizer(adamw);
     auto *ddp = dynamic_cast<DdpStrategy *>(accelerator.impl().models.at(0).strategy.get());
-    const Fp8GradientAllReduce *fp8 = ddp ? ddp->fp8AllReduce() : nullptr;
+    Fp8GradientAllReduce *fp8 = ddp ? ddp->fp8AllReduce() : nullptr;
     if (accelerator.numProcesses() > 1 && !fp8) {
         std::cerr << "accel-fp8allreduce-probe: no FP8 all-reduce under " << accelerator.strategyName(0) << std::endl;
         return 1;
     }
+    if (const std::string resume = arg("resume"); !resume.empty()) {
+        if (auto loaded = accelerator.loadState(resume); !loaded) {
+            std::cerr << "accel-fp8allreduce-probe: " << loaded.error().toString() << std::endl;
+            return 1;
+        }
+        if (fp8 && arg("reset_scales") == "1")
+            fp8->resetScales();
+    }
+    int64_t current = 0;
+    model->b->weight.register_hook([&current, inf](torch::Tensor gradient) {
+        if (current != inf)
+            return gradient;
+        gradient = gradient.clone();
+        gradient.index_put_({0, 0}, std::numeric_limits<float>::infinity());
+        return gradient;
+    });
 
     auto generator = at::detail::createCPUGenerator(1234);
     const int64_t size = 512;
@@ -93,7 +116,8 @@ int run()
     auto y = torch::tanh(torch::matmul(x, torch::randn({32, 16}, generator)));
     const int64_t global = batch * accelerator.numProcesses();
     std::ofstream losses(out + "/loss_r" + std::to_string(rank) + ".txt");
-    for (int64_t step = 0; step < steps; ++step) {
+    for (int64_t step = from; step < steps; ++step) {
+        current = step;
         std::vector<int64_t> indices;
         for (int64_t j = 0; j < batch; ++j)
             indices.push_back((step * global + rank * batch + j) % size);
@@ -104,6 +128,8 @@ int run()
             auto autocast = accelerator.autocast();
             loss =
                 torch::mse_loss(model->forward(x.index_select(0, index)).to(torch::kFloat), y.index_select(0, index));
+            if (step == zero)
+                loss = loss * 0.0;
         }
         accelerator.backward(loss);
         losses << hex(loss.item<double>()) << "\n";
@@ -121,6 +147,12 @@ int run()
         }
         optimizer->step();
         optimizer->zeroGrad();
+        if (step + 1 == save) {
+            if (auto saved = accelerator.saveState(out + "/checkpoint"); !saved) {
+                std::cerr << "accel-fp8allreduce-probe: " << saved.error().toString() << std::endl;
+                return 1;
+            }
+        }
     }
     std::vector<torch::Tensor> flat;
     for (const auto &p : model->parameters())

@@ -233,6 +233,56 @@ private Q_SLOTS:
         QVERIFY2(relative < 0.0625, qPrintable(QStringLiteral("relative weight difference %1").arg(relative)));
         qInfo("2 ranks vs 1 process, 30 steps: worst loss difference %.3g, weights %.3g", worst, relative);
     }
+
+    // The previous scales in checkpoints. MS-AMP's rule uses a tensor's previous scale only after a
+    // zero amax (kept, times 1/sqrt(W) again) or an infinite / NaN one (1 / previous, times 1/sqrt(W)):
+    // 2 ranks train 5 steps and save; then a step with zero gradients and one with an infinite element
+    // in b.weight's gradient, whose finite elements are cast with 1 / (previous scale). Resumed from
+    // the checkpoint, those two steps give the uninterrupted run's scales, losses and every bit of the
+    // weights; with the previous scales at 1 (what a checkpoint without them left) they do not.
+    void resumeKeepsThePreviousScales()
+    {
+        QTemporaryDir straight, first, resumed, reset;
+        QVERIFY(straight.isValid() && first.isValid() && resumed.isValid() && reset.isValid());
+        const QStringList tail{QStringLiteral("steps=7"), QStringLiteral("batch=8"), QStringLiteral("dump=7"),
+                               QStringLiteral("zero=5"), QStringLiteral("inf=6")};
+        QString output;
+        QVERIFY2(runProbe(2, straight.path(), tail, &output), qPrintable(output.right(3000)));
+        QVERIFY2(runProbe(2, first.path(),
+                          {QStringLiteral("steps=5"), QStringLiteral("batch=8"), QStringLiteral("dump=0"),
+                           QStringLiteral("save=5")},
+                          &output),
+                 qPrintable(output.right(3000)));
+        const QString checkpoint = first.filePath(QStringLiteral("checkpoint"));
+        QVERIFY(QFile::exists(checkpoint + QStringLiteral("/optimizer.bin")));
+        const QStringList resume{QStringLiteral("from=5"), QStringLiteral("resume=") + checkpoint};
+        QVERIFY2(runProbe(2, resumed.path(), tail + resume, &output), qPrintable(output.right(3000)));
+        QVERIFY2(runProbe(2, reset.path(), tail + resume + QStringList{QStringLiteral("reset_scales=1")}, &output),
+                 qPrintable(output.right(3000)));
+
+        const auto scale = [](const QTemporaryDir &dir, int step) {
+            return readAll(dir.filePath(QStringLiteral("s%1_r0_w1_scale.txt").arg(step))).trimmed().split(' ').value(0);
+        };
+        for (int step : {5, 6}) {
+            QVERIFY(!scale(straight, step).isEmpty());
+            QCOMPARE(scale(resumed, step), scale(straight, step));
+            QVERIFY2(scale(reset, step) != scale(straight, step), scale(reset, step).constData());
+        }
+        const auto losses = lossesOf(straight.filePath(QStringLiteral("loss_r0.txt")));
+        const auto resumedLosses = lossesOf(resumed.filePath(QStringLiteral("loss_r0.txt")));
+        QCOMPARE(losses.size(), size_t(7));
+        QCOMPARE(resumedLosses.size(), size_t(2));
+        QCOMPARE(resumedLosses[0], losses[5]); // 0: the zero-gradient step
+        QCOMPARE(resumedLosses[1], losses[6]);
+        const QByteArray weights = readAll(straight.filePath(QStringLiteral("weights_r0.bin")));
+        QVERIFY(!weights.isEmpty());
+        QVERIFY2(readAll(resumed.filePath(QStringLiteral("weights_r0.bin"))) == weights,
+                 "resumed with the saved scales, the weights differ from the uninterrupted run's");
+        QVERIFY2(readAll(reset.filePath(QStringLiteral("weights_r0.bin"))) != weights,
+                 "with the previous scales at 1 the run still followed the uninterrupted one");
+        qInfo("b.weight's all-reduce scale at the infinite step: %s uninterrupted and resumed, %s from scales at 1",
+              scale(straight, 6).constData(), scale(reset, 6).constData());
+    }
 };
 
 QTEST_GUILESS_MAIN(tst_Fp8AllReduce)

@@ -28,6 +28,34 @@ torch::Tensor Fp8GradientAllReduce::sumInE4m3(const std::vector<torch::Tensor> &
     return sum;
 }
 
+void Fp8GradientAllReduce::saveState(torch::serialize::OutputArchive &archive) const
+{
+    archive.write("fp8_msamp/allreduce/scales", torch::tensor(m_scales, torch::kFloat));
+    archive.write("fp8_msamp/allreduce/world_size", torch::tensor({int64_t(m_worldSize)}));
+}
+
+std::string Fp8GradientAllReduce::loadState(torch::serialize::InputArchive &archive)
+{
+    torch::Tensor scales, world;
+    const std::string fresh =
+        "the FP8 gradient all-reduce's previous scales of " + std::to_string(m_weights.size()) + " weights start at 1";
+    if (!archive.try_read("fp8_msamp/allreduce/scales", scales) ||
+        !archive.try_read("fp8_msamp/allreduce/world_size", world))
+        return "the checkpoint holds no FP8 all-reduce scales (saved by one process or before they were kept): " +
+               fresh;
+    if (scales.numel() != int64_t(m_weights.size()))
+        throw std::invalid_argument("fp8 MS-AMP: the checkpoint holds FP8 all-reduce scales of " +
+                                    std::to_string(scales.numel()) + " weights; this model converts " +
+                                    std::to_string(m_weights.size()));
+    if (world.item<int64_t>() != m_worldSize)
+        return "the checkpoint's FP8 all-reduce scales were made for " + std::to_string(world.item<int64_t>()) +
+               " ranks (their pre-scale 1/sqrt(W) included); this run has " + std::to_string(m_worldSize) + ": " +
+               fresh;
+    scales = scales.to(torch::kFloat).contiguous();
+    m_scales.assign(scales.data_ptr<float>(), scales.data_ptr<float>() + scales.numel());
+    return {};
+}
+
 void Fp8GradientAllReduce::reduce()
 {
     torch::NoGradGuard noGrad;

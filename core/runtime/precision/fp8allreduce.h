@@ -11,6 +11,7 @@
 //      (exact in float32) rounded back to E4M3, saturating (the FP8 SUM of MS-AMP's collective,
 //      here over an all-gather of the code bytes, since gloo has no FP8 reduction);
 //   5. gradient = (sum / scale) / W on every rank (the same bits everywhere).
+// The previous scales go into checkpoints with MS-AMP's state (saveState / loadState).
 #pragma once
 
 #include "core/runtime/precision/fp8recipe.h"
@@ -32,6 +33,17 @@ public:
 
     // Replaces each weight's gradient by the reduced one (an absent gradient counts as zeros).
     void reduce();
+
+    // The previous scales (every rank holds the same) in MS-AMP's checkpoint state (optimizer.bin),
+    // float32 "fp8_msamp/allreduce/scales" [weights] and int64 "fp8_msamp/allreduce/world_size" [1]:
+    // they include the world size's pre-scale, so a resume on another number of ranks starts afresh.
+    void saveState(torch::serialize::OutputArchive &archive) const;
+    // Restores them; "" when restored, else what starts afresh and why (a checkpoint saved without
+    // them or on another number of ranks). Throws std::invalid_argument for another number of weights.
+    std::string loadState(torch::serialize::InputArchive &archive);
+    const std::vector<float> &scales() const { return m_scales; }
+    // Every previous scale 1, as at the start of a run.
+    void resetScales() { m_scales.assign(m_weights.size(), 1.0f); }
 
     // This rank's side of the last reduce(), for checking: the gradients before it, the agreed
     // scales and this rank's E4M3 codes (uint8).

@@ -39,6 +39,7 @@ public:
     // prepareModel; nothing happens with one process.
     void reduceInFp8(std::vector<torch::Tensor> weights);
     const Fp8GradientAllReduce *fp8AllReduce() const { return m_fp8.get(); }
+    Fp8GradientAllReduce *fp8AllReduce() { return m_fp8.get(); }
 
 private:
     std::string m_name;
