@@ -2,6 +2,7 @@
 // Float8Linear (emulate=True, on CPU, in the project's Python environment), TE-style delayed
 // scaling step by step, MS-AMP's FP16 weights and E4M3 weight gradients, and the conversion's
 // filter and scope.
+#include "core/runtime/precision/fp8allgather.h"
 #include "core/runtime/precision/fp8training.h"
 #include "core/runtime/precision/msampadamw.h"
 
@@ -134,6 +135,7 @@ private Q_SLOTS:
     void threeDimensionalInputWithBiasTrains();
     void scaledMmKeepsTheHardwareGemmContract_data();
     void scaledMmKeepsTheHardwareGemmContract();
+    void chunkCastsAreTheWholeWeightsCast();
 };
 
 void tst_Fp8Linear::castsAsTheFormatCodecDoes()
@@ -451,6 +453,56 @@ void tst_Fp8Linear::scaledMmKeepsTheHardwareGemmContract()
     const double rounded = check(sa, sb);
     QVERIFY2(rounded >= 0, qPrintable(error));
     QVERIFY2(rounded < 1e-6, qPrintable(QString::number(rounded)));
+}
+
+// The FSDP2 float8 all-gather's pieces (fp8allgather.h): three weights in one flat parameter padded
+// to 3 ranks (chunks of 19 elements that split the first weight, hold the second and the third in
+// parts, and end in padding). The maximum of the chunks' per-weight amaxes is each whole weight's,
+// and the chunks' codes, cast with the scale of that amax, put together are the bytes of quantising
+// each whole weight (a weight is scaled so that it saturates: clamped the same way), padding 0.
+void tst_Fp8Linear::chunkCastsAreTheWholeWeightsCast()
+{
+    torch::manual_seed(17);
+    const std::vector<torch::Tensor> weights{torch::randn({5, 7}), torch::randn({4, 3}) * 100,
+                                             torch::randn({9}) * 1e-3};
+    Fp8FlatLayout layout;
+    int64_t total = 0;
+    for (const auto &w : weights) {
+        layout.offsets.push_back(total);
+        layout.numels.push_back(w.numel());
+        total += w.numel();
+    }
+    const int64_t ranks = 3, chunk = (total + ranks - 1) / ranks;
+    auto flat = torch::zeros({chunk * ranks});
+    for (size_t i = 0; i < weights.size(); ++i)
+        flat.narrow(0, layout.offsets[i], layout.numels[i]).copy_(weights[i].flatten());
+    std::vector<float> amax(weights.size(), 0.0f);
+    for (int64_t r = 0; r < ranks; ++r) {
+        const auto part = fp8ChunkAmax(flat.narrow(0, r * chunk, chunk), r * chunk, layout);
+        QCOMPARE(part.size(), weights.size());
+        for (size_t i = 0; i < amax.size(); ++i)
+            amax[i] = std::max(amax[i], part[i]);
+    }
+    std::vector<float> scales;
+    for (size_t i = 0; i < weights.size(); ++i) {
+        QCOMPARE(amax[i], absMax(weights[i]));
+        // The second weight's scale doubled: its largest elements land beyond 448 and saturate.
+        scales.push_back(dynamicScalingFactor(amax[i], 448.0f) * (i == 1 ? 2.0f : 1.0f));
+    }
+    std::vector<torch::Tensor> chunks;
+    for (int64_t r = 0; r < ranks; ++r)
+        chunks.push_back(fp8CastChunk(flat.narrow(0, r * chunk, chunk), r * chunk, layout, scales));
+    const auto codes = torch::cat(chunks);
+    QCOMPARE(codes.scalar_type(), torch::kUInt8);
+    QCOMPARE(codes.numel(), chunk * ranks);
+    for (size_t i = 0; i < weights.size(); ++i) {
+        const auto whole = quantize(weights[i], Fp8Format::E4M3, scales[i]).data.view(torch::kUInt8).flatten();
+        QVERIFY2(torch::equal(codes.narrow(0, layout.offsets[i], layout.numels[i]), whole),
+                 qPrintable(QStringLiteral("weight %1").arg(i)));
+    }
+    QCOMPARE(codes.narrow(0, total, chunk * ranks - total).sum().item<int64_t>(), int64_t(0));
+    // +-448 (0x7E / 0xFE) where the second weight saturates, not NaN.
+    QVERIFY(codes.narrow(0, layout.offsets[1], layout.numels[1]).bitwise_and(0x7F).eq(0x7E).any().item<bool>());
 }
 
 #include "tst_fp8linear.moc"
