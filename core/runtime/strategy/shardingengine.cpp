@@ -267,6 +267,11 @@ void ShardingEngine::modifyUnit(size_t index, const std::function<void()> &chang
     if (!m_broadcast)
         throw std::logic_error("ShardingEngine::modifyUnit: no broadcast set (setBroadcast)");
     Unit &unit = *m_units[index];
+    if (unit.fp8 || unit.companion)
+        throw std::logic_error("ShardedModule::modify: unit " + unit.name +
+                               " holds FP8 Linear weights that FSDP2's float8 all-gather gathers as E4M3 codes, not "
+                               "as float32; change them before prepareModel() or set enable_fsdp_float8_all_gather: "
+                               "false");
     const bool released = !unit.gathered;
     ensureGathered(unit);
     change();

@@ -20,6 +20,7 @@
 // right after it (gathered again if backward passes through it); nothing is reduced.
 // zero3_init_flag (DeepSpeed's zero.Init): buildUnit() makes a module a unit as soon as the
 // program has built it, before prepareModel(), so no rank ever holds every unit whole at once.
+// FSDP2 with the FP8 recipe AO's float8 all-gather: gatherInFp8() (docs/fp8.md "Sharded training").
 #pragma once
 
 #include "core/runtime/strategy/collectives.h"
@@ -141,9 +142,9 @@ private:
     bool m_recording = true; // until the first backward ends
     std::vector<size_t> m_forwardOrder, m_backwardOrder;
     std::unordered_map<size_t, size_t> m_nextForward, m_nextBackward;
-    size_t m_prefetches = 0, m_gathers = 0; // parameter all-gathers started ahead / on demand
+    size_t m_prefetches = 0, m_gathers = 0;       // parameter all-gathers started ahead / on demand
     int64_t m_gatheredBytes = 0, m_codeBytes = 0; // all-gathered: float flat parameters, E4M3 codes
-    std::vector<torch::Tensor> m_fp8Weights;        // gatherInFp8
+    std::vector<torch::Tensor> m_fp8Weights;      // gatherInFp8
     Fp8GatheredWeights *m_fp8Target = nullptr;
     bool m_splitting = false;
     bool m_sync = true;
