@@ -49,8 +49,11 @@ ProcStat readStat(qint64 pid)
     std::string field;
     unsigned long long utime = 0;
     unsigned long long stime = 0;
+    bool ended = false;
     for (int index = 3; index <= 15 && fields >> field; ++index) {
-        if (index == 5)
+        if (index == 3)
+            ended = field == "Z" || field == "X"; // exited, not yet reaped: no memory left to sample
+        else if (index == 5)
             stat.processGroup = std::strtoll(field.c_str(), nullptr, 10);
         else if (index == 14)
             utime = std::strtoull(field.c_str(), nullptr, 10);
@@ -58,7 +61,7 @@ ProcStat readStat(qint64 pid)
             stime = std::strtoull(field.c_str(), nullptr, 10);
     }
     stat.ticks = utime + stime;
-    stat.alive = true;
+    stat.alive = !ended;
     return stat;
 }
 

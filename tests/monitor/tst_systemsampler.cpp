@@ -11,6 +11,8 @@
 #include <QtTest>
 
 #include <csignal>
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace accel::monitor;
 
@@ -94,6 +96,33 @@ private Q_SLOTS:
         QVERIFY2(spinning > 1 && spinning < 250, qPrintable(QString::number(spinning)));
         QVERIFY(store.lastValue(4, QStringLiteral("mem_rss_bytes")) > 1e6);
         QCOMPARE(store.lastValue(-1, QStringLiteral("processes")), 0.0); // after the kill
+    }
+
+    // Regression: a rank that had exited but was not reaped yet (a zombie: the supervisor's event
+    // loop reaps it a moment later, longer on a loaded machine) was sampled as alive with 0 bytes
+    // resident, so a run's memory curve ended in a drop to 0 and tst_supervisormonitor's last
+    // rank sample read 0 (2 of 3 runs under load).
+    void exitedUnreapedRankGetsNoLine()
+    {
+        const pid_t child = ::fork();
+        if (child == 0)
+            ::_exit(0);
+        QVERIFY(child > 0);
+        // Exited, not reaped: its /proc entry stays, in state Z, until waitpid below.
+        QTRY_VERIFY_WITH_TIMEOUT(
+            [&] {
+                QFile stat(QStringLiteral("/proc/%1/stat").arg(child));
+                return stat.open(QIODevice::ReadOnly) && stat.readAll().contains(") Z ");
+            }(),
+            5000);
+        SystemSampler sampler;
+        sampler.setRankProcess(0, child);
+        sampler.setRankProcess(1, QCoreApplication::applicationPid());
+        const QByteArray lines = sampler.sampleNow();
+        ::waitpid(child, nullptr, 0);
+        QVERIFY2(!lines.contains("\"rank\":0,"), lines.constData());
+        QVERIFY2(lines.contains("\"rank\":1,"), lines.constData());
+        QVERIFY2(lines.contains("\"processes\":1,"), lines.constData()); // the host line counts this process only
     }
 
     void aRankCountsItsWholeProcessGroup()
