@@ -1,7 +1,7 @@
 // Accelerator::prepare*(): models (with their strategy), optimizers, schedulers and data loaders;
 // gradient accumulation, backward and clipping; the optimizer and scheduler wrappers.
-#include "core/runtime/accelerator_p.h"
 #include "core/common/log.h"
+#include "core/runtime/accelerator_p.h"
 #include "core/runtime/precision/fp8allreduce.h"
 #include "core/runtime/strategy/ddpstrategy.h"
 #include "core/runtime/strategy/shardingengine.h"
