@@ -1,5 +1,7 @@
 #include "monitor/systemsampler.h"
 
+#include "core/rundir/processidentity.h"
+
 #include "monitor/nvmlreader.h"
 
 #include <QDateTime>
@@ -11,7 +13,6 @@
 #include <dirent.h>
 #include <fstream>
 #include <set>
-#include <sstream>
 #include <string>
 #include <unistd.h>
 
@@ -35,33 +36,16 @@ struct ProcStat {
     unsigned long long ticks = 0; // utime + stime in clock ticks
 };
 
+// A live process's group and CPU time; not alive when gone or exited and not yet reaped (a zombie
+// has no memory left to sample).
 ProcStat readStat(qint64 pid)
 {
     ProcStat stat;
-    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-    std::string line;
-    if (!std::getline(in, line))
-        return stat;
-    const size_t close = line.rfind(')'); // the command name may hold spaces and parentheses
-    if (close == std::string::npos || close + 2 > line.size())
-        return stat;
-    std::istringstream fields(line.substr(close + 2));
-    std::string field;
-    unsigned long long utime = 0;
-    unsigned long long stime = 0;
-    bool ended = false;
-    for (int index = 3; index <= 15 && fields >> field; ++index) {
-        if (index == 3)
-            ended = field == "Z" || field == "X"; // exited, not yet reaped: no memory left to sample
-        else if (index == 5)
-            stat.processGroup = std::strtoll(field.c_str(), nullptr, 10);
-        else if (index == 14)
-            utime = std::strtoull(field.c_str(), nullptr, 10);
-        else if (index == 15)
-            stime = std::strtoull(field.c_str(), nullptr, 10);
+    if (const auto parsed = rundir::readProcessStat(pid)) {
+        stat.alive = true;
+        stat.processGroup = parsed->processGroup;
+        stat.ticks = parsed->cpuTicks;
     }
-    stat.ticks = utime + stime;
-    stat.alive = !ended;
     return stat;
 }
 

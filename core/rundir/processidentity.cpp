@@ -55,6 +55,8 @@ std::optional<ProcessStat> parseProcessStat(const std::string &line)
                 stat.processGroup = std::stoll(field);
             else if (index == 6)
                 stat.session = std::stoll(field);
+            else if (index == 14 || index == 15)
+                stat.cpuTicks += std::stoull(field);
             else if (index == 22)
                 stat.startTime = std::stoull(field);
         } catch (const std::exception &) {

@@ -20,6 +20,7 @@ struct ProcessStat {
     std::int64_t processGroup = 0;
     std::int64_t session = 0;
     std::uint64_t startTime = 0; // clock ticks since boot
+    std::uint64_t cpuTicks = 0;  // user + system CPU time in clock ticks (fields 14 and 15)
 };
 
 // A pid that may be signalled at all: 1 < pid <= the largest pid_t. 0, 1, negatives and values
