@@ -13,6 +13,7 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #ifdef ACCEL_WITH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <cuda_runtime_api.h>
 #endif
 
 #include <chrono>
@@ -24,6 +25,33 @@ namespace accel::runtime {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// FP8 GEMMs on a GPU (torch::_scaled_mm) need compute capability 8.9 or higher (Ada, Hopper and
+// newer); below that the recipe cannot run there, and the rank says so before training rather than
+// failing in the first forward or falling back to bf16.
+Result<void> checkFp8Device(const at::Device &device, const Fp8Config &fp8)
+{
+#ifdef ACCEL_WITH_CUDA
+    if (device.is_cuda()) {
+        int major = 0, minor = 0;
+        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device.index()) != cudaSuccess ||
+            cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device.index()) != cudaSuccess)
+            return makeError(ErrorCode::Unsupported,
+                             "mixed precision fp8 (" + fp8.describe() + "): cannot read the compute capability of " +
+                                 device.str());
+        if (major * 10 + minor < 89)
+            return makeError(ErrorCode::Unsupported,
+                             "mixed precision fp8 (" + fp8.describe() + ") needs a GPU of compute capability 8.9 or "
+                             "higher for its FP8 GEMMs: " + device.str() + " has " + std::to_string(major) + "." +
+                                 std::to_string(minor) + "; use bf16 there, or ACCELERATE_USE_CPU=true to run the "
+                                 "FP8 recipe on the CPU");
+    }
+#else
+    (void)device;
+    (void)fp8;
+#endif
+    return {};
+}
 
 // FP8 under a sharded plan (docs/fp8.md "Sharded training"). TE and AO act on each Linear's
 // computation, for which the engine has gathered the unit's whole weight, so they run under every
@@ -179,6 +207,8 @@ Result<std::unique_ptr<Accelerator>> Accelerator::create(const AcceleratorOption
             return tl::unexpected(env.fp8.error());
         if (auto fits = checkFp8Sharding(*env.fp8, d->plan); !fits)
             return tl::unexpected(fits.error());
+        if (auto gemm = checkFp8Device(d->device, *env.fp8); !gemm)
+            return tl::unexpected(gemm.error());
         Private *p = d.get();
         auto fp8 = Fp8Training::create(*env.fp8, [p](std::vector<float> &amax) {
             if (!p->group || amax.empty())

@@ -102,6 +102,8 @@ def main():
                 ok = ok and "loss_scale" in lines[-1] and "mem_device_bytes" in lines[-1]
         row(f"{precision} training (gpt, 1 GPU)", f"loss {first:.3f} -> {last:.3f}{extra}", ok and last <= 0.7 * first)
 
+    fp8_checks(bin_dir, work, corpus)
+
     if gpus >= 2:
         probe = os.path.join(bin_dir, "accel-runtime-probe")
         out = run([os.path.join(bin_dir, "accel"), "launch", "--num_processes", str(gpus), "--no_python", probe,
@@ -125,6 +127,43 @@ def main():
         row("NCCL all-reduce 64 MiB bus bandwidth", f"ours {ours:.1f} GB/s, torch.distributed {peer:.1f} GB/s, ratio {ratio:.2f}",
             ratio >= 0.9)
     return finish()
+
+
+def fp8_checks(bin_dir, work, corpus):
+    """The FP8 recipes' CUDA path (torch::_scaled_mm) on GPU 0, or its refusal below compute capability 8.9."""
+    import torch
+    major, minor = torch.cuda.get_device_capability(0)
+    name = torch.cuda.get_device_name(0)
+    if (major, minor) < (8, 9):
+        job = os.path.join(work, "gpt-fp8.yaml")
+        with open(job, "w") as f:
+            f.write(f"recipe: gpt\nseed: 1\noutput_dir: {os.path.join(work, 'gpt-fp8')}\n"
+                    f"data: {{corpus: {corpus}, eval_fraction: 0}}\nsample: {{length: 0}}\n"
+                    "training: {max_steps: 10, batch_size: 8, log_every: 5, resume: none}\n")
+        out = run([os.path.join(bin_dir, "accel"), "launch", "--num_processes", "1", "--gpu_ids", "0",
+                   "--mixed_precision", "fp8", "--fp8_backend", "te", "--job", job])
+        said = "compute capability 8.9" in out.stdout and f"has {major}.{minor}" in out.stdout
+        row(f"FP8 refused on {name} (SM {major}.{minor})", "exit %d, %s" % (
+            out.returncode, "names the capability" if said else "message: " + out.stdout.strip()[-300:]),
+            out.returncode != 0 and said)
+        return
+    # SM 8.9+: the benchmark of the README on the GPU (every recipe at its defaults, 500 steps).
+    out_dir = os.path.join(work, "fp8-bench")
+    out = run([os.path.join(bin_dir, "accel"), "bench", "fp8", "--steps", "500", "--shapes", "gpt", "--out", out_dir,
+               "--json"])
+    if not row(f"accel bench fp8 on {name} (SM {major}.{minor})", f"exit {out.returncode}", out.returncode == 0):
+        print(out.stdout[-2000:])
+        return
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    for item in result["runs"]:
+        if not item["precision"].startswith("fp8-"):
+            continue
+        with open(os.path.join(out_dir, item["shape"], item["precision"], "metrics.jsonl")) as f:
+            on_gpu = any("mem_device_bytes" in json.loads(line) for line in f if line.strip())
+        diff = item["eval_loss_vs_bf16_percent"]
+        row(f"{item['precision']} on the GPU vs bf16 (gpt, 500 steps)",
+            f"eval loss {item['eval_loss']:.4f}, {diff:+.2f} % against bf16, device memory logged: {on_gpu}",
+            on_gpu and abs(diff) <= 2.0)
 
 
 def finish():
