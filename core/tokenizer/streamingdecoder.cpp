@@ -23,9 +23,10 @@ int fallbackByte(const std::string &token)
 {
     if (token.size() != 6 || token.compare(0, 3, "<0x") != 0 || token[5] != '>')
         return -1;
+    const std::string digits = token.substr(3, 2); // strtol's end pointer points into it
     char *end = nullptr;
-    const long value = std::strtol(token.substr(3, 2).c_str(), &end, 16);
-    return end && *end == '\0' ? static_cast<int>(value) : -1;
+    const long value = std::strtol(digits.c_str(), &end, 16);
+    return end == digits.c_str() + digits.size() ? static_cast<int>(value) : -1;
 }
 
 // Whether `bytes` start with a byte that can never begin a character, whatever follows: a
