@@ -37,7 +37,7 @@ public:
 
 class ShardedModule {
 public:
-    explicit ShardedModule(std::shared_ptr<torch::nn::Module> module) : m_module(std::move(module)) {}
+    explicit ShardedModule(const std::shared_ptr<torch::nn::Module> &module) : m_module(module) {}
 
     template <typename Forward>
     auto operator()(Forward &&forward) -> decltype(forward())
@@ -59,7 +59,10 @@ public:
             change();
     }
 
-    const std::shared_ptr<torch::nn::Module> &module() const { return m_module; }
+    // The wrapped module, or null once nothing else owns it: the holder does not keep it alive
+    // (the model and, after prepareModel(), the Accelerator do), so a model may keep the holder of
+    // its own root unit without owning itself.
+    std::shared_ptr<torch::nn::Module> module() const { return m_module.lock(); }
     // Set by the strategy when prepareModel() makes the module a unit.
     void attach(UnitHost *host, size_t unit)
     {
@@ -69,7 +72,7 @@ public:
     bool isUnit() const { return m_host != nullptr; }
 
 private:
-    std::shared_ptr<torch::nn::Module> m_module;
+    std::weak_ptr<torch::nn::Module> m_module;
     UnitHost *m_host = nullptr;
     size_t m_unit = 0;
 };
