@@ -9,6 +9,8 @@
 // one is reported by number and fails the run.
 //
 //   fuzz_x [--mutations N] [--seed S] [--dump N FILE] [--memory-mb M] [--max-ms T] CORPUS...
+#include "tests/helpers/sanitizerbuild.h"
+
 #include <algorithm>
 #include <chrono>
 #include <csignal>
@@ -24,13 +26,6 @@
 #include <unistd.h>
 #include <vector>
 
-#if defined(__SANITIZE_ADDRESS__)
-#define ACCEL_REPLAY_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer) || __has_feature(thread_sanitizer)
-#define ACCEL_REPLAY_SANITIZED 1
-#endif
-#endif
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -198,7 +193,7 @@ int main(int argc, char **argv)
     long mutations = 2000;
     uint64_t seed = 0x5eed;
     long dumpIndex = -1;
-    long memoryMb = 4096;
+    [[maybe_unused]] long memoryMb = 4096; // not applied under a sanitizer (below)
     long maxMs = 5000;
     std::string dumpFile;
     std::vector<fs::path> inputs;
@@ -247,7 +242,7 @@ int main(int argc, char **argv)
         return 2;
     }
     installCrashReport();
-#ifndef ACCEL_REPLAY_SANITIZED
+#ifndef ACCEL_UNDER_SANITIZER
     // A memory bomb fails its allocation (a finding) instead of taking the machine's memory.
     const rlimit limit{rlim_t(memoryMb) << 20, rlim_t(memoryMb) << 20};
     ::setrlimit(RLIMIT_AS, &limit);
