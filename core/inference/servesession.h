@@ -7,7 +7,8 @@
 
 namespace accel::inference {
 
-// Returns the process exit code (0 after shutdown or end of input).
+// Returns the process exit code (0 after shutdown or end of input). Once per process: the session
+// and its reader thread live until the process exits.
 int runServe(std::istream &in, std::ostream &out);
 
 } // namespace accel::inference
