@@ -36,15 +36,16 @@ Result<void> checkFp8Device(const at::Device &device, const Fp8Config &fp8)
         int major = 0, minor = 0;
         if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device.index()) != cudaSuccess ||
             cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device.index()) != cudaSuccess)
-            return makeError(ErrorCode::Unsupported,
-                             "mixed precision fp8 (" + fp8.describe() + "): cannot read the compute capability of " +
-                                 device.str());
+            return makeError(ErrorCode::Unsupported, "mixed precision fp8 (" + fp8.describe() +
+                                                         "): cannot read the compute capability of " + device.str());
         if (major * 10 + minor < 89)
-            return makeError(ErrorCode::Unsupported,
-                             "mixed precision fp8 (" + fp8.describe() + ") needs a GPU of compute capability 8.9 or "
-                             "higher for its FP8 GEMMs: " + device.str() + " has " + std::to_string(major) + "." +
-                                 std::to_string(minor) + "; use bf16 there, or ACCELERATE_USE_CPU=true to run the "
-                                 "FP8 recipe on the CPU");
+            return makeError(ErrorCode::Unsupported, "mixed precision fp8 (" + fp8.describe() +
+                                                         ") needs a GPU of compute capability 8.9 or "
+                                                         "higher for its FP8 GEMMs: " +
+                                                         device.str() + " has " + std::to_string(major) + "." +
+                                                         std::to_string(minor) +
+                                                         "; use bf16 there, or ACCELERATE_USE_CPU=true to run the "
+                                                         "FP8 recipe on the CPU");
     }
 #else
     (void)device;

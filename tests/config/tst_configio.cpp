@@ -327,7 +327,8 @@ private Q_SLOTS:
             case 0:
                 return ConfigValue::fromBool(random.bounded(2) == 1);
             case 1:
-                return ConfigValue::fromInt(std::int64_t(random.bounded(-100000, 100000)) * (random.bounded(3) == 0 ? 100000 : 1));
+                return ConfigValue::fromInt(std::int64_t(random.bounded(-100000, 100000)) *
+                                            (random.bounded(3) == 0 ? 100000 : 1));
             case 2:
                 return ConfigValue::fromFloat(std::ldexp(random.generateDouble() - 0.5, random.bounded(-30, 60)));
             case 3:

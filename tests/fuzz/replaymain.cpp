@@ -26,7 +26,6 @@
 #include <unistd.h>
 #include <vector>
 
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 namespace {
