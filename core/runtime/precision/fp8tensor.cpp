@@ -48,11 +48,29 @@ torch::Tensor scaledMm(const Fp8Tensor &a, const Fp8Tensor &b, at::ScalarType ou
                           torch::full({}, 1.0f / b.scale, options), std::nullopt, std::nullopt, outDtype, false);
 }
 
+bool scaledMmRunsOn(c10::DeviceType device)
+{
+    if (device == c10::DeviceType::CUDA)
+        return true;
+    if (device != c10::DeviceType::CPU)
+        return false;
+    // libtorch builds differ in whether the CPU has the kernel: ask it once with a 16x16 product.
+    static const bool cpu = [] {
+        try {
+            const auto codes = torch::ones({16, 16}).to(at::kFloat8_e4m3fn);
+            scaledMm({codes, 1.0f}, {codes, 1.0f}, torch::kFloat, false);
+            return true;
+        } catch (const c10::Error &) {
+            return false;
+        }
+    }();
+    return cpu;
+}
+
 torch::Tensor fp8Matmul(const Fp8Tensor &a, const Fp8Tensor &b, at::ScalarType outDtype, bool padInnerDim)
 {
-    if (a.data.is_cuda())
+    if (a.data.is_cuda() || scaledMmRunsOn(a.data.device().type()))
         return scaledMm(a, b, outDtype, padInnerDim);
-    // On the CPU: exactly torchao's emulation (dequantise, multiply in float32), the tests' oracle.
     return torch::mm(dequantize(a), dequantize(b)).to(outDtype);
 }
 
