@@ -5,6 +5,7 @@
 // The worker does the training; this program only reads its metrics (docs/metrics.md).
 #include "app/cli/argparser.h"
 #include "app/cli/cmd_bench_plot.h"
+#include "app/cli/cmd_launch_support.h"
 #include "app/cli/command.h"
 
 #include "monitor/metricsparser.h"
@@ -364,10 +365,9 @@ int runBench(int argc, char **argv)
         return ExitFailure;
     }
     const QString out = QDir(QString::fromStdString(parser.valueOr("out", "fp8-bench"))).absolutePath();
-    if (!QFileInfo(workerProgram()).isExecutable()) {
-        std::fprintf(stderr, "accel bench: %s not found: this build has no libtorch runtime (accel-worker)\n",
-                     qPrintable(workerProgram()));
-        return ExitFailure;
+    if (auto found = checkWorkerProgram(workerProgram().toStdString()); !found) {
+        std::fprintf(stderr, "accel bench: %s\n", found.error().toString().c_str());
+        return exitCodeFor(found.error());
     }
     const bool json = parser.isSet("json");
     struct Planned {

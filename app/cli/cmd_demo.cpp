@@ -110,10 +110,9 @@ static int runDemo(int argc, char **argv)
         return ExitBadInput;
     }
     const std::string worker = workerProgramPath();
-    if (!QFileInfo(QString::fromStdString(worker)).isExecutable()) {
-        std::fprintf(stderr, "accel demo: %s not found: this build has no libtorch runtime (accel-worker)\n",
-                     worker.c_str());
-        return ExitFailure;
+    if (auto found = checkWorkerProgram(worker); !found) {
+        std::fprintf(stderr, "accel demo: %s\n", found.error().toString().c_str());
+        return exitCodeFor(found.error());
     }
     QString runDir = QString::fromStdString(parser.valueOr("run_dir", ""));
     if (runDir.isEmpty())

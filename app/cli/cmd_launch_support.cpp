@@ -16,9 +16,7 @@
 
 #include "buildinfo.h"
 
-#ifdef ACCEL_CLI_HAVE_JOBSPEC
 #include "core/worker/jobspec.h"
-#endif
 
 #include <QDir>
 #include <QFile>
@@ -156,19 +154,15 @@ QJsonArray redactedPlan(QJsonArray ranks)
 // every field of the built-in gpt and mlp recipes. Errors name the file and the key (exit 2).
 Result<void> checkJobFile(const std::string &path)
 {
-    std::string recipe;
-#ifdef ACCEL_CLI_HAVE_JOBSPEC
     auto spec = worker::JobSpec::load(path);
     if (!spec)
         return tl::unexpected(spec.error());
-    recipe = spec->recipe;
-#endif
     const auto &formRecipes = JobFile::formRecipes();
-    if (!recipe.empty() && std::find(formRecipes.begin(), formRecipes.end(), recipe) == formRecipes.end())
+    if (std::find(formRecipes.begin(), formRecipes.end(), spec->recipe) == formRecipes.end())
         return {}; // torchscript, plugin, selftest: their own settings are read by the worker
     auto job = JobFile::load(path);
     if (!job)
-        return recipe.empty() ? Result<void>() : tl::unexpected(job.error());
+        return tl::unexpected(job.error());
     return job->check(path);
 }
 
@@ -194,6 +188,13 @@ std::string workerProgramPath()
     return (error ? std::filesystem::path(".") : self.parent_path()).string() + "/accel-worker";
 }
 
+Result<void> checkWorkerProgram(const std::string &path)
+{
+    if (QFileInfo(QString::fromStdString(path)).isExecutable())
+        return {};
+    return makeError(ErrorCode::Unsupported, "not found: this build has no libtorch runtime (accel-worker)", path);
+}
+
 Result<PreparedLaunch> prepareLaunch(const ArgParser &parser)
 {
     PreparedLaunch prepared;
@@ -216,6 +217,10 @@ Result<PreparedLaunch> prepareLaunch(const ArgParser &parser)
         if (auto ok = checkJobFile(program.target); !ok)
             return tl::unexpected(ok.error());
         program.workerProgram = workerProgramPath();
+        // A job runs only on accel-worker: without it no rank could start (checked after the job,
+        // so that a wrong job file is named even where this build has no runtime).
+        if (auto worker = checkWorkerProgram(program.workerProgram); !worker)
+            return tl::unexpected(worker.error());
         program.args = script;
         prepared.runName = baseName(*job);
     } else {

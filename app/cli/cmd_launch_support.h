@@ -30,6 +30,9 @@ Result<launcher::RunDirectory> createRunDirectory(const PreparedLaunch &prepared
 int detachSupervisor(int argc, char **argv, const launcher::LaunchSettings &settings, bool json);
 // accel-worker beside the running accel binary ($ACCEL_WORKER_PROGRAM overrides it).
 std::string workerProgramPath();
+// Fails (ErrorCode::Unsupported, exit 1) when the worker at `path` is not an executable file:
+// "PATH not found: this build has no libtorch runtime (accel-worker)".
+Result<void> checkWorkerProgram(const std::string &path);
 launcher::EnvMap currentEnvironment();
 
 } // namespace accel::cli

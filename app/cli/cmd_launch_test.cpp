@@ -204,10 +204,9 @@ static int runTest(int argc, char **argv)
     runtime.name = QStringLiteral("runtime self-test (accel-worker)");
     QTemporaryDir scratch;
     const std::string worker = workerProgramPath();
-    if (!QFileInfo(QString::fromStdString(worker)).isExecutable()) {
+    if (auto found = checkWorkerProgram(worker); !found) {
         runtime.status = QStringLiteral("failed");
-        runtime.reason = QString::fromStdString(worker) +
-                         QStringLiteral(" not found: this build has no libtorch runtime (accel-worker)");
+        runtime.reason = QString::fromStdString(found.error().toString());
     } else {
         const QString job = scratch.filePath(QStringLiteral("selftest.yaml"));
         QFile file(job);

@@ -8,7 +8,4 @@ list(APPEND ACCEL_CLI_LIBS accel_launcher accel_monitor accel_hardware)
 # The demo finds resources/jobs/demo-gpt.yaml in the source tree when run from a build folder.
 set_source_files_properties(cli/cmd_demo.cpp PROPERTIES COMPILE_DEFINITIONS ACCEL_DEMO_SOURCE_ROOT="${CMAKE_SOURCE_DIR}")
 # `accel launch --job` (also --dry-run) checks the job file as accel-worker reads it (Qt- and torch-free).
-if(TARGET accel_worker_jobspec)
-  list(APPEND ACCEL_CLI_LIBS accel_worker_jobspec)
-  set_property(SOURCE cli/cmd_launch_support.cpp APPEND PROPERTY COMPILE_DEFINITIONS ACCEL_CLI_HAVE_JOBSPEC)
-endif()
+list(APPEND ACCEL_CLI_LIBS accel_worker_jobspec)

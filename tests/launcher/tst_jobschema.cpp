@@ -2,11 +2,9 @@
 // recipe form (launcher::JobFile) and the docs table: for every field of every recipe, both
 // readers take the same default and refuse and accept the same values with the same message.
 #include "core/common/jobschema.h"
+#include "core/worker/jobspec.h"
 #include "launcher/jobfile.h"
 #include "tests/helpers/testsupport.h"
-#ifdef ACCEL_HAVE_WORKER_JOBSPEC
-#include "core/worker/jobspec.h"
-#endif
 
 #include <QFile>
 #include <QTemporaryDir>
@@ -160,7 +158,6 @@ private Q_SLOTS:
         }
     }
 
-#ifdef ACCEL_HAVE_WORKER_JOBSPEC
     // accel-worker's reader refuses the same values, naming the file and key with the schema's
     // message, accepts the in-range ones, and reads an absent key as the schema's default.
     void workerFollowsTheSchema()
@@ -243,7 +240,6 @@ private Q_SLOTS:
         // A key outside the recipe's schema is a programming error, not a silent zero.
         QVERIFY_THROWS_EXCEPTION(std::logic_error, gpt->integer("mlp.classes"));
     }
-#endif
 };
 
 QTEST_GUILESS_MAIN(tst_JobSchema)

@@ -8,6 +8,7 @@
 #include "tests/helpers/testsupport.h"
 #include "tests/launcher/processprobe.h"
 
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -38,6 +39,13 @@ QString fakechild()
 QString accelProgram()
 {
     return accel::test::binDir() + QStringLiteral("/accel");
+}
+
+// A build without the libtorch runtime (ACCEL_BUILD_TORCH=OFF, e.g. the ThreadSanitizer build) has
+// no accel-worker: its native jobs cannot run.
+bool haveWorker()
+{
+    return QFileInfo(accel::test::binDir() + QStringLiteral("/accel-worker")).isExecutable();
 }
 
 QJsonObject manifestOf(const QString &runDir)
@@ -294,6 +302,8 @@ private Q_SLOTS:
     // loopback from its choice until rank 0's store takes the socket over (ACCEL_STORE_LISTEN_FD).
     void nativeLaunchesStartedTogetherEachGetTheirPort()
     {
+        if (!haveWorker())
+            QSKIP("this build has no libtorch runtime (accel-worker): native jobs cannot run");
         QTemporaryDir dir;
         const QString job = writeFile(dir.filePath(QStringLiteral("selftest.yaml")), "recipe: selftest\n");
         const int launches = 3;
@@ -343,7 +353,38 @@ private Q_SLOTS:
         const QString good = writeFile(dir.filePath(QStringLiteral("good.yaml")), "recipe: selftest\n");
         result = runAccel({QStringLiteral("launch"), QStringLiteral("--cpu"), QStringLiteral("--job"), good,
                            QStringLiteral("--dry-run")});
+        if (!haveWorker())
+            QSKIP("this build has no libtorch runtime (accel-worker): a valid job cannot be launched");
         QVERIFY2(result.exitCode == 0, qPrintable(result.err));
+    }
+
+    // Regression: in a build without the libtorch runtime `accel launch --job` checked nothing (its
+    // job reader was built only with the runtime: `recipe: nonsense` passed --dry-run) and a valid
+    // job was launched with ranks that could never start. Now the job is checked in every build,
+    // and without accel-worker the launch fails before anything starts, saying why.
+    void jobWithoutTheRuntimeIsCheckedAndRefused()
+    {
+        QTemporaryDir dir;
+        const QStringList noWorker{QStringLiteral("ACCEL_WORKER_PROGRAM=") + dir.filePath(QStringLiteral("none"))};
+        const QString nonsense = writeFile(dir.filePath(QStringLiteral("nonsense.yaml")), "recipe: nonsense\n");
+        auto result = runAccel({QStringLiteral("launch"), QStringLiteral("--cpu"), QStringLiteral("--job"), nonsense,
+                                QStringLiteral("--dry-run")},
+                               60000, {}, noWorker);
+        QCOMPARE(result.exitCode, 2);
+        QVERIFY2(result.err.contains(nonsense) && result.err.contains(QStringLiteral("recipe")),
+                 qPrintable(result.err));
+        const QString good = writeFile(dir.filePath(QStringLiteral("good.yaml")), "recipe: selftest\n");
+        const QString runDir = dir.filePath(QStringLiteral("run"));
+        for (const QString &mode : {QStringLiteral("--dry-run"), QStringLiteral("--quiet")}) {
+            result = runAccel({QStringLiteral("launch"), QStringLiteral("--cpu"), QStringLiteral("--run_dir"), runDir,
+                               QStringLiteral("--job"), good, mode},
+                              60000, {}, noWorker);
+            QVERIFY2(result.exitCode == 1, qPrintable(mode + QStringLiteral(": ") + result.err));
+            QVERIFY2(result.err.contains(dir.filePath(QStringLiteral("none"))) &&
+                         result.err.contains(QStringLiteral("no libtorch runtime")),
+                     qPrintable(result.err));
+            QVERIFY(!QFileInfo::exists(runDir));
+        }
     }
 
     // Regression: --dry-run printed commands unquoted, so they could not be pasted into a shell.
