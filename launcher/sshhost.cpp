@@ -83,15 +83,44 @@ SshHost::SshHost(SshHostOptions options, QObject *parent) : QObject(parent), m_o
     // This object outlives the worker (the destructor joins it), so the pointer stays valid.
     ssh::SshWorker::Callbacks callbacks;
     callbacks.output = [this](quint64 id, const QByteArray &out, const QByteArray &err) {
-        QMetaObject::invokeMethod(
-            this, [this, id, out, err] { deliverOutput(id, out, err); }, Qt::QueuedConnection);
+        post([this, id, out, err] { deliverOutput(id, out, err); });
     };
     callbacks.done = [this](quint64 id, const AccelOutcome &outcome) {
-        QMetaObject::invokeMethod(
-            this, [this, id, outcome] { deliverDone(id, outcome); }, Qt::QueuedConnection);
+        post([this, id, outcome] { deliverDone(id, outcome); });
     };
     m_worker = std::make_unique<ssh::SshWorker>(settings, timing, std::move(callbacks));
     m_worker->start();
+}
+
+// The calls cross threads through a mutex of ours rather than inside Qt's event queue: the order
+// is the same (one queue, drained in order), and a ThreadSanitizer build sees the hand-off (Qt's
+// own locks are in the uninstrumented Qt library, so every queued lambda's captures were reported
+// as a race).
+void SshHost::post(std::function<void()> call)
+{
+    bool scheduled = false;
+    {
+        std::lock_guard<std::mutex> lock(m_inboxMutex);
+        scheduled = !m_inbox.empty(); // a drain is queued already and will take this one too
+        m_inbox.push_back(std::move(call));
+    }
+    if (!scheduled)
+        QMetaObject::invokeMethod(this, &SshHost::drainInbox, Qt::QueuedConnection);
+}
+
+void SshHost::drainInbox()
+{
+    std::deque<std::function<void()>> calls;
+    {
+        std::lock_guard<std::mutex> lock(m_inboxMutex);
+        calls.swap(m_inbox);
+    }
+    const QPointer<SshHost> self(this); // a call may end in this host's deletion: the rest are dropped
+    for (auto &call : calls) {
+        if (!self)
+            return;
+        call();
+    }
 }
 
 SshHost::~SshHost()

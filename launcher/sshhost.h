@@ -11,7 +11,11 @@
 #include <QObject>
 #include <QPointer>
 
+#include <deque>
+#include <functional>
+
 #include <memory>
+#include <mutex>
 
 namespace accel::launcher {
 
@@ -46,11 +50,16 @@ private:
     void forget(quint64 id);
     void deliverOutput(quint64 id, const QByteArray &out, const QByteArray &err);
     void deliverDone(quint64 id, AccelOutcome outcome);
+    // From the worker's thread: queue a call for this object's thread (see sshhost.cpp).
+    void post(std::function<void()> call);
+    void drainInbox();
 
     SshHostOptions m_options;
     QString m_accelProgram;
     quint64 m_nextId = 1;
     QHash<quint64, QPointer<SshCommand>> m_commands;
+    std::mutex m_inboxMutex;
+    std::deque<std::function<void()>> m_inbox; // guarded by m_inboxMutex
     std::unique_ptr<ssh::SshWorker> m_worker;
 };
 

@@ -64,6 +64,11 @@ SshWorker::~SshWorker()
 {
     stop();
     wait();
+    // wait() orders run()'s last writes before what follows, but through Qt's own locks, which a
+    // ThreadSanitizer build cannot see; this mutex (released last thing in run()) says so in ours.
+    {
+        std::lock_guard<std::mutex> lock(m_mutex);
+    }
     for (int fd : m_wake) {
         if (fd >= 0)
             ::close(fd);
@@ -123,6 +128,7 @@ void SshWorker::run()
     // the process raced OpenSSL's exit-time cleanup and LeakSanitizer (2 of 3 runs of tst_clusterjob
     // reported this thread's two generators as leaked). Freed here, before wait() returns.
     OPENSSL_thread_stop();
+    std::lock_guard<std::mutex> lock(m_mutex); // see ~SshWorker
 }
 
 void SshWorker::takeRequests()
