@@ -78,11 +78,7 @@ QString findCorpus()
 // replaced while the benchmark runs (a rebuild).
 const QString &workerProgram()
 {
-    static const QString program = [] {
-        if (const QString set = qEnvironmentVariable("ACCEL_WORKER_PROGRAM"); !set.isEmpty())
-            return set;
-        return QFileInfo(QStringLiteral("/proc/self/exe")).canonicalPath() + QStringLiteral("/accel-worker");
-    }();
+    static const QString program = QString::fromStdString(workerProgramPath());
     return program;
 }
 

@@ -69,7 +69,7 @@ bool scaledMmRunsOn(c10::DeviceType device)
 
 torch::Tensor fp8Matmul(const Fp8Tensor &a, const Fp8Tensor &b, at::ScalarType outDtype, bool padInnerDim)
 {
-    if (a.data.is_cuda() || scaledMmRunsOn(a.data.device().type()))
+    if (scaledMmRunsOn(a.data.device().type()))
         return scaledMm(a, b, outDtype, padInnerDim);
     return torch::mm(dequantize(a), dequantize(b)).to(outDtype);
 }
