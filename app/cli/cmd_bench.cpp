@@ -22,10 +22,13 @@
 #include <sys/prctl.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <mutex>
+#include <thread>
 
 #ifndef ACCEL_BENCH_SOURCE_ROOT
 #define ACCEL_BENCH_SOURCE_ROOT ""
@@ -115,9 +118,10 @@ QByteArray jobText(const Shape &shape, const QString &corpus, int steps, int see
 }
 
 // Progress of a run for --json (one JSON object per line on stderr, schema accel.bench-fp8.progress).
+// With --jobs above 1 several runs report at once, each its own line.
 struct Progress {
     bool json = false;
-    int run = 0, runs = 0;
+    int run = 0, runs = 0; // this run's number, from 1, and how many there are
     void report(const BenchRun &what, int step, int steps, const char *state) const
     {
         if (!json)
@@ -166,8 +170,10 @@ Bytes storageBytes(const QString &precision, double parameters, double fp8Weight
     return {4 * parameters, 4 * parameters, 8 * parameters};
 }
 
+// Trains one run to its end; a set `cancel` (another run failed) kills its worker and returns
+// without an error of its own.
 BenchRun runOne(const Shape &shape, const Precision &precision, int seed, const QString &dir, const QString &corpus,
-                int steps, int threads, const Progress &progress, QString *error)
+                int steps, int threads, const Progress &progress, const std::atomic<bool> &cancel, QString *error)
 {
     BenchRun run;
     run.shape = QString::fromLatin1(shape.name);
@@ -211,6 +217,11 @@ BenchRun runOne(const Shape &shape, const Precision &precision, int seed, const 
     while (!worker.waitForFinished(500)) {
         if (worker.state() == QProcess::NotRunning)
             break;
+        if (cancel) { // the failed run reports; this one only stops
+            worker.kill();
+            worker.waitForFinished(-1);
+            return run;
+        }
         if (progress.json) {
             if (const int step = lastLoggedStep(metricsPath); step > reported) {
                 reported = step;
@@ -293,6 +304,10 @@ int runBench(int argc, char **argv)
                     "and data order, the same for every precision): the table gives the means, and each "
                     "precision's difference to bf16 as the mean of the per-seed differences with their range",
                     "1");
+    parser.addValue("jobs", "N",
+                    "runs trained at the same time, each its own accel-worker (at most one per core for step times "
+                    "that mean something; the results do not depend on it)",
+                    "1");
     parser.addValue("only", "NAMES", "comma-separated precisions to run (fp32,bf16,fp8-te,fp8-msamp-o1,...)", "");
     parser.addValue("shapes", "NAMES",
                     "comma-separated model shapes: gpt (2 layers, n_embd 64), gpt-deep (4 layers, n_embd 32), "
@@ -327,6 +342,11 @@ int runBench(int argc, char **argv)
     const int seeds = QString::fromStdString(parser.valueOr("seeds", "1")).toInt(&ok);
     if (!ok || seeds < 1 || seeds > 20) {
         std::fprintf(stderr, "accel bench: --seeds: expected an integer from 1 to 20\n");
+        return ExitBadInput;
+    }
+    const int jobs = QString::fromStdString(parser.valueOr("jobs", "1")).toInt(&ok);
+    if (!ok || jobs < 1 || jobs > 64) {
+        std::fprintf(stderr, "accel bench: --jobs: expected an integer from 1 to 64\n");
         return ExitBadInput;
     }
     QStringList only = QString::fromStdString(parser.valueOr("only", "")).split(QLatin1Char(','), Qt::SkipEmptyParts);
@@ -387,32 +407,63 @@ int runBench(int argc, char **argv)
         if (!shapeNames.contains(QLatin1String(plan.shape->name)))
             shapeNames << QLatin1String(plan.shape->name);
     }
-    std::vector<BenchRun> runs;
-    Progress progress{json, 0, int(planned.size())};
-    for (const Planned &plan : planned) {
-        ++progress.run;
-        const auto started = std::chrono::steady_clock::now();
-        if (!json) {
-            std::fprintf(stderr, "accel bench: %s %s, %d steps", plan.shape->name, plan.precision->name, steps);
+    // The runs in their planned order, whatever order they finish in: --jobs N starts the next
+    // planned run whenever one of the N ends.
+    std::vector<BenchRun> runs(planned.size());
+    std::vector<QString> errors(planned.size());
+    std::atomic<size_t> next{0};
+    std::atomic<bool> failed{false};
+    std::mutex lines; // whole progress lines on stderr
+    auto train = [&] {
+        for (size_t i = next++; i < planned.size() && !failed; i = next++) {
+            const Planned &plan = planned[i];
+            const Progress progress{json, int(i) + 1, int(planned.size())};
+            const auto started = std::chrono::steady_clock::now();
+            QString what = QStringLiteral("%1 %2, %3 steps")
+                               .arg(QLatin1String(plan.shape->name), QLatin1String(plan.precision->name))
+                               .arg(steps);
             if (seeds > 1)
-                std::fprintf(stderr, ", seed %d", plan.seed);
-            std::fprintf(stderr, " ...");
-            std::fflush(stderr);
+                what += QStringLiteral(", seed %1").arg(plan.seed);
+            if (!json && jobs == 1) {
+                std::fprintf(stderr, "accel bench: %s ...", qPrintable(what));
+                std::fflush(stderr);
+            }
+            QString dir = out + QLatin1Char('/') + QLatin1String(plan.shape->name) + QLatin1Char('/') +
+                          QLatin1String(plan.precision->name);
+            if (seeds > 1)
+                dir += QStringLiteral("/seed%1").arg(plan.seed);
+            runs[i] = runOne(*plan.shape, *plan.precision, plan.seed, dir, corpus, steps, threads, progress, failed,
+                             &errors[i]);
+            if (!errors[i].isEmpty())
+                failed = true;
+            if (failed)
+                return;
+            if (!json) {
+                const double seconds =
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+                const std::lock_guard lock(lines);
+                if (jobs == 1)
+                    std::fprintf(stderr, " %.0f s\n", seconds);
+                else
+                    std::fprintf(stderr, "accel bench: [%zu/%zu] %s: %.0f s\n", i + 1, planned.size(), qPrintable(what),
+                                 seconds);
+            }
         }
-        QString dir = out + QLatin1Char('/') + QLatin1String(plan.shape->name) + QLatin1Char('/') +
-                      QLatin1String(plan.precision->name);
-        if (seeds > 1)
-            dir += QStringLiteral("/seed%1").arg(plan.seed);
-        QString error;
-        BenchRun run = runOne(*plan.shape, *plan.precision, plan.seed, dir, corpus, steps, threads, progress, &error);
-        if (!error.isEmpty()) {
-            std::fprintf(stderr, "%saccel bench: %s\n", json ? "" : "\n", qPrintable(error));
-            return ExitFailure;
-        }
-        if (!json)
-            std::fprintf(stderr, " %.0f s\n",
-                         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-        runs.push_back(std::move(run));
+    };
+    {
+        std::vector<std::thread> trainers;
+        for (int j = 1; j < std::min<int>(jobs, int(planned.size())); ++j)
+            trainers.emplace_back(train);
+        train();
+        for (std::thread &trainer : trainers)
+            trainer.join();
+    }
+    // The first failure in planned order (the runs it stopped have none of their own).
+    if (failed) {
+        const QString &error =
+            *std::find_if(errors.begin(), errors.end(), [](const QString &e) { return !e.isEmpty(); });
+        std::fprintf(stderr, "%saccel bench: %s\n", json || jobs > 1 ? "" : "\n", qPrintable(error));
+        return ExitFailure;
     }
     const std::vector<double> at = {double(steps) / 5, double(steps) / 2, double(steps)};
     auto finalEval = [](const BenchRun &run) { return run.evalLoss.empty() ? NAN : run.evalLoss.back().second; };
@@ -430,6 +481,17 @@ int runBench(int argc, char **argv)
             sum += v;
         return values.empty() ? double(NAN) : sum / double(values.size());
     };
+    // The standard error of that mean: the sample standard deviation over the square root of the
+    // count (undefined for one value).
+    auto standardError = [&](const std::vector<double> &values) {
+        if (values.size() < 2)
+            return double(NAN);
+        const double m = mean(values);
+        double squares = 0;
+        for (double v : values)
+            squares += (v - m) * (v - m);
+        return std::sqrt(squares / double(values.size() - 1) / double(values.size()));
+    };
     QJsonArray jsonRuns;
     QString table = QStringLiteral("%1 %2 %3 %4 %5 %6 %7 %8 %9 %10 %11")
                         .arg(QStringLiteral("shape"), -9)
@@ -443,7 +505,7 @@ int runBench(int argc, char **argv)
                         .arg(QStringLiteral("weights"), 8)
                         .arg(QStringLiteral("grads"), 8)
                         .arg(QStringLiteral("optim"), 8);
-    table += seeds > 1 ? QStringLiteral("  vs bf16 per seed\n") : QStringLiteral("\n");
+    table += seeds > 1 ? QStringLiteral(" %1  vs bf16 per seed\n").arg(QStringLiteral("se"), 6) : QStringLiteral("\n");
     std::vector<BenchRun> firstSeeds; // the curves drawn: each shape and precision's first seed
     for (const BenchRun &run : runs) {
         if (run.seed != firstSeed)
@@ -469,6 +531,7 @@ int runBench(int argc, char **argv)
         std::sort(stepTimes.begin(), stepTimes.end());
         const double eval = mean(evals);
         const double difference = mean(differences);
+        const double differenceError = standardError(differences);
         const double stepTime = stepTimes[stepTimes.size() / 2];
         const Bytes bytes = storageBytes(run.precision, run.parameters, run.fp8Weights);
         auto kib = [](double b) { return QStringLiteral("%1K").arg(b / 1024, 0, 'f', 0); };
@@ -488,6 +551,7 @@ int runBench(int argc, char **argv)
                      .arg(kib(bytes.gradients), 8)
                      .arg(kib(bytes.optimizer), 8);
         if (seeds > 1) {
+            table += QStringLiteral(" %1").arg(number(differenceError, 2), 6);
             QStringList perSeed;
             for (double value : differences)
                 perSeed << percent(value);
@@ -508,6 +572,8 @@ int runBench(int argc, char **argv)
                                     {QStringLiteral("fp8_linear_layers"), run.convertedLayers},
                                     {QStringLiteral("eval_loss"), eval},
                                     {QStringLiteral("eval_loss_vs_bf16_percent"), difference},
+                                    {QStringLiteral("eval_loss_vs_bf16_percent_se"),
+                                     std::isnan(differenceError) ? QJsonValue() : QJsonValue(differenceError)},
                                     {QStringLiteral("step_time_s"), stepTime},
                                     {QStringLiteral("weight_bytes"), bytes.weights},
                                     {QStringLiteral("gradient_bytes"), bytes.gradients},

@@ -11,6 +11,8 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <cmath>
+
 class tst_BenchFp8 : public QObject {
     Q_OBJECT
 
@@ -40,6 +42,10 @@ void tst_BenchFp8::badInputIsRefused()
         {QStringLiteral("bench"), QStringLiteral("fp8"), QStringLiteral("--seeds"), QStringLiteral("0")});
     QCOMPARE(seeds.exitCode, 2);
     QVERIFY(seeds.err.contains(QStringLiteral("--seeds")));
+    auto jobs = accel::test::runAccel(
+        {QStringLiteral("bench"), QStringLiteral("fp8"), QStringLiteral("--jobs"), QStringLiteral("0")});
+    QCOMPARE(jobs.exitCode, 2);
+    QVERIFY(jobs.err.contains(QStringLiteral("--jobs")));
     auto help = accel::test::runAccel({QStringLiteral("bench"), QStringLiteral("--help")});
     QCOMPARE(help.exitCode, 0);
     QVERIFY(help.out.contains(QStringLiteral("--steps")));
@@ -96,23 +102,27 @@ void tst_BenchFp8::shortRunWritesTableJsonAndPng()
 
 // --seeds 2: every precision trained with seeds 42 and 43; the result's evaluation loss is the mean
 // of the seeds', the difference to bf16 the mean of the per-seed differences (each against bf16 of
-// the same seed); seed 42's figures are those of a run without --seeds.
+// the same seed) with its standard error; seed 42's figures are those of a run without --seeds;
+// --jobs 3 trains the same runs at once to the same results.
 void tst_BenchFp8::seedsAreAveragedPairedWithBf16()
 {
-    auto bench = [](const QString &out, const QString &seeds) {
-        auto result =
-            accel::test::runAccel({QStringLiteral("bench"), QStringLiteral("fp8"), QStringLiteral("--steps"),
-                                   QStringLiteral("10"), QStringLiteral("--shapes"), QStringLiteral("gpt-tiny"),
-                                   QStringLiteral("--only"), QStringLiteral("bf16,fp8-te"), QStringLiteral("--seeds"),
-                                   seeds, QStringLiteral("--out"), out, QStringLiteral("--json")},
-                                  600000);
+    auto bench = [](const QString &out, const QString &seeds, const QString &jobs) {
+        auto result = accel::test::runAccel(
+            {QStringLiteral("bench"), QStringLiteral("fp8"), QStringLiteral("--steps"), QStringLiteral("10"),
+             QStringLiteral("--shapes"), QStringLiteral("gpt-tiny"), QStringLiteral("--only"),
+             QStringLiteral("bf16,fp8-te"), QStringLiteral("--seeds"), seeds, QStringLiteral("--jobs"), jobs,
+             QStringLiteral("--out"), out, QStringLiteral("--json")},
+            600000);
         return std::make_pair(result.exitCode, QJsonDocument::fromJson(result.out.toUtf8()).object());
     };
-    QTemporaryDir one, two;
-    const auto [oneExit, single] = bench(one.path(), QStringLiteral("1"));
+    QTemporaryDir one, two, together;
+    const auto [oneExit, single] = bench(one.path(), QStringLiteral("1"), QStringLiteral("1"));
     QCOMPARE(oneExit, 0);
-    const auto [twoExit, paired] = bench(two.path(), QStringLiteral("2"));
+    const auto [twoExit, paired] = bench(two.path(), QStringLiteral("2"), QStringLiteral("1"));
     QCOMPARE(twoExit, 0);
+    // The same four runs, three at a time: the same results in the same order.
+    const auto [togetherExit, parallel] = bench(together.path(), QStringLiteral("2"), QStringLiteral("3"));
+    QCOMPARE(togetherExit, 0);
     QCOMPARE(paired.value(QStringLiteral("seeds")).toInt(), 2);
     const QJsonArray runs = paired.value(QStringLiteral("runs")).toArray();
     QCOMPARE(runs.size(), 2); // one entry per shape and precision
@@ -130,6 +140,13 @@ void tst_BenchFp8::seedsAreAveragedPairedWithBf16()
                      (evals[seed].toDouble() - bf16[seed].toDouble()) / bf16[seed].toDouble() * 100);
         QCOMPARE(run.value(QStringLiteral("eval_loss_vs_bf16_percent")).toDouble(),
                  (differences[0].toDouble() + differences[1].toDouble()) / 2);
+        // The standard error of the mean of two: half their distance.
+        QCOMPARE(run.value(QStringLiteral("eval_loss_vs_bf16_percent_se")).toDouble(),
+                 std::abs(differences[0].toDouble() - differences[1].toDouble()) / 2);
+        const QJsonObject sameRun = parallel.value(QStringLiteral("runs")).toArray()[i].toObject();
+        QCOMPARE(sameRun.value(QStringLiteral("precision")), run.value(QStringLiteral("precision")));
+        QCOMPARE(sameRun.value(QStringLiteral("eval_loss_per_seed")).toArray(), evals);
+        QCOMPARE(sameRun.value(QStringLiteral("loss")), run.value(QStringLiteral("loss")));
         // Seed 42 is the run without --seeds, bit for bit.
         const QJsonObject alone = single.value(QStringLiteral("runs")).toArray()[i].toObject();
         QCOMPARE(alone.value(QStringLiteral("eval_loss")).toDouble(), evals[0].toDouble());
