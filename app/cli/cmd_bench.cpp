@@ -5,6 +5,7 @@
 // The worker does the training; this program only reads its metrics (docs/metrics.md).
 #include "app/cli/argparser.h"
 #include "app/cli/cmd_bench_plot.h"
+#include "app/cli/cmd_bench_summary.h"
 #include "app/cli/cmd_launch_support.h"
 #include "app/cli/command.h"
 
@@ -155,21 +156,6 @@ int lastLoggedStep(const QString &path)
     return last;
 }
 
-// Bytes of weights, gradients and optimizer state as each recipe stores them (the formats; this
-// CPU emulation holds FP16 / FP8 values in float32 tensors except MS-AMP O2's moments).
-struct Bytes {
-    double weights = 0, gradients = 0, optimizer = 0;
-};
-Bytes storageBytes(const QString &precision, double parameters, double fp8Weights)
-{
-    const double other = parameters - fp8Weights;
-    if (precision == QLatin1String("fp8-msamp-o1"))
-        return {2 * fp8Weights + 4 * other, 1 * fp8Weights + 4 * other, 8 * parameters};
-    if (precision == QLatin1String("fp8-msamp-o2"))
-        return {2 * fp8Weights + 4 * other, 1 * fp8Weights + 4 * other, 3 * parameters};
-    return {4 * parameters, 4 * parameters, 8 * parameters};
-}
-
 // Trains one run to its end; a set `cancel` (another run failed) kills its worker and returns
 // without an error of its own.
 BenchRun runOne(const Shape &shape, const Precision &precision, int seed, const QString &dir, const QString &corpus,
@@ -275,20 +261,6 @@ BenchRun runOne(const Shape &shape, const Precision &precision, int seed, const 
     run.stepTimeS = stepTimes.empty() ? NAN : stepTimes[stepTimes.size() / 2];
     progress.report(run, steps, steps, "finished");
     return run;
-}
-
-double lossAt(const BenchRun &run, double step)
-{
-    for (const auto &[s, loss] : run.loss) {
-        if (s >= step)
-            return loss;
-    }
-    return NAN;
-}
-
-QString number(double value, int decimals)
-{
-    return std::isnan(value) ? QStringLiteral("-") : QString::number(value, 'f', decimals);
 }
 
 int runBench(int argc, char **argv)
@@ -451,6 +423,9 @@ int runBench(int argc, char **argv)
         }
     };
     {
+        // Qt takes the first thread to create a QObject for its main thread: it must be this one,
+        // where the loss curves' QGuiApplication is made, not a trainer thread's QProcess.
+        const QObject mainThread;
         std::vector<std::thread> trainers;
         for (int j = 1; j < std::min<int>(jobs, int(planned.size())); ++j)
             trainers.emplace_back(train);
@@ -465,132 +440,13 @@ int runBench(int argc, char **argv)
         std::fprintf(stderr, "%saccel bench: %s\n", json || jobs > 1 ? "" : "\n", qPrintable(error));
         return ExitFailure;
     }
-    const std::vector<double> at = {double(steps) / 5, double(steps) / 2, double(steps)};
-    auto finalEval = [](const BenchRun &run) { return run.evalLoss.empty() ? NAN : run.evalLoss.back().second; };
-    // bf16's final evaluation loss of the same shape and seed.
-    auto bf16Eval = [&](const BenchRun &run) {
-        for (const BenchRun &other : runs) {
-            if (other.shape == run.shape && other.seed == run.seed && other.precision == QLatin1String("bf16"))
-                return finalEval(other);
-        }
-        return double(NAN);
-    };
-    auto mean = [](const std::vector<double> &values) {
-        double sum = 0;
-        for (double v : values)
-            sum += v;
-        return values.empty() ? double(NAN) : sum / double(values.size());
-    };
-    // The standard error of that mean: the sample standard deviation over the square root of the
-    // count (undefined for one value).
-    auto standardError = [&](const std::vector<double> &values) {
-        if (values.size() < 2)
-            return double(NAN);
-        const double m = mean(values);
-        double squares = 0;
-        for (double v : values)
-            squares += (v - m) * (v - m);
-        return std::sqrt(squares / double(values.size() - 1) / double(values.size()));
-    };
-    QJsonArray jsonRuns;
-    QString table = QStringLiteral("%1 %2 %3 %4 %5 %6 %7 %8 %9 %10 %11")
-                        .arg(QStringLiteral("shape"), -9)
-                        .arg(QStringLiteral("precision"), -13)
-                        .arg(QStringLiteral("loss@%1").arg(at[0]), 9)
-                        .arg(QStringLiteral("loss@%1").arg(at[1]), 9)
-                        .arg(QStringLiteral("loss@%1").arg(at[2]), 9)
-                        .arg(QStringLiteral("eval"), 7)
-                        .arg(QStringLiteral("vs bf16"), 8)
-                        .arg(QStringLiteral("ms/step"), 8)
-                        .arg(QStringLiteral("weights"), 8)
-                        .arg(QStringLiteral("grads"), 8)
-                        .arg(QStringLiteral("optim"), 8);
-    table += seeds > 1 ? QStringLiteral(" %1  vs bf16 per seed\n").arg(QStringLiteral("se"), 6) : QStringLiteral("\n");
-    std::vector<BenchRun> firstSeeds; // the curves drawn: each shape and precision's first seed
-    for (const BenchRun &run : runs) {
-        if (run.seed != firstSeed)
-            continue;
-        firstSeeds.push_back(run);
-        std::vector<double> evals, differences, stepTimes;
-        std::vector<std::vector<double>> lossAtSteps(at.size());
-        QJsonArray seedList, evalList, differenceList;
-        for (const BenchRun &same : runs) {
-            if (same.shape != run.shape || same.precision != run.precision)
-                continue;
-            const double eval = finalEval(same);
-            const double difference = (eval - bf16Eval(same)) / bf16Eval(same) * 100;
-            evals.push_back(eval);
-            differences.push_back(difference);
-            stepTimes.push_back(same.stepTimeS);
-            for (size_t i = 0; i < at.size(); ++i)
-                lossAtSteps[i].push_back(lossAt(same, at[i]));
-            seedList.append(same.seed);
-            evalList.append(eval);
-            differenceList.append(difference);
-        }
-        std::sort(stepTimes.begin(), stepTimes.end());
-        const double eval = mean(evals);
-        const double difference = mean(differences);
-        const double differenceError = standardError(differences);
-        const double stepTime = stepTimes[stepTimes.size() / 2];
-        const Bytes bytes = storageBytes(run.precision, run.parameters, run.fp8Weights);
-        auto kib = [](double b) { return QStringLiteral("%1K").arg(b / 1024, 0, 'f', 0); };
-        auto percent = [](double value) {
-            return std::isnan(value) ? QStringLiteral("-") : QString::asprintf("%+.2f%%", value);
-        };
-        table += QStringLiteral("%1 %2 %3 %4 %5 %6 %7 %8 %9 %10 %11")
-                     .arg(run.shape, -9)
-                     .arg(run.precision, -13)
-                     .arg(number(mean(lossAtSteps[0]), 4), 9)
-                     .arg(number(mean(lossAtSteps[1]), 4), 9)
-                     .arg(number(mean(lossAtSteps[2]), 4), 9)
-                     .arg(number(eval, 4), 7)
-                     .arg(percent(difference), 8)
-                     .arg(number(stepTime * 1000, 1), 8)
-                     .arg(kib(bytes.weights), 8)
-                     .arg(kib(bytes.gradients), 8)
-                     .arg(kib(bytes.optimizer), 8);
-        if (seeds > 1) {
-            table += QStringLiteral(" %1").arg(number(differenceError, 2), 6);
-            QStringList perSeed;
-            for (double value : differences)
-                perSeed << percent(value);
-            table += QStringLiteral("  ") + perSeed.join(QLatin1Char(' '));
-        }
-        table += QLatin1Char('\n');
-        QJsonArray curve, evalCurve, lossAtJson;
-        for (const auto &[step, loss] : run.loss)
-            curve.append(QJsonArray{step, loss});
-        for (const auto &[step, loss] : run.evalLoss)
-            evalCurve.append(QJsonArray{step, loss});
-        for (size_t i = 0; i < at.size(); ++i)
-            lossAtJson.append(QJsonArray{at[i], mean(lossAtSteps[i])});
-        jsonRuns.append(QJsonObject{{QStringLiteral("shape"), run.shape},
-                                    {QStringLiteral("precision"), run.precision},
-                                    {QStringLiteral("parameters"), run.parameters},
-                                    {QStringLiteral("fp8_weights"), run.fp8Weights},
-                                    {QStringLiteral("fp8_linear_layers"), run.convertedLayers},
-                                    {QStringLiteral("eval_loss"), eval},
-                                    {QStringLiteral("eval_loss_vs_bf16_percent"), difference},
-                                    {QStringLiteral("eval_loss_vs_bf16_percent_se"),
-                                     std::isnan(differenceError) ? QJsonValue() : QJsonValue(differenceError)},
-                                    {QStringLiteral("step_time_s"), stepTime},
-                                    {QStringLiteral("weight_bytes"), bytes.weights},
-                                    {QStringLiteral("gradient_bytes"), bytes.gradients},
-                                    {QStringLiteral("optimizer_state_bytes"), bytes.optimizer},
-                                    {QStringLiteral("loss_at"), lossAtJson},
-                                    {QStringLiteral("seeds"), seedList},
-                                    {QStringLiteral("eval_loss_per_seed"), evalList},
-                                    {QStringLiteral("eval_loss_vs_bf16_percent_per_seed"), differenceList},
-                                    {QStringLiteral("eval_loss_curve"), evalCurve},
-                                    {QStringLiteral("loss"), curve}});
-    }
+    const BenchSummary summary = summariseBench(runs, steps, seeds, firstSeed);
     const QString png = out + QStringLiteral("/fp8-loss.png");
     QString plotError;
-    const bool plotted = writeLossCurves(firstSeeds, png, &plotError);
+    const bool plotted = writeLossCurves(summary.firstSeeds, png, &plotError);
     QFile tableFile(out + QStringLiteral("/table.txt"));
     if (tableFile.open(QIODevice::WriteOnly))
-        tableFile.write(table.toUtf8());
+        tableFile.write(summary.table.toUtf8());
     if (json) {
         QJsonObject result{{QStringLiteral("schema"), QStringLiteral("accel.bench-fp8")},
                            {QStringLiteral("version"), 1},
@@ -598,11 +454,11 @@ int runBench(int argc, char **argv)
                            {QStringLiteral("seeds"), seeds},
                            {QStringLiteral("shapes"), QJsonArray::fromStringList(shapeNames)},
                            {QStringLiteral("png"), plotted ? png : QString()},
-                           {QStringLiteral("runs"), jsonRuns}};
+                           {QStringLiteral("runs"), summary.runs}};
         std::fputs(QJsonDocument(result).toJson(QJsonDocument::Compact).constData(), stdout);
         std::fputc('\n', stdout);
     } else {
-        std::fputs(qPrintable(table), stdout);
+        std::fputs(qPrintable(summary.table), stdout);
         std::printf("bytes: as each recipe stores them (weights, gradients, Adam moments); loss curves: %s\n",
                     plotted ? qPrintable(png) : qPrintable(QStringLiteral("not drawn: ") + plotError));
     }

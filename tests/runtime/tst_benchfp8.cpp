@@ -113,7 +113,9 @@ void tst_BenchFp8::seedsAreAveragedPairedWithBf16()
              QStringLiteral("bf16,fp8-te"), QStringLiteral("--seeds"), seeds, QStringLiteral("--jobs"), jobs,
              QStringLiteral("--out"), out, QStringLiteral("--json")},
             600000);
-        return std::make_pair(result.exitCode, QJsonDocument::fromJson(result.out.toUtf8()).object());
+        // Qt's main thread is the one drawing the curves, whatever thread started a run first.
+        const bool qtWarned = result.err.contains(QStringLiteral("not created in the main() thread"));
+        return std::make_pair(qtWarned ? -1 : result.exitCode, QJsonDocument::fromJson(result.out.toUtf8()).object());
     };
     QTemporaryDir one, two, together;
     const auto [oneExit, single] = bench(one.path(), QStringLiteral("1"), QStringLiteral("1"));
