@@ -2,71 +2,41 @@
 // loopback and the probe's output lines.
 #pragma once
 
+#include "tests/helpers/rankjob.h"
 #include "tests/helpers/testsupport.h"
 
 #include <QFile>
-#include <QProcess>
-#include <QTcpServer>
 
 #include <cmath>
-#include <memory>
-#include <vector>
 
 namespace accel::test::sharding {
 
-inline int freePort()
-{
-    QTcpServer server;
-    server.listen(QHostAddress::LocalHost, 0);
-    return server.serverPort();
-}
-
 struct Job {
     bool ok = true;
-    QString errors;
-    QString out; // rank 0's standard output
-    QString err; // rank 0's standard error
+    QString errors; // "exit C: <stderr>" per failed rank
+    QString out;    // rank 0's standard output
+    QString err;    // rank 0's standard error
 };
 
 // `worldSize` ranks of `program`, `localWorldSize` per pretend machine, `env` on every rank.
 inline Job runJob(const QString &program, int worldSize, const QStringList &arguments, const QStringList &env = {},
                   int localWorldSize = 0)
 {
-    if (localWorldSize == 0)
-        localWorldSize = worldSize;
-    const int port = freePort();
-    std::vector<std::unique_ptr<QProcess>> processes;
-    for (int rank = 0; rank < worldSize; ++rank) {
-        auto process = std::make_unique<QProcess>();
-        QProcessEnvironment e = QProcessEnvironment::systemEnvironment();
-        e.insert("RANK", QString::number(rank));
-        e.insert("LOCAL_RANK", QString::number(rank % localWorldSize));
-        e.insert("WORLD_SIZE", QString::number(worldSize));
-        e.insert("LOCAL_WORLD_SIZE", QString::number(localWorldSize));
-        e.insert("MASTER_ADDR", "127.0.0.1");
-        e.insert("MASTER_PORT", QString::number(port));
-        e.insert("OMP_NUM_THREADS", "1");
-        for (const QString &entry : env)
-            e.insert(entry.section('=', 0, 0), entry.section('=', 1));
-        process->setProcessEnvironment(e);
-        process->start(program, arguments);
-        processes.push_back(std::move(process));
-    }
+    RankJob rankJob;
+    rankJob.program = program;
+    rankJob.arguments = arguments;
+    rankJob.worldSize = worldSize;
+    rankJob.localWorldSize = localWorldSize;
+    rankJob.env = env;
     Job job;
-    for (auto &process : processes) {
-        if (!process->waitForFinished(120000)) {
-            process->kill();
-            process->waitForFinished();
+    for (const RankOutcome &rank : runRankJob(rankJob)) {
+        if (rank.rank == 0) {
+            job.out = rank.out;
+            job.err = rank.err;
         }
-        const bool first = job.out.isNull();
-        if (first)
-            job.out = QString::fromUtf8(process->readAllStandardOutput());
-        const QString err = QString::fromUtf8(process->readAllStandardError());
-        if (first)
-            job.err = err;
-        if (process->exitStatus() != QProcess::NormalExit || process->exitCode() != 0) {
+        if (!rank.ok()) {
             job.ok = false;
-            job.errors += QString("exit %1: %2\n").arg(process->exitCode()).arg(err);
+            job.errors += QString("exit %1: %2\n").arg(rank.exitCode).arg(rank.err);
         }
     }
     return job;

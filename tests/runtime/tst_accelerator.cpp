@@ -1,69 +1,35 @@
 // Multi-process tests of the Accelerator: real gloo jobs of accel-runtime-probe ranks on
 // loopback, compared bit for bit or within tolerance against single-process runs.
+#include "tests/helpers/rankjob.h"
 #include "tests/helpers/testsupport.h"
 
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QProcess>
-#include <QTcpServer>
 #include <QTemporaryDir>
 #include <QTest>
 
 #include <cmath>
-#include <memory>
 
 namespace {
 
-int freePort()
-{
-    QTcpServer server;
-    server.listen(QHostAddress::LocalHost, 0);
-    return server.serverPort();
-}
+using accel::test::freeLoopbackPort;
+using accel::test::RankOutcome;
 
-struct RankResult {
-    int exitCode = -1;
-    QProcess::ExitStatus status = QProcess::NormalExit;
-    QString err;
-};
-
-// Starts `worldSize` ranks of the probe and waits for all of them.
-QList<RankResult> runRanks(int worldSize, const QStringList &arguments, int timeoutMs = 120000, int port = 0,
-                           const QList<int> &onlyRanks = {}, const QStringList &extraEnv = {})
+// Starts `worldSize` ranks of the probe (or only `onlyRanks` of them) and waits for all of them.
+QList<RankOutcome> runRanks(int worldSize, const QStringList &arguments, int timeoutMs = 120000, int port = 0,
+                            const QList<int> &onlyRanks = {}, const QStringList &extraEnv = {})
 {
-    if (port == 0)
-        port = freePort();
-    std::vector<std::unique_ptr<QProcess>> processes;
-    for (int rank = 0; rank < worldSize; ++rank) {
-        if (!onlyRanks.isEmpty() && !onlyRanks.contains(rank))
-            continue;
-        auto process = std::make_unique<QProcess>();
-        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-        env.insert("RANK", QString::number(rank));
-        env.insert("LOCAL_RANK", QString::number(rank));
-        env.insert("WORLD_SIZE", QString::number(worldSize));
-        env.insert("LOCAL_WORLD_SIZE", QString::number(worldSize));
-        env.insert("MASTER_ADDR", "127.0.0.1");
-        env.insert("MASTER_PORT", QString::number(port));
-        env.insert("OMP_NUM_THREADS", "1");
-        for (const QString &entry : extraEnv)
-            env.insert(entry.section('=', 0, 0), entry.section('=', 1));
-        process->setProcessEnvironment(env);
-        process->setProcessChannelMode(QProcess::SeparateChannels);
-        process->start(accel::test::binDir() + "/accel-runtime-probe", arguments);
-        processes.push_back(std::move(process));
-    }
-    QList<RankResult> results;
-    for (auto &process : processes) {
-        if (!process->waitForFinished(timeoutMs)) {
-            process->kill();
-            process->waitForFinished();
-        }
-        results.push_back(
-            {process->exitCode(), process->exitStatus(), QString::fromUtf8(process->readAllStandardError())});
-    }
-    return results;
+    accel::test::RankJob job;
+    job.program = accel::test::binDir() + "/accel-runtime-probe";
+    job.arguments = arguments;
+    job.worldSize = worldSize;
+    job.timeoutMs = timeoutMs;
+    job.port = port;
+    job.onlyRanks = onlyRanks;
+    job.env = extraEnv;
+    return accel::test::runRankJob(job);
 }
 
 QStringList readLines(const QString &path, const QString &prefix = {})
@@ -84,12 +50,10 @@ double hexValue(const QString &line)
     return std::strtod(line.section(' ', -1).toUtf8().constData(), nullptr);
 }
 
-void expectAllOk(const QList<RankResult> &results)
+void expectAllOk(const QList<RankOutcome> &results)
 {
-    for (const auto &r : results) {
-        if (r.exitCode != 0 || r.status != QProcess::NormalExit)
-            QFAIL(qPrintable(QString("rank failed with %1: %2").arg(r.exitCode).arg(r.err)));
-    }
+    if (const QString failed = accel::test::failures(results); !failed.isEmpty())
+        QFAIL(qPrintable(failed));
 }
 
 void compareParams(const QStringList &a, const QStringList &b, double tolerance)
@@ -259,7 +223,7 @@ private Q_SLOTS:
 
     void missingPeerFailsFastNamingHostPortAndRanks()
     {
-        const int port = freePort();
+        const int port = freeLoopbackPort();
         QElapsedTimer timer;
         timer.start();
         const auto alone = runRanks(2, {"join", "timeout=3"}, 60000, port, {0});
@@ -272,7 +236,7 @@ private Q_SLOTS:
 
     void wrongPortFailsFastNamingRankZero()
     {
-        const int port = freePort(); // nobody listens there
+        const int port = freeLoopbackPort(); // nobody listens there
         QElapsedTimer timer;
         timer.start();
         const auto lost = runRanks(2, {"join", "timeout=3"}, 60000, port, {1});
@@ -286,7 +250,7 @@ private Q_SLOTS:
     // 127.0.0.1 only (c10d's TCPStore on its own binds every interface).
     void singleHostStoreListensOnLoopbackOnly()
     {
-        const int port = freePort();
+        const int port = freeLoopbackPort();
         QProcess rank0;
         const QProcessEnvironment env = rankZeroOfTwo(port);
         rank0.setProcessEnvironment(env);
@@ -320,7 +284,7 @@ private Q_SLOTS:
     // is not a socket listening on the loopback address at MASTER_PORT is refused by name.
     void storeSocketFromTheLauncherIsChecked()
     {
-        const int port = freePort();
+        const int port = freeLoopbackPort();
         QProcess rank0;
         QProcessEnvironment env = rankZeroOfTwo(port);
         env.insert("ACCEL_STORE_LISTEN_FD", "0"); // standard input: not a socket

@@ -5,12 +5,11 @@
 // tolerance.
 #include "core/runtime/precision/fp8allreduce.h"
 
+#include "tests/helpers/rankjob.h"
 #include "tests/helpers/testsupport.h"
 
 #include <QDir>
 #include <QFile>
-#include <QProcess>
-#include <QTcpServer>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -59,39 +58,17 @@ std::vector<double> lossesOf(const QString &path)
 // Runs the probe on `world` ranks (1: one process, no rendezvous); false with the output on failure.
 bool runProbe(int world, const QString &out, const QStringList &arguments, QString *output)
 {
-    const QString probe = QDir(accel::test::binDir()).filePath(QStringLiteral("accel-fp8allreduce-probe"));
-    QTcpServer port;
-    if (!port.listen(QHostAddress::LocalHost, 0))
-        return false;
-    const QString portText = QString::number(port.serverPort());
-    port.close();
-    std::vector<std::unique_ptr<QProcess>> ranks;
-    for (int rank = 0; rank < world; ++rank) {
-        auto process = std::make_unique<QProcess>();
-        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-        env.insert(QStringLiteral("ACCELERATE_MIXED_PRECISION"), QStringLiteral("fp8"));
-        env.insert(QStringLiteral("ACCELERATE_FP8_BACKEND"), QStringLiteral("MSAMP"));
-        env.insert(QStringLiteral("OMP_NUM_THREADS"), QStringLiteral("1"));
-        if (world > 1) {
-            env.insert(QStringLiteral("RANK"), QString::number(rank));
-            env.insert(QStringLiteral("LOCAL_RANK"), QString::number(rank));
-            env.insert(QStringLiteral("WORLD_SIZE"), QString::number(world));
-            env.insert(QStringLiteral("LOCAL_WORLD_SIZE"), QString::number(world));
-            env.insert(QStringLiteral("MASTER_ADDR"), QStringLiteral("127.0.0.1"));
-            env.insert(QStringLiteral("MASTER_PORT"), portText);
-        }
-        process->setProcessEnvironment(env);
-        process->setProcessChannelMode(QProcess::MergedChannels);
-        process->start(probe, QStringList{QStringLiteral("out=") + out} + arguments);
-        if (!process->waitForStarted(10000))
-            return false;
-        ranks.push_back(std::move(process));
-    }
+    accel::test::RankJob job;
+    job.program = QDir(accel::test::binDir()).filePath(QStringLiteral("accel-fp8allreduce-probe"));
+    job.arguments = QStringList{QStringLiteral("out=") + out} + arguments;
+    job.worldSize = world;
+    job.rankVariablesWhenAlone = false;
+    job.env = {QStringLiteral("ACCELERATE_MIXED_PRECISION=fp8"), QStringLiteral("ACCELERATE_FP8_BACKEND=MSAMP")};
+    job.timeoutMs = 180000;
     bool ok = true;
-    for (auto &process : ranks) {
-        ok = process->waitForFinished(180000) && ok;
-        *output += QString::fromUtf8(process->readAll());
-        ok = ok && process->exitStatus() == QProcess::NormalExit && process->exitCode() == 0;
+    for (const accel::test::RankOutcome &rank : accel::test::runRankJob(job)) {
+        *output += rank.out + rank.err;
+        ok = ok && rank.ok();
     }
     return ok;
 }

@@ -51,29 +51,23 @@ qint64 statusField(qint64 pid, const char *field)
 }
 
 // `outputDir`: the job's output_dir, where each rank writes metrics/rank<r>.jsonl (for preparedData).
-Run runLimited(const QString &job, const QStringList &env, qint64 limit, const QString &outputDir = {})
+Run runLimited(const QString &jobPath, const QStringList &env, qint64 limit, const QString &outputDir = {})
 {
-    const int port = freePort();
-    std::vector<std::unique_ptr<QProcess>> processes;
-    for (int rank = 0; rank < 2; ++rank) {
-        auto process = std::make_unique<QProcess>();
-        QProcessEnvironment e = QProcessEnvironment::systemEnvironment();
-        for (const QString &entry :
-             env + QStringList{"RANK=" + QString::number(rank), "LOCAL_RANK=" + QString::number(rank), "WORLD_SIZE=2",
-                               "LOCAL_WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + QString::number(port),
-                               "OMP_NUM_THREADS=1"})
-            e.insert(entry.section('=', 0, 0), entry.section('=', 1));
-        process->setProcessEnvironment(e);
-        process->setWorkingDirectory(QFileInfo(job).absolutePath());
-        if (limit > 0) {
-            process->setChildProcessModifier([limit] {
-                const rlimit data{rlim_t(limit), rlim_t(limit)};
-                ::setrlimit(RLIMIT_DATA, &data);
-            });
-        }
-        process->start(accel::test::binDir() + "/accel-worker", {job});
-        processes.push_back(std::move(process));
+    accel::test::RankJob job;
+    job.program = accel::test::binDir() + "/accel-worker";
+    job.arguments = {jobPath};
+    job.worldSize = 2;
+    job.env = env;
+    job.workingDirectory = QFileInfo(jobPath).absolutePath();
+    job.timeoutMs = 1000; // after the sampling below, which waits up to 10 minutes
+    if (limit > 0) {
+        job.childModifier = [limit] {
+            const rlimit data{rlim_t(limit), rlim_t(limit)};
+            ::setrlimit(RLIMIT_DATA, &data);
+        };
     }
+    accel::test::RankJobRun ranks(job);
+    const auto &processes = ranks.processes();
     Run run;
     bool prepared[2] = {outputDir.isEmpty(), outputDir.isEmpty()};
     QElapsedTimer clock;
@@ -96,14 +90,10 @@ Run runLimited(const QString &job, const QStringList &env, qint64 limit, const Q
         }
         QThread::msleep(50);
     }
-    for (auto &process : processes) {
-        if (!process->waitForFinished(1000)) {
-            process->kill();
-            process->waitForFinished();
-        }
-        if (process->exitStatus() != QProcess::NormalExit || process->exitCode() != 0) {
+    for (const accel::test::RankOutcome &rank : ranks.wait()) {
+        if (!rank.ok()) {
             run.ok = false;
-            run.errors += QString("exit %1: %2\n").arg(process->exitCode()).arg(process->readAllStandardError());
+            run.errors += QString("exit %1: %2\n").arg(rank.exitCode).arg(rank.err);
         }
     }
     return run;

@@ -501,7 +501,7 @@ private Q_SLOTS:
         };
         for (const Case &c : cases) {
             const int world = c.needle.startsWith("LOCAL") ? 3 : 2;
-            const int port = freePort();
+            const int port = accel::test::freeLoopbackPort();
             QProcess process;
             QProcessEnvironment e = QProcessEnvironment::systemEnvironment();
             for (const QString &entry :

@@ -1,5 +1,6 @@
 // accel-worker as a program: capability report, job file errors, and real 1- and 2-rank jobs of
 // every recipe that needs no outside files (selftest, mlp, gpt with resume, plugin).
+#include "tests/helpers/rankjob.h"
 #include "tests/helpers/testsupport.h"
 
 #include <QDir>
@@ -7,60 +8,24 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QProcess>
-#include <QTcpServer>
 #include <QTemporaryDir>
 #include <QTest>
 
 #include <cstring>
-#include <memory>
 
 namespace {
 
-int freePort()
+// Ranks of accel-worker running `job`; one rank is a plain process (no rank variables).
+QList<accel::test::RankOutcome> runWorker(int worldSize, const QString &job, int timeoutMs = 240000)
 {
-    QTcpServer server;
-    server.listen(QHostAddress::LocalHost, 0);
-    return server.serverPort();
-}
-
-struct Run {
-    int exitCode = -1;
-    QString out, err;
-};
-
-QList<Run> runWorker(int worldSize, const QString &job, int timeoutMs = 240000)
-{
-    const int port = freePort();
-    std::vector<std::unique_ptr<QProcess>> processes;
-    for (int rank = 0; rank < worldSize; ++rank) {
-        auto process = std::make_unique<QProcess>();
-        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-        env.remove("ACCEL_RUN_DIR");
-        env.remove("ACCEL_METRICS_FILE");
-        if (worldSize > 1) {
-            env.insert("RANK", QString::number(rank));
-            env.insert("LOCAL_RANK", QString::number(rank));
-            env.insert("WORLD_SIZE", QString::number(worldSize));
-            env.insert("LOCAL_WORLD_SIZE", QString::number(worldSize));
-            env.insert("MASTER_ADDR", "127.0.0.1");
-            env.insert("MASTER_PORT", QString::number(port));
-        }
-        env.insert("OMP_NUM_THREADS", "1");
-        process->setProcessEnvironment(env);
-        process->start(accel::test::binDir() + "/accel-worker", {job});
-        processes.push_back(std::move(process));
-    }
-    QList<Run> runs;
-    for (auto &process : processes) {
-        if (!process->waitForFinished(timeoutMs)) {
-            process->kill();
-            process->waitForFinished();
-        }
-        runs.push_back({process->exitCode(), QString::fromUtf8(process->readAllStandardOutput()),
-                        QString::fromUtf8(process->readAllStandardError())});
-    }
-    return runs;
+    accel::test::RankJob rankJob;
+    rankJob.program = accel::test::binDir() + "/accel-worker";
+    rankJob.arguments = {job};
+    rankJob.worldSize = worldSize;
+    rankJob.rankVariablesWhenAlone = false;
+    rankJob.unset = {"ACCEL_RUN_DIR", "ACCEL_METRICS_FILE"};
+    rankJob.timeoutMs = timeoutMs;
+    return accel::test::runRankJob(rankJob);
 }
 
 void writeFile(const QString &path, const QByteArray &content)
