@@ -16,7 +16,9 @@
 
 #include <csignal>
 #include <cstdio>
+#include <fcntl.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -47,6 +49,7 @@ RunSupervisor::RunSupervisor(LaunchSettings settings, EnvMap baseEnvironment, Ru
         if (m_run)
             (void)m_run->appendEvent(QStringLiteral("killed"), {{QStringLiteral("after_grace_ms"), m_options.graceMs}});
     });
+    connect(&m_folderCheck, &QTimer::timeout, this, &RunSupervisor::checkFolder);
 }
 
 RunSupervisor::~RunSupervisor()
@@ -55,6 +58,8 @@ RunSupervisor::~RunSupervisor()
         killAll(); // after finish() the groups are gone; their ids may belong to others by now
     m_processes.clear();
     m_reaper.reset();
+    if (m_folderFd >= 0)
+        ::close(m_folderFd);
 }
 
 std::vector<qint64> RunSupervisor::rankPids() const
@@ -77,6 +82,9 @@ void RunSupervisor::start()
     m_runToken = newRunToken();
     m_reaper = std::make_unique<GroupReaper>(m_runToken);
     if (m_run) {
+        m_folderFd = ::open(QFile::encodeName(m_run->path()).constData(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (m_folderFd >= 0)
+            m_folderCheck.start(1000);
         QJsonObject manifest = m_run->manifest();
         manifest[QLatin1String(rundir::key::Supervisor)] =
             RunDirectory::supervisorJson(rundir::currentSupervisorRecord());
@@ -206,6 +214,23 @@ void RunSupervisor::killAll()
         process->signalGroup(SIGKILL);
 }
 
+void RunSupervisor::checkFolder()
+{
+    struct stat folder {};
+    if (m_finished || m_stopRequested || m_tearingDown || ::fstat(m_folderFd, &folder) != 0 || folder.st_nlink > 0)
+        return;
+    // No link left. A file system that reports no links for a live folder still has it at its path.
+    struct stat atPath {};
+    if (::stat(QFile::encodeName(m_run->path()).constData(), &atPath) == 0 && atPath.st_dev == folder.st_dev &&
+        atPath.st_ino == folder.st_ino)
+        return;
+    m_folderCheck.stop();
+    const QString reason = QStringLiteral("the run folder %1 was removed").arg(m_run->path());
+    std::fprintf(stderr, "accel launch: %s; stopping the run (nothing could follow or stop it any more)\n",
+                 reason.toLocal8Bit().constData());
+    stop(reason);
+}
+
 void RunSupervisor::stop(const QString &reason)
 {
     if (m_finished)
@@ -312,6 +337,7 @@ void RunSupervisor::finish(const QString &state, int exitCode, const QString &re
     if (m_finished)
         return;
     m_finished = true;
+    m_folderCheck.stop();
     m_reaper.reset(); // every group was killed in attemptDone(); the helper leaves quietly
     m_outcome.state = state;
     m_outcome.exitCode = exitCode;

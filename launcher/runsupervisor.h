@@ -70,6 +70,7 @@ private:
     void onLogWriteFailed(int rank, const QString &error);
     void beginTeardown(const QString &reason);
     void killAll();
+    void checkFolder();
     void attemptDone();
     int endEscapedDescendants();
     void finish(const QString &state, int exitCode, const QString &reason);
@@ -86,6 +87,10 @@ private:
     std::map<int, quint64> m_rankStartTimes; // by global rank, this attempt
     std::optional<RankExit> m_firstFailure;
     QTimer m_graceTimer;
+    // The run folder, open from start() on: once it has no link left (removed under the run),
+    // nothing can follow or stop the run any more, so it is stopped (checked every second).
+    int m_folderFd = -1;
+    QTimer m_folderCheck;
     int m_restartCount = 0;
     bool m_tearingDown = false;
     bool m_stopRequested = false;

@@ -1,10 +1,10 @@
 // `accel launch` under signals, limits and hostile input, through the real accel binary: a
 // Ctrl-C that arrives before the handler exists and an inherited ignored SIGINT both end
-// "stopped"; SIGKILL of the supervisor's whole process group leaves no rank's grandchild;
-// run directories are private under umask 022 and run.json holds no secret from argv;
-// --dry-run validates the job, quotes commands and names the config file; a script named "-x.py";
-// native launches started together each get their own rendezvous port; a rank's child that
-// called setsid() ends with the run.
+// "stopped"; a run whose folder is removed under it stops; SIGKILL of the supervisor's whole
+// process group leaves no rank's grandchild; run directories are private under umask 022 and
+// run.json holds no secret from argv; --dry-run validates the job, quotes commands and names the
+// config file; a script named "-x.py"; native launches started together each get their own
+// rendezvous port; a rank's child that called setsid() ends with the run.
 #include "tests/helpers/testsupport.h"
 #include "tests/launcher/processprobe.h"
 
@@ -218,6 +218,34 @@ private Q_SLOTS:
         QFile events(run + QStringLiteral("/events.jsonl"));
         QVERIFY(events.open(QIODevice::ReadOnly));
         QVERIFY(events.readAll().contains("\"escaped_processes_killed\""));
+    }
+
+    // A run whose folder is removed under it (rm -rf of the runs folder, a cleanup script) could
+    // no longer be followed or stopped by anyone: `accel stop` answers "no run". Its supervisor
+    // now notices within a second, stops the ranks and their children, and says why.
+    void removedRunFolderStopsTheRun()
+    {
+        QTemporaryDir dir;
+        const QString runDir = dir.filePath(QStringLiteral("run"));
+        const QString marker = newMarker();
+        QProcess launch;
+        launch.start(accelProgram(), hangingLaunch(runDir, marker, 2));
+        QVERIFY(launch.waitForStarted());
+        // Two ranks, each with a grandchild.
+        QVERIFY(waitFor([&] { return processesWithMarker(marker, QStringLiteral("fakechild")).size() == 4; }, 15000));
+        // As `rm -rf` would, again while the run writes a new file into the folder being emptied.
+        QVERIFY(waitFor(
+            [&] {
+                QDir(runDir).removeRecursively();
+                return !QFileInfo::exists(runDir);
+            },
+            5000));
+        QVERIFY2(launch.waitForFinished(20000), "the launch went on after its run folder was removed");
+        QCOMPARE(launch.exitCode(), 130); // stopped
+        const QString err = QString::fromUtf8(launch.readAllStandardError());
+        QVERIFY2(err.contains(QStringLiteral("the run folder %1 was removed").arg(runDir)), qPrintable(err));
+        QVERIFY(waitFor([&] { return processesWithMarker(marker, QStringLiteral("fakechild")).isEmpty(); }, 5000));
+        QVERIFY(!QFileInfo::exists(runDir)); // nothing recreated
     }
 
     // Regression: on a full disk the rank logs were silently truncated, the launch reported
