@@ -2,26 +2,18 @@
 // long series decimated to the plot width and smoothed, several runs overlaid, the crosshair's
 // readout of every rank, units on the axes, the debiased moving average, GPU samples per rank and
 // per GPU, and many ranks summarised instead of a legend.
-#include "app/studio/monitor/bannerbar.h"
-#include "app/studio/monitor/eventstimeline.h"
-#include "app/studio/monitor/logview.h"
 #include "app/studio/monitor/metricplot.h"
 #include "app/studio/monitor/monitorpage.h"
 #include "app/studio/monitor/plotcurves.h"
-#include "app/studio/monitor/runstatuspanel.h"
 
 #include "tests/app/monitorpagesupport.h"
 
-#include <QComboBox>
-#include <QFrame>
 #include <QImage>
 #include <QLabel>
-#include <QLineEdit>
 #include <QMouseEvent>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QTest>
-#include <QTimer>
 
 using namespace accel;
 using namespace accel::test::monitorpage;

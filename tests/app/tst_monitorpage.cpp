@@ -7,17 +7,14 @@
 #include "app/studio/monitor/logview.h"
 #include "app/studio/monitor/metricplot.h"
 #include "app/studio/monitor/monitorpage.h"
-#include "app/studio/monitor/plotcurves.h"
 #include "app/studio/monitor/runstatuspanel.h"
 
 #include "tests/app/monitorpagesupport.h"
 
 #include <QComboBox>
 #include <QFrame>
-#include <QImage>
 #include <QLabel>
 #include <QLineEdit>
-#include <QMouseEvent>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QTest>

@@ -65,8 +65,9 @@ QList<RankOutcome> RankJobRun::wait()
         QProcess &process = *m_processes[i];
         RankOutcome outcome;
         outcome.rank = m_ranks[qsizetype(i)];
-        outcome.started = process.error() != QProcess::FailedToStart;
-        if (outcome.started && !process.waitForFinished(m_job.timeoutMs) && process.state() != QProcess::NotRunning) {
+        // (A program that cannot start is known only once waited for: waitForFinished() then
+        // returns at once with FailedToStart.)
+        if (!process.waitForFinished(m_job.timeoutMs) && process.state() != QProcess::NotRunning) {
             outcome.timedOut = true;
             process.kill();
             process.waitForFinished();
@@ -94,11 +95,8 @@ QString failures(const QList<RankOutcome> &outcomes)
     QString text;
     for (const RankOutcome &outcome : outcomes) {
         if (!outcome.ok())
-            text += QStringLiteral("rank %1 %2: %3\n")
-                        .arg(outcome.rank)
-                        .arg(outcome.timedOut ? QStringLiteral("timed out")
-                                              : QStringLiteral("exit %1").arg(outcome.exitCode))
-                        .arg(outcome.err);
+            text += (outcome.timedOut ? QStringLiteral("timed out") : QStringLiteral("exit %1").arg(outcome.exitCode)) +
+                    QStringLiteral(": ") + outcome.err + QLatin1Char('\n');
     }
     return text;
 }

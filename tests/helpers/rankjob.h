@@ -66,7 +66,7 @@ private:
 // Starts the job and waits for it.
 QList<RankOutcome> runRankJob(const RankJob &job);
 
-// Every failed rank as "rank R exit C: <stderr>" lines; empty when all are ok.
+// Every failed rank, in rank order, as "exit C: <stderr>" (or "timed out: <stderr>"); empty when all are ok.
 QString failures(const QList<RankOutcome> &outcomes);
 
 } // namespace accel::test

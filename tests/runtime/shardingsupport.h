@@ -13,7 +13,7 @@ namespace accel::test::sharding {
 
 struct Job {
     bool ok = true;
-    QString errors; // "exit C: <stderr>" per failed rank
+    QString errors; // failures(): "exit C: <stderr>" per failed rank
     QString out;    // rank 0's standard output
     QString err;    // rank 0's standard error
 };
@@ -28,17 +28,12 @@ inline Job runJob(const QString &program, int worldSize, const QStringList &argu
     rankJob.worldSize = worldSize;
     rankJob.localWorldSize = localWorldSize;
     rankJob.env = env;
+    const QList<RankOutcome> ranks = runRankJob(rankJob);
     Job job;
-    for (const RankOutcome &rank : runRankJob(rankJob)) {
-        if (rank.rank == 0) {
-            job.out = rank.out;
-            job.err = rank.err;
-        }
-        if (!rank.ok()) {
-            job.ok = false;
-            job.errors += QString("exit %1: %2\n").arg(rank.exitCode).arg(rank.err);
-        }
-    }
+    job.out = ranks.value(0).out;
+    job.err = ranks.value(0).err;
+    job.errors = failures(ranks);
+    job.ok = job.errors.isEmpty();
     return job;
 }
 

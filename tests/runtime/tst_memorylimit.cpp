@@ -90,12 +90,8 @@ Run runLimited(const QString &jobPath, const QStringList &env, qint64 limit, con
         }
         QThread::msleep(50);
     }
-    for (const accel::test::RankOutcome &rank : ranks.wait()) {
-        if (!rank.ok()) {
-            run.ok = false;
-            run.errors += QString("exit %1: %2\n").arg(rank.exitCode).arg(rank.err);
-        }
-    }
+    run.errors = accel::test::failures(ranks.wait());
+    run.ok = run.errors.isEmpty();
     return run;
 }
 
