@@ -1,11 +1,13 @@
 // Fp8Linear and the three recipes on real tensors: the torchao-style recipe against torchao's own
-// Float8Linear (emulate=True, on CPU, in the project's Python environment), TE-style delayed
+// Float8Linear (on CPU, in the project's Python environment; in float32, and under bf16 autocast as
+// Accelerate runs it), the compute dtype under autocast, TE-style delayed
 // scaling step by step, MS-AMP's FP16 weights and E4M3 weight gradients, and the conversion's
 // filter and scope.
 #include "core/runtime/precision/fp8allgather.h"
 #include "core/runtime/precision/fp8training.h"
 #include "core/runtime/precision/msampadamw.h"
 
+#include "tests/helpers/dtypename.h"
 #include "tests/helpers/testsupport.h"
 
 #include <QDir>
@@ -16,9 +18,13 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
+#include <optional>
+
 using namespace accel::runtime;
+using accel::test::dtypeName;
 
 namespace {
 
@@ -63,10 +69,16 @@ torch::Tensor readTensor(const QString &path, at::IntArrayRef shape)
 }
 
 // torchao with Accelerate's default filter (not first / last Linear, dims multiples of 16).
+// argv[2] "fp32": Float8Linear(emulate=True) in float32; "bf16": the forward under bf16 autocast
+// with the GEMMs through torch._scaled_mm (emulate=False, which libtorch runs on the CPU). Under
+// autocast on the CPU torchao does not cast the input itself (it asks for the GPU's autocast), but
+// the converted layer here receives the bf16 output of the autocast layer before it, as it would
+// on a GPU.
 const char *torchaoScript = R"(
-import json, os, sys, numpy as np, torch
+import contextlib, json, os, sys, numpy as np, torch
 from torchao.float8 import Float8LinearConfig, convert_to_float8_training
 d = sys.argv[1]
+bf16 = sys.argv[2] == 'bf16'
 meta = json.load(open(os.path.join(d, 'meta.json')))
 dims, batch = meta['dims'], meta['batch']
 def load(name, shape):
@@ -95,12 +107,14 @@ def keep(mod, fqn):
     if not isinstance(mod, torch.nn.Linear):
         return True
     return fqn not in (names[0], names[-1]) and mod.in_features % 16 == 0 and mod.out_features % 16 == 0
-convert_to_float8_training(model, module_filter_fn=keep, config=Float8LinearConfig(emulate=True))
+convert_to_float8_training(model, module_filter_fn=keep, config=Float8LinearConfig(emulate=not bf16))
 print(' '.join(n for n in names if type(getattr(model, n)).__name__ == 'Float8Linear'))
 x = load('x', (batch, dims[0])).clone().requires_grad_(True)
-out = model(x)
+with torch.autocast('cpu', dtype=torch.bfloat16) if bf16 else contextlib.nullcontext():
+    out = model(x)
+print(out.dtype)
 (out * load('seed', (batch, dims[-1]))).sum().backward()
-out.detach().numpy().astype(np.float32).tofile(os.path.join(d, 'out.bin'))
+out.detach().float().numpy().tofile(os.path.join(d, 'out.bin'))
 x.grad.numpy().astype(np.float32).tofile(os.path.join(d, 'gx.bin'))
 for i, lin in enumerate(layers):
     lin.weight.grad.numpy().astype(np.float32).tofile(os.path.join(d, 'gw%d.bin' % i))
@@ -120,6 +134,26 @@ Fp8Config configFor(Fp8Backend backend)
     return config;
 }
 
+// CPU autocast in `dtype` for the guard's lifetime, entered and left as the Accelerator does.
+class CpuAutocast {
+public:
+    explicit CpuAutocast(at::ScalarType dtype)
+    {
+        at::autocast::set_autocast_enabled(at::kCPU, true);
+        at::autocast::set_autocast_dtype(at::kCPU, dtype);
+        at::autocast::increment_nesting();
+    }
+    ~CpuAutocast()
+    {
+        if (at::autocast::decrement_nesting() == 0)
+            at::autocast::clear_cache();
+        at::autocast::set_autocast_enabled(at::kCPU, false);
+        at::autocast::set_autocast_dtype(at::kCPU, at::kBFloat16);
+    }
+    CpuAutocast(const CpuAutocast &) = delete;
+    CpuAutocast &operator=(const CpuAutocast &) = delete;
+};
+
 } // namespace
 
 class tst_Fp8Linear : public QObject {
@@ -127,7 +161,10 @@ class tst_Fp8Linear : public QObject {
 
 private Q_SLOTS:
     void castsAsTheFormatCodecDoes();
+    void dynamicRecipeMatchesTorchao_data();
     void dynamicRecipeMatchesTorchao();
+    void computeDtypeIsTheAutocastDtype_data();
+    void computeDtypeIsTheAutocastDtype();
     void delayedScalingQuantisesWithLastStepsScale();
     void msAmpWeightsAndWeightGradientsOnTheirGrids();
     void conversionFilterAndScope();
@@ -156,8 +193,20 @@ void tst_Fp8Linear::castsAsTheFormatCodecDoes()
     }
 }
 
+void tst_Fp8Linear::dynamicRecipeMatchesTorchao_data()
+{
+    QTest::addColumn<bool>("autocast");
+    QTest::addColumn<double>("tolerance");
+    // Float32: _scaled_mm scales the product, torchao's emulation each operand (float32 rounding).
+    QTest::newRow("float32") << false << 1e-6;
+    // bf16 autocast: both run _scaled_mm with a bf16 result, and the layers around in bf16.
+    QTest::newRow("bf16 autocast") << true << 0.0;
+}
+
 void tst_Fp8Linear::dynamicRecipeMatchesTorchao()
 {
+    QFETCH(bool, autocast);
+    QFETCH(double, tolerance);
     const QString python = qEnvironmentVariable("ACCEL_PYTHON");
     if (python.isEmpty())
         QSKIP("ACCEL_PYTHON is not set: run through ctest (torchao in the project's environment is the oracle)");
@@ -183,8 +232,10 @@ void tst_Fp8Linear::dynamicRecipeMatchesTorchao()
     meta.write(QJsonDocument(QJsonObject{{QStringLiteral("dims"), dimsJson}, {QStringLiteral("batch"), qint64(batch)}})
                    .toJson());
     meta.close();
-    const auto result =
-        accel::test::runProgram(python, {QStringLiteral("-c"), QString::fromUtf8(torchaoScript), dir.path()}, 180000);
+    const auto result = accel::test::runProgram(python,
+                                                {QStringLiteral("-c"), QString::fromUtf8(torchaoScript), dir.path(),
+                                                 autocast ? QStringLiteral("bf16") : QStringLiteral("fp32")},
+                                                180000);
     if (result.exitCode != 0 && result.err.contains(QStringLiteral("No module named 'torchao'")))
         QSKIP("torchao is not installed in ACCEL_PYTHON");
     QVERIFY2(result.exitCode == 0, qPrintable(result.err.right(2000)));
@@ -193,40 +244,107 @@ void tst_Fp8Linear::dynamicRecipeMatchesTorchao()
     QVERIFY(training);
     const auto conversion = (*training)->convert(model);
     QCOMPARE(conversion.converted, std::vector<std::string>({"fc1"}));
-    // torchao converted the same layers.
-    QCOMPARE(result.out.trimmed(), QStringLiteral("fc1"));
+    // torchao converted the same layers, and its output has the autocast dtype.
+    const QStringList said = result.out.trimmed().split(QLatin1Char('\n'));
+    QCOMPARE(said.size(), 2);
+    QCOMPARE(said[0].trimmed(), QStringLiteral("fc1"));
+    QCOMPARE(said[1].trimmed(), autocast ? QStringLiteral("torch.bfloat16") : QStringLiteral("torch.float32"));
     QCOMPARE(conversion.kept.size(), size_t(3));
 
     auto input = x.clone().requires_grad_(true);
     torch::Tensor out;
     {
+        std::optional<CpuAutocast> bf16;
+        if (autocast)
+            bf16.emplace(at::kBFloat16);
         auto scope = (*training)->scope();
         out = model->forward(input);
     }
+    QCOMPARE(dtypeName(out.scalar_type()), dtypeName(autocast ? at::kBFloat16 : at::kFloat));
     (out * seed).sum().backward();
 
     const auto theirOut = readTensor(dir.filePath(QStringLiteral("out.bin")), {batch, dims.back()});
     QVERIFY(theirOut.defined());
-    double worst = relativeError(out.detach(), theirOut);
-    QVERIFY2(relativeError(out.detach(), theirOut) < 1e-6,
-             qPrintable(QStringLiteral("output differs by %1").arg(relativeError(out.detach(), theirOut))));
+    double worst = relativeError(out.detach().to(torch::kFloat), theirOut);
+    QVERIFY2(worst <= tolerance, qPrintable(QStringLiteral("output differs by %1").arg(worst)));
     const auto theirGx = readTensor(dir.filePath(QStringLiteral("gx.bin")), {batch, dims[0]});
-    QVERIFY2(relativeError(input.grad(), theirGx) < 1e-6, "grad input differs");
+    QVERIFY2(relativeError(input.grad(), theirGx) <= tolerance,
+             qPrintable(QStringLiteral("grad input differs by %1").arg(relativeError(input.grad(), theirGx))));
     for (size_t i = 0; i < model->layers.size(); ++i) {
         auto &layer = model->layers[i];
         const auto gw = readTensor(dir.filePath(QStringLiteral("gw%1.bin").arg(i)), layer->weight.sizes());
         const auto gb = readTensor(dir.filePath(QStringLiteral("gb%1.bin").arg(i)), layer->bias.sizes());
         QVERIFY2(
-            relativeError(layer->weight.grad(), gw) < 1e-6,
+            relativeError(layer->weight.grad(), gw) <= tolerance,
             qPrintable(
                 QStringLiteral("fc%1 weight grad differs by %2").arg(i).arg(relativeError(layer->weight.grad(), gw))));
-        QVERIFY2(relativeError(layer->bias.grad(), gb) < 1e-6, qPrintable(QStringLiteral("fc%1 bias grad").arg(i)));
+        QVERIFY2(relativeError(layer->bias.grad(), gb) <= tolerance,
+                 qPrintable(
+                     QStringLiteral("fc%1 bias grad differs by %2").arg(i).arg(relativeError(layer->bias.grad(), gb))));
         worst = std::max({worst, relativeError(layer->weight.grad(), gw), relativeError(layer->bias.grad(), gb)});
     }
     qInfo("largest difference from torchao (relative to the largest value): %g", worst);
     // And FP8 made a difference: the plain float32 model's output is not the same.
     torch::NoGradGuard noGrad;
     QVERIFY(relativeError(model->forward(x), theirOut) > 1e-4);
+}
+
+void tst_Fp8Linear::computeDtypeIsTheAutocastDtype_data()
+{
+    QTest::addColumn<int>("backend");
+    QTest::newRow("TE") << int(Fp8Backend::Te);
+    QTest::newRow("AO") << int(Fp8Backend::Ao);
+    QTest::newRow("MSAMP") << int(Fp8Backend::MsAmp);
+}
+
+void tst_Fp8Linear::computeDtypeIsTheAutocastDtype()
+{
+    // Under Accelerate's bf16 autocast each library's FP8 Linear returns bf16 (TransformerEngine's
+    // activation dtype, torchao's and MS-AMP's output dtype), its GEMMs' results are bf16, and
+    // TransformerEngine and torchao cast the input to bf16 before quantising it.
+    QFETCH(int, backend);
+    torch::manual_seed(11);
+    auto model = std::make_shared<Mlp>(std::vector<int64_t>{32, 32, 32, 32});
+    std::vector<float> reduced;
+    auto training =
+        Fp8Training::create(configFor(Fp8Backend(backend)), [&](std::vector<float> &amax) { reduced = amax; });
+    QVERIFY(training);
+    (*training)->convert(model);
+    auto &fc1 = model->layers[1]; // converted by every recipe (AO keeps the first and the last)
+    QVERIFY((*training)->layerFor(fc1->weight));
+    auto x = torch::randn({8, 32}) * 2;
+    x[0][0] = 10.123456f; // the amax, not a bf16 value
+    const float bf16Amax = absMax(x.to(at::kBFloat16).to(torch::kFloat));
+    QVERIFY(bf16Amax != absMax(x));
+    const auto forward = [&](const torch::Tensor &input, bool autocast) {
+        std::optional<CpuAutocast> bf16;
+        if (autocast)
+            bf16.emplace(at::kBFloat16);
+        auto scope = (*training)->scope();
+        return fc1(input);
+    };
+    {
+        torch::NoGradGuard noGrad;
+        QCOMPARE(dtypeName(forward(x, false).scalar_type()), dtypeName(at::kFloat));
+    }
+    auto input = x.clone().requires_grad_(true);
+    auto out = forward(input, true);
+    QCOMPARE(dtypeName(out.scalar_type()), dtypeName(at::kBFloat16));
+    out.to(torch::kFloat).pow(2).sum().backward();
+    // Autograd brings each gradient back to its tensor's dtype.
+    QCOMPARE(dtypeName(input.grad().scalar_type()), dtypeName(at::kFloat));
+    QCOMPARE(dtypeName(fc1->weight.grad().scalar_type()), dtypeName(at::kFloat));
+    QVERIFY(fc1->weight.grad().abs().sum().item<float>() > 0);
+    if (Fp8Backend(backend) == Fp8Backend::Te) {
+        (*training)->afterBackward();
+        QCOMPARE(reduced.size(), size_t(9)); // input, weight, grad_output of 3 layers
+        QCOMPARE(reduced[3], bf16Amax);      // fc1's input amax: of the input cast to bf16
+    }
+    if (Fp8Backend(backend) == Fp8Backend::Ao) {
+        // The scale comes from the bf16 input's amax: an input already in bf16 gives the same bits.
+        torch::NoGradGuard noGrad;
+        QVERIFY(torch::equal(forward(x, true), forward(x.to(at::kBFloat16), true)));
+    }
 }
 
 void tst_Fp8Linear::delayedScalingQuantisesWithLastStepsScale()
@@ -513,7 +631,7 @@ void tst_Fp8Linear::chunkCastsAreTheWholeWeightsCast()
     for (int64_t r = 0; r < ranks; ++r)
         chunks.push_back(fp8CastChunk(flat.narrow(0, r * chunk, chunk), r * chunk, layout, scales));
     const auto codes = torch::cat(chunks);
-    QCOMPARE(codes.scalar_type(), torch::kUInt8);
+    QCOMPARE(dtypeName(codes.scalar_type()), dtypeName(torch::kUInt8));
     QCOMPARE(codes.numel(), chunk * ranks);
     for (size_t i = 0; i < weights.size(); ++i) {
         const auto whole = quantize(weights[i], Fp8Format::E4M3, scales[i]).data.view(torch::kUInt8).flatten();

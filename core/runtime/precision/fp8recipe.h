@@ -25,9 +25,12 @@ public:
     // The scale to quantise `x` with now. `record`: a training pass (forward with gradients, or
     // backward) whose amax the recipe may keep for later scales.
     virtual float scaleFor(Fp8Role role, const torch::Tensor &x, bool record) = 0;
-    // TE's override_linear_precision wgrad: the weight-gradient GEMM in float32 from unquantised
-    // operands.
+    // TE's override_linear_precision wgrad: the weight-gradient GEMM in high precision (float32
+    // products, the result in the compute dtype) from unquantised operands.
     virtual bool weightGradientInHighPrecision() const { return false; }
+    // Whether the input is cast to the compute dtype before it is quantised (TransformerEngine and
+    // torchao do; MS-AMP quantises the input as it arrives). docs/fp8.md "Compute dtype".
+    virtual bool castsInputToComputeDtype() const { return true; }
     // MS-AMP: the weight gradient is stored in FP8 E4M3 (quantised and dequantised here).
     virtual torch::Tensor finishWeightGradient(torch::Tensor gradient) { return gradient; }
 };

@@ -193,6 +193,7 @@ constexpr float fp16Max = 65504.0f;
 class MsAmpLayer : public Fp8LayerScaling {
 public:
     explicit MsAmpLayer(ReduceMax reduceMax) : m_reduceMax(std::move(reduceMax)) {}
+    bool castsInputToComputeDtype() const override { return false; }
     Fp8Format format(Fp8Role role) const override
     {
         return role == Fp8Role::GradOutput ? Fp8Format::E5M2 : Fp8Format::E4M3;

@@ -14,25 +14,30 @@ thread_local Fp8Training *t_active = nullptr;
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// The custom autograd function: forward and both backward GEMMs on quantised operands.
+// The custom autograd function: forward and both backward GEMMs on quantised operands. Every GEMM's
+// result is in `compute` (the compute dtype); the weight gradient then becomes the weight's dtype.
 struct Fp8LinearFunction : public torch::autograd::Function<Fp8LinearFunction> {
     static torch::Tensor forward(AutogradContext *ctx, const torch::Tensor &input, const torch::Tensor &weight,
-                                 Fp8LayerScaling *layer, bool record, bool pad, const Fp8Tensor *gathered)
+                                 Fp8LayerScaling *layer, bool record, bool pad, const Fp8Tensor *gathered,
+                                 at::ScalarType compute)
     {
         c10::impl::ExcludeDispatchKeyGuard noAutocast(c10::autocast_dispatch_keyset);
         const int64_t k = input.size(-1);
         auto x = input.reshape({-1, k});
+        if (layer->castsInputToComputeDtype())
+            x = x.to(compute);
         const Fp8Tensor xq = quantize(x, layer->format(Fp8Role::Input), layer->scaleFor(Fp8Role::Input, x, record));
         const Fp8Tensor wq =
             gathered && gathered->data.defined()
                 ? *gathered
                 : quantize(weight, layer->format(Fp8Role::Weight), layer->scaleFor(Fp8Role::Weight, weight, record));
-        auto out = fp8Matmul(xq, {wq.data.t(), wq.scale}, input.scalar_type(), pad);
+        auto out = fp8Matmul(xq, {wq.data.t(), wq.scale}, compute, pad);
         ctx->save_for_backward({xq.data, wq.data, layer->weightGradientInHighPrecision() ? x : torch::Tensor()});
         ctx->saved_data["layer"] = int64_t(reinterpret_cast<intptr_t>(layer));
         ctx->saved_data["sx"] = double(xq.scale);
         ctx->saved_data["sw"] = double(wq.scale);
         ctx->saved_data["pad"] = pad;
+        ctx->saved_data["weight_dtype"] = int64_t(weight.scalar_type());
         auto shape = input.sizes().vec();
         shape.back() = weight.size(0);
         // Not a view (F::linear adds the bias in place on 3-D input): the shape changes without a copy.
@@ -55,14 +60,23 @@ struct Fp8LinearFunction : public torch::autograd::Function<Fp8LinearFunction> {
         auto gradInput = fp8Matmul(gq, wq, grad.scalar_type(), pad);
         auto shape = grad.sizes().vec();
         shape.back() = wq.data.size(1);
-        torch::Tensor gradWeight = highPrecisionInput.defined()
-                                       ? torch::mm(g.t().to(torch::kFloat), highPrecisionInput.to(torch::kFloat))
-                                       : fp8Matmul({gq.data.t(), gq.scale}, xq, torch::kFloat, pad);
-        gradWeight = layer->finishWeightGradient(gradWeight);
-        return {gradInput.reshape(shape), gradWeight,      torch::Tensor(),
+        const auto compute = grad.scalar_type(); // the output's dtype: the compute dtype
+        torch::Tensor gradWeight =
+            highPrecisionInput.defined()
+                ? torch::mm(g.t().to(torch::kFloat), highPrecisionInput.to(torch::kFloat)).to(compute)
+                : fp8Matmul({gq.data.t(), gq.scale}, xq, compute, pad);
+        gradWeight = layer->finishWeightGradient(
+            gradWeight.to(static_cast<at::ScalarType>(ctx->saved_data["weight_dtype"].toInt())));
+        return {gradInput.reshape(shape), gradWeight,      torch::Tensor(), torch::Tensor(),
                 torch::Tensor(),          torch::Tensor(), torch::Tensor()};
     }
 };
+
+// The bias in the output's dtype, added there (torchao's and MS-AMP's `out + bias.to(out.dtype)`).
+at::Tensor addBias(const at::Tensor &out, const at::Tensor &bias)
+{
+    return out + bias.to(out.scalar_type());
+}
 
 // linear(input, weight, bias) and what libtorch's F::linear calls instead of it:
 // addmm(bias, input, weight.t()) for 2-D input with a bias, else matmul(input, weight.t()).
@@ -74,7 +88,7 @@ at::Tensor linearKernel(const at::Tensor &input, const at::Tensor &weight, const
         return at::linear(input, weight, bias);
     auto out =
         fp8Linear(input, layer->weight, *layer->scaling, t_active->recipe().config().padInnerDim, &layer->gathered);
-    return bias && bias->defined() ? out + *bias : out;
+    return bias && bias->defined() ? addBias(out, *bias) : out;
 }
 
 at::Tensor addmmKernel(const at::Tensor &self, const at::Tensor &mat1, const at::Tensor &mat2, const at::Scalar &beta,
@@ -84,8 +98,9 @@ at::Tensor addmmKernel(const at::Tensor &self, const at::Tensor &mat1, const at:
     const auto *layer = t_active ? t_active->find(mat2, true) : nullptr;
     if (!layer || !beta.equal(1) || !alpha.equal(1))
         return at::addmm(self, mat1, mat2, beta, alpha);
-    return fp8Linear(mat1, layer->weight, *layer->scaling, t_active->recipe().config().padInnerDim, &layer->gathered) +
-           self;
+    return addBias(
+        fp8Linear(mat1, layer->weight, *layer->scaling, t_active->recipe().config().padInnerDim, &layer->gathered),
+        self);
 }
 
 at::Tensor matmulKernel(const at::Tensor &self, const at::Tensor &other)
@@ -130,11 +145,17 @@ TORCH_LIBRARY_IMPL(_, AutocastPrivateUse1, m)
     m.fallback(torch::CppFunction::makeFallthrough());
 }
 
+at::ScalarType fp8ComputeDtype(const torch::Tensor &input)
+{
+    const auto device = input.device().type();
+    return at::autocast::is_autocast_enabled(device) ? at::autocast::get_autocast_dtype(device) : input.scalar_type();
+}
+
 torch::Tensor fp8Linear(const torch::Tensor &input, const torch::Tensor &weight, Fp8LayerScaling &layer,
                         bool padInnerDim, const Fp8Tensor *gathered)
 {
     const bool record = torch::GradMode::is_enabled();
-    return Fp8LinearFunction::apply(input, weight, &layer, record, padInnerDim, gathered);
+    return Fp8LinearFunction::apply(input, weight, &layer, record, padInnerDim, gathered, fp8ComputeDtype(input));
 }
 
 // ---- Fp8Training -----------------------------------------------------------------------------

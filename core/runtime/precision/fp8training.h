@@ -83,10 +83,16 @@ private:
     std::vector<torch::Tensor> m_weights;
 };
 
+// The dtype an FP8 Linear computes in (docs/fp8.md "Compute dtype"): under autocast on the input's
+// device the autocast dtype, as TransformerEngine's activation dtype and torchao's and MS-AMP's
+// output dtype are under Accelerate's bf16 autocast; otherwise the input's dtype.
+at::ScalarType fp8ComputeDtype(const torch::Tensor &input);
+
 // Fp8Linear's forward on its own: input [..., K] @ weight[N, K]^T through FP8 operands (no
-// bias). Differentiable (grad_input and grad_weight GEMMs on FP8 operands). With `gathered`
-// (codes defined) the weight operand is those codes and scale (the FSDP2 float8 all-gather's),
-// and `weight`'s values are not read; its gradient is computed as without.
+// bias), the result in fp8ComputeDtype(input). Differentiable (grad_input and grad_weight GEMMs
+// on FP8 operands, results in the compute dtype; the weight gradient then in the weight's dtype).
+// With `gathered` (codes defined) the weight operand is those codes and scale (the FSDP2 float8
+// all-gather's), and `weight`'s values are not read; its gradient is computed as without.
 torch::Tensor fp8Linear(const torch::Tensor &input, const torch::Tensor &weight, Fp8LayerScaling &layer,
                         bool padInnerDim = false, const Fp8Tensor *gathered = nullptr);
 
