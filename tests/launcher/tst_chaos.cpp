@@ -317,6 +317,10 @@ class tst_Chaos : public QObject {
         env.insert(QStringLiteral("XDG_DATA_HOME"), data);
         env.insert(QStringLiteral("XDG_CONFIG_HOME"), folder + QStringLiteral("/config"));
         env.insert(QStringLiteral("XDG_CACHE_HOME"), folder + QStringLiteral("/cache"));
+        // The studio's own temporary files (the job it writes for estimate-memory) stay in the
+        // test's folder: killed with SIGKILL, the studio cannot remove them itself.
+        QVERIFY(QDir().mkpath(folder + QStringLiteral("/tmp")));
+        env.insert(QStringLiteral("TMPDIR"), folder + QStringLiteral("/tmp"));
         studio.setProcessEnvironment(env);
         studio.start(program("studiolaunchchild"), {QStringLiteral("--job"), job, QStringLiteral("--config"), config});
         QVERIFY(studio.waitForStarted());
