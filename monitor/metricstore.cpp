@@ -6,6 +6,12 @@
 
 namespace accel::monitor {
 
+namespace {
+constexpr std::uint8_t kSeenOnSystem = 1;
+constexpr std::uint8_t kSeenOnOthers = 2;
+constexpr std::uint8_t kAnnounced = 4;
+} // namespace
+
 struct MetricStore::RankData {
     std::vector<Series> series;
     std::vector<int> seriesOfName; // store name id -> index into series, -1 when absent
@@ -48,6 +54,7 @@ int MetricStore::storeNameId(const QByteArray &name)
         return found.value();
     const int id = static_cast<int>(m_names.size());
     m_names.append(name);
+    m_nameKinds.push_back(0);
     m_nameIds.insert(name, id);
     if (name == "step_time_s")
         m_stepTimeNameId = id;
@@ -76,7 +83,8 @@ void MetricStore::append(const MetricBatch &batch)
 {
     if (batch.rows.empty())
         return;
-    // Batch name index -> store name id; eval rows get an "eval_" prefix unless they have one.
+    // Batch name index -> store name id; eval rows get an "eval_" prefix unless they have one
+    // ("eval_" or "eval/", the section an Accelerate script gives its evaluation metrics).
     std::vector<int> nameMap(batch.names.size(), -1);
     std::vector<int> evalNameMap;
     QList<int> added;
@@ -107,7 +115,8 @@ void MetricStore::append(const MetricBatch &batch)
                 id = evalNameMap[batchName];
                 if (id < 0) {
                     const QByteArray &name = batch.names[batchName];
-                    id = evalNameMap[batchName] = storeNameId(name.startsWith("eval_") ? name : "eval_" + name);
+                    const bool prefixed = name.startsWith("eval_") || name.startsWith("eval/");
+                    id = evalNameMap[batchName] = storeNameId(prefixed ? name : "eval_" + name);
                 }
             } else {
                 id = nameMap[batchName];
@@ -116,9 +125,15 @@ void MetricStore::append(const MetricBatch &batch)
             }
             if (m_keepScalars)
                 data->seriesFor(id).append(step, row.time, value.value);
+            std::uint8_t &kinds = m_nameKinds[static_cast<size_t>(id)];
+            if (!(kinds & kAnnounced))
+                m_unannounced = true;
+            kinds |= row.kind == SampleKind::System ? kSeenOnSystem : kSeenOnOthers;
             if (id == m_stepTimeNameId)
                 loggedStepTime = value.value;
         }
+        if (!(row.time >= m_firstTime))
+            m_firstTime = std::isnan(m_firstTime) ? row.time : std::min(m_firstTime, row.time);
         RankStatus &status = data->status;
         ++status.samples;
         status.lastTime = row.time;
@@ -157,6 +172,18 @@ void MetricStore::append(const MetricBatch &batch)
         std::sort(added.begin(), added.end());
         Q_EMIT ranksAdded(added);
     }
+    if (m_keepScalars && m_unannounced) {
+        QStringList names;
+        for (size_t id = 0; id < m_nameKinds.size(); ++id) {
+            if (m_nameKinds[id] != 0 && !(m_nameKinds[id] & kAnnounced)) {
+                m_nameKinds[id] |= kAnnounced;
+                names.append(QString::fromUtf8(m_names[qsizetype(id)]));
+            }
+        }
+        m_unannounced = false;
+        if (!names.isEmpty())
+            Q_EMIT namesAdded(names);
+    }
     std::sort(touched.begin(), touched.end());
     Q_EMIT samplesAppended(touched);
 }
@@ -167,6 +194,10 @@ void MetricStore::clear()
     m_ranks.clear();
     m_totalSamples = 0;
     m_lastProgressMs = -1;
+    m_firstTime = std::nan("");
+    // Names keep their ids; they are announced again when samples of them return.
+    std::fill(m_nameKinds.begin(), m_nameKinds.end(), 0);
+    m_unannounced = false;
     Q_EMIT cleared();
 }
 
@@ -176,6 +207,22 @@ QList<int> MetricStore::ranks() const
     for (const auto &entry : m_ranks)
         result.append(entry.first);
     return result;
+}
+
+QStringList MetricStore::allScalarNames() const
+{
+    QStringList names;
+    for (qsizetype id = 0; id < m_names.size(); ++id) {
+        if (m_nameKinds[size_t(id)] & (kSeenOnSystem | kSeenOnOthers))
+            names.append(QString::fromUtf8(m_names[id]));
+    }
+    return names;
+}
+
+bool MetricStore::isSystemName(const QString &name) const
+{
+    const int id = m_nameIds.value(name.toUtf8(), -1);
+    return id >= 0 && (m_nameKinds[size_t(id)] & (kSeenOnSystem | kSeenOnOthers)) == kSeenOnSystem;
 }
 
 bool MetricStore::hasRank(int rank) const

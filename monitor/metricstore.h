@@ -38,6 +38,13 @@ public:
     QList<int> ranks() const; // sorted; -1 (host samples) first when present
     bool hasRank(int rank) const;
     QStringList scalarNames(int rank) const;
+    // Every scalar name of any rank, in the order first seen.
+    QStringList allScalarNames() const;
+    // True for a name only ever seen on system samples (kind "system": the supervisor's CPU,
+    // memory and GPU readings), false for what the ranks logged themselves.
+    bool isSystemName(const QString &name) const;
+    // The earliest sample time (Unix seconds) of any rank and scalar; NaN before the first.
+    double firstTime() const { return m_firstTime; }
     const Series *series(int rank, const QString &name) const;
     // Seconds per step: the logged step_time_s when the line has it, else the time between steps.
     const Series *stepTimes(int rank) const;
@@ -50,6 +57,8 @@ public:
 
 Q_SIGNALS:
     void ranksAdded(const QList<int> &ranks);
+    // Scalar names no rank had before this batch (emitted before samplesAppended).
+    void namesAdded(const QStringList &names);
     void samplesAppended(const QList<int> &ranks);
     void cleared();
 
@@ -63,6 +72,9 @@ private:
     std::uint64_t m_appendGeneration = 0;
     QHash<QByteArray, int> m_nameIds;
     QList<QByteArray> m_names;
+    std::vector<std::uint8_t> m_nameKinds; // per name id: seen on system samples, on others, announced
+    bool m_unannounced = false;            // a name of this batch was not announced yet
+    double m_firstTime = std::nan("");
     int m_stepTimeNameId = -1;
     std::int64_t m_totalSamples = 0;
     std::int64_t m_lastProgressMs = -1;

@@ -82,6 +82,7 @@ Result<QList<RunInfo>> parseRunsListing(const QString &destination, const QByteA
         if (processes.isDouble())
             settings.insert(QStringLiteral("num_processes"), processes);
         info.configSummary = summarizeSettings(settings);
+        info.annotations = annotationsFromJson(entry); // display_name, notes, tags (added within version 1)
         info.manifest = entry;
         runs.append(info);
     }

@@ -24,6 +24,24 @@ double nowSeconds()
     return QDateTime::currentMSecsSinceEpoch() / 1000.0;
 }
 
+// When any file the row shows last changed: run.json, the annotations, the tracker's hyperparameters.
+QDateTime filesStamp(const QString &runDirectory)
+{
+    QDateTime newest;
+    for (const char *name : {rundir::file::Manifest, rundir::file::Annotations, rundir::file::Hyperparameters}) {
+        const QFileInfo info(runDirectory + QLatin1Char('/') + QLatin1String(name));
+        if (info.exists() && (!newest.isValid() || info.lastModified() > newest))
+            newest = info.lastModified();
+    }
+    return newest;
+}
+
+QString firstLine(const QString &text)
+{
+    const qsizetype end = text.indexOf(QLatin1Char('\n'));
+    return end < 0 ? text : text.left(end) + QStringLiteral(" …");
+}
+
 } // namespace
 
 QString summarizeSettings(const QJsonObject &settings)
@@ -60,6 +78,13 @@ QString effectiveState(const QJsonObject &manifest, const QString &state)
 }
 
 } // namespace
+
+QString RunInfo::displayName() const
+{
+    if (!annotations.displayName.isEmpty())
+        return annotations.displayName;
+    return name.isEmpty() ? id : name;
+}
 
 bool RunInfo::isFinal() const
 {
@@ -105,6 +130,8 @@ bool readRunInfo(const QString &runDirectory, RunInfo &info)
         info.ended = states.last().toObject().value(QLatin1String("time")).toDouble();
     info.configSummary = summarizeSettings(manifest.value(QLatin1String("settings")).toObject());
     info.manifest = manifest;
+    info.annotations = readRunAnnotations(info.path).value_or(RunAnnotations{});
+    info.hyperparameters = readHyperparameters(info.path);
     return true;
 }
 
@@ -196,10 +223,11 @@ void RunsModel::setRemoteRuns(const QString &destination, const QList<RunInfo> &
         const int row = rowOfAddress(info.address());
         if (row >= 0) {
             const RunInfo &old = m_runs[row];
-            const bool same = old.state == info.state && old.name == info.name && old.created == info.created;
+            const bool same = old.state == info.state && old.name == info.name && old.created == info.created &&
+                              old.annotations == info.annotations;
             m_runs[row] = info;
             if (!same)
-                Q_EMIT dataChanged(index(row, 0), index(row, ColumnCount - 1));
+                changed(row);
             else if (!info.isFinal())
                 Q_EMIT dataChanged(index(row, DurationColumn), index(row, DurationColumn));
         } else {
@@ -208,6 +236,7 @@ void RunsModel::setRemoteRuns(const QString &destination, const QList<RunInfo> &
             endInsertRows();
         }
     }
+    syncHyperparameterColumns();
 }
 
 void RunsModel::refresh()
@@ -234,7 +263,7 @@ void RunsModel::refresh()
     // Changed and new runs.
     for (const QString &id : present) {
         const QString path = root.filePath(id);
-        const QDateTime modified = QFileInfo(path + QStringLiteral("/run.json")).lastModified();
+        const QDateTime modified = filesStamp(path);
         const int row = rowOf(id);
         if (row >= 0 && m_manifestTimes.value(id) == modified) {
             if (!m_runs[row].isFinal()) // live duration
@@ -247,13 +276,70 @@ void RunsModel::refresh()
         m_manifestTimes.insert(id, modified);
         if (row >= 0) {
             m_runs[row] = info;
-            Q_EMIT dataChanged(index(row, 0), index(row, ColumnCount - 1));
+            changed(row);
         } else {
             beginInsertRows({}, m_runs.size(), m_runs.size());
             m_runs.append(info);
             endInsertRows();
         }
     }
+    syncHyperparameterColumns();
+}
+
+void RunsModel::changed(int row)
+{
+    Q_EMIT dataChanged(index(row, 0), index(row, columnCount() - 1));
+}
+
+void RunsModel::syncHyperparameterColumns()
+{
+    QStringList keys;
+    for (const RunInfo &info : std::as_const(m_runs))
+        keys += info.hyperparameters.keys();
+    keys.removeDuplicates();
+    keys.sort();
+    for (qsizetype i = m_hyperparameterKeys.size() - 1; i >= 0; --i) {
+        if (keys.contains(m_hyperparameterKeys[i]))
+            continue;
+        beginRemoveColumns({}, ColumnCount + int(i), ColumnCount + int(i));
+        m_hyperparameterKeys.removeAt(i);
+        endRemoveColumns();
+    }
+    for (qsizetype i = 0; i < keys.size(); ++i) {
+        if (m_hyperparameterKeys.value(i) == keys[i])
+            continue;
+        beginInsertColumns({}, ColumnCount + int(i), ColumnCount + int(i));
+        m_hyperparameterKeys.insert(i, keys[i]);
+        endInsertColumns();
+    }
+    // Values of keys every row already had may have changed with a re-read run: changed() said so.
+}
+
+int RunsModel::hyperparameterColumn(const QString &key) const
+{
+    const qsizetype i = m_hyperparameterKeys.indexOf(key);
+    return i < 0 ? -1 : ColumnCount + int(i);
+}
+
+bool RunsModel::setAnnotations(int row, const RunAnnotations &annotations, QString *error)
+{
+    if (row < 0 || row >= m_runs.size())
+        return false;
+    RunInfo &info = m_runs[row];
+    if (!info.location.isEmpty()) {
+        if (error)
+            *error = tr("%1 is a run of %2: change it there (accel runs rename/notes/tag)").arg(info.id, info.location);
+        return false;
+    }
+    if (const auto written = writeRunAnnotations(info.path, annotations); !written) {
+        if (error)
+            *error = tr("%1: %2").arg(info.id, QString::fromStdString(written.error().toString()));
+        return false;
+    }
+    info.annotations = annotations;
+    m_manifestTimes.insert(info.id, filesStamp(info.path));
+    changed(row);
+    return true;
 }
 
 int RunsModel::rowCount(const QModelIndex &parent) const
@@ -263,7 +349,60 @@ int RunsModel::rowCount(const QModelIndex &parent) const
 
 int RunsModel::columnCount(const QModelIndex &parent) const
 {
-    return parent.isValid() ? 0 : ColumnCount;
+    return parent.isValid() ? 0 : ColumnCount + int(m_hyperparameterKeys.size());
+}
+
+Qt::ItemFlags RunsModel::flags(const QModelIndex &index) const
+{
+    Qt::ItemFlags flags = QAbstractTableModel::flags(index);
+    if (!index.isValid())
+        return flags;
+    const int column = index.column();
+    const bool editable = column == NameColumn || column == TagsColumn || column == NotesColumn;
+    if (editable && m_runs.at(index.row()).location.isEmpty())
+        flags |= Qt::ItemIsEditable;
+    return flags;
+}
+
+bool RunsModel::setData(const QModelIndex &index, const QVariant &value, int role)
+{
+    if (role != Qt::EditRole || !checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid))
+        return false;
+    const RunInfo &info = m_runs.at(index.row());
+    RunAnnotations annotations = info.annotations;
+    const QString text = value.toString();
+    QString problem;
+    switch (index.column()) {
+    case NameColumn:
+        if (const auto name = checkDisplayName(text); !name)
+            problem = QString::fromStdString(name.error().message);
+        else
+            annotations.displayName = *name == info.name ? QString() : *name;
+        break;
+    case TagsColumn:
+        if (const auto tags = parseTagList(text); !tags)
+            problem = QString::fromStdString(tags.error().message);
+        else
+            annotations.tags = *tags;
+        break;
+    case NotesColumn:
+        annotations.notes = text.trimmed();
+        break;
+    default:
+        return false;
+    }
+    if (!problem.isEmpty()) {
+        Q_EMIT editFailed(tr("%1: %2").arg(info.id, problem));
+        return false;
+    }
+    if (annotations == info.annotations)
+        return true;
+    QString error;
+    if (!setAnnotations(index.row(), annotations, &error)) {
+        Q_EMIT editFailed(error);
+        return false;
+    }
+    return true;
 }
 
 QVariant RunsModel::data(const QModelIndex &index, int role) const
@@ -277,8 +416,22 @@ QVariant RunsModel::data(const QModelIndex &index, int role) const
         return info.location;
     if (role == StateRole)
         return info.state;
+    const int column = index.column();
+    if (column >= ColumnCount) {
+        const QString key = m_hyperparameterKeys.value(column - ColumnCount);
+        const auto value = info.hyperparameters.constFind(key);
+        if (value == info.hyperparameters.constEnd())
+            return {};
+        if (role == SortRole) {
+            const double number = hyperparameterNumber(*value);
+            return std::isnan(number) ? QVariant(*value) : QVariant(number);
+        }
+        if (role == Qt::ToolTipRole)
+            return QStringLiteral("%1: %2").arg(key, *value);
+        return role == Qt::DisplayRole ? QVariant(*value) : QVariant();
+    }
     if (role == SortRole) {
-        switch (index.column()) {
+        switch (column) {
         case StartedColumn:
             return info.created;
         case DurationColumn:
@@ -288,15 +441,32 @@ QVariant RunsModel::data(const QModelIndex &index, int role) const
         }
         role = Qt::DisplayRole;
     }
-    if (role == Qt::ToolTipRole)
+    if (role == Qt::EditRole) {
+        switch (column) {
+        case NameColumn:
+            return info.displayName();
+        case TagsColumn:
+            return info.annotations.tags.join(QStringLiteral(", "));
+        case NotesColumn:
+            return info.annotations.notes;
+        default:
+            return {};
+        }
+    }
+    if (role == Qt::ToolTipRole) {
+        if (column == NotesColumn && !info.annotations.notes.isEmpty())
+            return info.annotations.notes;
+        if (column == NameColumn && !info.annotations.displayName.isEmpty())
+            return tr("%1 (run.json: %2)").arg(info.annotations.displayName, info.name);
         return info.location.isEmpty() ? info.path : QStringLiteral("%1 on %2").arg(info.path, info.location);
+    }
     if (role != Qt::DisplayRole)
         return {};
-    switch (index.column()) {
+    switch (column) {
     case IdColumn:
         return info.id;
     case NameColumn:
-        return info.name;
+        return info.displayName();
     case StateColumn:
         return info.state;
     case HostColumn:
@@ -309,6 +479,10 @@ QVariant RunsModel::data(const QModelIndex &index, int role) const
         return formatDuration(info.durationSeconds(nowSeconds()));
     case ConfigColumn:
         return info.configSummary;
+    case TagsColumn:
+        return info.annotations.tags.join(QStringLiteral(", "));
+    case NotesColumn:
+        return firstLine(info.annotations.notes);
     default:
         return {};
     }
@@ -316,10 +490,17 @@ QVariant RunsModel::data(const QModelIndex &index, int role) const
 
 QVariant RunsModel::headerData(int section, Qt::Orientation orientation, int role) const
 {
-    if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
+    if (orientation != Qt::Horizontal || section < 0 || section >= columnCount())
         return {};
-    static const char *const titles[] = {"Run", "Name", "State", "Host", "Started", "Duration", "Configuration"};
-    return section >= 0 && section < ColumnCount ? QString::fromLatin1(titles[section]) : QVariant();
+    const QString key = section >= ColumnCount ? m_hyperparameterKeys.at(section - ColumnCount) : QString();
+    if (role == HyperparameterKeyRole)
+        return key.isEmpty() ? QVariant() : QVariant(key);
+    if (role != Qt::DisplayRole)
+        return {};
+    static const char *const titles[] = {"Run",      "Name",          "State", "Host", "Started",
+                                         "Duration", "Configuration", "Tags",  "Notes"};
+    static_assert(sizeof titles / sizeof *titles == ColumnCount);
+    return section < ColumnCount ? QString::fromLatin1(titles[section]) : key;
 }
 
 } // namespace accel::monitor

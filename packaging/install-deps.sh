@@ -18,7 +18,7 @@ packages=(
   # gloo's headers only: c10d's ProcessGroupGloo.hpp includes them and the torch wheel does not ship
   # them (gloo itself is compiled into libtorch; ARCHITECTURE.md, "gloo headers")
   libgloo-dev
-  libyaml-cpp-dev libssh-dev libssl-dev libexpected-dev nlohmann-json3-dev libpcre2-dev
+  libyaml-cpp-dev libssh-dev libssl-dev libexpected-dev nlohmann-json3-dev libpcre2-dev zlib1g-dev
   # the Python environment
   python3 python3-venv
   # tests: a real sshd on loopback, screenshots under Xvfb

@@ -1,7 +1,7 @@
 # accel launch / runs / stop / tail / demo: the launcher's commands.
 list(APPEND ACCEL_CLI_SOURCES
   cli/cmd_launch.cpp cli/cmd_launch_support.h cli/cmd_launch_support.cpp
-  cli/cmd_runs.cpp cli/cmd_stop.cpp cli/cmd_tail.cpp cli/cmd_demo.cpp cli/cmd_launch_test.cpp
+  cli/cmd_runs.h cli/cmd_runs.cpp cli/cmd_runs_manage.cpp cli/cmd_stop.cpp cli/cmd_tail.cpp cli/cmd_demo.cpp cli/cmd_launch_test.cpp
 )
 # accel_monitor: the supervisor samples the system and runs the detectors; tail --json streams.
 list(APPEND ACCEL_CLI_LIBS accel_launcher accel_monitor accel_hardware)

@@ -21,6 +21,10 @@ inline constexpr const char *SupervisorLog = "supervisor.log";
 inline constexpr const char *Logs = "logs";
 inline constexpr const char *Metrics = "metrics";
 inline constexpr const char *Checkpoints = "checkpoints";
+// Written by people's tools, never by the supervisor: the tracker's init_trackers(config=...)
+// (resources/python), and what the studio and `accel runs` add to a run (display name, notes, tags).
+inline constexpr const char *Hyperparameters = "hparams.json";
+inline constexpr const char *Annotations = "annotations.json";
 } // namespace file
 std::string logFile(int rank);     // "logs/rank3.log"
 std::string metricsFile(int rank); // "metrics/rank3.jsonl"

@@ -62,6 +62,38 @@ private Q_SLOTS:
         QVERIFY(store.lastProgressMs() > 0);
     }
 
+    // The Monitor makes a panel per logged key: the store names every key once, as it first comes,
+    // tells the supervisor's system readings from what the ranks logged, and keeps "eval/" keys.
+    void namesAreAnnouncedOnceAndSystemNamesAreTold()
+    {
+        MetricStore store;
+        QSignalSpy names(&store, &MetricStore::namesAdded);
+        QVERIFY(std::isnan(store.firstTime())); // before any sample
+        feed(store, line(0, 1, 50, "\"loss\":2,\"train/acc\":0.5") +
+                        "{\"v\":1,\"time\":40,\"rank\":0,\"kind\":\"system\",\"pid\":7,\"cpu_percent\":90}\n");
+        QCOMPARE(names.size(), 1);
+        QCOMPARE(names.at(0).at(0).toStringList(), (QStringList{QStringLiteral("loss"), QStringLiteral("train/acc"),
+                                                                QStringLiteral("pid"), QStringLiteral("cpu_percent")}));
+        QCOMPARE(store.firstTime(), 40.0);
+        QVERIFY(store.isSystemName(QStringLiteral("pid")));
+        QVERIFY(!store.isSystemName(QStringLiteral("loss")));
+        // The same keys again: nothing new. A script that logs cpu_percent itself makes it its own.
+        feed(store, line(0, 2, 51, "\"loss\":1.5,\"cpu_percent\":10"));
+        QCOMPARE(names.size(), 1);
+        QVERIFY(!store.isSystemName(QStringLiteral("cpu_percent")));
+        feed(store, line(0, 2, 52, "\"kind\":\"eval\",\"eval/accuracy\":0.7,\"loss\":1.2"));
+        QCOMPARE(names.size(), 2);
+        QCOMPARE(names.at(1).at(0).toStringList(),
+                 (QStringList{QStringLiteral("eval/accuracy"), QStringLiteral("eval_loss")}));
+        QCOMPARE(store.allScalarNames().size(), 6);
+        // After clear() the names come again with their samples.
+        store.clear();
+        QVERIFY(store.allScalarNames().isEmpty());
+        feed(store, line(0, 3, 60, "\"loss\":1"));
+        QCOMPARE(names.size(), 3);
+        QCOMPARE(names.at(2).at(0).toStringList(), QStringList{QStringLiteral("loss")});
+    }
+
     void stepTimesFromTimestampsOrLoggedValue()
     {
         MetricStore store;

@@ -2,6 +2,7 @@
 #include "monitor/logmodel.h"
 #include "monitor/metricsparser.h"
 #include "monitor/ranksmodel.h"
+#include "monitor/runcatalogue.h"
 #include "monitor/runsmodel.h"
 
 #include "core/rundir/processidentity.h"
@@ -122,6 +123,93 @@ private Q_SLOTS:
         QCOMPARE(removed.size(), 1);
         QCOMPARE(reset.size(), 0);
         QCOMPARE(model.run(0).id, QStringLiteral("run-b"));
+    }
+
+    // Hyperparameters are columns (one per key any run has, inserted and removed incrementally),
+    // numbers sort as numbers, and the name, tags and notes are edited into annotations.json.
+    void runsModelShowsHyperparametersAndEditsAnnotations()
+    {
+        QTemporaryDir root;
+        const QString a = root.filePath(QStringLiteral("run-a"));
+        const QString b = root.filePath(QStringLiteral("run-b"));
+        writeManifest(a, manifest(QStringLiteral("alpha"), QStringLiteral("succeeded"), 1000, 1100));
+        writeManifest(b, manifest(QStringLiteral("beta"), QStringLiteral("succeeded"), 2000, 2100));
+        auto write = [](const QString &path, const QByteArray &text) {
+            QFile file(path);
+            QVERIFY(file.open(QIODevice::WriteOnly));
+            file.write(text);
+        };
+        write(a + QStringLiteral("/hparams.json"), R"({"lr": 0.001, "model": {"layers": 12}})");
+        write(a + QStringLiteral("/job.yaml"), "recipe: gpt\ntraining:\n  max_steps: 100\n");
+        write(b + QStringLiteral("/hparams.json"), R"({"lr": 0.0003})");
+        RunsModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        model.setRefreshInterval(0);
+        model.setRunsRoot(root.path());
+        QCOMPARE(model.hyperparameterKeys(),
+                 (QStringList{QStringLiteral("config/lr"), QStringLiteral("config/model.layers"),
+                              QStringLiteral("job/recipe"), QStringLiteral("job/training.max_steps")}));
+        QCOMPARE(model.columnCount(), RunsModel::ColumnCount + 4);
+        const int lr = model.hyperparameterColumn(QStringLiteral("config/lr"));
+        QCOMPARE(model.headerData(lr, Qt::Horizontal).toString(), QStringLiteral("config/lr"));
+        const int rowA = model.rowOf(QStringLiteral("run-a"));
+        const int rowB = model.rowOf(QStringLiteral("run-b"));
+        QCOMPARE(model.index(rowA, lr).data().toString(), QStringLiteral("0.001"));
+        QCOMPARE(model.index(rowB, lr).data(RunsModel::SortRole).toDouble(), 0.0003);
+        QVERIFY(!model.index(rowB, model.hyperparameterColumn(QStringLiteral("job/recipe"))).data().isValid());
+
+        // A key a run brings later is a new column; the last run with a key gone takes it along.
+        QTest::qWait(20);
+        write(b + QStringLiteral("/hparams.json"), R"({"lr": 0.0003, "seed": 7})");
+        QSignalSpy columnsInserted(&model, &QAbstractItemModel::columnsInserted);
+        model.refresh();
+        QCOMPARE(columnsInserted.size(), 1);
+        QCOMPARE(model.index(rowB, model.hyperparameterColumn(QStringLiteral("config/seed"))).data().toString(),
+                 QStringLiteral("7"));
+        QSignalSpy columnsRemoved(&model, &QAbstractItemModel::columnsRemoved);
+        QVERIFY(QDir(a).removeRecursively());
+        model.refresh();
+        QCOMPARE(columnsRemoved.size(), 3); // model.layers, job/recipe, job/training.max_steps
+        QCOMPARE(model.hyperparameterKeys(), (QStringList{QStringLiteral("config/lr"), QStringLiteral("config/seed")}));
+
+        // Editing the name, tags and notes writes annotations.json; run.json is left alone.
+        const QModelIndex name = model.index(0, RunsModel::NameColumn);
+        QVERIFY(model.flags(name).testFlag(Qt::ItemIsEditable));
+        QVERIFY(model.setData(name, QStringLiteral("beta, lr 3e-4")));
+        QVERIFY(model.setData(model.index(0, RunsModel::TagsColumn), QStringLiteral("baseline, cpu")));
+        QVERIFY(model.setData(model.index(0, RunsModel::NotesColumn), QStringLiteral("first line\nsecond")));
+        QCOMPARE(name.data().toString(), QStringLiteral("beta, lr 3e-4"));
+        QCOMPARE(model.index(0, RunsModel::NotesColumn).data().toString(), QStringLiteral("first line …"));
+        const auto stored = readRunAnnotations(b);
+        QVERIFY(stored);
+        QCOMPARE(stored->displayName, QStringLiteral("beta, lr 3e-4"));
+        QCOMPARE(stored->tags, (QStringList{QStringLiteral("baseline"), QStringLiteral("cpu")}));
+        QCOMPARE(stored->notes, QStringLiteral("first line\nsecond"));
+        QFile manifestFile(b + QStringLiteral("/run.json"));
+        QVERIFY(manifestFile.open(QIODevice::ReadOnly));
+        QCOMPARE(QJsonDocument::fromJson(manifestFile.readAll()).object().value(QStringLiteral("name")).toString(),
+                 QStringLiteral("beta"));
+        // A bad tag is refused with a sentence naming it; nothing is written.
+        QSignalSpy failed(&model, &RunsModel::editFailed);
+        QVERIFY(!model.setData(model.index(0, RunsModel::TagsColumn), QString(65, QLatin1Char('x'))));
+        QCOMPARE(failed.size(), 1);
+        QVERIFY2(failed.at(0).at(0).toString().contains(QStringLiteral("longer than 64")),
+                 qPrintable(failed.at(0).at(0).toString()));
+        QCOMPARE(readRunAnnotations(b)->tags.size(), 2);
+        // The original name again: the display name goes.
+        QVERIFY(model.setData(name, QStringLiteral("beta")));
+        QVERIFY(readRunAnnotations(b)->displayName.isEmpty());
+
+        // Another host's listing carries display names and tags (accel runs --json, version 1).
+        const auto listed = parseRunsListing(QStringLiteral("gpu1"), R"({"schema": "accel.runs", "version": 1, "runs": [
+            {"id": "r", "path": "/runs/r", "name": "train", "state": "running", "display_name": "lr sweep 1",
+             "tags": ["sweep"], "notes": ""}]})");
+        QVERIFY(listed);
+        QCOMPARE(listed->first().displayName(), QStringLiteral("lr sweep 1"));
+        QCOMPARE(listed->first().annotations.tags, QStringList{QStringLiteral("sweep")});
+        model.setRemoteRuns(QStringLiteral("gpu1"), *listed);
+        const int remote = model.rowOfAddress(listed->first().address());
+        QVERIFY(!model.flags(model.index(remote, RunsModel::NameColumn)).testFlag(Qt::ItemIsEditable));
     }
 
     void runWithDeadSupervisorIsLost()
