@@ -1,8 +1,8 @@
 #include "launcher/jobfile.h"
 
 #include "core/common/fileutil.h"
-
-#include <yaml-cpp/yaml.h>
+#include "core/common/jobfilelimits.h"
+#include "core/common/yamldocument.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -204,8 +204,12 @@ void JobFile::setValue(const std::string &key, const std::string &value)
 Result<JobFile> JobFile::parse(const std::string &yamlText, const std::string &path)
 {
     std::map<std::string, std::string> values;
+    // The input guard bounds the document (size, depth, aliases expanded) before flatten walks it.
+    auto document = yamlutil::parseYaml(yamlText, path, jobs::jobFileLimits());
+    if (!document)
+        return tl::unexpected(document.error());
     try {
-        const YAML::Node root = YAML::Load(yamlText);
+        const YAML::Node &root = *document;
         if (!root.IsMap())
             return makeError(ErrorCode::InvalidInput, "a job file must be a YAML mapping with at least `recipe:`",
                              path);
@@ -247,7 +251,7 @@ Result<JobFile> JobFile::parse(const std::string &yamlText, const std::string &p
 
 Result<JobFile> JobFile::load(const std::string &path)
 {
-    auto text = fileutil::readFile(path);
+    auto text = fileutil::readFile(path, jobs::kMaxJobFileBytes);
     if (!text)
         return tl::unexpected(text.error());
     return parse(*text, path);

@@ -201,7 +201,7 @@ int runConfigValidate(int argc, char **argv)
     for (const Diagnostic &d : diagnostics)
         (d.severity == Severity::Error ? errors : warnings)++;
     printDiagnostics(diagnostics);
-    const bool valid = errors == 0;
+    const bool valid = errors == 0 && config.has_value();
     if (parser.isSet("json")) {
         nlohmann::ordered_json out;
         out["schema"] = "accel.config.validation";

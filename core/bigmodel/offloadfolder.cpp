@@ -3,6 +3,7 @@
 #include "core/bigmodel/atomicfilewriter.h"
 #include "core/bigmodel/safetensors.h"
 #include "core/common/fileutil.h"
+#include "core/common/jsondocument.h"
 
 #include <nlohmann/json.hpp>
 
@@ -83,15 +84,16 @@ Result<OffloadFolder> OffloadFolder::open(const std::string &folder)
     const std::string indexPath = folder + "/index.json";
     if (!fs::exists(indexPath, ec))
         return result;
-    auto text = fileutil::readFile(indexPath);
+    // Through the input guard: 64 MiB, 64 levels, no key twice.
+    jsonutil::JsonLimits limits;
+    limits.rejectDuplicateKeys = true;
+    auto text = fileutil::readFile(indexPath, limits.maxBytes);
     if (!text)
         return tl::unexpected(text.error());
-    nlohmann::ordered_json index;
-    try {
-        index = nlohmann::ordered_json::parse(*text);
-    } catch (const nlohmann::json::exception &e) {
-        return makeError(ErrorCode::InvalidInput, std::string("not valid JSON: ") + e.what(), indexPath);
-    }
+    auto parsed = jsonutil::parseOrderedJson(*text, indexPath, limits);
+    if (!parsed)
+        return tl::unexpected(parsed.error());
+    const nlohmann::ordered_json &index = *parsed;
     if (!index.is_object())
         return makeError(ErrorCode::InvalidInput, "index.json is not a JSON object", indexPath);
     for (auto it = index.begin(); it != index.end(); ++it) {

@@ -84,8 +84,13 @@ Result<ClusterConfig> parseConfig(const std::string &text, ConfigFormat format, 
 Result<ClusterConfig> loadConfigFile(const std::string &path, Diagnostics *diagnostics)
 {
     Result<std::string> text = fileutil::readFile(path, kMaxConfigBytes);
-    if (!text)
+    if (!text) {
+        // A file that cannot be a config (a FIFO, a device, a folder, too large) is an error for
+        // `accel config validate` too, not an empty list of problems.
+        if (diagnostics && text.error().code == ErrorCode::InvalidInput)
+            diagnostics->push_back(Diagnostic{Severity::Error, path, 0, "", text.error().message});
         return tl::unexpected(text.error());
+    }
     return parseConfig(*text, formatForPath(path), path, diagnostics);
 }
 

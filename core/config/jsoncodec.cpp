@@ -1,13 +1,16 @@
-// JSON text <-> ConfigValue. Reading goes through nlohmann::json (the one place that calls it
-// and catches its exceptions); line numbers for keys are recovered by reading the same text as
+// JSON text <-> ConfigValue. Reading goes through the input guard (jsonutil::parseJson: size,
+// depth, no exceptions); line numbers for keys are recovered by reading the same text as
 // YAML (JSON is YAML), which only ever adds positions, never values. Writing follows Python's
 // json.dumps(indent=2, sort_keys=True) with ensure_ascii.
+#include "core/common/jsondocument.h"
+#include "core/config/configio.h"
 #include "core/config/configvalue.h"
 
 #include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 namespace accel::config {
 
@@ -90,15 +93,6 @@ void copyLines(ConfigValue &target, const ConfigValue &positions)
             copyLines(target.items[i], positions.items[i]);
         }
     }
-}
-
-int lineAtOffset(const std::string &text, size_t offset)
-{
-    int line = 1;
-    for (size_t i = 0; i < offset && i < text.size(); ++i)
-        if (text[i] == '\n')
-            ++line;
-    return line;
 }
 
 void appendEscaped(std::string &out, const std::string &text)
@@ -228,21 +222,22 @@ void emit(std::string &out, const ConfigValue &value, int indent)
 
 Result<ConfigValue> parseJsonText(const std::string &text, const std::string &fileName, Diagnostics *warnings)
 {
-    nlohmann::json json;
-    try {
-        json = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error &e) {
-        std::string reason = e.what();
-        // "[json.exception.parse_error.101] parse error at line 3, column 5: syntax error ..." -> keep the reason.
-        const size_t colon = reason.find(": ");
-        if (colon != std::string::npos)
-            reason = reason.substr(colon + 2);
-        const int line = lineAtOffset(text, e.byte > 0 ? e.byte - 1 : 0);
-        return makeError(ErrorCode::InvalidInput, "invalid JSON: " + reason,
+    jsonutil::JsonLimits limits;
+    limits.maxBytes = kMaxConfigBytes;
+    auto parsed = jsonutil::parseJson(text, fileName, limits);
+    if (!parsed) {
+        // "not valid JSON: parse error at line 3, column 5: syntax error ..." -> the line as context, the reason.
+        const std::string &message = parsed.error().message;
+        const std::string marker = "parse error at line ";
+        const size_t at = message.find(marker);
+        const size_t colon = at == std::string::npos ? std::string::npos : message.find(": ", at);
+        if (colon == std::string::npos)
+            return tl::unexpected(parsed.error()); // nested too deep, too large
+        const int line = std::atoi(message.c_str() + at + marker.size());
+        return makeError(ErrorCode::InvalidInput, "invalid JSON: " + message.substr(colon + 2),
                          fileName + ": line " + std::to_string(line));
-    } catch (const std::exception &e) {
-        return makeError(ErrorCode::InvalidInput, std::string("invalid JSON: ") + e.what(), fileName);
     }
+    const nlohmann::json &json = *parsed;
     ConfigValue root;
     std::string error;
     if (!fromJson(json, root, 0, error))

@@ -1,8 +1,8 @@
 #include "core/worker/jobspec.h"
 
 #include "core/common/fileutil.h"
-
-#include <yaml-cpp/yaml.h>
+#include "core/common/jobfilelimits.h"
+#include "core/common/yamldocument.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -36,7 +36,7 @@ void flatten(const YAML::Node &node, const std::string &prefix, std::map<std::st
 
 Result<JobSpec> JobSpec::load(const std::string &path)
 {
-    auto text = fileutil::readFile(path);
+    auto text = fileutil::readFile(path, jobs::kMaxJobFileBytes);
     if (!text)
         return tl::unexpected(text.error());
     return parse(*text, path);
@@ -47,8 +47,12 @@ Result<JobSpec> JobSpec::parse(const std::string &yamlText, const std::string &p
     JobSpec job;
     job.path = path;
     job.folder = std::filesystem::absolute(path).parent_path().string();
+    // The input guard bounds the document (size, depth, aliases expanded) before flatten walks it.
+    auto document = yamlutil::parseYaml(yamlText, path, jobs::jobFileLimits());
+    if (!document)
+        return tl::unexpected(document.error());
     try {
-        const YAML::Node root = YAML::Load(yamlText);
+        const YAML::Node &root = *document;
         if (!root.IsMap())
             return makeError(ErrorCode::InvalidInput, "a job file must be a YAML mapping with at least `recipe:`",
                              path);

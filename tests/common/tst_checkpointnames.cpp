@@ -1,14 +1,18 @@
 // checkpoint_<n> folder names: numbers read without exceptions or wrap-around, the latest found
 // among other files, out-of-range numbers refused with the folder named.
 #include "core/common/checkpointnames.h"
+#include "core/common/checkpointstate.h"
+#include "core/common/fileutil.h"
 
 #include <QTemporaryDir>
 #include <QtTest>
 
 #include <filesystem>
+#include <sys/stat.h>
 
 using namespace accel;
 using namespace accel::checkpointnames;
+using namespace accel::checkpointstate;
 
 class tst_CheckpointNames : public QObject {
     Q_OBJECT
@@ -66,6 +70,57 @@ private Q_SLOTS:
         QCOMPARE(all->front().number, 2);
         QCOMPARE(all->front().path, folder + "/checkpoint_2");
         QCOMPARE(all->back().number, 10);
+    }
+
+    // Regression (hardening round 3): "last_step": -5 in a checkpoint's scheduler.json was taken
+    // ("resumed from step -2"); the files were parsed with nlohmann's throwing reader, outside the
+    // input guard (no size or depth limit, a FIFO blocked).
+    void stateFilesAreCheckedNumbers()
+    {
+        QTemporaryDir dir;
+        const std::string file = dir.filePath("scheduler.json").toStdString();
+        const auto lastStep = [&](const std::string &text) {
+            if (!fileutil::writeFileAtomic(file, text))
+                qFatal("cannot write %s", file.c_str());
+            return readSchedulerLastStep(file);
+        };
+        QCOMPARE(*lastStep("{\"last_step\": 12}\n"), int64_t(12));
+        QCOMPARE(*lastStep("{\"last_step\": 4294967297}"), int64_t(4294967297));
+        const struct {
+            const char *text;
+            const char *message;
+        } refused[] = {
+            {"{\"last_step\": -5}", "last_step=-5: expected a whole number from 0 to 9223372036854775807"},
+            {"{\"last_step\": 3.5}", "last_step=3.5: expected a whole number from 0 to 9223372036854775807"},
+            {"{\"last_step\": 18446744073709551615}",
+             "last_step=18446744073709551615: expected a whole number from 0 to 9223372036854775807"},
+            {"{\"last_step\": \"7\"}", "last_step=\"7\": expected a whole number from 0 to 9223372036854775807"},
+            {"{}", "last_step: missing"},
+            {"[5]", "last_step: missing"},
+            {"{\"last_step\": 1, \"last_step\": -1}", "duplicate key \"last_step\""},
+        };
+        for (const auto &c : refused) {
+            auto step = lastStep(c.text);
+            QVERIFY2(!step, c.text);
+            QCOMPARE(step.error().code, ErrorCode::InvalidInput);
+            QCOMPARE(step.error().toString(), file + ": " + c.message);
+        }
+        const std::string fifo = dir.filePath("fifo.json").toStdString();
+        QCOMPARE(::mkfifo(fifo.c_str(), 0600), 0);
+        QCOMPARE(readSchedulerLastStep(fifo).error().toString(),
+                 fifo + ": is a FIFO (named pipe), expected a regular file");
+
+        const std::string loaders = dir.filePath("dl_state_dict.json").toStdString();
+        QVERIFY(fileutil::writeFileAtomic(loaders,
+                                          R"([{"epoch": 1, "batches_done": 7}, {"epoch": 0, "batches_done": 0}])"));
+        auto states = readLoaderStates(loaders);
+        QVERIFY2(states, states ? "" : states.error().toString().c_str());
+        QCOMPARE(states->size(), size_t(2));
+        QCOMPARE((*states)[0].epoch, int64_t(1));
+        QCOMPARE((*states)[0].batchesDone, int64_t(7));
+        QVERIFY(fileutil::writeFileAtomic(loaders, R"([{"epoch": 1, "batches_done": -3}])"));
+        QCOMPARE(readLoaderStates(loaders).error().message,
+                 std::string("[0].batches_done=-3: expected a whole number from 0 to 9223372036854775807"));
     }
 };
 

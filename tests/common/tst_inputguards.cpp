@@ -1,9 +1,14 @@
 // The guards every reader of outside input goes through: fileutil::readFile / openRegularFile
-// (regular files only, never blocking on a FIFO, a size cap) and jsonutil::parseJson (size, nesting
-// depth, duplicate keys), each failure an InvalidInput error naming the file.
+// (regular files only, never blocking on a FIFO, a size cap), jsonutil::parseJson (size, nesting
+// depth, duplicate keys) and yamlutil::parseYaml (size, nesting, aliases expanded), each failure an
+// InvalidInput error naming the file; and a check of the sources that no parser is called around them.
 #include "core/common/fileutil.h"
 #include "core/common/jsondocument.h"
+#include "core/common/yamldocument.h"
+#include "tests/helpers/testsupport.h"
 
+#include <QDirIterator>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -192,6 +197,95 @@ private Q_SLOTS:
         QVERIFY(parsed);
         QCOMPARE(parsed->size(), size_t(200000));
         QCOMPARE(parsed->at("k199999").at("v").at(0), nlohmann::json(199999));
+    }
+
+    // The YAML guard: what the config reader had (aliases, depth, size, one document, UTF-8), for
+    // every YAML reader (job files were read without it: an alias bomb of 819 bytes took 2.2 GB).
+    void yamlGuardBoundsTheExpandedDocument()
+    {
+        InputLimits limits;
+        limits.subject = "a test file";
+        auto refused = yamlutil::parseYaml(test::yamlAliasBomb(9).toStdString(), "bomb.yaml", limits);
+        QVERIFY(!refused);
+        QCOMPARE(refused.error().message, std::string("more than 100000 values once YAML aliases (*name) are expanded "
+                                                      "(the limit for a test file)"));
+        QVERIFY2(refused.error().context.rfind("bomb.yaml: line ", 0) == 0, refused.error().context.c_str());
+        const std::string deep = "a: " + std::string(65, '[') + std::string(65, ']') + "\n";
+        QCOMPARE(yamlutil::parseYaml(deep, "d.yaml", limits).error().message,
+                 std::string("nested deeper than 64 levels (the limit for a test file)"));
+        QVERIFY(yamlutil::parseYaml("a: " + std::string(63, '[') + std::string(63, ']') + "\n", "d.yaml", limits));
+        limits.maxTextBytes = 1000;
+        QCOMPARE(yamlutil::parseYaml("a: &t " + std::string(600, 'x') + "\nb: *t\n", "t.yaml", limits).error().message,
+                 std::string("more than 1000 bytes of text once YAML aliases (*name) are expanded (the limit for a "
+                             "test file)"));
+        limits.maxBytes = 10;
+        QCOMPARE(yamlutil::parseYaml("a: 12345678\n", "s.yaml", limits).error().toString(),
+                 std::string("s.yaml: too large: 12 bytes (the limit for a test file is 10 bytes)"));
+        QCOMPARE(yamlutil::parseYaml("a: 1\n---\nb: 2\n", "two.yaml", {}).error().message,
+                 std::string("invalid YAML: the file holds 2 YAML documents (the second from line 2); expected one"));
+        QVERIFY(yamlutil::parseYaml("", "empty.yaml", {})->IsNull());
+        auto fifo = yamlutil::readYamlFile("/dev/zero", {});
+        QCOMPARE(fifo.error().toString(), std::string("/dev/zero: is a character device, expected a regular file"));
+    }
+
+    // One entry point: no source file of the programs calls a JSON or YAML parser except the two
+    // guards (jsondocument.cpp, yamldocument.cpp), so that a new reader cannot forget the limits.
+    // The few exceptions parse text this process just wrote or its own probes printed; each is
+    // listed with its reason. A new reader of a file, a message or an argument uses the guards.
+    void everyParserGoesThroughTheGuard()
+    {
+        const QMap<QString, QString> exceptions{
+            {QStringLiteral("core/common/jsondocument.cpp"), QStringLiteral("the JSON guard")},
+            {QStringLiteral("core/common/yamldocument.cpp"), QStringLiteral("the YAML guard")},
+            {QStringLiteral("app/cli/cmd_config_files.cpp"), QStringLiteral("the JSON serializeConfig just wrote")},
+            {QStringLiteral("launcher/export/settingsfromconfig.cpp"),
+             QStringLiteral("the JSON serializeConfig just wrote")},
+            {QStringLiteral("core/hardware/softwareprobe.cpp"),
+             QStringLiteral("the JSON lines of the probes it started itself (accel-worker --capabilities, Python)")},
+            {QStringLiteral("core/hardware/envtext.cpp"),
+             QStringLiteral("a config serializeConfig wrote after loading it through the guard (builds without "
+                            "core/config read the file raw: 1 GiB limit, no depth limit)")},
+            {QStringLiteral("core/rundir/runlayout.cpp"),
+             QStringLiteral("one line of a supervisor record, non-throwing parse, never walked recursively")},
+        };
+        const QRegularExpression parser(
+            QStringLiteral(R"((json::(parse|accept|sax_parse|from_cbor|from_msgpack|from_bson|from_ubjson)\s*\()|)"
+                           R"((YAML::(Load|LoadFile|LoadAll|LoadAllFromFile)\s*\()|(YAML::Parser))"));
+        QStringList bypasses;
+        int files = 0;
+        for (const char *folder : {"app", "core", "launcher", "monitor"}) {
+            QDirIterator it(test::sourceDir() + QLatin1Char('/') + QLatin1String(folder),
+                            {QStringLiteral("*.cpp"), QStringLiteral("*.h")}, QDir::Files,
+                            QDirIterator::Subdirectories);
+            while (it.hasNext()) {
+                const QString path = it.next();
+                const QString relative = QDir(test::sourceDir()).relativeFilePath(path);
+                QFile file(path);
+                QVERIFY2(file.open(QIODevice::ReadOnly), qPrintable(path));
+                ++files;
+                int line = 0;
+                while (!file.atEnd()) {
+                    const QString text = QString::fromUtf8(file.readLine());
+                    ++line;
+                    if (parser.match(text).hasMatch() && !exceptions.contains(relative))
+                        bypasses << QStringLiteral("%1:%2: %3").arg(relative).arg(line).arg(text.trimmed());
+                }
+            }
+        }
+        QVERIFY2(files > 100, qPrintable(QString::number(files)));
+        QVERIFY2(bypasses.isEmpty(), qPrintable(QStringLiteral("parsers called around core/common's input guard "
+                                                               "(use jsonutil::parseJson / parseOrderedJson / "
+                                                               "yamlutil::parseYaml):\n") +
+                                                bypasses.join(QLatin1Char('\n'))));
+    }
+
+    void orderedDocumentKeepsItsOrder()
+    {
+        auto parsed = jsonutil::parseOrderedJson(R"({"b":1,"a":{"d":2,"c":3}})", "o.json");
+        QVERIFY(parsed);
+        QCOMPARE(parsed->dump(), std::string(R"({"b":1,"a":{"d":2,"c":3}})"));
+        QCOMPARE(jsonutil::parseOrderedJson(nestedArrays(65), "o.json").error().message,
+                 std::string("JSON nested deeper than 64 levels"));
     }
 };
 

@@ -14,6 +14,7 @@
 #include <QtTest>
 
 #include <sys/resource.h>
+#include <sys/stat.h>
 
 using namespace accel;
 using accel::test::runAccel;
@@ -238,6 +239,56 @@ private Q_SLOTS:
         QCOMPARE(result.exitCode, 2);
     }
 
+    // Regression (hardening round 3): validate said "valid", exit 0, for what launch refuses before
+    // parsing: a FIFO (never read, never waited for), a device, a folder, a file over the 1 MiB limit
+    // (a sparse 1 GiB file: refused by its size, nothing read) and 90,000 unknown keys (1.9 MB).
+    void validateRefusesWhatLaunchRefuses()
+    {
+        QTemporaryDir dir;
+        const QString fifo = dir.filePath(QStringLiteral("fifo.yaml"));
+        QCOMPARE(::mkfifo(QFile::encodeName(fifo).constData(), 0600), 0);
+        const QString sparse = dir.filePath(QStringLiteral("huge.yaml"));
+        {
+            QFile file(sparse);
+            QVERIFY(file.open(QIODevice::WriteOnly));
+            QVERIFY(file.resize(qint64(1) << 30));
+        }
+        QByteArray keys = "distributed_type: NO\n";
+        for (int i = 0; i < 90000; ++i)
+            keys += "unknown_key_" + QByteArray::number(i).rightJustified(6, '0') + ": 1\n";
+        const QString many = dir.filePath(QStringLiteral("many.yaml"));
+        writeText(many, keys);
+        const struct {
+            QString path;
+            QString message;
+        } cases[] = {
+            {fifo, QStringLiteral("is a FIFO (named pipe), expected a regular file")},
+            {QStringLiteral("/dev/zero"), QStringLiteral("is a character device, expected a regular file")},
+            {dir.path(), QStringLiteral("is a folder, expected a regular file")},
+            {sparse, QStringLiteral("file too large: 1073741824 bytes (the limit for this file is 1048576 bytes)")},
+            {many, QStringLiteral("file too large: 1980021 bytes (the limit for this file is 1048576 bytes)")},
+        };
+        for (const auto &c : cases) {
+            auto result = runAccel({QStringLiteral("config"), QStringLiteral("validate"), c.path}, 20000);
+            QCOMPARE(result.exitCode, 2);
+            QVERIFY(result.out.isEmpty());
+            QCOMPARE(result.err, QStringLiteral("error: %1: %2\naccel config validate: %1: 1 error, 0 warnings\n")
+                                     .arg(c.path, c.message));
+            result = runAccel({QStringLiteral("config"), QStringLiteral("validate"), QStringLiteral("--json"), c.path},
+                              20000);
+            QCOMPARE(result.exitCode, 2);
+            const QJsonObject json = QJsonDocument::fromJson(result.out.toUtf8()).object();
+            QCOMPARE(json.value(QStringLiteral("valid")).toBool(true), false);
+            QCOMPARE(json.value(QStringLiteral("errors")).toInt(), 1);
+            // launch refuses the same file with the same message.
+            result = runAccel({QStringLiteral("launch"), QStringLiteral("--config_file"), c.path,
+                               QStringLiteral("--dry_run"), QStringLiteral("/bin/true")},
+                              20000);
+            QCOMPARE(result.exitCode, 2);
+            QVERIFY2(result.err.contains(c.path + QStringLiteral(": ") + c.message), qPrintable(result.err));
+        }
+    }
+
     // The fuzz findings config-loadall-slow (yaml-cpp started endless empty documents at a stray
     // ',': 7.6 s and 3.7 GB before std::bad_alloc) and config-invalid-utf8-roundtrip (F6 91 8A 92
     // was accepted and written back as "\U00191292", which did not read back): both are bad input
@@ -251,7 +302,7 @@ private Q_SLOTS:
                                                        "value");
         QTest::newRow("invalid UTF-8") << QStringLiteral("regression_invalid_utf8.yaml")
                                        << QStringLiteral("line 21: invalid YAML: byte 0xF6 in downcast_bf16 (key at "
-                                                         "line 4) is not valid UTF-8 (config files are UTF-8 text)");
+                                                         "line 4) is not valid UTF-8 (YAML is UTF-8 text)");
     }
 
     void fuzzFindingsAreRefusedByName()

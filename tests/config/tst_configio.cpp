@@ -473,8 +473,7 @@ private Q_SLOTS:
         QVERIFY(!latin1.has_value());
         QCOMPARE(
             QString::fromStdString(latin1.error().toString()),
-            QStringLiteral("c.yaml: line 1: invalid YAML: byte 0xE9 in a is not valid UTF-8 (config files are UTF-8 "
-                           "text)"));
+            QStringLiteral("c.yaml: line 1: invalid YAML: byte 0xE9 in a is not valid UTF-8 (YAML is UTF-8 text)"));
         auto control = parseYamlText("a: 1\nb: x\x07\n", "c.yaml");
         QVERIFY(!control.has_value());
         QCOMPARE(QString::fromStdString(control.error().toString()),

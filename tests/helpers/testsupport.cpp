@@ -64,4 +64,16 @@ ProcessResult runAccel(const QStringList &arguments, int timeoutMs, const QByteA
     return runProgram(QDir(binDir()).filePath(QStringLiteral("accel")), arguments, timeoutMs, stdinData, extraEnv);
 }
 
+QByteArray yamlAliasBomb(int levels, const QByteArray &head)
+{
+    QByteArray text = head + "x0: &x0 [a, a, a, a, a, a, a, a, a, a]\n";
+    for (int i = 1; i < levels; ++i) {
+        text += "x" + QByteArray::number(i) + ": &x" + QByteArray::number(i) + " [";
+        for (int k = 0; k < 10; ++k)
+            text += (k ? ", *x" : "*x") + QByteArray::number(i - 1);
+        text += "]\n";
+    }
+    return text;
+}
+
 } // namespace accel::test

@@ -28,4 +28,8 @@ ProcessResult runProgram(const QString &program, const QStringList &arguments, i
 ProcessResult runAccel(const QStringList &arguments, int timeoutMs = 60000, const QByteArray &stdinData = {},
                        const QStringList &extraEnv = {});
 
+// A YAML "billion laughs" document after `head`: x0 is a list of ten scalars, x1 ten aliases of x0,
+// and so on to x<levels-1>, which expands to 10^levels values in a few hundred bytes.
+QByteArray yamlAliasBomb(int levels, const QByteArray &head = {});
+
 } // namespace accel::test

@@ -41,6 +41,7 @@ private Q_SLOTS:
     void formFileFormRoundTrips();
     void readsTheBundledDemoJob();
     void rejectsOtherRecipesAndBadYaml();
+    void aliasBombIsRefused();
     void switchingRecipeKeepsSharedFields();
     void workerRunsAWrittenJob();
 };
@@ -178,11 +179,41 @@ void tst_JobFile::rejectsOtherRecipesAndBadYaml()
     QVERIFY(plugin.error().message.find("got \"plugin\"") != std::string::npos);
     auto broken = JobFile::parse("recipe: gpt\nmodel: [unclosed\n", "b.yaml");
     QVERIFY(!broken);
-    QCOMPARE(broken.error().context, std::string("b.yaml"));
-    QVERIFY(broken.error().message.find("line ") == 0);
+    QVERIFY2(broken.error().context.rfind("b.yaml: line ", 0) == 0, broken.error().context.c_str());
+    QVERIFY(broken.error().message.find("invalid YAML: ") == 0);
     auto list = JobFile::parse("- recipe\n", "l.yaml");
     QVERIFY(!list);
     QVERIFY(!JobFile::load("/nonexistent/job.yaml"));
+}
+
+// Regression (hardening round 3): job files were not guarded like config files. The form's reader
+// emitted every sequence with its aliases expanded: 644 bytes ran for 30 s, 819 bytes took 2.2 GB.
+// This one expands to 1,000,000 values (the old reader took it); the guard stops at 100,000.
+void tst_JobFile::aliasBombIsRefused()
+{
+    auto bomb = JobFile::parse(accel::test::yamlAliasBomb(6, "recipe: gpt\n").toStdString(), "bomb.yaml");
+    QVERIFY(!bomb);
+    QCOMPARE(bomb.error().code, accel::ErrorCode::InvalidInput);
+    QVERIFY2(bomb.error().toString().rfind("bomb.yaml: line ", 0) == 0, bomb.error().toString().c_str());
+    QVERIFY2(bomb.error().message == "more than 100000 values once YAML aliases (*name) are expanded (the limit for a "
+                                     "job file)",
+             bomb.error().message.c_str());
+    // Nesting and size have their limits too; a file over 1 MiB is refused before it is read.
+    auto deep = JobFile::parse("recipe: gpt\nx: " + std::string(100, '[') + std::string(100, ']') + "\n", "deep.yaml");
+    QVERIFY(!deep);
+    QCOMPARE(deep.error().message, std::string("nested deeper than 64 levels (the limit for a job file)"));
+    QTemporaryDir dir;
+    const QString big = dir.filePath(QStringLiteral("big.yaml"));
+    QFile file(big);
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    QVERIFY(file.resize((qint64(1) << 20) + 1));
+    file.close();
+    auto large = JobFile::load(big.toStdString());
+    QVERIFY(!large);
+    QCOMPARE(large.error().message,
+             std::string("file too large: 1048577 bytes (the limit for this file is 1048576 bytes)"));
+    // A few legitimate aliases still read.
+    QVERIFY(JobFile::parse("recipe: gpt\nx: &v 3\ny: *v\n", "ok.yaml"));
 }
 
 void tst_JobFile::switchingRecipeKeepsSharedFields()
