@@ -1,5 +1,8 @@
 # accel_add_test(NAME tst_x SOURCES a.cpp ... LIBS lib ... LABELS unit [process torch gui ssh slow bench]
-#                [TIMEOUT s] [ARGS ...])
+#                [TIMEOUT s] [RANKS n] [ARGS ...])
+# RANKS n: the test runs up to n rank processes at once (real multi-process jobs). It then counts as n
+# processors for ctest -j, and holds the lock `accel_ranks`, so that two such suites never run at
+# the same time on a small machine (two 4-rank jobs on 2 cores time each other out).
 # Builds one Qt Test executable and registers it with CTest. Every test runs on the offscreen
 # platform with a private HOME/XDG tree so that no test reads or writes the user's files.
 # ACCEL_PYTHON (the project's Python environment's interpreter, cmake/AccelDependencies.cmake) is in every
@@ -26,7 +29,7 @@ if(ACCEL_SANITIZE)
 endif()
 
 function(accel_add_test)
-  cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS;ARGS" ${ARGN})
+  cmake_parse_arguments(T "" "NAME;TIMEOUT;RANKS" "SOURCES;LIBS;LABELS;ARGS" ${ARGN})
   add_executable(${T_NAME} ${T_SOURCES})
   target_link_libraries(${T_NAME} PRIVATE accel_defaults Qt6::Core Qt6::Test accel_testsupport ${T_LIBS})
   set_target_properties(${T_NAME} PROPERTIES AUTOMOC ON RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
@@ -46,4 +49,8 @@ function(accel_add_test)
     LABELS "${T_LABELS}"
     TIMEOUT ${T_TIMEOUT}
     ENVIRONMENT "${env}")
+  if(T_RANKS)
+    set_tests_properties(${T_NAME} PROPERTIES PROCESSORS ${T_RANKS} RESOURCE_LOCK accel_ranks)
+  endif()
+  set_property(GLOBAL APPEND PROPERTY ACCEL_TESTS ${T_NAME})
 endfunction()

@@ -1,4 +1,4 @@
-// accel-collectives-probe: one rank of the sharding collectives' tests and benchmark. Joins a c10d
+// accel-runtime-probe collectives: one rank of the sharding collectives' tests and benchmark. Joins a c10d
 // TCPStore and a gloo group (RANK, WORLD_SIZE, MASTER_PORT from the environment, loopback),
 // announces its host under rank/<N> as rendezvous does, then:
 //   check   transport=shm|pg out=DIR n= slot_kb=   every collective on fixed inputs; each result
@@ -43,7 +43,7 @@ int envInt(const char *name)
 {
     const char *value = std::getenv(name);
     if (!value) {
-        std::cerr << "accel-collectives-probe: " << name << " is not set\n";
+        std::cerr << "accel-runtime-probe collectives: " << name << " is not set\n";
         std::exit(2);
     }
     return std::atoi(value);
@@ -167,10 +167,11 @@ int bench(ShmCollectives &shm, ProcessGroupCollectives &group, c10d::Backend &ra
 
 } // namespace
 
-int main(int argc, char **argv)
+// `accel-runtime-probe collectives ...` (runtimeprobe.cpp): argv[0] is the mode word.
+int collectivesProbe(int argc, char **argv)
 {
     if (argc < 2) {
-        std::cerr << "usage: accel-collectives-probe check|stall|bench [key=value ...]\n";
+        std::cerr << "usage: accel-runtime-probe collectives check|stall|bench [key=value ...]\n";
         return 2;
     }
     const std::string mode = argv[1];
@@ -178,13 +179,13 @@ int main(int argc, char **argv)
         const std::string text = argv[i];
         const auto equals = text.find('=');
         if (equals == std::string::npos) {
-            std::cerr << "accel-collectives-probe: expected key=value, got " << text << "\n";
+            std::cerr << "accel-runtime-probe collectives: expected key=value, got " << text << "\n";
             return 2;
         }
         g_args[text.substr(0, equals)] = text.substr(equals + 1);
     }
     if (mode != "check" && mode != "stall" && mode != "bench") {
-        std::cerr << "accel-collectives-probe: unknown mode " << mode << " (check, stall or bench)\n";
+        std::cerr << "accel-runtime-probe collectives: unknown mode " << mode << " (check, stall or bench)\n";
         return 2;
     }
     const int rank = envInt("RANK"), world = envInt("WORLD_SIZE");
@@ -218,7 +219,7 @@ int main(int argc, char **argv)
     if (wantShm && !shm) {
         std::cout << "transport process-group: " << why << std::endl;
         if (mode == "bench") {
-            std::cerr << "accel-collectives-probe: the benchmark needs shared memory: " << why << "\n";
+            std::cerr << "accel-runtime-probe collectives: the benchmark needs shared memory: " << why << "\n";
             return 1;
         }
     }
@@ -238,14 +239,14 @@ int main(int argc, char **argv)
         try {
             collectives.allGather(output, torch::ones({4}));
         } catch (const std::exception &e) {
-            std::cerr << "accel-collectives-probe: " << e.what() << " (after "
+            std::cerr << "accel-runtime-probe collectives: " << e.what() << " (after "
                       << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() << " s)\n";
             std::_Exit(1); // the process group's threads may still wait for the peer
         }
-        std::cerr << "accel-collectives-probe: the all-gather finished without the peer\n";
+        std::cerr << "accel-runtime-probe collectives: the all-gather finished without the peer\n";
         return 1;
     } catch (const std::exception &e) {
-        std::cerr << "accel-collectives-probe: " << e.what() << "\n";
+        std::cerr << "accel-runtime-probe collectives: " << e.what() << "\n";
         return 1;
     }
 }

@@ -1,6 +1,6 @@
-// accel-fp8allreduce-probe: one rank of an MS-AMP (mixed precision fp8, ACCELERATE_FP8_BACKEND=MSAMP)
+// accel-runtime-probe fp8allreduce: one rank of an MS-AMP (mixed precision fp8, ACCELERATE_FP8_BACKEND=MSAMP)
 // DDP job, started by tst_fp8allreduce (RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT set, or none for one
-// process). Usage: accel-fp8allreduce-probe out=DIR steps=N batch=B (per rank) dump=K
+// process). Usage: accel-runtime-probe fp8allreduce out=DIR steps=N batch=B (per rank) dump=K
 // Step s trains on the global samples [s*G, (s+1)*G) mod 512 (G = B x world), rank r on its r-th
 // slice, so one process with batch G computes the same steps. For the first K steps each rank
 // writes, per converted weight i (registration order), what the FP8 all-reduce saw and produced:
@@ -72,7 +72,7 @@ int run()
     options.collectiveTimeoutS = 60;
     auto created = Accelerator::create(options);
     if (!created) {
-        std::cerr << "accel-fp8allreduce-probe: " << created.error().toString() << std::endl;
+        std::cerr << "accel-runtime-probe fp8allreduce: " << created.error().toString() << std::endl;
         return 3;
     }
     Accelerator &accelerator = **created;
@@ -90,12 +90,13 @@ int run()
     auto *ddp = dynamic_cast<DdpStrategy *>(accelerator.impl().models.at(0).strategy.get());
     Fp8GradientAllReduce *fp8 = ddp ? ddp->fp8AllReduce() : nullptr;
     if (accelerator.numProcesses() > 1 && !fp8) {
-        std::cerr << "accel-fp8allreduce-probe: no FP8 all-reduce under " << accelerator.strategyName(0) << std::endl;
+        std::cerr << "accel-runtime-probe fp8allreduce: no FP8 all-reduce under " << accelerator.strategyName(0)
+                  << std::endl;
         return 1;
     }
     if (const std::string resume = arg("resume"); !resume.empty()) {
         if (auto loaded = accelerator.loadState(resume); !loaded) {
-            std::cerr << "accel-fp8allreduce-probe: " << loaded.error().toString() << std::endl;
+            std::cerr << "accel-runtime-probe fp8allreduce: " << loaded.error().toString() << std::endl;
             return 1;
         }
         if (fp8 && arg("reset_scales") == "1")
@@ -149,7 +150,7 @@ int run()
         optimizer->zeroGrad();
         if (step + 1 == save) {
             if (auto saved = accelerator.saveState(out + "/checkpoint"); !saved) {
-                std::cerr << "accel-fp8allreduce-probe: " << saved.error().toString() << std::endl;
+                std::cerr << "accel-runtime-probe fp8allreduce: " << saved.error().toString() << std::endl;
                 return 1;
             }
         }
@@ -163,7 +164,8 @@ int run()
 
 } // namespace
 
-int main(int argc, char **argv)
+// `accel-runtime-probe fp8allreduce ...` (runtimeprobe.cpp): argv[0] is the mode word.
+int fp8AllReduceProbe(int argc, char **argv)
 {
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -174,7 +176,7 @@ int main(int argc, char **argv)
     try {
         return run();
     } catch (const std::exception &e) {
-        std::cerr << "accel-fp8allreduce-probe: " << e.what() << std::endl;
+        std::cerr << "accel-runtime-probe fp8allreduce: " << e.what() << std::endl;
         return 1;
     }
 }

@@ -1,7 +1,7 @@
 // One rank of the gloo check (tst_gloo): joins a c10d TCPStore and a ProcessGroupGloo made from the
 // wheel's libtorch with Debian's gloo headers, runs each collective the runtime relies on and prints
 // one line per result ("name v0 v1 ..."), or "unsupported name: reason" when libtorch refuses one.
-// Usage: accel-gloo-probe RANK WORLD PORT
+// Usage: accel-runtime-probe gloo RANK WORLD PORT
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -37,10 +37,11 @@ void attempt(const std::string &name, F &&run)
 
 } // namespace
 
-int main(int argc, char **argv)
+// `accel-runtime-probe gloo ...` (runtimeprobe.cpp): argv[0] is the mode word.
+int glooProbe(int argc, char **argv)
 {
     if (argc != 4) {
-        std::cerr << "usage: accel-gloo-probe RANK WORLD PORT\n";
+        std::cerr << "usage: accel-runtime-probe gloo RANK WORLD PORT\n";
         return 2;
     }
     const int rank = std::atoi(argv[1]), world = std::atoi(argv[2]);

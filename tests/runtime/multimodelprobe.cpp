@@ -1,6 +1,6 @@
-// accel-multimodel-probe: one rank of a job with several prepared models, started by
+// accel-runtime-probe multimodel: one rank of a job with several prepared models, started by
 // tst_multimodel (RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT set, or none for one process).
-// Usage: accel-multimodel-probe key=value ...
+// Usage: accel-runtime-probe multimodel key=value ...
 //   steps= batch= (per rank) out= teacher=1 (a frozen teacher and a distillation term) second=1 (a
 //   second trained model with an optimizer of its own) clip=1 max_norm= save_at= checkpoint=
 //   resume= resume_step= shared_optimizer=1 (one optimizer over the student and the second model)
@@ -108,7 +108,7 @@ int run()
     options.collectiveTimeoutS = 60;
     auto created = Accelerator::create(options);
     if (!created) {
-        std::cerr << "accel-multimodel-probe: " << created.error().toString() << std::endl;
+        std::cerr << "accel-runtime-probe multimodel: " << created.error().toString() << std::endl;
         return 3;
     }
     Accelerator &accelerator = **created;
@@ -157,7 +157,7 @@ int run()
     int64_t completed = 0;
     if (!arg("resume").empty()) {
         if (auto loaded = accelerator.loadState(arg("resume")); !loaded) {
-            std::cerr << "accel-multimodel-probe: " << loaded.error().toString() << std::endl;
+            std::cerr << "accel-runtime-probe multimodel: " << loaded.error().toString() << std::endl;
             return 1;
         }
         completed = intArg("resume_step", 0);
@@ -206,7 +206,7 @@ int run()
                         hex(accelerator.reduce(loss.detach(), ReduceOp::Mean).item<double>()));
         if (completed == saveAt) {
             if (auto saved = accelerator.saveState(arg("checkpoint")); !saved) {
-                std::cerr << "accel-multimodel-probe: " << saved.error().toString() << std::endl;
+                std::cerr << "accel-runtime-probe multimodel: " << saved.error().toString() << std::endl;
                 return 1;
             }
         }
@@ -229,7 +229,8 @@ int run()
 
 } // namespace
 
-int main(int argc, char **argv)
+// `accel-runtime-probe multimodel ...` (runtimeprobe.cpp): argv[0] is the mode word.
+int multiModelProbe(int argc, char **argv)
 {
     for (int i = 1; i < argc; ++i) {
         const std::string text = argv[i];
@@ -239,7 +240,7 @@ int main(int argc, char **argv)
     try {
         return run();
     } catch (const std::exception &e) {
-        std::cerr << "accel-multimodel-probe: " << e.what() << std::endl;
+        std::cerr << "accel-runtime-probe multimodel: " << e.what() << std::endl;
         return 1;
     }
 }

@@ -1,5 +1,11 @@
 // accel-runtime-probe: a small program the runtime tests start as one or more ranks (with
-// RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT set) to exercise the Accelerator for real.
+// RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT set) to exercise the Accelerator for real. One program
+// with modes, so that libtorch is linked once for all of them:
+//   gloo RANK WORLD PORT                 c10d's gloo collectives (glooprobe.cpp, tst_gloo)
+//   collectives check|stall|bench ...    the sharding collectives (collectivesprobe.cpp)
+//   fp8allreduce key=value ...           MS-AMP's FP8 all-reduce (fp8allreduceprobe.cpp)
+//   multimodel key=value ...             several prepared models (multimodelprobe.cpp)
+// and the Accelerator scenarios here:
 // Usage: accel-runtime-probe <scenario> [key=value ...]
 //   train     steps= batch= accum= seed= out= save_at= checkpoint= resume= kill_after_save= shuffle= log=1
 //             dropout= bucket_mb= optimizer=sgd|adamw
@@ -334,12 +340,23 @@ def forward(self, x, y):
 
 } // namespace
 
+int glooProbe(int argc, char **argv);
+int collectivesProbe(int argc, char **argv);
+int fp8AllReduceProbe(int argc, char **argv);
+int multiModelProbe(int argc, char **argv);
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        std::cerr << "usage: accel-runtime-probe train|gather|join [key=value ...]\n";
+        std::cerr << "usage: accel-runtime-probe train|gather|join|gloo|collectives|fp8allreduce|multimodel ...\n";
         return 2;
     }
+    const std::map<std::string, int (*)(int, char **)> modes{{"gloo", glooProbe},
+                                                             {"collectives", collectivesProbe},
+                                                             {"fp8allreduce", fp8AllReduceProbe},
+                                                             {"multimodel", multiModelProbe}};
+    if (const auto mode = modes.find(argv[1]); mode != modes.end())
+        return mode->second(argc - 1, argv + 1);
     for (int i = 2; i < argc; ++i) {
         const std::string text = argv[i];
         const auto eq = text.find('=');

@@ -59,8 +59,8 @@ std::vector<double> lossesOf(const QString &path)
 bool runProbe(int world, const QString &out, const QStringList &arguments, QString *output)
 {
     accel::test::RankJob job;
-    job.program = QDir(accel::test::binDir()).filePath(QStringLiteral("accel-fp8allreduce-probe"));
-    job.arguments = QStringList{QStringLiteral("out=") + out} + arguments;
+    job.program = QDir(accel::test::binDir()).filePath(QStringLiteral("accel-runtime-probe"));
+    job.arguments = QStringList{QStringLiteral("fp8allreduce"), QStringLiteral("out=") + out} + arguments;
     job.worldSize = world;
     job.rankVariablesWhenAlone = false;
     job.env = {QStringLiteral("ACCELERATE_MIXED_PRECISION=fp8"), QStringLiteral("ACCELERATE_FP8_BACKEND=MSAMP")};
@@ -80,8 +80,8 @@ class tst_Fp8AllReduce : public QObject {
 private Q_SLOTS:
     void initTestCase()
     {
-        if (!QFile::exists(QDir(accel::test::binDir()).filePath(QStringLiteral("accel-fp8allreduce-probe"))))
-            QSKIP("accel-fp8allreduce-probe is not built");
+        if (!QFile::exists(QDir(accel::test::binDir()).filePath(QStringLiteral("accel-runtime-probe"))))
+            QSKIP("accel-runtime-probe is not built");
     }
 
     void sumInE4m3RoundsEveryAddition()

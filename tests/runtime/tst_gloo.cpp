@@ -18,8 +18,8 @@ namespace {
 void runProbe(int rank, int world, int port, QProcess &process)
 {
     process.setProcessChannelMode(QProcess::SeparateChannels);
-    process.start(accel::test::binDir() + "/accel-gloo-probe",
-                  {QString::number(rank), QString::number(world), QString::number(port)});
+    process.start(accel::test::binDir() + "/accel-runtime-probe",
+                  {"gloo", QString::number(rank), QString::number(world), QString::number(port)});
 }
 
 } // namespace

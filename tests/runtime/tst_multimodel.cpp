@@ -1,5 +1,5 @@
 // Several models prepared on one Accelerator, in real multi-process gloo jobs of
-// accel-multimodel-probe ranks: a trained student with a frozen teacher (distillation) and a
+// accel-runtime-probe multimodel ranks: a trained student with a frozen teacher (distillation) and a
 // second trained model with an optimizer of its own, under DDP, FULL_SHARD and ZeRO-3, against
 // the same steps in one process; the teacher unchanged bit for bit and sharded for memory;
 // saveState / loadState resuming bit for bit with Accelerate's file names; refusals by name (one
@@ -23,7 +23,8 @@ const QStringList kZero3{"ACCELERATE_USE_DEEPSPEED=true", "ACCELERATE_DEEPSPEED_
 
 Job runProbe(int worldSize, const QStringList &arguments, const QStringList &env = {})
 {
-    return runJob(accel::test::binDir() + "/accel-multimodel-probe", worldSize, arguments, env);
+    return runJob(accel::test::binDir() + "/accel-runtime-probe", worldSize, QStringList{"multimodel"} + arguments,
+                  env);
 }
 
 } // namespace

@@ -1,5 +1,5 @@
 // The sharding engine's shared-memory collectives (core/runtime/shmcollectives.h) on 2 and 4 real
-// ranks of accel-collectives-probe: every collective equals the formula computed here, the
+// ranks of accel-runtime-probe collectives: every collective equals the formula computed here, the
 // shared-memory and process-group paths agree, a peer that never arrives fails with a timeout
 // message instead of a hang, shared memory is refused when a rank is elsewhere or switched off,
 // and no segment is left in /dev/shm.
@@ -114,11 +114,11 @@ private:
     {
         const QString out = m_dir.filePath(QString("%1_%2").arg(transport).arg(world) + extra.join('_'));
         QDir().mkpath(out);
-        Job job = runJob(
-            accel::test::binDir() + "/accel-collectives-probe", world,
-            QStringList{"check", "transport=" + transport, "out=" + out, "slot_kb=64", "n=" + QString::number(kN)} +
-                extra,
-            env);
+        Job job = runJob(accel::test::binDir() + "/accel-runtime-probe", world,
+                         QStringList{"collectives", "check", "transport=" + transport, "out=" + out, "slot_kb=64",
+                                     "n=" + QString::number(kN)} +
+                             extra,
+                         env);
         if (!job.ok)
             qWarning("probe failed: %s", qPrintable(job.errors));
         m_lastOut = job.out;
@@ -234,13 +234,13 @@ private Q_SLOTS:
         QFETCH(QString, transport);
         QElapsedTimer clock;
         clock.start();
-        Job job = runJob(accel::test::binDir() + "/accel-collectives-probe", 2,
-                         {"stall", "transport=" + transport, "timeout=3"});
+        Job job = runJob(accel::test::binDir() + "/accel-runtime-probe", 2,
+                         {"collectives", "stall", "transport=" + transport, "timeout=3"});
         const qint64 elapsed = clock.elapsed();
         QVERIFY(!job.ok);
         QVERIFY2(job.out.contains(transport == "shm" ? "transport shared-memory" : "transport process-group"),
                  qPrintable(job.out));
-        QVERIFY2(job.errors.contains("accel-collectives-probe: "), qPrintable(job.errors));
+        QVERIFY2(job.errors.contains("accel-runtime-probe collectives: "), qPrintable(job.errors));
         if (transport == "shm")
             QVERIFY2(job.errors.contains("rank 1 did not reach step 1 within 3 s (a peer rank stopped or hangs)"),
                      qPrintable(job.errors));

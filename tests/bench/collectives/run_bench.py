@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Collective bandwidth benchmark: 2 ranks of accel-collectives-probe (1 thread each, loopback)
+"""Collective bandwidth benchmark: 2 ranks of `accel-runtime-probe collectives` (1 thread each, loopback)
 time float32 reduce-scatter and all-gather of 64 KiB .. 64 MiB (the size of the whole buffer:
 reduce-scatter's input, all-gather's output) three ways on the same bytes:
   shm   the sharding engine's shared-memory collectives (core/runtime/shmcollectives.h)
@@ -32,12 +32,12 @@ def main():
     ranks = []
     for rank in range(2):
         env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", MASTER_PORT=str(port), OMP_NUM_THREADS="1")
-        ranks.append(subprocess.Popen([args.probe, "bench", "sizes=" + args.sizes, "rounds=" + rounds], env=env,
+        ranks.append(subprocess.Popen([args.probe, "collectives", "bench", "sizes=" + args.sizes, "rounds=" + rounds], env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     outputs = [p.communicate() for p in ranks]
     for p, (out, err) in zip(ranks, outputs):
         if p.returncode != 0:
-            sys.exit(f"accel-collectives-probe failed ({p.returncode}):\n{out}\n{err}")
+            sys.exit(f"accel-runtime-probe collectives failed ({p.returncode}):\n{out}\n{err}")
     rows = [line.split()[1:] for line in outputs[0][0].splitlines() if line.startswith("bench ")]
     print(f"# 2 ranks, float32, medians of {rounds} rounds; ratio = c10d time / ours (> 1: ours faster)")
     print(f"{'operation':15} {'bytes':>10} {'shm us':>10} {'pg us':>10} {'c10d us':>10} {'shm GB/s':>9} "
