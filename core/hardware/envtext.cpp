@@ -242,6 +242,15 @@ std::string formatEnvText(const HardwareReport &report)
     out << "- Sockets: " << cpu.sockets << ", physical cores: " << cpu.physicalCores
         << ", logical CPUs: " << cpu.logicalCpus << ", available to this process: " << cpu.availableCpus << "\n";
     out << "- ISA: " << flags(cpu) << "\n";
+    if (report.worker.available) {
+        const auto &matrix = report.worker.cpuMatrixFeatures;
+        std::string features;
+        for (const auto &feature : matrix)
+            features += (features.empty() ? "" : ", ") + feature;
+        out << "- Matrix features (libtorch's view): " << (features.empty() ? std::string("none") : features) << "\n";
+        for (const auto &[precision, runsOn] : report.worker.cpuPrecisions)
+            out << "- mixed_precision " << precision << " runs on: " << runsOn << "\n";
+    }
     out << "\nNUMA:\n";
     if (report.numaNodes.empty())
         out << "- not reported\n";

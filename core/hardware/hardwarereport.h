@@ -91,6 +91,11 @@ struct WorkerCapabilities {
     bool mpi = false;
     int openmpThreads = 0;
     std::string blas;
+    // libtorch's view of the CPU's matrix features that are present (amx_bf16, avx512_bf16, ...)
+    std::vector<std::string> cpuMatrixFeatures;
+    // What each mixed_precision value computes its products with on this CPU ("fp8": the measured
+    // FP8 GEMM path), in the worker's order.
+    std::vector<std::pair<std::string, std::string>> cpuPrecisions;
 };
 
 // Python as found on PATH; module versions are "not installed" when the import failed.

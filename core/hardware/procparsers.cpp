@@ -60,8 +60,8 @@ std::map<std::string, std::string> parseOsRelease(const std::string &text)
 const std::vector<std::string> &interestingCpuFlags()
 {
     static const std::vector<std::string> flags = {
-        "avx",         "avx2",     "fma",      "avx512f",  "avx512_bf16", "avx512_fp16",
-        "avx512_vnni", "amx_bf16", "amx_tile", "amx_int8", "asimd",       "sve",
+        "avx",      "avx2",     "fma",      "avx512f",  "avx512_bf16", "avx512_fp16", "avx512_vnni",
+        "avx_vnni", "amx_bf16", "amx_fp16", "amx_tile", "amx_int8",    "asimd",       "sve",
     };
     return flags;
 }

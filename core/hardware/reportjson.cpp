@@ -19,6 +19,14 @@ Json addressesToJson(const std::vector<InterfaceAddress> &addresses)
     return list;
 }
 
+Json precisionsToJson(const std::vector<std::pair<std::string, std::string>> &precisions)
+{
+    Json out = Json::array();
+    for (const auto &[precision, runsOn] : precisions)
+        out.push_back({{"precision", precision}, {"runs_on", runsOn}});
+    return out;
+}
+
 Json gpuToJson(const GpuInfo &gpu)
 {
     Json processes = Json::array();
@@ -294,7 +302,9 @@ std::string reportToJson(const HardwareReport &report, int indent)
                       {"gloo", w.gloo},
                       {"mpi", w.mpi},
                       {"openmp_threads", w.openmpThreads},
-                      {"blas", w.blas}};
+                      {"blas", w.blas},
+                      {"cpu_matrix_features", w.cpuMatrixFeatures},
+                      {"cpu_precisions", precisionsToJson(w.cpuPrecisions)}};
     const PythonInfo &p = report.python;
     json["python"] = {{"available", p.available},   {"error", p.error},
                       {"executable", p.executable}, {"version", p.version},
@@ -439,6 +449,13 @@ Result<HardwareReport> reportFromJson(const std::string &text)
         r.read(o, "mpi", w, k.mpi);
         r.read(o, "openmp_threads", w, k.openmpThreads);
         r.read(o, "blas", w, k.blas);
+        r.read(o, "cpu_matrix_features", w, k.cpuMatrixFeatures);
+        r.forEach(o, "cpu_precisions", w, [&](const Json &item, const std::string &iw) {
+            std::pair<std::string, std::string> precision;
+            r.read(item, "precision", iw, precision.first);
+            r.read(item, "runs_on", iw, precision.second);
+            k.cpuPrecisions.push_back(std::move(precision));
+        });
     }
     {
         const Json &o = objectAt(json, "python", r);

@@ -59,6 +59,19 @@ Result<WorkerCapabilities> parseWorkerCapabilities(const std::string &text)
         if (threads != json.end() && threads->is_number_integer())
             capabilities.openmpThreads = threads->get<int>();
         capabilities.blas = stringOr(json, "blas");
+        if (const auto matrix = json.find("cpu_matrix"); matrix != json.end() && matrix->is_object()) {
+            for (const auto &[name, present] : matrix->items())
+                if (present.is_boolean() && present.get<bool>())
+                    capabilities.cpuMatrixFeatures.push_back(name);
+        }
+        // In the worker's order (no, bf16, fp8), which nlohmann::json's sorted objects lose.
+        const auto ordered = nlohmann::ordered_json::parse(text);
+        if (const auto precisions = ordered.find("cpu_precisions");
+            precisions != ordered.end() && precisions->is_object()) {
+            for (const auto &[name, text] : precisions->items())
+                if (text.is_string())
+                    capabilities.cpuPrecisions.emplace_back(name, text.get<std::string>());
+        }
         return capabilities;
     } catch (const nlohmann::json::exception &error) {
         return makeError(ErrorCode::InvalidInput, std::string("not valid JSON: ") + error.what(),

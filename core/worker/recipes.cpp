@@ -8,11 +8,8 @@
 #include "core/runtime/tensorio.h"
 #include "core/runtime/training.h"
 
-#include <ATen/Parallel.h>
-#include <ATen/Version.h>
 #include <torch/script.h>
 #include <torch/torch.h>
-#include <torch/version.h>
 
 #include <nlohmann/json.hpp>
 
@@ -123,62 +120,6 @@ Result<void> runJob(const JobSpec &job)
                          job.path);
     }
     return makeError(ErrorCode::InvalidInput, "recipe: unknown recipe " + job.recipe, job.path);
-}
-
-// The version of the NCCL library libtorch loaded (ncclGetVersion, e.g. 22907 for 2.29.7), or null when
-// none is loaded (a build without CUDA).
-static nlohmann::json ncclVersion()
-{
-    using GetVersion = int (*)(int *);
-    auto get = reinterpret_cast<GetVersion>(::dlsym(RTLD_DEFAULT, "ncclGetVersion"));
-    int code = 0;
-    if (!get || get(&code) != 0 || code <= 0)
-        return nullptr;
-    const int major = code >= 10000 ? code / 10000 : code / 1000;
-    const int minor = code >= 10000 ? code / 100 % 100 : code / 100 % 10;
-    return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(code % 100);
-}
-
-std::string capabilitiesJson()
-{
-    nlohmann::ordered_json j;
-    j["schema"] = "accel.worker-capabilities";
-    j["version"] = 2;
-    j["worker_version"] = ACCEL_VERSION;
-    j["torch_version"] = TORCH_VERSION;
-    const std::string config = at::show_config();
-    const auto buildSetting = [&config](const std::string &key) -> nlohmann::json {
-        const auto pos = config.find(key + "=");
-        if (pos == std::string::npos)
-            return nullptr;
-        const auto begin = pos + key.size() + 1;
-        return config.substr(begin, config.find_first_of(", \n", begin) - begin);
-    };
-#ifdef ACCEL_WITH_CUDA
-    j["cuda_compiled"] = true; // the NCCL process group, CUDA placement and CUDA autocast
-#else
-    j["cuda_compiled"] = false;
-#endif
-    j["cuda"] = torch::cuda::is_available(); // a GPU this process can use
-    j["gpu_count"] = torch::cuda::is_available() ? int(torch::cuda::device_count()) : 0;
-    j["cuda_version"] = buildSetting("CUDA_VERSION"); // libtorch's CUDA build
-    j["cudnn"] = buildSetting("CUDNN_VERSION");
-    j["nccl_version"] = ncclVersion();
-    j["nccl"] = !j["nccl_version"].is_null();
-    j["gloo"] = true;
-#ifdef USE_C10D_MPI
-    j["mpi"] = true;
-#else
-    j["mpi"] = false;
-#endif
-    j["openmp_threads"] = at::get_num_threads();
-    j["blas"] = buildSetting("BLAS_INFO");
-    // What this worker can run here: fp16 needs CUDA autocast and loss scaling on a GPU (it is
-    // refused on the CPU); fp8 is the AO, TE and MSAMP recipes (docs/fp8.md).
-    j["mixed_precision"] = j["cuda"].get<bool>() ? nlohmann::ordered_json{"no", "fp16", "bf16", "fp8"}
-                                                 : nlohmann::ordered_json{"no", "bf16", "fp8"};
-    j["recipes"] = jobs::knownRecipes();
-    return j.dump();
 }
 
 Result<void> runMlpRecipe(Accelerator &accelerator, const JobSpec &job)

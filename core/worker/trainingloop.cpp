@@ -2,6 +2,7 @@
 
 #include "core/common/checkpointnames.h"
 #include "core/runtime/accelerator.h"
+#include "core/runtime/precision/fp8gemm.h"
 #include "core/runtime/training.h"
 
 #include <torch/torch.h>
@@ -138,6 +139,11 @@ Result<TrainingSummary> runTraining(Accelerator &accelerator, const JobSpec &job
                     values.push_back({"loss_scale", scale});
                 if (task.tokensPerSample > 0)
                     values.push_back({"tokens_per_s", samplesPerS * double(task.tokensPerSample)});
+                // Which kernel the FP8 GEMMs ran on since the last line (docs/fp8.md "The GEMM").
+                if (const auto gemms = runtime::takeFp8GemmCounts(); gemms.scaledMm + gemms.dequantized > 0) {
+                    values.push_back({"fp8_gemm_scaled_mm", double(gemms.scaledMm)});
+                    values.push_back({"fp8_gemm_dequantized", double(gemms.dequantized)});
+                }
                 metrics.log(summary.steps, values);
                 accelerator.print("step " + std::to_string(summary.steps) + "/" + std::to_string(t.maxSteps) +
                                   "  loss " + fixed(lastLoss, 4) + "  lr " + fixed(lr * 1e3, 4) + "e-3  " +

@@ -70,6 +70,29 @@ private Q_SLOTS:
             QVERIFY2(result.out.contains(QLatin1String(section)), section);
     }
 
+    // The CPU's matrix features and what each precision runs on, from the worker this build made
+    // (fp8's FP8 GEMM path measured), in the text and in --json.
+    void precisionsSayWhatTheyRunOn()
+    {
+        if (!QFile::exists(test::binDir() + QStringLiteral("/accel-worker")))
+            QSKIP("accel-worker is not built (no libtorch): nothing to report");
+        const auto text = test::runAccel(QStringList{QStringLiteral("env")} + quick);
+        QCOMPARE(text.exitCode, 0);
+        QVERIFY2(text.out.contains(QStringLiteral("\n- Matrix features (libtorch's view): ")), qPrintable(text.out));
+        for (const char *precision : {"no", "bf16", "fp8"})
+            QVERIFY2(
+                text.out.contains(QStringLiteral("\n- mixed_precision %1 runs on: ").arg(QLatin1String(precision))),
+                precision);
+        QVERIFY(text.out.contains(QStringLiteral("probe: _scaled_mm ")));
+        const auto json = test::runAccel(QStringList{QStringLiteral("env"), QStringLiteral("--json")} + quick);
+        QCOMPARE(json.exitCode, 0);
+        auto parsed = reportFromJson(json.out.toStdString());
+        QVERIFY2(parsed.has_value(), parsed ? "" : parsed.error().toString().c_str());
+        QCOMPARE(parsed->worker.cpuPrecisions.size(), size_t(3));
+        QCOMPARE(parsed->worker.cpuPrecisions[2].first, std::string("fp8"));
+        QVERIFY(parsed->worker.cpuPrecisions[2].second.find("dequantized") != std::string::npos);
+    }
+
     void defaultAndPassedConfigAreShown()
     {
         QTemporaryDir home;

@@ -138,7 +138,16 @@ void tst_Fp8Accelerator::fp8TrainsWithTheRecipeNotBf16()
 
 void tst_Fp8Accelerator::twoRanksTrainTheGptRecipe_data()
 {
-    fp8TrainsWithTheRecipeNotBf16_data();
+    QTest::addColumn<QString>("backend");
+    QTest::addColumn<QString>("gemm"); // ACCEL_FP8_GEMM, empty: auto
+    QTest::newRow("AO") << "AO"
+                        << "";
+    QTest::newRow("TE") << "TE"
+                        << "";
+    QTest::newRow("MSAMP") << "MSAMP"
+                           << "";
+    QTest::newRow("AO, GEMM dequantized") << "AO"
+                                          << "dequantized";
 }
 
 // Two accel-worker ranks (gloo / shared memory): TE reduces amaxes across ranks after each backward
@@ -146,6 +155,7 @@ void tst_Fp8Accelerator::twoRanksTrainTheGptRecipe_data()
 void tst_Fp8Accelerator::twoRanksTrainTheGptRecipe()
 {
     QFETCH(QString, backend);
+    QFETCH(QString, gemm);
     const QString worker = QDir(accel::test::binDir()).filePath(QStringLiteral("accel-worker"));
     if (!QFile::exists(worker))
         QSKIP("accel-worker is not built");
@@ -161,14 +171,38 @@ void tst_Fp8Accelerator::twoRanksTrainTheGptRecipe()
                   .arg(accel::test::sourceDir() + QStringLiteral("/resources/corpus/corpus.txt"))
                   .toUtf8());
     job.close();
-    const WorkerRun run = runWorkers(
-        dir.path(), QStringLiteral("job.yaml"),
-        {QStringLiteral("ACCELERATE_MIXED_PRECISION=fp8"), QStringLiteral("ACCELERATE_FP8_BACKEND=") + backend},
-        QStringLiteral("metrics"), 2);
+    QStringList vars{QStringLiteral("ACCELERATE_MIXED_PRECISION=fp8"),
+                     QStringLiteral("ACCELERATE_FP8_BACKEND=") + backend};
+    if (!gemm.isEmpty())
+        vars << QStringLiteral("ACCEL_FP8_GEMM=") + gemm;
+    const WorkerRun run = runWorkers(dir.path(), QStringLiteral("job.yaml"), vars, QStringLiteral("metrics"), 2);
     const QString &output = run.output;
     QVERIFY2(run.ok, qPrintable(output.right(2000)));
     QVERIFY2(output.contains(QStringLiteral("converted")), qPrintable(output.right(2000)));
     QVERIFY(output.contains(QStringLiteral("done: 8 steps")));
+    // The log names the GEMM path each shape class took (measured), or the forced one; every train
+    // line of the metrics counts the products on each path.
+    if (gemm.isEmpty())
+        QVERIFY2(output.contains(QStringLiteral("fp8 GEMM on cpu")), qPrintable(output.right(2000)));
+    else
+        QVERIFY2(output.contains(QStringLiteral(", GEMM ") + gemm), qPrintable(output.right(2000)));
+    for (int rank = 0; rank < 2; ++rank) {
+        QFile metrics(dir.filePath(QStringLiteral("metrics%1.jsonl").arg(rank)));
+        QVERIFY(metrics.open(QIODevice::ReadOnly));
+        int trainLines = 0;
+        for (const QByteArray &line : metrics.readAll().split('\n')) {
+            const QJsonObject object = QJsonDocument::fromJson(line).object();
+            if (!object.contains(QStringLiteral("loss")))
+                continue;
+            ++trainLines;
+            const double scaledMm = object.value(QStringLiteral("fp8_gemm_scaled_mm")).toDouble(-1);
+            const double dequantized = object.value(QStringLiteral("fp8_gemm_dequantized")).toDouble(-1);
+            QVERIFY2(scaledMm >= 0 && dequantized >= 0 && scaledMm + dequantized > 0, line.constData());
+            if (gemm == QLatin1String("dequantized"))
+                QCOMPARE(scaledMm, 0.0);
+        }
+        QCOMPARE(trainLines, 2);
+    }
 }
 
 void tst_Fp8Accelerator::msampResumesBitwise_data()

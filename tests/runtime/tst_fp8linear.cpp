@@ -4,6 +4,7 @@
 // scaling step by step, MS-AMP's FP16 weights and E4M3 weight gradients, and the conversion's
 // filter and scope.
 #include "core/runtime/precision/fp8allgather.h"
+#include "core/runtime/precision/fp8gemm.h"
 #include "core/runtime/precision/fp8training.h"
 #include "core/runtime/precision/msampadamw.h"
 
@@ -160,6 +161,8 @@ class tst_Fp8Linear : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
+    // First: it needs a process that has not measured a GEMM yet.
+    void gemmPathFollowsPolicyAndMeasurement();
     void castsAsTheFormatCodecDoes();
     void dynamicRecipeMatchesTorchao_data();
     void dynamicRecipeMatchesTorchao();
@@ -170,7 +173,9 @@ private Q_SLOTS:
     void conversionFilterAndScope();
     void msAmpOptimizerStateBytesAndUpdate();
     void threeDimensionalInputWithBiasTrains();
-    void cpuGemmIsScaledMmWhereLibtorchHasIt();
+    void gemmRuleOnMeasuredCosts_data();
+    void gemmRuleOnMeasuredCosts();
+    void gemmShapeClasses();
     void scaledMmKeepsTheHardwareGemmContract_data();
     void scaledMmKeepsTheHardwareGemmContract();
     void chunkCastsAreTheWholeWeightsCast();
@@ -240,7 +245,10 @@ void tst_Fp8Linear::dynamicRecipeMatchesTorchao()
         QSKIP("torchao is not installed in ACCEL_PYTHON");
     QVERIFY2(result.exitCode == 0, qPrintable(result.err.right(2000)));
 
-    auto training = Fp8Training::create(configFor(Fp8Backend::Ao));
+    // torchao's GEMM is torch._scaled_mm (on the CPU too): the same kernel on both sides.
+    auto config = configFor(Fp8Backend::Ao);
+    config.gemm = Fp8GemmPolicy::ScaledMm;
+    auto training = Fp8Training::create(config);
     QVERIFY(training);
     const auto conversion = (*training)->convert(model);
     QCOMPARE(conversion.converted, std::vector<std::string>({"fc1"}));
@@ -527,21 +535,88 @@ QTEST_GUILESS_MAIN(tst_Fp8Linear)
 // (every product and the final scaling exact), within float32 rounding otherwise. Passing the
 // scales instead of their inverses, or padding the wrong dimension, fails it; B's column-major
 // layout is a CUDA requirement the CPU kernel does not check.
-// Where libtorch has torch::_scaled_mm on the CPU (2.x does), the FP8 Linear's GEMM is that kernel,
-// not the dequantised product: the two differ in the last bits for a recipe's scales.
-void tst_Fp8Linear::cpuGemmIsScaledMmWhereLibtorchHasIt()
+// The GEMM path: forced by the policy, else measured once per shape class and taken as measured.
+// The two paths are different kernels (their products differ in the last bits), so each product
+// shows which one ran; the counters the metrics lines report count it.
+void tst_Fp8Linear::gemmPathFollowsPolicyAndMeasurement()
 {
     if (!scaledMmRunsOn(c10::DeviceType::CPU))
-        QSKIP("this libtorch has no torch::_scaled_mm on the CPU: the dequantised product is the GEMM");
+        QSKIP("this libtorch has no torch::_scaled_mm on the CPU: the dequantised product is the only GEMM");
     torch::manual_seed(5);
     const auto a = torch::randn({32, 64}) * 3, b = torch::randn({64, 48}) * 0.05;
     const Fp8Tensor qa = quantize(a, Fp8Format::E4M3, 448.0f / absMax(a));
     const Fp8Tensor qb = quantize(b, Fp8Format::E4M3, 448.0f / absMax(b));
-    const auto product = fp8Matmul(qa, qb, torch::kFloat);
-    QVERIFY(torch::equal(product, scaledMm(qa, qb, torch::kFloat, false)));
+    const auto scaled = scaledMm(qa, qb, torch::kFloat, false);
     const auto dequantised = torch::mm(dequantize(qa), dequantize(qb));
-    QVERIFY(!torch::equal(product, dequantised));
-    QVERIFY(relativeError(product, dequantised) < 1e-6);
+    QVERIFY(!torch::equal(scaled, dequantised));
+    QVERIFY(relativeError(scaled, dequantised) < 1e-6);
+    takeFp8GemmCounts();
+
+    QVERIFY(torch::equal(fp8Matmul(qa, qb, torch::kFloat, false, Fp8GemmPolicy::ScaledMm), scaled));
+    QVERIFY(torch::equal(fp8Matmul(qa, qb, torch::kFloat, false, Fp8GemmPolicy::Dequantized), dequantised));
+    auto counts = takeFp8GemmCounts();
+    QCOMPARE(counts.scaledMm, int64_t(1));
+    QCOMPARE(counts.dequantized, int64_t(1));
+    QVERIFY(fp8GemmDecisions().empty()); // a forced path measures nothing (and nothing ran before)
+
+    // auto: the class (32, 64, 64) is measured at its first product, once, and that path runs.
+    const auto product = fp8Matmul(qa, qb, torch::kFloat);
+    const auto decisions = fp8GemmDecisions();
+    QCOMPARE(decisions.size(), size_t(1));
+    const Fp8GemmDecision &decision = decisions.front();
+    QVERIFY(decision.scaledMmSeconds > 0 && decision.dequantizedSeconds > 0);
+    const bool settled = fp8GemmProbeSettlesEveryClass(decision.scaledMmSeconds, decision.dequantizedSeconds);
+    QCOMPARE(decision.path, settled ? Fp8GemmPath::Dequantized
+                                    : chooseFp8GemmPath(decision.scaledMmSeconds, decision.dequantizedSeconds));
+    if (!settled) {
+        QCOMPARE(decision.shape.m, int64_t(32));
+        QCOMPARE(decision.shape.k, int64_t(64));
+        QCOMPARE(decision.shape.n, int64_t(64));
+    }
+    QVERIFY2(decision.why.find(std::string("fp8 GEMM on cpu")) == 0, decision.why.c_str());
+    QVERIFY2(decision.why.find(fp8GemmPathName(decision.path)) != std::string::npos, decision.why.c_str());
+    QVERIFY(torch::equal(product, decision.path == Fp8GemmPath::ScaledMm ? scaled : dequantised));
+    fp8Matmul(qa, qb, torch::kFloat);
+    QCOMPARE(fp8GemmDecisions().size(), size_t(1));
+    counts = takeFp8GemmCounts();
+    QCOMPARE(decision.path == Fp8GemmPath::ScaledMm ? counts.scaledMm : counts.dequantized, int64_t(2));
+    qInfo("%s", decision.why.c_str());
+}
+
+// The rule on measured costs, with the figures of the two CPUs the runtime has met: an EPYC
+// (AVX-512, no AMX) where _scaled_mm costs about 1.2x the dequantised product, and an AMX Xeon
+// where oneDNN runs its reference kernel (1183 ms against 1.06 ms at 512x128x512).
+void tst_Fp8Linear::gemmRuleOnMeasuredCosts_data()
+{
+    QTest::addColumn<double>("scaledMm");
+    QTest::addColumn<double>("dequantized");
+    QTest::addColumn<int>("path");
+    QTest::addColumn<bool>("settlesEveryClass");
+    QTest::newRow("equal") << 1.0 << 1.0 << int(Fp8GemmPath::ScaledMm) << false;
+    QTest::newRow("EPYC: 1.2x") << 1.156e-3 << 0.992e-3 << int(Fp8GemmPath::ScaledMm) << false;
+    QTest::newRow("just under 2x") << 1.99 << 1.0 << int(Fp8GemmPath::ScaledMm) << false;
+    QTest::newRow("3x") << 3.0 << 1.0 << int(Fp8GemmPath::Dequantized) << false;
+    QTest::newRow("AMX Xeon reference kernel") << 1.183 << 1.06e-3 << int(Fp8GemmPath::Dequantized) << true;
+}
+
+void tst_Fp8Linear::gemmRuleOnMeasuredCosts()
+{
+    QFETCH(double, scaledMm);
+    QFETCH(double, dequantized);
+    QFETCH(int, path);
+    QFETCH(bool, settlesEveryClass);
+    QCOMPARE(chooseFp8GemmPath(scaledMm, dequantized), Fp8GemmPath(path));
+    QCOMPARE(fp8GemmProbeSettlesEveryClass(scaledMm, dequantized), settlesEveryClass);
+}
+
+// Shape classes: powers of two from 16 to 256 per dimension.
+void tst_Fp8Linear::gemmShapeClasses()
+{
+    const auto shape = fp8GemmShapeClass(1, 17, 4096);
+    QCOMPARE(shape.m, int64_t(16));
+    QCOMPARE(shape.k, int64_t(32));
+    QCOMPARE(shape.n, int64_t(256));
+    QCOMPARE(fp8GemmShapeClass(256, 128, 64).k, int64_t(128));
 }
 
 void tst_Fp8Linear::scaledMmKeepsTheHardwareGemmContract_data()

@@ -48,6 +48,7 @@ private Q_SLOTS:
     void dynamicScaleInFloat64();
 
     void defaultsWhenNothingIsSet();
+    void gemmPolicyIsReadAndRefusedByName();
     void readsEverySpelling();
     void spellingsThatDisagreeAreRefused();
     void refusesWhatIsNotImplementedByName();
@@ -186,6 +187,29 @@ void tst_Fp8Scaling::defaultsWhenNothingIsSet()
     QVERIFY(config->enableFsdpFloat8AllGather);
     QVERIFY(!config->useAutocastDuringEval);
     QVERIFY(!config->overrideWgrad);
+    QCOMPARE(config->gemm, Fp8GemmPolicy::Auto);
+}
+
+// ACCEL_FP8_GEMM forces the GEMM path in any case, and names itself in the description; anything
+// else is refused naming the variable and the three values.
+void tst_Fp8Scaling::gemmPolicyIsReadAndRefusedByName()
+{
+    const std::pair<const char *, Fp8GemmPolicy> values[] = {{"auto", Fp8GemmPolicy::Auto},
+                                                             {"SCALED_MM", Fp8GemmPolicy::ScaledMm},
+                                                             {" dequantized ", Fp8GemmPolicy::Dequantized}};
+    for (const auto &[text, policy] : values) {
+        auto config = parse({{"ACCEL_FP8_GEMM", text}});
+        QVERIFY2(config, text);
+        QCOMPARE(config->gemm, policy);
+    }
+    QVERIFY(parse({{"ACCEL_FP8_GEMM", "dequantized"}})->describe().find(", GEMM dequantized") != std::string::npos);
+    QVERIFY(parse({})->describe().find("GEMM") == std::string::npos);
+    auto bad = parse({{"ACCEL_FP8_GEMM", "fast"}});
+    QVERIFY(!bad);
+    QCOMPARE(bad.error().code, accel::ErrorCode::InvalidInput);
+    QVERIFY2(bad.error().message.find("ACCEL_FP8_GEMM=fast") != std::string::npos, bad.error().message.c_str());
+    QVERIFY2(bad.error().message.find("auto, scaled_mm or dequantized") != std::string::npos,
+             bad.error().message.c_str());
 }
 
 void tst_Fp8Scaling::readsEverySpelling()

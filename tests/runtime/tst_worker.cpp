@@ -108,6 +108,28 @@ private Q_SLOTS:
         QVERIFY(precisions.contains(QJsonValue("no")) && precisions.contains(QJsonValue("bf16")) &&
                 precisions.contains(QJsonValue("fp8")));
         QCOMPARE(precisions.contains(QJsonValue("fp16")), object.value("cuda").toBool());
+        // The CPU's matrix features as libtorch sees them, against /proc/cpuinfo's flags, and what
+        // each precision runs on here; fp8's path is measured.
+        const QJsonObject matrix = object.value("cpu_matrix").toObject();
+        QFile cpuinfo("/proc/cpuinfo");
+        QVERIFY(cpuinfo.open(QIODevice::ReadOnly));
+        QByteArrayList flags;
+        for (const QByteArray &line : cpuinfo.readAll().split('\n')) {
+            if (line.startsWith("flags")) {
+                flags = line.mid(line.indexOf(':') + 1).simplified().split(' ');
+                break;
+            }
+        }
+        for (const char *name : {"amx_bf16", "amx_tile", "avx512_bf16", "avx512_fp16", "avx512_vnni"}) {
+            QVERIFY2(matrix.contains(name), name);
+            QCOMPARE(matrix.value(name).toBool(), flags.contains(name));
+        }
+        const QJsonObject runsOn = object.value("cpu_precisions").toObject();
+        QCOMPARE(runsOn.keys(), QStringList({"bf16", "fp8", "no"}));
+        QCOMPARE(runsOn.value("bf16").toString().contains("AMX-BF16"), matrix.value("amx_bf16").toBool());
+        const QString fp8 = runsOn.value("fp8").toString();
+        QVERIFY2(fp8.contains("64x64x64 probe: _scaled_mm ") && fp8.contains(" ms, dequantized "), qPrintable(fp8));
+        qInfo("fp8 on this CPU: %s", qPrintable(fp8));
     }
 
     void badJobFileIsBadInput()

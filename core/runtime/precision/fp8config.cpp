@@ -109,6 +109,19 @@ const char *fp8BackendName(Fp8Backend backend)
     return "AO";
 }
 
+const char *fp8GemmPolicyName(Fp8GemmPolicy policy)
+{
+    switch (policy) {
+    case Fp8GemmPolicy::Auto:
+        return "auto";
+    case Fp8GemmPolicy::ScaledMm:
+        return "scaled_mm";
+    case Fp8GemmPolicy::Dequantized:
+        return "dequantized";
+    }
+    return "auto";
+}
+
 Result<Fp8Config> Fp8Config::fromEnvironment(const Lookup &lookup)
 {
     Fp8Config config;
@@ -223,6 +236,20 @@ Result<Fp8Config> Fp8Config::fromEnvironment(const Lookup &lookup)
             return tl::unexpected(unsupported(*mxfp8, "MXFP8 block scaling is not implemented"));
     }
 #undef ACCEL_FP8_READ
+    if (const char *raw = lookup(fp8GemmVariable); raw && *raw) {
+        const Value gemm{fp8GemmVariable, trimmed(raw)};
+        std::string v = gemm.text;
+        std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+        bool known = false;
+        for (const auto policy : {Fp8GemmPolicy::Auto, Fp8GemmPolicy::ScaledMm, Fp8GemmPolicy::Dequantized}) {
+            if (v == fp8GemmPolicyName(policy)) {
+                config.gemm = policy;
+                known = true;
+            }
+        }
+        if (!known)
+            return tl::unexpected(invalid(gemm, "auto, scaled_mm or dequantized"));
+    }
     return config;
 }
 
@@ -235,17 +262,21 @@ int Fp8Config::adamMomentBytesPerParameter() const
 
 std::string Fp8Config::describe() const
 {
+    // The GEMM path is named when forced; under `auto` the log names the path each shape class took.
+    const std::string gemmText =
+        gemm == Fp8GemmPolicy::Auto ? std::string() : std::string(", GEMM ") + fp8GemmPolicyName(gemm);
     switch (backend) {
     case Fp8Backend::Te:
         return std::string("fp8 TE delayed scaling: ") + (format == Fp8RecipeFormat::Hybrid ? "HYBRID" : "E4M3") +
                ", margin " + std::to_string(margin) + ", amax history " + std::to_string(amaxHistoryLen) + " (" +
                (amaxComputeAlgo == AmaxComputeAlgo::Max ? "max" : "most_recent") + ")" +
                (overrideWgrad ? ", wgrad in high precision" : "") +
-               (useAutocastDuringEval ? ", fp8 in evaluation" : "");
+               (useAutocastDuringEval ? ", fp8 in evaluation" : "") + gemmText;
     case Fp8Backend::MsAmp:
-        return std::string("fp8 MS-AMP ") + (optLevel == MsAmpLevel::O1 ? "O1" : "O2");
+        return std::string("fp8 MS-AMP ") + (optLevel == MsAmpLevel::O1 ? "O1" : "O2") + gemmText;
     case Fp8Backend::Ao:
-        return std::string("fp8 AO dynamic tensorwise scaling") + (padInnerDim ? ", inner dimension padded to 16" : "");
+        return std::string("fp8 AO dynamic tensorwise scaling") +
+               (padInnerDim ? ", inner dimension padded to 16" : "") + gemmText;
     }
     return {};
 }

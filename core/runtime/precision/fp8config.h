@@ -21,6 +21,12 @@ enum class Fp8Backend {
 enum class Fp8RecipeFormat { Hybrid, E4M3 }; // HYBRID: E4M3 forward, E5M2 backward
 enum class AmaxComputeAlgo { Max, MostRecent };
 enum class MsAmpLevel { O1, O2 };
+// How an FP8 GEMM is computed (ACCEL_FP8_GEMM, docs/fp8.md "The GEMM"): `auto` measures, per
+// device and shape class, torch::_scaled_mm against the dequantised product and takes _scaled_mm
+// unless it costs more than twice as much; `scaled_mm` and `dequantized` force one.
+enum class Fp8GemmPolicy { Auto, ScaledMm, Dequantized };
+inline constexpr const char *fp8GemmVariable = "ACCEL_FP8_GEMM";
+const char *fp8GemmPolicyName(Fp8GemmPolicy policy); // "auto" / "scaled_mm" / "dequantized"
 
 const char *fp8BackendName(Fp8Backend backend); // "AO" / "TE" / "MSAMP"
 
@@ -39,10 +45,12 @@ struct Fp8Config {
     // AO
     bool padInnerDim = true;
     bool enableFsdpFloat8AllGather = true;
+    // The runtime's own (every recipe)
+    Fp8GemmPolicy gemm = Fp8GemmPolicy::Auto;
 
     using Lookup = std::function<const char *(const char *)>;
-    // Reads ACCELERATE_FP8_*; a bad or unsupported value is an error naming the variable, its
-    // value and what is accepted.
+    // Reads ACCELERATE_FP8_* and ACCEL_FP8_GEMM; a bad or unsupported value is an error naming the
+    // variable, its value and what is accepted.
     static Result<Fp8Config> fromEnvironment(const Lookup &lookup);
     // One line for logs: "fp8 TE: HYBRID, margin 0, amax history 1024 (max)".
     std::string describe() const;

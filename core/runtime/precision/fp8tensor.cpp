@@ -1,5 +1,7 @@
 #include "core/runtime/precision/fp8tensor.h"
 
+#include "core/runtime/precision/fp8gemm.h"
+
 namespace accel::runtime {
 
 namespace {
@@ -48,28 +50,13 @@ torch::Tensor scaledMm(const Fp8Tensor &a, const Fp8Tensor &b, at::ScalarType ou
                           torch::full({}, 1.0f / b.scale, options), std::nullopt, std::nullopt, outDtype, false);
 }
 
-bool scaledMmRunsOn(c10::DeviceType device)
+torch::Tensor fp8Matmul(const Fp8Tensor &a, const Fp8Tensor &b, at::ScalarType outDtype, bool padInnerDim,
+                        Fp8GemmPolicy policy)
 {
-    if (device == c10::DeviceType::CUDA)
-        return true;
-    if (device != c10::DeviceType::CPU)
-        return false;
-    // libtorch builds differ in whether the CPU has the kernel: ask it once with a 16x16 product.
-    static const bool cpu = [] {
-        try {
-            const auto codes = torch::ones({16, 16}).to(at::kFloat8_e4m3fn);
-            scaledMm({codes, 1.0f}, {codes, 1.0f}, torch::kFloat, false);
-            return true;
-        } catch (const c10::Error &) {
-            return false;
-        }
-    }();
-    return cpu;
-}
-
-torch::Tensor fp8Matmul(const Fp8Tensor &a, const Fp8Tensor &b, at::ScalarType outDtype, bool padInnerDim)
-{
-    if (scaledMmRunsOn(a.data.device().type()))
+    const Fp8GemmPath path =
+        fp8GemmPath(a.data.device().type(), a.data.size(0), a.data.size(1), b.data.size(1), policy);
+    countFp8Gemm(path);
+    if (path == Fp8GemmPath::ScaledMm)
         return scaledMm(a, b, outDtype, padInnerDim);
     return torch::mm(dequantize(a), dequantize(b)).to(outDtype);
 }

@@ -1,9 +1,10 @@
 // Tensors in FP8: the saturating cast with a per-tensor scale (value = code / scale) through
-// libtorch's float8 dtypes, and the GEMM of two such tensors: torch::_scaled_mm where libtorch has
-// it for the device, else dequantised to float32 and multiplied there.
+// libtorch's float8 dtypes, and the GEMM of two such tensors: torch::_scaled_mm, or both operands
+// dequantised to float32 and multiplied there, as fp8gemm.h chooses.
 #pragma once
 
 #include "core/runtime/precision/float8format.h"
+#include "core/runtime/precision/fp8config.h"
 
 #include <torch/torch.h>
 
@@ -22,17 +23,16 @@ float absMax(const torch::Tensor &x);
 Fp8Tensor quantize(const torch::Tensor &x, Fp8Format format, float scale);
 // data.float() / scale.
 torch::Tensor dequantize(const Fp8Tensor &x);
-// a [M, K] @ b [K, N] in float32 (then out_dtype): scaledMm() wherever libtorch has
-// torch::_scaled_mm for the operands' device (CUDA, and the CPU in libtorch 2.x), elsewhere both
-// operands dequantised and multiplied in float32. The two agree within float32 rounding (_scaled_mm
-// applies the scales to the product, the dequantised product to the operands). padInnerDim
-// zero-pads K to a multiple of 16 where the hardware GEMM needs it.
-torch::Tensor fp8Matmul(const Fp8Tensor &a, const Fp8Tensor &b, at::ScalarType outDtype, bool padInnerDim = false);
+// a [M, K] @ b [K, N] in float32 (then out_dtype) on the path fp8GemmPath() gives for the
+// operands' device, shape and `policy`: scaledMm(), or both operands dequantised and multiplied in
+// float32. The two agree within float32 rounding (_scaled_mm applies the scales to the product,
+// the dequantised product to the operands). padInnerDim zero-pads K to a multiple of 16 where the
+// hardware GEMM needs it. Each product is counted (takeFp8GemmCounts).
+torch::Tensor fp8Matmul(const Fp8Tensor &a, const Fp8Tensor &b, at::ScalarType outDtype, bool padInnerDim = false,
+                        Fp8GemmPolicy policy = Fp8GemmPolicy::Auto);
 // The product through torch::_scaled_mm on the operands' device, with the hardware GEMM's
 // contract: A row-major, B column-major, the inverse scales, K zero-padded to a multiple of 16
 // when padInnerDim.
 torch::Tensor scaledMm(const Fp8Tensor &a, const Fp8Tensor &b, at::ScalarType outDtype, bool padInnerDim);
-// Whether this libtorch runs torch::_scaled_mm on a device of this type (asked once for the CPU).
-bool scaledMmRunsOn(c10::DeviceType device);
 
 } // namespace accel::runtime

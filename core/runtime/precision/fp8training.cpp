@@ -18,8 +18,8 @@ using torch::autograd::variable_list;
 // result is in `compute` (the compute dtype); the weight gradient then becomes the weight's dtype.
 struct Fp8LinearFunction : public torch::autograd::Function<Fp8LinearFunction> {
     static torch::Tensor forward(AutogradContext *ctx, const torch::Tensor &input, const torch::Tensor &weight,
-                                 Fp8LayerScaling *layer, bool record, bool pad, const Fp8Tensor *gathered,
-                                 at::ScalarType compute)
+                                 Fp8LayerScaling *layer, bool record, bool pad, int64_t policy,
+                                 const Fp8Tensor *gathered, at::ScalarType compute)
     {
         c10::impl::ExcludeDispatchKeyGuard noAutocast(c10::autocast_dispatch_keyset);
         const int64_t k = input.size(-1);
@@ -31,12 +31,13 @@ struct Fp8LinearFunction : public torch::autograd::Function<Fp8LinearFunction> {
             gathered && gathered->data.defined()
                 ? *gathered
                 : quantize(weight, layer->format(Fp8Role::Weight), layer->scaleFor(Fp8Role::Weight, weight, record));
-        auto out = fp8Matmul(xq, {wq.data.t(), wq.scale}, compute, pad);
+        auto out = fp8Matmul(xq, {wq.data.t(), wq.scale}, compute, pad, Fp8GemmPolicy(policy));
         ctx->save_for_backward({xq.data, wq.data, layer->weightGradientInHighPrecision() ? x : torch::Tensor()});
         ctx->saved_data["layer"] = int64_t(reinterpret_cast<intptr_t>(layer));
         ctx->saved_data["sx"] = double(xq.scale);
         ctx->saved_data["sw"] = double(wq.scale);
         ctx->saved_data["pad"] = pad;
+        ctx->saved_data["policy"] = policy;
         ctx->saved_data["weight_dtype"] = int64_t(weight.scalar_type());
         auto shape = input.sizes().vec();
         shape.back() = weight.size(0);
@@ -49,6 +50,7 @@ struct Fp8LinearFunction : public torch::autograd::Function<Fp8LinearFunction> {
         c10::impl::ExcludeDispatchKeyGuard noAutocast(c10::autocast_dispatch_keyset);
         auto *layer = reinterpret_cast<Fp8LayerScaling *>(intptr_t(ctx->saved_data["layer"].toInt()));
         const bool pad = ctx->saved_data["pad"].toBool();
+        const auto policy = Fp8GemmPolicy(ctx->saved_data["policy"].toInt());
         const auto saved = ctx->get_saved_variables();
         const Fp8Tensor xq{saved[0], float(ctx->saved_data["sx"].toDouble())};
         const Fp8Tensor wq{saved[1], float(ctx->saved_data["sw"].toDouble())};
@@ -57,18 +59,18 @@ struct Fp8LinearFunction : public torch::autograd::Function<Fp8LinearFunction> {
         auto g = grad.reshape({-1, grad.size(-1)});
         const Fp8Tensor gq =
             quantize(g, layer->format(Fp8Role::GradOutput), layer->scaleFor(Fp8Role::GradOutput, g, true));
-        auto gradInput = fp8Matmul(gq, wq, grad.scalar_type(), pad);
+        auto gradInput = fp8Matmul(gq, wq, grad.scalar_type(), pad, policy);
         auto shape = grad.sizes().vec();
         shape.back() = wq.data.size(1);
         const auto compute = grad.scalar_type(); // the output's dtype: the compute dtype
         torch::Tensor gradWeight =
             highPrecisionInput.defined()
                 ? torch::mm(g.t().to(torch::kFloat), highPrecisionInput.to(torch::kFloat)).to(compute)
-                : fp8Matmul({gq.data.t(), gq.scale}, xq, compute, pad);
+                : fp8Matmul({gq.data.t(), gq.scale}, xq, compute, pad, policy);
         gradWeight = layer->finishWeightGradient(
             gradWeight.to(static_cast<at::ScalarType>(ctx->saved_data["weight_dtype"].toInt())));
         return {gradInput.reshape(shape), gradWeight,      torch::Tensor(), torch::Tensor(),
-                torch::Tensor(),          torch::Tensor(), torch::Tensor()};
+                torch::Tensor(),          torch::Tensor(), torch::Tensor(), torch::Tensor()};
     }
 };
 
@@ -86,8 +88,7 @@ at::Tensor linearKernel(const at::Tensor &input, const at::Tensor &weight, const
     const auto *layer = t_active ? t_active->find(weight, false) : nullptr;
     if (!layer)
         return at::linear(input, weight, bias);
-    auto out =
-        fp8Linear(input, layer->weight, *layer->scaling, t_active->recipe().config().padInnerDim, &layer->gathered);
+    auto out = fp8Linear(input, layer->weight, *layer->scaling, t_active->recipe().config(), &layer->gathered);
     return bias && bias->defined() ? addBias(out, *bias) : out;
 }
 
@@ -98,9 +99,8 @@ at::Tensor addmmKernel(const at::Tensor &self, const at::Tensor &mat1, const at:
     const auto *layer = t_active ? t_active->find(mat2, true) : nullptr;
     if (!layer || !beta.equal(1) || !alpha.equal(1))
         return at::addmm(self, mat1, mat2, beta, alpha);
-    return addBias(
-        fp8Linear(mat1, layer->weight, *layer->scaling, t_active->recipe().config().padInnerDim, &layer->gathered),
-        self);
+    return addBias(fp8Linear(mat1, layer->weight, *layer->scaling, t_active->recipe().config(), &layer->gathered),
+                   self);
 }
 
 at::Tensor matmulKernel(const at::Tensor &self, const at::Tensor &other)
@@ -109,7 +109,7 @@ at::Tensor matmulKernel(const at::Tensor &self, const at::Tensor &other)
     const auto *layer = t_active && self.dim() >= 2 ? t_active->find(other, true) : nullptr;
     if (!layer)
         return at::matmul(self, other);
-    return fp8Linear(self, layer->weight, *layer->scaling, t_active->recipe().config().padInnerDim, &layer->gathered);
+    return fp8Linear(self, layer->weight, *layer->scaling, t_active->recipe().config(), &layer->gathered);
 }
 
 // weight.t(), F::linear's first step, on a converted weight whose codes the FSDP2 float8 all-gather
@@ -152,10 +152,11 @@ at::ScalarType fp8ComputeDtype(const torch::Tensor &input)
 }
 
 torch::Tensor fp8Linear(const torch::Tensor &input, const torch::Tensor &weight, Fp8LayerScaling &layer,
-                        bool padInnerDim, const Fp8Tensor *gathered)
+                        const Fp8Config &config, const Fp8Tensor *gathered)
 {
     const bool record = torch::GradMode::is_enabled();
-    return Fp8LinearFunction::apply(input, weight, &layer, record, padInnerDim, gathered, fp8ComputeDtype(input));
+    return Fp8LinearFunction::apply(input, weight, &layer, record, config.padInnerDim, int64_t(config.gemm), gathered,
+                                    fp8ComputeDtype(input));
 }
 
 // ---- Fp8Training -----------------------------------------------------------------------------

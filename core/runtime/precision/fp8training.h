@@ -93,7 +93,8 @@ at::ScalarType fp8ComputeDtype(const torch::Tensor &input);
 // on FP8 operands, results in the compute dtype; the weight gradient then in the weight's dtype).
 // With `gathered` (codes defined) the weight operand is those codes and scale (the FSDP2 float8
 // all-gather's), and `weight`'s values are not read; its gradient is computed as without.
+// `config` gives padInnerDim (K zero-padded to 16) and the GEMM policy.
 torch::Tensor fp8Linear(const torch::Tensor &input, const torch::Tensor &weight, Fp8LayerScaling &layer,
-                        bool padInnerDim = false, const Fp8Tensor *gathered = nullptr);
+                        const Fp8Config &config, const Fp8Tensor *gathered = nullptr);
 
 } // namespace accel::runtime
