@@ -49,13 +49,14 @@ namespace {
 using Lookup = runtime::Fp8Config::Lookup;
 
 // The per-rank rows for `parameters` under the strategy and precision a rank environment selects
-// (`lookup` reads it; a lookup that finds nothing is one process under DDP). Errors name `context`.
+// (`lookup` reads it; a lookup that finds nothing is one process under DDP). Errors name `context`,
+// unless they name a file of their own (the DeepSpeed config file the config points to).
 Result<ShardingEstimate> estimateUnder(const Lookup &lookup, ShardingEstimate estimate, uint64_t parameters,
                                        const std::vector<std::string> &dtypes, const std::string &mixedPrecision,
                                        const std::string &context)
 {
     auto named = [&context](Error error) {
-        if (!context.empty())
+        if (error.context.empty())
             error.context = context;
         return tl::unexpected(std::move(error));
     };

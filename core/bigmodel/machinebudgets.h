@@ -7,9 +7,14 @@
 #include "core/bigmodel/memorysize.h"
 #include "core/common/result.h"
 
+#include <cstdint>
 #include <string>
 
 namespace accel::bigmodel {
+
+// The largest env report read: `accel env --json` writes a few KB (with every Python package,
+// about 100 KB).
+inline constexpr uint64_t kMaxEnvReportBytes = uint64_t(16) << 20;
 
 // Reads GPU entries ({"index": i, "memory_free_bytes": n}) from anywhere in an `accel env --json`
 // document; `path` names the file in errors.

@@ -144,6 +144,38 @@ private Q_SLOTS:
         QVERIFY2(r.err.contains("--num_processes needs --config_file"), qPrintable(r.err));
     }
 
+    // Regression (hardening round 3): a DeepSpeed file of the wrong shape aborted estimate-memory
+    // (SIGABRT, uncaught type_error) or crashed it (SIGSEGV, 100,000 levels deep), and errors named
+    // the Accelerate config instead of the DeepSpeed file.
+    void estimateMemoryNamesTheBadDeepSpeedFile()
+    {
+        const QString ds = m_dir.filePath("ds_bad.json");
+        const QString config = m_dir.filePath("ds_file.yaml");
+        QVERIFY(fileutil::writeFileAtomic(config.toStdString(),
+                                          "compute_environment: LOCAL_MACHINE\ndistributed_type: DEEPSPEED\n"
+                                          "deepspeed_config:\n  deepspeed_config_file: " +
+                                              ds.toStdString() +
+                                              "\nmachine_rank: 0\nnum_machines: 1\nnum_processes: 2\nuse_cpu: true\n"));
+        const struct {
+            std::string json;
+            int exitCode; // 2 bad input, 1 a setting the runtime does not implement
+            const char *message;
+        } cases[] = {
+            {R"({"zero_optimization": {"offload_optimizer": "cpu"}})", 2,
+             ": zero_optimization.offload_optimizer=\"cpu\": expected an object of settings"},
+            {R"({"optimizer": []})", 1, ": optimizer=[]: DeepSpeed's own optimizer"},
+            {"{\"pipeline\": " + std::string(100000, '[') + std::string(100000, ']') + "}", 2,
+             ": the DeepSpeed config nested deeper than 64 levels"},
+        };
+        for (const auto &c : cases) {
+            QVERIFY(fileutil::writeFileAtomic(ds.toStdString(), c.json));
+            const auto r = test::runAccel({"estimate-memory", m_model, "--config_file", config});
+            QVERIFY2(!r.crashed, qPrintable(r.err));
+            QCOMPARE(r.exitCode, c.exitCode);
+            QVERIFY2(r.err.contains(ds + c.message), qPrintable(r.err));
+        }
+    }
+
     // MODEL as a gpt/mlp job file: the model accel-worker builds from it, counted from the job and
     // (mlp) the data file's header and targets, with the recipe's optimizer.
     void estimateMemoryOfARecipeJob()
@@ -300,6 +332,35 @@ private Q_SLOTS:
     }
 
     // Every refusal of accel device-map: exit 2, one line naming the option, the value and what is valid.
+    // Regression (hardening round 3): --env_json was parsed outside the input guard, and a
+    // 100,000-deep value crashed the search for GPU entries (SIGSEGV; the studio's planner runs the
+    // same code). Values that do not fit a byte count were taken or wrapped silently.
+    void deviceMapEnvReportIsGuarded()
+    {
+        const std::string file = m_dir.path().toStdString() + "/env_bad.json";
+        const struct {
+            std::string json;
+            const char *message;
+        } cases[] = {
+            {"{\"a\": " + std::string(100000, '[') + std::string(100000, ']') + "}",
+             ": JSON nested deeper than 64 levels"},
+            {R"({"gpu":{"gpus":[{"index":0,"memory_free_bytes":1e30}]}})",
+             ": GPU entry with index 0 and memory_free_bytes 1e+30: expected whole numbers from 0 to "
+             "9223372036854775807"},
+            {R"({"gpu":{"gpus":[{"index":18446744073709551615,"memory_free_bytes":1}]}})",
+             ": GPU entry with index 18446744073709551615 and memory_free_bytes 1: expected whole numbers"},
+            {R"({"memory":{"available_bytes":-5}})",
+             ": memory.available_bytes=-5: expected a whole number from 0 to 9223372036854775807"},
+        };
+        for (const auto &c : cases) {
+            QVERIFY(fileutil::writeFileAtomic(file, c.json));
+            const auto r = test::runAccel({"device-map", m_model, "--env_json", QString::fromStdString(file)});
+            QVERIFY2(!r.crashed, qPrintable(r.err));
+            QCOMPARE(r.exitCode, 2);
+            QVERIFY2(r.err.contains(QString::fromStdString(file) + c.message), qPrintable(r.err));
+        }
+    }
+
     void deviceMapRefusals_data()
     {
         QTest::addColumn<QStringList>("args");

@@ -8,6 +8,7 @@
 
 #include <map>
 #include <memory>
+#include <sys/stat.h>
 
 using namespace accel::runtime;
 
@@ -261,6 +262,66 @@ private Q_SLOTS:
         expectRefused(deepspeed({{"ACCELERATE_DEEPSPEED_CONFIG_FILE", good},
                                  {"ACCELERATE_CONFIG_DS_FIELDS", "zero_stage,deepspeed_config_file"}}),
                       "zero_stage is set next to deepspeed_config_file");
+    }
+
+    // Regression (hardening round 3): the DeepSpeed file was read with std::ifstream and nlohmann's
+    // throwing accessors. A 100,000-deep value crashed (SIGSEGV in the message's dump()), a block of
+    // the wrong type aborted (uncaught type_error), a FIFO blocked forever, a 200 MB file took
+    // gigabytes, and 4294967299 / 4294967297 were read as 3 / 1 (get<int>() wraps).
+    void deepSpeedJsonHostileInputsAreRefused()
+    {
+        QTemporaryDir dir;
+        int count = 0;
+        const auto refused = [&](const QByteArray &json, const QString &needle) {
+            const QString name = QStringLiteral("ds%1.json").arg(count++);
+            QFile file(dir.filePath(name));
+            QVERIFY(file.open(QIODevice::WriteOnly));
+            file.write(json);
+            file.close();
+            auto result = plan(deepspeed({{"ACCELERATE_DEEPSPEED_CONFIG_FILE", dir.filePath(name).toStdString()}}));
+            QVERIFY2(!result, qPrintable(name + " accepted, expected " + needle));
+            // The DeepSpeed file is named, not the Accelerate config that points to it.
+            QCOMPARE(QString::fromStdString(result.error().context), dir.filePath(name));
+            QVERIFY2(QString::fromStdString(result.error().message).contains(needle),
+                     qPrintable(QString::fromStdString(result.error().toString())));
+        };
+        const QByteArray deep = "{\"pipeline\": " + QByteArray(100000, '[') + QByteArray(100000, ']') + "}";
+        refused(deep, "nested deeper than 64 levels");
+        const QByteArray deepStage =
+            "{\"zero_optimization\": {\"stage\": " + QByteArray(100000, '[') + QByteArray(100000, ']') + "}}";
+        refused(deepStage, "nested deeper than 64 levels");
+        refused(R"({"optimizer": []})", "optimizer=[]: DeepSpeed's own optimizer");
+        refused(R"({"scheduler": 7})", "scheduler=7: DeepSpeed's own optimizer");
+        refused(R"({"zero_optimization": []})", "zero_optimization=[]: expected an object of settings");
+        refused(R"({"zero_optimization": {"offload_optimizer": "cpu"}})",
+                "zero_optimization.offload_optimizer=\"cpu\": expected an object of settings");
+        refused(R"({"zero_optimization": {"stage": 4294967299}})", "zero_optimization.stage=4294967299: expected 0");
+        refused(R"({"zero_optimization": {"stage": 2.0}})", "zero_optimization.stage=2.0: expected 0");
+        refused(R"({"gradient_accumulation_steps": 4294967297})", "gradient_accumulation_steps=4294967297: expected a "
+                                                                  "whole number from 1 to 2147483647");
+        refused(R"({"gradient_accumulation_steps": 18446744073709551615})", "gradient_accumulation_steps=");
+        refused(R"({"gradient_clipping": 1e999})", "not valid JSON: number overflow parsing '1e999'");
+        refused(R"({"zero_optimization": {"stage": 3, "stage3_gather_16bit_weights_on_model_save": "yes"}})",
+                "zero_optimization.stage3_gather_16bit_weights_on_model_save=\"yes\": expected true or false");
+        refused("[1, 2]", "expected a JSON object at the top; got [1,2]");
+        // Over the size limit: refused by its size, before it is read.
+        refused("{\"x\": \"" + QByteArray(1 << 20, 'x') + "\"}", "file too large: 1048585 bytes (the limit for this "
+                                                                 "file is 1048576 bytes)");
+        // A FIFO in place of the file: refused at once (a reader that waited for a writer would
+        // hang here until the test's time limit).
+        const std::string fifo = dir.filePath("fifo.json").toStdString();
+        QCOMPARE(::mkfifo(fifo.c_str(), 0600), 0);
+        const auto fromFifo = plan(deepspeed({{"ACCELERATE_DEEPSPEED_CONFIG_FILE", fifo}}));
+        QVERIFY(!fromFifo);
+        QCOMPARE(fromFifo.error().toString(), fifo + ": is a FIFO (named pipe), expected a regular file");
+        // null blocks read as absent (DeepSpeed's defaults).
+        QFile file(dir.filePath("nulls.json"));
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.write(R"({"zero_optimization": {"stage": 1, "offload_optimizer": null}})");
+        file.close();
+        auto nulls = plan(deepspeed({{"ACCELERATE_DEEPSPEED_CONFIG_FILE", dir.filePath("nulls.json").toStdString()}}));
+        QVERIFY2(nulls, nulls ? "" : nulls.error().toString().c_str());
+        QCOMPARE(nulls->stage, 1);
     }
 
     void divideFactorsAsPyTorchComputesThem()

@@ -1,17 +1,23 @@
 #include "core/runtime/strategy/shardingplan.h"
 
+#include "core/common/jsondocument.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
+#include <limits>
+#include <optional>
 
 namespace accel::runtime {
 
 namespace {
 
 using Lookup = DistributedEnv::Lookup;
+
+// A DeepSpeed config holds a few KB of settings; a megabyte is far beyond any.
+constexpr uint64_t kMaxDeepSpeedConfigBytes = uint64_t(1) << 20;
 
 std::string upper(std::string text)
 {
@@ -411,74 +417,98 @@ Result<ShardingPlan> shardingPlanFromEnvironment(const Lookup &lookupIn)
 
 Result<void> applyDeepSpeedJson(const std::string &path, ShardingPlan &plan)
 {
-    std::ifstream in(path);
-    if (!in)
-        return makeError(ErrorCode::NotFound, "cannot read the DeepSpeed config file", path);
-    nlohmann::json json;
-    try {
-        json = nlohmann::json::parse(in);
-    } catch (const std::exception &e) {
-        return makeError(ErrorCode::InvalidInput, std::string("not valid JSON: ") + e.what(), path);
-    }
-    if (!json.is_object())
-        return makeError(ErrorCode::InvalidInput, "expected a JSON object at the top", path);
-    const auto fail = [&](const std::string &key, const nlohmann::json &value, const std::string &why,
-                          ErrorCode code = ErrorCode::Unsupported) {
-        return makeError(code, key + "=" + value.dump() + ": " + why, path);
+    using json = nlohmann::json;
+    jsonutil::JsonLimits limits;
+    limits.maxBytes = kMaxDeepSpeedConfigBytes;
+    limits.subject = "the DeepSpeed config";
+    auto parsed = jsonutil::readJsonFile(path, limits);
+    if (!parsed)
+        return tl::unexpected(parsed.error());
+    const json &root = *parsed;
+    const auto fail = [&](const std::string &key, const json &value, const std::string &why,
+                          ErrorCode code = ErrorCode::InvalidInput) {
+        return makeError(code, key + "=" + jsonutil::jsonExcerpt(value) + ": " + why, path);
     };
-    for (const char *block : {"optimizer", "scheduler"}) {
-        if (json.contains(block))
-            return fail(block, json[block].value("type", nlohmann::json("?")),
+    if (!root.is_object())
+        return makeError(ErrorCode::InvalidInput,
+                         "expected a JSON object at the top; got " + jsonutil::jsonExcerpt(root), path);
+    // A block of settings: absent or null reads as empty; anything but an object is refused.
+    const json empty = json::object();
+    const auto block = [&](const json &parent, const std::string &key,
+                           const std::string &name) -> Result<const json *> {
+        const auto it = parent.find(key);
+        if (it == parent.end() || it->is_null())
+            return &empty;
+        if (!it->is_object())
+            return fail(name, *it, "expected an object of settings");
+        return &*it;
+    };
+    for (const char *key : {"optimizer", "scheduler"}) {
+        if (const auto it = root.find(key); it != root.end()) {
+            const auto type = it->is_object() ? it->find("type") : it->end();
+            return fail(key, it->is_object() && type != it->end() ? *type : *it,
                         "DeepSpeed's own optimizer and scheduler are not implemented; the runtime steps the "
-                        "program's optimizer and scheduler (remove the block)");
+                        "program's optimizer and scheduler (remove the block)",
+                        ErrorCode::Unsupported);
+        }
     }
-    for (const char *block : {"pipeline", "activation_checkpointing", "sparse_attention"}) {
-        if (json.contains(block) && !json[block].empty())
-            return fail(block, json[block], "not implemented by the runtime");
+    for (const char *key : {"pipeline", "activation_checkpointing", "sparse_attention"}) {
+        if (const auto it = root.find(key); it != root.end() && !it->empty())
+            return fail(key, *it, "not implemented by the runtime", ErrorCode::Unsupported);
     }
-    const nlohmann::json zero = json.value("zero_optimization", nlohmann::json::object());
-    const nlohmann::json stage = zero.value("stage", nlohmann::json(0));
-    if (!stage.is_number_integer() || stage.get<int>() < 0 || stage.get<int>() > 3)
-        return fail("zero_optimization.stage", stage, "expected 0, 1, 2 or 3", ErrorCode::InvalidInput);
-    applyStage(stage.get<int>(), plan);
-    const auto device = [&](const char *block) {
-        const nlohmann::json value =
-            zero.value(block, nlohmann::json::object()).value("device", nlohmann::json("none"));
-        return value.is_string() ? value.get<std::string>() : value.dump();
-    };
-    if (auto offload = applyOffload("zero_optimization.offload_optimizer.device", device("offload_optimizer"),
-                                    "zero_optimization.offload_param.device", device("offload_param"), plan);
+    auto zeroBlock = block(root, "zero_optimization", "zero_optimization");
+    if (!zeroBlock)
+        return tl::unexpected(zeroBlock.error());
+    const json &zero = **zeroBlock;
+    const json stage = zero.value("stage", json(0));
+    const auto stageNumber = jsonutil::integerValue(stage);
+    if (!stageNumber || *stageNumber < 0 || *stageNumber > 3)
+        return fail("zero_optimization.stage", stage, "expected 0, 1, 2 or 3");
+    applyStage(int(*stageNumber), plan);
+    std::string devices[2];
+    const char *offloads[2] = {"offload_optimizer", "offload_param"};
+    for (int i = 0; i < 2; ++i) {
+        const std::string name = std::string("zero_optimization.") + offloads[i];
+        auto offload = block(zero, offloads[i], name);
+        if (!offload)
+            return tl::unexpected(offload.error());
+        const json device = (*offload)->value("device", json("none"));
+        devices[i] = device.is_string() ? device.get<std::string>() : jsonutil::jsonExcerpt(device);
+    }
+    if (auto offload = applyOffload("zero_optimization.offload_optimizer.device", devices[0],
+                                    "zero_optimization.offload_param.device", devices[1], plan);
         !offload) {
         offload.error().context = path;
         return offload;
     }
-    if (json.contains("gradient_clipping") && json["gradient_clipping"] != "auto") {
-        const auto &clip = json["gradient_clipping"];
-        if (!clip.is_number() || clip.get<double>() < 0)
-            return fail("gradient_clipping", clip, "expected a non-negative number or \"auto\"",
-                        ErrorCode::InvalidInput);
-        plan.gradientClipping = clip.get<double>();
+    if (const auto clip = root.find("gradient_clipping"); clip != root.end() && *clip != "auto") {
+        if (!clip->is_number() || !std::isfinite(clip->get<double>()) || clip->get<double>() < 0)
+            return fail("gradient_clipping", *clip, "expected a non-negative number or \"auto\"");
+        plan.gradientClipping = clip->get<double>();
     }
-    if (json.contains("gradient_accumulation_steps") && json["gradient_accumulation_steps"] != "auto") {
-        const auto &steps = json["gradient_accumulation_steps"];
-        if (!steps.is_number_integer() || steps.get<int>() < 1)
-            return fail("gradient_accumulation_steps", steps, "expected a whole number >= 1 or \"auto\"",
-                        ErrorCode::InvalidInput);
-        plan.gradientAccumulationSteps = steps.get<int>();
+    if (const auto steps = root.find("gradient_accumulation_steps"); steps != root.end() && *steps != "auto") {
+        const auto number = jsonutil::integerValue(*steps);
+        if (!number || *number < 1 || *number > std::numeric_limits<int>::max())
+            return fail("gradient_accumulation_steps", *steps,
+                        "expected a whole number from 1 to " + std::to_string(std::numeric_limits<int>::max()) +
+                            " or \"auto\"");
+        plan.gradientAccumulationSteps = int(*number);
     }
-    if (zero.contains("stage3_prefetch_bucket_size") && zero["stage3_prefetch_bucket_size"] != "auto") {
-        const auto &bucket = zero["stage3_prefetch_bucket_size"];
-        if (!bucket.is_number() || bucket.get<double>() < 0)
-            return fail("zero_optimization.stage3_prefetch_bucket_size", bucket,
-                        "expected a non-negative number or \"auto\"", ErrorCode::InvalidInput);
-        if (bucket.get<double>() == 0) {
+    if (const auto bucket = zero.find("stage3_prefetch_bucket_size"); bucket != zero.end() && *bucket != "auto") {
+        if (!bucket->is_number() || !std::isfinite(bucket->get<double>()) || bucket->get<double>() < 0)
+            return fail("zero_optimization.stage3_prefetch_bucket_size", *bucket,
+                        "expected a non-negative number or \"auto\"");
+        if (bucket->get<double>() == 0) {
             plan.forwardPrefetch = false;
             plan.backwardPrefetch.clear();
         }
     }
     for (const char *key : {"stage3_gather_16bit_weights_on_model_save", "stage3_gather_fp16_weights_on_model_save"}) {
-        if (zero.contains(key) && zero[key].is_boolean())
-            plan.zero3Save16BitModel = zero[key].get<bool>();
+        if (const auto save = zero.find(key); save != zero.end()) {
+            if (!save->is_boolean())
+                return fail(std::string("zero_optimization.") + key, *save, "expected true or false");
+            plan.zero3Save16BitModel = save->get<bool>();
+        }
     }
     return {};
 }
