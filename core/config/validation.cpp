@@ -103,9 +103,13 @@ private:
         if (c.useCpu.value_or(false) && isMultiAcceleratorType(c.distributedType))
             warning("use_cpu", "true forces CPU training, so " + type + " runs without accelerators");
         if (c.distributedType == DistributedType::MultiCpu && processes() > 1 && c.mpirun.isEmpty() && machines() == 1)
-            warning("distributed_type", "MULTI_CPU without mpirun_config.mpirun_hostfile: accelerate launch starts " +
-                                            std::to_string(processes()) +
-                                            " processes through torchrun on this machine only");
+            // Accelerate's launch_command sends MULTI_CPU to its simple launcher, which runs the
+            // script once (commands/launch.py, utils/launch.py prepare_simple_launcher_cmd_env).
+            warning("distributed_type",
+                    "MULTI_CPU without mpirun_config.mpirun_hostfile: accelerate launch starts 1 process on this "
+                    "machine (its simple launcher; the other " +
+                        std::to_string(processes() - 1) +
+                        " ranks are left to mpirun or SLURM); accel launch starts all " + std::to_string(processes()));
         if (c.tpuUseCluster.value_or(false)) {
             if (!c.tpuName)
                 error("tpu_name", "required when tpu_use_cluster is true");

@@ -7,6 +7,7 @@
 //    by to_yaml_file / to_json_file) load here and re-save byte-identically.
 #include "core/common/fileutil.h"
 #include "core/config/configio.h"
+#include "core/config/validation.h"
 #include "tests/compat/oracle.h"
 #include "tests/config/scriptedflows.h"
 
@@ -186,6 +187,41 @@ private Q_SLOTS:
         }
         qInfo("compat configs: Accelerate's in ours: %d agree of %d tried", agreed, int(files.size()));
         QCOMPARE(agreed, int(files.size()));
+    }
+
+    // Regression: Configure said a MULTI_CPU config makes `accelerate launch` start every process
+    // through torchrun; Accelerate's launcher starts the script once. The advice names the count
+    // the real `accelerate launch` starts.
+    void multiCpuAdviceCountsWhatAccelerateLaunchStarts()
+    {
+        ACCEL_REQUIRE_ORACLE(python, QStringLiteral("accelerate"));
+        QTemporaryDir dir;
+        const std::string yaml = "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_CPU\n"
+                                 "mixed_precision: 'no'\nnum_machines: 1\nnum_processes: 3\nuse_cpu: true\n";
+        const QString configPath = writeFile(dir, QStringLiteral("multi_cpu.yaml"), yaml);
+        const QString started = dir.filePath(QStringLiteral("started.txt"));
+        const QString script = writeFile(dir, QStringLiteral("count.py"),
+                                         "import os, sys\nwith open(sys.argv[1], 'a') as out:\n"
+                                         "    out.write('%d\\n' % os.getpid())\n");
+        const auto launched = test::runProgram(python,
+                                               {QStringLiteral("-m"), QStringLiteral("accelerate.commands.launch"),
+                                                QStringLiteral("--config_file"), configPath, script, started},
+                                               120000);
+        QVERIFY2(launched.exitCode == 0, qPrintable(launched.err));
+        const int processes = QString::fromStdString(readText(started)).count(QLatin1Char('\n'));
+        QCOMPARE(processes, 1);
+
+        auto config = loadConfigFile(configPath.toStdString());
+        QVERIFY(config);
+        std::string advice;
+        for (const Diagnostic &diagnostic : validate(*config))
+            if (diagnostic.key == "distributed_type")
+                advice = diagnostic.message;
+        QVERIFY2(advice.find("accelerate launch starts " + std::to_string(processes) + " process on this machine") !=
+                         std::string::npos &&
+                     advice.find("torchrun") == std::string::npos &&
+                     advice.find("accel launch starts all 3") != std::string::npos,
+                 advice.c_str());
     }
 
     // `accel config default` writes the same bytes as Accelerate's write_basic_config on this machine.
