@@ -1,7 +1,9 @@
 #include "core/inference/torchtensors.h"
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <limits>
 
 namespace accel::inference {
 
@@ -131,7 +133,13 @@ Result<at::Device> parseDevice(const std::string &name)
         index = name.substr(5);
     if (!index.empty() && index.find_first_not_of("0123456789") == std::string::npos) {
 #if ACCEL_WITH_CUDA
-        return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(std::stoi(index)));
+        // c10::DeviceIndex is 8 bits: a larger index would wrap (300 is GPU 44), and std::stoi threw
+        // past 2^31 (an abort, uncaught).
+        constexpr int kMaxIndex = std::numeric_limits<c10::DeviceIndex>::max();
+        if (index.size() > 3 || std::atoi(index.c_str()) > kMaxIndex)
+            return makeError(ErrorCode::InvalidInput,
+                             "device '" + name + "': GPU indices go from 0 to " + std::to_string(kMaxIndex));
+        return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(std::atoi(index.c_str())));
 #else
         return makeError(ErrorCode::Unsupported,
                          "device '" + name +

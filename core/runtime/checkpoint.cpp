@@ -7,6 +7,7 @@
 #include "core/bigmodel/safetensors.h"
 #include "core/bigmodel/safetensorswriter.h"
 #include "core/common/checkpointnames.h"
+#include "core/common/checkpointstate.h"
 #include "core/common/fileutil.h"
 #include "core/common/log.h"
 
@@ -281,21 +282,23 @@ Result<void> Accelerator::loadState(const std::string &inputDir)
                 return loaded;
         }
         for (size_t i = 0; i < p.schedulers.size(); ++i) {
-            const fs::path file = source / indexed("scheduler", i, ".json");
-            auto text = fileutil::readFile(file.string());
-            if (!text)
-                return tl::unexpected(text.error());
-            p.schedulers[i]->setLastStep(nlohmann::json::parse(*text).at("last_step").get<int64_t>());
+            auto lastStep =
+                checkpointstate::readSchedulerLastStep((source / indexed("scheduler", i, ".json")).string());
+            if (!lastStep)
+                return tl::unexpected(lastStep.error());
+            p.schedulers[i]->setLastStep(*lastStep);
         }
-        if (auto text = fileutil::readFile((source / "dl_state_dict.json").string())) {
-            const auto states = nlohmann::json::parse(*text);
+        if (const fs::path file = source / "dl_state_dict.json"; fs::exists(file)) {
+            auto states = checkpointstate::readLoaderStates(file.string());
+            if (!states)
+                return tl::unexpected(states.error());
             size_t i = 0;
             for (const auto &weak : p.loaders) {
                 auto loader = weak.lock();
-                if (!loader || i >= states.size())
+                if (!loader || i >= states->size())
                     continue;
-                int64_t epoch = states[i].at("epoch").get<int64_t>();
-                int64_t done = states[i].at("batches_done").get<int64_t>();
+                int64_t epoch = (*states)[i].epoch;
+                int64_t done = (*states)[i].batchesDone;
                 if (done >= loader->length()) {
                     ++epoch;
                     done = 0;
@@ -316,8 +319,13 @@ Result<void> Accelerator::loadState(const std::string &inputDir)
         std::memcpy(stateTensor.data_ptr(), state->data, state->byteSize());
         at::Generator generator = at::detail::getDefaultCPUGenerator();
         generator.set_state(stateTensor);
-        if (auto it = (*rng)->metadata().find("step"); it != (*rng)->metadata().end())
-            p.step = std::stoll(it->second);
+        if (auto it = (*rng)->metadata().find("step"); it != (*rng)->metadata().end()) {
+            const std::string &step = it->second;
+            if (step.empty() || step.size() > 18 || step.find_first_not_of("0123456789") != std::string::npos)
+                return makeError(ErrorCode::InvalidInput, "metadata step=" + step + ": expected a whole number >= 0",
+                                 rngFile.string());
+            p.step = std::stoll(step);
+        }
     } catch (const std::exception &e) {
         std::string what = e.what();
         return makeError(ErrorCode::InvalidInput, "loadState: " + what.substr(0, what.find('\n')), source.string());

@@ -23,8 +23,10 @@ private Q_SLOTS:
     void initTestCase();
     void serveSurvivesHostileRequests();
     void deeplyNestedDeviceMapExitsTwo();
+    void deviceMapIndexOutOfRangeIsRefused();
     void configLayerCountsAreBounded();
     void checkpointFolderNumbersDoNotAbortTheWorker();
+    void negativeCheckpointStepIsRefused();
 
 private:
     QString worker() const { return test::binDir() + "/accel-worker"; }
@@ -93,6 +95,23 @@ void tst_WorkerInput::deeplyNestedDeviceMapExitsTwo()
     QVERIFY2(r.err.contains("device map: JSON nested deeper than 64 levels"), qPrintable(r.err));
 }
 
+// Regression (hardening round 3): `accel generate --device_map '{"": 99999999999999}'` aborted the
+// worker (std::stoi threw, uncaught) and an index past 127 wrapped (c10::DeviceIndex is 8 bits: 300
+// was GPU 44). Through the real CLI: a build with CUDA refuses the index by its range, one without
+// says it has no CUDA; neither crashes.
+void tst_WorkerInput::deviceMapIndexOutOfRangeIsRefused()
+{
+    for (const char *map : {R"({"": 99999999999999})", R"({"": 300})", R"({"": "99999999999999999999999"})"}) {
+        const auto r = test::runAccel({"generate", QString::fromStdString(m_gpt2.dir), "--input_ids", "1",
+                                       "--device_map", QString::fromLatin1(map)});
+        QVERIFY2(!r.crashed, qPrintable(r.err));
+        const bool range = r.err.contains("GPU indices go from 0 to 127");
+        const bool noCuda = r.err.contains("this build of accel-worker has no CUDA");
+        QVERIFY2(range || noCuda, qPrintable(r.err));
+        QCOMPARE(r.exitCode, range ? 2 : 1);
+    }
+}
+
 void tst_WorkerInput::configLayerCountsAreBounded()
 {
     const QString config = QString::fromStdString(m_gpt2.dir) + "/config.json";
@@ -142,6 +161,44 @@ void tst_WorkerInput::checkpointFolderNumbersDoNotAbortTheWorker()
         QVERIFY2(r.err.contains(QLatin1String(name) + QStringLiteral(": checkpoint number beyond 2147483646")),
                  qPrintable(r.err));
     }
+}
+
+// Regression (hardening round 3): "last_step": -5 in a checkpoint's scheduler.json was taken, and
+// the run "resumed from step -2". A one-layer gpt saves a checkpoint at its second step; with the
+// step made negative the resume is refused, naming the file.
+void tst_WorkerInput::negativeCheckpointStepIsRefused()
+{
+    QTemporaryDir dir;
+    QFile corpus(dir.filePath("corpus.txt"));
+    QVERIFY(corpus.open(QIODevice::WriteOnly));
+    for (int i = 0; i < 100; ++i)
+        corpus.write("the cat sat on the mat. ");
+    corpus.close();
+    const auto writeJob = [&](int steps) {
+        QFile job(dir.filePath("job.yaml"));
+        QVERIFY(job.open(QIODevice::WriteOnly));
+        job.write("recipe: gpt\noutput_dir: out\nmodel: {n_layer: 1, n_head: 2, n_embd: 16, block_size: 16}\n"
+                  "data: {corpus: corpus.txt}\nsample: {length: 0}\ntraining: {max_steps: " +
+                  QByteArray::number(steps) + ", batch_size: 2, checkpoint_every: 2, log_every: 1, timeout_s: 60}\n");
+    };
+    writeJob(2);
+    auto r = test::runProgram(worker(), {dir.filePath("job.yaml")});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+    const QString scheduler = dir.filePath("out/checkpoints/checkpoint_0/scheduler.json");
+    QFile file(scheduler);
+    QVERIFY2(file.open(QIODevice::ReadOnly), qPrintable(scheduler));
+    QVERIFY(file.readAll().contains("\"last_step\""));
+    file.close();
+    QVERIFY(file.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    file.write("{\"last_step\": -5}\n");
+    file.close();
+    writeJob(4);
+    r = test::runProgram(worker(), {dir.filePath("job.yaml")});
+    QVERIFY2(!r.crashed, qPrintable(r.err));
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.err.contains(scheduler + ": last_step=-5: expected a whole number from 0 to 9223372036854775807"),
+             qPrintable(r.err));
+    QVERIFY2(!r.out.contains("resumed from step"), qPrintable(r.out));
 }
 
 QTEST_GUILESS_MAIN(tst_WorkerInput)

@@ -12,6 +12,7 @@
 
 #include <cstring>
 #include <numeric>
+#include <sys/resource.h>
 
 using namespace accel;
 using namespace accel::runtime;
@@ -44,6 +45,14 @@ const QByteArray kIndex = R"({"format": "accel-sharded-v1", "kind": "model", "ra
   "fc.weight": {"shape": [2, 3], "pieces": [{"file": "rank0.safetensors", "offset": 0, "numel": 4},
                                           {"file": "rank1.safetensors", "offset": 4, "numel": 2}]},
   "fc.bias": {"shape": [2], "pieces": [{"file": "rank1.safetensors", "offset": 0, "numel": 2}]}}})";
+
+// Peak resident memory of this process so far.
+long peakRssKiB()
+{
+    struct rusage usage {};
+    getrusage(RUSAGE_SELF, &usage);
+    return usage.ru_maxrss;
+}
 
 QString errorOf(const QString &folder)
 {
@@ -101,6 +110,47 @@ private Q_SLOTS:
         writeFolder(dir.filePath("format"), QByteArray(kIndex).replace("accel-sharded-v1", "dcp"));
         QVERIFY(errorOf(dir.filePath("format")).contains("format is not accel-sharded-v1"));
         QVERIFY(errorOf(dir.filePath("nothing")).contains("index.json"));
+    }
+
+    // Regression (hardening round 3): the index's shape was trusted before the pieces were checked:
+    // a 180-byte index claiming [1000000, 517] made merge-weights allocate 2 GB, then refuse it. Now
+    // nothing is allocated until the pieces, as the files hold them, tile the shape. This index
+    // claims 206 MB; the high-water mark of this process may not move by a third of that.
+    void indexClaimsAreCheckedBeforeAllocating()
+    {
+        QTemporaryDir dir;
+        QByteArray huge = kIndex;
+        huge.replace(R"("shape": [2, 3])", R"("shape": [100000, 517])");
+        writeFolder(dir.filePath("huge"), huge);
+        const long before = peakRssKiB();
+        const QString message = errorOf(dir.filePath("huge"));
+        QVERIFY2(peakRssKiB() - before < 64 * 1024, qPrintable(QString::number(peakRssKiB() - before)));
+        QVERIFY2(message.endsWith("index.json: tensor fc.weight: the pieces hold 6 of 51700000 values"),
+                 qPrintable(message));
+        const struct {
+            const char *from;
+            QByteArray to;
+            const char *message;
+        } cases[] = {
+            {R"("shape": [2, 3])", R"("shape": [4611686018427387904, 4])", "has more than 2^63 values"},
+            {R"("shape": [2, 3])", R"("shape": [2, -3])", "shape [2,-3]: expected whole numbers >= 0"},
+            {R"("offset": 4, "numel": 2)", R"("offset": 4, "numel": 2.0)", "expected {\"file\": name"},
+            {R"("offset": 4, "numel": 2)", R"("offset": 18446744073709551615, "numel": 2)", "expected {\"file\""},
+            {R"("file": "rank1.safetensors", "offset": 4)", R"("file": "rank0.safetensors", "offset": 4)",
+             "two pieces from rank0.safetensors"},
+            {R"("fc.bias": {"shape": [2], "pieces": [{"file": "rank1.safetensors", "offset": 0, "numel": 2}]})",
+             R"("fc.bias": [])", "tensor fc.bias: expected {\"shape\""},
+            {R"("tensors": {)", R"("tensors": {"x": 1, )", "tensor x: expected"},
+            {R"("ranks": 2)", R"("ranks": 2, "ranks": 3)", "duplicate key \"ranks\""},
+            {R"("step": 0)", "\"step\": " + QByteArray(100000, '[') + QByteArray(100000, ']'),
+             "JSON nested deeper than 64 levels"},
+        };
+        int i = 0;
+        for (const auto &c : cases) {
+            const QString folder = dir.filePath(QStringLiteral("case%1").arg(i++));
+            writeFolder(folder, QByteArray(kIndex).replace(c.from, c.to));
+            QVERIFY2(errorOf(folder).contains(QString::fromUtf8(c.message)), qPrintable(errorOf(folder)));
+        }
     }
 
     void mergeWeightsCommand()

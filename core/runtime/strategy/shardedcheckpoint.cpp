@@ -269,8 +269,10 @@ Result<void> ShardingEngine::loadState(const std::string &folder, const StateSlo
             auto state = readShardedFolder(sub.string());
             if (!state)
                 return tl::unexpected(state.error());
-            auto text = fileutil::readFile((sub / kShardIndexName).string());
-            const int64_t step = text ? nlohmann::json::parse(*text).value("step", int64_t(0)) : 0;
+            auto savedStep = shardedFolderStep(sub.string());
+            if (!savedStep)
+                return tl::unexpected(savedStep.error());
+            const int64_t step = *savedStep;
             auto &optimizer = *optimizerPointer;
             for (auto &unit : m_units) {
                 if (!holds(optimizer, unit->shard) || unit->names.empty())

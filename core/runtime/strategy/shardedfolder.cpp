@@ -2,7 +2,7 @@
 
 #include "core/bigmodel/safetensors.h"
 #include "core/bigmodel/safetensorswriter.h"
-#include "core/common/fileutil.h"
+#include "core/common/jsondocument.h"
 
 #include <nlohmann/json.hpp>
 
@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 
 namespace accel::runtime {
 
@@ -26,85 +27,151 @@ std::string shardedModelFolderName(size_t index)
     return "pytorch_model_fsdp_" + std::to_string(index);
 }
 
+namespace {
+
+using json = nlohmann::json;
+
+// Shapes, offsets and counts: whole numbers from 0 to 2^63-1.
+std::optional<int64_t> count(const json &value)
+{
+    return jsonutil::integerValue(value, 0);
+}
+
+struct Piece {
+    int64_t offset = 0;
+    int64_t numel = 0;
+    const bigmodel::TensorInfo *info = nullptr;
+};
+
+struct PlannedTensor {
+    JoinedTensor tensor; // without its bytes yet
+    uint64_t total = 0;  // values
+    std::vector<Piece> pieces;
+};
+
+} // namespace
+
 Result<std::vector<JoinedTensor>> joinShardedFolder(const std::string &folder)
 {
     const std::string indexPath = (fs::path(folder) / kShardIndexName).string();
-    auto text = fileutil::readFile(indexPath);
-    if (!text)
-        return tl::unexpected(text.error());
-    std::vector<JoinedTensor> joined;
+    jsonutil::JsonLimits limits;
+    limits.rejectDuplicateKeys = true;
+    auto parsed = jsonutil::readJsonFile(indexPath, limits);
+    if (!parsed)
+        return tl::unexpected(parsed.error());
+    const json &index = *parsed;
+    const auto invalid = [&indexPath](const std::string &message) {
+        return makeError(ErrorCode::InvalidInput, message, indexPath);
+    };
+    if (!index.is_object() || index.value("format", json()) != kShardFormat)
+        return invalid(std::string("format is not ") + kShardFormat + " (not a sharded checkpoint folder)");
+    const auto tensors = index.find("tensors");
+    if (tensors == index.end() || !tensors->is_object())
+        return invalid("tensors: expected an object of tensor names to {\"shape\", \"pieces\"}");
+    // First every tensor is checked against the index and the files' headers, allocating nothing:
+    // its pieces must tile it, each from a different file whose tensor holds exactly that piece. The
+    // bytes joined below are then the bytes the files hold, whatever shape the index claims (a
+    // 180-byte index claiming [1000000, 517] made the old reader allocate 2 GB before checking).
     std::map<std::string, std::shared_ptr<const bigmodel::SafetensorsFile>> files;
-    try {
-        const auto index = nlohmann::json::parse(*text);
-        if (index.value("format", std::string()) != kShardFormat)
-            return makeError(ErrorCode::InvalidInput,
-                             std::string("format is not ") + kShardFormat + " (not a sharded checkpoint folder)",
-                             indexPath);
-        for (const auto &[name, entry] : index.at("tensors").items()) {
-            JoinedTensor tensor;
-            tensor.name = name;
-            tensor.shape = entry.at("shape").get<std::vector<int64_t>>();
-            uint64_t total = 1;
-            for (int64_t d : tensor.shape)
-                total *= uint64_t(std::max<int64_t>(d, 0));
-            std::vector<std::pair<int64_t, int64_t>> covered; // [offset, offset + numel)
-            bool first = true;
-            for (const auto &piece : entry.at("pieces")) {
-                const std::string file = piece.at("file").get<std::string>();
-                if (file.find('/') != std::string::npos || file.find("..") != std::string::npos)
-                    return makeError(
-                        ErrorCode::InvalidInput,
-                        "tensor " + name + ": piece file " + file + " is not a file name inside the folder", indexPath);
-                if (!files.count(file)) {
-                    auto opened = bigmodel::SafetensorsFile::open((fs::path(folder) / file).string());
-                    if (!opened)
-                        return tl::unexpected(opened.error());
-                    files[file] = *opened;
-                }
-                const bigmodel::TensorInfo *info = files[file]->find(name);
-                const std::string where = (fs::path(folder) / file).string();
-                if (!info)
-                    return makeError(ErrorCode::InvalidInput, "tensor " + name + " is missing", where);
-                if (first) {
-                    tensor.dtype = info->dtype;
-                    tensor.bytes.assign(total * uint64_t(bigmodel::dtypeBits(info->dtype)) / 8, 0);
-                    first = false;
-                } else if (info->dtype != tensor.dtype) {
-                    return makeError(ErrorCode::InvalidInput, "tensor " + name + ": pieces differ in dtype", where);
-                }
-                const int64_t offset = piece.at("offset").get<int64_t>(), numel = piece.at("numel").get<int64_t>();
-                const uint64_t elementBytes = uint64_t(bigmodel::dtypeBits(info->dtype)) / 8;
-                if (offset < 0 || numel < 0 || uint64_t(offset + numel) > total ||
-                    info->elementCount() != uint64_t(numel))
-                    return makeError(ErrorCode::InvalidInput,
-                                     "tensor " + name + ": the piece at offset " + std::to_string(offset) + " (" +
-                                         std::to_string(numel) + " values) does not fit its shape",
-                                     where);
-                std::memcpy(tensor.bytes.data() + uint64_t(offset) * elementBytes, info->data, info->byteSize());
-                covered.emplace_back(offset, offset + numel);
-            }
-            // The pieces must tile the tensor: no gap, no overlap.
-            std::sort(covered.begin(), covered.end());
-            int64_t reached = 0;
-            for (const auto &[begin, end] : covered) {
-                if (begin != reached)
-                    return makeError(ErrorCode::InvalidInput,
-                                     "tensor " + name + ": " + (begin < reached ? "pieces overlap" : "a gap") +
-                                         " at value " + std::to_string(std::min(begin, reached)),
-                                     indexPath);
-                reached = end;
-            }
-            if (uint64_t(reached) != total)
-                return makeError(ErrorCode::InvalidInput,
-                                 "tensor " + name + ": the pieces hold " + std::to_string(reached) + " of " +
-                                     std::to_string(total) + " values",
-                                 indexPath);
-            joined.push_back(std::move(tensor));
+    std::vector<PlannedTensor> plan;
+    for (const auto &[name, entry] : tensors->items()) {
+        const std::string what = "tensor " + name;
+        const auto shape = entry.is_object() ? entry.find("shape") : entry.end();
+        const auto pieces = entry.is_object() ? entry.find("pieces") : entry.end();
+        if (shape == entry.end() || !shape->is_array() || pieces == entry.end() || !pieces->is_array())
+            return invalid(what + ": expected {\"shape\": [...], \"pieces\": [...]}, got " +
+                           jsonutil::jsonExcerpt(entry));
+        PlannedTensor planned;
+        planned.tensor.name = name;
+        planned.total = 1;
+        for (const json &dimension : *shape) {
+            const auto size = count(dimension);
+            if (!size)
+                return invalid(what + ": shape " + jsonutil::jsonExcerpt(*shape) + ": expected whole numbers >= 0");
+            planned.tensor.shape.push_back(*size);
+            if (*size != 0 && planned.total > uint64_t(INT64_MAX) / uint64_t(*size))
+                return invalid(what + ": shape " + jsonutil::jsonExcerpt(*shape) + " has more than 2^63 values");
+            planned.total *= uint64_t(*size);
         }
-    } catch (const std::exception &e) {
-        return makeError(ErrorCode::InvalidInput, e.what(), indexPath);
+        std::vector<std::string> used;
+        for (const json &piece : *pieces) {
+            const auto file = piece.is_object() ? piece.find("file") : piece.end();
+            const auto offset = piece.is_object() && piece.contains("offset") ? count(piece["offset"]) : std::nullopt;
+            const auto numel = piece.is_object() && piece.contains("numel") ? count(piece["numel"]) : std::nullopt;
+            if (file == piece.end() || !file->is_string() || !offset || !numel)
+                return invalid(what + ": piece " + jsonutil::jsonExcerpt(piece) +
+                               ": expected {\"file\": name, \"offset\": n, \"numel\": n} with whole numbers >= 0");
+            const std::string fileName = file->get<std::string>();
+            if (fileName.empty() || fileName.find('/') != std::string::npos || fileName.find("..") != std::string::npos)
+                return invalid(what + ": piece file " + fileName + " is not a file name inside the folder");
+            if (std::find(used.begin(), used.end(), fileName) != used.end())
+                return invalid(what + ": two pieces from " + fileName + " (each file holds one piece of a tensor)");
+            used.push_back(fileName);
+            if (!files.count(fileName)) {
+                auto opened = bigmodel::SafetensorsFile::open((fs::path(folder) / fileName).string());
+                if (!opened)
+                    return tl::unexpected(opened.error());
+                files[fileName] = *opened;
+            }
+            const bigmodel::TensorInfo *info = files[fileName]->find(name);
+            const std::string where = (fs::path(folder) / fileName).string();
+            if (!info)
+                return makeError(ErrorCode::InvalidInput, what + " is missing", where);
+            if (planned.pieces.empty())
+                planned.tensor.dtype = info->dtype;
+            else if (info->dtype != planned.tensor.dtype)
+                return makeError(ErrorCode::InvalidInput, what + ": pieces differ in dtype", where);
+            if (uint64_t(*offset) > planned.total || uint64_t(*numel) > planned.total - uint64_t(*offset) ||
+                info->elementCount() != uint64_t(*numel))
+                return makeError(ErrorCode::InvalidInput,
+                                 what + ": the piece at offset " + std::to_string(*offset) + " (" +
+                                     std::to_string(*numel) + " values) does not fit its shape",
+                                 where);
+            planned.pieces.push_back({*offset, *numel, info});
+        }
+        // The pieces must tile the tensor: no gap, no overlap.
+        std::vector<Piece> sorted = planned.pieces;
+        std::sort(sorted.begin(), sorted.end(), [](const Piece &a, const Piece &b) { return a.offset < b.offset; });
+        int64_t reached = 0;
+        for (const Piece &piece : sorted) {
+            if (piece.offset != reached)
+                return invalid(what + ": " + (piece.offset < reached ? "pieces overlap" : "a gap") + " at value " +
+                               std::to_string(std::min(piece.offset, reached)));
+            reached = piece.offset + piece.numel;
+        }
+        if (uint64_t(reached) != planned.total)
+            return invalid(what + ": the pieces hold " + std::to_string(reached) + " of " +
+                           std::to_string(planned.total) + " values");
+        plan.push_back(std::move(planned));
+    }
+    std::vector<JoinedTensor> joined;
+    joined.reserve(plan.size());
+    for (PlannedTensor &planned : plan) {
+        const uint64_t elementBytes = uint64_t(bigmodel::dtypeBits(planned.tensor.dtype)) / 8;
+        planned.tensor.bytes.assign(planned.total * elementBytes, 0);
+        for (const Piece &piece : planned.pieces)
+            if (piece.info->byteSize() > 0)
+                std::memcpy(planned.tensor.bytes.data() + uint64_t(piece.offset) * elementBytes, piece.info->data,
+                            piece.info->byteSize());
+        joined.push_back(std::move(planned.tensor));
     }
     return joined;
+}
+
+Result<int64_t> shardedFolderStep(const std::string &folder)
+{
+    const std::string indexPath = (fs::path(folder) / kShardIndexName).string();
+    auto index = jsonutil::readJsonFile(indexPath);
+    if (!index)
+        return tl::unexpected(index.error());
+    const auto step = index->is_object() ? index->find("step") : index->end();
+    if (step == index->end())
+        return 0;
+    if (const auto number = count(*step))
+        return *number;
+    return makeError(ErrorCode::InvalidInput,
+                     "step=" + jsonutil::jsonExcerpt(*step) + ": expected a whole number from 0 to 9223372036854775807",
+                     indexPath);
 }
 
 Result<std::string> mergeWeights(const std::string &checkpointDir, const std::string &outputDir,

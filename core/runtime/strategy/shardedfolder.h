@@ -32,6 +32,10 @@ struct JoinedTensor {
 // Every tensor of a sharded folder, whole, in the index's order. Errors name the file and tensor.
 Result<std::vector<JoinedTensor>> joinShardedFolder(const std::string &folder);
 
+// The index's "step" (the optimizer step the folder was saved at): 0 when absent; a whole number
+// from 0 to 2^63-1 otherwise, else an error naming the index.
+Result<int64_t> shardedFolderStep(const std::string &folder);
+
 struct MergeOptions {
     bool removeCheckpointDir = false; // delete CHECKPOINT_DIR after a successful merge
 };
