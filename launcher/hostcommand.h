@@ -19,8 +19,9 @@ struct AccelOutcome {
     bool cancelled = false;
     bool timedOut = false;
     QString error; // why it failed to start, timed out or was lost; empty otherwise
-    // Why it did not run or was lost, for programs: "unreachable", "timeout", "host_key_unknown",
-    // "host_key_changed", "login_refused", "connection_lost", "accel_not_found"; empty otherwise.
+    // Why it did not run or was lost, for programs: "invalid_host" (a name that cannot be a host),
+    // "unreachable", "timeout", "host_key_unknown", "host_key_changed", "login_refused",
+    // "connection_lost", "accel_not_found"; empty otherwise.
     QString reason;
     QString hostKeyFingerprint; // "SHA256:...", with host_key_unknown and host_key_changed
     // Also with host_key_unknown and host_key_changed: the key's type ("ssh-ed25519"), the name the

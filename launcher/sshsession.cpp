@@ -177,23 +177,14 @@ Result<void> verifyHostKey(ssh_session session, const SessionSettings &settings,
 // [user@]host[:port] or an alias; a port only when the rest has no other colon (IPv6).
 Result<void> applyDestination(ssh_session session, const std::string &destination)
 {
-    // Letters, digits and . _ - @ : only: the name may reach a ProxyCommand's shell through %h.
-    const bool plain = destination.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-                                                     "._-@:") == std::string::npos;
-    if (destination.empty() || destination.front() == '-' || !plain)
-        return makeError(ErrorCode::InvalidInput,
-                         "invalid host '" + destination +
-                             "': expected a ~/.ssh/config alias or [user@]host[:port] (letters, digits, . _ - @ :)");
+    if (auto checked = checkDestination(destination); !checked)
+        return checked;
     std::string host = destination;
     std::string port;
     const size_t colon = host.rfind(':');
     if (colon != std::string::npos && host.find(':') == colon) {
         port = host.substr(colon + 1);
         host.resize(colon);
-        if (port.empty() || port.find_first_not_of("0123456789") != std::string::npos || std::stoul(port) == 0 ||
-            std::stoul(port) > 65535)
-            return makeError(ErrorCode::InvalidInput,
-                             "invalid port '" + port + "' in host '" + destination + "': expected 1-65535");
     }
     if (ssh_options_set(session, SSH_OPTIONS_HOST, host.c_str()) != SSH_OK)
         return makeError(ErrorCode::InvalidInput, "invalid host '" + destination + "': " + lastError(session));
@@ -203,6 +194,30 @@ Result<void> applyDestination(ssh_session session, const std::string &destinatio
 }
 
 } // namespace
+
+Result<void> checkDestination(const std::string &destination)
+{
+    // Letters, digits and . _ - @ : only: the name may reach a ProxyCommand's shell through %h.
+    const bool plain = destination.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                                                     "._-@:") == std::string::npos;
+    if (destination.empty() || destination.front() == '-' || !plain)
+        return makeError(ErrorCode::InvalidInput,
+                         "invalid host '" + destination +
+                             "': expected a ~/.ssh/config alias or [user@]host[:port] (letters, digits, . _ - @ :)");
+    const size_t colon = destination.rfind(':');
+    if (colon != std::string::npos && destination.find(':') == colon) {
+        const std::string port = destination.substr(colon + 1);
+        // Digits only and at most five of them before converting: 99999999999999999999999 made
+        // std::stoul throw (an abort).
+        const bool digits =
+            !port.empty() && port.size() <= 5 && port.find_first_not_of("0123456789") == std::string::npos;
+        const long number = digits ? std::strtol(port.c_str(), nullptr, 10) : 0;
+        if (number < 1 || number > 65535)
+            return makeError(ErrorCode::InvalidInput,
+                             "invalid port '" + port + "' in host '" + destination + "': expected 1-65535");
+    }
+    return {};
+}
 
 std::string HostKeyCheck::removeCommand() const
 {
@@ -338,7 +353,9 @@ std::string remoteCommandLine(const std::vector<std::string> &environment, const
 {
     std::vector<std::string> words = {"exec"};
     if (!environment.empty()) {
+        // "--": an entry is never an option of env(1) (-S would make it run a command of its own).
         words.push_back("env");
+        words.push_back("--");
         words.insert(words.end(), environment.begin(), environment.end());
     }
     words.insert(words.end(), argv.begin(), argv.end());

@@ -59,6 +59,11 @@ struct HostKeyCheck {
 Result<SessionHandle> openSession(const SessionSettings &settings, const std::atomic<bool> &cancelled,
                                   HostKeyCheck *hostKey = nullptr);
 
+// Whether `destination` can name a host at all, without reading ~/.ssh/config or connecting: an
+// alias or [user@]host[:port] of letters, digits and . _ - @ : not starting with '-', a port from 1
+// to 65535. InvalidInput naming the destination otherwise ("invalid host 'h;cmd': ...").
+Result<void> checkDestination(const std::string &destination);
+
 // The address ~/.ssh/config gives a destination (its HostName, else the name itself), without
 // connecting. InvalidInput for a destination that is not a plain name.
 Result<std::string> configuredHostName(const std::string &destination, const std::string &sshDirectory);

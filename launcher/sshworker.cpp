@@ -178,7 +178,9 @@ void SshWorker::startPending()
             else
                 outcome.failedToStart = true;
             outcome.error = QString::fromStdString(session.error().toString());
-            outcome.reason = failureReason(code, hostKey);
+            outcome.reason = code == ErrorCode::InvalidInput && !checkDestination(m_settings.destination)
+                                 ? QStringLiteral("invalid_host")
+                                 : failureReason(code, hostKey);
             if (hostKey.state == HostKeyCheck::State::Unknown || hostKey.state == HostKeyCheck::State::Changed) {
                 outcome.hostKeyFingerprint = QString::fromStdString(hostKey.fingerprint);
                 outcome.hostKeyType = QString::fromStdString(hostKey.keyType);

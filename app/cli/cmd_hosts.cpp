@@ -9,6 +9,7 @@
 #include "app/cli/command.h"
 
 #include "launcher/jsonoutput.h"
+#include "launcher/sshsession.h"
 
 #include <QCoreApplication>
 #include <QJsonArray>
@@ -103,7 +104,8 @@ int runHostsCheck(int argc, char **argv)
     parser.addFlag("python", "let the hosts report their Python packages too (slower)");
     hosts::addRemoteOptions(parser);
     parser.setEpilog("The SSH folder (config, known_hosts, keys) is $ACCEL_SSH_DIR, else $HOME/.ssh. Exit status: 0 "
-                     "when every host is ok, 1 when one is not, 2 for bad arguments.");
+                     "when every host is ok, 1 when one is not, 2 for bad arguments or a name that cannot be a host "
+                     "(status invalid_host).");
     if (!parser.parse(argc, argv, 1)) {
         if (parser.helpRequested()) {
             std::fputs(parser.helpText().c_str(), stdout);
@@ -127,15 +129,30 @@ int runHostsCheck(int argc, char **argv)
     QStringList envArguments = {QStringLiteral("env"), QStringLiteral("--json")};
     if (!parser.isSet("python"))
         envArguments << QStringLiteral("--no_python");
-    const hosts::HostGroup group = hosts::makeHosts(*names, *settings);
+    // A name that cannot be a host is bad input, reported as such without connecting; the others
+    // are checked.
+    QStringList reachable;
+    std::vector<HostCheck> checks(static_cast<size_t>(names->size()));
+    bool invalidHost = false;
+    for (int i = 0; i < names->size(); ++i) {
+        checks[static_cast<size_t>(i)].name = names->at(i);
+        if (auto checked = ssh::checkDestination(names->at(i).toStdString()); !checked) {
+            checks[static_cast<size_t>(i)].status = QStringLiteral("invalid_host");
+            checks[static_cast<size_t>(i)].message = QString::fromStdString(checked.error().message);
+            invalidHost = true;
+        } else {
+            reachable << names->at(i);
+        }
+    }
+    const hosts::HostGroup group = hosts::makeHosts(reachable, *settings);
     const std::vector<AccelOutcome> outcomes = hosts::runEverywhere(
         group.hosts, std::vector<QStringList>(group.hosts.size(), envArguments), *settings, settings->timeoutMs * 4);
-
-    std::vector<HostCheck> checks;
-    bool allOk = true;
-    for (int i = 0; i < names->size(); ++i) {
-        checks.push_back(judge(names->at(i), outcomes[static_cast<size_t>(i)]));
-        allOk = allOk && checks.back().status == QLatin1String("ok");
+    bool allOk = !invalidHost;
+    size_t next = 0;
+    for (HostCheck &check : checks) {
+        if (check.status.isEmpty())
+            check = judge(check.name, outcomes[next++]);
+        allOk = allOk && check.status == QLatin1String("ok");
     }
     if (parser.isSet("json")) {
         QJsonArray list;
@@ -161,7 +178,7 @@ int runHostsCheck(int argc, char **argv)
                             qPrintable(check.message));
         }
     }
-    return allOk ? ExitOk : ExitFailure;
+    return invalidHost ? ExitBadInput : allOk ? ExitOk : ExitFailure;
 }
 
 void printHostsUsage(FILE *out)

@@ -5,6 +5,7 @@
 #include <QEventLoop>
 #include <QJsonArray>
 
+#include <cctype>
 #include <cstdlib>
 
 namespace accel::cli::hosts {
@@ -36,9 +37,19 @@ Result<RemoteSettings> remoteSettings(const ArgParser &parser)
     settings.acceptNewHostKey = parser.isSet("accept_new_host_key");
     settings.accelProgram = QString::fromStdString(parser.valueOr("remote_accel", ""));
     for (const std::string &entry : parser.values("remote_env")) {
+        // KEY a variable name as the shell knows them: a key starting with '-' reached env(1) as an
+        // option (-S made it run a command of its own instead of accel).
         const size_t eq = entry.find('=');
-        if (eq == 0 || eq == std::string::npos)
-            return makeError(ErrorCode::InvalidInput, "expected KEY=VALUE, got '" + entry + "'", "--remote_env");
+        const std::string key = entry.substr(0, eq);
+        const bool name = !key.empty() && !std::isdigit(static_cast<unsigned char>(key[0])) &&
+                          key.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") ==
+                              std::string::npos;
+        if (eq == std::string::npos || !name)
+            return makeError(ErrorCode::InvalidInput,
+                             "expected KEY=VALUE with KEY a variable name (letters, digits and _, not starting with a "
+                             "digit), got '" +
+                                 entry + "'",
+                             "--remote_env");
         settings.environment << QString::fromStdString(entry);
     }
     return settings;

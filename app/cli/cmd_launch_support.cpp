@@ -131,8 +131,9 @@ std::vector<std::string> stringVector(const QJsonArray &array)
     return values;
 }
 
-// run.json never records secrets: values of secret-named flags and variables are redacted in the
-// command line and in every rank's command and environment (core/rundir/redaction.h).
+// run.json never records secrets: values of secret-named flags and variables, and secrets known by
+// their form, are redacted in the command line and in every rank's command and environment
+// (core/rundir/redaction.h).
 QJsonArray redactedPlan(QJsonArray ranks)
 {
     for (QJsonValueRef entry : ranks) {
@@ -140,10 +141,9 @@ QJsonArray redactedPlan(QJsonArray ranks)
         rank[QStringLiteral("command")] =
             stringArray(rundir::redactArguments(stringVector(rank.value(QStringLiteral("command")).toArray())));
         QJsonObject env = rank.value(QStringLiteral("env")).toObject();
-        for (auto it = env.begin(); it != env.end(); ++it) {
-            if (rundir::isSecretName(it.key().toStdString()))
-                it.value() = QString::fromLatin1(rundir::kRedacted);
-        }
+        for (auto it = env.begin(); it != env.end(); ++it)
+            it.value() = QString::fromStdString(
+                rundir::redactEnvironmentValue(it.key().toStdString(), it.value().toString().toStdString()));
         rank[QStringLiteral("env")] = env;
         entry = rank;
     }

@@ -359,7 +359,11 @@ int runSlurmFollow(int argc, char **argv)
     if (!outcome.succeeded()) {
         std::fprintf(stderr, "accel slurm follow: %s: accel tail: %s\n", qPrintable(remote->name),
                      qPrintable(outcome.error.isEmpty() ? outcome.describe() : outcome.error));
-        return outcome.failedToStart || outcome.signal != 0 ? ExitFailure : std::min(outcome.shellCode(), 255);
+        // accel tail's own exit status when it exited; otherwise the host failed (a lost connection
+        // has no exit status: it was -1, which the shell saw as 255).
+        const bool exited = !outcome.failedToStart && !outcome.timedOut && !outcome.cancelled && outcome.signal == 0 &&
+                            outcome.exitCode >= 0;
+        return exited ? std::min(outcome.exitCode, 255) : ExitFailure;
     }
     if (auto job = slurmcli::queryJob(*remote, jobId); job && *job && !parser.isSet("json"))
         std::fprintf(stderr, "job %s: %s\n", qPrintable(jobId), qPrintable((*job)->state));

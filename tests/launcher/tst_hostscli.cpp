@@ -7,6 +7,7 @@
 #include "tests/helpers/testsupport.h"
 #include "tests/launcher/processprobe.h"
 
+#include <QCoreApplication>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -49,6 +50,7 @@ private Q_SLOTS:
     void anotherVersionIsReported();
     void unreachableHostDoesNotHideTheOthers();
     void badArgumentsExitWithTwo();
+    void namesThatCannotBeHostsAreBadInput();
     void launchStartsOneSupervisorPerHostAndStopReachesEveryNode();
     void launchStartsNothingWhenANodeFailsItsPreflight();
     void launchRefusesFlagsItSetsItself();
@@ -202,6 +204,39 @@ void tst_HostsCli::badArgumentsExitWithTwo()
         QCOMPARE(actionHelp.exitCode, 0);
         QVERIFY2(actionHelp.out.contains(QStringLiteral("accept")), qPrintable(actionHelp.out));
     }
+}
+
+// Regression (hardening round 3): "h;cmd" was refused before connecting, but reported as
+// unreachable with exit 1; "h:99999999999999999999999" aborted (std::stoul threw); a --remote_env key
+// starting with "-S" reached env(1) as an option, which then ran a command of its own instead of
+// accel. Each is bad input now: status invalid_host or an error naming --remote_env, exit 2, and the
+// good host in the same list is still checked.
+void tst_HostsCli::namesThatCannotBeHostsAreBadInput()
+{
+    const auto result = hosts({"check", "accel-test,h;cmd", "--json"});
+    QCOMPARE(result.exitCode, 2);
+    const QJsonObject report = parse(result);
+    QCOMPARE(report.value(QStringLiteral("ok")).toBool(), false);
+    QCOMPARE(hostEntry(report, QStringLiteral("accel-test")).value(QStringLiteral("status")).toString(),
+             QStringLiteral("ok"));
+    const QJsonObject bad = hostEntry(report, QStringLiteral("h;cmd"));
+    QCOMPARE(bad.value(QStringLiteral("status")).toString(), QStringLiteral("invalid_host"));
+    QVERIFY2(bad.value(QStringLiteral("message")).toString().startsWith(QStringLiteral("invalid host 'h;cmd'")),
+             qPrintable(bad.value(QStringLiteral("message")).toString()));
+    const auto port = hosts({"check", "h:99999999999999999999999"});
+    QVERIFY2(!port.crashed, qPrintable(port.err));
+    QCOMPARE(port.exitCode, 2);
+    QVERIFY2(port.out.contains(QStringLiteral("h:99999999999999999999999: invalid_host: invalid port "
+                                              "'99999999999999999999999' in host 'h:99999999999999999999999': "
+                                              "expected 1-65535")),
+             qPrintable(port.out + port.err));
+    const QString marker =
+        QDir::temp().filePath(QStringLiteral("accel-remote-env-%1").arg(QCoreApplication::applicationPid()));
+    const auto env = hosts({"check", "accel-test", "--remote_env", "-Stouch " + marker + " ;X=1"});
+    QCOMPARE(env.exitCode, 2);
+    QVERIFY2(env.err.contains(QStringLiteral("--remote_env: expected KEY=VALUE with KEY a variable name")),
+             qPrintable(env.err));
+    QVERIFY(!QFile::exists(marker));
 }
 
 void tst_HostsCli::launchStartsOneSupervisorPerHostAndStopReachesEveryNode()

@@ -299,7 +299,9 @@ private Q_SLOTS:
                      {QStringLiteral("launch"), QStringLiteral("--cpu"), QStringLiteral("--num_processes"),
                       QStringLiteral("1"), QStringLiteral("--run_dir"), runDir, QStringLiteral("--no_python"),
                       fakechild(), QStringLiteral("--print"), QStringLiteral("--aws_secret_access_key=SeCrEt123"),
-                      QStringLiteral("--marker"), QStringLiteral("HF_TOKEN=TokEn456"), QStringLiteral("--metrics"),
+                      QStringLiteral("--marker"), QStringLiteral("HF_TOKEN=TokEn456"), QStringLiteral("--marker"),
+                      QStringLiteral("Bearer AbCdEf0123456789"), QStringLiteral("--marker"),
+                      QStringLiteral("postgres://u:PaSsWoRd99@db:5432/x"), QStringLiteral("--metrics"),
                       QStringLiteral("2")});
         QVERIFY(launch.waitForFinished(30000));
         QVERIFY2(launch.exitCode() == 0, launch.readAllStandardError().constData());
@@ -315,6 +317,10 @@ private Q_SLOTS:
         const QByteArray text = manifest.readAll();
         QVERIFY(!text.contains("SeCrEt123"));
         QVERIFY(!text.contains("TokEn456"));
+        // Regression (hardening round 3): redaction went by the flag's name only, so an Authorization
+        // header's credential and a URL's password under innocent names were recorded.
+        QVERIFY(!text.contains("AbCdEf0123456789"));
+        QVERIFY(!text.contains("PaSsWoRd99"));
         const QJsonObject object = QJsonDocument::fromJson(text).object();
         QVERIFY(object.value(QStringLiteral("argv"))
                     .toArray()
@@ -322,6 +328,8 @@ private Q_SLOTS:
         const QJsonArray command =
             object.value(QStringLiteral("plan")).toArray().at(0).toObject().value(QStringLiteral("command")).toArray();
         QVERIFY(command.contains(QStringLiteral("HF_TOKEN=<redacted>")));
+        QVERIFY(command.contains(QStringLiteral("Bearer <redacted>")));
+        QVERIFY(command.contains(QStringLiteral("postgres://u:<redacted>@db:5432/x")));
     }
 
     // Regression: two launches started together both saw the default port 29500 free and chose it
@@ -384,6 +392,24 @@ private Q_SLOTS:
         if (!haveWorker())
             QSKIP("this build has no libtorch runtime (accel-worker): a valid job cannot be launched");
         QVERIFY2(result.exitCode == 0, qPrintable(result.err));
+    }
+
+    // Regression (hardening round 3): job files were not guarded like config files: an alias bomb
+    // of 644 bytes ran for 30 s, one of 819 bytes took 2.2 GB and then trained. This one expands to
+    // 1,000,000 values (the old reader took it in about a second); the guard stops at 100,000.
+    void jobAliasBombIsRefused()
+    {
+        QTemporaryDir dir;
+        const QString bomb =
+            writeFile(dir.filePath(QStringLiteral("bomb.yaml")), accel::test::yamlAliasBomb(6, "recipe: selftest\n"));
+        const auto result = runAccel({QStringLiteral("launch"), QStringLiteral("--cpu"), QStringLiteral("--job"), bomb,
+                                      QStringLiteral("--dry-run")},
+                                     30000);
+        QCOMPARE(result.exitCode, 2);
+        QVERIFY2(result.err.contains(bomb + QStringLiteral(": line ")) &&
+                     result.err.contains(QStringLiteral(": more than 100000 values once YAML aliases (*name) are "
+                                                        "expanded (the limit for a job file)")),
+                 qPrintable(result.err));
     }
 
     // Regression: in a build without the libtorch runtime `accel launch --job` checked nothing (its

@@ -435,6 +435,34 @@ void tst_Slurm::longJobIsCancelledAndLeavesNoProcess()
         180000);
     QVERIFY2(running, readFile(submitDir + "/slurm-" + id + ".out").right(3000).constData());
 
+    // Regression (hardening round 3): when its connection dropped, `accel slurm follow` exited 255
+    // (the lost command had no exit code, -1, which the shell saw as 255). The host failed: exit 1,
+    // saying so.
+    QProcess follow;
+    QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+    environment.insert(QStringLiteral("ACCEL_SSH_DIR"), m_server.clientDirectory());
+    environment.insert(QStringLiteral("ACCEL_REMOTE_BIN"), m_accel);
+    environment.remove(QStringLiteral("SSH_AUTH_SOCK"));
+    follow.setProcessEnvironment(environment);
+    follow.start(m_accel, {"slurm", "follow", "--host", m_server.alias(), id, "--poll", "0.5", "--remote_env",
+                           "SLURM_CONF=" + m_cluster.conf()});
+    QVERIFY(follow.waitForStarted());
+    QByteArray followed;
+    const bool following = accel::test::waitFor(
+        [&] {
+            follow.waitForReadyRead(100);
+            followed += follow.readAllStandardOutput();
+            return !followed.isEmpty() || follow.state() == QProcess::NotRunning;
+        },
+        60000);
+    QVERIFY2(following && follow.state() == QProcess::Running, follow.readAllStandardError().constData());
+    QVERIFY(m_server.dropConnections() > 0);
+    QVERIFY2(follow.waitForFinished(60000), "accel slurm follow did not end when its connection dropped");
+    const QByteArray followErrors = follow.readAllStandardError();
+    QCOMPARE(follow.exitStatus(), QProcess::NormalExit);
+    QCOMPARE(follow.exitCode(), 1);
+    QVERIFY2(followErrors.contains("connection lost"), followErrors.constData());
+
     const ProcessResult cancelled =
         slurmCli({"cancel", "--host", m_server.alias(), id, "--json", "--poll", "0.5", "--wait", "90"}, 120000);
     QVERIFY2(cancelled.exitCode == 0, qPrintable(cancelled.out + cancelled.err));

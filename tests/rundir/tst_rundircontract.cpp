@@ -173,6 +173,23 @@ private Q_SLOTS:
         QTest::newRow("case") << QStringList{"--DB_PASSWORD", "hunter2"} << QStringList{"--DB_PASSWORD", r};
         QTest::newRow("nothing secret") << QStringList{"accel", "launch", "--num_processes", "2", "t.py"}
                                         << QStringList{"accel", "launch", "--num_processes", "2", "t.py"};
+        // Regression (hardening round 3): secrets under innocent names, known by their form.
+        QTest::newRow("authorization header")
+            << QStringList{"--auth_header", "Bearer eyJhbGciOiJIUzI1NiJ9.abc", "--h=Authorization: Basic dXNlcjpwYXNz"}
+            << QStringList{"--auth_header", "Bearer " + r, "--h=Authorization: Basic " + r};
+        QTest::newRow("url password") << QStringList{"--db", "postgres://u:PASS@db.example:5432/x",
+                                                     "--mirror=https://alice:s3cr3t@host/path?q=1"}
+                                      << QStringList{"--db", "postgres://u:" + r + "@db.example:5432/x",
+                                                     "--mirror=https://alice:" + r + "@host/path?q=1"};
+        QTest::newRow("known token forms")
+            << QStringList{"--hub", "hf_abcdefghijklmnopqrstuvwxyz", "ghp_0123456789abcdefghijABCDEFGHIJ",
+                           "--id=AKIAIOSFODNN7EXAMPLE", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl"}
+            << QStringList{"--hub", r, r, "--id=" + r, r};
+        QTest::newRow("private key") << QStringList{"--pem", "-----BEGIN OPENSSH PRIVATE KEY-----\nabc"}
+                                     << QStringList{"--pem", r};
+        QTest::newRow("look-alikes stay")
+            << QStringList{"--name", "Basic model", "https://host/path", "--tag", "hf_small", "desk-top", "sk-1"}
+            << QStringList{"--name", "Basic model", "https://host/path", "--tag", "hf_small", "desk-top", "sk-1"};
     }
 
     void secretsAreRedacted()
@@ -187,6 +204,10 @@ private Q_SLOTS:
             output << QString::fromStdString(argument);
         QCOMPARE(output, expected);
         QVERIFY(isSecretName("AWS_SECRET_ACCESS_KEY") && isSecretName("passwd") && !isSecretName("learning_rate"));
+        QCOMPARE(redactEnvironmentValue("DATABASE_URL", "mysql://root:pw123@localhost/db"),
+                 std::string("mysql://root:") + kRedacted + "@localhost/db");
+        QCOMPARE(redactEnvironmentValue("HF_TOKEN", "anything"), std::string(kRedacted));
+        QCOMPARE(redactEnvironmentValue("PATH", "/usr/bin:/bin"), std::string("/usr/bin:/bin"));
     }
 };
 
