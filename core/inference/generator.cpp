@@ -65,6 +65,14 @@ size_t heldBack(const std::string &text, const std::vector<std::string> &stops)
 
 } // namespace
 
+size_t promptTokenLimit(const ModelConfig &config, const SamplingOptions &options)
+{
+    if (config.family != ModelFamily::Gpt2)
+        return SIZE_MAX;
+    const int64_t room = config.maxPositions - std::max(0, options.maxNewTokens);
+    return room > 0 ? static_cast<size_t>(room) : 0;
+}
+
 Result<GenerationResult> generate(InferenceModel &model, const std::vector<std::vector<int64_t>> &prompts,
                                   const SamplingOptions &options, const TokenCallback &onToken, const Decoder &decoder)
 {
@@ -87,7 +95,7 @@ Result<GenerationResult> generate(InferenceModel &model, const std::vector<std::
     if (options.maxNewTokens < 0)
         return makeError(ErrorCode::InvalidInput,
                          "max new tokens: expected >= 0; got " + std::to_string(options.maxNewTokens));
-    if (config.family == ModelFamily::Gpt2 && promptLength + options.maxNewTokens > config.maxPositions)
+    if (static_cast<uint64_t>(promptLength) > promptTokenLimit(config, options))
         return makeError(ErrorCode::InvalidInput, "prompt (" + std::to_string(promptLength) +
                                                       " tokens) + max new tokens (" +
                                                       std::to_string(options.maxNewTokens) + ") exceed n_positions " +

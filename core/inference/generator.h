@@ -16,6 +16,7 @@
 namespace accel::inference {
 
 class InferenceModel;
+struct ModelConfig;
 
 struct SamplingOptions {
     int maxNewTokens = 32;
@@ -80,6 +81,11 @@ struct Decoder {
     Full full;
     StreamFactory makeStream;
 };
+
+// The most prompt tokens generate() takes for this model and options: GPT-2's learned positions
+// hold the prompt and the new tokens (n_positions - max new tokens, 0 when those alone are too
+// many); rotary families have no such limit (SIZE_MAX).
+size_t promptTokenLimit(const ModelConfig &config, const SamplingOptions &options);
 
 // All prompts must have the same length (no padding in this version).
 Result<GenerationResult> generate(InferenceModel &model, const std::vector<std::vector<int64_t>> &prompts,

@@ -1,5 +1,6 @@
 #include "core/inference/textcodec.h"
 
+#include "core/inference/modelconfig.h"
 #include "core/tokenizer/streamingdecoder.h"
 #include "core/tokenizer/tokenizer.h"
 
@@ -29,6 +30,24 @@ std::vector<int64_t> TextCodec::encode(const std::string &text) const
         return {};
     auto ids = m_impl->tokenizer.encode(text, true);
     return {ids.begin(), ids.end()};
+}
+
+Result<std::vector<int64_t>> TextCodec::encodePrompt(const std::string &text, const ModelConfig &config,
+                                                     const SamplingOptions &options) const
+{
+    if (!m_impl)
+        return std::vector<int64_t>();
+    const size_t limit = promptTokenLimit(config, options);
+    auto ids = m_impl->tokenizer.encodeChecked(text, true, limit);
+    if (!ids) {
+        if (!ids.error().context.empty()) // the tokenizer file's own problem
+            return tl::unexpected(ids.error());
+        return makeError(ErrorCode::InvalidInput,
+                         "prompt: more than " + std::to_string(limit) + " tokens; with max new tokens (" +
+                             std::to_string(options.maxNewTokens) + ") it must fit n_positions " +
+                             std::to_string(config.maxPositions));
+    }
+    return std::vector<int64_t>(ids->begin(), ids->end());
 }
 
 Decoder TextCodec::decoder() const

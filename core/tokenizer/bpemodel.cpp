@@ -3,6 +3,7 @@
 #include "core/common/log.h"
 #include "core/common/utf8.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <queue>
@@ -29,6 +30,19 @@ struct Candidate {
     int32_t result;
     bool operator>(const Candidate &other) const { return rank != other.rank ? rank > other.rank : left > other.left; }
 };
+
+// Calls f(character) for each character of `word`, a stray byte being one character.
+template <typename F>
+void forEachCharacter(std::string_view word, F f)
+{
+    for (size_t pos = 0; pos < word.size();) {
+        size_t length = utf8::validCharLength(word, pos);
+        if (length == 0)
+            length = 1;
+        f(word.substr(pos, length));
+        pos += length;
+    }
+}
 
 } // namespace
 
@@ -73,6 +87,8 @@ Result<std::unique_ptr<BpeModel>> BpeModel::create(const BpeSpec &spec, const st
     }
     model->m_fuseUnk = spec.fuseUnk;
     model->m_byteFallback = spec.byteFallback;
+    for (const auto &entry : spec.vocab)
+        model->m_longestEntry = std::max(model->m_longestEntry, entry.first.size());
     model->m_ignoreMerges = spec.ignoreMerges;
     return model;
 }
@@ -88,6 +104,29 @@ const std::string *BpeModel::tokenText(int32_t id) const
     if (id < 0 || static_cast<size_t>(id) >= m_idToToken.size() || !m_hasId[static_cast<size_t>(id)])
         return nullptr;
     return &m_idToToken[static_cast<size_t>(id)];
+}
+
+bool BpeModel::hasByteTokens(std::string_view character) const
+{
+    if (!m_byteFallback)
+        return false;
+    for (const char c : character)
+        if (m_byteIds[static_cast<unsigned char>(c)] < 0)
+            return false;
+    return true;
+}
+
+size_t BpeModel::minimumTokens(std::string_view word) const
+{
+    // A token merged from characters spells them (its entry is their concatenation), and a byte
+    // token's entry ("<0x41>") is longer than its byte: the characters with a token cover at most
+    // m_longestEntry bytes of the word per token.
+    uint64_t known = 0;
+    forEachCharacter(word, [&](std::string_view character) {
+        if (tokenId(character) >= 0 || hasByteTokens(character))
+            known += character.size();
+    });
+    return static_cast<size_t>((known + m_longestEntry - 1) / m_longestEntry);
 }
 
 void BpeModel::tokenize(std::string_view word, std::vector<int32_t> &out) const
@@ -130,37 +169,27 @@ void BpeModel::mergeWord(std::string_view word, std::vector<int32_t> &out) const
         const auto index = static_cast<int32_t>(symbols.size());
         symbols.push_back({id, index - 1, index + 1, false});
     };
-    for (size_t pos = 0; pos < word.size();) {
-        size_t length = utf8::validCharLength(word, pos);
-        if (length == 0)
-            length = 1;
-        const std::string_view character = word.substr(pos, length);
-        pos += length;
+    forEachCharacter(word, [&](std::string_view character) {
         if (const int32_t id = tokenId(character); id >= 0) {
             push(id);
             previousWasUnk = false;
-            continue;
+            return;
         }
-        if (m_byteFallback) {
-            bool all = true;
+        if (hasByteTokens(character)) {
             for (const char c : character)
-                all = all && m_byteIds[static_cast<unsigned char>(c)] >= 0;
-            if (all) {
-                for (const char c : character)
-                    push(m_byteIds[static_cast<unsigned char>(c)]);
-                previousWasUnk = false;
-                continue;
-            }
+                push(m_byteIds[static_cast<unsigned char>(c)]);
+            previousWasUnk = false;
+            return;
         }
         if (m_unkId < 0) {
             log::debug("tokenizer",
                        "character \"" + std::string(character) + "\" has no token and no unk_token: dropped");
-            continue;
+            return;
         }
         if (!(m_fuseUnk && previousWasUnk))
             push(m_unkId);
         previousWasUnk = true;
-    }
+    });
     if (symbols.empty())
         return;
     symbols.back().next = -1;

@@ -25,6 +25,11 @@ public:
     // Appends the ids of one pre-tokenized word (valid UTF-8) to `out`.
     void tokenize(std::string_view word, std::vector<int32_t> &out) const;
 
+    // A lower bound of the tokens `word` becomes, in one pass without merging: its characters that
+    // have a token (or byte tokens) over the most bytes one token can stand for (the longest
+    // vocabulary entry). Characters that become the unknown token or are dropped count nothing.
+    size_t minimumTokens(std::string_view word) const;
+
     int32_t tokenId(std::string_view token) const;  // -1 when not in the vocabulary
     const std::string *tokenText(int32_t id) const; // nullptr when the id is not in the vocabulary
     size_t size() const { return m_vocab.size(); }
@@ -33,6 +38,8 @@ public:
 private:
     BpeModel() = default;
     void mergeWord(std::string_view word, std::vector<int32_t> &out) const;
+    // byte_fallback is on and every byte of `character` has its <0xNN> token.
+    bool hasByteTokens(std::string_view character) const;
 
     struct Merge {
         int32_t rank;
@@ -52,6 +59,7 @@ private:
     bool m_fuseUnk = false;
     bool m_byteFallback = false;
     bool m_ignoreMerges = false;
+    size_t m_longestEntry = 1; // bytes of the longest vocabulary entry (minimumTokens())
 
     mutable std::mutex m_cacheMutex;
     mutable std::unordered_map<std::string, std::vector<int32_t>> m_cache;

@@ -8,11 +8,14 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 namespace accel::tokenizer {
 
 struct RegexSplitter::Compiled {
     pcre2_code *code = nullptr;
+    std::string pattern; // as the tokenizer wrote it, for messages
+    size_t minimumMatchBytes = 1;
     ~Compiled() { pcre2_code_free(code); }
 };
 
@@ -161,26 +164,66 @@ Result<RegexSplitter> RegexSplitter::create(const std::string &pattern)
     pcre2_jit_compile(code, PCRE2_JIT_COMPLETE); // falls back to the interpreter when JIT is missing
     auto compiled = std::make_shared<Compiled>();
     compiled->code = code;
+    compiled->pattern = pattern;
+    uint32_t minimum = 0; // in characters, each at least one byte
+    if (pcre2_pattern_info(code, PCRE2_INFO_MINLENGTH, &minimum) == 0 && minimum > 0)
+        compiled->minimumMatchBytes = minimum;
     RegexSplitter splitter;
     splitter.m_compiled = std::move(compiled);
     return splitter;
 }
 
+const std::string &RegexSplitter::pattern() const
+{
+    return m_compiled->pattern;
+}
+
+size_t RegexSplitter::minimumMatchBytes() const
+{
+    return m_compiled->minimumMatchBytes;
+}
+
 template <typename Found>
-void RegexSplitter::forEachMatch(std::string_view text, Found found) const
+bool RegexSplitter::forEachMatch(std::string_view text, Found found, std::string *problem) const
 {
     if (text.empty())
-        return;
+        return true;
     pcre2_match_data *match = pcre2_match_data_create_from_pattern(m_compiled->code, nullptr);
+    pcre2_match_context *context = pcre2_match_context_create(nullptr);
     const auto *subject = reinterpret_cast<PCRE2_SPTR>(text.data());
+    const uint64_t budget = kRegexStepsPerByte * text.size() + kRegexBaseSteps;
+    uint64_t charged = 0;
     size_t position = 0;
+    bool complete = true;
     while (position < text.size()) {
-        const int rc =
-            pcre2_match(m_compiled->code, subject, text.size(), position, PCRE2_NO_UTF_CHECK, match, nullptr);
+        // PCRE2 does not say how many steps a match took: try with a small limit and, while it is
+        // hit, again with four times as many, counting every limit tried (at most 5.4 times the
+        // steps the match needed).
+        int rc = PCRE2_ERROR_MATCHLIMIT;
+        for (uint64_t limit = 8; rc == PCRE2_ERROR_MATCHLIMIT && charged < budget; limit *= 4) {
+            const uint64_t allowed = std::min({limit, budget - charged, uint64_t(UINT32_MAX)});
+            pcre2_set_match_limit(context, static_cast<uint32_t>(allowed));
+            rc = pcre2_match(m_compiled->code, subject, text.size(), position, PCRE2_NO_UTF_CHECK, match, context);
+            charged += allowed;
+        }
         if (rc < 0) {
-            if (rc != PCRE2_ERROR_NOMATCH)
-                log::warning("tokenizer", "regular expression stopped with PCRE2 error " + std::to_string(rc) +
-                                              "; the rest of the text is left as it is");
+            if (rc != PCRE2_ERROR_NOMATCH) {
+                complete = false;
+                if (problem) {
+                    PCRE2_UCHAR buffer[256];
+                    pcre2_get_error_message(rc, buffer, sizeof buffer);
+                    const std::string shown = m_compiled->pattern.size() > 80
+                                                  ? m_compiled->pattern.substr(0, 77) + "..."
+                                                  : m_compiled->pattern;
+                    *problem =
+                        rc == PCRE2_ERROR_MATCHLIMIT
+                            ? "regular expression \"" + shown + "\" needs more than " + std::to_string(budget) +
+                                  " steps on a text of " + std::to_string(text.size()) + " bytes (the limit is " +
+                                  std::to_string(kRegexStepsPerByte) + " per byte plus " +
+                                  std::to_string(kRegexBaseSteps) + ")"
+                            : "regular expression \"" + shown + "\" stopped: " + reinterpret_cast<const char *>(buffer);
+                }
+            }
             break;
         }
         const PCRE2_SIZE *ovector = pcre2_get_ovector_pointer(match);
@@ -192,89 +235,128 @@ void RegexSplitter::forEachMatch(std::string_view text, Found found) const
                 ++position;
             continue;
         }
-        found(start, end);
+        if (!found(start, end))
+            break;
         position = end;
     }
+    pcre2_match_context_free(context);
     pcre2_match_data_free(match);
+    return complete;
 }
 
-void RegexSplitter::split(std::string_view text, std::vector<std::string> &out, SplitBehavior behavior,
-                          bool invert) const
+bool RegexSplitter::forEachPiece(std::string_view text, SplitBehavior behavior, bool invert,
+                                 const std::function<bool(std::string_view)> &piece, std::string *problem) const
 {
-    struct Piece {
-        size_t start;
-        size_t end;
-        bool isMatch;
+    // Pieces go out as soon as what follows cannot change them: a merging behaviour holds back at
+    // most one piece.
+    struct Range {
+        size_t start = 0;
+        size_t end = 0;
+        bool isMatch = false;
     };
-    std::vector<Piece> pieces;
-    size_t gapStart = 0;
-    forEachMatch(text, [&](size_t start, size_t end) {
-        if (start > gapStart)
-            pieces.push_back({gapStart, start, invert});
-        pieces.push_back({start, end, !invert});
-        gapStart = end;
-    });
-    if (gapStart < text.size())
-        pieces.push_back({gapStart, text.size(), invert});
-
-    // Merge pieces by their ranges first, then cut the text once.
-    std::vector<std::pair<size_t, size_t>> ranges;
-    bool previousMatch = false;
-    switch (behavior) {
-    case SplitBehavior::Isolated:
-        for (const Piece &p : pieces)
-            ranges.emplace_back(p.start, p.end);
-        break;
-    case SplitBehavior::Removed:
-        for (const Piece &p : pieces)
+    std::optional<Range> held;
+    bool previousMatch = false; // MergedWithPrevious, Contiguous: the last piece seen was a match
+    bool stopped = false;
+    const auto emit = [&](size_t start, size_t end) {
+        if (end > start && !stopped && !piece(text.substr(start, end - start)))
+            stopped = true;
+    };
+    const auto flush = [&] {
+        if (held)
+            emit(held->start, held->end);
+        held.reset();
+    };
+    const auto add = [&](Range p) {
+        switch (behavior) {
+        case SplitBehavior::Isolated:
+            emit(p.start, p.end);
+            break;
+        case SplitBehavior::Removed:
             if (!p.isMatch)
-                ranges.emplace_back(p.start, p.end);
-        break;
-    case SplitBehavior::MergedWithPrevious:
-        for (const Piece &p : pieces) {
-            if (p.isMatch && !previousMatch && !ranges.empty())
-                ranges.back().second = p.end;
-            else
-                ranges.emplace_back(p.start, p.end);
+                emit(p.start, p.end);
+            break;
+        case SplitBehavior::MergedWithPrevious: // a match joins the piece before it, unless that is a match
+        case SplitBehavior::Contiguous: {       // consecutive matches join
+            const bool join = behavior == SplitBehavior::MergedWithPrevious ? !previousMatch : previousMatch;
+            if (held && p.isMatch && join) {
+                held->end = p.end;
+            } else {
+                flush();
+                held = p;
+            }
             previousMatch = p.isMatch;
+            break;
         }
-        break;
-    case SplitBehavior::MergedWithNext:
-        // A match joins the piece after it, unless that piece is a match too.
-        for (auto it = pieces.rbegin(); it != pieces.rend(); ++it) {
-            if (it->isMatch && !previousMatch && !ranges.empty())
-                ranges.back().first = it->start;
-            else
-                ranges.emplace_back(it->start, it->end);
-            previousMatch = it->isMatch;
+        case SplitBehavior::MergedWithNext:
+            // A match joins the piece after it, unless that piece is a match too.
+            if (held && held->isMatch && !p.isMatch) {
+                emit(held->start, p.end);
+                held.reset();
+            } else {
+                flush();
+                if (p.isMatch)
+                    held = p;
+                else
+                    emit(p.start, p.end);
+            }
+            break;
         }
-        std::reverse(ranges.begin(), ranges.end());
-        break;
-    case SplitBehavior::Contiguous:
-        for (size_t i = 0; i < pieces.size(); ++i) {
-            if (i > 0 && pieces[i].isMatch && pieces[i - 1].isMatch)
-                ranges.back().second = pieces[i].end;
-            else
-                ranges.emplace_back(pieces[i].start, pieces[i].end);
-        }
-        break;
-    }
-    for (const auto &[start, end] : ranges)
-        if (end > start)
-            out.emplace_back(text.substr(start, end - start));
+        return !stopped;
+    };
+    size_t gapStart = 0;
+    const bool complete = forEachMatch(
+        text,
+        [&](size_t start, size_t end) {
+            if (start > gapStart && !add({gapStart, start, invert}))
+                return false;
+            gapStart = end;
+            return add({start, end, !invert});
+        },
+        problem);
+    if (!stopped && gapStart < text.size())
+        add({gapStart, text.size(), invert});
+    if (!stopped)
+        flush();
+    return complete;
+}
+
+bool RegexSplitter::split(std::string_view text, std::vector<std::string> &out, SplitBehavior behavior, bool invert,
+                          std::string *problem) const
+{
+    return forEachPiece(
+        text, behavior, invert,
+        [&out](std::string_view piece) {
+            out.emplace_back(piece);
+            return true;
+        },
+        problem);
+}
+
+bool RegexSplitter::replace(std::string_view text, const std::string &content, std::string &out,
+                            std::string *problem) const
+{
+    out.clear();
+    out.reserve(text.size());
+    size_t gapStart = 0;
+    const bool complete = forEachMatch(
+        text,
+        [&](size_t start, size_t end) {
+            out.append(text.substr(gapStart, start - gapStart));
+            out += content;
+            gapStart = end;
+            return true;
+        },
+        problem);
+    out.append(text.substr(gapStart));
+    return complete;
 }
 
 std::string RegexSplitter::replace(std::string_view text, const std::string &content) const
 {
     std::string out;
-    out.reserve(text.size());
-    size_t gapStart = 0;
-    forEachMatch(text, [&](size_t start, size_t end) {
-        out.append(text.substr(gapStart, start - gapStart));
-        out += content;
-        gapStart = end;
-    });
-    out.append(text.substr(gapStart));
+    std::string problem;
+    if (!replace(text, content, out, &problem))
+        log::warning("tokenizer", problem + "; the rest of the text is left as it is");
     return out;
 }
 

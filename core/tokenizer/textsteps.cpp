@@ -3,9 +3,20 @@
 #include "core/common/utf8.h"
 #include "core/tokenizer/bytelevel.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 
 namespace accel::tokenizer {
+
+namespace {
+
+bool startsWith(const std::string &text, const std::string &prefix)
+{
+    return text.compare(0, prefix.size(), prefix) == 0;
+}
+
+} // namespace
 
 void replaceAll(std::string &text, const std::string &from, const std::string &to)
 {
@@ -23,7 +34,7 @@ void replaceAll(std::string &text, const std::string &from, const std::string &t
     text = std::move(out);
 }
 
-std::string normalize(std::string text, const std::vector<NormalizerStep> &steps)
+std::string normalize(std::string text, const std::vector<NormalizerStep> &steps, std::string *problem)
 {
     for (const NormalizerStep &step : steps) {
         switch (step.kind) {
@@ -32,10 +43,15 @@ std::string normalize(std::string text, const std::vector<NormalizerStep> &steps
                 text.insert(0, step.text);
             break;
         case NormalizerStep::Kind::Replace:
-            if (step.regex)
-                text = step.regex->replace(text, step.replacement);
-            else
+            if (step.regex) {
+                std::string out;
+                std::string stopped;
+                if (!step.regex->replace(text, step.replacement, out, &stopped) && problem && problem->empty())
+                    *problem = stopped;
+                text = std::move(out);
+            } else {
                 replaceAll(text, step.text, step.replacement);
+            }
             break;
         }
     }
@@ -44,79 +60,143 @@ std::string normalize(std::string text, const std::vector<NormalizerStep> &steps
 
 namespace {
 
-struct Word {
-    std::string text;
-    bool startsText;
-};
-
-bool startsWith(const std::string &text, const std::string &prefix)
+uint64_t saturatingMultiply(uint64_t a, uint64_t b)
 {
-    return text.compare(0, prefix.size(), prefix) == 0;
+    return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b;
 }
 
-void applyStep(const PreTokenizerStep &step, Word word, std::vector<Word> &out)
+uint64_t saturatingAdd(uint64_t a, uint64_t b)
 {
-    std::vector<std::string> parts;
-    switch (step.kind) {
-    case PreTokenizerStep::Kind::ByteLevel:
-        if (step.addPrefixSpace && !startsWith(word.text, " "))
-            word.text.insert(0, " ");
-        if (step.regex)
-            step.regex->split(word.text, parts);
-        else
-            parts.push_back(word.text);
-        for (size_t i = 0; i < parts.size(); ++i)
-            out.push_back({bytelevel::encode(parts[i]), word.startsText && i == 0});
-        return;
-    case PreTokenizerStep::Kind::Split:
-        step.regex->split(word.text, parts, step.behavior, step.invert);
-        for (size_t i = 0; i < parts.size(); ++i)
-            out.push_back({std::move(parts[i]), word.startsText && i == 0});
-        return;
-    case PreTokenizerStep::Kind::Metaspace: {
-        replaceAll(word.text, " ", step.replacement);
-        const bool prepend = step.prependScheme == PrependScheme::Always ||
-                             (step.prependScheme == PrependScheme::First && word.startsText);
-        if (prepend && !word.text.empty() && !startsWith(word.text, step.replacement))
-            word.text.insert(0, step.replacement);
-        if (!step.splitOnReplacement) {
-            out.push_back(std::move(word));
-            return;
-        }
-        // Each replacement character starts a new word ("▁Hello▁world" -> "▁Hello", "▁world").
-        size_t start = 0;
-        for (size_t hit = word.text.find(step.replacement, 1); hit != std::string::npos;
-             hit = word.text.find(step.replacement, hit + step.replacement.size())) {
-            if (hit > start) {
-                out.push_back({word.text.substr(start, hit - start), word.startsText && start == 0});
-                start = hit;
-            }
-        }
-        if (start < word.text.size())
-            out.push_back({word.text.substr(start), word.startsText && start == 0});
-        return;
-    }
-    }
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+// A Replace of matches at least `matchBytes` long by `replacementBytes`: the text grows at most by
+// this factor (rounded up, never below 1).
+uint64_t replaceFactor(size_t matchBytes, size_t replacementBytes)
+{
+    matchBytes = std::max<size_t>(matchBytes, 1);
+    return std::max<uint64_t>(1, (replacementBytes + matchBytes - 1) / matchBytes);
 }
 
 } // namespace
 
+Growth normalizerGrowth(const std::vector<NormalizerStep> &steps)
+{
+    Growth growth;
+    for (const NormalizerStep &step : steps) {
+        if (step.kind == NormalizerStep::Kind::Prepend) {
+            growth.added = saturatingAdd(growth.added, step.text.size());
+            continue;
+        }
+        const uint64_t factor =
+            replaceFactor(step.regex ? step.regex->minimumMatchBytes() : step.text.size(), step.replacement.size());
+        growth.factor = saturatingMultiply(growth.factor, factor);
+        growth.added = saturatingMultiply(growth.added, factor);
+    }
+    return growth;
+}
+
+Growth decoderGrowth(const std::vector<DecoderStep> &steps)
+{
+    Growth growth;
+    for (const DecoderStep &step : steps) {
+        if (step.kind != DecoderStep::Kind::Replace)
+            continue;
+        const uint64_t factor =
+            replaceFactor(step.regex ? step.regex->minimumMatchBytes() : step.text.size(), step.replacement.size());
+        growth.factor = saturatingMultiply(growth.factor, factor);
+    }
+    return growth;
+}
+
+namespace {
+
+// Applies steps[index...] to `word`, handing the finished words to `sink`; false once `sink` asked
+// to stop. Each step's pieces go on one at a time, so only one piece per step is held.
+bool applySteps(const std::vector<PreTokenizerStep> &steps, size_t index, std::string word, bool startsText,
+                const std::function<bool(std::string &&)> &sink, std::string *problem)
+{
+    if (index == steps.size()) {
+        if (word.empty())
+            return true;
+        return sink(std::move(word));
+    }
+    const PreTokenizerStep &step = steps[index];
+    bool go = true;
+    size_t count = 0;
+    // Hands one piece of this step on; `startsText` only for the first piece of a text's start.
+    const auto next = [&](std::string piece) {
+        go = applySteps(steps, index + 1, std::move(piece), startsText && count++ == 0, sink, problem);
+        return go;
+    };
+    const auto split = [&](const std::string &text, SplitBehavior behavior, bool invert, bool byteLevel) {
+        std::string stopped;
+        const bool complete = step.regex->forEachPiece(
+            text, behavior, invert,
+            [&](std::string_view piece) {
+                return next(byteLevel ? bytelevel::encode(std::string(piece)) : std::string(piece));
+            },
+            &stopped);
+        if (!complete && problem && problem->empty())
+            *problem = stopped;
+    };
+    switch (step.kind) {
+    case PreTokenizerStep::Kind::ByteLevel:
+        if (step.addPrefixSpace && !startsWith(word, " "))
+            word.insert(0, " ");
+        if (step.regex)
+            split(word, SplitBehavior::Isolated, false, true);
+        else
+            next(bytelevel::encode(word));
+        return go;
+    case PreTokenizerStep::Kind::Split:
+        split(word, step.behavior, step.invert, false);
+        return go;
+    case PreTokenizerStep::Kind::Metaspace: {
+        replaceAll(word, " ", step.replacement);
+        const bool prepend =
+            step.prependScheme == PrependScheme::Always || (step.prependScheme == PrependScheme::First && startsText);
+        if (prepend && !word.empty() && !startsWith(word, step.replacement))
+            word.insert(0, step.replacement);
+        if (!step.splitOnReplacement)
+            return next(std::move(word));
+        // Each replacement character starts a new word ("▁Hello▁world" -> "▁Hello", "▁world").
+        size_t start = 0;
+        for (size_t hit = word.find(step.replacement, 1); go && hit != std::string::npos;
+             hit = word.find(step.replacement, hit + step.replacement.size())) {
+            if (hit > start) {
+                next(word.substr(start, hit - start));
+                start = hit;
+            }
+        }
+        if (go && start < word.size())
+            next(word.substr(start));
+        return go;
+    }
+    }
+    return go;
+}
+
+} // namespace
+
+bool forEachWord(const std::string &text, bool startsText, const std::vector<PreTokenizerStep> &steps,
+                 const std::function<bool(std::string &&)> &word, std::string *problem)
+{
+    std::string stopped;
+    applySteps(steps, 0, text, startsText, word, &stopped);
+    if (!stopped.empty() && problem)
+        *problem = stopped;
+    return stopped.empty();
+}
+
 std::vector<std::string> preTokenize(const std::string &text, bool startsText,
                                      const std::vector<PreTokenizerStep> &steps)
 {
-    std::vector<Word> words{{text, startsText}};
-    for (const PreTokenizerStep &step : steps) {
-        std::vector<Word> next;
-        next.reserve(words.size());
-        for (Word &word : words)
-            applyStep(step, std::move(word), next);
-        words = std::move(next);
-    }
     std::vector<std::string> out;
-    out.reserve(words.size());
-    for (Word &word : words)
-        if (!word.text.empty())
-            out.push_back(std::move(word.text));
+    forEachWord(text, startsText, steps, [&out](std::string &&word) {
+        out.push_back(std::move(word));
+        return true;
+    });
     return out;
 }
 

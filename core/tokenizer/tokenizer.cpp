@@ -1,6 +1,7 @@
 #include "core/tokenizer/tokenizer.h"
 
 #include "core/common/fileutil.h"
+#include "core/common/log.h"
 #include "core/common/utf8.h"
 #include "core/tokenizer/addedtokens.h"
 #include "core/tokenizer/bpemodel.h"
@@ -14,6 +15,7 @@
 namespace accel::tokenizer {
 
 struct Tokenizer::Impl {
+    std::string source; // the file, for messages
     std::vector<AddedToken> addedTokens;
     std::unordered_map<int32_t, size_t> addedById;
     std::unordered_map<std::string, int32_t> addedByContent;
@@ -42,6 +44,11 @@ struct Tokenizer::Impl {
         return -1;
     }
     void chooseBosEos(const ConfiguredSpecialTokens &configured);
+    // encode() and encodeChecked(): false when a pattern stopped early (`problem`) or the ids passed
+    // maxTokens (`overLimit`); `ids` then holds what was read so far (all of the text, with the rest
+    // left unsplit, when `lenient` is set and a pattern stopped).
+    bool encode(const std::string &text, bool addSpecialTokens, size_t maxTokens, bool lenient,
+                std::vector<int32_t> &ids, std::string &problem, bool &overLimit) const;
 };
 
 void Tokenizer::Impl::chooseBosEos(const ConfiguredSpecialTokens &configured)
@@ -103,11 +110,37 @@ Result<Tokenizer> Tokenizer::fromJson(const std::string &jsonText, const std::st
     auto spec = readTokenizerSpec(jsonText, source);
     if (!spec)
         return tl::unexpected(spec.error());
+    const struct {
+        const char *what;
+        size_t count;
+    } chains[] = {{"normalizer", spec->normalizers.size()},
+                  {"pre_tokenizer", spec->preTokenizers.size()},
+                  {"decoder", spec->decoders.size()}};
+    for (const auto &chain : chains)
+        if (chain.count > kMaxTextSteps)
+            return makeError(ErrorCode::InvalidInput,
+                             std::string(chain.what) + ": " + std::to_string(chain.count) + " steps (the limit is " +
+                                 std::to_string(kMaxTextSteps) + ")",
+                             source);
+    const struct {
+        const char *what;
+        uint64_t factor;
+    } growths[] = {{"normalizer", normalizerGrowth(spec->normalizers).factor},
+                   {"decoder", decoderGrowth(spec->decoders).factor}};
+    for (const auto &growth : growths)
+        if (growth.factor > kMaxTextGrowth)
+            return makeError(ErrorCode::InvalidInput,
+                             std::string(growth.what) + ": its Replace steps can make a text " +
+                                 (growth.factor == UINT64_MAX ? std::string("more than 18446744073709551614")
+                                                              : std::to_string(growth.factor)) +
+                                 " times longer (the limit is " + std::to_string(kMaxTextGrowth) + ")",
+                             source);
     auto model = BpeModel::create(spec->model, source);
     if (!model)
         return tl::unexpected(model.error());
 
     auto impl = std::make_shared<Impl>();
+    impl->source = source;
     impl->model = std::move(*model);
     impl->normalizers = std::move(spec->normalizers);
     impl->preTokenizers = std::move(spec->preTokenizers);
@@ -140,43 +173,112 @@ Result<Tokenizer> Tokenizer::fromJson(const std::string &jsonText, const std::st
     return tokenizer;
 }
 
-std::vector<int32_t> Tokenizer::encode(const std::string &text, bool addSpecialTokens) const
+bool Tokenizer::Impl::encode(const std::string &text, bool addSpecialTokens, size_t maxTokens, bool lenient,
+                             std::vector<int32_t> &ids, std::string &problem, bool &overLimit) const
 {
-    if (!m_impl)
-        return {};
-    const Impl &d = *m_impl;
-    std::vector<int32_t> ids;
+    // The template's own tokens count against the limit too.
+    size_t templateTokens = 0;
+    if (addSpecialTokens)
+        for (const TemplatePiece &piece : singleTemplate)
+            templateTokens += piece.isSequence ? 0 : piece.ids.size();
+    const size_t limit = maxTokens >= templateTokens ? maxTokens - templateTokens : 0;
+    const auto within = [&] {
+        if (ids.size() <= limit)
+            return true;
+        overLimit = true;
+        return false;
+    };
     std::vector<TextPiece> pieces;
-    d.rawMatcher.split({utf8::toValid(text), -1, true}, pieces);
+    rawMatcher.split({utf8::toValid(text), -1, true}, pieces);
     std::vector<TextPiece> normalizedPieces;
     for (TextPiece &piece : pieces) {
         if (piece.tokenId >= 0) {
             ids.push_back(piece.tokenId);
+            if (!within())
+                return false;
             continue;
         }
         normalizedPieces.clear();
-        d.normalizedMatcher.split({normalize(std::move(piece.text), d.normalizers), -1, piece.startsText},
-                                  normalizedPieces);
+        std::string stopped;
+        std::string normalized = normalize(std::move(piece.text), normalizers, &stopped);
+        if (!stopped.empty() && !lenient) {
+            problem = stopped;
+            return false;
+        }
+        if (!stopped.empty() && problem.empty())
+            problem = stopped;
+        normalizedMatcher.split({std::move(normalized), -1, piece.startsText}, normalizedPieces);
         for (const TextPiece &sub : normalizedPieces) {
             if (sub.tokenId >= 0) {
                 ids.push_back(sub.tokenId);
+                if (!within())
+                    return false;
                 continue;
             }
-            for (const std::string &word : preTokenize(sub.text, sub.startsText, d.preTokenizers))
-                d.model->tokenize(word, ids);
+            stopped.clear();
+            const bool complete = forEachWord(
+                sub.text, sub.startsText, preTokenizers,
+                [&](std::string &&word) {
+                    // A word longer than the tokens left may not fit: a lower bound decides it
+                    // before merging (a 60 MB word needs about 1 GB of merge state).
+                    if (word.size() > limit - ids.size() && ids.size() + model->minimumTokens(word) > limit) {
+                        overLimit = true;
+                        return false;
+                    }
+                    model->tokenize(word, ids);
+                    return within();
+                },
+                &stopped);
+            if (overLimit)
+                return false;
+            if (!complete && !lenient) {
+                problem = stopped;
+                return false;
+            }
+            if (!complete && problem.empty())
+                problem = stopped;
         }
     }
-    if (!addSpecialTokens || d.singleTemplate.empty())
-        return ids;
+    if (!addSpecialTokens || singleTemplate.empty())
+        return true;
     std::vector<int32_t> withTemplate;
-    withTemplate.reserve(ids.size() + 4);
-    for (const TemplatePiece &piece : d.singleTemplate) {
+    withTemplate.reserve(ids.size() + templateTokens);
+    for (const TemplatePiece &piece : singleTemplate) {
         if (piece.isSequence)
             withTemplate.insert(withTemplate.end(), ids.begin(), ids.end());
         else
             withTemplate.insert(withTemplate.end(), piece.ids.begin(), piece.ids.end());
     }
-    return withTemplate;
+    ids = std::move(withTemplate);
+    return true;
+}
+
+std::vector<int32_t> Tokenizer::encode(const std::string &text, bool addSpecialTokens) const
+{
+    if (!m_impl)
+        return {};
+    std::vector<int32_t> ids;
+    std::string problem;
+    bool overLimit = false;
+    m_impl->encode(text, addSpecialTokens, SIZE_MAX, true, ids, problem, overLimit);
+    if (!problem.empty())
+        log::warning("tokenizer", m_impl->source + ": " + problem + "; the rest of the text was left unsplit");
+    return ids;
+}
+
+Result<std::vector<int32_t>> Tokenizer::encodeChecked(const std::string &text, bool addSpecialTokens,
+                                                      size_t maxTokens) const
+{
+    if (!m_impl)
+        return std::vector<int32_t>();
+    std::vector<int32_t> ids;
+    std::string problem;
+    bool overLimit = false;
+    if (m_impl->encode(text, addSpecialTokens, maxTokens, false, ids, problem, overLimit))
+        return ids;
+    if (overLimit)
+        return makeError(ErrorCode::InvalidInput, "more than " + std::to_string(maxTokens) + " tokens");
+    return makeError(ErrorCode::InvalidInput, problem, m_impl->source);
 }
 
 std::string Tokenizer::decode(const std::vector<int32_t> &ids, bool skipSpecialTokens) const

@@ -6,6 +6,7 @@
 
 #include "core/common/result.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -26,8 +27,16 @@ public:
     static Result<Tokenizer> fromJson(const std::string &jsonText, const std::string &source = "tokenizer.json");
 
     // Invalid UTF-8 in `text` is read as U+FFFD. With addSpecialTokens the post-processor's
-    // template is applied (Llama: BOS in front).
+    // template is applied (Llama: BOS in front). A pattern that runs past its step budget
+    // (regexsplitter.h: a hostile tokenizer.json) leaves the rest of its text unsplit, with a
+    // warning in the log; text from outside goes through encodeChecked() instead.
     std::vector<int32_t> encode(const std::string &text, bool addSpecialTokens = true) const;
+    // encode() that fails instead: InvalidInput naming the tokenizer file when a pattern runs past
+    // its step budget, and "more than N tokens" as soon as the ids (template tokens included) pass
+    // maxTokens, before the rest of the text is pre-tokenized: memory and time stay those of the
+    // text read so far.
+    Result<std::vector<int32_t>> encodeChecked(const std::string &text, bool addSpecialTokens = true,
+                                               size_t maxTokens = SIZE_MAX) const;
     std::string decode(const std::vector<int32_t> &ids, bool skipSpecialTokens = false) const;
 
     // The vocabulary string of an id ("" for an unknown id) and back (-1 when absent).

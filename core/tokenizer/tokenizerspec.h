@@ -80,6 +80,13 @@ struct TokenizerSpec {
     BpeSpec model;
 };
 
+// Published tokenizers chain a handful of normalizers, pre-tokenizers and decoders, and their
+// Replace steps lengthen a text a few times at most (Llama's " " -> "\u2581" triples a space). A
+// tokenizer.json beyond either limit is refused at load: eight chained Replace steps that each
+// multiply by 16 made an 11-character prompt 1.84 GB.
+constexpr size_t kMaxTextSteps = 64;
+constexpr uint64_t kMaxTextGrowth = 64;
+
 // The largest tokenizer.json read (the biggest published ones are tens of megabytes), and the
 // largest tokenizer_config.json / generation_config.json.
 constexpr uint64_t kMaxTokenizerJsonBytes = 128u << 20;

@@ -13,6 +13,8 @@
 // Replace(" " -> "▁"), byte fallback, fuse_unk, template "<s> $A".
 #include "fixtures.h"
 
+#include "core/common/log.h"
+
 #include <QJsonArray>
 
 #include <random>
@@ -42,6 +44,8 @@ private Q_SLOTS:
     void addedTokensLongestFirst();
     void regexReplace();
     void splittingPreTokenizers();
+    void backtrackingPatternStopsAtItsBudget();
+    void encodeStopsAtTheTokenLimit();
     void roundTrips();
     void longPromptRoundTrip();
     void concurrentEncode();
@@ -443,6 +447,72 @@ void tst_Tokenizer::splittingPreTokenizers()
         {QStringLiteral("behavior"), QStringLiteral("Removed")},
         {QStringLiteral("invert"), false}};
     ACCEL_COMPARE_IDS(with(removeDashes).encode("1-2--12", false), (Ids{49, 50, 269}));
+}
+
+// Regression (hardening round 3): a Split regex that backtracks, .{0,300}.{0,300}.{0,300}Q|., took
+// 64 s on a 2 KB prompt (each match cost millions of PCRE2 steps). The steps of a text are bounded
+// by its size now: encodeChecked() refuses, naming the file and the limit, after about one such
+// match; encode() keeps the rest of the text unsplit and says so in the log.
+void tst_Tokenizer::backtrackingPatternStopsAtItsBudget()
+{
+    QTemporaryDir dir;
+    const Tokenizer tokenizer = accel::test::loadVariant(dir, "gpt2-tiny.json", [](QJsonObject &root) {
+        const QJsonObject split{{QStringLiteral("type"), QStringLiteral("Split")},
+                                {QStringLiteral("pattern"),
+                                 QJsonObject{{QStringLiteral("Regex"), QStringLiteral(".{0,300}.{0,300}.{0,300}Q|.")}}},
+                                {QStringLiteral("behavior"), QStringLiteral("Isolated")},
+                                {QStringLiteral("invert"), false}};
+        const QJsonObject byteLevel{{QStringLiteral("type"), QStringLiteral("ByteLevel")},
+                                    {QStringLiteral("add_prefix_space"), false},
+                                    {QStringLiteral("use_regex"), false}};
+        root[QStringLiteral("pre_tokenizer")] =
+            QJsonObject{{QStringLiteral("type"), QStringLiteral("Sequence")},
+                        {QStringLiteral("pretokenizers"), QJsonArray{split, byteLevel}}};
+    });
+    const std::string prompt(2048, 'a');
+    auto refused = tokenizer.encodeChecked(prompt, false);
+    QVERIFY(!refused);
+    QCOMPARE(refused.error().code, accel::ErrorCode::InvalidInput);
+    QCOMPARE(QString::fromStdString(refused.error().context), dir.filePath(QStringLiteral("variant.json")));
+    QCOMPARE(QString::fromStdString(refused.error().message),
+             QStringLiteral("regular expression \".{0,300}.{0,300}.{0,300}Q|.\" needs more than 165536 steps on a "
+                            "text of 2048 bytes (the limit is 32 per byte plus 100000)"));
+    // The lenient path: what was split so far, the rest as one word, and a warning in the log.
+    std::vector<std::string> warnings;
+    accel::log::setSink([&warnings](accel::log::Level, const std::string &, const std::string &message) {
+        warnings.push_back(message);
+    });
+    const bool encoded = !tokenizer.encode(prompt, false).empty();
+    accel::log::setSink({});
+    QVERIFY(encoded);
+    QCOMPARE(warnings.size(), size_t(1));
+    QVERIFY2(warnings[0].find("; the rest of the text was left unsplit") != std::string::npos, warnings[0].c_str());
+    // A pattern of published tokenizers needs no more than a step or two per byte, a long
+    // whitespace run included (one match over all of it).
+    const Tokenizer gpt2 = accel::test::loadFixture("gpt2-split.json");
+    QVERIFY(gpt2.encodeChecked(std::string(1 << 20, ' ') + "x", false));
+}
+
+// Regression (hardening round 3): a 60 MB prompt was tokenized whole (52 M tokens, 13 s, 1.7 GB)
+// before the context-length check. encodeChecked() stops as soon as the ids pass the limit, and a
+// word that alone needs more tokens than are left is refused before it is merged.
+void tst_Tokenizer::encodeStopsAtTheTokenLimit()
+{
+    const Tokenizer tokenizer = accel::test::loadFixture("gpt2-tiny.json");
+    const auto within = tokenizer.encodeChecked("the lower", true, 3);
+    QVERIFY(within);
+    ACCEL_COMPARE_IDS(*within, tokenizer.encode("the lower", true));
+    auto over = tokenizer.encodeChecked("the lower the", true, 3);
+    QVERIFY(!over);
+    QCOMPARE(over.error().message, std::string("more than 3 tokens"));
+    // One word of 4 MB: at least 4 MB / the longest entry ("Ġlower", 7 bytes) tokens, refused unmerged.
+    over = tokenizer.encodeChecked(std::string(4 << 20, 'x'), false, 100);
+    QVERIFY(!over);
+    QCOMPARE(over.error().message, std::string("more than 100 tokens"));
+    // Llama's template token (<s>) counts: 1 + 2 ids fit 3, not 2.
+    const Tokenizer llama = accel::test::loadFixture("llama-tiny.json");
+    QVERIFY(llama.encodeChecked("the low", true, 3));
+    QVERIFY(!llama.encodeChecked("the low", true, 2));
 }
 
 void tst_Tokenizer::roundTrips()

@@ -164,6 +164,34 @@ void tst_TokenizerLoad::invalid_data()
     QTest::newRow("deep normalizer") << QString::fromStdString(minimal(R"("normalizer": )" + std::string(5000, '[') +
                                                                        std::string(5000, ']')))
                                      << "JSON nested deeper than 64 levels";
+    // Regression (hardening round 3): eight chained Replace normalizers, each making one "a" sixteen,
+    // turned an 11-character prompt into 1.84 GB and then aborted. The growth a chain can cause is
+    // bounded at load (64 times); so is the number of steps (64).
+    std::string chain;
+    for (int i = 0; i < 8; ++i)
+        chain += std::string(i ? ", " : "") + R"({"type": "Replace", "pattern": {"String": "a"}, "content": ")" +
+                 std::string(16, 'a') + "\"}";
+    QTest::newRow("normalizer growth")
+        << QString::fromStdString(minimal(R"("normalizer": {"type": "Sequence", "normalizers": [)" + chain + "]}"))
+        << "normalizer: its Replace steps can make a text 4294967296 times longer (the limit is 64)";
+    QTest::newRow("regex normalizer growth")
+        << QString::fromStdString(
+               minimal(R"("normalizer": {"type": "Replace", "pattern": {"Regex": "a|b"}, "content": ")" +
+                       std::string(65, 'x') + "\"}"))
+        << "normalizer: its Replace steps can make a text 65 times longer (the limit is 64)";
+    std::string decoders;
+    for (int i = 0; i < 3; ++i)
+        decoders += std::string(i ? ", " : "") + R"({"type": "Replace", "pattern": {"String": "ab"}, "content": ")" +
+                    std::string(40, 'b') + "\"}";
+    QTest::newRow("decoder growth") << QString::fromStdString(minimal(
+                                           R"("decoder": {"type": "Sequence", "decoders": [)" + decoders + "]}"))
+                                    << "decoder: its Replace steps can make a text 8000 times longer (the limit is 64)";
+    std::string many;
+    for (int i = 0; i < 65; ++i)
+        many += std::string(i ? ", " : "") + R"({"type": "Replace", "pattern": {"String": "x"}, "content": "y"})";
+    QTest::newRow("too many steps") << QString::fromStdString(minimal(
+                                           R"("normalizer": {"type": "Sequence", "normalizers": [)" + many + "]}"))
+                                    << "normalizer: 65 steps (the limit is 64)";
 }
 
 void tst_TokenizerLoad::invalid()
