@@ -19,6 +19,8 @@
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QLabel>
+#include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSettings>
@@ -105,6 +107,7 @@ private Q_SLOTS:
     void killedWorkerShowsBannerAndLoadsAgain();
     void unloadEndsTheWorker();
     void badFolderAndModelTypeShowBanner();
+    void mistypedFolderIsSaidAtOnceAndTheModelStaysLoaded();
     void bigModelsPageRemembersTheFolder();
     void emptyMapNamesThePlaygroundsOwnStep();
 
@@ -313,6 +316,45 @@ void tst_Playground::unloadEndsTheWorker()
     QVERIFY(!page.findChild<QPushButton *>(QStringLiteral("generateButton"))->isEnabled());
 }
 
+// Regression: a mistyped folder left "Planning the device map…" on the page for good, with the
+// model loaded before still loaded and nothing saying so.
+void tst_Playground::mistypedFolderIsSaidAtOnceAndTheModelStaysLoaded()
+{
+    if (!needWorker())
+        QSKIP("accel-worker is not built in this build tree (needs libtorch)");
+    PlaygroundPage page;
+    page.show();
+    loadModel(page);
+    const qint64 worker = page.client()->processId();
+    auto *field = page.findChild<QLineEdit *>(QStringLiteral("playgroundModel"));
+    QVERIFY(field);
+    const QString typo = m_dir.filePath(QStringLiteral("tiny-gtp2"));
+    field->selectAll();
+    QTest::keyClicks(field, typo);
+    QTest::keyClick(field, Qt::Key_Return); // editingFinished: the folder is planned
+    // Said at once (no planning on a worker thread to wait for), naming the folder.
+    QVERIFY2(page.errorText().contains(QStringLiteral("No folder ") + typo), qPrintable(page.errorText()));
+    QVERIFY(!page.isPlanning());
+    auto *status = page.findChild<QLabel *>(QStringLiteral("modelStatus"));
+    QVERIFY2(!status->text().contains(QStringLiteral("Planning")) &&
+                 status->text().contains(QStringLiteral("still loaded")) && status->text().contains(m_model),
+             qPrintable(status->text()));
+    // Load refuses it before anything is sent: the model loaded before is still the loaded one.
+    QSignalSpy errors(&page, &PlaygroundPage::errorShown);
+    QTest::mouseClick(page.findChild<QPushButton *>(QStringLiteral("loadButton")), Qt::LeftButton);
+    QCOMPARE(errors.size(), 1);
+    QVERIFY(errors.first().first().toString().contains(typo));
+    QCOMPARE(page.state(), PlaygroundPage::State::Ready);
+    QCOMPARE(page.client()->processId(), worker);
+    QCOMPARE(page.loadedInfo().value(QStringLiteral("model")).toString(), m_model);
+    page.sampling()->setMaxNewTokens(5);
+    QSignalSpy finished(&page, &PlaygroundPage::generationFinished);
+    page.setPrompt(QStringLiteral("the"));
+    page.generate();
+    QVERIFY(finished.wait(60000)); // it still answers
+    QVERIFY(page.lastStats().newTokens >= 1);
+}
+
 void tst_Playground::badFolderAndModelTypeShowBanner()
 {
     if (!needWorker())
@@ -320,7 +362,9 @@ void tst_Playground::badFolderAndModelTypeShowBanner()
     PlaygroundPage page;
     page.client()->setProgram(workerProgram());
     QSignalSpy errors(&page, &PlaygroundPage::errorShown);
-    page.setModelPath(m_dir.filePath(QStringLiteral("no-such-folder")));
+    const QString empty = m_dir.filePath(QStringLiteral("empty-folder")); // there, but no model in it
+    QVERIFY(QDir().mkpath(empty));
+    page.setModelPath(empty);
     page.load();
     QVERIFY(QTest::qWaitFor([&] { return !errors.isEmpty(); }, 60000));
     QVERIFY2(page.errorText().contains(QStringLiteral("config.json")), qPrintable(page.errorText()));

@@ -6,7 +6,9 @@
 #include "app/studio/bigmodel/playgroundrequest.h"
 #include "app/studio/bigmodel/playgroundsampling.h"
 
+#include <QDir>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -171,6 +173,25 @@ bool PlaygroundPage::isPlanning() const
     return m_watcher->isRunning();
 }
 
+QString PlaygroundPage::folderProblem(const QString &path) const
+{
+    const QFileInfo folder(path);
+    if (path.isEmpty())
+        return tr("Choose a model folder first.");
+    if (!folder.exists())
+        return tr("No folder %1.").arg(QDir::toNativeSeparators(path));
+    if (!folder.isDir())
+        return tr("%1 is not a folder.").arg(QDir::toNativeSeparators(path));
+    return {};
+}
+
+QString PlaygroundPage::stillLoadedText() const
+{
+    return m_state == State::NoModel
+               ? tr("Not loaded.")
+               : tr("%1 (still loaded)").arg(m_loadedStatus.isEmpty() ? tr("A model is loaded") : m_loadedStatus);
+}
+
 void PlaygroundPage::startPlanning()
 {
     if (m_watcher->isRunning()) {
@@ -180,7 +201,19 @@ void PlaygroundPage::startPlanning()
     DeviceMapRequest request;
     request.modelPath = modelPath();
     m_plannedPath = request.modelPath;
-    m_modelStatus->setText(tr("Planning the device map…"));
+    // A folder that is not there is said at once (no planning to wait for); a loaded model stays.
+    if (const QString problem = folderProblem(request.modelPath); !problem.isEmpty() && !request.modelPath.isEmpty()) {
+        m_planError = problem;
+        m_lanes->setPlan(DeviceMapPlan());
+        m_lanesPath.clear();
+        showError(problem);
+        m_modelStatus->setText(stillLoadedText());
+        updateMemory();
+        return;
+    }
+    clearError();
+    if (m_state == State::NoModel)
+        m_modelStatus->setText(tr("Planning the device map…"));
     m_watcher->setFuture(QtConcurrent::run(computeDeviceMap, request));
 }
 
@@ -197,8 +230,12 @@ void PlaygroundPage::finishPlanning()
     m_lanesPath = outcome.error.isEmpty() ? m_plannedPath : QString();
     if (m_state != State::NoModel) {
         // Keep the loaded model's status line; the lanes show the new plan.
-        if (outcome.error.isEmpty())
+        if (outcome.error.isEmpty()) {
             Q_EMIT modelPathChosen(m_plannedPath);
+        } else if (m_state != State::Loading) { // a load under way reports on its folder itself
+            showError(tr("Cannot plan %1: %2").arg(QDir::toNativeSeparators(m_plannedPath), outcome.error));
+            m_modelStatus->setText(stillLoadedText());
+        }
     } else if (!outcome.error.isEmpty()) {
         m_modelStatus->setText(tr("Cannot plan this folder: %1").arg(outcome.error));
     } else {
@@ -220,12 +257,14 @@ QJsonObject PlaygroundPage::loadRequest() const
 void PlaygroundPage::load()
 {
     const QString path = modelPath();
-    if (path.isEmpty()) {
-        showError(tr("Choose a model folder first."));
-        return;
-    }
     if (m_state == State::Generating || m_state == State::Stopping || m_state == State::Loading)
         return;
+    // Said before anything is sent: the model loaded now stays loaded.
+    if (const QString problem = folderProblem(path); !problem.isEmpty()) {
+        showError(problem);
+        m_modelStatus->setText(stillLoadedText());
+        return;
+    }
     clearError();
     if (m_plannedPath != path)
         startPlanning();
@@ -277,13 +316,14 @@ void PlaygroundPage::onLoaded(const QJsonObject &event)
 {
     m_loaded = event;
     setState(State::Ready);
-    m_modelStatus->setText(
+    m_loadedStatus =
         tr("Loaded %1 (%2, %3 layers, vocabulary %4%5).")
             .arg(event.value(QStringLiteral("model")).toString(), event.value(QStringLiteral("model_type")).toString())
             .arg(event.value(QStringLiteral("layers")).toInt())
             .arg(event.value(QStringLiteral("vocab_size")).toInt())
             .arg(event.value(QStringLiteral("tokenizer")).toBool() ? QString()
-                                                                   : tr("; no tokenizer.json: prompts are token ids")));
+                                                                   : tr("; no tokenizer.json: prompts are token ids"));
+    m_modelStatus->setText(m_loadedStatus);
     updateMemory();
     Q_EMIT modelLoaded();
 }

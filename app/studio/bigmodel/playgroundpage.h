@@ -75,6 +75,8 @@ private:
     void browse();
     void startPlanning();
     void finishPlanning();
+    QString folderProblem(const QString &path) const; // "No folder /x." and the like; "" when usable
+    QString stillLoadedText() const;                  // the status line when a folder was refused
     void setState(State state);
     void showError(const QString &message);
     void clearError();
@@ -105,6 +107,7 @@ private:
     QString m_planError;
     State m_state = State::NoModel;
     QJsonObject m_loaded;
+    QString m_loadedStatus; // "Loaded NAME (...)" of the model loaded now
     QString m_generationId;
     bool m_idsPrompt = false;
 };
