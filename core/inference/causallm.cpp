@@ -37,13 +37,19 @@ void KVCache::clear()
 
 Result<std::unique_ptr<CausalLM>> createCausalLM(const ModelConfig &config)
 {
+    std::unique_ptr<CausalLM> model;
     switch (config.family) {
     case ModelFamily::Gpt2:
-        return std::unique_ptr<CausalLM>(std::make_unique<Gpt2Model>(config));
+        model = std::make_unique<Gpt2Model>(config);
+        break;
     case ModelFamily::Llama:
-        return std::unique_ptr<CausalLM>(std::make_unique<LlamaModel>(config));
+        model = std::make_unique<LlamaModel>(config);
+        break;
     }
-    return makeError(ErrorCode::Unsupported, "model_type '" + config.modelType + "' has no C++ implementation");
+    if (!model)
+        return makeError(ErrorCode::Unsupported, "model_type '" + config.modelType + "' has no C++ implementation");
+    model->eval(); // inference; training switches it with train()
+    return model;
 }
 
 } // namespace accel::inference

@@ -1,11 +1,15 @@
 // The causal language models on libtorch, created from config.json's model_type, and their
-// key/value cache. Includes libtorch: only torch .cpp files include it.
+// key/value cache. One implementation serves inference (generate, infer, the playground) and
+// training (the causal_lm recipe): training runs each block and the whole forward through the
+// runners it sets (the Accelerator's sharding units, gradient checkpointing). Includes libtorch:
+// only torch .cpp files include it.
 #pragma once
 
 #include "core/common/result.h"
 #include "core/inference/layers.h"
 #include "core/inference/modelconfig.h"
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -37,6 +41,20 @@ public:
     {}
     const ModelConfig &config() const { return m_config; }
 
+    // How a block's forward (`body`, the block applied to its input) and the whole forward run.
+    // Without runners they run directly. A BlockRunner may call `body` again later (gradient
+    // checkpointing recomputes it in backward): bodies own what they capture.
+    using BlockBody = std::function<at::Tensor(const at::Tensor &)>;
+    using BlockRunner = std::function<at::Tensor(size_t block, const at::Tensor &input, const BlockBody &body)>;
+    using ModelRunner = std::function<at::Tensor(const std::function<at::Tensor()> &forward)>;
+    void setRunners(BlockRunner block, ModelRunner model)
+    {
+        m_blockRunner = std::move(block);
+        m_modelRunner = std::move(model);
+    }
+    // The repeated blocks (LlamaDecoderLayer, GPT2Block), in order: sharding units.
+    virtual std::vector<std::shared_ptr<Module>> blocks() const = 0;
+
     // Logits [B, T, vocab] (float32) for input ids [B, T] (int64). With a cache, the ids continue
     // after the cached positions and their keys/values are appended. With lastOnly only the last
     // position's logits are computed ([B, 1, vocab]).
@@ -44,8 +62,20 @@ public:
     // Prefix of the repeated blocks ("transformer.h" / "model.layers").
     virtual std::string blockPrefix() const = 0;
 
+protected:
+    at::Tensor runBlock(size_t block, const at::Tensor &input, const BlockBody &body) const
+    {
+        return m_blockRunner ? m_blockRunner(block, input, body) : body(input);
+    }
+    at::Tensor runModel(const std::function<at::Tensor()> &forward) const
+    {
+        return m_modelRunner ? m_modelRunner(forward) : forward();
+    }
+
 private:
     ModelConfig m_config;
+    BlockRunner m_blockRunner;
+    ModelRunner m_modelRunner;
 };
 
 Result<std::unique_ptr<CausalLM>> createCausalLM(const ModelConfig &config);

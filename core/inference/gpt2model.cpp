@@ -3,7 +3,8 @@
 namespace accel::inference {
 
 Gpt2Attention::Gpt2Attention(const ModelConfig &config)
-    : DeviceModule("GPT2Attention"), m_heads(config.numHeads), m_headDim(config.headDim)
+    : DeviceModule("GPT2Attention"), m_heads(config.numHeads), m_headDim(config.headDim),
+      m_attentionDropout(config.attentionDropout), m_residualDropout(config.residualDropout)
 {
     m_qkv = addChild("c_attn", std::make_unique<Conv1D>(config.hiddenSize, 3 * config.hiddenSize));
     m_proj = addChild("c_proj", std::make_unique<Conv1D>(config.hiddenSize, config.hiddenSize));
@@ -17,11 +18,14 @@ at::Tensor Gpt2Attention::forward(const at::Tensor &x, KVCache *cache, size_t la
     at::Tensor q = qkv[0], k = qkv[1], v = qkv[2];
     if (cache)
         std::tie(k, v) = cache->append(layer, k, v);
-    auto out = causalAttention(q, k, v).transpose(1, 2).reshape({batch, tokens, m_heads * m_headDim});
-    return m_proj->forward(out);
+    auto out = causalAttention(q, k, v, is_training() ? m_attentionDropout : 0.0)
+                   .transpose(1, 2)
+                   .reshape({batch, tokens, m_heads * m_headDim});
+    return dropoutIn(*this, m_proj->forward(out), m_residualDropout);
 }
 
-Gpt2Block::Gpt2Block(const ModelConfig &config) : DeviceModule("GPT2Block"), m_activation(config.activation)
+Gpt2Block::Gpt2Block(const ModelConfig &config)
+    : DeviceModule("GPT2Block"), m_activation(config.activation), m_residualDropout(config.residualDropout)
 {
     m_ln1 = addChild("ln_1", std::make_unique<LayerNorm>(config.hiddenSize, config.normEps));
     m_attn = addChild("attn", std::make_unique<Gpt2Attention>(config));
@@ -38,7 +42,8 @@ at::Tensor Gpt2Block::forward(const at::Tensor &x, KVCache *cache, size_t layer)
     auto h = toDevice(x);
     h = h + m_attn->forward(m_ln1->forward(h), cache, layer);
     ForwardScope mlpScope(*m_mlp);
-    return h + m_proj->forward(activate(m_fc->forward(m_ln2->forward(h)), m_activation));
+    return h + dropoutIn(*this, m_proj->forward(activate(m_fc->forward(m_ln2->forward(h)), m_activation)),
+                         m_residualDropout);
 }
 
 Gpt2Model::Gpt2Model(const ModelConfig &config) : CausalLM("GPT2LMHeadModel", config)
@@ -49,6 +54,8 @@ Gpt2Model::Gpt2Model(const ModelConfig &config) : CausalLM("GPT2LMHeadModel", co
     auto blocks = std::make_unique<Container>("ModuleList");
     for (int64_t i = 0; i < config.numLayers; ++i)
         m_blocks.push_back(blocks->add(std::to_string(i), std::make_unique<Gpt2Block>(config)));
+    for (const auto &entry : blocks->children())
+        m_blockModules.push_back(entry.second);
     transformer->add("h", std::move(blocks));
     m_lnf = transformer->add("ln_f", std::make_unique<LayerNorm>(config.hiddenSize, config.normEps));
     addChild("transformer", std::move(transformer));
@@ -59,20 +66,24 @@ Gpt2Model::Gpt2Model(const ModelConfig &config) : CausalLM("GPT2LMHeadModel", co
 at::Tensor Gpt2Model::forward(const at::Tensor &inputIds, KVCache *cache, bool lastOnly)
 {
     ForwardScope scope(*this);
-    const int64_t past = cache ? cache->length() : 0;
-    const int64_t tokens = inputIds.size(1);
-    auto positions = at::arange(past, past + tokens, at::TensorOptions().dtype(at::kLong));
-    auto h = m_wte->forward(inputIds);
-    h = h + m_wpe->forward(positions).to(h.device()).unsqueeze(0);
-    for (size_t i = 0; i < m_blocks.size(); ++i)
-        h = m_blocks[i]->forward(h, cache, i);
-    if (cache)
-        cache->advance(tokens);
-    if (lastOnly)
-        h = h.narrow(1, tokens - 1, 1);
-    h = m_lnf->forward(h);
-    auto logits = m_lmHead ? m_lmHead->forward(h) : m_wte->project(h);
-    return logits.to(executionDevice(), at::kFloat);
+    return runModel([&] {
+        const int64_t past = cache ? cache->length() : 0;
+        const int64_t tokens = inputIds.size(1);
+        auto positions = at::arange(past, past + tokens, at::TensorOptions().dtype(at::kLong));
+        auto h = m_wte->forward(inputIds);
+        h = dropoutIn(*this, h + m_wpe->forward(positions).to(h.device()).unsqueeze(0), config().embeddingDropout);
+        for (size_t i = 0; i < m_blocks.size(); ++i) {
+            Gpt2Block *block = m_blocks[i];
+            h = runBlock(i, h, [block, cache, i](const at::Tensor &x) { return block->forward(x, cache, i); });
+        }
+        if (cache)
+            cache->advance(tokens);
+        if (lastOnly)
+            h = h.narrow(1, tokens - 1, 1);
+        h = m_lnf->forward(h);
+        auto logits = m_lmHead ? m_lmHead->forward(h) : m_wte->project(h);
+        return logits.to(executionDevice(), at::kFloat);
+    });
 }
 
 } // namespace accel::inference

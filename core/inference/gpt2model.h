@@ -17,6 +17,7 @@ private:
     Conv1D *m_qkv;
     Conv1D *m_proj;
     int64_t m_heads, m_headDim;
+    double m_attentionDropout, m_residualDropout;
 };
 
 class Gpt2Block : public DeviceModule {
@@ -32,6 +33,7 @@ private:
     Conv1D *m_fc;
     Conv1D *m_proj;
     std::string m_activation;
+    double m_residualDropout;
 };
 
 class Gpt2Model : public CausalLM {
@@ -39,11 +41,13 @@ public:
     explicit Gpt2Model(const ModelConfig &config);
     at::Tensor forward(const at::Tensor &inputIds, KVCache *cache, bool lastOnly = false) override;
     std::string blockPrefix() const override { return "transformer.h"; }
+    std::vector<std::shared_ptr<Module>> blocks() const override { return m_blockModules; }
 
 private:
     Embedding *m_wte;
     Embedding *m_wpe;
     std::vector<Gpt2Block *> m_blocks;
+    std::vector<std::shared_ptr<Module>> m_blockModules;
     LayerNorm *m_lnf;
     Linear *m_lmHead = nullptr; // null when tied to wte
 };

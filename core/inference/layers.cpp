@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 namespace accel::inference {
 
@@ -43,7 +44,37 @@ at::Tensor linearRows(const at::Tensor &x, const at::Tensor &weight, const at::T
 }
 } // namespace
 
-Linear::Linear(int64_t in, int64_t out, bool bias) : DeviceModule("Linear")
+at::Tensor dropoutIn(const torch::nn::Module &module, const at::Tensor &x, double p)
+{
+    return p > 0 && module.is_training() ? at::dropout(x, p, /*train=*/true) : x;
+}
+
+void LoraAdaptable::attachLora(const LoraSettings &settings)
+{
+    if (m_loraA)
+        throw std::logic_error("attachLora: " + typeName() + " has a LoRA branch already");
+    m_lora = settings;
+    m_loraA = addChild("lora_A", std::make_unique<Linear>(inFeatures(), settings.rank, false));
+    m_loraB = addChild("lora_B", std::make_unique<Linear>(settings.rank, outFeatures(), false));
+    m_loraA->setExecutionDevice(executionDevice(), false);
+    m_loraB->setExecutionDevice(executionDevice(), false);
+    if (!is_training()) {
+        m_loraA->eval();
+        m_loraB->eval();
+    }
+}
+
+at::Tensor LoraAdaptable::withLora(const at::Tensor &x, const at::Tensor &out)
+{
+    if (!m_loraA)
+        return out;
+    // In the adapter's dtype, as peft casts the input to lora_A's (a bfloat16 base, a float32 adapter).
+    const auto type = m_loraA->baseWeight()->value.scalar_type();
+    auto branch = m_loraB->forward(m_loraA->forward(dropoutIn(*this, x, m_lora.dropout).to(type)));
+    return out + (branch * m_lora.scaling).to(out.scalar_type());
+}
+
+Linear::Linear(int64_t in, int64_t out, bool bias) : LoraAdaptable("Linear")
 {
     m_weight = addParameter("weight", {out, in});
     if (bias)
@@ -53,10 +84,11 @@ Linear::Linear(int64_t in, int64_t out, bool bias) : DeviceModule("Linear")
 at::Tensor Linear::forward(const at::Tensor &x)
 {
     ForwardScope scope(*this);
-    return linearRows(toDevice(x), m_weight->value, m_bias ? m_bias->value : at::Tensor());
+    auto input = toDevice(x);
+    return withLora(input, linearRows(input, m_weight->value, m_bias ? m_bias->value : at::Tensor()));
 }
 
-Conv1D::Conv1D(int64_t in, int64_t out) : DeviceModule("Conv1D"), m_out(out)
+Conv1D::Conv1D(int64_t in, int64_t out) : LoraAdaptable("Conv1D"), m_out(out)
 {
     m_weight = addParameter("weight", {in, out});
     m_bias = addParameter("bias", {out});
@@ -70,8 +102,9 @@ at::Tensor Conv1D::forward(const at::Tensor &x)
     auto rows = input.reshape({-1, sizes.back()});
     sizes.back() = m_out;
     if (isSingleCpuFloatRow(rows) && m_weight->value.scalar_type() == at::kFloat)
-        return at::addmv(m_bias->value, m_weight->value.t(), rows[0]).view(sizes); // weight is [in, out]
-    return at::addmm(m_bias->value, rows, m_weight->value).view(sizes);
+        return withLora(input,
+                        at::addmv(m_bias->value, m_weight->value.t(), rows[0]).view(sizes)); // weight is [in, out]
+    return withLora(input, at::addmm(m_bias->value, rows, m_weight->value).view(sizes));
 }
 
 LayerNorm::LayerNorm(int64_t size, double eps) : DeviceModule("LayerNorm"), m_eps(eps)
@@ -129,7 +162,7 @@ at::Tensor activate(const at::Tensor &x, const std::string &activation)
     return at::silu(x);
 }
 
-at::Tensor causalAttention(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v)
+at::Tensor causalAttention(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v, double dropout)
 {
     const int64_t batch = q.size(0), heads = q.size(1), queries = q.size(2), dim = q.size(3);
     const int64_t kvHeads = k.size(1), keys = k.size(2);
@@ -147,6 +180,8 @@ at::Tensor causalAttention(const at::Tensor &q, const at::Tensor &k, const at::T
                      .view({batch, kvHeads, groups * queries, keys});
     }
     auto probs = at::softmax(scores, -1).to(v.scalar_type());
+    if (dropout > 0)
+        probs = at::dropout(probs, dropout, /*train=*/true);
     return at::matmul(probs, v).view({batch, heads, queries, dim});
 }
 

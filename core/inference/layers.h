@@ -1,7 +1,8 @@
 // Leaf layers with Hugging Face parameter names and layouts: Linear (weight [out, in]), GPT-2's
 // Conv1D (weight stored transposed, [in, out]), LayerNorm, RMSNorm (computed in float32 like
 // Transformers), Embedding. Each forward opens a ForwardScope and moves its input to the
-// module's execution device. Includes libtorch: only torch .cpp files include it.
+// module's execution device. Linear and Conv1D take a LoRA branch (peft's layout: children
+// lora_A and lora_B). Includes libtorch: only torch .cpp files include it.
 #pragma once
 
 #include "core/inference/module.h"
@@ -35,20 +36,62 @@ public:
     }
 };
 
-class Linear : public DeviceModule {
+class Linear;
+
+// LoRA on a layer (peft's LoraLayer): out += scaling * lora_B(lora_A(dropout(x))), lora_A [r, in]
+// and lora_B [out, r] being children of the adapted layer ("q_proj.lora_A.weight").
+struct LoraSettings {
+    int64_t rank = 8;
+    double scaling = 2.0; // lora_alpha / r (lora_alpha / sqrt(r) with rsLoRA)
+    double dropout = 0.0;
+};
+
+class LoraAdaptable : public DeviceModule {
+public:
+    using DeviceModule::DeviceModule;
+    virtual int64_t inFeatures() const = 0;
+    virtual int64_t outFeatures() const = 0;
+    // The base weight as Hugging Face stores it and whether it is [in, out] (Conv1D) rather than
+    // [out, in]: merging adds scaling * B @ A (transposed for [in, out]).
+    virtual Parameter *baseWeight() const = 0;
+    virtual bool weightIsTransposed() const { return false; }
+    // Adds lora_A and lora_B (their values undefined until loaded or initialised).
+    void attachLora(const LoraSettings &settings);
+    bool hasLora() const { return m_loraA != nullptr; }
+    Linear *loraA() const { return m_loraA; }
+    Linear *loraB() const { return m_loraB; }
+    const LoraSettings &loraSettings() const { return m_lora; }
+
+protected:
+    // `out` plus the LoRA branch of `x` (x on the execution device).
+    at::Tensor withLora(const at::Tensor &x, const at::Tensor &out);
+
+private:
+    Linear *m_loraA = nullptr, *m_loraB = nullptr;
+    LoraSettings m_lora;
+};
+
+class Linear : public LoraAdaptable {
 public:
     Linear(int64_t in, int64_t out, bool bias);
     at::Tensor forward(const at::Tensor &x);
+    int64_t inFeatures() const override { return m_weight->shape[1]; }
+    int64_t outFeatures() const override { return m_weight->shape[0]; }
+    Parameter *baseWeight() const override { return m_weight; }
 
 private:
     Parameter *m_weight;
     Parameter *m_bias = nullptr;
 };
 
-class Conv1D : public DeviceModule {
+class Conv1D : public LoraAdaptable {
 public:
     Conv1D(int64_t in, int64_t out);
     at::Tensor forward(const at::Tensor &x);
+    int64_t inFeatures() const override { return m_weight->shape[0]; }
+    int64_t outFeatures() const override { return m_out; }
+    Parameter *baseWeight() const override { return m_weight; }
+    bool weightIsTransposed() const override { return true; }
 
 private:
     Parameter *m_weight;
@@ -93,8 +136,11 @@ at::Tensor activate(const at::Tensor &x, const std::string &activation);
 
 // Causal attention of q [B, H, T, D] over k, v [B, KV, S, D] (H a multiple of KV, grouped-query
 // heads h using key/value head h / (H / KV)); the T queries are the last T of the S positions.
-// Softmax in float32. Returns [B, H, T, D].
-at::Tensor causalAttention(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v);
+// Softmax in float32; `dropout` > 0 drops attention probabilities (training). Returns [B, H, T, D].
+at::Tensor causalAttention(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v, double dropout = 0.0);
+
+// Dropout with probability p while `module` trains (Transformers' nn.Dropout), else x.
+at::Tensor dropoutIn(const torch::nn::Module &module, const at::Tensor &x, double p);
 
 // Sets the execution device of every DeviceModule in the tree.
 void setExecutionDevices(Module &root, const at::Device &device);

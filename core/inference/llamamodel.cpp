@@ -11,7 +11,7 @@ at::Tensor applyRotary(const at::Tensor &x, const at::Tensor &cos, const at::Ten
 
 LlamaAttention::LlamaAttention(const ModelConfig &config)
     : DeviceModule("LlamaAttention"), m_heads(config.numHeads), m_kvHeads(config.numKeyValueHeads),
-      m_headDim(config.headDim)
+      m_headDim(config.headDim), m_attentionDropout(config.attentionDropout)
 {
     const bool bias = config.attentionBias;
     m_q = addChild("q_proj", std::make_unique<Linear>(config.hiddenSize, m_heads * m_headDim, bias));
@@ -36,7 +36,9 @@ at::Tensor LlamaAttention::forward(const at::Tensor &x, const at::Tensor &cos, c
     k = applyRotary(k, c, s);
     if (cache)
         std::tie(k, v) = cache->append(layer, k, v);
-    auto out = causalAttention(q, k, v).transpose(1, 2).reshape({batch, tokens, m_heads * m_headDim});
+    auto out = causalAttention(q, k, v, is_training() ? m_attentionDropout : 0.0)
+                   .transpose(1, 2)
+                   .reshape({batch, tokens, m_heads * m_headDim});
     return m_o->forward(out);
 }
 
@@ -72,6 +74,8 @@ LlamaModel::LlamaModel(const ModelConfig &config) : CausalLM("LlamaForCausalLM",
     auto layers = std::make_unique<Container>("ModuleList");
     for (int64_t i = 0; i < config.numLayers; ++i)
         m_blocks.push_back(layers->add(std::to_string(i), std::make_unique<LlamaBlock>(config)));
+    for (const auto &entry : layers->children())
+        m_blockModules.push_back(entry.second);
     model->add("layers", std::move(layers));
     m_norm = model->add("norm", std::make_unique<RMSNorm>(config.hiddenSize, config.normEps));
     addChild("model", std::move(model));
@@ -85,22 +89,28 @@ LlamaModel::LlamaModel(const ModelConfig &config) : CausalLM("LlamaForCausalLM",
 at::Tensor LlamaModel::forward(const at::Tensor &inputIds, KVCache *cache, bool lastOnly)
 {
     ForwardScope scope(*this);
-    const int64_t past = cache ? cache->length() : 0;
-    const int64_t tokens = inputIds.size(1);
-    auto positions = at::arange(past, past + tokens, at::TensorOptions().dtype(at::kFloat));
-    auto freqs = at::outer(positions, m_invFreq);
-    auto emb = at::cat({freqs, freqs}, -1);
-    auto cos = emb.cos(), sin = emb.sin();
-    auto h = m_embed->forward(inputIds);
-    for (size_t i = 0; i < m_blocks.size(); ++i)
-        h = m_blocks[i]->forward(h, cos, sin, cache, i);
-    if (cache)
-        cache->advance(tokens);
-    if (lastOnly)
-        h = h.narrow(1, tokens - 1, 1);
-    h = m_norm->forward(h);
-    auto logits = m_lmHead ? m_lmHead->forward(h) : m_embed->project(h);
-    return logits.to(executionDevice(), at::kFloat);
+    return runModel([&] {
+        const int64_t past = cache ? cache->length() : 0;
+        const int64_t tokens = inputIds.size(1);
+        auto positions = at::arange(past, past + tokens, at::TensorOptions().dtype(at::kFloat));
+        auto freqs = at::outer(positions, m_invFreq);
+        auto emb = at::cat({freqs, freqs}, -1);
+        const at::Tensor cos = emb.cos(), sin = emb.sin();
+        auto h = m_embed->forward(inputIds);
+        for (size_t i = 0; i < m_blocks.size(); ++i) {
+            LlamaBlock *block = m_blocks[i];
+            h = runBlock(i, h, [block, cos, sin, cache, i](const at::Tensor &x) {
+                return block->forward(x, cos, sin, cache, i);
+            });
+        }
+        if (cache)
+            cache->advance(tokens);
+        if (lastOnly)
+            h = h.narrow(1, tokens - 1, 1);
+        h = m_norm->forward(h);
+        auto logits = m_lmHead ? m_lmHead->forward(h) : m_embed->project(h);
+        return logits.to(executionDevice(), at::kFloat);
+    });
 }
 
 } // namespace accel::inference

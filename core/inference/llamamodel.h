@@ -18,6 +18,7 @@ public:
 private:
     Linear *m_q, *m_k, *m_v, *m_o;
     int64_t m_heads, m_kvHeads, m_headDim;
+    double m_attentionDropout;
 };
 
 class LlamaBlock : public DeviceModule {
@@ -39,10 +40,12 @@ public:
     explicit LlamaModel(const ModelConfig &config);
     at::Tensor forward(const at::Tensor &inputIds, KVCache *cache, bool lastOnly = false) override;
     std::string blockPrefix() const override { return "model.layers"; }
+    std::vector<std::shared_ptr<Module>> blocks() const override { return m_blockModules; }
 
 private:
     Embedding *m_embed;
     std::vector<LlamaBlock *> m_blocks;
+    std::vector<std::shared_ptr<Module>> m_blockModules;
     RMSNorm *m_norm;
     Linear *m_lmHead = nullptr; // null when tied
     at::Tensor m_invFreq;       // [head_dim / 2], float32

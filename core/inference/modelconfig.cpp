@@ -62,6 +62,12 @@ std::string stringKey(const json &j, const std::string &key, const std::string &
     return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
 }
 
+void note(ModelConfig &c, const std::string &key, const std::string &text)
+{
+    c.unimplemented.push_back(key);
+    c.warnings.push_back(text);
+}
+
 #define ACCEL_TRY_INT(var, ...)                                                                                        \
     auto var##Result = intKey(__VA_ARGS__);                                                                            \
     if (!var##Result)                                                                                                  \
@@ -94,8 +100,15 @@ Result<ModelConfig> parseGpt2(const json &j, ModelConfig c, const std::string &p
     c.tieWordEmbeddings = boolKey(j, "tie_word_embeddings", true);
     c.attentionBias = true;
     c.mlpBias = true;
+    c.embeddingDropout = numberKey(j, "embd_pdrop", 0.1);
+    c.attentionDropout = numberKey(j, "attn_pdrop", 0.1);
+    c.residualDropout = numberKey(j, "resid_pdrop", 0.1);
     if (!boolKey(j, "scale_attn_weights", true))
-        c.warnings.push_back("scale_attn_weights=false is not implemented; attention is scaled by 1/sqrt(head_dim)");
+        note(c, "scale_attn_weights",
+             "scale_attn_weights=false is not implemented; attention is scaled by 1/sqrt(head_dim)");
+    if (boolKey(j, "scale_attn_by_inverse_layer_idx", false))
+        note(c, "scale_attn_by_inverse_layer_idx",
+             "scale_attn_by_inverse_layer_idx=true is not implemented; attention is scaled by 1/sqrt(head_dim)");
     return c;
 }
 
@@ -135,18 +148,22 @@ Result<ModelConfig> parseLlama(const json &j, ModelConfig c, const std::string &
     if (auto it = j.find("rope_parameters"); it != j.end() && it->is_object()) {
         c.ropeTheta = numberKey(*it, "rope_theta", c.ropeTheta);
         if (const std::string type = stringKey(*it, "rope_type", "default"); type != "default")
-            c.warnings.push_back("rope_parameters " + jsonutil::jsonExcerpt(*it) +
-                                 " is not implemented; plain RoPE is used");
+            note(c, "rope_parameters",
+                 "rope_parameters " + jsonutil::jsonExcerpt(*it) + " is not implemented; plain RoPE is used");
     }
     c.activation = stringKey(j, "hidden_act", "silu");
     c.tieWordEmbeddings = boolKey(j, "tie_word_embeddings", false);
     c.attentionBias = c.modelType == "qwen2" ? true : boolKey(j, "attention_bias", false);
     c.mlpBias = boolKey(j, "mlp_bias", false);
+    c.attentionDropout = numberKey(j, "attention_dropout", 0.0);
     if (auto it = j.find("rope_scaling"); it != j.end() && !it->is_null())
-        c.warnings.push_back("rope_scaling " + jsonutil::jsonExcerpt(*it) + " is not implemented; plain RoPE is used");
+        note(c, "rope_scaling",
+             "rope_scaling " + jsonutil::jsonExcerpt(*it) + " is not implemented; plain RoPE is used");
     if (auto it = j.find("sliding_window");
-        it != j.end() && it->is_number_integer() && boolKey(j, "use_sliding_window", c.modelType == "mistral"))
-        c.warnings.push_back("sliding_window is not implemented; attention spans the whole context");
+        it != j.end() && it->is_number_integer() && boolKey(j, "use_sliding_window", c.modelType == "mistral")) {
+        c.slidingWindow = it->get<int64_t>();
+        note(c, "sliding_window", "sliding_window is not implemented; attention spans the whole context");
+    }
     return c;
 }
 

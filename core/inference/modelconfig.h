@@ -33,7 +33,14 @@ struct ModelConfig {
     std::string torchDtype; // "bfloat16"... ("" when not given)
     std::optional<int64_t> bosTokenId;
     std::vector<int64_t> eosTokenIds;
+    // Dropout while training (Transformers' defaults when absent: GPT-2 0.1, the Llama family 0).
+    double embeddingDropout = 0.0;     // gpt2 embd_pdrop
+    double attentionDropout = 0.0;     // gpt2 attn_pdrop, llama attention_dropout
+    double residualDropout = 0.0;      // gpt2 resid_pdrop
+    int64_t slidingWindow = 0;         // mistral / qwen2 sliding_window when it applies; 0 = none
     std::vector<std::string> warnings; // settings read but not implemented (rope_scaling...)
+    // The config key of each warning, in the same order ("rope_scaling", "sliding_window", ...).
+    std::vector<std::string> unimplemented;
 };
 
 std::vector<std::string> supportedModelTypes();

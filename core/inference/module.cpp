@@ -27,6 +27,24 @@ Module *Module::findModule(const std::string &name)
     return nullptr;
 }
 
+void Module::registerTorchParameters(const std::function<bool(const std::string &)> &trainable,
+                                     const std::string &prefix)
+{
+    for (auto &p : m_parameters) {
+        if (!p->value.defined())
+            continue;
+        const bool grad = trainable(prefix + p->localName);
+        if (torch::nn::Module::parameters_.contains(p->localName)) {
+            torch::nn::Module::parameters_[p->localName] = p->value;
+            p->value.set_requires_grad(grad);
+        } else {
+            register_parameter(p->localName, p->value, grad);
+        }
+    }
+    for (auto &[name, child] : m_children)
+        child->registerTorchParameters(trainable, prefix + name + ".");
+}
+
 void Module::clearHooks()
 {
     m_hooks.clear();
