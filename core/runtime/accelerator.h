@@ -117,6 +117,15 @@ public:
     // any rank. Change a built unit's parameters (initialisation) inside holder->modify(). Else,
     // and under mixed precision fp8 (converted at prepareModel), the same as wrap().
     std::shared_ptr<ShardedModule> wrapBuilt(const std::shared_ptr<torch::nn::Module> &module);
+    // A model every rank has loaded identically from the same files (each rank maps the same
+    // checkpoint): prepareModel(model) does not broadcast it from rank 0, and under ZeRO-3 /
+    // FULL_SHARD each unit is made from the part of its parameters this rank keeps, read straight
+    // from the model's tensors, so no rank reads or holds the whole model (Accelerate's
+    // cpu_ram_efficient_loading). Call before prepareModel(model).
+    void loadedOnEveryRank(const std::shared_ptr<torch::nn::Module> &model);
+    // Whether prepareModel() copies a trained model's parameters into the strategy's own buffers
+    // (FSDP / ZeRO on more than one process), after which the model's original tensors are only read.
+    bool strategyCopiesParameters() const;
     // The strategy the launcher's config chose: "DDP", "FULL_SHARD", "ZeRO-3", ...
     std::string strategyName() const;
     // What prepared model `index` runs under: the config's strategy for a trained model; for a

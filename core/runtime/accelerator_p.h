@@ -102,9 +102,10 @@ struct Accelerator::Private {
     std::unique_ptr<DistributedStrategy> building;
     std::map<std::string, c10::intrusive_ptr<c10d::Backend>> subgroups; // hybrid sharding's, by store prefix
     std::vector<PreparedModel> models;
-    std::vector<std::shared_ptr<ShardedModule>> offered;   // wrap()ed, not yet taken by a prepared model
-    std::unique_ptr<Fp8Training> fp8;                      // mixed precision fp8 (docs/fp8.md)
-    std::unique_ptr<torch::optim::Optimizer> fp8Optimizer; // MS-AMP: replaces the prepared optimizer
+    std::vector<std::shared_ptr<ShardedModule>> offered;     // wrap()ed, not yet taken by a prepared model
+    std::vector<const torch::nn::Module *> loadedEverywhere; // loadedOnEveryRank(), not yet prepared
+    std::unique_ptr<Fp8Training> fp8;                        // mixed precision fp8 (docs/fp8.md)
+    std::unique_ptr<torch::optim::Optimizer> fp8Optimizer;   // MS-AMP: replaces the prepared optimizer
     std::vector<std::shared_ptr<AcceleratedOptimizer>> optimizers;
     std::vector<std::vector<size_t>> optimizerModels; // per optimizer: the models whose parameters it steps
     std::vector<std::shared_ptr<AcceleratedScheduler>> schedulers;

@@ -6,6 +6,7 @@
 #include "core/runtime/strategy/ddpstrategy.h"
 #include "core/runtime/strategy/shardingengine.h"
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <unordered_set>
@@ -115,6 +116,20 @@ std::shared_ptr<ShardedModule> Accelerator::wrapBuilt(const std::shared_ptr<torc
     return holder;
 }
 
+void Accelerator::loadedOnEveryRank(const std::shared_ptr<torch::nn::Module> &model)
+{
+    for (const auto &prepared : d->models) {
+        if (prepared.module == model)
+            throw std::logic_error("Accelerator::loadedOnEveryRank: the model is prepared already");
+    }
+    d->loadedEverywhere.push_back(model.get());
+}
+
+bool Accelerator::strategyCopiesParameters() const
+{
+    return d->group && d->plan.sharded();
+}
+
 void Accelerator::unshardModel()
 {
     for (auto &model : d->models)
@@ -179,7 +194,13 @@ void Accelerator::prepareModel(const std::shared_ptr<torch::nn::Module> &model)
         model->to(d->device);
     if (d->fp8)
         reportFp8Conversion(*d->fp8, d->fp8->convert(model), d->env.rank);
-    if (d->group) {
+    // Loaded identically by every rank: nothing to broadcast, and a sharding engine reads only this
+    // rank's chunks of it.
+    const auto everywhere = std::find(d->loadedEverywhere.begin(), d->loadedEverywhere.end(), model.get());
+    const bool loadedEverywhere = everywhere != d->loadedEverywhere.end();
+    if (loadedEverywhere)
+        d->loadedEverywhere.erase(everywhere);
+    if (d->group && !loadedEverywhere) {
         // Units built sharded (zero3_init_flag) were broadcast as they were built; their storage is released.
         std::unordered_set<const void *> built;
         for (const ShardingEngine *engine : {engineOf(d->firstStrategy), engineOf(d->building)}) {
@@ -212,8 +233,10 @@ void Accelerator::prepareModel(const std::shared_ptr<torch::nn::Module> &model)
         strategy = std::move(d->firstStrategy);
     else
         strategy = makeStrategy(d->strategySetup, !trainable);
-    if (ShardingEngine *engine = engineOf(strategy))
+    if (ShardingEngine *engine = engineOf(strategy)) {
         engine->setBroadcast([this](torch::Tensor &tensor) { broadcast(tensor, 0); });
+        engine->readOwnChunksOnly(loadedEverywhere);
+    }
     // MS-AMP: the converted weights' gradients are all-reduced in FP8 by the DDP strategy.
     if (d->fp8 && d->fp8->recipe().config().backend == Fp8Backend::MsAmp && d->group) {
         if (auto *ddp = dynamic_cast<DdpStrategy *>(strategy.get()))

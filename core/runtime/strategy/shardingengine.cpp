@@ -158,17 +158,25 @@ void ShardingEngine::prepareModel(const std::shared_ptr<torch::nn::Module> &mode
 
 void ShardingEngine::addUnit(const std::string &name, std::vector<torch::Tensor> parameters, bool wrapped, bool root)
 {
+    if (splitFrozen(name, parameters, wrapped, root))
+        return; // added as two units: the frozen parameters form the second
     if (splitFp8Weights(name, parameters, wrapped, root))
         return; // added as two units: the converted weights form the second (gatherInFp8)
     torch::NoGradGuard noGrad;
-    auto unit = makeUnit(name, std::move(parameters));
-    unit->shard = unit->full.narrow(0, m_shard->rank() * unit->chunk, unit->chunk).clone().requires_grad_(true);
+    bool trainable = false;
+    for (const auto &p : parameters)
+        trainable = trainable || p.requires_grad();
+    auto unit = makeUnit(name, std::move(parameters), m_ownChunksOnly && m_plan.stage == 3 && wrapped);
+    if (!unit->shard.defined())
+        unit->shard = unit->full.narrow(0, m_shard->rank() * unit->chunk, unit->chunk).clone();
+    unit->shard.requires_grad_(trainable || m_frozen);
     m_units.push_back(std::move(unit));
     attachUnit(m_units.size() - 1, wrapped, root);
 }
 
 std::unique_ptr<ShardingEngine::Unit> ShardingEngine::makeUnit(const std::string &name,
-                                                               std::vector<torch::Tensor> parameters) const
+                                                               std::vector<torch::Tensor> parameters,
+                                                               bool ownChunkOnly) const
 {
     torch::NoGradGuard noGrad;
     auto unit = std::make_unique<Unit>();
@@ -184,11 +192,21 @@ std::unique_ptr<ShardingEngine::Unit> ShardingEngine::makeUnit(const std::string
     }
     const int64_t ranks = m_shard->size();
     unit->chunk = (total + ranks - 1) / ranks;
-    unit->full = torch::zeros({unit->chunk * ranks}, options);
+    const int64_t begin = m_shard->rank() * unit->chunk, end = begin + unit->chunk;
+    // Own chunk only: `full` is allocated but never written here (only the views need its storage,
+    // and release() frees it); the chunk is read straight from the parameters.
+    unit->full =
+        ownChunkOnly ? torch::empty({unit->chunk * ranks}, options) : torch::zeros({unit->chunk * ranks}, options);
+    if (ownChunkOnly)
+        unit->shard = torch::zeros({unit->chunk}, options);
     for (size_t i = 0; i < parameters.size(); ++i) {
         auto &p = parameters[i];
         auto view = unit->full.narrow(0, unit->offsets[i], p.numel());
-        view.copy_(p.reshape({-1}));
+        const int64_t lo = std::max(begin, unit->offsets[i]), hi = std::min(end, unit->offsets[i] + p.numel());
+        if (!ownChunkOnly)
+            view.copy_(p.reshape({-1}));
+        else if (lo < hi)
+            unit->shard.narrow(0, lo - begin, hi - lo).copy_(p.reshape({-1}).narrow(0, lo - unit->offsets[i], hi - lo));
         p.set_data(view.view(p.sizes()));
     }
     unit->parameters = std::move(parameters);
@@ -269,9 +287,9 @@ void ShardingEngine::modifyUnit(size_t index, const std::function<void()> &chang
     Unit &unit = *m_units[index];
     if (unit.fp8 || unit.companion)
         throw std::logic_error("ShardedModule::modify: unit " + unit.name +
-                               " holds FP8 Linear weights that FSDP2's float8 all-gather gathers as E4M3 codes, not "
-                               "as float32; change them before prepareModel() or set enable_fsdp_float8_all_gather: "
-                               "false");
+                               " is more than one flat parameter (FP8 Linear weights that FSDP2's float8 all-gather "
+                               "gathers as E4M3 codes, or frozen parameters beside trained ones); change them before "
+                               "prepareModel(), or set enable_fsdp_float8_all_gather: false");
     const bool released = !unit.gathered;
     ensureGathered(unit);
     change();
@@ -288,6 +306,29 @@ void ShardingEngine::gatherInFp8(std::vector<torch::Tensor> weights, Fp8Gathered
         throw std::logic_error("gatherInFp8: call before prepareModel");
     m_fp8Weights = std::move(weights);
     m_fp8Target = target;
+}
+
+// A unit whose parameters are partly frozen (LoRA: the adapters train, the base does not) is added
+// as two: the trained parameters, stepped and reduced as usual, and the frozen ones, a flat
+// parameter of their own (in their own dtype) that is gathered and released with it and never
+// reduced, stepped or given optimizer state. Its chain of companions ends with the frozen unit.
+bool ShardingEngine::splitFrozen(const std::string &name, const std::vector<torch::Tensor> &parameters, bool wrapped,
+                                 bool root)
+{
+    std::vector<torch::Tensor> trained, frozen;
+    for (const auto &p : parameters)
+        (p.requires_grad() ? trained : frozen).push_back(p);
+    if (trained.empty() || frozen.empty())
+        return false;
+    const size_t lead = m_units.size();
+    addUnit(name, std::move(trained), wrapped, root);
+    const size_t rest = m_units.size();
+    addUnit(name + " frozen", std::move(frozen), wrapped, root);
+    Unit *last = m_units[lead].get();
+    while (last->companion)
+        last = last->companion;
+    last->companion = m_units[rest].get();
+    return true;
 }
 
 // A sharded unit holding converted weights (gatherInFp8) is added as two: the other parameters
@@ -498,9 +539,8 @@ void ShardingEngine::afterForward(size_t index, const at::Tensor &output)
         });
     }
     if (unit.reshardAfterForward) {
-        release(unit);
-        if (unit.companion)
-            release(*unit.companion);
+        for (Unit *u = &unit; u; u = u->companion)
+            release(*u);
     }
 }
 
@@ -614,7 +654,7 @@ void ShardingEngine::afterOptimizerStep()
     // Whole copies (ZeRO-1/2 units, gathered ZeRO-3 units) take the updated chunks now; released
     // ZeRO-3 units gather theirs before the next forward.
     for (auto &unit : m_units) {
-        if (unit->gathered)
+        if (unit->gathered && unit->trainable > 0) // frozen units keep their values
             gather(*unit);
     }
 }

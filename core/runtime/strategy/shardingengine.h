@@ -15,6 +15,8 @@
 // Hybrid: shard group = the ranks of one machine, gradients then all-reduced across machines.
 // Parameters outside every accepted unit stay whole on every rank (their gradients and optimizer
 // state are still sharded): wrap the model itself to shard them too.
+// A unit whose parameters are partly frozen (LoRA) is two flat parameters, the frozen one gathered
+// with the trained one and never reduced, stepped or given optimizer state.
 // A frozen model (no parameter requires a gradient, e.g. a distillation teacher) is sharded for
 // memory only: at stage 3 every unit, the root too, is gathered for its forward and released
 // right after it (gathered again if backward passes through it); nothing is reduced.
@@ -94,6 +96,11 @@ public:
     // Their gradients are reduce-scattered in float32 as any other. Call before prepareModel.
     void gatherInFp8(std::vector<torch::Tensor> weights, Fp8GatheredWeights *target);
 
+    // The model's parameters are the same on every rank (loaded from one file by each): at stage 3
+    // a unit is made from this rank's chunk only, read from the parameters' own tensors (never
+    // copied whole), and its flat parameter starts released. Call before prepareModel.
+    void readOwnChunksOnly(bool on) { m_ownChunksOnly = on; }
+
     const ShardingPlan &plan() const { return m_plan; }
     size_t unitCount() const { return m_units.size(); }
 
@@ -108,13 +115,17 @@ private:
                           const std::string &prefix) const;
     bool accepts(const torch::nn::Module &module, bool root) const;
     void addUnit(const std::string &name, std::vector<torch::Tensor> parameters, bool wrapped, bool root);
-    // The flat parameter of `parameters`, which become views into it (no chunk yet).
-    std::unique_ptr<Unit> makeUnit(const std::string &name, std::vector<torch::Tensor> parameters) const;
+    // The flat parameter of `parameters`, which become views into it (no chunk yet). With
+    // `ownChunkOnly` (readOwnChunksOnly) only this rank's chunk is read, into `shard`, and `full`
+    // is allocated untouched for the views.
+    std::unique_ptr<Unit> makeUnit(const std::string &name, std::vector<torch::Tensor> parameters,
+                                   bool ownChunkOnly = false) const;
     // Names, gradient hooks and release policy of unit `index` (at prepareModel: whole or built).
     void attachUnit(size_t index, bool wrapped, bool root);
     void gather(Unit &unit);
     bool splitFp8Weights(const std::string &name, const std::vector<torch::Tensor> &parameters, bool wrapped,
                          bool root);
+    bool splitFrozen(const std::string &name, const std::vector<torch::Tensor> &parameters, bool wrapped, bool root);
     void gatherCodes(Unit &unit);
     void ensureGathered(Unit &unit);
     void prefetch(const std::unordered_map<size_t, size_t> &next, size_t after);
@@ -149,6 +160,7 @@ private:
     bool m_splitting = false;
     bool m_sync = true;
     bool m_frozen = false; // no parameter of the model requires a gradient
+    bool m_ownChunksOnly = false;
 };
 
 } // namespace accel::runtime
