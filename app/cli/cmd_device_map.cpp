@@ -198,22 +198,26 @@ int runDeviceMap(int argc, char **argv)
         return fail(model.error());
     if (!model->config) {
         // Without a config.json of a known family the tree comes from the tensor names alone.
-        if (options.noSplitClasses && !options.noSplitClasses->empty())
+        if (options.noSplitClasses && !options.noSplitClasses->empty()) {
+            std::string known;
+            for (const std::string &f : bigmodel::supportedFamilies())
+                known += (known.empty() ? "" : ", ") + f;
             return fail(Error{ErrorCode::InvalidInput,
                               "--no_split " + options.noSplitClasses->front() +
-                                  ": the model has no config.json of a known family (gpt2, llama, mistral, qwen2, "
-                                  "mixtral), so its module classes are unknown and no class can be kept whole; "
+                                  ": the model has no config.json of a known family (" + known +
+                                  "), so its module classes are unknown and no class can be kept whole; "
                                   "put config.json beside the checkpoint, or use --no_split none",
                               *parser.firstPositional("MODEL")});
+        }
         model->structure.warnings.push_back(
             "no config.json of a known family: planned from the tensor names alone, without module classes "
             "(so no no-split block), modules that hold no tensor (dropouts, activations), buffers the "
             "checkpoint does not store (rotary inv_freq) or an output head it leaves out as tied; modules in "
             "the names' natural order, output heads last");
     }
-    for (const std::string &w : model->structure.warnings)
-        std::fprintf(stderr, "accel device-map: warning: %s\n", w.c_str());
-    const auto result = bigmodel::inferAutoDeviceMap(model->structure, options);
+    auto result = bigmodel::inferAutoDeviceMap(model->structure, options);
+    // What loading the model said comes first; every warning is on stderr and in the JSON.
+    result.warnings.insert(result.warnings.begin(), model->structure.warnings.begin(), model->structure.warnings.end());
     for (const std::string &w : result.warnings)
         std::fprintf(stderr, "accel device-map: warning: %s\n", w.c_str());
     if (parser.isSet("json"))

@@ -32,7 +32,7 @@ bool parseCount(const std::optional<std::string> &text, int64_t *value)
     return true;
 }
 
-nlohmann::ordered_json toJson(const bigmodel::MemoryEstimate &e)
+nlohmann::ordered_json toJson(const bigmodel::MemoryEstimate &e, const std::vector<std::string> &warnings)
 {
     nlohmann::ordered_json j;
     j["schema"] = "accel.memory-estimate";
@@ -61,6 +61,7 @@ nlohmann::ordered_json toJson(const bigmodel::MemoryEstimate &e)
         rows.push_back(row);
     }
     j["rows"] = rows;
+    j["warnings"] = warnings; // also on stderr
     return j;
 }
 
@@ -198,7 +199,7 @@ int runEstimateMemory(int argc, char **argv)
     for (const std::string &w : model->structure.warnings)
         std::fprintf(stderr, "accel estimate-memory: warning: %s\n", w.c_str());
     if (parser.isSet("json")) {
-        nlohmann::ordered_json j = toJson(*estimate);
+        nlohmann::ordered_json j = toJson(*estimate, model->structure.warnings);
         if (perRank)
             j["per_rank_training"] = cli::toJson(*perRank);
         std::printf("%s\n", j.dump(2).c_str());

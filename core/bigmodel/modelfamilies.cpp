@@ -1,8 +1,10 @@
 #include "core/bigmodel/modelfamilies.h"
 
+#include "core/bigmodel/familytrees.h"
 #include "core/common/fileutil.h"
-
 #include "core/common/jsondocument.h"
+
+#include <algorithm>
 
 namespace accel::bigmodel {
 
@@ -14,6 +16,55 @@ bool boolOr(const json &j, const char *key, bool fallback)
 {
     const auto it = j.find(key);
     return it != j.end() && it->is_boolean() ? it->get<bool>() : fallback;
+}
+
+std::string stringOr(const json &j, const char *key, const char *fallback)
+{
+    const auto it = j.find(key);
+    return it != j.end() && it->is_string() ? it->get<std::string>() : std::string(fallback);
+}
+
+// rope_parameters.partial_rotary_factor (transformers 5), else the top-level key, else 1.
+double partialRotaryFactor(const json &j)
+{
+    if (const auto rope = j.find("rope_parameters"); rope != j.end() && rope->is_object()) {
+        if (const auto f = rope->find("partial_rotary_factor"); f != rope->end() && f->is_number())
+            return f->get<double>();
+    }
+    const auto f = j.find("partial_rotary_factor");
+    return f != j.end() && f->is_number() ? f->get<double>() : 1.0;
+}
+
+// transformers' defaults of each Llama-like family's config class.
+struct FamilyDefaults {
+    const char *type;
+    int64_t vocab, hidden, intermediate, layers, heads;
+    int64_t keyValueHeads; // 0: as many as the query heads
+    int64_t headDim;       // 0: hidden / heads
+    int64_t positions;
+    bool tied;
+    const char *activationKey;
+    const char *activation;
+};
+
+const FamilyDefaults *familyDefaults(const std::string &type)
+{
+    static const FamilyDefaults defaults[] = {
+        {"llama", 32000, 4096, 11008, 32, 32, 0, 0, 2048, false, "hidden_act", "silu"},
+        {"mistral", 32000, 4096, 14336, 32, 32, 8, 0, 4096 * 32, false, "hidden_act", "silu"},
+        {"qwen2", 151936, 4096, 22016, 32, 32, 32, 0, 32768, false, "hidden_act", "silu"},
+        {"mixtral", 32000, 4096, 14336, 32, 32, 8, 0, 4096 * 32, false, "hidden_act", "silu"},
+        {"gemma", 256000, 3072, 24576, 28, 16, 16, 256, 8192, true, "hidden_act", "gelu_pytorch_tanh"},
+        {"gemma2", 256000, 2304, 9216, 26, 8, 4, 256, 8192, true, "hidden_activation", "gelu_pytorch_tanh"},
+        {"qwen2_moe", 151936, 2048, 5632, 24, 16, 16, 0, 32768, false, "hidden_act", "silu"},
+        {"qwen3", 151936, 4096, 22016, 32, 32, 32, 128, 32768, false, "hidden_act", "silu"},
+        {"phi3", 32064, 3072, 8192, 32, 32, 0, 0, 4096, false, "hidden_act", "silu"},
+    };
+    for (const FamilyDefaults &d : defaults) {
+        if (type == d.type)
+            return &d;
+    }
+    return nullptr;
 }
 
 std::optional<DType> dtypeFromTorchName(const std::string &name)
@@ -29,161 +80,11 @@ std::optional<DType> dtypeFromTorchName(const std::string &name)
     return std::nullopt;
 }
 
-std::string classPrefix(const std::string &modelType)
-{
-    if (modelType == "llama")
-        return "Llama";
-    if (modelType == "mistral")
-        return "Mistral";
-    if (modelType == "qwen2")
-        return "Qwen2";
-    if (modelType == "mixtral")
-        return "Mixtral";
-    return "GPT2";
-}
-
-class Builder {
-public:
-    Builder(ModelStructure &s, DType dtype) : m_s(s), m_dtype(dtype) {}
-    void module(const std::string &name, const std::string &cls) { m_s.addModule(name, cls); }
-    // A module without parameters or buffers (dropout, activation): it has no size, but it is a
-    // child like any other, so a split parent's work list and the device map name it.
-    void plain(const std::string &name, const std::string &cls) { m_s.addModule(name, cls); }
-    void param(const std::string &name, std::vector<int64_t> shape)
-    {
-        m_s.addTensor({name, m_dtype, std::move(shape), 0, false, {}});
-    }
-    void buffer(const std::string &name, DType dtype, std::vector<int64_t> shape)
-    {
-        m_s.addTensor({name, dtype, std::move(shape), 0, true, {}});
-    }
-    void linear(const std::string &name, int64_t in, int64_t out, bool bias)
-    {
-        module(name, "Linear");
-        param(name + ".weight", {out, in});
-        if (bias)
-            param(name + ".bias", {out});
-    }
-    void conv1d(const std::string &name, int64_t in, int64_t out) // GPT-2's transposed linear
-    {
-        module(name, "Conv1D");
-        param(name + ".weight", {in, out});
-        param(name + ".bias", {out});
-    }
-    void layerNorm(const std::string &name, int64_t n)
-    {
-        module(name, "LayerNorm");
-        param(name + ".weight", {n});
-        param(name + ".bias", {n});
-    }
-    void rmsNorm(const std::string &name, const std::string &cls, int64_t n)
-    {
-        module(name, cls);
-        param(name + ".weight", {n});
-    }
-    void embedding(const std::string &name, int64_t count, int64_t dim)
-    {
-        module(name, "Embedding");
-        param(name + ".weight", {count, dim});
-    }
-
-private:
-    ModelStructure &m_s;
-    DType m_dtype;
-};
-
-void buildGpt2(const ModelConfig &c, Builder &b)
-{
-    const int64_t h = c.hiddenSize;
-    const int64_t inner = c.intermediateSize;
-    b.module("transformer", "GPT2Model");
-    b.embedding("transformer.wte", c.vocabSize, h);
-    b.embedding("transformer.wpe", c.maxPositions, h);
-    b.plain("transformer.drop", "Dropout");
-    b.module("transformer.h", "ModuleList");
-    for (int64_t i = 0; i < c.numLayers; ++i) {
-        const std::string p = "transformer.h." + std::to_string(i);
-        b.module(p, "GPT2Block");
-        b.layerNorm(p + ".ln_1", h);
-        b.module(p + ".attn", "GPT2Attention");
-        b.conv1d(p + ".attn.c_attn", h, 3 * h);
-        b.conv1d(p + ".attn.c_proj", h, h);
-        b.plain(p + ".attn.attn_dropout", "Dropout");
-        b.plain(p + ".attn.resid_dropout", "Dropout");
-        b.layerNorm(p + ".ln_2", h);
-        b.module(p + ".mlp", "GPT2MLP");
-        b.conv1d(p + ".mlp.c_fc", h, inner);
-        b.conv1d(p + ".mlp.c_proj", inner, h);
-        b.plain(p + ".mlp.act", "NewGELUActivation");
-        b.plain(p + ".mlp.dropout", "Dropout");
-    }
-    b.layerNorm("transformer.ln_f", h);
-    b.linear("lm_head", h, c.vocabSize, false);
-}
-
-void buildLlamaLike(const ModelConfig &c, Builder &b, MixtralLayout layout)
-{
-    const std::string k = classPrefix(c.modelType);
-    const int64_t h = c.hiddenSize;
-    const int64_t qOut = c.numHeads * c.headDim;
-    const int64_t kvOut = c.numKeyValueHeads * c.headDim;
-    b.module("model", k + "Model");
-    b.embedding("model.embed_tokens", c.vocabSize, h);
-    b.module("model.layers", "ModuleList");
-    for (int64_t i = 0; i < c.numLayers; ++i) {
-        const std::string p = "model.layers." + std::to_string(i);
-        b.module(p, k + "DecoderLayer");
-        b.module(p + ".self_attn", k + "Attention");
-        b.linear(p + ".self_attn.q_proj", h, qOut, c.attentionBias);
-        b.linear(p + ".self_attn.k_proj", h, kvOut, c.attentionBias);
-        b.linear(p + ".self_attn.v_proj", h, kvOut, c.attentionBias);
-        b.linear(p + ".self_attn.o_proj", qOut, h, c.modelType == "llama" && c.attentionBias);
-        if (c.modelType == "mixtral" && layout == MixtralLayout::PerExpert) {
-            const std::string m = p + ".block_sparse_moe";
-            b.module(m, "MixtralSparseMoeBlock");
-            b.linear(m + ".gate", h, c.numExperts, false);
-            b.module(m + ".experts", "ModuleList");
-            for (int64_t e = 0; e < c.numExperts; ++e) {
-                const std::string x = m + ".experts." + std::to_string(e);
-                b.module(x, "MixtralBlockSparseTop2MLP");
-                b.linear(x + ".w1", h, c.intermediateSize, false);
-                b.linear(x + ".w2", c.intermediateSize, h, false);
-                b.linear(x + ".w3", h, c.intermediateSize, false);
-                b.plain(x + ".act_fn", "SiLUActivation");
-            }
-        } else if (c.modelType == "mixtral") {
-            // transformers 5: the router and one module holding every expert's weights as 3-D tensors.
-            const std::string m = p + ".mlp";
-            b.module(m, "MixtralSparseMoeBlock");
-            b.module(m + ".gate", "MixtralTopKRouter");
-            b.param(m + ".gate.weight", {c.numExperts, h});
-            b.module(m + ".experts", "MixtralExperts");
-            b.param(m + ".experts.gate_up_proj", {c.numExperts, 2 * c.intermediateSize, h});
-            b.param(m + ".experts.down_proj", {c.numExperts, h, c.intermediateSize});
-            b.plain(m + ".experts.act_fn", "SiLUActivation");
-        } else {
-            b.module(p + ".mlp", k + "MLP");
-            b.linear(p + ".mlp.gate_proj", h, c.intermediateSize, c.mlpBias);
-            b.linear(p + ".mlp.up_proj", h, c.intermediateSize, c.mlpBias);
-            b.linear(p + ".mlp.down_proj", c.intermediateSize, h, c.mlpBias);
-            b.plain(p + ".mlp.act_fn", "SiLUActivation");
-        }
-        b.rmsNorm(p + ".input_layernorm", k + "RMSNorm", h);
-        b.rmsNorm(p + ".post_attention_layernorm", k + "RMSNorm", h);
-    }
-    b.rmsNorm("model.norm", k + "RMSNorm", h);
-    b.module("model.rotary_emb", k + "RotaryEmbedding");
-    // Both non-persistent: the frequencies and the copy dynamic RoPE variants reset to.
-    b.buffer("model.rotary_emb.inv_freq", DType::F32, {c.headDim / 2});
-    b.buffer("model.rotary_emb.original_inv_freq", DType::F32, {c.headDim / 2});
-    b.linear("lm_head", h, c.vocabSize, false);
-}
-
 } // namespace
 
 std::vector<std::string> supportedFamilies()
 {
-    return {"gpt2", "llama", "mistral", "qwen2", "mixtral"};
+    return {"gpt2", "llama", "mistral", "qwen2", "mixtral", "gemma", "gemma2", "qwen2_moe", "qwen3", "phi3"};
 }
 
 std::string baseModelName(const std::string &modelType)
@@ -203,7 +104,7 @@ std::string noSplitClassFor(const std::string &modelType)
         return "GPT2Block";
     for (const std::string &f : supportedFamilies()) {
         if (f == modelType)
-            return classPrefix(modelType) + "DecoderLayer";
+            return familyClassPrefix(modelType) + "DecoderLayer";
     }
     return {};
 }
@@ -292,27 +193,64 @@ Result<ModelConfig> parseModelConfig(const std::string &text, const std::string 
         c.intermediateSize = size.get("n_inner", 4 * c.hiddenSize, 1, m.width);
         c.numKeyValueHeads = c.numHeads;
         c.tieWordEmbeddings = boolOr(j, "tie_word_embeddings", true);
+        c.activation = stringOr(j, "activation_function", "gelu_new");
+        c.headDim = c.hiddenSize / std::max<int64_t>(c.numHeads, 1);
         if (c.architecture.empty())
             c.architecture = "GPT2LMHeadModel";
-    } else if (c.modelType == "llama" || c.modelType == "mistral" || c.modelType == "qwen2" ||
-               c.modelType == "mixtral") {
-        const bool qwen = c.modelType == "qwen2";
-        const bool llama = c.modelType == "llama";
-        c.vocabSize = size.get("vocab_size", qwen ? 151936 : 32000, 1, m.vocabulary);
-        c.hiddenSize = size.get("hidden_size", 4096, 1, m.width);
-        c.intermediateSize = size.get("intermediate_size", llama ? 11008 : qwen ? 22016 : 14336, 1, m.width);
-        c.numLayers = size.get("num_hidden_layers", 32, 0, m.layers);
-        c.numHeads = size.get("num_attention_heads", 32, 1, m.heads);
-        // transformers' defaults when the key is absent: Llama the head count, Qwen2 32, the others 8.
-        c.numKeyValueHeads = size.get("num_key_value_heads", llama ? c.numHeads : qwen ? 32 : 8, 1, m.heads);
-        c.maxPositions = size.get("max_position_embeddings", llama ? 2048 : qwen ? 32768 : 4096 * 32, 0, m.positions);
-        c.tieWordEmbeddings = boolOr(j, "tie_word_embeddings", false);
-        c.attentionBias = qwen ? true : boolOr(j, "attention_bias", false);
-        c.mlpBias = llama && boolOr(j, "mlp_bias", false);
-        c.numExperts = c.modelType == "mixtral" ? size.get("num_local_experts", 8, 1, m.experts) : 0;
-        c.expertsPerToken = c.modelType == "mixtral" ? size.get("num_experts_per_tok", 2, 1, m.experts) : 0;
+    } else if (const FamilyDefaults *d = familyDefaults(c.modelType)) {
+        c.vocabSize = size.get("vocab_size", d->vocab, 1, m.vocabulary);
+        c.hiddenSize = size.get("hidden_size", d->hidden, 1, m.width);
+        c.intermediateSize = size.get("intermediate_size", d->intermediate, 1, m.width);
+        c.numLayers = size.get("num_hidden_layers", d->layers, 0, m.layers);
+        c.numHeads = size.get("num_attention_heads", d->heads, 1, m.heads);
+        // transformers' defaults when the key is absent; null means as many as the query heads.
+        const auto kv = j.find("num_key_value_heads");
+        const bool kvNull = kv != j.end() && kv->is_null();
+        c.numKeyValueHeads = size.get("num_key_value_heads",
+                                      d->keyValueHeads > 0 && !kvNull ? d->keyValueHeads : c.numHeads, 1, m.heads);
+        c.maxPositions = size.get("max_position_embeddings", d->positions, 0, m.positions);
+        c.tieWordEmbeddings = boolOr(j, "tie_word_embeddings", d->tied);
+        c.activation = stringOr(j, d->activationKey, d->activation);
+        if (c.modelType == "gemma" && c.activation == "gelu") // transformers reads Gemma's legacy "gelu" as tanh
+            c.activation = "gelu_pytorch_tanh";
+        const bool attentionBias = boolOr(j, "attention_bias", false);
+        c.attentionBias = c.modelType == "qwen2"       ? true
+                          : c.modelType == "qwen2_moe" ? boolOr(j, "qkv_bias", true)
+                          : c.modelType == "mistral" || c.modelType == "mixtral" || c.modelType == "phi3"
+                              ? false
+                              : attentionBias;
+        c.outputBias =
+            (c.modelType == "llama" || c.modelType == "gemma" || c.modelType == "gemma2" || c.modelType == "qwen3") &&
+            attentionBias;
+        c.mlpBias = c.modelType == "llama" && boolOr(j, "mlp_bias", false);
+        if (c.modelType == "mixtral") {
+            c.numExperts = size.get("num_local_experts", 8, 1, m.experts);
+            c.expertsPerToken = size.get("num_experts_per_tok", 2, 1, m.experts);
+        } else if (c.modelType == "qwen2_moe") {
+            c.numExperts = size.get("num_experts", 60, 0, m.experts);
+            c.expertsPerToken = size.get("num_experts_per_tok", 4, 1, m.experts);
+            c.moeIntermediateSize = size.get("moe_intermediate_size", 1408, 1, m.width);
+            c.sharedExpertIntermediateSize = size.get("shared_expert_intermediate_size", 5632, 1, m.width);
+            c.decoderSparseStep = size.get("decoder_sparse_step", 1, 1, m.layers);
+            if (const auto it = j.find("mlp_only_layers"); it != j.end() && !it->is_null()) {
+                if (!it->is_array())
+                    size.fail("mlp_only_layers: expected a list of layer indices, got " + jsonutil::jsonExcerpt(*it));
+                else
+                    for (const json &v : *it) {
+                        if (!v.is_number_integer() || v.get<int64_t>() < 0)
+                            size.fail("mlp_only_layers: expected layer indices, got " + jsonutil::jsonExcerpt(v));
+                        else
+                            c.mlpOnlyLayers.push_back(v.get<int64_t>());
+                    }
+            }
+        }
+        c.headDim = size.get("head_dim", d->headDim > 0 ? d->headDim : c.hiddenSize / std::max<int64_t>(c.numHeads, 1),
+                             1, m.width);
+        c.rotaryDim = c.headDim;
+        if (c.modelType == "phi3") // the only family here whose default RoPE turns part of each head
+            c.rotaryDim = static_cast<int64_t>(static_cast<double>(c.headDim) * partialRotaryFactor(j));
         if (c.architecture.empty())
-            c.architecture = classPrefix(c.modelType) + "ForCausalLM";
+            c.architecture = familyClassPrefix(c.modelType) + "ForCausalLM";
     } else {
         std::string list;
         for (const std::string &f : supportedFamilies())
@@ -322,7 +260,6 @@ Result<ModelConfig> parseModelConfig(const std::string &text, const std::string 
                              list + "); point at a checkpoint instead",
                          path);
     }
-    c.headDim = size.get("head_dim", c.hiddenSize / std::max<int64_t>(c.numHeads, 1), 1, m.width);
     if (auto checked = size.result(); !checked)
         return tl::unexpected(checked.error());
     const int64_t blocks = c.numLayers * std::max<int64_t>(c.numExperts, 1);
@@ -356,11 +293,7 @@ ModelStructure buildModelStructure(const ModelConfig &config, std::optional<DTyp
     s.architecture = config.architecture;
     s.noSplitClasses = {noSplitClassFor(config.modelType)};
     s.addModule("", config.architecture);
-    Builder b(s, dtype.value_or(config.torchDtype.value_or(DType::F32)));
-    if (config.modelType == "gpt2")
-        buildGpt2(config, b);
-    else
-        buildLlamaLike(config, b, layout);
+    buildFamilyTree(config, s, dtype.value_or(config.torchDtype.value_or(DType::F32)), layout);
     if (config.tieWordEmbeddings)
         s.tie("lm_head.weight", config.modelType == "gpt2" ? "transformer.wte.weight" : "model.embed_tokens.weight");
     return s;

@@ -27,14 +27,22 @@ struct ModelConfig {
     int64_t numKeyValueHeads = 0;
     int64_t headDim = 0;
     int64_t maxPositions = 0;
-    int64_t numExperts = 0;      // mixtral: num_local_experts
-    int64_t expertsPerToken = 0; // mixtral: num_experts_per_tok
+    int64_t numExperts = 0;                   // mixtral: num_local_experts; qwen2_moe: num_experts
+    int64_t expertsPerToken = 0;              // num_experts_per_tok
+    int64_t moeIntermediateSize = 0;          // qwen2_moe: width of each routed expert
+    int64_t sharedExpertIntermediateSize = 0; // qwen2_moe: width of the shared expert
+    int64_t decoderSparseStep = 1;            // qwen2_moe: every Nth layer routes to experts
+    std::vector<int64_t> mlpOnlyLayers;       // qwen2_moe: layers that keep a dense MLP
+    int64_t rotaryDim = 0;                    // channels RoPE turns: head_dim x partial_rotary_factor
+    std::string activation;                   // hidden_act / activation_function as transformers reads it
     bool tieWordEmbeddings = false;
-    bool attentionBias = false; // bias on q/k/v (qwen2 always, llama when attention_bias)
+    bool attentionBias = false; // bias on q/k/v (qwen2 always, qwen2_moe qkv_bias, others attention_bias)
+    bool outputBias = false;    // bias on o_proj (llama, gemma, gemma2, qwen3 with attention_bias)
     bool mlpBias = false;
 };
 
-std::vector<std::string> supportedFamilies(); // gpt2, llama, mistral, qwen2, mixtral
+// gpt2, llama, mistral, qwen2, mixtral, gemma, gemma2, qwen2_moe, qwen3, phi3
+std::vector<std::string> supportedFamilies();
 
 // config.json is a few kilobytes; anything past this is not one.
 constexpr uint64_t kMaxModelConfigBytes = 16u << 20;

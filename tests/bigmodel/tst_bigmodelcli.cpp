@@ -440,6 +440,21 @@ private Q_SLOTS:
                  qPrintable(r.err));
         const auto j = parseJson(r.out);
         QCOMPARE(j["no_split"], nlohmann::json::array());
+        // What stderr says is in the JSON too.
+        QVERIFY2(j["warnings"].dump().find("no config.json of a known family: planned from the tensor names alone") !=
+                     std::string::npos,
+                 j["warnings"].dump().c_str());
+        // A config.json of a family nobody plans: the loader's warning, on stderr and in the JSON.
+        const QString unknownFamily = m_dir.path() + "/tiny-unknown-family";
+        QVERIFY(QDir().mkpath(unknownFamily));
+        for (const QString &f : QDir(m_model).entryList({"*.safetensors*"}, QDir::Files))
+            QVERIFY(QFile::copy(m_model + "/" + f, unknownFamily + "/" + f));
+        QVERIFY(fileutil::writeFileAtomic((unknownFamily + "/config.json").toStdString(), R"({"model_type": "bert"})"));
+        const auto estimate = test::runAccel({"estimate-memory", unknownFamily, "--json"});
+        QCOMPARE(estimate.exitCode, 0);
+        QVERIFY2(estimate.err.contains("using checkpoint names only"), qPrintable(estimate.err));
+        QVERIFY2(parseJson(estimate.out)["warnings"].dump().find("using checkpoint names only") != std::string::npos,
+                 estimate.out.toStdString().c_str());
         // The config's tie is unknown and the checkpoint holds an lm_head: 11408 parameters as floats.
         QCOMPARE(j["total_bytes"].get<uint64_t>(), uint64_t(11408 * 4));
         // With config.json the rotary buffers (not in the checkpoint) are counted too.

@@ -95,9 +95,11 @@ private Q_SLOTS:
     {
         auto parsed = parseModelConfig(R"({"model_type":"bert"})", "/m/config.json");
         QVERIFY(!parsed);
-        QCOMPARE(parsed.error().toString(),
-                 std::string("/m/config.json: model_type \"bert\" cannot be planned from its config alone "
-                             "(supported: gpt2, llama, mistral, qwen2, mixtral); point at a checkpoint instead"));
+        QCOMPARE(
+            parsed.error().toString(),
+            std::string("/m/config.json: model_type \"bert\" cannot be planned from its config alone "
+                        "(supported: gpt2, llama, mistral, qwen2, mixtral, gemma, gemma2, qwen2_moe, qwen3, phi3); "
+                        "point at a checkpoint instead"));
     }
 
     void checkpointWithoutLmHeadIsTied()
