@@ -1,0 +1,159 @@
+#include "core/bigmodel/bnbformats.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace accel::bigmodel::bnb {
+
+namespace {
+
+// float32 arithmetic only: every intermediate is rounded to float as PyTorch rounds a float32
+// tensor operation (no wider accumulation, no fused multiply-add).
+float multiply(float a, float b)
+{
+    volatile float product = a * b;
+    return product;
+}
+
+float add(float a, float b)
+{
+    volatile float sum = a + b;
+    return sum;
+}
+
+float divide(float a, float b)
+{
+    volatile float quotient = a / b;
+    return quotient;
+}
+
+uint8_t nearestIndex(float scaled, const std::array<float, 16> &code)
+{
+    uint8_t best = 0;
+    float bestDistance = std::fabs(add(scaled, -code[0]));
+    for (uint8_t i = 1; i < 16; ++i) {
+        const float distance = std::fabs(add(scaled, -code[i]));
+        if (distance < bestDistance) {
+            best = i;
+            bestDistance = distance;
+        }
+    }
+    return best;
+}
+
+} // namespace
+
+void dequantizeInt8Rows(const int8_t *cb, const float *scb, int64_t rows, int64_t columns, float *out)
+{
+    const float reciprocal = 7.874015718698502e-3f; // 1/127 as bitsandbytes writes it, in float32
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < columns; ++c)
+            out[r * columns + c] = multiply(multiply(static_cast<float>(cb[r * columns + c]), scb[r]), reciprocal);
+}
+
+void quantizeInt8Rows(const float *weight, int64_t rows, int64_t columns, int8_t *cb, float *scb)
+{
+    for (int64_t r = 0; r < rows; ++r) {
+        const float *row = weight + r * columns;
+        float absmax = 0;
+        for (int64_t c = 0; c < columns; ++c)
+            absmax = std::max(absmax, std::fabs(row[c]));
+        scb[r] = absmax;
+        // A row of zeros has no scale: bitsandbytes divides by zero there; it stays zero here.
+        const float scale = absmax > 0 ? divide(127.0f, absmax) : 0.0f;
+        for (int64_t c = 0; c < columns; ++c)
+            cb[r * columns + c] = static_cast<int8_t>(std::nearbyint(multiply(row[c], scale)));
+    }
+}
+
+const char *fourBitName(FourBit type)
+{
+    return type == FourBit::NF4 ? "nf4" : "fp4";
+}
+
+const std::array<float, 16> &fourBitCode(FourBit type)
+{
+    // QLoRA's NF4: each bin holds the same area under N(0, 1), normalised to [-1, 1].
+    static const std::array<float, 16> nf4 = {
+        -1.0f,
+        -0.6961928009986877f,
+        -0.5250730514526367f,
+        -0.39491748809814453f,
+        -0.28444138169288635f,
+        -0.18477343022823334f,
+        -0.09105003625154495f,
+        0.0f,
+        0.07958029955625534f,
+        0.16093020141124725f,
+        0.24611230194568634f,
+        0.33791524171829224f,
+        0.44070982933044434f,
+        0.5626170039176941f,
+        0.7229568362236023f,
+        1.0f,
+    };
+    // FP4 (sign, 2 exponent bits, 1 mantissa bit) divided by its largest magnitude, 12, in float32.
+    static const std::array<float, 16> fp4 = [] {
+        const float raw[16] = {0.0f,  0.0625f,  8.0f,  12.0f,  4.0f,  6.0f,  2.0f,  3.0f,
+                               -0.0f, -0.0625f, -8.0f, -12.0f, -4.0f, -6.0f, -2.0f, -3.0f};
+        std::array<float, 16> code{};
+        for (int i = 0; i < 16; ++i)
+            code[size_t(i)] = divide(raw[i], 12.0f);
+        return code;
+    }();
+    return type == FourBit::NF4 ? nf4 : fp4;
+}
+
+int64_t blockCount(int64_t elements, int64_t blocksize)
+{
+    return (elements + blocksize - 1) / blocksize;
+}
+
+int64_t packedBytes(int64_t elements)
+{
+    return (elements + 1) / 2;
+}
+
+void dequantize4bit(const uint8_t *packed, const float *absmax, int64_t elements, int64_t blocksize, FourBit type,
+                    float *out)
+{
+    const std::array<float, 16> &code = fourBitCode(type);
+    for (int64_t k = 0; k < elements; ++k) {
+        const uint8_t byte = packed[k / 2];
+        const uint8_t index = k % 2 == 0 ? byte >> 4 : byte & 0x0F;
+        out[k] = multiply(code[index], absmax[k / blocksize]);
+    }
+}
+
+void quantize4bit(const float *weight, int64_t elements, int64_t blocksize, FourBit type, uint8_t *packed,
+                  float *absmax)
+{
+    const std::array<float, 16> &code = fourBitCode(type);
+    const uint8_t zero = type == FourBit::NF4 ? 7 : 0; // the code's 0.0
+    std::fill(packed, packed + packedBytes(elements), uint8_t(0));
+    for (int64_t b = 0; b < blockCount(elements, blocksize); ++b) {
+        const int64_t begin = b * blocksize, end = std::min(elements, begin + blocksize);
+        float m = 0;
+        for (int64_t k = begin; k < end; ++k)
+            m = std::max(m, std::fabs(weight[k]));
+        absmax[b] = m;
+        const float inverse = m > 0 ? divide(1.0f, m) : 0.0f;
+        for (int64_t k = begin; k < end; ++k) {
+            const uint8_t index =
+                m > 0 ? nearestIndex(std::clamp(multiply(weight[k], inverse), -1.0f, 1.0f), code) : zero;
+            packed[k / 2] |= k % 2 == 0 ? uint8_t(index << 4) : index;
+        }
+    }
+    // The padding element of an odd count is the code's 0.0, as bitsandbytes pads with 0.
+    if (elements % 2 != 0)
+        packed[elements / 2] |= zero;
+}
+
+void dequantizeNestedAbsmax(const uint8_t *quantized, int64_t blocks, const float *code, const float *scales,
+                            int64_t nestedBlocksize, float offset, float *absmax)
+{
+    for (int64_t b = 0; b < blocks; ++b)
+        absmax[b] = add(multiply(code[quantized[b]], scales[b / nestedBlocksize]), offset);
+}
+
+} // namespace accel::bigmodel::bnb
