@@ -34,6 +34,23 @@ std::vector<std::string> programWords(const ExportInput &input, bool accelForm, 
     return words;
 }
 
+// "PYTHON_EXEC=/venv/bin/python " before an accel launch of a script or module run by another
+// interpreter than python3 (an environment assignment, so the name stays unquoted); else "".
+std::string pythonAssignment(const ExportInput &input)
+{
+    const ProgramSpec &p = input.program;
+    const bool python = p.kind == ProgramSpec::Kind::PythonScript || p.kind == ProgramSpec::Kind::PythonModule;
+    if (!python || p.python.empty() || p.python == "python3")
+        return {};
+    return "PYTHON_EXEC=" + shellQuote(p.python) + " ";
+}
+
+// --name NAME when the input names the run.
+std::vector<std::string> nameWords(const ExportInput &input)
+{
+    return input.runName.empty() ? std::vector<std::string>{} : std::vector<std::string>{"--name", input.runName};
+}
+
 int machinesOf(const config::ClusterConfig &config)
 {
     return static_cast<int>(std::max<std::int64_t>(1, config.numMachines.value_or(1)));
@@ -66,6 +83,10 @@ Result<std::string> launchLines(const ExportInput &input, bool accelForm)
             return makeError(ErrorCode::InvalidInput,
                              "the accel launch form needs the config file path (--config_file)");
         prefix = {input.accelProgram, "launch", "--config_file", input.configPath};
+        if (!input.runDirectory.empty())
+            prefix.insert(prefix.end(), {"--run_dir", input.runDirectory});
+        const auto name = nameWords(input);
+        prefix.insert(prefix.end(), name.begin(), name.end());
     } else {
         auto flags = flagsWithout(input.config, {"machine_rank"});
         if (!flags)
@@ -85,7 +106,7 @@ Result<std::string> launchLines(const ExportInput &input, bool accelForm)
         words.insert(words.end(), program.begin(), program.end());
         if (machines > 1)
             out += "# node " + std::to_string(rank) + " of " + std::to_string(machines) + "\n";
-        out += shellJoin(words) + "\n";
+        out += (accelForm ? pythonAssignment(input) : std::string()) + shellJoin(words) + "\n";
     }
     return out;
 }
@@ -191,12 +212,17 @@ Result<std::string> exportSbatch(const ExportInput &input)
                                           : std::vector<std::string>{input.accelProgram, "launch"};
     const auto flagWords = flagArguments(*flags);
     launch.insert(launch.end(), flagWords.begin(), flagWords.end());
+    if (!input.sbatchUseAccelerate) {
+        const auto name = nameWords(input);
+        launch.insert(launch.end(), name.begin(), name.end());
+    }
     // The node rank and the address are expanded by the bash started by srun on each node.
     // accel launch writes its run directory where `accel slurm follow` looks for it (ACCEL_RUN_DIR).
     std::string runDir;
     if (!input.sbatchUseAccelerate)
         runDir = machines > 1 ? " --run_dir \"$ACCEL_RUN_DIR/node$SLURM_NODEID\"" : " --run_dir \"$ACCEL_RUN_DIR\"";
-    const std::string inner = shellJoin(launch) +
+    const std::string inner = (input.sbatchUseAccelerate ? std::string() : pythonAssignment(input)) +
+                              shellJoin(launch) +
                               " --machine_rank \"$SLURM_NODEID\" --main_process_ip \"$MASTER_ADDR\""
                               " --main_process_port \"$MASTER_PORT\"" +
                               runDir + " " + shellJoin(programWords(input, !input.sbatchUseAccelerate, false));

@@ -23,6 +23,10 @@ struct ExportInput {
     ProgramSpec program;    // Kind::Job: target is the job YAML
     std::string accelProgram = "accel";
     std::string workerProgram = "accel-worker"; // what runs a job outside accel launch
+    // The accel forms' --run_dir (not sbatch's: the job has its own) and --name, when set. A
+    // script's or module's interpreter (program.python, unless python3) is their PYTHON_EXEC.
+    std::string runDirectory;
+    std::string runName;
     // sbatch
     std::string jobName = "accel";
     int cpusPerTask = 0; // 0: no --cpus-per-task line
@@ -45,7 +49,9 @@ struct ImportedCommand {
     ExportForm form = ExportForm::AccelLaunch;
     config::ClusterConfig config; // for accel form: the --config_file's content with flag overrides
     std::string configPath;
-    ProgramSpec program;
+    ProgramSpec program;      // program.python: the command's PYTHON_EXEC=..., else python3
+    std::string runDirectory; // --run_dir, --name of an accel form
+    std::string runName;
     std::vector<std::string> notes; // what could not be recovered
 };
 

@@ -6,6 +6,7 @@
 #include "launcher/export/shellquote.h"
 #include "launcher/launchflags.h"
 
+#include <cctype>
 #include <map>
 #include <sstream>
 
@@ -115,13 +116,52 @@ Result<void> parseLaunchWords(const std::vector<std::string> &words, size_t star
     return {};
 }
 
-Result<ImportedCommand> importLaunch(const std::vector<std::string> &words, size_t launchAt, ExportForm form)
+size_t findWord(const std::vector<std::string> &words, const std::string &word, size_t from = 0)
+{
+    for (size_t i = from; i < words.size(); ++i) {
+        if (words[i] == word)
+            return i;
+    }
+    return std::string::npos;
+}
+
+// Leading NAME=VALUE words (the command's environment): removed from `words`; PYTHON_EXEC's
+// value is returned ("" when there is none).
+std::string takeAssignments(std::vector<std::string> &words)
+{
+    std::string python;
+    while (!words.empty()) {
+        const std::string &word = words.front();
+        const size_t eq = word.find('=');
+        bool name = eq != std::string::npos && eq > 0 && !std::isdigit(static_cast<unsigned char>(word[0]));
+        for (size_t i = 0; name && i < eq; ++i)
+            name = std::isalnum(static_cast<unsigned char>(word[i])) || word[i] == '_';
+        if (!name)
+            break;
+        if (word.compare(0, eq, "PYTHON_EXEC") == 0)
+            python = word.substr(eq + 1);
+        words.erase(words.begin());
+    }
+    return python;
+}
+
+Result<ImportedCommand> importLaunch(std::vector<std::string> words, ExportForm form)
 {
     ImportedCommand result;
     result.form = form;
+    const std::string python = takeAssignments(words);
+    const size_t launchAt = findWord(words, "launch");
+    if (launchAt == std::string::npos)
+        return makeError(ErrorCode::InvalidInput, "the command runs no 'launch' command");
     Flags flags;
     if (auto parsed = parseLaunchWords(words, launchAt + 1, flags, result.program); !parsed)
         return tl::unexpected(parsed.error());
+    if (!python.empty())
+        result.program.python = python;
+    if (auto it = flags.find("run_dir"); it != flags.end() && !it->second.empty() && it->second.front() != '$')
+        result.runDirectory = it->second;
+    if (auto it = flags.find("name"); it != flags.end())
+        result.runName = it->second;
     // Values the shell expands at run time (sbatch: "$SLURM_NODEID", "$MASTER_ADDR") are not settings.
     for (auto it = flags.begin(); it != flags.end();) {
         if (!it->second.empty() && it->second.front() == '$') {
@@ -241,15 +281,6 @@ Result<ImportedCommand> importTorchrun(const std::vector<std::string> &exports, 
     return result;
 }
 
-size_t findWord(const std::vector<std::string> &words, const std::string &word, size_t from = 0)
-{
-    for (size_t i = from; i < words.size(); ++i) {
-        if (words[i] == word)
-            return i;
-    }
-    return std::string::npos;
-}
-
 } // namespace
 
 Result<ImportedCommand> importCommand(const std::string &text)
@@ -276,17 +307,17 @@ Result<ImportedCommand> importCommand(const std::string &text)
             auto inner = shellSplit((*words)[bash + 1]);
             if (!inner)
                 return tl::unexpected(inner.error());
-            const size_t launch = findWord(*inner, "launch");
-            if (launch == std::string::npos)
-                return makeError(ErrorCode::InvalidInput, "the srun command runs no 'launch' command");
-            auto imported = importLaunch(*inner, launch, ExportForm::Sbatch);
-            return imported;
+            return importLaunch(*inner, ExportForm::Sbatch);
         }
-        const size_t launch = findWord(*words, "launch");
-        if (launch == 1 && (first == "accelerate" || first.find("accel") != std::string::npos)) {
-            const bool accelerate = first == "accelerate" ||
-                                    (first.size() > 11 && first.compare(first.size() - 11, 11, "/accelerate") == 0);
-            return importLaunch(*words, launch, accelerate ? ExportForm::AccelerateLaunch : ExportForm::AccelLaunch);
+        std::vector<std::string> command = *words;
+        (void)takeAssignments(command); // importLaunch reads them again
+        const std::string program = command.empty() ? std::string() : command.front();
+        const size_t launch = findWord(command, "launch");
+        if (launch == 1 && (program == "accelerate" || program.find("accel") != std::string::npos)) {
+            const bool accelerate =
+                program == "accelerate" ||
+                (program.size() > 11 && program.compare(program.size() - 11, 11, "/accelerate") == 0);
+            return importLaunch(*words, accelerate ? ExportForm::AccelerateLaunch : ExportForm::AccelLaunch);
         }
     }
     return makeError(ErrorCode::InvalidInput,

@@ -130,6 +130,9 @@ void tst_CommandExport::roundTrip()
     input.program.kind = launcher::ProgramSpec::Kind::PythonScript;
     input.program.target = "/opt/my train/train.py";
     input.program.args = {"--lr", "3e-4", "--name", "it's a run"};
+    input.program.python = "/opt/my venv/bin/python";
+    input.runDirectory = "/runs/the run";
+    input.runName = "sweep-1";
     input.cpusPerTask = 8;
 
     for (ExportForm form :
@@ -166,6 +169,11 @@ void tst_CommandExport::roundTrip()
         QCOMPARE(imported->config.fsdp.version, original.fsdp.version);
         QCOMPARE(imported->config.deepspeed.zeroStage, original.deepspeed.zeroStage);
         QCOMPARE(imported->config.fp8.backend, original.fp8.backend);
+        // The accel forms keep the interpreter and the run's name (and, but for sbatch, its folder).
+        const bool accelForm = form == ExportForm::AccelLaunch || form == ExportForm::Sbatch;
+        QCOMPARE(imported->program.python, accelForm ? input.program.python : std::string("python3"));
+        QCOMPARE(imported->runName, accelForm ? input.runName : std::string());
+        QCOMPARE(imported->runDirectory, form == ExportForm::AccelLaunch ? input.runDirectory : std::string());
         if (form == ExportForm::AccelLaunch) {
             QCOMPARE(imported->configPath, configPath);
             QCOMPARE(yamlOf(imported->config), yamlOf(original));
