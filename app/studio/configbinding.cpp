@@ -12,6 +12,7 @@ namespace accel::app {
 namespace {
 using config::ClusterConfig;
 using configtext::bind;
+using configtext::bindEitherSpelling;
 using Kind = FieldSpec::Kind;
 
 FieldSpec choice(const char *key, const QString &label, QStringList choices, const QString &toolTip = {})
@@ -177,14 +178,20 @@ std::vector<FieldGroup> buildGroups()
                   &Fp8Config::margin),
              bind(schemaNumber("fp8_config.interval", QObject::tr("Scaling interval (TE)")), &ClusterConfig::fp8,
                   &Fp8Config::interval),
-             bind(schemaNumber("fp8_config.amax_history_length", QObject::tr("Amax history length (TE)")),
-                  &ClusterConfig::fp8, &Fp8Config::amaxHistoryLength),
-             bind(schemaChoice("fp8_config.amax_compute_algorithm", QObject::tr("Amax algorithm (TE)")),
-                  &ClusterConfig::fp8, &Fp8Config::amaxComputeAlgorithm),
+             // The keys Accelerate's FP8 recipes read; a file's questionnaire spelling
+             // (amax_history_length, amax_compute_algorithm, optimization_level) shows in the
+             // same field and is replaced by the working one when the field is edited.
+             bindEitherSpelling(schemaNumber("fp8_config.amax_history_len", QObject::tr("Amax history length (TE)"),
+                                             QObject::tr("also shows amax_history_length, which has no effect")),
+                                &ClusterConfig::fp8, &Fp8Config::amaxHistoryLen, &Fp8Config::amaxHistoryLength),
+             bindEitherSpelling(schemaChoice("fp8_config.amax_compute_algo", QObject::tr("Amax algorithm (TE)"),
+                                             QObject::tr("also shows amax_compute_algorithm, which has no effect")),
+                                &ClusterConfig::fp8, &Fp8Config::amaxComputeAlgo, &Fp8Config::amaxComputeAlgorithm),
              bind(flag("fp8_config.use_autocast_during_eval", QObject::tr("Autocast during eval (TE)")),
                   &ClusterConfig::fp8, &Fp8Config::useAutocastDuringEval),
-             bind(schemaChoice("fp8_config.optimization_level", QObject::tr("Optimization level (MS-AMP)")),
-                  &ClusterConfig::fp8, &Fp8Config::optimizationLevel),
+             bindEitherSpelling(schemaChoice("fp8_config.opt_level", QObject::tr("Optimization level (MS-AMP)"),
+                                             QObject::tr("also shows optimization_level, which has no effect")),
+                                &ClusterConfig::fp8, &Fp8Config::optLevel, &Fp8Config::optimizationLevel),
              bind(flag("fp8_config.enable_fsdp_float8_all_gather", QObject::tr("FSDP float8 all-gather (AO)")),
                   &ClusterConfig::fp8, &Fp8Config::enableFsdpFloat8AllGather),
              bind(flag("fp8_config.pad_inner_dim", QObject::tr("Pad inner dimension (AO)")), &ClusterConfig::fp8,

@@ -219,7 +219,11 @@ public:
     {
         QStringList lines = m_original;
         QList<Edit> edits = m_edits;
-        std::stable_sort(edits.begin(), edits.end(), [](const Edit &a, const Edit &b) { return a.from > b.from; });
+        // From the bottom up; at one line, what is removed there goes before what is inserted there
+        // (a key replaced by one that sorts just before it: the new line must not be removed).
+        std::stable_sort(edits.begin(), edits.end(), [](const Edit &a, const Edit &b) {
+            return a.from != b.from ? a.from > b.from : (a.to - a.from) > (b.to - b.from);
+        });
         for (const Edit &edit : edits) {
             for (int i = edit.to - 1; i >= edit.from; --i)
                 lines.removeAt(i);

@@ -60,4 +60,26 @@ FieldBinding bind(FieldSpec spec, Block config::ClusterConfig::*block, std::opti
             }};
 }
 
+// A key of a nested block that Accelerate's readers know by one spelling (`working`) while other
+// writers use another that has no effect (`other`; fp8_config's amax_history_length, which the
+// questionnaire writes, for amax_history_len, which the recipe reads): shows the value of either
+// spelling (the working one when both are set), writes the working one and drops the other, so
+// that an edited file holds the one spelling that works.
+template <typename Block, typename T>
+FieldBinding bindEitherSpelling(FieldSpec spec, Block config::ClusterConfig::*block, std::optional<T> Block::*working,
+                                std::optional<T> Block::*other)
+{
+    return {std::move(spec),
+            [block, working, other](const config::ClusterConfig &c) {
+                const Block &values = c.*block;
+                return readOptional(values.*working ? values.*working : values.*other);
+            },
+            [block, working, other](config::ClusterConfig &c, const std::optional<QString> &text) {
+                const QString error = writeOptional(c.*block.*working, text);
+                if (error.isEmpty())
+                    (c.*block.*other).reset();
+                return error;
+            }};
+}
+
 } // namespace accel::app::configtext

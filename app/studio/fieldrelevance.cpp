@@ -20,11 +20,13 @@ bool fp8FieldApplies(const QString &field, const config::ClusterConfig &c)
     static const QStringList te = {QStringLiteral("fp8_format"),
                                    QStringLiteral("margin"),
                                    QStringLiteral("interval"),
+                                   QStringLiteral("amax_history_len"),
                                    QStringLiteral("amax_history_length"),
+                                   QStringLiteral("amax_compute_algo"),
                                    QStringLiteral("amax_compute_algorithm"),
                                    QStringLiteral("use_autocast_during_eval"),
                                    QStringLiteral("override_linear_precision")};
-    static const QStringList msamp = {QStringLiteral("optimization_level")};
+    static const QStringList msamp = {QStringLiteral("opt_level"), QStringLiteral("optimization_level")};
     static const QStringList ao = {QStringLiteral("enable_fsdp_float8_all_gather"), QStringLiteral("pad_inner_dim")};
     const QString backend = QString::fromStdString(c.fp8.backend.value_or(std::string())).toUpper();
     if (te.contains(field))

@@ -88,6 +88,22 @@ private Q_SLOTS:
         QVERIFY(patched->contains(QStringLiteral("num_processes: 8 # one per GPU\n")));
     }
 
+    // Regression: a key replaced by one that sorts just before it (fp8_config's optimization_level
+    // by opt_level) left the text unchanged: the new line was inserted where the old one was
+    // removed, and then removed in its place.
+    void replacedKeyThatSortsBeforeTheOld()
+    {
+        const QString file = QStringLiteral("mixed_precision: fp8\nfp8_config:\n  backend: MSAMP\n"
+                                            "  optimization_level: O1 # from the questionnaire\nnum_processes: 2\n");
+        const QString was = QStringLiteral("fp8_config:\n  backend: MSAMP\n  optimization_level: O1\n"
+                                           "mixed_precision: fp8\nnum_processes: 2\n");
+        const QString now = QStringLiteral("fp8_config:\n  backend: MSAMP\n  opt_level: O2\n"
+                                           "mixed_precision: fp8\nnum_processes: 2\n");
+        QCOMPARE(patchConfigText(file, was, now),
+                 std::optional<QString>(QStringLiteral("mixed_precision: fp8\nfp8_config:\n  backend: MSAMP\n"
+                                                       "  opt_level: O2\nnum_processes: 2\n")));
+    }
+
     void textItCannotReadIsLeftToTheWriter()
     {
         QString after = before;

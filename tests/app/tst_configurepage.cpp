@@ -5,7 +5,9 @@
 #include "app/studio/configurepage.h"
 #include "app/studio/fieldeditor.h"
 
+#include "core/config/configio.h"
 #include "core/config/configschema.h"
+#include "core/config/validation.h"
 
 #include <QApplication>
 #include <QCheckBox>
@@ -429,6 +431,57 @@ private Q_SLOTS:
         type->setCurrentIndex(type->findText(QStringLiteral("DEEPSPEED")));
         QVERIFY(form->isFieldShown(QStringLiteral("deepspeed_config.zero_stage")));
         QVERIFY(!form->isFieldShown(QStringLiteral("fsdp_config.fsdp_version")));
+    }
+
+    // Regression: the FP8 form wrote amax_history_length (which nothing reads; the page then
+    // warned it has no effect) and showed "(not set)" beside a file's amax_history_len: 1024.
+    void fp8FieldsWriteTheKeysTheRecipesRead()
+    {
+        QTemporaryDir dir;
+        const QByteArray te = "distributed_type: MULTI_GPU\nmixed_precision: fp8\nnum_processes: 2\n"
+                              "fp8_config:\n  backend: TE\n  amax_history_len: 1024\n  amax_compute_algo: max\n";
+        ConfigurePage page;
+        page.show();
+        QVERIFY(page.openFile(writeFile(dir, QStringLiteral("te.yaml"), te)));
+        ConfigForm *form = page.form();
+        QVERIFY(form->isFieldShown(QStringLiteral("fp8_config.amax_history_len")));
+        QCOMPARE(form->field(QStringLiteral("fp8_config.amax_history_len"))->value(),
+                 std::optional<QString>(QStringLiteral("1024")));
+        QCOMPARE(form->field(QStringLiteral("fp8_config.amax_compute_algo"))->value(),
+                 std::optional<QString>(QStringLiteral("max")));
+        auto *history = page.findChild<QSpinBox *>(QStringLiteral("editor:fp8_config.amax_history_len"));
+        QVERIFY(history);
+        history->setValue(16);
+        QVERIFY2(page.previewText().contains(QStringLiteral("  amax_history_len: 16\n")),
+                 qPrintable(page.previewText()));
+        QVERIFY(!page.previewText().contains(QStringLiteral("amax_history_length")));
+
+        // A questionnaire's file: its spelling is shown in the same field, with the warning that it
+        // has no effect; editing the field writes the spelling that works and drops the other.
+        const QByteArray questionnaire = "distributed_type: MULTI_GPU\nmixed_precision: fp8\nnum_processes: 2\n"
+                                         "fp8_config:\n  backend: MSAMP\n  optimization_level: O1\n";
+        const QString path = writeFile(dir, QStringLiteral("msamp.yaml"), questionnaire);
+        QVERIFY(page.openFile(path));
+        QCOMPARE(form->field(QStringLiteral("fp8_config.opt_level"))->value(),
+                 std::optional<QString>(QStringLiteral("O1")));
+        auto before = config::loadConfigFile(path.toStdString());
+        QVERIFY(before);
+        const config::Diagnostics warned = config::validate(*before);
+        QVERIFY(std::any_of(warned.begin(), warned.end(), [](const config::Diagnostic &diagnostic) {
+            return diagnostic.key == "fp8_config.optimization_level";
+        }));
+        auto *level = page.findChild<QComboBox *>(QStringLiteral("editor:fp8_config.opt_level"));
+        QVERIFY(level);
+        level->setCurrentIndex(level->findText(QStringLiteral("O2")));
+        QVERIFY2(page.previewText().contains(QStringLiteral("  opt_level: O2\n")), qPrintable(page.previewText()));
+        QVERIFY(!page.previewText().contains(QStringLiteral("optimization_level")));
+        QVERIFY(page.save());
+        auto saved = config::loadConfigFile(path.toStdString());
+        QVERIFY(saved);
+        QCOMPARE(saved->fp8.optLevel, std::optional<std::string>("O2"));
+        QVERIFY(!saved->fp8.optimizationLevel);
+        for (const config::Diagnostic &diagnostic : config::validate(*saved))
+            QVERIFY2(diagnostic.key.find("optimization_level") == std::string::npos, diagnostic.message.c_str());
     }
 
     void recommendationLoadsAsUnsavedDocument()
