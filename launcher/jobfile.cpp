@@ -229,8 +229,13 @@ Result<JobFile> JobFile::parse(const std::string &yamlText, const std::string &p
     std::error_code error;
     const fs::path folder = fs::absolute(path, error).parent_path();
     for (auto [key, value] : values) {
+        // An empty value ("dropout:" with nothing after it) is an absent one, as accel-worker reads
+        // it: the default stays (it replaced the default with "", which the form then wrote back as
+        // nothing, and the file read again had the default: found by fuzz_jobfile).
+        if (value.empty())
+            continue;
         const JobField *f = field(recipe, key);
-        if (f && f->type == T::Path && !value.empty()) {
+        if (f && f->type == T::Path) {
             const fs::path p(fileutil::expandUser(value));
             value = (p.is_absolute() ? p : folder / p).lexically_normal().string();
         } else if (f && f->type == T::IntegerList) {

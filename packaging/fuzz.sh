@@ -30,7 +30,7 @@ while getopts "t:n:sh" option; do
 done
 shift $((OPTIND - 1))
 all=(fuzz_safetensors fuzz_checkpointindex fuzz_modelconfig fuzz_tokenizer fuzz_metrics fuzz_config fuzz_launchargs
-  fuzz_serverequest)
+  fuzz_serverequest fuzz_deepspeed fuzz_jobfile fuzz_textsteps fuzz_mergeindex)
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=("${all[@]}")
 if ! command -v clang++ >/dev/null; then

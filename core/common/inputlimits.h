@@ -30,7 +30,9 @@ struct InputLimits {
     // aliases, so its document is bounded by maxBytes already.
     size_t maxValues = input::kDefaultMaxValues;
     size_t maxTextBytes = input::kDefaultMaxTextBytes;
-    bool rejectDuplicateKeys = false; // JSON: nlohmann would silently keep the last value
+    // The same key twice in one object / mapping is an error (nlohmann and yaml-cpp would keep one
+    // or both silently). YAML configs keep the last value with a warning, as PyYAML does.
+    bool rejectDuplicateKeys = false;
     // What the text is, for messages. JSON: a noun ("header" gives "header is not valid JSON: ...",
     // "header nested deeper than 64 levels"). YAML: a noun with its article ("a job file" gives
     // "... (the limit for a job file)"). Empty: the messages speak of JSON / YAML only; the file is

@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cstdio>
 #include <exception>
+#include <map>
 #include <memory>
 #include <new>
 #include <sstream>
@@ -221,17 +222,29 @@ public:
                 if (!walk(item, depth + 1))
                     return false;
             return true;
-        case YAML::NodeType::Map:
+        case YAML::NodeType::Map: {
             if (depth >= m_limits.maxDepth)
                 return deep(node);
+            std::map<std::string, int> seen; // scalar keys and their lines, when repeats are refused
             for (auto it = node.begin(); it != node.end(); ++it) {
                 // Copies: `it->first` lives in a proxy that dies at the end of the statement.
                 const YAML::Node key = it->first;
                 const YAML::Node value = it->second;
                 if (!walk(key, depth + 1) || !walk(value, depth + 1))
                     return false;
+                if (!m_limits.rejectDuplicateKeys || !key.IsScalar())
+                    continue;
+                const int line = key.Mark().is_null() ? 0 : key.Mark().line + 1;
+                const auto [previous, added] = seen.emplace(key.Scalar(), line);
+                if (!added) {
+                    m_line = line;
+                    m_error = "the key " + utf8::toValid(key.Scalar().substr(0, 80)) +
+                              " is given twice (first at line " + std::to_string(previous->second) + ")";
+                    return false;
+                }
             }
             return true;
+        }
         default:
             return true;
         }

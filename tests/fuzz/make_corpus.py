@@ -168,13 +168,68 @@ def serverequest_seeds():
           '{"op":"load","model":"m","device_map":"{\\"\\": \\"cpu\\"}","dtype":"float16"}')
 
 
+def deepspeed_seeds():
+    # DeepSpeed config files as Accelerate's examples write them, and the shapes that crashed the
+    # reader before it went through the input guard.
+    shutil.copy(os.path.join(ROOT, "tests", "data", "configs", "deepspeed_zero2.json"),
+                os.path.join(CORPUS, "deepspeed", "zero2_fixture.json"))
+    write("deepspeed", "zero3_offload.json", json.dumps({
+        "train_batch_size": "auto", "gradient_accumulation_steps": 4, "gradient_clipping": 1.0,
+        "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu", "pin_memory": True},
+                              "offload_param": {"device": "cpu"}, "stage3_prefetch_bucket_size": 0,
+                              "stage3_gather_16bit_weights_on_model_save": True},
+        "bf16": {"enabled": True}}, indent=2))
+    write("deepspeed", "auto.json", json.dumps({"gradient_accumulation_steps": "auto", "gradient_clipping": "auto",
+                                               "zero_optimization": {"stage": 1}}))
+    write("deepspeed", "wrong_shapes.json", json.dumps({"optimizer": [], "zero_optimization": {
+        "offload_optimizer": "cpu", "stage": 4294967299}, "gradient_accumulation_steps": 4294967297}))
+
+
+def jobfile_seeds():
+    for name in ("demo-gpt.yaml", "selftest.yaml"):
+        shutil.copy(os.path.join(ROOT, "resources", "jobs", name), os.path.join(CORPUS, "jobfile", name))
+    write("jobfile", "mlp.yaml", "recipe: mlp\noutput_dir: out\nmlp:\n  data: data.safetensors\n  hidden: [16, 8]\n"
+          "  optimizer: adamw\ntraining: {max_steps: 60, batch_size: 16, learning_rate: 0.1, mixed_precision: BF16}\n")
+    write("jobfile", "aliases.yaml", "recipe: gpt\nbase: &b {n_layer: 2, n_head: 4}\nmodel: *b\n"
+          "x0: &x0 [a, a, a]\nx1: &x1 [*x0, *x0, *x0]\nx2: [*x1, *x1]\n")
+    write("jobfile", "quoted.yaml", 'recipe: "gpt"\nname: "tab\\there \\"q\\""\nsample: {prompt: \'it\'\'s\'}\n'
+          "data:\n  corpus: ~/c.txt\n---\nrecipe: mlp\n")
+
+
+def textsteps_seeds():
+    # Bytes: normalizer count, pre-tokenizer count, then each step (kind, flags, strings) and the text.
+    b = bytes
+    write("textsteps", "gpt2_bytelevel.bin", b([0, 1, 0, 3]) + "Hello world, it's 2026!  \n".encode())
+    write("textsteps", "llama_metaspace.bin",
+          b([2, 1, 0, 3]) + "\xe2\x96\x81".encode() + b([1, 1]) + b" " + b([3]) + "\xe2\x96\x81".encode() +
+          b([2, 4, 0]) + "the lower caf\xc3\xa9".encode())
+    write("textsteps", "split_regex.bin", b([1, 2, 2, 2, 3, 1, 3, 0]) + b"aa  bb\n\n12 x" )
+    write("textsteps", "backtracking.bin", b([0, 1, 1, 1, 4]) + b"a" * 300)
+    write("textsteps", "digits_punct.bin", b([0, 3, 5, 1, 6, 2, 3, 0]) + b"x=12,345; y:=[7]")
+
+
+def mergeindex_seeds():
+    index = {"format": "accel-sharded-v1", "kind": "model", "ranks": 2, "step": 0, "tensors": {
+        "fc.weight": {"shape": [2, 3], "pieces": [{"file": "rank0.safetensors", "offset": 0, "numel": 4},
+                                                 {"file": "rank1.safetensors", "offset": 4, "numel": 2}]},
+        "fc.bias": {"shape": [2], "pieces": [{"file": "rank1.safetensors", "offset": 0, "numel": 2}]}}}
+    write("mergeindex", "two_ranks.json", json.dumps(index, indent=1))
+    huge = json.loads(json.dumps(index))
+    huge["tensors"]["fc.weight"]["shape"] = [1000000, 517]
+    write("mergeindex", "huge_shape.json", json.dumps(huge))
+    gap = json.loads(json.dumps(index))
+    gap["tensors"]["fc.weight"]["pieces"][1]["offset"] = 3
+    write("mergeindex", "overlap.json", json.dumps(gap))
+
+
 def main():
     # Everything but the regression_* inputs of fixed findings is written again.
     for folder, _, files in os.walk(CORPUS):
         for name in files:
             if not name.startswith("regression_"):
                 os.remove(os.path.join(folder, name))
-    os.makedirs(os.path.join(CORPUS, "tokenizer"), exist_ok=True)
+    for target in ("tokenizer", "deepspeed", "jobfile"):
+        os.makedirs(os.path.join(CORPUS, target), exist_ok=True)
     safetensors_seeds()
     checkpointindex_seeds()
     modelconfig_seeds()
@@ -183,6 +238,10 @@ def main():
     config_seeds()
     launchargs_seeds()
     serverequest_seeds()
+    deepspeed_seeds()
+    jobfile_seeds()
+    textsteps_seeds()
+    mergeindex_seeds()
     total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(CORPUS) for f in fs)
     print(f"corpora written to {CORPUS}: {total} bytes")
     return 0

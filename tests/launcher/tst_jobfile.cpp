@@ -42,6 +42,7 @@ private Q_SLOTS:
     void readsTheBundledDemoJob();
     void rejectsOtherRecipesAndBadYaml();
     void aliasBombIsRefused();
+    void repeatedKeyAndEmptyValueReadBack();
     void switchingRecipeKeepsSharedFields();
     void workerRunsAWrittenJob();
 };
@@ -214,6 +215,23 @@ void tst_JobFile::aliasBombIsRefused()
              std::string("file too large: 1048577 bytes (the limit for this file is 1048576 bytes)"));
     // A few legitimate aliases still read.
     QVERIFY(JobFile::parse("recipe: gpt\nx: &v 3\ny: *v\n", "ok.yaml"));
+}
+
+// Found by fuzz_jobfile: a key given twice ("data:" as a value and again as a section) was kept twice
+// by both readers, and the form wrote back one of them; and "dropout:" with no value replaced the
+// default with "", which the form wrote back as nothing, so the file read again had the default.
+void tst_JobFile::repeatedKeyAndEmptyValueReadBack()
+{
+    auto twice = JobFile::parse("recipe: gpt\ndata: x\ndata: {corpus: c.txt}\n", "twice.yaml");
+    QVERIFY(!twice);
+    QCOMPARE(twice.error().toString(),
+             std::string("twice.yaml: line 3: the key data is given twice (first at line 2)"));
+    auto empty = JobFile::parse("recipe: gpt\nmodel:\n  dropout:\n", "empty.yaml");
+    QVERIFY(empty);
+    QCOMPARE(empty->value("model.dropout"), JobFile::defaults("gpt").value("model.dropout"));
+    auto again = JobFile::parse(empty->toYaml(), "empty.yaml");
+    QVERIFY(again);
+    QCOMPARE(again->values(), empty->values());
 }
 
 void tst_JobFile::switchingRecipeKeepsSharedFields()

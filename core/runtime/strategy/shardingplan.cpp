@@ -1,5 +1,6 @@
 #include "core/runtime/strategy/shardingplan.h"
 
+#include "core/common/fileutil.h"
 #include "core/common/jsondocument.h"
 
 #include <nlohmann/json.hpp>
@@ -417,11 +418,19 @@ Result<ShardingPlan> shardingPlanFromEnvironment(const Lookup &lookupIn)
 
 Result<void> applyDeepSpeedJson(const std::string &path, ShardingPlan &plan)
 {
+    auto text = fileutil::readFile(path, kMaxDeepSpeedConfigBytes);
+    if (!text)
+        return tl::unexpected(text.error());
+    return applyDeepSpeedJsonText(*text, path, plan);
+}
+
+Result<void> applyDeepSpeedJsonText(const std::string &text, const std::string &path, ShardingPlan &plan)
+{
     using json = nlohmann::json;
     jsonutil::JsonLimits limits;
     limits.maxBytes = kMaxDeepSpeedConfigBytes;
     limits.subject = "the DeepSpeed config";
-    auto parsed = jsonutil::readJsonFile(path, limits);
+    auto parsed = jsonutil::parseJson(text, path, limits);
     if (!parsed)
         return tl::unexpected(parsed.error());
     const json &root = *parsed;

@@ -73,7 +73,10 @@ struct ShardingPlan {
 Result<ShardingPlan> shardingPlanFromEnvironment(const DistributedEnv::Lookup &lookup = {});
 
 // The ZeRO part of a DeepSpeed JSON file applied to `plan` (stage, offload, clipping, accumulation).
+// The file goes through the input guard (a regular file of at most 1 MiB, 64 levels deep).
 Result<void> applyDeepSpeedJson(const std::string &path, ShardingPlan &plan);
+// The same for the file's text; `source` names it in errors.
+Result<void> applyDeepSpeedJsonText(const std::string &text, const std::string &source, ShardingPlan &plan);
 
 const char *stateDictTypeName(StateDictType type);
 
