@@ -7,9 +7,25 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 
+#include <cmath>
 #include <utility>
 
 namespace accel::app {
+
+namespace {
+
+// Whole numbers (pids, exit codes, counts, milliseconds) in full; others with 4 significant digits,
+// or one decimal from 1000 up.
+QString numberText(double value)
+{
+    if (std::isfinite(value) && value == std::floor(value) && std::abs(value) < 9.0e15)
+        return QString::number(static_cast<qint64>(value));
+    if (std::isfinite(value) && std::abs(value) >= 1000)
+        return QString::number(value, 'f', 1);
+    return QString::number(value, 'g', 4);
+}
+
+} // namespace
 
 QString eventDetailsText(const monitor::RunEvent &event)
 {
@@ -31,9 +47,11 @@ QString eventDetailsText(const monitor::RunEvent &event)
         }
         name.replace(QLatin1Char('_'), QLatin1Char(' '));
         const QJsonValue value = it.value();
+        if (value.isNull() || value.isUndefined())
+            continue; // not applicable (a rank killed by a signal has no exit code): the other fields say why
         QString text;
         if (value.isDouble())
-            text = QString::number(value.toDouble(), 'g', 4) + unit;
+            text = numberText(value.toDouble()) + unit;
         else if (value.isBool())
             text = value.toBool() ? QStringLiteral("yes") : QStringLiteral("no");
         else if (value.isString())

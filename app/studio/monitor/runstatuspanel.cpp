@@ -2,6 +2,7 @@
 
 #include "app/studio/monitor/axisunits.h"
 #include "app/studio/studioresources.h"
+#include "core/rundir/runlayout.h"
 #include "launcher/jobfile.h"
 #include "launcher/rundirectory.h"
 #include "monitor/runmonitor.h"
@@ -13,6 +14,7 @@
 #include <QFrame>
 #include <QHBoxLayout>
 #include <QJsonArray>
+#include <QJsonDocument>
 #include <QLabel>
 #include <QProgressBar>
 #include <QVBoxLayout>
@@ -168,7 +170,11 @@ void RunStatusPanel::refresh()
     if (!m_run)
         return;
     const QJsonObject manifest = m_run->manifest();
-    const QString state = manifest.value(QStringLiteral("state")).toString();
+    // The lost rule, as the runs list applies it: a live state whose supervisor is gone reads "lost".
+    const QJsonObject supervisor = manifest.value(QLatin1String(rundir::key::Supervisor)).toObject();
+    const QString state = QString::fromStdString(rundir::effectiveState(
+        manifest.value(QStringLiteral("state")).toString().toStdString(),
+        rundir::parseSupervisorRecord(QJsonDocument(supervisor).toJson(QJsonDocument::Compact).toStdString())));
     const QJsonArray states = manifest.value(QStringLiteral("states")).toArray();
     m_stateDetail = states.isEmpty() ? QString() : states.last().toObject().value(QStringLiteral("detail")).toString();
     const bool changed = state != m_state;
@@ -267,7 +273,7 @@ void RunStatusPanel::updateTriage()
         lines.append({logs->index(row, monitor::LogModel::RankColumn).data(monitor::LogModel::RankRole).toInt(),
                       logs->index(row, monitor::LogModel::TextColumn).data().toString()});
     }
-    m_triage = triageFailure(lines, m_stateDetail);
+    m_triage = triageFailure(lines, m_stateDetail, m_run->manifest().value(QStringLiteral("failed_rank")).toInt(-1));
     m_cardTitle->setText(m_triage.title);
     m_cardError->setText(m_triage.errorLine);
     m_cardError->setVisible(!m_triage.errorLine.isEmpty());
