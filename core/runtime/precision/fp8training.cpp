@@ -172,27 +172,47 @@ Result<std::unique_ptr<Fp8Training>> Fp8Training::create(const Fp8Config &config
     return std::unique_ptr<Fp8Training>(new Fp8Training(std::move(*recipe)));
 }
 
+std::vector<LinearLayerRecogniser> &linearLayerKinds()
+{
+    static std::vector<LinearLayerRecogniser> kinds;
+    return kinds;
+}
+
+void registerLinearLayerKind(LinearLayerRecogniser recognise)
+{
+    linearLayerKinds().push_back(std::move(recognise));
+}
+
 Fp8Training::Conversion Fp8Training::convert(const std::shared_ptr<torch::nn::Module> &model)
 {
     Conversion conversion;
     m_model = model;
-    std::vector<std::pair<std::string, torch::nn::LinearImpl *>> linears;
+    std::vector<std::pair<std::string, LinearLayerView>> linears;
     for (const auto &item : model->named_modules()) {
-        if (auto *linear = dynamic_cast<torch::nn::LinearImpl *>(item.value().get()))
-            linears.emplace_back(item.key(), linear);
+        if (auto *linear = dynamic_cast<torch::nn::LinearImpl *>(item.value().get())) {
+            linears.emplace_back(item.key(), LinearLayerView{linear->weight, linear->options.in_features(),
+                                                             linear->options.out_features()});
+            continue;
+        }
+        for (const auto &recognise : linearLayerKinds()) {
+            if (auto view = recognise(*item.value())) {
+                linears.emplace_back(item.key(), *view);
+                break;
+            }
+        }
     }
     std::vector<torch::Tensor> weights;
     for (size_t i = 0; i < linears.size(); ++i) {
         auto &[name, linear] = linears[i];
-        Fp8LinearInfo info{name, linear->options.in_features(), linear->options.out_features(), i, linears.size()};
+        Fp8LinearInfo info{name, linear.in, linear.out, i, linears.size()};
         std::string why;
         if (!m_recipe->converts(info, &why)) {
             conversion.kept.emplace_back(name, why);
             continue;
         }
-        m_layers.push_back({m_recipe->createLayer(info), linear->weight, {}});
-        m_weights.push_back(linear->weight);
-        weights.push_back(linear->weight);
+        m_layers.push_back({m_recipe->createLayer(info), linear.weight, {}});
+        m_weights.push_back(linear.weight);
+        weights.push_back(linear.weight);
         conversion.converted.push_back(name);
     }
     m_recipe->prepareWeights(weights);

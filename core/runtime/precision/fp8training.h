@@ -15,11 +15,24 @@
 #include "core/runtime/precision/fp8allgather.h"
 #include "core/runtime/precision/fp8recipe.h"
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace accel::runtime {
+
+// A layer that computes linear(x, weight, bias) with weight [out, in] without being a
+// torch::nn::Linear (the model families' Linear, core/inference): a program registers how to
+// recognise its own, and conversion takes them like torch::nn::Linear layers.
+struct LinearLayerView {
+    torch::Tensor weight; // the parameter itself
+    int64_t in = 0, out = 0;
+};
+using LinearLayerRecogniser = std::function<std::optional<LinearLayerView>(torch::nn::Module &)>;
+void registerLinearLayerKind(LinearLayerRecogniser recognise);
+std::vector<LinearLayerRecogniser> &linearLayerKinds();
 
 class Fp8Training : public Fp8GatheredWeights {
 public:
@@ -30,7 +43,8 @@ public:
         std::vector<std::string> converted;                    // names of the converted layers
         std::vector<std::pair<std::string, std::string>> kept; // name, why it stays as it is
     };
-    // Converts the model's torch::nn::Linear layers the recipe accepts (named_modules order).
+    // Converts the model's torch::nn::Linear layers (and registered linear kinds) the recipe accepts
+    // (named_modules order).
     Conversion convert(const std::shared_ptr<torch::nn::Module> &model);
 
     // While alive, converted layers run in FP8 on this thread (in evaluation mode only when the
