@@ -1,11 +1,15 @@
 #include "core/inference/dispatch.h"
 
 #include "core/bigmodel/checkpoint.h"
+#include "core/bigmodel/memorysize.h"
+#include "core/bigmodel/modelstructure.h"
 #include "core/bigmodel/offloadfolder.h"
 #include "core/common/jsondocument.h"
 #include "core/inference/layers.h"
 #include "core/inference/offloadhook.h"
 #include "core/inference/torchtensors.h"
+
+#include <ATen/detail/CUDAHooksInterface.h>
 
 #include <nlohmann/json.hpp>
 
@@ -44,6 +48,39 @@ void setDevices(Module &module, const std::string &name, const DeviceMap &map,
     }
     for (auto &[local, child] : module.children())
         setDevices(*child, name.empty() ? local : name + "." + local, map, devices, mainDevice);
+}
+
+// True when `key` names a module or tensor of the planned tree under which every tensor is one the
+// engine does not load: a buffer it computes itself or an alias of a tied weight (and a module
+// without tensors, vacuously). Such a key places nothing.
+bool placesNothing(const std::string &key, const bigmodel::ModelStructure &planned)
+{
+    if (!planned.module(key) && !planned.tensor(key))
+        return false;
+    for (const bigmodel::ModelTensor &t : planned.tensors()) {
+        if (coversName(key, t.name) && !t.buffer && t.aliasOf.empty())
+            return false;
+    }
+    return true;
+}
+
+// Tied aliases (a tied lm_head) compute with their target's weight on the target's device; a map
+// that puts them elsewhere is honoured for the target only, as Accelerate warns for tied
+// parameters on different devices.
+std::vector<std::string> tiedDeviceWarnings(const DeviceMap &map, const bigmodel::ModelStructure &planned,
+                                            const std::map<std::string, NamedParameter> &engine)
+{
+    std::vector<std::string> warnings;
+    for (const bigmodel::ModelTensor &t : planned.tensors()) {
+        if (t.aliasOf.empty() || engine.count(t.name))
+            continue;
+        const int alias = longestMatch(map, t.name), target = longestMatch(map, t.aliasOf);
+        if (alias >= 0 && target >= 0 && map[alias].second != map[target].second)
+            warnings.push_back(t.name + " is tied to " + t.aliasOf + ": the device map puts it on " +
+                               map[alias].second + " and " + t.aliasOf + " on " + map[target].second +
+                               "; it computes with " + t.aliasOf + " on " + map[target].second);
+    }
+    return warnings;
 }
 
 bool isIgnoredBuffer(const std::string &key)
@@ -101,10 +138,22 @@ Result<DispatchReport> dispatchCheckpoint(Module &model, const bigmodel::Checkpo
     for (const auto &[key, device] : map) {
         if (device == "disk")
             continue;
-        auto parsed = parseDevice(device);
+        auto parsed = options.gpusOnCpu && bigmodel::isGpuDevice(device) ? Result<at::Device>(at::Device(at::kCPU))
+                                                                         : parseDevice(device);
         if (!parsed)
-            return makeError(parsed.error().code, "device map: " + (key.empty() ? std::string("\"\"") : key) + ": " +
-                                                      parsed.error().message);
+            return makeError(parsed.error().code,
+                             "device map: " + (key.empty() ? std::string("\"\"") : key) + ": " +
+                                 parsed.error().message +
+                                 (bigmodel::isGpuDevice(device)
+                                      ? " (a map planned for another machine runs its GPU entries on this CPU with "
+                                        "gpus_on_cpu)"
+                                      : ""));
+        if (parsed->is_cuda() && parsed->index() >= at::detail::getCUDAHooks().getNumGPUs())
+            return makeError(ErrorCode::Unsupported,
+                             "device map: " + (key.empty() ? std::string("\"\"") : key) + ": GPU " + device +
+                                 ": this machine has " + std::to_string(at::detail::getCUDAHooks().getNumGPUs()) +
+                                 " CUDA device(s) (a map planned for another machine runs its GPU entries on this CPU "
+                                 "with gpus_on_cpu)");
         devices.emplace(device, *parsed);
         if (!haveMain && device != "cpu") {
             mainDevice = *parsed;
@@ -120,7 +169,8 @@ Result<DispatchReport> dispatchCheckpoint(Module &model, const bigmodel::Checkpo
     for (const auto &p : parameters)
         byName.emplace(p.name, p);
     for (const auto &[key, device] : map) {
-        if (!key.empty() && !model.findModule(key) && !byName.count(key))
+        if (!key.empty() && !model.findModule(key) && !byName.count(key) &&
+            !(options.plannedStructure && placesNothing(key, *options.plannedStructure)))
             return makeError(
                 ErrorCode::InvalidInput, "device map: '" + key +
                                              "' names no module or parameter of the model (top-level modules: " +
@@ -254,6 +304,10 @@ Result<DispatchReport> dispatchCheckpoint(Module &model, const bigmodel::Checkpo
             device = mainDevice;
     setDevices(model, "", map, execution, mainDevice);
     report.hookedModules = hooks.size();
+    if (options.plannedStructure) {
+        const auto tied = tiedDeviceWarnings(map, *options.plannedStructure, byName);
+        report.warnings.insert(report.warnings.end(), tied.begin(), tied.end());
+    }
     if (!report.unexpectedKeys.empty())
         report.warnings.push_back(std::to_string(report.unexpectedKeys.size()) +
                                   " checkpoint tensor(s) are not used by the model, e.g. " +

@@ -16,7 +16,8 @@
 
 namespace accel::bigmodel {
 class Checkpoint;
-}
+class ModelStructure;
+} // namespace accel::bigmodel
 
 namespace accel::inference {
 
@@ -32,6 +33,16 @@ struct DispatchOptions {
     // missing and read through a mapping otherwise.
     std::string offloadFolder;
     bool strict = false; // unexpected checkpoint tensors are errors
+    // The model's tree as core/bigmodel plans it (what `accel device-map` and the studio name). A
+    // key naming one of its modules or tensors that the engine's tree does not hold is accepted
+    // when it holds no weight the engine loads: modules without tensors (dropouts, activations),
+    // buffers the engine computes itself (rotary frequencies), a tied head (it computes with the
+    // embedding's weight, on the embedding's device; a different device is a warning). Null: only
+    // the engine's own names are accepted.
+    const bigmodel::ModelStructure *plannedStructure = nullptr;
+    // Run what the map puts on GPU indices on the CPU (a map planned for another machine); the
+    // first GPU of the map stays the main device, so "cpu" entries are offloaded as beside a GPU.
+    bool gpusOnCpu = false;
 };
 
 struct DispatchReport {

@@ -3,7 +3,7 @@
 
 Started by the Qt test with the project's Python environment (ACCEL_PYTHON):
 
-  transformers_oracle.py OUT_DIR
+  transformers_oracle.py OUT_DIR [CASE ...]
 
 For each case a tiny random model (GPT-2, Llama, Mistral, Qwen2; 2 layers, hidden 64, 4 heads,
 2 key/value heads for the GQA families, vocab 1000, fixed seed) is built by Transformers from a
@@ -12,7 +12,7 @@ sharded (>= 2 shards and model.safetensors.index.json). Its float32 logits for t
 input_ids (model.eval()) go to OUT_DIR/<case>/expected_logits.safetensors (tensor "logits",
 [1, tokens, vocab]) and greedy generate's new tokens (do_sample=False, the config's
 eos_token_id as the stop, as accel generate does; in the "-eos" case that is a token greedy decoding
-reaches midway) to the printed JSON document:
+reaches midway) to the printed JSON document (only the named cases when CASEs are given):
 
   {"transformers": VERSION, "cases": [{"name", "family", "model_dir", "sharded", "shards",
     "input_ids", "logits_file", "max_new_tokens", "eos_token_id", "generated"}, ...]}
@@ -100,15 +100,20 @@ def run_case(out_dir, index, name, family, sharded, stop_midway, input_ids):
 
 
 def main():
-    if len(sys.argv) != 2:
-        raise SystemExit("usage: transformers_oracle.py OUT_DIR")
+    if len(sys.argv) < 2:
+        raise SystemExit("usage: transformers_oracle.py OUT_DIR [CASE ...]")
     import transformers
 
     out_dir = sys.argv[1]
+    wanted = set(sys.argv[2:])
     input_ids = [1, 17, 423, 999, 5, 88, 640, 3, 250, 71, 12]
     cases = [(family, family, False, False) for family in ("gpt2", "llama", "mistral", "qwen2")]
     cases += [("llama-sharded", "llama", True, False), ("qwen2-eos", "qwen2", False, True)]
-    results = [run_case(out_dir, index, *case, input_ids) for index, case in enumerate(cases)]
+    unknown = wanted - {case[0] for case in cases}
+    if unknown:
+        raise SystemExit(f"unknown cases {sorted(unknown)}")
+    results = [run_case(out_dir, index, *case, input_ids) for index, case in enumerate(cases)
+               if not wanted or case[0] in wanted]
     json.dump({"transformers": transformers.__version__, "cases": results}, sys.stdout)
 
 

@@ -36,6 +36,8 @@ private Q_SLOTS:
     void diskOffloadMatchesInMemory();
     void offloadFolderRoundTrip();
     void badDeviceMapsAreNamed();
+    void plannedKeysThatHoldNoWeightPlaceNothing();
+    void gpusRunOnTheCpuWhenAsked();
     void shapeMismatchNamesTensor();
     void gpuNeedsCuda();
 
@@ -235,6 +237,70 @@ void tst_Dispatch::badDeviceMapsAreNamed()
     expectError(R"({"transformer.h": "cpu"})", "no entry covers transformer.ln_f");
     expectError(R"({"": "tpu"})", "expected \"cpu\", \"disk\" or a GPU index");
     expectError(R"(["cpu"])", "expected a JSON object");
+}
+
+// Keys of the planned tree (what accel device-map writes) that the engine's tree does not hold:
+// modules without tensors, rotary_emb and its buffers, a tied lm_head. They load and place
+// nothing; a tied head mapped away from its embedding is a warning.
+void tst_Dispatch::plannedKeysThatHoldNoWeightPlaceNothing()
+{
+    const std::string gpt2 = m_dir.filePath("planned-gpt2").toStdString();
+    const std::string llama = m_dir.filePath("planned-llama").toStdString();
+    test::writeTinyModel(gpt2, "gpt2", 11, at::kFloat, true);
+    test::writeTinyModel(llama, "llama", 12, at::kFloat, true);
+    auto load = [](const std::string &dir, const std::string &map) {
+        LoadOptions options;
+        options.deviceMap = map;
+        return InferenceModel::load(dir, options);
+    };
+    for (
+        const auto &[dir, map] : std::vector<std::pair<std::string, std::string>>{
+            {gpt2,
+             R"({"transformer.wte": "cpu", "lm_head": "cpu", "transformer.drop": "disk", "transformer.h.0.attn.attn_dropout": "disk", "transformer.h.0.mlp.act": "cpu", "transformer": "disk"})"},
+            {llama,
+             R"({"model.embed_tokens": "cpu", "model.layers.0.mlp.act_fn": "disk", "model.rotary_emb": "disk", "model.rotary_emb.inv_freq": "cpu", "lm_head.weight": "cpu", "model": "disk"})"}}) {
+        auto model = load(dir, map);
+        QVERIFY2(model, model ? "" : model.error().toString().c_str());
+        QVERIFY((*model)->report().offloadedTensors > 0);
+        std::string said;
+        for (const std::string &w : (*model)->warnings())
+            said += w + "; ";
+        QVERIFY2((*model)->warnings().empty(), said.c_str());
+    }
+    // The tied head on another device than its embedding: loaded, said.
+    auto apart = load(gpt2, R"({"transformer": "cpu", "lm_head": "disk"})");
+    QVERIFY(apart);
+    QCOMPARE((*apart)->warnings().size(), size_t(1));
+    QVERIFY2((*apart)->warnings().front().find("lm_head.weight is tied to transformer.wte.weight: the device map puts "
+                                               "it on disk and transformer.wte.weight on cpu") != std::string::npos,
+             (*apart)->warnings().front().c_str());
+    // A name neither tree has is still refused.
+    auto unknown = load(gpt2, R"({"transformer.dropout": "cpu", "": "cpu"})");
+    QVERIFY(!unknown);
+    QVERIFY(unknown.error().message.find("'transformer.dropout' names no module") != std::string::npos);
+}
+
+// A map planned for GPUs runs on this CPU with gpusOnCpu: GPU 0 is the main device, so the cpu
+// entries are offloaded to it (hooks) as beside a real GPU, and the logits are the unsplit model's.
+void tst_Dispatch::gpusRunOnTheCpuWhenAsked()
+{
+    const std::string dir = m_dir.filePath("gpus-on-cpu").toStdString();
+    auto tiny = test::writeTinyModel(dir, "llama", 13);
+    const std::string map =
+        R"({"model.embed_tokens": 0, "model.layers.0": 1, "model.layers.1": "cpu", "model.norm": "disk", "model.rotary_emb": 0, "lm_head": 0})";
+    LoadOptions options;
+    options.deviceMap = map;
+    auto refused = InferenceModel::load(dir, options);
+    QVERIFY(!refused);
+    QVERIFY2(refused.error().message.find("gpus_on_cpu") != std::string::npos, refused.error().message.c_str());
+    options.dispatch.gpusOnCpu = true;
+    auto model = InferenceModel::load(dir, options);
+    QVERIFY2(model, model ? "" : model.error().toString().c_str());
+    QCOMPARE((*model)->report().mainDevice, std::string("0"));
+    QVERIFY((*model)->lm().findModule("model.layers.1.mlp.up_proj")->hooks().size() == 1); // cpu: offloaded
+    QVERIFY((*model)->lm().findModule("model.layers.0.mlp.up_proj")->hooks().empty());     // GPU 1: resident
+    auto ids = someIds(tiny.vocab);
+    QVERIFY(at::allclose(logitsOf(**model, ids), test::referenceLlama(tiny, ids), 1e-4, 1e-4));
 }
 
 void tst_Dispatch::shapeMismatchNamesTensor()
