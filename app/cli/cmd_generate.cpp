@@ -1,7 +1,6 @@
-// accel generate / accel infer: hand over to accel-worker (libtorch lives
-// there, never in accel). The options are checked here (errors and --help
-// without starting torch), then the worker beside this program (or
-// $ACCEL_WORKER_PROGRAM) replaces this process with the same request.
+// accel generate / accel infer: hand over to accel-worker (libtorch lives there, never in accel).
+// The options are checked here (errors and --help without starting torch), then the worker
+// beside this program (or $ACCEL_WORKER_PROGRAM) replaces this process with the same request.
 #include "app/cli/argparser.h"
 #include "app/cli/command.h"
 
@@ -15,144 +14,106 @@
 
 namespace accel::cli {
 
-void addInferenceLoadOptions(ArgParser &parser) {
-  parser.addPositional(
-      {"model_dir", "a folder with config.json and safetensors weights (gpt2, "
-                    "llama, mistral, qwen2)"});
-  parser.addValue("device_map", "MAP",
-                  "cpu, auto, balanced, balanced_low_0, sequential (planned as "
-                  "accel device-map plans), a JSON "
-                  "object of module → cpu | disk | GPU index, or a file "
-                  "holding one (the output of accel "
-                  "device-map --json)",
-                  "cpu");
-  parser.addValue(
-      "max_memory", "SPEC",
-      "budgets for a planned --device_map, e.g. cpu=8GiB,disk=100GiB");
-  parser.addFlag("gpus_on_cpu", "run the modules the map puts on GPU indices "
-                                "on this machine's CPU (a map planned "
-                                "for another machine, e.g. with accel "
-                                "device-map --env_json); cpu entries stay "
-                                "offloaded as they would be beside a GPU");
-  parser.addValue("offload_folder", "DIR",
-                  "Accelerate offload folder for the weights mapped to disk");
-  parser.addOption({"dtype",
-                    "DTYPE",
-                    "compute dtype (default: the checkpoint's)",
-                    "",
-                    0,
-                    false,
-                    {"float32", "bfloat16", "float16"}});
-  parser.addValue("threads", "N", "intra-op threads");
-  parser.addFlag(
-      "json",
-      "print one JSON object (schema accel.generate / accel.infer) at the end");
+void addInferenceLoadOptions(ArgParser &parser)
+{
+    parser.addPositional(
+        {"model_dir", "a folder with config.json and safetensors weights (gpt2, llama, mistral, qwen2)"});
+    parser.addValue("device_map", "MAP",
+                    "cpu, auto, balanced, balanced_low_0, sequential (planned as accel device-map plans), a JSON "
+                    "object of module → cpu | disk | GPU index, or a file holding one (the output of accel "
+                    "device-map --json)",
+                    "cpu");
+    parser.addValue("max_memory", "SPEC", "budgets for a planned --device_map, e.g. cpu=8GiB,disk=100GiB");
+    parser.addFlag("gpus_on_cpu", "run the modules the map puts on GPU indices on this machine's CPU (a map planned "
+                                  "for another machine, e.g. with accel device-map --env_json); cpu entries stay "
+                                  "offloaded as they would be beside a GPU");
+    parser.addValue("offload_folder", "DIR", "Accelerate offload folder for the weights mapped to disk");
+    parser.addOption({"dtype",
+                      "DTYPE",
+                      "compute dtype (default: the checkpoint's)",
+                      "",
+                      0,
+                      false,
+                      {"float32", "bfloat16", "float16"}});
+    parser.addValue("threads", "N", "intra-op threads");
+    parser.addFlag("json", "print one JSON object (schema accel.generate / accel.infer) at the end");
 }
 
-// Rebuilds the worker's command line from the parsed options (dashes, one
-// spelling) and execs it.
+// Rebuilds the worker's command line from the parsed options (dashes, one spelling) and execs it.
 int execInferenceWorker(const std::string &command, const ArgParser &parser,
-                        const std::vector<std::string> &valueOptions,
-                        const std::vector<std::string> &flags) {
-  std::vector<std::string> args{"accel-worker", command,
-                                *parser.firstPositional("model_dir")};
-  auto dashed = [](std::string name) {
-    for (char &c : name)
-      if (c == '_')
-        c = '-';
-    return "--" + name;
-  };
-  for (const auto &name : valueOptions)
-    for (const auto &value : parser.values(name)) {
-      args.push_back(dashed(name));
-      args.push_back(value);
+                        const std::vector<std::string> &valueOptions, const std::vector<std::string> &flags)
+{
+    std::vector<std::string> args{"accel-worker", command, *parser.firstPositional("model_dir")};
+    auto dashed = [](std::string name) {
+        for (char &c : name)
+            if (c == '_')
+                c = '-';
+        return "--" + name;
+    };
+    for (const auto &name : valueOptions)
+        for (const auto &value : parser.values(name)) {
+            args.push_back(dashed(name));
+            args.push_back(value);
+        }
+    for (const auto &name : flags)
+        if (parser.isSet(name))
+            args.push_back(dashed(name));
+    std::string program;
+    if (const char *override = std::getenv("ACCEL_WORKER_PROGRAM"); override && *override) {
+        program = override;
+    } else {
+        std::error_code error;
+        const auto self = std::filesystem::read_symlink("/proc/self/exe", error);
+        program = (error ? std::filesystem::path(".") : self.parent_path()).string() + "/accel-worker";
     }
-  for (const auto &name : flags)
-    if (parser.isSet(name))
-      args.push_back(dashed(name));
-  std::string program;
-  if (const char *override = std::getenv("ACCEL_WORKER_PROGRAM");
-      override && *override) {
-    program = override;
-  } else {
-    std::error_code error;
-    const auto self = std::filesystem::read_symlink("/proc/self/exe", error);
-    program =
-        (error ? std::filesystem::path(".") : self.parent_path()).string() +
-        "/accel-worker";
-  }
-  std::vector<char *> raw;
-  for (auto &a : args)
-    raw.push_back(a.data());
-  raw.push_back(nullptr);
-  ::execv(program.c_str(), raw.data());
-  std::fprintf(stderr,
-               "accel %s: cannot start %s: this build has no libtorch runtime "
-               "(accel-worker)\n",
-               command.c_str(), program.c_str());
-  return 1;
+    std::vector<char *> raw;
+    for (auto &a : args)
+        raw.push_back(a.data());
+    raw.push_back(nullptr);
+    ::execv(program.c_str(), raw.data());
+    std::fprintf(stderr, "accel %s: cannot start %s: this build has no libtorch runtime (accel-worker)\n",
+                 command.c_str(), program.c_str());
+    return 1;
 }
 
 namespace {
 
-int runGenerate(int argc, char **argv) {
-  ArgParser parser(
-      "accel generate",
-      "Generate text with a gpt2 or Llama-family model (runs accel-worker)");
-  addInferenceLoadOptions(parser);
-  parser.addValue("prompt", "TEXT",
-                  "the prompt (needs tokenizer.json in the model folder)");
-  parser.addValue("input_ids", "IDS",
-                  "the prompt as comma-separated token ids");
-  parser.addValue("max_new_tokens", "N", "tokens to generate", "32");
-  parser.addFlag("greedy", "always take the most likely token");
-  parser.addValue("temperature", "T", "sampling temperature (0 = greedy)",
-                  "1.0");
-  parser.addValue("top_k", "K", "keep the K most likely tokens");
-  parser.addValue(
-      "top_p", "P",
-      "keep the smallest set of tokens whose probability reaches P");
-  parser.addValue("repetition_penalty", "R",
-                  "penalise tokens already present (Transformers' rule)");
-  parser.addValue("seed", "S", "seed of the sampler", "0");
-  parser.addOption({"stop",
-                    "TEXT",
-                    "stop when the generated text contains TEXT",
-                    "",
-                    0,
-                    true,
-                    {}});
-  parser.addOption({"stop_token_id",
-                    "ID",
-                    "stop at this token (default: the config's eos_token_id)",
-                    "",
-                    0,
-                    true,
-                    {}});
-  if (!parser.parse(argc, argv, 1)) {
-    if (parser.helpRequested()) {
-      std::printf("%s", parser.helpText().c_str());
-      return 0;
+int runGenerate(int argc, char **argv)
+{
+    ArgParser parser("accel generate", "Generate text with a gpt2 or Llama-family model (runs accel-worker)");
+    addInferenceLoadOptions(parser);
+    parser.addValue("prompt", "TEXT", "the prompt (needs tokenizer.json in the model folder)");
+    parser.addValue("input_ids", "IDS", "the prompt as comma-separated token ids");
+    parser.addValue("max_new_tokens", "N", "tokens to generate", "32");
+    parser.addFlag("greedy", "always take the most likely token");
+    parser.addValue("temperature", "T", "sampling temperature (0 = greedy)", "1.0");
+    parser.addValue("top_k", "K", "keep the K most likely tokens");
+    parser.addValue("top_p", "P", "keep the smallest set of tokens whose probability reaches P");
+    parser.addValue("repetition_penalty", "R", "penalise tokens already present (Transformers' rule)");
+    parser.addValue("seed", "S", "seed of the sampler", "0");
+    parser.addOption({"stop", "TEXT", "stop when the generated text contains TEXT", "", 0, true, {}});
+    parser.addOption(
+        {"stop_token_id", "ID", "stop at this token (default: the config's eos_token_id)", "", 0, true, {}});
+    if (!parser.parse(argc, argv, 1)) {
+        if (parser.helpRequested()) {
+            std::printf("%s", parser.helpText().c_str());
+            return 0;
+        }
+        std::fprintf(stderr, "accel generate: %s\n", parser.error().c_str());
+        return 2;
     }
-    std::fprintf(stderr, "accel generate: %s\n", parser.error().c_str());
-    return 2;
-  }
-  if (parser.isSet("prompt") == parser.isSet("input_ids")) {
-    std::fprintf(stderr, "accel generate: give exactly one of --prompt TEXT or "
-                         "--input-ids 1,2,3\n");
-    return 2;
-  }
-  return execInferenceWorker(
-      "generate", parser,
-      {"device_map", "max_memory", "offload_folder", "dtype", "threads",
-       "prompt", "input_ids", "max_new_tokens", "temperature", "top_k", "top_p",
-       "repetition_penalty", "seed", "stop", "stop_token_id"},
-      {"greedy", "json", "gpus_on_cpu"});
+    if (parser.isSet("prompt") == parser.isSet("input_ids")) {
+        std::fprintf(stderr, "accel generate: give exactly one of --prompt TEXT or --input-ids 1,2,3\n");
+        return 2;
+    }
+    return execInferenceWorker("generate", parser,
+                               {"device_map", "max_memory", "offload_folder", "dtype", "threads", "prompt", "input_ids",
+                                "max_new_tokens", "temperature", "top_k", "top_p", "repetition_penalty", "seed", "stop",
+                                "stop_token_id"},
+                               {"greedy", "json", "gpus_on_cpu"});
 }
 
-Registrar registrar({"generate",
-                     "generate text with a gpt2/llama/mistral/qwen2 model on "
-                     "the libtorch worker",
+Registrar registrar({"generate", "generate text with a gpt2/llama/mistral/qwen2 model on the libtorch worker",
                      &runGenerate});
 
 } // namespace

@@ -12,79 +12,72 @@
 namespace accel::inference {
 
 struct InferenceModel::Storage {
-  std::optional<bigmodel::Checkpoint> checkpoint;
-  // The model's tree as `accel device-map` plans it: planned maps name its
-  // modules.
-  std::optional<bigmodel::ModelStructure> planned;
+    std::optional<bigmodel::Checkpoint> checkpoint;
+    // The model's tree as `accel device-map` plans it: planned maps name its modules.
+    std::optional<bigmodel::ModelStructure> planned;
 };
 
 InferenceModel::~InferenceModel() = default;
 
-const ModelConfig &InferenceModel::config() const { return m_lm->config(); }
+const ModelConfig &InferenceModel::config() const
+{
+    return m_lm->config();
+}
 
-Result<std::unique_ptr<InferenceModel>>
-InferenceModel::load(const std::string &modelDir, const LoadOptions &options) {
-  if (options.threads > 0)
-    at::set_num_threads(options.threads);
-  auto config = loadModelConfig(modelDir);
-  if (!config)
-    return tl::unexpected(config.error());
-  auto checkpointPath = bigmodel::resolveCheckpointPath(modelDir);
-  if (!checkpointPath)
-    return tl::unexpected(checkpointPath.error());
-  auto checkpoint = bigmodel::Checkpoint::open(*checkpointPath);
-  if (!checkpoint)
-    return tl::unexpected(checkpoint.error());
-  // Before any module is built: a config.json declaring more layers than the
-  // weights hold.
-  if (auto agrees = bigmodel::checkLayersAgainstCheckpoint(
-          config->numLayers,
-          config->modelType == "gpt2" ? "n_layer" : "num_hidden_layers",
-          modelDir + "/config.json", *checkpoint);
-      !agrees)
-    return tl::unexpected(agrees.error());
+Result<std::unique_ptr<InferenceModel>> InferenceModel::load(const std::string &modelDir, const LoadOptions &options)
+{
+    if (options.threads > 0)
+        at::set_num_threads(options.threads);
+    auto config = loadModelConfig(modelDir);
+    if (!config)
+        return tl::unexpected(config.error());
+    auto checkpointPath = bigmodel::resolveCheckpointPath(modelDir);
+    if (!checkpointPath)
+        return tl::unexpected(checkpointPath.error());
+    auto checkpoint = bigmodel::Checkpoint::open(*checkpointPath);
+    if (!checkpoint)
+        return tl::unexpected(checkpoint.error());
+    // Before any module is built: a config.json declaring more layers than the weights hold.
+    if (auto agrees = bigmodel::checkLayersAgainstCheckpoint(
+            config->numLayers, config->modelType == "gpt2" ? "n_layer" : "num_hidden_layers", modelDir + "/config.json",
+            *checkpoint);
+        !agrees)
+        return tl::unexpected(agrees.error());
 
-  DispatchOptions dispatch = options.dispatch;
-  std::unique_ptr<InferenceModel> model(new InferenceModel);
-  model->m_storage = std::make_unique<Storage>();
-  // The same tree `accel device-map` plans (config.json and the checkpoint's
-  // headers), so that the maps it writes, and the strategies planned here, name
-  // what the dispatcher accepts.
-  if (auto planConfig = bigmodel::readModelConfig(modelDir + "/config.json"))
-    model->m_storage->planned =
-        bigmodel::structureFromCheckpoint(*checkpoint, *planConfig);
-  if (!options.deviceMap.empty()) {
-    auto map = resolveDeviceMap(
-        {options.deviceMap, options.maxMemory, dispatch.computeDType},
-        model->m_storage->planned ? &*model->m_storage->planned : nullptr);
-    if (!map)
-      return tl::unexpected(map.error());
-    dispatch.deviceMap = std::move(map->map);
-    model->m_warnings = std::move(map->warnings);
-  }
-  if (model->m_storage->planned)
-    dispatch.plannedStructure = &*model->m_storage->planned;
-  model->m_modelDir = modelDir;
-  model->m_storage->checkpoint = std::move(*checkpoint);
-  auto lm = createCausalLM(*config);
-  if (!lm)
-    return tl::unexpected(lm.error());
-  model->m_lm = std::move(*lm);
-  auto report =
-      dispatchCheckpoint(*model->m_lm, *model->m_storage->checkpoint, dispatch);
-  if (!report)
-    return tl::unexpected(report.error());
-  model->m_report = std::move(*report);
-  for (const auto &w : config->warnings)
-    model->m_warnings.push_back("config.json: " + w);
-  model->m_warnings.insert(model->m_warnings.end(),
-                           model->m_report.warnings.begin(),
-                           model->m_report.warnings.end());
-  for (const auto &w : model->m_warnings)
-    accel::log::warning("inference", modelDir + ": " + w);
-  model->m_deviceMap =
-      dispatch.deviceMap.empty() ? DeviceMap{{"", "cpu"}} : dispatch.deviceMap;
-  return model;
+    DispatchOptions dispatch = options.dispatch;
+    std::unique_ptr<InferenceModel> model(new InferenceModel);
+    model->m_storage = std::make_unique<Storage>();
+    // The same tree `accel device-map` plans (config.json and the checkpoint's headers), so that
+    // the maps it writes, and the strategies planned here, name what the dispatcher accepts.
+    if (auto planConfig = bigmodel::readModelConfig(modelDir + "/config.json"))
+        model->m_storage->planned = bigmodel::structureFromCheckpoint(*checkpoint, *planConfig);
+    if (!options.deviceMap.empty()) {
+        auto map = resolveDeviceMap({options.deviceMap, options.maxMemory, dispatch.computeDType},
+                                    model->m_storage->planned ? &*model->m_storage->planned : nullptr);
+        if (!map)
+            return tl::unexpected(map.error());
+        dispatch.deviceMap = std::move(map->map);
+        model->m_warnings = std::move(map->warnings);
+    }
+    if (model->m_storage->planned)
+        dispatch.plannedStructure = &*model->m_storage->planned;
+    model->m_modelDir = modelDir;
+    model->m_storage->checkpoint = std::move(*checkpoint);
+    auto lm = createCausalLM(*config);
+    if (!lm)
+        return tl::unexpected(lm.error());
+    model->m_lm = std::move(*lm);
+    auto report = dispatchCheckpoint(*model->m_lm, *model->m_storage->checkpoint, dispatch);
+    if (!report)
+        return tl::unexpected(report.error());
+    model->m_report = std::move(*report);
+    for (const auto &w : config->warnings)
+        model->m_warnings.push_back("config.json: " + w);
+    model->m_warnings.insert(model->m_warnings.end(), model->m_report.warnings.begin(), model->m_report.warnings.end());
+    for (const auto &w : model->m_warnings)
+        accel::log::warning("inference", modelDir + ": " + w);
+    model->m_deviceMap = dispatch.deviceMap.empty() ? DeviceMap{{"", "cpu"}} : dispatch.deviceMap;
+    return model;
 }
 
 } // namespace accel::inference

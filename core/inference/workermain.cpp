@@ -15,158 +15,145 @@ namespace accel::inference {
 
 namespace {
 
-// The map the model was dispatched with (GPU indices as numbers, as Accelerate
-// writes them).
-nlohmann::ordered_json deviceMapJson(const DeviceMap &map) {
-  nlohmann::ordered_json j = nlohmann::ordered_json::object();
-  for (const auto &[key, device] : map) {
-    const bool gpu = !device.empty() && device.find_first_not_of(
-                                            "0123456789") == std::string::npos;
-    j[key] = gpu ? nlohmann::ordered_json(std::stoll(device))
-                 : nlohmann::ordered_json(device);
-  }
-  return j;
+// The map the model was dispatched with (GPU indices as numbers, as Accelerate writes them).
+nlohmann::ordered_json deviceMapJson(const DeviceMap &map)
+{
+    nlohmann::ordered_json j = nlohmann::ordered_json::object();
+    for (const auto &[key, device] : map) {
+        const bool gpu = !device.empty() && device.find_first_not_of("0123456789") == std::string::npos;
+        j[key] = gpu ? nlohmann::ordered_json(std::stoll(device)) : nlohmann::ordered_json(device);
+    }
+    return j;
 }
 
-int fail(const std::string &command, const Error &error) {
-  std::cerr << "accel-worker " << command << ": " << error.toString() << "\n";
-  return exitCodeFor(error);
+int fail(const std::string &command, const Error &error)
+{
+    std::cerr << "accel-worker " << command << ": " << error.toString() << "\n";
+    return exitCodeFor(error);
 }
 
-int runGenerate(const WorkerRequest &r) {
-  auto model = InferenceModel::load(r.modelDir, r.load);
-  if (!model)
-    return fail("generate", model.error());
-  auto codec = TextCodec::forModel(r.modelDir);
-  if (!codec)
-    return fail("generate", codec.error());
-  std::vector<int64_t> ids = r.inputIds;
-  if (r.prompt) {
-    if (!codec->hasTokenizer())
-      return fail("generate", Error{ErrorCode::InvalidInput,
-                                    "--prompt needs tokenizer.json in " +
-                                        r.modelDir + " (or pass --input-ids)",
-                                    {}});
-    ids = codec->encode(*r.prompt);
-  }
-  if (ids.empty())
-    return fail("generate", Error{ErrorCode::InvalidInput,
-                                  "give --prompt TEXT or --input-ids 1,2,3",
-                                  {}});
-  auto result = generate(
-      **model, {ids}, r.sampling,
-      [&](size_t, int64_t token, const std::string &piece) {
-        if (!r.json) {
-          std::cout << (codec->hasTokenizer() ? piece
-                                              : std::to_string(token) + " ");
-          std::cout.flush();
-        }
-        return true;
-      },
-      codec->decoder());
-  if (!result)
-    return fail("generate", result.error());
-  const auto &seq = result->sequences[0];
-  if (r.json) {
-    nlohmann::ordered_json out = {
-        {"schema", "accel.generate"},
-        {"version", 1},
-        {"model", r.modelDir},
-        {"model_type", (*model)->config().modelType},
-        {"prompt_ids", ids},
-        {"tokens", seq.tokens},
-        {"text", seq.text},
-        {"stop_reason", seq.stopReason},
-        {"stats", statsToJson(result->stats)},
-        {"device_map", deviceMapJson((*model)->deviceMap())},
-        {"warnings", (*model)->warnings()}};
-    std::cout << out.dump(2) << "\n";
-  } else {
-    std::cout << "\n";
-    std::cerr << "[" << result->stats.newTokens
-              << " tokens, stop: " << seq.stopReason << ", first token "
-              << result->stats.timeToFirstTokenMs << " ms, decode "
-              << result->stats.decodeTokensPerSecond << " tokens/s]\n";
-  }
-  return 0;
+int runGenerate(const WorkerRequest &r)
+{
+    auto model = InferenceModel::load(r.modelDir, r.load);
+    if (!model)
+        return fail("generate", model.error());
+    auto codec = TextCodec::forModel(r.modelDir);
+    if (!codec)
+        return fail("generate", codec.error());
+    std::vector<int64_t> ids = r.inputIds;
+    if (r.prompt) {
+        if (!codec->hasTokenizer())
+            return fail("generate", Error{ErrorCode::InvalidInput,
+                                          "--prompt needs tokenizer.json in " + r.modelDir + " (or pass --input-ids)",
+                                          {}});
+        ids = codec->encode(*r.prompt);
+    }
+    if (ids.empty())
+        return fail("generate", Error{ErrorCode::InvalidInput, "give --prompt TEXT or --input-ids 1,2,3", {}});
+    auto result = generate(
+        **model, {ids}, r.sampling,
+        [&](size_t, int64_t token, const std::string &piece) {
+            if (!r.json) {
+                std::cout << (codec->hasTokenizer() ? piece : std::to_string(token) + " ");
+                std::cout.flush();
+            }
+            return true;
+        },
+        codec->decoder());
+    if (!result)
+        return fail("generate", result.error());
+    const auto &seq = result->sequences[0];
+    if (r.json) {
+        nlohmann::ordered_json out = {{"schema", "accel.generate"},
+                                      {"version", 1},
+                                      {"model", r.modelDir},
+                                      {"model_type", (*model)->config().modelType},
+                                      {"prompt_ids", ids},
+                                      {"tokens", seq.tokens},
+                                      {"text", seq.text},
+                                      {"stop_reason", seq.stopReason},
+                                      {"stats", statsToJson(result->stats)},
+                                      {"device_map", deviceMapJson((*model)->deviceMap())},
+                                      {"warnings", (*model)->warnings()}};
+        std::cout << out.dump(2) << "\n";
+    } else {
+        std::cout << "\n";
+        std::cerr << "[" << result->stats.newTokens << " tokens, stop: " << seq.stopReason << ", first token "
+                  << result->stats.timeToFirstTokenMs << " ms, decode " << result->stats.decodeTokensPerSecond
+                  << " tokens/s]\n";
+    }
+    return 0;
 }
 
-int runInfer(const WorkerRequest &r) {
-  if (r.inputIds.empty())
-    return fail("infer",
-                Error{ErrorCode::InvalidInput,
-                      "--input-ids: missing (comma-separated token ids)",
-                      {}});
-  if (r.logitsOut.empty())
-    return fail("infer",
-                Error{ErrorCode::InvalidInput,
-                      "--logits-out: missing (a .safetensors file to write)",
-                      {}});
-  auto model = InferenceModel::load(r.modelDir, r.load);
-  if (!model)
-    return fail("infer", model.error());
-  const int64_t vocab = (*model)->config().vocabSize;
-  for (int64_t id : r.inputIds)
-    if (id < 0 || id >= vocab)
-      return fail("infer", Error{ErrorCode::InvalidInput,
-                                 "--input-ids: token id " + std::to_string(id) +
-                                     " is outside the vocabulary (0.." +
-                                     std::to_string(vocab - 1) + ")",
-                                 {}});
-  at::Tensor logits;
-  try {
-    c10::InferenceMode guard;
-    auto ids = at::tensor(r.inputIds, at::TensorOptions().dtype(at::kLong))
-                   .unsqueeze(0);
-    logits = (*model)->lm().forward(ids, nullptr).to(at::kCPU).contiguous();
-  } catch (const c10::Error &e) {
-    return fail("infer",
-                Error{ErrorCode::Failed, e.what_without_backtrace(), {}});
-  }
-  std::vector<bigmodel::TensorToWrite> tensors{
-      {"logits", bigmodel::DType::F32, logits.sizes().vec(), logits.data_ptr(),
-       static_cast<uint64_t>(logits.nbytes())}};
-  if (auto ok = bigmodel::writeSafetensors(r.logitsOut, tensors); !ok)
-    return fail("infer", ok.error());
-  if (r.json) {
-    nlohmann::ordered_json out = {
-        {"schema", "accel.infer"},
-        {"version", 1},
-        {"model", r.modelDir},
-        {"model_type", (*model)->config().modelType},
-        {"input_ids", r.inputIds},
-        {"logits_file", r.logitsOut},
-        {"shape", logits.sizes().vec()},
-        {"argmax_last", logits[0][-1].argmax().item<int64_t>()},
-        {"device_map", deviceMapJson((*model)->deviceMap())},
-        {"warnings", (*model)->warnings()}};
-    std::cout << out.dump(2) << "\n";
-  }
-  return 0;
+int runInfer(const WorkerRequest &r)
+{
+    if (r.inputIds.empty())
+        return fail("infer", Error{ErrorCode::InvalidInput, "--input-ids: missing (comma-separated token ids)", {}});
+    if (r.logitsOut.empty())
+        return fail("infer",
+                    Error{ErrorCode::InvalidInput, "--logits-out: missing (a .safetensors file to write)", {}});
+    auto model = InferenceModel::load(r.modelDir, r.load);
+    if (!model)
+        return fail("infer", model.error());
+    const int64_t vocab = (*model)->config().vocabSize;
+    for (int64_t id : r.inputIds)
+        if (id < 0 || id >= vocab)
+            return fail("infer", Error{ErrorCode::InvalidInput,
+                                       "--input-ids: token id " + std::to_string(id) +
+                                           " is outside the vocabulary (0.." + std::to_string(vocab - 1) + ")",
+                                       {}});
+    at::Tensor logits;
+    try {
+        c10::InferenceMode guard;
+        auto ids = at::tensor(r.inputIds, at::TensorOptions().dtype(at::kLong)).unsqueeze(0);
+        logits = (*model)->lm().forward(ids, nullptr).to(at::kCPU).contiguous();
+    } catch (const c10::Error &e) {
+        return fail("infer", Error{ErrorCode::Failed, e.what_without_backtrace(), {}});
+    }
+    std::vector<bigmodel::TensorToWrite> tensors{{"logits", bigmodel::DType::F32, logits.sizes().vec(),
+                                                  logits.data_ptr(), static_cast<uint64_t>(logits.nbytes())}};
+    if (auto ok = bigmodel::writeSafetensors(r.logitsOut, tensors); !ok)
+        return fail("infer", ok.error());
+    if (r.json) {
+        nlohmann::ordered_json out = {{"schema", "accel.infer"},
+                                      {"version", 1},
+                                      {"model", r.modelDir},
+                                      {"model_type", (*model)->config().modelType},
+                                      {"input_ids", r.inputIds},
+                                      {"logits_file", r.logitsOut},
+                                      {"shape", logits.sizes().vec()},
+                                      {"argmax_last", logits[0][-1].argmax().item<int64_t>()},
+                                      {"device_map", deviceMapJson((*model)->deviceMap())},
+                                      {"warnings", (*model)->warnings()}};
+        std::cout << out.dump(2) << "\n";
+    }
+    return 0;
 }
 
 } // namespace
 
-bool isWorkerCommand(const std::string &command) {
-  return command == "generate" || command == "infer" || command == "serve";
+bool isWorkerCommand(const std::string &command)
+{
+    return command == "generate" || command == "infer" || command == "serve";
 }
 
-int workerMain(int argc, char **argv) {
-  const std::string command = argc > 1 ? argv[1] : "";
-  if (command == "serve")
-    return runServe(std::cin, std::cout);
-  if (!isWorkerCommand(command)) {
-    std::cerr << workerHelpText();
-    return 2;
-  }
-  auto request = parseWorkerArguments(argc, argv);
-  if (!request)
-    return fail(command, request.error());
-  if (request->help) {
-    std::cout << workerHelpText();
-    return 0;
-  }
-  return command == "generate" ? runGenerate(*request) : runInfer(*request);
+int workerMain(int argc, char **argv)
+{
+    const std::string command = argc > 1 ? argv[1] : "";
+    if (command == "serve")
+        return runServe(std::cin, std::cout);
+    if (!isWorkerCommand(command)) {
+        std::cerr << workerHelpText();
+        return 2;
+    }
+    auto request = parseWorkerArguments(argc, argv);
+    if (!request)
+        return fail(command, request.error());
+    if (request->help) {
+        std::cout << workerHelpText();
+        return 0;
+    }
+    return command == "generate" ? runGenerate(*request) : runInfer(*request);
 }
 
 } // namespace accel::inference
