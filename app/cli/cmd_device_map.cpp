@@ -181,7 +181,7 @@ int runDeviceMap(int argc, char **argv)
         std::string envText;
         const std::string envPath = parser.valueOr("env_json", "");
         if (!envPath.empty()) {
-            auto text = fileutil::readFile(envPath);
+            auto text = fileutil::readFile(envPath, bigmodel::kMaxEnvReportBytes);
             if (!text)
                 return fail(text.error());
             envText = *text;
