@@ -349,6 +349,7 @@ void MainWindow::restoreSettings()
     if (geometry.isEmpty() || !restoreGeometry(geometry))
         resize(1200, 800);
     restoreState(settings.value(QStringLiteral("mainwindow/state")).toByteArray());
+    m_launchPage->rememberForm(); // the Launch form as it was left, saved on every change
     const auto page = pageFromName(settings.value(QStringLiteral("mainwindow/page")).toString());
     if (page)
         showPage(*page);

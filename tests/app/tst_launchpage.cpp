@@ -50,6 +50,7 @@ class tst_LaunchPage : public QObject {
 private Q_SLOTS:
     void commandFollowsTheForm();
     void exportsWriteFiles();
+    void exportsKeepTheInterpreterRunDirAndName();
     void demoIsPrepared();
     void recipeFormValidatesAndRoundTrips();
     void failedRecipeLaunchLeavesNoStagedRun();
@@ -138,6 +139,68 @@ void tst_LaunchPage::exportsWriteFiles()
         QVERIFY(imported);
         QCOMPARE(imported->config.numProcesses, std::optional<std::int64_t>(2));
     }
+}
+
+// Regression: the exported accel-launch.sh dropped the interpreter (PYTHON_EXEC), --run_dir and
+// --name, and the sbatch job was named `accel`. The exported script runs the script with the
+// interpreter the page names; a recipe's export names the run as Launch does.
+void tst_LaunchPage::exportsKeepTheInterpreterRunDirAndName()
+{
+    const QString accel = QDir(test::binDir()).filePath(QStringLiteral("accel"));
+    const QString python = qEnvironmentVariable("ACCEL_PYTHON");
+    if (!QFileInfo(accel).isExecutable() || !QFileInfo(python).isExecutable())
+        QSKIP("accel is not built or ACCEL_PYTHON is missing");
+    QTemporaryDir dir;
+    const QString config =
+        writeConfig(dir.filePath(QStringLiteral("c.yaml")),
+                    "distributed_type: 'NO'\nmixed_precision: 'no'\nnum_processes: 1\nuse_cpu: true\n");
+    QFile script(dir.filePath(QStringLiteral("which.py")));
+    QVERIFY(script.open(QIODevice::WriteOnly));
+    script.write("import sys\nprint('interpreter:', sys.executable, 'args:', sys.argv[1:])\n");
+    script.close();
+    LaunchPage page;
+    page.setAccelProgram(accel);
+    page.setConfigFile(config);
+    page.setScript(script.fileName(), QStringLiteral("--lr 0.1"));
+    page.setInterpreter(python);
+
+    const QString exported = dir.filePath(QStringLiteral("accel-launch.sh"));
+    QVERIFY(page.saveExport(ex::ExportForm::AccelLaunch, exported));
+    const QString data = dir.filePath(QStringLiteral("data"));
+    const auto ran = test::runProgram(QStringLiteral("bash"), {exported}, 60000, {},
+                                      {QStringLiteral("XDG_DATA_HOME=") + data, QStringLiteral("PYTHON_EXEC=")});
+    QVERIFY2(ran.exitCode == 0, qPrintable(ran.err));
+    const QStringList runs =
+        QDir(data + QStringLiteral("/accel-studio/runs")).entryList(QDir::Dirs | QDir::NoDotAndDotDot);
+    QCOMPARE(runs.size(), 1);
+    QFile log(data + QStringLiteral("/accel-studio/runs/") + runs.first() + QStringLiteral("/logs/rank0.log"));
+    QVERIFY(log.open(QIODevice::ReadOnly));
+    const QString printed = QString::fromUtf8(log.readAll());
+    QVERIFY2(printed.contains(QStringLiteral("interpreter: ") + python + QStringLiteral(" args: ['--lr', '0.1']")),
+             qPrintable(printed));
+    auto sbatch = page.exportText(ex::ExportForm::Sbatch);
+    QVERIFY(sbatch);
+    QVERIFY2(QString::fromStdString(*sbatch).contains(QStringLiteral("#SBATCH --job-name=which\n")), sbatch->c_str());
+    QVERIFY2(QString::fromStdString(*sbatch).contains(QStringLiteral("PYTHON_EXEC=") + python), sbatch->c_str());
+
+    // A recipe: the export names the staged run folder and the run as the command Launch runs.
+    page.setProgramKind(LaunchPage::ProgramKind::Recipe);
+    page.recipeForm()->setValue(QStringLiteral("data.corpus"), corpus());
+    page.recipeForm()->setValue(QStringLiteral("name"), QStringLiteral("tiny-gpt"));
+    auto accelText = page.exportText(ex::ExportForm::AccelLaunch);
+    QVERIFY(accelText);
+    auto imported = ex::importCommand(*accelText);
+    QVERIFY2(imported, accelText->c_str());
+    QCOMPARE(QString::fromStdString(imported->runDirectory), QFileInfo(page.stagedJobPath()).path());
+    QCOMPARE(QString::fromStdString(imported->runName), QStringLiteral("tiny-gpt"));
+    auto arguments = page.launchArguments();
+    QVERIFY(arguments);
+    QVERIFY2(QString::fromStdString(*accelText).contains(arguments->mid(1).join(QLatin1Char(' '))), accelText->c_str());
+    sbatch = page.exportText(ex::ExportForm::Sbatch);
+    QVERIFY(sbatch);
+    QVERIFY2(QString::fromStdString(*sbatch).contains(QStringLiteral("#SBATCH --job-name=tiny-gpt\n")) &&
+                 QString::fromStdString(*sbatch).contains(QStringLiteral("--name tiny-gpt")),
+             sbatch->c_str());
 }
 
 void tst_LaunchPage::demoIsPrepared()
@@ -277,14 +340,12 @@ void tst_LaunchPage::launchesARealJob()
     QVERIFY(QFileInfo::exists(runDir + "/run.json"));
     QVERIFY(runDir.startsWith(dir.path()));
 
-    // "Open monitor" hands the run directory to the window.
-    auto buttons = page.findChildren<QPushButton *>();
-    for (QPushButton *button : buttons) {
-        if (button->text() == "Open monitor")
-            button->click();
-    }
+    // The new run is handed to the window at once; "Open monitor" hands it again.
     QCOMPARE(monitor.count(), 1);
     QCOMPARE(monitor.first().first().toString(), runDir);
+    page.monitorButton()->click();
+    QCOMPARE(monitor.count(), 2);
+    QCOMPARE(monitor.last().first().toString(), runDir);
 
     QSignalSpy stopped(&page, &LaunchPage::stopFinished);
     QVERIFY(page.stop());
@@ -346,7 +407,10 @@ void tst_LaunchPage::stopNeverStaysStuckWhenAccelCannotStart()
     LaunchPage page;
     page.setAccelProgram(fake);
     page.setConfigFile(writeConfig(dir.filePath(QStringLiteral("c.yaml")), kTwoCpuRanks));
-    page.setScript(dir.filePath(QStringLiteral("train.py")));
+    QFile train(dir.filePath(QStringLiteral("train.py")));
+    QVERIFY(train.open(QIODevice::WriteOnly)); // an empty script: nothing to import
+    train.close();
+    page.setScript(train.fileName());
     QSignalSpy launched(&page, &LaunchPage::launched);
     QVERIFY(page.launch());
     QTRY_COMPARE_WITH_TIMEOUT(launched.size(), 1, 10000);

@@ -1,9 +1,11 @@
 # The Launch page of accel-studio (included by app/studio/CMakeLists.txt): the page, what it runs
-# (ProgramChoice, RecipeForm), where (LaunchTarget), starting and stopping (RunControl), a cluster
+# (ProgramChoice, RecipeForm, the Python interpreter: InterpreterField, pythoninterpreters), where (LaunchTarget), starting and stopping (RunControl), a cluster
 # launch's nodes (ClusterRunView) and the exports.
 target_sources(accel_studio_ui PRIVATE
   launch/launchpage.h launch/launchpage.cpp
   launch/programchoice.h launch/programchoice.cpp
+  launch/interpreterfield.h launch/interpreterfield.cpp
+  launch/pythoninterpreters.h launch/pythoninterpreters.cpp
   launch/recipeform.h launch/recipeform.cpp
   launch/launchtarget.h launch/launchtarget.cpp
   launch/runcontrol.h launch/runcontrol.cpp

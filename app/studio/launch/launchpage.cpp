@@ -28,6 +28,8 @@ namespace ex = launcher::exporting;
 LaunchPage::LaunchPage(QWidget *parent) : QWidget(parent)
 {
     m_runs = new RunControl(this);
+    m_launchCheck = new InterpreterProbe(this);
+    connect(m_launchCheck, &InterpreterProbe::finished, this, &LaunchPage::startLocal);
     auto *layout = new QVBoxLayout(this);
     auto *title = new QLabel(tr("<h2>Launch</h2>Run a training script or job with a cluster config, on this machine "
                                 "or on cluster hosts. The run continues when the studio closes; follow it on the "
@@ -98,6 +100,7 @@ LaunchPage::LaunchPage(QWidget *parent) : QWidget(parent)
         m_clusterRun->setVisible(false);
         setState(tr("Run %1 started (%2)").arg(id, dir));
         Q_EMIT launched(id, dir);
+        Q_EMIT openMonitorRequested(dir); // the new run, selected and followed at once
     });
     connect(m_runs, &RunControl::clusterLaunched, this, [this](const QString &record) {
         m_program->keepStagedJob();
@@ -256,7 +259,7 @@ void LaunchPage::updateButtons()
 
 bool LaunchPage::isBusy() const
 {
-    return m_runs->isStarting();
+    return m_runs->isStarting() || m_launchCheck->isRunning();
 }
 
 QString LaunchPage::runId() const
@@ -300,15 +303,47 @@ bool LaunchPage::launch()
         setState(tr("Starting on %1: network pre-flight, then one supervisor per host...")
                      .arg(hosts.join(QStringLiteral(", "))));
         m_runs->startOnHosts(*args);
+    } else if (programKind() == ProgramKind::PythonScript) {
+        // Before anything starts: the script is there and the interpreter can import what it imports.
+        const QString script = m_program->scriptPath();
+        if (!QFileInfo(script).isFile()) {
+            setState(tr("%1: no such script").arg(script));
+            return false;
+        }
+        const QString python = m_program->interpreter();
+        setState(tr("Checking %1 for the modules %2 imports...")
+                     .arg(python.isEmpty() ? QStringLiteral("python3") : python, QFileInfo(script).fileName()));
+        m_launchCheck->start(python, script);
     } else {
-        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-        if (programKind() == ProgramKind::PythonScript && !m_program->interpreter().isEmpty())
-            env.insert(QStringLiteral("PYTHON_EXEC"), m_program->interpreter());
-        setState(tr("Starting..."));
-        m_runs->startLocal(*args, env);
+        startLocal({});
     }
     updateCommand();
     return true;
+}
+
+void LaunchPage::startLocal(const InterpreterReport &check)
+{
+    const bool script = programKind() == ProgramKind::PythonScript;
+    auto args = launchArguments(); // as the form is now: it may have changed during the check
+    QString problem = script ? check.problem() : QString();
+    if (problem.isEmpty() && !args)
+        problem = QString::fromStdString(args.error().toString());
+    if (problem.isEmpty() && script && check.python != m_program->interpreter())
+        problem = tr("The interpreter changed during its check; launch again.");
+    if (!problem.isEmpty()) {
+        updateCommand();
+        setState(problem);
+        Q_EMIT launchFailed(problem);
+        return;
+    }
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    if (script && !check.python.isEmpty())
+        env.insert(QStringLiteral("PYTHON_EXEC"), check.python);
+    setState(script ? tr("Starting with %1 (%2)...")
+                          .arg(check.python.isEmpty() ? QStringLiteral("python3") : check.python, check.summary())
+                    : tr("Starting..."));
+    m_runs->startLocal(*args, env);
+    updateCommand();
 }
 
 bool LaunchPage::stop()
@@ -365,12 +400,7 @@ void LaunchPage::prepareDemo(const QString &jobPath, const QString &configPath)
 
 void LaunchPage::runDemo()
 {
-    if (!launch())
-        return;
-    connect(
-        this, &LaunchPage::launched, this,
-        [this](const QString &, const QString &runDir) { Q_EMIT openMonitorRequested(runDir); },
-        Qt::SingleShotConnection);
+    launch(); // like every launch on this machine, the run is then shown on the Runs page
 }
 
 } // namespace accel::app

@@ -3,10 +3,14 @@
 // config, the exact `accel` command live, Launch and Stop (RunControl: `accel launch --detach
 // --json` / `accel stop RUN`, or `accel launch --hosts H1,H2 --json` / `accel hosts stop RECORD`
 // with every node's result in a table), the monitor for local runs, and the exports (the config in
-// YAML/JSON or the command in its four forms, launchexports.h).
+// YAML/JSON or the command in its four forms, launchexports.h). A Python script on this machine is
+// checked before anything starts: the file exists and the interpreter runs and finds every module
+// the script imports at top level. Every run started here is detached (it outlives the studio)
+// and shown on the Runs page at once (openMonitorRequested).
 #pragma once
 
 #include "app/studio/launch/programchoice.h"
+#include "app/studio/launch/pythoninterpreters.h"
 #include "core/common/result.h"
 #include "launcher/export/commandexport.h"
 
@@ -37,6 +41,10 @@ public:
     ProgramKind programKind() const { return m_program->kind(); }
     void setScript(const QString &path, const QString &arguments = {}) { m_program->setScript(path, arguments); }
     void setInterpreter(const QString &python) { m_program->setInterpreter(python); }
+    QString interpreter() const { return m_program->interpreter(); }
+    InterpreterField *interpreterField() const { return m_program->interpreterField(); }
+    // Remembers the form in the studio's settings (ProgramChoice::rememberForm).
+    void rememberForm() { m_program->rememberForm(QStringLiteral("launch")); }
     void setJobFile(const QString &path) { m_program->setJobFile(path); }
     RecipeForm *recipeForm() const { return m_program->recipeForm(); }
     QString stagedJobPath() const { return m_program->stagedJobPath(runsOnHosts()); }
@@ -60,7 +68,8 @@ public:
     Result<void> saveConfigAs(const QString &path) const;
     Result<void> saveExport(launcher::exporting::ExportForm form, const QString &path) const;
 
-    // Starts the launch; false (and a status message) when the input is bad or one is starting.
+    // Starts the launch; false (and a status message) when the input is bad or one is starting. A
+    // Python script on this machine is checked first (see above): launchFailed() when it cannot run.
     bool launch();
     bool stop(); // the last launched run (or every node of the last cluster launch)
     bool isBusy() const;
@@ -95,6 +104,7 @@ private:
     void setState(const QString &message);
     void exportWithDialog(int which);
     void runDemo();
+    void startLocal(const InterpreterReport &check);
 
     ProgramChoice *m_program = nullptr;
     RunControl *m_runs = nullptr;
@@ -108,6 +118,7 @@ private:
     QLabel *m_state = nullptr;
     ClusterRunView *m_clusterRun = nullptr;
     MemoryEstimatePanel *m_memory = nullptr;
+    InterpreterProbe *m_launchCheck = nullptr;
 };
 
 } // namespace accel::app

@@ -1,5 +1,6 @@
 #include "app/studio/launch/programchoice.h"
 
+#include "app/studio/launch/interpreterfield.h"
 #include "app/studio/launch/recipeform.h"
 #include "app/studio/processcount.h"
 #include "core/config/configio.h"
@@ -15,6 +16,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QScrollArea>
+#include <QSettings>
 #include <QStackedWidget>
 #include <QStandardPaths>
 #include <QToolButton>
@@ -73,12 +75,11 @@ ProgramChoice::ProgramChoice(QWidget *parent) : QWidget(parent)
     m_args = new QLineEdit(scriptBox);
     m_args->setObjectName(QStringLiteral("arguments"));
     m_args->setPlaceholderText(tr("--lr 3e-4 --epochs 2 (shell quoting allowed)"));
-    m_python = new QLineEdit(scriptBox);
-    m_python->setObjectName(QStringLiteral("interpreter"));
-    m_python->setPlaceholderText(tr("python3, or a venv's bin/python"));
-    scriptForm->addRow(tr("Script:"), m_script);
+    m_interpreter = new InterpreterField(scriptBox);
+    scriptForm->addRow(tr("Script:"),
+                       fileRow(m_script, tr("Training script"), tr("Python scripts (*.py);;All files (*)"), scriptBox));
     scriptForm->addRow(tr("Arguments:"), m_args);
-    scriptForm->addRow(tr("Interpreter:"), m_python);
+    scriptForm->addRow(tr("Interpreter:"), m_interpreter);
     auto *jobBox = new QWidget(m_stack);
     auto *jobForm = new QFormLayout(jobBox);
     jobForm->setContentsMargins(0, 0, 0, 0);
@@ -114,8 +115,10 @@ ProgramChoice::ProgramChoice(QWidget *parent) : QWidget(parent)
     });
     connect(m_recipeForm, &RecipeForm::changed, this, &ProgramChoice::changed);
     connect(m_recipeForm, &RecipeForm::statusMessage, this, &ProgramChoice::statusMessage);
-    for (QLineEdit *edit : {m_script, m_args, m_python, m_job, m_config})
+    for (QLineEdit *edit : {m_script, m_args, m_job, m_config})
         connect(edit, &QLineEdit::textChanged, this, &ProgramChoice::changed);
+    connect(m_interpreter, &InterpreterField::changed, this, &ProgramChoice::changed);
+    connect(m_script, &QLineEdit::textChanged, m_interpreter, [this] { m_interpreter->setScriptPath(scriptPath()); });
     connect(m_config, &QLineEdit::textChanged, processes, [this, processes] {
         bool accepted = false;
         const QString count = processCountForFile(configFile(), &accepted);
@@ -147,12 +150,58 @@ void ProgramChoice::setScript(const QString &path, const QString &arguments)
 
 void ProgramChoice::setInterpreter(const QString &python)
 {
-    m_python->setText(python);
+    m_interpreter->setInterpreter(python);
 }
 
 QString ProgramChoice::interpreter() const
 {
-    return m_python->text().trimmed();
+    return m_interpreter->interpreter();
+}
+
+QString ProgramChoice::scriptPath() const
+{
+    const QString script = m_script->text().trimmed();
+    return script.isEmpty() ? QString() : QFileInfo(script).absoluteFilePath();
+}
+
+void ProgramChoice::rememberForm(const QString &group)
+{
+    m_settingsGroup = group;
+    QSettings settings;
+    settings.beginGroup(group);
+    if (settings.contains(QStringLiteral("kind"))) {
+        m_restoring = true;
+        m_script->setText(settings.value(QStringLiteral("script")).toString());
+        m_args->setText(settings.value(QStringLiteral("arguments")).toString());
+        m_interpreter->setInterpreter(settings.value(QStringLiteral("interpreter")).toString());
+        m_job->setText(settings.value(QStringLiteral("job_file")).toString());
+        m_config->setText(settings.value(QStringLiteral("config_file")).toString());
+        const QString recipeJob = settings.value(QStringLiteral("recipe_job")).toString();
+        if (!recipeJob.isEmpty())
+            (void)m_recipeForm->loadJob(recipeJob);
+        const int kind = settings.value(QStringLiteral("kind")).toInt();
+        if (kind >= 0 && kind < m_kind->count())
+            m_kind->setCurrentIndex(kind);
+        m_restoring = false;
+    }
+    settings.endGroup();
+    connect(this, &ProgramChoice::changed, this, &ProgramChoice::saveForm, Qt::UniqueConnection);
+}
+
+void ProgramChoice::saveForm() const
+{
+    if (m_settingsGroup.isEmpty() || m_restoring)
+        return;
+    QSettings settings;
+    settings.beginGroup(m_settingsGroup);
+    settings.setValue(QStringLiteral("kind"), m_kind->currentIndex());
+    settings.setValue(QStringLiteral("script"), m_script->text());
+    settings.setValue(QStringLiteral("arguments"), m_args->text());
+    settings.setValue(QStringLiteral("interpreter"), m_interpreter->interpreter());
+    settings.setValue(QStringLiteral("job_file"), m_job->text());
+    settings.setValue(QStringLiteral("config_file"), m_config->text());
+    settings.setValue(QStringLiteral("recipe_job"), m_recipeForm->jobPath());
+    settings.endGroup();
 }
 
 void ProgramChoice::setJobFile(const QString &path)
@@ -240,12 +289,22 @@ Result<ex::ExportInput> ProgramChoice::exportInput(const QString &accelProgram, 
             return makeError(ErrorCode::InvalidInput, "recipe form: " + ok.error().message);
         input.program.kind = launcher::ProgramSpec::Kind::Job;
         input.program.target = stagedJobPath(onHosts).toStdString();
+        // The staged job's folder is the run's own on this machine; on hosts each node makes its own.
+        if (!onHosts)
+            input.runDirectory = QFileInfo(stagedJobPath()).path().toStdString();
+        input.runName = m_stagedName.toStdString();
     } else {
         if (m_job->text().trimmed().isEmpty())
             return makeError(ErrorCode::InvalidInput, "choose a job file (recipe, TorchScript model or plugin)");
         input.program.kind = launcher::ProgramSpec::Kind::Job;
         input.program.target = m_job->text().trimmed().toStdString();
     }
+    // The SLURM job is named after the run: its --name, else the script's or job file's name.
+    input.jobName = input.runName.empty()
+                        ? QFileInfo(QString::fromStdString(input.program.target)).completeBaseName().toStdString()
+                        : input.runName;
+    if (input.jobName.empty())
+        input.jobName = "accel";
     if (input.configPath.empty())
         return makeError(ErrorCode::InvalidInput, "choose a cluster config file");
     auto config = config::loadConfigFile(input.configPath);
@@ -261,11 +320,10 @@ Result<QStringList> ProgramChoice::launchArguments(bool onHosts) const
     if (!input)
         return tl::unexpected(input.error());
     QStringList args = {QStringLiteral("launch"), QStringLiteral("--config_file"), configFile()};
-    if (kind() == Kind::Recipe) {
-        if (!onHosts)
-            args << QStringLiteral("--run_dir") << QFileInfo(stagedJobPath()).path();
-        args << QStringLiteral("--name") << m_stagedName;
-    }
+    if (!input->runDirectory.empty())
+        args << QStringLiteral("--run_dir") << QString::fromStdString(input->runDirectory);
+    if (!input->runName.empty())
+        args << QStringLiteral("--name") << QString::fromStdString(input->runName);
     if (input->program.kind == launcher::ProgramSpec::Kind::Job)
         return args << QStringLiteral("--job") << QString::fromStdString(input->program.target);
     return args << QString::fromStdString(input->program.target) << toQStringList(input->program.args);

@@ -17,6 +17,7 @@ class QStackedWidget;
 
 namespace accel::app {
 
+class InterpreterField;
 class RecipeForm;
 
 class ProgramChoice : public QWidget {
@@ -31,6 +32,8 @@ public:
     void setScript(const QString &path, const QString &arguments = {});
     void setInterpreter(const QString &python); // empty or python3: the default
     QString interpreter() const;                // as typed, trimmed
+    InterpreterField *interpreterField() const { return m_interpreter; }
+    QString scriptPath() const; // the script field as an absolute path; empty when empty
     // A gpt/mlp job goes into the recipe form when the kind is Recipe (or a Python script);
     // other jobs, or other kinds, use the job-file field (kind JobFile unless TorchScript/Plugin).
     void setJobFile(const QString &path);
@@ -45,6 +48,10 @@ public:
     void setConfigFile(const QString &path);
     QString configFile() const;
     QLineEdit *configField() const { return m_config; }
+    // Restores the form from the studio's settings (QSettings group `group`: kind, script,
+    // arguments, interpreter, job file, config file, the recipe form's job file) and saves it there
+    // on every change from now on.
+    void rememberForm(const QString &group);
 
     // The program spec and config for the exports; `accelProgram` is named by its absolute path.
     Result<launcher::exporting::ExportInput> exportInput(const QString &accelProgram, bool onHosts = false) const;
@@ -61,13 +68,17 @@ private:
     QStackedWidget *m_stack = nullptr;
     QLineEdit *m_script = nullptr;
     QLineEdit *m_args = nullptr;
-    QLineEdit *m_python = nullptr;
+    InterpreterField *m_interpreter = nullptr;
     QLineEdit *m_job = nullptr;
     QLineEdit *m_config = nullptr;
     RecipeForm *m_recipeForm = nullptr;
     mutable QString m_stagedDir;
     mutable QString m_stagedName;
     mutable bool m_stagedOnHosts = false;
+    QString m_settingsGroup; // empty: the form is not remembered
+    bool m_restoring = false;
+
+    void saveForm() const;
 };
 
 } // namespace accel::app

@@ -6,6 +6,8 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 
+#include <algorithm>
+
 namespace accel::app {
 
 RunControl::RunControl(QObject *parent) : QObject(parent)
@@ -45,7 +47,13 @@ bool RunControl::startLocal(const QStringList &arguments, const QProcessEnvironm
 {
     if (isStarting())
         return false;
-    m_launch = startAccel(arguments + QStringList{QStringLiteral("--detach"), QStringLiteral("--json")}, environment);
+    // Launch's own flags go before the program: everything after the script is the script's own
+    // arguments, so `--detach --json` at the end would reach the script (argparse: "unrecognized
+    // arguments"). `arguments` start with the command word, "launch".
+    QStringList detached = arguments;
+    detached.insert(std::min<qsizetype>(1, detached.size()), QStringLiteral("--json"));
+    detached.insert(std::min<qsizetype>(1, detached.size()), QStringLiteral("--detach"));
+    m_launch = startAccel(detached, environment);
     connect(m_launch, &launcher::AccelCommand::done, this, &RunControl::onLocalDone);
     Q_EMIT changed();
     return true;

@@ -1,5 +1,5 @@
 // Starts and stops the Launch page's runs through the studio's accel, never blocking: on this
-// machine `accel launch ARGS --detach --json` (the run id and directory parsed from its output)
+// machine `accel launch --detach --json ARGS` (the run id and directory parsed from its output)
 // and `accel stop RUN_DIR`; on cluster hosts `accel launch --hosts H1,H2 --json ARGS` (one
 // detached supervisor per host, the nodes' runs in a record) and `accel hosts stop RECORD`. It
 // knows when Stop applies: while the local run is live (its run.json, polled), and for a cluster
@@ -24,7 +24,9 @@ public:
     void setAccelProgram(const QString &program) { m_accel = program; }
     QString accelProgram() const { return m_accel; }
 
-    // `accel ARGUMENTS --detach --json` with `environment`. False while a launch is starting.
+    // `accel launch --detach --json REST` for ARGUMENTS = launch REST (launch's own flags before
+    // the program, whose arguments follow it untouched), with `environment`. False while a launch
+    // is starting.
     bool startLocal(const QStringList &arguments, const QProcessEnvironment &environment);
     // `accel ARGUMENTS` where ARGUMENTS already carry --hosts and --json (see LaunchPage).
     bool startOnHosts(const QStringList &arguments);
