@@ -47,9 +47,17 @@ const QRegularExpression &genericError()
     return expression;
 }
 
+// A rank's line without the "[rank2]: " prefix torch's distributed logging puts before it.
+QString withoutRankPrefix(const QString &text)
+{
+    static const QRegularExpression prefix(QStringLiteral("^\\[(rank|default)\\d+\\]:\\s?"));
+    return QString(text).remove(prefix);
+}
+
+// "[rank 2] ValueError: ..." (the rank said once).
 QString withRank(const TriageLogLine &line)
 {
-    const QString text = line.text.trimmed();
+    const QString text = withoutRankPrefix(line.text.trimmed()).trimmed();
     return line.rank >= 0 ? QStringLiteral("[rank %1] %2").arg(line.rank).arg(text) : text;
 }
 
@@ -103,13 +111,6 @@ int signalIn(const QString &reason, QString &name)
         return 0;
     name = match.captured(2);
     return match.captured(1).toInt();
-}
-
-// A rank's line without the "[rank2]: " prefix torch's distributed logging puts before it.
-QString withoutRankPrefix(const QString &text)
-{
-    static const QRegularExpression prefix(QStringLiteral("^\\[(rank|default)\\d+\\]:\\s?"));
-    return QString(text).remove(prefix);
 }
 
 // The line Python prints last in a traceback: "ValueError: ...", "torch.OutOfMemoryError: ...".
@@ -194,7 +195,7 @@ Triage triageFailure(const QList<TriageLogLine> &lines, const QString &reason, i
     }
     const QString followOn = triage.consequence.isEmpty()
                                  ? QString()
-                                 : tr(" Rank %1 failed first; the other ranks' errors followed from it, e.g. %2")
+                                 : tr(" The other ranks failed because rank %1 did (a consequence, not the cause): %2")
                                        .arg(failedRank)
                                        .arg(triage.consequence);
     if (!triage.title.isEmpty()) { // a known signature
@@ -218,10 +219,11 @@ Triage triageFailure(const QList<TriageLogLine> &lines, const QString &reason, i
         triage.fix = tr("Read the rank's last log lines; for a crash, run that rank alone with the same settings "
                         "to reproduce it.");
     } else if (failedRank >= 0) {
-        triage.title = tr("Rank %1 failed first: %2")
-                           .arg(failedRank)
-                           .arg(reason.isEmpty() ? tr("it exited with an error") : reason);
-        triage.cause = triage.rank == failedRank ? tr("The first error rank %1 printed is shown above.").arg(failedRank)
+        // "rank 2 exit 1" -> "exit 1": the title names the rank already.
+        const QString how = QString(reason).remove(QRegularExpression(QStringLiteral("^rank \\d+ ")));
+        triage.title =
+            tr("Rank %1 failed first (%2)").arg(failedRank).arg(how.isEmpty() ? tr("it exited with an error") : how);
+        triage.cause = triage.rank == failedRank ? tr("Rank %1 raised the error shown above.").arg(failedRank)
                        : triage.errorLine.isEmpty()
                            ? tr("Rank %1's log has no error line.").arg(failedRank)
                            : tr("Rank %1's log has no error line; the first error of the other ranks is shown above.")
