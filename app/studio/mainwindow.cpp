@@ -86,9 +86,7 @@ void MainWindow::createPages()
     m_sidebar->setFrameShape(QFrame::NoFrame);
     m_sidebar->setFixedWidth(150);
     m_sidebar->setSpacing(2);
-    m_sidebar->setStyleSheet(
-        QStringLiteral("QListWidget#sidebar { background: palette(alternate-base); padding-top: 8px; }"
-                       "QListWidget#sidebar::item { padding: 8px 6px; }"));
+    styleSidebar();
     m_stack = new QStackedWidget(central);
     layout->addWidget(m_sidebar);
     layout->addWidget(m_stack, 1);
@@ -330,6 +328,20 @@ void MainWindow::showAbout()
 {
     AboutDialog dialog(this);
     dialog.exec();
+}
+
+void MainWindow::styleSidebar()
+{
+    m_sidebar->setStyleSheet(
+        QStringLiteral("QListWidget#sidebar { background: palette(alternate-base); padding-top: 8px; }"
+                       "QListWidget#sidebar::item { padding: 8px 6px; }"));
+}
+
+void MainWindow::changeEvent(QEvent *event)
+{
+    QMainWindow::changeEvent(event);
+    if (m_sidebar && (event->type() == QEvent::PaletteChange || event->type() == QEvent::StyleChange))
+        styleSidebar();
 }
 
 void MainWindow::closeEvent(QCloseEvent *event)

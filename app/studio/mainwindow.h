@@ -41,10 +41,14 @@ Q_SIGNALS:
 
 protected:
     void closeEvent(QCloseEvent *event) override;
+    // A theme switch while the studio runs: the sidebar's style sheet is resolved again, since the
+    // palette colours it names are read when it is applied.
+    void changeEvent(QEvent *event) override;
 
 private:
     void createPages();
     void createMenus();
+    void styleSidebar(); // its background in the palette's alternate base, roomy items
     void openConfigDialog();
     void saveConfig();
     void saveConfigAs();

@@ -14,7 +14,9 @@
 #include "app/studio/theme.h"
 #include "tests/helpers/testsupport.h"
 
+#include <QAction>
 #include <QCheckBox>
+#include <QDir>
 #include <QGroupBox>
 #include <QImage>
 #include <QPlainTextEdit>
@@ -351,6 +353,38 @@ private Q_SLOTS:
         applyTheme(Theme::Light);
         QVERIFY(!paletteIsDark());
         QTRY_VERIFY(loss->plot()->xAxis->tickLabelColor().lightness() < 100);
+        applyTheme(Theme::System);
+    }
+
+    // Regression: switching the theme while the studio runs (View > Theme) left the sidebar in
+    // the old theme's colours (a light sidebar beside dark pages). Its background follows the palette.
+    void sidebarFollowsALiveThemeSwitch()
+    {
+        MainWindow window;
+        window.resize(1024, 700);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        auto *sidebar = window.findChild<QListWidget *>(QStringLiteral("sidebar"));
+        QVERIFY(sidebar);
+        const QString pictures = qEnvironmentVariable("ACCEL_TEST_SCREENSHOTS");
+        for (const char *theme : {"light", "dark", "light"}) {
+            auto *action = window.findChild<QAction *>(QStringLiteral("theme_%1").arg(QLatin1String(theme)));
+            QVERIFY(action);
+            action->trigger();
+            QApplication::processEvents();
+            const QImage image = sidebar->grab().toImage();
+            if (!pictures.isEmpty())
+                window.grab().save(
+                    QDir(pictures).filePath(QStringLiteral("theme-switch-%1.png").arg(QLatin1String(theme))));
+            // Below the last item: the sidebar's own background.
+            const QColor background = image.pixelColor(image.width() / 2, image.height() - 20);
+            const QColor expected = sidebar->palette().color(QPalette::AlternateBase);
+            QVERIFY2(qAbs(background.lightness() - expected.lightness()) < 16,
+                     qPrintable(QStringLiteral("%1: sidebar background %2, the palette's %3")
+                                    .arg(QLatin1String(theme), background.name(), expected.name())));
+            QCOMPARE(paletteIsDark(), QLatin1String(theme) == QLatin1String("dark"));
+            QCOMPARE(background.lightness() < 128, paletteIsDark());
+        }
         applyTheme(Theme::System);
     }
 
