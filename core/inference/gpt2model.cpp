@@ -1,10 +1,14 @@
 #include "core/inference/gpt2model.h"
 
+#include <cmath>
+
 namespace accel::inference {
 
 Gpt2Attention::Gpt2Attention(const ModelConfig &config)
     : DeviceModule("GPT2Attention"), m_heads(config.numHeads), m_headDim(config.headDim),
-      m_attentionDropout(config.attentionDropout), m_residualDropout(config.residualDropout)
+      m_attentionDropout(config.attentionDropout), m_residualDropout(config.residualDropout),
+      m_scaleWeights(config.scaleAttentionWeights), m_scaleByInverseLayer(config.scaleAttentionByInverseLayer),
+      m_upcastScores(config.upcastAttentionScores)
 {
     m_qkv = addChild("c_attn", std::make_unique<Conv1D>(config.hiddenSize, 3 * config.hiddenSize));
     m_proj = addChild("c_proj", std::make_unique<Conv1D>(config.hiddenSize, config.hiddenSize));
@@ -18,6 +22,16 @@ at::Tensor Gpt2Attention::forward(const at::Tensor &x, KVCache *cache, size_t la
     at::Tensor q = qkv[0], k = qkv[1], v = qkv[2];
     if (cache)
         std::tie(k, v) = cache->append(layer, k, v);
+    // causalAttention scales the scores by 1/sqrt(head_dim); the query carries the rest of GPT-2's
+    // scaling (none without scale_attn_weights, 1/(layer + 1) with scale_attn_by_inverse_layer_idx).
+    const double scale = (m_scaleWeights ? 1.0 : std::sqrt(static_cast<double>(m_headDim))) /
+                         (m_scaleByInverseLayer ? static_cast<double>(layer + 1) : 1.0);
+    if (scale != 1.0)
+        q = q * scale;
+    if (m_upcastScores && q.scalar_type() != at::kFloat) { // reorder_and_upcast_attn: float32 scores
+        q = q.to(at::kFloat);
+        k = k.to(at::kFloat);
+    }
     auto out = causalAttention(q, k, v, is_training() ? m_attentionDropout : 0.0)
                    .transpose(1, 2)
                    .reshape({batch, tokens, m_heads * m_headDim});

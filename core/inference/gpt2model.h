@@ -18,6 +18,7 @@ private:
     Conv1D *m_proj;
     int64_t m_heads, m_headDim;
     double m_attentionDropout, m_residualDropout;
+    bool m_scaleWeights, m_scaleByInverseLayer, m_upcastScores;
 };
 
 class Gpt2Block : public DeviceModule {

@@ -103,12 +103,9 @@ Result<ModelConfig> parseGpt2(const json &j, ModelConfig c, const std::string &p
     c.embeddingDropout = numberKey(j, "embd_pdrop", 0.1);
     c.attentionDropout = numberKey(j, "attn_pdrop", 0.1);
     c.residualDropout = numberKey(j, "resid_pdrop", 0.1);
-    if (!boolKey(j, "scale_attn_weights", true))
-        note(c, "scale_attn_weights",
-             "scale_attn_weights=false is not implemented; attention is scaled by 1/sqrt(head_dim)");
-    if (boolKey(j, "scale_attn_by_inverse_layer_idx", false))
-        note(c, "scale_attn_by_inverse_layer_idx",
-             "scale_attn_by_inverse_layer_idx=true is not implemented; attention is scaled by 1/sqrt(head_dim)");
+    c.scaleAttentionWeights = boolKey(j, "scale_attn_weights", true);
+    c.scaleAttentionByInverseLayer = boolKey(j, "scale_attn_by_inverse_layer_idx", false);
+    c.upcastAttentionScores = boolKey(j, "reorder_and_upcast_attn", false);
     return c;
 }
 

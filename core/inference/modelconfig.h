@@ -34,10 +34,15 @@ struct ModelConfig {
     std::optional<int64_t> bosTokenId;
     std::vector<int64_t> eosTokenIds;
     // Dropout while training (Transformers' defaults when absent: GPT-2 0.1, the Llama family 0).
-    double embeddingDropout = 0.0;     // gpt2 embd_pdrop
-    double attentionDropout = 0.0;     // gpt2 attn_pdrop, llama attention_dropout
-    double residualDropout = 0.0;      // gpt2 resid_pdrop
-    int64_t slidingWindow = 0;         // mistral / qwen2 sliding_window when it applies; 0 = none
+    double embeddingDropout = 0.0; // gpt2 embd_pdrop
+    double attentionDropout = 0.0; // gpt2 attn_pdrop, llama attention_dropout
+    double residualDropout = 0.0;  // gpt2 resid_pdrop
+    int64_t slidingWindow = 0;     // mistral / qwen2 sliding_window when it applies; 0 = none
+    // GPT-2's attention scores: times 1/sqrt(head_dim) with scale_attn_weights, times 1/(layer + 1)
+    // more with scale_attn_by_inverse_layer_idx, computed in float32 with reorder_and_upcast_attn.
+    bool scaleAttentionWeights = true;
+    bool scaleAttentionByInverseLayer = false;
+    bool upcastAttentionScores = false;
     std::vector<std::string> warnings; // settings read but not implemented (rope_scaling...)
     // The config key of each warning, in the same order ("rope_scaling", "sliding_window", ...).
     std::vector<std::string> unimplemented;

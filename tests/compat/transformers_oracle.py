@@ -6,7 +6,8 @@ Started by the Qt test with the project's Python environment (ACCEL_PYTHON):
   transformers_oracle.py OUT_DIR [CASE ...]
 
 For each case a tiny random model (GPT-2, Llama, Mistral, Qwen2; 2 layers, hidden 64, 4 heads,
-2 key/value heads for the GQA families, vocab 1000, fixed seed) is built by Transformers from a
+2 key/value heads for the GQA families, vocab 1000, fixed seed; two GPT-2 cases with
+scale_attn_by_inverse_layer_idx, and with scale_attn_weights false and reorder_and_upcast_attn) is built by Transformers from a
 config and saved with save_pretrained (safetensors) into OUT_DIR/<case>/model; one case is saved
 sharded (>= 2 shards and model.safetensors.index.json). Its float32 logits for the case's
 input_ids (model.eval()) go to OUT_DIR/<case>/expected_logits.safetensors (tensor "logits",
@@ -26,10 +27,10 @@ SEED = 20261126
 MAX_NEW_TOKENS = 24
 
 
-def family_config(family):
+def family_config(family, overrides=None):
     import transformers
 
-    common = dict(vocab_size=VOCAB, bos_token_id=1, eos_token_id=2)
+    common = dict(vocab_size=VOCAB, bos_token_id=1, eos_token_id=2, **(overrides or {}))
     if family == "gpt2":
         return transformers.GPT2Config(n_embd=64, n_layer=2, n_head=4, n_positions=128, **common)
     gqa = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
@@ -60,12 +61,12 @@ def greedy(model, ids, eos_token_id):
     return out[0, ids.shape[1]:].tolist()
 
 
-def run_case(out_dir, index, name, family, sharded, stop_midway, input_ids):
+def run_case(out_dir, index, name, family, sharded, stop_midway, input_ids, overrides=None):
     import torch
     from safetensors.torch import save_file
 
     torch.manual_seed(SEED + index)
-    config = family_config(family)
+    config = family_config(family, overrides)
     model = model_class(family)(config).to(torch.float32).eval()
     ids = torch.tensor([input_ids], dtype=torch.long)
     # Random init keeps the weights near 0.02: scale them up so the logits spread and greedy
@@ -109,10 +110,15 @@ def main():
     input_ids = [1, 17, 423, 999, 5, 88, 640, 3, 250, 71, 12]
     cases = [(family, family, False, False) for family in ("gpt2", "llama", "mistral", "qwen2")]
     cases += [("llama-sharded", "llama", True, False), ("qwen2-eos", "qwen2", False, True)]
+    # GPT-2's attention scaling keys: by 1/(layer + 1) more, and unscaled with the float32 upcast
+    # (identical math in float32; transformers' eager attention path, which the upcast belongs to).
+    cases += [("gpt2-inverse-layer-scale", "gpt2", False, False, {"scale_attn_by_inverse_layer_idx": True}),
+              ("gpt2-unscaled-upcast", "gpt2", False, False,
+               {"scale_attn_weights": False, "reorder_and_upcast_attn": True, "attn_implementation": "eager"})]
     unknown = wanted - {case[0] for case in cases}
     if unknown:
         raise SystemExit(f"unknown cases {sorted(unknown)}")
-    results = [run_case(out_dir, index, *case, input_ids) for index, case in enumerate(cases)
+    results = [run_case(out_dir, index, *case[:4], input_ids, *case[4:]) for index, case in enumerate(cases)
                if not wanted or case[0] in wanted]
     json.dump({"transformers": transformers.__version__, "cases": results}, sys.stdout)
 

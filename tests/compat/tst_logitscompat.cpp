@@ -1,6 +1,7 @@
 // Logits and greedy generation against Hugging Face `transformers`: tiny random GPT-2, Llama,
 // Mistral and Qwen2 models built by transformers from a config and saved with save_pretrained (one
-// of them sharded) give the same float32 logits from `accel infer` as transformers' forward pass,
+// of them sharded; two GPT-2 with scale_attn_by_inverse_layer_idx, and with scale_attn_weights
+// false and reorder_and_upcast_attn) give the same float32 logits from `accel infer` as transformers' forward pass,
 // and `accel generate --greedy` gives the same tokens as transformers' generate(do_sample=False),
 // stopping at the config's eos token as it does.
 //
@@ -120,7 +121,7 @@ private Q_SLOTS:
         QVERIFY2(run.exitCode == 0, qPrintable(run.err.right(3000)));
         const QJsonObject oracle = QJsonDocument::fromJson(run.out.toUtf8()).object();
         m_cases = oracle.value(QStringLiteral("cases")).toArray();
-        QCOMPARE(m_cases.size(), 6);
+        QCOMPARE(m_cases.size(), 8);
         qInfo("oracle: transformers %s", qPrintable(oracle.value(QStringLiteral("transformers")).toString()));
     }
 
