@@ -11,7 +11,8 @@
 # fixture is built (target screenshotfixture: the tests' sshd on loopback and single-node SLURM
 # cluster), also the Hardware page's Cluster tab with its host check and the SLURM queue of jobs
 # submitted with `accel slurm submit` (cluster) and the Runs page listing a host's runs over SSH
-# (runs-remote).
+# (runs-remote). When tst_scriptlaunch is built, a user's argparse script launched from the studio
+# and followed live, the studio reopened mid-run, and a 3-rank run's failure card (its pictures).
 # Usage: packaging/screenshots.sh [build dir]   (default: $ACCEL_BUILD_DIR or build/)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -310,5 +311,26 @@ if [[ -x "$accel" && -x "$worker" ]]; then
   "$accel" stop "$demo_run" >/dev/null || true
 else
   echo "screenshots.sh: $worker not built; monitor-demo pictures not refreshed" >&2
+fi
+# A user's argparse Accelerate script launched from the Launch page and followed live
+# (script-launch-live), the studio closed and reopened while it runs on (script-launch-reopened),
+# and the failure card of a 3-rank run whose rank 2 raises (runs-failed-3-ranks): pictured by the
+# test that drives them with the real accel and the project's Python (tests/app/tst_scriptlaunch).
+scriptlaunch="$build/tests/tst_scriptlaunch"
+python="$here/.venv/bin/python"
+if [[ -x "$scriptlaunch" && -x "$build/bin/accel" && -x "$python" ]]; then
+  mkdir -p "$scratch/scriptlaunch"
+  (
+    export ACCEL_TEST_SCREENSHOTS="$scratch/scriptlaunch" ACCEL_PYTHON="$python" ACCEL_BIN_DIR="$build/bin" \
+      ACCEL_SOURCE_DIR="$here" OMP_NUM_THREADS=1
+    if command -v xvfb-run >/dev/null; then
+      xvfb-run -a -s "-screen 0 1700x1100x24" "$scriptlaunch" -silent
+    else
+      QT_QPA_PLATFORM=offscreen "$scriptlaunch" -silent
+    fi
+  ) >"$scratch/scriptlaunch.log" 2>&1 || { cat "$scratch/scriptlaunch.log" >&2; exit 1; }
+  cp "$scratch/scriptlaunch/"*.png "$out/"
+else
+  echo "screenshots.sh: tst_scriptlaunch, accel or .venv missing; script-launch and runs-failed-3-ranks pictures not refreshed" >&2
 fi
 echo "screenshots.sh: wrote $(ls "$out"/*.png | wc -l) screenshots to $out"
