@@ -1,5 +1,6 @@
-// Helpers of the Monitor view's tests (tst_monitorpage, tst_monitorcharts): run directories with
-// a manifest, appended metrics lines, events, a run's end as the supervisor writes it.
+// Helpers of the Monitor and Runs pages' tests (tst_monitorpage, tst_monitorcharts, tst_monitorpanels,
+// tst_runspage, tst_runstable): run directories with a manifest, appended metrics lines, events, a
+// run's end as the supervisor writes it, scripts to launch.
 #pragma once
 
 #include "app/studio/monitor/metricplot.h"
@@ -9,25 +10,43 @@
 #include "app/studio/monitor/qcustomplotinclude.h"
 
 #include <QDateTime>
+#include <QDir>
 #include <QFile>
 #include <QFileInfo>
 #include <QJsonObject>
 
 namespace accel::test::monitorpage {
 
-inline QString makeRun(const QString &root, const QString &id)
+// A run as the launcher creates it: run.json with this id, the id's readable part as its name
+// (20261122-010000-alpha-aaaa -> alpha), a 2-process MULTI_CPU configuration, created then, in this state.
+inline QString makeRun(const QString &root, const QString &id, double created = QDateTime::currentSecsSinceEpoch(),
+                       const QString &state = QStringLiteral("running"))
 {
     const QString path = root + QLatin1Char('/') + id;
     auto run = launcher::RunDirectory::create(path);
     if (!run)
         return {};
-    QJsonObject manifest{{QStringLiteral("schema"), QStringLiteral("accel.run")},
-                         {QStringLiteral("version"), 1},
-                         {QStringLiteral("id"), id},
-                         {QStringLiteral("name"), QStringLiteral("test")},
-                         {QStringLiteral("created"), double(QDateTime::currentSecsSinceEpoch())},
-                         {QStringLiteral("state"), QStringLiteral("running")}};
+    const QJsonObject settings{{QStringLiteral("distributed_type"), QStringLiteral("MULTI_CPU")},
+                               {QStringLiteral("num_processes"), 2},
+                               {QStringLiteral("mixed_precision"), QStringLiteral("no")}};
+    const QJsonObject manifest{{QStringLiteral("schema"), QStringLiteral("accel.run")},
+                               {QStringLiteral("version"), 1},
+                               {QStringLiteral("id"), id},
+                               {QStringLiteral("name"), id.section(QLatin1Char('-'), 2, -2)},
+                               {QStringLiteral("created"), created},
+                               {QStringLiteral("settings"), settings},
+                               {QStringLiteral("state"), state}};
     if (!run->writeManifest(manifest))
+        return {};
+    return path;
+}
+
+// A script file in `folder` (for `accel launch`).
+inline QString writeScript(const QString &folder, const QString &name, const QByteArray &text)
+{
+    const QString path = QDir(folder).filePath(name);
+    QFile file(path);
+    if (!file.open(QIODevice::WriteOnly) || file.write(text) != text.size())
         return {};
     return path;
 }

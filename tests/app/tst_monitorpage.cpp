@@ -16,6 +16,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QTableView>
+#include <QSettings>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTimer>
@@ -27,6 +28,13 @@ using accel::app::MonitorPage;
 class tst_MonitorPage : public QObject {
     Q_OBJECT
 private Q_SLOTS:
+    // The Monitor keeps its x axis, smoothing and panel layouts in the settings: each case starts clean.
+    void initTestCase()
+    {
+        QCoreApplication::setOrganizationName(QStringLiteral("AccelStudioTests"));
+        QCoreApplication::setApplicationName(QStringLiteral("tst_monitorpage"));
+    }
+    void init() { QSettings().clear(); }
     void metricsWrittenOnATimerAppear();
     void logsFilterByRankAndText();
     void eventsRaiseAndClearBanners();
@@ -301,7 +309,8 @@ void tst_MonitorPage::switchingToAFinishedRunKeepsItsBanners()
     page.setRuns({a});
     page.setRuns({b});
     QTRY_COMPARE_WITH_TIMEOUT(page.banners()->messages().size(), 1, 5000);
-    QVERIFY(page.banners()->messages().first().contains(QStringLiteral("second-0015: rank 1 failed: exit 3")));
+    QVERIFY2(page.banners()->messages().first().contains(QStringLiteral("second: rank 1 failed: exit 3")),
+             qPrintable(page.banners()->messages().first()));
 }
 
 QTEST_MAIN(tst_MonitorPage)

@@ -9,6 +9,7 @@
 #include "app/studio/monitor/runspage.h"
 #include "app/studio/monitor/runstatuspanel.h"
 #include "launcher/rundirectory.h"
+#include "tests/app/monitorpagesupport.h"
 #include "tests/helpers/testsupport.h"
 
 #include "app/studio/monitor/qcustomplotinclude.h"
@@ -25,6 +26,7 @@
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QTableView>
+#include <QSettings>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QToolButton>
@@ -35,29 +37,10 @@
 using namespace accel;
 using accel::app::MonitorPage;
 using accel::app::RunsPage;
+using accel::test::monitorpage::makeRun;
+using accel::test::monitorpage::writeScript;
 
 namespace {
-
-QString makeRun(const QString &root, const QString &id, double created, const QString &state)
-{
-    const QString path = root + QLatin1Char('/') + id;
-    auto run = launcher::RunDirectory::create(path);
-    if (!run)
-        return {};
-    QJsonObject settings{{QStringLiteral("distributed_type"), QStringLiteral("MULTI_CPU")},
-                         {QStringLiteral("num_processes"), 2},
-                         {QStringLiteral("mixed_precision"), QStringLiteral("no")}};
-    QJsonObject manifest{{QStringLiteral("schema"), QStringLiteral("accel.run")},
-                         {QStringLiteral("version"), 1},
-                         {QStringLiteral("id"), id},
-                         {QStringLiteral("name"), id.section(QLatin1Char('-'), 2, 2)},
-                         {QStringLiteral("created"), created},
-                         {QStringLiteral("settings"), settings},
-                         {QStringLiteral("state"), state}};
-    if (!run->writeManifest(manifest))
-        return {};
-    return path;
-}
 
 QString workerProgram()
 {
@@ -75,6 +58,13 @@ int graphPoints(const app::MetricPlot *plot, int graph)
 class tst_RunsPage : public QObject {
     Q_OBJECT
 private Q_SLOTS:
+    // The Monitor keeps its x axis, smoothing and panel layouts in the settings: each case starts clean.
+    void initTestCase()
+    {
+        QCoreApplication::setOrganizationName(QStringLiteral("AccelStudioTests"));
+        QCoreApplication::setApplicationName(QStringLiteral("tst_runspage"));
+    }
+    void init() { QSettings().clear(); }
     void listsRunsOnDiskAndSelectsTheNewest();
     void newRunsAppearAndSeveralCanBeSelected();
     void stopIsOnlyForLiveRuns();
@@ -310,10 +300,10 @@ void tst_RunsPage::compareWithOverlaysRunsAndTheCrosshairReadsEach()
     QCOMPARE(page.monitorPage()->runs(), (QStringList{beta, alpha}));
     QVERIFY(page.compareCandidates().isEmpty());
 
-    // Both runs' ranks are plotted, named by run and rank in the legend, each run in its own hue.
+    // Both runs' ranks are plotted, named by run (its name) and rank in the legend, each run in its own hue.
     auto *loss = page.monitorPage()->chart(MonitorPage::LossChart);
-    const QString a = QFileInfo(alpha).fileName();
-    const QString b = QFileInfo(beta).fileName();
+    const QString a = QStringLiteral("alpha");
+    const QString b = QStringLiteral("beta");
     const QStringList curves = {b + QStringLiteral(" rank 0"), b + QStringLiteral(" rank 1"),
                                 a + QStringLiteral(" rank 0"), a + QStringLiteral(" rank 1")};
     QTRY_VERIFY_WITH_TIMEOUT(graphNamed(loss, curves.last()) && graphNamed(loss, curves.last())->data()->size() == 11,
@@ -369,15 +359,6 @@ struct StopAtExit {
     QString runDir;
     ~StopAtExit() { test::runAccel({QStringLiteral("stop"), runDir}, 60000); }
 };
-
-QString writeScript(const QString &folder, const QString &name, const QByteArray &text)
-{
-    const QString path = QDir(folder).filePath(name);
-    QFile file(path);
-    if (!file.open(QIODevice::WriteOnly) || file.write(text) != text.size())
-        return {};
-    return path;
-}
 
 } // namespace
 

@@ -3,6 +3,7 @@
 #include "app/studio/monitor/plotcurves.h"
 
 #include <QCoreApplication>
+#include <QDateTime>
 #include <QSaveFile>
 #include <QTextStream>
 
@@ -37,11 +38,26 @@ int deviceIndex(const ChartSpec &spec, const QString &name)
 
 } // namespace
 
+XMode effectiveXMode(const ChartSpec &spec, XMode chosen)
+{
+    return spec.xAxis == monitor::XAxis::Time && chosen == XMode::Step ? XMode::RelativeTime : chosen;
+}
+
 QList<ShownSeries> shownSeries(const ChartSpec &spec, const monitor::MetricStore &store)
 {
     QList<ShownSeries> shown;
+    QList<ShownSeries> host;
     QList<ShownSeries> devices;
     for (int rank : store.ranks()) {
+        if (rank < 0 && spec.hostSeries) {
+            for (const auto &name : spec.names) {
+                const auto *s = store.series(rank, name);
+                if (s && !s->empty()) {
+                    host.append({rank, -1, tr("host"), name, s});
+                    break;
+                }
+            }
+        }
         if (rank >= 0) {
             for (const auto &name : spec.names) {
                 const auto *s = store.series(rank, name);
@@ -61,36 +77,59 @@ QList<ShownSeries> shownSeries(const ChartSpec &spec, const monitor::MetricStore
     }
     std::sort(devices.begin(), devices.end(),
               [](const ShownSeries &a, const ShownSeries &b) { return a.device < b.device; });
-    return shown + devices;
+    return shown + host + devices;
 }
 
-double timeOrigin(const QList<ShownSeries> &shown)
+double timeOrigin(const monitor::MetricStore &store)
 {
-    double origin = std::numeric_limits<double>::infinity();
-    for (const auto &entry : shown) {
-        const auto &times = entry.series->times;
-        origin =
-            std::min(origin, entry.series->timesSorted ? times.front() : *std::min_element(times.begin(), times.end()));
-    }
-    return std::isfinite(origin) ? origin : 0.0;
+    const double first = store.firstTime();
+    return std::isfinite(first) ? first : 0.0;
 }
 
-QStringList readoutLines(const ChartSpec &spec, const QList<ChartRun> &runs, double x)
+double sampleX(const monitor::Series &series, size_t i, XMode mode, double origin)
+{
+    switch (mode) {
+    case XMode::Step:
+        return series.steps[i];
+    case XMode::WallTime:
+        return series.times[i];
+    case XMode::RelativeTime:
+        break;
+    }
+    return series.times[i] - origin;
+}
+
+QString formatX(double x, XMode mode)
+{
+    switch (mode) {
+    case XMode::Step:
+        return tr("step %1").arg(qint64(x));
+    case XMode::WallTime:
+        return QDateTime::fromMSecsSinceEpoch(qint64(std::llround(x * 1000))).toString(QStringLiteral("HH:mm:ss"));
+    case XMode::RelativeTime:
+        break;
+    }
+    return tr("%1 s").arg(x, 0, 'f', 1);
+}
+
+QStringList readoutLines(const ChartSpec &spec, const QList<ChartRun> &runs, double x, XMode chosen)
 {
     QStringList lines;
-    const bool timeAxis = spec.xAxis == monitor::XAxis::Time;
+    const XMode mode = effectiveXMode(spec, chosen);
+    const monitor::XAxis axis = mode == XMode::Step ? monitor::XAxis::Step : monitor::XAxis::Time;
     const bool overlay = runs.size() > 1;
     for (const auto &run : runs) {
         const QList<ShownSeries> shown = shownSeries(spec, *run.store);
-        const double origin = timeAxis ? timeOrigin(shown) : 0.0;
+        const double origin = mode == XMode::RelativeTime ? timeOrigin(*run.store) : 0.0;
         for (const auto &entry : shown) {
             const auto &s = *entry.series;
-            const auto nearest = nearestSample(s, spec.xAxis, x + origin);
+            const auto nearest = nearestSample(s, axis, x + origin);
             if (!nearest)
                 continue;
-            const QString where = timeAxis ? tr("%1 s").arg(s.times[*nearest] - origin, 0, 'f', 1)
-                                           : tr("step %1").arg(qint64(s.steps[*nearest]));
-            const QString who = !overlay ? entry.who : tr("%1 %2").arg(run.label, entry.who);
+            const QString where = formatX(sampleX(s, *nearest, mode, origin), mode);
+            const QString who = !overlay            ? entry.who
+                                : shown.size() == 1 ? run.label
+                                                    : tr("%1 %2").arg(run.label, entry.who);
             lines.append(tr("%1: %2 (%3)").arg(who, formatValue(s.values[*nearest], spec.unit), where));
         }
     }

@@ -7,7 +7,6 @@
 #include "app/studio/theme.h"
 
 #include <QFontMetrics>
-#include <QToolTip>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -18,7 +17,7 @@ namespace accel::app {
 namespace {
 
 constexpr int kFallbackPixels = 800;
-constexpr int kRawAlphaUnderAverage = 70;
+constexpr double kMarkerSize = 7; // a series of one point
 
 QString axisLabel(const ChartSpec &spec)
 {
@@ -56,7 +55,6 @@ MetricPlot::MetricPlot(const ChartSpec &spec, QWidget *parent)
     bold.setBold(true);
     m_titleElement = new QCPTextElement(m_plot, spec.title, bold);
     m_plot->plotLayout()->addElement(0, 0, m_titleElement);
-    m_plot->xAxis->setLabel(spec.xAxis == monitor::XAxis::Step ? tr("step") : tr("time since start (s)"));
     m_plot->yAxis->setLabel(axisLabel(spec));
     m_plot->yAxis->setTicker(tickerFor(spec.unit));
     QFont small = font();
@@ -93,15 +91,37 @@ MetricPlot::MetricPlot(const ChartSpec &spec, QWidget *parent)
     m_crosshair->setVisible(false);
     m_crosshair->setSelectable(false);
     m_crosshair->setClipToAxisRect(true);
+    m_readout = new QCPItemText(m_plot);
+    m_readout->setVisible(false);
+    m_readout->setSelectable(false);
+    m_readout->setClipToAxisRect(false);
+    m_readout->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+    m_readout->setTextAlignment(Qt::AlignLeft);
+    m_readout->position->setType(QCPItemPosition::ptAbsolute);
+    m_readout->setPadding(QMargins(6, 4, 6, 4));
+    m_readout->setFont(small);
+    m_emptyLabel = new QCPItemText(m_plot);
+    m_emptyLabel->setVisible(false);
+    m_emptyLabel->setSelectable(false);
+    m_emptyLabel->position->setType(QCPItemPosition::ptAxisRectRatio);
+    m_emptyLabel->position->setCoords(0.5, 0.5);
+    m_emptyLabel->setPositionAlignment(Qt::AlignCenter);
+    m_emptyLabel->setFont(small);
 
     m_plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
     m_plot->setNoAntialiasingOnDrag(true);
     m_plot->setMouseTracking(true);
-    m_plot->setToolTip(QString());
-    setToolTip(tr("Wheel: zoom · drag: pan · double-click: follow the data again"));
+    m_plot->setContextMenuPolicy(Qt::CustomContextMenu);
+    m_plot->installEventFilter(this);
+    setToolTip(tr("Wheel: zoom · drag: pan · double-click: follow the data again · legend: click hides a curve · "
+                  "right click: panel options"));
     connect(m_plot, &QCustomPlot::mouseWheel, this, [this] { m_following = false; });
     connect(m_plot, &QCustomPlot::mouseMove, this, &MetricPlot::onMouseMove);
     connect(m_plot, &QCustomPlot::mouseDoubleClick, this, &MetricPlot::resetView);
+    connect(m_plot, &QCustomPlot::legendClick, this,
+            [this](QCPLegend *, QCPAbstractLegendItem *item, QMouseEvent *) { onLegendClick(item); });
+    connect(m_plot, &QWidget::customContextMenuRequested, this,
+            [this](const QPoint &at) { Q_EMIT menuRequested(m_plot->mapToGlobal(at)); });
 
     // As many value ticks as the axis has room for, their labels at least 2.5 lines apart (at
     // 1024x700 a short chart stacked five labels into each other).
@@ -110,6 +130,8 @@ MetricPlot::MetricPlot(const ChartSpec &spec, QWidget *parent)
     m_timer.setSingleShot(true);
     m_timer.setInterval(33);
     connect(&m_timer, &QTimer::timeout, this, &MetricPlot::replotNow);
+    m_axesMode = xMode();
+    applyAxes();
     applyPalette();
 }
 
@@ -120,8 +142,13 @@ void MetricPlot::applyPalette()
     // Follow the window's palette (dark themes included) instead of QCustomPlot's white defaults.
     const QPalette p = palette();
     applyPaletteToPlot(m_plot, p);
-    QColor cross = p.color(QPalette::Highlight);
-    m_crosshair->setPen(QPen(cross, 1, Qt::DashLine));
+    m_crosshair->setPen(QPen(p.color(QPalette::Highlight), 1, Qt::DashLine));
+    QColor box = p.color(QPalette::Base);
+    box.setAlpha(235);
+    m_readout->setBrush(box);
+    m_readout->setPen(QPen(p.color(QPalette::Mid)));
+    m_readout->setColor(p.color(QPalette::Text));
+    m_emptyLabel->setColor(p.color(QPalette::PlaceholderText));
     scheduleReplot();
 }
 
@@ -149,10 +176,60 @@ void MetricPlot::clearStores()
     scheduleReplot();
 }
 
-void MetricPlot::setSmoothing(double weight)
+void MetricPlot::setSmoothing(double smoothing)
 {
-    m_smoothing = (weight > 0 && weight < 1) ? weight : 0;
+    m_smoothing = (smoothing > 0 && smoothing < 1) ? smoothing : 0;
     scheduleReplot();
+}
+
+void MetricPlot::setXMode(XMode mode)
+{
+    if (m_xMode == mode)
+        return;
+    m_xMode = mode;
+    m_following = true; // the old range means nothing on the new axis
+    hideCrosshair();
+    scheduleReplot();
+}
+
+void MetricPlot::setLogScale(bool logarithmic)
+{
+    if (m_logScale == logarithmic)
+        return;
+    m_logScale = logarithmic;
+    applyAxes();
+    scheduleReplot();
+}
+
+void MetricPlot::setEmptyText(const QString &text)
+{
+    m_emptyText = text;
+    scheduleReplot();
+}
+
+void MetricPlot::applyAxes()
+{
+    const XMode mode = xMode();
+    if (mode == XMode::WallTime) {
+        auto ticker = QSharedPointer<QCPAxisTickerDateTime>::create();
+        ticker->setDateTimeFormat(QStringLiteral("HH:mm:ss"));
+        m_plot->xAxis->setTicker(ticker);
+        m_plot->xAxis->setLabel(tr("wall time"));
+    } else {
+        m_plot->xAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
+        m_plot->xAxis->setLabel(mode == XMode::Step ? tr("step") : tr("time since start (s)"));
+    }
+    if (m_logScale) {
+        m_plot->yAxis->setScaleType(QCPAxis::stLogarithmic);
+        m_plot->yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
+        m_plot->yAxis->setNumberFormat(QStringLiteral("gb"));
+    } else {
+        m_plot->yAxis->setScaleType(QCPAxis::stLinear);
+        m_plot->yAxis->setTicker(tickerFor(m_spec.unit));
+        m_plot->yAxis->setNumberFormat(QStringLiteral("gbd"));
+    }
+    m_axesMode = mode;
+    fitTickCount();
 }
 
 void MetricPlot::setRedrawInterval(int milliseconds)
@@ -205,27 +282,32 @@ void MetricPlot::replotNow()
 
 void MetricPlot::rebuild()
 {
+    if (m_axesMode != xMode())
+        applyAxes();
     CurveSet set;
     m_rawPoints = 0;
     QString shownName; // the scalar the first rank has (throughput: samples, tokens or iterations)
     const bool overlay = m_stores.size() > 1;
-    const bool timeAxis = m_spec.xAxis == monitor::XAxis::Time;
-    const double smoothing = isSmoothed() ? m_smoothing : 0.0;
+    CurveOptions options;
+    options.x = xMode();
+    options.withMean = m_spec.withMean;
+    options.smoothing = isSmoothed() ? m_smoothing : 0.0;
+    options.positiveOnly = m_logScale;
+    options.meanColor = palette().color(QPalette::WindowText);
     for (const auto &source : std::as_const(m_stores)) {
         if (!source.store)
             continue;
         RunCurves run;
         run.label = overlay ? source.label : QString();
         run.color = source.color;
-        const QList<ShownSeries> shown = shownSeries(m_spec, *source.store);
-        run.timeOrigin = timeAxis ? timeOrigin(shown) : 0.0;
-        for (const auto &entry : shown) {
+        run.timeOrigin = timeOrigin(*source.store);
+        for (const auto &entry : shownSeries(m_spec, *source.store)) {
             m_rawPoints += qint64(entry.series->size());
             run.ranks.append({entry.rank, entry.series, entry.who, entry.device});
             if (shownName.isEmpty())
                 shownName = entry.name;
         }
-        set.addRun(run, timeAxis, m_spec.withMean, smoothing, palette().color(QPalette::WindowText));
+        set.addRun(run, options);
     }
 
     if (m_spec.unit == AxisUnit::PerSecond && shownName.endsWith(QLatin1String("_per_s")))
@@ -271,80 +353,62 @@ void MetricPlot::rebuild()
         if (c.faint)
             color.setAlpha(kRawAlphaUnderAverage);
         graph->setPen(QPen(color, c.width, c.dashed ? Qt::DashLine : Qt::SolidLine));
+        graph->setProperty("faint", c.faint);
         auto points = monitor::decimate(c.x, c.y, c.count, c.sorted, visibleMin, visibleMax, pixels);
         graph->setData(points.x, points.y, c.sorted);
+        // A single point has no line to draw: it gets a marker (a lone evaluation, a first sample).
+        qsizetype finite = 0;
+        for (size_t k = 0; k < c.count && finite < 2; ++k)
+            finite += std::isfinite(c.x[k]) && std::isfinite(c.y[k]) ? 1 : 0;
+        graph->setScatterStyle(finite == 1 ? QCPScatterStyle(QCPScatterStyle::ssDisc, kMarkerSize)
+                                           : QCPScatterStyle(QCPScatterStyle::ssNone));
+        graph->setVisible(!m_hiddenCurves.contains(c.name));
         // Only a chart with several curves needs a legend; faint raw curves share their average's entry.
         if (c.faint || legendEntries < 2 || tooMany)
             graph->removeFromLegend();
         else if (!m_plot->legend->hasItemWithPlottable(graph))
             graph->addToLegend();
     }
+    applyPens();
+    const bool empty = m_rawPoints == 0;
+    m_emptyLabel->setText(m_emptyText);
+    m_emptyLabel->setVisible(empty && !m_emptyText.isEmpty());
+    if (empty) {
+        // Clean axes: never the range of the runs shown before.
+        m_plot->xAxis->setRange(0, 1);
+        m_plot->yAxis->setRange(m_logScale ? 0.1 : 0, 1);
+        m_following = true;
+        return;
+    }
     if (any && m_following) {
-        m_plot->rescaleAxes();
+        m_plot->xAxis->setRange(xMin, xMax);
         if (xMin == xMax)
             m_plot->xAxis->setRange(xMin - 1, xMax + 1);
-        // 5 % room over the data's own range; a constant series (a fixed learning rate) gets 10 %
-        // of its value (QCustomPlot would centre it in a range of its own choosing).
+        // 5 % room over the data's own range (a factor on a log axis); a constant series (a fixed
+        // learning rate) gets 10 % of its value (QCustomPlot would centre it in a range of its own).
         QCPRange y;
         bool anyValue = false;
         for (int i = 0; i < m_plot->graphCount(); ++i) {
+            if (!m_plot->graph(i)->visible())
+                continue;
             bool found = false;
-            const QCPRange r = m_plot->graph(i)->getValueRange(found);
+            const QCPRange r = m_plot->graph(i)->getValueRange(found, m_logScale ? QCP::sdPositive : QCP::sdBoth,
+                                                               QCPRange(visibleMin, visibleMax));
             if (found) {
                 y = anyValue ? QCPRange(std::min(y.lower, r.lower), std::max(y.upper, r.upper)) : r;
                 anyValue = true;
             }
         }
-        if (anyValue) {
+        if (anyValue && m_logScale) {
+            const double lower = y.lower > 0 ? y.lower : 1e-12;
+            m_plot->yAxis->setRange(lower / 1.2, std::max(y.upper, lower) * 1.2);
+        } else if (anyValue) {
             double pad = (y.upper - y.lower) * 0.05;
             if (!(pad > 0))
                 pad = y.upper != 0 ? std::fabs(y.upper) * 0.1 : 1.0;
             m_plot->yAxis->setRange(y.lower - pad, y.upper + pad);
         }
     }
-}
-
-QString MetricPlot::shownTitle() const
-{
-    return m_titleElement->text();
-}
-
-QStringList MetricPlot::readout(double x) const
-{
-    return readoutLines(m_spec, chartRuns(), x);
-}
-
-QString MetricPlot::showCrosshair(double x)
-{
-    const QStringList lines = readout(x);
-    m_crosshairText = lines.isEmpty() ? QString() : m_spec.title + QLatin1Char('\n') + lines.join(QLatin1Char('\n'));
-    m_crosshair->setVisible(!lines.isEmpty());
-    m_crosshair->point1->setCoords(x, 0);
-    m_crosshair->point2->setCoords(x, 1);
-    m_plot->replot(QCustomPlot::rpQueuedReplot);
-    return m_crosshairText;
-}
-
-void MetricPlot::onMouseMove(QMouseEvent *event)
-{
-    if (event->buttons() != Qt::NoButton) {
-        m_following = false; // dragging pans
-        return;
-    }
-    if (!m_plot->axisRect()->rect().contains(event->pos())) {
-        if (m_crosshair->visible()) {
-            m_crosshair->setVisible(false);
-            m_crosshairText.clear();
-            m_plot->replot(QCustomPlot::rpQueuedReplot);
-            QToolTip::hideText();
-        }
-        return;
-    }
-    const QString text = showCrosshair(m_plot->xAxis->pixelToCoord(event->pos().x()));
-    if (text.isEmpty())
-        QToolTip::hideText();
-    else
-        QToolTip::showText(event->globalPosition().toPoint(), text, m_plot);
 }
 
 qint64 MetricPlot::drawnPoints() const

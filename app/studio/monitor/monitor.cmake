@@ -4,7 +4,11 @@ target_sources(accel_studio_ui PRIVATE
   monitor/axisunits.h monitor/axisunits.cpp
   monitor/plotcurves.h monitor/plotcurves.cpp
   monitor/chartseries.h monitor/chartseries.cpp
-  monitor/metricplot.h monitor/metricplot.cpp
+  monitor/metricplot.h monitor/metricplot.cpp monitor/metricplotpointer.cpp
+  monitor/metricpanels.h monitor/metricpanels.cpp
+  monitor/panellayout.h monitor/panellayout.cpp
+  monitor/panelgrid.h monitor/panelgrid.cpp
+  monitor/stdoutoffer.h monitor/stdoutoffer.cpp
   monitor/bannerbar.h monitor/bannerbar.cpp
   monitor/failuretriage.h monitor/failuretriage.cpp
   monitor/runstatuspanel.h monitor/runstatuspanel.cpp
@@ -13,6 +17,9 @@ target_sources(accel_studio_ui PRIVATE
   monitor/rankmemorypanel.h monitor/rankmemorypanel.cpp
   monitor/monitorpage.h monitor/monitorpage.cpp
   monitor/runspage.h monitor/runspage.cpp
+  monitor/runsfilter.h monitor/runsfilter.cpp
+  monitor/runactions.h monitor/runactions.cpp
+  monitor/rundiffdialog.h monitor/rundiffdialog.cpp
   monitor/remotehosts.h monitor/remotehosts.cpp # SSH (accel_hosts, linked by cluster/cluster.cmake)
   monitor/remotecatalogue.h monitor/remotecatalogue.cpp
 )

@@ -4,43 +4,60 @@
 #include "app/studio/monitor/eventstimeline.h"
 #include "app/studio/monitor/logview.h"
 #include "app/studio/monitor/metricplot.h"
+#include "app/studio/monitor/panelgrid.h"
 #include "app/studio/monitor/rankmemorypanel.h"
 #include "app/studio/monitor/remotehosts.h"
 #include "app/studio/monitor/runstatuspanel.h"
+#include "app/studio/monitor/stdoutoffer.h"
+#include "core/rundir/runlayout.h"
 #include "launcher/remoterunfollower.h"
 #include "monitor/runcatalogue.h"
+#include "monitor/runsmodel.h"
 
-#include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
 #include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QFileInfo>
-#include <QGridLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
-#include <QPushButton>
+#include <QMenu>
+#include <QScrollArea>
+#include <QSettings>
+#include <QSlider>
 #include <QSplitter>
+#include <QStackedWidget>
 #include <QTabWidget>
 #include <QTableView>
+#include <QToolButton>
 #include <QVBoxLayout>
 
 namespace accel::app {
 
 namespace {
 
-// The order charts appear in: training curves first, then the machine's.
-constexpr MonitorPage::Chart kDisplayOrder[MonitorPage::ChartCount] = {
-    MonitorPage::LossChart,     MonitorPage::EvalLossChart,   MonitorPage::LrChart,
-    MonitorPage::GradNormChart, MonitorPage::ThroughputChart, MonitorPage::CpuChart,
-    MonitorPage::MemoryChart,   MonitorPage::GpuUtilChart,    MonitorPage::GpuMemoryChart};
+constexpr double kDefaultSmoothing = 0.6; // TensorBoard's default
 
 QColor runColor(int index)
 {
     static const QList<QColor> palette = {QColor(31, 119, 180),  QColor(214, 39, 40),  QColor(44, 160, 44),
                                           QColor(148, 103, 189), QColor(255, 127, 14), QColor(23, 190, 207)};
     return palette.at(index % palette.size());
+}
+
+QString stdoutSettingsKey(const QString &project)
+{
+    return QStringLiteral("monitor/stdoutMetrics/") + QString::fromLatin1(project.toUtf8().toPercentEncoding());
+}
+
+// The last part of a run id ("20261128-225301-train-3fa2" -> "3fa2").
+QString idSuffix(const QString &directory)
+{
+    QString path;
+    const QString folder = monitor::parseRemoteRunAddress(directory, nullptr, &path) ? QFileInfo(path).fileName()
+                                                                                     : QFileInfo(directory).fileName();
+    return folder.section(QLatin1Char('-'), -1);
 }
 
 } // namespace
@@ -56,27 +73,41 @@ MonitorPage::MonitorPage(QWidget *parent) : QWidget(parent)
     m_detailCombo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     m_detailCombo->setMinimumContentsLength(12);
     bar->addWidget(m_detailCombo);
-    m_smoothBox = new QCheckBox(tr("Smooth"), this);
-    m_smoothBox->setToolTip(tr("Draw an exponential moving average over the raw curve of noisy series (loss, "
-                               "grad norm, throughput); schedules and memory are never smoothed"));
-    m_smoothBox->setChecked(true);
-    m_smoothWeight = new QDoubleSpinBox(this);
-    m_smoothWeight->setRange(0.01, 0.99);
-    m_smoothWeight->setSingleStep(0.05);
-    m_smoothWeight->setValue(0.3);
-    m_smoothWeight->setToolTip(tr("Weight of the newest sample in the exponential moving average"));
     bar->addSpacing(12);
-    bar->addWidget(m_smoothBox);
-    bar->addWidget(m_smoothWeight);
+    bar->addWidget(new QLabel(tr("X:"), this));
+    m_xMode = new QComboBox(this);
+    m_xMode->setObjectName(QStringLiteral("xMode"));
+    m_xMode->addItem(tr("Step"), int(XMode::Step));
+    m_xMode->addItem(tr("Wall time"), int(XMode::WallTime));
+    m_xMode->addItem(tr("Relative time"), int(XMode::RelativeTime));
+    m_xMode->setToolTip(tr("The x axis of every chart: optimizer step, wall-clock time, or seconds since each "
+                           "run's start (charts of system samples, which have no steps, show time)"));
+    bar->addWidget(m_xMode);
+    bar->addSpacing(12);
+    bar->addWidget(new QLabel(tr("Smoothing:"), this));
+    m_smoothSlider = new QSlider(Qt::Horizontal, this);
+    m_smoothSlider->setObjectName(QStringLiteral("smoothing"));
+    m_smoothSlider->setRange(0, 99);
+    m_smoothSlider->setMaximumWidth(140);
+    m_smoothValue = new QDoubleSpinBox(this);
+    m_smoothValue->setRange(0, 0.99);
+    m_smoothValue->setSingleStep(0.05);
+    m_smoothValue->setDecimals(2);
+    const QString smoothingTip = tr("Exponential moving average over the noisy charts, as in W&B and TensorBoard: 0 "
+                                    "draws the raw values, 0.99 is very smooth; the raw curve stays, faint");
+    m_smoothSlider->setToolTip(smoothingTip);
+    m_smoothValue->setToolTip(smoothingTip);
+    bar->addWidget(m_smoothSlider);
+    bar->addWidget(m_smoothValue);
     bar->addStretch(1);
-    m_exportChart = new QComboBox(this);
-    bar->addWidget(m_exportChart);
-    auto *png = new QPushButton(tr("PNG…"), this);
-    png->setToolTip(tr("Export the chart chosen on the left as a PNG image"));
-    auto *csv = new QPushButton(tr("CSV…"), this);
-    csv->setToolTip(tr("Export the raw samples behind the chart chosen on the left as CSV"));
-    bar->addWidget(png);
-    bar->addWidget(csv);
+    m_panelsButton = new QToolButton(this);
+    m_panelsButton->setObjectName(QStringLiteral("panelsMenu"));
+    m_panelsButton->setText(tr("Panels"));
+    m_panelsButton->setToolTip(tr("Show or hide panels, read metrics from printed output, reset the layout (a "
+                                  "panel's own options: right click on it)"));
+    m_panelsButton->setPopupMode(QToolButton::InstantPopup);
+    m_panelsButton->setMenu(new QMenu(m_panelsButton));
+    bar->addWidget(m_panelsButton);
     layout->addLayout(bar);
 
     m_status = new RunStatusPanel(this);
@@ -89,6 +120,8 @@ MonitorPage::MonitorPage(QWidget *parent) : QWidget(parent)
     m_remoteState->setWordWrap(true);
     m_remoteState->setVisible(false);
     layout->addWidget(m_remoteState);
+    m_stdoutOffer = new StdoutOffer(this);
+    layout->addWidget(m_stdoutOffer);
     m_empty = new QLabel(tr("Select one or several runs above to follow their losses, throughput, ranks, logs "
                             "and events."),
                          this);
@@ -106,71 +139,21 @@ MonitorPage::MonitorPage(QWidget *parent) : QWidget(parent)
 
     auto *splitter = new QSplitter(Qt::Vertical, this);
     m_content = splitter;
-    auto *grid = new QWidget(splitter);
-    m_grid = new QGridLayout(grid);
-    m_grid->setContentsMargins(0, 0, 0, 0);
-    m_grid->setSpacing(4);
-    using monitor::XAxis;
-    const ChartSpec specs[ChartCount] = {
-        {tr("Loss"), {QStringLiteral("loss")}, true, true, AxisUnit::Plain, tr("loss")},
-        {tr("Learning rate"),
-         {QStringLiteral("lr"), QStringLiteral("learning_rate")},
-         false,
-         false,
-         AxisUnit::Plain,
-         tr("learning rate")},
-        {tr("Throughput"),
-         {QStringLiteral("samples_per_s"), QStringLiteral("tokens_per_s"), QStringLiteral("it_per_s")},
-         false,
-         true,
-         AxisUnit::PerSecond,
-         tr("samples")},
-        {tr("Memory per rank"),
-         {QStringLiteral("mem_rss_bytes")},
-         false,
-         false,
-         AxisUnit::Bytes,
-         tr("resident memory"),
-         XAxis::Time},
-        {tr("Grad norm"), {QStringLiteral("grad_norm")}, false, true, AxisUnit::Plain, tr("grad norm")},
-        {tr("Eval loss"), {QStringLiteral("eval_loss")}, true, false, AxisUnit::Plain, tr("eval loss")},
-        {tr("CPU per rank"),
-         {QStringLiteral("cpu_percent")},
-         false,
-         false,
-         AxisUnit::Percent,
-         tr("CPU, 100 = one core"),
-         XAxis::Time},
-        // NVML's utilisation: the share of the last sample period in which a kernel ran.
-        {tr("GPU utilisation"),
-         {QStringLiteral("gpu_util_percent")},
-         false,
-         false,
-         AxisUnit::Percent,
-         tr("GPU busy"),
-         XAxis::Time,
-         QStringLiteral("gpu"),
-         QStringLiteral("_util_percent"),
-         tr("GPU %1")},
-        {tr("GPU memory"),
-         {QStringLiteral("mem_device_bytes")},
-         false,
-         false,
-         AxisUnit::Bytes,
-         tr("GPU memory in use"),
-         XAxis::Time,
-         QStringLiteral("gpu"),
-         QStringLiteral("_mem_used_bytes"),
-         tr("GPU %1 (all processes)")},
-    };
-    for (int i = 0; i < ChartCount; ++i) {
-        auto *plot = new MetricPlot(specs[i], grid);
-        m_charts.append(plot);
-        connect(plot, &MetricPlot::dataPresenceChanged, this, &MonitorPage::layoutCharts);
-    }
-    for (const Chart chart : kDisplayOrder)
-        m_exportChart->addItem(specs[chart].title, int(chart));
-    layoutCharts();
+    m_chartsArea = new QStackedWidget(splitter);
+    auto *scroll = new QScrollArea(m_chartsArea);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    m_grid = new PanelGrid(scroll);
+    scroll->setWidget(m_grid);
+    m_noData = new QLabel(m_chartsArea);
+    m_noData->setObjectName(QStringLiteral("noMetrics"));
+    m_noData->setAlignment(Qt::AlignCenter);
+    m_noData->setWordWrap(true);
+    m_noData->setMargin(24);
+    m_noData->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_chartsArea->addWidget(scroll);
+    m_chartsArea->addWidget(m_noData);
     m_tabs = new QTabWidget(splitter);
     m_ranksView = new QTableView(m_tabs);
     m_ranksView->verticalHeader()->setVisible(false);
@@ -183,32 +166,86 @@ MonitorPage::MonitorPage(QWidget *parent) : QWidget(parent)
     m_tabs->addTab(m_eventsView, tr("Events"));
     m_memory = new RankMemoryPanel(m_tabs);
     m_tabs->addTab(m_memory, tr("Memory"));
+    // The charts get four fifths; the tables below may shrink to a few rows (their own minimum
+    // left the charts less than a panel's height at 1024x700).
+    m_tabs->setMinimumHeight(80);
+    m_chartsArea->setMinimumHeight(120);
     splitter->setStretchFactor(0, 4);
     splitter->setStretchFactor(1, 1);
+    splitter->setSizes({4000, 1000});
     layout->addWidget(splitter, 1);
     m_content->setVisible(false);
-    setSmoothing(m_smoothWeight->value());
+
+    // The page's choices are kept for next time.
+    QSettings settings;
+    const int mode = m_xMode->findData(settings.value(QStringLiteral("monitor/xMode"), int(XMode::Step)).toInt());
+    m_xMode->setCurrentIndex(std::max(0, mode));
+    const double smoothing = settings.value(QStringLiteral("monitor/smoothing"), kDefaultSmoothing).toDouble();
+    m_smoothValue->setValue(smoothing);
+    m_smoothSlider->setValue(int(std::lround(smoothing * 100)));
+    m_grid->setXMode(xMode());
+    m_grid->setSmoothing(m_smoothValue->value());
 
     connect(m_detailCombo, &QComboBox::currentIndexChanged, this, &MonitorPage::updateDetails);
-    auto applySmoothing = [this] { setSmoothing(m_smoothBox->isChecked() ? m_smoothWeight->value() : 0.0); };
-    connect(m_smoothBox, &QCheckBox::toggled, this, applySmoothing);
-    connect(m_smoothWeight, &QDoubleSpinBox::valueChanged, this, applySmoothing);
-    connect(png, &QPushButton::clicked, this, [this] { askExport(true); });
-    connect(csv, &QPushButton::clicked, this, [this] { askExport(false); });
+    connect(m_xMode, &QComboBox::currentIndexChanged, this, [this] {
+        QSettings().setValue(QStringLiteral("monitor/xMode"), int(xMode()));
+        m_grid->setXMode(xMode());
+    });
+    connect(m_smoothSlider, &QSlider::valueChanged, this, [this](int value) { setSmoothing(value / 100.0); });
+    connect(m_smoothValue, &QDoubleSpinBox::valueChanged, this, [this](double value) { setSmoothing(value); });
+    connect(m_panelsButton->menu(), &QMenu::aboutToShow, this, &MonitorPage::fillPanelsMenu);
+    connect(m_grid, &PanelGrid::dataPresenceChanged, this, &MonitorPage::updateEmptyState);
+    connect(m_grid, &PanelGrid::exportRequested, this, &MonitorPage::askExport);
+    connect(m_stdoutOffer, &StdoutOffer::accepted, this, [this] { setStdoutMetrics(detailRun(), true); });
+    m_emptyTimer.setInterval(1000);
+    connect(&m_emptyTimer, &QTimer::timeout, this, &MonitorPage::updateEmptyState);
 }
 
 MonitorPage::~MonitorPage()
 {
-    for (auto *chart : std::as_const(m_charts))
-        chart->clearStores();
+    m_grid->setRuns({});
+}
+
+bool MonitorPage::startMonitor(Run &run)
+{
+    QString host, path;
+    const bool remote = monitor::parseRemoteRunAddress(run.directory, &host, &path);
+    run.monitor = remote ? followRemote(host, path, run.label) : monitor::RunMonitor::forDirectory(run.directory, this);
+    if (!run.monitor)
+        return false;
+    run.monitor->source()->setStdoutMetricsEnabled(run.stdoutMetrics);
+    const QString directory = run.directory;
+    connect(run.monitor->store(), &monitor::MetricStore::ranksAdded, this, &MonitorPage::updateRedrawInterval);
+    connect(run.monitor, &monitor::RunMonitor::eventsAppended, this,
+            [this, directory](const QList<monitor::RunEvent> &events) {
+                for (const Run &r : std::as_const(m_runs)) {
+                    if (r.directory == directory)
+                        m_banners->observe(r.label, events);
+                }
+            });
+    connect(run.monitor, &monitor::RunMonitor::manifestChanged, this, [this, directory](const QJsonObject &manifest) {
+        // A remote run's project is known once its run.json came.
+        for (Run &r : m_runs) {
+            if (r.directory == directory && r.project.isEmpty())
+                r.project = manifest.value(QLatin1String("name")).toString();
+        }
+        if (m_project.isEmpty() && !m_runs.isEmpty() && m_runs.first().directory == directory &&
+            !m_runs.first().project.isEmpty()) {
+            m_project = m_runs.first().project;
+            m_grid->setProject(m_project);
+        }
+        updateEmptyState();
+    });
+    run.monitor->start();
+    return true;
 }
 
 void MonitorPage::setRuns(const QStringList &runDirectories)
 {
     QList<Run> kept;
+    QList<qsizetype> fresh; // runs to start following, once they have their names
     for (const QString &directory : runDirectories) {
-        QString host, path;
-        const bool remote = monitor::parseRemoteRunAddress(directory, &host, &path);
+        const bool remote = monitor::parseRemoteRunAddress(directory);
         const QString clean = remote ? directory : QDir::cleanPath(QFileInfo(directory).absoluteFilePath());
         auto it = std::find_if(m_runs.begin(), m_runs.end(), [&](const Run &r) { return r.directory == clean; });
         if (it != m_runs.end()) {
@@ -218,43 +255,116 @@ void MonitorPage::setRuns(const QStringList &runDirectories)
         }
         Run run;
         run.directory = clean;
-        run.label = remote ? tr("%1 on %2").arg(QFileInfo(path).fileName(), host) : QFileInfo(clean).fileName();
-        run.monitor = remote ? followRemote(host, path, run.label) : monitor::RunMonitor::forDirectory(clean, this);
-        if (!run.monitor)
-            continue;
-        const QString label = run.label;
-        connect(run.monitor->store(), &monitor::MetricStore::ranksAdded, this, &MonitorPage::updateRedrawInterval);
-        connect(run.monitor, &monitor::RunMonitor::eventsAppended, this,
-                [this, label](const QList<monitor::RunEvent> &events) { m_banners->observe(label, events); });
-        run.monitor->start();
+        monitor::RunInfo info;
+        if (!remote && monitor::readRunInfo(clean, info))
+            run.project = info.name;
+        run.stdoutMetrics = !run.project.isEmpty() && QSettings().value(stdoutSettingsKey(run.project), false).toBool();
+        fresh.append(kept.size());
         kept.append(run);
     }
     // Runs no longer selected: stop following them (their banners go with them; the banners of
     // runs just opened stay, a finished run writes no more events to bring them back).
+    m_grid->setRuns({});
     for (const auto &run : std::as_const(m_runs)) {
-        for (auto *chart : std::as_const(m_charts))
-            chart->clearStores();
         m_banners->removeRun(run.label);
         setRemoteLine(run.label, QString());
         run.monitor->stop();
         run.monitor->deleteLater();
     }
     m_runs = kept;
-
-    const QString previous = m_detailCombo->currentData().toString();
-    m_detailCombo->blockSignals(true);
-    m_detailCombo->clear();
-    for (const auto &run : std::as_const(m_runs))
-        m_detailCombo->addItem(run.label, run.directory);
-    const int again = m_detailCombo->findData(previous);
-    m_detailCombo->setCurrentIndex(again >= 0 ? again : 0);
-    m_detailCombo->blockSignals(false);
-    m_detailCombo->setEnabled(m_runs.size() > 1);
-
+    relabel(); // before the first events, which the banners keep under the run's name
+    for (qsizetype i = fresh.size() - 1; i >= 0; --i) {
+        if (!startMonitor(m_runs[fresh[i]]))
+            m_runs.removeAt(fresh[i]);
+    }
+    relabel();
+    const QString project = m_runs.isEmpty() ? QString() : m_runs.first().project;
+    if (project != m_project || m_grid->project() != project) {
+        m_project = project;
+        m_grid->setProject(project);
+    }
+    rebuildCharts();
     m_empty->setVisible(m_runs.isEmpty());
     m_content->setVisible(!m_runs.isEmpty());
-    rebuildCharts();
+    if (m_runs.isEmpty())
+        m_emptyTimer.stop();
+    else
+        m_emptyTimer.start();
     updateDetails();
+}
+
+void MonitorPage::setRunNames(const QHash<QString, QString> &names)
+{
+    m_names = names;
+    if (relabel())
+        rebuildCharts();
+}
+
+bool MonitorPage::relabel()
+{
+    // Display names, told apart by their id's last part when two are the same.
+    QStringList labels;
+    for (const Run &run : std::as_const(m_runs)) {
+        QString name = m_names.value(run.directory);
+        QString host, path;
+        if (name.isEmpty() && monitor::parseRemoteRunAddress(run.directory, &host, &path)) {
+            name = tr("%1 on %2").arg(QFileInfo(path).fileName(), host);
+        } else if (name.isEmpty()) {
+            monitor::RunInfo info;
+            name = monitor::readRunInfo(run.directory, info) ? info.displayName() : QFileInfo(run.directory).fileName();
+        }
+        labels.append(name);
+    }
+    for (qsizetype i = 0; i < labels.size(); ++i) {
+        if (labels.count(labels[i]) > 1) {
+            const QString base = labels[i];
+            for (qsizetype j = i; j < labels.size(); ++j) {
+                if (labels[j] == base)
+                    labels[j] = tr("%1 · %2").arg(base, idSuffix(m_runs[j].directory));
+            }
+        }
+    }
+    bool changed = false;
+    for (qsizetype i = 0; i < m_runs.size(); ++i) {
+        Run &run = m_runs[i];
+        if (run.label == labels[i])
+            continue;
+        // The run's banners go over to its new name (the events it had are read again).
+        m_banners->removeRun(run.label);
+        run.label = labels[i];
+        changed = true;
+        if (!run.monitor)
+            continue;
+        QList<monitor::RunEvent> events;
+        const monitor::EventsModel *model = run.monitor->eventsModel();
+        for (int row = 0; row < model->rowCount(); ++row)
+            events.append(model->event(row));
+        if (!events.isEmpty())
+            m_banners->observe(run.label, events);
+    }
+    bool comboSame = m_detailCombo->count() == m_runs.size();
+    for (int i = 0; comboSame && i < m_runs.size(); ++i)
+        comboSame = m_detailCombo->itemText(i) == m_runs[i].label && m_detailCombo->itemData(i) == m_runs[i].directory;
+    if (!comboSame) {
+        const QString previous = m_detailCombo->currentData().toString();
+        m_detailCombo->blockSignals(true);
+        m_detailCombo->clear();
+        for (const auto &run : std::as_const(m_runs))
+            m_detailCombo->addItem(run.label, run.directory);
+        const int again = m_detailCombo->findData(previous);
+        m_detailCombo->setCurrentIndex(again >= 0 ? again : 0);
+        m_detailCombo->blockSignals(false);
+    }
+    m_detailCombo->setEnabled(m_runs.size() > 1);
+    return changed;
+}
+
+QStringList MonitorPage::runLabels() const
+{
+    QStringList labels;
+    for (const Run &run : m_runs)
+        labels.append(run.label);
+    return labels;
 }
 
 monitor::RunMonitor *MonitorPage::followRemote(const QString &host, const QString &path, const QString &label)
@@ -311,35 +421,76 @@ void MonitorPage::setDetailRun(int index)
     m_detailCombo->setCurrentIndex(index);
 }
 
-void MonitorPage::setSmoothing(double weight)
+MetricPlot *MonitorPage::chart(Chart chart) const
 {
-    for (auto *chart : std::as_const(m_charts))
-        chart->setSmoothing(weight);
+    return m_grid->builtIn(chart);
 }
 
-void MonitorPage::layoutCharts()
+MetricPlot *MonitorPage::panel(const QString &key) const
 {
-    // Charts without data give their room to the others, unless no chart has data yet (a run
-    // that is starting shows every chart, empty).
-    bool anyData = false;
-    for (const auto *chart : std::as_const(m_charts))
-        anyData = anyData || chart->hasData();
-    QList<MetricPlot *> shown;
-    for (const Chart chart : kDisplayOrder) {
-        MetricPlot *plot = m_charts.at(chart);
-        m_grid->removeWidget(plot);
-        const bool show = !anyData || plot->hasData();
-        plot->setVisible(show);
-        if (show)
-            shown.append(plot);
+    return m_grid->panel(key);
+}
+
+void MonitorPage::setSmoothing(double smoothing)
+{
+    smoothing = std::clamp(smoothing, 0.0, 0.99);
+    const QSignalBlocker sliderBlock(m_smoothSlider);
+    const QSignalBlocker valueBlock(m_smoothValue);
+    m_smoothSlider->setValue(int(std::lround(smoothing * 100)));
+    m_smoothValue->setValue(smoothing);
+    QSettings().setValue(QStringLiteral("monitor/smoothing"), smoothing);
+    m_grid->setSmoothing(smoothing);
+}
+
+double MonitorPage::smoothing() const
+{
+    return m_smoothValue->value();
+}
+
+void MonitorPage::setXMode(XMode mode)
+{
+    m_xMode->setCurrentIndex(m_xMode->findData(int(mode)));
+}
+
+XMode MonitorPage::xMode() const
+{
+    return XMode(m_xMode->currentData().toInt());
+}
+
+void MonitorPage::setStdoutMetrics(int runIndex, bool enabled)
+{
+    if (runIndex < 0 || runIndex >= m_runs.size() || m_runs[runIndex].stdoutMetrics == enabled)
+        return;
+    Run &run = m_runs[runIndex];
+    if (!run.project.isEmpty())
+        QSettings().setValue(stdoutSettingsKey(run.project), enabled);
+    // The run is read again from the start, now with (or without) its printed metrics.
+    m_grid->setRuns({});
+    run.monitor->stop();
+    run.monitor->deleteLater();
+    run.stdoutMetrics = enabled;
+    if (!startMonitor(run)) {
+        m_runs.removeAt(runIndex);
+        relabel();
     }
-    const bool gpuData = m_charts.at(GpuUtilChart)->hasData() || m_charts.at(GpuMemoryChart)->hasData();
-    m_gpuNote->setVisible(!m_runs.isEmpty() && anyData && !gpuData);
-    const int columns = shown.size() <= 4 ? 2 : 3;
-    for (int i = 0; i < shown.size(); ++i)
-        m_grid->addWidget(shown[i], i / columns, i % columns);
-    for (int c = 0; c < 3; ++c)
-        m_grid->setColumnStretch(c, c < columns ? 1 : 0);
+    rebuildCharts();
+    updateDetails();
+    Q_EMIT statusMessage(enabled ? tr("Reading metrics from the printed output of %1").arg(run.label)
+                                 : tr("No longer reading metrics from the printed output of %1").arg(run.label));
+}
+
+void MonitorPage::fillPanelsMenu()
+{
+    QMenu *menu = m_panelsButton->menu();
+    menu->clear();
+    const int index = detailRun();
+    if (index >= 0 && index < m_runs.size()) {
+        QAction *stdoutAction = menu->addAction(tr("Read metrics from %1's printed output").arg(m_runs[index].label));
+        stdoutAction->setCheckable(true);
+        stdoutAction->setChecked(m_runs[index].stdoutMetrics);
+        connect(stdoutAction, &QAction::toggled, this, [this, index](bool on) { setStdoutMetrics(index, on); });
+    }
+    m_grid->fillPanelsMenu(menu);
 }
 
 void MonitorPage::updateRedrawInterval()
@@ -350,26 +501,75 @@ void MonitorPage::updateRedrawInterval()
     constexpr int kManyCurves = 32;
     qsizetype curves = 0;
     for (const auto &run : std::as_const(m_runs))
-        curves += run.monitor->store()->ranks().size();
-    const int interval = curves >= kManyCurves ? 1000 : 33;
-    for (auto *chart : std::as_const(m_charts))
-        chart->setRedrawInterval(interval);
+        curves += run.monitor ? run.monitor->store()->ranks().size() : 0;
+    m_grid->setRedrawInterval(curves >= kManyCurves ? 1000 : 33);
 }
 
 void MonitorPage::rebuildCharts()
 {
-    for (auto *chart : std::as_const(m_charts)) {
-        chart->clearStores();
-        for (int i = 0; i < m_runs.size(); ++i)
-            chart->addStore(m_runs[i].monitor->store(), m_runs[i].label, runColor(i));
+    QList<GridRun> runs;
+    for (int i = 0; i < m_runs.size(); ++i) {
+        if (m_runs[i].monitor)
+            runs.append({m_runs[i].monitor->store(), m_runs[i].label, runColor(i)});
     }
+    m_grid->setRuns(runs);
     updateRedrawInterval();
+    updateEmptyState();
+}
+
+QString MonitorPage::emptyStateText() const
+{
+    return m_chartsArea->currentWidget() == m_noData ? m_noData->text() : QString();
+}
+
+void MonitorPage::updateEmptyState()
+{
+    const bool any = m_grid->hasData();
+    if (any || m_runs.isEmpty()) {
+        m_chartsArea->setCurrentWidget(m_chartsArea->widget(0));
+        const bool gpuData = chart(GpuUtilChart)->hasData() || chart(GpuMemoryChart)->hasData();
+        m_gpuNote->setVisible(any && !gpuData);
+        return;
+    }
+    m_gpuNote->setVisible(false);
+    // Why each run has no chart, from its state and what it printed.
+    QStringList lines;
+    for (const Run &run : std::as_const(m_runs)) {
+        if (!run.monitor)
+            continue; // being started
+        const QString state = run.monitor->manifest().value(QLatin1String("state")).toString();
+        const bool printed = run.monitor->logModel()->rowCount() > 0;
+        const QString metricsFile =
+            QString::fromStdString(rundir::metricsFile(0)).replace(QLatin1Char('0'), QLatin1Char('N'));
+        if (state == QLatin1String(rundir::state::Failed))
+            lines << tr("%1 failed before it logged a metric: its error is in the card above and in Logs.")
+                         .arg(run.label);
+        else if (state == QLatin1String(rundir::state::Stopped))
+            lines << tr("%1 was stopped before it logged a metric.").arg(run.label);
+        else if (state == QLatin1String(rundir::state::Lost))
+            lines << tr("%1 lost its supervisor before it logged a metric.").arg(run.label);
+        else if (state == QLatin1String(rundir::state::Succeeded))
+            lines << tr("%1 finished without logging a metric: log them with the tracker (from accel_studio_tracker "
+                        "import log), or read them from its printed output (Panels).")
+                         .arg(run.label);
+        else if (printed && !run.stdoutMetrics)
+            lines << tr("%1 prints but has logged no metric yet (%2).").arg(run.label, metricsFile);
+        else if (printed)
+            lines << tr("%1 prints, and nothing in its output looks like a metric yet.").arg(run.label);
+        else if (state.isEmpty())
+            lines << tr("Reading %1…").arg(run.label);
+        else
+            lines << tr("Waiting for %1's first metrics line (%2)…").arg(run.label, metricsFile);
+    }
+    m_noData->setText(lines.join(QLatin1Char('\n')));
+    m_chartsArea->setCurrentWidget(m_noData);
 }
 
 void MonitorPage::updateDetails()
 {
     const int index = m_detailCombo->currentIndex();
-    monitor::RunMonitor *run = (index >= 0 && index < m_runs.size()) ? m_runs[index].monitor : nullptr;
+    const bool valid = index >= 0 && index < m_runs.size();
+    monitor::RunMonitor *run = valid ? m_runs[index].monitor : nullptr;
     m_ranksView->setModel(run ? run->ranksModel() : nullptr);
     // Size the columns to their contents now and again when ranks first appear (a run followed
     // over SSH has none yet when it is chosen; sized to the titles alone, State and Loss were cut).
@@ -381,26 +581,30 @@ void MonitorPage::updateDetails()
     }
     m_logView->setLogModel(run ? run->logModel() : nullptr);
     m_eventsView->setEventsModel(run ? run->eventsModel() : nullptr);
-    m_status->setRun(run, index >= 0 && index < m_runs.size() ? m_runs[index].directory : QString());
-    m_memory->setRun(run, index >= 0 && index < m_runs.size() ? m_runs[index].directory : QString());
+    m_status->setRun(run, valid ? m_runs[index].directory : QString());
+    m_memory->setRun(run, valid ? m_runs[index].directory : QString());
+    m_stdoutOffer->setRun(run, valid ? m_runs[index].label : QString(), valid && m_runs[index].stdoutMetrics);
 }
 
 bool MonitorPage::exportPng(Chart chart, const QString &path)
 {
-    auto *plot = m_charts.value(chart);
+    auto *plot = this->chart(chart);
     return plot && plot->savePng(path);
 }
 
 bool MonitorPage::exportCsv(Chart chart, const QString &path, QString *error)
 {
-    auto *plot = m_charts.value(chart);
+    auto *plot = this->chart(chart);
     return plot && plot->saveCsv(path, error);
 }
 
-void MonitorPage::askExport(bool png)
+void MonitorPage::askExport(const QString &key, bool png)
 {
-    const auto chart = static_cast<Chart>(m_exportChart->currentData().toInt());
-    const QString base = m_charts.at(chart)->names().first();
+    MetricPlot *plot = m_grid->panel(key);
+    if (!plot)
+        return;
+    QString base = key;
+    base.replace(QLatin1Char('/'), QLatin1Char('_'));
     const QString path = QFileDialog::getSaveFileName(
         this, png ? tr("Export chart as PNG") : tr("Export series as CSV"),
         QDir::home().filePath(base + (png ? QStringLiteral(".png") : QStringLiteral(".csv"))),
@@ -408,7 +612,7 @@ void MonitorPage::askExport(bool png)
     if (path.isEmpty())
         return;
     QString error;
-    const bool ok = png ? exportPng(chart, path) : exportCsv(chart, path, &error);
+    const bool ok = png ? plot->savePng(path) : plot->saveCsv(path, &error);
     Q_EMIT statusMessage(ok ? tr("Exported %1").arg(path)
                             : tr("Export failed: %1").arg(error.isEmpty() ? tr("cannot write %1").arg(path) : error));
 }

@@ -56,11 +56,12 @@ QColor rankColor(int rank)
     return palette.at(((rank % palette.size()) + palette.size()) % palette.size());
 }
 
-std::vector<double> smoothed(const std::vector<double> &values, double weight)
+std::vector<double> smoothed(const std::vector<double> &values, double smoothing)
 {
     // Debiased like TensorBoard's: the average starts at zero and is divided by the weight it has
     // gathered, so the first points are not pulled towards the first value (no apparent lag at
     // the start of a run, a warm-up peak stays where it is).
+    const double weight = 1.0 - std::clamp(smoothing, 0.0, 0.999);
     std::vector<double> out(values.size());
     double biased = 0;
     double gathered = 0; // 1 - (1 - weight)^n after n finite values
@@ -110,13 +111,22 @@ const double *CurveSet::keep(std::vector<double> values)
     return m_buffers.back()->data();
 }
 
-void CurveSet::addRun(const RunCurves &run, bool timeAxis, bool withMean, double smoothing, const QColor &meanColor)
+void CurveSet::addRun(const RunCurves &run, const CurveOptions &options)
 {
     const bool overlay = !run.label.isEmpty();
-    auto add = [&](Curve c, const std::vector<double> &values) {
+    const double smoothing = options.smoothing;
+    auto add = [&](Curve c, const std::vector<double> &raw) {
+        const std::vector<double> *values = &raw;
+        if (options.positiveOnly && std::any_of(raw.begin(), raw.end(), [](double v) { return !(v > 0); })) {
+            std::vector<double> positive(raw);
+            for (double &v : positive)
+                v = v > 0 ? v : std::nan("");
+            values = m_buffers.emplace_back(std::make_unique<std::vector<double>>(std::move(positive))).get();
+            c.y = values->data();
+        }
         if (smoothing > 0) {
             Curve average = c;
-            average.y = keep(smoothed(values, smoothing));
+            average.y = keep(smoothed(*values, smoothing));
             average.width = c.width; // a wider pen leaves Qt's fast path: 10x slower on 1M points
             m_smoothed.append(average);
             c.faint = true;
@@ -124,38 +134,47 @@ void CurveSet::addRun(const RunCurves &run, bool timeAxis, bool withMean, double
         m_raw.append(c);
     };
     QList<RunCurves::Rank> ranks; // without the devices: they take no part in the mean
+    const bool single = run.ranks.size() == 1;
     for (const auto &r : run.ranks) {
         const monitor::Series &s = *r.series;
-        const int index = r.device >= 0 ? r.device : r.rank;
+        const int index = r.device >= 0 ? r.device : std::max(0, r.rank);
         const QString who = r.who.isEmpty() ? tr("rank %1").arg(r.rank) : r.who;
         Curve c;
-        c.name = overlay ? tr("%1 %2").arg(run.label, who) : who;
+        c.name = !overlay ? who : single ? run.label : tr("%1 %2").arg(run.label, who);
         // A run's curves share its hue in overlays (its colour family); devices are dashed.
         c.color = overlay ? run.color.lighter(100 + 25 * (index % 4)) : rankColor(index);
         c.dashed = r.device >= 0;
         if (r.device < 0)
             ranks.append(r);
-        if (timeAxis) {
+        switch (options.x) {
+        case XMode::RelativeTime: {
             std::vector<double> seconds(s.times);
             for (double &t : seconds)
                 t -= run.timeOrigin;
             c.x = keep(std::move(seconds));
             c.sorted = s.timesSorted;
-        } else {
+            break;
+        }
+        case XMode::WallTime:
+            c.x = s.times.data();
+            c.sorted = s.timesSorted;
+            break;
+        case XMode::Step:
             c.x = s.steps.data();
             c.sorted = s.stepsSorted;
+            break;
         }
         c.y = s.values.data();
         c.count = s.size();
         add(c, s.values);
     }
-    if (withMean && !timeAxis && ranks.size() > 1) {
+    if (options.withMean && options.x == XMode::Step && ranks.size() > 1) {
         std::vector<double> x, y;
         meanOverRanks(ranks, x, y);
         if (!x.empty()) {
             Curve c;
             c.name = overlay ? tr("%1 mean").arg(run.label) : tr("mean");
-            c.color = overlay ? run.color.darker(130) : meanColor;
+            c.color = overlay ? run.color.darker(130) : options.meanColor;
             c.width = 2;
             c.count = x.size();
             c.x = keep(std::move(x));

@@ -3,6 +3,7 @@
 // data, no widgets, so the rules (what is smoothed, which curve is in the legend) live in one place.
 #pragma once
 
+#include "app/studio/monitor/chartseries.h"
 #include "monitor/series.h"
 
 #include <QColor>
@@ -30,7 +31,7 @@ struct Curve {
 struct RunCurves {
     QString label;         // empty for a single run
     QColor color;          // the run's colour in overlays
-    double timeOrigin = 0; // time charts: seconds are counted from here
+    double timeOrigin = 0; // relative time: seconds are counted from here
     struct Rank {
         int rank;
         const monitor::Series *series;
@@ -40,11 +41,19 @@ struct RunCurves {
     QList<Rank> ranks;
 };
 
+struct CurveOptions {
+    XMode x = XMode::Step;
+    bool withMean = false;
+    double smoothing = 0;      // as in W&B and TensorBoard: 0 none .. 0.99 heavy (smoothed())
+    bool positiveOnly = false; // a log axis: values <= 0 become gaps
+    QColor meanColor;
+};
+
 class CurveSet {
 public:
-    // `smoothing`: EMA weight of the newest sample, 0 = off. With smoothing every raw curve is
-    // kept (faint) and its average is added after all raw curves, so graph i stays raw curve i.
-    void addRun(const RunCurves &run, bool timeAxis, bool withMean, double smoothing, const QColor &meanColor);
+    // With smoothing every raw curve is kept (faint) and its average is added after all raw
+    // curves, so graph i stays raw curve i. A run of one series is named by its label alone.
+    void addRun(const RunCurves &run, const CurveOptions &options);
     QList<Curve> curves() const { return m_raw + m_smoothed; }
     // The finite x range over every curve; false when there is none.
     bool xRange(double &xMin, double &xMax) const;
@@ -58,8 +67,10 @@ private:
 };
 
 QColor rankColor(int rank);
-// Debiased EMA over the raw values (NaN samples leave the average unchanged and stay NaN).
-std::vector<double> smoothed(const std::vector<double> &values, double weight);
+// Debiased EMA over the raw values as W&B and TensorBoard draw it: `smoothing` is the weight of
+// the average so far (0 = the raw values, 0.99 = very smooth), each new value gets 1 - smoothing.
+// NaN samples leave the average unchanged and stay NaN.
+std::vector<double> smoothed(const std::vector<double> &values, double smoothing);
 // Index of the sample whose x (step or time) is nearest to `x`; none for an empty series.
 std::optional<size_t> nearestSample(const monitor::Series &series, monitor::XAxis axis, double x);
 

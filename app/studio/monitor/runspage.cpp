@@ -3,6 +3,8 @@
 #include "app/studio/cluster/hostlist.h"
 #include "app/studio/monitor/monitorpage.h"
 #include "app/studio/monitor/remotehosts.h"
+#include "app/studio/monitor/runactions.h"
+#include "app/studio/monitor/runsfilter.h"
 #include "launcher/accelcommand.h"
 #include "launcher/clusterrecord.h"
 #include "launcher/host.h"
@@ -18,9 +20,10 @@
 #include <QHeaderView>
 #include <QItemSelectionModel>
 #include <QLabel>
+#include <QLineEdit>
 #include <QMenu>
 #include <QPushButton>
-#include <QSortFilterProxyModel>
+#include <QSettings>
 #include <QSplitter>
 #include <QStandardPaths>
 #include <QTableView>
@@ -56,6 +59,19 @@ RunsPage::RunsPage(QWidget *parent) : QWidget(parent)
     m_compare->setPopupMode(QToolButton::InstantPopup);
     m_compare->setMenu(new QMenu(m_compare));
     bar->addWidget(m_compare);
+    m_filter = new QLineEdit(this);
+    m_filter->setObjectName(QStringLiteral("runsFilter"));
+    m_filter->setPlaceholderText(tr("Filter: words, tag:NAME, lr>1e-4, recipe=gpt"));
+    m_filter->setClearButtonEnabled(true);
+    m_filter->setToolTip(tr("Runs whose id, name, state, tags, notes or hyperparameters hold every word; "
+                            "tag:NAME; hyperparameters as KEY=VALUE, KEY>NUMBER, KEY<NUMBER (KEY: the full key "
+                            "or its last part)"));
+    m_filter->setMinimumWidth(160);
+    bar->addWidget(m_filter, 1);
+    m_diff = new QPushButton(tr("Diff"), this);
+    m_diff->setObjectName(QStringLiteral("diffRuns"));
+    m_diff->setToolTip(tr("Compare the hyperparameters of the selected runs"));
+    bar->addWidget(m_diff);
     m_refresh = new QPushButton(tr("Refresh"), this);
     m_stop = new QPushButton(tr("Stop"), this);
     m_stop->setToolTip(tr("accel stop: SIGINT, then SIGTERM, then SIGKILL to the run's supervisor"));
@@ -72,10 +88,13 @@ RunsPage::RunsPage(QWidget *parent) : QWidget(parent)
     auto *splitter = new QSplitter(Qt::Vertical, this);
     m_splitter = splitter;
     m_view = new QTableView(splitter);
-    m_sorted = new QSortFilterProxyModel(this);
+    m_sorted = new RunsFilter(this);
     m_sorted->setSourceModel(&m_model);
-    m_sorted->setSortRole(monitor::RunsModel::SortRole);
     m_view->setModel(m_sorted);
+    m_view->setEditTriggers(QAbstractItemView::DoubleClicked | QAbstractItemView::EditKeyPressed);
+    m_view->setContextMenuPolicy(Qt::CustomContextMenu);
+    m_view->horizontalHeader()->setContextMenuPolicy(Qt::CustomContextMenu);
+    m_actions = new RunActions(&m_model, this);
     m_view->setSortingEnabled(true);
     m_view->sortByColumn(monitor::RunsModel::StartedColumn, Qt::DescendingOrder);
     m_view->setSelectionBehavior(QAbstractItemView::SelectRows);
@@ -105,6 +124,31 @@ RunsPage::RunsPage(QWidget *parent) : QWidget(parent)
     });
     connect(m_monitor, &MonitorPage::statusMessage, this, &RunsPage::statusMessage);
     connect(m_compare->menu(), &QMenu::aboutToShow, this, &RunsPage::fillCompareMenu);
+    connect(m_actions, &RunActions::statusMessage, this, &RunsPage::statusMessage);
+    connect(&m_model, &monitor::RunsModel::editFailed, this, &RunsPage::statusMessage);
+    connect(m_filter, &QLineEdit::textChanged, this, [this, filterTip = m_filter->toolTip()](const QString &text) {
+        m_sorted->setFilterText(text);
+        m_filter->setToolTip(m_sorted->problem().isEmpty() ? filterTip : m_sorted->problem());
+        if (!m_sorted->problem().isEmpty())
+            Q_EMIT statusMessage(m_sorted->problem());
+    });
+    connect(m_diff, &QPushButton::clicked, this, [this] { m_actions->showDiff(selectedRuns()); });
+    connect(m_view, &QWidget::customContextMenuRequested, this, [this](const QPoint &at) {
+        if (m_view->selectionModel()->selectedRows().isEmpty())
+            return;
+        QMenu *menu = createRunMenu(this);
+        menu->setAttribute(Qt::WA_DeleteOnClose);
+        menu->popup(m_view->viewport()->mapToGlobal(at));
+    });
+    connect(m_view->horizontalHeader(), &QWidget::customContextMenuRequested, this, [this](const QPoint &at) {
+        QMenu *menu = createColumnsMenu(this);
+        menu->setAttribute(Qt::WA_DeleteOnClose);
+        menu->popup(m_view->horizontalHeader()->mapToGlobal(at));
+    });
+    connect(&m_model, &QAbstractItemModel::columnsInserted, this, &RunsPage::updateColumns);
+    connect(&m_model, &QAbstractItemModel::rowsInserted, this, &RunsPage::updateColumns);
+    connect(&m_model, &QAbstractItemModel::rowsRemoved, this, &RunsPage::updateColumns);
+    connect(&m_model, &QAbstractItemModel::dataChanged, this, &RunsPage::updateRunNames);
 
     // Made after the monitor, so destroyed before it: the monitor's followers end their commands
     // on hosts that still exist.
@@ -379,8 +423,123 @@ void RunsPage::fillCompareMenu()
 
 void RunsPage::onSelectionChanged()
 {
+    updateRunNames();
     m_monitor->setRuns(selectedRuns());
     updateButtons();
+}
+
+void RunsPage::updateRunNames()
+{
+    QHash<QString, QString> names;
+    for (int row = 0; row < m_model.rowCount(); ++row) {
+        const monitor::RunInfo &info = m_model.run(row);
+        names.insert(info.address(), info.location.isEmpty() ? info.displayName()
+                                                             : tr("%1 on %2").arg(info.displayName(), info.location));
+    }
+    m_monitor->setRunNames(names);
+}
+
+namespace {
+
+QString columnSettingsKey(const QString &which)
+{
+    return QStringLiteral("runs/columns/") + which;
+}
+
+} // namespace
+
+bool RunsPage::isColumnShown(int column) const
+{
+    return !m_view->isColumnHidden(column);
+}
+
+void RunsPage::setColumnShown(int column, bool shown)
+{
+    const QString key =
+        column >= monitor::RunsModel::ColumnCount
+            ? m_model.headerData(column, Qt::Horizontal, monitor::RunsModel::HyperparameterKeyRole).toString()
+            : m_model.headerData(column, Qt::Horizontal).toString();
+    QSettings settings;
+    QStringList shownList = settings.value(columnSettingsKey(QStringLiteral("shown"))).toStringList();
+    QStringList hiddenList = settings.value(columnSettingsKey(QStringLiteral("hidden"))).toStringList();
+    shownList.removeAll(key);
+    hiddenList.removeAll(key);
+    (shown ? shownList : hiddenList).append(key);
+    settings.setValue(columnSettingsKey(QStringLiteral("shown")), shownList);
+    settings.setValue(columnSettingsKey(QStringLiteral("hidden")), hiddenList);
+    m_view->setColumnHidden(column, !shown);
+}
+
+void RunsPage::updateColumns()
+{
+    // Hyperparameters that tell the listed runs apart are shown; the user's choices win.
+    QList<monitor::Hyperparameters> values;
+    for (int row = 0; row < m_model.rowCount(); ++row)
+        values.append(m_model.run(row).hyperparameters);
+    const QStringList differing = monitor::differingKeys(values);
+    QSettings settings;
+    const QStringList shownList = settings.value(columnSettingsKey(QStringLiteral("shown"))).toStringList();
+    const QStringList hiddenList = settings.value(columnSettingsKey(QStringLiteral("hidden"))).toStringList();
+    for (int column = 0; column < m_model.columnCount(); ++column) {
+        const bool parameter = column >= monitor::RunsModel::ColumnCount;
+        const QString key =
+            parameter ? m_model.headerData(column, Qt::Horizontal, monitor::RunsModel::HyperparameterKeyRole).toString()
+                      : m_model.headerData(column, Qt::Horizontal).toString();
+        bool shown = parameter ? differing.contains(key) : column != monitor::RunsModel::NotesColumn;
+        if (shownList.contains(key))
+            shown = true;
+        if (hiddenList.contains(key))
+            shown = false;
+        m_view->setColumnHidden(column, !shown);
+    }
+}
+
+QMenu *RunsPage::createColumnsMenu(QWidget *parent)
+{
+    auto *menu = new QMenu(parent);
+    menu->addSection(tr("Columns"));
+    for (int column = 0; column < m_model.columnCount(); ++column) {
+        if (column == monitor::RunsModel::ColumnCount)
+            menu->addSection(tr("Hyperparameters"));
+        QAction *action = menu->addAction(m_model.headerData(column, Qt::Horizontal).toString());
+        action->setCheckable(true);
+        action->setChecked(isColumnShown(column));
+        connect(action, &QAction::toggled, this, [this, column](bool on) { setColumnShown(column, on); });
+    }
+    return menu;
+}
+
+QMenu *RunsPage::createRunMenu(QWidget *parent)
+{
+    auto *menu = new QMenu(parent);
+    const QStringList runs = selectedRuns();
+    const QString first = runs.value(0);
+    QString why;
+    const bool local = m_actions->isManageable(first, &why);
+    auto addAction = [&](const QString &text, bool enabled, auto slot) {
+        QAction *action = menu->addAction(text);
+        action->setEnabled(enabled);
+        if (!enabled && !why.isEmpty())
+            action->setToolTip(why);
+        connect(action, &QAction::triggered, this, slot);
+        return action;
+    };
+    const bool one = runs.size() == 1;
+    addAction(tr("Rename…"), one && local, [this] {
+        const auto rows = m_view->selectionModel()->selectedRows(monitor::RunsModel::NameColumn);
+        if (!rows.isEmpty())
+            m_view->edit(rows.first());
+    });
+    addAction(tr("Notes…"), one && local, [this, first] { m_actions->editNotes(first); });
+    addAction(tr("Tags…"), one && local, [this, first] { m_actions->editTags(first); });
+    menu->addSeparator();
+    addAction(tr("Open folder"), one && local, [this, first] { m_actions->openFolder(first); });
+    addAction(tr("Export as archive…"), one && local, [this, first] { m_actions->askExport(first); });
+    addAction(tr("Compare hyperparameters"), runs.size() > 1, [this, runs] { m_actions->showDiff(runs); });
+    menu->addSeparator();
+    addAction(tr("Delete with its files…"), local, [this, runs] { m_actions->confirmAndDelete(runs); });
+    menu->setToolTipsVisible(true);
+    return menu;
 }
 
 void RunsPage::updateButtons()
@@ -389,6 +548,7 @@ void RunsPage::updateButtons()
     for (const auto &index : m_view->selectionModel()->selectedRows())
         anyLive = anyLive || isStoppable(index);
     m_stop->setEnabled(anyLive && !isStopping());
+    m_diff->setEnabled(m_view->selectionModel()->selectedRows().size() > 1);
 }
 
 // A live run that `accel stop` can stop: not a multi-node run's folder (its nodes' runs end with

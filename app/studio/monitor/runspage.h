@@ -10,6 +10,11 @@
 // a multi-node job's folder of node<K> run directories is one row, its state combined from its
 // nodes' (monitor/noderuns.h), and one run in the Monitor.
 // "Stop" runs `accel stop RUN` (there, for a remote run) and never blocks the GUI thread.
+// The table has a column per hyperparameter (those that differ between the listed runs are shown,
+// the others are a right click on the header away), a filter ("lr>1e-4 tag:sweep baseline") and
+// sorting by any column; "Diff" compares the selected runs' hyperparameters. Names, tags and notes
+// are edited in place; a run's right-click menu also opens its folder, exports it as an archive
+// and deletes it with its files (RunActions). The Monitor names runs by their display names.
 #pragma once
 
 #include "app/studio/monitor/remotecatalogue.h"
@@ -22,8 +27,9 @@
 #include <QWidget>
 
 class QLabel;
+class QLineEdit;
+class QMenu;
 class QPushButton;
-class QSortFilterProxyModel;
 class QSplitter;
 class QToolButton;
 class QTableView;
@@ -32,6 +38,8 @@ namespace accel::app {
 
 class MonitorPage;
 class RemoteHosts;
+class RunActions;
+class RunsFilter;
 
 class RunsPage : public QWidget {
     Q_OBJECT
@@ -66,6 +74,17 @@ public:
 
     monitor::RunsModel *runsModel() { return &m_model; }
     QTableView *runsView() const { return m_view; }
+    RunsFilter *runsFilter() const { return m_sorted; }
+    QLineEdit *filterEdit() const { return m_filter; }
+    RunActions *runActions() const { return m_actions; }
+    QPushButton *diffButton() const { return m_diff; }
+    // The right-click menu of the selected runs, and of the table's header (its columns).
+    QMenu *createRunMenu(QWidget *parent);
+    QMenu *createColumnsMenu(QWidget *parent);
+    // Hyperparameter columns: shown when their values differ between the listed runs, unless
+    // the header's menu said otherwise (kept in the settings).
+    void setColumnShown(int column, bool shown);
+    bool isColumnShown(int column) const;
     MonitorPage *monitorPage() const { return m_monitor; }
     QPushButton *stopButton() const { return m_stop; }
     // Hides or shows the run list (the Monitor then takes the whole page).
@@ -97,10 +116,15 @@ private:
     bool isStoppable(const QModelIndex &index) const;
     void updateHostsState();
     void updateSources();
+    void updateColumns();
+    void updateRunNames();
 
     monitor::RunsModel m_model;
-    QSortFilterProxyModel *m_sorted = nullptr;
+    RunsFilter *m_sorted = nullptr;
     QTableView *m_view = nullptr;
+    QLineEdit *m_filter = nullptr;
+    RunActions *m_actions = nullptr;
+    QPushButton *m_diff = nullptr;
     QPushButton *m_stop = nullptr;
     QPushButton *m_refresh = nullptr;
     QPushButton *m_listToggle = nullptr;
