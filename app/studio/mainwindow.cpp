@@ -14,6 +14,7 @@
 #include "app/studio/placeholderpage.h"
 #include "app/studio/studioresources.h"
 #include "app/studio/theme.h"
+#include "app/studio/windowsize.h"
 #include "core/config/configio.h"
 
 #include <QAction>
@@ -27,6 +28,7 @@
 #include <QMenu>
 #include <QMenuBar>
 #include <QScrollArea>
+#include <QScreen>
 #include <QSettings>
 #include <QStackedWidget>
 #include <QStatusBar>
@@ -359,7 +361,7 @@ void MainWindow::restoreSettings()
     QSettings settings;
     const QByteArray geometry = settings.value(QStringLiteral("mainwindow/geometry")).toByteArray();
     if (geometry.isEmpty() || !restoreGeometry(geometry))
-        resize(1200, 800);
+        resize(defaultWindowSize(screen()->availableGeometry().size()));
     restoreState(settings.value(QStringLiteral("mainwindow/state")).toByteArray());
     m_launchPage->rememberForm(); // the Launch form as it was left, saved on every change
     const auto page = pageFromName(settings.value(QStringLiteral("mainwindow/page")).toString());

@@ -11,6 +11,7 @@
 #include "app/studio/monitor/plotcurves.h"
 #include "app/studio/monitor/runspage.h"
 #include "app/studio/monitor/stdoutoffer.h"
+#include "app/studio/windowsize.h"
 #include "monitor/runannotations.h"
 
 #include "tests/app/monitorpagesupport.h"
@@ -20,6 +21,7 @@
 #include <QMenu>
 #include <QMouseEvent>
 #include <QPushButton>
+#include <QScreen>
 #include <QScrollArea>
 #include <QSettings>
 #include <QTemporaryDir>
@@ -95,10 +97,11 @@ private Q_SLOTS:
     }
     void init() { QSettings().clear(); }
 
-    // Regression: the default window (1200x800, the charts stretched into what the run list and
-    // the tables left) made plots about 60 px tall. Panels keep their height (the charts scroll),
-    // and the tables below give way: in the default window and at 1024x700 a chart's plot area is
-    // at least 150 px tall and a whole panel fits in the charts' view.
+    // Regression: the default window (1200x800 on any screen, the charts stretched into what the
+    // run list and the tables left) made plots about 60 px tall. The first window takes most of the
+    // screen (at most 1600x1000, never more than the screen), panels keep their height (the charts
+    // scroll), and the tables below give way: in the default window and at 1024x700 a chart's plot
+    // area is at least 150 px tall and a whole panel fits in the charts' view.
     void defaultWindowGivesChartsTheirHeight()
     {
         QSettings().remove(QStringLiteral("mainwindow/geometry"));
@@ -119,6 +122,11 @@ private Q_SLOTS:
                               .toUtf8());
         metrics.close();
         app::MainWindow window;
+        const QSize available = window.screen()->availableGeometry().size();
+        QCOMPARE(window.size(), app::defaultWindowSize(available).expandedTo(window.minimumSizeHint()));
+        QCOMPARE(app::defaultWindowSize({1920, 1080}), QSize(1600, 972));
+        QCOMPARE(app::defaultWindowSize({1366, 768}), QSize(1229, 700));
+        QCOMPARE(app::defaultWindowSize({800, 600}), QSize(800, 600)); // never more than the screen
         window.runsPage()->setRunsRoot(root.path());
         window.showPage(app::Page::Runs);
         window.show();
