@@ -116,6 +116,7 @@ QString SlurmTestCluster::startController(const QString &folder, const QString &
     qputenv("SLURM_CONF", m_conf.toLocal8Bit());
 
     m_munged.setProcessChannelMode(QProcess::MergedChannels);
+    killWithTest(m_munged);
     m_munged.start(findProgram("munged"),
                    {"-F", "-f", "--key-file=" + dir.filePath("munge/munge.key"), "--socket=" + socket,
                     "--pid-file=" + dir.filePath("munge/munged.pid"), "--log-file=" + dir.filePath("log/munged.log"),
@@ -124,6 +125,7 @@ QString SlurmTestCluster::startController(const QString &folder, const QString &
         m_munged.state() == QProcess::NotRunning)
         return QStringLiteral("munged did not start: ") + QString::fromLocal8Bit(m_munged.readAll().right(800));
     m_controller.setProcessChannelMode(QProcess::MergedChannels);
+    killWithTest(m_controller);
     m_controller.start(findProgram("slurmctld"), {"-D", "-f", m_conf});
     return {};
 }
@@ -166,6 +168,7 @@ QString SlurmTestCluster::start(const QString &folder)
         return error;
     auto node = std::make_unique<QProcess>();
     node->setProcessChannelMode(QProcess::MergedChannels);
+    killWithTest(*node);
     node->start(findProgram("slurmd"), {"-D", "-f", m_conf});
     m_nodes.push_back(std::move(node));
     return waitForIdle(1);
@@ -208,6 +211,7 @@ QString SlurmTestCluster::startNodes(const QString &folder, const NetnsTestbed &
                                               "\"$3\" -D -N \"$4\" -f \"$5\"");
         auto process = std::make_unique<QProcess>();
         process->setProcessChannelMode(QProcess::MergedChannels);
+        killWithTest(*process); // kept through each exec down to slurmd
         process->start(findProgram("unshare"),
                        {"--mount", "--propagation", "private", "sh", "-c", script, "slurmd-node",
                         dir.filePath(QStringLiteral("hosts-node%1").arg(node)), testbed.nodeNamespace(node),

@@ -1,5 +1,7 @@
 #include "tests/helpers/sshtestserver.h"
 
+#include "tests/helpers/testsupport.h"
+
 #include <QDeadlineTimer>
 #include <QDir>
 #include <QFile>
@@ -197,6 +199,7 @@ QString SshTestServer::start()
                               .arg(hostKey, authorized, m_address)
                               .toUtf8());
         m_sshd.setProcessChannelMode(QProcess::ForwardedErrorChannel);
+        killWithTest(m_sshd); // it holds the test's standard error
         const QStringList sshd = {QString::fromLatin1(kSshd), "-D", "-e", "-f", config};
         if (m_netns.isEmpty())
             m_sshd.start(sshd.first(), sshd.mid(1));

@@ -4,6 +4,9 @@
 #include <QProcess>
 #include <QProcessEnvironment>
 
+#include <csignal>
+#include <sys/prctl.h>
+
 namespace accel::test {
 
 QString binDir()
@@ -21,6 +24,11 @@ QString sourceDir()
 QString dataPath(const QString &relative)
 {
     return QDir(sourceDir()).filePath(QStringLiteral("tests/data/") + relative);
+}
+
+void killWithTest(QProcess &process)
+{
+    process.setChildProcessModifier([] { ::prctl(PR_SET_PDEATHSIG, SIGKILL); });
 }
 
 ProcessResult runProgram(const QString &program, const QStringList &arguments, int timeoutMs,

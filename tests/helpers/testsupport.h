@@ -5,6 +5,8 @@
 #include <QString>
 #include <QStringList>
 
+class QProcess;
+
 namespace accel::test {
 
 // Folder with accel, accel-worker, accel-studio and the test helper programs.
@@ -31,5 +33,10 @@ ProcessResult runAccel(const QStringList &arguments, int timeoutMs = 60000, cons
 // A YAML "billion laughs" document after `head`: x0 is a list of ten scalars, x1 ten aliases of x0,
 // and so on to x<levels-1>, which expands to 10^levels values in a few hundred bytes.
 QByteArray yamlAliasBomb(int levels, const QByteArray &head = {});
+
+// A server the test starts (sshd, munged, slurmctld, slurmd) is killed when the test process ends,
+// however it ends: a test that crashes must not leave daemons behind, least of all ones holding its
+// standard error, for which ctest then waits until the test's timeout.
+void killWithTest(QProcess &process);
 
 } // namespace accel::test
