@@ -28,6 +28,9 @@ void addInferenceLoadOptions(ArgParser &parser)
                                   "for another machine, e.g. with accel device-map --env_json); cpu entries stay "
                                   "offloaded as they would be beside a GPU");
     parser.addValue("offload_folder", "DIR", "Accelerate offload folder for the weights mapped to disk");
+    parser.addValue("adapter", "DIR",
+                    "a LoRA adapter folder in peft's layout (adapter_config.json, adapter_model.safetensors), e.g. "
+                    "what a causal_lm run wrote in <output_dir>/adapter");
     parser.addOption({"dtype",
                       "DTYPE",
                       "compute dtype (default: the checkpoint's)",
@@ -107,9 +110,9 @@ int runGenerate(int argc, char **argv)
         return 2;
     }
     return execInferenceWorker("generate", parser,
-                               {"device_map", "max_memory", "offload_folder", "dtype", "threads", "prompt", "input_ids",
-                                "max_new_tokens", "temperature", "top_k", "top_p", "repetition_penalty", "seed", "stop",
-                                "stop_token_id"},
+                               {"device_map", "max_memory", "offload_folder", "adapter", "dtype", "threads", "prompt",
+                                "input_ids", "max_new_tokens", "temperature", "top_k", "top_p", "repetition_penalty",
+                                "seed", "stop", "stop_token_id"},
                                {"greedy", "json", "gpus_on_cpu"});
 }
 

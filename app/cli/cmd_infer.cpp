@@ -34,7 +34,8 @@ int runInfer(int argc, char **argv)
         return 2;
     }
     return execInferenceWorker(
-        "infer", parser, {"device_map", "max_memory", "offload_folder", "dtype", "threads", "input_ids", "logits_out"},
+        "infer", parser,
+        {"device_map", "max_memory", "offload_folder", "adapter", "dtype", "threads", "input_ids", "logits_out"},
         {"json", "gpus_on_cpu"});
 }
 

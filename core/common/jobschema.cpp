@@ -99,7 +99,7 @@ std::vector<JobField> trainingFields()
                              "empty: from the cluster config; fp16 needs a CUDA build")),
             "`ACCELERATE_MIXED_PRECISION`"),
         make("training.eval_every", "Evaluate every", T::Integer, "0", 0, kUnbounded, tr,
-             "steps; 0 = never (gpt only)"),
+             "steps; 0 = never (gpt, distill, causal_lm)"),
         make("training.checkpoint_every", "Checkpoint every", T::Integer, "0", 0, kUnbounded, tr, "steps; 0 = never"),
         make("training.log_every", "Log every", T::Integer, "10", 1, kUnbounded, tr, "steps between metrics lines"),
         make("training.min_lr_ratio", "Final LR ratio", T::Number, "0.1", 0, 1, adv,
@@ -226,6 +226,50 @@ std::vector<JobField> pluginFields()
     return out;
 }
 
+// causal_lm (docs/finetune.md): a Hugging Face model folder fine-tuned whole or with LoRA.
+std::vector<JobField> causalLmFields()
+{
+    std::vector<JobField> out = jobFields();
+    const char *lora = "LoRA";
+    append(out,
+           {
+               required(make("model.path", "Model folder", T::Path, "", 0, 0, "Model",
+                             "a Hugging Face folder: config.json, safetensors weights, tokenizer.json")),
+               required(make("data.train", "Training data", T::Path, "", 0, 0, "Data",
+                             "a .txt file (blank-line-separated documents), a .jsonl file, or a folder of them")),
+               whenAbsent(make("data.eval", "Evaluation data", T::Path, "", 0, 0, "Data",
+                               "optional; the same formats; eval_loss and eval_perplexity"),
+                          "no evaluation"),
+               make("data.block_size", "Block size", T::Integer, "512", 2, 1 << 20, "Data",
+                    "tokens per window (text) or at most per example (instruction)"),
+               make("data.text_key", "Text field", T::Text, "text", 0, 0, "Data", "the field of a .jsonl document"),
+               lowercase(choice("data.format", "Format", "auto", {"auto", "text", "instruction"}, "Data",
+                                "auto: instruction when .jsonl records hold prompt and completion")),
+               whenAbsent(make("lora.r", "LoRA rank", T::Integer, "", 1, 65536, lora,
+                               "set to train a LoRA adapter; absent: full fine-tuning"),
+                          "full fine-tuning"),
+               make("lora.alpha", "LoRA alpha", T::Number, "8", 0, 1e6, lora, "scaling = alpha / r"),
+               make("lora.dropout", "LoRA dropout", T::Number, "0.0", 0, 0.99, lora,
+                    "on the adapter's input while training"),
+               whenAbsent(make("lora.target_modules", "Target modules", T::Text, "", 0, 0, lora,
+                               "layer names, e.g. [q_proj, v_proj], or all-linear"),
+                          "(required with lora.r)"),
+               make("lora.use_rslora", "rsLoRA", T::Boolean, "false", 0, 0, lora, "scaling = alpha / sqrt(r)"),
+               make("training.gradient_checkpointing", "Gradient checkpointing", T::Boolean, "false", 0, 0, "Training",
+                    "recompute each block in backward instead of keeping its activations"),
+               make("training.adam_beta1", "Adam beta1", T::Number, "0.9", 0, 0.999999, "Advanced", "AdamW"),
+               make("training.adam_beta2", "Adam beta2", T::Number, "0.999", 0, 0.999999, "Advanced", "AdamW"),
+               exclusiveMinimum(
+                   make("training.adam_epsilon", "Adam epsilon", T::Number, "1e-8", 0, 1, "Advanced", "AdamW")),
+               lowercase(choice("output.dtype", "Saved dtype", "auto", {"auto", "float32", "bfloat16", "float16"},
+                                "Output", "the saved model's dtype; auto: the input checkpoint's")),
+               make("output.max_shard_size", "Shard size", T::Text, "50GB", 0, 0, "Output",
+                    "safetensors shards of at most this size (save_pretrained's max_shard_size)"),
+           });
+    append(out, trainingFields());
+    return out;
+}
+
 std::vector<JobField> selftestFields()
 {
     std::vector<JobField> out = jobFields();
@@ -257,7 +301,8 @@ std::string choiceList(const JobField &f)
 
 const std::vector<std::string> &knownRecipes()
 {
-    static const std::vector<std::string> recipes{"gpt", "distill", "mlp", "torchscript", "plugin", "selftest"};
+    static const std::vector<std::string> recipes{"gpt",         "distill", "causal_lm", "mlp",
+                                                  "torchscript", "plugin",  "selftest"};
     return recipes;
 }
 
@@ -271,11 +316,13 @@ const std::vector<JobField> &fields(const std::string &recipe)
 {
     static const std::vector<JobField> gpt = gptFields(), distill = distillFields(), mlp = mlpFields(),
                                        torchscript = torchScriptFields(), plugin = pluginFields(),
-                                       selftest = selftestFields(), none;
+                                       selftest = selftestFields(), causalLm = causalLmFields(), none;
     if (recipe == "gpt")
         return gpt;
     if (recipe == "distill")
         return distill;
+    if (recipe == "causal_lm")
+        return causalLm;
     if (recipe == "mlp")
         return mlp;
     if (recipe == "torchscript")

@@ -34,7 +34,7 @@ struct JobField {
     bool form = true;                 // the studio's recipe form shows it
 };
 
-// The recipes accel-worker runs (gpt, distill, mlp, torchscript, plugin, selftest): the one list
+// The recipes accel-worker runs (gpt, distill, causal_lm, mlp, torchscript, plugin, selftest): the one list
 // the job check, error messages, --help and --capabilities use.
 const std::vector<std::string> &knownRecipes();
 // The recipes the studio's form edits field by field (gpt, mlp).

@@ -6,6 +6,8 @@
 #include "core/common/log.h"
 #include "core/inference/causallm.h"
 #include "core/inference/devicemapspec.h"
+#include "core/inference/lora.h"
+#include "core/inference/torchtensors.h"
 
 #include <ATen/Parallel.h>
 
@@ -77,6 +79,16 @@ Result<std::unique_ptr<InferenceModel>> InferenceModel::load(const std::string &
     for (const auto &w : model->m_warnings)
         accel::log::warning("inference", modelDir + ": " + w);
     model->m_deviceMap = dispatch.deviceMap.empty() ? DeviceMap{{"", "cpu"}} : dispatch.deviceMap;
+    if (!options.adapterDir.empty()) {
+        std::optional<at::ScalarType> dtype;
+        if (!dispatch.computeDType.empty())
+            if (auto parsed = parseComputeDType(dispatch.computeDType))
+                dtype = *parsed;
+        auto adapted = loadLoraAdapter(*model->m_lm, options.adapterDir, dtype);
+        if (!adapted)
+            return tl::unexpected(adapted.error());
+        model->m_adapted = std::move(*adapted);
+    }
     return model;
 }
 

@@ -23,6 +23,8 @@ struct LoadOptions {
     std::string maxMemory;    // for a strategy: "cpu=8GiB,disk=100GiB" style budgets (else this machine's)
     DispatchOptions dispatch; // deviceMap here is used when the string above is empty
     int threads = 0;          // intra-op threads; 0 keeps libtorch's default
+    // A LoRA adapter folder in peft's layout (lora.h), applied after the base is dispatched; "" = none.
+    std::string adapterDir;
 };
 
 class InferenceModel {
@@ -36,6 +38,8 @@ public:
     const std::string &modelDir() const { return m_modelDir; }
     // Everything loading said (the planner, config.json's settings, the dispatcher), for --json.
     const std::vector<std::string> &warnings() const { return m_warnings; }
+    // The layers the adapter (LoadOptions::adapterDir) adapts; empty without one.
+    const std::vector<std::string> &adaptedLayers() const { return m_adapted; }
     CausalLM &lm() { return *m_lm; }
 
 private:
@@ -47,6 +51,7 @@ private:
     DeviceMap m_deviceMap;
     std::string m_modelDir;
     std::vector<std::string> m_warnings;
+    std::vector<std::string> m_adapted;
 };
 
 } // namespace accel::inference

@@ -212,7 +212,7 @@ private:
 
 void readLoad(FieldReader &fields, ServeRequest &request)
 {
-    fields.onlyKeys({"op", "id", "model", "device_map", "max_memory", "offload_folder", "dtype", "threads"});
+    fields.onlyKeys({"op", "id", "model", "device_map", "max_memory", "offload_folder", "dtype", "threads", "adapter"});
     fields.string("model", request.modelDir);
     if (!fields.failed() && request.modelDir.empty())
         fields.failWith("load: \"model\" (a model folder) is required");
@@ -226,6 +226,7 @@ void readLoad(FieldReader &fields, ServeRequest &request)
     }
     fields.string("max_memory", request.load.maxMemory);
     fields.string("offload_folder", request.load.dispatch.offloadFolder);
+    fields.string("adapter", request.load.adapterDir);
     fields.string("dtype", request.load.dispatch.computeDType);
     fields.integer("threads", request.load.threads, 0, kMaxThreads);
 }

@@ -65,6 +65,8 @@ std::string workerHelpText()
            "  --gpus-on-cpu                run what the map puts on GPU indices on the CPU (a map planned for\n"
            "                               another machine; cpu entries stay offloaded as beside a GPU)\n"
            "  --offload-folder DIR         Accelerate offload folder for disk weights\n"
+           "  --adapter DIR                a LoRA adapter in peft's layout (adapter_config.json + "
+           "adapter_model.safetensors)\n"
            "  --dtype float32|bfloat16|float16  compute dtype (default: the checkpoint's)\n"
            "  --threads N                  intra-op threads\n"
            "  --max-new-tokens N (32)  --greedy  --temperature T (1.0)  --top-k K  --top-p P\n"
@@ -123,6 +125,8 @@ Result<WorkerRequest> parseWorkerArguments(int argc, char **argv)
             ACCEL_VALUE(v) r.load.deviceMap = *v;
         } else if (arg == "--max-memory") {
             ACCEL_VALUE(v) r.load.maxMemory = *v;
+        } else if (arg == "--adapter") {
+            ACCEL_VALUE(v) r.load.adapterDir = *v;
         } else if (arg == "--offload-folder") {
             ACCEL_VALUE(v) r.load.dispatch.offloadFolder = *v;
         } else if (arg == "--dtype") {

@@ -24,6 +24,8 @@ std::string capabilitiesJson();
 Result<void> runGptRecipe(runtime::Accelerator &accelerator, const JobSpec &job);
 // gpt with a frozen teacher gpt and a distillation term (gptrecipe.cpp).
 Result<void> runDistillRecipe(runtime::Accelerator &accelerator, const JobSpec &job);
+// A Hugging Face causal LM fine-tuned whole or with LoRA (causallmrecipe.cpp).
+Result<void> runCausalLmRecipe(runtime::Accelerator &accelerator, const JobSpec &job);
 Result<void> runMlpRecipe(runtime::Accelerator &accelerator, const JobSpec &job);
 Result<void> runTorchScriptRecipe(runtime::Accelerator &accelerator, const JobSpec &job);
 Result<void> runPluginRecipe(runtime::Accelerator &accelerator, const JobSpec &job);

@@ -2,6 +2,7 @@
 // torchrun or mpirun with the usual RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT environment.
 #include "core/inference/workermain.h"
 #include "core/worker/jobrunner.h"
+#include "core/worker/mergelora.h"
 
 #include <cstring>
 #include <iostream>
@@ -11,6 +12,7 @@ namespace {
 const char *usageHead = "usage: accel-worker JOB.yaml\n"
                         "       accel-worker --capabilities [--json]\n"
                         "       accel-worker generate|infer|serve ... (inference: docs/worker-protocol.md)\n"
+                        "       accel-worker merge-lora BASE ADAPTER OUT [--dtype D] [--max-shard-size S] [--json]\n"
                         "       accel-worker --version\n"
                         "\n"
                         "Runs one rank of a training job with the embedded libtorch runtime. The rank, world size\n"
@@ -35,6 +37,8 @@ int main(int argc, char **argv)
         return 2;
     }
     const std::string first = argv[1];
+    if (first == "merge-lora")
+        return accel::worker::mergeLoraMain(argc, argv);
     // Inference (generate, infer, serve for the studio's playground) shares the worker program.
     if (accel::inference::isWorkerCommand(first))
         return accel::inference::workerMain(argc, argv);

@@ -104,6 +104,8 @@ Result<void> runJob(const JobSpec &job)
             return runGptRecipe(accelerator, job);
         if (job.recipe == "distill")
             return runDistillRecipe(accelerator, job);
+        if (job.recipe == "causal_lm")
+            return runCausalLmRecipe(accelerator, job);
         if (job.recipe == "mlp")
             return runMlpRecipe(accelerator, job);
         if (job.recipe == "torchscript")

@@ -160,8 +160,12 @@ Result<TrainingSummary> runTraining(Accelerator &accelerator, const JobSpec &job
                 task.model->eval();
                 const double evalLoss = task.evalLoss();
                 task.model->train();
-                metrics.log(summary.steps, {{"eval_loss", evalLoss}}, "eval");
-                accelerator.print("step " + std::to_string(summary.steps) + "  eval_loss " + fixed(evalLoss, 4));
+                runtime::MetricsWriter::Values values{{"eval_loss", evalLoss}};
+                if (task.perplexity)
+                    values.push_back({"eval_perplexity", std::exp(evalLoss)});
+                metrics.log(summary.steps, values, "eval");
+                accelerator.print("step " + std::to_string(summary.steps) + "  eval_loss " + fixed(evalLoss, 4) +
+                                  (task.perplexity ? "  eval_perplexity " + fixed(std::exp(evalLoss), 2) : ""));
             }
             const bool checkpointNow = (t.checkpointEvery > 0 && summary.steps % t.checkpointEvery == 0) ||
                                        (t.checkpointAtEnd && summary.steps == t.maxSteps);

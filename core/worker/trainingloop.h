@@ -37,6 +37,8 @@ struct TrainingTask {
     std::function<at::Tensor(const std::vector<int64_t> &indices)> loss;
     // Mean evaluation loss over the whole evaluation set (same on every rank); optional.
     std::function<double()> evalLoss;
+    // Also log eval_perplexity = exp(eval_loss) (language models whose loss is per token).
+    bool perplexity = false;
 };
 
 struct TrainingSummary {

@@ -38,7 +38,8 @@ private Q_SLOTS:
 void tst_ServeRequest::protocolExamples()
 {
     auto load = parseServeRequest(R"({"op":"load","id":1,"model":"DIR","device_map":{"transformer.h.0":"disk","":0},)"
-                                  R"("max_memory":"cpu=8GiB","offload_folder":"OFF","dtype":"bfloat16","threads":4})");
+                                  R"("max_memory":"cpu=8GiB","offload_folder":"OFF","dtype":"bfloat16","threads":4,)"
+                                  R"("adapter":"ADAPTER"})");
     QVERIFY2(load, load ? "" : load.error().error.message.c_str());
     QCOMPARE(int(load->op), int(ServeOp::Load));
     QCOMPARE(load->id, nlohmann::json(1));
@@ -48,6 +49,7 @@ void tst_ServeRequest::protocolExamples()
     QCOMPARE(load->load.dispatch.offloadFolder, std::string("OFF"));
     QCOMPARE(load->load.dispatch.computeDType, std::string("bfloat16"));
     QCOMPARE(load->load.threads, 4);
+    QCOMPARE(load->load.adapterDir, std::string("ADAPTER"));
     QCOMPARE(parseServeRequest(R"({"op":"load","model":"DIR","device_map":"auto"})")->load.deviceMap,
              std::string("auto"));
 

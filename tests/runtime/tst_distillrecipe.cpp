@@ -2,6 +2,7 @@
 // smaller student (two prepared models); DDP and ZeRO-3 reach the same student, the teacher is
 // checkpointed unchanged as model_1.safetensors, the distillation term falls, bad settings are
 // refused by key (exit 2).
+#include "tests/helpers/metricsfile.h"
 #include "tests/runtime/shardingsupport.h"
 
 #include "core/bigmodel/safetensors.h"
@@ -48,16 +49,7 @@ private:
 
     static QList<double> losses(const QString &metrics)
     {
-        QList<double> values;
-        QFile file(metrics);
-        if (!file.open(QIODevice::ReadOnly))
-            return values;
-        for (const QByteArray &line : file.readAll().split('\n')) {
-            const QJsonObject object = QJsonDocument::fromJson(line).object();
-            if (object.contains("loss"))
-                values << object.value("loss").toDouble();
-        }
-        return values;
+        return accel::test::metricValues(metrics, QStringLiteral("loss"));
     }
 
 private Q_SLOTS:

@@ -1,0 +1,614 @@
+// accel-worker's causal_lm recipe against Hugging Face transformers and peft (tests/runtime/
+// finetune_oracle.py): tiny random Llama and GPT-2 models saved by transformers, a byte-level BPE
+// tokenizer trained by tokenizers, the same batches trained by transformers + torch AdamW.
+//   - 10 float32 steps on one rank: every step's loss within 1e-4 (relative) of transformers', and
+//     the saved folder's logits (through accel infer and through transformers' from_pretrained)
+//     within 1e-4 of the reference model's; instruction data (padded batches, loss on completions).
+//   - LoRA: accel infer --adapter gives peft's logits on the adapter we wrote, which
+//     PeftModel.from_pretrained loads.
+//   - FULL_SHARD, FSDP2 and ZeRO-3 on 2 ranks equal 1 rank on the global batch.
+//   - A run killed with SIGKILL and resumed ends bit for bit like an uninterrupted one.
+//   - Unknown families, unimplemented config features and bad data are refused by name (exit 2).
+// Logit differences are max |ours - theirs| / max |theirs| (as tst_logitscompat).
+#include "core/bigmodel/safetensors.h"
+#include "tests/compat/oracle.h"
+#include "tests/helpers/metricsfile.h"
+#include "tests/helpers/rankjob.h"
+
+#include <QDirIterator>
+#include <QElapsedTimer>
+#include <QJsonArray>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QThread>
+
+#include <signal.h>
+
+#include <cmath>
+#include <cstring>
+
+using namespace accel;
+using namespace accel::test;
+
+namespace {
+
+constexpr double kLossTolerance = 1e-4;   // relative, per step
+constexpr double kLogitsTolerance = 1e-4; // max |a - b| / max |b|
+
+// Every float32 tensor of a safetensors file by name.
+std::map<std::string, std::vector<float>> readTensors(const QString &path, QString *error)
+{
+    std::map<std::string, std::vector<float>> out;
+    auto file = bigmodel::SafetensorsFile::open(path.toStdString());
+    if (!file) {
+        *error = QString::fromStdString(file.error().toString());
+        return out;
+    }
+    for (const auto &info : (*file)->tensors()) {
+        if (info.dtype != bigmodel::DType::F32)
+            continue;
+        std::vector<float> values(info.byteSize() / sizeof(float));
+        std::memcpy(values.data(), info.data, info.byteSize());
+        out[info.name] = std::move(values);
+    }
+    return out;
+}
+
+double relativeDifference(const std::vector<float> &ours, const std::vector<float> &theirs)
+{
+    if (ours.size() != theirs.size() || theirs.empty())
+        return INFINITY;
+    double worst = 0, scale = 0;
+    for (size_t i = 0; i < ours.size(); ++i) {
+        const double d = std::fabs(double(ours[i]) - double(theirs[i]));
+        worst = std::isnan(d) ? INFINITY : std::max(worst, d);
+        scale = std::max(scale, std::fabs(double(theirs[i])));
+    }
+    return scale > 0 ? worst / scale : INFINITY;
+}
+
+QList<double> losses(const QString &metrics)
+{
+    return metricValues(metrics, QStringLiteral("loss"));
+}
+
+// The first step whose loss differs from the reference by more than the tolerance, or "".
+QString lossMismatch(const QList<double> &ours, const QJsonArray &theirs)
+{
+    if (ours.size() != theirs.size())
+        return QStringLiteral("%1 losses against %2").arg(ours.size()).arg(theirs.size());
+    for (int i = 0; i < ours.size(); ++i) {
+        const double reference = theirs[i].toDouble();
+        if (!(std::fabs(ours[i] - reference) <= kLossTolerance * std::fabs(reference)))
+            return QStringLiteral("step %1: %2 against %3")
+                .arg(i + 1)
+                .arg(ours[i], 0, 'g', 9)
+                .arg(reference, 0, 'g', 9);
+    }
+    return {};
+}
+
+} // namespace
+
+class tst_Finetune : public QObject {
+    Q_OBJECT
+
+private:
+    QTemporaryDir m_dir;
+    QString m_python;
+    QString m_skip;
+    QJsonObject m_reference;
+
+    QString path(const QString &name) const { return m_dir.filePath(name); }
+
+    QString writeJob(const QString &name, const QString &text)
+    {
+        const QString file = path(name + ".yaml");
+        QFile out(file);
+        if (!out.open(QIODevice::WriteOnly))
+            return {};
+        out.write(text.toUtf8());
+        return file;
+    }
+
+    // A causal_lm job with the oracle's schedule (finetune_oracle.py), shuffle off, a loss line per step.
+    QString job(const QString &name, const QString &model, const QString &extra, int batch = 4, int steps = 10,
+                const QString &data = QStringLiteral("train.txt"), int block = 16, const QString &training = {})
+    {
+        return writeJob(name, QStringLiteral("recipe: causal_lm\noutput_dir: %1\nmodel: {path: %2}\n"
+                                             "data: {train: %3, block_size: %4}\n"
+                                             "training: {max_steps: %5, batch_size: %6, learning_rate: 2.0e-3, "
+                                             "warmup_steps: 2, min_lr_ratio: 0.1, grad_clip: 1.0, shuffle: false, "
+                                             "log_every: 1, mixed_precision: \"no\"%7}\n")
+                                      .arg(name, model, data)
+                                      .arg(block)
+                                      .arg(steps)
+                                      .arg(batch)
+                                      .arg(training) +
+                                  extra);
+    }
+
+    // The last value of `key` in a metrics file (0 when absent).
+    static double lastMetric(const QString &metrics, const char *key)
+    {
+        const QList<double> values = metricValues(metrics, QLatin1String(key));
+        return values.isEmpty() ? 0.0 : values.last();
+    }
+
+    QList<RankOutcome> runWorker(const QString &jobFile, int ranks = 1, const QStringList &env = {})
+    {
+        RankJob rankJob;
+        rankJob.program = binDir() + "/accel-worker";
+        rankJob.arguments = {jobFile};
+        rankJob.worldSize = ranks;
+        rankJob.rankVariablesWhenAlone = false;
+        rankJob.env = env;
+        rankJob.workingDirectory = m_dir.path();
+        return runRankJob(rankJob);
+    }
+
+    // accel infer on a model folder (and adapter), logits of the probe ids into `out`.
+    ProcessResult infer(const QString &model, const QString &out, const QString &adapter = {})
+    {
+        QStringList ids;
+        for (const QJsonValue &id : m_reference.value("probe_ids").toArray())
+            ids << QString::number(id.toInt());
+        QStringList arguments{"infer", model, "--input_ids", ids.join(','), "--logits_out", out};
+        if (!adapter.isEmpty())
+            arguments << "--adapter" << adapter;
+        return runAccel(arguments, 120000);
+    }
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        QVERIFY(m_dir.isValid());
+        QString why;
+        m_python = oraclePython({"transformers", "tokenizers", "peft", "safetensors"}, &why);
+        if (m_python.isEmpty()) {
+            m_skip = why;
+            return;
+        }
+        const ProcessResult prepared = runProgram(
+            m_python, {QDir(sourceDir()).filePath("tests/runtime/finetune_oracle.py"), "prepare", m_dir.path()},
+            240000);
+        QVERIFY2(prepared.exitCode == 0, qPrintable(prepared.err.right(3000)));
+        m_reference = QJsonDocument::fromJson(prepared.out.trimmed().split('\n').last().toUtf8()).object();
+        QVERIFY2(m_reference.contains("llama"), qPrintable(prepared.out.right(2000)));
+    }
+
+    void init()
+    {
+        if (!m_skip.isEmpty())
+            QSKIP(qPrintable(m_skip));
+    }
+
+    void parityWithTransformers_data()
+    {
+        QTest::addColumn<QString>("family");
+        QTest::newRow("llama") << "llama";
+        QTest::newRow("gpt2") << "gpt2";
+    }
+
+    // 10 steps: each loss as transformers', the written folder's logits as the reference model's.
+    void parityWithTransformers()
+    {
+        QFETCH(QString, family);
+        const auto ranks = runWorker(job("run-" + family, family, {}));
+        QVERIFY2(failures(ranks).isEmpty(), qPrintable(failures(ranks)));
+        const QString mismatch = lossMismatch(losses(path("run-" + family + "/metrics/rank0.jsonl")),
+                                              m_reference.value(family).toObject().value("losses").toArray());
+        QVERIFY2(mismatch.isEmpty(), qPrintable(mismatch));
+        for (const char *file : {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"})
+            QVERIFY2(QFile::exists(path("run-" + family + "/model/" + file)), file);
+
+        const QString logits = path(family + "-accel-logits.safetensors");
+        const ProcessResult inferred = infer(path("run-" + family + "/model"), logits);
+        QVERIFY2(inferred.exitCode == 0, qPrintable(inferred.err));
+        QString error;
+        auto ours = readTensors(logits, &error);
+        auto theirs = readTensors(path(family + "-reference-logits.safetensors"), &error);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        const double difference = relativeDifference(ours["logits"], theirs["logits"]);
+        qInfo("%s: saved folder's logits differ from the reference by %.3g (relative)", qPrintable(family), difference);
+        QVERIFY2(difference <= kLogitsTolerance, qPrintable(QString::number(difference)));
+    }
+
+    // Instruction data: padded batches, loss on the completion tokens only, as transformers with labels -100.
+    void instructionDataParity()
+    {
+        const QJsonObject reference = m_reference.value("instruction").toObject();
+        const auto ranks =
+            runWorker(job("run-instruction", "llama", {}, 4, 3, "instruct.jsonl", reference.value("block").toInt()));
+        QVERIFY2(failures(ranks).isEmpty(), qPrintable(failures(ranks)));
+        QVERIFY2(ranks[0].out.contains(QString::number(reference.value("examples").toInt()) + " instruction examples"),
+                 qPrintable(ranks[0].out));
+        const QString mismatch =
+            lossMismatch(losses(path("run-instruction/metrics/rank0.jsonl")), reference.value("losses").toArray());
+        QVERIFY2(mismatch.isEmpty(), qPrintable(mismatch));
+    }
+
+    void loraAdapter_data()
+    {
+        QTest::addColumn<QString>("family");
+        QTest::addColumn<QString>("targets");
+        QTest::newRow("llama") << "llama"
+                               << "[q_proj, v_proj]";
+        QTest::newRow("gpt2") << "gpt2"
+                              << "[c_attn]";
+    }
+
+    // A LoRA run writes a peft adapter; accel infer --adapter computes with it (compared with peft in
+    // transformersAndPeftLoadTheOutputs).
+    void loraAdapter()
+    {
+        QFETCH(QString, family);
+        QFETCH(QString, targets);
+        const QString name = "run-lora-" + family;
+        const auto ranks =
+            runWorker(job(name, family, "lora: {r: 4, alpha: 8, target_modules: " + targets + "}\n", 4, 5));
+        QVERIFY2(failures(ranks).isEmpty(), qPrintable(failures(ranks)));
+        QVERIFY2(ranks[0].out.contains("(LoRA r 4 on 4 layers)") || ranks[0].out.contains("(LoRA r 4 on 2 layers)"),
+                 qPrintable(ranks[0].out));
+        QVERIFY(QFile::exists(path(name + "/adapter/adapter_config.json")));
+        QVERIFY(!QFile::exists(path(name + "/model")));
+        // Only the adapters have gradients and optimizer state.
+        QString error;
+        int64_t adapterElements = 0;
+        for (const auto &[tensor, values] : readTensors(path(name + "/adapter/adapter_model.safetensors"), &error))
+            adapterElements += int64_t(values.size());
+        QVERIFY2(error.isEmpty() && adapterElements > 0, qPrintable(error));
+        const QString metrics = path(name + "/metrics/rank0.jsonl");
+        QCOMPARE(lastMetric(metrics, "mem_grads_bytes"), double(4 * adapterElements));
+        QCOMPARE(lastMetric(metrics, "mem_optim_bytes"), double(2 * 4 * adapterElements));
+        const ProcessResult inferred =
+            infer(path(family), path("lora-" + family + "-logits.safetensors"), path(name + "/adapter"));
+        QVERIFY2(inferred.exitCode == 0, qPrintable(inferred.err));
+    }
+
+    // accel merge-lora folds the adapter in: the merged folder computes what base + adapter computes.
+    void mergeLoraEqualsTheAdapter()
+    {
+        for (const QString family : {"llama", "gpt2"}) {
+            const QString adapter = path("run-lora-" + family + "/adapter");
+            if (!QFileInfo::exists(adapter))
+                QSKIP("the LoRA runs did not write their adapters (loraAdapter failed)");
+            const QString merged = path("merged-" + family);
+            const ProcessResult result = runAccel({"merge-lora", path(family), adapter, merged, "--json"}, 120000);
+            QVERIFY2(result.exitCode == 0, qPrintable(result.err));
+            const QJsonObject json = QJsonDocument::fromJson(result.out.toUtf8()).object();
+            QCOMPARE(json.value("schema").toString(), QStringLiteral("accel.merge-lora"));
+            QCOMPARE(json.value("adapted_layers").toArray().size(), family == "llama" ? 4 : 2);
+            QCOMPARE(json.value("dtype").toString(), QStringLiteral("float32"));
+            const ProcessResult inferred = infer(merged, path("merged-" + family + "-logits.safetensors"));
+            QVERIFY2(inferred.exitCode == 0, qPrintable(inferred.err));
+            QString error;
+            auto ours = readTensors(path("merged-" + family + "-logits.safetensors"), &error);
+            auto adapted = readTensors(path("lora-" + family + "-logits.safetensors"), &error);
+            QVERIFY2(error.isEmpty(), qPrintable(error));
+            const double difference = relativeDifference(ours["logits"], adapted["logits"]);
+            QVERIFY2(difference <= 1e-5, qPrintable(family + ": " + QString::number(difference)));
+        }
+        const ProcessResult missing = runAccel({"merge-lora", path("llama"), path("llama"), path("nowhere")});
+        QCOMPARE(missing.exitCode, 2);
+        QVERIFY2(missing.err.contains("has no adapter_config.json"), qPrintable(missing.err));
+    }
+
+    // transformers loads the written folders, peft the adapters: their logits are ours.
+    void transformersAndPeftLoadTheOutputs()
+    {
+        for (const char *needed :
+             {"run-llama/model", "run-gpt2/model", "run-lora-llama/adapter", "run-lora-gpt2/adapter"})
+            if (!QFileInfo::exists(path(needed)))
+                QSKIP(qPrintable(QStringLiteral("%1 was not written (an earlier case failed)").arg(needed)));
+        const ProcessResult checked = runProgram(
+            m_python, {QDir(sourceDir()).filePath("tests/runtime/finetune_oracle.py"), "check", m_dir.path()}, 240000);
+        QVERIFY2(checked.exitCode == 0, qPrintable(checked.err.right(3000)));
+        const QJsonObject result = QJsonDocument::fromJson(checked.out.trimmed().split('\n').last().toUtf8()).object();
+        qInfo("%s", qPrintable(checked.out.trimmed().split('\n').last()));
+        for (const char *key : {"llama", "gpt2"})
+            QVERIFY2(result.value(key).toDouble(INFINITY) <= kLogitsTolerance, key);
+        for (const char *key : {"lora-llama", "lora-gpt2"})
+            QVERIFY2(result.value(key).toDouble(INFINITY) <= 1e-5, key);
+        for (const char *key : {"lora-llama-effect", "lora-gpt2-effect"})
+            QVERIFY2(result.value(key).toDouble(0) > 1e-3, key);
+    }
+
+    void shardedEqualsOneRank_data()
+    {
+        QTest::addColumn<QStringList>("env");
+        QTest::addColumn<QString>("strategy");
+        const QStringList wrap{"FSDP_AUTO_WRAP_POLICY=TRANSFORMER_BASED_WRAP",
+                               "FSDP_TRANSFORMER_CLS_TO_WRAP=LlamaDecoderLayer"};
+        QTest::newRow("FULL_SHARD") << QStringList{"ACCELERATE_USE_FSDP=true", "FSDP_VERSION=1",
+                                                   "FSDP_SHARDING_STRATEGY=FULL_SHARD"} +
+                                           wrap
+                                    << "FULL_SHARD";
+        QTest::newRow("FSDP2") << QStringList{"ACCELERATE_USE_FSDP=true", "FSDP_VERSION=2",
+                                              "FSDP_RESHARD_AFTER_FORWARD=true"} +
+                                      wrap
+                               << "fully_shard(reshard_after_forward=True)";
+        QTest::newRow("ZeRO-3") << QStringList{"ACCELERATE_USE_DEEPSPEED=true", "ACCELERATE_DEEPSPEED_ZERO_STAGE=3"}
+                                << "ZeRO-3";
+    }
+
+    // 2 ranks x batch 4 under a sharded strategy: each step's loss and the written weights as 1 rank
+    // x batch 8 (the same global batches), and each rank held about half the parameters.
+    void shardedEqualsOneRank()
+    {
+        QFETCH(QStringList, env);
+        QFETCH(QString, strategy);
+        if (!QFileInfo::exists(path("run-global/model/model.safetensors"))) {
+            const auto single = runWorker(job("run-global", "llama", {}, 8));
+            QVERIFY2(failures(single).isEmpty(), qPrintable(failures(single)));
+        }
+        const QString name = "run-2x-" + QString(QTest::currentDataTag());
+        const auto ranks = runWorker(job(name, "llama", {}, 4), 2, env);
+        QVERIFY2(failures(ranks).isEmpty(), qPrintable(failures(ranks)));
+        QVERIFY2(ranks[0].out.contains("2 process(es), " + strategy), qPrintable(ranks[0].out));
+        const QList<double> global = losses(path("run-global/metrics/rank0.jsonl"));
+        QJsonArray expected;
+        for (double loss : global)
+            expected.append(loss);
+        const QString mismatch = lossMismatch(losses(path(name + "/metrics/rank0.jsonl")), expected);
+        QVERIFY2(mismatch.isEmpty(), qPrintable(mismatch));
+        QString error;
+        auto ours = readTensors(path(name + "/model/model.safetensors"), &error);
+        auto theirs = readTensors(path("run-global/model/model.safetensors"), &error);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        QCOMPARE(ours.size(), theirs.size());
+        double worst = 0;
+        for (const auto &[tensor, values] : theirs)
+            worst = std::max(worst, relativeDifference(ours[tensor], values));
+        qInfo("%s: largest weight difference from 1 rank %.3g (relative to each tensor's largest value)",
+              qPrintable(strategy), worst);
+        QVERIFY2(worst <= 1e-4, qPrintable(QString::number(worst)));
+        // Sharded: a rank held about half of the parameters the single rank held.
+        const double sharded = lastMetric(path(name + "/metrics/rank1.jsonl"), "mem_params_bytes"),
+                     whole = lastMetric(path("run-global/metrics/rank0.jsonl"), "mem_params_bytes");
+        QVERIFY2(whole > 0 && sharded > 0 && sharded < 0.6 * whole,
+                 qPrintable(QStringLiteral("%1 of %2").arg(sharded).arg(whole)));
+    }
+
+    // LoRA under ZeRO-3 on 2 ranks (each block's frozen base a flat parameter of its own, never
+    // stepped, so weight decay leaves it alone) equals 1 rank on the global batch.
+    void loraShardedEqualsOneRank()
+    {
+        const QString lora = "lora: {r: 4, alpha: 8, target_modules: [q_proj, v_proj]}\n";
+        const QString decay = ", weight_decay: 0.5";
+        const auto single = runWorker(job("run-lora-global", "llama", lora, 8, 10, "train.txt", 16, decay));
+        QVERIFY2(failures(single).isEmpty(), qPrintable(failures(single)));
+        const auto ranks = runWorker(job("run-lora-zero3", "llama", lora, 4, 10, "train.txt", 16, decay), 2,
+                                     {"ACCELERATE_USE_DEEPSPEED=true", "ACCELERATE_DEEPSPEED_ZERO_STAGE=3"});
+        QVERIFY2(failures(ranks).isEmpty(), qPrintable(failures(ranks)));
+        QJsonArray expected;
+        for (double loss : losses(path("run-lora-global/metrics/rank0.jsonl")))
+            expected.append(loss);
+        const QString mismatch = lossMismatch(losses(path("run-lora-zero3/metrics/rank0.jsonl")), expected);
+        QVERIFY2(mismatch.isEmpty(), qPrintable(mismatch));
+        QString error;
+        auto ours = readTensors(path("run-lora-zero3/adapter/adapter_model.safetensors"), &error);
+        auto theirs = readTensors(path("run-lora-global/adapter/adapter_model.safetensors"), &error);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        QCOMPARE(ours.size(), theirs.size());
+        for (const auto &[tensor, values] : theirs)
+            QVERIFY2(relativeDifference(ours[tensor], values) <= 1e-4, tensor.c_str());
+        // Each rank holds optimizer state for about half the adapters, none for the base.
+        const double single1 = lastMetric(path("run-lora-global/metrics/rank0.jsonl"), "mem_optim_bytes");
+        const double rank1 = lastMetric(path("run-lora-zero3/metrics/rank1.jsonl"), "mem_optim_bytes");
+        QVERIFY2(rank1 > 0.4 * single1 && rank1 < 0.6 * single1,
+                 qPrintable(QStringLiteral("%1 of %2").arg(rank1).arg(single1)));
+    }
+
+    // training.gradient_checkpointing recomputes each block in backward: the same losses as without
+    // (on one rank; under ZeRO-3, where the recomputation runs inside the unit's gathered
+    // parameters; with dropout, whose masks the recomputation draws again from the saved state).
+    void gradientCheckpointing()
+    {
+        const QString checkpointing = ", gradient_checkpointing: true";
+        const auto one = runWorker(job("run-checkpointing", "llama", {}, 4, 10, "train.txt", 16, checkpointing));
+        QVERIFY2(failures(one).isEmpty(), qPrintable(failures(one)));
+        QVERIFY2(one[0].out.contains("gradient checkpointing: 20 block forwards recomputed"), // 2 blocks x 10 steps
+                 qPrintable(one[0].out));
+        QString mismatch = lossMismatch(losses(path("run-checkpointing/metrics/rank0.jsonl")),
+                                        m_reference.value("llama").toObject().value("losses").toArray());
+        QVERIFY2(mismatch.isEmpty(), qPrintable(mismatch));
+
+        if (!QFileInfo::exists(path("run-global/model/model.safetensors"))) {
+            const auto single = runWorker(job("run-global", "llama", {}, 8));
+            QVERIFY2(failures(single).isEmpty(), qPrintable(failures(single)));
+        }
+        const auto sharded =
+            runWorker(job("run-checkpointing-zero3", "llama", {}, 4, 10, "train.txt", 16, checkpointing), 2,
+                      {"ACCELERATE_USE_DEEPSPEED=true", "ACCELERATE_DEEPSPEED_ZERO_STAGE=3"});
+        QVERIFY2(failures(sharded).isEmpty(), qPrintable(failures(sharded)));
+        QJsonArray global;
+        for (double loss : losses(path("run-global/metrics/rank0.jsonl")))
+            global.append(loss);
+        mismatch = lossMismatch(losses(path("run-checkpointing-zero3/metrics/rank0.jsonl")), global);
+        QVERIFY2(mismatch.isEmpty(), qPrintable(mismatch));
+
+        // GPT-2 with dropout 0.1: the same masks with and without checkpointing.
+        const QString folder = "gpt2-dropout";
+        QDir().mkpath(path(folder));
+        for (const QString &file : QDir(path("gpt2")).entryList(QDir::Files))
+            QFile::copy(path("gpt2/" + file), path(folder + "/" + file));
+        QFile config(path(folder + "/config.json"));
+        QVERIFY(config.open(QIODevice::ReadOnly));
+        QJsonObject object = QJsonDocument::fromJson(config.readAll()).object();
+        config.close();
+        for (const char *key : {"embd_pdrop", "attn_pdrop", "resid_pdrop"})
+            object.insert(key, 0.1);
+        QVERIFY(config.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        config.write(QJsonDocument(object).toJson());
+        config.close();
+        const auto plain = runWorker(job("run-dropout", folder, {}, 4, 5));
+        const auto recomputed =
+            runWorker(job("run-dropout-checkpointing", folder, {}, 4, 5, "train.txt", 16, checkpointing));
+        QVERIFY2(failures(plain).isEmpty() && failures(recomputed).isEmpty(),
+                 qPrintable(failures(plain) + failures(recomputed)));
+        QJsonArray expected;
+        for (double loss : losses(path("run-dropout/metrics/rank0.jsonl")))
+            expected.append(loss);
+        mismatch = lossMismatch(losses(path("run-dropout-checkpointing/metrics/rank0.jsonl")), expected);
+        QVERIFY2(mismatch.isEmpty(), qPrintable(mismatch));
+        // Dropout is on: the losses are not those of the model without it.
+        QVERIFY(std::fabs(expected[0].toDouble() - m_reference.value("gpt2").toObject().value("losses")[0].toDouble()) >
+                1e-3);
+    }
+
+    void precisionsApply_data()
+    {
+        QTest::addColumn<QString>("precision");
+        QTest::addColumn<QStringList>("env");
+        QTest::addColumn<QString>("note");
+        QTest::newRow("bf16") << "bf16" << QStringList{} << "";
+        QTest::newRow("fp8 AO") << "fp8" << QStringList{"ACCELERATE_FP8_BACKEND=AO"}
+                                << "converted 13 of 15 Linear layers";
+        QTest::newRow("fp8 TE") << "fp8" << QStringList{"ACCELERATE_FP8_BACKEND=TE"}
+                                << "converted 14 of 15 Linear layers";
+    }
+
+    // bf16 autocast and the FP8 recipes train the families' own Linear layers (converted like
+    // torch::nn::Linear): each step's loss within 3 % of float32's.
+    void precisionsApply()
+    {
+        QFETCH(QString, precision);
+        QFETCH(QStringList, env);
+        QFETCH(QString, note);
+        const QString name = "run-" + QString(QTest::currentDataTag()).replace(' ', '-');
+        const QString file = job(name, "llama", {}, 4, 10, "train.txt", 16);
+        QFile edit(file);
+        QVERIFY(edit.open(QIODevice::ReadOnly));
+        QString content =
+            QString::fromUtf8(edit.readAll()).replace("mixed_precision: \"no\"", "mixed_precision: " + precision);
+        edit.close();
+        QVERIFY(edit.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        edit.write(content.toUtf8());
+        edit.close();
+        const auto ranks = runWorker(file, 1, env);
+        QVERIFY2(failures(ranks).isEmpty(), qPrintable(failures(ranks)));
+        if (!note.isEmpty())
+            QVERIFY2(ranks[0].out.contains(note), qPrintable(ranks[0].out));
+        const QList<double> ours = losses(path(name + "/metrics/rank0.jsonl"));
+        const QJsonArray fp32 = m_reference.value("llama").toObject().value("losses").toArray();
+        QCOMPARE(ours.size(), fp32.size());
+        for (int i = 0; i < ours.size(); ++i)
+            QVERIFY2(std::fabs(ours[i] - fp32[i].toDouble()) <= 0.03 * fp32[i].toDouble(),
+                     qPrintable(QStringLiteral("step %1: %2 against float32's %3")
+                                    .arg(i + 1)
+                                    .arg(ours[i])
+                                    .arg(fp32[i].toDouble())));
+    }
+
+    // Killed with SIGKILL after a checkpoint, then started again: the run ends with the weights of an
+    // uninterrupted run, bit for bit.
+    void resumeAfterKillIsBitIdentical()
+    {
+        const QString extra = QStringLiteral("training: {max_steps: 200, batch_size: 4, learning_rate: 2.0e-3, "
+                                             "warmup_steps: 5, shuffle: true, log_every: 10, checkpoint_every: 10, "
+                                             "checkpoint_total_limit: 2, mixed_precision: \"no\"}\n");
+        const auto write = [&](const QString &name) {
+            return writeJob(name, "recipe: causal_lm\noutput_dir: " + name +
+                                      "\nmodel: {path: llama}\ndata: {train: train.txt, block_size: 16}\n" + extra);
+        };
+        const auto straight = runWorker(write("run-straight"));
+        QVERIFY2(failures(straight).isEmpty(), qPrintable(failures(straight)));
+
+        const QString killedJob = write("run-killed");
+        {
+            RankJob rankJob;
+            rankJob.program = binDir() + "/accel-worker";
+            rankJob.arguments = {killedJob};
+            rankJob.rankVariablesWhenAlone = false;
+            rankJob.workingDirectory = m_dir.path();
+            RankJobRun run(rankJob);
+            QVERIFY(!run.processes().empty());
+            QProcess &process = *run.processes().front();
+            QElapsedTimer timer;
+            timer.start();
+            while (!QFileInfo::exists(path("run-killed/checkpoints/checkpoint_3")) && timer.elapsed() < 60000 &&
+                   process.state() != QProcess::NotRunning)
+                QThread::usleep(500);
+            QVERIFY2(process.state() != QProcess::NotRunning, "the run ended before it could be killed");
+            ::kill(pid_t(process.processId()), SIGKILL);
+            const QList<RankOutcome> outcome = run.wait();
+            QCOMPARE(outcome.value(0).status, QProcess::CrashExit);
+        }
+        QVERIFY(!QFileInfo::exists(path("run-killed/model/model.safetensors")));
+        const auto resumed = runWorker(killedJob);
+        QVERIFY2(failures(resumed).isEmpty(), qPrintable(failures(resumed)));
+        QVERIFY2(resumed[0].out.contains("resumed from step"), qPrintable(resumed[0].out));
+        QFile a(path("run-straight/model/model.safetensors")), b(path("run-killed/model/model.safetensors"));
+        QVERIFY(a.open(QIODevice::ReadOnly) && b.open(QIODevice::ReadOnly));
+        QVERIFY2(a.readAll() == b.readAll(), "the resumed run's weights differ from the uninterrupted run's");
+        const QList<double> all = losses(path("run-straight/metrics/rank0.jsonl")),
+                            afterResume = losses(path("run-killed/metrics/rank0.jsonl"));
+        QCOMPARE(afterResume.mid(afterResume.size() - 5), all.mid(all.size() - 5));
+    }
+
+    void refusedByName_data()
+    {
+        QTest::addColumn<QString>("model");  // config.json of the llama with this change, "" = as it is
+        QTest::addColumn<QString>("extra");  // more job text
+        QTest::addColumn<QString>("needle"); // in the error
+        QTest::newRow("unknown family") << R"({"model_type": "bert"})"
+                                        << ""
+                                        << "model_type: 'bert' has no C++ implementation (supported: gpt2, llama, "
+                                           "mistral, qwen2)";
+        QTest::newRow("rope scaling") << R"({"rope_scaling": {"rope_type": "linear", "factor": 2.0}})"
+                                      << ""
+                                      << "rope_scaling: not implemented for training";
+        QTest::newRow("bad data line") << ""
+                                       << "data: {train: bad.jsonl, block_size: 16}\n"
+                                       << "data.train: " + path("bad.jsonl") + ": line 2";
+        QTest::newRow("lora target") << ""
+                                     << "lora: {r: 4, target_modules: [q_proj, qkv]}\n"
+                                     << "lora.target_modules: qkv matches no layer of the model (adaptable layers: "
+                                        "down_proj, gate_proj, k_proj, lm_head, o_proj, q_proj, up_proj, v_proj)";
+        QTest::newRow("lora without r") << ""
+                                        << "lora: {alpha: 16}\n"
+                                        << "lora.alpha is set but lora.r is not";
+    }
+
+    // Refused before anything starts: exit 2, the key named, nothing written.
+    void refusedByName()
+    {
+        QFETCH(QString, model);
+        QFETCH(QString, extra);
+        QFETCH(QString, needle);
+        QString folder = "llama";
+        if (!model.isEmpty()) {
+            folder = "variant-" + QString::number(qHash(model));
+            QDir().mkpath(path(folder));
+            for (const QString &file : QDir(path("llama")).entryList(QDir::Files))
+                QFile::copy(path("llama/" + file), path(folder + "/" + file));
+            QFile config(path(folder + "/config.json"));
+            QVERIFY(config.open(QIODevice::ReadOnly));
+            QJsonObject object = QJsonDocument::fromJson(config.readAll()).object();
+            config.close();
+            const QJsonObject change = QJsonDocument::fromJson(model.toUtf8()).object();
+            for (auto it = change.begin(); it != change.end(); ++it)
+                object.insert(it.key(), it.value());
+            QVERIFY(config.open(QIODevice::WriteOnly | QIODevice::Truncate));
+            config.write(QJsonDocument(object).toJson());
+        }
+        QFile bad(path("bad.jsonl"));
+        QVERIFY(bad.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        bad.write("{\"text\": \"fine\"}\n{\"text\": fine}\n");
+        bad.close();
+        const QString name = "refused-" + QString::number(qHash(needle));
+        QString text = "recipe: causal_lm\noutput_dir: " + name + "\nmodel: {path: " + folder + "}\n" + extra;
+        if (!extra.startsWith("data:"))
+            text += "data: {train: train.txt, block_size: 16}\n";
+        const auto ranks = runWorker(writeJob(name, text + "training: {max_steps: 2, batch_size: 4}\n"));
+        QCOMPARE(ranks.value(0).exitCode, 2);
+        QVERIFY2(ranks[0].err.contains(needle), qPrintable(ranks[0].err));
+        QVERIFY(!QFileInfo::exists(path(name + "/metrics")));
+        QVERIFY(!QFileInfo::exists(path(name + "/model")));
+    }
+};
+
+QTEST_GUILESS_MAIN(tst_Finetune)
+#include "tst_finetune.moc"
