@@ -3,6 +3,7 @@
 #include "core/bigmodel/modelfamilies.h"
 #include "core/common/fileutil.h"
 #include "core/common/jsondocument.h"
+#include "core/inference/configkeys.h"
 
 namespace accel::inference {
 
@@ -210,6 +211,8 @@ Result<ModelConfig> parseModelConfig(const std::string &jsonText, const std::str
     }
     if (!parsed)
         return parsed;
+    if (auto known = checkConfigKeys(j, c.modelType, path); !known)
+        return tl::unexpected(known.error());
     const std::string &act = parsed->activation;
     if (act != "gelu_new" && act != "gelu_pytorch_tanh" && act != "gelu_fast" && act != "gelu" && act != "relu" &&
         act != "silu" && act != "swish")

@@ -21,6 +21,7 @@ private Q_SLOTS:
     void cacheMatchesRecomputation();
     void bf16CheckpointComputedInFloat32();
     void unsupportedModelTypeIsNamed();
+    void everyConfigKeyIsReadMeaninglessOrRefused();
 
 private:
     QTemporaryDir m_dir;
@@ -125,6 +126,45 @@ void tst_CausalLM::unsupportedModelTypeIsNamed()
                                 "y/config.json");
     QVERIFY(!bad);
     QVERIFY(bad.error().message.find("num_key_value_heads 3") != std::string::npos);
+}
+
+// A config.json key is read, has no part in inference, or is refused by name: what transformers 5
+// and a transformers 4 Hub config write loads; an unknown key, quantized weights, remote code and
+// cross-attention are errors naming the key.
+void tst_CausalLM::everyConfigKeyIsReadMeaninglessOrRefused()
+{
+    // GPT2Config().to_json_string() of transformers 5.23, and the keys of the Hub's gpt2 config.json.
+    const std::string transformers5 = R"({"activation_function": "gelu_new", "add_cross_attention": false,
+        "architectures": ["GPT2LMHeadModel"], "attn_pdrop": 0.1, "bos_token_id": 50256, "dtype": "float32",
+        "embd_pdrop": 0.1, "eos_token_id": 50256, "initializer_range": 0.02, "layer_norm_epsilon": 1e-05,
+        "model_type": "gpt2", "n_embd": 32, "n_head": 4, "n_inner": null, "n_layer": 2, "n_positions": 64,
+        "pad_token_id": null, "reorder_and_upcast_attn": false, "resid_pdrop": 0.1,
+        "scale_attn_by_inverse_layer_idx": false, "scale_attn_weights": true, "summary_activation": null,
+        "summary_first_dropout": 0.1, "summary_proj_to_labels": true, "summary_type": "cls_index",
+        "summary_use_proj": true, "tie_word_embeddings": true, "transformers_version": "5.23.0",
+        "use_cache": true, "vocab_size": 100})";
+    const std::string hub = R"({"model_type": "gpt2", "n_ctx": 1024, "n_embd": 32, "n_head": 4, "n_layer": 2,
+        "task_specific_params": {"text-generation": {"do_sample": true, "max_length": 50}}, "vocab_size": 100})";
+    QVERIFY(parseModelConfig(transformers5, "a/config.json"));
+    QVERIFY(parseModelConfig(hub, "b/config.json"));
+    const std::string llama = R"({"model_type": "llama", "vocab_size": 10, "hidden_size": 16, "intermediate_size": 8,
+        "num_hidden_layers": 1, "num_attention_heads": 4, "pretraining_tp": 1, "rope_theta": 10000.0)";
+    QVERIFY(parseModelConfig(llama + "}", "c/config.json"));
+    auto refused = [&](const std::string &text, const std::string &needle) {
+        auto config = parseModelConfig(text, "d/config.json");
+        QVERIFY2(!config, text.c_str());
+        QCOMPARE(config.error().code, ErrorCode::Unsupported);
+        QVERIFY2(config.error().message.find(needle) != std::string::npos, config.error().message.c_str());
+    };
+    refused(llama + R"(, "logit_scale": 0.5})", R"(key "logit_scale" (0.5) is not known for model_type llama)");
+    refused(llama + R"(, "quantization_config": {"quant_method": "gptq", "bits": 4}})",
+            "quantization_config {\"bits\":4,\"quant_method\":\"gptq\"}: quantized checkpoints are not loaded yet");
+    refused(llama + R"(, "auto_map": {"AutoModelForCausalLM": "m.M"}})", "auto_map: the model brings its own");
+    refused(llama + R"(, "layer_types": ["full_attention", "chunked_attention"]})",
+            "layer_types: \"chunked_attention\" is not implemented");
+    refused(R"({"model_type": "gpt2", "add_cross_attention": true})", "add_cross_attention: true is not implemented");
+    refused(R"({"model_type": "gpt2", "hidden_size": 64})",
+            R"(key "hidden_size" (64) is not known for model_type gpt2)");
 }
 
 QTEST_GUILESS_MAIN(tst_CausalLM)
