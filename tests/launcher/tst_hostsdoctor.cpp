@@ -415,7 +415,7 @@ void tst_HostsDoctor::allReduceFailsWhenOnlyTheMainPortIsOpen()
           << QStringList{"-n", ns, "rule", "del", "pref", "0"};
     const NetworkChange firewall(steps, undo);
     QVERIFY2(firewall.error().isEmpty(), qPrintable(firewall.error()));
-    const auto result = accel({"hosts", "doctor", "node0,node1", "--json", "--allreduce", "--allreduce_timeout", "10",
+    const auto result = accel({"hosts", "doctor", "node0,node1", "--json", "--allreduce", "--allreduce_timeout", "3",
                                "--main_process_port", QString::number(port), "--remote_env", "OMP_NUM_THREADS=1"});
     QCOMPARE(result.exitCode, 1);
     const QJsonObject report = parse(result);
