@@ -2,11 +2,13 @@
 
 #include "core/common/fileutil.h"
 #include "core/common/jobfilelimits.h"
+#include "core/common/utf8.h"
 #include "core/common/yamldocument.h"
 
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
@@ -54,6 +56,8 @@ void flatten(const YAML::Node &node, const std::string &prefix, std::map<std::st
     if (node.IsMap()) {
         for (const auto &item : node) {
             const std::string key = item.first.as<std::string>();
+            if (const std::string problem = jobs::jobKeyProblem(key); !problem.empty())
+                throw YAML::Exception(item.first.Mark(), problem);
             flatten(item.second, prefix.empty() ? key : prefix + "." + key, out);
         }
     } else if (node.IsSequence()) {
@@ -90,16 +94,37 @@ std::string quoted(const std::string &text)
 {
     if (isPlainSafe(text))
         return text;
+    // Double-quoted YAML: every control character and every byte outside valid UTF-8 escaped, so
+    // the file reads back through the input guard (which refuses both raw) to the same bytes.
     std::string out = "\"";
-    for (char c : text) {
-        if (c == '"' || c == '\\')
+    for (size_t i = 0; i < text.size();) {
+        const unsigned char c = static_cast<unsigned char>(text[i]);
+        const size_t length = utf8::validCharLength(text, i);
+        if (c == '"' || c == '\\') {
             out += '\\';
-        if (c == '\n')
+            out += static_cast<char>(c);
+        } else if (c == '\n') {
             out += "\\n";
-        else if (c == '\t')
+        } else if (c == '\t') {
             out += "\\t";
-        else
-            out += c;
+        } else if (length == 0 || c < 0x20 || c == 0x7F) {
+            char escape[8];
+            std::snprintf(escape, sizeof escape, "\\x%02X", c);
+            out += escape;
+        } else if (const uint32_t point = utf8::decodeAt(text, i, length);
+                   point == 0x85 || point == 0x2028 || point == 0x2029 || point == 0xFEFF) {
+            // Line breaks to YAML (NEL, line and paragraph separators) and the byte-order mark.
+            char escape[12];
+            std::snprintf(escape, sizeof escape, "\\u%04X", static_cast<unsigned>(point));
+            out += escape;
+            i += length;
+            continue;
+        } else {
+            out.append(text, i, length);
+            i += length;
+            continue;
+        }
+        ++i;
     }
     return out + "\"";
 }
@@ -111,11 +136,21 @@ std::string scalarFor(const JobField *f, const std::string &value)
         long long i = 0;
         double d = 0;
         const std::string l = lowered(value);
-        if (parseInteger(value, i) || parseNumber(value, d) || l == "true" || l == "false" ||
-            (!value.empty() && (value.front() == '[' || value.front() == '{')))
+        if (parseInteger(value, i) || parseNumber(value, d) || l == "true" || l == "false")
             return value;
+        // A sequence as the reader emitted it; text that only starts with '[' stays text.
+        if (!value.empty() && (value.front() == '[' || value.front() == '{')) {
+            auto collection = yamlutil::parseYaml(value, "value", jobs::jobFileLimits());
+            if (collection && (collection->IsSequence() || collection->IsMap()))
+                return value;
+        }
         return quoted(value);
     }
+    // A value the form holds but the schema refuses is written as text, so the file still reads
+    // back and the user sees what they typed (found by fuzz_jobfile: an integer field holding a
+    // line break was written raw and the file no longer parsed).
+    if (!jobs::valueProblem(*f, value).empty())
+        return quoted(value);
     switch (f->type) {
     case T::Integer:
     case T::Number:
@@ -215,7 +250,8 @@ Result<JobFile> JobFile::parse(const std::string &yamlText, const std::string &p
                              path);
         flatten(root, "", values);
     } catch (const YAML::Exception &e) {
-        return makeError(ErrorCode::InvalidInput, "line " + std::to_string(e.mark.line + 1) + ": " + e.msg, path);
+        return makeError(ErrorCode::InvalidInput, e.msg,
+                         e.mark.is_null() ? path : path + ": line " + std::to_string(e.mark.line + 1));
     }
     const std::string recipe = values.count("recipe") ? values["recipe"] : std::string();
     const auto &recipes = formRecipes();
@@ -336,7 +372,9 @@ std::string JobFile::toYaml() const
     std::string out = "# Job for accel-worker (docs/jobs.md), written by Accel Studio.\n";
     std::function<void(const Node &, int)> emit = [&](const Node &node, int depth) {
         for (const Node &child : node.children) {
-            out += std::string(size_t(depth) * 2, ' ') + child.name + ":";
+            // Keys come from the file too: quoted when they are not plain (found by fuzz_jobfile: a
+            // key starting with '>' was written as YAML's block scalar indicator).
+            out += std::string(size_t(depth) * 2, ' ') + quoted(child.name) + ":";
             if (child.leaf) {
                 out += " " + child.scalar + "\n";
             } else {

@@ -8,6 +8,7 @@
 #include "core/common/inputlimits.h"
 
 #include <cstdint>
+#include <string>
 
 namespace accel::jobs {
 
@@ -21,6 +22,19 @@ inline InputLimits jobFileLimits()
     limits.rejectDuplicateKeys = true; // both readers kept both values of a repeated key
     limits.subject = "a job file";
     return limits;
+}
+
+// Why a mapping key of a job file cannot be read, or "". Keys are names: the readers flatten sections
+// to dotted paths (model.n_layer), so a key with a dot would stand for a path too
+// ("training.max_steps: 5" beside "training: {max_steps: 7}" gave one of them silently), and a
+// key of 190 dots came back from the studio's form as sections 190 deep (found by fuzz_jobfile).
+inline std::string jobKeyProblem(const std::string &key)
+{
+    if (key.empty())
+        return "an empty key";
+    if (key.find('.') != std::string::npos)
+        return "the key \"" + key.substr(0, 80) + "\" holds a '.': write nested sections (training: {max_steps: 5})";
+    return {};
 }
 
 } // namespace accel::jobs

@@ -16,9 +16,12 @@ namespace {
 void flatten(const YAML::Node &node, const std::string &prefix, std::map<std::string, std::string> &out)
 {
     if (node.IsMap()) {
-        for (const auto &item : node)
-            flatten(item.second,
-                    prefix.empty() ? item.first.as<std::string>() : prefix + "." + item.first.as<std::string>(), out);
+        for (const auto &item : node) {
+            const std::string key = item.first.as<std::string>();
+            if (const std::string problem = jobs::jobKeyProblem(key); !problem.empty())
+                throw YAML::Exception(item.first.Mark(), problem);
+            flatten(item.second, prefix.empty() ? key : prefix + "." + key, out);
+        }
     } else if (node.IsSequence()) {
         YAML::Emitter emitter;
         emitter << YAML::Flow << node;
@@ -58,7 +61,8 @@ Result<JobSpec> JobSpec::parse(const std::string &yamlText, const std::string &p
                              path);
         flatten(root, "", job.values);
     } catch (const YAML::Exception &e) {
-        return makeError(ErrorCode::InvalidInput, "line " + std::to_string(e.mark.line + 1) + ": " + e.msg, path);
+        return makeError(ErrorCode::InvalidInput, e.msg,
+                         e.mark.is_null() ? path : path + ": line " + std::to_string(e.mark.line + 1));
     }
     job.recipe = job.raw("recipe");
     const auto &recipes = jobs::knownRecipes();

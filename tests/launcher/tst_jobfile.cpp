@@ -232,6 +232,23 @@ void tst_JobFile::repeatedKeyAndEmptyValueReadBack()
     auto again = JobFile::parse(empty->toYaml(), "empty.yaml");
     QVERIFY(again);
     QCOMPARE(again->values(), empty->values());
+    // Found by fuzz_jobfile: keys were written unquoted, so a key starting with '>' became YAML's
+    // block scalar indicator and the written file did not read back; values with control characters,
+    // bytes outside UTF-8 (yaml-cpp's "\xE9") or YAML line breaks came back changed or refused.
+    const std::string odd = "recipe: gpt\nname: \"a\\x01b\\xE9\\u2028c\\u0085\"\nmodel:\n  '>>key': 1\n  \"- x\": y\n"
+                            "  list: [1, [2]]\n  text: '[not a list'\n  n_layer: \"2\\n3\"\n";
+    auto keys = JobFile::parse(odd, "odd.yaml");
+    QVERIFY2(keys, keys ? "" : keys.error().toString().c_str());
+    auto back = JobFile::parse(keys->toYaml(), "odd.yaml");
+    QVERIFY2(back, back ? "" : back.error().toString().c_str());
+    QCOMPARE(back->values(), keys->values());
+    QCOMPARE(back->value("model.>>key"), std::string("1"));
+    // Keys are names: a dotted key stood for a path too, ambiguous beside the section it names.
+    auto dotted = JobFile::parse("recipe: gpt\ntraining.max_steps: 5\ntraining: {max_steps: 7}\n", "dots.yaml");
+    QVERIFY(!dotted);
+    QCOMPARE(dotted.error().toString(),
+             std::string("dots.yaml: line 2: the key \"training.max_steps\" holds a '.': write nested sections "
+                         "(training: {max_steps: 5})"));
 }
 
 void tst_JobFile::switchingRecipeKeepsSharedFields()
