@@ -13,6 +13,8 @@
 # submitted with `accel slurm submit` (cluster) and the Runs page listing a host's runs over SSH
 # (runs-remote). When tst_scriptlaunch is built, a user's argparse script launched from the studio
 # and followed live, the studio reopened mid-run, and a 3-rank run's failure card (its pictures).
+# Last, real runs of a Python script logging 15 keys through the tracker: every key charted
+# (monitor-keys), three runs compared (monitor-compare), the runs table (runs-table).
 # Usage: packaging/screenshots.sh [build dir]   (default: $ACCEL_BUILD_DIR or build/)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -332,5 +334,77 @@ if [[ -x "$scriptlaunch" && -x "$build/bin/accel" && -x "$python" ]]; then
   cp "$scratch/scriptlaunch/"*.png "$out/"
 else
   echo "screenshots.sh: tst_scriptlaunch, accel or .venv missing; script-launch and runs-failed-3-ranks pictures not refreshed" >&2
+fi
+# The Monitor's panels and the runs table, on real runs of a Python script that logs 15 keys through
+# the project's tracker under Accelerate (no model: its curves follow the learning rate), launched by
+# the real accel with the project's Python: every key charted (monitor-keys, a tall window), three
+# learning rates compared under the names `accel runs rename` gave them (monitor-compare), and the
+# runs table with their hyperparameters, tags and notes (runs-table). Last, so that the pictures
+# above show the runs they name.
+python="$here/.venv/bin/python"
+if [[ -x "$accel" && -x "$python" ]]; then
+  cat >"$scratch/train_sweep.py" <<'PY'
+import argparse
+import math
+import random
+import time
+
+from accelerate import Accelerator
+from accel_studio_tracker import AccelStudioTracker
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--lr", type=float, default=3e-4)
+parser.add_argument("--warmup", type=int, default=40)
+parser.add_argument("--steps", type=int, default=400)
+parser.add_argument("--seed", type=int, default=0)
+args = parser.parse_args()
+random.seed(args.seed)
+accelerator = Accelerator(cpu=True, log_with=AccelStudioTracker())
+accelerator.init_trackers("train_sweep", config={
+    "lr": args.lr, "warmup_steps": args.warmup, "max_steps": args.steps, "seed": args.seed, "batch_size": 32,
+    "optimizer": {"name": "adamw", "weight_decay": 0.01, "betas": [0.9, 0.95]},
+    "model": {"name": "gpt2-small", "layers": 12, "hidden": 768}})
+speed = min(1.0, args.lr / 3e-4)
+floor = 2.1 + 0.25 * abs(math.log10(args.lr / 3e-4))
+for step in range(1, args.steps + 1):
+    schedule = min(1.0, step / args.warmup) * 0.5 * (1 + math.cos(math.pi * step / args.steps))
+    loss = floor + 3.0 * math.exp(-step * speed / 90) + random.gauss(0, 0.06)
+    values = {"loss": loss, "lr": args.lr * schedule,
+              "grad_norm": abs(random.gauss(0.4 + 2.0 * math.exp(-step / 60), 0.08)),
+              "samples_per_s": random.gauss(410, 9), "epoch": step / 200,
+              "train/accuracy": min(0.99, 0.25 + 0.55 * (1 - math.exp(-step * speed / 120)) + random.gauss(0, 0.01)),
+              "train/perplexity": math.exp(loss), "train/tokens_seen": step * 32 * 1024,
+              "timing/forward_s": random.gauss(0.031, 0.002), "timing/backward_s": random.gauss(0.062, 0.003),
+              "timing/data_s": abs(random.gauss(0.004, 0.002)) + (0.05 if step % 97 == 0 else 0),
+              "memory/allocated_bytes": 1.9e9 + 2.5e7 * math.log(step + 1)}
+    if step % 50 == 0:
+        eval_loss = loss + 0.12 + random.gauss(0, 0.02)
+        values.update({"eval/loss": eval_loss, "eval/accuracy": values["train/accuracy"] - 0.03,
+                       "eval/perplexity": math.exp(eval_loss)})
+    accelerator.log(values, step=step)
+    time.sleep(0.005)
+accelerator.end_training()
+PY
+  runs_root="$HOME/.local/share/accel-studio/runs"
+  sweep=()
+  for spec in "1e-3:1:lr 1e-3" "3e-4:2:lr 3e-4 (baseline)" "1e-4:3:lr 1e-4"; do
+    IFS=: read -r lr seed name <<<"$spec"
+    id="$(date -u +%Y%m%d-%H%M%S)-train_sweep-$seed$seed$seed$seed"
+    PYTHON_EXEC="$python" PYTHONPATH="$here/resources/python" "$accel" launch --cpu --num_processes 1 \
+      --name train_sweep --run_dir "$runs_root/$id" "$scratch/train_sweep.py" --lr "$lr" --seed "$seed" >/dev/null 2>&1
+    "$accel" runs rename "$id" "$name" >/dev/null
+    "$accel" runs tag "$id" sweep >/dev/null
+    sweep+=("$id")
+  done
+  "$accel" runs tag "${sweep[1]}" baseline >/dev/null
+  "$accel" runs notes "${sweep[1]}" "Baseline for the sweep: cosine schedule, 40 warm-up steps" >/dev/null
+  for theme in "${themes[@]}"; do # a window tall enough for every panel of the run
+    ACCEL_STUDIO_SCREENSHOT_SIZE=1600x2350 ACCEL_STUDIO_SCREENSHOT_RUN="${sweep[1]}" ACCEL_STUDIO_SCREENSHOT_VIEW=panels \
+      run --theme "$theme" --page runs --screenshot "$out/monitor-keys-$theme.png"
+  done
+  ACCEL_STUDIO_SCREENSHOT_RUN="$(IFS=,; echo "${sweep[*]}")" shot monitor-compare --page runs
+  ACCEL_STUDIO_SCREENSHOT_RUN="${sweep[1]}" ACCEL_STUDIO_SCREENSHOT_VIEW=runstable shot runs-table --page runs
+else
+  echo "screenshots.sh: accel or $python missing; monitor-keys, monitor-compare and runs-table pictures not refreshed" >&2
 fi
 echo "screenshots.sh: wrote $(ls "$out"/*.png | wc -l) screenshots to $out"

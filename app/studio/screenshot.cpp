@@ -7,6 +7,7 @@
 #include "app/studio/fp8/fp8comparedialog.h"
 #include "app/studio/hardwarepage.h"
 #include "app/studio/mainwindow.h"
+#include "app/studio/monitor/monitorpage.h"
 #include "app/studio/monitor/runspage.h"
 
 #include <QApplication>
@@ -14,6 +15,7 @@
 #include <QFileInfo>
 #include <QPixmap>
 #include <QPointer>
+#include <QSplitter>
 #include <QTabWidget>
 #include <QTimer>
 
@@ -117,15 +119,31 @@ int takeScreenshot(MainWindow &window, const QString &pngPath)
     window.resize(size);
     // ACCEL_STUDIO_SCREENSHOT_RUN=<run id>: the Runs page shows that run instead of the newest; a
     // remote run's address (ssh://HOST/dir) is selected once its host has listed it, with the list.
+    // Several ids separated by commas are compared (selected together).
     const QString run = qEnvironmentVariable("ACCEL_STUDIO_SCREENSHOT_RUN");
     const bool remoteRun = run.startsWith(QLatin1String("ssh://"));
+    const QString view = qEnvironmentVariable("ACCEL_STUDIO_SCREENSHOT_VIEW");
     if (!run.isEmpty() && !remoteRun) {
-        window.runsPage()->selectRuns({QDir(window.runsPage()->runsRoot()).filePath(run)});
+        QStringList runs;
+        for (const QString &id : run.split(QLatin1Char(','), Qt::SkipEmptyParts))
+            runs.append(QDir(window.runsPage()->runsRoot()).filePath(id.trimmed()));
+        window.runsPage()->selectRuns(runs);
         window.runsPage()->setRunListVisible(false);
     }
     window.show();
+    if (view == QLatin1String("runstable")) {
+        // The runs table with its hyperparameter columns taking most of the page (once laid out).
+        window.showPage(Page::Runs);
+        window.runsPage()->setRunListVisible(true);
+        QApplication::processEvents();
+        window.runsPage()->setRunListHeight(window.runsPage()->height() * 11 / 20);
+    }
+    if (view == QLatin1String("panels")) {
+        // Every panel of the run: the tables under the charts at their smallest (a tall window).
+        for (QSplitter *splitter : window.runsPage()->monitorPage()->findChildren<QSplitter *>())
+            splitter->setSizes({100000, 0});
+    }
     int exitCode = 1;
-    const QString view = qEnvironmentVariable("ACCEL_STUDIO_SCREENSHOT_VIEW");
     QPointer<QWidget> target = &window;
     int delayMs = window.currentPage() == Page::Runs ? 1500 : 300; // the monitor reads the run's files first
     if (view == QLatin1String("playground")) {
@@ -191,10 +209,10 @@ int takeScreenshot(MainWindow &window, const QString &pngPath)
     } else if (view == QLatin1String("memory")) {
         showMonitorTab(window, QStringLiteral("Memory"));
         delayMs = 4000; // the prediction is one `accel estimate-memory` run
-    } else if (!view.isEmpty()) {
+    } else if (!view.isEmpty() && view != QLatin1String("runstable") && view != QLatin1String("panels")) {
         std::fprintf(stderr,
-                     "accel-studio: ACCEL_STUDIO_SCREENSHOT_VIEW '%s' is not wizard, playground, fp8compare, cluster "
-                     "or memory\n",
+                     "accel-studio: ACCEL_STUDIO_SCREENSHOT_VIEW '%s' is not wizard, playground, fp8compare, cluster, "
+                     "memory, runstable or panels\n",
                      qPrintable(view));
         return 2;
     }

@@ -4,7 +4,10 @@
 // that are not sidebar pages: "wizard" (the Configure page's question wizard, rendered alone),
 // "playground" (the Big Models page's Playground tab), "fp8compare" (Tools > Compare FP8 Recipes
 // after a real short comparison), "cluster" (the Hardware page's Cluster tab with its host checks
-// and SLURM queue answered) or "memory" (the Monitor's Memory tab).
+// and SLURM queue answered), "memory" (the Monitor's Memory tab), "runstable" (the Runs page's
+// table taking most of the page) or "panels" (the Monitor's charts with the tables below at their
+// smallest, for a tall window that shows every panel of a run). ACCEL_STUDIO_SCREENSHOT_RUN names the run the Runs page
+// shows, or several separated by commas (compared).
 #pragma once
 
 #include <QString>

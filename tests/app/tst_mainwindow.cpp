@@ -220,7 +220,7 @@ private Q_SLOTS:
             {QStringLiteral("QT_QPA_PLATFORM=offscreen"), QStringLiteral("ACCEL_STUDIO_SCREENSHOT_VIEW=nowhere")});
         QCOMPARE(result.exitCode, 2);
         QVERIFY2(result.err.contains(QStringLiteral("ACCEL_STUDIO_SCREENSHOT_VIEW 'nowhere' is not wizard, "
-                                                    "playground, fp8compare, cluster or memory")),
+                                                    "playground, fp8compare, cluster, memory, runstable or panels")),
                  qPrintable(result.err));
     }
 

@@ -118,7 +118,7 @@ RunsPage::RunsPage(QWidget *parent) : QWidget(parent)
     connect(m_stop, &QPushButton::clicked, this, &RunsPage::stopSelected);
     connect(&m_model, &QAbstractItemModel::dataChanged, this, &RunsPage::updateButtons);
     connect(&m_model, &QAbstractItemModel::rowsInserted, this, [this] {
-        m_view->resizeColumnsToContents();
+        fitColumns();
         // Later, once every row of this refresh is in (and sorted), not on its first row.
         QTimer::singleShot(0, this, &RunsPage::selectNewestOnce);
     });
@@ -145,10 +145,19 @@ RunsPage::RunsPage(QWidget *parent) : QWidget(parent)
         menu->setAttribute(Qt::WA_DeleteOnClose);
         menu->popup(m_view->horizontalHeader()->mapToGlobal(at));
     });
-    connect(&m_model, &QAbstractItemModel::columnsInserted, this, &RunsPage::updateColumns);
+    connect(&m_model, &QAbstractItemModel::columnsInserted, this, [this] {
+        updateColumns();
+        fitColumns();
+    });
     connect(&m_model, &QAbstractItemModel::rowsInserted, this, &RunsPage::updateColumns);
     connect(&m_model, &QAbstractItemModel::rowsRemoved, this, &RunsPage::updateColumns);
-    connect(&m_model, &QAbstractItemModel::dataChanged, this, &RunsPage::updateRunNames);
+    connect(&m_model, &QAbstractItemModel::dataChanged, this, [this](const QModelIndex &from, const QModelIndex &to) {
+        // A row read again (not only its ticking duration): names, notes, hyperparameters.
+        if (from.column() <= monitor::RunsModel::NameColumn && to.column() >= monitor::RunsModel::NotesColumn) {
+            updateRunNames();
+            updateColumns();
+        }
+    });
 
     // Made after the monitor, so destroyed before it: the monitor's followers end their commands
     // on hosts that still exist.
@@ -185,6 +194,22 @@ void RunsPage::setRunListVisible(bool visible)
     m_listToggle->setText(visible ? tr("Hide list") : tr("Show list"));
 }
 
+void RunsPage::fitColumns()
+{
+    // To their contents, but no column wider than a few words: long notes and values are tooltips.
+    constexpr int kWidest = 280;
+    m_view->resizeColumnsToContents();
+    for (int column = 0; column < m_model.columnCount(); ++column)
+        m_view->setColumnWidth(column, std::min(m_view->columnWidth(column), kWidest));
+}
+
+void RunsPage::setRunListHeight(int pixels)
+{
+    const QList<int> sizes = m_splitter->sizes();
+    const int total = std::max(sizes.value(0) + sizes.value(1), height());
+    m_splitter->setSizes({pixels, std::max(0, total - pixels)});
+}
+
 bool RunsPage::isRunListVisible() const
 {
     // Hidden with the button, or collapsed by dragging the splitter.
@@ -198,7 +223,7 @@ void RunsPage::setRunsRoot(const QString &root)
     m_model.setRunsRoot(root);
     m_rootLabel->setText(QDir::toNativeSeparators(root));
     m_rootLabel->setToolTip(QDir::toNativeSeparators(root));
-    m_view->resizeColumnsToContents();
+    fitColumns();
     selectNewestOnce();
     updateButtons();
 }
@@ -472,10 +497,14 @@ void RunsPage::setColumnShown(int column, bool shown)
 
 void RunsPage::updateColumns()
 {
-    // Hyperparameters that tell the listed runs apart are shown; the user's choices win.
+    // Hyperparameters that tell the listed runs apart are shown, notes when a run has some; the
+    // user's choices win.
     QList<monitor::Hyperparameters> values;
-    for (int row = 0; row < m_model.rowCount(); ++row)
+    bool anyNotes = false;
+    for (int row = 0; row < m_model.rowCount(); ++row) {
         values.append(m_model.run(row).hyperparameters);
+        anyNotes = anyNotes || !m_model.run(row).annotations.notes.isEmpty();
+    }
     const QStringList differing = monitor::differingKeys(values);
     QSettings settings;
     const QStringList shownList = settings.value(columnSettingsKey(QStringLiteral("shown"))).toStringList();
@@ -485,12 +514,25 @@ void RunsPage::updateColumns()
         const QString key =
             parameter ? m_model.headerData(column, Qt::Horizontal, monitor::RunsModel::HyperparameterKeyRole).toString()
                       : m_model.headerData(column, Qt::Horizontal).toString();
-        bool shown = parameter ? differing.contains(key) : column != monitor::RunsModel::NotesColumn;
+        bool shown = parameter ? differing.contains(key) : column != monitor::RunsModel::NotesColumn || anyNotes;
         if (shownList.contains(key))
             shown = true;
         if (hiddenList.contains(key))
             shown = false;
         m_view->setColumnHidden(column, !shown);
+    }
+    // What tells runs apart first: name, state, tags, the hyperparameters; then when, how and where.
+    using Model = monitor::RunsModel;
+    QList<int> order = {Model::NameColumn, Model::StateColumn, Model::TagsColumn};
+    for (int column = Model::ColumnCount; column < m_model.columnCount(); ++column)
+        order.append(column);
+    order += {Model::StartedColumn, Model::DurationColumn, Model::NotesColumn,
+              Model::ConfigColumn,  Model::HostColumn,     Model::IdColumn};
+    QHeaderView *header = m_view->horizontalHeader();
+    for (int visual = 0; visual < order.size(); ++visual) {
+        const int from = header->visualIndex(order[visual]);
+        if (from != visual)
+            header->moveSection(from, visual);
     }
 }
 

@@ -90,6 +90,7 @@ public:
     // Hides or shows the run list (the Monitor then takes the whole page).
     void setRunListVisible(bool visible);
     bool isRunListVisible() const;
+    void setRunListHeight(int pixels); // the rest goes to the Monitor
 
     QStringList selectedRuns() const; // run addresses (a directory here), in view order
     void selectRuns(const QStringList &runDirectories);
@@ -117,6 +118,7 @@ private:
     void updateHostsState();
     void updateSources();
     void updateColumns();
+    void fitColumns();
     void updateRunNames();
 
     monitor::RunsModel m_model;
