@@ -31,13 +31,13 @@ bool exists(const std::string &path)
 
 int fail(const char *command, const Error &error)
 {
-    std::fprintf(stderr, "accel config %s: %s\n", command, error.toString().c_str());
+    std::fprintf(stderr, "accel %s: %s\n", command, error.toString().c_str());
     return exitCodeFor(error);
 }
 
 int badInput(const char *command, const std::string &message)
 {
-    std::fprintf(stderr, "accel config %s: %s\n", command, message.c_str());
+    std::fprintf(stderr, "accel %s: %s\n", command, message.c_str());
     return ExitBadInput;
 }
 
@@ -104,7 +104,7 @@ int runConfigDefault(int argc, char **argv)
         {"mixed_precision", "MODE", "mixed precision of the config", "no", 0, false, {"no", "fp16", "bf16", "fp8"}});
     parser.addValue("config_file", "PATH", "where to write", defaultConfigPath());
     int code = 0;
-    if (!parseArgs(parser, "default", argc, argv, code))
+    if (!parseArgs(parser, "config default", argc, argv, code))
         return code;
     const std::string path = parser.valueOr("config_file", defaultConfigPath());
     if (exists(path)) {
@@ -136,10 +136,10 @@ int runConfigDefault(int argc, char **argv)
     if (!folder.empty())
         std::filesystem::create_directories(folder, ec);
     if (ec)
-        return fail("default",
+        return fail("config default",
                     Error{ErrorCode::Io, "cannot create folder " + folder.string() + ": " + ec.message(), path});
     if (auto written = fileutil::writeFileAtomic(path, text); !written)
-        return fail("default", written.error());
+        return fail("config default", written.error());
     std::printf("accel config default: configuration saved at %s\n", path.c_str());
     return ExitOk;
 }
@@ -152,14 +152,14 @@ int runConfigShow(int argc, char **argv)
     addFileArguments(parser);
     parser.addFlag("json", "print a JSON object (schema accel.config) instead of YAML");
     int code = 0;
-    if (!parseArgs(parser, "show", argc, argv, code))
+    if (!parseArgs(parser, "config show", argc, argv, code))
         return code;
     const std::string path = fileArgument(parser);
     Diagnostics diagnostics;
     auto config = loadConfigFile(path, &diagnostics);
     if (!config) {
         printDiagnostics(diagnostics);
-        return fail("show", config.error());
+        return fail("config show", config.error());
     }
     printDiagnostics(diagnostics);
     if (parser.isSet("json")) {
@@ -186,13 +186,13 @@ int runConfigValidate(int argc, char **argv)
     addFileArguments(parser);
     parser.addFlag("json", "print a JSON report (schema accel.config.validation) on stdout");
     int code = 0;
-    if (!parseArgs(parser, "validate", argc, argv, code))
+    if (!parseArgs(parser, "config validate", argc, argv, code))
         return code;
     const std::string path = fileArgument(parser);
     Diagnostics diagnostics;
     auto config = loadConfigFile(path, &diagnostics);
     if (!config && config.error().code != ErrorCode::InvalidInput)
-        return fail("validate", config.error());
+        return fail("config validate", config.error());
     if (config) {
         const Diagnostics more = validate(*config);
         diagnostics.insert(diagnostics.end(), more.begin(), more.end());
@@ -228,44 +228,47 @@ int runConfigUpdate(int argc, char **argv)
                      "it back in place, like `accelerate config update`.");
     addFileArguments(parser);
     int code = 0;
-    if (!parseArgs(parser, "update", argc, argv, code))
+    if (!parseArgs(parser, "config update", argc, argv, code))
         return code;
     const std::string path = fileArgument(parser);
     Diagnostics diagnostics;
     auto config = loadConfigFile(path, &diagnostics);
     printDiagnostics(diagnostics);
     if (!config)
-        return fail("update", config.error());
+        return fail("config update", config.error());
     if (auto saved = saveConfigFile(*config, path); !saved)
-        return fail("update", saved.error());
+        return fail("config update", saved.error());
     std::printf("accel config update: updated %s\n", path.c_str());
     return ExitOk;
 }
 
-int runConfigToFsdp2(int argc, char **argv)
+namespace {
+
+// `command`: "config to-fsdp2", or "to-fsdp2" for the top-level spelling Accelerate has.
+int convertConfigToFsdp2(const char *command, int argc, char **argv)
 {
-    ArgParser parser("accel config to-fsdp2",
+    ArgParser parser("accel " + std::string(command),
                      "Convert a config's FSDP1 block to FSDP2 (like `accelerate to-fsdp2`): sharding strategy "
                      "-> fsdp_reshard_after_forward, FSDP1-only keys dropped, fsdp_version 2.");
     addFileArguments(parser);
     parser.addValue("output_file", "PATH", "write the converted config here (must not exist)");
     parser.addFlag("overwrite", "replace the input file");
     int code = 0;
-    if (!parseArgs(parser, "to-fsdp2", argc, argv, code))
+    if (!parseArgs(parser, command, argc, argv, code))
         return code;
     const bool overwrite = parser.isSet("overwrite");
     const auto output = parser.value("output_file");
     if (overwrite == output.has_value())
-        return badInput("to-fsdp2", "pass exactly one of --output_file PATH and --overwrite");
+        return badInput(command, "pass exactly one of --output_file PATH and --overwrite");
     const std::string path = fileArgument(parser);
     if (output && exists(*output))
-        return badInput("to-fsdp2",
+        return badInput(command,
                         "--output_file " + *output + " already exists; choose another path or use --overwrite");
     Diagnostics diagnostics;
     auto config = loadConfigFile(path, &diagnostics);
     printDiagnostics(diagnostics);
     if (!config)
-        return fail("to-fsdp2", config.error());
+        return fail(command, config.error());
     const Fsdp2Conversion conversion = convertToFsdp2(*config);
     for (const std::string &note : conversion.notes)
         std::fprintf(stderr, "%s: %s\n", path.c_str(), note.c_str());
@@ -273,9 +276,24 @@ int runConfigToFsdp2(int argc, char **argv)
         return ExitOk;
     const std::string target = overwrite ? path : *output;
     if (auto saved = saveConfigFile(conversion.config, target); !saved)
-        return fail("to-fsdp2", saved.error());
-    std::printf("accel config to-fsdp2: wrote %s\n", target.c_str());
+        return fail(command, saved.error());
+    std::printf("accel %s: wrote %s\n", command, target.c_str());
     return ExitOk;
 }
+
+} // namespace
+
+int runConfigToFsdp2(int argc, char **argv)
+{
+    return convertConfigToFsdp2("config to-fsdp2", argc, argv);
+}
+
+// `accelerate to-fsdp2`: the same conversion as a top-level command.
+int runToFsdp2(int argc, char **argv)
+{
+    return convertConfigToFsdp2("to-fsdp2", argc, argv);
+}
+
+static Registrar registrar({"to-fsdp2", "convert an FSDP1 config to FSDP2 (accel config to-fsdp2)", &runToFsdp2});
 
 } // namespace accel::cli

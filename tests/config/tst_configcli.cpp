@@ -423,6 +423,34 @@ private Q_SLOTS:
         QCOMPARE(readAll(input), before);
     }
 
+    // `accelerate to-fsdp2` is a top-level command: `accel to-fsdp2` converts the same way and
+    // names itself in its messages.
+    void toFsdp2AtTopLevel()
+    {
+        QTemporaryDir dir;
+        const QString input = dir.filePath(QStringLiteral("fsdp1.yaml"));
+        QVERIFY(QFile::copy(corpusPath(QStringLiteral("fsdp1_legacy_strategy.yaml")), input));
+        const QString viaConfig = dir.filePath(QStringLiteral("via-config.yaml"));
+        const QString topLevel = dir.filePath(QStringLiteral("top-level.yaml"));
+        auto result = runAccel(
+            {QStringLiteral("config"), QStringLiteral("to-fsdp2"), input, QStringLiteral("--output_file"), viaConfig});
+        QCOMPARE(result.exitCode, 0);
+        result = runAccel({QStringLiteral("to-fsdp2"), QStringLiteral("--config_file"), input,
+                           QStringLiteral("--output_file"), topLevel});
+        QCOMPARE(result.exitCode, 0);
+        QCOMPARE(result.out, QStringLiteral("accel to-fsdp2: wrote %1\n").arg(topLevel));
+        QVERIFY(result.err.contains(QStringLiteral("fsdp_backward_prefetch removed")));
+        QCOMPARE(readAll(topLevel), readAll(viaConfig));
+
+        result = runAccel({QStringLiteral("to-fsdp2"), input});
+        QCOMPARE(result.exitCode, 2);
+        QCOMPARE(result.err,
+                 QStringLiteral("accel to-fsdp2: pass exactly one of --output_file PATH and --overwrite\n"));
+        result = runAccel({QStringLiteral("to-fsdp2"), QStringLiteral("--help")});
+        QCOMPARE(result.exitCode, 0);
+        QVERIFY2(result.out.startsWith(QStringLiteral("usage: accel to-fsdp2")), qPrintable(result.out));
+    }
+
     void helpAndUsageErrors()
     {
         for (const char *sub : {"", "default", "show", "validate", "update", "to-fsdp2", "cluster"}) {
