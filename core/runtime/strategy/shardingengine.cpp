@@ -532,7 +532,12 @@ void ShardingEngine::afterForward(size_t index, const at::Tensor &output)
     if (torch::GradMode::is_enabled() && output.requires_grad()) {
         // Backward reaches this unit when the gradient of its output is known: gather again.
         const_cast<at::Tensor &>(output).register_hook([this, index](const torch::Tensor &) {
+            // The units backward has passed (their inputs' gradients are complete once this
+            // output's is) no longer need their frozen parameters.
+            releaseFrozenCompanions();
             ensureGathered(*m_units[index]);
+            if (m_units[index]->companion)
+                m_frozenInBackward.push_back(index);
             recordOrder(m_backwardOrder, m_nextBackward, index);
             if (m_backwardPrefetch == BackwardPrefetch::Pre && !m_recording)
                 prefetch(m_nextBackward, index);
@@ -542,6 +547,17 @@ void ShardingEngine::afterForward(size_t index, const at::Tensor &output)
         for (Unit *u = &unit; u; u = u->companion)
             release(*u);
     }
+}
+
+void ShardingEngine::releaseFrozenCompanions()
+{
+    for (size_t index : m_frozenInBackward) {
+        for (Unit *u = m_units[index]->companion; u; u = u->companion) {
+            if (u->trainable == 0 && u->shardParameters && u->reshardAfterForward)
+                release(*u);
+        }
+    }
+    m_frozenInBackward.clear();
 }
 
 void ShardingEngine::markReady(size_t index)
@@ -600,6 +616,7 @@ void ShardingEngine::reduce(Unit &unit)
 
 void ShardingEngine::afterBackward(bool sync)
 {
+    m_frozenInBackward.clear();
     for (auto &unit : m_units) {
         // Units whose parameters got no gradient still take part (as zeros), in unit order.
         if (sync && unit->trainable > 0 && !unit->reduced)

@@ -134,6 +134,8 @@ private:
     void recordOrder(std::vector<size_t> &order, std::unordered_map<size_t, size_t> &next, size_t unit);
     void reduce(Unit &unit);
     void markReady(size_t unit);
+    // Releases the frozen companions of the units backward gathered so far (m_frozenInBackward).
+    void releaseFrozenCompanions();
 
     ShardingPlan m_plan;
     std::unique_ptr<Collectives> m_shard;
@@ -161,6 +163,7 @@ private:
     bool m_sync = true;
     bool m_frozen = false; // no parameter of the model requires a gradient
     bool m_ownChunksOnly = false;
+    std::vector<size_t> m_frozenInBackward; // units gathered for backward whose companions may be frozen
 };
 
 } // namespace accel::runtime
