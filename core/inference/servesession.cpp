@@ -175,7 +175,10 @@ void Session::generateRequest(const ServeRequest &request)
             return error(id, Error{ErrorCode::InvalidInput,
                                    "generate: \"prompt\" needs the model's tokenizer.json; send \"input_ids\"",
                                    {}});
-        ids = m_codec.encode(*request.prompt);
+        auto encoded = m_codec.encodePrompt(*request.prompt, m_model->config(), request.sampling);
+        if (!encoded)
+            return error(id, encoded.error());
+        ids = std::move(*encoded);
     }
     m_cancel = false;
     int64_t index = 0;

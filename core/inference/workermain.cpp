@@ -46,7 +46,10 @@ int runGenerate(const WorkerRequest &r)
             return fail("generate", Error{ErrorCode::InvalidInput,
                                           "--prompt needs tokenizer.json in " + r.modelDir + " (or pass --input-ids)",
                                           {}});
-        ids = codec->encode(*r.prompt);
+        auto encoded = codec->encodePrompt(*r.prompt, (*model)->config(), r.sampling);
+        if (!encoded)
+            return fail("generate", encoded.error());
+        ids = std::move(*encoded);
     }
     if (ids.empty())
         return fail("generate", Error{ErrorCode::InvalidInput, "give --prompt TEXT or --input-ids 1,2,3", {}});

@@ -27,6 +27,7 @@ private Q_SLOTS:
     void configLayerCountsAreBounded();
     void checkpointFolderNumbersDoNotAbortTheWorker();
     void negativeCheckpointStepIsRefused();
+    void longPromptIsRefusedBeforeItIsTokenized();
 
 private:
     QString worker() const { return test::binDir() + "/accel-worker"; }
@@ -199,6 +200,40 @@ void tst_WorkerInput::negativeCheckpointStepIsRefused()
     QVERIFY2(r.err.contains(scheduler + ": last_step=-5: expected a whole number from 0 to 9223372036854775807"),
              qPrintable(r.err));
     QVERIFY2(!r.out.contains("resumed from step"), qPrintable(r.out));
+}
+
+// Regression (hardening round 3): a 60 MB prompt was tokenized whole (52 M tokens, 13 s, 1.7 GB)
+// before generate() compared it with the context. The prompt is now encoded against the limit
+// (n_positions - max new tokens for gpt2) and refused as soon as it passes it: the message is the
+// early one, not generate()'s, on the command line and in a serve session (4 MB here).
+void tst_WorkerInput::longPromptIsRefusedBeforeItIsTokenized()
+{
+    const QString dir = m_dir.filePath("gpt2-text");
+    test::writeTinyModel(dir.toStdString(), "gpt2", 33, at::kFloat, true, false, 269);
+    QVERIFY(QFile::copy(test::dataPath("tokenizers/gpt2-tiny.json"), dir + "/tokenizer.json"));
+    const QString expected = "prompt: more than 120 tokens; with max new tokens (8) it must fit n_positions 128";
+    QString words;
+    for (int i = 0; i < 2000; ++i)
+        words += "the lower ";
+    const auto cli = test::runProgram(worker(), {"generate", dir, "--prompt", words, "--max-new-tokens", "8"});
+    QVERIFY2(!cli.crashed, qPrintable(cli.err));
+    QCOMPARE(cli.exitCode, 2);
+    QVERIFY2(cli.err.contains(expected), qPrintable(cli.err));
+    QByteArray prompt;
+    while (prompt.size() < (4 << 20))
+        prompt += "the lower ";
+    QByteArray input = R"({"op":"load","id":"l","model":")" + dir.toUtf8() + "\"}\n";
+    input += R"({"op":"generate","id":"g","max_new_tokens":8,"prompt":")" + prompt + "\"}\n";
+    input += "{\"op\":\"shutdown\"}\n";
+    const auto served = test::runProgram(worker(), {"serve"}, 120000, input);
+    QVERIFY2(served.exitCode == 0 && !served.crashed, qPrintable(served.err));
+    bool refused = false;
+    for (const QString &line : served.out.split('\n', Qt::SkipEmptyParts)) {
+        const QJsonObject event = QJsonDocument::fromJson(line.toUtf8()).object();
+        refused = refused || (event["event"].toString() == "error" && event["id"].toString() == "g" &&
+                              event["message"].toString().contains(expected));
+    }
+    QVERIFY2(refused, qPrintable(served.out.right(2000)));
 }
 
 QTEST_GUILESS_MAIN(tst_WorkerInput)
