@@ -3,6 +3,7 @@
 // beside this program (or $ACCEL_WORKER_PROGRAM) replaces this process with the same request.
 #include "app/cli/argparser.h"
 #include "app/cli/command.h"
+#include "core/common/programs.h"
 
 #include <unistd.h>
 
@@ -61,14 +62,7 @@ int execInferenceWorker(const std::string &command, const ArgParser &parser,
     for (const auto &name : flags)
         if (parser.isSet(name))
             args.push_back(dashed(name));
-    std::string program;
-    if (const char *override = std::getenv("ACCEL_WORKER_PROGRAM"); override && *override) {
-        program = override;
-    } else {
-        std::error_code error;
-        const auto self = std::filesystem::read_symlink("/proc/self/exe", error);
-        program = (error ? std::filesystem::path(".") : self.parent_path()).string() + "/accel-worker";
-    }
+    std::string program = workerProgramPath();
     std::vector<char *> raw;
     for (auto &a : args)
         raw.push_back(a.data());

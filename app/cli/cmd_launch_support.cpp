@@ -179,15 +179,6 @@ EnvMap currentEnvironment()
     return env;
 }
 
-std::string workerProgramPath()
-{
-    if (const char *override = std::getenv("ACCEL_WORKER_PROGRAM"); override && *override)
-        return override;
-    std::error_code error;
-    const auto self = std::filesystem::read_symlink("/proc/self/exe", error);
-    return (error ? std::filesystem::path(".") : self.parent_path()).string() + "/accel-worker";
-}
-
 Result<void> checkWorkerProgram(const std::string &path)
 {
     if (QFileInfo(QString::fromStdString(path)).isExecutable())

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "app/cli/argparser.h"
+#include "core/common/programs.h"
 #include "core/common/result.h"
 #include "launcher/launchsettings.h"
 #include "launcher/ports.h"
@@ -28,8 +29,6 @@ Result<PreparedLaunch> prepareLaunch(const ArgParser &parser);
 Result<launcher::RunDirectory> createRunDirectory(const PreparedLaunch &prepared, int argc, char **argv);
 // Starts the supervisor in a new session in the background and prints the run id.
 int detachSupervisor(int argc, char **argv, const launcher::LaunchSettings &settings, bool json);
-// accel-worker beside the running accel binary ($ACCEL_WORKER_PROGRAM overrides it).
-std::string workerProgramPath();
 // Fails (ErrorCode::Unsupported, exit 1) when the worker at `path` is not an executable file:
 // "PATH not found: this build has no libtorch runtime (accel-worker)".
 Result<void> checkWorkerProgram(const std::string &path);

@@ -1,5 +1,6 @@
 #include "app/studio/hardwaredetection.h"
 
+#include "core/common/programs.h"
 #include "core/config/configio.h"
 #include "core/hardware/childprocess.h"
 #include "core/hardware/envtext.h"
@@ -32,11 +33,7 @@ bool wantsSoftware(const hardware::DetectOptions &options)
 HardwareDetection addSoftware(HardwareDetection detection, const hardware::DetectOptions &options)
 {
     if (options.probeWorker) {
-        std::string worker = options.workerPath;
-        if (worker.empty()) {
-            const std::string dir = hardware::executableDir();
-            worker = dir.empty() ? std::string("accel-worker") : dir + "/accel-worker";
-        }
+        const std::string worker = options.workerPath.empty() ? workerProgramPath() : options.workerPath;
         detection.report.worker = hardware::probeWorker(worker, options.workerTimeoutMs);
     }
     if (options.probePython)

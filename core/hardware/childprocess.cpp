@@ -69,17 +69,6 @@ std::string findOnPath(const std::string &program)
     return {};
 }
 
-std::string executableDir()
-{
-    char buffer[4096];
-    const ssize_t length = ::readlink("/proc/self/exe", buffer, sizeof buffer - 1);
-    if (length <= 0)
-        return {};
-    std::string path(buffer, static_cast<size_t>(length));
-    const auto slash = path.rfind('/');
-    return slash == std::string::npos ? std::string() : path.substr(0, slash);
-}
-
 Result<ChildOutput> runChild(const std::string &program, const std::vector<std::string> &arguments, int timeoutMs,
                              size_t maxOutputBytes)
 {

@@ -25,7 +25,4 @@ Result<ChildOutput> runChild(const std::string &program, const std::vector<std::
 // The full path of `program` on PATH, or "" when it is not there.
 std::string findOnPath(const std::string &program);
 
-// The folder of the running executable (/proc/self/exe), "" when unknown.
-std::string executableDir();
-
 } // namespace accel::hardware

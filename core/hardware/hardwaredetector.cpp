@@ -1,5 +1,6 @@
 #include "core/hardware/hardwaredetector.h"
 
+#include "core/common/programs.h"
 #include "core/hardware/childprocess.h"
 #include "core/hardware/nvmlprobe.h"
 #include "core/hardware/softwareprobe.h"
@@ -36,11 +37,7 @@ HardwareReport detectHardware(const DetectOptions &options)
     else
         report.gpu.unavailableReason = "GPU probing was switched off";
     if (options.probeWorker) {
-        std::string worker = options.workerPath;
-        if (worker.empty()) {
-            const std::string dir = executableDir();
-            worker = dir.empty() ? std::string("accel-worker") : dir + "/accel-worker";
-        }
+        const std::string worker = options.workerPath.empty() ? workerProgramPath() : options.workerPath;
         report.worker = probeWorker(worker, options.workerTimeoutMs);
     } else {
         report.worker.error = "not probed";

@@ -93,6 +93,24 @@ private Q_SLOTS:
         QVERIFY(parsed->worker.cpuPrecisions[2].second.find("dequantized") != std::string::npos);
     }
 
+    // accel env reports the worker accel launch would run: $ACCEL_WORKER_PROGRAM when set (it probed
+    // the one beside accel whatever the variable said).
+    void envProbesTheWorkerLaunchRuns()
+    {
+        QTemporaryDir dir;
+        const QString fake = dir.filePath(QStringLiteral("other-worker"));
+        writeFile(fake, "#!/bin/sh\necho '{\"schema\":\"accel.worker-capabilities\",\"version\":2,"
+                        "\"torch_version\":\"9.9.9-other\",\"gloo\":true}'\n");
+        QFile::setPermissions(fake, QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner);
+        const auto result = test::runAccel(QStringList{QStringLiteral("env"), QStringLiteral("--json")} + quick, 60000,
+                                           {}, {QStringLiteral("ACCEL_WORKER_PROGRAM=") + fake});
+        QCOMPARE(result.exitCode, 0);
+        auto parsed = reportFromJson(result.out.toStdString());
+        QVERIFY2(parsed.has_value(), parsed ? "" : parsed.error().toString().c_str());
+        QCOMPARE(parsed->worker.path, fake.toStdString());
+        QCOMPARE(parsed->worker.torchVersion, std::string("9.9.9-other"));
+    }
+
     void defaultAndPassedConfigAreShown()
     {
         QTemporaryDir home;

@@ -1,5 +1,7 @@
 #include "app/studio/bigmodel/workerclient.h"
 
+#include "core/common/programs.h"
+
 #include <QCoreApplication>
 #include <QDir>
 #include <QJsonArray>
@@ -21,10 +23,7 @@ WorkerClient::~WorkerClient()
 
 QString WorkerClient::defaultProgram()
 {
-    const QString overridden = qEnvironmentVariable("ACCEL_WORKER_PROGRAM");
-    if (!overridden.isEmpty())
-        return overridden;
-    return QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("accel-worker"));
+    return QString::fromStdString(workerProgramPath());
 }
 
 bool WorkerClient::isRunning() const
