@@ -478,6 +478,7 @@ private Q_SLOTS:
                            "and in Logs."),
             5000);
         QVERIFY(!loss->isVisible());
+        QVERIFY(!page.stdoutOffer()->isVisible()); // a traceback holds no metric to offer
         loss->replotNow();
         QCOMPARE(loss->plot()->xAxis->range(), QCPRange(0, 1));
         QCOMPARE(loss->plot()->graphCount(), 0);

@@ -99,15 +99,13 @@ void StdoutOffer::refresh()
             lines.append({logs->index(row, monitor::LogModel::TextColumn).data(monitor::LogModel::RankRole).toInt(),
                           logs->index(row, monitor::LogModel::TextColumn).data().toString()});
         m_preview = previewStdoutMetrics(lines);
+        // Output with nothing that reads as a metric (a traceback) is not offered: the status
+        // line above already names the tracker.
+        offer = m_preview.samples > 0;
         m_text->setText(
-            m_preview.samples == 0
-                ? tr("%1 prints but logs no metrics, and nothing it printed so far looks like one (Trainer dicts, "
-                     "loss=… pairs, tqdm bars). Log them with the tracker: from accel_studio_tracker import log.")
-                      .arg(m_label)
-                : tr("%1 prints but logs no metrics. Its output has %2 of %3, e.g. %4.")
-                      .arg(m_label, m_preview.samples == 1 ? tr("1 sample") : tr("%1 samples").arg(m_preview.samples),
-                           m_preview.keys.join(QStringLiteral(", ")), m_preview.examples.join(QStringLiteral("; "))));
-        m_accept->setEnabled(m_preview.samples > 0);
+            tr("%1 prints but logs no metrics. Its output has %2 of %3, e.g. %4.")
+                .arg(m_label, m_preview.samples == 1 ? tr("1 sample") : tr("%1 samples").arg(m_preview.samples),
+                     m_preview.keys.join(QStringLiteral(", ")), m_preview.examples.join(QStringLiteral("; "))));
     }
     setVisible(offer);
 }

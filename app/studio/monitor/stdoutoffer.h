@@ -2,7 +2,7 @@
 // print-only script waits for "the first step" forever otherwise). It offers to read metrics from
 // the printed output (monitor/stdoutmetricsparser.h: Trainer dicts, key=value pairs with a known
 // name, tqdm bars) and previews what that would read from the lines so far, so the user sees the
-// result before turning it on.
+// result before turning it on. Output with nothing that reads as a metric is not offered.
 #pragma once
 
 #include <QPointer>
