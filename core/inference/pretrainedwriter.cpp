@@ -1,7 +1,9 @@
 #include "core/inference/pretrainedwriter.h"
 
+#include "core/bigmodel/modelfamilies.h"
 #include "core/bigmodel/safetensorswriter.h"
 #include "core/common/fileutil.h"
+#include "core/common/jsondocument.h"
 #include "core/inference/lora.h"
 #include "core/inference/torchtensors.h"
 
@@ -66,15 +68,19 @@ Result<PretrainedWrite> writePretrained(CausalLM &model, const std::string &sour
 
     // config.json: the source's, with the stored dtype.
     const std::string configPath = sourceDir + "/config.json";
-    auto text = fileutil::readFile(configPath);
+    // Through the input guard (the model's own limit, 64 levels: the copy is written back with a
+    // recursive dump()), keeping the file's key order.
+    jsonutil::JsonLimits limits;
+    limits.maxBytes = bigmodel::kMaxModelConfigBytes;
+    auto text = fileutil::readFile(configPath, limits.maxBytes);
     if (!text)
         return tl::unexpected(text.error());
-    nlohmann::ordered_json config;
-    try {
-        config = nlohmann::ordered_json::parse(*text);
-    } catch (const nlohmann::json::exception &e) {
-        return makeError(ErrorCode::InvalidInput, e.what(), configPath);
-    }
+    auto parsed = jsonutil::parseOrderedJson(*text, configPath, limits);
+    if (!parsed)
+        return tl::unexpected(parsed.error());
+    if (!parsed->is_object())
+        return makeError(ErrorCode::InvalidInput, "expected a JSON object at the top", configPath);
+    nlohmann::ordered_json config = std::move(*parsed);
     if (stored) {
         auto code = dtypeFor(*stored);
         if (code) {
