@@ -3,7 +3,7 @@
 // OUTPUT_DIR/model.safetensors, like Accelerate's command. No libtorch: pieces are copied as bytes.
 #include "app/cli/argparser.h"
 #include "app/cli/command.h"
-#include "core/runtime/strategy/shardedfolder.h"
+#include "core/plan/shardedfolder.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,6 +1,8 @@
 #include "app/cli/estimatesharding.h"
 
 #include "core/bigmodel/memorysize.h"
+#include "core/plan/fp8config.h"
+#include "core/plan/shardingplan.h"
 #include "launcher/configadapter.h"
 #include "launcher/envbuilder.h"
 #include "launcher/launchmerge.h"
@@ -8,11 +10,6 @@
 
 #include <QJsonArray>
 #include <QJsonObject>
-
-#ifdef ACCEL_CLI_HAVE_SHARDING
-#include "core/runtime/precision/fp8config.h"
-#include "core/runtime/strategy/shardingplan.h"
-#endif
 
 #include <sstream>
 
@@ -36,14 +33,9 @@ int trainingBytes(const std::string &dtype)
 
 bool haveShardingEstimate()
 {
-#ifdef ACCEL_CLI_HAVE_SHARDING
     return launcher::haveConfigSupport();
-#else
-    return false;
-#endif
 }
 
-#ifdef ACCEL_CLI_HAVE_SHARDING
 namespace {
 
 using Lookup = runtime::Fp8Config::Lookup;
@@ -108,14 +100,12 @@ Lookup lookupIn(const launcher::EnvMap &environment)
 }
 
 } // namespace
-#endif
 
 Result<ShardingEstimate> estimateSharding(const std::string &configFile, std::optional<int> numProcesses,
                                           uint64_t parameters, const std::vector<std::string> &dtypes,
                                           const std::string &optimizer, int optimizerStates,
                                           const std::string &mixedPrecision)
 {
-#ifdef ACCEL_CLI_HAVE_SHARDING
     ShardingEstimate estimate;
     estimate.configFile = configFile;
     estimate.optimizer = optimizer;
@@ -144,22 +134,12 @@ Result<ShardingEstimate> estimateSharding(const std::string &configFile, std::op
     estimate.worldSize = std::max(1, settings->numProcesses);
     estimate.processesPerMachine = std::max(1, settings->processesPerNode());
     return estimateUnder(lookupIn(environment), std::move(estimate), parameters, dtypes, mixedPrecision, configFile);
-#else
-    (void)optimizer;
-    (void)optimizerStates;
-    (void)mixedPrecision;
-    (void)numProcesses;
-    (void)parameters;
-    (void)dtypes;
-    return makeError(ErrorCode::Unsupported, "this build has no sharding planner (core/runtime)", configFile);
-#endif
 }
 
 Result<ShardingEstimate> estimateShardingForRun(const std::string &runDirectory, uint64_t parameters,
                                                 const std::vector<std::string> &dtypes, const std::string &optimizer,
                                                 int optimizerStates, const std::string &mixedPrecision)
 {
-#ifdef ACCEL_CLI_HAVE_SHARDING
     auto run = launcher::RunDirectory::open(QString::fromStdString(runDirectory));
     if (!run)
         return tl::unexpected(run.error());
@@ -188,14 +168,6 @@ Result<ShardingEstimate> estimateShardingForRun(const std::string &runDirectory,
     estimate.processesPerMachine = local;
     return estimateUnder(lookupIn(environment), std::move(estimate), parameters, dtypes, mixedPrecision,
                          manifestPath.toStdString());
-#else
-    (void)optimizer;
-    (void)optimizerStates;
-    (void)mixedPrecision;
-    (void)parameters;
-    (void)dtypes;
-    return makeError(ErrorCode::Unsupported, "this build has no sharding planner (core/runtime)", runDirectory);
-#endif
 }
 
 nlohmann::ordered_json toJson(const ShardingEstimate &estimate)

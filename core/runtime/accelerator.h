@@ -10,11 +10,11 @@
 #pragma once
 
 #include "core/common/result.h"
+#include "core/plan/trainingmemory.h"
 #include "core/runtime/distributedenv.h"
 #include "core/runtime/metricswriter.h"
 #include "core/runtime/shardeddataloader.h"
 #include "core/runtime/strategy/shardedmodule.h"
-#include "core/runtime/strategy/trainingmemory.h"
 
 #include <cstdint>
 #include <functional>

@@ -4,6 +4,7 @@
 // Includes libtorch: only torch .cpp files include it.
 #pragma once
 
+#include "core/plan/shardingplan.h"
 #include "core/runtime/accelerator.h"
 #include "core/runtime/gradscaler.h"
 #include "core/runtime/metricswriter.h"
@@ -11,7 +12,6 @@
 #include "core/runtime/precision/msampadamw.h"
 #include "core/runtime/shmallreduce.h"
 #include "core/runtime/strategy/distributedstrategy.h"
-#include "core/runtime/strategy/shardingplan.h"
 #include "core/runtime/strategy/strategyfactory.h"
 #include "core/runtime/training.h"
 

@@ -1,7 +1,7 @@
 // Accelerator::saveState / loadState in Accelerate's folder layout (facts 7.6), adapted to a
 // C++ runtime: see docs/jobs.md "Checkpoints" for the exact files.
+#include "core/plan/shardedfolder.h"
 #include "core/runtime/accelerator_p.h"
-#include "core/runtime/strategy/shardedfolder.h"
 #include "core/runtime/tensorio.h"
 
 #include "core/bigmodel/safetensors.h"

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "core/common/result.h"
-#include "core/runtime/precision/fp8config.h"
+#include "core/plan/fp8config.h"
 
 #include <functional>
 #include <string>
@@ -38,7 +38,7 @@ struct DistributedEnv {
     // (and is reported by the Accelerator) when the run trains in fp8.
     Result<Fp8Config> fp8;
 
-    using Lookup = std::function<const char *(const char *)>;
+    using Lookup = EnvLookup;
 
     // Reads the variables the way Accelerate's PartialState does (first set variable of each
     // family wins: RANK|PMI_RANK|OMPI_COMM_WORLD_RANK|MV2_COMM_WORLD_RANK, ...). `lookup`

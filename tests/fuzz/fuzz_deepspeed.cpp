@@ -2,7 +2,7 @@
 // --config_file` read it (applyDeepSpeedJsonText). An error names what is wrong; an accepted file
 // gives a plan the engine can run: a stage 0..3 and its strategy name, a positive or unset
 // accumulation, a finite non-negative clipping.
-#include "core/runtime/strategy/shardingplan.h"
+#include "core/plan/shardingplan.h"
 
 #include <cmath>
 #include <cstdint>

@@ -3,7 +3,7 @@
 // bias of 2). An error names the file; an accepted index joins each tensor to exactly the bytes
 // its shape holds, and never allocates more than the rank files hold.
 #include "core/bigmodel/safetensorswriter.h"
-#include "core/runtime/strategy/shardedfolder.h"
+#include "core/plan/shardedfolder.h"
 
 #include <cstdint>
 #include <cstdlib>

@@ -1,7 +1,7 @@
 // The FP8 recipes' scaling rules against sequences worked by hand, and the FP8 settings read from
 // Accelerate's ACCELERATE_FP8_* variables (every spelling; what is not implemented is refused).
+#include "core/plan/fp8config.h"
 #include "core/runtime/distributedenv.h"
-#include "core/runtime/precision/fp8config.h"
 #include "core/runtime/precision/fp8scaling.h"
 
 #include <QTest>

@@ -4,7 +4,7 @@
 #include "tests/runtime/shardingsupport.h"
 
 #include "core/bigmodel/safetensors.h"
-#include "core/runtime/strategy/shardingplan.h"
+#include "core/plan/shardingplan.h"
 
 #include <QFile>
 #include <QProcess>

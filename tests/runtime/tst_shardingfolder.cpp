@@ -2,7 +2,7 @@
 // error naming the file and tensor, and `accel merge-weights` writing one model.safetensors.
 #include "core/bigmodel/safetensors.h"
 #include "core/bigmodel/safetensorswriter.h"
-#include "core/runtime/strategy/shardedfolder.h"
+#include "core/plan/shardedfolder.h"
 #include "tests/helpers/testsupport.h"
 
 #include <QDir>

@@ -1,6 +1,6 @@
 // ShardingPlan: Accelerate's fsdp_config / deepspeed_config (as the launcher exports them) to one
 // plan, divide factors as PyTorch computes them, and every unimplemented setting refused by name.
-#include "core/runtime/strategy/shardingplan.h"
+#include "core/plan/shardingplan.h"
 
 #include <QFile>
 #include <QTemporaryDir>

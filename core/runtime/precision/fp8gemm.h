@@ -6,7 +6,7 @@
 // measuring both, once per process, device and shape class, unless ACCEL_FP8_GEMM forces one.
 #pragma once
 
-#include "core/runtime/precision/fp8config.h"
+#include "core/plan/fp8config.h"
 
 #include <c10/core/DeviceType.h>
 

@@ -3,7 +3,7 @@
 // each converted layer and is told when a step's backward and optimizer step are over.
 #pragma once
 
-#include "core/runtime/precision/fp8config.h"
+#include "core/plan/fp8config.h"
 #include "core/runtime/precision/fp8scaling.h"
 #include "core/runtime/precision/fp8tensor.h"
 

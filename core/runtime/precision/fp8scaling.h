@@ -3,7 +3,7 @@
 // the rules in words.
 #pragma once
 
-#include "core/runtime/precision/fp8config.h"
+#include "core/plan/fp8config.h"
 
 #include <vector>
 

@@ -3,8 +3,8 @@
 // dequantised to float32 and multiplied there, as fp8gemm.h chooses.
 #pragma once
 
+#include "core/plan/fp8config.h"
 #include "core/runtime/precision/float8format.h"
-#include "core/runtime/precision/fp8config.h"
 
 #include <torch/torch.h>
 

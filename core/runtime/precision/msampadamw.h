@@ -4,7 +4,7 @@
 // converted Linear layers go back to scaled FP16 after each step (Fp8Recipe::afterOptimizerStep).
 #pragma once
 
-#include "core/runtime/precision/fp8config.h"
+#include "core/plan/fp8config.h"
 
 #include <torch/torch.h>
 

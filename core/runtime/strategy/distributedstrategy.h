@@ -7,8 +7,8 @@
 #pragma once
 
 #include "core/common/result.h"
+#include "core/plan/trainingmemory.h"
 #include "core/runtime/strategy/shardedmodule.h"
-#include "core/runtime/strategy/trainingmemory.h"
 
 #include <torch/torch.h>
 

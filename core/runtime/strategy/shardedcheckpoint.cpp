@@ -1,7 +1,7 @@
 // ShardingEngine::saveState / loadState: the model and optimizer state of a sharded run. Every
 // rank writes the pieces of each parameter inside its chunks plus rank 0 an index, so a run
 // saved on N ranks resumes on M (each rank joins the pieces and keeps its new chunk).
-#include "core/runtime/strategy/shardedfolder.h"
+#include "core/plan/shardedfolder.h"
 #include "core/runtime/strategy/shardingengine_p.h"
 
 #include "core/common/fileutil.h"

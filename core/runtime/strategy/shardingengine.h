@@ -25,9 +25,9 @@
 // FSDP2 with the FP8 recipe AO's float8 all-gather: gatherInFp8() (docs/fp8.md "Sharded training").
 #pragma once
 
+#include "core/plan/shardingplan.h"
 #include "core/runtime/strategy/collectives.h"
 #include "core/runtime/strategy/distributedstrategy.h"
-#include "core/runtime/strategy/shardingplan.h"
 
 #include <functional>
 #include <map>

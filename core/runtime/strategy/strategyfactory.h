@@ -5,10 +5,10 @@
 // Includes libtorch.
 #pragma once
 
+#include "core/plan/shardingplan.h"
 #include "core/runtime/distributedenv.h"
 #include "core/runtime/strategy/collectives.h"
 #include "core/runtime/strategy/distributedstrategy.h"
-#include "core/runtime/strategy/shardingplan.h"
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
 

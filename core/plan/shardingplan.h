@@ -6,8 +6,8 @@
 #pragma once
 
 #include "core/common/result.h"
-#include "core/runtime/distributedenv.h"
-#include "core/runtime/strategy/trainingmemory.h"
+#include "core/plan/envlookup.h"
+#include "core/plan/trainingmemory.h"
 
 #include <cstdint>
 #include <string>
@@ -70,7 +70,7 @@ struct ShardingPlan {
 
 // The plan the launcher's variables ask for (getenv by default). Without ACCELERATE_USE_FSDP or
 // ACCELERATE_USE_DEEPSPEED the plan is plain DDP.
-Result<ShardingPlan> shardingPlanFromEnvironment(const DistributedEnv::Lookup &lookup = {});
+Result<ShardingPlan> shardingPlanFromEnvironment(const EnvLookup &lookup = {});
 
 // The ZeRO part of a DeepSpeed JSON file applied to `plan` (stage, offload, clipping, accumulation).
 // The file goes through the input guard (a regular file of at most 1 MiB, 64 levels deep).

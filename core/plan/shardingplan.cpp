@@ -1,4 +1,4 @@
-#include "core/runtime/strategy/shardingplan.h"
+#include "core/plan/shardingplan.h"
 
 #include "core/common/fileutil.h"
 #include "core/common/jsondocument.h"
@@ -15,7 +15,7 @@ namespace accel::runtime {
 
 namespace {
 
-using Lookup = DistributedEnv::Lookup;
+using Lookup = EnvLookup;
 
 // A DeepSpeed config holds a few KB of settings; a megabyte is far beyond any.
 constexpr uint64_t kMaxDeepSpeedConfigBytes = uint64_t(1) << 20;

@@ -1,4 +1,4 @@
-#include "core/runtime/precision/fp8config.h"
+#include "core/plan/fp8config.h"
 
 #include <algorithm>
 #include <cctype>

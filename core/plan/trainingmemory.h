@@ -1,4 +1,5 @@
-// Bytes a rank holds for training state, as a strategy measures them (torch-light).
+// Bytes a rank holds for training state: what a strategy measures and what ShardingPlan::predictMemory
+// predicts (no libtorch).
 #pragma once
 
 #include <cstdint>

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "core/common/result.h"
+#include "core/plan/envlookup.h"
 
 #include <functional>
 #include <string>
@@ -48,7 +49,7 @@ struct Fp8Config {
     // The runtime's own (every recipe)
     Fp8GemmPolicy gemm = Fp8GemmPolicy::Auto;
 
-    using Lookup = std::function<const char *(const char *)>;
+    using Lookup = EnvLookup;
     // Reads ACCELERATE_FP8_* and ACCEL_FP8_GEMM; a bad or unsupported value is an error naming the
     // variable, its value and what is accepted.
     static Result<Fp8Config> fromEnvironment(const Lookup &lookup);

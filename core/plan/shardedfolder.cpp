@@ -1,4 +1,4 @@
-#include "core/runtime/strategy/shardedfolder.h"
+#include "core/plan/shardedfolder.h"
 
 #include "core/bigmodel/safetensors.h"
 #include "core/bigmodel/safetensorswriter.h"
