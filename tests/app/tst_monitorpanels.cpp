@@ -27,6 +27,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <QToolButton>
+#include <QToolTip>
 
 using namespace accel;
 using namespace accel::test::monitorpage;
@@ -337,10 +338,12 @@ private Q_SLOTS:
         mouseMove(loss->plot(), at);
         QCOMPARE(loss->crosshairText(), QStringLiteral("Loss\nrank 0: 4 (step 10)"));
         QVERIFY(loss->isCrosshairShown());
-        // The readout is drawn in the plot beside the pointer (no tooltip that freezes).
-        auto *box = loss->plot()->findChild<QCPItemText *>();
-        QVERIFY(loss->plot()->itemCount() >= 2);
-        Q_UNUSED(box);
+        // The readout is drawn in the plot beside the pointer; no tooltip replaces it when the
+        // pointer rests (regression: a static hint took its place after a second).
+        QHelpEvent rest(QEvent::ToolTip, at, loss->plot()->mapToGlobal(at));
+        QCoreApplication::sendEvent(loss->plot(), &rest);
+        QVERIFY(!QToolTip::isVisible());
+        QVERIFY(loss->isCrosshairShown());
         // The other panel follows the same step.
         QVERIFY(accuracy->isCrosshairShown());
         QCOMPARE(accuracy->crosshairText(), QStringLiteral("accuracy\nrank 0: 0.1 (step 10)"));

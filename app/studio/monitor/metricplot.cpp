@@ -113,8 +113,6 @@ MetricPlot::MetricPlot(const ChartSpec &spec, QWidget *parent)
     m_plot->setMouseTracking(true);
     m_plot->setContextMenuPolicy(Qt::CustomContextMenu);
     m_plot->installEventFilter(this);
-    setToolTip(tr("Wheel: zoom · drag: pan · double-click: follow the data again · legend: click hides a curve · "
-                  "right click: panel options"));
     connect(m_plot, &QCustomPlot::mouseWheel, this, [this] { m_following = false; });
     connect(m_plot, &QCustomPlot::mouseMove, this, &MetricPlot::onMouseMove);
     connect(m_plot, &QCustomPlot::mouseDoubleClick, this, &MetricPlot::resetView);

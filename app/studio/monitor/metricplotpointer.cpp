@@ -21,6 +21,10 @@ constexpr double kHighlightWidth = 2.5;
 
 bool MetricPlot::eventFilter(QObject *watched, QEvent *event)
 {
+    // No tooltip over the plot: the readout is what the pointer shows (a tooltip resting there
+    // replaced it after a second).
+    if (watched == m_plot && event->type() == QEvent::ToolTip)
+        return true;
     if (watched == m_plot && event->type() == QEvent::Leave) {
         if (!m_highlighted.isEmpty())
             setHighlightedCurve(QString());

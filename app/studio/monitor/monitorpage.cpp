@@ -103,8 +103,9 @@ MonitorPage::MonitorPage(QWidget *parent) : QWidget(parent)
     m_panelsButton = new QToolButton(this);
     m_panelsButton->setObjectName(QStringLiteral("panelsMenu"));
     m_panelsButton->setText(tr("Panels"));
-    m_panelsButton->setToolTip(tr("Show or hide panels, read metrics from printed output, reset the layout (a "
-                                  "panel's own options: right click on it)"));
+    m_panelsButton->setToolTip(tr("Show or hide panels, read metrics from printed output, reset the layout. On a "
+                                  "panel: right click for its options, wheel zooms, drag pans, double-click follows "
+                                  "the data again, a click on a legend entry hides that curve"));
     m_panelsButton->setPopupMode(QToolButton::InstantPopup);
     m_panelsButton->setMenu(new QMenu(m_panelsButton));
     bar->addWidget(m_panelsButton);
