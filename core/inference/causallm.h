@@ -61,6 +61,15 @@ public:
     virtual at::Tensor forward(const at::Tensor &inputIds, KVCache *cache, bool lastOnly = false) = 0;
     // Prefix of the repeated blocks ("transformer.h" / "model.layers").
     virtual std::string blockPrefix() const = 0;
+    // True when a cache holding `past` positions must be rebuilt from the whole sequence before
+    // `tokens` more are appended (Phi-3's LongRoPE switching to its long factors, as transformers'
+    // Phi3ForCausalLM recomputes its cache there).
+    virtual bool rebuildsCacheAt(int64_t past, int64_t tokens) const
+    {
+        (void)past;
+        (void)tokens;
+        return false;
+    }
 
 protected:
     at::Tensor runBlock(size_t block, const at::Tensor &input, const BlockBody &body) const

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 namespace accel::inference {
@@ -13,8 +14,7 @@ namespace {
 
 using Keys = std::set<std::string>;
 
-// What modelconfig.cpp reads for each family (rope_scaling / rope_parameters types other than the
-// default and sliding windows are read and warned about until they are implemented).
+// What modelconfig.cpp reads for each family.
 const Keys &familyKeys(const std::string &modelType)
 {
     static const Keys gpt2 = {"vocab_size",
@@ -32,28 +32,60 @@ const Keys &familyKeys(const std::string &modelType)
                               "attn_pdrop",
                               "resid_pdrop",
                               "tie_word_embeddings"};
-    static const Keys llama = {"vocab_size",
-                               "hidden_size",
-                               "intermediate_size",
-                               "num_hidden_layers",
-                               "num_attention_heads",
-                               "num_key_value_heads",
-                               "max_position_embeddings",
-                               "head_dim",
-                               "rms_norm_eps",
-                               "rope_theta",
-                               "rope_parameters",
-                               "rope_scaling",
-                               "hidden_act",
-                               "attention_bias",
-                               "mlp_bias",
-                               "attention_dropout",
-                               "sliding_window",
-                               "use_sliding_window",
-                               "max_window_layers",
-                               "layer_types",
-                               "tie_word_embeddings"};
-    return modelType == "gpt2" ? gpt2 : llama;
+    // Every Llama-like family; sliding_window and attention_bias are read (or noted) by all of them.
+    static const Keys common = {
+        "vocab_size",          "hidden_size",         "intermediate_size",       "num_hidden_layers",
+        "num_attention_heads", "num_key_value_heads", "max_position_embeddings", "head_dim",
+        "rms_norm_eps",        "rope_theta",          "rope_parameters",         "rope_scaling",
+        "hidden_act",          "attention_dropout",   "tie_word_embeddings",     "sliding_window",
+        "attention_bias"};
+    static const std::map<std::string, Keys> extra = {
+        {"llama", {"mlp_bias"}},
+        {"mistral", {"layer_types"}},
+        {"qwen2", {"use_sliding_window", "max_window_layers", "layer_types"}},
+        {"qwen3", {"use_sliding_window", "max_window_layers", "layer_types"}},
+        {"gemma", {"use_bidirectional_attention", "hidden_activation"}},
+        {"gemma2",
+         {"hidden_activation", "query_pre_attn_scalar", "layer_types", "final_logit_softcapping",
+          "attn_logit_softcapping", "use_bidirectional_attention", "sliding_window_size"}},
+        {"phi3", {"resid_pdrop", "original_max_position_embeddings", "partial_rotary_factor"}},
+        {"mixtral", {"num_local_experts", "num_experts_per_tok", "router_jitter_noise", "layer_types"}},
+        {"qwen2_moe",
+         {"use_sliding_window", "max_window_layers", "layer_types", "decoder_sparse_step", "mlp_only_layers",
+          "moe_intermediate_size", "norm_topk_prob", "num_experts", "num_experts_per_tok", "qkv_bias",
+          "shared_expert_intermediate_size"}},
+    };
+    static const std::map<std::string, Keys> merged = [] {
+        std::map<std::string, Keys> all;
+        for (const auto &[type, keys] : extra) {
+            Keys combined = common;
+            combined.insert(keys.begin(), keys.end());
+            all.emplace(type, std::move(combined));
+        }
+        return all;
+    }();
+    if (modelType == "gpt2")
+        return gpt2;
+    auto found = merged.find(modelType);
+    return found != merged.end() ? found->second : common;
+}
+
+// Keys a family carries that transformers 5 does not read for it: noted when set.
+std::string unreadNote(const std::string &modelType, const std::string &key, const nlohmann::json &value)
+{
+    const bool set = !value.is_null() && !(value.is_boolean() && !value.get<bool>());
+    if (!set)
+        return {};
+    if (key == "attention_bias" && (modelType == "mistral" || modelType == "mixtral" || modelType == "phi3" ||
+                                    modelType == "qwen2" || modelType == "qwen2_moe"))
+        return "attention_bias is not read by model_type " + modelType + " (its attention biases are fixed)";
+    if (key == "hidden_activation" && modelType == "gemma")
+        return "hidden_activation is not read by model_type gemma (hidden_act is)";
+    if (key == "hidden_act" && modelType == "gemma2")
+        return "hidden_act is not read by model_type gemma2 (hidden_activation is)";
+    if (key == "sliding_window_size")
+        return "sliding_window_size is not read by transformers 5 (sliding_window is)";
+    return {};
 }
 
 // Keys with no part in a causal LM's forward pass: metadata, training-only settings, generation
@@ -77,8 +109,9 @@ const Keys &meaningless()
         "min_length", "max_new_tokens", "do_sample", "early_stopping", "num_beams", "num_beam_groups",
         "diversity_penalty", "temperature", "top_k", "top_p", "typical_p", "repetition_penalty", "length_penalty",
         "no_repeat_ngram_size", "encoder_no_repeat_ngram_size", "bad_words_ids", "num_return_sequences",
-        "output_scores", "return_dict_in_generate", "forced_bos_token_id", "forced_eos_token_id",
-        "remove_invalid_values", "exponential_decay_length_penalty", "suppress_tokens", "begin_suppress_tokens"};
+        "output_scores", "return_dict_in_generate", "cache_implementation", "router_aux_loss_coef", "embd_pdrop",
+        "forced_bos_token_id", "forced_eos_token_id", "remove_invalid_values", "exponential_decay_length_penalty",
+        "suppress_tokens", "begin_suppress_tokens"};
     return keys;
 }
 
@@ -89,9 +122,10 @@ bool isTrue(const nlohmann::json &value)
 
 } // namespace
 
-Result<void> checkConfigKeys(const nlohmann::json &config, const std::string &modelType, const std::string &path)
+Result<ConfigNotes> checkConfigKeys(const nlohmann::json &config, const std::string &modelType, const std::string &path)
 {
     const Keys &family = familyKeys(modelType);
+    ConfigNotes notes;
     for (auto it = config.begin(); it != config.end(); ++it) {
         const std::string &key = it.key();
         const nlohmann::json &value = it.value();
@@ -101,11 +135,12 @@ Result<void> checkConfigKeys(const nlohmann::json &config, const std::string &mo
                                  ": quantized checkpoints are not loaded yet (the weights would be read as they "
                                  "are stored); use the unquantized checkpoint",
                              path);
-        if (key == "auto_map")
-            return makeError(ErrorCode::Unsupported,
-                             "auto_map: the model brings its own Python code (trust_remote_code), which the C++ " +
-                                 modelType + " model cannot run",
-                             path);
+        if (key == "auto_map") {
+            // transformers runs its own class for a known model_type unless trust_remote_code is given.
+            notes.emplace_back(key, "auto_map names the model's own Python code; the built-in " + modelType +
+                                        " implementation runs, as transformers' does without trust_remote_code");
+            continue;
+        }
         if ((key == "add_cross_attention" || key == "is_encoder_decoder") && isTrue(value))
             return makeError(ErrorCode::Unsupported,
                              key + ": true is not implemented (a causal LM without cross-attention runs here)", path);
@@ -119,10 +154,12 @@ Result<void> checkConfigKeys(const nlohmann::json &config, const std::string &mo
                                      "layer_types: " + jsonutil::jsonExcerpt(type) +
                                          " is not implemented (full_attention and sliding_attention are)",
                                      path);
+        }
+        if (family.count(key) || meaningless().count(key)) {
+            if (std::string text = unreadNote(modelType, key, value); !text.empty())
+                notes.emplace_back(key, text);
             continue;
         }
-        if (family.count(key) || meaningless().count(key))
-            continue;
         return makeError(ErrorCode::Unsupported,
                          "key \"" + key + "\" (" + jsonutil::jsonExcerpt(value) + ") is not known for model_type " +
                              modelType +
@@ -130,7 +167,7 @@ Result<void> checkConfigKeys(const nlohmann::json &config, const std::string &mo
                              "and the keys without effect on inference are listed in docs/compatibility.md)",
                          path);
     }
-    return {};
+    return notes;
 }
 
 } // namespace accel::inference

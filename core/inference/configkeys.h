@@ -3,7 +3,9 @@
 // training-only settings, generation defaults that `accel generate` takes as its own options,
 // heads the causal LM does not have), or refused by name: a key this engine does not know may
 // change the computation, and settings it knows it does not implement (quantized weights,
-// remote code, cross-attention) are errors. Torch-free.
+// cross-attention) are errors. Keys a family carries that transformers 5 itself does not read for
+// it (Gemma 2's hidden_act, a Llama's sliding_window, auto_map without trust_remote_code) are
+// returned as notes. Torch-free.
 #pragma once
 
 #include "core/common/result.h"
@@ -11,10 +13,15 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace accel::inference {
 
 // `config` is config.json's object, `modelType` one of supportedModelTypes(); `path` names the file.
-Result<void> checkConfigKeys(const nlohmann::json &config, const std::string &modelType, const std::string &path);
+// The notes are (key, text) pairs.
+using ConfigNotes = std::vector<std::pair<std::string, std::string>>;
+Result<ConfigNotes> checkConfigKeys(const nlohmann::json &config, const std::string &modelType,
+                                    const std::string &path);
 
 } // namespace accel::inference

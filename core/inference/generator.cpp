@@ -131,6 +131,7 @@ Result<GenerationResult> generate(InferenceModel &model, const std::vector<std::
         auto ids =
             at::tensor(flat, at::TensorOptions().dtype(at::kLong)).view({static_cast<int64_t>(batch), promptLength});
         at::Tensor seen = ids;
+        at::Tensor history = ids; // every position so far, for a cache that must be rebuilt
         KVCache cache;
         const auto start = Clock::now();
         auto logits = lm.forward(ids, &cache, /*lastOnly=*/true).select(1, 0).to(at::kCPU);
@@ -201,7 +202,13 @@ Result<GenerationResult> generate(InferenceModel &model, const std::vector<std::
             auto input = next.unsqueeze(1);
             if (needRepetitionHistory)
                 seen = at::cat({seen, input}, 1);
-            logits = lm.forward(input, &cache, true).select(1, 0).to(at::kCPU);
+            history = at::cat({history, input}, 1);
+            if (lm.rebuildsCacheAt(cache.length(), 1)) {
+                cache.clear();
+                logits = lm.forward(history, &cache, true).select(1, 0).to(at::kCPU);
+            } else {
+                logits = lm.forward(input, &cache, true).select(1, 0).to(at::kCPU);
+            }
             ++decodedSteps;
         }
         if (decodedSteps > 0) {

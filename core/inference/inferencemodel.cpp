@@ -46,6 +46,11 @@ Result<std::unique_ptr<InferenceModel>> InferenceModel::load(const std::string &
         !agrees)
         return tl::unexpected(agrees.error());
 
+    // Mixtral / Qwen2-MoE experts as transformers 5 holds them in memory (3-D tensors) rather than
+    // per expert (the Hub's layout, and what save_pretrained writes).
+    for (const bigmodel::TensorInfo *info : checkpoint->tensors())
+        if (info->name.find(".experts.gate_up_proj") != std::string::npos)
+            config->moe.fused = true;
     DispatchOptions dispatch = options.dispatch;
     std::unique_ptr<InferenceModel> model(new InferenceModel);
     model->m_storage = std::make_unique<Storage>();

@@ -119,7 +119,8 @@ at::Tensor LayerNorm::forward(const at::Tensor &x)
     return at::layer_norm(toDevice(x), {m_weight->shape[0]}, m_weight->value, m_bias->value, m_eps);
 }
 
-RMSNorm::RMSNorm(int64_t size, double eps) : DeviceModule("RMSNorm"), m_eps(eps)
+RMSNorm::RMSNorm(int64_t size, double eps, bool plusOne, std::string typeName)
+    : DeviceModule(std::move(typeName)), m_eps(eps), m_plusOne(plusOne)
 {
     m_weight = addParameter("weight", {size});
 }
@@ -131,6 +132,8 @@ at::Tensor RMSNorm::forward(const at::Tensor &x)
     auto h = input.to(at::kFloat);
     auto variance = h.pow(2).mean(-1, /*keepdim=*/true);
     h = h * at::rsqrt(variance + m_eps);
+    if (m_plusOne)
+        return (h * (1.0 + m_weight->value.to(at::kFloat))).to(input.scalar_type());
     return m_weight->value * h.to(input.scalar_type());
 }
 
@@ -164,24 +167,48 @@ at::Tensor activate(const at::Tensor &x, const std::string &activation)
 
 at::Tensor causalAttention(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v, double dropout)
 {
+    AttentionOptions options;
+    options.dropout = dropout;
+    return causalAttention(q, k, v, options);
+}
+
+at::Tensor causalAttention(const at::Tensor &q, const at::Tensor &kAll, const at::Tensor &vAll,
+                           const AttentionOptions &options)
+{
     const int64_t batch = q.size(0), heads = q.size(1), queries = q.size(2), dim = q.size(3);
-    const int64_t kvHeads = k.size(1), keys = k.size(2);
+    const int64_t kvHeads = kAll.size(1);
     const int64_t groups = heads / kvHeads;
+    // A window shorter than the keys: the first query sees the window's last positions only, so
+    // the keys before those take no part.
+    at::Tensor k = kAll, v = vAll;
+    int64_t keys = kAll.size(2);
+    const int64_t window = options.window;
+    if (window > 0 && keys - queries + 1 > window) {
+        const int64_t first = keys - queries + 1 - window;
+        k = kAll.narrow(2, first, keys - first);
+        v = vAll.narrow(2, first, keys - first);
+        keys -= first;
+    }
     // Query heads of one key/value head side by side: no copy of the cache.
     auto qg = q.reshape({batch, kvHeads, groups * queries, dim});
-    auto scores = at::matmul(qg, k.transpose(-1, -2)).to(at::kFloat) * (1.0 / std::sqrt(static_cast<double>(dim)));
+    const double scale = options.scale > 0 ? options.scale : 1.0 / std::sqrt(static_cast<double>(dim));
+    auto scores = at::matmul(qg, k.transpose(-1, -2)).to(at::kFloat) * scale;
+    if (options.softcap > 0)
+        scores = at::tanh(scores / options.softcap) * options.softcap;
     if (queries > 1) {
-        auto options = at::TensorOptions().device(q.device()).dtype(at::kLong);
-        auto queryPos = at::arange(keys - queries, keys, options).unsqueeze(1);
-        auto keyPos = at::arange(0, keys, options).unsqueeze(0);
+        auto longs = at::TensorOptions().device(q.device()).dtype(at::kLong);
+        auto queryPos = at::arange(keys - queries, keys, longs).unsqueeze(1);
+        auto keyPos = at::arange(0, keys, longs).unsqueeze(0);
         auto masked = keyPos > queryPos; // [T, S]
+        if (window > 0)
+            masked = masked.logical_or(keyPos <= queryPos - window);
         scores = scores.view({batch, kvHeads, groups, queries, keys})
                      .masked_fill(masked, -std::numeric_limits<float>::infinity())
                      .view({batch, kvHeads, groups * queries, keys});
     }
     auto probs = at::softmax(scores, -1).to(v.scalar_type());
-    if (dropout > 0)
-        probs = at::dropout(probs, dropout, /*train=*/true);
+    if (options.dropout > 0)
+        probs = at::dropout(probs, options.dropout, /*train=*/true);
     return at::matmul(probs, v).view({batch, heads, queries, dim});
 }
 

@@ -110,14 +110,17 @@ private:
     double m_eps;
 };
 
+// Llama's RMSNorm: weight * normalised x in x's dtype. With plusOne, Gemma's: normalised x times
+// (1 + weight), all in float32, then x's dtype.
 class RMSNorm : public DeviceModule {
 public:
-    RMSNorm(int64_t size, double eps);
+    RMSNorm(int64_t size, double eps, bool plusOne = false, std::string typeName = "RMSNorm");
     at::Tensor forward(const at::Tensor &x);
 
 private:
     Parameter *m_weight;
     double m_eps;
+    bool m_plusOne;
 };
 
 class Embedding : public DeviceModule {
@@ -136,7 +139,18 @@ at::Tensor activate(const at::Tensor &x, const std::string &activation);
 
 // Causal attention of q [B, H, T, D] over k, v [B, KV, S, D] (H a multiple of KV, grouped-query
 // heads h using key/value head h / (H / KV)); the T queries are the last T of the S positions.
-// Softmax in float32; `dropout` > 0 drops attention probabilities (training). Returns [B, H, T, D].
+// Scores times `scale` (0: 1/sqrt(D)), soft-capped as softcap * tanh(score / softcap) when softcap
+// > 0, then masked: a query sees the positions up to its own and, with a window, only the window -
+// 1 positions before it. Softmax in float32; `dropout` > 0 drops attention probabilities
+// (training). Returns [B, H, T, D].
+struct AttentionOptions {
+    double scale = 0.0;
+    double softcap = 0.0;
+    int64_t window = 0;
+    double dropout = 0.0;
+};
+at::Tensor causalAttention(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
+                           const AttentionOptions &options);
 at::Tensor causalAttention(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v, double dropout = 0.0);
 
 // Dropout with probability p while `module` trains (Transformers' nn.Dropout), else x.

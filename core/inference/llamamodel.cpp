@@ -1,25 +1,46 @@
 #include "core/inference/llamamodel.h"
 
+#include "core/bigmodel/familytrees.h"
+
+#include <cmath>
+
 namespace accel::inference {
 
-at::Tensor applyRotary(const at::Tensor &x, const at::Tensor &cos, const at::Tensor &sin)
+namespace {
+
+std::string classPrefix(const ModelConfig &config)
 {
-    const int64_t half = x.size(-1) / 2;
-    auto rotated = at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
-    return x * cos + rotated * sin;
+    return bigmodel::familyClassPrefix(config.modelType);
 }
 
-LlamaAttention::LlamaAttention(const ModelConfig &config)
-    : DeviceModule("LlamaAttention"), m_heads(config.numHeads), m_kvHeads(config.numKeyValueHeads),
+std::unique_ptr<RMSNorm> norm(const ModelConfig &config, int64_t size)
+{
+    return std::make_unique<RMSNorm>(size, config.normEps, config.normPlusOne, classPrefix(config) + "RMSNorm");
+}
+
+} // namespace
+
+LlamaAttention::LlamaAttention(const ModelConfig &config, int64_t layer)
+    : DeviceModule(classPrefix(config) + "Attention"), m_heads(config.numHeads), m_kvHeads(config.numKeyValueHeads),
       m_headDim(config.headDim), m_attentionDropout(config.attentionDropout)
 {
-    const bool bias = config.attentionBias;
-    m_q = addChild("q_proj", std::make_unique<Linear>(config.hiddenSize, m_heads * m_headDim, bias));
-    m_k = addChild("k_proj", std::make_unique<Linear>(config.hiddenSize, m_kvHeads * m_headDim, bias));
-    m_v = addChild("v_proj", std::make_unique<Linear>(config.hiddenSize, m_kvHeads * m_headDim, bias));
-    // qwen2 has biases on q/k/v only; llama's attention_bias covers o_proj too.
-    m_o = addChild("o_proj", std::make_unique<Linear>(m_heads * m_headDim, config.hiddenSize,
-                                                      bias && config.modelType != "qwen2"));
+    const int64_t hidden = config.hiddenSize, qOut = m_heads * m_headDim, kvOut = m_kvHeads * m_headDim;
+    if (config.fusedQkv) { // Phi-3 registers o_proj first
+        m_o = addChild("o_proj", std::make_unique<Linear>(qOut, hidden, config.outputBias));
+        m_qkv = addChild("qkv_proj", std::make_unique<Linear>(hidden, qOut + 2 * kvOut, config.attentionBias));
+    } else {
+        m_q = addChild("q_proj", std::make_unique<Linear>(hidden, qOut, config.attentionBias));
+        m_k = addChild("k_proj", std::make_unique<Linear>(hidden, kvOut, config.attentionBias));
+        m_v = addChild("v_proj", std::make_unique<Linear>(hidden, kvOut, config.attentionBias));
+        m_o = addChild("o_proj", std::make_unique<Linear>(qOut, hidden, config.outputBias));
+    }
+    if (config.qkNorm) {
+        m_qNorm = addChild("q_norm", norm(config, m_headDim));
+        m_kNorm = addChild("k_norm", norm(config, m_headDim));
+    }
+    m_options.scale = config.attentionScale;
+    m_options.softcap = config.attentionSoftcap;
+    m_options.window = config.layerWindows.empty() ? 0 : config.layerWindows[static_cast<size_t>(layer)];
 }
 
 at::Tensor LlamaAttention::forward(const at::Tensor &x, const at::Tensor &cos, const at::Tensor &sin, KVCache *cache,
@@ -27,33 +48,51 @@ at::Tensor LlamaAttention::forward(const at::Tensor &x, const at::Tensor &cos, c
 {
     ForwardScope scope(*this);
     const int64_t batch = x.size(0), tokens = x.size(1);
-    auto q = m_q->forward(x).view({batch, tokens, m_heads, m_headDim}).transpose(1, 2);
-    auto k = m_k->forward(x).view({batch, tokens, m_kvHeads, m_headDim}).transpose(1, 2);
-    auto v = m_v->forward(x).view({batch, tokens, m_kvHeads, m_headDim}).transpose(1, 2);
+    at::Tensor q, k, v;
+    if (m_qkv) {
+        auto qkv = m_qkv->forward(x);
+        const int64_t qOut = m_heads * m_headDim, kvOut = m_kvHeads * m_headDim;
+        q = qkv.narrow(-1, 0, qOut);
+        k = qkv.narrow(-1, qOut, kvOut);
+        v = qkv.narrow(-1, qOut + kvOut, kvOut);
+    } else {
+        q = m_q->forward(x);
+        k = m_k->forward(x);
+        v = m_v->forward(x);
+    }
+    q = q.reshape({batch, tokens, m_heads, m_headDim});
+    k = k.reshape({batch, tokens, m_kvHeads, m_headDim});
+    if (m_qNorm) {
+        q = m_qNorm->forward(q);
+        k = m_kNorm->forward(k);
+    }
+    q = q.transpose(1, 2);
+    k = k.transpose(1, 2);
+    v = v.reshape({batch, tokens, m_kvHeads, m_headDim}).transpose(1, 2);
     auto c = cos.to(q.device(), q.scalar_type());
     auto s = sin.to(q.device(), q.scalar_type());
     q = applyRotary(q, c, s);
     k = applyRotary(k, c, s);
     if (cache)
         std::tie(k, v) = cache->append(layer, k, v);
-    auto out = causalAttention(q, k, v, is_training() ? m_attentionDropout : 0.0)
-                   .transpose(1, 2)
-                   .reshape({batch, tokens, m_heads * m_headDim});
+    AttentionOptions options = m_options;
+    options.dropout = is_training() ? m_attentionDropout : 0.0;
+    auto out = causalAttention(q, k, v, options).transpose(1, 2).reshape({batch, tokens, m_heads * m_headDim});
     return m_o->forward(out);
 }
 
-LlamaBlock::LlamaBlock(const ModelConfig &config) : DeviceModule("LlamaDecoderLayer"), m_activation(config.activation)
+LlamaBlock::LlamaBlock(const ModelConfig &config, int64_t layer)
+    : DeviceModule(classPrefix(config) + "DecoderLayer"), m_residualDropout(config.residualDropout)
 {
-    m_inputNorm = addChild("input_layernorm", std::make_unique<RMSNorm>(config.hiddenSize, config.normEps));
-    m_attn = addChild("self_attn", std::make_unique<LlamaAttention>(config));
-    m_postNorm = addChild("post_attention_layernorm", std::make_unique<RMSNorm>(config.hiddenSize, config.normEps));
-    auto mlp = std::make_unique<Container>("LlamaMLP");
-    m_gate =
-        mlp->add("gate_proj", std::make_unique<Linear>(config.hiddenSize, config.intermediateSize, config.mlpBias));
-    m_up = mlp->add("up_proj", std::make_unique<Linear>(config.hiddenSize, config.intermediateSize, config.mlpBias));
-    m_down =
-        mlp->add("down_proj", std::make_unique<Linear>(config.intermediateSize, config.hiddenSize, config.mlpBias));
-    m_mlp = addChild("mlp", std::move(mlp));
+    m_attn = addChild("self_attn", std::make_unique<LlamaAttention>(config, layer));
+    auto [name, mlp] = makeFeedForward(config, layer);
+    m_mlp = addChild(name, std::move(mlp));
+    m_inputNorm = addChild("input_layernorm", norm(config, config.hiddenSize));
+    m_postNorm = addChild("post_attention_layernorm", norm(config, config.hiddenSize));
+    if (config.sandwichNorms) {
+        m_preFeedForwardNorm = addChild("pre_feedforward_layernorm", norm(config, config.hiddenSize));
+        m_postFeedForwardNorm = addChild("post_feedforward_layernorm", norm(config, config.hiddenSize));
+    }
 }
 
 at::Tensor LlamaBlock::forward(const at::Tensor &x, const at::Tensor &cos, const at::Tensor &sin, KVCache *cache,
@@ -61,42 +100,54 @@ at::Tensor LlamaBlock::forward(const at::Tensor &x, const at::Tensor &cos, const
 {
     ForwardScope scope(*this);
     auto h = toDevice(x);
-    h = h + m_attn->forward(m_inputNorm->forward(h), cos, sin, cache, layer);
-    ForwardScope mlpScope(*m_mlp);
-    auto n = m_postNorm->forward(h);
-    return h + m_down->forward(activate(m_gate->forward(n), m_activation) * m_up->forward(n));
+    auto attended = m_attn->forward(m_inputNorm->forward(h), cos, sin, cache, layer);
+    if (m_postFeedForwardNorm) { // Gemma 2: each branch normalised before it joins the residual
+        h = h + m_postNorm->forward(attended);
+        return h + m_postFeedForwardNorm->forward(m_mlp->forward(m_preFeedForwardNorm->forward(h)));
+    }
+    h = h + dropoutIn(*this, attended, m_residualDropout);
+    return h + dropoutIn(*this, m_mlp->forward(m_postNorm->forward(h)), m_residualDropout);
 }
 
-LlamaModel::LlamaModel(const ModelConfig &config) : CausalLM("LlamaForCausalLM", config)
+LlamaModel::LlamaModel(const ModelConfig &config)
+    : CausalLM(classPrefix(config) + "ForCausalLM", config), m_rotary(config.rope)
 {
-    auto model = std::make_unique<Container>("LlamaModel");
+    auto model = std::make_unique<Container>(classPrefix(config) + "Model");
     m_embed = model->add("embed_tokens", std::make_unique<Embedding>(config.vocabSize, config.hiddenSize));
     auto layers = std::make_unique<Container>("ModuleList");
     for (int64_t i = 0; i < config.numLayers; ++i)
-        m_blocks.push_back(layers->add(std::to_string(i), std::make_unique<LlamaBlock>(config)));
+        m_blocks.push_back(layers->add(std::to_string(i), std::make_unique<LlamaBlock>(config, i)));
     for (const auto &entry : layers->children())
         m_blockModules.push_back(entry.second);
     model->add("layers", std::move(layers));
-    m_norm = model->add("norm", std::make_unique<RMSNorm>(config.hiddenSize, config.normEps));
+    m_norm = model->add("norm", norm(config, config.hiddenSize));
     addChild("model", std::move(model));
     if (!config.tieWordEmbeddings)
         m_lmHead = addChild("lm_head", std::make_unique<Linear>(config.hiddenSize, config.vocabSize, false));
-    const int64_t dim = config.headDim;
-    m_invFreq = 1.0 / at::pow(config.ropeTheta,
-                              at::arange(0, dim, 2, at::TensorOptions().dtype(at::kLong)).to(at::kFloat) / dim);
+}
+
+bool LlamaModel::rebuildsCacheAt(int64_t past, int64_t tokens) const
+{
+    const ModelConfig &c = config();
+    const int64_t original = c.rope.originalMaxPositions;
+    return c.modelType == "phi3" && c.rope.type == "longrope" && past > 0 && past <= original &&
+           past + tokens > original;
 }
 
 at::Tensor LlamaModel::forward(const at::Tensor &inputIds, KVCache *cache, bool lastOnly)
 {
     ForwardScope scope(*this);
     return runModel([&] {
+        const ModelConfig &c = config();
         const int64_t past = cache ? cache->length() : 0;
         const int64_t tokens = inputIds.size(1);
-        auto positions = at::arange(past, past + tokens, at::TensorOptions().dtype(at::kFloat));
-        auto freqs = at::outer(positions, m_invFreq);
-        auto emb = at::cat({freqs, freqs}, -1);
-        const at::Tensor cos = emb.cos(), sin = emb.sin();
+        const std::pair<at::Tensor, at::Tensor> rotation = m_rotary.cosSin(past, tokens);
+        const at::Tensor &cos = rotation.first, &sin = rotation.second;
         auto h = m_embed->forward(inputIds);
+        if (c.scaleEmbeddings) // Gemma: sqrt(hidden_size) rounded to the embedding's dtype
+            h = h * at::scalar_tensor(std::sqrt(static_cast<double>(c.hiddenSize)), at::kFloat)
+                        .to(h.scalar_type())
+                        .to(h.device());
         for (size_t i = 0; i < m_blocks.size(); ++i) {
             LlamaBlock *block = m_blocks[i];
             h = runBlock(i, h, [block, cos, sin, cache, i](const at::Tensor &x) {
@@ -109,6 +160,8 @@ at::Tensor LlamaModel::forward(const at::Tensor &inputIds, KVCache *cache, bool 
             h = h.narrow(1, tokens - 1, 1);
         h = m_norm->forward(h);
         auto logits = m_lmHead ? m_lmHead->forward(h) : m_embed->project(h);
+        if (c.finalLogitSoftcap > 0)
+            logits = at::tanh(logits / c.finalLogitSoftcap) * c.finalLogitSoftcap;
         return logits.to(executionDevice(), at::kFloat);
     });
 }

@@ -1,38 +1,45 @@
-// The Llama family (model_type "llama", "mistral", "qwen2") with Transformers' parameter names:
-// model.embed_tokens, blocks model.layers.N.{input_layernorm, self_attn.{q,k,v,o}_proj,
-// post_attention_layernorm, mlp.{gate,up,down}_proj}, model.norm, lm_head (tied to embed_tokens
-// when tie_word_embeddings). RMSNorm, RoPE with rope_theta (rotate_half convention), SwiGLU,
-// grouped-query attention, q/k/v biases for qwen2 or attention_bias. Includes libtorch: only torch
-// .cpp files include it.
+// The Llama-like decoders with transformers' class and parameter names (<Family>ForCausalLM,
+// <Family>DecoderLayer): model.embed_tokens, blocks model.layers.N.{input_layernorm,
+// self_attn.{q,k,v,o}_proj, post_attention_layernorm, mlp}, model.norm, lm_head (tied to
+// embed_tokens when tie_word_embeddings). One tree serves llama, mistral, qwen2, qwen3, gemma,
+// gemma2, phi3, mixtral and qwen2_moe through the config's switches: RoPE variants (rotary.h),
+// grouped-query attention with q/k/v and o_proj biases, sliding windows per layer, Qwen3's q_norm /
+// k_norm, Phi-3's fused qkv_proj, Gemma's scaled embeddings and (1 + weight) norms, Gemma 2's
+// norms around attention and MLP, query_pre_attn_scalar and soft-capping, and the feed-forward
+// layers of feedforward.h. Includes libtorch: only torch .cpp files include it.
 #pragma once
 
 #include "core/inference/causallm.h"
+#include "core/inference/feedforward.h"
+#include "core/inference/rotary.h"
 
 namespace accel::inference {
 
 class LlamaAttention : public DeviceModule {
 public:
-    explicit LlamaAttention(const ModelConfig &config);
+    LlamaAttention(const ModelConfig &config, int64_t layer);
     at::Tensor forward(const at::Tensor &x, const at::Tensor &cos, const at::Tensor &sin, KVCache *cache, size_t layer);
 
 private:
-    Linear *m_q, *m_k, *m_v, *m_o;
+    Linear *m_q = nullptr, *m_k = nullptr, *m_v = nullptr, *m_qkv = nullptr, *m_o = nullptr;
+    RMSNorm *m_qNorm = nullptr, *m_kNorm = nullptr;
     int64_t m_heads, m_kvHeads, m_headDim;
     double m_attentionDropout;
+    AttentionOptions m_options;
 };
 
 class LlamaBlock : public DeviceModule {
 public:
-    explicit LlamaBlock(const ModelConfig &config);
+    LlamaBlock(const ModelConfig &config, int64_t layer);
     at::Tensor forward(const at::Tensor &x, const at::Tensor &cos, const at::Tensor &sin, KVCache *cache, size_t layer);
 
 private:
     RMSNorm *m_inputNorm;
     LlamaAttention *m_attn;
     RMSNorm *m_postNorm;
-    Module *m_mlp;
-    Linear *m_gate, *m_up, *m_down;
-    std::string m_activation;
+    RMSNorm *m_preFeedForwardNorm = nullptr, *m_postFeedForwardNorm = nullptr; // Gemma 2
+    FeedForward *m_mlp;
+    double m_residualDropout;
 };
 
 class LlamaModel : public CausalLM {
@@ -41,6 +48,7 @@ public:
     at::Tensor forward(const at::Tensor &inputIds, KVCache *cache, bool lastOnly = false) override;
     std::string blockPrefix() const override { return "model.layers"; }
     std::vector<std::shared_ptr<Module>> blocks() const override { return m_blockModules; }
+    bool rebuildsCacheAt(int64_t past, int64_t tokens) const override;
 
 private:
     Embedding *m_embed;
@@ -48,11 +56,7 @@ private:
     std::vector<std::shared_ptr<Module>> m_blockModules;
     RMSNorm *m_norm;
     Linear *m_lmHead = nullptr; // null when tied
-    at::Tensor m_invFreq;       // [head_dim / 2], float32
+    RotaryEmbedding m_rotary;
 };
-
-// rotate_half RoPE as Transformers applies it: x * cos + rotate_half(x) * sin, with cos/sin
-// [T, head_dim] (the frequencies repeated twice) broadcast over batch and heads.
-at::Tensor applyRotary(const at::Tensor &x, const at::Tensor &cos, const at::Tensor &sin);
 
 } // namespace accel::inference

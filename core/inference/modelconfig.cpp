@@ -4,6 +4,9 @@
 #include "core/common/fileutil.h"
 #include "core/common/jsondocument.h"
 #include "core/inference/configkeys.h"
+#include "core/inference/ropeconfig.h"
+
+#include <algorithm>
 
 namespace accel::inference {
 
@@ -23,6 +26,8 @@ int64_t maximumFor(const std::string &key)
         return limits.positions;
     if (key == "n_head" || key == "num_attention_heads" || key == "num_key_value_heads")
         return limits.heads;
+    if (key == "num_local_experts" || key == "num_experts" || key == "num_experts_per_tok")
+        return limits.experts;
     return limits.width;
 }
 
@@ -63,10 +68,24 @@ std::string stringKey(const json &j, const std::string &key, const std::string &
     return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
 }
 
+// A positive integer, or 0 when the key is absent, null or 0 (transformers' "no window").
+Result<int64_t> windowKey(const json &j, const std::string &key, int64_t fallback, const std::string &path)
+{
+    auto it = j.find(key);
+    if (it == j.end())
+        return fallback;
+    if (it->is_null())
+        return 0;
+    const auto value = jsonutil::integerValue(*it, 0);
+    if (!value)
+        return makeError(ErrorCode::InvalidInput,
+                         key + ": expected a non-negative integer or null; got " + jsonutil::jsonExcerpt(*it), path);
+    return *value;
+}
+
 void note(ModelConfig &c, const std::string &key, const std::string &text)
 {
-    c.unimplemented.push_back(key);
-    c.warnings.push_back(text);
+    c.warnings.push_back(key == text.substr(0, key.size()) ? text : key + ": " + text);
 }
 
 #define ACCEL_TRY_INT(var, ...)                                                                                        \
@@ -74,6 +93,12 @@ void note(ModelConfig &c, const std::string &key, const std::string &text)
     if (!var##Result)                                                                                                  \
         return tl::unexpected(var##Result.error());                                                                    \
     const int64_t var = *var##Result
+
+#define ACCEL_TRY(var, expression)                                                                                     \
+    auto var##Result = (expression);                                                                                   \
+    if (!var##Result)                                                                                                  \
+        return tl::unexpected(var##Result.error());                                                                    \
+    auto var = *var##Result
 
 Result<ModelConfig> parseGpt2(const json &j, ModelConfig c, const std::string &path)
 {
@@ -100,6 +125,7 @@ Result<ModelConfig> parseGpt2(const json &j, ModelConfig c, const std::string &p
     c.activation = stringKey(j, "activation_function", "gelu_new");
     c.tieWordEmbeddings = boolKey(j, "tie_word_embeddings", true);
     c.attentionBias = true;
+    c.outputBias = true;
     c.mlpBias = true;
     c.embeddingDropout = numberKey(j, "embd_pdrop", 0.1);
     c.attentionDropout = numberKey(j, "attn_pdrop", 0.1);
@@ -107,24 +133,87 @@ Result<ModelConfig> parseGpt2(const json &j, ModelConfig c, const std::string &p
     c.scaleAttentionWeights = boolKey(j, "scale_attn_weights", true);
     c.scaleAttentionByInverseLayer = boolKey(j, "scale_attn_by_inverse_layer_idx", false);
     c.upcastAttentionScores = boolKey(j, "reorder_and_upcast_attn", false);
+    c.layerWindows.assign(static_cast<size_t>(layers), 0);
     return c;
 }
 
-Result<ModelConfig> parseLlama(const json &j, ModelConfig c, const std::string &path)
+// Which layers slide and how far (transformers 5's config classes and attention modules).
+Result<void> parseWindows(const json &j, ModelConfig &c, const std::string &path)
 {
-    ACCEL_TRY_INT(vocab, j, "vocab_size", path);
-    ACCEL_TRY_INT(hidden, j, "hidden_size", path);
-    ACCEL_TRY_INT(inter, j, "intermediate_size", path);
-    ACCEL_TRY_INT(layers, j, "num_hidden_layers", path);
-    ACCEL_TRY_INT(heads, j, "num_attention_heads", path);
-    ACCEL_TRY_INT(kvHeads, j, "num_key_value_heads", path, heads);
-    ACCEL_TRY_INT(positions, j, "max_position_embeddings", path, 4096);
-    if (hidden % heads != 0 && !j.contains("head_dim"))
+    const std::string &type = c.modelType;
+    const size_t layers = static_cast<size_t>(c.numLayers);
+    c.layerWindows.assign(layers, 0);
+    if (type == "llama" || type == "gemma") {
+        if (j.contains("sliding_window") && !j["sliding_window"].is_null())
+            note(c, "sliding_window", "sliding_window is not read by model_type " + type + " (nor by transformers)");
+        return {};
+    }
+    // Mistral, Mixtral and Phi-3 slide every layer when sliding_window is set (Mistral ignores
+    // layer_types, as transformers' MistralModel does).
+    if (type == "mistral" || type == "mixtral" || type == "phi3") {
+        ACCEL_TRY(window, windowKey(j, "sliding_window", type == "mistral" ? 4096 : 0, path));
+        c.slidingWindow = window;
+        c.layerWindows.assign(layers, window);
+        if (j.contains("layer_types"))
+            note(c, "layer_types",
+                 "layer_types is not read by model_type " + type + " (every layer slides when sliding_window is set)");
+        return {};
+    }
+    const bool use = type == "gemma2" || boolKey(j, "use_sliding_window", false);
+    ACCEL_TRY(window, windowKey(j, "sliding_window", 4096, path));
+    if (!use)
+        window = 0; // qwen2 / qwen3 / qwen2_moe without use_sliding_window: no window
+    ACCEL_TRY(maxWindowLayers, windowKey(j, "max_window_layers", 28, path));
+    std::vector<bool> sliding(layers, false);
+    if (auto it = j.find("layer_types"); it != j.end() && !it->is_null()) {
+        if (!it->is_array() || it->size() != layers)
+            return makeError(ErrorCode::InvalidInput,
+                             "layer_types: expected one entry per layer (" + std::to_string(layers) + "); got " +
+                                 jsonutil::jsonExcerpt(*it),
+                             path);
+        for (size_t i = 0; i < layers; ++i)
+            sliding[i] = (*it)[i].is_string() && (*it)[i].get<std::string>() == "sliding_attention";
+    } else {
+        for (size_t i = 0; i < layers; ++i) {
+            const auto index = static_cast<int64_t>(i);
+            if (type == "gemma2")
+                sliding[i] = (index + 1) % 2 != 0;
+            else if (type == "qwen2_moe")
+                sliding[i] = use && (index + 1) % 2 != 0 && index < maxWindowLayers;
+            else
+                sliding[i] = window > 0 && index >= maxWindowLayers;
+        }
+    }
+    c.slidingWindow = window;
+    for (size_t i = 0; i < layers; ++i)
+        c.layerWindows[i] = sliding[i] ? window : 0;
+    return {};
+}
+
+Result<ModelConfig> parseLlama(const json &j, const std::string &text, ModelConfig c, const std::string &path)
+{
+    // The family's defaults and derived settings (biases, activation, head_dim, experts) as the
+    // device-map planner reads them; this parser's own errors for the sizes come first.
+    auto plannedResult = bigmodel::parseModelConfig(text, path);
+    const bigmodel::ModelConfig d = plannedResult ? *plannedResult : bigmodel::ModelConfig{};
+    auto fallback = [&](int64_t value) { return plannedResult ? std::optional<int64_t>(value) : std::nullopt; };
+    ACCEL_TRY_INT(vocab, j, "vocab_size", path, fallback(d.vocabSize));
+    ACCEL_TRY_INT(hidden, j, "hidden_size", path, fallback(d.hiddenSize));
+    ACCEL_TRY_INT(inter, j, "intermediate_size", path, fallback(d.intermediateSize));
+    ACCEL_TRY_INT(layers, j, "num_hidden_layers", path, fallback(d.numLayers));
+    ACCEL_TRY_INT(heads, j, "num_attention_heads", path, fallback(d.numHeads));
+    ACCEL_TRY_INT(kvHeads, j, "num_key_value_heads", path, fallback(d.numKeyValueHeads));
+    ACCEL_TRY_INT(positions, j, "max_position_embeddings", path, fallback(d.maxPositions));
+    if (!plannedResult)
+        return tl::unexpected(plannedResult.error());
+    const std::string &type = c.modelType;
+    const bool defaultHeadDim = type == "gemma" || type == "gemma2" || type == "qwen3"; // 256, 256, 128
+    if (hidden % heads != 0 && !j.contains("head_dim") && !defaultHeadDim)
         return makeError(ErrorCode::InvalidInput,
                          "hidden_size " + std::to_string(hidden) + " is not a multiple of num_attention_heads " +
                              std::to_string(heads),
                          path);
-    ACCEL_TRY_INT(headDim, j, "head_dim", path, hidden / heads);
+    ACCEL_TRY_INT(headDim, j, "head_dim", path, d.headDim);
     if (heads % kvHeads != 0)
         return makeError(ErrorCode::InvalidInput,
                          "num_attention_heads " + std::to_string(heads) + " is not a multiple of num_key_value_heads " +
@@ -139,37 +228,81 @@ Result<ModelConfig> parseLlama(const json &j, ModelConfig c, const std::string &
     c.numKeyValueHeads = kvHeads;
     c.headDim = headDim;
     c.maxPositions = positions;
-    c.normEps = numberKey(j, "rms_norm_eps", 1e-6);
-    // Transformers 5 saves RoPE settings as "rope_parameters": {"rope_theta", "rope_type", ...};
-    // earlier versions as top-level rope_theta and rope_scaling.
-    c.ropeTheta = numberKey(j, "rope_theta", 10000.0);
-    if (auto it = j.find("rope_parameters"); it != j.end() && it->is_object()) {
-        c.ropeTheta = numberKey(*it, "rope_theta", c.ropeTheta);
-        if (const std::string type = stringKey(*it, "rope_type", "default"); type != "default")
-            note(c, "rope_parameters",
-                 "rope_parameters " + jsonutil::jsonExcerpt(*it) + " is not implemented; plain RoPE is used");
-    }
-    c.activation = stringKey(j, "hidden_act", "silu");
-    c.tieWordEmbeddings = boolKey(j, "tie_word_embeddings", false);
-    c.attentionBias = c.modelType == "qwen2" ? true : boolKey(j, "attention_bias", false);
-    c.mlpBias = boolKey(j, "mlp_bias", false);
+    c.normEps = numberKey(j, "rms_norm_eps", type == "phi3" || type == "mixtral" ? 1e-5 : 1e-6);
+    c.activation = d.activation;
+    c.tieWordEmbeddings = d.tieWordEmbeddings;
+    c.attentionBias = d.attentionBias;
+    c.outputBias = d.outputBias;
+    c.mlpBias = d.mlpBias;
     c.attentionDropout = numberKey(j, "attention_dropout", 0.0);
-    if (auto it = j.find("rope_scaling"); it != j.end() && !it->is_null())
-        note(c, "rope_scaling",
-             "rope_scaling " + jsonutil::jsonExcerpt(*it) + " is not implemented; plain RoPE is used");
-    if (auto it = j.find("sliding_window");
-        it != j.end() && it->is_number_integer() && boolKey(j, "use_sliding_window", c.modelType == "mistral")) {
-        c.slidingWindow = it->get<int64_t>();
-        note(c, "sliding_window", "sliding_window is not implemented; attention spans the whole context");
+    if (type == "phi3") {
+        c.residualDropout = numberKey(j, "resid_pdrop", 0.0);
+        c.fusedQkv = c.fusedGateUp = true;
+        if (boolKey(j, "attention_bias", false))
+            note(c, "attention_bias", "attention_bias is not read by model_type phi3 (its layers have no biases)");
     }
+    if (type == "gemma" || type == "gemma2") {
+        c.scaleEmbeddings = c.normPlusOne = true;
+        if (boolKey(j, "use_bidirectional_attention", false))
+            return makeError(ErrorCode::Unsupported,
+                             "use_bidirectional_attention: true is not implemented (attention here is causal)", path);
+    }
+    if (type == "gemma2") {
+        c.sandwichNorms = true;
+        c.attentionScale = 1.0 / std::sqrt(numberKey(j, "query_pre_attn_scalar", 256.0));
+        c.attentionSoftcap = j.contains("attn_logit_softcapping") ? numberKey(j, "attn_logit_softcapping", 0.0) : 50.0;
+        c.finalLogitSoftcap =
+            j.contains("final_logit_softcapping") ? numberKey(j, "final_logit_softcapping", 0.0) : 30.0;
+    }
+    c.qkNorm = type == "qwen3";
+    if (type == "mixtral" || type == "qwen2_moe") {
+        c.moe.experts = d.numExperts;
+        c.moe.expertsPerToken = d.expertsPerToken;
+        c.moe.expertSize = type == "mixtral" ? inter : d.moeIntermediateSize;
+        c.moe.sharedExpertSize = d.sharedExpertIntermediateSize;
+        c.moe.sparseStep = d.decoderSparseStep;
+        c.moe.denseLayers = d.mlpOnlyLayers;
+        c.moe.normalizeTopK = type == "mixtral" || boolKey(j, "norm_topk_prob", false);
+        if (c.moe.expertsPerToken > std::max<int64_t>(c.moe.experts, 1))
+            return makeError(ErrorCode::InvalidInput,
+                             "num_experts_per_tok " + std::to_string(c.moe.expertsPerToken) + " exceeds the " +
+                                 std::to_string(c.moe.experts) + " experts",
+                             path);
+        if (numberKey(j, "router_jitter_noise", 0.0) != 0.0)
+            c.trainingUnimplemented.push_back("router_jitter_noise " + jsonutil::jsonExcerpt(j["router_jitter_noise"]) +
+                                              " (noise on the router's input while training)");
+        if (boolKey(j, "output_router_logits", false))
+            c.trainingUnimplemented.push_back(
+                "output_router_logits true (the router's load-balancing loss added to the training loss)");
+    }
+    // Phi-3 alone turns part of each head (partial_rotary_factor); the planner computes that width.
+    const RopeInput ropeInput{type, headDim, type == "phi3" ? d.rotaryDim : headDim, positions};
+    std::vector<std::pair<std::string, std::string>> notes;
+    ACCEL_TRY(rope, parseRopeConfig(j, ropeInput, path, notes));
+    c.rope = std::move(rope);
+    for (const auto &[key, text] : notes)
+        note(c, key, text);
+    if (c.rope.rotaryDim <= 0 || c.rope.rotaryDim % 2 != 0 || c.rope.rotaryDim > headDim)
+        return makeError(ErrorCode::InvalidInput,
+                         "partial_rotary_factor: " + std::to_string(c.rope.rotaryDim) + " rotary channels of " +
+                             std::to_string(headDim) + " (an even number up to head_dim is required)",
+                         path);
+    if (auto ok = parseWindows(j, c, path); !ok)
+        return tl::unexpected(ok.error());
     return c;
 }
 
 } // namespace
 
+bool MoeConfig::sparseAt(int64_t layer) const
+{
+    return experts > 0 && std::find(denseLayers.begin(), denseLayers.end(), layer) == denseLayers.end() &&
+           (layer + 1) % std::max<int64_t>(sparseStep, 1) == 0;
+}
+
 std::vector<std::string> supportedModelTypes()
 {
-    return {"gpt2", "llama", "mistral", "qwen2"};
+    return {"gpt2", "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "phi3", "mixtral", "qwen2_moe"};
 }
 
 Result<ModelConfig> parseModelConfig(const std::string &jsonText, const std::string &path)
@@ -195,24 +328,31 @@ Result<ModelConfig> parseModelConfig(const std::string &jsonText, const std::str
                 if (v.is_number_integer())
                     c.eosTokenIds.push_back(v.get<int64_t>());
     }
+    const auto types = supportedModelTypes();
     Result<ModelConfig> parsed = makeError(ErrorCode::Internal, "unset");
     try {
-        if (c.modelType == "gpt2")
+        if (c.modelType == "gpt2") {
             parsed = parseGpt2(j, c, path);
-        else if (c.modelType == "llama" || c.modelType == "mistral" || c.modelType == "qwen2")
-            parsed = parseLlama(j, c, path);
-        else
+        } else if (std::find(types.begin(), types.end(), c.modelType) != types.end()) {
+            parsed = parseLlama(j, jsonText, c, path);
+        } else {
+            std::string list;
+            for (const auto &t : types)
+                list += (list.empty() ? "" : ", ") + t;
             return makeError(ErrorCode::Unsupported,
-                             "model_type: '" + c.modelType +
-                                 "' has no C++ implementation (supported: gpt2, llama, mistral, qwen2)",
+                             "model_type: '" + c.modelType + "' has no C++ implementation (supported: " + list + ")",
                              path);
+        }
     } catch (const json::exception &e) {
         return makeError(ErrorCode::InvalidInput, e.what(), path);
     }
     if (!parsed)
         return parsed;
-    if (auto known = checkConfigKeys(j, c.modelType, path); !known)
-        return tl::unexpected(known.error());
+    auto keys = checkConfigKeys(j, c.modelType, path);
+    if (!keys)
+        return tl::unexpected(keys.error());
+    for (const auto &[key, text] : *keys)
+        note(*parsed, key, text);
     const std::string &act = parsed->activation;
     if (act != "gelu_new" && act != "gelu_pytorch_tanh" && act != "gelu_fast" && act != "gelu" && act != "relu" &&
         act != "silu" && act != "swish")

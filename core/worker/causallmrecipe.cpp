@@ -80,17 +80,12 @@ Result<std::optional<inference::LoraConfig>> loraSettings(const JobSpec &job)
     return std::optional<inference::LoraConfig>(config);
 }
 
-// Config features the families do not implement, refused by name (a sliding window only when the
-// blocks are longer than it).
+// Training-only config settings the recipe does not implement, refused by name.
 Result<void> checkConfig(const inference::ModelConfig &config, int64_t blockSize, const std::string &configPath)
 {
-    for (size_t i = 0; i < config.unimplemented.size(); ++i) {
-        if (config.unimplemented[i] == "sliding_window" && blockSize <= config.slidingWindow)
-            continue; // attention never reaches past the window
+    if (!config.trainingUnimplemented.empty())
         return makeError(ErrorCode::InvalidInput,
-                         config.unimplemented[i] + ": not implemented for training (" + config.warnings[i] + ")",
-                         configPath);
-    }
+                         config.trainingUnimplemented.front() + ": not implemented for training", configPath);
     if (config.family == inference::ModelFamily::Gpt2 && blockSize > config.maxPositions)
         return makeError(ErrorCode::InvalidInput,
                          "data.block_size " + std::to_string(blockSize) + " exceeds the model's n_positions " +

@@ -7,7 +7,9 @@
 
 #include <QDir>
 #include <QFileInfo>
+#include <QJsonArray>
 #include <QJsonDocument>
+#include <QJsonObject>
 #include <QString>
 #include <QStringList>
 #include <QtTest>
@@ -51,6 +53,21 @@ inline QString oraclePython(const QStringList &packages, QString *why)
 inline QString compatScript(const QString &name)
 {
     return QDir(sourceDir()).filePath(QStringLiteral("tests/compat/") + name);
+}
+
+// Data rows of a test function, one per case of an oracle's "cases" (named by its "name"), with the
+// case's index in column "index"; currentOracleCase() is the row's case.
+inline void addOracleCaseRows(const QJsonArray &cases)
+{
+    QTest::addColumn<int>("index");
+    for (int i = 0; i < cases.size(); ++i)
+        QTest::newRow(qPrintable(cases[i].toObject().value(QStringLiteral("name")).toString())) << i;
+}
+
+inline QJsonObject currentOracleCase(const QJsonArray &cases)
+{
+    QFETCH(int, index);
+    return cases[index].toObject();
 }
 
 // Runs tests/compat/accelerate_oracle.py and parses its JSON output ("" error on success).

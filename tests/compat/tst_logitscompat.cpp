@@ -83,18 +83,8 @@ class tst_LogitsCompat : public QObject {
     QJsonArray m_cases;
     int m_logitsAgreed = 0, m_tokensAgreed = 0;
 
-    QJsonObject currentCase()
-    {
-        QFETCH(int, index);
-        return m_cases[index].toObject();
-    }
-
-    void addCaseRows()
-    {
-        QTest::addColumn<int>("index");
-        for (int i = 0; i < m_cases.size(); ++i)
-            QTest::newRow(qPrintable(m_cases[i].toObject().value(QStringLiteral("name")).toString())) << i;
-    }
+    QJsonObject currentCase() { return test::currentOracleCase(m_cases); }
+    void addCaseRows() { test::addOracleCaseRows(m_cases); }
 
     std::vector<float> accelLogits(const QJsonObject &c, std::vector<int64_t> *shape, QString *error)
     {

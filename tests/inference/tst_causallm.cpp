@@ -153,13 +153,55 @@ void tst_CausalLM::everyConfigKeyIsReadMeaninglessOrRefused()
     auto refused = [&](const std::string &text, const std::string &needle) {
         auto config = parseModelConfig(text, "d/config.json");
         QVERIFY2(!config, text.c_str());
-        QCOMPARE(config.error().code, ErrorCode::Unsupported);
+        QVERIFY2(config.error().code == ErrorCode::Unsupported, config.error().message.c_str());
         QVERIFY2(config.error().message.find(needle) != std::string::npos, config.error().message.c_str());
     };
     refused(llama + R"(, "logit_scale": 0.5})", R"(key "logit_scale" (0.5) is not known for model_type llama)");
     refused(llama + R"(, "quantization_config": {"quant_method": "gptq", "bits": 4}})",
             "quantization_config {\"bits\":4,\"quant_method\":\"gptq\"}: quantized checkpoints are not loaded yet");
-    refused(llama + R"(, "auto_map": {"AutoModelForCausalLM": "m.M"}})", "auto_map: the model brings its own");
+    // transformers runs its own class for a known model_type unless trust_remote_code is given.
+    auto remote = parseModelConfig(llama + R"(, "auto_map": {"AutoModelForCausalLM": "m.M"}})", "c/config.json");
+    QVERIFY(remote);
+    QCOMPARE(remote->warnings.size(), size_t(1));
+    QVERIFY2(remote->warnings[0].find("auto_map names the model's own Python code") != std::string::npos,
+             remote->warnings[0].c_str());
+    refused(llama + R"(, "rope_scaling": {"rope_type": "proportional", "factor": 2.0}})",
+            "rope_scaling: rope_type \"proportional\" is not implemented (implemented: default, linear, dynamic, "
+            "yarn, longrope, llama3)");
+    refused(llama + R"(, "rope_parameters": {"rope_type": "default", "partial_rotary_factor": 0.5}})",
+            "rope_parameters.partial_rotary_factor: rotating part of each head is not implemented for model_type "
+            "llama");
+    refused(llama + R"(, "rope_parameters": {"full_attention": {"rope_type": "default"}}})",
+            "rope_parameters: parameters per layer type (\"full_attention\") are not implemented");
+    refused(R"({"model_type": "gemma", "vocab_size": 10, "hidden_size": 16, "intermediate_size": 8,
+        "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 4, "use_bidirectional_attention": true})",
+            "use_bidirectional_attention: true is not implemented");
+    auto invalid =
+        parseModelConfig(llama + R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8.0}})", "e/config.json");
+    QVERIFY(!invalid);
+    QVERIFY2(invalid.error().message.find("rope_scaling: rope_type llama3 needs \"low_freq_factor\"") !=
+                 std::string::npos,
+             invalid.error().message.c_str());
+    // Read without effect, as transformers reads them: noted, not refused.
+    auto noted = parseModelConfig(llama + R"(, "sliding_window": 8, "rope_scaling": {"rope_type": "linear",
+        "factor": 2.0, "beta_fast": 3}})",
+                                  "f/config.json");
+    QVERIFY(noted);
+    QCOMPARE(noted->rope.type, std::string("linear"));
+    QCOMPARE(noted->warnings.size(), size_t(2));
+    QVERIFY2(noted->warnings[0].find("rope_scaling.beta_fast is not read for rope_type linear") != std::string::npos,
+             noted->warnings[0].c_str());
+    QVERIFY2(noted->warnings[1].find("sliding_window is not read by model_type llama") != std::string::npos,
+             noted->warnings[1].c_str());
+    // Training-only settings of the MoE router: meaningless for inference, refused by training.
+    auto moe = parseModelConfig(R"({"model_type": "mixtral", "vocab_size": 10, "hidden_size": 16,
+        "intermediate_size": 8, "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "num_local_experts": 4,
+        "router_jitter_noise": 0.1, "router_aux_loss_coef": 0.02})",
+                                "g/config.json");
+    QVERIFY(moe);
+    QCOMPARE(moe->trainingUnimplemented.size(), size_t(1));
+    QVERIFY(moe->trainingUnimplemented[0].rfind("router_jitter_noise 0.1", 0) == 0);
     refused(llama + R"(, "layer_types": ["full_attention", "chunked_attention"]})",
             "layer_types: \"chunked_attention\" is not implemented");
     refused(R"({"model_type": "gpt2", "add_cross_attention": true})", "add_cross_attention: true is not implemented");

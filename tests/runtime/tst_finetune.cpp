@@ -565,9 +565,9 @@ private Q_SLOTS:
         QTest::newRow("unknown family") << R"({"model_type": "bert"})"
                                         << ""
                                         << "model_type: 'bert' has no C++ implementation (supported: gpt2, llama";
-        QTest::newRow("rope scaling") << R"({"rope_scaling": {"rope_type": "linear", "factor": 2.0}})"
-                                      << ""
-                                      << "rope_scaling: not implemented for training";
+        QTest::newRow("rope type") << R"({"rope_scaling": {"rope_type": "proportional", "factor": 2.0}})"
+                                   << ""
+                                   << "rope_scaling: rope_type \"proportional\" is not implemented";
         QTest::newRow("bad data line") << ""
                                        << "data: {train: bad.jsonl, block_size: 16}\n"
                                        << "data.train: " + path("bad.jsonl") + ": line 2";
