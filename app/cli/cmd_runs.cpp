@@ -68,7 +68,9 @@ std::optional<int> parseOrExit(ArgParser &parser, int argc, char **argv)
         std::fputs(parser.helpText().c_str(), stdout);
         return ExitOk;
     }
-    std::fprintf(stderr, "%s\n", parser.error().c_str());
+    // argv[0] is "runs" (the listing) or the action's name.
+    const std::string command = std::strcmp(argv[0], "runs") ? std::string("accel runs ") + argv[0] : "accel runs";
+    std::fprintf(stderr, "%s: %s\n", command.c_str(), parser.error().c_str());
     return ExitBadInput;
 }
 

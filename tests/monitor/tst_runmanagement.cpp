@@ -323,6 +323,10 @@ private Q_SLOTS:
         QVERIFY(!QFileInfo::exists(b));
         auto unknown = test::runAccel(QStringList{QStringLiteral("runs"), QStringLiteral("frobnicate")} + rootOption);
         QCOMPARE(unknown.exitCode, 2);
+        auto missing = test::runAccel(
+            QStringList{QStringLiteral("runs"), QStringLiteral("rename"), QStringLiteral("aaaa")} + rootOption);
+        QCOMPARE(missing.exitCode, 2);
+        QVERIFY2(missing.err.startsWith(QStringLiteral("accel runs rename: ")), qPrintable(missing.err));
     }
 };
 
