@@ -73,6 +73,8 @@ QString RunDirectory::makeRunId(const QString &name)
 Result<RunDirectory> RunDirectory::create(const QString &path)
 {
     const QString absolute = QFileInfo(path).absoluteFilePath();
+    if (auto ok = rundir::checkNoOtherUserCanSwap(native(absolute)); !ok)
+        return tl::unexpected(ok.error());
     if (auto ok = rundir::makePrivateDirectory(native(absolute)); !ok)
         return tl::unexpected(ok.error());
     struct stat existing {};

@@ -35,7 +35,7 @@ SupervisorMonitor::SupervisorMonitor(const QString &runDirectory, const Supervis
                                      QObject *parent)
     : QObject(parent), m_directory(runDirectory), m_settings(settings)
 {
-    m_sampler.setOutputFile(QDir(runDirectory).filePath(QStringLiteral("metrics/system.jsonl")));
+    m_sampler.setOutputFile(runDirectory, QStringLiteral("metrics/system.jsonl"));
     if (settings.systemSampleHz > 0)
         m_sampler.setInterval(std::max(1, static_cast<int>(std::lround(1000.0 / settings.systemSampleHz))));
     m_store.setKeepScalars(false); // step times and progress are all the detectors need

@@ -1,5 +1,6 @@
 #include "monitor/systemsampler.h"
 
+#include "core/rundir/privatefiles.h"
 #include "core/rundir/processidentity.h"
 
 #include "monitor/nvmlreader.h"
@@ -131,9 +132,10 @@ SystemSampler::SystemSampler(QObject *parent) : QObject(parent), m_nvml(std::mak
 
 SystemSampler::~SystemSampler() = default;
 
-void SystemSampler::setOutputFile(const QString &path)
+void SystemSampler::setOutputFile(const QString &runDirectory, const QString &relative)
 {
-    m_outputFile = path;
+    m_outputDirectory = runDirectory;
+    m_outputFile = relative;
 }
 
 void SystemSampler::setProcesses(const QList<qint64> &pids)
@@ -300,10 +302,13 @@ QByteArray SystemSampler::sampleNow()
     for (const auto &[pid, stat] : watched.all)
         m_lastProcessTicks[pid] = stat.ticks;
     m_lastSampleNs = nowNs;
-    if (!m_outputFile.isEmpty()) {
-        QFile file(m_outputFile);
-        if (file.open(QIODevice::WriteOnly | QIODevice::Append | QIODevice::Unbuffered))
-            file.write(lines);
+    if (!m_outputFile.isEmpty() && !lines.isEmpty()) {
+        auto fd = rundir::openRunFile(QFile::encodeName(m_outputDirectory).toStdString(),
+                                      QFile::encodeName(m_outputFile).toStdString(), rundir::OpenFor::Append);
+        if (fd) {
+            (void)rundir::writeAll(*fd, lines.constData(), std::size_t(lines.size()));
+            ::close(*fd);
+        }
     }
     Q_EMIT sampled(lines);
     return lines;

@@ -24,7 +24,9 @@ public:
     explicit SystemSampler(QObject *parent = nullptr);
     ~SystemSampler() override;
 
-    void setOutputFile(const QString &path); // lines are appended; empty: signal only
+    // Lines are appended to `relative` inside the run directory, through core/rundir (never through
+    // a symlink, and into the folder the supervisor holds by descriptor); empty: signal only.
+    void setOutputFile(const QString &runDirectory, const QString &relative);
     // Processes summed into the host line only (no per-rank lines).
     void setProcesses(const QList<qint64> &pids);
     // The process of a rank (a restart replaces it); it gets its own line in every sample, summed
@@ -55,6 +57,7 @@ private:
     static bool readHostCpu(CpuTimes &times);
 
     QTimer m_timer;
+    QString m_outputDirectory;
     QString m_outputFile;
     QList<qint64> m_pids;
     std::map<int, qint64> m_rankPids;

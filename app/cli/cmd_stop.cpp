@@ -2,10 +2,13 @@
 // SIGKILL them after its grace period), then escalates to SIGTERM and SIGKILL on the supervisor,
 // whose ranks die with it. A run whose supervisor is already gone has its ranks' process groups
 // killed. Only processes proven to belong to the run are signalled (core/rundir/processidentity.h):
-// pid in range, the recorded start time, and the process group and session the run created.
+// pid in range, the recorded start time, the process group and session the run created, and
+// every uid of the process is the owner of the run directory (whoever wrote run.json can copy the
+// rest from /proc of any process).
 #include "app/cli/argparser.h"
 #include "app/cli/command.h"
 
+#include "core/rundir/privatefiles.h"
 #include "core/rundir/processidentity.h"
 #include "launcher/jsonoutput.h"
 #include "launcher/rundirectory.h"
@@ -26,7 +29,7 @@ namespace {
 
 // The ranks of a run whose supervisor is gone: each rank leads its own process group and
 // session, so a proven rank's group is killed. Returns what was done, for the report.
-QString killProvenRankGroups(const RunDirectory &run)
+QString killProvenRankGroups(const RunDirectory &run, std::uint32_t owner)
 {
     int killed = 0;
     QStringList refused;
@@ -38,7 +41,7 @@ QString killProvenRankGroups(const RunDirectory &run)
         claim.pid = static_cast<std::int64_t>(rank.value(QLatin1String(rundir::key::Pid)).toDouble());
         const double start = rank.value(QLatin1String(rundir::key::StartTime)).toDouble();
         claim.startTime = start > 0 && start < 1.8e19 ? static_cast<std::uint64_t>(start) : 0;
-        auto proven = rundir::ProvenProcess::prove(claim);
+        auto proven = rundir::ProvenProcess::prove(claim, owner);
         if (proven && proven->signalGroup(SIGKILL)) {
             ++killed;
         } else if (!proven && proven.error().code != ErrorCode::NotFound) {
@@ -108,6 +111,8 @@ static int runStop(int argc, char **argv)
     const int timeoutMs = static_cast<int>(std::atof(parser.valueOr("timeout", "15").c_str()) * 1000);
     const rundir::SupervisorRecord supervisor = run->supervisor();
     const QString before = run->effectiveState(false);
+    // Whose processes the run's may be: the owner of the folder that holds run.json.
+    const auto owner = rundir::runDirectoryOwner(QFile::encodeName(run->path()).toStdString());
     QString how;
     if (runstate::isFinal(before) && before != QLatin1String(runstate::Lost)) {
         how = QStringLiteral("already ") + before;
@@ -129,12 +134,19 @@ static int runStop(int argc, char **argv)
                          run->filePath(QStringLiteral("run.json")).toLocal8Bit().constData());
             return ExitFailure;
         case rundir::SupervisorCheck::Gone:
-            how = killProvenRankGroups(*run);
+            how = owner ? killProvenRankGroups(*run, *owner)
+                        : QStringLiteral("supervisor was gone; no rank signalled: ") +
+                              QString::fromStdString(owner.error().toString());
             (void)run->effectiveState(true);
             break;
         case rundir::SupervisorCheck::Alive: {
+            if (!owner) {
+                std::fprintf(stderr, "accel stop: the recorded supervisor is not signalled: %s\n",
+                             owner.error().toString().c_str());
+                return ExitFailure;
+            }
             auto proven = rundir::ProvenProcess::prove(
-                {supervisor.pid, supervisor.startTime, supervisor.processGroup, supervisor.session});
+                {supervisor.pid, supervisor.startTime, supervisor.processGroup, supervisor.session}, *owner);
             if (!proven) {
                 std::fprintf(stderr, "accel stop: %s: the recorded supervisor is not signalled: %s\n",
                              run->filePath(QStringLiteral("run.json")).toLocal8Bit().constData(),

@@ -1,8 +1,13 @@
 #include "core/rundir/privatefiles.h"
+#include "core/rundir/runlayout.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <linux/falloc.h>
+#include <map>
+#include <mutex>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <utility>
@@ -60,11 +65,54 @@ private:
     int m_fd;
 };
 
+// Run directories held by descriptor (holdRunDirectory), by path without trailing slashes.
+std::mutex &heldMutex()
+{
+    static std::mutex mutex;
+    return mutex;
+}
+
+std::map<std::string, int> &heldDirectories()
+{
+    static std::map<std::string, int> held;
+    return held;
+}
+
+std::string withoutTrailingSlashes(std::string path)
+{
+    while (path.size() > 1 && path.back() == '/')
+        path.pop_back();
+    return path;
+}
+
+// The run directory: a duplicate of the held descriptor when this process holds it, else opened
+// now (never through a symlink).
+int openRunDirectory(const std::string &runDirectory)
+{
+    {
+        std::lock_guard<std::mutex> lock(heldMutex());
+        const auto held = heldDirectories().find(withoutTrailingSlashes(runDirectory));
+        if (held != heldDirectories().end())
+            return ::fcntl(held->second, F_DUPFD_CLOEXEC, 0);
+    }
+    return ::open(runDirectory.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+std::string octalMode(mode_t mode)
+{
+    char text[8];
+    std::snprintf(text, sizeof(text), "%04o", unsigned(mode & 07777));
+    return text;
+}
+
 std::string symlinkHint(int error)
 {
     return error == ELOOP || error == ENOTDIR ? " (a symlink or not a folder: run directories never follow symlinks)"
                                               : std::string();
 }
+
+// What writeRunFile reserves beyond run.json's end for its next, longer version.
+constexpr std::size_t kReservedBytes = 16u << 10;
 
 // Overwrites an existing regular file in place, only when the blocks it already has hold the
 // new content: then no block is allocated and the write cannot stop half-way for lack of space.
@@ -102,6 +150,91 @@ Result<void> checkRealDirectory(const std::string &path)
     return {};
 }
 
+Result<std::uint32_t> runDirectoryOwner(const std::string &runDirectory)
+{
+    Fd directory(openRunDirectory(runDirectory));
+    if (directory.get() < 0)
+        return makeError(errno == ENOENT ? ErrorCode::NotFound : ErrorCode::Io,
+                         systemError("cannot open the run directory") + symlinkHint(errno), runDirectory);
+    struct stat folder {};
+    struct stat manifest {};
+    if (::fstat(directory.get(), &folder) != 0)
+        return makeError(ErrorCode::Io, systemError("cannot inspect"), runDirectory);
+    if ((folder.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+        char mode[8];
+        std::snprintf(mode, sizeof(mode), "%04o", unsigned(folder.st_mode & 07777));
+        return makeError(ErrorCode::InvalidInput,
+                         std::string("other users may write into it (mode ") + mode +
+                             "), so its run.json proves nothing",
+                         runDirectory);
+    }
+    if (::fstatat(directory.get(), "run.json", &manifest, AT_SYMLINK_NOFOLLOW) != 0)
+        return makeError(errno == ENOENT ? ErrorCode::NotFound : ErrorCode::Io, systemError("cannot inspect run.json"),
+                         runDirectory);
+    if (!S_ISREG(manifest.st_mode) || manifest.st_uid != folder.st_uid)
+        return makeError(ErrorCode::InvalidInput,
+                         "run.json is not a regular file of the folder's owner (uid " + std::to_string(folder.st_uid) +
+                             ")",
+                         runDirectory);
+    return static_cast<std::uint32_t>(folder.st_uid);
+}
+
+Result<void> checkNoOtherUserCanSwap(const std::string &path)
+{
+    if (path.empty() || path.front() != '/')
+        return makeError(ErrorCode::InvalidInput, "not an absolute path", path);
+    std::string folder = withoutTrailingSlashes(path);
+    const uid_t me = ::geteuid();
+    while (folder != "/") {
+        const size_t slash = folder.find_last_of('/');
+        folder = slash == 0 ? std::string("/") : folder.substr(0, slash);
+        struct stat info {};
+        if (::stat(folder.c_str(), &info) != 0) {
+            if (errno == ENOENT)
+                continue; // created by us, 0700, when the run folder is made
+            return makeError(ErrorCode::Io, systemError("cannot inspect " + folder), path);
+        }
+        const bool othersMayWrite = (info.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (info.st_mode & S_ISVTX) == 0;
+        if (info.st_uid != 0 && info.st_uid != me)
+            return makeError(ErrorCode::InvalidInput,
+                             folder + " belongs to another user (uid " + std::to_string(info.st_uid) +
+                                 "), who could replace the run folder inside it; choose a folder under one of "
+                                 "yours or root's",
+                             path);
+        if (othersMayWrite)
+            return makeError(ErrorCode::InvalidInput,
+                             folder + " may be written by other users (mode " + octalMode(info.st_mode) +
+                                 ", no sticky bit), who could replace the run folder inside it; choose another "
+                                 "folder, or chmod +t / chmod go-w it",
+                             path);
+    }
+    return {};
+}
+
+Result<void> holdRunDirectory(const std::string &runDirectory)
+{
+    const std::string key = withoutTrailingSlashes(runDirectory);
+    std::lock_guard<std::mutex> lock(heldMutex());
+    if (heldDirectories().count(key))
+        return {};
+    const int fd = ::open(key.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return makeError(errno == ENOENT ? ErrorCode::NotFound : ErrorCode::Io,
+                         systemError("cannot open the run directory") + symlinkHint(errno), runDirectory);
+    heldDirectories()[key] = fd;
+    return {};
+}
+
+void releaseRunDirectory(const std::string &runDirectory)
+{
+    std::lock_guard<std::mutex> lock(heldMutex());
+    const auto held = heldDirectories().find(withoutTrailingSlashes(runDirectory));
+    if (held == heldDirectories().end())
+        return;
+    ::close(held->second);
+    heldDirectories().erase(held);
+}
+
 Result<void> makePrivateDirectory(const std::string &path)
 {
     if (path.empty())
@@ -137,7 +270,7 @@ Result<int> openRunFile(const std::string &runDirectory, const std::string &rela
     const std::vector<std::string> parts = components(relative);
     if (parts.empty())
         return makeError(ErrorCode::InvalidInput, "not a path inside the run directory", full);
-    Fd directory(::open(runDirectory.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    Fd directory(openRunDirectory(runDirectory));
     if (directory.get() < 0)
         return makeError(errno == ENOENT ? ErrorCode::NotFound : ErrorCode::Io,
                          systemError("cannot open the run directory") + symlinkHint(errno), runDirectory);
@@ -235,7 +368,7 @@ Result<void> writeRunFile(const std::string &runDirectory, const std::string &na
     if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
         return makeError(ErrorCode::InvalidInput, "not a file name directly in the run directory", name);
     const std::string full = runDirectory + "/" + name;
-    Fd directory(::open(runDirectory.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    Fd directory(openRunDirectory(runDirectory));
     if (directory.get() < 0)
         return makeError(errno == ENOENT ? ErrorCode::NotFound : ErrorCode::Io,
                          systemError("cannot open the run directory") + symlinkHint(errno), runDirectory);
@@ -257,6 +390,10 @@ Result<void> writeRunFile(const std::string &runDirectory, const std::string &na
         ::unlinkat(directory.get(), temporary.c_str(), 0);
         return makeError(ErrorCode::Io, message, full);
     };
+    // run.json: room to grow reserved beyond its end (not part of the file), so that on a disk that
+    // fills up later its next version (the final state) still fits in its own blocks (rewriteInPlace).
+    if (name == file::Manifest)
+        (void)::fallocate(fd.get(), FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(content.size() + kReservedBytes));
     if (!writeAll(fd.get(), content.data(), content.size())) {
         const int error = errno;
         ::unlinkat(directory.get(), temporary.c_str(), 0);

@@ -9,6 +9,7 @@
 #include "core/common/result.h"
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace accel::rundir {
@@ -18,6 +19,22 @@ namespace accel::rundir {
 Result<void> makePrivateDirectory(const std::string &path);
 // Checks that `path` is a real directory, not a symlink.
 Result<void> checkRealDirectory(const std::string &path);
+// Who wrote the run directory's run.json, proven by the file system: the owner of the folder,
+// when run.json is a regular file of the same owner and no one else may write into the folder
+// (no group or other write bit). Only that user's processes can be the run's (`accel stop`).
+Result<std::uint32_t> runDirectoryOwner(const std::string &runDirectory);
+
+// Refuses a run folder that another user could swap: every existing folder above `path` (up to
+// /) must belong to root or the caller, and one that others may write (group or other write bit)
+// must have the sticky bit (as /tmp), else its owner or writers could rename the run folder away
+// and put theirs in its place, and the run's checkpoints, events and metrics would land there.
+Result<void> checkNoOtherUserCanSwap(const std::string &path);
+// Holds `runDirectory` by descriptor for the rest of this process (the supervisor, from its
+// start): every later open of a file in it by this path is relative to that descriptor, so a
+// folder put in its place receives nothing. Idempotent.
+Result<void> holdRunDirectory(const std::string &runDirectory);
+// Ends holdRunDirectory (the supervisor, when it is destroyed): the path is opened again.
+void releaseRunDirectory(const std::string &runDirectory);
 
 enum class OpenFor {
     Read,      // existing regular file

@@ -116,7 +116,29 @@ bool processMatches(std::int64_t pid, std::uint64_t recordedStartTime)
     return recordedStartTime != 0 && processStartTime(pid) == recordedStartTime;
 }
 
-Result<ProvenProcess> ProvenProcess::prove(const ProcessClaim &claim)
+std::optional<std::array<std::uint32_t, 4>> processUids(std::int64_t pid)
+{
+    if (!isSignallablePid(pid))
+        return std::nullopt;
+    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind("Uid:", 0) != 0)
+            continue;
+        std::istringstream fields(line.substr(4));
+        std::array<std::uint32_t, 4> uids{};
+        for (auto &uid : uids) {
+            long long value = -1;
+            if (!(fields >> value) || value < 0 || value > UINT32_MAX)
+                return std::nullopt;
+            uid = static_cast<std::uint32_t>(value);
+        }
+        return uids;
+    }
+    return std::nullopt;
+}
+
+Result<ProvenProcess> ProvenProcess::prove(const ProcessClaim &claim, std::uint32_t ownerUid)
 {
     const std::string who = "pid " + std::to_string(claim.pid);
     if (!isSignallablePid(claim.pid))
@@ -146,6 +168,17 @@ Result<ProvenProcess> ProvenProcess::prove(const ProcessClaim &claim)
                              std::to_string(stat->session) + " are not the recorded " + std::to_string(group) + " / " +
                              std::to_string(session),
                          who);
+    // The one fact the writer of run.json cannot copy from /proc: whose process it is.
+    const auto uids = processUids(claim.pid);
+    if (!uids)
+        return makeError(ErrorCode::NotFound, "no such process (exited)", who);
+    for (const std::uint32_t uid : *uids) {
+        if (uid != ownerUid)
+            return makeError(ErrorCode::Failed,
+                             "runs as uid " + std::to_string(uid) + ", not as the run directory's owner (uid " +
+                                 std::to_string(ownerUid) + ")",
+                             who);
+    }
     proven.m_leadsGroup = stat->processGroup == claim.pid;
     return proven;
 }

@@ -1,11 +1,15 @@
 // Which processes belong to a run. A pid in run.json is only a claim: `accel stop` signals a
 // process only when it can prove it is the one recorded (pid in range, same start time, same
-// process group and session), and signals it through a pidfd so that a pid reused between the
-// proof and the signal is never hit. Never kill(-1, ...) or kill(0, ...).
+// process group and session, and every uid of the process is the owner of the run directory),
+// and signals it through a pidfd so that a pid reused between the proof and the signal is never
+// hit. Never kill(-1, ...) or kill(0, ...). Start time, group and session are public
+// (/proc/<pid>/stat): whoever writes run.json can copy them from any process; the owner check is
+// what they cannot forge (docs/security.md, "Threat model").
 #pragma once
 
 #include "core/common/result.h"
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -38,6 +42,8 @@ std::optional<ProcessStat> readAnyProcessStat(std::int64_t pid);
 std::uint64_t processStartTime(std::int64_t pid);
 // True when a live process has this pid and this start time. A recorded start time of 0 matches nothing.
 bool processMatches(std::int64_t pid, std::uint64_t recordedStartTime);
+// The real, effective, saved and filesystem uids of a process (/proc/<pid>/status "Uid:").
+std::optional<std::array<std::uint32_t, 4>> processUids(std::int64_t pid);
 
 // What run.json claims about one process.
 struct ProcessClaim {
@@ -56,7 +62,10 @@ class ProvenProcess {
 public:
     // Fails (ErrorCode::InvalidInput for impossible pids, NotFound when no such process, Failed
     // when a process with that pid is not the claimed one) with a message naming the mismatch.
-    static Result<ProvenProcess> prove(const ProcessClaim &claim);
+    // `ownerUid` is the owner of the run directory whose run.json made the claim
+    // (runDirectoryOwner): a process with any other uid (real, effective, saved or filesystem) is
+    // not the run's, whatever the rest of the claim says.
+    static Result<ProvenProcess> prove(const ProcessClaim &claim, std::uint32_t ownerUid);
     ProvenProcess(ProvenProcess &&other) noexcept;
     ProvenProcess &operator=(ProvenProcess &&other) noexcept;
     ProvenProcess(const ProvenProcess &) = delete;

@@ -155,6 +155,55 @@ private Q_SLOTS:
         sleeper.waitForFinished();
     }
 
+    // Regression (issue 33, item 1): a run.json written by another user copied the public
+    // /proc/<pid>/stat fields (start time; group and session: its own) of a root process that
+    // leads its own session, and root's accel stop killed it, on the supervisor path and on the
+    // rank path. The process's uids must be the run directory's owner.
+    void stopRefusesAProcessOfAnotherUser()
+    {
+        if (::geteuid() != 0)
+            QSKIP("needs root: the run directory is given to another user (chown)");
+        const uid_t nobody = 65534;
+        QProcess victim;
+        victim.setChildProcessModifier([] { ::setsid(); }); // leads its own group and session
+        victim.start(QStringLiteral("sleep"), {QStringLiteral("60")});
+        QVERIFY(victim.waitForStarted());
+        const qint64 pid = victim.processId();
+        QTRY_VERIFY(startTimeOf(pid) > 0 && ::getsid(pid_t(pid)) == pid_t(pid));
+        const qint64 start = static_cast<qint64>(startTimeOf(pid));
+        QTemporaryDir dir;
+        const auto giveTo = [](const QString &run, uid_t uid) {
+            for (const QString &path : {run, run + QStringLiteral("/run.json"), run + QStringLiteral("/logs"),
+                                        run + QStringLiteral("/metrics")})
+                QVERIFY(::chown(QFile::encodeName(path).constData(), uid, uid) == 0);
+        };
+        const QString asSupervisor = writeRun(dir.filePath(QStringLiteral("supervisor")), supervisor(pid, start), {});
+        giveTo(asSupervisor, nobody);
+        auto result =
+            runAccel({QStringLiteral("stop"), asSupervisor, QStringLiteral("--timeout"), QStringLiteral("1")});
+        QCOMPARE(result.exitCode, 1);
+        QVERIFY2(result.err.contains(QStringLiteral("not as the run directory's owner (uid 65534)")),
+                 qPrintable(result.err));
+        QCOMPARE(victim.state(), QProcess::Running);
+
+        const QString asRank =
+            writeRun(dir.filePath(QStringLiteral("rank")), supervisor(deadPid(), 12345), {rank(0, pid, start)});
+        giveTo(asRank, nobody);
+        result = runAccel({QStringLiteral("stop"), asRank});
+        QVERIFY2(result.exitCode == 0, qPrintable(result.err));
+        QVERIFY2(result.out.contains(QStringLiteral("killed 0")) &&
+                     result.out.contains(QStringLiteral("not as the run directory's owner")),
+                 qPrintable(result.out));
+        QCOMPARE(victim.state(), QProcess::Running);
+
+        // The same claims in a folder of the process's own user prove it.
+        const QString own =
+            writeRun(dir.filePath(QStringLiteral("own")), supervisor(deadPid(), 12345), {rank(0, pid, start)});
+        result = runAccel({QStringLiteral("stop"), own});
+        QVERIFY2(result.out.contains(QStringLiteral("killed 1")), qPrintable(result.out + result.err));
+        QVERIFY(victim.waitForFinished(5000));
+    }
+
     // The pids 1 and 4294967297 run in a private pid namespace: if a regression ever signalled
     // them, only the namespace's processes would be hit, and the test would see its canary die.
     void stopNeverSignalsPidOne_data()

@@ -28,7 +28,7 @@ private Q_SLOTS:
         busy.start(QStringLiteral("sh"), {QStringLiteral("-c"), QStringLiteral("while :; do :; done")});
         QVERIFY(busy.waitForStarted(5000));
         SystemSampler sampler;
-        sampler.setOutputFile(file);
+        sampler.setOutputFile(dir.path(), QStringLiteral("system.jsonl"));
         sampler.setProcesses({busy.processId(), QCoreApplication::applicationPid(), 999999999});
         sampler.setInterval(150);
         QSignalSpy sampled(&sampler, &SystemSampler::sampled);

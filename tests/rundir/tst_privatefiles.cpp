@@ -111,6 +111,68 @@ private Q_SLOTS:
         QVERIFY(!makePrivateDirectory(native(linked)));
     }
 
+    // Regression (issue 33, item 5): under a folder that other users may write without the sticky
+    // bit, one of them renamed the run folder away and put theirs in its place.
+    void folderOthersCouldSwapIsRefused()
+    {
+        QTemporaryDir dir;
+        const QString shared = dir.filePath(QStringLiteral("shared"));
+        QVERIFY(QDir().mkpath(shared + QStringLiteral("/deeper")));
+        QCOMPARE(::chmod(QFile::encodeName(shared).constData(), 0777), 0);
+        auto refused = checkNoOtherUserCanSwap(native(shared + QStringLiteral("/deeper/new/run")));
+        QVERIFY(!refused);
+        QVERIFY2(refused.error().message.find(native(shared) +
+                                              " may be written by other users (mode 0777, no sticky bit)") == 0,
+                 refused.error().message.c_str());
+        QCOMPARE(::chmod(QFile::encodeName(shared).constData(), 01777), 0); // as /tmp
+        QVERIFY(checkNoOtherUserCanSwap(native(shared + QStringLiteral("/deeper/new/run"))));
+        QVERIFY(checkNoOtherUserCanSwap(native(dir.filePath(QStringLiteral("run")))));
+        QVERIFY(!checkNoOtherUserCanSwap("relative/run"));
+        if (::geteuid() == 0) {
+            // A folder of another user: its owner may rename what is inside, sticky bit or not.
+            QCOMPARE(::chown(QFile::encodeName(shared).constData(), 65534, 65534), 0);
+            refused = checkNoOtherUserCanSwap(native(shared + QStringLiteral("/run")));
+            QVERIFY(!refused);
+            QVERIFY2(refused.error().message.find("belongs to another user (uid 65534)") != std::string::npos,
+                     refused.error().message.c_str());
+        }
+    }
+
+    // The supervisor holds its run folder by descriptor: files written after the folder was
+    // renamed away and another put at its path land in the run's own folder.
+    void heldFolderKeepsItsFilesAfterASwap()
+    {
+        QTemporaryDir dir;
+        const QString run = dir.filePath(QStringLiteral("run"));
+        QVERIFY(makePrivateDirectory(native(run)));
+        QVERIFY(appendRunLine(native(run), "events.jsonl", "before"));
+        QVERIFY(holdRunDirectory(native(run)));
+        QVERIFY(QDir().rename(run, dir.filePath(QStringLiteral("moved"))));
+        QVERIFY(QDir().mkpath(run));
+        QVERIFY(appendRunLine(native(run), "events.jsonl", "after"));
+        QVERIFY(writeRunFile(native(run), "run.json", "{}"));
+        QCOMPARE(contentOf(dir.filePath(QStringLiteral("moved/events.jsonl"))), QByteArray("before\nafter\n"));
+        QCOMPARE(contentOf(dir.filePath(QStringLiteral("moved/run.json"))), QByteArray("{}"));
+        QVERIFY(QDir(run).entryList(QDir::NoDotAndDotDot | QDir::AllEntries | QDir::Hidden).isEmpty());
+    }
+
+    // run.json proves who may own the run's processes only in a folder nobody else may write.
+    void runDirectoryOwnerIsTheFolders()
+    {
+        QTemporaryDir dir;
+        const QString run = dir.filePath(QStringLiteral("run"));
+        QVERIFY(makePrivateDirectory(native(run)));
+        QVERIFY(writeRunFile(native(run), "run.json", "{}"));
+        auto owner = runDirectoryOwner(native(run));
+        QVERIFY2(owner, owner ? "" : owner.error().toString().c_str());
+        QCOMPARE(*owner, std::uint32_t(::geteuid()));
+        QCOMPARE(::chmod(QFile::encodeName(run).constData(), 0777), 0);
+        owner = runDirectoryOwner(native(run));
+        QVERIFY(!owner);
+        QVERIFY2(owner.error().message.find("other users may write into it (mode 0777)") == 0,
+                 owner.error().message.c_str());
+    }
+
     void fifoDoesNotBlockTheReader()
     {
         QTemporaryDir root;
