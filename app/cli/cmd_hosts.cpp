@@ -27,59 +27,11 @@ int runHostsDoctor(int argc, char **argv);    // cmd_hosts_doctor.cpp
 int runHostsNetListen(int argc, char **argv); // cmd_hosts_netprobe.cpp
 int runHostsNetConnect(int argc, char **argv);
 int runHostsNetSelftest(int argc, char **argv);
+int runHostsInstall(int argc, char **argv); // cmd_hosts_install.cpp
 
 namespace {
 
 using namespace accel::launcher;
-
-struct HostCheck {
-    QString name;
-    QString status; // ok, version_mismatch, an AccelOutcome reason, or "failed"
-    QString message;
-    QString remoteVersion;
-    QJsonObject env;
-    QJsonObject hostKey; // with host_key_unknown and host_key_changed
-};
-
-// What `accel env --json` said, or why it says nothing usable.
-HostCheck judge(const QString &name, const AccelOutcome &outcome)
-{
-    HostCheck check;
-    check.name = name;
-    if (!outcome.succeeded()) {
-        check.status = outcome.reason.isEmpty() ? QStringLiteral("failed") : outcome.reason;
-        check.message = outcome.describe();
-        const QString err = QString::fromUtf8(outcome.standardError).trimmed();
-        if (outcome.reason.isEmpty() && !err.isEmpty())
-            check.message += QStringLiteral(": ") + err.section(QLatin1Char('\n'), -3);
-        if (!outcome.hostKeyFingerprint.isEmpty())
-            check.hostKey = QJsonObject{{QStringLiteral("type"), outcome.hostKeyType},
-                                        {QStringLiteral("fingerprint"), outcome.hostKeyFingerprint},
-                                        {QStringLiteral("known_hosts_name"), outcome.knownHostsName},
-                                        {QStringLiteral("known_hosts_file"), outcome.knownHostsFile}};
-        return check;
-    }
-    QJsonParseError error{};
-    const QJsonObject env = QJsonDocument::fromJson(outcome.standardOutput, &error).object();
-    if (error.error != QJsonParseError::NoError || env.value(QStringLiteral("schema")).toString() != "accel.env") {
-        check.status = QStringLiteral("failed");
-        check.message = QStringLiteral("`accel env --json` on %1 printed no accel.env report (is that program "
-                                       "accel?)")
-                            .arg(name);
-        return check;
-    }
-    check.env = env;
-    check.remoteVersion = env.value(QStringLiteral("accel_version")).toString();
-    if (check.remoteVersion == QLatin1String(ACCEL_VERSION)) {
-        check.status = QStringLiteral("ok");
-        return check;
-    }
-    check.status = QStringLiteral("version_mismatch");
-    check.message = QStringLiteral("accel %1 on %2, but this is accel %3: install the same version on every host")
-                        .arg(check.remoteVersion.isEmpty() ? QStringLiteral("(unknown version)") : check.remoteVersion,
-                             name, QString::fromLatin1(ACCEL_VERSION));
-    return check;
-}
 
 QString summary(const QJsonObject &env)
 {
@@ -132,7 +84,7 @@ int runHostsCheck(int argc, char **argv)
     // A name that cannot be a host is bad input, reported as such without connecting; the others
     // are checked.
     QStringList reachable;
-    std::vector<HostCheck> checks(static_cast<size_t>(names->size()));
+    std::vector<hosts::HostCheck> checks(static_cast<size_t>(names->size()));
     bool invalidHost = false;
     for (int i = 0; i < names->size(); ++i) {
         checks[static_cast<size_t>(i)].name = names->at(i);
@@ -149,14 +101,14 @@ int runHostsCheck(int argc, char **argv)
         group.hosts, std::vector<QStringList>(group.hosts.size(), envArguments), *settings, settings->timeoutMs * 4);
     bool allOk = !invalidHost;
     size_t next = 0;
-    for (HostCheck &check : checks) {
+    for (hosts::HostCheck &check : checks) {
         if (check.status.isEmpty())
-            check = judge(check.name, outcomes[next++]);
+            check = hosts::judgeHost(check.name, outcomes[next++]);
         allOk = allOk && check.status == QLatin1String("ok");
     }
     if (parser.isSet("json")) {
         QJsonArray list;
-        for (const HostCheck &check : checks)
+        for (const hosts::HostCheck &check : checks)
             list.append(QJsonObject{
                 {QStringLiteral("host"), check.name},
                 {QStringLiteral("status"), check.status},
@@ -169,7 +121,7 @@ int runHostsCheck(int argc, char **argv)
                                {QStringLiteral("hosts"), list}};
         std::fputs(schemaJson(QStringLiteral("accel.hosts-check"), 1, body).constData(), stdout);
     } else {
-        for (const HostCheck &check : checks) {
+        for (const hosts::HostCheck &check : checks) {
             if (check.status == QLatin1String("ok"))
                 std::printf("%s: ok, accel %s (%s)\n", qPrintable(check.name), qPrintable(check.remoteVersion),
                             qPrintable(summary(check.env)));
@@ -189,7 +141,8 @@ void printHostsUsage(FILE *out)
                "  check H1,H2,...         reachable, trusted, same accel version (accel env on each)\n"
                "  doctor H1,H2,...        network pre-flight: accel, interface, main port listen and reach\n"
                "  launch H1,H2,... -- ARGS  one detached `accel launch ARGS` per host, machine ranks in order\n"
-               "  stop RECORD             stop every node of a run started by `accel hosts launch`\n",
+               "  stop RECORD             stop every node of a run started by `accel hosts launch`\n"
+               "  install H1,H2,...       copy this version's packages there and install them (no root needed)\n",
                out);
 }
 
@@ -220,7 +173,10 @@ static int runHosts(int argc, char **argv)
         return runHostsLaunch(argc - 1, argv + 1);
     if (!std::strcmp(action, "stop"))
         return runHostsStop(argc - 1, argv + 1);
-    std::fprintf(stderr, "accel hosts: unknown action '%s': expected check, doctor, launch or stop\n\n", action);
+    if (!std::strcmp(action, "install"))
+        return runHostsInstall(argc - 1, argv + 1);
+    std::fprintf(stderr, "accel hosts: unknown action '%s': expected check, doctor, launch, stop or install\n\n",
+                 action);
     printHostsUsage(stderr);
     return ExitBadInput;
 }

@@ -4,6 +4,7 @@
 
 #include <QEventLoop>
 #include <QJsonArray>
+#include <QJsonDocument>
 
 #include <cctype>
 #include <cstdlib>
@@ -112,7 +113,7 @@ HostGroup makeHosts(const QStringList &destinations, const RemoteSettings &setti
 
 std::vector<AccelOutcome> runEverywhere(const std::vector<SshHost *> &hosts, const std::vector<QStringList> &arguments,
                                         const RemoteSettings &settings, int runTimeoutMs,
-                                        const std::vector<QStringList> &environment)
+                                        const std::vector<QStringList> &environment, const QString &program)
 {
     std::vector<AccelOutcome> outcomes(hosts.size());
     std::vector<std::unique_ptr<HostCommand>> commands;
@@ -121,6 +122,7 @@ std::vector<AccelOutcome> runEverywhere(const std::vector<SshHost *> &hosts, con
     for (size_t i = 0; i < hosts.size(); ++i) {
         HostCommandOptions options;
         options.timeoutMs = runTimeoutMs;
+        options.program = program;
         options.environment = settings.environment;
         if (i < environment.size())
             options.environment += environment[i];
@@ -135,6 +137,45 @@ std::vector<AccelOutcome> runEverywhere(const std::vector<SshHost *> &hosts, con
     if (pending > 0)
         loop.exec();
     return outcomes;
+}
+
+HostCheck judgeHost(const QString &name, const AccelOutcome &outcome)
+{
+    HostCheck check;
+    check.name = name;
+    if (!outcome.succeeded()) {
+        check.status = outcome.reason.isEmpty() ? QStringLiteral("failed") : outcome.reason;
+        check.message = outcome.describe();
+        const QString err = QString::fromUtf8(outcome.standardError).trimmed();
+        if (outcome.reason.isEmpty() && !err.isEmpty())
+            check.message += QStringLiteral(": ") + err.section(QLatin1Char('\n'), -3);
+        if (!outcome.hostKeyFingerprint.isEmpty())
+            check.hostKey = QJsonObject{{QStringLiteral("type"), outcome.hostKeyType},
+                                        {QStringLiteral("fingerprint"), outcome.hostKeyFingerprint},
+                                        {QStringLiteral("known_hosts_name"), outcome.knownHostsName},
+                                        {QStringLiteral("known_hosts_file"), outcome.knownHostsFile}};
+        return check;
+    }
+    QJsonParseError error{};
+    const QJsonObject env = QJsonDocument::fromJson(outcome.standardOutput, &error).object();
+    if (error.error != QJsonParseError::NoError || env.value(QStringLiteral("schema")).toString() != "accel.env") {
+        check.status = QStringLiteral("failed");
+        check.message = QStringLiteral("`accel env --json` on %1 printed no accel.env report (is that program "
+                                       "accel?)")
+                            .arg(name);
+        return check;
+    }
+    check.env = env;
+    check.remoteVersion = env.value(QStringLiteral("accel_version")).toString();
+    if (check.remoteVersion == QLatin1String(ACCEL_VERSION)) {
+        check.status = QStringLiteral("ok");
+        return check;
+    }
+    check.status = QStringLiteral("version_mismatch");
+    check.message = QStringLiteral("accel %1 on %2, but this is accel %3: install the same version on every host")
+                        .arg(check.remoteVersion.isEmpty() ? QStringLiteral("(unknown version)") : check.remoteVersion,
+                             name, QString::fromLatin1(ACCEL_VERSION));
+    return check;
 }
 
 namespace {

@@ -46,11 +46,25 @@ HostGroup makeHosts(const QStringList &destinations, const RemoteSettings &setti
 
 // Runs `accel arguments[i]` on hosts[i], all at once, and returns the outcomes in the same order.
 // Needs a QCoreApplication; runs an event loop until every command reported done().
-// `environment`, when given, adds KEY=VALUE entries per host to the settings' own.
+// `environment`, when given, adds KEY=VALUE entries per host to the settings' own; `program`, when
+// given, runs instead of accel (`sh` for a script).
 std::vector<launcher::AccelOutcome> runEverywhere(const std::vector<launcher::SshHost *> &hosts,
                                                   const std::vector<QStringList> &arguments,
                                                   const RemoteSettings &settings, int runTimeoutMs,
-                                                  const std::vector<QStringList> &environment = {});
+                                                  const std::vector<QStringList> &environment = {},
+                                                  const QString &program = {});
+
+// A host as `accel hosts check` judges it from its `accel env --json`.
+struct HostCheck {
+    QString name;
+    QString status; // ok, version_mismatch, an AccelOutcome reason, or "failed"
+    QString message;
+    QString remoteVersion;
+    QJsonObject env;
+    QJsonObject hostKey; // with host_key_unknown and host_key_changed
+};
+// What `accel env --json` said, or why it says nothing usable; ok when it is this accel's version.
+HostCheck judgeHost(const QString &name, const launcher::AccelOutcome &outcome);
 
 // The interface of an accel.env report (docs/env-json.md) that has an IPv4 address on the same
 // subnet as `address` (an IPv4 literal): the one its ranks should bind to for traffic with that

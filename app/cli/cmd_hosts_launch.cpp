@@ -476,9 +476,11 @@ int runLaunchOnHosts(int argc, char **argv)
     std::string numMachines;
     std::vector<std::string> hostsWords;
     std::vector<std::string> launchWords;
+    bool job = false; // --job JOB.yaml is what runs: no script follows
     for (const LaunchOption &option : launchOptions(words, script, HostsLaunchValued)) {
         const std::vector<std::string> part(words.begin() + static_cast<long>(option.begin),
                                             words.begin() + static_cast<long>(option.end));
+        job = job || option.name == "job";
         if (option.name == "hosts")
             hostNames += (hostNames.empty() ? "" : ",") + optionValue(words, option);
         else if (option.name == "num_machines")
@@ -497,9 +499,11 @@ int runLaunchOnHosts(int argc, char **argv)
                             "is " + numMachines + " but --hosts names " + std::to_string(names->size()) +
                                 " host(s): leave it out (with --hosts it is the number of hosts)",
                             "--num_machines"});
-    if (script >= words.size())
+    if (script >= words.size() && !job)
         return refuse(Error{ErrorCode::InvalidInput,
-                            "nothing to launch: accel launch --hosts H1,H2 [launch flags] SCRIPT [ARGS]", "--hosts"});
+                            "nothing to launch: accel launch --hosts H1,H2 [launch flags] SCRIPT [ARGS] (or --job "
+                            "JOB.yaml)",
+                            "--hosts"});
     launchWords.insert(launchWords.end(), words.begin() + static_cast<long>(script), words.end());
     std::vector<std::string> arguments = {"launch", hostNames};
     arguments.insert(arguments.end(), hostsWords.begin(), hostsWords.end());

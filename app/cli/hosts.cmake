@@ -1,7 +1,11 @@
 # `accel hosts`: cluster hosts over SSH (launcher's accel_hosts: SshHost on libssh).
 if(TARGET accel_hosts)
   list(APPEND ACCEL_CLI_SOURCES cli/cmd_hosts.cpp cli/cmd_hosts_launch.cpp cli/cmd_hosts_common.h cli/cmd_hosts_common.cpp
-       cli/cmd_hosts_preflight.h cli/cmd_hosts_preflight.cpp cli/cmd_hosts_doctor.cpp cli/cmd_hosts_netprobe.cpp)
+       cli/cmd_hosts_preflight.h cli/cmd_hosts_preflight.cpp cli/cmd_hosts_doctor.cpp cli/cmd_hosts_netprobe.cpp
+       cli/cmd_hosts_install.cpp cli/hostsinstallscript.h cli/hostsinstallscript.cpp)
+  # `accel hosts install` looks for packages in the source tree's dist/ too (packaging/package.sh).
+  set_property(SOURCE cli/hostsinstallscript.cpp APPEND PROPERTY COMPILE_DEFINITIONS
+               ACCEL_HOSTS_INSTALL_SOURCE_ROOT="${CMAKE_SOURCE_DIR}")
   # `accel slurm`: sbatch, squeue / sacct, scancel and following the run directory, over SSH.
   list(APPEND ACCEL_CLI_SOURCES cli/cmd_slurm.cpp cli/cmd_slurm_common.h cli/cmd_slurm_common.cpp cli/cmd_slurm_queue.cpp)
   list(APPEND ACCEL_CLI_LIBS accel_hosts)

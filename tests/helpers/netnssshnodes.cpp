@@ -26,6 +26,8 @@ QString NetnsSshNodes::startServers()
     for (int node = 0; node < m_testbed.nodes(); ++node) {
         auto server = std::make_unique<SshTestServer>();
         server->setNetworkNamespace(m_testbed.nodeNamespace(node), m_testbed.nodeAddress(node));
+        if (auto entries = m_sessionEnvironment.find(node); entries != m_sessionEnvironment.end())
+            server->setSessionEnvironment(entries->second);
         if (const QString error = server->start(); !error.isEmpty())
             return QStringLiteral("node %1: %2").arg(node).arg(error);
         config += QStringLiteral("Host node%1\n  HostName %2\n  User %3\n  IdentityFile %4\n")

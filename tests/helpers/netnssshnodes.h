@@ -8,6 +8,7 @@
 
 #include <QTemporaryDir>
 
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -20,6 +21,8 @@ public:
 
     // Why network namespaces cannot be made here (the test QSKIPs with it), or empty.
     QString makeNetwork();
+    // Before startServers(): KEY=VALUE for every session on that node (SshTestServer::setSessionEnvironment).
+    void setSessionEnvironment(int node, const QStringList &entries) { m_sessionEnvironment[node] = entries; }
     // Starts every node's sshd and writes the client folder. Returns an error or empty.
     QString startServers();
 
@@ -31,6 +34,7 @@ private:
     NetnsTestbed m_testbed;
     std::vector<std::unique_ptr<SshTestServer>> m_servers;
     QTemporaryDir m_client;
+    std::map<int, QStringList> m_sessionEnvironment;
 };
 
 } // namespace accel::test

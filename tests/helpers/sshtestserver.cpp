@@ -194,10 +194,13 @@ QString SshTestServer::start()
                                          "StrictModes no\nUsePAM no\nPasswordAuthentication no\n"
                                          "KbdInteractiveAuthentication no\nPubkeyAuthentication yes\n"
                                          "PermitRootLogin prohibit-password\nPidFile none\nLogLevel ERROR\n"
-                                         "MaxStartups 100\nMaxSessions 100\n")
-                              .arg(m_port)
-                              .arg(hostKey, authorized, m_address)
-                              .toUtf8());
+                                         "MaxStartups 100\nMaxSessions 100\nSubsystem sftp internal-sftp\n")
+                                  .arg(m_port)
+                                  .arg(hostKey, authorized, m_address)
+                                  .toUtf8() +
+                              (m_sessionEnvironment.isEmpty()
+                                   ? QByteArray()
+                                   : "SetEnv " + m_sessionEnvironment.join(QLatin1Char(' ')).toUtf8() + '\n'));
         m_sshd.setProcessChannelMode(QProcess::ForwardedErrorChannel);
         killWithTest(m_sshd); // it holds the test's standard error
         const QStringList sshd = {QString::fromLatin1(kSshd), "-D", "-e", "-f", config};

@@ -7,6 +7,7 @@
 
 #include <QProcess>
 #include <QString>
+#include <QStringList>
 #include <QTemporaryDir>
 
 namespace accel::test {
@@ -25,6 +26,9 @@ public:
     // port 22 there, instead of 127.0.0.1 and a free port here.
     void setNetworkNamespace(const QString &netns, const QString &address);
     QString address() const { return m_address; }
+    // Before start(): KEY=VALUE for every session (sshd's SetEnv, set after sshd's own HOME, PATH,
+    // ...), e.g. HOME=<folder> so that what a test installs "in the home folder" stays in its folder.
+    void setSessionEnvironment(const QStringList &entries) { m_sessionEnvironment = entries; }
 
     // Makes the keys and files, starts sshd and waits until it answers. Returns an error or empty.
     QString start();
@@ -58,6 +62,7 @@ private:
     int m_port = 0;
     QString m_fingerprint;
     QString m_netns;
+    QStringList m_sessionEnvironment;
     QString m_address = QStringLiteral("127.0.0.1");
 };
 
