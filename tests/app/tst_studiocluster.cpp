@@ -5,12 +5,14 @@
 // key without an Accept button, and runs the network pre-flight; the Launch page starts a job on the
 // host with `accel launch --hosts` (and on two network-namespace nodes where they can be made),
 // shows every node, and Stop leaves no process of it.
+#include "app/studio/cluster/clustercards.h"
 #include "app/studio/cluster/clustersection.h"
 #include "app/studio/cluster/hostkeydialog.h"
 #include "app/studio/cluster/hostlist.h"
 #include "app/studio/hardwarecards.h"
 #include "app/studio/hardwarepage.h"
 #include "app/studio/launch/launchpage.h"
+#include "tests/helpers/accelpackages.h"
 #include "tests/helpers/netnssshnodes.h"
 #include "tests/helpers/sshtestserver.h"
 #include "tests/helpers/testsupport.h"
@@ -19,12 +21,14 @@
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
+#include <QGroupBox>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QScopeGuard>
 #include <QSignalSpy>
 #include <QTableWidget>
 #include <QTemporaryDir>
@@ -64,6 +68,7 @@ private Q_SLOTS:
     void hostListIsCheckedAndRemembered();
     void reportsOfAnotherSchemaOrVersionAreRefused();
     void clusterCheckShowsAnOkCard();
+    void hostWithoutAccelIsInstalledFromItsCard();
     void unknownHostKeyAsksThenAcceptMakesTheNextCheckOk();
     void changedHostKeyIsRefusedWithoutAccept();
     void preflightShowsVerdictsPerHost();
@@ -192,6 +197,67 @@ void tst_StudioCluster::clusterCheckShowsAnOkCard()
     const QString fix = labelText(&page, QStringLiteral("hostFix:") + unreachable);
     QVERIFY2(fix.contains(QStringLiteral("sshd runs on ") + unreachable), qPrintable(fix));
     QVERIFY(section->checkButton()->isEnabled());
+}
+
+// A host whose ssh commands find no accel (its own home folder: sshd's SetEnv HOME) gets "Install
+// accel here" on its card; the button runs the studio's `accel hosts install HOST --json` with this
+// build's accel package (packaging/package.sh), and the check that follows finds the installed accel
+// on the host's PATH: the card turns ok. A host of another version is offered the same.
+void tst_StudioCluster::hostWithoutAccelIsInstalledFromItsCard()
+{
+    HostCheck mismatch;
+    mismatch.host = QStringLiteral("gpu9");
+    mismatch.status = QStringLiteral("version_mismatch");
+    QPushButton *offered = nullptr;
+    std::unique_ptr<QGroupBox> card(
+        createHostCard(mismatch, QStringLiteral(ACCEL_VERSION), nullptr, nullptr, &offered));
+    QVERIFY(offered);
+    QCOMPARE(offered->objectName(), QStringLiteral("installAccel:gpu9"));
+    mismatch.status = QStringLiteral("unreachable");
+    card.reset(createHostCard(mismatch, QStringLiteral(ACCEL_VERSION), nullptr, nullptr, &offered));
+    QVERIFY(!offered);
+
+    QTemporaryDir scratch;
+    const QString packages = scratch.filePath(QStringLiteral("dist"));
+    const QString made = test::makeAccelPackages(packages);
+    QVERIFY2(made.isEmpty(), qPrintable(made));
+    const QString home = scratch.filePath(QStringLiteral("home"));
+    QVERIFY(QDir().mkpath(home));
+    test::SshTestServer fresh;
+    fresh.setSessionEnvironment({QStringLiteral("HOME=") + home});
+    const QString started = fresh.start();
+    QVERIFY2(started.isEmpty(), qPrintable(started));
+    const QByteArray sshDir = qgetenv("ACCEL_SSH_DIR"), remoteBin = qgetenv("ACCEL_REMOTE_BIN");
+    qputenv("ACCEL_SSH_DIR", fresh.clientDirectory().toLocal8Bit());
+    qunsetenv("ACCEL_REMOTE_BIN"); // the hosts' PATH decides
+    qputenv("ACCEL_PACKAGES_DIR", packages.toLocal8Bit());
+    const auto restore = qScopeGuard([&] {
+        qputenv("ACCEL_SSH_DIR", sshDir);
+        qputenv("ACCEL_REMOTE_BIN", remoteBin);
+        qunsetenv("ACCEL_PACKAGES_DIR");
+    });
+
+    HardwarePage page;
+    page.showCluster();
+    ClusterSection *section = checkedSection(page, fresh.alias());
+    QVERIFY(section);
+    QCOMPARE(section->hostCheck(fresh.alias())->status, QStringLiteral("accel_not_found"));
+    auto *install = page.findChild<QPushButton *>(QStringLiteral("installAccel:") + fresh.alias());
+    QVERIFY(install);
+    QVERIFY2(
+        labelText(&page, QStringLiteral("hostFix:") + fresh.alias()).contains(QStringLiteral("Install accel here")),
+        qPrintable(labelText(&page, QStringLiteral("hostFix:") + fresh.alias())));
+    QSignalSpy installed(section, &ClusterSection::installFinished);
+    QSignalSpy checked(section, &ClusterSection::checkFinished);
+    install->click();
+    QVERIFY(installed.wait(120000));
+    QVERIFY2(installed.at(0).at(0).toBool(), qPrintable(labelText(section, QStringLiteral("clusterState"))));
+    QVERIFY(checked.wait(60000));
+    const HostCheck *check = section->hostCheck(fresh.alias());
+    QVERIFY2(check->ok(), qPrintable(check->status + QStringLiteral(": ") + check->message));
+    QCOMPARE(check->accelVersion, QStringLiteral(ACCEL_VERSION));
+    QVERIFY(!page.findChild<QPushButton *>(QStringLiteral("installAccel:") + fresh.alias()));
+    QVERIFY(QFileInfo(home + QStringLiteral("/.local/bin/accel")).isExecutable());
 }
 
 void tst_StudioCluster::unknownHostKeyAsksThenAcceptMakesTheNextCheckOk()

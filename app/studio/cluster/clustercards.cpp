@@ -48,7 +48,8 @@ QString statusText(const QString &status)
 
 } // namespace
 
-QGroupBox *createHostCard(const HostCheck &check, const QString &localVersion, QWidget *parent, QPushButton **reviewKey)
+QGroupBox *createHostCard(const HostCheck &check, const QString &localVersion, QWidget *parent, QPushButton **reviewKey,
+                          QPushButton **install)
 {
     auto *box = new QGroupBox(check.host, parent);
     box->setObjectName(QStringLiteral("hostCard:") + check.host);
@@ -85,6 +86,17 @@ QGroupBox *createHostCard(const HostCheck &check, const QString &localVersion, Q
     }
     if (reviewKey)
         *reviewKey = review;
+    QPushButton *installButton = nullptr;
+    if (offersInstall(check)) {
+        installButton = new QPushButton(QObject::tr("Install accel %1 here").arg(localVersion), box);
+        installButton->setObjectName(QStringLiteral("installAccel:") + check.host);
+        installButton->setToolTip(QObject::tr("accel hosts install %1: copies this version's packages there over "
+                                              "SSH and installs them under ~/.local, without root")
+                                      .arg(check.host));
+        layout->addWidget(installButton, 0, Qt::AlignLeft);
+    }
+    if (install)
+        *install = installButton;
     return box;
 }
 

@@ -83,12 +83,14 @@ QString whatToDo(const HostCheck &check, const QString &localVersion)
     if (status == QLatin1String("ok"))
         return {};
     if (status == QLatin1String("accel_not_found"))
-        return QObject::tr("Install accel %1 on %2 where its login shell finds it (PATH), or set ACCEL_REMOTE_BIN "
-                           "to its path there before starting the studio.")
+        return QObject::tr("Install accel %1 there: \"Install accel here\" copies this version's packages to %2 "
+                           "and installs them under ~/.local without root (accel hosts install %2). Or install it "
+                           "where its login shell finds it (PATH), or set ACCEL_REMOTE_BIN to its path there "
+                           "before starting the studio.")
             .arg(localVersion, host);
     if (status == QLatin1String("version_mismatch"))
         return QObject::tr("Install accel %1 (this studio's version) on %2: every host of a cluster runs the same "
-                           "version.")
+                           "version. \"Install accel here\" does it without root (accel hosts install %2).")
             .arg(localVersion, host);
     if (status == QLatin1String("unreachable"))
         return QObject::tr("Check the host name (or its HostName in ~/.ssh/config), that sshd runs on %1 and that "
@@ -190,6 +192,28 @@ Result<ClusterStopReport> parseHostsStop(const QByteArray &output)
     ClusterStopReport report;
     report.ok = body->value(QStringLiteral("ok")).toBool();
     report.nodes = nodes(*body);
+    return report;
+}
+
+bool offersInstall(const HostCheck &check)
+{
+    return check.status == QLatin1String("accel_not_found") || check.status == QLatin1String("version_mismatch");
+}
+
+Result<HostsInstallReport> parseHostsInstall(const QByteArray &output)
+{
+    auto body = document(output, "accel.hosts-install", "accel hosts install");
+    if (!body)
+        return tl::unexpected(body.error());
+    HostsInstallReport report;
+    report.ok = body->value(QStringLiteral("ok")).toBool();
+    for (const QJsonValue &value : body->value(QStringLiteral("packages")).toArray())
+        report.packages << value.toString();
+    for (const QJsonValue &value : body->value(QStringLiteral("hosts")).toArray()) {
+        const QJsonObject object = value.toObject();
+        report.hosts.push_back(
+            {text(object, "host"), text(object, "status"), text(object, "message"), text(object, "prefix")});
+    }
     return report;
 }
 

@@ -1,5 +1,6 @@
-// What the studio reads from `accel hosts check|doctor|launch|stop --json` (schemas
-// accel.hosts-check, accel.doctor, accel.hosts-launch, accel.hosts-stop, version 1; docs/remote.md),
+// What the studio reads from `accel hosts check|doctor|launch|stop|install --json` (schemas
+// accel.hosts-check, accel.doctor, accel.hosts-launch, accel.hosts-stop, accel.hosts-install,
+// version 1; docs/remote.md, docs/packaging.md),
 // and what to do for each host status. Pure: no widgets, no processes.
 #pragma once
 
@@ -8,6 +9,7 @@
 
 #include <QByteArray>
 #include <QString>
+#include <QStringList>
 
 #include <optional>
 #include <vector>
@@ -42,6 +44,22 @@ struct HostsCheckReport {
 
 // What the person should do for a host's status, in a sentence ("" for ok).
 QString whatToDo(const HostCheck &check, const QString &localVersion);
+// Whether the host's card offers to install this version there (`accel hosts install`): it has no
+// accel on its PATH, or another version.
+bool offersInstall(const HostCheck &check);
+
+// One host of `accel hosts install --json`: installed and checked ("ok"), or why not.
+struct HostInstallResult {
+    QString host;
+    QString status;
+    QString message;
+    QString prefix;
+};
+struct HostsInstallReport {
+    bool ok = false;
+    QStringList packages; // the .deb files it sent
+    std::vector<HostInstallResult> hosts;
+};
 
 struct DoctorCheck {
     QString check; // accel, interface, listen, reach, allreduce
@@ -90,5 +108,6 @@ Result<HostsCheckReport> parseHostsCheck(const QByteArray &output);
 Result<DoctorReport> parseDoctor(const QByteArray &output);
 Result<ClusterLaunchReport> parseHostsLaunch(const QByteArray &output);
 Result<ClusterStopReport> parseHostsStop(const QByteArray &output);
+Result<HostsInstallReport> parseHostsInstall(const QByteArray &output);
 
 } // namespace accel::app

@@ -20,6 +20,8 @@ namespace accel::app {
 namespace {
 
 constexpr int kCommandLimitMs = 300000; // accel's own SSH steps time out long before
+// An install sends libtorch (about 2 GB with CUDA) and unpacks it there.
+constexpr int kInstallLimitMs = 60 * 60 * 1000;
 
 // The widget a layout holds (the previous cards or verdicts), replaced by `next`.
 void replaceContent(QVBoxLayout *area, QWidget *next)
@@ -124,14 +126,14 @@ const HostCheck *ClusterSection::hostCheck(const QString &host) const
     return nullptr;
 }
 
-bool ClusterSection::startCommand(const QStringList &arguments, Handler handler)
+bool ClusterSection::startCommand(const QStringList &arguments, Handler handler, int timeoutMs)
 {
     if (isBusy()) {
         setState(tr("accel %1 is still running.").arg(m_command ? m_runningAction : QString()));
         return false;
     }
     launcher::HostCommandOptions options;
-    options.timeoutMs = kCommandLimitMs;
+    options.timeoutMs = timeoutMs > 0 ? timeoutMs : kCommandLimitMs;
     m_command = m_host->start(arguments, options);
     connect(m_command.get(), &launcher::HostCommand::done, this, handler);
     m_runningAction = arguments.mid(0, 2).join(QLatin1Char(' '));
@@ -159,6 +161,35 @@ bool ClusterSection::checkHosts()
 bool ClusterSection::runPreflight()
 {
     return startOnHosts(QStringLiteral("doctor"), &ClusterSection::onDoctorDone);
+}
+
+bool ClusterSection::installOn(const QString &host)
+{
+    return startCommand({QStringLiteral("hosts"), QStringLiteral("install"), host, QStringLiteral("--json")},
+                        &ClusterSection::onInstallDone, kInstallLimitMs);
+}
+
+void ClusterSection::onInstallDone(const launcher::AccelOutcome &outcome)
+{
+    m_command.release()->deleteLater();
+    auto report = parseHostsInstall(outcome.standardOutput);
+    const bool ok = report && report->ok;
+    if (!report) {
+        setState(tr("The install failed: %1").arg(failureText(outcome, m_accel)));
+    } else {
+        QStringList lines;
+        for (const HostInstallResult &host : report->hosts)
+            lines << (host.status == QLatin1String("ok")
+                          ? tr("%1: installed %2 into %3; the host is ok.")
+                                .arg(host.host, report->packages.join(QStringLiteral(", ")), host.prefix)
+                          : tr("%1: %2: %3").arg(host.host, host.status, host.message));
+        setState(lines.join(QLatin1Char('\n')));
+    }
+    updateButtons();
+    Q_EMIT installFinished(ok);
+    // The cards show what the hosts say now (the message above stays until the check ends).
+    if (report && !report->hosts.empty())
+        checkHosts();
 }
 
 void ClusterSection::onCheckDone(const launcher::AccelOutcome &outcome)
@@ -249,11 +280,15 @@ void ClusterSection::rebuildCards()
     grid->setContentsMargins(0, 0, 0, 0);
     for (size_t i = 0; i < m_checks.size(); ++i) {
         QPushButton *review = nullptr;
-        QGroupBox *card = createHostCard(m_checks[i], m_localVersion, content, &review);
+        QPushButton *install = nullptr;
+        QGroupBox *card = createHostCard(m_checks[i], m_localVersion, content, &review, &install);
         grid->addWidget(card, static_cast<int>(i / 2), static_cast<int>(i % 2));
-        if (review) {
-            const QString host = m_checks[i].host;
+        const QString host = m_checks[i].host;
+        if (review)
             connect(review, &QPushButton::clicked, this, [this, host] { askAboutKey(host); });
+        if (install) {
+            install->setEnabled(!isBusy());
+            connect(install, &QPushButton::clicked, this, [this, host] { installOn(host); });
         }
     }
     grid->setColumnStretch(0, 1);

@@ -38,6 +38,8 @@ public:
     // or while one is running.
     bool checkHosts();
     bool runPreflight();
+    // `accel hosts install HOST --json`, then the hosts are checked again.
+    bool installOn(const QString &host);
     bool isBusy() const;
 
     const std::vector<HostCheck> &hostChecks() const { return m_checks; }
@@ -48,17 +50,19 @@ public:
     QPushButton *preflightButton() const { return m_doctorButton; }
 
 Q_SIGNALS:
-    void checkFinished();     // cards rebuilt after `accel hosts check` (also after an accepted key)
-    void preflightFinished(); // verdicts shown after `accel hosts doctor`
+    void checkFinished();          // cards rebuilt after `accel hosts check` (also after an accepted key)
+    void installFinished(bool ok); // `accel hosts install` ended; a check follows when it installed
+    void preflightFinished();      // verdicts shown after `accel hosts doctor`
     void statusMessage(const QString &message);
 
 private:
     using Handler = void (ClusterSection::*)(const launcher::AccelOutcome &);
-    bool startCommand(const QStringList &arguments, Handler handler);
+    bool startCommand(const QStringList &arguments, Handler handler, int timeoutMs = 0); // 0: the default limit
     bool startOnHosts(const QString &action, Handler handler); // `accel hosts ACTION H1,H2 --json`
     void onCheckDone(const launcher::AccelOutcome &outcome);
     void onAcceptDone(const launcher::AccelOutcome &outcome);
     void onDoctorDone(const launcher::AccelOutcome &outcome);
+    void onInstallDone(const launcher::AccelOutcome &outcome);
     void mergeChecks(const std::vector<HostCheck> &checks);
     void rebuildCards();
     void askAboutKey(const QString &host);
