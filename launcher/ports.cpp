@@ -16,6 +16,12 @@
 
 namespace accel::launcher {
 
+bool takesHeldPort(ProgramSpec::Kind kind)
+{
+    return kind == ProgramSpec::Kind::Job || kind == ProgramSpec::Kind::PythonScript ||
+           kind == ProgramSpec::Kind::PythonModule;
+}
+
 namespace {
 
 int bindProbe(int port, int *boundPort)

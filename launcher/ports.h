@@ -4,6 +4,7 @@
 #pragma once
 
 #include "core/common/result.h"
+#include "launcher/launchsettings.h"
 
 #include <optional>
 #include <string>
@@ -23,6 +24,10 @@ Result<int> pickFreePort();
 
 // The listening process of a TCP port, when /proc lets us see it (other users' fds are hidden).
 std::optional<PortHolder> findPortHolder(int port);
+
+// Programs whose rank 0 takes over the held port (PortReservation): accel-worker jobs, and Python
+// scripts and modules through the rendezvous hook (storehook.h). Other programs bind it themselves.
+bool takesHeldPort(ProgramSpec::Kind kind);
 
 // A listening socket on 127.0.0.1 held on a port from the launcher's choice of MASTER_PORT until
 // rank 0's store takes it over (inherited, named by ACCEL_STORE_LISTEN_FD): two launches started

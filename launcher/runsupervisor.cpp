@@ -4,7 +4,9 @@
 
 #include "launcher/envbuilder.h"
 #include "launcher/groupreaper.h"
+#include "launcher/ports.h"
 #include "launcher/rundirectory.h"
+#include "launcher/storehook.h"
 
 #include <QFile>
 #include <QJsonArray>
@@ -60,6 +62,8 @@ RunSupervisor::~RunSupervisor()
     m_reaper.reset();
     if (m_folderFd >= 0)
         ::close(m_folderFd);
+    if (m_run && m_started)
+        rundir::releaseRunDirectory(QFile::encodeName(m_run->path()).toStdString());
 }
 
 std::vector<qint64> RunSupervisor::rankPids() const
@@ -82,6 +86,9 @@ void RunSupervisor::start()
     m_runToken = newRunToken();
     m_reaper = std::make_unique<GroupReaper>(m_runToken);
     if (m_run) {
+        // From now on this process writes the run's files through a descriptor of the folder,
+        // whatever is later put at its path (the parents were checked when it was created).
+        (void)rundir::holdRunDirectory(QFile::encodeName(m_run->path()).toStdString());
         m_folderFd = ::open(QFile::encodeName(m_run->path()).constData(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (m_folderFd >= 0)
             m_folderCheck.start(1000);
@@ -93,6 +100,19 @@ void RunSupervisor::start()
             QStringLiteral("started"),
             {{QStringLiteral("ranks"), m_settings.processesPerNode()},
              {QStringLiteral("launcher"), QString::fromLatin1(launcherKindName(m_settings.launcher))}});
+    }
+    if (m_options.storeListenFd >= 0 && m_settings.program.kind != ProgramSpec::Kind::Job &&
+        takesHeldPort(m_settings.program.kind)) {
+        // Without the hook, a Python rank 0 could not host its store: the port is held.
+        auto hook = m_run ? writeStoreHook(m_run->path())
+                          : Result<QString>(makeError(ErrorCode::Failed, "no run directory to hold the hook"));
+        if (!hook) {
+            finish(QString::fromLatin1(runstate::Failed), 1,
+                   QStringLiteral("cannot install the rendezvous hook: ") +
+                       QString::fromStdString(hook.error().toString()));
+            return;
+        }
+        m_storeHookFolder = *hook;
     }
     startAttempt();
     if (m_run && !m_finished)
@@ -124,6 +144,19 @@ void RunSupervisor::startAttempt()
             spec.inheritFd = m_options.storeListenFd;
             spec.environment
                 << QStringLiteral("%1=%2").arg(QLatin1String(kStoreListenFdVariable)).arg(m_options.storeListenFd);
+            // A Python rank 0 takes the socket over through the rendezvous hook (storehook.h), last
+            // on its PYTHONPATH (after the trackers' hook, which runs the next sitecustomize).
+            if (!m_storeHookFolder.isEmpty()) {
+                bool found = false;
+                for (QString &entry : spec.environment) {
+                    if (entry.startsWith(QLatin1String("PYTHONPATH="))) {
+                        entry += (entry.size() > 11 ? QStringLiteral(":") : QString()) + m_storeHookFolder;
+                        found = true;
+                    }
+                }
+                if (!found)
+                    spec.environment << QStringLiteral("PYTHONPATH=") + m_storeHookFolder;
+            }
         }
         spec.workingDirectory = QString::fromStdString(m_settings.workingDirectory);
         spec.mirror = m_options.mirror;
@@ -131,13 +164,22 @@ void RunSupervisor::startAttempt()
         if (m_run) {
             spec.runDirectory = m_run->path();
             spec.logFile = QString::fromStdString(rundir::logFile(rank));
-            if (m_restartCount > 0) {
-                const std::string marker = "==== accel: restart " + std::to_string(m_restartCount) + " ====";
-                if (auto ok = rundir::appendRunLine(m_run->path().toStdString(), spec.logFile.toStdString(), marker);
-                    !ok)
+            std::vector<std::string> lines;
+            if (m_restartCount > 0)
+                lines.push_back("==== accel: restart " + std::to_string(m_restartCount) + " ====");
+            else if (rank == 0 && m_settings.program.kind == ProgramSpec::Kind::Job)
+                // A job's log starts with what accel launch noted of its config (docs/native-keys.md),
+                // so the studio's log shows it next to the ranks' own notes.
+                for (const std::string &note : m_settings.notes)
+                    lines.push_back("accel launch: note: " + note);
+            for (const std::string &line : lines) {
+                if (auto ok = rundir::appendRunLine(m_run->path().toStdString(), spec.logFile.toStdString(), line);
+                    !ok) {
                     QTimer::singleShot(0, this, [this, rank, error = ok.error().toString()] {
                         onLogWriteFailed(rank, QString::fromStdString(error));
                     });
+                    break;
+                }
             }
         }
         auto process = std::make_unique<RankProcess>(std::move(spec));

@@ -91,6 +91,7 @@ private:
     // nothing can follow or stop the run any more, so it is stopped (checked every second).
     int m_folderFd = -1;
     QTimer m_folderCheck;
+    QString m_storeHookFolder; // a Python rank 0's rendezvous hook (storehook.h), when the port is held
     int m_restartCount = 0;
     bool m_tearingDown = false;
     bool m_stopRequested = false;

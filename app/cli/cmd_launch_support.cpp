@@ -66,13 +66,14 @@ std::string baseName(const std::string &path)
 
 // MASTER_PORT for ranks that meet in a store hosted on this machine: a free port for 0, the
 // default's replacement when it is busy (an explicit port or a multi-machine job's is an error).
-// A native job on one machine gets the port held on loopback until its rank 0 takes it over.
+// A native job or a Python program on one machine gets the port held on loopback until its rank 0
+// takes it over (a Python rank 0 through the rendezvous hook, launcher/storehook.h).
 Result<void> resolvePort(LaunchSettings &settings, std::shared_ptr<PortReservation> &held)
 {
     const bool hostsStore = settings.numMachines == 1 || settings.machineRank == 0;
     if (!usesRankVariables(settings) || !hostsStore)
         return {};
-    const bool hold = settings.numMachines == 1 && settings.program.kind == ProgramSpec::Kind::Job &&
+    const bool hold = settings.numMachines == 1 && takesHeldPort(settings.program.kind) &&
                       isLoopbackAddress(settings.masterAddress()) && settings.masterAddress() != "::1";
     const int asked = settings.mainProcessPort;
     std::string busy;
@@ -333,6 +334,11 @@ Result<RunDirectory> createRunDirectory(const PreparedLaunch &prepared, int argc
 int detachSupervisor(int argc, char **argv, const LaunchSettings &settings, bool json)
 {
     const QString runPath = QString::fromStdString(settings.runDirectory);
+    // Not even the supervisor's log under a folder someone else could swap (RunDirectory::create).
+    if (auto safe = rundir::checkNoOtherUserCanSwap(settings.runDirectory); !safe) {
+        std::fprintf(stderr, "accel launch: %s\n", safe.error().toString().c_str());
+        return exitCodeFor(safe.error());
+    }
     if (auto made = rundir::makePrivateDirectory(settings.runDirectory); !made) {
         std::fprintf(stderr, "accel launch: %s\n", made.error().toString().c_str());
         return exitCodeFor(made.error());

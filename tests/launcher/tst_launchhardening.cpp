@@ -18,8 +18,12 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <arpa/inet.h>
 #include <csignal>
 #include <memory>
+#include <netinet/in.h>
+#include <optional>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
@@ -77,6 +81,44 @@ QStringList hangingLaunch(const QString &runDir, const QString &marker, int rank
             QStringLiteral("--no_python"),     fakechild(),
             QStringLiteral("--marker"),        marker,
             QStringLiteral("--grandchild"),    QStringLiteral("--hang")};
+}
+
+} // namespace
+
+namespace {
+
+// Runs `script` (sh -c; $0, $1, ... are `arguments`) in a private user and mount namespace, where
+// it may mount a tmpfs; nullopt where such namespaces are not available here.
+std::optional<accel::test::ProcessResult> inMountNamespace(const QString &script, const QStringList &arguments,
+                                                           int timeoutMs)
+{
+    const QString unshare = QStandardPaths::findExecutable(QStringLiteral("unshare"));
+    const QStringList namespaces = {QStringLiteral("--user"), QStringLiteral("--map-root-user"),
+                                    QStringLiteral("--mount")};
+    QTemporaryDir probe;
+    if (unshare.isEmpty() ||
+        accel::test::runProgram(unshare,
+                                namespaces + QStringList{QStringLiteral("sh"), QStringLiteral("-c"),
+                                                         QStringLiteral("mount -t tmpfs tmpfs \"$0\""), probe.path()})
+                .exitCode != 0)
+        return std::nullopt;
+    return accel::test::runProgram(
+        unshare, namespaces + QStringList{QStringLiteral("sh"), QStringLiteral("-c"), script} + arguments, timeoutMs);
+}
+
+// A port free on 127.0.0.1 right now (the kernel's choice for port 0).
+int freeLoopbackPort()
+{
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof(address);
+    const bool ok = fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr *>(&address), sizeof(address)) == 0 &&
+                    ::getsockname(fd, reinterpret_cast<sockaddr *>(&address), &length) == 0;
+    if (fd >= 0)
+        ::close(fd);
+    return ok ? ntohs(address.sin_port) : 0;
 }
 
 } // namespace
@@ -253,27 +295,17 @@ private Q_SLOTS:
     // private user and mount namespace (skipped where those are not available).
     void fullDiskFailsTheRunWithFinalState()
     {
-        const QString unshare = QStandardPaths::findExecutable(QStringLiteral("unshare"));
-        const QStringList namespaces = {QStringLiteral("--user"), QStringLiteral("--map-root-user"),
-                                        QStringLiteral("--mount")};
         QTemporaryDir dir;
-        if (unshare.isEmpty() ||
-            accel::test::runProgram(unshare,
-                                    namespaces + QStringList{QStringLiteral("sh"), QStringLiteral("-c"),
-                                                             QStringLiteral("mount -t tmpfs tmpfs \"$0\""), dir.path()})
-                    .exitCode != 0)
-            QSKIP("cannot mount a tmpfs in a user namespace here; tst_runsupervisor covers a file-size limit");
         // Inside: mount, launch a rank that prints ~1 MB, then show the final run.json (the tmpfs
         // goes away with the namespace).
         const QString script = QStringLiteral(
             "mount -t tmpfs -o size=256k tmpfs \"$1\" || exit 90; "
             "\"$0\" launch --cpu --num_processes 1 --no_mirror --system_sample_hz 0 --run_dir \"$1/run\" "
             "--no_python \"$2\" --lines 100000 --hang 2>/dev/null; code=$?; cat \"$1/run/run.json\"; exit $code");
-        const auto result =
-            accel::test::runProgram(unshare,
-                                    namespaces + QStringList{QStringLiteral("sh"), QStringLiteral("-c"), script,
-                                                             accelProgram(), dir.path(), fakechild()},
-                                    60000);
+        const auto ran = inMountNamespace(script, {accelProgram(), dir.path(), fakechild()}, 60000);
+        if (!ran)
+            QSKIP("cannot mount a tmpfs in a user namespace here; tst_runsupervisor covers a file-size limit");
+        const auto &result = *ran;
         QCOMPARE(result.exitCode, 1);
         const QJsonObject manifest = QJsonDocument::fromJson(result.out.toUtf8()).object();
         QCOMPARE(manifest.value(QStringLiteral("state")).toString(), QStringLiteral("failed"));
@@ -285,6 +317,30 @@ private Q_SLOTS:
                                    .toString();
         QVERIFY2(detail.contains(QStringLiteral("rank 0 log")) && detail.contains(QStringLiteral("No space left")),
                  qPrintable(detail));
+    }
+
+    // Regression (issue 33, item 5): a run folder under a folder that other users may write
+    // without the sticky bit could be renamed away and replaced by theirs; launch refuses it.
+    void runFolderOthersCouldSwapIsRefused()
+    {
+        QTemporaryDir dir;
+        const QString shared = dir.filePath(QStringLiteral("shared"));
+        QVERIFY(QDir().mkpath(shared));
+        QCOMPARE(::chmod(QFile::encodeName(shared).constData(), 0777), 0);
+        for (const QStringList &how : {QStringList(), QStringList{QStringLiteral("--detach")}}) {
+            const auto result = accel::test::runProgram(
+                accelProgram(),
+                QStringList{QStringLiteral("launch")} + how +
+                    QStringList{QStringLiteral("--cpu"), QStringLiteral("--num_processes"), QStringLiteral("1"),
+                                QStringLiteral("--run_dir"), shared + QStringLiteral("/run"),
+                                QStringLiteral("--no_python"), fakechild(), QStringLiteral("--print")},
+                30000);
+            QCOMPARE(result.exitCode, 2);
+            QVERIFY2(result.err.contains(shared +
+                                         QStringLiteral(" may be written by other users (mode 0777, no sticky bit)")),
+                     qPrintable(result.err));
+            QVERIFY(!QFile::exists(shared + QStringLiteral("/run"))); // nothing created there
+        }
     }
 
     // Regression: run directories, logs and run.json were world-readable under umask 022, and
@@ -367,6 +423,54 @@ private Q_SLOTS:
         }
         QCOMPARE(ports.size(), launches);
         QVERIFY(!ports.contains(0));
+    }
+
+    // Regression (issue 33, item 12): two Python launches on one port both found it free while
+    // their ranks loaded torch; a rank of one joined the other's process group (3 of 3 rounds).
+    // The port is held from the launcher's choice on and a Python rank 0 hosts its store on that
+    // socket (the rendezvous hook), so the second launch is refused and no group mixes runs.
+    void pythonLaunchesOnOnePortNeverMeet()
+    {
+        const QString python = qEnvironmentVariable("ACCEL_PYTHON");
+        if (python.isEmpty() || !QFileInfo(python).isExecutable())
+            QSKIP("the project's Python environment is missing (run packaging/install-deps.sh)");
+        const QString script =
+            QDir(accel::test::sourceDir()).filePath(QStringLiteral("tests/launcher/tagged_group.py"));
+        const int port = freeLoopbackPort();
+        QVERIFY(port > 0);
+        QTemporaryDir dir;
+        std::vector<std::unique_ptr<QProcess>> launches;
+        for (int i = 1; i <= 2; ++i) {
+            auto launch = std::make_unique<QProcess>();
+            QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+            environment.insert(QStringLiteral("PYTHON_EXEC"), python);
+            launch->setProcessEnvironment(environment);
+            launch->start(accelProgram(),
+                          {QStringLiteral("launch"), QStringLiteral("--cpu"), QStringLiteral("--num_processes"),
+                           QStringLiteral("2"), QStringLiteral("--main_process_port"), QString::number(port),
+                           QStringLiteral("--no_mirror"), QStringLiteral("--run_dir"),
+                           dir.filePath(QStringLiteral("run%1").arg(i)), script, QString::number(i)});
+            launches.push_back(std::move(launch));
+        }
+        int succeeded = 0, refused = 0;
+        for (auto &launch : launches) {
+            QVERIFY(launch->waitForFinished(120000));
+            const QString err = QString::fromLocal8Bit(launch->readAllStandardError());
+            if (launch->exitCode() == 0) {
+                ++succeeded;
+            } else {
+                QVERIFY2(launch->exitCode() == 2 &&
+                             err.contains(QStringLiteral("main_process_port: port %1 is in use").arg(port)),
+                         qPrintable(err));
+                ++refused;
+            }
+        }
+        QCOMPARE(succeeded, 1);
+        QCOMPARE(refused, 1);
+        // The run that ran hosted its store on the held socket: the hook is on rank 0's path only.
+        const QString ran = QFileInfo::exists(dir.filePath(QStringLiteral("run1/run.json"))) ? QStringLiteral("run1")
+                                                                                             : QStringLiteral("run2");
+        QVERIFY(QFileInfo::exists(dir.filePath(ran + QStringLiteral("/rendezvous/sitecustomize.py"))));
     }
 
     // Regression: `accel launch --job X --dry-run` accepted any job (exit 0 for `recipe: nonsense`).
