@@ -60,13 +60,22 @@ QStringList column(const QAbstractItemModel *model, int column)
     return values;
 }
 
-// `accel launch` of a Python script on one CPU rank into `runDir`, waited for.
-test::ProcessResult launchPython(const QString &runDir, const QString &script, const QString &python)
+// `accel launch` of a Python script on one CPU rank into `runDir`, waited for (with an Accelerate
+// config file when given: the run directory then holds it as cluster.yaml).
+test::ProcessResult launchPython(const QString &runDir, const QString &script, const QString &python,
+                                 const QString &config = {})
 {
+    QStringList arguments = {QStringLiteral("launch"),
+                             QStringLiteral("--cpu"),
+                             QStringLiteral("--num_processes"),
+                             QStringLiteral("1"),
+                             QStringLiteral("--no_mirror"),
+                             QStringLiteral("--run_dir"),
+                             runDir};
+    if (!config.isEmpty())
+        arguments << QStringLiteral("--config_file") << config;
     return test::runAccel(
-        {QStringLiteral("launch"), QStringLiteral("--cpu"), QStringLiteral("--num_processes"), QStringLiteral("1"),
-         QStringLiteral("--no_mirror"), QStringLiteral("--run_dir"), runDir, script},
-        120000, {},
+        arguments << script, 120000, {},
         {QStringLiteral("PYTHON_EXEC=") + python,
          QStringLiteral("PYTHONPATH=") + QDir(test::sourceDir()).filePath(QStringLiteral("resources/python"))});
 }
@@ -269,8 +278,11 @@ for step in range(1, 6):
                      "memory/allocated_bytes": 1e6 * step, "custom/score": step * step}, step=step)
 accelerator.end_training()
 )");
+        const QString config = writeScript(scratch.path(), QStringLiteral("accelerate.yaml"),
+                                           "compute_environment: LOCAL_MACHINE\ndistributed_type: 'NO'\n"
+                                           "mixed_precision: 'no'\nnum_machines: 1\nnum_processes: 1\nuse_cpu: true\n");
         const QString runDir = root + QStringLiteral("/20261128-010000-fifteen-0001");
-        const auto launched = launchPython(runDir, script, python);
+        const auto launched = launchPython(runDir, script, python, config);
         QVERIFY2(launched.exitCode == 0, qPrintable(launched.err + launched.out));
 
         RunsPage page;
