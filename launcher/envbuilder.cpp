@@ -2,6 +2,8 @@
 
 #include "launcher/launchflags.h"
 
+#include "core/rundir/runlayout.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -372,6 +374,12 @@ EnvMap buildRankEnvironment(const LaunchSettings &settings, const EnvMap &base, 
         env["ACCEL_RUN_DIR"] = settings.runDirectory;
         env["ACCEL_METRICS_FILE"] = settings.runDirectory + "/metrics/rank" +
                                     std::to_string(globalRank(settings, placement.localRank)) + ".jsonl";
+        // Last on the path: a sitecustomize of the user's own PYTHONPATH entries still comes first.
+        if (settings.trackerStartupHook && settings.program.kind != ProgramSpec::Kind::Job) {
+            const auto it = env.find("PYTHONPATH");
+            const std::string before = it == env.end() || it->second.empty() ? std::string() : it->second + ":";
+            env["PYTHONPATH"] = before + settings.runDirectory + "/" + rundir::file::PythonStartup;
+        }
     }
     return env;
 }

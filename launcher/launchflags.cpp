@@ -30,6 +30,14 @@ std::vector<LaunchFlag> makeFlags()
         {"detach", K::Switch, "", nullptr, "run the supervisor in the background; print the run id", "accel"},
         {"grace_period", K::Value, "SECONDS", "5", "after SIGTERM, seconds before ranks are killed", "accel"},
         {"no_mirror", K::Switch, "", nullptr, "do not copy rank output to the terminal", "accel"},
+        {"tracker_dir", K::Value, "DIR", nullptr,
+         "also read the TensorBoard, MLflow and trackio files under DIR into the run's metrics (repeatable; "
+         "docs/trackers.md)",
+         "accel", 0, true},
+        {"no_tracker_discovery", K::Switch, "", nullptr,
+         "do not look for the trackers the script writes (no start-up hook on the ranks' PYTHONPATH, no look at "
+         "their open files)",
+         "accel"},
         // Hardware
         {"cpu", K::Switch, "", nullptr, "force CPU training", "hardware"},
         {"multi_gpu", K::Switch, "", nullptr, "distributed GPU training (torchrun launcher)", "hardware"},

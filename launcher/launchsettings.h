@@ -80,8 +80,11 @@ struct LaunchSettings {
     std::vector<std::string> deepspeedFieldsFromConfig; // ACCELERATE_CONFIG_DS_FIELDS
 
     ProgramSpec program;
-    std::string workingDirectory;   // absolute; DeepSpeed's PYTHONPATH entry
-    std::string runDirectory;       // ACCEL_RUN_DIR
+    std::string workingDirectory; // absolute; DeepSpeed's PYTHONPATH entry
+    std::string runDirectory;     // ACCEL_RUN_DIR
+    // Append <runDirectory>/python (the trackers' start-up hook, docs/trackers.md) to the PYTHONPATH
+    // of every rank that is not an accel-worker job.
+    bool trackerStartupHook = false;
     std::vector<std::string> notes; // "how we differ from accelerate launch" lines
 
     int processesPerNode() const { return numMachines > 0 ? numProcesses / numMachines : numProcesses; }

@@ -19,6 +19,8 @@ packages=(
   # them (gloo itself is compiled into libtorch; ARCHITECTURE.md, "gloo headers")
   libgloo-dev
   libyaml-cpp-dev libssh-dev libssl-dev libexpected-dev nlohmann-json3-dev libpcre2-dev zlib1g-dev
+  # trackers read live (docs/trackers.md): TensorBoard's protobuf records, trackio's and MLflow's SQLite
+  libprotobuf-dev protobuf-compiler libqt6sql6-sqlite
   # the Python environment
   python3 python3-venv
   # tests: a real sshd on loopback, screenshots under Xvfb

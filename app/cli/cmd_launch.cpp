@@ -12,8 +12,12 @@
 #include "launcher/runsupervisor.h"
 #include "launcher/signalwatcher.h"
 #include "monitor/supervisormonitor.h"
+#include "monitor/trackers/trackerhook.h"
+#include "monitor/trackers/trackerimport.h"
 
 #include <QCoreApplication>
+#include <QDateTime>
+#include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
 
@@ -107,6 +111,23 @@ int runSupervisor(const LaunchSettings &settings, const EnvMap &base, RunDirecto
     QObject::connect(&supervisor, &RunSupervisor::rankExited, &monitor,
                      [&monitor](const RankExit &exit) { monitor.rankExited(exit.rank); });
     QObject::connect(&supervisor, &RunSupervisor::finished, &monitor, [&monitor] { monitor.stop(); });
+    // The script's own trackers (TensorBoard, MLflow, trackio) read into the run's metrics
+    // (docs/trackers.md). A rank's exit reads what it wrote last before the run's end is recorded.
+    accel::trackers::TrackerImportSettings trackerSettings;
+    trackerSettings.discover = settings.trackerStartupHook;
+    for (const std::string &folder : parser.values("tracker_dir"))
+        trackerSettings.folders << QFileInfo(QString::fromStdString(folder)).absoluteFilePath();
+    trackerSettings.since = double(QDateTime::currentMSecsSinceEpoch()) / 1000.0 - 1.0;
+    if (settings.trackerStartupHook) {
+        if (auto written = accel::trackers::writeTrackerHook(run.path()); !written)
+            std::fprintf(stderr, "accel launch: warning: trackers are not discovered: %s\n",
+                         written.error().toString().c_str());
+    }
+    accel::trackers::TrackerImport trackers(run.path(), trackerSettings);
+    QObject::connect(&supervisor, &RunSupervisor::rankStarted, &trackers, &accel::trackers::TrackerImport::rankStarted);
+    QObject::connect(&supervisor, &RunSupervisor::rankExited, &trackers,
+                     [&trackers](const RankExit &exit) { trackers.rankExited(exit.rank); });
+    QObject::connect(&supervisor, &RunSupervisor::finished, &trackers, [&trackers] { trackers.stop(); });
     SignalWatcher signals;
     QObject::connect(&signals, &SignalWatcher::signalReceived, &supervisor, [&supervisor](int signal) {
         const char *abbrev = sigabbrev_np(signal);
@@ -134,6 +155,7 @@ int runSupervisor(const LaunchSettings &settings, const EnvMap &base, RunDirecto
         app.exit(exitCode);
     });
     monitor.start();
+    trackers.start();
     QMetaObject::invokeMethod(&supervisor, &RunSupervisor::start, Qt::QueuedConnection);
     app.exec();
     return exitCode;
@@ -201,6 +223,8 @@ static int runLaunch(int argc, char **argv)
         return exitCodeFor(prepared.error());
     }
     LaunchSettings &settings = prepared->settings;
+    // The trackers' start-up hook on the ranks' PYTHONPATH (docs/trackers.md).
+    settings.trackerStartupHook = !parser.isSet("no_tracker_discovery");
     const bool quiet = parser.isSet("quiet");
 
     if (parser.isSet("dry_run")) {

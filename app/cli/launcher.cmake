@@ -5,6 +5,8 @@ list(APPEND ACCEL_CLI_SOURCES
 )
 # accel_monitor: the supervisor samples the system and runs the detectors; tail --json streams.
 list(APPEND ACCEL_CLI_LIBS accel_launcher accel_monitor accel_hardware)
+# accel_trackers: the supervisor reads the script's TensorBoard, MLflow and trackio files (docs/trackers.md).
+list(APPEND ACCEL_CLI_LIBS accel_trackers)
 # The demo finds resources/jobs/demo-gpt.yaml in the source tree when run from a build folder.
 set_source_files_properties(cli/cmd_demo.cpp PROPERTIES COMPILE_DEFINITIONS ACCEL_DEMO_SOURCE_ROOT="${CMAKE_SOURCE_DIR}")
 # `accel launch --job` (also --dry-run) checks the job file as accel-worker reads it (Qt- and torch-free).

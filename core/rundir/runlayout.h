@@ -25,6 +25,11 @@ inline constexpr const char *Checkpoints = "checkpoints";
 // (resources/python), and what the studio and `accel runs` add to a run (display name, notes, tags).
 inline constexpr const char *Hyperparameters = "hparams.json";
 inline constexpr const char *Annotations = "annotations.json";
+// The trackers' start-up hook (docs/trackers.md): the folder appended to the ranks' PYTHONPATH,
+// holding the hook as sitecustomize.py, and the file where the ranks' hook reports each tracker's
+// files (one JSON line each), which the supervisor reads into the run's metrics.
+inline constexpr const char *PythonStartup = "python";
+inline constexpr const char *TrackerReports = "trackers.jsonl";
 } // namespace file
 std::string logFile(int rank);     // "logs/rank3.log"
 std::string metricsFile(int rank); // "metrics/rank3.jsonl"

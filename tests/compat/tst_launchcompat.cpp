@@ -62,6 +62,8 @@ const std::map<QString, QString> &deliberate()
          QStringLiteral("upper-cased: the training side parses it case-sensitively and rejects te/ao/msamp")},
         {QStringLiteral("ACCELERATE_CPU_AFFINITY"),
          QStringLiteral("a config's enable_cpu_affinity: true is applied (Accelerate's flag default overrides it)")},
+        {QStringLiteral("PYTHONPATH"),
+         QStringLiteral("the run's python/ folder is appended: the trackers' start-up hook (docs/trackers.md)")},
     };
     return reasons;
 }

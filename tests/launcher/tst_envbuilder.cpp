@@ -283,6 +283,18 @@ private Q_SLOTS:
         EnvMap base = kBase;
         base["PYTHONPATH"] = "/opt/lib::/x";
         CHECK_ENV(buildRankEnvironment(settings, base, {}), "PYTHONPATH", "/opt/lib:/x:/work/proj");
+
+        // The trackers' start-up hook (docs/trackers.md) comes last, after DeepSpeed's entry too;
+        // never for accel-worker jobs, never without a run directory.
+        LaunchSettings hooked = settings;
+        hooked.trackerStartupHook = true;
+        hooked.runDirectory = "/runs/r1";
+        CHECK_ENV(buildRankEnvironment(hooked, base, {}), "PYTHONPATH", "/opt/lib:/x:/work/proj:/runs/r1/python");
+        hooked.program.kind = ProgramSpec::Kind::Job;
+        CHECK_ENV(buildRankEnvironment(hooked, base, {}), "PYTHONPATH", "/opt/lib:/x:/work/proj");
+        hooked.program.kind = ProgramSpec::Kind::PythonScript;
+        hooked.runDirectory.clear();
+        CHECK_ENV(buildRankEnvironment(hooked, base, {}), "PYTHONPATH", "/opt/lib:/x:/work/proj");
     }
 
     void deepspeedWithFile()
