@@ -8,8 +8,10 @@
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
+#include <QHash>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QSet>
 
 #include <cmath>
 
@@ -208,9 +210,9 @@ QStringList RunsModel::remoteLocations() const
 
 void RunsModel::setRemoteRuns(const QString &destination, const QList<RunInfo> &runs)
 {
-    QStringList listed;
+    QSet<QString> listed;
     for (const RunInfo &info : runs)
-        listed.append(info.path);
+        listed.insert(info.path);
     for (int row = m_runs.size() - 1; row >= 0; --row) {
         if (m_runs[row].location == destination && !listed.contains(m_runs[row].path)) {
             beginRemoveRows({}, row, row);
@@ -218,6 +220,7 @@ void RunsModel::setRemoteRuns(const QString &destination, const QList<RunInfo> &
             endRemoveRows();
         }
     }
+    QList<RunInfo> added;
     for (RunInfo info : runs) {
         info.location = destination;
         const int row = rowOfAddress(info.address());
@@ -231,10 +234,13 @@ void RunsModel::setRemoteRuns(const QString &destination, const QList<RunInfo> &
             else if (!info.isFinal())
                 Q_EMIT dataChanged(index(row, DurationColumn), index(row, DurationColumn));
         } else {
-            beginInsertRows({}, m_runs.size(), m_runs.size());
-            m_runs.append(info);
-            endInsertRows();
+            added.append(info);
         }
+    }
+    if (!added.isEmpty()) {
+        beginInsertRows({}, m_runs.size(), m_runs.size() + added.size() - 1);
+        m_runs.append(added);
+        endInsertRows();
     }
     syncHyperparameterColumns();
 }
@@ -251,9 +257,12 @@ void RunsModel::refresh()
                 present << entry;
         }
     }
-    // Removed runs (of this machine: other hosts' rows come from setRemoteRuns).
+    // Removed runs (of this machine: other hosts' rows come from setRemoteRuns). Look-ups by hash
+    // and new rows in one insertion: a root of thousands of runs is read in linear time (the
+    // views fit their columns once per insertion, not once per run).
+    const QSet<QString> presentIds(present.cbegin(), present.cend());
     for (int row = m_runs.size() - 1; row >= 0; --row) {
-        if (m_runs[row].location.isEmpty() && !present.contains(m_runs[row].id)) {
+        if (m_runs[row].location.isEmpty() && !presentIds.contains(m_runs[row].id)) {
             beginRemoveRows({}, row, row);
             m_manifestTimes.remove(m_runs[row].id);
             m_runs.removeAt(row);
@@ -261,10 +270,16 @@ void RunsModel::refresh()
         }
     }
     // Changed and new runs.
+    QHash<QString, int> localRows;
+    for (int row = 0; row < m_runs.size(); ++row) {
+        if (m_runs[row].location.isEmpty())
+            localRows.insert(m_runs[row].id, row);
+    }
+    QList<RunInfo> added;
     for (const QString &id : present) {
         const QString path = root.filePath(id);
         const QDateTime modified = filesStamp(path);
-        const int row = rowOf(id);
+        const int row = localRows.value(id, -1);
         if (row >= 0 && m_manifestTimes.value(id) == modified) {
             if (!m_runs[row].isFinal()) // live duration
                 Q_EMIT dataChanged(index(row, DurationColumn), index(row, DurationColumn));
@@ -278,10 +293,13 @@ void RunsModel::refresh()
             m_runs[row] = info;
             changed(row);
         } else {
-            beginInsertRows({}, m_runs.size(), m_runs.size());
-            m_runs.append(info);
-            endInsertRows();
+            added.append(info);
         }
+    }
+    if (!added.isEmpty()) {
+        beginInsertRows({}, m_runs.size(), m_runs.size() + added.size() - 1);
+        m_runs.append(added);
+        endInsertRows();
     }
     syncHyperparameterColumns();
 }

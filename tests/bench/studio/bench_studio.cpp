@@ -1,14 +1,22 @@
 // Render time of one Monitor chart (MetricPlot) holding a 1,000,000-point loss series, 1600 px
 // wide, offscreen: decimation to the pixel width + QCustomPlot replot + render into a QPixmap.
-// The peer is the same chart drawn from all 1M points (no decimation). Prints BENCH lines.
+// The peer is the same chart drawn from all 1M points (no decimation). Prints BENCH lines. Also
+// the Runs page opening a runs root of thousands of finished runs.
 #include "app/studio/monitor/metricplot.h"
+#include "app/studio/monitor/runspage.h"
 #include "monitor/decimation.h"
 #include "monitor/metricstore.h"
 
 #include "app/studio/monitor/qcustomplotinclude.h"
 
+#include <QDir>
 #include <QElapsedTimer>
+#include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QPixmap>
+#include <QTableView>
+#include <QTemporaryDir>
 #include <QTest>
 
 #include <algorithm>
@@ -56,6 +64,8 @@ class bench_Studio : public QObject {
     Q_OBJECT
 private Q_SLOTS:
     void renderMillionPoints();
+    void runsPageOpensManyRuns_data();
+    void runsPageOpensManyRuns();
 };
 
 void bench_Studio::renderMillionPoints()
@@ -149,6 +159,47 @@ void bench_Studio::renderMillionPoints()
     std::printf("BENCH studio.decimate_1M_points %.2f ms (to %d px columns)\n", median(decimateOnly), pixels);
     std::printf("BENCH studio.drawn_points %lld points (of %d)\n", static_cast<long long>(drawn), kPoints);
     std::fflush(stdout);
+}
+
+// The Runs page opening a runs root of N finished runs (the studio reads it at start): seconds
+// from setRunsRoot to the table holding every row, columns fitted. Issue 33 item 13 measured the
+// whole studio's start at 5.8 s / 17.5 s / 43.5 s / 77.8 s for 500 / 1000 / 2000 / 3000 runs.
+void bench_Studio::runsPageOpensManyRuns_data()
+{
+    QTest::addColumn<int>("runs");
+    for (int runs : {500, 1000, 2000, 3000})
+        QTest::newRow(qPrintable(QString::number(runs))) << runs;
+}
+
+void bench_Studio::runsPageOpensManyRuns()
+{
+    QFETCH(int, runs);
+    QTemporaryDir root;
+    for (int i = 0; i < runs; ++i) {
+        const QString folder =
+            root.filePath(QStringLiteral("20261128-%1-run-%2").arg(i, 6, 10, QLatin1Char('0')).arg(i));
+        QDir().mkpath(folder);
+        QFile file(folder + QStringLiteral("/run.json"));
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.write(QJsonDocument(QJsonObject{{QStringLiteral("schema"), QStringLiteral("accel.run")},
+                                             {QStringLiteral("version"), 1},
+                                             {QStringLiteral("name"), QStringLiteral("run%1").arg(i % 37)},
+                                             {QStringLiteral("created"), 1763771234.0 + i * 60},
+                                             {QStringLiteral("state"), QStringLiteral("succeeded")}})
+                       .toJson());
+    }
+    QElapsedTimer timer;
+    timer.start();
+    app::RunsPage page;
+    page.resize(kWidth, kHeight);
+    page.show();
+    page.setRunsRoot(root.path());
+    QCoreApplication::processEvents();
+    const double seconds = timer.nsecsElapsed() / 1e9;
+    const QTableView *table = page.runsView();
+    QVERIFY(table && table->model());
+    QCOMPARE(table->model()->rowCount(), runs);
+    std::printf("runs page, %d finished runs: %.2f s\n", runs, seconds);
 }
 
 QTEST_MAIN(bench_Studio)
