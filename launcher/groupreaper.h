@@ -9,14 +9,15 @@
 // environment holds that token.
 #pragma once
 
+#include "core/common/runtoken.h"
+
 #include <QtGlobal>
 
 #include <string>
 
 namespace accel::launcher {
 
-// The environment variable every rank gets: the run's token, 32 hex digits.
-inline constexpr const char *kRunTokenVariable = "ACCEL_RUN_TOKEN";
+using accel::kRunTokenVariable; // the environment variable every rank gets: the run's token
 
 // A fresh token for kRunTokenVariable (128 random bits).
 std::string newRunToken();

@@ -3,6 +3,8 @@
 #include "core/runtime/accelerator_p.h"
 
 #include "core/common/loopbacksocket.h"
+#include "core/common/runtoken.h"
+#include "core/runtime/signedstore.h"
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -14,6 +16,7 @@
 
 #include <arpa/inet.h>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -131,6 +134,11 @@ Result<void> rendezvous(Accelerator::Private &d)
     c10::intrusive_ptr<c10d::Store> store = base;
     if (env.useAgentStore)
         store = c10::make_intrusive<c10d::PrefixStore>("/worker/attempt_" + std::to_string(env.restartCount), store);
+    // Every rank of a run on one machine carries the supervisor's secret: sign every value, so that
+    // another local user connecting to the loopback store cannot inject one (signedstore.h). The
+    // nodes of a multi-machine run each have their own supervisor and secret.
+    if (const char *secret = std::getenv(kRunTokenVariable); secret && *secret && env.localWorldSize == env.worldSize)
+        store = c10::make_intrusive<SignedStore>(store, secret);
     store = c10::make_intrusive<c10d::PrefixStore>("accel", store);
 
     try {

@@ -5,12 +5,14 @@
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <random>
 #include <stdexcept>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -32,6 +34,40 @@ std::vector<uint8_t> bytes(const std::string &value)
 std::string hostOf(const std::string &value)
 {
     return value.substr(0, value.find(" pid "));
+}
+
+// The pid part of what rendezvous stored under rank/<N>; 0 when there is none.
+std::int64_t pidOf(const std::string &value)
+{
+    const size_t at = value.find(" pid ");
+    if (at == std::string::npos)
+        return 0;
+    char *end = nullptr;
+    const long long pid = std::strtoll(value.c_str() + at + 5, &end, 10);
+    return end && *end == '\0' && pid > 0 ? pid : 0;
+}
+
+// A segment a member opened by the name the group's first member published: it must be that
+// member's (named after its pid, as it creates them), this user's and private (0600), and of the
+// group's size; else another local user could hand the ranks a segment of theirs to read the
+// gradients from.
+std::string segmentProblem(int fd, const std::string &name, std::int64_t creatorPid, size_t mapped)
+{
+    std::string expected = rundir::allReduceSegmentName(creatorPid, 0);
+    expected.pop_back(); // "/accel-allreduce-<pid>-", any nonce
+    if (creatorPid == 0 || name.rfind(expected, 0) != 0)
+        return "shared memory " + name + " is not named after the group's first rank (" + expected + "...)";
+    struct stat info {};
+    if (::fstat(fd, &info) != 0)
+        return "shared memory " + name + ": " + std::strerror(errno);
+    if (info.st_uid != ::geteuid() || (info.st_mode & 07777) != 0600)
+        return "shared memory " + name + " is not this run's: owner uid " + std::to_string(info.st_uid) + ", mode " +
+               std::to_string((info.st_mode >> 6) & 7) + std::to_string((info.st_mode >> 3) & 7) +
+               std::to_string(info.st_mode & 7) + " (expected uid " + std::to_string(::geteuid()) + ", mode 600)";
+    if (uint64_t(info.st_size) != uint64_t(mapped))
+        return "shared memory " + name + " holds " + std::to_string(info.st_size) + " bytes, not the group's " +
+               std::to_string(mapped);
+    return {};
 }
 
 } // namespace
@@ -66,10 +102,18 @@ void *mapSharedSegment(c10d::Store &store, const std::string &prefix, int groupR
             store.set(prefix + "name", bytes(fd >= 0 ? name : std::string()));
         } else {
             name = text(store.get(prefix + "name"));
-            if (!name.empty())
-                fd = ::shm_open(name.c_str(), O_RDWR, 0600);
+            if (!name.empty()) {
+                const std::int64_t creator = pidOf(text(store.get("rank/" + std::to_string(members[0]))));
+                fd = ::shm_open(name.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0600);
+                if (fd >= 0)
+                    problem = segmentProblem(fd, name, creator, mapped);
+                if (!problem.empty()) {
+                    ::close(fd);
+                    fd = -1;
+                }
+            }
         }
-        if (fd < 0)
+        if (fd < 0 && problem.empty())
             problem = "shared memory " + (name.empty() ? std::string("segment") : name) +
                       " is not available: " + std::strerror(errno);
     } else if (groupRank == 0) {
