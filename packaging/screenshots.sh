@@ -14,7 +14,8 @@
 # (runs-remote). When tst_scriptlaunch is built, a user's argparse script launched from the studio
 # and followed live, the studio reopened mid-run, and a 3-rank run's failure card (its pictures).
 # Last, real runs of a Python script logging 15 keys through the tracker: every key charted
-# (monitor-keys), three runs compared (monitor-compare), the runs table (runs-table).
+# (monitor-keys), three runs compared (monitor-compare), the runs table (runs-table); and an
+# Accelerate script that logs only to TensorBoard, its scalars charted (monitor-tensorboard).
 # Usage: packaging/screenshots.sh [build dir]   (default: $ACCEL_BUILD_DIR or build/)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -406,5 +407,41 @@ PY
   ACCEL_STUDIO_SCREENSHOT_RUN="${sweep[1]}" ACCEL_STUDIO_SCREENSHOT_VIEW=runstable shot runs-table --page runs
 else
   echo "screenshots.sh: accel or $python missing; monitor-keys, monitor-compare and runs-table pictures not refreshed" >&2
+fi
+# An unmodified Accelerate script that logs only to TensorBoard (log_with="tensorboard", its folder
+# chosen by its own argument), 2 CPU ranks under the real accel: the scalars accel launch read from
+# its event files, charted (monitor-tensorboard; docs/trackers.md).
+if [[ -x "$accel" && -x "$python" ]]; then
+  cat >"$scratch/train_tensorboard.py" <<'PY'
+import argparse
+import math
+import random
+
+from accelerate import Accelerator
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--project_dir", default="runs")
+args = parser.parse_args()
+random.seed(3)
+accelerator = Accelerator(log_with="tensorboard", project_dir=args.project_dir)
+accelerator.init_trackers("tensorboard-demo", config={"lr": 3e-4, "batch_size": 32})
+for step in range(200):
+    loss = 2.0 + 2.5 * math.exp(-step / 40) + random.gauss(0, 0.05)
+    lr = 3e-4 * min(1.0, step / 20) * 0.5 * (1 + math.cos(math.pi * step / 200))
+    values = {"train/loss": loss, "train/lr": lr,
+              "train/grad_norm": abs(random.gauss(1.0 * math.exp(-step / 80) + 0.3, 0.05))}
+    if step % 20 == 0:
+        values["eval/loss"] = loss + 0.1
+        values["eval/accuracy"] = 1 - math.exp(-step / 60) * 0.9
+    accelerator.log(values, step=step)
+accelerator.end_training()
+PY
+  id="$(date -u +%Y%m%d-%H%M%S)-tensorboard-demo-7b0a"
+  PYTHON_EXEC="$python" "$accel" launch --cpu --num_processes 2 --main_process_port 0 --name tensorboard-demo \
+    --run_dir "$HOME/.local/share/accel-studio/runs/$id" "$scratch/train_tensorboard.py" \
+    --project_dir "$scratch/tensorboard-logs" >/dev/null 2>&1
+  ACCEL_STUDIO_SCREENSHOT_RUN="$id" shot monitor-tensorboard --page runs
+else
+  echo "screenshots.sh: accel or $python missing; monitor-tensorboard pictures not refreshed" >&2
 fi
 echo "screenshots.sh: wrote $(ls "$out"/*.png | wc -l) screenshots to $out"
