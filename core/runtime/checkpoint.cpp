@@ -91,6 +91,33 @@ Result<void> loadFp8State(Fp8Training &fp8, const fs::path &path, bool report)
     return {};
 }
 
+// The first file missing from `folder` of those every save of this Accelerator writes at the
+// top level (a sharded strategy's own files are its to check); empty when none is.
+std::string missingCheckpointFile(const Accelerator::Private &p, const std::string &folder)
+{
+    const auto &models = p.models;
+    const auto &optimizers = p.optimizers;
+    const auto &schedulers = p.schedulers;
+    std::vector<std::string> names;
+    for (size_t m = 0; m < models.size(); ++m) {
+        if (!models[m].strategy->savesOwnState())
+            names.push_back(modelFileName(m));
+    }
+    for (size_t i = 0; i < optimizers.size(); ++i) {
+        if (!p.ownsOptimizerState(i))
+            names.push_back(indexed("optimizer", i, ".bin"));
+    }
+    for (size_t i = 0; i < schedulers.size(); ++i)
+        names.push_back(indexed("scheduler", i, ".json"));
+    names.push_back("random_states_0.safetensors");
+    std::error_code ec;
+    for (const std::string &name : names) {
+        if (!fs::is_regular_file(fs::path(folder) / name, ec))
+            return name;
+    }
+    return {};
+}
+
 } // namespace
 
 StateSlot Accelerator::Private::stateSlot(size_t model) const
@@ -131,16 +158,7 @@ Result<std::string> Accelerator::saveState(const std::string &outputDir)
             return makeError(ErrorCode::InvalidInput,
                              "saveState: checkpoint folder " + target.string() +
                                  " already exists; set the project iteration past it or remove it");
-        if (isMainProcess() && p.options.project.totalLimit > 0) {
-            auto existing = checkpointnames::numberedCheckpoints(folder.string());
-            if (!existing)
-                return tl::unexpected(existing.error());
-            std::error_code ec;
-            while (!existing->empty() && int(existing->size()) + 1 > p.options.project.totalLimit) {
-                fs::remove_all(existing->front().path, ec);
-                existing->erase(existing->begin());
-            }
-        }
+        // checkpoint_total_limit: the oldest go after the new one is published (below), never before.
     } else {
         if (outputDir.empty())
             return makeError(ErrorCode::InvalidInput,
@@ -179,9 +197,16 @@ Result<std::string> Accelerator::saveState(const std::string &outputDir)
             for (size_t i = 0; written && i < p.optimizers.size(); ++i) {
                 if (ownOptimizer[i])
                     continue;
+                // Serialized in memory, then written by us: libtorch's file writer throws from its
+                // destructor when the disk is full, which ends the process.
                 torch::serialize::OutputArchive archive;
                 p.optimizers[i]->optimizer().save(archive);
-                archive.save_to((temporary / indexed("optimizer", i, ".bin")).string());
+                std::string bytes;
+                archive.save_to([&bytes](const void *data, size_t size) {
+                    bytes.append(static_cast<const char *>(data), size);
+                    return size;
+                });
+                written = fileutil::writeFileAtomic((temporary / indexed("optimizer", i, ".bin")).string(), bytes);
             }
             if (written && p.fp8)
                 written = saveFp8State(*p.fp8, (temporary / kFp8StateFile).string());
@@ -220,18 +245,27 @@ Result<std::string> Accelerator::saveState(const std::string &outputDir)
         return tl::unexpected(written.error());
     if (failures > 0)
         return makeError(ErrorCode::Failed, "saveState: another rank failed to write its part of " + target.string());
+    // Rank 0 publishes once every rank's part is in: flushed to the disk (every file and folder),
+    // renamed into place, and only then are the oldest rotated out (checkpoint_total_limit).
+    Result<void> published;
     if (isMainProcess()) {
-        const fs::path previous = target.string() + ".old";
-        fs::remove_all(previous, ec);
-        if (fs::exists(target))
-            fs::rename(target, previous, ec);
-        fs::rename(temporary, target, ec);
-        if (ec)
-            return makeError(ErrorCode::Io, "saveState: cannot rename " + temporary.string() + " to " +
-                                                target.string() + ": " + ec.message());
-        fs::remove_all(previous, ec);
+        published = checkpointnames::syncTree(temporary.string());
+        if (published)
+            published = checkpointnames::publish(temporary.string(), target.string());
+        if (published && p.options.project.automaticCheckpointNaming) {
+            auto removed = checkpointnames::rotate(target.parent_path().string(), p.options.project.totalLimit);
+            if (!removed)
+                log::warning("checkpoint",
+                             "saveState: saved " + target.string() +
+                                 ", but the oldest checkpoints were not removed: " + removed.error().toString());
+        }
     }
-    waitForEveryone();
+    // Every rank learns whether it was published.
+    const double unpublished = reduce(torch::tensor({published ? 0.0 : 1.0}), ReduceOp::Sum).item<double>();
+    if (!published)
+        return makeError(published.error().code, "saveState: " + published.error().message, published.error().context);
+    if (unpublished > 0)
+        return makeError(ErrorCode::Failed, "saveState: rank 0 could not publish " + target.string());
     if (p.options.project.automaticCheckpointNaming)
         ++p.options.project.iteration;
     return target.string();
@@ -252,7 +286,20 @@ Result<void> Accelerator::loadState(const std::string &inputDir)
         if (existing->empty())
             return makeError(ErrorCode::NotFound, "loadState: no checkpoint_<n> folder under " +
                                                       p.options.project.projectDir + "/checkpoints");
-        source = existing->back().path;
+        // The newest whole one: a folder missing a file that every save writes was cut short by
+        // a kill while it was being removed (before removal renamed first); it is skipped.
+        for (auto it = existing->rbegin(); it != existing->rend() && source.empty(); ++it) {
+            const std::string missing = missingCheckpointFile(p, it->path);
+            if (missing.empty())
+                source = it->path;
+            else if (isMainProcess())
+                log::warning("checkpoint", "loadState: skipping " + it->path + ": " + missing +
+                                               " is missing (a checkpoint partly deleted); resuming from an older one");
+        }
+        if (source.empty())
+            return makeError(ErrorCode::NotFound, "loadState: every checkpoint_<n> folder under " +
+                                                      p.options.project.projectDir +
+                                                      "/checkpoints misses files (partly deleted)");
     }
     if (!fs::is_directory(source))
         return makeError(ErrorCode::NotFound, "loadState: checkpoint folder does not exist", source.string());

@@ -4,6 +4,9 @@
 #include "core/common/checkpointstate.h"
 #include "core/common/fileutil.h"
 
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -121,6 +124,43 @@ private Q_SLOTS:
         QVERIFY(fileutil::writeFileAtomic(loaders, R"([{"epoch": 1, "batches_done": -3}])"));
         QCOMPARE(readLoaderStates(loaders).error().message,
                  std::string("[0].batches_done=-3: expected a whole number from 0 to 9223372036854775807"));
+    }
+
+    // Regression (issue 33, item 3): with checkpoint_total_limit 1 the old checkpoint was deleted
+    // before the new one was saved, and a kill inside the deletion left a half-deleted
+    // checkpoint_<n>. Now the new one is published first, and each old one is renamed to a trash
+    // name before it is removed.
+    void rotationKeepsWholeCheckpointsOnly()
+    {
+        QTemporaryDir dir;
+        const std::string folder = dir.filePath(QStringLiteral("checkpoints")).toStdString();
+        const auto make = [&](const std::string &name) {
+            std::filesystem::create_directories(folder + "/" + name);
+            QVERIFY(fileutil::writeFileAtomic(folder + "/" + name + "/model.safetensors", "weights"));
+        };
+        for (const char *name : {"checkpoint_1", "checkpoint_2", "checkpoint_3.partial"})
+            make(name);
+        // A removal an earlier kill cut short: it is no checkpoint_<n> any more, and goes.
+        make(trashName("checkpoint_0"));
+        QCOMPARE(trashName("checkpoint_0"), std::string(".deleting-checkpoint_0"));
+        QCOMPARE(numberedCheckpoints(folder)->size(), size_t(2));
+        QVERIFY(publish(folder + "/checkpoint_3.partial", folder + "/checkpoint_3"));
+        QVERIFY(syncTree(folder));
+        auto removed = rotate(folder, 1);
+        QVERIFY2(removed, removed ? "" : removed.error().toString().c_str());
+        QCOMPARE(*removed, 2);
+        QStringList left =
+            QDir(QString::fromStdString(folder)).entryList(QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden);
+        QCOMPARE(left, QStringList{QStringLiteral("checkpoint_3")});
+        QCOMPARE(QFile(QString::fromStdString(folder + "/checkpoint_3/model.safetensors")).size(), qint64(7));
+        QCOMPARE(*rotate(folder, 0), 0); // no limit: nothing goes
+        QCOMPARE(*rotate(folder, 3), 0);
+        // Publishing over an existing folder (an explicit output folder) replaces it whole.
+        make("checkpoint_4.partial");
+        make("out");
+        QVERIFY(publish(folder + "/checkpoint_4.partial", folder + "/out"));
+        QVERIFY(!QFileInfo::exists(QString::fromStdString(folder + "/out.old")));
+        QVERIFY(!publish(folder + "/missing.partial", folder + "/checkpoint_9"));
     }
 };
 

@@ -343,6 +343,47 @@ private Q_SLOTS:
         }
     }
 
+    // Regression (issue 33, item 7): a full disk during a DDP checkpoint save aborted rank 0
+    // (libtorch's archive writer threw from its destructor while writing optimizer.bin) and
+    // run.json stayed "running" in 2 of 3 runs. A real full tmpfs (in a user and mount namespace):
+    // the free space left holds the first checkpoint and the second's model, not its optimizer.
+    void checkpointSaveOnAFullDiskFailsTheRun()
+    {
+        if (!haveWorker())
+            QSKIP("this build has no libtorch runtime (accel-worker): native jobs cannot run");
+        QTemporaryDir dir;
+        QByteArray corpus;
+        for (int i = 0; i < 400; ++i)
+            corpus += "the cat sat on the mat. ";
+        writeFile(dir.filePath(QStringLiteral("corpus.txt")), corpus);
+        QVERIFY(QDir().mkpath(dir.filePath(QStringLiteral("mnt"))));
+        // Checkpoints of this model: model.safetensors 89 KB, optimizer.bin 201 KB.
+        const QString script = QStringLiteral(
+            "mount -t tmpfs -o size=4m tmpfs \"$1\" || exit 90; "
+            "printf 'recipe: gpt\\noutput_dir: %s/out\\nmodel: {n_layer: 1, n_head: 2, n_embd: 32, block_size: 32}\\n"
+            "data: {corpus: %s}\\ntraining: {max_steps: 10, batch_size: 4, checkpoint_every: 5, log_every: 5}\\n' "
+            "\"$1\" \"$2\" > \"$1/job.yaml\"; "
+            "avail=$(df --output=avail -B1 \"$1\" | tail -1); fallocate -l $((avail - 560000)) \"$1/filler\" || exit "
+            "91; "
+            "\"$0\" launch --cpu --num_processes 2 --no_mirror --system_sample_hz 0 --run_dir \"$1/run\" "
+            "--job \"$1/job.yaml\" 2>/dev/null; code=$?; cat \"$1/run/run.json\"; echo; "
+            "cat \"$1/run/logs/rank0.log\" >&2; ls \"$1/out/checkpoints\" >&2; exit $code");
+        const auto ran = inMountNamespace(
+            script, {accelProgram(), dir.filePath(QStringLiteral("mnt")), dir.filePath(QStringLiteral("corpus.txt"))},
+            120000);
+        if (!ran)
+            QSKIP("cannot mount a tmpfs in a user namespace here");
+        const auto &result = *ran;
+        QCOMPARE(result.exitCode, 1);
+        const QJsonObject manifest = QJsonDocument::fromJson(result.out.toUtf8()).object();
+        QCOMPARE(manifest.value(QStringLiteral("state")).toString(), QStringLiteral("failed"));
+        const QJsonObject rank0 = manifest.value(QStringLiteral("ranks")).toArray().first().toObject();
+        QVERIFY2(rank0.value(QStringLiteral("result")).toString() == QLatin1String("exit 1"), qPrintable(result.err));
+        QVERIFY2(result.err.contains(QStringLiteral("checkpoint_1.partial/optimizer.bin: write failed: No space left")),
+                 qPrintable(result.err));
+        QVERIFY2(result.err.contains(QStringLiteral("checkpoint_0\n")), qPrintable(result.err)); // kept whole
+    }
+
     // Regression: run directories, logs and run.json were world-readable under umask 022, and
     // run.json recorded argv verbatim (an --aws_secret_access_key landed in it).
     void runDirectoryIsPrivateAndHoldsNoSecret()

@@ -128,7 +128,7 @@ private Q_SLOTS:
         QCOMPARE(runsOn.keys(), QStringList({"bf16", "fp8", "no"}));
         QCOMPARE(runsOn.value("bf16").toString().contains("AMX-BF16"), matrix.value("amx_bf16").toBool());
         const QString fp8 = runsOn.value("fp8").toString();
-        QVERIFY2(fp8.contains("64x64x64 probe: _scaled_mm ") && fp8.contains(" ms, dequantized "), qPrintable(fp8));
+        QVERIFY2(fp8.contains("64^3 probe: _scaled_mm ") && fp8.contains(" ms, dequantized "), qPrintable(fp8));
         qInfo("fp8 on this CPU: %s", qPrintable(fp8));
     }
 
@@ -205,6 +205,18 @@ private Q_SLOTS:
         QVERIFY2(runs[0].out.contains("resumed from step 10"), qPrintable(runs[0].out));
         QVERIFY(runs[0].out.contains("step 15/15"));
         QVERIFY(QFile::exists(dir.filePath("out/checkpoints/checkpoint_2/model.safetensors")));
+        // Regression (issue 33, item 3): a checkpoint_<n> that a kill left half-deleted (as the
+        // removal of an old one used to) is skipped with a warning; the run resumes from the
+        // newest whole one instead of refusing every resume.
+        QVERIFY(QFile::remove(dir.filePath("out/checkpoints/checkpoint_2/random_states_0.safetensors")));
+        writeFile(dir.filePath("c.yaml"),
+                  common + "training: {max_steps: 20, batch_size: 4, checkpoint_every: 5, log_every: 5}\n");
+        runs = runWorker(1, dir.filePath("c.yaml"));
+        QVERIFY2(runs[0].exitCode == 0, qPrintable(runs[0].err));
+        QVERIFY2(runs[0].err.contains("checkpoint_2: random_states_0.safetensors is missing (a checkpoint partly "
+                                      "deleted); resuming from an older one"),
+                 qPrintable(runs[0].err));
+        QVERIFY2(runs[0].out.contains("resumed from step 10"), qPrintable(runs[0].out));
     }
 
     void torchScriptModuleTrains()
