@@ -19,7 +19,7 @@ using namespace accel::test::sharding;
 namespace {
 
 // The variables of a `KEY=value` list, as a rank would read them.
-accel::runtime::DistributedEnv::Lookup lookup(const QStringList &env)
+accel::runtime::EnvLookup lookup(const QStringList &env)
 {
     auto values = std::make_shared<std::map<std::string, std::string>>();
     for (const QString &entry : env)
