@@ -56,7 +56,7 @@ std::string milliseconds(double seconds)
 }
 
 // What each mixed_precision value computes its matrix products with on this CPU. fp8 is measured
-// (the probe that fp8 training starts with; each run measures its own shape classes and logs them).
+// (the probe fp8 training starts with, which each run logs).
 nlohmann::ordered_json cpuPrecisions(const nlohmann::ordered_json &features, const nlohmann::ordered_json &blas)
 {
     const auto has = [&features](const char *name) { return features.value(name, false); };
@@ -77,8 +77,7 @@ nlohmann::ordered_json cpuPrecisions(const nlohmann::ordered_json &features, con
                 probe.path == runtime::Fp8GemmPath::ScaledMm
                     ? "FP8 GEMM through torch::_scaled_mm (oneDNN)"
                     : "FP8 operands, dequantized product in float32 (torch::_scaled_mm runs a slow kernel here)") +
-            "; " + std::to_string(probe.shape.m) + "x" + std::to_string(probe.shape.k) + "x" +
-            std::to_string(probe.shape.n) + " probe: _scaled_mm " + milliseconds(probe.scaledMmSeconds) +
+            "; " + std::to_string(probe.probeSize) + "^3 probe: _scaled_mm " + milliseconds(probe.scaledMmSeconds) +
             ", dequantized " + milliseconds(probe.dequantizedSeconds);
     return precisions;
 }

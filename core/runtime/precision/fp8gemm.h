@@ -1,9 +1,12 @@
 // Which kernel computes an FP8 GEMM on a device (docs/fp8.md "The GEMM"). torch::_scaled_mm is the
 // hardware FP8 GEMM on a GPU; on a CPU libtorch runs it through oneDNN, whose implementation
-// depends on the CPU: a vectorised kernel on some, a reference loop 100x to 1000x slower than the
-// float32 product on others (an AMX Xeon). The dequantised product (both operands to float32, then
-// the float32 GEMM) computes the same values within float32 rounding. So the path is chosen by
-// measuring both, once per process, device and shape class, unless ACCEL_FP8_GEMM forces one.
+// depends on the CPU: a vectorised kernel on some (1.1 to 1.3 times the cost of the dequantised
+// product on an AVX-512 EPYC), a reference loop hundreds of times slower on others (an AMX Xeon).
+// The dequantised product (both operands to float32, then the float32 GEMM) computes the same
+// values within float32 rounding. So the path is chosen per process and device by timing a probe
+// product on both, unless ACCEL_FP8_GEMM forces one. The decision is per device, not per shape:
+// per-shape decisions on tiny products flipped between two runs of the same job on a loaded machine,
+// which changes a run's last bits.
 #pragma once
 
 #include "core/plan/fp8config.h"
@@ -19,45 +22,35 @@ namespace accel::runtime {
 enum class Fp8GemmPath { ScaledMm, Dequantized };
 const char *fp8GemmPathName(Fp8GemmPath path); // "scaled_mm" / "dequantized"
 
-// The products a shape class is measured on: each dimension capped and rounded up to a power of two.
-struct Fp8GemmShapeClass {
-    int64_t m = 0, k = 0, n = 0;
-    bool operator<(const Fp8GemmShapeClass &other) const;
-};
-Fp8GemmShapeClass fp8GemmShapeClass(int64_t m, int64_t k, int64_t n);
-
-// One measured decision: seconds per product of each path (the faster of the timed repetitions;
-// scaledMmSeconds is a lower bound when the measurement stopped early on a slow kernel).
+// One measured decision: seconds per probe product of each path and the ratio between them
+// (medians over interleaved pairs).
 struct Fp8GemmDecision {
     c10::DeviceType device = c10::DeviceType::CPU;
-    Fp8GemmShapeClass shape;
+    int64_t probeSize = 0; // the probe is probeSize^3
     double scaledMmSeconds = 0;
     double dequantizedSeconds = 0;
+    double ratio = 0; // scaledMmSeconds / dequantizedSeconds, pair by pair
     Fp8GemmPath path = Fp8GemmPath::ScaledMm;
     std::string why; // one line for the run's log
 };
 
-// The rule on measured costs: _scaled_mm (the libraries' own kernel) unless it costs more than
-// twice the dequantised product; the margin keeps noise from flipping the choice between runs.
-Fp8GemmPath chooseFp8GemmPath(double scaledMmSeconds, double dequantizedSeconds);
-// Whether the probe's costs mark _scaled_mm as a reference kernel (8x the dequantised product or
-// more), which settles every shape class on the device without measuring it.
-bool fp8GemmProbeSettlesEveryClass(double scaledMmSeconds, double dequantizedSeconds);
+// The rule on the measured ratio (_scaled_mm's cost over the dequantised product's): _scaled_mm (the
+// libraries' own kernel) unless it costs 4 times as much or more, which only a reference kernel
+// does; the margin keeps timing noise from flipping the choice between runs.
+Fp8GemmPath chooseFp8GemmPath(double ratio);
 
-// The path for a [m, k] x [k, n] product on `device` under `policy`. CUDA is always _scaled_mm
-// (the hardware GEMM); a device without the kernel always the dequantised product. On the CPU under
-// `auto`, the first product of a shape class is preceded by the measurement (bounded: a 64^3 probe
-// first, which settles every class when _scaled_mm is far slower there), and its decision is
-// printed to stdout once.
-Fp8GemmPath fp8GemmPath(c10::DeviceType device, int64_t m, int64_t k, int64_t n, Fp8GemmPolicy policy);
+// The path for a product on `device` under `policy`. CUDA is always _scaled_mm (the hardware
+// GEMM); a device without the kernel always the dequantised product. On the CPU under `auto`, the
+// first product of the process is preceded by the probe (64^3, a few milliseconds even on a
+// reference kernel), whose decision is printed to stdout once.
+Fp8GemmPath fp8GemmPath(c10::DeviceType device, Fp8GemmPolicy policy);
 
 // Whether this libtorch runs torch::_scaled_mm on a device of this type (asked once for the CPU).
 bool scaledMmRunsOn(c10::DeviceType device);
 
 // The decisions measured so far in this process, in the order they were made.
 std::vector<Fp8GemmDecision> fp8GemmDecisions();
-// Measures the 64^3 probe on the CPU now (what `accel-worker --capabilities` reports) and returns
-// its decision.
+// The CPU's decision, measured now if it was not yet (what `accel-worker --capabilities` reports).
 Fp8GemmDecision measureFp8GemmProbe();
 
 // Products computed on each path since the last call (for the metrics lines: fp8_gemm_scaled_mm,

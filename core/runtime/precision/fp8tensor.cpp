@@ -53,8 +53,7 @@ torch::Tensor scaledMm(const Fp8Tensor &a, const Fp8Tensor &b, at::ScalarType ou
 torch::Tensor fp8Matmul(const Fp8Tensor &a, const Fp8Tensor &b, at::ScalarType outDtype, bool padInnerDim,
                         Fp8GemmPolicy policy)
 {
-    const Fp8GemmPath path =
-        fp8GemmPath(a.data.device().type(), a.data.size(0), a.data.size(1), b.data.size(1), policy);
+    const Fp8GemmPath path = fp8GemmPath(a.data.device().type(), policy);
     countFp8Gemm(path);
     if (path == Fp8GemmPath::ScaledMm)
         return scaledMm(a, b, outDtype, padInnerDim);
