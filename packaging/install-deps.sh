@@ -27,6 +27,9 @@ packages=(
   openssh-server openssh-client xvfb xauth procps iproute2
   # tests: a single-node SLURM cluster (munged, slurmctld, slurmd) that tst_slurm starts in the foreground
   slurmctld slurmd slurm-client munge
+  # packaging/package.sh (tst_hostsinstall and the Cluster tab's install test make the accel package):
+  # dpkg-deb and help2man for the man pages
+  dpkg-dev help2man
 )
 missing=()
 for p in "${packages[@]}"; do
