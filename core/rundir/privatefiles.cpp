@@ -5,9 +5,11 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <grp.h>
 #include <linux/falloc.h>
 #include <map>
 #include <mutex>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <utility>
@@ -105,6 +107,34 @@ std::string octalMode(mode_t mode)
     return text;
 }
 
+// True when `user` is the only member of group `gid`: the only account whose primary group it is,
+// and no other listed member (a user's private group, as usermod's USERGROUPS_ENAB makes them).
+bool groupIsOnly(gid_t gid, uid_t user)
+{
+    const passwd *owner = ::getpwuid(user);
+    const group *entry = ::getgrgid(gid);
+    if (!owner || !entry)
+        return false;
+    const std::string name = owner->pw_name;
+    for (char **member = entry->gr_mem; member && *member; ++member) {
+        if (name != *member)
+            return false;
+    }
+    bool primary = false;
+    ::setpwent();
+    while (const passwd *account = ::getpwent()) {
+        if (account->pw_gid != gid)
+            continue;
+        if (account->pw_uid != user) {
+            ::endpwent();
+            return false;
+        }
+        primary = true;
+    }
+    ::endpwent();
+    return primary || (entry->gr_mem && entry->gr_mem[0]);
+}
+
 std::string symlinkHint(int error)
 {
     return error == ELOOP || error == ENOTDIR ? " (a symlink or not a folder: run directories never follow symlinks)"
@@ -194,7 +224,10 @@ Result<void> checkNoOtherUserCanSwap(const std::string &path)
                 continue; // created by us, 0700, when the run folder is made
             return makeError(ErrorCode::Io, systemError("cannot inspect " + folder), path);
         }
-        const bool othersMayWrite = (info.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (info.st_mode & S_ISVTX) == 0;
+        // Group write is the owner's alone when the group is the owner's private one (umask 002).
+        const bool othersMayWrite = (info.st_mode & S_ISVTX) == 0 &&
+                                    ((info.st_mode & S_IWOTH) != 0 ||
+                                     ((info.st_mode & S_IWGRP) != 0 && !groupIsOnly(info.st_gid, info.st_uid)));
         if (info.st_uid != 0 && info.st_uid != me)
             return makeError(ErrorCode::InvalidInput,
                              folder + " belongs to another user (uid " + std::to_string(info.st_uid) +

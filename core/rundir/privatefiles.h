@@ -25,9 +25,10 @@ Result<void> checkRealDirectory(const std::string &path);
 Result<std::uint32_t> runDirectoryOwner(const std::string &runDirectory);
 
 // Refuses a run folder that another user could swap: every existing folder above `path` (up to
-// /) must belong to root or the caller, and one that others may write (group or other write bit)
-// must have the sticky bit (as /tmp), else its owner or writers could rename the run folder away
-// and put theirs in its place, and the run's checkpoints, events and metrics would land there.
+// /) must belong to root or the caller, and one that others may write (the other write bit, or the
+// group write bit of a group with another member than the folder's owner) must have the sticky bit
+// (as /tmp), else its owner or writers could rename the run folder away and put theirs in its
+// place, and the run's checkpoints, events and metrics would land there.
 Result<void> checkNoOtherUserCanSwap(const std::string &path);
 // Holds `runDirectory` by descriptor for the rest of this process (the supervisor, from its
 // start): every later open of a file in it by this path is relative to that descriptor, so a

@@ -129,6 +129,16 @@ private Q_SLOTS:
         QVERIFY(checkNoOtherUserCanSwap(native(dir.filePath(QStringLiteral("run")))));
         QVERIFY(!checkNoOtherUserCanSwap("relative/run"));
         if (::geteuid() == 0) {
+            // Group-writable (umask 002): fine when the group is the owner's alone (root's), not
+            // when another account is in it (nogroup: nobody's primary group).
+            QCOMPARE(::chmod(QFile::encodeName(shared).constData(), 0775), 0);
+            QCOMPARE(::chown(QFile::encodeName(shared).constData(), 0, 0), 0);
+            QVERIFY(checkNoOtherUserCanSwap(native(shared + QStringLiteral("/run"))));
+            QCOMPARE(::chown(QFile::encodeName(shared).constData(), 0, 65534), 0);
+            refused = checkNoOtherUserCanSwap(native(shared + QStringLiteral("/run")));
+            QVERIFY(!refused);
+            QVERIFY2(refused.error().message.find("(mode 0775, no sticky bit)") != std::string::npos,
+                     refused.error().message.c_str());
             // A folder of another user: its owner may rename what is inside, sticky bit or not.
             QCOMPARE(::chown(QFile::encodeName(shared).constData(), 65534, 65534), 0);
             refused = checkNoOtherUserCanSwap(native(shared + QStringLiteral("/run")));
