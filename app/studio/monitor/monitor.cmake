@@ -12,12 +12,15 @@ target_sources(accel_studio_ui PRIVATE
   monitor/bannerbar.h monitor/bannerbar.cpp
   monitor/failuretriage.h monitor/failuretriage.cpp
   monitor/runstatuspanel.h monitor/runstatuspanel.cpp
+  monitor/runoutput.h monitor/runoutput.cpp
   monitor/logview.h monitor/logview.cpp
   monitor/eventstimeline.h monitor/eventstimeline.cpp
   monitor/rankmemorypanel.h monitor/rankmemorypanel.cpp
+  monitor/monitortexts.h monitor/monitortexts.cpp
   monitor/monitorpage.h monitor/monitorpage.cpp
   monitor/runspage.h monitor/runspage.cpp
   monitor/runsfilter.h monitor/runsfilter.cpp
+  monitor/runscolumns.h monitor/runscolumns.cpp
   monitor/runactions.h monitor/runactions.cpp
   monitor/rundiffdialog.h monitor/rundiffdialog.cpp
   monitor/remotehosts.h monitor/remotehosts.cpp # SSH (accel_hosts, linked by cluster/cluster.cmake)

@@ -4,12 +4,12 @@
 #include "app/studio/monitor/eventstimeline.h"
 #include "app/studio/monitor/logview.h"
 #include "app/studio/monitor/metricplot.h"
+#include "app/studio/monitor/monitortexts.h"
 #include "app/studio/monitor/panelgrid.h"
 #include "app/studio/monitor/rankmemorypanel.h"
 #include "app/studio/monitor/remotehosts.h"
 #include "app/studio/monitor/runstatuspanel.h"
 #include "app/studio/monitor/stdoutoffer.h"
-#include "core/rundir/runlayout.h"
 #include "launcher/remoterunfollower.h"
 #include "monitor/runcatalogue.h"
 #include "monitor/runsmodel.h"
@@ -49,15 +49,6 @@ QColor runColor(int index)
 QString stdoutSettingsKey(const QString &project)
 {
     return QStringLiteral("monitor/stdoutMetrics/") + QString::fromLatin1(project.toUtf8().toPercentEncoding());
-}
-
-// The last part of a run id ("20261128-225301-train-3fa2" -> "3fa2").
-QString idSuffix(const QString &directory)
-{
-    QString path;
-    const QString folder = monitor::parseRemoteRunAddress(directory, nullptr, &path) ? QFileInfo(path).fileName()
-                                                                                     : QFileInfo(directory).fileName();
-    return folder.section(QLatin1Char('-'), -1);
 }
 
 } // namespace
@@ -303,28 +294,10 @@ void MonitorPage::setRunNames(const QHash<QString, QString> &names)
 
 bool MonitorPage::relabel()
 {
-    // Display names, told apart by their id's last part when two are the same.
-    QStringList labels;
-    for (const Run &run : std::as_const(m_runs)) {
-        QString name = m_names.value(run.directory);
-        QString host, path;
-        if (name.isEmpty() && monitor::parseRemoteRunAddress(run.directory, &host, &path)) {
-            name = tr("%1 on %2").arg(QFileInfo(path).fileName(), host);
-        } else if (name.isEmpty()) {
-            monitor::RunInfo info;
-            name = monitor::readRunInfo(run.directory, info) ? info.displayName() : QFileInfo(run.directory).fileName();
-        }
-        labels.append(name);
-    }
-    for (qsizetype i = 0; i < labels.size(); ++i) {
-        if (labels.count(labels[i]) > 1) {
-            const QString base = labels[i];
-            for (qsizetype j = i; j < labels.size(); ++j) {
-                if (labels[j] == base)
-                    labels[j] = tr("%1 · %2").arg(base, idSuffix(m_runs[j].directory));
-            }
-        }
-    }
+    QStringList addresses;
+    for (const Run &run : std::as_const(m_runs))
+        addresses.append(run.directory);
+    const QStringList labels = app::runLabels(addresses, m_names);
     bool changed = false;
     for (qsizetype i = 0; i < m_runs.size(); ++i) {
         Run &run = m_runs[i];
@@ -538,29 +511,8 @@ void MonitorPage::updateEmptyState()
     for (const Run &run : std::as_const(m_runs)) {
         if (!run.monitor)
             continue; // being started
-        const QString state = run.monitor->manifest().value(QLatin1String("state")).toString();
-        const bool printed = run.monitor->logModel()->rowCount() > 0;
-        const QString metricsFile =
-            QString::fromStdString(rundir::metricsFile(0)).replace(QLatin1Char('0'), QLatin1Char('N'));
-        if (state == QLatin1String(rundir::state::Failed))
-            lines << tr("%1 failed before it logged a metric: its error is in the card above and in Logs.")
-                         .arg(run.label);
-        else if (state == QLatin1String(rundir::state::Stopped))
-            lines << tr("%1 was stopped before it logged a metric.").arg(run.label);
-        else if (state == QLatin1String(rundir::state::Lost))
-            lines << tr("%1 lost its supervisor before it logged a metric.").arg(run.label);
-        else if (state == QLatin1String(rundir::state::Succeeded))
-            lines << tr("%1 finished without logging a metric: log them with the tracker (from accel_studio_tracker "
-                        "import log), or read them from its printed output (Panels).")
-                         .arg(run.label);
-        else if (printed && !run.stdoutMetrics)
-            lines << tr("%1 prints but has logged no metric yet (%2).").arg(run.label, metricsFile);
-        else if (printed)
-            lines << tr("%1 prints, and nothing in its output looks like a metric yet.").arg(run.label);
-        else if (state.isEmpty())
-            lines << tr("Reading %1…").arg(run.label);
-        else
-            lines << tr("Waiting for %1's first metrics line (%2)…").arg(run.label, metricsFile);
+        lines << whyNoMetrics(run.label, run.monitor->manifest().value(QLatin1String("state")).toString(),
+                              run.monitor->logModel()->rowCount() > 0, run.stdoutMetrics);
     }
     m_noData->setText(lines.join(QLatin1Char('\n')));
     m_chartsArea->setCurrentWidget(m_noData);

@@ -4,6 +4,7 @@
 #include "app/studio/monitor/monitorpage.h"
 #include "app/studio/monitor/remotehosts.h"
 #include "app/studio/monitor/runactions.h"
+#include "app/studio/monitor/runscolumns.h"
 #include "app/studio/monitor/runsfilter.h"
 #include "launcher/accelcommand.h"
 #include "launcher/clusterrecord.h"
@@ -23,7 +24,6 @@
 #include <QLineEdit>
 #include <QMenu>
 #include <QPushButton>
-#include <QSettings>
 #include <QSplitter>
 #include <QStandardPaths>
 #include <QTableView>
@@ -95,6 +95,7 @@ RunsPage::RunsPage(QWidget *parent) : QWidget(parent)
     m_view->setContextMenuPolicy(Qt::CustomContextMenu);
     m_view->horizontalHeader()->setContextMenuPolicy(Qt::CustomContextMenu);
     m_actions = new RunActions(&m_model, this);
+    m_columns = new RunsColumns(&m_model, m_view);
     m_view->setSortingEnabled(true);
     m_view->sortByColumn(monitor::RunsModel::StartedColumn, Qt::DescendingOrder);
     m_view->setSelectionBehavior(QAbstractItemView::SelectRows);
@@ -118,7 +119,7 @@ RunsPage::RunsPage(QWidget *parent) : QWidget(parent)
     connect(m_stop, &QPushButton::clicked, this, &RunsPage::stopSelected);
     connect(&m_model, &QAbstractItemModel::dataChanged, this, &RunsPage::updateButtons);
     connect(&m_model, &QAbstractItemModel::rowsInserted, this, [this] {
-        fitColumns();
+        m_columns->fit();
         // Later, once every row of this refresh is in (and sorted), not on its first row.
         QTimer::singleShot(0, this, &RunsPage::selectNewestOnce);
     });
@@ -146,16 +147,16 @@ RunsPage::RunsPage(QWidget *parent) : QWidget(parent)
         menu->popup(m_view->horizontalHeader()->mapToGlobal(at));
     });
     connect(&m_model, &QAbstractItemModel::columnsInserted, this, [this] {
-        updateColumns();
-        fitColumns();
+        m_columns->update();
+        m_columns->fit();
     });
-    connect(&m_model, &QAbstractItemModel::rowsInserted, this, &RunsPage::updateColumns);
-    connect(&m_model, &QAbstractItemModel::rowsRemoved, this, &RunsPage::updateColumns);
+    connect(&m_model, &QAbstractItemModel::rowsInserted, m_columns, &RunsColumns::update);
+    connect(&m_model, &QAbstractItemModel::rowsRemoved, m_columns, &RunsColumns::update);
     connect(&m_model, &QAbstractItemModel::dataChanged, this, [this](const QModelIndex &from, const QModelIndex &to) {
         // A row read again (not only its ticking duration): names, notes, hyperparameters.
         if (from.column() <= monitor::RunsModel::NameColumn && to.column() >= monitor::RunsModel::NotesColumn) {
             updateRunNames();
-            updateColumns();
+            m_columns->update();
         }
     });
 
@@ -194,15 +195,6 @@ void RunsPage::setRunListVisible(bool visible)
     m_listToggle->setText(visible ? tr("Hide list") : tr("Show list"));
 }
 
-void RunsPage::fitColumns()
-{
-    // To their contents, but no column wider than a few words: long notes and values are tooltips.
-    constexpr int kWidest = 280;
-    m_view->resizeColumnsToContents();
-    for (int column = 0; column < m_model.columnCount(); ++column)
-        m_view->setColumnWidth(column, std::min(m_view->columnWidth(column), kWidest));
-}
-
 void RunsPage::setRunListHeight(int pixels)
 {
     const QList<int> sizes = m_splitter->sizes();
@@ -223,7 +215,7 @@ void RunsPage::setRunsRoot(const QString &root)
     m_model.setRunsRoot(root);
     m_rootLabel->setText(QDir::toNativeSeparators(root));
     m_rootLabel->setToolTip(QDir::toNativeSeparators(root));
-    fitColumns();
+    m_columns->fit();
     selectNewestOnce();
     updateButtons();
 }
@@ -464,91 +456,19 @@ void RunsPage::updateRunNames()
     m_monitor->setRunNames(names);
 }
 
-namespace {
-
-QString columnSettingsKey(const QString &which)
-{
-    return QStringLiteral("runs/columns/") + which;
-}
-
-} // namespace
-
 bool RunsPage::isColumnShown(int column) const
 {
-    return !m_view->isColumnHidden(column);
+    return m_columns->isShown(column);
 }
 
 void RunsPage::setColumnShown(int column, bool shown)
 {
-    const QString key =
-        column >= monitor::RunsModel::ColumnCount
-            ? m_model.headerData(column, Qt::Horizontal, monitor::RunsModel::HyperparameterKeyRole).toString()
-            : m_model.headerData(column, Qt::Horizontal).toString();
-    QSettings settings;
-    QStringList shownList = settings.value(columnSettingsKey(QStringLiteral("shown"))).toStringList();
-    QStringList hiddenList = settings.value(columnSettingsKey(QStringLiteral("hidden"))).toStringList();
-    shownList.removeAll(key);
-    hiddenList.removeAll(key);
-    (shown ? shownList : hiddenList).append(key);
-    settings.setValue(columnSettingsKey(QStringLiteral("shown")), shownList);
-    settings.setValue(columnSettingsKey(QStringLiteral("hidden")), hiddenList);
-    m_view->setColumnHidden(column, !shown);
-}
-
-void RunsPage::updateColumns()
-{
-    // Hyperparameters that tell the listed runs apart are shown, notes when a run has some; the
-    // user's choices win.
-    QList<monitor::Hyperparameters> values;
-    bool anyNotes = false;
-    for (int row = 0; row < m_model.rowCount(); ++row) {
-        values.append(m_model.run(row).hyperparameters);
-        anyNotes = anyNotes || !m_model.run(row).annotations.notes.isEmpty();
-    }
-    const QStringList differing = monitor::differingKeys(values);
-    QSettings settings;
-    const QStringList shownList = settings.value(columnSettingsKey(QStringLiteral("shown"))).toStringList();
-    const QStringList hiddenList = settings.value(columnSettingsKey(QStringLiteral("hidden"))).toStringList();
-    for (int column = 0; column < m_model.columnCount(); ++column) {
-        const bool parameter = column >= monitor::RunsModel::ColumnCount;
-        const QString key =
-            parameter ? m_model.headerData(column, Qt::Horizontal, monitor::RunsModel::HyperparameterKeyRole).toString()
-                      : m_model.headerData(column, Qt::Horizontal).toString();
-        bool shown = parameter ? differing.contains(key) : column != monitor::RunsModel::NotesColumn || anyNotes;
-        if (shownList.contains(key))
-            shown = true;
-        if (hiddenList.contains(key))
-            shown = false;
-        m_view->setColumnHidden(column, !shown);
-    }
-    // What tells runs apart first: name, state, tags, the hyperparameters; then when, how and where.
-    using Model = monitor::RunsModel;
-    QList<int> order = {Model::NameColumn, Model::StateColumn, Model::TagsColumn};
-    for (int column = Model::ColumnCount; column < m_model.columnCount(); ++column)
-        order.append(column);
-    order += {Model::StartedColumn, Model::DurationColumn, Model::NotesColumn,
-              Model::ConfigColumn,  Model::HostColumn,     Model::IdColumn};
-    QHeaderView *header = m_view->horizontalHeader();
-    for (int visual = 0; visual < order.size(); ++visual) {
-        const int from = header->visualIndex(order[visual]);
-        if (from != visual)
-            header->moveSection(from, visual);
-    }
+    m_columns->setShown(column, shown);
 }
 
 QMenu *RunsPage::createColumnsMenu(QWidget *parent)
 {
-    auto *menu = new QMenu(parent);
-    menu->addSection(tr("Columns"));
-    for (int column = 0; column < m_model.columnCount(); ++column) {
-        if (column == monitor::RunsModel::ColumnCount)
-            menu->addSection(tr("Hyperparameters"));
-        QAction *action = menu->addAction(m_model.headerData(column, Qt::Horizontal).toString());
-        action->setCheckable(true);
-        action->setChecked(isColumnShown(column));
-        connect(action, &QAction::toggled, this, [this, column](bool on) { setColumnShown(column, on); });
-    }
-    return menu;
+    return m_columns->createMenu(parent);
 }
 
 QMenu *RunsPage::createRunMenu(QWidget *parent)

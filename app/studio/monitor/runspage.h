@@ -39,6 +39,7 @@ namespace accel::app {
 class MonitorPage;
 class RemoteHosts;
 class RunActions;
+class RunsColumns;
 class RunsFilter;
 
 class RunsPage : public QWidget {
@@ -81,8 +82,8 @@ public:
     // The right-click menu of the selected runs, and of the table's header (its columns).
     QMenu *createRunMenu(QWidget *parent);
     QMenu *createColumnsMenu(QWidget *parent);
-    // Hyperparameter columns: shown when their values differ between the listed runs, unless
-    // the header's menu said otherwise (kept in the settings).
+    // Columns (RunsColumns): hyperparameters shown when their values differ between the listed
+    // runs, unless the header's menu said otherwise (kept in the settings).
     void setColumnShown(int column, bool shown);
     bool isColumnShown(int column) const;
     MonitorPage *monitorPage() const { return m_monitor; }
@@ -117,8 +118,6 @@ private:
     bool isStoppable(const QModelIndex &index) const;
     void updateHostsState();
     void updateSources();
-    void updateColumns();
-    void fitColumns();
     void updateRunNames();
 
     monitor::RunsModel m_model;
@@ -126,6 +125,7 @@ private:
     QTableView *m_view = nullptr;
     QLineEdit *m_filter = nullptr;
     RunActions *m_actions = nullptr;
+    RunsColumns *m_columns = nullptr;
     QPushButton *m_diff = nullptr;
     QPushButton *m_stop = nullptr;
     QPushButton *m_refresh = nullptr;
