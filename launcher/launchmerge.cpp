@@ -5,6 +5,7 @@
 
 #ifdef ACCEL_LAUNCHER_HAVE_CONFIG
 #include "core/config/configvalue.h"
+#include "launcher/nativejobcheck.h"
 #endif
 
 #include <algorithm>
@@ -521,6 +522,13 @@ Result<LaunchSettings> Merger::run()
     s.deviceMaskVariable = deviceMaskVariableFor(s.distributedType);
     if (!s.useDeepSpeed)
         s.deepspeedFieldsFromConfig.clear();
+#ifdef ACCEL_LAUNCHER_HAVE_CONFIG
+    // A job's config keys that never reach its ranks: acted on, refused or noted (docs/native-keys.md).
+    if (m_config && s.program.kind == ProgramSpec::Kind::Job) {
+        if (auto ok = checkNativeJobConfig(*m_config, s); !ok)
+            return tl::unexpected(ok.error());
+    }
+#endif
     return s;
 }
 

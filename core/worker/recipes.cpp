@@ -1,9 +1,12 @@
 // The job runner and the smaller recipes: mlp, torchscript, plugin, selftest; the capability
 // report. The gpt recipe is in gptrecipe.cpp, the shared loop in trainingloop.cpp.
+#include "core/worker/cpuaffinity.h"
 #include "core/worker/jobrunner.h"
+#include "core/worker/nativesettings.h"
 #include "core/worker/trainingloop.h"
 
 #include "core/common/checkpointnames.h"
+#include "core/hardware/nvmlprobe.h"
 #include "core/runtime/plugin.h"
 #include "core/runtime/tensorio.h"
 #include "core/runtime/training.h"
@@ -17,6 +20,7 @@
 #include <dlfcn.h>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <regex>
 
 namespace accel::worker {
@@ -60,6 +64,15 @@ struct ParameterHolder : torch::nn::Module {
     }
 };
 
+// The NUMA node of local rank `localRank`'s GPU (NVML's PCI bus id, sysfs), as Accelerate pins GPU ranks.
+std::optional<int> gpuNumaNode(int localRank)
+{
+    const hardware::GpuSection gpus = hardware::probeNvml();
+    if (localRank < 0 || size_t(localRank) >= gpus.gpus.size())
+        return std::nullopt;
+    return numaNodeOfPciDevice(gpus.gpus[size_t(localRank)].pciBusId);
+}
+
 } // namespace
 
 runtime::AcceleratorOptions acceleratorOptions(const JobSpec &job)
@@ -86,7 +99,35 @@ Result<void> runJob(const JobSpec &job)
     if (auto latest = checkpointnames::latestCheckpointNumber((fs::path(job.outputDir) / "checkpoints").string());
         !latest)
         return tl::unexpected(latest.error());
-    auto created = Accelerator::create(acceleratorOptions(job));
+    auto env = runtime::DistributedEnv::fromEnvironment();
+    if (!env)
+        return tl::unexpected(env.error());
+    // Every exported setting acted on, refused or noted (docs/native-keys.md), before anything starts.
+    auto settings =
+        checkNativeSettings([](const char *name) { return std::getenv(name); },
+                            {env->worldSize, env->localRank, env->localWorldSize}, job.training.mixedPrecision);
+    if (!settings)
+        return tl::unexpected(settings.error());
+    if (settings->cpuAffinity) {
+        // Before libtorch starts a thread: its threads inherit the mask.
+        std::optional<int> node;
+        if (!env->useCpu && torch::cuda::is_available())
+            node = gpuNumaNode(env->localRank);
+        auto pinned = pinToNumaNode(env->localRank, env->localWorldSize, node);
+        if (!pinned)
+            return tl::unexpected(pinned.error());
+        std::cerr << "note: enable_cpu_affinity: rank " << env->rank << " (local rank " << env->localRank
+                  << ") pinned to NUMA node " << pinned->node << " (CPUs " << pinned->nodeCpus
+                  << "); Cpus_allowed_list " << pinned->allowedCpus << std::endl;
+    }
+    if (env->rank == 0) {
+        for (const std::string &note : settings->notes)
+            std::cerr << "note: " << note << std::endl;
+    }
+    runtime::AcceleratorOptions options = acceleratorOptions(job);
+    if (!settings->mixedPrecision.empty())
+        options.mixedPrecision = settings->mixedPrecision;
+    auto created = Accelerator::create(options, *env);
     if (!created)
         return tl::unexpected(created.error());
     Accelerator &accelerator = **created;

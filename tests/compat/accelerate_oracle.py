@@ -15,6 +15,10 @@ Every subcommand prints one JSON document on stdout.
                    prepare_simple_launcher_cmd_env / prepare_multi_gpu_env /
                    prepare_deepspeed_cmd_env build the environment, exactly as launch_command()
                    picks them. Prints, per case, the variables added or changed, or the error.
+  fields           every field of Accelerate's config dataclasses ("ClusterConfig.num_processes",
+                   "FullyShardedDataParallelPlugin.sharding_strategy", ...): the config file's
+                   classes, the FSDP, DeepSpeed, Megatron-LM and TorchDynamo plugins,
+                   ParallelismConfig and its handlers, the FP8 recipe kwargs.
 """
 import contextlib
 import io
@@ -218,6 +222,23 @@ def launch(cases_file):
     return results
 
 
+def fields():
+    import dataclasses
+    from accelerate.commands.config.config_args import ClusterConfig, SageMakerConfig
+    from accelerate.parallelism_config import ParallelismConfig
+    from accelerate.utils import dataclasses as plugins
+
+    classes = [ClusterConfig, SageMakerConfig, ParallelismConfig] + [
+        getattr(plugins, name)
+        for name in (
+            "FullyShardedDataParallelPlugin", "DeepSpeedPlugin", "MegatronLMPlugin", "TorchDynamoPlugin",
+            "TorchContextParallelConfig", "TorchTensorParallelConfig", "DeepSpeedSequenceParallelConfig",
+            "TERecipeKwargs", "MSAMPRecipeKwargs", "AORecipeKwargs", "FP8RecipeKwargs",
+        )
+    ]
+    return sorted(f"{cls.__name__}.{field.name}" for cls in classes for field in dataclasses.fields(cls))
+
+
 def main():
     command, rest = sys.argv[1], sys.argv[2:]
     if command == "load":
@@ -226,6 +247,8 @@ def main():
         result = write(rest[0])
     elif command == "launch":
         result = launch(rest[0])
+    elif command == "fields":
+        result = fields()
     else:
         raise SystemExit(f"unknown command {command}")
     json.dump(result, sys.stdout, indent=1, sort_keys=True)
