@@ -19,8 +19,10 @@ packages=(
   # them (gloo itself is compiled into libtorch; ARCHITECTURE.md, "gloo headers")
   libgloo-dev
   libyaml-cpp-dev libssh-dev libssl-dev libexpected-dev nlohmann-json3-dev libpcre2-dev zlib1g-dev
-  # trackers read live (docs/trackers.md): TensorBoard's protobuf records, trackio's and MLflow's SQLite
+  # trackers read live (docs/trackers.md): TensorBoard's protobuf records, trackio's SQLite database
   libprotobuf-dev protobuf-compiler libqt6sql6-sqlite
+  # Hub model ids (docs/device-map.md): config.json and safetensors headers over HTTP
+  libcurl4-openssl-dev
   # the Python environment
   python3 python3-venv
   # tests: a real sshd on loopback, screenshots under Xvfb
