@@ -5,6 +5,7 @@
 #include "app/cli/command.h"
 
 #include "core/common/fileutil.h"
+#include "core/common/huggingfacehome.h"
 #include "core/hardware/envtext.h"
 #include "core/hardware/hardwaredetector.h"
 #include "core/hardware/recommender.h"
@@ -30,11 +31,7 @@ std::string defaultConfigFile()
 #ifdef ACCEL_ENV_WITH_CONFIG
     return config::defaultConfigPath();
 #else
-    if (const char *hfHome = std::getenv("HF_HOME"); hfHome && *hfHome)
-        return fileutil::expandUser(hfHome) + "/accelerate/default_config.yaml";
-    const char *xdg = std::getenv("XDG_CACHE_HOME");
-    const std::string cache = xdg && *xdg ? fileutil::expandUser(xdg) : fileutil::expandUser("~/.cache");
-    return cache + "/huggingface/accelerate/default_config.yaml";
+    return accel::huggingFaceHome() + "/accelerate/default_config.yaml";
 #endif
 }
 

@@ -1,6 +1,7 @@
 #include "app/cli/cmd_launch_support.h"
 
 #include "core/common/fileutil.h"
+#include "core/common/huggingfacehome.h"
 #include "core/common/loopbacksocket.h"
 #include "launcher/configadapter.h"
 #include "launcher/envbuilder.h"
@@ -45,16 +46,7 @@ namespace {
 std::string defaultAccelerateConfigPath()
 {
     // Accelerate's rule (facts 1.1): $HF_HOME/accelerate, else ${XDG_CACHE_HOME:-~/.cache}/huggingface/accelerate.
-    const char *hfHome = std::getenv("HF_HOME");
-    std::string dir;
-    if (hfHome && *hfHome) {
-        dir = fileutil::expandUser(hfHome) + "/accelerate";
-    } else {
-        const char *cache = std::getenv("XDG_CACHE_HOME");
-        dir = (cache && *cache ? fileutil::expandUser(cache) : fileutil::expandUser("~/.cache")) +
-              "/huggingface/accelerate";
-    }
-    return dir + "/default_config.yaml";
+    return accel::huggingFaceHome() + "/accelerate/default_config.yaml";
 }
 
 std::string baseName(const std::string &path)

@@ -8,6 +8,7 @@
 #include "app/cli/argparser.h"
 #include "app/cli/cmd_launch_support.h"
 #include "app/cli/command.h"
+#include "core/common/huggingfacehome.h"
 
 #include "launcher/jsonoutput.h"
 #include "launcher/rundirectory.h"
@@ -144,13 +145,7 @@ QJsonObject checkJson(const Check &check)
 bool defaultConfigExists()
 {
     // Accelerate's default config file location, as accel launch reads it.
-    const char *hfHome = std::getenv("HF_HOME");
-    const char *cache = std::getenv("XDG_CACHE_HOME");
-    const char *home = std::getenv("HOME");
-    const std::string dir = hfHome && *hfHome
-                                ? std::string(hfHome) + "/accelerate"
-                                : (cache && *cache ? std::string(cache) : std::string(home ? home : "") + "/.cache") +
-                                      "/huggingface/accelerate";
+    const std::string dir = accel::huggingFaceHome() + "/accelerate";
     std::error_code ignored;
     return std::filesystem::exists(dir + "/default_config.yaml", ignored);
 }

@@ -1,6 +1,7 @@
 #include "core/config/configio.h"
 
 #include "core/common/fileutil.h"
+#include "core/common/huggingfacehome.h"
 #include "core/config/configtree.h"
 
 #include <cstdlib>
@@ -19,12 +20,7 @@ ConfigFormat formatForPath(const std::string &path)
 
 std::string defaultCacheDir()
 {
-    const char *hfHome = std::getenv("HF_HOME");
-    if (hfHome && *hfHome)
-        return fileutil::expandUser(hfHome) + "/accelerate";
-    const char *xdg = std::getenv("XDG_CACHE_HOME");
-    const std::string cache = (xdg && *xdg) ? std::string(xdg) : std::string("~/.cache");
-    return fileutil::expandUser(cache + "/huggingface") + "/accelerate";
+    return huggingFaceHome() + "/accelerate";
 }
 
 std::string defaultConfigPath()

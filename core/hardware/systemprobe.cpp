@@ -4,6 +4,7 @@
 #include "core/hardware/procparsers.h"
 
 #include "core/common/fileutil.h"
+#include "core/common/huggingfacehome.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -152,13 +153,7 @@ std::vector<std::string> defaultDiskPaths()
     char cwd[4096] = {};
     if (::getcwd(cwd, sizeof cwd - 1))
         paths.emplace_back(cwd);
-    std::string cache;
-    if (const char *hfHome = std::getenv("HF_HOME"); hfHome && *hfHome)
-        cache = hfHome;
-    else if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
-        cache = std::string(xdg) + "/huggingface";
-    else
-        cache = fileutil::expandUser("~/.cache/huggingface");
+    const std::string cache = huggingFaceHome();
     if (std::find(paths.begin(), paths.end(), cache) == paths.end())
         paths.push_back(cache);
     return paths;
