@@ -153,25 +153,45 @@ Result<Checkpoint> Checkpoint::open(const std::string &given)
             return tl::unexpected(resolved.error());
         path = *resolved;
     }
-    Checkpoint checkpoint;
-    checkpoint.m_folder = fs::path(path).parent_path().string();
-    if (checkpoint.m_folder.empty())
-        checkpoint.m_folder = ".";
     if (!endsWith(path, ".json")) {
         auto file = SafetensorsFile::open(path);
         if (!file)
             return tl::unexpected(file.error());
-        for (const TensorInfo &t : (*file)->tensors())
-            checkpoint.m_shardOf[t.name] = 0;
-        checkpoint.m_shards.push_back(std::move(*file));
-        return checkpoint;
+        return fromFile(std::move(*file));
     }
-
-    checkpoint.m_indexPath = path;
     auto text = fileutil::readFile(path, kMaxIndexBytes);
     if (!text)
         return tl::unexpected(text.error());
-    auto index = parseCheckpointIndex(*text, path);
+    std::string folder = fs::path(path).parent_path().string();
+    if (folder.empty())
+        folder = ".";
+    return fromIndex(path, *text, [&folder](const std::string &name) -> Result<std::shared_ptr<const SafetensorsFile>> {
+        if (auto inside = checkShardName(folder, name); !inside)
+            return tl::unexpected(inside.error());
+        return SafetensorsFile::open((fs::path(folder) / name).string());
+    });
+}
+
+Checkpoint Checkpoint::fromFile(std::shared_ptr<const SafetensorsFile> file)
+{
+    Checkpoint checkpoint;
+    checkpoint.m_folder = fs::path(file->path()).parent_path().string();
+    if (checkpoint.m_folder.empty())
+        checkpoint.m_folder = ".";
+    for (const TensorInfo &t : file->tensors())
+        checkpoint.m_shardOf[t.name] = 0;
+    checkpoint.m_shards.push_back(std::move(file));
+    return checkpoint;
+}
+
+Result<Checkpoint> Checkpoint::fromIndex(const std::string &path, std::string_view text, const ShardOpener &openShard)
+{
+    Checkpoint checkpoint;
+    checkpoint.m_folder = fs::path(path).parent_path().string();
+    if (checkpoint.m_folder.empty())
+        checkpoint.m_folder = ".";
+    checkpoint.m_indexPath = path;
+    auto index = parseCheckpointIndex(text, path);
     if (!index)
         return tl::unexpected(index.error());
     checkpoint.m_indexMetadata = std::move(index->metadata);
@@ -180,12 +200,13 @@ Result<Checkpoint> Checkpoint::open(const std::string &given)
     for (const auto &[tensor, shard] : weightMap)
         shardNames.emplace(shard, tensor);
     for (const auto &[name, firstTensor] : shardNames) {
-        if (auto inside = checkShardName(checkpoint.m_folder, name); !inside)
-            return makeError(ErrorCode::InvalidInput,
-                             "weight_map entry \"" + firstTensor + "\": " + inside.error().message, path);
-        auto file = SafetensorsFile::open((fs::path(checkpoint.m_folder) / name).string());
-        if (!file)
+        auto file = openShard(name);
+        if (!file) {
+            if (file.error().code == ErrorCode::InvalidInput && file.error().context.empty())
+                return makeError(ErrorCode::InvalidInput,
+                                 "weight_map entry \"" + firstTensor + "\": " + file.error().message, path);
             return tl::unexpected(file.error());
+        }
         const size_t shardIndex = checkpoint.m_shards.size();
         for (const TensorInfo &t : (*file)->tensors()) {
             if (checkpoint.m_shardOf.count(t.name))

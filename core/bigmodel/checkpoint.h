@@ -6,6 +6,7 @@
 #include "core/bigmodel/safetensors.h"
 #include "core/common/result.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -17,6 +18,15 @@ namespace accel::bigmodel {
 class Checkpoint {
 public:
     static Result<Checkpoint> open(const std::string &path);
+
+    // A shard by the name the index gives it (relative, checked to have no ".." or absolute part).
+    using ShardOpener = std::function<Result<std::shared_ptr<const SafetensorsFile>>(const std::string &name)>;
+    // An index's checkpoint from the index's text, each shard through `openShard` (a folder's are
+    // mapped files; a Hub model's are known by their headers, hubmodel.h). `indexPath` names it.
+    static Result<Checkpoint> fromIndex(const std::string &indexPath, std::string_view indexText,
+                                        const ShardOpener &openShard);
+    // A single file's checkpoint.
+    static Checkpoint fromFile(std::shared_ptr<const SafetensorsFile> file);
 
     // The folder holding the checkpoint (and usually config.json).
     const std::string &folder() const { return m_folder; }

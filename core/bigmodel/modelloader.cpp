@@ -1,5 +1,7 @@
 #include "core/bigmodel/modelloader.h"
 
+#include "core/bigmodel/hubmodel.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstring>
@@ -175,8 +177,11 @@ Result<LoadedModel> loadModel(const std::string &given)
     model.name = (fs::is_directory(path, ec) ? fs::absolute(path, ec).lexically_normal() : path).filename().string();
     if (model.name.empty())
         model.name = fs::absolute(path, ec).lexically_normal().parent_path().filename().string();
-    if (!fs::exists(path, ec))
+    if (!fs::exists(path, ec)) {
+        if (auto id = parseHubModelId(given))
+            return loadHubModel(*id, hubSettingsFromEnvironment());
         return makeError(ErrorCode::NotFound, "no such file or folder", given);
+    }
 
     const bool isConfig =
         path.filename() == "config.json" || (!fs::is_directory(path, ec) && path.extension() == ".json" &&
@@ -192,17 +197,27 @@ Result<LoadedModel> loadModel(const std::string &given)
             model.structure.warnings.push_back(config.error().toString() + "; using checkpoint names only");
     }
     if (isConfig) {
-        model.structure = buildModelStructure(*model.config);
         model.name = fs::absolute(path, ec).parent_path().filename().string();
-        return model;
+        return assembleModel(std::move(model), std::nullopt);
     }
     auto checkpoint = Checkpoint::open(given);
     if (!checkpoint) {
-        if (model.config && fs::is_directory(path, ec) && checkpoint.error().code == ErrorCode::NotFound) {
-            model.structure = buildModelStructure(*model.config);
-            return model;
-        }
+        if (model.config && fs::is_directory(path, ec) && checkpoint.error().code == ErrorCode::NotFound)
+            return assembleModel(std::move(model), std::nullopt);
         return tl::unexpected(checkpoint.error());
+    }
+    return assembleModel(std::move(model), std::move(*checkpoint));
+}
+
+Result<LoadedModel> assembleModel(LoadedModel model, std::optional<Checkpoint> checkpoint)
+{
+    if (!checkpoint) {
+        if (!model.config)
+            return makeError(ErrorCode::NotFound, "neither a checkpoint nor config.json", model.name);
+        std::vector<std::string> warnings = std::move(model.structure.warnings);
+        model.structure = buildModelStructure(*model.config);
+        model.structure.warnings.insert(model.structure.warnings.begin(), warnings.begin(), warnings.end());
+        return model;
     }
     if (model.config) {
         // Before the config's structure is built: its size must be the checkpoint's, not any number.

@@ -31,6 +31,14 @@ ModelStructure structureFromCheckpoint(const Checkpoint &checkpoint, const std::
 Result<void> checkLayersAgainstCheckpoint(int64_t declared, const std::string &key, const std::string &configPath,
                                           const Checkpoint &checkpoint);
 
+// A model folder, config.json, .safetensors file or index; a path that does not exist and reads as
+// a Hugging Face Hub model id ("ORG/NAME", "ORG/NAME@REVISION") is resolved through the local
+// cache and, when the cache lacks it, the Hub's HTTP API (hubmodel.h).
 Result<LoadedModel> loadModel(const std::string &path);
+
+// The model of what was read: `model` with its config (or none) and warnings, and a checkpoint
+// (or none: planned from the config alone). The config may not declare more layers than the
+// checkpoint holds.
+Result<LoadedModel> assembleModel(LoadedModel model, std::optional<Checkpoint> checkpoint);
 
 } // namespace accel::bigmodel

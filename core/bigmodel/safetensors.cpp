@@ -265,11 +265,24 @@ Result<std::shared_ptr<const SafetensorsFile>> SafetensorsFile::open(const std::
     if (!header)
         return tl::unexpected(header.error());
     auto file = std::make_shared<SafetensorsFile>();
+    file->m_path = (*mapping)->path();
     file->m_mapping = std::move(*mapping);
     file->m_header = std::move(*header);
     for (size_t i = 0; i < file->m_header.tensors.size(); ++i)
         file->m_index.emplace(file->m_header.tensors[i].name, i);
     return std::shared_ptr<const SafetensorsFile>(std::move(file));
+}
+
+std::shared_ptr<const SafetensorsFile> SafetensorsFile::fromHeader(std::string path, SafetensorsHeader header)
+{
+    auto file = std::make_shared<SafetensorsFile>();
+    file->m_path = std::move(path);
+    file->m_header = std::move(header);
+    for (auto &tensor : file->m_header.tensors)
+        tensor.data = nullptr;
+    for (size_t i = 0; i < file->m_header.tensors.size(); ++i)
+        file->m_index.emplace(file->m_header.tensors[i].name, i);
+    return file;
 }
 
 const TensorInfo *SafetensorsFile::find(const std::string &name) const

@@ -52,16 +52,20 @@ Result<SafetensorsHeader> readSafetensorsHeader(const std::string &path);
 class SafetensorsFile {
 public:
     static Result<std::shared_ptr<const SafetensorsFile>> open(const std::string &path);
+    // A file known by its header alone (a Hub model's shard read through HTTP range requests,
+    // hubmodel.h): no mapping, data pointers null; `path` names it in messages.
+    static std::shared_ptr<const SafetensorsFile> fromHeader(std::string path, SafetensorsHeader header);
 
-    const std::string &path() const { return m_mapping->path(); }
+    const std::string &path() const { return m_path; }
     const SafetensorsHeader &header() const { return m_header; }
     const std::vector<TensorInfo> &tensors() const { return m_header.tensors; }
     const std::map<std::string, std::string> &metadata() const { return m_header.metadata; }
     const TensorInfo *find(const std::string &name) const;
-    // The mapping the tensors' data point into: hold it to keep the data valid.
+    // The mapping the tensors' data point into: hold it to keep the data valid (null for fromHeader).
     const std::shared_ptr<const MappedFile> &mapping() const { return m_mapping; }
 
 private:
+    std::string m_path;
     std::shared_ptr<const MappedFile> m_mapping;
     SafetensorsHeader m_header;
     std::unordered_map<std::string, size_t> m_index;
