@@ -95,7 +95,8 @@ int runDeviceMap(int argc, char **argv)
         "accel device-map",
         "Plan where each module of a model goes (GPUs, cpu, disk) with Accelerate's infer_auto_device_map, "
         "from checkpoint headers or config.json alone.");
-    parser.addPositional({"MODEL", "model folder, .safetensors file, index .json or config.json"});
+    parser.addPositional({"MODEL", "model folder, .safetensors file, index .json, config.json, or a Hugging Face Hub "
+                                   "id ORG/NAME[@REVISION] (the local cache, else the Hub: headers only)"});
     parser.addValue(
         "max_memory", "SPEC",
         "device budgets, e.g. 0=10GiB,1=10GiB,cpu=30GiB; devices as in Accelerate: integers (GPU, XPU, NPU... "

@@ -108,8 +108,10 @@ int runEstimateMemory(int argc, char **argv)
     cli::ArgParser parser("accel estimate-memory",
                           "Estimate the memory a model needs to load, train with Adam, and run inference, per dtype, "
                           "from checkpoint headers or config.json alone (no weights are read).");
-    parser.addPositional({"MODEL", "model folder, .safetensors file, index .json, config.json, or a gpt/mlp job "
-                                   "file (.yaml: its model and optimizer, float32)"});
+    parser.addPositional({"MODEL",
+                          "model folder, .safetensors file, index .json, config.json, a Hugging Face Hub id "
+                          "ORG/NAME[@REVISION] (the local cache, else the Hub: headers only), or a gpt/mlp job "
+                          "file (.yaml: its model and optimizer, float32)"});
     cli::OptionSpec dtypes;
     dtypes.name = "dtypes";
     dtypes.valueName = "DTYPE";

@@ -62,7 +62,9 @@ int runInspect(int argc, char **argv)
     cli::ArgParser parser("accel inspect",
                           "Validate a safetensors checkpoint and show its files, metadata, dtypes, module tree, tied "
                           "weights and no-split block (headers only; no tensor data is read).");
-    parser.addPositional({"CHECKPOINT", "model folder, .safetensors file or *.safetensors.index.json"});
+    parser.addPositional({"CHECKPOINT",
+                          "model folder, .safetensors file, *.safetensors.index.json, or a Hugging "
+                          "Face Hub id ORG/NAME[@REVISION] (the local cache, else the Hub: headers only)"});
     parser.addValue("depth", "N", "module tree depth to show", "2");
     parser.addFlag("tensors", "list every tensor (name, dtype, shape, bytes, file)");
     parser.addFlag("json", "print a JSON object (schema accel.inspect)");

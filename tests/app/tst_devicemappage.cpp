@@ -7,11 +7,13 @@
 #include "core/bigmodel/devicemap.h"
 #include "core/bigmodel/modelloader.h"
 
+#include <QDir>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
 #include <QPushButton>
+#include <QScopeGuard>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -51,6 +53,7 @@ private Q_SLOTS:
     void dragMovesModuleAndRechecksBudgets();
     void exportsParseBack();
     void badInputShowsError();
+    void aHubIdPlansFromTheCache();
     void large70BConfigPlansOffTheGuiThread();
     void fitsTheSmallestWindow();
 };
@@ -232,6 +235,54 @@ void tst_DeviceMapPage::badInputShowsError()
     page.plan();
     QVERIFY(QTest::qWaitFor([&] { return !failed.isEmpty(); }, 30000));
     QVERIFY2(page.errorText().contains(QStringLiteral("missing")), qPrintable(page.errorText()));
+}
+
+void tst_DeviceMapPage::aHubIdPlansFromTheCache()
+{
+    // A Hub model id typed into the page is planned from the Hugging Face cache (laid out as
+    // huggingface_hub keeps it; offline, so the Hub is never asked), as the same config.json is.
+    QTemporaryDir dir;
+    const QString commit = QStringLiteral("0123456789abcdef0123456789abcdef01234567");
+    const QString repo = dir.filePath(QStringLiteral("hub/models--org--tiny"));
+    QVERIFY(QDir().mkpath(repo + QStringLiteral("/refs")) &&
+            QDir().mkpath(repo + QStringLiteral("/snapshots/") + commit));
+    QTemporaryDir source;
+    const QString config = repo + QStringLiteral("/snapshots/") + commit + QStringLiteral("/config.json");
+    QVERIFY(QFile::copy(writeConfig(source, 4), config));
+    QFile ref(repo + QStringLiteral("/refs/main"));
+    QVERIFY(ref.open(QIODevice::WriteOnly));
+    ref.write(commit.toLatin1());
+    ref.close();
+    qputenv("HF_HUB_CACHE", dir.filePath(QStringLiteral("hub")).toUtf8());
+    qputenv("HF_HUB_OFFLINE", "1");
+    const auto restore = qScopeGuard([] {
+        qunsetenv("HF_HUB_CACHE");
+        qunsetenv("HF_HUB_OFFLINE");
+    });
+
+    DeviceMapPage fromId;
+    fromId.setModelPath(QStringLiteral("org/tiny"));
+    fromId.setBudgetSpec(QString::fromLatin1(kBudgets));
+    QVERIFY2(planAndWait(fromId), qPrintable(fromId.errorText()));
+    QCOMPARE(fromId.currentPlan().model, QStringLiteral("org/tiny"));
+    DeviceMapPage fromFile;
+    fromFile.setModelPath(config);
+    fromFile.setBudgetSpec(QString::fromLatin1(kBudgets));
+    QVERIFY(planAndWait(fromFile));
+    QCOMPARE(fromId.currentPlan().blocks().size(), fromFile.currentPlan().blocks().size());
+    QVERIFY(!fromId.currentPlan().blocks().isEmpty());
+    for (int i = 0; i < fromFile.currentPlan().blocks().size(); ++i) {
+        QCOMPARE(fromId.currentPlan().blocks()[i].name, fromFile.currentPlan().blocks()[i].name);
+        QCOMPARE(fromId.currentPlan().blocks()[i].device, fromFile.currentPlan().blocks()[i].device);
+    }
+
+    // An id the cache lacks: the error names the cache folder.
+    fromId.setModelPath(QStringLiteral("org/other"));
+    QSignalSpy failed(&fromId, &DeviceMapPage::planFailed);
+    fromId.plan();
+    QVERIFY(QTest::qWaitFor([&] { return !failed.isEmpty(); }, 30000));
+    QVERIFY2(fromId.errorText().contains(dir.filePath(QStringLiteral("hub/models--org--other"))),
+             qPrintable(fromId.errorText()));
 }
 
 void tst_DeviceMapPage::large70BConfigPlansOffTheGuiThread()

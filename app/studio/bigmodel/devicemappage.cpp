@@ -49,7 +49,7 @@ void DeviceMapPage::buildUi()
     auto *modelRow = new QHBoxLayout;
     m_model = new QLineEdit(this);
     m_model->setObjectName(QStringLiteral("modelPath"));
-    m_model->setPlaceholderText(tr("model folder, .safetensors, index .json or config.json"));
+    m_model->setPlaceholderText(tr("model folder, .safetensors, index .json, config.json or Hub id ORG/NAME"));
     auto *browseFolder = new QPushButton(tr("Folder…"), this);
     auto *browseFile = new QPushButton(tr("File…"), this);
     modelRow->addWidget(m_model, 1);
