@@ -1,12 +1,15 @@
 // Hub model ids in the planning commands (core/bigmodel/hubmodel.h, docs/device-map.md), through the
-// real accel binary against a Hub served on loopback by this test (Python's http.server with the
+// real accel binary against a Hub served on loopback by this test (tests/bigmodel/hub_server.py, the
 // Hub's URL layout: /ORG/NAME/resolve/REVISION/FILE, range requests, X-Repo-Commit, the Hub's error
-// codes, a gated model that wants a bearer token). `accel estimate-memory ORG/NAME` and
+// codes, a gated model that wants a bearer token and whose shards redirect to a storage host that
+// must not see it). `accel estimate-memory ORG/NAME` and
 // `accel device-map ORG/NAME` give the figures of the same model's local folder: from the Hub
 // (config.json, the index and the shards' headers, through range requests only), and from a cache
 // the real huggingface_hub populated (HF_HUB_CACHE, HF_HOME, refs/main, a commit revision) with
-// HF_HUB_OFFLINE set. Offline, a model the cache lacks is an error naming the cache folder.
+// HF_HUB_OFFLINE set. A header longer than the first range is read with a second one. Offline, a
+// model the cache lacks is an error naming the cache folder.
 #include "core/bigmodel/modelfamilies.h"
+#include "core/bigmodel/safetensors.h"
 #include "core/bigmodel/safetensorswriter.h"
 #include "core/common/fileutil.h"
 #include "tests/helpers/testsupport.h"
@@ -31,60 +34,6 @@ const char *kTinyLlama = R"({"model_type":"llama","hidden_size":16,"intermediate
   "num_key_value_heads":1,"num_hidden_layers":4,"vocab_size":64,"max_position_embeddings":128,"torch_dtype":"float32"})";
 
 const char *kCommit = "0123456789abcdef0123456789abcdef01234567";
-
-// The Hub's resolve endpoint over a folder of repos (<root>/<org>/<name>/<files>), logging every
-// request as a JSON line: {"method", "path", "range", "auth"}.
-const char *kHubServer = R"PY(
-import hashlib, http.server, json, os, re, sys
-root, commit, log, port_file, gated, token = sys.argv[1:7]
-class Hub(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def log_message(self, *args): pass
-    def fail(self, status, code):
-        self.send_response(status); self.send_header("X-Error-Code", code)
-        self.send_header("Content-Length", "0"); self.end_headers()
-    def answer(self, body_wanted):
-        with open(log, "a") as out:
-            out.write(json.dumps({"method": self.command, "path": self.path, "range": self.headers.get("Range"),
-                                  "auth": self.headers.get("Authorization")}) + "\n")
-        match = re.fullmatch(r"/([^/]+/[^/]+)/resolve/([^/]+)/(.+)", self.path)
-        if not match:
-            return self.fail(404, "RepoNotFound")
-        repo, revision, name = match.groups()
-        folder = os.path.join(root, repo)
-        if not os.path.isdir(folder): # the Hub answers 401 without a token, as for a private repo
-            return self.fail(401, "RepoNotFound")
-        if repo == gated and self.headers.get("Authorization") != "Bearer " + token:
-            return self.fail(401, "GatedRepo")
-        if revision not in ("main", commit):
-            return self.fail(404, "RevisionNotFound")
-        path = os.path.join(folder, name)
-        if not os.path.isfile(path):
-            return self.fail(404, "EntryNotFound")
-        data = open(path, "rb").read()
-        status, body, extra = 200, data, {}
-        wanted = self.headers.get("Range")
-        if wanted:
-            first, last = re.fullmatch(r"bytes=(\d+)-(\d*)", wanted).groups()
-            first, last = int(first), min(int(last) if last else len(data) - 1, len(data) - 1)
-            status, body = 206, data[first:last + 1]
-            extra["Content-Range"] = "bytes %d-%d/%d" % (first, last, len(data))
-        self.send_response(status)
-        self.send_header("X-Repo-Commit", commit)
-        self.send_header("ETag", '"%s"' % hashlib.sha256(data).hexdigest())
-        self.send_header("Accept-Ranges", "bytes")
-        self.send_header("Content-Length", str(len(body)))
-        for key, value in extra.items():
-            self.send_header(key, value)
-        self.end_headers()
-        if body_wanted:
-            self.wfile.write(body)
-    def do_GET(self): self.answer(True)
-    def do_HEAD(self): self.answer(False)
-server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hub)
-open(port_file + ".tmp", "w").write(str(server.server_address[1])); os.rename(port_file + ".tmp", port_file)
-server.serve_forever()
-)PY";
 
 nlohmann::json parseJson(const QString &text)
 {
@@ -121,8 +70,8 @@ class tst_HubModels : public QObject {
                 QStringLiteral("HF_TOKEN="),
                 QStringLiteral("HF_TOKEN_PATH="),
                 QStringLiteral("HF_HUB_OFFLINE="),
-                QStringLiteral("NO_PROXY=127.0.0.1"),
-                QStringLiteral("no_proxy=127.0.0.1")};
+                QStringLiteral("NO_PROXY=127.0.0.1,localhost"),
+                QStringLiteral("no_proxy=127.0.0.1,localhost")};
     }
 
     QList<nlohmann::json> requests() const
@@ -186,9 +135,9 @@ private Q_SLOTS:
         const QString portFile = m_dir.filePath(QStringLiteral("port"));
         test::killWithTest(m_hub);
         m_hub.start(QStringLiteral("python3"),
-                    {QStringLiteral("-c"), QString::fromUtf8(kHubServer), m_dir.filePath(QStringLiteral("hub")),
-                     QString::fromLatin1(kCommit), m_log, portFile, QStringLiteral("org/gated"),
-                     QStringLiteral("hf_secret_test_token")});
+                    {QDir(test::sourceDir()).filePath(QStringLiteral("tests/bigmodel/hub_server.py")),
+                     m_dir.filePath(QStringLiteral("hub")), QString::fromLatin1(kCommit), m_log, portFile,
+                     QStringLiteral("org/gated"), QStringLiteral("hf_secret_test_token")});
         QVERIFY(m_hub.waitForStarted());
         QTRY_VERIFY_WITH_TIMEOUT(QFile::exists(portFile), 10000);
         QFile port(portFile);
@@ -242,6 +191,44 @@ private Q_SLOTS:
         QVERIFY2(withoutName(parseJson(map.out)) == m_deviceMap, qPrintable(map.out));
     }
 
+    // One file whose header is longer than the first range asked for (64 KiB), without config.json:
+    // the rest of the header is a second range request, and the figures are the local file's.
+    void aLongHeaderTakesASecondRange()
+    {
+        const std::string folder = m_dir.filePath(QStringLiteral("hub/org/wide")).toStdString();
+        std::filesystem::create_directories(folder);
+        static const float value = 0;
+        std::vector<TensorToWrite> tensors;
+        for (int i = 0; i < 1200; ++i)
+            tensors.push_back({"model.layers." + std::to_string(i) + ".a_name_long_enough_to_fill_the_header.weight",
+                               DType::F32,
+                               {1},
+                               &value,
+                               4});
+        QVERIFY(writeSafetensors(folder + "/model.safetensors", tensors));
+        const auto header = readSafetensorsHeader(folder + "/model.safetensors");
+        QVERIFY(header);
+        const uint64_t headerEnd = 8 + header->headerSize;
+        QVERIFY(headerEnd > 65536);
+
+        const auto local = test::runAccel(
+            {QStringLiteral("estimate-memory"), QString::fromStdString(folder), QStringLiteral("--json")});
+        QVERIFY2(local.exitCode == 0, qPrintable(local.err));
+        QFile::remove(m_log);
+        const auto remote =
+            test::runAccel({QStringLiteral("estimate-memory"), QStringLiteral("org/wide"), QStringLiteral("--json")},
+                           60000, {}, hubEnvironment(m_dir.filePath(QStringLiteral("empty-cache"))));
+        QVERIFY2(remote.exitCode == 0, qPrintable(remote.err));
+        QVERIFY2(withoutName(parseJson(remote.out)) == withoutName(parseJson(local.out)), qPrintable(remote.out));
+        QStringList ranges;
+        for (const nlohmann::json &request : requests()) {
+            if (request["path"].get<std::string>().find("model.safetensors") != std::string::npos)
+                ranges << QString::fromStdString(request["range"].get<std::string>());
+        }
+        QCOMPARE(ranges,
+                 (QStringList{QStringLiteral("bytes=0-65535"), QStringLiteral("bytes=65536-%1").arg(headerEnd - 1)}));
+    }
+
     void aGatedModelWantsTheToken()
     {
         const QString cache = m_dir.filePath(QStringLiteral("empty-cache"));
@@ -256,9 +243,23 @@ private Q_SLOTS:
 
         QStringList withToken = hubEnvironment(cache);
         withToken << QStringLiteral("HF_TOKEN=hf_secret_test_token");
+        QFile::remove(m_log);
         auto allowed = test::runAccel(arguments, 60000, {}, withToken);
         QVERIFY2(allowed.exitCode == 0, qPrintable(allowed.err));
         QVERIFY(withoutName(parseJson(allowed.out)) == m_estimate);
+        // The token goes to the Hub, never to the storage host (another host name) its shards
+        // redirect to.
+        int toStorage = 0;
+        for (const nlohmann::json &request : requests()) {
+            const std::string path = request["path"].get<std::string>();
+            if (path.rfind("/_storage/", 0) == 0) {
+                ++toStorage;
+                QVERIFY2(request["auth"].is_null(), path.c_str());
+            } else {
+                QVERIFY2(request["auth"] == "Bearer hf_secret_test_token", path.c_str());
+            }
+        }
+        QVERIFY(toStorage >= 3);
 
         // The token file huggingface_hub writes ($HF_HOME/token) when HF_TOKEN is not set.
         const QString home = m_dir.filePath(QStringLiteral("hf-home"));
