@@ -178,8 +178,13 @@ Result<LoadedModel> loadModel(const std::string &given)
     if (model.name.empty())
         model.name = fs::absolute(path, ec).lexically_normal().parent_path().filename().string();
     if (!fs::exists(path, ec)) {
-        if (auto id = parseHubModelId(given))
-            return loadHubModel(*id, hubSettingsFromEnvironment());
+        if (auto id = parseHubModelId(given)) {
+            auto hub = loadHubModel(*id, hubSettingsFromEnvironment());
+            // A mistyped local path reads as an id too: say that it was not found here either.
+            if (!hub && (hub.error().code == ErrorCode::NotFound || hub.error().code == ErrorCode::Failed))
+                hub.error().message += " (nor is there a file or folder " + given + " here)";
+            return hub;
+        }
         return makeError(ErrorCode::NotFound, "no such file or folder", given);
     }
 
