@@ -62,11 +62,29 @@ keys = ["RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "
 seen = {k: os.environ.get(k) for k in keys}
 seen["argv"] = sys.argv[1:]
 seen["unbuffered"] = "-u" in getattr(sys, "orig_argv", ["-u"])
-# A miniature rendezvous on MASTER_ADDR:MASTER_PORT, as rank 0 hosting the TCPStore would.
+# A miniature rendezvous on MASTER_ADDR:MASTER_PORT, as rank 0 hosting the TCPStore would: on the
+# listening socket accel launch holds on that port and hands to rank 0 (the rendezvous hook gives
+# it to torch's store; this script has no torch, so it finds the socket among its descriptors).
 address = (os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]))
+def held_socket():
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            candidate = socket.socket(fileno=os.dup(int(name)))
+        except OSError:
+            continue
+        try:
+            if candidate.getsockname()[1] == address[1]:
+                return candidate
+        except (OSError, IndexError, TypeError):
+            pass
+        candidate.close()
+    return None
 if rank == 0:
-    server = socket.socket(); server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    server.bind(address); server.listen(4)
+    server = held_socket()
+    seen["held"] = server is not None
+    if server is None:
+        server = socket.socket(); server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(address); server.listen(4)
     connection, _ = server.accept(); seen["peer"] = connection.recv(16).decode()
 else:
     for attempt in range(200):
@@ -168,8 +186,10 @@ private Q_SLOTS:
                      runDir + QStringLiteral("/metrics/rank%1.jsonl").arg(rank));
             QCOMPARE(seen.value(QStringLiteral("argv")).toArray(), QJsonArray{dir.path()});
             QVERIFY(seen.value(QStringLiteral("unbuffered")).toBool());
-            if (rank == 0)
+            if (rank == 0) {
                 QCOMPARE(seen.value(QStringLiteral("peer")).toString(), QStringLiteral("rank1"));
+                QVERIFY(seen.value(QStringLiteral("held")).toBool()); // the port was held for it
+            }
             QVERIFY(QFile::exists(runDir + QStringLiteral("/metrics/rank%1.jsonl").arg(rank)));
         }
         QFile manifest(runDir + QStringLiteral("/run.json"));
