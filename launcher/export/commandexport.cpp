@@ -34,15 +34,39 @@ std::vector<std::string> programWords(const ExportInput &input, bool accelForm, 
     return words;
 }
 
+// The interpreter of a script or module run by another Python than python3; else "".
+std::string otherInterpreter(const ExportInput &input)
+{
+    const ProgramSpec &p = input.program;
+    const bool python = p.kind == ProgramSpec::Kind::PythonScript || p.kind == ProgramSpec::Kind::PythonModule;
+    return !python || p.python == "python3" ? std::string() : p.python;
+}
+
 // "PYTHON_EXEC=/venv/bin/python " before an accel launch of a script or module run by another
 // interpreter than python3 (an environment assignment, so the name stays unquoted); else "".
 std::string pythonAssignment(const ExportInput &input)
 {
-    const ProgramSpec &p = input.program;
-    const bool python = p.kind == ProgramSpec::Kind::PythonScript || p.kind == ProgramSpec::Kind::PythonModule;
-    if (!python || p.python.empty() || p.python == "python3")
-        return {};
-    return "PYTHON_EXEC=" + shellQuote(p.python) + " ";
+    const std::string python = otherInterpreter(input);
+    return python.empty() ? std::string() : "PYTHON_EXEC=" + shellQuote(python) + " ";
+}
+
+// The words that start Accelerate's launcher ("accelerate launch"), or torch's ("torchrun"). Both
+// run the script with the Python they run on, so another interpreter runs them as modules:
+// "/venv/bin/python -m accelerate.commands.accelerate_cli launch", "... -m torch.distributed.run".
+std::vector<std::string> accelerateLaunchWords(const ExportInput &input)
+{
+    const std::string python = otherInterpreter(input);
+    if (python.empty())
+        return {"accelerate", "launch"};
+    return {python, "-m", std::string(kAccelerateCliModule), "launch"};
+}
+
+std::vector<std::string> torchrunWords(const ExportInput &input)
+{
+    const std::string python = otherInterpreter(input);
+    if (python.empty())
+        return {"torchrun"};
+    return {python, "-m", std::string(kTorchrunModule)};
 }
 
 // --name NAME when the input names the run.
@@ -91,7 +115,7 @@ Result<std::string> launchLines(const ExportInput &input, bool accelForm)
         auto flags = flagsWithout(input.config, {"machine_rank"});
         if (!flags)
             return tl::unexpected(flags.error());
-        prefix = {"accelerate", "launch"};
+        prefix = accelerateLaunchWords(input);
         const auto words = flagArguments(*flags);
         prefix.insert(prefix.end(), words.begin(), words.end());
     }
@@ -151,10 +175,9 @@ Result<std::string> exportTorchrun(const ExportInput &input)
         out += "# node " + std::to_string(rank) + " of " + std::to_string(machines) + "\n";
         for (const auto &[key, value] : exports)
             out += "export " + key + "=" + shellQuote(value) + "\n";
-        std::vector<std::string> words = {
-            "torchrun",          "--nproc_per_node",       std::to_string(settings->processesPerNode()),
-            "--nnodes",          std::to_string(machines), "--node_rank",
-            std::to_string(rank)};
+        std::vector<std::string> words = torchrunWords(input);
+        words.insert(words.end(), {"--nproc_per_node", std::to_string(settings->processesPerNode()), "--nnodes",
+                                   std::to_string(machines), "--node_rank", std::to_string(rank)});
         const std::string port = std::to_string(settings->mainProcessPort);
         if (machines > 1 && !settings->sameNetwork) {
             words.insert(words.end(), {"--rdzv_endpoint", settings->masterAddress() + ":" + port});
@@ -208,7 +231,7 @@ Result<std::string> exportSbatch(const ExportInput &input)
         return tl::unexpected(flags.error());
     const int machines = machinesOf(input.config);
     std::vector<std::string> launch = input.sbatchUseAccelerate
-                                          ? std::vector<std::string>{"accelerate", "launch"}
+                                          ? accelerateLaunchWords(input)
                                           : std::vector<std::string>{input.accelProgram, "launch"};
     const auto flagWords = flagArguments(*flags);
     launch.insert(launch.end(), flagWords.begin(), flagWords.end());

@@ -17,6 +17,12 @@ namespace accel::launcher::exporting {
 enum class ExportForm { AccelLaunch, AccelerateLaunch, Torchrun, Sbatch };
 const char *exportFormName(ExportForm form); // "accel", "accelerate", "torchrun", "sbatch"
 
+// The modules another interpreter runs Accelerate's and torch's launchers as (both run the script
+// with their own Python): "PYTHON -m accelerate.commands.accelerate_cli launch ...", "PYTHON -m
+// torch.distributed.run ...".
+inline constexpr const char *kAccelerateCliModule = "accelerate.commands.accelerate_cli";
+inline constexpr const char *kTorchrunModule = "torch.distributed.run";
+
 struct ExportInput {
     config::ClusterConfig config;
     std::string configPath; // the file `accel launch --config_file` names
@@ -24,7 +30,8 @@ struct ExportInput {
     std::string accelProgram = "accel";
     std::string workerProgram = "accel-worker"; // what runs a job outside accel launch
     // The accel forms' --run_dir (not sbatch's: the job has its own) and --name, when set. A
-    // script's or module's interpreter (program.python, unless python3) is their PYTHON_EXEC.
+    // script's or module's interpreter (program.python, unless python3) is their PYTHON_EXEC, and
+    // runs the accelerate and torchrun forms' launchers (kAccelerateCliModule, kTorchrunModule).
     std::string runDirectory;
     std::string runName;
     // sbatch

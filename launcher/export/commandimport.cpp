@@ -149,10 +149,13 @@ Result<ImportedCommand> importLaunch(std::vector<std::string> words, ExportForm 
 {
     ImportedCommand result;
     result.form = form;
-    const std::string python = takeAssignments(words);
+    std::string python = takeAssignments(words);
     const size_t launchAt = findWord(words, "launch");
     if (launchAt == std::string::npos)
         return makeError(ErrorCode::InvalidInput, "the command runs no 'launch' command");
+    // "PYTHON -m accelerate.commands.accelerate_cli launch": Accelerate's launcher on that Python.
+    if (launchAt >= 3 && words[launchAt - 2] == "-m" && words[launchAt - 1] == kAccelerateCliModule)
+        python = words[launchAt - 3];
     Flags flags;
     if (auto parsed = parseLaunchWords(words, launchAt + 1, flags, result.program); !parsed)
         return tl::unexpected(parsed.error());
@@ -297,9 +300,16 @@ Result<ImportedCommand> importCommand(const std::string &text)
             exports.push_back(line);
             continue;
         }
-        if (first == "torchrun" || (first == "python3" && words->size() > 2 && (*words)[2] == "torch.distributed.run"))
-            return importTorchrun(
-                exports, first == "torchrun" ? *words : std::vector<std::string>(words->begin() + 2, words->end()));
+        if (first == "torchrun")
+            return importTorchrun(exports, *words);
+        // "PYTHON -m torch.distributed.run ...": torchrun on that Python, which runs the script.
+        if (words->size() > 2 && (*words)[1] == "-m" && (*words)[2] == kTorchrunModule) {
+            auto imported = importTorchrun(exports, std::vector<std::string>(words->begin() + 2, words->end()));
+            const auto kind = imported ? imported->program.kind : ProgramSpec::Kind::Executable;
+            if (kind == ProgramSpec::Kind::PythonScript || kind == ProgramSpec::Kind::PythonModule)
+                imported->program.python = first;
+            return imported;
+        }
         if (first == "srun") {
             const size_t bash = findWord(*words, "-c");
             if (bash == std::string::npos || bash + 1 >= words->size())
@@ -313,6 +323,8 @@ Result<ImportedCommand> importCommand(const std::string &text)
         (void)takeAssignments(command); // importLaunch reads them again
         const std::string program = command.empty() ? std::string() : command.front();
         const size_t launch = findWord(command, "launch");
+        if (launch == 3 && command[1] == "-m" && command[2] == kAccelerateCliModule)
+            return importLaunch(*words, ExportForm::AccelerateLaunch);
         if (launch == 1 && (program == "accelerate" || program.find("accel") != std::string::npos)) {
             const bool accelerate =
                 program == "accelerate" ||

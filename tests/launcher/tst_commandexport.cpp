@@ -70,6 +70,7 @@ private Q_SLOTS:
     void roundTrip_data();
     void roundTrip();
     void torchrunCarriesEnvironment();
+    void otherInterpreterRunsTheLaunchers();
     void jobProgram();
     void sbatchRunsOnePerNode();
     void badInputIsReported();
@@ -169,9 +170,10 @@ void tst_CommandExport::roundTrip()
         QCOMPARE(imported->config.fsdp.version, original.fsdp.version);
         QCOMPARE(imported->config.deepspeed.zeroStage, original.deepspeed.zeroStage);
         QCOMPARE(imported->config.fp8.backend, original.fp8.backend);
-        // The accel forms keep the interpreter and the run's name (and, but for sbatch, its folder).
+        // Every form keeps the interpreter; the accel forms the run's name (and, but for sbatch, its
+        // folder).
         const bool accelForm = form == ExportForm::AccelLaunch || form == ExportForm::Sbatch;
-        QCOMPARE(imported->program.python, accelForm ? input.program.python : std::string("python3"));
+        QCOMPARE(imported->program.python, input.program.python);
         QCOMPARE(imported->runName, accelForm ? input.runName : std::string());
         QCOMPARE(imported->runDirectory, form == ExportForm::AccelLaunch ? input.runDirectory : std::string());
         if (form == ExportForm::AccelLaunch) {
@@ -214,6 +216,34 @@ void tst_CommandExport::torchrunCarriesEnvironment()
     QVERIFY(t.contains("torchrun --nproc_per_node 2 --nnodes 2 --node_rank 0 --rdzv_endpoint node0:29700 train.py\n"));
     QVERIFY(t.contains("torchrun --nproc_per_node 2 --nnodes 2 --node_rank 1 --rdzv_endpoint node0:29700 train.py\n"));
     QVERIFY(!t.contains("export RANK="));
+}
+
+// The accelerate and torchrun forms of a script run by the project's Python (not python3) run that
+// Python's launchers, which start the script on it: the exported lines, run by bash, report it.
+void tst_CommandExport::otherInterpreterRunsTheLaunchers()
+{
+    const QString python = qEnvironmentVariable("ACCEL_PYTHON");
+    if (python.isEmpty() || !QFile::exists(python))
+        QSKIP("the project's Python environment (ACCEL_PYTHON) is not set up");
+    QTemporaryDir dir;
+    const QString out = dir.path() + "/interpreter.txt";
+    ExportInput input;
+    input.config = parseYaml("distributed_type: 'NO'\nnum_processes: 1\nuse_cpu: true\nmain_process_port: 0\n");
+    input.program.target =
+        writeFile(dir.path() + "/train.py", "import sys\nopen(sys.argv[1], 'w').write(sys.executable)\n").toStdString();
+    input.program.args = {out.toStdString()};
+    input.program.python = python.toStdString();
+    for (ExportForm form : {ExportForm::AccelerateLaunch, ExportForm::Torchrun}) {
+        QFile::remove(out);
+        auto text = exportCommand(form, input);
+        QVERIFY(text);
+        QVERIFY2(QString::fromStdString(*text).contains(python + " -m "), text->c_str());
+        const Shell shell = run("bash", {"-c", QString::fromStdString(*text)}, {"PATH=/usr/bin:/bin"});
+        QVERIFY2(shell.exitCode == 0, qPrintable(QString::fromStdString(*text) + shell.err));
+        QFile written(out);
+        QVERIFY2(written.open(QIODevice::ReadOnly), qPrintable(shell.err));
+        QCOMPARE(QString::fromUtf8(written.readAll()), python);
+    }
 }
 
 void tst_CommandExport::jobProgram()
