@@ -156,10 +156,11 @@ std::string scalarFor(const JobField *f, const std::string &value)
     case T::Number:
     case T::Boolean:
         return value;
-    case T::IntegerList: {
+    case T::IntegerList:
+    case T::TextList: {
         std::string list;
         for (const std::string &item : splitList(value))
-            list += (list.empty() ? "" : ", ") + item;
+            list += (list.empty() ? "" : ", ") + (f->type == T::TextList ? quoted(item) : item);
         return "[" + list + "]";
     }
     case T::Path: {
@@ -202,7 +203,9 @@ JobFile JobFile::defaults(const std::string &recipe)
     JobFile job;
     job.m_recipe = recipe;
     for (const JobField &f : fields(recipe)) {
-        if (!f.defaultValue.empty())
+        // causal_lm's lora section applies only with lora.r (LoRA), and any lora key without it is
+        // refused: its defaults stay the worker's, not written.
+        if (!f.defaultValue.empty() && f.key.rfind("lora.", 0) != 0)
             job.m_values[f.key] = f.defaultValue;
     }
     return job;
@@ -257,7 +260,7 @@ Result<JobFile> JobFile::parse(const std::string &yamlText, const std::string &p
     const auto &recipes = formRecipes();
     if (std::find(recipes.begin(), recipes.end(), recipe) == recipes.end())
         return makeError(ErrorCode::Unsupported,
-                         "recipe: the recipe form edits gpt and mlp jobs; got \"" + recipe +
+                         "recipe: the studio's forms edit gpt, mlp and causal_lm jobs; got \"" + recipe +
                              "\" (run torchscript and plugin jobs as job files)",
                          path);
     values.erase("recipe");
@@ -274,7 +277,7 @@ Result<JobFile> JobFile::parse(const std::string &yamlText, const std::string &p
         if (f && f->type == T::Path) {
             const fs::path p(fileutil::expandUser(value));
             value = (p.is_absolute() ? p : folder / p).lexically_normal().string();
-        } else if (f && f->type == T::IntegerList) {
+        } else if (f && (f->type == T::IntegerList || f->type == T::TextList)) {
             auto items = splitList(value);
             value.clear();
             for (const std::string &item : items)
@@ -302,7 +305,7 @@ std::vector<FieldIssue> JobFile::validate() const
 {
     std::vector<FieldIssue> issues;
     if (fields(m_recipe).empty()) {
-        issues.push_back({"recipe", "expected gpt or mlp; got \"" + m_recipe + "\""});
+        issues.push_back({"recipe", "expected gpt, mlp or causal_lm; got \"" + m_recipe + "\""});
         return issues;
     }
     for (const JobField &f : fields(m_recipe)) {
@@ -312,6 +315,13 @@ std::vector<FieldIssue> JobFile::validate() const
     auto hasIssue = [&](const std::string &key) {
         return std::any_of(issues.begin(), issues.end(), [&](const FieldIssue &i) { return i.key == key; });
     };
+    if (m_recipe == "causal_lm" && value("lora.r").empty()) {
+        for (const auto &[key, v] : m_values) {
+            if (key.rfind("lora.", 0) == 0 && !v.empty() && !hasIssue(key))
+                issues.push_back({key, "is set but lora.r is not: set lora.r (the rank) to train a LoRA adapter, or "
+                                       "remove the lora section for full fine-tuning"});
+        }
+    }
     if (m_recipe == "gpt" && !hasIssue("model.n_embd") && !hasIssue("model.n_head")) {
         long long embd = 0, head = 1;
         parseInteger(value("model.n_embd"), embd);

@@ -1,4 +1,4 @@
-// Job files of the built-in recipes (docs/jobs.md) for editors: the `gpt` and `mlp` fields of
+// Job files of the built-in recipes (docs/jobs.md) for editors: the `gpt`, `mlp` and `causal_lm` fields of
 // the one job schema (core/common/jobschema.h, which accel-worker reads too, so form and worker
 // agree on every default and range); validation of a set of values with one message per field
 // (plus cross-field rules such as n_embd divisible by n_head and paths that must exist); and YAML
@@ -31,7 +31,7 @@ public:
 
     // A job with every field at its default.
     static JobFile defaults(const std::string &recipe);
-    // Reads a gpt or mlp job; relative paths become absolute against the file's folder; keys the
+    // Reads a gpt, mlp or causal_lm job; relative paths become absolute against the file's folder; keys the
     // schema does not know are kept and written back unchanged.
     static Result<JobFile> parse(const std::string &yamlText, const std::string &path);
     static Result<JobFile> load(const std::string &path);

@@ -65,8 +65,9 @@ nlohmann::ordered_json toJson(const bigmodel::MemoryEstimate &e, const std::vect
     return j;
 }
 
-// MODEL is a gpt or mlp job file: its trained model's parameters and the per-rank training bytes
-// (float32, the recipe's own optimizer) under the config, or on one process without one.
+// MODEL is a gpt, mlp or causal_lm job file: its trained model's parameters and the per-rank
+// training bytes (float32, the recipe's own optimizer; a LoRA run's frozen base held beside) under
+// the config, or on one process without one.
 int estimateJob(const std::string &jobFile, const std::optional<std::string> &config,
                 const std::optional<std::string> &run, int64_t processes, bool json)
 {
@@ -75,12 +76,16 @@ int estimateJob(const std::string &jobFile, const std::optional<std::string> &co
         std::fprintf(stderr, "accel estimate-memory: %s\n", model.error().toString().c_str());
         return exitCodeFor(model.error());
     }
-    auto perRank = run ? cli::estimateShardingForRun(*run, model->parameters, {"float32"}, model->optimizer,
-                                                     model->optimizerStates, model->mixedPrecision)
+    // Trained in float32 (LoRA: the adapters); a LoRA run's base is held without being trained.
+    cli::FrozenParameters frozen;
+    frozen.count = model->parameters - model->trainable;
+    frozen.storedBytes = model->frozenStoredBytes;
+    auto perRank = run ? cli::estimateShardingForRun(*run, model->trainable, {"float32"}, model->optimizer,
+                                                     model->optimizerStates, model->mixedPrecision, frozen)
                        : cli::estimateSharding(config.value_or(std::string()),
                                                processes > 0 ? std::optional<int>(int(processes)) : std::nullopt,
-                                               model->parameters, {"float32"}, model->optimizer, model->optimizerStates,
-                                               model->mixedPrecision);
+                                               model->trainable, {"float32"}, model->optimizer, model->optimizerStates,
+                                               model->mixedPrecision, frozen);
     if (!perRank) {
         std::fprintf(stderr, "accel estimate-memory: %s\n", perRank.error().toString().c_str());
         return exitCodeFor(perRank.error());
@@ -93,11 +98,19 @@ int estimateJob(const std::string &jobFile, const std::optional<std::string> &co
         j["recipe"] = model->recipe;
         j["shape"] = model->shape;
         j["parameters"] = model->parameters;
+        j["trainable_parameters"] = model->trainable;
+        if (model->recipe == "causal_lm") {
+            j["family"] = model->family;
+            j["lora"] = model->loraRank > 0
+                            ? nlohmann::ordered_json{{"r", model->loraRank}, {"layers", model->loraLayers}}
+                            : nlohmann::ordered_json(nullptr);
+        }
         j["per_rank_training"] = cli::toJson(*perRank);
         std::printf("%s\n", j.dump(2).c_str());
     } else {
-        std::printf("%s: recipe %s (%s), %llu parameters, trained with %s\n", jobFile.c_str(), model->recipe.c_str(),
-                    model->shape.c_str(), static_cast<unsigned long long>(model->parameters), model->optimizer.c_str());
+        std::printf("%s: recipe %s (%s), %llu parameters, %llu trained with %s\n", jobFile.c_str(),
+                    model->recipe.c_str(), model->shape.c_str(), static_cast<unsigned long long>(model->parameters),
+                    static_cast<unsigned long long>(model->trainable), model->optimizer.c_str());
         std::fputs(cli::renderShardingEstimate(*perRank).c_str(), stdout);
     }
     return cli::ExitOk;
@@ -110,8 +123,9 @@ int runEstimateMemory(int argc, char **argv)
                           "from checkpoint headers or config.json alone (no weights are read).");
     parser.addPositional({"MODEL",
                           "model folder, .safetensors file, index .json, config.json, a Hugging Face Hub id "
-                          "ORG/NAME[@REVISION] (the local cache, else the Hub: headers only), or a gpt/mlp job "
-                          "file (.yaml: its model and optimizer, float32)"});
+                          "ORG/NAME[@REVISION] (the local cache, else the Hub: headers only), or a gpt, mlp or "
+                          "causal_lm job file (.yaml: its model and optimizer, float32; LoRA: only the "
+                          "adapters train)"});
     cli::OptionSpec dtypes;
     dtypes.name = "dtypes";
     dtypes.valueName = "DTYPE";

@@ -45,7 +45,7 @@ using Lookup = runtime::Fp8Config::Lookup;
 // unless they name a file of their own (the DeepSpeed config file the config points to).
 Result<ShardingEstimate> estimateUnder(const Lookup &lookup, ShardingEstimate estimate, uint64_t parameters,
                                        const std::vector<std::string> &dtypes, const std::string &mixedPrecision,
-                                       const std::string &context)
+                                       const FrozenParameters &frozen, const std::string &context)
 {
     auto named = [&context](Error error) {
         if (error.context.empty())
@@ -68,12 +68,20 @@ Result<ShardingEstimate> estimateUnder(const Lookup &lookup, ShardingEstimate es
             estimate.optimizerStateBytesPerParameter = fp8->adamMomentBytesPerParameter();
     }
     estimate.strategy = plan->describe();
+    // The frozen part's bytes, held (and sharded) like parameters: the checkpoint's dtypes under
+    // mixed precision, float32 without (as the recipe loads them).
+    estimate.frozenParameters = frozen.count;
+    estimate.frozenBytes = int64_t(estimate.mixedPrecision == "no" ? frozen.count * 4 : frozen.storedBytes);
+    const runtime::ShardingPlan ddpPlan;
+    const int64_t frozenHeld =
+        plan->predictMemory(estimate.frozenBytes, 1, 0, estimate.worldSize, estimate.processesPerMachine).parameters;
+    const int64_t frozenDdp =
+        ddpPlan.predictMemory(estimate.frozenBytes, 1, 0, estimate.worldSize, estimate.processesPerMachine).parameters;
     for (const std::string &dtype : dtypes) {
         const int bytes = trainingBytes(dtype);
         if (bytes == 0)
             continue;
         const auto count = static_cast<int64_t>(parameters);
-        const runtime::ShardingPlan ddpPlan;
         runtime::TrainingMemory memory = plan->predictMemory(count, bytes, estimate.optimizerStates, estimate.worldSize,
                                                              estimate.processesPerMachine);
         runtime::TrainingMemory ddp = ddpPlan.predictMemory(count, bytes, estimate.optimizerStates, estimate.worldSize,
@@ -85,10 +93,33 @@ Result<ShardingEstimate> estimateUnder(const Lookup &lookup, ShardingEstimate es
             ddp.optimizerState =
                 ddpPlan.predictMemory(count, 1, state, estimate.worldSize, estimate.processesPerMachine).optimizerState;
         }
-        estimate.rows.push_back({dtype, memory.parameters, memory.gradients, memory.optimizerState, ddp.parameters,
-                                 ddp.gradients, ddp.optimizerState});
+        estimate.rows.push_back({dtype, memory.parameters + frozenHeld, memory.gradients, memory.optimizerState,
+                                 ddp.parameters + frozenDdp, ddp.gradients, ddp.optimizerState});
     }
     return estimate;
+}
+
+// The settings `accel launch --config_file CONFIG [--num_processes N]` would start ranks with: the
+// same merge, for a program that is never started.
+Result<launcher::LaunchSettings> launchSettingsFor(const std::string &configFile, std::optional<int> numProcesses)
+{
+    auto loaded = launcher::loadLaunchConfig(configFile);
+    if (!loaded)
+        return tl::unexpected(loaded.error());
+    launcher::LaunchRequest request;
+    request.flags["config_file"] = configFile;
+    if (numProcesses)
+        request.flags["num_processes"] = std::to_string(*numProcesses);
+    request.program.kind = launcher::ProgramSpec::Kind::Executable;
+    request.program.target = "estimate-memory";
+    auto settings = launcher::mergeLaunchSettings(request, loaded->view, launcher::detectHostFacts());
+    if (!settings) {
+        Error error = settings.error();
+        if (error.context.empty())
+            error.context = configFile;
+        return tl::unexpected(std::move(error));
+    }
+    return settings;
 }
 
 Lookup lookupIn(const launcher::EnvMap &environment)
@@ -104,7 +135,7 @@ Lookup lookupIn(const launcher::EnvMap &environment)
 Result<ShardingEstimate> estimateSharding(const std::string &configFile, std::optional<int> numProcesses,
                                           uint64_t parameters, const std::vector<std::string> &dtypes,
                                           const std::string &optimizer, int optimizerStates,
-                                          const std::string &mixedPrecision)
+                                          const std::string &mixedPrecision, const FrozenParameters &frozen)
 {
     ShardingEstimate estimate;
     estimate.configFile = configFile;
@@ -112,33 +143,31 @@ Result<ShardingEstimate> estimateSharding(const std::string &configFile, std::op
     estimate.optimizerStates = optimizerStates;
     if (configFile.empty())
         return estimateUnder([](const char *) -> const char * { return nullptr; }, std::move(estimate), parameters,
-                             dtypes, mixedPrecision, configFile);
-    auto loaded = launcher::loadLaunchConfig(configFile);
-    if (!loaded)
-        return tl::unexpected(loaded.error());
-    // The same merge `accel launch --config_file CONFIG` does, for a program that is never started.
-    launcher::LaunchRequest request;
-    request.flags["config_file"] = configFile;
-    if (numProcesses)
-        request.flags["num_processes"] = std::to_string(*numProcesses);
-    request.program.kind = launcher::ProgramSpec::Kind::Executable;
-    request.program.target = "estimate-memory";
-    auto settings = launcher::mergeLaunchSettings(request, loaded->view, launcher::detectHostFacts());
-    if (!settings) {
-        Error error = settings.error();
-        if (error.context.empty())
-            error.context = configFile;
-        return tl::unexpected(std::move(error));
-    }
+                             dtypes, mixedPrecision, frozen, configFile);
+    auto settings = launchSettingsFor(configFile, numProcesses);
+    if (!settings)
+        return tl::unexpected(settings.error());
     const launcher::EnvMap environment = launcher::buildRankEnvironment(*settings, {}, {0, 0});
     estimate.worldSize = std::max(1, settings->numProcesses);
     estimate.processesPerMachine = std::max(1, settings->processesPerNode());
-    return estimateUnder(lookupIn(environment), std::move(estimate), parameters, dtypes, mixedPrecision, configFile);
+    return estimateUnder(lookupIn(environment), std::move(estimate), parameters, dtypes, mixedPrecision, frozen,
+                         configFile);
+}
+
+Result<int> launchedProcesses(const std::string &configFile, std::optional<int> numProcesses)
+{
+    if (configFile.empty())
+        return numProcesses.value_or(1);
+    auto settings = launchSettingsFor(configFile, numProcesses);
+    if (!settings)
+        return tl::unexpected(settings.error());
+    return std::max(1, settings->numProcesses);
 }
 
 Result<ShardingEstimate> estimateShardingForRun(const std::string &runDirectory, uint64_t parameters,
                                                 const std::vector<std::string> &dtypes, const std::string &optimizer,
-                                                int optimizerStates, const std::string &mixedPrecision)
+                                                int optimizerStates, const std::string &mixedPrecision,
+                                                const FrozenParameters &frozen)
 {
     auto run = launcher::RunDirectory::open(QString::fromStdString(runDirectory));
     if (!run)
@@ -166,7 +195,7 @@ Result<ShardingEstimate> estimateShardingForRun(const std::string &runDirectory,
     estimate.optimizerStates = optimizerStates;
     estimate.worldSize = processes;
     estimate.processesPerMachine = local;
-    return estimateUnder(lookupIn(environment), std::move(estimate), parameters, dtypes, mixedPrecision,
+    return estimateUnder(lookupIn(environment), std::move(estimate), parameters, dtypes, mixedPrecision, frozen,
                          manifestPath.toStdString());
 }
 
@@ -187,6 +216,8 @@ nlohmann::ordered_json toJson(const ShardingEstimate &estimate)
     j["optimizer_state_bytes_per_parameter"] = estimate.optimizerStateBytesPerParameter > 0
                                                    ? nlohmann::ordered_json(estimate.optimizerStateBytesPerParameter)
                                                    : nlohmann::ordered_json(nullptr);
+    j["frozen_parameters"] = estimate.frozenParameters;
+    j["frozen_bytes"] = estimate.frozenBytes;
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
     for (const ShardingEstimateRow &row : estimate.rows)
         rows.push_back({{"dtype", row.dtype},
@@ -218,6 +249,10 @@ std::string renderShardingEstimate(const ShardingEstimate &estimate)
             << (estimate.optimizerStateBytesPerParameter == 3 ? " (E4M3 first, FP16 second; no master weights)"
                                                               : " (float32; no master weights)")
             << "\n";
+    if (estimate.frozenParameters > 0)
+        out << "  frozen: " << estimate.frozenParameters << " parameters ("
+            << bigmodel::formatBinarySize(uint64_t(estimate.frozenBytes))
+            << " whole) held without gradients or optimizer state, in the parameters column\n";
     char head[160];
     std::snprintf(head, sizeof head, "  dtype       parameters   gradients %11s       total    DDP total\n",
                   (estimate.optimizer + " state").c_str());

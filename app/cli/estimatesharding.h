@@ -28,6 +28,14 @@ struct ShardingEstimateRow {
     int64_t total() const { return parameters + gradients + optimizerState; }
 };
 
+// Parameters a run holds but does not train (LoRA's frozen base): sharded as the plan shards
+// parameters, without gradients or optimizer state. Under mixed precision they stay in the
+// checkpoint's dtypes (`storedBytes`), without it in float32.
+struct FrozenParameters {
+    uint64_t count = 0;
+    uint64_t storedBytes = 0;
+};
+
 struct ShardingEstimate {
     std::string configFile;
     std::string runDirectory; // estimateShardingForRun's run
@@ -41,6 +49,8 @@ struct ShardingEstimate {
     // Bytes per parameter of the optimizer state when a recipe decides them (MS-AMP: O2 3, O1 8);
     // 0: `optimizerStates` tensors of the row's dtype.
     int optimizerStateBytesPerParameter = 0;
+    uint64_t frozenParameters = 0; // included in the rows' parameter bytes
+    int64_t frozenBytes = 0;       // their bytes on one rank holding them whole
     std::vector<ShardingEstimateRow> rows;
 };
 
@@ -52,17 +62,22 @@ bool haveShardingEstimate();
 // is one process without a config (DDP's figures). `mixedPrecision` is a job's
 // training.mixed_precision ("" = the config's). Under fp8 with the MS-AMP recipe an Adam / AdamW
 // optimizer keeps MS-AMP's moments (O2: 1 + 2 bytes per parameter); a bad ACCELERATE_FP8_* value
-// from the config is the error the run would report.
+// from the config is the error the run would report. `parameters` are the trained ones; `frozen`
+// adds the held, untrained ones.
 Result<ShardingEstimate> estimateSharding(const std::string &configFile, std::optional<int> numProcesses,
                                           uint64_t parameters, const std::vector<std::string> &dtypes,
                                           const std::string &optimizer = "Adam", int optimizerStates = 2,
-                                          const std::string &mixedPrecision = {});
+                                          const std::string &mixedPrecision = {}, const FrozenParameters &frozen = {});
 // The same figures under the settings a run's ranks were started with: run.json's process counts
 // and the environment `accel launch` gave rank 0 (its plan), with or without a config file.
 Result<ShardingEstimate> estimateShardingForRun(const std::string &runDirectory, uint64_t parameters,
                                                 const std::vector<std::string> &dtypes,
                                                 const std::string &optimizer = "Adam", int optimizerStates = 2,
-                                                const std::string &mixedPrecision = {});
+                                                const std::string &mixedPrecision = {},
+                                                const FrozenParameters &frozen = {});
+// The processes in total `accel launch --config_file CONFIG [--num_processes N]` starts (the same
+// merge); without a config, `numProcesses` or 1.
+Result<int> launchedProcesses(const std::string &configFile, std::optional<int> numProcesses);
 nlohmann::ordered_json toJson(const ShardingEstimate &estimate);
 std::string renderShardingEstimate(const ShardingEstimate &estimate);
 

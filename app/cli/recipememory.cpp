@@ -1,5 +1,7 @@
 #include "app/cli/recipememory.h"
 
+#include "core/bigmodel/loratargets.h"
+#include "core/bigmodel/modelloader.h"
 #include "core/bigmodel/safetensors.h"
 #include "launcher/jobfile.h"
 
@@ -20,7 +22,7 @@ int64_t integerValue(const launcher::JobFile &job, const std::string &key)
 Result<void> checkShape(const launcher::JobFile &job, const std::string &jobFile)
 {
     for (const launcher::FieldIssue &issue : job.validate()) {
-        if (issue.key.rfind("model.", 0) == 0 || issue.key.rfind("mlp.", 0) == 0)
+        if (issue.key.rfind("model.", 0) == 0 || issue.key.rfind("mlp.", 0) == 0 || issue.key.rfind("lora.", 0) == 0)
             return makeError(ErrorCode::InvalidInput, issue.key + ": " + issue.message, jobFile);
     }
     return {};
@@ -133,6 +135,46 @@ Result<RecipeModel> mlpModel(const launcher::JobFile &job, const std::string &jo
     return model;
 }
 
+// causal_lm (core/worker/causallmrecipe.cpp): the model folder's parameters from its safetensors
+// headers (config.json alone when there are none), all trained in float32 with AdamW; with LoRA
+// only the adapters of the layers lora.target_modules selects train, and the base stays frozen.
+Result<RecipeModel> causalLmModel(const launcher::JobFile &job, const std::string &jobFile)
+{
+    const std::string folder = job.value("model.path");
+    auto loaded = bigmodel::loadModel(folder);
+    if (!loaded)
+        return makeError(ErrorCode::InvalidInput, "model.path: " + loaded.error().toString(), jobFile);
+    const bigmodel::ModelStructure &structure = loaded->structure;
+    RecipeModel model;
+    model.recipe = "causal_lm";
+    model.family = structure.family.empty() && loaded->config ? loaded->config->modelType : structure.family;
+    model.parameters = structure.parameterCount();
+    model.trainable = model.parameters;
+    model.shape = model.family.empty() ? std::string("unknown family") : model.family;
+    if (loaded->config)
+        model.shape += ", " + std::to_string(loaded->config->numLayers) + " layers, hidden " +
+                       std::to_string(loaded->config->hiddenSize);
+    model.optimizer = "adamw";
+    model.optimizerStates = 2;
+    if (job.value("lora.r").empty())
+        return model;
+    model.loraRank = integerValue(job, "lora.r");
+    auto lora =
+        bigmodel::countLoraParameters(structure, jobs::splitList(job.value("lora.target_modules")), model.loraRank);
+    if (!lora)
+        return makeError(ErrorCode::InvalidInput, lora.error().message, jobFile);
+    model.loraLayers = lora->layers;
+    model.trainable = lora->parameters;
+    for (const bigmodel::ModelTensor &tensor : structure.tensors()) {
+        if (!tensor.buffer && tensor.aliasOf.empty())
+            model.frozenStoredBytes += (tensor.elements * uint64_t(bigmodel::dtypeBits(tensor.dtype)) + 7) / 8;
+    }
+    model.parameters += model.trainable;
+    model.shape +=
+        "; LoRA r " + std::to_string(model.loraRank) + " on " + std::to_string(lora->layers.size()) + " layers";
+    return model;
+}
+
 } // namespace
 
 bool isJobFile(const std::string &path)
@@ -155,15 +197,19 @@ Result<RecipeModel> recipeModel(const std::string &jobFile)
             const std::string recipe =
                 to == std::string::npos ? std::string("?") : error.message.substr(from + 5, to - from - 5);
             error.code = ErrorCode::InvalidInput;
-            error.message = "recipe: estimate-memory counts the model of gpt and mlp jobs; got \"" + recipe +
+            error.message = "recipe: estimate-memory counts the model of gpt, mlp and causal_lm jobs; got \"" + recipe +
                             "\" (for another job give its model folder or checkpoint)";
         }
         return tl::unexpected(std::move(error));
     }
     if (auto shape = checkShape(*job, jobFile); !shape)
         return tl::unexpected(shape.error());
-    Result<RecipeModel> model = job->recipe() == "gpt" ? Result<RecipeModel>(gptModel(*job)) : mlpModel(*job, jobFile);
+    Result<RecipeModel> model = job->recipe() == "gpt"         ? Result<RecipeModel>(gptModel(*job))
+                                : job->recipe() == "causal_lm" ? causalLmModel(*job, jobFile)
+                                                               : mlpModel(*job, jobFile);
     if (model) {
+        if (model->trainable == 0)
+            model->trainable = model->parameters;
         model->jobFile = jobFile;
         model->mixedPrecision = job->value("training.mixed_precision");
     }

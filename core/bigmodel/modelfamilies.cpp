@@ -177,6 +177,13 @@ Result<ModelConfig> parseModelConfig(const std::string &text, const std::string 
     if (j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty() &&
         j["architectures"][0].is_string())
         c.architecture = j["architectures"][0].get<std::string>();
+    if (const auto eos = j.find("eos_token_id"); eos != j.end() && eos->is_number_integer()) {
+        c.eosTokenIds.push_back(eos->get<int64_t>());
+    } else if (eos != j.end() && eos->is_array()) {
+        for (const json &id : *eos)
+            if (id.is_number_integer())
+                c.eosTokenIds.push_back(id.get<int64_t>());
+    }
     if (j.contains("torch_dtype") && j["torch_dtype"].is_string())
         c.torchDtype = dtypeFromTorchName(j["torch_dtype"].get<std::string>());
     else if (j.contains("dtype") && j["dtype"].is_string())

@@ -39,6 +39,7 @@ struct ModelConfig {
     bool attentionBias = false; // bias on q/k/v (qwen2 always, qwen2_moe qkv_bias, others attention_bias)
     bool outputBias = false;    // bias on o_proj (llama, gemma, gemma2, qwen3 with attention_bias)
     bool mlpBias = false;
+    std::vector<int64_t> eosTokenIds; // eos_token_id: one id or a list
 };
 
 // gpt2, llama, mistral, qwen2, mixtral, gemma, gemma2, qwen2_moe, qwen3, phi3

@@ -251,7 +251,7 @@ std::vector<JobField> causalLmFields()
                make("lora.alpha", "LoRA alpha", T::Number, "8", 0, 1e6, lora, "scaling = alpha / r"),
                make("lora.dropout", "LoRA dropout", T::Number, "0.0", 0, 0.99, lora,
                     "on the adapter's input while training"),
-               whenAbsent(make("lora.target_modules", "Target modules", T::Text, "", 0, 0, lora,
+               whenAbsent(make("lora.target_modules", "Target modules", T::TextList, "", 0, 0, lora,
                                "layer names, e.g. [q_proj, v_proj], or all-linear"),
                           "(required with lora.r)"),
                make("lora.use_rslora", "rsLoRA", T::Boolean, "false", 0, 0, lora, "scaling = alpha / sqrt(r)"),
@@ -308,7 +308,7 @@ const std::vector<std::string> &knownRecipes()
 
 const std::vector<std::string> &formRecipes()
 {
-    static const std::vector<std::string> recipes{"gpt", "mlp"};
+    static const std::vector<std::string> recipes{"gpt", "mlp", "causal_lm"};
     return recipes;
 }
 
@@ -433,6 +433,8 @@ std::string valueProblem(const JobField &f, const std::string &rawValue)
         }
         return items.empty() ? "expected at least one size" + shown : "";
     }
+    case T::TextList:
+        return splitList(value).empty() ? "expected a list of names, e.g. [q_proj, v_proj]" + shown : "";
     case T::Path:
     case T::Text:
         return {};
@@ -469,6 +471,9 @@ std::string markdownTable(const std::vector<std::string> &recipes)
                 break;
             case T::IntegerList:
                 valid = "whole numbers " + rangeText(f);
+                break;
+            case T::TextList:
+                valid = "a list of names";
                 break;
             case T::Path:
                 valid = f.required ? "an existing path" : "an existing path when set";

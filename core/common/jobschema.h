@@ -15,7 +15,7 @@ namespace accel::jobs {
 inline constexpr double kUnbounded = 9.0e18;
 
 struct JobField {
-    enum class Type { Integer, Number, Boolean, Text, Path, IntegerList, Choice };
+    enum class Type { Integer, Number, Boolean, Text, Path, IntegerList, Choice, TextList };
     std::string key;   // dotted, as in the YAML: "model.n_layer"
     std::string label; // for forms: "Layers"
     Type type = Type::Text;
@@ -37,7 +37,8 @@ struct JobField {
 // The recipes accel-worker runs (gpt, distill, causal_lm, mlp, torchscript, plugin, selftest): the one list
 // the job check, error messages, --help and --capabilities use.
 const std::vector<std::string> &knownRecipes();
-// The recipes the studio's form edits field by field (gpt, mlp).
+// The recipes the studio edits field by field (gpt and mlp in the recipe form, causal_lm in the
+// Launch page's Fine-tune flow).
 const std::vector<std::string> &formRecipes();
 
 // Every field of `recipe` in form order: job settings, the recipe's own sections, training.
@@ -56,7 +57,7 @@ bool parseInteger(const std::string &text, long long &out);
 bool parseNumber(const std::string &text, double &out); // finite only
 // YAML 1.1's spellings, any case: true/false, yes/no, on/off, 1/0.
 std::optional<bool> parseBoolean(const std::string &text);
-// "[64, 64]", "64, 64" or "64 64" -> {"64", "64"}.
+// "[64, 64]", "64, 64" or "64 64" -> {"64", "64"} (also names: "[q_proj, v_proj]").
 std::vector<std::string> splitList(const std::string &text);
 std::string lowered(std::string text);
 

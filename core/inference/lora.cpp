@@ -1,5 +1,6 @@
 #include "core/inference/lora.h"
 
+#include "core/bigmodel/loratargets.h"
 #include "core/bigmodel/safetensors.h"
 #include "core/bigmodel/safetensorswriter.h"
 #include "core/common/fileutil.h"
@@ -78,7 +79,7 @@ Result<std::vector<std::pair<std::string, LoraAdaptable *>>> loraTargets(CausalL
                          "adaptable layers: " +
                              joined(adaptable) + "; or all-linear)");
     std::vector<std::pair<std::string, LoraAdaptable *>> targets;
-    const bool allLinear = config.targetModules.size() == 1 && config.targetModules.front() == "all-linear";
+    const bool allLinear = config.targetModules.size() == 1 && config.targetModules.front() == bigmodel::kLoraAllLinear;
     for (const std::string &entry : config.targetModules) {
         if (entry.empty())
             return makeError(ErrorCode::InvalidInput, "lora.target_modules: an entry is empty");
@@ -86,8 +87,8 @@ Result<std::vector<std::pair<std::string, LoraAdaptable *>>> loraTargets(CausalL
         for (const auto &[name, module] : modules) {
             if (name.empty())
                 continue;
-            const bool matches = allLinear ? localName(name) != "lm_head" && dynamic_cast<LoraAdaptable *>(module)
-                                           : name == entry || endsWith(name, "." + entry);
+            const bool matches = allLinear ? bigmodel::loraAllLinearTakes(name) && dynamic_cast<LoraAdaptable *>(module)
+                                           : bigmodel::loraEntryMatches(name, entry);
             if (!matches)
                 continue;
             auto *layer = dynamic_cast<LoraAdaptable *>(module);
@@ -176,7 +177,7 @@ Result<void> saveLoraAdapter(CausalLM &model, const LoraConfig &config, const st
     j["peft_type"] = "LORA";
     j["r"] = config.rank;
     j["rank_pattern"] = nlohmann::json::object();
-    const bool allLinear = config.targetModules.size() == 1 && config.targetModules.front() == "all-linear";
+    const bool allLinear = config.targetModules.size() == 1 && config.targetModules.front() == bigmodel::kLoraAllLinear;
     j["target_modules"] = allLinear ? std::vector<std::string>(adapted.begin(), adapted.end()) : config.targetModules;
     j["task_type"] = "CAUSAL_LM";
     j["use_dora"] = false;

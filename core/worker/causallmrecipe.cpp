@@ -294,14 +294,10 @@ Result<void> runCausalLmRecipe(runtime::Accelerator &accelerator, const JobSpec 
     auto tokenizer = tokenizer::Tokenizer::load(setup.modelDir);
     if (!tokenizer)
         return tl::unexpected(asInvalid(tokenizer.error()));
-    int32_t eos = tokenizer->eosId();
-    if (eos < 0 && !setup.config.eosTokenIds.empty())
-        eos = int32_t(setup.config.eosTokenIds.front());
-    if (eos < 0)
-        return makeError(ErrorCode::InvalidInput,
-                         "the model has no EOS token (tokenizer_config.json's eos_token, config.json's eos_token_id): "
-                         "documents cannot be separated",
-                         setup.modelDir);
+    auto eosFound = documentEndId(*tokenizer, setup.config.eosTokenIds, setup.modelDir);
+    if (!eosFound)
+        return tl::unexpected(eosFound.error());
+    const int32_t eos = *eosFound;
     LmDataOptions dataOptions;
     dataOptions.blockSize = setup.blockSize;
     dataOptions.textKey = job.text("data.text_key");

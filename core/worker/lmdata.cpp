@@ -202,6 +202,20 @@ std::vector<int32_t> LmData::labels(int64_t sample) const
     return out;
 }
 
+Result<int32_t> documentEndId(const tokenizer::Tokenizer &tokenizer, const std::vector<int64_t> &configEosIds,
+                              const std::string &modelDir)
+{
+    int32_t eos = tokenizer.eosId();
+    if (eos < 0 && !configEosIds.empty())
+        eos = int32_t(configEosIds.front());
+    if (eos < 0)
+        return makeError(ErrorCode::InvalidInput,
+                         "the model has no EOS token (tokenizer_config.json's eos_token, config.json's eos_token_id): "
+                         "documents cannot be separated",
+                         modelDir);
+    return eos;
+}
+
 Result<LmData> loadLmData(const std::string &path, const tokenizer::Tokenizer &tokenizer, int32_t eos,
                           const LmDataOptions &options)
 {

@@ -55,6 +55,12 @@ struct LmData {
     std::vector<int32_t> labels(int64_t sample) const;
 };
 
+// The id that follows every document and pads instruction batches: the tokenizer's EOS token
+// (tokenizer_config.json's eos_token), else config.json's first eos_token_id (`configEosIds`); an
+// error naming `modelDir` when the model has neither.
+Result<int32_t> documentEndId(const tokenizer::Tokenizer &tokenizer, const std::vector<int64_t> &configEosIds,
+                              const std::string &modelDir);
+
 // Reads `path` (a file or a folder) and tokenizes it with `tokenizer`, EOS id `eos`.
 Result<LmData> loadLmData(const std::string &path, const tokenizer::Tokenizer &tokenizer, int32_t eos,
                           const LmDataOptions &options);

@@ -45,11 +45,12 @@ private Q_SLOTS:
     void repeatedKeyAndEmptyValueReadBack();
     void switchingRecipeKeepsSharedFields();
     void workerRunsAWrittenJob();
+    void causalLmLoraSectionAndTargetList();
 };
 
 void tst_JobFile::schemaHasTheDocumentedFields()
 {
-    QCOMPARE(JobFile::formRecipes(), (std::vector<std::string>{"gpt", "mlp"}));
+    QCOMPARE(JobFile::formRecipes(), (std::vector<std::string>{"gpt", "mlp", "causal_lm"}));
     for (const char *key :
          {"model.n_layer", "model.n_head", "model.n_embd", "model.block_size", "data.corpus", "training.max_steps",
           "training.batch_size", "training.learning_rate", "training.warmup_steps", "training.weight_decay",
@@ -296,6 +297,32 @@ void tst_JobFile::workerRunsAWrittenJob()
     QFile metrics(dir.filePath(QStringLiteral("run/metrics/rank0.jsonl")));
     QVERIFY(metrics.open(QIODevice::ReadOnly));
     QVERIFY(metrics.readAll().contains("\"loss\""));
+}
+
+// The Fine-tune flow's job: the lora section is written only with lora.r (the worker refuses any
+// lora key without it, and so does the form), and lora.target_modules is a YAML list of names.
+void tst_JobFile::causalLmLoraSectionAndTargetList()
+{
+    QTemporaryDir dir;
+    const std::string folder = dir.path().toStdString();
+    JobFile job = JobFile::defaults("causal_lm");
+    job.setValue("model.path", folder);
+    job.setValue("data.train", corpusPath().toStdString());
+    for (const FieldIssue &issue : job.validate()) // full fine-tuning: no lora key
+        QFAIL((issue.key + ": " + issue.message).c_str());
+    QVERIFY(job.toYaml().find("lora") == std::string::npos);
+    job.setValue("lora.alpha", "16");
+    QVERIFY(hasIssue(job.validate(), "lora.alpha", "is set but lora.r is not"));
+    job.setValue("lora.r", "8");
+    job.setValue("lora.target_modules", "q_proj, v_proj");
+    QVERIFY(job.validate().empty());
+    const std::string yaml = job.toYaml();
+    QVERIFY2(yaml.find("target_modules: [q_proj, v_proj]") != std::string::npos, yaml.c_str());
+    auto back = JobFile::parse(yaml, folder + "/job.yaml");
+    QVERIFY(back);
+    QCOMPARE(back->value("lora.target_modules"), std::string("q_proj, v_proj"));
+    job.setValue("lora.target_modules", "[]");
+    QVERIFY(hasIssue(job.validate(), "lora.target_modules", "expected a list of names"));
 }
 
 QTEST_GUILESS_MAIN(tst_JobFile)

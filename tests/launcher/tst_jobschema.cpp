@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <set>
 #include <sstream>
 
@@ -50,6 +51,8 @@ std::vector<std::string> outside(const jobs::JobField &f)
     } else if (f.type == T::IntegerList) {
         out.push_back("[0]");
         out.push_back("[4, x]");
+    } else if (f.type == T::TextList) {
+        out.push_back("[]");
     }
     return out;
 }
@@ -67,7 +70,43 @@ std::vector<std::string> inside(const jobs::JobField &f)
         return {f.choices.back()};
     if (f.type == T::IntegerList)
         return {"[8, 4]"};
+    if (f.type == T::TextList)
+        return {"[q_proj, v_proj]", "all-linear"};
     return {};
+}
+
+// "a.b.c" = value entries as YAML sections (the job readers refuse keys holding a '.').
+std::string nestedYaml(const std::vector<std::pair<std::string, std::string>> &entries)
+{
+    struct Node {
+        std::string name, value;
+        std::vector<Node> children;
+    };
+    Node root;
+    for (const auto &[key, value] : entries) {
+        Node *node = &root;
+        std::istringstream parts(key);
+        for (std::string part; std::getline(parts, part, '.');) {
+            auto it = std::find_if(node->children.begin(), node->children.end(),
+                                   [&](const Node &n) { return n.name == part; });
+            if (it == node->children.end()) {
+                node->children.push_back({part, {}, {}});
+                it = node->children.end() - 1;
+            }
+            node = &*it;
+        }
+        node->value = value;
+    }
+    std::string out;
+    std::function<void(const Node &, int)> emit = [&](const Node &node, int depth) {
+        for (const Node &child : node.children) {
+            out += std::string(size_t(depth) * 2, ' ') + child.name + ":";
+            out += child.children.empty() ? " " + child.value + "\n" : "\n";
+            emit(child, depth + 1);
+        }
+    };
+    emit(root, 0);
+    return out;
 }
 
 QString readText(const QString &path)
@@ -87,14 +126,14 @@ private:
     // A job of `recipe` with its required paths filled and `key: value` set.
     std::string jobText(const std::string &recipe, const std::string &key = {}, const std::string &value = {}) const
     {
-        std::string text = "recipe: " + recipe + "\n";
+        std::vector<std::pair<std::string, std::string>> entries{{"recipe", recipe}};
         for (const jobs::JobField &f : jobs::fields(recipe)) {
             if (f.required && f.key != key)
-                text += f.key + ": \"" + m_file + "\"\n";
+                entries.emplace_back(f.key, "\"" + m_file + "\"");
         }
         if (!key.empty())
-            text += key + ": " + value + "\n";
-        return text;
+            entries.emplace_back(key, value);
+        return nestedYaml(entries);
     }
 
 private Q_SLOTS:
@@ -150,6 +189,8 @@ private Q_SLOTS:
                 }
                 for (const std::string &good : inside(f)) {
                     auto job = launcher::JobFile::defaults(recipe);
+                    if (f.key.rfind("lora.", 0) == 0 && f.key != "lora.r")
+                        job.setValue("lora.r", "8"); // causal_lm: lora keys apply with lora.r only
                     job.setValue(f.key, good);
                     for (const auto &issue : job.validate())
                         QVERIFY2(issue.key != f.key, (f.key + " = " + good + ": " + issue.message).c_str());
@@ -204,12 +245,12 @@ private Q_SLOTS:
             for (const jobs::JobField &f : jobs::fields(recipe)) {
                 if (!f.required)
                     continue;
-                std::string text = "recipe: " + recipe + "\n";
+                std::vector<std::pair<std::string, std::string>> entries{{"recipe", recipe}};
                 for (const jobs::JobField &other : jobs::fields(recipe)) {
                     if (other.required && other.key != f.key)
-                        text += other.key + ": \"" + m_file + "\"\n";
+                        entries.emplace_back(other.key, "\"" + m_file + "\"");
                 }
-                auto job = worker::JobSpec::parse(text, path);
+                auto job = worker::JobSpec::parse(nestedYaml(entries), path);
                 QVERIFY(!job);
                 QCOMPARE(job.error().message, f.key + ": missing (" + f.help + ")");
             }

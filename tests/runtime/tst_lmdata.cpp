@@ -2,12 +2,18 @@
 // be worked out by hand: blank-line-separated documents, EOS after each, windows of block_size
 // with the last partial one dropped; .jsonl text fields; folders in path order; instruction
 // examples with the loss mask (labels -100 on the prompt) against a hand-built reference, cut to
-// block_size or left out; bad files refused naming the file and line.
+// block_size or left out; bad files refused naming the file and line; `accel preview-data` showing
+// the same samples and counting steps per epoch.
 #include "core/tokenizer/tokenizer.h"
 #include "core/worker/lmdata.h"
+#include "tests/helpers/testsupport.h"
 
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -166,6 +172,80 @@ private Q_SLOTS:
         QVERIFY(!data);
         QVERIFY(QString::fromStdString(data.error().toString()).contains("data.train: "));
         QVERIFY(QString::fromStdString(data.error().toString()).contains("nowhere.txt does not exist"));
+    }
+
+    // `accel preview-data JOB --json` reads the job's data as the worker does (the same library and
+    // the model folder's tokenizer; EOS from config.json's eos_token_id when tokenizer_config.json
+    // names none) and counts steps per epoch as the data loader deals batches: ceil(samples /
+    // (batch x processes)) batches per rank, one step per accumulation of them.
+    void previewDataShowsWhatTheWorkerReads()
+    {
+        if (!QFileInfo(accel::test::binDir() + "/accel").isExecutable())
+            QSKIP("accel is not built");
+        const QString model = m_dir.filePath("model");
+        write("model/tokenizer.json", kTokenizer);
+        write("model/config.json", "{\"model_type\": \"llama\", \"vocab_size\": 8, \"hidden_size\": 8, "
+                                   "\"intermediate_size\": 16, \"num_hidden_layers\": 1, \"num_attention_heads\": 1, "
+                                   "\"eos_token_id\": 1}");
+        const QString text = write("preview.txt", "ab c\ncd\n\nd a\n\nabab\n\ncd cd a\n\nb b b\n\nc d ab\n");
+        write("instruct2.jsonl", "{\"prompt\": \"ab c\", \"completion\": \"d\"}\n"
+                                 "{\"prompt\": \"a\", \"completion\": \"cd cd ab\"}\n");
+        auto job = [&](const QString &name, const QString &data, const QString &extra) {
+            return write(name, ("recipe: causal_lm\nmodel: {path: model}\ndata: {train: " + data +
+                                ", block_size: 3}\ntraining: {batch_size: 2, max_steps: 10" + extra + "}\n")
+                                   .toUtf8());
+        };
+        const auto run = accel::test::runAccel(
+            {"preview-data", job("text.yaml", "preview.txt", ""), "--num_processes", "2", "--samples", "2", "--json"});
+        QVERIFY2(run.exitCode == 0, qPrintable(run.err));
+        const QJsonObject answer = QJsonDocument::fromJson(run.out.toUtf8()).object();
+        auto data = load(text, 3);
+        QVERIFY(data);
+        const QJsonObject train = answer["train"].toObject();
+        QCOMPARE(answer["schema"].toString(), QString("accel.data-preview"));
+        QCOMPARE(answer["eos_id"].toInt(), kEos);
+        QCOMPARE(train["format"].toString(), QString("text"));
+        QCOMPARE(train["tokens"].toInteger(), data->tokens);
+        QCOMPARE(train["samples"].toInteger(), data->samples());
+        QCOMPARE(data->samples(), int64_t(7));          // 22 tokens: 7 windows of 3
+        QCOMPARE(answer["steps_per_epoch"].toInt(), 2); // 7 windows, batch 2 x 2 processes: 2 batches
+        QCOMPARE(answer["epochs"].toDouble(), 5.0);
+        const QJsonArray samples = answer["samples"].toArray();
+        QCOMPARE(samples.size(), 2);
+        QCOMPARE(samples[1].toObject()["text"].toString(), QString::fromStdString(m_tokenizer.decode(data->ids(1))));
+        // Accumulation: 2 batches per rank and epoch, 4 per step: still one step, at the epoch's end.
+        const auto accumulated = accel::test::runAccel(
+            {"preview-data", job("accumulate.yaml", "preview.txt", ", gradient_accumulation_steps: 4"),
+             "--num_processes", "2", "--json"});
+        QCOMPARE(QJsonDocument::fromJson(accumulated.out.toUtf8()).object()["steps_per_epoch"].toInt(), 1);
+
+        // Instruction examples: the prompt (no loss) apart from the completion.
+        const auto instruct =
+            accel::test::runAccel({"preview-data", job("instruct.yaml", "instruct2.jsonl", ""), "--json"});
+        QVERIFY2(instruct.exitCode == 0, qPrintable(instruct.err));
+        const QJsonObject first = QJsonDocument::fromJson(instruct.out.toUtf8()).object()["samples"][0].toObject();
+        auto examples = load(m_dir.filePath("instruct2.jsonl"), 3);
+        QVERIFY(examples);
+        const Ids ids = examples->ids(0);
+        const int32_t prompt = examples->promptLengths[0];
+        QCOMPARE(first["masked_tokens"].toInt(), prompt);
+        QCOMPARE(first["prompt"].toString(),
+                 QString::fromStdString(m_tokenizer.decode(Ids(ids.begin(), ids.begin() + prompt))));
+        QCOMPARE(first["completion"].toString(),
+                 QString::fromStdString(m_tokenizer.decode(Ids(ids.begin() + prompt, ids.end()))));
+
+        // Another recipe, or a model folder without its files: exit 2, naming what is wrong.
+        const QString gpt = write("gpt.yaml", "recipe: gpt\ndata: {corpus: preview.txt}\n");
+        const auto refused = accel::test::runAccel({"preview-data", gpt});
+        QCOMPARE(refused.exitCode, 2);
+        QVERIFY2(refused.err.contains("preview-data reads causal_lm jobs; got \"gpt\""), qPrintable(refused.err));
+        QDir().mkpath(m_dir.filePath("empty-model"));
+        const QString noTokenizer =
+            write("empty.yaml", "recipe: causal_lm\nmodel: {path: empty-model}\ndata: {train: preview.txt}\n");
+        const auto missing = accel::test::runAccel({"preview-data", noTokenizer});
+        QCOMPARE(missing.exitCode, 2);
+        QVERIFY2(missing.err.contains("empty-model"), qPrintable(missing.err));
+        QCOMPARE(accel::test::runAccel({"preview-data", "--help"}).exitCode, 0);
     }
 };
 

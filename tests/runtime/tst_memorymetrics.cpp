@@ -4,10 +4,12 @@
 // figures equal what `accel estimate-memory JOB --config_file CONFIG --json` predicted
 // (ShardingPlan::predictMemory) up to the flat parameters' padding; ZeRO-3 holds half of DDP's
 // parameter bytes. Under fp8 with MS-AMP the optimizer state is MS-AMP's moments (O2 3, O1 8 bytes
-// per parameter), measured and predicted alike.
+// per parameter), measured and predicted alike. The causal_lm recipe too, full and with LoRA (the
+// frozen base held without gradients or optimizer state).
 #include "core/bigmodel/safetensorswriter.h"
 #include "tests/helpers/testsupport.h"
 
+#include <QDir>
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -18,6 +20,8 @@
 #include <QTest>
 
 #include <array>
+#include <cstring>
+#include <vector>
 
 namespace {
 
@@ -38,6 +42,68 @@ QMap<qint64, Figures> memoryLines(const QString &path)
                                                   qint64(o.value("mem_optim_bytes").toDouble())};
     }
     return lines;
+}
+
+// A tiny Llama as transformers saves one (bfloat16, random weights), the llama-tiny tokenizer with
+// </s> as EOS, and a little text for it.
+bool writeTinyLlama(const QString &folder)
+{
+    const int64_t vocab = 278, hidden = 32, inter = 64, kv = 16;
+    std::vector<std::pair<std::string, std::vector<int64_t>>> shapes = {{"model.embed_tokens.weight", {vocab, hidden}},
+                                                                        {"model.norm.weight", {hidden}},
+                                                                        {"lm_head.weight", {vocab, hidden}}};
+    for (int layer = 0; layer < 2; ++layer) {
+        const std::string p = "model.layers." + std::to_string(layer) + ".";
+        for (const auto &[part, shape] :
+             std::vector<std::pair<std::string, std::vector<int64_t>>>{{"input_layernorm.weight", {hidden}},
+                                                                       {"post_attention_layernorm.weight", {hidden}},
+                                                                       {"self_attn.q_proj.weight", {hidden, hidden}},
+                                                                       {"self_attn.k_proj.weight", {kv, hidden}},
+                                                                       {"self_attn.v_proj.weight", {kv, hidden}},
+                                                                       {"self_attn.o_proj.weight", {hidden, hidden}},
+                                                                       {"mlp.gate_proj.weight", {inter, hidden}},
+                                                                       {"mlp.up_proj.weight", {inter, hidden}},
+                                                                       {"mlp.down_proj.weight", {hidden, inter}}})
+            shapes.emplace_back(p + part, shape);
+    }
+    std::vector<std::vector<uint16_t>> data;
+    std::vector<accel::bigmodel::TensorToWrite> tensors;
+    uint32_t state = 12345;
+    for (const auto &[name, shape] : shapes) {
+        int64_t n = 1;
+        for (int64_t d : shape)
+            n *= d;
+        std::vector<uint16_t> values(static_cast<size_t>(n));
+        for (auto &v : values) { // bfloat16 of a small value in [-0.1, 0.1) (norms: 1)
+            state = state * 1664525u + 1013904223u;
+            float x = name.find("norm") != std::string::npos ? 1.0f : (float(state >> 8) / 16777216.0f - 0.5f) * 0.2f;
+            uint32_t bits = 0;
+            std::memcpy(&bits, &x, 4);
+            v = uint16_t(bits >> 16);
+        }
+        data.push_back(std::move(values));
+        tensors.push_back({name, accel::bigmodel::DType::BF16, shape, data.back().data(), uint64_t(n) * 2});
+    }
+    if (!QDir().mkpath(folder) ||
+        !accel::bigmodel::writeSafetensors((folder + "/model.safetensors").toStdString(), tensors))
+        return false;
+    QFile::remove(folder + "/tokenizer.json");
+    auto write = [](const QString &path, const QByteArray &text) {
+        QFile file(path);
+        return file.open(QIODevice::WriteOnly) && file.write(text) == text.size();
+    };
+    QByteArray text;
+    for (int i = 0; i < 40; ++i)
+        text += "the cat sat on the mat and a dog ran in the fog\n\n";
+    return QFile::copy(accel::test::dataPath("tokenizers/llama-tiny.json"), folder + "/tokenizer.json") &&
+           write(folder + "/tokenizer_config.json", "{\"eos_token\": \"</s>\"}") &&
+           write(folder + "/../lm.txt", text) &&
+           write(folder + "/config.json",
+                 "{\"model_type\": \"llama\", \"architectures\": [\"LlamaForCausalLM\"], \"vocab_size\": 278, "
+                 "\"hidden_size\": 32, \"intermediate_size\": 64, \"num_hidden_layers\": 2, "
+                 "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"max_position_embeddings\": 64, "
+                 "\"rms_norm_eps\": 1e-06, \"tie_word_embeddings\": false, \"torch_dtype\": \"bfloat16\", "
+                 "\"eos_token_id\": 2, \"bos_token_id\": 1}");
 }
 
 } // namespace
@@ -205,6 +271,88 @@ private Q_SLOTS:
             QCOMPARE(measured[1], qint64(row["gradients_bytes"].toDouble()));
             QCOMPARE(measured[2], qint64(row["optimizer_state_bytes"].toDouble()));
         }
+    }
+
+    // The causal_lm recipe: accel estimate-memory counts the model folder's parameters from its
+    // safetensors headers; with LoRA only the adapters (r x (in + out) per layer lora.target_modules
+    // selects) get gradients and AdamW's moments, and the frozen base is held in float32 without
+    // mixed precision, in the checkpoint's bfloat16 under bf16, sharded as the plan shards
+    // parameters. A tiny Llama (bfloat16 checkpoint) on 2 ranks.
+    void causalLmMeasuredEqualsPredicted_data()
+    {
+        QTest::addColumn<QString>("block");
+        QTest::addColumn<QString>("precision");
+        QTest::addColumn<bool>("lora");
+        const QString zero = "distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: %1\n";
+        QTest::newRow("full ZeRO-3") << zero.arg(3) << "no" << false;
+        QTest::newRow("LoRA DDP") << "distributed_type: MULTI_CPU\n"
+                                  << "no" << true;
+        QTest::newRow("LoRA DDP bf16") << "distributed_type: MULTI_CPU\n"
+                                       << "bf16" << true;
+        QTest::newRow("LoRA ZeRO-1") << zero.arg(1) << "no" << true;
+        QTest::newRow("LoRA ZeRO-3 bf16") << zero.arg(3) << "bf16" << true;
+    }
+    void causalLmMeasuredEqualsPredicted()
+    {
+        QFETCH(QString, block);
+        QFETCH(QString, precision);
+        QFETCH(bool, lora);
+        const QString model = m_dir.filePath("tiny-llama");
+        if (!QFile::exists(model + "/model.safetensors"))
+            QVERIFY(writeTinyLlama(model));
+        const QString name = QString(QTest::currentDataTag()).replace(' ', '-');
+        const QString config = writeFile(name + ".yaml", ("compute_environment: LOCAL_MACHINE\n" + block +
+                                                          "machine_rank: 0\nmixed_precision: " + precision +
+                                                          "\nnum_machines: 1\nnum_processes: 2\nuse_cpu: true\n")
+                                                             .toUtf8());
+        const QString job =
+            writeFile(name + "-job.yaml",
+                      ("recipe: causal_lm\nmodel: {path: tiny-llama}\ndata: {train: lm.txt, block_size: 8}\n" +
+                       QString(lora ? "lora: {r: 4, target_modules: [q_proj, v_proj]}\n" : "") +
+                       "training: {max_steps: 2, batch_size: 2, log_every: 1}\n")
+                          .toUtf8());
+        const QString run = m_dir.filePath("run-" + name);
+        const auto launched = accel::test::runAccel(
+            {"launch", "--config_file", config, "--run_dir", run, "--name", name, "--job", job}, 300000);
+        QVERIFY2(launched.exitCode == 0, qPrintable(launched.out + launched.err));
+        const auto estimated = accel::test::runAccel({"estimate-memory", job, "--config_file", config, "--json"});
+        QVERIFY2(estimated.exitCode == 0, qPrintable(estimated.err));
+        const QJsonObject estimate = QJsonDocument::fromJson(estimated.out.toUtf8()).object();
+        QCOMPARE(estimate["family"].toString(), QString("llama"));
+        // The worker's own count: "N parameters, M trained".
+        QFile log(run + "/logs/rank0.log");
+        QVERIFY(log.open(QIODevice::ReadOnly));
+        const auto count =
+            QRegularExpression("(\\d+) parameters, (\\d+) trained").match(QString::fromUtf8(log.readAll()));
+        QVERIFY(count.hasMatch());
+        QCOMPARE(qint64(estimate["parameters"].toDouble()), count.captured(1).toLongLong());
+        QCOMPARE(qint64(estimate["trainable_parameters"].toDouble()), count.captured(2).toLongLong());
+        // q_proj [32, 32] and v_proj [16, 32] in 2 layers at r 4: 4 x (64 + 48) x 2.
+        QCOMPARE(qint64(estimate["trainable_parameters"].toDouble()), lora ? 896 : count.captured(1).toLongLong());
+        const QJsonObject row = estimate["per_rank_training"]["rows"].toArray().first().toObject();
+        const Figures predicted = {qint64(row["parameters_bytes"].toDouble()),
+                                   qint64(row["gradients_bytes"].toDouble()),
+                                   qint64(row["optimizer_state_bytes"].toDouble())};
+        // Each of up to 6 flat buffers (a LoRA block is a trained and a frozen one) padded to the 2
+        // ranks: at most one element each.
+        const qint64 padding = block.contains("MULTI_CPU") ? 0 : 6 * 4;
+        for (int rank = 0; rank < 2; ++rank) {
+            const Figures measured = memoryLines(QString("%1/metrics/rank%2.jsonl").arg(run).arg(rank)).value(1);
+            qInfo("%s rank %d bytes: parameters %lld (predicted %lld), gradients %lld (%lld), optimizer state %lld "
+                  "(%lld)",
+                  qPrintable(name), rank, measured[0], predicted[0], measured[1], predicted[1], measured[2],
+                  predicted[2]);
+            for (int kind = 0; kind < 3; ++kind)
+                QVERIFY2(qAbs(measured[kind] - predicted[kind]) <= padding,
+                         qPrintable(QString("rank %1 kind %2: measured %3, predicted %4")
+                                        .arg(rank)
+                                        .arg(kind)
+                                        .arg(measured[kind])
+                                        .arg(predicted[kind])));
+        }
+        if (lora) // the frozen base: float32 without mixed precision, the checkpoint's bfloat16 under bf16
+            QCOMPARE(qint64(estimate["per_rank_training"]["frozen_bytes"].toDouble()),
+                     (qint64(estimate["parameters"].toDouble()) - 896) * (precision == "bf16" ? 2 : 4));
     }
 
     void zero3HoldsHalfOfDdpsParameters()

@@ -27,6 +27,13 @@ QString q(const std::string &text)
 
 const char *kGroups[] = {"Job", "Model", "Data", "Training", "Advanced"};
 
+// The recipes this form edits; causal_lm jobs have the Fine-tune flow (FineTuneForm).
+const std::vector<std::string> &recipeFormRecipes()
+{
+    static const std::vector<std::string> recipes{"gpt", "mlp"};
+    return recipes;
+}
+
 } // namespace
 
 RecipeForm::RecipeForm(QWidget *parent) : QWidget(parent), m_job(JobFile::defaults("gpt"))
@@ -37,7 +44,7 @@ RecipeForm::RecipeForm(QWidget *parent) : QWidget(parent), m_job(JobFile::defaul
     top->addWidget(new QLabel(tr("Recipe:"), this));
     m_recipe = new QComboBox(this);
     m_recipe->setObjectName(QStringLiteral("recipe"));
-    for (const std::string &recipe : JobFile::formRecipes())
+    for (const std::string &recipe : recipeFormRecipes())
         m_recipe->addItem(recipe == "gpt" ? tr("gpt - byte-level GPT language model") : tr("mlp - classifier"),
                           q(recipe));
     top->addWidget(m_recipe);
@@ -51,7 +58,7 @@ RecipeForm::RecipeForm(QWidget *parent) : QWidget(parent), m_job(JobFile::defaul
     layout->addLayout(top);
 
     m_panels = new QStackedWidget(this);
-    for (const std::string &recipe : JobFile::formRecipes())
+    for (const std::string &recipe : recipeFormRecipes())
         m_panels->addWidget(buildPanel(recipe));
     layout->addWidget(m_panels);
 
@@ -180,7 +187,7 @@ QString RecipeForm::recipe() const
 
 void RecipeForm::setRecipe(const QString &recipe)
 {
-    if (recipe == this->recipe() || JobFile::fields(recipe.toStdString()).empty())
+    if (recipe == this->recipe() || m_recipe->findData(recipe) < 0)
         return;
     m_job.setRecipe(recipe.toStdString());
     showJob();
@@ -211,6 +218,11 @@ Result<void> RecipeForm::loadJob(const QString &path)
     auto job = JobFile::load(path.toStdString());
     if (!job)
         return tl::unexpected(job.error());
+    if (m_recipe->findData(q(job->recipe())) < 0)
+        return makeError(ErrorCode::Unsupported,
+                         "recipe: the recipe form edits gpt and mlp jobs; got \"" + job->recipe() +
+                             "\" (a causal_lm job opens in the Fine-tune flow)",
+                         path.toStdString());
     m_jobPath = path;
     setJob(*job);
     return {};
