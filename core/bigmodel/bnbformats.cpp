@@ -59,8 +59,10 @@ void quantizeInt8Rows(const float *weight, int64_t rows, int64_t columns, int8_t
         for (int64_t c = 0; c < columns; ++c)
             absmax = std::max(absmax, std::fabs(row[c]));
         scb[r] = absmax;
-        // A row of zeros has no scale: bitsandbytes divides by zero there; it stays zero here.
-        const float scale = absmax > 0 ? divide(127.0f, absmax) : 0.0f;
+        // A row of zeros has no scale: bitsandbytes divides by zero there; it stays zero here. The
+        // scale is torch's 127.0 / absmax, which PyTorch computes as reciprocal(absmax) * 127 (two
+        // roundings; one division differs in the last bit and moves ties of w * scale).
+        const float scale = absmax > 0 ? multiply(divide(1.0f, absmax), 127.0f) : 0.0f;
         for (int64_t c = 0; c < columns; ++c)
             cb[r * columns + c] = static_cast<int8_t>(std::nearbyint(multiply(row[c], scale)));
     }

@@ -3,8 +3,9 @@
 // * LLM.int8 weights (Linear8bitLt, load_in_8bit): int8 values per output row, CB [rows, columns],
 //   with the row's absolute maximum SCB [rows] (float32). Dequantized as bitsandbytes'
 //   int8_vectorwise_dequant computes it: (CB * SCB) * float32(1/127), each product rounded to
-//   float32. Quantized as int8_vectorwise_quant (threshold 0): q = round-half-even(w * (127 /
-//   absmax)), 127 / absmax rounded to float32 first.
+//   float32. Quantized as int8_vectorwise_quant (threshold 0): q = round-half-even(w * scale) with
+//   scale = float32(float32(1 / absmax) * 127), torch's 127.0 / absmax (a reciprocal, then a
+//   product). Linear8bitLt quantizes the weight cast to float16.
 // * 4-bit NF4 and FP4 (Linear4bit, load_in_4bit): the weight flattened row-major, cut in blocks of
 //   `blocksize` elements (64 by default) with each block's absolute maximum as a float32 scale;
 //   each element is a 4-bit index into a 16-value code (get_4bit_type's tables), two per byte, the
