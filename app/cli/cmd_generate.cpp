@@ -18,7 +18,8 @@ namespace accel::cli {
 void addInferenceLoadOptions(ArgParser &parser)
 {
     parser.addPositional(
-        {"model_dir", "a folder with config.json and safetensors weights (gpt2, llama, mistral, qwen2)"});
+        {"model_dir", "a folder with config.json and safetensors weights (gpt2, llama, mistral, qwen2, qwen3, gemma, "
+                      "gemma2, phi3, mixtral, qwen2_moe; bitsandbytes, GPTQ or AWQ quantized too)"});
     parser.addValue("device_map", "MAP",
                     "cpu, auto, balanced, balanced_low_0, sequential (planned as accel device-map plans), a JSON "
                     "object of module → cpu | disk | GPU index, or a file holding one (the output of accel "
@@ -40,6 +41,19 @@ void addInferenceLoadOptions(ArgParser &parser)
                       false,
                       {"float32", "bfloat16", "float16"}});
     parser.addValue("threads", "N", "intra-op threads");
+    parser.addOption({"quantization",
+                      "METHOD",
+                      "quantize the Linear layers on load: bitsandbytes' int8 rows or 4-bit NF4 / FP4 blocks of 64 "
+                      "(weights only; activations stay in the compute dtype)",
+                      "",
+                      0,
+                      false,
+                      {"int8", "nf4", "fp4"}});
+    parser.addValue("skip_modules", "A,B",
+                    "modules left unquantized, as BnbQuantizationConfig.skip_modules (default: lm_head and the tied "
+                    "embeddings; \"\" quantizes every Linear layer)");
+    parser.addValue("keep_in_fp32_modules", "A,B",
+                    "modules kept in float32 and unquantized, as BnbQuantizationConfig.keep_in_fp32_modules");
     parser.addFlag("json", "print one JSON object (schema accel.generate / accel.infer) at the end");
 }
 
@@ -104,9 +118,10 @@ int runGenerate(int argc, char **argv)
         return 2;
     }
     return execInferenceWorker("generate", parser,
-                               {"device_map", "max_memory", "offload_folder", "adapter", "dtype", "threads", "prompt",
-                                "input_ids", "max_new_tokens", "temperature", "top_k", "top_p", "repetition_penalty",
-                                "seed", "stop", "stop_token_id"},
+                               {"device_map", "max_memory", "offload_folder", "adapter", "dtype", "threads",
+                                "quantization", "skip_modules", "keep_in_fp32_modules", "prompt", "input_ids",
+                                "max_new_tokens", "temperature", "top_k", "top_p", "repetition_penalty", "seed", "stop",
+                                "stop_token_id"},
                                {"greedy", "json", "gpus_on_cpu"});
 }
 

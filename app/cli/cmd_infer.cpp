@@ -33,10 +33,10 @@ int runInfer(int argc, char **argv)
         std::fprintf(stderr, "accel infer: --input-ids and --logits-out are required\n");
         return 2;
     }
-    return execInferenceWorker(
-        "infer", parser,
-        {"device_map", "max_memory", "offload_folder", "adapter", "dtype", "threads", "input_ids", "logits_out"},
-        {"json", "gpus_on_cpu"});
+    return execInferenceWorker("infer", parser,
+                               {"device_map", "max_memory", "offload_folder", "adapter", "dtype", "threads",
+                                "quantization", "skip_modules", "keep_in_fp32_modules", "input_ids", "logits_out"},
+                               {"json", "gpus_on_cpu"});
 }
 
 Registrar registrar({"infer", "compute logits for token ids with a gpt2/llama model on the libtorch worker",

@@ -130,11 +130,7 @@ Result<ConfigNotes> checkConfigKeys(const nlohmann::json &config, const std::str
         const std::string &key = it.key();
         const nlohmann::json &value = it.value();
         if (key == "quantization_config")
-            return makeError(ErrorCode::Unsupported,
-                             "quantization_config " + jsonutil::jsonExcerpt(value) +
-                                 ": quantized checkpoints are not loaded yet (the weights would be read as they "
-                                 "are stored); use the unquantized checkpoint",
-                             path);
+            continue; // read by the loader (quantization.h), which refuses what it does not implement
         if (key == "auto_map") {
             // transformers runs its own class for a known model_type unless trust_remote_code is given.
             notes.emplace_back(key, "auto_map names the model's own Python code; the built-in " + modelType +

@@ -196,8 +196,6 @@ Result<DispatchReport> dispatchCheckpoint(Module &model, const bigmodel::Checkpo
     std::set<std::string> loaded;
     std::map<Module *, std::shared_ptr<OffloadHook>> hooks;
     for (const bigmodel::TensorInfo *info : checkpoint.tensors()) {
-        if (info->name.find("SCB") != std::string::npos)
-            continue;
         std::string name = info->name;
         if (!byName.count(name)) {
             for (const auto &child : model.children())
@@ -243,7 +241,7 @@ Result<DispatchReport> dispatchCheckpoint(Module &model, const bigmodel::Checkpo
 
         if (!isOffloaded(device)) {
             try {
-                parameter->value = placeTensor(*view, devices.at(device), dtype);
+                parameter->value = placeTensor(*view, devices.at(device), parameter->keepDtype ? std::nullopt : dtype);
             } catch (const c10::Error &e) {
                 return makeError(ErrorCode::Failed,
                                  name + ": cannot place on " + device + ": " + e.what_without_backtrace());

@@ -11,6 +11,8 @@
 
 #include <ATen/Parallel.h>
 
+#include <nlohmann/json.hpp>
+
 namespace accel::inference {
 
 struct InferenceModel::Storage {
@@ -58,8 +60,25 @@ Result<std::unique_ptr<InferenceModel>> InferenceModel::load(const std::string &
     // the maps it writes, and the strategies planned here, name what the dispatcher accepts.
     if (auto planConfig = bigmodel::readModelConfig(modelDir + "/config.json"))
         model->m_storage->planned = bigmodel::structureFromCheckpoint(*checkpoint, *planConfig);
+    const QuantizationOptions &quantization = options.quantization;
+    if (!config->quantizationConfig.empty() &&
+        (!quantization.method.empty() || quantization.skipModules || !quantization.keepInFp32Modules.empty()))
+        return makeError(ErrorCode::InvalidInput,
+                         std::string(!quantization.method.empty() ? "quantization " + quantization.method
+                                     : quantization.skipModules   ? "skip_modules"
+                                                                  : "keep_in_fp32_modules") +
+                             ": the checkpoint is quantized already (config.json's quantization_config); its "
+                             "quantized layers are the ones it stores",
+                         modelDir + "/config.json");
+    if (quantization.method.empty() && quantization.skipModules)
+        return makeError(ErrorCode::InvalidInput,
+                         "skip_modules: only with quantization int8, nf4 or fp4 (it names modules left unquantized)");
+    // A strategy plans at the quantized size of the weights (Accelerate's target_dtype).
+    const std::string planDType = options.quantization.method == "int8" ? "int8"
+                                  : options.quantization.method.empty() ? dispatch.computeDType
+                                                                        : "int4";
     if (!options.deviceMap.empty()) {
-        auto map = resolveDeviceMap({options.deviceMap, options.maxMemory, dispatch.computeDType},
+        auto map = resolveDeviceMap({options.deviceMap, options.maxMemory, planDType},
                                     model->m_storage->planned ? &*model->m_storage->planned : nullptr);
         if (!map)
             return tl::unexpected(map.error());
@@ -74,10 +93,33 @@ Result<std::unique_ptr<InferenceModel>> InferenceModel::load(const std::string &
     if (!lm)
         return tl::unexpected(lm.error());
     model->m_lm = std::move(*lm);
+    if (!config->quantizationConfig.empty()) {
+        auto adopted =
+            adoptQuantizedCheckpoint(*model->m_lm, *model->m_storage->checkpoint,
+                                     nlohmann::json::parse(config->quantizationConfig), modelDir + "/config.json");
+        if (!adopted)
+            return tl::unexpected(adopted.error());
+        model->m_quantization = std::move(*adopted);
+    }
     auto report = dispatchCheckpoint(*model->m_lm, *model->m_storage->checkpoint, dispatch);
     if (!report)
         return tl::unexpected(report.error());
     model->m_report = std::move(*report);
+    try {
+        if (!config->quantizationConfig.empty()) {
+            if (auto built = buildQuantizedLayers(*model->m_lm, model->m_quantization); !built)
+                return tl::unexpected(built.error());
+        } else if (!options.quantization.method.empty() || !options.quantization.keepInFp32Modules.empty()) {
+            auto quantized = quantizeModel(*model->m_lm, options.quantization);
+            if (!quantized)
+                return tl::unexpected(quantized.error());
+            model->m_quantization = std::move(*quantized);
+        }
+    } catch (const c10::Error &e) {
+        return makeError(ErrorCode::Failed, std::string("quantization: ") + e.what_without_backtrace(), modelDir);
+    }
+    model->m_report.warnings.insert(model->m_report.warnings.end(), model->m_quantization.warnings.begin(),
+                                    model->m_quantization.warnings.end());
     for (const auto &w : config->warnings)
         model->m_warnings.push_back("config.json: " + w);
     model->m_warnings.insert(model->m_warnings.end(), model->m_report.warnings.begin(), model->m_report.warnings.end());

@@ -6,6 +6,7 @@
 #include "core/common/result.h"
 #include "core/inference/dispatch.h"
 #include "core/inference/modelconfig.h"
+#include "core/inference/quantization.h"
 
 #include <memory>
 #include <string>
@@ -25,6 +26,8 @@ struct LoadOptions {
     int threads = 0;          // intra-op threads; 0 keeps libtorch's default
     // A LoRA adapter folder in peft's layout (lora.h), applied after the base is dispatched; "" = none.
     std::string adapterDir;
+    // Quantize on load (int8, nf4, fp4), with skip_modules / keep_in_fp32_modules (quantization.h).
+    QuantizationOptions quantization;
 };
 
 class InferenceModel {
@@ -40,6 +43,8 @@ public:
     const std::vector<std::string> &warnings() const { return m_warnings; }
     // The layers the adapter (LoadOptions::adapterDir) adapts; empty without one.
     const std::vector<std::string> &adaptedLayers() const { return m_adapted; }
+    // Quantized layers: quantized on load or stored so in the checkpoint (method "" when neither).
+    const QuantizationReport &quantization() const { return m_quantization; }
     CausalLM &lm() { return *m_lm; }
 
 private:
@@ -52,6 +57,7 @@ private:
     std::string m_modelDir;
     std::vector<std::string> m_warnings;
     std::vector<std::string> m_adapted;
+    QuantizationReport m_quantization;
 };
 
 } // namespace accel::inference

@@ -1,5 +1,7 @@
 #include "core/inference/layers.h"
 
+#include "core/inference/quantizedweight.h"
+
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -74,18 +76,66 @@ at::Tensor LoraAdaptable::withLora(const at::Tensor &x, const at::Tensor &out)
     return out + (branch * m_lora.scaling).to(out.scalar_type());
 }
 
-Linear::Linear(int64_t in, int64_t out, bool bias) : LoraAdaptable("Linear")
+Linear::Linear(int64_t in, int64_t out, bool bias) : LoraAdaptable("Linear"), m_in(in), m_out(out)
 {
     m_weight = addParameter("weight", {out, in});
     if (bias)
         m_bias = addParameter("bias", {out});
 }
 
+void Linear::setQuantized(std::shared_ptr<const QuantizedWeight> weight)
+{
+    m_quantized = std::move(weight);
+}
+
+void Linear::storeQuantized(const std::vector<std::pair<std::string, std::vector<int64_t>>> &tensors,
+                            QuantizedBuilder builder)
+{
+    removeParameter("weight");
+    m_weight = nullptr;
+    m_stored.clear();
+    for (const auto &[name, shape] : tensors) {
+        Parameter *p = addParameter(name, shape);
+        p->keepDtype = true;
+        m_stored.push_back(p);
+    }
+    m_builder = std::move(builder);
+}
+
+Result<void> Linear::buildQuantized()
+{
+    std::map<std::string, at::Tensor> values;
+    for (Parameter *p : m_stored)
+        values[p->localName] = p->value;
+    auto built = m_builder(values);
+    if (!built)
+        return tl::unexpected(built.error());
+    m_quantized = std::make_shared<const QuantizedWeight>(std::move(*built));
+    return {};
+}
+
 at::Tensor Linear::forward(const at::Tensor &x)
 {
     ForwardScope scope(*this);
     auto input = toDevice(x);
-    return withLora(input, linearRows(input, m_weight->value, m_bias ? m_bias->value : at::Tensor()));
+    const at::Tensor bias = m_bias ? m_bias->value : at::Tensor();
+    if (m_builder && !hooks().empty()) { // offloaded: built from this forward's tensors, dropped after
+        if (auto built = buildQuantized(); !built)
+            throw std::runtime_error(built.error().message);
+        auto out = m_quantized->matmul(input);
+        m_quantized.reset();
+        return withLora(input, bias.defined() ? out + bias.to(out.scalar_type()) : out);
+    }
+    if (m_quantized) {
+        auto out = m_quantized->matmul(input);
+        return withLora(input, bias.defined() ? out + bias.to(out.scalar_type()) : out);
+    }
+    const at::Tensor &weight = m_weight->value;
+    if (weight.scalar_type() != input.scalar_type()) // a layer kept in float32 among bfloat16 ones
+        return withLora(input, at::linear(input.to(weight.scalar_type()), weight,
+                                          bias.defined() ? bias.to(weight.scalar_type()) : bias)
+                                   .to(input.scalar_type()));
+    return withLora(input, linearRows(input, weight, bias));
 }
 
 Conv1D::Conv1D(int64_t in, int64_t out) : LoraAdaptable("Conv1D"), m_out(out)

@@ -5,8 +5,11 @@
 // lora_A and lora_B). Includes libtorch: only torch .cpp files include it.
 #pragma once
 
+#include "core/common/result.h"
 #include "core/inference/module.h"
 
+#include <functional>
+#include <map>
 #include <string>
 
 namespace accel::inference {
@@ -37,6 +40,7 @@ public:
 };
 
 class Linear;
+class QuantizedWeight;
 
 // LoRA on a layer (peft's LoraLayer): out += scaling * lora_B(lora_A(dropout(x))), lora_A [r, in]
 // and lora_B [out, r] being children of the adapted layer ("q_proj.lora_A.weight").
@@ -71,17 +75,35 @@ private:
     LoraSettings m_lora;
 };
 
+// With a quantized weight (quantization.h) the product runs on it instead of `weight`. A
+// pre-quantized checkpoint's layer holds the tensors its format stores (loaded in their own dtype)
+// and builds the QuantizedWeight from them once loaded; an offloaded layer builds it for each
+// forward and drops it after.
 class Linear : public LoraAdaptable {
 public:
     Linear(int64_t in, int64_t out, bool bias);
     at::Tensor forward(const at::Tensor &x);
-    int64_t inFeatures() const override { return m_weight->shape[1]; }
-    int64_t outFeatures() const override { return m_weight->shape[0]; }
-    Parameter *baseWeight() const override { return m_weight; }
+    int64_t inFeatures() const override { return m_in; }
+    int64_t outFeatures() const override { return m_out; }
+    Parameter *baseWeight() const override { return m_weight; } // null when stored quantized
+    Parameter *bias() const { return m_bias; }
+
+    void setQuantized(std::shared_ptr<const QuantizedWeight> weight);
+    const QuantizedWeight *quantized() const { return m_quantized.get(); }
+    using QuantizedBuilder = std::function<Result<QuantizedWeight>(const std::map<std::string, at::Tensor> &)>;
+    // Replaces `weight` by these tensors (local names, shapes as stored).
+    void storeQuantized(const std::vector<std::pair<std::string, std::vector<int64_t>>> &tensors,
+                        QuantizedBuilder builder);
+    bool storedQuantized() const { return static_cast<bool>(m_builder); }
+    Result<void> buildQuantized(); // from the loaded tensors
 
 private:
     Parameter *m_weight;
     Parameter *m_bias = nullptr;
+    int64_t m_in, m_out;
+    std::shared_ptr<const QuantizedWeight> m_quantized;
+    QuantizedBuilder m_builder;
+    std::vector<Parameter *> m_stored;
 };
 
 class Conv1D : public LoraAdaptable {

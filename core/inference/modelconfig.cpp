@@ -348,6 +348,11 @@ Result<ModelConfig> parseModelConfig(const std::string &jsonText, const std::str
     }
     if (!parsed)
         return parsed;
+    if (auto it = j.find("quantization_config"); it != j.end() && !it->is_null()) {
+        parsed->quantizationConfig = it->dump();
+        parsed->trainingUnimplemented.push_back("quantization_config " + jsonutil::jsonExcerpt(*it) +
+                                                " (training quantized weights)");
+    }
     auto keys = checkConfigKeys(j, c.modelType, path);
     if (!keys)
         return tl::unexpected(keys.error());

@@ -95,6 +95,9 @@ struct ModelConfig {
     bool scaleAttentionWeights = true;
     bool scaleAttentionByInverseLayer = false;
     bool upcastAttentionScores = false;
+    // quantization_config as JSON text ("" when absent): the checkpoint's weights are stored quantized
+    // (quantization.h).
+    std::string quantizationConfig;
     // Keys read without effect on the computation (transformers ignores them too), for display.
     std::vector<std::string> warnings;
     // Training-only settings the causal_lm recipe does not implement ("router_jitter_noise 0.1 (...)"),

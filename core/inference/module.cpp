@@ -1,5 +1,7 @@
 #include "core/inference/module.h"
 
+#include <algorithm>
+
 namespace accel::inference {
 
 std::vector<NamedParameter> Module::namedParameters(const std::string &prefix)
@@ -59,6 +61,13 @@ Parameter *Module::addParameter(const std::string &localName, std::vector<int64_
     parameter->shape = std::move(shape);
     m_parameters.push_back(std::move(parameter));
     return m_parameters.back().get();
+}
+
+void Module::removeParameter(const std::string &localName)
+{
+    m_parameters.erase(std::remove_if(m_parameters.begin(), m_parameters.end(),
+                                      [&](const auto &p) { return p->localName == localName; }),
+                       m_parameters.end());
 }
 
 Module::ForwardScope::ForwardScope(Module &module) : m_module(module)

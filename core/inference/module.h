@@ -37,6 +37,7 @@ struct Parameter {
     std::string localName;
     std::vector<int64_t> shape; // expected shape, checked when loading
     at::Tensor value;           // undefined while offloaded
+    bool keepDtype = false;     // loaded in the checkpoint's dtype, whatever the compute dtype (quantized data)
 };
 
 struct NamedParameter {
@@ -86,6 +87,7 @@ public:
 
 protected:
     Parameter *addParameter(const std::string &localName, std::vector<int64_t> shape);
+    void removeParameter(const std::string &localName);
     template <typename M>
     M *addChild(const std::string &localName, std::unique_ptr<M> child)
     {

@@ -9,7 +9,7 @@ void OffloadHook::preForward(Module &)
     if (m_depth++ > 0)
         return;
     for (auto &slot : m_slots)
-        slot.parameter->value = placeTensor(slot.source, m_device, m_dtype);
+        slot.parameter->value = placeTensor(slot.source, m_device, slot.parameter->keepDtype ? std::nullopt : m_dtype);
     ++m_materialisations;
 }
 

@@ -212,7 +212,8 @@ private:
 
 void readLoad(FieldReader &fields, ServeRequest &request)
 {
-    fields.onlyKeys({"op", "id", "model", "device_map", "max_memory", "offload_folder", "dtype", "threads", "adapter"});
+    fields.onlyKeys({"op", "id", "model", "device_map", "max_memory", "offload_folder", "dtype", "threads", "adapter",
+                     "quantization", "skip_modules", "keep_in_fp32_modules"});
     fields.string("model", request.modelDir);
     if (!fields.failed() && request.modelDir.empty())
         fields.failWith("load: \"model\" (a model folder) is required");
@@ -229,6 +230,15 @@ void readLoad(FieldReader &fields, ServeRequest &request)
     fields.string("adapter", request.load.adapterDir);
     fields.string("dtype", request.load.dispatch.computeDType);
     fields.integer("threads", request.load.threads, 0, kMaxThreads);
+    fields.string("quantization", request.load.quantization.method);
+    if (auto method = parseQuantizationMethod(request.load.quantization.method); !method && !fields.failed())
+        fields.failWith("load: " + method.error().message);
+    if (fields.find("skip_modules")) {
+        std::vector<std::string> skip;
+        fields.strings("skip_modules", skip);
+        request.load.quantization.skipModules = skip;
+    }
+    fields.strings("keep_in_fp32_modules", request.load.quantization.keepInFp32Modules);
 }
 
 void readGenerate(FieldReader &fields, ServeRequest &request)

@@ -161,7 +161,9 @@ void Session::load(const ServeRequest &request)
           {"device_map", map},
           {"resident_tensors", report.residentTensors},
           {"offloaded_tensors", report.offloadedTensors},
-          {"zero_copy_tensors", report.zeroCopyTensors}});
+          {"zero_copy_tensors", report.zeroCopyTensors},
+          {"adapted_layers", m_model->adaptedLayers().size()},
+          {"quantization", quantizationJson(m_model->quantization())}});
 }
 
 void Session::generateRequest(const ServeRequest &request)

@@ -77,6 +77,7 @@ int runGenerate(const WorkerRequest &r)
                                       {"stop_reason", seq.stopReason},
                                       {"stats", statsToJson(result->stats)},
                                       {"device_map", deviceMapJson((*model)->deviceMap())},
+                                      {"quantization", quantizationJson((*model)->quantization())},
                                       {"warnings", (*model)->warnings()}};
         std::cout << out.dump(2) << "\n";
     } else {
@@ -127,6 +128,7 @@ int runInfer(const WorkerRequest &r)
                                       {"shape", logits.sizes().vec()},
                                       {"argmax_last", logits[0][-1].argmax().item<int64_t>()},
                                       {"device_map", deviceMapJson((*model)->deviceMap())},
+                                      {"quantization", quantizationJson((*model)->quantization())},
                                       {"warnings", (*model)->warnings()}};
         std::cout << out.dump(2) << "\n";
     }

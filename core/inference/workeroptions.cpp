@@ -69,6 +69,9 @@ std::string workerHelpText()
            "adapter_model.safetensors)\n"
            "  --dtype float32|bfloat16|float16  compute dtype (default: the checkpoint's)\n"
            "  --threads N                  intra-op threads\n"
+           "  --quantization int8|nf4|fp4  quantize the Linear layers on load (bitsandbytes' formats)\n"
+           "  --skip-modules A,B           modules left unquantized (default: lm_head and tied embeddings)\n"
+           "  --keep-in-fp32-modules A,B   modules kept in float32, unquantized\n"
            "  --max-new-tokens N (32)  --greedy  --temperature T (1.0)  --top-k K  --top-p P\n"
            "  --repetition-penalty R  --seed S  --stop STRING (repeatable)  --stop-token-id ID (repeatable)\n"
            "  --json                       print one accel.generate / accel.infer object at the end\n";
@@ -129,6 +132,21 @@ Result<WorkerRequest> parseWorkerArguments(int argc, char **argv)
             ACCEL_VALUE(v) r.load.adapterDir = *v;
         } else if (arg == "--offload-folder") {
             ACCEL_VALUE(v) r.load.dispatch.offloadFolder = *v;
+        } else if (arg == "--quantization") {
+            ACCEL_VALUE(v) auto method = parseQuantizationMethod(*v);
+            if (!method)
+                return tl::unexpected(method.error());
+            r.load.quantization.method = *method;
+        } else if (arg == "--skip-modules" || arg == "--keep-in-fp32-modules") {
+            ACCEL_VALUE(v) std::vector<std::string> names;
+            std::stringstream in(*v);
+            for (std::string name; std::getline(in, name, ',');)
+                if (!name.empty())
+                    names.push_back(name);
+            if (arg == "--skip-modules")
+                r.load.quantization.skipModules = names;
+            else
+                r.load.quantization.keepInFp32Modules = names;
         } else if (arg == "--dtype") {
             ACCEL_VALUE(v) r.load.dispatch.computeDType = *v;
         } else if (arg == "--stop") {

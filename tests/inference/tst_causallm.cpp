@@ -129,8 +129,8 @@ void tst_CausalLM::unsupportedModelTypeIsNamed()
 }
 
 // A config.json key is read, has no part in inference, or is refused by name: what transformers 5
-// and a transformers 4 Hub config write loads; an unknown key, quantized weights, remote code and
-// cross-attention are errors naming the key.
+// and a transformers 4 Hub config write loads; an unknown key, remote code and cross-attention are
+// errors naming the key; quantization_config is kept for the loader.
 void tst_CausalLM::everyConfigKeyIsReadMeaninglessOrRefused()
 {
     // GPT2Config().to_json_string() of transformers 5.23, and the keys of the Hub's gpt2 config.json.
@@ -157,8 +157,11 @@ void tst_CausalLM::everyConfigKeyIsReadMeaninglessOrRefused()
         QVERIFY2(config.error().message.find(needle) != std::string::npos, config.error().message.c_str());
     };
     refused(llama + R"(, "logit_scale": 0.5})", R"(key "logit_scale" (0.5) is not known for model_type llama)");
-    refused(llama + R"(, "quantization_config": {"quant_method": "gptq", "bits": 4}})",
-            "quantization_config {\"bits\":4,\"quant_method\":\"gptq\"}: quantized checkpoints are not loaded yet");
+    // quantization_config is the loader's (core/inference/quantization.h, tests/compat/tst_quantcompat).
+    auto quantized =
+        parseModelConfig(llama + R"(, "quantization_config": {"quant_method": "gptq", "bits": 4}})", "c/config.json");
+    QVERIFY(quantized);
+    QCOMPARE(quantized->quantizationConfig, std::string(R"({"bits":4,"quant_method":"gptq"})"));
     // transformers runs its own class for a known model_type unless trust_remote_code is given.
     auto remote = parseModelConfig(llama + R"(, "auto_map": {"AutoModelForCausalLM": "m.M"}})", "c/config.json");
     QVERIFY(remote);
