@@ -10,7 +10,9 @@
 #include "app/studio/fp8/fp8comparedialog.h"
 #include "app/studio/hardwarepage.h"
 #include "app/studio/launch/launchpage.h"
+#include "app/studio/monitor/monitorpage.h"
 #include "app/studio/monitor/runspage.h"
+#include "app/studio/monitor/runstatuspanel.h"
 #include "app/studio/placeholderpage.h"
 #include "app/studio/studioresources.h"
 #include "app/studio/theme.h"
@@ -27,8 +29,8 @@
 #include <QListWidget>
 #include <QMenu>
 #include <QMenuBar>
-#include <QScrollArea>
 #include <QScreen>
+#include <QScrollArea>
 #include <QSettings>
 #include <QStackedWidget>
 #include <QStatusBar>
@@ -121,6 +123,7 @@ void MainWindow::createPages()
             break;
         case Page::BigModels: {
             auto *bigModels = new BigModelsPage(m_stack);
+            m_bigModelsPage = bigModels;
             m_stack->addWidget(scrollable(bigModels, m_stack));
             connect(bigModels, &BigModelsPage::statusMessage, this,
                     [this](const QString &message) { statusBar()->showMessage(message, 8000); });
@@ -152,6 +155,12 @@ void MainWindow::createPages()
         m_runsPage->runsModel()->refresh();
         m_runsPage->selectRuns({runDirectory});
     });
+    // A fine-tuning run's model or adapter, from the Runs page to the Playground.
+    connect(m_runsPage->monitorPage()->statusPanel(), &RunStatusPanel::openInPlaygroundRequested, this,
+            [this](const QString &model, const QString &adapter) {
+                showPage(Page::BigModels);
+                m_bigModelsPage->openInPlayground(model, adapter);
+            });
     connect(m_launchPage, &LaunchPage::openRemoteMonitorRequested, this, [this](const QStringList &runs) {
         showPage(Page::Runs);
         m_runsPage->openRuns(runs);

@@ -11,6 +11,7 @@ class QStackedWidget;
 
 namespace accel::app {
 
+class BigModelsPage;
 class ConfigurePage;
 class DemoOffer;
 class HardwarePage;
@@ -30,6 +31,7 @@ public:
     HardwarePage *hardwarePage() const { return m_hardwarePage; }
     RunsPage *runsPage() const { return m_runsPage; }
     LaunchPage *launchPage() const { return m_launchPage; }
+    BigModelsPage *bigModelsPage() const { return m_bigModelsPage; }
 
     // Applies --page, --config, --theme and --demo; a plain first start offers the demo.
     void applyOptions(const StudioOptions &options);
@@ -63,6 +65,7 @@ private:
     HardwarePage *m_hardwarePage = nullptr;
     RunsPage *m_runsPage = nullptr;
     LaunchPage *m_launchPage = nullptr;
+    BigModelsPage *m_bigModelsPage = nullptr;
     DemoOffer *m_demoOffer = nullptr;
 };
 

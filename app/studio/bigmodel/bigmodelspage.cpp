@@ -27,6 +27,13 @@ BigModelsPage::BigModelsPage(QWidget *parent) : QTabWidget(parent)
     restoreInputs();
 }
 
+void BigModelsPage::openInPlayground(const QString &model, const QString &adapter)
+{
+    setCurrentWidget(m_playground);
+    m_playground->setAdapterPath(adapter);
+    m_playground->setModelPath(model);
+}
+
 void BigModelsPage::restoreInputs()
 {
     QSettings settings;

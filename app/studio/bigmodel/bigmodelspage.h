@@ -16,6 +16,8 @@ public:
 
     DeviceMapPage *deviceMapPage() const { return m_deviceMap; }
     PlaygroundPage *playgroundPage() const { return m_playground; }
+    // Shows the Playground with `model` (and a LoRA `adapter`, "" for none) chosen, ready to Load.
+    void openInPlayground(const QString &model, const QString &adapter);
 
 Q_SIGNALS:
     void statusMessage(const QString &message);

@@ -88,6 +88,21 @@ void PlaygroundPage::buildUi()
     modelRow->addWidget(m_loadButton);
     modelRow->addWidget(m_unloadButton);
     layout->addLayout(modelRow);
+    auto *adapterRow = new QHBoxLayout;
+    m_adapter = new QLineEdit(this);
+    m_adapter->setObjectName(QStringLiteral("playgroundAdapter"));
+    m_adapter->setPlaceholderText(tr("optional: a LoRA adapter folder (adapter_config.json, "
+                                     "adapter_model.safetensors) applied to the model"));
+    auto *adapterButton = new QPushButton(tr("Folder…"), this);
+    adapterRow->addWidget(new QLabel(tr("Adapter"), this));
+    adapterRow->addWidget(m_adapter, 1);
+    adapterRow->addWidget(adapterButton);
+    layout->addLayout(adapterRow);
+    connect(adapterButton, &QPushButton::clicked, this, [this] {
+        const QString dir = QFileDialog::getExistingDirectory(this, tr("LoRA adapter folder"), m_adapter->text());
+        if (!dir.isEmpty())
+            setAdapterPath(dir);
+    });
     connect(browseButton, &QPushButton::clicked, this, &PlaygroundPage::browse);
     connect(m_model, &QLineEdit::editingFinished, this, [this] {
         if (m_model->text().trimmed() != m_plannedPath)
@@ -146,6 +161,29 @@ void PlaygroundPage::setModelPath(const QString &path)
 QString PlaygroundPage::modelPath() const
 {
     return m_model->text().trimmed();
+}
+
+void PlaygroundPage::setAdapterPath(const QString &path)
+{
+    m_adapter->setText(path);
+}
+
+QString PlaygroundPage::adapterPath() const
+{
+    return m_adapter->text().trimmed();
+}
+
+QString PlaygroundPage::adapterProblem() const
+{
+    const QString adapter = adapterPath();
+    if (adapter.isEmpty())
+        return {};
+    if (!QFileInfo(adapter).isDir())
+        return tr("No adapter folder %1.").arg(QDir::toNativeSeparators(adapter));
+    if (!QFileInfo::exists(QDir(adapter).filePath(QStringLiteral("adapter_config.json"))))
+        return tr("%1 has no adapter_config.json: not a LoRA adapter folder (peft's layout).")
+            .arg(QDir::toNativeSeparators(adapter));
+    return {};
 }
 
 void PlaygroundPage::setPrompt(const QString &prompt)
@@ -251,7 +289,10 @@ void PlaygroundPage::finishPlanning()
 
 QJsonObject PlaygroundPage::loadRequest() const
 {
-    return playgroundLoadOptions(m_lanes->plan(), m_lanesPath == modelPath(), m_threads->value());
+    QJsonObject options = playgroundLoadOptions(m_lanes->plan(), m_lanesPath == modelPath(), m_threads->value());
+    if (!adapterPath().isEmpty())
+        options.insert(QStringLiteral("adapter"), adapterPath());
+    return options;
 }
 
 void PlaygroundPage::load()
@@ -260,7 +301,8 @@ void PlaygroundPage::load()
     if (m_state == State::Generating || m_state == State::Stopping || m_state == State::Loading)
         return;
     // Said before anything is sent: the model loaded now stays loaded.
-    if (const QString problem = folderProblem(path); !problem.isEmpty()) {
+    if (const QString problem = folderProblem(path).isEmpty() ? adapterProblem() : folderProblem(path);
+        !problem.isEmpty()) {
         showError(problem);
         m_modelStatus->setText(stillLoadedText());
         return;
@@ -269,8 +311,11 @@ void PlaygroundPage::load()
     if (m_plannedPath != path)
         startPlanning();
     m_loaded = {};
+    m_loadingAdapter = adapterPath();
     setState(State::Loading);
-    m_modelStatus->setText(tr("Loading %1…").arg(path));
+    m_modelStatus->setText(m_loadingAdapter.isEmpty()
+                               ? tr("Loading %1…").arg(path)
+                               : tr("Loading %1 with the adapter %2…").arg(path, m_loadingAdapter));
     m_client->load(path, loadRequest());
 }
 
@@ -323,6 +368,10 @@ void PlaygroundPage::onLoaded(const QJsonObject &event)
             .arg(event.value(QStringLiteral("vocab_size")).toInt())
             .arg(event.value(QStringLiteral("tokenizer")).toBool() ? QString()
                                                                    : tr("; no tokenizer.json: prompts are token ids"));
+    if (!m_loadingAdapter.isEmpty())
+        m_loadedStatus += QLatin1Char(' ') + tr("LoRA adapter %1 applied to %2 layers.")
+                                                 .arg(m_loadingAdapter)
+                                                 .arg(event.value(QStringLiteral("adapted_layers")).toInt());
     m_modelStatus->setText(m_loadedStatus);
     updateMemory();
     Q_EMIT modelLoaded();
@@ -380,6 +429,7 @@ void PlaygroundPage::setState(State state)
     m_unloadButton->setEnabled(state == State::Ready || generating);
     m_chat->setButtonsEnabled(state == State::Ready, state == State::Generating);
     m_model->setEnabled(!busy && !generating);
+    m_adapter->setEnabled(!busy && !generating);
     Q_EMIT stateChanged(state);
 }
 

@@ -1,4 +1,6 @@
-// Big Models → Playground: pick a model folder (remembered), see where its modules would go
+// Big Models → Playground: pick a model folder (remembered) and, optionally, a LoRA adapter folder
+// in peft's layout (applied by the worker after loading: the load request's "adapter"), see where
+// its modules would go
 // (the Device Map planner's lanes and bytes per device), Load / Unload it in an `accel-worker
 // serve` child process through WorkerClient, type a prompt and watch the answer stream in with
 // the sampling controls, tokens/s and time to first token; Stop cancels. The studio never loads
@@ -36,6 +38,9 @@ public:
     // Sets the folder and plans its device map on a worker thread (planned() follows).
     void setModelPath(const QString &path);
     QString modelPath() const;
+    // A LoRA adapter folder for the next Load ("" = none), e.g. a causal_lm run's <output>/adapter.
+    void setAdapterPath(const QString &path);
+    QString adapterPath() const;
     void setPrompt(const QString &prompt);
     QString prompt() const;
     void setThreads(int threads);
@@ -76,6 +81,7 @@ private:
     void startPlanning();
     void finishPlanning();
     QString folderProblem(const QString &path) const; // "No folder /x." and the like; "" when usable
+    QString adapterProblem() const;                   // the adapter folder lacks adapter_config.json...
     QString stillLoadedText() const;                  // the status line when a folder was refused
     void setState(State state);
     void showError(const QString &message);
@@ -90,6 +96,7 @@ private:
 
     WorkerClient *m_client = nullptr;
     QLineEdit *m_model = nullptr;
+    QLineEdit *m_adapter = nullptr;
     QSpinBox *m_threads = nullptr;
     QPushButton *m_loadButton = nullptr;
     QPushButton *m_unloadButton = nullptr;
@@ -107,7 +114,8 @@ private:
     QString m_planError;
     State m_state = State::NoModel;
     QJsonObject m_loaded;
-    QString m_loadedStatus; // "Loaded NAME (...)" of the model loaded now
+    QString m_loadedStatus;   // "Loaded NAME (...)" of the model loaded now
+    QString m_loadingAdapter; // the adapter of the last Load ("" = none)
     QString m_generationId;
     bool m_idsPrompt = false;
 };

@@ -1,5 +1,5 @@
 # The Launch page of accel-studio (included by app/studio/CMakeLists.txt): the page, what it runs
-# (ProgramChoice, RecipeForm, the Python interpreter: InterpreterField, pythoninterpreters), where (LaunchTarget), starting and stopping (RunControl), a cluster
+# (ProgramChoice, RecipeForm, FineTuneForm with its DataPreviewPanel; AccelQuery, the accel question it and the memory panel ask; the Python interpreter: InterpreterField, pythoninterpreters), where (LaunchTarget), starting and stopping (RunControl), a cluster
 # launch's nodes (ClusterRunView) and the exports.
 target_sources(accel_studio_ui PRIVATE
   launch/launchpage.h launch/launchpage.cpp
@@ -12,5 +12,8 @@ target_sources(accel_studio_ui PRIVATE
   launch/clusterrunview.h launch/clusterrunview.cpp
   launch/launchexports.h launch/launchexports.cpp
   launch/memoryestimatepanel.h launch/memoryestimatepanel.cpp
+  launch/finetuneform.h launch/finetuneform.cpp
+  launch/datapreviewpanel.h launch/datapreviewpanel.cpp
+  launch/accelquery.h launch/accelquery.cpp
 )
 target_link_libraries(accel_studio_ui PUBLIC accel_launch_export accel_launcher)

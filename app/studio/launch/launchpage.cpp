@@ -2,6 +2,7 @@
 
 #include "app/studio/cluster/hostlist.h"
 #include "app/studio/launch/clusterrunview.h"
+#include "app/studio/launch/finetuneform.h"
 #include "app/studio/launch/launchexports.h"
 #include "app/studio/launch/launchtarget.h"
 #include "app/studio/launch/memoryestimatepanel.h"
@@ -110,7 +111,7 @@ LaunchPage::LaunchPage(QWidget *parent) : QWidget(parent)
         Q_EMIT clusterLaunched(record);
     });
     connect(m_runs, &RunControl::launchFailed, this, [this](const QString &message) {
-        if (programKind() == ProgramKind::Recipe)
+        if (m_program->stagesJob())
             m_program->discardStagedJob();
         if (runsOnHosts() && m_runs->isCluster())
             m_clusterRun->showReport(m_runs->clusterReport());
@@ -138,6 +139,7 @@ void LaunchPage::setAccelProgram(const QString &program)
 {
     m_runs->setAccelProgram(program);
     m_memory->setAccelProgram(program);
+    m_program->fineTuneForm()->setAccelProgram(program);
     updateCommand();
     updateMemoryEstimate();
 }
@@ -145,8 +147,8 @@ void LaunchPage::setAccelProgram(const QString &program)
 void LaunchPage::updateMemoryEstimate()
 {
     m_memory->setConfigFile(configFile());
-    if (programKind() == ProgramKind::Recipe)
-        m_memory->setRecipeJob(recipeForm()->job());
+    if (m_program->stagesJob())
+        m_memory->setRecipeJob(m_program->formJob());
     else if (programKind() == ProgramKind::JobFile)
         m_memory->setJobFile(m_program->jobFile());
     else
@@ -235,7 +237,7 @@ Result<void> LaunchPage::saveExport(ex::ExportForm form, const QString &path) co
     auto text = exportText(form);
     if (!text)
         return tl::unexpected(text.error());
-    if (programKind() == ProgramKind::Recipe) {
+    if (m_program->stagesJob()) {
         // The commands name the staged job file: write it so that they run as exported.
         if (auto written = m_program->writeStagedJob(runsOnHosts()); !written)
             return written;
@@ -291,7 +293,7 @@ bool LaunchPage::launch()
         return false;
     }
     const bool onHosts = runsOnHosts();
-    if (programKind() == ProgramKind::Recipe) {
+    if (m_program->stagesJob()) {
         if (auto written = m_program->writeStagedJob(onHosts); !written) {
             setState(QString::fromStdString(written.error().toString()));
             return false;

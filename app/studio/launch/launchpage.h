@@ -1,5 +1,6 @@
 // The Launch page: where to run (this machine, or cluster hosts over SSH), what to run
-// (ProgramChoice: a Python script, a built-in recipe in a form, or a job file) with a cluster
+// (ProgramChoice: a Python script, a built-in recipe in a form, a Hugging Face model to fine-tune
+// (FineTuneForm), or a job file) with a cluster
 // config, the exact `accel` command live, Launch and Stop (RunControl: `accel launch --detach
 // --json` / `accel stop RUN`, or `accel launch --hosts H1,H2 --json` / `accel hosts stop RECORD`
 // with every node's result in a table), the monitor for local runs, and the exports (the config in
@@ -26,6 +27,7 @@ namespace accel::app {
 class ClusterRunView;
 class LaunchTarget;
 class MemoryEstimatePanel;
+class FineTuneForm;
 class RecipeForm;
 class RunControl;
 
@@ -47,6 +49,7 @@ public:
     void rememberForm() { m_program->rememberForm(QStringLiteral("launch")); }
     void setJobFile(const QString &path) { m_program->setJobFile(path); }
     RecipeForm *recipeForm() const { return m_program->recipeForm(); }
+    FineTuneForm *fineTuneForm() const { return m_program->fineTuneForm(); }
     QString stagedJobPath() const { return m_program->stagedJobPath(runsOnHosts()); }
     void setConfigFile(const QString &path) { m_program->setConfigFile(path); }
     QString configFile() const { return m_program->configFile(); }

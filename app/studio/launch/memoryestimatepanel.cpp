@@ -1,7 +1,8 @@
 #include "app/studio/launch/memoryestimatepanel.h"
 
+#include "app/studio/launch/accelquery.h"
 #include "app/studio/monitor/axisunits.h"
-#include "launcher/accelcommand.h"
+#include "core/common/fileutil.h"
 #include "launcher/jobfile.h"
 
 #include <QFile>
@@ -12,7 +13,6 @@
 #include <QJsonObject>
 #include <QLabel>
 #include <QLineEdit>
-#include <QSaveFile>
 #include <QSpinBox>
 #include <QTableWidget>
 #include <QVBoxLayout>
@@ -27,7 +27,10 @@ const char *const kRows[] = {"parameters_bytes", "gradients_bytes", "optimizer_s
 
 MemoryEstimatePanel::MemoryEstimatePanel(QWidget *parent) : QWidget(parent)
 {
-    m_program = launcher::AccelCommand::defaultProgram();
+    m_query = new AccelQuery(250, 30000, this);
+    connect(m_query, &AccelQuery::due, this, &MemoryEstimatePanel::start);
+    connect(m_query, &AccelQuery::answered, this, &MemoryEstimatePanel::show);
+    connect(m_query, &AccelQuery::failed, this, &MemoryEstimatePanel::showError);
     auto *layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     m_form = new QFormLayout;
@@ -58,35 +61,39 @@ MemoryEstimatePanel::MemoryEstimatePanel(QWidget *parent) : QWidget(parent)
     m_table->setVisible(false);
     layout->addWidget(m_table);
 
-    m_debounce.setSingleShot(true);
-    m_debounce.setInterval(250);
-    connect(&m_debounce, &QTimer::timeout, this, &MemoryEstimatePanel::start);
     connect(m_model, &QLineEdit::textChanged, this, [this] {
         if (m_fromField)
             setModelFromField();
     });
-    connect(m_processes, &QSpinBox::valueChanged, this, &MemoryEstimatePanel::schedule);
-    showError(tr("Choose a config file and a model (a built-in recipe, a gpt/mlp job file, or a model folder) "
-                 "to see the memory each rank will hold."));
+    connect(m_processes, &QSpinBox::valueChanged, m_query, &AccelQuery::schedule);
+    showError(
+        tr("Choose a config file and a model (a built-in recipe, a gpt, mlp or causal_lm job file, or a model folder) "
+           "to see the memory each rank will hold."));
 }
 
-// A running estimate is killed with its process group (AccelCommand's destructor).
+// A running estimate is killed with its process group (AccelQuery's command).
 MemoryEstimatePanel::~MemoryEstimatePanel() = default;
+
+void MemoryEstimatePanel::setAccelProgram(const QString &program)
+{
+    m_query->setProgram(program);
+}
+
+bool MemoryEstimatePanel::isEstimating() const
+{
+    return m_query->isRunning();
+}
 
 void MemoryEstimatePanel::setRecipeJob(const launcher::JobFile &job)
 {
     m_fromField = false;
     m_form->setRowVisible(m_model, false); // the job names its model
     m_modelPath.clear();
-    if (m_jobDir.isValid()) {
-        const QString path = m_jobDir.filePath(QStringLiteral("job.yaml"));
-        QSaveFile file(path);
-        const std::string text = job.toYaml();
-        if (file.open(QIODevice::WriteOnly) && file.write(text.data(), qint64(text.size())) == qint64(text.size()) &&
-            file.commit())
-            m_modelPath = path;
-    }
-    schedule();
+    const QString path = m_jobDir.filePath(QStringLiteral("job.yaml"));
+    // As it is, incomplete too: accel names what is missing.
+    if (m_jobDir.isValid() && fileutil::writeFileAtomic(path.toStdString(), job.toYaml()))
+        m_modelPath = path;
+    m_query->schedule();
 }
 
 void MemoryEstimatePanel::setJobFile(const QString &path)
@@ -94,7 +101,7 @@ void MemoryEstimatePanel::setJobFile(const QString &path)
     m_fromField = false;
     m_form->setRowVisible(m_model, false); // the job names its model
     m_modelPath = path.trimmed();
-    schedule();
+    m_query->schedule();
 }
 
 void MemoryEstimatePanel::setModelFromField()
@@ -102,13 +109,13 @@ void MemoryEstimatePanel::setModelFromField()
     m_fromField = true;
     m_form->setRowVisible(m_model, true);
     m_modelPath = m_model->text().trimmed();
-    schedule();
+    m_query->schedule();
 }
 
 void MemoryEstimatePanel::setConfigFile(const QString &path)
 {
     m_config = path.trimmed();
-    schedule();
+    m_query->schedule();
 }
 
 void MemoryEstimatePanel::setProcesses(int processes)
@@ -126,17 +133,8 @@ QString MemoryEstimatePanel::message() const
     return m_summary->text();
 }
 
-void MemoryEstimatePanel::schedule()
-{
-    m_debounce.start();
-}
-
 void MemoryEstimatePanel::start()
 {
-    if (m_command) {
-        m_again = true; // the answer would be stale: ask again when it is in
-        return;
-    }
     if (m_config.isEmpty() || m_modelPath.isEmpty()) {
         showError(m_config.isEmpty() ? tr("Choose a config file to see the memory each rank will hold.")
                                      : tr("Name a model folder (or config.json) to see the memory each rank will "
@@ -150,24 +148,7 @@ void MemoryEstimatePanel::start()
     if (m_processes->value() > 0)
         arguments << QStringLiteral("--num_processes") << QString::number(m_processes->value());
     m_summary->setText(tr("Estimating..."));
-    m_command = new launcher::AccelCommand(this);
-    m_command->setProgram(m_program);
-    m_command->setTimeout(30000);
-    connect(m_command, &launcher::AccelCommand::done, this, [this](const launcher::AccelOutcome &outcome) {
-        m_command->deleteLater();
-        m_command = nullptr;
-        if (m_again) {
-            m_again = false;
-            start();
-            return;
-        }
-        if (outcome.succeeded())
-            show(outcome.standardOutput);
-        else
-            showError(outcome.standardError.trimmed().isEmpty() ? outcome.describe()
-                                                                : QString::fromUtf8(outcome.standardError.trimmed()));
-    });
-    m_command->start(arguments);
+    m_query->run(arguments);
 }
 
 void MemoryEstimatePanel::show(const QByteArray &json)
@@ -192,10 +173,16 @@ void MemoryEstimatePanel::show(const QByteArray &json)
                                    ? tr("%1 (%2)").arg(answer.value(QStringLiteral("recipe")).toString(),
                                                        answer.value(QStringLiteral("shape")).toString())
                                    : answer.value(QStringLiteral("model")).toString();
+    // A LoRA job trains its adapters only: the frozen base has no gradients or optimizer state.
+    const qint64 all = qint64(answer.value(QStringLiteral("parameters")).toDouble());
+    const qint64 trained = qint64(answer.value(QStringLiteral("trainable_parameters")).toDouble());
+    const QString count = answer.contains(QStringLiteral("trainable_parameters")) && trained < all
+                              ? tr("%1 (%2 trained)").arg(all).arg(trained)
+                              : QString::number(all);
     m_summary->setText(
         tr("%1, %2 parameters, %3 with %4 on %5 processes:\n%6")
             .arg(parameters)
-            .arg(qint64(answer.value(QStringLiteral("parameters")).toDouble()))
+            .arg(count)
             .arg(row.value(QStringLiteral("dtype")).toString(), perRank.value(QStringLiteral("optimizer")).toString())
             .arg(perRank.value(QStringLiteral("world_size")).toInt())
             .arg(perRank.value(QStringLiteral("strategy")).toString()));

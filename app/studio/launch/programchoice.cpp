@@ -1,5 +1,7 @@
 #include "app/studio/launch/programchoice.h"
 
+#include "app/studio/launch/datapreviewpanel.h"
+#include "app/studio/launch/finetuneform.h"
 #include "app/studio/launch/interpreterfield.h"
 #include "app/studio/launch/recipeform.h"
 #include "app/studio/processcount.h"
@@ -62,7 +64,8 @@ ProgramChoice::ProgramChoice(QWidget *parent) : QWidget(parent)
     m_kind = new QComboBox(this);
     m_kind->setObjectName(QStringLiteral("programKind"));
     m_kind->addItems({tr("Python script"), tr("Built-in recipe (form)"), tr("TorchScript model (job file)"),
-                      tr("C++ plugin (job file)"), tr("Job file (any recipe)")});
+                      tr("C++ plugin (job file)"), tr("Job file (any recipe)"),
+                      tr("Fine-tune a Hugging Face model (full or LoRA)")});
     form->addRow(tr("Program:"), m_kind);
 
     m_stack = new QStackedWidget(this);
@@ -93,9 +96,16 @@ ProgramChoice::ProgramChoice(QWidget *parent) : QWidget(parent)
     recipeScroll->setWidgetResizable(true);
     recipeScroll->setFrameShape(QFrame::NoFrame);
     recipeScroll->setWidget(m_recipeForm);
+    m_fineTune = new FineTuneForm;
+    auto *fineTuneScroll = new QScrollArea(m_stack);
+    fineTuneScroll->setObjectName(QStringLiteral("fineTuneScroll"));
+    fineTuneScroll->setWidgetResizable(true);
+    fineTuneScroll->setFrameShape(QFrame::NoFrame);
+    fineTuneScroll->setWidget(m_fineTune);
     m_stack->addWidget(scriptBox);
     m_stack->addWidget(recipeScroll);
     m_stack->addWidget(jobBox);
+    m_stack->addWidget(fineTuneScroll);
 
     m_config = new QLineEdit(this);
     m_config->setObjectName(QStringLiteral("configFile"));
@@ -109,11 +119,22 @@ ProgramChoice::ProgramChoice(QWidget *parent) : QWidget(parent)
     layout->addLayout(form);
     layout->addWidget(m_stack, 1);
 
-    connect(m_kind, &QComboBox::currentIndexChanged, this, [this](int index) {
-        m_stack->setCurrentIndex(std::min(index, 2));
+    // The fine-tune form is long: while it is shown it takes its whole height (the page scrolls in
+    // the window), and nothing of it while another program is chosen.
+    auto fitFineTune = [this, fineTuneScroll] {
+        fineTuneScroll->setMinimumHeight(kind() == Kind::FineTune ? m_fineTune->sizeHint().height() : 0);
+    };
+    connect(m_kind, &QComboBox::currentIndexChanged, this, [this, fitFineTune](int index) {
+        // Script, recipe form, the job-file field (TorchScript, plugin, any job), the fine-tune form.
+        m_stack->setCurrentIndex(index == int(Kind::FineTune) ? 3 : std::min(index, 2));
+        fitFineTune();
         Q_EMIT changed();
     });
+    connect(m_fineTune, &FineTuneForm::changed, fineTuneScroll, fitFineTune);
+    connect(m_fineTune->dataPreview(), &DataPreviewPanel::previewed, fineTuneScroll, fitFineTune);
     connect(m_recipeForm, &RecipeForm::changed, this, &ProgramChoice::changed);
+    connect(m_fineTune, &FineTuneForm::changed, this, &ProgramChoice::changed);
+    connect(m_config, &QLineEdit::textChanged, m_fineTune, [this] { m_fineTune->setConfigFile(configFile()); });
     connect(m_recipeForm, &RecipeForm::statusMessage, this, &ProgramChoice::statusMessage);
     for (QLineEdit *edit : {m_script, m_args, m_job, m_config})
         connect(edit, &QLineEdit::textChanged, this, &ProgramChoice::changed);
@@ -179,6 +200,11 @@ void ProgramChoice::rememberForm(const QString &group)
         const QString recipeJob = settings.value(QStringLiteral("recipe_job")).toString();
         if (!recipeJob.isEmpty())
             (void)m_recipeForm->loadJob(recipeJob);
+        // The fine-tune form as it was left (its job's YAML; paths in it are absolute).
+        const QString fineTune = settings.value(QStringLiteral("finetune_job")).toString();
+        if (auto job = launcher::JobFile::parse(fineTune.toStdString(), "finetune.yaml");
+            !fineTune.isEmpty() && job && job->recipe() == "causal_lm")
+            m_fineTune->setJob(*job);
         const int kind = settings.value(QStringLiteral("kind")).toInt();
         if (kind >= 0 && kind < m_kind->count())
             m_kind->setCurrentIndex(kind);
@@ -201,11 +227,17 @@ void ProgramChoice::saveForm() const
     settings.setValue(QStringLiteral("job_file"), m_job->text());
     settings.setValue(QStringLiteral("config_file"), m_config->text());
     settings.setValue(QStringLiteral("recipe_job"), m_recipeForm->jobPath());
+    settings.setValue(QStringLiteral("finetune_job"), QString::fromStdString(m_fineTune->job().toYaml()));
     settings.endGroup();
 }
 
 void ProgramChoice::setJobFile(const QString &path)
 {
+    if (auto job = launcher::JobFile::load(path.toStdString()); job && job->recipe() == "causal_lm") {
+        m_fineTune->setJob(*job);
+        setKind(Kind::FineTune);
+        return;
+    }
     if (kind() == Kind::PythonScript || kind() == Kind::Recipe) {
         if (m_recipeForm->loadJob(path)) {
             setKind(Kind::Recipe);
@@ -216,11 +248,16 @@ void ProgramChoice::setJobFile(const QString &path)
     m_job->setText(path);
 }
 
+const launcher::JobFile &ProgramChoice::formJob() const
+{
+    return kind() == Kind::FineTune ? m_fineTune->job() : m_recipeForm->job();
+}
+
 QString ProgramChoice::stagedJobPath(bool onHosts) const
 {
-    QString name = m_recipeForm->value(QStringLiteral("name"));
+    QString name = QString::fromStdString(formJob().value("name"));
     if (name.isEmpty())
-        name = m_recipeForm->recipe();
+        name = QString::fromStdString(formJob().recipe());
     if (m_stagedDir.isEmpty() || name != m_stagedName || onHosts != m_stagedOnHosts) {
         m_stagedName = name;
         m_stagedOnHosts = onHosts;
@@ -236,7 +273,7 @@ Result<void> ProgramChoice::writeStagedJob(bool onHosts) const
     const QString path = stagedJobPath(onHosts);
     if (!QDir().mkpath(QFileInfo(path).path()))
         return makeError(ErrorCode::Io, "cannot create the run's staging folder", QFileInfo(path).path().toStdString());
-    return m_recipeForm->saveJob(path);
+    return formJob().save(path.toStdString());
 }
 
 void ProgramChoice::discardStagedJob()
@@ -284,9 +321,10 @@ Result<ex::ExportInput> ProgramChoice::exportInput(const QString &accelProgram, 
         input.program.args = *args;
         if (!interpreter().isEmpty())
             input.program.python = interpreter().toStdString();
-    } else if (kind() == Kind::Recipe) {
-        if (auto ok = m_recipeForm->job().check(); !ok)
-            return makeError(ErrorCode::InvalidInput, "recipe form: " + ok.error().message);
+    } else if (stagesJob()) {
+        if (auto ok = formJob().check(); !ok)
+            return makeError(ErrorCode::InvalidInput,
+                             (kind() == Kind::FineTune ? "fine-tune form: " : "recipe form: ") + ok.error().message);
         input.program.kind = launcher::ProgramSpec::Kind::Job;
         input.program.target = stagedJobPath(onHosts).toStdString();
         // The staged job's folder is the run's own on this machine; on hosts each node makes its own.

@@ -1,13 +1,15 @@
 // What the Launch page runs: the program (a Python script with interpreter and arguments; a
-// built-in recipe edited in RecipeForm; or a job file for a TorchScript model, a C++ plugin or any
-// recipe) and the cluster config, turned into `accel launch` arguments and the exports' input. A
-// recipe form is written as job.yaml into a staging folder just before the launch: the run's own
+// built-in recipe edited in RecipeForm; a Hugging Face model fine-tuned in FineTuneForm; or a job
+// file for a TorchScript model, a C++ plugin or any recipe) and the cluster config, turned into
+// `accel launch` arguments and the exports' input. A form's job (recipe or fine-tune) is written as
+// job.yaml into a staging folder just before the launch: the run's own
 // directory (`accel launch --run_dir`) on this machine, a cluster-jobs folder for cluster hosts
 // (each node makes its own run directory there).
 #pragma once
 
 #include "core/common/result.h"
 #include "launcher/export/commandexport.h"
+#include "launcher/jobfile.h"
 
 #include <QWidget>
 
@@ -17,13 +19,14 @@ class QStackedWidget;
 
 namespace accel::app {
 
+class FineTuneForm;
 class InterpreterField;
 class RecipeForm;
 
 class ProgramChoice : public QWidget {
     Q_OBJECT
 public:
-    enum class Kind { PythonScript, Recipe, TorchScript, Plugin, JobFile };
+    enum class Kind { PythonScript, Recipe, TorchScript, Plugin, JobFile, FineTune };
 
     explicit ProgramChoice(QWidget *parent = nullptr);
 
@@ -34,11 +37,16 @@ public:
     QString interpreter() const;                // as typed, trimmed
     InterpreterField *interpreterField() const { return m_interpreter; }
     QString scriptPath() const; // the script field as an absolute path; empty when empty
-    // A gpt/mlp job goes into the recipe form when the kind is Recipe (or a Python script);
-    // other jobs, or other kinds, use the job-file field (kind JobFile unless TorchScript/Plugin).
+    // A gpt/mlp job goes into the recipe form when the kind is Recipe (or a Python script), a
+    // causal_lm job into the Fine-tune form (kind FineTune); other jobs, or other kinds, use the
+    // job-file field (kind JobFile unless TorchScript/Plugin).
     void setJobFile(const QString &path);
     QString jobFile() const; // the job-file field, trimmed
     RecipeForm *recipeForm() const { return m_recipeForm; }
+    FineTuneForm *fineTuneForm() const { return m_fineTune; }
+    // Whether the kind launches a form's job (Recipe, FineTune), written at launch; that job.
+    bool stagesJob() const { return kind() == Kind::Recipe || kind() == Kind::FineTune; }
+    const launcher::JobFile &formJob() const;
     // Where the recipe form is written at launch (<runs root>/<new run id>/job.yaml on this
     // machine; <data>/accel-studio/cluster-jobs/<new run id>/job.yaml for cluster hosts).
     QString stagedJobPath(bool onHosts = false) const;
@@ -72,6 +80,7 @@ private:
     QLineEdit *m_job = nullptr;
     QLineEdit *m_config = nullptr;
     RecipeForm *m_recipeForm = nullptr;
+    FineTuneForm *m_fineTune = nullptr;
     mutable QString m_stagedDir;
     mutable QString m_stagedName;
     mutable bool m_stagedOnHosts = false;

@@ -19,7 +19,7 @@ enum class XMode { Step, WallTime, RelativeTime };
 
 struct ChartSpec {
     QString title;
-    // The scalars this chart shows, first found wins per rank (e.g. samples_per_s, then tokens_per_s).
+    // The scalars this chart shows, first found wins per rank (e.g. samples_per_s, then it_per_s).
     QStringList names;
     bool withMean = false;   // add the mean over ranks (at steps every rank reported)
     bool smoothable = false; // noisy (loss): the EMA is drawn over the raw curve; never for a schedule (lr)

@@ -21,13 +21,14 @@ QList<ChartSpec> makeBuiltInCharts()
     specs[LrChart] = {
         tr("Learning rate"), {QStringLiteral("lr"), QStringLiteral("learning_rate")}, false, false, AxisUnit::Plain,
         tr("learning rate")};
-    specs[ThroughputChart] = {
-        tr("Throughput"),
-        {QStringLiteral("samples_per_s"), QStringLiteral("tokens_per_s"), QStringLiteral("it_per_s")},
-        false,
-        true,
-        AxisUnit::PerSecond,
-        tr("samples")};
+    // tokens_per_s (a language model's throughput) is not one of its names: it gets a panel of its
+    // own beside samples/s.
+    specs[ThroughputChart] = {tr("Throughput"),
+                              {QStringLiteral("samples_per_s"), QStringLiteral("it_per_s")},
+                              false,
+                              true,
+                              AxisUnit::PerSecond,
+                              tr("samples")};
     specs[MemoryChart] = {tr("Memory per rank"),
                           {QStringLiteral("mem_rss_bytes")},
                           false,

@@ -3,7 +3,7 @@
 // each in a section: the key's prefix before '/' ("train/acc" in "train", as W&B groups them),
 // "Charts" for the built-in training charts and keys without a prefix, "System" for what the
 // supervisor samples. Keys the built-in charts show (lr and learning_rate, samples_per_s and
-// tokens_per_s, gpu0_util_percent, ...) get no panel of their own.
+// it_per_s, gpu0_util_percent, ...) get no panel of their own; tokens_per_s has one.
 #pragma once
 
 #include "app/studio/monitor/chartseries.h"

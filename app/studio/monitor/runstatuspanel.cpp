@@ -17,6 +17,7 @@
 #include <QJsonDocument>
 #include <QLabel>
 #include <QProgressBar>
+#include <QPushButton>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -75,9 +76,15 @@ RunStatusPanel::RunStatusPanel(QWidget *parent) : QWidget(parent)
     m_bar->setTextVisible(false);
     m_bar->setMaximumHeight(8);
     m_bar->setMaximumWidth(240);
+    m_playground = new QPushButton(tr("Open in Playground"), this);
+    m_playground->setObjectName(QStringLiteral("openInPlayground"));
+    m_playground->setVisible(false);
+    connect(m_playground, &QPushButton::clicked, this,
+            [this] { Q_EMIT openInPlaygroundRequested(m_output.model, m_output.adapter); });
     line->addWidget(m_stateChip);
     line->addWidget(m_progress, 1);
     line->addWidget(m_bar);
+    line->addWidget(m_playground);
     layout->addLayout(line);
 
     m_card = new QFrame(this);
@@ -136,6 +143,8 @@ void RunStatusPanel::setRun(monitor::RunMonitor *run, const QString &directory)
     m_stateDetail.clear();
     m_triage = {};
     m_card->setVisible(false);
+    m_output = {};
+    m_playground->setVisible(false);
     m_maxSteps = 0;
     if (auto job = launcher::JobFile::load(QDir(directory).filePath(QStringLiteral("job.yaml")).toStdString()))
         m_maxSteps = QString::fromStdString(job->value("training.max_steps")).toInt();
@@ -218,6 +227,16 @@ void RunStatusPanel::refresh()
 
     if (changed || (state == QLatin1String("failed") && !m_card->isVisibleTo(this)))
         updateTriage();
+    if (changed) {
+        // A fine-tuning run that succeeded offers what it wrote to the Playground.
+        m_output = state == QLatin1String("succeeded") ? fineTunedOutput(m_directory) : RunOutput();
+        m_playground->setVisible(!m_output.isEmpty());
+        m_playground->setToolTip(
+            m_output.adapter.isEmpty()
+                ? tr("Load %1 in the Playground").arg(QDir::toNativeSeparators(m_output.model))
+                : tr("Load %1 with the LoRA adapter %2 in the Playground")
+                      .arg(QDir::toNativeSeparators(m_output.model), QDir::toNativeSeparators(m_output.adapter)));
+    }
 
     const bool showHint = !hasStepMetrics() && (final || store->ranks().contains(0));
     m_hint->setText(hintText());

@@ -1,11 +1,13 @@
 // RunStatusPanel: the strip above the Monitor's charts for the run chosen in "Details for": its
 // state (running, stopped, failed, ... each in its own colour, a stop never shown as a failure),
 // progress as step of max steps with the time per step and an ETA, a triage card when the run
-// failed (first error line, likely cause, fix), and a one-line hint naming the tracker when a
-// script logs no training metrics.
+// failed (first error line, likely cause, fix), a one-line hint naming the tracker when a
+// script logs no training metrics, and "Open in Playground" when a fine-tuning run has succeeded
+// and written its model or LoRA adapter (runoutput.h).
 #pragma once
 
 #include "app/studio/monitor/failuretriage.h"
+#include "app/studio/monitor/runoutput.h"
 
 #include <QPointer>
 #include <QTimer>
@@ -14,6 +16,7 @@
 class QFrame;
 class QLabel;
 class QProgressBar;
+class QPushButton;
 
 namespace accel::monitor {
 class RunMonitor;
@@ -41,6 +44,12 @@ public:
 
     // Where the Python tracker is (installed share folder or the source tree), empty when absent.
     static QString trackerPath();
+    // The succeeded fine-tuning run's model / adapter ("Open in Playground" shown), else empty.
+    RunOutput output() const { return m_output; }
+    QPushButton *playgroundButton() const { return m_playground; }
+
+Q_SIGNALS:
+    void openInPlaygroundRequested(const QString &model, const QString &adapter);
 
 private:
     void updateTriage();
@@ -60,6 +69,8 @@ private:
     QLabel *m_cardError = nullptr;
     QLabel *m_cardCause = nullptr;
     QLabel *m_hint = nullptr;
+    QPushButton *m_playground = nullptr;
+    RunOutput m_output;
     QTimer m_timer;
     QTimer m_triageTimer;
 };
