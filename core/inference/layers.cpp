@@ -76,16 +76,17 @@ at::Tensor LoraAdaptable::withLora(const at::Tensor &x, const at::Tensor &out)
     return out + (branch * m_lora.scaling).to(out.scalar_type());
 }
 
+at::Tensor LoraAdaptable::quantizedForward(const at::Tensor &x, const at::Tensor &bias)
+{
+    auto out = m_quantized->matmul(x);
+    return withLora(x, bias.defined() ? out + bias.to(out.scalar_type()) : out);
+}
+
 Linear::Linear(int64_t in, int64_t out, bool bias) : LoraAdaptable("Linear"), m_in(in), m_out(out)
 {
     m_weight = addParameter("weight", {out, in});
     if (bias)
         m_bias = addParameter("bias", {out});
-}
-
-void Linear::setQuantized(std::shared_ptr<const QuantizedWeight> weight)
-{
-    m_quantized = std::move(weight);
 }
 
 void Linear::storeQuantized(const std::vector<std::pair<std::string, std::vector<int64_t>>> &tensors,
@@ -122,14 +123,12 @@ at::Tensor Linear::forward(const at::Tensor &x)
     if (m_builder && !hooks().empty()) { // offloaded: built from this forward's tensors, dropped after
         if (auto built = buildQuantized(); !built)
             throw std::runtime_error(built.error().message);
-        auto out = m_quantized->matmul(input);
+        auto out = quantizedForward(input, bias);
         m_quantized.reset();
-        return withLora(input, bias.defined() ? out + bias.to(out.scalar_type()) : out);
+        return out;
     }
-    if (m_quantized) {
-        auto out = m_quantized->matmul(input);
-        return withLora(input, bias.defined() ? out + bias.to(out.scalar_type()) : out);
-    }
+    if (m_quantized)
+        return quantizedForward(input, bias);
     const at::Tensor &weight = m_weight->value;
     if (weight.scalar_type() != input.scalar_type()) // a layer kept in float32 among bfloat16 ones
         return withLora(input, at::linear(input.to(weight.scalar_type()), weight,
@@ -148,6 +147,8 @@ at::Tensor Conv1D::forward(const at::Tensor &x)
 {
     ForwardScope scope(*this);
     auto input = toDevice(x);
+    if (m_quantized)
+        return quantizedForward(input, m_bias->value);
     auto sizes = input.sizes().vec();
     auto rows = input.reshape({-1, sizes.back()});
     sizes.back() = m_out;

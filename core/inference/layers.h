@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 
 namespace accel::inference {
@@ -65,18 +66,23 @@ public:
     Linear *loraA() const { return m_loraA; }
     Linear *loraB() const { return m_loraB; }
     const LoraSettings &loraSettings() const { return m_lora; }
+    // The base weight held quantized ([out, in], quantization.h): forward multiplies by it instead.
+    void setQuantized(std::shared_ptr<const QuantizedWeight> weight) { m_quantized = std::move(weight); }
+    const QuantizedWeight *quantized() const { return m_quantized.get(); }
 
 protected:
     // `out` plus the LoRA branch of `x` (x on the execution device).
     at::Tensor withLora(const at::Tensor &x, const at::Tensor &out);
+    // x times the quantized weight, plus `bias` when defined, plus the LoRA branch.
+    at::Tensor quantizedForward(const at::Tensor &x, const at::Tensor &bias);
+    std::shared_ptr<const QuantizedWeight> m_quantized;
 
 private:
     Linear *m_loraA = nullptr, *m_loraB = nullptr;
     LoraSettings m_lora;
 };
 
-// With a quantized weight (quantization.h) the product runs on it instead of `weight`. A
-// pre-quantized checkpoint's layer holds the tensors its format stores (loaded in their own dtype)
+// A pre-quantized checkpoint's layer holds the tensors its format stores (loaded in their own dtype)
 // and builds the QuantizedWeight from them once loaded; an offloaded layer builds it for each
 // forward and drops it after.
 class Linear : public LoraAdaptable {
@@ -88,8 +94,6 @@ public:
     Parameter *baseWeight() const override { return m_weight; } // null when stored quantized
     Parameter *bias() const { return m_bias; }
 
-    void setQuantized(std::shared_ptr<const QuantizedWeight> weight);
-    const QuantizedWeight *quantized() const { return m_quantized.get(); }
     using QuantizedBuilder = std::function<Result<QuantizedWeight>(const std::map<std::string, at::Tensor> &)>;
     // Replaces `weight` by these tensors (local names, shapes as stored).
     void storeQuantized(const std::vector<std::pair<std::string, std::vector<int64_t>>> &tensors,
@@ -101,7 +105,6 @@ private:
     Parameter *m_weight;
     Parameter *m_bias = nullptr;
     int64_t m_in, m_out;
-    std::shared_ptr<const QuantizedWeight> m_quantized;
     QuantizedBuilder m_builder;
     std::vector<Parameter *> m_stored;
 };

@@ -4,6 +4,7 @@
 #include "core/bigmodel/groupquant.h"
 #include "core/common/jsondocument.h"
 #include "core/inference/causallm.h"
+#include "core/inference/feedforward.h"
 #include "core/inference/quantizedweight.h"
 #include "core/inference/torchtensors.h"
 
@@ -20,18 +21,20 @@ namespace {
 
 using nlohmann::json;
 
-void collectLinears(Module &module, const std::string &name, std::vector<std::pair<std::string, Linear *>> &out)
+template <typename Layer>
+void collectLayers(Module &module, const std::string &name, std::vector<std::pair<std::string, Layer *>> &out)
 {
-    if (auto *linear = dynamic_cast<Linear *>(&module))
-        out.emplace_back(name, linear);
+    if (auto *layer = dynamic_cast<Layer *>(&module))
+        out.emplace_back(name, layer);
     for (auto &[local, child] : module.children())
-        collectLinears(*child, name.empty() ? local : name + "." + local, out);
+        collectLayers(*child, name.empty() ? local : name + "." + local, out);
 }
 
-std::vector<std::pair<std::string, Linear *>> linears(CausalLM &model)
+template <typename Layer = Linear>
+std::vector<std::pair<std::string, Layer *>> linears(CausalLM &model)
 {
-    std::vector<std::pair<std::string, Linear *>> out;
-    collectLinears(model, "", out);
+    std::vector<std::pair<std::string, Layer *>> out;
+    collectLayers(model, "", out);
     return out;
 }
 
@@ -261,7 +264,8 @@ Result<QuantizationReport> quantizeModel(CausalLM &model, const QuantizationOpti
     }
     if (options.method.empty())
         return report;
-    for (auto &[name, linear] : linears(model)) {
+    // Linear and GPT-2's Conv1D layers ([in, out], quantized transposed as transformers does).
+    for (auto &[name, linear] : linears<LoraAdaptable>(model)) {
         if (moduleMatches(name, options.keepInFp32Modules)) {
             ++report.float32Layers;
             continue;
@@ -270,7 +274,7 @@ Result<QuantizationReport> quantizeModel(CausalLM &model, const QuantizationOpti
             ++report.skippedLayers;
             continue;
         }
-        if (linear->storedQuantized())
+        if (auto *stored = dynamic_cast<Linear *>(linear); stored && stored->storedQuantized())
             return makeError(ErrorCode::InvalidInput, "quantization " + options.method +
                                                           ": the checkpoint's weights are quantized already (" + name +
                                                           ")");
@@ -279,11 +283,12 @@ Result<QuantizationReport> quantizeModel(CausalLM &model, const QuantizationOpti
             ++report.offloadedLayers;
             continue;
         }
-        QuantizedWeight quantized = options.method == "int8"
-                                        ? QuantizedWeight::quantizeInt8(weight->value)
-                                        : QuantizedWeight::quantizeFourBit(
-                                              weight->value, options.method == "nf4" ? bigmodel::bnb::FourBit::NF4
-                                                                                     : bigmodel::bnb::FourBit::FP4);
+        const at::Tensor rows = linear->weightIsTransposed() ? weight->value.t() : weight->value;
+        QuantizedWeight quantized =
+            options.method == "int8"
+                ? QuantizedWeight::quantizeInt8(rows)
+                : QuantizedWeight::quantizeFourBit(rows, options.method == "nf4" ? bigmodel::bnb::FourBit::NF4
+                                                                                 : bigmodel::bnb::FourBit::FP4);
         report.replacedBytes += uint64_t(weight->value.numel()) * 4;
         report.quantizedBytes += quantized.bytes();
         linear->setQuantized(std::make_shared<const QuantizedWeight>(std::move(quantized)));
@@ -294,6 +299,11 @@ Result<QuantizationReport> quantizeModel(CausalLM &model, const QuantizationOpti
         report.warnings.push_back("quantization " + options.method + ": " + std::to_string(report.offloadedLayers) +
                                   " offloaded Linear layer(s) stay unquantized (their weights are read from disk for "
                                   "each forward)");
+    if (const auto fused = linears<FusedExperts>(model); !fused.empty())
+        report.warnings.push_back("quantization " + options.method + ": the experts of " +
+                                  std::to_string(fused.size()) +
+                                  " block(s), stored fused (3-D gate_up_proj / down_proj, transformers 5's in-memory "
+                                  "layout), stay unquantized; per-expert checkpoints are quantized");
     return report;
 }
 

@@ -42,6 +42,7 @@ OUT_DIR/<layout>/expected.safetensors under the layers' names.
 
 Printed JSON: {"float32_perplexity", "eval_ids": [...], "float32": dir, "layers": N,
 "layouts": {name: dir}, "onload": {m: {"weights": file, "perplexity": p}},
+"gpt2": {"folder": dir, "int8" / "nf4": file of the weights bitsandbytes quantized on load},
 "logits": {"float32" or a bnb layout: [[...] per position]}} (logits on eval_ids[:256]).
 """
 import json
@@ -251,6 +252,27 @@ def write_bnb(float_dir, out_dir, eval_ids, result):
         result["logits"]["bnb-" + method] = window_logits(reloaded, eval_ids)
 
 
+def write_gpt2(out_dir, result):
+    """A random GPT-2 (Conv1D layers, tied embeddings) quantized on load: transformers quantizes each Conv1D
+    weight [in, out] transposed, as a Linear's [out, in]."""
+    import torch
+    import transformers
+    from safetensors.torch import save_file
+
+    torch.manual_seed(SEED)
+    config = transformers.GPT2Config(vocab_size=VOCAB, n_embd=HIDDEN, n_layer=LAYERS, n_head=HEADS, n_positions=128,
+                                     bos_token_id=1, eos_token_id=2)
+    folder = os.path.join(out_dir, "gpt2")
+    transformers.GPT2LMHeadModel(config).float().save_pretrained(folder)
+    result["gpt2"] = {"folder": folder}
+    for method in ("int8", "nf4"):
+        model = transformers.AutoModelForCausalLM.from_pretrained(folder, quantization_config=bnb_config(method, False),
+                                                                  device_map="cpu")
+        weights = os.path.join(out_dir, "onload-gpt2-" + method + ".safetensors")
+        save_file(bnb_weights(model), weights)
+        result["gpt2"][method] = weights
+
+
 def main():
     import logging
 
@@ -272,6 +294,7 @@ def main():
                                             {"quant_method": "awq", "bits": 4, "group_size": GROUP,
                                              "zero_point": True, "version": "gemm"})
     write_bnb(float_dir, out_dir, eval_ids, result)
+    write_gpt2(out_dir, result)
     json.dump(result, sys.stdout)
 
 

@@ -62,17 +62,20 @@ double perplexity(InferenceModel &model, const std::vector<int64_t> &ids)
     return std::exp(total / double(count));
 }
 
-void collect(Module &module, const std::string &name, std::vector<std::pair<std::string, Linear *>> &out)
+// The Linear (and GPT-2's Conv1D) layers by name.
+template <typename Layer>
+void collect(Module &module, const std::string &name, std::vector<std::pair<std::string, Layer *>> &out)
 {
-    if (auto *linear = dynamic_cast<Linear *>(&module))
-        out.emplace_back(name, linear);
+    if (auto *layer = dynamic_cast<Layer *>(&module))
+        out.emplace_back(name, layer);
     for (auto &[local, child] : module.children())
         collect(*child, name.empty() ? local : name + "." + local, out);
 }
 
-std::vector<std::pair<std::string, Linear *>> linears(InferenceModel &model)
+template <typename Layer = Linear>
+std::vector<std::pair<std::string, Layer *>> linears(InferenceModel &model)
 {
-    std::vector<std::pair<std::string, Linear *>> out;
+    std::vector<std::pair<std::string, Layer *>> out;
     collect(model.lm(), "", out);
     return out;
 }
@@ -94,7 +97,7 @@ int compareWeights(InferenceModel &model, const QString &file, bool halfProducts
         return -1;
     }
     int compared = 0;
-    for (auto &[name, linear] : linears(model)) {
+    for (auto &[name, linear] : linears<LoraAdaptable>(model)) {
         const bigmodel::TensorInfo *want = (*expected)->find(name);
         if (!want) {
             if (linear->quantized()) {
@@ -195,6 +198,45 @@ private Q_SLOTS:
               ppl, bnbPerplexity, m_float32, 100 * (ppl / m_float32 - 1));
         QVERIFY2(std::fabs(ppl / m_float32 - 1) <= limit,
                  qPrintable(QStringLiteral("perplexity %1 vs float32 %2").arg(ppl).arg(m_float32)));
+    }
+
+    // GPT-2's Conv1D layers ([in, out]) are quantized transposed, as transformers quantizes them;
+    // the tied embeddings stay unquantized by default.
+    void gpt2Conv1DLayersAreQuantized_data()
+    {
+        QTest::addColumn<QString>("method");
+        QTest::newRow("int8") << QStringLiteral("int8");
+        QTest::newRow("nf4") << QStringLiteral("nf4");
+    }
+    void gpt2Conv1DLayersAreQuantized()
+    {
+        QFETCH(QString, method);
+        const QJsonObject gpt2 = m_oracle.value(QStringLiteral("gpt2")).toObject();
+        LoadOptions options;
+        options.quantization.method = method.toStdString();
+        auto model = load(gpt2.value(QStringLiteral("folder")).toString(), options);
+        QVERIFY(model);
+        QCOMPARE(model->quantization().quantizedLayers, size_t(8)); // c_attn, c_proj, c_fc, mlp.c_proj x 2
+        QCOMPARE(compareWeights(*model, gpt2.value(method).toString(), false), 8);
+        // The float32 model with bitsandbytes' dequantized weights put back (transposed) in place.
+        auto reference = load(gpt2.value(QStringLiteral("folder")).toString());
+        QVERIFY(reference);
+        auto dequantized = bigmodel::SafetensorsFile::open(gpt2.value(method).toString().toStdString());
+        QVERIFY(dequantized);
+        int replaced = 0;
+        for (auto &[name, layer] : linears<LoraAdaptable>(*reference))
+            if (const bigmodel::TensorInfo *info = (*dequantized)->find(name)) {
+                QVERIFY(layer->weightIsTransposed());
+                layer->baseWeight()->value = floatTensor(*info).t().contiguous();
+                ++replaced;
+            }
+        QCOMPARE(replaced, 8);
+        c10::InferenceMode guard;
+        auto input = at::tensor(std::vector<int64_t>{5, 17, 99, 3}, at::TensorOptions().dtype(at::kLong)).unsqueeze(0);
+        const at::Tensor expected = reference->lm().forward(input, nullptr);
+        const double difference = (model->lm().forward(input, nullptr) - expected).abs().max().item<double>() /
+                                  expected.abs().max().item<double>();
+        QVERIFY2(difference < 1e-5, qPrintable(QString::number(difference)));
     }
 
     // The weights each pre-quantized layout defines, and the logits and perplexity they give.
