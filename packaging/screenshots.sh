@@ -336,6 +336,25 @@ if [[ -x "$scriptlaunch" && -x "$build/bin/accel" && -x "$python" ]]; then
 else
   echo "screenshots.sh: tst_scriptlaunch, accel or .venv missing; script-launch and runs-failed-3-ranks pictures not refreshed" >&2
 fi
+# The Fine-tune flow (finetune-model, -data, -lora, -launch, -live, -playground): a tiny Llama picked
+# on the Launch page, its data previewed, LoRA launched, its curves live and its adapter in the
+# Playground, pictured by the test that drives them (tests/app/tst_finetuneflow; 1500 steps then).
+finetuneflow="$build/tests/tst_finetuneflow"
+if [[ -x "$finetuneflow" && -x "$build/bin/accel" && -x "$build/bin/accel-worker" && -x "$python" ]]; then
+  mkdir -p "$scratch/finetuneflow"
+  (
+    export ACCEL_TEST_SCREENSHOTS="$scratch/finetuneflow" ACCEL_PYTHON="$python" ACCEL_BIN_DIR="$build/bin" \
+      ACCEL_SOURCE_DIR="$here" OMP_NUM_THREADS=1
+    if command -v xvfb-run >/dev/null; then
+      xvfb-run -a -s "-screen 0 1700x1600x24" "$finetuneflow" -silent
+    else
+      QT_QPA_PLATFORM=offscreen "$finetuneflow" -silent
+    fi
+  ) >"$scratch/finetuneflow.log" 2>&1 || { cat "$scratch/finetuneflow.log" >&2; exit 1; }
+  cp "$scratch/finetuneflow/"*.png "$out/"
+else
+  echo "screenshots.sh: tst_finetuneflow, accel, accel-worker or .venv missing; finetune pictures not refreshed" >&2
+fi
 # The Monitor's panels and the runs table, on real runs of a Python script that logs 15 keys through
 # the project's tracker under Accelerate (no model: its curves follow the learning rate), launched by
 # the real accel with the project's Python: every key charted (monitor-keys, a tall window), three
