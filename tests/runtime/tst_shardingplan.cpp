@@ -1,5 +1,6 @@
 // ShardingPlan: Accelerate's fsdp_config / deepspeed_config (as the launcher exports them) to one
 // plan, divide factors as PyTorch computes them, and every unimplemented setting refused by name.
+#include "core/plan/devicemesh.h"
 #include "core/plan/shardingplan.h"
 
 #include <QFile>
@@ -376,6 +377,42 @@ private Q_SLOTS:
         QVERIFY(!bad);
         QVERIFY(QString::fromStdString(bad.error().message).contains("LOCAL_WORLD_SIZE=4"));
         QVERIFY(QString::fromStdString(p->describe()).contains("replicated across machines"));
+    }
+
+    // The strategies' groups come from the device mesh: DDP replicates over every rank, ZeRO / FSDP
+    // shard over every rank, hybrid sharding shards among a machine's ranks (ranks r = machine *
+    // local + i) and replicates across machines; torch's dimension order, the last fastest.
+    void deviceMeshGroupsFromThePlan()
+    {
+        const DeviceMesh ddp = DeviceMesh::forPlan(*plan({}), 4, 4);
+        QCOMPARE(ddp.size(MeshDim::DpReplicate), 4);
+        QCOMPARE(ddp.size(MeshDim::DpShard), 1);
+        QCOMPARE(ddp.group(MeshDim::DpReplicate, 2), (std::vector<int>{0, 1, 2, 3}));
+        QCOMPARE(ddp.describe(), std::string("dp_replicate 4"));
+        const DeviceMesh zero3 =
+            DeviceMesh::forPlan(*plan(deepspeed({{"ACCELERATE_DEEPSPEED_ZERO_STAGE", "3"}})), 4, 2);
+        QCOMPARE(zero3.size(MeshDim::DpShard), 4);
+        QCOMPARE(zero3.group(MeshDim::DpShard, 3), (std::vector<int>{0, 1, 2, 3}));
+        QCOMPARE(zero3.coordinate(MeshDim::DpShard, 3), 3);
+        const DeviceMesh hybrid = DeviceMesh::forPlan(*plan(fsdp({{"FSDP_SHARDING_STRATEGY", "HYBRID_SHARD"}})), 8, 4);
+        QCOMPARE(hybrid.describe(), std::string("dp_replicate 2 x dp_shard 4"));
+        QCOMPARE(hybrid.worldSize(), 8);
+        QCOMPARE(hybrid.group(MeshDim::DpShard, 6), (std::vector<int>{4, 5, 6, 7}));
+        QCOMPARE(hybrid.coordinate(MeshDim::DpShard, 6), 2);
+        QCOMPARE(hybrid.group(MeshDim::DpReplicate, 6), (std::vector<int>{2, 6}));
+        QCOMPARE(hybrid.coordinate(MeshDim::DpReplicate, 6), 1);
+        QCOMPARE(hybrid.groupName(MeshDim::DpShard, 6), std::string("dp_shard/4"));
+        QCOMPARE(hybrid.groupName(MeshDim::DpReplicate, 6), std::string("dp_replicate/2"));
+        QCOMPARE(hybrid.groupName(MeshDim::DpReplicate, 2), hybrid.groupName(MeshDim::DpReplicate, 6));
+        // Hybrid on one machine shards over every rank.
+        QCOMPARE(DeviceMesh::forPlan(*plan(fsdp({{"FSDP_SHARDING_STRATEGY", "HYBRID_SHARD"}})), 4, 4).describe(),
+                 std::string("dp_shard 4"));
+        // A full mesh: tp varies fastest, then cp, dp_shard, dp_replicate.
+        const DeviceMesh full({2, 2, 2, 2});
+        QCOMPARE(full.group(MeshDim::Tp, 5), (std::vector<int>{4, 5}));
+        QCOMPARE(full.group(MeshDim::Cp, 5), (std::vector<int>{5, 7}));
+        QCOMPARE(full.group(MeshDim::DpShard, 5), (std::vector<int>{1, 5}));
+        QCOMPARE(full.group(MeshDim::DpReplicate, 5), (std::vector<int>{5, 13}));
     }
 };
 

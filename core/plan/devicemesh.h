@@ -1,0 +1,46 @@
+// The device mesh: the job's ranks laid out on named dimensions in the order Accelerate's
+// ParallelismConfig and torch's init_device_mesh use (dp_replicate, dp_shard, cp, tp; the last
+// varies fastest). Every strategy takes its process group from the mesh: the ranks that differ from
+// this rank only along its dimension. The sharding plan sets the data-parallel dimensions today (DDP:
+// dp_replicate = every rank; ZeRO / FSDP: dp_shard = every rank; hybrid sharding: dp_shard = the
+// ranks of a machine, dp_replicate = the machines); cp and tp stay 1 until their strategies exist.
+// Pure (no libtorch).
+#pragma once
+
+#include "core/plan/shardingplan.h"
+
+#include <array>
+#include <string>
+#include <vector>
+
+namespace accel::runtime {
+
+enum class MeshDim { DpReplicate, DpShard, Cp, Tp };
+inline constexpr std::array<MeshDim, 4> kMeshDims{MeshDim::DpReplicate, MeshDim::DpShard, MeshDim::Cp, MeshDim::Tp};
+const char *meshDimName(MeshDim dim); // "dp_replicate", "dp_shard", "cp", "tp"
+
+class DeviceMesh {
+public:
+    DeviceMesh() = default; // one rank
+    // Sizes in kMeshDims order, each at least 1.
+    explicit DeviceMesh(const std::array<int, 4> &sizes);
+    // The data-parallel mesh `plan` asks for on `worldSize` ranks, `localWorldSize` of them per
+    // machine (ShardingPlan::checkTopology has accepted them).
+    static DeviceMesh forPlan(const ShardingPlan &plan, int worldSize, int localWorldSize);
+
+    int size(MeshDim dim) const { return m_sizes[size_t(dim)]; }
+    int worldSize() const;
+    // `rank`'s place along `dim`, 0 .. size(dim) - 1.
+    int coordinate(MeshDim dim, int rank) const;
+    // The global ranks of `rank`'s group along `dim`, in order of their coordinate.
+    std::vector<int> group(MeshDim dim, int rank) const;
+    // "<dimension>/<first rank of the group>": the same on every member, unique per group.
+    std::string groupName(MeshDim dim, int rank) const;
+    std::string describe() const; // "dp_replicate 2 x dp_shard 4" (dimensions of size 1 left out)
+
+private:
+    int stride(MeshDim dim) const;
+    std::array<int, 4> m_sizes{1, 1, 1, 1};
+};
+
+} // namespace accel::runtime
