@@ -1,8 +1,8 @@
-// Accelerator: construction (environment, precision, sharding plan, rendezvous, strategy),
-// accessors, autocast, seed, printing and metrics. Joining the process group lives in
-// rendezvous.cpp, prepare() in preparation.cpp (the optimizer and scheduler wrappers in
-// training.cpp), collectives in acceleratorcollectives.cpp,
-// gradient bucketing in gradientsync.cpp, checkpoints in checkpoint.cpp.
+// Accelerator: construction (environment, precision policy, sharding plan and device mesh,
+// rendezvous, strategy), accessors, autocast, seed, printing and metrics. Joining the process group
+// lives in rendezvous.cpp, prepare() in preparation.cpp (the optimizer and scheduler wrappers in
+// training.cpp), collectives in acceleratorcollectives.cpp, checkpoints in checkpoint.cpp; the
+// strategies in strategy/, the precision policy in precision/.
 #include "core/runtime/accelerator_p.h"
 
 #include "core/common/log.h"
@@ -13,7 +13,6 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #ifdef ACCEL_WITH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
-#include <cuda_runtime_api.h>
 #endif
 
 #include <chrono>
@@ -25,63 +24,6 @@ namespace accel::runtime {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// FP8 GEMMs on a GPU (torch::_scaled_mm) need compute capability 8.9 or higher (Ada, Hopper and
-// newer); below that the recipe cannot run there, and the rank says so before training rather than
-// failing in the first forward or falling back to bf16.
-Result<void> checkFp8Device(const at::Device &device, const Fp8Config &fp8)
-{
-#ifdef ACCEL_WITH_CUDA
-    if (device.is_cuda()) {
-        int major = 0, minor = 0;
-        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device.index()) != cudaSuccess ||
-            cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device.index()) != cudaSuccess)
-            return makeError(ErrorCode::Unsupported, "mixed precision fp8 (" + fp8.describe() +
-                                                         "): cannot read the compute capability of " + device.str());
-        if (major * 10 + minor < 89)
-            return makeError(ErrorCode::Unsupported, "mixed precision fp8 (" + fp8.describe() +
-                                                         ") needs a GPU of compute capability 8.9 or "
-                                                         "higher for its FP8 GEMMs: " +
-                                                         device.str() + " has " + std::to_string(major) + "." +
-                                                         std::to_string(minor) +
-                                                         "; use bf16 there, or ACCELERATE_USE_CPU=true to run the "
-                                                         "FP8 recipe on the CPU");
-    }
-#else
-    (void)device;
-    (void)fp8;
-#endif
-    return {};
-}
-
-// FP8 under a sharded plan (docs/fp8.md "Sharded training"). TE and AO act on each Linear's
-// computation, for which the engine has gathered the unit's whole weight, so they run under every
-// ZeRO stage and FSDP strategy. MS-AMP keeps scaled FP16 weights with FP8 gradients and moments,
-// which its own ZeRO optimizer partitions (msamp.deepspeed; under FSDP Accelerate refuses MS-AMP):
-// not implemented. AO under FSDP2 all-gathers the converted weights' shards as FP8 codes (torchao's
-// enable_fsdp_float8_all_gather, ShardingEngine::gatherInFp8); FSDP1 and DeepSpeed have no such hook.
-Result<void> checkFp8Sharding(const Fp8Config &fp8, ShardingPlan &plan)
-{
-    if (!plan.sharded())
-        return {};
-    if (fp8.backend == Fp8Backend::MsAmp)
-        return makeError(ErrorCode::Unsupported,
-                         plan.describe() + " with " + fp8.describe() +
-                             " is not implemented: MS-AMP's FP8 weight gradients and moments need its own ZeRO "
-                             "optimizer (msamp.deepspeed), and Accelerate refuses MS-AMP under FSDP; use DDP, or "
-                             "ACCELERATE_FP8_BACKEND=TE or AO");
-    if (fp8.backend != Fp8Backend::Ao)
-        return {};
-    if (plan.source == ShardingSource::Fsdp && plan.cpuRamEfficientLoading)
-        return makeError(ErrorCode::Unsupported,
-                         "FSDP_CPU_RAM_EFFICIENT_LOADING=true with " + fp8.describe() +
-                             " is refused (Accelerate refuses torchao's FP8 with CPU-RAM-efficient loading too)");
-    if (!fp8.enableFsdpFloat8AllGather || (plan.source == ShardingSource::Fsdp && plan.fsdpVersion == 2))
-        return {};
-    plan.notes.push_back("ACCELERATE_FP8_ENABLE_FSDP_FLOAT8_ALL_GATHER=true has no effect under " + plan.strategy +
-                         ": torchao's FP8 all-gather works with FSDP2 (fully_shard) only");
-    return {};
-}
 
 } // namespace
 
@@ -168,27 +110,21 @@ Result<std::unique_ptr<Accelerator>> Accelerator::create(const AcceleratorOption
     d->options = options;
     d->accumulationSteps = env.gradientAccumulationSteps > 0 ? env.gradientAccumulationSteps
                                                              : std::max(1, options.gradientAccumulationSteps);
+    MixedPrecision mode = env.mixedPrecision;
     if (!options.mixedPrecision.empty()) {
         auto precision = parseMixedPrecision(options.mixedPrecision);
         if (!precision)
             return tl::unexpected(precision.error());
-        d->precision = *precision;
-    } else {
-        d->precision = env.mixedPrecision;
+        mode = *precision;
     }
     if (auto device = pickDevice(env); !device)
         return tl::unexpected(device.error());
     else
         d->device = *device;
-    if (d->precision == MixedPrecision::Fp16) {
-        // fp16 autocast and dynamic loss scaling are the CUDA recipe; on CPU the runtime says so
-        // rather than training in another precision.
-        if (!d->device.is_cuda())
-            return makeError(ErrorCode::Unsupported,
-                             std::string("mixed precision fp16 needs a GPU: this rank runs on CPU (") + cpuReason(env) +
-                                 "); use bf16 on CPU");
-        d->scaler = std::make_unique<GradScaler>(d->device);
-    }
+    if (auto policy = MixedPrecisionPolicy::create(mode, d->device, cpuReason(env)); !policy)
+        return tl::unexpected(policy.error());
+    else
+        d->precision = std::move(*policy);
     // FSDP / DeepSpeed: what is sharded, or an error naming the setting the runtime lacks.
     auto plan = shardingPlanFromEnvironment();
     if (!plan)
@@ -202,42 +138,40 @@ Result<std::unique_ptr<Accelerator>> Accelerator::create(const AcceleratorOption
     if (plan->gradientAccumulationSteps > 0 && env.gradientAccumulationSteps == 0)
         d->accumulationSteps = plan->gradientAccumulationSteps;
     d->plan = *plan;
-    if (d->precision == MixedPrecision::Fp8) {
-        // The recipe ACCELERATE_FP8_* asks for, or the reason it cannot run: never bf16 instead.
-        if (!env.fp8)
-            return tl::unexpected(env.fp8.error());
-        if (auto fits = checkFp8Sharding(*env.fp8, d->plan); !fits)
-            return tl::unexpected(fits.error());
-        if (auto gemm = checkFp8Device(d->device, *env.fp8); !gemm)
-            return tl::unexpected(gemm.error());
-        Private *p = d.get();
-        auto fp8 = Fp8Training::create(*env.fp8, [p](std::vector<float> &amax) {
-            if (!p->group || amax.empty())
-                return;
-            std::vector<torch::Tensor> tensors{torch::tensor(amax, torch::kFloat)};
-            c10d::AllreduceOptions max;
-            max.reduceOp = c10d::ReduceOp::MAX;
-            runWork([&] { return p->group->allreduce(tensors, max); });
-            std::copy_n(tensors[0].data_ptr<float>(), amax.size(), amax.begin());
-        });
-        if (!fp8)
-            return tl::unexpected(fp8.error());
-        d->fp8 = std::move(*fp8);
-    }
+    // Mixed precision fp8: the recipe, whose amaxes are reduced (MAX) over every rank.
+    Private *p = d.get();
+    auto reduceMax = [p](std::vector<float> &amax) {
+        if (!p->group || amax.empty())
+            return;
+        std::vector<torch::Tensor> tensors{torch::tensor(amax, torch::kFloat)};
+        c10d::AllreduceOptions max;
+        max.reduceOp = c10d::ReduceOp::MAX;
+        runWork([&] { return p->group->allreduce(tensors, max); });
+        std::copy_n(tensors[0].data_ptr<float>(), amax.size(), amax.begin());
+    };
+    if (auto fp8 = d->precision->enableFp8(env.fp8, d->plan, reduceMax); !fp8)
+        return tl::unexpected(fp8.error());
     if (env.numThreads > 0)
         at::set_num_threads(env.numThreads);
     if (env.distributed && env.worldSize > 1) {
         if (auto joined = rendezvous(*d); !joined)
             return tl::unexpected(joined.error());
     }
-    StrategySetup setup{
-        d->plan, env, d->group, d->store, {}, int64_t(options.bucketCapMb * 1024 * 1024), options.collectiveTimeoutS};
-    Private *raw = d.get();
-    setup.makeGroup = [raw](const std::string &prefix, int rank, int size) {
-        // Every model's strategy shares the sub-groups: one gloo group per prefix.
-        auto &group = raw->subgroups[prefix];
+    StrategySetup setup;
+    setup.plan = d->plan;
+    setup.mesh = DeviceMesh::forPlan(d->plan, env.worldSize, env.localWorldSize);
+    setup.env = env;
+    setup.group = d->group;
+    setup.store = d->store;
+    setup.precision = d->precision.get();
+    setup.sharedMemory = d->device.is_cpu();
+    setup.bucketCapBytes = int64_t(options.bucketCapMb * 1024 * 1024);
+    setup.timeoutS = options.collectiveTimeoutS;
+    setup.makeGroup = [p](const std::string &name, int rank, int size) {
+        // Every model's strategy shares the sub-groups: one gloo group per name.
+        auto &group = p->subgroups[name];
         if (!group)
-            group = glooGroup(*raw, c10::make_intrusive<c10d::PrefixStore>(prefix, raw->store), rank, size);
+            group = glooGroup(*p, c10::make_intrusive<c10d::PrefixStore>(name, p->store), rank, size);
         return group;
     };
     d->strategySetup = setup;
@@ -296,11 +230,15 @@ double Accelerator::deviceMemoryBytes() const
 }
 double Accelerator::lossScale() const
 {
-    return d->scaler ? d->scaler->scaleValue() : 0.0;
+    return d->precision->lossScale();
 }
 MixedPrecision Accelerator::mixedPrecision() const
 {
-    return d->precision;
+    return d->precision->mode();
+}
+MixedPrecisionPolicy &Accelerator::precision() const
+{
+    return *d->precision;
 }
 int Accelerator::gradientAccumulationSteps() const
 {

@@ -36,6 +36,7 @@ namespace accel::runtime {
 
 class AcceleratedOptimizer;
 class AcceleratedScheduler;
+class MixedPrecisionPolicy;
 
 struct ProjectOptions {
     std::string projectDir; // checkpoints/ goes under it with automatic naming
@@ -90,7 +91,7 @@ public:
     int numProcesses() const;
     bool isMainProcess() const { return processIndex() == 0; }
     // How prepared gradients are summed across ranks: "shared-memory" (every rank on this host,
-    // core/runtime/shmallreduce.h), "process-group" (gloo/NCCL), or "none" (one process).
+    // core/runtime/shmcollectives.h), "process-group" (gloo/NCCL), or "none" (one process).
     std::string gradientTransport() const;
     bool isLocalMainProcess() const;
     // Where this rank computes, as Accelerate picks it: "cuda:<LOCAL_RANK>" when libtorch has CUDA, a
@@ -104,6 +105,9 @@ public:
     // fp16's dynamic loss scale (GradScaler), 0 without fp16.
     double lossScale() const;
     MixedPrecision mixedPrecision() const;
+    // The run's mixed precision: autocast, loss scaling, the FP8 recipe and what it converted
+    // (core/runtime/precision/mixedprecisionpolicy.h).
+    MixedPrecisionPolicy &precision() const;
     int gradientAccumulationSteps() const;
     const AcceleratorOptions &options() const;
 
@@ -190,11 +194,15 @@ public:
     // Metrics: one JSON line per call on every rank (docs/metrics.md). Opened lazily.
     MetricsWriter &metrics();
 
-    struct Private;
-    Private &impl() { return *d; }
+    struct Private; // accelerator_p.h, for the Accelerator's own implementation files
 
 private:
+    friend class AcceleratedOptimizer;
     explicit Accelerator(std::unique_ptr<Private> d);
+    // AcceleratedOptimizer::step(): finishes and clips the gradients of the models the optimizer
+    // steps, steps it (false: fp16 skipped the step) and lets the precision and strategies follow.
+    bool stepOptimizer(AcceleratedOptimizer &optimizer);
+    void zeroGradients(AcceleratedOptimizer &optimizer); // AcceleratedOptimizer::zeroGrad(): the strategies' part
     std::unique_ptr<Private> d;
 };
 

@@ -1,16 +1,14 @@
 // Private state of the Accelerator, shared by its implementation files (accelerator.cpp,
-// rendezvous.cpp, preparation.cpp, training.cpp, acceleratorcollectives.cpp, gradientsync.cpp,
-// checkpoint.cpp).
+// rendezvous.cpp, preparation.cpp, training.cpp, acceleratorcollectives.cpp, checkpoint.cpp).
+// Strategies (strategy/) and precision (precision/) never include it: they get what they need
+// through StrategySetup and MixedPrecisionPolicy.
 // Includes libtorch: only torch .cpp files include it.
 #pragma once
 
 #include "core/plan/shardingplan.h"
 #include "core/runtime/accelerator.h"
-#include "core/runtime/gradscaler.h"
 #include "core/runtime/metricswriter.h"
-#include "core/runtime/precision/fp8training.h"
-#include "core/runtime/precision/msampadamw.h"
-#include "core/runtime/shmallreduce.h"
+#include "core/runtime/precision/mixedprecisionpolicy.h"
 #include "core/runtime/strategy/distributedstrategy.h"
 #include "core/runtime/strategy/strategyfactory.h"
 #include "core/runtime/training.h"
@@ -28,62 +26,13 @@
 
 namespace accel::runtime {
 
-// Bucketed gradient all-reduce overlapped with backward: grad-accumulator post hooks mark
-// parameters ready; a bucket (up to bucketCapBytes, parameters in reverse registration order,
-// as gradients arrive) is flattened and all-reduced asynchronously as soon as it is full, in
-// bucket order on every rank; finish() waits and writes the averaged gradients back.
-class GradientSync {
-public:
-    GradientSync(c10::intrusive_ptr<c10d::Backend> group, std::vector<torch::Tensor> parameters,
-                 int64_t bucketCapBytes);
-    ~GradientSync();
-
-    // Sum buckets through shared memory instead of the process group (ranks on one host).
-    void useSharedMemory(std::unique_ptr<ShmAllReduce> shm); // frees the staging buffers
-    bool usesSharedMemory() const { return m_shm != nullptr; }
-    std::vector<int64_t> bucketElements() const;
-    // One dtype for all buckets (shared memory needs it); the process group handles mixed ones.
-    bool singleDtype() const;
-
-    void setEnabled(bool enabled) { m_enabled = enabled; } // false while accumulating (no_sync)
-    void finish();                                         // after backward
-    size_t bucketCount() const { return m_buckets.size(); }
-
-private:
-    struct Bucket {
-        std::vector<size_t> parameters;
-        int64_t elements = 0;
-        size_t pending = 0;
-        torch::Tensor flat;
-        c10::intrusive_ptr<c10d::Work> work;
-        std::shared_future<void> shmDone; // when m_shm sums the bucket
-        bool direct = false;              // m_shm writes the mean into the gradients itself
-        bool launched = false;
-    };
-    void markReady(size_t parameter);
-    void launchReady();
-    void launch(Bucket &bucket);
-
-    c10::intrusive_ptr<c10d::Backend> m_group;
-    std::unique_ptr<ShmAllReduce> m_shm;
-    std::vector<torch::Tensor> m_parameters;
-    std::vector<size_t> m_bucketOf;
-    std::vector<bool> m_ready;
-    std::vector<Bucket> m_buckets;
-    std::vector<std::shared_ptr<torch::autograd::Node>> m_accumulators;
-    std::vector<uintptr_t> m_hookKeys;
-    size_t m_nextLaunch = 0;
-    bool m_enabled = true;
-    bool m_active = false;
-};
-
 struct Accelerator::Private {
     DistributedEnv env;
     AcceleratorOptions options;
-    MixedPrecision precision = MixedPrecision::No;
     int accumulationSteps = 1;
     torch::Device device = torch::kCPU;
-    std::unique_ptr<GradScaler> scaler; // fp16 only
+    // Autocast, fp16 loss scaling and the FP8 recipe (precision/mixedprecisionpolicy.h).
+    std::unique_ptr<MixedPrecisionPolicy> precision;
     c10::intrusive_ptr<c10d::Store> store;
     c10::intrusive_ptr<c10d::Backend> group; // null with one process
 
@@ -95,17 +44,15 @@ struct Accelerator::Private {
         std::string name;                              // Accelerator::strategyName(index)
     };
     ShardingPlan plan;           // from the launcher's FSDP / DeepSpeed variables
-    StrategySetup strategySetup; // what every model's strategy is made from
+    StrategySetup strategySetup; // what every model's strategy is made from (with the device mesh)
     std::unique_ptr<DistributedStrategy>
         firstStrategy; // made by create() (errors surface there), used by the first model
     // zero3_init_flag: the engine holding units built (wrapBuilt) once firstStrategy is taken.
     std::unique_ptr<DistributedStrategy> building;
-    std::map<std::string, c10::intrusive_ptr<c10d::Backend>> subgroups; // hybrid sharding's, by store prefix
+    std::map<std::string, c10::intrusive_ptr<c10d::Backend>> subgroups; // mesh dimensions' sub-groups, by name
     std::vector<PreparedModel> models;
     std::vector<std::shared_ptr<ShardedModule>> offered;     // wrap()ed, not yet taken by a prepared model
     std::vector<const torch::nn::Module *> loadedEverywhere; // loadedOnEveryRank(), not yet prepared
-    std::unique_ptr<Fp8Training> fp8;                        // mixed precision fp8 (docs/fp8.md)
-    std::unique_ptr<torch::optim::Optimizer> fp8Optimizer;   // MS-AMP: replaces the prepared optimizer
     std::vector<std::shared_ptr<AcceleratedOptimizer>> optimizers;
     std::vector<std::vector<size_t>> optimizerModels; // per optimizer: the models whose parameters it steps
     std::vector<std::shared_ptr<AcceleratedScheduler>> schedulers;
@@ -146,7 +93,7 @@ void runWork(F &&start)
 
 // rendezvous.cpp: joining the job and picking the device.
 // A gloo group of `size` ranks meeting in `store`, on the interface the environment chose (also
-// hybrid sharding's machine and replica groups).
+// the sub-groups of the mesh's dimensions).
 c10::intrusive_ptr<c10d::Backend> glooGroup(const Accelerator::Private &d, const c10::intrusive_ptr<c10d::Store> &store,
                                             int rank, int size);
 // The store (d.store) and the process group of every rank (d.group), or an error naming

@@ -33,64 +33,6 @@ std::string indexed(const std::string &base, size_t i, const std::string &ext)
     return i == 0 ? base + ext : base + "_" + std::to_string(i) + ext;
 }
 
-// TE's scaling state (Fp8Recipe::scalingState): the same on every rank, since the current amaxes
-// are all-reduced (MAX) before each update, so rank 0 writes it.
-constexpr const char *kFp8StateFile = "fp8_state.safetensors";
-
-Result<void> saveFp8State(const Fp8Training &fp8, const std::string &path)
-{
-    const Fp8Recipe::StateFile state = fp8.recipe().scalingState();
-    if (state.tensors.empty())
-        return {};
-    std::vector<bigmodel::TensorToWrite> tensors;
-    for (const auto &[name, values] : state.tensors) {
-        bigmodel::TensorToWrite tensor;
-        tensor.name = name;
-        tensor.dtype = DType::F32;
-        tensor.shape = {int64_t(values.size())};
-        tensor.data = values.data();
-        tensor.size = uint64_t(values.size() * sizeof(float));
-        tensors.push_back(tensor);
-    }
-    bigmodel::Metadata metadata(state.metadata.begin(), state.metadata.end());
-    metadata["format"] = "pt";
-    return bigmodel::writeSafetensors(path, std::move(tensors), metadata);
-}
-
-// A checkpoint without the state (saved before it was kept, or by a run in another precision)
-// resumes with a warning naming what starts afresh, as loading a model whose FP8 layers carry no
-// saved scaling state does; one that does not fit this run is refused.
-Result<void> loadFp8State(Fp8Training &fp8, const fs::path &path, bool report)
-{
-    const std::string fresh = fp8.recipe().freshStateDescription();
-    if (fresh.empty())
-        return {};
-    if (!fs::exists(path)) {
-        if (report)
-            log::warning("checkpoint", fp8.recipe().config().describe() + ": " + path.parent_path().string() +
-                                           " has no " + kFp8StateFile + ": " + fresh +
-                                           "; the resumed run does not continue like an uninterrupted one");
-        return {};
-    }
-    auto file = bigmodel::SafetensorsFile::open(path.string());
-    if (!file)
-        return tl::unexpected(file.error());
-    Fp8Recipe::StateFile state;
-    state.metadata.insert((*file)->metadata().begin(), (*file)->metadata().end());
-    for (const auto &tensor : (*file)->tensors()) {
-        if (tensor.dtype != DType::F32)
-            return makeError(ErrorCode::InvalidInput, "loadState: tensor " + tensor.name + " is not F32",
-                             path.string());
-        std::vector<float> values(tensor.elementCount());
-        std::memcpy(values.data(), tensor.data, values.size() * sizeof(float));
-        state.tensors[tensor.name] = std::move(values);
-    }
-    if (const std::string refused = fp8.recipe().restoreScalingState(state); !refused.empty())
-        return makeError(ErrorCode::InvalidInput, "loadState: " + fp8.recipe().config().describe() + ": " + refused,
-                         path.string());
-    return {};
-}
-
 // The first file missing from `folder` of those every save of this Accelerator writes at the
 // top level (a sharded strategy's own files are its to check); empty when none is.
 std::string missingCheckpointFile(const Accelerator::Private &p, const std::string &folder)
@@ -208,8 +150,8 @@ Result<std::string> Accelerator::saveState(const std::string &outputDir)
                 });
                 written = fileutil::writeFileAtomic((temporary / indexed("optimizer", i, ".bin")).string(), bytes);
             }
-            if (written && p.fp8)
-                written = saveFp8State(*p.fp8, (temporary / kFp8StateFile).string());
+            if (written) // the precision recipe's scaling state (fp8_state.safetensors)
+                written = p.precision->saveState(temporary.string());
             for (size_t i = 0; written && i < p.schedulers.size(); ++i) {
                 nlohmann::ordered_json state{{"last_step", p.schedulers[i]->lastStep()}};
                 written = fileutil::writeFileAtomic((temporary / indexed("scheduler", i, ".json")).string(),
@@ -324,10 +266,8 @@ Result<void> Accelerator::loadState(const std::string &inputDir)
             archive.load_from(file.string());
             p.optimizers[i]->optimizer().load(archive);
         }
-        if (p.fp8) {
-            if (auto loaded = loadFp8State(*p.fp8, source / kFp8StateFile, isMainProcess()); !loaded)
-                return loaded;
-        }
+        if (auto loaded = p.precision->loadState(source.string(), isMainProcess()); !loaded)
+            return loaded;
         for (size_t i = 0; i < p.schedulers.size(); ++i) {
             auto lastStep =
                 checkpointstate::readSchedulerLastStep((source / indexed("scheduler", i, ".json")).string());

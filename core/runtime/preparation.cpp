@@ -1,9 +1,6 @@
 // Accelerator::prepare*(): models (with their strategy), optimizers, schedulers and data loaders;
 // gradient accumulation, backward and clipping; the optimizer and scheduler wrappers.
-#include "core/common/log.h"
 #include "core/runtime/accelerator_p.h"
-#include "core/runtime/precision/fp8allreduce.h"
-#include "core/runtime/strategy/ddpstrategy.h"
 #include "core/runtime/strategy/shardingengine.h"
 
 #include <algorithm>
@@ -12,24 +9,6 @@
 #include <unordered_set>
 
 namespace accel::runtime {
-
-// FP8: which Linear layers were converted and which stay in high precision (and why).
-static void reportFp8Conversion(const Fp8Training &fp8, const Fp8Training::Conversion &conversion, int rank)
-{
-    if (rank != 0)
-        return;
-    int64_t weights = 0;
-    for (const auto &weight : fp8.convertedWeights())
-        weights += weight.numel();
-    std::string text = fp8.recipe().config().describe() + ": converted " + std::to_string(conversion.converted.size()) +
-                       " of " + std::to_string(conversion.converted.size() + conversion.kept.size()) +
-                       " Linear layers (" + std::to_string(weights) + " weights)";
-    for (size_t i = 0; i < conversion.converted.size(); ++i)
-        text += (i ? ", " : ": ") + conversion.converted[i];
-    for (size_t i = 0; i < conversion.kept.size(); ++i)
-        text += (i ? "; " : "; kept: ") + conversion.kept[i].first + " (" + conversion.kept[i].second + ")";
-    std::cout << text << std::endl;
-}
 
 namespace {
 
@@ -103,8 +82,8 @@ std::shared_ptr<ShardedModule> Accelerator::wrap(const std::shared_ptr<torch::nn
 std::shared_ptr<ShardedModule> Accelerator::wrapBuilt(const std::shared_ptr<torch::nn::Module> &module)
 {
     auto holder = wrap(module);
-    // Under fp8 the model's Linear layers are converted at prepareModel, whole: built whole (noted there).
-    if (!d->plan.zero3Init || !d->group || d->fp8)
+    // Models the precision converts at prepareModel (FP8's Linear layers) are built whole (noted there).
+    if (!d->plan.zero3Init || !d->group || d->precision->convertsModels())
         return holder;
     if (!d->firstStrategy && !d->building)
         d->building = makeStrategy(d->strategySetup);
@@ -152,9 +131,8 @@ TrainingMemory Accelerator::trainingMemory() const
         optimizers.push_back(&optimizer->optimizer());
     // Storages shared between models, strategies and optimizers count once: measured all at once.
     TrainingMemory memory = measureTrainingMemory(models, optimizers, held);
-    // MS-AMP's optimizer keeps its low-bit moments outside libtorch's optimizer state.
-    if (const auto *msamp = dynamic_cast<const MsAmpAdamW *>(d->fp8Optimizer.get()))
-        memory.optimizerState += msamp->momentBytes();
+    // A precision recipe's optimizer may keep state outside libtorch's (MS-AMP's low-bit moments).
+    memory.optimizerState += d->precision->optimizerStateBytes();
     return memory;
 }
 
@@ -181,19 +159,13 @@ void Accelerator::prepareModel(const std::shared_ptr<torch::nn::Module> &model)
             throw std::invalid_argument("prepareModel: this model is prepared already (model " + std::to_string(i) +
                                         ")");
     }
-    // FP8 converts one model's Linear layers and scales them as one set (Accelerate too takes one
-    // model for TransformerEngine and MS-AMP).
-    if (d->fp8 && index > 0)
-        throw std::invalid_argument("prepareModel: mixed precision fp8 (" + d->fp8->recipe().config().describe() +
-                                    ") trains one model; preparing a second model (model " + std::to_string(index) +
-                                    ") is not implemented under fp8");
+    d->precision->acceptModel(index);
     bool trainable = false;
     for (const auto &p : model->parameters())
         trainable = trainable || p.requires_grad();
     if (!d->device.is_cpu())
         model->to(d->device);
-    if (d->fp8)
-        reportFp8Conversion(*d->fp8, d->fp8->convert(model), d->env.rank);
+    d->precision->convertModel(model, d->env.rank == 0);
     // Loaded identically by every rank: nothing to broadcast, and a sharding engine reads only this
     // rank's chunks of it.
     const auto everywhere = std::find(d->loadedEverywhere.begin(), d->loadedEverywhere.end(), model.get());
@@ -237,21 +209,11 @@ void Accelerator::prepareModel(const std::shared_ptr<torch::nn::Module> &model)
         engine->setBroadcast([this](torch::Tensor &tensor) { broadcast(tensor, 0); });
         engine->readOwnChunksOnly(loadedEverywhere);
     }
-    // MS-AMP: the converted weights' gradients are all-reduced in FP8 by the DDP strategy.
-    if (d->fp8 && d->fp8->recipe().config().backend == Fp8Backend::MsAmp && d->group) {
-        if (auto *ddp = dynamic_cast<DdpStrategy *>(strategy.get()))
-            ddp->reduceInFp8(d->fp8->convertedWeights());
-    }
-    // AO under FSDP2 with enable_fsdp_float8_all_gather: the converted weights travel as E4M3 codes.
-    if (d->fp8 && d->fp8->recipe().config().backend == Fp8Backend::Ao &&
-        d->fp8->recipe().config().enableFsdpFloat8AllGather && d->plan.source == ShardingSource::Fsdp &&
-        d->plan.fsdpVersion == 2) {
-        if (auto *engine = dynamic_cast<ShardingEngine *>(strategy.get()))
-            engine->gatherInFp8(d->fp8->convertedWeights(), d->fp8.get());
-    }
+    // The strategy asks the precision policy what the recipe needs from it (gradients reduced in the
+    // recipe's format, weights gathered as FP8 codes).
     strategy->prepareModel(model, units);
     if (d->plan.zero3Init && d->group && d->env.rank == 0 && strategy->shardsParameters())
-        noteZero3Init(*engineOf(strategy), *model, index, d->fp8 != nullptr);
+        noteZero3Init(*engineOf(strategy), *model, index, d->precision->convertsModels());
     Private::PreparedModel prepared;
     prepared.name = strategy->name();
     if (!trainable)
@@ -265,7 +227,7 @@ void Accelerator::prepareModel(const std::shared_ptr<torch::nn::Module> &model)
 std::shared_ptr<AcceleratedOptimizer> Accelerator::prepareOptimizer(torch::optim::Optimizer &optimizer)
 {
     // fp16: one GradScaler unscales and steps one optimizer per step.
-    if (d->scaler && !d->optimizers.empty())
+    if (d->precision->scalesLoss() && !d->optimizers.empty())
         throw std::invalid_argument("prepareOptimizer: mixed precision fp16 with a second optimizer is not "
                                     "implemented (the loss scaler unscales one optimizer's gradients per step)");
     // The models whose parameters the optimizer steps.
@@ -291,37 +253,8 @@ std::shared_ptr<AcceleratedOptimizer> Accelerator::prepareOptimizer(torch::optim
                                             " each prepared model needs an optimizer of its own");
         }
     }
-    torch::optim::Optimizer *target = &optimizer;
-    if (d->fp8 && d->fp8->recipe().config().backend == Fp8Backend::MsAmp) {
-        // MS-AMP replaces the optimizer (Adam/AdamW only) by its low-bit one, as msamp.initialize does.
-        if (d->fp8Optimizer)
-            throw std::invalid_argument("fp8 MS-AMP: prepare exactly one optimizer");
-        auto msamp = std::make_unique<MsAmpAdamW>(optimizer, d->fp8->recipe().config().optLevel);
-        // The layers' scaling state goes into optimizer.bin with the moments (one recipe, one optimizer),
-        // and the FP8 gradient all-reduce's previous scales (DDP with more than one process).
-        Fp8Recipe *recipe = &d->fp8->recipe();
-        Fp8GradientAllReduce *allReduce = nullptr;
-        for (size_t m : models) {
-            if (auto *ddp = dynamic_cast<DdpStrategy *>(d->models[m].strategy.get()); ddp && ddp->fp8AllReduce())
-                allReduce = ddp->fp8AllReduce();
-        }
-        const bool report = d->env.rank == 0;
-        msamp->setCompanionState(
-            [recipe, allReduce](torch::serialize::OutputArchive &a) {
-                recipe->saveState(a);
-                if (allReduce)
-                    allReduce->saveState(a);
-            },
-            [recipe, allReduce, report](torch::serialize::InputArchive &a) {
-                recipe->loadState(a);
-                if (!allReduce)
-                    return;
-                if (const std::string fresh = allReduce->loadState(a); !fresh.empty() && report)
-                    log::warning("checkpoint", "fp8 MS-AMP: " + fresh);
-            });
-        d->fp8Optimizer = std::move(msamp);
-        target = d->fp8Optimizer.get();
-    }
+    // The optimizer the precision's recipe steps instead (MS-AMP's low-bit AdamW), or this one.
+    torch::optim::Optimizer *target = &d->precision->prepareOptimizer(optimizer, d->env.rank == 0);
     for (size_t m : models)
         d->models[m].strategy->prepareOptimizer(*target); // ZeRO: the optimizer now steps this rank's shards
     auto prepared = std::make_shared<AcceleratedOptimizer>(*this, *target);
@@ -365,15 +298,14 @@ void Accelerator::accumulate()
 
 void Accelerator::backward(const at::Tensor &lossIn)
 {
-    const torch::Tensor loss = d->scaler ? d->scaler->scale(lossIn) : lossIn;
+    const torch::Tensor loss = d->precision->scaleLoss(lossIn);
     if (d->accumulationSteps > 1)
         (loss / double(d->accumulationSteps)).backward();
     else
         loss.backward();
     for (auto &model : d->models)
         model.strategy->afterBackward(d->syncGradients);
-    if (d->fp8)
-        d->fp8->afterBackward();
+    d->precision->afterBackward();
 }
 
 double Accelerator::clipGradNorm(double maxNorm, double normType)
@@ -413,7 +345,7 @@ double Accelerator::Private::clip(const std::vector<size_t> &which, double maxNo
 {
     for (size_t m : which)
         models[m].strategy->finishGradients();
-    if (scaler) {
+    if (precision->scalesLoss()) {
         // Clip the true gradients, as Accelerate's clip_grad_norm_ unscales first (every model's:
         // the scaler unscales once per step).
         std::vector<torch::Tensor> parameters;
@@ -421,7 +353,7 @@ double Accelerator::Private::clip(const std::vector<size_t> &which, double maxNo
             for (const auto &p : model.module->parameters())
                 parameters.push_back(p);
         }
-        scaler->unscale(parameters);
+        precision->unscale(parameters);
     }
     std::vector<size_t> trained;
     for (size_t m : which) {
@@ -449,11 +381,9 @@ double Accelerator::Private::clip(const std::vector<size_t> &which, double maxNo
 
 AutocastGuard Accelerator::autocast() const
 {
-    AutocastGuard guard(d->precision == MixedPrecision::Bf16 || d->precision == MixedPrecision::Fp8 ||
-                            d->precision == MixedPrecision::Fp16,
-                        d->device.is_cuda(), d->precision == MixedPrecision::Fp16);
-    if (d->fp8)
-        guard.holdScope(std::make_shared<Fp8Training::Scope>(d->fp8->scope()));
+    AutocastGuard guard(d->precision->autocasts(), d->device.is_cuda(), d->precision->mode() == MixedPrecision::Fp16);
+    if (auto scope = d->precision->scope())
+        guard.holdScope(std::move(scope));
     return guard;
 }
 

@@ -1,5 +1,5 @@
 // One POSIX shared-memory segment mapped by the ranks of a group that all run on this host: the
-// transport of the shared-memory all-reduce (shmallreduce.h) and collectives (shmcollectives.h).
+// transport of the shared-memory collectives (shmcollectives.h).
 // Includes libtorch's store header: only torch .cpp files include it.
 #pragma once
 

@@ -11,42 +11,43 @@ void AcceleratedOptimizer::step()
 {
     if (!m_accelerator.syncGradients())
         return;
-    auto &impl = m_accelerator.impl();
-    const std::vector<size_t> &models = impl.modelsOf(*this);
-    for (size_t m : models)
-        impl.models[m].strategy->finishGradients();
-    if (impl.plan.gradientClipping > 0) // DeepSpeed's gradient_clipping: each engine clips its model in step()
-        impl.clip(models, impl.plan.gradientClipping, 2.0);
-    if (auto &scaler = m_accelerator.impl().scaler) {
-        std::vector<torch::Tensor> parameters;
-        for (auto &group : m_optimizer.param_groups())
-            parameters.insert(parameters.end(), group.params().begin(), group.params().end());
-        // A step with inf/NaN gradients is skipped (the scale backs off), as GradScaler.step does.
-        m_skipped = !scaler->step(parameters, [this] { m_optimizer.step(); });
-        if (m_skipped)
-            return;
-    } else {
-        m_optimizer.step();
-    }
-    if (auto &fp8 = m_accelerator.impl().fp8)
-        fp8->afterOptimizerStep();
-    ++m_steps;
-    for (size_t m : models)
-        impl.models[m].strategy->afterOptimizerStep(); // ZeRO: every rank takes the updated shards
+    m_skipped = !m_accelerator.stepOptimizer(*this);
+    if (!m_skipped)
+        ++m_steps;
 }
 
 void AcceleratedOptimizer::zeroGrad()
 {
     if (!m_accelerator.syncGradients())
         return;
-    auto &impl = m_accelerator.impl();
-    for (size_t m : impl.modelsOf(*this))
-        impl.models[m].strategy->zeroGrad();
+    m_accelerator.zeroGradients(*this);
     // set_to_none (Accelerate's default): libtorch 1.13's zero_grad() would first write zeros.
     for (auto &group : m_optimizer.param_groups()) {
         for (auto &parameter : group.params())
             parameter.mutable_grad() = torch::Tensor();
     }
+}
+
+bool Accelerator::stepOptimizer(AcceleratedOptimizer &optimizer)
+{
+    const std::vector<size_t> &models = d->modelsOf(optimizer);
+    for (size_t m : models)
+        d->models[m].strategy->finishGradients();
+    if (d->plan.gradientClipping > 0) // DeepSpeed's gradient_clipping: each engine clips its model in step()
+        d->clip(models, d->plan.gradientClipping, 2.0);
+    // A step with inf/NaN gradients is skipped under fp16 (the scale backs off), as GradScaler.step does.
+    if (!d->precision->step(optimizer.optimizer()))
+        return false;
+    d->precision->afterOptimizerStep();
+    for (size_t m : models)
+        d->models[m].strategy->afterOptimizerStep(); // ZeRO: every rank takes the updated shards
+    return true;
+}
+
+void Accelerator::zeroGradients(AcceleratedOptimizer &optimizer)
+{
+    for (size_t m : d->modelsOf(optimizer))
+        d->models[m].strategy->zeroGrad();
 }
 
 double AcceleratedOptimizer::lr(size_t group) const

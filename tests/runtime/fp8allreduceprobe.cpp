@@ -15,9 +15,9 @@
 // to 1, as a checkpoint without them leaves them). zero=S multiplies step S's loss by 0 (zero
 // gradients); inf=S sets element [0][0] of b.weight's gradient to infinity in step S.
 #include "core/runtime/accelerator.h"
-#include "core/runtime/accelerator_p.h"
 #include "core/runtime/precision/fp8allreduce.h"
-#include "core/runtime/strategy/ddpstrategy.h"
+#include "core/runtime/precision/fp8training.h"
+#include "core/runtime/precision/mixedprecisionpolicy.h"
 #include "core/runtime/training.h"
 
 #include <torch/torch.h>
@@ -87,8 +87,8 @@ int run()
     accelerator.prepareModel(model);
     torch::optim::AdamW adamw(model->parameters(), torch::optim::AdamWOptions(3e-3));
     auto optimizer = accelerator.prepareOptimizer(adamw);
-    auto *ddp = dynamic_cast<DdpStrategy *>(accelerator.impl().models.at(0).strategy.get());
-    Fp8GradientAllReduce *fp8 = ddp ? ddp->fp8AllReduce() : nullptr;
+    // The FP8 all-reduce the precision policy handed to the DDP strategy.
+    auto *fp8 = dynamic_cast<Fp8GradientAllReduce *>(accelerator.precision().gradientReductionInUse());
     if (accelerator.numProcesses() > 1 && !fp8) {
         std::cerr << "accel-runtime-probe fp8allreduce: no FP8 all-reduce under " << accelerator.strategyName(0)
                   << std::endl;
@@ -136,7 +136,7 @@ int run()
         losses << hex(loss.item<double>()) << "\n";
         if (fp8 && step < dump) {
             const auto &local = fp8->lastLocal();
-            const auto &weights = accelerator.impl().fp8->convertedWeights();
+            const auto &weights = accelerator.precision().fp8()->convertedWeights();
             for (size_t i = 0; i < weights.size(); ++i) {
                 const std::string base =
                     out + "/s" + std::to_string(step) + "_r" + std::to_string(rank) + "_w" + std::to_string(i);

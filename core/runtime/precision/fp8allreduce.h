@@ -15,6 +15,7 @@
 #pragma once
 
 #include "core/runtime/precision/fp8recipe.h"
+#include "core/runtime/precision/gradientreduction.h"
 
 #include <torch/torch.h>
 
@@ -23,7 +24,7 @@
 
 namespace accel::runtime {
 
-class Fp8GradientAllReduce {
+class Fp8GradientAllReduce : public PrecisionGradientReduction {
 public:
     // Every rank's bytes (same length everywhere), in rank order.
     using AllGatherBytes = std::function<std::vector<torch::Tensor>(const torch::Tensor &bytes)>;
@@ -32,7 +33,8 @@ public:
                          AllGatherBytes allGather);
 
     // Replaces each weight's gradient by the reduced one (an absent gradient counts as zeros).
-    void reduce();
+    void reduce() override;
+    const std::vector<torch::Tensor> &weights() const override { return m_weights; }
 
     // The previous scales (every rank holds the same) in MS-AMP's checkpoint state (optimizer.bin),
     // float32 "fp8_msamp/allreduce/scales" [weights] and int64 "fp8_msamp/allreduce/world_size" [1]:

@@ -4,16 +4,21 @@
 #pragma once
 
 #include "core/plan/fp8config.h"
+#include "core/plan/shardingplan.h"
 #include "core/runtime/precision/fp8scaling.h"
 #include "core/runtime/precision/fp8tensor.h"
 
 #include <functional>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace accel::runtime {
+
+class Collectives;
+class PrecisionGradientReduction;
 
 enum class Fp8Role { Input, Weight, GradOutput };
 
@@ -84,6 +89,51 @@ public:
     }
     // What starts afresh when a checkpoint has no such state ("" when the recipe keeps none there).
     virtual std::string freshStateDescription() const { return {}; }
+
+    // What the strategies and the Accelerator ask of the recipe, through the precision policy
+    // (mixedprecisionpolicy.h); the defaults are "nothing of its own".
+    // Whether the recipe runs under `plan` (docs/fp8.md "Sharded training"): an error naming the
+    // settings, or notes added to the plan for settings without effect under it.
+    virtual Result<void> checkSharding(ShardingPlan &plan) const
+    {
+        (void)plan;
+        return {};
+    }
+    // Whether a sharding engine under `plan` all-gathers the converted weights as FP8 codes.
+    virtual bool gathersWeightsInFp8(const ShardingPlan &plan) const
+    {
+        (void)plan;
+        return false;
+    }
+    // The scale of a converted weight gathered as FP8 codes, from its amax over the ranks (asked
+    // only of a recipe that gathersWeightsInFp8).
+    virtual float gatheredWeightScale(float amax) const
+    {
+        (void)amax;
+        throw std::logic_error(config().describe() + " gathers no weights as FP8 codes");
+    }
+    // The recipe's own reduction of the converted weights' gradients across a data-parallel group
+    // (the group outlives it), or null: they are reduced in float with the others.
+    virtual std::shared_ptr<PrecisionGradientReduction> reduceGradients(const std::vector<torch::Tensor> &weights,
+                                                                        Collectives &group)
+    {
+        (void)weights;
+        (void)group;
+        return nullptr;
+    }
+    // The optimizer the run steps instead of `optimizer` (null: `optimizer` itself). `report`: this
+    // rank warns when a resumed run starts some of its state afresh.
+    virtual std::unique_ptr<torch::optim::Optimizer> wrapOptimizer(torch::optim::Optimizer &optimizer, bool report)
+    {
+        (void)optimizer;
+        (void)report;
+        return nullptr;
+    }
+    // Bytes of optimizer state that optimizer keeps outside libtorch's optimizer state.
+    virtual int64_t optimizerStateBytes() const { return 0; }
 };
+
+// MS-AMP's O1 / O2 (msamprecipe.cpp); create() makes every recipe.
+std::unique_ptr<Fp8Recipe> makeMsAmpRecipe(const Fp8Config &config, ReduceMax reduceMax);
 
 } // namespace accel::runtime

@@ -1,4 +1,5 @@
-// The three recipes: TE-style delayed scaling, MS-AMP-style O1/O2, torchao-style dynamic scaling.
+// The recipes: TE-style delayed scaling and torchao-style dynamic scaling here, MS-AMP-style O1/O2 in
+// msamprecipe.cpp; Fp8Recipe::create picks the one the settings name.
 #include "core/runtime/precision/fp8recipe.h"
 
 namespace accel::runtime {
@@ -181,144 +182,36 @@ public:
     {
         return std::make_shared<DynamicLayer>();
     }
+    // Each Linear's computation sees its unit's whole gathered weight, so every ZeRO stage and FSDP
+    // strategy runs it. Under FSDP2 with enable_fsdp_float8_all_gather the converted weights travel
+    // as E4M3 codes (torchao's float8 all-gather); FSDP1 and DeepSpeed have no such hook.
+    Result<void> checkSharding(ShardingPlan &plan) const override
+    {
+        if (!plan.sharded())
+            return {};
+        if (plan.source == ShardingSource::Fsdp && plan.cpuRamEfficientLoading)
+            return makeError(ErrorCode::Unsupported,
+                             "FSDP_CPU_RAM_EFFICIENT_LOADING=true with " + m_config.describe() +
+                                 " is refused (Accelerate refuses torchao's FP8 with CPU-RAM-efficient loading too)");
+        if (m_config.enableFsdpFloat8AllGather && !fsdp2(plan))
+            plan.notes.push_back("ACCELERATE_FP8_ENABLE_FSDP_FLOAT8_ALL_GATHER=true has no effect under " +
+                                 plan.strategy + ": torchao's FP8 all-gather works with FSDP2 (fully_shard) only");
+        return {};
+    }
+    bool gathersWeightsInFp8(const ShardingPlan &plan) const override
+    {
+        return m_config.enableFsdpFloat8AllGather && fsdp2(plan);
+    }
+    // torchao's float8 all-gather: the weight's dynamic tensorwise scale for E4M3.
+    float gatheredWeightScale(float amax) const override
+    {
+        return dynamicScalingFactor(amax, fp8MaxFinite(Fp8Format::E4M3));
+    }
 
 private:
+    static bool fsdp2(const ShardingPlan &plan) { return plan.source == ShardingSource::Fsdp && plan.fsdpVersion == 2; }
+
     Fp8Config m_config;
-};
-
-// ---- MS-AMP: O1 / O2 -------------------------------------------------------------------------
-
-constexpr float fp16Max = 65504.0f;
-
-class MsAmpLayer : public Fp8LayerScaling {
-public:
-    explicit MsAmpLayer(ReduceMax reduceMax) : m_reduceMax(std::move(reduceMax)) {}
-    bool castsInputToComputeDtype() const override { return false; }
-    Fp8Format format(Fp8Role role) const override
-    {
-        return role == Fp8Role::GradOutput ? Fp8Format::E5M2 : Fp8Format::E4M3;
-    }
-    float scaleFor(Fp8Role role, const torch::Tensor &x, bool) override
-    {
-        const float amax = absMax(x);
-        switch (role) {
-        case Fp8Role::Input:
-            return m_input.scaleFor(amax);
-        case Fp8Role::GradOutput:
-            return m_gradOutput.scaleFor(amax);
-        case Fp8Role::Weight:
-            return powerOfTwoScalingFactor(amax, 1.0f, fp8MaxFinite(Fp8Format::E4M3));
-        }
-        return 1.0f;
-    }
-    // The weight gradient as MS-AMP stores it: E4M3 with a power-of-two scale from the amax
-    // reduced (MAX) across ranks.
-    torch::Tensor finishWeightGradient(torch::Tensor gradient) override
-    {
-        std::vector<float> amax{absMax(gradient)};
-        if (std::isnan(amax[0]))
-            amax[0] = INFINITY;
-        if (m_reduceMax)
-            m_reduceMax(amax);
-        m_wgradScale = powerOfTwoScalingFactor(amax[0], m_wgradScale, fp8MaxFinite(Fp8Format::E4M3));
-        return dequantize(quantize(gradient, Fp8Format::E4M3, m_wgradScale));
-    }
-    void afterOptimizerStep()
-    {
-        m_input.update();
-        m_gradOutput.update();
-    }
-    void saveState(torch::serialize::OutputArchive &archive, const std::string &prefix) const
-    {
-        saveWindow(archive, prefix + "input", m_input);
-        saveWindow(archive, prefix + "grad_output", m_gradOutput);
-        archive.write(prefix + "wgrad_scale", torch::tensor({m_wgradScale}));
-    }
-    void loadState(torch::serialize::InputArchive &archive, const std::string &prefix)
-    {
-        loadWindow(archive, prefix + "input", m_input);
-        loadWindow(archive, prefix + "grad_output", m_gradOutput);
-        torch::Tensor scale;
-        archive.read(prefix + "wgrad_scale", scale);
-        m_wgradScale = scale.item<float>();
-    }
-
-private:
-    static void saveWindow(torch::serialize::OutputArchive &archive, const std::string &key,
-                           const PowerOfTwoScalingState &state)
-    {
-        archive.write(key + "_window", torch::tensor(state.window(), torch::kFloat));
-        archive.write(key + "_counter", torch::tensor({int64_t(state.counter())}));
-        archive.write(key + "_scale", torch::tensor({state.scale()}));
-    }
-    static void loadWindow(torch::serialize::InputArchive &archive, const std::string &key,
-                           PowerOfTwoScalingState &state)
-    {
-        torch::Tensor window, counter, scale;
-        archive.read(key + "_window", window);
-        archive.read(key + "_counter", counter);
-        archive.read(key + "_scale", scale);
-        window = window.to(torch::kFloat).contiguous();
-        const std::vector<float> values(window.data_ptr<float>(), window.data_ptr<float>() + window.numel());
-        if (!state.restore(values, int(counter.item<int64_t>()), scale.item<float>()))
-            throw std::invalid_argument(key + ": a scaling window of " + std::to_string(values.size()) +
-                                        " amaxes; this recipe's windows hold " + std::to_string(state.window().size()));
-    }
-
-    ReduceMax m_reduceMax;
-    PowerOfTwoScalingState m_input{16, fp8MaxFinite(Fp8Format::E4M3)};
-    PowerOfTwoScalingState m_gradOutput{16, fp8MaxFinite(Fp8Format::E5M2)};
-    float m_wgradScale = 1.0f;
-};
-
-class MsAmpRecipe : public Fp8Recipe {
-public:
-    MsAmpRecipe(const Fp8Config &config, ReduceMax reduceMax) : m_config(config), m_reduceMax(std::move(reduceMax)) {}
-    const Fp8Config &config() const override { return m_config; }
-    bool converts(const Fp8LinearInfo &, std::string *) const override { return true; }
-    std::shared_ptr<Fp8LayerScaling> createLayer(const Fp8LinearInfo &) override
-    {
-        auto layer = std::make_shared<MsAmpLayer>(m_reduceMax);
-        m_layers.push_back(layer);
-        return layer;
-    }
-    void afterOptimizerStep(const std::vector<torch::Tensor> &weights) override
-    {
-        for (auto &layer : m_layers)
-            layer->afterOptimizerStep();
-        prepareWeights(weights);
-    }
-    void saveState(torch::serialize::OutputArchive &archive) const override
-    {
-        archive.write("fp8_msamp/layers", torch::tensor({int64_t(m_layers.size())}));
-        for (size_t i = 0; i < m_layers.size(); ++i)
-            m_layers[i]->saveState(archive, "fp8_msamp/layer" + std::to_string(i) + "/");
-    }
-    void loadState(torch::serialize::InputArchive &archive) override
-    {
-        torch::Tensor layers;
-        archive.read("fp8_msamp/layers", layers);
-        if (layers.item<int64_t>() != int64_t(m_layers.size()))
-            throw std::invalid_argument("fp8 MS-AMP: the checkpoint holds the scaling state of " +
-                                        std::to_string(layers.item<int64_t>()) + " FP8 Linear layers; this model has " +
-                                        std::to_string(m_layers.size()));
-        for (size_t i = 0; i < m_layers.size(); ++i)
-            m_layers[i]->loadState(archive, "fp8_msamp/layer" + std::to_string(i) + "/");
-    }
-    // The weights live as FP16 with a power-of-two scale: round them there.
-    void prepareWeights(const std::vector<torch::Tensor> &weights) override
-    {
-        torch::NoGradGuard noGrad;
-        for (const auto &weight : weights) {
-            const float scale = powerOfTwoScalingFactor(absMax(weight), 1.0f, fp16Max);
-            weight.copy_((weight * scale).to(torch::kHalf).to(weight.scalar_type()) / scale);
-        }
-    }
-
-private:
-    Fp8Config m_config;
-    ReduceMax m_reduceMax;
-    std::vector<std::shared_ptr<MsAmpLayer>> m_layers;
 };
 
 } // namespace
@@ -331,7 +224,7 @@ Result<std::unique_ptr<Fp8Recipe>> Fp8Recipe::create(const Fp8Config &config, Re
     case Fp8Backend::Ao:
         return std::unique_ptr<Fp8Recipe>(new DynamicScalingRecipe(config));
     case Fp8Backend::MsAmp:
-        return std::unique_ptr<Fp8Recipe>(new MsAmpRecipe(config, std::move(reduceMax)));
+        return makeMsAmpRecipe(config, std::move(reduceMax));
     }
     return makeError(ErrorCode::InvalidInput, std::string("fp8: unknown backend ") + fp8BackendName(config.backend));
 }

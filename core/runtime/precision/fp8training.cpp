@@ -237,10 +237,7 @@ const Fp8Training::Layer *Fp8Training::find(const torch::Tensor &tensor, bool tr
 
 float Fp8Training::weightScale(float amax) const
 {
-    if (m_recipe->config().backend != Fp8Backend::Ao)
-        throw std::logic_error("the float8 all-gather of weights is torchao's: it needs the AO recipe, not " +
-                               m_recipe->config().describe());
-    return dynamicScalingFactor(amax, fp8MaxFinite(Fp8Format::E4M3));
+    return m_recipe->gatheredWeightScale(amax);
 }
 
 void Fp8Training::setGathered(const torch::Tensor &weight, const Fp8Tensor &codes)

@@ -81,8 +81,8 @@ public:
     // The layer whose weight `tensor` is (transposed: weight.t(), as F::linear passes it).
     const Layer *find(const torch::Tensor &tensor, bool transposed) const;
 
-    // FSDP2 float8 all-gather (fp8allgather.h), AO only: the weight scale of the dynamic recipe,
-    // and the codes the sharding engine gathered for a converted weight.
+    // FSDP2 float8 all-gather (fp8allgather.h): the weight scale the recipe gives
+    // (Fp8Recipe::gatheredWeightScale), and the codes the sharding engine gathered for a converted weight.
     float weightScale(float amax) const override;
     void setGathered(const torch::Tensor &weight, const Fp8Tensor &codes) override;
 

@@ -1,8 +1,8 @@
-// Collectives: the three operations the distributed strategies need (sum all-reduce, sum
-// reduce-scatter into a tensor, all-gather into a tensor) behind one interface, so a strategy
-// does not care whether the bytes travel through a c10d process group (gloo on CPU, NCCL on GPUs)
-// or shared memory between the ranks of one host (shmcollectives.h). Includes libtorch: only torch .cpp files include
-// it.
+// Collectives: the operations the distributed strategies need (sum and max all-reduce, sum
+// reduce-scatter into a tensor, all-gather into a tensor, DDP's bucketed gradient mean) behind one
+// interface, so a strategy does not care whether the bytes travel through a c10d process group
+// (gloo on CPU, NCCL on GPUs) or shared memory between the ranks of one host (shmcollectives.h).
+// Includes libtorch: only torch .cpp files include it.
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace accel::runtime {
 
@@ -35,6 +36,13 @@ public:
         allGather(output, input);
         return [] {};
     }
+    // Element-wise maximum over the ranks, in place. By default an all-gather and its maximum.
+    virtual void allReduceMax(torch::Tensor &tensor);
+    // DDP's gradient bucket: `tensors` (contiguous, of one dtype) taken together as one vector;
+    // every rank ends with the element-wise mean over the ranks written back into them, the same
+    // bits on every rank. Started now (the tensors may not be touched until the returned function
+    // has run), in the order every rank starts them.
+    virtual Pending allReduceMeanAsync(std::vector<torch::Tensor> tensors) = 0;
     virtual std::string transport() const = 0;
 };
 
@@ -48,10 +56,15 @@ public:
     void reduceScatterSum(torch::Tensor &output, const torch::Tensor &input) override;
     void allGather(torch::Tensor &output, const torch::Tensor &input) override;
     Pending allGatherAsync(torch::Tensor output, torch::Tensor input) override;
+    void allReduceMax(torch::Tensor &tensor) override;
+    // Each tensor divided by the group's size into a flat staging buffer, which is all-reduced.
+    Pending allReduceMeanAsync(std::vector<torch::Tensor> tensors) override;
     std::string transport() const override { return "process-group"; }
 
 private:
     c10::intrusive_ptr<c10d::Backend> m_group;
+    // Staging buffers of finished means, reused by the next of the same size and dtype.
+    std::shared_ptr<std::vector<torch::Tensor>> m_staging = std::make_shared<std::vector<torch::Tensor>>();
 };
 
 // Makes a process group over a subset of the ranks (hybrid sharding's machine and replica

@@ -2,6 +2,7 @@
 
 #include "core/common/log.h"
 #include "core/runtime/precision/fp8allgather.h"
+#include "core/runtime/precision/mixedprecisionpolicy.h"
 #include "core/runtime/strategy/gradienthooks.h"
 
 #include <ATen/native/Resize.h>
@@ -36,8 +37,9 @@ void resizeStorage(const torch::Tensor &tensor, int64_t bytes)
 } // namespace
 
 ShardingEngine::ShardingEngine(ShardingPlan plan, std::unique_ptr<Collectives> shardGroup,
-                               std::unique_ptr<Collectives> replicaGroup)
-    : m_plan(std::move(plan)), m_shard(std::move(shardGroup)), m_replica(std::move(replicaGroup))
+                               std::unique_ptr<Collectives> replicaGroup, MixedPrecisionPolicy *precision)
+    : m_plan(std::move(plan)), m_shard(std::move(shardGroup)), m_replica(std::move(replicaGroup)),
+      m_precision(precision)
 {
     const int world = m_shard->size() * (m_replica ? m_replica->size() : 1);
     m_factors = m_plan.divideFactors(world);
@@ -97,6 +99,12 @@ void ShardingEngine::prepareModel(const std::shared_ptr<torch::nn::Module> &mode
 {
     if (m_model)
         throw std::logic_error("prepareModel: the sharding engine prepares one model");
+    // The weights the precision recipe has gathered as FP8 codes (torchao's float8 all-gather).
+    if (m_precision) {
+        PrecisionWeightGather gather = m_precision->weightGather(m_plan);
+        if (gather.target)
+            gatherInFp8(std::move(gather.weights), gather.target);
+    }
     m_model = model;
     m_frozen = true;
     for (const auto &p : model->parameters())

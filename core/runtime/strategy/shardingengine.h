@@ -22,7 +22,8 @@
 // right after it (gathered again if backward passes through it); nothing is reduced.
 // zero3_init_flag (DeepSpeed's zero.Init): buildUnit() makes a module a unit as soon as the
 // program has built it, before prepareModel(), so no rank ever holds every unit whole at once.
-// FSDP2 with the FP8 recipe AO's float8 all-gather: gatherInFp8() (docs/fp8.md "Sharded training").
+// The precision policy says which weights are all-gathered as FP8 codes (FSDP2 with the FP8 recipe
+// AO's float8 all-gather, docs/fp8.md "Sharded training"): gatherInFp8().
 #pragma once
 
 #include "core/plan/shardingplan.h"
@@ -38,13 +39,15 @@
 namespace accel::runtime {
 
 class Fp8GatheredWeights;
+class MixedPrecisionPolicy;
 
 class ShardingEngine : public DistributedStrategy, public UnitHost {
 public:
     // `shardGroup` spans the ranks that split the parameters; `replicaGroup` (hybrid only) the
     // ranks holding the same chunk on other machines. worldSize = shard size x replica size.
+    // `precision` (may be null) is asked at prepareModel in which format weights are gathered.
     ShardingEngine(ShardingPlan plan, std::unique_ptr<Collectives> shardGroup,
-                   std::unique_ptr<Collectives> replicaGroup = nullptr);
+                   std::unique_ptr<Collectives> replicaGroup = nullptr, MixedPrecisionPolicy *precision = nullptr);
     ~ShardingEngine() override;
 
     std::string name() const override { return m_plan.strategy; }
@@ -89,13 +92,6 @@ public:
     const std::vector<std::shared_ptr<ShardedModule>> &builtUnits() const { return m_built; }
     std::vector<torch::Tensor> builtParameters() const;
 
-    // FSDP2 with torchao's float8 all-gather (docs/fp8.md "Sharded training"): in every unit whose
-    // parameters are sharded, these (converted Linear) weights form a unit of their own — a second
-    // flat parameter with its own chunking, gathered and released with the unit — all-gathered as
-    // E4M3 codes with the scale of each whole weight, which `target` hands to the FP8 Linear.
-    // Their gradients are reduce-scattered in float32 as any other. Call before prepareModel.
-    void gatherInFp8(std::vector<torch::Tensor> weights, Fp8GatheredWeights *target);
-
     // The model's parameters are the same on every rank (loaded from one file by each): at stage 3
     // a unit is made from this rank's chunk only, read from the parameters' own tensors (never
     // copied whole), and its flat parameter starts released. Call before prepareModel.
@@ -107,6 +103,12 @@ public:
     struct Unit; // shardingengine_p.h
 
 private:
+    // FSDP2 with torchao's float8 all-gather (docs/fp8.md "Sharded training"): in every unit whose
+    // parameters are sharded, these (converted Linear) weights form a unit of their own — a second
+    // flat parameter with its own chunking, gathered and released with the unit — all-gathered as
+    // E4M3 codes with the scale of each whole weight, which `target` hands to the FP8 Linear.
+    // Their gradients are reduce-scattered in float32 as any other. Before prepareModel.
+    void gatherInFp8(std::vector<torch::Tensor> weights, Fp8GatheredWeights *target);
     // Every rank's pieces of `chunks[k][unit]` named prefixes[k] + parameter name, and the index.
     Result<void> writeFolder(const std::string &folder, const std::string &kind,
                              const std::vector<std::vector<torch::Tensor>> &chunks,
@@ -140,6 +142,7 @@ private:
     ShardingPlan m_plan;
     std::unique_ptr<Collectives> m_shard;
     std::unique_ptr<Collectives> m_replica;
+    MixedPrecisionPolicy *m_precision = nullptr;
     DivideFactors m_factors;
     std::vector<std::shared_ptr<ShardedModule>> m_holders; // the accepted units
     std::vector<std::shared_ptr<ShardedModule>> m_built;   // buildUnit()'s, the first units

@@ -9,27 +9,33 @@ namespace accel::runtime {
 
 namespace {
 
-// Shared memory when every member of the group runs on this host, else the process group.
-// `members`: the group's global ranks in group order.
-std::unique_ptr<Collectives> collectivesOf(const StrategySetup &setup, const std::string &name,
-                                           c10::intrusive_ptr<c10d::Backend> group, std::vector<int> members)
+// The variables that turn shared memory off: for the sharding engine's collectives, and for DDP's
+// gradient mean (ACCEL_SHM_ALLREDUCE=0 turns off every shared-memory path).
+const std::vector<std::string> kShardingSwitches{"ACCEL_SHM_COLLECTIVES", "ACCEL_SHM_ALLREDUCE"};
+const std::vector<std::string> kGradientSwitches{"ACCEL_SHM_ALLREDUCE"};
+
+// This rank's group along `dim`: shared memory when every member runs on this host, else the
+// process group (the whole job's when the dimension spans every rank, else a sub-group).
+std::unique_ptr<Collectives> collectivesOf(const StrategySetup &setup, MeshDim dim,
+                                           const std::vector<std::string> &switches)
 {
-    if (setup.store && members.size() > 1) {
+    const DeviceMesh &mesh = setup.mesh;
+    const int rank = setup.env.rank;
+    std::vector<int> members = mesh.group(dim, rank);
+    const std::string name = mesh.groupName(dim, rank);
+    const int groupRank = mesh.coordinate(dim, rank);
+    const int size = int(members.size());
+    c10::intrusive_ptr<c10d::Backend> group =
+        size == mesh.worldSize() ? setup.group : setup.makeGroup(name, groupRank, size);
+    if (setup.sharedMemory && setup.store && size > 1) {
         std::string why;
-        const int groupRank = group->getRank();
-        if (auto shm = ShmCollectives::create(*setup.store, name, groupRank, std::move(members), setup.timeoutS, &why))
+        if (auto shm = ShmCollectives::create(*setup.store, name, groupRank, std::move(members), setup.timeoutS, &why,
+                                              ShmCollectives::kDefaultSlotBytes, switches))
             return shm;
-        accel::log::debug("runtime", "sharding collectives (" + name + ") through the process group: " + why);
+        accel::log::debug("runtime", std::string(meshDimName(dim)) + " collectives (" + name +
+                                         ") through the process group: " + why);
     }
     return std::make_unique<ProcessGroupCollectives>(std::move(group));
-}
-
-std::vector<int> ranks(int first, int count, int stride)
-{
-    std::vector<int> members;
-    for (int i = 0; i < count; ++i)
-        members.push_back(first + i * stride);
-    return members;
 }
 
 } // namespace
@@ -37,24 +43,20 @@ std::vector<int> ranks(int first, int count, int stride)
 std::unique_ptr<DistributedStrategy> makeStrategy(const StrategySetup &setup, bool frozen)
 {
     const ShardingPlan &plan = setup.plan;
-    const DistributedEnv &env = setup.env;
-    if (!setup.group || !plan.sharded() || (frozen && plan.stage < 3))
-        return std::make_unique<DdpStrategy>(plan.strategy, setup.group, setup.store, env, setup.bucketCapBytes,
-                                             setup.timeoutS);
-    const int local = std::max(1, env.localWorldSize);
-    if (plan.hybrid && local < env.worldSize) {
-        // Ranks r = machine * local + i: shard among the machine's ranks, replicate across machines.
-        const int machine = env.rank / local, index = env.rank % local, machines = env.worldSize / local;
-        const std::string shardName = "hybrid/machine" + std::to_string(machine);
-        const std::string replicaName = "hybrid/replica" + std::to_string(index);
-        auto shard = setup.makeGroup(shardName, index, local);
-        auto replica = setup.makeGroup(replicaName, machine, machines);
-        return std::make_unique<ShardingEngine>(
-            plan, collectivesOf(setup, shardName, shard, ranks(machine * local, local, 1)),
-            collectivesOf(setup, replicaName, replica, ranks(index, machines, local)));
+    const DeviceMesh &mesh = setup.mesh;
+    // dp_shard: the sharding engine, its chunks' gradients also averaged over dp_replicate (hybrid).
+    if (setup.group && plan.sharded() && !(frozen && plan.stage < 3)) {
+        std::unique_ptr<Collectives> replicas;
+        if (mesh.size(MeshDim::DpReplicate) > 1)
+            replicas = collectivesOf(setup, MeshDim::DpReplicate, kShardingSwitches);
+        return std::make_unique<ShardingEngine>(plan, collectivesOf(setup, MeshDim::DpShard, kShardingSwitches),
+                                                std::move(replicas), setup.precision);
     }
-    return std::make_unique<ShardingEngine>(plan,
-                                            collectivesOf(setup, "world", setup.group, ranks(0, env.worldSize, 1)));
+    // dp_replicate alone: DDP's gradient mean (nothing to synchronise on one process or for a frozen model).
+    std::unique_ptr<Collectives> replicas;
+    if (setup.group && !frozen && mesh.size(MeshDim::DpReplicate) > 1)
+        replicas = collectivesOf(setup, MeshDim::DpReplicate, kGradientSwitches);
+    return std::make_unique<DdpStrategy>(plan.strategy, std::move(replicas), setup.precision, setup.bucketCapBytes);
 }
 
 } // namespace accel::runtime

@@ -1,10 +1,13 @@
-// The DistributedStrategy of one prepared model, from the plan: DDP (also NO_SHARD, ZeRO-0 and any
-// plan on one process) or the ShardingEngine, with the machine and replica groups that hybrid
-// sharding needs. A frozen model (no trainable parameter) gets the ShardingEngine only where it
-// shards parameters (stage 3); below that it stays whole on every rank (DdpStrategy, no sync).
+// The DistributedStrategy of one prepared model, one per mesh dimension that holds model state
+// (core/plan/devicemesh.h): dp_shard is the ShardingEngine (with dp_replicate's group for hybrid
+// sharding), dp_replicate alone is DDP's gradient mean. A frozen model (no trainable parameter)
+// gets the ShardingEngine only where it shards parameters (stage 3); below that it stays whole on
+// every rank (DdpStrategy, no sync). Every strategy gets its dimension's Collectives (shared memory
+// when the group's ranks are all on this host) and the precision policy to ask.
 // Includes libtorch.
 #pragma once
 
+#include "core/plan/devicemesh.h"
 #include "core/plan/shardingplan.h"
 #include "core/runtime/distributedenv.h"
 #include "core/runtime/strategy/collectives.h"
@@ -16,12 +19,17 @@
 
 namespace accel::runtime {
 
+class MixedPrecisionPolicy;
+
 struct StrategySetup {
     ShardingPlan plan;
+    DeviceMesh mesh; // DeviceMesh::forPlan(plan, ...)
     DistributedEnv env;
     c10::intrusive_ptr<c10d::Backend> group; // every rank; null with one process
     c10::intrusive_ptr<c10d::Store> store;
-    GroupFactory makeGroup; // hybrid sharding's sub-groups (the same prefix gives the same group)
+    GroupFactory makeGroup; // a mesh dimension's sub-groups (the same name gives the same group)
+    MixedPrecisionPolicy *precision = nullptr;
+    bool sharedMemory = true; // the ranks compute on the CPU: groups on one host may use shared memory
     int64_t bucketCapBytes = 25 << 20;
     double timeoutS = 1800;
 };
