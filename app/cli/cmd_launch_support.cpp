@@ -144,7 +144,8 @@ QJsonArray redactedPlan(QJsonArray ranks)
 }
 
 // The job file as accel-worker will read it: the recipe and the settings every recipe shares, and
-// every field of the built-in gpt and mlp recipes. Errors name the file and the key (exit 2).
+// every field of the recipes the studio edits (gpt, mlp, causal_lm). Errors name the file and the key
+// (exit 2).
 Result<void> checkJobFile(const std::string &path)
 {
     auto spec = worker::JobSpec::load(path);
