@@ -10,8 +10,8 @@ namespace accel::inference {
 
 namespace {
 
-constexpr int64_t kKernelRows = 8; // up to this many rows go through the decode kernels
-constexpr int64_t kTileRows = 256; // weight rows dequantized at once for libtorch's GEMM
+constexpr int64_t kKernelRows = 64; // up to this many rows go through the kernels (4 rows a pass over W)
+constexpr int64_t kTileRows = 256;  // weight rows dequantized at once for libtorch's GEMM
 
 at::Tensor floats(at::Tensor t)
 {

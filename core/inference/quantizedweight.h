@@ -3,7 +3,7 @@
 // absmax, the code), and GPTQ / AWQ 4-bit groups (repacked at load into the same nibble layout,
 // one scale and zero point per group and output row; act-order inputs permuted so that groups are
 // contiguous). matmul() computes x W^T: bfloat16 activations with int8 weights through libtorch's
-// _weight_int8pack_mm, everything else through the kernels of quantkernels.h (few rows) or tiles
+// _weight_int8pack_mm, everything else through the kernels of quantkernels.h (up to 64 rows) or tiles
 // dequantized for libtorch's GEMM (many rows). dequantize() gives the weights as the format defines
 // them. Includes libtorch: only torch .cpp files include it.
 #pragma once

@@ -2,7 +2,7 @@
 // weight [n, k] stored as int8 rows with a scale each, or as 4-bit indices (two per byte, the
 // first element in the high nibble, row-major over the flattened weight) into a 16-value table per
 // block of `blocksize` elements: bitsandbytes' NF4 / FP4 code times the block's absmax, or a
-// group's affine integers scale * (q - zero). Decoding (few rows) streams each weight byte once
+// group's affine integers scale * (q - zero). Each pass (up to 4 rows) streams each weight byte once
 // through AVX-512 (the table lookup is one vpermps), split over the intra-op threads by output
 // rows; a portable loop runs without AVX-512. Many rows (prefill) dequantize tiles of the weight
 // and multiply them with libtorch's GEMM. Includes no libtorch header.

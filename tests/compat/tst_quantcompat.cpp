@@ -280,8 +280,8 @@ private Q_SLOTS:
         QVERIFY(std::fabs(ppl / m_float32 - 1) <= 0.05);
     }
 
-    // The decode kernels (up to 8 rows: AVX-512 where the CPU has it, else the portable loop; row
-    // counts 1 to 4 held in registers, then the rest) and the prefill tiles (more rows) compute x W^T
+    // The kernels (up to 64 rows: AVX-512 where the CPU has it, else the portable loop; row
+    // counts 1 to 4 held in registers, then the rest) and the tiles (more rows) compute x W^T
     // with W as dequantize() gives it; blocks that straddle rows (in = 72) take the portable loop.
     void productsEqualTheDequantizedWeights()
     {
@@ -302,7 +302,7 @@ private Q_SLOTS:
         QCOMPARE(weights.size(), size_t(7));
         for (const auto &[name, weight] : weights) {
             const at::Tensor reference = weight.dequantize();
-            for (int64_t rows : {1, 3, 6, 8, 40}) {
+            for (int64_t rows : {1, 3, 6, 8, 40, 72}) {
                 const at::Tensor x = at::randn({rows, weight.inFeatures()});
                 const at::Tensor want = at::matmul(x.to(at::kDouble), reference.to(at::kDouble).t());
                 const double error = (weight.matmul(x).to(at::kDouble) - want).abs().max().item<double>() /

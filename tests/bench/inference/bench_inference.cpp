@@ -3,7 +3,11 @@
 // tokens/s against the same model in Python eager (bench_reference.py, same safetensors file) in
 // 3 back-to-back rounds (median of the rounds' ratios: the load of a shared machine changes less
 // within a round), and decode against the memory-bandwidth limit (measured copy bandwidth /
-// weight bytes per token).
+// weight bytes per token). gpt2SmallQuantized: the same checkpoint at float32 and quantized on load
+// (int8, nf4: Linear layers quantized, the tied embedding / head kept float32 as Accelerate's
+// default skip keeps it) against transformers' greedy `generate` with its KV cache on the same
+// torch (bench_transformers.py; int8 / nf4 through bitsandbytes' CPU backend), one run each, and
+// against each one's bandwidth bound (copy bandwidth / the bytes its weights hold).
 #include "core/bigmodel/safetensorswriter.h"
 #include "core/common/fileutil.h"
 #include "core/inference/causallm.h"
@@ -14,6 +18,7 @@
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 
+#include <QMap>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -32,6 +37,7 @@ class tst_BenchInference : public QObject {
 
 private Q_SLOTS:
     void gpt2Small();
+    void gpt2SmallQuantized();
 };
 
 static constexpr int kThreads = 2;
@@ -60,43 +66,71 @@ static double copyBandwidth()
     return bytes / best; // bytes read per second (the copy also writes as many)
 }
 
+// Greedy, kDecode tokens after the first, never stopping early.
+static inference::SamplingOptions greedyDecode()
+{
+    inference::SamplingOptions sampling;
+    sampling.greedy = true;
+    sampling.maxNewTokens = kDecode + 1;
+    sampling.stopTokenIds = {-1};
+    return sampling;
+}
+
+// A peer's `name value` lines.
+static QMap<QString, double> readFigures(QProcess &python)
+{
+    QMap<QString, double> figures;
+    for (const QString &line : QString::fromUtf8(python.readAllStandardOutput()).split('\n', Qt::SkipEmptyParts)) {
+        const auto parts = line.split(' ');
+        if (parts.size() == 2)
+            figures.insert(parts[0], parts[1].toDouble());
+    }
+    return figures;
+}
+
+// The GPT-2-small-shaped random checkpoint (float32) in `folder`.
+static void writeGpt2Small(const std::string &folder)
+{
+    at::manual_seed(0);
+    std::vector<std::pair<std::string, at::Tensor>> weights;
+    auto add = [&](const std::string &n, std::vector<int64_t> shape) {
+        weights.emplace_back(n, at::randn(shape) * 0.02);
+    };
+    add("transformer.wte.weight", {50257, 768});
+    add("transformer.wpe.weight", {1024, 768});
+    for (int i = 0; i < 12; ++i) {
+        const std::string p = "transformer.h." + std::to_string(i) + ".";
+        for (const char *ln : {"ln_1", "ln_2"}) {
+            weights.emplace_back(p + ln + ".weight", at::ones({768}));
+            weights.emplace_back(p + ln + ".bias", at::zeros({768}));
+        }
+        add(p + "attn.c_attn.weight", {768, 2304});
+        add(p + "attn.c_attn.bias", {2304});
+        add(p + "attn.c_proj.weight", {768, 768});
+        add(p + "attn.c_proj.bias", {768});
+        add(p + "mlp.c_fc.weight", {768, 3072});
+        add(p + "mlp.c_fc.bias", {3072});
+        add(p + "mlp.c_proj.weight", {3072, 768});
+        add(p + "mlp.c_proj.bias", {768});
+    }
+    weights.emplace_back("transformer.ln_f.weight", at::ones({768}));
+    weights.emplace_back("transformer.ln_f.bias", at::zeros({768}));
+    std::vector<bigmodel::TensorToWrite> out;
+    for (auto &[n, t] : weights)
+        out.push_back({n, bigmodel::DType::F32, t.sizes().vec(), t.data_ptr(), static_cast<uint64_t>(t.nbytes())});
+    QVERIFY(bigmodel::writeSafetensors(folder + "/model.safetensors", out));
+    QVERIFY(fileutil::writeFileAtomic(
+        folder + "/config.json",
+        R"({"model_type": "gpt2", "vocab_size": 50257, "n_positions": 1024, "n_embd": 768, "n_layer": 12, "n_head": 12})"));
+}
+
 void tst_BenchInference::gpt2Small()
 {
     QTemporaryDir dir;
     const std::string folder = dir.path().toStdString();
-    {
-        at::manual_seed(0);
-        std::vector<std::pair<std::string, at::Tensor>> weights;
-        auto add = [&](const std::string &n, std::vector<int64_t> shape) {
-            weights.emplace_back(n, at::randn(shape) * 0.02);
-        };
-        add("transformer.wte.weight", {50257, 768});
-        add("transformer.wpe.weight", {1024, 768});
-        for (int i = 0; i < 12; ++i) {
-            const std::string p = "transformer.h." + std::to_string(i) + ".";
-            for (const char *ln : {"ln_1", "ln_2"}) {
-                weights.emplace_back(p + ln + ".weight", at::ones({768}));
-                weights.emplace_back(p + ln + ".bias", at::zeros({768}));
-            }
-            add(p + "attn.c_attn.weight", {768, 2304});
-            add(p + "attn.c_attn.bias", {2304});
-            add(p + "attn.c_proj.weight", {768, 768});
-            add(p + "attn.c_proj.bias", {768});
-            add(p + "mlp.c_fc.weight", {768, 3072});
-            add(p + "mlp.c_fc.bias", {3072});
-            add(p + "mlp.c_proj.weight", {3072, 768});
-            add(p + "mlp.c_proj.bias", {768});
-        }
-        weights.emplace_back("transformer.ln_f.weight", at::ones({768}));
-        weights.emplace_back("transformer.ln_f.bias", at::zeros({768}));
-        std::vector<bigmodel::TensorToWrite> out;
-        for (auto &[n, t] : weights)
-            out.push_back({n, bigmodel::DType::F32, t.sizes().vec(), t.data_ptr(), static_cast<uint64_t>(t.nbytes())});
-        QVERIFY(bigmodel::writeSafetensors(folder + "/model.safetensors", out));
-        QVERIFY(fileutil::writeFileAtomic(
-            folder + "/config.json",
-            R"({"model_type": "gpt2", "vocab_size": 50257, "n_positions": 1024, "n_embd": 768, "n_layer": 12, "n_head": 12})"));
-    }
+    writeGpt2Small(folder);
+    if (QTest::currentTestFailed())
+        return;
     inference::LoadOptions options;
     options.threads = kThreads;
     auto model = inference::InferenceModel::load(folder, options);
@@ -127,11 +161,7 @@ void tst_BenchInference::gpt2Small()
             }
             prefills.push_back(kPrefill / best);
         }
-        inference::SamplingOptions sampling;
-        sampling.greedy = true;
-        sampling.maxNewTokens = kDecode + 1;
-        sampling.stopTokenIds = {-1};
-        auto generated = inference::generate(**model, {prompt}, sampling);
+        auto generated = inference::generate(**model, {prompt}, greedyDecode());
         QVERIFY(generated);
         decodes.push_back(generated->stats.decodeTokensPerSecond);
         firstTokenMs.push_back(generated->stats.timeToFirstTokenMs);
@@ -141,14 +171,8 @@ void tst_BenchInference::gpt2Small()
                      {test::sourceDir() + "/tests/bench/inference/bench_reference.py", QString::fromStdString(folder),
                       QString::number(kThreads), QString::number(kPrefill), QString::number(kDecode)});
         QVERIFY(python.waitForFinished(600000));
-        double pyPrefill = 0, pyDecode = 0;
-        for (const QString &line : QString::fromUtf8(python.readAllStandardOutput()).split('\n', Qt::SkipEmptyParts)) {
-            const auto parts = line.split(' ');
-            if (parts.size() == 2 && parts[0] == "prefill")
-                pyPrefill = parts[1].toDouble();
-            if (parts.size() == 2 && parts[0] == "decode")
-                pyDecode = parts[1].toDouble();
-        }
+        const auto figures = readFigures(python);
+        const double pyPrefill = figures.value("prefill"), pyDecode = figures.value("decode");
         QVERIFY2(pyPrefill > 0 && pyDecode > 0, python.readAllStandardError().constData());
         pyPrefills.push_back(pyPrefill);
         pyDecodes.push_back(pyDecode);
@@ -190,6 +214,62 @@ void tst_BenchInference::gpt2Small()
               .arg(bandwidth / 1e9, 0, 'f', 1)
               .arg(weightBytes / 1e6, 0, 'f', 0));
     bench("inference_time_to_first_token_16", median(firstTokenMs), "ms");
+}
+
+void tst_BenchInference::gpt2SmallQuantized()
+{
+    const QString interpreter = qEnvironmentVariable("ACCEL_PYTHON");
+    if (interpreter.isEmpty())
+        QSKIP("ACCEL_PYTHON is not set: run through ctest (the project's Python environment is the peer)");
+    QTemporaryDir dir;
+    const std::string folder = dir.path().toStdString();
+    writeGpt2Small(folder);
+    if (QTest::currentTestFailed())
+        return;
+    const double bandwidth = copyBandwidth();
+    std::vector<int64_t> prompt(16);
+    for (int i = 0; i < 16; ++i)
+        prompt[i] = 100 + i;
+    for (const char *method : {"float32", "int8", "nf4"}) {
+        inference::LoadOptions options;
+        options.threads = kThreads;
+        if (std::strcmp(method, "float32") != 0)
+            options.quantization.method = method;
+        auto model = inference::InferenceModel::load(folder, options);
+        QVERIFY2(model, model ? "" : model.error().toString().c_str());
+        uint64_t weightBytes = (*model)->quantization().quantizedBytes;
+        for (const auto &p : (*model)->lm().namedParameters())
+            if (p.parameter->value.defined())
+                weightBytes += p.parameter->value.nbytes();
+        auto generated = inference::generate(**model, {prompt}, greedyDecode());
+        QVERIFY(generated);
+        const double decode = generated->stats.decodeTokensPerSecond;
+        model->reset();
+
+        QProcess python;
+        python.start(interpreter, {test::sourceDir() + "/tests/bench/inference/bench_transformers.py",
+                                   QString::fromStdString(folder), QString::number(kThreads), QString::number(kDecode),
+                                   QString::fromLatin1(method)});
+        QVERIFY(python.waitForFinished(900000));
+        const auto figures = readFigures(python);
+        const double peerDecode = figures.value("decode"), peerFirst = figures.value("first_token_ms");
+        QVERIFY2(peerDecode > 0, python.readAllStandardError().right(3000).constData());
+        const QByteArray name = QByteArray("inference_decode_") + method;
+        bench(name.constData(), decode, "tokens/s",
+              QString("peer=%1 ratio=%2 target=>=1.5x_transformers_generate (%3 MB/token)")
+                  .arg(peerDecode, 0, 'f', 2)
+                  .arg(decode / peerDecode, 0, 'f', 2)
+                  .arg(weightBytes / 1e6, 0, 'f', 0));
+        const double limit = bandwidth / weightBytes;
+        bench((name + "_vs_bandwidth_limit").constData(), decode, "tokens/s",
+              QString("peer=%1 ratio=%2 target=bandwidth_bound(%3_GB/s,%4_MB/token)")
+                  .arg(limit, 0, 'f', 2)
+                  .arg(decode / limit, 0, 'f', 2)
+                  .arg(bandwidth / 1e9, 0, 'f', 1)
+                  .arg(weightBytes / 1e6, 0, 'f', 0));
+        bench((QByteArray("inference_time_to_first_token_16_") + method).constData(),
+              generated->stats.timeToFirstTokenMs, "ms", QString("peer=%1").arg(peerFirst, 0, 'f', 1));
+    }
 }
 
 // Both sides run the same libtorch: the project environment's PyTorch wheel (its own BLAS).
