@@ -16,6 +16,7 @@
 #include <QScopeGuard>
 #include <QSignalSpy>
 #include <QTemporaryDir>
+#include <QThread>
 #include <QtTest>
 
 using namespace accel;
@@ -55,6 +56,7 @@ private Q_SLOTS:
     void badInputShowsError();
     void aHubIdPlansFromTheCache();
     void large70BConfigPlansOffTheGuiThread();
+    void isPlanningUntilTheAnswerIsHandled();
     void fitsTheSmallestWindow();
 };
 
@@ -308,6 +310,28 @@ void tst_DeviceMapPage::large70BConfigPlansOffTheGuiThread()
     QVERIFY(plan.lanes()[0].blocks.size() > 10);
     QVERIFY(plan.lanes()[1].blocks.size() > 10);
     QVERIFY(plan.totalBytes() > 130ull * 1000 * 1000 * 1000);
+}
+
+// The worker finished but its answer still waits in the GUI thread's queue: the page is still
+// planning (it said not, and a test that checked at that moment failed on a loaded machine), and a
+// plan() then plans again with the newest inputs once the answer is handled.
+void tst_DeviceMapPage::isPlanningUntilTheAnswerIsHandled()
+{
+    QTemporaryDir dir;
+    DeviceMapPage page;
+    page.setModelPath(writeConfig(dir, 6));
+    page.setBudgetSpec(QString::fromLatin1(kBudgets));
+    QSignalSpy done(&page, &DeviceMapPage::planned);
+    page.plan();
+    QThread::msleep(500); // the worker plans a 6-layer config in milliseconds; no events handled
+    QVERIFY(done.isEmpty());
+    QVERIFY(page.isPlanning());
+    page.setStrategy(QStringLiteral("sequential"));
+    page.plan(); // while the first answer waits: planned again after it
+    QVERIFY(QTest::qWaitFor([&] { return !done.isEmpty(); }, 30000));
+    QCOMPARE(done.size(), 1);
+    QVERIFY(!page.isPlanning());
+    QCOMPARE(page.currentPlan().strategy, QStringLiteral("sequential"));
 }
 
 void tst_DeviceMapPage::fitsTheSmallestWindow()

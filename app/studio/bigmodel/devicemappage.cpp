@@ -204,17 +204,18 @@ DeviceMapRequest DeviceMapPage::request() const
 
 void DeviceMapPage::plan()
 {
-    if (m_watcher.isRunning()) {
+    if (m_planning) {
         m_replan = true; // plan again with the newest inputs when this one ends
         return;
     }
+    m_planning = true;
     m_status->setText(tr("Planning…"));
     m_watcher.setFuture(QtConcurrent::run(computeDeviceMap, request()));
 }
 
 bool DeviceMapPage::isPlanning() const
 {
-    return m_watcher.isRunning();
+    return m_planning;
 }
 
 void DeviceMapPage::finishPlanning()
@@ -224,6 +225,7 @@ void DeviceMapPage::finishPlanning()
         m_watcher.setFuture(QtConcurrent::run(computeDeviceMap, request()));
         return;
     }
+    m_planning = false;
     DeviceMapOutcome outcome = m_watcher.result();
     if (!outcome.error.isEmpty()) {
         m_error = outcome.error;

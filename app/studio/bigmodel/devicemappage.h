@@ -84,6 +84,9 @@ private:
     QFutureWatcher<DeviceMapOutcome> m_watcher;
     DeviceMapPlan m_plan;
     QString m_error;
+    // From plan() until its answer was handled (the worker may have finished while the answer
+    // waits in the event queue: the watcher no longer runs, yet nothing is planned).
+    bool m_planning = false;
     bool m_replan = false;
 };
 
