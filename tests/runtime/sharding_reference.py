@@ -113,3 +113,10 @@ def main():
 
 if __name__ == "__main__":
     main()
+    # The answer is written and the group destroyed: leave without the interpreter's teardown. A
+    # rank of this reference once ended with "terminate called without an active exception" on a
+    # loaded machine (FULL_SHARD x2), which is what a C++ thread still joinable when static objects
+    # are destroyed gives; nothing after this point may fail the comparison.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
