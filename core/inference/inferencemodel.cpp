@@ -3,6 +3,7 @@
 #include "core/bigmodel/checkpoint.h"
 #include "core/bigmodel/devicemap.h"
 #include "core/bigmodel/modelloader.h"
+#include "core/common/jsondocument.h"
 #include "core/common/log.h"
 #include "core/inference/causallm.h"
 #include "core/inference/devicemapspec.h"
@@ -94,9 +95,12 @@ Result<std::unique_ptr<InferenceModel>> InferenceModel::load(const std::string &
         return tl::unexpected(lm.error());
     model->m_lm = std::move(*lm);
     if (!config->quantizationConfig.empty()) {
-        auto adopted =
-            adoptQuantizedCheckpoint(*model->m_lm, *model->m_storage->checkpoint,
-                                     nlohmann::json::parse(config->quantizationConfig), modelDir + "/config.json");
+        // The config's quantization_config, as read through the guard with the rest of config.json.
+        auto quantization = jsonutil::parseJson(config->quantizationConfig, modelDir + "/config.json");
+        if (!quantization)
+            return tl::unexpected(quantization.error());
+        auto adopted = adoptQuantizedCheckpoint(*model->m_lm, *model->m_storage->checkpoint, *quantization,
+                                                modelDir + "/config.json");
         if (!adopted)
             return tl::unexpected(adopted.error());
         model->m_quantization = std::move(*adopted);
