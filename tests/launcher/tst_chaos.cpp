@@ -310,7 +310,9 @@ class tst_Chaos : public QObject {
         configFile.write("compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_CPU\nmixed_precision: 'no'\n"
                          "num_machines: 1\nnum_processes: 2\nuse_cpu: true\nmain_process_port: 0\n");
         configFile.close();
-        const QString job = writeJob(folder, folder + QStringLiteral("/output"), 300, 0);
+        // Long enough to outlive the studio's kill (up to 1.5 s after the click) and the checks after
+        // it on a quiet machine, where 300 steps had ended ('state succeeded after the studio died').
+        const QString job = writeJob(folder, folder + QStringLiteral("/output"), 3000, 0);
         QProcess studio;
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
         env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
