@@ -200,10 +200,20 @@ void StragglerDetector::evaluate()
         const double own = sorted[own_index].first;
         const double reference =
             others % 2 == 1 ? other(others / 2) : (other(others / 2 - 1) + other(others / 2)) / 2.0;
-        const bool slow = own > reference * (1.0 + m_settings.margin);
         const bool known = m_stragglers.contains(rank);
-        if (slow == known)
+        const bool slow =
+            known ? own > reference * (1.0 + m_settings.clearMargin) && own - reference >= m_settings.minimumGapS / 2.0
+                  : own > reference * (1.0 + m_settings.margin) && own - reference >= m_settings.minimumGapS;
+        if (slow == known) {
+            m_changingSince.remove(rank);
             continue;
+        }
+        const std::int64_t step = m_store->rankStatus(rank).lastStep;
+        const std::int64_t since = std::min(m_changingSince.value(rank, step), step); // a restart counts anew
+        m_changingSince.insert(rank, since);
+        if (step - since + 1 < std::max(1, m_settings.persistSteps))
+            continue;
+        m_changingSince.remove(rank);
         RunEvent event;
         event.time = nowSeconds();
         event.rank = rank;

@@ -4,14 +4,17 @@
 //                     max(minimum, factor x median step time) while the processes live;
 //                     "hang_cleared" when steps advance again.
 //   StragglerDetector "straggler_detected" when a rank's median step time over the last `window`
-//                     steps is more than `margin` above the median of the other ranks';
-//                     "straggler_cleared" when it is back within the margin.
+//                     steps is more than `margin` and `minimumGapS` above the median of the other
+//                     ranks' for `persistSteps` of its steps; "straggler_cleared" when it is back
+//                     within `clearMargin` (or half the gap) for as many steps. One pair of events
+//                     per episode: noise around the margin never flaps.
 // Thresholds are settings so tests (and impatient users) can use short ones.
 #pragma once
 
 #include "monitor/metricstore.h"
 #include "monitor/runevent.h"
 
+#include <QHash>
 #include <QJsonObject>
 #include <QObject>
 #include <QPointer>
@@ -81,6 +84,12 @@ struct StragglerSettings {
     double margin = 0.2;  // 20 % slower than the others' median
     int window = 20;      // newest step times per rank considered
     int minimumSteps = 5; // per rank, before judging it
+    // Hysteresis: a straggler clears only once within this margin (and within half the gap).
+    double clearMargin = 0.1;
+    // ... and at least this many seconds per step slower: a rank 1 ms behind in a 2 ms step is noise.
+    double minimumGapS = 0.01;
+    // Both changes must hold for this many consecutive steps of the rank before an event.
+    int persistSteps = 10;
 };
 
 class StragglerDetector : public QObject {
@@ -103,6 +112,9 @@ private:
     StragglerSettings m_settings;
     EventWriter m_writer;
     QSet<int> m_stragglers;
+    // rank -> the rank's step at which it first looked changed (slow while not a straggler, fast
+    // while one); the event goes out once that lasted persistSteps steps.
+    QHash<int, std::int64_t> m_changingSince;
 };
 
 } // namespace accel::monitor
