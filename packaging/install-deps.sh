@@ -23,6 +23,8 @@ packages=(
   libprotobuf-dev protobuf-compiler libqt6sql6-sqlite
   # Hub model ids (docs/device-map.md): config.json and safetensors headers over HTTP
   libcurl4-openssl-dev
+  # accel merge-weights: the torch.save blobs (zip archives) inside torch.distributed.checkpoint files
+  libzip-dev
   # the Python environment
   python3 python3-venv
   # tests: a real sshd on loopback, screenshots under Xvfb

@@ -3,6 +3,7 @@
 #include "core/bigmodel/safetensors.h"
 #include "core/bigmodel/safetensorswriter.h"
 #include "core/common/jsondocument.h"
+#include "core/plan/dcpfolder.h"
 
 #include <nlohmann/json.hpp>
 
@@ -174,24 +175,87 @@ Result<int64_t> shardedFolderStep(const std::string &folder)
                      indexPath);
 }
 
-Result<std::string> mergeWeights(const std::string &checkpointDir, const std::string &outputDir,
-                                 const MergeOptions &options)
+namespace {
+
+// DeepSpeed's checkpoint (what Accelerate's save_state writes under ZeRO): `latest` naming the tag
+// folder (pytorch_model/) with *_model_states.pt and *_optim_states.pt, and zero_to_fp32.py beside it.
+bool isDeepSpeedCheckpoint(const fs::path &folder)
+{
+    std::error_code ec;
+    if (fs::is_regular_file(folder / "latest", ec) || fs::is_regular_file(folder / "zero_to_fp32.py", ec))
+        return true;
+    for (const auto &entry : fs::directory_iterator(folder, ec)) {
+        const std::string name = entry.path().filename().string();
+        if (name.size() > 16 && (name.compare(name.size() - 16, 16, "_model_states.pt") == 0 ||
+                                 name.compare(name.size() - 16, 16, "_optim_states.pt") == 0))
+            return true;
+    }
+    return false;
+}
+
+// "a, b/, c and 4 more": what a folder holds, for the error that says it is no checkpoint.
+std::string listing(const fs::path &folder)
+{
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (const auto &entry : fs::directory_iterator(folder, ec))
+        names.push_back(entry.path().filename().string() + (entry.is_directory(ec) ? "/" : ""));
+    if (names.empty())
+        return "nothing (an empty folder)";
+    std::sort(names.begin(), names.end());
+    std::string out;
+    const size_t shown = std::min<size_t>(names.size(), 8);
+    for (size_t i = 0; i < shown; ++i)
+        out += (i ? ", " : "") + names[i];
+    if (names.size() > shown)
+        out += " and " + std::to_string(names.size() - shown) + " more";
+    return out;
+}
+
+} // namespace
+
+Result<std::vector<JoinedTensor>> joinCheckpointFolder(const std::string &checkpointDir, std::string *format)
 {
     std::error_code ec;
     if (!fs::is_directory(checkpointDir, ec))
         return makeError(ErrorCode::NotFound, "the checkpoint folder does not exist", checkpointDir);
-    fs::path folder = checkpointDir;
-    if (!fs::exists(folder / kShardIndexName) &&
-        fs::exists(fs::path(checkpointDir) / kShardedModelFolder / kShardIndexName))
-        folder /= kShardedModelFolder;
-    if (!fs::exists(folder / kShardIndexName))
-        return makeError(ErrorCode::InvalidInput,
-                         std::string("no ") + kShardIndexName + " here: give a sharded model folder such as " +
-                             checkpointDir + "/" + kShardedModelFolder,
+    // The folder itself, or the model folder an Accelerate checkpoint holds.
+    for (const fs::path &folder : {fs::path(checkpointDir), fs::path(checkpointDir) / kShardedModelFolder}) {
+        if (fs::exists(folder / kShardIndexName, ec)) {
+            *format = kShardFormat;
+            return joinShardedFolder(folder.string());
+        }
+        if (fs::exists(folder / kDcpMetadataName, ec)) {
+            *format = "torch.distributed.checkpoint";
+            return joinDcpFolder(folder.string());
+        }
+    }
+    if (isDeepSpeedCheckpoint(checkpointDir))
+        return makeError(ErrorCode::Unsupported,
+                         "a DeepSpeed ZeRO checkpoint (" + listing(checkpointDir) +
+                             "): accel merge-weights does not join ZeRO partitions; run the script DeepSpeed saved "
+                             "with it: python " +
+                             (fs::path(checkpointDir) / "zero_to_fp32.py").string() + " " + checkpointDir +
+                             " OUTPUT_DIR --safe_serialization",
                          checkpointDir);
-    auto tensors = joinShardedFolder(folder.string());
+    return makeError(ErrorCode::InvalidInput,
+                     std::string("not a sharded checkpoint: no ") + kDcpMetadataName +
+                         " (torch.distributed.checkpoint, what Accelerate's SHARDED_STATE_DICT saves), no " +
+                         kShardIndexName + " (accel's sharded folder), no DeepSpeed `latest`, here or in " +
+                         kShardedModelFolder + "/; found " + listing(checkpointDir),
+                     checkpointDir);
+}
+
+Result<std::string> mergeWeights(const std::string &checkpointDir, const std::string &outputDir,
+                                 const MergeOptions &options, std::string *format)
+{
+    std::string found;
+    auto tensors = joinCheckpointFolder(checkpointDir, &found);
     if (!tensors)
         return tl::unexpected(tensors.error());
+    if (format)
+        *format = found;
+    std::error_code ec;
     std::vector<bigmodel::TensorToWrite> entries;
     for (const auto &t : *tensors)
         entries.push_back({t.name, t.dtype, t.shape, t.bytes.data(), uint64_t(t.bytes.size())});

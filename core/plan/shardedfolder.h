@@ -1,7 +1,8 @@
 // The sharded checkpoint folder without libtorch (docs/sharding.md): `index.json` names, for every
 // tensor, its shape and the pieces of its flattened values in the ranks' files
 // (`rank<r>.safetensors`, the piece under the tensor's own name, `offset` and `numel` counted in
-// elements). Joining the pieces is all `accel merge-weights` needs.
+// elements). Joining the pieces is all `accel merge-weights` needs; it also reads Accelerate's own
+// torch.distributed.checkpoint folders (dcpfolder.h).
 #pragma once
 
 #include "core/bigmodel/dtype.h"
@@ -40,10 +41,17 @@ struct MergeOptions {
     bool removeCheckpointDir = false; // delete CHECKPOINT_DIR after a successful merge
 };
 
-// accel merge-weights: CHECKPOINT_DIR (a sharded folder, or a checkpoint folder holding
-// pytorch_model_fsdp_0/) to OUTPUT_DIR/model.safetensors, written atomically (metadata
-// format=pt). Returns the written file.
+// Every tensor of a checkpoint folder, whatever its format: accel's sharded folder (index.json) or a
+// torch.distributed.checkpoint folder (.metadata, core/plan/dcpfolder.h), given itself or as the
+// checkpoint folder holding pytorch_model_fsdp_0/. `format` gets the format's name. A DeepSpeed
+// checkpoint is refused (Unsupported) naming zero_to_fp32.py; any other folder is an error listing
+// what it holds.
+Result<std::vector<JoinedTensor>> joinCheckpointFolder(const std::string &checkpointDir, std::string *format);
+
+// accel merge-weights: CHECKPOINT_DIR (joinCheckpointFolder) to OUTPUT_DIR/model.safetensors,
+// written atomically (metadata format=pt), named as `accelerate merge-weights` names them. Returns
+// the written file; `format` (optional) gets the format that was read.
 Result<std::string> mergeWeights(const std::string &checkpointDir, const std::string &outputDir,
-                                 const MergeOptions &options = {});
+                                 const MergeOptions &options = {}, std::string *format = nullptr);
 
 } // namespace accel::runtime

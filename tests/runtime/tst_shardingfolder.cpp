@@ -1,12 +1,16 @@
 // The sharded checkpoint folder without libtorch: pieces joined whole, every inconsistency an
-// error naming the file and tensor, and `accel merge-weights` writing one model.safetensors.
+// error naming the file and tensor, and `accel merge-weights` writing one model.safetensors, from
+// accel's folders and from the torch.distributed.checkpoint folders Accelerate writes (against
+// `accelerate merge-weights` itself).
 #include "core/bigmodel/safetensors.h"
 #include "core/bigmodel/safetensorswriter.h"
 #include "core/plan/shardedfolder.h"
+#include "tests/compat/oracle.h"
 #include "tests/helpers/testsupport.h"
 
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -58,6 +62,23 @@ QString errorOf(const QString &folder)
 {
     auto joined = joinShardedFolder(folder.toStdString());
     return joined ? QString() : QString::fromStdString(joined.error().toString());
+}
+
+// The tensors of two safetensors files are the same: names, dtypes, shapes and every byte.
+void compareSafetensors(const QString &ours, const QString &theirs)
+{
+    auto a = bigmodel::SafetensorsFile::open(ours.toStdString());
+    auto b = bigmodel::SafetensorsFile::open(theirs.toStdString());
+    QVERIFY2(a && b, qPrintable(ours));
+    QCOMPARE((*a)->tensors().size(), (*b)->tensors().size());
+    for (const bigmodel::TensorInfo &expected : (*b)->tensors()) {
+        const bigmodel::TensorInfo *got = (*a)->find(expected.name);
+        QVERIFY2(got, expected.name.c_str());
+        QVERIFY2(got->dtype == expected.dtype, expected.name.c_str());
+        QCOMPARE(got->shape, expected.shape);
+        QCOMPARE(got->byteSize(), expected.byteSize());
+        QVERIFY2(std::memcmp(got->data, expected.data, expected.byteSize()) == 0, expected.name.c_str());
+    }
 }
 
 } // namespace
@@ -187,6 +208,108 @@ private Q_SLOTS:
         QVERIFY(removed.out.contains("\"schema\": \"accel.merge-weights\""));
         QVERIFY(!QFile::exists(dir.filePath("ckpt")));
         QVERIFY(QFile::exists(dir.filePath("o2/model.safetensors")));
+    }
+
+    // A real Accelerate SHARDED_STATE_DICT checkpoint, FSDP2 and FSDP1, written by 2 CPU ranks over gloo
+    // (tests/runtime/dcp_checkpoint.py under torchrun: Accelerate's save_fsdp_model), merged by accel
+    // and by `accelerate merge-weights`: the same tensors, names, dtypes, shapes and values.
+    void mergesAccelerateDcpCheckpointsLikeAccelerate()
+    {
+        ACCEL_REQUIRE_ORACLE(python, "torch", "accelerate", "safetensors");
+        QTemporaryDir dir;
+        const QString script = QDir(test::sourceDir()).filePath("tests/runtime/dcp_checkpoint.py");
+        const auto written = test::runProgram(
+            python, {"-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", script, dir.path()},
+            240000);
+        QVERIFY2(written.exitCode == 0, qPrintable(written.err.right(4000)));
+        const QString accelerate = QFileInfo(python).absolutePath() + "/accelerate";
+        for (const QString version : {"fsdp2", "fsdp1"}) {
+            const QString checkpoint = dir.filePath(version);
+            QVERIFY(QFile::exists(checkpoint + "/pytorch_model_fsdp_0/.metadata"));
+            const QString theirs = dir.filePath(version + "-accelerate");
+            const auto reference =
+                test::runProgram(accelerate, {"merge-weights", checkpoint + "/pytorch_model_fsdp_0", theirs}, 120000);
+            QVERIFY2(reference.exitCode == 0, qPrintable(reference.err.right(4000)));
+            // The checkpoint folder that holds pytorch_model_fsdp_0/, as Accelerate's save_state leaves it.
+            const QString ours = dir.filePath(version + "-accel");
+            const auto merged = test::runAccel({"merge-weights", checkpoint, ours, "--json"});
+            QVERIFY2(merged.exitCode == 0, qPrintable(merged.err));
+            QVERIFY2(merged.out.contains("\"format\": \"torch.distributed.checkpoint\""), qPrintable(merged.out));
+            compareSafetensors(ours + "/model.safetensors", theirs + "/model.safetensors");
+            if (QTest::currentTestFailed())
+                return;
+            auto file = bigmodel::SafetensorsFile::open((ours + "/model.safetensors").toStdString());
+            QVERIFY((*file)->find("fc1.weight") && (*file)->find("gain") && (*file)->find("scale"));
+            QCOMPARE((*file)->find("fc1.weight")->shape, (std::vector<int64_t>{7, 5}));
+            QVERIFY((*file)->find("emb.weight")->dtype == bigmodel::DType::BF16);
+        }
+        // What .metadata names must be in the files: a rank file cut short is an error naming it.
+        const QString cut = dir.filePath("fsdp2/pytorch_model_fsdp_0/__1_0.distcp");
+        QFile file(cut);
+        QVERIFY(file.resize(100));
+        const auto refused = test::runAccel({"merge-weights", dir.filePath("fsdp2"), dir.filePath("cut")});
+        QCOMPARE(refused.exitCode, 2);
+        QVERIFY2(refused.err.contains("of __1_0.distcp, a file of 100 bytes are not there"), qPrintable(refused.err));
+    }
+
+    // .metadata is a pickle: only the classes DCP's Metadata holds are read, any other global is refused
+    // by name before anything is made of it.
+    void forbiddenPickleGlobalsAreRefused()
+    {
+        QTemporaryDir dir;
+        const struct {
+            QByteArray pickle;
+            const char *message;
+        } cases[] = {
+            // protocol 2: GLOBAL os.system, called with "id"
+            {QByteArray("\x80\x02"
+                        "cos\nsystem\nq\x00X\x02\x00\x00\x00idq\x01\x85q\x02Rq\x03.",
+                        31),
+             "pickle byte 2: refuses the global os.system"},
+            // protocol 4: STACK_GLOBAL builtins.eval
+            {QByteArray("\x80\x04\x8c\x08"
+                        "builtins\x8c\x04"
+                        "eval\x93\x8c\x01"
+                        "1\x85R.",
+                        25),
+             "refuses the global builtins.eval"},
+            // an allowed class that is not Metadata
+            {QByteArray("\x80\x02"
+                        "ctorch\nSize\n)R.",
+                        17),
+             "not torch.distributed.checkpoint's Metadata"},
+            {QByteArray("\x80\x02]\x94(K\x01", 7), "ends before STOP"},
+        };
+        int i = 0;
+        for (const auto &c : cases) {
+            const QString folder = dir.filePath(QStringLiteral("case%1").arg(i++));
+            QDir().mkpath(folder);
+            writeFile(folder + "/.metadata", c.pickle);
+            const auto run = test::runAccel({"merge-weights", folder, dir.filePath("out")});
+            QCOMPARE(run.exitCode, 2);
+            QVERIFY2(run.err.contains(folder + "/.metadata") && run.err.contains(c.message), qPrintable(run.err));
+        }
+        QVERIFY(!QFile::exists(dir.filePath("out/model.safetensors")));
+    }
+
+    // A DeepSpeed checkpoint is refused naming zero_to_fp32.py; a folder that is no checkpoint says
+    // what it holds.
+    void otherFoldersAreNamed()
+    {
+        QTemporaryDir dir;
+        QDir().mkpath(dir.filePath("ds/pytorch_model"));
+        writeFile(dir.filePath("ds/latest"), "pytorch_model");
+        writeFile(dir.filePath("ds/pytorch_model/mp_rank_00_model_states.pt"), "x");
+        const auto deepspeed = test::runAccel({"merge-weights", dir.filePath("ds"), dir.filePath("o")});
+        QCOMPARE(deepspeed.exitCode, 1);
+        QVERIFY2(deepspeed.err.contains("DeepSpeed ZeRO checkpoint") && deepspeed.err.contains("zero_to_fp32.py"),
+                 qPrintable(deepspeed.err));
+        QDir().mkpath(dir.filePath("full"));
+        writeFile(dir.filePath("full/model.safetensors"), "x");
+        writeFile(dir.filePath("full/optimizer.bin"), "x");
+        const auto neither = test::runAccel({"merge-weights", dir.filePath("full"), dir.filePath("o")});
+        QCOMPARE(neither.exitCode, 2);
+        QVERIFY2(neither.err.contains("found model.safetensors, optimizer.bin"), qPrintable(neither.err));
     }
 };
 
