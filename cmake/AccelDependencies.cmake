@@ -86,7 +86,20 @@ if(ACCEL_BUILD_TORCH)
         target_compile_options(accel_torch INTERFACE "SHELL:-isystem ${dir}")
       endif()
     endforeach()
-    target_link_libraries(accel_torch INTERFACE ${TORCH_LIBRARIES})
+    # libtorch's CPU libraries only (libtorch_cpu, libc10): libtorch.so is a stub that NEEDs libtorch_cuda.so,
+    # and TorchConfig links libtorch_cuda with --no-as-needed. What uses CUDA links accel_torch_cuda and lives in
+    # libaccel_runtime_cuda.so (core/runtime/cuda), which the runtime opens when present, so one build gives
+    # an accel-worker that runs where only the CPU libraries are installed (docs/packaging.md). The compile
+    # definitions stay those of the whole libtorch (torch_cuda's too) so both sides compile libtorch's
+    # headers alike and share one precompiled header.
+    target_link_libraries(accel_torch INTERFACE torch_cpu_library c10)
+    target_include_directories(accel_torch SYSTEM INTERFACE $<TARGET_PROPERTY:torch,INTERFACE_INCLUDE_DIRECTORIES>)
+    if(TARGET torch_cuda)
+      target_compile_definitions(accel_torch INTERFACE $<TARGET_PROPERTY:torch_cuda,INTERFACE_COMPILE_DEFINITIONS>)
+      target_include_directories(accel_torch SYSTEM INTERFACE $<TARGET_PROPERTY:torch::cudart,INTERFACE_INCLUDE_DIRECTORIES>)
+    endif()
+    add_library(accel_torch_cuda INTERFACE)
+    target_link_libraries(accel_torch_cuda INTERFACE accel_torch ${TORCH_LIBRARIES})
     # The wheel's CUDA libraries (NCCL, cuDNN, cuBLAS, ...) live beside it in nvidia/*/lib, and
     # libtorch_cuda.so carries no search path for them (Python preloads them). Programs that link
     # libtorch get an old-style DT_RPATH with those folders, which the loader also applies to the

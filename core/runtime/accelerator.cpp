@@ -6,14 +6,12 @@
 #include "core/runtime/accelerator_p.h"
 
 #include "core/common/log.h"
+#include "core/runtime/cudaplugin.h"
 #include "core/runtime/strategy/strategyfactory.h"
 
 #include <ATen/Parallel.h>
 #include <ATen/autocast_mode.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-#ifdef ACCEL_WITH_CUDA
-#include <c10/cuda/CUDACachingAllocator.h>
-#endif
 
 #include <chrono>
 #include <iostream>
@@ -220,12 +218,8 @@ at::Tensor Accelerator::toDevice(const at::Tensor &tensor) const
 }
 double Accelerator::deviceMemoryBytes() const
 {
-#ifdef ACCEL_WITH_CUDA
-    if (d->device.is_cuda()) {
-        const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(d->device.index());
-        return double(stats.allocated_bytes[0].current); // 0: the aggregate over pool kinds
-    }
-#endif
+    if (d->device.is_cuda())
+        return cudaPlugin()->allocatedBytes(d->device.index()); // a GPU device: the plugin loaded
     return -1;
 }
 double Accelerator::lossScale() const

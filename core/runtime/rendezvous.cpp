@@ -4,15 +4,12 @@
 
 #include "core/common/loopbacksocket.h"
 #include "core/common/runtoken.h"
+#include "core/runtime/cudaplugin.h"
 #include "core/runtime/signedstore.h"
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
-#ifdef ACCEL_WITH_CUDA
-#include <c10/cuda/CUDAFunctions.h>
-#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
-#endif
 
 #include <arpa/inet.h>
 #include <cerrno>
@@ -172,16 +169,13 @@ Result<void> rendezvous(Accelerator::Private &d)
     d.store = store;
 
     try {
-#ifdef ACCEL_WITH_CUDA
+        // GPUs talk through NCCL, as Accelerate's default backend for CUDA (the device is a GPU only
+        // when the CUDA plugin loaded).
         if (d.device.is_cuda()) {
-            // GPUs talk through NCCL, as Accelerate's default backend for CUDA.
-            auto ncclOptions = c10d::ProcessGroupNCCL::Options::create();
-            ncclOptions->timeout = toMs(d.options.collectiveTimeoutS);
-            d.group = c10::make_intrusive<c10d::ProcessGroupNCCL>(c10::make_intrusive<c10d::PrefixStore>("nccl", store),
-                                                                  env.rank, env.worldSize, ncclOptions);
+            d.group = cudaPlugin()->ncclGroup(c10::make_intrusive<c10d::PrefixStore>("nccl", store), env.rank,
+                                              env.worldSize, toMs(d.options.collectiveTimeoutS));
             return {};
         }
-#endif
         d.group = glooGroup(d, c10::make_intrusive<c10d::PrefixStore>("gloo", store), env.rank, env.worldSize);
     } catch (const std::exception &e) {
         std::string first = e.what();
@@ -194,21 +188,18 @@ Result<void> rendezvous(Accelerator::Private &d)
 // Why a rank computes on the CPU, for messages.
 const char *cpuReason(const DistributedEnv &env)
 {
-#ifdef ACCEL_WITH_CUDA
+    if (!cudaPlugin())
+        return cudaPluginDetail().c_str();
     if (env.useCpu)
         return "ACCELERATE_USE_CPU is set";
     return "no GPU is visible to this process";
-#else
-    (void)env;
-    return "accel-worker was built without CUDA";
-#endif
 }
 
 // The device of this rank, as Accelerate's PartialState picks it.
 Result<torch::Device> pickDevice(const DistributedEnv &env)
 {
-#ifdef ACCEL_WITH_CUDA
-    if (!env.useCpu && torch::cuda::is_available()) {
+    const CudaPlugin *cuda = cudaPlugin();
+    if (cuda && !env.useCpu && torch::cuda::is_available()) {
         const int count = int(torch::cuda::device_count());
         if (env.localRank >= count)
             return makeError(
@@ -218,12 +209,9 @@ Result<torch::Device> pickDevice(const DistributedEnv &env)
                     (std::getenv("CUDA_VISIBLE_DEVICES") ? std::getenv("CUDA_VISIBLE_DEVICES") : "not set") +
                     "); start at most one process per GPU or set gpu_ids",
                 "LOCAL_RANK");
-        c10::cuda::set_device(c10::DeviceIndex(env.localRank));
+        cuda->setDevice(env.localRank);
         return torch::Device(torch::kCUDA, c10::DeviceIndex(env.localRank));
     }
-#else
-    (void)env;
-#endif
     return torch::Device(torch::kCPU);
 }
 

@@ -3,6 +3,7 @@
 #include "core/worker/jobrunner.h"
 
 #include "core/common/jobschema.h"
+#include "core/runtime/cudaplugin.h"
 #include "core/runtime/precision/fp8gemm.h"
 
 #include <ATen/Parallel.h>
@@ -99,12 +100,11 @@ std::string capabilitiesJson()
         const auto begin = pos + key.size() + 1;
         return config.substr(begin, config.find_first_of(", \n", begin) - begin);
     };
-#ifdef ACCEL_WITH_CUDA
-    j["cuda_compiled"] = true; // the NCCL process group, CUDA placement and CUDA autocast
-#else
-    j["cuda_compiled"] = false;
-#endif
-    j["cuda"] = torch::cuda::is_available(); // a GPU this process can use
+    // The NCCL process group, CUDA placement and CUDA autocast: built in, and their plugin
+    // (libaccel_runtime_cuda.so, package accel-worker-cuda) loaded with the CUDA libraries.
+    j["cuda_compiled"] = runtime::cudaPlugin() != nullptr;
+    j["cuda_plugin"] = runtime::cudaPluginDetail(); // its path, or why it did not load
+    j["cuda"] = torch::cuda::is_available();        // a GPU this process can use
     j["gpu_count"] = torch::cuda::is_available() ? int(torch::cuda::device_count()) : 0;
     j["cuda_version"] = buildSetting("CUDA_VERSION"); // libtorch's CUDA build
     j["cudnn"] = buildSetting("CUDNN_VERSION");

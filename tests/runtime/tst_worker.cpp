@@ -8,6 +8,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -16,10 +17,11 @@
 namespace {
 
 // Ranks of accel-worker running `job`; one rank is a plain process (no rank variables).
-QList<accel::test::RankOutcome> runWorker(int worldSize, const QString &job, int timeoutMs = 240000)
+QList<accel::test::RankOutcome> runWorker(int worldSize, const QString &job, int timeoutMs = 240000,
+                                          const QString &program = accel::test::binDir() + "/accel-worker")
 {
     accel::test::RankJob rankJob;
-    rankJob.program = accel::test::binDir() + "/accel-worker";
+    rankJob.program = program;
     rankJob.arguments = {job};
     rankJob.worldSize = worldSize;
     rankJob.rankVariablesWhenAlone = false;
@@ -96,6 +98,9 @@ private Q_SLOTS:
         // Built wherever CMake finds the CUDA toolkit; then the NCCL library libtorch loaded has a version.
 #ifdef ACCEL_BUILT_WITH_CUDA
         QCOMPARE(object.value("cuda_compiled").toBool(), true);
+        // ... through the runtime's CUDA plugin beside libaccel_runtime.so.
+        QVERIFY2(object.value("cuda_plugin").toString().endsWith("/lib/libaccel_runtime_cuda.so"),
+                 qPrintable(result.out));
         QVERIFY2(object.value("nccl_version").toString().count('.') == 2, qPrintable(result.out));
 #endif
         // "cuda" says whether this process can use a GPU: never on a machine without one.
@@ -237,6 +242,53 @@ private Q_SLOTS:
         QCOMPARE(values.size(), 6);
         QVERIFY2(values.last() < 0.3 * values.first(),
                  qPrintable(QString("%1 -> %2").arg(values.first()).arg(values.last())));
+    }
+
+    // What the accel-worker package carries (CMake components worker and libtorch, docs/packaging.md),
+    // installed alone: no CUDA library beyond the CUDA runtime libtorch_cpu.so itself needs, nothing
+    // looked up outside the install, no GPU path and the reason, and two ranks train with gloo.
+    void cpuOnlyInstallTrains()
+    {
+        QTemporaryDir prefix;
+        const QString build = QDir(accel::test::binDir() + "/..").absolutePath();
+        for (const QString component : {"worker", "libtorch"}) {
+            const auto installed = accel::test::runProgram(
+                "cmake", {"--install", build, "--prefix", prefix.path(), "--component", component}, 120000);
+            QVERIFY2(installed.exitCode == 0, qPrintable(installed.out + installed.err));
+        }
+        const QString worker = prefix.filePath("bin/accel-worker");
+        const QString libraries = prefix.filePath("lib/accel-studio");
+        const auto torchCpu = accel::test::runProgram("readelf", {"-d", libraries + "/libtorch_cpu.so"});
+        QCOMPARE(torchCpu.exitCode, 0);
+        for (const QString &name : QDir(libraries).entryList(QDir::Files)) {
+            const bool cudaLibrary = name.contains(QRegularExpression("cu|nccl|nvshmem|nvrtc|nvJit|torch\\.so"));
+            QVERIFY2(!cudaLibrary || torchCpu.out.contains("[" + name + "]"), qPrintable(name));
+        }
+        const auto closure = accel::test::runProgram("ldd", {worker}, 60000, {}, {"LD_LIBRARY_PATH="});
+        QCOMPARE(closure.exitCode, 0);
+        QVERIFY2(!closure.out.contains("not found") && !closure.out.contains(accel::test::sourceDir()) &&
+                     !closure.out.contains(build) && !closure.out.contains("torch_cuda") &&
+                     !closure.out.contains("nccl"),
+                 qPrintable(closure.out));
+        const auto capabilities = accel::test::runProgram(worker, {"--capabilities", "--json"});
+        QVERIFY2(capabilities.exitCode == 0, qPrintable(capabilities.err));
+        const QJsonObject report = QJsonDocument::fromJson(capabilities.out.toUtf8()).object();
+        QCOMPARE(report.value("cuda_compiled").toBool(true), false);
+        QCOMPARE(report.value("cuda").toBool(true), false);
+        QVERIFY(report.value("nccl_version").isNull()); // NCCL never loaded
+#ifdef ACCEL_BUILT_WITH_CUDA
+        QVERIFY2(report.value("cuda_plugin").toString().contains("libaccel_runtime_cuda.so") &&
+                     report.value("cuda_plugin").toString().contains("install accel-worker-cuda"),
+                 qPrintable(capabilities.out));
+#endif
+        QTemporaryDir dir;
+        writeFile(dir.filePath("data.safetensors"), classificationData(64));
+        writeFile(dir.filePath("mlp.yaml"),
+                  "recipe: mlp\noutput_dir: out\nmlp:\n  data: data.safetensors\n  hidden: [8]\n"
+                  "training:\n  max_steps: 10\n  batch_size: 16\n  log_every: 5\n");
+        const auto runs = runWorker(2, dir.filePath("mlp.yaml"), 120000, worker);
+        QVERIFY2(runs[0].ok() && runs[1].ok(), qPrintable(runs[0].err + runs[1].err));
+        QVERIFY(QFile::exists(dir.filePath("out/model.safetensors")));
     }
 
     void pluginRuns()

@@ -3,13 +3,10 @@
 #include "core/bigmodel/safetensors.h"
 #include "core/bigmodel/safetensorswriter.h"
 #include "core/common/log.h"
+#include "core/runtime/cudaplugin.h"
 #include "core/runtime/gradscaler.h"
 #include "core/runtime/precision/fp8training.h"
 #include "core/runtime/precision/gradientreduction.h"
-
-#ifdef ACCEL_WITH_CUDA
-#include <cuda_runtime_api.h>
-#endif
 
 #include <cstring>
 #include <filesystem>
@@ -28,11 +25,10 @@ using bigmodel::DType;
 // failing in the first forward or falling back to bf16.
 Result<void> checkFp8Device(const at::Device &device, const Fp8Config &fp8)
 {
-#ifdef ACCEL_WITH_CUDA
     if (device.is_cuda()) {
         int major = 0, minor = 0;
-        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device.index()) != cudaSuccess ||
-            cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device.index()) != cudaSuccess)
+        const CudaPlugin *cuda = cudaPlugin();
+        if (!cuda || !cuda->computeCapability(device.index(), &major, &minor))
             return makeError(ErrorCode::Unsupported, "mixed precision fp8 (" + fp8.describe() +
                                                          "): cannot read the compute capability of " + device.str());
         if (major * 10 + minor < 89)
@@ -44,10 +40,6 @@ Result<void> checkFp8Device(const at::Device &device, const Fp8Config &fp8)
                                                          "; use bf16 there, or ACCELERATE_USE_CPU=true to run the "
                                                          "FP8 recipe on the CPU");
     }
-#else
-    (void)device;
-    (void)fp8;
-#endif
     return {};
 }
 
