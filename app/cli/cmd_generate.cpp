@@ -4,6 +4,7 @@
 #include "app/cli/argparser.h"
 #include "app/cli/command.h"
 #include "core/common/programs.h"
+#include "core/inference/quantizationmethod.h"
 
 #include <unistd.h>
 
@@ -41,14 +42,10 @@ void addInferenceLoadOptions(ArgParser &parser)
                       false,
                       {"float32", "bfloat16", "float16"}});
     parser.addValue("threads", "N", "intra-op threads");
-    parser.addOption({"quantization",
-                      "METHOD",
+    parser.addOption({"quantization", "METHOD",
                       "quantize the Linear layers on load: bitsandbytes' int8 rows or 4-bit NF4 / FP4 blocks of 64 "
                       "(weights only; activations stay in the compute dtype)",
-                      "",
-                      0,
-                      false,
-                      {"int8", "nf4", "fp4"}});
+                      "", 0, false, inference::quantizationMethods()});
     parser.addValue("skip_modules", "A,B",
                     "modules left unquantized, as BnbQuantizationConfig.skip_modules (default: lm_head and the tied "
                     "embeddings; \"\" quantizes every Linear layer)");

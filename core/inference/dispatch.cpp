@@ -276,6 +276,7 @@ Result<DispatchReport> dispatchCheckpoint(Module &model, const bigmodel::Checkpo
         }
         hook->addSlot({parameter, source});
         ++report.offloadedTensors;
+        report.offloadedBytes += source.nbytes();
     }
     if (folder && report.offloadFolderWrites > 0)
         if (auto ok = folder->save(); !ok)

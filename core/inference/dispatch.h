@@ -49,8 +49,9 @@ struct DispatchReport {
     std::string mainDevice = "cpu";
     size_t residentTensors = 0;
     size_t offloadedTensors = 0;
-    size_t zeroCopyTensors = 0; // resident tensors that view the mapping in place
-    uint64_t residentBytes = 0; // bytes held on devices (views count: the page cache holds them)
+    size_t zeroCopyTensors = 0;  // resident tensors that view the mapping in place
+    uint64_t residentBytes = 0;  // bytes held on devices (views count: the page cache holds them)
+    uint64_t offloadedBytes = 0; // bytes of the offloaded tensors' sources (CPU copy or offload folder)
     size_t hookedModules = 0;
     size_t offloadFolderWrites = 0;
     std::vector<std::string> unexpectedKeys;

@@ -17,6 +17,7 @@
 #pragma once
 
 #include "core/common/result.h"
+#include "core/inference/quantizationmethod.h"
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -38,15 +39,6 @@ struct QuantizationOptions {
     std::optional<std::vector<std::string>> skipModules; // absent: Accelerate's default
     std::vector<std::string> keepInFp32Modules;
 };
-
-// "int8", "nf4", "fp4" (or "" for none); anything else is an error naming the valid ones. Inline:
-// the torch-free request parsers check it too.
-inline Result<std::string> parseQuantizationMethod(const std::string &text)
-{
-    if (text.empty() || text == "int8" || text == "nf4" || text == "fp4")
-        return text;
-    return makeError(ErrorCode::InvalidInput, "quantization: expected int8, nf4 or fp4; got '" + text + "'");
-}
 
 struct QuantizationReport {
     std::string method;          // "int8", "nf4", "fp4", "bitsandbytes-8bit", "gptq-4bit", ...

@@ -1,6 +1,7 @@
 #include "core/inference/servesession.h"
 
 #include "core/inference/causallm.h"
+#include "core/inference/decodebound.h"
 #include "core/inference/inferencemodel.h"
 #include "core/inference/serverequest.h"
 #include "core/inference/textcodec.h"
@@ -163,7 +164,8 @@ void Session::load(const ServeRequest &request)
           {"offloaded_tensors", report.offloadedTensors},
           {"zero_copy_tensors", report.zeroCopyTensors},
           {"adapted_layers", m_model->adaptedLayers().size()},
-          {"quantization", quantizationJson(m_model->quantization())}});
+          {"quantization", quantizationJson(m_model->quantization())},
+          {"decode_bound", decodeBoundJson(*m_model)}});
 }
 
 void Session::generateRequest(const ServeRequest &request)

@@ -110,6 +110,7 @@ private Q_SLOTS:
     void mistypedFolderIsSaidAtOnceAndTheModelStaysLoaded();
     void bigModelsPageRemembersTheFolder();
     void emptyMapNamesThePlaygroundsOwnStep();
+    void quantizationChoiceShowsBytesPerTokenAndTheBound();
 
 private:
     bool needWorker();
@@ -415,6 +416,58 @@ void tst_Playground::emptyMapNamesThePlaygroundsOwnStep()
     PlaygroundPage page;
     const QString text = page.lanesView()->emptyText();
     QVERIFY2(!text.contains(QStringLiteral("Plan")) && text.contains(QStringLiteral("model folder")), qPrintable(text));
+}
+
+// The quantization chosen on the page reaches the worker, and the figures beside it follow: the
+// weight bytes a decode step reads, the machine's memory bandwidth, the bound they give and how
+// near a generation came to it.
+void tst_Playground::quantizationChoiceShowsBytesPerTokenAndTheBound()
+{
+    if (!needWorker())
+        QSKIP("accel-worker is not built in this build tree (needs libtorch)");
+    PlaygroundPage page;
+    QVERIFY(!page.setQuantization(QStringLiteral("q4_k"))); // not a method: the choice stays
+    QCOMPARE(page.quantization(), QString());
+    loadModel(page);
+    // Weights as stored (float32): the tied wte is read whole as the output head, wpe one row of its
+    // 65536, and every block and ln_f whole: (269*32 + 32 + 2*12704 + 64) floats.
+    const qint64 asStored = (269 * 32 + 32 + 2 * 12704 + 64) * 4;
+    QJsonObject bound = page.loadedInfo().value(QStringLiteral("decode_bound")).toObject();
+    QCOMPARE(bound.value(QStringLiteral("weight_bytes_per_token")).toInteger(), asStored);
+    QCOMPARE(bound.value(QStringLiteral("offloaded_bytes_per_token")).toInteger(), 0);
+    const double bandwidth = bound.value(QStringLiteral("memory_bandwidth_bytes_per_s")).toDouble();
+    QVERIFY2(bandwidth > 1e8, qPrintable(QString::number(bandwidth)));
+    QCOMPARE(bound.value(QStringLiteral("tokens_per_s")).toDouble(), bandwidth / asStored);
+    const QString status = page.findChild<QLabel *>(QStringLiteral("modelStatus"))->text();
+    QVERIFY2(status.contains(QStringLiteral("Decode reads 133.25 KiB of weights per token")) &&
+                 status.contains(QStringLiteral("bounds it at")),
+             qPrintable(status));
+
+    QVERIFY(page.setQuantization(QStringLiteral("int8")));
+    QSignalSpy loaded(&page, &PlaygroundPage::modelLoaded);
+    QTest::mouseClick(page.findChild<QPushButton *>(QStringLiteral("loadButton")), Qt::LeftButton);
+    QVERIFY2(QTest::qWaitFor([&] { return !loaded.isEmpty() || !page.errorText().isEmpty(); }, 60000),
+             qPrintable(page.errorText()));
+    const QJsonObject quantization = page.loadedInfo().value(QStringLiteral("quantization")).toObject();
+    QCOMPARE(quantization.value(QStringLiteral("method")).toString(), QStringLiteral("int8"));
+    QCOMPARE(quantization.value(QStringLiteral("quantized_layers")).toInt(), 8); // 4 Conv1D per block
+    // The eight Conv1D weights, (32*96 + 32*32 + 32*128 + 128*32) floats per block, now int8 rows.
+    QCOMPARE(quantization.value(QStringLiteral("float32_bytes")).toInteger(), 2 * 12288 * 4);
+    bound = page.loadedInfo().value(QStringLiteral("decode_bound")).toObject();
+    const qint64 quantized =
+        asStored - 2 * 12288 * 4 + quantization.value(QStringLiteral("quantized_bytes")).toInteger();
+    QVERIFY(quantized < asStored);
+    QCOMPARE(bound.value(QStringLiteral("weight_bytes_per_token")).toInteger(), quantized);
+    QVERIFY2(page.findChild<QLabel *>(QStringLiteral("modelStatus"))->text().contains(QStringLiteral("int8: 8 Linear")),
+             qPrintable(page.findChild<QLabel *>(QStringLiteral("modelStatus"))->text()));
+
+    page.sampling()->setMaxNewTokens(8);
+    page.sampling()->setSeed(3);
+    page.setPrompt(QStringLiteral("the"));
+    QSignalSpy finished(&page, &PlaygroundPage::generationFinished);
+    page.generate();
+    QVERIFY(finished.wait(60000));
+    QVERIFY2(page.statsText().contains(QStringLiteral("% of the memory bound")), qPrintable(page.statsText()));
 }
 
 QTEST_MAIN(tst_Playground)

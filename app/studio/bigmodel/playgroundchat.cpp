@@ -102,12 +102,17 @@ QString PlaygroundChat::statsText() const
 {
     if (m_stopReason.isEmpty() && m_stats.newTokens == 0)
         return m_statsLabel->text();
-    return tr("%1 tokens (%2) · first token %3 ms · %4 tokens/s decode · %5 ms total")
-        .arg(m_stats.newTokens)
-        .arg(m_stopReason)
-        .arg(m_stats.timeToFirstTokenMs, 0, 'f', 1)
-        .arg(m_stats.decodeTokensPerSecond, 0, 'f', 1)
-        .arg(m_stats.totalMs, 0, 'f', 0);
+    QString text = tr("%1 tokens (%2) · first token %3 ms · %4 tokens/s decode · %5 ms total")
+                       .arg(m_stats.newTokens)
+                       .arg(m_stopReason)
+                       .arg(m_stats.timeToFirstTokenMs, 0, 'f', 1)
+                       .arg(m_stats.decodeTokensPerSecond, 0, 'f', 1)
+                       .arg(m_stats.totalMs, 0, 'f', 0);
+    if (m_decodeBound > 0 && m_stats.decodeTokensPerSecond > 0)
+        text += tr(" · %1 % of the memory bound (%2 tokens/s)")
+                    .arg(100.0 * m_stats.decodeTokensPerSecond / m_decodeBound, 0, 'f', 0)
+                    .arg(m_decodeBound, 0, 'f', 1);
+    return text;
 }
 
 void PlaygroundChat::updateLiveStats()

@@ -32,6 +32,8 @@ public:
     void finish(const QString &text, const QString &stopReason, const GenerationStats &stats);
     // Tokens so far, time to the first one and the rate since (shown every ~250 ms while generating).
     void updateLiveStats();
+    // The loaded model's decode bound in tokens/s (0: unknown): the figures say how near decode is.
+    void setDecodeBound(double tokensPerSecond) { m_decodeBound = tokensPerSecond; }
 
     QString text() const { return m_text; }
     QString statsText() const;
@@ -57,6 +59,7 @@ private:
     int m_liveTokens = 0;
     QElapsedTimer m_timer;
     qint64 m_firstTokenMs = -1;
+    double m_decodeBound = 0;
 };
 
 } // namespace accel::app

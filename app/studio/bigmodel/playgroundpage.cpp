@@ -5,7 +5,9 @@
 #include "app/studio/bigmodel/playgroundchat.h"
 #include "app/studio/bigmodel/playgroundrequest.h"
 #include "app/studio/bigmodel/playgroundsampling.h"
+#include "core/inference/quantizationmethod.h"
 
+#include <QComboBox>
 #include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -77,6 +79,13 @@ void PlaygroundPage::buildUi()
     m_threads->setRange(0, 256);
     m_threads->setSpecialValueText(tr("auto"));
     m_threads->setPrefix(tr("threads "));
+    m_quantization = new QComboBox(this);
+    m_quantization->setObjectName(QStringLiteral("playgroundQuantization"));
+    m_quantization->addItem(tr("weights as stored"), QString());
+    for (const std::string &method : inference::quantizationMethods())
+        m_quantization->addItem(QString::fromStdString(method), QString::fromStdString(method));
+    m_quantization->setToolTip(tr("Quantize the Linear layers on load: bitsandbytes' int8 rows, or 4-bit NF4 / FP4 "
+                                  "blocks of 64 (weights only). Fewer bytes per token, a higher decode bound."));
     m_loadButton = new QPushButton(tr("Load"), this);
     m_loadButton->setObjectName(QStringLiteral("loadButton"));
     m_unloadButton = new QPushButton(tr("Unload"), this);
@@ -85,6 +94,7 @@ void PlaygroundPage::buildUi()
     modelRow->addWidget(m_model, 1);
     modelRow->addWidget(browseButton);
     modelRow->addWidget(m_threads);
+    modelRow->addWidget(m_quantization);
     modelRow->addWidget(m_loadButton);
     modelRow->addWidget(m_unloadButton);
     layout->addLayout(modelRow);
@@ -201,6 +211,20 @@ void PlaygroundPage::setThreads(int threads)
     m_threads->setValue(threads);
 }
 
+bool PlaygroundPage::setQuantization(const QString &method)
+{
+    const int index = m_quantization->findData(method);
+    if (index < 0)
+        return false;
+    m_quantization->setCurrentIndex(index);
+    return true;
+}
+
+QString PlaygroundPage::quantization() const
+{
+    return m_quantization->currentData().toString();
+}
+
 const DeviceMapPlan &PlaygroundPage::plan() const
 {
     return m_lanes->plan();
@@ -292,6 +316,8 @@ QJsonObject PlaygroundPage::loadRequest() const
     QJsonObject options = playgroundLoadOptions(m_lanes->plan(), m_lanesPath == modelPath(), m_threads->value());
     if (!adapterPath().isEmpty())
         options.insert(QStringLiteral("adapter"), adapterPath());
+    if (!quantization().isEmpty())
+        options.insert(QStringLiteral("quantization"), quantization());
     return options;
 }
 
@@ -372,7 +398,11 @@ void PlaygroundPage::onLoaded(const QJsonObject &event)
         m_loadedStatus += QLatin1Char(' ') + tr("LoRA adapter %1 applied to %2 layers.")
                                                  .arg(m_loadingAdapter)
                                                  .arg(event.value(QStringLiteral("adapted_layers")).toInt());
+    if (const QString bound = playgroundDecodeBoundText(event); !bound.isEmpty())
+        m_loadedStatus += QLatin1Char(' ') + bound;
     m_modelStatus->setText(m_loadedStatus);
+    m_chat->setDecodeBound(
+        event.value(QStringLiteral("decode_bound")).toObject().value(QStringLiteral("tokens_per_s")).toDouble());
     updateMemory();
     Q_EMIT modelLoaded();
 }
@@ -430,6 +460,7 @@ void PlaygroundPage::setState(State state)
     m_chat->setButtonsEnabled(state == State::Ready, state == State::Generating);
     m_model->setEnabled(!busy && !generating);
     m_adapter->setEnabled(!busy && !generating);
+    m_quantization->setEnabled(!busy && !generating);
     Q_EMIT stateChanged(state);
 }
 

@@ -17,6 +17,7 @@
 class QLabel;
 class QLineEdit;
 class QPushButton;
+class QComboBox;
 class QSpinBox;
 
 namespace accel::app {
@@ -44,6 +45,10 @@ public:
     void setPrompt(const QString &prompt);
     QString prompt() const;
     void setThreads(int threads);
+    // Quantize the Linear layers on the next Load: "" (weights as stored) or a method of
+    // quantizationmethod.h; false for anything else.
+    bool setQuantization(const QString &method);
+    QString quantization() const;
 
     WorkerClient *client() const { return m_client; }
     PlaygroundSampling *sampling() const { return m_sampling; }
@@ -98,6 +103,7 @@ private:
     QLineEdit *m_model = nullptr;
     QLineEdit *m_adapter = nullptr;
     QSpinBox *m_threads = nullptr;
+    QComboBox *m_quantization = nullptr;
     QPushButton *m_loadButton = nullptr;
     QPushButton *m_unloadButton = nullptr;
     QLabel *m_banner = nullptr;

@@ -49,6 +49,38 @@ QJsonObject playgroundLoadOptions(const DeviceMapPlan &plan, bool planIsForFolde
     return options;
 }
 
+QString playgroundDecodeBoundText(const QJsonObject &loaded)
+{
+    QStringList parts;
+    const auto size = [](double bytes) {
+        return QString::fromStdString(bigmodel::formatBinarySize(static_cast<uint64_t>(bytes)));
+    };
+    const QJsonObject quantization = loaded.value(QStringLiteral("quantization")).toObject();
+    if (!quantization.isEmpty())
+        parts << tr("%1: %2 Linear layers quantized (%3 for %4 in float32).")
+                     .arg(quantization.value(QStringLiteral("method")).toString())
+                     .arg(quantization.value(QStringLiteral("quantized_layers")).toInt())
+                     .arg(size(quantization.value(QStringLiteral("quantized_bytes")).toDouble()),
+                          size(quantization.value(QStringLiteral("float32_bytes")).toDouble()));
+    const QJsonObject bound = loaded.value(QStringLiteral("decode_bound")).toObject();
+    const double perToken = bound.value(QStringLiteral("weight_bytes_per_token")).toDouble();
+    if (perToken > 0) {
+        QString text = tr("Decode reads %1 of weights per token").arg(size(perToken));
+        if (const double offloaded = bound.value(QStringLiteral("offloaded_bytes_per_token")).toDouble(); offloaded > 0)
+            text += tr(" (%1 of them offloaded, brought in each step)").arg(size(offloaded));
+        const double bandwidth = bound.value(QStringLiteral("memory_bandwidth_bytes_per_s")).toDouble();
+        const double tokens = bound.value(QStringLiteral("tokens_per_s")).toDouble();
+        if (bandwidth > 0 && tokens > 0)
+            text += tr("; this machine's memory bandwidth (%1 GB/s) bounds it at %2 tokens/s.")
+                        .arg(bandwidth / 1e9, 0, 'f', 1)
+                        .arg(tokens, 0, 'f', 1);
+        else
+            text += QLatin1Char('.');
+        parts << text;
+    }
+    return parts.join(QLatin1Char(' '));
+}
+
 QString addPlaygroundPrompt(QJsonObject &request, const QString &text, bool asTokenIds)
 {
     if (asTokenIds) {

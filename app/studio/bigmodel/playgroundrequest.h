@@ -13,6 +13,10 @@ namespace accel::app {
 // The planned (and possibly edited) device map when `planIsForFolder`, else "auto" (the worker
 // plans); "threads" when above 0.
 QJsonObject playgroundLoadOptions(const DeviceMapPlan &plan, bool planIsForFolder, int threads);
+// What bounds decode for the loaded model (the "loaded" event's quantization and decode_bound):
+// "int8: 48 Linear layers quantized (85.0 MiB for 340.0 MiB in float32). Decode reads 162.4 MiB of
+// weights per token; this machine's memory bandwidth (10.3 GB/s) bounds it at 63.2 tokens/s."
+QString playgroundDecodeBoundText(const QJsonObject &loaded);
 // Puts the prompt into a generate request: "prompt", or "input_ids" for a model without
 // tokenizer.json ("1, 2 3"). Returns why it cannot be sent (empty text, not only ids); empty on success.
 QString addPlaygroundPrompt(QJsonObject &request, const QString &text, bool asTokenIds);

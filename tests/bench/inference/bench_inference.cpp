@@ -2,8 +2,8 @@
 // vocab 50257, float32) generated here; 2 threads; prefill tokens/s (1 x 256) and cached decode
 // tokens/s against the same model in Python eager (bench_reference.py, same safetensors file) in
 // 3 back-to-back rounds (median of the rounds' ratios: the load of a shared machine changes less
-// within a round), and decode against the memory-bandwidth limit (measured copy bandwidth /
-// weight bytes per token). gpt2SmallQuantized: the same checkpoint at float32 and quantized on load
+// within a round), and decode against the memory-bandwidth limit (decodebound.h: measured
+// copy bandwidth / weight bytes per token). gpt2SmallQuantized: the same checkpoint at float32 and quantized on load
 // (int8, nf4: Linear layers quantized, the tied embedding / head kept float32 as Accelerate's
 // default skip keeps it) against transformers' greedy `generate` with its KV cache on the same
 // torch (bench_transformers.py; int8 / nf4 through bitsandbytes' CPU backend), one run each, and
@@ -11,6 +11,7 @@
 #include "core/bigmodel/safetensorswriter.h"
 #include "core/common/fileutil.h"
 #include "core/inference/causallm.h"
+#include "core/inference/decodebound.h"
 #include "core/inference/generator.h"
 #include "core/inference/inferencemodel.h"
 #include "tests/helpers/testsupport.h"
@@ -49,21 +50,6 @@ static void bench(const char *name, double value, const char *unit, const QStrin
 {
     std::printf("BENCH %s %.2f %s%s\n", name, value, unit, extra.isEmpty() ? "" : (" " + extra.toStdString()).c_str());
     std::fflush(stdout);
-}
-
-static double copyBandwidth()
-{
-    const size_t bytes = size_t(256) << 20;
-    std::vector<char> a(bytes, 1), b(bytes, 0);
-    double best = 1e30;
-    for (int i = 0; i < 5; ++i) {
-        const auto start = std::chrono::steady_clock::now();
-        std::memcpy(b.data(), a.data(), bytes);
-        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    }
-    if (b[bytes / 2] != 1)
-        return 0;
-    return bytes / best; // bytes read per second (the copy also writes as many)
 }
 
 // Greedy, kDecode tokens after the first, never stopping early.
@@ -135,9 +121,7 @@ void tst_BenchInference::gpt2Small()
     options.threads = kThreads;
     auto model = inference::InferenceModel::load(folder, options);
     QVERIFY2(model, model ? "" : model.error().toString().c_str());
-    uint64_t weightBytes = 0;
-    for (const auto &p : (*model)->lm().namedParameters())
-        weightBytes += p.parameter->value.nbytes();
+    const uint64_t weightBytes = inference::decodeBytes(**model).perToken;
 
     // Rounds of C++ then Python, back to back: on a shared machine the load changes between runs,
     // so each round's ratio compares two measurements taken close together; the median is reported.
@@ -195,7 +179,7 @@ void tst_BenchInference::gpt2Small()
     bench("inference_prefill_1x256_cpp", prefill, "tokens/s");
     bench("inference_decode_cpp", decode, "tokens/s");
 
-    const double bandwidth = copyBandwidth();
+    const double bandwidth = inference::memoryBandwidth();
     const double limit = bandwidth / weightBytes;
     bench("inference_prefill_1x256", prefill, "tokens/s",
           QString("peer=%1 ratio=%2 target=>=1.0x_python_eager (median of %3 rounds' ratios)")
@@ -226,7 +210,7 @@ void tst_BenchInference::gpt2SmallQuantized()
     writeGpt2Small(folder);
     if (QTest::currentTestFailed())
         return;
-    const double bandwidth = copyBandwidth();
+    const double bandwidth = inference::memoryBandwidth();
     std::vector<int64_t> prompt(16);
     for (int i = 0; i < 16; ++i)
         prompt[i] = 100 + i;
@@ -237,10 +221,7 @@ void tst_BenchInference::gpt2SmallQuantized()
             options.quantization.method = method;
         auto model = inference::InferenceModel::load(folder, options);
         QVERIFY2(model, model ? "" : model.error().toString().c_str());
-        uint64_t weightBytes = (*model)->quantization().quantizedBytes;
-        for (const auto &p : (*model)->lm().namedParameters())
-            if (p.parameter->value.defined())
-                weightBytes += p.parameter->value.nbytes();
+        const uint64_t weightBytes = inference::decodeBytes(**model).perToken;
         auto generated = inference::generate(**model, {prompt}, greedyDecode());
         QVERIFY(generated);
         const double decode = generated->stats.decodeTokensPerSecond;
