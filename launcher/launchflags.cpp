@@ -77,9 +77,21 @@ std::vector<LaunchFlag> makeFlags()
         {"log_dir", K::Value, "DIR", nullptr, "accepted for compatibility; logs go to the run directory",
          "distributed"},
         {"role", K::Value, "ROLE", "default", "ROLE_NAME of the ranks", "distributed"},
-        {"rdzv_backend", K::Value, "NAME", "static", "rendezvous backend (accel: always static)", "distributed"},
-        {"rdzv_conf", K::Value, "CONF", "", "rendezvous options (unused)", "distributed"},
-        {"max_restarts", K::Value, "N", "0", "restart the whole group up to N times after a failure", "distributed"},
+        {"rdzv_backend", K::Value, "NAME", "static",
+         "static (every machine gives --machine_rank) or c10d (the machines started with the same command agree on "
+         "machine ranks at --rdzv_endpoint); etcd is refused",
+         "distributed"},
+        {"rdzv_endpoint", K::Value, "HOST[:PORT]", nullptr,
+         "where the c10d rendezvous meets (torchrun's; default main_process_ip:main_process_port, port 29400 "
+         "when omitted); the machine with that address hosts it",
+         "distributed"},
+        {"rdzv_conf", K::Value, "CONF", "",
+         "c10d options KEY=VALUE,...: join_timeout (600 s), read_timeout (60 s), is_host; other torchrun keys are "
+         "noted or refused by name",
+         "distributed"},
+        {"max_restarts", K::Value, "N", "0",
+         "restart the whole group up to N times after a failure (with c10d, each restart rendezvous again)",
+         "distributed"},
         {"monitor_interval", K::Value, "SECONDS", "0.1", "accepted for compatibility (accel reacts to exits at once)",
          "distributed"},
         // TPU (accepted, not supported)

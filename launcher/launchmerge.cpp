@@ -1,4 +1,5 @@
 #include "launcher/launchmerge.h"
+#include "launcher/rendezvousconf.h"
 
 #include "launcher/envbuilder.h"
 #include "launcher/launchflags.h"
@@ -392,10 +393,14 @@ Result<void> Merger::applyScalars()
         m_settings.notes.push_back("config enable_cpu_affinity: true is applied (accelerate launch ignores it)");
     }
     m_settings.sameNetwork = typed("same_network") || (top("same_network") && parseBool(top("same_network")->text));
-    const std::string rdzv = scalar("rdzv_backend").value_or("static");
-    if (rdzv != "static")
-        m_settings.notes.push_back("rdzv_backend " + rdzv +
-                                   " is not used: rank 0 hosts the c10d TCPStore (static rendezvous)");
+    RendezvousRequest rendezvous;
+    rendezvous.backend = scalar("rdzv_backend");
+    rendezvous.backendFromConfig = !typed("rdzv_backend") && rendezvous.backend.has_value();
+    rendezvous.conf = flag("rdzv_conf");
+    rendezvous.endpoint = flag("rdzv_endpoint");
+    rendezvous.machineRankGiven = typed("machine_rank") || m_settings.machineRank != 0;
+    if (auto ok = decideRendezvous(m_settings, rendezvous); !ok)
+        return tl::unexpected(ok.error());
     m_settings.role = flag("role").value_or("default");
     auto restarts = toInt("max_restarts", flag("max_restarts").value_or("0"), 0);
     if (!restarts)
@@ -440,7 +445,7 @@ Result<void> Merger::validate()
     if (s.machineRank >= s.numMachines)
         return makeError(ErrorCode::InvalidInput, "machine_rank " + std::to_string(s.machineRank) +
                                                       " must be below num_machines " + std::to_string(s.numMachines));
-    if (s.numMachines > 1 && s.mainProcessIp.empty())
+    if (s.numMachines > 1 && s.mainProcessIp.empty() && !s.machineRankAtRendezvous())
         return makeError(ErrorCode::InvalidInput, "main_process_ip is required when num_machines > 1");
     if (s.numMachines > 1 && s.mainProcessPortExplicit && s.mainProcessPort == 0)
         return makeError(ErrorCode::InvalidInput, "main_process_port 0 (a free port) works on one machine only; "

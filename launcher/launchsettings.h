@@ -41,6 +41,16 @@ struct ProgramSpec {
     std::string workerProgram;      // accel-worker, for Kind::Job
 };
 
+// The c10d rendezvous of `--rdzv_backend c10d` on several machines (launcher/machinerendezvous.h):
+// where the machines meet and how long they wait (rdzv_conf, launcher/rendezvousconf.h).
+struct RendezvousOptions {
+    std::string host;          // the endpoint: rdzv_endpoint, else main_process_ip
+    int port = 0;              // rdzv_endpoint's port (29400 when it has none), else main_process_port
+    double joinTimeoutS = 600; // rdzv_conf join_timeout: every machine joined within
+    double readTimeoutS = 60;  // rdzv_conf read_timeout: a machine reaches the host within
+    int isHost = -1;           // rdzv_conf is_host: 1 hosts, 0 never does, -1 hosts if it can bind the endpoint
+};
+
 struct LaunchSettings {
     LauncherKind launcher = LauncherKind::Simple;
     std::string distributedType = "NO"; // what the run amounts to: NO, MULTI_CPU, MULTI_GPU, FSDP, ...
@@ -61,6 +71,7 @@ struct LaunchSettings {
     std::string role = "default";
     int maxRestarts = 0;
     std::string rdzvBackend = "static";
+    RendezvousOptions rendezvous; // used when machineRankAtRendezvous()
     std::string rendezvousId = "none";
     // The torch the ranks run ("2.12.1"; "" when unknown): torchrun names its NCCL error-handling
     // variable after it (TORCH_NCCL_ASYNC_ERROR_HANDLING from 2.2, NCCL_ASYNC_ERROR_HANDLING before).
@@ -88,6 +99,9 @@ struct LaunchSettings {
     std::vector<std::string> notes; // "how we differ from accelerate launch" lines
 
     int processesPerNode() const { return numMachines > 0 ? numProcesses / numMachines : numProcesses; }
+    // c10d on several machines: the machines agree on machine ranks when they meet (machineRank
+    // and the store's address and port are set then, before every attempt).
+    bool machineRankAtRendezvous() const { return rdzvBackend == "c10d" && numMachines > 1; }
     std::string masterAddress() const { return mainProcessIp.empty() ? std::string("127.0.0.1") : mainProcessIp; }
 };
 

@@ -4,6 +4,7 @@
 
 #include "launcher/envbuilder.h"
 #include "launcher/groupreaper.h"
+#include "launcher/machinerendezvous.h"
 #include "launcher/ports.h"
 #include "launcher/rundirectory.h"
 #include "launcher/storehook.h"
@@ -113,6 +114,58 @@ void RunSupervisor::start()
             return;
         }
         m_storeHookFolder = *hook;
+    }
+    if (m_options.rendezvous)
+        connect(m_options.rendezvous, &MachineRendezvous::finished, this, &RunSupervisor::onRendezvousFinished);
+    beginAttempt();
+}
+
+void RunSupervisor::beginAttempt()
+{
+    if (!m_options.rendezvous) {
+        startAttempt();
+        if (m_run && !m_finished)
+            (void)m_run->setState(QString::fromLatin1(runstate::Running));
+        return;
+    }
+    m_meeting = true;
+    if (m_run)
+        (void)m_run->appendEvent(QStringLiteral("rendezvous_started"),
+                                 {{QStringLiteral("endpoint"), m_options.rendezvous->endpoint()},
+                                  {QStringLiteral("attempt"), m_restartCount}});
+    m_options.rendezvous->start(m_restartCount);
+}
+
+void RunSupervisor::onRendezvousFinished(const RendezvousOutcome &outcome)
+{
+    if (!m_meeting || m_finished)
+        return;
+    m_meeting = false;
+    if (m_stopRequested) {
+        finish(QString::fromLatin1(runstate::Stopped), 130, m_stopReason);
+        return;
+    }
+    if (!outcome.ok) {
+        if (m_run)
+            (void)m_run->appendEvent(QStringLiteral("rendezvous_failed"), {{QStringLiteral("attempt"), m_restartCount},
+                                                                           {QStringLiteral("error"), outcome.error}});
+        finish(QString::fromLatin1(runstate::Failed), 1, outcome.error);
+        return;
+    }
+    m_settings.machineRank = outcome.machineRank;
+    m_settings.mainProcessIp = outcome.masterAddress.toStdString();
+    m_settings.mainProcessPort = outcome.masterPort;
+    if (m_run) {
+        const QJsonObject fields{{QStringLiteral("attempt"), m_restartCount},
+                                 {QStringLiteral("machine_rank"), outcome.machineRank},
+                                 {QStringLiteral("master_addr"), outcome.masterAddress},
+                                 {QStringLiteral("master_port"), outcome.masterPort},
+                                 {QStringLiteral("hosted"), outcome.hosted},
+                                 {QStringLiteral("machines"), QJsonArray::fromStringList(outcome.machines)}};
+        (void)m_run->appendEvent(QStringLiteral("rendezvous"), fields);
+        QJsonObject manifest = m_run->manifest();
+        manifest[QStringLiteral("rendezvous")] = fields;
+        (void)m_run->writeManifest(manifest);
     }
     startAttempt();
     if (m_run && !m_finished)
@@ -290,6 +343,13 @@ void RunSupervisor::stop(const QString &reason)
     }
     m_stopRequested = true;
     m_stopReason = reason;
+    if (m_meeting) {
+        // Between attempts, meeting the other machines: no rank runs.
+        m_meeting = false;
+        m_options.rendezvous->cancel();
+        finish(QString::fromLatin1(runstate::Stopped), 130, reason);
+        return;
+    }
     if (m_run)
         (void)m_run->setState(QString::fromLatin1(runstate::Stopping), reason);
     m_tearingDown = false;
@@ -362,9 +422,7 @@ void RunSupervisor::attemptDone()
                     finish(QString::fromLatin1(runstate::Stopped), 130, m_stopReason);
                     return;
                 }
-                startAttempt();
-                if (m_run && !m_finished)
-                    (void)m_run->setState(QString::fromLatin1(runstate::Running));
+                beginAttempt();
             });
             return;
         }

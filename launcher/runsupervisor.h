@@ -19,6 +19,8 @@
 namespace accel::launcher {
 
 class GroupReaper;
+class MachineRendezvous;
+struct RendezvousOutcome;
 class RunDirectory;
 
 struct SupervisorOptions {
@@ -28,6 +30,9 @@ struct SupervisorOptions {
     // A socket listening on MASTER_PORT (launcher/ports.h PortReservation, kept open by the caller
     // for the whole run): rank 0 inherits it at every start, named by ACCEL_STORE_LISTEN_FD.
     int storeListenFd = -1;
+    // c10d on several machines (LaunchSettings::machineRankAtRendezvous): met before every attempt;
+    // its outcome sets this machine's rank and the store's address and port. Owned by the caller.
+    MachineRendezvous *rendezvous = nullptr;
 };
 
 struct RunOutcome {
@@ -64,6 +69,8 @@ Q_SIGNALS:
     void finished(const accel::launcher::RunOutcome &outcome);
 
 private:
+    void beginAttempt(); // rendezvous first when there is one, then startAttempt()
+    void onRendezvousFinished(const RendezvousOutcome &outcome);
     void startAttempt();
     void onRankStarted(int rank, qint64 pid);
     void onRankExited(const RankExit &exit);
@@ -97,6 +104,7 @@ private:
     bool m_stopRequested = false;
     bool m_finished = false;
     bool m_started = false;
+    bool m_meeting = false; // the machines' rendezvous of this attempt is under way
     QString m_stopReason;
     QString m_logFailure; // first log write error: the run fails with it
     RunOutcome m_outcome;

@@ -8,6 +8,7 @@
 #include "launcher/jsonoutput.h"
 #include "launcher/launchflags.h"
 #include "launcher/launchplan.h"
+#include "launcher/machinerendezvous.h"
 #include "launcher/rundirectory.h"
 #include "launcher/runsupervisor.h"
 #include "launcher/signalwatcher.h"
@@ -24,9 +25,12 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <sys/stat.h>
 
 namespace accel::cli {
+
+void captureStacksOnHang(accel::monitor::SupervisorMonitor &monitor, const QString &runDirectory); // cmd_stack.cpp
 
 namespace {
 
@@ -99,10 +103,26 @@ int runSupervisor(const LaunchSettings &settings, const EnvMap &base, RunDirecto
     options.mirror = attachedToTerminal && !parser.isSet("no_mirror");
     options.rankUmask = static_cast<int>(userUmask);
     options.storeListenFd = storeListenFd;
+    // c10d on several machines: the machines agree on machine ranks before every attempt.
+    std::unique_ptr<MachineRendezvous> rendezvous;
+    if (settings.machineRankAtRendezvous()) {
+        rendezvous =
+            std::make_unique<MachineRendezvous>(settings.rendezvous, settings.numMachines, settings.processesPerNode(),
+                                                QString::fromStdString(settings.rendezvousId));
+        options.rendezvous = rendezvous.get();
+        QObject::connect(rendezvous.get(), &MachineRendezvous::finished, &app, [](const RendezvousOutcome &outcome) {
+            if (outcome.ok)
+                std::fprintf(stderr,
+                             "accel launch: rendezvous (attempt %d): this machine is machine %d; machines: %s\n",
+                             outcome.round, outcome.machineRank,
+                             outcome.machines.join(QStringLiteral(", ")).toLocal8Bit().constData());
+        });
+    }
     RunSupervisor supervisor(settings, base, &run, options);
     // System sampling and hang/straggler detection beside the ranks (launcher/ knows nothing of
     // monitor/: the wiring is here). run.json records it so a studio does not detect twice.
     accel::monitor::SupervisorMonitor monitor(run.path(), monitorSettings);
+    captureStacksOnHang(monitor, run.path()); // the hang autopsy (cmd_stack.cpp)
     QJsonObject manifest = run.manifest();
     manifest[QStringLiteral("monitor")] = monitor.manifestEntry();
     (void)run.writeManifest(manifest);

@@ -63,7 +63,8 @@ std::string baseName(const std::string &path)
 Result<void> resolvePort(LaunchSettings &settings, std::shared_ptr<PortReservation> &held)
 {
     const bool hostsStore = settings.numMachines == 1 || settings.machineRank == 0;
-    if (!usesRankVariables(settings) || !hostsStore)
+    // With c10d on several machines the rendezvous host chooses the store's port (machinerendezvous.h).
+    if (!usesRankVariables(settings) || !hostsStore || settings.machineRankAtRendezvous())
         return {};
     const bool hold = settings.numMachines == 1 && takesHeldPort(settings.program.kind) &&
                       isLoopbackAddress(settings.masterAddress()) && settings.masterAddress() != "::1";

@@ -9,6 +9,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QSet>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QUuid>
@@ -45,6 +46,19 @@ bool waitFor(const std::function<bool()> &condition, int timeoutMs)
         QThread::msleep(10);
     }
     return true;
+}
+
+// A TCP port the kernel reports free right now.
+QString freePort()
+{
+    const int probe = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    socklen_t length = sizeof(address);
+    const bool bound = ::bind(probe, reinterpret_cast<sockaddr *>(&address), sizeof(address)) == 0 &&
+                       ::getsockname(probe, reinterpret_cast<sockaddr *>(&address), &length) == 0;
+    ::close(probe);
+    return bound ? QString::number(ntohs(address.sin_port)) : QString();
 }
 
 QJsonObject parseObject(const QString &text)
@@ -277,14 +291,8 @@ private Q_SLOTS:
     {
         // Machine 0 and machine 1 of a 2 x 2 job, both on this host: global ranks 0-3, one port.
         QTemporaryDir dir;
-        const int probe = ::socket(AF_INET, SOCK_STREAM, 0);
-        sockaddr_in address{};
-        address.sin_family = AF_INET;
-        QCOMPARE(::bind(probe, reinterpret_cast<sockaddr *>(&address), sizeof(address)), 0);
-        socklen_t length = sizeof(address);
-        ::getsockname(probe, reinterpret_cast<sockaddr *>(&address), &length);
-        const QString port = QString::number(ntohs(address.sin_port));
-        ::close(probe);
+        const QString port = freePort();
+        QVERIFY(!port.isEmpty());
         std::vector<std::unique_ptr<QProcess>> machines;
         for (int machine = 0; machine < 2; ++machine) {
             auto process = std::make_unique<QProcess>();
@@ -312,6 +320,90 @@ private Q_SLOTS:
             QCOMPARE(env.value(QStringLiteral("WORLD_SIZE")).toString(), QStringLiteral("4"));
             QCOMPARE(env.value(QStringLiteral("MASTER_PORT")).toString(), port);
             QVERIFY(QFile::exists(dir.filePath(QStringLiteral("m%1/logs/rank%2.log").arg(rank / 2).arg(rank))));
+        }
+    }
+
+    // Two machines started with the same command and no --machine_rank (--rdzv_backend c10d) agree
+    // on machine ranks at the rendezvous; every rank fails in the first attempt, so --max_restarts 1
+    // meets again (attempt 1) before the ranks start anew. Both machines on this host: the first to
+    // bind the endpoint hosts the meeting.
+    void c10dMachinesAgreeOnRanksAndMeetAgainAfterARestart()
+    {
+        QTemporaryDir dir;
+        const QString port = freePort();
+        QVERIFY(!port.isEmpty());
+        std::vector<std::unique_ptr<QProcess>> machines;
+        for (int machine = 0; machine < 2; ++machine) {
+            auto process = std::make_unique<QProcess>();
+            process->start(accel::test::binDir() + QStringLiteral("/accel"),
+                           {QStringLiteral("launch"),
+                            QStringLiteral("--cpu"),
+                            QStringLiteral("--num_machines"),
+                            QStringLiteral("2"),
+                            QStringLiteral("--num_processes"),
+                            QStringLiteral("4"),
+                            QStringLiteral("--rdzv_backend"),
+                            QStringLiteral("c10d"),
+                            QStringLiteral("--rdzv_endpoint"),
+                            QStringLiteral("127.0.0.1:") + port,
+                            QStringLiteral("--rdzv_conf"),
+                            QStringLiteral("join_timeout=20"),
+                            QStringLiteral("--max_restarts"),
+                            QStringLiteral("1"),
+                            QStringLiteral("--run_dir"),
+                            dir.filePath(QStringLiteral("m%1").arg(machine)),
+                            QStringLiteral("--no_python"),
+                            fakechild(),
+                            QStringLiteral("--if-attempt-below"),
+                            QStringLiteral("1"),
+                            QStringLiteral("--exit"),
+                            QStringLiteral("3"),
+                            QStringLiteral("--env-json"),
+                            dir.filePath(QStringLiteral("env-{rank}.json"))});
+            machines.push_back(std::move(process));
+        }
+        for (const auto &process : machines) {
+            QVERIFY(process->waitForFinished(30000));
+            QVERIFY2(process->exitCode() == 0, process->readAllStandardError().constData());
+        }
+        QSet<int> machineRanks;
+        QString masterPort;
+        for (int machine = 0; machine < 2; ++machine) {
+            const QString run = dir.filePath(QStringLiteral("m%1").arg(machine));
+            QFile manifestFile(run + QStringLiteral("/run.json"));
+            QVERIFY(manifestFile.open(QIODevice::ReadOnly));
+            const QJsonObject manifest = QJsonDocument::fromJson(manifestFile.readAll()).object();
+            QCOMPARE(manifest.value(QStringLiteral("restarts")).toInt(), 1);
+            const QJsonObject rendezvous = manifest.value(QStringLiteral("rendezvous")).toObject();
+            QCOMPARE(rendezvous.value(QStringLiteral("attempt")).toInt(), 1);
+            QCOMPARE(rendezvous.value(QStringLiteral("machines")).toArray().size(), 2);
+            const int rank = rendezvous.value(QStringLiteral("machine_rank")).toInt(-1);
+            machineRanks.insert(rank);
+            QCOMPARE(rendezvous.value(QStringLiteral("hosted")).toBool(), rank == 0);
+            masterPort = QString::number(rendezvous.value(QStringLiteral("master_port")).toInt());
+            QVERIFY(QFile::exists(run + QStringLiteral("/logs/rank%1.log").arg(rank * 2)));
+            // One meeting per attempt.
+            QFile events(run + QStringLiteral("/events.jsonl"));
+            QVERIFY(events.open(QIODevice::ReadOnly));
+            QList<int> attempts;
+            for (const QByteArray &line : events.readAll().split('\n')) {
+                const QJsonObject event = QJsonDocument::fromJson(line).object();
+                if (event.value(QStringLiteral("event")).toString() == QLatin1String("rendezvous"))
+                    attempts << event.value(QStringLiteral("attempt")).toInt();
+            }
+            QCOMPARE(attempts, (QList<int>{0, 1}));
+        }
+        QCOMPARE(machineRanks, (QSet<int>{0, 1}));
+        QVERIFY(masterPort != port); // rank 0's store: a port the host chose, beside the meeting's
+        for (int rank = 0; rank < 4; ++rank) {
+            QFile file(dir.filePath(QStringLiteral("env-%1.json").arg(rank)));
+            QVERIFY2(file.open(QIODevice::ReadOnly), qPrintable(file.fileName()));
+            const QJsonObject env = QJsonDocument::fromJson(file.readAll()).object();
+            QCOMPARE(env.value(QStringLiteral("GROUP_RANK")).toString(), QString::number(rank / 2));
+            QCOMPARE(env.value(QStringLiteral("WORLD_SIZE")).toString(), QStringLiteral("4"));
+            QCOMPARE(env.value(QStringLiteral("TORCHELASTIC_RESTART_COUNT")).toString(), QStringLiteral("1"));
+            QCOMPARE(env.value(QStringLiteral("MASTER_ADDR")).toString(), QStringLiteral("127.0.0.1"));
+            QCOMPARE(env.value(QStringLiteral("MASTER_PORT")).toString(), masterPort);
         }
     }
 

@@ -140,8 +140,91 @@ private Q_SLOTS:
         QVERIFY(settings);
         QVERIFY(settings->enableCpuAffinity);
         QVERIFY(hasNote(*settings, "enable_cpu_affinity"));
-        QVERIFY(hasNote(*settings, "rdzv_backend c10d"));
+        QVERIFY(hasNote(*settings, "config rdzv_backend: c10d is applied"));
+        QVERIFY(hasNote(*settings, "rdzv_backend c10d on one machine"));
         QVERIFY(hasNote(*settings, "mpirun/SLURM"));
+    }
+
+    // --rdzv_backend, --rdzv_endpoint and every rdzv_conf key: acted on, noted or refused by name.
+    void rendezvousFlags()
+    {
+        const std::map<std::string, std::string> two = {{"cpu", "true"},
+                                                        {"num_processes", "2"},
+                                                        {"num_machines", "2"},
+                                                        {"main_process_ip", "10.0.0.5"},
+                                                        {"main_process_port", "29555"},
+                                                        {"rdzv_backend", "c10d"}};
+        auto with = [&](std::map<std::string, std::string> extra) {
+            auto flags = two;
+            for (auto &[key, value] : extra)
+                flags[key] = value;
+            return merge(flags);
+        };
+        auto refusal = [&](std::map<std::string, std::string> extra) {
+            auto merged = with(std::move(extra));
+            return merged ? std::string("accepted") : merged.error().toString();
+        };
+        auto plain = with({});
+        QVERIFY(plain);
+        QVERIFY(plain->machineRankAtRendezvous());
+        QCOMPARE(plain->rendezvous.host, std::string("10.0.0.5"));
+        QCOMPARE(plain->rendezvous.port, 29555);
+        QCOMPARE(plain->rendezvous.joinTimeoutS, 600.0);
+        QCOMPARE(plain->rendezvous.readTimeoutS, 60.0);
+        QCOMPARE(plain->rendezvous.isHost, -1);
+        QVERIFY(hasNote(*plain, "agree on machine ranks at 10.0.0.5:29555"));
+
+        auto endpoint = merge({{"cpu", "true"},
+                               {"num_processes", "2"},
+                               {"num_machines", "2"},
+                               {"rdzv_backend", "c10d"},
+                               {"rdzv_endpoint", "node0"}}); // no main_process_ip needed; torchrun's port 29400
+        QVERIFY2(endpoint, endpoint ? "" : endpoint.error().toString().c_str());
+        QCOMPARE(endpoint->rendezvous.host, std::string("node0"));
+        QCOMPARE(endpoint->rendezvous.port, 29400);
+        auto v6 = with({{"rdzv_endpoint", "[::1]:5"}});
+        QVERIFY(v6);
+        QCOMPARE(v6->rendezvous.host, std::string("::1"));
+        QCOMPARE(v6->rendezvous.port, 5);
+        QVERIFY(refusal({{"rdzv_endpoint", "h:99999"}}).find("--rdzv_endpoint") != std::string::npos);
+
+        auto conf = with({{"rdzv_conf", "join_timeout=5, read_timeout=7,is_host=TRUE"}});
+        QVERIFY(conf);
+        QCOMPARE(conf->rendezvous.joinTimeoutS, 5.0);
+        QCOMPARE(conf->rendezvous.readTimeoutS, 7.0);
+        QCOMPARE(conf->rendezvous.isHost, 1);
+        auto noted = with({{"rdzv_conf", "last_call_timeout=5,keep_alive_interval=2,store_type=tcp"}});
+        QVERIFY(noted);
+        QVERIFY(hasNote(*noted, "rdzv_conf last_call_timeout is not used"));
+        QVERIFY(hasNote(*noted, "rdzv_conf keep_alive_interval is not used"));
+        QVERIFY(refusal({{"rdzv_conf", "colour=blue"}}).find("unknown key 'colour'") != std::string::npos);
+        QVERIFY(refusal({{"rdzv_conf", "timeout=30"}}).find("join_timeout") != std::string::npos);
+        QVERIFY(refusal({{"rdzv_conf", "join_timeout=0"}}).find("join_timeout: expected") != std::string::npos);
+        QVERIFY(refusal({{"rdzv_conf", "is_host=maybe"}}).find("is_host") != std::string::npos);
+        QVERIFY(refusal({{"rdzv_conf", "store_type=file"}}).find("store_type") != std::string::npos);
+        QVERIFY(refusal({{"rdzv_conf", "join_timeout"}}).find("join_timeout has no value") != std::string::npos);
+        QVERIFY(refusal({{"rdzv_backend", "etcd"}}).find("rdzv_backend: etcd needs an etcd server") !=
+                std::string::npos);
+        QVERIFY(refusal({{"rdzv_backend", "zookeeper"}}).find("expected static or c10d") != std::string::npos);
+
+        auto typedRank = with({{"machine_rank", "1"}});
+        QVERIFY(typedRank);
+        QCOMPARE(typedRank->machineRank, 0); // assigned at rendezvous
+        QVERIFY(hasNote(*typedRank, "machine_rank 1 is not used"));
+        QVERIFY(!merge({{"cpu", "true"}, {"num_processes", "2"}, {"num_machines", "2"}, {"rdzv_backend", "c10d"}}));
+
+        auto statics = merge({{"cpu", "true"},
+                              {"num_processes", "2"},
+                              {"num_machines", "2"},
+                              {"machine_rank", "1"},
+                              {"rdzv_endpoint", "10.0.0.9:29611"},
+                              {"rdzv_conf", "timeout=30"}});
+        QVERIFY(statics);
+        QVERIFY(!statics->machineRankAtRendezvous());
+        QCOMPARE(statics->machineRank, 1);
+        QCOMPARE(statics->mainProcessIp, std::string("10.0.0.9"));
+        QCOMPARE(statics->mainProcessPort, 29611);
+        QVERIFY(hasNote(*statics, "rdzv_conf timeout=30 is not used with rdzv_backend static"));
     }
 
     void threadsFollowAccelerate()
