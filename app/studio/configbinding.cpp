@@ -223,7 +223,14 @@ std::vector<FieldGroup> buildGroups()
                   &ClusterConfig::fsdp, &FsdpConfig::minNumParams),
              bind(schemaChoice("fsdp_config.fsdp_backward_prefetch", QObject::tr("Backward prefetch (FSDP1)")),
                   &ClusterConfig::fsdp, &FsdpConfig::backwardPrefetch),
-             bind(schemaChoice("fsdp_config.fsdp_state_dict_type", QObject::tr("State dict type")),
+             bind(schemaChoice("fsdp_config.fsdp_state_dict_type", QObject::tr("State dict type"),
+                               QObject::tr("SHARDED_STATE_DICT saves pytorch_model_fsdp_0/ in pieces. A Python "
+                                           "script writes torch.distributed.checkpoint files, which `accel "
+                                           "merge-weights` and `accelerate merge-weights` both join. A native job "
+                                           "(accel-worker) writes accel's own folder (index.json and "
+                                           "rank<r>.safetensors: C++ cannot write the pickled .metadata), which "
+                                           "Accelerate's tool refuses (\"metadata is None\"): join it with `accel "
+                                           "merge-weights CHECKPOINT OUTPUT_DIR`.")),
                   &ClusterConfig::fsdp, &FsdpConfig::stateDictType),
              bind(flag("fsdp_config.fsdp_forward_prefetch", QObject::tr("Forward prefetch (FSDP1)")),
                   &ClusterConfig::fsdp, &FsdpConfig::forwardPrefetch),

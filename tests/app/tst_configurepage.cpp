@@ -164,6 +164,13 @@ private Q_SLOTS:
                  std::optional<QString>(QStringLiteral("TRANSFORMER_BASED_WRAP")));
         QCOMPARE(form->field(QStringLiteral("fsdp_config.fsdp_reshard_after_forward"))->value(),
                  std::optional<QString>(QStringLiteral("true")));
+        // Where SHARDED_STATE_DICT is chosen, the studio says which merge tool reads which folder:
+        // Accelerate's refuses accel-worker's own sharded folder ("metadata is None").
+        const QString stateDictTip =
+            form->field(QStringLiteral("fsdp_config.fsdp_state_dict_type"))->editorWidget()->toolTip();
+        QVERIFY2(stateDictTip.contains(QStringLiteral("metadata is None")) &&
+                     stateDictTip.contains(QStringLiteral("accel merge-weights CHECKPOINT OUTPUT_DIR")),
+                 qPrintable(stateDictTip));
         // Keys absent from the file read "not set".
         QCOMPARE(form->field(QStringLiteral("deepspeed_config.zero_stage"))->value(), std::nullopt);
         QCOMPARE(form->field(QStringLiteral("main_process_ip"))->value(), std::nullopt);
