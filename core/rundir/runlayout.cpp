@@ -19,6 +19,11 @@ std::string metricsFile(int rank)
     return std::string(file::Metrics) + "/rank" + std::to_string(rank) + ".jsonl";
 }
 
+std::string nativeStackFile(int rank)
+{
+    return std::string(file::Stacks) + "/rank" + std::to_string(rank) + ".native.json";
+}
+
 bool isFinalState(std::string_view value)
 {
     return value == state::Succeeded || value == state::Failed || value == state::Stopped || value == state::Lost;

@@ -5,6 +5,7 @@
 
 #include "processidentity.h"
 
+#include <csignal>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -30,9 +31,19 @@ inline constexpr const char *Annotations = "annotations.json";
 // files (one JSON line each), which the supervisor reads into the run's metrics.
 inline constexpr const char *PythonStartup = "python";
 inline constexpr const char *TrackerReports = "trackers.jsonl";
+// The hang autopsy (docs/monitor.md "Hang autopsy"): `accel stack` writes the latest capture of
+// every rank's stack to StackAutopsy (JSON, schema accel.stack) and StackAutopsyText (as printed);
+// a native rank asked for its stack first writes nativeStackFile(rank) in the Stacks folder.
+inline constexpr const char *Stacks = "stacks";
+inline constexpr const char *StackAutopsy = "stacks.json";
+inline constexpr const char *StackAutopsyText = "stacks.txt";
 } // namespace file
-std::string logFile(int rank);     // "logs/rank3.log"
-std::string metricsFile(int rank); // "metrics/rank3.jsonl"
+std::string logFile(int rank);         // "logs/rank3.log"
+std::string metricsFile(int rank);     // "metrics/rank3.jsonl"
+std::string nativeStackFile(int rank); // "stacks/rank3.native.json"
+// The signal that asks accel-worker for its stack. Its default action is to ignore it, so a worker
+// that has not installed its handler yet (or predates it) is unharmed by the request.
+inline constexpr int nativeStackSignal = SIGURG;
 
 // States; a reader sets "lost" when the supervisor is gone (effectiveState).
 namespace state {

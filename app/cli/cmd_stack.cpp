@@ -1,0 +1,316 @@
+// accel stack RUN: the hang autopsy (docs/monitor.md "Hang autopsy"). Captures every live rank's
+// stack — Python ranks with py-spy, accel-worker ranks through their own handler
+// (core/worker/stackdump.h: the collective each waits in and its number) — groups identical
+// stacks, prints them, and keeps the capture in the run directory (stacks.json, stacks.txt) with a
+// `stacks_captured` event. The supervisor runs it by itself when `hang_suspected` fires
+// (captureStacksOnHang). Only processes proven to belong to the run are touched, as for
+// `accel stop` (core/rundir/processidentity.h).
+#include "app/cli/argparser.h"
+#include "app/cli/command.h"
+#include "app/cli/stackreport.h"
+
+#include "core/rundir/privatefiles.h"
+#include "core/rundir/processidentity.h"
+#include "launcher/jsonoutput.h"
+#include "launcher/rundirectory.h"
+#include "monitor/supervisormonitor.h"
+
+#include <QCoreApplication>
+#include <QDeadlineTimer>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QProcess>
+#include <QStandardPaths>
+#include <QThread>
+
+#include <cstdio>
+
+namespace accel::cli {
+
+using namespace accel::launcher;
+
+namespace {
+
+// py-spy is pinned in the project's Python environment (packaging/python-requirements.txt);
+// outside it, the one on PATH.
+QString pySpyProgram()
+{
+#ifdef ACCEL_PYTHON_ENV
+    const QString pinned = QStringLiteral(ACCEL_PYTHON_ENV "/bin/py-spy");
+    if (QFileInfo(pinned).isExecutable())
+        return pinned;
+#endif
+    return QStandardPaths::findExecutable(QStringLiteral("py-spy"));
+}
+
+QString pySpyMissing()
+{
+    QString where;
+#ifdef ACCEL_PYTHON_ENV
+    where = QStringLiteral(ACCEL_PYTHON_ENV "/bin nor ");
+#endif
+    return QStringLiteral("py-spy is in neither %1PATH: install it into the project's Python environment "
+                          "(packaging/install-deps.sh; pip install py-spy==0.4.3)")
+        .arg(where);
+}
+
+// What stops py-spy from reading another process, said with the fix.
+QString ptraceAdvice(const QString &pySpy)
+{
+    QString advice = QStringLiteral("py-spy may not attach (ptrace refused)");
+    QFile scope(QStringLiteral("/proc/sys/kernel/yama/ptrace_scope"));
+    if (scope.open(QIODevice::ReadOnly)) {
+        const QString value = QString::fromLatin1(scope.readAll()).trimmed();
+        if (value != QLatin1String("0"))
+            advice += QStringLiteral(": kernel.yama.ptrace_scope is %1; allow it with `sudo sysctl "
+                                     "kernel.yama.ptrace_scope=0`, or")
+                          .arg(value);
+        else
+            advice += QStringLiteral(":");
+    } else {
+        advice += QStringLiteral(":");
+    }
+    return advice + QStringLiteral(" give py-spy the capability with `sudo setcap cap_sys_ptrace+ep %1` "
+                                   "(in a container: --cap-add SYS_PTRACE)")
+                        .arg(pySpy);
+}
+
+QString executableName(qint64 pid)
+{
+    return QFileInfo(QFile::symLinkTarget(QStringLiteral("/proc/%1/exe").arg(pid))).fileName();
+}
+
+RankStack pythonStack(const QString &pySpy, qint64 pid, int timeoutMs)
+{
+    RankStack stack;
+    stack.pid = pid;
+    stack.kind = QStringLiteral("python");
+    if (pySpy.isEmpty()) {
+        stack.error = pySpyMissing();
+        return stack;
+    }
+    QProcess process;
+    process.start(pySpy,
+                  {QStringLiteral("dump"), QStringLiteral("--pid"), QString::number(pid), QStringLiteral("--json")});
+    if (!process.waitForFinished(timeoutMs)) {
+        process.kill();
+        process.waitForFinished(1000);
+        stack.error = QStringLiteral("%1 did not answer within %2 s").arg(pySpy).arg(timeoutMs / 1000.0);
+        return stack;
+    }
+    const QString errors = QString::fromLocal8Bit(process.readAllStandardError()).trimmed();
+    if (process.exitStatus() != QProcess::NormalExit || process.exitCode() != 0) {
+        stack.error = errors.contains(QLatin1String("ermission"), Qt::CaseInsensitive) ||
+                              errors.contains(QLatin1String("not permitted"), Qt::CaseInsensitive)
+                          ? ptraceAdvice(pySpy) + QStringLiteral(" (py-spy: ") +
+                                errors.section(QLatin1Char('\n'), 0, 0) + QLatin1Char(')')
+                          : QStringLiteral("py-spy failed: ") + errors;
+        return stack;
+    }
+    auto parsed = parsePySpyDump(process.readAllStandardOutput(), pid);
+    if (!parsed) {
+        stack.error = QString::fromStdString(parsed.error().message);
+        return stack;
+    }
+    return *parsed;
+}
+
+struct Capture {
+    QList<RankStack> stacks;
+    QString refusal; // the whole run could not be asked (exit code in `code`)
+    int code = ExitOk;
+};
+
+Capture captureStacks(RunDirectory &run, int timeoutMs)
+{
+    Capture capture;
+    const auto owner = rundir::runDirectoryOwner(QFile::encodeName(run.path()).toStdString());
+    if (!owner) {
+        capture.refusal = QString::fromStdString(owner.error().toString());
+        capture.code = ExitFailure;
+        return capture;
+    }
+    const std::string native = QFile::encodeName(run.path()).toStdString();
+    const QString pySpy = pySpyProgram();
+    struct Pending {
+        int index;
+        int rank;
+    };
+    QList<Pending> natives;
+    QList<std::pair<int, qint64>> pythons; // index, pid
+    for (const QJsonValue &value : run.manifest().value(QLatin1String(rundir::key::Ranks)).toArray()) {
+        const QJsonObject entry = value.toObject();
+        if (entry.value(QStringLiteral("result")).toString() != QLatin1String("running"))
+            continue;
+        RankStack stack;
+        stack.rank = entry.value(QStringLiteral("rank")).toInt();
+        rundir::ProcessClaim claim;
+        claim.pid = static_cast<std::int64_t>(entry.value(QLatin1String(rundir::key::Pid)).toDouble());
+        const double start = entry.value(QLatin1String(rundir::key::StartTime)).toDouble();
+        claim.startTime = start > 0 && start < 1.8e19 ? static_cast<std::uint64_t>(start) : 0;
+        stack.pid = claim.pid;
+        auto proven = rundir::ProvenProcess::prove(claim, *owner);
+        const QString program = proven ? executableName(claim.pid) : QString();
+        if (!proven) {
+            stack.kind = QStringLiteral("unknown");
+            stack.error =
+                QStringLiteral("not proven to belong to the run: ") + QString::fromStdString(proven.error().toString());
+        } else if (program.startsWith(QLatin1String("python"))) {
+            pythons.append({int(capture.stacks.size()), claim.pid});
+        } else if (program == QLatin1String("accel-worker")) {
+            stack.kind = QStringLiteral("native");
+            const std::string file = rundir::nativeStackFile(stack.rank);
+            QFile::remove(run.filePath(QString::fromStdString(file))); // an earlier answer
+            if (proven->signal(rundir::nativeStackSignal))
+                natives.append({int(capture.stacks.size()), stack.rank});
+            else
+                stack.error = QStringLiteral("the process exited");
+        } else {
+            stack.kind = QStringLiteral("unknown");
+            stack.error = QStringLiteral("%1 is neither a Python interpreter nor accel-worker").arg(program);
+        }
+        capture.stacks.append(stack);
+    }
+    if (capture.stacks.isEmpty()) {
+        capture.refusal = QStringLiteral("no rank of run %1 is running").arg(run.id());
+        capture.code = ExitFailure;
+        return capture;
+    }
+    // The native ranks write while py-spy reads the Python ones.
+    for (const auto &[index, pid] : pythons) {
+        const int rank = capture.stacks[index].rank;
+        capture.stacks[index] = pythonStack(pySpy, pid, timeoutMs);
+        capture.stacks[index].rank = rank;
+    }
+    const QDeadlineTimer deadline(timeoutMs);
+    for (const Pending &pending : natives) {
+        RankStack &stack = capture.stacks[pending.index];
+        const std::string file = rundir::nativeStackFile(pending.rank);
+        for (;;) {
+            auto text = rundir::readRunFile(native, file, 1 << 20);
+            if (text) {
+                auto parsed = parseNativeStack(QByteArray::fromStdString(*text));
+                const qint64 pid = stack.pid;
+                if (parsed)
+                    stack = *parsed;
+                else
+                    stack.error = QString::fromStdString(parsed.error().message);
+                stack.rank = pending.rank;
+                stack.pid = pid;
+                break;
+            }
+            if (deadline.hasExpired()) {
+                stack.error = QStringLiteral("accel-worker wrote no %1 within %2 s (a worker older than the hang "
+                                             "autopsy, or one stopped by a debugger)")
+                                  .arg(QString::fromStdString(file))
+                                  .arg(timeoutMs / 1000.0);
+                break;
+            }
+            QThread::msleep(20);
+        }
+    }
+    return capture;
+}
+
+} // namespace
+
+void captureStacksOnHang(accel::monitor::SupervisorMonitor &monitor, const QString &runDirectory)
+{
+    // A separate `accel stack` process: py-spy and the wait for native answers never hold up the
+    // supervisor's event loop.
+    QObject::connect(monitor.hangDetector(), &accel::monitor::HangDetector::hangSuspected, &monitor, [runDirectory] {
+        QProcess::startDetached(QCoreApplication::applicationFilePath(),
+                                {QStringLiteral("stack"), runDirectory, QStringLiteral("--reason"),
+                                 QStringLiteral("hang_suspected"), QStringLiteral("--quiet")});
+    });
+}
+
+static int runStack(int argc, char **argv)
+{
+    ArgParser parser("accel stack", "Capture every rank's stack (py-spy for Python ranks, accel-worker's own handler "
+                                    "for native ranks), grouped by identical stacks; kept in the run directory "
+                                    "(stacks.json, stacks.txt).");
+    parser.addPositional({"run", "run id (or unique prefix) or run directory"});
+    parser.addValue("runs_root", "DIR", "folder holding run directories",
+                    RunDirectory::defaultRunsRoot().toStdString());
+    parser.addValue("timeout", "SECONDS", "wait this long for each rank's stack", "5");
+    parser.addValue("reason", "TEXT", "why the stacks are taken, recorded with them", "on demand");
+    parser.addFlag("quiet", "print nothing (the capture is still kept in the run directory)");
+    parser.addFlag("json", "machine-readable output (accel.stack)");
+    if (!parser.parse(argc, argv, 1)) {
+        if (parser.helpRequested()) {
+            std::fputs(parser.helpText().c_str(), stdout);
+            return ExitOk;
+        }
+        std::fprintf(stderr, "accel stack: %s\n", parser.error().c_str());
+        return ExitBadInput;
+    }
+    bool numeric = false;
+    const double timeoutS = QString::fromStdString(parser.valueOr("timeout", "5")).toDouble(&numeric);
+    if (!numeric || !(timeoutS > 0) || timeoutS > 600) {
+        std::fprintf(stderr, "accel stack: --timeout: expected seconds between 0 and 600, got '%s'\n",
+                     parser.valueOr("timeout", "").c_str());
+        return ExitBadInput;
+    }
+    const QString root =
+        QString::fromStdString(parser.valueOr("runs_root", RunDirectory::defaultRunsRoot().toStdString()));
+    auto run = RunDirectory::open(QString::fromStdString(*parser.firstPositional("run")), root);
+    if (!run) {
+        std::fprintf(stderr, "accel stack: %s\n", run.error().toString().c_str());
+        return exitCodeFor(run.error());
+    }
+    const rundir::SupervisorRecord supervisor = run->supervisor();
+    if (rundir::checkSupervisor(supervisor) == rundir::SupervisorCheck::Unknown && !supervisor.host.empty()) {
+        std::fprintf(stderr,
+                     "accel stack: run %s runs on host %s; run accel stack there (the studio does so over SSH)\n",
+                     run->id().toLocal8Bit().constData(), supervisor.host.c_str());
+        return ExitBadInput;
+    }
+    const QString state = run->effectiveState(false);
+    if (runstate::isFinal(state)) {
+        std::fprintf(stderr, "accel stack: run %s is %s: its ranks are gone%s\n", run->id().toLocal8Bit().constData(),
+                     state.toLocal8Bit().constData(),
+                     QFileInfo::exists(run->filePath(QLatin1String(rundir::file::StackAutopsyText)))
+                         ? (QStringLiteral("; the last capture is ") +
+                            run->filePath(QLatin1String(rundir::file::StackAutopsyText)))
+                               .toLocal8Bit()
+                               .constData()
+                         : "");
+        return ExitFailure;
+    }
+    Capture capture = captureStacks(*run, static_cast<int>(timeoutS * 1000));
+    if (!capture.refusal.isEmpty()) {
+        std::fprintf(stderr, "accel stack: %s\n", capture.refusal.toLocal8Bit().constData());
+        return capture.code;
+    }
+    const QString reason = QString::fromStdString(parser.valueOr("reason", "on demand"));
+    const QList<StackGroup> groups = groupStacks(capture.stacks);
+    const QString text = stackReportText(groups, run->id(), reason);
+    const QJsonObject document = stackReportJson(groups, capture.stacks, run->id(), reason);
+    const QByteArray json = schemaJson(document);
+    auto kept = run->writeFile(QLatin1String(rundir::file::StackAutopsy), json);
+    if (kept)
+        kept = run->writeFile(QLatin1String(rundir::file::StackAutopsyText), text.toUtf8());
+    if (!kept)
+        std::fprintf(stderr, "accel stack: not kept in the run directory: %s\n", kept.error().toString().c_str());
+    QJsonArray summaries;
+    for (const StackGroup &group : groups)
+        summaries.append(rankList(group.ranks) + QLatin1Char(' ') + stackSummary(group.stack));
+    (void)run->appendEvent(QStringLiteral("stacks_captured"),
+                           {{QStringLiteral("reason"), reason},
+                            {QStringLiteral("groups"), summaries},
+                            {QStringLiteral("file"), QLatin1String(rundir::file::StackAutopsy)}});
+    if (parser.isSet("json"))
+        std::printf("%s", json.constData());
+    else if (!parser.isSet("quiet"))
+        std::printf("%s", text.toLocal8Bit().constData());
+    const bool any = std::any_of(capture.stacks.begin(), capture.stacks.end(),
+                                 [](const RankStack &stack) { return stack.error.isEmpty(); });
+    return any ? ExitOk : ExitFailure;
+}
+
+static Registrar registrar({"stack", "capture every rank's stack, grouped (the hang autopsy)", &runStack});
+
+} // namespace accel::cli
