@@ -1,4 +1,4 @@
-// accel stack RUN: the hang autopsy (docs/monitor.md "Hang autopsy"). Captures every live rank's
+// accel stack RUN: the hang autopsy (docs/hang-autopsy.md). Captures every live rank's
 // stack — Python ranks with py-spy, accel-worker ranks through their own handler
 // (core/worker/stackdump.h: the collective each waits in and its number) — groups identical
 // stacks, prints them, and keeps the capture in the run directory (stacks.json, stacks.txt) with a

@@ -1,4 +1,4 @@
-// The hang autopsy's report (docs/monitor.md "Hang autopsy"): every rank's stack as py-spy
+// The hang autopsy's report (docs/hang-autopsy.md): every rank's stack as py-spy
 // (Python ranks) or accel-worker (native ranks, core/worker/stackdump.h) gave it, grouped by
 // identical stacks and summarised as "ranks 0-2 in all_gather at train.py:88".
 #pragma once

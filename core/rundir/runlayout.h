@@ -31,7 +31,7 @@ inline constexpr const char *Annotations = "annotations.json";
 // files (one JSON line each), which the supervisor reads into the run's metrics.
 inline constexpr const char *PythonStartup = "python";
 inline constexpr const char *TrackerReports = "trackers.jsonl";
-// The hang autopsy (docs/monitor.md "Hang autopsy"): `accel stack` writes the latest capture of
+// The hang autopsy (docs/hang-autopsy.md): `accel stack` writes the latest capture of
 // every rank's stack to StackAutopsy (JSON, schema accel.stack) and StackAutopsyText (as printed);
 // a native rank asked for its stack first writes nativeStackFile(rank) in the Stacks folder.
 inline constexpr const char *Stacks = "stacks";

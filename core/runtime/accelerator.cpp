@@ -144,7 +144,7 @@ Result<std::unique_ptr<Accelerator>> Accelerator::create(const AcceleratorOption
         std::vector<torch::Tensor> tensors{torch::tensor(amax, torch::kFloat)};
         c10d::AllreduceOptions max;
         max.reduceOp = c10d::ReduceOp::MAX;
-        runWork([&] { return p->group->allreduce(tensors, max); });
+        runWork(CollectiveKind::AllReduce, [&] { return p->group->allreduce(tensors, max); });
         std::copy_n(tensors[0].data_ptr<float>(), amax.size(), amax.begin());
     };
     if (auto fp8 = d->precision->enableFp8(env.fp8, d->plan, reduceMax); !fp8)

@@ -7,6 +7,7 @@
 
 #include "core/plan/shardingplan.h"
 #include "core/runtime/accelerator.h"
+#include "core/runtime/collectiverecord.h"
 #include "core/runtime/metricswriter.h"
 #include "core/runtime/precision/mixedprecisionpolicy.h"
 #include "core/runtime/strategy/distributedstrategy.h"
@@ -83,11 +84,13 @@ inline std::chrono::milliseconds toMs(double seconds)
     return std::chrono::milliseconds(int64_t(std::max(0.001, seconds) * 1000.0));
 }
 
-// Starts a collective and waits for it.
+// Starts a collective and waits for it, recorded for the stack dump (collectiverecord.h).
 template <typename F>
-void runWork(F &&start)
+void runWork(CollectiveKind kind, F &&start)
 {
+    const std::uint64_t sequence = collectiveIssued(kind);
     c10::intrusive_ptr<c10d::Work> work = start();
+    CollectiveWait waiting(kind, sequence);
     work->wait();
 }
 

@@ -19,7 +19,7 @@ void Accelerator::Private::checkShapes(const torch::Tensor &tensor, const char *
     for (int r = 0; r < env.worldSize; ++r)
         out[0].push_back(torch::empty_like(shape));
     std::vector<torch::Tensor> in{shape};
-    runWork([&] { return group->allgather(out, in); });
+    runWork(CollectiveKind::AllGather, [&] { return group->allgather(out, in); });
     std::ostringstream text;
     bool mismatch = false;
     for (int r = 0; r < env.worldSize; ++r) {
@@ -46,7 +46,7 @@ at::Tensor Accelerator::gather(const at::Tensor &tensorIn)
     for (int r = 0; r < d->env.worldSize; ++r)
         out[0].push_back(torch::empty_like(tensor));
     std::vector<torch::Tensor> in{tensor};
-    runWork([&] { return d->group->allgather(out, in); });
+    runWork(CollectiveKind::AllGather, [&] { return d->group->allgather(out, in); });
     return torch::cat(out[0], 0);
 }
 
@@ -86,7 +86,7 @@ at::Tensor Accelerator::reduce(const at::Tensor &tensorIn, ReduceOp op)
     std::vector<torch::Tensor> in{tensor};
     c10d::AllreduceOptions reduceOptions;
     reduceOptions.reduceOp = op == ReduceOp::Max ? c10d::ReduceOp::MAX : c10d::ReduceOp::SUM;
-    runWork([&] { return d->group->allreduce(in, reduceOptions); });
+    runWork(CollectiveKind::AllReduce, [&] { return d->group->allreduce(in, reduceOptions); });
     if (op == ReduceOp::Mean)
         tensor.div_(d->env.worldSize);
     return tensor;
@@ -102,7 +102,7 @@ void Accelerator::broadcast(at::Tensor &tensor, int sourceRank)
     std::vector<torch::Tensor> in{buffer};
     c10d::BroadcastOptions broadcastOptions;
     broadcastOptions.rootRank = sourceRank;
-    runWork([&] { return d->group->broadcast(in, broadcastOptions); });
+    runWork(CollectiveKind::Broadcast, [&] { return d->group->broadcast(in, broadcastOptions); });
     if (!buffer.is_same(tensor))
         tensor.detach().copy_(buffer);
 }
@@ -111,7 +111,7 @@ void Accelerator::waitForEveryone()
 {
     if (!d->group)
         return;
-    runWork([&] { return d->group->barrier(); });
+    runWork(CollectiveKind::Barrier, [&] { return d->group->barrier(); });
 }
 
 } // namespace accel::runtime

@@ -1,4 +1,5 @@
 #include "core/runtime/shmcollectives.h"
+#include "core/runtime/collectiverecord.h"
 
 #include "core/runtime/shmsegment.h"
 
@@ -299,6 +300,7 @@ void ShmCollectives::allReduceSum(torch::Tensor &tensor)
     if (m_world == 1)
         return;
     drain();
+    CollectiveWait waiting(CollectiveKind::AllReduce);
     execute(Kind::AllReduce, tensor, tensor);
 }
 
@@ -311,6 +313,7 @@ void ShmCollectives::reduceScatterSum(torch::Tensor &output, const torch::Tensor
         return;
     }
     drain();
+    CollectiveWait waiting(CollectiveKind::ReduceScatter);
     execute(Kind::ReduceScatter, output, input);
 }
 
@@ -323,6 +326,7 @@ void ShmCollectives::allGather(torch::Tensor &output, const torch::Tensor &input
         return;
     }
     drain();
+    CollectiveWait waiting(CollectiveKind::AllGather);
     execute(Kind::AllGather, output, input);
 }
 
@@ -353,6 +357,8 @@ Collectives::Pending ShmCollectives::submit(Kind kind, torch::Tensor output, tor
     work.input = std::move(input);
     work.tensors = std::move(tensors);
     std::shared_future<void> done = work.done.get_future().share();
+    const CollectiveKind recorded = kind == Kind::AllGather ? CollectiveKind::AllGather : CollectiveKind::AllReduce;
+    const std::uint64_t sequence = collectiveIssued(recorded);
     {
         std::lock_guard<std::mutex> lock(m_mutex);
         m_queue.push_back(std::move(work));
@@ -361,7 +367,10 @@ Collectives::Pending ShmCollectives::submit(Kind kind, torch::Tensor output, tor
             m_thread = std::thread([this] { run(); });
     }
     m_wake.notify_one();
-    return [done] { done.get(); };
+    return [done, recorded, sequence] {
+        CollectiveWait waiting(recorded, sequence);
+        done.get();
+    };
 }
 
 void ShmCollectives::run()

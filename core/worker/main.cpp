@@ -3,6 +3,7 @@
 #include "core/inference/workermain.h"
 #include "core/worker/jobrunner.h"
 #include "core/worker/mergelora.h"
+#include "core/worker/stackdump.h"
 
 #include <cstring>
 #include <iostream>
@@ -64,6 +65,8 @@ int main(int argc, char **argv)
         std::cerr << "accel-worker: unknown option " << first << "\n" << usage();
         return 2;
     }
+    // Before the runtime starts any thread (stackdump.h): `accel stack` can ask where this rank waits.
+    accel::worker::installStackDump();
     auto job = accel::worker::JobSpec::load(first);
     if (!job) {
         std::cerr << "accel-worker: " << job.error().toString() << std::endl;

@@ -9,6 +9,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <sstream>
 
@@ -29,6 +31,32 @@ std::string fixed(double value, int digits)
     return out.str();
 }
 
+// A deliberate hang for the hang autopsy's tests (docs/hang-autopsy.md):
+// ACCEL_FAULT_EXTRA_BARRIER=RANK:STEP makes rank RANK wait in one barrier the other ranks never
+// enter, after optimizer step STEP, so it waits in barrier #n while the others wait in the next
+// all_reduce #n. Unset: no fault. A value that is not two whole numbers is an error naming it.
+constexpr const char *kExtraBarrierVariable = "ACCEL_FAULT_EXTRA_BARRIER";
+
+struct ExtraBarrier {
+    int rank = -1;
+    int64_t step = -1;
+};
+
+Result<ExtraBarrier> extraBarrierFault()
+{
+    const char *value = std::getenv(kExtraBarrierVariable);
+    ExtraBarrier fault;
+    if (!value || !*value)
+        return fault;
+    char tail = 0;
+    long long step = 0;
+    if (std::sscanf(value, "%d:%lld%c", &fault.rank, &step, &tail) != 2 || fault.rank < 0 || step < 1)
+        return makeError(ErrorCode::InvalidInput,
+                         std::string(kExtraBarrierVariable) + ": expected RANK:STEP (e.g. 1:3), got '" + value + "'");
+    fault.step = step;
+    return fault;
+}
+
 } // namespace
 
 double warmupCosine(int64_t step, int64_t warmupSteps, int64_t maxSteps, double minLrRatio)
@@ -43,6 +71,9 @@ double warmupCosine(int64_t step, int64_t warmupSteps, int64_t maxSteps, double 
 Result<TrainingSummary> runTraining(Accelerator &accelerator, const JobSpec &job, TrainingTask &task)
 {
     const TrainingSettings &t = job.training;
+    const auto fault = extraBarrierFault();
+    if (!fault)
+        return tl::unexpected(fault.error());
     accelerator.prepareModel(task.model);
     for (const auto &reference : task.referenceModels)
         accelerator.prepareModel(reference);
@@ -175,6 +206,8 @@ Result<TrainingSummary> runTraining(Accelerator &accelerator, const JobSpec &job
                     return tl::unexpected(saved.error());
                 accelerator.print("saved " + *saved);
             }
+            if (summary.steps == fault->step && accelerator.processIndex() == fault->rank)
+                accelerator.waitForEveryone(); // the deliberate hang (extraBarrierFault)
         }
         ++epoch;
     }

@@ -1,5 +1,7 @@
 #include "core/runtime/strategy/collectives.h"
 
+#include "core/runtime/collectiverecord.h"
+
 namespace accel::runtime {
 
 void Collectives::allReduceMax(torch::Tensor &tensor)
@@ -20,7 +22,10 @@ void ProcessGroupCollectives::allReduceSum(torch::Tensor &tensor)
     if (size() == 1)
         return;
     std::vector<torch::Tensor> tensors{tensor};
-    m_group->allreduce(tensors)->wait();
+    const std::uint64_t sequence = collectiveIssued(CollectiveKind::AllReduce);
+    auto work = m_group->allreduce(tensors);
+    CollectiveWait waiting(CollectiveKind::AllReduce, sequence);
+    work->wait();
 }
 
 void ProcessGroupCollectives::reduceScatterSum(torch::Tensor &output, const torch::Tensor &input)
@@ -32,7 +37,10 @@ void ProcessGroupCollectives::reduceScatterSum(torch::Tensor &output, const torc
         return;
     }
     torch::Tensor in = input.contiguous();
-    m_group->_reduce_scatter_base(output, in)->wait();
+    const std::uint64_t sequence = collectiveIssued(CollectiveKind::ReduceScatter);
+    auto work = m_group->_reduce_scatter_base(output, in);
+    CollectiveWait waiting(CollectiveKind::ReduceScatter, sequence);
+    work->wait();
 }
 
 void ProcessGroupCollectives::allGather(torch::Tensor &output, const torch::Tensor &input)
@@ -49,9 +57,13 @@ Collectives::Pending ProcessGroupCollectives::allGatherAsync(torch::Tensor outpu
         return [] {};
     }
     torch::Tensor in = input.contiguous();
+    const std::uint64_t sequence = collectiveIssued(CollectiveKind::AllGather);
     auto work = m_group->_allgather_base(output, in);
     // The work keeps its tensors alive until it completes.
-    return [work, output, in] { work->wait(); };
+    return [work, output, in, sequence] {
+        CollectiveWait waiting(CollectiveKind::AllGather, sequence);
+        work->wait();
+    };
 }
 
 void ProcessGroupCollectives::allReduceMax(torch::Tensor &tensor)
@@ -61,7 +73,10 @@ void ProcessGroupCollectives::allReduceMax(torch::Tensor &tensor)
     std::vector<torch::Tensor> tensors{tensor};
     c10d::AllreduceOptions max;
     max.reduceOp = c10d::ReduceOp::MAX;
-    m_group->allreduce(tensors, max)->wait();
+    const std::uint64_t sequence = collectiveIssued(CollectiveKind::AllReduce);
+    auto work = m_group->allreduce(tensors, max);
+    CollectiveWait waiting(CollectiveKind::AllReduce, sequence);
+    work->wait();
 }
 
 Collectives::Pending ProcessGroupCollectives::allReduceMeanAsync(std::vector<torch::Tensor> tensors)
@@ -92,9 +107,13 @@ Collectives::Pending ProcessGroupCollectives::allReduceMeanAsync(std::vector<tor
     // Divided before the sum, as DDP does over the process group.
     flat.div_(size());
     std::vector<torch::Tensor> list{flat};
+    const std::uint64_t sequence = collectiveIssued(CollectiveKind::AllReduce);
     auto work = m_group->allreduce(list);
-    return [work, flat, tensors = std::move(tensors), staging = m_staging] {
-        work->wait();
+    return [work, flat, tensors = std::move(tensors), staging = m_staging, sequence] {
+        {
+            CollectiveWait waiting(CollectiveKind::AllReduce, sequence);
+            work->wait();
+        }
         torch::NoGradGuard noGrad;
         int64_t at = 0;
         for (const auto &tensor : tensors) {
