@@ -1,5 +1,11 @@
 // A read-only memory mapping of a whole file. Held by shared_ptr: every tensor view into a
 // checkpoint keeps its mapping alive, so a later torch loader can wrap the bytes zero-copy.
+//
+// A file truncated by another process while mapped makes any read of its lost pages raise SIGBUS,
+// wherever the read happens (inside a torch kernel, on any thread), so no check before a read can
+// catch it. The first mapping installs a SIGBUS handler: a fault inside a live mapping ends the
+// process with exit code 1 and "error: <file>: the file shrank while mapped ..." on stderr; any
+// other SIGBUS goes to the handler that was there before (the default: a crash).
 #pragma once
 
 #include "core/common/result.h"
@@ -27,6 +33,7 @@ public:
 
 private:
     MappedFile() = default;
+    int m_guardSlot = -1; // this mapping's entry for the SIGBUS handler (-1: table full, unguarded)
     std::string m_path;
     const std::byte *m_data = nullptr;
     uint64_t m_size = 0;

@@ -13,6 +13,8 @@
 
 #include <cstring>
 #include <filesystem>
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace accel;
 using namespace accel::bigmodel;
@@ -399,6 +401,52 @@ private Q_SLOTS:
         }
         QCOMPARE(reinterpret_cast<const float *>(data)[3], 4.0f);
         QCOMPARE(mapping.use_count(), long(1));
+    }
+
+    // Another process truncates a checkpoint while it is mapped (a serve worker holds its weights
+    // zero-copy): the next read of the lost bytes ends the reader with exit code 1 and an error
+    // naming the file, not a SIGBUS crash. The reader is a forked child; this process truncates.
+    void truncatedWhileMappedFailsNamingTheFile()
+    {
+        const std::vector<float> a(64 * 1024, 1.5f); // 256 KB: pages the truncation takes away
+        const std::string file = path("shrinks.safetensors");
+        QVERIFY(writeSafetensors(file, {{"a", DType::F32, {64 * 1024}, a.data(), a.size() * 4}}));
+        int mapped[2];
+        int truncated[2];
+        int errors[2];
+        QVERIFY(::pipe(mapped) == 0 && ::pipe(truncated) == 0 && ::pipe(errors) == 0);
+        const pid_t child = ::fork();
+        QVERIFY(child >= 0);
+        if (child == 0) {
+            ::dup2(errors[1], STDERR_FILENO);
+            auto opened = SafetensorsFile::open(file);
+            char byte = opened ? 'm' : 'x';
+            (void)!::write(mapped[1], &byte, 1);
+            (void)!::read(truncated[0], &byte, 1); // the parent has truncated the file
+            const auto *values = reinterpret_cast<const float *>((*opened)->find("a")->data);
+            volatile float sum = 0;
+            for (size_t i = 0; i < a.size(); i += 1024)
+                sum = sum + values[i];
+            ::_exit(sum == 0 ? 3 : 0); // read after the truncation: must not get here
+        }
+        ::close(errors[1]);
+        char byte = 0;
+        QCOMPARE(::read(mapped[0], &byte, 1), ssize_t(1));
+        QCOMPARE(byte, 'm');
+        QVERIFY(::truncate(file.c_str(), 0) == 0);
+        QCOMPARE(::write(truncated[1], &byte, 1), ssize_t(1));
+        int status = 0;
+        QCOMPARE(::waitpid(child, &status, 0), child);
+        QByteArray message;
+        char buffer[512];
+        for (ssize_t n; (n = ::read(errors[0], buffer, sizeof buffer)) > 0;)
+            message.append(buffer, n);
+        for (int fd : {mapped[0], mapped[1], truncated[0], truncated[1], errors[0]})
+            ::close(fd);
+        QVERIFY2(WIFEXITED(status), qPrintable(QStringLiteral("ended by signal %1").arg(WTERMSIG(status))));
+        QCOMPARE(WEXITSTATUS(status), 1);
+        QVERIFY2(message.contains(QByteArray::fromStdString("error: " + file + ": the file shrank while mapped")),
+                 message.constData());
     }
 };
 

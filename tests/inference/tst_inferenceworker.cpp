@@ -18,6 +18,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <unistd.h>
+
 using namespace accel;
 
 class tst_InferenceWorker : public QObject {
@@ -31,6 +33,7 @@ private Q_SLOTS:
     void serveProtocol();
     void serveCancelStopsGeneration();
     void textPromptIsTokenizedAndDecoded();
+    void checkpointTruncatedUnderServeFailsNamingIt();
 
 private:
     QString worker() const { return test::binDir() + "/accel-worker"; }
@@ -220,6 +223,34 @@ void tst_InferenceWorker::textPromptIsTokenizedAndDecoded()
     auto streamed = test::runProgram(worker(), args);
     QVERIFY2(streamed.exitCode == 0, qPrintable(streamed.err));
     QCOMPARE(streamed.out, decoded + "\n");
+}
+
+// The served model's weights view its mapped safetensors file (zero-copy). Another process
+// truncates the file while it is loaded: the next generation ends the worker with exit code 1 and
+// an error naming the file, instead of a SIGBUS crash (core/bigmodel/mappedfile.h).
+void tst_InferenceWorker::checkpointTruncatedUnderServeFailsNamingIt()
+{
+    const std::string dir = m_dir.filePath("shrinking").toStdString();
+    test::writeTinyModel(dir, "gpt2", 33);
+    QProcess serve;
+    serve.start(worker(), {"serve"});
+    QVERIFY(serve.waitForStarted(10000));
+    serve.write(R"({"op":"load","id":"l1","model":")" + QByteArray::fromStdString(dir) + R"(","device_map":"cpu"})" +
+                "\n");
+    QByteArray out;
+    QTRY_VERIFY_WITH_TIMEOUT((out += serve.readAllStandardOutput()).contains("\"event\":\"loaded\""), 30000);
+    const QJsonObject loaded = jsonLines(QString::fromUtf8(out)).last();
+    QVERIFY2(loaded["zero_copy_tensors"].toInt() > 0, qPrintable(QString::fromUtf8(out)));
+    const std::string file = dir + "/model.safetensors";
+    QVERIFY(::truncate(file.c_str(), 0) == 0);
+    serve.write(R"({"op":"generate","id":"g1","input_ids":[5,6,7],"max_new_tokens":2,"greedy":true})"
+                "\n");
+    QVERIFY(serve.waitForFinished(30000));
+    const QByteArray err = serve.readAllStandardError();
+    QCOMPARE(serve.exitStatus(), QProcess::NormalExit); // not a crash by SIGBUS
+    QCOMPARE(serve.exitCode(), 1);
+    QVERIFY2(err.contains(QByteArray::fromStdString("error: " + file + ": the file shrank while mapped")),
+             err.constData());
 }
 
 QTEST_GUILESS_MAIN(tst_InferenceWorker)
