@@ -6,6 +6,7 @@
 // made unreachable, GLOO_SOCKET_IFNAME naming an interface a node lacks, and every port of
 // machine 0 but sshd's and the main one dropped (the reach check passes, the all-reduce cannot).
 #include "tests/helpers/netnssshnodes.h"
+#include "tests/helpers/slurmtestcluster.h"
 #include "tests/helpers/testsupport.h"
 #include "tests/launcher/processprobe.h"
 
@@ -22,6 +23,7 @@
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QThread>
 #include <QUuid>
 
 #include <memory>
@@ -113,12 +115,15 @@ private Q_SLOTS:
     void launchWithHostsStartsNothingWhenThePreflightFails();
     void launchWithTheNodeConfigsOfConfigCluster();
     void jumpHostReachesANodeThisMachineCannot();
+    void c10dLaunchesWithoutMachineRanksFormOneWorldAndTrain();
+    void c10dNamesTheMachineThatNeverCame();
 
 private:
     // Makes the three nodes on first use; false (and the test skipped or failed) when it cannot.
     bool nodes();
     accel::test::ProcessResult accel(const QStringList &arguments, const QStringList &extraEnv = {});
     std::unique_ptr<NetworkChange> dropMainPort(int port) const;
+    std::unique_ptr<QProcess> launchInNode(int node, const QStringList &arguments) const;
 
     std::unique_ptr<accel::test::NetnsSshNodes> m_nodes;
     QString m_skip;
@@ -626,6 +631,95 @@ void tst_HostsDoctor::jumpHostReachesANodeThisMachineCannot()
     QCOMPARE(hosts.size(), 1);
     QCOMPARE(hosts.at(0).toObject().value(QStringLiteral("status")).toString(), QStringLiteral("ok"));
     qInfo("accel hosts check through the jump host: %lld ms", static_cast<long long>(clock.elapsed()));
+}
+
+// `accel launch ARGS` started in node `node`'s network namespace (as a user types it on that node),
+// its ranks on the node's eth0.
+std::unique_ptr<QProcess> tst_HostsDoctor::launchInNode(int node, const QStringList &arguments) const
+{
+    auto process = std::make_unique<QProcess>();
+    QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+    environment.insert(QStringLiteral("GLOO_SOCKET_IFNAME"), QStringLiteral("eth0"));
+    environment.insert(QStringLiteral("OMP_NUM_THREADS"), QStringLiteral("1"));
+    process->setProcessEnvironment(environment);
+    process->start(QStringLiteral("ip"),
+                   QStringList{"netns", "exec", m_nodes->nodeNamespace(node), m_accel, "launch"} + arguments);
+    return process;
+}
+
+// Two machines started with the same `accel launch --rdzv_backend c10d` and no --machine_rank, as
+// Accelerate's SLURM example starts them: they meet at machine 0's address, agree on ranks, and
+// train one 2-rank gpt job (one rank per node). Node 1 starts first and waits for the host.
+void tst_HostsDoctor::c10dLaunchesWithoutMachineRanksFormOneWorldAndTrain()
+{
+    REQUIRE_NODES();
+    if (!QFile::exists(QDir(accel::test::binDir()).filePath(QStringLiteral("accel-worker"))))
+        QSKIP("no accel-worker in this build: the training needs the libtorch runtime");
+    QTemporaryDir data;
+    const QString job = accel::test::writeTinyGptJob(data.path(), QStringLiteral("c10d"), 6, 60);
+    QVERIFY(!job.isEmpty());
+    QElapsedTimer clock;
+    clock.start();
+    std::vector<std::unique_ptr<QProcess>> machines(2);
+    for (int node : {1, 0}) {
+        machines[size_t(node)] = launchInNode(
+            node, {"--cpu", "--num_machines", "2", "--num_processes", "2", "--rdzv_backend", "c10d",
+                   "--main_process_ip", m_nodes->nodeAddress(0), "--main_process_port", "29619", "--rdzv_conf",
+                   "join_timeout=60", "--run_dir", data.filePath(QStringLiteral("node%1").arg(node)), "--job", job});
+        if (node == 1)
+            QThread::msleep(300);
+    }
+    for (const auto &process : machines) {
+        QVERIFY(process->waitForFinished(90000));
+        QVERIFY2(process->exitCode() == 0, process->readAllStandardError().constData());
+    }
+    for (int node = 0; node < 2; ++node) {
+        QFile manifestFile(data.filePath(QStringLiteral("node%1/run.json").arg(node)));
+        QVERIFY(manifestFile.open(QIODevice::ReadOnly));
+        const QJsonObject rendezvous =
+            QJsonDocument::fromJson(manifestFile.readAll()).object().value(QStringLiteral("rendezvous")).toObject();
+        QCOMPARE(rendezvous.value(QStringLiteral("machine_rank")).toInt(-1), node); // node 0 has the address
+        QCOMPARE(rendezvous.value(QStringLiteral("master_addr")).toString(), m_nodes->nodeAddress(0));
+        const QJsonArray machinesSeen = rendezvous.value(QStringLiteral("machines")).toArray();
+        QCOMPARE(machinesSeen.size(), 2);
+        QVERIFY(machinesSeen.at(1).toString().contains(m_nodes->nodeAddress(1)));
+    }
+    QFile log(data.filePath(QStringLiteral("node0/logs/rank0.log")));
+    QVERIFY(log.open(QIODevice::ReadOnly));
+    const QByteArray text = log.readAll();
+    QVERIFY2(text.contains("2 process(es), DDP") && text.contains("done: 6 steps"), text.constData());
+    QVERIFY(QFile::exists(data.filePath(QStringLiteral("node1/logs/rank1.log"))));
+    qInfo("two c10d launches on 2 nodes, 6 steps: %lld ms", static_cast<long long>(clock.elapsed()));
+}
+
+// num_machines 3, two nodes come: after join_timeout both say who joined as which machine and
+// which machine rank never came, and fail (exit 1) without starting a rank.
+void tst_HostsDoctor::c10dNamesTheMachineThatNeverCame()
+{
+    REQUIRE_NODES();
+    QTemporaryDir data;
+    const QString fakechild = QDir(accel::test::binDir()).filePath(QStringLiteral("fakechild"));
+    QElapsedTimer clock;
+    clock.start();
+    std::vector<std::unique_ptr<QProcess>> machines;
+    for (int node = 0; node < 2; ++node)
+        machines.push_back(
+            launchInNode(node, {"--cpu", "--num_machines", "3", "--num_processes", "3", "--rdzv_backend", "c10d",
+                                "--rdzv_endpoint", m_nodes->nodeAddress(0) + ":29620", "--rdzv_conf", "join_timeout=2",
+                                "--run_dir", data.filePath(QStringLiteral("node%1").arg(node)), "--no_python",
+                                fakechild, "--touch", data.filePath(QStringLiteral("rank-{rank}-started"))}));
+    for (const auto &process : machines) {
+        QVERIFY(process->waitForFinished(30000));
+        const QString err = QString::fromLocal8Bit(process->readAllStandardError());
+        QVERIFY2(process->exitCode() == 1, qPrintable(err));
+        QVERIFY2(err.contains(QStringLiteral("timed out after join_timeout 2 s: 2 of num_machines 3 joined")) &&
+                     err.contains(QStringLiteral("(%1) as machine 0").arg(m_nodes->nodeAddress(0))) &&
+                     err.contains(QStringLiteral("(%1) as machine 1").arg(m_nodes->nodeAddress(1))) &&
+                     err.contains(QStringLiteral("machine 2 never came")),
+                 qPrintable(err));
+    }
+    QVERIFY(QDir(data.path()).entryList({QStringLiteral("rank-*")}).isEmpty());
+    qInfo("c10d join timeout of 2 s named: %lld ms", static_cast<long long>(clock.elapsed()));
 }
 
 QTEST_GUILESS_MAIN(tst_HostsDoctor)
