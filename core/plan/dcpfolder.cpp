@@ -39,12 +39,12 @@ PickleAllowList metadataAllowList()
 }
 
 // A dataclass's fields: BUILD's state, a dict (or (None, dict) for a class with slots).
-PickleRef fields(const PickleRef &object, const char *className)
+PickleRef fields(PickleRef object, const char *className)
 {
     if (!object || object->kind != Kind::Object ||
         object->text != std::string("torch.distributed.checkpoint.") + className || !object->state)
         return nullptr;
-    const PickleRef &state = object->state;
+    const PickleRef state = object->state;
     if (state->kind == Kind::Dict)
         return state;
     if (state->kind == Kind::Tuple && state->items.size() == 2 && state->items[1]->kind == Kind::Dict)
@@ -53,7 +53,7 @@ PickleRef fields(const PickleRef &object, const char *className)
 }
 
 // torch.Size((a, b, ...)) as numbers >= 0.
-bool sizeOf(const PickleRef &value, std::vector<int64_t> *out)
+bool sizeOf(PickleRef value, std::vector<int64_t> *out)
 {
     if (!value || value->kind != Kind::Object || value->text != "torch.Size" || value->items.size() != 1 ||
         value->items[0]->kind != Kind::Tuple)
@@ -67,7 +67,7 @@ bool sizeOf(const PickleRef &value, std::vector<int64_t> *out)
     return true;
 }
 
-std::string text(const PickleRef &value)
+std::string text(PickleRef value)
 {
     return value && value->kind == Kind::Text ? value->text : std::string();
 }
@@ -137,7 +137,7 @@ Result<std::vector<JoinedTensor>> joinDcpFolder(const std::string &folder)
     const auto invalid = [&metadataPath](const std::string &message) {
         return makeError(ErrorCode::InvalidInput, message, metadataPath);
     };
-    const PickleRef metadata = fields(*root, "metadata.Metadata");
+    const PickleRef metadata = fields(root->root, "metadata.Metadata");
     const PickleRef stateDict = metadata ? metadata->get("state_dict_metadata") : nullptr;
     const PickleRef storage = metadata ? metadata->get("storage_data") : nullptr;
     if (!stateDict || stateDict->kind != Kind::Dict || !storage || storage->kind != Kind::Dict)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <unordered_map>
 
 namespace accel::runtime {
 
@@ -18,13 +19,6 @@ namespace {
 
 using Kind = PickleValue::Kind;
 
-PickleRef make(Kind kind)
-{
-    auto value = std::make_shared<PickleValue>();
-    value->kind = kind;
-    return value;
-}
-
 // One pass over the opcodes; the stack holds values, a MARK is a null entry position.
 class Reader {
 public:
@@ -32,7 +26,7 @@ public:
         : m_bytes(bytes), m_allowed(allowed), m_what(what)
     {}
 
-    Result<PickleRef> run()
+    Result<PickleDocument> run()
     {
         while (m_pos < m_bytes.size()) {
             const size_t at = m_pos;
@@ -40,8 +34,11 @@ public:
             if (op == '.') {
                 if (m_stack.size() != 1 || !m_marks.empty())
                     return fail(at, "STOP with " + std::to_string(m_stack.size()) + " values on the stack");
-                return m_stack.back();
+                m_document.root = m_stack.back();
+                return std::move(m_document);
             }
+            if (m_document.values.size() >= kMaxPickleValues)
+                return fail(at, "more than " + std::to_string(kMaxPickleValues) + " values");
             if (!step(op, at))
                 return tl::unexpected(m_error);
         }
@@ -49,6 +46,13 @@ public:
     }
 
 private:
+    PickleRef make(Kind kind)
+    {
+        m_document.values.push_back(std::make_unique<PickleValue>());
+        m_document.values.back()->kind = kind;
+        return m_document.values.back().get();
+    }
+
     tl::unexpected<Error> fail(size_t at, const std::string &message)
     {
         m_error = Error{ErrorCode::InvalidInput, "pickle byte " + std::to_string(at) + ": " + message, m_what};
@@ -142,19 +146,16 @@ private:
     }
     bool memoGet(size_t at, uint64_t index)
     {
-        if (index >= m_memo.size() || !m_memo[size_t(index)])
+        const auto found = m_memo.find(index);
+        if (found == m_memo.end())
             return bad(at, "memo entry " + std::to_string(index) + " was never stored");
-        return push(m_memo[size_t(index)]);
+        return push(found->second);
     }
     bool memoPut(size_t at, uint64_t index)
     {
         if (m_stack.empty())
             return bad(at, "stores an empty stack");
-        if (index > m_bytes.size())
-            return bad(at, "memo index " + std::to_string(index) + " beyond the file's size");
-        if (index >= m_memo.size())
-            m_memo.resize(size_t(index) + 1);
-        m_memo[size_t(index)] = m_stack.back();
+        m_memo[index] = m_stack.back();
         return true;
     }
     bool container(size_t at, Kind kind)
@@ -370,13 +371,14 @@ private:
     size_t m_pos = 0;
     std::vector<PickleRef> m_stack;
     std::vector<size_t> m_marks;
-    std::vector<PickleRef> m_memo;
+    std::unordered_map<uint64_t, PickleRef> m_memo;
+    PickleDocument m_document;
     Error m_error;
 };
 
 } // namespace
 
-Result<PickleRef> readPickle(const std::string &bytes, const PickleAllowList &allowed, const std::string &what)
+Result<PickleDocument> readPickle(const std::string &bytes, const PickleAllowList &allowed, const std::string &what)
 {
     return Reader(bytes, allowed, what).run();
 }

@@ -45,7 +45,7 @@ struct ZipCloser {
 };
 using ZipArchive = std::unique_ptr<zip_t, ZipCloser>;
 
-bool wholeNumber(const PickleRef &value, int64_t *out)
+bool wholeNumber(PickleRef value, int64_t *out)
 {
     if (!value || value->kind != Kind::Int)
         return false;
@@ -53,7 +53,7 @@ bool wholeNumber(const PickleRef &value, int64_t *out)
     return true;
 }
 
-bool wholeNumbers(const PickleRef &value, std::vector<int64_t> *out)
+bool wholeNumbers(PickleRef value, std::vector<int64_t> *out)
 {
     if (!value || value->kind != Kind::Tuple)
         return false;
@@ -139,7 +139,7 @@ Result<SavedTensor> readTorchSavedTensor(const std::string &blob, const std::str
     auto root = readPickle(pickleBytes, tensorAllowList(), what + ": data.pkl");
     if (!root)
         return tl::unexpected(root.error());
-    const PickleRef &tensor = *root;
+    const PickleRef tensor = root->root;
     const bool v3 = tensor->kind == Kind::Object && tensor->text == "torch._utils._rebuild_tensor_v3";
     if (tensor->kind != Kind::Object || (!v3 && tensor->text != "torch._utils._rebuild_tensor_v2") ||
         tensor->items.size() < (v3 ? 7u : 4u))

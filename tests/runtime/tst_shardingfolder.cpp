@@ -280,7 +280,21 @@ private Q_SLOTS:
              "not torch.distributed.checkpoint's Metadata"},
             {QByteArray("\x80\x02]\x94(K\x01", 7), "ends before STOP"},
         };
+        // Shapes no DCP file has, made of allowed opcodes only: a list 400,000 levels deep (torn
+        // down recursively, its values overflowed the stack) and a list that holds itself.
+        const QByteArray deep = QByteArray("\x80\x02") + QByteArray(400000, '(') + QByteArray(400000, 'l') + ".";
+        const QByteArray loop("\x80\x02]q\x00h\x00"
+                              "a.",
+                              9);
         int i = 0;
+        for (const QByteArray &pickle : {deep, loop}) {
+            const QString folder = dir.filePath(QStringLiteral("shape%1").arg(i++));
+            QDir().mkpath(folder);
+            writeFile(folder + "/.metadata", pickle);
+            const auto run = test::runAccel({"merge-weights", folder, dir.filePath("out")});
+            QCOMPARE(run.exitCode, 2);
+            QVERIFY2(run.err.contains("not torch.distributed.checkpoint's Metadata"), qPrintable(run.err));
+        }
         for (const auto &c : cases) {
             const QString folder = dir.filePath(QStringLiteral("case%1").arg(i++));
             QDir().mkpath(folder);
