@@ -4,6 +4,7 @@
 #include "app/cli/argparser.h"
 #include "app/cli/command.h"
 #include "core/common/programs.h"
+#include "core/inference/generator.h"
 #include "core/inference/quantizationmethod.h"
 
 #include <unistd.h>
@@ -99,6 +100,12 @@ int runGenerate(int argc, char **argv)
     parser.addValue("top_p", "P", "keep the smallest set of tokens whose probability reaches P");
     parser.addValue("repetition_penalty", "R", "penalise tokens already present (Transformers' rule)");
     parser.addValue("seed", "S", "seed of the sampler", "0");
+    parser.addValue("draft", "DIR",
+                    "speculative decoding: a small model folder with the same tokenizer proposes tokens and the model "
+                    "checks several in one forward (greedy only: the same tokens as without it; transformers' "
+                    "assistant_model)");
+    parser.addValue("draft_tokens", "N", "tokens the draft proposes per step (transformers' num_assistant_tokens)",
+                    std::to_string(inference::DraftModel().tokens));
     parser.addOption({"stop", "TEXT", "stop when the generated text contains TEXT", "", 0, true, {}});
     parser.addOption(
         {"stop_token_id", "ID", "stop at this token (default: the config's eos_token_id)", "", 0, true, {}});
@@ -114,11 +121,27 @@ int runGenerate(int argc, char **argv)
         std::fprintf(stderr, "accel generate: give exactly one of --prompt TEXT or --input-ids 1,2,3\n");
         return 2;
     }
-    return execInferenceWorker("generate", parser,
-                               {"device_map", "max_memory", "offload_folder", "adapter", "dtype", "threads",
-                                "quantization", "skip_modules", "keep_in_fp32_modules", "prompt", "input_ids",
-                                "max_new_tokens", "temperature", "top_k", "top_p", "repetition_penalty", "seed", "stop",
-                                "stop_token_id"},
+    return execInferenceWorker("generate", parser, {"device_map",
+                                                    "max_memory",
+                                                    "offload_folder",
+                                                    "adapter",
+                                                    "dtype",
+                                                    "threads",
+                                                    "quantization",
+                                                    "skip_modules",
+                                                    "keep_in_fp32_modules",
+                                                    "prompt",
+                                                    "input_ids",
+                                                    "max_new_tokens",
+                                                    "temperature",
+                                                    "top_k",
+                                                    "top_p",
+                                                    "repetition_penalty",
+                                                    "seed",
+                                                    "stop",
+                                                    "stop_token_id",
+                                                    "draft",
+                                                    "draft_tokens"},
                                {"greedy", "json", "gpus_on_cpu"});
 }
 

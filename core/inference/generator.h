@@ -1,7 +1,8 @@
 // Text generation over an InferenceModel: prefill then one token per step with the key/value
 // cache; greedy or sampled (temperature, top-k, top-p) with a repetition penalty, a seed, stop
 // tokens and stop strings (matched on the decoded text), max new tokens, a streaming callback that
-// cancels by returning false, and timing (time to first token, prefill and decode tokens/s).
+// cancels by returning false, timing (time to first token, prefill and decode tokens/s), and
+// greedy speculative decoding with a draft model.
 // Runs under c10::InferenceMode. Torch-light header.
 #pragma once
 
@@ -37,6 +38,17 @@ struct GenerationStats {
     double prefillTokensPerSecond = 0; // batch × prompt tokens / prefill time
     double decodeTokensPerSecond = 0;  // batch × tokens / decode time, after the first token
     double totalMs = 0;
+    int64_t draftProposed = 0; // speculative decoding: tokens the draft proposed
+    int64_t draftAccepted = 0; // of them, the ones the model's greedy choice agreed with
+};
+
+// Speculative decoding (DraftModel::model set): a small model of the same vocabulary proposes
+// `tokens` tokens at a time and the model checks them in one forward. Greedy only (the tokens equal
+// greedy decoding without a draft), one sequence, no repetition penalty: anything else is refused.
+constexpr int kMaxDraftTokens = 64;
+struct DraftModel {
+    InferenceModel *model = nullptr;
+    int tokens = 4; // proposals per step, 1..kMaxDraftTokens
 };
 
 struct GeneratedSequence {
@@ -90,6 +102,6 @@ size_t promptTokenLimit(const ModelConfig &config, const SamplingOptions &option
 // All prompts must have the same length (no padding in this version).
 Result<GenerationResult> generate(InferenceModel &model, const std::vector<std::vector<int64_t>> &prompts,
                                   const SamplingOptions &options, const TokenCallback &onToken = {},
-                                  const Decoder &decoder = {});
+                                  const Decoder &decoder = {}, const DraftModel &draft = {});
 
 } // namespace accel::inference

@@ -53,6 +53,17 @@ int runGenerate(const WorkerRequest &r)
     }
     if (ids.empty())
         return fail("generate", Error{ErrorCode::InvalidInput, "give --prompt TEXT or --input-ids 1,2,3", {}});
+    std::unique_ptr<InferenceModel> draft;
+    if (!r.draftDir.empty()) {
+        LoadOptions draftOptions; // the draft is small: whole on the CPU, in the model's compute dtype
+        draftOptions.threads = r.load.threads;
+        draftOptions.dispatch.computeDType = r.load.dispatch.computeDType;
+        auto loaded = InferenceModel::load(r.draftDir, draftOptions);
+        if (!loaded)
+            return fail("generate",
+                        Error{loaded.error().code, "--draft: " + loaded.error().message, loaded.error().context});
+        draft = std::move(*loaded);
+    }
     auto result = generate(
         **model, {ids}, r.sampling,
         [&](size_t, int64_t token, const std::string &piece) {
@@ -62,7 +73,7 @@ int runGenerate(const WorkerRequest &r)
             }
             return true;
         },
-        codec->decoder());
+        codec->decoder(), DraftModel{draft.get(), r.draftTokens});
     if (!result)
         return fail("generate", result.error());
     const auto &seq = result->sequences[0];

@@ -72,6 +72,9 @@ std::string workerHelpText()
            "  --quantization int8|nf4|fp4  quantize the Linear layers on load (bitsandbytes' formats)\n"
            "  --skip-modules A,B           modules left unquantized (default: lm_head and tied embeddings)\n"
            "  --keep-in-fp32-modules A,B   modules kept in float32, unquantized\n"
+           "  --draft DIR                  speculative decoding: a small model of the same tokenizer proposes\n"
+           "                               tokens, the model checks them (greedy only; same tokens as without)\n"
+           "  --draft-tokens N (4)         tokens the draft proposes per step\n"
            "  --max-new-tokens N (32)  --greedy  --temperature T (1.0)  --top-k K  --top-p P\n"
            "  --repetition-penalty R  --seed S  --stop STRING (repeatable)  --stop-token-id ID (repeatable)\n"
            "  --json                       print one accel.generate / accel.infer object at the end\n";
@@ -130,6 +133,13 @@ Result<WorkerRequest> parseWorkerArguments(int argc, char **argv)
             ACCEL_VALUE(v) r.load.maxMemory = *v;
         } else if (arg == "--adapter") {
             ACCEL_VALUE(v) r.load.adapterDir = *v;
+        } else if (arg == "--draft") {
+            ACCEL_VALUE(v) r.draftDir = *v;
+        } else if (arg == "--draft-tokens") {
+            ACCEL_VALUE(v) auto n = toInteger(arg, *v, 1, kMaxDraftTokens);
+            if (!n)
+                return tl::unexpected(n.error());
+            r.draftTokens = static_cast<int>(*n);
         } else if (arg == "--offload-folder") {
             ACCEL_VALUE(v) r.load.dispatch.offloadFolder = *v;
         } else if (arg == "--quantization") {
@@ -206,7 +216,9 @@ nlohmann::json statsToJson(const GenerationStats &s)
             {"time_to_first_token_ms", s.timeToFirstTokenMs},
             {"prefill_tokens_per_second", s.prefillTokensPerSecond},
             {"decode_tokens_per_second", s.decodeTokensPerSecond},
-            {"total_ms", s.totalMs}};
+            {"total_ms", s.totalMs},
+            {"draft_proposed", s.draftProposed},
+            {"draft_accepted", s.draftAccepted}};
 }
 
 } // namespace accel::inference

@@ -23,6 +23,8 @@ struct WorkerRequest {
     std::optional<std::string> prompt;
     std::vector<int64_t> inputIds;
     std::string logitsOut;
+    std::string draftDir; // --draft: speculative decoding with this model (generator.h)
+    int draftTokens = DraftModel().tokens;
     bool json = false;
     bool help = false;
 };

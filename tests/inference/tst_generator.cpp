@@ -1,6 +1,9 @@
 // Generation: greedy equals step-by-step argmax of full recomputation, seeded sampling is
 // reproducible, top-k 1 is greedy, the repetition penalty follows Transformers' rule, stop tokens
 // and stop strings end a sequence, batches equal single runs, cancellation stops at once.
+// Speculative decoding with a draft model gives greedy's tokens for any draft and proposal count,
+// keeps every proposal of a draft that is the model itself, stops where greedy stops, and refuses
+// sampling, a repetition penalty and another vocabulary by name.
 #include "tests/inference/tinymodels.h"
 
 #include "core/inference/causallm.h"
@@ -28,6 +31,10 @@ private Q_SLOTS:
     void batchEqualsSingleRuns();
     void cancellationStopsAtOnce();
     void badInputsAreNamed();
+    void draftGivesGreedysTokens();
+    void draftThatIsTheModelIsAlwaysAccepted();
+    void draftStopsWhereGreedyStops();
+    void draftRefusals();
 
 private:
     QTemporaryDir m_dir;
@@ -260,6 +267,82 @@ void tst_Generator::badInputsAreNamed()
     auto noDecoder = generate(*m_model, {m_prompt}, o);
     QVERIFY(!noDecoder);
     QVERIFY(noDecoder.error().message.find("tokenizer") != std::string::npos);
+}
+
+void tst_Generator::draftGivesGreedysTokens()
+{
+    const std::string dir = m_dir.filePath("draft").toStdString();
+    test::writeTinyModel(dir, "llama", 99); // same family vocabulary, other weights: proposals often wrong
+    auto draft = InferenceModel::load(dir);
+    QVERIFY(draft);
+    auto plain = generate(*m_model, {m_prompt}, greedy(24));
+    QVERIFY(plain);
+    for (int tokens : {1, 3, 7}) {
+        auto fast = generate(*m_model, {m_prompt}, greedy(24), {}, {}, DraftModel{draft->get(), tokens});
+        QVERIFY2(fast, fast ? "" : fast.error().toString().c_str());
+        QCOMPARE(fast->sequences[0].tokens, plain->sequences[0].tokens);
+        QCOMPARE(fast->sequences[0].stopReason, std::string("length"));
+        QCOMPARE(fast->stats.newTokens, 24);
+        QVERIFY(fast->stats.draftProposed > 0);
+        QVERIFY(fast->stats.draftAccepted < fast->stats.draftProposed); // another model disagrees somewhere
+    }
+}
+
+void tst_Generator::draftThatIsTheModelIsAlwaysAccepted()
+{
+    auto plain = generate(*m_model, {m_prompt}, greedy(17));
+    QVERIFY(plain);
+    auto self = generate(*m_model, {m_prompt}, greedy(17), {}, {}, DraftModel{m_model.get(), 5});
+    QVERIFY(self);
+    QCOMPARE(self->sequences[0].tokens, plain->sequences[0].tokens);
+    QVERIFY(self->stats.draftProposed >= 16 / 6); // 16 tokens after the first, at most 6 per forward
+    QCOMPARE(self->stats.draftAccepted, self->stats.draftProposed);
+}
+
+void tst_Generator::draftStopsWhereGreedyStops()
+{
+    auto plain = generate(*m_model, {m_prompt}, greedy(20));
+    QVERIFY(plain);
+    SamplingOptions o = greedy(20);
+    o.stopTokenIds = {plain->sequences[0].tokens[9]};
+    auto stopped = generate(*m_model, {m_prompt}, o);
+    QVERIFY(stopped);
+    QCOMPARE(stopped->sequences[0].stopReason, std::string("stop_token"));
+    std::vector<int64_t> streamed;
+    auto fast = generate(
+        *m_model, {m_prompt}, o,
+        [&](size_t, int64_t token, const std::string &) {
+            streamed.push_back(token);
+            return true;
+        },
+        {}, DraftModel{m_model.get(), 6});
+    QVERIFY(fast);
+    QCOMPARE(fast->sequences[0].tokens, stopped->sequences[0].tokens);
+    QCOMPARE(fast->sequences[0].stopReason, std::string("stop_token"));
+    QCOMPARE(streamed, stopped->sequences[0].tokens); // nothing past the stop reaches the callback
+}
+
+void tst_Generator::draftRefusals()
+{
+    auto expectRefusal = [&](const SamplingOptions &o, const DraftModel &draft, const char *needle) {
+        auto r = generate(*m_model, {m_prompt}, o, {}, {}, draft);
+        QVERIFY(!r);
+        QCOMPARE(r.error().code, ErrorCode::InvalidInput);
+        QVERIFY2(r.error().message.find(needle) != std::string::npos, r.error().message.c_str());
+    };
+    SamplingOptions sampled = greedy(4);
+    sampled.greedy = false;
+    sampled.temperature = 0.7;
+    expectRefusal(sampled, {m_model.get(), 4}, "--greedy");
+    SamplingOptions penalty = greedy(4);
+    penalty.repetitionPenalty = 1.3;
+    expectRefusal(penalty, {m_model.get(), 4}, "repetition penalty");
+    expectRefusal(greedy(4), {m_model.get(), 0}, "draft tokens: expected 1 to 64; got 0");
+    const std::string dir = m_dir.filePath("gpt2-draft").toStdString();
+    test::writeTinyModel(dir, "gpt2", 5);
+    auto other = InferenceModel::load(dir);
+    QVERIFY(other);
+    expectRefusal(greedy(4), {other->get(), 4}, "vocab_size 53 differs from the model's 61");
 }
 
 QTEST_GUILESS_MAIN(tst_Generator)

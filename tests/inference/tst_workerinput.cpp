@@ -2,7 +2,9 @@
 // fields of the wrong type or longer than the request limit are answered with error events and
 // the worker keeps serving; --device-map nested deep, config.json layer counts beyond the limits or
 // the checkpoint, and checkpoint_<n> folders beyond int range exit 2 with a message naming what was
-// wrong.
+// wrong. `accel generate --draft` (the user's command, through accel to the worker) gives the
+// tokens of plain greedy decoding and says how many proposals were kept; a draft without --greedy
+// or with another vocabulary exits 2 naming it.
 #include "tests/inference/tinymodels.h"
 
 #include "tests/helpers/testsupport.h"
@@ -28,6 +30,7 @@ private Q_SLOTS:
     void checkpointFolderNumbersDoNotAbortTheWorker();
     void negativeCheckpointStepIsRefused();
     void longPromptIsRefusedBeforeItIsTokenized();
+    void draftOnTheCommandLine();
 
 private:
     QString worker() const { return test::binDir() + "/accel-worker"; }
@@ -234,6 +237,38 @@ void tst_WorkerInput::longPromptIsRefusedBeforeItIsTokenized()
                               event["message"].toString().contains(expected));
     }
     QVERIFY2(refused, qPrintable(served.out.right(2000)));
+}
+
+void tst_WorkerInput::draftOnTheCommandLine()
+{
+    const QString accel = test::binDir() + "/accel";
+    const QString model = m_dir.filePath("llama-target"), draft = m_dir.filePath("llama-draft");
+    test::writeTinyModel(model.toStdString(), "llama", 7);
+    test::writeTinyModel(draft.toStdString(), "llama", 8);
+    const QStringList common{"generate",         model, "--input_ids", "5,9,2", "--greedy",
+                             "--max_new_tokens", "20",  "--threads",   "1",     "--json"};
+    const auto plain = test::runProgram(accel, common);
+    QVERIFY2(plain.exitCode == 0, qPrintable(plain.err));
+    const auto fast = test::runProgram(accel, common + QStringList{"--draft", draft, "--draft_tokens", "3"});
+    QVERIFY2(fast.exitCode == 0, qPrintable(fast.err));
+    const QJsonObject a = QJsonDocument::fromJson(plain.out.toUtf8()).object();
+    const QJsonObject b = QJsonDocument::fromJson(fast.out.toUtf8()).object();
+    QCOMPARE(b["tokens"], a["tokens"]);
+    QCOMPARE(a["stats"].toObject()["draft_proposed"].toInt(), 0);
+    const int proposed = b["stats"].toObject()["draft_proposed"].toInt();
+    QVERIFY2(proposed >= 19 / 4 && proposed <= 19 * 3, qPrintable(fast.out));
+    QVERIFY(b["stats"].toObject()["draft_accepted"].toInt() <= proposed);
+
+    const auto sampled = test::runProgram(accel, {"generate", model, "--input_ids", "5,9,2", "--draft", draft});
+    QCOMPARE(sampled.exitCode, 2);
+    QVERIFY2(sampled.err.contains("add --greedy"), qPrintable(sampled.err));
+    const QString gpt2 = m_dir.filePath("gpt2"); // vocabulary 53 against the llama's 61
+    const auto other = test::runProgram(accel, common + QStringList{"--draft", gpt2});
+    QCOMPARE(other.exitCode, 2);
+    QVERIFY2(other.err.contains("vocab_size 53 differs from the model's 61"), qPrintable(other.err));
+    const auto zero = test::runProgram(accel, common + QStringList{"--draft", draft, "--draft_tokens", "0"});
+    QCOMPARE(zero.exitCode, 2);
+    QVERIFY2(zero.err.contains("expected an integer from 1 to 64"), qPrintable(zero.err));
 }
 
 QTEST_GUILESS_MAIN(tst_WorkerInput)
