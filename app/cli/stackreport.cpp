@@ -57,6 +57,24 @@ QString frameText(const StackFrame &frame)
     return QStringLiteral("%1 [%2+%3]").arg(name, frame.object, frame.offset);
 }
 
+// "NCCL flight recorder: 12 entries; last: nccl:all_reduce #12 started" (docs/hang-autopsy.md).
+QString flightRecorderSummary(const RankStack &stack)
+{
+    const QJsonObject &recorder = stack.ncclFlightRecorder;
+    if (recorder.contains(QStringLiteral("error")))
+        return QStringLiteral("NCCL flight recorder: ") + recorder.value(QStringLiteral("error")).toString();
+    const QJsonArray entries = recorder.value(QStringLiteral("entries")).toArray();
+    QString text = QStringLiteral("NCCL flight recorder: %1 entries").arg(entries.size());
+    if (!entries.isEmpty()) {
+        const QJsonObject last = entries.last().toObject();
+        text += QStringLiteral("; last: %1 #%2 %3")
+                    .arg(last.value(QStringLiteral("profiling_name")).toString())
+                    .arg(last.value(QStringLiteral("collective_seq_id")).toVariant().toLongLong())
+                    .arg(last.value(QStringLiteral("state")).toString());
+    }
+    return text;
+}
+
 bool sameStack(const RankStack &a, const RankStack &b)
 {
     if (a.kind != b.kind || a.error != b.error || a.collective != b.collective || a.sequence != b.sequence ||
@@ -125,6 +143,7 @@ Result<RankStack> parseNativeStack(const QByteArray &json)
     stack.collective = collective.value(QStringLiteral("name")).toString();
     stack.sequence = static_cast<qint64>(collective.value(QStringLiteral("sequence")).toDouble());
     stack.waiting = collective.value(QStringLiteral("waiting")).toBool();
+    stack.ncclFlightRecorder = object.value(QStringLiteral("nccl_flight_recorder")).toObject();
     for (const QJsonValue &value : object.value(QStringLiteral("frames")).toArray()) {
         const QJsonObject frame = value.toObject();
         stack.frames.append({frame.value(QStringLiteral("function")).toString(), QString(), 0,
@@ -200,6 +219,10 @@ QString stackReportText(const QList<StackGroup> &groups, const QString &runId, c
     for (const StackGroup &group : groups)
         text += QStringLiteral("  %1 %2\n").arg(rankList(group.ranks), stackSummary(group.stack));
     for (const StackGroup &group : groups) {
+        if (!group.stack.ncclFlightRecorder.isEmpty())
+            text += QStringLiteral("  rank %1: %2\n").arg(group.ranks.first()).arg(flightRecorderSummary(group.stack));
+    }
+    for (const StackGroup &group : groups) {
         if (group.stack.frames.isEmpty())
             continue;
         text += QStringLiteral("\n%1 (%2, innermost first):\n").arg(rankList(group.ranks), group.stack.kind);
@@ -240,6 +263,8 @@ QJsonObject stackReportJson(const QList<StackGroup> &groups, const QList<RankSta
                            {QStringLiteral("kind"), stack.kind}};
         if (!stack.error.isEmpty())
             object.insert(QStringLiteral("error"), stack.error);
+        if (!stack.ncclFlightRecorder.isEmpty())
+            object.insert(QStringLiteral("nccl_flight_recorder"), stack.ncclFlightRecorder);
         rankArray.append(object);
     }
     return {{QStringLiteral("schema"), QStringLiteral("accel.stack")},

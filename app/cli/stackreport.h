@@ -28,6 +28,9 @@ struct RankStack {
     qint64 sequence = 0;      // native ranks: that collective's number (collectiverecord.h)
     bool waiting = false;     // native ranks: the rank waits in it now
     QList<StackFrame> frames; // innermost first (main thread)
+    // Native ranks of CUDA runs: NCCL's flight recorder as torch dumps it (entries with
+    // profiling_name, collective_seq_id, state); empty elsewhere.
+    QJsonObject ncclFlightRecorder;
 };
 
 // py-spy dump --json of one process: its main thread (the one whose id is the pid, else the

@@ -14,7 +14,7 @@
 #include <chrono>
 #include <string>
 
-#define ACCEL_CUDA_PLUGIN_ABI 1
+#define ACCEL_CUDA_PLUGIN_ABI 2
 
 namespace accel::runtime {
 
@@ -29,6 +29,11 @@ struct CudaPlugin {
     double (*allocatedBytes)(int index) = nullptr;
     // The compute capability of GPU `index`; false when CUDA cannot tell.
     bool (*computeCapability)(int index, int *major, int *minor) = nullptr;
+    // NCCL's flight recorder as JSON (c10d::dump_nccl_trace_json: the process groups' last
+    // collectives with their sequence numbers and states; torch keeps TORCH_FR_BUFFER_SIZE or
+    // TORCH_NCCL_TRACE_BUFFER_SIZE entries, 2000 by default, 0 turns it off). For the hang autopsy
+    // (docs/hang-autopsy.md); callable from any thread.
+    std::string (*ncclFlightRecorder)() = nullptr;
 };
 
 // The plugin, loaded once (at the runtime's start); nullptr when it is absent or did not load.

@@ -10,10 +10,13 @@
 // collective record is one lock-free atomic word, read the same way.
 #include "core/worker/stackdump.h"
 
+#include "core/common/jsondocument.h"
 #include "core/rundir/runlayout.h"
 #include "core/runtime/collectiverecord.h"
+#include "core/runtime/cudaplugin.h"
 
 #include <nlohmann/json.hpp>
+#include <torch/cuda.h>
 
 #include <algorithm>
 #include <atomic>
@@ -148,17 +151,32 @@ std::string nativeStackJson(int rank, void *const *frames, int count)
         }
         list.push_back(std::move(frame));
     }
+    // CUDA runs: NCCL's own record of its collectives (cudaplugin.h), where the plugin is loaded
+    // and a GPU is there.
+    nlohmann::json flightRecorder;
+    const runtime::CudaPlugin *cuda = runtime::cudaPlugin();
+    if (cuda && cuda->ncclFlightRecorder && torch::cuda::is_available()) {
+        try {
+            auto parsed = jsonutil::parseJson(cuda->ncclFlightRecorder(), "NCCL flight recorder");
+            flightRecorder = parsed ? *parsed : nlohmann::json{{"error", parsed.error().toString()}};
+        } catch (const std::exception &error) {
+            flightRecorder = nlohmann::json{{"error", error.what()}};
+        }
+    }
     const runtime::CollectiveState collective = runtime::currentCollective();
     nlohmann::json record{{"name", runtime::collectiveName(collective.kind)},
                           {"sequence", collective.sequence},
                           {"waiting", collective.waiting}};
-    return nlohmann::json{{"schema", "accel.native-stack"},
-                          {"version", 1},
-                          {"rank", rank},
-                          {"pid", static_cast<long long>(getpid())},
-                          {"collective", collective.kind == runtime::CollectiveKind::None ? nlohmann::json() : record},
-                          {"frames", list}}
-        .dump();
+    nlohmann::json document{
+        {"schema", "accel.native-stack"},
+        {"version", 1},
+        {"rank", rank},
+        {"pid", static_cast<long long>(getpid())},
+        {"collective", collective.kind == runtime::CollectiveKind::None ? nlohmann::json() : record},
+        {"frames", list}};
+    if (!flightRecorder.is_null())
+        document["nccl_flight_recorder"] = std::move(flightRecorder);
+    return document.dump();
 }
 
 } // namespace

@@ -8,6 +8,7 @@
 #include "app/studio/monitor/monitorpage.h"
 #include "app/studio/monitor/runspage.h"
 #include "app/studio/monitor/runstatuspanel.h"
+#include "app/studio/monitor/stackdialog.h"
 #include "launcher/rundirectory.h"
 #include "tests/app/monitorpagesupport.h"
 #include "tests/helpers/testsupport.h"
@@ -24,15 +25,16 @@
 #include <QMenu>
 #include <QMouseEvent>
 #include <QPushButton>
+#include <QSettings>
 #include <QSignalSpy>
 #include <QTableView>
-#include <QSettings>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QToolButton>
 
 #include <algorithm>
 #include <cstdlib>
+#include <memory>
 
 using namespace accel;
 using accel::app::MonitorPage;
@@ -51,6 +53,13 @@ QString workerProgram()
 int graphPoints(const app::MetricPlot *plot, int graph)
 {
     return graph < plot->plot()->graphCount() ? plot->plot()->graph(graph)->data()->size() : 0;
+}
+
+QAction *runMenuAction(QMenu *menu, const QString &text)
+{
+    const auto actions = menu->actions();
+    auto it = std::find_if(actions.begin(), actions.end(), [&](QAction *action) { return action->text() == text; });
+    return it == actions.end() ? nullptr : *it;
 }
 
 } // namespace
@@ -145,6 +154,10 @@ void tst_RunsPage::stopIsOnlyForLiveRuns()
     QVERIFY(!page.stopButton()->isEnabled());
     QVERIFY(!page.stopSelected());
     QVERIFY(!page.isStopping());
+    // An ended run has no stacks to capture.
+    std::unique_ptr<QMenu> menu(page.createRunMenu(nullptr));
+    QAction *stacks = runMenuAction(menu.get(), QStringLiteral("Capture stacks"));
+    QVERIFY(stacks && !stacks->isEnabled());
 }
 
 void tst_RunsPage::realJobIsFollowedAndStopped()
@@ -200,6 +213,23 @@ void tst_RunsPage::realJobIsFollowedAndStopped()
     QVERIFY(std::isfinite(loss->plot()->graph(0)->data()->at(0)->value));
     QTRY_VERIFY_WITH_TIMEOUT(
         monitorPage->ranksView()->model()->index(0, 1).data().toString().contains(QStringLiteral("running")), 10000);
+
+    // The hang autopsy from the run's menu: `accel stack` of the live run, shown in a window with
+    // both native ranks (the worker's own handler answers).
+    {
+        std::unique_ptr<QMenu> menu(page.createRunMenu(nullptr));
+        QAction *stacks = runMenuAction(menu.get(), QStringLiteral("Capture stacks"));
+        QVERIFY(stacks && stacks->isEnabled());
+        stacks->trigger();
+        app::StackDialog *dialog = nullptr;
+        QTRY_VERIFY_WITH_TIMEOUT((dialog = page.findChild<app::StackDialog *>()) &&
+                                     dialog->reportText().contains(QStringLiteral("group(s) of stacks")),
+                                 30000);
+        QVERIFY2(dialog->reportText().contains(QStringLiteral("(native, innermost first)")),
+                 qPrintable(dialog->reportText()));
+        QVERIFY(QFile::exists(runDir + QStringLiteral("/stacks.json")));
+        dialog->close();
+    }
 
     // Stop through the page: `accel stop` runs in a QProcess while the event loop keeps going.
     QTRY_VERIFY_WITH_TIMEOUT(page.stopButton()->isEnabled(), 10000);

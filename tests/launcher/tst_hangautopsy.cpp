@@ -14,6 +14,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QScopeGuard>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -118,6 +119,17 @@ void stopRun(QProcess &launch, const QString &runDir)
     QVERIFY(launch.waitForFinished(20000));
 }
 
+// Stops a run the test left hanging because a check failed first.
+auto stopOnExit(QProcess &launch, const QString &runDir)
+{
+    return qScopeGuard([&launch, runDir] {
+        if (launch.state() == QProcess::NotRunning)
+            return;
+        test::runAccel({QStringLiteral("stop"), runDir, QStringLiteral("--timeout"), QStringLiteral("5")});
+        launch.waitForFinished(20000);
+    });
+}
+
 } // namespace
 
 class tst_HangAutopsy : public QObject {
@@ -137,6 +149,7 @@ private Q_SLOTS:
         const QString runDir = dir.filePath(QStringLiteral("run"));
         QProcess launch;
         startLaunch(launch, runDir, {script}, {});
+        const auto cleanup = stopOnExit(launch, runDir);
         const QJsonArray groups = awaitAutopsy(launch, runDir);
         QCOMPARE(groups.size(), 2);
         const QJsonObject zero = groupOf(groups, 0), one = groupOf(groups, 1);
@@ -181,6 +194,7 @@ private Q_SLOTS:
         QProcess launch;
         startLaunch(launch, runDir, {QStringLiteral("--job"), dir.filePath(QStringLiteral("job.yaml"))},
                     {QStringLiteral("ACCEL_FAULT_EXTRA_BARRIER=1:3")});
+        const auto cleanup = stopOnExit(launch, runDir);
         const QJsonArray groups = awaitAutopsy(launch, runDir);
         QCOMPARE(groups.size(), 2);
         const QJsonObject zero = groupOf(groups, 0), one = groupOf(groups, 1);

@@ -23,6 +23,7 @@ target_sources(accel_studio_ui PRIVATE
   monitor/runscolumns.h monitor/runscolumns.cpp
   monitor/runactions.h monitor/runactions.cpp
   monitor/rundiffdialog.h monitor/rundiffdialog.cpp
+  monitor/stackdialog.h monitor/stackdialog.cpp
   monitor/remotehosts.h monitor/remotehosts.cpp # SSH (accel_hosts, linked by cluster/cluster.cmake)
   monitor/remotecatalogue.h monitor/remotecatalogue.cpp
 )

@@ -6,6 +6,7 @@
 #include "app/studio/monitor/runactions.h"
 #include "app/studio/monitor/runscolumns.h"
 #include "app/studio/monitor/runsfilter.h"
+#include "app/studio/monitor/stackdialog.h"
 #include "launcher/accelcommand.h"
 #include "launcher/clusterrecord.h"
 #include "launcher/host.h"
@@ -498,6 +499,11 @@ QMenu *RunsPage::createRunMenu(QWidget *parent)
     addAction(tr("Open folder"), one && local, [this, first] { m_actions->openFolder(first); });
     addAction(tr("Export as archive…"), one && local, [this, first] { m_actions->askExport(first); });
     addAction(tr("Compare hyperparameters"), runs.size() > 1, [this, runs] { m_actions->showDiff(runs); });
+    // The hang autopsy (docs/hang-autopsy.md): where the run lives, as accel stop is.
+    const QModelIndexList rows = m_view->selectionModel()->selectedRows();
+    QAction *stacks = addAction(tr("Capture stacks"), one && !rows.isEmpty() && isStoppable(rows.first()),
+                                [this, first] { captureStacks(first); });
+    stacks->setToolTip(tr("Every rank's stack now, grouped by identical stacks (accel stack)"));
     menu->addSeparator();
     addAction(tr("Delete with its files…"), local, [this, runs] { m_actions->confirmAndDelete(runs); });
     menu->setToolTipsVisible(true);
@@ -537,6 +543,24 @@ bool RunsPage::stopSelected()
         startNextStop();
     updateButtons();
     return queued;
+}
+
+void RunsPage::captureStacks(const QString &run)
+{
+    QString host, path;
+    const bool remote = monitor::parseRemoteRunAddress(run, &host, &path);
+    const QStringList arguments{QStringLiteral("stack"), remote ? path : run};
+    launcher::HostCommand *command = nullptr;
+    if (remote) {
+        command = m_remoteHosts->host(host)->start(arguments).release();
+    } else {
+        auto *local = new launcher::AccelCommand;
+        local->setProgram(m_accel);
+        local->start(arguments);
+        command = local;
+    }
+    auto *dialog = new StackDialog(command, QFileInfo(remote ? path : run).fileName(), this);
+    dialog->show();
 }
 
 void RunsPage::startNextStop()

@@ -111,6 +111,8 @@ private:
     void onSelectionChanged();
     void updateButtons();
     void startNextStop();
+    // `accel stack` of one live run, shown in a StackDialog.
+    void captureStacks(const QString &run);
     void selectNewestOnce();
     void fillCompareMenu();
     int sourceRowOf(const QString &address) const;

@@ -35,6 +35,11 @@ bool computeCapability(int index, int *major, int *minor)
            cudaDeviceGetAttribute(minor, cudaDevAttrComputeCapabilityMinor, index) == cudaSuccess;
 }
 
+std::string ncclFlightRecorder()
+{
+    return c10d::dump_nccl_trace_json(/*includeCollectives=*/true, /*onlyActive=*/false);
+}
+
 } // namespace
 
 extern "C" __attribute__((visibility("default"))) const accel::runtime::CudaPlugin *accel_runtime_cuda_plugin()
@@ -45,6 +50,7 @@ extern "C" __attribute__((visibility("default"))) const accel::runtime::CudaPlug
         p.setDevice = &setDevice;
         p.allocatedBytes = &allocatedBytes;
         p.computeCapability = &computeCapability;
+        p.ncclFlightRecorder = &ncclFlightRecorder;
         return p;
     }();
     return &plugin;
