@@ -351,9 +351,9 @@ std::vector<Section> makeSections()
              {"", "ACCELERATE_USE_MEGATRON_LM", "", "", R, Startup, "false",
               "true (distributed_type MEGATRON_LM) is refused as a whole: Megatron-LM's tensor and sequence "
               "parallelism and its training loop are not implemented by the native runtime, and pipeline parallel "
-              "training is out of scope. Use distributed_type FSDP or DEEPSPEED for sharded data parallel; tensor "
-              "and context parallelism will come as parallelism_config (tp_size, cp_size) on FSDP2 once the device "
-              "mesh exists"},
+              "training is out of scope. Use distributed_type FSDP or DEEPSPEED for sharded data parallel, and "
+              "parallelism_config tp_size on FSDP2 for tensor parallelism (the causal_lm recipe); context "
+              "parallelism (cp_size) is not implemented yet"},
              {"megatron_lm_config.megatron_lm_tp_degree", "MEGATRON_LM_TP_DEGREE", "MegatronLMPlugin.tp_degree", "", R,
               Startup, "*", kMegatron},
              {"megatron_lm_config.megatron_lm_pp_degree", "MEGATRON_LM_PP_DEGREE", "MegatronLMPlugin.pp_degree", "", R,
@@ -487,22 +487,25 @@ std::vector<Section> makeSections()
               "true: the PARALLELISM_CONFIG_* sizes are checked against the world size (below)"},
              {"parallelism_config.parallelism_config_dp_shard_size", "PARALLELISM_CONFIG_DP_SHARD_SIZE",
               "ParallelismConfig.dp_shard_size", "", A, Startup, "",
-              "equal to the number of processes under FSDP2: plain FSDP2 over every rank. Until the device mesh "
-              "exists any other composition is refused, naming the sizes (sizes whose product is not the world size, "
-              "with dp_replicate_size above 1, or without FSDP2)"},
+              "the device mesh's dp_shard dimension: under FSDP2, FSDP2 over the ranks that differ only in it "
+              "(every rank, or every tp group's counterparts). Any other composition is refused, naming the sizes "
+              "(sizes whose product is not the world size, with dp_replicate_size above 1, or without FSDP2)"},
              {"parallelism_config.parallelism_config_dp_replicate_size", "PARALLELISM_CONFIG_DP_REPLICATE_SIZE",
               "ParallelismConfig.dp_replicate_size", "", A, Startup, "",
-              "equal to the number of processes without FSDP: plain DDP. With dp_shard_size above 1 (HSDP) it is "
-              "refused until the device mesh exists (FSDP1's HYBRID_SHARD shards inside each machine and replicates "
-              "across machines); under FSDP2 alone it is refused as Accelerate does (no dimension to shard over)"},
+              "the device mesh's dp_replicate dimension without FSDP: DDP over the ranks that differ only in it. "
+              "With dp_shard_size above 1 (HSDP) it is refused (FSDP1's HYBRID_SHARD shards inside each machine and "
+              "replicates across machines); under FSDP2 alone it is refused as Accelerate does (no dimension to "
+              "shard over)"},
              {"parallelism_config.parallelism_config_tp_size", "PARALLELISM_CONFIG_TP_SIZE",
-              "ParallelismConfig.tp_size", "", R, Startup, "1,none",
-              "above 1 is refused: tensor parallelism needs the device mesh, which the native runtime does not "
-              "have yet; set tp_size: 1"},
+              "ParallelismConfig.tp_size", "", A, Startup, "",
+              "the device mesh's tp dimension (the last): the causal_lm recipe splits Llama-like models as "
+              "transformers' tensor-parallel plan does (q/k/v, gate, up column-wise; o, down row-wise), the tp "
+              "ranks reading the same samples. Refused naming the sizes when it does not divide the world size or "
+              "num_attention_heads, num_key_value_heads and intermediate_size; refused for other recipes and "
+              "families, and with LoRA, fp8, checkpoints, or grad_clip under sharding"},
              {"parallelism_config.parallelism_config_cp_size", "PARALLELISM_CONFIG_CP_SIZE",
               "ParallelismConfig.cp_size", "", R, Startup, "1,none",
-              "above 1 is refused: context parallelism needs the device mesh, which the native runtime does not "
-              "have yet; set cp_size: 1"},
+              "above 1 is refused: context parallelism is not implemented by the native runtime yet; set cp_size: 1"},
              {"parallelism_config.parallelism_config_cp_comm_strategy", "PARALLELISM_CONFIG_CP_COMM_STRATEGY",
               "TorchContextParallelConfig.cp_comm_strategy", "", R, Startup, "*",
               "exported with cp_size above 1, which is refused"},

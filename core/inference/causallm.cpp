@@ -35,6 +35,14 @@ void KVCache::clear()
     m_length = 0;
 }
 
+Result<void> CausalLM::checkTensorParallel(int size) const
+{
+    return makeError(ErrorCode::Unsupported, "parallelism_config_tp_size " + std::to_string(size) + ": model_type '" +
+                                                 m_config.modelType +
+                                                 "' has no tensor-parallel plan (transformers has none for it "
+                                                 "either); set tp_size: 1");
+}
+
 Result<std::unique_ptr<CausalLM>> createCausalLM(const ModelConfig &config)
 {
     std::unique_ptr<CausalLM> model;

@@ -70,6 +70,17 @@ public:
         (void)tokens;
         return false;
     }
+    // Tensor parallelism (tensorparallel.h): whether the family and config can be split over
+    // `size` ranks (an error naming what cannot: no tensor-parallel plan, head counts that do not
+    // divide by it), checked before loading; then on the loaded model, this rank's part of each
+    // block's attention and feed-forward kept (nothing split on an error).
+    virtual Result<void> checkTensorParallel(int size) const;
+    virtual Result<void> splitForTensorParallel(const TensorParallel &group)
+    {
+        return checkTensorParallel(group->size);
+    }
+    // The whole weights again on every rank of the group (every rank calls it).
+    virtual void gatherTensorParallel() {}
 
 protected:
     at::Tensor runBlock(size_t block, const at::Tensor &input, const BlockBody &body) const

@@ -27,7 +27,27 @@ at::Tensor GatedMlp::forward(const at::Tensor &x)
         auto both = m_gateUp->forward(x);
         return m_down->forward(both.narrow(-1, m_inner, m_inner) * activate(both.narrow(-1, 0, m_inner), m_activation));
     }
-    return m_down->forward(activate(m_gate->forward(x), m_activation) * m_up->forward(x));
+    const at::Tensor input = m_tensorParallel ? enterTensorParallel(toDevice(x), *m_tensorParallel) : x;
+    return m_down->forward(activate(m_gate->forward(input), m_activation) * m_up->forward(input));
+}
+
+void GatedMlp::splitForTensorParallel(const TensorParallel &group)
+{
+    m_gate->splitForTensorParallel(TensorParallelStyle::Column, group);
+    m_up->splitForTensorParallel(TensorParallelStyle::Column, group);
+    m_down->splitForTensorParallel(TensorParallelStyle::Row, group);
+    m_inner /= group->size;
+    m_tensorParallel = group;
+}
+
+void GatedMlp::gatherTensorParallel()
+{
+    if (!m_tensorParallel)
+        return;
+    for (Linear *linear : {m_gate, m_up, m_down})
+        linear->gatherTensorParallel();
+    m_inner *= m_tensorParallel->size;
+    m_tensorParallel.reset();
 }
 
 FusedExperts::FusedExperts(const std::string &typeName, int64_t experts, int64_t hidden, int64_t inner,

@@ -31,8 +31,12 @@ public:
              const GatedNames &names = {});
     GatedMlp(const std::string &typeName, int64_t hidden, int64_t inner, std::string activation); // fused
     at::Tensor forward(const at::Tensor &x) override;
+    // gate and up column-wise, down row-wise (tensorparallel.h; not the fused layout).
+    void splitForTensorParallel(const TensorParallel &group);
+    void gatherTensorParallel();
 
 private:
+    TensorParallel m_tensorParallel;
     Linear *m_gate = nullptr, *m_up = nullptr, *m_gateUp = nullptr, *m_down = nullptr;
     int64_t m_inner;
     std::string m_activation;

@@ -2,6 +2,8 @@
 
 #include "core/inference/quantizedweight.h"
 
+#include <torch/autograd.h>
+
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -130,11 +132,127 @@ at::Tensor Linear::forward(const at::Tensor &x)
     if (m_quantized)
         return quantizedForward(input, bias);
     const at::Tensor &weight = m_weight->value;
+    if (m_tensorParallel && m_style == TensorParallelStyle::Row) { // this rank's part, summed, then the bias
+        auto out = leaveTensorParallel(at::linear(input, weight), *m_tensorParallel);
+        return bias.defined() ? out + bias : out;
+    }
     if (weight.scalar_type() != input.scalar_type()) // a layer kept in float32 among bfloat16 ones
         return withLora(input, at::linear(input.to(weight.scalar_type()), weight,
                                           bias.defined() ? bias.to(weight.scalar_type()) : bias)
                                    .to(input.scalar_type()));
     return withLora(input, linearRows(input, weight, bias));
+}
+
+// ---- Tensor parallelism (tensorparallel.h) ---------------------------------------------------
+
+namespace {
+
+const TensorParallelGroup &groupOf(torch::autograd::AutogradContext *context)
+{
+    return *reinterpret_cast<const TensorParallelGroup *>(context->saved_data["group"].toInt());
+}
+
+struct EnterTensorParallel : torch::autograd::Function<EnterTensorParallel> {
+    static at::Tensor forward(torch::autograd::AutogradContext *context, const at::Tensor &x, int64_t group)
+    {
+        context->saved_data["group"] = group;
+        return x.clone();
+    }
+    static torch::autograd::variable_list backward(torch::autograd::AutogradContext *context,
+                                                   torch::autograd::variable_list gradients)
+    {
+        at::Tensor sum = gradients[0].contiguous().clone();
+        groupOf(context).allReduceSum(sum);
+        return {sum, at::Tensor()};
+    }
+};
+
+struct LeaveTensorParallel : torch::autograd::Function<LeaveTensorParallel> {
+    static at::Tensor forward(torch::autograd::AutogradContext *context, const at::Tensor &x, int64_t group)
+    {
+        context->saved_data["group"] = group;
+        at::Tensor sum = x.contiguous().clone();
+        groupOf(context).allReduceSum(sum);
+        return sum;
+    }
+    static torch::autograd::variable_list backward(torch::autograd::AutogradContext *,
+                                                   torch::autograd::variable_list gradients)
+    {
+        return {gradients[0], at::Tensor()};
+    }
+};
+
+int64_t handle(const TensorParallelGroup &group)
+{
+    return static_cast<int64_t>(reinterpret_cast<intptr_t>(&group));
+}
+
+// Rank `rank`'s part of `dim` of `whole` (size divisible by `size`), in its own storage.
+at::Tensor partOf(const at::Tensor &whole, int64_t dim, int rank, int size)
+{
+    const int64_t part = whole.size(dim) / size;
+    return whole.narrow(dim, rank * part, part).clone();
+}
+
+// Every rank's part of `dim` joined again.
+at::Tensor gathered(const at::Tensor &part, int64_t dim, const TensorParallelGroup &group)
+{
+    at::Tensor input = part.detach().transpose(0, dim).contiguous();
+    std::vector<int64_t> shape = input.sizes().vec();
+    shape[0] *= group.size;
+    at::Tensor output = at::empty(shape, input.options());
+    group.allGather(output, input);
+    return output.transpose(0, dim).contiguous();
+}
+
+} // namespace
+
+at::Tensor enterTensorParallel(const at::Tensor &x, const TensorParallelGroup &group)
+{
+    return EnterTensorParallel::apply(x, handle(group));
+}
+
+at::Tensor leaveTensorParallel(const at::Tensor &x, const TensorParallelGroup &group)
+{
+    return LeaveTensorParallel::apply(x, handle(group));
+}
+
+void Linear::splitForTensorParallel(TensorParallelStyle style, TensorParallel group)
+{
+    const int64_t dim = style == TensorParallelStyle::Column ? 0 : 1;
+    m_weight->value = partOf(m_weight->value, dim, group->rank, group->size);
+    m_weight->shape = m_weight->value.sizes().vec();
+    if (style == TensorParallelStyle::Column) {
+        m_out /= group->size;
+        if (m_bias) {
+            m_bias->value = partOf(m_bias->value, 0, group->rank, group->size);
+            m_bias->shape = {m_out};
+        }
+    } else {
+        m_in /= group->size;
+    }
+    m_style = style;
+    m_tensorParallel = std::move(group);
+}
+
+void Linear::gatherTensorParallel()
+{
+    if (!m_tensorParallel)
+        return;
+    const TensorParallelGroup &group = *m_tensorParallel;
+    const bool column = m_style == TensorParallelStyle::Column;
+    m_weight->value = gathered(m_weight->value, column ? 0 : 1, group);
+    m_weight->shape = m_weight->value.sizes().vec();
+    if (column) {
+        m_out *= group.size;
+        if (m_bias) {
+            m_bias->value = gathered(m_bias->value, 0, group);
+            m_bias->shape = {m_out};
+        }
+    } else {
+        m_in *= group.size;
+    }
+    m_tensorParallel.reset();
 }
 
 Conv1D::Conv1D(int64_t in, int64_t out) : LoraAdaptable("Conv1D"), m_out(out)

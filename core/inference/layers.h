@@ -7,6 +7,7 @@
 
 #include "core/common/result.h"
 #include "core/inference/module.h"
+#include "core/inference/tensorparallel.h"
 
 #include <functional>
 #include <map>
@@ -101,10 +102,17 @@ public:
     bool storedQuantized() const { return static_cast<bool>(m_builder); }
     Result<void> buildQuantized(); // from the loaded tensors
 
+    // Tensor parallelism (tensorparallel.h): keeps this rank's part of the loaded weight (and of the
+    // bias when column-wise); gatherTensorParallel() makes it whole again on every rank (a collective).
+    void splitForTensorParallel(TensorParallelStyle style, TensorParallel group);
+    void gatherTensorParallel();
+
 private:
     Parameter *m_weight;
     Parameter *m_bias = nullptr;
     int64_t m_in, m_out;
+    TensorParallel m_tensorParallel; // set while split
+    TensorParallelStyle m_style = TensorParallelStyle::Column;
     QuantizedBuilder m_builder;
     std::vector<Parameter *> m_stored;
 };

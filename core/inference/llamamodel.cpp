@@ -48,17 +48,18 @@ at::Tensor LlamaAttention::forward(const at::Tensor &x, const at::Tensor &cos, c
 {
     ForwardScope scope(*this);
     const int64_t batch = x.size(0), tokens = x.size(1);
+    const at::Tensor input = m_tensorParallel ? enterTensorParallel(toDevice(x), *m_tensorParallel) : x;
     at::Tensor q, k, v;
     if (m_qkv) {
-        auto qkv = m_qkv->forward(x);
+        auto qkv = m_qkv->forward(input);
         const int64_t qOut = m_heads * m_headDim, kvOut = m_kvHeads * m_headDim;
         q = qkv.narrow(-1, 0, qOut);
         k = qkv.narrow(-1, qOut, kvOut);
         v = qkv.narrow(-1, qOut + kvOut, kvOut);
     } else {
-        q = m_q->forward(x);
-        k = m_k->forward(x);
-        v = m_v->forward(x);
+        q = m_q->forward(input);
+        k = m_k->forward(input);
+        v = m_v->forward(input);
     }
     q = q.reshape({batch, tokens, m_heads, m_headDim});
     k = k.reshape({batch, tokens, m_kvHeads, m_headDim});
@@ -79,6 +80,27 @@ at::Tensor LlamaAttention::forward(const at::Tensor &x, const at::Tensor &cos, c
     options.dropout = is_training() ? m_attentionDropout : 0.0;
     auto out = causalAttention(q, k, v, options).transpose(1, 2).reshape({batch, tokens, m_heads * m_headDim});
     return m_o->forward(out);
+}
+
+void LlamaAttention::splitForTensorParallel(const TensorParallel &group)
+{
+    for (Linear *column : {m_q, m_k, m_v})
+        column->splitForTensorParallel(TensorParallelStyle::Column, group);
+    m_o->splitForTensorParallel(TensorParallelStyle::Row, group);
+    m_heads /= group->size;
+    m_kvHeads /= group->size;
+    m_tensorParallel = group;
+}
+
+void LlamaAttention::gatherTensorParallel()
+{
+    if (!m_tensorParallel)
+        return;
+    for (Linear *linear : {m_q, m_k, m_v, m_o})
+        linear->gatherTensorParallel();
+    m_heads *= m_tensorParallel->size;
+    m_kvHeads *= m_tensorParallel->size;
+    m_tensorParallel.reset();
 }
 
 LlamaBlock::LlamaBlock(const ModelConfig &config, int64_t layer)
@@ -132,6 +154,47 @@ bool LlamaModel::rebuildsCacheAt(int64_t past, int64_t tokens) const
     const int64_t original = c.rope.originalMaxPositions;
     return c.modelType == "phi3" && c.rope.type == "longrope" && past > 0 && past <= original &&
            past + tokens > original;
+}
+
+Result<void> LlamaModel::checkTensorParallel(int size) const
+{
+    const ModelConfig &c = config();
+    const std::string tp = "parallelism_config_tp_size " + std::to_string(size);
+    auto refuse = [&](const std::string &why) { return makeError(ErrorCode::Unsupported, tp + ": " + why); };
+    if (c.fusedQkv)
+        return refuse("the fused qkv_proj and gate_up_proj of model_type '" + c.modelType +
+                      "' are not split by the native tensor parallelism; set tp_size: 1");
+    for (LlamaBlock *block : m_blocks) {
+        if (!dynamic_cast<GatedMlp *>(&block->feedForward()))
+            return refuse("the mixture-of-experts layers of model_type '" + c.modelType +
+                          "' are not split by the native tensor parallelism; set tp_size: 1");
+    }
+    if (c.numHeads % size != 0 || c.numKeyValueHeads % size != 0 || c.intermediateSize % size != 0)
+        return refuse("num_attention_heads " + std::to_string(c.numHeads) + ", num_key_value_heads " +
+                      std::to_string(c.numKeyValueHeads) + " and intermediate_size " +
+                      std::to_string(c.intermediateSize) +
+                      " must each divide by tp_size; choose a tp_size that "
+                      "divides all three");
+    return {};
+}
+
+Result<void> LlamaModel::splitForTensorParallel(const TensorParallel &group)
+{
+    if (auto ok = checkTensorParallel(group->size); !ok)
+        return ok;
+    for (LlamaBlock *block : m_blocks) {
+        block->attention().splitForTensorParallel(group);
+        static_cast<GatedMlp &>(block->feedForward()).splitForTensorParallel(group);
+    }
+    return {};
+}
+
+void LlamaModel::gatherTensorParallel()
+{
+    for (LlamaBlock *block : m_blocks) {
+        block->attention().gatherTensorParallel();
+        static_cast<GatedMlp &>(block->feedForward()).gatherTensorParallel();
+    }
 }
 
 at::Tensor LlamaModel::forward(const at::Tensor &inputIds, KVCache *cache, bool lastOnly)

@@ -19,8 +19,12 @@ class LlamaAttention : public DeviceModule {
 public:
     LlamaAttention(const ModelConfig &config, int64_t layer);
     at::Tensor forward(const at::Tensor &x, const at::Tensor &cos, const at::Tensor &sin, KVCache *cache, size_t layer);
+    // q/k/v column-wise, o row-wise: this rank's heads (LlamaModel has checked the counts).
+    void splitForTensorParallel(const TensorParallel &group);
+    void gatherTensorParallel();
 
 private:
+    TensorParallel m_tensorParallel;
     Linear *m_q = nullptr, *m_k = nullptr, *m_v = nullptr, *m_qkv = nullptr, *m_o = nullptr;
     RMSNorm *m_qNorm = nullptr, *m_kNorm = nullptr;
     int64_t m_heads, m_kvHeads, m_headDim;
@@ -32,6 +36,8 @@ class LlamaBlock : public DeviceModule {
 public:
     LlamaBlock(const ModelConfig &config, int64_t layer);
     at::Tensor forward(const at::Tensor &x, const at::Tensor &cos, const at::Tensor &sin, KVCache *cache, size_t layer);
+    LlamaAttention &attention() const { return *m_attn; }
+    FeedForward &feedForward() const { return *m_mlp; }
 
 private:
     RMSNorm *m_inputNorm;
@@ -49,6 +55,11 @@ public:
     std::string blockPrefix() const override { return "model.layers"; }
     std::vector<std::shared_ptr<Module>> blocks() const override { return m_blockModules; }
     bool rebuildsCacheAt(int64_t past, int64_t tokens) const override;
+    // transformers' base_model_tp_plan of Llama, Mistral and Qwen2 (tensorparallel.h); fused
+    // projections (Phi-3) and mixtures of experts are refused by name.
+    Result<void> checkTensorParallel(int size) const override;
+    Result<void> splitForTensorParallel(const TensorParallel &group) override;
+    void gatherTensorParallel() override;
 
 private:
     Embedding *m_embed;

@@ -29,6 +29,10 @@ DeviceMesh DeviceMesh::forPlan(const ShardingPlan &plan, int worldSize, int loca
 {
     const int world = std::max(1, worldSize);
     const int local = std::max(1, localWorldSize);
+    // Tensor parallel: tp the last (fastest) dimension, the rest data parallel (checkTopology has
+    // refused a size that does not divide the world, and hybrid sharding with it).
+    if (const int tp = std::max(1, plan.tensorParallelSize); tp > 1 && world % tp == 0)
+        return plan.sharded() ? DeviceMesh({1, world / tp, 1, tp}) : DeviceMesh({world / tp, 1, 1, tp});
     if (!plan.sharded())
         return DeviceMesh({world, 1, 1, 1});
     // Hybrid: shard among a machine's ranks, replicate across machines (ranks r = machine * local + i).

@@ -1,9 +1,10 @@
 // The device mesh: the job's ranks laid out on named dimensions in the order Accelerate's
 // ParallelismConfig and torch's init_device_mesh use (dp_replicate, dp_shard, cp, tp; the last
 // varies fastest). Every strategy takes its process group from the mesh: the ranks that differ from
-// this rank only along its dimension. The sharding plan sets the data-parallel dimensions today (DDP:
-// dp_replicate = every rank; ZeRO / FSDP: dp_shard = every rank; hybrid sharding: dp_shard = the
-// ranks of a machine, dp_replicate = the machines); cp and tp stay 1 until their strategies exist.
+// this rank only along its dimension. The sharding plan sets the dimensions (DDP: dp_replicate =
+// every rank; ZeRO / FSDP: dp_shard = every rank; hybrid sharding: dp_shard = the ranks of a
+// machine, dp_replicate = the machines; with parallelism_config tp_size, tp = that size and the
+// data-parallel dimension the remaining ranks); cp stays 1 until context parallelism exists.
 // Pure (no libtorch).
 #pragma once
 
@@ -37,6 +38,10 @@ public:
     // "<dimension>/<first rank of the group>": the same on every member, unique per group.
     std::string groupName(MeshDim dim, int rank) const;
     std::string describe() const; // "dp_replicate 2 x dp_shard 4" (dimensions of size 1 left out)
+    // The data-parallel replicas (dp_replicate x dp_shard): ranks that differ only along cp and tp
+    // read the same samples.
+    int dataParallelSize() const { return size(MeshDim::DpReplicate) * size(MeshDim::DpShard); }
+    int dataParallelIndex(int rank) const { return rank / stride(MeshDim::DpShard); }
 
 private:
     int stride(MeshDim dim) const;

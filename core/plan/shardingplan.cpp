@@ -355,6 +355,16 @@ DivideFactors ShardingPlan::divideFactors(int worldSize) const
 
 Result<void> ShardingPlan::checkTopology(int worldSize, int localWorldSize) const
 {
+    if (tensorParallelSize > 1) {
+        const std::string tp = "parallelism_config_tp_size " + std::to_string(tensorParallelSize);
+        if (worldSize % tensorParallelSize != 0)
+            return makeError(ErrorCode::InvalidInput, tp + " does not divide the job's " + std::to_string(worldSize) +
+                                                          " process(es) (WORLD_SIZE)");
+        if (hybrid)
+            return makeError(ErrorCode::Unsupported, tp + " with " + strategy +
+                                                         ": tensor parallelism inside hybrid sharding is not "
+                                                         "implemented; use FSDP2 (dp_shard) or DDP (dp_replicate)");
+    }
     if (!hybrid || localWorldSize <= 0 || worldSize % localWorldSize == 0)
         return {};
     return makeError(ErrorCode::InvalidInput,
@@ -413,6 +423,18 @@ Result<ShardingPlan> shardingPlanFromEnvironment(const Lookup &lookupIn)
     Result<void> read = *fsdp ? readFsdp(lookup, plan) : *deepspeed ? readDeepSpeed(lookup, plan) : Result<void>();
     if (!read)
         return tl::unexpected(read.error());
+    // Accelerate reads the parallelism_config sizes only with ACCELERATE_USE_PARALLELISM_CONFIG.
+    auto parallelism = flag(lookup, "ACCELERATE_USE_PARALLELISM_CONFIG", false);
+    if (!parallelism)
+        return tl::unexpected(parallelism.error());
+    const std::string tp = get(lookup, "PARALLELISM_CONFIG_TP_SIZE");
+    if (*parallelism && !tp.empty() && lower(tp) != "none") {
+        char *end = nullptr;
+        const long size = std::strtol(tp.c_str(), &end, 10);
+        if (*end != '\0' || size < 1 || size > (1 << 20))
+            return tl::unexpected(invalid("PARALLELISM_CONFIG_TP_SIZE", tp, "a whole number of ranks, 1 or more"));
+        plan.tensorParallelSize = int(size);
+    }
     return plan;
 }
 

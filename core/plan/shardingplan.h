@@ -51,13 +51,18 @@ struct ShardingPlan {
     double gradientClipping = 0;       // DeepSpeed gradient_clipping; 0 = none
     int gradientAccumulationSteps = 0; // DeepSpeed's; 0 = not set
     std::string deepSpeedConfigFile;
+    // Accelerate's parallelism_config tp_size (PARALLELISM_CONFIG_TP_SIZE, read with
+    // ACCELERATE_USE_PARALLELISM_CONFIG): the device mesh's tp dimension (devicemesh.h); the data-
+    // parallel dimensions above hold the other ranks.
+    int tensorParallelSize = 1;
     // Accepted settings that cannot change this run's numbers (said once by rank 0).
     std::vector<std::string> notes;
 
     bool sharded() const { return stage > 0; }
     // How gradients are averaged with a SUM collective over `worldSize` ranks.
     DivideFactors divideFactors(int worldSize) const;
-    // Hybrid sharding needs the same number of ranks on every machine.
+    // Hybrid sharding needs the same number of ranks on every machine; tp_size must divide the
+    // world size (and is refused with hybrid sharding).
     Result<void> checkTopology(int worldSize, int localWorldSize) const;
     std::string describe() const; // "FSDP1 FULL_SHARD: parameters, gradients, optimizer state sharded"
     // Per-rank bytes of parameters, gradients and optimizer state the engine holds after backward
@@ -69,7 +74,8 @@ struct ShardingPlan {
 };
 
 // The plan the launcher's variables ask for (getenv by default). Without ACCELERATE_USE_FSDP or
-// ACCELERATE_USE_DEEPSPEED the plan is plain DDP.
+// ACCELERATE_USE_DEEPSPEED the plan is plain DDP; the tensor-parallel size comes from
+// PARALLELISM_CONFIG_TP_SIZE.
 Result<ShardingPlan> shardingPlanFromEnvironment(const EnvLookup &lookup = {});
 
 // The ZeRO part of a DeepSpeed JSON file applied to `plan` (stage, offload, clipping, accumulation).

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "core/common/result.h"
+#include "core/plan/devicemesh.h"
 #include "core/plan/trainingmemory.h"
 #include "core/runtime/distributedenv.h"
 #include "core/runtime/metricswriter.h"
@@ -36,6 +37,7 @@ namespace accel::runtime {
 
 class AcceleratedOptimizer;
 class AcceleratedScheduler;
+class Collectives;
 class MixedPrecisionPolicy;
 
 struct ProjectOptions {
@@ -110,6 +112,12 @@ public:
     MixedPrecisionPolicy &precision() const;
     int gradientAccumulationSteps() const;
     const AcceleratorOptions &options() const;
+    // The device mesh the strategies take their groups from (core/plan/devicemesh.h): with
+    // parallelism_config tp_size the tp dimension, whose ranks read the same samples.
+    const DeviceMesh &mesh() const;
+    // This rank's group along `dim` (shared memory between ranks of this host, else gloo / NCCL),
+    // for a model's own collectives (tensor parallelism). Every member calls it, in the same order.
+    std::unique_ptr<Collectives> meshCollectives(MeshDim dim) const;
 
     // Sharded data parallel (docs/sharding.md): before prepareModel() of the model that holds it,
     // offer a module (a transformer block, or the model itself) as a unit and run its forward

@@ -2,6 +2,7 @@
 // gradient accumulation, backward and clipping; the optimizer and scheduler wrappers.
 #include "core/runtime/accelerator_p.h"
 #include "core/runtime/strategy/shardingengine.h"
+#include "core/runtime/strategy/strategyfactory.h"
 
 #include <algorithm>
 #include <cmath>
@@ -272,11 +273,24 @@ std::shared_ptr<AcceleratedScheduler> Accelerator::prepareScheduler(std::functio
     return prepared;
 }
 
+const DeviceMesh &Accelerator::mesh() const
+{
+    return d->strategySetup.mesh;
+}
+
+std::unique_ptr<Collectives> Accelerator::meshCollectives(MeshDim dim) const
+{
+    return runtime::meshCollectives(d->strategySetup, dim, {"ACCEL_SHM_COLLECTIVES", "ACCEL_SHM_ALLREDUCE"});
+}
+
 Result<std::shared_ptr<ShardedDataLoader>> Accelerator::prepareDataLoader(int64_t datasetSize, int64_t batchSize,
                                                                           bool shuffle, bool dropLast)
 {
-    auto loader = ShardedDataLoader::create(datasetSize, batchSize, shuffle, dropLast, d->env.rank, d->env.worldSize,
-                                            d->options.data);
+    // The ranks of one data-parallel replica (tp, cp) read the same samples.
+    const DeviceMesh &mesh = d->strategySetup.mesh;
+    auto loader =
+        ShardedDataLoader::create(datasetSize, batchSize, shuffle, dropLast, mesh.dataParallelIndex(d->env.rank),
+                                  mesh.dataParallelSize(), d->options.data);
     if (loader)
         d->loaders.push_back(*loader);
     return loader;

@@ -7,6 +7,7 @@
 // (<output_dir>/adapter) in peft's layout.
 #include "core/worker/causallmrecipe.h"
 #include "core/worker/activationcheckpoint.h"
+#include "core/worker/causallmparallel.h"
 #include "core/worker/jobrunner.h"
 #include "core/worker/trainingloop.h"
 
@@ -156,7 +157,8 @@ struct LoadedModel {
 // keeps the checkpoint's dtype under mixed precision), attaches LoRA and hands the parameters
 // to torch's registry.
 Result<LoadedModel> loadModel(runtime::Accelerator &accelerator, const JobSpec &job, const std::string &modelDir,
-                              const inference::ModelConfig &config, const std::optional<inference::LoraConfig> &lora)
+                              const inference::ModelConfig &config, const std::optional<inference::LoraConfig> &lora,
+                              CausalLmTensorParallel *tensorParallel)
 {
     auto checkpointPath = bigmodel::resolveCheckpointPath(modelDir);
     if (!checkpointPath)
@@ -167,6 +169,10 @@ Result<LoadedModel> loadModel(runtime::Accelerator &accelerator, const JobSpec &
     auto created = inference::createCausalLM(config);
     if (!created)
         return tl::unexpected(asInvalid(created.error()));
+    if (tensorParallel) { // before anything is read
+        if (auto ok = (*created)->checkTensorParallel(tensorParallel->size()); !ok)
+            return tl::unexpected(asInvalid(ok.error()));
+    }
     LoadedModel loaded;
     loaded.lm = std::shared_ptr<CausalLM>(std::move(*created));
     loaded.checkpointDtype = checkpointDtype(config, *checkpoint);
@@ -177,6 +183,10 @@ Result<LoadedModel> loadModel(runtime::Accelerator &accelerator, const JobSpec &
     auto report = inference::dispatchCheckpoint(*loaded.lm, *checkpoint, dispatch);
     if (!report)
         return tl::unexpected(report.error());
+    if (tensorParallel) { // this rank's part of each split layer, in storage of its own
+        if (auto split = tensorParallel->split(*loaded.lm); !split)
+            return tl::unexpected(asInvalid(split.error()));
+    }
     // The tensors view the mapped checkpoint, which is read-only. Every rank maps the same files,
     // so nothing is broadcast (Accelerator::loadedOnEveryRank); trained weights that the strategy
     // does not copy into buffers of its own (DDP, one process) or that FP8 may rescale in place are
@@ -198,6 +208,8 @@ Result<LoadedModel> loadModel(runtime::Accelerator &accelerator, const JobSpec &
     inference::setExecutionDevices(*loaded.lm, at::Device(accelerator.deviceName()));
     loaded.lm->registerTorchParameters(
         [&](const std::string &name) { return !lora || inference::isLoraParameter(name); });
+    if (tensorParallel)
+        tensorParallel->collectSplitTensors(*loaded.lm);
     for (const auto &p : static_cast<torch::nn::Module &>(*loaded.lm).parameters()) {
         loaded.parameters += p.numel();
         loaded.trainable += p.requires_grad() ? p.numel() : 0;
@@ -206,15 +218,17 @@ Result<LoadedModel> loadModel(runtime::Accelerator &accelerator, const JobSpec &
     return loaded;
 }
 
-// Mean next-token loss over at most evalBatches x batch size x ranks samples of `data` (the same
-// on every rank).
+// Mean next-token loss over at most evalBatches x batch size x replicas samples of `data` (the same
+// on every rank; the ranks of one data-parallel replica, a tp group, read the same samples).
 double evaluate(runtime::Accelerator &accelerator, CausalLM &lm, const LmData &data, const TrainingSettings &t,
                 int32_t pad)
 {
-    const int64_t ranks = accelerator.numProcesses();
+    const runtime::DeviceMesh &mesh = accelerator.mesh();
+    const int64_t ranks = mesh.dataParallelSize();
     const int64_t total = std::min<int64_t>(data.samples(), t.evalBatches * t.batchSize * ranks);
     double sum = 0, n = 0;
-    for (int64_t start = accelerator.processIndex() * t.batchSize; start < total; start += t.batchSize * ranks) {
+    for (int64_t start = mesh.dataParallelIndex(accelerator.processIndex()) * t.batchSize; start < total;
+         start += t.batchSize * ranks) {
         std::vector<int64_t> indices;
         for (int64_t i = start; i < std::min(total, start + t.batchSize); ++i)
             indices.push_back(i);
@@ -333,7 +347,10 @@ Result<void> runCausalLmRecipe(runtime::Accelerator &accelerator, const JobSpec 
     }
     const int32_t pad = eos;
 
-    auto loaded = loadModel(accelerator, job, setup.modelDir, setup.config, setup.lora);
+    auto tensorParallel = CausalLmTensorParallel::create(accelerator, job, setup);
+    if (!tensorParallel)
+        return tl::unexpected(tensorParallel.error());
+    auto loaded = loadModel(accelerator, job, setup.modelDir, setup.config, setup.lora, tensorParallel->get());
     if (!loaded)
         return tl::unexpected(loaded.error());
     std::shared_ptr<CausalLM> lm = loaded->lm;
@@ -361,16 +378,17 @@ Result<void> runCausalLmRecipe(runtime::Accelerator &accelerator, const JobSpec 
     std::string what = data.format == LmDataFormat::Text
                            ? count(data.samples()) + " windows of " + count(data.blockSize) + " tokens"
                            : count(data.samples()) + " instruction examples";
-    accelerator.print("causal_lm: " + setup.config.modelType + " (" + lm->typeName() + "), " +
-                      count(setup.config.numLayers) + " layers, hidden " + count(setup.config.hiddenSize) + ", " +
-                      count(loaded->parameters) + " parameters, " + count(loaded->trainable) + " trained" +
-                      (setup.lora ? " (LoRA r " + count(setup.lora->rank) + " on " +
-                                        count(int64_t(loaded->adapted.size())) + " layers)"
-                                  : std::string(" (full fine-tuning)")) +
-                      "; data: " + count(data.files) + " file(s), " + count(data.documents) + " " +
-                      (data.format == LmDataFormat::Text ? "documents, " : "examples, ") + count(data.tokens) +
-                      " tokens in " + std::to_string(data.seconds) + " s, " + what + "; " +
-                      count(accelerator.numProcesses()) + " process(es), " + accelerator.strategyName());
+    accelerator.print(
+        "causal_lm: " + setup.config.modelType + " (" + lm->typeName() + "), " + count(setup.config.numLayers) +
+        " layers, hidden " + count(setup.config.hiddenSize) + ", " + count(loaded->parameters) + " parameters, " +
+        count(loaded->trainable) + " trained" +
+        (setup.lora
+             ? " (LoRA r " + count(setup.lora->rank) + " on " + count(int64_t(loaded->adapted.size())) + " layers)"
+             : std::string(" (full fine-tuning)")) +
+        "; data: " + count(data.files) + " file(s), " + count(data.documents) + " " +
+        (data.format == LmDataFormat::Text ? "documents, " : "examples, ") + count(data.tokens) + " tokens in " +
+        std::to_string(data.seconds) + " s, " + what + "; " + count(accelerator.numProcesses()) + " process(es), " +
+        accelerator.strategyName() + (*tensorParallel ? ", mesh " + accelerator.mesh().describe() : std::string()));
     if (data.cutExamples > 0 || data.droppedExamples > 0)
         accelerator.print("note: data.train: " + count(data.cutExamples) + " example(s) longer than data.block_size " +
                           count(data.blockSize) + " were cut to it; " + count(data.droppedExamples) +
@@ -396,6 +414,8 @@ Result<void> runCausalLmRecipe(runtime::Accelerator &accelerator, const JobSpec 
         auto logits = lm->forward(accelerator.toDevice(ids), nullptr);
         return lmLoss(logits, accelerator.toDevice(labels));
     };
+    if (*tensorParallel)
+        task.clipGradients = [&](double maxNorm) { return (*tensorParallel)->clipGradients(maxNorm); };
     if (eval) {
         task.evalLoss = [&] { return evaluate(accelerator, *lm, *eval, t, pad); };
         task.perplexity = true;
@@ -404,6 +424,8 @@ Result<void> runCausalLmRecipe(runtime::Accelerator &accelerator, const JobSpec 
     if (!summary)
         return tl::unexpected(summary.error());
     accelerator.unshardModel(); // every rank: rank 0 alone writes below
+    if (*tensorParallel)
+        (*tensorParallel)->gather(*lm);
     lm->eval();
 
     std::string written;

@@ -115,6 +115,11 @@ void applyTable(const Variables &vars, std::vector<std::string> &refusals, std::
         notes.push_back(joined(names, ", ") + ": " + reason);
 }
 
+auto refuseSizes(const std::string &message)
+{
+    return makeError(ErrorCode::Unsupported, message);
+}
+
 Result<int> sizeOf(const Variables &vars, const std::string &variable)
 {
     const std::string value = vars.get(variable);
@@ -128,32 +133,41 @@ Result<int> sizeOf(const Variables &vars, const std::string &variable)
     return int(size);
 }
 
-// parallelism_config until the device mesh exists: what plain FSDP2 or DDP means is acted on,
-// anything else refused naming the sizes (tp / cp / sp above 1 are refused by the table).
+// parallelism_config on the device mesh (dp_replicate x dp_shard x cp x tp): plain FSDP2 or DDP
+// over the data-parallel ranks, times tp_size; anything else refused naming the sizes (cp / sp
+// above 1 are refused by the table).
 Result<void> checkParallelism(const Variables &vars, const RankPlace &place)
 {
     if (!vars.truthy("ACCELERATE_USE_PARALLELISM_CONFIG"))
         return {};
     const std::string replicateName = "PARALLELISM_CONFIG_DP_REPLICATE_SIZE",
-                      shardName = "PARALLELISM_CONFIG_DP_SHARD_SIZE";
+                      shardName = "PARALLELISM_CONFIG_DP_SHARD_SIZE", tpName = "PARALLELISM_CONFIG_TP_SIZE";
     auto replicate = sizeOf(vars, replicateName);
     if (!replicate)
         return tl::unexpected(replicate.error());
     auto shard = sizeOf(vars, shardName);
     if (!shard)
         return tl::unexpected(shard.error());
+    auto tp = sizeOf(vars, tpName);
+    if (!tp)
+        return tl::unexpected(tp.error());
     const bool fsdp2 = vars.truthy("ACCELERATE_USE_FSDP") && vars.get("FSDP_VERSION") == "2";
-    const int world = place.worldSize;
-    const std::string sizes = vars.named(replicateName) + " x " + vars.named(shardName);
-    const std::string ranks = std::to_string(world) + " process(es) (WORLD_SIZE)";
-    auto refuse = [](const std::string &message) { return makeError(ErrorCode::Unsupported, message); };
+    // The data-parallel ranks: the world without the tp dimension.
+    const int world = place.worldSize % *tp == 0 ? place.worldSize / *tp : place.worldSize;
+    const std::string sizes =
+        vars.named(replicateName) + " x " + vars.named(shardName) + (*tp > 1 ? " x " + vars.named(tpName) : "");
+    const std::string ranks = std::to_string(place.worldSize) + " process(es) (WORLD_SIZE)";
+    if (*tp > 1 && place.worldSize % *tp != 0)
+        return refuseSizes(sizes + ": tp_size does not divide the " + ranks +
+                           "; the sizes must multiply to the number of processes");
+    auto refuse = refuseSizes;
     if (*replicate > 1 && *shard > 1)
-        return refuse(sizes + ": hybrid sharding over a dp_replicate x dp_shard mesh (HSDP) needs the device mesh, "
-                              "which the native runtime does not have yet; set dp_replicate_size: 1 (FSDP2 over every "
-                              "rank), or use fsdp_version: 1 with fsdp_sharding_strategy: HYBRID_SHARD (shards inside "
+        return refuse(sizes + ": hybrid sharding over a dp_replicate x dp_shard mesh (HSDP) is not implemented "
+                              "by the native runtime yet; set dp_replicate_size: 1 (FSDP2 over every rank), or use "
+                              "fsdp_version: 1 with fsdp_sharding_strategy: HYBRID_SHARD (shards inside "
                               "each machine, replicates across machines)");
     const int total = *replicate * *shard;
-    if (total == 1) {
+    if (total == 1 && (*tp == 1 || world == 1)) {
         if (fsdp2 && world > 1)
             return refuse(sizes + " under FSDP2 on " + ranks +
                           ": no dimension to shard over (Accelerate refuses it too); set dp_shard_size: " +
@@ -161,7 +175,7 @@ Result<void> checkParallelism(const Variables &vars, const RankPlace &place)
         return {};
     }
     if (total != world)
-        return refuse(sizes + " = " + std::to_string(total) + " rank(s), but the job has " + ranks +
+        return refuse(sizes + " = " + std::to_string(total * *tp) + " rank(s), but the job has " + ranks +
                       "; the sizes must multiply to the number of processes");
     if (*shard == world && !fsdp2)
         return refuse(vars.named(shardName) + ": sharding over dp_shard needs distributed_type FSDP with "

@@ -2,7 +2,7 @@
 // every variable the table of native keys (core/config/nativekeys.h) says the ranks refuse is
 // refused by name before anything starts, every one it says is meaningless for C++ is noted, and
 // what the table leaves to this check is done here: distributed_type MEGATRON_LM refused as a
-// whole, the parallelism_config sizes held against the world size until the device mesh exists,
+// whole, the parallelism_config sizes held against the world size (the device mesh),
 // a DeepSpeed file's keys and its fp16 / bf16 switches. Torch-free.
 #pragma once
 

@@ -131,6 +131,12 @@ Result<void> runJob(const JobSpec &job)
     if (!created)
         return tl::unexpected(created.error());
     Accelerator &accelerator = **created;
+    if (const int tp = accelerator.mesh().size(runtime::MeshDim::Tp); tp > 1 && job.recipe != "causal_lm")
+        return makeError(ErrorCode::InvalidInput,
+                         "parallelism_config_tp_size " + std::to_string(tp) + ": recipe " + job.recipe +
+                             " has no tensor-parallel split (the causal_lm recipe has, on Llama-like models); "
+                             "set tp_size: 1",
+                         job.path);
     accelerator.setSeed(job.seed);
     // Without a run directory from the launcher, the job's output folder is the run directory
     // (metrics/rank<N>.jsonl goes there).

@@ -141,7 +141,7 @@ Result<TrainingSummary> runTraining(Accelerator &accelerator, const JobSpec &job
                 continue;
             double gradNorm = NAN;
             if (t.gradClip > 0)
-                gradNorm = accelerator.clipGradNorm(t.gradClip);
+                gradNorm = task.clipGradients ? task.clipGradients(t.gradClip) : accelerator.clipGradNorm(t.gradClip);
             const double lr = optimizer->lr();
             optimizer->step();
             scheduler->step();

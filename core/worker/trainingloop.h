@@ -37,6 +37,9 @@ struct TrainingTask {
     std::function<at::Tensor(const std::vector<int64_t> &indices)> loss;
     // Mean evaluation loss over the whole evaluation set (same on every rank); optional.
     std::function<double()> evalLoss;
+    // training.grad_clip's clipping when the model needs its own (tensor parallelism): returns the
+    // norm; unset, the Accelerator's clipGradNorm.
+    std::function<double(double maxNorm)> clipGradients;
     // Also log eval_perplexity = exp(eval_loss) (language models whose loss is per token).
     bool perplexity = false;
 };

@@ -14,10 +14,10 @@ namespace {
 const std::vector<std::string> kShardingSwitches{"ACCEL_SHM_COLLECTIVES", "ACCEL_SHM_ALLREDUCE"};
 const std::vector<std::string> kGradientSwitches{"ACCEL_SHM_ALLREDUCE"};
 
-// This rank's group along `dim`: shared memory when every member runs on this host, else the
-// process group (the whole job's when the dimension spans every rank, else a sub-group).
-std::unique_ptr<Collectives> collectivesOf(const StrategySetup &setup, MeshDim dim,
-                                           const std::vector<std::string> &switches)
+} // namespace
+
+std::unique_ptr<Collectives> meshCollectives(const StrategySetup &setup, MeshDim dim,
+                                             const std::vector<std::string> &switches)
 {
     const DeviceMesh &mesh = setup.mesh;
     const int rank = setup.env.rank;
@@ -38,8 +38,6 @@ std::unique_ptr<Collectives> collectivesOf(const StrategySetup &setup, MeshDim d
     return std::make_unique<ProcessGroupCollectives>(std::move(group));
 }
 
-} // namespace
-
 std::unique_ptr<DistributedStrategy> makeStrategy(const StrategySetup &setup, bool frozen)
 {
     const ShardingPlan &plan = setup.plan;
@@ -48,14 +46,14 @@ std::unique_ptr<DistributedStrategy> makeStrategy(const StrategySetup &setup, bo
     if (setup.group && plan.sharded() && !(frozen && plan.stage < 3)) {
         std::unique_ptr<Collectives> replicas;
         if (mesh.size(MeshDim::DpReplicate) > 1)
-            replicas = collectivesOf(setup, MeshDim::DpReplicate, kShardingSwitches);
-        return std::make_unique<ShardingEngine>(plan, collectivesOf(setup, MeshDim::DpShard, kShardingSwitches),
+            replicas = meshCollectives(setup, MeshDim::DpReplicate, kShardingSwitches);
+        return std::make_unique<ShardingEngine>(plan, meshCollectives(setup, MeshDim::DpShard, kShardingSwitches),
                                                 std::move(replicas), setup.precision);
     }
     // dp_replicate alone: DDP's gradient mean (nothing to synchronise on one process or for a frozen model).
     std::unique_ptr<Collectives> replicas;
     if (setup.group && !frozen && mesh.size(MeshDim::DpReplicate) > 1)
-        replicas = collectivesOf(setup, MeshDim::DpReplicate, kGradientSwitches);
+        replicas = meshCollectives(setup, MeshDim::DpReplicate, kGradientSwitches);
     return std::make_unique<DdpStrategy>(plan.strategy, std::move(replicas), setup.precision, setup.bucketCapBytes);
 }
 

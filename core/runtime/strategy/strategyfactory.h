@@ -36,4 +36,10 @@ struct StrategySetup {
 
 std::unique_ptr<DistributedStrategy> makeStrategy(const StrategySetup &setup, bool frozen = false);
 
+// This rank's group along `dim`: shared memory when every member runs on this host (unless one of
+// `switches` is 0), else the process group (the whole job's when the dimension spans every rank,
+// else a sub-group).
+std::unique_ptr<Collectives> meshCollectives(const StrategySetup &setup, MeshDim dim,
+                                             const std::vector<std::string> &switches);
+
 } // namespace accel::runtime

@@ -1,0 +1,137 @@
+#include "core/worker/causallmparallel.h"
+
+#include "core/runtime/accelerator.h"
+#include "core/runtime/strategy/collectives.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+
+namespace accel::worker {
+
+namespace {
+
+using runtime::MeshDim;
+
+std::string number(double value)
+{
+    std::ostringstream out;
+    out << value;
+    return out.str();
+}
+
+} // namespace
+
+Result<std::unique_ptr<CausalLmTensorParallel>> CausalLmTensorParallel::create(runtime::Accelerator &accelerator,
+                                                                               const JobSpec &job,
+                                                                               const CausalLmSetup &setup)
+{
+    const int size = accelerator.mesh().size(MeshDim::Tp);
+    if (size <= 1)
+        return std::unique_ptr<CausalLmTensorParallel>();
+    const TrainingSettings &t = job.training;
+    const std::string tp = "parallelism_config_tp_size " + std::to_string(size);
+    std::vector<std::string> refused;
+    if (setup.lora)
+        refused.push_back("lora.r " + std::to_string(setup.lora->rank) +
+                          " (LoRA on split layers is not implemented; train the whole model or set tp_size: 1)");
+    if (accelerator.mixedPrecision() == runtime::MixedPrecision::Fp8)
+        refused.push_back("mixed_precision fp8 (FP8 layers are not split; use bf16 or no)");
+    if (t.gradClip > 0 && accelerator.strategyCopiesParameters())
+        refused.push_back("training.grad_clip " + number(t.gradClip) + " under " + accelerator.strategyName() +
+                          " (the norm over sharded and split parts is not implemented; "
+                          "set grad_clip: 0 or use DDP)");
+    if (t.checkpointEvery > 0 || t.checkpointAtEnd)
+        refused.push_back("training.checkpoint_every / checkpoint_at_end (checkpoints of split models are not "
+                          "implemented; set checkpoint_every: 0 and checkpoint_at_end: false)");
+    if (t.resume != "auto" && t.resume != "none")
+        refused.push_back("training.resume " + t.resume + " (checkpoints of split models are not implemented)");
+    if (!refused.empty()) {
+        std::string text;
+        for (const std::string &r : refused)
+            text += (text.empty() ? "" : "; ") + r;
+        return makeError(ErrorCode::InvalidInput, tp + " with " + text, job.path);
+    }
+    std::unique_ptr<CausalLmTensorParallel> parallel(new CausalLmTensorParallel(accelerator));
+    std::shared_ptr<runtime::Collectives> collectives = accelerator.meshCollectives(MeshDim::Tp);
+    auto group = std::make_shared<inference::TensorParallelGroup>();
+    group->rank = collectives->rank();
+    group->size = collectives->size();
+    group->allReduceSum = [collectives](at::Tensor &tensor) { collectives->allReduceSum(tensor); };
+    group->allGather = [collectives](at::Tensor &output, const at::Tensor &input) {
+        collectives->allGather(output, input);
+    };
+    parallel->m_group = std::move(group);
+    return parallel;
+}
+
+int CausalLmTensorParallel::size() const
+{
+    return m_group->size;
+}
+
+Result<void> CausalLmTensorParallel::split(inference::CausalLM &model)
+{
+    std::map<std::string, int64_t> before;
+    for (const auto &p : model.namedParameters())
+        before[p.name] = p.parameter->value.numel();
+    if (auto ok = model.splitForTensorParallel(m_group); !ok)
+        return ok;
+    for (const auto &p : model.namedParameters()) {
+        if (p.parameter->value.numel() != before[p.name])
+            m_splitNames.push_back(p.name);
+    }
+    return {};
+}
+
+void CausalLmTensorParallel::collectSplitTensors(inference::CausalLM &model)
+{
+    for (const auto &p : model.namedParameters()) {
+        const at::Tensor &value = p.parameter->value;
+        if (!value.requires_grad())
+            continue;
+        const bool split = std::find(m_splitNames.begin(), m_splitNames.end(), p.name) != m_splitNames.end();
+        (split ? m_split : m_replicated).push_back(value);
+    }
+}
+
+double CausalLmTensorParallel::clipGradients(double maxNorm)
+{
+    // Finishes the data-parallel gradient mean (no clipping below infinity).
+    m_accelerator.clipGradNorm(INFINITY);
+    // The replicated parameters once (their gradients are the same bits on every rank of the
+    // group), every rank's part of the split ones: the same total on every rank.
+    auto squares = [](const std::vector<at::Tensor> &tensors) {
+        double sum = 0;
+        for (const at::Tensor &p : tensors) {
+            if (p.grad().defined())
+                sum += p.grad().to(at::kDouble).pow(2).sum().item<double>();
+        }
+        return sum;
+    };
+    at::Tensor split = torch::tensor({squares(m_split)}, torch::kDouble);
+    m_group->allReduceSum(split);
+    const double total = std::sqrt(squares(m_replicated) + split.item<double>());
+    const double coefficient = maxNorm / (total + 1e-6);
+    if (coefficient < 1) {
+        torch::NoGradGuard noGrad;
+        for (const auto *tensors : {&m_split, &m_replicated}) {
+            for (const at::Tensor &p : *tensors) {
+                if (p.grad().defined())
+                    p.grad().mul_(coefficient);
+            }
+        }
+    }
+    return total;
+}
+
+void CausalLmTensorParallel::gather(inference::CausalLM &model)
+{
+    torch::NoGradGuard noGrad;
+    model.gatherTensorParallel();
+}
+
+} // namespace accel::worker
