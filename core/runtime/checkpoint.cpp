@@ -60,6 +60,46 @@ std::string missingCheckpointFile(const Accelerator::Private &p, const std::stri
     return {};
 }
 
+// Every rank learns whether every rank's part of `what` succeeded before any goes on: a rank-local
+// failure (a file only that rank cannot read or write) then ends every rank at once with that rank's
+// error, instead of leaving the others in the next collective until timeout_s. The failing rank's
+// message goes through the run's store (set before the all-reduce, so it is there when read).
+Result<void> agreeAcrossRanks(Accelerator &accelerator, const Accelerator::Private &p, const Result<void> &local,
+                              const std::string &what)
+{
+    if (!p.group)
+        return local;
+    const auto key = [&what](int rank) { return "checkpoint_error/" + what + "/" + std::to_string(rank); };
+    if (!local) {
+        const std::string message = local.error().toString();
+        try {
+            p.store->set(key(p.env.rank), std::vector<uint8_t>(message.begin(), message.end()));
+        } catch (const std::exception &) {
+            // the flag below still ends the other ranks, without this rank's words
+        }
+    }
+    auto flags = torch::zeros({p.env.worldSize}, torch::kFloat);
+    if (!local)
+        flags[p.env.rank] = 1.0f;
+    flags = accelerator.reduce(flags, ReduceOp::Sum);
+    if (!local)
+        return local;
+    for (int rank = 0; rank < p.env.worldSize; ++rank) {
+        if (flags[rank].item<float>() == 0.0f)
+            continue;
+        std::string message = "(its message did not reach this rank; see its log)";
+        try {
+            if (p.store->check({key(rank)})) {
+                const std::vector<uint8_t> bytes = p.store->get(key(rank));
+                message.assign(bytes.begin(), bytes.end());
+            }
+        } catch (const std::exception &) {
+        }
+        return makeError(ErrorCode::Failed, what + ": rank " + std::to_string(rank) + " failed: " + message);
+    }
+    return {};
+}
+
 } // namespace
 
 StateSlot Accelerator::Private::stateSlot(size_t model) const
@@ -109,13 +149,15 @@ Result<std::string> Accelerator::saveState(const std::string &outputDir)
     }
     const fs::path temporary = target.string() + ".partial";
     std::error_code ec;
+    Result<void> created;
     if (isMainProcess()) {
         fs::remove_all(temporary, ec);
         fs::create_directories(temporary, ec);
         if (ec)
-            return makeError(ErrorCode::Io, "saveState: cannot create " + temporary.string() + ": " + ec.message());
+            created = makeError(ErrorCode::Io, "saveState: cannot create " + temporary.string() + ": " + ec.message());
     }
-    waitForEveryone();
+    if (auto agreed = agreeAcrossRanks(*this, p, created, "saveState"); !agreed) // also waits for everyone
+        return tl::unexpected(agreed.error());
 
     Result<void> written;
     std::vector<bool> ownOptimizer; // saved by its model's strategy (sharded), not as optimizer_<i>.bin
@@ -182,11 +224,8 @@ Result<std::string> Accelerator::saveState(const std::string &outputDir)
         written = makeError(ErrorCode::Io, std::string("saveState: ") + e.what(), temporary.string());
     }
     // Every rank learns whether every rank succeeded before the folder is published.
-    const double failures = reduce(torch::tensor({written ? 0.0 : 1.0}), ReduceOp::Sum).item<double>();
-    if (!written)
-        return tl::unexpected(written.error());
-    if (failures > 0)
-        return makeError(ErrorCode::Failed, "saveState: another rank failed to write its part of " + target.string());
+    if (auto agreed = agreeAcrossRanks(*this, p, written, "saveState"); !agreed)
+        return tl::unexpected(agreed.error());
     // Rank 0 publishes once every rank's part is in: flushed to the disk (every file and folder),
     // renamed into place, and only then are the oldest rotated out (checkpoint_total_limit).
     Result<void> published;
@@ -213,9 +252,10 @@ Result<std::string> Accelerator::saveState(const std::string &outputDir)
     return target.string();
 }
 
-Result<void> Accelerator::loadState(const std::string &inputDir)
+namespace {
+
+Result<void> loadStateOnThisRank(Accelerator &accelerator, Accelerator::Private &p, const std::string &inputDir)
 {
-    Private &p = *d;
     fs::path source = inputDir;
     if (source.empty()) {
         if (!p.options.project.automaticCheckpointNaming)
@@ -234,7 +274,7 @@ Result<void> Accelerator::loadState(const std::string &inputDir)
             const std::string missing = missingCheckpointFile(p, it->path);
             if (missing.empty())
                 source = it->path;
-            else if (isMainProcess())
+            else if (accelerator.isMainProcess())
                 log::warning("checkpoint", "loadState: skipping " + it->path + ": " + missing +
                                                " is missing (a checkpoint partly deleted); resuming from an older one");
         }
@@ -266,7 +306,7 @@ Result<void> Accelerator::loadState(const std::string &inputDir)
             archive.load_from(file.string());
             p.optimizers[i]->optimizer().load(archive);
         }
-        if (auto loaded = p.precision->loadState(source.string(), isMainProcess()); !loaded)
+        if (auto loaded = p.precision->loadState(source.string(), accelerator.isMainProcess()); !loaded)
             return loaded;
         for (size_t i = 0; i < p.schedulers.size(); ++i) {
             auto lastStep =
@@ -294,7 +334,8 @@ Result<void> Accelerator::loadState(const std::string &inputDir)
                 ++i;
             }
         }
-        const fs::path rngFile = source / ("random_states_" + std::to_string(processIndex()) + ".safetensors");
+        const fs::path rngFile =
+            source / ("random_states_" + std::to_string(accelerator.processIndex()) + ".safetensors");
         auto rng = bigmodel::SafetensorsFile::open(rngFile.string());
         if (!rng)
             return tl::unexpected(rng.error());
@@ -318,6 +359,15 @@ Result<void> Accelerator::loadState(const std::string &inputDir)
         return makeError(ErrorCode::InvalidInput, "loadState: " + what.substr(0, what.find('\n')), source.string());
     }
     return {};
+}
+
+} // namespace
+
+Result<void> Accelerator::loadState(const std::string &inputDir)
+{
+    // A rank that cannot load its part ends every rank (agreeAcrossRanks), so none trains on alone.
+    const Result<void> loaded = loadStateOnThisRank(*this, *d, inputDir);
+    return agreeAcrossRanks(*this, *d, loaded, "loadState");
 }
 
 } // namespace accel::runtime
