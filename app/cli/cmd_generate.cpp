@@ -100,6 +100,9 @@ int runGenerate(int argc, char **argv)
     parser.addValue("top_p", "P", "keep the smallest set of tokens whose probability reaches P");
     parser.addValue("repetition_penalty", "R", "penalise tokens already present (Transformers' rule)");
     parser.addValue("seed", "S", "seed of the sampler", "0");
+    parser.addValue("prefill_chunk", "N",
+                    "prefill the prompt N tokens at a time through the cache (bounds prefill memory by N instead of "
+                    "the prompt's length; default: all at once)");
     parser.addValue("draft", "DIR",
                     "speculative decoding: a small model folder with the same tokenizer proposes tokens and the model "
                     "checks several in one forward (greedy only: the same tokens as without it; transformers' "
@@ -121,27 +124,29 @@ int runGenerate(int argc, char **argv)
         std::fprintf(stderr, "accel generate: give exactly one of --prompt TEXT or --input-ids 1,2,3\n");
         return 2;
     }
-    return execInferenceWorker("generate", parser, {"device_map",
-                                                    "max_memory",
-                                                    "offload_folder",
-                                                    "adapter",
-                                                    "dtype",
-                                                    "threads",
-                                                    "quantization",
-                                                    "skip_modules",
-                                                    "keep_in_fp32_modules",
-                                                    "prompt",
-                                                    "input_ids",
-                                                    "max_new_tokens",
-                                                    "temperature",
-                                                    "top_k",
-                                                    "top_p",
-                                                    "repetition_penalty",
-                                                    "seed",
-                                                    "stop",
-                                                    "stop_token_id",
-                                                    "draft",
-                                                    "draft_tokens"},
+    return execInferenceWorker("generate", parser,
+                               {"device_map",
+                                "max_memory",
+                                "offload_folder",
+                                "adapter",
+                                "dtype",
+                                "threads",
+                                "quantization",
+                                "skip_modules",
+                                "keep_in_fp32_modules",
+                                "prompt",
+                                "input_ids",
+                                "max_new_tokens",
+                                "temperature",
+                                "top_k",
+                                "top_p",
+                                "repetition_penalty",
+                                "seed",
+                                "stop",
+                                "stop_token_id",
+                                "prefill_chunk",
+                                "draft",
+                                "draft_tokens"},
                                {"greedy", "json", "gpus_on_cpu"});
 }
 

@@ -172,6 +172,27 @@ void truncateCache(KVCache &cache, int64_t length)
         cache.advance(length - cache.length());
 }
 
+// The last position's logits after the prompt `ids` [B, T] went through the cache `chunk` tokens
+// at a time (0: at once). A model whose cache must be rebuilt at a chunk's end (Phi-3's LongRoPE)
+// takes everything so far again, as decoding does.
+at::Tensor prefill(CausalLM &lm, const at::Tensor &ids, KVCache &cache, int64_t chunk)
+{
+    const int64_t length = ids.size(1);
+    if (chunk <= 0 || chunk >= length)
+        return lm.forward(ids, &cache, /*lastOnly=*/true);
+    at::Tensor logits;
+    for (int64_t from = 0; from < length; from += chunk) {
+        const int64_t count = std::min(chunk, length - from);
+        if (lm.rebuildsCacheAt(cache.length(), count)) {
+            cache.clear();
+            logits = lm.forward(ids.narrow(1, 0, from + count), &cache, true);
+        } else {
+            logits = lm.forward(ids.narrow(1, from, count), &cache, true);
+        }
+    }
+    return logits;
+}
+
 // Refuses a draft that cannot give the model's greedy tokens, naming the setting.
 Result<void> checkDraft(InferenceModel &model, InferenceModel &draft, int tokens, const SamplingOptions &options,
                         size_t batch)
@@ -299,6 +320,9 @@ Result<GenerationResult> generate(InferenceModel &model, const std::vector<std::
         return makeError(ErrorCode::InvalidInput, "stop strings need a tokenizer to decode the generated text");
     if (options.topP <= 0 || options.topP > 1)
         return makeError(ErrorCode::InvalidInput, "top-p: expected 0 < p <= 1; got " + std::to_string(options.topP));
+    if (options.prefillChunk < 0)
+        return makeError(ErrorCode::InvalidInput, "prefill chunk: expected 0 (whole prompt) or more; got " +
+                                                      std::to_string(options.prefillChunk));
     if (draft.model) {
         if (auto ok = checkDraft(model, *draft.model, draft.tokens, options, batch); !ok)
             return tl::unexpected(ok.error());
@@ -324,7 +348,7 @@ Result<GenerationResult> generate(InferenceModel &model, const std::vector<std::
         at::Tensor history = ids; // every position so far, for a cache that must be rebuilt
         KVCache cache;
         const auto start = Clock::now();
-        auto logits = lm.forward(ids, &cache, /*lastOnly=*/true).select(1, 0).to(at::kCPU);
+        auto logits = prefill(lm, ids, cache, options.prefillChunk).select(1, 0).to(at::kCPU);
         const double prefillMs = msSince(start);
         result.stats.prefillTokensPerSecond = prefillMs > 0 ? 1000.0 * batch * promptLength / prefillMs : 0;
         Clock::time_point decodeStart;

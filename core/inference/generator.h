@@ -29,6 +29,9 @@ struct SamplingOptions {
     uint64_t seed = 0;
     std::vector<int64_t> stopTokenIds;    // empty: the config's eos_token_id(s)
     std::vector<std::string> stopStrings; // need a decoder
+    // Prefill the prompt this many tokens at a time through the cache (0: all at once). Bounds the
+    // prefill's activations and attention scores by the chunk instead of the prompt length.
+    int prefillChunk = 0;
 };
 
 struct GenerationStats {

@@ -244,7 +244,7 @@ void readLoad(FieldReader &fields, ServeRequest &request)
 void readGenerate(FieldReader &fields, ServeRequest &request)
 {
     fields.onlyKeys({"op", "id", "prompt", "input_ids", "max_new_tokens", "greedy", "temperature", "top_k", "top_p",
-                     "repetition_penalty", "seed", "stop", "stop_token_ids"});
+                     "repetition_penalty", "seed", "stop", "stop_token_ids", "prefill_chunk"});
     if (fields.find("prompt") && fields.find("input_ids"))
         fields.failWith("generate: give \"prompt\" (text) or \"input_ids\" (token ids), not both");
     if (fields.find("prompt")) {
@@ -255,6 +255,7 @@ void readGenerate(FieldReader &fields, ServeRequest &request)
     fields.integers("input_ids", request.inputIds);
     SamplingOptions &o = request.sampling;
     fields.integer("max_new_tokens", o.maxNewTokens);
+    fields.integer("prefill_chunk", o.prefillChunk, 0);
     fields.boolean("greedy", o.greedy);
     fields.number("temperature", o.temperature);
     fields.integer("top_k", o.topK);

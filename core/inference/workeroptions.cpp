@@ -72,6 +72,7 @@ std::string workerHelpText()
            "  --quantization int8|nf4|fp4  quantize the Linear layers on load (bitsandbytes' formats)\n"
            "  --skip-modules A,B           modules left unquantized (default: lm_head and tied embeddings)\n"
            "  --keep-in-fp32-modules A,B   modules kept in float32, unquantized\n"
+           "  --prefill-chunk N            prefill the prompt N tokens at a time (default: all at once)\n"
            "  --draft DIR                  speculative decoding: a small model of the same tokenizer proposes\n"
            "                               tokens, the model checks them (greedy only; same tokens as without)\n"
            "  --draft-tokens N (4)         tokens the draft proposes per step\n"
@@ -133,6 +134,11 @@ Result<WorkerRequest> parseWorkerArguments(int argc, char **argv)
             ACCEL_VALUE(v) r.load.maxMemory = *v;
         } else if (arg == "--adapter") {
             ACCEL_VALUE(v) r.load.adapterDir = *v;
+        } else if (arg == "--prefill-chunk") {
+            ACCEL_VALUE(v) auto n = toInteger(arg, *v, 0, INT_MAX);
+            if (!n)
+                return tl::unexpected(n.error());
+            r.sampling.prefillChunk = static_cast<int>(*n);
         } else if (arg == "--draft") {
             ACCEL_VALUE(v) r.draftDir = *v;
         } else if (arg == "--draft-tokens") {

@@ -35,6 +35,7 @@ private Q_SLOTS:
     void draftThatIsTheModelIsAlwaysAccepted();
     void draftStopsWhereGreedyStops();
     void draftRefusals();
+    void chunkedPrefillGivesTheSameTokens();
 
 private:
     QTemporaryDir m_dir;
@@ -343,6 +344,34 @@ void tst_Generator::draftRefusals()
     auto other = InferenceModel::load(dir);
     QVERIFY(other);
     expectRefusal(greedy(4), {other->get(), 4}, "vocab_size 53 differs from the model's 61");
+}
+
+// The prompt through the cache 1, 2 or 3 tokens at a time (and a chunk longer than the prompt) gives
+// the tokens of the whole prompt at once, in both attention implementations (llama, gpt2).
+void tst_Generator::chunkedPrefillGivesTheSameTokens()
+{
+    const std::string dir = m_dir.filePath("gpt2-chunks").toStdString();
+    test::writeTinyModel(dir, "gpt2", 12);
+    auto gpt2 = InferenceModel::load(dir);
+    QVERIFY(gpt2);
+    const std::vector<int64_t> prompt{3, 17, 5, 40, 22, 9, 31};
+    for (InferenceModel *model : {m_model.get(), gpt2->get()}) {
+        auto whole = generate(*model, {prompt}, greedy(10));
+        QVERIFY(whole);
+        for (int chunk : {1, 2, 3, 100}) {
+            SamplingOptions o = greedy(10);
+            o.prefillChunk = chunk;
+            auto chunked = generate(*model, {prompt}, o);
+            QVERIFY2(chunked, chunked ? "" : chunked.error().toString().c_str());
+            QCOMPARE(chunked->sequences[0].tokens, whole->sequences[0].tokens);
+        }
+    }
+    SamplingOptions negative = greedy(2);
+    negative.prefillChunk = -1;
+    auto refused = generate(*m_model, {prompt}, negative);
+    QVERIFY(!refused);
+    QVERIFY2(refused.error().message.find("prefill chunk: expected 0") != std::string::npos,
+             refused.error().message.c_str());
 }
 
 QTEST_GUILESS_MAIN(tst_Generator)
