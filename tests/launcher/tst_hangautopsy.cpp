@@ -53,8 +53,9 @@ QJsonObject readJson(const QString &path)
     return file.open(QIODevice::ReadOnly) ? QJsonDocument::fromJson(file.readAll()).object() : QJsonObject();
 }
 
-// Starts `accel launch` (attached: it is the supervisor) on 2 CPU ranks into runDir.
-void startLaunch(QProcess &launch, const QString &runDir, const QStringList &program, const QStringList &extraEnv)
+// Starts `accel launch` (attached: it is the supervisor) on `ranks` CPU ranks into runDir.
+void startLaunch(QProcess &launch, const QString &runDir, const QStringList &program, const QStringList &extraEnv,
+                 int ranks = 2)
 {
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
     env.insert(QStringLiteral("ACCEL_HANG_MINIMUM_S"), QStringLiteral("1"));
@@ -65,7 +66,7 @@ void startLaunch(QProcess &launch, const QString &runDir, const QStringList &pro
     launch.setProcessChannelMode(QProcess::MergedChannels);
     launch.start(test::binDir() + QStringLiteral("/accel"),
                  QStringList{QStringLiteral("launch"), QStringLiteral("--cpu"), QStringLiteral("--num_processes"),
-                             QStringLiteral("2"), QStringLiteral("--main_process_port"), QStringLiteral("0"),
+                             QString::number(ranks), QStringLiteral("--main_process_port"), QStringLiteral("0"),
                              QStringLiteral("--system_sample_hz"), QStringLiteral("0"), QStringLiteral("--run_dir"),
                              runDir} +
                      program);
@@ -211,6 +212,42 @@ private Q_SLOTS:
         const auto onDemand = test::runAccel({QStringLiteral("stack"), runDir});
         QVERIFY2(onDemand.exitCode == 0, qPrintable(onDemand.err));
         qInfo("%s", qPrintable(onDemand.out.section(QLatin1Char('\n'), 0, 2)));
+        stopRun(launch, runDir);
+    }
+
+    // Identical stacks share a line, their ranks as ranges: 4 plain Python ranks (no torch, so
+    // cheap), rank 3 waiting on another line than the others.
+    void identicalStacksAreGroupedByRankRanges()
+    {
+        QTemporaryDir dir;
+        const QString script = dir.filePath(QStringLiteral("wait.py"));
+        writeFile(script, "import os, time\n"
+                          "if os.environ['RANK'] == '3':\n"
+                          "    time.sleep(120)\n"
+                          "else:\n"
+                          "    time.sleep(120)\n");
+        const QString runDir = dir.filePath(QStringLiteral("run"));
+        QProcess launch;
+        startLaunch(launch, runDir, {QStringLiteral("--no_python"), qEnvironmentVariable("ACCEL_PYTHON"), script}, {},
+                    4);
+        const auto cleanup = stopOnExit(launch, runDir);
+        // Each rank is in its sleep once its interpreter has started: wait for all four.
+        test::ProcessResult stacks;
+        QElapsedTimer timer;
+        timer.start();
+        do {
+            QTest::qWait(100);
+            stacks = test::runAccel({QStringLiteral("stack"), runDir});
+        } while (!stacks.out.contains(QStringLiteral("ranks 0-2 in <module> at wait.py:5")) && timer.elapsed() < 20000);
+        QVERIFY2(stacks.out.contains(QStringLiteral("  ranks 0-2 in <module> at wait.py:5\n")), qPrintable(stacks.out));
+        QVERIFY2(stacks.out.contains(QStringLiteral("  rank 3 in <module> at wait.py:3\n")), qPrintable(stacks.out));
+        QVERIFY2(stacks.out.contains(QStringLiteral(": 2 group(s) of stacks (on demand)")), qPrintable(stacks.out));
+        const auto json = test::runAccel({QStringLiteral("stack"), runDir, QStringLiteral("--json")});
+        const QJsonObject document = QJsonDocument::fromJson(json.out.toUtf8()).object();
+        QCOMPARE(document.value(QStringLiteral("ranks")).toArray().size(), 4);
+        QCOMPARE(
+            groupOf(document.value(QStringLiteral("groups")).toArray(), 1).value(QStringLiteral("ranks")).toArray(),
+            (QJsonArray{0, 1, 2}));
         stopRun(launch, runDir);
     }
 
