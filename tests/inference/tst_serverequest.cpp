@@ -163,6 +163,10 @@ void tst_ServeRequest::floatBeyondIntegerRangeIsRefused()
     QCOMPARE(edge->sampling.topK, INT_MIN);
     QCOMPARE(edge->inputIds, std::vector<int64_t>{INT64_MIN});
     QCOMPARE(edge->sampling.seed, uint64_t(9200000000000000000ULL));
+    auto chunked = parseServeRequest(R"({"op":"generate","input_ids":[1],"prefill_chunk":512})");
+    QVERIFY(chunked);
+    QCOMPARE(chunked->sampling.prefillChunk, 512);
+    QVERIFY(!parseServeRequest(R"({"op":"generate","input_ids":[1],"prefill_chunk":-1})"));
 }
 
 void tst_ServeRequest::unknownFieldsAndBothPromptsAreRefused()
@@ -170,7 +174,7 @@ void tst_ServeRequest::unknownFieldsAndBothPromptsAreRefused()
     QCOMPARE(refusal(R"({"op":"generate","input_ids":[1],"max_new_token":8})"),
              QStringLiteral("generate: unknown field \"max_new_token\"; the fields of generate are op, id, prompt, "
                             "input_ids, max_new_tokens, greedy, temperature, top_k, top_p, repetition_penalty, seed, "
-                            "stop, stop_token_ids"));
+                            "stop, stop_token_ids, prefill_chunk"));
     QCOMPARE(refusal(R"({"op":"unload","model":"m"})"),
              QStringLiteral("unload: unknown field \"model\"; the fields of unload are op, id"));
     QCOMPARE(refusal(R"({"op":"generate","prompt":"a","input_ids":[1]})"),
