@@ -10,6 +10,7 @@
 #include "app/studio/monitor/monitorpage.h"
 #include "app/studio/monitor/remotecatalogue.h"
 #include "app/studio/monitor/runspage.h"
+#include "app/studio/monitor/stackdialog.h"
 #include "launcher/clusterrecord.h"
 #include "launcher/remoterunfollower.h"
 #include "launcher/rundirectory.h"
@@ -26,12 +27,16 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
+#include <QMenu>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QTableView>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QtTest>
+
+#include <algorithm>
+#include <memory>
 
 using namespace accel;
 using namespace accel::app;
@@ -185,6 +190,26 @@ void tst_StudioRemote::remoteRunsAreListedWithTheirHost()
     const int localRow = model->rowOf(QFileInfo(local).fileName());
     QCOMPARE(model->index(localRow, monitor::RunsModel::HostColumn).data().toString(), QStringLiteral("this machine"));
     QVERIFY(!page.remoteHostsState()->isVisible());
+
+    // The hang autopsy reaches a run there: the run menu's Capture stacks runs `accel stack` on the
+    // host over SSH (this run has no ranks, so the remote accel says so, naming the run).
+    page.selectRuns({address});
+    QTRY_COMPARE_WITH_TIMEOUT(page.selectedRuns(), QStringList{address}, 10000);
+    {
+        std::unique_ptr<QMenu> menu(page.createRunMenu(nullptr));
+        const auto actions = menu->actions();
+        auto stacks = std::find_if(actions.begin(), actions.end(),
+                                   [](QAction *action) { return action->text() == QLatin1String("Capture stacks"); });
+        QVERIFY(stacks != actions.end() && (*stacks)->isEnabled());
+        (*stacks)->trigger();
+        app::StackDialog *dialog = nullptr;
+        QTRY_VERIFY_WITH_TIMEOUT((dialog = page.findChild<app::StackDialog *>()) && !dialog->reportText().isEmpty(),
+                                 30000);
+        QVERIFY2(dialog->reportText().contains(
+                     QStringLiteral("accel stack: no rank of run %1 is running").arg(QFileInfo(remote).fileName())),
+                 qPrintable(dialog->reportText()));
+        dialog->close();
+    }
 
     // The state there changes: the next listing says so; a run removed there leaves the list.
     writeRunManifest(remote, QStringLiteral("failed"), QStringLiteral("listed"));
