@@ -90,7 +90,7 @@ std::vector<LaunchFlag> makeFlags()
          "noted or refused by name",
          "distributed"},
         {"max_restarts", K::Value, "N", "0",
-         "restart the whole group up to N times after a failure (with c10d, each restart rendezvous again)",
+         "restart the whole group up to N times after a failure (with c10d, the machines meet again before each)",
          "distributed"},
         {"monitor_interval", K::Value, "SECONDS", "0.1", "accepted for compatibility (accel reacts to exits at once)",
          "distributed"},
@@ -113,9 +113,14 @@ std::vector<LaunchFlag> makeFlags()
         {"gradient_clipping", K::Value, "X", nullptr, "gradient clipping", "deepspeed"},
         {"zero3_init_flag", K::BoolText, "BOOL", nullptr, "ZeRO-3 init", "deepspeed"},
         {"zero3_save_16bit_model", K::BoolText, "BOOL", nullptr, "save 16-bit model with ZeRO-3", "deepspeed"},
-        {"deepspeed_hostfile", K::Value, "FILE", nullptr, "DeepSpeed hostfile", "deepspeed"},
-        {"deepspeed_exclusion_filter", K::Value, "FILTER", nullptr, "DeepSpeed exclusion filter", "deepspeed"},
-        {"deepspeed_inclusion_filter", K::Value, "FILTER", nullptr, "DeepSpeed inclusion filter", "deepspeed"},
+        {"deepspeed_hostfile", K::Value, "FILE", nullptr,
+         "launch on the hosts of this 'HOST slots=N' file over SSH, one machine each in file order (as "
+         "--hosts; the slots give --num_processes when it is not given)",
+         "deepspeed"},
+        {"deepspeed_exclusion_filter", K::Value, "FILTER", nullptr,
+         "leave out hosts or slots of --deepspeed_hostfile: host1@host2:0,2", "deepspeed"},
+        {"deepspeed_inclusion_filter", K::Value, "FILTER", nullptr,
+         "keep only these hosts or slots of --deepspeed_hostfile: host1@host2:0,2", "deepspeed"},
         {"deepspeed_multinode_launcher", K::Value, "NAME", nullptr, "DeepSpeed multi-node launcher", "deepspeed"},
         {"deepspeed_moe_layer_cls_names", K::Value, "NAMES", nullptr, "MoE layer classes", "deepspeed"},
         // FSDP
@@ -194,7 +199,10 @@ std::vector<LaunchFlag> makeFlags()
         {"fp8_enable_fsdp_float8_all_gather", K::StrToBool, "BOOL", "true", "AO: float8 all-gather under FSDP", "fp8"},
         {"fp8_pad_inner_dim", K::StrToBool, "BOOL", "true", "AO: pad inner dimensions", "fp8"},
         // MPI
-        {"mpirun_hostfile", K::Value, "FILE", nullptr, "MPI hostfile (accel starts the ranks itself)", "mpi"},
+        {"mpirun_hostfile", K::Value, "FILE", nullptr,
+         "launch on the hosts of this MPI hostfile ('HOST slots=N' or 'HOST:N') over SSH, one machine each in "
+         "file order; accel starts the ranks itself (no mpirun)",
+         "mpi"},
         // Parallelism config
         {"parallelism_config_dp_replicate_size", K::Value, "N", "1", "replicated data parallel size", "parallelism"},
         {"parallelism_config_dp_shard_size", K::Value, "N", "1", "sharded data parallel size", "parallelism"},
@@ -277,6 +285,18 @@ const LaunchFlag *findLaunchFlag(const std::string &name)
             return &flag;
     }
     return nullptr;
+}
+
+std::optional<int> wholeNumberAtLeast(const std::string &text, int minimum)
+{
+    try {
+        size_t used = 0;
+        const int value = std::stoi(text, &used);
+        if (used == text.size() && value >= minimum)
+            return value;
+    } catch (const std::exception &) {
+    }
+    return std::nullopt;
 }
 
 } // namespace accel::launcher

@@ -4,6 +4,7 @@
 // by the parser; names here use underscores.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,5 +41,8 @@ FlagType flagType(const std::string &name);
 // Flags of Accelerate 1.0 that later versions removed (--use_xpu, --ipex, --mpirun_ccl): accepted
 // so old command lines keep working, and ignored with a note.
 bool isRetiredFlag(const std::string &name);
+
+// `text` as a whole decimal number of at least `minimum` (no sign-less junk, no trailing text).
+std::optional<int> wholeNumberAtLeast(const std::string &text, int minimum);
 
 } // namespace accel::launcher

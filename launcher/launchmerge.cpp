@@ -65,13 +65,8 @@ private:
     }
     Result<int> toInt(const std::string &name, const std::string &text, int minimum) const
     {
-        try {
-            size_t used = 0;
-            const int value = std::stoi(text, &used);
-            if (used == text.size() && value >= minimum)
-                return value;
-        } catch (const std::exception &) {
-        }
+        if (auto value = wholeNumberAtLeast(text, minimum))
+            return *value;
         return makeError(ErrorCode::InvalidInput,
                          name + ": expected an integer >= " + std::to_string(minimum) + ", got '" + text + "'",
                          typed(name) || !m_config ? std::string("--") + name : m_config->path);

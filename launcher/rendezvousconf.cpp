@@ -1,5 +1,7 @@
 #include "launcher/rendezvousconf.h"
 
+#include "launcher/launchflags.h"
+
 #include <algorithm>
 #include <cctype>
 #include <map>
@@ -52,13 +54,8 @@ Result<std::map<std::string, std::string>> parseConf(const std::string &text)
 
 Result<int> positiveSeconds(const std::string &key, const std::string &value)
 {
-    try {
-        size_t used = 0;
-        const int seconds = std::stoi(value, &used);
-        if (used == value.size() && seconds > 0)
-            return seconds;
-    } catch (const std::exception &) {
-    }
+    if (auto seconds = wholeNumberAtLeast(value, 1))
+        return *seconds;
     return tl::unexpected(confError(key + ": expected a whole number of seconds above 0, got '" + value + "'"));
 }
 
@@ -82,13 +79,8 @@ Result<std::pair<std::string, int>> splitEndpoint(const std::string &text)
         return makeError(ErrorCode::InvalidInput, "expected HOST[:PORT], got '" + text + "'", "--rdzv_endpoint");
     if (port.empty())
         return std::make_pair(host, kDefaultRendezvousPort);
-    try {
-        size_t used = 0;
-        const int value = std::stoi(port, &used);
-        if (used == port.size() && value > 0 && value <= 65535)
-            return std::make_pair(host, value);
-    } catch (const std::exception &) {
-    }
+    if (auto value = wholeNumberAtLeast(port, 1); value && *value <= 65535)
+        return std::make_pair(host, *value);
     return makeError(ErrorCode::InvalidInput, "port: expected 1-65535, got '" + port + "'", "--rdzv_endpoint");
 }
 

@@ -12,6 +12,7 @@
 #include "core/config/clusterplan.h"
 #include "core/config/configio.h"
 #include "launcher/clusterrecord.h"
+#include "launcher/hostfile.h"
 #include "launcher/jsonoutput.h"
 #include "launcher/launchflags.h"
 #include "launcher/rundirectory.h"
@@ -28,6 +29,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 
 namespace accel::cli {
 
@@ -461,7 +463,8 @@ bool launchesOnHosts(int argc, char **argv)
     for (const LaunchOption &option : launchOptions(words, script, HostsLaunchValued)) {
         if (option.name == "help" || option.name == "h")
             return false; // accel launch's own --help documents --hosts
-        onHosts = onHosts || option.name == "hosts";
+        onHosts = onHosts || option.name == "hosts" || option.name == "deepspeed_hostfile" ||
+                  option.name == "mpirun_hostfile";
     }
     return onHosts;
 }
@@ -476,12 +479,23 @@ int runLaunchOnHosts(int argc, char **argv)
     std::string numMachines;
     std::vector<std::string> hostsWords;
     std::vector<std::string> launchWords;
-    bool job = false; // --job JOB.yaml is what runs: no script follows
+    bool job = false;                                 // --job JOB.yaml is what runs: no script follows
+    std::map<std::string, std::string> hostfileWords; // the hostfile flags and the filters, by name
+    std::vector<std::string> filterWords;             // the filters' words, kept when there is no hostfile
+    bool numProcessesGiven = false;
+    bool gpuIdsGiven = false;
     for (const LaunchOption &option : launchOptions(words, script, HostsLaunchValued)) {
         const std::vector<std::string> part(words.begin() + static_cast<long>(option.begin),
                                             words.begin() + static_cast<long>(option.end));
         job = job || option.name == "job";
-        if (option.name == "hosts")
+        numProcessesGiven = numProcessesGiven || option.name == "num_processes";
+        gpuIdsGiven = gpuIdsGiven || option.name == "gpu_ids";
+        if (option.name == "deepspeed_hostfile" || option.name == "mpirun_hostfile")
+            hostfileWords[option.name] = optionValue(words, option);
+        else if (option.name == "deepspeed_inclusion_filter" || option.name == "deepspeed_exclusion_filter") {
+            hostfileWords[option.name] = optionValue(words, option);
+            filterWords.insert(filterWords.end(), part.begin(), part.end());
+        } else if (option.name == "hosts")
             hostNames += (hostNames.empty() ? "" : ",") + optionValue(words, option);
         else if (option.name == "num_machines")
             numMachines = optionValue(words, option);
@@ -490,6 +504,41 @@ int runLaunchOnHosts(int argc, char **argv)
             hostsWords.insert(hostsWords.end(), part.begin(), part.end());
         else
             launchWords.insert(launchWords.end(), part.begin(), part.end());
+    }
+    const bool deepspeedFile = hostfileWords.count("deepspeed_hostfile") > 0;
+    const bool mpiFile = hostfileWords.count("mpirun_hostfile") > 0;
+    if (deepspeedFile && mpiFile)
+        return refuse(Error{ErrorCode::InvalidInput,
+                            "--deepspeed_hostfile and --mpirun_hostfile both name the hosts; "
+                            "give one",
+                            "--mpirun_hostfile"});
+    if ((deepspeedFile || mpiFile) && !hostNames.empty())
+        return refuse(Error{ErrorCode::InvalidInput,
+                            std::string("--hosts and --") + (mpiFile ? "mpirun_hostfile" : "deepspeed_hostfile") +
+                                " both name the hosts; give one",
+                            "--hosts"});
+    if (deepspeedFile || mpiFile) {
+        // The hosts the file lists (after DeepSpeed's filters), machine 0 first (launcher/hostfile.h).
+        auto plan = planHostfileLaunch(hostfileWords[deepspeedFile ? "deepspeed_hostfile" : "mpirun_hostfile"],
+                                       deepspeedFile ? HostfileKind::DeepSpeed : HostfileKind::Mpi,
+                                       hostfileWords["deepspeed_inclusion_filter"],
+                                       hostfileWords["deepspeed_exclusion_filter"], numProcessesGiven);
+        if (!plan)
+            return refuse(plan.error());
+        for (const std::string &host : plan->hosts)
+            hostNames += (hostNames.empty() ? "" : ",") + host;
+        if (plan->numProcesses > 0)
+            launchWords.insert(launchWords.end(), {"--num_processes", std::to_string(plan->numProcesses)});
+        if (!plan->gpuIds.empty()) {
+            if (gpuIdsGiven)
+                return refuse(Error{ErrorCode::InvalidInput,
+                                    "the filter keeps slots " + plan->gpuIds + " on every host; leave --gpu_ids out",
+                                    "--gpu_ids"});
+            launchWords.insert(launchWords.end(), {"--gpu_ids", plan->gpuIds});
+        }
+        std::fprintf(stderr, "accel launch: note: %s\n", plan->note.c_str());
+    } else {
+        launchWords.insert(launchWords.end(), filterWords.begin(), filterWords.end());
     }
     auto names = hosts::hostList({hostNames});
     if (!names)

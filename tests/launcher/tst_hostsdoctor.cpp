@@ -117,6 +117,8 @@ private Q_SLOTS:
     void jumpHostReachesANodeThisMachineCannot();
     void c10dLaunchesWithoutMachineRanksFormOneWorldAndTrain();
     void c10dNamesTheMachineThatNeverCame();
+    void hostfileErrorsNameFileAndLine();
+    void deepspeedHostfileWithFilterLaunchesOnTheHostsLeft();
 
 private:
     // Makes the three nodes on first use; false (and the test skipped or failed) when it cannot.
@@ -124,6 +126,7 @@ private:
     accel::test::ProcessResult accel(const QStringList &arguments, const QStringList &extraEnv = {});
     std::unique_ptr<NetworkChange> dropMainPort(int port) const;
     std::unique_ptr<QProcess> launchInNode(int node, const QStringList &arguments) const;
+    void expectRanksInNodesThenStop(const QString &marker, const QList<int> &nodes, const QString &record);
 
     std::unique_ptr<accel::test::NetnsSshNodes> m_nodes;
     QString m_skip;
@@ -466,17 +469,9 @@ void tst_HostsDoctor::launchWithHostsStartsEveryNode()
         QCOMPARE(env.value(QStringLiteral("MASTER_PORT")).toString(), QStringLiteral("29616"));
         QCOMPARE(env.value(QStringLiteral("GLOO_SOCKET_IFNAME")).toString(), QStringLiteral("eth0"));
     }
-    QList<qint64> ranks;
-    QTRY_COMPARE_WITH_TIMEOUT((ranks = accel::test::processesWithMarker(marker, QStringLiteral("fakechild"))).size(), 2,
-                              20000);
-    QSet<ino_t> seen;
-    for (qint64 pid : ranks)
-        seen.insert(netnsInode(QStringLiteral("/proc/%1/ns/net").arg(pid)));
-    QCOMPARE(seen, (QSet<ino_t>{netnsInode(QStringLiteral("/run/netns/") + m_nodes->nodeNamespace(0)),
-                                netnsInode(QStringLiteral("/run/netns/") + m_nodes->nodeNamespace(1))}));
-    const auto stopped = accel({"hosts", "stop", record});
-    QVERIFY2(stopped.exitCode == 0, qPrintable(stopped.out + stopped.err));
-    QTRY_VERIFY_WITH_TIMEOUT(accel::test::processesWithMarker(marker).isEmpty(), 20000);
+    expectRanksInNodesThenStop(marker, {0, 1}, record);
+    if (QTest::currentTestFailed())
+        return;
 }
 
 // `accel config cluster` writes one config per node; `accel launch --hosts ... --config_dir DIR`
@@ -633,6 +628,25 @@ void tst_HostsDoctor::jumpHostReachesANodeThisMachineCannot()
     qInfo("accel hosts check through the jump host: %lld ms", static_cast<long long>(clock.elapsed()));
 }
 
+// One fakechild rank tagged `marker` runs in each of `nodes`' namespaces; then `accel hosts stop
+// RECORD` ends them all.
+void tst_HostsDoctor::expectRanksInNodesThenStop(const QString &marker, const QList<int> &nodes, const QString &record)
+{
+    QList<qint64> ranks;
+    QTRY_COMPARE_WITH_TIMEOUT((ranks = accel::test::processesWithMarker(marker, QStringLiteral("fakechild"))).size(),
+                              nodes.size(), 20000);
+    QSet<ino_t> seen;
+    for (qint64 pid : ranks)
+        seen.insert(netnsInode(QStringLiteral("/proc/%1/ns/net").arg(pid)));
+    QSet<ino_t> expected;
+    for (int node : nodes)
+        expected.insert(netnsInode(QStringLiteral("/run/netns/") + m_nodes->nodeNamespace(node)));
+    QCOMPARE(seen, expected);
+    const auto stopped = accel({"hosts", "stop", record});
+    QVERIFY2(stopped.exitCode == 0, qPrintable(stopped.out + stopped.err));
+    QTRY_VERIFY_WITH_TIMEOUT(accel::test::processesWithMarker(marker).isEmpty(), 20000);
+}
+
 // `accel launch ARGS` started in node `node`'s network namespace (as a user types it on that node),
 // its ranks on the node's eth0.
 std::unique_ptr<QProcess> tst_HostsDoctor::launchInNode(int node, const QStringList &arguments) const
@@ -720,6 +734,86 @@ void tst_HostsDoctor::c10dNamesTheMachineThatNeverCame()
     }
     QVERIFY(QDir(data.path()).entryList({QStringLiteral("rank-*")}).isEmpty());
     qInfo("c10d join timeout of 2 s named: %lld ms", static_cast<long long>(clock.elapsed()));
+}
+
+// A hostfile or filter that cannot be used is refused before any host is contacted (exit 2),
+// naming the file and line, or the filter and what it names.
+void tst_HostsDoctor::hostfileErrorsNameFileAndLine()
+{
+    QTemporaryDir data;
+    auto write = [&](const QString &name, const QByteArray &text) {
+        const QString path = data.filePath(name);
+        QFile file(path);
+        return file.open(QIODevice::WriteOnly) && file.write(text) == text.size() ? path : QString();
+    };
+    const QString bad = write(QStringLiteral("bad"), "# two workers\nnode0 slots=2\n\nnode1 slots=two\n");
+    const QString twice = write(QStringLiteral("twice"), "node0 slots=1\nnode0 slots=1\n");
+    const QString good = write(QStringLiteral("good"), "node0 slots=2\nnode1 slots=2\n");
+    const QString mpiBad = write(QStringLiteral("mpi"), "node0 slots=2 max_slots=4\nnode1:2\nnode2 cpus=3\n");
+    const QString uneven = write(QStringLiteral("uneven"), "node0:2\nnode1:1\n");
+    const struct {
+        QStringList arguments;
+        QString message;
+    } cases[] = {
+        {{"--deepspeed_hostfile", bad}, bad + QStringLiteral(": line 4: 'node1 slots=two': slots must be a number")},
+        {{"--deepspeed_hostfile", twice},
+         twice + QStringLiteral(": line 2: host node0 is listed again (first on line 1)")},
+        {{"--mpirun_hostfile", mpiBad}, mpiBad + QStringLiteral(": line 3: 'node2 cpus=3': expected")},
+        {{"--mpirun_hostfile", uneven}, QStringLiteral("different numbers of slots (node0: 2, node1: 1)")},
+        {{"--deepspeed_hostfile", good, "--deepspeed_inclusion_filter", "node7"},
+         QStringLiteral("deepspeed_inclusion_filter: host node7 is not in the hostfile")},
+        {{"--deepspeed_hostfile", good, "--deepspeed_exclusion_filter", "node0:5"},
+         QStringLiteral("host node0: slot '5' is not one of its slots 0-1")},
+        {{"--deepspeed_hostfile", good, "--deepspeed_inclusion_filter", "node0", "--deepspeed_exclusion_filter",
+          "node1"},
+         QStringLiteral("mutually exclusive")},
+        {{"--deepspeed_hostfile", good, "--deepspeed_inclusion_filter", "node0:0@node1"},
+         QStringLiteral("keeps different slots on different hosts")},
+        {{"--deepspeed_hostfile", good, "--hosts", "node0"}, QStringLiteral("both name the hosts")},
+    };
+    for (const auto &c : cases) {
+        const auto result = accel(QStringList{"launch"} + c.arguments + QStringList{"--no_python", "/bin/true"});
+        QVERIFY2(result.exitCode == 2 && result.err.contains(c.message),
+                 qPrintable(c.arguments.join(' ') + QStringLiteral(" -> ") + result.err));
+    }
+}
+
+// A DeepSpeed hostfile of three nodes and an exclusion filter: accel launch starts on the two hosts
+// left, over SSH (one machine each, machine 0 first), with the ranks the slots give (1 each).
+void tst_HostsDoctor::deepspeedHostfileWithFilterLaunchesOnTheHostsLeft()
+{
+    REQUIRE_NODES();
+    QTemporaryDir data;
+    const QString hostfile = data.filePath(QStringLiteral("hostfile"));
+    {
+        QFile file(hostfile);
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.write("node0 slots=1\nnode1 slots=1\nnode2 slots=1\n");
+    }
+    const QString marker = QStringLiteral("hostfile-") + QUuid::createUuid().toString(QUuid::WithoutBraces);
+    const QString fakechild = QDir(accel::test::binDir()).filePath(QStringLiteral("fakechild"));
+    const QString record = data.filePath(QStringLiteral("cluster.json"));
+    QElapsedTimer clock;
+    clock.start();
+    const auto launched = accel({"launch", "--deepspeed_hostfile", hostfile, "--deepspeed_exclusion_filter", "node1",
+                                 "--json", "--record", record, "--remote_env", "XDG_DATA_HOME=" + data.path(),
+                                 "--main_process_port", "29621", "--no_python", fakechild, "--marker", marker,
+                                 "--env-json", data.filePath(QStringLiteral("env-{rank}.json")), "--hang"});
+    QVERIFY2(launched.exitCode == 0, qPrintable(launched.out + launched.err));
+    QVERIFY2(launched.err.contains(QStringLiteral("launching on node0, node2 (2 of 3 host(s); "
+                                                  "deepspeed_exclusion_filter node1), 2 rank(s) from the slots")),
+             qPrintable(launched.err));
+    for (int rank = 0; rank < 2; ++rank) {
+        const QJsonObject env = rankEnvironment(data, rank);
+        QVERIFY2(!env.isEmpty(), qPrintable(QStringLiteral("rank %1 wrote no environment").arg(rank)));
+        QCOMPARE(env.value(QStringLiteral("WORLD_SIZE")).toString(), QStringLiteral("2"));
+        QCOMPARE(env.value(QStringLiteral("MASTER_ADDR")).toString(), m_nodes->nodeAddress(0));
+    }
+    expectRanksInNodesThenStop(marker, {0, 2}, record);
+    if (QTest::currentTestFailed())
+        return;
+    qInfo("deepspeed hostfile launch on 2 of 3 nodes, started and stopped: %lld ms",
+          static_cast<long long>(clock.elapsed()));
 }
 
 QTEST_GUILESS_MAIN(tst_HostsDoctor)
