@@ -414,6 +414,40 @@ private Q_SLOTS:
         QCOMPARE(full.group(MeshDim::DpShard, 5), (std::vector<int>{1, 5}));
         QCOMPARE(full.group(MeshDim::DpReplicate, 5), (std::vector<int>{5, 13}));
     }
+
+    // parallelism_config tp_size: the tp dimension last (ranks 0 and 1 one tp group), the data-parallel
+    // dimension (DDP or FSDP2) over the rest; the ranks of a tp group read the same samples. Read only
+    // with ACCELERATE_USE_PARALLELISM_CONFIG; a size that does not divide the world is refused naming it.
+    void tensorParallelMeshFromTheEnvironment()
+    {
+        const Vars tp{{"ACCELERATE_USE_PARALLELISM_CONFIG", "true"}, {"PARALLELISM_CONFIG_TP_SIZE", "2"}};
+        const DeviceMesh ddp = DeviceMesh::forPlan(*plan(tp), 4, 4);
+        QCOMPARE(ddp.describe(), std::string("dp_replicate 2 x tp 2"));
+        QCOMPARE(ddp.group(MeshDim::Tp, 3), (std::vector<int>{2, 3}));
+        QCOMPARE(ddp.group(MeshDim::DpReplicate, 3), (std::vector<int>{1, 3}));
+        QCOMPARE(ddp.dataParallelSize(), 2);
+        QCOMPARE(ddp.dataParallelIndex(0), 0);
+        QCOMPARE(ddp.dataParallelIndex(1), 0);
+        QCOMPARE(ddp.dataParallelIndex(2), 1);
+        Vars fsdp2 = fsdp({{"FSDP_VERSION", "2"}});
+        fsdp2.insert(tp.begin(), tp.end());
+        QCOMPARE(DeviceMesh::forPlan(*plan(fsdp2), 4, 4).describe(), std::string("dp_shard 2 x tp 2"));
+        QCOMPARE(DeviceMesh::forPlan(*plan(tp), 2, 2).describe(), std::string("tp 2"));
+        QCOMPARE(DeviceMesh::forPlan(*plan(tp), 2, 2).dataParallelSize(), 1);
+        // Without the switch the size is not read (as Accelerate).
+        QCOMPARE(plan({{"PARALLELISM_CONFIG_TP_SIZE", "2"}})->tensorParallelSize, 1);
+        auto odd = plan(Vars{{"ACCELERATE_USE_PARALLELISM_CONFIG", "true"}, {"PARALLELISM_CONFIG_TP_SIZE", "3"}});
+        auto refused = odd->checkTopology(4, 4);
+        QVERIFY(!refused);
+        QVERIFY2(QString::fromStdString(refused.error().message)
+                     .contains("parallelism_config_tp_size 3 does not divide the job's 4 process(es)"),
+                 refused.error().message.c_str());
+        Vars hybrid = fsdp({{"FSDP_SHARDING_STRATEGY", "HYBRID_SHARD"}});
+        hybrid.insert(tp.begin(), tp.end());
+        QVERIFY(!plan(hybrid)->checkTopology(8, 4));
+        expectRefused(Vars{{"ACCELERATE_USE_PARALLELISM_CONFIG", "true"}, {"PARALLELISM_CONFIG_TP_SIZE", "two"}},
+                      "PARALLELISM_CONFIG_TP_SIZE=two: expected a whole number of ranks");
+    }
 };
 
 QTEST_GUILESS_MAIN(tst_ShardingPlan)
