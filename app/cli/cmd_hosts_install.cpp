@@ -112,21 +112,25 @@ QJsonObject toJson(const HostInstall &host)
 int runHostsInstall(int argc, char **argv)
 {
     ArgParser parser("accel hosts install",
-                     "Copy this accel's Debian packages (accel, accel-worker) to hosts over SSH (SFTP) and install "
+                     "Copy this accel's Debian packages (accel, accel-worker, accel-worker-cuda) to hosts over SSH "
+                     "(SFTP) and install "
                      "them: under --prefix without root, or system-wide with --sudo. Then check every host as "
                      "`accel hosts check` does, with the accel its PATH finds.");
     parser.addPositional({"HOSTS", "hosts, comma-separated: ~/.ssh/config aliases or [user@]host[:port]"});
-    parser.addValue("packages", "DIR",
-                    "folder with accel_VERSION_ARCH.deb (and accel-worker_...) of this version, as "
-                    "packaging/package.sh writes them (default: $ACCEL_PACKAGES_DIR, ./dist, the source tree's "
-                    "dist)");
+    parser.addValue(
+        "packages", "DIR",
+        "folder with accel_VERSION_ARCH.deb (and accel-worker_..., accel-worker-cuda_...) of this version, as "
+        "packaging/package.sh writes them (default: $ACCEL_PACKAGES_DIR, ./dist, the source tree's "
+        "dist)");
     parser.addValue("prefix", "DIR",
                     "install under DIR without root (~, ~/PATH or /PATH); DIR/bin goes on the PATH of ssh commands "
                     "(bash: ~/.bashrc, zsh: ~/.zshenv)",
                     "~/.local");
     parser.addFlag("sudo", "install with `sudo apt-get install` into /usr instead (Debian's libraries come along; "
                            "needs sudo without a password there)");
-    parser.addFlag("no_worker", "leave accel-worker (libtorch, several GB) out: hosts that only run Python scripts");
+    parser.addFlag("no_worker",
+                   "leave accel-worker and accel-worker-cuda (libtorch, CUDA: several GB) out: hosts that only "
+                   "run Python scripts");
     parser.addFlag("json", "machine-readable output (accel.hosts-install, version 1)");
     hosts::addRemoteOptions(parser);
     parser.setEpilog("The hosts need Debian 12 (dpkg-deb). Without --sudo the Debian libraries accel needs must be "
@@ -168,9 +172,9 @@ int runHostsInstall(int argc, char **argv)
     auto packages = choosePackages(parser);
     if (!packages)
         return badInput(packages.error());
-    if (parser.isSet("no_worker")) {
-        const int at = static_cast<int>(packages->names.indexOf(QStringLiteral("accel-worker")));
-        if (at >= 0) {
+    for (const char *worker : {"accel-worker", "accel-worker-cuda"}) {
+        const int at = static_cast<int>(packages->names.indexOf(QLatin1String(worker)));
+        if (parser.isSet("no_worker") && at >= 0) {
             packages->bytes -= QFileInfo(packages->files.at(at)).size();
             packages->names.removeAt(at);
             packages->files.removeAt(at);

@@ -38,7 +38,8 @@ Result<PackageSet> findPackages(const QString &folder, const QString &version)
     PackageSet set;
     set.folder = dir.absolutePath();
     // NAME_VERSION_ARCH.deb as dpkg-deb names them.
-    for (const QString &name : {QStringLiteral("accel"), QStringLiteral("accel-worker")}) {
+    for (const QString &name :
+         {QStringLiteral("accel"), QStringLiteral("accel-worker"), QStringLiteral("accel-worker-cuda")}) {
         const QStringList found =
             dir.entryList({QStringLiteral("%1_%2_*.deb").arg(name, version)}, QDir::Files, QDir::Name);
         if (found.isEmpty())

@@ -14,12 +14,12 @@
 
 namespace accel::cli::hosts {
 
-// The packages of one version in a folder that package.sh wrote: accel (required) and the worker.
-// The studio is left out: hosts run ranks, not the desktop application.
+// The packages of one version in a folder that package.sh wrote: accel (required), the worker and its
+// CUDA package. The studio is left out: hosts run ranks, not the desktop application.
 struct PackageSet {
     QString folder;
     QStringList files; // absolute paths, accel first
-    QStringList names; // "accel", "accel-worker"
+    QStringList names; // "accel", "accel-worker", "accel-worker-cuda"
     qint64 bytes = 0;
 };
 // `version` is this accel's; InvalidInput naming the folder when it has no accel_<version>_*.deb.

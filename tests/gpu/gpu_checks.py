@@ -42,6 +42,38 @@ def metrics(run_dir):
     return lines
 
 
+def package_checks(build, bin_dir, work):
+    """The worker's two packages (docs/packaging.md): accel-worker alone (CMake components worker and
+    libtorch) computes on the CPU even with GPUs present; with accel-worker-cuda's files (component cuda)
+    beside it, the same worker places a rank on GPU 0."""
+    prefix = os.path.join(work, "packaged")
+    worker = os.path.join(prefix, "bin", "accel-worker")
+
+    def install(component):
+        return run(["cmake", "--install", build, "--prefix", prefix, "--component", component]).returncode == 0
+
+    def capabilities():
+        out = run([worker, "--capabilities", "--json"])
+        return json.loads(out.stdout) if out.returncode == 0 else {}
+
+    cpu = install("worker") and install("libtorch") and capabilities()
+    row("accel-worker alone: CPU only", f"cuda={cpu.get('cuda') if cpu else None} ({cpu.get('cuda_plugin') if cpu else 'not installed'})",
+        bool(cpu) and cpu.get("cuda") is False and "accel-worker-cuda" in cpu.get("cuda_plugin", ""))
+    gpu = install("cuda") and capabilities()
+    ok = bool(gpu) and gpu.get("cuda") is True and gpu.get("gpu_count", 0) >= 1 and gpu.get("nccl_version")
+    out_dir = os.path.join(work, "packaged-run")
+    if ok:
+        job = os.path.join(work, "packaged.yaml")
+        with open(job, "w") as f:
+            f.write(f"recipe: mlp\nseed: 1\noutput_dir: {out_dir}\n"
+                    "mlp: {data: mlp.safetensors, hidden: [64], classes: 10}\n"
+                    "training: {max_steps: 20, batch_size: 32, log_every: 10, resume: none}\n")
+        env = dict(os.environ, ACCEL_WORKER_PROGRAM=worker, ACCEL_RUN_DIR=out_dir)
+        ok = launch(bin_dir, job, 1, env=env) and "mem_device_bytes" in metrics(out_dir)[-1]
+    row("accel-worker + accel-worker-cuda: GPU", f"cuda={gpu.get('cuda') if gpu else None} gpus={gpu.get('gpu_count') if gpu else 0} "
+        f"NCCL {gpu.get('nccl_version') if gpu else None}, 1-GPU mlp run with the installed worker", bool(ok))
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--gpus", type=int, default=0, help="GPUs to use (default: all)")
@@ -103,6 +135,7 @@ def main():
         row(f"{precision} training (gpt, 1 GPU)", f"loss {first:.3f} -> {last:.3f}{extra}", ok and last <= 0.7 * first)
 
     fp8_checks(bin_dir, work, corpus)
+    package_checks(args.build, bin_dir, work)
 
     if gpus >= 2:
         probe = os.path.join(bin_dir, "accel-runtime-probe")

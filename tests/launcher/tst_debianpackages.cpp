@@ -1,10 +1,12 @@
 // The Debian packages end to end (label `package`, minutes: it downloads a Debian 12 system and Qt).
-// packaging/package.sh writes accel, accel-studio and accel-worker from this build; debootstrap makes
-// a fresh Debian 12 (bookworm, minbase) root from deb.debian.org; `apt install ./*.deb` there brings
-// every dependency from Debian alone. Inside the root, which sees neither the build tree nor the
-// Python environment (nor anything else of this machine's file system): `accel --version`,
-// `accel-worker --capabilities --json`, `accel demo` to its end on 2 CPU ranks, and the desktop
-// entry's Exec line starting the studio on an X server (Xvfb) far enough to render its window.
+// packaging/package.sh writes accel, accel-studio, accel-worker and accel-worker-cuda from this build;
+// debootstrap makes a fresh Debian 12 (bookworm, minbase) root from deb.debian.org; `apt install` of the
+// first three there brings every dependency from Debian alone. Inside the root, which sees neither the
+// build tree nor the Python environment (nor anything else of this machine's file system), with the
+// CPU-only worker: no CUDA library beyond what libtorch_cpu.so needs, `accel --version`,
+// `accel-worker --capabilities --json` (no CUDA, and why), `accel demo` to its end on 2 CPU ranks, and
+// the desktop entry's Exec line starting the studio on an X server (Xvfb) far enough to render its
+// window. Last, accel-worker-cuda installed on top gives the worker its CUDA plugin and NCCL.
 #include "tests/helpers/accelpackages.h"
 #include "tests/helpers/testsupport.h"
 
@@ -27,6 +29,7 @@ private Q_SLOTS:
     void versionAndWorkerCapabilities();
     void demoRunsToTheEnd();
     void menuEntryStartsTheStudio();
+    void cudaPackageAddsNccl();
 
 private:
     // Runs `command` (sh) inside the root, with /proc, /sys and /dev mounted in a private mount
@@ -72,7 +75,8 @@ void tst_DebianPackages::initTestCase()
     QElapsedTimer clock;
     clock.start();
     const QString dist = m_scratch.filePath(QStringLiteral("dist"));
-    const QString made = accel::test::makeAccelPackages(dist, QStringLiteral("accel,accel-studio,accel-worker"));
+    const QString made =
+        accel::test::makeAccelPackages(dist, QStringLiteral("accel,accel-studio,accel-worker,accel-worker-cuda"));
     QVERIFY2(made.isEmpty(), qPrintable(made));
     logStep("packages written", clock);
 
@@ -86,8 +90,13 @@ void tst_DebianPackages::initTestCase()
     QFile::remove(m_root + QStringLiteral("/etc/resolv.conf"));
     QVERIFY(QFile::copy(QStringLiteral("/etc/resolv.conf"), m_root + QStringLiteral("/etc/resolv.conf")));
     QVERIFY(QDir().mkpath(m_root + QStringLiteral("/tmp/debs")));
-    for (const QString &deb : QDir(dist).entryList({QStringLiteral("*.deb")}, QDir::Files))
-        QVERIFY(QFile::rename(QDir(dist).filePath(deb), m_root + QStringLiteral("/tmp/debs/") + deb));
+    QVERIFY(QDir().mkpath(m_root + QStringLiteral("/tmp/debs-cuda")));
+    for (const QString &deb : QDir(dist).entryList({QStringLiteral("*.deb")}, QDir::Files)) {
+        const QString folder = deb.startsWith(QStringLiteral("accel-worker-cuda_")) ? QStringLiteral("/tmp/debs-cuda/")
+                                                                                    : QStringLiteral("/tmp/debs/");
+        QVERIFY(QFile::rename(QDir(dist).filePath(deb), m_root + folder + deb));
+    }
+    QVERIFY2(!QDir(m_root + QStringLiteral("/tmp/debs-cuda")).isEmpty(), "package.sh wrote no accel-worker-cuda");
 
     // The packages and their Debian dependencies; xvfb and xauth only for the menu entry's check.
     const auto installed =
@@ -101,6 +110,19 @@ void tst_DebianPackages::initTestCase()
         QStringLiteral("test ! -e %1 && test ! -e %2 && ! ldd /usr/bin/accel-worker | grep -e 'not found' -e /work")
             .arg(accel::test::sourceDir(), QDir(accel::test::binDir()).absolutePath()));
     QVERIFY2(isolated.exitCode == 0, qPrintable(isolated.out + isolated.err));
+    // The CPU-only worker: of CUDA, only what libtorch_cpu.so itself NEEDs (the CUDA runtime, CUPTI). Read
+    // from outside: the minimal root has no readelf.
+    const QString carried = m_root + QStringLiteral("/usr/lib/accel-studio");
+    const auto torchCpu = accel::test::runProgram(QStringLiteral("readelf"),
+                                                  {QStringLiteral("-d"), carried + QStringLiteral("/libtorch_cpu.so")});
+    QCOMPARE(torchCpu.exitCode, 0);
+    const QStringList names = QDir(carried).entryList(QDir::Files);
+    qInfo("accel-worker carries: %s", qPrintable(names.join(QLatin1Char(' '))));
+    for (const QString &name : names) {
+        if (name.contains(QRegularExpression(
+                QStringLiteral("^lib(cu|nccl|nvshmem|nvrtc|nvJit|torch\\.so|torch_cuda|c10_cuda|caffe2_nvrtc)"))))
+            QVERIFY2(torchCpu.out.contains(QStringLiteral("[%1]").arg(name)), qPrintable(name));
+    }
 }
 
 void tst_DebianPackages::versionAndWorkerCapabilities()
@@ -114,6 +136,9 @@ void tst_DebianPackages::versionAndWorkerCapabilities()
     QVERIFY2(!report.isEmpty(), qPrintable(capabilities.out));
     qInfo("accel-worker --capabilities --json: %s", qPrintable(capabilities.out.simplified().left(600)));
     QVERIFY2(capabilities.out.contains(QStringLiteral("2.12")), qPrintable(capabilities.out)); // its libtorch
+    QCOMPARE(report.value(QStringLiteral("cuda_compiled")).toBool(true), false);
+    QVERIFY2(report.value(QStringLiteral("cuda_plugin")).toString().contains(QStringLiteral("accel-worker-cuda")),
+             qPrintable(capabilities.out));
     const auto man = inRoot(QStringLiteral("test -s /usr/share/man/man1/accel.1.gz && test -s "
                                            "/usr/share/man/man1/accel-worker.1.gz && test -s "
                                            "/usr/share/man/man1/accel-studio.1.gz"));
@@ -153,6 +178,30 @@ void tst_DebianPackages::menuEntryStartsTheStudio()
                    .arg(exec.captured(1)),
                180000);
     QVERIFY2(started.exitCode == 0, qPrintable(started.out.right(3000) + started.err.right(3000)));
+}
+
+void tst_DebianPackages::cudaPackageAddsNccl()
+{
+    QElapsedTimer clock;
+    clock.start();
+    const auto installed =
+        inRoot(QStringLiteral("export DEBIAN_FRONTEND=noninteractive; "
+                              "apt-get install -y -q ./tmp/debs-cuda/*.deb && rm -rf /tmp/debs-cuda"),
+               1800000);
+    QVERIFY2(installed.exitCode == 0, qPrintable(installed.out.right(4000) + installed.err.right(4000)));
+    logStep("apt install ./accel-worker-cuda_*.deb done", clock);
+    const auto capabilities = inRoot(QStringLiteral("accel-worker --capabilities --json"));
+    QVERIFY2(capabilities.exitCode == 0, qPrintable(capabilities.out + capabilities.err));
+    qInfo("with accel-worker-cuda: %s", qPrintable(capabilities.out.simplified().left(400)));
+    const QJsonObject report = QJsonDocument::fromJson(capabilities.out.toUtf8()).object();
+    QCOMPARE(report.value(QStringLiteral("cuda_compiled")).toBool(), true);
+    QCOMPARE(report.value(QStringLiteral("cuda_plugin")).toString(),
+             QStringLiteral("/usr/lib/accel-studio/libaccel_runtime_cuda.so"));
+    QVERIFY2(report.value(QStringLiteral("nccl_version")).toString().count(QLatin1Char('.')) == 2,
+             qPrintable(capabilities.out));
+    const auto closure =
+        inRoot(QStringLiteral("! ldd /usr/lib/accel-studio/libaccel_runtime_cuda.so | grep 'not found'"));
+    QVERIFY2(closure.exitCode == 0, qPrintable(closure.out + closure.err));
 }
 
 QTEST_GUILESS_MAIN(tst_DebianPackages)
