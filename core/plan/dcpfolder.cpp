@@ -152,7 +152,11 @@ Result<std::vector<JoinedTensor>> joinDcpFolder(const std::string &folder)
         const PickleRef offset = info ? info->get("offset") : nullptr;
         const PickleRef length = info ? info->get("length") : nullptr;
         const PickleRef transforms = info ? info->get("transform_descriptors") : nullptr;
-        if (!index || !info || !sizeOf(index->get("offset"), &chunk.offsets) || !offset || !length ||
+        // A non-tensor entry (BytesStorageMetadata, refused below by name) has no offset (torch 2.12.1
+        // leaves the key out).
+        const PickleRef at = index ? index->get("offset") : nullptr;
+        const bool bytesEntry = !at || at->kind == Kind::None;
+        if (!index || !info || (!bytesEntry && !sizeOf(at, &chunk.offsets)) || !offset || !length ||
             offset->kind != Kind::Int || length->kind != Kind::Int || offset->integer < 0 || length->integer < 0)
             return invalid(
                 "storage_data: an entry is not MetadataIndex -> _StorageInfo(relative_path, offset, length)");
@@ -185,9 +189,9 @@ Result<std::vector<JoinedTensor>> joinDcpFolder(const std::string &folder)
         const std::string what = "tensor " + tensor.fqn;
         if (value && value->kind == Kind::Object &&
             value->text == "torch.distributed.checkpoint.metadata.BytesStorageMetadata")
-            return invalid(tensor.fqn + " is not a tensor (an object saved with torch.save, such as an optimizer's "
-                                        "step); model.safetensors holds tensors only: merge a model folder such as "
-                                        "pytorch_model_fsdp_0");
+            return invalid(tensor.fqn + " is not a tensor (a value saved with torch.save, such as an optimizer's "
+                                        "hyperparameters); model.safetensors holds tensors only: merge a model "
+                                        "folder such as pytorch_model_fsdp_0");
         const PickleRef meta = fields(value, "metadata.TensorStorageMetadata");
         const PickleRef properties = meta ? meta->get("properties") : nullptr;
         const PickleRef chunks = meta ? meta->get("chunks") : nullptr;

@@ -243,6 +243,11 @@ private Q_SLOTS:
             QCOMPARE((*file)->find("fc1.weight")->shape, (std::vector<int64_t>{7, 5}));
             QVERIFY((*file)->find("emb.weight")->dtype == bigmodel::DType::BF16);
         }
+        // An optimizer folder holds values that are not tensors (param_groups): refused by name, as
+        // Accelerate's tool refuses it ("expected torch.Tensor").
+        const auto optimizer = test::runAccel({"merge-weights", dir.filePath("fsdp2/optimizer_0"), dir.filePath("o")});
+        QCOMPARE(optimizer.exitCode, 2);
+        QVERIFY2(optimizer.err.contains("optimizer.param_groups.0.lr is not a tensor"), qPrintable(optimizer.err));
         // What .metadata names must be in the files: a rank file cut short is an error naming it.
         const QString cut = dir.filePath("fsdp2/pytorch_model_fsdp_0/__1_0.distcp");
         QFile file(cut);
