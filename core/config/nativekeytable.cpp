@@ -73,8 +73,9 @@ std::vector<Section> makeSections()
              {"main_process_port", "MASTER_PORT", "ClusterConfig.main_process_port", "", A, Runtime, "",
               "MASTER_PORT: the port of rank 0's TCPStore (0: a free port accel launch chooses)"},
              {"rdzv_backend", "", "ClusterConfig.rdzv_backend", "", A, Launch, "",
-              "static: rank 0 hosts the c10d TCPStore; accel launch notes any other backend and rendezvous "
-              "statically, with the same ranks"},
+              "static: every machine has its machine_rank and rank 0 hosts the c10d TCPStore; c10d: the machines agree "
+              "on machine ranks at rendezvous, then rank 0 hosts the store (docs/run-directory.md); etcd and etcd-v2 "
+              "are refused"},
              {"same_network", "", "ClusterConfig.same_network", "", A, Launch, "",
               "true: every machine reaches machine 0 at main_process_ip directly (MASTER_ADDR)"},
              {"main_training_function", "", "ClusterConfig.main_training_function", "", M, Launch, "main",
@@ -236,12 +237,15 @@ std::vector<Section> makeSections()
               "accel launch starts each machine's ranks itself (as `standard`); another launcher on several machines "
               "is noted"},
              {"deepspeed_config.deepspeed_hostfile", "", "", "", M, Launch, "",
-              "the deepspeed runner's hosts; accel launch starts each machine's ranks itself (run it on every "
-              "machine, or use accel hosts launch)"},
+              "the deepspeed runner's hosts; from the config, accel launch starts each machine's ranks itself (run it "
+              "on every machine); the --deepspeed_hostfile flag launches on the file's hosts over SSH "
+              "(docs/remote.md)"},
              {"deepspeed_config.deepspeed_inclusion_filter", "", "", "", M, Launch, "",
-              "the deepspeed runner's host filter; accel launch starts each machine's ranks itself"},
+              "the deepspeed runner's host filter; from the config, not used; the --deepspeed_inclusion_filter / "
+              "--deepspeed_exclusion_filter flags filter --deepspeed_hostfile"},
              {"deepspeed_config.deepspeed_exclusion_filter", "", "", "", M, Launch, "",
-              "the deepspeed runner's host filter; accel launch starts each machine's ranks itself"},
+              "the deepspeed runner's host filter; from the config, not used; the --deepspeed_inclusion_filter / "
+              "--deepspeed_exclusion_filter flags filter --deepspeed_hostfile"},
              {"", "PYTHONPATH", "", "", M, Launch, "*",
               "DeepSpeed's launcher adds the working directory for Python; accel-worker runs no Python"},
              {"", "", "DeepSpeedPlugin.is_train_batch_min", "", P, None, "",
@@ -537,8 +541,9 @@ std::vector<Section> makeSections()
         {"mpirun_config and ipex_config",
          {
              {"mpirun_config.mpirun_hostfile", "", "", "", A, Launch, "",
-              "accel launch starts every local rank itself with torchrun's variables and notes that the hostfile is "
-              "not used"},
+              "accel launch starts every local rank itself with torchrun's variables and notes that the config's "
+              "hostfile is not used; the --mpirun_hostfile flag launches on the file's hosts over SSH "
+              "(docs/remote.md)"},
              {"mpirun_config.mpirun_ccl", "", "", "", M, Launch, "",
               "oneCCL workers of Accelerate 1.0's MPI launch (removed in Accelerate 1.13); the runtime uses gloo"},
              {"ipex_config.ipex", "", "", "", M, Launch, "false",
