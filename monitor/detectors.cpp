@@ -200,6 +200,11 @@ void StragglerDetector::evaluate()
         const double own = sorted[own_index].first;
         const double reference =
             others % 2 == 1 ? other(others / 2) : (other(others / 2 - 1) + other(others / 2)) / 2.0;
+        const std::int64_t step = m_store->rankStatus(rank).lastStep;
+        // The steps this rank logged since the last evaluation are all new here: a change first
+        // seen now dates from the first of them (a reader that gets a whole file at once judges it).
+        const std::int64_t firstNew = std::min(m_seenStep.value(rank, 0) + 1, step); // a restart counts anew
+        m_seenStep.insert(rank, step);
         const bool known = m_stragglers.contains(rank);
         const bool slow =
             known ? own > reference * (1.0 + m_settings.clearMargin) && own - reference >= m_settings.minimumGapS / 2.0
@@ -208,8 +213,7 @@ void StragglerDetector::evaluate()
             m_changingSince.remove(rank);
             continue;
         }
-        const std::int64_t step = m_store->rankStatus(rank).lastStep;
-        const std::int64_t since = std::min(m_changingSince.value(rank, step), step); // a restart counts anew
+        const std::int64_t since = std::min(m_changingSince.value(rank, firstNew), step);
         m_changingSince.insert(rank, since);
         if (step - since + 1 < std::max(1, m_settings.persistSteps))
             continue;

@@ -112,9 +112,10 @@ private:
     StragglerSettings m_settings;
     EventWriter m_writer;
     QSet<int> m_stragglers;
-    // rank -> the rank's step at which it first looked changed (slow while not a straggler, fast
+    // rank -> the rank's first step at which it looked changed (slow while not a straggler, fast
     // while one); the event goes out once that lasted persistSteps steps.
     QHash<int, std::int64_t> m_changingSince;
+    QHash<int, std::int64_t> m_seenStep; // rank -> its step at the last evaluation
 };
 
 } // namespace accel::monitor

@@ -238,14 +238,15 @@ private Q_SLOTS:
     {
         if (QStandardPaths::findExecutable(QStringLiteral("python3")).isEmpty())
             QSKIP("python3 is not installed");
-        // Rank 1's logged compute time per step is 3x the others': one straggler_detected.
+        // Rank 1's logged compute time per step is 3x the others' for 20 steps (more than the
+        // 5 steps to judge a rank plus the 10 a change must last): one straggler_detected.
         QTemporaryDir dir;
         QFile script(dir.filePath(QStringLiteral("train.py")));
         QVERIFY(script.open(QIODevice::WriteOnly));
         script.write("import json, os, time\n"
                      "rank = int(os.environ['RANK'])\n"
                      "with open(os.environ['ACCEL_METRICS_FILE'], 'a') as out:\n"
-                     "    for step in range(1, 9):\n"
+                     "    for step in range(1, 21):\n"
                      "        out.write(json.dumps({'v': 1, 'time': time.time(), 'step': step, 'loss': 1.0 / step,\n"
                      "                              'step_time_s': 0.06 if rank == 1 else 0.02}) + '\\n')\n"
                      "        out.flush()\n"
