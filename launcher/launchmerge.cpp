@@ -512,7 +512,9 @@ Result<LaunchSettings> Merger::run()
         s.distributedType = s.numProcesses > 1 ? "MULTI_CPU" : "NO";
         if (s.numProcesses > 1) {
             const bool mpi = s.args.count("mpirun_hostfile") && !s.args["mpirun_hostfile"].text.empty();
-            s.notes.push_back(std::string(mpi ? "mpirun_hostfile is not used: " : "") +
+            s.notes.push_back(std::string(mpi ? "the config's mpirun_hostfile is not used (--mpirun_hostfile FILE "
+                                                "launches on its hosts over SSH): "
+                                              : "") +
                               "accelerate launch would start 1 process here and leave the other ranks to "
                               "mpirun/SLURM; accel launch starts all " +
                               std::to_string(s.processesPerNode()) +

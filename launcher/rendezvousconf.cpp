@@ -188,10 +188,10 @@ Result<void> decideRendezvous(LaunchSettings &settings, const RendezvousRequest 
                                  " is not used: with rdzv_backend c10d the machines agree on machine ranks at "
                                  "rendezvous (as torchrun does)");
     settings.machineRank = 0;
-    settings.notes.push_back("rdzv_backend c10d: the " + std::to_string(settings.numMachines) +
-                             " machines agree on machine ranks at " + options.host + ":" +
-                             std::to_string(options.port) + " (join_timeout " +
-                             std::to_string(int(options.joinTimeoutS)) + " s); machine_rank 0 below is a placeholder");
+    settings.notes.push_back(
+        "rdzv_backend c10d: the " + std::to_string(settings.numMachines) + " machines agree on machine ranks at " +
+        options.host + ":" + std::to_string(options.port) + " (join_timeout " +
+        std::to_string(int(options.joinTimeoutS)) + " s); each machine learns its machine rank there");
     return {};
 }
 
