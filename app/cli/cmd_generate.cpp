@@ -100,6 +100,11 @@ int runGenerate(int argc, char **argv)
     parser.addValue("top_p", "P", "keep the smallest set of tokens whose probability reaches P");
     parser.addValue("repetition_penalty", "R", "penalise tokens already present (Transformers' rule)");
     parser.addValue("seed", "S", "seed of the sampler", "0");
+    parser.addValue("prompts_file", "FILE",
+                    "generate for every prompt of FILE (.txt: one per line; .jsonl: {\"prompt\": ...} or "
+                    "{\"input_ids\": [...]} per line); under accel launch --no_python the prompts are split between "
+                    "the processes as Accelerate's split_between_processes splits them");
+    parser.addValue("output", "FILE.jsonl", "with --prompts_file: one result per prompt, in the file's order");
     parser.addValue("prefill_chunk", "N",
                     "prefill the prompt N tokens at a time through the cache (bounds prefill memory by N instead of "
                     "the prompt's length; default: all at once)");
@@ -120,8 +125,9 @@ int runGenerate(int argc, char **argv)
         std::fprintf(stderr, "accel generate: %s\n", parser.error().c_str());
         return 2;
     }
-    if (parser.isSet("prompt") == parser.isSet("input_ids")) {
-        std::fprintf(stderr, "accel generate: give exactly one of --prompt TEXT or --input-ids 1,2,3\n");
+    if (int(parser.isSet("prompt")) + int(parser.isSet("input_ids")) + int(parser.isSet("prompts_file")) != 1) {
+        std::fprintf(stderr,
+                     "accel generate: give exactly one of --prompt TEXT, --input_ids 1,2,3 or --prompts_file FILE\n");
         return 2;
     }
     return execInferenceWorker("generate", parser,
@@ -145,6 +151,8 @@ int runGenerate(int argc, char **argv)
                                 "stop",
                                 "stop_token_id",
                                 "prefill_chunk",
+                                "prompts_file",
+                                "output",
                                 "draft",
                                 "draft_tokens"},
                                {"greedy", "json", "gpus_on_cpu"});

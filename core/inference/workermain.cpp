@@ -153,7 +153,7 @@ bool isWorkerCommand(const std::string &command)
     return command == "generate" || command == "infer" || command == "serve";
 }
 
-int workerMain(int argc, char **argv)
+int workerMain(int argc, char **argv, const BatchGenerate &batch)
 {
     const std::string command = argc > 1 ? argv[1] : "";
     if (command == "serve")
@@ -169,6 +169,13 @@ int workerMain(int argc, char **argv)
         std::cout << workerHelpText();
         return 0;
     }
+    if (command == "generate" && !request->promptsFile.empty()) {
+        if (!batch)
+            return fail(command, Error{ErrorCode::Unsupported, "--prompts-file: not in this program", {}});
+        return batch(*request);
+    }
+    if (command == "infer" && !request->promptsFile.empty())
+        return fail(command, Error{ErrorCode::InvalidInput, "--prompts-file: only with generate", {}});
     return command == "generate" ? runGenerate(*request) : runInfer(*request);
 }
 

@@ -5,11 +5,17 @@
 // Exit codes: 0 success, 2 bad input, 1 failure. Torch-light header.
 #pragma once
 
+#include <functional>
 #include <string>
 
 namespace accel::inference {
 
+struct WorkerRequest;
+
 bool isWorkerCommand(const std::string &command); // generate, infer, serve
-int workerMain(int argc, char **argv);
+// `batch` runs generate --prompts-file (it needs the runtime's collectives, which accel-worker links
+// and this library does not).
+using BatchGenerate = std::function<int(const WorkerRequest &)>;
+int workerMain(int argc, char **argv, const BatchGenerate &batch = {});
 
 } // namespace accel::inference

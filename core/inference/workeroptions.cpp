@@ -72,6 +72,10 @@ std::string workerHelpText()
            "  --quantization int8|nf4|fp4  quantize the Linear layers on load (bitsandbytes' formats)\n"
            "  --skip-modules A,B           modules left unquantized (default: lm_head and tied embeddings)\n"
            "  --keep-in-fp32-modules A,B   modules kept in float32, unquantized\n"
+           "  --prompts-file FILE          generate for every prompt of FILE (.txt: one per line; .jsonl:\n"
+           "                               {\"prompt\": ..} or {\"input_ids\": [..]} per line), split between\n"
+           "                               the processes of accel launch; needs --output\n"
+           "  --output FILE.jsonl          one result per prompt, in the prompts' order\n"
            "  --prefill-chunk N            prefill the prompt N tokens at a time (default: all at once)\n"
            "  --draft DIR                  speculative decoding: a small model of the same tokenizer proposes\n"
            "                               tokens, the model checks them (greedy only; same tokens as without)\n"
@@ -134,6 +138,10 @@ Result<WorkerRequest> parseWorkerArguments(int argc, char **argv)
             ACCEL_VALUE(v) r.load.maxMemory = *v;
         } else if (arg == "--adapter") {
             ACCEL_VALUE(v) r.load.adapterDir = *v;
+        } else if (arg == "--prompts-file") {
+            ACCEL_VALUE(v) r.promptsFile = *v;
+        } else if (arg == "--output") {
+            ACCEL_VALUE(v) r.outputFile = *v;
         } else if (arg == "--prefill-chunk") {
             ACCEL_VALUE(v) auto n = toInteger(arg, *v, 0, INT_MAX);
             if (!n)
@@ -209,6 +217,12 @@ Result<WorkerRequest> parseWorkerArguments(int argc, char **argv)
         }
 #undef ACCEL_VALUE
     }
+    if (!r.promptsFile.empty() && (r.prompt || !r.inputIds.empty()))
+        return makeError(ErrorCode::InvalidInput, "--prompts-file: give it or --prompt / --input-ids, not both");
+    if (r.promptsFile.empty() != r.outputFile.empty())
+        return makeError(ErrorCode::InvalidInput, r.promptsFile.empty()
+                                                      ? "--output: only with --prompts-file (batch generation)"
+                                                      : "--prompts-file: needs --output FILE.jsonl for the results");
     if (!r.help && r.modelDir.empty())
         return makeError(ErrorCode::InvalidInput,
                          "MODEL_DIR: missing (a folder with config.json and safetensors weights)");

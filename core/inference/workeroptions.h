@@ -24,6 +24,10 @@ struct WorkerRequest {
     std::vector<int64_t> inputIds;
     std::string logitsOut;
     std::string draftDir; // --draft: speculative decoding with this model (generator.h)
+    // --prompts-file / --output: batch generation, split between the processes of a launch
+    // (core/worker/batchgenerate.h).
+    std::string promptsFile;
+    std::string outputFile;
     int draftTokens = DraftModel().tokens;
     bool json = false;
     bool help = false;

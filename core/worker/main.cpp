@@ -1,6 +1,7 @@
 // accel-worker: one rank of a job (docs/jobs.md). Started by `accel launch`, `accelerate launch`,
 // torchrun or mpirun with the usual RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT environment.
 #include "core/inference/workermain.h"
+#include "core/worker/batchgenerate.h"
 #include "core/worker/jobrunner.h"
 #include "core/worker/mergelora.h"
 #include "core/worker/stackdump.h"
@@ -42,7 +43,7 @@ int main(int argc, char **argv)
         return accel::worker::mergeLoraMain(argc, argv);
     // Inference (generate, infer, serve for the studio's playground) shares the worker program.
     if (accel::inference::isWorkerCommand(first))
-        return accel::inference::workerMain(argc, argv);
+        return accel::inference::workerMain(argc, argv, accel::worker::batchGenerateMain);
     if (first == "--help" || first == "-h") {
         std::cout << usage();
         return 0;

@@ -2,6 +2,8 @@
 // generate streams and prints accel.generate JSON equal to the in-process generator, serve speaks
 // the JSON-lines protocol (load, generate with token events, cancel mid-generation, unload), and a
 // text prompt goes through the model's tokenizer.json (the hand-made gpt2-tiny fixture) both ways.
+// Batch generation from a prompts file under the real accel launch with 3 processes writes every
+// result in the file's order, equal to one process, and a bad line fails every process naming it.
 #include "tests/inference/tinymodels.h"
 
 #include "core/bigmodel/safetensors.h"
@@ -34,6 +36,7 @@ private Q_SLOTS:
     void serveCancelStopsGeneration();
     void textPromptIsTokenizedAndDecoded();
     void checkpointTruncatedUnderServeFailsNamingIt();
+    void promptsFileSplitBetweenThreeProcesses();
 
 private:
     QString worker() const { return test::binDir() + "/accel-worker"; }
@@ -251,6 +254,76 @@ void tst_InferenceWorker::checkpointTruncatedUnderServeFailsNamingIt()
     QCOMPARE(serve.exitCode(), 1);
     QVERIFY2(err.contains(QByteArray::fromStdString("error: " + file + ": the file shrank while mapped")),
              err.constData());
+}
+
+void tst_InferenceWorker::promptsFileSplitBetweenThreeProcesses()
+{
+    const QString accel = test::binDir() + "/accel";
+    // 7 prompts over 3 processes: shares of 3, 2 and 2, the last two padded with their last prompt.
+    QFile prompts(m_dir.filePath("prompts.jsonl"));
+    QVERIFY(prompts.open(QIODevice::WriteOnly));
+    const QList<QList<int>> ids{{4, 8}, {15}, {16, 23, 42}, {7, 7}, {9}, {30, 1, 2, 3}, {11}};
+    for (const auto &p : ids) {
+        QJsonArray a;
+        for (int id : p)
+            a.append(id);
+        prompts.write(QJsonDocument(QJsonObject{{"input_ids", a}}).toJson(QJsonDocument::Compact) + "\n\n");
+    }
+    prompts.close();
+    const QStringList generate{"generate",
+                               QString::fromStdString(m_llama.dir),
+                               "--prompts_file",
+                               prompts.fileName(),
+                               "--greedy",
+                               "--max_new_tokens",
+                               "6",
+                               "--stop_token_id",
+                               "-1",
+                               "--threads",
+                               "1"};
+    const QString single = m_dir.filePath("single.jsonl"), split = m_dir.filePath("split.jsonl");
+    auto one = test::runProgram(accel, generate + QStringList{"--output", single, "--json"});
+    QVERIFY2(one.exitCode == 0, qPrintable(one.err));
+    QCOMPARE(QJsonDocument::fromJson(one.out.toUtf8()).object()["prompts"].toInt(), 7);
+    auto three = test::runProgram(accel,
+                                  QStringList{"launch", "--cpu", "--num_processes", "3", "--no_python", accel} +
+                                      generate + QStringList{"--output", split},
+                                  120000);
+    QVERIFY2(three.exitCode == 0, qPrintable(three.err + three.out));
+    auto lines = [](const QString &path) {
+        QFile f(path);
+        f.open(QIODevice::ReadOnly);
+        QList<QJsonObject> out;
+        for (const QByteArray &line : f.readAll().split('\n'))
+            if (!line.isEmpty())
+                out.append(QJsonDocument::fromJson(line).object());
+        return out;
+    };
+    const auto a = lines(single), b = lines(split);
+    QCOMPARE(a.size(), 7);
+    QCOMPARE(b.size(), 7);
+    const QList<int> processes{0, 0, 0, 1, 1, 2, 2};
+    for (int i = 0; i < 7; ++i) {
+        QCOMPARE(b[i]["index"].toInt(), i);
+        QCOMPARE(b[i]["process"].toInt(), processes[i]);
+        QCOMPARE(b[i]["tokens"].toArray().size(), 6);
+        QCOMPARE(b[i]["tokens"], a[i]["tokens"]);
+        QVERIFY(!b[i].contains("padding"));
+    }
+
+    QFile bad(m_dir.filePath("bad.jsonl"));
+    QVERIFY(bad.open(QIODevice::WriteOnly));
+    bad.write("{\"input_ids\": [1]}\n{\"input_ids\": [1, 999]}\n");
+    bad.close();
+    auto refused = test::runProgram(accel,
+                                    QStringList{"launch", "--cpu", "--num_processes", "3", "--no_python", accel,
+                                                "generate", QString::fromStdString(m_llama.dir), "--prompts_file",
+                                                bad.fileName(), "--output", m_dir.filePath("bad-out.jsonl")},
+                                    120000);
+    QVERIFY(refused.exitCode != 0);
+    QVERIFY2((refused.err + refused.out).contains(bad.fileName() + ":2: token id 999 is outside the vocabulary"),
+             qPrintable(refused.err + refused.out));
+    QVERIFY(!QFile::exists(m_dir.filePath("bad-out.jsonl")));
 }
 
 QTEST_GUILESS_MAIN(tst_InferenceWorker)
