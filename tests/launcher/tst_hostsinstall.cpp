@@ -24,6 +24,7 @@ class tst_HostsInstall : public QObject {
 private Q_SLOTS:
     void initTestCase();
     void badInputIsRefusedByName();
+    void workerPackagesGoAlongOrNot();
     void installsWithoutRootThenChecksAndTrains();
 
 private:
@@ -80,6 +81,28 @@ void tst_HostsInstall::badInputIsRefusedByName()
              qPrintable(none.err));
     const auto host = runCli({"hosts", "install", "node0;rm", "--packages", m_packages});
     QCOMPARE(host.exitCode, 2);
+}
+
+// Which packages go: accel, accel-worker and accel-worker-cuda, those the folder has; --no_worker leaves both
+// worker packages out. (Files named as package.sh names them; the host does not resolve, so nothing is sent.)
+void tst_HostsInstall::workerPackagesGoAlongOrNot()
+{
+    const QString folder = m_scratch.filePath(QStringLiteral("named"));
+    QVERIFY(QDir().mkpath(folder));
+    for (const char *name : {"accel", "accel-worker", "accel-worker-cuda"}) {
+        QFile file(QStringLiteral("%1/%2_%3_amd64.deb").arg(folder, QLatin1String(name), ACCEL_VERSION));
+        QVERIFY(file.open(QIODevice::WriteOnly));
+    }
+    const auto sent = [&folder](const QStringList &extra) {
+        const auto run =
+            runCli(QStringList{"hosts", "install", "nosuchhost.invalid", "--packages", folder, "--json"} + extra);
+        QStringList names;
+        for (const QJsonValue &file : parse(run).value(QStringLiteral("packages")).toArray())
+            names << file.toString().section(QLatin1Char('_'), 0, 0);
+        return names;
+    };
+    QCOMPARE(sent({}), (QStringList{"accel", "accel-worker", "accel-worker-cuda"}));
+    QCOMPARE(sent({"--no_worker"}), QStringList{"accel"});
 }
 
 void tst_HostsInstall::installsWithoutRootThenChecksAndTrains()
