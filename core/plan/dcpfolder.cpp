@@ -181,7 +181,12 @@ Result<std::vector<JoinedTensor>> joinDcpFolder(const std::string &folder)
         stored[{fqn, chunk.offsets}] = chunk;
     }
 
-    const PickleRef planner = metadata->get("planner_data");
+    // Planner data by name (a dict's get() is a linear scan; a model has thousands of names).
+    std::map<std::string, PickleRef> planner;
+    if (const PickleRef data = metadata->get("planner_data"); data && data->kind == Kind::Dict)
+        for (const auto &[key, value] : data->entries)
+            if (key->kind == Kind::Text)
+                planner.emplace(key->text, value);
     std::vector<DcpTensor> tensors;
     for (const auto &[key, value] : stateDict->entries) {
         DcpTensor tensor;
@@ -253,7 +258,8 @@ Result<std::vector<JoinedTensor>> joinDcpFolder(const std::string &folder)
             return invalid(what + ": the chunks hold " + std::to_string(covered) + " of " + std::to_string(total) +
                            " values");
         // Planner data: the nested keys the flattened name came from (("model", "fc1.weight")).
-        const PickleRef path = planner && planner->kind == Kind::Dict ? planner->get(tensor.fqn) : nullptr;
+        const auto found = planner.find(tensor.fqn);
+        const PickleRef path = found == planner.end() ? nullptr : found->second;
         if (path && (path->kind == Kind::Tuple || path->kind == Kind::List)) {
             for (const PickleRef &part : path->items) {
                 if (part->kind != Kind::Text)

@@ -57,6 +57,11 @@ def main():
     save_fsdp_model(plugin, accelerator, model, os.path.join(out, "fsdp1"))
     accelerator.wait_for_everyone()
     accelerator.end_training()
+    # Everything is on disk. PyTorch 2.12.1's gloo sometimes ends a rank at interpreter exit with
+    # "terminate called without an active exception" (1 run in 8 here): leave without the teardown.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
