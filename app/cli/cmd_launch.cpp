@@ -5,6 +5,7 @@
 #include "app/cli/command.h"
 
 #include "core/common/fileutil.h"
+#include "core/rundir/shmsegments.h"
 #include "launcher/jsonoutput.h"
 #include "launcher/launchflags.h"
 #include "launcher/launchplan.h"
@@ -268,6 +269,11 @@ static int runLaunch(int argc, char **argv)
         std::fprintf(stderr, "accel launch: %s\n", run.error().toString().c_str());
         return exitCodeFor(run.error());
     }
+    // Segments of runs whose every process was killed at once (reaper included) go now.
+    if (const int removed = accel::rundir::removeSegmentsOfDeadProcesses(); removed > 0 && !quiet)
+        std::fprintf(stderr,
+                     "accel launch: note: removed %d shared-memory segment(s) of processes that no longer exist\n",
+                     removed);
     if (!quiet && !parser.isSet("detached_supervisor"))
         std::fprintf(stderr, "accel launch: run %s (%d rank(s), %s launcher); logs in %s/logs\n",
                      run->id().toLocal8Bit().constData(), settings.processesPerNode(),

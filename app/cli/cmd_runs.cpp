@@ -6,6 +6,7 @@
 #include "app/cli/command.h"
 
 #include "core/bigmodel/memorysize.h"
+#include "core/rundir/shmsegments.h"
 #include "launcher/jsonoutput.h"
 #include "launcher/rundirectory.h"
 #include "monitor/runannotations.h"
@@ -374,6 +375,12 @@ void printUsage(FILE *out)
 
 int runRuns(int argc, char **argv)
 {
+    // Segments of runs whose every process was killed at once (reaper included) go at the next
+    // `accel launch` or `accel runs` (core/rundir/shmsegments.h).
+    if (const int removed = rundir::removeSegmentsOfDeadProcesses(); removed > 0)
+        std::fprintf(stderr,
+                     "accel runs: note: removed %d shared-memory segment(s) of processes that no longer exist\n",
+                     removed);
     if (argc >= 2 && argv[1][0] != '-') {
         const char *action = argv[1];
         struct Action {

@@ -16,4 +16,11 @@ std::string allReduceSegmentName(std::int64_t pid, std::uint64_t nonce);
 // process that has exited. Returns how many were removed.
 int removeSegmentsOf(std::int64_t pid);
 
+// The sweep for what the supervisor and its reaper could not remove (every process of a run killed
+// at once): unlinks each allReduceSegmentName() segment that belongs to this process's effective
+// uid and whose creating pid is provably gone: no live process has that pid (none, or a zombie), or
+// the process that has it started more than 2 s after the segment was made (the pid was reused). Never another user's,
+// never one whose creator may live. `accel launch` and `accel runs` call it. Returns how many were removed.
+int removeSegmentsOfDeadProcesses();
+
 } // namespace accel::rundir

@@ -15,11 +15,14 @@
 #include <QJsonObject>
 #include <QProcess>
 #include <QRandomGenerator>
+#include <QScopeGuard>
 #include <QTemporaryDir>
 #include <QtTest>
 
 #include <algorithm>
 #include <csignal>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 using accel::test::newMarker;
@@ -498,6 +501,57 @@ private Q_SLOTS:
     {
         for (int cycle = 0; cycle < cycles(); ++cycle)
             killSupervisorCycle(false, true);
+    }
+
+    // 3b. kill -9 of every process of a run at once, reaper included (all stopped first, so none
+    // cleans up after another): the ranks' segments stay behind, and the next `accel runs` removes
+    // them. A segment of a live process and one of another user stay.
+    void killEveryProcessAtOnceThenNextCommandSweeps()
+    {
+        QTemporaryDir dir;
+        const QString root = dir.filePath(QStringLiteral("runs"));
+        QVERIFY(QDir().mkpath(root));
+        const QString runDir = root + QStringLiteral("/all-at-once");
+        const QString marker = newMarker();
+        const auto launched =
+            runAccel(QStringList{QStringLiteral("launch"), QStringLiteral("--detach")} + fakeRanks(runDir, marker, 0));
+        QVERIFY2(launched.exitCode == 0, qPrintable(launched.err));
+        QVERIFY(waitFor([&] { return !rankPids(runDir, 2).isEmpty(); }, 15000));
+        const QList<qint64> ranks = rankPids(runDir, 2);
+        QVERIFY2(waitFor([&] { return segmentsOf(ranks).size() == 2; }, 10000), "the ranks made no segments");
+        const QList<qint64> everyone = processesWithMarker(marker); // supervisor, reaper, ranks, grandchildren
+        QVERIFY2(everyone.size() >= 4, qPrintable(QString::number(everyone.size())));
+        for (const qint64 pid : everyone)
+            ::kill(static_cast<pid_t>(pid), SIGSTOP);
+        for (const qint64 pid : everyone)
+            ::kill(static_cast<pid_t>(pid), SIGKILL);
+        QVERIFY(waitFor(
+            [&] { return std::none_of(everyone.begin(), everyone.end(), [](qint64 p) { return runs(p); }); }, 10000));
+        QCOMPARE(segmentsOf(ranks).size(), 2); // nobody was left to remove them
+
+        // Beside them: a segment named after this (live) process, and one of another user named
+        // after a dead rank; neither may go.
+        const QString mine = QStringLiteral("/accel-allreduce-%1-7").arg(::getpid());
+        const QString theirs = QStringLiteral("/accel-allreduce-%1-8").arg(ranks.at(0));
+        const bool asRoot = ::geteuid() == 0; // only root can make a segment of another user
+        const auto cleanup = qScopeGuard([&] {
+            for (const QString &name : {mine, theirs})
+                ::shm_unlink(name.toLatin1().constData());
+        });
+        for (const QString &name : asRoot ? QStringList{mine, theirs} : QStringList{mine}) {
+            const int fd = ::shm_open(name.toLatin1().constData(), O_CREAT | O_EXCL | O_RDWR, 0600);
+            QVERIFY2(fd >= 0, qPrintable(name));
+            if (name == theirs)
+                QVERIFY(::fchown(fd, 65534, 65534) == 0);
+            ::close(fd);
+        }
+        const auto listed =
+            runAccel({QStringLiteral("runs"), QStringLiteral("--json"), QStringLiteral("--runs_root"), root});
+        QCOMPARE(listed.exitCode, 0);
+        QVERIFY2(segmentsOf(ranks) == (asRoot ? QStringList{theirs.mid(1)} : QStringList()),
+                 qPrintable(segmentsOf(ranks).join(u' ')));
+        QVERIFY2(listed.err.contains("removed 2 shared-memory segment(s)"), qPrintable(listed.err));
+        QVERIFY(QFile::exists(QStringLiteral("/dev/shm") + mine));
     }
 
     // 4. kill -9 of a worker rank during training (possibly inside a checkpoint save); a new launch
