@@ -25,6 +25,7 @@
 #include <QStandardPaths>
 #include <QThread>
 
+#include <algorithm>
 #include <cstdio>
 
 namespace accel::cli {
@@ -77,6 +78,19 @@ QString ptraceAdvice(const QString &pySpy)
                         .arg(pySpy);
 }
 
+// The pid tracing `pid` (TracerPid in /proc/<pid>/status), 0 when none.
+qint64 tracerOf(qint64 pid)
+{
+    QFile status(QStringLiteral("/proc/%1/status").arg(pid));
+    if (!status.open(QIODevice::ReadOnly))
+        return 0;
+    for (const QByteArray &line : status.readAll().split('\n')) {
+        if (line.startsWith("TracerPid:"))
+            return line.mid(10).trimmed().toLongLong();
+    }
+    return 0;
+}
+
 QString executableName(qint64 pid)
 {
     return QFileInfo(QFile::symLinkTarget(QStringLiteral("/proc/%1/exe").arg(pid))).fileName();
@@ -102,11 +116,19 @@ RankStack pythonStack(const QString &pySpy, qint64 pid, int timeoutMs)
     }
     const QString errors = QString::fromLocal8Bit(process.readAllStandardError()).trimmed();
     if (process.exitStatus() != QProcess::NormalExit || process.exitCode() != 0) {
-        stack.error = errors.contains(QLatin1String("ermission"), Qt::CaseInsensitive) ||
-                              errors.contains(QLatin1String("not permitted"), Qt::CaseInsensitive)
-                          ? ptraceAdvice(pySpy) + QStringLiteral(" (py-spy: ") +
-                                errors.section(QLatin1Char('\n'), 0, 0) + QLatin1Char(')')
-                          : QStringLiteral("py-spy failed: ") + errors;
+        const QStringList lines = errors.split(QLatin1Char('\n'));
+        auto refused = std::find_if(lines.begin(), lines.end(), [](const QString &line) {
+            return line.contains(QLatin1String("ermission"), Qt::CaseInsensitive) ||
+                   line.contains(QLatin1String("not permitted"), Qt::CaseInsensitive);
+        });
+        if (refused == lines.end())
+            stack.error = QStringLiteral("py-spy failed: ") + lines.value(0);
+        else if (const qint64 tracer = tracerOf(pid); tracer > 0)
+            stack.error = QStringLiteral("py-spy cannot attach: the process is traced by pid %1 (a debugger or "
+                                         "strace); detach it and ask again")
+                              .arg(tracer);
+        else
+            stack.error = ptraceAdvice(pySpy) + QStringLiteral(" (py-spy: ") + refused->trimmed() + QLatin1Char(')');
         return stack;
     }
     auto parsed = parsePySpyDump(process.readAllStandardOutput(), pid);

@@ -18,6 +18,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <sys/ptrace.h>
+
 using namespace accel;
 
 namespace {
@@ -248,6 +250,19 @@ private Q_SLOTS:
         QCOMPARE(
             groupOf(document.value(QStringLiteral("groups")).toArray(), 1).value(QStringLiteral("ranks")).toArray(),
             (QJsonArray{0, 1, 2}));
+
+        // A rank held by another tracer (as by a debugger): py-spy's refusal is said with the reason.
+        const QJsonObject rank3 = document.value(QStringLiteral("ranks")).toArray().at(3).toObject();
+        const auto pid = static_cast<pid_t>(rank3.value(QStringLiteral("pid")).toDouble());
+        QVERIFY(pid > 0);
+        QCOMPARE(::ptrace(PTRACE_SEIZE, pid, nullptr, nullptr), 0L);
+        const auto traced = test::runAccel({QStringLiteral("stack"), runDir});
+        ::ptrace(PTRACE_DETACH, pid, nullptr, nullptr);
+        QVERIFY2(traced.out.contains(QStringLiteral("rank 3 no stack: py-spy cannot attach: the process is traced by "
+                                                    "pid %1")
+                                         .arg(QCoreApplication::applicationPid())),
+                 qPrintable(traced.out));
+        QVERIFY2(traced.out.contains(QStringLiteral("ranks 0-2 in <module> at wait.py:5")), qPrintable(traced.out));
         stopRun(launch, runDir);
     }
 
