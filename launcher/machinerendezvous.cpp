@@ -1,7 +1,5 @@
 #include "launcher/machinerendezvous.h"
 
-#include "launcher/ports.h"
-
 #include <QHostAddress>
 #include <QHostInfo>
 #include <QJsonArray>
@@ -266,17 +264,10 @@ void MachineRendezvous::onMemberGone(QTcpSocket *socket)
 
 void MachineRendezvous::complete()
 {
-    auto port = pickFreePort();
+    // Rank 0 hosts the job's store on the endpoint's port once the meeting has closed it (as
+    // torchrun's workers use the rendezvous store): the machines need no port beyond that one.
+    const int port = m_options.port;
     RendezvousOutcome outcome;
-    if (!port) {
-        outcome.error = QStringLiteral("rendezvous host %1: no free port for the job's store: %2")
-                            .arg(endpoint(), QString::fromStdString(port.error().toString()));
-        for (const Member &member : m_members)
-            if (member.socket)
-                sendLine(member.socket, {{QStringLiteral("error"), outcome.error}});
-        end(outcome);
-        return;
-    }
     QJsonArray machines;
     for (const Member &member : m_members)
         if (member.joined) {
@@ -290,7 +281,7 @@ void MachineRendezvous::complete()
         if (member.socket)
             sendLine(member.socket, {{QStringLiteral("rank"), rank},
                                      {QStringLiteral("master_addr"), m_address->toString()},
-                                     {QStringLiteral("master_port"), *port},
+                                     {QStringLiteral("master_port"), port},
                                      {QStringLiteral("machines"), machines}});
         ++rank;
     }
@@ -298,8 +289,8 @@ void MachineRendezvous::complete()
     outcome.hosted = true;
     outcome.machineRank = 0;
     outcome.masterAddress = m_address->toString();
-    outcome.masterPort = *port;
-    end(outcome); // disconnectFromHost() sends what is still buffered before closing
+    outcome.masterPort = port;
+    end(outcome); // closes the meeting's listener before the ranks start; the answers are sent
 }
 
 QString MachineRendezvous::joinedList() const

@@ -2,7 +2,8 @@
 // started with the same command and no machine rank. The machine whose address is the endpoint (it
 // can bind it, or rdzv_conf is_host says so) hosts the meeting: the others connect, say who they
 // are, and once num_machines have joined the host hands out machine ranks in order of arrival (its
-// own is 0) and the port its rank 0 will host the job's TCPStore on. It runs again before every
+// own is 0); rank 0 then hosts the job's TCPStore on the endpoint (the meeting's listener is closed
+// by then), so the machines need one port, as with a static launch. It runs again before every
 // restart (--max_restarts). A meeting that does not fill within join_timeout ends with an error
 // that names the machines that came and says how many did not. One round at a time; Qt Core and
 // Qt Network only, no libtorch (docs/launch.md "Rendezvous").

@@ -694,6 +694,7 @@ void tst_HostsDoctor::c10dLaunchesWithoutMachineRanksFormOneWorldAndTrain()
             QJsonDocument::fromJson(manifestFile.readAll()).object().value(QStringLiteral("rendezvous")).toObject();
         QCOMPARE(rendezvous.value(QStringLiteral("machine_rank")).toInt(-1), node); // node 0 has the address
         QCOMPARE(rendezvous.value(QStringLiteral("master_addr")).toString(), m_nodes->nodeAddress(0));
+        QCOMPARE(rendezvous.value(QStringLiteral("master_port")).toInt(), 29619); // one port, as a static launch
         const QJsonArray machinesSeen = rendezvous.value(QStringLiteral("machines")).toArray();
         QCOMPARE(machinesSeen.size(), 2);
         QVERIFY(machinesSeen.at(1).toString().contains(m_nodes->nodeAddress(1)));
