@@ -230,14 +230,25 @@ Result<std::vector<JoinedTensor>> joinCheckpointFolder(const std::string &checkp
             return joinDcpFolder(folder.string());
         }
     }
-    if (isDeepSpeedCheckpoint(checkpointDir))
+    if (isDeepSpeedCheckpoint(checkpointDir)) {
+        // The script and `latest` sit in the checkpoint folder; given its tag folder (pytorch_model/),
+        // the command names the folder above.
+        std::error_code ec;
+        fs::path root = fs::path(checkpointDir);
+        if (!fs::exists(root / "latest", ec) && !fs::exists(root / "zero_to_fp32.py", ec)) {
+            fs::path tag = fs::absolute(root, ec).lexically_normal();
+            if (!tag.has_filename()) // "pytorch_model/"
+                tag = tag.parent_path();
+            root = tag.parent_path();
+        }
         return makeError(ErrorCode::Unsupported,
                          "a DeepSpeed ZeRO checkpoint (" + listing(checkpointDir) +
                              "): accel merge-weights does not join ZeRO partitions; run the script DeepSpeed saved "
                              "with it: python " +
-                             (fs::path(checkpointDir) / "zero_to_fp32.py").string() + " " + checkpointDir +
+                             (root / "zero_to_fp32.py").string() + " " + root.string() +
                              " OUTPUT_DIR --safe_serialization",
                          checkpointDir);
+    }
     return makeError(ErrorCode::InvalidInput,
                      std::string("not a sharded checkpoint: no ") + kDcpMetadataName +
                          " (torch.distributed.checkpoint, what Accelerate's SHARDED_STATE_DICT saves), no " +

@@ -321,8 +321,14 @@ private Q_SLOTS:
         writeFile(dir.filePath("ds/pytorch_model/mp_rank_00_model_states.pt"), "x");
         const auto deepspeed = test::runAccel({"merge-weights", dir.filePath("ds"), dir.filePath("o")});
         QCOMPARE(deepspeed.exitCode, 1);
-        QVERIFY2(deepspeed.err.contains("DeepSpeed ZeRO checkpoint") && deepspeed.err.contains("zero_to_fp32.py"),
+        QVERIFY2(deepspeed.err.contains("DeepSpeed ZeRO checkpoint") &&
+                     deepspeed.err.contains("python " + dir.filePath("ds/zero_to_fp32.py") + " " + dir.filePath("ds")),
                  qPrintable(deepspeed.err));
+        // Given the tag folder, the command still names the checkpoint folder that holds the script.
+        const auto tag = test::runAccel({"merge-weights", dir.filePath("ds/pytorch_model/"), dir.filePath("o")});
+        QCOMPARE(tag.exitCode, 1);
+        QVERIFY2(tag.err.contains("python " + dir.filePath("ds/zero_to_fp32.py") + " " + dir.filePath("ds") + " "),
+                 qPrintable(tag.err));
         QDir().mkpath(dir.filePath("full"));
         writeFile(dir.filePath("full/model.safetensors"), "x");
         writeFile(dir.filePath("full/optimizer.bin"), "x");
