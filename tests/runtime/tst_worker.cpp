@@ -189,10 +189,7 @@ private Q_SLOTS:
     void gptCheckpointsAndResumes()
     {
         QTemporaryDir dir;
-        QByteArray text;
-        for (int i = 0; i < 400; ++i)
-            text += "the cat sat on the mat. ";
-        writeFile(dir.filePath("corpus.txt"), text);
+        writeFile(dir.filePath("corpus.txt"), QByteArray("the cat sat on the mat. ").repeated(400));
         const QByteArray common =
             "recipe: gpt\noutput_dir: out\nmodel: {n_layer: 1, n_head: 2, n_embd: 32, block_size: 32}\n"
             "data: {corpus: corpus.txt}\nsample: {length: 20}\n";
@@ -230,10 +227,7 @@ private Q_SLOTS:
     void rankLocalCheckpointErrorEndsEveryRank()
     {
         QTemporaryDir dir;
-        QByteArray text;
-        for (int i = 0; i < 200; ++i)
-            text += "the cat sat on the mat. ";
-        writeFile(dir.filePath("corpus.txt"), text);
+        writeFile(dir.filePath("corpus.txt"), QByteArray("the cat sat on the mat. ").repeated(200));
         const QByteArray common = "recipe: gpt\noutput_dir: out\nmodel: {n_layer: 1, n_head: 2, n_embd: 16, "
                                   "block_size: 16}\ndata: {corpus: corpus.txt}\nsample: {length: 0}\n";
         const QByteArray training = "  batch_size: 2\n  checkpoint_every: 2\n  log_every: 2\n  timeout_s: 600\n";
