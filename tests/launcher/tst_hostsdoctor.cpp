@@ -119,6 +119,7 @@ private Q_SLOTS:
     void c10dNamesTheMachineThatNeverCame();
     void hostfileErrorsNameFileAndLine();
     void deepspeedHostfileWithFilterLaunchesOnTheHostsLeft();
+    void accelerateMultiCpuSlurmExampleLineLaunchesOverTheMpiHostfile();
 
 private:
     // Makes the three nodes on first use; false (and the test skipped or failed) when it cannot.
@@ -815,6 +816,61 @@ void tst_HostsDoctor::deepspeedHostfileWithFilterLaunchesOnTheHostsLeft()
         return;
     qInfo("deepspeed hostfile launch on 2 of 3 nodes, started and stopped: %lld ms",
           static_cast<long long>(clock.elapsed()));
+}
+
+// The launch line of Accelerate's examples/slurm/submit_multicpu.sh, with accel for accelerate: an
+// MPI hostfile of bare host names (as `scontrol show hostname` writes it), --rdzv_backend c10d,
+// machine 0's address and port, and Accelerate 1.0's --mpirun_ccl. The ranks start on both hosts
+// over SSH, meet at node 0's address and get GROUP_RANK 0 and 1 on that one port.
+void tst_HostsDoctor::accelerateMultiCpuSlurmExampleLineLaunchesOverTheMpiHostfile()
+{
+    REQUIRE_NODES();
+    QTemporaryDir data;
+    const QString hostfile = data.filePath(QStringLiteral("hostfile"));
+    {
+        QFile file(hostfile);
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.write("node0\nnode1\n");
+    }
+    const QString marker = QStringLiteral("mpihostfile-") + QUuid::createUuid().toString(QUuid::WithoutBraces);
+    const QString fakechild = QDir(accel::test::binDir()).filePath(QStringLiteral("fakechild"));
+    const QString record = data.filePath(QStringLiteral("cluster.json"));
+    const auto launched = accel({"launch",
+                                 "--num_processes",
+                                 "2",
+                                 "--num_machines",
+                                 "2",
+                                 "--rdzv_backend",
+                                 "c10d",
+                                 "--main_process_ip",
+                                 m_nodes->nodeAddress(0),
+                                 "--main_process_port",
+                                 "29622",
+                                 "--mpirun_hostfile",
+                                 hostfile,
+                                 "--mpirun_ccl",
+                                 "2",
+                                 "--record",
+                                 record,
+                                 "--remote_env",
+                                 "XDG_DATA_HOME=" + data.path(),
+                                 "--no_python",
+                                 fakechild,
+                                 "--marker",
+                                 marker,
+                                 "--env-json",
+                                 data.filePath(QStringLiteral("env-{rank}.json")),
+                                 "--hang"});
+    QVERIFY2(launched.exitCode == 0, qPrintable(launched.out + launched.err));
+    for (int rank = 0; rank < 2; ++rank) {
+        const QJsonObject env = rankEnvironment(data, rank);
+        QVERIFY2(!env.isEmpty(), qPrintable(QStringLiteral("rank %1 wrote no environment").arg(rank)));
+        QCOMPARE(env.value(QStringLiteral("GROUP_RANK")).toString(), QString::number(rank));
+        QCOMPARE(env.value(QStringLiteral("WORLD_SIZE")).toString(), QStringLiteral("2"));
+        QCOMPARE(env.value(QStringLiteral("MASTER_ADDR")).toString(), m_nodes->nodeAddress(0));
+        QCOMPARE(env.value(QStringLiteral("MASTER_PORT")).toString(), QStringLiteral("29622"));
+    }
+    expectRanksInNodesThenStop(marker, {0, 1}, record);
 }
 
 QTEST_GUILESS_MAIN(tst_HostsDoctor)
