@@ -118,6 +118,248 @@ Result<DeviceMap> parseDeviceMapJson(const std::string &text)
     return map;
 }
 
+namespace {
+
+std::string keyText(const std::string &key)
+{
+    return key.empty() ? std::string("\"\"") : key;
+}
+
+std::string shapeText(const std::vector<int64_t> &shape)
+{
+    std::string text = "[";
+    for (size_t i = 0; i < shape.size(); ++i)
+        text += (i ? ", " : "") + std::to_string(shape[i]);
+    return text + "]";
+}
+
+// The map's devices: the main device is the first accelerator in the map, else the CPU; disk, and
+// the CPU beside an accelerator, are offloaded (brought to the main device for each forward).
+struct Placement {
+    std::map<std::string, at::Device> devices; // every device of the map but disk
+    at::Device main{at::kCPU};
+    std::string mainName = "cpu";
+    bool haveMain = false;
+    bool isOffloaded(const std::string &device) const { return device == "disk" || (haveMain && device == "cpu"); }
+};
+
+Result<Placement> resolveDevices(const DeviceMap &map, const DispatchOptions &options)
+{
+    const std::string otherMachine =
+        " (a map planned for another machine runs its GPU entries on this CPU with gpus_on_cpu)";
+    Placement placement;
+    for (const auto &[key, device] : map) {
+        if (device == "disk")
+            continue;
+        auto parsed = options.gpusOnCpu && bigmodel::isGpuDevice(device) ? Result<at::Device>(at::Device(at::kCPU))
+                                                                         : parseDevice(device);
+        if (!parsed)
+            return makeError(parsed.error().code, "device map: " + keyText(key) + ": " + parsed.error().message +
+                                                      (bigmodel::isGpuDevice(device) ? otherMachine : ""));
+        const int gpus = at::detail::getCUDAHooks().getNumGPUs();
+        if (parsed->is_cuda() && parsed->index() >= gpus)
+            return makeError(ErrorCode::Unsupported, "device map: " + keyText(key) + ": GPU " + device +
+                                                         ": this machine has " + std::to_string(gpus) +
+                                                         " CUDA device(s)" + otherMachine);
+        placement.devices.emplace(device, *parsed);
+        if (!placement.haveMain && device != "cpu") {
+            placement.main = *parsed;
+            placement.mainName = device;
+            placement.haveMain = true;
+        }
+    }
+    return placement;
+}
+
+// Every key must name a module or a parameter (or, with the planner's structure, something that
+// holds no weight the model loads).
+Result<void> checkMapKeys(Module &model, const DeviceMap &map, const std::map<std::string, NamedParameter> &byName,
+                          const DispatchOptions &options)
+{
+    for (const auto &[key, device] : map) {
+        if (key.empty() || model.findModule(key) || byName.count(key) ||
+            (options.plannedStructure && placesNothing(key, *options.plannedStructure)))
+            continue;
+        std::string topLevel;
+        for (auto &c : model.children())
+            topLevel += (topLevel.empty() ? "" : ", ") + c.first;
+        return makeError(ErrorCode::InvalidInput,
+                         "device map: '" + key +
+                             "' names no module or parameter of the model (top-level modules: " + topLevel + ")");
+    }
+    return {};
+}
+
+// Places each checkpoint tensor on its device, or leaves it to an offload hook.
+class TensorPlacer {
+public:
+    TensorPlacer(Module &model, const bigmodel::Checkpoint &checkpoint, const DispatchOptions &options,
+                 const DeviceMap &map, const Placement &placement, std::optional<at::ScalarType> dtype,
+                 DispatchReport &report)
+        : m_checkpoint(checkpoint), m_options(options), m_map(map), m_placement(placement), m_dtype(dtype),
+          m_report(report), m_model(model), m_parameters(model.namedParameters())
+    {
+        for (const auto &p : m_parameters)
+            m_byName.emplace(p.name, p);
+    }
+
+    const std::map<std::string, NamedParameter> &byName() const { return m_byName; }
+    size_t hookedModules() const { return m_hooks.size(); }
+
+    // Opens the offload folder: written when its index.json is missing, read otherwise.
+    Result<void> openFolder()
+    {
+        if (m_options.offloadFolder.empty())
+            return {};
+        m_writeFolder = !std::filesystem::exists(m_options.offloadFolder + "/index.json");
+        auto opened = bigmodel::OffloadFolder::open(m_options.offloadFolder);
+        if (!opened)
+            return tl::unexpected(opened.error());
+        m_folder = std::move(*opened);
+        return {};
+    }
+
+    Result<void> place(const bigmodel::TensorInfo &info)
+    {
+        const std::string name = modelName(info.name);
+        auto found = m_byName.find(name);
+        if (found == m_byName.end()) {
+            if (isIgnoredBuffer(info.name))
+                return {};
+            if (m_options.strict)
+                return makeError(ErrorCode::InvalidInput, info.name + ": not a parameter of the model (strict loading)",
+                                 m_checkpoint.shardOf(info.name)->path());
+            m_report.unexpectedKeys.push_back(info.name);
+            return {};
+        }
+        Parameter *parameter = found->second.parameter;
+        if (info.shape != parameter->shape)
+            return makeError(ErrorCode::InvalidInput,
+                             info.name + ": shape " + shapeText(info.shape) + " does not match the model's " +
+                                 shapeText(parameter->shape) + " (is config.json the checkpoint's?)",
+                             m_checkpoint.shardOf(info.name)->path());
+        const int match = longestMatch(m_map, name);
+        if (match < 0)
+            return makeError(ErrorCode::InvalidInput,
+                             "device map: no entry covers " + name + " (add it or a parent module, or a \"\" entry)");
+        const std::string &device = m_map[match].second;
+        const auto *shard = m_checkpoint.shardOf(info.name);
+        auto view = viewBytes(info.data, info.byteSize(), info.dtype, info.shape, shard->mapping(), info.name);
+        if (!view)
+            return makeError(view.error().code, view.error().message, shard->path());
+        m_loaded.insert(name);
+        if (!m_placement.isOffloaded(device))
+            return placeResident(name, device, *parameter, *view);
+        return offload(name, device, info, found->second, *view);
+    }
+
+    // Fails naming the model's parameters that no checkpoint tensor filled.
+    Result<void> checkEverythingLoaded() const
+    {
+        std::vector<std::string> missing;
+        for (const auto &p : m_parameters) // in the model's order
+            if (!m_loaded.count(p.name))
+                missing.push_back(p.name);
+        if (missing.empty())
+            return {};
+        std::string list;
+        for (size_t i = 0; i < missing.size() && i < 5; ++i)
+            list += (i ? ", " : "") + missing[i];
+        if (missing.size() > 5)
+            list += " and " + std::to_string(missing.size() - 5) + " more";
+        return makeError(ErrorCode::InvalidInput,
+                         "the checkpoint lacks " + std::to_string(missing.size()) +
+                             " parameter(s) of the model: " + list,
+                         m_checkpoint.folder());
+    }
+
+    Result<void> saveFolder()
+    {
+        if (m_folder && m_report.offloadFolderWrites > 0)
+            return m_folder->save();
+        return {};
+    }
+
+private:
+    // Checkpoint keys without the model's base prefix ("h.0..." for "transformer.h.0...") match as
+    // transformers' base_model_prefix matches them.
+    std::string modelName(const std::string &key) const
+    {
+        if (m_byName.count(key))
+            return key;
+        for (const auto &child : m_model.children())
+            if (m_byName.count(child.first + "." + key))
+                return child.first + "." + key;
+        return key;
+    }
+
+    Result<void> placeResident(const std::string &name, const std::string &device, Parameter &parameter,
+                               const at::Tensor &view)
+    {
+        try {
+            parameter.value =
+                placeTensor(view, m_placement.devices.at(device), parameter.keepDtype ? std::nullopt : m_dtype);
+        } catch (const c10::Error &e) {
+            return makeError(ErrorCode::Failed,
+                             name + ": cannot place on " + device + ": " + e.what_without_backtrace());
+        }
+        ++m_report.residentTensors;
+        m_report.residentBytes += parameter.value.nbytes();
+        if (parameter.value.data_ptr() == view.data_ptr())
+            ++m_report.zeroCopyTensors;
+        return {};
+    }
+
+    // Disk weights come from the offload folder when there is one (written there first if needed),
+    // else from the checkpoint's own mapping; the owner's hook brings them in for each forward.
+    Result<void> offload(const std::string &name, const std::string &device, const bigmodel::TensorInfo &info,
+                         const NamedParameter &target, const at::Tensor &view)
+    {
+        at::Tensor source = view;
+        if (device == "disk" && m_folder) {
+            if (m_writeFolder || !m_folder->find(name)) {
+                if (auto ok = m_folder->writeTensor(name, info.dtype, info.shape, info.data, info.byteSize()); !ok)
+                    return tl::unexpected(ok.error());
+                ++m_report.offloadFolderWrites;
+            }
+            auto stored = m_folder->load(name);
+            if (!stored)
+                return tl::unexpected(stored.error());
+            auto folderView = viewBytes(stored->data, stored->size, stored->dtype, stored->shape, stored->keepAlive,
+                                        m_folder->folder() + "/" + name + ".dat");
+            if (!folderView)
+                return tl::unexpected(folderView.error());
+            source = *folderView;
+        }
+        target.parameter->value = at::Tensor();
+        auto &hook = m_hooks[target.owner];
+        if (!hook) {
+            hook = std::make_shared<OffloadHook>(m_placement.main, m_dtype);
+            target.owner->addHook(hook);
+        }
+        hook->addSlot({target.parameter, source});
+        ++m_report.offloadedTensors;
+        m_report.offloadedBytes += source.nbytes();
+        return {};
+    }
+
+    const bigmodel::Checkpoint &m_checkpoint;
+    const DispatchOptions &m_options;
+    const DeviceMap &m_map;
+    const Placement &m_placement;
+    const std::optional<at::ScalarType> m_dtype;
+    DispatchReport &m_report;
+    Module &m_model;
+    const std::vector<NamedParameter> m_parameters;
+    std::map<std::string, NamedParameter> m_byName;
+    std::set<std::string> m_loaded;
+    std::map<Module *, std::shared_ptr<OffloadHook>> m_hooks;
+    std::optional<bigmodel::OffloadFolder> m_folder;
+    bool m_writeFolder = false;
+};
+
+} // namespace
+
 Result<DispatchReport> dispatchCheckpoint(Module &model, const bigmodel::Checkpoint &checkpoint,
                                           const DispatchOptions &options)
 {
@@ -129,182 +371,33 @@ Result<DispatchReport> dispatchCheckpoint(Module &model, const bigmodel::Checkpo
             return tl::unexpected(parsed.error());
         dtype = *parsed;
     }
-    DeviceMap map = options.deviceMap.empty() ? DeviceMap{{"", "cpu"}} : options.deviceMap;
+    const DeviceMap map = options.deviceMap.empty() ? DeviceMap{{"", "cpu"}} : options.deviceMap;
+    auto placement = resolveDevices(map, options);
+    if (!placement)
+        return tl::unexpected(placement.error());
+    report.mainDevice = placement->mainName;
 
-    // Devices, main device (first accelerator in the map, else the CPU) and what is offloaded.
-    std::map<std::string, at::Device> devices;
-    at::Device mainDevice(at::kCPU);
-    bool haveMain = false;
-    for (const auto &[key, device] : map) {
-        if (device == "disk")
-            continue;
-        auto parsed = options.gpusOnCpu && bigmodel::isGpuDevice(device) ? Result<at::Device>(at::Device(at::kCPU))
-                                                                         : parseDevice(device);
-        if (!parsed)
-            return makeError(parsed.error().code,
-                             "device map: " + (key.empty() ? std::string("\"\"") : key) + ": " +
-                                 parsed.error().message +
-                                 (bigmodel::isGpuDevice(device)
-                                      ? " (a map planned for another machine runs its GPU entries on this CPU with "
-                                        "gpus_on_cpu)"
-                                      : ""));
-        if (parsed->is_cuda() && parsed->index() >= at::detail::getCUDAHooks().getNumGPUs())
-            return makeError(ErrorCode::Unsupported,
-                             "device map: " + (key.empty() ? std::string("\"\"") : key) + ": GPU " + device +
-                                 ": this machine has " + std::to_string(at::detail::getCUDAHooks().getNumGPUs()) +
-                                 " CUDA device(s) (a map planned for another machine runs its GPU entries on this CPU "
-                                 "with gpus_on_cpu)");
-        devices.emplace(device, *parsed);
-        if (!haveMain && device != "cpu") {
-            mainDevice = *parsed;
-            report.mainDevice = device;
-            haveMain = true;
-        }
-    }
-    auto isOffloaded = [&](const std::string &device) { return device == "disk" || (haveMain && device == "cpu"); };
-
-    // Every key must name a module or a parameter.
-    auto parameters = model.namedParameters();
-    std::map<std::string, NamedParameter> byName;
-    for (const auto &p : parameters)
-        byName.emplace(p.name, p);
-    for (const auto &[key, device] : map) {
-        if (!key.empty() && !model.findModule(key) && !byName.count(key) &&
-            !(options.plannedStructure && placesNothing(key, *options.plannedStructure)))
-            return makeError(
-                ErrorCode::InvalidInput, "device map: '" + key +
-                                             "' names no module or parameter of the model (top-level modules: " +
-                                             [&] {
-                                                 std::string s;
-                                                 for (auto &c : model.children())
-                                                     s += (s.empty() ? "" : ", ") + c.first;
-                                                 return s;
-                                             }() +
-                                             ")");
-    }
-
-    std::optional<bigmodel::OffloadFolder> folder;
-    bool writeFolder = false;
-    if (!options.offloadFolder.empty()) {
-        writeFolder = !std::filesystem::exists(options.offloadFolder + "/index.json");
-        auto opened = bigmodel::OffloadFolder::open(options.offloadFolder);
-        if (!opened)
-            return tl::unexpected(opened.error());
-        folder = std::move(*opened);
-    }
-
-    std::set<std::string> loaded;
-    std::map<Module *, std::shared_ptr<OffloadHook>> hooks;
-    for (const bigmodel::TensorInfo *info : checkpoint.tensors()) {
-        std::string name = info->name;
-        if (!byName.count(name)) {
-            for (const auto &child : model.children())
-                if (byName.count(child.first + "." + name)) {
-                    name = child.first + "." + name;
-                    break;
-                }
-        }
-        auto found = byName.find(name);
-        if (found == byName.end()) {
-            if (isIgnoredBuffer(info->name))
-                continue;
-            if (options.strict)
-                return makeError(ErrorCode::InvalidInput,
-                                 info->name + ": not a parameter of the model (strict loading)",
-                                 checkpoint.shardOf(info->name)->path());
-            report.unexpectedKeys.push_back(info->name);
-            continue;
-        }
-        Parameter *parameter = found->second.parameter;
-        if (info->shape != parameter->shape) {
-            auto str = [](const std::vector<int64_t> &s) {
-                std::string o = "[";
-                for (size_t i = 0; i < s.size(); ++i)
-                    o += (i ? ", " : "") + std::to_string(s[i]);
-                return o + "]";
-            };
-            return makeError(ErrorCode::InvalidInput,
-                             info->name + ": shape " + str(info->shape) + " does not match the model's " +
-                                 str(parameter->shape) + " (is config.json the checkpoint's?)",
-                             checkpoint.shardOf(info->name)->path());
-        }
-        const int match = longestMatch(map, name);
-        if (match < 0)
-            return makeError(ErrorCode::InvalidInput,
-                             "device map: no entry covers " + name + " (add it or a parent module, or a \"\" entry)");
-        const std::string &device = map[match].second;
-        const auto *shard = checkpoint.shardOf(info->name);
-        auto view = viewBytes(info->data, info->byteSize(), info->dtype, info->shape, shard->mapping(), info->name);
-        if (!view)
-            return makeError(view.error().code, view.error().message, shard->path());
-        loaded.insert(name);
-
-        if (!isOffloaded(device)) {
-            try {
-                parameter->value = placeTensor(*view, devices.at(device), parameter->keepDtype ? std::nullopt : dtype);
-            } catch (const c10::Error &e) {
-                return makeError(ErrorCode::Failed,
-                                 name + ": cannot place on " + device + ": " + e.what_without_backtrace());
-            }
-            ++report.residentTensors;
-            report.residentBytes += parameter->value.nbytes();
-            if (parameter->value.data_ptr() == view->data_ptr())
-                ++report.zeroCopyTensors;
-            continue;
-        }
-        at::Tensor source = *view;
-        if (device == "disk" && folder) {
-            if (writeFolder || !folder->find(name)) {
-                if (auto ok = folder->writeTensor(name, info->dtype, info->shape, info->data, info->byteSize()); !ok)
-                    return tl::unexpected(ok.error());
-                ++report.offloadFolderWrites;
-            }
-            auto stored = folder->load(name);
-            if (!stored)
-                return tl::unexpected(stored.error());
-            auto folderView = viewBytes(stored->data, stored->size, stored->dtype, stored->shape, stored->keepAlive,
-                                        folder->folder() + "/" + name + ".dat");
-            if (!folderView)
-                return tl::unexpected(folderView.error());
-            source = *folderView;
-        }
-        parameter->value = at::Tensor();
-        auto &hook = hooks[found->second.owner];
-        if (!hook) {
-            hook = std::make_shared<OffloadHook>(mainDevice, dtype);
-            found->second.owner->addHook(hook);
-        }
-        hook->addSlot({parameter, source});
-        ++report.offloadedTensors;
-        report.offloadedBytes += source.nbytes();
-    }
-    if (folder && report.offloadFolderWrites > 0)
-        if (auto ok = folder->save(); !ok)
+    TensorPlacer placer(model, checkpoint, options, map, *placement, dtype, report);
+    if (auto ok = checkMapKeys(model, map, placer.byName(), options); !ok)
+        return tl::unexpected(ok.error());
+    if (auto ok = placer.openFolder(); !ok)
+        return tl::unexpected(ok.error());
+    for (const bigmodel::TensorInfo *info : checkpoint.tensors())
+        if (auto ok = placer.place(*info); !ok)
             return tl::unexpected(ok.error());
+    if (auto ok = placer.saveFolder(); !ok)
+        return tl::unexpected(ok.error());
+    if (auto ok = placer.checkEverythingLoaded(); !ok)
+        return tl::unexpected(ok.error());
 
-    std::vector<std::string> missing;
-    for (const auto &p : parameters)
-        if (!loaded.count(p.name))
-            missing.push_back(p.name);
-    if (!missing.empty()) {
-        std::string list;
-        for (size_t i = 0; i < missing.size() && i < 5; ++i)
-            list += (i ? ", " : "") + missing[i];
-        if (missing.size() > 5)
-            list += " and " + std::to_string(missing.size() - 5) + " more";
-        return makeError(ErrorCode::InvalidInput,
-                         "the checkpoint lacks " + std::to_string(missing.size()) +
-                             " parameter(s) of the model: " + list,
-                         checkpoint.folder());
-    }
-    std::map<std::string, at::Device> execution = devices;
+    std::map<std::string, at::Device> execution = placement->devices;
     for (auto &[name, device] : execution)
-        if (isOffloaded(name))
-            device = mainDevice;
-    setDevices(model, "", map, execution, mainDevice);
-    report.hookedModules = hooks.size();
+        if (placement->isOffloaded(name))
+            device = placement->main;
+    setDevices(model, "", map, execution, placement->main);
+    report.hookedModules = placer.hookedModules();
     if (options.plannedStructure) {
-        const auto tied = tiedDeviceWarnings(map, *options.plannedStructure, byName);
+        const auto tied = tiedDeviceWarnings(map, *options.plannedStructure, placer.byName());
         report.warnings.insert(report.warnings.end(), tied.begin(), tied.end());
     }
     if (!report.unexpectedKeys.empty())
