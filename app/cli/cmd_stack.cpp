@@ -21,6 +21,7 @@
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QMap>
 #include <QProcess>
 #include <QStandardPaths>
 #include <QThread>
@@ -139,6 +140,53 @@ RankStack pythonStack(const QString &pySpy, qint64 pid, int timeoutMs)
     return *parsed;
 }
 
+// Native frames get their source file and line from the objects' line tables (accel-worker and
+// the runtime are built with -g1), through binutils' addr2line when it is installed; one call per
+// object. Frames it cannot place keep what the worker said.
+void addSourceLines(RankStack &stack)
+{
+    static const QString addr2line = QStandardPaths::findExecutable(QStringLiteral("addr2line"));
+    if (addr2line.isEmpty())
+        return;
+    const QString program = QFile::symLinkTarget(QStringLiteral("/proc/%1/exe").arg(stack.pid));
+    QMap<QString, QList<int>> byObject; // object path -> frame indexes
+    for (int i = 0; i < stack.frames.size(); ++i) {
+        const StackFrame &frame = stack.frames.at(i);
+        if (frame.objectOffset.isEmpty() || frame.path.isEmpty())
+            continue;
+        // The program itself may be named as it was started (argv[0]): its /proc link is exact.
+        const QString path = frame.path.startsWith(QLatin1Char('/')) ? frame.path : program;
+        if (!path.isEmpty())
+            byObject[path].append(i);
+    }
+    for (auto it = byObject.cbegin(); it != byObject.cend(); ++it) {
+        QStringList arguments{QStringLiteral("-C"), QStringLiteral("-f"), QStringLiteral("-e"), it.key()};
+        for (int index : it.value())
+            arguments << stack.frames.at(index).objectOffset;
+        QProcess process;
+        process.start(addr2line, arguments);
+        if (!process.waitForFinished(10000) || process.exitCode() != 0) {
+            process.kill();
+            process.waitForFinished(1000);
+            continue;
+        }
+        const QStringList lines = QString::fromLocal8Bit(process.readAllStandardOutput()).split(QLatin1Char('\n'));
+        for (int k = 0; k < it.value().size() && 2 * k + 1 < lines.size(); ++k) {
+            StackFrame &frame = stack.frames[it.value().at(k)];
+            const QString function = lines.at(2 * k), where = lines.at(2 * k + 1);
+            if (frame.function.isEmpty() && function != QLatin1String("??"))
+                frame.function = function;
+            const int colon = where.lastIndexOf(QLatin1Char(':'));
+            bool numeric = false;
+            const int line = colon > 0 ? where.mid(colon + 1).section(QLatin1Char(' '), 0, 0).toInt(&numeric) : 0;
+            if (numeric && line > 0 && !where.startsWith(QLatin1String("??"))) {
+                frame.file = where.left(colon);
+                frame.line = line;
+            }
+        }
+    }
+}
+
 struct Capture {
     QList<RankStack> stacks;
     QString refusal; // the whole run could not be asked (exit code in `code`)
@@ -215,9 +263,11 @@ Capture captureStacks(RunDirectory &run, int timeoutMs)
             if (text) {
                 auto parsed = parseNativeStack(QByteArray::fromStdString(*text));
                 const qint64 pid = stack.pid;
-                if (parsed)
+                if (parsed) {
                     stack = *parsed;
-                else
+                    stack.pid = pid;
+                    addSourceLines(stack);
+                } else
                     stack.error = QString::fromStdString(parsed.error().message);
                 stack.rank = pending.rank;
                 stack.pid = pid;

@@ -52,9 +52,10 @@ QJsonObject frameJson(const StackFrame &frame)
 QString frameText(const StackFrame &frame)
 {
     QString name = frame.function.isEmpty() ? QStringLiteral("??") : frame.function;
+    QString text = frame.object.isEmpty() ? name : QStringLiteral("%1 [%2+%3]").arg(name, frame.object, frame.offset);
     if (!frame.file.isEmpty())
-        return QStringLiteral("%1 (%2:%3)").arg(name, frame.file).arg(frame.line);
-    return QStringLiteral("%1 [%2+%3]").arg(name, frame.object, frame.offset);
+        text += QStringLiteral(" (%1:%2)").arg(frame.file).arg(frame.line);
+    return text;
 }
 
 // "NCCL flight recorder: 12 entries; last: nccl:all_reduce #12 started" (docs/hang-autopsy.md).
@@ -113,7 +114,7 @@ Result<RankStack> parsePySpyDump(const QByteArray &json, qint64 pid)
         const QJsonObject object = value.toObject();
         stack.frames.append({object.value(QStringLiteral("name")).toString(),
                              object.value(QStringLiteral("filename")).toString(),
-                             object.value(QStringLiteral("line")).toInt(), QString(), QString()});
+                             object.value(QStringLiteral("line")).toInt(), QString(), QString(), QString(), QString()});
     }
     // The collective: the outermost library frame the user's code called, past wrappers.
     for (int i = 0; i < stack.frames.size(); ++i) {
@@ -146,9 +147,10 @@ Result<RankStack> parseNativeStack(const QByteArray &json)
     stack.ncclFlightRecorder = object.value(QStringLiteral("nccl_flight_recorder")).toObject();
     for (const QJsonValue &value : object.value(QStringLiteral("frames")).toArray()) {
         const QJsonObject frame = value.toObject();
-        stack.frames.append({frame.value(QStringLiteral("function")).toString(), QString(), 0,
-                             frame.value(QStringLiteral("object")).toString(),
-                             frame.value(QStringLiteral("offset")).toString()});
+        stack.frames.append(
+            {frame.value(QStringLiteral("function")).toString(), QString(), 0,
+             frame.value(QStringLiteral("object")).toString(), frame.value(QStringLiteral("offset")).toString(),
+             frame.value(QStringLiteral("path")).toString(), frame.value(QStringLiteral("object_offset")).toString()});
     }
     return stack;
 }
@@ -163,12 +165,19 @@ QString stackSummary(const RankStack &stack)
                            : QStringLiteral("%1 %2 #%3")
                                  .arg(stack.waiting ? QStringLiteral("in") : QStringLiteral("after"), stack.collective)
                                  .arg(stack.sequence);
-        // The innermost frame of the runtime or the worker: where it waits, in our code.
-        for (const StackFrame &frame : stack.frames) {
-            if (frame.function.startsWith(QLatin1String("accel::"))) {
-                text += QStringLiteral(" at ") + frame.function;
-                break;
-            }
+        // The innermost frame of the runtime or the worker: where it waits, in our code; with source
+        // lines, the innermost one whose line is in our sources (not a system header's inlined code).
+        auto ours = [](const StackFrame &frame) { return frame.function.startsWith(QLatin1String("accel::")); };
+        auto inSources = [&](const StackFrame &frame) {
+            return ours(frame) && !frame.file.isEmpty() && !frame.file.startsWith(QLatin1String("/usr/"));
+        };
+        auto at = std::find_if(stack.frames.begin(), stack.frames.end(), inSources);
+        if (at == stack.frames.end())
+            at = std::find_if(stack.frames.begin(), stack.frames.end(), ours);
+        if (at != stack.frames.end()) {
+            text += QStringLiteral(" at ") + at->function;
+            if (inSources(*at))
+                text += QStringLiteral(" (%1)").arg(fileAndLine(*at));
         }
         return text;
     }

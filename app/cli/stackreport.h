@@ -13,10 +13,12 @@ namespace accel::cli {
 
 struct StackFrame {
     QString function;
-    QString file;   // Python: the source file; native: empty
-    int line = 0;   // Python: the line; native: 0
-    QString object; // native: the library or program ("libtorch_cpu.so"); Python: empty
-    QString offset; // native: from the symbol (or the object when unnamed)
+    QString file;         // Python: the source file; native: from the object's line table, if any
+    int line = 0;         // the line in `file`
+    QString object;       // native: the library or program ("libtorch_cpu.so"); Python: empty
+    QString offset;       // native: from the symbol (or the object when unnamed)
+    QString path;         // native: the object as the process loaded it
+    QString objectOffset; // native: the call's offset in the object (for addr2line)
 };
 
 struct RankStack {

@@ -140,8 +140,13 @@ std::string nativeStackJson(int rank, void *const *frames, int count)
         nlohmann::json frame{{"address", hex(address)}};
         Dl_info info{};
         if (dladdr(reinterpret_cast<void *>(lookup), &info)) {
-            if (info.dli_fname)
+            if (info.dli_fname) {
                 frame["object"] = std::filesystem::path(info.dli_fname).filename().string();
+                frame["path"] = info.dli_fname;
+            }
+            // From the object's load address, of the call itself: what addr2line takes.
+            if (info.dli_fbase)
+                frame["object_offset"] = hex(lookup - reinterpret_cast<std::uintptr_t>(info.dli_fbase));
             if (info.dli_sname) {
                 frame["function"] = demangled(info.dli_sname);
                 frame["offset"] = hex(address - reinterpret_cast<std::uintptr_t>(info.dli_saddr));

@@ -15,8 +15,11 @@
 #include <QJsonObject>
 #include <QProcess>
 #include <QScopeGuard>
+#include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QtTest>
+
+#include <algorithm>
 
 #include <sys/ptrace.h>
 
@@ -211,6 +214,19 @@ private Q_SLOTS:
         QCOMPARE(one.value(QStringLiteral("sequence")).toInt(), zero.value(QStringLiteral("sequence")).toInt());
         const QString frames = QString::fromUtf8(QJsonDocument(one.value(QStringLiteral("frames")).toArray()).toJson());
         QVERIFY2(frames.contains(QStringLiteral("accel::runtime::Accelerator::waitForEveryone")), qPrintable(frames));
+        // Source lines from the objects' line tables where binutils' addr2line is installed: rank 1
+        // waits in the deliberate barrier of the training loop.
+        if (!QStandardPaths::findExecutable(QStringLiteral("addr2line")).isEmpty()) {
+            const QJsonArray list = one.value(QStringLiteral("frames")).toArray();
+            const bool found = std::any_of(list.begin(), list.end(), [](const QJsonValue &frame) {
+                return frame.toObject()
+                           .value(QStringLiteral("file"))
+                           .toString()
+                           .endsWith(QLatin1String("core/worker/trainingloop.cpp")) &&
+                       frame.toObject().value(QStringLiteral("line")).toInt() > 0;
+            });
+            QVERIFY2(found, qPrintable(frames));
+        }
         const auto onDemand = test::runAccel({QStringLiteral("stack"), runDir});
         QVERIFY2(onDemand.exitCode == 0, qPrintable(onDemand.err));
         qInfo("%s", qPrintable(onDemand.out.section(QLatin1Char('\n'), 0, 2)));
