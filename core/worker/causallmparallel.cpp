@@ -65,6 +65,7 @@ Result<std::unique_ptr<CausalLmTensorParallel>> CausalLmTensorParallel::create(r
         collectives->allGather(output, input);
     };
     parallel->m_group = std::move(group);
+    parallel->m_transport = collectives->transport();
     return parallel;
 }
 

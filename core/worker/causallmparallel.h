@@ -33,11 +33,13 @@ public:
     // The whole weights again on every rank (every rank calls it), before rank 0 writes the folder.
     void gather(inference::CausalLM &model);
     int size() const;
+    std::string transport() const { return m_transport; } // the tp group's: "shared-memory" or "process-group"
 
 private:
     CausalLmTensorParallel(runtime::Accelerator &accelerator) : m_accelerator(accelerator) {}
     runtime::Accelerator &m_accelerator;
     inference::TensorParallel m_group;
+    std::string m_transport;
     std::vector<std::string> m_splitNames;
     std::vector<at::Tensor> m_split, m_replicated; // trained tensors
 };

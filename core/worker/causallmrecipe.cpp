@@ -380,15 +380,18 @@ Result<void> runCausalLmRecipe(runtime::Accelerator &accelerator, const JobSpec 
                            : count(data.samples()) + " instruction examples";
     accelerator.print(
         "causal_lm: " + setup.config.modelType + " (" + lm->typeName() + "), " + count(setup.config.numLayers) +
-        " layers, hidden " + count(setup.config.hiddenSize) + ", " + count(loaded->parameters) + " parameters, " +
-        count(loaded->trainable) + " trained" +
+        " layers, hidden " + count(setup.config.hiddenSize) + ", " + count(loaded->parameters) +
+        (*tensorParallel ? " parameters on this rank, " : " parameters, ") + count(loaded->trainable) + " trained" +
         (setup.lora
              ? " (LoRA r " + count(setup.lora->rank) + " on " + count(int64_t(loaded->adapted.size())) + " layers)"
              : std::string(" (full fine-tuning)")) +
         "; data: " + count(data.files) + " file(s), " + count(data.documents) + " " +
         (data.format == LmDataFormat::Text ? "documents, " : "examples, ") + count(data.tokens) + " tokens in " +
         std::to_string(data.seconds) + " s, " + what + "; " + count(accelerator.numProcesses()) + " process(es), " +
-        accelerator.strategyName() + (*tensorParallel ? ", mesh " + accelerator.mesh().describe() : std::string()));
+        accelerator.strategyName() +
+        (*tensorParallel
+             ? ", mesh " + accelerator.mesh().describe() + " (tp collectives: " + (*tensorParallel)->transport() + ")"
+             : std::string()));
     if (data.cutExamples > 0 || data.droppedExamples > 0)
         accelerator.print("note: data.train: " + count(data.cutExamples) + " example(s) longer than data.block_size " +
                           count(data.blockSize) + " were cut to it; " + count(data.droppedExamples) +
