@@ -521,6 +521,11 @@ Result<LaunchSettings> Merger::run()
                               " local ranks with torchrun-style RANK/WORLD_SIZE");
         }
     }
+    // With --deepspeed_hostfile the launch goes to its hosts (cmd_hosts_launch.cpp) and never gets here.
+    for (const char *filter : {"deepspeed_inclusion_filter", "deepspeed_exclusion_filter"})
+        if (typed(filter))
+            s.notes.push_back(std::string(filter) +
+                              " is not used: it filters the hosts of --deepspeed_hostfile, and none is given");
     s.deviceMaskVariable = deviceMaskVariableFor(s.distributedType);
     if (!s.useDeepSpeed)
         s.deepspeedFieldsFromConfig.clear();

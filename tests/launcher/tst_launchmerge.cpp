@@ -225,6 +225,12 @@ private Q_SLOTS:
         QCOMPARE(statics->mainProcessIp, std::string("10.0.0.9"));
         QCOMPARE(statics->mainProcessPort, 29611);
         QVERIFY(hasNote(*statics, "rdzv_conf timeout=30 is not used with rdzv_backend static"));
+
+        // A DeepSpeed filter without --deepspeed_hostfile (which sends the launch to its hosts) is noted.
+        auto filterOnly = merge({{"cpu", "true"}, {"deepspeed_exclusion_filter", "node1"}});
+        QVERIFY(filterOnly);
+        QVERIFY(hasNote(*filterOnly, "deepspeed_exclusion_filter is not used: it filters the hosts of "
+                                     "--deepspeed_hostfile"));
     }
 
     void threadsFollowAccelerate()
