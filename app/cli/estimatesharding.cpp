@@ -55,6 +55,12 @@ Result<ShardingEstimate> estimateUnder(const Lookup &lookup, ShardingEstimate es
     auto plan = runtime::shardingPlanFromEnvironment(lookup);
     if (!plan)
         return named(plan.error());
+    if (const int tp = plan->tensorParallelSize; tp > 1) // never a prediction of the whole model per rank
+        return named(Error{ErrorCode::InvalidInput,
+                           "parallelism_config_tp_size " + std::to_string(tp) +
+                               ": the per-rank estimate under tensor parallelism (split attention and feed-forward "
+                               "layers, whole embeddings) is not implemented yet; estimate with tp_size: 1",
+                           {}});
     // The precision the run trains in and, under fp8, the recipe ACCELERATE_FP8_* selects.
     const char *launched = lookup("ACCELERATE_MIXED_PRECISION");
     estimate.mixedPrecision = !mixedPrecision.empty() ? mixedPrecision : launched ? launched : "no";

@@ -135,8 +135,19 @@ private Q_SLOTS:
         auto [code3, plain] = perRank(ddp, {});
         QCOMPARE(code3, 0);
         QCOMPARE(plain["rows"][0]["total_bytes"].get<uint64_t>(), 4 * p * 4);
+        // Tensor parallelism is refused by name, never estimated as if every rank held the whole model.
+        const QString tp = m_dir.filePath("tp.yaml");
+        QVERIFY(fileutil::writeFileAtomic(tp.toStdString(),
+                                          "compute_environment: LOCAL_MACHINE\ndistributed_type: FSDP\n"
+                                          "fsdp_config:\n  fsdp_version: 2\nparallelism_config:\n"
+                                          "  parallelism_config_tp_size: 2\nmachine_rank: 0\nmixed_precision: 'no'\n"
+                                          "num_machines: 1\nnum_processes: 2\nuse_cpu: true\n"));
+        auto r = test::runAccel({"estimate-memory", m_model, "--config_file", tp});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("parallelism_config_tp_size 2: the per-rank estimate under tensor parallelism"),
+                 qPrintable(r.err));
         // Bad input names what is wrong and exits 2.
-        auto r = test::runAccel({"estimate-memory", m_model, "--config_file", m_dir.filePath("missing.yaml")});
+        r = test::runAccel({"estimate-memory", m_model, "--config_file", m_dir.filePath("missing.yaml")});
         QCOMPARE(r.exitCode, 2);
         QVERIFY2(r.err.contains("missing.yaml"), qPrintable(r.err));
         r = test::runAccel({"estimate-memory", m_model, "--num_processes", "2"});
