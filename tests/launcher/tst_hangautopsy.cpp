@@ -21,7 +21,10 @@
 
 #include <algorithm>
 
+#include <csignal>
 #include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace accel;
 
@@ -268,16 +271,32 @@ private Q_SLOTS:
             (QJsonArray{0, 1, 2}));
 
         // A rank held by another tracer (as by a debugger): py-spy's refusal is said with the reason.
+        // The tracer is a child of the test that seizes the rank and waits; killing it detaches the
+        // rank again (a tracer that stays would hold the rank's stop signals).
         const QJsonObject rank3 = document.value(QStringLiteral("ranks")).toArray().at(3).toObject();
         const auto pid = static_cast<pid_t>(rank3.value(QStringLiteral("pid")).toDouble());
         QVERIFY(pid > 0);
-        QCOMPARE(::ptrace(PTRACE_SEIZE, pid, nullptr, nullptr), 0L);
+        int ready[2];
+        QCOMPARE(::pipe(ready), 0);
+        const pid_t tracer = ::fork();
+        if (tracer == 0) {
+            const char seized = ::ptrace(PTRACE_SEIZE, pid, nullptr, nullptr) == 0 ? 1 : 0;
+            (void)!::write(ready[1], &seized, 1);
+            for (;;)
+                ::pause();
+        }
+        ::close(ready[1]);
+        char seized = 0;
+        const ssize_t got = ::read(ready[0], &seized, 1);
+        ::close(ready[0]);
         const auto traced = test::runAccel({QStringLiteral("stack"), runDir});
-        ::ptrace(PTRACE_DETACH, pid, nullptr, nullptr);
-        QVERIFY2(traced.out.contains(QStringLiteral("rank 3 no stack: py-spy cannot attach: the process is traced by "
-                                                    "pid %1")
-                                         .arg(QCoreApplication::applicationPid())),
-                 qPrintable(traced.out));
+        ::kill(tracer, SIGKILL);
+        ::waitpid(tracer, nullptr, 0);
+        QVERIFY(got == 1 && seized == 1);
+        QVERIFY2(
+            traced.out.contains(
+                QStringLiteral("rank 3 no stack: py-spy cannot attach: the process is traced by pid %1").arg(tracer)),
+            qPrintable(traced.out));
         QVERIFY2(traced.out.contains(QStringLiteral("ranks 0-2 in <module> at wait.py:5")), qPrintable(traced.out));
         stopRun(launch, runDir);
     }
