@@ -158,6 +158,7 @@ void tst_RunsPage::stopIsOnlyForLiveRuns()
     std::unique_ptr<QMenu> menu(page.createRunMenu(nullptr));
     QAction *stacks = runMenuAction(menu.get(), QStringLiteral("Capture stacks"));
     QVERIFY(stacks && !stacks->isEnabled());
+    QVERIFY(!page.stacksButton()->isEnabled());
 }
 
 void tst_RunsPage::realJobIsFollowedAndStopped()
@@ -214,13 +215,14 @@ void tst_RunsPage::realJobIsFollowedAndStopped()
     QTRY_VERIFY_WITH_TIMEOUT(
         monitorPage->ranksView()->model()->index(0, 1).data().toString().contains(QStringLiteral("running")), 10000);
 
-    // The hang autopsy from the run's menu: `accel stack` of the live run, shown in a window with
-    // both native ranks (the worker's own handler answers).
+    // The hang autopsy from the run's menu and its Stacks button: `accel stack` of the live run,
+    // shown in a window with both native ranks (the worker's own handler answers).
     {
         std::unique_ptr<QMenu> menu(page.createRunMenu(nullptr));
         QAction *stacks = runMenuAction(menu.get(), QStringLiteral("Capture stacks"));
         QVERIFY(stacks && stacks->isEnabled());
-        stacks->trigger();
+        QTRY_VERIFY_WITH_TIMEOUT(page.stacksButton()->isEnabled(), 10000);
+        page.stacksButton()->click();
         app::StackDialog *dialog = nullptr;
         QTRY_VERIFY_WITH_TIMEOUT((dialog = page.findChild<app::StackDialog *>()) &&
                                      dialog->reportText().contains(QStringLiteral("group(s) of stacks")),
@@ -228,7 +230,10 @@ void tst_RunsPage::realJobIsFollowedAndStopped()
         QVERIFY2(dialog->reportText().contains(QStringLiteral("(native, innermost first)")),
                  qPrintable(dialog->reportText()));
         QVERIFY(QFile::exists(runDir + QStringLiteral("/stacks.json")));
-        dialog->close();
+        delete dialog;
+        stacks->trigger(); // the menu's action opens the same window
+        QTRY_VERIFY_WITH_TIMEOUT(page.findChild<app::StackDialog *>() != nullptr, 5000);
+        delete page.findChild<app::StackDialog *>();
     }
 
     // Stop through the page: `accel stop` runs in a QProcess while the event loop keeps going.

@@ -76,7 +76,10 @@ RunsPage::RunsPage(QWidget *parent) : QWidget(parent)
     m_refresh = new QPushButton(tr("Refresh"), this);
     m_stop = new QPushButton(tr("Stop"), this);
     m_stop->setToolTip(tr("accel stop: SIGINT, then SIGTERM, then SIGKILL to the run's supervisor"));
+    m_stacks = new QPushButton(tr("Stacks"), this);
+    m_stacks->setToolTip(tr("accel stack: every rank's stack now, grouped by identical stacks (the hang autopsy)"));
     bar->addWidget(m_refresh);
+    bar->addWidget(m_stacks);
     bar->addWidget(m_stop);
     layout->addLayout(bar);
     m_hostsState = new QLabel(this);
@@ -118,6 +121,10 @@ RunsPage::RunsPage(QWidget *parent) : QWidget(parent)
     connect(m_view->selectionModel(), &QItemSelectionModel::selectionChanged, this, &RunsPage::onSelectionChanged);
     connect(m_refresh, &QPushButton::clicked, &m_model, &monitor::RunsModel::refresh);
     connect(m_stop, &QPushButton::clicked, this, &RunsPage::stopSelected);
+    connect(m_stacks, &QPushButton::clicked, this, [this] {
+        if (const QStringList runs = selectedRuns(); runs.size() == 1)
+            captureStacks(runs.first());
+    });
     connect(&m_model, &QAbstractItemModel::dataChanged, this, &RunsPage::updateButtons);
     connect(&m_model, &QAbstractItemModel::rowsInserted, this, [this] {
         m_columns->fit();
@@ -516,6 +523,8 @@ void RunsPage::updateButtons()
     for (const auto &index : m_view->selectionModel()->selectedRows())
         anyLive = anyLive || isStoppable(index);
     m_stop->setEnabled(anyLive && !isStopping());
+    const QModelIndexList rows = m_view->selectionModel()->selectedRows();
+    m_stacks->setEnabled(rows.size() == 1 && isStoppable(rows.first()));
     m_diff->setEnabled(m_view->selectionModel()->selectedRows().size() > 1);
 }
 

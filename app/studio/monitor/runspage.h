@@ -88,6 +88,8 @@ public:
     bool isColumnShown(int column) const;
     MonitorPage *monitorPage() const { return m_monitor; }
     QPushButton *stopButton() const { return m_stop; }
+    // `accel stack` of the one selected live run (also in the run menu: Capture stacks).
+    QPushButton *stacksButton() const { return m_stacks; }
     // Hides or shows the run list (the Monitor then takes the whole page).
     void setRunListVisible(bool visible);
     bool isRunListVisible() const;
@@ -130,6 +132,7 @@ private:
     RunsColumns *m_columns = nullptr;
     QPushButton *m_diff = nullptr;
     QPushButton *m_stop = nullptr;
+    QPushButton *m_stacks = nullptr;
     QPushButton *m_refresh = nullptr;
     QPushButton *m_listToggle = nullptr;
     QToolButton *m_compare = nullptr;
