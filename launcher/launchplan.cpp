@@ -1,5 +1,7 @@
 #include "launcher/launchplan.h"
 
+#include "core/rundir/redaction.h"
+
 #include "launcher/envbuilder.h"
 #include "launcher/export/shellquote.h"
 #include "launcher/rundirectory.h"
@@ -90,6 +92,29 @@ QString processCountText(const LaunchSettings &settings)
         .arg(here)
         .arg(settings.numProcesses)
         .arg(settings.numMachines);
+}
+
+QJsonObject manifestAfterRendezvous(QJsonObject manifest, const LaunchSettings &settings, const EnvMap &base)
+{
+    const QJsonObject fresh = launchPlanJson(settings, base);
+    manifest[QStringLiteral("settings")] = fresh.value(QStringLiteral("settings"));
+    const QJsonArray freshRanks = fresh.value(QStringLiteral("ranks")).toArray();
+    QJsonArray plan = manifest.value(QStringLiteral("plan")).toArray();
+    for (int i = 0; i < plan.size() && i < freshRanks.size(); ++i) {
+        QJsonObject entry = plan.at(i).toObject();
+        const QJsonObject now = freshRanks.at(i).toObject();
+        entry[QStringLiteral("rank")] = now.value(QStringLiteral("rank"));
+        QJsonObject env = entry.value(QStringLiteral("env")).toObject();
+        const QJsonObject nowEnv = now.value(QStringLiteral("env")).toObject();
+        for (auto it = env.begin(); it != env.end(); ++it) {
+            if (!it.value().toString().contains(QLatin1String(rundir::kRedacted)) && nowEnv.contains(it.key()))
+                it.value() = nowEnv.value(it.key());
+        }
+        entry[QStringLiteral("env")] = env;
+        plan[i] = entry;
+    }
+    manifest[QStringLiteral("plan")] = plan;
+    return manifest;
 }
 
 QString launchPlanText(const LaunchSettings &settings, const EnvMap &base)

@@ -18,6 +18,10 @@ QJsonObject settingsJson(const LaunchSettings &settings);
 // {"schema":"accel.launch-plan","version":1,"settings":..,"notes":[..],"ranks":[{"rank","local_rank","command","env"}]}
 QJsonObject launchPlanJson(const LaunchSettings &settings, const EnvMap &base);
 QString launchPlanText(const LaunchSettings &settings, const EnvMap &base);
+// run.json's `settings` and `plan` once a c10d meeting has given this machine its rank and the
+// store's address and port (written before the meeting with machine rank 0): rank numbers and every
+// recorded variable take the values this machine's ranks now get; redacted values stay redacted.
+QJsonObject manifestAfterRendezvous(QJsonObject manifest, const LaunchSettings &settings, const EnvMap &base);
 // How many rank processes the launch starts: "2 processes on this machine" or "4 processes on this
 // machine, 8 in total on 2 machines". The one wording (and count) of `accel launch --dry-run`, the
 // studio's Configure page and its Launch page.

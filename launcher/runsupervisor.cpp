@@ -4,6 +4,7 @@
 
 #include "launcher/envbuilder.h"
 #include "launcher/groupreaper.h"
+#include "launcher/launchplan.h"
 #include "launcher/machinerendezvous.h"
 #include "launcher/ports.h"
 #include "launcher/rundirectory.h"
@@ -163,7 +164,7 @@ void RunSupervisor::onRendezvousFinished(const RendezvousOutcome &outcome)
                                  {QStringLiteral("hosted"), outcome.hosted},
                                  {QStringLiteral("machines"), QJsonArray::fromStringList(outcome.machines)}};
         (void)m_run->appendEvent(QStringLiteral("rendezvous"), fields);
-        QJsonObject manifest = m_run->manifest();
+        QJsonObject manifest = manifestAfterRendezvous(m_run->manifest(), m_settings, m_baseEnvironment);
         manifest[QStringLiteral("rendezvous")] = fields;
         (void)m_run->writeManifest(manifest);
     }

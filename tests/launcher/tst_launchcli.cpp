@@ -382,6 +382,14 @@ private Q_SLOTS:
             QCOMPARE(rendezvous.value(QStringLiteral("hosted")).toBool(), rank == 0);
             masterPort = QString::number(rendezvous.value(QStringLiteral("master_port")).toInt());
             QVERIFY(QFile::exists(run + QStringLiteral("/logs/rank%1.log").arg(rank * 2)));
+            // run.json's settings and plan say what this machine ran, not the placeholder machine 0.
+            QCOMPARE(
+                manifest.value(QStringLiteral("settings")).toObject().value(QStringLiteral("machine_rank")).toInt(),
+                rank);
+            const QJsonObject planned = manifest.value(QStringLiteral("plan")).toArray().at(1).toObject();
+            QCOMPARE(planned.value(QStringLiteral("rank")).toInt(), rank * 2 + 1);
+            QCOMPARE(planned.value(QStringLiteral("env")).toObject().value(QStringLiteral("RANK")).toString(),
+                     QString::number(rank * 2 + 1));
             // One meeting per attempt.
             QFile events(run + QStringLiteral("/events.jsonl"));
             QVERIFY(events.open(QIODevice::ReadOnly));
