@@ -6,6 +6,7 @@
 #include "app/cli/argparser.h"
 #include "app/cli/command.h"
 
+#include "core/rundir/runlayout.h"
 #include "launcher/filefollower.h"
 #include "launcher/jsonoutput.h"
 #include "launcher/rundirectory.h"
@@ -265,9 +266,131 @@ Result<FollowedRuns> openRuns(const QString &argument, const QString &runsRoot)
 
 } // namespace
 
-static int runTail(int argc, char **argv)
+namespace {
+
+// What to print: the kind of file, one rank or all, how much to start with.
+struct TailChoice {
+    QString kind = QStringLiteral("logs"); // logs, metrics or events
+    int onlyRank = -1;
+    int lines = 20;
+};
+
+// The files of the chosen kind (rank logs, metrics/*.jsonl, events.jsonl of every node), their
+// lines as they grow, printed with a rank or node prefix when several are followed.
+class TailPrinter {
+public:
+    TailPrinter(const FollowedRuns &followed, const TailChoice &choice) : m_followed(followed), m_choice(choice)
+    {
+        discover();
+        m_follower.seekToTail(choice.lines);
+        m_prefixRanks = choice.kind == QLatin1String("logs") && m_follower.files().size() > 1;
+    }
+
+    FileFollower &follower() { return m_follower; }
+
+    // Adds files that appeared since (a rank file that appears later starts at its beginning).
+    void discover()
+    {
+        QStringList paths;
+        for (size_t node = 0; node < m_followed.runs.size(); ++node) {
+            const RunDirectory &run = m_followed.runs[node];
+            if (m_choice.kind == QLatin1String("events")) {
+                paths << run.filePath(QString::fromLatin1(rundir::file::Events));
+                if (const QString prefix = m_followed.prefixes.value(static_cast<int>(node)); !prefix.isEmpty())
+                    m_nodeOfFile.insert(paths.last(), prefix.chopped(1));
+                continue;
+            }
+            const bool logs = m_choice.kind == QLatin1String("logs");
+            const QString folder = run.filePath(QString::fromLatin1(logs ? rundir::file::Logs : rundir::file::Metrics));
+            const QString pattern = logs ? QStringLiteral("rank*.log") : QStringLiteral("*.jsonl");
+            for (const QString &name : QDir(folder).entryList({pattern}, QDir::Files, QDir::Name)) {
+                if (name != QLatin1String("system.jsonl")) // the supervisor's samples: only in the stream
+                    paths << folder + QLatin1Char('/') + name;
+            }
+        }
+        for (const QString &path : paths)
+            if ((m_choice.onlyRank < 0 || rankOfFile(path) == m_choice.onlyRank) && !m_follower.files().contains(path))
+                m_follower.addFile(path);
+    }
+
+    // Prints what the files hold now, in budgets: memory stays bounded whatever they hold.
+    void drain()
+    {
+        do {
+            print(m_follower.poll());
+            printWarnings(m_follower.takeWarnings());
+        } while (m_follower.hasMore());
+    }
+
+private:
+    void print(const QList<FileFollower::Line> &lines) const
+    {
+        for (const FileFollower::Line &line : lines) {
+            if (const QString node = m_nodeOfFile.value(line.file); !node.isEmpty() && m_followed.runs.size() > 1)
+                std::printf("[%s] %s\n", node.toLocal8Bit().constData(), line.text.toLocal8Bit().constData());
+            else if (m_prefixRanks)
+                std::printf("[rank %d] %s\n", rankOfFile(line.file), line.text.toLocal8Bit().constData());
+            else
+                std::printf("%s\n", line.text.toLocal8Bit().constData());
+        }
+        std::fflush(stdout);
+    }
+
+    const FollowedRuns &m_followed;
+    const TailChoice m_choice;
+    FileFollower m_follower;
+    QHash<QString, QString> m_nodeOfFile; // several nodes: each events.jsonl's node ("node1")
+    bool m_prefixRanks = false;
+};
+
+// One accel.tail object: the chosen files' last lines and the run's state.
+int printTailJson(TailPrinter &printer, RunDirectory &run, const QString &kind)
 {
-    ArgParser parser("accel tail", "Print the end of a run's logs, metrics or events; --follow streams them.");
+    const QJsonObject head{{QStringLiteral("schema"), QStringLiteral("accel.tail")},
+                           {QStringLiteral("version"), 1},
+                           {QStringLiteral("id"), run.id()},
+                           {QStringLiteral("kind"), kind}};
+    QByteArray text = schemaJson(head, true);
+    text.chop(1); // the closing brace: "lines" and "state" follow (keys in order)
+    writeOut(text + ",\"lines\":[");
+    bool first = true;
+    FileFollower &follower = printer.follower();
+    do {
+        for (const FileFollower::Line &line : follower.poll()) {
+            writeOut((first ? "" : ",") +
+                     QJsonDocument(lineJson(kind, line.file, line.text)).toJson(QJsonDocument::Compact));
+            first = false;
+        }
+        printWarnings(follower.takeWarnings());
+    } while (follower.hasMore());
+    const QByteArray state =
+        QJsonDocument(QJsonObject{{QStringLiteral("state"), run.effectiveState(false)}}).toJson(QJsonDocument::Compact);
+    writeOut("]," + state.mid(1) + "\n");
+    return ExitOk;
+}
+
+// Prints as the files grow until every node's run has ended, then what came last.
+int followUntilEnded(TailPrinter &printer, std::vector<RunDirectory> &runs)
+{
+    for (;;) {
+        printer.discover();
+        printer.drain();
+        bool ended = true;
+        for (RunDirectory &run : runs) {
+            (void)run.reloadManifest();
+            ended = ended && runstate::isFinal(run.effectiveState(true));
+        }
+        if (ended) {
+            printer.discover();
+            printer.drain();
+            return ExitOk;
+        }
+        QThread::msleep(200);
+    }
+}
+
+void addTailOptions(ArgParser &parser)
+{
     parser.addPositional({"run", "run id (or unique prefix) or run directory; a folder of node<K> run directories "
                                  "(a multi-node run) follows every node"});
     parser.addValue("runs_root", "DIR", "folder holding run directories",
@@ -288,6 +411,29 @@ static int runTail(int argc, char **argv)
                       0,
                       true,
                       {}});
+}
+
+// --from FILE=OFFSET names a node folder only in a multi-node run.
+bool offsetsFitTheRun(const FollowedRuns &followed, const QHash<QString, qint64> &startOffsets)
+{
+    if (followed.multiNode())
+        return true;
+    for (auto it = startOffsets.begin(); it != startOffsets.end(); ++it) {
+        if (it.key().startsWith(QLatin1String("node"))) {
+            std::fprintf(stderr, "accel tail: --from %s: %s is not a multi-node run (no node folders)\n",
+                         it.key().toLocal8Bit().constData(), followed.root.toLocal8Bit().constData());
+            return false;
+        }
+    }
+    return true;
+}
+
+} // namespace
+
+static int runTail(int argc, char **argv)
+{
+    ArgParser parser("accel tail", "Print the end of a run's logs, metrics or events; --follow streams them.");
+    addTailOptions(parser);
     if (!parser.parse(argc, argv, 1)) {
         if (parser.helpRequested()) {
             std::fputs(parser.helpText().c_str(), stdout);
@@ -296,6 +442,7 @@ static int runTail(int argc, char **argv)
         std::fprintf(stderr, "accel tail: %s\n", parser.error().c_str());
         return ExitBadInput;
     }
+    const bool kindChosen = parser.isSet("logs") || parser.isSet("metrics") || parser.isSet("events");
     if (int(parser.isSet("logs")) + int(parser.isSet("metrics")) + int(parser.isSet("events")) > 1) {
         std::fprintf(stderr, "accel tail: choose one of --logs, --metrics, --events\n");
         return ExitBadInput;
@@ -303,7 +450,9 @@ static int runTail(int argc, char **argv)
     const auto startOffsets = parseStartOffsets(parser.values("from"));
     if (!startOffsets)
         return ExitBadInput;
-    if (!startOffsets->isEmpty() && !(parser.isSet("json") && parser.isSet("follow"))) {
+    const bool json = parser.isSet("json");
+    const bool follow = parser.isSet("follow");
+    if (!startOffsets->isEmpty() && !(json && follow)) {
         std::fprintf(stderr, "accel tail: --from needs --follow --json (it continues an accel.tail stream)\n");
         return ExitBadInput;
     }
@@ -314,23 +463,15 @@ static int runTail(int argc, char **argv)
         std::fprintf(stderr, "accel tail: %s\n", followed.error().toString().c_str());
         return exitCodeFor(followed.error());
     }
-    if (!followed->multiNode()) {
-        for (auto it = startOffsets->begin(); it != startOffsets->end(); ++it) {
-            if (it.key().startsWith(QLatin1String("node"))) {
-                std::fprintf(stderr, "accel tail: --from %s: %s is not a multi-node run (no node folders)\n",
-                             it.key().toLocal8Bit().constData(), followed->root.toLocal8Bit().constData());
-                return ExitBadInput;
-            }
-        }
-    }
+    if (!offsetsFitTheRun(*followed, *startOffsets))
+        return ExitBadInput;
+    TailChoice choice;
+    choice.kind = parser.isSet("metrics")  ? QStringLiteral("metrics")
+                  : parser.isSet("events") ? QStringLiteral("events")
+                                           : QStringLiteral("logs");
+    choice.onlyRank = parser.isSet("rank") ? std::atoi(parser.valueOr("rank", "0").c_str()) : -1;
+    choice.lines = std::atoi(parser.valueOr("lines", "20").c_str());
     std::vector<RunDirectory> &runs = followed->runs;
-    const QString kind = parser.isSet("metrics")  ? QStringLiteral("metrics")
-                         : parser.isSet("events") ? QStringLiteral("events")
-                                                  : QStringLiteral("logs");
-    const int onlyRank = parser.isSet("rank") ? std::atoi(parser.valueOr("rank", "0").c_str()) : -1;
-    const bool json = parser.isSet("json");
-    const bool follow = parser.isSet("follow");
-
     if (json && !follow && runs.size() > 1) {
         std::fprintf(stderr,
                      "accel tail: %s holds %d nodes' runs: --json without --follow shows one run; give "
@@ -338,110 +479,16 @@ static int runTail(int argc, char **argv)
                      followed->root.toLocal8Bit().constData(), static_cast<int>(runs.size()));
         return ExitBadInput;
     }
-    if (json && follow) {
-        const bool chosen = parser.isSet("logs") || parser.isSet("metrics") || parser.isSet("events");
-        return streamRun(*followed, chosen ? kind : QString(), onlyRank, *startOffsets);
-    }
+    if (json && follow)
+        return streamRun(*followed, kindChosen ? choice.kind : QString(), choice.onlyRank, *startOffsets);
 
-    FileFollower follower;
-    QHash<QString, QString> nodeOfFile; // several nodes: each events.jsonl's node ("node1")
-    auto discover = [&] {
-        QStringList paths;
-        for (size_t node = 0; node < runs.size(); ++node) {
-            const RunDirectory &run = runs[node];
-            if (kind == QLatin1String("events")) {
-                paths << run.filePath(QStringLiteral("events.jsonl"));
-                if (const QString prefix = followed->prefixes.value(static_cast<int>(node)); !prefix.isEmpty())
-                    nodeOfFile.insert(paths.last(), prefix.chopped(1));
-                continue;
-            }
-            const QString folder =
-                run.filePath(kind == QLatin1String("logs") ? QStringLiteral("logs") : QStringLiteral("metrics"));
-            const QString pattern =
-                kind == QLatin1String("logs") ? QStringLiteral("rank*.log") : QStringLiteral("*.jsonl");
-            for (const QString &name : QDir(folder).entryList({pattern}, QDir::Files, QDir::Name)) {
-                if (name != QLatin1String("system.jsonl")) // the supervisor's samples: only in the stream
-                    paths << folder + QLatin1Char('/') + name;
-            }
-        }
-        QStringList added;
-        for (const QString &path : paths) {
-            if ((onlyRank < 0 || rankOfFile(path) == onlyRank) && !follower.files().contains(path)) {
-                follower.addFile(path);
-                added << path;
-            }
-        }
-        return added;
-    };
-    discover();
-    follower.seekToTail(std::atoi(parser.valueOr("lines", "20").c_str()));
-    const bool prefix = kind == QLatin1String("logs") && follower.files().size() > 1;
-
-    auto print = [&](const QList<FileFollower::Line> &lines) {
-        for (const FileFollower::Line &line : lines) {
-            if (const QString node = nodeOfFile.value(line.file); !node.isEmpty() && runs.size() > 1) {
-                std::printf("[%s] %s\n", node.toLocal8Bit().constData(), line.text.toLocal8Bit().constData());
-            } else if (prefix) {
-                std::printf("[rank %d] %s\n", rankOfFile(line.file), line.text.toLocal8Bit().constData());
-            } else {
-                std::printf("%s\n", line.text.toLocal8Bit().constData());
-            }
-        }
-        std::fflush(stdout);
-    };
-
-    if (!follow) {
-        // Polled in budgets and printed as it comes: memory stays bounded whatever the files hold.
-        if (!json) {
-            do {
-                print(follower.poll());
-                printWarnings(follower.takeWarnings());
-            } while (follower.hasMore());
-            return ExitOk;
-        }
-        const QJsonObject head{{QStringLiteral("schema"), QStringLiteral("accel.tail")},
-                               {QStringLiteral("version"), 1},
-                               {QStringLiteral("id"), runs.front().id()},
-                               {QStringLiteral("kind"), kind}};
-        QByteArray text = schemaJson(head, true);
-        text.chop(1); // the closing brace: "lines" and "state" follow (keys in order)
-        writeOut(text + ",\"lines\":[");
-        bool first = true;
-        do {
-            for (const FileFollower::Line &line : follower.poll()) {
-                writeOut((first ? "" : ",") +
-                         QJsonDocument(lineJson(kind, line.file, line.text)).toJson(QJsonDocument::Compact));
-                first = false;
-            }
-            printWarnings(follower.takeWarnings());
-        } while (follower.hasMore());
-        const QByteArray state =
-            QJsonDocument(QJsonObject{{QStringLiteral("state"), runs.front().effectiveState(false)}})
-                .toJson(QJsonDocument::Compact);
-        writeOut("]," + state.mid(1) + "\n");
-        return ExitOk;
-    }
-    for (;;) {
-        discover(); // rank files that appear later start at their beginning
-        do {
-            print(follower.poll());
-            printWarnings(follower.takeWarnings());
-        } while (follower.hasMore());
-        bool ended = true;
-        for (RunDirectory &run : runs) {
-            (void)run.reloadManifest();
-            ended = ended && runstate::isFinal(run.effectiveState(true));
-        }
-        if (ended) {
-            discover();
-            do {
-                print(follower.poll());
-                printWarnings(follower.takeWarnings());
-            } while (follower.hasMore());
-            return ExitOk;
-        }
-        QThread::msleep(200);
-    }
+    TailPrinter printer(*followed, choice);
+    if (follow)
+        return followUntilEnded(printer, runs);
+    if (json)
+        return printTailJson(printer, runs.front(), choice.kind);
+    printer.drain();
+    return ExitOk;
 }
 
 static Registrar registrar({"tail", "print or follow a run's logs, metrics or events", &runTail});
