@@ -25,10 +25,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #ifndef ACCEL_BENCH_SOURCE_ROOT
@@ -263,10 +265,26 @@ BenchRun runOne(const Shape &shape, const Precision &precision, int seed, const 
     return run;
 }
 
-int runBench(int argc, char **argv)
+// "a, b, c": the names of a table, for help and messages.
+template <typename Entries>
+std::string nameList(const Entries &entries)
 {
-    ArgParser parser("accel bench", "Benchmarks; `accel bench fp8` trains the gpt recipe under fp32, bf16 and each FP8 "
-                                    "recipe and compares them (runs accel-worker)");
+    std::string text;
+    for (const auto &entry : entries)
+        text += (text.empty() ? "" : ", ") + std::string(entry.name);
+    return text;
+}
+
+struct BenchOptions {
+    int steps = 500, threads = 1, seeds = 1, jobs = 1;
+    QStringList only;       // precisions; empty: all
+    QStringList shapeNames; // in the order they run, once planned
+    QString out;
+    bool json = false;
+};
+
+void addBenchOptions(ArgParser &parser)
+{
     parser.addPositional({"which", "the benchmark: fp8", false, false});
     parser.addValue("steps", "N", "optimizer steps per run", "500");
     parser.addValue("out", "DIR", "folder for the runs, the table and fp8-loss.png", "fp8-bench");
@@ -280,13 +298,185 @@ int runBench(int argc, char **argv)
                     "runs trained at the same time, each its own accel-worker (at most one per core for step times "
                     "that mean something; the results do not depend on it)",
                     "1");
-    parser.addValue("only", "NAMES", "comma-separated precisions to run (fp32,bf16,fp8-te,fp8-msamp-o1,...)", "");
+    parser.addValue("only", "NAMES", "comma-separated precisions to run: " + nameList(precisions), "");
     parser.addValue("shapes", "NAMES",
                     "comma-separated model shapes: gpt (2 layers, n_embd 64), gpt-deep (4 layers, n_embd 32), "
                     "gpt-tiny (1 layer, n_embd 16, context 32, batch 8)",
                     defaultShapes);
     parser.addFlag("json", "machine-readable result (accel.bench-fp8) on stdout; progress as JSON lines "
                            "(accel.bench-fp8.progress) on stderr");
+}
+
+// The options checked; each refusal is printed, naming the option and what is valid.
+std::optional<BenchOptions> readBenchOptions(const ArgParser &parser)
+{
+    BenchOptions o;
+    auto integer = [&](const char *name, const char *fallback, int low, int high, int &out) {
+        bool ok = false;
+        out = QString::fromStdString(parser.valueOr(name, fallback)).toInt(&ok);
+        if (ok && out >= low && out <= high)
+            return true;
+        if (high == INT_MAX)
+            std::fprintf(stderr, "accel bench: --%s: expected an integer >= %d\n", name, low);
+        else
+            std::fprintf(stderr, "accel bench: --%s: expected an integer from %d to %d\n", name, low, high);
+        return false;
+    };
+    if (!integer("steps", "500", 10, INT_MAX, o.steps) || !integer("threads", "1", 1, INT_MAX, o.threads) ||
+        !integer("seeds", "1", 1, 20, o.seeds) || !integer("jobs", "1", 1, 64, o.jobs))
+        return std::nullopt;
+    o.only = QString::fromStdString(parser.valueOr("only", "")).split(QLatin1Char(','), Qt::SkipEmptyParts);
+    for (const QString &name : o.only) {
+        if (std::none_of(precisions.begin(), precisions.end(),
+                         [&](const Precision &p) { return name == QLatin1String(p.name); })) {
+            std::fprintf(stderr, "accel bench: --only: unknown precision '%s'; expected %s\n", qPrintable(name),
+                         nameList(precisions).c_str());
+            return std::nullopt;
+        }
+    }
+    o.shapeNames =
+        QString::fromStdString(parser.valueOr("shapes", defaultShapes)).split(QLatin1Char(','), Qt::SkipEmptyParts);
+    o.shapeNames.removeDuplicates();
+    if (o.shapeNames.isEmpty()) {
+        std::fprintf(stderr, "accel bench: --shapes: empty; expected some of %s\n", nameList(shapes).c_str());
+        return std::nullopt;
+    }
+    for (const QString &name : o.shapeNames) {
+        if (std::none_of(std::begin(shapes), std::end(shapes),
+                         [&](const Shape &s) { return name == QLatin1String(s.name); })) {
+            std::fprintf(stderr, "accel bench: --shapes: unknown shape '%s'; expected %s\n", qPrintable(name),
+                         nameList(shapes).c_str());
+            return std::nullopt;
+        }
+    }
+    o.out = QDir(QString::fromStdString(parser.valueOr("out", "fp8-bench"))).absolutePath();
+    o.json = parser.isSet("json");
+    return o;
+}
+
+struct Planned {
+    const Shape *shape;
+    const Precision *precision;
+    int seed;
+};
+
+// Every chosen shape x precision x seed in the tables' order; shapeNames becomes the order they run.
+std::vector<Planned> planRuns(BenchOptions &o)
+{
+    std::vector<Planned> planned;
+    for (const Shape &shape : shapes) {
+        if (!o.shapeNames.contains(QLatin1String(shape.name)))
+            continue;
+        for (const Precision &precision : precisions) {
+            if (o.only.isEmpty() || o.only.contains(QLatin1String(precision.name))) {
+                for (int seed = firstSeed; seed < firstSeed + o.seeds; ++seed)
+                    planned.push_back({&shape, &precision, seed});
+            }
+        }
+    }
+    o.shapeNames.clear();
+    for (const Planned &plan : planned) {
+        if (!o.shapeNames.contains(QLatin1String(plan.shape->name)))
+            o.shapeNames << QLatin1String(plan.shape->name);
+    }
+    return planned;
+}
+
+// Trains the planned runs, --jobs at a time (the next planned run starts whenever one ends), and
+// keeps them in planned order whatever order they finish in. Returns the first failure in planned
+// order (the runs it stopped have none of their own), or "".
+QString trainAll(const std::vector<Planned> &planned, const BenchOptions &o, const QString &corpus,
+                 std::vector<BenchRun> &runs)
+{
+    runs.assign(planned.size(), {});
+    std::vector<QString> errors(planned.size());
+    std::atomic<size_t> next{0};
+    std::atomic<bool> failed{false};
+    std::mutex lines; // whole progress lines on stderr
+    auto train = [&] {
+        for (size_t i = next++; i < planned.size() && !failed; i = next++) {
+            const Planned &plan = planned[i];
+            const Progress progress{o.json, int(i) + 1, int(planned.size())};
+            const auto started = std::chrono::steady_clock::now();
+            QString what = QStringLiteral("%1 %2, %3 steps")
+                               .arg(QLatin1String(plan.shape->name), QLatin1String(plan.precision->name))
+                               .arg(o.steps);
+            if (o.seeds > 1)
+                what += QStringLiteral(", seed %1").arg(plan.seed);
+            if (!o.json && o.jobs == 1) {
+                std::fprintf(stderr, "accel bench: %s ...", qPrintable(what));
+                std::fflush(stderr);
+            }
+            QString dir = o.out + QLatin1Char('/') + QLatin1String(plan.shape->name) + QLatin1Char('/') +
+                          QLatin1String(plan.precision->name);
+            if (o.seeds > 1)
+                dir += QStringLiteral("/seed%1").arg(plan.seed);
+            runs[i] = runOne(*plan.shape, *plan.precision, plan.seed, dir, corpus, o.steps, o.threads, progress, failed,
+                             &errors[i]);
+            if (!errors[i].isEmpty())
+                failed = true;
+            if (failed)
+                return;
+            if (!o.json) {
+                const double seconds =
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+                const std::lock_guard lock(lines);
+                if (o.jobs == 1)
+                    std::fprintf(stderr, " %.0f s\n", seconds);
+                else
+                    std::fprintf(stderr, "accel bench: [%zu/%zu] %s: %.0f s\n", i + 1, planned.size(), qPrintable(what),
+                                 seconds);
+            }
+        }
+    };
+    {
+        // Qt takes the first thread to create a QObject for its main thread: it must be this one,
+        // where the loss curves' QGuiApplication is made, not a trainer thread's QProcess.
+        const QObject mainThread;
+        std::vector<std::thread> trainers;
+        for (int j = 1; j < std::min<int>(o.jobs, int(planned.size())); ++j)
+            trainers.emplace_back(train);
+        train();
+        for (std::thread &trainer : trainers)
+            trainer.join();
+    }
+    if (!failed)
+        return {};
+    return *std::find_if(errors.begin(), errors.end(), [](const QString &e) { return !e.isEmpty(); });
+}
+
+// The table (stdout and table.txt), the loss curves (fp8-loss.png) and, with --json, accel.bench-fp8.
+void reportBench(const std::vector<BenchRun> &runs, const BenchOptions &o)
+{
+    const BenchSummary summary = summariseBench(runs, o.steps, o.seeds, firstSeed);
+    const QString png = o.out + QStringLiteral("/fp8-loss.png");
+    QString plotError;
+    const bool plotted = writeLossCurves(summary.firstSeeds, png, &plotError);
+    QFile tableFile(o.out + QStringLiteral("/table.txt"));
+    if (tableFile.open(QIODevice::WriteOnly))
+        tableFile.write(summary.table.toUtf8());
+    if (o.json) {
+        QJsonObject result{{QStringLiteral("schema"), QStringLiteral("accel.bench-fp8")},
+                           {QStringLiteral("version"), 1},
+                           {QStringLiteral("steps"), o.steps},
+                           {QStringLiteral("seeds"), o.seeds},
+                           {QStringLiteral("shapes"), QJsonArray::fromStringList(o.shapeNames)},
+                           {QStringLiteral("png"), plotted ? png : QString()},
+                           {QStringLiteral("runs"), summary.runs}};
+        std::fputs(QJsonDocument(result).toJson(QJsonDocument::Compact).constData(), stdout);
+        std::fputc('\n', stdout);
+    } else {
+        std::fputs(qPrintable(summary.table), stdout);
+        std::printf("bytes: as each recipe stores them (weights, gradients, Adam moments); loss curves: %s\n",
+                    plotted ? qPrintable(png) : qPrintable(QStringLiteral("not drawn: ") + plotError));
+    }
+}
+
+int runBench(int argc, char **argv)
+{
+    ArgParser parser("accel bench", "Benchmarks; `accel bench fp8` trains the gpt recipe under fp32, bf16 and each FP8 "
+                                    "recipe and compares them (runs accel-worker)");
+    addBenchOptions(parser);
     if (!parser.parse(argc, argv, 1)) {
         if (parser.helpRequested()) {
             std::fputs(parser.helpText().c_str(), stdout);
@@ -300,168 +490,25 @@ int runBench(int argc, char **argv)
         std::fprintf(stderr, "accel bench: unknown benchmark '%s'; expected: fp8\n", which.c_str());
         return ExitBadInput;
     }
-    bool ok = false;
-    const int steps = QString::fromStdString(parser.valueOr("steps", "500")).toInt(&ok);
-    if (!ok || steps < 10) {
-        std::fprintf(stderr, "accel bench: --steps: expected an integer >= 10\n");
+    auto options = readBenchOptions(parser);
+    if (!options)
         return ExitBadInput;
-    }
-    const int threads = QString::fromStdString(parser.valueOr("threads", "1")).toInt(&ok);
-    if (!ok || threads < 1) {
-        std::fprintf(stderr, "accel bench: --threads: expected an integer >= 1\n");
-        return ExitBadInput;
-    }
-    const int seeds = QString::fromStdString(parser.valueOr("seeds", "1")).toInt(&ok);
-    if (!ok || seeds < 1 || seeds > 20) {
-        std::fprintf(stderr, "accel bench: --seeds: expected an integer from 1 to 20\n");
-        return ExitBadInput;
-    }
-    const int jobs = QString::fromStdString(parser.valueOr("jobs", "1")).toInt(&ok);
-    if (!ok || jobs < 1 || jobs > 64) {
-        std::fprintf(stderr, "accel bench: --jobs: expected an integer from 1 to 64\n");
-        return ExitBadInput;
-    }
-    QStringList only = QString::fromStdString(parser.valueOr("only", "")).split(QLatin1Char(','), Qt::SkipEmptyParts);
-    for (const QString &name : only) {
-        if (std::none_of(precisions.begin(), precisions.end(),
-                         [&](const Precision &p) { return name == QLatin1String(p.name); })) {
-            std::fprintf(stderr,
-                         "accel bench: --only: unknown precision '%s'; expected fp32, bf16, fp8-te, "
-                         "fp8-msamp-o1, fp8-msamp-o2, fp8-ao\n",
-                         qPrintable(name));
-            return ExitBadInput;
-        }
-    }
-    QStringList shapeNames =
-        QString::fromStdString(parser.valueOr("shapes", defaultShapes)).split(QLatin1Char(','), Qt::SkipEmptyParts);
-    shapeNames.removeDuplicates();
-    if (shapeNames.isEmpty()) {
-        std::fprintf(stderr, "accel bench: --shapes: empty; expected some of gpt, gpt-deep, gpt-tiny\n");
-        return ExitBadInput;
-    }
-    for (const QString &name : shapeNames) {
-        if (std::none_of(std::begin(shapes), std::end(shapes),
-                         [&](const Shape &s) { return name == QLatin1String(s.name); })) {
-            std::fprintf(stderr, "accel bench: --shapes: unknown shape '%s'; expected gpt, gpt-deep, gpt-tiny\n",
-                         qPrintable(name));
-            return ExitBadInput;
-        }
-    }
     const QString corpus = findCorpus();
     if (corpus.isEmpty()) {
         std::fprintf(stderr, "accel bench: resources/corpus/corpus.txt not found (set ACCEL_SOURCE_DIR)\n");
         return ExitFailure;
     }
-    const QString out = QDir(QString::fromStdString(parser.valueOr("out", "fp8-bench"))).absolutePath();
     if (auto found = checkWorkerProgram(workerProgram().toStdString()); !found) {
         std::fprintf(stderr, "accel bench: %s\n", found.error().toString().c_str());
         return exitCodeFor(found.error());
     }
-    const bool json = parser.isSet("json");
-    struct Planned {
-        const Shape *shape;
-        const Precision *precision;
-        int seed;
-    };
-    std::vector<Planned> planned;
-    for (const Shape &shape : shapes) {
-        if (!shapeNames.contains(QLatin1String(shape.name)))
-            continue;
-        for (const Precision &precision : precisions) {
-            if (only.isEmpty() || only.contains(QLatin1String(precision.name))) {
-                for (int seed = firstSeed; seed < firstSeed + seeds; ++seed)
-                    planned.push_back({&shape, &precision, seed});
-            }
-        }
-    }
-    shapeNames.clear(); // in the order they run
-    for (const Planned &plan : planned) {
-        if (!shapeNames.contains(QLatin1String(plan.shape->name)))
-            shapeNames << QLatin1String(plan.shape->name);
-    }
-    // The runs in their planned order, whatever order they finish in: --jobs N starts the next
-    // planned run whenever one of the N ends.
-    std::vector<BenchRun> runs(planned.size());
-    std::vector<QString> errors(planned.size());
-    std::atomic<size_t> next{0};
-    std::atomic<bool> failed{false};
-    std::mutex lines; // whole progress lines on stderr
-    auto train = [&] {
-        for (size_t i = next++; i < planned.size() && !failed; i = next++) {
-            const Planned &plan = planned[i];
-            const Progress progress{json, int(i) + 1, int(planned.size())};
-            const auto started = std::chrono::steady_clock::now();
-            QString what = QStringLiteral("%1 %2, %3 steps")
-                               .arg(QLatin1String(plan.shape->name), QLatin1String(plan.precision->name))
-                               .arg(steps);
-            if (seeds > 1)
-                what += QStringLiteral(", seed %1").arg(plan.seed);
-            if (!json && jobs == 1) {
-                std::fprintf(stderr, "accel bench: %s ...", qPrintable(what));
-                std::fflush(stderr);
-            }
-            QString dir = out + QLatin1Char('/') + QLatin1String(plan.shape->name) + QLatin1Char('/') +
-                          QLatin1String(plan.precision->name);
-            if (seeds > 1)
-                dir += QStringLiteral("/seed%1").arg(plan.seed);
-            runs[i] = runOne(*plan.shape, *plan.precision, plan.seed, dir, corpus, steps, threads, progress, failed,
-                             &errors[i]);
-            if (!errors[i].isEmpty())
-                failed = true;
-            if (failed)
-                return;
-            if (!json) {
-                const double seconds =
-                    std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-                const std::lock_guard lock(lines);
-                if (jobs == 1)
-                    std::fprintf(stderr, " %.0f s\n", seconds);
-                else
-                    std::fprintf(stderr, "accel bench: [%zu/%zu] %s: %.0f s\n", i + 1, planned.size(), qPrintable(what),
-                                 seconds);
-            }
-        }
-    };
-    {
-        // Qt takes the first thread to create a QObject for its main thread: it must be this one,
-        // where the loss curves' QGuiApplication is made, not a trainer thread's QProcess.
-        const QObject mainThread;
-        std::vector<std::thread> trainers;
-        for (int j = 1; j < std::min<int>(jobs, int(planned.size())); ++j)
-            trainers.emplace_back(train);
-        train();
-        for (std::thread &trainer : trainers)
-            trainer.join();
-    }
-    // The first failure in planned order (the runs it stopped have none of their own).
-    if (failed) {
-        const QString &error =
-            *std::find_if(errors.begin(), errors.end(), [](const QString &e) { return !e.isEmpty(); });
-        std::fprintf(stderr, "%saccel bench: %s\n", json || jobs > 1 ? "" : "\n", qPrintable(error));
+    const std::vector<Planned> planned = planRuns(*options);
+    std::vector<BenchRun> runs;
+    if (const QString error = trainAll(planned, *options, corpus, runs); !error.isEmpty()) {
+        std::fprintf(stderr, "%saccel bench: %s\n", options->json || options->jobs > 1 ? "" : "\n", qPrintable(error));
         return ExitFailure;
     }
-    const BenchSummary summary = summariseBench(runs, steps, seeds, firstSeed);
-    const QString png = out + QStringLiteral("/fp8-loss.png");
-    QString plotError;
-    const bool plotted = writeLossCurves(summary.firstSeeds, png, &plotError);
-    QFile tableFile(out + QStringLiteral("/table.txt"));
-    if (tableFile.open(QIODevice::WriteOnly))
-        tableFile.write(summary.table.toUtf8());
-    if (json) {
-        QJsonObject result{{QStringLiteral("schema"), QStringLiteral("accel.bench-fp8")},
-                           {QStringLiteral("version"), 1},
-                           {QStringLiteral("steps"), steps},
-                           {QStringLiteral("seeds"), seeds},
-                           {QStringLiteral("shapes"), QJsonArray::fromStringList(shapeNames)},
-                           {QStringLiteral("png"), plotted ? png : QString()},
-                           {QStringLiteral("runs"), summary.runs}};
-        std::fputs(QJsonDocument(result).toJson(QJsonDocument::Compact).constData(), stdout);
-        std::fputc('\n', stdout);
-    } else {
-        std::fputs(qPrintable(summary.table), stdout);
-        std::printf("bytes: as each recipe stores them (weights, gradients, Adam moments); loss curves: %s\n",
-                    plotted ? qPrintable(png) : qPrintable(QStringLiteral("not drawn: ") + plotError));
-    }
+    reportBench(runs, *options);
     return ExitOk;
 }
 
