@@ -90,6 +90,14 @@ QJsonObject rankEnvironment(const QTemporaryDir &data, int rank)
     return file.open(QIODevice::ReadOnly) ? QJsonDocument::fromJson(file.readAll()).object() : QJsonObject();
 }
 
+// Writes `text` into `name` inside `folder`; the path, or empty when it could not.
+QString writeTestFile(const QTemporaryDir &folder, const QString &name, const QByteArray &text)
+{
+    const QString path = folder.filePath(name);
+    QFile file(path);
+    return file.open(QIODevice::WriteOnly) && file.write(text) == text.size() ? path : QString();
+}
+
 ino_t netnsInode(const QString &path)
 {
     struct stat st {};
@@ -743,11 +751,7 @@ void tst_HostsDoctor::c10dNamesTheMachineThatNeverCame()
 void tst_HostsDoctor::hostfileErrorsNameFileAndLine()
 {
     QTemporaryDir data;
-    auto write = [&](const QString &name, const QByteArray &text) {
-        const QString path = data.filePath(name);
-        QFile file(path);
-        return file.open(QIODevice::WriteOnly) && file.write(text) == text.size() ? path : QString();
-    };
+    auto write = [&](const QString &name, const QByteArray &text) { return writeTestFile(data, name, text); };
     const QString bad = write(QStringLiteral("bad"), "# two workers\nnode0 slots=2\n\nnode1 slots=two\n");
     const QString twice = write(QStringLiteral("twice"), "node0 slots=1\nnode0 slots=1\n");
     const QString good = write(QStringLiteral("good"), "node0 slots=2\nnode1 slots=2\n");
@@ -786,12 +790,9 @@ void tst_HostsDoctor::deepspeedHostfileWithFilterLaunchesOnTheHostsLeft()
 {
     REQUIRE_NODES();
     QTemporaryDir data;
-    const QString hostfile = data.filePath(QStringLiteral("hostfile"));
-    {
-        QFile file(hostfile);
-        QVERIFY(file.open(QIODevice::WriteOnly));
-        file.write("node0 slots=1\nnode1 slots=1\nnode2 slots=1\n");
-    }
+    const QString hostfile =
+        writeTestFile(data, QStringLiteral("hostfile"), "node0 slots=1\nnode1 slots=1\nnode2 slots=1\n");
+    QVERIFY(!hostfile.isEmpty());
     const QString marker = QStringLiteral("hostfile-") + QUuid::createUuid().toString(QUuid::WithoutBraces);
     const QString fakechild = QDir(accel::test::binDir()).filePath(QStringLiteral("fakechild"));
     const QString record = data.filePath(QStringLiteral("cluster.json"));
@@ -826,12 +827,8 @@ void tst_HostsDoctor::accelerateMultiCpuSlurmExampleLineLaunchesOverTheMpiHostfi
 {
     REQUIRE_NODES();
     QTemporaryDir data;
-    const QString hostfile = data.filePath(QStringLiteral("hostfile"));
-    {
-        QFile file(hostfile);
-        QVERIFY(file.open(QIODevice::WriteOnly));
-        file.write("node0\nnode1\n");
-    }
+    const QString hostfile = writeTestFile(data, QStringLiteral("hostfile"), "node0\nnode1\n");
+    QVERIFY(!hostfile.isEmpty());
     const QString marker = QStringLiteral("mpihostfile-") + QUuid::createUuid().toString(QUuid::WithoutBraces);
     const QString fakechild = QDir(accel::test::binDir()).filePath(QStringLiteral("fakechild"));
     const QString record = data.filePath(QStringLiteral("cluster.json"));
