@@ -192,10 +192,12 @@ int batchGenerateMain(const inference::WorkerRequest &r)
     for (const std::string &text : all) {
         std::istringstream lines(text);
         for (std::string line; std::getline(lines, line);) {
-            const auto parsed = nlohmann::json::parse(line);
-            if (parsed.contains("padding"))
+            const auto parsed = jsonutil::parseJson(line, "a gathered result");
+            if (!parsed)
+                return fail(parsed.error());
+            if (parsed->contains("padding"))
                 continue;
-            failed += parsed.contains("error") ? 1 : 0;
+            failed += parsed->contains("error") ? 1 : 0;
             output += line + "\n";
             ++written;
         }
