@@ -201,14 +201,9 @@ void assignSections(std::vector<Question> &questions)
     }
 }
 
-std::vector<Question> standardQuestions()
+// SageMaker: where and as whom (credentials are left to the AWS tools).
+void addSageMakerQuestions(std::vector<Question> &q)
 {
-    std::vector<Question> q;
-    q.push_back(menu("compute_environment", "In which compute environment are you running?",
-                     {{"LOCAL_MACHINE", "This machine"}, {"AMAZON_SAGEMAKER", "AWS (Amazon SageMaker)"}},
-                     "LOCAL_MACHINE", {}));
-
-    // SageMaker (credentials are left to the AWS tools).
     q.push_back(text("sagemaker_profile", "Which AWS profile should be used (empty: the default credentials)?", "",
                      sage, "profile"));
     q.push_back(text("sagemaker_region", "Which AWS region?", "us-east-1", sage, "region"));
@@ -221,8 +216,11 @@ std::vector<Question> standardQuestions()
                      "sagemaker_metrics_file", false, QuestionKind::Path));
     q.push_back(menu("sagemaker_distributed_type", "Which type of distributed training?",
                      {{"NO", "No distributed training"}, {"DATA_PARALLEL", "Data parallelism"}}, "NO", sage));
+}
 
-    // This machine: what kind of run.
+// This machine: what kind of run, on how many machines.
+void addMachineQuestions(std::vector<Question> &q)
+{
     q.push_back(menu("machine_type", "Which type of machine are you using?",
                      {{"NO", "No distributed training"},
                       {"MULTI_CPU", "multi-CPU"},
@@ -275,8 +273,11 @@ std::vector<Question> standardQuestions()
     q.push_back(path(
         "mpirun_hostfile", "Where is the hostfile for mpirun?", "~/hostfile",
         [](const Answers &a) { return yes(a, "use_mpirun"); }, "mpirun_config.mpirun_hostfile"));
+}
 
-    // torch dynamo.
+// torch dynamo.
+void addDynamoQuestions(std::vector<Question> &q)
+{
     const Condition dynamoAsked = [](const Answers &a) { return sage(a) || (local(a) && !xla(a)); };
     q.push_back(yesNo("use_dynamo", "Do you wish to optimize your script with torch dynamo?", false, dynamoAsked));
     const Condition dynamo = [](const Answers &a) { return yes(a, "use_dynamo"); };
@@ -306,8 +307,11 @@ std::vector<Question> standardQuestions()
                       "dynamo_config.dynamo_use_dynamic"));
     q.push_back(yesNo("dynamo_use_regional_compilation", "Do you want to enable regional compilation?", false,
                       customized, "dynamo_config.dynamo_use_regional_compilation"));
+}
 
-    // SageMaker machines.
+// SageMaker machines.
+void addSageMakerMachineQuestions(std::vector<Question> &q)
+{
     q.push_back(menu("sagemaker_ec2_instance_type", "Which EC2 instance type do you want to use for your training?",
                      plainChoices({"ml.p3.16xlarge", "ml.p3dn.24xlarge", "ml.p4dn.24xlarge"}), "ml.p3.16xlarge",
                      sageDistributed, "ec2_instance_type"));
@@ -318,8 +322,11 @@ std::vector<Question> standardQuestions()
                       sageDistributed, "debug"));
     q.push_back(integer("sagemaker_num_machines", "How many machines do you want to use?", "1", sageDistributed,
                         "num_machines"));
+}
 
-    // DeepSpeed.
+// DeepSpeed.
+void addDeepSpeedQuestions(std::vector<Question> &q)
+{
     {
         Question use = yesNo("use_deepspeed", "Do you want to use DeepSpeed?", false,
                              [](const Answers &a) { return (machine(a) == "NO" && !yes(a, "use_cpu")) || gpuLike(a); });
@@ -393,8 +400,11 @@ std::vector<Question> standardQuestions()
         "deepspeed_inclusion_filter", "DeepSpeed inclusion filter string:", "",
         [=](const Answers &a) { return dsRunner(a) && yes(a, "deepspeed_use_inclusion_filter"); },
         "deepspeed_config.deepspeed_inclusion_filter", true));
+}
 
-    // FSDP.
+// FSDP.
+void addFsdpQuestions(std::vector<Question> &q)
+{
     q.push_back(yesNo("use_fsdp", "Do you want to use FullyShardedDataParallel?", false,
                       [](const Answers &a) { return gpuLike(a) && machine(a) != "MULTI_NEURON" && !deepspeed(a); }));
     q.push_back(menu("fsdp_version", "What should be your FSDP version?", plainChoices({"1", "2"}), "2", fsdp,
@@ -459,8 +469,11 @@ std::vector<Question> standardQuestions()
         plainChoices({"allgather", "alltoall"}), "allgather",
         [=](const Answers &a) { return parallel(a) && num(a, "parallelism_config_cp_size", 1) > 1; },
         "parallelism_config.parallelism_config_cp_comm_strategy"));
+}
 
-    // Megatron-LM (multi-GPU only).
+// Megatron-LM (multi-GPU only).
+void addMegatronQuestions(std::vector<Question> &q)
+{
     q.push_back(yesNo("use_megatron_lm", "Do you want to use Megatron-LM?", false,
                       [](const Answers &a) { return machine(a) == "MULTI_GPU" && !deepspeed(a) && !fsdp(a); }));
     q.push_back(integer("megatron_lm_tp_degree", "What is the Tensor Parallelism degree/size?", "1", megatron,
@@ -484,8 +497,11 @@ std::vector<Question> standardQuestions()
     q.push_back(make("megatron_lm_gradient_clipping", QuestionKind::Float,
                      "What is the gradient clipping value based on global L2 Norm (0 to disable)?", "1.0", megatron,
                      "megatron_lm_config.megatron_lm_gradient_clipping"));
+}
 
-    // How many processes, on which devices.
+// How many processes, on which devices.
+void addProcessQuestions(std::vector<Question> &q)
+{
     {
         Question processes = integer(
             "num_processes", "How many GPU(s) should be used for distributed training?", "1",
@@ -527,8 +543,11 @@ std::vector<Question> standardQuestions()
                     (machine(a) == "MULTI_GPU" && !fsdp(a) && !deepspeed(a) && !megatron(a)));
         },
         "enable_cpu_affinity"));
+}
 
-    // TPU.
+// TPU.
+void addTpuQuestions(std::vector<Question> &q)
+{
     q.push_back(text("main_training_function",
                      "What is the name of the function in your script that should be launched in all parallel scripts?",
                      "main", xla, "main_training_function", true));
@@ -548,8 +567,11 @@ std::vector<Question> standardQuestions()
     q.push_back(text("tpu_vm", "Which TPU VMs should the commands run on (comma-separated, empty: all)?", "", pod));
     q.push_back(
         text("tpu_env", "Which environment variables should be set on the pod (KEY=VALUE, comma-separated)?", "", pod));
+}
 
-    // Precision.
+// Precision and FP8.
+void addPrecisionQuestions(std::vector<Question> &q)
+{
     q.push_back(menu("mixed_precision", "Do you wish to use mixed precision?",
                      plainChoices({"no", "fp16", "bf16", "fp8"}), "no",
                      [](const Answers &a) { return sage(a) || (!xla(a) && !dsFile(a)); }));
@@ -584,6 +606,24 @@ std::vector<Question> standardQuestions()
                       "fp8_config.enable_fsdp_float8_all_gather"));
     q.push_back(yesNo("fp8_pad_inner_dim", "Do you want to pad the inner dimension of the weight matrix?", true, ao,
                       "fp8_config.pad_inner_dim"));
+}
+
+std::vector<Question> standardQuestions()
+{
+    std::vector<Question> q;
+    q.push_back(menu("compute_environment", "In which compute environment are you running?",
+                     {{"LOCAL_MACHINE", "This machine"}, {"AMAZON_SAGEMAKER", "AWS (Amazon SageMaker)"}},
+                     "LOCAL_MACHINE", {}));
+    addSageMakerQuestions(q);
+    addMachineQuestions(q);
+    addDynamoQuestions(q);
+    addSageMakerMachineQuestions(q);
+    addDeepSpeedQuestions(q);
+    addFsdpQuestions(q);
+    addMegatronQuestions(q);
+    addProcessQuestions(q);
+    addTpuQuestions(q);
+    addPrecisionQuestions(q);
     assignSections(q);
     return q;
 }
