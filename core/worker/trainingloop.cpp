@@ -155,7 +155,9 @@ Result<TrainingSummary> runTraining(Accelerator &accelerator, const JobSpec &job
                 const auto now = std::chrono::steady_clock::now();
                 const double seconds = std::chrono::duration<double>(now - windowStart).count();
                 const int64_t steps = std::min<int64_t>(t.logEvery, summary.steps - summary.resumedFrom);
-                const double samplesPerS = double(windowSamples * accelerator.numProcesses()) / std::max(seconds, 1e-9);
+                // Global samples: the ranks of one tp group read the same ones.
+                const double samplesPerS =
+                    double(windowSamples * accelerator.mesh().dataParallelSize()) / std::max(seconds, 1e-9);
                 runtime::MetricsWriter::Values values{{"loss", lastLoss},
                                                       {"lr", lr},
                                                       {"samples_per_s", samplesPerS},
@@ -213,7 +215,8 @@ Result<TrainingSummary> runTraining(Accelerator &accelerator, const JobSpec &job
     }
     summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     totalSamples += windowSamples;
-    summary.samplesPerSecond = double(totalSamples * accelerator.numProcesses()) / std::max(summary.seconds, 1e-9);
+    summary.samplesPerSecond =
+        double(totalSamples * accelerator.mesh().dataParallelSize()) / std::max(summary.seconds, 1e-9);
     summary.tokensPerSecond = summary.samplesPerSecond * double(task.tokensPerSample);
     summary.finalLoss = lastLoss;
     return summary;

@@ -22,6 +22,7 @@
 #include <QJsonArray>
 #include <QJsonObject>
 #include <QProcess>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QThread>
 
@@ -728,6 +729,14 @@ private Q_SLOTS:
         QVERIFY2(failures(outcome).isEmpty(), qPrintable(failures(outcome)));
         qInfo("%d ranks: %.1f s", ranks, timer.elapsed() / 1000.0);
         QVERIFY2(outcome[0].out.contains(mesh), qPrintable(outcome[0].out));
+        // The throughput counts each global sample once (a tp group's ranks read the same ones):
+        // tokens/s x seconds = 10 steps x the global batch x 16 tokens.
+        const QRegularExpressionMatch done =
+            QRegularExpression("done: .* ([0-9.e+]+) tokens/s, ([0-9.e-]+) s;").match(outcome[0].out);
+        QVERIFY2(done.hasMatch(), qPrintable(outcome[0].out));
+        const double tokens = done.captured(1).toDouble() * done.captured(2).toDouble();
+        QVERIFY2(std::fabs(tokens - 10.0 * globalBatch * 16) < 0.01 * 10 * globalBatch * 16,
+                 qPrintable(QString::number(tokens)));
         const QString mismatch = compareRuns(name, name + "/model", global, 1e-5, weightTolerance);
         QVERIFY2(mismatch.isEmpty(), qPrintable(mismatch));
         if (globalBatch == 4 && clipped) { // the same batches as transformers' run
