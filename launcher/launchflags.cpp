@@ -1,5 +1,7 @@
 #include "launcher/launchflags.h"
 
+#include "core/common/distributeddefaults.h"
+
 #include <set>
 
 namespace accel::launcher {
@@ -71,7 +73,8 @@ std::vector<LaunchFlag> makeFlags()
         {"same_network", K::Switch, "", nullptr, "machines share a network", "distributed"},
         {"machine_rank", K::Value, "N", nullptr, "rank of this machine", "distributed"},
         {"main_process_ip", K::Value, "IP", nullptr, "address of machine 0", "distributed"},
-        {"main_process_port", K::Value, "PORT", nullptr, "port of rank 0's TCPStore (0: a free port; default 29500)",
+        {"main_process_port", K::Value, "PORT", nullptr,
+         "port of rank 0's TCPStore (0: a free port; default " ACCEL_STRINGIFY(ACCEL_MAIN_PROCESS_PORT) ")",
          "distributed"},
         {"tee", K::Value, "N", "0", "accepted for compatibility; rank output always goes to logs/", "distributed", 't'},
         {"log_dir", K::Value, "DIR", nullptr, "accepted for compatibility; logs go to the run directory",
@@ -82,8 +85,8 @@ std::vector<LaunchFlag> makeFlags()
          "machine ranks at --rdzv_endpoint); etcd is refused",
          "distributed"},
         {"rdzv_endpoint", K::Value, "HOST[:PORT]", nullptr,
-         "where the c10d rendezvous meets (torchrun's; default main_process_ip:main_process_port, port 29400 "
-         "when omitted); the machine with that address hosts it",
+         "where the c10d rendezvous meets (torchrun's; default main_process_ip:main_process_port, "
+         "port " ACCEL_STRINGIFY(ACCEL_RENDEZVOUS_PORT) " when omitted); the machine with that address hosts it",
          "distributed"},
         {"rdzv_conf", K::Value, "CONF", "",
          "c10d options KEY=VALUE,...: join_timeout (600 s), read_timeout (60 s), is_host; other torchrun keys are "

@@ -4,6 +4,8 @@
 // that the merge and the environment tables are unit-testable as plain data.
 #pragma once
 
+#include "core/common/distributeddefaults.h"
+
 #include <map>
 #include <string>
 #include <vector>
@@ -61,7 +63,7 @@ struct LaunchSettings {
     int numMachines = 1;
     int machineRank = 0;
     std::string mainProcessIp; // empty: 127.0.0.1
-    int mainProcessPort = 29500;
+    int mainProcessPort = kDefaultMainProcessPort;
     bool mainProcessPortExplicit = false; // typed or from the config (a busy port is then an error)
     bool sameNetwork = false;
     std::string gpuIds = "all";

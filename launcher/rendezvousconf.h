@@ -11,9 +11,6 @@
 
 namespace accel::launcher {
 
-// torchrun's port for an rdzv_endpoint without one.
-inline constexpr int kDefaultRendezvousPort = 29400;
-
 struct RendezvousRequest {
     std::optional<std::string> backend;  // --rdzv_backend, else the config's rdzv_backend
     bool backendFromConfig = false;      // the value came from the config file (accelerate launch ignores it)

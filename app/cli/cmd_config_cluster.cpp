@@ -2,8 +2,10 @@
 // description (hosts, processes per host, main host, port, base config), linted before anything
 // is written (core/config/clusterplan.h).
 #include "app/cli/argparser.h"
+
 #include "app/cli/command.h"
 
+#include "core/common/distributeddefaults.h"
 #include "core/config/clusterplan.h"
 #include "core/config/configio.h"
 #include "core/config/questionflow.h"
@@ -55,7 +57,7 @@ int runConfigCluster(int argc, char **argv)
     parser.addValue("hosts", "A,B,...", "the nodes, by name or address, in rank order");
     parser.addValue("procs_per_host", "N", "processes on each node", "1");
     parser.addValue("main_host", "HOST", "the host running rank 0 (default: the first host)");
-    parser.addValue("port", "PORT", "main_process_port", "29500");
+    parser.addValue("port", "PORT", "main_process_port", std::to_string(kDefaultMainProcessPort));
     parser.addValue("out_dir", "DIR", "folder for node-<rank>.yaml (created when missing)");
     parser.addValue("base", "CONFIG", "config with the training settings (default: a multi-CPU config)");
     parser.addFlag("json", "print an accel.config.cluster object instead of text");
@@ -76,7 +78,7 @@ int runConfigCluster(int argc, char **argv)
     if (!parseInt(parser.valueOr("procs_per_host", "1"), input.processesPerHost))
         return badInput("option '--procs_per_host': expected a whole number; got " +
                         parser.valueOr("procs_per_host", ""));
-    if (!parseInt(parser.valueOr("port", "29500"), input.port))
+    if (!parseInt(parser.valueOr("port", std::to_string(kDefaultMainProcessPort)), input.port))
         return badInput("option '--port': expected a whole number; got " + parser.valueOr("port", ""));
     input.mainHost = parser.valueOr("main_host", input.hosts.empty() ? std::string() : input.hosts.front().name);
     Result<ClusterConfig> base = parser.value("base") ? loadConfigFile(*parser.value("base")) : defaultBase();

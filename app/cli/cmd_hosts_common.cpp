@@ -1,5 +1,6 @@
 #include "app/cli/cmd_hosts_common.h"
 
+#include "core/common/distributeddefaults.h"
 #include "launcher/sshsession.h"
 
 #include <QEventLoop>
@@ -59,13 +60,13 @@ Result<RemoteSettings> remoteSettings(const ArgParser &parser)
 void addMainAddressOptions(ArgParser &parser)
 {
     parser.addValue("main_process_ip", "IP", "address of machine 0 as the others reach it (default: its HostName)");
-    parser.addValue("main_process_port", "PORT", "port of rank 0's TCPStore", "29500");
+    parser.addValue("main_process_port", "PORT", "port of rank 0's TCPStore", std::to_string(kDefaultMainProcessPort));
 }
 
 Result<MainAddress> mainAddress(const ArgParser &parser, const QString &firstHost)
 {
     MainAddress address;
-    const std::string portText = parser.valueOr("main_process_port", "29500");
+    const std::string portText = parser.valueOr("main_process_port", std::to_string(kDefaultMainProcessPort));
     address.port = QString::fromStdString(portText).toInt();
     if (address.port < 1 || address.port > 65535)
         return makeError(ErrorCode::InvalidInput, "expected 1-65535, got '" + portText + "'", "--main_process_port");

@@ -3,6 +3,8 @@
 // the same time.
 #pragma once
 
+#include "core/common/distributeddefaults.h"
+
 #include "app/cli/argparser.h"
 
 #include "core/common/result.h"
@@ -30,7 +32,7 @@ Result<RemoteSettings> remoteSettings(const ArgParser &parser);
 void addMainAddressOptions(ArgParser &parser);
 struct MainAddress {
     QString ip; // --main_process_ip, else the first host's HostName in ~/.ssh/config
-    int port = 29500;
+    int port = kDefaultMainProcessPort;
 };
 Result<MainAddress> mainAddress(const ArgParser &parser, const QString &firstHost);
 

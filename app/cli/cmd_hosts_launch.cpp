@@ -6,9 +6,11 @@
 // The network pre-flight (cmd_hosts_preflight.h) runs first; `accel launch --hosts H1,H2 ...`
 // is this same launch (launchesOnHosts / runLaunchOnHosts below).
 #include "app/cli/cmd_hosts_common.h"
+
 #include "app/cli/cmd_hosts_preflight.h"
 #include "app/cli/command.h"
 
+#include "core/common/distributeddefaults.h"
 #include "core/config/clusterplan.h"
 #include "core/config/configio.h"
 #include "launcher/clusterrecord.h"
@@ -138,14 +140,14 @@ Result<NodeConfigs> readNodeConfigs(const std::string &directory, int hosts)
         if (!node.mainProcessIp || node.mainProcessIp->empty())
             return makeError(ErrorCode::InvalidInput, "main_process_ip is missing: the nodes need rank 0's address",
                              where);
-        if (ip && (*ip != *node.mainProcessIp || *port != node.mainProcessPort.value_or(29500)))
+        if (ip && (*ip != *node.mainProcessIp || *port != node.mainProcessPort.value_or(kDefaultMainProcessPort)))
             return makeError(ErrorCode::InvalidInput,
                              "main_process_ip / main_process_port " + *node.mainProcessIp + ":" +
-                                 std::to_string(node.mainProcessPort.value_or(29500)) + " differ from node-0.yaml's " +
-                                 *ip + ":" + std::to_string(*port),
+                                 std::to_string(node.mainProcessPort.value_or(kDefaultMainProcessPort)) +
+                                 " differ from node-0.yaml's " + *ip + ":" + std::to_string(*port),
                              where);
         ip = *node.mainProcessIp;
-        port = node.mainProcessPort.value_or(29500);
+        port = node.mainProcessPort.value_or(kDefaultMainProcessPort);
         configs.files << path;
     }
     configs.address.ip = QString::fromStdString(*ip);

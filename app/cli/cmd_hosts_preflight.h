@@ -9,6 +9,8 @@
 //              every node: rendezvous, all-reduce, broadcast, gather, one DDP step
 #pragma once
 
+#include "core/common/distributeddefaults.h"
+
 #include "app/cli/cmd_hosts_common.h"
 
 #include <QJsonObject>
@@ -32,7 +34,7 @@ struct Verdict {
 
 struct PreflightOptions {
     QString mainIp;
-    int port = 29500;
+    int port = kDefaultMainProcessPort;
     int connectTimeoutMs = 5000; // for each node's connection to the main address
     bool allreduce = false;
     int allreduceTimeoutS = 60; // the self-test's rendezvous and collective limit

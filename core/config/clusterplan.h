@@ -6,6 +6,8 @@
 // among this machine's interface addresses.
 #pragma once
 
+#include "core/common/distributeddefaults.h"
+
 #include "core/common/result.h"
 #include "core/config/clusterconfig.h"
 #include "core/config/diagnostic.h"
@@ -26,7 +28,7 @@ struct ClusterPlanInput {
     std::vector<ClusterHost> hosts; // machine_rank = index
     int processesPerHost = 1;
     std::string mainHost; // one of hosts[].name
-    int port = 29500;
+    int port = kDefaultMainProcessPort;
     ClusterConfig base; // distributed type, mixed precision, ... shared by every node
 };
 

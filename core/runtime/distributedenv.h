@@ -4,6 +4,8 @@
 // `accelerate launch`, torchrun and MPI launchers, so one worker binary runs under all of them.
 #pragma once
 
+#include "core/common/distributeddefaults.h"
+
 #include "core/common/result.h"
 #include "core/plan/fp8config.h"
 
@@ -24,7 +26,7 @@ struct DistributedEnv {
     int localWorldSize = 1;
     bool distributed = false; // more than one process, or LOCAL_RANK set
     std::string masterAddr = "127.0.0.1";
-    int masterPort = 29500;
+    int masterPort = kDefaultMainProcessPort;
     int storeListenFd = -1;     // ACCEL_STORE_LISTEN_FD: the launcher's listening socket for rank 0's store
     bool useAgentStore = false; // TORCHELASTIC_USE_AGENT_STORE=True: the launcher hosts the store
     int restartCount = 0;       // TORCHELASTIC_RESTART_COUNT

@@ -1,5 +1,6 @@
 #include "launcher/export/commandexport.h"
 
+#include "core/common/distributeddefaults.h"
 #include "launcher/export/configflags.h"
 #include "launcher/export/settingsfromconfig.h"
 #include "launcher/export/shellquote.h"
@@ -265,7 +266,7 @@ Result<std::string> exportSbatch(const ExportInput &input)
     // of SIGPIPE, and under pipefail the script would stop there without a word.
     out += "MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | sed -n 1p)\n";
     if (input.fixedPort)
-        out += "MASTER_PORT=" + std::to_string(input.config.mainProcessPort.value_or(29500)) + "\n";
+        out += "MASTER_PORT=" + std::to_string(input.config.mainProcessPort.value_or(kDefaultMainProcessPort)) + "\n";
     else
         out += "MASTER_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind((\"\", 0)); "
                "print(s.getsockname()[1])')\n";

@@ -1,5 +1,7 @@
 #include "app/studio/cluster/clusterform.h"
 
+#include "core/common/distributeddefaults.h"
+
 #include <QColor>
 #include <QComboBox>
 #include <QDialogButtonBox>
@@ -67,7 +69,7 @@ ClusterForm::ClusterForm(const config::ClusterConfig &base, QWidget *parent)
     m_port = new QSpinBox(this);
     m_port->setObjectName(QStringLiteral("clusterPort"));
     m_port->setRange(0, 99999);
-    m_port->setValue(29500);
+    m_port->setValue(kDefaultMainProcessPort);
     form->addRow(tr("Port:"), m_port);
     auto *folderRow = new QHBoxLayout;
     m_folder = new QLineEdit(this);
