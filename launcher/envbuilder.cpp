@@ -1,5 +1,6 @@
 #include "launcher/envbuilder.h"
 
+#include "core/common/text.h"
 #include "launcher/launchflags.h"
 
 #include "core/rundir/runlayout.h"
@@ -14,19 +15,8 @@ namespace accel::launcher {
 
 namespace {
 
-std::string upper(std::string text)
-{
-    std::transform(text.begin(), text.end(), text.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-    return text;
-}
-
-std::string lower(std::string text)
-{
-    std::transform(text.begin(), text.end(), text.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return text;
-}
+using text::lower;
+using text::upper;
 
 std::vector<std::string> split(const std::string &text, char separator = ',')
 {

@@ -2,6 +2,7 @@
 
 #include "core/common/fileutil.h"
 #include "core/common/jobfilelimits.h"
+#include "core/common/text.h"
 #include "core/common/utf8.h"
 #include "core/common/yamldocument.h"
 
@@ -26,13 +27,7 @@ using jobs::parseInteger;
 using jobs::parseNumber;
 using jobs::splitList;
 
-std::string trim(const std::string &text)
-{
-    const auto begin = text.find_first_not_of(" \t\r\n");
-    if (begin == std::string::npos)
-        return {};
-    return text.substr(begin, text.find_last_not_of(" \t\r\n") - begin + 1);
-}
+using text::trim;
 
 // Why `value` is not acceptable for `f`, or "" when it is: the schema's type, range and choice
 // rules, plus what only a file on this machine can tell (required values present, paths exist).

@@ -1,4 +1,5 @@
 #include "launcher/launchmerge.h"
+#include "core/common/text.h"
 #include "launcher/rendezvousconf.h"
 
 #include "launcher/envbuilder.h"
@@ -18,12 +19,7 @@ namespace accel::launcher {
 
 namespace {
 
-std::string upper(std::string text)
-{
-    std::transform(text.begin(), text.end(), text.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-    return text;
-}
+using text::upper;
 
 class Merger {
 public:

@@ -1,5 +1,6 @@
 #include "launcher/rendezvousconf.h"
 
+#include "core/common/text.h"
 #include "launcher/launchflags.h"
 
 #include <algorithm>
@@ -18,11 +19,7 @@ std::string trimmed(const std::string &text)
     return text.substr(first, text.find_last_not_of(" \t") - first + 1);
 }
 
-std::string lower(std::string text)
-{
-    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-    return text;
-}
+using text::lower;
 
 Error confError(const std::string &message)
 {

@@ -1,5 +1,7 @@
 #include "core/bigmodel/dtype.h"
 
+#include "core/common/text.h"
+
 #include <algorithm>
 #include <cctype>
 #include <iterator>
@@ -52,11 +54,7 @@ const DTypeInfo &info(DType dtype)
     return kTypes[0];
 }
 
-std::string lower(std::string s)
-{
-    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return s;
-}
+using text::lower;
 
 } // namespace
 

@@ -1,5 +1,7 @@
 #include "core/bigmodel/memorysize.h"
 
+#include "core/common/text.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -33,15 +35,7 @@ bool parseNumber(const std::string &text, double *value)
     return end && *end == '\0' && std::isfinite(*value);
 }
 
-std::string trim(const std::string &s)
-{
-    size_t b = 0, e = s.size();
-    while (b < e && std::isspace(static_cast<unsigned char>(s[b])))
-        ++b;
-    while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1])))
-        --e;
-    return s.substr(b, e - b);
-}
+using text::trim;
 
 // Python's repr of round(x, 2) for a float: shortest form, at least one decimal.
 std::string pythonRound2(double x)

@@ -2,6 +2,7 @@
 #include "core/config/clusterplan.h"
 
 #include "core/common/fileutil.h"
+#include "core/common/text.h"
 #include "core/config/configio.h"
 #include "core/config/validation.h"
 #include "core/hardware/hardwaredetector.h"
@@ -23,12 +24,7 @@ namespace accel::config {
 
 namespace {
 
-std::string lower(std::string text)
-{
-    for (char &c : text)
-        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return text;
-}
+using text::lower;
 
 bool isIpLiteral(const std::string &text)
 {

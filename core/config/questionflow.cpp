@@ -4,6 +4,7 @@
 #include "core/config/questionflow.h"
 
 #include "core/common/fileutil.h"
+#include "core/common/text.h"
 
 #include <algorithm>
 #include <cctype>
@@ -23,12 +24,7 @@ std::string trimmed(const std::string &text)
     return text.substr(begin, end - begin + 1);
 }
 
-std::string lower(std::string text)
-{
-    for (char &c : text)
-        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return text;
-}
+using text::lower;
 
 } // namespace
 

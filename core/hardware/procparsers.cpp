@@ -1,20 +1,13 @@
 #include "core/hardware/procparsers.h"
 
+#include "core/common/text.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <sstream>
 
 namespace accel::hardware {
-
-std::string trim(const std::string &text)
-{
-    const auto first = text.find_first_not_of(" \t\r\n");
-    if (first == std::string::npos)
-        return {};
-    const auto last = text.find_last_not_of(" \t\r\n");
-    return text.substr(first, last - first + 1);
-}
 
 std::vector<std::string> splitWhitespace(const std::string &text)
 {

@@ -3,6 +3,8 @@
 // /proc/net/ipv6_route. None of them touches the file system.
 #pragma once
 
+#include "core/common/text.h"
+
 #include "core/hardware/hardwarereport.h"
 
 #include <map>
@@ -40,8 +42,8 @@ std::set<std::string> parseIpv4DefaultRoutes(const std::string &text);
 // /proc/net/ipv6_route.
 std::set<std::string> parseIpv6DefaultRoutes(const std::string &text);
 
-// Helpers shared by the parsers.
-std::string trim(const std::string &text);
+// Helpers shared by the parsers (trim: core/common/text.h).
+using text::trim;
 std::vector<std::string> splitWhitespace(const std::string &text);
 std::vector<std::string> splitLines(const std::string &text);
 

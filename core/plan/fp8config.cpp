@@ -1,5 +1,7 @@
 #include "core/plan/fp8config.h"
 
+#include "core/common/text.h"
+
 #include <algorithm>
 #include <cctype>
 #include <optional>
@@ -10,18 +12,7 @@ namespace {
 
 const std::string prefix = "ACCELERATE_FP8_";
 
-std::string upper(std::string text)
-{
-    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return char(std::toupper(c)); });
-    return text;
-}
-
-std::string trimmed(const std::string &text)
-{
-    const size_t first = text.find_first_not_of(" \t\r\n");
-    const size_t last = text.find_last_not_of(" \t\r\n");
-    return first == std::string::npos ? std::string() : text.substr(first, last - first + 1);
-}
+using text::upper;
 
 struct Value {
     std::string name; // the variable that was set
@@ -42,7 +33,7 @@ public:
             const char *raw = m_lookup(name.c_str());
             if (!raw || !*raw)
                 continue;
-            Value value{name, trimmed(raw)};
+            Value value{name, text::trim(raw)};
             if (found && upper(found->text) != upper(value.text))
                 return makeError(ErrorCode::InvalidInput, "environment variables " + found->name + "=" + found->text +
                                                               " and " + value.name + "=" + value.text +
@@ -237,7 +228,7 @@ Result<Fp8Config> Fp8Config::fromEnvironment(const Lookup &lookup)
     }
 #undef ACCEL_FP8_READ
     if (const char *raw = lookup(fp8GemmVariable); raw && *raw) {
-        const Value gemm{fp8GemmVariable, trimmed(raw)};
+        const Value gemm{fp8GemmVariable, text::trim(raw)};
         std::string v = gemm.text;
         std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return char(std::tolower(c)); });
         bool known = false;

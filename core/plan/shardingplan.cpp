@@ -2,6 +2,7 @@
 
 #include "core/common/fileutil.h"
 #include "core/common/jsondocument.h"
+#include "core/common/text.h"
 
 #include <nlohmann/json.hpp>
 
@@ -20,25 +21,9 @@ using Lookup = EnvLookup;
 // A DeepSpeed config holds a few KB of settings; a megabyte is far beyond any.
 constexpr uint64_t kMaxDeepSpeedConfigBytes = uint64_t(1) << 20;
 
-std::string upper(std::string text)
-{
-    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return char(std::toupper(c)); });
-    return text;
-}
-
-std::string lower(std::string text)
-{
-    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-    return text;
-}
-
-std::string trim(const std::string &text)
-{
-    const auto first = text.find_first_not_of(" \t");
-    if (first == std::string::npos)
-        return {};
-    return text.substr(first, text.find_last_not_of(" \t") - first + 1);
-}
+using text::lower;
+using text::trim;
+using text::upper;
 
 std::string get(const Lookup &lookup, const char *name)
 {

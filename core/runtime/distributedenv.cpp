@@ -1,6 +1,7 @@
 #include "core/runtime/distributedenv.h"
 
 #include "core/common/loopbacksocket.h"
+#include "core/common/text.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -13,11 +14,7 @@ namespace accel::runtime {
 
 namespace {
 
-std::string lower(std::string text)
-{
-    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-    return text;
-}
+using text::lower;
 
 bool truthy(const char *value)
 {

@@ -1,5 +1,6 @@
 #include "core/worker/nativesettings.h"
 
+#include "core/common/text.h"
 #include "core/config/nativedeepspeed.h"
 #include "core/config/nativekeys.h"
 
@@ -13,11 +14,7 @@ namespace native = config::native;
 
 namespace {
 
-std::string lower(std::string text)
-{
-    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-    return text;
-}
+using text::lower;
 
 struct Variables {
     const VariableLookup &lookup;
