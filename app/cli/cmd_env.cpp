@@ -28,11 +28,7 @@ using hardware::ConfigSection;
 
 std::string defaultConfigFile()
 {
-#ifdef ACCEL_ENV_WITH_CONFIG
-    return config::defaultConfigPath();
-#else
-    return accel::huggingFaceHome() + "/accelerate/default_config.yaml";
-#endif
+    return accel::accelerateDefaultConfigPath();
 }
 
 bool isFile(const std::string &path)

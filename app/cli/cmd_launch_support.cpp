@@ -45,8 +45,7 @@ namespace {
 
 std::string defaultAccelerateConfigPath()
 {
-    // Accelerate's rule (facts 1.1): $HF_HOME/accelerate, else ${XDG_CACHE_HOME:-~/.cache}/huggingface/accelerate.
-    return accel::huggingFaceHome() + "/accelerate/default_config.yaml";
+    return accel::accelerateDefaultConfigPath();
 }
 
 std::string baseName(const std::string &path)

@@ -144,10 +144,9 @@ QJsonObject checkJson(const Check &check)
 
 bool defaultConfigExists()
 {
-    // Accelerate's default config file location, as accel launch reads it.
-    const std::string dir = accel::huggingFaceHome() + "/accelerate";
+    // Accelerate's default config file, as accel launch reads it.
     std::error_code ignored;
-    return std::filesystem::exists(dir + "/default_config.yaml", ignored);
+    return std::filesystem::exists(accel::accelerateDefaultConfigPath(), ignored);
 }
 
 } // namespace

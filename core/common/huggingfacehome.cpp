@@ -14,4 +14,14 @@ std::string huggingFaceHome()
     return fileutil::expandUser(std::string(xdg && *xdg ? xdg : "~/.cache") + "/huggingface");
 }
 
+std::string accelerateConfigFolder()
+{
+    return huggingFaceHome() + "/accelerate";
+}
+
+std::string accelerateDefaultConfigPath()
+{
+    return accelerateConfigFolder() + "/default_config.yaml";
+}
+
 } // namespace accel

@@ -8,5 +8,8 @@ namespace accel {
 
 // $HF_HOME when set and not empty ("~" expanded), else ${XDG_CACHE_HOME:-~/.cache}/huggingface.
 std::string huggingFaceHome();
+// Accelerate's config folder, <huggingFaceHome()>/accelerate, and its default config file there.
+std::string accelerateConfigFolder();
+std::string accelerateDefaultConfigPath();
 
 } // namespace accel

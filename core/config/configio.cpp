@@ -20,12 +20,12 @@ ConfigFormat formatForPath(const std::string &path)
 
 std::string defaultCacheDir()
 {
-    return huggingFaceHome() + "/accelerate";
+    return accelerateConfigFolder();
 }
 
 std::string defaultConfigPath()
 {
-    return defaultCacheDir() + "/default_config.yaml";
+    return accelerateDefaultConfigPath();
 }
 
 Result<ClusterConfig> parseConfig(const std::string &text, ConfigFormat format, const std::string &fileName,
