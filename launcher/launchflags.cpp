@@ -1,6 +1,8 @@
 #include "launcher/launchflags.h"
 
 #include "core/common/distributeddefaults.h"
+#include "core/common/text.h"
+#include "core/config/configschema.h"
 
 #include <set>
 
@@ -11,11 +13,13 @@ using K = LaunchFlag::Kind;
 
 std::vector<LaunchFlag> makeFlags()
 {
-    const std::vector<std::string> precisions = {"no", "fp16", "bf16", "fp8"};
-    const std::vector<std::string> dynamo = {
-        "no",  "eager",      "aot_eager", "inductor", "aot_ts_nvfuser",          "nvprims_nvfuser",     "cudagraphs",
-        "ofi", "fx2trt",     "onnxrt",    "tensorrt", "aot_torchxla_trace_once", "torchxla_trace_once", "ipex",
-        "tvm", "hpu_backend"};
+    namespace schema = config::schema;
+    const std::vector<std::string> &precisions = schema::mixedPrecisionNames();
+    std::vector<std::string> dynamo = schema::valuesIn(schema::dynamoBackendTable(), schema::LaunchFlag);
+    for (std::string &backend : dynamo)
+        backend = text::lower(backend);
+    static const std::string wrapPolicies = schema::joined(schema::fsdpAutoWrapPolicies());
+    static const std::string prefetchModes = schema::joined(schema::fsdpBackwardPrefetchModes());
     return {
         // General
         {"config_file", K::Value, "FILE", nullptr, "cluster config file (default: Accelerate's default_config.yaml)",
@@ -51,15 +55,8 @@ std::vector<LaunchFlag> makeFlags()
         {"num_cpu_threads_per_process", K::Value, "N", nullptr, "OMP_NUM_THREADS of every rank", "resources"},
         {"enable_cpu_affinity", K::Switch, "", nullptr, "pin ranks to the CPUs near their GPU", "resources"},
         {"dynamo_backend", K::Value, "BACKEND", nullptr, "torch.compile backend", "resources", 0, false, dynamo},
-        {"dynamo_mode",
-         K::Value,
-         "MODE",
-         "default",
-         "torch.compile mode",
-         "resources",
-         0,
-         false,
-         {"default", "reduce-overhead", "max-autotune"}},
+        {"dynamo_mode", K::Value, "MODE", "default", "torch.compile mode", "resources", 0, false,
+         schema::valuesIn(schema::dynamoModeTable(), schema::LaunchFlag)},
         {"dynamo_use_fullgraph", K::Switch, "", nullptr, "compile full graphs", "resources"},
         {"dynamo_use_dynamic", K::Switch, "", nullptr, "compile with dynamic shapes", "resources"},
         {"dynamo_use_regional_compilation", K::Switch, "", nullptr, "compile repeated blocks once", "resources"},
@@ -131,11 +128,10 @@ std::vector<LaunchFlag> makeFlags()
         {"fsdp_reshard_after_forward", K::Value, "VALUE", "true", "FSDP2: bool; FSDP1: sharding strategy", "fsdp"},
         {"fsdp_sharding_strategy", K::Value, "STRATEGY", "FULL_SHARD", "FSDP1 sharding strategy", "fsdp"},
         {"fsdp_offload_params", K::BoolText, "BOOL", "false", "offload parameters to CPU", "fsdp"},
-        {"fsdp_auto_wrap_policy", K::Value, "POLICY", nullptr, "TRANSFORMER_BASED_WRAP, SIZE_BASED_WRAP, NO_WRAP",
-         "fsdp"},
+        {"fsdp_auto_wrap_policy", K::Value, "POLICY", nullptr, wrapPolicies.c_str(), "fsdp"},
         {"fsdp_transformer_layer_cls_to_wrap", K::Value, "NAMES", nullptr, "layer classes to wrap", "fsdp"},
         {"fsdp_min_num_params", K::Value, "N", "100000000", "size-based wrap threshold", "fsdp"},
-        {"fsdp_backward_prefetch", K::Value, "MODE", nullptr, "BACKWARD_PRE, BACKWARD_POST, NO_PREFETCH", "fsdp"},
+        {"fsdp_backward_prefetch", K::Value, "MODE", nullptr, prefetchModes.c_str(), "fsdp"},
         {"fsdp_state_dict_type", K::Value, "TYPE", nullptr, "state dict type", "fsdp"},
         {"fsdp_forward_prefetch", K::BoolText, "BOOL", "false", "forward prefetch", "fsdp"},
         {"fsdp_use_orig_params", K::BoolText, "BOOL", "true", "use original parameters", "fsdp"},

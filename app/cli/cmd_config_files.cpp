@@ -4,6 +4,7 @@
 
 #include "core/common/fileutil.h"
 #include "core/config/configio.h"
+#include "core/config/configschema.h"
 #include "core/config/fsdp2conversion.h"
 #include "core/config/validation.h"
 #include "core/hardware/hardwaredetector.h"
@@ -101,7 +102,7 @@ int runConfigDefault(int argc, char **argv)
                      "all of its GPUs (MULTI_GPU when there are several) or the CPU. "
                      "An existing file is never overwritten. The file holds JSON text, as Accelerate writes it.");
     parser.addOption(
-        {"mixed_precision", "MODE", "mixed precision of the config", "no", 0, false, {"no", "fp16", "bf16", "fp8"}});
+        {"mixed_precision", "MODE", "mixed precision of the config", "no", 0, false, schema::mixedPrecisionNames()});
     parser.addValue("config_file", "PATH", "where to write", defaultConfigPath());
     int code = 0;
     if (!parseArgs(parser, "config default", argc, argv, code))

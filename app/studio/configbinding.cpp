@@ -43,12 +43,17 @@ const config::schema::KeyRule &rule(const char *key)
     return found ? *found : none;
 }
 
+QStringList qtList(const std::vector<std::string> &values)
+{
+    QStringList list;
+    for (const std::string &value : values)
+        list << QString::fromStdString(value);
+    return list;
+}
+
 QStringList schemaChoices(const char *key)
 {
-    QStringList choices;
-    for (const std::string &value : rule(key).choices.values)
-        choices << QString::fromStdString(value);
-    return choices;
+    return qtList(rule(key).choices.values);
 }
 
 FieldSpec schemaChoice(const char *key, const QString &label, const QString &toolTip = {})
@@ -112,24 +117,24 @@ FieldBinding distributedTypeField()
 
 FieldBinding mixedPrecisionField()
 {
-    return {choice("mixed_precision", QObject::tr("Mixed precision"),
-                   {QStringLiteral("no"), QStringLiteral("fp16"), QStringLiteral("bf16"), QStringLiteral("fp8")}),
-            [](const ClusterConfig &c) {
-                return c.mixedPrecision
-                           ? std::optional<QString>(QString::fromLatin1(config::toString(*c.mixedPrecision)))
-                           : std::nullopt;
-            },
-            [](ClusterConfig &c, const std::optional<QString> &value) {
-                if (!value) {
-                    c.mixedPrecision.reset();
-                    return QString();
-                }
-                const auto parsed = config::mixedPrecisionFromString(value->toStdString());
-                if (!parsed)
-                    return QStringLiteral("expected one of no, fp16, bf16, fp8; got '%1'").arg(*value);
-                c.mixedPrecision = *parsed;
+    return {
+        choice("mixed_precision", QObject::tr("Mixed precision"), qtList(config::schema::mixedPrecisionNames())),
+        [](const ClusterConfig &c) {
+            return c.mixedPrecision ? std::optional<QString>(QString::fromLatin1(config::toString(*c.mixedPrecision)))
+                                    : std::nullopt;
+        },
+        [](ClusterConfig &c, const std::optional<QString> &value) {
+            if (!value) {
+                c.mixedPrecision.reset();
                 return QString();
-            }};
+            }
+            const auto parsed = config::mixedPrecisionFromString(value->toStdString());
+            if (!parsed)
+                return QStringLiteral("expected one of %1; got '%2'")
+                    .arg(QString::fromStdString(config::schema::joined(config::schema::mixedPrecisionNames())), *value);
+            c.mixedPrecision = *parsed;
+            return QString();
+        }};
 }
 
 std::vector<FieldGroup> buildGroups()

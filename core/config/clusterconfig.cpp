@@ -1,5 +1,7 @@
 #include "core/config/clusterconfig.h"
 
+#include "core/config/configschema.h"
+
 #include <array>
 #include <cctype>
 #include <utility>
@@ -48,17 +50,9 @@ const char *toString(DistributedType value)
 
 const char *toString(MixedPrecision value)
 {
-    switch (value) {
-    case MixedPrecision::No:
-        return "no";
-    case MixedPrecision::Fp16:
-        return "fp16";
-    case MixedPrecision::Bf16:
-        return "bf16";
-    case MixedPrecision::Fp8:
-        return "fp8";
-    }
-    return "no";
+    const auto &names = schema::mixedPrecisionNames();
+    const auto index = static_cast<size_t>(value);
+    return index < names.size() ? names[index].c_str() : names.front().c_str();
 }
 
 std::optional<ComputeEnvironment> computeEnvironmentFromString(const std::string &text)
@@ -80,14 +74,10 @@ std::optional<DistributedType> distributedTypeFromString(const std::string &text
 
 std::optional<MixedPrecision> mixedPrecisionFromString(const std::string &text)
 {
-    if (text == "no")
-        return MixedPrecision::No;
-    if (text == "fp16")
-        return MixedPrecision::Fp16;
-    if (text == "bf16")
-        return MixedPrecision::Bf16;
-    if (text == "fp8")
-        return MixedPrecision::Fp8;
+    const auto &names = schema::mixedPrecisionNames();
+    for (size_t i = 0; i < names.size(); ++i)
+        if (text == names[i])
+            return static_cast<MixedPrecision>(i);
     return std::nullopt;
 }
 

@@ -38,6 +38,7 @@ enum class DistributedType {
     ModelParallel,
 };
 
+// Its text forms are schema::mixedPrecisionNames(), in this order.
 enum class MixedPrecision { No, Fp16, Bf16, Fp8 };
 
 // Text as written in the file ("LOCAL_MACHINE", "MULTI_GPU", "fp16") and back.

@@ -4,6 +4,7 @@
 #include "core/common/fileutil.h"
 #include "core/common/text.h"
 #include "core/config/configio.h"
+#include "core/config/configschema.h"
 #include "core/config/validation.h"
 #include "core/hardware/hardwaredetector.h"
 
@@ -82,13 +83,7 @@ std::string bindProblem(int port)
     return problem;
 }
 
-std::string joined(const std::vector<std::string> &items)
-{
-    std::string text;
-    for (const std::string &item : items)
-        text += (text.empty() ? "" : ", ") + item;
-    return text;
-}
+using schema::joined;
 
 Diagnostic message(Severity severity, const std::string &key, const std::string &text)
 {

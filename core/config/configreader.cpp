@@ -17,16 +17,7 @@ namespace {
 using schema::Choices;
 using schema::Range;
 
-std::string joined(const std::vector<std::string> &values, const char *separator = ", ")
-{
-    std::string out;
-    for (const std::string &value : values) {
-        if (!out.empty())
-            out += separator;
-        out += value;
-    }
-    return out;
-}
+using schema::joined;
 
 bool equalsIgnoringCase(const std::string &a, const std::string &b)
 {

@@ -77,26 +77,69 @@ const Choices &anyText()
     return any;
 }
 
+const std::vector<std::string> &mixedPrecisionNames()
+{
+    static const std::vector<std::string> names{"no", "fp16", "bf16", "fp8"};
+    return names;
+}
+
+std::vector<std::string> valuesIn(const std::vector<PlacedValue> &table, Place place)
+{
+    std::vector<std::string> names;
+    for (const PlacedValue &value : table)
+        if (value.places & place)
+            names.emplace_back(value.name);
+    return names;
+}
+
+// Accelerate's DynamoBackend enum (a config's values), the backends its questionnaire offers and
+// those its launcher's --dynamo_backend takes (lower case).
+const std::vector<PlacedValue> &dynamoBackendTable()
+{
+    static const std::vector<PlacedValue> table{
+        {"NO", InConfig | LaunchFlag},
+        {"EAGER", Everywhere},
+        {"AOT_EAGER", Everywhere},
+        {"INDUCTOR", Everywhere},
+        {"AOT_TS_NVFUSER", Everywhere},
+        {"NVPRIMS_NVFUSER", Everywhere},
+        {"CUDAGRAPHS", Everywhere},
+        {"OFI", Everywhere},
+        {"FX2TRT", Everywhere},
+        {"ONNXRT", Everywhere},
+        {"TENSORRT", Everywhere},
+        {"AOT_TORCHXLA_TRACE_ONCE", Everywhere},
+        {"TORCHXLA_TRACE_ONCE", Everywhere},
+        {"IPEX", LaunchFlag},
+        {"TVM", Everywhere},
+        {"HPU_BACKEND", InConfig | LaunchFlag},
+        {"NEURON", InConfig},
+    };
+    return table;
+}
+
+// torch.compile's modes: a config may hold the fourth, which the questionnaire and the launch
+// flag do not offer.
+const std::vector<PlacedValue> &dynamoModeTable()
+{
+    static const std::vector<PlacedValue> table{
+        {"default", Everywhere},
+        {"reduce-overhead", Everywhere},
+        {"max-autotune", Everywhere},
+        {"max-autotune-no-cudagraphs", InConfig},
+    };
+    return table;
+}
+
 const std::vector<std::string> &dynamoBackends()
 {
-    static const std::vector<std::string> names{
-        "NO",
-        "EAGER",
-        "AOT_EAGER",
-        "INDUCTOR",
-        "AOT_TS_NVFUSER",
-        "NVPRIMS_NVFUSER",
-        "CUDAGRAPHS",
-        "OFI",
-        "FX2TRT",
-        "ONNXRT",
-        "TENSORRT",
-        "AOT_TORCHXLA_TRACE_ONCE",
-        "TORCHXLA_TRACE_ONCE",
-        "TVM",
-        "HPU_BACKEND",
-        "NEURON",
-    };
+    static const std::vector<std::string> names = valuesIn(dynamoBackendTable(), InConfig);
+    return names;
+}
+
+const std::vector<std::string> &dynamoModes()
+{
+    static const std::vector<std::string> names = valuesIn(dynamoModeTable(), InConfig);
     return names;
 }
 
@@ -107,10 +150,39 @@ const std::vector<std::string> &fsdpShardingStrategies()
     return names;
 }
 
+const std::vector<std::string> &fsdpAutoWrapPolicies()
+{
+    static const std::vector<std::string> names{"TRANSFORMER_BASED_WRAP", "SIZE_BASED_WRAP", "NO_WRAP"};
+    return names;
+}
+
+const std::vector<std::string> &fsdpBackwardPrefetchModes()
+{
+    static const std::vector<std::string> names{"BACKWARD_PRE", "BACKWARD_POST", "NO_PREFETCH"};
+    return names;
+}
+
 const std::vector<std::string> &fsdpStateDictTypes()
 {
     static const std::vector<std::string> names{"FULL_STATE_DICT", "LOCAL_STATE_DICT", "SHARDED_STATE_DICT"};
     return names;
+}
+
+const std::vector<std::string> &fsdp2StateDictTypes()
+{
+    static const std::vector<std::string> names{"SHARDED_STATE_DICT", "FULL_STATE_DICT"};
+    return names;
+}
+
+std::string joined(const std::vector<std::string> &values, const char *separator)
+{
+    std::string out;
+    for (const std::string &value : values) {
+        if (!out.empty())
+            out += separator;
+        out += value;
+    }
+    return out;
 }
 
 const std::vector<std::string> &distributedTypeNames(bool sageMaker)

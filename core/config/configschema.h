@@ -32,16 +32,40 @@ struct Range {
 };
 
 const Choices &anyText();
-const std::vector<std::string> &dynamoBackends();
+
+// The allowed values of the keys whose values other places offer too (the questionnaire, the
+// launch flags, the studio's form, validation messages): each list is declared here once.
+// mixed_precision: "no", "fp16", "bf16", "fp8", in MixedPrecision's order (its text form).
+const std::vector<std::string> &mixedPrecisionNames();
 const std::vector<std::string> &fsdpShardingStrategies();
+const std::vector<std::string> &fsdpAutoWrapPolicies();
+const std::vector<std::string> &fsdpBackwardPrefetchModes();
 const std::vector<std::string> &fsdpStateDictTypes();
+const std::vector<std::string> &fsdp2StateDictTypes(); // what fsdp_version 2 takes, its default first
 const std::vector<std::string> &distributedTypeNames(bool sageMaker);
+
+// Where a value of a choice list is taken. Accelerate's own lists of one key differ by place:
+// its launcher takes --dynamo_backend ipex, which its config enum lacks; its questionnaire offers
+// fewer backends and modes than a config may hold. So each value says where it belongs.
+enum Place : unsigned { InConfig = 1u, Asked = 2u, LaunchFlag = 4u, Everywhere = 7u };
+struct PlacedValue {
+    const char *name; // as a config writes it (dynamo_backend upper case)
+    unsigned places;  // Place bits
+};
+std::vector<std::string> valuesIn(const std::vector<PlacedValue> &table, Place place);
+const std::vector<PlacedValue> &dynamoBackendTable();
+const std::vector<PlacedValue> &dynamoModeTable();
+const std::vector<std::string> &dynamoBackends(); // valuesIn(dynamoBackendTable(), InConfig)
+const std::vector<std::string> &dynamoModes();    // valuesIn(dynamoModeTable(), InConfig)
+
+// "a, b, c": a list for a help text or a message.
+std::string joined(const std::vector<std::string> &values, const char *separator = ", ");
 
 template <typename V>
 void visitDynamo(DynamoConfig &c, V &v)
 {
     static const Choices backends{dynamoBackends(), true};
-    static const Choices modes{{"default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"}};
+    static const Choices modes{dynamoModes()};
     v.text("dynamo_backend", c.backend, backends);
     v.text("dynamo_mode", c.mode, modes);
     v.flag("dynamo_use_fullgraph", c.useFullgraph);
@@ -53,8 +77,8 @@ template <typename V>
 void visitFsdp(FsdpConfig &c, V &v)
 {
     static const Choices strategies{fsdpShardingStrategies()};
-    static const Choices wrap{{"TRANSFORMER_BASED_WRAP", "SIZE_BASED_WRAP", "NO_WRAP"}};
-    static const Choices prefetch{{"BACKWARD_PRE", "BACKWARD_POST", "NO_PREFETCH"}};
+    static const Choices wrap{fsdpAutoWrapPolicies()};
+    static const Choices prefetch{fsdpBackwardPrefetchModes()};
     static const Choices stateDict{fsdpStateDictTypes()};
     v.flag("fsdp_activation_checkpointing", c.activationCheckpointing);
     v.text("fsdp_auto_wrap_policy", c.autoWrapPolicy, wrap);

@@ -3,7 +3,9 @@
 // key (distributed type, use_cpu, lists) are turned into config by flowbuilder.cpp.
 #include "core/config/questionflow.h"
 
-#include <cctype>
+#include "core/common/text.h"
+#include "core/config/configschema.h"
+
 #include <cstdlib>
 
 namespace accel::config {
@@ -160,6 +162,15 @@ std::vector<Choice> plainChoices(std::initializer_list<const char *> values)
     return choices;
 }
 
+// A list the config schema declares (core/config/configschema.h), offered as it is written.
+std::vector<Choice> plainChoices(const std::vector<std::string> &values)
+{
+    std::vector<Choice> choices;
+    for (const std::string &value : values)
+        choices.push_back({value, value});
+    return choices;
+}
+
 bool startsWith(const std::string &text, const char *prefix)
 {
     return text.rfind(prefix, 0) == 0;
@@ -283,14 +294,8 @@ void addDynamoQuestions(std::vector<Question> &q)
     const Condition dynamo = [](const Answers &a) { return yes(a, "use_dynamo"); };
     {
         std::vector<Choice> backends;
-        for (const char *name :
-             {"EAGER", "AOT_EAGER", "INDUCTOR", "AOT_TS_NVFUSER", "NVPRIMS_NVFUSER", "CUDAGRAPHS", "OFI", "FX2TRT",
-              "ONNXRT", "TENSORRT", "AOT_TORCHXLA_TRACE_ONCE", "TORCHXLA_TRACE_ONCE", "TVM"}) {
-            std::string label = name;
-            for (char &c : label)
-                c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-            backends.push_back({name, label});
-        }
+        for (const std::string &name : schema::valuesIn(schema::dynamoBackendTable(), schema::Asked))
+            backends.push_back({name, text::lower(name)});
         q.push_back(menu("dynamo_backend", "Which dynamo backend would you like to use?", backends, "INDUCTOR", dynamo,
                          "dynamo_config.dynamo_backend"));
     }
@@ -298,7 +303,7 @@ void addDynamoQuestions(std::vector<Question> &q)
         yesNo("dynamo_customize", "Do you want to customize the defaults sent to torch.compile?", false, dynamo));
     const Condition customized = [](const Answers &a) { return yes(a, "use_dynamo") && yes(a, "dynamo_customize"); };
     q.push_back(menu("dynamo_mode", "Which mode do you want to use?",
-                     plainChoices({"default", "reduce-overhead", "max-autotune"}), "default", customized,
+                     plainChoices(schema::valuesIn(schema::dynamoModeTable(), schema::Asked)), "default", customized,
                      "dynamo_config.dynamo_mode"));
     q.push_back(yesNo("dynamo_use_fullgraph",
                       "Do you want the fullgraph mode or is it ok to break the model into several subgraphs?", false,
@@ -410,15 +415,15 @@ void addFsdpQuestions(std::vector<Question> &q)
     q.push_back(menu("fsdp_version", "What should be your FSDP version?", plainChoices({"1", "2"}), "2", fsdp,
                      "fsdp_config.fsdp_version"));
     q.push_back(menu("fsdp_sharding_strategy", "What should be your sharding strategy?",
-                     plainChoices({"FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "HYBRID_SHARD", "HYBRID_SHARD_ZERO2"}),
-                     "FULL_SHARD", fsdp1, "fsdp_config.fsdp_reshard_after_forward"));
+                     plainChoices(schema::fsdpShardingStrategies()), "FULL_SHARD", fsdp1,
+                     "fsdp_config.fsdp_reshard_after_forward"));
     q.push_back(yesNo("fsdp_reshard_after_forward", "Do you want to enable resharding after forward?", true, fsdp2,
                       "fsdp_config.fsdp_reshard_after_forward"));
     q.push_back(yesNo("fsdp_offload_params", "Do you want to offload parameters and gradients to CPU?", false, fsdp,
                       "fsdp_config.fsdp_offload_params"));
     q.push_back(menu("fsdp_auto_wrap_policy", "What should be your auto wrap policy?",
-                     plainChoices({"TRANSFORMER_BASED_WRAP", "SIZE_BASED_WRAP", "NO_WRAP"}), "TRANSFORMER_BASED_WRAP",
-                     fsdp, "fsdp_config.fsdp_auto_wrap_policy"));
+                     plainChoices(schema::fsdpAutoWrapPolicies()), "TRANSFORMER_BASED_WRAP", fsdp,
+                     "fsdp_config.fsdp_auto_wrap_policy"));
     const Condition transformerWrap = [](const Answers &a) {
         return fsdp(a) && get(a, "fsdp_auto_wrap_policy") == "TRANSFORMER_BASED_WRAP";
     };
@@ -435,13 +440,13 @@ void addFsdpQuestions(std::vector<Question> &q)
         "100000000", [](const Answers &a) { return fsdp(a) && get(a, "fsdp_auto_wrap_policy") == "SIZE_BASED_WRAP"; },
         "fsdp_config.fsdp_min_num_params", 0));
     q.push_back(menu("fsdp_backward_prefetch", "What should be your FSDP's backward prefetch policy?",
-                     plainChoices({"BACKWARD_PRE", "BACKWARD_POST", "NO_PREFETCH"}), "BACKWARD_PRE", fsdp1,
+                     plainChoices(schema::fsdpBackwardPrefetchModes()), "BACKWARD_PRE", fsdp1,
                      "fsdp_config.fsdp_backward_prefetch"));
     q.push_back(menu("fsdp1_state_dict_type", "What should be your FSDP's state dict type?",
-                     plainChoices({"FULL_STATE_DICT", "LOCAL_STATE_DICT", "SHARDED_STATE_DICT"}), "FULL_STATE_DICT",
-                     fsdp1, "fsdp_config.fsdp_state_dict_type"));
+                     plainChoices(schema::fsdpStateDictTypes()), "FULL_STATE_DICT", fsdp1,
+                     "fsdp_config.fsdp_state_dict_type"));
     q.push_back(menu("fsdp2_state_dict_type", "What should be your FSDP's state dict type?",
-                     plainChoices({"SHARDED_STATE_DICT", "FULL_STATE_DICT"}), "SHARDED_STATE_DICT", fsdp2,
+                     plainChoices(schema::fsdp2StateDictTypes()), "SHARDED_STATE_DICT", fsdp2,
                      "fsdp_config.fsdp_state_dict_type"));
     q.push_back(yesNo("fsdp_forward_prefetch", "Do you want to enable FSDP's forward prefetch policy?", false, fsdp1,
                       "fsdp_config.fsdp_forward_prefetch"));
@@ -573,7 +578,7 @@ void addTpuQuestions(std::vector<Question> &q)
 void addPrecisionQuestions(std::vector<Question> &q)
 {
     q.push_back(menu("mixed_precision", "Do you wish to use mixed precision?",
-                     plainChoices({"no", "fp16", "bf16", "fp8"}), "no",
+                     plainChoices(schema::mixedPrecisionNames()), "no",
                      [](const Answers &a) { return sage(a) || (!xla(a) && !dsFile(a)); }));
     q.push_back(menu("fp8_backend", "Which FP8 backend do you want to use?",
                      {{"AO", "ao"}, {"TE", "te"}, {"MSAMP", "msamp"}}, "AO", fp8, "fp8_config.backend"));

@@ -2,6 +2,8 @@
 // launcher silently ignores (fact sheet section 9).
 #include "core/config/validation.h"
 
+#include "core/config/configschema.h"
+
 #include <algorithm>
 #include <cctype>
 #include <climits>
@@ -223,9 +225,12 @@ private:
                 error("fsdp_config.fsdp_sharding_strategy",
                       "is an FSDP1 key; with fsdp_version 2 use fsdp_reshard_after_forward "
                       "(run 'accel config to-fsdp2')");
-            if (f.stateDictType == std::string("LOCAL_STATE_DICT"))
-                error("fsdp_config.fsdp_state_dict_type",
-                      "expected one of SHARDED_STATE_DICT, FULL_STATE_DICT with fsdp_version 2; got LOCAL_STATE_DICT");
+            const std::vector<std::string> &fsdp2Types = schema::fsdp2StateDictTypes();
+            if (f.stateDictType &&
+                std::find(fsdp2Types.begin(), fsdp2Types.end(), *f.stateDictType) == fsdp2Types.end() &&
+                std::count(schema::fsdpStateDictTypes().begin(), schema::fsdpStateDictTypes().end(), *f.stateDictType))
+                error("fsdp_config.fsdp_state_dict_type", "expected one of " + schema::joined(fsdp2Types) +
+                                                              " with fsdp_version 2; got " + *f.stateDictType);
             if (f.forwardPrefetch.value_or(false))
                 error("fsdp_config.fsdp_forward_prefetch", "is not implemented for fsdp_version 2; remove it");
             if (f.backwardPrefetch)
