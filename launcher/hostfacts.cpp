@@ -1,8 +1,9 @@
-// This machine's facts for the launch merge: physical cores and accelerators from /sys and /dev,
-// and the torch version the ranks will run.
+// This machine's facts for the launch merge: physical cores (core/common/cputopology), accelerators
+// from /dev, and the torch version the ranks will run.
 #include "launcher/launchmerge.h"
 
 #include "buildinfo.h"
+#include "core/common/cputopology.h"
 
 #include <QProcess>
 #include <QString>
@@ -10,31 +11,8 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
-#include <set>
 
 namespace accel::launcher {
-
-namespace {
-
-int countPhysicalCores()
-{
-    std::set<std::pair<std::string, std::string>> cores;
-    std::error_code error;
-    for (const auto &entry : std::filesystem::directory_iterator("/sys/devices/system/cpu", error)) {
-        const std::string name = entry.path().filename().string();
-        if (name.rfind("cpu", 0) != 0 || name.size() < 4 || !std::isdigit(static_cast<unsigned char>(name[3])))
-            continue;
-        std::ifstream package(entry.path() / "topology/physical_package_id");
-        std::ifstream core(entry.path() / "topology/core_id");
-        std::string p, c;
-        if (package >> p && core >> c)
-            cores.insert({p, c});
-    }
-    return cores.empty() ? 1 : static_cast<int>(cores.size());
-}
-
-} // namespace
 
 std::string detectTorchVersion(const ProgramSpec &program, const EnvMap &environment)
 {
@@ -64,7 +42,7 @@ std::string detectTorchVersion(const ProgramSpec &program, const EnvMap &environ
 HostFacts detectHostFacts()
 {
     HostFacts facts;
-    facts.physicalCores = countPhysicalCores();
+    facts.physicalCores = localPhysicalCores();
     std::error_code error;
     for (const auto &entry : std::filesystem::directory_iterator("/dev", error)) {
         const std::string name = entry.path().filename().string();

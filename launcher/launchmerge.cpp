@@ -1,4 +1,5 @@
 #include "launcher/launchmerge.h"
+#include "core/common/cputopology.h"
 #include "core/common/text.h"
 #include "launcher/rendezvousconf.h"
 
@@ -420,9 +421,7 @@ void Merger::decideThreads()
     if (useCpu && envInt({"OMP_NUM_THREADS"}, 0) == 0) {
         const int localSize = envInt({"MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "MV2_COMM_WORLD_LOCAL_SIZE"},
                                      std::max(m_settings.numProcesses / std::max(1, m_settings.numMachines), 1));
-        const int perProcess = m_host.physicalCores / std::max(1, localSize);
-        if (perProcess > 1)
-            m_settings.threadsPerProcess = perProcess;
+        m_settings.threadsPerProcess = threadsPerRank(m_host.physicalCores, localSize);
     }
 }
 

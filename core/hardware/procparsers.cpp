@@ -1,5 +1,6 @@
 #include "core/hardware/procparsers.h"
 
+#include "core/common/cputopology.h"
 #include "core/common/text.h"
 
 #include <algorithm>
@@ -62,53 +63,27 @@ const std::vector<std::string> &interestingCpuFlags()
 CpuInfo parseCpuInfo(const std::string &text)
 {
     CpuInfo cpu;
-    std::set<std::string> sockets;
-    std::set<std::pair<std::string, std::string>> cores;
+    const CpuTopology topology = parseCpuTopology(text);
+    cpu.logicalCpus = topology.logicalCpus;
+    cpu.sockets = topology.sockets;
+    cpu.physicalCores = topology.physicalCores;
     std::set<std::string> flagSet;
-    std::string physicalId;
-    std::string coreId;
-    bool sawTopology = false;
-    auto finishProcessor = [&] {
-        if (!physicalId.empty() || !coreId.empty()) {
-            sawTopology = true;
-            sockets.insert(physicalId);
-            cores.insert({physicalId, coreId});
-        }
-        physicalId.clear();
-        coreId.clear();
-    };
     for (const std::string &line : splitLines(text)) {
         const auto colon = line.find(':');
         if (colon == std::string::npos)
             continue;
         const std::string key = trim(line.substr(0, colon));
         const std::string value = trim(line.substr(colon + 1));
-        if (key == "processor") {
-            finishProcessor();
-            ++cpu.logicalCpus;
-        } else if (key == "model name" && cpu.model.empty()) {
+        if (key == "model name" && cpu.model.empty()) {
             cpu.model = value;
         } else if (key == "vendor_id" && cpu.vendor.empty()) {
             cpu.vendor = value;
         } else if (key == "CPU implementer" && cpu.vendor.empty()) {
             cpu.vendor = "ARM implementer " + value;
-        } else if (key == "physical id") {
-            physicalId = value;
-        } else if (key == "core id") {
-            coreId = value;
         } else if (key == "flags" || key == "Features") {
             for (const std::string &flag : splitWhitespace(value))
                 flagSet.insert(flag);
         }
-    }
-    finishProcessor();
-    if (sawTopology) {
-        cpu.sockets = static_cast<int>(sockets.size());
-        cpu.physicalCores = static_cast<int>(cores.size());
-    } else {
-        // No topology lines (ARM, some VMs): count every logical CPU as a core on one socket.
-        cpu.sockets = cpu.logicalCpus > 0 ? 1 : 0;
-        cpu.physicalCores = cpu.logicalCpus;
     }
     for (const std::string &flag : interestingCpuFlags()) {
         if (flagSet.count(flag))

@@ -2,6 +2,8 @@
 
 #include "core/hardware/nvidiasmi.h"
 
+#include "core/common/cputopology.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -121,7 +123,7 @@ void recommendForGpus(const HardwareReport &report, RecommendedConfig &config)
     }
 
     const int cores = std::max(1, report.cpu.physicalCores);
-    config.threadsPerProcess = std::max(1, cores / count);
+    config.threadsPerProcess = threadsPerRank(cores, count);
     addReason(config, "OMP_NUM_THREADS",
               std::to_string(cores) + " physical cores / " + std::to_string(count) + " processes");
 
@@ -177,7 +179,7 @@ void recommendForCpu(const HardwareReport &report, RecommendedConfig &config)
     }
 
     const int cores = std::max(1, report.cpu.physicalCores);
-    config.threadsPerProcess = std::max(1, cores / config.numProcesses);
+    config.threadsPerProcess = threadsPerRank(cores, config.numProcesses);
     addReason(config, "OMP_NUM_THREADS",
               std::to_string(cores) + " physical cores / " + std::to_string(config.numProcesses) +
                   (config.numProcesses == 1 ? " process" : " processes") + " (hyper-threads do not help matrix math)");

@@ -1,13 +1,12 @@
 #include "core/runtime/distributedenv.h"
 
+#include "core/common/cputopology.h"
 #include "core/common/loopbacksocket.h"
 #include "core/common/text.h"
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
-#include <set>
-#include <thread>
+#include <stdexcept>
 #include <utility>
 
 namespace accel::runtime {
@@ -79,28 +78,6 @@ Result<MixedPrecision> parseMixedPrecision(const std::string &text)
     if (v == "fp8")
         return MixedPrecision::Fp8;
     return makeError(ErrorCode::InvalidInput, "mixed precision: expected one of no, fp16, bf16, fp8; got " + text);
-}
-
-int physicalCoreCount()
-{
-    std::ifstream in("/proc/cpuinfo");
-    std::set<std::pair<std::string, std::string>> cores;
-    std::string line, physical = "0";
-    while (std::getline(in, line)) {
-        const auto colon = line.find(':');
-        if (colon == std::string::npos)
-            continue;
-        std::string key = line.substr(0, colon);
-        key.erase(key.find_last_not_of(" \t") + 1);
-        std::string value = colon + 2 <= line.size() ? line.substr(colon + 2) : std::string();
-        if (key == "physical id")
-            physical = value;
-        else if (key == "core id")
-            cores.insert({physical, value});
-    }
-    if (!cores.empty())
-        return int(cores.size());
-    return std::max(1, int(std::thread::hardware_concurrency()));
 }
 
 Result<DistributedEnv> DistributedEnv::fromEnvironment(const Lookup &lookupIn)
@@ -195,7 +172,7 @@ Result<DistributedEnv> DistributedEnv::fromEnvironment(const Lookup &lookupIn)
             return tl::unexpected(parsed.error());
         env.numThreads = *parsed;
     } else {
-        env.numThreads = std::max(1, physicalCoreCount() / std::max(1, env.localWorldSize));
+        env.numThreads = threadsPerRank(localPhysicalCores(), env.localWorldSize);
     }
     if (const char *ifname = lookup("GLOO_SOCKET_IFNAME"); ifname)
         env.glooInterface = ifname;

@@ -52,7 +52,4 @@ struct DistributedEnv {
     void exportCanonical() const;
 };
 
-// Number of physical cores of this machine (from /proc/cpuinfo), at least 1.
-int physicalCoreCount();
-
 } // namespace accel::runtime

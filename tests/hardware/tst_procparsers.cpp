@@ -1,4 +1,5 @@
 // The pure parsers of core/hardware over documented sample texts (tests/data/hardware).
+#include "core/common/cputopology.h"
 #include "core/common/fileutil.h"
 #include "core/hardware/procparsers.h"
 #include "tests/helpers/testsupport.h"
@@ -54,6 +55,20 @@ private Q_SLOTS:
         QCOMPARE(cpu.vendor, std::string("ARM implementer 0x41"));
         const std::vector<std::string> expected = {"asimd", "sve"};
         QCOMPARE(cpu.flags, expected);
+    }
+
+    // One count and one rule: the report, the launch merge and the runtime's OMP_NUM_THREADS all
+    // come from core/common/cputopology.
+    void threadsPerRankFromThePhysicalCores()
+    {
+        const CpuTopology xeon = parseCpuTopology(sample("cpuinfo-xeon-2socket.txt"));
+        QCOMPARE(xeon.physicalCores, parseCpuInfo(sample("cpuinfo-xeon-2socket.txt")).physicalCores);
+        QCOMPARE(threadsPerRank(xeon.physicalCores, 2), 2);
+        QCOMPARE(threadsPerRank(xeon.physicalCores, 3), 1);
+        QCOMPARE(threadsPerRank(xeon.physicalCores, 8), 1);
+        QCOMPARE(threadsPerRank(xeon.physicalCores, 0), 4);
+        QCOMPARE(threadsPerRank(0, 1), 1);
+        QCOMPARE(localPhysicalCores(), std::max(1, parseCpuInfo(*fileutil::readFile("/proc/cpuinfo")).physicalCores));
     }
 
     void emptyCpuInfo()
