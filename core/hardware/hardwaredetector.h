@@ -3,6 +3,7 @@
 #pragma once
 
 #include "core/hardware/hardwarereport.h"
+#include "core/hardware/nvmlapi.h"
 
 #include <string>
 #include <vector>
@@ -16,7 +17,7 @@ struct DetectOptions {
     // Prefix for /proc, /sys and /etc reads (tests point it at a generated tree); "" = live system.
     std::string root;
     bool probeGpus = true;
-    std::string nvmlLibrary = "libnvidia-ml.so.1";
+    std::string nvmlLibrary = nvml::kLibrary;
     bool probeWorker = true;
     std::string workerPath; // "" = accel-worker beside the running program
     int workerTimeoutMs = 10000;

@@ -1,6 +1,6 @@
 #include "core/hardware/nvmlprobe.h"
 
-#include <dlfcn.h>
+#include "core/hardware/nvmlapi.h"
 
 #include <algorithm>
 #include <cctype>
@@ -11,41 +11,7 @@ namespace accel::hardware {
 
 namespace {
 
-// --- The subset of NVML's documented C API that the probe uses ---------------------------------
-using nvmlReturn_t = int;
-using nvmlDevice_t = struct nvmlDeviceOpaque *;
-constexpr nvmlReturn_t NVML_SUCCESS = 0;
-constexpr nvmlReturn_t NVML_ERROR_INSUFFICIENT_SIZE = 7;
-constexpr unsigned NVML_NVLINK_MAX_LINKS = 18;
-constexpr unsigned NVML_BUFFER_SIZE = 96; // >= NVML_DEVICE_NAME_V2_BUFFER_SIZE, UUID and version sizes
-
-struct nvmlMemory_t {
-    unsigned long long total;
-    unsigned long long free;
-    unsigned long long used;
-};
-
-struct nvmlPciInfo_t {
-    char busIdLegacy[16];
-    unsigned domain;
-    unsigned bus;
-    unsigned device;
-    unsigned pciDeviceId;
-    unsigned pciSubSystemId;
-    char busId[32];
-};
-
-struct nvmlProcessInfo_v1_t {
-    unsigned pid;
-    unsigned long long usedGpuMemory;
-};
-
-struct nvmlProcessInfo_v2_t {
-    unsigned pid;
-    unsigned long long usedGpuMemory;
-    unsigned gpuInstanceId;
-    unsigned computeInstanceId;
-};
+using namespace nvml;
 
 // nvmlGpuTopologyLevel_t values and their `nvidia-smi topo -m` names.
 const char *topologyName(int level)
@@ -68,53 +34,9 @@ const char *topologyName(int level)
     }
 }
 
-struct NvmlApi {
-    void *handle = nullptr;
-    nvmlReturn_t (*init)() = nullptr;
-    nvmlReturn_t (*shutdown)() = nullptr;
-    const char *(*errorString)(nvmlReturn_t) = nullptr;
-    nvmlReturn_t (*getCount)(unsigned *) = nullptr;
-    nvmlReturn_t (*getHandleByIndex)(unsigned, nvmlDevice_t *) = nullptr;
-    nvmlReturn_t (*getName)(nvmlDevice_t, char *, unsigned) = nullptr;
-    nvmlReturn_t (*getUuid)(nvmlDevice_t, char *, unsigned) = nullptr;
-    nvmlReturn_t (*getMemoryInfo)(nvmlDevice_t, nvmlMemory_t *) = nullptr;
-    nvmlReturn_t (*getComputeCapability)(nvmlDevice_t, int *, int *) = nullptr;
-    nvmlReturn_t (*getDriverVersion)(char *, unsigned) = nullptr;
-    nvmlReturn_t (*getCudaDriverVersion)(int *) = nullptr;
-    nvmlReturn_t (*getPcieGeneration)(nvmlDevice_t, unsigned *) = nullptr;
-    nvmlReturn_t (*getPcieWidth)(nvmlDevice_t, unsigned *) = nullptr;
-    nvmlReturn_t (*getTopologyCommonAncestor)(nvmlDevice_t, nvmlDevice_t, int *) = nullptr;
-    nvmlReturn_t (*getNvLinkState)(nvmlDevice_t, unsigned, int *) = nullptr;
-    nvmlReturn_t (*getNvLinkRemotePciInfo)(nvmlDevice_t, unsigned, nvmlPciInfo_t *) = nullptr;
-    nvmlReturn_t (*getPciInfo)(nvmlDevice_t, nvmlPciInfo_t *) = nullptr;
-    nvmlReturn_t (*getProcessesV3)(nvmlDevice_t, unsigned *, nvmlProcessInfo_v2_t *) = nullptr;
-    nvmlReturn_t (*getProcessesV1)(nvmlDevice_t, unsigned *, nvmlProcessInfo_v1_t *) = nullptr;
-
-    ~NvmlApi()
-    {
-        if (handle)
-            dlclose(handle);
-    }
-
-    template <typename F>
-    void resolve(F &function, const char *name)
-    {
-        function = reinterpret_cast<F>(dlsym(handle, name));
-    }
-
-    std::string describe(nvmlReturn_t code) const
-    {
-        if (errorString) {
-            if (const char *text = errorString(code))
-                return text;
-        }
-        return "NVML error " + std::to_string(code);
-    }
-};
-
 // PCI info with room to spare, so that a larger structure in a future driver cannot overrun.
 struct PaddedPciInfo {
-    nvmlPciInfo_t info;
+    PciInfo info;
     char spare[64];
 };
 
@@ -129,18 +51,18 @@ std::string normalizedBusId(const char *busId)
     return id;
 }
 
-void readProcesses(const NvmlApi &api, nvmlDevice_t device, GpuInfo &gpu)
+void readProcesses(const Library &api, Device device, GpuInfo &gpu)
 {
     unsigned count = 64;
     if (api.getProcessesV3) {
-        nvmlProcessInfo_v2_t list[64];
-        if (api.getProcessesV3(device, &count, list) == NVML_SUCCESS) {
+        ProcessInfoV2 list[64];
+        if (api.getProcessesV3(device, &count, list) == kSuccess) {
             for (unsigned i = 0; i < count && i < 64; ++i)
                 gpu.processes.push_back({list[i].pid, list[i].usedGpuMemory});
         }
     } else if (api.getProcessesV1) {
-        nvmlProcessInfo_v1_t list[64];
-        if (api.getProcessesV1(device, &count, list) == NVML_SUCCESS) {
+        ProcessInfoV1 list[64];
+        if (api.getProcessesV1(device, &count, list) == kSuccess) {
             for (unsigned i = 0; i < count && i < 64; ++i)
                 gpu.processes.push_back({list[i].pid, list[i].usedGpuMemory});
         }
@@ -152,99 +74,69 @@ void readProcesses(const NvmlApi &api, nvmlDevice_t device, GpuInfo &gpu)
 GpuSection probeNvml(const std::string &library)
 {
     GpuSection section;
-    NvmlApi api;
-    api.handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!api.handle) {
-        const char *why = dlerror();
-        section.unavailableReason = std::string("NVML not available: ") + (why ? why : library + ": cannot be loaded");
+    std::string why;
+    const std::unique_ptr<Library> nvml = Library::open(library, &why);
+    if (!nvml) {
+        section.unavailableReason = why;
         return section;
     }
-    api.resolve(api.init, "nvmlInit_v2");
-    api.resolve(api.shutdown, "nvmlShutdown");
-    api.resolve(api.errorString, "nvmlErrorString");
-    api.resolve(api.getCount, "nvmlDeviceGetCount_v2");
-    api.resolve(api.getHandleByIndex, "nvmlDeviceGetHandleByIndex_v2");
-    api.resolve(api.getName, "nvmlDeviceGetName");
-    api.resolve(api.getUuid, "nvmlDeviceGetUUID");
-    api.resolve(api.getMemoryInfo, "nvmlDeviceGetMemoryInfo");
-    api.resolve(api.getComputeCapability, "nvmlDeviceGetCudaComputeCapability");
-    api.resolve(api.getDriverVersion, "nvmlSystemGetDriverVersion");
-    api.resolve(api.getCudaDriverVersion, "nvmlSystemGetCudaDriverVersion");
-    api.resolve(api.getPcieGeneration, "nvmlDeviceGetCurrPcieLinkGeneration");
-    api.resolve(api.getPcieWidth, "nvmlDeviceGetCurrPcieLinkWidth");
-    api.resolve(api.getTopologyCommonAncestor, "nvmlDeviceGetTopologyCommonAncestor");
-    api.resolve(api.getNvLinkState, "nvmlDeviceGetNvLinkState");
-    api.resolve(api.getNvLinkRemotePciInfo, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
-    api.resolve(api.getPciInfo, "nvmlDeviceGetPciInfo_v3");
-    api.resolve(api.getProcessesV3, "nvmlDeviceGetComputeRunningProcesses_v3");
-    api.resolve(api.getProcessesV1, "nvmlDeviceGetComputeRunningProcesses");
-    if (!api.init || !api.getCount || !api.getHandleByIndex) {
-        section.unavailableReason = "NVML not available: " + library +
-                                    " lacks nvmlInit_v2/nvmlDeviceGetCount_v2/"
-                                    "nvmlDeviceGetHandleByIndex_v2 (driver too old)";
-        return section;
-    }
-    const nvmlReturn_t initResult = api.init();
-    if (initResult != NVML_SUCCESS) {
-        section.unavailableReason = "NVML not available: nvmlInit_v2 failed: " + api.describe(initResult);
-        return section;
-    }
+    const Library &api = *nvml;
     section.source = "nvml";
-    char buffer[NVML_BUFFER_SIZE] = {};
-    if (api.getDriverVersion && api.getDriverVersion(buffer, sizeof buffer) == NVML_SUCCESS)
+    char buffer[kBufferSize] = {};
+    if (api.getDriverVersion && api.getDriverVersion(buffer, sizeof buffer) == kSuccess)
         section.driverVersion = buffer;
     int cudaVersion = 0;
-    if (api.getCudaDriverVersion && api.getCudaDriverVersion(&cudaVersion) == NVML_SUCCESS && cudaVersion > 0)
+    if (api.getCudaDriverVersion && api.getCudaDriverVersion(&cudaVersion) == kSuccess && cudaVersion > 0)
         section.cudaDriverVersion =
             std::to_string(cudaVersion / 1000) + "." + std::to_string((cudaVersion % 1000) / 10);
 
     unsigned count = 0;
-    const nvmlReturn_t countResult = api.getCount(&count);
-    if (countResult != NVML_SUCCESS) {
+    const Return countResult = api.getCount(&count);
+    if (countResult != kSuccess) {
         section.unavailableReason = "nvmlDeviceGetCount_v2 failed: " + api.describe(countResult);
         count = 0;
     }
-    std::vector<nvmlDevice_t> devices;
+    std::vector<Device> devices;
     std::map<std::string, size_t> indexByBusId;
     for (unsigned i = 0; i < count; ++i) {
-        nvmlDevice_t device = nullptr;
-        if (api.getHandleByIndex(i, &device) != NVML_SUCCESS)
+        Device device = nullptr;
+        if (api.getHandleByIndex(i, &device) != kSuccess)
             continue;
         GpuInfo gpu;
         gpu.index = static_cast<int>(i);
         std::memset(buffer, 0, sizeof buffer);
-        if (api.getName && api.getName(device, buffer, sizeof buffer) == NVML_SUCCESS)
+        if (api.getName && api.getName(device, buffer, sizeof buffer) == kSuccess)
             gpu.name = buffer;
         std::memset(buffer, 0, sizeof buffer);
-        if (api.getUuid && api.getUuid(device, buffer, sizeof buffer) == NVML_SUCCESS)
+        if (api.getUuid && api.getUuid(device, buffer, sizeof buffer) == kSuccess)
             gpu.uuid = buffer;
         PaddedPciInfo pci{};
-        if (api.getPciInfo && api.getPciInfo(device, &pci.info) == NVML_SUCCESS) {
+        if (api.getPciInfo && api.getPciInfo(device, &pci.info) == kSuccess) {
             pci.info.busId[sizeof pci.info.busId - 1] = '\0';
             gpu.pciBusId = pci.info.busId;
             indexByBusId[normalizedBusId(pci.info.busId)] = devices.size();
         }
-        nvmlMemory_t memory{};
-        if (api.getMemoryInfo && api.getMemoryInfo(device, &memory) == NVML_SUCCESS) {
+        Memory memory{};
+        if (api.getMemoryInfo && api.getMemoryInfo(device, &memory) == kSuccess) {
             gpu.memoryTotalBytes = memory.total;
             gpu.memoryUsedBytes = memory.used;
             gpu.memoryFreeBytes = memory.free;
         }
         int major = -1;
         int minor = -1;
-        if (api.getComputeCapability && api.getComputeCapability(device, &major, &minor) == NVML_SUCCESS) {
+        if (api.getComputeCapability && api.getComputeCapability(device, &major, &minor) == kSuccess) {
             gpu.computeMajor = major;
             gpu.computeMinor = minor;
         }
         unsigned value = 0;
-        if (api.getPcieGeneration && api.getPcieGeneration(device, &value) == NVML_SUCCESS)
+        if (api.getPcieGeneration && api.getPcieGeneration(device, &value) == kSuccess)
             gpu.pcieGeneration = static_cast<int>(value);
-        if (api.getPcieWidth && api.getPcieWidth(device, &value) == NVML_SUCCESS)
+        if (api.getPcieWidth && api.getPcieWidth(device, &value) == kSuccess)
             gpu.pcieWidth = static_cast<int>(value);
         if (api.getNvLinkState) {
-            for (unsigned link = 0; link < NVML_NVLINK_MAX_LINKS; ++link) {
+            for (unsigned link = 0; link < kNvLinkMaxLinks; ++link) {
                 int active = 0;
-                if (api.getNvLinkState(device, link, &active) == NVML_SUCCESS && active)
+                if (api.getNvLinkState(device, link, &active) == kSuccess && active)
                     ++gpu.nvlinkActiveLinks;
             }
         }
@@ -263,12 +155,12 @@ GpuSection probeNvml(const std::string &library)
         std::vector<int> switchLinks(n, 0);
         if (api.getNvLinkState && api.getNvLinkRemotePciInfo) {
             for (size_t i = 0; i < n; ++i) {
-                for (unsigned link = 0; link < NVML_NVLINK_MAX_LINKS; ++link) {
+                for (unsigned link = 0; link < kNvLinkMaxLinks; ++link) {
                     int active = 0;
-                    if (api.getNvLinkState(devices[i], link, &active) != NVML_SUCCESS || !active)
+                    if (api.getNvLinkState(devices[i], link, &active) != kSuccess || !active)
                         continue;
                     PaddedPciInfo remote{};
-                    if (api.getNvLinkRemotePciInfo(devices[i], link, &remote.info) != NVML_SUCCESS)
+                    if (api.getNvLinkRemotePciInfo(devices[i], link, &remote.info) != kSuccess)
                         continue;
                     remote.info.busId[sizeof remote.info.busId - 1] = '\0';
                     const auto peer = indexByBusId.find(normalizedBusId(remote.info.busId));
@@ -294,7 +186,7 @@ GpuSection probeNvml(const std::string &library)
                 } else {
                     int level = -1;
                     if (api.getTopologyCommonAncestor &&
-                        api.getTopologyCommonAncestor(devices[i], devices[j], &level) == NVML_SUCCESS)
+                        api.getTopologyCommonAncestor(devices[i], devices[j], &level) == kSuccess)
                         row.push_back(topologyName(level));
                     else
                         row.push_back("?");
@@ -303,8 +195,6 @@ GpuSection probeNvml(const std::string &library)
             topology.links.push_back(std::move(row));
         }
     }
-    if (api.shutdown)
-        api.shutdown();
     return section;
 }
 

@@ -182,6 +182,26 @@ private Q_SLOTS:
         QCOMPARE(report.disks.size(), defaultDiskPaths().size());
         QVERIFY(!report.python.available);
     }
+
+    // The probe through the one NVML loader, on the two-GPU stand-in library (no GPU here).
+    void gpusThroughTheNvmlLoader()
+    {
+        DetectOptions options;
+        options.probePython = false;
+        options.probeWorker = false;
+        options.nvmlLibrary = ACCEL_FAKE_NVML;
+        const HardwareReport report = detectHardware(options);
+        QCOMPARE(report.gpu.source, std::string("nvml"));
+        QCOMPARE(report.gpu.unavailableReason, std::string());
+        QCOMPARE(report.gpu.driverVersion, std::string("550.54.15"));
+        QCOMPARE(report.gpu.cudaDriverVersion, std::string("12.4"));
+        QCOMPARE(report.gpu.gpus.size(), size_t(2));
+        QCOMPARE(report.gpu.gpus[1].name, std::string("Fake GPU 1"));
+        QCOMPARE(report.gpu.gpus[1].memoryUsedBytes, uint64_t(2) << 30);
+        QCOMPARE(report.gpu.gpus[0].computeMajor, 9);
+        QCOMPARE(report.gpu.gpus[0].processes.size(), size_t(1));
+        QCOMPARE(report.gpu.gpus[0].processes[0].pid, 4242u);
+    }
 };
 
 QTEST_GUILESS_MAIN(tst_SystemProbe)

@@ -158,6 +158,23 @@ private Q_SLOTS:
         SystemSampler sampler;
         QVERIFY(sampler.sampleNow().contains("\"gpu0_mem_total_bytes\":"));
     }
+
+    // The sampler reads through the hardware probe's NVML loader: the two-GPU stand-in library.
+    void gpuReadingsThroughTheNvmlLoader()
+    {
+        NvmlReader nvml(ACCEL_FAKE_NVML);
+        QVERIFY(nvml.isAvailable());
+        std::map<qint64, double> processMemory;
+        const std::vector<GpuReading> gpus = nvml.read(processMemory);
+        QCOMPARE(gpus.size(), size_t(2));
+        QCOMPARE(gpus[1].index, 1);
+        QCOMPARE(gpus[1].utilPercent, 38.0);
+        QCOMPARE(gpus[0].memUsedBytes, double(1ULL << 30));
+        QCOMPARE(gpus[0].memTotalBytes, double(80ULL << 30));
+        QCOMPARE(processMemory.size(), size_t(1));
+        QCOMPARE(processMemory[4242], double(1ULL << 30)); // 512 MiB on each of the two
+        QVERIFY(!NvmlReader("libnvidia-ml-accel-test-absent.so.1").isAvailable());
+    }
 };
 
 QTEST_GUILESS_MAIN(tst_SystemSampler)
