@@ -6,6 +6,7 @@
 #include "core/bigmodel/machinebudgets.h"
 #include "core/bigmodel/modelloader.h"
 #include "core/common/fileutil.h"
+#include "core/inference/quantizationmethod.h"
 
 #include <nlohmann/json.hpp>
 
@@ -41,6 +42,15 @@ nlohmann::ordered_json toJson(const std::string &model, const std::string &dtype
     j["model"] = model;
     j["strategy"] = bigmodel::strategyName(o.strategy);
     j["dtype"] = dtype.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(dtype);
+    if (o.quantization && !o.quantization->method.empty()) {
+        const bigmodel::QuantizedLoad &q = *o.quantization;
+        j["quantization"] = {
+            {"method", q.method},
+            {"skip_modules", q.skipModules ? nlohmann::ordered_json(*q.skipModules) : nlohmann::ordered_json(nullptr)},
+            {"keep_in_fp32_modules", q.keepInFp32Modules}};
+    } else {
+        j["quantization"] = nullptr;
+    }
     j["no_split"] = r.noSplitClasses;
     nlohmann::ordered_json budgets = nlohmann::ordered_json::array();
     for (const auto &[device, bytes] : r.budgets)
@@ -67,8 +77,10 @@ std::string renderText(const std::string &model, const std::string &dtype, const
     for (const std::string &c : r.noSplitClasses)
         noSplit += (noSplit.empty() ? "" : " ") + c;
     std::string out = "Device map for `" + model + "` (strategy " + bigmodel::strategyName(o.strategy) + ", dtype " +
-                      (dtype.empty() ? std::string("as stored") : dtype) + ", no-split " +
-                      (noSplit.empty() ? std::string("none") : noSplit) + ")\n";
+                      (dtype.empty() ? std::string("as stored") : dtype) +
+                      (o.quantization && !o.quantization->method.empty() ? ", quantization " + o.quantization->method
+                                                                         : std::string()) +
+                      ", no-split " + (noSplit.empty() ? std::string("none") : noSplit) + ")\n";
     out += "budgets:";
     for (const auto &[device, bytes] : r.budgets)
         out += " " + device + "=" + bigmodel::formatBinarySize(static_cast<uint64_t>(std::max<int64_t>(0, bytes)));
@@ -118,6 +130,17 @@ int runDeviceMap(int argc, char **argv)
     parser.addOption(noSplit);
     parser.addValue("dtype", "DTYPE",
                     "load dtype for sizes: float32, float16, bfloat16, fp8, int8, int4 (default: as stored)");
+    parser.addOption({"quantization", "METHOD",
+                      "plan the bytes the Linear layers hold quantized on load (accel generate --quantization): "
+                      "int8 rows (1 byte a weight + a float32 scale per output row) or 4-bit NF4 / FP4 (half a "
+                      "byte + a float32 absmax per block of 64); --dtype is then the dtype of what stays "
+                      "unquantized",
+                      "", 0, false, inference::quantizationMethods()});
+    parser.addValue("skip_modules", "A,B",
+                    "with --quantization: modules left unquantized, as BnbQuantizationConfig.skip_modules (default: "
+                    "the output head and tied modules)");
+    parser.addValue("keep_in_fp32_modules", "A,B",
+                    "modules kept in float32 and unquantized, as BnbQuantizationConfig.keep_in_fp32_modules");
     parser.addValue("env_json", "FILE",
                     "`accel env --json` output whose GPUs (free memory) join this machine's budgets");
     parser.addFlag("offload_buffers", "count buffers of offloaded modules as offloaded too");
@@ -164,6 +187,12 @@ int runDeviceMap(int argc, char **argv)
         options.dtype = *target;
         dtypeName = target->name;
     }
+    auto quantization = bigmodel::parseQuantizedLoad(parser.valueOr("quantization", ""), parser.value("skip_modules"),
+                                                     parser.value("keep_in_fp32_modules"));
+    if (!quantization)
+        return fail(quantization.error());
+    if (!quantization->method.empty() || !quantization->keepInFp32Modules.empty())
+        options.quantization = *quantization;
     options.offloadBuffers = parser.isSet("offload_buffers");
     options.cleanResult = !parser.isSet("no_clean");
     options.fallbackAllocation = parser.isSet("fallback_allocation");
@@ -216,6 +245,9 @@ int runDeviceMap(int argc, char **argv)
             "checkpoint does not store (rotary inv_freq) or an output head it leaves out as tied; modules in "
             "the names' natural order, output heads last");
     }
+    if (options.quantization)
+        if (auto checked = bigmodel::checkQuantizedLoad(model->structure, *options.quantization); !checked)
+            return fail(checked.error());
     auto result = bigmodel::inferAutoDeviceMap(model->structure, options);
     // What loading the model said comes first; every warning is on stderr and in the JSON.
     result.warnings.insert(result.warnings.begin(), model->structure.warnings.begin(), model->structure.warnings.end());

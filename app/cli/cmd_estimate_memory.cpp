@@ -8,6 +8,7 @@
 #include "app/cli/estimatesharding.h"
 #include "app/cli/recipememory.h"
 #include "core/bigmodel/memoryestimate.h"
+#include "core/inference/quantizationmethod.h"
 
 #include <nlohmann/json.hpp>
 
@@ -150,6 +151,16 @@ int runEstimateMemory(int argc, char **argv)
     parser.addValue("run", "RUN_DIR",
                     "instead of --config_file: per-rank bytes under the settings a run's ranks were started with "
                     "(its run.json: the process counts and the environment accel launch gave rank 0)");
+    parser.addOption({"quantization", "METHOD",
+                      "one more row: the bytes the model holds with its Linear layers quantized on load (accel "
+                      "generate --quantization; int8: 1 byte a weight + a float32 scale per output row, nf4 / fp4: "
+                      "half a byte + a float32 absmax per block of 64), the rest and the KV cache in float32",
+                      "", 0, false, inference::quantizationMethods()});
+    parser.addValue("skip_modules", "A,B",
+                    "with --quantization: modules left unquantized, as BnbQuantizationConfig.skip_modules (default: "
+                    "the output head and tied modules)");
+    parser.addValue("keep_in_fp32_modules", "A,B",
+                    "with --quantization: modules kept in float32, as BnbQuantizationConfig.keep_in_fp32_modules");
     parser.addFlag("json", "print a JSON object (schema accel.memory-estimate) instead of tables");
     const auto args = cli::expandMultiValueOption(
         argc, argv, "dtypes",
@@ -182,6 +193,12 @@ int runEstimateMemory(int argc, char **argv)
                              "and --num_processes\n");
         return cli::ExitBadInput;
     }
+    if (cli::isJobFile(*parser.firstPositional("MODEL")) &&
+        (parser.isSet("quantization") || parser.isSet("skip_modules") || parser.isSet("keep_in_fp32_modules"))) {
+        std::fprintf(stderr, "accel estimate-memory: --quantization, --skip_modules and --keep_in_fp32_modules "
+                             "size a model's inference; a job file's figures are its training\n");
+        return cli::ExitBadInput;
+    }
     if (cli::isJobFile(*parser.firstPositional("MODEL")))
         return estimateJob(*parser.firstPositional("MODEL"), parser.value("config_file"), parser.value("run"),
                            processes, parser.isSet("json"));
@@ -193,8 +210,18 @@ int runEstimateMemory(int argc, char **argv)
         std::fprintf(stderr, "accel estimate-memory: %s\n", model.error().toString().c_str());
         return exitCodeFor(model.error());
     }
-    auto estimate = bigmodel::estimateMemory(*model, list, batch,
-                                             parser.isSet("context") ? std::optional<int64_t>(context) : std::nullopt);
+    auto quantization = bigmodel::parseQuantizedLoad(parser.valueOr("quantization", ""), parser.value("skip_modules"),
+                                                     parser.value("keep_in_fp32_modules"));
+    if (quantization && quantization->method.empty() && !quantization->keepInFp32Modules.empty())
+        quantization = makeError(ErrorCode::InvalidInput,
+                                 "keep_in_fp32_modules: only with --quantization int8, nf4 or fp4 (the rows without "
+                                 "it are Accelerate's, per dtype)");
+    if (!quantization) {
+        std::fprintf(stderr, "accel estimate-memory: %s\n", quantization.error().toString().c_str());
+        return exitCodeFor(quantization.error());
+    }
+    auto estimate = bigmodel::estimateMemory(
+        *model, list, batch, parser.isSet("context") ? std::optional<int64_t>(context) : std::nullopt, &*quantization);
     if (!estimate) {
         std::fprintf(stderr, "accel estimate-memory: %s\n", estimate.error().toString().c_str());
         return exitCodeFor(estimate.error());

@@ -231,7 +231,8 @@ DeviceMapResult inferAutoDeviceMap(const ModelStructure &s, const DeviceMapOptio
     DeviceMapResult result;
     const std::vector<std::string> noSplit = options.noSplitClasses.value_or(s.noSplitClasses);
     result.noSplitClasses = noSplit;
-    const ModuleSizes sizes(s, options.dtype);
+    const QuantizedLoad *quantization = options.quantization ? &*options.quantization : nullptr;
+    const ModuleSizes sizes(s, options.dtype, false, quantization);
     result.totalSize = sizes.of("");
 
     DeviceBudgets budgets = options.maxMemory;
@@ -389,11 +390,14 @@ DeviceMapResult inferAutoDeviceMap(const ModelStructure &s, const DeviceMapOptio
 
     // Bytes per device from the final map (each tensor once).
     std::map<std::string, uint64_t> placed;
+    std::optional<QuantizedSizer> sizer;
+    if (quantization)
+        sizer.emplace(s, *quantization);
     for (const ModelTensor &t : s.tensors()) {
         if (!t.aliasOf.empty())
             continue;
         const std::string d = result.deviceOf(t.name);
-        placed[d] += tensorBytes(t, options.dtype);
+        placed[d] += loadedTensorBytes(t, options.dtype, sizer ? &*sizer : nullptr);
     }
     for (const std::string &d : devices) {
         if (placed.count(d))

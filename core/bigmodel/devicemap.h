@@ -6,6 +6,7 @@
 #include "core/bigmodel/dtype.h"
 #include "core/bigmodel/memorysize.h"
 #include "core/bigmodel/modelstructure.h"
+#include "core/bigmodel/quantizedsizes.h"
 #include "core/common/result.h"
 
 #include <cstdint>
@@ -28,6 +29,9 @@ struct DeviceMapOptions {
     DeviceMapStrategy strategy = DeviceMapStrategy::Auto;
     std::optional<std::vector<std::string>> noSplitClasses; // default: the model family's
     std::optional<TargetDType> dtype;
+    // Quantized on load: modules are planned at the bytes they hold quantized (quantizedsizes.h);
+    // `dtype` is then the compute dtype of what stays unquantized.
+    std::optional<QuantizedLoad> quantization;
     bool offloadBuffers = false;
     bool cleanResult = true;
     bool fallbackAllocation = false;

@@ -59,7 +59,7 @@ std::string repeat(const std::string &s, size_t n)
 } // namespace
 
 Result<MemoryEstimate> estimateMemory(const LoadedModel &model, const std::vector<std::string> &dtypes, int64_t batch,
-                                      std::optional<int64_t> context)
+                                      std::optional<int64_t> context, const QuantizedLoad *quantization)
 {
     MemoryEstimate estimate;
     estimate.model = model.name;
@@ -88,6 +88,26 @@ Result<MemoryEstimate> estimateMemory(const LoadedModel &model, const std::vecto
                              "--context must be at least 1, got " + std::to_string(estimate.context));
     }
 
+    auto inferenceFigures = [&](EstimateRow &row, double cacheBytes) {
+        if (!c)
+            return;
+        const double tokens = static_cast<double>(batch) * static_cast<double>(estimate.context);
+        // Keys and values of every layer for every token.
+        row.kvCache = tokens * static_cast<double>(c->numLayers) * 2.0 *
+                      static_cast<double>(c->numKeyValueHeads * c->headDim) * cacheBytes;
+        // One layer's working set during prefill: hidden states and residual (4·h), the MLP's
+        // intermediate pair (2·i, for mixtral per routed expert), eager attention scores
+        // (heads·T per token), and float32 logits of the last position.
+        const double compute = cacheBytes;
+        const double experts = c->expertsPerToken > 0 ? static_cast<double>(c->expertsPerToken) : 1.0;
+        row.activations =
+            tokens *
+                (4.0 * static_cast<double>(c->hiddenSize) + 2.0 * experts * static_cast<double>(c->intermediateSize)) *
+                compute +
+            tokens * static_cast<double>(c->numHeads) * static_cast<double>(estimate.context) * compute +
+            static_cast<double>(batch) * static_cast<double>(c->vocabSize) * 4.0;
+    };
+
     for (const std::string &name : dtypes) {
         const EstimateDtype *d = nullptr;
         for (const EstimateDtype &candidate : kDtypes) {
@@ -105,24 +125,20 @@ Result<MemoryEstimate> estimateMemory(const LoadedModel &model, const std::vecto
         row.largestLayer = static_cast<double>(estimate.float32Largest) / d->divisor;
         if (d->training)
             row.trainingAdam = d->divisor == 1 ? 4 * total : 2 * total;
-        if (c) {
-            const double tokens = static_cast<double>(batch) * static_cast<double>(estimate.context);
-            // Keys and values of every layer for every token.
-            row.kvCache = tokens * static_cast<double>(c->numLayers) * 2.0 *
-                          static_cast<double>(c->numKeyValueHeads * c->headDim) * d->cacheBytes;
-            // One layer's working set during prefill: hidden states and residual (4·h), the MLP's
-            // intermediate pair (2·i, for mixtral per routed expert), eager attention scores
-            // (heads·T per token), and float32 logits of the last position.
-            const double compute = d->cacheBytes;
-            const double experts = c->expertsPerToken > 0 ? static_cast<double>(c->expertsPerToken) : 1.0;
-            row.activations =
-                tokens *
-                    (4.0 * static_cast<double>(c->hiddenSize) +
-                     2.0 * experts * static_cast<double>(c->intermediateSize)) *
-                    compute +
-                tokens * static_cast<double>(c->numHeads) * static_cast<double>(estimate.context) * compute +
-                static_cast<double>(batch) * static_cast<double>(c->vocabSize) * 4.0;
-        }
+        inferenceFigures(row, d->cacheBytes);
+        estimate.rows.push_back(row);
+    }
+    if (quantization && !quantization->method.empty()) {
+        if (auto checked = checkQuantizedLoad(s, *quantization); !checked)
+            return tl::unexpected(checked.error());
+        const ModuleSizes quantized(s, TargetDType{"float32", 4, true}, true, quantization);
+        EstimateRow row;
+        row.dtype = quantization->method;
+        row.totalSize = static_cast<double>(quantized.of(estimate.baseModule));
+        row.weights = static_cast<double>(quantized.of(""));
+        row.largestLayer = static_cast<double>(
+            maxLayerSize(moduleWorkList(s, estimate.baseModule), s, quantized, s.noSplitClasses).size);
+        inferenceFigures(row, 4);
         estimate.rows.push_back(row);
     }
     return estimate;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "core/bigmodel/modelloader.h"
+#include "core/bigmodel/quantizedsizes.h"
 #include "core/common/result.h"
 
 #include <cstdint>
@@ -39,8 +40,10 @@ struct MemoryEstimate {
 };
 
 // dtypes: float32, float16, bfloat16, fp8, int8, int4 (Accelerate's default: float32 float16 int8 int4).
+// With `quantization` (a method set), one more row named after the method: the bytes the model holds
+// quantized on load (quantizedsizes.h), what stays unquantized and the KV cache in float32.
 Result<MemoryEstimate> estimateMemory(const LoadedModel &model, const std::vector<std::string> &dtypes, int64_t batch,
-                                      std::optional<int64_t> context);
+                                      std::optional<int64_t> context, const QuantizedLoad *quantization = nullptr);
 
 // Accelerate's box-drawn table (title row spanning the columns, centred cells).
 std::string renderBoxTable(const std::string &title, const std::vector<std::string> &headers,

@@ -17,8 +17,21 @@ uint64_t tensorBytes(const ModelTensor &tensor, const std::optional<TargetDType>
     return static_cast<uint64_t>(std::ceil(static_cast<double>(tensor.elements) * perElement));
 }
 
-ModuleSizes::ModuleSizes(const ModelStructure &structure, const std::optional<TargetDType> &target, bool forceTarget)
+uint64_t loadedTensorBytes(const ModelTensor &tensor, const std::optional<TargetDType> &target,
+                           const QuantizedSizer *sizer, bool forceTarget)
 {
+    if (sizer)
+        if (const std::optional<uint64_t> bytes = sizer->bytesOf(tensor))
+            return *bytes;
+    return tensorBytes(tensor, target, forceTarget);
+}
+
+ModuleSizes::ModuleSizes(const ModelStructure &structure, const std::optional<TargetDType> &target, bool forceTarget,
+                         const QuantizedLoad *quantization)
+{
+    std::optional<QuantizedSizer> sizer;
+    if (quantization && (!quantization->method.empty() || !quantization->keepInFp32Modules.empty()))
+        sizer.emplace(structure, *quantization);
     // Parameters in module pre-order (named_parameters), then buffers (named_buffers).
     std::vector<const ModuleInfo *> preorder;
     std::vector<const ModuleInfo *> stack = {structure.module("")};
@@ -34,7 +47,7 @@ ModuleSizes::ModuleSizes(const ModelStructure &structure, const std::optional<Ta
             for (const std::string &name : pass == 0 ? m->parameters : m->buffers) {
                 const ModelTensor *t = structure.tensor(name);
                 if (t && t->aliasOf.empty())
-                    add(name, tensorBytes(*t, target, forceTarget), pass == 1);
+                    add(name, loadedTensorBytes(*t, target, sizer ? &*sizer : nullptr, forceTarget), pass == 1);
             }
         }
     }

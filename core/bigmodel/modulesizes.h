@@ -5,6 +5,7 @@
 #include "core/bigmodel/dtype.h"
 #include "core/bigmodel/memorysize.h"
 #include "core/bigmodel/modelstructure.h"
+#include "core/bigmodel/quantizedsizes.h"
 
 #include <cstdint>
 #include <optional>
@@ -18,10 +19,15 @@ namespace accel::bigmodel {
 // element, integer and bool tensors keep their own size. `forceTarget` counts every floating
 // tensor at the target size (estimate-memory builds the model in float32 whatever the checkpoint).
 uint64_t tensorBytes(const ModelTensor &tensor, const std::optional<TargetDType> &target, bool forceTarget = false);
+// The same under a quantized load (quantizedsizes.h): quantized weights and float32-kept parameters at
+// their bytes, every other tensor as tensorBytes counts it. `sizer` may be null.
+uint64_t loadedTensorBytes(const ModelTensor &tensor, const std::optional<TargetDType> &target,
+                           const QuantizedSizer *sizer, bool forceTarget = false);
 
 class ModuleSizes {
 public:
-    ModuleSizes(const ModelStructure &structure, const std::optional<TargetDType> &target, bool forceTarget = false);
+    ModuleSizes(const ModelStructure &structure, const std::optional<TargetDType> &target, bool forceTarget = false,
+                const QuantizedLoad *quantization = nullptr);
 
     // Size of a module or tensor name; "" is the whole model. Aliases (tied) count 0.
     uint64_t of(const std::string &name) const;

@@ -2,6 +2,7 @@
 
 #include "core/bigmodel/checkpoint.h"
 #include "core/bigmodel/groupquant.h"
+#include "core/bigmodel/quantizedsizes.h"
 #include "core/common/jsondocument.h"
 #include "core/inference/causallm.h"
 #include "core/inference/feedforward.h"
@@ -36,12 +37,6 @@ std::vector<std::pair<std::string, Layer *>> linears(CausalLM &model)
     std::vector<std::pair<std::string, Layer *>> out;
     collectLayers(model, "", out);
     return out;
-}
-
-std::string localName(const std::string &name)
-{
-    const auto dot = name.rfind('.');
-    return dot == std::string::npos ? name : name.substr(dot + 1);
 }
 
 const bigmodel::TensorInfo *tensorOf(const bigmodel::Checkpoint &checkpoint, const std::string &name)
@@ -227,14 +222,7 @@ std::vector<std::string> defaultSkipModules(CausalLM &model)
 
 bool moduleMatches(const std::string &fullName, const std::vector<std::string> &entries)
 {
-    const std::string local = localName(fullName);
-    for (const std::string &key : entries) {
-        if (key == local || key == fullName)
-            return true;
-        if (fullName.find(key + ".") != std::string::npos)
-            return true;
-    }
-    return false;
+    return bigmodel::bnbModuleMatches(fullName, entries); // the planner's rule too
 }
 
 nlohmann::ordered_json quantizationJson(const QuantizationReport &report)

@@ -27,6 +27,17 @@ Per model it also runs `accelerate estimate-memory` itself (estimate_command wit
 dtypes float32 float16 int8 int4), with only the Hub look-up replaced by the local folder: the
 printed table and gather_data's figures.
 
+A case may hold "quantization": {"method": "int8" | "nf4" | "fp4", "skip_modules": null | [...],
+"keep_in_fp32_modules": [...]}: the model is planned at the bytes it holds once bitsandbytes has
+quantized it as Accelerate's load_and_quantize_model does (BnbQuantizationConfig, skip_modules
+defaulting to get_keys_to_not_convert, replace_with_bnb_layers on a real copy of the model): each
+converted Linear weight at the bytes of bitsandbytes' own quantized tensors (int8_vectorwise_quant's
+CB and SCB, quantize_4bit's packed indices, absmax and code), parameters holding a
+keep_in_fp32_modules entry in float32 (the special_dtypes of get_quantized_model_device_map), the rest
+at the case's dtype. Accelerate's planner then runs unchanged over these sizes (compute_module_sizes
+replaced). The oracle checks itself against Accelerate's own compute_module_sizes with the
+quantized target_dtype: each converted weight's bitsandbytes bytes are that figure plus its scales.
+
 Prints {"accelerate", "transformers", "torch", "models": {name: estimate}, "cases": [result...]}
 where a result is {"name", "device_map": [[key, device]...], "budgets": [[device, bytes]...],
 "total_bytes", "largest_layer": {"bytes", "names"}, "per_device": [[device, bytes]...],
@@ -90,11 +101,9 @@ def number(value):
     return int(value) if float(value).is_integer() else value
 
 
-def per_device(model, device_map, dtype):
+def per_device(model, device_map, dtype, compute_module_sizes):
     """Bytes each device receives: every parameter and buffer (each tensor once) at its size under
     the dtype, looked up by the longest device-map key that covers it."""
-    from accelerate.utils import compute_module_sizes
-
     sizes = compute_module_sizes(model, dtype=dtype)
     totals = {}
     names = [n for n, _ in model.named_parameters()] + [n for n, _ in model.named_buffers()]
@@ -109,11 +118,80 @@ def per_device(model, device_map, dtype):
     return totals
 
 
+def quantized_sizes(case, model, dtype):
+    """compute_module_sizes for the model as bitsandbytes holds it quantized (see the docstring)."""
+    import copy
+
+    import bitsandbytes as bnb
+    import bitsandbytes.functional as bnb_functional
+    import torch
+    import transformers
+    from accelerate.utils import BnbQuantizationConfig, modeling
+    from accelerate.utils.bnb import get_keys_to_not_convert, replace_with_bnb_layers
+
+    quantization = case["quantization"]
+    method = quantization["method"]
+    config = BnbQuantizationConfig(load_in_8bit=method == "int8", load_in_4bit=method != "int8",
+                                   bnb_4bit_quant_type=method if method != "int8" else "fp4",
+                                   skip_modules=quantization.get("skip_modules"),
+                                   keep_in_fp32_modules=list(quantization.get("keep_in_fp32_modules") or []))
+    torch.manual_seed(0)
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        real = transformers.AutoModelForCausalLM.from_config(model.config)
+    real.tie_weights()
+    skip = config.skip_modules if config.skip_modules is not None else get_keys_to_not_convert(real)
+    converted = replace_with_bnb_layers(copy.deepcopy(real), config,
+                                        modules_to_not_convert=list(skip) + config.keep_in_fp32_modules)
+    names = [n for n, m in converted.named_modules() if isinstance(m, (bnb.nn.Linear8bitLt, bnb.nn.Linear4bit))]
+    special = {n: torch.float32 for n, _ in model.named_parameters()
+               if any(k in n for k in config.keep_in_fp32_modules)}
+    original = ORIGINAL_COMPUTE_MODULE_SIZES
+    sizes = original(model, dtype=dtype, special_dtypes=special or None)
+    accelerate_target = original(model, dtype=config.target_dtype)
+    for name in names:
+        weight = real.get_submodule(name).weight.detach().float()
+        if method == "int8":
+            cb, scb, _ = bnb_functional.int8_vectorwise_quant(weight.half())
+            held, scales = cb.nbytes + scb.nbytes, scb.nbytes
+        else:
+            packed, state = bnb_functional.quantize_4bit(weight, blocksize=64, quant_type=method)
+            held = packed.nbytes + state.absmax.nbytes + state.code.nbytes
+            scales = state.absmax.nbytes + state.code.nbytes
+        key = name + ".weight"
+        if accelerate_target[key] + scales != held:
+            raise AssertionError(f"{key}: bitsandbytes holds {held} bytes, Accelerate's target_dtype size "
+                                 f"{accelerate_target[key]} + scales {scales}")
+        delta = held - sizes[key]
+        parts = key.split(".")
+        for i in range(len(parts) + 1):
+            sizes[".".join(parts[:i])] += delta
+    return sizes
+
+
 def run_case(case, model):
-    from accelerate.utils import compute_module_sizes, get_balanced_memory, infer_auto_device_map
-    from accelerate.utils.modeling import get_max_layer_size, get_max_memory
+    from accelerate.utils import modeling
 
     dtype = target_dtype(case["dtype"])
+    compute_module_sizes = ORIGINAL_COMPUTE_MODULE_SIZES
+    if case.get("quantization"):
+        held = quantized_sizes(case, model, dtype)
+
+        def compute_module_sizes(model, dtype=None, special_dtypes=None, buffers_only=False):
+            if buffers_only:
+                return ORIGINAL_COMPUTE_MODULE_SIZES(model, dtype=dtype, special_dtypes=special_dtypes,
+                                                     buffers_only=True)
+            return held.copy()
+    modeling.compute_module_sizes = compute_module_sizes
+    try:
+        return plan_case(case, model, dtype, compute_module_sizes)
+    finally:
+        modeling.compute_module_sizes = ORIGINAL_COMPUTE_MODULE_SIZES
+
+
+def plan_case(case, model, dtype, compute_module_sizes):
+    from accelerate.utils import get_balanced_memory, infer_auto_device_map
+    from accelerate.utils.modeling import get_max_layer_size, get_max_memory
+
     no_split = case["no_split"]
     if no_split is None:
         no_split = sorted(model._no_split_modules or [])
@@ -137,7 +215,7 @@ def run_case(case, model):
              + list(model.named_buffers(recurse=False)))
     largest, largest_names = get_max_layer_size(roots, sizes, no_split)
     order = [d for d in list(budgets) + ["disk"]]
-    placed = per_device(model, device_map, dtype)
+    placed = per_device(model, device_map, dtype, compute_module_sizes)
     holding = {n.rsplit(".", 1)[0] for n, _ in model.named_parameters(remove_duplicate=False)}
     holding |= {n.rsplit(".", 1)[0] for n, _ in model.named_buffers()}
     tensorless = [k for k in device_map if k and not any(h == k or h.startswith(k + ".") for h in holding)]
@@ -185,8 +263,15 @@ def estimate(directory):
     return {"rows": rows, "table": table}
 
 
+ORIGINAL_COMPUTE_MODULE_SIZES = None
+
+
 def main():
+    global ORIGINAL_COMPUTE_MODULE_SIZES
     quiet_imports()
+    from accelerate.utils import modeling
+
+    ORIGINAL_COMPUTE_MODULE_SIZES = modeling.compute_module_sizes
     import accelerate
     import torch
     import transformers

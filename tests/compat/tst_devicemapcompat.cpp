@@ -47,6 +47,11 @@ const QStringList kFamilies = {QStringLiteral("gpt2"), QStringLiteral("llama"), 
 const QStringList kPlannedFamilies = {QStringLiteral("gemma"), QStringLiteral("gemma2"), QStringLiteral("qwen2_moe"),
                                       QStringLiteral("qwen3"), QStringLiteral("phi3")};
 constexpr int kPlannedCasesPerFamily = 5;
+// Quantized loads: families whose layers are nn.Linear (bitsandbytes' replace_with_bnb_layers converts
+// those; GPT-2's Conv1D it leaves alone), each method in turn.
+const QStringList kQuantizedFamilies = {QStringLiteral("llama"), QStringLiteral("mistral"), QStringLiteral("qwen2")};
+const QStringList kQuantizationMethods = {QStringLiteral("int8"), QStringLiteral("nf4"), QStringLiteral("fp4")};
+constexpr int kQuantizedCases = 9;
 
 class Random {
 public:
@@ -259,7 +264,7 @@ private Q_SLOTS:
     void initTestCase()
     {
         ACCEL_REQUIRE_ORACLE(python, QStringLiteral("accelerate"), QStringLiteral("transformers"),
-                             QStringLiteral("torch"));
+                             QStringLiteral("torch"), QStringLiteral("bitsandbytes"));
         QVERIFY(m_dir.isValid());
         Random r(kSeed);
         QJsonArray models;
@@ -460,6 +465,38 @@ private Q_SLOTS:
                 {QStringLiteral("offload_buffers"), false},
             });
         }
+        // Quantized on load (--quantization): planned at the bytes bitsandbytes' quantized tensors hold,
+        // with Accelerate's skip_modules / keep_in_fp32_modules, for the families of Linear layers.
+        Random quantized(kSeed + 3);
+        for (int i = 0; i < kQuantizedCases; ++i) {
+            const QString family = kQuantizedFamilies[i % kQuantizedFamilies.size()];
+            const QString method = kQuantizationMethods[i % kQuantizationMethods.size()];
+            const QString model = QStringLiteral("%1-%2").arg(family).arg(i % 3);
+            // Budgets as a share of the float32 bytes: the quantized model holds about a quarter or less.
+            const double total = double(modelBytes(m_modelArg[model], QString()));
+            QJsonObject budgets;
+            if (i % 3 != 2)
+                budgets[QStringLiteral("0")] = qint64(total * quantized.real(0.04, 0.12));
+            budgets[QStringLiteral("cpu")] = qint64(total * quantized.real(0.03, 0.1));
+            QJsonObject load{{QStringLiteral("method"), method}};
+            if (i % 4 == 1)
+                load[QStringLiteral("keep_in_fp32_modules")] = QJsonArray{QStringLiteral("o_proj")};
+            if (i % 4 == 2)
+                load[QStringLiteral("skip_modules")] = QJsonArray{QStringLiteral("down_proj")};
+            m_cases.append(QJsonObject{
+                {QStringLiteral("name"), QStringLiteral("quantized-%1-%2").arg(method).arg(i)},
+                {QStringLiteral("group"), QStringLiteral("quantized")},
+                {QStringLiteral("model"), model},
+                {QStringLiteral("strategy"), strategies[i % strategies.size()]},
+                {QStringLiteral("max_memory"), budgets},
+                {QStringLiteral("no_split"), i % 5 == 3 ? QJsonValue(QJsonArray()) : QJsonValue(QJsonValue::Null)},
+                {QStringLiteral("dtype"), i % 3 == 1 ? QJsonValue(QStringLiteral("bfloat16")) : QJsonValue::Null},
+                {QStringLiteral("clean"), true},
+                {QStringLiteral("fallback"), false},
+                {QStringLiteral("offload_buffers"), false},
+                {QStringLiteral("quantization"), load},
+            });
+        }
         // Backend-qualified device names: Accelerate's get_max_memory refuses them.
         for (int i = 0; i < kRefusedDevices.size(); ++i) {
             m_cases.append(QJsonObject{
@@ -578,6 +615,20 @@ private Q_SLOTS:
                 args << QStringLiteral("--fallback_allocation");
             if (c.value(QStringLiteral("offload_buffers")).toBool())
                 args << QStringLiteral("--offload_buffers");
+            if (const QJsonObject load = c.value(QStringLiteral("quantization")).toObject(); !load.isEmpty()) {
+                args << QStringLiteral("--quantization") << load.value(QStringLiteral("method")).toString();
+                auto list = [](const QJsonValue &v) {
+                    QStringList names;
+                    for (const QJsonValue &n : v.toArray())
+                        names << n.toString();
+                    return names.join(QLatin1Char(','));
+                };
+                if (load.contains(QStringLiteral("skip_modules")))
+                    args << QStringLiteral("--skip_modules") << list(load.value(QStringLiteral("skip_modules")));
+                if (load.contains(QStringLiteral("keep_in_fp32_modules")))
+                    args << QStringLiteral("--keep_in_fp32_modules")
+                         << list(load.value(QStringLiteral("keep_in_fp32_modules")));
+            }
             const test::ProcessResult run = test::runAccel(args);
             if (run.exitCode != 0) {
                 failures << name + QStringLiteral(": accel device-map exit %1: %2").arg(run.exitCode).arg(run.err);
@@ -614,6 +665,23 @@ private Q_SLOTS:
                 differences << QStringLiteral("offloaded-buffers warning ours %1 theirs %2")
                                    .arg(ourWarning)
                                    .arg(want.value(QStringLiteral("buffer_warning")).toBool());
+            if (const QJsonObject load = c.value(QStringLiteral("quantization")).toObject();
+                !load.isEmpty() && !c.value(QStringLiteral("dtype")).isString()) {
+                // estimate-memory's quantized row holds the same bytes (the rest in float32, as the
+                // float32 models here store it).
+                QStringList estimate{QStringLiteral("estimate-memory"), args[1], QStringLiteral("--json")};
+                estimate << args.mid(args.indexOf(QStringLiteral("--quantization")));
+                const test::ProcessResult e = test::runAccel(estimate);
+                const QJsonArray rows = QJsonDocument::fromJson(e.out.toUtf8()).object().value("rows").toArray();
+                const QJsonObject last = rows.isEmpty() ? QJsonObject() : rows.last().toObject();
+                if (e.exitCode != 0 || last.value(QStringLiteral("dtype")) != load.value(QStringLiteral("method")) ||
+                    !sameBytes(last.value(QStringLiteral("weights_bytes")), want.value(QStringLiteral("total_bytes"))))
+                    differences << QStringLiteral("estimate-memory %1 (exit %2): %3 weights bytes, theirs %4")
+                                       .arg(estimate.mid(3).join(QLatin1Char(' ')))
+                                       .arg(e.exitCode)
+                                       .arg(last.value(QStringLiteral("weights_bytes")).toDouble())
+                                       .arg(want.value(QStringLiteral("total_bytes")).toDouble());
+            }
             if (differences.isEmpty())
                 ++perFamily[family].first;
             else
@@ -624,9 +692,9 @@ private Q_SLOTS:
         for (const QString &f : std::as_const(failures))
             qWarning("%s", qPrintable(f));
         int agreed = 0, tried = 0;
-        for (const QString &family :
-             kFamilies + kPlannedFamilies +
-                 QStringList{QStringLiteral("checkpoints"), QStringLiteral("mps"), QStringLiteral("refused")}) {
+        for (const QString &family : kFamilies + kPlannedFamilies +
+                                         QStringList{QStringLiteral("checkpoints"), QStringLiteral("mps"),
+                                                     QStringLiteral("quantized"), QStringLiteral("refused")}) {
             const auto [a, t] = perFamily[family];
             qInfo("compat device-map %-11s %2d agree of %2d tried (%d maps name a module without tensors)",
                   qPrintable(family), a, t, withTensorlessKeys[family]);
@@ -636,6 +704,7 @@ private Q_SLOTS:
         // The checkpoint cases exist for the modules without tensors: some of their maps must name one.
         QVERIFY(withTensorlessKeys[QStringLiteral("checkpoints")] >= kFamilies.size());
         QCOMPARE(perFamily[QStringLiteral("refused")].second, int(kRefusedDevices.size()));
+        QCOMPARE(perFamily[QStringLiteral("quantized")].second, kQuantizedCases);
         for (const QString &family : kPlannedFamilies)
             QCOMPARE(perFamily[family].second, kPlannedCasesPerFamily);
         qInfo("compat device-map total    %2d agree of %2d tried (+%d that Accelerate cannot plan, "

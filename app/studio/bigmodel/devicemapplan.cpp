@@ -31,8 +31,14 @@ QString pythonString(const QString &text)
 } // namespace
 
 DeviceMapPlan::DeviceMapPlan(const bigmodel::ModelStructure &structure, const bigmodel::DeviceMapResult &result,
-                             const bigmodel::DeviceBudgets &budgets, const std::optional<bigmodel::TargetDType> &dtype)
+                             const bigmodel::DeviceBudgets &budgets, const std::optional<bigmodel::TargetDType> &dtype,
+                             const bigmodel::QuantizedLoad *quantization)
 {
+    std::optional<bigmodel::QuantizedSizer> sizer;
+    if (quantization) {
+        sizer.emplace(structure, *quantization);
+        this->quantization = QString::fromStdString(quantization->method);
+    }
     for (const auto &[device, bytes] : budgets) {
         m_devices << QString::fromStdString(device);
         m_budgets << (device == "disk" ? -1 : bytes);
@@ -64,7 +70,7 @@ DeviceMapPlan::DeviceMapPlan(const bigmodel::ModelStructure &structure, const bi
         if (it == index.end())
             continue;
         MapBlock &block = m_blocks[it->second];
-        block.bytes += bigmodel::tensorBytes(tensor, dtype);
+        block.bytes += bigmodel::loadedTensorBytes(tensor, dtype, sizer ? &*sizer : nullptr);
         if (!tensor.buffer)
             block.params += tensor.elements;
     }

@@ -35,7 +35,8 @@ public:
     DeviceMapPlan() = default;
     // `budgets` are the limits lanes are checked against (the user's or the machine's).
     DeviceMapPlan(const bigmodel::ModelStructure &structure, const bigmodel::DeviceMapResult &result,
-                  const bigmodel::DeviceBudgets &budgets, const std::optional<bigmodel::TargetDType> &dtype);
+                  const bigmodel::DeviceBudgets &budgets, const std::optional<bigmodel::TargetDType> &dtype,
+                  const bigmodel::QuantizedLoad *quantization = nullptr); // blocks at the quantized bytes
 
     bool isEmpty() const { return m_blocks.isEmpty(); }
     const QVector<MapBlock> &blocks() const { return m_blocks; }
@@ -50,7 +51,8 @@ public:
 
     QString model;
     QString strategy;
-    QString dtypeName; // empty = as stored
+    QString dtypeName;    // empty = as stored
+    QString quantization; // empty = none; else the method the blocks' bytes are quantized with
     QStringList warnings;
 
     // {"schema": "accel.device-map-plan", "version": 1, "model", "strategy", "dtype", "device_map",

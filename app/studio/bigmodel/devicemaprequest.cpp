@@ -33,6 +33,14 @@ DeviceMapOutcome computeDeviceMap(const DeviceMapRequest &request)
         }
         options.dtype = *target;
     }
+    if (!request.quantization.isEmpty()) {
+        auto load = bigmodel::parseQuantizedLoad(request.quantization.toStdString(), std::nullopt, std::nullopt);
+        if (!load) {
+            out.error = QString::fromStdString(load.error().message);
+            return out;
+        }
+        options.quantization = *load;
+    }
     if (!request.noSplit.isEmpty()) {
         std::vector<std::string> classes;
         for (const QString &c : request.noSplit)
@@ -71,8 +79,14 @@ DeviceMapOutcome computeDeviceMap(const DeviceMapRequest &request)
         out.error = QString::fromStdString(model.error().toString());
         return out;
     }
+    if (options.quantization)
+        if (auto checked = bigmodel::checkQuantizedLoad(model->structure, *options.quantization); !checked) {
+            out.error = QString::fromStdString(checked.error().message);
+            return out;
+        }
     const bigmodel::DeviceMapResult result = bigmodel::inferAutoDeviceMap(model->structure, options);
-    out.plan = DeviceMapPlan(model->structure, result, options.maxMemory, options.dtype);
+    out.plan = DeviceMapPlan(model->structure, result, options.maxMemory, options.dtype,
+                             options.quantization ? &*options.quantization : nullptr);
     out.plan.model = QString::fromStdString(model->name);
     out.plan.strategy = QString::fromLatin1(bigmodel::strategyName(options.strategy));
     out.plan.dtypeName = options.dtype ? QString::fromStdString(options.dtype->name) : QString();

@@ -16,8 +16,9 @@ struct DeviceMapRequest {
     QString budgetSpec;  // typed budgets; empty = this machine
     QString envJsonPath; // used when budgetSpec is empty: another host's `accel env --json`
     QString strategy = QStringLiteral("auto");
-    QString dtype;       // empty = as stored
-    QStringList noSplit; // empty = the family's block
+    QString dtype;        // empty = as stored
+    QStringList noSplit;  // empty = the family's block
+    QString quantization; // empty = none; int8, nf4, fp4: planned at the quantized bytes (the Playground's choice)
 };
 
 struct DeviceMapOutcome {

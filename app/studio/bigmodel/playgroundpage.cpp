@@ -118,6 +118,10 @@ void PlaygroundPage::buildUi()
         if (m_model->text().trimmed() != m_plannedPath)
             startPlanning();
     });
+    connect(m_quantization, &QComboBox::currentIndexChanged, this, [this] {
+        if (!m_plannedPath.isEmpty())
+            startPlanning(); // the quantized bytes change the plan
+    });
     connect(m_loadButton, &QPushButton::clicked, this, &PlaygroundPage::load);
     connect(m_unloadButton, &QPushButton::clicked, this, &PlaygroundPage::unload);
 
@@ -262,6 +266,7 @@ void PlaygroundPage::startPlanning()
     }
     DeviceMapRequest request;
     request.modelPath = modelPath();
+    request.quantization = quantization(); // the lanes show the bytes the chosen quantization holds
     m_plannedPath = request.modelPath;
     // A folder that is not there is said at once (no planning to wait for); a loaded model stays.
     if (const QString problem = folderProblem(request.modelPath); !problem.isEmpty() && !request.modelPath.isEmpty()) {
