@@ -286,17 +286,16 @@ void speculativeDecode(CausalLM &lm, KVCache &cache, CausalLM &draft, int draftT
     }
 }
 
-} // namespace
-
-Result<GenerationResult> generate(InferenceModel &model, const std::vector<std::vector<int64_t>> &prompts,
-                                  const SamplingOptions &options, const TokenCallback &onToken, const Decoder &decoder,
-                                  const DraftModel &draft)
+// generate() over `lm`; `model` (lm's InferenceModel) is needed only with a draft.
+Result<GenerationResult> generateWith(CausalLM &lm, InferenceModel *model,
+                                      const std::vector<std::vector<int64_t>> &prompts, const SamplingOptions &options,
+                                      const TokenCallback &onToken, const Decoder &decoder, const DraftModel &draft)
 {
     if (prompts.empty() || prompts.front().empty())
         return makeError(ErrorCode::InvalidInput, "prompt: no input tokens");
     const size_t batch = prompts.size();
     const int64_t promptLength = static_cast<int64_t>(prompts.front().size());
-    const ModelConfig &config = model.config();
+    const ModelConfig &config = lm.config();
     for (const auto &p : prompts) {
         if (static_cast<int64_t>(p.size()) != promptLength)
             return makeError(ErrorCode::InvalidInput,
@@ -324,7 +323,7 @@ Result<GenerationResult> generate(InferenceModel &model, const std::vector<std::
         return makeError(ErrorCode::InvalidInput, "prefill chunk: expected 0 (whole prompt) or more; got " +
                                                       std::to_string(options.prefillChunk));
     if (draft.model) {
-        if (auto ok = checkDraft(model, *draft.model, draft.tokens, options, batch); !ok)
+        if (auto ok = checkDraft(*model, *draft.model, draft.tokens, options, batch); !ok)
             return tl::unexpected(ok.error());
     }
 
@@ -337,7 +336,6 @@ Result<GenerationResult> generate(InferenceModel &model, const std::vector<std::
 
     try {
         c10::InferenceMode guard;
-        auto &lm = model.lm();
         at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(options.seed);
         std::vector<int64_t> flat;
         for (const auto &p : prompts)
@@ -398,6 +396,21 @@ Result<GenerationResult> generate(InferenceModel &model, const std::vector<std::
         if (result.sequences[b].stopReason.empty())
             result.sequences[b].stopReason = result.cancelled ? "cancelled" : "length";
     return result;
+}
+
+} // namespace
+
+Result<GenerationResult> generate(InferenceModel &model, const std::vector<std::vector<int64_t>> &prompts,
+                                  const SamplingOptions &options, const TokenCallback &onToken, const Decoder &decoder,
+                                  const DraftModel &draft)
+{
+    return generateWith(model.lm(), &model, prompts, options, onToken, decoder, draft);
+}
+
+Result<GenerationResult> generate(CausalLM &lm, const std::vector<std::vector<int64_t>> &prompts,
+                                  const SamplingOptions &options, const TokenCallback &onToken, const Decoder &decoder)
+{
+    return generateWith(lm, nullptr, prompts, options, onToken, decoder, {});
 }
 
 } // namespace accel::inference

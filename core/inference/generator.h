@@ -16,6 +16,7 @@
 
 namespace accel::inference {
 
+class CausalLM;
 class InferenceModel;
 struct ModelConfig;
 
@@ -106,5 +107,10 @@ size_t promptTokenLimit(const ModelConfig &config, const SamplingOptions &option
 Result<GenerationResult> generate(InferenceModel &model, const std::vector<std::vector<int64_t>> &prompts,
                                   const SamplingOptions &options, const TokenCallback &onToken = {},
                                   const Decoder &decoder = {}, const DraftModel &draft = {});
+// The same over a CausalLM that is not a loaded InferenceModel (the last stage of a pipeline, whose
+// forward runs the earlier layers on other processes); no draft.
+Result<GenerationResult> generate(CausalLM &lm, const std::vector<std::vector<int64_t>> &prompts,
+                                  const SamplingOptions &options, const TokenCallback &onToken = {},
+                                  const Decoder &decoder = {});
 
 } // namespace accel::inference

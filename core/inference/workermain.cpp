@@ -2,6 +2,7 @@
 
 #include "core/bigmodel/safetensorswriter.h"
 #include "core/inference/causallm.h"
+#include "core/inference/pipelinemap.h"
 #include "core/inference/servesession.h"
 #include "core/inference/textcodec.h"
 #include "core/inference/workeroptions.h"
@@ -168,6 +169,17 @@ int workerMain(int argc, char **argv, const BatchGenerate &batch)
     if (request->help) {
         std::cout << workerHelpText();
         return 0;
+    }
+    // Pipeline parallelism (--device-map pipeline, or a map naming processes) runs in the worker's
+    // distributed part too; it tells infer by --logits-out.
+    if (isPipelineDeviceMap(request->load.deviceMap)) {
+        if (command == "generate" && !request->logitsOut.empty())
+            return fail(command, Error{ErrorCode::InvalidInput, "--logits-out: only with infer", {}});
+        if (!batch)
+            return fail(
+                command,
+                Error{ErrorCode::Unsupported, "--device-map " + request->load.deviceMap + ": not in this program", {}});
+        return batch(*request);
     }
     if (command == "generate" && !request->promptsFile.empty()) {
         if (!batch)

@@ -13,8 +13,9 @@ namespace accel::inference {
 struct WorkerRequest;
 
 bool isWorkerCommand(const std::string &command); // generate, infer, serve
-// `batch` runs generate --prompts-file (it needs the runtime's collectives, which accel-worker links
-// and this library does not).
+// `batch` runs generate --prompts-file, and generate / infer with a pipeline --device-map
+// (pipelinemap.h; infer's request has --logits-out): they need the runtime's collectives, which
+// accel-worker links and this library does not.
 using BatchGenerate = std::function<int(const WorkerRequest &)>;
 int workerMain(int argc, char **argv, const BatchGenerate &batch = {});
 

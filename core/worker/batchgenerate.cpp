@@ -4,9 +4,11 @@
 #include "core/common/jsondocument.h"
 #include "core/inference/generator.h"
 #include "core/inference/inferencemodel.h"
+#include "core/inference/pipelinemap.h"
 #include "core/inference/textcodec.h"
 #include "core/inference/workeroptions.h"
 #include "core/runtime/accelerator.h"
+#include "core/worker/pipelinegenerate.h"
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
@@ -19,12 +21,6 @@ namespace accel::worker {
 
 namespace {
 
-struct Prompt {
-    std::string text;         // a text prompt ("" with ids)
-    std::vector<int64_t> ids; // after tokenization
-    bool fromIds = false;
-};
-
 int fail(const Error &error)
 {
     std::cerr << "accel-worker generate: " << error.toString() << "\n";
@@ -36,7 +32,8 @@ bool endsWith(const std::string &text, const std::string &suffix)
     return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// Every prompt of the file, tokenized and checked against the model; errors name file:line.
+} // namespace
+
 Result<std::vector<Prompt>> readPrompts(const std::string &path, const inference::TextCodec &codec,
                                         const inference::ModelConfig &config,
                                         const inference::SamplingOptions &sampling)
@@ -100,6 +97,30 @@ Result<std::vector<Prompt>> readPrompts(const std::string &path, const inference
     return prompts;
 }
 
+std::string resultLine(size_t index, const Prompt &prompt, const Result<inference::GenerationResult> &result,
+                       int process, bool padding)
+{
+    nlohmann::ordered_json line = {{"index", index}};
+    if (!prompt.fromIds)
+        line["prompt"] = prompt.text;
+    line["input_ids"] = prompt.ids;
+    if (result) {
+        const auto &seq = result->sequences[0];
+        line["tokens"] = seq.tokens;
+        line["text"] = seq.text;
+        line["stop_reason"] = seq.stopReason;
+        line["decode_tokens_per_second"] = result->stats.decodeTokensPerSecond;
+    } else {
+        line["error"] = result.error().toString();
+    }
+    line["process"] = process;
+    if (padding)
+        line["padding"] = true;
+    return line.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+}
+
+namespace {
+
 // split_between_processes: [start, end) of process `index`, and the share's padded length.
 struct Share {
     size_t start = 0, end = 0, padded = 0;
@@ -135,6 +156,8 @@ std::vector<std::string> gatherText(runtime::Accelerator &accelerator, const std
 
 int batchGenerateMain(const inference::WorkerRequest &r)
 {
+    if (inference::isPipelineDeviceMap(r.load.deviceMap))
+        return pipelineMain(r);
     if (!r.draftDir.empty())
         return fail(Error{ErrorCode::InvalidInput,
                           "--draft: not with --prompts-file (speculative decoding runs one prompt: use --prompt)",
@@ -166,23 +189,7 @@ int batchGenerateMain(const inference::WorkerRequest &r)
         const size_t i = padding ? share.end - 1 : share.start + k;
         const Prompt &prompt = (*prompts)[i];
         auto result = inference::generate(**model, {prompt.ids}, r.sampling, {}, codec->decoder());
-        nlohmann::ordered_json line = {{"index", i}};
-        if (!prompt.fromIds)
-            line["prompt"] = prompt.text;
-        line["input_ids"] = prompt.ids;
-        if (result) {
-            const auto &seq = result->sequences[0];
-            line["tokens"] = seq.tokens;
-            line["text"] = seq.text;
-            line["stop_reason"] = seq.stopReason;
-            line["decode_tokens_per_second"] = result->stats.decodeTokensPerSecond;
-        } else {
-            line["error"] = result.error().toString();
-        }
-        line["process"] = index;
-        if (padding)
-            line["padding"] = true;
-        mine += line.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+        mine += resultLine(i, prompt, result, static_cast<int>(index), padding);
     }
     const std::vector<std::string> all = gatherText(acc, mine);
     if (!acc.isMainProcess())

@@ -4,6 +4,8 @@
 // text prompt goes through the model's tokenizer.json (the hand-made gpt2-tiny fixture) both ways.
 // Batch generation from a prompts file under the real accel launch with 3 processes writes every
 // result in the file's order, equal to one process, and a bad line fails every process naming it.
+// Pipeline-parallel generation over 2 processes (each loads only its layers) gives the tokens of
+// one process, greedy and sampled; what it does not run is refused by name.
 #include "tests/inference/tinymodels.h"
 
 #include "core/bigmodel/safetensors.h"
@@ -37,6 +39,8 @@ private Q_SLOTS:
     void textPromptIsTokenizedAndDecoded();
     void checkpointTruncatedUnderServeFailsNamingIt();
     void promptsFileSplitBetweenThreeProcesses();
+    void pipelineGenerationEqualsOneProcess();
+    void pipelineRefusesWhatItDoesNotRun();
 
 private:
     QString worker() const { return test::binDir() + "/accel-worker"; }
@@ -51,6 +55,14 @@ static QList<QJsonObject> jsonLines(const QString &text)
     for (const QString &line : text.split('\n', Qt::SkipEmptyParts))
         out.append(QJsonDocument::fromJson(line.toUtf8()).object());
     return out;
+}
+
+// The objects of a JSON-lines file.
+static QList<QJsonObject> jsonlFile(const QString &path)
+{
+    QFile f(path);
+    f.open(QIODevice::ReadOnly);
+    return jsonLines(QString::fromUtf8(f.readAll()));
 }
 
 void tst_InferenceWorker::initTestCase()
@@ -290,16 +302,7 @@ void tst_InferenceWorker::promptsFileSplitBetweenThreeProcesses()
                                       generate + QStringList{"--output", split},
                                   120000);
     QVERIFY2(three.exitCode == 0, qPrintable(three.err + three.out));
-    auto lines = [](const QString &path) {
-        QFile f(path);
-        f.open(QIODevice::ReadOnly);
-        QList<QJsonObject> out;
-        for (const QByteArray &line : f.readAll().split('\n'))
-            if (!line.isEmpty())
-                out.append(QJsonDocument::fromJson(line).object());
-        return out;
-    };
-    const auto a = lines(single), b = lines(split);
+    const auto a = jsonlFile(single), b = jsonlFile(split);
     QCOMPARE(a.size(), 7);
     QCOMPARE(b.size(), 7);
     const QList<int> processes{0, 0, 0, 1, 1, 2, 2};
@@ -324,6 +327,127 @@ void tst_InferenceWorker::promptsFileSplitBetweenThreeProcesses()
     QVERIFY2((refused.err + refused.out).contains(bad.fileName() + ":2: token id 999 is outside the vocabulary"),
              qPrintable(refused.err + refused.out));
     QVERIFY(!QFile::exists(m_dir.filePath("bad-out.jsonl")));
+}
+
+// The last rank's JSON object in accel launch's mirrored output ("[rank N] " before every line).
+static QJsonObject rankJson(const QString &output, int rank)
+{
+    const QString prefix = QString("[rank %1] ").arg(rank);
+    QString text;
+    bool inside = false;
+    for (const QString &line : output.split('\n')) {
+        if (!line.startsWith(prefix))
+            continue;
+        const QString body = line.mid(prefix.size());
+        inside = inside || body == "{";
+        if (inside)
+            text += body + "\n";
+    }
+    return QJsonDocument::fromJson(text.toUtf8()).object();
+}
+
+void tst_InferenceWorker::pipelineGenerationEqualsOneProcess()
+{
+    const QString accel = test::binDir() + "/accel";
+    QFile prompts(m_dir.filePath("pipeline-prompts.jsonl"));
+    QVERIFY(prompts.open(QIODevice::WriteOnly));
+    const QList<QList<int>> ids{{4, 8}, {15}, {16, 23, 42}};
+    for (const auto &p : ids) {
+        QJsonArray a;
+        for (int id : p)
+            a.append(id);
+        prompts.write(QJsonDocument(QJsonObject{{"input_ids", a}}).toJson(QJsonDocument::Compact) + "\n");
+    }
+    prompts.close();
+    // Bytes of the weights whose names start with one of `prefixes` (float32 on disk and in memory).
+    auto bytesOf = [](const test::TinyModel &m, const QStringList &prefixes) {
+        qint64 total = 0;
+        for (const auto &[name, tensor] : m.weights)
+            for (const QString &p : prefixes)
+                if (QString::fromStdString(name).startsWith(p)) {
+                    total += qint64(tensor.numel()) * 4;
+                    break;
+                }
+        return total;
+    };
+    struct Case {
+        const test::TinyModel *model;
+        QString name, deviceMap;
+        QStringList sampling;
+        QStringList first, last; // the weights each rank holds
+    };
+    const QList<Case> cases{
+        {&m_gpt2,
+         "gpt2",
+         "pipeline",
+         {"--greedy"},
+         {"transformer.wte.", "transformer.wpe.", "transformer.h.0."},
+         {"transformer.h.1.", "transformer.ln_f.", "transformer.wte."}},
+        {&m_llama,
+         "llama",
+         R"({"model.embed_tokens": "rank:0", "model.layers.0": "rank:0", "model.layers.1": "rank:1", "model.norm": "rank:1"})",
+         {"--temperature", "0.8", "--top_k", "12", "--seed", "77"},
+         {"model.embed_tokens.", "model.layers.0."},
+         {"model.layers.1.", "model.norm.", "model.embed_tokens."}},
+    };
+    for (const Case &c : cases) {
+        const QStringList generate = QStringList{"generate",         QString::fromStdString(c.model->dir),
+                                                 "--prompts_file",   prompts.fileName(),
+                                                 "--max_new_tokens", "6",
+                                                 "--stop_token_id",  "-1",
+                                                 "--threads",        "1"} +
+                                     c.sampling;
+        const QString single = m_dir.filePath(c.name + "-one.jsonl"), split = m_dir.filePath(c.name + "-pipe.jsonl");
+        auto one = test::runProgram(accel, generate + QStringList{"--output", single});
+        QVERIFY2(one.exitCode == 0, qPrintable(one.err));
+        auto two =
+            test::runProgram(accel,
+                             QStringList{"launch", "--cpu", "--num_processes", "2", "--no_python", accel} + generate +
+                                 QStringList{"--device_map", c.deviceMap, "--output", split, "--json"},
+                             120000);
+        QVERIFY2(two.exitCode == 0, qPrintable(two.err + two.out));
+        const auto a = jsonlFile(single), b = jsonlFile(split);
+        QCOMPARE(a.size(), 3);
+        QCOMPARE(b.size(), 3);
+        for (int i = 0; i < 3; ++i) {
+            QCOMPARE(b[i]["index"].toInt(), i);
+            QCOMPARE(b[i]["process"].toInt(), 1); // the last stage picks every token
+            QCOMPARE(b[i]["tokens"].toArray().size(), 6);
+            QCOMPARE(b[i]["tokens"], a[i]["tokens"]);
+        }
+        const QJsonObject summary = rankJson(two.out, 1);
+        QCOMPARE(summary["schema"].toString(), QString("accel.generate-batch"));
+        const QJsonObject pipeline = summary["pipeline"].toObject();
+        QCOMPARE(pipeline["micro_batches"].toInt(), 2);
+        const QJsonArray stages = pipeline["stages"].toArray();
+        QCOMPARE(stages.size(), 2);
+        QCOMPARE(stages[0].toObject()["layers"].toArray(), QJsonArray({0, 1}));
+        QCOMPARE(stages[1].toObject()["layers"].toArray(), QJsonArray({1, 2}));
+        const qint64 firstBytes = stages[0].toObject()["resident_bytes"].toInteger();
+        const qint64 lastBytes = stages[1].toObject()["resident_bytes"].toInteger();
+        qInfo("%s: bytes loaded per rank: %lld and %lld of %lld", qPrintable(c.name), firstBytes, lastBytes,
+              bytesOf(*c.model, {""}));
+        QCOMPARE(firstBytes, bytesOf(*c.model, c.first));
+        QCOMPARE(lastBytes, bytesOf(*c.model, c.last));
+    }
+}
+
+void tst_InferenceWorker::pipelineRefusesWhatItDoesNotRun()
+{
+    const QString model = QString::fromStdString(m_llama.dir);
+    auto draft = test::runProgram(
+        worker(), {"generate", model, "--input-ids", "1,2", "--device-map", "pipeline", "--draft", model, "--greedy"});
+    QCOMPARE(draft.exitCode, 2);
+    QVERIFY2(draft.err.contains("--draft (speculative decoding runs one model in one process): not with a pipeline "
+                                "--device_map"),
+             qPrintable(draft.err));
+    auto outOfRange = test::runProgram(worker(), {"infer", model, "--input-ids", "1,2", "--logits-out",
+                                                  m_dir.filePath("never.safetensors"), "--device-map",
+                                                  R"({"model.layers.0": "rank:0", "model.layers.1": "rank:3"})"});
+    QCOMPARE(outOfRange.exitCode, 2);
+    QVERIFY2(outOfRange.err.contains("device map: model.layers.1: \"rank:3\": a pipeline map names a process of the "
+                                     "launch, rank:0 to rank:0"),
+             qPrintable(outOfRange.err));
 }
 
 QTEST_GUILESS_MAIN(tst_InferenceWorker)
