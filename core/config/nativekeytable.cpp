@@ -356,8 +356,7 @@ std::vector<Section> makeSections()
               "true (distributed_type MEGATRON_LM) is refused as a whole: Megatron-LM's tensor and sequence "
               "parallelism and its training loop are not implemented by the native runtime, and pipeline parallel "
               "training is out of scope. Use distributed_type FSDP or DEEPSPEED for sharded data parallel, and "
-              "parallelism_config tp_size on FSDP2 for tensor parallelism (the causal_lm recipe); context "
-              "parallelism (cp_size) is not implemented yet"},
+              "parallelism_config tp_size / cp_size for tensor / context parallelism (the causal_lm recipe)"},
              {"megatron_lm_config.megatron_lm_tp_degree", "MEGATRON_LM_TP_DEGREE", "MegatronLMPlugin.tp_degree", "", R,
               Startup, "*", kMegatron},
              {"megatron_lm_config.megatron_lm_pp_degree", "MEGATRON_LM_PP_DEGREE", "MegatronLMPlugin.pp_degree", "", R,
@@ -508,14 +507,22 @@ std::vector<Section> makeSections()
               "num_attention_heads, num_key_value_heads and intermediate_size; refused for other recipes and "
               "families, and with LoRA, fp8, checkpoints, or grad_clip under sharding"},
              {"parallelism_config.parallelism_config_cp_size", "PARALLELISM_CONFIG_CP_SIZE",
-              "ParallelismConfig.cp_size", "", R, Startup, "1,none",
-              "above 1 is refused: context parallelism is not implemented by the native runtime yet; set cp_size: 1"},
+              "ParallelismConfig.cp_size", "", A, Startup, "",
+              "the device mesh's cp dimension (before tp): the causal_lm recipe shards every sequence over the cp "
+              "ranks (2 x cp_size chunks, rank r holding chunks r and 2 x cp_size - 1 - r) with exact ring "
+              "attention, RoPE positions of the whole sequence and the loss of the whole sequence; the cp ranks read "
+              "the same samples. Refused naming the sizes when cp_size x tp_size does not divide the world size; "
+              "refused for other recipes and non-Llama families, with tp_size above 1, LoRA, fp8 and attention "
+              "dropout"},
              {"parallelism_config.parallelism_config_cp_comm_strategy", "PARALLELISM_CONFIG_CP_COMM_STRATEGY",
-              "TorchContextParallelConfig.cp_comm_strategy", "", R, Startup, "*",
-              "exported with cp_size above 1, which is refused"},
+              "TorchContextParallelConfig.cp_comm_strategy", "", A, Startup, "",
+              "with cp_size above 1, how the cp ranks exchange keys and values: allgather (Accelerate's default: "
+              "the whole sequence's keys and values gathered at once) or alltoall (a ring of cp_size steps, each "
+              "rank passing its block to the next); anything else is refused"},
              {"parallelism_config.parallelism_config_cp_backend", "PARALLELISM_CONFIG_CP_BACKEND",
               "ParallelismConfig.cp_backend", "", M, Startup, "torch,none",
-              "the context-parallel backend: without context parallelism (cp_size 1) it has no effect"},
+              "the context-parallel backend: Accelerate's only one is torch, which the native ring attention "
+              "replaces; another value has no effect"},
              {"parallelism_config.parallelism_config_sp_size", "PARALLELISM_CONFIG_SP_SIZE",
               "ParallelismConfig.sp_size", "", R, Startup, "1,none",
               "above 1 is refused: sequence parallelism (DeepSpeed ALST/Ulysses) is not implemented by the native "

@@ -3,6 +3,7 @@
 #include "core/bigmodel/familytrees.h"
 
 #include <cmath>
+#include <stdexcept>
 
 namespace accel::inference {
 
@@ -78,7 +79,9 @@ at::Tensor LlamaAttention::forward(const at::Tensor &x, const at::Tensor &cos, c
         std::tie(k, v) = cache->append(layer, k, v);
     AttentionOptions options = m_options;
     options.dropout = is_training() ? m_attentionDropout : 0.0;
-    auto out = causalAttention(q, k, v, options).transpose(1, 2).reshape({batch, tokens, m_heads * m_headDim});
+    auto attended =
+        m_contextParallel ? ringAttention(q, k, v, options, *m_contextParallel) : causalAttention(q, k, v, options);
+    auto out = attended.transpose(1, 2).reshape({batch, tokens, m_heads * m_headDim});
     return m_o->forward(out);
 }
 
@@ -197,14 +200,37 @@ void LlamaModel::gatherTensorParallel()
     }
 }
 
+Result<void> LlamaModel::setContextParallel(const ContextParallel &group)
+{
+    const ModelConfig &c = config();
+    if (group && c.attentionDropout > 0)
+        return makeError(ErrorCode::Unsupported, "parallelism_config_cp_size " + std::to_string(group->size) +
+                                                     " with attention_dropout " + std::to_string(c.attentionDropout) +
+                                                     " (config.json): context-parallel attention has no dropout; "
+                                                     "set attention_dropout: 0.0 or cp_size: 1");
+    m_contextParallel = group;
+    for (LlamaBlock *block : m_blocks)
+        block->attention().setContextParallel(group);
+    return {};
+}
+
 at::Tensor LlamaModel::forward(const at::Tensor &inputIds, KVCache *cache, bool lastOnly)
 {
     ForwardScope scope(*this);
+    if (m_contextParallel && cache)
+        throw std::invalid_argument("a context-parallel forward takes no KV cache");
     return runModel([&] {
         const ModelConfig &c = config();
         const int64_t past = cache ? cache->length() : 0;
         const int64_t tokens = inputIds.size(1);
-        const std::pair<at::Tensor, at::Tensor> rotation = m_rotary.cosSin(past, tokens);
+        // Context parallel: the rotation of this rank's tokens' places in the whole sequence.
+        std::pair<at::Tensor, at::Tensor> rotation =
+            m_contextParallel ? m_rotary.cosSin(0, tokens * m_contextParallel->size) : m_rotary.cosSin(past, tokens);
+        if (m_contextParallel) {
+            const at::Tensor positions = contextParallelPositions(*m_contextParallel, tokens);
+            rotation = {rotation.first.index_select(0, positions.to(rotation.first.device())),
+                        rotation.second.index_select(0, positions.to(rotation.second.device()))};
+        }
         const at::Tensor &cos = rotation.first, &sin = rotation.second;
         auto h = m_embed->forward(inputIds);
         if (c.scaleEmbeddings) // Gemma: sqrt(hidden_size) rounded to the embedding's dtype

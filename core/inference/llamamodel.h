@@ -11,6 +11,7 @@
 
 #include "core/inference/causallm.h"
 #include "core/inference/feedforward.h"
+#include "core/inference/ringattention.h"
 #include "core/inference/rotary.h"
 
 namespace accel::inference {
@@ -22,9 +23,11 @@ public:
     // q/k/v column-wise, o row-wise: this rank's heads (LlamaModel has checked the counts).
     void splitForTensorParallel(const TensorParallel &group);
     void gatherTensorParallel();
+    void setContextParallel(const ContextParallel &group) { m_contextParallel = group; }
 
 private:
     TensorParallel m_tensorParallel;
+    ContextParallel m_contextParallel;
     Linear *m_q = nullptr, *m_k = nullptr, *m_v = nullptr, *m_qkv = nullptr, *m_o = nullptr;
     RMSNorm *m_qNorm = nullptr, *m_kNorm = nullptr;
     int64_t m_heads, m_kvHeads, m_headDim;
@@ -60,8 +63,13 @@ public:
     Result<void> checkTensorParallel(int size) const override;
     Result<void> splitForTensorParallel(const TensorParallel &group) override;
     void gatherTensorParallel() override;
+    // Context parallelism (ringattention.h): forward then takes this rank's part of each sequence
+    // (contextParallelPart) and returns its logits; no KV cache. Refused by name for attention
+    // dropout (the ring has none).
+    Result<void> setContextParallel(const ContextParallel &group);
 
 private:
+    ContextParallel m_contextParallel;
     Embedding *m_embed;
     std::vector<LlamaBlock *> m_blocks;
     std::vector<std::shared_ptr<Module>> m_blockModules;

@@ -29,10 +29,13 @@ DeviceMesh DeviceMesh::forPlan(const ShardingPlan &plan, int worldSize, int loca
 {
     const int world = std::max(1, worldSize);
     const int local = std::max(1, localWorldSize);
-    // Tensor parallel: tp the last (fastest) dimension, the rest data parallel (checkTopology has
-    // refused a size that does not divide the world, and hybrid sharding with it).
-    if (const int tp = std::max(1, plan.tensorParallelSize); tp > 1 && world % tp == 0)
-        return plan.sharded() ? DeviceMesh({1, world / tp, 1, tp}) : DeviceMesh({world / tp, 1, 1, tp});
+    // Tensor and context parallel: tp the last (fastest) dimension, cp before it, the rest data
+    // parallel (checkTopology has refused sizes that do not divide the world, and hybrid sharding).
+    const int tp = std::max(1, plan.tensorParallelSize), cp = std::max(1, plan.contextParallelSize);
+    if (tp * cp > 1 && world % (tp * cp) == 0) {
+        const int data = world / (tp * cp);
+        return plan.sharded() ? DeviceMesh({1, data, cp, tp}) : DeviceMesh({data, 1, cp, tp});
+    }
     if (!plan.sharded())
         return DeviceMesh({world, 1, 1, 1});
     // Hybrid: shard among a machine's ranks, replicate across machines (ranks r = machine * local + i).

@@ -3,8 +3,8 @@
 // varies fastest). Every strategy takes its process group from the mesh: the ranks that differ from
 // this rank only along its dimension. The sharding plan sets the dimensions (DDP: dp_replicate =
 // every rank; ZeRO / FSDP: dp_shard = every rank; hybrid sharding: dp_shard = the ranks of a
-// machine, dp_replicate = the machines; with parallelism_config tp_size, tp = that size and the
-// data-parallel dimension the remaining ranks); cp stays 1 until context parallelism exists.
+// machine, dp_replicate = the machines; with parallelism_config tp_size and cp_size, tp and cp =
+// those sizes and the data-parallel dimension the remaining ranks).
 // Pure (no libtorch).
 #pragma once
 
@@ -39,7 +39,7 @@ public:
     std::string groupName(MeshDim dim, int rank) const;
     std::string describe() const; // "dp_replicate 2 x dp_shard 4" (dimensions of size 1 left out)
     // The data-parallel replicas (dp_replicate x dp_shard): ranks that differ only along cp and tp
-    // read the same samples.
+    // read the same samples (a cp group's ranks each take their part of every sequence).
     int dataParallelSize() const { return size(MeshDim::DpReplicate) * size(MeshDim::DpShard); }
     int dataParallelIndex(int rank) const { return rank / stride(MeshDim::DpShard); }
 

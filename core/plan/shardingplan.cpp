@@ -340,15 +340,18 @@ DivideFactors ShardingPlan::divideFactors(int worldSize) const
 
 Result<void> ShardingPlan::checkTopology(int worldSize, int localWorldSize) const
 {
-    if (tensorParallelSize > 1) {
-        const std::string tp = "parallelism_config_tp_size " + std::to_string(tensorParallelSize);
-        if (worldSize % tensorParallelSize != 0)
-            return makeError(ErrorCode::InvalidInput, tp + " does not divide the job's " + std::to_string(worldSize) +
-                                                          " process(es) (WORLD_SIZE)");
+    const int tp = std::max(1, tensorParallelSize), cp = std::max(1, contextParallelSize);
+    if (tp > 1 || cp > 1) {
+        std::string sizes = tp > 1 ? "parallelism_config_tp_size " + std::to_string(tp) : std::string();
+        if (cp > 1)
+            sizes += (sizes.empty() ? "" : " x ") + std::string("parallelism_config_cp_size ") + std::to_string(cp);
+        if (worldSize % (tp * cp) != 0)
+            return makeError(ErrorCode::InvalidInput, sizes + " does not divide the job's " +
+                                                          std::to_string(worldSize) + " process(es) (WORLD_SIZE)");
         if (hybrid)
-            return makeError(ErrorCode::Unsupported, tp + " with " + strategy +
-                                                         ": tensor parallelism inside hybrid sharding is not "
-                                                         "implemented; use FSDP2 (dp_shard) or DDP (dp_replicate)");
+            return makeError(ErrorCode::Unsupported, sizes + " with " + strategy +
+                                                         ": tensor / context parallelism inside hybrid sharding is "
+                                                         "not implemented; use FSDP2 (dp_shard) or DDP (dp_replicate)");
     }
     if (!hybrid || localWorldSize <= 0 || worldSize % localWorldSize == 0)
         return {};
@@ -419,6 +422,21 @@ Result<ShardingPlan> shardingPlanFromEnvironment(const Lookup &lookupIn)
         if (*end != '\0' || size < 1 || size > (1 << 20))
             return tl::unexpected(invalid("PARALLELISM_CONFIG_TP_SIZE", tp, "a whole number of ranks, 1 or more"));
         plan.tensorParallelSize = int(size);
+    }
+    const std::string cp = get(lookup, "PARALLELISM_CONFIG_CP_SIZE");
+    if (*parallelism && !cp.empty() && lower(cp) != "none") {
+        char *end = nullptr;
+        const long size = std::strtol(cp.c_str(), &end, 10);
+        if (*end != '\0' || size < 1 || size > (1 << 20))
+            return tl::unexpected(invalid("PARALLELISM_CONFIG_CP_SIZE", cp, "a whole number of ranks, 1 or more"));
+        plan.contextParallelSize = int(size);
+    }
+    // Accelerate's TorchContextParallelConfig: allgather unless set; read with cp_size above 1.
+    if (const std::string exchange = get(lookup, "PARALLELISM_CONFIG_CP_COMM_STRATEGY");
+        plan.contextParallelSize > 1 && !exchange.empty()) {
+        if (exchange != "allgather" && exchange != "alltoall")
+            return tl::unexpected(invalid("PARALLELISM_CONFIG_CP_COMM_STRATEGY", exchange, "allgather or alltoall"));
+        plan.contextParallelExchange = exchange;
     }
     return plan;
 }

@@ -55,14 +55,19 @@ struct ShardingPlan {
     // ACCELERATE_USE_PARALLELISM_CONFIG): the device mesh's tp dimension (devicemesh.h); the data-
     // parallel dimensions above hold the other ranks.
     int tensorParallelSize = 1;
+    // parallelism_config cp_size (PARALLELISM_CONFIG_CP_SIZE): the mesh's cp dimension, whose ranks
+    // each hold a part of every sequence; cp_comm_strategy (PARALLELISM_CONFIG_CP_COMM_STRATEGY,
+    // Accelerate's default allgather) how they exchange keys and values: "allgather" or "alltoall".
+    int contextParallelSize = 1;
+    std::string contextParallelExchange = "allgather";
     // Accepted settings that cannot change this run's numbers (said once by rank 0).
     std::vector<std::string> notes;
 
     bool sharded() const { return stage > 0; }
     // How gradients are averaged with a SUM collective over `worldSize` ranks.
     DivideFactors divideFactors(int worldSize) const;
-    // Hybrid sharding needs the same number of ranks on every machine; tp_size must divide the
-    // world size (and is refused with hybrid sharding).
+    // Hybrid sharding needs the same number of ranks on every machine; tp_size x cp_size must divide
+    // the world size (and is refused with hybrid sharding).
     Result<void> checkTopology(int worldSize, int localWorldSize) const;
     std::string describe() const; // "FSDP1 FULL_SHARD: parameters, gradients, optimizer state sharded"
     // Per-rank bytes of parameters, gradients and optimizer state the engine holds after backward
@@ -74,8 +79,8 @@ struct ShardingPlan {
 };
 
 // The plan the launcher's variables ask for (getenv by default). Without ACCELERATE_USE_FSDP or
-// ACCELERATE_USE_DEEPSPEED the plan is plain DDP; the tensor-parallel size comes from
-// PARALLELISM_CONFIG_TP_SIZE.
+// ACCELERATE_USE_DEEPSPEED the plan is plain DDP; the tensor- and context-parallel sizes come from
+// PARALLELISM_CONFIG_TP_SIZE and PARALLELISM_CONFIG_CP_SIZE.
 Result<ShardingPlan> shardingPlanFromEnvironment(const EnvLookup &lookup = {});
 
 // The ZeRO part of a DeepSpeed JSON file applied to `plan` (stage, offload, clipping, accumulation).

@@ -8,6 +8,7 @@
 #include "core/worker/causallmrecipe.h"
 #include "core/worker/activationcheckpoint.h"
 #include "core/worker/causallmparallel.h"
+#include "core/worker/contextparallel.h"
 #include "core/worker/jobrunner.h"
 #include "core/worker/trainingloop.h"
 
@@ -221,7 +222,7 @@ Result<LoadedModel> loadModel(runtime::Accelerator &accelerator, const JobSpec &
 // Mean next-token loss over at most evalBatches x batch size x replicas samples of `data` (the same
 // on every rank; the ranks of one data-parallel replica, a tp group, read the same samples).
 double evaluate(runtime::Accelerator &accelerator, CausalLM &lm, const LmData &data, const TrainingSettings &t,
-                int32_t pad)
+                int32_t pad, const CausalLmContextParallel *contextParallel)
 {
     const runtime::DeviceMesh &mesh = accelerator.mesh();
     const int64_t ranks = mesh.dataParallelSize();
@@ -234,6 +235,12 @@ double evaluate(runtime::Accelerator &accelerator, CausalLM &lm, const LmData &d
             indices.push_back(i);
         auto [ids, labels] = makeBatch(data, indices, pad);
         auto autocast = accelerator.autocast();
+        if (contextParallel) { // this rank's part of the sequences: the sums over the ranks are whole
+            const auto [partSum, partCount] = contextParallel->sums(lm, ids, labels, pad);
+            sum += partSum;
+            n += partCount;
+            continue;
+        }
         auto logits = lm.forward(accelerator.toDevice(ids), nullptr);
         auto target = accelerator.toDevice(labels);
         sum += lmLoss(logits, target, true).item<double>();
@@ -350,10 +357,17 @@ Result<void> runCausalLmRecipe(runtime::Accelerator &accelerator, const JobSpec 
     auto tensorParallel = CausalLmTensorParallel::create(accelerator, job, setup);
     if (!tensorParallel)
         return tl::unexpected(tensorParallel.error());
+    auto contextParallel = CausalLmContextParallel::create(accelerator, job, setup);
+    if (!contextParallel)
+        return tl::unexpected(contextParallel.error());
     auto loaded = loadModel(accelerator, job, setup.modelDir, setup.config, setup.lora, tensorParallel->get());
     if (!loaded)
         return tl::unexpected(loaded.error());
     std::shared_ptr<CausalLM> lm = loaded->lm;
+    if (*contextParallel) {
+        if (auto attached = (*contextParallel)->attach(*lm); !attached)
+            return attached;
+    }
     lm->train();
 
     // Sharding units: every block, then the model itself (its embeddings, final norm and head).
@@ -391,7 +405,8 @@ Result<void> runCausalLmRecipe(runtime::Accelerator &accelerator, const JobSpec 
         accelerator.strategyName() +
         (*tensorParallel
              ? ", mesh " + accelerator.mesh().describe() + " (tp collectives: " + (*tensorParallel)->transport() + ")"
-             : std::string()));
+         : *contextParallel ? ", mesh " + accelerator.mesh().describe() + " (" + (*contextParallel)->describe() + ")"
+                            : std::string()));
     if (data.cutExamples > 0 || data.droppedExamples > 0)
         accelerator.print("note: data.train: " + count(data.cutExamples) + " example(s) longer than data.block_size " +
                           count(data.blockSize) + " were cut to it; " + count(data.droppedExamples) +
@@ -414,13 +429,15 @@ Result<void> runCausalLmRecipe(runtime::Accelerator &accelerator, const JobSpec 
     task.optimizer = &optimizer;
     task.loss = [&](const std::vector<int64_t> &indices) {
         auto [ids, labels] = makeBatch(data, indices, pad);
+        if (*contextParallel)
+            return (*contextParallel)->loss(*lm, ids, labels, pad);
         auto logits = lm->forward(accelerator.toDevice(ids), nullptr);
         return lmLoss(logits, accelerator.toDevice(labels));
     };
     if (*tensorParallel)
         task.clipGradients = [&](double maxNorm) { return (*tensorParallel)->clipGradients(maxNorm); };
     if (eval) {
-        task.evalLoss = [&] { return evaluate(accelerator, *lm, *eval, t, pad); };
+        task.evalLoss = [&] { return evaluate(accelerator, *lm, *eval, t, pad, contextParallel->get()); };
         task.perplexity = true;
     }
     auto summary = runTraining(accelerator, job, task);

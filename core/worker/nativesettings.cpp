@@ -131,14 +131,15 @@ Result<int> sizeOf(const Variables &vars, const std::string &variable)
 }
 
 // parallelism_config on the device mesh (dp_replicate x dp_shard x cp x tp): plain FSDP2 or DDP
-// over the data-parallel ranks, times tp_size; anything else refused naming the sizes (cp / sp
-// above 1 are refused by the table).
+// over the data-parallel ranks, times cp_size x tp_size; anything else refused naming the sizes
+// (sp above 1 is refused by the table).
 Result<void> checkParallelism(const Variables &vars, const RankPlace &place)
 {
     if (!vars.truthy("ACCELERATE_USE_PARALLELISM_CONFIG"))
         return {};
     const std::string replicateName = "PARALLELISM_CONFIG_DP_REPLICATE_SIZE",
-                      shardName = "PARALLELISM_CONFIG_DP_SHARD_SIZE", tpName = "PARALLELISM_CONFIG_TP_SIZE";
+                      shardName = "PARALLELISM_CONFIG_DP_SHARD_SIZE", tpName = "PARALLELISM_CONFIG_TP_SIZE",
+                      cpName = "PARALLELISM_CONFIG_CP_SIZE";
     auto replicate = sizeOf(vars, replicateName);
     if (!replicate)
         return tl::unexpected(replicate.error());
@@ -148,14 +149,18 @@ Result<void> checkParallelism(const Variables &vars, const RankPlace &place)
     auto tp = sizeOf(vars, tpName);
     if (!tp)
         return tl::unexpected(tp.error());
+    auto cp = sizeOf(vars, cpName);
+    if (!cp)
+        return tl::unexpected(cp.error());
+    const int inner = *tp * *cp; // the ranks of one data-parallel replica
     const bool fsdp2 = vars.truthy("ACCELERATE_USE_FSDP") && vars.get("FSDP_VERSION") == "2";
-    // The data-parallel ranks: the world without the tp dimension.
-    const int world = place.worldSize % *tp == 0 ? place.worldSize / *tp : place.worldSize;
-    const std::string sizes =
-        vars.named(replicateName) + " x " + vars.named(shardName) + (*tp > 1 ? " x " + vars.named(tpName) : "");
+    // The data-parallel ranks: the world without the cp and tp dimensions.
+    const int world = place.worldSize % inner == 0 ? place.worldSize / inner : place.worldSize;
+    const std::string sizes = vars.named(replicateName) + " x " + vars.named(shardName) +
+                              (*cp > 1 ? " x " + vars.named(cpName) : "") + (*tp > 1 ? " x " + vars.named(tpName) : "");
     const std::string ranks = std::to_string(place.worldSize) + " process(es) (WORLD_SIZE)";
-    if (*tp > 1 && place.worldSize % *tp != 0)
-        return refuseSizes(sizes + ": tp_size does not divide the " + ranks +
+    if (inner > 1 && place.worldSize % inner != 0)
+        return refuseSizes(sizes + (*cp > 1 ? ": cp_size x tp_size" : ": tp_size") + " does not divide the " + ranks +
                            "; the sizes must multiply to the number of processes");
     auto refuse = refuseSizes;
     if (*replicate > 1 && *shard > 1)
@@ -164,7 +169,7 @@ Result<void> checkParallelism(const Variables &vars, const RankPlace &place)
                               "fsdp_version: 1 with fsdp_sharding_strategy: HYBRID_SHARD (shards inside "
                               "each machine, replicates across machines)");
     const int total = *replicate * *shard;
-    if (total == 1 && (*tp == 1 || world == 1)) {
+    if (total == 1 && (inner == 1 || world == 1)) {
         if (fsdp2 && world > 1)
             return refuse(sizes + " under FSDP2 on " + ranks +
                           ": no dimension to shard over (Accelerate refuses it too); set dp_shard_size: " +
@@ -172,7 +177,7 @@ Result<void> checkParallelism(const Variables &vars, const RankPlace &place)
         return {};
     }
     if (total != world)
-        return refuse(sizes + " = " + std::to_string(total * *tp) + " rank(s), but the job has " + ranks +
+        return refuse(sizes + " = " + std::to_string(total * inner) + " rank(s), but the job has " + ranks +
                       "; the sizes must multiply to the number of processes");
     if (*shard == world && !fsdp2)
         return refuse(vars.named(shardName) + ": sharding over dp_shard needs distributed_type FSDP with "

@@ -137,6 +137,12 @@ Result<void> runJob(const JobSpec &job)
                              " has no tensor-parallel split (the causal_lm recipe has, on Llama-like models); "
                              "set tp_size: 1",
                          job.path);
+    if (const int cp = accelerator.mesh().size(runtime::MeshDim::Cp); cp > 1 && job.recipe != "causal_lm")
+        return makeError(ErrorCode::InvalidInput,
+                         "parallelism_config_cp_size " + std::to_string(cp) + ": recipe " + job.recipe +
+                             " has no context-parallel attention (the causal_lm recipe has, on Llama-like models); "
+                             "set cp_size: 1",
+                         job.path);
     accelerator.setSeed(job.seed);
     // Without a run directory from the launcher, the job's output folder is the run directory
     // (metrics/rank<N>.jsonl goes there).

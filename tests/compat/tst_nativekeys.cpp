@@ -413,9 +413,11 @@ private Q_SLOTS:
                             "(PARALLELISM_CONFIG_TP_SIZE=2) = 2 rank(s), but the job has 4 process(es)"));
         QVERIFY(refusedWith(with({{"PARALLELISM_CONFIG_TP_SIZE", "3"}}), 4,
                             "(PARALLELISM_CONFIG_TP_SIZE=3): tp_size does not divide the 4 process(es)"));
-        QVERIFY(refusedWith(
-            with({{"PARALLELISM_CONFIG_CP_SIZE", "2"}, {"PARALLELISM_CONFIG_CP_COMM_STRATEGY", "alltoall"}}), 4,
-            "(PARALLELISM_CONFIG_CP_SIZE=2): above 1 is refused: context parallelism"));
+        // cp_size: dp_shard 2 x cp 2 on 4 ranks acted on; cp x tp must divide the world.
+        QVERIFY(
+            check(with({{"PARALLELISM_CONFIG_CP_SIZE", "2"}, {"PARALLELISM_CONFIG_CP_COMM_STRATEGY", "alltoall"}}), 4));
+        QVERIFY(refusedWith(with({{"PARALLELISM_CONFIG_CP_SIZE", "2"}, {"PARALLELISM_CONFIG_TP_SIZE", "2"}}), 6,
+                            "(PARALLELISM_CONFIG_TP_SIZE=2): cp_size x tp_size does not divide the 6 process(es)"));
         QVERIFY(refusedWith(with({{"PARALLELISM_CONFIG_SP_SIZE", "2"}}), 4, "(PARALLELISM_CONFIG_SP_SIZE=2): above 1"));
         QVERIFY(refusedWith(with({{"PARALLELISM_CONFIG_DP_REPLICATE_SIZE", "2"}}), 4, "(HSDP) is not implemented"));
         QVERIFY(refusedWith(fsdp2, 4, "= 2 rank(s), but the job has 4 process(es)"));
