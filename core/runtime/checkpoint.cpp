@@ -2,6 +2,7 @@
 // C++ runtime: see docs/jobs.md "Checkpoints" for the exact files.
 #include "core/plan/shardedfolder.h"
 #include "core/runtime/accelerator_p.h"
+#include "core/runtime/strategy/tensorparallellayout.h"
 #include "core/runtime/tensorio.h"
 
 #include "core/bigmodel/safetensors.h"
@@ -18,6 +19,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -33,6 +35,37 @@ std::string indexed(const std::string &base, size_t i, const std::string &ext)
     return i == 0 ? base + ext : base + "_" + std::to_string(i) + ext;
 }
 
+// Optimizer <i>'s state as a sharded folder (tensorparallellayout.h), where optimizer.bin is not.
+fs::path optimizerFolder(const fs::path &checkpoint, size_t i)
+{
+    return checkpoint / ("optimizer_" + std::to_string(i));
+}
+
+// The parameters of the models optimizer `i` steps, by TensorImpl: their state-dict names.
+std::map<const void *, std::string> optimizerParameterNames(const Accelerator::Private &p, size_t i)
+{
+    std::map<const void *, std::string> names;
+    for (size_t m : p.optimizerModels[i]) {
+        for (const auto &item : p.models[m].module->named_parameters())
+            names[item.value().unsafeGetTensorImpl()] = item.key();
+    }
+    return names;
+}
+
+// The tensor-parallel split of the model optimizer `i` steps (its first), or null.
+const TensorParallelLayout *optimizerLayout(const Accelerator::Private &p, size_t i)
+{
+    return p.optimizerModels[i].empty() ? nullptr
+                                        : tensorParallelLayout(*p.models[p.optimizerModels[i].front()].module).get();
+}
+
+// Scheduler steps per optimizer step: Accelerate steps the scheduler once per process unless
+// batches are split.
+int64_t schedulerStepsPerOptimizerStep(const Accelerator::Private &p)
+{
+    return p.options.data.splitBatches ? 1 : p.env.worldSize;
+}
+
 // The first file missing from `folder` of those every save of this Accelerator writes at the
 // top level (a sharded strategy's own files are its to check); empty when none is.
 std::string missingCheckpointFile(const Accelerator::Private &p, const std::string &folder)
@@ -46,7 +79,8 @@ std::string missingCheckpointFile(const Accelerator::Private &p, const std::stri
             names.push_back(modelFileName(m));
     }
     for (size_t i = 0; i < optimizers.size(); ++i) {
-        if (!p.ownsOptimizerState(i))
+        std::error_code ec;
+        if (!p.ownsOptimizerState(i) && !fs::is_regular_file(optimizerFolder(folder, i) / kShardIndexName, ec))
             names.push_back(indexed("optimizer", i, ".bin"));
     }
     for (size_t i = 0; i < schedulers.size(); ++i)
@@ -106,6 +140,7 @@ StateSlot Accelerator::Private::stateSlot(size_t model) const
 {
     StateSlot slot;
     slot.model = model;
+    slot.tensorParallel = tensorParallelLayout(*models[model].module).get();
     for (size_t o = 0; o < optimizers.size(); ++o) {
         const auto &of = optimizerModels[o];
         if (std::find(of.begin(), of.end(), model) != of.end())
@@ -173,14 +208,44 @@ Result<std::string> Accelerator::saveState(const std::string &outputDir)
             if (written && !saved)
                 written = saved;
         }
+        // A model split by tensor parallelism is saved whole (tensorparallellayout.h): every rank
+        // takes part in gathering it and its optimizer state, rank 0 writes them.
+        std::map<size_t, NamedTensors> wholeModels, wholeOptimizers;
+        std::map<size_t, int64_t> optimizerSteps;
+        {
+            torch::NoGradGuard noGrad;
+            for (size_t m = 0; m < p.models.size(); ++m) {
+                const auto layout = tensorParallelLayout(*p.models[m].module);
+                if (!layout || p.models[m].strategy->savesOwnState())
+                    continue;
+                wholeModels[m] = modelTensors(*p.models[m].module);
+                gatherWhole(*layout, wholeModels[m]);
+            }
+            for (size_t i = 0; i < p.optimizers.size(); ++i) {
+                const TensorParallelLayout *layout = optimizerLayout(p, i);
+                if (!layout || ownOptimizer[i])
+                    continue;
+                wholeOptimizers[i] =
+                    optimizerTensors(p.optimizers[i]->optimizer(), optimizerParameterNames(p, i), optimizerSteps[i]);
+                gatherWhole(*layout, wholeOptimizers[i]);
+            }
+        }
         if (isMainProcess()) {
             for (size_t m = 0; written && m < p.models.size(); ++m) {
-                if (!p.models[m].strategy->savesOwnState())
-                    written = saveModelSafetensors(*p.models[m].module, (temporary / modelFileName(m)).string());
+                if (p.models[m].strategy->savesOwnState())
+                    continue;
+                const std::string file = (temporary / modelFileName(m)).string();
+                written = wholeModels.count(m) ? saveTensors(file, wholeModels[m])
+                                               : saveModelSafetensors(*p.models[m].module, file);
             }
             for (size_t i = 0; written && i < p.optimizers.size(); ++i) {
                 if (ownOptimizer[i])
                     continue;
+                if (wholeOptimizers.count(i)) {
+                    written = writeWholeFolder(optimizerFolder(temporary, i).string(), "optimizer", wholeOptimizers[i],
+                                               optimizerSteps[i]);
+                    continue;
+                }
                 // Serialized in memory, then written by us: libtorch's file writer throws from its
                 // destructor when the disk is full, which ends the process.
                 torch::serialize::OutputArchive archive;
@@ -195,14 +260,20 @@ Result<std::string> Accelerator::saveState(const std::string &outputDir)
             if (written) // the precision recipe's scaling state (fp8_state.safetensors)
                 written = p.precision->saveState(temporary.string());
             for (size_t i = 0; written && i < p.schedulers.size(); ++i) {
-                nlohmann::ordered_json state{{"last_step", p.schedulers[i]->lastStep()}};
+                // per_optimizer_step: so that a run resumed on another number of processes
+                // finds the optimizer step.
+                nlohmann::ordered_json state{{"last_step", p.schedulers[i]->lastStep()},
+                                             {"per_optimizer_step", schedulerStepsPerOptimizerStep(p)}};
                 written = fileutil::writeFileAtomic((temporary / indexed("scheduler", i, ".json")).string(),
                                                     state.dump(2) + "\n");
             }
             nlohmann::ordered_json loaders = nlohmann::json::array();
             for (const auto &weak : p.loaders) {
                 if (auto loader = weak.lock())
-                    loaders.push_back({{"epoch", loader->epoch()}, {"batches_done", loader->position()}});
+                    // global_batch: the position follows a change of the data-parallel size.
+                    loaders.push_back({{"epoch", loader->epoch()},
+                                       {"batches_done", loader->position()},
+                                       {"global_batch", loader->globalBatchSize()}});
             }
             if (written)
                 written =
@@ -254,6 +325,18 @@ Result<std::string> Accelerator::saveState(const std::string &outputDir)
 
 namespace {
 
+// An optional whole number `key` of a checkpoint's JSON file (of its `entry`-th object when the file
+// holds a list; checkpointstate validated the file), else `fallback`.
+int64_t savedCount(const std::string &file, const char *key, int64_t fallback, size_t entry = 0)
+{
+    std::ifstream in(file);
+    const nlohmann::json json = nlohmann::json::parse(in, nullptr, false);
+    const nlohmann::json &object = json.is_array() && entry < json.size() ? json[entry] : json;
+    if (!object.is_object() || !object.contains(key) || !object[key].is_number_integer())
+        return fallback;
+    return object[key].get<int64_t>();
+}
+
 Result<void> loadStateOnThisRank(Accelerator &accelerator, Accelerator::Private &p, const std::string &inputDir)
 {
     fs::path source = inputDir;
@@ -290,6 +373,14 @@ Result<void> loadStateOnThisRank(Accelerator &accelerator, Accelerator::Private 
             if (p.models[m].strategy->savesOwnState()) {
                 if (auto loaded = p.models[m].strategy->loadState(source.string(), p.stateSlot(m)); !loaded)
                     return loaded;
+            } else if (const auto layout = tensorParallelLayout(*p.models[m].module)) { // saved whole: this rank's part
+                const std::string file = (source / modelFileName(m)).string();
+                auto tensors = loadTensors(file);
+                if (!tensors)
+                    return tl::unexpected(tensors.error());
+                keepPart(*layout, *tensors);
+                if (auto loaded = loadModelTensors(*p.models[m].module, *tensors, file); !loaded)
+                    return loaded;
             } else if (auto loaded =
                            loadModelSafetensors(*p.models[m].module, (source / modelFileName(m)).string(), true);
                        !loaded) {
@@ -300,6 +391,20 @@ Result<void> loadStateOnThisRank(Accelerator &accelerator, Accelerator::Private 
             if (p.ownsOptimizerState(i))
                 continue;
             const fs::path file = source / indexed("optimizer", i, ".bin");
+            if (const fs::path folder = optimizerFolder(source, i);
+                !fs::exists(file) && fs::exists(folder / kShardIndexName)) {
+                // Whole tensors by parameter name (a tensor-parallel or sharded run's).
+                auto state = readShardedFolder(folder.string());
+                if (!state)
+                    return tl::unexpected(state.error());
+                auto step = shardedFolderStep(folder.string());
+                if (!step)
+                    return tl::unexpected(step.error());
+                if (const TensorParallelLayout *layout = optimizerLayout(p, i))
+                    keepPart(*layout, *state);
+                setOptimizerTensors(p.optimizers[i]->optimizer(), optimizerParameterNames(p, i), *state, *step);
+                continue;
+            }
             if (!fs::exists(file))
                 return makeError(ErrorCode::NotFound, "loadState: optimizer state is missing", file.string());
             torch::serialize::InputArchive archive;
@@ -309,11 +414,21 @@ Result<void> loadStateOnThisRank(Accelerator &accelerator, Accelerator::Private 
         if (auto loaded = p.precision->loadState(source.string(), accelerator.isMainProcess()); !loaded)
             return loaded;
         for (size_t i = 0; i < p.schedulers.size(); ++i) {
-            auto lastStep =
-                checkpointstate::readSchedulerLastStep((source / indexed("scheduler", i, ".json")).string());
+            const std::string file = (source / indexed("scheduler", i, ".json")).string();
+            auto lastStep = checkpointstate::readSchedulerLastStep(file);
             if (!lastStep)
                 return tl::unexpected(lastStep.error());
-            p.schedulers[i]->setLastStep(*lastStep);
+            // Saved on another number of processes: the same optimizer step in this run's steps.
+            const int64_t per = schedulerStepsPerOptimizerStep(p);
+            const int64_t saved = savedCount(file, "per_optimizer_step", per);
+            if (saved <= 0 || *lastStep % saved != 0)
+                return makeError(ErrorCode::InvalidInput,
+                                 "last_step " + std::to_string(*lastStep) +
+                                     " is not a whole number of optimizer steps "
+                                     "of per_optimizer_step " +
+                                     std::to_string(saved),
+                                 file);
+            p.schedulers[i]->setLastStep(*lastStep / saved * per);
         }
         if (const fs::path file = source / "dl_state_dict.json"; fs::exists(file)) {
             auto states = checkpointstate::readLoaderStates(file.string());
@@ -326,6 +441,19 @@ Result<void> loadStateOnThisRank(Accelerator &accelerator, Accelerator::Private 
                     continue;
                 int64_t epoch = (*states)[i].epoch;
                 int64_t done = (*states)[i].batchesDone;
+                // Saved with another global batch (another data-parallel size): the same sample.
+                const int64_t global = savedCount(file.string(), "global_batch", loader->globalBatchSize(), i);
+                if (global != loader->globalBatchSize()) {
+                    if ((done * global) % loader->globalBatchSize() != 0)
+                        return makeError(ErrorCode::InvalidInput,
+                                         "the checkpoint stopped after " + std::to_string(done * global) +
+                                             " samples of epoch " + std::to_string(epoch) + " (global batch " +
+                                             std::to_string(global) + "); this run's global batch " +
+                                             std::to_string(loader->globalBatchSize()) +
+                                             " does not divide it: choose a batch size whose global batch does",
+                                         file.string());
+                    done = done * global / loader->globalBatchSize();
+                }
                 if (done >= loader->length()) {
                     ++epoch;
                     done = 0;
@@ -334,8 +462,24 @@ Result<void> loadStateOnThisRank(Accelerator &accelerator, Accelerator::Private 
                 ++i;
             }
         }
-        const fs::path rngFile =
-            source / ("random_states_" + std::to_string(accelerator.processIndex()) + ".safetensors");
+        const auto rngPath = [&](int rank) {
+            return source / ("random_states_" + std::to_string(rank) + ".safetensors");
+        };
+        fs::path rngFile = rngPath(accelerator.processIndex());
+        if (!fs::exists(rngFile)) {
+            // Saved on fewer processes (another mesh): rank r takes saved rank r mod their number, so
+            // the ranks of each new replica draw as the saved ranks did.
+            int saved = 0;
+            while (fs::exists(rngPath(saved)))
+                ++saved;
+            if (saved > 0) {
+                rngFile = rngPath(accelerator.processIndex() % saved);
+                if (accelerator.processIndex() == saved)
+                    log::info("checkpoint", "loadState: " + source.string() + " was saved on " + std::to_string(saved) +
+                                                " process(es): rank r takes the random state of rank r mod " +
+                                                std::to_string(saved));
+            }
+        }
         auto rng = bigmodel::SafetensorsFile::open(rngFile.string());
         if (!rng)
             return tl::unexpected(rng.error());

@@ -2,6 +2,7 @@
 
 #include "core/runtime/accelerator.h"
 #include "core/runtime/strategy/collectives.h"
+#include "core/runtime/strategy/tensorparallellayout.h"
 
 #include <torch/torch.h>
 
@@ -32,7 +33,6 @@ Result<std::unique_ptr<CausalLmTensorParallel>> CausalLmTensorParallel::create(r
     const int size = accelerator.mesh().size(MeshDim::Tp);
     if (size <= 1)
         return std::unique_ptr<CausalLmTensorParallel>();
-    const TrainingSettings &t = job.training;
     const std::string tp = "parallelism_config_tp_size " + std::to_string(size);
     std::vector<std::string> refused;
     if (setup.lora)
@@ -40,15 +40,11 @@ Result<std::unique_ptr<CausalLmTensorParallel>> CausalLmTensorParallel::create(r
                           " (LoRA on split layers is not implemented; train the whole model or set tp_size: 1)");
     if (accelerator.mixedPrecision() == runtime::MixedPrecision::Fp8)
         refused.push_back("mixed_precision fp8 (FP8 layers are not split; use bf16 or no)");
-    if (t.gradClip > 0 && accelerator.strategyCopiesParameters())
-        refused.push_back("training.grad_clip " + number(t.gradClip) + " under " + accelerator.strategyName() +
+    if (job.training.gradClip > 0 && accelerator.strategyCopiesParameters())
+        refused.push_back("training.grad_clip " + number(job.training.gradClip) + " under " +
+                          accelerator.strategyName() +
                           " (the norm over sharded and split parts is not implemented; "
                           "set grad_clip: 0 or use DDP)");
-    if (t.checkpointEvery > 0 || t.checkpointAtEnd)
-        refused.push_back("training.checkpoint_every / checkpoint_at_end (checkpoints of split models are not "
-                          "implemented; set checkpoint_every: 0 and checkpoint_at_end: false)");
-    if (t.resume != "auto" && t.resume != "none")
-        refused.push_back("training.resume " + t.resume + " (checkpoints of split models are not implemented)");
     if (!refused.empty()) {
         std::string text;
         for (const std::string &r : refused)
@@ -76,20 +72,43 @@ int CausalLmTensorParallel::size() const
 
 Result<void> CausalLmTensorParallel::split(inference::CausalLM &model)
 {
-    std::map<std::string, int64_t> before;
+    std::map<std::string, std::vector<int64_t>> before;
     for (const auto &p : model.namedParameters())
-        before[p.name] = p.parameter->value.numel();
+        before[p.name] = p.parameter->value.sizes().vec();
     if (auto ok = model.splitForTensorParallel(m_group); !ok)
         return ok;
     for (const auto &p : model.namedParameters()) {
-        if (p.parameter->value.numel() != before[p.name])
-            m_splitNames.push_back(p.name);
+        const std::vector<int64_t> &whole = before[p.name], part = p.parameter->value.sizes().vec();
+        if (part == whole)
+            continue;
+        m_splitNames.push_back(p.name);
+        // The dimension split (checkpoints save the whole tensor: tensorparallellayout.h).
+        for (size_t dim = 0; dim < part.size() && dim < whole.size(); ++dim) {
+            if (part[dim] != whole[dim])
+                m_splitDims[p.name] = int64_t(dim);
+        }
     }
     return {};
 }
 
 void CausalLmTensorParallel::collectSplitTensors(inference::CausalLM &model)
 {
+    // Checkpoints: the split tensors by their state-dict names.
+    std::map<const void *, int64_t> dims;
+    for (const auto &p : model.namedParameters()) {
+        if (const auto it = m_splitDims.find(p.name); it != m_splitDims.end())
+            dims[p.parameter->value.unsafeGetTensorImpl()] = it->second;
+    }
+    auto layout = std::make_shared<runtime::TensorParallelLayout>();
+    layout->rank = m_group->rank;
+    layout->size = m_group->size;
+    layout->allGather = m_group->allGather;
+    auto &module = static_cast<torch::nn::Module &>(model);
+    for (const auto &item : module.named_parameters()) {
+        if (const auto it = dims.find(item.value().unsafeGetTensorImpl()); it != dims.end())
+            layout->splitDims[item.key()] = it->second;
+    }
+    runtime::setTensorParallelLayout(module, std::move(layout));
     for (const auto &p : model.namedParameters()) {
         const at::Tensor &value = p.parameter->value;
         if (!value.requires_grad())

@@ -1,7 +1,8 @@
 // Tensor parallelism in the causal_lm recipe (parallelism_config tp_size; docs/finetune.md): the
 // settings it cannot honour yet refused by name before anything loads, the loaded model split over
 // the device mesh's tp group (core/inference/tensorparallel.h), the global gradient norm for
-// training.grad_clip over every rank's part, and the whole weights gathered back for the output
+// training.grad_clip over every rank's part, the split told to the checkpoints (which save it whole,
+// core/runtime/strategy/tensorparallellayout.h), and the whole weights gathered back for the output
 // folder. Includes libtorch.
 #pragma once
 
@@ -9,6 +10,7 @@
 #include "core/inference/causallm.h"
 #include "core/worker/causallmrecipe.h"
 
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -41,6 +43,7 @@ private:
     inference::TensorParallel m_group;
     std::string m_transport;
     std::vector<std::string> m_splitNames;
+    std::map<std::string, int64_t> m_splitDims;    // by the model's names
     std::vector<at::Tensor> m_split, m_replicated; // trained tensors
 };
 

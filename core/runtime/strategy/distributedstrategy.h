@@ -28,10 +28,13 @@ TrainingMemory measureTrainingMemory(const std::vector<torch::nn::Module *> &mod
 
 // What a strategy saves or loads for its model: the model's index among the prepared models (its
 // file names: model.safetensors / model_<i>.safetensors, pytorch_model_fsdp_<i>/) and the
-// prepared optimizers that step it, each with its index (optimizer_<o>/).
+// prepared optimizers that step it, each with its index (optimizer_<o>/); with tensor parallelism
+// the model's split (tensorparallellayout.h: saved whole, loaded as this rank's part).
+struct TensorParallelLayout;
 struct StateSlot {
     size_t model = 0;
     std::vector<std::pair<size_t, torch::optim::Optimizer *>> optimizers;
+    const TensorParallelLayout *tensorParallel = nullptr;
 };
 
 class DistributedStrategy {

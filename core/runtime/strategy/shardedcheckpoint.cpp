@@ -1,8 +1,10 @@
 // ShardingEngine::saveState / loadState: the model and optimizer state of a sharded run. Every
 // rank writes the pieces of each parameter inside its chunks plus rank 0 an index, so a run
-// saved on N ranks resumes on M (each rank joins the pieces and keeps its new chunk).
+// saved on N ranks resumes on M (each rank joins the pieces and keeps its new chunk). A model split
+// by tensor parallelism is saved whole instead (tensorparallellayout.h, whose helpers live here).
 #include "core/plan/shardedfolder.h"
 #include "core/runtime/strategy/shardingengine_p.h"
+#include "core/runtime/strategy/tensorparallellayout.h"
 
 #include "core/common/fileutil.h"
 #include "core/runtime/tensorio.h"
@@ -10,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <mutex>
 
 namespace accel::runtime {
 
@@ -77,13 +80,33 @@ std::string rankFile(int rank)
     return "rank" + std::to_string(rank) + ".safetensors";
 }
 
-// A sharded folder's tensors joined whole (floating point: parameters and optimizer state).
-Result<std::map<std::string, torch::Tensor>> readShardedFolder(const std::string &folder)
+bool holds(torch::optim::Optimizer &optimizer, const torch::Tensor &tensor)
+{
+    for (const auto &group : optimizer.param_groups()) {
+        for (const auto &p : group.params()) {
+            if (p.is_same(tensor))
+                return true;
+        }
+    }
+    return false;
+}
+
+// The tensor-parallel split of a tensor named "<name>" or "<state>/<name>", or -1.
+int64_t splitDim(const TensorParallelLayout &layout, const std::string &name)
+{
+    const size_t slash = name.rfind('/');
+    const auto it = layout.splitDims.find(slash == std::string::npos ? name : name.substr(slash + 1));
+    return it == layout.splitDims.end() ? -1 : it->second;
+}
+
+} // namespace
+
+Result<NamedTensors> readShardedFolder(const std::string &folder)
 {
     auto joined = joinShardedFolder(folder);
     if (!joined)
         return tl::unexpected(joined.error());
-    std::map<std::string, torch::Tensor> tensors;
+    NamedTensors tensors;
     for (auto &t : *joined) {
         torch::ScalarType type;
         switch (t.dtype) {
@@ -109,18 +132,158 @@ Result<std::map<std::string, torch::Tensor>> readShardedFolder(const std::string
     return tensors;
 }
 
-bool holds(torch::optim::Optimizer &optimizer, const torch::Tensor &tensor)
+namespace {
+
+std::mutex layoutsMutex;
+std::map<const torch::nn::Module *, std::shared_ptr<const TensorParallelLayout>> layouts;
+
+} // namespace
+
+void setTensorParallelLayout(const torch::nn::Module &model, std::shared_ptr<const TensorParallelLayout> layout)
+{
+    std::lock_guard<std::mutex> lock(layoutsMutex);
+    if (layout)
+        layouts[&model] = std::move(layout);
+    else
+        layouts.erase(&model);
+}
+
+std::shared_ptr<const TensorParallelLayout> tensorParallelLayout(const torch::nn::Module &model)
+{
+    std::lock_guard<std::mutex> lock(layoutsMutex);
+    const auto it = layouts.find(&model);
+    return it == layouts.end() ? nullptr : it->second;
+}
+
+void gatherWhole(const TensorParallelLayout &layout, NamedTensors &tensors)
+{
+    torch::NoGradGuard noGrad;
+    for (auto &[name, tensor] : tensors) {
+        const int64_t dim = splitDim(layout, name);
+        if (dim < 0)
+            continue;
+        torch::Tensor part = tensor.detach().movedim(dim, 0).contiguous();
+        std::vector<int64_t> shape = part.sizes().vec();
+        shape[0] *= layout.size;
+        torch::Tensor whole = torch::empty(shape, part.options());
+        layout.allGather(whole, part);
+        tensor = whole.movedim(0, dim).contiguous();
+    }
+}
+
+void keepPart(const TensorParallelLayout &layout, NamedTensors &tensors)
+{
+    for (auto &[name, tensor] : tensors) {
+        const int64_t dim = splitDim(layout, name);
+        if (dim < 0)
+            continue;
+        if (dim >= tensor.dim() || tensor.size(dim) % layout.size != 0)
+            throw std::invalid_argument("tensor " + name + " of shape " + c10::str(tensor.sizes()) +
+                                        " cannot be split in " + std::to_string(layout.size) + " along dimension " +
+                                        std::to_string(dim));
+        const int64_t part = tensor.size(dim) / layout.size;
+        tensor = tensor.narrow(dim, layout.rank * part, part).contiguous().clone();
+    }
+}
+
+NamedTensors modelTensors(torch::nn::Module &model)
+{
+    NamedTensors tensors;
+    for (const auto &item : model.named_parameters())
+        tensors[item.key()] = item.value().detach();
+    for (const auto &item : model.named_buffers())
+        tensors[item.key()] = item.value().detach();
+    return tensors;
+}
+
+Result<void> loadModelTensors(torch::nn::Module &model, const NamedTensors &tensors, const std::string &source)
+{
+    torch::NoGradGuard noGrad;
+    const auto load = [&](const std::string &name, torch::Tensor target) -> Result<void> {
+        const auto it = tensors.find(name);
+        if (it == tensors.end())
+            return makeError(ErrorCode::InvalidInput, "tensor " + name + " is missing from the checkpoint", source);
+        if (!it->second.sizes().equals(target.sizes()))
+            return makeError(ErrorCode::InvalidInput,
+                             "tensor " + name + ": checkpoint shape " + c10::str(it->second.sizes()) +
+                                 " differs from the model's " + c10::str(target.sizes()),
+                             source);
+        target.copy_(it->second);
+        return {};
+    };
+    for (const auto &item : model.named_parameters()) {
+        if (auto loaded = load(item.key(), item.value()); !loaded)
+            return loaded;
+    }
+    for (const auto &item : model.named_buffers()) {
+        if (auto loaded = load(item.key(), item.value()); !loaded)
+            return loaded;
+    }
+    return {};
+}
+
+NamedTensors optimizerTensors(torch::optim::Optimizer &optimizer, const std::map<const void *, std::string> &names,
+                              int64_t &step)
+{
+    NamedTensors tensors;
+    for (const auto &group : optimizer.param_groups()) {
+        for (const auto &p : group.params()) {
+            const auto name = names.find(p.unsafeGetTensorImpl());
+            const auto state = optimizer.state().find(p.unsafeGetTensorImpl());
+            if (name == names.end() || state == optimizer.state().end())
+                continue;
+            for (auto &[kind, tensor] : stateTensors(state->second.get(), step))
+                tensors[kind + "/" + name->second] = tensor.detach();
+        }
+    }
+    return tensors;
+}
+
+void setOptimizerTensors(torch::optim::Optimizer &optimizer, const std::map<const void *, std::string> &names,
+                         const NamedTensors &tensors, int64_t step)
 {
     for (const auto &group : optimizer.param_groups()) {
         for (const auto &p : group.params()) {
-            if (p.is_same(tensor))
-                return true;
+            const auto name = names.find(p.unsafeGetTensorImpl());
+            if (name == names.end())
+                continue;
+            std::map<std::string, torch::Tensor> state;
+            for (const char *kind : kStateNames) {
+                const auto it = tensors.find(std::string(kind) + "/" + name->second);
+                if (it == tensors.end())
+                    continue;
+                if (it->second.numel() != p.numel())
+                    throw std::invalid_argument("optimizer state " + it->first + " holds " +
+                                                std::to_string(it->second.numel()) + " values, the parameter " +
+                                                std::to_string(p.numel()));
+                state[kind] = it->second.reshape(p.sizes()).to(p.options().requires_grad(false)).clone();
+            }
+            if (!state.empty())
+                optimizer.state()[p.unsafeGetTensorImpl()] = makeState(optimizer, step, state);
         }
     }
-    return false;
 }
 
-} // namespace
+Result<void> writeWholeFolder(const std::string &folder, const std::string &kind, const NamedTensors &tensors,
+                              int64_t step)
+{
+    nlohmann::json index{{"format", kShardFormat}, {"kind", kind}, {"ranks", 1}, {"step", step}};
+    index["tensors"] = nlohmann::json::object();
+    for (const auto &[name, tensor] : tensors)
+        index["tensors"][name] = {
+            {"shape", tensor.sizes().vec()},
+            {"pieces", nlohmann::json::array({{{"file", rankFile(0)}, {"offset", 0}, {"numel", tensor.numel()}}})}};
+    std::error_code ec;
+    fs::create_directories(folder, ec);
+    if (ec)
+        return makeError(ErrorCode::Io, "cannot create the folder: " + ec.message(), folder);
+    NamedTensors flat;
+    for (const auto &[name, tensor] : tensors)
+        flat[name] = tensor.reshape({-1});
+    if (auto saved = saveTensors((fs::path(folder) / rankFile(0)).string(), flat); !saved)
+        return saved;
+    return fileutil::writeFileAtomic((fs::path(folder) / kShardIndexName).string(), index.dump(1) + "\n");
+}
 
 Result<void> ShardingEngine::writeFolder(const std::string &folder, const std::string &kind,
                                          const std::vector<std::vector<torch::Tensor>> &chunks,
@@ -177,9 +340,60 @@ torch::Tensor ShardingEngine::flatten(const Unit &unit, const std::map<std::stri
     return flat;
 }
 
+Result<void> ShardingEngine::saveWhole(const std::string &folder, const StateSlot &slot)
+{
+    const TensorParallelLayout &layout = *slot.tensorParallel;
+    // One rank writes: the first of its shard group, replica group and tp group.
+    const bool writer = (!m_replica || m_replica->rank() == 0) && m_shard->rank() == 0 && layout.rank == 0;
+    std::vector<bool> wasGathered;
+    for (auto &unit : m_units) {
+        wasGathered.push_back(unit->gathered);
+        ensureGathered(*unit);
+    }
+    NamedTensors model = modelTensors(*m_model);
+    gatherWhole(layout, model);
+    Result<void> saved;
+    if (writer)
+        saved = saveTensors((fs::path(folder) / modelFileName(slot.model)).string(), model);
+    model.clear();
+    for (size_t u = 0; u < m_units.size(); ++u) {
+        if (!wasGathered[u])
+            release(*m_units[u]);
+    }
+    for (const auto &[o, optimizer] : slot.optimizers) {
+        // Each unit's state chunks all-gathered over the shard group, cut into its parameters.
+        NamedTensors state;
+        int64_t step = 0;
+        for (auto &unit : m_units) {
+            auto it = optimizer->state().find(unit->shard.unsafeGetTensorImpl());
+            if (it == optimizer->state().end())
+                continue;
+            for (auto &[name, chunk] : stateTensors(it->second.get(), step)) {
+                auto full = torch::empty({unit->chunk * m_shard->size()}, chunk.options());
+                m_shard->allGather(full, chunk.detach().contiguous());
+                for (size_t i = 0; i < unit->parameters.size(); ++i)
+                    state[name + "/" + unit->names[i]] =
+                        full.narrow(0, unit->offsets[i], unit->parameters[i].numel()).view(unit->parameters[i].sizes());
+            }
+        }
+        gatherWhole(layout, state);
+        if (writer && saved)
+            saved = writeWholeFolder((fs::path(folder) / ("optimizer_" + std::to_string(o))).string(), "optimizer",
+                                     state, step);
+    }
+    return saved;
+}
+
 Result<void> ShardingEngine::saveState(const std::string &folder, const StateSlot &slot)
 {
     torch::NoGradGuard noGrad;
+    if (slot.tensorParallel) {
+        try {
+            return saveWhole(folder, slot);
+        } catch (const std::exception &e) {
+            return makeError(ErrorCode::Io, std::string("saveState: ") + e.what(), folder);
+        }
+    }
     // Hybrid: the machines hold equal copies; the first machine writes them.
     const bool writer = !m_replica || m_replica->rank() == 0;
     try {
@@ -256,6 +470,8 @@ Result<void> ShardingEngine::loadState(const std::string &folder, const StateSlo
     if (!model)
         return tl::unexpected(model.error());
     try {
+        if (slot.tensorParallel) // whole tensors (tensorparallellayout.h): this rank's part
+            keepPart(*slot.tensorParallel, *model);
         const int rank = m_shard->rank();
         for (auto &unit : m_units) {
             auto flat = flatten(*unit, *model, "");
@@ -269,6 +485,8 @@ Result<void> ShardingEngine::loadState(const std::string &folder, const StateSlo
             auto state = readShardedFolder(sub.string());
             if (!state)
                 return tl::unexpected(state.error());
+            if (slot.tensorParallel)
+                keepPart(*slot.tensorParallel, *state);
             auto savedStep = shardedFolderStep(sub.string());
             if (!savedStep)
                 return tl::unexpected(savedStep.error());

@@ -113,6 +113,8 @@ private:
     Result<void> writeFolder(const std::string &folder, const std::string &kind,
                              const std::vector<std::vector<torch::Tensor>> &chunks,
                              const std::vector<std::string> &prefixes, int64_t step) const;
+    // saveState of a model split by tensor parallelism: every tensor whole, written by one rank.
+    Result<void> saveWhole(const std::string &folder, const StateSlot &slot);
     torch::Tensor flatten(const Unit &unit, const std::map<std::string, torch::Tensor> &tensors,
                           const std::string &prefix) const;
     bool accepts(const torch::nn::Module &module, bool root) const;

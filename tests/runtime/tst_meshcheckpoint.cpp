@@ -1,0 +1,265 @@
+// Checkpoints of the causal_lm recipe under tensor parallelism (docs/finetune.md "Checkpoints on the
+// device mesh"), on the tiny random Llama that transformers saves (tests/runtime/finetune_oracle.py):
+//   - saved on tp 2 x dp_shard 2 (FSDP2, 4 ranks) and resumed on tp 2 (DDP) and on one rank, the
+//     continuation's losses within 1e-5 (relative) of the uninterrupted run's, and the one-rank
+//     run's final weights within 1e-4 of it;
+//   - saved on tp 2 (DDP) and resumed on tp 2 x dp_shard 2 and on dp_replicate 2 x tp 2: the same.
+// Every run keeps the global batch (4); the data position is the same sample; a global batch that
+// does not divide the samples done is refused by name.
+#include "core/bigmodel/safetensors.h"
+#include "tests/compat/oracle.h"
+#include "tests/helpers/rankjob.h"
+
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+
+using namespace accel;
+using namespace accel::test;
+
+namespace {
+
+constexpr double kLossTolerance = 1e-5;   // relative, per step
+constexpr double kWeightTolerance = 1e-4; // max |a - b| / max |b| per tensor (AdamW magnifies rounding)
+
+// The loss of every logged step of a metrics file.
+std::map<int, double> stepLosses(const QString &path)
+{
+    std::map<int, double> losses;
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly))
+        return losses;
+    for (const QByteArray &line : file.readAll().split('\n')) {
+        const QJsonObject object = QJsonDocument::fromJson(line).object();
+        if (object.contains("loss") && object.contains("step"))
+            losses[object.value("step").toInt()] = object.value("loss").toDouble();
+    }
+    return losses;
+}
+
+std::map<std::string, std::vector<float>> readTensors(const QString &path, QString *error)
+{
+    std::map<std::string, std::vector<float>> out;
+    auto file = bigmodel::SafetensorsFile::open(path.toStdString());
+    if (!file) {
+        *error = QString::fromStdString(file.error().toString());
+        return out;
+    }
+    for (const auto &info : (*file)->tensors()) {
+        std::vector<float> values(info.byteSize() / sizeof(float));
+        std::memcpy(values.data(), info.data, info.byteSize());
+        out[info.name] = std::move(values);
+    }
+    return out;
+}
+
+const QStringList kTp{"ACCELERATE_USE_PARALLELISM_CONFIG=true", "PARALLELISM_CONFIG_TP_SIZE=2"};
+const QStringList kFsdp2{"PARALLELISM_CONFIG_DP_SHARD_SIZE=2",
+                         "ACCELERATE_USE_FSDP=true",
+                         "FSDP_VERSION=2",
+                         "FSDP_RESHARD_AFTER_FORWARD=true",
+                         "FSDP_AUTO_WRAP_POLICY=TRANSFORMER_BASED_WRAP",
+                         "FSDP_TRANSFORMER_CLS_TO_WRAP=LlamaDecoderLayer"};
+
+} // namespace
+
+class tst_MeshCheckpoint : public QObject {
+    Q_OBJECT
+
+private:
+    QTemporaryDir m_dir;
+    QString m_skip;
+
+    QString path(const QString &name) const { return m_dir.filePath(name); }
+
+    // A 6-step causal_lm job (global batch 4 over `dataParallel` replicas), a checkpoint every
+    // `every` steps, resumed from `resume` ("" = none).
+    QString job(const QString &name, int dataParallel, int every, const QString &resume)
+    {
+        const QString file = path(name + ".yaml");
+        QFile out(file);
+        if (!out.open(QIODevice::WriteOnly))
+            return {};
+        out.write(QStringLiteral("recipe: causal_lm\noutput_dir: %1\nmodel: {path: llama}\n"
+                                 "data: {train: train.txt, block_size: 16}\n"
+                                 "training: {max_steps: 6, batch_size: %2, learning_rate: 2.0e-3, warmup_steps: 2, "
+                                 "min_lr_ratio: 0.1, grad_clip: 0, shuffle: true, log_every: 1, "
+                                 "mixed_precision: \"no\", checkpoint_every: %3, resume: \"%4\"}\n")
+                      .arg(name)
+                      .arg(4 / dataParallel)
+                      .arg(every)
+                      .arg(resume.isEmpty() ? QStringLiteral("none") : resume)
+                      .toUtf8());
+        return file;
+    }
+
+    QList<RankOutcome> run(const QString &jobFile, int ranks, const QStringList &env)
+    {
+        RankJob rankJob;
+        rankJob.program = binDir() + "/accel-worker";
+        rankJob.arguments = {jobFile};
+        rankJob.worldSize = ranks;
+        rankJob.rankVariablesWhenAlone = false;
+        rankJob.env = env;
+        rankJob.workingDirectory = m_dir.path();
+        QElapsedTimer timer;
+        timer.start();
+        QList<RankOutcome> outcome = runRankJob(rankJob);
+        qInfo("%s on %d rank(s): %.1f s", qPrintable(QFileInfo(jobFile).baseName()), ranks, timer.elapsed() / 1000.0);
+        return outcome;
+    }
+
+    // The checkpoint folder of run `name` saved after `step` (its scheduler says which).
+    QString checkpointAt(const QString &name, int step)
+    {
+        for (const QString &folder : QDir(path(name + "/checkpoints")).entryList({"checkpoint_*"}, QDir::Dirs)) {
+            const QString full = path(name + "/checkpoints/" + folder);
+            QFile loader(full + "/scheduler.json");
+            if (!loader.open(QIODevice::ReadOnly))
+                continue;
+            const QJsonObject state = QJsonDocument::fromJson(loader.readAll()).object();
+            const int per = state.value("per_optimizer_step").toInt(1);
+            if (state.value("last_step").toInt() == step * per)
+                return full;
+        }
+        return {};
+    }
+
+    // Run `resumed`'s losses from `from` + 1 on (and its weights when `weights`) against `straight`'s.
+    QString compare(const QString &resumed, const QString &straight, int from, bool weights)
+    {
+        const std::map<int, double> ours = stepLosses(path(resumed + "/metrics/rank0.jsonl")),
+                                    theirs = stepLosses(path(straight + "/metrics/rank0.jsonl"));
+        if (ours.empty() || ours.begin()->first != from + 1 || ours.size() != size_t(6 - from))
+            return QStringLiteral("%1 logged %2 steps, from step %3")
+                .arg(resumed)
+                .arg(ours.size())
+                .arg(ours.empty() ? 0 : ours.begin()->first);
+        double worst = 0;
+        for (const auto &[step, loss] : ours) {
+            const auto it = theirs.find(step);
+            if (it == theirs.end())
+                return QStringLiteral("%1 has no step %2").arg(straight).arg(step);
+            worst = std::max(worst, std::fabs(loss - it->second) / std::fabs(it->second));
+        }
+        double worstWeight = 0;
+        if (weights) {
+            QString error;
+            auto mine = readTensors(path(resumed + "/model/model.safetensors"), &error);
+            auto reference = readTensors(path(straight + "/model/model.safetensors"), &error);
+            if (!error.isEmpty() || mine.size() != reference.size() || mine.empty())
+                return error + QStringLiteral(" %1 tensors against %2").arg(mine.size()).arg(reference.size());
+            for (const auto &[name, values] : reference) {
+                const std::vector<float> &other = mine[name];
+                if (other.size() != values.size())
+                    return QStringLiteral("tensor %1: %2 values against %3")
+                        .arg(QString::fromStdString(name))
+                        .arg(other.size())
+                        .arg(values.size());
+                double difference = 0, scale = 0;
+                for (size_t i = 0; i < values.size(); ++i) {
+                    difference = std::max(difference, std::fabs(double(other[i]) - double(values[i])));
+                    scale = std::max(scale, std::fabs(double(values[i])));
+                }
+                worstWeight = std::max(worstWeight, scale > 0 ? difference / scale : difference);
+            }
+        }
+        qInfo("%s against %s after step %d: largest loss difference %.3g, weight difference %.3g (relative)",
+              qPrintable(resumed), qPrintable(straight), from, worst, worstWeight);
+        if (!(worst <= kLossTolerance) || !(worstWeight <= kWeightTolerance))
+            return QStringLiteral("%1: loss %2, weights %3").arg(resumed).arg(worst).arg(worstWeight);
+        return {};
+    }
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        QVERIFY(m_dir.isValid());
+        QString why;
+        const QString python = oraclePython({"transformers", "tokenizers", "safetensors"}, &why);
+        if (python.isEmpty()) {
+            m_skip = why;
+            return;
+        }
+        // The oracle's data, tokenizer and tiny random Llama (not its reference runs).
+        const QString script = "import os, shutil, sys\n"
+                               "sys.path.insert(0, sys.argv[1])\n"
+                               "import torch\n"
+                               "torch.set_num_threads(1)\n"
+                               "import finetune_oracle as o\n"
+                               "root = sys.argv[2]\n"
+                               "tok = o.train_tokenizer(o.write_data(root), root)\n"
+                               "folder = os.path.join(root, 'llama')\n"
+                               "o.make_model('llama', tok.get_vocab_size(), tok.token_to_id('<|endoftext|>'), folder)\n"
+                               "for name in ('tokenizer.json', 'tokenizer_config.json'):\n"
+                               "    shutil.copy(os.path.join(root, name), folder)\n";
+        const ProcessResult prepared =
+            runProgram(python, {"-c", script, QDir(sourceDir()).filePath("tests/runtime"), m_dir.path()}, 240000);
+        QVERIFY2(prepared.exitCode == 0, qPrintable(prepared.err.right(3000)));
+    }
+
+    void init()
+    {
+        if (!m_skip.isEmpty())
+            QSKIP(qPrintable(m_skip));
+    }
+
+    // Saved on tp 2 x dp_shard 2 (FSDP2), resumed on tp 2 and on one rank; saved on tp 2 (DDP),
+    // resumed on tp 2 x dp_shard 2 and on dp_replicate 2 x tp 2.
+    void resumesOnAnotherMesh()
+    {
+        const auto straight = run(job("straight", 2, 2, {}), 4, kTp + kFsdp2);
+        QVERIFY2(failures(straight).isEmpty(), qPrintable(failures(straight)));
+        QVERIFY2(straight[0].out.contains("mesh dp_shard 2 x tp 2"), qPrintable(straight[0].out));
+        const QString atTwo = checkpointAt("straight", 2), atFour = checkpointAt("straight", 4);
+        QVERIFY2(!atTwo.isEmpty() && !atFour.isEmpty(), "no checkpoint after steps 2 and 4");
+
+        const auto tp = run(job("tp", 1, 4, atTwo), 2, kTp);
+        QVERIFY2(failures(tp).isEmpty(), qPrintable(failures(tp)));
+        QVERIFY2(tp[0].out.contains("resumed from step 2"), qPrintable(tp[0].out));
+        QString mismatch = compare("tp", "straight", 2, false);
+        QVERIFY2(mismatch.isEmpty(), qPrintable(mismatch));
+
+        const auto one = run(job("one", 1, 0, atFour), 1, {});
+        QVERIFY2(failures(one).isEmpty(), qPrintable(failures(one)));
+        mismatch = compare("one", "straight", 4, true);
+        QVERIFY2(mismatch.isEmpty(), qPrintable(mismatch));
+
+        // Another global batch that does not divide the samples done (8): refused naming both.
+        const QString uneven = job("uneven", 1, 0, atTwo);
+        QFile text(uneven);
+        QVERIFY(text.open(QIODevice::ReadWrite));
+        const QByteArray changed = text.readAll().replace("batch_size: 4", "batch_size: 3");
+        QVERIFY(text.resize(0) && text.write(changed) == changed.size());
+        text.close();
+        const auto refused = run(uneven, 1, {});
+        QVERIFY(refused.value(0).exitCode != 0);
+        QVERIFY2(refused[0].err.contains("stopped after 8 samples of epoch 0 (global batch 4); this run's "
+                                         "global batch 3 does not divide it"),
+                 qPrintable(refused[0].err));
+
+        const QString tpAtFour = checkpointAt("tp", 4);
+        QVERIFY2(!tpAtFour.isEmpty(), "run tp saved no checkpoint after step 4");
+        const auto sharded = run(job("sharded", 2, 0, tpAtFour), 4, kTp + kFsdp2);
+        QVERIFY2(failures(sharded).isEmpty(), qPrintable(failures(sharded)));
+        mismatch = compare("sharded", "straight", 4, true);
+        QVERIFY2(mismatch.isEmpty(), qPrintable(mismatch));
+
+        const auto replicated =
+            run(job("replicated", 2, 0, tpAtFour), 4, kTp + QStringList{"PARALLELISM_CONFIG_DP_REPLICATE_SIZE=2"});
+        QVERIFY2(failures(replicated).isEmpty(), qPrintable(failures(replicated)));
+        QVERIFY2(replicated[0].out.contains("mesh dp_replicate 2 x tp 2"), qPrintable(replicated[0].out));
+        mismatch = compare("replicated", "straight", 4, true);
+        QVERIFY2(mismatch.isEmpty(), qPrintable(mismatch));
+    }
+};
+
+QTEST_GUILESS_MAIN(tst_MeshCheckpoint)
+#include "tst_meshcheckpoint.moc"
