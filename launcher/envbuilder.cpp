@@ -362,8 +362,8 @@ EnvMap buildRankEnvironment(const LaunchSettings &settings, const EnvMap &base, 
 
     if (!settings.runDirectory.empty()) {
         env["ACCEL_RUN_DIR"] = settings.runDirectory;
-        env["ACCEL_METRICS_FILE"] = settings.runDirectory + "/metrics/rank" +
-                                    std::to_string(globalRank(settings, placement.localRank)) + ".jsonl";
+        env["ACCEL_METRICS_FILE"] =
+            settings.runDirectory + "/" + rundir::metricsFile(globalRank(settings, placement.localRank));
         // Last on the path: a sitecustomize of the user's own PYTHONPATH entries still comes first.
         if (settings.trackerStartupHook && settings.program.kind != ProgramSpec::Kind::Job) {
             const auto it = env.find("PYTHONPATH");

@@ -1,6 +1,7 @@
 #include "launcher/rundirectory.h"
 
 #include "core/rundir/privatefiles.h"
+#include "core/rundir/runevents.h"
 #include "launcher/jsonoutput.h"
 
 #include <QDateTime>
@@ -166,7 +167,7 @@ Result<void> RunDirectory::reloadManifest()
     const QJsonDocument document = QJsonDocument::fromJson(QByteArray::fromStdString(*text), &error);
     if (!document.isObject())
         return makeError(ErrorCode::InvalidInput, "not a JSON object: " + error.errorString().toStdString(),
-                         filePath(QStringLiteral("run.json")).toStdString());
+                         filePath(QLatin1String(rundir::file::Manifest)).toStdString());
     m_manifest = document.object();
     return {};
 }
@@ -186,11 +187,21 @@ Result<void> RunDirectory::setState(const QString &state, const QString &detail)
 
 Result<void> RunDirectory::appendEvent(const QString &event, QJsonObject fields)
 {
-    QJsonObject line{{QStringLiteral("time"), unixTimeNow()}, {QStringLiteral("event"), event}};
-    for (auto it = fields.begin(); it != fields.end(); ++it)
-        line.insert(it.key(), it.value());
-    return rundir::appendRunLine(native(m_path), rundir::file::Events,
-                                 QJsonDocument(line).toJson(QJsonDocument::Compact).toStdString());
+    const int rank = fields.contains(QLatin1String("rank")) ? fields.take(QStringLiteral("rank")).toInt(-1) : -1;
+    for (const char *key : {"v", "time", "event"})
+        fields.remove(QLatin1String(key));
+    QByteArray more;
+    if (!fields.isEmpty()) {
+        more = QJsonDocument(fields).toJson(QJsonDocument::Compact);
+        more = more.mid(1, more.size() - 2);
+    }
+    return rundir::appendEvent(native(m_path),
+                               rundir::encodeEventLine(unixTimeNow(), event.toStdString(), rank, more.toStdString()));
+}
+
+Result<void> RunDirectory::appendEvent(rundir::EventKind kind, QJsonObject fields)
+{
+    return appendEvent(QLatin1String(rundir::toString(kind)), std::move(fields));
 }
 
 rundir::SupervisorRecord RunDirectory::supervisor() const
@@ -214,7 +225,7 @@ QString RunDirectory::effectiveState(bool markLost)
     if (markLost && ownedByCaller(m_path)) {
         (void)setState(QString::fromLatin1(runstate::Lost),
                        QStringLiteral("supervisor pid %1 is gone").arg(static_cast<qint64>(record.pid)));
-        (void)appendEvent(QStringLiteral("lost"),
+        (void)appendEvent(rundir::EventKind::Lost,
                           {{QStringLiteral("supervisor_pid"), static_cast<qint64>(record.pid)}});
     }
     return QString::fromStdString(state);

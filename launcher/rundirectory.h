@@ -6,6 +6,7 @@
 #pragma once
 
 #include "core/common/result.h"
+#include "core/rundir/runevents.h"
 #include "core/rundir/runlayout.h"
 
 #include <QJsonObject>
@@ -46,8 +47,10 @@ public:
     Result<void> reloadManifest();
     // Sets "state" and appends {state, time, detail} to "states", then writes run.json.
     Result<void> setState(const QString &state, const QString &detail = {});
-    // Appends one line {"time":..,"event":..,...} to events.jsonl.
+    // Appends one line to events.jsonl in the format of core/rundir/runevents.h
+    // ({"v":1,"time":..,"event":..,"rank":..,...}; a "rank" in `fields` is the line's rank).
     Result<void> appendEvent(const QString &event, QJsonObject fields = {});
+    Result<void> appendEvent(rundir::EventKind kind, QJsonObject fields = {});
     // Writes a file directly in the run directory (cluster.yaml, job.yaml), private and atomically.
     Result<void> writeFile(const QString &name, const QByteArray &content);
 

@@ -51,7 +51,8 @@ RunSupervisor::RunSupervisor(LaunchSettings settings, EnvMap baseEnvironment, Ru
     connect(&m_graceTimer, &QTimer::timeout, this, [this] {
         killAll();
         if (m_run)
-            (void)m_run->appendEvent(QStringLiteral("killed"), {{QStringLiteral("after_grace_ms"), m_options.graceMs}});
+            (void)m_run->appendEvent(rundir::EventKind::Killed,
+                                     {{QStringLiteral("after_grace_ms"), m_options.graceMs}});
     });
     connect(&m_folderCheck, &QTimer::timeout, this, &RunSupervisor::checkFolder);
 }
@@ -99,7 +100,7 @@ void RunSupervisor::start()
             RunDirectory::supervisorJson(rundir::currentSupervisorRecord());
         (void)m_run->writeManifest(manifest);
         (void)m_run->appendEvent(
-            QStringLiteral("started"),
+            rundir::EventKind::Started,
             {{QStringLiteral("ranks"), m_settings.processesPerNode()},
              {QStringLiteral("launcher"), QString::fromLatin1(launcherKindName(m_settings.launcher))}});
     }
@@ -131,7 +132,7 @@ void RunSupervisor::beginAttempt()
     }
     m_meeting = true;
     if (m_run)
-        (void)m_run->appendEvent(QStringLiteral("rendezvous_started"),
+        (void)m_run->appendEvent(rundir::EventKind::RendezvousStarted,
                                  {{QStringLiteral("endpoint"), m_options.rendezvous->endpoint()},
                                   {QStringLiteral("attempt"), m_restartCount}});
     m_options.rendezvous->start(m_restartCount);
@@ -148,7 +149,7 @@ void RunSupervisor::onRendezvousFinished(const RendezvousOutcome &outcome)
     }
     if (!outcome.ok) {
         if (m_run)
-            (void)m_run->appendEvent(QStringLiteral("rendezvous_failed"), {{QStringLiteral("attempt"), m_restartCount},
+            (void)m_run->appendEvent(rundir::EventKind::RendezvousFailed, {{QStringLiteral("attempt"), m_restartCount},
                                                                            {QStringLiteral("error"), outcome.error}});
         finish(QString::fromLatin1(runstate::Failed), 1, outcome.error);
         return;
@@ -163,7 +164,7 @@ void RunSupervisor::onRendezvousFinished(const RendezvousOutcome &outcome)
                                  {QStringLiteral("master_port"), outcome.masterPort},
                                  {QStringLiteral("hosted"), outcome.hosted},
                                  {QStringLiteral("machines"), QJsonArray::fromStringList(outcome.machines)}};
-        (void)m_run->appendEvent(QStringLiteral("rendezvous"), fields);
+        (void)m_run->appendEvent(rundir::EventKind::Rendezvous, fields);
         QJsonObject manifest = manifestAfterRendezvous(m_run->manifest(), m_settings, m_baseEnvironment);
         manifest[QStringLiteral("rendezvous")] = fields;
         (void)m_run->writeManifest(manifest);
@@ -254,7 +255,7 @@ void RunSupervisor::onRankStarted(int rank, qint64 pid)
         m_reaper->watch(pid);
     m_rankStartTimes[rank] = rundir::processStartTime(pid);
     if (m_run)
-        (void)m_run->appendEvent(QStringLiteral("rank_started"), {{QStringLiteral("rank"), rank},
+        (void)m_run->appendEvent(rundir::EventKind::RankStarted, {{QStringLiteral("rank"), rank},
                                                                   {QStringLiteral("pid"), pid},
                                                                   {QStringLiteral("attempt"), m_restartCount}});
     Q_EMIT rankStarted(rank, pid);
@@ -266,7 +267,7 @@ void RunSupervisor::onRankExited(const RankExit &exit)
     if (m_run) {
         QJsonObject fields = exitJson(exit);
         fields[QStringLiteral("attempt")] = m_restartCount;
-        (void)m_run->appendEvent(QStringLiteral("rank_exited"), fields);
+        (void)m_run->appendEvent(rundir::EventKind::RankExited, fields);
     }
     Q_EMIT rankExited(exit);
     if (!exit.succeeded() && !m_firstFailure && !m_stopRequested) {
@@ -285,7 +286,7 @@ void RunSupervisor::onLogWriteFailed(int rank, const QString &error)
     m_logFailure = QStringLiteral("rank %1 log: %2").arg(rank).arg(error);
     std::fprintf(stderr, "accel launch: %s; stopping the run\n", m_logFailure.toLocal8Bit().constData());
     if (m_run)
-        (void)m_run->appendEvent(QStringLiteral("log_write_failed"),
+        (void)m_run->appendEvent(rundir::EventKind::LogWriteFailed,
                                  {{QStringLiteral("rank"), rank}, {QStringLiteral("error"), error}});
     beginTeardown(m_logFailure);
 }
@@ -296,7 +297,7 @@ void RunSupervisor::beginTeardown(const QString &reason)
         return;
     m_tearingDown = true;
     if (m_run)
-        (void)m_run->appendEvent(QStringLiteral("stopping_ranks"),
+        (void)m_run->appendEvent(rundir::EventKind::StoppingRanks,
                                  {{QStringLiteral("reason"), reason}, {QStringLiteral("grace_ms"), m_options.graceMs}});
     // Every group, including ranks that already exited: their children may still run.
     for (const auto &process : m_processes)
@@ -392,11 +393,11 @@ void RunSupervisor::attemptDone()
     m_graceTimer.stop();
     killAll(); // leftovers the ranks forked
     if (const int ended = endEscapedDescendants(); ended > 0 && m_run)
-        (void)m_run->appendEvent(QStringLiteral("escaped_processes_killed"), {{QStringLiteral("count"), ended}});
+        (void)m_run->appendEvent(rundir::EventKind::EscapedProcessesKilled, {{QStringLiteral("count"), ended}});
     // A rank killed while it held a shared-memory segment it had not unlinked yet leaves it behind.
     for (const auto &process : m_processes) {
         if (const int removed = rundir::removeSegmentsOf(process->pid()); removed > 0 && m_run)
-            (void)m_run->appendEvent(QStringLiteral("shared_memory_removed"),
+            (void)m_run->appendEvent(rundir::EventKind::SharedMemoryRemoved,
                                      {{QStringLiteral("pid"), process->pid()}, {QStringLiteral("segments"), removed}});
     }
     if (!m_logFailure.isEmpty()) {
@@ -413,8 +414,8 @@ void RunSupervisor::attemptDone()
         if (m_restartCount < m_settings.maxRestarts) {
             ++m_restartCount;
             if (m_run) {
-                (void)m_run->appendEvent(QStringLiteral("restarting"), {{QStringLiteral("restart"), m_restartCount},
-                                                                        {QStringLiteral("reason"), reason}});
+                (void)m_run->appendEvent(rundir::EventKind::Restarting, {{QStringLiteral("restart"), m_restartCount},
+                                                                         {QStringLiteral("reason"), reason}});
                 (void)m_run->setState(QString::fromLatin1(runstate::Restarting), reason);
             }
             Q_EMIT restarting(m_restartCount, reason);
@@ -454,9 +455,9 @@ void RunSupervisor::finish(const QString &state, int exitCode, const QString &re
         manifest[QStringLiteral("exit_code")] = exitCode;
         manifest[QStringLiteral("failed_rank")] = m_outcome.failedRank;
         (void)m_run->writeManifest(manifest);
-        (void)m_run->appendEvent(QStringLiteral("finished"), {{QStringLiteral("state"), state},
-                                                              {QStringLiteral("exit_code"), exitCode},
-                                                              {QStringLiteral("reason"), reason}});
+        (void)m_run->appendEvent(rundir::EventKind::Finished, {{QStringLiteral("state"), state},
+                                                               {QStringLiteral("exit_code"), exitCode},
+                                                               {QStringLiteral("reason"), reason}});
         (void)m_run->setState(state, reason);
     }
     Q_EMIT finished(m_outcome);

@@ -3,6 +3,9 @@
 #include "monitor/derivedseries.h"
 #include "monitor/monotonicclock.h"
 
+#include "core/rundir/runevents.h"
+#include "core/rundir/runlayout.h"
+
 #include <QDateTime>
 #include <QDir>
 #include <QJsonArray>
@@ -39,7 +42,7 @@ bool supervisorDetects(const QJsonObject &manifest)
 
 EventWriter eventsFileWriter(const QString &runDirectory)
 {
-    const QString path = QDir(runDirectory).filePath(QStringLiteral("events.jsonl"));
+    const QString path = QDir(runDirectory).filePath(QLatin1String(rundir::file::Events));
     return [path](const RunEvent &event) { appendEventLine(path, event); };
 }
 
@@ -68,15 +71,11 @@ void HangDetector::setProcessesAlive(bool alive)
 
 void HangDetector::observeEvents(const QList<RunEvent> &events)
 {
-    static const QStringList alive = {QStringLiteral("started"), QStringLiteral("restarting"),
-                                      QStringLiteral("restarted"), QStringLiteral("rank_started")};
-    static const QStringList gone = {QStringLiteral("finished"), QStringLiteral("stopped"),
-                                     QStringLiteral("failed"),   QStringLiteral("stopping_ranks"),
-                                     QStringLiteral("killed"),   QStringLiteral("lost")};
     for (const RunEvent &event : events) {
-        if (alive.contains(event.event))
+        const rundir::Liveness liveness = rundir::livenessOf(event.kind());
+        if (liveness == rundir::Liveness::Alive)
             setProcessesAlive(true);
-        else if (gone.contains(event.event))
+        else if (liveness == rundir::Liveness::Gone)
             setProcessesAlive(false);
     }
 }
@@ -119,7 +118,7 @@ void HangDetector::check()
         if (progress > m_progressAtSuspicion) {
             RunEvent event;
             event.time = nowSeconds();
-            event.event = QStringLiteral("hang_cleared");
+            event.event = eventName(rundir::EventKind::HangCleared);
             raise(event, false);
         }
         return;
@@ -132,7 +131,7 @@ void HangDetector::check()
         return;
     RunEvent event;
     event.time = nowSeconds();
-    event.event = QStringLiteral("hang_suspected");
+    event.event = eventName(rundir::EventKind::HangSuspected);
     event.fields.insert(QStringLiteral("seconds_without_progress"), rounded(idle / 1000.0));
     event.fields.insert(QStringLiteral("threshold_s"), rounded(threshold / 1000.0));
     QJsonObject lastSteps;
@@ -221,7 +220,7 @@ void StragglerDetector::evaluate()
         RunEvent event;
         event.time = nowSeconds();
         event.rank = rank;
-        event.event = slow ? QStringLiteral("straggler_detected") : QStringLiteral("straggler_cleared");
+        event.event = eventName(slow ? rundir::EventKind::StragglerDetected : rundir::EventKind::StragglerCleared);
         event.fields.insert(QStringLiteral("step_time_s"), rounded(own));
         event.fields.insert(QStringLiteral("others_median_step_time_s"), rounded(reference));
         event.fields.insert(QStringLiteral("margin"), m_settings.margin);

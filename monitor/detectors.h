@@ -52,8 +52,9 @@ public:
     void setEventWriter(EventWriter writer) { m_writer = std::move(writer); }
     // Only live processes can hang; a finished run never does. Alive by default.
     void setProcessesAlive(bool alive);
-    // Follows launcher events (docs/run-directory.md): "started", "restarting", "rank_started" mean
-    // alive; "stopping_ranks", "killed", "finished", "lost" (and "stopped", "failed") mean gone.
+    // Follows launcher events by what core/rundir/runevents.h says they mean for the ranks
+    // (rundir::livenessOf): "started", "restarting", "rank_started" mean alive; "stopping_ranks",
+    // "killed", "finished", "lost" (and "stopped", "failed") mean gone.
     void observeEvents(const QList<accel::monitor::RunEvent> &events);
 
     void start(); // checks on a timer from now on

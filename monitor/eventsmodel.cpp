@@ -38,22 +38,10 @@ void EventsModel::clear()
 
 QString EventsModel::severityOf(const RunEvent &event)
 {
-    const QString &name = event.event;
-    if (name == QLatin1String("hang_suspected") || name == QLatin1String("killed") || name == QLatin1String("lost"))
-        return QStringLiteral("error");
-    if (name == QLatin1String("rank_exited")) {
-        const QJsonValue code = event.fields.value(QLatin1String("exit_code"));
-        return code.isDouble() && code.toInt() == 0 ? QStringLiteral("info") : QStringLiteral("error");
-    }
-    if (name == QLatin1String("finished")) {
-        const QString state = event.fields.value(QLatin1String("state")).toString();
-        return state == QLatin1String("failed") || state == QLatin1String("lost") ? QStringLiteral("error")
-                                                                                  : QStringLiteral("info");
-    }
-    if (name == QLatin1String("straggler_detected") || name == QLatin1String("restarting") ||
-        name == QLatin1String("stopping_ranks"))
-        return QStringLiteral("warning");
-    return QStringLiteral("info");
+    const QJsonValue code = event.fields.value(QLatin1String("exit_code"));
+    return QString::fromLatin1(
+        rundir::toString(rundir::severityOf(event.kind(), code.isDouble() && code.toInt() == 0,
+                                            event.fields.value(QLatin1String("state")).toString().toStdString())));
 }
 
 int EventsModel::rowCount(const QModelIndex &parent) const

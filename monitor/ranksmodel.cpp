@@ -64,9 +64,9 @@ void RanksModel::onSamples(const QList<int> &ranks)
 void RanksModel::observeEvents(const QList<RunEvent> &events)
 {
     for (const RunEvent &event : events) {
-        const QString &name = event.event;
-        if (name == QLatin1String("hang_suspected") || name == QLatin1String("hang_cleared")) {
-            m_hang = name == QLatin1String("hang_suspected");
+        const rundir::EventKind kind = event.kind();
+        if (kind == rundir::EventKind::HangSuspected || kind == rundir::EventKind::HangCleared) {
+            m_hang = kind == rundir::EventKind::HangSuspected;
             if (!m_rows.isEmpty())
                 Q_EMIT dataChanged(index(0, StateColumn), index(static_cast<int>(m_rows.size()) - 1, StateColumn));
             continue;
@@ -75,9 +75,9 @@ void RanksModel::observeEvents(const QList<RunEvent> &events)
             continue;
         QString process;
         int straggler = -1;
-        if (name == QLatin1String("rank_started")) {
+        if (kind == rundir::EventKind::RankStarted) {
             process = QStringLiteral("running");
-        } else if (name == QLatin1String("rank_exited")) {
+        } else if (kind == rundir::EventKind::RankExited) {
             const QJsonValue code = event.fields.value(QLatin1String("exit_code"));
             const QJsonValue signal = event.fields.value(QLatin1String("signal"));
             if (signal.isDouble() && signal.toInt() != 0)
@@ -88,9 +88,9 @@ void RanksModel::observeEvents(const QList<RunEvent> &events)
                 process = QStringLiteral("failed (exit %1)").arg(code.toInt());
             else
                 process = QStringLiteral("failed");
-        } else if (name == QLatin1String("straggler_detected")) {
+        } else if (kind == rundir::EventKind::StragglerDetected) {
             straggler = 1;
-        } else if (name == QLatin1String("straggler_cleared")) {
+        } else if (kind == rundir::EventKind::StragglerCleared) {
             straggler = 0;
         } else {
             continue;

@@ -21,7 +21,7 @@ RunDirectoryFollower::RunDirectoryFollower(const QString &runDirectory, QObject 
         if (!m_running)
             return;
         const QString relative = QDir(m_directory).relativeFilePath(path);
-        if (relative == QLatin1String("run.json"))
+        if (relative == QLatin1String(rundir::file::Manifest))
             readManifest();
         else
             pollFile(relative);
@@ -90,9 +90,10 @@ void RunDirectoryFollower::rescan()
         return;
     watch(m_directory, true);
     QStringList found;
-    if (QFileInfo::exists(root.filePath(QStringLiteral("events.jsonl"))))
-        found.append(QStringLiteral("events.jsonl"));
-    const std::pair<const char *, const char *> folders[] = {{"metrics", "*.jsonl"}, {"logs", "*.log"}};
+    if (QFileInfo::exists(root.filePath(QLatin1String(rundir::file::Events))))
+        found.append(QLatin1String(rundir::file::Events));
+    const std::pair<const char *, const char *> folders[] = {{rundir::file::Metrics, "*.jsonl"},
+                                                             {rundir::file::Logs, "*.log"}};
     for (const auto &[folder, pattern] : folders) {
         const QDir sub(root.filePath(QLatin1String(folder)));
         if (!sub.exists() || QFileInfo(sub.path()).isSymLink())
@@ -113,8 +114,8 @@ void RunDirectoryFollower::rescan()
         }
         watch(root.filePath(relative), false);
     }
-    if (QFileInfo::exists(root.filePath(QStringLiteral("run.json"))))
-        watch(root.filePath(QStringLiteral("run.json")), false);
+    if (QFileInfo::exists(root.filePath(QLatin1String(rundir::file::Manifest))))
+        watch(root.filePath(QLatin1String(rundir::file::Manifest)), false);
 }
 
 void RunDirectoryFollower::pollFile(const QString &relativePath)
@@ -140,7 +141,7 @@ void RunDirectoryFollower::pollFile(const QString &relativePath)
 
 void RunDirectoryFollower::readManifest()
 {
-    const QFileInfo info(QDir(m_directory).filePath(QStringLiteral("run.json")));
+    const QFileInfo info(QDir(m_directory).filePath(QLatin1String(rundir::file::Manifest)));
     if (!info.exists())
         return;
     if (info.lastModified() == m_manifestModified && info.size() == m_manifestSize)

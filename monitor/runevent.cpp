@@ -1,24 +1,16 @@
 #include "monitor/runevent.h"
 
-#include <QDateTime>
+#include "core/rundir/runevents.h"
+#include "core/rundir/runlayout.h"
+
 #include <QFile>
-#include <QJsonArray>
+#include <QFileInfo>
 #include <QJsonDocument>
 #include <QRegularExpression>
 
 #include <cmath>
 
 namespace accel::monitor {
-
-namespace {
-
-QByteArray jsonString(const QString &text)
-{
-    const QByteArray array = QJsonDocument(QJsonArray{text}).toJson(QJsonDocument::Compact); // ["text"]
-    return array.mid(1, array.size() - 2);
-}
-
-} // namespace
 
 bool parseEventLine(const QByteArray &line, RunEvent &event)
 {
@@ -41,32 +33,29 @@ bool parseEventLine(const QByteArray &line, RunEvent &event)
 
 QByteArray encodeEventLine(const RunEvent &event)
 {
-    // Written by hand so the leading keys keep their order (QJsonObject sorts keys).
-    QByteArray line =
-        "{\"v\":1,\"time\":" +
-        QByteArray::number(std::isfinite(event.time) ? event.time : QDateTime::currentMSecsSinceEpoch() / 1000.0, 'f',
-                           3) +
-        ",\"event\":" + jsonString(event.event);
-    if (event.rank >= 0)
-        line += ",\"rank\":" + QByteArray::number(event.rank);
     QJsonObject rest = event.fields;
     for (const char *key : {"v", "time", "event", "rank"})
         rest.remove(QLatin1String(key));
+    QByteArray more;
     if (!rest.isEmpty()) {
-        const QByteArray more = QJsonDocument(rest).toJson(QJsonDocument::Compact);
-        line += ',' + more.mid(1, more.size() - 2);
+        more = QJsonDocument(rest).toJson(QJsonDocument::Compact);
+        more = more.mid(1, more.size() - 2);
     }
-    line += "}\n";
-    return line;
+    return QByteArray::fromStdString(
+               rundir::encodeEventLine(event.time, event.event.toStdString(), event.rank, more.toStdString())) +
+           '\n';
 }
 
 bool appendEventLine(const QString &eventsFile, const RunEvent &event)
 {
-    QFile file(eventsFile);
-    if (!file.open(QIODevice::WriteOnly | QIODevice::Append | QIODevice::Unbuffered))
+    // The run's events.jsonl, written as every writer of a run folder writes it: never through a
+    // symlink (core/rundir/privatefiles.h).
+    const QFileInfo info(eventsFile);
+    if (info.fileName() != QLatin1String(rundir::file::Events))
         return false;
     const QByteArray line = encodeEventLine(event);
-    return file.write(line) == line.size();
+    return bool(
+        rundir::appendEvent(QFile::encodeName(info.path()).toStdString(), line.left(line.size() - 1).toStdString()));
 }
 
 int rankFromFileName(const QString &fileName)

@@ -2,6 +2,8 @@
 // {"v":1,"time":1763771234.5,"event":"rank_exited","rank":1,"exit_code":0}), and log lines.
 #pragma once
 
+#include "core/rundir/runevents.h"
+
 #include <QJsonObject>
 #include <QList>
 #include <QMetaType>
@@ -16,14 +18,25 @@ struct RunEvent {
     int rank = -1;      // -1 when the event is not about one rank
     QJsonObject fields; // the whole object, for details
     QString node;       // a multi-node run's: the node whose events.jsonl holds it ("node1"); else empty
+
+    // The event's kind by the one table of core/rundir/runevents.h (Other for a name it lacks).
+    rundir::EventKind kind() const { return rundir::eventKindFromString(event.toStdString()); }
 };
+
+// An event kind's name in events.jsonl.
+inline QString eventName(rundir::EventKind kind)
+{
+    return QString::fromLatin1(rundir::toString(kind));
+}
 
 // Decodes one events.jsonl line; false for junk.
 bool parseEventLine(const QByteArray &line, RunEvent &event);
-// Encodes an event as one line (with "v":1, the time, event and rank first), newline included.
+// Encodes an event as one line in the format of core/rundir/runevents.h (with "v":1, the time,
+// event and rank first), newline included.
 QByteArray encodeEventLine(const RunEvent &event);
-// Appends one event line to `eventsFile` with a single write (O_APPEND), so lines written by the
-// launcher and the monitor never interleave. Returns false when the file cannot be written.
+// Appends one event line to `eventsFile` (a run directory's events.jsonl) through the writer of
+// core/rundir: a single write (O_APPEND), so lines written by the launcher and the monitor never
+// interleave, and never through a symlink. Returns false when the file cannot be written.
 bool appendEventLine(const QString &eventsFile, const RunEvent &event);
 
 struct LogLines {

@@ -1,5 +1,7 @@
 #include "monitor/runmonitor.h"
 
+#include "core/rundir/runlayout.h"
+
 #include "monitor/rundirectoryfollower.h"
 #include "monitor/runsmodel.h"
 
@@ -71,7 +73,7 @@ bool RunMonitor::detectionLeftToSupervisor() const
     if (m_eventsDirectory.isEmpty())
         return false;
     // The follower may deliver metrics before it has read run.json: ask the file (events are rare).
-    QFile file(QDir(m_eventsDirectory).filePath(QStringLiteral("run.json")));
+    QFile file(QDir(m_eventsDirectory).filePath(QLatin1String(rundir::file::Manifest)));
     return file.open(QIODevice::ReadOnly) && supervisorDetects(QJsonDocument::fromJson(file.readAll()).object());
 }
 

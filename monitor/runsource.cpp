@@ -1,5 +1,7 @@
 #include "monitor/runsource.h"
 
+#include "core/rundir/runlayout.h"
+
 #include "monitor/noderuns.h"
 #include "monitor/stdoutmetricsparser.h"
 
@@ -19,14 +21,14 @@ enum class FileKind { Metrics, Events, Log, Other };
 
 FileKind kindOf(const QString &relativePath)
 {
-    if (relativePath.startsWith(QLatin1String("metrics/")) && relativePath.endsWith(QLatin1String(".jsonl")))
+    if (rundir::inMetrics(relativePath.toStdString()) && relativePath.endsWith(QLatin1String(".jsonl")))
         return FileKind::Metrics;
     // A multi-node run's nodes each have their events: node<K>/events.jsonl.
     QString rest;
-    if (relativePath == QLatin1String("events.jsonl") ||
-        (nodeOfStreamPath(relativePath, &rest) >= 0 && rest == QLatin1String("events.jsonl")))
+    if (relativePath == QLatin1String(rundir::file::Events) ||
+        (nodeOfStreamPath(relativePath, &rest) >= 0 && rest == QLatin1String(rundir::file::Events)))
         return FileKind::Events;
-    if (relativePath.startsWith(QLatin1String("logs/")))
+    if (rundir::inLogs(relativePath.toStdString()))
         return FileKind::Log;
     return FileKind::Other;
 }

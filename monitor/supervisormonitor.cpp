@@ -1,5 +1,7 @@
 #include "monitor/supervisormonitor.h"
 
+#include "core/rundir/runlayout.h"
+
 #include "monitor/rundirectoryfollower.h"
 
 #include <QDir>
@@ -35,7 +37,7 @@ SupervisorMonitor::SupervisorMonitor(const QString &runDirectory, const Supervis
                                      QObject *parent)
     : QObject(parent), m_directory(runDirectory), m_settings(settings)
 {
-    m_sampler.setOutputFile(runDirectory, QStringLiteral("metrics/system.jsonl"));
+    m_sampler.setOutputFile(runDirectory, QString::fromStdString(rundir::systemMetricsFile()));
     if (settings.systemSampleHz > 0)
         m_sampler.setInterval(std::max(1, static_cast<int>(std::lround(1000.0 / settings.systemSampleHz))));
     m_store.setKeepScalars(false); // step times and progress are all the detectors need
@@ -47,8 +49,8 @@ SupervisorMonitor::SupervisorMonitor(const QString &runDirectory, const Supervis
         m_follower = new RunDirectoryFollower(runDirectory, this);
         // Detectors need metrics and launcher events; logs and the sampler's own lines are skipped.
         m_follower->setFileFilter([](const QString &relativePath) {
-            return !relativePath.startsWith(QLatin1String("logs/")) &&
-                   relativePath != QLatin1String("metrics/system.jsonl");
+            return !rundir::inLogs(relativePath.toStdString()) &&
+                   relativePath.toStdString() != rundir::systemMetricsFile();
         });
         connect(m_follower, &RunSource::metricsReceived, &m_store, &MetricStore::append);
         connect(m_follower, &RunSource::eventsReceived, &m_hang, &HangDetector::observeEvents);
@@ -74,7 +76,7 @@ void SupervisorMonitor::start()
         return;
     m_running = true;
     if (m_settings.systemSampleHz > 0) {
-        QDir(m_directory).mkpath(QStringLiteral("metrics"));
+        QDir(m_directory).mkpath(QLatin1String(rundir::file::Metrics));
         m_sampler.start();
     }
     if (m_follower) {

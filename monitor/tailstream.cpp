@@ -1,5 +1,7 @@
 #include "monitor/tailstream.h"
 
+#include "core/rundir/runlayout.h"
+
 #include "monitor/noderuns.h"
 
 #include <QIODevice>
@@ -83,7 +85,8 @@ QByteArray TailStreamEncoder::encodeRestart(const QString &relativePath, const Q
 
 QByteArray TailStreamEncoder::encodeManifest(const QJsonObject &manifest) const
 {
-    return envelope({{QStringLiteral("file"), QStringLiteral("run.json")}, {QStringLiteral("manifest"), manifest}});
+    return envelope(
+        {{QStringLiteral("file"), QLatin1String(rundir::file::Manifest)}, {QStringLiteral("manifest"), manifest}});
 }
 
 QByteArray TailStreamEncoder::flush()
@@ -201,7 +204,7 @@ void StreamRunSource::handleLine(QByteArrayView line)
         const int node = nodeOfStreamPath(file, &rest);
         if (node < 0) {
             deliverManifest(manifest);
-        } else if (rest == QLatin1String("run.json")) {
+        } else if (rest == QLatin1String(rundir::file::Manifest)) {
             // A multi-node run: the run's manifest is made from every node's.
             m_nodeManifests.insert(node, manifest);
             deliverManifest(combineNodeManifests(m_nodeManifests));

@@ -295,7 +295,8 @@ void captureStacksOnHang(accel::monitor::SupervisorMonitor &monitor, const QStri
     QObject::connect(monitor.hangDetector(), &accel::monitor::HangDetector::hangSuspected, &monitor, [runDirectory] {
         QProcess::startDetached(QCoreApplication::applicationFilePath(),
                                 {QStringLiteral("stack"), runDirectory, QStringLiteral("--reason"),
-                                 QStringLiteral("hang_suspected"), QStringLiteral("--quiet")});
+                                 accel::monitor::eventName(accel::rundir::EventKind::HangSuspected),
+                                 QStringLiteral("--quiet")});
     });
 }
 
@@ -370,7 +371,7 @@ static int runStack(int argc, char **argv)
     QJsonArray summaries;
     for (const StackGroup &group : groups)
         summaries.append(rankList(group.ranks) + QLatin1Char(' ') + stackSummary(group.stack));
-    (void)run->appendEvent(QStringLiteral("stacks_captured"),
+    (void)run->appendEvent(rundir::EventKind::StacksCaptured,
                            {{QStringLiteral("reason"), reason},
                             {QStringLiteral("groups"), summaries},
                             {QStringLiteral("file"), QLatin1String(rundir::file::StackAutopsy)}});

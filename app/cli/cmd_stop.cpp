@@ -123,7 +123,7 @@ static int runStop(int argc, char **argv)
                 std::fprintf(stderr,
                              "accel stop: %s: run.json records no supervisor host; cannot prove which processes "
                              "belong to the run, nothing signalled\n",
-                             run->filePath(QStringLiteral("run.json")).toLocal8Bit().constData());
+                             run->filePath(QLatin1String(rundir::file::Manifest)).toLocal8Bit().constData());
                 return ExitFailure;
             }
             std::fprintf(stderr, "accel stop: run %s is supervised on host %s; run accel stop there\n",
@@ -131,7 +131,7 @@ static int runStop(int argc, char **argv)
             return ExitBadInput;
         case rundir::SupervisorCheck::NotStarted:
             std::fprintf(stderr, "accel stop: %s: no supervisor pid recorded yet; nothing signalled\n",
-                         run->filePath(QStringLiteral("run.json")).toLocal8Bit().constData());
+                         run->filePath(QLatin1String(rundir::file::Manifest)).toLocal8Bit().constData());
             return ExitFailure;
         case rundir::SupervisorCheck::Gone:
             how = owner ? killProvenRankGroups(*run, *owner)
@@ -149,7 +149,7 @@ static int runStop(int argc, char **argv)
                 {supervisor.pid, supervisor.startTime, supervisor.processGroup, supervisor.session}, *owner);
             if (!proven) {
                 std::fprintf(stderr, "accel stop: %s: the recorded supervisor is not signalled: %s\n",
-                             run->filePath(QStringLiteral("run.json")).toLocal8Bit().constData(),
+                             run->filePath(QLatin1String(rundir::file::Manifest)).toLocal8Bit().constData(),
                              proven.error().toString().c_str());
                 return ExitFailure;
             }

@@ -80,7 +80,7 @@ struct FollowedRuns {
 
 bool isRankFile(const QString &relativePath)
 {
-    return (relativePath.startsWith(QLatin1String("metrics/")) || relativePath.startsWith(QLatin1String("logs/"))) &&
+    return (rundir::inMetrics(relativePath.toStdString()) || rundir::inLogs(relativePath.toStdString())) &&
            accel::monitor::rankFromFileName(QFileInfo(relativePath).fileName()) >= 0;
 }
 
@@ -134,11 +134,11 @@ int streamRun(FollowedRuns &followed, const QString &kind, int onlyRank, const Q
             if (onlyRank >= 0 && accel::monitor::rankFromFileName(QFileInfo(relativePath).fileName()) != onlyRank)
                 return false;
             if (kind == QLatin1String("logs"))
-                return relativePath.startsWith(QLatin1String("logs/"));
+                return rundir::inLogs(relativePath.toStdString());
             if (kind == QLatin1String("metrics"))
-                return relativePath.startsWith(QLatin1String("metrics/"));
+                return rundir::inMetrics(relativePath.toStdString());
             if (kind == QLatin1String("events"))
-                return relativePath == QLatin1String("events.jsonl");
+                return relativePath == QLatin1String(rundir::file::Events);
             return true;
         });
         QHash<QString, qint64> offsets; // this node's files, by their paths in the node's folder
@@ -167,7 +167,8 @@ int streamRun(FollowedRuns &followed, const QString &kind, int onlyRank, const Q
                              // --rank N on several nodes: only the node holding rank N.
                              if (onlyRank >= 0 && !manifestHoldsRank(manifest, onlyRank))
                                  return;
-                             writeOut(QJsonDocument(QJsonObject{{QStringLiteral("file"), prefix + "run.json"},
+                             writeOut(QJsonDocument(QJsonObject{{QStringLiteral("file"),
+                                                                 prefix + QLatin1String(rundir::file::Manifest)},
                                                                 {QStringLiteral("manifest"), manifest}})
                                           .toJson(QJsonDocument::Compact) +
                                       '\n');
@@ -234,7 +235,8 @@ Result<FollowedRuns> openRuns(const QString &argument, const QString &runsRoot)
 {
     FollowedRuns followed;
     const QDir folder(argument);
-    if (!argument.isEmpty() && QFileInfo(argument).isDir() && !QFileInfo::exists(folder.filePath("run.json"))) {
+    if (!argument.isEmpty() && QFileInfo(argument).isDir() &&
+        !QFileInfo::exists(folder.filePath(QLatin1String(rundir::file::Manifest)))) {
         static const QRegularExpression nodeName(QStringLiteral("^node([0-9]{1,6})$"));
         QList<std::pair<int, QString>> nodes;
         for (const QString &name : folder.entryList({QStringLiteral("node*")}, QDir::Dirs | QDir::NoDotAndDotDot)) {
@@ -304,7 +306,7 @@ public:
             const QString folder = run.filePath(QString::fromLatin1(logs ? rundir::file::Logs : rundir::file::Metrics));
             const QString pattern = logs ? QStringLiteral("rank*.log") : QStringLiteral("*.jsonl");
             for (const QString &name : QDir(folder).entryList({pattern}, QDir::Files, QDir::Name)) {
-                if (name != QLatin1String("system.jsonl")) // the supervisor's samples: only in the stream
+                if (name != QLatin1String(rundir::file::SystemMetrics)) // the supervisor's samples: only in the stream
                     paths << folder + QLatin1Char('/') + name;
             }
         }

@@ -198,7 +198,7 @@ Result<std::uint32_t> runDirectoryOwner(const std::string &runDirectory)
                              "), so its run.json proves nothing",
                          runDirectory);
     }
-    if (::fstatat(directory.get(), "run.json", &manifest, AT_SYMLINK_NOFOLLOW) != 0)
+    if (::fstatat(directory.get(), file::Manifest, &manifest, AT_SYMLINK_NOFOLLOW) != 0)
         return makeError(errno == ENOENT ? ErrorCode::NotFound : ErrorCode::Io, systemError("cannot inspect run.json"),
                          runDirectory);
     if (!S_ISREG(manifest.st_mode) || manifest.st_uid != folder.st_uid)

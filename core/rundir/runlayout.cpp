@@ -24,6 +24,29 @@ std::string nativeStackFile(int rank)
     return std::string(file::Stacks) + "/rank" + std::to_string(rank) + ".native.json";
 }
 
+std::string systemMetricsFile()
+{
+    return std::string(file::Metrics) + "/" + file::SystemMetrics;
+}
+
+namespace {
+bool inFolder(std::string_view relative, std::string_view folder)
+{
+    return relative.size() > folder.size() && relative.substr(0, folder.size()) == folder &&
+           relative[folder.size()] == '/';
+}
+} // namespace
+
+bool inLogs(std::string_view relative)
+{
+    return inFolder(relative, file::Logs);
+}
+
+bool inMetrics(std::string_view relative)
+{
+    return inFolder(relative, file::Metrics);
+}
+
 bool isFinalState(std::string_view value)
 {
     return value == state::Succeeded || value == state::Failed || value == state::Stopped || value == state::Lost;

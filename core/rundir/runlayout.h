@@ -22,6 +22,8 @@ inline constexpr const char *SupervisorLog = "supervisor.log";
 inline constexpr const char *Logs = "logs";
 inline constexpr const char *Metrics = "metrics";
 inline constexpr const char *Checkpoints = "checkpoints";
+// In Metrics: the supervisor's samples of the machine (not a rank's).
+inline constexpr const char *SystemMetrics = "system.jsonl";
 // Written by people's tools, never by the supervisor: the tracker's init_trackers(config=...)
 // (resources/python), and what the studio and `accel runs` add to a run (display name, notes, tags).
 inline constexpr const char *Hyperparameters = "hparams.json";
@@ -41,6 +43,10 @@ inline constexpr const char *StackAutopsyText = "stacks.txt";
 std::string logFile(int rank);         // "logs/rank3.log"
 std::string metricsFile(int rank);     // "metrics/rank3.jsonl"
 std::string nativeStackFile(int rank); // "stacks/rank3.native.json"
+std::string systemMetricsFile();       // "metrics/system.jsonl"
+// Whether a path relative to the run directory lies in logs/ or metrics/.
+bool inLogs(std::string_view relative);
+bool inMetrics(std::string_view relative);
 // The signal that asks accel-worker for its stack. Its default action is to ignore it, so a worker
 // that has not installed its handler yet (or predates it) is unharmed by the request.
 inline constexpr int nativeStackSignal = SIGURG;

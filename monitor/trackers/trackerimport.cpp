@@ -245,7 +245,7 @@ void TrackerImport::readSources()
         }
         if (!source.announced) {
             source.announced = true;
-            appendEvent(QStringLiteral("tracker_found"), source, {});
+            appendEvent(monitor::eventName(rundir::EventKind::TrackerFound), source, {});
         }
         TrackerPoll poll = source.reader->poll();
         if (!poll.problem.isEmpty())
@@ -265,7 +265,8 @@ void TrackerImport::reportProblem(Source &source, const QString &problem)
 {
     if (!source.problems.insert(problem).second)
         return;
-    appendEvent(QStringLiteral("tracker_problem"), source, QJsonObject{{QStringLiteral("problem"), problem}});
+    appendEvent(monitor::eventName(rundir::EventKind::TrackerProblem), source,
+                QJsonObject{{QStringLiteral("problem"), problem}});
 }
 
 void TrackerImport::appendEvent(const QString &name, const Source &source, QJsonObject fields)

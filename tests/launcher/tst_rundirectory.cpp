@@ -51,6 +51,26 @@ private Q_SLOTS:
         QCOMPARE(missing.error().code, accel::ErrorCode::NotFound);
     }
 
+    void eventsHaveTheOneLineFormat()
+    {
+        // The supervisor's events.jsonl lines are the monitor's (core/rundir/runevents.h): "v", the
+        // time, the event and the rank first.
+        QTemporaryDir root;
+        auto run = RunDirectory::create(root.filePath(QStringLiteral("r")));
+        QVERIFY(run);
+        QVERIFY(run->appendEvent(QStringLiteral("rank_exited"),
+                                 {{QStringLiteral("rank"), 1}, {QStringLiteral("exit_code"), 0}}));
+        QFile events(run->filePath(QStringLiteral("events.jsonl")));
+        QVERIFY(events.open(QIODevice::ReadOnly));
+        const QByteArray line = events.readAll();
+        QVERIFY2(
+            QRegularExpression(QStringLiteral("^\\{\"v\":1,\"time\":\\d+\\.\\d{3},\"event\":\"rank_exited\",\"rank\":1,"
+                                              "\"exit_code\":0\\}\n$"))
+                .match(QString::fromUtf8(line))
+                .hasMatch(),
+            line.constData());
+    }
+
     void deadSupervisorIsLost()
     {
         QTemporaryDir root;

@@ -105,6 +105,27 @@ QStringList feedRecorded(const QList<QByteArrayList> &ranks, MetricStore &store,
 class tst_Detectors : public QObject {
     Q_OBJECT
 private Q_SLOTS:
+    void eventWriterNeverFollowsASymlink()
+    {
+        // The detectors write events.jsonl as the supervisor does (core/rundir): a symlink planted
+        // in the run folder is never written through.
+        QTemporaryDir run;
+        QTemporaryDir elsewhere;
+        const QString target = elsewhere.filePath(QStringLiteral("target"));
+        QVERIFY(QFile::link(target, run.filePath(QStringLiteral("events.jsonl"))));
+        RunEvent event;
+        event.time = 1;
+        event.event = QStringLiteral("hang_suspected");
+        QVERIFY(!appendEventLine(run.filePath(QStringLiteral("events.jsonl")), event));
+        eventsFileWriter(run.path())(event);
+        QVERIFY(!QFile::exists(target));
+        QVERIFY(QFile::remove(run.filePath(QStringLiteral("events.jsonl"))));
+        QVERIFY(appendEventLine(run.filePath(QStringLiteral("events.jsonl")), event));
+        QFile written(run.filePath(QStringLiteral("events.jsonl")));
+        QVERIFY(written.open(QIODevice::ReadOnly));
+        QCOMPARE(written.readAll(), QByteArray("{\"v\":1,\"time\":1.000,\"event\":\"hang_suspected\"}\n"));
+    }
+
     void hangIsSuspectedAfterStepsStopAndClearedWhenTheyResume()
     {
         Run run;

@@ -1,10 +1,14 @@
 // The run-directory contract's pure rules: the lost rule on every kind of supervisor record,
 // the supervisor record's JSON (no pid wraps to 1), which pids may be signalled at all, and the
-// redaction of secrets from command lines.
+// redaction of secrets from command lines, the one table of states and event kinds and the one
+// events.jsonl line format and writer.
+#include "core/rundir/privatefiles.h"
 #include "core/rundir/processidentity.h"
 #include "core/rundir/redaction.h"
+#include "core/rundir/runevents.h"
 #include "core/rundir/runlayout.h"
 
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include <unistd.h>
@@ -38,6 +42,57 @@ private Q_SLOTS:
         QVERIFY(!isFinalState("") && !isLiveState("") && !isLiveState("bogus"));
         QCOMPARE(logFile(3), std::string("logs/rank3.log"));
         QCOMPARE(metricsFile(12), std::string("metrics/rank12.jsonl"));
+    }
+
+    void oneTableOfStatesAndEventKinds()
+    {
+        for (const char *name : {state::Starting, state::Running, state::Restarting, state::Stopping, state::Succeeded,
+                                 state::Failed, state::Stopped, state::Lost}) {
+            const auto parsed = runStateFromString(name);
+            QVERIFY2(parsed, name);
+            QCOMPARE(std::string(toString(*parsed)), std::string(name));
+        }
+        QVERIFY(!runStateFromString("bogus"));
+        for (int i = 0; i < static_cast<int>(EventKind::Other); ++i) {
+            const auto kind = static_cast<EventKind>(i);
+            const std::string name = toString(kind);
+            QVERIFY2(!name.empty(), std::to_string(i).c_str());
+            QCOMPARE(static_cast<int>(eventKindFromString(name)), i);
+        }
+        QCOMPARE(eventKindFromString("hang_suspected"), EventKind::HangSuspected);
+        QCOMPARE(eventKindFromString("a_newer_event"), EventKind::Other);
+        // Severity and meaning, as the events model, the detectors and the banners read them.
+        QCOMPARE(severityOf(EventKind::RankExited, true), Severity::Info);
+        QCOMPARE(severityOf(EventKind::RankExited, false), Severity::Error);
+        QCOMPARE(severityOf(EventKind::Finished, false, state::Failed), Severity::Error);
+        QCOMPARE(severityOf(EventKind::Finished, false, state::Succeeded), Severity::Info);
+        QCOMPARE(severityOf(EventKind::StragglerDetected), Severity::Warning);
+        QCOMPARE(severityOf(EventKind::Other), Severity::Info);
+        QCOMPARE(livenessOf(EventKind::RankStarted), Liveness::Alive);
+        QCOMPARE(livenessOf(EventKind::Killed), Liveness::Gone);
+        QCOMPARE(livenessOf(EventKind::HangSuspected), Liveness::Unchanged);
+    }
+
+    void oneEventLineFormatAndWriter()
+    {
+        QCOMPARE(encodeEventLine(1763771234.5, "rank_exited", 1, "\"exit_code\":0"),
+                 std::string("{\"v\":1,\"time\":1763771234.500,\"event\":\"rank_exited\",\"rank\":1,\"exit_code\":0}"));
+        QCOMPARE(encodeEventLine(2, "started", -1, ""), std::string("{\"v\":1,\"time\":2.000,\"event\":\"started\"}"));
+        QTemporaryDir root;
+        const std::string run = QFile::encodeName(root.path()).toStdString();
+        QVERIFY(appendEvent(run, encodeEventLine(1, "started", -1, "")));
+        QVERIFY(appendEvent(run, encodeEventLine(2, "lost", -1, "")));
+        auto content = readRunFile(run, file::Events);
+        QVERIFY(content);
+        QCOMPARE(*content, std::string("{\"v\":1,\"time\":1.000,\"event\":\"started\"}\n"
+                                       "{\"v\":1,\"time\":2.000,\"event\":\"lost\"}\n"));
+        // A symlink planted as events.jsonl is never written through.
+        QTemporaryDir other;
+        const QString target = other.filePath(QStringLiteral("target"));
+        QFile::remove(root.filePath(QLatin1String(file::Events)));
+        QVERIFY(QFile::link(target, root.filePath(QLatin1String(file::Events))));
+        QVERIFY(!appendEvent(run, encodeEventLine(3, "lost", -1, "")));
+        QVERIFY(!QFile::exists(target));
     }
 
     void lostRule_data()

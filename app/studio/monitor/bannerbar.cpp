@@ -1,5 +1,7 @@
 #include "app/studio/monitor/bannerbar.h"
 
+#include "core/rundir/runlayout.h"
+
 #include <QJsonDocument>
 #include <QLabel>
 #include <QVBoxLayout>
@@ -21,16 +23,17 @@ void BannerBar::observe(const QString &run, const QList<monitor::RunEvent> &even
         const QString prefix =
             e.node.isEmpty() ? run + QLatin1Char('/') : run + QLatin1Char('/') + e.node + QLatin1Char('/');
         const auto &f = e.fields;
-        if (e.event == QLatin1String("hang_suspected")) {
+        const rundir::EventKind kind = e.kind();
+        if (kind == rundir::EventKind::HangSuspected) {
             setBanner(prefix + QStringLiteral("hang"),
                       tr("%1: no rank made progress for %2 s (threshold %3 s): the run may be hung.")
                           .arg(runLabel)
                           .arg(f.value(QStringLiteral("seconds_without_progress")).toDouble(), 0, 'f', 0)
                           .arg(f.value(QStringLiteral("threshold_s")).toDouble(), 0, 'f', 0),
                       Severity::Error);
-        } else if (e.event == QLatin1String("hang_cleared")) {
+        } else if (kind == rundir::EventKind::HangCleared) {
             removeBanner(prefix + QStringLiteral("hang"));
-        } else if (e.event == QLatin1String("straggler_detected")) {
+        } else if (kind == rundir::EventKind::StragglerDetected) {
             setBanner(prefix + QStringLiteral("straggler/%1").arg(e.rank),
                       tr("%1: rank %2 is a straggler: %3 s per step vs. %4 s on the other ranks.")
                           .arg(runLabel)
@@ -38,9 +41,9 @@ void BannerBar::observe(const QString &run, const QList<monitor::RunEvent> &even
                           .arg(f.value(QStringLiteral("step_time_s")).toDouble(), 0, 'g', 3)
                           .arg(f.value(QStringLiteral("others_median_step_time_s")).toDouble(), 0, 'g', 3),
                       Severity::Warning);
-        } else if (e.event == QLatin1String("straggler_cleared")) {
+        } else if (kind == rundir::EventKind::StragglerCleared) {
             removeBanner(prefix + QStringLiteral("straggler/%1").arg(e.rank));
-        } else if (e.event == QLatin1String("rank_exited")) {
+        } else if (kind == rundir::EventKind::RankExited) {
             const int exitCode = f.value(QStringLiteral("exit_code")).toInt();
             const int signal = f.value(QStringLiteral("signal")).toInt();
             if ((exitCode != 0 || signal != 0) && !m_tearingDown.value(prefix)) {
@@ -51,31 +54,31 @@ void BannerBar::observe(const QString &run, const QList<monitor::RunEvent> &even
                               .arg(f.value(QStringLiteral("result")).toString(QStringLiteral("exit %1").arg(exitCode))),
                           Severity::Error);
             }
-        } else if (e.event == QLatin1String("stopping_ranks")) {
+        } else if (kind == rundir::EventKind::StoppingRanks) {
             m_tearingDown[prefix] = true;
             const QString reason = f.value(QStringLiteral("reason")).toString();
             if (!reason.startsWith(QLatin1String("rank "))) // a stop request, not a rank's failure
                 setBanner(prefix + QStringLiteral("run"), tr("%1: stopping (%2).").arg(runLabel, reason),
                           Severity::Info);
-        } else if (e.event == QLatin1String("restarting") || e.event == QLatin1String("rank_started")) {
+        } else if (kind == rundir::EventKind::Restarting || kind == rundir::EventKind::RankStarted) {
             m_tearingDown[prefix] = false;
-            if (e.event == QLatin1String("restarting")) {
+            if (kind == rundir::EventKind::Restarting) {
                 removeBannersStartingWith(prefix + QStringLiteral("failed/"));
                 removeBanner(prefix + QStringLiteral("hang"));
             }
-        } else if (e.event == QLatin1String("finished")) {
+        } else if (kind == rundir::EventKind::Finished) {
             const QString state = f.value(QStringLiteral("state")).toString();
             removeBanner(prefix + QStringLiteral("hang"));
-            if (state == QLatin1String("stopped")) {
+            if (state == QLatin1String(rundir::state::Stopped)) {
                 removeBannersStartingWith(prefix + QStringLiteral("failed/"));
                 const QString reason = f.value(QStringLiteral("reason")).toString();
                 setBanner(prefix + QStringLiteral("run"),
                           reason.isEmpty() ? tr("%1 was stopped.").arg(runLabel)
                                            : tr("%1 was stopped (%2).").arg(runLabel, reason),
                           Severity::Info);
-            } else if (state == QLatin1String("succeeded")) {
+            } else if (state == QLatin1String(rundir::state::Succeeded)) {
                 removeBanner(prefix + QStringLiteral("run"));
-            } else if (state == QLatin1String("failed")) {
+            } else if (state == QLatin1String(rundir::state::Failed)) {
                 setBanner(prefix + QStringLiteral("run"),
                           tr("%1 failed (exit code %2): %3")
                               .arg(runLabel)
@@ -83,7 +86,7 @@ void BannerBar::observe(const QString &run, const QList<monitor::RunEvent> &even
                               .arg(f.value(QStringLiteral("reason")).toString()),
                           Severity::Error);
             }
-        } else if (e.event == QLatin1String("lost")) {
+        } else if (kind == rundir::EventKind::Lost) {
             setBanner(prefix + QStringLiteral("run"),
                       tr("%1 is lost: its supervisor (pid %2) is gone.")
                           .arg(runLabel)

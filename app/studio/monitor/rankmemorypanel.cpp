@@ -1,6 +1,7 @@
 #include "app/studio/monitor/rankmemorypanel.h"
 
 #include "app/studio/monitor/axisunits.h"
+#include "core/rundir/runlayout.h"
 #include "launcher/accelcommand.h"
 #include "monitor/runmonitor.h"
 
@@ -123,7 +124,7 @@ void RankMemoryPanel::refresh()
 void RankMemoryPanel::predict()
 {
     const QDir dir(m_directory);
-    const QString job = dir.filePath(QStringLiteral("job.yaml"));
+    const QString job = dir.filePath(QLatin1String(rundir::file::Job));
     const int processes = m_run ? m_run->manifest()
                                       .value(QStringLiteral("settings"))
                                       .toObject()

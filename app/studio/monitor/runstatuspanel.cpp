@@ -146,7 +146,7 @@ void RunStatusPanel::setRun(monitor::RunMonitor *run, const QString &directory)
     m_output = {};
     m_playground->setVisible(false);
     m_maxSteps = 0;
-    if (auto job = launcher::JobFile::load(QDir(directory).filePath(QStringLiteral("job.yaml")).toStdString()))
+    if (auto job = launcher::JobFile::load(QDir(directory).filePath(QLatin1String(rundir::file::Job)).toStdString()))
         m_maxSteps = QString::fromStdString(job->value("training.max_steps")).toInt();
     if (run) {
         connect(run, &monitor::RunMonitor::manifestChanged, this, &RunStatusPanel::refresh);
