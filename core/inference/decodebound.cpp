@@ -6,10 +6,20 @@
 
 #include <nlohmann/json.hpp>
 
+#include <ATen/Parallel.h>
+#include <c10/core/InferenceMode.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <dlfcn.h>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <pthread.h>
+#include <sched.h>
 
 namespace accel::inference {
 
@@ -55,6 +65,165 @@ double memoryBandwidth()
         return to[size / 2] == 1 && best > 0 ? double(size) / best : 0.0;
     }();
     return measured;
+}
+
+DecodeDTypeChoice chooseDecodeDType(const std::vector<std::string> &cpuFlags, const std::string &storedDType,
+                                    const std::function<ProductTimes()> &measure)
+{
+    DecodeDTypeChoice choice;
+    choice.dtype = storedDType;
+    if (storedDType != "float32") {
+        choice.reason = "the model is stored in " + storedDType + " (only float32 models are switched)";
+        return choice;
+    }
+    std::string flags;
+    for (const char *flag : {"amx_bf16", "avx512_bf16"})
+        if (std::find(cpuFlags.begin(), cpuFlags.end(), flag) != cpuFlags.end())
+            flags += (flags.empty() ? "" : " ") + std::string(flag);
+    if (flags.empty()) {
+        choice.reason = "the CPU has neither amx_bf16 nor avx512_bf16";
+        return choice;
+    }
+    const ProductTimes times = measure();
+    choice.float32Ms = times.float32Ms;
+    choice.bfloat16Ms = times.bfloat16Ms;
+    char measured[160];
+    std::snprintf(measured, sizeof measured, "a decode-shaped product took %.3f ms in bfloat16, %.3f ms in float32",
+                  times.bfloat16Ms, times.float32Ms);
+    const bool faster = times.bfloat16Ms > 0 && times.float32Ms >= kBf16Margin * times.bfloat16Ms;
+    if (faster)
+        choice.dtype = "bfloat16";
+    char margin[64];
+    std::snprintf(margin, sizeof margin, "%.1f", kBf16Margin);
+    choice.reason = "CPU flags " + flags + "; " + measured +
+                    (faster ? " (bfloat16 chosen: at least " + std::string(margin) + "x faster)"
+                            : " (float32 kept: bfloat16 is not " + std::string(margin) + "x faster)");
+    return choice;
+}
+
+ProductTimes measureDecodeProducts(int64_t in, int64_t out)
+{
+    ProductTimes times;
+    c10::InferenceMode guard;
+    const at::Tensor weight = at::randn({out, in}) * 0.02, x = at::randn({1, in});
+    auto best = [&](const at::Tensor &w, const at::Tensor &row) {
+        double ms = 1e30;
+        for (int i = 0; i < 7; ++i) {
+            const auto start = std::chrono::steady_clock::now();
+            at::Tensor y = at::linear(row, w);
+            ms = std::min(ms,
+                          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+        }
+        return ms;
+    };
+    times.float32Ms = best(weight, x);
+    times.bfloat16Ms = best(weight.to(at::kBFloat16), x.to(at::kBFloat16));
+    return times;
+}
+
+namespace {
+
+// libtorch's intra-op threads are libgomp's team; a team of the same size reuses the same threads.
+// This code is not built with -fopenmp, so it starts the team through libgomp's entry point, looked
+// up in the runtime libtorch loaded.
+struct TeamWork {
+    std::function<void(int)> body;
+    int (*threadNum)() = nullptr;
+};
+
+void runTeamMember(void *data)
+{
+    auto *work = static_cast<TeamWork *>(data);
+    work->body(work->threadNum());
+}
+
+Result<void> onEveryIntraOpThread(const std::function<void(int)> &body)
+{
+    using Parallel = void (*)(void (*)(void *), void *, unsigned, unsigned);
+    static const auto parallel = reinterpret_cast<Parallel>(dlsym(RTLD_DEFAULT, "GOMP_parallel"));
+    static const auto threadNum = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "omp_get_thread_num"));
+    if (!parallel || !threadNum)
+        return makeError(ErrorCode::Unsupported,
+                         "pin threads: libtorch's OpenMP runtime (libgomp) is not loaded in this process");
+    TeamWork work{body, threadNum};
+    parallel(&runTeamMember, &work, unsigned(at::get_num_threads()), 0);
+    return {};
+}
+
+std::mutex g_maskMutex;
+std::optional<cpu_set_t> g_processMask; // before the first pin
+
+} // namespace
+
+Result<std::vector<int>> pinIntraOpThreads()
+{
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
+        return makeError(ErrorCode::Failed, "pin threads: sched_getaffinity failed");
+    {
+        std::lock_guard<std::mutex> lock(g_maskMutex);
+        if (!g_processMask)
+            g_processMask = allowed;
+        allowed = *g_processMask;
+    }
+    std::vector<int> cpus;
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+        if (CPU_ISSET(cpu, &allowed))
+            cpus.push_back(cpu);
+    if (cpus.empty())
+        return makeError(ErrorCode::Failed, "pin threads: the process may run on no CPU");
+    const int threads = at::get_num_threads();
+    std::vector<int> pinned(size_t(threads), -1);
+    std::atomic<int> refused{-1};
+    auto ran = onEveryIntraOpThread([&](int thread) {
+        if (thread < 0 || thread >= threads)
+            return;
+        const int cpu = cpus[size_t(thread) % cpus.size()];
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        if (pthread_setaffinity_np(pthread_self(), sizeof one, &one) != 0)
+            refused = cpu;
+        else
+            pinned[size_t(thread)] = cpu;
+    });
+    if (!ran)
+        return tl::unexpected(ran.error());
+    if (refused >= 0)
+        return makeError(ErrorCode::Failed, "pin threads: the kernel refused CPU " + std::to_string(refused.load()));
+    for (int t = 0; t < threads; ++t)
+        if (pinned[size_t(t)] < 0)
+            return makeError(ErrorCode::Failed, "pin threads: intra-op thread " + std::to_string(t) + " did not run");
+    return pinned;
+}
+
+Result<void> unpinIntraOpThreads()
+{
+    std::optional<cpu_set_t> mask;
+    {
+        std::lock_guard<std::mutex> lock(g_maskMutex);
+        mask = g_processMask;
+    }
+    if (!mask)
+        return {}; // never pinned
+    return onEveryIntraOpThread([&](int) { pthread_setaffinity_np(pthread_self(), sizeof *mask, &*mask); });
+}
+
+std::vector<int> intraOpThreadCpus()
+{
+    std::vector<int> cpus(size_t(at::get_num_threads()), -1);
+    auto ran = onEveryIntraOpThread([&](int thread) {
+        cpu_set_t mine;
+        CPU_ZERO(&mine);
+        if (thread < 0 || size_t(thread) >= cpus.size() || sched_getaffinity(0, sizeof mine, &mine) != 0 ||
+            CPU_COUNT(&mine) != 1)
+            return;
+        for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+            if (CPU_ISSET(cpu, &mine))
+                cpus[size_t(thread)] = cpu;
+    });
+    return ran ? cpus : std::vector<int>();
 }
 
 nlohmann::ordered_json decodeBoundJson(InferenceModel &model)

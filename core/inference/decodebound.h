@@ -4,9 +4,14 @@
 // benchmark compares against the same bound.
 #pragma once
 
+#include "core/common/result.h"
+
 #include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
 
 namespace accel::inference {
 
@@ -27,6 +32,36 @@ DecodeBytes decodeBytes(InferenceModel &model);
 // (larger than the last-level caches of the CPUs this runs on). Measured on the first call (about
 // 0.3 s and 512 MiB for that moment), then remembered for the process.
 double memoryBandwidth();
+
+// bfloat16 weights for decode, chosen by the CPU's capability and by measurement, never silently:
+// only a float32 model on a CPU with amx_bf16 or avx512_bf16 (the flags hardware::parseCpuInfo reads
+// from /proc/cpuinfo) is measured, and bfloat16 is chosen when a decode-shaped product (one row
+// times a weight) ran at least kBf16Margin times faster in bfloat16 than in float32. `reason` says
+// what decided, for the user to see.
+inline constexpr double kBf16Margin = 1.2;
+struct DecodeDTypeChoice {
+    std::string dtype;  // "bfloat16" or the stored dtype
+    std::string reason; // "CPU flags avx512_bf16; 1x2048x8192 product 0.41 ms in bfloat16, 0.83 ms in float32"
+    double float32Ms = 0, bfloat16Ms = 0; // 0 when not measured
+};
+struct ProductTimes {
+    double float32Ms = 0, bfloat16Ms = 0;
+};
+DecodeDTypeChoice chooseDecodeDType(const std::vector<std::string> &cpuFlags, const std::string &storedDType,
+                                    const std::function<ProductTimes()> &measure);
+// The fastest of a few 1 x `in` by `in` x `out` products (at::linear) in each dtype, on the intra-op
+// threads as set.
+ProductTimes measureDecodeProducts(int64_t in = 2048, int64_t out = 8192);
+
+// Pins each of libtorch's intra-op threads (the OpenMP team of at::get_num_threads() threads, the
+// calling thread being thread 0) to its own CPU of the process's allowed set: thread i to the i-th
+// allowed CPU, wrapping when there are more threads than CPUs. Returns the CPU of each thread, in
+// thread order; errors name what failed (no OpenMP runtime loaded, a CPU the kernel refused).
+Result<std::vector<int>> pinIntraOpThreads();
+// Every intra-op thread back on the CPUs the process had before the first pinIntraOpThreads().
+Result<void> unpinIntraOpThreads();
+// The CPU each intra-op thread is confined to, in thread order (-1: more than one allowed).
+std::vector<int> intraOpThreadCpus();
 
 // {"weight_bytes_per_token", "offloaded_bytes_per_token", "memory_bandwidth_bytes_per_s",
 //  "tokens_per_s"}: the bound for this model on this machine (tokens_per_s null when unmeasured).

@@ -6,7 +6,9 @@
 
 #include "core/bigmodel/checkpoint.h"
 #include "core/bigmodel/offloadfolder.h"
+#include "core/hardware/procparsers.h"
 #include "core/inference/causallm.h"
+#include "core/inference/decodebound.h"
 #include "core/inference/inferencemodel.h"
 #include "core/inference/offloadhook.h"
 #include "core/inference/torchtensors.h"
@@ -17,6 +19,9 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <sched.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -40,6 +45,9 @@ private Q_SLOTS:
     void gpusRunOnTheCpuWhenAsked();
     void shapeMismatchNamesTensor();
     void gpuNeedsCuda();
+    // Decode settings (decodebound.h): bfloat16 chosen by capability and measurement, pinned threads.
+    void bfloat16OnlyWithTheFlagsAndTheMeasurement();
+    void pinnedThreadsRunOnTheirCpus();
 
 private:
     static at::Tensor logitsOf(InferenceModel &model, const at::Tensor &ids);
@@ -331,6 +339,89 @@ void tst_Dispatch::gpuNeedsCuda()
     QCOMPARE(device.error().code, ErrorCode::Unsupported);
     QSKIP("this libtorch has no CUDA: GPU dispatch (main device 0, CPU-offloaded blocks) needs a GPU machine");
 #endif
+}
+
+// /proc/cpuinfo of two CPUs through the real parser: one with avx512_bf16 (Sapphire Rapids also has
+// amx_bf16), one without either.
+static std::vector<std::string> cpuFlags(const std::string &flags)
+{
+    const std::string text = "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Test CPU\nphysical id\t: 0\n"
+                             "core id\t\t: 0\ncpu cores\t: 1\nflags\t\t: fpu sse2 avx avx2 fma " +
+                             flags + "\n\n";
+    return hardware::parseCpuInfo(text).flags;
+}
+
+void tst_Dispatch::bfloat16OnlyWithTheFlagsAndTheMeasurement()
+{
+    int measured = 0;
+    auto times = [&](double float32Ms, double bfloat16Ms) {
+        return [&measured, float32Ms, bfloat16Ms] {
+            ++measured;
+            return inference::ProductTimes{float32Ms, bfloat16Ms};
+        };
+    };
+    // Without the flags nothing is measured and float32 stays.
+    auto choice = inference::chooseDecodeDType(cpuFlags("avx512f avx512_vnni"), "float32", times(2, 1));
+    QCOMPARE(choice.dtype, std::string("float32"));
+    QCOMPARE(measured, 0);
+    QVERIFY(choice.reason.find("neither amx_bf16 nor avx512_bf16") != std::string::npos);
+    // With them, the measurement decides, and says so.
+    choice = inference::chooseDecodeDType(cpuFlags("avx512f avx512_bf16 amx_bf16 amx_tile"), "float32", times(2, 1));
+    QCOMPARE(choice.dtype, std::string("bfloat16"));
+    QCOMPARE(measured, 1);
+    QVERIFY2(choice.reason.find("amx_bf16 avx512_bf16") != std::string::npos &&
+                 choice.reason.find("1.000 ms in bfloat16, 2.000 ms in float32") != std::string::npos,
+             choice.reason.c_str());
+    choice = inference::chooseDecodeDType(cpuFlags("avx512_bf16"), "float32", times(1.1, 1));
+    QCOMPARE(choice.dtype, std::string("float32")); // under the 1.2x margin
+    QVERIFY(choice.reason.find("float32 kept") != std::string::npos);
+    // A model stored in another dtype is left as stored, unmeasured.
+    measured = 0;
+    choice = inference::chooseDecodeDType(cpuFlags("avx512_bf16"), "bfloat16", times(2, 1));
+    QCOMPARE(choice.dtype, std::string("bfloat16"));
+    QCOMPARE(measured, 0);
+    // This machine: its own flags and a real measurement; the rule holds on what was measured.
+    std::string cpuinfo;
+    if (QFile file(QStringLiteral("/proc/cpuinfo")); file.open(QIODevice::ReadOnly))
+        cpuinfo = file.readAll().toStdString();
+    const auto flags = hardware::parseCpuInfo(cpuinfo).flags;
+    choice = inference::chooseDecodeDType(flags, "float32", [] { return inference::measureDecodeProducts(512, 2048); });
+    qInfo("this CPU: %s (%s)", choice.dtype.c_str(), choice.reason.c_str());
+    const bool capable =
+        std::count(flags.begin(), flags.end(), "avx512_bf16") + std::count(flags.begin(), flags.end(), "amx_bf16") > 0;
+    if (!capable) {
+        QCOMPARE(choice.dtype, std::string("float32"));
+    } else {
+        QVERIFY(choice.float32Ms > 0 && choice.bfloat16Ms > 0);
+        QCOMPARE(choice.dtype == "bfloat16", choice.float32Ms >= inference::kBf16Margin * choice.bfloat16Ms);
+    }
+}
+
+void tst_Dispatch::pinnedThreadsRunOnTheirCpus()
+{
+    cpu_set_t before;
+    QCOMPARE(sched_getaffinity(0, sizeof before, &before), 0);
+    const int previous = at::get_num_threads();
+    at::set_num_threads(2);
+    auto pinned = inference::pinIntraOpThreads();
+    QVERIFY2(pinned, pinned ? "" : pinned.error().toString().c_str());
+    QCOMPARE(int(pinned->size()), 2);
+    if (CPU_COUNT(&before) >= 2)
+        QVERIFY((*pinned)[0] != (*pinned)[1]);
+    // Each intra-op thread now runs on its CPU alone, the calling thread (thread 0) included, and
+    // libtorch's own parallel work runs on those threads.
+    QCOMPARE(inference::intraOpThreadCpus(), *pinned);
+    cpu_set_t mine;
+    QCOMPARE(sched_getaffinity(0, sizeof mine, &mine), 0);
+    QCOMPARE(CPU_COUNT(&mine), 1);
+    QVERIFY(CPU_ISSET((*pinned)[0], &mine));
+    const at::Tensor sum = at::ones({1 << 20}).sum();
+    QCOMPARE(sum.item<float>(), float(1 << 20));
+    QCOMPARE(inference::intraOpThreadCpus(), *pinned);
+    // Undone for the other tests: every thread back on the CPUs the process had.
+    QVERIFY(inference::unpinIntraOpThreads());
+    QCOMPARE(inference::intraOpThreadCpus(), std::vector<int>(2, CPU_COUNT(&before) == 1 ? (*pinned)[0] : -1));
+    at::set_num_threads(previous);
 }
 
 QTEST_GUILESS_MAIN(tst_Dispatch)
