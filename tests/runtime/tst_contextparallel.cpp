@@ -1,0 +1,239 @@
+// Context parallelism (parallelism_config cp_size) in accel-worker's causal_lm recipe, on a tiny
+// random Llama saved by transformers (tests/runtime/finetune_oracle.py's model, tokenizer and data,
+// without its reference runs): 10 float32 steps with cp 2 equal one rank on the global batch —
+// every step's loss, the evaluation loss and the final weights within 1e-5 (relative) — for each
+// of Accelerate's K/V exchanges (allgather, alltoall), for padded instruction batches, and with
+// dp_shard 2 under FSDP2 on 4 ranks. What it cannot do is refused by name.
+#include "tests/compat/oracle.h"
+#include "tests/helpers/floattensors.h"
+#include "tests/helpers/metricsfile.h"
+#include "tests/helpers/rankjob.h"
+
+#include <QElapsedTimer>
+#include <QTemporaryDir>
+
+#include <cmath>
+
+using namespace accel;
+using namespace accel::test;
+
+namespace {
+
+constexpr double kTolerance = 1e-5; // relative: per step loss, weights against each tensor's largest value
+// With two data-parallel replicas the weights of plain DDP or FSDP2 on 2 ranks (no cp) already differ
+// from one rank on the global batch by 3.1e-5 (AdamW steps near-zero gradients by their rounding).
+constexpr double kDataParallelWeightTolerance = 1e-4;
+
+// The oracle's model, tokenizer and data (no reference training): DIR/llama, DIR/gpt2, DIR/*.txt.
+const char *kPrepare = R"(
+import os, shutil, sys
+sys.path.insert(0, sys.argv[1])
+import torch
+import finetune_oracle as oracle
+torch.set_num_threads(1)
+root = sys.argv[2]
+tok = oracle.train_tokenizer(oracle.write_data(root), root)
+eos = tok.token_to_id("<|endoftext|>")
+for family in ("llama", "gpt2"):
+    folder = os.path.join(root, family)
+    oracle.make_model(family, tok.get_vocab_size(), eos, folder)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(os.path.join(root, name), folder)
+print("prepared")
+)";
+
+} // namespace
+
+class tst_ContextParallel : public QObject {
+    Q_OBJECT
+
+private:
+    QTemporaryDir m_dir;
+    QString m_skip;
+
+    QString path(const QString &name) const { return m_dir.filePath(name); }
+
+    // A causal_lm job: float32, shuffle off, a loss line per step, an evaluation at steps 5 and 10.
+    QString job(const QString &name, int batch, const QString &data = QStringLiteral("train.txt"), int block = 16,
+                const QString &model = QStringLiteral("llama"), const QString &extra = {})
+    {
+        const QString file = path(name + ".yaml");
+        QFile out(file);
+        if (!out.open(QIODevice::WriteOnly))
+            return {};
+        out.write(QStringLiteral("recipe: causal_lm\noutput_dir: %1\nmodel: {path: %2}\n"
+                                 "data: {train: %3, eval: eval.txt, block_size: %4}\n"
+                                 "training: {max_steps: 10, batch_size: %5, learning_rate: 2.0e-3, warmup_steps: 2, "
+                                 "min_lr_ratio: 0.1, grad_clip: 1.0, shuffle: false, log_every: 1, eval_every: 5, "
+                                 "eval_batches: 2, mixed_precision: \"no\"}\n")
+                      .arg(name, model, data)
+                      .arg(block)
+                      .arg(batch)
+                      .toUtf8() +
+                  extra.toUtf8());
+        return file;
+    }
+
+    QList<RankOutcome> runWorker(const QString &jobFile, int ranks, const QStringList &env = {})
+    {
+        RankJob rankJob;
+        rankJob.program = binDir() + "/accel-worker";
+        rankJob.arguments = {jobFile};
+        rankJob.worldSize = ranks;
+        rankJob.rankVariablesWhenAlone = false;
+        rankJob.env = env;
+        rankJob.workingDirectory = m_dir.path();
+        return runRankJob(rankJob);
+    }
+
+    // Losses (per step and evaluation) and the written weights of run `ours` against run `theirs`.
+    QString compareRuns(const QString &ours, const QString &theirs, double weightTolerance)
+    {
+        double worstLoss = 0;
+        for (const char *key : {"loss", "eval_loss"}) {
+            const QList<double> a = metricValues(path(ours + "/metrics/rank0.jsonl"), QLatin1String(key)),
+                                b = metricValues(path(theirs + "/metrics/rank0.jsonl"), QLatin1String(key));
+            if (a.size() != b.size() || a.isEmpty())
+                return QStringLiteral("%1: %2 values against %3").arg(key).arg(a.size()).arg(b.size());
+            for (int i = 0; i < a.size(); ++i)
+                worstLoss = std::max(worstLoss, std::isnan(a[i]) ? INFINITY : std::fabs(a[i] - b[i]) / std::fabs(b[i]));
+        }
+        QString error;
+        auto mine = readFloatTensors(path(ours + "/model/model.safetensors"), &error);
+        auto reference = readFloatTensors(path(theirs + "/model/model.safetensors"), &error);
+        if (!error.isEmpty() || mine.size() != reference.size() || reference.empty())
+            return error + QStringLiteral(" %1 tensors against %2").arg(mine.size()).arg(reference.size());
+        double worstWeight = 0;
+        for (const auto &[tensor, values] : reference)
+            worstWeight = std::max(worstWeight, relativeDifference(mine[tensor], values));
+        qInfo("%s against %s: largest loss difference %.3g, largest weight difference %.3g (relative)",
+              qPrintable(ours), qPrintable(theirs), worstLoss, worstWeight);
+        if (!(worstLoss <= kTolerance) || !(worstWeight <= weightTolerance))
+            return QStringLiteral("loss %1, weights %2").arg(worstLoss).arg(worstWeight);
+        return {};
+    }
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        QVERIFY(m_dir.isValid());
+        QString why;
+        const QString python = oraclePython({"transformers", "tokenizers", "safetensors"}, &why);
+        if (python.isEmpty()) {
+            m_skip = why;
+            return;
+        }
+        const ProcessResult prepared =
+            runProgram(python, {"-c", kPrepare, QDir(sourceDir()).filePath("tests/runtime"), m_dir.path()}, 240000);
+        QVERIFY2(prepared.exitCode == 0 && prepared.out.contains("prepared"), qPrintable(prepared.err.right(3000)));
+    }
+
+    void init()
+    {
+        if (!m_skip.isEmpty())
+            QSKIP(qPrintable(m_skip));
+    }
+
+    void equalsOneRank_data()
+    {
+        QTest::addColumn<int>("ranks");
+        QTest::addColumn<QStringList>("env");
+        QTest::addColumn<int>("globalBatch");
+        QTest::addColumn<QString>("data");
+        QTest::addColumn<int>("block");
+        QTest::addColumn<QString>("mesh");
+        const QStringList cp{"ACCELERATE_USE_PARALLELISM_CONFIG=true", "PARALLELISM_CONFIG_CP_SIZE=2"};
+        QTest::newRow("cp 2 allgather") << 2 << cp << 4 << "train.txt" << 16
+                                        << "2 process(es), DDP, mesh cp 2 (cp 2, allgather exchange";
+        QTest::newRow("cp 2 alltoall") << 2 << cp + QStringList{"PARALLELISM_CONFIG_CP_COMM_STRATEGY=alltoall"} << 4
+                                       << "train.txt" << 16 << "2 process(es), DDP, mesh cp 2 (cp 2, alltoall exchange";
+        // Padded batches of uneven length (not multiples of 2 x cp), loss on the completions only.
+        QTest::newRow("cp 2 alltoall instructions")
+            << 2 << cp + QStringList{"PARALLELISM_CONFIG_CP_COMM_STRATEGY=alltoall"} << 4 << "instruct.jsonl" << 20
+            << "mesh cp 2 (cp 2, alltoall exchange";
+        QTest::newRow("dp_shard 2 x cp 2 FSDP2")
+            << 4
+            << cp + QStringList{"PARALLELISM_CONFIG_DP_SHARD_SIZE=2",
+                                "ACCELERATE_USE_FSDP=true",
+                                "FSDP_VERSION=2",
+                                "FSDP_RESHARD_AFTER_FORWARD=true",
+                                "FSDP_AUTO_WRAP_POLICY=TRANSFORMER_BASED_WRAP",
+                                "FSDP_TRANSFORMER_CLS_TO_WRAP=LlamaDecoderLayer"}
+            << 8 << "train.txt" << 16
+            << "4 process(es), fully_shard(reshard_after_forward=True), mesh dp_shard 2 x cp 2 (cp 2, allgather";
+    }
+
+    void equalsOneRank()
+    {
+        QFETCH(int, ranks);
+        QFETCH(QStringList, env);
+        QFETCH(int, globalBatch);
+        QFETCH(QString, data);
+        QFETCH(int, block);
+        QFETCH(QString, mesh);
+        const QString reference = QStringLiteral("one-%1-%2").arg(QFileInfo(data).baseName()).arg(globalBatch);
+        if (!QFileInfo::exists(path(reference + "/model/model.safetensors"))) {
+            const auto single = runWorker(job(reference, globalBatch, data, block), 1);
+            QVERIFY2(failures(single).isEmpty(), qPrintable(failures(single)));
+        }
+        const QString name = "run-" + QString(QTest::currentDataTag()).replace(' ', '-');
+        QElapsedTimer timer;
+        timer.start();
+        const auto outcome = runWorker(job(name, globalBatch / (ranks / 2), data, block), ranks, env);
+        QVERIFY2(failures(outcome).isEmpty(), qPrintable(failures(outcome)));
+        qInfo("%d ranks: %.1f s", ranks, timer.elapsed() / 1000.0);
+        QVERIFY2(outcome[0].out.contains(mesh), qPrintable(outcome[0].out));
+        const QString mismatch = compareRuns(name, reference, ranks > 2 ? kDataParallelWeightTolerance : kTolerance);
+        QVERIFY2(mismatch.isEmpty(), qPrintable(mismatch));
+    }
+
+    void refusedByName_data()
+    {
+        QTest::addColumn<int>("ranks");
+        QTest::addColumn<QStringList>("env");
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<QString>("extra");
+        QTest::addColumn<QString>("message");
+        QTest::addColumn<int>("exitCode"); // 1: the start-up check of the sizes (as for tp_size)
+        const QStringList cp{"ACCELERATE_USE_PARALLELISM_CONFIG=true", "PARALLELISM_CONFIG_CP_SIZE=2"};
+        QTest::newRow("size does not divide")
+            << 2 << QStringList{"ACCELERATE_USE_PARALLELISM_CONFIG=true", "PARALLELISM_CONFIG_CP_SIZE=3"} << "llama"
+            << ""
+            << "(PARALLELISM_CONFIG_CP_SIZE=3): cp_size x tp_size does not divide the 2 process(es)" << 1;
+        QTest::newRow("unknown exchange")
+            << 2 << cp + QStringList{"PARALLELISM_CONFIG_CP_COMM_STRATEGY=ring"} << "llama"
+            << ""
+            << "PARALLELISM_CONFIG_CP_COMM_STRATEGY=ring: expected allgather or alltoall" << 2;
+        QTest::newRow("with tp") << 4 << cp + QStringList{"PARALLELISM_CONFIG_TP_SIZE=2"} << "llama"
+                                 << ""
+                                 << "parallelism_config_cp_size 2 with parallelism_config_tp_size 2 (tensor and "
+                                    "context parallelism together are not implemented"
+                                 << 2;
+        QTest::newRow("gpt2") << 2 << cp << "gpt2"
+                              << ""
+                              << "parallelism_config_cp_size 2: model_type 'gpt2' has no context-parallel attention"
+                              << 2;
+        QTest::newRow("lora") << 2 << cp << "llama"
+                              << "lora: {r: 4, alpha: 8, target_modules: [q_proj]}\n"
+                              << "parallelism_config_cp_size 2 with lora.r 4" << 2;
+    }
+
+    void refusedByName()
+    {
+        QFETCH(int, ranks);
+        QFETCH(QStringList, env);
+        QFETCH(QString, model);
+        QFETCH(QString, extra);
+        QFETCH(QString, message);
+        QFETCH(int, exitCode);
+        const QString name = "refused-" + QString(QTest::currentDataTag()).replace(' ', '-');
+        const auto outcome = runWorker(job(name, 4, "train.txt", 16, model, extra), ranks, env);
+        QVERIFY(!outcome.isEmpty());
+        QCOMPARE(outcome[0].exitCode, exitCode);
+        QVERIFY2(outcome[0].err.contains(message), qPrintable(outcome[0].err));
+        QVERIFY(!QFileInfo::exists(path(name + "/model")));
+    }
+};
+
+QTEST_GUILESS_MAIN(tst_ContextParallel)
+#include "tst_contextparallel.moc"
