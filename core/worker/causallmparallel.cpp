@@ -17,13 +17,6 @@ namespace {
 
 using runtime::MeshDim;
 
-std::string number(double value)
-{
-    std::ostringstream out;
-    out << value;
-    return out.str();
-}
-
 } // namespace
 
 Result<std::unique_ptr<CausalLmTensorParallel>> CausalLmTensorParallel::create(runtime::Accelerator &accelerator,
@@ -40,11 +33,6 @@ Result<std::unique_ptr<CausalLmTensorParallel>> CausalLmTensorParallel::create(r
                           " (LoRA on split layers is not implemented; train the whole model or set tp_size: 1)");
     if (accelerator.mixedPrecision() == runtime::MixedPrecision::Fp8)
         refused.push_back("mixed_precision fp8 (FP8 layers are not split; use bf16 or no)");
-    if (job.training.gradClip > 0 && accelerator.strategyCopiesParameters())
-        refused.push_back("training.grad_clip " + number(job.training.gradClip) + " under " +
-                          accelerator.strategyName() +
-                          " (the norm over sharded and split parts is not implemented; "
-                          "set grad_clip: 0 or use DDP)");
     if (!refused.empty()) {
         std::string text;
         for (const std::string &r : refused)
@@ -120,6 +108,10 @@ void CausalLmTensorParallel::collectSplitTensors(inference::CausalLM &model)
 
 double CausalLmTensorParallel::clipGradients(double maxNorm)
 {
+    // FSDP / ZeRO: the sharding engine's norm counts each split parameter's pieces on every rank of
+    // the tp group, the others' once (the layout tells it which).
+    if (m_accelerator.strategyCopiesParameters())
+        return m_accelerator.clipGradNorm(maxNorm);
     // Finishes the data-parallel gradient mean (no clipping below infinity).
     m_accelerator.clipGradNorm(INFINITY);
     // The replicated parameters once (their gradients are the same bits on every rank of the

@@ -6,8 +6,11 @@
 //   - saved on tp 2 (DDP) and resumed on tp 2 x dp_shard 2 and on dp_replicate 2 x tp 2: the same.
 // Every run keeps the global batch (4); the data position is the same sample; a global batch that
 // does not divide the samples done is refused by name.
+//   - training.grad_clip with tp 2 x dp_shard 2 under FSDP2: the norm over every shard and tp part
+//     equals one rank's, and so do the clipped steps (ZeRO with dp_shard is refused by the plan).
 #include "core/bigmodel/safetensors.h"
 #include "tests/compat/oracle.h"
+#include "tests/helpers/metricsfile.h"
 #include "tests/helpers/rankjob.h"
 
 #include <QDir>
@@ -257,6 +260,53 @@ private Q_SLOTS:
         QVERIFY2(failures(replicated).isEmpty(), qPrintable(failures(replicated)));
         QVERIFY2(replicated[0].out.contains("mesh dp_replicate 2 x tp 2"), qPrintable(replicated[0].out));
         mismatch = compare("replicated", "straight", 4, true);
+        QVERIFY2(mismatch.isEmpty(), qPrintable(mismatch));
+    }
+
+    void clippedShardedEqualsOneRank_data()
+    {
+        QTest::addColumn<QStringList>("env");
+        QTest::addColumn<QString>("strategy");
+        QTest::newRow("FSDP2") << kTp + kFsdp2 << "fully_shard(reshard_after_forward=True), mesh dp_shard 2 x tp 2";
+    }
+
+    // training.grad_clip with tp 2 x dp_shard 2: the norm over every shard and tp part is one rank's
+    // (grad_norm and every loss within 1e-5), and clipping 0.05 acts (the norm is above it).
+    void clippedShardedEqualsOneRank()
+    {
+        QFETCH(QStringList, env);
+        QFETCH(QString, strategy);
+        const auto clipped = [&](const QString &name, int dataParallel) {
+            const QString file = job(name, dataParallel, 0, {});
+            QFile text(file);
+            if (!text.open(QIODevice::ReadWrite))
+                return QString();
+            const QByteArray changed = text.readAll().replace("grad_clip: 0", "grad_clip: 0.05");
+            text.resize(0);
+            text.write(changed);
+            return file;
+        };
+        if (!QFileInfo::exists(path("clip-one/model/model.safetensors"))) {
+            const auto one = run(clipped("clip-one", 1), 1, {});
+            QVERIFY2(failures(one).isEmpty(), qPrintable(failures(one)));
+        }
+        const QString name = "clip-" + QString(QTest::currentDataTag());
+        const auto mesh = run(clipped(name, 2), 4, env);
+        QVERIFY2(failures(mesh).isEmpty(), qPrintable(failures(mesh)));
+        QVERIFY2(mesh[0].out.contains("4 process(es), " + strategy), qPrintable(mesh[0].out));
+        const QList<double> ours = metricValues(path(name + "/metrics/rank0.jsonl"), "grad_norm"),
+                            theirs = metricValues(path("clip-one/metrics/rank0.jsonl"), "grad_norm");
+        QCOMPARE(ours.size(), 6);
+        QCOMPARE(theirs.size(), 6);
+        double worst = 0;
+        for (int i = 0; i < 6; ++i) {
+            QVERIFY2(theirs[i] > 0.05, qPrintable(QString::number(theirs[i])));
+            worst = std::max(worst, std::fabs(ours[i] - theirs[i]) / theirs[i]);
+        }
+        qInfo("%s: largest grad_norm difference %.3g (relative; one rank's first %.4f)", qPrintable(name), worst,
+              theirs[0]);
+        QVERIFY2(worst <= kLossTolerance, qPrintable(QString::number(worst)));
+        const QString mismatch = compare(name, "clip-one", 0, true);
         QVERIFY2(mismatch.isEmpty(), qPrintable(mismatch));
     }
 };

@@ -1,4 +1,5 @@
 #include "core/runtime/strategy/shardingengine_p.h"
+#include "core/runtime/strategy/tensorparallellayout.h"
 
 #include "core/common/log.h"
 #include "core/runtime/precision/fp8allgather.h"
@@ -641,18 +642,47 @@ double ShardingEngine::gradientNormPart(double normType)
 {
     torch::NoGradGuard noGrad;
     const bool infinity = std::isinf(normType);
-    // Every rank's chunks are distinct: the norm's parts add up (or take the maximum) across ranks.
-    auto parts = torch::zeros({m_shard->size()}, torch::kDouble);
-    double local = 0;
+    const auto add = [&](double &sum, const torch::Tensor &gradient) {
+        const double n = gradient.to(torch::kDouble).norm(normType).item<double>();
+        sum = infinity ? std::max(sum, n) : sum + std::pow(n, normType);
+    };
+    // Tensor parallelism: a split parameter's parts differ on the ranks of the tp group, the other
+    // parameters' gradients are the same there; each parameter's piece of this rank's chunk counts
+    // to one or the other.
+    const auto layout = m_model ? tensorParallelLayout(*m_model) : nullptr;
+    double local = 0, split = 0;
     for (auto &unit : m_units) {
         if (!unit->shard.grad().defined())
             continue;
-        const double n = unit->shard.grad().to(torch::kDouble).norm(normType).item<double>();
-        local = infinity ? std::max(local, n) : local + std::pow(n, normType);
+        if (!layout) {
+            add(local, unit->shard.grad());
+            continue;
+        }
+        const int64_t begin = int64_t(m_shard->rank()) * unit->chunk, end = begin + unit->chunk;
+        for (size_t i = 0; i < unit->parameters.size(); ++i) {
+            const int64_t lo = std::max(begin, unit->offsets[i]),
+                          hi = std::min(end, unit->offsets[i] + unit->parameters[i].numel());
+            if (lo < hi)
+                add(layout->splitDims.count(unit->names[i]) ? split : local,
+                    unit->shard.grad().narrow(0, lo - begin, hi - lo));
+        }
     }
-    auto mine = torch::tensor({local}, torch::kDouble);
-    m_shard->allGather(parts, mine);
-    return infinity ? parts.max().item<double>() : parts.sum().item<double>();
+    // Every rank's chunks are distinct: the norm's parts add up (or take the maximum) across ranks.
+    const auto combine = [&](Collectives *group, double value) {
+        auto parts = torch::zeros({group->size()}, torch::kDouble);
+        auto mine = torch::tensor({value}, torch::kDouble);
+        group->allGather(parts, mine);
+        return infinity ? parts.max().item<double>() : parts.sum().item<double>();
+    };
+    double total = combine(m_shard.get(), local);
+    if (layout) {
+        split = combine(m_shard.get(), split);
+        auto parts = torch::zeros({layout->size}, torch::kDouble);
+        layout->allGather(parts, torch::tensor({split}, torch::kDouble));
+        split = infinity ? parts.max().item<double>() : parts.sum().item<double>();
+        total = infinity ? std::max(total, split) : total + split;
+    }
+    return total;
 }
 
 void ShardingEngine::scaleGradients(double factor)
