@@ -6,6 +6,11 @@ namespace accel::launcher {
 
 LocalHost::LocalHost(QString accelProgram) : m_accelProgram(std::move(accelProgram)) {}
 
+QString LocalHost::accelProgram() const
+{
+    return m_accelProgram.isEmpty() ? AccelCommand::defaultProgram() : m_accelProgram;
+}
+
 std::unique_ptr<HostCommand> LocalHost::start(const QStringList &arguments, const HostCommandOptions &options)
 {
     auto command = std::make_unique<AccelCommand>();

@@ -23,6 +23,8 @@ public:
     virtual ~Host() = default;
     // "local", or the destination as the user wrote it ("gpu1", "alice@node7:2222").
     virtual QString name() const = 0;
+    // The accel program that start() runs there (a path or a name looked up on the PATH).
+    virtual QString accelProgram() const = 0;
     // Starts `accel arguments...` (or options.program) there. done() follows exactly once, also
     // when it cannot start; it is never emitted before the caller has had a chance to connect.
     virtual std::unique_ptr<HostCommand> start(const QStringList &arguments,
@@ -33,6 +35,7 @@ class LocalHost : public Host {
 public:
     explicit LocalHost(QString accelProgram = {}); // empty: AccelCommand::defaultProgram()
     QString name() const override { return QStringLiteral("local"); }
+    QString accelProgram() const override;
     std::unique_ptr<HostCommand> start(const QStringList &arguments, const HostCommandOptions &options = {}) override;
 
 private:

@@ -41,7 +41,7 @@ public:
     ~SshHost() override; // stops the remote commands still running; they report done() (cancelled)
 
     QString name() const override { return m_options.destination; }
-    QString accelProgram() const { return m_accelProgram; }
+    QString accelProgram() const override { return m_accelProgram; }
     std::unique_ptr<HostCommand> start(const QStringList &arguments, const HostCommandOptions &options = {}) override;
 
 private:

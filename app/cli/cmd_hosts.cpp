@@ -51,7 +51,8 @@ int runHostsCheck(int argc, char **argv)
 {
     ArgParser parser("accel hosts check", "Check the hosts of a cluster over SSH: reachable, trusted, and running "
                                           "the same accel as this one.");
-    parser.addPositional({"HOSTS", "hosts, comma-separated: ~/.ssh/config aliases or [user@]host[:port]"});
+    parser.addPositional({"HOSTS", "hosts, comma-separated: ~/.ssh/config aliases, [user@]host[:port], or local "
+                                   "(this machine, without SSH)"});
     parser.addFlag("json", "machine-readable output (accel.hosts-check, version 1), with each host's accel.env");
     parser.addFlag("python", "let the hosts report their Python packages too (slower)");
     hosts::addRemoteOptions(parser);

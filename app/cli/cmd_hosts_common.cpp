@@ -1,6 +1,7 @@
 #include "app/cli/cmd_hosts_common.h"
 
 #include "core/common/distributeddefaults.h"
+#include "launcher/hostfactory.h"
 #include "launcher/sshsession.h"
 
 #include <QEventLoop>
@@ -92,8 +93,8 @@ Result<QStringList> hostList(const std::vector<std::string> &words)
         }
     }
     if (names.isEmpty())
-        return makeError(ErrorCode::InvalidInput, "no hosts given: expected H1,H2,... (~/.ssh/config aliases or "
-                                                  "[user@]host[:port])");
+        return makeError(ErrorCode::InvalidInput, "no hosts given: expected H1,H2,... (~/.ssh/config aliases, "
+                                                  "[user@]host[:port], or local)");
     return names;
 }
 
@@ -106,13 +107,13 @@ HostGroup makeHosts(const QStringList &destinations, const RemoteSettings &setti
         options.timeoutMs = settings.timeoutMs;
         options.acceptNewHostKey = settings.acceptNewHostKey;
         options.accelProgram = settings.accelProgram;
-        group.owned.push_back(std::make_unique<SshHost>(options));
+        group.owned.push_back(makeHost(options));
         group.hosts.push_back(group.owned.back().get());
     }
     return group;
 }
 
-std::vector<AccelOutcome> runEverywhere(const std::vector<SshHost *> &hosts, const std::vector<QStringList> &arguments,
+std::vector<AccelOutcome> runEverywhere(const std::vector<Host *> &hosts, const std::vector<QStringList> &arguments,
                                         const RemoteSettings &settings, int runTimeoutMs,
                                         const std::vector<QStringList> &environment, const QString &program)
 {

@@ -39,10 +39,11 @@ Result<MainAddress> mainAddress(const ArgParser &parser, const QString &firstHos
 // "a,b" -> a, b (order kept, duplicates dropped). Empty: an InvalidInput error.
 Result<QStringList> hostList(const std::vector<std::string> &words);
 
-// One SshHost per destination, in order (hosts[i] is owned[i]).
+// One Host per destination, in order (hosts[i] is owned[i]; launcher/hostfactory: "local" is this
+// machine, anything else an SSH destination).
 struct HostGroup {
-    std::vector<std::unique_ptr<launcher::SshHost>> owned;
-    std::vector<launcher::SshHost *> hosts;
+    std::vector<std::unique_ptr<launcher::Host>> owned;
+    std::vector<launcher::Host *> hosts;
 };
 HostGroup makeHosts(const QStringList &destinations, const RemoteSettings &settings);
 
@@ -50,7 +51,7 @@ HostGroup makeHosts(const QStringList &destinations, const RemoteSettings &setti
 // Needs a QCoreApplication; runs an event loop until every command reported done().
 // `environment`, when given, adds KEY=VALUE entries per host to the settings' own; `program`, when
 // given, runs instead of accel (`sh` for a script).
-std::vector<launcher::AccelOutcome> runEverywhere(const std::vector<launcher::SshHost *> &hosts,
+std::vector<launcher::AccelOutcome> runEverywhere(const std::vector<launcher::Host *> &hosts,
                                                   const std::vector<QStringList> &arguments,
                                                   const RemoteSettings &settings, int runTimeoutMs,
                                                   const std::vector<QStringList> &environment = {},

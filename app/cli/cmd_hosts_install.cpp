@@ -235,7 +235,7 @@ int runHostsInstall(int argc, char **argv)
         std::fprintf(stderr, "accel hosts install: sent in %.1f s\n", static_cast<double>(clock.elapsed()) / 1000.0);
 
     // 3. The install script (which removes the staging folder; after a failed upload it only does that).
-    std::vector<SshHost *> stagedHosts;
+    std::vector<Host *> stagedHosts;
     std::vector<size_t> stagedIndex;
     std::vector<QStringList> scripts;
     for (size_t i = 0; i < results.size(); ++i) {
@@ -257,7 +257,7 @@ int runHostsInstall(int argc, char **argv)
     // Unpacking libtorch takes a while on a slow disk: up to half an hour.
     const auto installed =
         hosts::runEverywhere(stagedHosts, scripts, *settings, 30 * 60 * 1000, {}, QStringLiteral("sh"));
-    std::vector<SshHost *> toCheck;
+    std::vector<Host *> toCheck;
     std::vector<size_t> checkIndex;
     for (size_t k = 0; k < stagedIndex.size(); ++k) {
         const size_t i = stagedIndex[k];

@@ -256,7 +256,7 @@ int runHostsLaunch(int argc, char **argv)
     char *fakeArgv[] = {argv[0], nullptr};
     QCoreApplication app(fakeArgc, fakeArgv);
     const hosts::HostGroup group = hosts::makeHosts(*names, *settings);
-    const std::vector<SshHost *> &targets = group.hosts;
+    const std::vector<Host *> &targets = group.hosts;
     std::vector<NodeStart> nodes(targets.size());
     for (size_t i = 0; i < nodes.size(); ++i) {
         nodes[i].host = names->at(static_cast<int>(i));
@@ -307,7 +307,7 @@ int runHostsLaunch(int argc, char **argv)
         allStarted = allStarted && node.started;
     }
     if (!allStarted) { // no half-started cluster: stop the nodes that did start
-        std::vector<SshHost *> started;
+        std::vector<Host *> started;
         std::vector<QStringList> stops;
         for (size_t i = 0; i < nodes.size(); ++i) {
             if (nodes[i].started) {

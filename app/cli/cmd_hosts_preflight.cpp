@@ -164,7 +164,7 @@ struct Listener {
 };
 
 // Starts the listener; its news arrive while any event loop runs.
-void startListener(Listener &listener, SshHost *host, const RemoteSettings &settings, const PreflightOptions &options,
+void startListener(Listener &listener, Host *host, const RemoteSettings &settings, const PreflightOptions &options,
                    int expect)
 {
     HostCommandOptions commandOptions;
@@ -441,7 +441,7 @@ Preflight runPreflight(const HostGroup &group, const QStringList &names, const R
                                               QStringLiteral("accel did not answer on %1 (machine 0)").arg(mainHost)));
         return result;
     }
-    std::vector<SshHost *> connecting;
+    std::vector<Host *> connecting;
     QStringList connectingNames;
     for (size_t i = 1; i < count; ++i) {
         if (answered[i]) {

@@ -1,5 +1,5 @@
 // What the `accel slurm` actions share: the options (--host, the SSH options of `accel hosts`),
-// one SshHost, and running a SLURM script there with its failures turned into messages a person
+// one Host, and running a SLURM script there with its failures turned into messages a person
 // can act on (a SLURM tool missing on the host names the tool and what to do).
 #pragma once
 
@@ -19,7 +19,7 @@ void addCommonOptions(ArgParser &parser, const std::string &jsonHelp);
 struct Remote {
     QString name;
     hosts::RemoteSettings settings;
-    std::unique_ptr<launcher::SshHost> host;
+    std::unique_ptr<launcher::Host> host;
 };
 Result<Remote> connectRemote(const ArgParser &parser);
 

@@ -45,6 +45,7 @@ private Q_SLOTS:
     void initTestCase();
     void everyHostIsCheckedAndOk();
     void textOutputSaysOkPerHost();
+    void localIsThisMachineBesideSshHosts();
     void unknownHostKeyIsRefusedThenAccepted();
     void missingRemoteAccelSaysWhatToDo();
     void anotherVersionIsReported();
@@ -114,6 +115,28 @@ void tst_HostsCli::textOutputSaysOkPerHost()
     QVERIFY2(result.exitCode == 0, qPrintable(result.out + result.err));
     QVERIFY2(result.out.contains(QStringLiteral("accel-test: ok, accel ") + m_version), qPrintable(result.out));
     QVERIFY2(result.out.contains(QStringLiteral("accel-test-2: ok, accel ") + m_version), qPrintable(result.out));
+}
+
+// launcher/hostfactory: "local" runs this machine's accel without SSH, beside SSH destinations.
+void tst_HostsCli::localIsThisMachineBesideSshHosts()
+{
+    const auto result = hosts({"check", "local,accel-test", "--json"});
+    QVERIFY2(result.exitCode == 0, qPrintable(result.out + result.err));
+    const QJsonObject report = parse(result);
+    QCOMPARE(report.value(QStringLiteral("hosts")).toArray().size(), 2);
+    for (const QString &host : {QStringLiteral("local"), QStringLiteral("accel-test")}) {
+        const QJsonObject entry = hostEntry(report, host);
+        QCOMPARE(entry.value(QStringLiteral("status")).toString(), QStringLiteral("ok"));
+        QCOMPARE(entry.value(QStringLiteral("accel_version")).toString(), m_version);
+    }
+    // Without sshd's help: an SSH directory that has no config, no key and no known host.
+    QTemporaryDir empty;
+    const auto alone = accel::test::runAccel(
+        {QStringLiteral("hosts"), QStringLiteral("check"), QStringLiteral("local"), QStringLiteral("--json")}, 60000,
+        {}, {QStringLiteral("ACCEL_SSH_DIR=") + empty.path()});
+    QVERIFY2(alone.exitCode == 0, qPrintable(alone.out + alone.err));
+    QCOMPARE(hostEntry(parse(alone), QStringLiteral("local")).value(QStringLiteral("status")).toString(),
+             QStringLiteral("ok"));
 }
 
 void tst_HostsCli::unknownHostKeyIsRefusedThenAccepted()

@@ -14,7 +14,7 @@ launcher::Host *RemoteHosts::host(const QString &destination)
         options.destination = destination;
         options.timeoutMs = m_timeoutMs;
         options.stopGraceMs = 1000;
-        it = m_hosts.emplace(destination, std::make_unique<launcher::SshHost>(options)).first;
+        it = m_hosts.emplace(destination, launcher::makeHost(options)).first;
     }
     return it->second.get();
 }

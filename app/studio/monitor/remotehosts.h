@@ -1,11 +1,11 @@
-// The SSH hosts the studio lists and follows runs on: one SshHost per destination, made at first
+// The hosts the studio lists and follows runs on: one Host per destination (launcher/hostfactory), made at first
 // use and kept (its session is reused by every command: run listings, accel tail, accel stop).
 // The SSH folder, known_hosts and the accel there are accel's own ($ACCEL_SSH_DIR, else ~/.ssh;
 // $ACCEL_REMOTE_BIN, else accel on the host's PATH), so a host checked on the Hardware page's
 // Cluster tab is trusted here too; an unknown host key is refused, never accepted here.
 #pragma once
 
-#include "launcher/sshhost.h"
+#include "launcher/hostfactory.h"
 
 #include <QObject>
 
@@ -25,7 +25,7 @@ public:
     void setTimeout(int milliseconds) { m_timeoutMs = milliseconds; }
 
 private:
-    std::map<QString, std::unique_ptr<launcher::SshHost>> m_hosts;
+    std::map<QString, std::unique_ptr<launcher::Host>> m_hosts;
     int m_timeoutMs = 15000;
 };
 
