@@ -185,6 +185,11 @@ Result<void> RunDirectory::setState(const QString &state, const QString &detail)
     return writeManifest(manifest);
 }
 
+Result<void> RunDirectory::setState(rundir::RunState state, const QString &detail)
+{
+    return setState(QString::fromLatin1(rundir::toString(state)), detail);
+}
+
 Result<void> RunDirectory::appendEvent(const QString &event, QJsonObject fields)
 {
     const int rank = fields.contains(QLatin1String("rank")) ? fields.take(QStringLiteral("rank")).toInt(-1) : -1;
@@ -223,7 +228,7 @@ QString RunDirectory::effectiveState(bool markLost)
     if (state == recorded)
         return QString::fromStdString(state);
     if (markLost && ownedByCaller(m_path)) {
-        (void)setState(QString::fromLatin1(runstate::Lost),
+        (void)setState(rundir::RunState::Lost,
                        QStringLiteral("supervisor pid %1 is gone").arg(static_cast<qint64>(record.pid)));
         (void)appendEvent(rundir::EventKind::Lost,
                           {{QStringLiteral("supervisor_pid"), static_cast<qint64>(record.pid)}});

@@ -47,6 +47,7 @@ public:
     Result<void> reloadManifest();
     // Sets "state" and appends {state, time, detail} to "states", then writes run.json.
     Result<void> setState(const QString &state, const QString &detail = {});
+    Result<void> setState(rundir::RunState state, const QString &detail = {});
     // Appends one line to events.jsonl in the format of core/rundir/runevents.h
     // ({"v":1,"time":..,"event":..,"rank":..,...}; a "rank" in `fields` is the line's rank).
     Result<void> appendEvent(const QString &event, QJsonObject fields = {});

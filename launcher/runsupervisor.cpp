@@ -110,7 +110,7 @@ void RunSupervisor::start()
         auto hook = m_run ? writeStoreHook(m_run->path())
                           : Result<QString>(makeError(ErrorCode::Failed, "no run directory to hold the hook"));
         if (!hook) {
-            finish(QString::fromLatin1(runstate::Failed), 1,
+            finish(rundir::RunState::Failed, 1,
                    QStringLiteral("cannot install the rendezvous hook: ") +
                        QString::fromStdString(hook.error().toString()));
             return;
@@ -127,7 +127,7 @@ void RunSupervisor::beginAttempt()
     if (!m_options.rendezvous) {
         startAttempt();
         if (m_run && !m_finished)
-            (void)m_run->setState(QString::fromLatin1(runstate::Running));
+            (void)m_run->setState(rundir::RunState::Running);
         return;
     }
     m_meeting = true;
@@ -144,14 +144,14 @@ void RunSupervisor::onRendezvousFinished(const RendezvousOutcome &outcome)
         return;
     m_meeting = false;
     if (m_stopRequested) {
-        finish(QString::fromLatin1(runstate::Stopped), 130, m_stopReason);
+        finish(rundir::RunState::Stopped, 130, m_stopReason);
         return;
     }
     if (!outcome.ok) {
         if (m_run)
             (void)m_run->appendEvent(rundir::EventKind::RendezvousFailed, {{QStringLiteral("attempt"), m_restartCount},
                                                                            {QStringLiteral("error"), outcome.error}});
-        finish(QString::fromLatin1(runstate::Failed), 1, outcome.error);
+        finish(rundir::RunState::Failed, 1, outcome.error);
         return;
     }
     m_settings.machineRank = outcome.machineRank;
@@ -171,7 +171,7 @@ void RunSupervisor::onRendezvousFinished(const RendezvousOutcome &outcome)
     }
     startAttempt();
     if (m_run && !m_finished)
-        (void)m_run->setState(QString::fromLatin1(runstate::Running));
+        (void)m_run->setState(rundir::RunState::Running);
 }
 
 void RunSupervisor::startAttempt()
@@ -336,7 +336,7 @@ void RunSupervisor::stop(const QString &reason)
         // Ctrl-C before any rank started: nothing to tear down.
         m_stopRequested = true;
         m_stopReason = reason;
-        finish(QString::fromLatin1(runstate::Stopped), 130, reason);
+        finish(rundir::RunState::Stopped, 130, reason);
         return;
     }
     if (m_stopRequested) {
@@ -349,11 +349,11 @@ void RunSupervisor::stop(const QString &reason)
         // Between attempts, meeting the other machines: no rank runs.
         m_meeting = false;
         m_options.rendezvous->cancel();
-        finish(QString::fromLatin1(runstate::Stopped), 130, reason);
+        finish(rundir::RunState::Stopped, 130, reason);
         return;
     }
     if (m_run)
-        (void)m_run->setState(QString::fromLatin1(runstate::Stopping), reason);
+        (void)m_run->setState(rundir::RunState::Stopping, reason);
     m_tearingDown = false;
     beginTeardown(reason);
 }
@@ -401,12 +401,11 @@ void RunSupervisor::attemptDone()
                                      {{QStringLiteral("pid"), process->pid()}, {QStringLiteral("segments"), removed}});
     }
     if (!m_logFailure.isEmpty()) {
-        finish(QString::fromLatin1(runstate::Failed), kLogWriteFailedExitCode, m_logFailure);
+        finish(rundir::RunState::Failed, kLogWriteFailedExitCode, m_logFailure);
         return;
     }
     if (m_stopRequested) {
-        finish(QString::fromLatin1(runstate::Stopped), m_firstFailure ? m_firstFailure->shellCode() : 130,
-               m_stopReason);
+        finish(rundir::RunState::Stopped, m_firstFailure ? m_firstFailure->shellCode() : 130, m_stopReason);
         return;
     }
     if (m_firstFailure) {
@@ -416,26 +415,27 @@ void RunSupervisor::attemptDone()
             if (m_run) {
                 (void)m_run->appendEvent(rundir::EventKind::Restarting, {{QStringLiteral("restart"), m_restartCount},
                                                                          {QStringLiteral("reason"), reason}});
-                (void)m_run->setState(QString::fromLatin1(runstate::Restarting), reason);
+                (void)m_run->setState(rundir::RunState::Restarting, reason);
             }
             Q_EMIT restarting(m_restartCount, reason);
             QTimer::singleShot(0, this, [this] {
                 if (m_stopRequested) {
-                    finish(QString::fromLatin1(runstate::Stopped), 130, m_stopReason);
+                    finish(rundir::RunState::Stopped, 130, m_stopReason);
                     return;
                 }
                 beginAttempt();
             });
             return;
         }
-        finish(QString::fromLatin1(runstate::Failed), m_firstFailure->shellCode(), reason);
+        finish(rundir::RunState::Failed, m_firstFailure->shellCode(), reason);
         return;
     }
-    finish(QString::fromLatin1(runstate::Succeeded), 0, {});
+    finish(rundir::RunState::Succeeded, 0, {});
 }
 
-void RunSupervisor::finish(const QString &state, int exitCode, const QString &reason)
+void RunSupervisor::finish(rundir::RunState runState, int exitCode, const QString &reason)
 {
+    const QString state = QString::fromLatin1(rundir::toString(runState));
     if (m_finished)
         return;
     m_finished = true;
@@ -458,7 +458,7 @@ void RunSupervisor::finish(const QString &state, int exitCode, const QString &re
         (void)m_run->appendEvent(rundir::EventKind::Finished, {{QStringLiteral("state"), state},
                                                                {QStringLiteral("exit_code"), exitCode},
                                                                {QStringLiteral("reason"), reason}});
-        (void)m_run->setState(state, reason);
+        (void)m_run->setState(runState, reason);
     }
     Q_EMIT finished(m_outcome);
 }

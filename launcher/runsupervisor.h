@@ -4,6 +4,7 @@
 // (TORCHELASTIC_RESTART_COUNT counts them). stop() ends the run the same way.
 #pragma once
 
+#include "core/rundir/runevents.h"
 #include "launcher/launchsettings.h"
 #include "launcher/rankprocess.h"
 
@@ -80,7 +81,7 @@ private:
     void checkFolder();
     void attemptDone();
     int endEscapedDescendants();
-    void finish(const QString &state, int exitCode, const QString &reason);
+    void finish(rundir::RunState state, int exitCode, const QString &reason);
     void recordRanks();
 
     LaunchSettings m_settings;

@@ -1,5 +1,7 @@
 #include "monitor/noderuns.h"
 
+#include "core/rundir/runlayout.h"
+
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QRegularExpression>
@@ -10,11 +12,11 @@ namespace accel::monitor {
 
 namespace {
 
-const QString kFailed = QStringLiteral("failed");
-const QString kLost = QStringLiteral("lost");
-const QString kStopped = QStringLiteral("stopped");
-const QString kSucceeded = QStringLiteral("succeeded");
-const QString kRunning = QStringLiteral("running");
+const QString kFailed = QString::fromLatin1(rundir::state::Failed);
+const QString kLost = QString::fromLatin1(rundir::state::Lost);
+const QString kStopped = QString::fromLatin1(rundir::state::Stopped);
+const QString kSucceeded = QString::fromLatin1(rundir::state::Succeeded);
+const QString kRunning = QString::fromLatin1(rundir::state::Running);
 
 } // namespace
 
@@ -37,7 +39,7 @@ CombinedState combineNodeStates(const QList<NodeState> &nodes)
         return {kRunning, {}};
     for (const NodeState &node : nodes) {
         if (node.state != kSucceeded) // still going: starting, restarting, stopping (or not known yet)
-            return {node.state.isEmpty() ? QStringLiteral("starting") : node.state, {}};
+            return {node.state.isEmpty() ? QString::fromLatin1(rundir::state::Starting) : node.state, {}};
     }
     return {kSucceeded, {}};
 }

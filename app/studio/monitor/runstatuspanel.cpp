@@ -45,13 +45,13 @@ double secondsPerStep(const monitor::MetricStore &store)
 QString chipStyle(const QString &state)
 {
     QString color = QStringLiteral("#1f77b4"); // running, starting, restarting, stopping
-    if (state == QLatin1String("succeeded"))
+    if (state == QLatin1String(rundir::state::Succeeded))
         color = QStringLiteral("#2ca02c");
-    else if (state == QLatin1String("failed"))
+    else if (state == QLatin1String(rundir::state::Failed))
         color = QStringLiteral("#d62728");
-    else if (state == QLatin1String("stopped"))
+    else if (state == QLatin1String(rundir::state::Stopped))
         color = QStringLiteral("#7f7f7f");
-    else if (state == QLatin1String("lost"))
+    else if (state == QLatin1String(rundir::state::Lost))
         color = QStringLiteral("#ff7f0e");
     return QStringLiteral("QLabel { color: white; background: %1; border-radius: 3px; padding: 2px 8px; "
                           "font-weight: bold; }")
@@ -151,7 +151,7 @@ void RunStatusPanel::setRun(monitor::RunMonitor *run, const QString &directory)
     if (run) {
         connect(run, &monitor::RunMonitor::manifestChanged, this, &RunStatusPanel::refresh);
         connect(run->logModel(), &QAbstractItemModel::rowsInserted, this, [this] {
-            if (m_state == QLatin1String("failed"))
+            if (m_state == QLatin1String(rundir::state::Failed))
                 m_triageTimer.start();
         });
         m_timer.start();
@@ -225,11 +225,11 @@ void RunStatusPanel::refresh()
     m_stateChip->setToolTip(m_stateDetail);
     m_stateChip->setVisible(!state.isEmpty());
 
-    if (changed || (state == QLatin1String("failed") && !m_card->isVisibleTo(this)))
+    if (changed || (state == QLatin1String(rundir::state::Failed) && !m_card->isVisibleTo(this)))
         updateTriage();
     if (changed) {
         // A fine-tuning run that succeeded offers what it wrote to the Playground.
-        m_output = state == QLatin1String("succeeded") ? fineTunedOutput(m_directory) : RunOutput();
+        m_output = state == QLatin1String(rundir::state::Succeeded) ? fineTunedOutput(m_directory) : RunOutput();
         m_playground->setVisible(!m_output.isEmpty());
         m_playground->setToolTip(
             m_output.adapter.isEmpty()
@@ -245,9 +245,9 @@ void RunStatusPanel::refresh()
 
 QString RunStatusPanel::stateText() const
 {
-    if (m_state == QLatin1String("stopped"))
+    if (m_state == QLatin1String(rundir::state::Stopped))
         return m_stateDetail.isEmpty() ? tr("Stopped") : tr("Stopped: %1").arg(m_stateDetail);
-    if (m_state == QLatin1String("failed"))
+    if (m_state == QLatin1String(rundir::state::Failed))
         return m_stateDetail.isEmpty() ? tr("Failed") : tr("Failed: %1").arg(m_stateDetail);
     if (m_state.isEmpty())
         return {};
@@ -281,7 +281,7 @@ QString RunStatusPanel::hintText() const
 
 void RunStatusPanel::updateTriage()
 {
-    if (!m_run || m_state != QLatin1String("failed")) {
+    if (!m_run || m_state != QLatin1String(rundir::state::Failed)) {
         m_card->setVisible(false);
         return;
     }
