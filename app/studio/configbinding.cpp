@@ -11,8 +11,6 @@ namespace accel::app {
 
 namespace {
 using config::ClusterConfig;
-using configtext::bind;
-using configtext::bindEitherSpelling;
 using Kind = FieldSpec::Kind;
 
 FieldSpec choice(const char *key, const QString &label, QStringList choices, const QString &toolTip = {})
@@ -56,17 +54,61 @@ QStringList schemaChoices(const char *key)
     return qtList(rule(key).choices.values);
 }
 
-FieldSpec schemaChoice(const char *key, const QString &label, const QString &toolTip = {})
+// The field of a key the schema declares: its editor follows the key's kind, values and range.
+FieldSpec schemaField(const char *key, const QString &label, const QString &toolTip)
 {
-    return choice(key, label, schemaChoices(key), toolTip);
+    using RuleKind = config::schema::KeyRule::Kind;
+    const config::schema::KeyRule &keyRule = rule(key);
+    switch (keyRule.kind) {
+    case RuleKind::Flag:
+        return flag(key, label, toolTip);
+    case RuleKind::Integer: {
+        const config::schema::Range &range = keyRule.range;
+        const std::int64_t intMax = 2147483647;
+        return number(key, label, static_cast<int>(std::max<std::int64_t>(range.minimum.value_or(-intMax), -intMax)),
+                      static_cast<int>(std::min<std::int64_t>(range.maximum.value_or(intMax), intMax)), toolTip);
+    }
+    case RuleKind::Text:
+        return keyRule.choices.values.empty() ? text(key, label, toolTip)
+                                              : choice(key, label, schemaChoices(key), toolTip);
+    case RuleKind::BoolOrText:
+        // true / false, or one of the key's names (fsdp_reshard_after_forward: FSDP2 a bool,
+        // FSDP1 a sharding strategy).
+        return keyRule.choices.values.empty()
+                   ? text(key, label, toolTip)
+                   : choice(key, label,
+                            QStringList{QStringLiteral("true"), QStringLiteral("false")} + schemaChoices(key), toolTip);
+    case RuleKind::Number:
+    case RuleKind::TextList:
+    case RuleKind::FlagList:
+        break;
+    }
+    return text(key, label, toolTip);
 }
 
-FieldSpec schemaNumber(const char *key, const QString &label, const QString &toolTip = {})
+// One row of the form: a schema key, its label and tool tip. `otherSpelling`: a second key the
+// field also shows and drops on edit (bindEitherSpelling).
+struct Row {
+    const char *key;
+    const char *label;
+    const char *toolTip = nullptr;
+    const char *otherSpelling = nullptr;
+};
+
+FieldBinding schemaBinding(const Row &row)
 {
-    const config::schema::Range &range = rule(key).range;
-    const std::int64_t intMax = 2147483647;
-    return number(key, label, static_cast<int>(std::max<std::int64_t>(range.minimum.value_or(-intMax), -intMax)),
-                  static_cast<int>(std::min<std::int64_t>(range.maximum.value_or(intMax), intMax)), toolTip);
+    FieldSpec spec = schemaField(row.key, QObject::tr(row.label), row.toolTip ? QObject::tr(row.toolTip) : QString());
+    return row.otherSpelling ? configtext::bindEitherSpelling(std::move(spec), row.otherSpelling)
+                             : configtext::bind(std::move(spec));
+}
+
+FieldGroup schemaGroup(const char *title, const char *objectName, int column, std::vector<FieldBinding> special,
+                       std::initializer_list<Row> rows)
+{
+    FieldGroup group{QObject::tr(title), QString::fromLatin1(objectName), column, std::move(special)};
+    for (const Row &row : rows)
+        group.fields.push_back(schemaBinding(row));
+    return group;
 }
 
 QStringList distributedTypeNames()
@@ -139,187 +181,111 @@ FieldBinding mixedPrecisionField()
 
 std::vector<FieldGroup> buildGroups()
 {
-    using config::DeepSpeedConfig;
-    using config::DynamoConfig;
-    using config::Fp8Config;
-    using config::FsdpConfig;
-    using config::MpirunConfig;
     std::vector<FieldGroup> groups;
+    groups.push_back(schemaGroup(
+        QT_TR_NOOP("General and topology"), "group:general", 0, {computeEnvironmentField(), distributedTypeField()},
+        {
+            {"num_processes", QT_TR_NOOP("Processes (all machines)"),
+             QT_TR_NOOP("-1: the number must be given at launch")},
+            {"num_machines", QT_TR_NOOP("Machines")},
+            {"machine_rank", QT_TR_NOOP("This machine's rank")},
+            {"gpu_ids", QT_TR_NOOP("GPU ids"), QT_TR_NOOP("all, or a comma list such as 0,1,3")},
+            {"use_cpu", QT_TR_NOOP("Force CPU")},
+            {"enable_cpu_affinity", QT_TR_NOOP("CPU affinity (NUMA)")},
+            {"debug", QT_TR_NOOP("Debug checks")},
+            {"main_training_function", QT_TR_NOOP("Main training function")},
+        }));
+
+    // The FP8 keys Accelerate's recipes read; a file's questionnaire spelling (amax_history_length,
+    // amax_compute_algorithm, optimization_level) shows in the same field and is replaced by the
+    // working one when the field is edited.
+    groups.push_back(schemaGroup(
+        QT_TR_NOOP("Mixed precision and FP8"), "group:precision", 1, {mixedPrecisionField()},
+        {
+            {"downcast_bf16", QT_TR_NOOP("Downcast bf16 (XLA)"), QT_TR_NOOP("'no', true or false")},
+            {"fp8_config.backend", QT_TR_NOOP("FP8 backend")},
+            {"fp8_config.fp8_format", QT_TR_NOOP("FP8 format (TE)")},
+            {"fp8_config.margin", QT_TR_NOOP("Scaling margin (TE)")},
+            {"fp8_config.interval", QT_TR_NOOP("Scaling interval (TE)")},
+            {"fp8_config.amax_history_len", QT_TR_NOOP("Amax history length (TE)"),
+             QT_TR_NOOP("also shows amax_history_length, which has no effect"), "fp8_config.amax_history_length"},
+            {"fp8_config.amax_compute_algo", QT_TR_NOOP("Amax algorithm (TE)"),
+             QT_TR_NOOP("also shows amax_compute_algorithm, which has no effect"), "fp8_config.amax_compute_algorithm"},
+            {"fp8_config.use_autocast_during_eval", QT_TR_NOOP("Autocast during eval (TE)")},
+            {"fp8_config.opt_level", QT_TR_NOOP("Optimization level (MS-AMP)"),
+             QT_TR_NOOP("also shows optimization_level, which has no effect"), "fp8_config.optimization_level"},
+            {"fp8_config.enable_fsdp_float8_all_gather", QT_TR_NOOP("FSDP float8 all-gather (AO)")},
+            {"fp8_config.pad_inner_dim", QT_TR_NOOP("Pad inner dimension (AO)")},
+        }));
 
     groups.push_back(
-        {QObject::tr("General and topology"),
-         QStringLiteral("group:general"),
-         0,
-         {
-             computeEnvironmentField(),
-             distributedTypeField(),
-             bind(schemaNumber("num_processes", QObject::tr("Processes (all machines)"),
-                               QObject::tr("-1: the number must be given at launch")),
-                  &ClusterConfig::numProcesses),
-             bind(schemaNumber("num_machines", QObject::tr("Machines")), &ClusterConfig::numMachines),
-             bind(schemaNumber("machine_rank", QObject::tr("This machine's rank")), &ClusterConfig::machineRank),
-             bind(text("gpu_ids", QObject::tr("GPU ids"), QObject::tr("all, or a comma list such as 0,1,3")),
-                  &ClusterConfig::gpuIds),
-             bind(flag("use_cpu", QObject::tr("Force CPU")), &ClusterConfig::useCpu),
-             bind(flag("enable_cpu_affinity", QObject::tr("CPU affinity (NUMA)")), &ClusterConfig::enableCpuAffinity),
-             bind(flag("debug", QObject::tr("Debug checks")), &ClusterConfig::debug),
-             bind(text("main_training_function", QObject::tr("Main training function")),
-                  &ClusterConfig::mainTrainingFunction),
-         }});
+        schemaGroup(QT_TR_NOOP("FSDP"), "group:fsdp", 0, {},
+                    {
+                        {"fsdp_config.fsdp_version", QT_TR_NOOP("Version")},
+                        {"fsdp_config.fsdp_reshard_after_forward", QT_TR_NOOP("Reshard after forward"),
+                         QT_TR_NOOP("FSDP2: true or false; FSDP1: a sharding strategy")},
+                        {"fsdp_config.fsdp_sharding_strategy", QT_TR_NOOP("Sharding strategy (FSDP1)")},
+                        {"fsdp_config.fsdp_offload_params", QT_TR_NOOP("Offload parameters to CPU")},
+                        {"fsdp_config.fsdp_auto_wrap_policy", QT_TR_NOOP("Auto wrap policy")},
+                        {"fsdp_config.fsdp_transformer_layer_cls_to_wrap", QT_TR_NOOP("Layer classes to wrap"),
+                         QT_TR_NOOP("comma-separated class names")},
+                        {"fsdp_config.fsdp_min_num_params", QT_TR_NOOP("Min parameters per wrap")},
+                        {"fsdp_config.fsdp_backward_prefetch", QT_TR_NOOP("Backward prefetch (FSDP1)")},
+                        {"fsdp_config.fsdp_state_dict_type", QT_TR_NOOP("State dict type"),
+                         QT_TR_NOOP("SHARDED_STATE_DICT saves pytorch_model_fsdp_0/ in pieces. A Python "
+                                    "script writes torch.distributed.checkpoint files, which `accel "
+                                    "merge-weights` and `accelerate merge-weights` both join. A native job "
+                                    "(accel-worker) writes accel's own folder (index.json and "
+                                    "rank<r>.safetensors: C++ cannot write the pickled .metadata), which "
+                                    "Accelerate's tool refuses (\"metadata is None\"): join it with `accel "
+                                    "merge-weights CHECKPOINT OUTPUT_DIR`.")},
+                        {"fsdp_config.fsdp_forward_prefetch", QT_TR_NOOP("Forward prefetch (FSDP1)")},
+                        {"fsdp_config.fsdp_use_orig_params", QT_TR_NOOP("Use original parameters (FSDP1)")},
+                        {"fsdp_config.fsdp_cpu_ram_efficient_loading", QT_TR_NOOP("CPU-RAM-efficient loading")},
+                        {"fsdp_config.fsdp_sync_module_states", QT_TR_NOOP("Sync module states (FSDP1)")},
+                        {"fsdp_config.fsdp_activation_checkpointing", QT_TR_NOOP("Activation checkpointing")},
+                        {"fsdp_config.fsdp_ignored_modules", QT_TR_NOOP("Ignored modules (regex)")},
+                    }));
+
+    groups.push_back(schemaGroup(
+        QT_TR_NOOP("DeepSpeed"), "group:deepspeed", 1, {},
+        {
+            {"deepspeed_config.deepspeed_config_file", QT_TR_NOOP("DeepSpeed JSON file")},
+            {"deepspeed_config.zero_stage", QT_TR_NOOP("ZeRO stage")},
+            {"deepspeed_config.offload_optimizer_device", QT_TR_NOOP("Offload optimizer to")},
+            {"deepspeed_config.offload_param_device", QT_TR_NOOP("Offload parameters to")},
+            {"deepspeed_config.offload_optimizer_nvme_path", QT_TR_NOOP("Optimizer NVMe path")},
+            {"deepspeed_config.offload_param_nvme_path", QT_TR_NOOP("Parameter NVMe path")},
+            {"deepspeed_config.gradient_accumulation_steps", QT_TR_NOOP("Gradient accumulation")},
+            {"deepspeed_config.gradient_clipping", QT_TR_NOOP("Gradient clipping"), QT_TR_NOOP("a number such as 1.0")},
+            {"deepspeed_config.zero3_save_16bit_model", QT_TR_NOOP("16-bit save (ZeRO-3)")},
+            {"deepspeed_config.zero3_init_flag", QT_TR_NOOP("zero.Init (ZeRO-3)")},
+            {"deepspeed_config.deepspeed_moe_layer_cls_names", QT_TR_NOOP("MoE layer classes")},
+            {"deepspeed_config.deepspeed_multinode_launcher", QT_TR_NOOP("Multi-node launcher")},
+            {"deepspeed_config.deepspeed_hostfile", QT_TR_NOOP("Hostfile")},
+            {"deepspeed_config.deepspeed_exclusion_filter", QT_TR_NOOP("Exclusion filter")},
+            {"deepspeed_config.deepspeed_inclusion_filter", QT_TR_NOOP("Inclusion filter")},
+        }));
 
     groups.push_back(
-        {QObject::tr("Mixed precision and FP8"),
-         QStringLiteral("group:precision"),
-         1,
-         {
-             mixedPrecisionField(),
-             bind(text("downcast_bf16", QObject::tr("Downcast bf16 (XLA)"), QObject::tr("'no', true or false")),
-                  &ClusterConfig::downcastBf16),
-             bind(schemaChoice("fp8_config.backend", QObject::tr("FP8 backend")), &ClusterConfig::fp8,
-                  &Fp8Config::backend),
-             bind(schemaChoice("fp8_config.fp8_format", QObject::tr("FP8 format (TE)")), &ClusterConfig::fp8,
-                  &Fp8Config::fp8Format),
-             bind(schemaNumber("fp8_config.margin", QObject::tr("Scaling margin (TE)")), &ClusterConfig::fp8,
-                  &Fp8Config::margin),
-             bind(schemaNumber("fp8_config.interval", QObject::tr("Scaling interval (TE)")), &ClusterConfig::fp8,
-                  &Fp8Config::interval),
-             // The keys Accelerate's FP8 recipes read; a file's questionnaire spelling
-             // (amax_history_length, amax_compute_algorithm, optimization_level) shows in the
-             // same field and is replaced by the working one when the field is edited.
-             bindEitherSpelling(schemaNumber("fp8_config.amax_history_len", QObject::tr("Amax history length (TE)"),
-                                             QObject::tr("also shows amax_history_length, which has no effect")),
-                                &ClusterConfig::fp8, &Fp8Config::amaxHistoryLen, &Fp8Config::amaxHistoryLength),
-             bindEitherSpelling(schemaChoice("fp8_config.amax_compute_algo", QObject::tr("Amax algorithm (TE)"),
-                                             QObject::tr("also shows amax_compute_algorithm, which has no effect")),
-                                &ClusterConfig::fp8, &Fp8Config::amaxComputeAlgo, &Fp8Config::amaxComputeAlgorithm),
-             bind(flag("fp8_config.use_autocast_during_eval", QObject::tr("Autocast during eval (TE)")),
-                  &ClusterConfig::fp8, &Fp8Config::useAutocastDuringEval),
-             bindEitherSpelling(schemaChoice("fp8_config.opt_level", QObject::tr("Optimization level (MS-AMP)"),
-                                             QObject::tr("also shows optimization_level, which has no effect")),
-                                &ClusterConfig::fp8, &Fp8Config::optLevel, &Fp8Config::optimizationLevel),
-             bind(flag("fp8_config.enable_fsdp_float8_all_gather", QObject::tr("FSDP float8 all-gather (AO)")),
-                  &ClusterConfig::fp8, &Fp8Config::enableFsdpFloat8AllGather),
-             bind(flag("fp8_config.pad_inner_dim", QObject::tr("Pad inner dimension (AO)")), &ClusterConfig::fp8,
-                  &Fp8Config::padInnerDim),
-         }});
-
-    QStringList reshardChoices = {QStringLiteral("true"), QStringLiteral("false")};
-    reshardChoices += schemaChoices("fsdp_config.fsdp_reshard_after_forward");
-    groups.push_back(
-        {QObject::tr("FSDP"),
-         QStringLiteral("group:fsdp"),
-         0,
-         {
-             bind(schemaNumber("fsdp_config.fsdp_version", QObject::tr("Version")), &ClusterConfig::fsdp,
-                  &FsdpConfig::version),
-             bind(choice("fsdp_config.fsdp_reshard_after_forward", QObject::tr("Reshard after forward"), reshardChoices,
-                         QObject::tr("FSDP2: true or false; FSDP1: a sharding strategy")),
-                  &ClusterConfig::fsdp, &FsdpConfig::reshardAfterForward),
-             bind(schemaChoice("fsdp_config.fsdp_sharding_strategy", QObject::tr("Sharding strategy (FSDP1)")),
-                  &ClusterConfig::fsdp, &FsdpConfig::shardingStrategy),
-             bind(flag("fsdp_config.fsdp_offload_params", QObject::tr("Offload parameters to CPU")),
-                  &ClusterConfig::fsdp, &FsdpConfig::offloadParams),
-             bind(schemaChoice("fsdp_config.fsdp_auto_wrap_policy", QObject::tr("Auto wrap policy")),
-                  &ClusterConfig::fsdp, &FsdpConfig::autoWrapPolicy),
-             bind(text("fsdp_config.fsdp_transformer_layer_cls_to_wrap", QObject::tr("Layer classes to wrap"),
-                       QObject::tr("comma-separated class names")),
-                  &ClusterConfig::fsdp, &FsdpConfig::transformerLayerClsToWrap),
-             bind(schemaNumber("fsdp_config.fsdp_min_num_params", QObject::tr("Min parameters per wrap")),
-                  &ClusterConfig::fsdp, &FsdpConfig::minNumParams),
-             bind(schemaChoice("fsdp_config.fsdp_backward_prefetch", QObject::tr("Backward prefetch (FSDP1)")),
-                  &ClusterConfig::fsdp, &FsdpConfig::backwardPrefetch),
-             bind(schemaChoice("fsdp_config.fsdp_state_dict_type", QObject::tr("State dict type"),
-                               QObject::tr("SHARDED_STATE_DICT saves pytorch_model_fsdp_0/ in pieces. A Python "
-                                           "script writes torch.distributed.checkpoint files, which `accel "
-                                           "merge-weights` and `accelerate merge-weights` both join. A native job "
-                                           "(accel-worker) writes accel's own folder (index.json and "
-                                           "rank<r>.safetensors: C++ cannot write the pickled .metadata), which "
-                                           "Accelerate's tool refuses (\"metadata is None\"): join it with `accel "
-                                           "merge-weights CHECKPOINT OUTPUT_DIR`.")),
-                  &ClusterConfig::fsdp, &FsdpConfig::stateDictType),
-             bind(flag("fsdp_config.fsdp_forward_prefetch", QObject::tr("Forward prefetch (FSDP1)")),
-                  &ClusterConfig::fsdp, &FsdpConfig::forwardPrefetch),
-             bind(flag("fsdp_config.fsdp_use_orig_params", QObject::tr("Use original parameters (FSDP1)")),
-                  &ClusterConfig::fsdp, &FsdpConfig::useOrigParams),
-             bind(flag("fsdp_config.fsdp_cpu_ram_efficient_loading", QObject::tr("CPU-RAM-efficient loading")),
-                  &ClusterConfig::fsdp, &FsdpConfig::cpuRamEfficientLoading),
-             bind(flag("fsdp_config.fsdp_sync_module_states", QObject::tr("Sync module states (FSDP1)")),
-                  &ClusterConfig::fsdp, &FsdpConfig::syncModuleStates),
-             bind(flag("fsdp_config.fsdp_activation_checkpointing", QObject::tr("Activation checkpointing")),
-                  &ClusterConfig::fsdp, &FsdpConfig::activationCheckpointing),
-             bind(text("fsdp_config.fsdp_ignored_modules", QObject::tr("Ignored modules (regex)")),
-                  &ClusterConfig::fsdp, &FsdpConfig::ignoredModules),
-         }});
+        schemaGroup(QT_TR_NOOP("Dynamo (torch.compile)"), "group:dynamo", 1, {},
+                    {
+                        {"dynamo_config.dynamo_backend", QT_TR_NOOP("Backend")},
+                        {"dynamo_config.dynamo_mode", QT_TR_NOOP("Mode")},
+                        {"dynamo_config.dynamo_use_fullgraph", QT_TR_NOOP("Full graph")},
+                        {"dynamo_config.dynamo_use_dynamic", QT_TR_NOOP("Dynamic shapes")},
+                        {"dynamo_config.dynamo_use_regional_compilation", QT_TR_NOOP("Regional compilation")},
+                    }));
 
     groups.push_back(
-        {QObject::tr("DeepSpeed"),
-         QStringLiteral("group:deepspeed"),
-         1,
-         {
-             bind(text("deepspeed_config.deepspeed_config_file", QObject::tr("DeepSpeed JSON file")),
-                  &ClusterConfig::deepspeed, &DeepSpeedConfig::deepspeedConfigFile),
-             bind(schemaNumber("deepspeed_config.zero_stage", QObject::tr("ZeRO stage")), &ClusterConfig::deepspeed,
-                  &DeepSpeedConfig::zeroStage),
-             bind(schemaChoice("deepspeed_config.offload_optimizer_device", QObject::tr("Offload optimizer to")),
-                  &ClusterConfig::deepspeed, &DeepSpeedConfig::offloadOptimizerDevice),
-             bind(schemaChoice("deepspeed_config.offload_param_device", QObject::tr("Offload parameters to")),
-                  &ClusterConfig::deepspeed, &DeepSpeedConfig::offloadParamDevice),
-             bind(text("deepspeed_config.offload_optimizer_nvme_path", QObject::tr("Optimizer NVMe path")),
-                  &ClusterConfig::deepspeed, &DeepSpeedConfig::offloadOptimizerNvmePath),
-             bind(text("deepspeed_config.offload_param_nvme_path", QObject::tr("Parameter NVMe path")),
-                  &ClusterConfig::deepspeed, &DeepSpeedConfig::offloadParamNvmePath),
-             bind(schemaNumber("deepspeed_config.gradient_accumulation_steps", QObject::tr("Gradient accumulation")),
-                  &ClusterConfig::deepspeed, &DeepSpeedConfig::gradientAccumulationSteps),
-             bind(text("deepspeed_config.gradient_clipping", QObject::tr("Gradient clipping"),
-                       QObject::tr("a number such as 1.0")),
-                  &ClusterConfig::deepspeed, &DeepSpeedConfig::gradientClipping),
-             bind(flag("deepspeed_config.zero3_save_16bit_model", QObject::tr("16-bit save (ZeRO-3)")),
-                  &ClusterConfig::deepspeed, &DeepSpeedConfig::zero3Save16bitModel),
-             bind(flag("deepspeed_config.zero3_init_flag", QObject::tr("zero.Init (ZeRO-3)")),
-                  &ClusterConfig::deepspeed, &DeepSpeedConfig::zero3InitFlag),
-             bind(text("deepspeed_config.deepspeed_moe_layer_cls_names", QObject::tr("MoE layer classes")),
-                  &ClusterConfig::deepspeed, &DeepSpeedConfig::moeLayerClsNames),
-             bind(schemaChoice("deepspeed_config.deepspeed_multinode_launcher", QObject::tr("Multi-node launcher")),
-                  &ClusterConfig::deepspeed, &DeepSpeedConfig::multinodeLauncher),
-             bind(text("deepspeed_config.deepspeed_hostfile", QObject::tr("Hostfile")), &ClusterConfig::deepspeed,
-                  &DeepSpeedConfig::hostfile),
-             bind(text("deepspeed_config.deepspeed_exclusion_filter", QObject::tr("Exclusion filter")),
-                  &ClusterConfig::deepspeed, &DeepSpeedConfig::exclusionFilter),
-             bind(text("deepspeed_config.deepspeed_inclusion_filter", QObject::tr("Inclusion filter")),
-                  &ClusterConfig::deepspeed, &DeepSpeedConfig::inclusionFilter),
-         }});
-
-    groups.push_back(
-        {QObject::tr("Dynamo (torch.compile)"),
-         QStringLiteral("group:dynamo"),
-         1,
-         {
-             bind(schemaChoice("dynamo_config.dynamo_backend", QObject::tr("Backend")), &ClusterConfig::dynamo,
-                  &DynamoConfig::backend),
-             bind(schemaChoice("dynamo_config.dynamo_mode", QObject::tr("Mode")), &ClusterConfig::dynamo,
-                  &DynamoConfig::mode),
-             bind(flag("dynamo_config.dynamo_use_fullgraph", QObject::tr("Full graph")), &ClusterConfig::dynamo,
-                  &DynamoConfig::useFullgraph),
-             bind(flag("dynamo_config.dynamo_use_dynamic", QObject::tr("Dynamic shapes")), &ClusterConfig::dynamo,
-                  &DynamoConfig::useDynamic),
-             bind(flag("dynamo_config.dynamo_use_regional_compilation", QObject::tr("Regional compilation")),
-                  &ClusterConfig::dynamo, &DynamoConfig::useRegionalCompilation),
-         }});
-
-    groups.push_back(
-        {QObject::tr("Multi-node"),
-         QStringLiteral("group:multinode"),
-         0,
-         {
-             bind(text("main_process_ip", QObject::tr("Main process IP")), &ClusterConfig::mainProcessIp),
-             bind(schemaNumber("main_process_port", QObject::tr("Main process port"),
-                               QObject::tr("0: pick a free port")),
-                  &ClusterConfig::mainProcessPort),
-             bind(schemaChoice("rdzv_backend", QObject::tr("Rendezvous backend")), &ClusterConfig::rdzvBackend),
-             bind(flag("same_network", QObject::tr("Machines on the same network")), &ClusterConfig::sameNetwork),
-             bind(text("mpirun_config.mpirun_hostfile", QObject::tr("mpirun hostfile")), &ClusterConfig::mpirun,
-                  &MpirunConfig::mpirunHostfile),
-         }});
+        schemaGroup(QT_TR_NOOP("Multi-node"), "group:multinode", 0, {},
+                    {
+                        {"main_process_ip", QT_TR_NOOP("Main process IP")},
+                        {"main_process_port", QT_TR_NOOP("Main process port"), QT_TR_NOOP("0: pick a free port")},
+                        {"rdzv_backend", QT_TR_NOOP("Rendezvous backend")},
+                        {"same_network", QT_TR_NOOP("Machines on the same network")},
+                        {"mpirun_config.mpirun_hostfile", QT_TR_NOOP("mpirun hostfile")},
+                    }));
     return groups;
 }
 } // namespace

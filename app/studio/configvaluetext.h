@@ -1,6 +1,6 @@
 // How a config value reads as form text and back, for the Configure form's bindings: one
 // toText/fromText pair per value type (fromText says why text does not fit: "expected a whole
-// number; got 'x'"), and bind(), which makes a FieldBinding for a key of the typed config.
+// number; got 'x'"), and bind(), which makes a FieldBinding for a key of the typed config by name.
 #pragma once
 
 #include "app/studio/configbinding.h"
@@ -40,46 +40,20 @@ QString writeOptional(std::optional<T> &target, const std::optional<QString> &te
     return error;
 }
 
-// A top-level key: `std::optional<T> config::ClusterConfig::*`.
-template <typename T>
-FieldBinding bind(FieldSpec spec, std::optional<T> config::ClusterConfig::*member)
-{
-    return {std::move(spec), [member](const config::ClusterConfig &c) { return readOptional(c.*member); },
-            [member](config::ClusterConfig &c, const std::optional<QString> &text) {
-                return writeOptional(c.*member, text);
-            }};
-}
+// The value of a key the config schema declares, by its dotted name (core/config/schemakey.h):
+// readKey gives its text (nullopt: not set), writeKey sets it from text ("" on success, else why
+// the text does not fit; nullopt text removes the key).
+std::optional<QString> readKey(const config::ClusterConfig &config, const std::string &dottedKey);
+QString writeKey(config::ClusterConfig &config, const std::string &dottedKey, const std::optional<QString> &text);
 
-// A key of a nested block: `block.member`.
-template <typename Block, typename T>
-FieldBinding bind(FieldSpec spec, Block config::ClusterConfig::*block, std::optional<T> Block::*member)
-{
-    return {std::move(spec), [block, member](const config::ClusterConfig &c) { return readOptional(c.*block.*member); },
-            [block, member](config::ClusterConfig &c, const std::optional<QString> &text) {
-                return writeOptional(c.*block.*member, text);
-            }};
-}
+// A field for the schema's key spec.key.
+FieldBinding bind(FieldSpec spec);
 
-// A key of a nested block that Accelerate's readers know by one spelling (`working`) while other
-// writers use another that has no effect (`other`; fp8_config's amax_history_length, which the
+// A key of a nested block that Accelerate's readers know by one spelling (spec.key) while other
+// writers use another that has no effect (`otherKey`; fp8_config.amax_history_length, which the
 // questionnaire writes, for amax_history_len, which the recipe reads): shows the value of either
 // spelling (the working one when both are set), writes the working one and drops the other, so
 // that an edited file holds the one spelling that works.
-template <typename Block, typename T>
-FieldBinding bindEitherSpelling(FieldSpec spec, Block config::ClusterConfig::*block, std::optional<T> Block::*working,
-                                std::optional<T> Block::*other)
-{
-    return {std::move(spec),
-            [block, working, other](const config::ClusterConfig &c) {
-                const Block &values = c.*block;
-                return readOptional(values.*working ? values.*working : values.*other);
-            },
-            [block, working, other](config::ClusterConfig &c, const std::optional<QString> &text) {
-                const QString error = writeOptional(c.*block.*working, text);
-                if (error.isEmpty())
-                    (c.*block.*other).reset();
-                return error;
-            }};
-}
+FieldBinding bindEitherSpelling(FieldSpec spec, const std::string &otherKey);
 
 } // namespace accel::app::configtext

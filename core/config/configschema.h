@@ -234,14 +234,10 @@ void visitSageMakerScalars(ClusterConfig &c, V &v)
     v.flag("use_cpu", c.useCpu);
 }
 
-// Calls block(key, prefix, visitFunction) for each nested block of the config's environment.
+// Calls block(key, visitFunction) for each nested block a LOCAL_MACHINE config may have.
 template <typename F>
-void forEachBlock(ClusterConfig &c, F &&block)
+void forEachLocalBlock(ClusterConfig &c, F &&block)
 {
-    if (c.isSageMaker()) {
-        block("dynamo_config", [&](auto &v) { visitDynamo(c.dynamo, v); });
-        return;
-    }
     block("deepspeed_config", [&](auto &v) { visitDeepSpeed(c.deepspeed, v); });
     block("dynamo_config", [&](auto &v) { visitDynamo(c.dynamo, v); });
     block("fp8_config", [&](auto &v) { visitFp8(c.fp8, v); });
@@ -250,6 +246,17 @@ void forEachBlock(ClusterConfig &c, F &&block)
     block("megatron_lm_config", [&](auto &v) { visitMegatronLm(c.megatronLm, v); });
     block("mpirun_config", [&](auto &v) { visitMpirun(c.mpirun, v); });
     block("parallelism_config", [&](auto &v) { visitParallelism(c.parallelism, v); });
+}
+
+// Calls block(key, visitFunction) for each nested block of the config's environment.
+template <typename F>
+void forEachBlock(ClusterConfig &c, F &&block)
+{
+    if (c.isSageMaker()) {
+        block("dynamo_config", [&](auto &v) { visitDynamo(c.dynamo, v); });
+        return;
+    }
+    forEachLocalBlock(c, block);
 }
 
 // What the schema declares of one key of a LOCAL_MACHINE config, by its dotted name

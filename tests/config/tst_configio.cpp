@@ -4,6 +4,7 @@
 #include "core/common/fileutil.h"
 #include "core/config/configio.h"
 #include "core/config/configvalue.h"
+#include "core/config/schemakey.h"
 #include "tests/helpers/testsupport.h"
 
 #include <QDir>
@@ -496,6 +497,55 @@ private Q_SLOTS:
         QVERIFY(!nan.has_value());
         QCOMPARE(QString::fromStdString(nan.error().toString()),
                  QStringLiteral("d.yaml: line 4: gradient_clipping: expected a finite number; got .nan"));
+    }
+
+    // schema::visitKey reaches each key the schema declares by its dotted name, once, on the
+    // member the reader fills (whatever the compute environment), and no other name.
+    void everySchemaKeyIsReachedByName()
+    {
+        struct Count {
+            int calls = 0;
+            std::optional<std::int64_t> *lastInteger = nullptr;
+            void flag(const char *, std::optional<bool> &) { ++calls; }
+            void integer(const char *, std::optional<std::int64_t> &v, schema::Range) { ++calls, lastInteger = &v; }
+            void number(const char *, std::optional<double> &) { ++calls; }
+            void text(const char *, std::optional<std::string> &, const schema::Choices &) { ++calls; }
+            void boolOrText(const char *, std::optional<BoolOrString> &, const schema::Choices &) { ++calls; }
+            void textList(const char *, std::optional<std::vector<std::string>> &) { ++calls; }
+            void flagList(const char *, std::optional<std::vector<bool>> &, size_t, std::optional<BoolOrString> &)
+            {
+                ++calls;
+            }
+        };
+        std::vector<std::string> keys;
+        for (const std::string &key : schema::topLevelKeys(false)) {
+            keys.push_back(key);
+            for (const std::string &nested : schema::blockKeys(key))
+                keys.push_back(key + "." + nested);
+        }
+        int declared = 0;
+        for (const std::string &key : keys) {
+            ClusterConfig config;
+            Count count;
+            const bool found = schema::visitKey(config, key, count);
+            QCOMPARE(found, schema::keyRule(key) != nullptr);
+            QCOMPARE(count.calls, found ? 1 : 0);
+            declared += found;
+        }
+        QVERIFY2(declared > 80, std::to_string(declared).c_str());
+
+        ClusterConfig sageMaker;
+        sageMaker.computeEnvironment = ComputeEnvironment::AmazonSageMaker;
+        Count count;
+        QVERIFY(schema::visitKey(sageMaker, "fsdp_config.fsdp_version", count));
+        QCOMPARE(count.lastInteger, &sageMaker.fsdp.version);
+        QVERIFY(schema::visitKey(sageMaker, "main_process_port", count));
+        QCOMPARE(count.lastInteger, &sageMaker.mainProcessPort);
+        for (const char *unknown : {"fsdp_version", "fsdp_config.", "fsdp_config.fsdp_versions", "num_processe"}) {
+            Count none;
+            QVERIFY2(!schema::visitKey(sageMaker, unknown, none), unknown);
+            QCOMPARE(none.calls, 0);
+        }
     }
 
     void missingFileIsNotFound()
