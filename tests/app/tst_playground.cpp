@@ -443,7 +443,13 @@ void tst_Playground::quantizationChoiceShowsBytesPerTokenAndTheBound()
                  status.contains(QStringLiteral("bounds it at")),
              qPrintable(status));
 
+    // The lanes are planned again at the bytes the chosen quantization holds.
+    const qint64 plannedAsStored = qint64(page.plan().totalBytes());
+    QVERIFY(plannedAsStored > 65536 * 32 * 4); // wpe whole, float32
+    QSignalSpy replanned(&page, &PlaygroundPage::planned);
     QVERIFY(page.setQuantization(QStringLiteral("int8")));
+    QVERIFY(replanned.wait(30000));
+    QCOMPARE(page.plan().quantization, QStringLiteral("int8"));
     QSignalSpy loaded(&page, &PlaygroundPage::modelLoaded);
     QTest::mouseClick(page.findChild<QPushButton *>(QStringLiteral("loadButton")), Qt::LeftButton);
     QVERIFY2(QTest::qWaitFor([&] { return !loaded.isEmpty() || !page.errorText().isEmpty(); }, 60000),
@@ -458,6 +464,9 @@ void tst_Playground::quantizationChoiceShowsBytesPerTokenAndTheBound()
         asStored - 2 * 12288 * 4 + quantization.value(QStringLiteral("quantized_bytes")).toInteger();
     QVERIFY(quantized < asStored);
     QCOMPARE(bound.value(QStringLiteral("weight_bytes_per_token")).toInteger(), quantized);
+    // What the plan counted for the quantized layers is what the worker holds for them.
+    QCOMPARE(qint64(page.plan().totalBytes()),
+             plannedAsStored - 2 * 12288 * 4 + quantization.value(QStringLiteral("quantized_bytes")).toInteger());
     QVERIFY2(page.findChild<QLabel *>(QStringLiteral("modelStatus"))->text().contains(QStringLiteral("int8: 8 Linear")),
              qPrintable(page.findChild<QLabel *>(QStringLiteral("modelStatus"))->text()));
 
