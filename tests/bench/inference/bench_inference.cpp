@@ -10,6 +10,7 @@
 // against each one's bandwidth bound (copy bandwidth / the bytes its weights hold).
 #include "core/bigmodel/safetensorswriter.h"
 #include "core/common/fileutil.h"
+#include "core/hardware/procparsers.h"
 #include "core/inference/causallm.h"
 #include "core/inference/decodebound.h"
 #include "core/inference/generator.h"
@@ -39,6 +40,8 @@ class tst_BenchInference : public QObject {
 private Q_SLOTS:
     void gpt2Small();
     void gpt2SmallQuantized();
+    void peers_data();
+    void peers();
 };
 
 static constexpr int kThreads = 2;
@@ -251,6 +254,164 @@ void tst_BenchInference::gpt2SmallQuantized()
         bench((QByteArray("inference_time_to_first_token_16_") + method).constData(),
               generated->stats.timeToFirstTokenMs, "ms", QString("peer=%1").arg(peerFirst, 0, 'f', 1));
     }
+}
+
+// A Llama-shaped random checkpoint (float32) of about 1.1 billion parameters in `folder`: TinyLlama's
+// shape (hidden 2048, 22 layers, intermediate 5632, 32 heads, 4 key-value heads, vocab 32000), the
+// output head untied.
+static void writeLlama1B(const std::string &folder)
+{
+    at::manual_seed(0);
+    const int64_t hidden = 2048, layers = 22, inter = 5632, vocab = 32000, kv = 256;
+    std::vector<std::pair<std::string, at::Tensor>> weights;
+    auto add = [&](const std::string &n, std::vector<int64_t> shape) {
+        weights.emplace_back(n, at::randn(shape) * 0.02);
+    };
+    add("model.embed_tokens.weight", {vocab, hidden});
+    for (int i = 0; i < layers; ++i) {
+        const std::string p = "model.layers." + std::to_string(i) + ".";
+        weights.emplace_back(p + "input_layernorm.weight", at::ones({hidden}));
+        weights.emplace_back(p + "post_attention_layernorm.weight", at::ones({hidden}));
+        add(p + "self_attn.q_proj.weight", {hidden, hidden});
+        add(p + "self_attn.k_proj.weight", {kv, hidden});
+        add(p + "self_attn.v_proj.weight", {kv, hidden});
+        add(p + "self_attn.o_proj.weight", {hidden, hidden});
+        add(p + "mlp.gate_proj.weight", {inter, hidden});
+        add(p + "mlp.up_proj.weight", {inter, hidden});
+        add(p + "mlp.down_proj.weight", {hidden, inter});
+    }
+    weights.emplace_back("model.norm.weight", at::ones({hidden}));
+    add("lm_head.weight", {vocab, hidden});
+    std::vector<bigmodel::TensorToWrite> out;
+    for (auto &[n, t] : weights)
+        out.push_back({n, bigmodel::DType::F32, t.sizes().vec(), t.data_ptr(), static_cast<uint64_t>(t.nbytes())});
+    QVERIFY(bigmodel::writeSafetensors(folder + "/model.safetensors", out));
+    QVERIFY(fileutil::writeFileAtomic(
+        folder + "/config.json",
+        R"({"model_type": "llama", "architectures": ["LlamaForCausalLM"], "vocab_size": 32000, "hidden_size": 2048,
+            "intermediate_size": 5632, "num_hidden_layers": 22, "num_attention_heads": 32, "num_key_value_heads": 4,
+            "max_position_embeddings": 2048, "rms_norm_eps": 1e-05, "rope_theta": 10000.0,
+            "tie_word_embeddings": false, "torch_dtype": "float32"})"));
+}
+
+void tst_BenchInference::peers_data()
+{
+    QTest::addColumn<QString>("shape");
+    QTest::addColumn<int>("decodeTokens");
+    QTest::newRow("gpt2-small") << QString("gpt2-small") << kDecode;
+    // ACCEL_BENCH_SKIP_1B=1 leaves out the 4.4 GB model (its checkpoint, three peers' copies).
+    if (qEnvironmentVariableIntValue("ACCEL_BENCH_SKIP_1B") == 0)
+        QTest::newRow("llama-1b") << QString("llama-1b") << 16;
+}
+
+// Every peer on the same float32 checkpoint, 2 threads, greedy decode after a 16-token prompt, one
+// run each: ours at float32, bfloat16 and int8 (and float32 with the intra-op threads pinned),
+// transformers' generate at the same dtypes, llama.cpp at F32 and Q8_0 (bench_llamacpp.py, through
+// llama-cpp-python: ACCEL_BENCH_LLAMACPP_PYTHON names an interpreter that has it, else
+// ACCEL_PYTHON), and each of ours against its bandwidth bound. Also which dtype the capability-and-
+// measurement rule (decodebound.h) picks on this CPU.
+void tst_BenchInference::peers()
+{
+    QFETCH(QString, shape);
+    QFETCH(int, decodeTokens);
+    const QString interpreter = qEnvironmentVariable("ACCEL_PYTHON");
+    if (interpreter.isEmpty())
+        QSKIP("ACCEL_PYTHON is not set: run through ctest (the project's Python environment is the peer)");
+    QString llamaPython = qEnvironmentVariable("ACCEL_BENCH_LLAMACPP_PYTHON");
+    if (llamaPython.isEmpty())
+        llamaPython = interpreter;
+    QTemporaryDir dir;
+    const std::string folder = dir.path().toStdString();
+    if (shape == "gpt2-small")
+        writeGpt2Small(folder);
+    else
+        writeLlama1B(folder);
+    if (QTest::currentTestFailed())
+        return;
+    at::set_num_threads(kThreads);
+    const double bandwidth = inference::memoryBandwidth();
+    std::vector<int64_t> prompt(16);
+    for (int i = 0; i < 16; ++i)
+        prompt[i] = 100 + i;
+    inference::SamplingOptions sampling = greedyDecode();
+    sampling.maxNewTokens = decodeTokens + 1;
+    const QByteArray tag = shape.toLatin1().replace('-', '_');
+    auto peer = [&](const QString &python, const QString &script, const QString &kind) {
+        QProcess process;
+        process.start(python, {test::sourceDir() + "/tests/bench/inference/" + script, QString::fromStdString(folder),
+                               QString::number(kThreads), QString::number(decodeTokens), kind});
+        const bool finished = process.waitForFinished(1800000);
+        auto figures = readFigures(process);
+        if (!finished || process.exitCode() != 0)
+            std::printf("PEER %s %s failed (exit %d): %s\n", qPrintable(script), qPrintable(kind), process.exitCode(),
+                        process.readAllStandardError().right(600).constData());
+        return figures;
+    };
+    auto report = [&](const QByteArray &name, double decode, double firstMs, const QString &extra) {
+        bench(("peers_" + tag + "_decode_" + name).constData(), decode, "tokens/s", extra);
+        bench(("peers_" + tag + "_first_token_" + name).constData(), firstMs, "ms");
+    };
+
+    // Ours, then the two peers, dtype by dtype.
+    const std::vector<std::pair<const char *, const char *>> rows = {
+        {"float32", "f32"}, {"bfloat16", ""}, {"int8", "q8_0"}};
+    for (const auto &[dtype, ggml] : rows) {
+        inference::LoadOptions options;
+        options.threads = kThreads;
+        if (std::strcmp(dtype, "bfloat16") == 0)
+            options.dispatch.computeDType = "bfloat16";
+        if (std::strcmp(dtype, "int8") == 0)
+            options.quantization.method = "int8";
+        double decode = 0;
+        { // ours, released before the peers load their copies
+            auto model = inference::InferenceModel::load(folder, options);
+            QVERIFY2(model, model ? "" : model.error().toString().c_str());
+            const uint64_t weightBytes = inference::decodeBytes(**model).perToken;
+            auto generated = inference::generate(**model, {prompt}, sampling);
+            QVERIFY(generated);
+            decode = generated->stats.decodeTokensPerSecond;
+            const double bound = bandwidth / double(weightBytes);
+            report(QByteArray("ours_") + dtype, decode, generated->stats.timeToFirstTokenMs,
+                   QString("bound=%1 of_bound=%2 (%3_GB/s,%4_MB/token)")
+                       .arg(bound, 0, 'f', 2)
+                       .arg(decode / bound, 0, 'f', 2)
+                       .arg(bandwidth / 1e9, 0, 'f', 1)
+                       .arg(weightBytes / 1e6, 0, 'f', 0));
+        }
+        const auto hf = peer(interpreter, "bench_transformers.py", dtype);
+        if (hf.value("decode") > 0)
+            report(QByteArray("transformers_") + dtype, hf.value("decode"), hf.value("first_token_ms"),
+                   QString("ours/transformers=%1").arg(decode / hf.value("decode"), 0, 'f', 2));
+        if (*ggml) {
+            const auto cpp = peer(llamaPython, "bench_llamacpp.py", ggml);
+            if (cpp.value("decode") > 0)
+                report(QByteArray("llamacpp_") + ggml, cpp.value("decode"), cpp.value("first_token_ms"),
+                       QString("ours/llamacpp=%1 (%2_MB_of_tensors)")
+                           .arg(decode / cpp.value("decode"), 0, 'f', 2)
+                           .arg(cpp.value("weight_bytes") / 1e6, 0, 'f', 0));
+        }
+    }
+    // The dtype rule on this CPU, and float32 again with the intra-op threads pinned.
+    std::vector<std::string> flags;
+    if (auto cpuinfo = fileutil::readFile("/proc/cpuinfo"))
+        flags = hardware::parseCpuInfo(*cpuinfo).flags;
+    const auto choice =
+        inference::chooseDecodeDType(flags, "float32", [] { return inference::measureDecodeProducts(); });
+    std::printf("DTYPE %s chose %s: %s\n", tag.constData(), choice.dtype.c_str(), choice.reason.c_str());
+    auto pinned = inference::pinIntraOpThreads();
+    QVERIFY2(pinned, pinned ? "" : pinned.error().toString().c_str());
+    QString cpus;
+    for (int cpu : *pinned)
+        cpus += (cpus.isEmpty() ? "" : ",") + QString::number(cpu);
+    inference::LoadOptions options;
+    options.threads = kThreads;
+    auto model = inference::InferenceModel::load(folder, options);
+    QVERIFY2(model, model ? "" : model.error().toString().c_str());
+    auto generated = inference::generate(**model, {prompt}, sampling);
+    QVERIFY(generated);
+    report("ours_float32_pinned", generated->stats.decodeTokensPerSecond, generated->stats.timeToFirstTokenMs,
+           "cpus=" + cpus);
+    QVERIFY(inference::unpinIntraOpThreads());
 }
 
 // Both sides run the same libtorch: the project environment's PyTorch wheel (its own BLAS).

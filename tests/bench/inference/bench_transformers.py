@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """transformers peer for bench_inference's quantized rows: the same GPT-2 checkpoint loaded by
-transformers (float32, or quantized on load by bitsandbytes: int8, nf4 with compute dtype float32),
+transformers (float32, bfloat16, or quantized on load by bitsandbytes: int8, nf4 with compute dtype float32),
 greedy `generate` with its KV cache on the same torch, 2 threads.
 
-  bench_transformers.py FOLDER THREADS DECODE_TOKENS METHOD   (METHOD: float32, int8, nf4)
+  bench_transformers.py FOLDER THREADS DECODE_TOKENS METHOD   (METHOD: float32, bfloat16, int8, nf4)
 
 Prints `decode <tokens/s>` (tokens after the first, as (N - 1) / (time of N tokens - time of 1)) and
 `first_token_ms <ms>` for a 16-token prompt."""
@@ -25,7 +25,8 @@ def main():
     elif method == "nf4":
         quantization = transformers.BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
                                                        bnb_4bit_compute_dtype=torch.float32)
-    model = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, device_map="cpu",
+    dtype = torch.bfloat16 if method == "bfloat16" else torch.float32
+    model = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, device_map="cpu",
                                                               quantization_config=quantization).eval()
     prompt = torch.arange(100, 116).unsqueeze(0)
 
