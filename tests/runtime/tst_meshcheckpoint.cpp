@@ -6,6 +6,7 @@
 //   - saved on tp 2 (DDP) and resumed on tp 2 x dp_shard 2 and on dp_replicate 2 x tp 2: the same.
 // Every run keeps the global batch (4); the data position is the same sample; a global batch that
 // does not divide the samples done is refused by name.
+//   - parameter, gradient and optimizer bytes per rank with tp 2 at most 0.55x of tp 1;
 //   - training.grad_clip with tp 2 x dp_shard 2 under FSDP2: the norm over every shard and tp part
 //     equals one rank's, and so do the clipped steps (ZeRO with dp_shard is refused by the plan).
 #include "core/bigmodel/safetensors.h"
@@ -84,21 +85,24 @@ private:
 
     // A 6-step causal_lm job (global batch 4 over `dataParallel` replicas), a checkpoint every
     // `every` steps, resumed from `resume` ("" = none).
-    QString job(const QString &name, int dataParallel, int every, const QString &resume)
+    QString job(const QString &name, int dataParallel, int every, const QString &resume,
+                const QString &model = QStringLiteral("llama"), int steps = 6)
     {
         const QString file = path(name + ".yaml");
         QFile out(file);
         if (!out.open(QIODevice::WriteOnly))
             return {};
-        out.write(QStringLiteral("recipe: causal_lm\noutput_dir: %1\nmodel: {path: llama}\n"
+        out.write(QStringLiteral("recipe: causal_lm\noutput_dir: %1\nmodel: {path: %5}\n"
                                  "data: {train: train.txt, block_size: 16}\n"
-                                 "training: {max_steps: 6, batch_size: %2, learning_rate: 2.0e-3, warmup_steps: 2, "
+                                 "training: {max_steps: %6, batch_size: %2, learning_rate: 2.0e-3, warmup_steps: 2, "
                                  "min_lr_ratio: 0.1, grad_clip: 0, shuffle: true, log_every: 1, "
                                  "mixed_precision: \"no\", checkpoint_every: %3, resume: \"%4\"}\n")
                       .arg(name)
                       .arg(4 / dataParallel)
                       .arg(every)
                       .arg(resume.isEmpty() ? QStringLiteral("none") : resume)
+                      .arg(model)
+                      .arg(steps)
                       .toUtf8());
         return file;
     }
@@ -202,7 +206,19 @@ private Q_SLOTS:
                                "folder = os.path.join(root, 'llama')\n"
                                "o.make_model('llama', tok.get_vocab_size(), tok.token_to_id('<|endoftext|>'), folder)\n"
                                "for name in ('tokenizer.json', 'tokenizer_config.json'):\n"
-                               "    shutil.copy(os.path.join(root, name), folder)\n";
+                               "    shutil.copy(os.path.join(root, name), folder)\n"
+                               // A deeper, wider Llama whose split layers outweigh the embeddings and head.
+                               "from transformers import LlamaConfig, LlamaForCausalLM\n"
+                               "torch.manual_seed(3)\n"
+                               "eos = tok.token_to_id('<|endoftext|>')\n"
+                               "config = LlamaConfig(vocab_size=tok.get_vocab_size(), hidden_size=64,\n"
+                               "    intermediate_size=256, num_hidden_layers=8, num_attention_heads=4,\n"
+                               "    num_key_value_heads=2, max_position_embeddings=64, bos_token_id=eos,\n"
+                               "    eos_token_id=eos, tie_word_embeddings=False)\n"
+                               "deep = os.path.join(root, 'llama-deep')\n"
+                               "LlamaForCausalLM(config).save_pretrained(deep)\n"
+                               "for name in ('tokenizer.json', 'tokenizer_config.json'):\n"
+                               "    shutil.copy(os.path.join(root, name), deep)\n";
         const ProcessResult prepared =
             runProgram(python, {"-c", script, QDir(sourceDir()).filePath("tests/runtime"), m_dir.path()}, 240000);
         QVERIFY2(prepared.exitCode == 0, qPrintable(prepared.err.right(3000)));
@@ -308,6 +324,29 @@ private Q_SLOTS:
         QVERIFY2(worst <= kLossTolerance, qPrintable(QString::number(worst)));
         const QString mismatch = compare(name, "clip-one", 0, true);
         QVERIFY2(mismatch.isEmpty(), qPrintable(mismatch));
+    }
+
+    // Parameter, gradient and optimizer bytes per rank with tp 2 against tp 1 (mem_*_bytes after the
+    // first step) on a Llama of 8 layers, hidden 64, feed-forward 256, vocabulary 300: each at most
+    // 0.55x (the embeddings and head stay whole on every rank).
+    void memoryPerRankWithTensorParallel()
+    {
+        const auto whole = run(job("memory-tp1", 1, 0, {}, "llama-deep", 2), 1, {});
+        QVERIFY2(failures(whole).isEmpty(), qPrintable(failures(whole)));
+        const auto split = run(job("memory-tp2", 1, 0, {}, "llama-deep", 2), 2, kTp);
+        QVERIFY2(failures(split).isEmpty(), qPrintable(failures(split)));
+        for (const char *key : {"mem_params_bytes", "mem_grads_bytes", "mem_optim_bytes"}) {
+            const QList<double> one = metricValues(path("memory-tp1/metrics/rank0.jsonl"), key);
+            QVERIFY2(!one.isEmpty() && one.last() > 0, key);
+            for (int rank = 0; rank < 2; ++rank) {
+                const QList<double> part =
+                    metricValues(path(QStringLiteral("memory-tp2/metrics/rank%1.jsonl").arg(rank)), key);
+                QVERIFY2(!part.isEmpty(), key);
+                const double ratio = part.last() / one.last();
+                qInfo("%s on rank %d: %.0f of %.0f (%.3fx)", key, rank, part.last(), one.last(), ratio);
+                QVERIFY2(ratio <= 0.55, qPrintable(QStringLiteral("%1: %2x").arg(key).arg(ratio)));
+            }
+        }
     }
 };
 
