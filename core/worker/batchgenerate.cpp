@@ -175,6 +175,9 @@ int batchGenerateMain(const inference::WorkerRequest &r)
     if (!accelerator)
         return fail(accelerator.error());
     auto &acc = **accelerator;
+    // The Accelerator sets the launch's threads per rank: --threads, applied by the load, stays.
+    if (r.load.threads > 0)
+        at::set_num_threads(r.load.threads);
     const size_t processes = static_cast<size_t>(acc.numProcesses());
     const size_t index = static_cast<size_t>(acc.processIndex());
     const Share share = shareOf(prompts->size(), processes, index);
@@ -218,7 +221,8 @@ int batchGenerateMain(const inference::WorkerRequest &r)
                                       {"output", r.outputFile},
                                       {"prompts", written},
                                       {"failed", failed},
-                                      {"processes", processes}};
+                                      {"processes", processes},
+                                      {"threads", at::get_num_threads()}};
     if (r.json)
         std::cout << summary.dump(2) << "\n";
     else

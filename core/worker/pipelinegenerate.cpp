@@ -285,6 +285,7 @@ int runLastStage(const inference::WorkerRequest &r, bool infer, const std::vecto
                                             {"prompts", prompts.size()},
                                             {"failed", failed},
                                             {"processes", pipeline["processes"]},
+                                            {"threads", at::get_num_threads()},
                                             {"pipeline", pipeline}}
                          .dump(2)
                   << "\n";

@@ -296,7 +296,9 @@ void tst_InferenceWorker::promptsFileSplitBetweenThreeProcesses()
     const QString single = m_dir.filePath("single.jsonl"), split = m_dir.filePath("split.jsonl");
     auto one = test::runProgram(accel, generate + QStringList{"--output", single, "--json"});
     QVERIFY2(one.exitCode == 0, qPrintable(one.err));
-    QCOMPARE(QJsonDocument::fromJson(one.out.toUtf8()).object()["prompts"].toInt(), 7);
+    const QJsonObject oneSummary = QJsonDocument::fromJson(one.out.toUtf8()).object();
+    QCOMPARE(oneSummary["prompts"].toInt(), 7);
+    QCOMPARE(oneSummary["threads"].toInt(), 1); // --threads, not the Accelerator's threads per rank
     auto three = test::runProgram(accel,
                                   QStringList{"launch", "--cpu", "--num_processes", "3", "--no_python", accel} +
                                       generate + QStringList{"--output", split},
