@@ -403,10 +403,12 @@ Result<void> runCausalLmRecipe(runtime::Accelerator &accelerator, const JobSpec 
         (data.format == LmDataFormat::Text ? "documents, " : "examples, ") + count(data.tokens) + " tokens in " +
         std::to_string(data.seconds) + " s, " + what + "; " + count(accelerator.numProcesses()) + " process(es), " +
         accelerator.strategyName() +
-        (*tensorParallel
-             ? ", mesh " + accelerator.mesh().describe() + " (tp collectives: " + (*tensorParallel)->transport() + ")"
-         : *contextParallel ? ", mesh " + accelerator.mesh().describe() + " (" + (*contextParallel)->describe() + ")"
-                            : std::string()));
+        (*tensorParallel || *contextParallel
+             ? ", mesh " + accelerator.mesh().describe() + " (" +
+                   (*tensorParallel ? "tp collectives: " + (*tensorParallel)->transport() : std::string()) +
+                   (*tensorParallel && *contextParallel ? "; " : "") +
+                   (*contextParallel ? (*contextParallel)->describe() : std::string()) + ")"
+             : std::string()));
     if (data.cutExamples > 0 || data.droppedExamples > 0)
         accelerator.print("note: data.train: " + count(data.cutExamples) + " example(s) longer than data.block_size " +
                           count(data.blockSize) + " were cut to it; " + count(data.droppedExamples) +

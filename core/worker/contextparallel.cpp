@@ -28,10 +28,6 @@ Result<std::unique_ptr<CausalLmContextParallel>> CausalLmContextParallel::create
         return tl::unexpected(plan.error());
     const std::string cp = "parallelism_config_cp_size " + std::to_string(size);
     std::vector<std::string> refused;
-    if (mesh.size(MeshDim::Tp) > 1)
-        refused.push_back("parallelism_config_tp_size " + std::to_string(mesh.size(MeshDim::Tp)) +
-                          " (tensor and context parallelism together are not implemented; set tp_size: 1 or "
-                          "cp_size: 1)");
     if (setup.lora)
         refused.push_back("lora.r " + std::to_string(setup.lora->rank) +
                           " (LoRA with context parallelism is not implemented; train the whole model or set "

@@ -151,6 +151,14 @@ private Q_SLOTS:
         QTest::newRow("cp 2 alltoall instructions")
             << 2 << cp + QStringList{"PARALLELISM_CONFIG_CP_COMM_STRATEGY=alltoall"} << 4 << "instruct.jsonl" << 20
             << "mesh cp 2 (cp 2, alltoall exchange";
+        QTest::newRow("dp_replicate 2 x cp 2")
+            << 4 << cp + QStringList{"PARALLELISM_CONFIG_DP_REPLICATE_SIZE=2"} << 8 << "train.txt" << 16
+            << "4 process(es), DDP, mesh dp_replicate 2 x cp 2 (cp 2, allgather";
+        // Each tp rank's heads over the cp ring; the tp group's ranks read the same samples too.
+        QTest::newRow("cp 2 x tp 2")
+            << 4 << cp + QStringList{"PARALLELISM_CONFIG_TP_SIZE=2", "PARALLELISM_CONFIG_CP_COMM_STRATEGY=alltoall"}
+            << 4 << "train.txt" << 16
+            << "4 process(es), DDP, mesh cp 2 x tp 2 (tp collectives: shared-memory; cp 2, alltoall";
         QTest::newRow("dp_shard 2 x cp 2 FSDP2")
             << 4
             << cp + QStringList{"PARALLELISM_CONFIG_DP_SHARD_SIZE=2",
@@ -179,7 +187,8 @@ private Q_SLOTS:
         const QString name = "run-" + QString(QTest::currentDataTag()).replace(' ', '-');
         QElapsedTimer timer;
         timer.start();
-        const auto outcome = runWorker(job(name, globalBatch / (ranks / 2), data, block), ranks, env);
+        const int replicas = env.join(' ').contains("TP_SIZE=2") ? ranks / 4 : ranks / 2;
+        const auto outcome = runWorker(job(name, globalBatch / replicas, data, block), ranks, env);
         QVERIFY2(failures(outcome).isEmpty(), qPrintable(failures(outcome)));
         qInfo("%d ranks: %.1f s", ranks, timer.elapsed() / 1000.0);
         QVERIFY2(outcome[0].out.contains(mesh), qPrintable(outcome[0].out));
@@ -204,11 +213,6 @@ private Q_SLOTS:
             << 2 << cp + QStringList{"PARALLELISM_CONFIG_CP_COMM_STRATEGY=ring"} << "llama"
             << ""
             << "PARALLELISM_CONFIG_CP_COMM_STRATEGY=ring: expected allgather or alltoall" << 2;
-        QTest::newRow("with tp") << 4 << cp + QStringList{"PARALLELISM_CONFIG_TP_SIZE=2"} << "llama"
-                                 << ""
-                                 << "parallelism_config_cp_size 2 with parallelism_config_tp_size 2 (tensor and "
-                                    "context parallelism together are not implemented"
-                                 << 2;
         QTest::newRow("gpt2") << 2 << cp << "gpt2"
                               << ""
                               << "parallelism_config_cp_size 2: model_type 'gpt2' has no context-parallel attention"
