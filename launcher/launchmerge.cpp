@@ -1,6 +1,7 @@
 #include "launcher/launchmerge.h"
 #include "core/common/cputopology.h"
 #include "core/common/text.h"
+#include "core/config/validation.h"
 #include "launcher/rendezvousconf.h"
 
 #include "launcher/envbuilder.h"
@@ -428,15 +429,18 @@ void Merger::decideThreads()
 Result<void> Merger::validate()
 {
     LaunchSettings &s = m_settings;
-    if (s.numProcesses % s.numMachines != 0)
-        return makeError(ErrorCode::InvalidInput, "num_processes " + std::to_string(s.numProcesses) +
-                                                      " is not a multiple of num_machines " +
-                                                      std::to_string(s.numMachines));
-    if (s.machineRank >= s.numMachines)
-        return makeError(ErrorCode::InvalidInput, "machine_rank " + std::to_string(s.machineRank) +
-                                                      " must be below num_machines " + std::to_string(s.numMachines));
-    if (s.numMachines > 1 && s.mainProcessIp.empty() && !s.machineRankAtRendezvous())
-        return makeError(ErrorCode::InvalidInput, "main_process_ip is required when num_machines > 1");
+    // The rules a config file shares with the merged flags are config::validate's (core/config/validation.h).
+    const auto refuse = [](const char *key, const std::string &problem) {
+        return makeError(ErrorCode::InvalidInput, std::string(key) + ": " + problem);
+    };
+    if (auto problem = config::rules::numProcesses(s.numProcesses, s.numMachines))
+        return refuse("num_processes", *problem);
+    if (auto problem = config::rules::machineRank(s.machineRank, s.numMachines))
+        return refuse("machine_rank", *problem);
+    // With c10d rendezvous the machines meet at --rdzv_endpoint instead.
+    if (auto problem =
+            config::rules::mainProcessIp(!s.mainProcessIp.empty() || s.machineRankAtRendezvous(), s.numMachines))
+        return refuse("main_process_ip", *problem);
     if (s.numMachines > 1 && s.mainProcessPortExplicit && s.mainProcessPort == 0)
         return makeError(ErrorCode::InvalidInput, "main_process_port 0 (a free port) works on one machine only; "
                                                   "give every machine the same main_process_port");
@@ -453,8 +457,9 @@ Result<void> Merger::validate()
             return makeError(ErrorCode::InvalidInput,
                              "fsdp_cpu_ram_efficient_loading true needs fsdp_sync_module_states true");
     }
-    if (s.useParallelismConfig && !(s.useFsdp && s.args["fsdp_version"].text == "2"))
-        return makeError(ErrorCode::InvalidInput, "parallelism config needs FSDP with fsdp_version 2");
+    if (s.useParallelismConfig)
+        if (auto problem = config::rules::parallelismConfig(s.useFsdp, s.args["fsdp_version"].text == "2" ? 2 : 1))
+            return refuse("parallelism_config", *problem);
     return {};
 }
 

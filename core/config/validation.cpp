@@ -55,19 +55,17 @@ private:
     void topLevel()
     {
         const std::string type = toString(c.distributedType);
-        if (c.machineRank && *c.machineRank >= machines())
-            error("machine_rank", "expected 0.." + std::to_string(machines() - 1) + " (num_machines is " +
-                                      std::to_string(machines()) + "); got " + std::to_string(*c.machineRank));
-        if (machines() > 1 && !c.mainProcessIp)
-            error("main_process_ip", "required when num_machines is " + std::to_string(machines()) +
-                                         ": the address of the machine with machine_rank 0");
+        if (c.machineRank)
+            if (auto problem = rules::machineRank(*c.machineRank, machines()))
+                error("machine_rank", *problem);
+        if (auto problem = rules::mainProcessIp(c.mainProcessIp.has_value(), machines()))
+            error("main_process_ip", *problem);
         if (processes() == 0)
             error("num_processes", "expected -1 (given at launch) or an integer >= 1; got 0");
         if (processes() == -1)
             warning("num_processes", "-1 means the number of processes must be given at launch (--num_processes)");
-        if (processes() > 0 && processes() % machines() != 0)
-            error("num_processes", "is the total over all machines and must be divisible by num_machines (" +
-                                       std::to_string(machines()) + "); got " + std::to_string(processes()));
+        if (auto problem = rules::numProcesses(processes(), machines()))
+            error("num_processes", *problem);
         if (processes() > 0 && processes() < machines())
             error("num_processes", "must be at least num_machines (" + std::to_string(machines()) + "); got " +
                                        std::to_string(processes()));
@@ -347,8 +345,8 @@ private:
         const ParallelismConfig &p = c.parallelism;
         if (p.isEmpty())
             return;
-        if (c.distributedType != DistributedType::Fsdp || fsdpVersion() != 2) {
-            error("parallelism_config", "needs distributed_type FSDP with fsdp_config.fsdp_version 2");
+        if (auto problem = rules::parallelismConfig(c.distributedType == DistributedType::Fsdp, fsdpVersion())) {
+            error("parallelism_config", *problem);
             return;
         }
         const std::int64_t product =
@@ -407,6 +405,41 @@ private:
 };
 
 } // namespace
+
+namespace rules {
+
+std::optional<std::string> machineRank(std::int64_t rank, std::int64_t machines)
+{
+    if (rank < machines)
+        return std::nullopt;
+    return "expected 0.." + std::to_string(machines - 1) + " (num_machines is " + std::to_string(machines) + "); got " +
+           std::to_string(rank);
+}
+
+std::optional<std::string> mainProcessIp(bool given, std::int64_t machines)
+{
+    if (given || machines <= 1)
+        return std::nullopt;
+    return "required when num_machines is " + std::to_string(machines) +
+           ": the address of the machine with machine_rank 0";
+}
+
+std::optional<std::string> numProcesses(std::int64_t processes, std::int64_t machines)
+{
+    if (processes <= 0 || machines <= 0 || processes % machines == 0)
+        return std::nullopt;
+    return "is the total over all machines and must be divisible by num_machines (" + std::to_string(machines) +
+           "); got " + std::to_string(processes);
+}
+
+std::optional<std::string> parallelismConfig(bool fsdp, std::int64_t fsdpVersion)
+{
+    if (fsdp && fsdpVersion == 2)
+        return std::nullopt;
+    return std::string("needs distributed_type FSDP with fsdp_config.fsdp_version 2");
+}
+
+} // namespace rules
 
 Diagnostics validate(const ClusterConfig &config)
 {

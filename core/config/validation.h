@@ -5,6 +5,10 @@
 #include "core/config/clusterconfig.h"
 #include "core/config/diagnostic.h"
 
+#include <cstdint>
+#include <optional>
+#include <string>
+
 namespace accel::config {
 
 // Errors (the launch would fail or do something else than written) and warnings (a key has no
@@ -17,5 +21,14 @@ namespace accel::config {
 // downcast_bf16 being ignored by the launcher, fp8 keys that never reach the recipe, the FSDP1
 // strategy stored in fsdp_reshard_after_forward, DeepSpeed NVMe paths not exported, ...
 Diagnostics validate(const ClusterConfig &config);
+
+// The cross-field rules accel launch applies to its merged flags and config as well as validate()
+// to a file: each gives what is wrong with the key it is named after, or nothing.
+namespace rules {
+std::optional<std::string> machineRank(std::int64_t rank, std::int64_t machines);
+std::optional<std::string> mainProcessIp(bool given, std::int64_t machines);
+std::optional<std::string> numProcesses(std::int64_t processes, std::int64_t machines); // the divisibility
+std::optional<std::string> parallelismConfig(bool fsdp, std::int64_t fsdpVersion);
+} // namespace rules
 
 } // namespace accel::config

@@ -1,5 +1,6 @@
 // The flag/config merge rules of `accelerate launch` (facts 3.2) and accel's deliberate
 // differences, as plain data.
+#include "core/config/validation.h"
 #include "launcher/launchflags.h"
 #include "launcher/launchmerge.h"
 #include "launcher/ports.h"
@@ -95,6 +96,27 @@ private Q_SLOTS:
         QVERIFY(badNumber.error().toString().find("two") != std::string::npos);
         QVERIFY(!merge({{"num_processes", "3"}, {"num_machines", "2"}, {"main_process_ip", "h"}}));
         QVERIFY(!merge({{"num_processes", "4"}, {"num_machines", "2"}})); // multi-node needs main_process_ip
+    }
+
+    // The rules the merged flags share with a config file are config::validate's, in its words.
+    void sharedRulesAreTheConfigRules()
+    {
+        namespace rules = accel::config::rules;
+        const auto refusal = [](std::map<std::string, std::string> flags) {
+            auto merged = merge(std::move(flags));
+            return merged ? std::string("accepted") : merged.error().message;
+        };
+        QCOMPARE(refusal({{"num_processes", "3"}, {"num_machines", "2"}, {"main_process_ip", "h"}}),
+                 "num_processes: " + *rules::numProcesses(3, 2));
+        QCOMPARE(
+            refusal({{"num_processes", "4"}, {"num_machines", "2"}, {"machine_rank", "2"}, {"main_process_ip", "h"}}),
+            "machine_rank: " + *rules::machineRank(2, 2));
+        QCOMPARE(refusal({{"num_processes", "4"}, {"num_machines", "2"}}),
+                 "main_process_ip: " + *rules::mainProcessIp(false, 2));
+        QCOMPARE(refusal({{"use_parallelism_config", "true"}, {"num_processes", "2"}}),
+                 "parallelism_config: " + *rules::parallelismConfig(false, 1));
+        QCOMPARE(refusal({{"use_parallelism_config", "true"}, {"use_fsdp", "true"}, {"num_processes", "2"}}),
+                 "parallelism_config: " + *rules::parallelismConfig(true, 1));
     }
 
     void minusOneProcessesNeedsFlag()
