@@ -1,5 +1,6 @@
 #include "launcher/envbuilder.h"
 
+#include "core/common/accelerateenv.h"
 #include "core/common/text.h"
 #include "launcher/launchflags.h"
 
@@ -94,26 +95,26 @@ void addFp8Block(const LaunchSettings &settings, EnvMap &env)
             static const char *const suffixes[] = {"FPROP", "DGRAD", "WGRAD"};
             const std::vector<std::string> parts = precisionOverride(value);
             for (int i = 0; i < 3; ++i)
-                env[std::string("ACCELERATE_FP8_OVERRIDE_") + suffixes[i]] = parts[static_cast<size_t>(i)];
+                env[std::string(accelerateenv::kFp8OverridePrefix) + suffixes[i]] = parts[static_cast<size_t>(i)];
             continue;
         }
         // The backend is upper-cased: the training side parses it case-sensitively.
-        env["ACCELERATE_" + upper(name)] = name == "fp8_backend" ? upper(value.text) : argText(name, value);
+        env[accelerateenv::kFp8Prefix + upper(name.substr(4))] = name == "fp8_backend" ? upper(value.text) : argText(name, value);
     }
 }
 
 void addDynamoBlock(const LaunchSettings &settings, EnvMap &env)
 {
-    env["ACCELERATE_DYNAMO_BACKEND"] = upper(settings.dynamoBackend);
-    env["ACCELERATE_DYNAMO_MODE"] = settings.dynamoMode;
-    env["ACCELERATE_DYNAMO_USE_FULLGRAPH"] = settings.dynamoUseFullgraph ? "True" : "False";
-    env["ACCELERATE_DYNAMO_USE_DYNAMIC"] = settings.dynamoUseDynamic ? "True" : "False";
-    env["ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION"] = settings.dynamoUseRegionalCompilation ? "True" : "False";
+    env[accelerateenv::kDynamoBackend] = upper(settings.dynamoBackend);
+    env[accelerateenv::kDynamoMode] = settings.dynamoMode;
+    env[accelerateenv::kDynamoUseFullgraph] = settings.dynamoUseFullgraph ? "True" : "False";
+    env[accelerateenv::kDynamoUseDynamic] = settings.dynamoUseDynamic ? "True" : "False";
+    env[accelerateenv::kDynamoUseRegionalCompilation] = settings.dynamoUseRegionalCompilation ? "True" : "False";
 }
 
 void addFsdpBlock(const LaunchSettings &settings, EnvMap &env)
 {
-    env["ACCELERATE_USE_FSDP"] = "true";
+    env[accelerateenv::kUseFsdp] = "true";
     auto text = [&](const char *name, const char *fallback) {
         const ArgValue *value = findArg(settings, name);
         return value ? pythonText(*value) : std::string(fallback);
@@ -147,7 +148,7 @@ void addFsdpBlock(const LaunchSettings &settings, EnvMap &env)
 // MEGATRON_LM_*: every megatron_lm_ argument that is not None (the flags with defaults always).
 void addMegatronBlock(const LaunchSettings &settings, EnvMap &env)
 {
-    env["ACCELERATE_USE_MEGATRON_LM"] = "true";
+    env[accelerateenv::kUseMegatronLm] = "true";
     for (const auto &[name, value] : settings.args) {
         const LaunchFlag *flag = findLaunchFlag(name);
         const bool isNone =
@@ -161,7 +162,7 @@ void addMegatronBlock(const LaunchSettings &settings, EnvMap &env)
 // cp_size > 1, the sequence-parallel details only when sp_size > 1 (unset ones as Python's None).
 void addParallelismBlock(const LaunchSettings &settings, EnvMap &env)
 {
-    env["ACCELERATE_USE_PARALLELISM_CONFIG"] = "true";
+    env[accelerateenv::kUseParallelismConfig] = "true";
     auto text = [&](const std::string &key) {
         const ArgValue *value = findArg(settings, "parallelism_config_" + key);
         return value && !value->text.empty() ? argText("parallelism_config_" + key, *value) : std::string("None");
@@ -202,23 +203,23 @@ void addDeepSpeedBlock(const LaunchSettings &settings, const EnvMap &base, EnvMa
     std::string fields;
     for (const std::string &field : settings.deepspeedFieldsFromConfig)
         fields += (fields.empty() ? "" : ",") + lower(field);
-    env["ACCELERATE_CONFIG_DS_FIELDS"] = fields;
-    env["ACCELERATE_USE_DEEPSPEED"] = "true";
+    env[accelerateenv::kDeepSpeedConfigFields] = fields;
+    env[accelerateenv::kUseDeepSpeed] = "true";
     struct Entry {
         const char *arg;
         const char *var;
         bool lowerCase;
     };
     static const Entry entries[] = {
-        {"zero_stage", "ACCELERATE_DEEPSPEED_ZERO_STAGE", false},
-        {"gradient_accumulation_steps", "ACCELERATE_GRADIENT_ACCUMULATION_STEPS", false},
-        {"gradient_clipping", "ACCELERATE_GRADIENT_CLIPPING", true},
-        {"offload_optimizer_device", "ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE", true},
-        {"offload_param_device", "ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_DEVICE", true},
-        {"zero3_init_flag", "ACCELERATE_DEEPSPEED_ZERO3_INIT", true},
-        {"zero3_save_16bit_model", "ACCELERATE_DEEPSPEED_ZERO3_SAVE_16BIT_MODEL", true},
-        {"deepspeed_config_file", "ACCELERATE_DEEPSPEED_CONFIG_FILE", false},
-        {"deepspeed_moe_layer_cls_names", "ACCELERATE_DEEPSPEED_MOE_LAYER_CLS_NAMES", false},
+        {"zero_stage", accelerateenv::kDeepSpeedZeroStage, false},
+        {"gradient_accumulation_steps", accelerateenv::kGradientAccumulationSteps, false},
+        {"gradient_clipping", accelerateenv::kGradientClipping, true},
+        {"offload_optimizer_device", accelerateenv::kDeepSpeedOffloadOptimizerDevice, true},
+        {"offload_param_device", accelerateenv::kDeepSpeedOffloadParamDevice, true},
+        {"zero3_init_flag", accelerateenv::kDeepSpeedZero3Init, true},
+        {"zero3_save_16bit_model", accelerateenv::kDeepSpeedZero3Save16BitModel, true},
+        {"deepspeed_config_file", accelerateenv::kDeepSpeedConfigFile, false},
+        {"deepspeed_moe_layer_cls_names", accelerateenv::kDeepSpeedMoeLayerClassNames, false},
     };
     for (const Entry &entry : entries) {
         if (const ArgValue *value = findArg(settings, entry.arg); value && !value->text.empty()) {
@@ -319,18 +320,18 @@ EnvMap buildRankEnvironment(const LaunchSettings &settings, const EnvMap &base, 
     const bool deepspeed = settings.launcher == LauncherKind::DeepSpeed;
 
     if (settings.debug)
-        env["ACCELERATE_DEBUG_MODE"] = "true";
+        env[accelerateenv::kDebugMode] = "true";
     if (!settings.gpuIds.empty() && settings.gpuIds != "all")
         env[settings.deviceMaskVariable.empty() ? deviceMaskVariableFor(settings.distributedType)
                                                 : settings.deviceMaskVariable] = settings.gpuIds;
     if (settings.mixedPrecision == "fp8")
         addFp8Block(settings, env);
-    env["ACCELERATE_MIXED_PRECISION"] = settings.mixedPrecision;
+    env[accelerateenv::kMixedPrecision] = settings.mixedPrecision;
     if (!deepspeed)
         addDynamoBlock(settings, env);
 
     if (simple) {
-        env["ACCELERATE_USE_CPU"] = settings.cpu ? "True" : "False";
+        env[accelerateenv::kUseCpu] = settings.cpu ? "True" : "False";
         if (settings.cpu) {
             env["KMP_AFFINITY"] = "granularity=fine,compact,1,0";
             env["KMP_BLOCKTIME"] = "1";
@@ -353,7 +354,7 @@ EnvMap buildRankEnvironment(const LaunchSettings &settings, const EnvMap &base, 
         env["OMP_NUM_THREADS"] = std::to_string(settings.threadsPerProcess);
     }
     if (settings.enableCpuAffinity)
-        env["ACCELERATE_CPU_AFFINITY"] = "1";
+        env[accelerateenv::kCpuAffinity] = "1";
     if (settings.useParallelismConfig && !simple)
         addParallelismBlock(settings, env);
 

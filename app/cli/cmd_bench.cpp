@@ -9,6 +9,7 @@
 #include "app/cli/cmd_launch_support.h"
 #include "app/cli/command.h"
 
+#include "core/common/accelerateenv.h"
 #include "monitor/metricsparser.h"
 
 #include <QDir>
@@ -59,10 +60,10 @@ const std::vector<Precision> precisions = {
     {"bf16", "bf16", {}},
     // Every recipe at its library's defaults (TE: HYBRID, margin 0, amax history 1024, max), as a
     // config with only `backend` set gets it.
-    {"fp8-te", "fp8", {{"ACCELERATE_FP8_BACKEND", "TE"}}},
-    {"fp8-msamp-o1", "fp8", {{"ACCELERATE_FP8_BACKEND", "MSAMP"}, {"ACCELERATE_FP8_OPT_LEVEL", "O1"}}},
-    {"fp8-msamp-o2", "fp8", {{"ACCELERATE_FP8_BACKEND", "MSAMP"}, {"ACCELERATE_FP8_OPT_LEVEL", "O2"}}},
-    {"fp8-ao", "fp8", {{"ACCELERATE_FP8_BACKEND", "AO"}}},
+    {"fp8-te", "fp8", {{accelerateenv::kFp8Backend, "TE"}}},
+    {"fp8-msamp-o1", "fp8", {{accelerateenv::kFp8Backend, "MSAMP"}, {accelerateenv::kFp8OptLevel, "O1"}}},
+    {"fp8-msamp-o2", "fp8", {{accelerateenv::kFp8Backend, "MSAMP"}, {accelerateenv::kFp8OptLevel, "O2"}}},
+    {"fp8-ao", "fp8", {{accelerateenv::kFp8Backend, "AO"}}},
 };
 
 QString findCorpus()
@@ -178,14 +179,14 @@ BenchRun runOne(const Shape &shape, const Precision &precision, int seed, const 
     QFile::remove(metricsPath);
     QProcess worker;
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-    for (const char *name : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "ACCELERATE_USE_CPU"})
+    for (const char *name : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", accelerateenv::kUseCpu})
         env.remove(QLatin1String(name));
     const QStringList inherited = env.keys();
     for (const QString &name : inherited) {
-        if (name.startsWith(QLatin1String("ACCELERATE_FP8_")))
+        if (name.startsWith(QLatin1String(accelerateenv::kFp8Prefix)))
             env.remove(name);
     }
-    env.insert(QStringLiteral("ACCELERATE_MIXED_PRECISION"), QLatin1String(precision.mixedPrecision));
+    env.insert(QString::fromLatin1(accelerateenv::kMixedPrecision), QLatin1String(precision.mixedPrecision));
     for (const auto &[name, value] : precision.env)
         env.insert(QLatin1String(name), QLatin1String(value));
     env.insert(QStringLiteral("OMP_NUM_THREADS"), QString::number(threads));

@@ -1,6 +1,7 @@
 #include "app/cli/estimatesharding.h"
 
 #include "core/bigmodel/memorysize.h"
+#include "core/common/accelerateenv.h"
 #include "core/plan/fp8config.h"
 #include "core/plan/shardingplan.h"
 #include "launcher/configadapter.h"
@@ -62,7 +63,7 @@ Result<ShardingEstimate> estimateUnder(const Lookup &lookup, ShardingEstimate es
                                "layers, whole embeddings) is not implemented yet; estimate with tp_size: 1",
                            {}});
     // The precision the run trains in and, under fp8, the recipe ACCELERATE_FP8_* selects.
-    const char *launched = lookup("ACCELERATE_MIXED_PRECISION");
+    const char *launched = lookup(accelerateenv::kMixedPrecision);
     estimate.mixedPrecision = !mixedPrecision.empty() ? mixedPrecision : launched ? launched : "no";
     if (estimate.mixedPrecision == "fp8") {
         auto fp8 = runtime::Fp8Config::fromEnvironment(lookup);

@@ -1,5 +1,6 @@
 #include "core/plan/fp8config.h"
 
+#include "core/common/accelerateenv.h"
 #include "core/common/text.h"
 
 #include <algorithm>
@@ -10,7 +11,7 @@ namespace accel::runtime {
 
 namespace {
 
-const std::string prefix = "ACCELERATE_FP8_";
+const std::string prefix = accelerateenv::kFp8Prefix;
 
 using text::upper;
 

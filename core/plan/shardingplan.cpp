@@ -1,5 +1,6 @@
 #include "core/plan/shardingplan.h"
 
+#include "core/common/accelerateenv.h"
 #include "core/common/fileutil.h"
 #include "core/common/jsondocument.h"
 #include "core/common/text.h"
@@ -256,13 +257,13 @@ Result<void> readDeepSpeed(const Lookup &lookup, ShardingPlan &plan)
 {
     plan.source = ShardingSource::DeepSpeed;
     plan.stateDictType = StateDictType::Full;
-    if (const std::string moe = get(lookup, "ACCELERATE_DEEPSPEED_MOE_LAYER_CLS_NAMES"); !moe.empty())
+    if (const std::string moe = get(lookup, accelerateenv::kDeepSpeedMoeLayerClassNames); !moe.empty())
         return makeError(ErrorCode::Unsupported, "ACCELERATE_DEEPSPEED_MOE_LAYER_CLS_NAMES=" + moe +
                                                      ": mixture-of-experts layers are not "
                                                      "implemented by the runtime");
-    if (const std::string file = get(lookup, "ACCELERATE_DEEPSPEED_CONFIG_FILE"); !file.empty()) {
+    if (const std::string file = get(lookup, accelerateenv::kDeepSpeedConfigFile); !file.empty()) {
         // Accelerate's guard: settings from the accelerate config are ignored next to a JSON file.
-        const std::string fields = lower(get(lookup, "ACCELERATE_CONFIG_DS_FIELDS"));
+        const std::string fields = lower(get(lookup, accelerateenv::kDeepSpeedConfigFields));
         for (const char *field : {"gradient_accumulation_steps", "gradient_clipping", "zero_stage",
                                   "offload_optimizer_device", "offload_param_device", "offload_optimizer_nvme_path",
                                   "offload_param_nvme_path", "zero3_save_16bit_model", "mixed_precision"}) {
@@ -275,24 +276,24 @@ Result<void> readDeepSpeed(const Lookup &lookup, ShardingPlan &plan)
         if (auto applied = applyDeepSpeedJson(file, plan); !applied)
             return applied;
         // Accelerate reads zero3_init_flag from its variable next to a file too (default: stage 3).
-        auto init = flag(lookup, "ACCELERATE_DEEPSPEED_ZERO3_INIT", plan.stage == 3);
+        auto init = flag(lookup, accelerateenv::kDeepSpeedZero3Init, plan.stage == 3);
         if (!init)
             return tl::unexpected(init.error());
         plan.zero3Init = *init && plan.stage == 3;
         return {};
     }
-    const std::string stage = get(lookup, "ACCELERATE_DEEPSPEED_ZERO_STAGE");
+    const std::string stage = get(lookup, accelerateenv::kDeepSpeedZeroStage);
     if (!stage.empty() && (stage.size() != 1 || stage[0] < '0' || stage[0] > '3'))
         return makeError(ErrorCode::InvalidInput,
                          "ACCELERATE_DEEPSPEED_ZERO_STAGE=" + stage + ": expected 0, 1, 2 or 3");
     applyStage(stage.empty() ? 2 : stage[0] - '0', plan);
-    if (auto offload = applyOffload("ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE",
-                                    get(lookup, "ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE"),
-                                    "ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_DEVICE",
-                                    get(lookup, "ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_DEVICE"), plan);
+    if (auto offload = applyOffload(accelerateenv::kDeepSpeedOffloadOptimizerDevice,
+                                    get(lookup, accelerateenv::kDeepSpeedOffloadOptimizerDevice),
+                                    accelerateenv::kDeepSpeedOffloadParamDevice,
+                                    get(lookup, accelerateenv::kDeepSpeedOffloadParamDevice), plan);
         !offload)
         return offload;
-    if (const std::string clip = lower(get(lookup, "ACCELERATE_GRADIENT_CLIPPING"));
+    if (const std::string clip = lower(get(lookup, accelerateenv::kGradientClipping));
         !clip.empty() && clip != "auto" && clip != "none") {
         char *end = nullptr;
         const double value = std::strtod(clip.c_str(), &end);
@@ -301,10 +302,10 @@ Result<void> readDeepSpeed(const Lookup &lookup, ShardingPlan &plan)
                              "ACCELERATE_GRADIENT_CLIPPING=" + clip + ": expected a non-negative number");
         plan.gradientClipping = value;
     }
-    if (const std::string steps = get(lookup, "ACCELERATE_GRADIENT_ACCUMULATION_STEPS"); !steps.empty())
+    if (const std::string steps = get(lookup, accelerateenv::kGradientAccumulationSteps); !steps.empty())
         plan.gradientAccumulationSteps = std::atoi(steps.c_str()); // validated by DistributedEnv
-    auto init = flag(lookup, "ACCELERATE_DEEPSPEED_ZERO3_INIT", plan.stage == 3);
-    auto save16 = flag(lookup, "ACCELERATE_DEEPSPEED_ZERO3_SAVE_16BIT_MODEL", false);
+    auto init = flag(lookup, accelerateenv::kDeepSpeedZero3Init, plan.stage == 3);
+    auto save16 = flag(lookup, accelerateenv::kDeepSpeedZero3Save16BitModel, false);
     if (!init)
         return tl::unexpected(init.error());
     if (!save16)
@@ -399,8 +400,8 @@ Result<ShardingPlan> shardingPlanFromEnvironment(const Lookup &lookupIn)
 {
     const Lookup lookup = lookupIn ? lookupIn : Lookup([](const char *name) { return std::getenv(name); });
     ShardingPlan plan;
-    auto fsdp = flag(lookup, "ACCELERATE_USE_FSDP", false);
-    auto deepspeed = flag(lookup, "ACCELERATE_USE_DEEPSPEED", false);
+    auto fsdp = flag(lookup, accelerateenv::kUseFsdp, false);
+    auto deepspeed = flag(lookup, accelerateenv::kUseDeepSpeed, false);
     if (!fsdp)
         return tl::unexpected(fsdp.error());
     if (!deepspeed)
@@ -412,7 +413,7 @@ Result<ShardingPlan> shardingPlanFromEnvironment(const Lookup &lookupIn)
     if (!read)
         return tl::unexpected(read.error());
     // Accelerate reads the parallelism_config sizes only with ACCELERATE_USE_PARALLELISM_CONFIG.
-    auto parallelism = flag(lookup, "ACCELERATE_USE_PARALLELISM_CONFIG", false);
+    auto parallelism = flag(lookup, accelerateenv::kUseParallelismConfig, false);
     if (!parallelism)
         return tl::unexpected(parallelism.error());
     const std::string tp = get(lookup, "PARALLELISM_CONFIG_TP_SIZE");

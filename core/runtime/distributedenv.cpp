@@ -1,5 +1,6 @@
 #include "core/runtime/distributedenv.h"
 
+#include "core/common/accelerateenv.h"
 #include "core/common/cputopology.h"
 #include "core/common/loopbacksocket.h"
 #include "core/common/text.h"
@@ -151,21 +152,21 @@ Result<DistributedEnv> DistributedEnv::fromEnvironment(const Lookup &lookupIn)
             return tl::unexpected(parsed.error());
         env.restartCount = *parsed;
     }
-    env.useCpu = truthy(lookup("ACCELERATE_USE_CPU"));
-    if (const char *mp = lookup("ACCELERATE_MIXED_PRECISION"); mp && *mp) {
+    env.useCpu = truthy(lookup(accelerateenv::kUseCpu));
+    if (const char *mp = lookup(accelerateenv::kMixedPrecision); mp && *mp) {
         auto parsed = parseMixedPrecision(mp);
         if (!parsed)
             return makeError(ErrorCode::InvalidInput, "environment variable ACCELERATE_MIXED_PRECISION=" +
                                                           std::string(mp) + ": expected one of no, fp16, bf16, fp8");
         env.mixedPrecision = *parsed;
     }
-    if (const char *steps = lookup("ACCELERATE_GRADIENT_ACCUMULATION_STEPS"); steps && *steps) {
-        auto parsed = parseInt("ACCELERATE_GRADIENT_ACCUMULATION_STEPS", steps, 1, 1 << 30);
+    if (const char *steps = lookup(accelerateenv::kGradientAccumulationSteps); steps && *steps) {
+        auto parsed = parseInt(accelerateenv::kGradientAccumulationSteps, steps, 1, 1 << 30);
         if (!parsed)
             return tl::unexpected(parsed.error());
         env.gradientAccumulationSteps = *parsed;
     }
-    env.debugMode = truthy(lookup("ACCELERATE_DEBUG_MODE"));
+    env.debugMode = truthy(lookup(accelerateenv::kDebugMode));
     if (const char *threads = lookup("OMP_NUM_THREADS"); threads && *threads) {
         auto parsed = parseInt("OMP_NUM_THREADS", threads, 1, 1 << 16);
         if (!parsed)

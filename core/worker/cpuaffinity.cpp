@@ -1,5 +1,6 @@
 #include "core/worker/cpuaffinity.h"
 
+#include "core/common/accelerateenv.h"
 #include "core/hardware/hardwaredetector.h"
 #include "core/hardware/procparsers.h"
 
@@ -15,7 +16,7 @@ namespace accel::worker {
 
 namespace {
 
-const char *const kVariable = "ACCELERATE_CPU_AFFINITY";
+const char *const kVariable = accelerateenv::kCpuAffinity;
 
 std::string readFirstLine(const std::string &path)
 {

@@ -1,5 +1,6 @@
 #include "core/worker/nativesettings.h"
 
+#include "core/common/accelerateenv.h"
 #include "core/common/text.h"
 #include "core/config/nativedeepspeed.h"
 #include "core/config/nativekeys.h"
@@ -51,7 +52,7 @@ std::string joined(const std::vector<std::string> &parts, const char *separator)
 // distributed_type MEGATRON_LM: one refusal naming every megatron_lm_ setting exported with it.
 Error megatronRefusal(const Variables &vars)
 {
-    const native::Key *use = native::findVariable("ACCELERATE_USE_MEGATRON_LM");
+    const native::Key *use = native::findVariable(accelerateenv::kUseMegatronLm);
     std::vector<std::string> set;
     bool pipeline = false;
     for (const native::Section &section : native::sections()) {
@@ -64,7 +65,7 @@ Error megatronRefusal(const Variables &vars)
             pipeline = pipeline || (variable == "MEGATRON_LM_PP_DEGREE" && std::atoi(vars.get(variable).c_str()) > 1);
         }
     }
-    std::string message = "ACCELERATE_USE_MEGATRON_LM=" + vars.get("ACCELERATE_USE_MEGATRON_LM") +
+    std::string message = "ACCELERATE_USE_MEGATRON_LM=" + vars.get(accelerateenv::kUseMegatronLm) +
                           (set.empty() ? "" : " with megatron_lm_config " + joined(set, ", ")) + ": " + use->meaning;
     if (pipeline)
         message +=
@@ -76,7 +77,7 @@ Error megatronRefusal(const Variables &vars)
 // grouped by their reason.
 void applyTable(const Variables &vars, std::vector<std::string> &refusals, std::vector<std::string> &notes)
 {
-    const bool parallelism = vars.truthy("ACCELERATE_USE_PARALLELISM_CONFIG");
+    const bool parallelism = vars.truthy(accelerateenv::kUseParallelismConfig);
     std::vector<std::pair<std::string, std::vector<std::string>>> noted; // reason -> keys, in table order
     for (const native::Section &section : native::sections()) {
         for (const native::Key &key : section.keys) {
@@ -135,7 +136,7 @@ Result<int> sizeOf(const Variables &vars, const std::string &variable)
 // (sp above 1 is refused by the table).
 Result<void> checkParallelism(const Variables &vars, const RankPlace &place)
 {
-    if (!vars.truthy("ACCELERATE_USE_PARALLELISM_CONFIG"))
+    if (!vars.truthy(accelerateenv::kUseParallelismConfig))
         return {};
     const std::string replicateName = "PARALLELISM_CONFIG_DP_REPLICATE_SIZE",
                       shardName = "PARALLELISM_CONFIG_DP_SHARD_SIZE", tpName = "PARALLELISM_CONFIG_TP_SIZE",
@@ -153,7 +154,7 @@ Result<void> checkParallelism(const Variables &vars, const RankPlace &place)
     if (!cp)
         return tl::unexpected(cp.error());
     const int inner = *tp * *cp; // the ranks of one data-parallel replica
-    const bool fsdp2 = vars.truthy("ACCELERATE_USE_FSDP") && vars.get("FSDP_VERSION") == "2";
+    const bool fsdp2 = vars.truthy(accelerateenv::kUseFsdp) && vars.get("FSDP_VERSION") == "2";
     // The data-parallel ranks: the world without the cp and tp dimensions.
     const int world = place.worldSize % inner == 0 ? place.worldSize / inner : place.worldSize;
     const std::string sizes = vars.named(replicateName) + " x " + vars.named(shardName) +
@@ -196,7 +197,7 @@ Result<NativeSettings> checkNativeSettings(const VariableLookup &lookup, const R
                                            const std::string &jobPrecision)
 {
     const Variables vars{lookup};
-    if (vars.truthy("ACCELERATE_USE_MEGATRON_LM"))
+    if (vars.truthy(accelerateenv::kUseMegatronLm))
         return tl::unexpected(megatronRefusal(vars));
     NativeSettings settings;
     std::vector<std::string> refusals;
@@ -205,11 +206,11 @@ Result<NativeSettings> checkNativeSettings(const VariableLookup &lookup, const R
         return makeError(ErrorCode::Unsupported, joined(refusals, "; "));
     if (auto parallelism = checkParallelism(vars, place); !parallelism)
         return tl::unexpected(parallelism.error());
-    settings.cpuAffinity = vars.truthy("ACCELERATE_CPU_AFFINITY");
+    settings.cpuAffinity = vars.truthy(accelerateenv::kCpuAffinity);
 
-    const std::string file = vars.get("ACCELERATE_DEEPSPEED_CONFIG_FILE");
-    if (vars.truthy("ACCELERATE_USE_DEEPSPEED") && !file.empty()) {
-        std::string requested = lower(jobPrecision.empty() ? vars.get("ACCELERATE_MIXED_PRECISION") : jobPrecision);
+    const std::string file = vars.get(accelerateenv::kDeepSpeedConfigFile);
+    if (vars.truthy(accelerateenv::kUseDeepSpeed) && !file.empty()) {
+        std::string requested = lower(jobPrecision.empty() ? vars.get(accelerateenv::kMixedPrecision) : jobPrecision);
         if (requested.empty())
             requested = "no";
         auto check = native::checkDeepSpeedFile(file, requested);

@@ -1,6 +1,7 @@
 // importCommand(): reads any exported form back into a config and a program.
 #include "launcher/export/commandexport.h"
 
+#include "core/common/accelerateenv.h"
 #include "core/config/configio.h"
 #include "launcher/export/configflags.h"
 #include "launcher/export/shellquote.h"
@@ -260,20 +261,20 @@ Result<ImportedCommand> importTorchrun(const std::vector<std::string> &exports, 
         if (auto it = env.find(var); it != env.end())
             flags[flag] = it->second;
     };
-    envFlag("ACCELERATE_MIXED_PRECISION", "mixed_precision");
+    envFlag(accelerateenv::kMixedPrecision, "mixed_precision");
     envFlag("FSDP_VERSION", "fsdp_version");
-    envFlag("ACCELERATE_DEEPSPEED_ZERO_STAGE", "zero_stage");
-    envFlag("ACCELERATE_FP8_BACKEND", "fp8_backend");
+    envFlag(accelerateenv::kDeepSpeedZeroStage, "zero_stage");
+    envFlag(accelerateenv::kFp8Backend, "fp8_backend");
     envFlag("CUDA_VISIBLE_DEVICES", "gpu_ids");
-    if (env.count("ACCELERATE_USE_FSDP"))
+    if (env.count(accelerateenv::kUseFsdp))
         flags["use_fsdp"] = "true";
-    else if (env.count("ACCELERATE_USE_DEEPSPEED"))
+    else if (env.count(accelerateenv::kUseDeepSpeed))
         flags["use_deepspeed"] = "true";
-    else if (env.count("ACCELERATE_USE_MEGATRON_LM"))
+    else if (env.count(accelerateenv::kUseMegatronLm))
         flags["use_megatron_lm"] = "true";
-    else if (!env.count("ACCELERATE_USE_CPU") && perNode * nodes > 1)
+    else if (!env.count(accelerateenv::kUseCpu) && perNode * nodes > 1)
         flags["multi_gpu"] = "true";
-    if (auto it = env.find("ACCELERATE_USE_CPU"); it != env.end() && it->second == "True")
+    if (auto it = env.find(accelerateenv::kUseCpu); it != env.end() && it->second == "True")
         flags["cpu"] = "true";
     auto config = flagsToConfig(flags, config::ClusterConfig{}, true);
     if (!config)
