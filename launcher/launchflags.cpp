@@ -4,12 +4,38 @@
 #include "core/common/text.h"
 #include "core/config/configschema.h"
 
+#include <memory>
 #include <set>
 
 namespace accel::launcher {
 
 namespace {
 using K = LaunchFlag::Kind;
+
+// The allowed values of a config key, as the config schema declares them.
+const std::vector<std::string> &schemaValues(const char *dottedKey)
+{
+    return config::schema::keyRule(dottedKey)->choices.values;
+}
+
+// `prefix` followed by the key's values, for a flag's help; the texts live as long as the table.
+const char *helpWithValues(const char *prefix, const char *dottedKey)
+{
+    static std::vector<std::unique_ptr<std::string>> texts;
+    texts.push_back(std::make_unique<std::string>(prefix + config::schema::joined(schemaValues(dottedKey))));
+    return texts.back()->c_str();
+}
+
+// fp8_backend: Accelerate's launcher takes the lower-case names, and the upper-case ones of a config.
+std::vector<std::string> fp8BackendChoices()
+{
+    std::vector<std::string> choices;
+    for (const std::string &name : schemaValues("fp8_config.backend"))
+        choices.push_back(text::lower(name));
+    for (const std::string &name : schemaValues("fp8_config.backend"))
+        choices.push_back(name);
+    return choices;
+}
 
 std::vector<LaunchFlag> makeFlags()
 {
@@ -177,24 +203,18 @@ std::vector<LaunchFlag> makeFlags()
         {"megatron_lm_use_rotary_position_embeddings", K::Value, "BOOL", nullptr, "rotary position embeddings",
          "megatron"},
         // FP8
-        {"fp8_backend",
-         K::Value,
-         "BACKEND",
-         nullptr,
-         "ao, te or msamp (exported upper-case)",
-         "fp8",
-         0,
-         false,
-         {"ao", "te", "msamp", "AO", "TE", "MSAMP"}},
+        {"fp8_backend", K::Value, "BACKEND", nullptr, "ao, te or msamp (exported upper-case)", "fp8", 0, false,
+         fp8BackendChoices()},
         {"fp8_use_autocast_during_eval", K::Switch, "", nullptr, "TE: autocast during evaluation", "fp8"},
         {"fp8_margin", K::Value, "N", "0", "TE margin", "fp8"},
         {"fp8_interval", K::Value, "N", "1", "TE interval", "fp8"},
-        {"fp8_format", K::Value, "FORMAT", "HYBRID", "TE format: HYBRID, E4M3, E5M2", "fp8"},
+        {"fp8_format", K::Value, "FORMAT", "HYBRID", helpWithValues("TE format: ", "fp8_config.fp8_format"), "fp8"},
         {"fp8_amax_history_len", K::Value, "N", "1024", "TE amax history length", "fp8"},
-        {"fp8_amax_compute_algo", K::Value, "ALGO", "most_recent", "TE amax algorithm: max, most_recent", "fp8"},
+        {"fp8_amax_compute_algo", K::Value, "ALGO", "most_recent",
+         helpWithValues("TE amax algorithm: ", "fp8_config.amax_compute_algo"), "fp8"},
         {"fp8_override_linear_precision", K::Value, "B,B,B", "false,false,false",
          "TE fprop,dgrad,wgrad in higher precision", "fp8"},
-        {"fp8_opt_level", K::Value, "LEVEL", "O2", "MS-AMP level: O1, O2", "fp8"},
+        {"fp8_opt_level", K::Value, "LEVEL", "O2", helpWithValues("MS-AMP level: ", "fp8_config.opt_level"), "fp8"},
         {"fp8_enable_fsdp_float8_all_gather", K::StrToBool, "BOOL", "true", "AO: float8 all-gather under FSDP", "fp8"},
         {"fp8_pad_inner_dim", K::StrToBool, "BOOL", "true", "AO: pad inner dimensions", "fp8"},
         // MPI
