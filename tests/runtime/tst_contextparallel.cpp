@@ -3,7 +3,8 @@
 // without its reference runs): 10 float32 steps with cp 2 equal one rank on the global batch —
 // every step's loss, the evaluation loss and the final weights within 1e-5 (relative) — for each
 // of Accelerate's K/V exchanges (allgather, alltoall), for padded instruction batches, and with
-// dp_shard 2 under FSDP2 on 4 ranks. What it cannot do is refused by name.
+// dp_shard 2 under FSDP2, dp_replicate 2 and tp 2 on 4 ranks, and with FSDP2 through the real accel
+// launch. What it cannot do is refused by name.
 #include "tests/compat/oracle.h"
 #include "tests/helpers/floattensors.h"
 #include "tests/helpers/metricsfile.h"
@@ -87,11 +88,15 @@ private:
     }
 
     // Losses (per step and evaluation) and the written weights of run `ours` against run `theirs`.
-    QString compareRuns(const QString &ours, const QString &theirs, double weightTolerance)
+    // (`oursMetrics`: the run directory with ours's metrics when not ours itself.)
+    QString compareRuns(const QString &ours, const QString &theirs, double weightTolerance,
+                        const QString &oursMetrics = {})
     {
         double worstLoss = 0;
         for (const char *key : {"loss", "eval_loss"}) {
-            const QList<double> a = metricValues(path(ours + "/metrics/rank0.jsonl"), QLatin1String(key)),
+            const QList<double> a = metricValues(
+                                    path((oursMetrics.isEmpty() ? ours : oursMetrics) + "/metrics/rank0.jsonl"),
+                                    QLatin1String(key)),
                                 b = metricValues(path(theirs + "/metrics/rank0.jsonl"), QLatin1String(key));
             if (a.size() != b.size() || a.isEmpty())
                 return QStringLiteral("%1: %2 values against %3").arg(key).arg(a.size()).arg(b.size());
@@ -193,6 +198,39 @@ private Q_SLOTS:
         qInfo("%d ranks: %.1f s", ranks, timer.elapsed() / 1000.0);
         QVERIFY2(outcome[0].out.contains(mesh), qPrintable(outcome[0].out));
         const QString mismatch = compareRuns(name, reference, ranks > 2 ? kDataParallelWeightTolerance : kTolerance);
+        QVERIFY2(mismatch.isEmpty(), qPrintable(mismatch));
+    }
+
+    // FSDP2 with parallelism_config cp_size 2 through the real accel launch (Accelerate's launcher
+    // takes a parallelism_config only with FSDP2), as a user starts it: one rank's numbers.
+    void throughAccelLaunch()
+    {
+        QFile config(path("cp-fsdp2.yaml"));
+        QVERIFY(config.open(QIODevice::WriteOnly));
+        config.write("compute_environment: LOCAL_MACHINE\ndistributed_type: FSDP\nfsdp_config:\n  fsdp_version: 2\n"
+                     "  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n"
+                     "  fsdp_transformer_layer_cls_to_wrap: LlamaDecoderLayer\n"
+                     "parallelism_config:\n  parallelism_config_cp_size: 2\n"
+                     "  parallelism_config_cp_comm_strategy: alltoall\n"
+                     "machine_rank: 0\nnum_machines: 1\nnum_processes: 2\nuse_cpu: true\n");
+        config.close();
+        const QString reference = QStringLiteral("one-train-4");
+        if (!QFileInfo::exists(path(reference + "/model/model.safetensors"))) {
+            const auto single = runWorker(job(reference, 4), 1);
+            QVERIFY2(failures(single).isEmpty(), qPrintable(failures(single)));
+        }
+        const ProcessResult launched =
+            runAccel({"launch", "--config_file", path("cp-fsdp2.yaml"), "--run_dir", path("launch-cp"), "--no_mirror",
+                      "--main_process_port", "0", "--job", job("run-launch-cp", 4)},
+                     240000);
+        QVERIFY2(launched.exitCode == 0, qPrintable(launched.err));
+        QFile log(path("launch-cp/logs/rank0.log"));
+        QVERIFY(log.open(QIODevice::ReadOnly));
+        const QString rankLog = QString::fromUtf8(log.readAll());
+        QVERIFY2(rankLog.contains("2 process(es), fully_shard(reshard_after_forward=True), mesh cp 2 (cp 2, alltoall"),
+                 qPrintable(rankLog));
+        // The run directory holds the metrics, the job's output folder the model.
+        const QString mismatch = compareRuns("run-launch-cp", reference, kTolerance, "launch-cp");
         QVERIFY2(mismatch.isEmpty(), qPrintable(mismatch));
     }
 
