@@ -217,6 +217,7 @@ int runLastStage(const inference::WorkerRequest &r, bool infer, const std::vecto
                                                 {"input_ids", prompts[0].ids},
                                                 {"logits_file", r.logitsOut},
                                                 {"shape", logits.sizes().vec()},
+                                                {"device_map", pipeline["device_map"]},
                                                 {"argmax_last", logits[0][-1].argmax().item<int64_t>()},
                                                 {"pipeline", pipeline},
                                                 {"warnings", model.warnings()}}
@@ -262,6 +263,7 @@ int runLastStage(const inference::WorkerRequest &r, bool infer, const std::vecto
                                             {"text", seq.text},
                                             {"stop_reason", seq.stopReason},
                                             {"stats", inference::statsToJson(result->stats)},
+                                            {"device_map", pipeline["device_map"]},
                                             {"pipeline", pipeline},
                                             {"warnings", model.warnings()}}
                          .dump(2)
@@ -399,8 +401,11 @@ int pipelineMain(const inference::WorkerRequest &r)
     };
     for (int lane = 0; lane < lanes; ++lane)
         lmOf(lane);
+    nlohmann::ordered_json layout = nlohmann::ordered_json::object();
+    for (const auto &[key, device] : pipelineLayout(*plan, **planning))
+        layout[key] = device;
     nlohmann::ordered_json pipeline = {
-        {"processes", stages}, {"micro_batches", lanes}, {"stages", nlohmann::json::array()}};
+        {"processes", stages}, {"micro_batches", lanes}, {"device_map", layout}, {"stages", nlohmann::json::array()}};
     for (int s = 0; s < stages; ++s) {
         const int64_t *f = figures.data_ptr<int64_t>() + 5 * s;
         pipeline["stages"].push_back({{"rank", s},

@@ -199,6 +199,23 @@ DeviceMap stageDeviceMap(const PipelinePlan &plan, CausalLM &model, int stage)
     return map;
 }
 
+DeviceMap pipelineLayout(const PipelinePlan &plan, CausalLM &model)
+{
+    const FamilyNames names = familyNames(model);
+    const std::string first = kRankDevicePrefix + std::string("0");
+    const std::string last = kRankDevicePrefix + std::to_string(plan.stages() - 1);
+    DeviceMap map{{names.embedding, first}};
+    if (!names.positions.empty())
+        map.emplace_back(names.positions, first);
+    for (int s = 0; s < plan.stages(); ++s)
+        for (int64_t i = plan.begin(s); i < plan.end(s); ++i)
+            map.emplace_back(model.blockPrefix() + "." + std::to_string(i), kRankDevicePrefix + std::to_string(s));
+    map.emplace_back(names.norm, last);
+    if (model.findModule("lm_head"))
+        map.emplace_back("lm_head", last);
+    return map;
+}
+
 PipelineStage::PipelineStage(CausalLM &model, PipelinePlan plan, int stage)
     : m_model(&model), m_plan(std::move(plan)), m_stage(stage)
 {}

@@ -33,6 +33,8 @@ Result<PipelinePlan> planPipeline(const std::string &spec, inference::CausalLM &
 
 // The device map of `stage`: its parameters on the CPU, every other one "disk" (never read).
 inference::DeviceMap stageDeviceMap(const PipelinePlan &plan, inference::CausalLM &model, int stage);
+// Where the plan runs the model, as a map naming processes (embeddings, each layer, norm, head).
+inference::DeviceMap pipelineLayout(const PipelinePlan &plan, inference::CausalLM &model);
 
 // One stage's forward over a model loaded with stageDeviceMap().
 class PipelineStage {

@@ -421,6 +421,12 @@ void tst_InferenceWorker::pipelineGenerationEqualsOneProcess()
         QCOMPARE(summary["schema"].toString(), QString("accel.generate-batch"));
         const QJsonObject pipeline = summary["pipeline"].toObject();
         QCOMPARE(pipeline["micro_batches"].toInt(), 2);
+        if (c.name == "gpt2") // where the even split ran each part, as a map naming processes
+            QCOMPARE(pipeline["device_map"].toObject(), QJsonObject({{"transformer.wte", "rank:0"},
+                                                                     {"transformer.wpe", "rank:0"},
+                                                                     {"transformer.h.0", "rank:0"},
+                                                                     {"transformer.h.1", "rank:1"},
+                                                                     {"transformer.ln_f", "rank:1"}}));
         const QJsonArray stages = pipeline["stages"].toArray();
         QCOMPARE(stages.size(), 2);
         QCOMPARE(stages[0].toObject()["layers"].toArray(), QJsonArray({0, 1}));
