@@ -42,6 +42,7 @@ private Q_SLOTS:
     void gpt2SmallQuantized();
     void peers_data();
     void peers();
+    void pinnedThreads();
 };
 
 static constexpr int kThreads = 2;
@@ -412,6 +413,59 @@ void tst_BenchInference::peers()
     report("ours_float32_pinned", generated->stats.decodeTokensPerSecond, generated->stats.timeToFirstTokenMs,
            "cpus=" + cpus);
     QVERIFY(inference::unpinIntraOpThreads());
+}
+
+// Decode with the intra-op threads pinned (pinIntraOpThreads) against the same model unpinned: GPT-2
+// small at float32, 2 threads, kRounds rounds of both back to back (pinned first every other round),
+// median of the rounds' ratios (a shared machine's load changes less within a round).
+void tst_BenchInference::pinnedThreads()
+{
+    QTemporaryDir dir;
+    const std::string folder = dir.path().toStdString();
+    writeGpt2Small(folder);
+    if (QTest::currentTestFailed())
+        return;
+    inference::LoadOptions options;
+    options.threads = kThreads;
+    auto model = inference::InferenceModel::load(folder, options);
+    QVERIFY2(model, model ? "" : model.error().toString().c_str());
+    std::vector<int64_t> prompt(16);
+    for (int i = 0; i < 16; ++i)
+        prompt[i] = 100 + i;
+    std::vector<double> free, pinned, ratios;
+    QString cpus;
+    for (int round = 0; round < kRounds; ++round) {
+        const bool order[2] = {round % 2 == 1, round % 2 == 0}; // pinned first every other round
+        for (const bool pin : order) {
+            if (pin) {
+                auto placed = inference::pinIntraOpThreads();
+                QVERIFY2(placed, placed ? "" : placed.error().toString().c_str());
+                cpus.clear();
+                for (int cpu : *placed)
+                    cpus += (cpus.isEmpty() ? "" : ",") + QString::number(cpu);
+            } else {
+                QVERIFY(inference::unpinIntraOpThreads());
+            }
+            auto generated = inference::generate(**model, {prompt}, greedyDecode());
+            QVERIFY(generated);
+            (pin ? pinned : free).push_back(generated->stats.decodeTokensPerSecond);
+        }
+        ratios.push_back(pinned.back() / free.back());
+        std::printf("ROUND %d decode unpinned=%.2f pinned=%.2f ratio=%.2f\n", round + 1, free.back(), pinned.back(),
+                    ratios.back());
+        std::fflush(stdout);
+    }
+    QVERIFY(inference::unpinIntraOpThreads());
+    auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2];
+    };
+    bench("inference_decode_pinned_threads", median(pinned), "tokens/s",
+          QString("peer=%1 ratio=%2 target=measured (unpinned; median of %3 rounds' ratios; cpus %4)")
+              .arg(median(free), 0, 'f', 2)
+              .arg(median(ratios), 0, 'f', 2)
+              .arg(kRounds)
+              .arg(cpus));
 }
 
 // Both sides run the same libtorch: the project environment's PyTorch wheel (its own BLAS).
