@@ -365,7 +365,10 @@ Result<void> ShardingPlan::checkTopology(int worldSize, int localWorldSize) cons
 TrainingMemory ShardingPlan::predictMemory(int64_t parameters, int bytesPerElement, int optimizerStates, int worldSize,
                                            int localWorldSize) const
 {
-    const int64_t ranks = std::max(1, hybrid ? std::min(worldSize, std::max(1, localWorldSize)) : worldSize);
+    // The engine shards over dp_shard: the ranks that differ only in it (not along cp or tp).
+    const int inner = std::max(1, tensorParallelSize) * std::max(1, contextParallelSize);
+    const int dataRanks = worldSize % inner == 0 ? worldSize / inner : worldSize;
+    const int64_t ranks = std::max(1, hybrid ? std::min(dataRanks, std::max(1, localWorldSize)) : dataRanks);
     const int64_t whole = parameters * bytesPerElement;
     const int64_t chunk = (parameters + ranks - 1) / ranks * bytesPerElement;
     const int level = ranks > 1 ? stage : 0;

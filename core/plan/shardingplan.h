@@ -73,7 +73,8 @@ struct ShardingPlan {
     // Per-rank bytes of parameters, gradients and optimizer state the engine holds after backward
     // for `parameters` elements of `bytesPerElement`, `optimizerStates` state tensors per parameter
     // (AdamW 2, SGD with momentum 1), on `worldSize` ranks, `localWorldSize` per machine (hybrid
-    // shards inside a machine). Padding of the flat parameters is left out.
+    // shards inside a machine); the shards span dp_shard only (worldSize / (cp_size x tp_size)).
+    // Padding of the flat parameters is left out.
     TrainingMemory predictMemory(int64_t parameters, int bytesPerElement, int optimizerStates, int worldSize,
                                  int localWorldSize) const;
 };

@@ -11,6 +11,9 @@
 #include "tests/helpers/rankjob.h"
 
 #include <QElapsedTimer>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QTemporaryDir>
 
 #include <cmath>
@@ -232,6 +235,24 @@ private Q_SLOTS:
         // The run directory holds the metrics, the job's output folder the model.
         const QString mismatch = compareRuns("run-launch-cp", reference, kTolerance, "launch-cp");
         QVERIFY2(mismatch.isEmpty(), qPrintable(mismatch));
+        // accel estimate-memory knows the mesh: FSDP2 shards over dp_shard (1 here), not over the cp
+        // ranks, so each rank holds the whole model, as the run measured.
+        const ProcessResult estimate =
+            runAccel({"estimate-memory", job("run-launch-cp", 4), "--config_file", path("cp-fsdp2.yaml"), "--json"});
+        QVERIFY2(estimate.exitCode == 0, qPrintable(estimate.err));
+        const QJsonObject row = QJsonDocument::fromJson(estimate.out.toUtf8())
+                                    .object()
+                                    .value("per_rank_training")
+                                    .toObject()
+                                    .value("rows")
+                                    .toArray()
+                                    .first()
+                                    .toObject();
+        const QList<double> measured = metricValues(path("launch-cp/metrics/rank0.jsonl"), "mem_params_bytes");
+        QVERIFY(!measured.isEmpty());
+        QCOMPARE(row.value("parameters_bytes").toDouble(), measured.last());
+        QCOMPARE(row.value("optimizer_state_bytes").toDouble(),
+                 metricValues(path("launch-cp/metrics/rank0.jsonl"), "mem_optim_bytes").last());
     }
 
     void refusedByName_data()
