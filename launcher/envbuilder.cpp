@@ -1,6 +1,7 @@
 #include "launcher/envbuilder.h"
 
 #include "core/common/accelerateenv.h"
+#include "core/common/programs.h"
 #include "core/common/text.h"
 #include "launcher/launchflags.h"
 
@@ -99,7 +100,8 @@ void addFp8Block(const LaunchSettings &settings, EnvMap &env)
             continue;
         }
         // The backend is upper-cased: the training side parses it case-sensitively.
-        env[accelerateenv::kFp8Prefix + upper(name.substr(4))] = name == "fp8_backend" ? upper(value.text) : argText(name, value);
+        env[accelerateenv::kFp8Prefix + upper(name.substr(4))] =
+            name == "fp8_backend" ? upper(value.text) : argText(name, value);
     }
 }
 
@@ -379,9 +381,8 @@ std::vector<std::string> buildRankCommand(const LaunchSettings &settings, const 
 {
     const ProgramSpec &program = settings.program;
     std::vector<std::string> command;
-    std::string python = program.python.empty() ? std::string("python3") : program.python;
-    if (auto it = base.find("PYTHON_EXEC"); it != base.end() && !it->second.empty())
-        python = it->second;
+    const auto exec = base.find(pythonProgramVariable);
+    const std::string python = scriptPython(program.python, exec != base.end() ? exec->second.c_str() : nullptr);
     switch (program.kind) {
     case ProgramSpec::Kind::PythonScript:
         command = {python, "-u", program.target};

@@ -4,6 +4,7 @@
 
 #include "buildinfo.h"
 #include "core/common/cputopology.h"
+#include "core/common/programs.h"
 
 #include <QProcess>
 #include <QString>
@@ -20,9 +21,8 @@ std::string detectTorchVersion(const ProgramSpec &program, const EnvMap &environ
         return ACCEL_TORCH_VERSION;
     if (program.kind == ProgramSpec::Kind::Executable)
         return {};
-    std::string python = program.python.empty() ? std::string("python3") : program.python;
-    if (auto it = environment.find("PYTHON_EXEC"); it != environment.end() && !it->second.empty())
-        python = it->second;
+    const auto exec = environment.find(pythonProgramVariable);
+    const std::string python = scriptPython(program.python, exec != environment.end() ? exec->second.c_str() : nullptr);
     // The package metadata only: importing torch would take seconds.
     QProcess process;
     process.start(QString::fromStdString(python),

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "core/common/distributeddefaults.h"
+#include "core/common/programs.h"
 
 #include <map>
 #include <string>
@@ -37,10 +38,10 @@ using ArgMap = std::map<std::string, ArgValue>;
 struct ProgramSpec {
     enum class Kind { PythonScript, PythonModule, Executable, Job };
     Kind kind = Kind::PythonScript;
-    std::string target;             // script path, module name, program, or job file
-    std::vector<std::string> args;  // passed untouched
-    std::string python = "python3"; // PYTHON_EXEC overrides it, as in torchrun
-    std::string workerProgram;      // accel-worker, for Kind::Job
+    std::string target;                 // script path, module name, program, or job file
+    std::vector<std::string> args;      // passed untouched
+    std::string python = defaultPython; // PYTHON_EXEC overrides it, as in torchrun (scriptPython)
+    std::string workerProgram;          // accel-worker, for Kind::Job
 };
 
 // The c10d rendezvous of `--rdzv_backend c10d` on several machines (launcher/machinerendezvous.h):

@@ -6,6 +6,7 @@
 
 #include "core/common/fileutil.h"
 #include "core/common/huggingfacehome.h"
+#include "core/common/programs.h"
 #include "core/hardware/envtext.h"
 #include "core/hardware/hardwaredetector.h"
 #include "core/hardware/recommender.h"
@@ -125,7 +126,8 @@ int runEnv(int argc, char **argv)
                       0,
                       true,
                       {}});
-    parser.addValue("python", "PROGRAM", "Python interpreter to ask for torch/accelerate/numpy versions", "python3");
+    parser.addValue("python", "PROGRAM", "Python interpreter to ask for torch/accelerate/numpy versions",
+                    defaultPython);
     parser.addFlag("no_python", "Do not run Python");
     parser.addFlag("no_gpu", "Do not load NVML");
     parser.addFlag("no_worker", "Do not start accel-worker to report the embedded runtime (it loads libtorch: ~1 s)");
@@ -171,7 +173,7 @@ int runEnv(int argc, char **argv)
             return fail(config.error());
         hardware::DetectOptions options;
         options.diskPaths = parser.values("disk");
-        options.python = parser.valueOr("python", "python3");
+        options.python = parser.valueOr("python", defaultPython);
         options.probePython = !parser.isSet("no_python");
         options.probeGpus = !parser.isSet("no_gpu");
         options.probeWorker = !parser.isSet("no_worker");

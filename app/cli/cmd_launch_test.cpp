@@ -10,6 +10,7 @@
 #include "app/cli/command.h"
 #include "core/common/huggingfacehome.h"
 
+#include "core/common/programs.h"
 #include "launcher/jsonoutput.h"
 #include "launcher/rundirectory.h"
 
@@ -23,6 +24,7 @@
 #include <QTemporaryDir>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 namespace accel::cli {
@@ -57,7 +59,7 @@ struct AcceleratePackage {
 AcceleratePackage findAccelerate()
 {
     AcceleratePackage found;
-    found.python = qEnvironmentVariable("PYTHON_EXEC", QStringLiteral("python3"));
+    found.python = QString::fromStdString(scriptPython({}, std::getenv(pythonProgramVariable)));
     QProcess probe;
     probe.start(found.python,
                 {QStringLiteral("-c"), QStringLiteral("import importlib.util, importlib.metadata as m\n"

@@ -20,4 +20,11 @@ std::string workerProgramPath()
     return (dir.empty() ? std::string(".") : dir) + "/accel-worker";
 }
 
+std::string scriptPython(const std::string &chosen, const char *pythonExec)
+{
+    if (pythonExec && *pythonExec)
+        return pythonExec;
+    return chosen.empty() ? std::string(defaultPython) : chosen;
+}
+
 } // namespace accel

@@ -15,4 +15,10 @@ std::string runningProgramDir();
 // $ACCEL_WORKER_PROGRAM when set, else accel-worker beside the running program.
 std::string workerProgramPath();
 
+// The Python that runs a script: PYTHON_EXEC when set (as torchrun and accelerate launch read it),
+// else the one the user chose, else python3 on the PATH.
+inline constexpr const char *pythonProgramVariable = "PYTHON_EXEC";
+inline constexpr const char *defaultPython = "python3";
+std::string scriptPython(const std::string &chosen, const char *pythonExec);
+
 } // namespace accel

@@ -2,6 +2,7 @@
 // is left empty (GPUs and software say why), so detection itself never fails.
 #pragma once
 
+#include "core/common/programs.h"
 #include "core/hardware/hardwarereport.h"
 #include "core/hardware/nvmlapi.h"
 
@@ -22,7 +23,7 @@ struct DetectOptions {
     std::string workerPath; // "" = accel-worker beside the running program
     int workerTimeoutMs = 10000;
     bool probePython = true;
-    std::string python = "python3";
+    std::string python = defaultPython;
     int pythonTimeoutMs = 15000;
 };
 

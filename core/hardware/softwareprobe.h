@@ -3,6 +3,7 @@
 // result then says why it is unavailable.
 #pragma once
 
+#include "core/common/programs.h"
 #include "core/common/result.h"
 #include "core/hardware/hardwarereport.h"
 
@@ -22,7 +23,7 @@ WorkerCapabilities probeWorker(const std::string &workerPath, int timeoutMs = 10
 Result<WorkerCapabilities> parseWorkerCapabilities(const std::string &json);
 
 // Runs `python -c <script>` (script: pythonProbeScript()) and parses its answer.
-PythonInfo probePython(const std::string &python = "python3", int timeoutMs = 15000);
+PythonInfo probePython(const std::string &python = defaultPython, int timeoutMs = 15000);
 // The Python program printing {"python":"3.11.2","executable":...,"torch":"1.13.1"|null,...}.
 const std::string &pythonProbeScript();
 Result<PythonInfo> parsePythonProbe(const std::string &json);

@@ -1,6 +1,7 @@
 #include "launcher/export/commandexport.h"
 
 #include "core/common/distributeddefaults.h"
+#include "core/common/programs.h"
 #include "launcher/export/configflags.h"
 #include "launcher/export/settingsfromconfig.h"
 #include "launcher/export/shellquote.h"
@@ -40,7 +41,7 @@ std::string otherInterpreter(const ExportInput &input)
 {
     const ProgramSpec &p = input.program;
     const bool python = p.kind == ProgramSpec::Kind::PythonScript || p.kind == ProgramSpec::Kind::PythonModule;
-    return !python || p.python == "python3" ? std::string() : p.python;
+    return !python || p.python == defaultPython ? std::string() : p.python;
 }
 
 // "PYTHON_EXEC=/venv/bin/python " before an accel launch of a script or module run by another

@@ -9,6 +9,7 @@
 #include "app/studio/launch/recipeform.h"
 #include "app/studio/launch/runcontrol.h"
 #include "app/studio/studioresources.h"
+#include "core/common/programs.h"
 #include "core/config/configio.h"
 #include "launcher/export/shellquote.h"
 
@@ -213,7 +214,7 @@ QString LaunchPage::commandText() const
     QString text = QString::fromStdString(ex::shellJoin(words));
     const QString python = m_program->interpreter();
     if (!runsOnHosts() && programKind() == ProgramKind::PythonScript && !python.isEmpty() &&
-        python != QLatin1String("python3"))
+        python != QLatin1String(defaultPython))
         text =
             QStringLiteral("PYTHON_EXEC=%1 %2").arg(QString::fromStdString(ex::shellQuote(python.toStdString())), text);
     return text;
@@ -313,8 +314,9 @@ bool LaunchPage::launch()
             return false;
         }
         const QString python = m_program->interpreter();
-        setState(tr("Checking %1 for the modules %2 imports...")
-                     .arg(python.isEmpty() ? QStringLiteral("python3") : python, QFileInfo(script).fileName()));
+        setState(
+            tr("Checking %1 for the modules %2 imports...")
+                .arg(python.isEmpty() ? QString::fromLatin1(defaultPython) : python, QFileInfo(script).fileName()));
         m_launchCheck->start(python, script);
     } else {
         startLocal({});
@@ -341,9 +343,10 @@ void LaunchPage::startLocal(const InterpreterReport &check)
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
     if (script && !check.python.isEmpty())
         env.insert(QStringLiteral("PYTHON_EXEC"), check.python);
-    setState(script ? tr("Starting with %1 (%2)...")
-                          .arg(check.python.isEmpty() ? QStringLiteral("python3") : check.python, check.summary())
-                    : tr("Starting..."));
+    setState(script
+                 ? tr("Starting with %1 (%2)...")
+                       .arg(check.python.isEmpty() ? QString::fromLatin1(defaultPython) : check.python, check.summary())
+                 : tr("Starting..."));
     m_runs->startLocal(*args, env);
     updateCommand();
 }

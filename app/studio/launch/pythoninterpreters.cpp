@@ -1,5 +1,6 @@
 #include "app/studio/launch/pythoninterpreters.h"
 
+#include "core/common/programs.h"
 #include "core/hardware/softwareprobe.h"
 #include "launcher/accelcommand.h"
 
@@ -24,7 +25,7 @@ QString tr(const char *text)
 
 QString defaultPython()
 {
-    return QStringLiteral("python3");
+    return QString::fromLatin1(accel::defaultPython);
 }
 
 // Appended to the hardware report's probe (versions of python, torch, accelerate): which of the
