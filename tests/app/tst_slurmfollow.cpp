@@ -12,6 +12,7 @@
 //    Runs page showing every rank's metrics and the state succeeded; a job that ends without a run
 //    directory says so in its row.
 // Skips with the reason where sshd or the SLURM daemons cannot run.
+#include "app/remote/remoterunfollower.h"
 #include "app/studio/cluster/slurmqueuepanel.h"
 #include "app/studio/hardwarepage.h"
 #include "app/studio/mainwindow.h"
@@ -19,7 +20,6 @@
 #include "app/studio/monitor/monitorpage.h"
 #include "app/studio/monitor/runspage.h"
 #include "launcher/host.h"
-#include "launcher/remoterunfollower.h"
 #include "monitor/runcatalogue.h"
 #include "monitor/runmonitor.h"
 #include "tests/helpers/monitorsteps.h"

@@ -5,6 +5,7 @@
 // exactly once; a Runs page made anew re-attaches the live runs of a cluster launch record; an
 // unreachable host is named while the page goes on; the Launch page's cluster view notices a run
 // that ended on its own (Stop disabled, state shown) and opens its nodes' runs in the monitor.
+#include "app/remote/remoterunfollower.h"
 #include "app/studio/launch/clusterrunview.h"
 #include "app/studio/launch/launchpage.h"
 #include "app/studio/monitor/monitorpage.h"
@@ -12,7 +13,6 @@
 #include "app/studio/monitor/runspage.h"
 #include "app/studio/monitor/stackdialog.h"
 #include "launcher/clusterrecord.h"
-#include "launcher/remoterunfollower.h"
 #include "launcher/rundirectory.h"
 #include "monitor/runcatalogue.h"
 #include "tests/helpers/monitorsteps.h"

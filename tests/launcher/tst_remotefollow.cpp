@@ -3,8 +3,8 @@
 // (SshTestServer) while its connection is killed mid-run: every file's bytes, metric rows and
 // events arrive exactly once and in order, the follower ends when the run does, and an unreachable
 // host or a missing run is reported.
+#include "app/remote/remoterunfollower.h"
 #include "launcher/host.h"
-#include "launcher/remoterunfollower.h"
 #include "launcher/sshhost.h"
 #include "tests/helpers/runfiles.h"
 #include "tests/helpers/sshtestserver.h"

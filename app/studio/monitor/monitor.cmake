@@ -28,3 +28,5 @@ target_sources(accel_studio_ui PRIVATE
   monitor/remotecatalogue.h monitor/remotecatalogue.cpp
 )
 target_link_libraries(accel_studio_ui PUBLIC accel_monitor accel_launcher QCustomPlotQt6::QCustomPlotQt6)
+# A remote run's Monitor page follows it through RemoteRunFollower (app/remote).
+target_link_libraries(accel_studio_ui PUBLIC accel_remote)

@@ -1,5 +1,6 @@
 #include "app/studio/monitor/monitorpage.h"
 
+#include "app/remote/remoterunfollower.h"
 #include "app/studio/monitor/bannerbar.h"
 #include "app/studio/monitor/eventstimeline.h"
 #include "app/studio/monitor/logview.h"
@@ -10,7 +11,6 @@
 #include "app/studio/monitor/remotehosts.h"
 #include "app/studio/monitor/runstatuspanel.h"
 #include "app/studio/monitor/stdoutoffer.h"
-#include "launcher/remoterunfollower.h"
 #include "monitor/runcatalogue.h"
 #include "monitor/runsmodel.h"
 

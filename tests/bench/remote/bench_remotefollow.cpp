@@ -3,8 +3,8 @@
 // time. Measured for RemoteRunFollower over SSH (a real sshd on loopback running this build's
 // `accel tail --follow --json`), its peer the local monitor's RunDirectoryFollower on the same
 // directory, and RemoteRunFollower over LocalHost (accel tail as a local child) for reference.
+#include "app/remote/remoterunfollower.h"
 #include "launcher/host.h"
-#include "launcher/remoterunfollower.h"
 #include "launcher/sshhost.h"
 #include "monitor/rundirectoryfollower.h"
 #include "tests/helpers/benchreport.h"

@@ -1,4 +1,4 @@
-#include "launcher/remoterunfollower.h"
+#include "app/remote/remoterunfollower.h"
 
 #include <QJsonObject>
 
