@@ -407,6 +407,13 @@ Result<void> loadStateOnThisRank(Accelerator &accelerator, Accelerator::Private 
             }
             if (!fs::exists(file))
                 return makeError(ErrorCode::NotFound, "loadState: optimizer state is missing", file.string());
+            if (optimizerLayout(p, i)) // libtorch's archive holds whole tensors in parameter order
+                return makeError(ErrorCode::InvalidInput,
+                                 "loadState: a run without tensor parallelism saved this optimizer state, which a "
+                                 "run with parallelism_config_tp_size " +
+                                     std::to_string(optimizerLayout(p, i)->size) +
+                                     " cannot split; resume it with tp_size 1",
+                                 file.string());
             torch::serialize::InputArchive archive;
             archive.load_from(file.string());
             p.optimizers[i]->optimizer().load(archive);

@@ -5,7 +5,8 @@
 //     run's final weights within 1e-4 of it;
 //   - saved on tp 2 (DDP) and resumed on tp 2 x dp_shard 2 and on dp_replicate 2 x tp 2: the same.
 // Every run keeps the global batch (4); the data position is the same sample; a global batch that
-// does not divide the samples done is refused by name.
+// does not divide the samples done is refused by name, and so is a run without tp's optimizer
+// archive on a tp run.
 //   - parameter, gradient and optimizer bytes per rank with tp 2 at most 0.55x of tp 1;
 //   - training.grad_clip with tp 2 x dp_shard 2 under FSDP2: the norm over every shard and tp part
 //     equals one rank's, and so do the clipped steps (ZeRO with dp_shard is refused by the plan).
@@ -246,10 +247,19 @@ private Q_SLOTS:
         QString mismatch = compare("tp", "straight", 2, false);
         QVERIFY2(mismatch.isEmpty(), qPrintable(mismatch));
 
-        const auto one = run(job("one", 1, 0, atFour), 1, {});
+        const auto one = run(job("one", 1, 2, atFour), 1, {});
         QVERIFY2(failures(one).isEmpty(), qPrintable(failures(one)));
         mismatch = compare("one", "straight", 4, true);
         QVERIFY2(mismatch.isEmpty(), qPrintable(mismatch));
+
+        // A checkpoint of a run without tensor parallelism keeps libtorch's optimizer archive, which a
+        // tp run cannot split: refused naming the file.
+        const auto unsplittable = run(job("unsplittable", 1, 0, checkpointAt("one", 6)), 2, kTp);
+        QVERIFY(unsplittable.value(0).exitCode != 0);
+        QVERIFY2(unsplittable[0].err.contains("a run without tensor parallelism saved this optimizer state, which a "
+                                              "run with parallelism_config_tp_size 2 cannot split") &&
+                     unsplittable[0].err.contains("optimizer.bin"),
+                 qPrintable(unsplittable[0].err));
 
         // Another global batch that does not divide the samples done (8): refused naming both.
         const QString uneven = job("uneven", 1, 0, atTwo);
