@@ -150,7 +150,8 @@ std::vector<LaunchFlag> makeFlags()
         {"deepspeed_multinode_launcher", K::Value, "NAME", nullptr, "DeepSpeed multi-node launcher", "deepspeed"},
         {"deepspeed_moe_layer_cls_names", K::Value, "NAMES", nullptr, "MoE layer classes", "deepspeed"},
         // FSDP
-        {"fsdp_version", K::Value, "N", "1", "FSDP version (1 or 2)", "fsdp", 0, false, {"1", "2"}},
+        {"fsdp_version", K::Value, "N", "1", "FSDP version (1 or 2)", "fsdp", 0, false,
+         config::schema::allowedValues("fsdp_config.fsdp_version")},
         {"fsdp_reshard_after_forward", K::Value, "VALUE", "true", "FSDP2: bool; FSDP1: sharding strategy", "fsdp"},
         {"fsdp_sharding_strategy", K::Value, "STRATEGY", "FULL_SHARD", "FSDP1 sharding strategy", "fsdp"},
         {"fsdp_offload_params", K::BoolText, "BOOL", "false", "offload parameters to CPU", "fsdp"},

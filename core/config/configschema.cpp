@@ -71,6 +71,21 @@ const KeyRule *keyRule(const std::string &dottedKey)
     return it == rules.end() ? nullptr : &it->second;
 }
 
+std::vector<std::string> allowedValues(const std::string &dottedKey)
+{
+    const KeyRule *rule = keyRule(dottedKey);
+    if (!rule)
+        return {};
+    if (!rule->choices.values.empty())
+        return rule->choices.values;
+    std::vector<std::string> values;
+    const Range &range = rule->range;
+    if (rule->kind == KeyRule::Kind::Integer && range.minimum && range.maximum && *range.maximum - *range.minimum < 16)
+        for (std::int64_t value = *range.minimum; value <= *range.maximum; ++value)
+            values.push_back(std::to_string(value));
+    return values;
+}
+
 const Choices &anyText()
 {
     static const Choices any;

@@ -271,6 +271,9 @@ struct KeyRule {
 // Null for a key the schema does not declare (compute_environment, distributed_type and
 // mixed_precision are the reader's and writer's own).
 const KeyRule *keyRule(const std::string &dottedKey);
+// The values a menu offers for the key: its choices, or each whole number of a bounded integer
+// range ("fsdp_config.fsdp_version": 1, 2); empty for a key of any value or an unknown key.
+std::vector<std::string> allowedValues(const std::string &dottedKey);
 
 // Every key a config of this environment may have at the top level, sorted.
 std::vector<std::string> topLevelKeys(bool sageMaker);

@@ -171,6 +171,12 @@ std::vector<Choice> plainChoices(const std::vector<std::string> &values)
     return choices;
 }
 
+// The values the schema allows for the key the answer lands in.
+std::vector<Choice> schemaChoices(const char *dottedKey)
+{
+    return plainChoices(schema::allowedValues(dottedKey));
+}
+
 bool startsWith(const std::string &text, const char *prefix)
 {
     return text.rfind(prefix, 0) == 0;
@@ -272,8 +278,8 @@ void addMachineQuestions(std::vector<Question> &q)
     q.push_back(
         yesNo("same_network", "Are all the machines on the same local network?", true, multiNode, "same_network"));
     q.push_back(menu(
-        "rdzv_backend", "What rendezvous backend will you use?", plainChoices({"static", "c10d", "etcd", "etcd-v2"}),
-        "static", [](const Answers &a) { return multiNode(a) && !yes(a, "same_network"); }, "rdzv_backend"));
+        "rdzv_backend", "What rendezvous backend will you use?", schemaChoices("rdzv_backend"), "static",
+        [](const Answers &a) { return multiNode(a) && !yes(a, "same_network"); }, "rdzv_backend"));
     q.push_back(yesNo(
         "debug", "Should distributed operations be checked for errors while running (slower, avoids silent hangs)?",
         false, [](const Answers &a) { return multi(a); }, "debug"));
@@ -347,13 +353,14 @@ void addDeepSpeedQuestions(std::vector<Question> &q)
     q.push_back(path("deepspeed_config_file", "Enter the path to the DeepSpeed config file:", "", dsFile,
                      "deepspeed_config.deepspeed_config_file"));
     q.push_back(menu("zero_stage", "What should be your DeepSpeed's ZeRO optimization stage?",
-                     plainChoices({"0", "1", "2", "3"}), "2", dsInline, "deepspeed_config.zero_stage"));
+                     schemaChoices("deepspeed_config.zero_stage"), "2", dsInline, "deepspeed_config.zero_stage"));
     const Condition offload = [](const Answers &a) { return dsInline(a) && zeroStage(a) >= 2; };
     q.push_back(menu("offload_optimizer_device", "Where to offload optimizer states?",
-                     plainChoices({"none", "cpu", "nvme"}), "none", offload,
+                     schemaChoices("deepspeed_config.offload_optimizer_device"), "none", offload,
                      "deepspeed_config.offload_optimizer_device"));
-    q.push_back(menu("offload_param_device", "Where to offload parameters?", plainChoices({"none", "cpu", "nvme"}),
-                     "none", offload, "deepspeed_config.offload_param_device"));
+    q.push_back(menu("offload_param_device", "Where to offload parameters?",
+                     schemaChoices("deepspeed_config.offload_param_device"), "none", offload,
+                     "deepspeed_config.offload_param_device"));
     q.push_back(path(
         "offload_optimizer_nvme_path", "Nvme path for optimizer states offloading:", "/nvme",
         [](const Answers &a) { return dsInline(a) && get(a, "offload_optimizer_device") == "nvme"; },
@@ -385,8 +392,8 @@ void addDeepSpeedQuestions(std::vector<Question> &q)
         "deepspeed_config.deepspeed_moe_layer_cls_names", true));
     const Condition dsMultiNode = [](const Answers &a) { return deepspeed(a) && multiNode(a); };
     q.push_back(menu("deepspeed_multinode_launcher", "Which Type of launcher do you want to use?",
-                     plainChoices({"pdsh", "standard", "openmpi", "mvapich", "mpich", "nossh", "slurm"}), "pdsh",
-                     dsMultiNode, "deepspeed_config.deepspeed_multinode_launcher"));
+                     schemaChoices("deepspeed_config.deepspeed_multinode_launcher"), "pdsh", dsMultiNode,
+                     "deepspeed_config.deepspeed_multinode_launcher"));
     const Condition dsRunner = [](const Answers &a) {
         return deepspeed(a) && multiNode(a) && get(a, "deepspeed_multinode_launcher") != "standard";
     };
@@ -412,8 +419,8 @@ void addFsdpQuestions(std::vector<Question> &q)
 {
     q.push_back(yesNo("use_fsdp", "Do you want to use FullyShardedDataParallel?", false,
                       [](const Answers &a) { return gpuLike(a) && machine(a) != "MULTI_NEURON" && !deepspeed(a); }));
-    q.push_back(menu("fsdp_version", "What should be your FSDP version?", plainChoices({"1", "2"}), "2", fsdp,
-                     "fsdp_config.fsdp_version"));
+    q.push_back(menu("fsdp_version", "What should be your FSDP version?", schemaChoices("fsdp_config.fsdp_version"),
+                     "2", fsdp, "fsdp_config.fsdp_version"));
     q.push_back(menu("fsdp_sharding_strategy", "What should be your sharding strategy?",
                      plainChoices(schema::fsdpShardingStrategies()), "FULL_SHARD", fsdp1,
                      "fsdp_config.fsdp_reshard_after_forward"));
@@ -471,7 +478,7 @@ void addFsdpQuestions(std::vector<Question> &q)
                         "parallelism_config.parallelism_config_cp_size"));
     q.push_back(menu(
         "parallelism_config_cp_comm_strategy", "What is the compute parallelism communication strategy?",
-        plainChoices({"allgather", "alltoall"}), "allgather",
+        schemaChoices("parallelism_config.parallelism_config_cp_comm_strategy"), "allgather",
         [=](const Answers &a) { return parallel(a) && num(a, "parallelism_config_cp_size", 1) > 1; },
         "parallelism_config.parallelism_config_cp_comm_strategy"));
 }
@@ -574,14 +581,23 @@ void addTpuQuestions(std::vector<Question> &q)
         text("tpu_env", "Which environment variables should be set on the pod (KEY=VALUE, comma-separated)?", "", pod));
 }
 
+// FP8 backends, shown lower case as Accelerate's questionnaire does.
+std::vector<Choice> fp8Backends()
+{
+    std::vector<Choice> choices;
+    for (const std::string &name : schema::allowedValues("fp8_config.backend"))
+        choices.push_back({name, text::lower(name)});
+    return choices;
+}
+
 // Precision and FP8.
 void addPrecisionQuestions(std::vector<Question> &q)
 {
     q.push_back(menu("mixed_precision", "Do you wish to use mixed precision?",
                      plainChoices(schema::mixedPrecisionNames()), "no",
                      [](const Answers &a) { return sage(a) || (!xla(a) && !dsFile(a)); }));
-    q.push_back(menu("fp8_backend", "Which FP8 backend do you want to use?",
-                     {{"AO", "ao"}, {"TE", "te"}, {"MSAMP", "msamp"}}, "AO", fp8, "fp8_config.backend"));
+    q.push_back(
+        menu("fp8_backend", "Which FP8 backend do you want to use?", fp8Backends(), "AO", fp8, "fp8_config.backend"));
     const Condition te = [](const Answers &a) { return fp8Backend(a, "TE"); };
     q.push_back(yesNo("fp8_use_autocast_during_eval", "Do you want to use FP8 autocast during evaluation mode?", false,
                       te, "fp8_config.use_autocast_during_eval"));
@@ -589,14 +605,14 @@ void addPrecisionQuestions(std::vector<Question> &q)
         integer("fp8_margin", "What margin should be used for gradient scaling?", "0", te, "fp8_config.margin", 0));
     q.push_back(integer("fp8_interval", "What interval should be used for how often the scaling factor is recomputed?",
                         "1", te, "fp8_config.interval"));
-    q.push_back(menu("fp8_format", "Which weight format should be used?", plainChoices({"HYBRID", "E4M3", "E5M2"}),
+    q.push_back(menu("fp8_format", "Which weight format should be used?", schemaChoices("fp8_config.fp8_format"),
                      "HYBRID", te, "fp8_config.fp8_format"));
     q.push_back(integer("fp8_amax_history_length",
                         "What length of history should be used for the amax scaling factor computation?", "1024", te,
                         "fp8_config.amax_history_length"));
-    q.push_back(menu("fp8_amax_compute_algorithm",
-                     "Which algorithm should be used for the amax scaling factor computation?",
-                     plainChoices({"max", "most_recent"}), "max", te, "fp8_config.amax_compute_algorithm"));
+    q.push_back(
+        menu("fp8_amax_compute_algorithm", "Which algorithm should be used for the amax scaling factor computation?",
+             schemaChoices("fp8_config.amax_compute_algorithm"), "max", te, "fp8_config.amax_compute_algorithm"));
     q.push_back(yesNo("fp8_override_linear_precision",
                       "Do you want to execute fprop/dgrad/wgrad GEMMS in higher precision instead of FP8?", false, te));
     const Condition overrides = [=](const Answers &a) { return te(a) && yes(a, "fp8_override_linear_precision"); };
@@ -604,8 +620,9 @@ void addPrecisionQuestions(std::vector<Question> &q)
     q.push_back(yesNo("fp8_override_dgrad", "Should dgrad be executed in higher precision?", false, overrides));
     q.push_back(yesNo("fp8_override_wgrad", "Should wgrad be executed in higher precision?", false, overrides));
     q.push_back(menu(
-        "fp8_optimization_level", "What optimization level should be used?", plainChoices({"O1", "O2"}), "O2",
-        [](const Answers &a) { return fp8Backend(a, "MSAMP"); }, "fp8_config.optimization_level"));
+        "fp8_optimization_level", "What optimization level should be used?",
+        schemaChoices("fp8_config.optimization_level"), "O2", [](const Answers &a) { return fp8Backend(a, "MSAMP"); },
+        "fp8_config.optimization_level"));
     const Condition ao = [](const Answers &a) { return fp8Backend(a, "AO"); };
     q.push_back(yesNo("fp8_enable_fsdp_float8_all_gather", "Do you want to enable FSDP2 float8 all-gather?", true, ao,
                       "fp8_config.enable_fsdp_float8_all_gather"));
