@@ -17,7 +17,9 @@ Throughput: tokens/s over --steps steps after --warmup steps (ours: the worker's
 the peer: timed in the script). Peak RSS per rank: the rank process's ru_maxrss (ours: read by a
 wrapper that runs accel-worker as its child, ACCEL_WORKER_PROGRAM; the peer: the script's own),
 the larger of the ranks. ACCEL_BENCH_ROUNDS (default 3) rounds, ours then the peer back to back in
-each; the BENCH lines give the medians and the median per-round ratio.
+each; the BENCH lines give the medians and the median per-round ratio. Each round's line gives the
+1-minute load average before and after it: on a shared machine that, not the code, decides most of
+the spread.
 usage: run_bench.py --accel ACCEL [--only gpt2,llama] [--modes ddp,fsdp,lora] [--warmup N] [--steps N]
 """
 import argparse
@@ -221,13 +223,15 @@ def main():
         for mode in args.modes.split(","):
             rows = []
             for r in range(rounds):
+                load = os.getloadavg()[0]
                 o_tokens, o_rss = ours(args.accel, args.worker, work, folder, family, mode, data, args)
                 p_tokens, p_rss = peer(work, folder, family, mode, data, args)
                 rows.append((o_tokens, max(o_rss), p_tokens, max(p_rss)))
                 print(f"# {family} {MODES[mode]['name']} round {r + 1}: tokens/s {o_tokens:.1f} vs {p_tokens:.1f} "
                       f"({o_tokens / p_tokens:.3f}x); peak RSS per rank MiB ours "
                       f"{', '.join(f'{v / 2**20:.0f}' for v in o_rss)} peer {', '.join(f'{v / 2**20:.0f}' for v in p_rss)}"
-                      f" ({max(o_rss) / max(p_rss):.3f}x)", flush=True)
+                      f" ({max(o_rss) / max(p_rss):.3f}x); load average {load:.1f} -> {os.getloadavg()[0]:.1f}",
+                      flush=True)
             key = f"finetune_{family}_{mode}_{'2x1' if mode != 'lora' else '1x2'}"
             tokens = median([row[0] for row in rows])
             peer_tokens = median([row[2] for row in rows])
