@@ -5,6 +5,7 @@
 #include "app/cli/cmd_launch_support.h"
 #include "app/cli/command.h"
 
+#include "core/rundir/runlayout.h"
 #include "launcher/filefollower.h"
 #include "launcher/jsonoutput.h"
 #include "launcher/rundirectory.h"
@@ -122,6 +123,8 @@ static int runDemo(int argc, char **argv)
     const bool json = parser.isSet("json");
     const bool terminal = ::isatty(2) && !json;
     const int total = totalSteps(job);
+    // accel launch refuses a bad --num_processes; the ranks' metrics files are followed by name.
+    const int ranks = QString::fromStdString(parser.valueOr("num_processes", "2")).toInt();
 
     int fakeArgc = 1;
     char name[] = "accel";
@@ -141,10 +144,9 @@ static int runDemo(int argc, char **argv)
     FileFollower follower;
     int lastDecile = -1;
     auto poll = [&] {
-        for (const QString &file :
-             QDir(runDir + QStringLiteral("/metrics")).entryList({QStringLiteral("rank*.jsonl")}, QDir::Files)) {
-            const QString path = runDir + QStringLiteral("/metrics/") + file;
-            if (!follower.files().contains(path))
+        for (int rank = 0; rank < ranks; ++rank) {
+            const QString path = QDir(runDir).filePath(QString::fromStdString(accel::rundir::metricsFile(rank)));
+            if (!follower.files().contains(path) && QFileInfo::exists(path))
                 follower.addFile(path);
         }
         for (const FileFollower::Line &line : follower.poll()) {

@@ -15,6 +15,8 @@
 #include "app/cli/cmd_launch_support.h"
 #include "app/cli/command.h"
 
+#include "core/rundir/runevents.h"
+#include "core/rundir/runlayout.h"
 #include "launcher/jsonoutput.h"
 #include "launcher/ports.h"
 
@@ -333,14 +335,15 @@ int runHostsNetSelftest(int argc, char **argv)
     if (!ended)
         launch.kill();
     launch.waitForFinished(5000);
-    QFile manifest(QDir(runDir).filePath(QStringLiteral("run.json")));
+    QFile manifest(QDir(runDir).filePath(QString::fromLatin1(accel::rundir::file::Manifest)));
     const QString state =
         manifest.open(QIODevice::ReadOnly)
             ? QJsonDocument::fromJson(manifest.readAll()).object().value(QStringLiteral("state")).toString()
             : QString();
-    QFile log(QDir(runDir).filePath(QStringLiteral("logs/rank%1.log").arg(rank)));
+    QFile log(QDir(runDir).filePath(QString::fromStdString(accel::rundir::logFile(rank))));
     const QByteArray tail = log.open(QIODevice::ReadOnly) ? log.readAll().trimmed().right(600) : QByteArray();
-    const bool passed = ended && launch.exitCode() == 0 && state == QLatin1String("succeeded");
+    const bool passed = ended && launch.exitCode() == 0 &&
+                        accel::rundir::runStateFromString(state.toStdString()) == accel::rundir::RunState::Succeeded;
     emit({{QStringLiteral("event"), QStringLiteral("selftest")},
           {QStringLiteral("worker"), true},
           {QStringLiteral("ok"), passed},

@@ -1,6 +1,7 @@
 #include "core/runtime/metricswriter.h"
 
 #include "core/common/log.h"
+#include "core/rundir/runlayout.h"
 
 #include <nlohmann/json.hpp>
 
@@ -19,7 +20,7 @@ std::string MetricsWriter::defaultPath(int rank)
     if (const char *file = std::getenv("ACCEL_METRICS_FILE"); file && *file)
         return file;
     if (const char *runDir = std::getenv("ACCEL_RUN_DIR"); runDir && *runDir)
-        return std::string(runDir) + "/metrics/rank" + std::to_string(rank) + ".jsonl";
+        return std::string(runDir) + "/" + rundir::metricsFile(rank);
     return {};
 }
 
