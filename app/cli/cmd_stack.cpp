@@ -4,13 +4,19 @@
 // stacks, prints them, and keeps the capture in the run directory (stacks.json, stacks.txt) with a
 // `stacks_captured` event. The supervisor runs it by itself when `hang_suspected` fires
 // (captureStacksOnHang). Only processes proven to belong to the run are touched, as for
-// `accel stop` (core/rundir/processidentity.h).
+// `accel stop` (core/rundir/processidentity.h). A run supervised on another host is captured
+// there: `accel stack` runs on that host over SSH (launcher/hostfactory.h) and its output is
+// passed through.
 #include "app/cli/argparser.h"
 #include "app/cli/command.h"
 #include "app/cli/stackreport.h"
+#ifdef ACCEL_CLI_HAVE_HOSTS
+#include "app/cli/cmd_hosts_common.h"
+#endif
 
 #include "core/rundir/privatefiles.h"
 #include "core/rundir/processidentity.h"
+#include "launcher/hostfactory.h" // kLocalDestination (header only)
 #include "launcher/jsonoutput.h"
 #include "launcher/rundirectory.h"
 #include "monitor/supervisormonitor.h"
@@ -300,6 +306,34 @@ void captureStacksOnHang(accel::monitor::SupervisorMonitor &monitor, const QStri
     });
 }
 
+#ifdef ACCEL_CLI_HAVE_HOSTS
+// Runs `accel stack arguments` on `destination` (an SSH destination) and passes its output and exit
+// code through. A host that cannot be reached, or where accel did not run, is a failure (1) that
+// names the host and why.
+static int runStackOn(const QString &destination, const QStringList &arguments)
+{
+    int fakeArgc = 1;
+    char name[] = "accel";
+    char *fakeArgv[] = {name, nullptr};
+    QCoreApplication app(fakeArgc, fakeArgv);
+    const hosts::RemoteSettings settings;
+    const hosts::HostGroup group = hosts::makeHosts({destination}, settings);
+    const AccelOutcome outcome =
+        hosts::runEverywhere(group.hosts, {QStringList{QStringLiteral("stack")} + arguments}, settings, 0).front();
+    std::fwrite(outcome.standardOutput.constData(), 1, size_t(outcome.standardOutput.size()), stdout);
+    std::fwrite(outcome.standardError.constData(), 1, size_t(outcome.standardError.size()), stderr);
+    if (!outcome.failedToStart && !outcome.cancelled && !outcome.timedOut && outcome.signal == 0 &&
+        outcome.reason.isEmpty())
+        return outcome.exitCode;
+    std::fprintf(stderr, "accel stack: host %s: %s%s\n", destination.toLocal8Bit().constData(),
+                 outcome.describe().toLocal8Bit().constData(),
+                 outcome.error.isEmpty() || outcome.describe().contains(outcome.error)
+                     ? ""
+                     : (QStringLiteral(": ") + outcome.error).toLocal8Bit().constData());
+    return ExitFailure;
+}
+#endif
+
 static int runStack(int argc, char **argv)
 {
     ArgParser parser("accel stack", "Capture every rank's stack (py-spy for Python ranks, accel-worker's own handler "
@@ -312,6 +346,9 @@ static int runStack(int argc, char **argv)
     parser.addValue("reason", "TEXT", "why the stacks are taken, recorded with them", "on demand");
     parser.addFlag("quiet", "print nothing (the capture is still kept in the run directory)");
     parser.addFlag("json", "machine-readable output (accel.stack)");
+    parser.addValue("host", "DEST",
+                    "where the run's ranks run: an SSH destination (a ~/.ssh/config alias or [user@]host[:port]) "
+                    "or \"local\" (default: the host run.json records, over SSH when it is another)");
     if (!parser.parse(argc, argv, 1)) {
         if (parser.helpRequested()) {
             std::fputs(parser.helpText().c_str(), stdout);
@@ -327,19 +364,55 @@ static int runStack(int argc, char **argv)
                      parser.valueOr("timeout", "").c_str());
         return ExitBadInput;
     }
+    const QString host = QString::fromStdString(parser.valueOr("host", "")).trimmed();
+    if (parser.isSet("host") && host.isEmpty()) {
+        std::fprintf(stderr, "accel stack: --host: expected an SSH destination or \"local\", got ''\n");
+        return ExitBadInput;
+    }
+    const bool elsewhere = !host.isEmpty() && host != QLatin1String(kLocalDestination); // as isLocalDestination
+    // What the capture on the run's host is asked for; there the run is local (--host local).
+    QStringList forwarded{QStringLiteral("--host"),    QLatin1String(kLocalDestination),
+                          QStringLiteral("--timeout"), QString::fromStdString(parser.valueOr("timeout", "5")),
+                          QStringLiteral("--reason"),  QString::fromStdString(parser.valueOr("reason", "on demand"))};
+    for (const char *flag : {"json", "quiet"}) {
+        if (parser.isSet(flag))
+            forwarded << QStringLiteral("--") + QLatin1String(flag);
+    }
+    const QString runArgument = QString::fromStdString(*parser.firstPositional("run"));
     const QString root =
         QString::fromStdString(parser.valueOr("runs_root", RunDirectory::defaultRunsRoot().toStdString()));
-    auto run = RunDirectory::open(QString::fromStdString(*parser.firstPositional("run")), root);
+#ifdef ACCEL_CLI_HAVE_HOSTS
+    // A host named by the user: the run is looked up there, as written.
+    if (elsewhere) {
+        if (parser.isSet("runs_root"))
+            forwarded << QStringLiteral("--runs_root") << root;
+        return runStackOn(host, QStringList{runArgument} + forwarded);
+    }
+#else
+    if (elsewhere) {
+        std::fprintf(stderr, "accel stack: --host %s: this accel was built without SSH hosts\n",
+                     host.toLocal8Bit().constData());
+        return ExitBadInput;
+    }
+#endif
+    auto run = RunDirectory::open(runArgument, root);
     if (!run) {
         std::fprintf(stderr, "accel stack: %s\n", run.error().toString().c_str());
         return exitCodeFor(run.error());
     }
     const rundir::SupervisorRecord supervisor = run->supervisor();
-    if (rundir::checkSupervisor(supervisor) == rundir::SupervisorCheck::Unknown && !supervisor.host.empty()) {
+    if (host.isEmpty() && rundir::checkSupervisor(supervisor) == rundir::SupervisorCheck::Unknown &&
+        !supervisor.host.empty()) {
+#ifdef ACCEL_CLI_HAVE_HOSTS
+        // The run directory is seen here (a shared file system): the same path on the run's host.
+        return runStackOn(QString::fromStdString(supervisor.host), QStringList{run->path()} + forwarded);
+#else
         std::fprintf(stderr,
-                     "accel stack: run %s runs on host %s; run accel stack there (the studio does so over SSH)\n",
+                     "accel stack: run %s runs on host %s; run accel stack there (this accel was built without SSH "
+                     "hosts)\n",
                      run->id().toLocal8Bit().constData(), supervisor.host.c_str());
         return ExitBadInput;
+#endif
     }
     const QString state = run->effectiveState(false);
     if (runstate::isFinal(state)) {

@@ -13,4 +13,6 @@ if(TARGET accel_hosts)
   set_property(SOURCE cli/cmd_launch.cpp APPEND PROPERTY COMPILE_DEFINITIONS ACCEL_CLI_HAVE_HOSTS)
   # `accel stop RECORD` of such a launch is `accel hosts stop RECORD`.
   set_property(SOURCE cli/cmd_stop.cpp APPEND PROPERTY COMPILE_DEFINITIONS ACCEL_CLI_HAVE_HOSTS)
+  # `accel stack RUN` of a run supervised on another host runs accel stack there over SSH.
+  set_property(SOURCE cli/cmd_stack.cpp APPEND PROPERTY COMPILE_DEFINITIONS ACCEL_CLI_HAVE_HOSTS)
 endif()

@@ -2,7 +2,8 @@
 // a line (real accel processes), and RemoteRunFollower follows a run through a real OpenSSH server
 // (SshTestServer) while its connection is killed mid-run: every file's bytes, metric rows and
 // events arrive exactly once and in order, the follower ends when the run does, and an unreachable
-// host or a missing run is reported.
+// host or a missing run is reported. `accel stack` of a run supervised on another host runs there
+// over the same sshd and prints what it printed.
 #include "app/remote/remoterunfollower.h"
 #include "launcher/host.h"
 #include "launcher/sshhost.h"
@@ -17,6 +18,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QScopeGuard>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
@@ -166,6 +168,7 @@ private Q_SLOTS:
     void unreachableHostIsReported();
     void missingRunIsReported();
     void localHostFollowsTheSameWay();
+    void stackOfARunOnAnotherHostRunsThere();
 
 private:
     SshHostOptions options(const QString &destination) const;
@@ -468,6 +471,72 @@ void tst_RemoteFollow::localHostFollowsTheSameWay()
     QCOMPARE(received.endReason, QStringLiteral("run ended: failed"));
     QCOMPARE(received.bytes[QStringLiteral("metrics/rank1.jsonl")],
              readAll(run + QStringLiteral("/metrics/rank1.jsonl")));
+}
+
+// A run whose run.json names another supervisor host: `accel stack` reaches that host over SSH
+// (the host name is a ~/.ssh/config alias of the test's sshd) and runs `accel stack` there, which
+// captures the rank with py-spy; text and --json pass through. The run directory holds a copy of
+// a live 1-rank run's run.json with the supervisor host changed (the same path on both "hosts", as
+// on a shared file system); the ranks it records are real.
+void tst_RemoteFollow::stackOfARunOnAnotherHostRunsThere()
+{
+    if (!m_serverUnavailable.isEmpty())
+        QSKIP(qPrintable(m_serverUnavailable));
+    const QString python = qEnvironmentVariable("ACCEL_PYTHON");
+    if (!QFile::exists(python))
+        QSKIP("the project's Python environment (ACCEL_PYTHON) is missing: run packaging/install-deps.sh");
+    QTemporaryDir dir;
+    const QString script = dir.filePath(QStringLiteral("wait.py"));
+    append(script, "import time\ntime.sleep(60)\n");
+    const QString run = dir.filePath(QStringLiteral("launched"));
+    const auto launched = accel::test::runAccel({"launch", "--detach", "--json", "--run_dir", run, "--num_processes",
+                                                 "1", "--system_sample_hz", "0", "--no_python", python, script},
+                                                60000);
+    QVERIFY2(launched.exitCode == 0, qPrintable(launched.err));
+    const auto stopRun = qScopeGuard([&] { accel::test::runAccel({"stop", run, "--timeout", "5"}); });
+    QJsonObject manifest;
+    QVERIFY(QTest::qWaitFor(
+        [&] {
+            manifest = QJsonDocument::fromJson(readAll(run + QStringLiteral("/run.json"))).object();
+            const QJsonObject rank = manifest.value(QLatin1String("ranks")).toArray().at(0).toObject();
+            return rank.value(QLatin1String("result")).toString() == QLatin1String("running") &&
+                   rank.value(QLatin1String("pid")).toDouble() > 0;
+        },
+        20000));
+    const QString node = QStringLiteral("accel-stack-node");
+    QJsonObject supervisor = manifest.value(QLatin1String("supervisor")).toObject();
+    supervisor.insert(QStringLiteral("host"), node);
+    manifest.insert(QStringLiteral("supervisor"), supervisor);
+    const QString elsewhere = dir.filePath(QStringLiteral("elsewhere"));
+    QVERIFY(QDir().mkpath(elsewhere));
+    append(elsewhere + QStringLiteral("/run.json"), QJsonDocument(manifest).toJson());
+    m_server.addAlias(node);
+    const QStringList env{QStringLiteral("ACCEL_SSH_DIR=") + m_server.clientDirectory(),
+                          QStringLiteral("ACCEL_REMOTE_BIN=") + accelProgram(), QStringLiteral("SSH_AUTH_SOCK=")};
+
+    // The interpreter reaches its sleep shortly after the rank started.
+    accel::test::ProcessResult stack;
+    QVERIFY(QTest::qWaitFor(
+        [&] {
+            stack = accel::test::runAccel({"stack", elsewhere}, 30000, {}, env);
+            return stack.out.contains(QStringLiteral("rank 0 in <module> at wait.py:2"));
+        },
+        20000));
+    QVERIFY2(stack.exitCode == 0, qPrintable(stack.err));
+    const auto json = accel::test::runAccel({"stack", elsewhere, "--json"}, 30000, {}, env);
+    QVERIFY2(json.exitCode == 0, qPrintable(json.err));
+    const QJsonObject document = QJsonDocument::fromJson(json.out.toUtf8()).object();
+    QCOMPARE(document.value(QLatin1String("schema")).toString(), QStringLiteral("accel.stack"));
+    QCOMPARE(document.value(QLatin1String("ranks")).toArray().size(), 1);
+    // Kept where the capture ran: in the run directory as that host sees it.
+    QVERIFY(QFile::exists(elsewhere + QStringLiteral("/stacks.json")));
+
+    // A host that cannot be reached: exit 1 naming it and why.
+    const QString refused = QStringLiteral("127.0.0.1:%1").arg(accel::test::SshTestServer::freeLoopbackPort());
+    const auto unreachable = accel::test::runAccel({"stack", elsewhere, "--host", refused}, 30000, {}, env);
+    QCOMPARE(unreachable.exitCode, 1);
+    QVERIFY2(unreachable.err.contains(QStringLiteral("host ") + refused) && unreachable.err.contains("refused"),
+             qPrintable(unreachable.err));
 }
 
 QTEST_GUILESS_MAIN(tst_RemoteFollow)
