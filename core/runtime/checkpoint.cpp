@@ -10,6 +10,7 @@
 #include "core/common/checkpointnames.h"
 #include "core/common/checkpointstate.h"
 #include "core/common/fileutil.h"
+#include "core/common/jsondocument.h"
 #include "core/common/log.h"
 
 #include <nlohmann/json.hpp>
@@ -19,7 +20,6 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -329,8 +329,8 @@ namespace {
 // holds a list; checkpointstate validated the file), else `fallback`.
 int64_t savedCount(const std::string &file, const char *key, int64_t fallback, size_t entry = 0)
 {
-    std::ifstream in(file);
-    const nlohmann::json json = nlohmann::json::parse(in, nullptr, false);
+    const auto parsed = jsonutil::readJsonFile(file);
+    const nlohmann::json json = parsed ? *parsed : nlohmann::json();
     const nlohmann::json &object = json.is_array() && entry < json.size() ? json[entry] : json;
     if (!object.is_object() || !object.contains(key) || !object[key].is_number_integer())
         return fallback;
