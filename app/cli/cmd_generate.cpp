@@ -6,6 +6,7 @@
 #include "core/common/programs.h"
 #include "core/inference/generator.h"
 #include "core/inference/quantizationmethod.h"
+#include "core/inference/workeroptions.h"
 
 #include <unistd.h>
 
@@ -17,7 +18,7 @@
 
 namespace accel::cli {
 
-void addInferenceLoadOptions(ArgParser &parser)
+void addInferenceLoadOptions(ArgParser &parser, bool generate)
 {
     parser.addPositional(
         {"model_dir", "a folder with config.json and safetensors weights (gpt2, llama, mistral, qwen2, qwen3, gemma, "
@@ -35,13 +36,15 @@ void addInferenceLoadOptions(ArgParser &parser)
     parser.addValue("adapter", "DIR",
                     "a LoRA adapter folder in peft's layout (adapter_config.json, adapter_model.safetensors), e.g. "
                     "what a causal_lm run wrote in <output_dir>/adapter");
-    parser.addOption({"dtype",
-                      "DTYPE",
-                      "compute dtype (default: the checkpoint's)",
-                      "",
-                      0,
-                      false,
-                      {"float32", "bfloat16", "float16"}});
+    std::vector<std::string> dtypes{"float32", "bfloat16", "float16"};
+    if (generate)
+        dtypes.push_back(inference::kAutoComputeDType);
+    parser.addOption({"dtype", "DTYPE",
+                      generate ? "compute dtype (default: the checkpoint's; auto: bfloat16 for a float32 model where "
+                                 "this CPU has amx_bf16 or avx512_bf16 and a measured decode-shaped product runs at "
+                                 "least 1.2x faster, else the checkpoint's; the choice and its reason are printed)"
+                               : "compute dtype (default: the checkpoint's)",
+                      "", 0, false, dtypes});
     parser.addValue("threads", "N", "intra-op threads");
     parser.addOption({"quantization", "METHOD",
                       "quantize the Linear layers on load: bitsandbytes' int8 rows or 4-bit NF4 / FP4 blocks of 64 "
@@ -90,7 +93,9 @@ namespace {
 int runGenerate(int argc, char **argv)
 {
     ArgParser parser("accel generate", "Generate text with a gpt2 or Llama-family model (runs accel-worker)");
-    addInferenceLoadOptions(parser);
+    addInferenceLoadOptions(parser, true);
+    parser.addFlag("pin_threads", "pin each intra-op thread to its own CPU of the allowed set for decode (the CPUs "
+                                  "are printed; --json: pinned_cpus)");
     parser.addValue("prompt", "TEXT", "the prompt (needs tokenizer.json in the model folder)");
     parser.addValue("input_ids", "IDS", "the prompt as comma-separated token ids");
     parser.addValue("max_new_tokens", "N", "tokens to generate", "32");
@@ -155,7 +160,7 @@ int runGenerate(int argc, char **argv)
                                 "output",
                                 "draft",
                                 "draft_tokens"},
-                               {"greedy", "json", "gpus_on_cpu"});
+                               {"greedy", "json", "gpus_on_cpu", "pin_threads"});
 }
 
 Registrar registrar({"generate", "generate text with a gpt2/llama/mistral/qwen2 model on the libtorch worker",

@@ -9,7 +9,7 @@
 namespace accel::cli {
 
 // cmd_generate.cpp
-void addInferenceLoadOptions(ArgParser &parser);
+void addInferenceLoadOptions(ArgParser &parser, bool generate);
 int execInferenceWorker(const std::string &command, const ArgParser &parser,
                         const std::vector<std::string> &valueOptions, const std::vector<std::string> &flags);
 
@@ -18,7 +18,7 @@ namespace {
 int runInfer(int argc, char **argv)
 {
     ArgParser parser("accel infer", "Compute a model's logits for token ids (runs accel-worker)");
-    addInferenceLoadOptions(parser);
+    addInferenceLoadOptions(parser, false);
     parser.addValue("input_ids", "IDS", "comma-separated token ids");
     parser.addValue("logits_out", "FILE", "safetensors file to write (tensor \"logits\", float32 [1, tokens, vocab])");
     if (!parser.parse(argc, argv, 1)) {

@@ -1,12 +1,16 @@
 #include "core/inference/workermain.h"
 
 #include "core/bigmodel/safetensorswriter.h"
+#include "core/common/fileutil.h"
+#include "core/hardware/procparsers.h"
 #include "core/inference/causallm.h"
+#include "core/inference/decodebound.h"
 #include "core/inference/pipelinemap.h"
 #include "core/inference/servesession.h"
 #include "core/inference/textcodec.h"
 #include "core/inference/workeroptions.h"
 
+#include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
 
 #include <cstdio>
@@ -33,11 +37,51 @@ int fail(const std::string &command, const Error &error)
     return exitCodeFor(error);
 }
 
-int runGenerate(const WorkerRequest &r)
+// --dtype auto: bfloat16 for a float32 checkpoint where this CPU has the instructions and a
+// measured decode-shaped product runs faster in it (chooseDecodeDType); otherwise the checkpoint's.
+Result<DecodeDTypeChoice> chooseAutoDType(const WorkerRequest &r)
 {
+    auto config = loadModelConfig(r.modelDir);
+    if (!config)
+        return tl::unexpected(config.error());
+    const std::string stored = config->torchDtype.empty() ? std::string("float32") : config->torchDtype;
+    auto cpuinfo = fileutil::readFile("/proc/cpuinfo");
+    const std::vector<std::string> flags =
+        cpuinfo ? hardware::parseCpuInfo(*cpuinfo).flags : std::vector<std::string>{};
+    if (r.load.threads > 0)
+        at::set_num_threads(r.load.threads); // measured on the threads decode will run on
+    return chooseDecodeDType(flags, stored, [] { return measureDecodeProducts(); });
+}
+
+int runGenerate(const WorkerRequest &request)
+{
+    WorkerRequest r = request;
+    std::optional<DecodeDTypeChoice> dtypeChoice;
+    if (r.load.dispatch.computeDType == kAutoComputeDType) {
+        auto choice = chooseAutoDType(r);
+        if (!choice)
+            return fail("generate", choice.error());
+        dtypeChoice = *choice;
+        r.load.dispatch.computeDType = choice->dtype;
+        if (!r.json)
+            std::cerr << "[--dtype auto: " << choice->dtype << ": " << choice->reason << "]\n";
+    }
     auto model = InferenceModel::load(r.modelDir, r.load);
     if (!model)
         return fail("generate", model.error());
+    std::vector<int> pinnedCpus;
+    if (r.pinThreads) {
+        auto pinned = pinIntraOpThreads();
+        if (!pinned)
+            return fail("generate", Error{pinned.error().code, "--pin-threads: " + pinned.error().message, {}});
+        pinnedCpus = *pinned;
+        if (!r.json) {
+            std::cerr << "[--pin-threads: " << pinnedCpus.size() << " intra-op threads on CPUs";
+            for (int cpu : pinnedCpus)
+                std::cerr << " " << cpu;
+            std::cerr << "]\n";
+        }
+    }
     auto codec = TextCodec::forModel(r.modelDir);
     if (!codec)
         return fail("generate", codec.error());
@@ -91,6 +135,13 @@ int runGenerate(const WorkerRequest &r)
                                       {"device_map", deviceMapJson((*model)->deviceMap())},
                                       {"quantization", quantizationJson((*model)->quantization())},
                                       {"warnings", (*model)->warnings()}};
+        if (dtypeChoice)
+            out["dtype_choice"] = {{"dtype", dtypeChoice->dtype},
+                                   {"reason", dtypeChoice->reason},
+                                   {"float32_ms", dtypeChoice->float32Ms},
+                                   {"bfloat16_ms", dtypeChoice->bfloat16Ms}};
+        if (r.pinThreads)
+            out["pinned_cpus"] = pinnedCpus;
         std::cout << out.dump(2) << "\n";
     } else {
         std::cout << "\n";

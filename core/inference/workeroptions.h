@@ -29,9 +29,13 @@ struct WorkerRequest {
     std::string promptsFile;
     std::string outputFile;
     int draftTokens = DraftModel().tokens;
+    bool pinThreads = false; // --pin-threads: each intra-op thread on its own CPU (generate)
     bool json = false;
     bool help = false;
 };
+
+// --dtype auto (generate): bfloat16 where the CPU runs it measurably faster, else the checkpoint's.
+inline constexpr const char *kAutoComputeDType = "auto";
 
 Result<std::vector<int64_t>> parseIdList(const std::string &text);
 // argv[2..]: MODEL_DIR and flags.

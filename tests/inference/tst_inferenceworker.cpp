@@ -22,6 +22,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <sched.h>
 #include <unistd.h>
 
 using namespace accel;
@@ -41,6 +42,7 @@ private Q_SLOTS:
     void promptsFileSplitBetweenThreeProcesses();
     void pipelineGenerationEqualsOneProcess();
     void pipelineRefusesWhatItDoesNotRun();
+    void dtypeAutoAndPinnedThreadsThroughAccelGenerate();
 
 private:
     QString worker() const { return test::binDir() + "/accel-worker"; }
@@ -456,6 +458,50 @@ void tst_InferenceWorker::pipelineRefusesWhatItDoesNotRun()
     QVERIFY2(outOfRange.err.contains("device map: model.layers.1: \"rank:3\": a pipeline map names a process of the "
                                      "launch, rank:0 to rank:0"),
              qPrintable(outOfRange.err));
+}
+
+// accel generate --dtype auto --pin_threads: the choice and its reason in --json (bfloat16 only
+// where chooseDecodeDType measured it faster), each intra-op thread on its own CPU, and the same
+// greedy tokens as the chosen dtype without pinning. accel infer has no auto.
+void tst_InferenceWorker::dtypeAutoAndPinnedThreadsThroughAccelGenerate()
+{
+    const QString accel = test::binDir() + "/accel";
+    const QStringList common{"generate",
+                             QString::fromStdString(m_llama.dir),
+                             "--input_ids",
+                             "4,8,15,16",
+                             "--max_new_tokens",
+                             "6",
+                             "--greedy",
+                             "--threads",
+                             "2",
+                             "--json"};
+    auto r = test::runProgram(accel, common + QStringList{"--dtype", "auto", "--pin_threads"});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+    const QJsonObject json = QJsonDocument::fromJson(r.out.toUtf8()).object();
+    const QJsonObject choice = json["dtype_choice"].toObject();
+    const QString dtype = choice["dtype"].toString();
+    QVERIFY2(dtype == "float32" || dtype == "bfloat16", qPrintable(r.out));
+    QVERIFY2(!choice["reason"].toString().isEmpty(), qPrintable(r.out));
+    if (dtype == "bfloat16")
+        QVERIFY(choice["float32_ms"].toDouble() >= 1.2 * choice["bfloat16_ms"].toDouble());
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    QCOMPARE(sched_getaffinity(0, sizeof allowed, &allowed), 0);
+    const QJsonArray cpus = json["pinned_cpus"].toArray();
+    QCOMPARE(cpus.size(), 2);
+    for (const QJsonValue &cpu : cpus)
+        QVERIFY2(CPU_ISSET(cpu.toInt(), &allowed), qPrintable(r.out));
+    if (CPU_COUNT(&allowed) >= 2)
+        QVERIFY(cpus[0].toInt() != cpus[1].toInt());
+    auto plain = test::runProgram(accel, common + QStringList{"--dtype", dtype});
+    QVERIFY2(plain.exitCode == 0, qPrintable(plain.err));
+    const QJsonObject reference = QJsonDocument::fromJson(plain.out.toUtf8()).object();
+    QCOMPARE(json["tokens"].toArray(), reference["tokens"].toArray());
+    QVERIFY(!reference.contains("dtype_choice") && !reference.contains("pinned_cpus"));
+    auto infer = test::runProgram(accel, {"infer", QString::fromStdString(m_llama.dir), "--input_ids", "4,8",
+                                          "--logits_out", m_dir.filePath("auto.safetensors"), "--dtype", "auto"});
+    QCOMPARE(infer.exitCode, 2);
 }
 
 QTEST_GUILESS_MAIN(tst_InferenceWorker)
