@@ -31,14 +31,16 @@ Result<ClusterRecord> readClusterRecord(const QString &path)
         return makeError(ErrorCode::InvalidInput, "larger than a cluster record can be", path.toStdString());
     const QJsonObject record = QJsonDocument::fromJson(file.readAll()).object();
     const QJsonArray nodes = record.value(QLatin1String("nodes")).toArray();
-    if (record.value(QLatin1String("schema")).toString() != QLatin1String("accel.cluster-run") || nodes.isEmpty())
+    if (record.value(QLatin1String("schema")).toString() != QLatin1String(ClusterRecordSchema) || nodes.isEmpty())
         return makeError(ErrorCode::InvalidInput,
-                         "not a record of accel hosts launch (schema accel.cluster-run with nodes)",
+                         std::string("not a record of accel hosts launch (schema ") + ClusterRecordSchema +
+                             " with nodes)",
                          path.toStdString());
     const int version = record.value(QLatin1String("version")).toInt();
-    if (version != 1)
+    if (version != ClusterRecordVersion)
         return makeError(ErrorCode::InvalidInput,
-                         "accel.cluster-run version " + std::to_string(version) + "; this accel reads version 1",
+                         std::string(ClusterRecordSchema) + " version " + std::to_string(version) +
+                             "; this accel reads version " + std::to_string(ClusterRecordVersion),
                          path.toStdString());
     ClusterRecord out;
     out.path = path;

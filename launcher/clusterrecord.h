@@ -12,6 +12,10 @@
 
 namespace accel::launcher {
 
+// The "schema" and "version" of a record file, which cmd_hosts_launch.cpp writes.
+inline constexpr const char *ClusterRecordSchema = "accel.cluster-run";
+inline constexpr int ClusterRecordVersion = 1;
+
 struct ClusterRecordNode {
     QString host; // the destination as given to accel hosts launch
     int machineRank = 0;

@@ -33,7 +33,8 @@ QByteArray TailStreamEncoder::header(const QString &runDirectory) const
     // Built by hand so "schema" and "version" come first, as every --json output of accel does.
     const QByteArray run =
         QJsonDocument(QJsonObject{{QStringLiteral("run"), runDirectory}}).toJson(QJsonDocument::Compact);
-    return "{\"schema\":\"accel.tail\",\"version\":1," + run.mid(1) + '\n';
+    return "{\"schema\":\"" + QByteArray(TailSchema) + "\",\"version\":" + QByteArray::number(TailSchemaVersion) + ',' +
+           run.mid(1) + '\n';
 }
 
 QByteArray TailStreamEncoder::encodeBytes(const QString &relativePath, QByteArrayView bytes)
@@ -170,13 +171,14 @@ void StreamRunSource::handleLine(QByteArrayView line)
     }
     const QJsonObject object = document.object();
     if (object.contains(QLatin1String("schema"))) {
-        if (object.value(QLatin1String("schema")).toString() != QLatin1String("accel.tail")) {
+        if (object.value(QLatin1String("schema")).toString() != QLatin1String(TailSchema)) {
             ++m_junkLines;
             return;
         }
-        if (object.value(QLatin1String("version")).toInt() > 1) {
+        if (object.value(QLatin1String("version")).toInt() > TailSchemaVersion) {
             m_finished = true;
-            Q_EMIT ended(QStringLiteral("unsupported accel.tail version %1")
+            Q_EMIT ended(QStringLiteral("unsupported %1 version %2")
+                             .arg(QLatin1String(TailSchema))
                              .arg(object.value(QLatin1String("version")).toInt()));
             return;
         }

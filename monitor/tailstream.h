@@ -29,6 +29,10 @@ class QIODevice;
 
 namespace accel::monitor {
 
+// The stream's first line's "schema" and "version".
+inline constexpr const char *TailSchema = "accel.tail";
+inline constexpr int TailSchemaVersion = 1;
+
 class TailStreamEncoder {
 public:
     // Longer lines are dropped whole (with a warning), so memory per file stays bounded.

@@ -1,6 +1,7 @@
 #include "app/cli/cmd_hosts_common.h"
 
 #include "core/common/distributeddefaults.h"
+#include "core/hardware/reportjson.h"
 #include "launcher/hostfactory.h"
 #include "launcher/sshsession.h"
 
@@ -160,7 +161,8 @@ HostCheck judgeHost(const QString &name, const AccelOutcome &outcome)
     }
     QJsonParseError error{};
     const QJsonObject env = QJsonDocument::fromJson(outcome.standardOutput, &error).object();
-    if (error.error != QJsonParseError::NoError || env.value(QStringLiteral("schema")).toString() != "accel.env") {
+    if (error.error != QJsonParseError::NoError ||
+        env.value(QStringLiteral("schema")).toString() != QLatin1String(hardware::EnvSchema)) {
         check.status = QStringLiteral("failed");
         check.message = QStringLiteral("`accel env --json` on %1 printed no accel.env report (is that program "
                                        "accel?)")

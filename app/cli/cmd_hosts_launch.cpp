@@ -298,7 +298,7 @@ int runHostsLaunch(int argc, char **argv)
         NodeStart &node = nodes[i];
         const QJsonObject reply = QJsonDocument::fromJson(outcomes[i].standardOutput).object();
         node.started = outcomes[i].succeeded() &&
-                       reply.value(QStringLiteral("schema")).toString() == QLatin1String("accel.launch-detached");
+                       reply.value(QStringLiteral("schema")).toString() == QLatin1String(LaunchDetachedSchema);
         node.runId = reply.value(QStringLiteral("id")).toString();
         node.runDir = reply.value(QStringLiteral("run_dir")).toString();
         if (!node.started)
@@ -333,8 +333,8 @@ int runHostsLaunch(int argc, char **argv)
         recordPath = QString::fromStdString(parser.valueOr("record", ""));
         if (recordPath.isEmpty())
             recordPath = defaultRecordPath();
-        const QJsonObject record{{QStringLiteral("schema"), QStringLiteral("accel.cluster-run")},
-                                 {QStringLiteral("version"), 1},
+        const QJsonObject record{{QStringLiteral("schema"), QLatin1String(ClusterRecordSchema)},
+                                 {QStringLiteral("version"), ClusterRecordVersion},
                                  {QStringLiteral("created"), QDateTime::currentDateTimeUtc().toString(Qt::ISODate)},
                                  {QStringLiteral("main_process_ip"), QString::fromStdString(mainIp)},
                                  {QStringLiteral("main_process_port"), port},
@@ -386,9 +386,10 @@ int runHostsStop(int argc, char **argv)
                     Error{ErrorCode::NotFound, "cannot read: " + file.errorString().toStdString(), path.toStdString()});
     const QJsonObject record = QJsonDocument::fromJson(file.readAll()).object();
     const QJsonArray nodes = record.value(QStringLiteral("nodes")).toArray();
-    if (record.value(QStringLiteral("schema")).toString() != QLatin1String("accel.cluster-run") || nodes.isEmpty())
+    if (record.value(QStringLiteral("schema")).toString() != QLatin1String(ClusterRecordSchema) || nodes.isEmpty())
         return fail("stop", Error{ErrorCode::InvalidInput,
-                                  "not a record of accel hosts launch (schema accel.cluster-run with nodes)",
+                                  std::string("not a record of accel hosts launch (schema ") + ClusterRecordSchema +
+                                      " with nodes)",
                                   path.toStdString()});
 
     int fakeArgc = 1;

@@ -1,5 +1,7 @@
 #include "app/cli/cmd_hosts_preflight.h"
 
+#include "core/hardware/reportjson.h"
+
 #include <QEventLoop>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -32,7 +34,7 @@ QJsonObject checkAccel(const QString &host, const AccelOutcome &probe, std::vect
 {
     const QJsonObject env = QJsonDocument::fromJson(probe.standardOutput).object();
     const QString version = env.value(QStringLiteral("accel_version")).toString();
-    if (!probe.succeeded() || env.value(QStringLiteral("schema")).toString() != QLatin1String("accel.env")) {
+    if (!probe.succeeded() || env.value(QStringLiteral("schema")).toString() != QLatin1String(hardware::EnvSchema)) {
         QString message = QStringLiteral("pre-flight (accel env) failed: ") + probe.describe();
         const QString err = QString::fromUtf8(probe.standardError).trimmed().section(QLatin1Char('\n'), -1);
         if (probe.reason.isEmpty() && !err.isEmpty())

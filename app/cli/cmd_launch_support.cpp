@@ -387,8 +387,8 @@ int detachSupervisor(int argc, char **argv, const LaunchSettings &settings, bool
     }
     const QString id = QFileInfo(runPath).fileName();
     if (json) {
-        const QJsonObject object{{QStringLiteral("schema"), QStringLiteral("accel.launch-detached")},
-                                 {QStringLiteral("version"), 1},
+        const QJsonObject object{{QStringLiteral("schema"), QLatin1String(LaunchDetachedSchema)},
+                                 {QStringLiteral("version"), LaunchDetachedVersion},
                                  {QStringLiteral("id"), id},
                                  {QStringLiteral("run_dir"), runPath},
                                  {QStringLiteral("supervisor_pid"), static_cast<qint64>(pid)}};

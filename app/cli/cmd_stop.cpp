@@ -10,6 +10,7 @@
 
 #include "core/rundir/privatefiles.h"
 #include "core/rundir/processidentity.h"
+#include "launcher/clusterrecord.h"
 #include "launcher/jsonoutput.h"
 #include "launcher/rundirectory.h"
 
@@ -65,7 +66,7 @@ bool isClusterRecord(const QString &path)
     if (!QFileInfo(path).isFile() || file.size() > (1 << 20) || !file.open(QIODevice::ReadOnly))
         return false;
     return QJsonDocument::fromJson(file.readAll()).object().value(QStringLiteral("schema")).toString() ==
-           QLatin1String("accel.cluster-run");
+           QLatin1String(launcher::ClusterRecordSchema);
 }
 
 } // namespace

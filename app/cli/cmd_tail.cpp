@@ -348,8 +348,8 @@ private:
 // One accel.tail object: the chosen files' last lines and the run's state.
 int printTailJson(TailPrinter &printer, RunDirectory &run, const QString &kind)
 {
-    const QJsonObject head{{QStringLiteral("schema"), QStringLiteral("accel.tail")},
-                           {QStringLiteral("version"), 1},
+    const QJsonObject head{{QStringLiteral("schema"), QLatin1String(monitor::TailSchema)},
+                           {QStringLiteral("version"), monitor::TailSchemaVersion},
                            {QStringLiteral("id"), run.id()},
                            {QStringLiteral("kind"), kind}};
     QByteArray text = schemaJson(head, true);

@@ -1,6 +1,7 @@
 #include "app/studio/cluster/slurmqueuepanel.h"
 
 #include "launcher/accelcommand.h"
+#include "monitor/tailstream.h"
 
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -261,9 +262,10 @@ void SlurmQueuePanel::onFollowOutput(const QString &jobId, const QByteArray &sta
     // The accel.tail stream's first line: the run directory (or the folder of the nodes') is there.
     const QJsonObject header = QJsonDocument::fromJson(follow.output.left(newline)).object();
     const QString runDirectory = header.value(QStringLiteral("run")).toString();
-    if (header.value(QStringLiteral("schema")).toString() != QLatin1String("accel.tail") || runDirectory.isEmpty()) {
+    if (header.value(QStringLiteral("schema")).toString() != QLatin1String(monitor::TailSchema) ||
+        runDirectory.isEmpty()) {
         follow.found = true; // not a stream: the end says why
-        setFollowNote(jobId, tr("accel slurm follow printed no accel.tail stream"));
+        setFollowNote(jobId, tr("accel slurm follow printed no %1 stream").arg(QLatin1String(monitor::TailSchema)));
         follow.command->cancel();
         return;
     }

@@ -1,5 +1,6 @@
 #include "app/studio/launch/runcontrol.h"
 
+#include "launcher/jsonoutput.h"
 #include "launcher/rundirectory.h"
 
 #include <QFileInfo>
@@ -76,7 +77,7 @@ void RunControl::onLocalDone(const launcher::AccelOutcome &outcome)
     m_launch = nullptr;
     const QJsonObject object = QJsonDocument::fromJson(outcome.standardOutput).object();
     if (!outcome.succeeded() ||
-        object.value(QStringLiteral("schema")).toString() != QLatin1String("accel.launch-detached")) {
+        object.value(QStringLiteral("schema")).toString() != QLatin1String(launcher::LaunchDetachedSchema)) {
         Q_EMIT changed();
         Q_EMIT launchFailed(failureText(outcome, tr("accel launch")));
         return;
