@@ -81,6 +81,11 @@ Result<ResolvedDeviceMap> resolveDeviceMap(const DeviceMapRequest &request, cons
                 return makeError(dtype.error().code, "--dtype: " + dtype.error().message);
             options.dtype = *dtype;
         }
+        if (request.quantization) {
+            if (auto checked = bigmodel::checkQuantizedLoad(*planned, *request.quantization); !checked)
+                return tl::unexpected(checked.error());
+            options.quantization = request.quantization;
+        }
         auto plan = bigmodel::inferAutoDeviceMap(*planned, options);
         resolved.map = std::move(plan.map);
         resolved.strategy = bigmodel::strategyName(*strategy);

@@ -6,9 +6,11 @@
 // their "device_map"). Torch-free.
 #pragma once
 
+#include "core/bigmodel/quantizedsizes.h"
 #include "core/common/result.h"
 #include "core/inference/dispatch.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,9 @@ struct DeviceMapRequest {
     std::string spec;         // as given; "" = everything on the CPU
     std::string maxMemory;    // budgets for a strategy ("cpu=8GiB,disk=100GiB"); "" = this machine
     std::string computeDType; // sizes the plan counts (Accelerate's dtype); "" = as stored
+    // Quantize on load: the plan counts the quantized layers' bytes, as accel device-map
+    // --quantization does (core/bigmodel/quantizedsizes.h).
+    std::optional<bigmodel::QuantizedLoad> quantization;
 };
 
 struct ResolvedDeviceMap {

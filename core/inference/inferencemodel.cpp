@@ -74,13 +74,13 @@ Result<std::unique_ptr<InferenceModel>> InferenceModel::load(const std::string &
     if (quantization.method.empty() && quantization.skipModules)
         return makeError(ErrorCode::InvalidInput,
                          "skip_modules: only with quantization int8, nf4 or fp4 (it names modules left unquantized)");
-    // A strategy plans at the quantized size of the weights (Accelerate's target_dtype).
-    const std::string planDType = options.quantization.method == "int8" ? "int8"
-                                  : options.quantization.method.empty() ? dispatch.computeDType
-                                                                        : "int4";
+    // A strategy plans with the bytes the quantized layers will hold, as accel device-map
+    // --quantization plans them (one sizing for the plan and the load).
     if (!options.deviceMap.empty()) {
-        auto map = resolveDeviceMap({options.deviceMap, options.maxMemory, planDType},
-                                    model->m_storage->planned ? &*model->m_storage->planned : nullptr);
+        DeviceMapRequest request{options.deviceMap, options.maxMemory, dispatch.computeDType, std::nullopt};
+        if (!quantization.method.empty())
+            request.quantization = quantization;
+        auto map = resolveDeviceMap(request, model->m_storage->planned ? &*model->m_storage->planned : nullptr);
         if (!map)
             return tl::unexpected(map.error());
         dispatch.deviceMap = std::move(map->map);

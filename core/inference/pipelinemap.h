@@ -23,7 +23,7 @@ inline bool isPipelineDeviceMap(const std::string &spec)
         return false;
     if (spec[first] == '{' && spec.find(kRankDevicePrefix) == std::string::npos)
         return false;
-    auto resolved = resolveDeviceMap({spec, {}, {}}, nullptr); // JSON text or a file (a strategy fails)
+    auto resolved = resolveDeviceMap({spec, {}, {}, {}}, nullptr); // JSON text or a file (a strategy fails)
     if (!resolved)
         return false;
     const std::string prefix = kRankDevicePrefix;

@@ -16,6 +16,7 @@
 // acted on, refused naming its value, or noted (quantization.cpp, checkQuantizationKeys).
 #pragma once
 
+#include "core/bigmodel/quantizedsizes.h"
 #include "core/common/result.h"
 #include "core/inference/quantizationmethod.h"
 
@@ -34,11 +35,9 @@ namespace accel::inference {
 
 class CausalLM;
 
-struct QuantizationOptions {
-    std::string method;                                  // "", "int8", "nf4", "fp4"
-    std::optional<std::vector<std::string>> skipModules; // absent: Accelerate's default
-    std::vector<std::string> keepInFp32Modules;
-};
+// The method ("" for none), skip_modules (absent: Accelerate's default) and keep_in_fp32_modules:
+// the same options the planner sizes with (core/bigmodel/quantizedsizes.h).
+using QuantizationOptions = bigmodel::QuantizedLoad;
 
 struct QuantizationReport {
     std::string method;          // "int8", "nf4", "fp4", "bitsandbytes-8bit", "gptq-4bit", ...

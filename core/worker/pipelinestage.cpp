@@ -172,7 +172,7 @@ Result<PipelinePlan> planPipeline(const std::string &spec, CausalLM &model, int 
                              " layers; every process runs at least one layer (use at most " + std::to_string(layers) +
                              " processes)");
     if (spec != kPipelineDeviceMap) {
-        auto resolved = inference::resolveDeviceMap({spec, {}, {}}, nullptr);
+        auto resolved = inference::resolveDeviceMap({spec, {}, {}, {}}, nullptr);
         if (!resolved)
             return tl::unexpected(resolved.error());
         return planFromMap(resolved->map, model, stages);

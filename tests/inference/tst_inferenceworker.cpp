@@ -15,6 +15,7 @@
 #include "core/tokenizer/tokenizer.h"
 #include "tests/helpers/testsupport.h"
 
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -43,6 +44,7 @@ private Q_SLOTS:
     void pipelineGenerationEqualsOneProcess();
     void pipelineRefusesWhatItDoesNotRun();
     void dtypeAutoAndPinnedThreadsThroughAccelGenerate();
+    void quantizedAutoMapIsTheDeviceMapPlan();
 
 private:
     QString worker() const { return test::binDir() + "/accel-worker"; }
@@ -502,6 +504,39 @@ void tst_InferenceWorker::dtypeAutoAndPinnedThreadsThroughAccelGenerate()
     auto infer = test::runProgram(accel, {"infer", QString::fromStdString(m_llama.dir), "--input_ids", "4,8",
                                           "--logits_out", m_dir.filePath("auto.safetensors"), "--dtype", "auto"});
     QCOMPARE(infer.exitCode, 2);
+}
+
+// One sizing for the plan and the load: accel generate --device_map auto --quantization int8 runs
+// the map accel device-map --quantization int8 plans for the same budgets (the quantized layers'
+// bytes), and for some budget that map splits the model between the CPU and the disk.
+void tst_InferenceWorker::quantizedAutoMapIsTheDeviceMapPlan()
+{
+    const QString accel = test::binDir() + "/accel";
+    const QString model = QString::fromStdString(m_llama.dir);
+    const qint64 stored = QFileInfo(model + "/model.safetensors").size();
+    int split = 0;
+    for (double share : {0.15, 0.3, 0.45, 0.6}) {
+        const QString budget = QStringLiteral("cpu=%1,disk=1GB").arg(qint64(share * stored));
+        auto planned =
+            test::runProgram(accel, {"device-map", model, "--quantization", "int8", "--max_memory", budget, "--json"});
+        QVERIFY2(planned.exitCode == 0, qPrintable(planned.err));
+        const QJsonObject plan = QJsonDocument::fromJson(planned.out.toUtf8()).object()["device_map"].toObject();
+        auto ran = test::runProgram(accel, {"generate", model, "--device_map", "auto", "--quantization", "int8",
+                                            "--max_memory", budget, "--offload_folder", m_dir.filePath("qoff"),
+                                            "--input_ids", "4,8", "--max_new_tokens", "2", "--json"});
+        QVERIFY2(ran.exitCode == 0, qPrintable(ran.err));
+        const QJsonObject used = QJsonDocument::fromJson(ran.out.toUtf8()).object()["device_map"].toObject();
+        QVERIFY2(used == plan, qPrintable(budget + ": " + planned.out + "\n" + ran.out));
+        const QStringList devices = [&] {
+            QStringList d;
+            for (const QJsonValue &v : plan)
+                d << v.toVariant().toString();
+            return d;
+        }();
+        if (devices.contains("cpu") && devices.contains("disk"))
+            ++split;
+    }
+    QVERIFY2(split > 0, "no budget split the model between the CPU and the disk");
 }
 
 QTEST_GUILESS_MAIN(tst_InferenceWorker)
