@@ -1,6 +1,8 @@
 // The table of nativekeys.h: every Accelerate setting and what a native job does with it.
 #include "core/config/nativekeys.h"
 
+#include "core/common/accelerateenv.h"
+
 namespace accel::config::native {
 
 namespace {
@@ -50,14 +52,14 @@ std::vector<Section> makeSections()
               "engine (docs/sharding.md); MEGATRON_LM: refused by the ranks (ACCELERATE_USE_MEGATRON_LM). For a job, "
               "accel launch refuses XLA and the other accelerators (MULTI_NPU, MULTI_MLU, MULTI_SDAA, MULTI_MUSA, "
               "MULTI_XPU, MULTI_HPU, MULTI_NEURON): the runtime runs on CPUs and CUDA GPUs"},
-             {"mixed_precision", "ACCELERATE_MIXED_PRECISION",
+             {"mixed_precision", accelerateenv::kMixedPrecision,
               "ClusterConfig.mixed_precision SageMakerConfig.mixed_precision", "", A, Runtime, "",
               "no: float32; bf16: bfloat16 autocast; fp16: float16 autocast with dynamic loss scaling on CUDA ranks, "
               "refused on CPU ranks; fp8: the FP8 recipe of fp8_config (docs/fp8.md). The job's "
               "training.mixed_precision wins over it"},
-             {"use_cpu", "ACCELERATE_USE_CPU", "ClusterConfig.use_cpu SageMakerConfig.use_cpu", "", A, Runtime, "",
+             {"use_cpu", accelerateenv::kUseCpu, "ClusterConfig.use_cpu SageMakerConfig.use_cpu", "", A, Runtime, "",
               "true: the ranks train on the CPU even where CUDA is available"},
-             {"debug", "ACCELERATE_DEBUG_MODE", "ClusterConfig.debug SageMakerConfig.debug", "", A, Runtime, "",
+             {"debug", accelerateenv::kDebugMode, "ClusterConfig.debug SageMakerConfig.debug", "", A, Runtime, "",
               "true: before each collective the ranks compare their tensors' shapes and fail naming every rank's "
               "shape when they differ"},
              {"num_processes", "WORLD_SIZE", "ClusterConfig.num_processes", "", A, Runtime, "",
@@ -80,7 +82,7 @@ std::vector<Section> makeSections()
               "true: every machine reaches machine 0 at main_process_ip directly (MASTER_ADDR)"},
              {"main_training_function", "", "ClusterConfig.main_training_function", "", M, Launch, "main",
               "the function accelerate's TPU and notebook launchers call; a job is started from its job file"},
-             {"enable_cpu_affinity", "ACCELERATE_CPU_AFFINITY",
+             {"enable_cpu_affinity", accelerateenv::kCpuAffinity,
               "ClusterConfig.enable_cpu_affinity SageMakerConfig.enable_cpu_affinity", "", A, Startup, "",
               "true: each rank pins itself to the CPUs of its NUMA node as it starts (sched_setaffinity; a CUDA rank "
               "to its GPU's node, as Accelerate does; a CPU rank to node local_rank x nodes / local ranks) and "
@@ -123,21 +125,21 @@ std::vector<Section> makeSections()
          }},
         {"dynamo_config",
          {
-             {"dynamo_config.dynamo_backend", "ACCELERATE_DYNAMO_BACKEND", "TorchDynamoPlugin.backend", "", M, Startup,
-              "no", kDynamo},
-             {"dynamo_config.dynamo_mode", "ACCELERATE_DYNAMO_MODE", "TorchDynamoPlugin.mode", "", M, Startup,
+             {"dynamo_config.dynamo_backend", accelerateenv::kDynamoBackend, "TorchDynamoPlugin.backend", "", M,
+              Startup, "no", kDynamo},
+             {"dynamo_config.dynamo_mode", accelerateenv::kDynamoMode, "TorchDynamoPlugin.mode", "", M, Startup,
               "default", kDynamo},
-             {"dynamo_config.dynamo_use_fullgraph", "ACCELERATE_DYNAMO_USE_FULLGRAPH", "TorchDynamoPlugin.fullgraph",
+             {"dynamo_config.dynamo_use_fullgraph", accelerateenv::kDynamoUseFullgraph, "TorchDynamoPlugin.fullgraph",
               "", M, Startup, "false", kDynamo},
-             {"dynamo_config.dynamo_use_dynamic", "ACCELERATE_DYNAMO_USE_DYNAMIC", "TorchDynamoPlugin.dynamic", "", M,
+             {"dynamo_config.dynamo_use_dynamic", accelerateenv::kDynamoUseDynamic, "TorchDynamoPlugin.dynamic", "", M,
               Startup, "false,none", kDynamo},
-             {"dynamo_config.dynamo_use_regional_compilation", "ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION",
+             {"dynamo_config.dynamo_use_regional_compilation", accelerateenv::kDynamoUseRegionalCompilation,
               "TorchDynamoPlugin.use_regional_compilation", "", M, Startup, "false", kDynamo},
              {"", "", "TorchDynamoPlugin.options TorchDynamoPlugin.disable", "", P, None, "", kDynamo},
          }},
         {"fsdp_config",
          {
-             {"", "ACCELERATE_USE_FSDP", "", "", A, Plan, "",
+             {"", accelerateenv::kUseFsdp, "", "", A, Plan, "",
               "true (distributed_type FSDP): the sharding engine with the plan of the FSDP_* variables"},
              {"fsdp_config.fsdp_version", "FSDP_VERSION", "FullyShardedDataParallelPlugin.fsdp_version", "", A, Plan,
               "", "1 or 2: FSDP1's or FSDP2's defaults and gradient averaging (docs/sharding.md)"},
@@ -197,25 +199,26 @@ std::vector<Section> makeSections()
          }},
         {"deepspeed_config",
          {
-             {"", "ACCELERATE_USE_DEEPSPEED", "", "", A, Plan, "",
+             {"", accelerateenv::kUseDeepSpeed, "", "", A, Plan, "",
               "true (distributed_type DEEPSPEED): the sharding engine as ZeRO stages"},
-             {"deepspeed_config.deepspeed_config_file", "ACCELERATE_DEEPSPEED_CONFIG_FILE",
+             {"deepspeed_config.deepspeed_config_file", accelerateenv::kDeepSpeedConfigFile,
               "DeepSpeedPlugin.hf_ds_config", "", A, Plan, "",
               "the DeepSpeed JSON file; its keys are in the DeepSpeed file table below"},
-             {"", "ACCELERATE_CONFIG_DS_FIELDS", "", "", A, Plan, "",
+             {"", accelerateenv::kDeepSpeedConfigFields, "", "", A, Plan, "",
               "the deepspeed_config keys the config file set: any of them beside deepspeed_config_file is refused, "
               "as Accelerate does"},
-             {"deepspeed_config.zero_stage", "ACCELERATE_DEEPSPEED_ZERO_STAGE", "DeepSpeedPlugin.zero_stage",
+             {"deepspeed_config.zero_stage", accelerateenv::kDeepSpeedZeroStage, "DeepSpeedPlugin.zero_stage",
               "zero_optimization.stage", A, Plan, "", "0-3: what is sharded (optimizer state, gradients, parameters)"},
-             {"deepspeed_config.gradient_accumulation_steps", "ACCELERATE_GRADIENT_ACCUMULATION_STEPS",
+             {"deepspeed_config.gradient_accumulation_steps", accelerateenv::kGradientAccumulationSteps,
               "DeepSpeedPlugin.gradient_accumulation_steps", "gradient_accumulation_steps", A, Plan, "",
               "micro-batches per optimizer step (\"auto\": the job's training.gradient_accumulation_steps)"},
-             {"deepspeed_config.gradient_clipping", "ACCELERATE_GRADIENT_CLIPPING", "DeepSpeedPlugin.gradient_clipping",
-              "gradient_clipping", A, Plan, "", "the gradients' global norm is clipped to this value"},
-             {"deepspeed_config.offload_optimizer_device", "ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE",
+             {"deepspeed_config.gradient_clipping", accelerateenv::kGradientClipping,
+              "DeepSpeedPlugin.gradient_clipping", "gradient_clipping", A, Plan, "",
+              "the gradients' global norm is clipped to this value"},
+             {"deepspeed_config.offload_optimizer_device", accelerateenv::kDeepSpeedOffloadOptimizerDevice,
               "DeepSpeedPlugin.offload_optimizer_device", "zero_optimization.offload_optimizer.device", A, Plan, "",
               "cpu: optimizer state in host memory (stage 1+); nvme is refused"},
-             {"deepspeed_config.offload_param_device", "ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_DEVICE",
+             {"deepspeed_config.offload_param_device", accelerateenv::kDeepSpeedOffloadParamDevice,
               "DeepSpeedPlugin.offload_param_device", "zero_optimization.offload_param.device", A, Plan, "",
               "cpu: parameters in host memory (stage 3; noted below it, as DeepSpeed ignores it there); nvme is "
               "refused"},
@@ -225,12 +228,12 @@ std::vector<Section> makeSections()
              {"deepspeed_config.offload_param_nvme_path", "", "DeepSpeedPlugin.offload_param_nvme_path",
               "zero_optimization.offload_param.nvme_path", M, Launch, "none",
               "NVMe offload is refused, so a path asks for nothing"},
-             {"deepspeed_config.zero3_init_flag", "ACCELERATE_DEEPSPEED_ZERO3_INIT", "DeepSpeedPlugin.zero3_init_flag",
+             {"deepspeed_config.zero3_init_flag", accelerateenv::kDeepSpeedZero3Init, "DeepSpeedPlugin.zero3_init_flag",
               "", A, Plan, "", "stage 3: units a recipe builds are sharded as they are built (wrapBuilt)"},
-             {"deepspeed_config.zero3_save_16bit_model", "ACCELERATE_DEEPSPEED_ZERO3_SAVE_16BIT_MODEL",
+             {"deepspeed_config.zero3_save_16bit_model", accelerateenv::kDeepSpeedZero3Save16BitModel,
               "DeepSpeedPlugin.zero3_save_16bit_model", "zero_optimization.stage3_gather_16bit_weights_on_model_save",
               A, Plan, "", "stage 3: the saved model is gathered whole"},
-             {"deepspeed_config.deepspeed_moe_layer_cls_names", "ACCELERATE_DEEPSPEED_MOE_LAYER_CLS_NAMES",
+             {"deepspeed_config.deepspeed_moe_layer_cls_names", accelerateenv::kDeepSpeedMoeLayerClassNames,
               "DeepSpeedPlugin.transformer_moe_cls_names", "", R, Plan, "",
               "refused: mixture-of-experts layers are not implemented"},
              {"deepspeed_config.deepspeed_multinode_launcher", "", "", "", A, Launch, "",
@@ -352,7 +355,7 @@ std::vector<Section> makeSections()
          }},
         {"megatron_lm_config",
          {
-             {"", "ACCELERATE_USE_MEGATRON_LM", "", "", R, Startup, "false",
+             {"", accelerateenv::kUseMegatronLm, "", "", R, Startup, "false",
               "true (distributed_type MEGATRON_LM) is refused as a whole: Megatron-LM's tensor and sequence "
               "parallelism and its training loop are not implemented by the native runtime, and pipeline parallel "
               "training is out of scope. Use distributed_type FSDP or DEEPSPEED for sharded data parallel, and "
@@ -442,7 +445,7 @@ std::vector<Section> makeSections()
          }},
         {"fp8_config",
          {
-             {"fp8_config.backend", "ACCELERATE_FP8_BACKEND", "FP8RecipeKwargs.backend DeepSpeedPlugin.enable_msamp",
+             {"fp8_config.backend", accelerateenv::kFp8Backend, "FP8RecipeKwargs.backend DeepSpeedPlugin.enable_msamp",
               "", A, Fp8, "", "AO, TE or MSAMP: the FP8 recipe (docs/fp8.md)"},
              {"fp8_config.fp8_format", "ACCELERATE_FP8_FORMAT", "TERecipeKwargs.fp8_format FP8RecipeKwargs.fp8_format",
               "", A, Fp8, "", "TE: HYBRID or E4M3 (E5M2 is refused)"},
@@ -468,7 +471,7 @@ std::vector<Section> makeSections()
              {"fp8_config.use_autocast_during_eval", "ACCELERATE_FP8_USE_AUTOCAST_DURING_EVAL",
               "TERecipeKwargs.use_autocast_during_eval FP8RecipeKwargs.use_autocast_during_eval", "", A, Fp8, "",
               "evaluation runs the FP8 recipe too"},
-             {"fp8_config.opt_level", "ACCELERATE_FP8_OPT_LEVEL",
+             {"fp8_config.opt_level", accelerateenv::kFp8OptLevel,
               "MSAMPRecipeKwargs.opt_level FP8RecipeKwargs.opt_level DeepSpeedPlugin.msamp_opt_level", "", A, Fp8, "",
               "MS-AMP: O1 or O2"},
              {"fp8_config.optimization_level", "ACCELERATE_FP8_OPTIMIZATION_LEVEL", "", "", A, Fp8, "",
@@ -486,7 +489,7 @@ std::vector<Section> makeSections()
          }},
         {"parallelism_config",
          {
-             {"", "ACCELERATE_USE_PARALLELISM_CONFIG", "", "", A, Startup, "",
+             {"", accelerateenv::kUseParallelismConfig, "", "", A, Startup, "",
               "true: the PARALLELISM_CONFIG_* sizes are checked against the world size (below)"},
              {"parallelism_config.parallelism_config_dp_shard_size", "PARALLELISM_CONFIG_DP_SHARD_SIZE",
               "ParallelismConfig.dp_shard_size", "", A, Startup, "",
@@ -505,15 +508,14 @@ std::vector<Section> makeSections()
               "transformers' tensor-parallel plan does (q/k/v, gate, up column-wise; o, down row-wise), the tp "
               "ranks reading the same samples. Refused naming the sizes when it does not divide the world size or "
               "num_attention_heads, num_key_value_heads and intermediate_size; refused for other recipes and "
-              "families, and with LoRA, fp8, checkpoints, or grad_clip under sharding"},
+              "families, and with LoRA and fp8"},
              {"parallelism_config.parallelism_config_cp_size", "PARALLELISM_CONFIG_CP_SIZE",
               "ParallelismConfig.cp_size", "", A, Startup, "",
               "the device mesh's cp dimension (before tp): the causal_lm recipe shards every sequence over the cp "
               "ranks (2 x cp_size chunks, rank r holding chunks r and 2 x cp_size - 1 - r) with exact ring "
               "attention, RoPE positions of the whole sequence and the loss of the whole sequence; the cp ranks read "
               "the same samples. Refused naming the sizes when cp_size x tp_size does not divide the world size; "
-              "refused for other recipes and non-Llama families, with tp_size above 1, LoRA, fp8 and attention "
-              "dropout"},
+              "refused for other recipes and non-Llama families, with LoRA, fp8 and attention dropout"},
              {"parallelism_config.parallelism_config_cp_comm_strategy", "PARALLELISM_CONFIG_CP_COMM_STRATEGY",
               "TorchContextParallelConfig.cp_comm_strategy", "", A, Startup, "",
               "with cp_size above 1, how the cp ranks exchange keys and values: allgather (Accelerate's default: "
