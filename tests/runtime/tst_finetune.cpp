@@ -14,6 +14,7 @@
 // Logit differences are max |ours - theirs| / max |theirs| (as tst_logitscompat).
 #include "core/bigmodel/safetensors.h"
 #include "tests/compat/oracle.h"
+#include "tests/helpers/floattensors.h"
 #include "tests/helpers/metricsfile.h"
 #include "tests/helpers/rankjob.h"
 
@@ -38,38 +39,6 @@ namespace {
 
 constexpr double kLossTolerance = 1e-4;   // relative, per step
 constexpr double kLogitsTolerance = 1e-4; // max |a - b| / max |b|
-
-// Every float32 tensor of a safetensors file by name.
-std::map<std::string, std::vector<float>> readTensors(const QString &path, QString *error)
-{
-    std::map<std::string, std::vector<float>> out;
-    auto file = bigmodel::SafetensorsFile::open(path.toStdString());
-    if (!file) {
-        *error = QString::fromStdString(file.error().toString());
-        return out;
-    }
-    for (const auto &info : (*file)->tensors()) {
-        if (info.dtype != bigmodel::DType::F32)
-            continue;
-        std::vector<float> values(info.byteSize() / sizeof(float));
-        std::memcpy(values.data(), info.data, info.byteSize());
-        out[info.name] = std::move(values);
-    }
-    return out;
-}
-
-double relativeDifference(const std::vector<float> &ours, const std::vector<float> &theirs)
-{
-    if (ours.size() != theirs.size() || theirs.empty())
-        return INFINITY;
-    double worst = 0, scale = 0;
-    for (size_t i = 0; i < ours.size(); ++i) {
-        const double d = std::fabs(double(ours[i]) - double(theirs[i]));
-        worst = std::isnan(d) ? INFINITY : std::max(worst, d);
-        scale = std::max(scale, std::fabs(double(theirs[i])));
-    }
-    return scale > 0 ? worst / scale : INFINITY;
-}
 
 QString readText(const QString &file)
 {
@@ -225,8 +194,8 @@ private:
         for (int i = 0; i < a.size(); ++i)
             worstLoss = std::max(worstLoss, std::fabs(a[i] - b[i]) / std::fabs(b[i]));
         QString error;
-        auto mine = readTensors(path(oursModel + "/model.safetensors"), &error);
-        auto reference = readTensors(path(theirs + "/model/model.safetensors"), &error);
+        auto mine = readFloatTensors(path(oursModel + "/model.safetensors"), &error);
+        auto reference = readFloatTensors(path(theirs + "/model/model.safetensors"), &error);
         if (!error.isEmpty() || mine.size() != reference.size())
             return error + QStringLiteral(" %1 tensors against %2").arg(mine.size()).arg(reference.size());
         double worstWeight = 0;
@@ -286,8 +255,8 @@ private Q_SLOTS:
         const ProcessResult inferred = infer(path("run-" + family + "/model"), logits);
         QVERIFY2(inferred.exitCode == 0, qPrintable(inferred.err));
         QString error;
-        auto ours = readTensors(logits, &error);
-        auto theirs = readTensors(path(family + "-reference-logits.safetensors"), &error);
+        auto ours = readFloatTensors(logits, &error);
+        auto theirs = readFloatTensors(path(family + "-reference-logits.safetensors"), &error);
         QVERIFY2(error.isEmpty(), qPrintable(error));
         const double difference = relativeDifference(ours["logits"], theirs["logits"]);
         qInfo("%s: saved folder's logits differ from the reference by %.3g (relative)", qPrintable(family), difference);
@@ -335,7 +304,7 @@ private Q_SLOTS:
         // Only the adapters have gradients and optimizer state.
         QString error;
         int64_t adapterElements = 0;
-        for (const auto &[tensor, values] : readTensors(path(name + "/adapter/adapter_model.safetensors"), &error))
+        for (const auto &[tensor, values] : readFloatTensors(path(name + "/adapter/adapter_model.safetensors"), &error))
             adapterElements += int64_t(values.size());
         QVERIFY2(error.isEmpty() && adapterElements > 0, qPrintable(error));
         const QString metrics = path(name + "/metrics/rank0.jsonl");
@@ -363,8 +332,8 @@ private Q_SLOTS:
             const ProcessResult inferred = infer(merged, path("merged-" + family + "-logits.safetensors"));
             QVERIFY2(inferred.exitCode == 0, qPrintable(inferred.err));
             QString error;
-            auto ours = readTensors(path("merged-" + family + "-logits.safetensors"), &error);
-            auto adapted = readTensors(path("lora-" + family + "-logits.safetensors"), &error);
+            auto ours = readFloatTensors(path("merged-" + family + "-logits.safetensors"), &error);
+            auto adapted = readFloatTensors(path("lora-" + family + "-logits.safetensors"), &error);
             QVERIFY2(error.isEmpty(), qPrintable(error));
             const double difference = relativeDifference(ours["logits"], adapted["logits"]);
             QVERIFY2(difference <= 1e-5, qPrintable(family + ": " + QString::number(difference)));
@@ -442,8 +411,8 @@ private Q_SLOTS:
         const QString mismatch = lossMismatch(losses(path(name + "/metrics/rank0.jsonl")), expected);
         QVERIFY2(mismatch.isEmpty(), qPrintable(mismatch));
         QString error;
-        auto ours = readTensors(path(name + "/model/model.safetensors"), &error);
-        auto theirs = readTensors(path("run-global/model/model.safetensors"), &error);
+        auto ours = readFloatTensors(path(name + "/model/model.safetensors"), &error);
+        auto theirs = readFloatTensors(path("run-global/model/model.safetensors"), &error);
         QVERIFY2(error.isEmpty(), qPrintable(error));
         QCOMPARE(ours.size(), theirs.size());
         double worst = 0;
@@ -476,8 +445,8 @@ private Q_SLOTS:
         const QString mismatch = lossMismatch(losses(path("run-lora-zero3/metrics/rank0.jsonl")), expected);
         QVERIFY2(mismatch.isEmpty(), qPrintable(mismatch));
         QString error;
-        auto ours = readTensors(path("run-lora-zero3/adapter/adapter_model.safetensors"), &error);
-        auto theirs = readTensors(path("run-lora-global/adapter/adapter_model.safetensors"), &error);
+        auto ours = readFloatTensors(path("run-lora-zero3/adapter/adapter_model.safetensors"), &error);
+        auto theirs = readFloatTensors(path("run-lora-global/adapter/adapter_model.safetensors"), &error);
         QVERIFY2(error.isEmpty(), qPrintable(error));
         QCOMPARE(ours.size(), theirs.size());
         for (const auto &[tensor, values] : theirs)
@@ -747,7 +716,7 @@ private Q_SLOTS:
         // Each rank holds half of every split layer (q/k/v/o, gate/up/down) and the rest whole.
         QString error;
         int64_t split = 0;
-        for (const auto &[tensor, values] : readTensors(path(global + "/model/model.safetensors"), &error)) {
+        for (const auto &[tensor, values] : readFloatTensors(path(global + "/model/model.safetensors"), &error)) {
             for (const char *layer : {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"})
                 split += tensor.find(layer) != std::string::npos ? int64_t(values.size() * sizeof(float)) : 0;
         }

@@ -12,6 +12,7 @@
 //     equals one rank's, and so do the clipped steps (ZeRO with dp_shard is refused by the plan).
 #include "core/bigmodel/safetensors.h"
 #include "tests/compat/oracle.h"
+#include "tests/helpers/floattensors.h"
 #include "tests/helpers/metricsfile.h"
 #include "tests/helpers/rankjob.h"
 
@@ -47,22 +48,6 @@ std::map<int, double> stepLosses(const QString &path)
             losses[object.value("step").toInt()] = object.value("loss").toDouble();
     }
     return losses;
-}
-
-std::map<std::string, std::vector<float>> readTensors(const QString &path, QString *error)
-{
-    std::map<std::string, std::vector<float>> out;
-    auto file = bigmodel::SafetensorsFile::open(path.toStdString());
-    if (!file) {
-        *error = QString::fromStdString(file.error().toString());
-        return out;
-    }
-    for (const auto &info : (*file)->tensors()) {
-        std::vector<float> values(info.byteSize() / sizeof(float));
-        std::memcpy(values.data(), info.data, info.byteSize());
-        out[info.name] = std::move(values);
-    }
-    return out;
 }
 
 const QStringList kTp{"ACCELERATE_USE_PARALLELISM_CONFIG=true", "PARALLELISM_CONFIG_TP_SIZE=2"};
@@ -160,8 +145,8 @@ private:
         double worstWeight = 0;
         if (weights) {
             QString error;
-            auto mine = readTensors(path(resumed + "/model/model.safetensors"), &error);
-            auto reference = readTensors(path(straight + "/model/model.safetensors"), &error);
+            auto mine = readFloatTensors(path(resumed + "/model/model.safetensors"), &error);
+            auto reference = readFloatTensors(path(straight + "/model/model.safetensors"), &error);
             if (!error.isEmpty() || mine.size() != reference.size() || mine.empty())
                 return error + QStringLiteral(" %1 tensors against %2").arg(mine.size()).arg(reference.size());
             for (const auto &[name, values] : reference) {
