@@ -12,6 +12,22 @@ namespace accel::launcher {
 // the studio's Launch page read it): {"schema","version","id","run_dir","supervisor_pid"}.
 inline constexpr const char *LaunchDetachedSchema = "accel.launch-detached";
 inline constexpr int LaunchDetachedVersion = 1;
+// `accel preview-data JOB --json` (cmd_preview_data.cpp; read by the studio's data preview).
+inline constexpr const char *DataPreviewSchema = "accel.data-preview";
+// `accel bench fp8 --json`: the result, and each progress line before it (cmd_bench.cpp; read by
+// the studio's FP8 comparison).
+inline constexpr const char *BenchFp8Schema = "accel.bench-fp8";
+inline constexpr const char *BenchFp8ProgressSchema = "accel.bench-fp8.progress";
+inline constexpr int BenchFp8Version = 1;
+// accel hosts / slurm --json reports (version 1; app/cli/cmd_hosts*.cpp, cmd_slurm_queue.cpp
+// write them, the studio's Cluster page reads them).
+inline constexpr const char *HostsCheckSchema = "accel.hosts-check";
+inline constexpr const char *HostsDoctorSchema = "accel.doctor";
+inline constexpr const char *HostsLaunchSchema = "accel.hosts-launch";
+inline constexpr const char *HostsStopSchema = "accel.hosts-stop";
+inline constexpr const char *HostsInstallSchema = "accel.hosts-install";
+inline constexpr const char *SlurmQueueSchema = "accel.slurm-queue";
+inline constexpr const char *SlurmCancelSchema = "accel.slurm-cancel";
 
 // `body` must not contain "schema" or "version" (they are dropped if it does).
 QByteArray schemaJson(const QString &schema, int version, QJsonObject body, bool compact = false);

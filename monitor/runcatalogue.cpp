@@ -10,7 +10,6 @@ namespace accel::monitor {
 namespace {
 
 const QLatin1String kScheme("ssh://");
-constexpr int kListingVersion = 1;
 
 QString shortened(const QByteArray &output)
 {
@@ -49,17 +48,19 @@ Result<QList<RunInfo>> parseRunsListing(const QString &destination, const QByteA
                          QStringLiteral("printed no JSON object: '%1'").arg(shortened(output)).toStdString(), context);
     const QJsonObject listing = document.object();
     const QString schema = listing.value(QLatin1String("schema")).toString();
-    if (schema != QLatin1String("accel.runs"))
-        return makeError(ErrorCode::Failed,
-                         QStringLiteral("expected schema accel.runs, got '%1'").arg(schema).toStdString(), context);
+    if (schema != QLatin1String(RunsListingSchema))
+        return makeError(
+            ErrorCode::Failed,
+            QStringLiteral("expected schema %1, got '%2'").arg(QLatin1String(RunsListingSchema), schema).toStdString(),
+            context);
     const int version = listing.value(QLatin1String("version")).toInt();
-    if (version != kListingVersion)
+    if (version != RunsListingVersion)
         return makeError(ErrorCode::Unsupported,
                          QStringLiteral("version %1 is %2 than this studio's %3: use accel of the studio's version "
                                         "there")
                              .arg(version)
-                             .arg(version > kListingVersion ? QStringLiteral("newer") : QStringLiteral("other"))
-                             .arg(kListingVersion)
+                             .arg(version > RunsListingVersion ? QStringLiteral("newer") : QStringLiteral("other"))
+                             .arg(RunsListingVersion)
                              .toStdString(),
                          context);
     QList<RunInfo> runs;

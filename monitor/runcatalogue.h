@@ -13,6 +13,10 @@
 
 namespace accel::monitor {
 
+// `accel runs --json`'s "schema" and "version" (app/cli/cmd_runs.cpp writes it).
+inline constexpr const char *RunsListingSchema = "accel.runs";
+inline constexpr int RunsListingVersion = 1;
+
 // "ssh://gpu1/home/alice/.local/share/accel-studio/runs/20260101-..."; the destination is the one
 // the user wrote (alias or [user@]host[:port]; never holds '/'), the path absolute on that host.
 QString remoteRunAddress(const QString &destination, const QString &path);

@@ -10,6 +10,7 @@
 #include "app/cli/command.h"
 
 #include "core/common/accelerateenv.h"
+#include "launcher/jsonoutput.h"
 #include "monitor/metricsparser.h"
 
 #include <QDir>
@@ -130,8 +131,8 @@ struct Progress {
     {
         if (!json)
             return;
-        const QJsonObject line{{QStringLiteral("schema"), QStringLiteral("accel.bench-fp8.progress")},
-                               {QStringLiteral("version"), 1},
+        const QJsonObject line{{QStringLiteral("schema"), QLatin1String(launcher::BenchFp8ProgressSchema)},
+                               {QStringLiteral("version"), launcher::BenchFp8Version},
                                {QStringLiteral("state"), QLatin1String(state)},
                                {QStringLiteral("shape"), what.shape},
                                {QStringLiteral("precision"), what.precision},
@@ -457,8 +458,8 @@ void reportBench(const std::vector<BenchRun> &runs, const BenchOptions &o)
     if (tableFile.open(QIODevice::WriteOnly))
         tableFile.write(summary.table.toUtf8());
     if (o.json) {
-        QJsonObject result{{QStringLiteral("schema"), QStringLiteral("accel.bench-fp8")},
-                           {QStringLiteral("version"), 1},
+        QJsonObject result{{QStringLiteral("schema"), QLatin1String(launcher::BenchFp8Schema)},
+                           {QStringLiteral("version"), launcher::BenchFp8Version},
                            {QStringLiteral("steps"), o.steps},
                            {QStringLiteral("seeds"), o.seeds},
                            {QStringLiteral("shapes"), QJsonArray::fromStringList(o.shapeNames)},

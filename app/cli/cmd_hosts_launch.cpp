@@ -348,7 +348,7 @@ int runHostsLaunch(int argc, char **argv)
                                {QStringLiteral("main_process_ip"), QString::fromStdString(mainIp)},
                                {QStringLiteral("main_process_port"), port},
                                {QStringLiteral("nodes"), list}};
-        std::fputs(schemaJson(QStringLiteral("accel.hosts-launch"), 1, body).constData(), stdout);
+        std::fputs(schemaJson(QLatin1String(HostsLaunchSchema), 1, body).constData(), stdout);
     } else {
         for (const NodeStart &node : nodes) {
             QString line =
@@ -426,7 +426,7 @@ int runHostsStop(int argc, char **argv)
                         qPrintable(stopped ? reply.value(QStringLiteral("state")).toString() : message));
     }
     if (parser.isSet("json"))
-        std::fputs(schemaJson(QStringLiteral("accel.hosts-stop"), 1,
+        std::fputs(schemaJson(QLatin1String(HostsStopSchema), 1,
                               QJsonObject{{QStringLiteral("ok"), allStopped}, {QStringLiteral("nodes"), list}})
                        .constData(),
                    stdout);

@@ -12,6 +12,7 @@
 #include "core/tokenizer/tokenizer.h"
 #include "core/worker/lmdata.h"
 #include "launcher/jobfile.h"
+#include "launcher/jsonoutput.h"
 
 #include <nlohmann/json.hpp>
 
@@ -178,7 +179,7 @@ int runPreviewData(int argc, char **argv)
     const int64_t samples = std::min<int64_t>(shown, train->samples());
 
     if (parser.isSet("json")) {
-        ordered_json j{{"schema", "accel.data-preview"}, {"version", 1}, {"job", jobPath}, {"model", modelDir}};
+        ordered_json j{{"schema", launcher::DataPreviewSchema}, {"version", 1}, {"job", jobPath}, {"model", modelDir}};
         j["block_size"] = options.blockSize;
         j["eos_id"] = *eos;
         j["eos_token"] = tokenizer->decode({*eos});

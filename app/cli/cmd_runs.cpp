@@ -10,6 +10,7 @@
 #include "launcher/jsonoutput.h"
 #include "launcher/rundirectory.h"
 #include "monitor/runannotations.h"
+#include "monitor/runcatalogue.h"
 #include "monitor/runhyperparameters.h"
 
 #include <QDateTime>
@@ -186,7 +187,8 @@ int runList(int argc, char **argv)
                 row.insert(it.key(), it.value());
             list.append(row);
         }
-        printJson(QStringLiteral("accel.runs"), {{QStringLiteral("runs_root"), root}, {QStringLiteral("runs"), list}});
+        printJson(QLatin1String(monitor::RunsListingSchema),
+                  {{QStringLiteral("runs_root"), root}, {QStringLiteral("runs"), list}});
         return ExitOk;
     }
     if (entries.empty()) {

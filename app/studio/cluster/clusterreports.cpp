@@ -1,6 +1,7 @@
 #include "app/studio/cluster/clusterreports.h"
 
 #include "core/hardware/reportjson.h"
+#include "launcher/jsonoutput.h"
 #include "launcher/sshsession.h"
 
 #include <QJsonArray>
@@ -117,7 +118,7 @@ QString whatToDo(const HostCheck &check, const QString &localVersion)
 
 Result<HostsCheckReport> parseHostsCheck(const QByteArray &output)
 {
-    auto body = document(output, "accel.hosts-check", "accel hosts check");
+    auto body = document(output, launcher::HostsCheckSchema, "accel hosts check");
     if (!body)
         return tl::unexpected(body.error());
     HostsCheckReport report;
@@ -155,7 +156,7 @@ Result<HostsCheckReport> parseHostsCheck(const QByteArray &output)
 
 Result<DoctorReport> parseDoctor(const QByteArray &output)
 {
-    auto body = document(output, "accel.doctor", "accel hosts doctor");
+    auto body = document(output, launcher::HostsDoctorSchema, "accel hosts doctor");
     if (!body)
         return tl::unexpected(body.error());
     DoctorReport report;
@@ -172,7 +173,7 @@ Result<DoctorReport> parseDoctor(const QByteArray &output)
 
 Result<ClusterLaunchReport> parseHostsLaunch(const QByteArray &output)
 {
-    auto body = document(output, "accel.hosts-launch", "accel launch --hosts");
+    auto body = document(output, launcher::HostsLaunchSchema, "accel launch --hosts");
     if (!body)
         return tl::unexpected(body.error());
     ClusterLaunchReport report;
@@ -186,7 +187,7 @@ Result<ClusterLaunchReport> parseHostsLaunch(const QByteArray &output)
 
 Result<ClusterStopReport> parseHostsStop(const QByteArray &output)
 {
-    auto body = document(output, "accel.hosts-stop", "accel hosts stop");
+    auto body = document(output, launcher::HostsStopSchema, "accel hosts stop");
     if (!body)
         return tl::unexpected(body.error());
     ClusterStopReport report;
@@ -202,7 +203,7 @@ bool offersInstall(const HostCheck &check)
 
 Result<HostsInstallReport> parseHostsInstall(const QByteArray &output)
 {
-    auto body = document(output, "accel.hosts-install", "accel hosts install");
+    auto body = document(output, launcher::HostsInstallSchema, "accel hosts install");
     if (!body)
         return tl::unexpected(body.error());
     HostsInstallReport report;

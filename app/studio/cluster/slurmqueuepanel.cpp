@@ -1,6 +1,7 @@
 #include "app/studio/cluster/slurmqueuepanel.h"
 
 #include "launcher/accelcommand.h"
+#include "launcher/jsonoutput.h"
 #include "monitor/tailstream.h"
 
 #include <QHBoxLayout>
@@ -48,10 +49,11 @@ Result<SlurmQueueView> parseSlurmQueueJson(const QByteArray &json)
     QJsonParseError error{};
     const QJsonObject root = QJsonDocument::fromJson(json, &error).object();
     if (error.error != QJsonParseError::NoError ||
-        root.value(QStringLiteral("schema")).toString() != QLatin1String("accel.slurm-queue"))
-        return makeError(ErrorCode::Failed, "accel slurm queue printed no accel.slurm-queue report");
+        root.value(QStringLiteral("schema")).toString() != QLatin1String(launcher::SlurmQueueSchema))
+        return makeError(ErrorCode::Failed,
+                         std::string("accel slurm queue printed no ") + launcher::SlurmQueueSchema + " report");
     if (root.value(QStringLiteral("version")).toInt() != 1)
-        return makeError(ErrorCode::Unsupported, "accel.slurm-queue version " +
+        return makeError(ErrorCode::Unsupported, std::string(launcher::SlurmQueueSchema) + " version " +
                                                      std::to_string(root.value(QStringLiteral("version")).toInt()) +
                                                      " is newer than this studio reads (1)");
     SlurmQueueView view;
@@ -334,7 +336,7 @@ void SlurmQueuePanel::onCancelDone(const launcher::AccelOutcome &outcome)
 {
     m_command.release()->deleteLater();
     const QJsonObject answer = QJsonDocument::fromJson(outcome.standardOutput).object();
-    if (answer.value(QStringLiteral("schema")).toString() == QLatin1String("accel.slurm-cancel"))
+    if (answer.value(QStringLiteral("schema")).toString() == QLatin1String(launcher::SlurmCancelSchema))
         m_state->setText(tr("Job %1: %2 -> %3.")
                              .arg(answer.value(QStringLiteral("job_id")).toString(),
                                   answer.value(QStringLiteral("state_before")).toString(),

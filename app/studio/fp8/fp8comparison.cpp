@@ -1,5 +1,7 @@
 #include "app/studio/fp8/fp8comparison.h"
 
+#include "launcher/jsonoutput.h"
+
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -37,8 +39,8 @@ QStringList fp8BenchArguments(const Fp8ComparisonOptions &options)
 std::optional<Fp8Progress> parseFp8Progress(const QByteArray &line)
 {
     const QJsonObject event = QJsonDocument::fromJson(line.trimmed()).object();
-    if (event.value(QStringLiteral("schema")).toString() != QLatin1String("accel.bench-fp8.progress") ||
-        event.value(QStringLiteral("version")).toInt() != 1)
+    if (event.value(QStringLiteral("schema")).toString() != QLatin1String(launcher::BenchFp8ProgressSchema) ||
+        event.value(QStringLiteral("version")).toInt() != launcher::BenchFp8Version)
         return std::nullopt;
     Fp8Progress progress;
     progress.state = event.value(QStringLiteral("state")).toString();
@@ -86,10 +88,12 @@ std::optional<Fp8Comparison> parseFp8Comparison(const QByteArray &json, QString 
     const QJsonObject root = document.object();
     const QString schema = root.value(QStringLiteral("schema")).toString();
     const int version = root.value(QStringLiteral("version")).toInt();
-    if (schema != QLatin1String("accel.bench-fp8") || version != 1) {
-        *error = QStringLiteral("accel bench fp8 --json: schema %1 version %2; expected accel.bench-fp8 version 1")
+    if (schema != QLatin1String(launcher::BenchFp8Schema) || version != launcher::BenchFp8Version) {
+        *error = QStringLiteral("accel bench fp8 --json: schema %1 version %2; expected %3 version %4")
                      .arg(schema.isEmpty() ? QStringLiteral("(none)") : schema)
-                     .arg(version);
+                     .arg(version)
+                     .arg(QLatin1String(launcher::BenchFp8Schema))
+                     .arg(launcher::BenchFp8Version);
         return std::nullopt;
     }
     Fp8Comparison comparison;

@@ -3,6 +3,7 @@
 #include "app/studio/launch/accelquery.h"
 #include "core/common/fileutil.h"
 #include "launcher/jobfile.h"
+#include "launcher/jsonoutput.h"
 
 #include <QCoreApplication>
 #include <QJsonArray>
@@ -144,7 +145,7 @@ void DataPreviewPanel::start()
 void DataPreviewPanel::show(const QByteArray &json)
 {
     const QJsonObject answer = QJsonDocument::fromJson(json).object();
-    if (answer.value(QStringLiteral("schema")).toString() != QLatin1String("accel.data-preview")) {
+    if (answer.value(QStringLiteral("schema")).toString() != QLatin1String(launcher::DataPreviewSchema)) {
         showError(tr("accel preview-data gave no preview"));
         return;
     }
