@@ -50,9 +50,7 @@ const char *toString(DistributedType value)
 
 const char *toString(MixedPrecision value)
 {
-    const auto &names = schema::mixedPrecisionNames();
-    const auto index = static_cast<size_t>(value);
-    return index < names.size() ? names[index].c_str() : names.front().c_str();
+    return mixedPrecisionName(value);
 }
 
 std::optional<ComputeEnvironment> computeEnvironmentFromString(const std::string &text)
@@ -74,11 +72,7 @@ std::optional<DistributedType> distributedTypeFromString(const std::string &text
 
 std::optional<MixedPrecision> mixedPrecisionFromString(const std::string &text)
 {
-    const auto &names = schema::mixedPrecisionNames();
-    for (size_t i = 0; i < names.size(); ++i)
-        if (text == names[i])
-            return static_cast<MixedPrecision>(i);
-    return std::nullopt;
+    return mixedPrecisionFromName(text);
 }
 
 bool isMultiAcceleratorType(DistributedType type)

@@ -5,6 +5,7 @@
 // top-level field that Accelerate's dataclass defaults is set (see configio.h).
 #pragma once
 
+#include "core/common/mixedprecision.h"
 #include "core/config/configblocks.h"
 
 #include <cstdint>
@@ -39,7 +40,7 @@ enum class DistributedType {
 };
 
 // Its text forms are schema::mixedPrecisionNames(), in this order.
-enum class MixedPrecision { No, Fp16, Bf16, Fp8 };
+using accel::MixedPrecision; // core/common/mixedprecision.h
 
 // Text as written in the file ("LOCAL_MACHINE", "MULTI_GPU", "fp16") and back.
 const char *toString(ComputeEnvironment value);

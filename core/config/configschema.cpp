@@ -94,8 +94,7 @@ const Choices &anyText()
 
 const std::vector<std::string> &mixedPrecisionNames()
 {
-    static const std::vector<std::string> names{"no", "fp16", "bf16", "fp8"};
-    return names;
+    return accel::mixedPrecisionNames();
 }
 
 std::vector<std::string> valuesIn(const std::vector<PlacedValue> &table, Place place)

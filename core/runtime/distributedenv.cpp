@@ -52,33 +52,17 @@ Result<int> parseInt(const std::string &name, const char *value, int minimum, in
 
 } // namespace
 
-const char *mixedPrecisionName(MixedPrecision precision)
-{
-    switch (precision) {
-    case MixedPrecision::No:
-        return "no";
-    case MixedPrecision::Fp16:
-        return "fp16";
-    case MixedPrecision::Bf16:
-        return "bf16";
-    case MixedPrecision::Fp8:
-        return "fp8";
-    }
-    return "no";
-}
-
 Result<MixedPrecision> parseMixedPrecision(const std::string &text)
 {
     const std::string v = lower(text);
-    if (v.empty() || v == "no")
+    if (v.empty())
         return MixedPrecision::No;
-    if (v == "fp16")
-        return MixedPrecision::Fp16;
-    if (v == "bf16")
-        return MixedPrecision::Bf16;
-    if (v == "fp8")
-        return MixedPrecision::Fp8;
-    return makeError(ErrorCode::InvalidInput, "mixed precision: expected one of no, fp16, bf16, fp8; got " + text);
+    if (auto precision = mixedPrecisionFromName(v))
+        return *precision;
+    std::string names;
+    for (const std::string &name : mixedPrecisionNames())
+        names += (names.empty() ? "" : ", ") + name;
+    return makeError(ErrorCode::InvalidInput, "mixed precision: expected one of " + names + "; got " + text);
 }
 
 Result<DistributedEnv> DistributedEnv::fromEnvironment(const Lookup &lookupIn)

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "core/common/distributeddefaults.h"
+#include "core/common/mixedprecision.h"
 
 #include "core/common/result.h"
 #include "core/plan/fp8config.h"
@@ -14,9 +15,9 @@
 
 namespace accel::runtime {
 
-enum class MixedPrecision { No, Fp16, Bf16, Fp8 };
-
-const char *mixedPrecisionName(MixedPrecision precision);
+using accel::MixedPrecision; // core/common/mixedprecision.h
+using accel::mixedPrecisionName;
+// ACCELERATE_MIXED_PRECISION's value, any case; "" is no.
 Result<MixedPrecision> parseMixedPrecision(const std::string &text);
 
 struct DistributedEnv {
