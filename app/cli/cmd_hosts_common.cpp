@@ -5,6 +5,7 @@
 #include "launcher/hostfactory.h"
 #include "launcher/sshsession.h"
 
+#include <QCoreApplication>
 #include <QEventLoop>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -140,6 +141,31 @@ std::vector<AccelOutcome> runEverywhere(const std::vector<Host *> &hosts, const 
     if (pending > 0)
         loop.exec();
     return outcomes;
+}
+
+int forwardToHost(const char *command, const QString &destination, const QStringList &arguments)
+{
+    int fakeArgc = 1;
+    char name[] = "accel";
+    char *fakeArgv[] = {name, nullptr};
+    std::unique_ptr<QCoreApplication> app;
+    if (!QCoreApplication::instance())
+        app = std::make_unique<QCoreApplication>(fakeArgc, fakeArgv);
+    const RemoteSettings settings;
+    const HostGroup group = makeHosts({destination}, settings);
+    const AccelOutcome outcome = runEverywhere(group.hosts, {arguments}, settings, 0).front();
+    std::fwrite(outcome.standardOutput.constData(), 1, size_t(outcome.standardOutput.size()), stdout);
+    std::fwrite(outcome.standardError.constData(), 1, size_t(outcome.standardError.size()), stderr);
+    if (!outcome.failedToStart && !outcome.cancelled && !outcome.timedOut && outcome.signal == 0 &&
+        outcome.reason.isEmpty())
+        return outcome.exitCode;
+    const QString why = outcome.describe();
+    std::fprintf(stderr, "%s: host %s: %s%s\n", command, destination.toLocal8Bit().constData(),
+                 why.toLocal8Bit().constData(),
+                 outcome.error.isEmpty() || why.contains(outcome.error)
+                     ? ""
+                     : (QStringLiteral(": ") + outcome.error).toLocal8Bit().constData());
+    return 1;
 }
 
 HostCheck judgeHost(const QString &name, const AccelOutcome &outcome)

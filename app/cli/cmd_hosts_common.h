@@ -57,6 +57,12 @@ std::vector<launcher::AccelOutcome> runEverywhere(const std::vector<launcher::Ho
                                                   const std::vector<QStringList> &environment = {},
                                                   const QString &program = {});
 
+// Runs `accel arguments...` on `destination` (launcher/hostfactory) and passes its standard output,
+// standard error and exit code through, for a command about a run supervised on that host. A host
+// that cannot be reached, or where accel did not run, is a failure (1) whose message starts with
+// `command` ("accel stop") and names the host and why. Makes the QCoreApplication when there is none.
+int forwardToHost(const char *command, const QString &destination, const QStringList &arguments);
+
 // A host as `accel hosts check` judges it from its `accel env --json`.
 struct HostCheck {
     QString name;

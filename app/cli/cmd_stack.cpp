@@ -32,6 +32,8 @@
 #include <QStandardPaths>
 #include <QThread>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 
@@ -307,30 +309,10 @@ void captureStacksOnHang(accel::monitor::SupervisorMonitor &monitor, const QStri
 }
 
 #ifdef ACCEL_CLI_HAVE_HOSTS
-// Runs `accel stack arguments` on `destination` (an SSH destination) and passes its output and exit
-// code through. A host that cannot be reached, or where accel did not run, is a failure (1) that
-// names the host and why.
+// `accel stack arguments` on `destination`, output and exit code passed through (cmd_hosts_common).
 static int runStackOn(const QString &destination, const QStringList &arguments)
 {
-    int fakeArgc = 1;
-    char name[] = "accel";
-    char *fakeArgv[] = {name, nullptr};
-    QCoreApplication app(fakeArgc, fakeArgv);
-    const hosts::RemoteSettings settings;
-    const hosts::HostGroup group = hosts::makeHosts({destination}, settings);
-    const AccelOutcome outcome =
-        hosts::runEverywhere(group.hosts, {QStringList{QStringLiteral("stack")} + arguments}, settings, 0).front();
-    std::fwrite(outcome.standardOutput.constData(), 1, size_t(outcome.standardOutput.size()), stdout);
-    std::fwrite(outcome.standardError.constData(), 1, size_t(outcome.standardError.size()), stderr);
-    if (!outcome.failedToStart && !outcome.cancelled && !outcome.timedOut && outcome.signal == 0 &&
-        outcome.reason.isEmpty())
-        return outcome.exitCode;
-    std::fprintf(stderr, "accel stack: host %s: %s%s\n", destination.toLocal8Bit().constData(),
-                 outcome.describe().toLocal8Bit().constData(),
-                 outcome.error.isEmpty() || outcome.describe().contains(outcome.error)
-                     ? ""
-                     : (QStringLiteral(": ") + outcome.error).toLocal8Bit().constData());
-    return ExitFailure;
+    return hosts::forwardToHost("accel stack", destination, QStringList{QStringLiteral("stack")} + arguments);
 }
 #endif
 
@@ -405,6 +387,16 @@ static int runStack(int argc, char **argv)
         !supervisor.host.empty()) {
 #ifdef ACCEL_CLI_HAVE_HOSTS
         // The run directory is seen here (a shared file system): the same path on the run's host.
+        // Only for a run folder of this user: run.json is the folder owner's word (--host names a
+        // host the user chose).
+        const auto owner = rundir::runDirectoryOwner(QFile::encodeName(run->path()).toStdString());
+        if (!owner || *owner != ::geteuid()) {
+            std::fprintf(stderr,
+                         "accel stack: run %s runs on host %s, and its folder is not yours: give --host to reach "
+                         "that host\n",
+                         run->id().toLocal8Bit().constData(), supervisor.host.c_str());
+            return ExitBadInput;
+        }
         return runStackOn(QString::fromStdString(supervisor.host), QStringList{run->path()} + forwarded);
 #else
         std::fprintf(stderr,

@@ -7,10 +7,14 @@
 // rest from /proc of any process).
 #include "app/cli/argparser.h"
 #include "app/cli/command.h"
+#ifdef ACCEL_CLI_HAVE_HOSTS
+#include "app/cli/cmd_hosts_common.h"
+#endif
 
 #include "core/rundir/privatefiles.h"
 #include "core/rundir/processidentity.h"
 #include "launcher/clusterrecord.h"
+#include "launcher/hostfactory.h" // kLocalDestination (header only)
 #include "launcher/jsonoutput.h"
 #include "launcher/rundirectory.h"
 
@@ -18,6 +22,8 @@
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
+
+#include <unistd.h>
 
 #include <csignal>
 #include <cstdio>
@@ -84,6 +90,10 @@ static int runStop(int argc, char **argv)
                     RunDirectory::defaultRunsRoot().toStdString());
     parser.addValue("timeout", "SECONDS", "wait this long after each signal before escalating", "15");
     parser.addFlag("json", "machine-readable output (accel.stop)");
+    parser.addValue("host", "DEST",
+                    "where the run's supervisor runs: an SSH destination (a ~/.ssh/config alias or "
+                    "[user@]host[:port]), or \"local\" for this machine whatever run.json records (default: the "
+                    "host run.json records, over SSH when it is another)");
     if (!parser.parse(argc, argv, 1)) {
         if (parser.helpRequested()) {
             std::fputs(parser.helpText().c_str(), stdout);
@@ -102,9 +112,32 @@ static int runStop(int argc, char **argv)
         return ExitFailure;
 #endif
     }
+    const QString host = QString::fromStdString(parser.valueOr("host", "")).trimmed();
+    if (parser.isSet("host") && host.isEmpty()) {
+        std::fprintf(stderr, "accel stop: --host: expected an SSH destination or \"local\", got ''\n");
+        return ExitBadInput;
+    }
+    const bool local = host == QLatin1String(launcher::kLocalDestination);
+    // What accel stop on the run's host is asked for; there the run is local.
+    QStringList forwarded{QStringLiteral("--host"), QLatin1String(launcher::kLocalDestination),
+                          QStringLiteral("--timeout"), QString::fromStdString(parser.valueOr("timeout", "15"))};
+    if (parser.isSet("json"))
+        forwarded << QStringLiteral("--json");
+    if (parser.isSet("runs_root"))
+        forwarded << QStringLiteral("--runs_root") << QString::fromStdString(*parser.value("runs_root"));
+#ifdef ACCEL_CLI_HAVE_HOSTS
+    if (!host.isEmpty() && !local) // a host named by the user: the run is looked up there, as written
+        return hosts::forwardToHost("accel stop", host, QStringList{QStringLiteral("stop"), target} + forwarded);
+#else
+    if (!host.isEmpty() && !local) {
+        std::fprintf(stderr, "accel stop: --host %s: this accel was built without SSH hosts\n",
+                     host.toLocal8Bit().constData());
+        return ExitBadInput;
+    }
+#endif
     const QString root =
         QString::fromStdString(parser.valueOr("runs_root", RunDirectory::defaultRunsRoot().toStdString()));
-    auto run = RunDirectory::open(QString::fromStdString(*parser.firstPositional("run")), root);
+    auto run = RunDirectory::open(target, root);
     if (!run) {
         std::fprintf(stderr, "accel stop: %s\n", run.error().toString().c_str());
         return exitCodeFor(run.error());
@@ -118,7 +151,8 @@ static int runStop(int argc, char **argv)
     if (runstate::isFinal(before) && before != QLatin1String(runstate::Lost)) {
         how = QStringLiteral("already ") + before;
     } else {
-        switch (rundir::checkSupervisor(supervisor)) {
+        // --host local: run.json's supervisor is taken as this machine's (accel stop sent over SSH).
+        switch (local ? rundir::checkSupervisor(supervisor, supervisor.host) : rundir::checkSupervisor(supervisor)) {
         case rundir::SupervisorCheck::Unknown:
             if (supervisor.host.empty()) {
                 std::fprintf(stderr,
@@ -127,6 +161,14 @@ static int runStop(int argc, char **argv)
                              run->filePath(QLatin1String(rundir::file::Manifest)).toLocal8Bit().constData());
                 return ExitFailure;
             }
+#ifdef ACCEL_CLI_HAVE_HOSTS
+            // Supervised on another host: accel stop runs there over SSH, on the same run folder
+            // (a shared file system), and its output and exit code come back. Only for a run folder
+            // of this user: run.json is the folder owner's word, not another user's.
+            if (owner && *owner == ::geteuid())
+                return hosts::forwardToHost("accel stop", QString::fromStdString(supervisor.host),
+                                            QStringList{QStringLiteral("stop"), run->path()} + forwarded);
+#endif
             std::fprintf(stderr, "accel stop: run %s is supervised on host %s; run accel stop there\n",
                          run->id().toLocal8Bit().constData(), supervisor.host.c_str());
             return ExitBadInput;

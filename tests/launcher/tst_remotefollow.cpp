@@ -168,7 +168,7 @@ private Q_SLOTS:
     void unreachableHostIsReported();
     void missingRunIsReported();
     void localHostFollowsTheSameWay();
-    void stackOfARunOnAnotherHostRunsThere();
+    void stackOfARunOnAnotherHostRunsThere(); // and accel stop of it
 
 private:
     SshHostOptions options(const QString &destination) const;
@@ -537,6 +537,19 @@ void tst_RemoteFollow::stackOfARunOnAnotherHostRunsThere()
     QCOMPARE(unreachable.exitCode, 1);
     QVERIFY2(unreachable.err.contains(QStringLiteral("host ") + refused) && unreachable.err.contains("refused"),
              qPrintable(unreachable.err));
+
+    // accel stop of that run goes to its host the same way, and stops the supervisor there.
+    const auto stopped = accel::test::runAccel({"stop", elsewhere, "--json", "--timeout", "5"}, 60000, {}, env);
+    QVERIFY2(stopped.exitCode == 0, qPrintable(stopped.out + stopped.err));
+    QCOMPARE(QJsonDocument::fromJson(stopped.out.toUtf8()).object().value(QLatin1String("schema")).toString(),
+             QStringLiteral("accel.stop"));
+    const pid_t supervisorPid = pid_t(supervisor.value(QLatin1String("pid")).toDouble());
+    QVERIFY(supervisorPid > 0);
+    QVERIFY(QTest::qWaitFor([&] { return ::kill(supervisorPid, 0) != 0; }, 20000));
+    const auto unreachableStop = accel::test::runAccel({"stop", elsewhere, "--host", refused}, 30000, {}, env);
+    QCOMPARE(unreachableStop.exitCode, 1);
+    QVERIFY2(unreachableStop.err.contains(QStringLiteral("accel stop: host ") + refused),
+             qPrintable(unreachableStop.err));
 }
 
 QTEST_GUILESS_MAIN(tst_RemoteFollow)
