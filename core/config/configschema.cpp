@@ -201,11 +201,16 @@ std::string joined(const std::vector<std::string> &values, const char *separator
 
 const std::vector<std::string> &distributedTypeNames(bool sageMaker)
 {
-    static const std::vector<std::string> local{
-        "NO",        "MULTI_CPU", "MULTI_GPU",    "MULTI_NPU", "MULTI_MLU", "MULTI_SDAA", "MULTI_MUSA",
-        "MULTI_XPU", "MULTI_HPU", "MULTI_NEURON", "DEEPSPEED", "FSDP",      "XLA",        "MEGATRON_LM",
-    };
-    static const std::vector<std::string> sage{"NO", "DATA_PARALLEL", "MODEL_PARALLEL"};
+    // The enum's text forms (clusterconfig.cpp): a local machine's types are No .. MegatronLm, in
+    // the enum's order; SageMaker's are NO, DATA_PARALLEL and MODEL_PARALLEL.
+    static const std::vector<std::string> local = [] {
+        std::vector<std::string> names;
+        for (int type = int(DistributedType::No); type <= int(DistributedType::MegatronLm); ++type)
+            names.emplace_back(toString(DistributedType(type)));
+        return names;
+    }();
+    static const std::vector<std::string> sage{toString(DistributedType::No), toString(DistributedType::DataParallel),
+                                               toString(DistributedType::ModelParallel)};
     return sageMaker ? sage : local;
 }
 
