@@ -37,7 +37,7 @@ nlohmann::ordered_json toJson(const std::string &model, const std::string &dtype
                               const bigmodel::DeviceMapResult &r)
 {
     nlohmann::ordered_json j;
-    j["schema"] = "accel.device-map";
+    j["schema"] = bigmodel::DeviceMapSchema;
     j["version"] = 1;
     j["model"] = model;
     j["strategy"] = bigmodel::strategyName(o.strategy);

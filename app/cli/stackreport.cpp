@@ -1,5 +1,7 @@
 #include "app/cli/stackreport.h"
 
+#include "core/rundir/runlayout.h"
+
 #include <QDateTime>
 #include <QFileInfo>
 #include <QJsonArray>
@@ -134,7 +136,7 @@ Result<RankStack> parsePySpyDump(const QByteArray &json, qint64 pid)
 Result<RankStack> parseNativeStack(const QByteArray &json)
 {
     const QJsonObject object = QJsonDocument::fromJson(json).object();
-    if (object.value(QStringLiteral("schema")).toString() != QLatin1String("accel.native-stack"))
+    if (object.value(QStringLiteral("schema")).toString() != QLatin1String(rundir::NativeStackSchema))
         return makeError(ErrorCode::InvalidInput, "not an accel.native-stack document");
     RankStack stack;
     stack.kind = QStringLiteral("native");

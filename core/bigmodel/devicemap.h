@@ -18,6 +18,11 @@
 
 namespace accel::bigmodel {
 
+// A device map as `accel device-map --json` writes it, and the studio's plan file; accel infer /
+// generate --device_map FILE read both.
+inline constexpr const char *DeviceMapSchema = "accel.device-map";
+inline constexpr const char *DeviceMapPlanSchema = "accel.device-map-plan";
+
 enum class DeviceMapStrategy { Auto, Balanced, BalancedLow0, Sequential };
 
 Result<DeviceMapStrategy> parseDeviceMapStrategy(const std::string &name);

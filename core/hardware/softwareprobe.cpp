@@ -38,7 +38,7 @@ Result<WorkerCapabilities> parseWorkerCapabilities(const std::string &text)
 {
     try {
         const nlohmann::json json = nlohmann::json::parse(text);
-        if (!json.is_object() || json.value("schema", "") != "accel.worker-capabilities")
+        if (!json.is_object() || json.value("schema", "") != WorkerCapabilitiesSchema)
             return makeError(ErrorCode::InvalidInput,
                              "expected a JSON object with \"schema\": \"accel.worker-capabilities\"",
                              "accel-worker --capabilities --json");

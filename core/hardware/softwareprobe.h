@@ -19,6 +19,8 @@ inline const char *notInstalled()
 
 // Runs `workerPath --capabilities --json` and parses its answer.
 WorkerCapabilities probeWorker(const std::string &workerPath, int timeoutMs = 10000);
+// accel-worker capabilities' answer (core/worker/capabilities.cpp writes it).
+inline constexpr const char *WorkerCapabilitiesSchema = "accel.worker-capabilities";
 // Parses {"schema":"accel.worker-capabilities","version":1,"torch_version",...}.
 Result<WorkerCapabilities> parseWorkerCapabilities(const std::string &json);
 

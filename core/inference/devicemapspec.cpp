@@ -28,7 +28,7 @@ Result<DeviceMap> readMapFile(const std::string &path)
     const nlohmann::json &j = *parsed;
     if (j.is_object() && j.contains("schema") && j["schema"].is_string()) {
         const std::string schema = j["schema"].get<std::string>();
-        if (schema != "accel.device-map" && schema != "accel.device-map-plan")
+        if (schema != bigmodel::DeviceMapSchema && schema != bigmodel::DeviceMapPlanSchema)
             return makeError(ErrorCode::InvalidInput,
                              "schema \"" + schema +
                                  "\" holds no device map (expected the output of accel device-map --json, a "

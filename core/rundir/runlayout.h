@@ -13,6 +13,10 @@
 namespace accel::rundir {
 
 // Names inside a run directory.
+// The answer of an accel-worker rank to a stack request (core/worker/stackdump.cpp writes it, accel
+// stack reads it).
+inline constexpr const char *NativeStackSchema = "accel.native-stack";
+
 namespace file {
 inline constexpr const char *Manifest = "run.json";
 inline constexpr const char *Events = "events.jsonl";

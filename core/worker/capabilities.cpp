@@ -3,6 +3,7 @@
 #include "core/worker/jobrunner.h"
 
 #include "core/common/jobschema.h"
+#include "core/hardware/softwareprobe.h"
 #include "core/runtime/cudaplugin.h"
 #include "core/runtime/precision/fp8gemm.h"
 
@@ -88,7 +89,7 @@ nlohmann::ordered_json cpuPrecisions(const nlohmann::ordered_json &features, con
 std::string capabilitiesJson()
 {
     nlohmann::ordered_json j;
-    j["schema"] = "accel.worker-capabilities";
+    j["schema"] = hardware::WorkerCapabilitiesSchema;
     j["version"] = 2;
     j["worker_version"] = ACCEL_VERSION;
     j["torch_version"] = TORCH_VERSION;

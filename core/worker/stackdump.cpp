@@ -173,7 +173,7 @@ std::string nativeStackJson(int rank, void *const *frames, int count)
                           {"sequence", collective.sequence},
                           {"waiting", collective.waiting}};
     nlohmann::json document{
-        {"schema", "accel.native-stack"},
+        {"schema", rundir::NativeStackSchema},
         {"version", 1},
         {"rank", rank},
         {"pid", static_cast<long long>(getpid())},

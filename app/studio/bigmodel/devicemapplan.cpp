@@ -1,5 +1,6 @@
 #include "app/studio/bigmodel/devicemapplan.h"
 
+#include "core/bigmodel/devicemap.h"
 #include "core/bigmodel/modulesizes.h"
 
 #include <nlohmann/json.hpp>
@@ -136,7 +137,7 @@ bool DeviceMapPlan::moveBlock(const QString &name, const QString &device)
 QByteArray DeviceMapPlan::toJson() const
 {
     nlohmann::ordered_json j;
-    j["schema"] = "accel.device-map-plan";
+    j["schema"] = bigmodel::DeviceMapPlanSchema;
     j["version"] = 1;
     j["model"] = model.toStdString();
     j["strategy"] = strategy.toStdString();
