@@ -97,6 +97,28 @@ def _install():
     sys.addaudithook(hook)
 
 
+def _settle_collectives_at_exit():
+    # PyTorch's gloo process group frees each finished collective on its own thread, and the
+    # tensors it frees are Python's: that thread needs the GIL. When the script returns right after
+    # a collective, Python can begin to finalize first; the gloo thread then cannot take the GIL, is
+    # unwound through a destructor and the rank aborts ("terminate called without an active
+    # exception", exit code 134) after its work is done. Accelerate's own test script does this
+    # under torchrun too. An atexit handler that runs last, while Python is still whole, lets those
+    # threads finish: it releases the GIL for a moment when torch.distributed was used.
+    import atexit
+
+    def settle():
+        if "torch.distributed" not in sys.modules:
+            return
+        import gc
+        import time
+
+        gc.collect()
+        time.sleep(0.25)
+
+    atexit.register(settle)
+
+
 def _run_hidden_sitecustomize():
     import importlib.machinery
     import importlib.util
@@ -115,4 +137,5 @@ if os.path.basename(__file__).startswith("sitecustomize"):
         _install()
     except Exception:  # never stop the script for a tracker
         pass
+    _settle_collectives_at_exit()
     _run_hidden_sitecustomize()
