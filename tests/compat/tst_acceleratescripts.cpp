@@ -43,6 +43,23 @@ test::ProcessResult accelLaunch(const QString &python, const QString &runDir, co
                           600000, {}, {QStringLiteral("PYTHON_EXEC=") + python});
 }
 
+// The folder that holds accel launch's start-up hook as a sitecustomize, for the peer too: its
+// exit handler (docs/trackers.md) keeps PyTorch 2.12's gloo from aborting a rank at interpreter
+// exit after its work is done, which happens under accelerate launch as under accel launch. The
+// hook's tracker findings go to the folder above it.
+QString startupHookFolder()
+{
+    static QTemporaryDir dir;
+    static const QString folder = [] {
+        const QString python = dir.filePath(QStringLiteral("python"));
+        QDir().mkpath(python);
+        QFile::copy(test::sourceDir() + QStringLiteral("/resources/python/accel_tracker_hook.py"),
+                    python + QStringLiteral("/sitecustomize.py"));
+        return python;
+    }();
+    return folder;
+}
+
 // Real `accelerate launch` with two CPU ranks (see the top of the file).
 test::ProcessResult accelerateLaunch(const QString &python, const QStringList &scriptAndArgs)
 {
@@ -54,7 +71,7 @@ test::ProcessResult accelerateLaunch(const QString &python, const QStringList &s
                     QStringLiteral("--mixed_precision"), QStringLiteral("no"), QStringLiteral("--dynamo_backend"),
                     QStringLiteral("no"), QStringLiteral("--main_process_port"), QStringLiteral("0")} +
             scriptAndArgs,
-        600000, {}, {QStringLiteral("ACCELERATE_USE_CPU=1")});
+        600000, {}, {QStringLiteral("ACCELERATE_USE_CPU=1"), QStringLiteral("PYTHONPATH=") + startupHookFolder()});
 }
 
 QJsonObject readJson(const QString &path)
