@@ -104,31 +104,24 @@ Result<void> saveModelSafetensors(torch::nn::Module &model, const std::string &p
     return bigmodel::writeSafetensors(path, std::move(tensors));
 }
 
-Result<void> loadModelSafetensors(torch::nn::Module &model, const std::string &path, bool strict)
+Result<void> copyIntoModel(torch::nn::Module &model, const TensorSource &find, const std::string &source, bool strict)
 {
-    auto file = bigmodel::SafetensorsFile::open(path);
-    if (!file)
-        return tl::unexpected(file.error());
     torch::NoGradGuard noGrad;
     auto load = [&](const std::string &name, torch::Tensor target) -> Result<void> {
-        const bigmodel::TensorInfo *info = (*file)->find(name);
-        if (!info) {
+        auto found = find(name);
+        if (!found)
+            return tl::unexpected(found.error());
+        if (!found->defined()) {
             if (!strict)
                 return {};
-            return makeError(ErrorCode::InvalidInput, "tensor " + name + " is missing from the checkpoint", path);
+            return makeError(ErrorCode::InvalidInput, "tensor " + name + " is missing from the checkpoint", source);
         }
-        auto type = toScalarType(info->dtype, name);
-        if (!type)
-            return tl::unexpected(type.error());
-        if (info->shape != target.sizes().vec())
+        if (!found->sizes().equals(target.sizes()))
             return makeError(ErrorCode::InvalidInput,
-                             "tensor " + name + ": checkpoint shape " + c10::str(c10::IntArrayRef(info->shape)) +
+                             "tensor " + name + ": checkpoint shape " + c10::str(found->sizes()) +
                                  " differs from the model's " + c10::str(target.sizes()),
-                             path);
-        auto source = torch::empty(info->shape, torch::TensorOptions().dtype(*type));
-        if (info->byteSize() > 0)
-            std::memcpy(source.data_ptr(), info->data, info->byteSize());
-        target.copy_(source);
+                             source);
+        target.copy_(*found);
         return {};
     };
     for (const auto &item : model.named_parameters()) {
@@ -140,6 +133,28 @@ Result<void> loadModelSafetensors(torch::nn::Module &model, const std::string &p
             return loaded;
     }
     return {};
+}
+
+Result<void> loadModelSafetensors(torch::nn::Module &model, const std::string &path, bool strict)
+{
+    auto file = bigmodel::SafetensorsFile::open(path);
+    if (!file)
+        return tl::unexpected(file.error());
+    return copyIntoModel(
+        model,
+        [&](const std::string &name) -> Result<at::Tensor> {
+            const bigmodel::TensorInfo *info = (*file)->find(name);
+            if (!info)
+                return at::Tensor();
+            auto type = toScalarType(info->dtype, name);
+            if (!type)
+                return tl::unexpected(type.error());
+            auto tensor = torch::empty(info->shape, torch::TensorOptions().dtype(*type));
+            if (info->byteSize() > 0)
+                std::memcpy(tensor.data_ptr(), info->data, info->byteSize());
+            return tensor;
+        },
+        path, strict);
 }
 
 Result<void> saveTensors(const std::string &path, const std::map<std::string, at::Tensor> &tensors)

@@ -198,28 +198,13 @@ NamedTensors modelTensors(torch::nn::Module &model)
 
 Result<void> loadModelTensors(torch::nn::Module &model, const NamedTensors &tensors, const std::string &source)
 {
-    torch::NoGradGuard noGrad;
-    const auto load = [&](const std::string &name, torch::Tensor target) -> Result<void> {
-        const auto it = tensors.find(name);
-        if (it == tensors.end())
-            return makeError(ErrorCode::InvalidInput, "tensor " + name + " is missing from the checkpoint", source);
-        if (!it->second.sizes().equals(target.sizes()))
-            return makeError(ErrorCode::InvalidInput,
-                             "tensor " + name + ": checkpoint shape " + c10::str(it->second.sizes()) +
-                                 " differs from the model's " + c10::str(target.sizes()),
-                             source);
-        target.copy_(it->second);
-        return {};
-    };
-    for (const auto &item : model.named_parameters()) {
-        if (auto loaded = load(item.key(), item.value()); !loaded)
-            return loaded;
-    }
-    for (const auto &item : model.named_buffers()) {
-        if (auto loaded = load(item.key(), item.value()); !loaded)
-            return loaded;
-    }
-    return {};
+    return copyIntoModel(
+        model,
+        [&](const std::string &name) -> Result<torch::Tensor> {
+            const auto it = tensors.find(name);
+            return it == tensors.end() ? torch::Tensor() : it->second;
+        },
+        source);
 }
 
 NamedTensors optimizerTensors(torch::optim::Optimizer &optimizer, const std::map<const void *, std::string> &names,
