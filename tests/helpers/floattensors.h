@@ -49,4 +49,20 @@ inline double relativeDifference(const std::vector<float> &ours, const std::vect
     return scale > 0 ? worst / scale : INFINITY;
 }
 
+// The largest relativeDifference over the float32 tensors of two safetensors files, `ours`
+// against `theirs`; infinity with `error` set when a file cannot be read or the tensor counts differ.
+inline double largestWeightDifference(const QString &ours, const QString &theirs, QString *error)
+{
+    auto mine = readFloatTensors(ours, error);
+    auto reference = readFloatTensors(theirs, error);
+    if (!error->isEmpty() || mine.size() != reference.size() || reference.empty()) {
+        *error += QStringLiteral(" %1 tensors against %2").arg(mine.size()).arg(reference.size());
+        return INFINITY;
+    }
+    double worst = 0;
+    for (const auto &[tensor, values] : reference)
+        worst = std::max(worst, relativeDifference(mine[tensor], values));
+    return worst;
+}
+
 } // namespace accel::test

@@ -107,13 +107,10 @@ private:
                 worstLoss = std::max(worstLoss, std::isnan(a[i]) ? INFINITY : std::fabs(a[i] - b[i]) / std::fabs(b[i]));
         }
         QString error;
-        auto mine = readFloatTensors(path(ours + "/model/model.safetensors"), &error);
-        auto reference = readFloatTensors(path(theirs + "/model/model.safetensors"), &error);
-        if (!error.isEmpty() || mine.size() != reference.size() || reference.empty())
-            return error + QStringLiteral(" %1 tensors against %2").arg(mine.size()).arg(reference.size());
-        double worstWeight = 0;
-        for (const auto &[tensor, values] : reference)
-            worstWeight = std::max(worstWeight, relativeDifference(mine[tensor], values));
+        const double worstWeight = largestWeightDifference(path(ours + "/model/model.safetensors"),
+                                                           path(theirs + "/model/model.safetensors"), &error);
+        if (!error.isEmpty())
+            return error;
         qInfo("%s against %s: largest loss difference %.3g, largest weight difference %.3g (relative)",
               qPrintable(ours), qPrintable(theirs), worstLoss, worstWeight);
         if (!(worstLoss <= kTolerance) || !(worstWeight <= weightTolerance))
