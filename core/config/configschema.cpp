@@ -157,37 +157,6 @@ const std::vector<std::string> &dynamoModes()
     return names;
 }
 
-const std::vector<std::string> &fsdpShardingStrategies()
-{
-    static const std::vector<std::string> names{"FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "HYBRID_SHARD",
-                                                "HYBRID_SHARD_ZERO2"};
-    return names;
-}
-
-const std::vector<std::string> &fsdpAutoWrapPolicies()
-{
-    static const std::vector<std::string> names{"TRANSFORMER_BASED_WRAP", "SIZE_BASED_WRAP", "NO_WRAP"};
-    return names;
-}
-
-const std::vector<std::string> &fsdpBackwardPrefetchModes()
-{
-    static const std::vector<std::string> names{"BACKWARD_PRE", "BACKWARD_POST", "NO_PREFETCH"};
-    return names;
-}
-
-const std::vector<std::string> &fsdpStateDictTypes()
-{
-    static const std::vector<std::string> names{"FULL_STATE_DICT", "LOCAL_STATE_DICT", "SHARDED_STATE_DICT"};
-    return names;
-}
-
-const std::vector<std::string> &fsdp2StateDictTypes()
-{
-    static const std::vector<std::string> names{"SHARDED_STATE_DICT", "FULL_STATE_DICT"};
-    return names;
-}
-
 std::string joined(const std::vector<std::string> &values, const char *separator)
 {
     std::string out;

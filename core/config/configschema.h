@@ -13,6 +13,7 @@
 //            std::optional<BoolOrString>& written)  -- `written`: the file's non-list form
 #pragma once
 
+#include "core/common/fsdpvalues.h"
 #include "core/config/clusterconfig.h"
 
 #include <optional>
@@ -37,11 +38,27 @@ const Choices &anyText();
 // launch flags, the studio's form, validation messages): each list is declared here once.
 // mixed_precision: "no", "fp16", "bf16", "fp8", in MixedPrecision's order (its text form).
 const std::vector<std::string> &mixedPrecisionNames();
-const std::vector<std::string> &fsdpShardingStrategies();
-const std::vector<std::string> &fsdpAutoWrapPolicies();
-const std::vector<std::string> &fsdpBackwardPrefetchModes();
-const std::vector<std::string> &fsdpStateDictTypes();
-const std::vector<std::string> &fsdp2StateDictTypes(); // what fsdp_version 2 takes, its default first
+// FSDP's lists are core/common/fsdpvalues.h's, which the torch-free sharding plan reads too.
+inline const std::vector<std::string> &fsdpShardingStrategies()
+{
+    return fsdp::shardingStrategies();
+}
+inline const std::vector<std::string> &fsdpAutoWrapPolicies()
+{
+    return fsdp::autoWrapPolicies();
+}
+inline const std::vector<std::string> &fsdpBackwardPrefetchModes()
+{
+    return fsdp::backwardPrefetchModes();
+}
+inline const std::vector<std::string> &fsdpStateDictTypes()
+{
+    return fsdp::stateDictTypes();
+}
+inline const std::vector<std::string> &fsdp2StateDictTypes()
+{
+    return fsdp::fsdp2StateDictTypes();
+}
 const std::vector<std::string> &distributedTypeNames(bool sageMaker);
 
 // Where a value of a choice list is taken. Accelerate's own lists of one key differ by place:

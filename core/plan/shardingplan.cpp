@@ -2,6 +2,7 @@
 
 #include "core/common/accelerateenv.h"
 #include "core/common/fileutil.h"
+#include "core/common/fsdpvalues.h"
 #include "core/common/jsondocument.h"
 #include "core/common/text.h"
 
@@ -55,33 +56,25 @@ Result<bool> flag(const Lookup &lookup, const char *name, bool fallback)
     return tl::unexpected(invalid(name, value, "true or false"));
 }
 
-const char *const kFsdpStrategies[] = {"FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "HYBRID_SHARD", "HYBRID_SHARD_ZERO2"};
-
 // FSDP1 strategy by name or by Accelerate's 1-based index.
 Result<std::string> fsdpStrategy(const std::string &variable, const std::string &value)
 {
+    const std::vector<std::string> &names = fsdp::shardingStrategies();
     std::string name = upper(value);
-    if (name.size() == 1 && name[0] >= '1' && name[0] <= '5')
-        name = kFsdpStrategies[name[0] - '1'];
-    for (const char *known : kFsdpStrategies) {
-        if (name == known)
-            return name;
-    }
-    return tl::unexpected(
-        invalid(variable, value, "one of FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD, HYBRID_SHARD_ZERO2"));
+    if (name.size() == 1 && name[0] >= '1' && size_t(name[0] - '0') <= names.size())
+        name = names[size_t(name[0] - '1')];
+    if (fsdp::isOneOf(names, name))
+        return name;
+    return tl::unexpected(invalid(variable, value, fsdp::oneOf(names)));
 }
 
 void applyFsdpStrategy(const std::string &name, ShardingPlan &plan)
 {
+    const fsdp::ShardingStrategy *strategy = fsdp::findShardingStrategy(name);
     plan.strategy = name;
-    plan.hybrid = name.rfind("HYBRID", 0) == 0;
-    if (name == "NO_SHARD") {
-        plan.stage = 0;
-    } else {
-        // SHARD_GRAD_OP keeps the gathered parameters from forward until the end of backward.
-        plan.stage = 3;
-        plan.reshardAfterForward = name == "FULL_SHARD" || name == "HYBRID_SHARD";
-    }
+    plan.hybrid = strategy->hybrid;
+    plan.stage = strategy->stage;
+    plan.reshardAfterForward = strategy->reshardAfterForward;
 }
 
 Result<void> readFsdp(const Lookup &lookup, ShardingPlan &plan)
@@ -99,14 +92,14 @@ Result<void> readFsdp(const Lookup &lookup, ShardingPlan &plan)
     if (plan.fsdpVersion == 1) {
         // The always-exported sharding strategy wins; reshard_after_forward is the fallback.
         const std::string strategy = get(lookup, "FSDP_SHARDING_STRATEGY");
-        std::string name = "FULL_SHARD";
+        std::string name = fsdp::kFullShard;
         if (!strategy.empty()) {
             auto parsed = fsdpStrategy("FSDP_SHARDING_STRATEGY", strategy);
             if (!parsed)
                 return tl::unexpected(parsed.error());
             name = *parsed;
         } else if (lower(reshard) == "true" || lower(reshard) == "false") {
-            name = lower(reshard) == "true" ? "FULL_SHARD" : "SHARD_GRAD_OP";
+            name = lower(reshard) == "true" ? fsdp::kFullShard : fsdp::kShardGradOp;
         } else if (!reshard.empty()) {
             auto parsed = fsdpStrategy("FSDP_RESHARD_AFTER_FORWARD", reshard);
             if (!parsed)
@@ -117,7 +110,7 @@ Result<void> readFsdp(const Lookup &lookup, ShardingPlan &plan)
     } else {
         const std::string value = lower(reshard);
         if (value.empty() || value == "true" || value == "false") {
-            applyFsdpStrategy(value == "false" ? "SHARD_GRAD_OP" : "FULL_SHARD", plan);
+            applyFsdpStrategy(value == "false" ? fsdp::kShardGradOp : fsdp::kFullShard, plan);
             plan.strategy =
                 std::string("fully_shard(reshard_after_forward=") + (value == "false" ? "False" : "True") + ")";
         } else if (!value.empty() && std::all_of(value.begin(), value.end(), ::isdigit)) {
@@ -135,9 +128,11 @@ Result<void> readFsdp(const Lookup &lookup, ShardingPlan &plan)
     plan.offloadParameters = plan.offloadOptimizerState = *offload;
 
     const std::string policy = upper(get(lookup, "FSDP_AUTO_WRAP_POLICY"));
-    if (policy.empty() || policy == "NO_WRAP") {
+    if (!policy.empty() && !fsdp::isOneOf(fsdp::autoWrapPolicies(), policy))
+        return tl::unexpected(invalid("FSDP_AUTO_WRAP_POLICY", policy, fsdp::oneOf(fsdp::autoWrapPolicies())));
+    if (policy.empty() || policy == fsdp::kNoWrap) {
         plan.wrapPolicy = WrapPolicy::None;
-    } else if (policy == "TRANSFORMER_BASED_WRAP") {
+    } else if (policy == fsdp::kTransformerBasedWrap) {
         plan.wrapPolicy = WrapPolicy::TransformerBlock;
         const std::string classes = get(lookup, "FSDP_TRANSFORMER_CLS_TO_WRAP");
         size_t start = 0;
@@ -147,7 +142,7 @@ Result<void> readFsdp(const Lookup &lookup, ShardingPlan &plan)
                 plan.wrapClasses.push_back(name);
             start = comma + 1;
         }
-    } else if (policy == "SIZE_BASED_WRAP") {
+    } else if (policy == fsdp::kSizeBasedWrap) {
         plan.wrapPolicy = WrapPolicy::Size;
         const std::string value = get(lookup, "FSDP_MIN_NUM_PARAMS");
         char *end = nullptr;
@@ -156,14 +151,13 @@ Result<void> readFsdp(const Lookup &lookup, ShardingPlan &plan)
             return tl::unexpected(invalid("FSDP_MIN_NUM_PARAMS", value, "a whole number of parameters"));
         plan.minNumParams = int64_t(number);
     } else {
-        return tl::unexpected(
-            invalid("FSDP_AUTO_WRAP_POLICY", policy, "one of TRANSFORMER_BASED_WRAP, SIZE_BASED_WRAP, NO_WRAP"));
+        // A policy of the table the engine has no units for yet.
+        return tl::unexpected(unsupported("FSDP_AUTO_WRAP_POLICY", policy, "not implemented by the sharding engine"));
     }
 
     const std::string backward = upper(get(lookup, "FSDP_BACKWARD_PREFETCH"));
-    if (!backward.empty() && backward != "BACKWARD_PRE" && backward != "BACKWARD_POST" && backward != "NO_PREFETCH")
-        return tl::unexpected(
-            invalid("FSDP_BACKWARD_PREFETCH", backward, "one of BACKWARD_PRE, BACKWARD_POST, NO_PREFETCH"));
+    if (!backward.empty() && !fsdp::isOneOf(fsdp::backwardPrefetchModes(), backward))
+        return tl::unexpected(invalid("FSDP_BACKWARD_PREFETCH", backward, fsdp::oneOf(fsdp::backwardPrefetchModes())));
     if (plan.fsdpVersion == 1)
         plan.backwardPrefetch = backward;
     else if (!backward.empty())
@@ -176,18 +170,18 @@ Result<void> readFsdp(const Lookup &lookup, ShardingPlan &plan)
     plan.forwardPrefetch = *forward;
 
     const std::string stateDict = upper(get(lookup, "FSDP_STATE_DICT_TYPE"));
+    if (!stateDict.empty() && !fsdp::isOneOf(fsdp::stateDictTypes(), stateDict))
+        return tl::unexpected(invalid("FSDP_STATE_DICT_TYPE", stateDict, fsdp::oneOf(fsdp::stateDictTypes())));
     if (stateDict.empty())
         plan.stateDictType = plan.fsdpVersion == 1 ? StateDictType::Full : StateDictType::Sharded;
-    else if (stateDict == "FULL_STATE_DICT")
+    else if (stateDict == fsdp::kFullStateDict)
         plan.stateDictType = StateDictType::Full;
-    else if (stateDict == "SHARDED_STATE_DICT")
+    else if (stateDict == fsdp::kShardedStateDict)
         plan.stateDictType = StateDictType::Sharded;
-    else if (stateDict == "LOCAL_STATE_DICT")
-        return tl::unexpected(unsupported("FSDP_STATE_DICT_TYPE", stateDict,
-                                          "not implemented; use FULL_STATE_DICT or SHARDED_STATE_DICT"));
     else
-        return tl::unexpected(
-            invalid("FSDP_STATE_DICT_TYPE", stateDict, "one of FULL_STATE_DICT, SHARDED_STATE_DICT, LOCAL_STATE_DICT"));
+        return tl::unexpected(unsupported("FSDP_STATE_DICT_TYPE", stateDict,
+                                          "not implemented; use " + std::string(fsdp::kFullStateDict) + " or " +
+                                              fsdp::kShardedStateDict));
 
     auto checkpointing = flag(lookup, "FSDP_ACTIVATION_CHECKPOINTING", false);
     if (!checkpointing)
@@ -250,7 +244,7 @@ void applyStage(int stage, ShardingPlan &plan)
     // DeepSpeed prefetches the parameters used next in forward and backward (its default
     // stage3_prefetch_bucket_size is 5e7 elements; 0 turns it off).
     plan.forwardPrefetch = stage == 3;
-    plan.backwardPrefetch = stage == 3 ? "BACKWARD_PRE" : "";
+    plan.backwardPrefetch = stage == 3 ? fsdp::kBackwardPre : "";
 }
 
 Result<void> readDeepSpeed(const Lookup &lookup, ShardingPlan &plan)
@@ -555,13 +549,13 @@ const char *stateDictTypeName(StateDictType type)
 {
     switch (type) {
     case StateDictType::Full:
-        return "FULL_STATE_DICT";
+        return fsdp::kFullStateDict;
     case StateDictType::Sharded:
-        return "SHARDED_STATE_DICT";
+        return fsdp::kShardedStateDict;
     case StateDictType::Local:
-        return "LOCAL_STATE_DICT";
+        return fsdp::kLocalStateDict;
     }
-    return "FULL_STATE_DICT";
+    return fsdp::kFullStateDict;
 }
 
 } // namespace accel::runtime
