@@ -2,6 +2,8 @@
 #include "core/config/nativekeys.h"
 
 #include "core/common/accelerateenv.h"
+#include "core/common/fsdpvalues.h"
+#include "core/config/configschema.h"
 
 namespace accel::config::native {
 
@@ -38,6 +40,27 @@ const char *const kDeepSpeedScaler =
 const char *const kDeepSpeedLogging =
     "DeepSpeed's own logging and profiling: a native job logs its metrics every training.log_every steps into the "
     "run directory";
+
+// The FSDP rows' text names the values of core/common/fsdpvalues.h (rows hold const char *: built
+// once, kept for the program's life).
+struct FsdpProse {
+    std::string strategies, wrapPolicies, wrapClasses, minNumParams, stateDictTypes;
+};
+
+const FsdpProse &fsdpProse()
+{
+    static const FsdpProse prose{
+        "FSDP1: " + schema::joined(fsdp::shardingStrategies()) + " (or 1-" +
+            std::to_string(fsdp::shardingStrategies().size()) + ") as ZeRO stages",
+        "which offered modules become sharding units: " + schema::joined(fsdp::autoWrapPolicies()),
+        std::string("the classes ") + fsdp::kTransformerBasedWrap +
+            " makes units (the C++ class names, e.g. Block, LlamaDecoderLayer)",
+        std::string(fsdp::kSizeBasedWrap) + ": modules with at least this many parameters become units",
+        std::string(fsdp::kFullStateDict) + " or " + fsdp::kShardedStateDict + " checkpoints; " +
+            fsdp::kLocalStateDict + " is refused",
+    };
+    return prose;
+}
 
 std::vector<Section> makeSections()
 {
@@ -144,8 +167,7 @@ std::vector<Section> makeSections()
              {"fsdp_config.fsdp_version", "FSDP_VERSION", "FullyShardedDataParallelPlugin.fsdp_version", "", A, Plan,
               "", "1 or 2: FSDP1's or FSDP2's defaults and gradient averaging (docs/sharding.md)"},
              {"fsdp_config.fsdp_sharding_strategy", "FSDP_SHARDING_STRATEGY",
-              "FullyShardedDataParallelPlugin.sharding_strategy", "", A, Plan, "",
-              "FSDP1: FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD, HYBRID_SHARD_ZERO2 (or 1-5) as ZeRO stages"},
+              "FullyShardedDataParallelPlugin.sharding_strategy", "", A, Plan, "", fsdpProse().strategies.c_str()},
              {"fsdp_config.fsdp_reshard_after_forward", "FSDP_RESHARD_AFTER_FORWARD",
               "FullyShardedDataParallelPlugin.reshard_after_forward", "", A, Plan, "",
               "FSDP2: true frees gathered parameters after forward, false keeps them until backward; an integer "
@@ -153,19 +175,17 @@ std::vector<Section> makeSections()
              {"fsdp_config.fsdp_offload_params", "FSDP_OFFLOAD_PARAMS", "FullyShardedDataParallelPlugin.cpu_offload",
               "", A, Plan, "", "true: parameters, gradients and optimizer state live in host memory"},
              {"fsdp_config.fsdp_auto_wrap_policy", "FSDP_AUTO_WRAP_POLICY",
-              "FullyShardedDataParallelPlugin.auto_wrap_policy", "", A, Plan, "",
-              "which offered modules become sharding units: TRANSFORMER_BASED_WRAP, SIZE_BASED_WRAP, NO_WRAP"},
+              "FullyShardedDataParallelPlugin.auto_wrap_policy", "", A, Plan, "", fsdpProse().wrapPolicies.c_str()},
              {"fsdp_config.fsdp_transformer_layer_cls_to_wrap", "FSDP_TRANSFORMER_CLS_TO_WRAP",
               "FullyShardedDataParallelPlugin.transformer_cls_names_to_wrap", "", A, Plan, "",
-              "the classes TRANSFORMER_BASED_WRAP makes units (the C++ class names, e.g. Block, LlamaDecoderLayer)"},
+              fsdpProse().wrapClasses.c_str()},
              {"fsdp_config.fsdp_min_num_params", "FSDP_MIN_NUM_PARAMS", "FullyShardedDataParallelPlugin.min_num_params",
-              "", A, Plan, "", "SIZE_BASED_WRAP: modules with at least this many parameters become units"},
+              "", A, Plan, "", fsdpProse().minNumParams.c_str()},
              {"fsdp_config.fsdp_backward_prefetch", "FSDP_BACKWARD_PREFETCH",
               "FullyShardedDataParallelPlugin.backward_prefetch", "", A, Plan, "",
               "FSDP1: when backward gathers the next unit; FSDP2: dropped with a note, as Accelerate does"},
              {"fsdp_config.fsdp_state_dict_type", "FSDP_STATE_DICT_TYPE",
-              "FullyShardedDataParallelPlugin.state_dict_type", "", A, Plan, "",
-              "FULL_STATE_DICT or SHARDED_STATE_DICT checkpoints; LOCAL_STATE_DICT is refused"},
+              "FullyShardedDataParallelPlugin.state_dict_type", "", A, Plan, "", fsdpProse().stateDictTypes.c_str()},
              {"fsdp_config.fsdp_forward_prefetch", "FSDP_FORWARD_PREFETCH",
               "FullyShardedDataParallelPlugin.forward_prefetch", "", A, Plan, "",
               "FSDP1: forward gathers the next unit early; true under FSDP2 is refused (FSDP2 has none)"},
