@@ -3,6 +3,7 @@
 // YAML emitter against PyYAML itself, Python float formatting, default path rules.
 #include "core/common/fileutil.h"
 #include "core/config/configio.h"
+#include "core/config/configschemadoc.h"
 #include "core/config/configvalue.h"
 #include "core/config/schemakey.h"
 #include "tests/helpers/testsupport.h"
@@ -546,6 +547,26 @@ private Q_SLOTS:
             QVERIFY2(!schema::visitKey(sageMaker, unknown, none), unknown);
             QCOMPARE(none.calls, 0);
         }
+    }
+
+    // docs/compatibility.md's "Config keys" tables are the schema's rendering, and the rendering
+    // lists every key a config may hold (both compute environments, every block).
+    void docsListEveryConfigKey()
+    {
+        const std::string rendering = schema::markdownReference();
+        for (const bool sageMaker : {false, true}) {
+            for (const std::string &key : schema::topLevelKeys(sageMaker)) {
+                const bool block = !schema::blockKeys(key).empty();
+                const std::string row = block ? "### `" + key + "`\n" : "| `" + key + "` |";
+                QVERIFY2(rendering.find(row) != std::string::npos, key.c_str());
+                for (const std::string &nested : schema::blockKeys(key))
+                    QVERIFY2(rendering.find("| `" + nested + "` |") != std::string::npos, nested.c_str());
+            }
+        }
+        const std::string docs = readText(test::sourceDir() + QStringLiteral("/docs/compatibility.md"));
+        QVERIFY(!docs.empty());
+        QVERIFY2(docs.find(rendering) != std::string::npos,
+                 "docs/compatibility.md lacks the config schema's rendering (schema::markdownReference())");
     }
 
     void missingFileIsNotFound()
