@@ -528,7 +528,7 @@ std::vector<Section> makeSections()
               "transformers' tensor-parallel plan does (q/k/v, gate, up column-wise; o, down row-wise), the tp "
               "ranks reading the same samples. Refused naming the sizes when it does not divide the world size or "
               "num_attention_heads, num_key_value_heads and intermediate_size; refused for other recipes and "
-              "families, and with LoRA and fp8"},
+              "families, with fp8, and with LoRA on the row-wise layers with dropout or mixed precision"},
              {"parallelism_config.parallelism_config_cp_size", "PARALLELISM_CONFIG_CP_SIZE",
               "ParallelismConfig.cp_size", "", A, Startup, "",
               "the device mesh's cp dimension (before tp): the causal_lm recipe shards every sequence over the cp "

@@ -52,6 +52,35 @@ std::string joined(const std::set<std::string> &names)
     return text;
 }
 
+// peft's lora_A initialisation (kaiming-uniform with a = sqrt(5): U(-1/sqrt(in), 1/sqrt(in))), in float32.
+at::Tensor drawLoraA(int64_t rank, int64_t inFeatures, at::Generator &generator)
+{
+    const double bound = 1.0 / std::sqrt(double(inFeatures));
+    return at::empty({rank, inFeatures}, at::TensorOptions().dtype(at::kFloat)).uniform_(-bound, bound, generator);
+}
+
+// The base weight replaced by W + scaling * B @ A for the forward (mergeLoraInEachForward).
+class MergedLoraHook : public ForwardHook {
+public:
+    void preForward(Module &module) override
+    {
+        auto &layer = dynamic_cast<LoraAdaptable &>(module);
+        Parameter *weight = layer.baseWeight();
+        m_base.push_back(weight->value);
+        const at::Tensor delta = at::matmul(layer.loraB()->baseWeight()->value, layer.loraA()->baseWeight()->value) *
+                                 layer.loraSettings().scaling;
+        weight->value = weight->value + delta.to(weight->value.scalar_type());
+    }
+    void postForward(Module &module) override
+    {
+        dynamic_cast<LoraAdaptable &>(module).baseWeight()->value = m_base.back();
+        m_base.pop_back();
+    }
+
+private:
+    std::vector<at::Tensor> m_base;
+};
+
 } // namespace
 
 double LoraConfig::scaling() const
@@ -120,16 +149,37 @@ Result<std::vector<std::string>> attachLora(CausalLM &model, const LoraConfig &c
     at::NoGradGuard noGrad;
     for (auto &[name, layer] : *targets) {
         layer->attachLora({config.rank, config.scaling(), config.dropout});
-        const auto options = at::TensorOptions().dtype(at::kFloat);
-        const double bound = 1.0 / std::sqrt(double(layer->inFeatures()));
-        layer->loraA()->baseWeight()->value = at::empty({config.rank, layer->inFeatures()}, options)
-                                                  .uniform_(-bound, bound, generator)
-                                                  .to(layer->executionDevice());
+        layer->loraA()->baseWeight()->value =
+            drawLoraA(config.rank, layer->inFeatures(), generator).to(layer->executionDevice());
         layer->loraB()->baseWeight()->value =
-            at::zeros({layer->outFeatures(), config.rank}, options.device(layer->executionDevice()));
+            at::zeros({layer->outFeatures(), config.rank},
+                      at::TensorOptions().dtype(at::kFloat).device(layer->executionDevice()));
         names.push_back(name);
     }
     return names;
+}
+
+Result<void> redrawLoraA(CausalLM &model, const LoraConfig &config, at::Generator generator,
+                         const std::set<std::string> &splitInputs, int rank, int size)
+{
+    auto targets = loraTargets(model, config);
+    if (!targets)
+        return tl::unexpected(targets.error());
+    at::NoGradGuard noGrad;
+    for (auto &[name, layer] : *targets) {
+        at::Tensor &value = layer->loraA()->baseWeight()->value;
+        const bool split = splitInputs.count(name) > 0;
+        at::Tensor whole = drawLoraA(config.rank, layer->inFeatures() * (split ? size : 1), generator);
+        if (split)
+            whole = whole.narrow(1, rank * layer->inFeatures(), layer->inFeatures());
+        value.copy_(whole);
+    }
+    return {};
+}
+
+void mergeLoraInEachForward(LoraAdaptable &layer)
+{
+    layer.addHook(std::make_shared<MergedLoraHook>());
 }
 
 Result<void> saveLoraAdapter(CausalLM &model, const LoraConfig &config, const std::string &dir,

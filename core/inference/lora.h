@@ -10,6 +10,7 @@
 #include "core/inference/causallm.h"
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,19 @@ Result<std::vector<std::string>> loadLoraAdapter(CausalLM &model, const std::str
 // computed in float32 and stored in the weight's dtype, and removes nothing else: the branches stay
 // attached (a caller writing the model leaves lora_A / lora_B out).
 void mergeLora(CausalLM &model);
+
+// Tensor parallelism (tensorparallel.h; the branches attached after the split): draws every branch's
+// lora_A again from `generator` as attachLora draws it on the whole model, in place, keeping for
+// the layers `splitInputs` names (row-wise: their inputs split in `size` parts) this rank's columns,
+// so that the adapter starts as one process's would.
+Result<void> redrawLoraA(CausalLM &model, const LoraConfig &config, at::Generator generator,
+                         const std::set<std::string> &splitInputs, int rank, int size);
+
+// A layer whose forward does not run its LoRA branch (a row-wise tensor-parallel Linear, whose
+// output is summed over the group): each forward multiplies by W + scaling * lora_B @ lora_A in
+// place of W, autograd reaching both factors, which adds the branch to this rank's part of the
+// output before the sum. The branch's input is not dropped out (lora.dropout 0 only).
+void mergeLoraInEachForward(LoraAdaptable &layer);
 
 // Whether a parameter's full name belongs to a LoRA branch ("...lora_A.weight").
 bool isLoraParameter(const std::string &name);

@@ -1,5 +1,6 @@
 #include "core/worker/causallmparallel.h"
 
+#include "core/inference/lora.h"
 #include "core/runtime/accelerator.h"
 #include "core/runtime/strategy/collectives.h"
 #include "core/runtime/strategy/tensorparallellayout.h"
@@ -17,6 +18,11 @@ namespace {
 
 using runtime::MeshDim;
 
+inference::LoraAdaptable &adapted(inference::CausalLM &model, const std::string &name)
+{
+    return dynamic_cast<inference::LoraAdaptable &>(*model.findModule(name));
+}
+
 } // namespace
 
 Result<std::unique_ptr<CausalLmTensorParallel>> CausalLmTensorParallel::create(runtime::Accelerator &accelerator,
@@ -27,19 +33,13 @@ Result<std::unique_ptr<CausalLmTensorParallel>> CausalLmTensorParallel::create(r
     if (size <= 1)
         return std::unique_ptr<CausalLmTensorParallel>();
     const std::string tp = "parallelism_config_tp_size " + std::to_string(size);
-    std::vector<std::string> refused;
-    if (setup.lora)
-        refused.push_back("lora.r " + std::to_string(setup.lora->rank) +
-                          " (LoRA on split layers is not implemented; train the whole model or set tp_size: 1)");
     if (accelerator.mixedPrecision() == runtime::MixedPrecision::Fp8)
-        refused.push_back("mixed_precision fp8 (FP8 layers are not split; use bf16 or no)");
-    if (!refused.empty()) {
-        std::string text;
-        for (const std::string &r : refused)
-            text += (text.empty() ? "" : "; ") + r;
-        return makeError(ErrorCode::InvalidInput, tp + " with " + text, job.path);
-    }
+        return makeError(ErrorCode::InvalidInput,
+                         tp + " with mixed_precision fp8 (FP8 layers are not split; use bf16 or no)", job.path);
     std::unique_ptr<CausalLmTensorParallel> parallel(new CausalLmTensorParallel(accelerator));
+    parallel->m_lora = setup.lora;
+    parallel->m_seed = job.seed;
+    parallel->m_jobPath = job.path;
     std::shared_ptr<runtime::Collectives> collectives = accelerator.meshCollectives(MeshDim::Tp);
     auto group = std::make_shared<inference::TensorParallelGroup>();
     group->rank = collectives->rank();
@@ -76,11 +76,89 @@ Result<void> CausalLmTensorParallel::split(inference::CausalLM &model)
                 m_splitDims[p.name] = int64_t(dim);
         }
     }
-    return {};
+    return m_lora ? checkLora(model) : Result<void>();
+}
+
+Result<void> CausalLmTensorParallel::checkLora(inference::CausalLM &model)
+{
+    auto targets = inference::loraTargets(model, *m_lora);
+    if (!targets)
+        return makeError(ErrorCode::InvalidInput, targets.error().message, m_jobPath);
+    for (const auto &[name, layer] : *targets) {
+        const auto it = m_splitDims.find(name + ".weight");
+        if (it != m_splitDims.end())
+            (it->second == 0 ? m_columnLora : m_rowLora).insert(name);
+    }
+    if (m_rowLora.empty())
+        return {};
+    // The row-wise branch is merged into the weight for each forward: no dropout on its input, and
+    // under mixed precision the merged weight's rounding would lose the adapter's small product.
+    std::set<std::string> local;
+    for (const std::string &name : m_rowLora)
+        local.insert(name.substr(name.rfind('.') + 1));
+    std::string layers;
+    for (const std::string &name : local)
+        layers += (layers.empty() ? "" : ", ") + name;
+    std::vector<std::string> refused;
+    if (m_lora->dropout > 0) {
+        std::ostringstream dropout;
+        dropout << m_lora->dropout;
+        refused.push_back("lora.dropout " + dropout.str() + " (set lora.dropout: 0)");
+    }
+    if (m_accelerator.mixedPrecision() != runtime::MixedPrecision::No)
+        refused.push_back(std::string("mixed_precision ") + mixedPrecisionName(m_accelerator.mixedPrecision()) +
+                          " (set mixed_precision: no)");
+    if (refused.empty())
+        return {};
+    std::string text;
+    for (const std::string &r : refused)
+        text += (text.empty() ? "" : "; ") + r;
+    return makeError(ErrorCode::InvalidInput,
+                     "parallelism_config_tp_size " + std::to_string(m_group->size) + " with LoRA on row-wise split " +
+                         "layers (" + layers + ") and " + text +
+                         ": their branch is merged into each rank's part of the weight, which neither drops the "
+                         "branch's input out nor keeps its small product under a lower precision; or leave the "
+                         "row-wise layers out of lora.target_modules",
+                     m_jobPath);
+}
+
+void CausalLmTensorParallel::prepareLora(inference::CausalLM &model)
+{
+    // Row-wise layers' lora_A were drawn at their part's shape: drawn again as one process draws them.
+    if (!m_rowLora.empty()) {
+        auto drawn = inference::redrawLoraA(model, *m_lora, at::detail::createCPUGenerator(m_seed), m_rowLora,
+                                            m_group->rank, m_group->size);
+        if (!drawn) // the targets resolved in split()
+            throw std::logic_error(drawn.error().message);
+    }
+    std::vector<at::Tensor> partial; // whole factors whose gradient holds this rank's terms only
+    for (const std::string &name : m_columnLora) {
+        m_splitDims[name + ".lora_B.weight"] = 0;
+        m_splitNames.push_back(name + ".lora_B.weight");
+        partial.push_back(adapted(model, name).loraA()->baseWeight()->value);
+    }
+    for (const std::string &name : m_rowLora) {
+        m_splitDims[name + ".lora_A.weight"] = 1;
+        m_splitNames.push_back(name + ".lora_A.weight");
+        partial.push_back(adapted(model, name).loraB()->baseWeight()->value);
+        inference::mergeLoraInEachForward(adapted(model, name));
+    }
+    // Summed over the group as autograd produces it (before the data-parallel strategy's hooks):
+    // every rank runs the same graph, so the same order.
+    const inference::TensorParallel group = m_group;
+    for (at::Tensor &p : partial) {
+        p.register_hook([group](const at::Tensor &gradient) {
+            at::Tensor sum = gradient.contiguous().clone();
+            group->allReduceSum(sum);
+            return sum;
+        });
+    }
 }
 
 void CausalLmTensorParallel::collectSplitTensors(inference::CausalLM &model)
 {
+    if (m_lora)
+        prepareLora(model);
     // Checkpoints: the split tensors by their state-dict names.
     std::map<const void *, int64_t> dims;
     for (const auto &p : model.namedParameters()) {
@@ -144,6 +222,29 @@ void CausalLmTensorParallel::gather(inference::CausalLM &model)
 {
     torch::NoGradGuard noGrad;
     model.gatherTensorParallel();
+    if (!m_lora)
+        return;
+    // The split LoRA factors, whole again (in name order on every rank).
+    runtime::TensorParallelLayout layout;
+    layout.rank = m_group->rank;
+    layout.size = m_group->size;
+    layout.allGather = m_group->allGather;
+    runtime::NamedTensors factors;
+    std::map<std::string, inference::Parameter *> parameters;
+    for (const std::string &name : m_columnLora) {
+        layout.splitDims[name + ".lora_B"] = 0;
+        parameters[name + ".lora_B"] = adapted(model, name).loraB()->baseWeight();
+    }
+    for (const std::string &name : m_rowLora) {
+        layout.splitDims[name + ".lora_A"] = 1;
+        parameters[name + ".lora_A"] = adapted(model, name).loraA()->baseWeight();
+        adapted(model, name).clearHooks(); // the base weight is whole again: no merged branch any more
+    }
+    for (const auto &[name, parameter] : parameters)
+        factors[name] = parameter->value;
+    runtime::gatherWhole(layout, factors);
+    for (const auto &[name, whole] : factors)
+        parameters[name]->value = whole;
 }
 
 } // namespace accel::worker

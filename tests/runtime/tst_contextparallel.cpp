@@ -4,7 +4,7 @@
 // every step's loss, the evaluation loss and the final weights within 1e-5 (relative) — for each
 // of Accelerate's K/V exchanges (allgather, alltoall), for padded instruction batches, and with
 // dp_shard 2 under FSDP2, dp_replicate 2 and tp 2 on 4 ranks, and with FSDP2 through the real accel
-// launch. What it cannot do is refused by name.
+// launch; with LoRA on tp 2. What it cannot do is refused by name.
 #include "tests/compat/oracle.h"
 #include "tests/helpers/floattensors.h"
 #include "tests/helpers/metricsfile.h"
@@ -92,8 +92,10 @@ private:
 
     // Losses (per step and evaluation) and the written weights of run `ours` against run `theirs`.
     // (`oursMetrics`: the run directory with ours's metrics when not ours itself.)
+    // (`weights`: the written file compared, under each run's output folder.)
     QString compareRuns(const QString &ours, const QString &theirs, double weightTolerance,
-                        const QString &oursMetrics = {})
+                        const QString &oursMetrics = {},
+                        const QString &weights = QStringLiteral("model/model.safetensors"))
     {
         double worstLoss = 0;
         for (const char *key : {"loss", "eval_loss"}) {
@@ -107,8 +109,8 @@ private:
                 worstLoss = std::max(worstLoss, std::isnan(a[i]) ? INFINITY : std::fabs(a[i] - b[i]) / std::fabs(b[i]));
         }
         QString error;
-        const double worstWeight = largestWeightDifference(path(ours + "/model/model.safetensors"),
-                                                           path(theirs + "/model/model.safetensors"), &error);
+        const double worstWeight =
+            largestWeightDifference(path(ours + "/" + weights), path(theirs + "/" + weights), &error);
         if (!error.isEmpty())
             return error;
         qInfo("%s against %s: largest loss difference %.3g, largest weight difference %.3g (relative)",
@@ -250,6 +252,44 @@ private Q_SLOTS:
         QCOMPARE(row.value("parameters_bytes").toDouble(), measured.last());
         QCOMPARE(row.value("optimizer_state_bytes").toDouble(),
                  metricValues(path("launch-cp/metrics/rank0.jsonl"), "mem_optim_bytes").last());
+    }
+
+    // LoRA on every Linear of the blocks (q/k/v, gate, up column-wise and o, down row-wise under tp):
+    // the losses and the saved adapter (peft's layout, whole tensors) equal one rank's.
+    void loraEqualsOneRank_data()
+    {
+        QTest::addColumn<int>("ranks");
+        QTest::addColumn<QStringList>("env");
+        QTest::addColumn<int>("replicas");
+        QTest::addColumn<QString>("mesh");
+        const QStringList mesh{"ACCELERATE_USE_PARALLELISM_CONFIG=true"};
+        QTest::newRow("tp 2") << 2 << mesh + QStringList{"PARALLELISM_CONFIG_TP_SIZE=2"} << 1
+                              << "2 process(es), DDP, mesh tp 2 (tp collectives";
+    }
+
+    void loraEqualsOneRank()
+    {
+        QFETCH(int, ranks);
+        QFETCH(QStringList, env);
+        QFETCH(int, replicas);
+        QFETCH(QString, mesh);
+        const QString lora = QStringLiteral("lora: {r: 4, alpha: 8, target_modules: all-linear}\n");
+        const QString reference = QStringLiteral("one-lora-4");
+        if (!QFileInfo::exists(path(reference + "/adapter/adapter_model.safetensors"))) {
+            const auto single = runWorker(job(reference, 4, "train.txt", 16, "llama", lora), 1);
+            QVERIFY2(failures(single).isEmpty(), qPrintable(failures(single)));
+        }
+        const QString name = "run-lora-" + QString(QTest::currentDataTag()).replace(' ', '-');
+        QElapsedTimer timer;
+        timer.start();
+        const auto outcome = runWorker(job(name, 4 / replicas, "train.txt", 16, "llama", lora), ranks, env);
+        QVERIFY2(failures(outcome).isEmpty(), qPrintable(failures(outcome)));
+        qInfo("%d ranks: %.1f s", ranks, timer.elapsed() / 1000.0);
+        QVERIFY2(outcome[0].out.contains(mesh), qPrintable(outcome[0].out));
+        QVERIFY2(outcome[0].out.contains("(LoRA r 4 on 14 layers)"), qPrintable(outcome[0].out));
+        const QString mismatch =
+            compareRuns(name, reference, kTolerance, {}, QStringLiteral("adapter/adapter_model.safetensors"));
+        QVERIFY2(mismatch.isEmpty(), qPrintable(mismatch));
     }
 
     void refusedByName_data()

@@ -769,9 +769,12 @@ private Q_SLOTS:
         QTest::newRow("gpt2") << "gpt2"
                               << ""
                               << "parallelism_config_tp_size 2: model_type 'gpt2' has no tensor-parallel plan";
-        QTest::newRow("lora") << "llama"
-                              << "lora: {r: 4}\n"
-                              << "parallelism_config_tp_size 2 with lora.r 4 (LoRA on split layers is not implemented";
+        // LoRA on split layers is trained; on row-wise ones without dropout (its branch is merged).
+        QTest::newRow("lora dropout on o_proj")
+            << "llama"
+            << "lora: {r: 4, dropout: 0.1, target_modules: [q_proj, o_proj]}\n"
+            << "parallelism_config_tp_size 2 with LoRA on row-wise split layers (o_proj) and lora.dropout 0.1 (set "
+               "lora.dropout: 0)";
     }
 
     // Refused on every rank before anything is read: exit 2, the sizes or the setting named.
