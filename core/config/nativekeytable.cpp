@@ -535,7 +535,7 @@ std::vector<Section> makeSections()
               "ranks (2 x cp_size chunks, rank r holding chunks r and 2 x cp_size - 1 - r) with exact ring "
               "attention, RoPE positions of the whole sequence and the loss of the whole sequence; the cp ranks read "
               "the same samples. Refused naming the sizes when cp_size x tp_size does not divide the world size; "
-              "refused for other recipes and non-Llama families, with LoRA, fp8 and attention dropout"},
+              "refused for other recipes and non-Llama families, with fp8 and attention dropout"},
              {"parallelism_config.parallelism_config_cp_comm_strategy", "PARALLELISM_CONFIG_CP_COMM_STRATEGY",
               "TorchContextParallelConfig.cp_comm_strategy", "", A, Startup, "",
               "with cp_size above 1, how the cp ranks exchange keys and values: allgather (Accelerate's default: "

@@ -17,7 +17,7 @@ using runtime::MeshDim;
 
 Result<std::unique_ptr<CausalLmContextParallel>> CausalLmContextParallel::create(runtime::Accelerator &accelerator,
                                                                                  const JobSpec &job,
-                                                                                 const CausalLmSetup &setup)
+                                                                                 const CausalLmSetup & /*setup*/)
 {
     const runtime::DeviceMesh &mesh = accelerator.mesh();
     const int size = mesh.size(MeshDim::Cp);
@@ -27,19 +27,11 @@ Result<std::unique_ptr<CausalLmContextParallel>> CausalLmContextParallel::create
     if (!plan)
         return tl::unexpected(plan.error());
     const std::string cp = "parallelism_config_cp_size " + std::to_string(size);
-    std::vector<std::string> refused;
-    if (setup.lora)
-        refused.push_back("lora.r " + std::to_string(setup.lora->rank) +
-                          " (LoRA with context parallelism is not implemented; train the whole model or set "
-                          "cp_size: 1)");
     if (accelerator.mixedPrecision() == runtime::MixedPrecision::Fp8)
-        refused.push_back("mixed_precision fp8 (FP8 with context parallelism is not implemented; use bf16 or no)");
-    if (!refused.empty()) {
-        std::string text;
-        for (const std::string &r : refused)
-            text += (text.empty() ? "" : "; ") + r;
-        return makeError(ErrorCode::InvalidInput, cp + " with " + text, job.path);
-    }
+        return makeError(ErrorCode::InvalidInput,
+                         cp + " with mixed_precision fp8 (FP8 with context parallelism is not implemented; use bf16 "
+                              "or no)",
+                         job.path);
     std::unique_ptr<CausalLmContextParallel> parallel(new CausalLmContextParallel(accelerator));
     std::shared_ptr<runtime::Collectives> collectives = accelerator.meshCollectives(MeshDim::Cp);
     auto group = std::make_shared<inference::ContextParallelGroup>();

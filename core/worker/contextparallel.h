@@ -6,8 +6,9 @@
 // attention keeps it out of the real tokens). The loss is transformers' mean over every predicted
 // token of the whole sequence: each rank's sum over its tokens times cp_size divided by the whole
 // count, so that the mean over the group is the whole sequence's loss; the parameters are whole on
-// every rank and each gradient is averaged over the group as it is produced (before the data-
-// parallel strategy sees it). What it cannot honour yet is refused by name. Includes libtorch.
+// every rank and each trained one's gradient (LoRA's adapters only, with LoRA) is averaged over the
+// group as it is produced (before the data-parallel strategy sees it). What it cannot honour yet is
+// refused by name. Includes libtorch.
 #pragma once
 
 #include "core/common/result.h"

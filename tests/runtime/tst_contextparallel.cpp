@@ -4,7 +4,7 @@
 // every step's loss, the evaluation loss and the final weights within 1e-5 (relative) — for each
 // of Accelerate's K/V exchanges (allgather, alltoall), for padded instruction batches, and with
 // dp_shard 2 under FSDP2, dp_replicate 2 and tp 2 on 4 ranks, and with FSDP2 through the real accel
-// launch; with LoRA on tp 2. What it cannot do is refused by name.
+// launch; with LoRA, on cp 2, tp 2 and both. What it cannot do is refused by name.
 #include "tests/compat/oracle.h"
 #include "tests/helpers/floattensors.h"
 #include "tests/helpers/metricsfile.h"
@@ -265,6 +265,13 @@ private Q_SLOTS:
         const QStringList mesh{"ACCELERATE_USE_PARALLELISM_CONFIG=true"};
         QTest::newRow("tp 2") << 2 << mesh + QStringList{"PARALLELISM_CONFIG_TP_SIZE=2"} << 1
                               << "2 process(es), DDP, mesh tp 2 (tp collectives";
+        QTest::newRow("cp 2") << 2 << mesh + QStringList{"PARALLELISM_CONFIG_CP_SIZE=2"} << 1
+                              << "2 process(es), DDP, mesh cp 2 (cp 2, allgather";
+        QTest::newRow("cp 2 x tp 2") << 4
+                                     << mesh + QStringList{"PARALLELISM_CONFIG_CP_SIZE=2",
+                                                           "PARALLELISM_CONFIG_TP_SIZE=2",
+                                                           "PARALLELISM_CONFIG_CP_COMM_STRATEGY=alltoall"}
+                                     << 1 << "4 process(es), DDP, mesh cp 2 x tp 2 (tp collectives";
     }
 
     void loraEqualsOneRank()
@@ -313,9 +320,6 @@ private Q_SLOTS:
                               << ""
                               << "parallelism_config_cp_size 2: model_type 'gpt2' has no context-parallel attention"
                               << 2;
-        QTest::newRow("lora") << 2 << cp << "llama"
-                              << "lora: {r: 4, alpha: 8, target_modules: [q_proj]}\n"
-                              << "parallelism_config_cp_size 2 with lora.r 4" << 2;
     }
 
     void refusedByName()
