@@ -129,10 +129,13 @@ Result<std::unique_ptr<Accelerator>> Accelerator::create(const AcceleratorOption
         return tl::unexpected(plan.error());
     if (auto topology = plan->checkTopology(env.worldSize, env.localWorldSize); !topology)
         return tl::unexpected(topology.error());
-    if (plan->sharded() && !d->device.is_cpu())
-        return makeError(ErrorCode::Unsupported, plan->describe() + ": sharding on " + d->device.str() +
-                                                     " is not implemented yet; set ACCELERATE_USE_CPU=true to "
-                                                     "shard on the CPU");
+    // On a GPU the engine keeps shards, gradients and optimizer state in device memory; moving them
+    // to host memory is not implemented.
+    if (plan->sharded() && !d->device.is_cpu() && (plan->offloadParameters || plan->offloadOptimizerState))
+        return makeError(ErrorCode::Unsupported,
+                         plan->describe() + ": CPU offload of parameters on " + d->device.str() +
+                             " (fsdp_offload_params, offload_param_device / offload_optimizer_device: cpu) is not "
+                             "implemented; turn offload off, or set ACCELERATE_USE_CPU=true to shard on the CPU");
     if (plan->gradientAccumulationSteps > 0 && env.gradientAccumulationSteps == 0)
         d->accumulationSteps = plan->gradientAccumulationSteps;
     d->plan = *plan;
@@ -166,10 +169,10 @@ Result<std::unique_ptr<Accelerator>> Accelerator::create(const AcceleratorOption
     setup.bucketCapBytes = int64_t(options.bucketCapMb * 1024 * 1024);
     setup.timeoutS = options.collectiveTimeoutS;
     setup.makeGroup = [p](const std::string &name, int rank, int size) {
-        // Every model's strategy shares the sub-groups: one gloo group per name.
+        // Every model's strategy shares the sub-groups: one group per name.
         auto &group = p->subgroups[name];
         if (!group)
-            group = glooGroup(*p, c10::make_intrusive<c10d::PrefixStore>(name, p->store), rank, size);
+            group = deviceGroup(*p, c10::make_intrusive<c10d::PrefixStore>(name, p->store), rank, size);
         return group;
     };
     d->strategySetup = setup;

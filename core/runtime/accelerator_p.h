@@ -99,6 +99,10 @@ void runWork(CollectiveKind kind, F &&start)
 // the sub-groups of the mesh's dimensions).
 c10::intrusive_ptr<c10d::Backend> glooGroup(const Accelerator::Private &d, const c10::intrusive_ptr<c10d::Store> &store,
                                             int rank, int size);
+// The group for this rank's device (NCCL on a GPU, else glooGroup): the world group and the
+// sub-groups of the mesh's dimensions.
+c10::intrusive_ptr<c10d::Backend> deviceGroup(const Accelerator::Private &d,
+                                              const c10::intrusive_ptr<c10d::Store> &store, int rank, int size);
 // The store (d.store) and the process group of every rank (d.group), or an error naming
 // host:port and the missing ranks.
 Result<void> rendezvous(Accelerator::Private &d);

@@ -14,7 +14,7 @@
 #include <chrono>
 #include <string>
 
-#define ACCEL_CUDA_PLUGIN_ABI 2
+#define ACCEL_CUDA_PLUGIN_ABI 3
 
 namespace accel::runtime {
 
@@ -34,6 +34,9 @@ struct CudaPlugin {
     // TORCH_NCCL_TRACE_BUFFER_SIZE entries, 2000 by default, 0 turns it off). For the hang autopsy
     // (docs/hang-autopsy.md); callable from any thread.
     std::string (*ncclFlightRecorder)() = nullptr;
+    // Resizes a GPU tensor's storage to `bytes` (0 frees its memory; the sharding engine's release
+    // and re-gather of ZeRO-3 / FSDP parameters), as CUDA's storage resize does in libtorch.
+    void (*resizeStorageBytes)(c10::StorageImpl *storage, size_t bytes) = nullptr;
 };
 
 // The plugin, loaded once (at the runtime's start); nullptr when it is absent or did not load.

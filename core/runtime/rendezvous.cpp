@@ -74,6 +74,16 @@ c10::intrusive_ptr<c10d::Backend> glooGroup(const Accelerator::Private &d, const
     return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, glooOptions);
 }
 
+// The group for this rank's device: NCCL between GPUs (Accelerate's default backend for CUDA; the
+// device is a GPU only when the CUDA plugin loaded), gloo otherwise.
+c10::intrusive_ptr<c10d::Backend> deviceGroup(const Accelerator::Private &d,
+                                              const c10::intrusive_ptr<c10d::Store> &store, int rank, int size)
+{
+    if (d.device.is_cuda())
+        return cudaPlugin()->ncclGroup(store, rank, size, toMs(d.options.collectiveTimeoutS));
+    return glooGroup(d, store, rank, size);
+}
+
 // Joins the store, announces this rank and waits until every rank has announced itself.
 Result<void> rendezvous(Accelerator::Private &d)
 {
@@ -169,14 +179,10 @@ Result<void> rendezvous(Accelerator::Private &d)
     d.store = store;
 
     try {
-        // GPUs talk through NCCL, as Accelerate's default backend for CUDA (the device is a GPU only
-        // when the CUDA plugin loaded).
-        if (d.device.is_cuda()) {
-            d.group = cudaPlugin()->ncclGroup(c10::make_intrusive<c10d::PrefixStore>("nccl", store), env.rank,
-                                              env.worldSize, toMs(d.options.collectiveTimeoutS));
+        const char *prefix = d.device.is_cuda() ? "nccl" : "gloo";
+        d.group = deviceGroup(d, c10::make_intrusive<c10d::PrefixStore>(prefix, store), env.rank, env.worldSize);
+        if (d.device.is_cuda())
             return {};
-        }
-        d.group = glooGroup(d, c10::make_intrusive<c10d::PrefixStore>("gloo", store), env.rank, env.worldSize);
     } catch (const std::exception &e) {
         std::string first = e.what();
         return makeError(ErrorCode::Failed,

@@ -113,6 +113,7 @@ def main():
         row(f"DDP {gpus} GPUs == 1 GPU x{gpus} batch", f"max relative difference {diff:.2e}", ok and diff <= 1e-4)
     else:
         row("DDP N GPUs == 1 GPU", "skipped: needs 2 GPUs", True)
+    sharding_checks(bin_dir, work, gpus, mlp_job)
 
     corpus = os.path.join(SOURCE, "resources", "corpus", "corpus.txt")
     for precision in ("fp16", "bf16"):
@@ -160,6 +161,59 @@ def main():
         row("NCCL all-reduce 64 MiB bus bandwidth", f"ours {ours:.1f} GB/s, torch.distributed {peer:.1f} GB/s, ratio {ratio:.2f}",
             ratio >= 0.9)
     return finish()
+
+
+SHARDING = (("FSDP1 FULL_SHARD", ["--use_fsdp", "--fsdp_sharding_strategy", "FULL_SHARD"]),
+            ("FSDP2", ["--use_fsdp", "--fsdp_version", "2"]),
+            ("ZeRO-3", ["--use_deepspeed", "--zero_stage", "3"]))
+
+
+def max_relative_difference(a_path, b_path):
+    a, b = tensors(a_path), tensors(b_path)
+    return max(((a[k].float() - b[k].float()).abs().max() / b[k].float().abs().max().clamp_min(1e-12)).item()
+               for k in b)
+
+
+def sharding_checks(bin_dir, work, gpus, mlp_job):
+    """The sharding engine on GPUs (parameters, flat chunks and ZeRO-3's released storage in CUDA memory,
+    sub-groups over NCCL): the mlp recipe and the causal_lm recipe (a tiny Llama saved by transformers)
+    sharded over N GPUs equal 1 GPU with the N-fold batch."""
+    if gpus < 2:
+        row("sharding on GPUs", "skipped: needs 2 GPUs", True)
+        return
+    single = os.path.join(work, "single", "model.safetensors")
+    for name, flags in SHARDING:
+        tag = "mlp-" + name.split()[0].lower().replace("-", "")
+        ok = launch(bin_dir, mlp_job(tag, 32), gpus, flags) and os.path.exists(single)
+        diff = max_relative_difference(os.path.join(work, tag, "model.safetensors"), single) if ok else float("inf")
+        row(f"mlp {name} on {gpus} GPUs == 1 GPU", f"max relative difference {diff:.2e}", ok and diff <= 1e-4)
+    # causal_lm: the tests' tiny Llama, tokenizer and text (tests/runtime/finetune_oracle.py prepare).
+    data = os.path.join(work, "finetune")
+    os.makedirs(data, exist_ok=True)
+    prepared = run([sys.executable, os.path.join(SOURCE, "tests", "runtime", "finetune_oracle.py"), "prepare", data])
+    if prepared.returncode != 0:
+        print(prepared.stdout)
+        row("causal_lm sharded on GPUs", "finetune_oracle.py prepare failed", False)
+        return
+
+    def causal_job(tag, batch):
+        path = os.path.join(work, tag + ".yaml")
+        with open(path, "w") as f:
+            f.write(f"recipe: causal_lm\nseed: 1\noutput_dir: {os.path.join(work, tag)}\n"
+                    f"model: {{path: {os.path.join(data, 'llama')}}}\n"
+                    f"data: {{train: {os.path.join(data, 'train.txt')}, block_size: 16}}\n"
+                    f"training: {{max_steps: 10, batch_size: {batch}, learning_rate: 2.0e-3, shuffle: false, "
+                    "log_every: 1, resume: none}\n")
+        return path
+
+    # Two GPUs: the prepared text holds 2 x 4 x 10 windows, one epoch of these 10 steps.
+    ok = launch(bin_dir, causal_job("llama-single", 8), 1)
+    reference = os.path.join(work, "llama-single", "model", "model.safetensors")
+    for name, flags in SHARDING:
+        tag = "llama-" + name.split()[0].lower().replace("-", "")
+        ran = ok and launch(bin_dir, causal_job(tag, 4), 2, flags)
+        diff = max_relative_difference(os.path.join(work, tag, "model", "model.safetensors"), reference) if ran else float("inf")
+        row(f"causal_lm {name} on 2 GPUs == 1 GPU", f"max relative difference {diff:.2e}", ran and diff <= 1e-4)
 
 
 def fp8_checks(bin_dir, work, corpus):

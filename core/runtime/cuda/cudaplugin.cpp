@@ -2,6 +2,7 @@
 // the runtime that links libtorch_cuda, libc10_cuda and the CUDA runtime.
 #include "core/runtime/cudaplugin.h"
 
+#include <ATen/native/cuda/Resize.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <cuda_runtime_api.h>
@@ -40,6 +41,11 @@ std::string ncclFlightRecorder()
     return c10d::dump_nccl_trace_json(/*includeCollectives=*/true, /*onlyActive=*/false);
 }
 
+void resizeStorageBytes(c10::StorageImpl *storage, size_t bytes)
+{
+    at::native::resize_bytes_cuda(storage, bytes);
+}
+
 } // namespace
 
 extern "C" __attribute__((visibility("default"))) const accel::runtime::CudaPlugin *accel_runtime_cuda_plugin()
@@ -51,6 +57,7 @@ extern "C" __attribute__((visibility("default"))) const accel::runtime::CudaPlug
         p.allocatedBytes = &allocatedBytes;
         p.computeCapability = &computeCapability;
         p.ncclFlightRecorder = &ncclFlightRecorder;
+        p.resizeStorageBytes = &resizeStorageBytes;
         return p;
     }();
     return &plugin;

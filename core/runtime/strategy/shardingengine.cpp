@@ -2,6 +2,7 @@
 #include "core/runtime/strategy/tensorparallellayout.h"
 
 #include "core/common/log.h"
+#include "core/runtime/cudaplugin.h"
 #include "core/runtime/precision/fp8allgather.h"
 #include "core/runtime/precision/mixedprecisionpolicy.h"
 #include "core/runtime/strategy/gradienthooks.h"
@@ -31,8 +32,17 @@ std::string className(const torch::nn::Module &module)
 
 void resizeStorage(const torch::Tensor &tensor, int64_t bytes)
 {
-    TORCH_CHECK(tensor.device().is_cpu(), "ZeRO-3 parameter release is implemented for CPU tensors only");
-    at::native::resize_bytes_nocuda(tensor.storage(), bytes);
+    if (tensor.device().is_cpu()) {
+        at::native::resize_bytes_nocuda(tensor.storage(), bytes);
+        return;
+    }
+    // On a GPU the storage is CUDA's (the device is a GPU only when the CUDA plugin loaded).
+    const CudaPlugin *cuda = tensor.device().is_cuda() ? cudaPlugin() : nullptr;
+    TORCH_CHECK(cuda && cuda->resizeStorageBytes,
+                "releasing a sharded parameter's memory is implemented for CPU "
+                "and CUDA tensors, not ",
+                tensor.device().str());
+    cuda->resizeStorageBytes(tensor.storage().unsafeGetStorageImpl(), size_t(bytes));
 }
 
 } // namespace
@@ -365,7 +375,7 @@ bool ShardingEngine::splitFp8Weights(const std::string &name, const std::vector<
     m_splitting = false;
     Unit &unit = *m_units.back(); // released by addUnit: its float32 flat is never gathered again
     unit.fp8 = true;
-    unit.codes = torch::zeros({unit.chunk * m_shard->size()}, torch::kUInt8);
+    unit.codes = torch::zeros({unit.chunk * m_shard->size()}, unit.shard.options().dtype(torch::kUInt8));
     resizeStorage(unit.codes, 0);
     if (lead)
         lead->companion = &unit;
@@ -442,9 +452,10 @@ void ShardingEngine::gatherCodes(Unit &unit)
     const torch::Tensor shard = unit.shard.detach();
     const std::vector<float> mine = fp8ChunkAmax(shard, begin, layout);
     const auto n = int64_t(mine.size());
-    auto every = torch::empty({m_shard->size() * n}, torch::kFloat);
-    m_shard->allGather(every, torch::tensor(mine, torch::kFloat));
-    const torch::Tensor amax = every.view({m_shard->size(), n}).amax(0).contiguous();
+    const auto floats = shard.options().dtype(torch::kFloat);
+    auto every = torch::empty({m_shard->size() * n}, floats);
+    m_shard->allGather(every, torch::tensor(mine, torch::kFloat).to(floats.device()));
+    const torch::Tensor amax = every.view({m_shard->size(), n}).amax(0).cpu().contiguous();
     std::vector<float> scales;
     for (int64_t i = 0; i < n; ++i)
         scales.push_back(m_fp8Target->weightScale(amax.data_ptr<float>()[i]));

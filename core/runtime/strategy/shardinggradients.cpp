@@ -96,17 +96,21 @@ double ShardingEngine::gradientNormPart(double normType)
         }
     }
     // Every rank's chunks are distinct: the norm's parts add up (or take the maximum) across ranks.
+    // The parts travel on the parameters' device (NCCL takes GPU tensors only).
+    const auto doubles = torch::TensorOptions()
+                             .dtype(torch::kDouble)
+                             .device(m_units.empty() ? torch::Device(torch::kCPU) : m_units.front()->shard.device());
     const auto combine = [&](Collectives *group, double value) {
-        auto parts = torch::zeros({group->size()}, torch::kDouble);
-        auto mine = torch::tensor({value}, torch::kDouble);
+        auto parts = torch::zeros({group->size()}, doubles);
+        auto mine = torch::tensor({value}, torch::kDouble).to(doubles.device());
         group->allGather(parts, mine);
         return infinity ? parts.max().item<double>() : parts.sum().item<double>();
     };
     double total = combine(m_shard.get(), local);
     if (layout) {
         split = combine(m_shard.get(), split);
-        auto parts = torch::zeros({layout->size}, torch::kDouble);
-        layout->allGather(parts, torch::tensor({split}, torch::kDouble));
+        auto parts = torch::zeros({layout->size}, doubles);
+        layout->allGather(parts, torch::tensor({split}, torch::kDouble).to(doubles.device()));
         split = infinity ? parts.max().item<double>() : parts.sum().item<double>();
         total = infinity ? std::max(total, split) : total + split;
     }
