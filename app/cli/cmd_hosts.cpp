@@ -120,7 +120,7 @@ int runHostsCheck(int argc, char **argv)
         const QJsonObject body{{QStringLiteral("accel_version"), QString::fromLatin1(ACCEL_VERSION)},
                                {QStringLiteral("ok"), allOk},
                                {QStringLiteral("hosts"), list}};
-        std::fputs(schemaJson(QLatin1String(HostsCheckSchema), 1, body).constData(), stdout);
+        std::fputs(schemaJson(QLatin1String(HostsCheckSchema), HostsCheckVersion, body).constData(), stdout);
     } else {
         for (const hosts::HostCheck &check : checks) {
             if (check.status == QLatin1String("ok"))

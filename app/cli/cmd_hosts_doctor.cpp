@@ -127,7 +127,7 @@ int runHostsDoctor(int argc, char **argv)
                                {QStringLiteral("main_process_port"), options.port},
                                {QStringLiteral("elapsed_ms"), static_cast<double>(clock.elapsed())},
                                {QStringLiteral("checks"), checks}};
-        std::fputs(schemaJson(QLatin1String(HostsDoctorSchema), 1, body).constData(), stdout);
+        std::fputs(schemaJson(QLatin1String(HostsDoctorSchema), HostsDoctorVersion, body).constData(), stdout);
     } else {
         printText(result.verdicts, *names);
     }

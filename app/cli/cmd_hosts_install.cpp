@@ -310,7 +310,7 @@ int runHostsInstall(int argc, char **argv)
                                {QStringLiteral("mode"), sudo ? QStringLiteral("sudo") : QStringLiteral("prefix")},
                                {QStringLiteral("ok"), allOk},
                                {QStringLiteral("hosts"), list}};
-        std::fputs(schemaJson(QLatin1String(HostsInstallSchema), 1, body).constData(), stdout);
+        std::fputs(schemaJson(QLatin1String(HostsInstallSchema), HostsInstallVersion, body).constData(), stdout);
     } else {
         printHuman(results, *packages);
     }

@@ -348,7 +348,7 @@ int runHostsLaunch(int argc, char **argv)
                                {QStringLiteral("main_process_ip"), QString::fromStdString(mainIp)},
                                {QStringLiteral("main_process_port"), port},
                                {QStringLiteral("nodes"), list}};
-        std::fputs(schemaJson(QLatin1String(HostsLaunchSchema), 1, body).constData(), stdout);
+        std::fputs(schemaJson(QLatin1String(HostsLaunchSchema), HostsLaunchVersion, body).constData(), stdout);
     } else {
         for (const NodeStart &node : nodes) {
             QString line =
@@ -380,35 +380,25 @@ int runHostsStop(int argc, char **argv)
     if (!settings)
         return fail("stop", settings.error());
     const QString path = QString::fromStdString(parser.firstPositional("RECORD").value_or(""));
-    QFile file(path);
-    if (!file.open(QIODevice::ReadOnly))
-        return fail("stop",
-                    Error{ErrorCode::NotFound, "cannot read: " + file.errorString().toStdString(), path.toStdString()});
-    const QJsonObject record = QJsonDocument::fromJson(file.readAll()).object();
-    const QJsonArray nodes = record.value(QStringLiteral("nodes")).toArray();
-    if (record.value(QStringLiteral("schema")).toString() != QLatin1String(ClusterRecordSchema) || nodes.isEmpty())
-        return fail("stop", Error{ErrorCode::InvalidInput,
-                                  std::string("not a record of accel hosts launch (schema ") + ClusterRecordSchema +
-                                      " with nodes)",
-                                  path.toStdString()});
+    const auto record = readClusterRecord(path);
+    if (!record)
+        return fail("stop", record.error());
 
     int fakeArgc = 1;
     char *fakeArgv[] = {argv[0], nullptr};
     QCoreApplication app(fakeArgc, fakeArgv);
     QStringList names;
     std::vector<QStringList> commands;
-    for (const QJsonValue &value : nodes) {
-        const QJsonObject node = value.toObject();
-        names << node.value(QStringLiteral("host")).toString();
-        commands.push_back(
-            {QStringLiteral("stop"), QStringLiteral("--json"), node.value(QStringLiteral("run_dir")).toString()});
+    for (const ClusterRecordNode &node : record->nodes) {
+        names << node.host;
+        commands.push_back({QStringLiteral("stop"), QStringLiteral("--json"), node.runDir});
     }
     const hosts::HostGroup group = hosts::makeHosts(names, *settings);
     const std::vector<AccelOutcome> outcomes = hosts::runEverywhere(group.hosts, commands, *settings, 120000);
     bool allStopped = true;
     QJsonArray list;
-    for (int i = 0; i < nodes.size(); ++i) {
-        const QJsonObject node = nodes.at(i).toObject();
+    for (int i = 0; i < record->nodes.size(); ++i) {
+        const ClusterRecordNode &node = record->nodes.at(i);
         const AccelOutcome &outcome = outcomes[static_cast<size_t>(i)];
         const QJsonObject reply = QJsonDocument::fromJson(outcome.standardOutput).object();
         const bool stopped = outcome.succeeded();
@@ -416,17 +406,17 @@ int runHostsStop(int argc, char **argv)
         const QString message =
             stopped ? QString()
                     : outcome.describe() + QStringLiteral(": ") + QString::fromUtf8(outcome.standardError).trimmed();
-        list.append(QJsonObject{{QStringLiteral("host"), node.value(QStringLiteral("host"))},
-                                {QStringLiteral("run_dir"), node.value(QStringLiteral("run_dir"))},
+        list.append(QJsonObject{{QStringLiteral("host"), node.host},
+                                {QStringLiteral("run_dir"), node.runDir},
                                 {QStringLiteral("stopped"), stopped},
                                 {QStringLiteral("state"), reply.value(QStringLiteral("state"))},
                                 {QStringLiteral("message"), message}});
         if (!parser.isSet("json"))
-            std::printf("%s: %s\n", qPrintable(node.value(QStringLiteral("host")).toString()),
+            std::printf("%s: %s\n", qPrintable(node.host),
                         qPrintable(stopped ? reply.value(QStringLiteral("state")).toString() : message));
     }
     if (parser.isSet("json"))
-        std::fputs(schemaJson(QLatin1String(HostsStopSchema), 1,
+        std::fputs(schemaJson(QLatin1String(HostsStopSchema), HostsStopVersion,
                               QJsonObject{{QStringLiteral("ok"), allStopped}, {QStringLiteral("nodes"), list}})
                        .constData(),
                    stdout);

@@ -52,7 +52,10 @@ constexpr char Greeting[] = "accel-net-listen";
 
 void emit(const QJsonObject &body)
 {
-    std::fputs(launcher::schemaJson(QStringLiteral("accel.net-probe"), 1, body, true).trimmed().constData(), stdout);
+    std::fputs(launcher::schemaJson(QLatin1String(launcher::NetProbeSchema), launcher::NetProbeVersion, body, true)
+                   .trimmed()
+                   .constData(),
+               stdout);
     std::fputc('\n', stdout);
     std::fflush(stdout);
 }

@@ -202,7 +202,7 @@ int runSlurmSubmit(int argc, char **argv)
             {QStringLiteral("script"), scriptPath},
             {QStringLiteral("work_dir"), submission->directory},
             {QStringLiteral("run_directory"), runDirectory.isEmpty() ? QJsonValue() : QJsonValue(runDirectory)}};
-        std::fputs(schemaJson(QStringLiteral("accel.slurm-submit"), 1, body).constData(), stdout);
+        std::fputs(schemaJson(QLatin1String(SlurmSubmitSchema), SlurmSubmitVersion, body).constData(), stdout);
     } else {
         std::printf("submitted job %s on %s\n  script: %s\n", qPrintable(submission->jobId), qPrintable(remote->name),
                     qPrintable(scriptPath));

@@ -104,7 +104,7 @@ int runSlurmQueue(int argc, char **argv)
                                {QStringLiteral("accounting"), report->accounting},
                                {QStringLiteral("accounting_message"), report->accountingMessage},
                                {QStringLiteral("jobs"), jobs}};
-        std::fputs(schemaJson(QLatin1String(SlurmQueueSchema), 1, body).constData(), stdout);
+        std::fputs(schemaJson(QLatin1String(SlurmQueueSchema), SlurmQueueVersion, body).constData(), stdout);
         return ExitOk;
     }
     int nameWidth = 4;
@@ -186,7 +186,7 @@ int runSlurmCancel(int argc, char **argv)
                                {QStringLiteral("state_before"), first.state},
                                {QStringLiteral("state"), last.state},
                                {QStringLiteral("ended"), ended}};
-        std::fputs(schemaJson(QLatin1String(SlurmCancelSchema), 1, body).constData(), stdout);
+        std::fputs(schemaJson(QLatin1String(SlurmCancelSchema), SlurmCancelVersion, body).constData(), stdout);
     } else {
         std::printf("job %s: %s -> %s\n", qPrintable(jobId), qPrintable(first.state), qPrintable(last.state));
     }

@@ -64,15 +64,13 @@ QString killProvenRankGroups(const RunDirectory &run, std::uint32_t owner)
     return how;
 }
 
-// A record of `accel hosts launch` (schema accel.cluster-run), which `accel stop` hands to
-// `accel hosts stop`.
-bool isClusterRecord(const QString &path)
+// Whether `target` is for `accel hosts stop`: a record of `accel hosts launch`, or a file that is no
+// run (a run is a folder) and that its one reader, readClusterRecord, then says what is wrong with.
+bool isClusterRecord(const QString &target, const QString &runsRoot)
 {
-    QFile file(path);
-    if (!QFileInfo(path).isFile() || file.size() > (1 << 20) || !file.open(QIODevice::ReadOnly))
+    if (!QFileInfo(target).isFile())
         return false;
-    return QJsonDocument::fromJson(file.readAll()).object().value(QStringLiteral("schema")).toString() ==
-           QLatin1String(launcher::ClusterRecordSchema);
+    return readClusterRecord(target).has_value() || !RunDirectory::open(target, runsRoot).has_value();
 }
 
 } // namespace
@@ -103,7 +101,9 @@ static int runStop(int argc, char **argv)
         return ExitBadInput;
     }
     const QString target = QString::fromStdString(*parser.firstPositional("run"));
-    if (isClusterRecord(target)) {
+    const QString root =
+        QString::fromStdString(parser.valueOr("runs_root", RunDirectory::defaultRunsRoot().toStdString()));
+    if (isClusterRecord(target, root)) {
 #ifdef ACCEL_CLI_HAVE_HOSTS
         return runHostsStop(argc, argv);
 #else
@@ -135,8 +135,6 @@ static int runStop(int argc, char **argv)
         return ExitBadInput;
     }
 #endif
-    const QString root =
-        QString::fromStdString(parser.valueOr("runs_root", RunDirectory::defaultRunsRoot().toStdString()));
     auto run = RunDirectory::open(target, root);
     if (!run) {
         std::fprintf(stderr, "accel stop: %s\n", run.error().toString().c_str());

@@ -55,6 +55,7 @@ private Q_SLOTS:
     void launchStartsOneSupervisorPerHostAndStopReachesEveryNode();
     void launchStartsNothingWhenANodeFailsItsPreflight();
     void launchRefusesFlagsItSetsItself();
+    void stopReadsTheRecordWithItsOneReader();
     void launchStopsTheStartedNodesWhenAnotherFailsToStart();
     void launchAcrossTwoNetworkNamespaces();
 
@@ -363,6 +364,38 @@ void tst_HostsCli::launchStopsTheStartedNodesWhenAnotherFailsToStart()
     QVERIFY(runJson.open(QIODevice::ReadOnly));
     QCOMPARE(QJsonDocument::fromJson(runJson.readAll()).object().value(QStringLiteral("state")).toString(),
              QStringLiteral("stopped"));
+}
+
+// `accel hosts stop RECORD` and `accel stop RECORD` read the record with readClusterRecord, the
+// reader the studio uses: a newer version is refused before any host is reached, and a file that
+// is no run and no record is named as such (each used to parse it again, without the version).
+void tst_HostsCli::stopReadsTheRecordWithItsOneReader()
+{
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString newer = dir.filePath(QStringLiteral("newer.json"));
+    QFile file(newer);
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write(R"({"schema": "accel.cluster-run", "version": 2, "nodes": [{"host": "accel-test",
+        "machine_rank": 0, "run_id": "r", "run_dir": "/nonexistent/r"}]})");
+    file.close();
+    const auto viaHosts = hosts({"stop", newer});
+    const auto viaStop = accel::test::runAccel(
+        {QStringLiteral("stop"), newer}, 60000, {},
+        {QStringLiteral("ACCEL_SSH_DIR=") + m_server.clientDirectory(), QStringLiteral("ACCEL_REMOTE_BIN=") + m_accel});
+    for (const auto &result : {viaHosts, viaStop}) {
+        QCOMPARE(result.exitCode, 2);
+        QVERIFY2(result.err.contains(QStringLiteral("accel.cluster-run version 2; this accel reads version 1")),
+                 qPrintable(result.err));
+    }
+    const QString other = dir.filePath(QStringLiteral("other.json"));
+    QFile otherFile(other);
+    QVERIFY(otherFile.open(QIODevice::WriteOnly));
+    otherFile.write(R"({"schema": "accel.env", "version": 1})");
+    otherFile.close();
+    const auto notRecord = accel::test::runAccel({QStringLiteral("stop"), other});
+    QCOMPARE(notRecord.exitCode, 2);
+    QVERIFY2(notRecord.err.contains(QStringLiteral("not a record of accel hosts launch")), qPrintable(notRecord.err));
 }
 
 void tst_HostsCli::launchRefusesFlagsItSetsItself()

@@ -18,8 +18,8 @@ QString text(const QJsonObject &object, const char *key)
     return object.value(QLatin1String(key)).toString();
 }
 
-// The body of a `schema` version-1 document, or why the output is not one.
-Result<QJsonObject> document(const QByteArray &output, const char *schema, const char *command)
+// The body of a `schema` document of `version`, or why the output is not one.
+Result<QJsonObject> document(const QByteArray &output, const char *schema, int version, const char *command)
 {
     QJsonParseError error{};
     const QJsonDocument json = QJsonDocument::fromJson(output, &error);
@@ -35,11 +35,12 @@ Result<QJsonObject> document(const QByteArray &output, const char *schema, const
         return makeError(
             ErrorCode::Failed,
             "expected schema " + std::string(schema) + ", got '" + text(object, "schema").toStdString() + "'", command);
-    if (object.value(QStringLiteral("version")).toInt() != 1)
+    if (object.value(QStringLiteral("version")).toInt() != version)
         return makeError(ErrorCode::Unsupported,
                          "schema " + std::string(schema) + " version " +
                              std::to_string(object.value(QStringLiteral("version")).toInt()) +
-                             " is newer than this studio reads (1): use the accel of this studio's version",
+                             " is newer than this studio reads (" + std::to_string(version) +
+                             "): use the accel of this studio's version",
                          command);
     return object;
 }
@@ -118,7 +119,7 @@ QString whatToDo(const HostCheck &check, const QString &localVersion)
 
 Result<HostsCheckReport> parseHostsCheck(const QByteArray &output)
 {
-    auto body = document(output, launcher::HostsCheckSchema, "accel hosts check");
+    auto body = document(output, launcher::HostsCheckSchema, launcher::HostsCheckVersion, "accel hosts check");
     if (!body)
         return tl::unexpected(body.error());
     HostsCheckReport report;
@@ -156,7 +157,7 @@ Result<HostsCheckReport> parseHostsCheck(const QByteArray &output)
 
 Result<DoctorReport> parseDoctor(const QByteArray &output)
 {
-    auto body = document(output, launcher::HostsDoctorSchema, "accel hosts doctor");
+    auto body = document(output, launcher::HostsDoctorSchema, launcher::HostsDoctorVersion, "accel hosts doctor");
     if (!body)
         return tl::unexpected(body.error());
     DoctorReport report;
@@ -173,7 +174,7 @@ Result<DoctorReport> parseDoctor(const QByteArray &output)
 
 Result<ClusterLaunchReport> parseHostsLaunch(const QByteArray &output)
 {
-    auto body = document(output, launcher::HostsLaunchSchema, "accel launch --hosts");
+    auto body = document(output, launcher::HostsLaunchSchema, launcher::HostsLaunchVersion, "accel launch --hosts");
     if (!body)
         return tl::unexpected(body.error());
     ClusterLaunchReport report;
@@ -187,7 +188,7 @@ Result<ClusterLaunchReport> parseHostsLaunch(const QByteArray &output)
 
 Result<ClusterStopReport> parseHostsStop(const QByteArray &output)
 {
-    auto body = document(output, launcher::HostsStopSchema, "accel hosts stop");
+    auto body = document(output, launcher::HostsStopSchema, launcher::HostsStopVersion, "accel hosts stop");
     if (!body)
         return tl::unexpected(body.error());
     ClusterStopReport report;
@@ -203,7 +204,7 @@ bool offersInstall(const HostCheck &check)
 
 Result<HostsInstallReport> parseHostsInstall(const QByteArray &output)
 {
-    auto body = document(output, launcher::HostsInstallSchema, "accel hosts install");
+    auto body = document(output, launcher::HostsInstallSchema, launcher::HostsInstallVersion, "accel hosts install");
     if (!body)
         return tl::unexpected(body.error());
     HostsInstallReport report;

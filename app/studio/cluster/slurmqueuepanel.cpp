@@ -52,10 +52,11 @@ Result<SlurmQueueView> parseSlurmQueueJson(const QByteArray &json)
         root.value(QStringLiteral("schema")).toString() != QLatin1String(launcher::SlurmQueueSchema))
         return makeError(ErrorCode::Failed,
                          std::string("accel slurm queue printed no ") + launcher::SlurmQueueSchema + " report");
-    if (root.value(QStringLiteral("version")).toInt() != 1)
+    if (root.value(QStringLiteral("version")).toInt() != launcher::SlurmQueueVersion)
         return makeError(ErrorCode::Unsupported, std::string(launcher::SlurmQueueSchema) + " version " +
                                                      std::to_string(root.value(QStringLiteral("version")).toInt()) +
-                                                     " is newer than this studio reads (1)");
+                                                     " is newer than this studio reads (" +
+                                                     std::to_string(launcher::SlurmQueueVersion) + ")");
     SlurmQueueView view;
     view.host = root.value(QStringLiteral("host")).toString();
     view.accountingMessage = root.value(QStringLiteral("accounting_message")).toString();
