@@ -4,7 +4,12 @@
 
 #include <algorithm>
 
-namespace accel::launcher {
+namespace accel::app {
+
+using launcher::AccelOutcome;
+using launcher::Host;
+using launcher::HostCommand;
+using launcher::HostCommandOptions;
 
 namespace {
 
@@ -155,4 +160,4 @@ void RemoteRunFollower::end(const QString &failure, const QString &reason)
     finish(reason);
 }
 
-} // namespace accel::launcher
+} // namespace accel::app

@@ -14,7 +14,7 @@
 
 #include <memory>
 
-namespace accel::launcher {
+namespace accel::app {
 
 struct RemoteFollowOptions {
     int firstRetryMs = 250;    // wait before the first reconnection; doubles with every failed one
@@ -28,7 +28,7 @@ class RemoteRunFollower : public accel::monitor::StreamRunSource {
 public:
     // `host` must outlive the follower. `run`: a run id, a unique part of one, or a run directory
     // on that host.
-    RemoteRunFollower(Host *host, QString run, RemoteFollowOptions options = {}, QObject *parent = nullptr);
+    RemoteRunFollower(launcher::Host *host, QString run, RemoteFollowOptions options = {}, QObject *parent = nullptr);
     ~RemoteRunFollower() override;
 
     void start() override;
@@ -52,14 +52,14 @@ Q_SIGNALS:
 private:
     void connectNow();
     void onOutput(const QByteArray &standardOutput, const QByteArray &standardError);
-    void onDone(const AccelOutcome &outcome);
+    void onDone(const launcher::AccelOutcome &outcome);
     void end(const QString &failure, const QString &reason);
     QStringList tailArguments() const;
 
-    Host *m_host = nullptr;
+    launcher::Host *m_host = nullptr;
     QString m_run;
     RemoteFollowOptions m_options;
-    std::unique_ptr<HostCommand> m_command;
+    std::unique_ptr<launcher::HostCommand> m_command;
     QTimer m_retry;
     QByteArray m_stderrTail; // the end of the command's stderr, for the error message
     QString m_failure;
@@ -71,4 +71,4 @@ private:
     bool m_running = false;
 };
 
-} // namespace accel::launcher
+} // namespace accel::app

@@ -85,7 +85,7 @@ private:
                         const QStringList &node0Arguments = {});
     struct Followed {
         monitor::RunMonitor *monitor = nullptr;
-        launcher::RemoteRunFollower *follower = nullptr;
+        app::RemoteRunFollower *follower = nullptr;
         QString endReason;
     };
     void followToTheEnd(launcher::Host *host, const QString &parent, Followed &followed, BannerBar *banners);
@@ -161,7 +161,7 @@ void tst_SlurmFollow::launchTwoNodes(const QString &parent, const QStringList &n
 void tst_SlurmFollow::followToTheEnd(launcher::Host *host, const QString &parent, Followed &followed,
                                      BannerBar *banners)
 {
-    followed.follower = new launcher::RemoteRunFollower(host, parent);
+    followed.follower = new app::RemoteRunFollower(host, parent);
     followed.monitor = new monitor::RunMonitor(followed.follower, this);
     connect(followed.monitor, &monitor::RunMonitor::eventsAppended, this,
             [banners](const QList<monitor::RunEvent> &events) { banners->observe(QStringLiteral("job"), events); });
@@ -339,11 +339,11 @@ void tst_SlurmFollow::multiNodeRunResumesAfterAKilledConnection()
     QTRY_COMPARE_WITH_TIMEOUT(page.monitorPage()->runs(), QStringList{address}, 30000);
     monitor::RunMonitor *run = page.monitorPage()->runMonitor(0);
     QVERIFY(run);
-    auto *follower = qobject_cast<launcher::RemoteRunFollower *>(run->source());
+    auto *follower = qobject_cast<app::RemoteRunFollower *>(run->source());
     QVERIFY(follower);
     for (int rank = 0; rank < 4; ++rank)
         QTRY_COMPARE_WITH_TIMEOUT(lossSteps(run, rank), oneTo(10), 6000);
-    QSignalSpy lost(follower, &launcher::RemoteRunFollower::connectionLost);
+    QSignalSpy lost(follower, &app::RemoteRunFollower::connectionLost);
     QVERIFY(m_server.dropConnections() > 0);
     QVERIFY(lost.wait(20000));
     QTRY_COMPARE_WITH_TIMEOUT(run->manifest().value(QStringLiteral("state")).toString(), QStringLiteral("succeeded"),

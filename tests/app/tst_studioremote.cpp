@@ -244,7 +244,7 @@ void tst_StudioRemote::remoteRunIsFollowedAcrossKilledConnections()
     QVERIFY(page.selectedRuns().contains(address));
     monitor::RunMonitor *monitor = page.monitorPage()->runMonitor(0);
     QVERIFY(monitor);
-    auto *follower = qobject_cast<launcher::RemoteRunFollower *>(monitor->source());
+    auto *follower = qobject_cast<app::RemoteRunFollower *>(monitor->source());
     QVERIFY2(follower, "a remote run is followed by a RemoteRunFollower");
     // Every rank's first steps reach the monitor's model (ranks table, charts' store, logs).
     QTRY_COMPARE_WITH_TIMEOUT(lossSteps(monitor, 1), oneTo(kFirst), 30000);
@@ -253,9 +253,9 @@ void tst_StudioRemote::remoteRunIsFollowedAcrossKilledConnections()
     QTRY_VERIFY_WITH_TIMEOUT(monitor->logModel()->rowCount() >= 1, 10000);
 
     QStringList reconnectLines;
-    connect(follower, &launcher::RemoteRunFollower::connectionLost, this,
+    connect(follower, &app::RemoteRunFollower::connectionLost, this,
             [&] { reconnectLines << page.monitorPage()->remoteState()->text(); });
-    QSignalSpy streams(follower, &launcher::RemoteRunFollower::streamStarted);
+    QSignalSpy streams(follower, &app::RemoteRunFollower::streamStarted);
     QSignalSpy ended(monitor, &monitor::RunMonitor::ended);
 
     // The run goes on (one line per rank every 15 ms) while the SSH connection is killed twice.

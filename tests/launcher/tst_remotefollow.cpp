@@ -28,6 +28,8 @@
 #include <cstring>
 
 using namespace accel::launcher;
+using accel::app::RemoteFollowOptions;
+using accel::app::RemoteRunFollower;
 using accel::monitor::MetricBatch;
 using accel::monitor::RunEvent;
 using accel::monitor::RunSource;

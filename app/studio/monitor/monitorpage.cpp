@@ -347,9 +347,9 @@ monitor::RunMonitor *MonitorPage::followRemote(const QString &host, const QStrin
         setRemoteLine(label, tr("%1: remote runs cannot be followed here").arg(label));
         return nullptr;
     }
-    auto *follower = new launcher::RemoteRunFollower(m_remoteHosts->host(host), path);
+    auto *follower = new RemoteRunFollower(m_remoteHosts->host(host), path);
     auto *monitor = new monitor::RunMonitor(follower, this); // takes the follower
-    connect(follower, &launcher::RemoteRunFollower::connectionLost, this,
+    connect(follower, &RemoteRunFollower::connectionLost, this,
             [this, host, label](const QString &, const QString &message, int attempt, int retryInMs) {
                 setRemoteLine(label, tr("Reconnecting to %1… (%2, attempt %3 in %4 s): %5")
                                          .arg(host, label)
@@ -357,8 +357,7 @@ monitor::RunMonitor *MonitorPage::followRemote(const QString &host, const QStrin
                                          .arg(retryInMs / 1000.0, 0, 'f', 1)
                                          .arg(message));
             });
-    connect(follower, &launcher::RemoteRunFollower::streamStarted, this,
-            [this, label](int) { setRemoteLine(label, QString()); });
+    connect(follower, &RemoteRunFollower::streamStarted, this, [this, label](int) { setRemoteLine(label, QString()); });
     connect(follower, &monitor::RunSource::ended, this, [this, follower, label](const QString &reason) {
         // The run ended there (its final state is in the manifest), or the host was given up on.
         setRemoteLine(label, follower->failure().isEmpty() ? QString() : tr("%1: %2").arg(label, reason));

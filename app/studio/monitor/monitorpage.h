@@ -9,7 +9,7 @@
 // none (StdoutOffer). While no run has a metric the charts' place says why (starting, failed before
 // its first metric, prints only, ...). When the GPU charts have no data but others do, a line says
 // that the runs carry no GPU samples. A run on another host (an address "ssh://HOST/dir",
-// monitor/runcatalogue.h) is followed by a launcher::RemoteRunFollower over that host's SSH
+// monitor/runcatalogue.h) is followed by a RemoteRunFollower over that host's SSH
 // session into the same pipeline; while its connection is down a line says "Reconnecting to
 // HOST…", and it resumes where the stream stopped.
 #pragma once

@@ -27,6 +27,8 @@
 #include <unistd.h>
 
 using namespace accel::launcher;
+using accel::app::RemoteFollowOptions;
+using accel::app::RemoteRunFollower;
 using accel::monitor::MetricBatch;
 using accel::monitor::RunSource;
 using accel::test::bench;
