@@ -257,6 +257,11 @@ std::vector<JobField> causalLmFields()
                make("lora.use_rslora", "rsLoRA", T::Boolean, "false", 0, 0, lora, "scaling = alpha / sqrt(r)"),
                make("training.gradient_checkpointing", "Gradient checkpointing", T::Boolean, "false", 0, 0, "Training",
                     "recompute each block in backward instead of keeping its activations"),
+               make("training.vocab_parallel", "Vocabulary parallel", T::Boolean, "false", 0, 0, "Training",
+                    "with tp_size 2 or more: embedding and LM head split over the vocabulary, the loss on the "
+                    "split logits"),
+               make("training.sequence_parallel", "Sequence parallel", T::Boolean, "false", 0, 0, "Training",
+                    "with tp_size 2 or more: norms and dropout on 1/tp of the tokens between the split layers"),
                make("training.adam_beta1", "Adam beta1", T::Number, "0.9", 0, 0.999999, "Advanced", "AdamW"),
                make("training.adam_beta2", "Adam beta2", T::Number, "0.999", 0, 0.999999, "Advanced", "AdamW"),
                exclusiveMinimum(

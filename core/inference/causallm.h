@@ -81,6 +81,13 @@ public:
     }
     // The whole weights again on every rank of the group (every rank calls it).
     virtual void gatherTensorParallel() {}
+    // Vocabulary and sequence parallel (tensorparallel.h), set before checkTensorParallel: the
+    // check refuses what the family cannot do with them, the split applies them. With vocabulary
+    // parallel, forward returns this rank's vocabulary columns of the logits (vocabParallel() is
+    // the group to compute the loss over, null otherwise).
+    void setTensorParallelOptions(const TensorParallelOptions &options) { m_tensorParallelOptions = options; }
+    const TensorParallelOptions &tensorParallelOptions() const { return m_tensorParallelOptions; }
+    virtual TensorParallel vocabParallel() const { return nullptr; }
 
 protected:
     at::Tensor runBlock(size_t block, const at::Tensor &input, const BlockBody &body) const
@@ -94,6 +101,7 @@ protected:
 
 private:
     ModelConfig m_config;
+    TensorParallelOptions m_tensorParallelOptions;
     BlockRunner m_blockRunner;
     ModelRunner m_modelRunner;
 };

@@ -147,51 +147,12 @@ at::Tensor Linear::forward(const at::Tensor &x)
 
 namespace {
 
-const TensorParallelGroup &groupOf(torch::autograd::AutogradContext *context)
-{
-    return *reinterpret_cast<const TensorParallelGroup *>(context->saved_data["group"].toInt());
-}
-
-struct EnterTensorParallel : torch::autograd::Function<EnterTensorParallel> {
-    static at::Tensor forward(torch::autograd::AutogradContext *context, const at::Tensor &x, int64_t group)
-    {
-        context->saved_data["group"] = group;
-        return x.clone();
-    }
-    static torch::autograd::variable_list backward(torch::autograd::AutogradContext *context,
-                                                   torch::autograd::variable_list gradients)
-    {
-        at::Tensor sum = gradients[0].contiguous().clone();
-        groupOf(context).allReduceSum(sum);
-        return {sum, at::Tensor()};
-    }
-};
-
-struct LeaveTensorParallel : torch::autograd::Function<LeaveTensorParallel> {
-    static at::Tensor forward(torch::autograd::AutogradContext *context, const at::Tensor &x, int64_t group)
-    {
-        context->saved_data["group"] = group;
-        at::Tensor sum = x.contiguous().clone();
-        groupOf(context).allReduceSum(sum);
-        return sum;
-    }
-    static torch::autograd::variable_list backward(torch::autograd::AutogradContext *,
-                                                   torch::autograd::variable_list gradients)
-    {
-        return {gradients[0], at::Tensor()};
-    }
-};
+// What crosses the group, forward or backward. Sequence flows act on dim 1 ([batch, tokens, ...]).
+enum class Flow : int64_t { Identity, AllReduce, AllGather, ReduceScatter, Slice };
 
 int64_t handle(const TensorParallelGroup &group)
 {
     return static_cast<int64_t>(reinterpret_cast<intptr_t>(&group));
-}
-
-// Rank `rank`'s part of `dim` of `whole` (size divisible by `size`), in its own storage.
-at::Tensor partOf(const at::Tensor &whole, int64_t dim, int rank, int size)
-{
-    const int64_t part = whole.size(dim) / size;
-    return whole.narrow(dim, rank * part, part).clone();
 }
 
 // Every rank's part of `dim` joined again.
@@ -205,16 +166,131 @@ at::Tensor gathered(const at::Tensor &part, int64_t dim, const TensorParallelGro
     return output.transpose(0, dim).contiguous();
 }
 
+// This rank's part of dim 1 (which divides by the group's size), in storage of its own.
+at::Tensor ownTokens(const at::Tensor &x, const TensorParallelGroup &group)
+{
+    const int64_t part = x.size(1) / group.size;
+    return x.narrow(1, group.rank * part, part).clone(at::MemoryFormat::Contiguous);
+}
+
+at::Tensor communicate(Flow flow, const at::Tensor &x, const TensorParallelGroup &group)
+{
+    switch (flow) {
+    case Flow::Identity:
+        return x.clone();
+    case Flow::AllReduce: {
+        at::Tensor sum = x.contiguous().clone();
+        group.allReduceSum(sum);
+        return sum;
+    }
+    case Flow::AllGather:
+        return gathered(x, 1, group);
+    case Flow::ReduceScatter: {
+        if (!group.reduceScatter) {
+            at::Tensor sum = x.contiguous().clone();
+            group.allReduceSum(sum);
+            return ownTokens(sum, group);
+        }
+        at::Tensor input = x.transpose(0, 1).contiguous();
+        std::vector<int64_t> shape = input.sizes().vec();
+        shape[0] /= group.size;
+        at::Tensor output = at::empty(shape, input.options());
+        group.reduceScatter(output, input);
+        return output.transpose(0, 1).contiguous();
+    }
+    case Flow::Slice:
+        return ownTokens(x, group);
+    }
+    return x;
+}
+
+struct Communicate : torch::autograd::Function<Communicate> {
+    static at::Tensor forward(torch::autograd::AutogradContext *context, const at::Tensor &x, int64_t group,
+                              int64_t forwardFlow, int64_t backwardFlow)
+    {
+        context->saved_data["group"] = group;
+        context->saved_data["backward"] = backwardFlow;
+        return communicate(static_cast<Flow>(forwardFlow), x.detach(),
+                           *reinterpret_cast<const TensorParallelGroup *>(group));
+    }
+    static torch::autograd::variable_list backward(torch::autograd::AutogradContext *context,
+                                                   torch::autograd::variable_list gradients)
+    {
+        const auto &group = *reinterpret_cast<const TensorParallelGroup *>(context->saved_data["group"].toInt());
+        const auto flow = static_cast<Flow>(context->saved_data["backward"].toInt());
+        return {communicate(flow, gradients[0].contiguous(), group), at::Tensor(), at::Tensor(), at::Tensor()};
+    }
+};
+
+at::Tensor apply(const at::Tensor &x, const TensorParallelGroup &group, Flow forward, Flow backward)
+{
+    return Communicate::apply(x, handle(group), static_cast<int64_t>(forward), static_cast<int64_t>(backward));
+}
+
+// Rank `rank`'s part of `dim` of `whole` (size divisible by `size`), in its own storage.
+at::Tensor partOf(const at::Tensor &whole, int64_t dim, int rank, int size)
+{
+    const int64_t part = whole.size(dim) / size;
+    return whole.narrow(dim, rank * part, part).clone();
+}
+
 } // namespace
 
 at::Tensor enterTensorParallel(const at::Tensor &x, const TensorParallelGroup &group)
 {
-    return EnterTensorParallel::apply(x, handle(group));
+    return group.sequenceParallel ? apply(x, group, Flow::AllGather, Flow::ReduceScatter)
+                                  : apply(x, group, Flow::Identity, Flow::AllReduce);
 }
 
 at::Tensor leaveTensorParallel(const at::Tensor &x, const TensorParallelGroup &group)
 {
-    return LeaveTensorParallel::apply(x, handle(group));
+    return group.sequenceParallel ? apply(x, group, Flow::ReduceScatter, Flow::AllGather)
+                                  : apply(x, group, Flow::AllReduce, Flow::Identity);
+}
+
+at::Tensor scatterSequence(const at::Tensor &x, const TensorParallelGroup &group)
+{
+    return apply(x, group, Flow::Slice, Flow::AllGather);
+}
+
+at::Tensor gatherSequence(const at::Tensor &x, const TensorParallelGroup &group)
+{
+    return apply(x, group, Flow::AllGather, Flow::Slice);
+}
+
+at::Tensor sumGradientOverGroup(const at::Tensor &x, const TensorParallelGroup &group)
+{
+    return apply(x, group, Flow::Identity, Flow::AllReduce);
+}
+
+at::Tensor sequenceParallelDropout(const at::Tensor &x, double p, const TensorParallelGroup &group)
+{
+    std::vector<int64_t> whole = x.sizes().vec();
+    whole[1] *= group.size;
+    at::Tensor keep = at::empty(whole, x.options()).bernoulli_(1.0 - p);
+    return x * keep.narrow(1, group.rank * x.size(1), x.size(1)) / (1.0 - p);
+}
+
+at::Tensor vocabParallelCrossEntropy(const at::Tensor &logits, const at::Tensor &targets, int64_t ignoreIndex,
+                                     const TensorParallelGroup &group)
+{
+    const at::Tensor local = logits.to(at::kFloat);
+    const int64_t columns = local.size(-1), first = group.rank * columns;
+    // The largest logit of each row over the group (a constant for the gradient).
+    at::Tensor maxima = std::get<0>(local.detach().max(-1)).contiguous();
+    at::Tensor all = at::empty({group.size * maxima.size(0)}, maxima.options());
+    group.allGather(all, maxima);
+    const at::Tensor largest = std::get<0>(all.view({group.size, -1}).max(0));
+    const at::Tensor shifted = local - largest.unsqueeze(-1);
+    // Sums over the group: every rank computes the same loss from them, so each rank's own terms
+    // take the loss's gradient as is (AllReduce forward, Identity backward).
+    const at::Tensor sumExp = apply(shifted.exp().sum(-1), group, Flow::AllReduce, Flow::Identity);
+    const at::Tensor index = targets.to(at::kLong) - first;
+    const at::Tensor owned = (index >= 0).logical_and(index < columns).logical_and(targets != ignoreIndex);
+    const at::Tensor picked =
+        shifted.gather(-1, index.clamp(0, columns - 1).unsqueeze(-1)).squeeze(-1).masked_fill(owned.logical_not(), 0);
+    const at::Tensor target = apply(picked, group, Flow::AllReduce, Flow::Identity);
+    return (sumExp.log() - target).masked_fill(targets == ignoreIndex, 0);
 }
 
 void Linear::splitForTensorParallel(TensorParallelStyle style, TensorParallel group)
@@ -301,9 +377,11 @@ at::Tensor RMSNorm::forward(const at::Tensor &x)
     auto h = input.to(at::kFloat);
     auto variance = h.pow(2).mean(-1, /*keepdim=*/true);
     h = h * at::rsqrt(variance + m_eps);
+    const at::Tensor weight =
+        m_gradientGroup ? sumGradientOverGroup(m_weight->value, *m_gradientGroup) : m_weight->value;
     if (m_plusOne)
-        return (h * (1.0 + m_weight->value.to(at::kFloat))).to(input.scalar_type());
-    return m_weight->value * h.to(input.scalar_type());
+        return (h * (1.0 + weight.to(at::kFloat))).to(input.scalar_type());
+    return weight * h.to(input.scalar_type());
 }
 
 Embedding::Embedding(int64_t count, int64_t size) : DeviceModule("Embedding")
@@ -314,7 +392,31 @@ Embedding::Embedding(int64_t count, int64_t size) : DeviceModule("Embedding")
 at::Tensor Embedding::forward(const at::Tensor &ids)
 {
     ForwardScope scope(*this);
-    return at::embedding(m_weight->value, toDevice(ids));
+    if (!m_tensorParallel)
+        return at::embedding(m_weight->value, toDevice(ids));
+    // This rank's rows: ids outside them look up row 0 and give zeros; the sum over the group is whole.
+    const int64_t rows = m_weight->value.size(0);
+    const at::Tensor local = toDevice(ids) - m_tensorParallel->rank * rows;
+    const at::Tensor outside = (local < 0).logical_or(local >= rows);
+    const at::Tensor part =
+        at::embedding(m_weight->value, local.masked_fill(outside, 0)).masked_fill(outside.unsqueeze(-1), 0);
+    return leaveTensorParallel(part, *m_tensorParallel);
+}
+
+void Embedding::splitForTensorParallel(TensorParallel group)
+{
+    m_weight->value = partOf(m_weight->value, 0, group->rank, group->size);
+    m_weight->shape = m_weight->value.sizes().vec();
+    m_tensorParallel = std::move(group);
+}
+
+void Embedding::gatherTensorParallel()
+{
+    if (!m_tensorParallel)
+        return;
+    m_weight->value = gathered(m_weight->value, 0, *m_tensorParallel);
+    m_weight->shape = m_weight->value.sizes().vec();
+    m_tensorParallel.reset();
 }
 
 at::Tensor Embedding::project(const at::Tensor &hidden)

@@ -149,22 +149,31 @@ class RMSNorm : public DeviceModule {
 public:
     RMSNorm(int64_t size, double eps, bool plusOne = false, std::string typeName = "RMSNorm");
     at::Tensor forward(const at::Tensor &x);
+    // Sequence parallel (tensorparallel.h): the weight's gradient summed over `group` (null: not).
+    void sumGradientOver(TensorParallel group) { m_gradientGroup = std::move(group); }
 
 private:
     Parameter *m_weight;
     double m_eps;
     bool m_plusOne;
+    TensorParallel m_gradientGroup;
 };
 
 class Embedding : public DeviceModule {
 public:
     Embedding(int64_t count, int64_t size);
     at::Tensor forward(const at::Tensor &ids);
-    // Logits against the embedding matrix (a tied output head).
+    // Logits against the embedding matrix (a tied output head): this rank's vocabulary columns when split.
     at::Tensor project(const at::Tensor &hidden);
+    // Vocabulary parallel (tensorparallel.h): keeps this rank's rows (vocab / size, which divides);
+    // forward then sums the rows' lookups over the group (leaveTensorParallel). gather makes the
+    // weight whole again on every rank (a collective).
+    void splitForTensorParallel(TensorParallel group);
+    void gatherTensorParallel();
 
 private:
     Parameter *m_weight;
+    TensorParallel m_tensorParallel; // set while split
 };
 
 // gelu_new/gelu_pytorch_tanh/gelu_fast (tanh approximation), gelu (erf), relu, silu/swish.

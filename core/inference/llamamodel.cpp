@@ -48,8 +48,9 @@ at::Tensor LlamaAttention::forward(const at::Tensor &x, const at::Tensor &cos, c
                                    size_t layer)
 {
     ForwardScope scope(*this);
-    const int64_t batch = x.size(0), tokens = x.size(1);
+    // Sequence parallel: entering gathers every rank's tokens.
     const at::Tensor input = m_tensorParallel ? enterTensorParallel(toDevice(x), *m_tensorParallel) : x;
+    const int64_t batch = input.size(0), tokens = input.size(1);
     at::Tensor q, k, v;
     if (m_qkv) {
         auto qkv = m_qkv->forward(input);
@@ -120,6 +121,15 @@ LlamaBlock::LlamaBlock(const ModelConfig &config, int64_t layer)
     }
 }
 
+void LlamaBlock::setSequenceParallel(const TensorParallel &group)
+{
+    for (RMSNorm *layerNorm : {m_inputNorm, m_postNorm, m_preFeedForwardNorm, m_postFeedForwardNorm}) {
+        if (layerNorm)
+            layerNorm->sumGradientOver(group);
+    }
+    m_sequenceParallel = group;
+}
+
 at::Tensor LlamaBlock::forward(const at::Tensor &x, const at::Tensor &cos, const at::Tensor &sin, KVCache *cache,
                                size_t layer)
 {
@@ -130,8 +140,13 @@ at::Tensor LlamaBlock::forward(const at::Tensor &x, const at::Tensor &cos, const
         h = h + m_postNorm->forward(attended);
         return h + m_postFeedForwardNorm->forward(m_mlp->forward(m_preFeedForwardNorm->forward(h)));
     }
-    h = h + dropoutIn(*this, attended, m_residualDropout);
-    return h + dropoutIn(*this, m_mlp->forward(m_postNorm->forward(h)), m_residualDropout);
+    const auto dropout = [this](const at::Tensor &y) {
+        if (m_sequenceParallel && m_residualDropout > 0 && is_training())
+            return sequenceParallelDropout(y, m_residualDropout, *m_sequenceParallel);
+        return dropoutIn(*this, y, m_residualDropout);
+    };
+    h = h + dropout(attended);
+    return h + dropout(m_mlp->forward(m_postNorm->forward(h)));
 }
 
 LlamaModel::LlamaModel(const ModelConfig &config)
@@ -172,6 +187,10 @@ Result<void> LlamaModel::checkTensorParallel(int size) const
             return refuse("the mixture-of-experts layers of model_type '" + c.modelType +
                           "' are not split by the native tensor parallelism; set tp_size: 1");
     }
+    if (tensorParallelOptions().vocabParallel && c.vocabSize % size != 0)
+        return refuse("vocab_size " + std::to_string(c.vocabSize) +
+                      " (config.json) must divide by tp_size with training.vocab_parallel; choose a tp_size "
+                      "that divides it or set training.vocab_parallel: false");
     if (c.numHeads % size != 0 || c.numKeyValueHeads % size != 0 || c.intermediateSize % size != 0)
         return refuse("num_attention_heads " + std::to_string(c.numHeads) + ", num_key_value_heads " +
                       std::to_string(c.numKeyValueHeads) + " and intermediate_size " +
@@ -185,9 +204,26 @@ Result<void> LlamaModel::splitForTensorParallel(const TensorParallel &group)
 {
     if (auto ok = checkTensorParallel(group->size); !ok)
         return ok;
+    const TensorParallelOptions &options = tensorParallelOptions();
+    TensorParallel regions = group;
+    if (options.sequenceParallel) { // the regions enter and leave over the tokens
+        auto sequence = std::make_shared<TensorParallelGroup>(*group);
+        sequence->sequenceParallel = true;
+        regions = sequence;
+        m_sequenceParallel = regions;
+        m_norm->sumGradientOver(regions);
+    }
     for (LlamaBlock *block : m_blocks) {
-        block->attention().splitForTensorParallel(group);
-        static_cast<GatedMlp &>(block->feedForward()).splitForTensorParallel(group);
+        block->attention().splitForTensorParallel(regions);
+        static_cast<GatedMlp &>(block->feedForward()).splitForTensorParallel(regions);
+        if (options.sequenceParallel)
+            block->setSequenceParallel(regions);
+    }
+    if (options.vocabParallel) { // a tied head shares the embedding's rows
+        m_embed->splitForTensorParallel(regions);
+        if (m_lmHead)
+            m_lmHead->splitForTensorParallel(TensorParallelStyle::Column, regions);
+        m_vocabParallel = regions;
     }
     return {};
 }
@@ -197,7 +233,14 @@ void LlamaModel::gatherTensorParallel()
     for (LlamaBlock *block : m_blocks) {
         block->attention().gatherTensorParallel();
         static_cast<GatedMlp &>(block->feedForward()).gatherTensorParallel();
+        block->setSequenceParallel(nullptr);
     }
+    m_embed->gatherTensorParallel();
+    if (m_lmHead)
+        m_lmHead->gatherTensorParallel();
+    m_norm->sumGradientOver(nullptr);
+    m_vocabParallel.reset();
+    m_sequenceParallel.reset();
 }
 
 Result<void> LlamaModel::setContextParallel(const ContextParallel &group)
@@ -219,10 +262,18 @@ at::Tensor LlamaModel::forward(const at::Tensor &inputIds, KVCache *cache, bool 
     ForwardScope scope(*this);
     if (m_contextParallel && cache)
         throw std::invalid_argument("a context-parallel forward takes no KV cache");
+    if (m_sequenceParallel && (cache || lastOnly))
+        throw std::invalid_argument("a sequence-parallel forward takes no KV cache and computes every position");
     return runModel([&] {
         const ModelConfig &c = config();
         const int64_t past = cache ? cache->length() : 0;
-        const int64_t tokens = inputIds.size(1);
+        const int64_t given = inputIds.size(1);
+        // Sequence parallel: tokens appended up to a multiple of the group's size (causal attention:
+        // no earlier position sees them) and their logits dropped at the end.
+        const int64_t tokens = m_sequenceParallel ? (given + m_sequenceParallel->size - 1) / m_sequenceParallel->size *
+                                                        m_sequenceParallel->size
+                                                  : given;
+        const at::Tensor ids = tokens == given ? inputIds : at::constant_pad_nd(inputIds, {0, tokens - given}, 0);
         // Context parallel: the rotation of this rank's tokens' places in the whole sequence.
         std::pair<at::Tensor, at::Tensor> rotation =
             m_contextParallel ? m_rotary.cosSin(0, tokens * m_contextParallel->size) : m_rotary.cosSin(past, tokens);
@@ -232,7 +283,10 @@ at::Tensor LlamaModel::forward(const at::Tensor &inputIds, KVCache *cache, bool 
                         rotation.second.index_select(0, positions.to(rotation.second.device()))};
         }
         const at::Tensor &cos = rotation.first, &sin = rotation.second;
-        auto h = m_embed->forward(inputIds);
+        // Vocabulary parallel with sequence parallel: the lookup's sum arrives as this rank's tokens.
+        auto h = m_embed->forward(ids);
+        if (m_sequenceParallel && !m_vocabParallel)
+            h = scatterSequence(h, *m_sequenceParallel);
         if (c.scaleEmbeddings) // Gemma: sqrt(hidden_size) rounded to the embedding's dtype
             h = h * at::scalar_tensor(std::sqrt(static_cast<double>(c.hiddenSize)), at::kFloat)
                         .to(h.scalar_type())
@@ -248,6 +302,12 @@ at::Tensor LlamaModel::forward(const at::Tensor &inputIds, KVCache *cache, bool 
         if (lastOnly)
             h = h.narrow(1, tokens - 1, 1);
         h = m_norm->forward(h);
+        if (m_vocabParallel) // this rank's vocabulary columns (sequence parallel: of every token)
+            h = enterTensorParallel(h, *m_vocabParallel);
+        else if (m_sequenceParallel)
+            h = gatherSequence(h, *m_sequenceParallel);
+        if (tokens != given)
+            h = h.narrow(1, 0, given);
         auto logits = m_lmHead ? m_lmHead->forward(h) : m_embed->project(h);
         if (c.finalLogitSoftcap > 0)
             logits = at::tanh(logits / c.finalLogitSoftcap) * c.finalLogitSoftcap;

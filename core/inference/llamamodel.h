@@ -41,8 +41,13 @@ public:
     at::Tensor forward(const at::Tensor &x, const at::Tensor &cos, const at::Tensor &sin, KVCache *cache, size_t layer);
     LlamaAttention &attention() const { return *m_attn; }
     FeedForward &feedForward() const { return *m_mlp; }
+    // Sequence parallel (tensorparallel.h): the input and output hold this rank's part of the
+    // tokens; the norms' weight gradients are summed over the group, dropout masks this rank's
+    // part of a whole-sequence mask. Null: whole sequences.
+    void setSequenceParallel(const TensorParallel &group);
 
 private:
+    TensorParallel m_sequenceParallel;
     RMSNorm *m_inputNorm;
     LlamaAttention *m_attn;
     RMSNorm *m_postNorm;
@@ -61,8 +66,13 @@ public:
     // transformers' base_model_tp_plan of Llama, Mistral and Qwen2 (tensorparallel.h); fused
     // projections (Phi-3) and mixtures of experts are refused by name.
     Result<void> checkTensorParallel(int size) const override;
+    // With the options (causallm.h): vocabulary parallel splits embed_tokens and lm_head over the
+    // vocabulary (vocab_size must divide); sequence parallel splits the tokens between the regions
+    // (forward pads them at the end to a multiple of the group's size and drops those logits;
+    // neither a KV cache nor lastOnly).
     Result<void> splitForTensorParallel(const TensorParallel &group) override;
     void gatherTensorParallel() override;
+    TensorParallel vocabParallel() const override { return m_vocabParallel; }
     // Context parallelism (ringattention.h): forward then takes this rank's part of each sequence
     // (contextParallelPart) and returns its logits; no KV cache. Refused by name for attention
     // dropout (the ring has none).
@@ -70,6 +80,7 @@ public:
 
 private:
     ContextParallel m_contextParallel;
+    TensorParallel m_vocabParallel, m_sequenceParallel; // the regions' group, while split with the option
     Embedding *m_embed;
     std::vector<LlamaBlock *> m_blocks;
     std::vector<std::shared_ptr<Module>> m_blockModules;

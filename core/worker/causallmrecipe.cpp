@@ -19,6 +19,7 @@
 #include "core/inference/pretrainedwriter.h"
 #include "core/inference/torchtensors.h"
 #include "core/runtime/accelerator.h"
+#include "core/runtime/fusedadamw.h"
 #include "core/runtime/precision/fp8training.h"
 #include "core/tokenizer/tokenizer.h"
 
@@ -110,6 +111,36 @@ at::ScalarType checkpointDtype(const inference::ModelConfig &config, const bigmo
     return at::kFloat;
 }
 
+// training.vocab_parallel and training.sequence_parallel (tensorparallel.h): applied with tensor
+// parallelism, refused by name where they cannot apply.
+Result<inference::TensorParallelOptions> readTensorParallelOptions(runtime::Accelerator &accelerator,
+                                                                   const JobSpec &job)
+{
+    inference::TensorParallelOptions options;
+    options.vocabParallel = job.boolean("training.vocab_parallel");
+    options.sequenceParallel = job.boolean("training.sequence_parallel");
+    const int tp = accelerator.mesh().size(runtime::MeshDim::Tp), cp = accelerator.mesh().size(runtime::MeshDim::Cp);
+    for (const auto &[key, on] :
+         {std::pair<std::string, bool>{"training.vocab_parallel", options.vocabParallel},
+          std::pair<std::string, bool>{"training.sequence_parallel", options.sequenceParallel}}) {
+        if (on && tp <= 1)
+            return makeError(ErrorCode::InvalidInput,
+                             key +
+                                 ": true needs tensor parallelism, and this run has parallelism_config_tp_size 1; "
+                                 "set tp_size to 2 or more, or " +
+                                 key + ": false",
+                             job.path);
+        if (on && cp > 1)
+            return makeError(ErrorCode::InvalidInput,
+                             key + ": true with parallelism_config_cp_size " + std::to_string(cp) +
+                                 " is not implemented (context parallelism computes its own loss over the whole "
+                                 "vocabulary); set cp_size: 1 or " +
+                                 key + ": false",
+                             job.path);
+    }
+    return options;
+}
+
 // Batch tensors: ids [B, T] and labels [B, T] (kIgnoreLabel on prompts and padding), padded on
 // the right to the longest sample with `pad`.
 std::pair<torch::Tensor, torch::Tensor> makeBatch(const LmData &data, const std::vector<int64_t> &indices, int32_t pad)
@@ -135,12 +166,19 @@ std::pair<torch::Tensor, torch::Tensor> makeBatch(const LmData &data, const std:
 }
 
 // Transformers' causal LM loss: position t predicts label t + 1; mean over the predicted tokens
-// (labels other than kIgnoreLabel). With `sum` the sum and the count instead.
-torch::Tensor lmLoss(const torch::Tensor &logits, const torch::Tensor &labels, bool sum = false)
+// (labels other than kIgnoreLabel). With `sum` the sum instead. With `vocabParallel` the logits
+// are this rank's vocabulary columns and the loss is computed over the group without joining them.
+torch::Tensor lmLoss(const torch::Tensor &logits, const torch::Tensor &labels, bool sum = false,
+                     const inference::TensorParallelGroup *vocabParallel = nullptr)
 {
     const int64_t vocab = logits.size(-1), length = logits.size(1);
     auto predicted = logits.narrow(1, 0, length - 1).reshape({-1, vocab}).to(torch::kFloat);
     auto targets = labels.narrow(1, 1, length - 1).reshape({-1});
+    if (vocabParallel) {
+        const auto each = inference::vocabParallelCrossEntropy(predicted, targets, kIgnoreLabel, *vocabParallel);
+        const auto total = each.sum();
+        return sum ? total : total / (targets != kIgnoreLabel).sum().to(torch::kFloat);
+    }
     auto options = F::CrossEntropyFuncOptions().ignore_index(kIgnoreLabel);
     if (sum)
         options.reduction(torch::kSum);
@@ -159,7 +197,7 @@ struct LoadedModel {
 // to torch's registry.
 Result<LoadedModel> loadModel(runtime::Accelerator &accelerator, const JobSpec &job, const std::string &modelDir,
                               const inference::ModelConfig &config, const std::optional<inference::LoraConfig> &lora,
-                              CausalLmTensorParallel *tensorParallel)
+                              CausalLmTensorParallel *tensorParallel, const inference::TensorParallelOptions &options)
 {
     auto checkpointPath = bigmodel::resolveCheckpointPath(modelDir);
     if (!checkpointPath)
@@ -171,6 +209,7 @@ Result<LoadedModel> loadModel(runtime::Accelerator &accelerator, const JobSpec &
     if (!created)
         return tl::unexpected(asInvalid(created.error()));
     if (tensorParallel) { // before anything is read
+        (*created)->setTensorParallelOptions(options);
         if (auto ok = (*created)->checkTensorParallel(tensorParallel->size()); !ok)
             return tl::unexpected(asInvalid(ok.error()));
     }
@@ -243,7 +282,7 @@ double evaluate(runtime::Accelerator &accelerator, CausalLM &lm, const LmData &d
         }
         auto logits = lm.forward(accelerator.toDevice(ids), nullptr);
         auto target = accelerator.toDevice(labels);
-        sum += lmLoss(logits, target, true).item<double>();
+        sum += lmLoss(logits, target, true, lm.vocabParallel().get()).item<double>();
         n += double((target.narrow(1, 1, target.size(1) - 1) != kIgnoreLabel).sum().item<int64_t>());
     }
     auto totals = accelerator.reduce(torch::tensor({sum, n}, torch::kDouble));
@@ -360,7 +399,11 @@ Result<void> runCausalLmRecipe(runtime::Accelerator &accelerator, const JobSpec 
     auto contextParallel = CausalLmContextParallel::create(accelerator, job, setup);
     if (!contextParallel)
         return tl::unexpected(contextParallel.error());
-    auto loaded = loadModel(accelerator, job, setup.modelDir, setup.config, setup.lora, tensorParallel->get());
+    auto tensorParallelOptions = readTensorParallelOptions(accelerator, job);
+    if (!tensorParallelOptions)
+        return tl::unexpected(tensorParallelOptions.error());
+    auto loaded = loadModel(accelerator, job, setup.modelDir, setup.config, setup.lora, tensorParallel->get(),
+                            *tensorParallelOptions);
     if (!loaded)
         return tl::unexpected(loaded.error());
     std::shared_ptr<CausalLM> lm = loaded->lm;
@@ -406,6 +449,8 @@ Result<void> runCausalLmRecipe(runtime::Accelerator &accelerator, const JobSpec 
         (*tensorParallel || *contextParallel
              ? ", mesh " + accelerator.mesh().describe() + " (" +
                    (*tensorParallel ? "tp collectives: " + (*tensorParallel)->transport() : std::string()) +
+                   (tensorParallelOptions->vocabParallel ? ", vocab-parallel embedding and head" : "") +
+                   (tensorParallelOptions->sequenceParallel ? ", sequence-parallel norms" : "") +
                    (*tensorParallel && *contextParallel ? "; " : "") +
                    (*contextParallel ? (*contextParallel)->describe() : std::string()) + ")"
              : std::string()));
@@ -418,12 +463,13 @@ Result<void> runCausalLmRecipe(runtime::Accelerator &accelerator, const JobSpec 
     for (const auto &p : static_cast<torch::nn::Module &>(*lm).parameters())
         if (p.requires_grad())
             trained.push_back(p);
-    torch::optim::AdamW optimizer(trained,
+    runtime::FusedAdamW optimizer(trained,
                                   torch::optim::AdamWOptions(t.learningRate)
                                       .betas({job.number("training.adam_beta1"), job.number("training.adam_beta2")})
                                       .eps(job.number("training.adam_epsilon"))
                                       .weight_decay(t.weightDecay));
 
+    int64_t logitsBytes = 0; // of the first batch, on this rank
     TrainingTask task;
     task.datasetSize = data.samples();
     task.tokensPerSample = int64_t(std::llround(tokensPerSample));
@@ -434,7 +480,9 @@ Result<void> runCausalLmRecipe(runtime::Accelerator &accelerator, const JobSpec 
         if (*contextParallel)
             return (*contextParallel)->loss(*lm, ids, labels, pad);
         auto logits = lm->forward(accelerator.toDevice(ids), nullptr);
-        return lmLoss(logits, accelerator.toDevice(labels));
+        if (logitsBytes == 0)
+            logitsBytes = int64_t(logits.nbytes());
+        return lmLoss(logits, accelerator.toDevice(labels), false, lm->vocabParallel().get());
     };
     if (*tensorParallel)
         task.clipGradients = [&](double maxNorm) { return (*tensorParallel)->clipGradients(maxNorm); };
@@ -445,6 +493,10 @@ Result<void> runCausalLmRecipe(runtime::Accelerator &accelerator, const JobSpec 
     auto summary = runTraining(accelerator, job, task);
     if (!summary)
         return tl::unexpected(summary.error());
+    if (const inference::TensorParallel vocab = lm->vocabParallel())
+        accelerator.print("vocab-parallel: logits of the first batch " + count(logitsBytes) + " bytes on this rank (" +
+                          count(setup.config.vocabSize / vocab->size) + " of " + count(setup.config.vocabSize) +
+                          " vocabulary columns)");
     accelerator.unshardModel(); // every rank: rank 0 alone writes below
     if (*tensorParallel)
         (*tensorParallel)->gather(*lm);

@@ -84,6 +84,16 @@ Result<JobSpec> JobSpec::parse(const std::string &yamlText, const std::string &p
         if (std::string problem = jobs::valueProblem(f, value); !problem.empty())
             return makeError(ErrorCode::InvalidInput, f.key + ": " + problem, path);
     }
+    // The tensor-parallel options exist for causal_lm only; elsewhere they would do nothing.
+    for (const char *key : {"training.vocab_parallel", "training.sequence_parallel"}) {
+        if (job.has(key) && !jobs::field(job.recipe, key))
+            return makeError(ErrorCode::InvalidInput,
+                             std::string(key) +
+                                 ": only the causal_lm recipe splits its model over the vocabulary "
+                                 "or the sequence; remove the key for recipe " +
+                                 job.recipe,
+                             path);
+    }
     job.name =
         job.has("name") && !job.raw("name").empty() ? job.raw("name") : std::filesystem::path(path).stem().string();
     job.seed = uint64_t(job.integer("seed"));

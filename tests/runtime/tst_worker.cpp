@@ -153,6 +153,12 @@ private Q_SLOTS:
         runs = runWorker(1, dir.filePath("job3.yaml"));
         QCOMPARE(runs[0].exitCode, 2);
         QVERIFY2(runs[0].err.contains("mlp.data: missing (safetensors with"), qPrintable(runs[0].err));
+        // The tensor-parallel options of causal_lm are refused by name elsewhere.
+        writeFile(dir.filePath("job4.yaml"), "recipe: selftest\ntraining: {sequence_parallel: true}\n");
+        runs = runWorker(1, dir.filePath("job4.yaml"));
+        QCOMPARE(runs[0].exitCode, 2);
+        QVERIFY2(runs[0].err.contains("training.sequence_parallel: only the causal_lm recipe splits its model"),
+                 qPrintable(runs[0].err));
     }
 
     void selfTestTwoRanks()
