@@ -1,5 +1,7 @@
 #include "core/inference/decodebound.h"
 
+#include "core/common/fileutil.h"
+#include "core/hardware/procparsers.h"
 #include "core/inference/causallm.h"
 #include "core/inference/inferencemodel.h"
 #include "core/inference/layers.h"
@@ -99,6 +101,28 @@ DecodeDTypeChoice chooseDecodeDType(const std::vector<std::string> &cpuFlags, co
                     (faster ? " (bfloat16 chosen: at least " + std::string(margin) + "x faster)"
                             : " (float32 kept: bfloat16 is not " + std::string(margin) + "x faster)");
     return choice;
+}
+
+Result<DecodeDTypeChoice> chooseModelDecodeDType(const std::string &modelDir, int threads)
+{
+    auto config = loadModelConfig(modelDir);
+    if (!config)
+        return tl::unexpected(config.error());
+    const std::string stored = config->torchDtype.empty() ? std::string("float32") : config->torchDtype;
+    auto cpuinfo = fileutil::readFile("/proc/cpuinfo");
+    const std::vector<std::string> flags =
+        cpuinfo ? hardware::parseCpuInfo(*cpuinfo).flags : std::vector<std::string>{};
+    if (threads > 0)
+        at::set_num_threads(threads); // measured on the threads decode will run on
+    return chooseDecodeDType(flags, stored, [] { return measureDecodeProducts(); });
+}
+
+nlohmann::ordered_json dtypeChoiceJson(const DecodeDTypeChoice &choice)
+{
+    return {{"dtype", choice.dtype},
+            {"reason", choice.reason},
+            {"float32_ms", choice.float32Ms},
+            {"bfloat16_ms", choice.bfloat16Ms}};
 }
 
 ProductTimes measureDecodeProducts(int64_t in, int64_t out)

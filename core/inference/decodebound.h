@@ -49,6 +49,12 @@ struct ProductTimes {
 };
 DecodeDTypeChoice chooseDecodeDType(const std::vector<std::string> &cpuFlags, const std::string &storedDType,
                                     const std::function<ProductTimes()> &measure);
+// --dtype auto for the model in `modelDir` (accel generate and the serve worker's load): chooseDecodeDType
+// with config.json's torch_dtype (float32 when it has none), /proc/cpuinfo's flags and the products
+// measured on `threads` intra-op threads (0: as they are set), the threads decode will run on.
+Result<DecodeDTypeChoice> chooseModelDecodeDType(const std::string &modelDir, int threads);
+// {"dtype", "reason", "float32_ms", "bfloat16_ms"}: generate's --json dtype_choice, serve's loaded event.
+nlohmann::ordered_json dtypeChoiceJson(const DecodeDTypeChoice &choice);
 // The fastest of a few 1 x `in` by `in` x `out` products (at::linear) in each dtype, on the intra-op
 // threads as set.
 ProductTimes measureDecodeProducts(int64_t in = 2048, int64_t out = 8192);

@@ -213,7 +213,7 @@ private:
 void readLoad(FieldReader &fields, ServeRequest &request)
 {
     fields.onlyKeys({"op", "id", "model", "device_map", "max_memory", "offload_folder", "dtype", "threads", "adapter",
-                     "quantization", "skip_modules", "keep_in_fp32_modules"});
+                     "quantization", "skip_modules", "keep_in_fp32_modules", "pin_threads"});
     fields.string("model", request.modelDir);
     if (!fields.failed() && request.modelDir.empty())
         fields.failWith("load: \"model\" (a model folder) is required");
@@ -230,6 +230,7 @@ void readLoad(FieldReader &fields, ServeRequest &request)
     fields.string("adapter", request.load.adapterDir);
     fields.string("dtype", request.load.dispatch.computeDType);
     fields.integer("threads", request.load.threads, 0, kMaxThreads);
+    fields.boolean("pin_threads", request.pinThreads);
     fields.string("quantization", request.load.quantization.method);
     if (auto method = parseQuantizationMethod(request.load.quantization.method); !method && !fields.failed())
         fields.failWith("load: " + method.error().message);

@@ -29,7 +29,8 @@ struct ServeRequest {
     nlohmann::json id; // any JSON value, echoed in the events the request causes; null when absent
     // load
     std::string modelDir;
-    LoadOptions load;
+    LoadOptions load;        // "dtype" may be "auto" (chooseModelDecodeDType decides at load)
+    bool pinThreads = false; // "pin_threads": each intra-op thread on its own allowed CPU
     // generate: the prompt as text (needs the model's tokenizer) or as token ids
     std::optional<std::string> prompt;
     std::vector<int64_t> inputIds;

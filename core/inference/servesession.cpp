@@ -49,6 +49,7 @@ private:
     std::atomic<bool> m_cancel{false};
     std::unique_ptr<InferenceModel> m_model;
     TextCodec m_codec;
+    bool m_pinned = false; // the intra-op threads are pinned (a load with pin_threads)
 };
 
 void Session::emit(const nlohmann::ordered_json &event)
@@ -140,32 +141,58 @@ void Session::load(const ServeRequest &request)
     const json &id = request.id;
     const std::string &dir = request.modelDir;
     m_model.reset();
-    auto model = InferenceModel::load(dir, request.load);
+    LoadOptions options = request.load;
+    // "dtype": "auto" and "pin_threads" as accel generate's --dtype auto and --pin-threads.
+    std::optional<DecodeDTypeChoice> dtypeChoice;
+    if (options.dispatch.computeDType == kAutoComputeDType) {
+        auto choice = chooseModelDecodeDType(dir, options.threads);
+        if (!choice)
+            return error(id, choice.error());
+        dtypeChoice = *choice;
+        options.dispatch.computeDType = choice->dtype;
+    }
+    auto model = InferenceModel::load(dir, options);
     if (!model)
         return error(id, model.error());
     auto codec = TextCodec::forModel(dir);
     if (!codec)
         return error(id, codec.error());
+    std::vector<int> pinnedCpus;
+    if (request.pinThreads) {
+        auto pinned = pinIntraOpThreads();
+        if (!pinned)
+            return error(id, Error{pinned.error().code, "load: pin_threads: " + pinned.error().message, {}});
+        pinnedCpus = *pinned;
+    } else if (m_pinned) {
+        if (auto unpinned = unpinIntraOpThreads(); !unpinned)
+            return error(id, Error{unpinned.error().code, "load: unpinning threads: " + unpinned.error().message, {}});
+    }
+    m_pinned = request.pinThreads;
     m_model = std::move(*model);
     m_codec = *codec;
     nlohmann::ordered_json map = nlohmann::ordered_json::object();
     for (const auto &[key, device] : m_model->deviceMap())
         map[key] = device;
     const auto &report = m_model->report();
-    emit({{"event", "loaded"},
-          {"id", id},
-          {"model", dir},
-          {"model_type", m_model->config().modelType},
-          {"vocab_size", m_model->config().vocabSize},
-          {"layers", m_model->config().numLayers},
-          {"tokenizer", m_codec.hasTokenizer()},
-          {"device_map", map},
-          {"resident_tensors", report.residentTensors},
-          {"offloaded_tensors", report.offloadedTensors},
-          {"zero_copy_tensors", report.zeroCopyTensors},
-          {"adapted_layers", m_model->adaptedLayers().size()},
-          {"quantization", quantizationJson(m_model->quantization())},
-          {"decode_bound", decodeBoundJson(*m_model)}});
+    nlohmann::ordered_json loaded = {{"event", "loaded"},
+                                     {"id", id},
+                                     {"model", dir},
+                                     {"model_type", m_model->config().modelType},
+                                     {"vocab_size", m_model->config().vocabSize},
+                                     {"layers", m_model->config().numLayers},
+                                     {"tokenizer", m_codec.hasTokenizer()},
+                                     {"device_map", map},
+                                     {"resident_tensors", report.residentTensors},
+                                     {"offloaded_tensors", report.offloadedTensors},
+                                     {"zero_copy_tensors", report.zeroCopyTensors},
+                                     {"adapted_layers", m_model->adaptedLayers().size()},
+                                     {"quantization", quantizationJson(m_model->quantization())},
+                                     {"decode_bound", decodeBoundJson(*m_model)}};
+    if (dtypeChoice)
+        loaded["dtype_choice"] = dtypeChoiceJson(*dtypeChoice);
+    if (request.pinThreads)
+        loaded["pinned_cpus"] = pinnedCpus;
+    emit(loaded);
 }
 
 void Session::generateRequest(const ServeRequest &request)

@@ -1,8 +1,6 @@
 #include "core/inference/workermain.h"
 
 #include "core/bigmodel/safetensorswriter.h"
-#include "core/common/fileutil.h"
-#include "core/hardware/procparsers.h"
 #include "core/inference/causallm.h"
 #include "core/inference/decodebound.h"
 #include "core/inference/pipelinemap.h"
@@ -10,7 +8,6 @@
 #include "core/inference/textcodec.h"
 #include "core/inference/workeroptions.h"
 
-#include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
 
 #include <cstdio>
@@ -37,28 +34,12 @@ int fail(const std::string &command, const Error &error)
     return exitCodeFor(error);
 }
 
-// --dtype auto: bfloat16 for a float32 checkpoint where this CPU has the instructions and a
-// measured decode-shaped product runs faster in it (chooseDecodeDType); otherwise the checkpoint's.
-Result<DecodeDTypeChoice> chooseAutoDType(const WorkerRequest &r)
-{
-    auto config = loadModelConfig(r.modelDir);
-    if (!config)
-        return tl::unexpected(config.error());
-    const std::string stored = config->torchDtype.empty() ? std::string("float32") : config->torchDtype;
-    auto cpuinfo = fileutil::readFile("/proc/cpuinfo");
-    const std::vector<std::string> flags =
-        cpuinfo ? hardware::parseCpuInfo(*cpuinfo).flags : std::vector<std::string>{};
-    if (r.load.threads > 0)
-        at::set_num_threads(r.load.threads); // measured on the threads decode will run on
-    return chooseDecodeDType(flags, stored, [] { return measureDecodeProducts(); });
-}
-
 int runGenerate(const WorkerRequest &request)
 {
     WorkerRequest r = request;
     std::optional<DecodeDTypeChoice> dtypeChoice;
     if (r.load.dispatch.computeDType == kAutoComputeDType) {
-        auto choice = chooseAutoDType(r);
+        auto choice = chooseModelDecodeDType(r.modelDir, r.load.threads);
         if (!choice)
             return fail("generate", choice.error());
         dtypeChoice = *choice;
@@ -136,10 +117,7 @@ int runGenerate(const WorkerRequest &request)
                                       {"quantization", quantizationJson((*model)->quantization())},
                                       {"warnings", (*model)->warnings()}};
         if (dtypeChoice)
-            out["dtype_choice"] = {{"dtype", dtypeChoice->dtype},
-                                   {"reason", dtypeChoice->reason},
-                                   {"float32_ms", dtypeChoice->float32Ms},
-                                   {"bfloat16_ms", dtypeChoice->bfloat16Ms}};
+            out["dtype_choice"] = dtypeChoiceJson(*dtypeChoice);
         if (r.pinThreads)
             out["pinned_cpus"] = pinnedCpus;
         std::cout << out.dump(2) << "\n";

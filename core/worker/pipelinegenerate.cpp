@@ -152,6 +152,16 @@ std::optional<Error> refusal(const inference::WorkerRequest &r)
     };
     if (!r.draftDir.empty())
         return refuse("--draft (speculative decoding runs one model in one process)");
+    if (r.load.dispatch.computeDType == inference::kAutoComputeDType)
+        return Error{ErrorCode::InvalidInput,
+                     "--dtype auto: not with a pipeline --device_map (each process would measure and choose on its "
+                     "own, and the stages must compute in one dtype); give --dtype float32 or bfloat16",
+                     {}};
+    if (r.pinThreads)
+        return Error{ErrorCode::InvalidInput,
+                     "--pin-threads: not with a pipeline --device_map (the processes of one host would pin their "
+                     "threads to the same CPUs); leave the placement to the launch",
+                     {}};
     if (!r.load.quantization.method.empty())
         return refuse("--quantization " + r.load.quantization.method);
     if (r.load.quantization.skipModules)

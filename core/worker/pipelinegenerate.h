@@ -9,7 +9,7 @@
 // num_chunks default), each a lane of its own on every process, so the stages work on different
 // prompts at once. The last process writes the results (and for infer the logits). Refused by name:
 // --draft, --quantization / --skip_modules / --keep_in_fp32_modules, --adapter, --offload_folder,
-// --max_memory, --gpus_on_cpu.
+// --max_memory, --gpus_on_cpu, --dtype auto, --pin_threads.
 #pragma once
 
 namespace accel::inference {

@@ -8,11 +8,12 @@
 // the worker's message, and the Big Models page remembers the Playground's folder.
 #include "app/studio/bigmodel/bigmodelspage.h"
 #include "app/studio/bigmodel/devicelanesview.h"
+#include "app/studio/bigmodel/playgroundloadoptions.h"
 #include "app/studio/bigmodel/playgroundpage.h"
 #include "app/studio/bigmodel/playgroundsampling.h"
 #include "app/studio/bigmodel/workerclient.h"
-#include "core/bigmodel/safetensorswriter.h"
 #include "tests/helpers/testsupport.h"
+#include "tests/helpers/tinygpt2.h"
 
 #include <QDir>
 #include <QElapsedTimer>
@@ -23,71 +24,17 @@
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QSet>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
 
 #include <csignal>
-#include <random>
 
 using namespace accel::app;
 
 namespace {
-
-// A random gpt2 checkpoint with the 269-id vocabulary of the gpt2-tiny tokenizer fixture and room
-// for long generations (n_positions 65536).
-void writeTinyGpt2(const QString &dir)
-{
-    QDir().mkpath(dir);
-    const int64_t vocab = 269, hidden = 32, positions = 65536, layers = 2;
-    std::mt19937 rng(42);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<std::pair<std::string, std::vector<int64_t>>> shapes;
-    std::vector<std::vector<float>> values;
-    auto put = [&](const std::string &name, std::vector<int64_t> shape, float scale, float offset = 0.0f) {
-        int64_t n = 1;
-        for (int64_t d : shape)
-            n *= d;
-        std::vector<float> v(static_cast<size_t>(n));
-        for (float &x : v)
-            x = offset + scale * normal(rng);
-        shapes.emplace_back(name, std::move(shape));
-        values.push_back(std::move(v));
-    };
-    put("transformer.wte.weight", {vocab, hidden}, 0.2f);
-    put("transformer.wpe.weight", {positions, hidden}, 0.02f);
-    for (int64_t i = 0; i < layers; ++i) {
-        const std::string p = "transformer.h." + std::to_string(i) + ".";
-        put(p + "ln_1.weight", {hidden}, 0.1f, 1.0f);
-        put(p + "ln_1.bias", {hidden}, 0.1f);
-        put(p + "attn.c_attn.weight", {hidden, 3 * hidden}, 0.2f);
-        put(p + "attn.c_attn.bias", {3 * hidden}, 0.05f);
-        put(p + "attn.c_proj.weight", {hidden, hidden}, 0.2f);
-        put(p + "attn.c_proj.bias", {hidden}, 0.05f);
-        put(p + "ln_2.weight", {hidden}, 0.1f, 1.0f);
-        put(p + "ln_2.bias", {hidden}, 0.1f);
-        put(p + "mlp.c_fc.weight", {hidden, 4 * hidden}, 0.2f);
-        put(p + "mlp.c_fc.bias", {4 * hidden}, 0.05f);
-        put(p + "mlp.c_proj.weight", {4 * hidden, hidden}, 0.2f);
-        put(p + "mlp.c_proj.bias", {hidden}, 0.05f);
-    }
-    put("transformer.ln_f.weight", {hidden}, 0.1f, 1.0f);
-    put("transformer.ln_f.bias", {hidden}, 0.1f);
-    std::vector<accel::bigmodel::TensorToWrite> tensors;
-    for (size_t i = 0; i < shapes.size(); ++i)
-        tensors.push_back({shapes[i].first, accel::bigmodel::DType::F32, shapes[i].second, values[i].data(),
-                           values[i].size() * sizeof(float)});
-    QVERIFY(accel::bigmodel::writeSafetensors((dir + "/model.safetensors").toStdString(), tensors));
-    const QByteArray config = R"({"model_type": "gpt2", "vocab_size": 269, "n_positions": 65536, "n_embd": 32,
-        "n_layer": 2, "n_head": 4, "layer_norm_epsilon": 1e-05, "activation_function": "gelu_new",
-        "tie_word_embeddings": true, "eos_token_id": 267})";
-    QFile file(dir + "/config.json");
-    QVERIFY(file.open(QIODevice::WriteOnly));
-    file.write(config);
-    file.close();
-    QVERIFY(QFile::copy(accel::test::dataPath(QStringLiteral("tokenizers/gpt2-tiny.json")), dir + "/tokenizer.json"));
-}
 
 QString workerProgram()
 {
@@ -111,10 +58,11 @@ private Q_SLOTS:
     void bigModelsPageRemembersTheFolder();
     void emptyMapNamesThePlaygroundsOwnStep();
     void quantizationChoiceShowsBytesPerTokenAndTheBound();
+    void dtypeAutoAndPinnedThreadsThroughTheWorker();
 
 private:
     bool needWorker();
-    void loadModel(PlaygroundPage &page);
+    void loadModel(PlaygroundPage &page, int threads = 1);
     QTemporaryDir m_dir;
     QString m_model;
 };
@@ -124,7 +72,7 @@ void tst_Playground::initTestCase()
     QCoreApplication::setOrganizationName(QStringLiteral("AccelStudioTests"));
     QCoreApplication::setApplicationName(QStringLiteral("tst_playground"));
     m_model = m_dir.filePath(QStringLiteral("tiny-gpt2"));
-    writeTinyGpt2(m_model);
+    QVERIFY(accel::test::writeTinyGpt2(m_model));
 }
 
 bool tst_Playground::needWorker()
@@ -132,10 +80,10 @@ bool tst_Playground::needWorker()
     return QFileInfo(workerProgram()).isExecutable();
 }
 
-void tst_Playground::loadModel(PlaygroundPage &page)
+void tst_Playground::loadModel(PlaygroundPage &page, int threads)
 {
     page.client()->setProgram(workerProgram());
-    page.setThreads(1);
+    page.setThreads(threads);
     QSignalSpy planned(&page, &PlaygroundPage::planned);
     page.setModelPath(m_model);
     QVERIFY(planned.wait(30000));
@@ -426,8 +374,8 @@ void tst_Playground::quantizationChoiceShowsBytesPerTokenAndTheBound()
     if (!needWorker())
         QSKIP("accel-worker is not built in this build tree (needs libtorch)");
     PlaygroundPage page;
-    QVERIFY(!page.setQuantization(QStringLiteral("q4_k"))); // not a method: the choice stays
-    QCOMPARE(page.quantization(), QString());
+    QVERIFY(!page.loadOptions()->setQuantization(QStringLiteral("q4_k"))); // not a method: the choice stays
+    QCOMPARE(page.loadOptions()->quantization(), QString());
     loadModel(page);
     // Weights as stored (float32): the tied wte is read whole as the output head, wpe one row of its
     // 65536, and every block and ln_f whole: (269*32 + 32 + 2*12704 + 64) floats.
@@ -447,7 +395,7 @@ void tst_Playground::quantizationChoiceShowsBytesPerTokenAndTheBound()
     const qint64 plannedAsStored = qint64(page.plan().totalBytes());
     QVERIFY(plannedAsStored > 65536 * 32 * 4); // wpe whole, float32
     QSignalSpy replanned(&page, &PlaygroundPage::planned);
-    QVERIFY(page.setQuantization(QStringLiteral("int8")));
+    QVERIFY(page.loadOptions()->setQuantization(QStringLiteral("int8")));
     QVERIFY(replanned.wait(30000));
     QCOMPARE(page.plan().quantization, QStringLiteral("int8"));
     QSignalSpy loaded(&page, &PlaygroundPage::modelLoaded);
@@ -477,6 +425,94 @@ void tst_Playground::quantizationChoiceShowsBytesPerTokenAndTheBound()
     page.generate();
     QVERIFY(finished.wait(60000));
     QVERIFY2(page.statsText().contains(QStringLiteral("% of the memory bound")), qPrintable(page.statsText()));
+}
+
+// accel generate's --dtype auto and --pin_threads, chosen on the page, through a real worker: the
+// load reports the dtype chosen by the CPU's flags and the measurement, with its reason, on the
+// status line; the two intra-op threads sit on two distinct CPUs the process may use; and the
+// tokens are those of accel-worker generate in the chosen dtype. ACCEL_TEST_SCREENSHOTS=<folder>
+// also writes the page as <folder>/playground-dtype-auto.png.
+void tst_Playground::dtypeAutoAndPinnedThreadsThroughTheWorker()
+{
+    if (!needWorker())
+        QSKIP("accel-worker is not built in this build tree (needs libtorch)");
+    PlaygroundPage page;
+    page.resize(1200, 720);
+    page.show();
+    QVERIFY(!page.loadOptions()->setComputeDType(QStringLiteral("float64"))); // not offered: the choice stays
+    QCOMPARE(page.loadOptions()->computeDType(), QString());
+    QVERIFY(page.loadOptions()->setComputeDType(QStringLiteral("auto")));
+    page.loadOptions()->setPinThreads(true);
+    loadModel(page, 2);
+
+    // What decides, read here as the worker reads it: the CPU's flags in /proc/cpuinfo.
+    QFile cpuinfo(QStringLiteral("/proc/cpuinfo"));
+    QVERIFY(cpuinfo.open(QIODevice::ReadOnly));
+    const QString info = QString::fromLatin1(cpuinfo.readAll());
+    const bool bf16Flags = info.contains(QStringLiteral(" amx_bf16")) || info.contains(QStringLiteral(" avx512_bf16"));
+    const QJsonObject choice = page.loadedInfo().value(QStringLiteral("dtype_choice")).toObject();
+    const QString dtype = choice.value(QStringLiteral("dtype")).toString();
+    const QString reason = choice.value(QStringLiteral("reason")).toString();
+    QVERIFY2(dtype == QStringLiteral("float32") || (bf16Flags && dtype == QStringLiteral("bfloat16")),
+             qPrintable(dtype + ": " + reason));
+    if (bf16Flags) { // measured: both products timed
+        QVERIFY2(reason.startsWith(QStringLiteral("CPU flags ")), qPrintable(reason));
+        QVERIFY(choice.value(QStringLiteral("float32_ms")).toDouble() > 0);
+        QVERIFY(choice.value(QStringLiteral("bfloat16_ms")).toDouble() > 0);
+    } else {
+        QCOMPARE(reason, QStringLiteral("the CPU has neither amx_bf16 nor avx512_bf16"));
+    }
+    const QString status = page.findChild<QLabel *>(QStringLiteral("modelStatus"))->text();
+    QVERIFY2(status.contains(QStringLiteral("dtype auto: %1 (%2).").arg(dtype, reason)), qPrintable(status));
+
+    // Two threads on two distinct CPUs of the allowed set (the worker inherits this process's).
+    QFile statusFile(QStringLiteral("/proc/self/status"));
+    QVERIFY(statusFile.open(QIODevice::ReadOnly));
+    QSet<int> allowed;
+    for (const QString &line : QString::fromLatin1(statusFile.readAll()).split(QLatin1Char('\n')))
+        if (line.startsWith(QStringLiteral("Cpus_allowed_list:")))
+            for (const QString &range : line.section(QLatin1Char(':'), 1).trimmed().split(QLatin1Char(','))) {
+                const int first = range.section(QLatin1Char('-'), 0, 0).toInt();
+                const int last = range.contains(QLatin1Char('-')) ? range.section(QLatin1Char('-'), 1).toInt() : first;
+                for (int cpu = first; cpu <= last; ++cpu)
+                    allowed.insert(cpu);
+            }
+    QVERIFY(!allowed.isEmpty());
+    const QJsonArray pinned = page.loadedInfo().value(QStringLiteral("pinned_cpus")).toArray();
+    QCOMPARE(pinned.size(), 2);
+    QSet<int> cpus;
+    for (const QJsonValue &cpu : pinned) {
+        QVERIFY2(allowed.contains(cpu.toInt()), qPrintable(QString::number(cpu.toInt())));
+        cpus.insert(cpu.toInt());
+    }
+    if (allowed.size() >= 2)
+        QCOMPARE(cpus.size(), 2);
+    QVERIFY2(status.contains(QStringLiteral("2 intra-op thread(s) pinned to CPUs %1, %2.")
+                                 .arg(pinned.at(0).toInt())
+                                 .arg(pinned.at(1).toInt())),
+             qPrintable(status));
+
+    // The chosen dtype is the one the worker computes in: the tokens of accel-worker generate in it.
+    page.sampling()->setGreedy(true);
+    page.sampling()->setMaxNewTokens(8);
+    page.setPrompt(QStringLiteral("the lower"));
+    QSignalSpy finished(&page, &PlaygroundPage::generationFinished);
+    page.generate();
+    QVERIFY(finished.wait(60000));
+    QVERIFY2(page.errorText().isEmpty(), qPrintable(page.errorText()));
+    const auto cli = accel::test::runProgram(
+        workerProgram(),
+        {QStringLiteral("generate"), m_model, QStringLiteral("--prompt"), QStringLiteral("the lower"),
+         QStringLiteral("--max-new-tokens"), QStringLiteral("8"), QStringLiteral("--greedy"), QStringLiteral("--dtype"),
+         dtype, QStringLiteral("--threads"), QStringLiteral("2"), QStringLiteral("--json")});
+    QVERIFY2(cli.exitCode == 0, qPrintable(cli.err));
+    QCOMPARE(page.outputText(),
+             QJsonDocument::fromJson(cli.out.toUtf8()).object().value(QStringLiteral("text")).toString());
+
+    if (const QString folder = qEnvironmentVariable("ACCEL_TEST_SCREENSHOTS"); !folder.isEmpty()) {
+        QDir().mkpath(folder);
+        QVERIFY(page.grab().save(QDir(folder).filePath(QStringLiteral("playground-dtype-auto.png"))));
+    }
 }
 
 QTEST_MAIN(tst_Playground)

@@ -52,6 +52,12 @@ void tst_ServeRequest::protocolExamples()
     QCOMPARE(load->load.adapterDir, std::string("ADAPTER"));
     QCOMPARE(parseServeRequest(R"({"op":"load","model":"DIR","device_map":"auto"})")->load.deviceMap,
              std::string("auto"));
+    QVERIFY(!load->pinThreads);
+    // accel generate's --dtype auto and --pin-threads.
+    auto decode = parseServeRequest(R"({"op":"load","model":"DIR","dtype":"auto","pin_threads":true})");
+    QVERIFY2(decode, decode ? "" : decode.error().error.message.c_str());
+    QCOMPARE(decode->load.dispatch.computeDType, std::string("auto"));
+    QVERIFY(decode->pinThreads);
 
     auto generate = parseServeRequest(
         R"({"op":"generate","id":"g1","prompt":"text","max_new_tokens":32.0,"greedy":true,"temperature":0.5,)"
@@ -96,6 +102,8 @@ void tst_ServeRequest::fieldsOfTheWrongTypeNameTheField()
         QStringLiteral("load: \"device_map\": expected \"auto\", \"cpu\" or an object of module -> device; got [1]"));
     QCOMPARE(refusal(R"({"op":"load","model":"m","threads":100000})"),
              QStringLiteral("load: \"threads\": expected an integer from 0 to 4096; got 100000"));
+    QCOMPARE(refusal(R"({"op":"load","model":"m","pin_threads":"yes"})"),
+             QStringLiteral("load: \"pin_threads\": expected true or false; got \"yes\""));
     QCOMPARE(refusal(R"({"op":"generate","greedy":1})"),
              QStringLiteral("generate: \"greedy\": expected true or false; got 1"));
     QCOMPARE(refusal(R"({"op":"generate","temperature":"hot"})"),

@@ -10,6 +10,8 @@ target_sources(accel_studio_ui PRIVATE
   bigmodel/playgroundsampling.h bigmodel/playgroundsampling.cpp
   bigmodel/playgroundchat.h bigmodel/playgroundchat.cpp
   bigmodel/playgroundrequest.h bigmodel/playgroundrequest.cpp
+  bigmodel/playgroundcluster.h bigmodel/playgroundcluster.cpp
+  bigmodel/playgroundloadoptions.h bigmodel/playgroundloadoptions.cpp
   bigmodel/playgroundpage.h bigmodel/playgroundpage.cpp
 )
 target_link_libraries(accel_studio_ui PUBLIC accel_bigmodel)

@@ -3,11 +3,13 @@
 #include "app/studio/bigmodel/devicelanesview.h"
 #include "app/studio/bigmodel/devicemaprequest.h"
 #include "app/studio/bigmodel/playgroundchat.h"
+#include "app/studio/bigmodel/playgroundcluster.h"
+#include "app/studio/bigmodel/playgroundloadoptions.h"
 #include "app/studio/bigmodel/playgroundrequest.h"
 #include "app/studio/bigmodel/playgroundsampling.h"
-#include "core/inference/quantizationmethod.h"
+#include "app/studio/cluster/hostlist.h"
 
-#include <QComboBox>
+#include <QCheckBox>
 #include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -16,7 +18,6 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
-#include <QSpinBox>
 #include <QSplitter>
 #include <QTimer>
 #include <QVBoxLayout>
@@ -27,6 +28,7 @@ namespace accel::app {
 PlaygroundPage::PlaygroundPage(QWidget *parent) : QWidget(parent)
 {
     m_client = new WorkerClient(this);
+    m_cluster = new PlaygroundCluster(this);
     m_watcher = new QFutureWatcher<DeviceMapOutcome>(this);
     buildUi();
     connect(m_watcher, &QFutureWatcher<DeviceMapOutcome>::finished, this, &PlaygroundPage::finishPlanning);
@@ -35,6 +37,15 @@ PlaygroundPage::PlaygroundPage(QWidget *parent) : QWidget(parent)
     connect(m_client, &WorkerClient::generationDone, this, &PlaygroundPage::onDone);
     connect(m_client, &WorkerClient::requestFailed, this, &PlaygroundPage::onFailed);
     connect(m_client, &WorkerClient::workerCrashed, this, &PlaygroundPage::onCrashed);
+    connect(m_cluster, &PlaygroundCluster::finished, this, &PlaygroundPage::onClusterFinished);
+    connect(m_cluster, &PlaygroundCluster::failed, this, &PlaygroundPage::onClusterFailed);
+    connect(m_cluster, &PlaygroundCluster::launched, this, [this](const QJsonObject &report) {
+        QStringList nodes;
+        for (const QJsonValue &node : report.value(QStringLiteral("nodes")).toArray())
+            nodes << node.toObject().value(QStringLiteral("host")).toString();
+        m_modelStatus->setText(
+            tr("Generating across %1: one pipeline stage per host…").arg(nodes.join(QStringLiteral(", "))));
+    });
     connect(m_client, &WorkerClient::unloaded, this, [this] {
         m_loaded = {};
         m_client->shutdown(); // the worker process goes too, so its memory returns to the system
@@ -49,6 +60,7 @@ PlaygroundPage::PlaygroundPage(QWidget *parent) : QWidget(parent)
             m_chat->updateLiveStats();
     });
     live->start();
+    refreshClusterHosts();
     setState(State::NoModel);
 }
 
@@ -75,17 +87,7 @@ void PlaygroundPage::buildUi()
     m_model->setObjectName(QStringLiteral("playgroundModel"));
     m_model->setPlaceholderText(tr("model folder: config.json, safetensors, tokenizer.json"));
     auto *browseButton = new QPushButton(tr("Folder…"), this);
-    m_threads = new QSpinBox(this);
-    m_threads->setRange(0, 256);
-    m_threads->setSpecialValueText(tr("auto"));
-    m_threads->setPrefix(tr("threads "));
-    m_quantization = new QComboBox(this);
-    m_quantization->setObjectName(QStringLiteral("playgroundQuantization"));
-    m_quantization->addItem(tr("weights as stored"), QString());
-    for (const std::string &method : inference::quantizationMethods())
-        m_quantization->addItem(QString::fromStdString(method), QString::fromStdString(method));
-    m_quantization->setToolTip(tr("Quantize the Linear layers on load: bitsandbytes' int8 rows, or 4-bit NF4 / FP4 "
-                                  "blocks of 64 (weights only). Fewer bytes per token, a higher decode bound."));
+    m_options = new PlaygroundLoadOptions(this);
     m_loadButton = new QPushButton(tr("Load"), this);
     m_loadButton->setObjectName(QStringLiteral("loadButton"));
     m_unloadButton = new QPushButton(tr("Unload"), this);
@@ -93,8 +95,7 @@ void PlaygroundPage::buildUi()
     modelRow->addWidget(new QLabel(tr("Model"), this));
     modelRow->addWidget(m_model, 1);
     modelRow->addWidget(browseButton);
-    modelRow->addWidget(m_threads);
-    modelRow->addWidget(m_quantization);
+    modelRow->addWidget(m_options);
     modelRow->addWidget(m_loadButton);
     modelRow->addWidget(m_unloadButton);
     layout->addLayout(modelRow);
@@ -108,6 +109,13 @@ void PlaygroundPage::buildUi()
     adapterRow->addWidget(m_adapter, 1);
     adapterRow->addWidget(adapterButton);
     layout->addLayout(adapterRow);
+    m_splitHosts = new QCheckBox(this);
+    m_splitHosts->setObjectName(QStringLiteral("playgroundSplitHosts"));
+    m_splitHosts->setToolTip(tr("Generate with the model split across the hosts of the Hardware page's Cluster tab, "
+                                "one pipeline stage per host: accel launch --hosts ... accel generate MODEL "
+                                "--device_map pipeline. The model folder must be at the same path on every host."));
+    layout->addWidget(m_splitHosts);
+    connect(m_splitHosts, &QCheckBox::toggled, this, [this] { setState(m_state); });
     connect(adapterButton, &QPushButton::clicked, this, [this] {
         const QString dir = QFileDialog::getExistingDirectory(this, tr("LoRA adapter folder"), m_adapter->text());
         if (!dir.isEmpty())
@@ -118,7 +126,7 @@ void PlaygroundPage::buildUi()
         if (m_model->text().trimmed() != m_plannedPath)
             startPlanning();
     });
-    connect(m_quantization, &QComboBox::currentIndexChanged, this, [this] {
+    connect(m_options, &PlaygroundLoadOptions::quantizationChanged, this, [this] {
         if (!m_plannedPath.isEmpty())
             startPlanning(); // the quantized bytes change the plan
     });
@@ -212,21 +220,7 @@ QString PlaygroundPage::prompt() const
 
 void PlaygroundPage::setThreads(int threads)
 {
-    m_threads->setValue(threads);
-}
-
-bool PlaygroundPage::setQuantization(const QString &method)
-{
-    const int index = m_quantization->findData(method);
-    if (index < 0)
-        return false;
-    m_quantization->setCurrentIndex(index);
-    return true;
-}
-
-QString PlaygroundPage::quantization() const
-{
-    return m_quantization->currentData().toString();
+    m_options->setThreads(threads);
 }
 
 const DeviceMapPlan &PlaygroundPage::plan() const
@@ -266,7 +260,7 @@ void PlaygroundPage::startPlanning()
     }
     DeviceMapRequest request;
     request.modelPath = modelPath();
-    request.quantization = quantization(); // the lanes show the bytes the chosen quantization holds
+    request.quantization = m_options->quantization(); // the lanes show the bytes the chosen quantization holds
     m_plannedPath = request.modelPath;
     // A folder that is not there is said at once (no planning to wait for); a loaded model stays.
     if (const QString problem = folderProblem(request.modelPath); !problem.isEmpty() && !request.modelPath.isEmpty()) {
@@ -318,11 +312,10 @@ void PlaygroundPage::finishPlanning()
 
 QJsonObject PlaygroundPage::loadRequest() const
 {
-    QJsonObject options = playgroundLoadOptions(m_lanes->plan(), m_lanesPath == modelPath(), m_threads->value());
+    QJsonObject options = playgroundLoadOptions(m_lanes->plan(), m_lanesPath == modelPath());
+    m_options->addTo(options);
     if (!adapterPath().isEmpty())
         options.insert(QStringLiteral("adapter"), adapterPath());
-    if (!quantization().isEmpty())
-        options.insert(QStringLiteral("quantization"), quantization());
     return options;
 }
 
@@ -363,8 +356,45 @@ void PlaygroundPage::unload()
     m_client->unload();
 }
 
+void PlaygroundPage::refreshClusterHosts()
+{
+    m_clusterHosts = rememberedHosts();
+    m_splitHosts->setText(
+        m_clusterHosts.isEmpty()
+            ? tr("Split across the cluster's hosts (no cluster: add hosts on the Hardware page's "
+                 "Cluster tab)")
+            : tr("Split across the cluster's hosts (%1)").arg(m_clusterHosts.join(QStringLiteral(", "))));
+    if (m_clusterHosts.isEmpty())
+        m_splitHosts->setChecked(false);
+    setState(m_state);
+}
+
+bool PlaygroundPage::setSplitAcrossHosts(bool split)
+{
+    if (split && m_clusterHosts.isEmpty())
+        return false;
+    m_splitHosts->setChecked(split);
+    return true;
+}
+
+bool PlaygroundPage::splitAcrossHosts() const
+{
+    return m_splitHosts->isChecked();
+}
+
+void PlaygroundPage::showEvent(QShowEvent *event)
+{
+    QWidget::showEvent(event);
+    if (m_state != State::Generating && m_state != State::Stopping)
+        refreshClusterHosts();
+}
+
 void PlaygroundPage::generate()
 {
+    if (splitAcrossHosts() && (m_state == State::Ready || m_state == State::NoModel)) {
+        generateOnCluster(m_sampling->request());
+        return;
+    }
     if (m_state != State::Ready)
         return;
     QJsonObject request = m_sampling->request();
@@ -375,6 +405,8 @@ void PlaygroundPage::generate()
         return;
     }
     clearError();
+    m_chat->setDecodeBound(
+        m_loaded.value(QStringLiteral("decode_bound")).toObject().value(QStringLiteral("tokens_per_s")).toDouble());
     m_chat->begin();
     setState(State::Generating);
     m_generationId = m_client->generate(request);
@@ -385,7 +417,58 @@ void PlaygroundPage::stop()
     if (m_state != State::Generating)
         return;
     setState(State::Stopping);
-    m_client->cancel();
+    if (m_cluster->isRunning())
+        m_cluster->stop();
+    else
+        m_client->cancel();
+}
+
+void PlaygroundPage::generateOnCluster(QJsonObject request)
+{
+    const QString path = modelPath();
+    if (const QString problem = folderProblem(path); !problem.isEmpty()) {
+        showError(problem);
+        return;
+    }
+    // The folder is read here as the hosts read it (the same path there): no tokenizer.json means
+    // the prompt is token ids.
+    m_idsPrompt = !QFileInfo::exists(QDir(path).filePath(QStringLiteral("tokenizer.json")));
+    if (const QString error = addPlaygroundPrompt(request, prompt(), m_idsPrompt); !error.isEmpty()) {
+        showError(error);
+        return;
+    }
+    QJsonObject load = loadRequest();
+    load.remove(QStringLiteral("device_map")); // the pipeline places the layers: one stage per host
+    clearError();
+    m_chat->begin();
+    m_stateBeforeSplit = m_state;
+    setState(State::Generating);
+    m_modelStatus->setText(tr("Launching on %1…").arg(m_clusterHosts.join(QStringLiteral(", "))));
+    m_cluster->start(m_clusterHosts, path, request, load);
+}
+
+void PlaygroundPage::onClusterFinished(const QJsonObject &result)
+{
+    const GenerationStats figures = generationStats(result.value(QStringLiteral("stats")).toObject());
+    const QString stopReason = result.value(QStringLiteral("stop_reason")).toString();
+    m_chat->setDecodeBound(0); // the bound of the local worker's model does not apply
+    m_chat->finish(result.value(QStringLiteral("text")).toString(), stopReason, figures);
+    m_modelStatus->setText(playgroundClusterText(result, m_cluster->launchReport()));
+    setState(m_stateBeforeSplit);
+    Q_EMIT generationFinished(stopReason);
+}
+
+void PlaygroundPage::onClusterFailed(const QString &message)
+{
+    const bool stopped = m_state == State::Stopping;
+    setState(m_stateBeforeSplit);
+    m_modelStatus->setText(m_state == State::NoModel ? tr("Not loaded.") : m_loadedStatus);
+    if (stopped) {
+        m_chat->finish(m_chat->text(), QStringLiteral("cancelled"), {});
+        Q_EMIT generationFinished(QStringLiteral("cancelled"));
+        return;
+    }
+    showError(message);
 }
 
 void PlaygroundPage::onLoaded(const QJsonObject &event)
@@ -403,6 +486,8 @@ void PlaygroundPage::onLoaded(const QJsonObject &event)
         m_loadedStatus += QLatin1Char(' ') + tr("LoRA adapter %1 applied to %2 layers.")
                                                  .arg(m_loadingAdapter)
                                                  .arg(event.value(QStringLiteral("adapted_layers")).toInt());
+    if (const QString choice = playgroundDecodeChoiceText(event); !choice.isEmpty())
+        m_loadedStatus += QLatin1Char(' ') + choice;
     if (const QString bound = playgroundDecodeBoundText(event); !bound.isEmpty())
         m_loadedStatus += QLatin1Char(' ') + bound;
     m_modelStatus->setText(m_loadedStatus);
@@ -462,10 +547,12 @@ void PlaygroundPage::setState(State state)
     const bool generating = state == State::Generating || state == State::Stopping;
     m_loadButton->setEnabled(!busy && !generating);
     m_unloadButton->setEnabled(state == State::Ready || generating);
-    m_chat->setButtonsEnabled(state == State::Ready, state == State::Generating);
+    m_chat->setButtonsEnabled(state == State::Ready || (state == State::NoModel && splitAcrossHosts()),
+                              state == State::Generating);
+    m_splitHosts->setEnabled(!m_clusterHosts.isEmpty() && !busy && !generating);
     m_model->setEnabled(!busy && !generating);
     m_adapter->setEnabled(!busy && !generating);
-    m_quantization->setEnabled(!busy && !generating);
+    m_options->setEnabled(!busy && !generating);
     Q_EMIT stateChanged(state);
 }
 

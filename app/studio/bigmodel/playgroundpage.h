@@ -14,16 +14,17 @@
 #include <QJsonObject>
 #include <QWidget>
 
+class QCheckBox;
 class QLabel;
 class QLineEdit;
 class QPushButton;
-class QComboBox;
-class QSpinBox;
 
 namespace accel::app {
 
 class DeviceLanesView;
 class PlaygroundChat;
+class PlaygroundCluster;
+class PlaygroundLoadOptions;
 class PlaygroundSampling;
 struct DeviceMapOutcome;
 
@@ -45,10 +46,18 @@ public:
     void setPrompt(const QString &prompt);
     QString prompt() const;
     void setThreads(int threads);
-    // Quantize the Linear layers on the next Load: "" (weights as stored) or a method of
-    // quantizationmethod.h; false for anything else.
-    bool setQuantization(const QString &method);
-    QString quantization() const;
+    // Threads, quantization, compute dtype (auto included) and pinned threads of the next Load.
+    PlaygroundLoadOptions *loadOptions() const { return m_options; }
+
+    // The cluster's hosts (the Hardware page's Cluster tab and the Launch page's list), read again
+    // when the page is shown. With hosts, "Split across the cluster's hosts" runs Generate as
+    // pipeline generation over them (PlaygroundCluster) instead of in the local worker.
+    QStringList clusterHosts() const { return m_clusterHosts; }
+    void refreshClusterHosts();
+    // False when there is no cluster to split across.
+    bool setSplitAcrossHosts(bool split);
+    bool splitAcrossHosts() const;
+    PlaygroundCluster *cluster() const { return m_cluster; }
 
     WorkerClient *client() const { return m_client; }
     PlaygroundSampling *sampling() const { return m_sampling; }
@@ -80,8 +89,14 @@ Q_SIGNALS:
     void modelPathChosen(const QString &path);
     void statusMessage(const QString &message);
 
+protected:
+    void showEvent(QShowEvent *event) override;
+
 private:
     void buildUi();
+    void generateOnCluster(QJsonObject request);
+    void onClusterFinished(const QJsonObject &result);
+    void onClusterFailed(const QString &message);
     void browse();
     void startPlanning();
     void finishPlanning();
@@ -100,10 +115,13 @@ private:
     QJsonObject loadRequest() const;
 
     WorkerClient *m_client = nullptr;
+    PlaygroundCluster *m_cluster = nullptr;
+    QCheckBox *m_splitHosts = nullptr;
+    QStringList m_clusterHosts;
+    State m_stateBeforeSplit = State::NoModel;
     QLineEdit *m_model = nullptr;
     QLineEdit *m_adapter = nullptr;
-    QSpinBox *m_threads = nullptr;
-    QComboBox *m_quantization = nullptr;
+    PlaygroundLoadOptions *m_options = nullptr;
     QPushButton *m_loadButton = nullptr;
     QPushButton *m_unloadButton = nullptr;
     QLabel *m_banner = nullptr;

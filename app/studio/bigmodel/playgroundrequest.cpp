@@ -34,7 +34,7 @@ QJsonArray parseIds(const QString &text)
 
 } // namespace
 
-QJsonObject playgroundLoadOptions(const DeviceMapPlan &plan, bool planIsForFolder, int threads)
+QJsonObject playgroundLoadOptions(const DeviceMapPlan &plan, bool planIsForFolder)
 {
     QJsonObject options;
     QJsonValue map = QStringLiteral("auto");
@@ -44,8 +44,6 @@ QJsonObject playgroundLoadOptions(const DeviceMapPlan &plan, bool planIsForFolde
             map = planJson.value(QStringLiteral("device_map"));
     }
     options.insert(QStringLiteral("device_map"), map);
-    if (threads > 0)
-        options.insert(QStringLiteral("threads"), threads);
     return options;
 }
 
@@ -79,6 +77,54 @@ QString playgroundDecodeBoundText(const QJsonObject &loaded)
         parts << text;
     }
     return parts.join(QLatin1Char(' '));
+}
+
+QString playgroundDecodeChoiceText(const QJsonObject &loaded)
+{
+    QStringList parts;
+    const QJsonObject choice = loaded.value(QStringLiteral("dtype_choice")).toObject();
+    if (!choice.isEmpty())
+        parts << tr("dtype auto: %1 (%2).")
+                     .arg(choice.value(QStringLiteral("dtype")).toString(),
+                          choice.value(QStringLiteral("reason")).toString());
+    if (loaded.contains(QStringLiteral("pinned_cpus"))) {
+        QStringList cpus;
+        for (const QJsonValue &cpu : loaded.value(QStringLiteral("pinned_cpus")).toArray())
+            cpus << QString::number(cpu.toInt());
+        parts << QCoreApplication::translate("accel::app::PlaygroundPage", "%n intra-op thread(s) pinned to CPUs %1.",
+                                             nullptr, int(cpus.size()))
+                     .arg(cpus.join(QStringLiteral(", ")));
+    }
+    return parts.join(QLatin1Char(' '));
+}
+
+QString playgroundClusterText(const QJsonObject &result, const QJsonObject &launchReport)
+{
+    QStringList stages;
+    const QJsonArray nodes = launchReport.value(QStringLiteral("nodes")).toArray();
+    const auto hostOf = [&](int rank) {
+        for (const QJsonValue &node : nodes)
+            if (node.toObject().value(QStringLiteral("machine_rank")).toInt() == rank)
+                return node.toObject().value(QStringLiteral("host")).toString();
+        return tr("rank %1").arg(rank);
+    };
+    const QJsonObject pipeline = result.value(QStringLiteral("pipeline")).toObject();
+    for (const QJsonValue &value : pipeline.value(QStringLiteral("stages")).toArray()) {
+        const QJsonObject stage = value.toObject();
+        const QJsonArray layers = stage.value(QStringLiteral("layers")).toArray();
+        stages << tr("%1: layers %2-%3 (%4)")
+                      .arg(hostOf(stage.value(QStringLiteral("rank")).toInt()))
+                      .arg(layers.at(0).toInt())
+                      .arg(layers.at(1).toInt() - 1)
+                      .arg(QString::fromStdString(bigmodel::formatBinarySize(
+                          static_cast<uint64_t>(stage.value(QStringLiteral("resident_bytes")).toDouble()))));
+    }
+    const QJsonObject stats = result.value(QStringLiteral("stats")).toObject();
+    return tr("Generated across %1 hosts, one pipeline stage each: %2. %3 tokens, %4 tokens/s.")
+        .arg(stages.size())
+        .arg(stages.join(QStringLiteral("; ")))
+        .arg(stats.value(QStringLiteral("new_tokens")).toInt())
+        .arg(stats.value(QStringLiteral("decode_tokens_per_second")).toDouble(), 0, 'f', 1);
 }
 
 QString addPlaygroundPrompt(QJsonObject &request, const QString &text, bool asTokenIds)

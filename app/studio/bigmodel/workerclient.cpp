@@ -9,6 +9,17 @@
 
 namespace accel::app {
 
+GenerationStats generationStats(const QJsonObject &s)
+{
+    GenerationStats stats;
+    stats.promptTokens = s.value(QStringLiteral("prompt_tokens")).toInt();
+    stats.newTokens = s.value(QStringLiteral("new_tokens")).toInt();
+    stats.timeToFirstTokenMs = s.value(QStringLiteral("time_to_first_token_ms")).toDouble();
+    stats.decodeTokensPerSecond = s.value(QStringLiteral("decode_tokens_per_second")).toDouble();
+    stats.totalMs = s.value(QStringLiteral("total_ms")).toDouble();
+    return stats;
+}
+
 WorkerClient::WorkerClient(QObject *parent) : QObject(parent), m_program(defaultProgram()) {}
 
 WorkerClient::~WorkerClient()
@@ -149,15 +160,9 @@ void WorkerClient::handleEvent(const QJsonObject &event)
         Q_EMIT token(id, event.value(QStringLiteral("text")).toString());
     } else if (kind == QLatin1String("done")) {
         m_inFlight.clear();
-        const QJsonObject s = event.value(QStringLiteral("stats")).toObject();
-        GenerationStats stats;
-        stats.promptTokens = s.value(QStringLiteral("prompt_tokens")).toInt();
-        stats.newTokens = s.value(QStringLiteral("new_tokens")).toInt();
-        stats.timeToFirstTokenMs = s.value(QStringLiteral("time_to_first_token_ms")).toDouble();
-        stats.decodeTokensPerSecond = s.value(QStringLiteral("decode_tokens_per_second")).toDouble();
-        stats.totalMs = s.value(QStringLiteral("total_ms")).toDouble();
         Q_EMIT generationDone(id, event.value(QStringLiteral("text")).toString(),
-                              event.value(QStringLiteral("stop_reason")).toString(), stats);
+                              event.value(QStringLiteral("stop_reason")).toString(),
+                              generationStats(event.value(QStringLiteral("stats")).toObject()));
     } else if (kind == QLatin1String("unloaded")) {
         m_inFlight.clear();
         Q_EMIT unloaded();

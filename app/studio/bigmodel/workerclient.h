@@ -18,6 +18,9 @@ struct GenerationStats {
     double totalMs = 0;
 };
 
+// The "stats" object of a generation (the serve worker's done event, accel generate --json).
+GenerationStats generationStats(const QJsonObject &stats);
+
 class WorkerClient : public QObject {
     Q_OBJECT
 public:
