@@ -146,7 +146,7 @@ int runDeviceMap(int argc, char **argv)
     parser.addFlag("offload_buffers", "count buffers of offloaded modules as offloaded too");
     parser.addFlag("fallback_allocation", "let an empty GPU take any module that fits (fallback_allocation=True)");
     parser.addFlag("no_clean", "keep the map unmerged (clean_result=False)");
-    parser.addFlag("json", "print a JSON object (schema accel.device-map)");
+    parser.addFlag("json", std::string("print a JSON object (schema ") + bigmodel::DeviceMapSchema + ")");
     if (!parser.parse(cli::expandMultiValueOption(argc, argv, "no_split", isIdentifier, false))) {
         if (parser.helpRequested()) {
             std::fputs(parser.helpText().c_str(), stdout);

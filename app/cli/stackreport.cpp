@@ -137,7 +137,7 @@ Result<RankStack> parseNativeStack(const QByteArray &json)
 {
     const QJsonObject object = QJsonDocument::fromJson(json).object();
     if (object.value(QStringLiteral("schema")).toString() != QLatin1String(rundir::NativeStackSchema))
-        return makeError(ErrorCode::InvalidInput, "not an accel.native-stack document");
+        return makeError(ErrorCode::InvalidInput, std::string("not an ") + rundir::NativeStackSchema + " document");
     RankStack stack;
     stack.kind = QStringLiteral("native");
     stack.rank = object.value(QStringLiteral("rank")).toInt(-1);
