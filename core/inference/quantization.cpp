@@ -210,6 +210,25 @@ Result<void> checkQuantizationKeys(const std::string &method, const json &config
     return {};
 }
 
+// The activations' dtype: the compute dtype the dispatcher cast the floating parameters to (those
+// loaded in their own dtype, quantized data, aside).
+std::string activationDType(CausalLM &model)
+{
+    for (const NamedParameter &p : model.namedParameters()) {
+        const at::Tensor &v = p.parameter->value;
+        if (v.defined() && v.is_floating_point() && !p.parameter->keepDtype)
+            return v.scalar_type() == at::kBFloat16 ? "bfloat16" : v.scalar_type() == at::kHalf ? "float16" : "float32";
+    }
+    return "float32";
+}
+
+// With int8 layers resident: their decode kernel, chosen (once per process and dtype) on them.
+void int8KernelAtLoad(CausalLM &model, const std::string &dtype, QuantizationReport &report)
+{
+    if (const auto layers = int8Layers(model); !layers.empty())
+        report.int8Kernel = chooseInt8KernelAtLoad(layers, dtype);
+}
+
 } // namespace
 
 std::vector<std::string> defaultSkipModules(CausalLM &model)
@@ -218,6 +237,15 @@ std::vector<std::string> defaultSkipModules(CausalLM &model)
     if (model.config().tieWordEmbeddings)
         skip.push_back(model.config().family == ModelFamily::Gpt2 ? "transformer.wte" : "model.embed_tokens");
     return skip;
+}
+
+std::vector<const QuantizedWeight *> int8Layers(CausalLM &model)
+{
+    std::vector<const QuantizedWeight *> layers;
+    for (auto &[name, linear] : linears<LoraAdaptable>(model))
+        if (const QuantizedWeight *w = linear->quantized(); w && w->format() == QuantizedWeight::Format::Int8Rows)
+            layers.push_back(w);
+    return layers;
 }
 
 bool moduleMatches(const std::string &fullName, const std::vector<std::string> &entries)
@@ -229,13 +257,24 @@ nlohmann::ordered_json quantizationJson(const QuantizationReport &report)
 {
     if (report.method.empty())
         return nullptr;
-    return {{"method", report.method},
-            {"quantized_layers", report.quantizedLayers},
-            {"skipped_layers", report.skippedLayers},
-            {"float32_layers", report.float32Layers},
-            {"offloaded_layers", report.offloadedLayers},
-            {"quantized_bytes", report.quantizedBytes},
-            {"float32_bytes", report.replacedBytes}};
+    nlohmann::ordered_json out = {{"method", report.method},
+                                  {"quantized_layers", report.quantizedLayers},
+                                  {"skipped_layers", report.skippedLayers},
+                                  {"float32_layers", report.float32Layers},
+                                  {"offloaded_layers", report.offloadedLayers},
+                                  {"quantized_bytes", report.quantizedBytes},
+                                  {"float32_bytes", report.replacedBytes}};
+    if (const auto &choice = report.int8Kernel) {
+        const Int8KernelTimes &t = choice->times;
+        out["int8_kernel"] = {
+            {"kernel", choice->name},
+            {"dtype", choice->dtype},
+            {"reason", choice->reason},
+            {"ours_ms", t.oursMs},
+            {"libtorch_ms", t.libtorchMs < 0 ? nlohmann::ordered_json() : nlohmann::ordered_json(t.libtorchMs)},
+            {"measured_bytes", t.bytes}};
+    }
+    return out;
 }
 
 Result<QuantizationReport> quantizeModel(CausalLM &model, const QuantizationOptions &options)
@@ -243,6 +282,7 @@ Result<QuantizationReport> quantizeModel(CausalLM &model, const QuantizationOpti
     QuantizationReport report;
     report.method = options.method;
     const std::vector<std::string> skip = options.skipModules ? *options.skipModules : defaultSkipModules(model);
+    const std::string dtype = activationDType(model); // before keep_in_fp32_modules' casts
     // Parameters whose name holds a keep_in_fp32_modules entry are cast to float32, as Accelerate casts them.
     for (const NamedParameter &p : model.namedParameters()) {
         const bool keep = std::any_of(options.keepInFp32Modules.begin(), options.keepInFp32Modules.end(),
@@ -283,6 +323,7 @@ Result<QuantizationReport> quantizeModel(CausalLM &model, const QuantizationOpti
         weight->value = at::Tensor(); // the float weight (often a view of the mapping) is not read again
         ++report.quantizedLayers;
     }
+    int8KernelAtLoad(model, dtype, report);
     if (report.offloadedLayers > 0)
         report.warnings.push_back("quantization " + options.method + ": " + std::to_string(report.offloadedLayers) +
                                   " offloaded Linear layer(s) stay unquantized (their weights are read from disk for "
@@ -454,6 +495,7 @@ Result<void> buildQuantizedLayers(CausalLM &model, QuantizationReport &report)
         report.quantizedBytes += linear->quantized()->bytes();
         report.replacedBytes += uint64_t(linear->inFeatures() * linear->outFeatures()) * 4;
     }
+    int8KernelAtLoad(model, activationDType(model), report);
     return {};
 }
 

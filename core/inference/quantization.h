@@ -18,6 +18,7 @@
 
 #include "core/bigmodel/quantizedsizes.h"
 #include "core/common/result.h"
+#include "core/inference/int8kernel.h"
 #include "core/inference/quantizationmethod.h"
 
 #include <nlohmann/json_fwd.hpp>
@@ -34,6 +35,7 @@ class Checkpoint;
 namespace accel::inference {
 
 class CausalLM;
+class QuantizedWeight;
 
 // The method ("" for none), skip_modules (absent: Accelerate's default) and keep_in_fp32_modules:
 // the same options the planner sizes with (core/bigmodel/quantizedsizes.h).
@@ -47,6 +49,8 @@ struct QuantizationReport {
     size_t offloadedLayers = 0;  // offloaded, left unquantized
     uint64_t quantizedBytes = 0; // what their quantized weights hold
     uint64_t replacedBytes = 0;  // what the same weights hold in float32
+    // With resident int8 layers: the kernel of their decode products (int8kernel.h).
+    std::optional<Int8KernelChoice> int8Kernel;
     std::vector<std::string> warnings;
 };
 
@@ -56,11 +60,16 @@ std::vector<std::string> defaultSkipModules(CausalLM &model);
 // _replace_with_bnb_layers' rule for one module's full name.
 bool moduleMatches(const std::string &fullName, const std::vector<std::string> &entries);
 
+// The resident layers' int8 weights (quantized on load or stored so), in the model's order.
+std::vector<const QuantizedWeight *> int8Layers(CausalLM &model);
+
 // After dispatch: quantizes the resident Linear layers.
 Result<QuantizationReport> quantizeModel(CausalLM &model, const QuantizationOptions &options);
 
 // {"method", "quantized_layers", "skipped_layers", "float32_layers", "offloaded_layers",
-// "quantized_bytes", "float32_bytes"}; null when nothing is quantized.
+// "quantized_bytes", "float32_bytes"} and, with int8 layers, "int8_kernel": {"kernel", "dtype",
+// "reason", "ours_ms", "libtorch_ms" (null when libtorch refused the dtype), "measured_bytes"};
+// null when nothing is quantized.
 nlohmann::ordered_json quantizationJson(const QuantizationReport &report);
 
 // A checkpoint's quantization_config, read before the model is dispatched: the Linear layers the

@@ -1,8 +1,8 @@
 #include "core/inference/quantizedweight.h"
 
+#include "core/inference/int8gemv.h"
+#include "core/inference/intraopteam.h"
 #include "core/inference/quantkernels.h"
-
-#include <ATen/Parallel.h>
 
 #include <cstring>
 
@@ -35,6 +35,7 @@ Result<QuantizedWeight> QuantizedWeight::fromInt8(at::Tensor cb, at::Tensor scb,
     w.m_cb = cb.contiguous();
     w.m_scb = floats(scb).view({-1});
     w.m_rowScale = w.m_scb * (1.0f / 127.0f);
+    w.m_rowScaleBf16 = w.m_rowScale.to(at::kBFloat16);
     return w;
 }
 
@@ -89,7 +90,7 @@ QuantizedWeight QuantizedWeight::quantizeInt8(const at::Tensor &weight)
     const int64_t out = source.size(0), in = source.size(1);
     auto cb = at::empty({out, in}, at::TensorOptions().dtype(at::kChar));
     auto scb = at::empty({out}, at::TensorOptions().dtype(at::kFloat));
-    at::parallel_for(0, out, 16, [&](int64_t begin, int64_t end) {
+    parallelPieces(out, 1, 16, [&](int64_t begin, int64_t end) {
         bigmodel::bnb::quantizeInt8Rows(source.data_ptr<float>() + begin * in, end - begin, in,
                                         cb.data_ptr<int8_t>() + begin * in, scb.data_ptr<float>() + begin);
     });
@@ -109,7 +110,7 @@ QuantizedWeight QuantizedWeight::quantizeFourBit(const at::Tensor &weight, bigmo
     // Blocks of an even number of elements are independent: quantized in parallel, 64 blocks a task.
     const int64_t blocks = absmax.numel();
     if (blocksize % 2 == 0) {
-        at::parallel_for(0, blocks, 64, [&](int64_t begin, int64_t end) {
+        parallelPieces(blocks, 1, 64, [&](int64_t begin, int64_t end) {
             const int64_t first = begin * blocksize, last = std::min(elements, end * blocksize);
             bigmodel::bnb::quantize4bit(source.data_ptr<float>() + first, last - first, blocksize, type,
                                         packed.data_ptr<uint8_t>() + first / 2, absmax.data_ptr<float>() + begin);
@@ -150,15 +151,43 @@ at::Tensor QuantizedWeight::rowsAsFloat(int64_t begin, int64_t end) const
     return out;
 }
 
+namespace {
+
+const char *activationName(at::ScalarType type)
+{
+    return type == at::kBFloat16 ? "bfloat16" : type == at::kHalf ? "float16" : "float32";
+}
+
+} // namespace
+
+at::Tensor QuantizedWeight::decodeProduct(const at::Tensor &x, Int8Kernel kernel) const
+{
+    const int64_t rows = x.size(0);
+    if (kernel == Int8Kernel::Libtorch) {
+        const at::Tensor scale = x.scalar_type() == at::kBFloat16 ? m_rowScaleBf16 : m_rowScale.to(x.scalar_type());
+        return at::_weight_int8pack_mm(x.contiguous(), m_cb, scale);
+    }
+    const at::Tensor input = floats(x);
+    auto out = at::empty({rows, m_out}, at::TensorOptions().dtype(at::kFloat));
+    int8::gemv(hostKernelIsa(), input.data_ptr<float>(), rows, m_in, m_cb.data_ptr<int8_t>(),
+               m_rowScale.data_ptr<float>(), m_out, out.data_ptr<float>());
+    return out.to(x.scalar_type());
+}
+
 at::Tensor QuantizedWeight::matmul(const at::Tensor &x) const
 {
     auto sizes = x.sizes().vec();
     sizes.back() = m_out;
     auto flat = x.reshape({-1, m_in});
     const int64_t rows = flat.size(0);
-    // libtorch's int8 weight-only kernel where it is fast: bfloat16 activations.
-    if (m_format == Format::Int8Rows && flat.scalar_type() == at::kBFloat16)
-        return at::_weight_int8pack_mm(flat.contiguous(), m_cb, m_rowScale.to(at::kBFloat16)).view(sizes);
+    if (m_format == Format::Int8Rows) {
+        // Decode: the kernel chosen at load (int8kernel.h).
+        if (rows <= kDecodeRows)
+            return decodeProduct(flat, int8KernelFor(activationName(flat.scalar_type()))).view(sizes);
+        // libtorch's int8 weight-only kernel for longer bfloat16 inputs.
+        if (flat.scalar_type() == at::kBFloat16)
+            return at::_weight_int8pack_mm(flat.contiguous(), m_cb, m_rowScaleBf16).view(sizes);
+    }
     auto input = floats(flat);
     if (m_inputOrder.defined())
         input = input.index_select(1, m_inputOrder);
@@ -166,8 +195,8 @@ at::Tensor QuantizedWeight::matmul(const at::Tensor &x) const
     if (rows <= kKernelRows) {
         out = at::empty({rows, m_out}, at::TensorOptions().dtype(at::kFloat));
         if (m_format == Format::Int8Rows) {
-            qk::int8Rows(input.data_ptr<float>(), rows, m_in, m_cb.data_ptr<int8_t>(), m_rowScale.data_ptr<float>(),
-                         m_out, out.data_ptr<float>());
+            int8::gemv(hostKernelIsa(), input.data_ptr<float>(), rows, m_in, m_cb.data_ptr<int8_t>(),
+                       m_rowScale.data_ptr<float>(), m_out, out.data_ptr<float>());
         } else {
             qk::fourBit(input.data_ptr<float>(), rows, fourBitView(), out.data_ptr<float>());
         }

@@ -2,14 +2,17 @@
 // and groupquant.h: bitsandbytes' int8 rows (CB, SCB), its 4-bit NF4 / FP4 blocks (packed indices,
 // absmax, the code), and GPTQ / AWQ 4-bit groups (repacked at load into the same nibble layout,
 // one scale and zero point per group and output row; act-order inputs permuted so that groups are
-// contiguous). matmul() computes x W^T: bfloat16 activations with int8 weights through libtorch's
-// _weight_int8pack_mm, everything else through the kernels of quantkernels.h (up to 64 rows) or tiles
-// dequantized for libtorch's GEMM (many rows). dequantize() gives the weights as the format defines
-// them. Includes libtorch: only torch .cpp files include it.
+// contiguous). matmul() computes x W^T: int8 weights with up to kDecodeRows rows (decode) through
+// the kernel int8kernel.h chose (ours of int8gemv.h or libtorch's _weight_int8pack_mm), more rows
+// with bfloat16 activations through _weight_int8pack_mm; everything else through the kernels of
+// int8gemv.h / quantkernels.h (up to 64 rows) or tiles dequantized for libtorch's GEMM (many rows).
+// dequantize() gives the weights as the format defines them. Includes libtorch: only torch .cpp
+// files include it.
 #pragma once
 
 #include "core/bigmodel/bnbformats.h"
 #include "core/common/result.h"
+#include "core/inference/int8kernel.h"
 #include "core/inference/quantkernels.h"
 
 #include <ATen/ATen.h>
@@ -39,8 +42,11 @@ public:
                                            int64_t blocksize = bigmodel::bnb::kDefaultBlocksize);
 
     at::Tensor matmul(const at::Tensor &x) const; // x [..., in] -> [..., out] in x's dtype
-    at::Tensor dequantize() const;                // float32 [out, in], in the original input order
-    uint64_t bytes() const;                       // what the quantized tensors hold
+    // Int8 rows only: x [rows, in] (float32, bfloat16 or float16) times W^T through `kernel`, in
+    // x's dtype (libtorch's refusal of a dtype is thrown as its c10::Error).
+    at::Tensor decodeProduct(const at::Tensor &x, Int8Kernel kernel) const;
+    at::Tensor dequantize() const; // float32 [out, in], in the original input order
+    uint64_t bytes() const;        // what the quantized tensors hold
     Format format() const { return m_format; }
     const std::string &name() const { return m_name; } // "int8", "nf4", "fp4", "gptq-4bit", "awq-4bit"
     int64_t outFeatures() const { return m_out; }
@@ -53,6 +59,7 @@ private:
     std::string m_name;
     int64_t m_out = 0, m_in = 0, m_blocksize = 0;
     at::Tensor m_cb, m_scb, m_rowScale;         // int8 rows; rowScale = SCB / 127
+    at::Tensor m_rowScaleBf16;                  // rowScale for _weight_int8pack_mm with bfloat16 activations
     at::Tensor m_packed, m_absmax, m_code;      // 4-bit code
     at::Tensor m_scales, m_zeros, m_inputOrder; // 4-bit groups
 };

@@ -38,21 +38,6 @@ inline int nibble(const uint8_t *packed, int64_t element)
 
 // --- portable ---------------------------------------------------------------------------------
 
-void int8RowsPortable(const float *x, int64_t rows, int64_t k, const int8_t *w, const float *scale, int64_t begin,
-                      int64_t end, int64_t n, float *out)
-{
-    for (int64_t j = begin; j < end; ++j) {
-        const int8_t *row = w + j * k;
-        for (int64_t r = 0; r < rows; ++r) {
-            const float *xr = x + r * k;
-            float acc = 0;
-            for (int64_t i = 0; i < k; ++i)
-                acc += xr[i] * static_cast<float>(row[i]);
-            out[r * n + j] = acc * scale[j];
-        }
-    }
-}
-
 void fourBitPortable(const float *x, int64_t rows, const FourBitWeight &w, int64_t begin, int64_t end, float *out)
 {
     float table[16];
@@ -79,31 +64,6 @@ void fourBitPortable(const float *x, int64_t rows, const FourBitWeight &w, int64
 __attribute__((target("avx512f"))) inline float sum16(__m512 v)
 {
     return _mm512_reduce_add_ps(v);
-}
-
-template <int R>
-__attribute__((target("avx512f"))) void int8RowsAvx512(const float *x, int64_t k, const int8_t *w, const float *scale,
-                                                       int64_t begin, int64_t end, int64_t n, float *out)
-{
-    for (int64_t j = begin; j < end; ++j) {
-        const int8_t *row = w + j * k;
-        __m512 acc[R];
-        for (int r = 0; r < R; ++r)
-            acc[r] = _mm512_setzero_ps();
-        int64_t i = 0;
-        for (; i + 16 <= k; i += 16) {
-            const __m512 wf =
-                _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(row + i))));
-            for (int r = 0; r < R; ++r)
-                acc[r] = _mm512_fmadd_ps(wf, _mm512_loadu_ps(x + r * k + i), acc[r]);
-        }
-        for (int r = 0; r < R; ++r) {
-            float tail = 0;
-            for (int64_t t = i; t < k; ++t)
-                tail += x[r * k + t] * static_cast<float>(row[t]);
-            out[r * n + j] = (sum16(acc[r]) + tail) * scale[j];
-        }
-    }
 }
 
 // 16 indices from 8 bytes: element 2t from byte t's high nibble, 2t + 1 from its low nibble.
@@ -165,29 +125,6 @@ bool hasAvx512()
 {
     static const bool supported = avx512Supported();
     return supported;
-}
-
-void int8Rows(const float *x, int64_t rows, int64_t k, const int8_t *w, const float *scale, int64_t n, float *out)
-{
-    for (int64_t r0 = 0; r0 < rows; r0 += kMaxRows) {
-        const int64_t count = std::min(kMaxRows, rows - r0);
-        const float *xs = x + r0 * k;
-        float *os = out + r0 * n;
-        at::parallel_for(0, n, grain(k), [&](int64_t begin, int64_t end) {
-            if (!hasAvx512())
-                return int8RowsPortable(xs, count, k, w, scale, begin, end, n, os);
-            switch (count) {
-            case 1:
-                return int8RowsAvx512<1>(xs, k, w, scale, begin, end, n, os);
-            case 2:
-                return int8RowsAvx512<2>(xs, k, w, scale, begin, end, n, os);
-            case 3:
-                return int8RowsAvx512<3>(xs, k, w, scale, begin, end, n, os);
-            default:
-                return int8RowsAvx512<4>(xs, k, w, scale, begin, end, n, os);
-            }
-        });
-    }
 }
 
 void fourBit(const float *x, int64_t rows, const FourBitWeight &w, float *out)

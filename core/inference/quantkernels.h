@@ -1,19 +1,17 @@
-// Matrix products with quantized weights on the CPU, over raw buffers: x [rows, k] float32 times a
-// weight [n, k] stored as int8 rows with a scale each, or as 4-bit indices (two per byte, the
-// first element in the high nibble, row-major over the flattened weight) into a 16-value table per
-// block of `blocksize` elements: bitsandbytes' NF4 / FP4 code times the block's absmax, or a
-// group's affine integers scale * (q - zero). Each pass (up to 4 rows) streams each weight byte once
-// through AVX-512 (the table lookup is one vpermps), split over the intra-op threads by output
-// rows; a portable loop runs without AVX-512. Many rows (prefill) dequantize tiles of the weight
-// and multiply them with libtorch's GEMM. Includes no libtorch header.
+// Matrix products with 4-bit quantized weights on the CPU, over raw buffers: x [rows, k] float32
+// times a weight [n, k] stored as 4-bit indices (two per byte, the first element in the high
+// nibble, row-major over the flattened weight) into a 16-value table per block of `blocksize`
+// elements: bitsandbytes' NF4 / FP4 code times the block's absmax, or a group's affine integers
+// scale * (q - zero). Each pass (up to 4 rows) streams each weight byte once through AVX-512 (the
+// table lookup is one vpermps), split by output rows with at::parallel_for; a portable loop runs
+// without AVX-512. Many rows (prefill) dequantize tiles of
+// the weight (4-bit or int8 rows) and multiply them with libtorch's GEMM. Int8 products are
+// int8gemv.h's. Includes no libtorch header.
 #pragma once
 
 #include <cstdint>
 
 namespace accel::inference::qk {
-
-// out[r, j] = scale[j] * sum_i x[r, i] * w[j, i]
-void int8Rows(const float *x, int64_t rows, int64_t k, const int8_t *w, const float *scale, int64_t n, float *out);
 
 struct FourBitWeight {
     const uint8_t *packed = nullptr; // (n * k + 1) / 2 bytes

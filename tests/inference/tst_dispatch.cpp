@@ -10,7 +10,11 @@
 #include "core/inference/causallm.h"
 #include "core/inference/decodebound.h"
 #include "core/inference/inferencemodel.h"
+#include "core/inference/int8gemv.h"
+#include "core/inference/int8kernel.h"
+#include "core/inference/intraopteam.h"
 #include "core/inference/offloadhook.h"
+#include "core/inference/quantizedweight.h"
 #include "core/inference/torchtensors.h"
 
 #include <nlohmann/json.hpp>
@@ -22,8 +26,13 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <pthread.h>
+#include <set>
 
 using namespace accel;
 using namespace accel::inference;
@@ -48,6 +57,11 @@ private Q_SLOTS:
     // Decode settings (decodebound.h): bfloat16 chosen by capability and measurement, pinned threads.
     void bfloat16OnlyWithTheFlagsAndTheMeasurement();
     void pinnedThreadsRunOnTheirCpus();
+    // Int8 decode products (int8gemv.h, int8kernel.h): our kernel at every ISA this CPU runs, the
+    // work split over the intra-op threads, and the kernel chosen by capability and measurement.
+    void piecesRunOnTheIntraOpThreads();
+    void int8KernelEqualsTheDequantizedProduct();
+    void int8KernelChosenByFlagsAndMeasurement();
 
 private:
     static at::Tensor logitsOf(InferenceModel &model, const at::Tensor &ids);
@@ -422,6 +436,153 @@ void tst_Dispatch::pinnedThreadsRunOnTheirCpus()
     QVERIFY(inference::unpinIntraOpThreads());
     QCOMPARE(inference::intraOpThreadCpus(), std::vector<int>(2, CPU_COUNT(&before) == 1 ? (*pinned)[0] : -1));
     at::set_num_threads(previous);
+}
+
+// parallelPieces covers [0, n) once, in pieces of whole multiples of the alignment and at least the
+// minimum (up to 4 a thread), and with 2 intra-op threads runs them on both threads (each starts
+// with a piece of its own; at::parallel_for inlined into code built without -fopenmp would run
+// everything on the calling thread).
+void tst_Dispatch::piecesRunOnTheIntraOpThreads()
+{
+    QVERIFY(inference::intraOpTeamAvailable());
+    const int previous = at::get_num_threads();
+    at::set_num_threads(2);
+    for (int64_t n : {int64_t(1), int64_t(7), int64_t(64), int64_t(1001)}) {
+        std::vector<std::atomic<int>> seen(static_cast<size_t>(n));
+        std::mutex mutex;
+        std::set<pthread_t> threads;
+        std::vector<std::pair<int64_t, int64_t>> pieces;
+        inference::parallelPieces(n, 4, 8, [&](int64_t begin, int64_t end) {
+            for (int64_t i = begin; i < end; ++i)
+                ++seen[size_t(i)];
+            std::lock_guard<std::mutex> lock(mutex);
+            threads.insert(pthread_self());
+            pieces.emplace_back(begin, end);
+        });
+        for (const auto &count : seen)
+            QCOMPARE(count.load(), 1);
+        for (const auto &[begin, end] : pieces)
+            QVERIFY2(begin % 4 == 0 && (end % 4 == 0 || end == n) && (end - begin >= 8 || end == n),
+                     qPrintable(QString::number(n)));
+        // Two pieces of at least 8 items need 16 items; 64 and 1001 make 4 pieces a thread.
+        QCOMPARE(int(threads.size()), n >= 16 ? 2 : 1);
+        QCOMPARE(int(pieces.size()), n >= 16 ? 8 : 1);
+    }
+    at::set_num_threads(previous);
+}
+
+// Every element of an int8 product against the exact one (float64). A float32 dot product of k
+// terms summed in any order (recursive or blocked) is within gamma_k * sum_i |x_i w_i| of the exact
+// sum (gamma_k = k u / (1 - k u), u = 2^-24), and scaling the sum rounds once more. Through
+// QuantizedWeight the reference is dequantize()'s float32 weights, which round q * SCB / 127 once
+// where the kernels use q times the scale SCB / 127 (rounded twice): (k + 4) u * sum_i |x_i| |w_i|
+// covers every case. A wrong row, a lost tail or a missing scale is off by whole terms, far outside.
+void tst_Dispatch::int8KernelEqualsTheDequantizedProduct()
+{
+    c10::InferenceMode guard;
+    const int previous = at::get_num_threads();
+    at::set_num_threads(2);
+    at::manual_seed(11);
+    std::string cpuinfo;
+    if (QFile file(QStringLiteral("/proc/cpuinfo")); file.open(QIODevice::ReadOnly))
+        cpuinfo = file.readAll().toStdString();
+    const KernelIsa host = kernelIsaForFlags(hardware::parseCpuInfo(cpuinfo).flags);
+    QCOMPARE(int(hostKernelIsa()), int(host));
+    std::vector<KernelIsa> isas{KernelIsa::Portable};
+    if (host == KernelIsa::Avx512 || host == KernelIsa::Avx2)
+        isas.push_back(KernelIsa::Avx2); // the AVX-512 CPUs this runs on have AVX2 and FMA too
+    if (host == KernelIsa::Avx512)
+        isas.push_back(KernelIsa::Avx512);
+    qInfo("this CPU's int8 kernel: %s", kernelIsaName(host));
+    const double u = std::ldexp(1.0, -24);
+    auto within = [&](const at::Tensor &got, const at::Tensor &x, const at::Tensor &w, const QString &what) {
+        const at::Tensor want = at::matmul(x.to(at::kDouble), w.to(at::kDouble).t());
+        const at::Tensor bound =
+            at::matmul(x.abs().to(at::kDouble), w.abs().to(at::kDouble).t()) * (double(x.size(1) + 4) * u);
+        const double excess = ((got.to(at::kDouble) - want).abs() - bound).max().item<double>();
+        return excess <= 0 ? QString() : QStringLiteral("%1: %2 over the bound").arg(what).arg(excess);
+    };
+    // Shapes with tails of every kind (k not a multiple of 8, 16 or 32, n not a multiple of 4), and
+    // one large enough (203 x 1029) to be split over both threads.
+    const std::vector<std::pair<int64_t, int64_t>> shapes{{203, 1029}, {64, 48}, {7, 3}, {9, 40}};
+    for (const auto &[n, k] : shapes) {
+        const QString shape = QStringLiteral("[%1 x %2]").arg(n).arg(k);
+        const at::Tensor q = at::randint(-127, 128, {n, k}).to(at::kChar);
+        const at::Tensor scale = at::rand({n}) * 0.02 + 0.001;
+        const at::Tensor w = q.to(at::kFloat) * scale.unsqueeze(1); // exact in float64 below
+        const QuantizedWeight weight = QuantizedWeight::quantizeInt8(at::randn({n, k}));
+        const at::Tensor dequantized = weight.dequantize();
+        for (int64_t rows : {1, 2, 3, 4, 6}) {
+            const at::Tensor x = at::randn({rows, k});
+            const QString what = shape + QStringLiteral(", %1 rows").arg(rows);
+            for (KernelIsa isa : isas) {
+                at::Tensor out = at::full({rows, n}, std::nan(""));
+                int8::gemv(isa, x.data_ptr<float>(), rows, k, q.data_ptr<int8_t>(), scale.data_ptr<float>(), n,
+                           out.data_ptr<float>());
+                const QString failed = within(out, x, w, what + " ours-" + kernelIsaName(isa));
+                QVERIFY2(failed.isEmpty(), qPrintable(failed));
+            }
+            QString failed = within(weight.decodeProduct(x, Int8Kernel::Ours), x, dequantized, what + " decode");
+            QVERIFY2(failed.isEmpty(), qPrintable(failed));
+            failed = within(weight.matmul(x), x, dequantized, what + " matmul");
+            QVERIFY2(failed.isEmpty(), qPrintable(failed));
+        }
+    }
+    at::set_num_threads(previous);
+}
+
+// The choice between our kernel and libtorch's _weight_int8pack_mm: the CPU's flags name our ISA,
+// the measurement decides (ours on a tie), libtorch refusing a dtype leaves ours, and the reason
+// says so. On this machine, a real measurement on a real weight.
+void tst_Dispatch::int8KernelChosenByFlagsAndMeasurement()
+{
+    auto times = [](double ours, double libtorch) {
+        return [ours, libtorch] {
+            Int8KernelTimes t;
+            t.oursMs = ours;
+            t.libtorchMs = libtorch;
+            t.bytes = 85000000;
+            t.layers = 48;
+            if (libtorch < 0)
+                t.libtorchError = "expected A to be bfloat16";
+            return t;
+        };
+    };
+    auto choice = chooseInt8Kernel(cpuFlags("avx512f"), "float32", times(2, 3));
+    QVERIFY(choice.kernel == Int8Kernel::Ours);
+    QCOMPARE(choice.name, std::string("ours-avx512"));
+    QVERIFY2(choice.reason.find("CPU flags avx512f avx2 fma: ours-avx512; 1-row float32 products through 48 int8 "
+                                "layer(s) (85.00 MB) 2.00 ms ours, 3.00 ms libtorch's _weight_int8pack_mm") !=
+                 std::string::npos,
+             choice.reason.c_str());
+    choice = chooseInt8Kernel(cpuFlags(""), "bfloat16", times(3, 2));
+    QVERIFY(choice.kernel == Int8Kernel::Libtorch);
+    QCOMPARE(choice.name, std::string("libtorch-_weight_int8pack_mm"));
+    QCOMPARE(choice.dtype, std::string("bfloat16"));
+    QCOMPARE(chooseInt8Kernel(cpuFlags(""), "float32", times(2, 2)).name, std::string("ours-avx2")); // a tie
+    const std::string noFma = "processor\t: 0\nmodel name\t: Test CPU\nflags\t\t: fpu sse2 avx avx2\n\n";
+    choice = chooseInt8Kernel(hardware::parseCpuInfo(noFma).flags, "float32", times(9, -1)); // the portable loop
+    QVERIFY(choice.kernel == Int8Kernel::Ours);
+    QCOMPARE(choice.name, std::string("ours-portable"));
+    QVERIFY2(choice.reason.find("refused them (expected A to be bfloat16)") != std::string::npos,
+             choice.reason.c_str());
+    // This machine.
+    c10::InferenceMode guard;
+    std::string cpuinfo;
+    if (QFile file(QStringLiteral("/proc/cpuinfo")); file.open(QIODevice::ReadOnly))
+        cpuinfo = file.readAll().toStdString();
+    const QuantizedWeight weight = QuantizedWeight::quantizeInt8(at::randn({512, 256}));
+    for (const char *dtype : {"float32", "bfloat16"}) {
+        choice = chooseInt8Kernel(hardware::parseCpuInfo(cpuinfo).flags, dtype, [&] {
+            return measureInt8Kernels({&weight, &weight}, dtype);
+        });
+        qInfo("this CPU, %s: %s (%s)", dtype, choice.name.c_str(), choice.reason.c_str());
+        QCOMPARE(choice.times.layers, size_t(2));
+        QCOMPARE(choice.times.bytes, 2 * weight.bytes());
+        QVERIFY(choice.times.oursMs > 0);
+        QCOMPARE(choice.kernel == Int8Kernel::Libtorch,
+                 choice.times.libtorchMs >= 0 && choice.times.libtorchMs < choice.times.oursMs);
+    }
 }
 
 QTEST_GUILESS_MAIN(tst_Dispatch)

@@ -11,6 +11,7 @@
 #include "core/bigmodel/safetensors.h"
 #include "core/inference/generator.h"
 #include "core/inference/inferencemodel.h"
+#include "core/inference/int8kernel.h"
 #include "core/inference/torchtensors.h"
 #include "core/tokenizer/tokenizer.h"
 #include "tests/helpers/testsupport.h"
@@ -45,6 +46,7 @@ private Q_SLOTS:
     void pipelineRefusesWhatItDoesNotRun();
     void dtypeAutoAndPinnedThreadsThroughAccelGenerate();
     void quantizedAutoMapIsTheDeviceMapPlan();
+    void int8DecodeKernelThroughAccelGenerate();
 
 private:
     QString worker() const { return test::binDir() + "/accel-worker"; }
@@ -537,6 +539,55 @@ void tst_InferenceWorker::quantizedAutoMapIsTheDeviceMapPlan()
             ++split;
     }
     QVERIFY2(split > 0, "no budget split the model between the CPU and the disk");
+}
+
+// accel generate --quantization int8: the decode kernel chosen at load (ours or libtorch's
+// _weight_int8pack_mm, by the CPU's flags and a measurement: int8kernel.h) and its reason in
+// --json, and greedy tokens equal to those of each kernel in process, GPT-2 (Conv1D) and Llama.
+void tst_InferenceWorker::int8DecodeKernelThroughAccelGenerate()
+{
+    const QString accel = test::binDir() + "/accel";
+    const std::vector<int64_t> prompt{4, 8, 15, 16, 23, 42}; // 6 rows: the prefill takes the other path
+    for (const test::TinyModel *tiny : {&m_gpt2, &m_llama}) {
+        auto r = test::runProgram(accel, {"generate", QString::fromStdString(tiny->dir), "--quantization", "int8",
+                                          "--input_ids", "4,8,15,16,23,42", "--max_new_tokens", "8", "--greedy",
+                                          "--threads", "2", "--json"});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        const QJsonObject json = QJsonDocument::fromJson(r.out.toUtf8()).object();
+        const QJsonObject kernel = json["quantization"].toObject()["int8_kernel"].toObject();
+        const QString name = kernel["kernel"].toString();
+        QVERIFY2(
+            QStringList({"ours-avx512", "ours-avx2", "ours-portable", "libtorch-_weight_int8pack_mm"}).contains(name),
+            qPrintable(r.out));
+        QCOMPARE(kernel["dtype"].toString(), QString("float32"));
+        QVERIFY2(kernel["reason"].toString().contains("int8 layer(s)"), qPrintable(r.out));
+        QVERIFY(kernel["ours_ms"].toDouble() > 0 && kernel["measured_bytes"].toDouble() > 0);
+        const bool libtorchRuns = !kernel["libtorch_ms"].isNull();
+        QCOMPARE(name.startsWith("libtorch"),
+                 libtorchRuns && kernel["libtorch_ms"].toDouble() < kernel["ours_ms"].toDouble());
+        QJsonArray tokens = json["tokens"].toArray();
+        QCOMPARE(tokens.size(), 8);
+
+        inference::LoadOptions options;
+        options.threads = 2;
+        options.quantization.method = "int8";
+        auto model = inference::InferenceModel::load(tiny->dir, options);
+        QVERIFY2(model, model ? "" : model.error().toString().c_str());
+        inference::SamplingOptions greedy;
+        greedy.greedy = true;
+        greedy.maxNewTokens = 8;
+        for (auto kernelInUse : {inference::Int8Kernel::Ours, inference::Int8Kernel::Libtorch}) {
+            if (kernelInUse == inference::Int8Kernel::Libtorch && !libtorchRuns)
+                continue;
+            inference::useInt8Kernel("float32", kernelInUse);
+            auto local = inference::generate(**model, {prompt}, greedy);
+            QVERIFY(local);
+            QJsonArray mine;
+            for (int64_t t : local->sequences[0].tokens)
+                mine.append(qint64(t));
+            QVERIFY2(mine == tokens, qPrintable(QString::fromStdString(tiny->dir) + ": " + r.out));
+        }
+    }
 }
 
 QTEST_GUILESS_MAIN(tst_InferenceWorker)

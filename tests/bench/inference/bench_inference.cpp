@@ -15,6 +15,8 @@
 #include "core/inference/decodebound.h"
 #include "core/inference/generator.h"
 #include "core/inference/inferencemodel.h"
+#include "core/inference/int8kernel.h"
+#include "core/inference/quantization.h"
 #include "tests/helpers/testsupport.h"
 
 #include <ATen/ATen.h>
@@ -43,6 +45,8 @@ private Q_SLOTS:
     void peers_data();
     void peers();
     void pinnedThreads();
+    void int8Kernels_data();
+    void int8Kernels();
 };
 
 static constexpr int kThreads = 2;
@@ -295,6 +299,15 @@ static void writeLlama1B(const std::string &folder)
             "tie_word_embeddings": false, "torch_dtype": "float32"})"));
 }
 
+// peers_data's shapes.
+static void writeShape(const QString &shape, const std::string &folder)
+{
+    if (shape == "gpt2-small")
+        writeGpt2Small(folder);
+    else
+        writeLlama1B(folder);
+}
+
 void tst_BenchInference::peers_data()
 {
     QTest::addColumn<QString>("shape");
@@ -323,10 +336,7 @@ void tst_BenchInference::peers()
         llamaPython = interpreter;
     QTemporaryDir dir;
     const std::string folder = dir.path().toStdString();
-    if (shape == "gpt2-small")
-        writeGpt2Small(folder);
-    else
-        writeLlama1B(folder);
+    writeShape(shape, folder);
     if (QTest::currentTestFailed())
         return;
     at::set_num_threads(kThreads);
@@ -466,6 +476,107 @@ void tst_BenchInference::pinnedThreads()
               .arg(median(ratios), 0, 'f', 2)
               .arg(kRounds)
               .arg(cpus));
+}
+
+void tst_BenchInference::int8Kernels_data()
+{
+    peers_data();
+}
+
+// The 1-minute load average (/proc/loadavg), for telling a noisy round from a real change.
+static double loadAverage()
+{
+    auto text = fileutil::readFile("/proc/loadavg");
+    return text ? std::atof(text->c_str()) : -1;
+}
+
+// Int8 decode with each kernel (int8kernel.h: ours, libtorch's _weight_int8pack_mm) on one loaded
+// model (quantized on load, float32 activations, the head and embeddings float32 as Accelerate's
+// default skip keeps them), 2 threads: the choice made at load, then kRounds rounds of both kernels
+// back to back (ours first every other round), greedy decode after a 16-token prompt, each against
+// the bandwidth bound (measured copy bandwidth / weight bytes per token), the load average before
+// and after each round; and the int8 products alone (measureInt8Kernels over the first
+// kMeasureBytes of int8 layers): the bytes they read per second against the copy bandwidth.
+void tst_BenchInference::int8Kernels()
+{
+    QFETCH(QString, shape);
+    QFETCH(int, decodeTokens);
+    QTemporaryDir dir;
+    const std::string folder = dir.path().toStdString();
+    writeShape(shape, folder);
+    if (QTest::currentTestFailed())
+        return;
+    const QByteArray tag = shape.toLatin1().replace('-', '_');
+    at::set_num_threads(kThreads);
+    const double bandwidth = inference::memoryBandwidth();
+    inference::LoadOptions options;
+    options.threads = kThreads;
+    options.quantization.method = "int8";
+    auto model = inference::InferenceModel::load(folder, options);
+    QVERIFY2(model, model ? "" : model.error().toString().c_str());
+    const auto &choice = (*model)->quantization().int8Kernel;
+    QVERIFY(choice);
+    std::printf("CHOICE %s %s: %s\n", tag.constData(), choice->name.c_str(), choice->reason.c_str());
+    const uint64_t weightBytes = inference::decodeBytes(**model).perToken;
+    const double bound = bandwidth / double(weightBytes);
+    std::vector<int64_t> prompt(16);
+    for (int i = 0; i < 16; ++i)
+        prompt[i] = 100 + i;
+    inference::SamplingOptions sampling = greedyDecode();
+    sampling.maxNewTokens = decodeTokens + 1;
+    const char *names[2] = {"ours", "libtorch"};
+    std::vector<double> decodes[2];
+    std::vector<int64_t> tokens[2];
+    for (int round = 0; round < kRounds; ++round) {
+        const double before = loadAverage();
+        const int order[2] = {round % 2, 1 - round % 2};
+        for (int k : order) {
+            inference::useInt8Kernel("float32", k == 0 ? inference::Int8Kernel::Ours : inference::Int8Kernel::Libtorch);
+            auto generated = inference::generate(**model, {prompt}, sampling);
+            QVERIFY(generated);
+            decodes[k].push_back(generated->stats.decodeTokensPerSecond);
+            tokens[k] = generated->sequences[0].tokens;
+        }
+        std::printf("ROUND %d %s decode ours=%.2f libtorch=%.2f tokens/s (bound %.2f: %.2f / %.2f) load %.2f -> %.2f\n",
+                    round + 1, tag.constData(), decodes[0].back(), decodes[1].back(), bound, decodes[0].back() / bound,
+                    decodes[1].back() / bound, before, loadAverage());
+        std::fflush(stdout);
+    }
+    QCOMPARE(tokens[0], tokens[1]); // greedy decode reads the same tokens from both kernels
+    auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2];
+    };
+    for (int k = 0; k < 2; ++k)
+        bench(("int8_kernel_" + tag + "_decode_" + names[k]).constData(), median(decodes[k]), "tokens/s",
+              QString("bound=%1 of_bound=%2 (%3_GB/s,%4_MB/token; median of %5 rounds)")
+                  .arg(bound, 0, 'f', 2)
+                  .arg(median(decodes[k]) / bound, 0, 'f', 2)
+                  .arg(bandwidth / 1e9, 0, 'f', 1)
+                  .arg(weightBytes / 1e6, 0, 'f', 0)
+                  .arg(kRounds));
+    // The products alone, over the model's int8 layers, on 1 and on 2 threads.
+    for (int threads : {1, kThreads}) {
+        at::set_num_threads(threads);
+        const double before = loadAverage();
+        const auto times = inference::measureInt8Kernels(inference::int8Layers((*model)->lm()), "float32");
+        for (int k = 0; k < 2; ++k) {
+            const double ms = k == 0 ? times.oursMs : times.libtorchMs;
+            if (ms <= 0)
+                continue;
+            const double rate = double(times.bytes) / (ms / 1e3);
+            bench(
+                ("int8_kernel_" + tag + "_products_" + names[k] + "_" + QByteArray::number(threads) + "t").constData(),
+                rate / 1e9, "GB/s",
+                QString("of_copy_bandwidth=%1 (%2 layers, %3_MB, %4 ms; load %5)")
+                    .arg(rate / bandwidth, 0, 'f', 2)
+                    .arg(times.layers)
+                    .arg(times.bytes / 1e6, 0, 'f', 0)
+                    .arg(ms, 0, 'f', 2)
+                    .arg(before, 0, 'f', 2));
+        }
+    }
+    at::set_num_threads(kThreads);
 }
 
 // Both sides run the same libtorch: the project environment's PyTorch wheel (its own BLAS).

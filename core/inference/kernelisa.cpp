@@ -1,0 +1,42 @@
+#include "core/inference/kernelisa.h"
+
+#include "core/common/fileutil.h"
+#include "core/hardware/procparsers.h"
+
+#include <algorithm>
+
+namespace accel::inference {
+
+const char *kernelIsaName(KernelIsa isa)
+{
+    switch (isa) {
+    case KernelIsa::Avx512:
+        return "avx512";
+    case KernelIsa::Avx2:
+        return "avx2";
+    case KernelIsa::Portable:
+        break;
+    }
+    return "portable";
+}
+
+KernelIsa kernelIsaForFlags(const std::vector<std::string> &cpuFlags)
+{
+    auto has = [&](const char *flag) { return std::find(cpuFlags.begin(), cpuFlags.end(), flag) != cpuFlags.end(); };
+    if (has("avx512f"))
+        return KernelIsa::Avx512;
+    if (has("avx2") && has("fma"))
+        return KernelIsa::Avx2;
+    return KernelIsa::Portable;
+}
+
+KernelIsa hostKernelIsa()
+{
+    static const KernelIsa isa = [] {
+        auto cpuinfo = fileutil::readFile("/proc/cpuinfo");
+        return cpuinfo ? kernelIsaForFlags(hardware::parseCpuInfo(*cpuinfo).flags) : KernelIsa::Portable;
+    }();
+    return isa;
+}
+
+} // namespace accel::inference

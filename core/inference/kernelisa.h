@@ -1,0 +1,19 @@
+// The instruction set the quantized-weight kernels (int8gemv.h, quantkernels.h) run at: the widest
+// the CPU's /proc/cpuinfo flags (hardware::parseCpuInfo) name. Each kernel file compiles every
+// variant with function-level target attributes, so the build runs on any x86-64 CPU.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace accel::inference {
+
+enum class KernelIsa { Portable, Avx2, Avx512 };
+const char *kernelIsaName(KernelIsa isa); // "portable", "avx2", "avx512"
+
+// avx512f: Avx512; else avx2 with fma: Avx2; else the portable loops.
+KernelIsa kernelIsaForFlags(const std::vector<std::string> &cpuFlags);
+// This CPU's, from /proc/cpuinfo (read once); the portable loops when the file cannot be read.
+KernelIsa hostKernelIsa();
+
+} // namespace accel::inference
