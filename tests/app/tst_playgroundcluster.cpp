@@ -75,6 +75,7 @@ private Q_SLOTS:
     void initTestCase();
     void pipelineAcrossTwoHostsEqualsOneProcess();
     void playgroundSplitsThePromptAcrossTheClustersHosts();
+    void stopEndsTheSplitRunOnEveryHost();
     void noClusterNoSplit();
 
 private:
@@ -223,6 +224,34 @@ void tst_PlaygroundCluster::playgroundSplitsThePromptAcrossTheClustersHosts()
         QDir().mkpath(folder);
         QVERIFY(page.grab().save(QDir(folder).filePath(QStringLiteral("playground-cluster.png"))));
     }
+}
+
+void tst_PlaygroundCluster::stopEndsTheSplitRunOnEveryHost()
+{
+    rememberHosts(kHosts);
+    PlaygroundPage page;
+    page.cluster()->setAccelProgram(m_accel);
+    page.cluster()->setMainProcessPort(test::SshTestServer::freeLoopbackPort());
+    page.setModelPath(m_model);
+    page.setThreads(1);
+    page.sampling()->setMaxNewTokens(60000); // far longer than the test waits
+    page.setPrompt(kPrompt);
+    QVERIFY(page.setSplitAcrossHosts(true));
+    QSignalSpy launched(page.cluster(), &PlaygroundCluster::launched);
+    QSignalSpy finished(&page, &PlaygroundPage::generationFinished);
+    page.generate();
+    QVERIFY2(QTest::qWaitFor([&] { return !launched.isEmpty() || !page.errorText().isEmpty(); }, 60000),
+             "the launch did not answer");
+    QVERIFY2(page.errorText().isEmpty(), qPrintable(page.errorText()));
+    QTest::qWait(500); // the stages are generating
+    page.stop();
+    QCOMPARE(page.state(), PlaygroundPage::State::Stopping);
+    QVERIFY2(QTest::qWaitFor([&] { return !finished.isEmpty(); }, 60000), qPrintable(page.errorText()));
+    QCOMPARE(finished.first().at(0).toString(), QStringLiteral("cancelled"));
+    QCOMPARE(page.state(), PlaygroundPage::State::NoModel);
+    QVERIFY(page.errorText().isEmpty());
+    for (const QJsonValue &node : page.cluster()->launchReport().value("nodes").toArray())
+        QCOMPARE(finalState(node.toObject().value("run_dir").toString()), QStringLiteral("stopped"));
 }
 
 void tst_PlaygroundCluster::noClusterNoSplit()
