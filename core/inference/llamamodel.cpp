@@ -91,6 +91,11 @@ void LlamaAttention::splitForTensorParallel(const TensorParallel &group)
     for (Linear *column : {m_q, m_k, m_v})
         column->splitForTensorParallel(TensorParallelStyle::Column, group);
     m_o->splitForTensorParallel(TensorParallelStyle::Row, group);
+    // Qwen3's q_norm / k_norm are whole on every rank but see only this rank's heads.
+    for (RMSNorm *headNorm : {m_qNorm, m_kNorm}) {
+        if (headNorm)
+            headNorm->sumGradientOver(group);
+    }
     m_heads /= group->size;
     m_kvHeads /= group->size;
     m_tensorParallel = group;
@@ -102,6 +107,10 @@ void LlamaAttention::gatherTensorParallel()
         return;
     for (Linear *linear : {m_q, m_k, m_v, m_o})
         linear->gatherTensorParallel();
+    for (RMSNorm *headNorm : {m_qNorm, m_kNorm}) {
+        if (headNorm)
+            headNorm->sumGradientOver(nullptr);
+    }
     m_heads *= m_tensorParallel->size;
     m_kvHeads *= m_tensorParallel->size;
     m_tensorParallel.reset();
