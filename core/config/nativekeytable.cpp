@@ -514,14 +514,15 @@ std::vector<Section> makeSections()
              {"parallelism_config.parallelism_config_dp_shard_size", "PARALLELISM_CONFIG_DP_SHARD_SIZE",
               "ParallelismConfig.dp_shard_size", "", A, Startup, "",
               "the device mesh's dp_shard dimension: under FSDP2, FSDP2 over the ranks that differ only in it "
-              "(every rank, or every tp group's counterparts). Any other composition is refused, naming the sizes "
-              "(sizes whose product is not the world size, with dp_replicate_size above 1, or without FSDP2)"},
+              "(every rank, or every tp group's counterparts; with dp_replicate_size above 1, HSDP: inside each "
+              "replica). Any other composition is refused, naming the sizes (sizes whose product is not the world "
+              "size, or without FSDP2)"},
              {"parallelism_config.parallelism_config_dp_replicate_size", "PARALLELISM_CONFIG_DP_REPLICATE_SIZE",
               "ParallelismConfig.dp_replicate_size", "", A, Startup, "",
               "the device mesh's dp_replicate dimension without FSDP: DDP over the ranks that differ only in it. "
-              "With dp_shard_size above 1 (HSDP) it is refused (FSDP1's HYBRID_SHARD shards inside each machine and "
-              "replicates across machines); under FSDP2 alone it is refused as Accelerate does (no dimension to "
-              "shard over)"},
+              "With dp_shard_size above 1 under FSDP2 (HSDP): FSDP2 shards over dp_shard and averages the "
+              "gradients over dp_replicate too (refused without FSDP2); under FSDP2 alone it is refused as "
+              "Accelerate does (no dimension to shard over)"},
              {"parallelism_config.parallelism_config_tp_size", "PARALLELISM_CONFIG_TP_SIZE",
               "ParallelismConfig.tp_size", "", A, Startup, "",
               "the device mesh's tp dimension (the last): the causal_lm recipe splits Llama-like models as "

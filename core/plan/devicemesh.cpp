@@ -31,13 +31,20 @@ DeviceMesh DeviceMesh::forPlan(const ShardingPlan &plan, int worldSize, int loca
     const int local = std::max(1, localWorldSize);
     // Tensor and context parallel: tp the last (fastest) dimension, cp before it, the rest data
     // parallel (checkTopology has refused sizes that do not divide the world, and hybrid sharding).
+    // HSDP (parallelism_config dp_replicate_size with FSDP2): dp_replicate x dp_shard over the data ranks.
     const int tp = std::max(1, plan.tensorParallelSize), cp = std::max(1, plan.contextParallelSize);
+    const int replicate = plan.sharded() && !plan.hybrid ? std::max(1, plan.dataParallelReplicateSize) : 1;
+    const int data = world % (tp * cp) == 0 ? world / (tp * cp) : world;
     if (tp * cp > 1 && world % (tp * cp) == 0) {
-        const int data = world / (tp * cp);
-        return plan.sharded() ? DeviceMesh({1, data, cp, tp}) : DeviceMesh({data, 1, cp, tp});
+        if (!plan.sharded())
+            return DeviceMesh({data, 1, cp, tp});
+        return data % replicate == 0 ? DeviceMesh({replicate, data / replicate, cp, tp})
+                                     : DeviceMesh({1, data, cp, tp});
     }
     if (!plan.sharded())
         return DeviceMesh({world, 1, 1, 1});
+    if (replicate > 1 && world % replicate == 0)
+        return DeviceMesh({replicate, world / replicate, 1, 1});
     // Hybrid: shard among a machine's ranks, replicate across machines (ranks r = machine * local + i).
     if (plan.hybrid && local < world)
         return DeviceMesh({world / local, local, 1, 1});

@@ -3,8 +3,9 @@
 // varies fastest). Every strategy takes its process group from the mesh: the ranks that differ from
 // this rank only along its dimension. The sharding plan sets the dimensions (DDP: dp_replicate =
 // every rank; ZeRO / FSDP: dp_shard = every rank; hybrid sharding: dp_shard = the ranks of a
-// machine, dp_replicate = the machines; with parallelism_config tp_size and cp_size, tp and cp =
-// those sizes and the data-parallel dimension the remaining ranks).
+// machine, dp_replicate = the machines; HSDP, FSDP2 with parallelism_config dp_replicate_size:
+// dp_replicate = that size, dp_shard = the rest of the data-parallel ranks; with parallelism_config
+// tp_size and cp_size, tp and cp = those sizes and the data-parallel dimensions the remaining ranks).
 // Pure (no libtorch).
 #pragma once
 

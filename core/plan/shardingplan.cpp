@@ -348,6 +348,18 @@ Result<void> ShardingPlan::checkTopology(int worldSize, int localWorldSize) cons
                                                          ": tensor / context parallelism inside hybrid sharding is "
                                                          "not implemented; use FSDP2 (dp_shard) or DDP (dp_replicate)");
     }
+    if (const int replicate = std::max(1, dataParallelReplicateSize); sharded() && replicate > 1) {
+        const std::string name = "parallelism_config_dp_replicate_size " + std::to_string(replicate);
+        if (hybrid)
+            return makeError(ErrorCode::InvalidInput,
+                             name + " with " + strategy +
+                                 ": hybrid sharding already replicates across machines; set dp_replicate_size: 1 or "
+                                 "use FSDP2 (dp_replicate x dp_shard)");
+        const int data = worldSize % (tp * cp) == 0 ? worldSize / (tp * cp) : worldSize;
+        if (data % replicate != 0)
+            return makeError(ErrorCode::InvalidInput, name + " does not divide the job's " + std::to_string(data) +
+                                                          " data-parallel process(es)");
+    }
     if (!hybrid || localWorldSize <= 0 || worldSize % localWorldSize == 0)
         return {};
     return makeError(ErrorCode::InvalidInput,
@@ -362,7 +374,10 @@ TrainingMemory ShardingPlan::predictMemory(int64_t parameters, int bytesPerEleme
     // The engine shards over dp_shard: the ranks that differ only in it (not along cp or tp).
     const int inner = std::max(1, tensorParallelSize) * std::max(1, contextParallelSize);
     const int dataRanks = worldSize % inner == 0 ? worldSize / inner : worldSize;
-    const int64_t ranks = std::max(1, hybrid ? std::min(dataRanks, std::max(1, localWorldSize)) : dataRanks);
+    // HSDP (parallelism_config dp_replicate_size): the shards span dp_shard = the data ranks / replicas.
+    const int replicate = std::max(1, dataParallelReplicateSize);
+    const int shardRanks = replicate > 1 && dataRanks % replicate == 0 ? dataRanks / replicate : dataRanks;
+    const int64_t ranks = std::max(1, hybrid ? std::min(dataRanks, std::max(1, localWorldSize)) : shardRanks);
     const int64_t whole = parameters * bytesPerElement;
     const int64_t chunk = (parameters + ranks - 1) / ranks * bytesPerElement;
     const int level = ranks > 1 ? stage : 0;
@@ -413,21 +428,18 @@ Result<ShardingPlan> shardingPlanFromEnvironment(const Lookup &lookupIn)
     auto parallelism = flag(lookup, accelerateenv::kUseParallelismConfig, false);
     if (!parallelism)
         return tl::unexpected(parallelism.error());
-    const std::string tp = get(lookup, "PARALLELISM_CONFIG_TP_SIZE");
-    if (*parallelism && !tp.empty() && lower(tp) != "none") {
+    for (auto [variable, size] :
+         {std::pair<const char *, int *>{"PARALLELISM_CONFIG_TP_SIZE", &plan.tensorParallelSize},
+          {"PARALLELISM_CONFIG_CP_SIZE", &plan.contextParallelSize},
+          {"PARALLELISM_CONFIG_DP_REPLICATE_SIZE", &plan.dataParallelReplicateSize}}) {
+        const std::string value = get(lookup, variable);
+        if (!*parallelism || value.empty() || lower(value) == "none")
+            continue;
         char *end = nullptr;
-        const long size = std::strtol(tp.c_str(), &end, 10);
-        if (*end != '\0' || size < 1 || size > (1 << 20))
-            return tl::unexpected(invalid("PARALLELISM_CONFIG_TP_SIZE", tp, "a whole number of ranks, 1 or more"));
-        plan.tensorParallelSize = int(size);
-    }
-    const std::string cp = get(lookup, "PARALLELISM_CONFIG_CP_SIZE");
-    if (*parallelism && !cp.empty() && lower(cp) != "none") {
-        char *end = nullptr;
-        const long size = std::strtol(cp.c_str(), &end, 10);
-        if (*end != '\0' || size < 1 || size > (1 << 20))
-            return tl::unexpected(invalid("PARALLELISM_CONFIG_CP_SIZE", cp, "a whole number of ranks, 1 or more"));
-        plan.contextParallelSize = int(size);
+        const long number = std::strtol(value.c_str(), &end, 10);
+        if (*end != '\0' || number < 1 || number > (1 << 20))
+            return tl::unexpected(invalid(variable, value, "a whole number of ranks, 1 or more"));
+        *size = int(number);
     }
     // Accelerate's TorchContextParallelConfig: allgather unless set; read with cp_size above 1.
     if (const std::string exchange = get(lookup, "PARALLELISM_CONFIG_CP_COMM_STRATEGY");

@@ -60,6 +60,10 @@ struct ShardingPlan {
     // Accelerate's default allgather) how they exchange keys and values: "allgather" or "alltoall".
     int contextParallelSize = 1;
     std::string contextParallelExchange = "allgather";
+    // parallelism_config dp_replicate_size (PARALLELISM_CONFIG_DP_REPLICATE_SIZE): with a sharded plan
+    // (FSDP2), HSDP: the data-parallel ranks are dp_replicate x dp_shard, the engine shards over
+    // dp_shard and averages the chunks' gradients over dp_replicate too.
+    int dataParallelReplicateSize = 1;
     // Accepted settings that cannot change this run's numbers (said once by rank 0).
     std::vector<std::string> notes;
 
@@ -67,13 +71,14 @@ struct ShardingPlan {
     // How gradients are averaged with a SUM collective over `worldSize` ranks.
     DivideFactors divideFactors(int worldSize) const;
     // Hybrid sharding needs the same number of ranks on every machine; tp_size x cp_size must divide
-    // the world size (and is refused with hybrid sharding).
+    // the world size (and is refused with hybrid sharding), dp_replicate_size the data-parallel ranks.
     Result<void> checkTopology(int worldSize, int localWorldSize) const;
     std::string describe() const; // "FSDP1 FULL_SHARD: parameters, gradients, optimizer state sharded"
     // Per-rank bytes of parameters, gradients and optimizer state the engine holds after backward
     // for `parameters` elements of `bytesPerElement`, `optimizerStates` state tensors per parameter
     // (AdamW 2, SGD with momentum 1), on `worldSize` ranks, `localWorldSize` per machine (hybrid
-    // shards inside a machine); the shards span dp_shard only (worldSize / (cp_size x tp_size)).
+    // shards inside a machine); the shards span dp_shard only (worldSize / (cp_size x tp_size x
+    // dp_replicate_size)).
     // Padding of the flat parameters is left out.
     TrainingMemory predictMemory(int64_t parameters, int bytesPerElement, int optimizerStates, int worldSize,
                                  int localWorldSize) const;

@@ -131,9 +131,9 @@ Result<int> sizeOf(const Variables &vars, const std::string &variable)
     return int(size);
 }
 
-// parallelism_config on the device mesh (dp_replicate x dp_shard x cp x tp): plain FSDP2 or DDP
-// over the data-parallel ranks, times cp_size x tp_size; anything else refused naming the sizes
-// (sp above 1 is refused by the table).
+// parallelism_config on the device mesh (dp_replicate x dp_shard x cp x tp): FSDP2 over dp_shard
+// (averaged over dp_replicate too: HSDP) or DDP over the data-parallel ranks, times cp_size x
+// tp_size; anything else refused naming the sizes (sp above 1 is refused by the table).
 Result<void> checkParallelism(const Variables &vars, const RankPlace &place)
 {
     if (!vars.truthy(accelerateenv::kUseParallelismConfig))
@@ -164,11 +164,10 @@ Result<void> checkParallelism(const Variables &vars, const RankPlace &place)
         return refuseSizes(sizes + (*cp > 1 ? ": cp_size x tp_size" : ": tp_size") + " does not divide the " + ranks +
                            "; the sizes must multiply to the number of processes");
     auto refuse = refuseSizes;
-    if (*replicate > 1 && *shard > 1)
-        return refuse(sizes + ": hybrid sharding over a dp_replicate x dp_shard mesh (HSDP) is not implemented "
-                              "by the native runtime yet; set dp_replicate_size: 1 (FSDP2 over every rank), or use "
-                              "fsdp_version: 1 with fsdp_sharding_strategy: HYBRID_SHARD (shards inside "
-                              "each machine, replicates across machines)");
+    if (*replicate > 1 && *shard > 1 && !fsdp2)
+        return refuse(sizes + ": sharding over dp_shard inside each dp_replicate replica (HSDP) needs "
+                              "distributed_type FSDP with fsdp_version: 2; without it set dp_shard_size: 1 (DDP "
+                              "over dp_replicate)");
     const int total = *replicate * *shard;
     if (total == 1 && (inner == 1 || world == 1)) {
         if (fsdp2 && world > 1)

@@ -419,7 +419,10 @@ private Q_SLOTS:
         QVERIFY(refusedWith(with({{"PARALLELISM_CONFIG_CP_SIZE", "2"}, {"PARALLELISM_CONFIG_TP_SIZE", "2"}}), 6,
                             "(PARALLELISM_CONFIG_TP_SIZE=2): cp_size x tp_size does not divide the 6 process(es)"));
         QVERIFY(refusedWith(with({{"PARALLELISM_CONFIG_SP_SIZE", "2"}}), 4, "(PARALLELISM_CONFIG_SP_SIZE=2): above 1"));
-        QVERIFY(refusedWith(with({{"PARALLELISM_CONFIG_DP_REPLICATE_SIZE", "2"}}), 4, "(HSDP) is not implemented"));
+        QVERIFY(check(with({{"PARALLELISM_CONFIG_DP_REPLICATE_SIZE", "2"}}), 4)); // HSDP: dp_replicate 2 x dp_shard 2
+        auto hsdpWithoutFsdp2 = with({{"PARALLELISM_CONFIG_DP_REPLICATE_SIZE", "2"}});
+        hsdpWithoutFsdp2.erase("ACCELERATE_USE_FSDP");
+        QVERIFY(refusedWith(hsdpWithoutFsdp2, 4, "(HSDP) needs distributed_type FSDP with fsdp_version: 2"));
         QVERIFY(refusedWith(fsdp2, 4, "= 2 rank(s), but the job has 4 process(es)"));
         QVERIFY(refusedWith(with({{"PARALLELISM_CONFIG_DP_SHARD_SIZE", "1"}}), 2, "no dimension to shard over"));
         QVERIFY(refusedWith(with({{"PARALLELISM_CONFIG_DP_SHARD_SIZE", "x"}}), 2,

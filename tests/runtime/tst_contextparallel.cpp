@@ -299,6 +299,37 @@ private Q_SLOTS:
         QVERIFY2(mismatch.isEmpty(), qPrintable(mismatch));
     }
 
+    // HSDP: FSDP2 with parallelism_config dp_replicate_size 2 x dp_shard_size 2 on 4 ranks equals one
+    // rank on the global batch, each rank holding half the parameters (the shards span dp_shard).
+    void hybridShardingEqualsOneRank()
+    {
+        const QString reference = QStringLiteral("one-train-8");
+        if (!QFileInfo::exists(path(reference + "/model/model.safetensors"))) {
+            const auto single = runWorker(job(reference, 8), 1);
+            QVERIFY2(failures(single).isEmpty(), qPrintable(failures(single)));
+        }
+        QElapsedTimer timer;
+        timer.start();
+        const auto outcome =
+            runWorker(job("run-hsdp", 2), 4,
+                      {"ACCELERATE_USE_PARALLELISM_CONFIG=true", "PARALLELISM_CONFIG_DP_REPLICATE_SIZE=2",
+                       "PARALLELISM_CONFIG_DP_SHARD_SIZE=2", "ACCELERATE_USE_FSDP=true", "FSDP_VERSION=2",
+                       "FSDP_RESHARD_AFTER_FORWARD=true", "FSDP_AUTO_WRAP_POLICY=TRANSFORMER_BASED_WRAP",
+                       "FSDP_TRANSFORMER_CLS_TO_WRAP=LlamaDecoderLayer"});
+        QVERIFY2(failures(outcome).isEmpty(), qPrintable(failures(outcome)));
+        qInfo("4 ranks: %.1f s", timer.elapsed() / 1000.0);
+        QVERIFY2(outcome[0].out.contains("4 process(es), fully_shard(reshard_after_forward=True)"),
+                 qPrintable(outcome[0].out));
+        const QList<double> whole = metricValues(path(reference + "/metrics/rank0.jsonl"), "mem_params_bytes"),
+                            part = metricValues(path("run-hsdp/metrics/rank3.jsonl"), "mem_params_bytes");
+        QVERIFY(!whole.isEmpty() && !part.isEmpty());
+        const double ratio = part.last() / whole.last(); // 0.25 if it sharded over all 4 ranks
+        qInfo("parameter bytes per rank: %.0f of %.0f (%.3fx)", part.last(), whole.last(), ratio);
+        QVERIFY2(ratio > 0.49 && ratio < 0.52, qPrintable(QString::number(ratio)));
+        const QString mismatch = compareRuns("run-hsdp", reference, kDataParallelWeightTolerance);
+        QVERIFY2(mismatch.isEmpty(), qPrintable(mismatch));
+    }
+
     void refusedByName_data()
     {
         QTest::addColumn<int>("ranks");

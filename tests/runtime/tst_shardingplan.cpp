@@ -379,6 +379,44 @@ private Q_SLOTS:
         QVERIFY(QString::fromStdString(p->describe()).contains("replicated across machines"));
     }
 
+    // HSDP: FSDP2 with parallelism_config dp_replicate_size shards over dp_shard = the data ranks /
+    // dp_replicate_size, the replicas holding the same chunks.
+    void hybridShardingFromParallelismConfig()
+    {
+        const Vars hsdp = fsdp({{"FSDP_VERSION", "2"},
+                                {"ACCELERATE_USE_PARALLELISM_CONFIG", "true"},
+                                {"PARALLELISM_CONFIG_DP_REPLICATE_SIZE", "2"}});
+        auto p = plan(hsdp);
+        QVERIFY(p);
+        QCOMPARE(p->dataParallelReplicateSize, 2);
+        const DeviceMesh mesh = DeviceMesh::forPlan(*p, 4, 4);
+        QCOMPARE(mesh.describe(), std::string("dp_replicate 2 x dp_shard 2"));
+        QCOMPARE(mesh.group(MeshDim::DpShard, 3), (std::vector<int>{2, 3}));
+        QCOMPARE(mesh.group(MeshDim::DpReplicate, 3), (std::vector<int>{1, 3}));
+        QVERIFY(p->checkTopology(4, 4));
+        // Each rank holds half the model on 4 ranks, as FSDP2 on 2.
+        QCOMPARE(p->predictMemory(1000, 4, 2, 4, 4).parameters, int64_t(500 * 4));
+        Vars tp = hsdp;
+        tp["PARALLELISM_CONFIG_TP_SIZE"] = "2";
+        QCOMPARE(DeviceMesh::forPlan(*plan(tp), 8, 8).describe(), std::string("dp_replicate 2 x dp_shard 2 x tp 2"));
+        // Without the flag Accelerate reads no size; a size that does not divide the data ranks is refused.
+        Vars off = hsdp;
+        off["ACCELERATE_USE_PARALLELISM_CONFIG"] = "false";
+        QCOMPARE(DeviceMesh::forPlan(*plan(off), 4, 4).describe(), std::string("dp_shard 4"));
+        Vars three = hsdp;
+        three["PARALLELISM_CONFIG_DP_REPLICATE_SIZE"] = "3";
+        auto refused = plan(three)->checkTopology(4, 4);
+        QVERIFY(!refused);
+        QVERIFY2(refused.error().message.find("parallelism_config_dp_replicate_size 3 does not divide the job's 4 "
+                                              "data-parallel process(es)") != std::string::npos,
+                 refused.error().message.c_str());
+        // FSDP1's HYBRID_SHARD replicates across machines already.
+        Vars fsdp1 = fsdp({{"FSDP_SHARDING_STRATEGY", "HYBRID_SHARD"},
+                           {"ACCELERATE_USE_PARALLELISM_CONFIG", "true"},
+                           {"PARALLELISM_CONFIG_DP_REPLICATE_SIZE", "2"}});
+        QVERIFY(!plan(fsdp1)->checkTopology(4, 2));
+    }
+
     // The strategies' groups come from the device mesh: DDP replicates over every rank, ZeRO / FSDP
     // shard over every rank, hybrid sharding shards among a machine's ranks (ranks r = machine *
     // local + i) and replicates across machines; torch's dimension order, the last fastest.
