@@ -48,6 +48,10 @@ Result<std::unique_ptr<CausalLmTensorParallel>> CausalLmTensorParallel::create(r
     group->allGather = [collectives](at::Tensor &output, const at::Tensor &input) {
         collectives->allGather(output, input);
     };
+    // Sequence parallel's reduce-scatter over the tokens (training.sequence_parallel, tensorparallel.h).
+    group->reduceScatter = [collectives](at::Tensor &output, const at::Tensor &input) {
+        collectives->reduceScatterSum(output, input);
+    };
     parallel->m_group = std::move(group);
     parallel->m_transport = collectives->transport();
     return parallel;
