@@ -7,6 +7,7 @@
 
 #include "core/common/fileutil.h"
 #include "core/runtime/accelerator.h"
+#include "core/runtime/fusedadamw.h"
 #include "core/runtime/strategy/shardedmodule.h"
 #include "core/runtime/tensorio.h"
 
@@ -319,7 +320,7 @@ static Result<void> runLanguageModel(runtime::Accelerator &accelerator, const Jo
                           std::to_string(distillation.temperature));
     }
     const TrainingSettings &t = job.training;
-    torch::optim::AdamW optimizer(
+    runtime::FusedAdamW optimizer(
         model->parameters(), torch::optim::AdamWOptions(t.learningRate).betas({0.9, 0.95}).weight_decay(t.weightDecay));
 
     TrainingTask task;

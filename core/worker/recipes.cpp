@@ -7,6 +7,7 @@
 
 #include "core/common/checkpointnames.h"
 #include "core/hardware/nvmlprobe.h"
+#include "core/runtime/fusedadamw.h"
 #include "core/runtime/plugin.h"
 #include "core/runtime/tensorio.h"
 #include "core/runtime/training.h"
@@ -212,7 +213,7 @@ Result<void> runMlpRecipe(Accelerator &accelerator, const JobSpec &job)
     std::unique_ptr<torch::optim::Optimizer> optimizer;
     const std::string kind = job.text("mlp.optimizer");
     if (kind == "adamw")
-        optimizer = std::make_unique<torch::optim::AdamW>(
+        optimizer = std::make_unique<runtime::FusedAdamW>(
             model->parameters(), torch::optim::AdamWOptions(t.learningRate).weight_decay(t.weightDecay));
     else if (kind == "sgd")
         optimizer = std::make_unique<torch::optim::SGD>(
@@ -279,7 +280,7 @@ Result<void> runTorchScriptRecipe(Accelerator &accelerator, const JobSpec &job)
     }
     auto holder = std::make_shared<ParameterHolder>(module);
     const TrainingSettings &t = job.training;
-    torch::optim::AdamW optimizer(holder->parameters(),
+    runtime::FusedAdamW optimizer(holder->parameters(),
                                   torch::optim::AdamWOptions(t.learningRate).weight_decay(t.weightDecay));
     TrainingTask task;
     task.datasetSize = columns.front().size(0);
