@@ -1,6 +1,6 @@
 #include "core/inference/quantkernels.h"
 
-#include <ATen/Parallel.h>
+#include "core/inference/intraopteam.h"
 
 // GCC 12's AVX-512 headers start vectors from _mm512_undefined_*, which -Wmaybe-uninitialized
 // reports inside the headers (a false positive).
@@ -134,7 +134,7 @@ void fourBit(const float *x, int64_t rows, const FourBitWeight &w, float *out)
         const int64_t count = std::min(kMaxRows, rows - r0);
         const float *xs = x + r0 * w.k;
         float *os = out + r0 * w.n;
-        at::parallel_for(0, w.n, grain(w.k / 2), [&](int64_t begin, int64_t end) {
+        parallelPieces(w.n, 1, grain(w.k / 2), [&](int64_t begin, int64_t end) {
             if (!fast)
                 return fourBitPortable(xs, count, w, begin, end, os);
             switch (count) {
@@ -153,7 +153,8 @@ void fourBit(const float *x, int64_t rows, const FourBitWeight &w, float *out)
 
 void dequantizeFourBitRows(const FourBitWeight &w, int64_t begin, int64_t end, float *out)
 {
-    at::parallel_for(begin, end, grain(w.k * 4), [&](int64_t b, int64_t e) {
+    parallelPieces(end - begin, 1, grain(w.k * 4), [&](int64_t from, int64_t to) {
+        const int64_t b = begin + from, e = begin + to;
         float table[16];
         int64_t tableBlock = -1;
         for (int64_t j = b; j < e; ++j)
@@ -170,7 +171,8 @@ void dequantizeFourBitRows(const FourBitWeight &w, int64_t begin, int64_t end, f
 
 void dequantizeInt8Rows(const int8_t *w, const float *scale, int64_t k, int64_t begin, int64_t end, float *out)
 {
-    at::parallel_for(begin, end, grain(k * 4), [&](int64_t b, int64_t e) {
+    parallelPieces(end - begin, 1, grain(k * 4), [&](int64_t from, int64_t to) {
+        const int64_t b = begin + from, e = begin + to;
         for (int64_t j = b; j < e; ++j)
             for (int64_t i = 0; i < k; ++i)
                 out[(j - begin) * k + i] = static_cast<float>(w[j * k + i]) * scale[j];

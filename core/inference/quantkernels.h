@@ -3,8 +3,8 @@
 // nibble, row-major over the flattened weight) into a 16-value table per block of `blocksize`
 // elements: bitsandbytes' NF4 / FP4 code times the block's absmax, or a group's affine integers
 // scale * (q - zero). Each pass (up to 4 rows) streams each weight byte once through AVX-512 (the
-// table lookup is one vpermps), split by output rows with at::parallel_for; a portable loop runs
-// without AVX-512. Many rows (prefill) dequantize tiles of
+// table lookup is one vpermps), split by output rows over libtorch's intra-op threads
+// (intraopteam.h); a portable loop runs without AVX-512. Many rows (prefill) dequantize tiles of
 // the weight (4-bit or int8 rows) and multiply them with libtorch's GEMM. Int8 products are
 // int8gemv.h's. Includes no libtorch header.
 #pragma once
