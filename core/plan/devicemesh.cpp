@@ -33,7 +33,7 @@ DeviceMesh DeviceMesh::forPlan(const ShardingPlan &plan, int worldSize, int loca
     // parallel (checkTopology has refused sizes that do not divide the world, and hybrid sharding).
     // HSDP (parallelism_config dp_replicate_size with FSDP2): dp_replicate x dp_shard over the data ranks.
     const int tp = std::max(1, plan.tensorParallelSize), cp = std::max(1, plan.contextParallelSize);
-    const int replicate = plan.sharded() && !plan.hybrid ? std::max(1, plan.dataParallelReplicateSize) : 1;
+    const int replicate = plan.hybridReplicas();
     const int data = world % (tp * cp) == 0 ? world / (tp * cp) : world;
     if (tp * cp > 1 && world % (tp * cp) == 0) {
         if (!plan.sharded())

@@ -348,13 +348,8 @@ Result<void> ShardingPlan::checkTopology(int worldSize, int localWorldSize) cons
                                                          ": tensor / context parallelism inside hybrid sharding is "
                                                          "not implemented; use FSDP2 (dp_shard) or DDP (dp_replicate)");
     }
-    if (const int replicate = std::max(1, dataParallelReplicateSize); sharded() && replicate > 1) {
+    if (const int replicate = hybridReplicas(); replicate > 1) {
         const std::string name = "parallelism_config_dp_replicate_size " + std::to_string(replicate);
-        if (hybrid)
-            return makeError(ErrorCode::InvalidInput,
-                             name + " with " + strategy +
-                                 ": hybrid sharding already replicates across machines; set dp_replicate_size: 1 or "
-                                 "use FSDP2 (dp_replicate x dp_shard)");
         const int data = worldSize % (tp * cp) == 0 ? worldSize / (tp * cp) : worldSize;
         if (data % replicate != 0)
             return makeError(ErrorCode::InvalidInput, name + " does not divide the job's " + std::to_string(data) +
@@ -375,7 +370,7 @@ TrainingMemory ShardingPlan::predictMemory(int64_t parameters, int bytesPerEleme
     const int inner = std::max(1, tensorParallelSize) * std::max(1, contextParallelSize);
     const int dataRanks = worldSize % inner == 0 ? worldSize / inner : worldSize;
     // HSDP (parallelism_config dp_replicate_size): the shards span dp_shard = the data ranks / replicas.
-    const int replicate = std::max(1, dataParallelReplicateSize);
+    const int replicate = hybridReplicas();
     const int shardRanks = replicate > 1 && dataRanks % replicate == 0 ? dataRanks / replicate : dataRanks;
     const int64_t ranks = std::max(1, hybrid ? std::min(dataRanks, std::max(1, localWorldSize)) : shardRanks);
     const int64_t whole = parameters * bytesPerElement;

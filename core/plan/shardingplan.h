@@ -64,6 +64,13 @@ struct ShardingPlan {
     // (FSDP2), HSDP: the data-parallel ranks are dp_replicate x dp_shard, the engine shards over
     // dp_shard and averages the chunks' gradients over dp_replicate too.
     int dataParallelReplicateSize = 1;
+    // HSDP's replicas: dataParallelReplicateSize under FSDP2, else 1 (FSDP1's HYBRID_SHARD replicates
+    // by machine; DeepSpeed and DDP do not read it).
+    int hybridReplicas() const
+    {
+        return source == ShardingSource::Fsdp && fsdpVersion == 2 && sharded() ? std::max(1, dataParallelReplicateSize)
+                                                                               : 1;
+    }
     // Accepted settings that cannot change this run's numbers (said once by rank 0).
     std::vector<std::string> notes;
 

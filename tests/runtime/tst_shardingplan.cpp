@@ -410,11 +410,16 @@ private Q_SLOTS:
         QVERIFY2(refused.error().message.find("parallelism_config_dp_replicate_size 3 does not divide the job's 4 "
                                               "data-parallel process(es)") != std::string::npos,
                  refused.error().message.c_str());
-        // FSDP1's HYBRID_SHARD replicates across machines already.
+        // Read under FSDP2 only: ZeRO-3 with the size still shards over every data rank.
+        Vars zero3 = deepspeed({{"ACCELERATE_DEEPSPEED_ZERO_STAGE", "3"},
+                                {"ACCELERATE_USE_PARALLELISM_CONFIG", "true"},
+                                {"PARALLELISM_CONFIG_DP_REPLICATE_SIZE", "4"}});
+        QCOMPARE(DeviceMesh::forPlan(*plan(zero3), 4, 4).describe(), std::string("dp_shard 4"));
+        // FSDP1's HYBRID_SHARD replicates by machine (nativesettings refuses dp_shard_size without FSDP2).
         Vars fsdp1 = fsdp({{"FSDP_SHARDING_STRATEGY", "HYBRID_SHARD"},
                            {"ACCELERATE_USE_PARALLELISM_CONFIG", "true"},
-                           {"PARALLELISM_CONFIG_DP_REPLICATE_SIZE", "2"}});
-        QVERIFY(!plan(fsdp1)->checkTopology(4, 2));
+                           {"PARALLELISM_CONFIG_DP_REPLICATE_SIZE", "4"}});
+        QCOMPARE(DeviceMesh::forPlan(*plan(fsdp1), 4, 2).describe(), std::string("dp_replicate 2 x dp_shard 2"));
     }
 
     // The strategies' groups come from the device mesh: DDP replicates over every rank, ZeRO / FSDP
