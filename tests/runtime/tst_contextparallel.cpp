@@ -294,8 +294,9 @@ private Q_SLOTS:
         qInfo("%d ranks: %.1f s", ranks, timer.elapsed() / 1000.0);
         QVERIFY2(outcome[0].out.contains(mesh), qPrintable(outcome[0].out));
         QVERIFY2(outcome[0].out.contains("(LoRA r 4 on 14 layers)"), qPrintable(outcome[0].out));
-        const QString mismatch =
-            compareRuns(name, reference, kTolerance, {}, QStringLiteral("adapter/adapter_model.safetensors"));
+        // 4 ranks: the weight tolerance of every 4-rank case here (equalsOneRank).
+        const QString mismatch = compareRuns(name, reference, ranks > 2 ? kDataParallelWeightTolerance : kTolerance, {},
+                                             QStringLiteral("adapter/adapter_model.safetensors"));
         QVERIFY2(mismatch.isEmpty(), qPrintable(mismatch));
     }
 
