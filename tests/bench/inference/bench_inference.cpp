@@ -543,6 +543,23 @@ void tst_BenchInference::int8Kernels()
         std::fflush(stdout);
     }
     QCOMPARE(tokens[0], tokens[1]); // greedy decode reads the same tokens from both kernels
+    {                               // One more round with the intra-op threads pinned (accel generate --pin_threads).
+        auto pinned = inference::pinIntraOpThreads();
+        QVERIFY2(pinned, pinned ? "" : pinned.error().toString().c_str());
+        const double before = loadAverage();
+        double pinnedDecode[2] = {0, 0};
+        for (int k = 0; k < 2; ++k) {
+            inference::useInt8Kernel("float32", k == 0 ? inference::Int8Kernel::Ours : inference::Int8Kernel::Libtorch);
+            auto generated = inference::generate(**model, {prompt}, sampling);
+            QVERIFY(generated);
+            pinnedDecode[k] = generated->stats.decodeTokensPerSecond;
+        }
+        QVERIFY(inference::unpinIntraOpThreads());
+        std::printf("PINNED %s decode ours=%.2f libtorch=%.2f tokens/s (bound %.2f: %.2f / %.2f) load %.2f -> %.2f\n",
+                    tag.constData(), pinnedDecode[0], pinnedDecode[1], bound, pinnedDecode[0] / bound,
+                    pinnedDecode[1] / bound, before, loadAverage());
+        std::fflush(stdout);
+    }
     auto median = [](std::vector<double> v) {
         std::sort(v.begin(), v.end());
         return v[v.size() / 2];
