@@ -121,6 +121,17 @@ Result<void> copyIntoModel(torch::nn::Module &model, const TensorSource &find, c
                              "tensor " + name + ": checkpoint shape " + c10::str(found->sizes()) +
                                  " differs from the model's " + c10::str(target.sizes()),
                              source);
+        if (!target.storage().resizable()) {
+            // A view of a mapped checkpoint, read-only (a frozen base the model reads in place, e.g.
+            // under LoRA): writing into it would fault. It can only already hold the values.
+            if (torch::equal(target, found->to(target.scalar_type())))
+                return {};
+            return makeError(ErrorCode::InvalidInput,
+                             "tensor " + name +
+                                 ": the checkpoint's values differ from the frozen weights the model reads from "
+                                 "its folder (was the base model changed after the checkpoint was written?)",
+                             source);
+        }
         target.copy_(*found);
         return {};
     };
