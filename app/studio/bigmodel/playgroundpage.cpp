@@ -95,10 +95,16 @@ void PlaygroundPage::buildUi()
     modelRow->addWidget(new QLabel(tr("Model"), this));
     modelRow->addWidget(m_model, 1);
     modelRow->addWidget(browseButton);
-    modelRow->addWidget(m_options);
     modelRow->addWidget(m_loadButton);
     modelRow->addWidget(m_unloadButton);
     layout->addLayout(modelRow);
+    // The load options on a row of their own: beside the model they widen the page past the
+    // smallest window.
+    auto *optionsRow = new QHBoxLayout;
+    optionsRow->addWidget(new QLabel(tr("Load with"), this));
+    optionsRow->addWidget(m_options);
+    optionsRow->addStretch(1);
+    layout->addLayout(optionsRow);
     auto *adapterRow = new QHBoxLayout;
     m_adapter = new QLineEdit(this);
     m_adapter->setObjectName(QStringLiteral("playgroundAdapter"));
