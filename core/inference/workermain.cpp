@@ -34,35 +34,52 @@ int fail(const std::string &command, const Error &error)
     return exitCodeFor(error);
 }
 
+// --dtype auto: the compute dtype chosen for this model and CPU, written into the request (said on
+// stderr unless `quiet`). Generation of one prompt and of a prompts file both take it from here.
+Result<std::optional<DecodeDTypeChoice>> resolveDTypeAuto(WorkerRequest &r, bool quiet)
+{
+    if (r.load.dispatch.computeDType != kAutoComputeDType)
+        return std::optional<DecodeDTypeChoice>();
+    auto choice = chooseModelDecodeDType(r.modelDir, r.load.threads);
+    if (!choice)
+        return tl::unexpected(choice.error());
+    r.load.dispatch.computeDType = choice->dtype;
+    if (!quiet)
+        std::cerr << "[--dtype auto: " << choice->dtype << ": " << choice->reason << "]\n";
+    return std::optional<DecodeDTypeChoice>(*choice);
+}
+
+// --pin-threads: each intra-op thread on its own allowed CPU (said on stderr unless `quiet`).
+Result<std::vector<int>> pinThreadsIfAsked(const WorkerRequest &r, bool quiet)
+{
+    if (!r.pinThreads)
+        return std::vector<int>();
+    auto pinned = pinIntraOpThreads();
+    if (!pinned)
+        return makeError(pinned.error().code, "--pin-threads: " + pinned.error().message);
+    if (!quiet) {
+        std::cerr << "[--pin-threads: " << pinned->size() << " intra-op threads on CPUs";
+        for (int cpu : *pinned)
+            std::cerr << " " << cpu;
+        std::cerr << "]\n";
+    }
+    return *pinned;
+}
+
 int runGenerate(const WorkerRequest &request)
 {
     WorkerRequest r = request;
-    std::optional<DecodeDTypeChoice> dtypeChoice;
-    if (r.load.dispatch.computeDType == kAutoComputeDType) {
-        auto choice = chooseModelDecodeDType(r.modelDir, r.load.threads);
-        if (!choice)
-            return fail("generate", choice.error());
-        dtypeChoice = *choice;
-        r.load.dispatch.computeDType = choice->dtype;
-        if (!r.json)
-            std::cerr << "[--dtype auto: " << choice->dtype << ": " << choice->reason << "]\n";
-    }
+    auto dtypeChoice = resolveDTypeAuto(r, r.json);
+    if (!dtypeChoice)
+        return fail("generate", dtypeChoice.error());
     auto model = InferenceModel::load(r.modelDir, r.load);
     if (!model)
         return fail("generate", model.error());
-    std::vector<int> pinnedCpus;
-    if (r.pinThreads) {
-        auto pinned = pinIntraOpThreads();
-        if (!pinned)
-            return fail("generate", Error{pinned.error().code, "--pin-threads: " + pinned.error().message, {}});
-        pinnedCpus = *pinned;
-        if (!r.json) {
-            std::cerr << "[--pin-threads: " << pinnedCpus.size() << " intra-op threads on CPUs";
-            for (int cpu : pinnedCpus)
-                std::cerr << " " << cpu;
-            std::cerr << "]\n";
-        }
-    }
+    auto pinnedCpus = pinThreadsIfAsked(r, r.json);
+    if (!pinnedCpus)
+        return fail("generate", pinnedCpus.error());
+    if (const auto &kernel = (*model)->quantization().int8Kernel; kernel && !r.json)
+        std::cerr << "[int8 kernel: " << kernel->name << ": " << kernel->reason << "]\n";
     auto codec = TextCodec::forModel(r.modelDir);
     if (!codec)
         return fail("generate", codec.error());
@@ -116,10 +133,10 @@ int runGenerate(const WorkerRequest &request)
                                       {"device_map", deviceMapJson((*model)->deviceMap())},
                                       {"quantization", quantizationJson((*model)->quantization())},
                                       {"warnings", (*model)->warnings()}};
-        if (dtypeChoice)
-            out["dtype_choice"] = dtypeChoiceJson(*dtypeChoice);
+        if (*dtypeChoice)
+            out["dtype_choice"] = dtypeChoiceJson(**dtypeChoice);
         if (r.pinThreads)
-            out["pinned_cpus"] = pinnedCpus;
+            out["pinned_cpus"] = *pinnedCpus;
         std::cout << out.dump(2) << "\n";
     } else {
         std::cout << "\n";
@@ -213,7 +230,14 @@ int workerMain(int argc, char **argv, const BatchGenerate &batch)
     if (command == "generate" && !request->promptsFile.empty()) {
         if (!batch)
             return fail(command, Error{ErrorCode::Unsupported, "--prompts-file: not in this program", {}});
-        return batch(*request);
+        // Each process applies the choices before it loads its share (said on stderr: stdout is the
+        // batch's JSON).
+        WorkerRequest r = *request;
+        if (auto chosen = resolveDTypeAuto(r, false); !chosen)
+            return fail(command, chosen.error());
+        if (auto pinned = pinThreadsIfAsked(r, false); !pinned)
+            return fail(command, pinned.error());
+        return batch(r);
     }
     if (command == "infer" && !request->promptsFile.empty())
         return fail(command, Error{ErrorCode::InvalidInput, "--prompts-file: only with generate", {}});

@@ -506,6 +506,23 @@ void tst_InferenceWorker::dtypeAutoAndPinnedThreadsThroughAccelGenerate()
     auto infer = test::runProgram(accel, {"infer", QString::fromStdString(m_llama.dir), "--input_ids", "4,8",
                                           "--logits_out", m_dir.filePath("auto.safetensors"), "--dtype", "auto"});
     QCOMPARE(infer.exitCode, 2);
+    // A prompts file takes both as well (before, --pin_threads was dropped without a word and --dtype
+    // auto was refused as an unknown dtype): the choice and the CPUs are said on stderr, stdout being
+    // the batch's JSON, and the tokens are the chosen dtype's.
+    QFile prompts(m_dir.filePath("auto-prompts.jsonl"));
+    QVERIFY(prompts.open(QIODevice::WriteOnly));
+    prompts.write("{\"input_ids\": [4, 8, 15, 16]}\n");
+    prompts.close();
+    const QString output = m_dir.filePath("auto-out.jsonl");
+    auto batch = test::runProgram(accel, {"generate", QString::fromStdString(m_llama.dir), "--prompts_file",
+                                          prompts.fileName(), "--output", output, "--max_new_tokens", "6", "--greedy",
+                                          "--threads", "2", "--dtype", "auto", "--pin_threads"});
+    QVERIFY2(batch.exitCode == 0, qPrintable(batch.err));
+    QVERIFY2(batch.err.contains("[--dtype auto: " + dtype + ": "), qPrintable(batch.err));
+    QVERIFY2(batch.err.contains("[--pin-threads: 2 intra-op threads on CPUs"), qPrintable(batch.err));
+    const QList<QJsonObject> lines = jsonlFile(output);
+    QCOMPARE(lines.size(), 1);
+    QCOMPARE(lines[0]["tokens"].toArray(), reference["tokens"].toArray());
 }
 
 // One sizing for the plan and the load: accel generate --device_map auto --quantization int8 runs
