@@ -4,6 +4,7 @@
 #include "core/hardware/procparsers.h"
 #include "core/inference/causallm.h"
 #include "core/inference/inferencemodel.h"
+#include "core/inference/intraopteam.h"
 #include "core/inference/layers.h"
 
 #include <nlohmann/json.hpp>
@@ -16,7 +17,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <dlfcn.h>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -92,11 +92,11 @@ DecodeDTypeChoice chooseDecodeDType(const std::vector<std::string> &cpuFlags, co
     char measured[160];
     std::snprintf(measured, sizeof measured, "a decode-shaped product took %.3f ms in bfloat16, %.3f ms in float32",
                   times.bfloat16Ms, times.float32Ms);
-    const bool faster = times.bfloat16Ms > 0 && times.float32Ms >= kBf16Margin * times.bfloat16Ms;
+    const bool faster = times.bfloat16Ms > 0 && times.float32Ms >= kMeasuredChoiceMargin * times.bfloat16Ms;
     if (faster)
         choice.dtype = "bfloat16";
     char margin[64];
-    std::snprintf(margin, sizeof margin, "%.1f", kBf16Margin);
+    std::snprintf(margin, sizeof margin, "%.1f", kMeasuredChoiceMargin);
     choice.reason = "CPU flags " + flags + "; " + measured +
                     (faster ? " (bfloat16 chosen: at least " + std::string(margin) + "x faster)"
                             : " (float32 kept: bfloat16 is not " + std::string(margin) + "x faster)");
@@ -147,30 +147,12 @@ ProductTimes measureDecodeProducts(int64_t in, int64_t out)
 
 namespace {
 
-// libtorch's intra-op threads are libgomp's team; a team of the same size reuses the same threads.
-// This code is not built with -fopenmp, so it starts the team through libgomp's entry point, looked
-// up in the runtime libtorch loaded.
-struct TeamWork {
-    std::function<void(int)> body;
-    int (*threadNum)() = nullptr;
-};
-
-void runTeamMember(void *data)
-{
-    auto *work = static_cast<TeamWork *>(data);
-    work->body(work->threadNum());
-}
-
+// libtorch's intra-op threads are libgomp's team, started through intraopteam.h.
 Result<void> onEveryIntraOpThread(const std::function<void(int)> &body)
 {
-    using Parallel = void (*)(void (*)(void *), void *, unsigned, unsigned);
-    static const auto parallel = reinterpret_cast<Parallel>(dlsym(RTLD_DEFAULT, "GOMP_parallel"));
-    static const auto threadNum = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "omp_get_thread_num"));
-    if (!parallel || !threadNum)
+    if (!onEveryTeamThread(body))
         return makeError(ErrorCode::Unsupported,
                          "pin threads: libtorch's OpenMP runtime (libgomp) is not loaded in this process");
-    TeamWork work{body, threadNum};
-    parallel(&runTeamMember, &work, unsigned(at::get_num_threads()), 0);
     return {};
 }
 

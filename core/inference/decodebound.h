@@ -36,9 +36,11 @@ double memoryBandwidth();
 // bfloat16 weights for decode, chosen by the CPU's capability and by measurement, never silently:
 // only a float32 model on a CPU with amx_bf16 or avx512_bf16 (the flags hardware::parseCpuInfo reads
 // from /proc/cpuinfo) is measured, and bfloat16 is chosen when a decode-shaped product (one row
-// times a weight) ran at least kBf16Margin times faster in bfloat16 than in float32. `reason` says
+// times a weight) ran at least kMeasuredChoiceMargin times faster in bfloat16 than in float32. `reason` says
 // what decided, for the user to see.
-inline constexpr double kBf16Margin = 1.2;
+// The margin of every measured kernel choice (this one and the int8 kernel's, int8kernel.h): the
+// path other than the default is taken only when it measured at least this many times faster.
+inline constexpr double kMeasuredChoiceMargin = 1.2;
 struct DecodeDTypeChoice {
     std::string dtype;  // "bfloat16" or the stored dtype
     std::string reason; // "CPU flags avx512_bf16; 1x2048x8192 product 0.41 ms in bfloat16, 0.83 ms in float32"

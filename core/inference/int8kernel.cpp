@@ -2,6 +2,7 @@
 
 #include "core/common/fileutil.h"
 #include "core/hardware/procparsers.h"
+#include "core/inference/decodebound.h"
 #include "core/inference/int8gemv.h"
 #include "core/inference/quantizedweight.h"
 
@@ -69,8 +70,11 @@ Int8KernelChoice chooseInt8Kernel(const std::vector<std::string> &cpuFlags, cons
         choice.kernel = Int8Kernel::Ours;
         reason += "libtorch's _weight_int8pack_mm refused them (" + t.libtorchError + ")";
     } else {
-        choice.kernel = t.libtorchMs < t.oursMs ? Int8Kernel::Libtorch : Int8Kernel::Ours;
-        reason += milliseconds(t.libtorchMs) + " ms libtorch's _weight_int8pack_mm";
+        // libtorch's kernel only for a clear win (a measurement under load swings both ways).
+        choice.kernel = t.libtorchMs * kMeasuredChoiceMargin <= t.oursMs ? Int8Kernel::Libtorch : Int8Kernel::Ours;
+        char margin[16];
+        std::snprintf(margin, sizeof margin, "%.1f", kMeasuredChoiceMargin);
+        reason += milliseconds(t.libtorchMs) + " ms libtorch's _weight_int8pack_mm (taken when " + margin + "x faster)";
     }
     choice.name = choice.kernel == Int8Kernel::Ours ? ours : "libtorch-_weight_int8pack_mm";
     choice.reason = reason;

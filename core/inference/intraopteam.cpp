@@ -49,7 +49,27 @@ void runPieces(void *data)
         (*work->body)(p * work->piece, std::min(work->n, (p + 1) * work->piece));
 }
 
+struct TeamWork {
+    const std::function<void(int)> *body = nullptr;
+    int (*threadNum)() = nullptr;
+};
+
+void runTeamMember(void *data)
+{
+    auto *work = static_cast<TeamWork *>(data);
+    (*work->body)(work->threadNum());
+}
+
 } // namespace
+
+bool onEveryTeamThread(const std::function<void(int)> &body)
+{
+    if (!entry().parallel)
+        return false;
+    TeamWork work{&body, entry().threadNum};
+    entry().parallel(&runTeamMember, &work, unsigned(at::get_num_threads()), 0);
+    return true;
+}
 
 bool intraOpTeamAvailable()
 {

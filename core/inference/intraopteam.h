@@ -22,4 +22,8 @@ void parallelPieces(int64_t n, int64_t align, int64_t minimum, const std::functi
 // Whether parallelPieces can start libtorch's team (libgomp is loaded in this process).
 bool intraOpTeamAvailable();
 
+// body(thread) once on each of the at::get_num_threads() threads of the team (thread 0 the caller),
+// e.g. to pin them; false, running nothing, when the team cannot be started (intraOpTeamAvailable).
+bool onEveryTeamThread(const std::function<void(int)> &body);
+
 } // namespace accel::inference

@@ -407,7 +407,7 @@ void tst_Dispatch::bfloat16OnlyWithTheFlagsAndTheMeasurement()
         QCOMPARE(choice.dtype, std::string("float32"));
     } else {
         QVERIFY(choice.float32Ms > 0 && choice.bfloat16Ms > 0);
-        QCOMPARE(choice.dtype == "bfloat16", choice.float32Ms >= inference::kBf16Margin * choice.bfloat16Ms);
+        QCOMPARE(choice.dtype == "bfloat16", choice.float32Ms >= inference::kMeasuredChoiceMargin * choice.bfloat16Ms);
     }
 }
 
@@ -560,6 +560,10 @@ void tst_Dispatch::int8KernelChosenByFlagsAndMeasurement()
     QCOMPARE(choice.name, std::string("libtorch-_weight_int8pack_mm"));
     QCOMPARE(choice.dtype, std::string("bfloat16"));
     QCOMPARE(chooseInt8Kernel(cpuFlags(""), "float32", times(2, 2)).name, std::string("ours-avx2")); // a tie
+    // libtorch's kernel 1.1x faster: within the margin of a measurement, ours stays.
+    QCOMPARE(chooseInt8Kernel(cpuFlags(""), "float32", times(2.2, 2)).name, std::string("ours-avx2"));
+    QCOMPARE(chooseInt8Kernel(cpuFlags(""), "float32", times(2.4, 2)).name,
+             std::string("libtorch-_weight_int8pack_mm"));
     const std::string noFma = "processor\t: 0\nmodel name\t: Test CPU\nflags\t\t: fpu sse2 avx avx2\n\n";
     choice = chooseInt8Kernel(hardware::parseCpuInfo(noFma).flags, "float32", times(9, -1)); // the portable loop
     QVERIFY(choice.kernel == Int8Kernel::Ours);
@@ -581,7 +585,8 @@ void tst_Dispatch::int8KernelChosenByFlagsAndMeasurement()
         QCOMPARE(choice.times.bytes, 2 * weight.bytes());
         QVERIFY(choice.times.oursMs > 0);
         QCOMPARE(choice.kernel == Int8Kernel::Libtorch,
-                 choice.times.libtorchMs >= 0 && choice.times.libtorchMs < choice.times.oursMs);
+                 choice.times.libtorchMs >= 0 &&
+                     choice.times.libtorchMs * inference::kMeasuredChoiceMargin <= choice.times.oursMs);
     }
 }
 
