@@ -1,6 +1,7 @@
 #include "launcher/envbuilder.h"
 
 #include "core/common/accelerateenv.h"
+#include "core/common/fsdpvalues.h"
 #include "core/common/programs.h"
 #include "core/common/text.h"
 #include "launcher/launchflags.h"
@@ -130,7 +131,7 @@ void addFsdpBlock(const LaunchSettings &settings, EnvMap &env)
             env[var] = pythonText(*value);
     };
     always("FSDP_VERSION", "fsdp_version", "1", false);
-    always("FSDP_SHARDING_STRATEGY", "fsdp_sharding_strategy", "FULL_SHARD", false);
+    always("FSDP_SHARDING_STRATEGY", "fsdp_sharding_strategy", fsdp::kFullShard, false);
     always("FSDP_RESHARD_AFTER_FORWARD", "fsdp_reshard_after_forward", "true", true);
     always("FSDP_OFFLOAD_PARAMS", "fsdp_offload_params", "false", true);
     always("FSDP_MIN_NUM_PARAMS", "fsdp_min_num_params", "100000000", false);

@@ -1,6 +1,6 @@
 // The environment and command line of one rank: what `accelerate launch` (and torchrun, for the
 // launchers that go through it) would give the process, plus Accel Studio's own ACCEL_RUN_DIR
-// and ACCEL_METRICS_FILE. Pure functions of their inputs, so the tables of the fact sheet can be
+// and ACCEL_METRICS_FILE. Pure functions of their inputs, so that what Accelerate exports can be
 // checked one variable at a time.
 #pragma once
 

@@ -1,6 +1,7 @@
 #include "launcher/launchflags.h"
 
 #include "core/common/distributeddefaults.h"
+#include "core/common/fsdpvalues.h"
 #include "core/common/text.h"
 #include "core/config/configschema.h"
 
@@ -153,7 +154,7 @@ std::vector<LaunchFlag> makeFlags()
         {"fsdp_version", K::Value, "N", "1", "FSDP version (1 or 2)", "fsdp", 0, false,
          config::schema::allowedValues("fsdp_config.fsdp_version")},
         {"fsdp_reshard_after_forward", K::Value, "VALUE", "true", "FSDP2: bool; FSDP1: sharding strategy", "fsdp"},
-        {"fsdp_sharding_strategy", K::Value, "STRATEGY", "FULL_SHARD", "FSDP1 sharding strategy", "fsdp"},
+        {"fsdp_sharding_strategy", K::Value, "STRATEGY", fsdp::kFullShard, "FSDP1 sharding strategy", "fsdp"},
         {"fsdp_offload_params", K::BoolText, "BOOL", "false", "offload parameters to CPU", "fsdp"},
         {"fsdp_auto_wrap_policy", K::Value, "POLICY", nullptr, wrapPolicies.c_str(), "fsdp"},
         {"fsdp_transformer_layer_cls_to_wrap", K::Value, "NAMES", nullptr, "layer classes to wrap", "fsdp"},

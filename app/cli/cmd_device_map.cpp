@@ -38,7 +38,7 @@ nlohmann::ordered_json toJson(const std::string &model, const std::string &dtype
 {
     nlohmann::ordered_json j;
     j["schema"] = bigmodel::DeviceMapSchema;
-    j["version"] = 1;
+    j["version"] = bigmodel::DeviceMapVersion;
     j["model"] = model;
     j["strategy"] = bigmodel::strategyName(o.strategy);
     j["dtype"] = dtype.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(dtype);

@@ -22,6 +22,7 @@ namespace accel::bigmodel {
 // generate --device_map FILE read both.
 inline constexpr const char *DeviceMapSchema = "accel.device-map";
 inline constexpr const char *DeviceMapPlanSchema = "accel.device-map-plan";
+inline constexpr int DeviceMapVersion = 1; // both schemas
 
 enum class DeviceMapStrategy { Auto, Balanced, BalancedLow0, Sequential };
 

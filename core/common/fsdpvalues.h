@@ -32,6 +32,7 @@ const std::vector<std::string> &fsdp2StateDictTypes(); // what fsdp_version 2 ta
 inline constexpr const char *kFullShard = "FULL_SHARD";
 inline constexpr const char *kShardGradOp = "SHARD_GRAD_OP";
 inline constexpr const char *kBackwardPre = "BACKWARD_PRE";
+inline constexpr const char *kBackwardPost = "BACKWARD_POST";
 inline constexpr const char *kTransformerBasedWrap = "TRANSFORMER_BASED_WRAP";
 inline constexpr const char *kSizeBasedWrap = "SIZE_BASED_WRAP";
 inline constexpr const char *kNoWrap = "NO_WRAP";

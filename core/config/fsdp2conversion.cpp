@@ -1,12 +1,14 @@
 #include "core/config/fsdp2conversion.h"
 
+#include "core/common/fsdpvalues.h"
 namespace accel::config {
 
 namespace {
 
 bool reshardsAfterForward(const std::string &strategy)
 {
-    return strategy == "FULL_SHARD" || strategy == "HYBRID_SHARD";
+    const fsdp::ShardingStrategy *known = fsdp::findShardingStrategy(strategy);
+    return known && known->reshardAfterForward;
 }
 
 } // namespace
@@ -50,8 +52,8 @@ Fsdp2Conversion convertToFsdp2(const ClusterConfig &config)
             converted.reshardAfterForward = old.reshardAfterForward;
         }
     }
-    if (converted.stateDictType == std::string("LOCAL_STATE_DICT")) {
-        converted.stateDictType = "SHARDED_STATE_DICT";
+    if (converted.stateDictType == std::string(fsdp::kLocalStateDict)) {
+        converted.stateDictType = fsdp::kShardedStateDict;
         result.notes.push_back(
             "fsdp_state_dict_type LOCAL_STATE_DICT does not exist in FSDP2; using SHARDED_STATE_DICT");
     }

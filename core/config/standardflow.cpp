@@ -1,8 +1,9 @@
-// The questions of `accelerate config` (fact sheet section 2), in the order Accelerate asks them.
+// The questions of `accelerate config`, in the order Accelerate asks them.
 // Each question names the config key its answer lands in; the few answers that combine into one
 // key (distributed type, use_cpu, lists) are turned into config by flowbuilder.cpp.
 #include "core/config/questionflow.h"
 
+#include "core/common/fsdpvalues.h"
 #include "core/common/text.h"
 #include "core/config/configschema.h"
 
@@ -422,17 +423,17 @@ void addFsdpQuestions(std::vector<Question> &q)
     q.push_back(menu("fsdp_version", "What should be your FSDP version?", schemaChoices("fsdp_config.fsdp_version"),
                      "2", fsdp, "fsdp_config.fsdp_version"));
     q.push_back(menu("fsdp_sharding_strategy", "What should be your sharding strategy?",
-                     plainChoices(schema::fsdpShardingStrategies()), "FULL_SHARD", fsdp1,
+                     plainChoices(schema::fsdpShardingStrategies()), fsdp::kFullShard, fsdp1,
                      "fsdp_config.fsdp_reshard_after_forward"));
     q.push_back(yesNo("fsdp_reshard_after_forward", "Do you want to enable resharding after forward?", true, fsdp2,
                       "fsdp_config.fsdp_reshard_after_forward"));
     q.push_back(yesNo("fsdp_offload_params", "Do you want to offload parameters and gradients to CPU?", false, fsdp,
                       "fsdp_config.fsdp_offload_params"));
     q.push_back(menu("fsdp_auto_wrap_policy", "What should be your auto wrap policy?",
-                     plainChoices(schema::fsdpAutoWrapPolicies()), "TRANSFORMER_BASED_WRAP", fsdp,
+                     plainChoices(schema::fsdpAutoWrapPolicies()), fsdp::kTransformerBasedWrap, fsdp,
                      "fsdp_config.fsdp_auto_wrap_policy"));
     const Condition transformerWrap = [](const Answers &a) {
-        return fsdp(a) && get(a, "fsdp_auto_wrap_policy") == "TRANSFORMER_BASED_WRAP";
+        return fsdp(a) && get(a, "fsdp_auto_wrap_policy") == fsdp::kTransformerBasedWrap;
     };
     q.push_back(yesNo("fsdp_use_no_split_modules",
                       "Do you want to use the model's _no_split_modules to wrap (Transformers models only)?", false,
@@ -444,16 +445,17 @@ void addFsdpQuestions(std::vector<Question> &q)
         "fsdp_config.fsdp_transformer_layer_cls_to_wrap", true));
     q.push_back(integer(
         "fsdp_min_num_params", "What should be your FSDP's minimum number of parameters for default auto wrapping?",
-        "100000000", [](const Answers &a) { return fsdp(a) && get(a, "fsdp_auto_wrap_policy") == "SIZE_BASED_WRAP"; },
+        "100000000",
+        [](const Answers &a) { return fsdp(a) && get(a, "fsdp_auto_wrap_policy") == fsdp::kSizeBasedWrap; },
         "fsdp_config.fsdp_min_num_params", 0));
     q.push_back(menu("fsdp_backward_prefetch", "What should be your FSDP's backward prefetch policy?",
-                     plainChoices(schema::fsdpBackwardPrefetchModes()), "BACKWARD_PRE", fsdp1,
+                     plainChoices(schema::fsdpBackwardPrefetchModes()), fsdp::kBackwardPre, fsdp1,
                      "fsdp_config.fsdp_backward_prefetch"));
     q.push_back(menu("fsdp1_state_dict_type", "What should be your FSDP's state dict type?",
-                     plainChoices(schema::fsdpStateDictTypes()), "FULL_STATE_DICT", fsdp1,
+                     plainChoices(schema::fsdpStateDictTypes()), fsdp::kFullStateDict, fsdp1,
                      "fsdp_config.fsdp_state_dict_type"));
     q.push_back(menu("fsdp2_state_dict_type", "What should be your FSDP's state dict type?",
-                     plainChoices(schema::fsdp2StateDictTypes()), "SHARDED_STATE_DICT", fsdp2,
+                     plainChoices(schema::fsdp2StateDictTypes()), fsdp::kShardedStateDict, fsdp2,
                      "fsdp_config.fsdp_state_dict_type"));
     q.push_back(yesNo("fsdp_forward_prefetch", "Do you want to enable FSDP's forward prefetch policy?", false, fsdp1,
                       "fsdp_config.fsdp_forward_prefetch"));

@@ -1,7 +1,8 @@
 // Cross-field rules of Accelerate's launcher and questionnaire, and warnings for the keys its
-// launcher silently ignores (fact sheet section 9).
+// launcher silently ignores.
 #include "core/config/validation.h"
 
+#include "core/common/fsdpvalues.h"
 #include "core/config/configschema.h"
 
 #include <algorithm>
@@ -240,11 +241,11 @@ private:
         } else {
             const std::string *stored =
                 f.reshardAfterForward ? std::get_if<std::string>(&*f.reshardAfterForward) : nullptr;
-            if (stored && !f.shardingStrategy && *stored != "FULL_SHARD")
+            if (stored && !f.shardingStrategy && *stored != fsdp::kFullShard)
                 warning("fsdp_config.fsdp_reshard_after_forward",
-                        "FSDP1 reads FSDP_SHARDING_STRATEGY first, which accelerate launch always exports (FULL_SHARD "
-                        "by default), so " +
-                            *stored + " here has no effect; also set fsdp_sharding_strategy: " + *stored);
+                        "FSDP1 reads FSDP_SHARDING_STRATEGY first, which accelerate launch always exports (" +
+                            std::string(fsdp::kFullShard) + " by default), so " + *stored +
+                            " here has no effect; also set fsdp_sharding_strategy: " + *stored);
             if (stored && f.shardingStrategy && *stored != *f.shardingStrategy)
                 warning("fsdp_config.fsdp_reshard_after_forward",
                         "disagrees with fsdp_sharding_strategy (" + *f.shardingStrategy + "), which wins");
@@ -253,11 +254,12 @@ private:
                         "is forced to true because fsdp_cpu_ram_efficient_loading is on");
         }
         const std::string policy = f.autoWrapPolicy.value_or("");
-        if (f.minNumParams && policy != "SIZE_BASED_WRAP")
-            warning("fsdp_config.fsdp_min_num_params", "is only used with fsdp_auto_wrap_policy SIZE_BASED_WRAP");
-        if (f.transformerLayerClsToWrap && policy != "TRANSFORMER_BASED_WRAP")
+        if (f.minNumParams && policy != fsdp::kSizeBasedWrap)
+            warning("fsdp_config.fsdp_min_num_params",
+                    std::string("is only used with fsdp_auto_wrap_policy ") + fsdp::kSizeBasedWrap);
+        if (f.transformerLayerClsToWrap && policy != fsdp::kTransformerBasedWrap)
             warning("fsdp_config.fsdp_transformer_layer_cls_to_wrap",
-                    "is only used with fsdp_auto_wrap_policy TRANSFORMER_BASED_WRAP");
+                    std::string("is only used with fsdp_auto_wrap_policy ") + fsdp::kTransformerBasedWrap);
     }
 
     void deepSpeed()

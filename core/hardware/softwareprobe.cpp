@@ -40,7 +40,8 @@ Result<WorkerCapabilities> parseWorkerCapabilities(const std::string &text)
         const nlohmann::json json = nlohmann::json::parse(text);
         if (!json.is_object() || json.value("schema", "") != WorkerCapabilitiesSchema)
             return makeError(ErrorCode::InvalidInput,
-                             "expected a JSON object with \"schema\": \"accel.worker-capabilities\"",
+                             std::string("expected a JSON object with \"schema\": \"") + WorkerCapabilitiesSchema +
+                                 "\"",
                              "accel-worker --capabilities --json");
         WorkerCapabilities capabilities;
         capabilities.available = true;

@@ -21,6 +21,7 @@ inline const char *notInstalled()
 WorkerCapabilities probeWorker(const std::string &workerPath, int timeoutMs = 10000);
 // accel-worker capabilities' answer (core/worker/capabilities.cpp writes it).
 inline constexpr const char *WorkerCapabilitiesSchema = "accel.worker-capabilities";
+inline constexpr int WorkerCapabilitiesVersion = 2;
 // Parses {"schema":"accel.worker-capabilities","version":1,"torch_version",...}.
 Result<WorkerCapabilities> parseWorkerCapabilities(const std::string &json);
 

@@ -16,6 +16,7 @@ namespace accel::rundir {
 // The answer of an accel-worker rank to a stack request (core/worker/stackdump.cpp writes it, accel
 // stack reads it).
 inline constexpr const char *NativeStackSchema = "accel.native-stack";
+inline constexpr int NativeStackVersion = 1;
 
 namespace file {
 inline constexpr const char *Manifest = "run.json";

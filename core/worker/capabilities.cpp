@@ -90,7 +90,7 @@ std::string capabilitiesJson()
 {
     nlohmann::ordered_json j;
     j["schema"] = hardware::WorkerCapabilitiesSchema;
-    j["version"] = 2;
+    j["version"] = hardware::WorkerCapabilitiesVersion;
     j["worker_version"] = ACCEL_VERSION;
     j["torch_version"] = TORCH_VERSION;
     const std::string config = at::show_config();

@@ -174,7 +174,7 @@ std::string nativeStackJson(int rank, void *const *frames, int count)
                           {"waiting", collective.waiting}};
     nlohmann::json document{
         {"schema", rundir::NativeStackSchema},
-        {"version", 1},
+        {"version", rundir::NativeStackVersion},
         {"rank", rank},
         {"pid", static_cast<long long>(getpid())},
         {"collective", collective.kind == runtime::CollectiveKind::None ? nlohmann::json() : record},

@@ -1,4 +1,4 @@
-// `accel config to-fsdp2`'s mapping (fact sheet 4.5), key by key.
+// `accel config to-fsdp2`'s mapping (as Accelerate's to-fsdp2 converts), key by key.
 #include "core/config/configio.h"
 #include "core/config/fsdp2conversion.h"
 #include "core/config/validation.h"

@@ -1,6 +1,6 @@
 // The question flow of `accelerate config`, driven in-process exactly like the terminal
 // questionnaire does (next question, typed input, interpret, re-ask): scripted answers must
-// produce the files in the corpus, which were written from the same fact sheet.
+// produce the files in the corpus, which were written from Accelerate's own questionnaire.
 #include "core/common/fileutil.h"
 #include "core/config/configio.h"
 #include "core/config/questionflow.h"

@@ -240,7 +240,7 @@ private Q_SLOTS:
                "set it to false"
             << true;
 
-        // Warnings for keys Accelerate's launcher ignores (fact sheet section 9).
+        // Warnings for keys Accelerate's launcher ignores.
         QTest::newRow("rdzv backend ignored")
             << "distributed_type: MULTI_GPU\nnum_processes: 4\nnum_machines: 2\nmain_process_ip: h\n"
                "rdzv_backend: c10d\n"

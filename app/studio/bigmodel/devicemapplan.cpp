@@ -138,7 +138,7 @@ QByteArray DeviceMapPlan::toJson() const
 {
     nlohmann::ordered_json j;
     j["schema"] = bigmodel::DeviceMapPlanSchema;
-    j["version"] = 1;
+    j["version"] = bigmodel::DeviceMapVersion;
     j["model"] = model.toStdString();
     j["strategy"] = strategy.toStdString();
     j["dtype"] =

@@ -1,6 +1,7 @@
 #include "core/runtime/strategy/shardingengine_p.h"
 #include "core/runtime/strategy/tensorparallellayout.h"
 
+#include "core/common/fsdpvalues.h"
 #include "core/common/log.h"
 #include "core/runtime/cudaplugin.h"
 #include "core/runtime/precision/fp8allgather.h"
@@ -55,9 +56,9 @@ ShardingEngine::ShardingEngine(ShardingPlan plan, std::unique_ptr<Collectives> s
     const int world = m_shard->size() * (m_replica ? m_replica->size() : 1);
     m_factors = m_plan.divideFactors(world);
     m_forwardPrefetch = m_plan.forwardPrefetch;
-    if (m_plan.backwardPrefetch == "BACKWARD_PRE")
+    if (m_plan.backwardPrefetch == fsdp::kBackwardPre)
         m_backwardPrefetch = BackwardPrefetch::Pre;
-    else if (m_plan.backwardPrefetch == "BACKWARD_POST")
+    else if (m_plan.backwardPrefetch == fsdp::kBackwardPost)
         m_backwardPrefetch = BackwardPrefetch::Post;
 }
 

@@ -2,7 +2,7 @@
 """Writes the config corpus of Accel Studio's config tests.
 
 Each file holds the dict Accelerate's questionnaire (or `accelerate config default`) produces for
-one setup, as described in the project's Accelerate fact sheet, serialised the way Accelerate
+one setup, as Accelerate's own code builds it, serialised the way Accelerate
 serialises it: yaml.safe_dump() for .yaml files, json.dumps(indent=2, sort_keys=True) + newline for
 .json files (and for the JSON-in-.yaml file `accelerate config default` writes). The files are
 committed; this script documents how they were made and re-creates them:
