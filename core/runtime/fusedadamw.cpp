@@ -34,18 +34,28 @@ torch::Tensor FusedAdamW::step(LossClosure closure)
         loss = closure();
     }
     torch::NoGradGuard noGrad;
+    // Each group's parameters with a gradient, and whether the kernel takes the group: decided once.
+    struct Group {
+        std::vector<torch::Tensor> params;
+        bool fused = false;
+    };
+    std::vector<Group> groups;
     bool fallback = false;
     for (auto &group : param_groups()) {
-        auto &options = static_cast<torch::optim::AdamWOptions &>(group.options());
-        std::vector<torch::Tensor> params;
+        Group g;
         for (const auto &p : group.params()) {
             if (p.grad().defined())
-                params.push_back(p);
+                g.params.push_back(p);
         }
-        if (options.amsgrad() || !fusable(params)) {
-            fallback = fallback || !params.empty();
+        g.fused = !static_cast<torch::optim::AdamWOptions &>(group.options()).amsgrad() && fusable(g.params);
+        fallback = fallback || (!g.fused && !g.params.empty());
+        groups.push_back(std::move(g));
+    }
+    for (size_t k = 0; k < groups.size(); ++k) {
+        if (!groups[k].fused)
             continue;
-        }
+        const auto &options = static_cast<torch::optim::AdamWOptions &>(param_groups()[k].options());
+        const std::vector<torch::Tensor> &params = groups[k].params;
         std::vector<torch::Tensor> grads, averages, squares, steps;
         for (const auto &p : params) {
             auto &slot = state()[p.unsafeGetTensorImpl()];
@@ -74,16 +84,10 @@ torch::Tensor FusedAdamW::step(LossClosure closure)
         // The groups the kernel cannot take, stepped by torch::optim::AdamW alone: the fused groups'
         // gradients are hidden from it for the call.
         std::vector<std::pair<torch::Tensor, torch::Tensor>> hidden;
-        for (auto &group : param_groups()) {
-            auto &options = static_cast<torch::optim::AdamWOptions &>(group.options());
-            std::vector<torch::Tensor> params;
-            for (const auto &p : group.params()) {
-                if (p.grad().defined())
-                    params.push_back(p);
-            }
-            if (options.amsgrad() || !fusable(params))
+        for (Group &g : groups) {
+            if (!g.fused)
                 continue;
-            for (auto &p : params) {
+            for (auto &p : g.params) {
                 hidden.emplace_back(p, p.grad());
                 p.mutable_grad() = torch::Tensor();
             }
