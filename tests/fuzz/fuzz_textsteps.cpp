@@ -25,7 +25,10 @@ public:
     uint8_t byte() { return m_pos < m_size ? m_data[m_pos++] : 0; }
     std::string text()
     {
-        const size_t length = std::min<size_t>(byte() % 16, m_size - m_pos);
+        // The length byte first: read inside std::min's arguments, the remaining size could be
+        // taken before the byte that shortens it (the order is unspecified), one byte past the end.
+        const size_t wanted = byte() % 16;
+        const size_t length = std::min<size_t>(wanted, m_size - m_pos);
         std::string out(reinterpret_cast<const char *>(m_data + m_pos), length);
         m_pos += length;
         return out;
