@@ -1,8 +1,8 @@
 // accel estimate-memory MODEL: Accelerate's memory table (largest layer, total size, training with
 // Adam per dtype) for a model folder, a checkpoint or a config.json alone, plus inference memory
 // (weights, KV cache, activations) for a batch and context; with --config_file, the per-rank bytes
-// of training under the config's strategy (DDP, FSDP, DeepSpeed ZeRO); with --run, under the
-// settings a run was launched with.
+// of training under the config's strategy (DDP, FSDP, DeepSpeed ZeRO) on its device mesh (tp splits
+// the model's tensors as the runtime does); with --run, under the settings a run was launched with.
 #include "app/cli/argparser.h"
 #include "app/cli/command.h"
 #include "app/cli/estimatesharding.h"
@@ -81,12 +81,21 @@ int estimateJob(const std::string &jobFile, const std::optional<std::string> &co
     cli::FrozenParameters frozen;
     frozen.count = model->parameters - model->trainable;
     frozen.storedBytes = model->frozenStoredBytes;
+    // What splits over the mesh's tp dimension (the causal_lm model's tensors, LoRA's adapters).
+    cli::MeshModel mesh;
+    mesh.recipe = model->recipe;
+    mesh.jobFile = jobFile;
+    mesh.model = model->loaded.get();
+    mesh.loraRank = model->loraRank;
+    mesh.loraLayers = model->loraLayers;
+    mesh.vocabParallel = model->vocabParallel;
+    mesh.sequenceParallel = model->sequenceParallel;
     auto perRank = run ? cli::estimateShardingForRun(*run, model->trainable, {"float32"}, model->optimizer,
-                                                     model->optimizerStates, model->mixedPrecision, frozen)
+                                                     model->optimizerStates, model->mixedPrecision, frozen, mesh)
                        : cli::estimateSharding(config.value_or(std::string()),
                                                processes > 0 ? std::optional<int>(int(processes)) : std::nullopt,
                                                model->trainable, {"float32"}, model->optimizer, model->optimizerStates,
-                                               model->mixedPrecision, frozen);
+                                               model->mixedPrecision, frozen, mesh);
     if (!perRank) {
         std::fprintf(stderr, "accel estimate-memory: %s\n", perRank.error().toString().c_str());
         return exitCodeFor(perRank.error());
@@ -228,11 +237,14 @@ int runEstimateMemory(int argc, char **argv)
     }
     std::optional<cli::ShardingEstimate> perRank;
     if (parser.isSet("config_file") || parser.isSet("run")) {
-        auto sharding = parser.isSet("run")
-                            ? cli::estimateShardingForRun(*parser.value("run"), estimate->parameters, list)
-                            : cli::estimateSharding(*parser.value("config_file"),
-                                                    processes > 0 ? std::optional<int>(int(processes)) : std::nullopt,
-                                                    estimate->parameters, list);
+        cli::MeshModel mesh; // a script's model: its tensors split as the runtime splits a causal_lm model's
+        mesh.model = &*model;
+        auto sharding =
+            parser.isSet("run")
+                ? cli::estimateShardingForRun(*parser.value("run"), estimate->parameters, list, "Adam", 2, {}, {}, mesh)
+                : cli::estimateSharding(*parser.value("config_file"),
+                                        processes > 0 ? std::optional<int>(int(processes)) : std::nullopt,
+                                        estimate->parameters, list, "Adam", 2, {}, {}, mesh);
         if (!sharding) {
             std::fprintf(stderr, "accel estimate-memory: %s\n", sharding.error().toString().c_str());
             return exitCodeFor(sharding.error());

@@ -141,9 +141,10 @@ Result<RecipeModel> mlpModel(const launcher::JobFile &job, const std::string &jo
 Result<RecipeModel> causalLmModel(const launcher::JobFile &job, const std::string &jobFile)
 {
     const std::string folder = job.value("model.path");
-    auto loaded = bigmodel::loadModel(folder);
-    if (!loaded)
-        return makeError(ErrorCode::InvalidInput, "model.path: " + loaded.error().toString(), jobFile);
+    auto read = bigmodel::loadModel(folder);
+    if (!read)
+        return makeError(ErrorCode::InvalidInput, "model.path: " + read.error().toString(), jobFile);
+    const auto loaded = std::make_shared<const bigmodel::LoadedModel>(std::move(*read));
     const bigmodel::ModelStructure &structure = loaded->structure;
     RecipeModel model;
     model.recipe = "causal_lm";
@@ -156,6 +157,9 @@ Result<RecipeModel> causalLmModel(const launcher::JobFile &job, const std::strin
                        std::to_string(loaded->config->hiddenSize);
     model.optimizer = "adamw";
     model.optimizerStates = 2;
+    model.vocabParallel = jobs::parseBoolean(job.value("training.vocab_parallel")).value_or(false);
+    model.sequenceParallel = jobs::parseBoolean(job.value("training.sequence_parallel")).value_or(false);
+    model.loaded = loaded;
     if (job.value("lora.r").empty())
         return model;
     model.loraRank = integerValue(job, "lora.r");

@@ -7,9 +7,11 @@
 // counted by peft's target_modules rule (core/bigmodel/loratargets.h).
 #pragma once
 
+#include "core/bigmodel/modelloader.h"
 #include "core/common/result.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -31,6 +33,11 @@ struct RecipeModel {
     std::string optimizer;      // adamw or sgd
     int optimizerStates = 2;    // state tensors per parameter: AdamW 2, SGD with momentum 1, without 0
     std::string mixedPrecision; // training.mixed_precision ("" = the launcher's)
+    // causal_lm: the model folder as read (its tensors split under parallelism_config tp_size) and
+    // training.vocab_parallel / training.sequence_parallel.
+    std::shared_ptr<const bigmodel::LoadedModel> loaded;
+    bool vocabParallel = false;
+    bool sequenceParallel = false;
 };
 
 // True when `path` names a YAML file (the MODEL argument is then a job file).

@@ -135,16 +135,51 @@ private Q_SLOTS:
         auto [code3, plain] = perRank(ddp, {});
         QCOMPARE(code3, 0);
         QCOMPARE(plain["rows"][0]["total_bytes"].get<uint64_t>(), 4 * p * 4);
-        // Tensor parallelism is refused by name, never estimated as if every rank held the whole model.
+        // Tensor parallelism on 2 ranks (FSDP2 over dp_shard 1): each rank holds its half of q/k/v, o,
+        // gate, up and down, the embeddings, norms and head whole; never the whole model per rank.
         const QString tp = m_dir.filePath("tp.yaml");
         QVERIFY(fileutil::writeFileAtomic(tp.toStdString(),
                                           "compute_environment: LOCAL_MACHINE\ndistributed_type: FSDP\n"
                                           "fsdp_config:\n  fsdp_version: 2\nparallelism_config:\n"
                                           "  parallelism_config_tp_size: 2\nmachine_rank: 0\nmixed_precision: 'no'\n"
                                           "num_machines: 1\nnum_processes: 2\nuse_cpu: true\n"));
+        // This model's one key/value head does not divide: refused by name, as the run refuses it.
         auto r = test::runAccel({"estimate-memory", m_model, "--config_file", tp});
         QCOMPARE(r.exitCode, 2);
-        QVERIFY2(r.err.contains("parallelism_config_tp_size 2: the per-rank estimate under tensor parallelism"),
+        QVERIFY2(r.err.contains("parallelism_config_tp_size 2: num_attention_heads 2, num_key_value_heads 1 and "
+                                "intermediate_size 32 must each divide by tp_size"),
+                 qPrintable(r.err));
+        // 2 key/value heads: per layer q, k, v and o 16 x 16, gate, up and down 32 x 16 (2560).
+        const QString splittable = m_dir.filePath("tp-config.json");
+        QVERIFY(fileutil::writeFileAtomic(splittable.toStdString(),
+                                          R"({"model_type":"llama","hidden_size":16,"intermediate_size":32,
+          "num_attention_heads":2,"num_key_value_heads":2,"num_hidden_layers":4,"vocab_size":64})"));
+        r = test::runAccel({"estimate-memory", splittable, "--dtypes", "float32", "--json", "--config_file", tp});
+        QCOMPARE(r.exitCode, 0);
+        const nlohmann::json answer = parseJson(r.out);
+        const uint64_t whole = answer["parameters"].get<uint64_t>();
+        const nlohmann::json split = answer["per_rank_training"];
+        const uint64_t perTp = whole - 4 * 2560 / 2;
+        qInfo("tp 2: %llu of %llu parameters per rank", (unsigned long long)perTp, (unsigned long long)whole);
+        QCOMPARE(split["mesh"]["tp"].get<int>(), 2);
+        QCOMPARE(split["mesh"]["dp_shard"].get<int>(), 1);
+        QCOMPARE(split["mesh"]["description"].get<std::string>(), std::string("tp 2"));
+        QCOMPARE(split["tensor_parallel"]["split_parameters"].get<uint64_t>(), uint64_t(4 * 2560));
+        QCOMPARE(split["tensor_parallel"]["parameters_per_rank"].get<uint64_t>(), perTp);
+        QCOMPARE(split["rows"][0]["parameters_bytes"].get<uint64_t>(), perTp * 4);
+        QCOMPARE(split["rows"][0]["total_bytes"].get<uint64_t>(), perTp * 16);
+        QCOMPARE(split["rows"][0]["ddp"]["total_bytes"].get<uint64_t>(), whole * 16);
+        QVERIFY(split["notes"].dump().find("activations are not predicted") != std::string::npos);
+        r = test::runAccel({"estimate-memory", splittable, "--config_file", tp});
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY2(r.out.contains("mesh: tp 2\n"), qPrintable(r.out));
+        // A family without a tensor-parallel plan is refused with the runtime's words.
+        const QString gpt2 = m_dir.filePath("gpt2-config.json");
+        QVERIFY(fileutil::writeFileAtomic(gpt2.toStdString(), R"({"model_type":"gpt2","n_embd":16,"n_head":2,
+          "n_layer":2,"vocab_size":64,"n_positions":32})"));
+        r = test::runAccel({"estimate-memory", gpt2, "--config_file", tp});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("parallelism_config_tp_size 2: model_type 'gpt2' has no tensor-parallel plan"),
                  qPrintable(r.err));
         // Bad input names what is wrong and exits 2.
         r = test::runAccel({"estimate-memory", m_model, "--config_file", m_dir.filePath("missing.yaml")});
