@@ -2,8 +2,8 @@
 """PyTorch's own tensor parallelism (DTensor: torch.distributed.tensor.parallel) on the transformers Llama
 that run_bench.py made, one rank of a torchrun job on CPU (gloo): q/k/v, gate and up ColwiseParallel,
 o and down RowwiseParallel (transformers' tp plan for Llama), embeddings, norms and head replicated,
-torch AdamW, the same windows as the causal_lm recipe (packed, shuffle off, the batch whole on every
-rank of the tp group). Prints `STEP <i> <seconds> <loss>` per step on rank 0.
+torch AdamW (the fused kernel, as accel-worker steps it), the same windows as the causal_lm recipe (packed,
+shuffle off, the batch whole on every rank of the tp group). Prints `STEP <i> <seconds> <loss>` per step on rank 0.
 usage: peer_tp.py MODEL_FOLDER WINDOWS.pt --steps N"""
 import argparse
 import os
@@ -34,7 +34,11 @@ def main():
             "mlp.gate_proj": ColwiseParallel(), "mlp.up_proj": ColwiseParallel(), "mlp.down_proj": RowwiseParallel()}
     for layer in model.model.layers:
         parallelize_module(layer, mesh, plan)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=5e-5, weight_decay=0.01)
+    # The fused kernel takes the split (DTensor) and the replicated (plain) parameters in separate groups.
+    from torch.distributed.tensor import DTensor
+    split = [p for p in model.parameters() if isinstance(p, DTensor)]
+    whole = [p for p in model.parameters() if not isinstance(p, DTensor)]
+    optimizer = torch.optim.AdamW([{"params": split}, {"params": whole}], lr=5e-5, weight_decay=0.01, fused=True)
     windows = torch.load(args.windows)
     for step in range(args.steps):
         ids = windows[(step * args.batch) % windows.size(0):][:args.batch]
