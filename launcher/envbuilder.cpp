@@ -134,7 +134,7 @@ void addFsdpBlock(const LaunchSettings &settings, EnvMap &env)
     always("FSDP_SHARDING_STRATEGY", "fsdp_sharding_strategy", fsdp::kFullShard, false);
     always("FSDP_RESHARD_AFTER_FORWARD", "fsdp_reshard_after_forward", "true", true);
     always("FSDP_OFFLOAD_PARAMS", "fsdp_offload_params", "false", true);
-    always("FSDP_MIN_NUM_PARAMS", "fsdp_min_num_params", "100000000", false);
+    always("FSDP_MIN_NUM_PARAMS", "fsdp_min_num_params", fsdp::kDefaultMinNumParams, false);
     ifSet("FSDP_AUTO_WRAP_POLICY", "fsdp_auto_wrap_policy");
     ifSet("FSDP_TRANSFORMER_CLS_TO_WRAP", "fsdp_transformer_layer_cls_to_wrap");
     ifSet("FSDP_BACKWARD_PREFETCH", "fsdp_backward_prefetch");

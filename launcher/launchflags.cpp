@@ -158,7 +158,7 @@ std::vector<LaunchFlag> makeFlags()
         {"fsdp_offload_params", K::BoolText, "BOOL", "false", "offload parameters to CPU", "fsdp"},
         {"fsdp_auto_wrap_policy", K::Value, "POLICY", nullptr, wrapPolicies.c_str(), "fsdp"},
         {"fsdp_transformer_layer_cls_to_wrap", K::Value, "NAMES", nullptr, "layer classes to wrap", "fsdp"},
-        {"fsdp_min_num_params", K::Value, "N", "100000000", "size-based wrap threshold", "fsdp"},
+        {"fsdp_min_num_params", K::Value, "N", fsdp::kDefaultMinNumParams, "size-based wrap threshold", "fsdp"},
         {"fsdp_backward_prefetch", K::Value, "MODE", nullptr, prefetchModes.c_str(), "fsdp"},
         {"fsdp_state_dict_type", K::Value, "TYPE", nullptr, "state dict type", "fsdp"},
         {"fsdp_forward_prefetch", K::BoolText, "BOOL", "false", "forward prefetch", "fsdp"},

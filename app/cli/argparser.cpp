@@ -290,4 +290,9 @@ std::vector<std::string> expandMultiValueOption(int argc, char **argv, const std
     return args;
 }
 
+std::string schemaAndVersion(const std::string &schema, int version)
+{
+    return schema + ", version " + std::to_string(version);
+}
+
 } // namespace accel::cli

@@ -74,6 +74,10 @@ private:
     std::string m_error;
 };
 
+// "accel.env, version 1": how a --json flag's help names the document it prints, from the writer's
+// name and version constants.
+std::string schemaAndVersion(const std::string &schema, int version);
+
 // Rewrites an option that takes several values (argparse's nargs="+") into repeated options:
 // `--dtypes a b,c` becomes `--dtypes a --dtypes b --dtypes c`. Following arguments are taken
 // while every comma-separated item is accepted, so a positional after the list stays positional.

@@ -113,7 +113,9 @@ int runEnv(int argc, char **argv)
     ArgParser parser("accel env", "Print this host's environment (versions, config, CPU, memory, network, GPUs) "
                                   "for bug reports, and recommend a config for it.");
     parser.addValue("config_file", "PATH", "Accelerate config file to show instead of the default one");
-    parser.addFlag("json", "Print the report as JSON (schema accel.env, version 1; see docs/env-json.md)");
+    parser.addFlag("json", "Print the report as JSON (schema " +
+                               schemaAndVersion(hardware::EnvSchema, hardware::EnvSchemaVersion) +
+                               "; see docs/env-json.md)");
     parser.addFlag("recommend", "Print a recommended config for this host (YAML with reasons; JSON with --json)");
     parser.addValue("from_json", "FILE",
                     "Use a report written by `accel env --json` (e.g. on another host) "

@@ -14,6 +14,10 @@ namespace {
 
 using namespace accel;
 
+// What --json prints.
+constexpr const char *MergeWeightsSchema = "accel.merge-weights";
+constexpr int MergeWeightsVersion = 1;
+
 int runMergeWeights(int argc, char **argv)
 {
     cli::ArgParser parser("accel merge-weights",
@@ -26,7 +30,8 @@ int runMergeWeights(int argc, char **argv)
     parser.addPositional({"OUTPUT_DIR", "where model.safetensors is written (created if missing)"});
     parser.addFlag("unsafe_serialization", "write pytorch_model.bin (not supported: needs libtorch)");
     parser.addFlag("remove_checkpoint_dir", "delete CHECKPOINT_DIR after a successful merge");
-    parser.addFlag("json", "print a JSON object (schema accel.merge-weights, version 1)");
+    parser.addFlag("json", "print a JSON object (schema " +
+                               cli::schemaAndVersion(MergeWeightsSchema, MergeWeightsVersion) + ")");
     if (!parser.parse(argc, argv, 1)) {
         if (parser.helpRequested()) {
             std::fputs(parser.helpText().c_str(), stdout);
@@ -52,7 +57,7 @@ int runMergeWeights(int argc, char **argv)
     }
     if (parser.isSet("json")) {
         nlohmann::ordered_json j{
-            {"schema", "accel.merge-weights"}, {"version", 1}, {"output", *written}, {"format", format}};
+            {"schema", MergeWeightsSchema}, {"version", MergeWeightsVersion}, {"output", *written}, {"format", format}};
         std::printf("%s\n", j.dump(2).c_str());
     } else {
         std::printf("Merged %s (%s) into %s\n", checkpoint.c_str(), format.c_str(), written->c_str());

@@ -143,7 +143,9 @@ int runSlurmSubmit(int argc, char **argv)
                      "node and sbatch runs it there.");
     parser.addPositional({"CONFIG_OR_SCRIPT", "cluster config (.yaml/.json) or a batch script (#!...)"});
     parser.addPositional({"program", "with a config: the training script and its arguments", true, true});
-    slurmcli::addCommonOptions(parser, "machine-readable output (accel.slurm-submit, version 1)");
+    slurmcli::addCommonOptions(parser, "machine-readable output (" +
+                                           schemaAndVersion(launcher::SlurmSubmitSchema, launcher::SlurmSubmitVersion) +
+                                           ")");
     parser.addValue("job", "JOB.yaml", "with a config: run an accel-worker job (path on the compute nodes)");
     parser.addFlag("module", "with a config: the program is a Python module", 'm');
     parser.addFlag("no_python", "with a config: run the program directly, not through python3");

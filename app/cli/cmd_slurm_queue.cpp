@@ -79,7 +79,9 @@ int runSlurmQueue(int argc, char **argv)
     ArgParser parser("accel slurm queue", "The SLURM queue on a login node over SSH: squeue (pending, running and "
                                           "recently ended jobs), plus sacct for jobs that ended before.");
     parser.addPositional({"JOBIDS", "only these jobs, comma-separated: 12,13 (default: all of the SSH user's)", true});
-    slurmcli::addCommonOptions(parser, "machine-readable output (accel.slurm-queue, version 1)");
+    slurmcli::addCommonOptions(parser, "machine-readable output (" +
+                                           schemaAndVersion(launcher::SlurmQueueSchema, launcher::SlurmQueueVersion) +
+                                           ")");
     parser.setEpilog("Fields are read from squeue --format and sacct --parsable2 with an explicit field list. Exit "
                      "status: 0 listed, 1 failed (host, squeue), 2 bad arguments.");
     if (const int code = slurmcli::parseOrExit(parser, argc, argv, "queue"); code >= 0)
@@ -127,7 +129,9 @@ int runSlurmCancel(int argc, char **argv)
 {
     ArgParser parser("accel slurm cancel", "Cancel a SLURM job over SSH (scancel) and wait for the state it ends in.");
     parser.addPositional({"JOBID", "the job to cancel"});
-    slurmcli::addCommonOptions(parser, "machine-readable output (accel.slurm-cancel, version 1)");
+    slurmcli::addCommonOptions(parser, "machine-readable output (" +
+                                           schemaAndVersion(launcher::SlurmCancelSchema, launcher::SlurmCancelVersion) +
+                                           ")");
     parser.addValue("wait", "SECONDS", "how long to wait for the job to end (0: do not wait)", "60");
     parser.addValue("poll", "SECONDS", "between two looks at the queue", "2");
     parser.setEpilog("Exit status: 0 the job ended (or was signalled, with --wait 0), 1 it is unknown, had ended "

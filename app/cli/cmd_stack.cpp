@@ -327,7 +327,7 @@ static int runStack(int argc, char **argv)
     parser.addValue("timeout", "SECONDS", "wait this long for each rank's stack", "5");
     parser.addValue("reason", "TEXT", "why the stacks are taken, recorded with them", "on demand");
     parser.addFlag("quiet", "print nothing (the capture is still kept in the run directory)");
-    parser.addFlag("json", "machine-readable output (accel.stack)");
+    parser.addFlag("json", "machine-readable output (" + schemaAndVersion(StackSchema, StackVersion) + ")");
     parser.addValue("host", "DEST",
                     "where the run's ranks run: an SSH destination (a ~/.ssh/config alias or [user@]host[:port]) "
                     "or \"local\" (default: the host run.json records, over SSH when it is another)");

@@ -278,8 +278,8 @@ QJsonObject stackReportJson(const QList<StackGroup> &groups, const QList<RankSta
             object.insert(QStringLiteral("nccl_flight_recorder"), stack.ncclFlightRecorder);
         rankArray.append(object);
     }
-    return {{QStringLiteral("schema"), QStringLiteral("accel.stack")},
-            {QStringLiteral("version"), 1},
+    return {{QStringLiteral("schema"), QLatin1String(StackSchema)},
+            {QStringLiteral("version"), StackVersion},
             {QStringLiteral("id"), runId},
             {QStringLiteral("reason"), reason},
             {QStringLiteral("time"), QDateTime::currentDateTimeUtc().toString(Qt::ISODateWithMs)},

@@ -11,6 +11,10 @@
 
 namespace accel::cli {
 
+// The accel stack --json document's name and version (stackReportJson writes them).
+inline constexpr const char *StackSchema = "accel.stack";
+inline constexpr int StackVersion = 1;
+
 struct StackFrame {
     QString function;
     QString file;         // Python: the source file; native: from the object's line table, if any

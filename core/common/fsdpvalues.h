@@ -40,6 +40,10 @@ inline constexpr const char *kFullStateDict = "FULL_STATE_DICT";
 inline constexpr const char *kShardedStateDict = "SHARDED_STATE_DICT";
 inline constexpr const char *kLocalStateDict = "LOCAL_STATE_DICT";
 
+// fsdp_min_num_params when none is given (Accelerate's 1e8): the questionnaire's default answer,
+// the launch flag's default and the FSDP_MIN_NUM_PARAMS accel launch exports without the key.
+inline constexpr const char *kDefaultMinNumParams = "100000000";
+
 bool isOneOf(const std::vector<std::string> &values, const std::string &value);
 // "one of A, B, C": how a refusal names the valid values.
 std::string oneOf(const std::vector<std::string> &values);

@@ -1,5 +1,7 @@
 #include "core/common/jobschema.h"
 
+#include "core/common/text.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -350,8 +352,7 @@ const JobField *field(const std::string &recipe, const std::string &key)
 
 std::string lowered(std::string text)
 {
-    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-    return text;
+    return accel::text::lower(std::move(text));
 }
 
 bool parseInteger(const std::string &text, long long &out)

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace accel::text {
 
@@ -22,6 +23,15 @@ inline std::string upper(std::string text)
     return text;
 }
 
+// Equal up to the case of ASCII letters.
+inline bool equalsIgnoringCase(std::string_view a, std::string_view b)
+{
+    auto folded = [](unsigned char c) { return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c; };
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [&](char x, char y) {
+               return folded(static_cast<unsigned char>(x)) == folded(static_cast<unsigned char>(y));
+           });
+}
+
 // Without leading and trailing ASCII white space (space, \t, \r, \n, \v, \f).
 inline std::string trim(std::string_view text)
 {
@@ -30,6 +40,21 @@ inline std::string trim(std::string_view text)
     if (first == std::string_view::npos)
         return {};
     return std::string(text.substr(first, text.find_last_not_of(space) - first + 1));
+}
+
+// The items of `text` between any of `separators`, each trimmed (trim), empty ones left out:
+// splitTrimmed(" a, b,,c ", ",") is {"a", "b", "c"}.
+inline std::vector<std::string> splitTrimmed(std::string_view text, std::string_view separators)
+{
+    std::vector<std::string> items;
+    size_t start = 0;
+    while (start <= text.size()) {
+        const size_t end = std::min(text.find_first_of(separators, start), text.size());
+        if (std::string item = trim(text.substr(start, end - start)); !item.empty())
+            items.push_back(std::move(item));
+        start = end + 1;
+    }
+    return items;
 }
 
 } // namespace accel::text

@@ -1,9 +1,9 @@
 #include "core/config/clusterconfig.h"
 
+#include "core/common/text.h"
 #include "core/config/configschema.h"
 
 #include <array>
-#include <cctype>
 #include <utility>
 
 namespace accel::config {
@@ -55,10 +55,9 @@ const char *toString(MixedPrecision value)
 
 std::optional<ComputeEnvironment> computeEnvironmentFromString(const std::string &text)
 {
-    if (text == "LOCAL_MACHINE")
-        return ComputeEnvironment::LocalMachine;
-    if (text == "AMAZON_SAGEMAKER")
-        return ComputeEnvironment::AmazonSageMaker;
+    for (ComputeEnvironment value : {ComputeEnvironment::LocalMachine, ComputeEnvironment::AmazonSageMaker})
+        if (text == toString(value))
+            return value;
     return std::nullopt;
 }
 
@@ -155,13 +154,8 @@ bool Fp8Config::isEmpty() const
 
 std::vector<bool> parsePrecisionOverride(const std::string &text)
 {
-    std::string inner = text;
-    auto trim = [](std::string s) {
-        const size_t first = s.find_first_not_of(" \t");
-        const size_t last = s.find_last_not_of(" \t");
-        return first == std::string::npos ? std::string() : s.substr(first, last - first + 1);
-    };
-    inner = trim(inner);
+    using accel::text::trim;
+    std::string inner = trim(text);
     if (inner.size() >= 2 &&
         ((inner.front() == '(' && inner.back() == ')') || (inner.front() == '[' && inner.back() == ']')))
         inner = inner.substr(1, inner.size() - 2);
@@ -169,9 +163,8 @@ std::vector<bool> parsePrecisionOverride(const std::string &text)
     size_t start = 0;
     while (start <= inner.size()) {
         const size_t comma = inner.find(',', start);
-        std::string item = trim(inner.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-        for (char &c : item)
-            c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        const std::string item = accel::text::lower(
+            trim(inner.substr(start, comma == std::string::npos ? std::string::npos : comma - start)));
         if (item == "true")
             values.push_back(true);
         else if (item == "false")

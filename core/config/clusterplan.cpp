@@ -129,22 +129,7 @@ std::string nodeFileName(int rank)
 
 std::vector<std::string> splitHostList(const std::string &text)
 {
-    std::vector<std::string> hosts;
-    std::string current;
-    auto flush = [&] {
-        const auto begin = current.find_first_not_of(" \t");
-        if (begin != std::string::npos)
-            hosts.push_back(current.substr(begin, current.find_last_not_of(" \t") - begin + 1));
-        current.clear();
-    };
-    for (char c : text) {
-        if (c == ',' || c == '\n')
-            flush();
-        else
-            current += c;
-    }
-    flush();
-    return hosts;
+    return accel::text::splitTrimmed(text, ",\n");
 }
 
 ClusterPlan planCluster(const ClusterPlanInput &input, const LocalMachine &local)

@@ -2,11 +2,11 @@
 // problem is reported with file, line and key; reading goes on after an error so one run lists
 // them all.
 #include "core/common/fileutil.h"
+#include "core/common/text.h"
 #include "core/config/configschema.h"
 #include "core/config/configtree.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <set>
 
@@ -19,19 +19,12 @@ using schema::Range;
 
 using schema::joined;
 
-bool equalsIgnoringCase(const std::string &a, const std::string &b)
-{
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-               return std::toupper(static_cast<unsigned char>(x)) == std::toupper(static_cast<unsigned char>(y));
-           });
-}
-
 bool inChoices(const std::string &text, const Choices &choices)
 {
     if (choices.values.empty())
         return true;
     for (const std::string &value : choices.values)
-        if (choices.caseInsensitive ? equalsIgnoringCase(value, text) : value == text)
+        if (choices.caseInsensitive ? accel::text::equalsIgnoringCase(value, text) : value == text)
             return true;
     return false;
 }
@@ -383,7 +376,7 @@ ClusterConfig readConfigTree(const ConfigValue &root, const std::string &fileNam
             config.computeEnvironment = *parsed;
         else
             context.report(Severity::Error, "compute_environment", env->line,
-                           "expected one of LOCAL_MACHINE, AMAZON_SAGEMAKER; got " + text);
+                           "expected one of " + joined(schema::computeEnvironmentNames()) + "; got " + text);
     }
     const bool sageMaker = config.isSageMaker();
 
@@ -432,7 +425,7 @@ ClusterConfig readConfigTree(const ConfigValue &root, const std::string &fileNam
                 config.mixedPrecision = *parsed;
             else
                 context.report(Severity::Error, "mixed_precision", precision->line,
-                               "expected one of no, fp16, bf16, fp8; got " + text);
+                               "expected one of " + joined(schema::mixedPrecisionNames()) + "; got " + text);
         }
     }
 

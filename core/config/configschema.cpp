@@ -183,6 +183,13 @@ const std::vector<std::string> &distributedTypeNames(bool sageMaker)
     return sageMaker ? sage : local;
 }
 
+const std::vector<std::string> &computeEnvironmentNames()
+{
+    static const std::vector<std::string> names{toString(ComputeEnvironment::LocalMachine),
+                                                toString(ComputeEnvironment::AmazonSageMaker)};
+    return names;
+}
+
 std::vector<std::string> topLevelKeys(bool sageMaker)
 {
     ClusterConfig config;

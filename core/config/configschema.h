@@ -60,6 +60,8 @@ inline const std::vector<std::string> &fsdp2StateDictTypes()
     return fsdp::fsdp2StateDictTypes();
 }
 const std::vector<std::string> &distributedTypeNames(bool sageMaker);
+// compute_environment: "LOCAL_MACHINE", "AMAZON_SAGEMAKER", the enum's text forms in its order.
+const std::vector<std::string> &computeEnvironmentNames();
 
 // Where a value of a choice list is taken. Accelerate's own lists of one key differ by place:
 // its launcher takes --dynamo_backend ipex, which its config enum lacks; its questionnaire offers

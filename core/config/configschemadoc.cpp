@@ -148,10 +148,8 @@ void addOwnKeys(Rows &rows, bool sageMaker)
         rows["compute_environment"] = {"text", code(toString(ComputeEnvironment::AmazonSageMaker)), "none (required)"};
         rows["additional_args"] = {"map of scalars", "any", "none"};
     } else {
-        rows["compute_environment"] = {
-            "text",
-            codeList({toString(ComputeEnvironment::LocalMachine), toString(ComputeEnvironment::AmazonSageMaker)}),
-            code(toString(ClusterConfig().computeEnvironment))};
+        rows["compute_environment"] = {"text", codeList(computeEnvironmentNames()),
+                                       code(toString(ClusterConfig().computeEnvironment))};
     }
     rows["distributed_type"] = {"text", codeList(distributedTypeNames(sageMaker)), "none (required)"};
     rows["mixed_precision"] = {"text", codeList(mixedPrecisionNames()), "none"};

@@ -1,6 +1,7 @@
 #include "core/config/configvalue.h"
 
-#include <cctype>
+#include "core/common/text.h"
+
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -190,9 +191,7 @@ bool constructInt(const std::string &source, std::int64_t &out)
 
 double constructFloat(const std::string &source)
 {
-    std::string value = withoutUnderscores(source);
-    for (char &c : value)
-        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    std::string value = text::lower(withoutUnderscores(source));
     double sign = 1;
     if (!value.empty() && (value[0] == '-' || value[0] == '+')) {
         sign = value[0] == '-' ? -1 : 1;

@@ -1,6 +1,7 @@
 // Answers of the question flow -> ClusterConfig, the way Accelerate's questionnaire assembles
 // its config: answers land in the key their question names; the machine type, DeepSpeed/FSDP/
 // Megatron choices and CPU answers combine into distributed_type and use_cpu.
+#include "core/common/text.h"
 #include "core/config/configschema.h"
 #include "core/config/questionflow.h"
 
@@ -84,26 +85,6 @@ bool assign(ClusterConfig &config, const std::string &keyPath, const std::string
     return assigner.assigned;
 }
 
-std::vector<std::string> splitList(const std::string &text, char separator)
-{
-    std::vector<std::string> items;
-    std::string current;
-    auto flush = [&] {
-        const auto begin = current.find_first_not_of(" \t");
-        if (begin != std::string::npos)
-            items.push_back(current.substr(begin, current.find_last_not_of(" \t") - begin + 1));
-        current.clear();
-    };
-    for (char c : text) {
-        if (c == separator)
-            flush();
-        else
-            current += c;
-    }
-    flush();
-    return items;
-}
-
 } // namespace
 
 Result<ClusterConfig> QuestionFlow::build(const Answers &answers) const
@@ -129,7 +110,7 @@ Result<ClusterConfig> QuestionFlow::build(const Answers &answers) const
     auto yes = [&](const char *id) { return get(id) == "yes"; };
 
     ClusterConfig c;
-    if (get("compute_environment") == "AMAZON_SAGEMAKER") {
+    if (get("compute_environment") == toString(ComputeEnvironment::AmazonSageMaker)) {
         c.computeEnvironment = ComputeEnvironment::AmazonSageMaker;
         c.distributedType = *distributedTypeFromString(get("sagemaker_distributed_type"));
     } else {
@@ -175,17 +156,17 @@ Result<ClusterConfig> QuestionFlow::build(const Answers &answers) const
         c.fp8.overrideLinearPrecision =
             std::vector<bool>{yes("fp8_override_fprop"), yes("fp8_override_dgrad"), yes("fp8_override_wgrad")};
     if (a.count("tpu_commands")) {
-        auto commands = splitList(get("tpu_commands"), ';');
+        auto commands = text::splitTrimmed(get("tpu_commands"), ";");
         if (!commands.empty())
             c.commands = commands;
     }
     if (a.count("tpu_vm")) {
-        auto vms = splitList(get("tpu_vm"), ',');
+        auto vms = text::splitTrimmed(get("tpu_vm"), ",");
         if (!vms.empty())
             c.tpuVm = vms;
     }
     if (a.count("tpu_env"))
-        c.tpuEnv = splitList(get("tpu_env"), ',');
+        c.tpuEnv = text::splitTrimmed(get("tpu_env"), ",");
     applyDefaults(c);
     return c;
 }

@@ -1,7 +1,8 @@
 #include "core/config/nativekeys.h"
 
+#include "core/common/text.h"
+
 #include <algorithm>
-#include <cctype>
 #include <map>
 #include <sstream>
 
@@ -20,13 +21,6 @@ std::vector<std::string_view> words(std::string_view text, char separator = ' ')
         start = end + 1;
     }
     return out;
-}
-
-bool sameText(std::string_view a, std::string_view b)
-{
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-               return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-           });
 }
 
 // Every name of one column -> its row.
@@ -129,7 +123,7 @@ bool isInert(const Key &key, std::string_view value)
     if (value.empty())
         return true; // absent or empty asks for nothing
     for (std::string_view candidate : words(inert, ','))
-        if (sameText(candidate, value))
+        if (text::equalsIgnoringCase(candidate, value))
             return true;
     return false;
 }

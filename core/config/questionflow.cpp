@@ -15,15 +15,6 @@ namespace accel::config {
 
 namespace {
 
-std::string trimmed(const std::string &text)
-{
-    const auto begin = text.find_first_not_of(" \t\r\n");
-    if (begin == std::string::npos)
-        return {};
-    const auto end = text.find_last_not_of(" \t\r\n");
-    return text.substr(begin, end - begin + 1);
-}
-
 using text::lower;
 
 } // namespace
@@ -153,7 +144,7 @@ Answers QuestionFlow::prune(const Answers &answers) const
 Result<std::string> QuestionFlow::interpret(const Question &question, const std::string &input,
                                             const Answers &answers) const
 {
-    const std::string text = trimmed(input);
+    const std::string text = accel::text::trim(input);
     auto bad = [&](const std::string &message) { return makeError(ErrorCode::InvalidInput, message, question.id); };
     std::string answer;
     if (text.empty()) {

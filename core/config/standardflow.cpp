@@ -32,7 +32,7 @@ long long num(const Answers &a, const char *id, long long fallback)
 
 bool sage(const Answers &a)
 {
-    return get(a, "compute_environment") == "AMAZON_SAGEMAKER";
+    return get(a, "compute_environment") == toString(ComputeEnvironment::AmazonSageMaker);
 }
 bool local(const Answers &a)
 {
@@ -445,7 +445,7 @@ void addFsdpQuestions(std::vector<Question> &q)
         "fsdp_config.fsdp_transformer_layer_cls_to_wrap", true));
     q.push_back(integer(
         "fsdp_min_num_params", "What should be your FSDP's minimum number of parameters for default auto wrapping?",
-        "100000000",
+        fsdp::kDefaultMinNumParams,
         [](const Answers &a) { return fsdp(a) && get(a, "fsdp_auto_wrap_policy") == fsdp::kSizeBasedWrap; },
         "fsdp_config.fsdp_min_num_params", 0));
     q.push_back(menu("fsdp_backward_prefetch", "What should be your FSDP's backward prefetch policy?",
@@ -636,8 +636,9 @@ std::vector<Question> standardQuestions()
 {
     std::vector<Question> q;
     q.push_back(menu("compute_environment", "In which compute environment are you running?",
-                     {{"LOCAL_MACHINE", "This machine"}, {"AMAZON_SAGEMAKER", "AWS (Amazon SageMaker)"}},
-                     "LOCAL_MACHINE", {}));
+                     {{toString(ComputeEnvironment::LocalMachine), "This machine"},
+                      {toString(ComputeEnvironment::AmazonSageMaker), "AWS (Amazon SageMaker)"}},
+                     toString(ComputeEnvironment::LocalMachine), {}));
     addSageMakerQuestions(q);
     addMachineQuestions(q);
     addDynamoQuestions(q);

@@ -3,6 +3,7 @@
 #include "core/config/validation.h"
 
 #include "core/common/fsdpvalues.h"
+#include "core/common/text.h"
 #include "core/config/configschema.h"
 
 #include <algorithm>
@@ -163,9 +164,7 @@ private:
                                     (c.mixedPrecision ? toString(*c.mixedPrecision) : "not set"));
             return;
         }
-        std::string backend = f.backend.value_or("");
-        for (char &ch : backend)
-            ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+        const std::string backend = text::upper(f.backend.value_or(""));
         auto onlyFor = [&](const std::string &key, bool present, const char *owner) {
             if (present && !backend.empty() && backend != owner)
                 warning("fp8_config." + key,

@@ -1,6 +1,9 @@
 #include "core/common/fileutil.h"
 #include "core/common/result.h"
+#include "core/common/text.h"
+#include "tests/common/sourcelines.h"
 
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -57,6 +60,95 @@ private Q_SLOTS:
         QCOMPARE(fileutil::expandUser("~/hostfile"), std::string("/home/someone/hostfile"));
         QCOMPARE(fileutil::expandUser("~other/x"), std::string("~other/x"));
         QCOMPARE(fileutil::expandUser("/abs"), std::string("/abs"));
+    }
+
+    void textHelpers()
+    {
+        QVERIFY(text::equalsIgnoringCase("Inductor", "INDUCTOR"));
+        QVERIFY(!text::equalsIgnoringCase("inductor", "inductors"));
+        QVERIFY(!text::equalsIgnoringCase("a-b", "a_b"));
+        QCOMPARE(text::splitTrimmed(" a, b,,c \r", ","), (std::vector<std::string>{"a", "b", "c"}));
+        QCOMPARE(text::splitTrimmed("host1\nhost2 , host3\n", ",\n"),
+                 (std::vector<std::string>{"host1", "host2", "host3"}));
+        QCOMPARE(text::splitTrimmed(" ; ", ";"), std::vector<std::string>{});
+    }
+
+    // One table per fact: each value below is declared in its home file(s) only; a code line of app,
+    // core, launcher or monitor that spells it again fails here (comment lines aside). The listed
+    // exceptions are places not yet moved, each with its reason; a new echo is never an exception.
+    void echoesStayDeclaredOnce()
+    {
+        struct Echo {
+            const char *what;
+            QRegularExpression pattern;
+            QStringList homes;
+            QMap<QString, QString> exceptions;
+        };
+        const QString notYet = QStringLiteral("not yet generated from its table (issue 38)");
+        const QList<Echo> echoes{
+            {"the manifest's file name",
+             QRegularExpression(QStringLiteral(R"("run\.json")")),
+             {QStringLiteral("core/rundir/runlayout.h")},
+             {}},
+            {"the events file's name",
+             QRegularExpression(QStringLiteral(R"("events\.jsonl")")),
+             {QStringLiteral("core/rundir/runlayout.h")},
+             {}},
+            {"the default main process port",
+             QRegularExpression(QStringLiteral(R"(\b29500\b)")),
+             {QStringLiteral("core/common/distributeddefaults.h")},
+             {}},
+            {"the worker's override variable",
+             QRegularExpression(QStringLiteral("ACCEL_WORKER_PROGRAM")),
+             {QStringLiteral("core/common/programs.h")},
+             {}},
+            {"FSDP's values and the fsdp_min_num_params default",
+             QRegularExpression(QStringLiteral(R"lit("(FULL_SHARD|SHARD_GRAD_OP|NO_SHARD|HYBRID_SHARD(_ZERO2)?|)lit"
+                                               R"lit(TRANSFORMER_BASED_WRAP|SIZE_BASED_WRAP|NO_WRAP|BACKWARD_PRE|)lit"
+                                               R"lit(BACKWARD_POST|NO_PREFETCH|(FULL|SHARDED|LOCAL)_STATE_DICT|)lit"
+                                               R"lit(100000000)")lit")),
+             {QStringLiteral("core/common/fsdpvalues.h"), QStringLiteral("core/common/fsdpvalues.cpp")},
+             {}},
+            {"compute_environment and mixed_precision values listed by hand in a message",
+             QRegularExpression(QStringLiteral("LOCAL_MACHINE, AMAZON_SAGEMAKER|no, fp16, bf16, fp8")),
+             {},
+             {{QStringLiteral("core/runtime/distributedenv.cpp"), notYet},
+              {QStringLiteral("launcher/export/configflags.cpp"), notYet}}},
+            {"a report's name and version spelled in a help text",
+             QRegularExpression(QStringLiteral(R"((\(|schema )accel\.[a-z.-]+, version [0-9])")),
+             {},
+             {{QStringLiteral("app/cli/cmd_hosts.cpp"), notYet},
+              {QStringLiteral("app/cli/cmd_hosts_doctor.cpp"), notYet},
+              {QStringLiteral("app/cli/cmd_hosts_install.cpp"), notYet},
+              {QStringLiteral("app/cli/cmd_hosts_launch.cpp"), notYet}}},
+            {"accel stack's report name",
+             QRegularExpression(QStringLiteral(R"("accel\.stack")")),
+             {QStringLiteral("app/cli/stackreport.h")},
+             {}},
+        };
+        for (const Echo &echo : echoes)
+            QVERIFY2(echo.pattern.isValid(), echo.what);
+        QStringList found;
+        const int files = test::forEachSourceLine([&](const QString &relative, int line, const QString &read) {
+            QString text = read.trimmed();
+            if (text.startsWith(QLatin1String("//")) || text.startsWith(QLatin1Char('*')) ||
+                text.startsWith(QLatin1String("/*")))
+                return;
+            if (const qsizetype comment = text.indexOf(QLatin1String(" // ")); comment >= 0)
+                text.truncate(comment); // a comment after the code
+            for (const Echo &echo : echoes) {
+                if (echo.homes.contains(relative) || echo.exceptions.contains(relative))
+                    continue;
+                if (echo.pattern.match(text).hasMatch())
+                    found
+                        << QStringLiteral("%1:%2: %3: %4").arg(relative).arg(line).arg(QLatin1String(echo.what), text);
+            }
+        });
+        QVERIFY2(files > 100, qPrintable(QString::number(files)));
+        QVERIFY2(
+            found.isEmpty(),
+            qPrintable(QStringLiteral("%1 code lines spell again what is declared elsewhere:\n").arg(found.size()) +
+                       found.join(QLatin1Char('\n'))));
     }
 };
 

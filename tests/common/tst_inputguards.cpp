@@ -5,9 +5,9 @@
 #include "core/common/fileutil.h"
 #include "core/common/jsondocument.h"
 #include "core/common/yamldocument.h"
+#include "tests/common/sourcelines.h"
 #include "tests/helpers/testsupport.h"
 
-#include <QDirIterator>
 #include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -252,26 +252,10 @@ private Q_SLOTS:
             QStringLiteral(R"((json::(parse|accept|sax_parse|from_cbor|from_msgpack|from_bson|from_ubjson)\s*\()|)"
                            R"((YAML::(Load|LoadFile|LoadAll|LoadAllFromFile)\s*\()|(YAML::Parser))"));
         QStringList bypasses;
-        int files = 0;
-        for (const char *folder : {"app", "core", "launcher", "monitor"}) {
-            QDirIterator it(test::sourceDir() + QLatin1Char('/') + QLatin1String(folder),
-                            {QStringLiteral("*.cpp"), QStringLiteral("*.h")}, QDir::Files,
-                            QDirIterator::Subdirectories);
-            while (it.hasNext()) {
-                const QString path = it.next();
-                const QString relative = QDir(test::sourceDir()).relativeFilePath(path);
-                QFile file(path);
-                QVERIFY2(file.open(QIODevice::ReadOnly), qPrintable(path));
-                ++files;
-                int line = 0;
-                while (!file.atEnd()) {
-                    const QString text = QString::fromUtf8(file.readLine());
-                    ++line;
-                    if (parser.match(text).hasMatch() && !exceptions.contains(relative))
-                        bypasses << QStringLiteral("%1:%2: %3").arg(relative).arg(line).arg(text.trimmed());
-                }
-            }
-        }
+        const int files = test::forEachSourceLine([&](const QString &relative, int line, const QString &text) {
+            if (parser.match(text).hasMatch() && !exceptions.contains(relative))
+                bypasses << QStringLiteral("%1:%2: %3").arg(relative).arg(line).arg(text.trimmed());
+        });
         QVERIFY2(files > 100, qPrintable(QString::number(files)));
         QVERIFY2(bypasses.isEmpty(), qPrintable(QStringLiteral("parsers called around core/common's input guard "
                                                                "(use jsonutil::parseJson / parseOrderedJson / "
