@@ -1,6 +1,7 @@
 #include "core/worker/causallmparallel.h"
 
 #include "core/inference/lora.h"
+#include "core/plan/tensorparallelsplit.h"
 #include "core/runtime/accelerator.h"
 #include "core/runtime/strategy/collectives.h"
 #include "core/runtime/strategy/tensorparallellayout.h"
@@ -32,10 +33,11 @@ Result<std::unique_ptr<CausalLmTensorParallel>> CausalLmTensorParallel::create(r
     const int size = accelerator.mesh().size(MeshDim::Tp);
     if (size <= 1)
         return std::unique_ptr<CausalLmTensorParallel>();
-    const std::string tp = "parallelism_config_tp_size " + std::to_string(size);
-    if (accelerator.mixedPrecision() == runtime::MixedPrecision::Fp8)
-        return makeError(ErrorCode::InvalidInput,
-                         tp + " with mixed_precision fp8 (FP8 layers are not split; use bf16 or no)", job.path);
+    runtime::MeshJob meshJob; // refused as accel estimate-memory refuses it (core/plan/tensorparallelsplit.h)
+    meshJob.tensorParallel = size;
+    meshJob.fp8 = accelerator.mixedPrecision() == runtime::MixedPrecision::Fp8;
+    if (auto ok = runtime::checkMeshJob(meshJob); !ok)
+        return makeError(ok.error().code, ok.error().message, job.path);
     std::unique_ptr<CausalLmTensorParallel> parallel(new CausalLmTensorParallel(accelerator));
     parallel->m_lora = setup.lora;
     parallel->m_seed = job.seed;
@@ -79,6 +81,17 @@ Result<void> CausalLmTensorParallel::split(inference::CausalLM &model)
             if (part[dim] != whole[dim])
                 m_splitDims[p.name] = int64_t(dim);
         }
+    }
+    // The split made is the one table's (core/plan/tensorparallelsplit.h), from which accel
+    // estimate-memory predicts a rank's bytes: a model split otherwise is a defect, not a run.
+    const bool vocabParallel = model.tensorParallelOptions().vocabParallel;
+    for (const auto &p : model.namedParameters()) {
+        const auto it = m_splitDims.find(p.name);
+        const int64_t made = it == m_splitDims.end() ? -1 : it->second;
+        if (const int table = runtime::tensorParallelSplitDim(p.name, vocabParallel); made != table)
+            return makeError(ErrorCode::Internal, "tensor parallelism split " + p.name + " along dimension " +
+                                                      std::to_string(made) + ", the split table says " +
+                                                      std::to_string(table) + " (-1: whole)");
     }
     return m_lora ? checkLora(model) : Result<void>();
 }

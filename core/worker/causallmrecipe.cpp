@@ -18,6 +18,7 @@
 #include "core/inference/lora.h"
 #include "core/inference/pretrainedwriter.h"
 #include "core/inference/torchtensors.h"
+#include "core/plan/tensorparallelsplit.h"
 #include "core/runtime/accelerator.h"
 #include "core/runtime/fusedadamw.h"
 #include "core/runtime/precision/fp8training.h"
@@ -119,25 +120,14 @@ Result<inference::TensorParallelOptions> readTensorParallelOptions(runtime::Acce
     inference::TensorParallelOptions options;
     options.vocabParallel = job.boolean("training.vocab_parallel");
     options.sequenceParallel = job.boolean("training.sequence_parallel");
-    const int tp = accelerator.mesh().size(runtime::MeshDim::Tp), cp = accelerator.mesh().size(runtime::MeshDim::Cp);
-    for (const auto &[key, on] :
-         {std::pair<std::string, bool>{"training.vocab_parallel", options.vocabParallel},
-          std::pair<std::string, bool>{"training.sequence_parallel", options.sequenceParallel}}) {
-        if (on && tp <= 1)
-            return makeError(ErrorCode::InvalidInput,
-                             key +
-                                 ": true needs tensor parallelism, and this run has parallelism_config_tp_size 1; "
-                                 "set tp_size to 2 or more, or " +
-                                 key + ": false",
-                             job.path);
-        if (on && cp > 1)
-            return makeError(ErrorCode::InvalidInput,
-                             key + ": true with parallelism_config_cp_size " + std::to_string(cp) +
-                                 " is not implemented (context parallelism computes its own loss over the whole "
-                                 "vocabulary); set cp_size: 1 or " +
-                                 key + ": false",
-                             job.path);
-    }
+    // Refused as accel estimate-memory refuses them (one check, core/plan/tensorparallelsplit.h).
+    runtime::MeshJob meshJob;
+    meshJob.tensorParallel = accelerator.mesh().size(runtime::MeshDim::Tp);
+    meshJob.contextParallel = accelerator.mesh().size(runtime::MeshDim::Cp);
+    meshJob.vocabParallel = options.vocabParallel;
+    meshJob.sequenceParallel = options.sequenceParallel;
+    if (auto ok = runtime::checkMeshJob(meshJob); !ok)
+        return makeError(ok.error().code, ok.error().message, job.path);
     return options;
 }
 

@@ -7,6 +7,7 @@
 
 #include "core/common/checkpointnames.h"
 #include "core/hardware/nvmlprobe.h"
+#include "core/plan/tensorparallelsplit.h"
 #include "core/runtime/fusedadamw.h"
 #include "core/runtime/plugin.h"
 #include "core/runtime/tensorio.h"
@@ -132,18 +133,13 @@ Result<void> runJob(const JobSpec &job)
     if (!created)
         return tl::unexpected(created.error());
     Accelerator &accelerator = **created;
-    if (const int tp = accelerator.mesh().size(runtime::MeshDim::Tp); tp > 1 && job.recipe != "causal_lm")
-        return makeError(ErrorCode::InvalidInput,
-                         "parallelism_config_tp_size " + std::to_string(tp) + ": recipe " + job.recipe +
-                             " has no tensor-parallel split (the causal_lm recipe has, on Llama-like models); "
-                             "set tp_size: 1",
-                         job.path);
-    if (const int cp = accelerator.mesh().size(runtime::MeshDim::Cp); cp > 1 && job.recipe != "causal_lm")
-        return makeError(ErrorCode::InvalidInput,
-                         "parallelism_config_cp_size " + std::to_string(cp) + ": recipe " + job.recipe +
-                             " has no context-parallel attention (the causal_lm recipe has, on Llama-like models); "
-                             "set cp_size: 1",
-                         job.path);
+    // tp / cp outside the causal_lm recipe: refused as accel estimate-memory refuses them (one check).
+    runtime::MeshJob meshJob;
+    meshJob.recipe = job.recipe;
+    meshJob.tensorParallel = accelerator.mesh().size(runtime::MeshDim::Tp);
+    meshJob.contextParallel = accelerator.mesh().size(runtime::MeshDim::Cp);
+    if (auto ok = runtime::checkMeshJob(meshJob); !ok)
+        return makeError(ok.error().code, ok.error().message, job.path);
     accelerator.setSeed(job.seed);
     // Without a run directory from the launcher, the job's output folder is the run directory
     // (metrics/rank<N>.jsonl goes there).

@@ -5,7 +5,9 @@
 // (ShardingPlan::predictMemory) up to the flat parameters' padding; ZeRO-3 holds half of DDP's
 // parameter bytes. Under fp8 with MS-AMP the optimizer state is MS-AMP's moments (O2 3, O1 8 bytes
 // per parameter), measured and predicted alike. The causal_lm recipe too, full and with LoRA (the
-// frozen base held without gradients or optimizer state).
+// frozen base held without gradients or optimizer state). On the device mesh (tp 2, with
+// vocabulary parallel, tp 2 x dp_shard 2, dp_replicate 2 x dp_shard 2) the prediction equals a real
+// tp 2 run's bytes and the arithmetic from the tensors' shapes.
 #include "core/bigmodel/safetensorswriter.h"
 #include "tests/helpers/testsupport.h"
 
@@ -44,14 +46,16 @@ QMap<qint64, Figures> memoryLines(const QString &path)
     return lines;
 }
 
-// A tiny Llama as transformers saves one (bfloat16, random weights), the llama-tiny tokenizer with
-// </s> as EOS, and a little text for it.
-bool writeTinyLlama(const QString &folder)
+using Shapes = std::vector<std::pair<std::string, std::vector<int64_t>>>;
+
+// The tensors of the tiny Llama below: vocabulary 278, hidden 32, feed-forward 64, 4 heads and 2
+// key/value heads of 8, 2 layers, untied head.
+Shapes tinyLlamaShapes()
 {
     const int64_t vocab = 278, hidden = 32, inter = 64, kv = 16;
-    std::vector<std::pair<std::string, std::vector<int64_t>>> shapes = {{"model.embed_tokens.weight", {vocab, hidden}},
-                                                                        {"model.norm.weight", {hidden}},
-                                                                        {"lm_head.weight", {vocab, hidden}}};
+    Shapes shapes = {{"model.embed_tokens.weight", {vocab, hidden}},
+                     {"model.norm.weight", {hidden}},
+                     {"lm_head.weight", {vocab, hidden}}};
     for (int layer = 0; layer < 2; ++layer) {
         const std::string p = "model.layers." + std::to_string(layer) + ".";
         for (const auto &[part, shape] :
@@ -66,6 +70,14 @@ bool writeTinyLlama(const QString &folder)
                                                                        {"mlp.down_proj.weight", {hidden, inter}}})
             shapes.emplace_back(p + part, shape);
     }
+    return shapes;
+}
+
+// A tiny Llama as transformers saves one (bfloat16, random weights), the llama-tiny tokenizer with
+// </s> as EOS, and a little text for it.
+bool writeTinyLlama(const QString &folder)
+{
+    const Shapes shapes = tinyLlamaShapes();
     std::vector<std::vector<uint16_t>> data;
     std::vector<accel::bigmodel::TensorToWrite> tensors;
     uint32_t state = 12345;
@@ -353,6 +365,150 @@ private Q_SLOTS:
         if (lora) // the frozen base: float32 without mixed precision, the checkpoint's bfloat16 under bf16
             QCOMPARE(qint64(estimate["per_rank_training"]["frozen_bytes"].toDouble()),
                      (qint64(estimate["parameters"].toDouble()) - 896) * (precision == "bf16" ? 2 : 4));
+    }
+
+    // The device mesh (parallelism_config): accel estimate-memory splits q/k/v, o, gate, up and down
+    // over tp (with training.vocab_parallel also embed_tokens and lm_head), keeps the rest whole,
+    // shards over dp_shard only and replicates over dp_replicate. The tiny Llama on tp 2 through the
+    // real accel launch: every rank holds exactly the predicted bytes. On 4 ranks (tp 2 x dp_shard 2,
+    // dp_replicate 2 x dp_shard 2, not launched here) the prediction equals the arithmetic from the
+    // saved tensors' shapes.
+    void meshMeasuredEqualsPredicted_data()
+    {
+        QTest::addColumn<QString>("block");
+        QTest::addColumn<int>("processes");
+        QTest::addColumn<int>("tp");
+        QTest::addColumn<int>("shards");   // dp_shard
+        QTest::addColumn<int>("replicas"); // dp_replicate
+        QTest::addColumn<bool>("vocabParallel");
+        // A parallelism_config needs FSDP2 (as Accelerate's launcher); with tp 2 on 2 ranks dp_shard is 1.
+        const QString fsdp2 = "distributed_type: FSDP\nfsdp_config:\n  fsdp_version: 2\n"
+                              "  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n"
+                              "  fsdp_transformer_layer_cls_to_wrap: LlamaDecoderLayer\nparallelism_config:\n";
+        const QString tp2 = fsdp2 + "  parallelism_config_tp_size: 2\n";
+        QTest::newRow("tp 2") << tp2 << 2 << 2 << 1 << 1 << false;
+        QTest::newRow("tp 2 vocab parallel") << tp2 << 2 << 2 << 1 << 1 << true;
+        QTest::newRow("tp 2 x dp_shard 2")
+            << fsdp2 + "  parallelism_config_tp_size: 2\n  parallelism_config_dp_shard_size: 2\n"
+            << 4 << 2 << 2 << 1 << false;
+        QTest::newRow("dp_replicate 2 x dp_shard 2")
+            << fsdp2 + "  parallelism_config_dp_replicate_size: 2\n  parallelism_config_dp_shard_size: 2\n"
+            << 4 << 1 << 2 << 2 << false;
+    }
+    void meshMeasuredEqualsPredicted()
+    {
+        QFETCH(QString, block);
+        QFETCH(int, processes);
+        QFETCH(int, tp);
+        QFETCH(int, shards);
+        QFETCH(int, replicas);
+        QFETCH(bool, vocabParallel);
+        const QString model = m_dir.filePath("tiny-llama");
+        if (!QFile::exists(model + "/model.safetensors"))
+            QVERIFY(writeTinyLlama(model));
+        const QString name = QString(QTest::currentDataTag()).replace(' ', '-');
+        const QString config =
+            writeFile(name + ".yaml", ("compute_environment: LOCAL_MACHINE\n" + block +
+                                       "machine_rank: 0\nmixed_precision: 'no'\nnum_machines: 1\nnum_processes: " +
+                                       QString::number(processes) + "\nuse_cpu: true\n")
+                                          .toUtf8());
+        const QString job = writeFile(
+            name + "-job.yaml", ("recipe: causal_lm\nmodel: {path: tiny-llama}\ndata: {train: lm.txt, block_size: 8}\n"
+                                 "training: {max_steps: 2, batch_size: 2, log_every: 1" +
+                                 QString(vocabParallel ? ", vocab_parallel: true" : "") + "}\n")
+                                    .toUtf8());
+        const auto estimated = accel::test::runAccel({"estimate-memory", job, "--config_file", config, "--json"});
+        QVERIFY2(estimated.exitCode == 0, qPrintable(estimated.err));
+        const QJsonObject perRank =
+            QJsonDocument::fromJson(estimated.out.toUtf8()).object()["per_rank_training"].toObject();
+        const QJsonObject mesh = perRank["mesh"].toObject();
+        QCOMPARE(mesh["tp"].toInt(), tp);
+        QCOMPARE(mesh["dp_shard"].toInt(), shards);
+        QCOMPARE(mesh["dp_replicate"].toInt(), replicas);
+        QCOMPARE(mesh["cp"].toInt(), 1);
+        QCOMPARE(mesh["vocab_parallel"].toBool(), vocabParallel);
+        // The arithmetic: the split tensors' elements divided by tp, then the FSDP2 chunk over dp_shard.
+        qint64 whole = 0, split = 0;
+        for (const auto &[tensor, shape] : tinyLlamaShapes()) {
+            qint64 elements = 1;
+            for (int64_t d : shape)
+                elements *= d;
+            whole += elements;
+            bool layer = false;
+            for (const char *part : {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"})
+                layer = layer || tensor.find(part) != std::string::npos;
+            const bool vocabulary = tensor == "model.embed_tokens.weight" || tensor == "lm_head.weight";
+            if (layer || (vocabParallel && vocabulary))
+                split += elements;
+        }
+        const qint64 perTp = whole - split + split / tp;
+        const qint64 chunk = (perTp + shards - 1) / shards;
+        QCOMPARE(qint64(perRank["tensor_parallel"]["parameters_per_rank"].toDouble()), tp > 1 ? perTp : 0);
+        const QJsonObject row = perRank["rows"].toArray().first().toObject();
+        const Figures predicted = {qint64(row["parameters_bytes"].toDouble()),
+                                   qint64(row["gradients_bytes"].toDouble()),
+                                   qint64(row["optimizer_state_bytes"].toDouble())};
+        qInfo("%s: %lld of %lld parameters per tp rank; predicted bytes per rank: parameters %lld, gradients %lld, "
+              "optimizer state %lld (mesh %s)",
+              qPrintable(name), perTp, whole, predicted[0], predicted[1], predicted[2],
+              qPrintable(mesh["description"].toString()));
+        QCOMPARE(predicted[0], 4 * chunk);
+        QCOMPARE(predicted[1], 4 * chunk);
+        QCOMPARE(predicted[2], 8 * chunk);
+        if (processes > 2)
+            return; // 4 ranks: the arithmetic above
+        // tp 2 on 2 ranks through the real accel launch: each rank's measured bytes after the first
+        // step (the run's own figures; dp_shard 1: nothing sharded, nothing padded).
+        const QString run = m_dir.filePath("run-" + name);
+        const auto launched = accel::test::runAccel(
+            {"launch", "--config_file", config, "--run_dir", run, "--name", name, "--job", job}, 300000);
+        QVERIFY2(launched.exitCode == 0, qPrintable(launched.out + launched.err));
+        for (int rank = 0; rank < processes; ++rank) {
+            const Figures measured = memoryLines(QString("%1/metrics/rank%2.jsonl").arg(run).arg(rank)).value(1);
+            qInfo("%s rank %d measured: parameters %lld, gradients %lld, optimizer state %lld", qPrintable(name), rank,
+                  measured[0], measured[1], measured[2]);
+            for (int kind = 0; kind < 3; ++kind)
+                QCOMPARE(measured[kind], predicted[kind]);
+        }
+    }
+
+    // What the native runtime cannot do on the mesh is refused by estimate-memory with its words,
+    // naming the key: a recipe without a tensor-parallel split, a family without a tensor-parallel
+    // plan (GPT-2), training.vocab_parallel without tp.
+    void meshRefusalsNameTheKey()
+    {
+        const QString tp2 =
+            writeFile("refuse-tp2.yaml", "compute_environment: LOCAL_MACHINE\ndistributed_type: FSDP\nfsdp_config:\n"
+                                         "  fsdp_version: 2\nparallelism_config:\n  parallelism_config_tp_size: 2\n"
+                                         "machine_rank: 0\n"
+                                         "mixed_precision: 'no'\nnum_machines: 1\nnum_processes: 2\nuse_cpu: true\n");
+        const QString gpt2 = writeFile("gpt2-config.json", "{\"model_type\": \"gpt2\", \"n_embd\": 32, \"n_head\": 2, "
+                                                           "\"n_layer\": 2, \"vocab_size\": 64, \"n_positions\": 32}");
+        const QString model = m_dir.filePath("tiny-llama");
+        if (!QFile::exists(model + "/model.safetensors"))
+            QVERIFY(writeTinyLlama(model));
+        const QString vocabJob =
+            writeFile("refuse-vocab-job.yaml", "recipe: causal_lm\nmodel: {path: tiny-llama}\ndata: {train: lm.txt}\n"
+                                               "training: {vocab_parallel: true}\n");
+        const QString ddp = writeFile("refuse-ddp.yaml", "compute_environment: LOCAL_MACHINE\ndistributed_type: "
+                                                         "MULTI_CPU\nmachine_rank: 0\nmixed_precision: 'no'\n"
+                                                         "num_machines: 1\nnum_processes: 2\nuse_cpu: true\n");
+        const struct {
+            QString model, config, message;
+        } cases[] = {
+            {m_job, tp2,
+             "parallelism_config_tp_size 2: recipe gpt has no tensor-parallel split (the causal_lm recipe has, on "
+             "Llama-like models); set tp_size: 1"},
+            {gpt2, tp2,
+             "parallelism_config_tp_size 2: model_type 'gpt2' has no tensor-parallel plan (transformers has none for "
+             "it either); set tp_size: 1"},
+            {vocabJob, ddp, "training.vocab_parallel: true needs tensor parallelism"},
+        };
+        for (const auto &c : cases) {
+            const auto refused = accel::test::runAccel({"estimate-memory", c.model, "--config_file", c.config});
+            QCOMPARE(refused.exitCode, 2);
+            QVERIFY2(refused.err.contains(c.message), qPrintable(refused.err));
+        }
     }
 
     void zero3HoldsHalfOfDdpsParameters()
