@@ -209,6 +209,21 @@ Result<void> RunDirectory::appendEvent(rundir::EventKind kind, QJsonObject field
     return appendEvent(QLatin1String(rundir::toString(kind)), std::move(fields));
 }
 
+Result<void> RunDirectory::requestStop(const QString &by)
+{
+    if (stopRequested())
+        return {};
+    const QJsonObject request{{QStringLiteral("time"), unixTimeNow()}, {QStringLiteral("by"), by}};
+    return rundir::writeRunFile(native(m_path), rundir::file::StopRequest,
+                                QJsonDocument(request).toJson(QJsonDocument::Compact).toStdString() + "\n");
+}
+
+bool RunDirectory::stopRequested() const
+{
+    const auto exists = rundir::runFileExists(native(m_path), rundir::file::StopRequest);
+    return exists && *exists;
+}
+
 rundir::SupervisorRecord RunDirectory::supervisor() const
 {
     const QJsonObject object = m_manifest.value(QLatin1String(rundir::key::Supervisor)).toObject();

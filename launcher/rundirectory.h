@@ -55,6 +55,12 @@ public:
     // Writes a file directly in the run directory (cluster.yaml, job.yaml), private and atomically.
     Result<void> writeFile(const QString &name, const QByteArray &content);
 
+    // The user's stop request (rundir::file::StopRequest): recorded by `accel stop` before any signal,
+    // {"time": .., "by": ..}; an existing request is kept (its time is the first request's).
+    Result<void> requestStop(const QString &by);
+    // Whether the stop was requested; false when it cannot be told (the folder is gone).
+    bool stopRequested() const;
+
     // The manifest's supervisor record.
     rundir::SupervisorRecord supervisor() const;
     static QJsonObject supervisorJson(const rundir::SupervisorRecord &record);

@@ -26,6 +26,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <utility>
+
 namespace accel::launcher {
 
 namespace {
@@ -151,6 +153,12 @@ void RunSupervisor::onRendezvousFinished(const RendezvousOutcome &outcome)
         if (m_run)
             (void)m_run->appendEvent(rundir::EventKind::RendezvousFailed, {{QStringLiteral("attempt"), m_restartCount},
                                                                            {QStringLiteral("error"), outcome.error}});
+        if (m_run && m_run->stopRequested()) { // the other machines were stopped first
+            m_stopRequested = true;
+            m_stopReason = QStringLiteral("the rendezvous failed after the stop was requested: ") + outcome.error;
+            finish(rundir::RunState::Stopped, 130, m_stopReason);
+            return;
+        }
         finish(rundir::RunState::Failed, 1, outcome.error);
         return;
     }
@@ -271,8 +279,17 @@ void RunSupervisor::onRankExited(const RankExit &exit)
     }
     Q_EMIT rankExited(exit);
     if (!exit.succeeded() && !m_firstFailure && !m_stopRequested) {
-        m_firstFailure = exit;
-        beginTeardown(QStringLiteral("rank %1 %2").arg(exit.rank).arg(exit.describe()));
+        if (m_run && m_run->stopRequested()) {
+            // Ended after the user's stop was requested (its signal has not come yet): the
+            // stop's consequence, e.g. a pipeline stage whose peer on another node was stopped.
+            const QString reason =
+                QStringLiteral("rank %1 ended after the stop was requested (%2)").arg(exit.rank).arg(exit.describe());
+            std::fprintf(stderr, "accel launch: %s; stopping all ranks\n", reason.toLocal8Bit().constData());
+            stopAfterRequest(reason);
+        } else {
+            m_firstFailure = exit;
+            beginTeardown(QStringLiteral("rank %1 %2").arg(exit.rank).arg(exit.describe()));
+        }
     }
     recordRanks();
     if (m_exits.size() == m_processes.size())
@@ -339,10 +356,17 @@ void RunSupervisor::stop(const QString &reason)
         finish(rundir::RunState::Stopped, 130, reason);
         return;
     }
-    if (m_stopRequested) {
+    if (std::exchange(m_stopCalled, true)) {
         killAll(); // asked twice: do not wait for the grace period
         return;
     }
+    if (m_stopRequested)
+        return; // already stopping: a rank ended after the stop request, whose signal this is
+    stopAfterRequest(reason);
+}
+
+void RunSupervisor::stopAfterRequest(const QString &reason)
+{
     m_stopRequested = true;
     m_stopReason = reason;
     if (m_meeting) {
@@ -404,12 +428,16 @@ void RunSupervisor::attemptDone()
         finish(rundir::RunState::Failed, kLogWriteFailedExitCode, m_logFailure);
         return;
     }
-    if (m_stopRequested) {
+    // A rank that failed before any stop was asked for (m_firstFailure is only set then) failed the
+    // run, unless a restart remained, which the stop cancels.
+    if (m_stopRequested && !(m_firstFailure && m_restartCount >= m_settings.maxRestarts)) {
         finish(rundir::RunState::Stopped, m_firstFailure ? m_firstFailure->shellCode() : 130, m_stopReason);
         return;
     }
     if (m_firstFailure) {
-        const QString reason = QStringLiteral("rank %1 %2").arg(m_firstFailure->rank).arg(m_firstFailure->describe());
+        QString reason = QStringLiteral("rank %1 %2").arg(m_firstFailure->rank).arg(m_firstFailure->describe());
+        if (m_stopRequested)
+            reason += QStringLiteral(" (before the stop was requested)");
         if (m_restartCount < m_settings.maxRestarts) {
             ++m_restartCount;
             if (m_run) {

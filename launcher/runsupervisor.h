@@ -57,7 +57,10 @@ public:
 
     void start();
     // Stops every rank (SIGTERM, then SIGKILL after the grace period). A second call kills at once.
-    // Before start() the run ends "stopped" without starting any rank.
+    // Before start() the run ends "stopped" without starting any rank. A rank that fails after the
+    // user's stop request (RunDirectory::stopRequested, written by `accel stop` before its signal)
+    // stops the run the same way: it ends "stopped". A rank that failed before the request (or
+    // before this call) leaves it "failed", unless restarts remained.
     void stop(const QString &reason);
     bool isFinished() const { return m_finished; }
     const RunOutcome &outcome() const { return m_outcome; }
@@ -76,6 +79,7 @@ private:
     void onRankStarted(int rank, qint64 pid);
     void onRankExited(const RankExit &exit);
     void onLogWriteFailed(int rank, const QString &error);
+    void stopAfterRequest(const QString &reason);
     void beginTeardown(const QString &reason);
     void killAll();
     void checkFolder();
@@ -103,6 +107,7 @@ private:
     int m_restartCount = 0;
     bool m_tearingDown = false;
     bool m_stopRequested = false;
+    bool m_stopCalled = false; // stop() was called (a signal), not only requested in the run folder
     bool m_finished = false;
     bool m_started = false;
     bool m_meeting = false; // the machines' rendezvous of this attempt is under way

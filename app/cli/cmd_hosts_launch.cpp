@@ -191,6 +191,34 @@ Result<void> writeRecord(const QString &path, const QJsonObject &record)
     return {};
 }
 
+// `accel stop RUN_DIR` on every node, in two steps: first the stop request on all of them
+// (`accel stop --request_only`, nothing signalled), then the signals. A rank that loses its peer on
+// another node (a pipeline stage whose neighbour was stopped first) can only end after the first
+// signal, by when its own node holds the request: its supervisor records "stopped", not "failed",
+// whichever node the signal reaches first. The outcomes of the second step, in node order;
+// `requestErrors` gets the first step's failures (empty strings where it succeeded).
+std::vector<AccelOutcome> stopEveryNode(const std::vector<Host *> &targets, const QStringList &runDirs,
+                                        const hosts::RemoteSettings &settings, QStringList *requestErrors = nullptr)
+{
+    std::vector<QStringList> requests;
+    std::vector<QStringList> stops;
+    for (const QString &runDir : runDirs) {
+        requests.push_back(
+            {QStringLiteral("stop"), QStringLiteral("--request_only"), QStringLiteral("--json"), runDir});
+        stops.push_back({QStringLiteral("stop"), QStringLiteral("--json"), runDir});
+    }
+    const std::vector<AccelOutcome> requested = hosts::runEverywhere(targets, requests, settings, 120000);
+    if (requestErrors) {
+        requestErrors->clear();
+        for (const AccelOutcome &outcome : requested)
+            *requestErrors << (outcome.succeeded() ? QString()
+                                                   : outcome.describe() + QStringLiteral(": ") +
+                                                         QString::fromUtf8(outcome.standardError).trimmed());
+    }
+    // A node whose request failed (unreachable, or an accel without --request_only) is still stopped.
+    return hosts::runEverywhere(targets, stops, settings, 120000);
+}
+
 struct NodeStart {
     QString host;
     int machineRank = 0;
@@ -308,15 +336,15 @@ int runHostsLaunch(int argc, char **argv)
     }
     if (!allStarted) { // no half-started cluster: stop the nodes that did start
         std::vector<Host *> started;
-        std::vector<QStringList> stops;
+        QStringList runDirs;
         for (size_t i = 0; i < nodes.size(); ++i) {
             if (nodes[i].started) {
                 started.push_back(targets[i]);
-                stops.push_back({QStringLiteral("stop"), nodes[i].runDir});
+                runDirs << nodes[i].runDir;
                 nodes[i].message = QStringLiteral("stopped again: another node failed to start");
             }
         }
-        hosts::runEverywhere(started, stops, *settings, 120000);
+        stopEveryNode(started, runDirs, *settings);
     }
 
     QJsonArray list;
@@ -368,8 +396,10 @@ int runHostsLaunch(int argc, char **argv)
 
 int runHostsStop(int argc, char **argv)
 {
-    ArgParser parser("accel hosts stop", "Stop every node of a run started by `accel hosts launch` (accel stop on "
-                                         "each host over SSH).");
+    ArgParser parser("accel hosts stop",
+                     "Stop every node of a run started by `accel hosts launch`: accel stop on each host over SSH, "
+                     "first the stop request on every node, then the signals, so that every node records "
+                     "\"stopped\" (a rank that loses its peer after the request is the stop's consequence).");
     parser.addPositional({"RECORD", "the record `accel hosts launch` wrote"});
     parser.addFlag("json", "machine-readable output (accel.hosts-stop, version 1)");
     hosts::addRemoteOptions(parser);
@@ -388,13 +418,14 @@ int runHostsStop(int argc, char **argv)
     char *fakeArgv[] = {argv[0], nullptr};
     QCoreApplication app(fakeArgc, fakeArgv);
     QStringList names;
-    std::vector<QStringList> commands;
+    QStringList runDirs;
     for (const ClusterRecordNode &node : record->nodes) {
         names << node.host;
-        commands.push_back({QStringLiteral("stop"), QStringLiteral("--json"), node.runDir});
+        runDirs << node.runDir;
     }
     const hosts::HostGroup group = hosts::makeHosts(names, *settings);
-    const std::vector<AccelOutcome> outcomes = hosts::runEverywhere(group.hosts, commands, *settings, 120000);
+    QStringList requestErrors;
+    const std::vector<AccelOutcome> outcomes = stopEveryNode(group.hosts, runDirs, *settings, &requestErrors);
     bool allStopped = true;
     QJsonArray list;
     for (int i = 0; i < record->nodes.size(); ++i) {
@@ -403,9 +434,12 @@ int runHostsStop(int argc, char **argv)
         const QJsonObject reply = QJsonDocument::fromJson(outcome.standardOutput).object();
         const bool stopped = outcome.succeeded();
         allStopped = allStopped && stopped;
-        const QString message =
+        QString message =
             stopped ? QString()
                     : outcome.describe() + QStringLiteral(": ") + QString::fromUtf8(outcome.standardError).trimmed();
+        if (!requestErrors.value(i).isEmpty()) // stopped all the same, but its ranks may end "failed"
+            message += (message.isEmpty() ? QString() : QStringLiteral("; ")) +
+                       QStringLiteral("the stop request was not recorded before the signals: ") + requestErrors.at(i);
         list.append(QJsonObject{{QStringLiteral("host"), node.host},
                                 {QStringLiteral("run_dir"), node.runDir},
                                 {QStringLiteral("stopped"), stopped},

@@ -1,4 +1,7 @@
-// accel stop RUN: asks the run's supervisor to stop (SIGINT, which makes it SIGTERM the ranks and
+// accel stop RUN: records the stop request in the run folder (rundir::file::StopRequest: a rank that
+// fails from then on, having lost a peer that was stopped first, is the stop's consequence and the
+// run ends "stopped"; --request_only does only this, for `accel hosts stop`, which asks every node
+// before it signals any), then asks the run's supervisor to stop (SIGINT, which makes it SIGTERM the ranks and
 // SIGKILL them after its grace period), then escalates to SIGTERM and SIGKILL on the supervisor,
 // whose ranks die with it. A run whose supervisor is already gone has its ranks' process groups
 // killed. Only processes proven to belong to the run are signalled (core/rundir/processidentity.h):
@@ -88,6 +91,10 @@ static int runStop(int argc, char **argv)
                     RunDirectory::defaultRunsRoot().toStdString());
     parser.addValue("timeout", "SECONDS", "wait this long after each signal before escalating", "15");
     parser.addFlag("json", "machine-readable output (accel.stop)");
+    parser.addFlag("request_only",
+                   "only record the stop request in the run folder and signal nothing (`accel hosts stop` does this "
+                   "on every node before it signals any, so that a rank that loses its peer on another node ends "
+                   "\"stopped\", not \"failed\")");
     parser.addValue("host", "DEST",
                     "where the run's supervisor runs: an SSH destination (a ~/.ssh/config alias or "
                     "[user@]host[:port]), or \"local\" for this machine whatever run.json records (default: the "
@@ -121,8 +128,11 @@ static int runStop(int argc, char **argv)
     // What accel stop on the run's host is asked for; there the run is local.
     QStringList forwarded{QStringLiteral("--host"), QLatin1String(launcher::kLocalDestination),
                           QStringLiteral("--timeout"), QString::fromStdString(parser.valueOr("timeout", "15"))};
+    const bool requestOnly = parser.isSet("request_only");
     if (parser.isSet("json"))
         forwarded << QStringLiteral("--json");
+    if (requestOnly)
+        forwarded << QStringLiteral("--request_only");
     if (parser.isSet("runs_root"))
         forwarded << QStringLiteral("--runs_root") << QString::fromStdString(*parser.value("runs_root"));
 #ifdef ACCEL_CLI_HAVE_HOSTS
@@ -175,6 +185,10 @@ static int runStop(int argc, char **argv)
                          run->filePath(QLatin1String(rundir::file::Manifest)).toLocal8Bit().constData());
             return ExitFailure;
         case rundir::SupervisorCheck::Gone:
+            if (requestOnly) { // no supervisor to read the request; the stop itself kills what is left
+                how = QStringLiteral("supervisor is gone; nothing requested");
+                break;
+            }
             how = owner ? killProvenRankGroups(*run, *owner)
                         : QStringLiteral("supervisor was gone; no rank signalled: ") +
                               QString::fromStdString(owner.error().toString());
@@ -193,6 +207,22 @@ static int runStop(int argc, char **argv)
                              run->filePath(QLatin1String(rundir::file::Manifest)).toLocal8Bit().constData(),
                              proven.error().toString().c_str());
                 return ExitFailure;
+            }
+            // The request first, the signal after: a rank that ends badly from now on (its peer on
+            // another node stopped first) is the stop's consequence (RunSupervisor::stop). Only
+            // after the proof, so only into a run folder whose supervisor is the folder owner's.
+            if (auto requested = run->requestStop(QStringLiteral("accel stop")); !requested) {
+                if (requestOnly) {
+                    std::fprintf(stderr, "accel stop: the stop request is not recorded: %s\n",
+                                 requested.error().toString().c_str());
+                    return ExitFailure;
+                }
+                std::fprintf(stderr, "accel stop: warning: the stop request is not recorded (%s); signalling anyway\n",
+                             requested.error().toString().c_str());
+            }
+            if (requestOnly) {
+                how = QStringLiteral("stop requested; nothing signalled");
+                break;
             }
             const std::pair<int, const char *> steps[] = {
                 {SIGINT, "SIGINT"}, {SIGTERM, "SIGTERM"}, {SIGKILL, "SIGKILL"}};

@@ -396,6 +396,23 @@ Result<void> appendRunLine(const std::string &runDirectory, const std::string &r
     return {};
 }
 
+Result<bool> runFileExists(const std::string &runDirectory, const std::string &name)
+{
+    if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
+        return makeError(ErrorCode::InvalidInput, "not a file name directly in the run directory", name);
+    Fd directory(openRunDirectory(runDirectory));
+    if (directory.get() < 0)
+        return makeError(errno == ENOENT ? ErrorCode::NotFound : ErrorCode::Io,
+                         systemError("cannot open the run directory") + symlinkHint(errno), runDirectory);
+    struct stat info {};
+    if (::fstatat(directory.get(), name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0) {
+        if (errno == ENOENT)
+            return false;
+        return makeError(ErrorCode::Io, systemError("cannot look at"), runDirectory + "/" + name);
+    }
+    return S_ISREG(info.st_mode);
+}
+
 Result<void> writeRunFile(const std::string &runDirectory, const std::string &name, const std::string &content)
 {
     if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")

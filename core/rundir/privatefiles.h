@@ -56,6 +56,10 @@ Result<void> appendRunLine(const std::string &runDirectory, const std::string &r
 // blocks hold the new content is overwritten in place instead (so run.json still gets its final
 // state); otherwise the old file is left whole.
 Result<void> writeRunFile(const std::string &runDirectory, const std::string &name, const std::string &content);
+// Whether a regular file `name` lies directly in the run directory (a symlink or anything else
+// there is not one); only the folder is opened, never the file, so a file another user wrote there
+// (root's `accel stop` in a user's run) counts as well.
+Result<bool> runFileExists(const std::string &runDirectory, const std::string &name);
 // Writes all of `bytes` to fd; false with errno set on a short or failed write (full disk).
 bool writeAll(int fd, const char *bytes, std::size_t size);
 

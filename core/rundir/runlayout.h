@@ -24,6 +24,10 @@ inline constexpr const char *Events = "events.jsonl";
 inline constexpr const char *ClusterConfig = "cluster.yaml";
 inline constexpr const char *Job = "job.yaml";
 inline constexpr const char *SupervisorLog = "supervisor.log";
+// The user's stop request: `accel stop` writes it before any signal (and `accel hosts stop` on
+// every node before signalling any), so that the supervisor takes a rank that ends badly from then
+// on (a pipeline stage whose peer on another node was stopped first) as the stop's consequence.
+inline constexpr const char *StopRequest = "stop_request.json";
 inline constexpr const char *Logs = "logs";
 inline constexpr const char *Metrics = "metrics";
 inline constexpr const char *Checkpoints = "checkpoints";

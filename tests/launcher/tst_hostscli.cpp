@@ -1,7 +1,9 @@
 // `accel hosts check` end to end over a real sshd on loopback (SshTestServer): the remote accel is
 // this build's own binary (ACCEL_REMOTE_BIN / --remote_accel), the SSH folder comes from
 // ACCEL_SSH_DIR. Covers ok hosts, an unknown host key (refused, then accepted), accel missing or
-// of another version, an unreachable host beside a good one, and bad arguments.
+// of another version, an unreachable host beside a good one, and bad arguments; then `accel hosts
+// launch` and `accel hosts stop` through the record (every node records "stopped", also when one
+// node's ranks end before its own stop's signal arrives).
 #include "tests/helpers/netnssshnodes.h"
 #include "tests/helpers/sshtestserver.h"
 #include "tests/helpers/testsupport.h"
@@ -26,6 +28,21 @@ namespace {
 QJsonObject parse(const accel::test::ProcessResult &result)
 {
     return QJsonDocument::fromJson(result.out.toUtf8()).object();
+}
+
+QJsonObject runManifest(const QString &runDir)
+{
+    QFile file(QDir(runDir).filePath(QStringLiteral("run.json")));
+    return file.open(QIODevice::ReadOnly) ? QJsonDocument::fromJson(file.readAll()).object() : QJsonObject();
+}
+
+void writeExecutable(const QString &path, const QString &text)
+{
+    QFile file(path);
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write(text.toUtf8());
+    file.close();
+    file.setPermissions(QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner);
 }
 
 QJsonObject hostEntry(const QJsonObject &report, const QString &host)
@@ -58,6 +75,7 @@ private Q_SLOTS:
     void stopReadsTheRecordWithItsOneReader();
     void launchStopsTheStartedNodesWhenAnotherFailsToStart();
     void launchAcrossTwoNetworkNamespaces();
+    void stopIsRecordedOnEveryNodeWhenAPeerEndsFirst();
 
 private:
     accel::test::ProcessResult hosts(const QStringList &arguments, const QStringList &extraEnv = {});
@@ -333,15 +351,9 @@ void tst_HostsCli::launchStopsTheStartedNodesWhenAnotherFailsToStart()
     // Machine 1's accel passes the pre-flight but refuses to launch; machine 0's run had started.
     QTemporaryDir data;
     const QString wrapper = data.filePath(QStringLiteral("accel"));
-    QFile script(wrapper);
-    QVERIFY(script.open(QIODevice::WriteOnly));
-    script.write(
-        QStringLiteral("#!/bin/sh\ncase \" $* \" in *\" --machine_rank 1 \"*) echo 'accel launch: disk full' >&2; "
-                       "exit 1;; esac\nexec '%1' \"$@\"\n")
-            .arg(m_accel)
-            .toUtf8());
-    script.close();
-    script.setPermissions(QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner);
+    writeExecutable(wrapper, QStringLiteral("#!/bin/sh\ncase \" $* \" in *\" --machine_rank 1 \"*) echo 'accel launch: "
+                                            "disk full' >&2; exit 1;; esac\nexec '%1' \"$@\"\n")
+                                 .arg(m_accel));
     const QString marker = QStringLiteral("hostslaunch-") + QUuid::createUuid().toString(QUuid::WithoutBraces);
     const QString fakechild = QDir(accel::test::binDir()).filePath(QStringLiteral("fakechild"));
     const QString record = data.filePath(QStringLiteral("cluster.json"));
@@ -360,9 +372,7 @@ void tst_HostsCli::launchStopsTheStartedNodesWhenAnotherFailsToStart()
     QVERIFY(!QFile::exists(record));
     // Machine 0's supervisor and rank are gone, and its run says it was stopped.
     QTRY_VERIFY_WITH_TIMEOUT(accel::test::processesWithMarker(marker).isEmpty(), 20000);
-    QFile runJson(QDir(first.value(QStringLiteral("run_dir")).toString()).filePath(QStringLiteral("run.json")));
-    QVERIFY(runJson.open(QIODevice::ReadOnly));
-    QCOMPARE(QJsonDocument::fromJson(runJson.readAll()).object().value(QStringLiteral("state")).toString(),
+    QCOMPARE(runManifest(first.value(QStringLiteral("run_dir")).toString()).value(QStringLiteral("state")).toString(),
              QStringLiteral("stopped"));
 }
 
@@ -475,6 +485,60 @@ void tst_HostsCli::launchAcrossTwoNetworkNamespaces()
     for (const QJsonValue &node : stoppedNodes)
         QVERIFY2(node.toObject().value(QStringLiteral("stopped")).toBool(), qPrintable(stopped.out));
     QTRY_VERIFY_WITH_TIMEOUT(accel::test::processesWithMarker(marker).isEmpty(), 20000);
+}
+
+// A plain two-node launch whose ranks depend on each other, as pipeline stages do: machine 1's rank
+// ends with 1 as soon as machine 0's is gone. The stop through the record reaches machine 1 a second
+// after machine 0 (a slow link: its accel stop waits 1 s), so machine 1's rank ends before its own
+// stop's signal. Both runs record "stopped": accel hosts stop records the request on every node
+// before it signals any, and machine 1's supervisor takes its rank's end as the stop's consequence.
+// (Before, every node was asked at once and machine 1 recorded "failed".)
+void tst_HostsCli::stopIsRecordedOnEveryNodeWhenAPeerEndsFirst()
+{
+    QTemporaryDir data;
+    const QString marker = QStringLiteral("hostsstop-") + QUuid::createUuid().toString(QUuid::WithoutBraces);
+    const QString stage = data.filePath(QStringLiteral("stage.sh"));
+    writeExecutable(stage, QStringLiteral("#!/bin/sh\n"
+                                          "# $1: the test's marker; $2: where the ranks leave their pids\n"
+                                          "echo $$ > \"$2/rank$RANK.pid\"\n"
+                                          "peer=\"$2/rank$((1 - RANK)).pid\"\n"
+                                          "while :; do\n"
+                                          "  if [ -s \"$peer\" ] && ! kill -0 \"$(cat \"$peer\")\" 2>/dev/null; then\n"
+                                          "    echo 'lost my peer' >&2; exit 1\n"
+                                          "  fi\n"
+                                          "  sleep 0.05\n"
+                                          "done\n"));
+    QDir().mkpath(data.filePath(QStringLiteral("pids")));
+    const QString record = data.filePath(QStringLiteral("cluster.json"));
+    const auto launched = hosts({"launch", "accel-test,accel-test-2", "--json", "--main_process_port",
+                                 QString::number(accel::test::SshTestServer::freeLoopbackPort()), "--record", record,
+                                 "--remote_env", "XDG_DATA_HOME=" + data.path(), "--", "--num_processes", "2",
+                                 "--no_python", stage, marker, data.filePath(QStringLiteral("pids"))});
+    QVERIFY2(launched.exitCode == 0, qPrintable(launched.out + launched.err));
+    const QJsonArray nodes = parse(launched).value(QStringLiteral("nodes")).toArray();
+    QCOMPARE(nodes.size(), 2);
+    const QString first = nodes.at(0).toObject().value(QStringLiteral("run_dir")).toString();
+    const QString second = nodes.at(1).toObject().value(QStringLiteral("run_dir")).toString();
+    for (int rank = 0; rank < 2; ++rank)
+        QTRY_VERIFY_WITH_TIMEOUT(QFileInfo(data.filePath(QStringLiteral("pids/rank%1.pid").arg(rank))).size() > 0,
+                                 20000);
+
+    // Every accel stop for machine 1's run comes a second late.
+    const QString slow = data.filePath(QStringLiteral("slow-accel"));
+    writeExecutable(slow, QStringLiteral("#!/bin/sh\ncase \" $* \" in *\" %1 \"*) sleep 1;; esac\nexec '%2' \"$@\"\n")
+                              .arg(second, m_accel));
+    const auto stopped = hosts({"stop", record, "--json", "--remote_accel", slow});
+    QVERIFY2(stopped.exitCode == 0, qPrintable(stopped.out + stopped.err));
+    QTRY_VERIFY_WITH_TIMEOUT(accel::test::processesWithMarker(marker).isEmpty(), 20000);
+    QStringList states;
+    for (const QString &runDir : {first, second})
+        states << runManifest(runDir).value(QStringLiteral("state")).toString();
+    QVERIFY2(states == QStringList({QStringLiteral("stopped"), QStringLiteral("stopped")}),
+             qPrintable(states.join(QStringLiteral(", ")) + QStringLiteral("\n") + stopped.out));
+    // Machine 1's run says why its rank's end is no failure.
+    const QJsonArray changes = runManifest(second).value(QStringLiteral("states")).toArray();
+    const QString detail = changes.last().toObject().value(QStringLiteral("detail")).toString();
+    QVERIFY2(detail.contains(QStringLiteral("rank 1 ended after the stop was requested")), qPrintable(detail));
 }
 
 QTEST_GUILESS_MAIN(tst_HostsCli)

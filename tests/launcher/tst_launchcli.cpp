@@ -516,6 +516,44 @@ private Q_SLOTS:
         QCOMPARE(missing.exitCode, 2);
     }
 
+    // A run that failed before the stop was requested stays "failed": rank 1 exits 3 at once and
+    // rank 0 ignores SIGTERM, so the supervisor is still in the failure's grace period when accel
+    // stop comes. (Before, a stop during that teardown recorded "stopped".)
+    void failureBeforeTheStopStaysFailed()
+    {
+        QTemporaryDir dir;
+        const QString marker = newMarker();
+        const QString run = dir.filePath(QStringLiteral("r1"));
+        const auto detached = runAccel({QStringLiteral("launch"),          QStringLiteral("--detach"),
+                                        QStringLiteral("--json"),          QStringLiteral("--cpu"),
+                                        QStringLiteral("--num_processes"), QStringLiteral("2"),
+                                        QStringLiteral("--grace_period"),  QStringLiteral("2"),
+                                        QStringLiteral("--run_dir"),       run,
+                                        QStringLiteral("--no_python"),     fakechild(),
+                                        QStringLiteral("--marker"),        marker,
+                                        QStringLiteral("--if-rank"),       QStringLiteral("1"),
+                                        QStringLiteral("--exit"),          QStringLiteral("3"),
+                                        QStringLiteral("--ignore-term"),   QStringLiteral("--hang")});
+        QVERIFY2(detached.exitCode == 0, qPrintable(detached.err));
+        QVERIFY(waitFor(
+            [&] {
+                QFile events(QDir(run).filePath(QStringLiteral("events.jsonl")));
+                return events.open(QIODevice::ReadOnly) && events.readAll().contains("\"event\":\"stopping_ranks\"");
+            },
+            10000));
+        const auto stop = runAccel({QStringLiteral("stop"), run, QStringLiteral("--json")});
+        QCOMPARE(stop.exitCode, 0);
+        QCOMPARE(parseObject(stop.out).value(QStringLiteral("state")).toString(), QStringLiteral("failed"));
+        QFile manifest(QDir(run).filePath(QStringLiteral("run.json")));
+        QVERIFY(manifest.open(QIODevice::ReadOnly));
+        const QJsonObject json = parseObject(QString::fromUtf8(manifest.readAll()));
+        QCOMPARE(json.value(QStringLiteral("exit_code")).toInt(), 3);
+        const QString detail =
+            json.value(QStringLiteral("states")).toArray().last().toObject().value(QStringLiteral("detail")).toString();
+        QVERIFY2(detail.contains(QStringLiteral("rank 1 exit 3 (before the stop was requested)")), qPrintable(detail));
+        QVERIFY(waitFor([&] { return processesWithMarker(marker).isEmpty(); }, 5000));
+    }
+
     void configFileIsMerged()
     {
         QTemporaryDir dir;

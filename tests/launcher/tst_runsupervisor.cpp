@@ -292,6 +292,42 @@ private Q_SLOTS:
         QCOMPARE(run->manifest().value(QStringLiteral("state")).toString(), QStringLiteral("stopped"));
     }
 
+    // A rank that fails once the user's stop is requested in the run folder (accel stop writes the
+    // request before its signal; accel hosts stop on every node before any signal) ended because of
+    // the stop: the run ends "stopped" and says why. The signal that follows is not a second one:
+    // rank 0, which ignores SIGTERM, still gets its grace period (the "killed" event).
+    void failureAfterTheStopRequestEndsStopped()
+    {
+        QTemporaryDir dir;
+        auto run = RunDirectory::create(dir.path());
+        QVERIFY(run);
+        const QString marker = newMarker();
+        SupervisorOptions options;
+        options.graceMs = 600;
+        RunSupervisor supervisor(
+            fakeSettings(dir.path(), 2,
+                         {QStringLiteral("--marker"), marker, QStringLiteral("--ignore-term"),
+                          QStringLiteral("--sleep"), QStringLiteral("300"), QStringLiteral("--if-rank"),
+                          QStringLiteral("1"), QStringLiteral("--exit"), QStringLiteral("3"),
+                          QStringLiteral("--hang")}),
+            {}, &*run, options);
+        QSignalSpy finished(&supervisor, &RunSupervisor::finished);
+        QSignalSpy exited(&supervisor, &RunSupervisor::rankExited);
+        supervisor.start();
+        QVERIFY(run->requestStop(QStringLiteral("test")));
+        QVERIFY(run->stopRequested());
+        QVERIFY(exited.wait(5000)); // rank 1, after the request
+        supervisor.stop(QStringLiteral("supervisor received SIGINT"));
+        QVERIFY(finished.wait(5000));
+        const RunOutcome outcome = supervisor.outcome();
+        QCOMPARE(outcome.state, QStringLiteral("stopped"));
+        QCOMPARE(outcome.exitCode, 130);
+        QVERIFY2(outcome.reason.contains(QStringLiteral("rank 1 ended after the stop was requested (exit 3)")),
+                 qPrintable(outcome.reason));
+        QVERIFY(events(*run).contains(QStringLiteral("killed")));
+        QVERIFY(waitFor([&] { return processesWithMarker(marker).isEmpty(); }, 1000));
+    }
+
     // Ctrl-C before the supervisor started anything: a clean "stopped", and start() starts nothing.
     void stopBeforeStartEndsStopped()
     {
