@@ -167,6 +167,44 @@ private Q_SLOTS:
         QCOMPARE(panel->ddpTotal(), 16 * qint64(answer["parameters"].toDouble()));
     }
 
+    // parallelism_config tp_size 2: the panel shows what one rank holds with q/k/v, o, gate, up and
+    // down halved (the embeddings, norms and head whole) and names the mesh.
+    void launchPageShowsTheTensorParallelFigure()
+    {
+        app::LaunchPage page;
+        page.setAccelProgram(m_accel);
+        auto *panel = page.memoryEstimate();
+        page.setConfigFile(
+            writeText(m_dir.filePath("tp.yaml"),
+                      configText("distributed_type: FSDP\nfsdp_config:\n  fsdp_version: 2\nparallelism_config:\n"
+                                 "  parallelism_config_tp_size: 2\n",
+                                 2)));
+        page.setScript(writeText(m_dir.filePath("train-tp.py"), "print('hi')\n"));
+        // hidden 16, 2 heads and 2 key/value heads of 8, feed-forward 32, 2 layers: per layer q, k, v
+        // and o 16 x 16, gate, up and down 32 x 16, 2560 parameters; half of them per tp rank.
+        const QString model =
+            writeText(m_dir.filePath("tp-config.json"),
+                      R"({"model_type":"llama","hidden_size":16,"intermediate_size":32,"num_attention_heads":2,
+                "num_key_value_heads":2,"num_hidden_layers":2,"vocab_size":64,"max_position_embeddings":128})");
+        panel->modelField()->setText(model);
+        QTRY_VERIFY2_WITH_TIMEOUT(panel->predictedTotal() > 0 && !panel->isEstimating(), qPrintable(panel->message()),
+                                  20000);
+        qInfo("%s", qPrintable(panel->message()));
+        const auto direct = test::runAccel(
+            {"estimate-memory", model, "--dtypes", "float32", "--config_file", m_dir.filePath("tp.yaml"), "--json"});
+        QCOMPARE(direct.exitCode, 0);
+        const qint64 parameters =
+            qint64(QJsonDocument::fromJson(direct.out.toUtf8()).object()["parameters"].toDouble());
+        const qint64 perRank = parameters - 2 * 2560 / 2;
+        // float32 Adam, FSDP2 over dp_shard 1 (nothing sharded): 16 bytes per parameter a rank holds.
+        QCOMPARE(panel->predictedTotal(), 16 * perRank);
+        QCOMPARE(panel->ddpTotal(), 16 * parameters);
+        QCOMPARE(panel->table()->item(0, 0)->text(), app::formatBytes(double(4 * perRank)));
+        QVERIFY2(panel->message().contains("mesh tp 2") &&
+                     panel->message().contains(QString::number(perRank) + " of the trained parameters on each tp rank"),
+                 qPrintable(panel->message()));
+    }
+
     // The prediction beside the measured figures of a ZeRO-3 run on 2 ranks, launched with a config
     // file or with command-line flags alone (no config: the Memory tab once said "No prediction").
     void monitorShowsMeasuredBesideThePrediction_data()

@@ -179,13 +179,24 @@ void MemoryEstimatePanel::show(const QByteArray &json)
     const QString count = answer.contains(QStringLiteral("trainable_parameters")) && trained < all
                               ? tr("%1 (%2 trained)").arg(all).arg(trained)
                               : QString::number(all);
+    // The device mesh the figures are per rank of; with tensor parallelism what one tp rank holds.
+    const QJsonObject mesh = perRank.value(QStringLiteral("mesh")).toObject();
+    QString layout = tr("mesh %1").arg(mesh.value(QStringLiteral("description")).toString());
+    if (mesh.value(QStringLiteral("vocab_parallel")).toBool())
+        layout += tr(", vocab-parallel embedding and head");
+    if (mesh.value(QStringLiteral("sequence_parallel")).toBool())
+        layout += tr(", sequence-parallel norms");
+    const QJsonObject split = perRank.value(QStringLiteral("tensor_parallel")).toObject();
+    if (!split.isEmpty())
+        layout += tr("; %1 of the trained parameters on each tp rank")
+                      .arg(qint64(split.value(QStringLiteral("parameters_per_rank")).toDouble()));
     m_summary->setText(
-        tr("%1, %2 parameters, %3 with %4 on %5 processes:\n%6")
+        tr("%1, %2 parameters, %3 with %4 on %5 processes:\n%6\n%7")
             .arg(parameters)
             .arg(count)
             .arg(row.value(QStringLiteral("dtype")).toString(), perRank.value(QStringLiteral("optimizer")).toString())
             .arg(perRank.value(QStringLiteral("world_size")).toInt())
-            .arg(perRank.value(QStringLiteral("strategy")).toString()));
+            .arg(perRank.value(QStringLiteral("strategy")).toString(), layout));
     m_table->setVisible(true);
     Q_EMIT estimated();
 }
