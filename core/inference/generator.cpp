@@ -2,6 +2,7 @@
 
 #include "core/inference/causallm.h"
 #include "core/inference/inferencemodel.h"
+#include "core/inference/intraopteam.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <c10/core/InferenceMode.h>
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <optional>
 
 namespace accel::inference {
 
@@ -351,6 +353,12 @@ Result<GenerationResult> generateWith(CausalLM &lm, InferenceModel *model,
         result.stats.prefillTokensPerSecond = prefillMs > 0 ? 1000.0 * batch * promptLength / prefillMs : 0;
         Clock::time_point decodeStart;
         int64_t decodedSteps = 0;
+        // One sequence, one token a step: small operations on one thread, the products shared
+        // (intraopteam.h). A batch's products are GEMMs that keep libtorch's team; a draft's checks
+        // are several positions.
+        std::optional<OneThreadedOps> decodeThreads;
+        if (batch == 1 && !draft.model)
+            decodeThreads.emplace();
         for (int step = 0; step < options.maxNewTokens; ++step) {
             auto next = pickTokens(logits, seen, options, generator);
             if (step == 0) {

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <atomic>
 #include <dlfcn.h>
+#include <memory>
+#include <thread>
 
 namespace accel::inference {
 
@@ -76,23 +78,98 @@ bool intraOpTeamAvailable()
     return entry().parallel != nullptr;
 }
 
+namespace {
+
+// Items per piece for `team` threads, or 0 when one piece is enough.
+int64_t pieceSize(int64_t n, int64_t align, int64_t minimum, int team)
+{
+    align = std::max<int64_t>(align, 1);
+    const int64_t units = (n + align - 1) / align;
+    const int64_t minUnits = std::max<int64_t>(1, (minimum + align - 1) / align);
+    const int64_t most = std::min<int64_t>(int64_t(team) * kPiecesPerThread, units / minUnits);
+    if (most <= 1 || team <= 1 || at::in_parallel_region())
+        return 0;
+    return ((units + most - 1) / most) * align;
+}
+
+// sharedPieces' state, kept alive by every helper task (a helper that starts after the call
+// returned finds no piece left and touches nothing else).
+struct SharedWork {
+    const std::function<void(int64_t, int64_t)> *body = nullptr;
+    int64_t n = 0, piece = 0, count = 0;
+    std::atomic<int64_t> next{0}, done{0};
+
+    void take()
+    {
+        for (int64_t p = next.fetch_add(1); p < count; p = next.fetch_add(1)) {
+            (*body)(p * piece, std::min(n, (p + 1) * piece));
+            done.fetch_add(1, std::memory_order_release);
+        }
+    }
+};
+
+} // namespace
+
+namespace {
+std::atomic<int> g_sharedThreads{0}; // set while a OneThreadedOps scope lives
+} // namespace
+
+int sharedThreads()
+{
+    const int set = g_sharedThreads.load();
+    return set > 0 ? set : at::get_num_threads();
+}
+
+OneThreadedOps::OneThreadedOps() : m_threads(at::get_num_threads())
+{
+    g_sharedThreads = m_threads;
+    if (m_threads > 1)
+        at::set_num_threads(1);
+}
+
+OneThreadedOps::~OneThreadedOps()
+{
+    if (m_threads > 1)
+        at::set_num_threads(m_threads);
+    g_sharedThreads = 0;
+}
+
+void sharedPieces(int64_t n, int64_t align, int64_t minimum, const std::function<void(int64_t, int64_t)> &body)
+{
+    if (n <= 0)
+        return;
+    const int team = sharedThreads();
+    const int64_t piece = pieceSize(n, align, minimum, team);
+    if (piece == 0) {
+        body(0, n);
+        return;
+    }
+    auto work = std::make_shared<SharedWork>();
+    work->body = &body;
+    work->n = n;
+    work->piece = piece;
+    work->count = (n + piece - 1) / piece;
+    for (int helper = 1; helper < team; ++helper)
+        at::launch([work] { work->take(); });
+    work->take();
+    while (work->done.load(std::memory_order_acquire) < work->count) // pieces a helper holds
+        std::this_thread::yield();
+}
+
 void parallelPieces(int64_t n, int64_t align, int64_t minimum, const std::function<void(int64_t, int64_t)> &body)
 {
     if (n <= 0)
         return;
-    align = std::max<int64_t>(align, 1);
-    const int64_t units = (n + align - 1) / align;
-    const int64_t minUnits = std::max<int64_t>(1, (minimum + align - 1) / align);
     const int team = at::get_num_threads();
-    const int64_t most = std::min<int64_t>(int64_t(team) * kPiecesPerThread, units / minUnits);
-    if (most <= 1 || team <= 1 || at::in_parallel_region() || !entry().parallel) {
+    const int64_t piece = pieceSize(n, align, minimum, team);
+    if (piece == 0 || !entry().parallel) {
         body(0, n);
         return;
     }
     Work work;
     work.body = &body;
     work.n = n;
-    work.piece = ((units + most - 1) / most) * align;
+    work.piece = piece;
     work.count = (n + work.piece - 1) / work.piece;
     work.next = team;
     work.threadNum = entry().threadNum;

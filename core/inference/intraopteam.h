@@ -19,6 +19,36 @@ namespace accel::inference {
 // body must not throw.
 void parallelPieces(int64_t n, int64_t align, int64_t minimum, const std::function<void(int64_t, int64_t)> &body);
 
+// The same pieces without a team barrier: the calling thread and sharedThreads() - 1 tasks on
+// libtorch's inter-op pool take the next piece left until none is, and the call returns when every
+// piece is done, whether or not each helper has started. An OpenMP team's region ends only when
+// every team thread has arrived, so on a machine whose other processes hold a team thread off its
+// CPU each product waits for it (measured: decode of a Llama at 2 threads ran 2.5-3x slower than at
+// one thread under a load average of 6-9 on 2 cores); here the caller does that thread's share
+// instead. body must not throw and is never called after this returns.
+void sharedPieces(int64_t n, int64_t align, int64_t minimum, const std::function<void(int64_t, int64_t)> &body);
+
+// The threads sharedPieces shares among: at::get_num_threads(), or the count it had when the live
+// OneThreadedOps scope began.
+int sharedThreads();
+
+// One decode step of one sequence reads every weight once (sharedPieces' products) and otherwise
+// runs small operations. While this scope lives libtorch's intra-op threads are set to 1, so that
+// those small operations (attention's products, softmax) open no OpenMP region whose end waits for
+// a team thread a loaded machine holds off its CPU, and whose idle thread spins beside the products'
+// helpers; the products keep the count set before (sharedThreads). Restored when it ends. Not
+// nested; on the thread that runs the model.
+class OneThreadedOps {
+public:
+    OneThreadedOps();
+    ~OneThreadedOps();
+    OneThreadedOps(const OneThreadedOps &) = delete;
+    OneThreadedOps &operator=(const OneThreadedOps &) = delete;
+
+private:
+    int m_threads;
+};
+
 // Whether parallelPieces can start libtorch's team (libgomp is loaded in this process).
 bool intraOpTeamAvailable();
 

@@ -1,7 +1,9 @@
 #include "core/inference/layers.h"
 
+#include "core/inference/floatgemv.h"
 #include "core/inference/quantizedweight.h"
 
+#include <ATen/core/grad_mode.h>
 #include <torch/autograd.h>
 
 #include <cmath>
@@ -26,27 +28,33 @@ void setExecutionDevices(Module &root, const at::Device &device)
 }
 
 namespace {
-// A decode step multiplies one row by each weight. For a single row, OpenBLAS's GEMM (Debian 12
-// ships 0.3.21, which does not forward it to GEMV) packs the weight panels before multiplying;
-// GEMV streams the weights once, which is what a memory-bound decode step needs. Float32 on the
-// CPU only: the other dtypes and devices keep the GEMM path.
+// A decode step multiplies one row by each weight, reading every weight once: a GEMV, not a GEMM
+// (which packs weight panels first). Float32 on the CPU only: the other dtypes and devices keep the
+// GEMM path.
 bool isSingleCpuFloatRow(const at::Tensor &flat)
 {
     return flat.dim() == 2 && flat.size(0) == 1 && flat.is_cpu() && flat.scalar_type() == at::kFloat;
 }
 
-// x [..., in] times weight [out, in] transposed (+ bias [out]).
+} // namespace
+
 at::Tensor linearRows(const at::Tensor &x, const at::Tensor &weight, const at::Tensor &bias)
 {
     auto flat = x.reshape({-1, x.size(-1)});
-    if (!isSingleCpuFloatRow(flat) || weight.scalar_type() != at::kFloat)
+    if (!isSingleCpuFloatRow(flat) || weight.scalar_type() != at::kFloat || !weight.is_cpu() || weight.dim() != 2 ||
+        !weight.is_contiguous() || (bias.defined() && (bias.scalar_type() != at::kFloat || !bias.is_contiguous())) ||
+        at::GradMode::is_enabled())
         return at::linear(x, weight, bias);
+    // Our float32 GEMV (floatgemv.h): libtorch's (MKL's sgemv) runs on one thread of an OpenMP
+    // region whose end waits for every team thread, which a loaded machine holds off its CPU.
     auto sizes = x.sizes().vec();
     sizes.back() = weight.size(0);
-    auto out = bias.defined() ? at::addmv(bias, weight, flat[0]) : at::mv(weight, flat[0]);
+    const at::Tensor row = flat.contiguous();
+    at::Tensor out = at::empty({1, weight.size(0)}, row.options());
+    f32::gemv(hostKernelIsa(), row.data_ptr<float>(), 1, weight.size(1), weight.data_ptr<float>(),
+              bias.defined() ? bias.data_ptr<float>() : nullptr, weight.size(0), out.data_ptr<float>());
     return out.view(sizes);
 }
-} // namespace
 
 at::Tensor dropoutIn(const torch::nn::Module &module, const at::Tensor &x, double p)
 {

@@ -176,6 +176,10 @@ private:
     TensorParallel m_tensorParallel; // set while split
 };
 
+// x [..., in] times weight [out, in] transposed (+ bias [out]): at::linear, except for one float32
+// row on the CPU without autograd (a decode step), which goes through floatgemv.h's kernel.
+at::Tensor linearRows(const at::Tensor &x, const at::Tensor &weight, const at::Tensor &bias);
+
 // gelu_new/gelu_pytorch_tanh/gelu_fast (tanh approximation), gelu (erf), relu, silu/swish.
 at::Tensor activate(const at::Tensor &x, const std::string &activation);
 

@@ -9,13 +9,17 @@
 #include "core/hardware/procparsers.h"
 #include "core/inference/causallm.h"
 #include "core/inference/decodebound.h"
+#include "core/inference/floatgemv.h"
 #include "core/inference/inferencemodel.h"
 #include "core/inference/int8gemv.h"
 #include "core/inference/int8kernel.h"
 #include "core/inference/intraopteam.h"
+#include "core/inference/layers.h"
 #include "core/inference/offloadhook.h"
 #include "core/inference/quantizedweight.h"
 #include "core/inference/torchtensors.h"
+
+#include <ATen/Parallel.h>
 
 #include <nlohmann/json.hpp>
 
@@ -27,12 +31,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <pthread.h>
 #include <set>
+#include <thread>
 
 using namespace accel;
 using namespace accel::inference;
@@ -61,6 +67,8 @@ private Q_SLOTS:
     // work split over the intra-op threads, and the kernel chosen by capability and measurement.
     void piecesRunOnTheIntraOpThreads();
     void int8KernelEqualsTheDequantizedProduct();
+    void floatKernelEqualsTheExactProduct();
+    void sharedPiecesDoNotWaitForAHeldHelper();
     void int8KernelChosenByFlagsAndMeasurement();
 
 private:
@@ -528,6 +536,94 @@ void tst_Dispatch::int8KernelEqualsTheDequantizedProduct()
             QVERIFY2(failed.isEmpty(), qPrintable(failed));
         }
     }
+    at::set_num_threads(previous);
+}
+
+// Every element of the float32 decode product (floatgemv.h) against the exact one (float64): a dot
+// product of k float32 terms summed in any order is within gamma_k * sum_i |x_i w_i| of the exact
+// sum, and adding the bias rounds once more: (k + 2) u * (sum_i |x_i| |w_i| + |b|) covers it (u =
+// 2^-24). A wrong row, a lost tail of k or a missing bias is off by whole terms. Also through
+// linearRows, which a Linear's one-row forward takes, against at::linear.
+void tst_Dispatch::floatKernelEqualsTheExactProduct()
+{
+    c10::InferenceMode guard;
+    const int previous = at::get_num_threads();
+    at::set_num_threads(2);
+    at::manual_seed(12);
+    std::vector<KernelIsa> isas{KernelIsa::Portable};
+    if (hostKernelIsa() == KernelIsa::Avx512 || hostKernelIsa() == KernelIsa::Avx2)
+        isas.push_back(KernelIsa::Avx2);
+    if (hostKernelIsa() == KernelIsa::Avx512)
+        isas.push_back(KernelIsa::Avx512);
+    const double u = std::ldexp(1.0, -24);
+    const std::vector<std::pair<int64_t, int64_t>> shapes{{203, 1029}, {64, 48}, {7, 3}, {9, 40}, {1030, 17}};
+    for (const auto &[n, k] : shapes) {
+        const at::Tensor w = at::randn({n, k});
+        for (const bool withBias : {false, true}) {
+            const at::Tensor bias = withBias ? at::randn({n}) : at::Tensor();
+            for (int64_t rows : {1, 2, 3, 4, 6}) {
+                const at::Tensor x = at::randn({rows, k});
+                at::Tensor want = at::matmul(x.to(at::kDouble), w.to(at::kDouble).t());
+                at::Tensor bound = at::matmul(x.abs().to(at::kDouble), w.abs().to(at::kDouble).t());
+                if (withBias) {
+                    want = want + bias.to(at::kDouble);
+                    bound = bound + bias.abs().to(at::kDouble);
+                }
+                bound = bound * (double(k + 2) * u);
+                const QString what =
+                    QStringLiteral("[%1 x %2], %3 rows, bias %4").arg(n).arg(k).arg(rows).arg(withBias);
+                for (KernelIsa isa : isas) {
+                    at::Tensor out = at::full({rows, n}, std::nan(""));
+                    f32::gemv(isa, x.data_ptr<float>(), rows, k, w.data_ptr<float>(),
+                              withBias ? bias.data_ptr<float>() : nullptr, n, out.data_ptr<float>());
+                    const double excess = ((out.to(at::kDouble) - want).abs() - bound).max().item<double>();
+                    QVERIFY2(excess <= 0, qPrintable(what + " " + kernelIsaName(isa) + ": " + QString::number(excess)));
+                }
+                if (rows == 1) { // the decode path: one row, shaped [1, 1, k] as a block gives it
+                    const at::Tensor got = linearRows(x.view({1, 1, k}), w, bias);
+                    QCOMPARE(got.sizes().vec(), (std::vector<int64_t>{1, 1, n}));
+                    const double excess =
+                        ((got.view({1, n}).to(at::kDouble) - want).abs() - bound).max().item<double>();
+                    QVERIFY2(excess <= 0, qPrintable(what + " linearRows: " + QString::number(excess)));
+                }
+            }
+        }
+    }
+    at::set_num_threads(previous);
+}
+
+// sharedPieces returns once every piece is done, not when every helper has started: with libtorch's
+// inter-op threads (where its helpers run) all held by other tasks, the caller does every piece
+// and returns; a helper that starts afterwards runs nothing.
+void tst_Dispatch::sharedPiecesDoNotWaitForAHeldHelper()
+{
+    const int previous = at::get_num_threads();
+    at::set_num_threads(2);
+    std::atomic<bool> release{false};
+    std::atomic<int> held{0}, finished{0};
+    const int pool = at::get_num_interop_threads();
+    for (int i = 0; i < pool; ++i)
+        at::launch([&] {
+            ++held;
+            while (!release.load())
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            ++finished;
+        });
+    QTRY_COMPARE_WITH_TIMEOUT(held.load(), pool, 10000);
+    const pthread_t caller = pthread_self();
+    std::vector<std::atomic<int>> seen(1000);
+    std::atomic<int> elsewhere{0};
+    inference::sharedPieces(1000, 4, 8, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i)
+            ++seen[size_t(i)];
+        if (!pthread_equal(pthread_self(), caller))
+            ++elsewhere;
+    });
+    for (const auto &count : seen)
+        QCOMPARE(count.load(), 1);
+    QCOMPARE(elsewhere.load(), 0);
+    release = true;
+    QTRY_COMPARE_WITH_TIMEOUT(finished.load(), pool, 10000);
     at::set_num_threads(previous);
 }
 

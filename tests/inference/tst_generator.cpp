@@ -9,6 +9,9 @@
 #include "core/inference/causallm.h"
 #include "core/inference/generator.h"
 #include "core/inference/inferencemodel.h"
+#include "core/inference/intraopteam.h"
+
+#include <ATen/Parallel.h>
 
 #include <QTemporaryDir>
 #include <QtTest>
@@ -36,6 +39,7 @@ private Q_SLOTS:
     void draftStopsWhereGreedyStops();
     void draftRefusals();
     void chunkedPrefillGivesTheSameTokens();
+    void oneSequenceDecodesWithOneThreadedOps();
 
 private:
     QTemporaryDir m_dir;
@@ -372,6 +376,37 @@ void tst_Generator::chunkedPrefillGivesTheSameTokens()
     QVERIFY(!refused);
     QVERIFY2(refused.error().message.find("prefill chunk: expected 0") != std::string::npos,
              refused.error().message.c_str());
+}
+
+// One sequence decodes with libtorch's intra-op threads at 1 and the weight products shared among
+// the threads set before (intraopteam.h's OneThreadedOps), which come back after; a batch keeps
+// the team for its GEMMs. Tokens are those of the same decode with the team.
+void tst_Generator::oneSequenceDecodesWithOneThreadedOps()
+{
+    const int previous = at::get_num_threads();
+    at::set_num_threads(2);
+    std::vector<std::pair<int, int>> seen; // (intra-op threads, shared threads) at each token
+    const TokenCallback record = [&](size_t, int64_t, const std::string &) {
+        seen.emplace_back(at::get_num_threads(), sharedThreads());
+        return true;
+    };
+    auto one = generate(*m_model, {m_prompt}, greedy(6), record);
+    QVERIFY(one);
+    QCOMPARE(int(seen.size()), 6);
+    for (const auto &[intraOp, shared] : seen) {
+        QCOMPARE(intraOp, 1);
+        QCOMPARE(shared, 2);
+    }
+    QCOMPARE(at::get_num_threads(), 2);
+    QCOMPARE(sharedThreads(), 2);
+    seen.clear();
+    auto batch = generate(*m_model, {m_prompt, m_prompt}, greedy(6), record);
+    QVERIFY(batch);
+    QVERIFY(!seen.empty());
+    for (const auto &[intraOp, shared] : seen)
+        QCOMPARE(intraOp, 2);
+    QCOMPARE(batch->sequences[0].tokens, one->sequences[0].tokens);
+    at::set_num_threads(previous);
 }
 
 QTEST_GUILESS_MAIN(tst_Generator)

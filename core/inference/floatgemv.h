@@ -1,0 +1,23 @@
+// Decode-shaped products with float32 weights: x [rows, k] times W [n, k] (a Linear's weight as
+// stored) transposed, plus an optional bias [n], every product and sum in float32. A decode step
+// is bound by reading the weights: each call streams each weight row once per kPassRows rows of x,
+// four output rows at a time (AVX-512F, or AVX2 with FMA, or a portable loop: kernelisa.h), with
+// the output rows split in pieces that the caller and the other at::get_num_threads() - 1 threads take
+// when they are free, without a team barrier (intraopteam.h's sharedPieces), so that a thread the
+// system holds back does not hold up the product. Includes no libtorch header.
+#pragma once
+
+#include "core/inference/kernelisa.h"
+
+#include <cstdint>
+
+namespace accel::inference::f32 {
+
+inline constexpr int64_t kPassRows = 4; // x rows one pass over the weight serves
+
+// out [rows, n] = x [rows, k] W^T (+ bias), W float32 [n, k] row-major, bias [n] or null. `isa`
+// must be one the CPU runs (kernelisa.h).
+void gemv(KernelIsa isa, const float *x, int64_t rows, int64_t k, const float *w, const float *bias, int64_t n,
+          float *out);
+
+} // namespace accel::inference::f32
