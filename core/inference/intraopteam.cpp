@@ -160,6 +160,8 @@ void parallelPieces(int64_t n, int64_t align, int64_t minimum, const std::functi
 {
     if (n <= 0)
         return;
+    if (g_sharedThreads.load() > 0) // one-sequence decode: libtorch's team is down to 1 thread
+        return sharedPieces(n, align, minimum, body);
     const int team = at::get_num_threads();
     const int64_t piece = pieceSize(n, align, minimum, team);
     if (piece == 0 || !entry().parallel) {

@@ -16,7 +16,7 @@ namespace accel::inference {
 // at::get_num_threads() threads: thread t starts with piece t, then each takes the next piece left,
 // so a thread held back by other processes on the same CPUs does not hold up the rest. Runs on the
 // calling thread alone when one piece is enough, inside a parallel region, or without libgomp.
-// body must not throw.
+// body must not throw. While a OneThreadedOps scope lives, runs as sharedPieces.
 void parallelPieces(int64_t n, int64_t align, int64_t minimum, const std::function<void(int64_t, int64_t)> &body);
 
 // The same pieces without a team barrier: the calling thread and sharedThreads() - 1 tasks on

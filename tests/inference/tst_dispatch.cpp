@@ -594,7 +594,8 @@ void tst_Dispatch::floatKernelEqualsTheExactProduct()
 
 // sharedPieces returns once every piece is done, not when every helper has started: with libtorch's
 // inter-op threads (where its helpers run) all held by other tasks, the caller does every piece
-// and returns; a helper that starts afterwards runs nothing.
+// and returns; a helper that starts afterwards runs nothing. Inside OneThreadedOps, parallelPieces
+// (the int8 and 4-bit products) shares its pieces the same way.
 void tst_Dispatch::sharedPiecesDoNotWaitForAHeldHelper()
 {
     const int previous = at::get_num_threads();
@@ -624,6 +625,14 @@ void tst_Dispatch::sharedPiecesDoNotWaitForAHeldHelper()
     QCOMPARE(elsewhere.load(), 0);
     release = true;
     QTRY_COMPARE_WITH_TIMEOUT(finished.load(), pool, 10000);
+    { // one-sequence decode: libtorch's team at 1 thread, the int8 and 4-bit products still in pieces for 2
+        OneThreadedOps decode;
+        QCOMPARE(at::get_num_threads(), 1);
+        std::atomic<int> pieces{0};
+        inference::parallelPieces(1000, 4, 8, [&](int64_t, int64_t) { ++pieces; });
+        QCOMPARE(pieces.load(), 8);
+    }
+    QCOMPARE(at::get_num_threads(), 2);
     at::set_num_threads(previous);
 }
 
