@@ -9,6 +9,7 @@
 #include "tests/inference/tinymodels.h"
 
 #include "core/bigmodel/safetensors.h"
+#include "core/inference/decodebound.h"
 #include "core/inference/generator.h"
 #include "core/inference/inferencemodel.h"
 #include "core/inference/int8kernel.h"
@@ -580,8 +581,10 @@ void tst_InferenceWorker::int8DecodeKernelThroughAccelGenerate()
         QVERIFY2(kernel["reason"].toString().contains("int8 layer(s)"), qPrintable(r.out));
         QVERIFY(kernel["ours_ms"].toDouble() > 0 && kernel["measured_bytes"].toDouble() > 0);
         const bool libtorchRuns = !kernel["libtorch_ms"].isNull();
+        // libtorch's kernel only when it measured kMeasuredChoiceMargin times faster (int8kernel.h).
         QCOMPARE(name.startsWith("libtorch"),
-                 libtorchRuns && kernel["libtorch_ms"].toDouble() < kernel["ours_ms"].toDouble());
+                 libtorchRuns && kernel["libtorch_ms"].toDouble() * inference::kMeasuredChoiceMargin <=
+                                     kernel["ours_ms"].toDouble());
         QJsonArray tokens = json["tokens"].toArray();
         QCOMPARE(tokens.size(), 8);
 
