@@ -5,6 +5,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QNetworkProxy>
 #include <QTcpServer>
 #include <QTcpSocket>
 
@@ -114,6 +115,7 @@ void MachineRendezvous::start(int round)
     }
     if (m_options.isHost != 0) {
         m_server = std::make_unique<QTcpServer>();
+        m_server->setProxy(QNetworkProxy::NoProxy); // see connectToHost
         if (m_server->listen(*m_address, quint16(m_options.port))) {
             host();
             return;
@@ -335,6 +337,9 @@ void MachineRendezvous::connectToHost()
         m_client->deleteLater();
     }
     m_client = new QTcpSocket(this);
+    // Straight to the host, never through a proxy of this machine's system settings (Qt asks
+    // libproxy for one on a thread of its own otherwise): the machines of a cluster talk directly.
+    m_client->setProxy(QNetworkProxy::NoProxy);
     m_connected = false;
     connect(m_client, &QTcpSocket::connected, this, [this] {
         m_connected = true;

@@ -2,6 +2,12 @@
 
 #include "launcher/sshworker.h"
 
+#include <QAbstractEventDispatcher>
+#include <QSocketNotifier>
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 namespace accel::launcher {
 
 // One command on an SshHost: keeps its output for the outcome and forwards the batches.
@@ -88,28 +94,53 @@ SshHost::SshHost(SshHostOptions options, QObject *parent) : QObject(parent), m_o
     callbacks.done = [this](quint64 id, const AccelOutcome &outcome) {
         post([this, id, outcome] { deliverDone(id, outcome); });
     };
+    m_inboxWake = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     m_worker = std::make_unique<ssh::SshWorker>(settings, timing, std::move(callbacks));
     m_worker->start();
 }
 
-// The calls cross threads through a mutex of ours rather than inside Qt's event queue: the order
-// is the same (one queue, drained in order), and a ThreadSanitizer build sees the hand-off (Qt's
-// own locks are in the uninstrumented Qt library, so every queued lambda's captures were reported
-// as a race).
+// The calls cross threads through a mutex of ours, and the wake-up through an eventfd this
+// object's thread watches, rather than through Qt's event queue: the order is the same (one queue,
+// drained in order), and a ThreadSanitizer build sees the whole hand-off (a queued call's slot
+// object is allocated on one thread and freed on the other under Qt's own locks, which are in the
+// uninstrumented Qt library, so every hand-off was reported as a race).
 void SshHost::post(std::function<void()> call)
 {
-    bool scheduled = false;
+    bool scheduled = false, watched = false;
     {
         std::lock_guard<std::mutex> lock(m_inboxMutex);
-        scheduled = !m_inbox.empty(); // a drain is queued already and will take this one too
+        scheduled = !m_inbox.empty(); // a wake-up is on its way already and the drain takes this too
+        watched = m_inboxWatched;
         m_inbox.push_back(std::move(call));
     }
-    if (!scheduled)
+    if (scheduled)
+        return;
+    if (watched)
+        (void)!::eventfd_write(m_inboxWake, 1);
+    else // see watchInbox: Qt's queue still delivers, unseen by the sanitizer
         QMetaObject::invokeMethod(this, &SshHost::drainInbox, Qt::QueuedConnection);
+}
+
+// The notifier needs this thread's event dispatcher, which exists once the application object
+// does; a host may be made before it (accel slurm connects, then starts its QCoreApplication), so
+// the notifier is made when the first command starts. Without a dispatcher or an eventfd (descriptors
+// exhausted) the wake-up goes through Qt's queue, as before.
+void SshHost::watchInbox()
+{
+    if (m_inboxNotifier || m_inboxWake < 0 || !QAbstractEventDispatcher::instance())
+        return;
+    m_inboxNotifier = std::make_unique<QSocketNotifier>(m_inboxWake, QSocketNotifier::Read);
+    connect(m_inboxNotifier.get(), &QSocketNotifier::activated, this, &SshHost::drainInbox);
+    std::lock_guard<std::mutex> lock(m_inboxMutex);
+    m_inboxWatched = true;
 }
 
 void SshHost::drainInbox()
 {
+    if (m_inboxWake >= 0) { // cleared before the swap: a post after the swap writes again
+        eventfd_t count = 0;
+        (void)!::eventfd_read(m_inboxWake, &count);
+    }
     std::deque<std::function<void()>> calls;
     {
         std::lock_guard<std::mutex> lock(m_inboxMutex);
@@ -126,6 +157,9 @@ void SshHost::drainInbox()
 SshHost::~SshHost()
 {
     m_worker.reset(); // stops and joins the thread: no callback runs after this
+    m_inboxNotifier.reset();
+    if (m_inboxWake >= 0)
+        ::close(m_inboxWake);
     const auto commands = m_commands;
     m_commands.clear();
     for (const QPointer<SshCommand> &command : commands) {
@@ -142,6 +176,7 @@ std::unique_ptr<HostCommand> SshHost::start(const QStringList &arguments, const 
 {
     const quint64 id = m_nextId++;
     const QString program = options.program.isEmpty() ? m_accelProgram : options.program;
+    watchInbox();
     auto command = std::make_unique<SshCommand>(this, id, program, options.keepOutput);
     m_commands.insert(id, command.get());
     std::vector<std::string> environment;

@@ -11,6 +11,8 @@
 #include <QObject>
 #include <QPointer>
 
+class QSocketNotifier;
+
 #include <deque>
 #include <functional>
 
@@ -52,6 +54,7 @@ private:
     void deliverDone(quint64 id, AccelOutcome outcome);
     // From the worker's thread: queue a call for this object's thread (see sshhost.cpp).
     void post(std::function<void()> call);
+    void watchInbox();
     void drainInbox();
 
     SshHostOptions m_options;
@@ -59,7 +62,10 @@ private:
     quint64 m_nextId = 1;
     QHash<quint64, QPointer<SshCommand>> m_commands;
     std::mutex m_inboxMutex;
-    std::deque<std::function<void()>> m_inbox; // guarded by m_inboxMutex
+    std::deque<std::function<void()>> m_inbox;        // guarded by m_inboxMutex
+    bool m_inboxWatched = false;                      // guarded by m_inboxMutex: m_inboxNotifier exists
+    int m_inboxWake = -1;                             // eventfd the worker's thread writes to after a post
+    std::unique_ptr<QSocketNotifier> m_inboxNotifier; // on this object's thread: drains the inbox
     std::unique_ptr<ssh::SshWorker> m_worker;
 };
 

@@ -3,13 +3,14 @@
 // ones, runs each command on its own channel, polls all channels and reports output in batches,
 // sends keepalives while idle, and stops commands on cancel or timeout by sending SIGINT, SIGTERM
 // and SIGKILL over the channel before closing it. Callers talk to it through a locked queue and a
-// wake-up pipe; it reports through callbacks that run on its own thread.
+// wake-up pipe; it reports through callbacks that run on its own thread. The thread is a plain
+// std::thread, not a QThread: it runs no Qt event loop, and its start and join are then pthread
+// calls that a ThreadSanitizer build sees (QThread's wait is ordered by Qt's own uninstrumented locks,
+// so every object handed over after it was reported as a race).
 #pragma once
 
 #include "launcher/hostcommand.h"
 #include "launcher/sshsession.h"
-
-#include <QThread>
 
 #include <atomic>
 #include <chrono>
@@ -17,11 +18,12 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 namespace accel::launcher::ssh {
 
-class SshWorker : public QThread {
+class SshWorker {
 public:
     struct Callbacks {
         std::function<void(quint64 id, const QByteArray &out, const QByteArray &err)> output;
@@ -33,17 +35,20 @@ public:
     };
 
     SshWorker(SessionSettings settings, Timing timing, Callbacks callbacks);
-    ~SshWorker() override; // stops remote commands and joins the thread
+    ~SshWorker(); // stops remote commands and joins the thread
+    SshWorker(const SshWorker &) = delete;
+    SshWorker &operator=(const SshWorker &) = delete;
+
+    void start(); // starts the thread, once
 
     // Thread-safe. timeoutMs <= 0: no limit on the command's run time.
     void submit(quint64 id, std::string commandLine, int timeoutMs);
     void cancel(quint64 id);
     void stop();
 
-protected:
-    void run() override;
-
 private:
+    void run();
+
     using Clock = std::chrono::steady_clock;
     struct Request {
         quint64 id = 0;
@@ -82,6 +87,8 @@ private:
     std::deque<Request> m_pending;
     std::vector<std::unique_ptr<Running>> m_running;
     Clock::time_point m_lastTraffic;
+
+    std::thread m_thread; // last: started after every member above exists
 };
 
 } // namespace accel::launcher::ssh

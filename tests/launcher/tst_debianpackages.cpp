@@ -8,6 +8,7 @@
 // the desktop entry's Exec line starting the studio on an X server (Xvfb) far enough to render its
 // window. Last, accel-worker-cuda installed on top gives the worker its CUDA plugin and NCCL.
 #include "tests/helpers/accelpackages.h"
+#include "tests/helpers/sanitizerbuild.h"
 #include "tests/helpers/testsupport.h"
 
 #include <QDir>
@@ -47,6 +48,16 @@ void logStep(const char *what, const QElapsedTimer &clock)
     qInfo("%s (%.0f s)", what, static_cast<double>(clock.elapsed()) / 1000.0);
 }
 
+#ifdef ACCEL_UNDER_SANITIZER
+// The packages of a sanitizer build carry instrumented programs; inside the root, which sees none of
+// this machine's files, LeakSanitizer reads the project's suppressions from a copy (initTestCase).
+#define ACCEL_ROOT_LSAN_SUPPRESSIONS "/etc/accel-studio-lsan.supp"
+constexpr char kRootSuppressions[] = ACCEL_ROOT_LSAN_SUPPRESSIONS;
+#define kRootSanitizerOptions "LSAN_OPTIONS=suppressions=" ACCEL_ROOT_LSAN_SUPPRESSIONS " "
+#else
+#define kRootSanitizerOptions ""
+#endif
+
 } // namespace
 
 accel::test::ProcessResult tst_DebianPackages::inRoot(const QString &command, int timeoutMs)
@@ -55,7 +66,7 @@ accel::test::ProcessResult tst_DebianPackages::inRoot(const QString &command, in
         QStringLiteral("set -e; r=\"$1\"; mount -t proc proc \"$r/proc\"; mount -t sysfs sys \"$r/sys\"; "
                        "mount --rbind /dev \"$r/dev\"; "
                        "exec chroot \"$r\" /usr/bin/env -i HOME=/root PATH=/usr/bin:/bin:/usr/sbin:/sbin "
-                       "LANG=C.UTF-8 /bin/sh -c \"$2\"");
+                       "LANG=C.UTF-8 " kRootSanitizerOptions "/bin/sh -c \"$2\"");
     return accel::test::runProgram(QStringLiteral("unshare"),
                                    {QStringLiteral("--mount"), QStringLiteral("--propagation"),
                                     QStringLiteral("private"), QStringLiteral("sh"), QStringLiteral("-c"), script,
@@ -89,6 +100,10 @@ void tst_DebianPackages::initTestCase()
     logStep("debootstrap done", clock);
     QFile::remove(m_root + QStringLiteral("/etc/resolv.conf"));
     QVERIFY(QFile::copy(QStringLiteral("/etc/resolv.conf"), m_root + QStringLiteral("/etc/resolv.conf")));
+#ifdef ACCEL_UNDER_SANITIZER
+    QVERIFY(QFile::copy(QDir(accel::test::sourceDir()).filePath(QStringLiteral("tests/sanitizers/lsan.supp")),
+                        m_root + QLatin1String(kRootSuppressions)));
+#endif
     QVERIFY(QDir().mkpath(m_root + QStringLiteral("/tmp/debs")));
     QVERIFY(QDir().mkpath(m_root + QStringLiteral("/tmp/debs-cuda")));
     for (const QString &deb : QDir(dist).entryList({QStringLiteral("*.deb")}, QDir::Files)) {

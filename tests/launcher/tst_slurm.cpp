@@ -67,6 +67,7 @@ private:
     QString writeJob(const QString &name, int maxSteps);
     QString writeConfig();
     void requireDaemons();
+    void requireWorker();
 
     QTemporaryDir m_dir;
     accel::test::SshTestServer m_server;
@@ -108,6 +109,14 @@ void tst_Slurm::requireDaemons()
 {
     if (!m_daemonReason.isEmpty())
         QSKIP(qPrintable(QStringLiteral("no SLURM cluster here: ") + m_daemonReason));
+}
+
+// The jobs these cases submit are native (a tiny gpt job): a build without the libtorch runtime
+// (ACCEL_BUILD_TORCH=OFF, e.g. the ThreadSanitizer build) has no accel-worker to run them.
+void tst_Slurm::requireWorker()
+{
+    if (!QFileInfo(QDir(accel::test::binDir()).filePath(QStringLiteral("accel-worker"))).isExecutable())
+        QSKIP("accel-worker is not built (no libtorch runtime in this build): the submitted job is a native one");
 }
 
 // A tiny gpt job (2 ranks on CPU) whose files live in their own folder: the folder's path marks
@@ -328,6 +337,7 @@ static QJsonObject jobIn(const QJsonObject &queue, const QString &id)
 void tst_Slurm::jobIsSubmittedQueuedAndFollowedToItsEnd()
 {
     requireDaemons();
+    requireWorker();
     const QString job = writeJob(QStringLiteral("trained"), 20);
     const QString submitDir = m_dir.filePath(QStringLiteral("submit"));
     const ProcessResult submitted =
@@ -414,6 +424,7 @@ void tst_Slurm::jobIsSubmittedQueuedAndFollowedToItsEnd()
 void tst_Slurm::longJobIsCancelledAndLeavesNoProcess()
 {
     requireDaemons();
+    requireWorker();
     const QString job = writeJob(QStringLiteral("cancelled"), 1000000);
     const QString marker = QFileInfo(job).absolutePath();
     const QString submitDir = m_dir.filePath(QStringLiteral("submit-long"));
