@@ -53,7 +53,8 @@ int runHostsCheck(int argc, char **argv)
                                           "the same accel as this one.");
     parser.addPositional({"HOSTS", "hosts, comma-separated: ~/.ssh/config aliases, [user@]host[:port], or local "
                                    "(this machine, without SSH)"});
-    parser.addFlag("json", "machine-readable output (accel.hosts-check, version 1), with each host's accel.env");
+    parser.addFlag("json", "machine-readable output (" + schemaAndVersion(HostsCheckSchema, HostsCheckVersion) +
+                               "), with each host's accel.env");
     parser.addFlag("python", "let the hosts report their Python packages too (slower)");
     hosts::addRemoteOptions(parser);
     parser.setEpilog("The SSH folder (config, known_hosts, keys) is $ACCEL_SSH_DIR, else $HOME/.ssh. Exit status: 0 "

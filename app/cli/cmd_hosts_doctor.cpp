@@ -69,7 +69,7 @@ int runHostsDoctor(int argc, char **argv)
     parser.addFlag("allreduce", "then the runtime's self-test with one rank per node (all-reduce, broadcast, gather, "
                                 "one DDP step), when accel-worker is on every node");
     parser.addValue("allreduce_timeout", "SECONDS", "the self-test's rendezvous and collective limit", "60");
-    parser.addFlag("json", "machine-readable output (accel.doctor, version 1)");
+    parser.addFlag("json", "machine-readable output (" + schemaAndVersion(HostsDoctorSchema, HostsDoctorVersion) + ")");
     hosts::addRemoteOptions(parser);
     parser.setEpilog("--remote_env GLOO_SOCKET_IFNAME=IF checks that interface instead of choosing one. Exit "
                      "status: 0 when every check passed (warnings allowed), 1 when one failed, 2 for bad "

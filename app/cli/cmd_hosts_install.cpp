@@ -131,7 +131,8 @@ int runHostsInstall(int argc, char **argv)
     parser.addFlag("no_worker",
                    "leave accel-worker and accel-worker-cuda (libtorch, CUDA: several GB) out: hosts that only "
                    "run Python scripts");
-    parser.addFlag("json", "machine-readable output (accel.hosts-install, version 1)");
+    parser.addFlag("json",
+                   "machine-readable output (" + schemaAndVersion(HostsInstallSchema, HostsInstallVersion) + ")");
     hosts::addRemoteOptions(parser);
     parser.setEpilog("The hosts need Debian 12 (dpkg-deb). Without --sudo the Debian libraries accel needs must be "
                      "there already; a host that lacks some is named with them (status missing_libraries). Exit "

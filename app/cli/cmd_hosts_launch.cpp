@@ -246,7 +246,7 @@ int runHostsLaunch(int argc, char **argv)
                     "host order), at this path on every host too (a shared file system, or copied there): each "
                     "node launches with --config_file DIR/node-<rank>.yaml, and main_process_ip and "
                     "main_process_port come from them");
-    parser.addFlag("json", "machine-readable output (accel.hosts-launch, version 1)");
+    parser.addFlag("json", "machine-readable output (" + schemaAndVersion(HostsLaunchSchema, HostsLaunchVersion) + ")");
     hosts::addRemoteOptions(parser);
     int exitCode = ExitOk;
     if (!parseOrExit(parser, argc, argv, "launch", exitCode))
@@ -401,7 +401,7 @@ int runHostsStop(int argc, char **argv)
                      "first the stop request on every node, then the signals, so that every node records "
                      "\"stopped\" (a rank that loses its peer after the request is the stop's consequence).");
     parser.addPositional({"RECORD", "the record `accel hosts launch` wrote"});
-    parser.addFlag("json", "machine-readable output (accel.hosts-stop, version 1)");
+    parser.addFlag("json", "machine-readable output (" + schemaAndVersion(HostsStopSchema, HostsStopVersion) + ")");
     hosts::addRemoteOptions(parser);
     int exitCode = ExitOk;
     if (!parseOrExit(parser, argc, argv, "stop", exitCode))
