@@ -11,6 +11,7 @@
 #include "app/cli/command.h"
 
 #include "core/common/distributeddefaults.h"
+#include "core/common/fileutil.h"
 #include "core/config/clusterplan.h"
 #include "core/config/configio.h"
 #include "launcher/clusterrecord.h"
@@ -27,7 +28,6 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QSaveFile>
 
 #include <algorithm>
 #include <cstdio>
@@ -184,10 +184,8 @@ QString defaultRecordPath()
 Result<void> writeRecord(const QString &path, const QJsonObject &record)
 {
     QDir().mkpath(QFileInfo(path).absolutePath());
-    QSaveFile file(path);
-    if (!file.open(QIODevice::WriteOnly) || file.write(schemaJson(record)) < 0 || !file.commit())
-        return makeError(ErrorCode::Io, "cannot write the cluster record: " + file.errorString().toStdString(),
-                         path.toStdString());
+    if (auto ok = fileutil::writeFileAtomic(path.toStdString(), schemaJson(record).toStdString()); !ok)
+        return makeError(ErrorCode::Io, "cannot write the cluster record: " + ok.error().message, path.toStdString());
     return {};
 }
 

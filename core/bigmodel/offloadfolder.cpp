@@ -1,7 +1,7 @@
 #include "core/bigmodel/offloadfolder.h"
 
-#include "core/bigmodel/atomicfilewriter.h"
 #include "core/bigmodel/safetensors.h"
+#include "core/common/atomicfile.h"
 #include "core/common/fileutil.h"
 #include "core/common/jsondocument.h"
 
@@ -151,7 +151,7 @@ Result<void> OffloadFolder::writeTensor(const std::string &name, DType dtype, co
                          m_folder);
     if (name.find('/') != std::string::npos || name.empty())
         return makeError(ErrorCode::InvalidInput, "tensor name \"" + name + "\" cannot be a file name", m_folder);
-    AtomicFileWriter writer;
+    fileutil::AtomicFileWriter writer;
     const std::string path = m_folder + "/" + name + ".dat";
     if (auto ok = writer.open(path); !ok)
         return ok;

@@ -1,6 +1,6 @@
 #include "core/bigmodel/safetensorswriter.h"
 
-#include "core/bigmodel/atomicfilewriter.h"
+#include "core/common/atomicfile.h"
 #include "core/common/fileutil.h"
 
 #include <nlohmann/json.hpp>
@@ -98,7 +98,7 @@ Result<void> writeSafetensors(const std::string &path, std::vector<TensorToWrite
     uint64_t n = header->size();
     for (int i = 0; i < 8; ++i)
         length[i] = static_cast<unsigned char>((n >> (8 * i)) & 0xFF);
-    AtomicFileWriter writer;
+    fileutil::AtomicFileWriter writer;
     if (auto ok = writer.open(path); !ok)
         return ok;
     if (auto ok = writer.write(length, 8); !ok)

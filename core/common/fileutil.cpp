@@ -1,5 +1,8 @@
 #include "core/common/fileutil.h"
 
+#include "core/common/atomicfile.h"
+
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -101,42 +104,72 @@ Result<std::string> readFile(const std::string &path, uint64_t maxBytes)
     return content;
 }
 
-Result<void> writeFileAtomic(const std::string &path, const std::string &content)
+AtomicFileWriter::~AtomicFileWriter()
 {
+    if (m_fd >= 0) {
+        ::close(m_fd);
+        ::unlink(m_temporary.c_str());
+    }
+}
+
+Result<void> AtomicFileWriter::open(const std::string &path)
+{
+    m_path = path;
     std::string pattern = path + ".tmp.XXXXXX";
     std::vector<char> name(pattern.begin(), pattern.end());
     name.push_back('\0');
-    const int fd = ::mkstemp(name.data());
-    if (fd < 0)
+    m_fd = ::mkstemp(name.data());
+    if (m_fd < 0)
         return makeError(ErrorCode::Io, std::string("cannot create a temporary file: ") + std::strerror(errno), path);
-    const std::string tmp(name.data());
-    size_t written = 0;
-    while (written < content.size()) {
-        const ssize_t n = ::write(fd, content.data() + written, content.size() - written);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            const int saved = errno;
-            ::close(fd);
-            ::unlink(tmp.c_str());
-            return makeError(ErrorCode::Io, std::string("write failed: ") + std::strerror(saved), path);
-        }
-        written += static_cast<size_t>(n);
-    }
+    m_temporary = name.data();
     // mkstemp creates 0600; give the file the permissions an ordinary new file would get.
     const mode_t mask = ::umask(0);
     ::umask(mask);
-    ::fchmod(fd, 0666 & ~mask);
-    if (::fsync(fd) != 0 || ::close(fd) != 0) {
-        ::unlink(tmp.c_str());
-        return makeError(ErrorCode::Io, std::string("flush failed: ") + std::strerror(errno), path);
-    }
-    if (::rename(tmp.c_str(), path.c_str()) != 0) {
-        const int saved = errno;
-        ::unlink(tmp.c_str());
-        return makeError(ErrorCode::Io, std::string("rename failed: ") + std::strerror(saved), path);
+    ::fchmod(m_fd, 0666 & ~mask);
+    return {};
+}
+
+Result<void> AtomicFileWriter::write(const void *data, uint64_t size)
+{
+    const char *bytes = static_cast<const char *>(data);
+    uint64_t written = 0;
+    while (written < size) {
+        const size_t chunk = static_cast<size_t>(std::min<uint64_t>(size - written, 1u << 30));
+        const ssize_t n = ::write(m_fd, bytes + written, chunk);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return makeError(ErrorCode::Io, std::string("write failed: ") + std::strerror(errno), m_path);
+        }
+        written += static_cast<uint64_t>(n);
     }
     return {};
+}
+
+Result<void> AtomicFileWriter::commit()
+{
+    const int fd = m_fd;
+    m_fd = -1;
+    if (::fsync(fd) != 0 || ::close(fd) != 0) {
+        ::unlink(m_temporary.c_str());
+        return makeError(ErrorCode::Io, std::string("flush failed: ") + std::strerror(errno), m_path);
+    }
+    if (::rename(m_temporary.c_str(), m_path.c_str()) != 0) {
+        const int saved = errno;
+        ::unlink(m_temporary.c_str());
+        return makeError(ErrorCode::Io, std::string("rename failed: ") + std::strerror(saved), m_path);
+    }
+    return {};
+}
+
+Result<void> writeFileAtomic(const std::string &path, const std::string &content)
+{
+    AtomicFileWriter writer;
+    if (auto ok = writer.open(path); !ok)
+        return ok;
+    if (auto ok = writer.write(content.data(), content.size()); !ok)
+        return ok;
+    return writer.commit();
 }
 
 std::string expandUser(const std::string &path)

@@ -10,6 +10,7 @@
 // collective record is one lock-free atomic word, read the same way.
 #include "core/worker/stackdump.h"
 
+#include "core/common/fileutil.h"
 #include "core/common/jsondocument.h"
 #include "core/rundir/runlayout.h"
 #include "core/runtime/collectiverecord.h"
@@ -30,7 +31,6 @@
 #include <dlfcn.h>
 #include <execinfo.h>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <pthread.h>
 #include <semaphore.h>
@@ -118,12 +118,7 @@ void dumpLoop()
         const fs::path target = fs::path(runDirectory) / rundir::nativeStackFile(rank);
         std::error_code ignored;
         fs::create_directories(target.parent_path(), ignored);
-        const fs::path partial = target.string() + ".partial";
-        {
-            std::ofstream out(partial, std::ios::binary | std::ios::trunc);
-            out << text;
-        }
-        fs::rename(partial, target, ignored); // readers never see a half-written file
+        (void)fileutil::writeFileAtomic(target.string(), text); // readers never see a half-written file
     }
 }
 
