@@ -5,6 +5,7 @@
 #include "core/inference/causallm.h"
 #include "core/inference/inferencemodel.h"
 #include "core/inference/intraopteam.h"
+#include "core/inference/kernelisa.h"
 #include "core/inference/layers.h"
 
 #include <nlohmann/json.hpp>
@@ -17,6 +18,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <immintrin.h>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -51,22 +54,121 @@ DecodeBytes decodeBytes(InferenceModel &model)
     return bytes;
 }
 
+namespace {
+
+constexpr size_t kStreamBytes = size_t(256) << 20; // larger than the last-level caches here
+constexpr int kStreamPasses = 5;
+
+// XOR of every 64-byte line of [data, data + bytes) (bytes a multiple of 256), read with the
+// widest loads the CPU has: a read-only stream, as decode reads its weights.
+__attribute__((target("avx512f"))) uint64_t streamAvx512(const char *data, size_t bytes)
+{
+    __m512i a = _mm512_setzero_si512(), b = a, c = a, d = a;
+    for (size_t i = 0; i < bytes; i += 256) {
+        a = _mm512_xor_si512(a, _mm512_loadu_si512(data + i));
+        b = _mm512_xor_si512(b, _mm512_loadu_si512(data + i + 64));
+        c = _mm512_xor_si512(c, _mm512_loadu_si512(data + i + 128));
+        d = _mm512_xor_si512(d, _mm512_loadu_si512(data + i + 192));
+    }
+    alignas(64) uint64_t lanes[8];
+    _mm512_store_si512(lanes, _mm512_xor_si512(_mm512_xor_si512(a, b), _mm512_xor_si512(c, d)));
+    uint64_t folded = 0;
+    for (uint64_t lane : lanes)
+        folded ^= lane;
+    return folded;
+}
+
+__attribute__((target("avx2"))) uint64_t streamAvx2(const char *data, size_t bytes)
+{
+    __m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
+    for (size_t i = 0; i < bytes; i += 128) {
+        a = _mm256_xor_si256(a, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(data + i)));
+        b = _mm256_xor_si256(b, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(data + i + 32)));
+        c = _mm256_xor_si256(c, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(data + i + 64)));
+        d = _mm256_xor_si256(d, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(data + i + 96)));
+    }
+    alignas(32) uint64_t lanes[4];
+    _mm256_store_si256(reinterpret_cast<__m256i *>(lanes),
+                       _mm256_xor_si256(_mm256_xor_si256(a, b), _mm256_xor_si256(c, d)));
+    return lanes[0] ^ lanes[1] ^ lanes[2] ^ lanes[3];
+}
+
+uint64_t streamPortable(const char *data, size_t bytes)
+{
+    uint64_t lanes[8] = {};
+    for (size_t i = 0; i < bytes; i += 64)
+        for (size_t lane = 0; lane < 8; ++lane) {
+            uint64_t word;
+            std::memcpy(&word, data + i + 8 * lane, sizeof word);
+            lanes[lane] ^= word;
+        }
+    uint64_t folded = 0;
+    for (uint64_t lane : lanes)
+        folded ^= lane;
+    return folded;
+}
+
+uint64_t stream(KernelIsa isa, const char *data, size_t bytes)
+{
+    switch (isa) {
+    case KernelIsa::Avx512:
+        return streamAvx512(data, bytes);
+    case KernelIsa::Avx2:
+        return streamAvx2(data, bytes);
+    case KernelIsa::Portable:
+        break;
+    }
+    return streamPortable(data, bytes);
+}
+
+// The fastest of kStreamPasses read-only passes over kStreamBytes, split by sharedPieces over
+// `threads` (the count sharedThreads() gives now).
+MemoryBandwidth measureStream(int threads)
+{
+    MemoryBandwidth measured;
+    measured.threads = threads;
+    const KernelIsa isa = hostKernelIsa();
+    char method[160];
+    std::snprintf(method, sizeof method,
+                  "read-only %s stream of %zu MiB on %d thread%s (the decode products' split), best of %d",
+                  kernelIsaName(isa), kStreamBytes >> 20, threads, threads == 1 ? "" : "s", kStreamPasses);
+    measured.method = method;
+    std::unique_ptr<char[]> buffer(new char[kStreamBytes]);
+    std::memset(buffer.get(), 0x5a, kStreamBytes); // touched: page faults are not part of the passes
+    constexpr int64_t kLine = 256;                 // the kernels' step
+    const int64_t lines = int64_t(kStreamBytes / kLine);
+    std::atomic<uint64_t> folded{0};
+    double best = 1e30;
+    for (int pass = 0; pass < kStreamPasses; ++pass) {
+        const auto start = std::chrono::steady_clock::now();
+        sharedPieces(lines, 16, int64_t(1) << 12, [&](int64_t begin, int64_t end) {
+            folded.fetch_xor(stream(isa, buffer.get() + begin * kLine, size_t(end - begin) * kLine));
+        });
+        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    // Every 64-bit word is 0x5a5a..., an even number of them per lane: the XOR is 0 when every
+    // byte was read as written.
+    measured.bytesPerSecond = folded.load() == 0 && best > 0 ? double(kStreamBytes) / best : 0.0;
+    return measured;
+}
+
+} // namespace
+
+MemoryBandwidth measureMemoryBandwidth()
+{
+    static std::mutex mutex;
+    static std::map<int, MemoryBandwidth> measured; // by thread count
+    const int threads = sharedThreads();
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = measured.find(threads);
+    if (it == measured.end())
+        it = measured.emplace(threads, measureStream(threads)).first;
+    return it->second;
+}
+
 double memoryBandwidth()
 {
-    static const double measured = [] {
-        const size_t size = size_t(256) << 20;
-        std::unique_ptr<char[]> from(new char[size]), to(new char[size]);
-        std::memset(from.get(), 1, size);
-        std::memset(to.get(), 0, size); // both touched: page faults are not part of the copies
-        double best = 1e30;
-        for (int i = 0; i < 5; ++i) {
-            const auto start = std::chrono::steady_clock::now();
-            std::memcpy(to.get(), from.get(), size);
-            best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-        }
-        return to[size / 2] == 1 && best > 0 ? double(size) / best : 0.0;
-    }();
-    return measured;
+    return measureMemoryBandwidth().bytesPerSecond;
 }
 
 DecodeDTypeChoice chooseDecodeDType(const std::vector<std::string> &cpuFlags, const std::string &storedDType,
@@ -179,6 +281,7 @@ Result<std::vector<int>> pinIntraOpThreads()
             cpus.push_back(cpu);
     if (cpus.empty())
         return makeError(ErrorCode::Failed, "pin threads: the process may run on no CPU");
+    startSharedHelpers(); // on every allowed CPU, before the caller is confined to one
     const int threads = at::get_num_threads();
     std::vector<int> pinned(size_t(threads), -1);
     std::atomic<int> refused{-1};
@@ -201,6 +304,7 @@ Result<std::vector<int>> pinIntraOpThreads()
     for (int t = 0; t < threads; ++t)
         if (pinned[size_t(t)] < 0)
             return makeError(ErrorCode::Failed, "pin threads: intra-op thread " + std::to_string(t) + " did not run");
+    pinSharedHelpers(cpus); // one-sequence decode's helpers: helper h where the team's thread h is
     return pinned;
 }
 
@@ -213,6 +317,11 @@ Result<void> unpinIntraOpThreads()
     }
     if (!mask)
         return {}; // never pinned
+    std::vector<int> allowed;
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+        if (CPU_ISSET(cpu, &*mask))
+            allowed.push_back(cpu);
+    unpinSharedHelpers(allowed);
     return onEveryIntraOpThread([&](int) { pthread_setaffinity_np(pthread_self(), sizeof *mask, &*mask); });
 }
 
@@ -235,10 +344,13 @@ std::vector<int> intraOpThreadCpus()
 nlohmann::ordered_json decodeBoundJson(InferenceModel &model)
 {
     const DecodeBytes bytes = decodeBytes(model);
-    const double bandwidth = memoryBandwidth();
+    const MemoryBandwidth measured = measureMemoryBandwidth();
+    const double bandwidth = measured.bytesPerSecond;
     nlohmann::ordered_json bound = {{"weight_bytes_per_token", bytes.perToken},
                                     {"offloaded_bytes_per_token", bytes.offloaded},
-                                    {"memory_bandwidth_bytes_per_s", bandwidth}};
+                                    {"memory_bandwidth_bytes_per_s", bandwidth},
+                                    {"memory_bandwidth_threads", measured.threads},
+                                    {"memory_bandwidth_method", measured.method}};
     bound["tokens_per_s"] = bandwidth > 0 && bytes.perToken > 0 ? nlohmann::ordered_json(bandwidth / bytes.perToken)
                                                                 : nlohmann::ordered_json(nullptr);
     return bound;

@@ -28,10 +28,19 @@ struct DecodeBytes {
 // embedding of a model with tie_word_embeddings is also its output head, read whole.
 DecodeBytes decodeBytes(InferenceModel &model);
 
-// This machine's memory bandwidth in bytes read per second: the fastest of 5 copies of 256 MiB
-// (larger than the last-level caches of the CPUs this runs on). Measured on the first call (about
-// 0.3 s and 512 MiB for that moment), then remembered for the process.
-double memoryBandwidth();
+// This machine's memory bandwidth in bytes read per second as decode reads its weights: the
+// fastest of 5 read-only passes (XOR of wide loads at kernelisa.h's ISA) over 256 MiB (larger than
+// the last-level caches of the CPUs this runs on), split by sharedPieces (intraopteam.h) over
+// sharedThreads(), the threads one-sequence decode runs its products on (pinned ones stay
+// pinned). Measured on the first call for each thread count (about 0.2 s and 256 MiB for that
+// moment), then remembered for the process.
+struct MemoryBandwidth {
+    double bytesPerSecond = 0; // 0 when the passes read something else than was written
+    int threads = 0;           // the sharedThreads() it was measured on
+    std::string method;        // "read-only avx512 stream of 256 MiB on 2 threads (...), best of 5"
+};
+MemoryBandwidth measureMemoryBandwidth();
+double memoryBandwidth(); // measureMemoryBandwidth().bytesPerSecond
 
 // bfloat16 weights for decode, chosen by the CPU's capability and by measurement, never silently:
 // only a float32 model on a CPU with amx_bf16 or avx512_bf16 (the flags hardware::parseCpuInfo reads
@@ -63,16 +72,20 @@ ProductTimes measureDecodeProducts(int64_t in = 2048, int64_t out = 8192);
 
 // Pins each of libtorch's intra-op threads (the OpenMP team of at::get_num_threads() threads, the
 // calling thread being thread 0) to its own CPU of the process's allowed set: thread i to the i-th
-// allowed CPU, wrapping when there are more threads than CPUs. Returns the CPU of each thread, in
-// thread order; errors name what failed (no OpenMP runtime loaded, a CPU the kernel refused).
+// allowed CPU, wrapping when there are more threads than CPUs. One-sequence decode's product
+// helpers (sharedPieces on libtorch's inter-op threads, intraopteam.h) follow: helper h runs on
+// the CPU of thread h (pinSharedHelpers). Returns the CPU of each thread, in thread order; errors
+// name what failed (no OpenMP runtime loaded, a CPU the kernel refused).
 Result<std::vector<int>> pinIntraOpThreads();
-// Every intra-op thread back on the CPUs the process had before the first pinIntraOpThreads().
+// Every intra-op thread, and every inter-op thread a helper was moved on, back on the CPUs the
+// process had before the first pinIntraOpThreads().
 Result<void> unpinIntraOpThreads();
 // The CPU each intra-op thread is confined to, in thread order (-1: more than one allowed).
 std::vector<int> intraOpThreadCpus();
 
 // {"weight_bytes_per_token", "offloaded_bytes_per_token", "memory_bandwidth_bytes_per_s",
-//  "tokens_per_s"}: the bound for this model on this machine (tokens_per_s null when unmeasured).
+//  "memory_bandwidth_threads", "memory_bandwidth_method", "tokens_per_s"}: the bound for this model
+// on this machine and the threads set now (tokens_per_s null when unmeasured).
 nlohmann::ordered_json decodeBoundJson(InferenceModel &model);
 
 } // namespace accel::inference

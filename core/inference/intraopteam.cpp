@@ -6,7 +6,11 @@
 #include <atomic>
 #include <dlfcn.h>
 #include <memory>
+#include <mutex>
+#include <pthread.h>
+#include <sched.h>
 #include <thread>
+#include <vector>
 
 namespace accel::inference {
 
@@ -134,6 +138,106 @@ OneThreadedOps::~OneThreadedOps()
     g_sharedThreads = 0;
 }
 
+namespace {
+
+// Where sharedPieces' helpers run (pinSharedHelpers): the CPUs, and the inter-op threads a helper
+// moved, so that unpinning moves them back at once. Never destroyed: inter-op threads may end after
+// static destructors ran.
+struct HelperPins {
+    std::mutex mutex;
+    std::vector<int> cpus;               // empty: not pinned
+    std::atomic<uint64_t> generation{0}; // bumped by every pin and unpin
+    std::vector<pthread_t> moved;
+};
+
+HelperPins &helperPins()
+{
+    static auto *pins = new HelperPins;
+    return *pins;
+}
+
+cpu_set_t cpuSet(const std::vector<int> &cpus)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int cpu : cpus)
+        if (cpu >= 0 && cpu < CPU_SETSIZE)
+            CPU_SET(cpu, &set);
+    return set;
+}
+
+// This inter-op thread's place: the generation it last looked at, the CPU it moved to (-1: none).
+struct HelperThread {
+    uint64_t generation = 0;
+    int helper = 0, cpu = -1;
+    ~HelperThread()
+    {
+        if (cpu < 0)
+            return;
+        HelperPins &pins = helperPins();
+        std::lock_guard<std::mutex> lock(pins.mutex);
+        pins.moved.erase(std::remove_if(pins.moved.begin(), pins.moved.end(),
+                                        [](pthread_t t) { return pthread_equal(t, pthread_self()) != 0; }),
+                         pins.moved.end());
+    }
+};
+thread_local HelperThread t_helperThread;
+
+// Before helper `helper` takes a piece on this thread.
+void placeHelper(int helper)
+{
+    HelperPins &pins = helperPins();
+    HelperThread &mine = t_helperThread;
+    const uint64_t generation = pins.generation.load(std::memory_order_acquire);
+    if (generation == mine.generation && (mine.cpu < 0 || mine.helper == helper))
+        return; // unchanged since this thread last looked (unpinned: any helper runs anywhere)
+    std::lock_guard<std::mutex> lock(pins.mutex);
+    mine.generation = pins.generation.load();
+    mine.helper = helper;
+    const bool listed = std::any_of(pins.moved.begin(), pins.moved.end(),
+                                    [](pthread_t t) { return pthread_equal(t, pthread_self()) != 0; });
+    if (!listed)
+        mine.cpu = -1; // never moved, or unpinSharedHelpers moved it back since
+    if (pins.cpus.empty())
+        return;
+    const int cpu = pins.cpus[size_t(helper) % pins.cpus.size()];
+    if (cpu == mine.cpu)
+        return;
+    const cpu_set_t one = cpuSet({cpu});
+    if (pthread_setaffinity_np(pthread_self(), sizeof one, &one) != 0)
+        return; // the team's thread `helper` was accepted on this CPU; left where it is if not
+    if (mine.cpu < 0)
+        pins.moved.push_back(pthread_self());
+    mine.cpu = cpu;
+}
+
+} // namespace
+
+void pinSharedHelpers(const std::vector<int> &cpus)
+{
+    HelperPins &pins = helperPins();
+    std::lock_guard<std::mutex> lock(pins.mutex);
+    pins.cpus = cpus;
+    pins.generation.fetch_add(1, std::memory_order_release);
+}
+
+void startSharedHelpers()
+{
+    at::launch([] {}); // the first task starts the pool
+}
+
+void unpinSharedHelpers(const std::vector<int> &allowed)
+{
+    HelperPins &pins = helperPins();
+    std::lock_guard<std::mutex> lock(pins.mutex);
+    const cpu_set_t mask = cpuSet(allowed);
+    for (pthread_t thread : pins.moved)
+        pthread_setaffinity_np(thread, sizeof mask, &mask);
+    pins.moved.clear();
+    pins.cpus.clear();
+    pins.generation.fetch_add(1, std::memory_order_release);
+}
+
 void sharedPieces(int64_t n, int64_t align, int64_t minimum, const std::function<void(int64_t, int64_t)> &body)
 {
     if (n <= 0)
@@ -150,7 +254,10 @@ void sharedPieces(int64_t n, int64_t align, int64_t minimum, const std::function
     work->piece = piece;
     work->count = (n + piece - 1) / piece;
     for (int helper = 1; helper < team; ++helper)
-        at::launch([work] { work->take(); });
+        at::launch([work, helper] {
+            placeHelper(helper);
+            work->take();
+        });
     work->take();
     while (work->done.load(std::memory_order_acquire) < work->count) // pieces a helper holds
         std::this_thread::yield();

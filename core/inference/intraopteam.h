@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 namespace accel::inference {
 
@@ -31,6 +32,20 @@ void sharedPieces(int64_t n, int64_t align, int64_t minimum, const std::function
 // The threads sharedPieces shares among: at::get_num_threads(), or the count it had when the live
 // OneThreadedOps scope began.
 int sharedThreads();
+
+// sharedPieces' helper h (1 .. sharedThreads() - 1) moves the inter-op thread that runs it to
+// cpus[h % cpus.size()] before it takes a piece: the CPU the intra-op team's thread h is pinned to
+// (decodebound.h's pinIntraOpThreads, which calls this with the CPUs it pinned the team to, so the
+// kernel has accepted each), and the caller, the team's thread 0, stays on its own. A thread moves
+// only when its helper's CPU changes; otherwise a task costs one atomic load.
+void pinSharedHelpers(const std::vector<int> &cpus);
+// Starts libtorch's inter-op threads, where the helpers run, if they are not running yet: a new
+// thread inherits the CPUs of the thread that starts it, so pinIntraOpThreads calls this before it
+// confines the caller (a pool started later by a pinned caller would sit on the caller's CPU).
+void startSharedHelpers();
+// Every inter-op thread a helper moved back on `allowed` (the process's CPUs), at once; helpers
+// then run wherever the pool's threads are scheduled.
+void unpinSharedHelpers(const std::vector<int> &allowed);
 
 // One decode step of one sequence reads every weight once (sharedPieces' products) and otherwise
 // runs small operations. While this scope lives libtorch's intra-op threads are set to 1, so that

@@ -63,6 +63,7 @@ private Q_SLOTS:
     // Decode settings (decodebound.h): bfloat16 chosen by capability and measurement, pinned threads.
     void bfloat16OnlyWithTheFlagsAndTheMeasurement();
     void pinnedThreadsRunOnTheirCpus();
+    void memoryBandwidthIsReadOnTheDecodeThreads();
     // Int8 decode products (int8gemv.h, int8kernel.h): our kernel at every ISA this CPU runs, the
     // work split over the intra-op threads, and the kernel chosen by capability and measurement.
     void piecesRunOnTheIntraOpThreads();
@@ -419,6 +420,33 @@ void tst_Dispatch::bfloat16OnlyWithTheFlagsAndTheMeasurement()
     }
 }
 
+// The CPUs a sharedPieces helper (not the calling thread) may run on, inside a OneThreadedOps scope
+// over the 2 intra-op threads set: the caller's piece waits (up to 10 s) until a helper has run one.
+static cpu_set_t sharedHelperCpus()
+{
+    cpu_set_t helperSet;
+    CPU_ZERO(&helperSet);
+    const pthread_t caller = pthread_self();
+    std::atomic<bool> seen{false};
+    std::mutex mutex;
+    OneThreadedOps decode;
+    inference::sharedPieces(1000, 4, 8, [&](int64_t, int64_t) {
+        if (!pthread_equal(pthread_self(), caller)) {
+            std::lock_guard<std::mutex> lock(mutex);
+            if (!seen && sched_getaffinity(0, sizeof helperSet, &helperSet) == 0)
+                seen = true;
+            return;
+        }
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (!seen && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::yield();
+    });
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!seen)
+        qWarning("no sharedPieces helper ran a piece within 10 s");
+    return helperSet;
+}
+
 void tst_Dispatch::pinnedThreadsRunOnTheirCpus()
 {
     cpu_set_t before;
@@ -440,9 +468,77 @@ void tst_Dispatch::pinnedThreadsRunOnTheirCpus()
     const at::Tensor sum = at::ones({1 << 20}).sum();
     QCOMPARE(sum.item<float>(), float(1 << 20));
     QCOMPARE(inference::intraOpThreadCpus(), *pinned);
-    // Undone for the other tests: every thread back on the CPUs the process had.
+    // One-sequence decode: libtorch's team at 1 thread, the products shared between the caller and
+    // a helper on libtorch's inter-op threads (sharedPieces). The helper runs on thread 1's CPU
+    // alone, apart from the caller's.
+    cpu_set_t helperSet = sharedHelperCpus();
+    QCOMPARE(CPU_COUNT(&helperSet), 1);
+    QVERIFY(CPU_ISSET((*pinned)[1], &helperSet));
+    if (CPU_COUNT(&before) >= 2)
+        QVERIFY(!CPU_ISSET((*pinned)[0], &helperSet));
+    // Undone for the other tests: every thread back on the CPUs the process had, the helpers' too.
     QVERIFY(inference::unpinIntraOpThreads());
     QCOMPARE(inference::intraOpThreadCpus(), std::vector<int>(2, CPU_COUNT(&before) == 1 ? (*pinned)[0] : -1));
+    helperSet = sharedHelperCpus();
+    QVERIFY(CPU_EQUAL(&helperSet, &before));
+    at::set_num_threads(previous);
+}
+
+// The decode bound's bandwidth is a read-only stream split like the decode products, on the threads
+// decode shares them among (sharedThreads: the count set before a OneThreadedOps scope, not its 1),
+// measured once per thread count and named in decodeBoundJson. Its speed is not asserted; the
+// single-thread memcpy the bound was once timed by is printed beside it.
+void tst_Dispatch::memoryBandwidthIsReadOnTheDecodeThreads()
+{
+    const int previous = at::get_num_threads();
+    at::set_num_threads(1);
+    const MemoryBandwidth one = inference::measureMemoryBandwidth();
+    QVERIFY(one.bytesPerSecond > 0);
+    QCOMPARE(one.threads, 1);
+    QVERIFY2(one.method.find("read-only") == 0 && one.method.find("on 1 thread ") != std::string::npos,
+             one.method.c_str());
+    at::set_num_threads(2);
+    MemoryBandwidth two;
+    {
+        OneThreadedOps decode;
+        QCOMPARE(at::get_num_threads(), 1);
+        two = inference::measureMemoryBandwidth();
+    }
+    QVERIFY(two.bytesPerSecond > 0);
+    QCOMPARE(two.threads, 2);
+    QVERIFY2(two.method.find("on 2 threads") != std::string::npos, two.method.c_str());
+    // Remembered per thread count.
+    QCOMPARE(inference::memoryBandwidth(), two.bytesPerSecond);
+    at::set_num_threads(1);
+    QCOMPARE(inference::memoryBandwidth(), one.bytesPerSecond);
+    at::set_num_threads(2);
+    // What the serve worker's loaded event carries.
+    const std::string dir = m_dir.filePath("bound").toStdString();
+    test::writeTinyModel(dir, "gpt2", 7);
+    auto model = InferenceModel::load(dir);
+    QVERIFY2(model, model ? "" : model.error().toString().c_str());
+    const nlohmann::ordered_json bound = inference::decodeBoundJson(**model);
+    const auto bytes = bound.at("weight_bytes_per_token").get<uint64_t>();
+    QVERIFY(bytes > 0);
+    QCOMPARE(bound.at("memory_bandwidth_bytes_per_s").get<double>(), two.bytesPerSecond);
+    QCOMPARE(bound.at("memory_bandwidth_threads").get<int>(), 2);
+    QCOMPARE(bound.at("memory_bandwidth_method").get<std::string>(), two.method);
+    QCOMPARE(bound.at("tokens_per_s").get<double>(), two.bytesPerSecond / double(bytes));
+    // For the record only (the machine is shared): the single-thread copy of 256 MiB.
+    const size_t size = size_t(256) << 20;
+    std::unique_ptr<char[]> from(new char[size]), to(new char[size]);
+    std::memset(from.get(), 1, size);
+    std::memset(to.get(), 0, size);
+    double copy = 1e30;
+    for (int i = 0; i < 5; ++i) {
+        const auto start = std::chrono::steady_clock::now();
+        std::memcpy(to.get(), from.get(), size);
+        copy = std::min(copy, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    qInfo("read stream: %.2f GB/s on 1 thread, %.2f GB/s on 2 (%s); single-thread memcpy: %.2f GB/s (bytes "
+          "copied per second, byte %d)",
+          one.bytesPerSecond / 1e9, two.bytesPerSecond / 1e9, two.method.c_str(), double(size) / copy / 1e9,
+          int(to[size / 2]));
     at::set_num_threads(previous);
 }
 
