@@ -37,6 +37,7 @@ inline constexpr const char *kDynamoUseRegionalCompilation = "ACCELERATE_DYNAMO_
 inline constexpr const char *kFp8Prefix = "ACCELERATE_FP8_";
 inline constexpr const char *kFp8Backend = "ACCELERATE_FP8_BACKEND";
 inline constexpr const char *kFp8OptLevel = "ACCELERATE_FP8_OPT_LEVEL";
+inline constexpr const char *kFp8EnableFsdpFloat8AllGather = "ACCELERATE_FP8_ENABLE_FSDP_FLOAT8_ALL_GATHER";
 inline constexpr const char *kFp8OverridePrefix = "ACCELERATE_FP8_OVERRIDE_";
 
 } // namespace accel::accelerateenv

@@ -1,5 +1,7 @@
 #include "core/common/jobschema.h"
 
+#include "core/common/accelerateenv.h"
+#include "core/common/mixedprecision.h"
 #include "core/common/text.h"
 
 #include <algorithm>
@@ -7,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
+#include <utility>
 
 namespace accel::jobs {
 
@@ -37,6 +40,15 @@ JobField choice(const char *key, const char *label, const char *def, std::vector
     return f;
 }
 
+// training.mixed_precision: empty (the cluster config's) or one of Accelerate's names.
+std::vector<std::string> precisionChoices()
+{
+    std::vector<std::string> choices{""};
+    const std::vector<std::string> &names = mixedPrecisionNames();
+    choices.insert(choices.end(), names.begin(), names.end());
+    return choices;
+}
+
 JobField required(JobField f)
 {
     f.required = true;
@@ -55,9 +67,9 @@ JobField lowercase(JobField f)
     return f;
 }
 
-JobField whenAbsent(JobField f, const char *text)
+JobField whenAbsent(JobField f, std::string text)
 {
-    f.absent = text;
+    f.absent = std::move(text);
     return f;
 }
 
@@ -96,10 +108,9 @@ std::vector<JobField> trainingFields()
         make("training.warmup_steps", "Warm-up steps", T::Integer, "0", 0, kUnbounded, tr,
              "linear warm-up, then cosine decay"),
         make("training.weight_decay", "Weight decay", T::Number, "0.0", 0, 10, tr, "decoupled weight decay"),
-        whenAbsent(
-            lowercase(choice("training.mixed_precision", "Mixed precision", "", {"", "no", "bf16", "fp16", "fp8"}, tr,
-                             "empty: from the cluster config; fp16 needs a CUDA build")),
-            "`ACCELERATE_MIXED_PRECISION`"),
+        whenAbsent(lowercase(choice("training.mixed_precision", "Mixed precision", "", precisionChoices(), tr,
+                                    "empty: from the cluster config; fp16 needs a CUDA build")),
+                   std::string("`") + accelerateenv::kMixedPrecision + "`"),
         make("training.eval_every", "Evaluate every", T::Integer, "0", 0, kUnbounded, tr,
              "steps; 0 = never (gpt, distill, causal_lm)"),
         make("training.checkpoint_every", "Checkpoint every", T::Integer, "0", 0, kUnbounded, tr, "steps; 0 = never"),

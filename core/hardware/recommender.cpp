@@ -3,6 +3,7 @@
 #include "core/hardware/nvidiasmi.h"
 
 #include "core/common/cputopology.h"
+#include "core/common/mixedprecision.h"
 
 #include <nlohmann/json.hpp>
 
@@ -33,6 +34,17 @@ std::string capabilityText(int capability)
 void addReason(RecommendedConfig &config, const std::string &key, const std::string &text)
 {
     config.reasons.push_back({key, text});
+}
+
+using MP = MixedPrecision;
+
+// What the hardware can run (best last) and the precision recommended, by their mixed_precision names.
+void setPrecisions(RecommendedConfig &config, std::initializer_list<MP> supported, MP recommended)
+{
+    config.supportedPrecisions.clear();
+    for (MP precision : supported)
+        config.supportedPrecisions.push_back(mixedPrecisionName(precision));
+    config.mixedPrecision = mixedPrecisionName(recommended);
 }
 
 void recommendForGpus(const HardwareReport &report, RecommendedConfig &config)
@@ -81,29 +93,25 @@ void recommendForGpus(const HardwareReport &report, RecommendedConfig &config)
 
     const std::string pool = count == 1 ? "the GPU has" : "every GPU has";
     if (!capabilityKnown) {
-        config.supportedPrecisions = {"no", "fp16"};
-        config.mixedPrecision = "fp16";
+        setPrecisions(config, {MP::No, MP::Fp16}, MP::Fp16);
         addReason(config, "mixed_precision",
                   "compute capability unknown: fp16 works on every CUDA GPU Accelerate supports; check for bf16 (needs "
                   "8.0+)");
     } else if (minCapability >= 80) {
-        config.supportedPrecisions = {"no", "fp16", "bf16"};
+        setPrecisions(config, {MP::No, MP::Fp16, MP::Bf16}, MP::Bf16);
         if (minCapability >= 89)
-            config.supportedPrecisions.push_back("fp8");
-        config.mixedPrecision = "bf16";
+            config.supportedPrecisions.push_back(mixedPrecisionName(MP::Fp8));
         addReason(config, "mixed_precision",
                   pool + " compute capability " + capabilityText(minCapability) +
                       " (>= 8.0): bf16 runs natively and needs no loss scaling" +
                       (minCapability >= 89 ? "; fp8 is also possible (>= 8.9) with a TE/torchao backend" : ""));
     } else if (minCapability >= 60) {
-        config.supportedPrecisions = {"no", "fp16"};
-        config.mixedPrecision = "fp16";
+        setPrecisions(config, {MP::No, MP::Fp16}, MP::Fp16);
         addReason(config, "mixed_precision",
                   "compute capability " + capabilityText(minCapability) +
                       " has no bf16 (needs 8.0) nor fp8 (needs 8.9): fp16 with loss scaling");
     } else {
-        config.supportedPrecisions = {"no"};
-        config.mixedPrecision = "no";
+        setPrecisions(config, {MP::No}, MP::No);
         addReason(config, "mixed_precision",
                   "compute capability " + capabilityText(minCapability) + " has no fast half precision: full fp32");
     }
@@ -165,14 +173,12 @@ void recommendForCpu(const HardwareReport &report, RecommendedConfig &config)
 
     const bool bf16 = report.cpu.hasFlag("avx512_bf16") || report.cpu.hasFlag("amx_bf16");
     if (bf16) {
-        config.supportedPrecisions = {"no", "bf16"};
-        config.mixedPrecision = "bf16";
+        setPrecisions(config, {MP::No, MP::Bf16}, MP::Bf16);
         addReason(config, "mixed_precision",
                   std::string("the CPU has ") + (report.cpu.hasFlag("amx_bf16") ? "AMX-BF16" : "AVX512-BF16") +
                       " instructions: bf16 autocast runs natively");
     } else {
-        config.supportedPrecisions = {"no"};
-        config.mixedPrecision = "no";
+        setPrecisions(config, {MP::No}, MP::No);
         addReason(config, "mixed_precision",
                   "the CPU lacks avx512_bf16/amx_bf16: bf16 would be emulated and slower than fp32; fp16 autocast is "
                   "GPU-only");

@@ -252,7 +252,7 @@ Result<void> readDeepSpeed(const Lookup &lookup, ShardingPlan &plan)
     plan.source = ShardingSource::DeepSpeed;
     plan.stateDictType = StateDictType::Full;
     if (const std::string moe = get(lookup, accelerateenv::kDeepSpeedMoeLayerClassNames); !moe.empty())
-        return makeError(ErrorCode::Unsupported, "ACCELERATE_DEEPSPEED_MOE_LAYER_CLS_NAMES=" + moe +
+        return makeError(ErrorCode::Unsupported, std::string(accelerateenv::kDeepSpeedMoeLayerClassNames) + "=" + moe +
                                                      ": mixture-of-experts layers are not "
                                                      "implemented by the runtime");
     if (const std::string file = get(lookup, accelerateenv::kDeepSpeedConfigFile); !file.empty()) {
@@ -279,7 +279,7 @@ Result<void> readDeepSpeed(const Lookup &lookup, ShardingPlan &plan)
     const std::string stage = get(lookup, accelerateenv::kDeepSpeedZeroStage);
     if (!stage.empty() && (stage.size() != 1 || stage[0] < '0' || stage[0] > '3'))
         return makeError(ErrorCode::InvalidInput,
-                         "ACCELERATE_DEEPSPEED_ZERO_STAGE=" + stage + ": expected 0, 1, 2 or 3");
+                         std::string(accelerateenv::kDeepSpeedZeroStage) + "=" + stage + ": expected 0, 1, 2 or 3");
     applyStage(stage.empty() ? 2 : stage[0] - '0', plan);
     if (auto offload = applyOffload(accelerateenv::kDeepSpeedOffloadOptimizerDevice,
                                     get(lookup, accelerateenv::kDeepSpeedOffloadOptimizerDevice),
@@ -292,8 +292,8 @@ Result<void> readDeepSpeed(const Lookup &lookup, ShardingPlan &plan)
         char *end = nullptr;
         const double value = std::strtod(clip.c_str(), &end);
         if (*end != '\0' || !(value >= 0))
-            return makeError(ErrorCode::InvalidInput,
-                             "ACCELERATE_GRADIENT_CLIPPING=" + clip + ": expected a non-negative number");
+            return makeError(ErrorCode::InvalidInput, std::string(accelerateenv::kGradientClipping) + "=" + clip +
+                                                          ": expected a non-negative number");
         plan.gradientClipping = value;
     }
     if (const std::string steps = get(lookup, accelerateenv::kGradientAccumulationSteps); !steps.empty())
@@ -414,8 +414,9 @@ Result<ShardingPlan> shardingPlanFromEnvironment(const Lookup &lookupIn)
     if (!deepspeed)
         return tl::unexpected(deepspeed.error());
     if (*fsdp && *deepspeed)
-        return makeError(ErrorCode::InvalidInput,
-                         "ACCELERATE_USE_FSDP and ACCELERATE_USE_DEEPSPEED are both true; choose one distributed_type");
+        return makeError(ErrorCode::InvalidInput, std::string(accelerateenv::kUseFsdp) + " and " +
+                                                      accelerateenv::kUseDeepSpeed +
+                                                      " are both true; choose one distributed_type");
     Result<void> read = *fsdp ? readFsdp(lookup, plan) : *deepspeed ? readDeepSpeed(lookup, plan) : Result<void>();
     if (!read)
         return tl::unexpected(read.error());

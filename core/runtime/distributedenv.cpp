@@ -50,6 +50,15 @@ Result<int> parseInt(const std::string &name, const char *value, int minimum, in
     }
 }
 
+// "no, fp16, bf16, fp8": the names of core/common/mixedprecision, for messages.
+std::string mixedPrecisionChoices()
+{
+    std::string names;
+    for (const std::string &name : mixedPrecisionNames())
+        names += (names.empty() ? "" : ", ") + name;
+    return names;
+}
+
 } // namespace
 
 Result<MixedPrecision> parseMixedPrecision(const std::string &text)
@@ -59,10 +68,8 @@ Result<MixedPrecision> parseMixedPrecision(const std::string &text)
         return MixedPrecision::No;
     if (auto precision = mixedPrecisionFromName(v))
         return *precision;
-    std::string names;
-    for (const std::string &name : mixedPrecisionNames())
-        names += (names.empty() ? "" : ", ") + name;
-    return makeError(ErrorCode::InvalidInput, "mixed precision: expected one of " + names + "; got " + text);
+    return makeError(ErrorCode::InvalidInput,
+                     "mixed precision: expected one of " + mixedPrecisionChoices() + "; got " + text);
 }
 
 Result<DistributedEnv> DistributedEnv::fromEnvironment(const Lookup &lookupIn)
@@ -140,8 +147,9 @@ Result<DistributedEnv> DistributedEnv::fromEnvironment(const Lookup &lookupIn)
     if (const char *mp = lookup(accelerateenv::kMixedPrecision); mp && *mp) {
         auto parsed = parseMixedPrecision(mp);
         if (!parsed)
-            return makeError(ErrorCode::InvalidInput, "environment variable ACCELERATE_MIXED_PRECISION=" +
-                                                          std::string(mp) + ": expected one of no, fp16, bf16, fp8");
+            return makeError(ErrorCode::InvalidInput, std::string("environment variable ") +
+                                                          accelerateenv::kMixedPrecision + "=" + mp +
+                                                          ": expected one of " + mixedPrecisionChoices());
         env.mixedPrecision = *parsed;
     }
     if (const char *steps = lookup(accelerateenv::kGradientAccumulationSteps); steps && *steps) {

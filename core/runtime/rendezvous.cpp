@@ -2,6 +2,7 @@
 // announcement, the gloo or NCCL process group, and the device a rank computes on.
 #include "core/runtime/accelerator_p.h"
 
+#include "core/common/accelerateenv.h"
 #include "core/common/loopbacksocket.h"
 #include "core/common/runtoken.h"
 #include "core/runtime/cudaplugin.h"
@@ -196,8 +197,10 @@ const char *cpuReason(const DistributedEnv &env)
 {
     if (!cudaPlugin())
         return cudaPluginDetail().c_str();
-    if (env.useCpu)
-        return "ACCELERATE_USE_CPU is set";
+    if (env.useCpu) {
+        static const std::string useCpu = std::string(accelerateenv::kUseCpu) + " is set";
+        return useCpu.c_str();
+    }
     return "no GPU is visible to this process";
 }
 

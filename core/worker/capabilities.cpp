@@ -3,6 +3,7 @@
 #include "core/worker/jobrunner.h"
 
 #include "core/common/jobschema.h"
+#include "core/common/mixedprecision.h"
 #include "core/hardware/softwareprobe.h"
 #include "core/runtime/cudaplugin.h"
 #include "core/runtime/precision/fp8gemm.h"
@@ -121,8 +122,10 @@ std::string capabilitiesJson()
     j["blas"] = buildSetting("BLAS_INFO");
     // What this worker can run here: fp16 needs CUDA autocast and loss scaling on a GPU (it is
     // refused on the CPU); fp8 is the AO, TE and MSAMP recipes (docs/fp8.md).
-    j["mixed_precision"] = j["cuda"].get<bool>() ? nlohmann::ordered_json{"no", "fp16", "bf16", "fp8"}
-                                                 : nlohmann::ordered_json{"no", "bf16", "fp8"};
+    j["mixed_precision"] = nlohmann::ordered_json::array();
+    for (const std::string &name : mixedPrecisionNames())
+        if (j["cuda"].get<bool>() || name != mixedPrecisionName(MixedPrecision::Fp16))
+            j["mixed_precision"].push_back(name);
     j["recipes"] = jobs::knownRecipes();
     j["cpu_matrix"] = cpuMatrixFeatures();
     j["cpu_precisions"] = cpuPrecisions(j["cpu_matrix"], j["blas"]);

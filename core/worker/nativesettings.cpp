@@ -65,7 +65,7 @@ Error megatronRefusal(const Variables &vars)
             pipeline = pipeline || (variable == "MEGATRON_LM_PP_DEGREE" && std::atoi(vars.get(variable).c_str()) > 1);
         }
     }
-    std::string message = "ACCELERATE_USE_MEGATRON_LM=" + vars.get(accelerateenv::kUseMegatronLm) +
+    std::string message = std::string(accelerateenv::kUseMegatronLm) + "=" + vars.get(accelerateenv::kUseMegatronLm) +
                           (set.empty() ? "" : " with megatron_lm_config " + joined(set, ", ")) + ": " + use->meaning;
     if (pipeline)
         message +=

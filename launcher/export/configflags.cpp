@@ -307,8 +307,8 @@ Result<ClusterConfig> flagsToConfig(const std::map<std::string, std::string> &fl
     if (auto it = flags.find("mixed_precision"); it != flags.end()) {
         auto precision = config::mixedPrecisionFromString(it->second);
         if (!precision)
-            return makeError(ErrorCode::InvalidInput,
-                             "--mixed_precision " + it->second + ": expected one of no, fp16, bf16, fp8");
+            return makeError(ErrorCode::InvalidInput, "--mixed_precision " + it->second + ": expected one of " +
+                                                          schema::joined(schema::mixedPrecisionNames()));
         config.mixedPrecision = *precision;
     }
     std::vector<std::string> errors;

@@ -376,6 +376,9 @@ void tst_CommandExport::badInputIsReported()
     auto unknown = importCommand("accelerate launch --frobnicate train.py");
     QVERIFY(!unknown);
     QVERIFY(QString::fromStdString(unknown.error().message).contains("--frobnicate"));
+    auto precision = importCommand("accelerate launch --mixed_precision fp32 train.py");
+    QVERIFY(!precision);
+    QCOMPARE(precision.error().message, std::string("--mixed_precision fp32: expected one of no, fp16, bf16, fp8"));
     ExportInput input;
     input.config = parseYaml("distributed_type: 'NO'\n");
     input.program.target = "t.py";

@@ -100,7 +100,7 @@ void tst_JobFile::validationNamesFieldAndValue()
     QVERIFY(hasIssue(issues, "training.batch_size", "whole number from 1 up; got \"0\""));
     QVERIFY(hasIssue(issues, "training.max_steps", "got \"ten\""));
     QVERIFY(hasIssue(issues, "training.learning_rate", "greater than 0"));
-    QVERIFY(hasIssue(issues, "training.mixed_precision", "expected one of (empty), no, bf16, fp16, fp8"));
+    QVERIFY(hasIssue(issues, "training.mixed_precision", "expected one of (empty), no, fp16, bf16, fp8"));
     QVERIFY(hasIssue(issues, "data.eval_fraction", "from 0 to 0.5"));
     // Issues come in form order; check() reports the first with the file as context.
     const auto error = job.check("job.yaml");

@@ -2,6 +2,8 @@
 // msamprecipe.cpp; Fp8Recipe::create picks the one the settings name.
 #include "core/runtime/precision/fp8recipe.h"
 
+#include "core/common/accelerateenv.h"
+
 namespace accel::runtime {
 
 namespace {
@@ -194,8 +196,9 @@ public:
                              "FSDP_CPU_RAM_EFFICIENT_LOADING=true with " + m_config.describe() +
                                  " is refused (Accelerate refuses torchao's FP8 with CPU-RAM-efficient loading too)");
         if (m_config.enableFsdpFloat8AllGather && !fsdp2(plan))
-            plan.notes.push_back("ACCELERATE_FP8_ENABLE_FSDP_FLOAT8_ALL_GATHER=true has no effect under " +
-                                 plan.strategy + ": torchao's FP8 all-gather works with FSDP2 (fully_shard) only");
+            plan.notes.push_back(std::string(accelerateenv::kFp8EnableFsdpFloat8AllGather) +
+                                 "=true has no effect under " + plan.strategy +
+                                 ": torchao's FP8 all-gather works with FSDP2 (fully_shard) only");
         return {};
     }
     bool gathersWeightsInFp8(const ShardingPlan &plan) const override

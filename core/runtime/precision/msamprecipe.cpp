@@ -1,6 +1,7 @@
 // MS-AMP-style O1 / O2 (docs/fp8.md): E4M3 forward with power-of-two scaling windows, E5M2
 // gradients, weights kept as scaled FP16, weight gradients stored in E4M3; under DDP the converted
 // weights' gradients are all-reduced in FP8, and the optimizer is MS-AMP's low-bit AdamW.
+#include "core/common/accelerateenv.h"
 #include "core/common/log.h"
 #include "core/runtime/precision/fp8allreduce.h"
 #include "core/runtime/precision/fp8recipe.h"
@@ -108,8 +109,8 @@ public:
         return makeError(ErrorCode::Unsupported,
                          plan.describe() + " with " + m_config.describe() +
                              " is not implemented: MS-AMP's FP8 weight gradients and moments need its own ZeRO "
-                             "optimizer (msamp.deepspeed), and Accelerate refuses MS-AMP under FSDP; use DDP, or "
-                             "ACCELERATE_FP8_BACKEND=TE or AO");
+                             "optimizer (msamp.deepspeed), and Accelerate refuses MS-AMP under FSDP; use DDP, or " +
+                             accelerateenv::kFp8Backend + "=TE or AO");
     }
     // O1 / O2 under DDP: the converted weights' gradients are all-reduced in FP8 (fp8allreduce.h).
     std::shared_ptr<PrecisionGradientReduction> reduceGradients(const std::vector<torch::Tensor> &weights,
