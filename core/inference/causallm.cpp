@@ -2,6 +2,7 @@
 
 #include "core/inference/gpt2model.h"
 #include "core/inference/llamamodel.h"
+#include "core/plan/tensorparallelrefusal.h"
 
 namespace accel::inference {
 
@@ -37,10 +38,10 @@ void KVCache::clear()
 
 Result<void> CausalLM::checkTensorParallel(int size) const
 {
-    return makeError(ErrorCode::Unsupported, "parallelism_config_tp_size " + std::to_string(size) + ": model_type '" +
-                                                 m_config.modelType +
-                                                 "' has no tensor-parallel plan (transformers has none for it "
-                                                 "either); set tp_size: 1");
+    runtime::TensorParallelModel model;
+    model.modelType = m_config.modelType;
+    model.hasPlan = false; // the families with a plan override this check
+    return runtime::refuseTensorParallel(model, size, tensorParallelOptions().vocabParallel);
 }
 
 Result<std::unique_ptr<CausalLM>> createCausalLM(const ModelConfig &config)

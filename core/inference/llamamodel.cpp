@@ -1,6 +1,7 @@
 #include "core/inference/llamamodel.h"
 
 #include "core/bigmodel/familytrees.h"
+#include "core/plan/tensorparallelrefusal.h"
 
 #include <cmath>
 #include <stdexcept>
@@ -186,27 +187,16 @@ bool LlamaModel::rebuildsCacheAt(int64_t past, int64_t tokens) const
 Result<void> LlamaModel::checkTensorParallel(int size) const
 {
     const ModelConfig &c = config();
-    const std::string tp = "parallelism_config_tp_size " + std::to_string(size);
-    auto refuse = [&](const std::string &why) { return makeError(ErrorCode::Unsupported, tp + ": " + why); };
-    if (c.fusedQkv)
-        return refuse("the fused qkv_proj and gate_up_proj of model_type '" + c.modelType +
-                      "' are not split by the native tensor parallelism; set tp_size: 1");
-    for (LlamaBlock *block : m_blocks) {
-        if (!dynamic_cast<GatedMlp *>(&block->feedForward()))
-            return refuse("the mixture-of-experts layers of model_type '" + c.modelType +
-                          "' are not split by the native tensor parallelism; set tp_size: 1");
-    }
-    if (tensorParallelOptions().vocabParallel && c.vocabSize % size != 0)
-        return refuse("vocab_size " + std::to_string(c.vocabSize) +
-                      " (config.json) must divide by tp_size with training.vocab_parallel; choose a tp_size "
-                      "that divides it or set training.vocab_parallel: false");
-    if (c.numHeads % size != 0 || c.numKeyValueHeads % size != 0 || c.intermediateSize % size != 0)
-        return refuse("num_attention_heads " + std::to_string(c.numHeads) + ", num_key_value_heads " +
-                      std::to_string(c.numKeyValueHeads) + " and intermediate_size " +
-                      std::to_string(c.intermediateSize) +
-                      " must each divide by tp_size; choose a tp_size that "
-                      "divides all three");
-    return {};
+    runtime::TensorParallelModel model;
+    model.modelType = c.modelType;
+    model.fusedProjections = c.fusedQkv;
+    for (LlamaBlock *block : m_blocks)
+        model.mixtureOfExperts = model.mixtureOfExperts || !dynamic_cast<GatedMlp *>(&block->feedForward());
+    model.vocabSize = c.vocabSize;
+    model.numHeads = c.numHeads;
+    model.numKeyValueHeads = c.numKeyValueHeads;
+    model.intermediateSize = c.intermediateSize;
+    return runtime::refuseTensorParallel(model, size, tensorParallelOptions().vocabParallel);
 }
 
 Result<void> LlamaModel::splitForTensorParallel(const TensorParallel &group)

@@ -1,6 +1,7 @@
 #include "core/plan/tensorparallelsplit.h"
 
 #include "core/bigmodel/dtype.h"
+#include "core/plan/tensorparallelrefusal.h"
 
 #include <algorithm>
 
@@ -55,30 +56,16 @@ int tensorParallelSplitDim(const std::string &name, bool vocabParallel)
 
 Result<void> checkTensorParallelModel(const bigmodel::ModelConfig &c, int size, bool vocabParallel)
 {
-    const std::string tp = "parallelism_config_tp_size " + std::to_string(size);
-    auto refuse = [&](const std::string &why) { return makeError(ErrorCode::Unsupported, tp + ": " + why); };
-    if (c.modelType.empty())
-        return refuse("the model has no config.json model_type, so its tensor-parallel plan is unknown; name a "
-                      "model folder with its config.json");
-    if (c.modelType == "gpt2")
-        return refuse("model_type '" + c.modelType +
-                      "' has no tensor-parallel plan (transformers has none for it either); set tp_size: 1");
-    if (c.modelType == "phi3")
-        return refuse("the fused qkv_proj and gate_up_proj of model_type '" + c.modelType +
-                      "' are not split by the native tensor parallelism; set tp_size: 1");
-    if (c.numExperts > 0)
-        return refuse("the mixture-of-experts layers of model_type '" + c.modelType +
-                      "' are not split by the native tensor parallelism; set tp_size: 1");
-    if (vocabParallel && c.vocabSize % size != 0)
-        return refuse("vocab_size " + std::to_string(c.vocabSize) +
-                      " (config.json) must divide by tp_size with training.vocab_parallel; choose a tp_size "
-                      "that divides it or set training.vocab_parallel: false");
-    if (c.numHeads % size != 0 || c.numKeyValueHeads % size != 0 || c.intermediateSize % size != 0)
-        return refuse("num_attention_heads " + std::to_string(c.numHeads) + ", num_key_value_heads " +
-                      std::to_string(c.numKeyValueHeads) + " and intermediate_size " +
-                      std::to_string(c.intermediateSize) +
-                      " must each divide by tp_size; choose a tp_size that divides all three");
-    return {};
+    TensorParallelModel model;
+    model.modelType = c.modelType;
+    model.hasPlan = c.modelType != "gpt2";
+    model.fusedProjections = c.modelType == "phi3";
+    model.mixtureOfExperts = c.numExperts > 0;
+    model.vocabSize = c.vocabSize;
+    model.numHeads = c.numHeads;
+    model.numKeyValueHeads = c.numKeyValueHeads;
+    model.intermediateSize = c.intermediateSize;
+    return refuseTensorParallel(model, size, vocabParallel);
 }
 
 Result<void> checkMeshJob(const MeshJob &job)

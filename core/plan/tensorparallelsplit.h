@@ -27,7 +27,8 @@ int tensorParallelSplitDim(const std::string &name, bool vocabParallel);
 // "parallelism_config_tp_size N: ..." for what the native tensor parallelism refuses on a model
 // before anything loads: families without a tensor-parallel plan (GPT-2), fused projections
 // (Phi-3), mixtures of experts, head counts or a feed-forward width (with vocabulary parallel: a
-// vocabulary) that `size` does not divide. The runtime's words.
+// vocabulary) that `size` does not divide. Worded by refuseTensorParallel
+// (tensorparallelrefusal.h), as the loaded model's own check is.
 Result<void> checkTensorParallelModel(const bigmodel::ModelConfig &config, int size, bool vocabParallel);
 
 // What a job cannot do on the mesh, refused before anything loads (accel-worker's recipes and the
