@@ -11,15 +11,8 @@ namespace accel::launcher {
 
 namespace {
 
-std::string trimmed(const std::string &text)
-{
-    const auto first = text.find_first_not_of(" \t");
-    if (first == std::string::npos)
-        return {};
-    return text.substr(first, text.find_last_not_of(" \t") - first + 1);
-}
-
 using text::lower;
+using text::trim;
 
 Error confError(const std::string &message)
 {
@@ -30,15 +23,15 @@ Error confError(const std::string &message)
 Result<std::map<std::string, std::string>> parseConf(const std::string &text)
 {
     std::map<std::string, std::string> values;
-    if (trimmed(text).empty())
+    if (trim(text).empty())
         return values;
     size_t start = 0;
     while (start <= text.size()) {
         const size_t comma = std::min(text.find(',', start), text.size());
         const std::string pair = text.substr(start, comma - start);
         const size_t equals = pair.find('=');
-        const std::string key = trimmed(pair.substr(0, equals));
-        const std::string value = equals == std::string::npos ? std::string() : trimmed(pair.substr(equals + 1));
+        const std::string key = trim(pair.substr(0, equals));
+        const std::string value = equals == std::string::npos ? std::string() : trim(pair.substr(equals + 1));
         if (key.empty())
             return tl::unexpected(confError("expected KEY=VALUE,KEY=VALUE, got '" + text + "'"));
         if (value.empty())

@@ -1,5 +1,7 @@
 #include "core/bigmodel/hubhttp.h"
 
+#include "core/common/text.h"
+
 #include <curl/curl.h>
 
 #include <algorithm>
@@ -40,12 +42,7 @@ size_t onHeader(char *data, size_t size, size_t count, void *user)
     const size_t colon = line.find(':');
     if (colon == std::string::npos)
         return bytes;
-    std::string name = line.substr(0, colon);
-    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-    std::string value = line.substr(colon + 1);
-    const size_t first = value.find_first_not_of(" \t");
-    const size_t last = value.find_last_not_of(" \t\r\n");
-    response->headers[name] = first == std::string::npos ? std::string() : value.substr(first, last - first + 1);
+    response->headers[text::lower(line.substr(0, colon))] = text::trim(std::string_view(line).substr(colon + 1));
     return bytes;
 }
 

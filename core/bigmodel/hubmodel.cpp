@@ -5,6 +5,7 @@
 #include "core/bigmodel/modelfamilies.h"
 #include "core/common/fileutil.h"
 #include "core/common/huggingfacehome.h"
+#include "core/common/text.h"
 
 #include <algorithm>
 #include <cctype>
@@ -26,13 +27,6 @@ std::string environment(const char *name)
 {
     const char *value = std::getenv(name);
     return value ? std::string(value) : std::string();
-}
-
-std::string trimmed(const std::string &text)
-{
-    const size_t first = text.find_first_not_of(" \t\r\n");
-    const size_t last = text.find_last_not_of(" \t\r\n");
-    return first == std::string::npos ? std::string() : text.substr(first, last - first + 1);
 }
 
 bool isCommitHash(const std::string &text)
@@ -204,7 +198,7 @@ std::string cachedSnapshot(const HubModelId &id, const HubSettings &settings)
         auto ref = fileutil::readFile(repo + "/refs/" + id.revision, 4096);
         if (!ref)
             return {};
-        commit = trimmed(*ref);
+        commit = text::trim(*ref);
         if (!isCommitHash(commit))
             return {};
     }
@@ -306,15 +300,13 @@ HubSettings hubSettingsFromEnvironment()
         settings.endpoint = "https://huggingface.co";
     while (!settings.endpoint.empty() && settings.endpoint.back() == '/')
         settings.endpoint.pop_back();
-    settings.token = trimmed(environment("HF_TOKEN"));
+    settings.token = text::trim(environment("HF_TOKEN"));
     if (settings.token.empty()) {
         std::string file = environment("HF_TOKEN_PATH");
         if (auto text = fileutil::readFile(file.empty() ? home + "/token" : fileutil::expandUser(file), 4096))
-            settings.token = trimmed(text->substr(0, text->find('\n')));
+            settings.token = text::trim(text->substr(0, text->find('\n')));
     }
-    std::string offline = environment("HF_HUB_OFFLINE");
-    std::transform(offline.begin(), offline.end(), offline.begin(),
-                   [](unsigned char c) { return char(std::tolower(c)); });
+    const std::string offline = text::lower(environment("HF_HUB_OFFLINE"));
     settings.offline = offline == "1" || offline == "true" || offline == "yes" || offline == "on";
     return settings;
 }

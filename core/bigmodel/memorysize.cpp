@@ -15,15 +15,9 @@ namespace accel::bigmodel {
 
 namespace {
 
-bool endsWithUpper(const std::string &s, const std::string &suffix)
+bool endsWithIgnoringCase(std::string_view s, std::string_view suffix)
 {
-    if (s.size() < suffix.size())
-        return false;
-    for (size_t i = 0; i < suffix.size(); ++i) {
-        if (std::toupper(static_cast<unsigned char>(s[s.size() - suffix.size() + i])) != suffix[i])
-            return false;
-    }
-    return true;
+    return s.size() >= suffix.size() && text::equalsIgnoringCase(s.substr(s.size() - suffix.size()), suffix);
 }
 
 bool parseNumber(const std::string &text, double *value)
@@ -80,7 +74,7 @@ Result<int64_t> parseMemorySize(const std::string &given)
         return static_cast<int64_t>(std::stoll(text));
     }
     for (const Unit &u : units) {
-        if (!endsWithUpper(text, u.suffix))
+        if (!endsWithIgnoringCase(text, u.suffix))
             continue;
         const size_t n = std::string(u.suffix).size();
         double value = 0;

@@ -1,5 +1,6 @@
 #include "core/hardware/nvmlprobe.h"
 
+#include "core/common/text.h"
 #include "core/hardware/nvmlapi.h"
 
 #include <algorithm>
@@ -46,9 +47,7 @@ std::string normalizedBusId(const char *busId)
     std::string id(busId);
     if (id.size() > 12)
         id = id.substr(id.size() - 12);
-    for (char &c : id)
-        c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    return id;
+    return text::upper(id);
 }
 
 void readProcesses(const Library &api, Device device, GpuInfo &gpu)

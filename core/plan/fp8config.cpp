@@ -64,8 +64,7 @@ Error unsupported(const Value &value, const std::string &why)
 // Python's str_to_bool, which Accelerate's parse_flag_from_env uses.
 std::optional<bool> parseBool(const std::string &text)
 {
-    std::string v = text;
-    std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    const std::string v = text::lower(text);
     if (v == "1" || v == "y" || v == "yes" || v == "t" || v == "true" || v == "on")
         return true;
     if (v == "0" || v == "n" || v == "no" || v == "f" || v == "false" || v == "off")
@@ -165,8 +164,7 @@ Result<Fp8Config> Fp8Config::fromEnvironment(const Lookup &lookup)
     }
     ACCEL_FP8_READ(algo, "AMAX_COMPUTE_ALGO", "AMAX_COMPUTE_ALGORITHM")
     if (algo) {
-        std::string v = algo->text;
-        std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+        const std::string v = text::lower(algo->text);
         if (v == "max")
             config.amaxComputeAlgo = AmaxComputeAlgo::Max;
         else if (v == "most_recent")
@@ -230,8 +228,7 @@ Result<Fp8Config> Fp8Config::fromEnvironment(const Lookup &lookup)
 #undef ACCEL_FP8_READ
     if (const char *raw = lookup(fp8GemmVariable); raw && *raw) {
         const Value gemm{fp8GemmVariable, text::trim(raw)};
-        std::string v = gemm.text;
-        std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+        const std::string v = text::lower(gemm.text);
         bool known = false;
         for (const auto policy : {Fp8GemmPolicy::Auto, Fp8GemmPolicy::ScaledMm, Fp8GemmPolicy::Dequantized}) {
             if (v == fp8GemmPolicyName(policy)) {

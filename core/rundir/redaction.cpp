@@ -1,5 +1,7 @@
 #include "core/rundir/redaction.h"
 
+#include "core/common/text.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstring>
@@ -8,14 +10,6 @@
 namespace accel::rundir {
 
 namespace {
-
-std::string lowered(std::string_view text)
-{
-    std::string out(text);
-    std::transform(out.begin(), out.end(), out.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return out;
-}
 
 bool isWordChar(char c)
 {
@@ -128,7 +122,7 @@ void prefixedTokens(std::string_view text, std::vector<Span> &out)
 
 bool isSecretName(std::string_view name)
 {
-    const std::string lower = lowered(name);
+    const std::string lower = text::lower(std::string(name));
     for (const char *word : {"secret", "token", "password", "passwd", "key"}) {
         if (lower.find(word) != std::string::npos)
             return true;
@@ -141,7 +135,7 @@ std::string redactValue(std::string_view value)
     if (value.find("PRIVATE KEY-----") != std::string_view::npos)
         return kRedacted;
     std::vector<Span> spans;
-    authorizationCredentials(value, lowered(value), spans);
+    authorizationCredentials(value, text::lower(std::string(value)), spans);
     urlPasswords(value, spans);
     prefixedTokens(value, spans);
     if (spans.empty())

@@ -1,6 +1,7 @@
 #include "core/worker/cpuaffinity.h"
 
 #include "core/common/accelerateenv.h"
+#include "core/common/text.h"
 #include "core/hardware/hardwaredetector.h"
 #include "core/hardware/procparsers.h"
 
@@ -39,8 +40,7 @@ int numaNodeOfCpuRank(int localRank, int localWorldSize, int nodeCount)
 std::optional<int> numaNodeOfPciDevice(const std::string &busId, const std::string &sysRoot)
 {
     // sysfs names the device by a 4-digit domain: 0000:3b:00.0.
-    std::string name = busId;
-    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    std::string name = text::lower(busId);
     const size_t colon = name.find(':');
     if (colon != std::string::npos && colon > 4)
         name = name.substr(colon - 4);
