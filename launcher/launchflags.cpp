@@ -1,5 +1,6 @@
 #include "launcher/launchflags.h"
 
+#include "core/common/accelerateenv.h"
 #include "core/common/distributeddefaults.h"
 #include "core/common/fsdpvalues.h"
 #include "core/common/text.h"
@@ -47,12 +48,13 @@ std::vector<LaunchFlag> makeFlags()
         backend = text::lower(backend);
     static const std::string wrapPolicies = schema::joined(schema::fsdpAutoWrapPolicies());
     static const std::string prefetchModes = schema::joined(schema::fsdpBackwardPrefetchModes());
+    static const std::string debugHelp = std::string("sets ") + accelerateenv::kDebugMode + "=true in every rank";
     return {
         // General
         {"config_file", K::Value, "FILE", nullptr, "cluster config file (default: Accelerate's default_config.yaml)",
          "general"},
         {"quiet", K::Switch, "", nullptr, "print no launcher summary on failure, only exit 1", "general", 'q'},
-        {"debug", K::Switch, "", nullptr, "sets ACCELERATE_DEBUG_MODE=true in every rank", "general"},
+        {"debug", K::Switch, "", nullptr, debugHelp.c_str(), "general"},
         {"module", K::Switch, "", nullptr, "run SCRIPT as a Python module (python3 -u -m)", "general", 'm'},
         {"no_python", K::Switch, "", nullptr, "run SCRIPT directly, not through python3", "general"},
         {"job", K::Value, "JOB.yaml", nullptr, "run an accel-worker job instead of a script", "accel"},

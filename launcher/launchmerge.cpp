@@ -1,4 +1,5 @@
 #include "launcher/launchmerge.h"
+#include "core/common/accelerateenv.h"
 #include "core/common/cputopology.h"
 #include "core/common/text.h"
 #include "core/config/validation.h"
@@ -220,8 +221,9 @@ void Merger::noteQuirks()
             auto it = m_settings.args.find(name);
             if (it != m_settings.args.end() && it->second.origin == Origin::Config)
                 notes.push_back("fp8_config." + std::string(name).substr(4) + ": " + it->second.text +
-                                " has no effect: accelerate launch exports it as ACCELERATE_" + upper(name) +
-                                ", which no FP8 recipe reads; write " + recipeKey + " instead");
+                                " has no effect: accelerate launch exports it as " + accelerateenv::kFp8Prefix +
+                                upper(std::string(name).substr(4)) + ", which no FP8 recipe reads; write " + recipeKey +
+                                " instead");
         }
         auto it = m_settings.args.find("fp8_override_linear_precision");
         if (it != m_settings.args.end() && it->second.origin == Origin::Config && it->second.list.empty())

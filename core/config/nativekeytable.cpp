@@ -24,8 +24,6 @@ const char *const kTpuOnly =
     "TPU pods and `accelerate tpu-config` only; accel launch refuses TPU (`distributed_type: XLA`)";
 const char *const kSageMaker =
     "SageMaker only: accel launch refuses `compute_environment: AMAZON_SAGEMAKER` as a whole";
-const char *const kMegatron =
-    "part of `distributed_type: MEGATRON_LM`, which a native job refuses as a whole (see ACCELERATE_USE_MEGATRON_LM)";
 const char *const kDynamo = "libtorch runs the model eagerly in C++: torch.compile (TorchDynamo) has no C++ "
                             "counterpart, so the job runs uncompiled, with the numbers eager PyTorch gives";
 const char *const kTorchrunAgent = "torchrun's agent variables, exported as torchrun does; the runtime takes the rank "
@@ -41,15 +39,17 @@ const char *const kDeepSpeedLogging =
     "DeepSpeed's own logging and profiling: a native job logs its metrics every training.log_every steps into the "
     "run directory";
 
-// The FSDP rows' text names the values of core/common/fsdpvalues.h (rows hold const char *: built
-// once, kept for the program's life).
-struct FsdpProse {
+// The FSDP rows' text names the values of core/common/fsdpvalues.h, and the Megatron-LM and FP8
+// rows the variables of core/common/accelerateenv.h (rows hold const char *: built once, kept for
+// the program's life).
+struct RowProse {
     std::string strategies, wrapPolicies, wrapClasses, minNumParams, stateDictTypes;
+    std::string distributedTypes, megatron, fp8Overrides;
 };
 
-const FsdpProse &fsdpProse()
+const RowProse &rowProse()
 {
-    static const FsdpProse prose{
+    static const RowProse prose{
         "FSDP1: " + schema::joined(fsdp::shardingStrategies()) + " (or 1-" +
             std::to_string(fsdp::shardingStrategies().size()) + ") as ZeRO stages",
         "which offered modules become sharding units: " + schema::joined(fsdp::autoWrapPolicies()),
@@ -58,23 +58,29 @@ const FsdpProse &fsdpProse()
         std::string(fsdp::kSizeBasedWrap) + ": modules with at least this many parameters become units",
         std::string(fsdp::kFullStateDict) + " or " + fsdp::kShardedStateDict + " checkpoints; " +
             fsdp::kLocalStateDict + " is refused",
+        std::string("NO and MULTI_CPU: DDP over CPU ranks; MULTI_GPU: DDP over CUDA ranks; FSDP and DEEPSPEED: the "
+                    "sharding engine (docs/sharding.md); MEGATRON_LM: refused by the ranks (") +
+            accelerateenv::kUseMegatronLm +
+            "). For a job, accel launch refuses XLA and the other accelerators (MULTI_NPU, MULTI_MLU, MULTI_SDAA, "
+            "MULTI_MUSA, MULTI_XPU, MULTI_HPU, MULTI_NEURON): the runtime runs on CPUs and CUDA GPUs",
+        std::string("part of `distributed_type: MEGATRON_LM`, which a native job refuses as a whole (see ") +
+            accelerateenv::kUseMegatronLm + ")",
+        std::string(accelerateenv::kFp8OverrideFprop) + " " + accelerateenv::kFp8OverrideDgrad + " " +
+            accelerateenv::kFp8OverrideWgrad,
     };
     return prose;
 }
 
 std::vector<Section> makeSections()
 {
+    const char *const kMegatron = rowProse().megatron.c_str();
     return {
         {"Top-level keys",
          {
              {"compute_environment", "", "ClusterConfig.compute_environment SageMakerConfig.compute_environment", "", A,
               Launch, "", "LOCAL_MACHINE: accel launch starts the ranks of this machine. AMAZON_SAGEMAKER is refused."},
              {"distributed_type", "", "ClusterConfig.distributed_type SageMakerConfig.distributed_type", "", A, Launch,
-              "",
-              "NO and MULTI_CPU: DDP over CPU ranks; MULTI_GPU: DDP over CUDA ranks; FSDP and DEEPSPEED: the sharding "
-              "engine (docs/sharding.md); MEGATRON_LM: refused by the ranks (ACCELERATE_USE_MEGATRON_LM). For a job, "
-              "accel launch refuses XLA and the other accelerators (MULTI_NPU, MULTI_MLU, MULTI_SDAA, MULTI_MUSA, "
-              "MULTI_XPU, MULTI_HPU, MULTI_NEURON): the runtime runs on CPUs and CUDA GPUs"},
+              "", rowProse().distributedTypes.c_str()},
              {"mixed_precision", accelerateenv::kMixedPrecision,
               "ClusterConfig.mixed_precision SageMakerConfig.mixed_precision", "", A, Runtime, "",
               "no: float32; bf16: bfloat16 autocast; fp16: float16 autocast with dynamic loss scaling on CUDA ranks, "
@@ -167,7 +173,7 @@ std::vector<Section> makeSections()
              {"fsdp_config.fsdp_version", "FSDP_VERSION", "FullyShardedDataParallelPlugin.fsdp_version", "", A, Plan,
               "", "1 or 2: FSDP1's or FSDP2's defaults and gradient averaging (docs/sharding.md)"},
              {"fsdp_config.fsdp_sharding_strategy", "FSDP_SHARDING_STRATEGY",
-              "FullyShardedDataParallelPlugin.sharding_strategy", "", A, Plan, "", fsdpProse().strategies.c_str()},
+              "FullyShardedDataParallelPlugin.sharding_strategy", "", A, Plan, "", rowProse().strategies.c_str()},
              {"fsdp_config.fsdp_reshard_after_forward", "FSDP_RESHARD_AFTER_FORWARD",
               "FullyShardedDataParallelPlugin.reshard_after_forward", "", A, Plan, "",
               "FSDP2: true frees gathered parameters after forward, false keeps them until backward; an integer "
@@ -175,17 +181,17 @@ std::vector<Section> makeSections()
              {"fsdp_config.fsdp_offload_params", "FSDP_OFFLOAD_PARAMS", "FullyShardedDataParallelPlugin.cpu_offload",
               "", A, Plan, "", "true: parameters, gradients and optimizer state live in host memory"},
              {"fsdp_config.fsdp_auto_wrap_policy", "FSDP_AUTO_WRAP_POLICY",
-              "FullyShardedDataParallelPlugin.auto_wrap_policy", "", A, Plan, "", fsdpProse().wrapPolicies.c_str()},
+              "FullyShardedDataParallelPlugin.auto_wrap_policy", "", A, Plan, "", rowProse().wrapPolicies.c_str()},
              {"fsdp_config.fsdp_transformer_layer_cls_to_wrap", "FSDP_TRANSFORMER_CLS_TO_WRAP",
               "FullyShardedDataParallelPlugin.transformer_cls_names_to_wrap", "", A, Plan, "",
-              fsdpProse().wrapClasses.c_str()},
+              rowProse().wrapClasses.c_str()},
              {"fsdp_config.fsdp_min_num_params", "FSDP_MIN_NUM_PARAMS", "FullyShardedDataParallelPlugin.min_num_params",
-              "", A, Plan, "", fsdpProse().minNumParams.c_str()},
+              "", A, Plan, "", rowProse().minNumParams.c_str()},
              {"fsdp_config.fsdp_backward_prefetch", "FSDP_BACKWARD_PREFETCH",
               "FullyShardedDataParallelPlugin.backward_prefetch", "", A, Plan, "",
               "FSDP1: when backward gathers the next unit; FSDP2: dropped with a note, as Accelerate does"},
              {"fsdp_config.fsdp_state_dict_type", "FSDP_STATE_DICT_TYPE",
-              "FullyShardedDataParallelPlugin.state_dict_type", "", A, Plan, "", fsdpProse().stateDictTypes.c_str()},
+              "FullyShardedDataParallelPlugin.state_dict_type", "", A, Plan, "", rowProse().stateDictTypes.c_str()},
              {"fsdp_config.fsdp_forward_prefetch", "FSDP_FORWARD_PREFETCH",
               "FullyShardedDataParallelPlugin.forward_prefetch", "", A, Plan, "",
               "FSDP1: forward gathers the next unit early; true under FSDP2 is refused (FSDP2 has none)"},
@@ -467,41 +473,41 @@ std::vector<Section> makeSections()
          {
              {"fp8_config.backend", accelerateenv::kFp8Backend, "FP8RecipeKwargs.backend DeepSpeedPlugin.enable_msamp",
               "", A, Fp8, "", "AO, TE or MSAMP: the FP8 recipe (docs/fp8.md)"},
-             {"fp8_config.fp8_format", "ACCELERATE_FP8_FORMAT", "TERecipeKwargs.fp8_format FP8RecipeKwargs.fp8_format",
-              "", A, Fp8, "", "TE: HYBRID or E4M3 (E5M2 is refused)"},
-             {"fp8_config.margin", "ACCELERATE_FP8_MARGIN", "TERecipeKwargs.margin FP8RecipeKwargs.margin", "", A, Fp8,
-              "", "TE: the scaling factor's margin"},
-             {"fp8_config.interval", "ACCELERATE_FP8_INTERVAL", "TERecipeKwargs.interval FP8RecipeKwargs.interval", "",
-              A, Fp8, "", "TE: steps between scaling factor updates"},
-             {"fp8_config.amax_history_len", "ACCELERATE_FP8_AMAX_HISTORY_LEN",
+             {"fp8_config.fp8_format", accelerateenv::kFp8Format,
+              "TERecipeKwargs.fp8_format FP8RecipeKwargs.fp8_format", "", A, Fp8, "",
+              "TE: HYBRID or E4M3 (E5M2 is refused)"},
+             {"fp8_config.margin", accelerateenv::kFp8Margin, "TERecipeKwargs.margin FP8RecipeKwargs.margin", "", A,
+              Fp8, "", "TE: the scaling factor's margin"},
+             {"fp8_config.interval", accelerateenv::kFp8Interval, "TERecipeKwargs.interval FP8RecipeKwargs.interval",
+              "", A, Fp8, "", "TE: steps between scaling factor updates"},
+             {"fp8_config.amax_history_len", accelerateenv::kFp8AmaxHistoryLen,
               "TERecipeKwargs.amax_history_len FP8RecipeKwargs.amax_history_len", "", A, Fp8, "",
               "TE: the amax history's length"},
-             {"fp8_config.amax_history_length", "ACCELERATE_FP8_AMAX_HISTORY_LENGTH", "", "", A, Fp8, "",
+             {"fp8_config.amax_history_length", accelerateenv::kFp8AmaxHistoryLength, "", "", A, Fp8, "",
               "the questionnaire's spelling of amax_history_len, read when that is unset (accel launch notes that "
               "Accelerate's recipes ignore it)"},
-             {"fp8_config.amax_compute_algo", "ACCELERATE_FP8_AMAX_COMPUTE_ALGO",
+             {"fp8_config.amax_compute_algo", accelerateenv::kFp8AmaxComputeAlgo,
               "TERecipeKwargs.amax_compute_algo FP8RecipeKwargs.amax_compute_algo", "", A, Fp8, "",
               "TE: max or most_recent"},
-             {"fp8_config.amax_compute_algorithm", "ACCELERATE_FP8_AMAX_COMPUTE_ALGORITHM", "", "", A, Fp8, "",
+             {"fp8_config.amax_compute_algorithm", accelerateenv::kFp8AmaxComputeAlgorithm, "", "", A, Fp8, "",
               "the questionnaire's spelling of amax_compute_algo, read when that is unset"},
-             {"fp8_config.override_linear_precision",
-              "ACCELERATE_FP8_OVERRIDE_FPROP ACCELERATE_FP8_OVERRIDE_DGRAD ACCELERATE_FP8_OVERRIDE_WGRAD",
+             {"fp8_config.override_linear_precision", rowProse().fp8Overrides.c_str(),
               "TERecipeKwargs.override_linear_precision FP8RecipeKwargs.override_linear_precision", "", A, Fp8, "",
               "TE: the weight gradient's GEMM in higher precision (wgrad); fprop and dgrad true are refused"},
-             {"fp8_config.use_autocast_during_eval", "ACCELERATE_FP8_USE_AUTOCAST_DURING_EVAL",
+             {"fp8_config.use_autocast_during_eval", accelerateenv::kFp8UseAutocastDuringEval,
               "TERecipeKwargs.use_autocast_during_eval FP8RecipeKwargs.use_autocast_during_eval", "", A, Fp8, "",
               "evaluation runs the FP8 recipe too"},
              {"fp8_config.opt_level", accelerateenv::kFp8OptLevel,
               "MSAMPRecipeKwargs.opt_level FP8RecipeKwargs.opt_level DeepSpeedPlugin.msamp_opt_level", "", A, Fp8, "",
               "MS-AMP: O1 or O2"},
-             {"fp8_config.optimization_level", "ACCELERATE_FP8_OPTIMIZATION_LEVEL", "", "", A, Fp8, "",
+             {"fp8_config.optimization_level", accelerateenv::kFp8OptimizationLevel, "", "", A, Fp8, "",
               "the questionnaire's spelling of opt_level, read when that is unset"},
-             {"fp8_config.enable_fsdp_float8_all_gather", "ACCELERATE_FP8_ENABLE_FSDP_FLOAT8_ALL_GATHER",
+             {"fp8_config.enable_fsdp_float8_all_gather", accelerateenv::kFp8EnableFsdpFloat8AllGather,
               "AORecipeKwargs.enable_fsdp_float8_all_gather", "", A, Fp8, "",
               "AO under FSDP2: shards are all-gathered as FP8 codes"},
-             {"fp8_config.pad_inner_dim", "ACCELERATE_FP8_PAD_INNER_DIM", "AORecipeKwargs.pad_inner_dim", "", A, Fp8,
+             {"fp8_config.pad_inner_dim", accelerateenv::kFp8PadInnerDim, "AORecipeKwargs.pad_inner_dim", "", A, Fp8,
               "", "AO: inner dimensions padded to 16"},
-             {"", "ACCELERATE_FP8_USE_MXFP8_BLOCK_SCALING",
+             {"", accelerateenv::kFp8UseMxfp8BlockScaling,
               "TERecipeKwargs.use_mxfp8_block_scaling FP8RecipeKwargs.use_mxfp8_block_scaling", "", R, Fp8, "false",
               "true is refused: MXFP8 block scaling is not implemented"},
              {"", "", "AORecipeKwargs.config AORecipeKwargs.module_filter_func", "", P, None, "",

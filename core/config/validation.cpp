@@ -2,6 +2,7 @@
 // launcher silently ignores.
 #include "core/config/validation.h"
 
+#include "core/common/accelerateenv.h"
 #include "core/common/fsdpvalues.h"
 #include "core/common/text.h"
 #include "core/config/configschema.h"
@@ -183,16 +184,19 @@ private:
         onlyFor("pad_inner_dim", f.padInnerDim.has_value(), "AO");
         if (f.amaxHistoryLength)
             warning("fp8_config.amax_history_length",
-                    "never reaches the FP8 recipe (exported as ACCELERATE_FP8_AMAX_HISTORY_LENGTH, "
-                    "the recipe reads ..._AMAX_HISTORY_LEN); write amax_history_len instead");
+                    std::string("never reaches the FP8 recipe (exported as ") + accelerateenv::kFp8AmaxHistoryLength +
+                        ", the recipe reads ..._" + accelerateenv::fp8::kAmaxHistoryLen +
+                        "); write amax_history_len instead");
         if (f.amaxComputeAlgorithm)
             warning("fp8_config.amax_compute_algorithm",
-                    "never reaches the FP8 recipe (exported as ACCELERATE_FP8_AMAX_COMPUTE_ALGORITHM, "
-                    "the recipe reads ..._AMAX_COMPUTE_ALGO); write amax_compute_algo instead");
+                    std::string("never reaches the FP8 recipe (exported as ") +
+                        accelerateenv::kFp8AmaxComputeAlgorithm + ", the recipe reads ..._" +
+                        accelerateenv::fp8::kAmaxComputeAlgo + "); write amax_compute_algo instead");
         if (f.optimizationLevel)
-            warning("fp8_config.optimization_level",
-                    "never reaches the MS-AMP recipe (exported as ACCELERATE_FP8_OPTIMIZATION_LEVEL, "
-                    "the recipe reads ..._OPT_LEVEL); write opt_level instead");
+            warning("fp8_config.optimization_level", std::string("never reaches the MS-AMP recipe (exported as ") +
+                                                         accelerateenv::kFp8OptimizationLevel +
+                                                         ", the recipe reads ..._" + accelerateenv::fp8::kOptLevel +
+                                                         "); write opt_level instead");
         if (f.fp8Format == std::string("E5M2"))
             warning("fp8_config.fp8_format", "TransformerEngine refuses pure E5M2 training; use HYBRID or E4M3");
         if (backend == "AO" && c.distributedType == DistributedType::Fsdp &&
@@ -274,7 +278,8 @@ private:
         if (d.deepspeedConfigFile) {
             const std::string guard =
                 "is set in the accelerate config while deepspeed_config_file is used; the training process "
-                "refuses to start (ACCELERATE_CONFIG_DS_FIELDS): put it in the DeepSpeed file instead";
+                "refuses to start (" +
+                std::string(accelerateenv::kDeepSpeedConfigFields) + "): put it in the DeepSpeed file instead";
             const std::pair<const char *, bool> inlineKeys[] = {
                 {"gradient_accumulation_steps", d.gradientAccumulationSteps.has_value()},
                 {"gradient_clipping", d.gradientClipping.has_value()},

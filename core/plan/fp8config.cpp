@@ -11,8 +11,6 @@ namespace accel::runtime {
 
 namespace {
 
-const std::string prefix = accelerateenv::kFp8Prefix;
-
 using text::upper;
 
 struct Value {
@@ -24,14 +22,13 @@ class Reader {
 public:
     explicit Reader(const Fp8Config::Lookup &lookup) : m_lookup(lookup) {}
 
-    // The value of ACCELERATE_FP8_<names[0]> or, when unset, of the other spellings; two spellings
-    // with different values are an error (which one would Accelerate read? only the first).
+    // The value of the variable names[0] or, when unset, of the other spellings; two spellings with
+    // different values are an error (which one would Accelerate read? only the first).
     Result<std::optional<Value>> get(std::initializer_list<const char *> names) const
     {
         std::optional<Value> found;
-        for (const char *suffix : names) {
-            const std::string name = prefix + suffix;
-            const char *raw = m_lookup(name.c_str());
+        for (const char *name : names) {
+            const char *raw = m_lookup(name);
             if (!raw || !*raw)
                 continue;
             Value value{name, text::trim(raw)};
@@ -123,7 +120,7 @@ Result<Fp8Config> Fp8Config::fromEnvironment(const Lookup &lookup)
         return tl::unexpected(var##Read.error());                                                                      \
     const std::optional<Value> &var = *var##Read;
 
-    ACCEL_FP8_READ(backend, "BACKEND")
+    ACCEL_FP8_READ(backend, accelerateenv::kFp8Backend)
     if (backend) {
         const std::string v = upper(backend->text);
         if (v == "AO")
@@ -135,7 +132,7 @@ Result<Fp8Config> Fp8Config::fromEnvironment(const Lookup &lookup)
         else
             return tl::unexpected(invalid(*backend, "one of AO, TE, MSAMP (any case)"));
     }
-    ACCEL_FP8_READ(format, "FORMAT")
+    ACCEL_FP8_READ(format, accelerateenv::kFp8Format)
     if (format) {
         const std::string v = upper(format->text);
         if (v == "HYBRID")
@@ -148,21 +145,21 @@ Result<Fp8Config> Fp8Config::fromEnvironment(const Lookup &lookup)
         else
             return tl::unexpected(invalid(*format, "one of HYBRID, E4M3"));
     }
-    ACCEL_FP8_READ(margin, "MARGIN")
+    ACCEL_FP8_READ(margin, accelerateenv::kFp8Margin)
     if (margin) {
         auto parsed = parseInt(margin->text, 0, 64);
         if (!parsed)
             return tl::unexpected(invalid(*margin, "an integer from 0 to 64"));
         config.margin = *parsed;
     }
-    ACCEL_FP8_READ(history, "AMAX_HISTORY_LEN", "AMAX_HISTORY_LENGTH")
+    ACCEL_FP8_READ(history, accelerateenv::kFp8AmaxHistoryLen, accelerateenv::kFp8AmaxHistoryLength)
     if (history) {
         auto parsed = parseInt(history->text, 1, 1 << 20);
         if (!parsed)
             return tl::unexpected(invalid(*history, "an integer from 1 to 1048576"));
         config.amaxHistoryLen = *parsed;
     }
-    ACCEL_FP8_READ(algo, "AMAX_COMPUTE_ALGO", "AMAX_COMPUTE_ALGORITHM")
+    ACCEL_FP8_READ(algo, accelerateenv::kFp8AmaxComputeAlgo, accelerateenv::kFp8AmaxComputeAlgorithm)
     if (algo) {
         const std::string v = text::lower(algo->text);
         if (v == "max")
@@ -172,10 +169,10 @@ Result<Fp8Config> Fp8Config::fromEnvironment(const Lookup &lookup)
         else
             return tl::unexpected(invalid(*algo, "max or most_recent"));
     }
-    ACCEL_FP8_READ(interval, "INTERVAL")
+    ACCEL_FP8_READ(interval, accelerateenv::kFp8Interval)
     if (interval && !parseInt(interval->text, 1, 1 << 30))
         return tl::unexpected(invalid(*interval, "a positive integer (it has no effect: see docs/fp8.md)"));
-    ACCEL_FP8_READ(level, "OPT_LEVEL", "OPTIMIZATION_LEVEL")
+    ACCEL_FP8_READ(level, accelerateenv::kFp8OptLevel, accelerateenv::kFp8OptimizationLevel)
     if (level) {
         const std::string v = upper(level->text);
         if (v == "O1")
@@ -192,10 +189,10 @@ Result<Fp8Config> Fp8Config::fromEnvironment(const Lookup &lookup)
     // One spelling each. (An initializer_list member here would dangle: its array dies with the
     // pair's constructor call, and the rank read freed memory.)
     const std::pair<bool *, const char *> flags[] = {
-        {&config.useAutocastDuringEval, "USE_AUTOCAST_DURING_EVAL"},
-        {&config.padInnerDim, "PAD_INNER_DIM"},
-        {&config.enableFsdpFloat8AllGather, "ENABLE_FSDP_FLOAT8_ALL_GATHER"},
-        {&config.overrideWgrad, "OVERRIDE_WGRAD"},
+        {&config.useAutocastDuringEval, accelerateenv::kFp8UseAutocastDuringEval},
+        {&config.padInnerDim, accelerateenv::kFp8PadInnerDim},
+        {&config.enableFsdpFloat8AllGather, accelerateenv::kFp8EnableFsdpFloat8AllGather},
+        {&config.overrideWgrad, accelerateenv::kFp8OverrideWgrad},
     };
     for (const auto &[target, name] : flags) {
         ACCEL_FP8_READ(flag, name)
@@ -206,7 +203,7 @@ Result<Fp8Config> Fp8Config::fromEnvironment(const Lookup &lookup)
             *target = *parsed;
         }
     }
-    for (const char *gemm : {"OVERRIDE_FPROP", "OVERRIDE_DGRAD"}) {
+    for (const char *gemm : {accelerateenv::kFp8OverrideFprop, accelerateenv::kFp8OverrideDgrad}) {
         ACCEL_FP8_READ(flag, gemm)
         if (!flag)
             continue;
@@ -217,7 +214,7 @@ Result<Fp8Config> Fp8Config::fromEnvironment(const Lookup &lookup)
             return tl::unexpected(unsupported(*flag, "only the weight-gradient GEMM can run in high precision "
                                                      "(override_linear_precision = [false, false, true])"));
     }
-    ACCEL_FP8_READ(mxfp8, "USE_MXFP8_BLOCK_SCALING")
+    ACCEL_FP8_READ(mxfp8, accelerateenv::kFp8UseMxfp8BlockScaling)
     if (mxfp8) {
         auto parsed = parseBool(mxfp8->text);
         if (!parsed)

@@ -5,6 +5,7 @@
 // strategies in strategy/, the precision policy in precision/.
 #include "core/runtime/accelerator_p.h"
 
+#include "core/common/accelerateenv.h"
 #include "core/common/log.h"
 #include "core/runtime/cudaplugin.h"
 #include "core/runtime/strategy/strategyfactory.h"
@@ -135,7 +136,8 @@ Result<std::unique_ptr<Accelerator>> Accelerator::create(const AcceleratorOption
         return makeError(ErrorCode::Unsupported,
                          plan->describe() + ": CPU offload of parameters on " + d->device.str() +
                              " (fsdp_offload_params, offload_param_device / offload_optimizer_device: cpu) is not "
-                             "implemented; turn offload off, or set ACCELERATE_USE_CPU=true to shard on the CPU");
+                             "implemented; turn offload off, or set " +
+                             accelerateenv::kUseCpu + "=true to shard on the CPU");
     if (plan->gradientAccumulationSteps > 0 && env.gradientAccumulationSteps == 0)
         d->accumulationSteps = plan->gradientAccumulationSteps;
     d->plan = *plan;

@@ -2,6 +2,8 @@
 // shape check that runs before them.
 #include "core/runtime/accelerator_p.h"
 
+#include "core/common/accelerateenv.h"
+
 #include <sstream>
 
 namespace accel::runtime {
@@ -32,8 +34,8 @@ void Accelerator::Private::checkShapes(const torch::Tensor &tensor, const char *
         text << "]";
     }
     if (mismatch)
-        throw std::runtime_error(std::string(operation) +
-                                 ": tensor shapes differ across processes (ACCELERATE_DEBUG_MODE):" + text.str());
+        throw std::runtime_error(std::string(operation) + ": tensor shapes differ across processes (" +
+                                 accelerateenv::kDebugMode + "):" + text.str());
 }
 
 at::Tensor Accelerator::gather(const at::Tensor &tensorIn)

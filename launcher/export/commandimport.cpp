@@ -280,8 +280,9 @@ Result<ImportedCommand> importTorchrun(const std::vector<std::string> &exports, 
     if (!config)
         return tl::unexpected(config.error());
     result.config = *config;
-    result.notes.push_back("torchrun lines carry the topology, precision and mode; other block keys "
-                           "(FSDP_*, ACCELERATE_DEEPSPEED_*) are not read back");
+    result.notes.push_back(std::string("torchrun lines carry the topology, precision and mode; other block keys "
+                                       "(FSDP_*, ") +
+                           accelerateenv::kDeepSpeedPrefix + "*) are not read back");
     return result;
 }
 

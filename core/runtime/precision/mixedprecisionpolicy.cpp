@@ -2,6 +2,7 @@
 
 #include "core/bigmodel/safetensors.h"
 #include "core/bigmodel/safetensorswriter.h"
+#include "core/common/accelerateenv.h"
 #include "core/common/log.h"
 #include "core/runtime/cudaplugin.h"
 #include "core/runtime/gradscaler.h"
@@ -36,9 +37,9 @@ Result<void> checkFp8Device(const at::Device &device, const Fp8Config &fp8)
                                                          ") needs a GPU of compute capability 8.9 or "
                                                          "higher for its FP8 GEMMs: " +
                                                          device.str() + " has " + std::to_string(major) + "." +
-                                                         std::to_string(minor) +
-                                                         "; use bf16 there, or ACCELERATE_USE_CPU=true to run the "
-                                                         "FP8 recipe on the CPU");
+                                                         std::to_string(minor) + "; use bf16 there, or " +
+                                                         accelerateenv::kUseCpu +
+                                                         "=true to run the FP8 recipe on the CPU");
     }
     return {};
 }
