@@ -2,8 +2,9 @@
 // times W [n, k] transposed, W's elements widened to float32 in registers, every product and sum in
 // float32, then finish(sum, j) per output (a bias added, a row scale multiplied). Four output rows
 // side by side, kPassRows rows of x per pass over the weight, AVX-512F, AVX2 with FMA or a portable
-// loop (kernelisa.h), the output rows split over threads by `split` (intraopteam.h). A weight
-// format is only its load step:
+// loop (kernelisa.h; the vector steps, one template for both instruction sets, in gemvsteps.h),
+// the output rows split over threads by `split` (intraopteam.h). A weight format is only its load
+// step:
 //   struct Format {
 //       using Element = ...;
 //       static float widen(Element);                           // one value (the portable loop, tails)

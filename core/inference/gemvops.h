@@ -1,0 +1,70 @@
+// The vector operations the decode GEMV's steps (gemvsteps.h) are written over, one struct per
+// instruction set, each function compiled for it with a function-level target attribute. Only for
+// gemvsteps.h.
+#pragma once
+
+// GCC 12's AVX-512 headers start vectors from _mm512_undefined_*, which -Wmaybe-uninitialized and
+// -Wuninitialized report inside the headers (a false positive).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace accel::inference::skeleton {
+
+// 16 floats a vector; the last piece of a row masked (no read past it).
+struct Avx512Ops {
+    using V = __m512;
+    static constexpr int kWidth = 16;
+    static constexpr bool kMaskedTail = true;
+    __attribute__((target("avx512f"))) static V zero() { return _mm512_setzero_ps(); }
+    __attribute__((target("avx512f"))) static V load(const float *p) { return _mm512_loadu_ps(p); }
+    __attribute__((target("avx512f"))) static V load(const float *p, int64_t left)
+    {
+        return _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << left) - 1), p);
+    }
+    template <class F>
+    __attribute__((target("avx512f"))) static V weights(const typename F::Element *p)
+    {
+        return F::load16(p);
+    }
+    template <class F>
+    __attribute__((target("avx512f"))) static V weights(const typename F::Element *p, int64_t left)
+    {
+        return F::load16(p, left);
+    }
+    __attribute__((target("avx512f"))) static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+    __attribute__((target("avx512f"))) static V add(V a, V b) { return _mm512_add_ps(a, b); }
+    __attribute__((target("avx512f"))) static float sum(V v) { return _mm512_reduce_add_ps(v); }
+};
+
+// 8 floats a vector; the rest of a row one by one into the sum.
+struct Avx2Ops {
+    using V = __m256;
+    static constexpr int kWidth = 8;
+    static constexpr bool kMaskedTail = false;
+    __attribute__((target("avx2,fma"))) static V zero() { return _mm256_setzero_ps(); }
+    __attribute__((target("avx2,fma"))) static V load(const float *p) { return _mm256_loadu_ps(p); }
+    __attribute__((target("avx2,fma"))) static V load(const float *, int64_t) { return zero(); } // unused
+    template <class F>
+    __attribute__((target("avx2,fma"))) static V weights(const typename F::Element *p)
+    {
+        return F::load8(p);
+    }
+    template <class F>
+    __attribute__((target("avx2,fma"))) static V weights(const typename F::Element *, int64_t) // unused
+    {
+        return zero();
+    }
+    __attribute__((target("avx2,fma"))) static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+    __attribute__((target("avx2,fma"))) static V add(V a, V b) { return _mm256_add_ps(a, b); }
+    __attribute__((target("avx2,fma"))) static float sum(V v)
+    {
+        const __m128 quad = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+        const __m128 pair = _mm_add_ps(quad, _mm_movehl_ps(quad, quad));
+        return _mm_cvtss_f32(_mm_add_ss(pair, _mm_movehdup_ps(pair)));
+    }
+};
+
+} // namespace accel::inference::skeleton
