@@ -46,16 +46,10 @@ struct Avx2Ops {
     static constexpr bool kMaskedTail = false;
     __attribute__((target("avx2,fma"))) static V zero() { return _mm256_setzero_ps(); }
     __attribute__((target("avx2,fma"))) static V load(const float *p) { return _mm256_loadu_ps(p); }
-    __attribute__((target("avx2,fma"))) static V load(const float *, int64_t) { return zero(); } // unused
     template <class F>
     __attribute__((target("avx2,fma"))) static V weights(const typename F::Element *p)
     {
         return F::load8(p);
-    }
-    template <class F>
-    __attribute__((target("avx2,fma"))) static V weights(const typename F::Element *, int64_t) // unused
-    {
-        return zero();
     }
     __attribute__((target("avx2,fma"))) static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
     __attribute__((target("avx2,fma"))) static V add(V a, V b) { return _mm256_add_ps(a, b); }

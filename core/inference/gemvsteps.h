@@ -79,18 +79,20 @@ __attribute__((always_inline)) inline void step(const float *x, int64_t k, const
             }
         }
     }
-    for (; Ops::kMaskedTail && i < k; i += W) { // the rest, W at a time, the last masked
-        const int64_t left = std::min<int64_t>(W, k - i);
-        V wv[B];
-#pragma GCC unroll 16
-        for (int b = 0; b < B; ++b)
-            wv[b] = Ops::template weights<F>(row[b] + i, left);
-#pragma GCC unroll 16
-        for (int r = 0; r < R; ++r) {
-            const V xv = Ops::load(x + r * k + i, left);
+    if constexpr (Ops::kMaskedTail) { // the rest, W at a time, the last masked
+        for (; i < k; i += W) {
+            const int64_t left = std::min<int64_t>(W, k - i);
+            V wv[B];
 #pragma GCC unroll 16
             for (int b = 0; b < B; ++b)
-                acc[0][r][b] = Ops::fmadd(wv[b], xv, acc[0][r][b]);
+                wv[b] = Ops::template weights<F>(row[b] + i, left);
+#pragma GCC unroll 16
+            for (int r = 0; r < R; ++r) {
+                const V xv = Ops::load(x + r * k + i, left);
+#pragma GCC unroll 16
+                for (int b = 0; b < B; ++b)
+                    acc[0][r][b] = Ops::fmadd(wv[b], xv, acc[0][r][b]);
+            }
         }
     }
 #pragma GCC unroll 16
