@@ -137,6 +137,9 @@ int runGenerate(const WorkerRequest &request)
             out["dtype_choice"] = dtypeChoiceJson(**dtypeChoice);
         if (r.pinThreads)
             out["pinned_cpus"] = *pinnedCpus;
+        // As the serve worker's loaded event: measured after decode (not in its time), on the
+        // threads it ran on.
+        out["decode_bound"] = decodeBoundJson(**model);
         std::cout << out.dump(2) << "\n";
     } else {
         std::cout << "\n";

@@ -126,6 +126,18 @@ void tst_InferenceWorker::generateJsonMatchesInProcess()
     for (int64_t t : local->sequences[0].tokens)
         expected.append(qint64(t));
     QCOMPARE(json["tokens"].toArray(), expected);
+    // The decode bound, as the serve worker's loaded event gives it: this model's bytes per token,
+    // the bandwidth measured on the --threads decode ran on, their quotient.
+    const QJsonObject bound = json["decode_bound"].toObject();
+    const double bytes = double(inference::decodeBytes(**model).perToken);
+    QVERIFY(bytes > 0);
+    QCOMPARE(bound["weight_bytes_per_token"].toDouble(), bytes);
+    QCOMPARE(bound["offloaded_bytes_per_token"].toDouble(), 0.0);
+    const double bandwidth = bound["memory_bandwidth_bytes_per_s"].toDouble();
+    QVERIFY2(bandwidth > 0, qPrintable(r.out));
+    QCOMPARE(bound["memory_bandwidth_threads"].toInt(), 1);
+    QVERIFY2(bound["memory_bandwidth_method"].toString().startsWith("read-only "), qPrintable(r.out));
+    QCOMPARE(bound["tokens_per_s"].toDouble(), bandwidth / bytes);
 }
 
 void tst_InferenceWorker::badInputsExitTwo()
