@@ -1,6 +1,7 @@
 #include "core/inference/serverequest.h"
 
 #include "core/common/jsondocument.h"
+#include "core/common/text.h"
 #include "core/inference/workeroptions.h"
 
 #include <climits>
@@ -294,7 +295,7 @@ ServeRequestError serveLineTooLong(size_t maxBytes)
 
 bool isBlankServeLine(std::string_view line)
 {
-    return line.find_first_not_of(" \t\r") == std::string_view::npos;
+    return text::trim(line).empty();
 }
 
 ServeRequestResult parseServeRequest(std::string_view line)

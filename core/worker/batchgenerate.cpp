@@ -2,6 +2,7 @@
 
 #include "core/common/fileutil.h"
 #include "core/common/jsondocument.h"
+#include "core/common/text.h"
 #include "core/inference/generator.h"
 #include "core/inference/inferencemodel.h"
 #include "core/inference/pipelinemap.h"
@@ -47,7 +48,7 @@ Result<std::vector<Prompt>> readPrompts(const std::string &path, const inference
     std::string line;
     for (int number = 1; std::getline(in, line); ++number) {
         const std::string where = path + ":" + std::to_string(number);
-        if (line.find_first_not_of(" \t\r") == std::string::npos)
+        if (text::trim(line).empty())
             continue;
         Prompt prompt;
         if (jsonl) {

@@ -2,6 +2,7 @@
 
 #include "core/common/fileutil.h"
 #include "core/common/jsondocument.h"
+#include "core/common/text.h"
 #include "core/tokenizer/tokenizer.h"
 
 #include <algorithm>
@@ -25,7 +26,7 @@ bool hasExtension(const fs::path &path, const char *extension)
 
 bool isBlank(const std::string &line)
 {
-    return line.find_first_not_of(" \t\r\f\v") == std::string::npos;
+    return text::trim(line).empty();
 }
 
 // The files of `path` in reading order, or an error naming the key and the file.
