@@ -22,6 +22,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -531,11 +532,20 @@ void tst_InferenceWorker::dtypeAutoAndPinnedThreadsThroughAccelGenerate()
                                           prompts.fileName(), "--output", output, "--max_new_tokens", "6", "--greedy",
                                           "--threads", "2", "--dtype", "auto", "--pin_threads"});
     QVERIFY2(batch.exitCode == 0, qPrintable(batch.err));
-    QVERIFY2(batch.err.contains("[--dtype auto: " + dtype + ": "), qPrintable(batch.err));
+    // The choice is measured again in this process, so on a loaded machine it may differ from the
+    // first run's: the tokens are those of the dtype this run names.
+    const auto said = QRegularExpression(R"(\[--dtype auto: (float32|bfloat16): )").match(batch.err);
+    QVERIFY2(said.hasMatch(), qPrintable(batch.err));
+    QJsonArray expected = reference["tokens"].toArray();
+    if (said.captured(1) != dtype) {
+        auto other = test::runProgram(accel, common + QStringList{"--dtype", said.captured(1)});
+        QVERIFY2(other.exitCode == 0, qPrintable(other.err));
+        expected = QJsonDocument::fromJson(other.out.toUtf8()).object()["tokens"].toArray();
+    }
     QVERIFY2(batch.err.contains("[--pin-threads: 2 intra-op threads on CPUs"), qPrintable(batch.err));
     const QList<QJsonObject> lines = jsonlFile(output);
     QCOMPARE(lines.size(), 1);
-    QCOMPARE(lines[0]["tokens"].toArray(), reference["tokens"].toArray());
+    QCOMPARE(lines[0]["tokens"].toArray(), expected);
 }
 
 // One sizing for the plan and the load: accel generate --device_map auto --quantization int8 runs
