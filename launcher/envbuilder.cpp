@@ -94,10 +94,11 @@ void addFp8Block(const LaunchSettings &settings, EnvMap &env)
         if (name.rfind("fp8_", 0) != 0)
             continue;
         if (name == "fp8_override_linear_precision") {
-            static const char *const suffixes[] = {"FPROP", "DGRAD", "WGRAD"};
+            static const char *const names[] = {accelerateenv::kFp8OverrideFprop, accelerateenv::kFp8OverrideDgrad,
+                                                accelerateenv::kFp8OverrideWgrad};
             const std::vector<std::string> parts = precisionOverride(value);
             for (int i = 0; i < 3; ++i)
-                env[std::string(accelerateenv::kFp8OverridePrefix) + suffixes[i]] = parts[static_cast<size_t>(i)];
+                env[names[i]] = parts[static_cast<size_t>(i)];
             continue;
         }
         // The backend is upper-cased: the training side parses it case-sensitively.

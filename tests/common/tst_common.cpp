@@ -122,7 +122,7 @@ private Q_SLOTS:
              {QStringLiteral("core/common/accelerateenv.h")},
              {}},
             {"a suffix of an ACCELERATE_FP8_ or ACCELERATE_DEEPSPEED_ variable written out",
-             QRegularExpression(QStringLiteral(R"re("(OVERRIDE_(FPROP|DGRAD|WGRAD)|AMAX_HISTORY_LEN(GTH)?|)re"
+             QRegularExpression(QStringLiteral(R"re("((OVERRIDE_)?(FPROP|DGRAD|WGRAD)|AMAX_HISTORY_LEN(GTH)?|)re"
                                                R"re(AMAX_COMPUTE_ALGO(RITHM)?|OPT(IMIZATION)?_LEVEL|PAD_INNER_DIM|)re"
                                                R"re(ENABLE_FSDP_FLOAT8_ALL_GATHER|USE_MXFP8_BLOCK_SCALING|)re"
                                                R"re(USE_AUTOCAST_DURING_EVAL|ZERO3_INIT|MOE_LAYER_CLS_NAMES)")re")),
