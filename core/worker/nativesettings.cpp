@@ -6,7 +6,6 @@
 #include "core/config/nativekeys.h"
 
 #include <algorithm>
-#include <cctype>
 #include <map>
 
 namespace accel::worker {
@@ -23,10 +22,7 @@ struct Variables {
     std::string get(const std::string &name) const
     {
         const char *value = lookup(name.c_str());
-        std::string text = value ? value : "";
-        const auto first = text.find_first_not_of(" \t");
-        return first == std::string::npos ? std::string()
-                                          : text.substr(first, text.find_last_not_of(" \t") - first + 1);
+        return text::trim(value ? value : "");
     }
     bool truthy(const std::string &name) const
     {
