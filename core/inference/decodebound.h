@@ -28,16 +28,17 @@ struct DecodeBytes {
 // embedding of a model with tie_word_embeddings is also its output head, read whole.
 DecodeBytes decodeBytes(InferenceModel &model);
 
-// This machine's memory bandwidth in bytes read per second as decode reads its weights: the
-// fastest of 5 read-only passes (XOR of wide loads at kernelisa.h's ISA) over 256 MiB (larger than
-// the last-level caches of the CPUs this runs on), split by sharedPieces (intraopteam.h) over
-// sharedThreads(), the threads one-sequence decode runs its products on (pinned ones stay
-// pinned). Measured on the first call for each thread count (about 0.2 s and 256 MiB for that
-// moment), then remembered for the process.
+// This machine's memory bandwidth in bytes read per second as decode reads its weights: the median
+// of 20 read-only passes (XOR of wide loads at kernelisa.h's ISA) over 256 MiB (8x the last-level
+// cache of the CPUs this runs on), after 2 untimed ones, each split by sharedPieces (intraopteam.h)
+// over sharedThreads(), the threads one-sequence decode runs its products on (pinned ones stay
+// pinned). Every pass must read each word exactly once (their XOR is checked). Measured on the
+// first call for each thread count (about 0.3 s and 256 MiB for that moment), then remembered for
+// the process.
 struct MemoryBandwidth {
     double bytesPerSecond = 0; // 0 when the passes read something else than was written
     int threads = 0;           // the sharedThreads() it was measured on
-    std::string method;        // "read-only avx512 stream of 256 MiB on 2 threads (...), best of 5"
+    std::string method;        // "read-only avx512 stream of 256 MiB on 2 threads (...), median of 20 passes (...)"
 };
 MemoryBandwidth measureMemoryBandwidth();
 double memoryBandwidth(); // measureMemoryBandwidth().bytesPerSecond
