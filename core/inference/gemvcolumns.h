@@ -1,0 +1,22 @@
+// The one-row float32 product for weights stored [in, out] (GPT-2's Conv1D): out[j] = b[j] +
+// sum_i x[i] W[i, j], every product and sum in float32. The weight is read once, as stored, neither
+// transposed nor copied (offload, LoRA and saving read the parameter as it is): whole rows, four at
+// a time front to back, into partial sums of all columns that stay in the L1 cache (a block of
+// columns down the rows, a short stretch of every row, ran at 0.6 of the [out, in] product's rate,
+// this at 0.9). The rows are cut in at most eight chunks, each chunk's partial sums added in chunk
+// order at the end, so the result does not depend on the thread count; the chunks go to the caller
+// and the other threads as they are free (intraopteam.h's sharedPieces). AVX-512F, AVX2 with FMA or
+// a portable loop (kernelisa.h). Includes no libtorch header.
+#pragma once
+
+#include "core/inference/kernelisa.h"
+
+#include <cstdint>
+
+namespace accel::inference::f32 {
+
+// out [n] = x [k] W (+ bias), W float32 [k, n] row-major, bias [n] or null. `isa` must be one the
+// CPU runs (kernelisa.h).
+void gemvColumns(KernelIsa isa, const float *x, int64_t k, const float *w, const float *bias, int64_t n, float *out);
+
+} // namespace accel::inference::f32
