@@ -1,6 +1,8 @@
 #include "core/inference/layers.h"
 
+#include "core/inference/bf16gemv.h"
 #include "core/inference/floatgemv.h"
+#include "core/inference/gemvcolumns.h"
 #include "core/inference/quantizedweight.h"
 
 #include <ATen/core/grad_mode.h>
@@ -36,11 +38,39 @@ bool isSingleCpuFloatRow(const at::Tensor &flat)
     return flat.dim() == 2 && flat.size(0) == 1 && flat.is_cpu() && flat.scalar_type() == at::kFloat;
 }
 
+// One bfloat16 row on the CPU times a bfloat16 weight without autograd: bf16gemv.h's kernel (libtorch's
+// runs on the one intra-op thread a decode step leaves it, OneThreadedOps).
+bool takesBf16Gemv(const at::Tensor &flat, const at::Tensor &weight, const at::Tensor &bias)
+{
+    return flat.dim() == 2 && flat.size(0) == 1 && flat.is_cpu() && flat.scalar_type() == at::kBFloat16 &&
+           weight.scalar_type() == at::kBFloat16 && weight.is_cpu() && weight.dim() == 2 && weight.is_contiguous() &&
+           flat.size(1) == weight.size(1) &&
+           (!bias.defined() || (bias.scalar_type() == at::kBFloat16 && bias.is_cpu() && bias.is_contiguous() &&
+                                bias.dim() == 1 && bias.size(0) == weight.size(0))) &&
+           !at::GradMode::is_enabled();
+}
+
+at::Tensor bf16LinearRow(const at::Tensor &x, const at::Tensor &flat, const at::Tensor &weight, const at::Tensor &bias)
+{
+    auto sizes = x.sizes().vec();
+    sizes.back() = weight.size(0);
+    const at::Tensor row = flat.contiguous();
+    at::Tensor out = at::empty({1, weight.size(0)}, row.options());
+    const auto bits = [](const at::Tensor &t) {
+        return reinterpret_cast<const uint16_t *>(t.data_ptr<at::BFloat16>());
+    };
+    bf16::gemv(hostKernelIsa(), bits(row), 1, weight.size(1), bits(weight), bias.defined() ? bits(bias) : nullptr,
+               weight.size(0), reinterpret_cast<uint16_t *>(out.data_ptr<at::BFloat16>()));
+    return out.view(sizes);
+}
+
 } // namespace
 
 at::Tensor linearRows(const at::Tensor &x, const at::Tensor &weight, const at::Tensor &bias)
 {
     auto flat = x.reshape({-1, x.size(-1)});
+    if (takesBf16Gemv(flat, weight, bias))
+        return bf16LinearRow(x, flat, weight, bias);
     if (!isSingleCpuFloatRow(flat) || weight.scalar_type() != at::kFloat || !weight.is_cpu() || weight.dim() != 2 ||
         !weight.is_contiguous() || (bias.defined() && (bias.scalar_type() != at::kFloat || !bias.is_contiguous())) ||
         at::GradMode::is_enabled())
@@ -354,9 +384,21 @@ at::Tensor Conv1D::forward(const at::Tensor &x)
     auto sizes = input.sizes().vec();
     auto rows = input.reshape({-1, sizes.back()});
     sizes.back() = m_out;
-    if (isSingleCpuFloatRow(rows) && m_weight->value.scalar_type() == at::kFloat)
-        return withLora(input,
-                        at::addmv(m_bias->value, m_weight->value.t(), rows[0]).view(sizes)); // weight is [in, out]
+    const at::Tensor &weight = m_weight->value, &bias = m_bias->value;
+    if (isSingleCpuFloatRow(rows) && weight.scalar_type() == at::kFloat && weight.is_cpu() && weight.is_contiguous() &&
+        weight.dim() == 2 && weight.size(0) == rows.size(1) && weight.size(1) == m_out &&
+        bias.scalar_type() == at::kFloat && bias.is_cpu() && bias.is_contiguous() && bias.numel() == m_out &&
+        !at::GradMode::is_enabled()) {
+        // The weight is [in, out]: our column product (gemvcolumns.h) reads it as stored, on the
+        // threads a decode step shares (libtorch's addmv would run on the one intra-op thread left).
+        const at::Tensor row = rows.contiguous();
+        at::Tensor out = at::empty({m_out}, row.options());
+        f32::gemvColumns(hostKernelIsa(), row.data_ptr<float>(), weight.size(0), weight.data_ptr<float>(),
+                         bias.data_ptr<float>(), m_out, out.data_ptr<float>());
+        return withLora(input, out.view(sizes));
+    }
+    if (isSingleCpuFloatRow(rows) && weight.scalar_type() == at::kFloat)
+        return withLora(input, at::addmv(bias, weight.t(), rows[0]).view(sizes)); // weight is [in, out]
     return withLora(input, at::addmm(m_bias->value, rows, m_weight->value).view(sizes));
 }
 

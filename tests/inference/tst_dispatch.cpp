@@ -7,9 +7,12 @@
 #include "core/bigmodel/checkpoint.h"
 #include "core/bigmodel/offloadfolder.h"
 #include "core/hardware/procparsers.h"
+#include "core/inference/bf16gemv.h"
 #include "core/inference/causallm.h"
 #include "core/inference/decodebound.h"
 #include "core/inference/floatgemv.h"
+#include "core/inference/gemvcolumns.h"
+#include "core/inference/generator.h"
 #include "core/inference/inferencemodel.h"
 #include "core/inference/int8gemv.h"
 #include "core/inference/int8kernel.h"
@@ -69,6 +72,10 @@ private Q_SLOTS:
     void piecesRunOnTheIntraOpThreads();
     void int8KernelEqualsTheDequantizedProduct();
     void floatKernelEqualsTheExactProduct();
+    void bf16KernelEqualsTheExactProduct();
+    void bf16DecodeMatchesLibtorchLinear();
+    void columnKernelEqualsTheExactProduct();
+    void gpt2DecodeTakesTheColumnProduct();
     void sharedPiecesDoNotWaitForAHeldHelper();
     void int8KernelChosenByFlagsAndMeasurement();
 
@@ -495,7 +502,8 @@ void tst_Dispatch::memoryBandwidthIsReadOnTheDecodeThreads()
     const MemoryBandwidth one = inference::measureMemoryBandwidth();
     QVERIFY(one.bytesPerSecond > 0);
     QCOMPARE(one.threads, 1);
-    QVERIFY2(one.method.find("read-only") == 0 && one.method.find("on 1 thread ") != std::string::npos,
+    QVERIFY2(one.method.find("read-only") == 0 && one.method.find("on 1 thread ") != std::string::npos &&
+                 one.method.find("median of 20 passes after 2 untimed") != std::string::npos,
              one.method.c_str());
     at::set_num_threads(2);
     MemoryBandwidth two;
@@ -686,6 +694,211 @@ void tst_Dispatch::floatKernelEqualsTheExactProduct()
         }
     }
     at::set_num_threads(previous);
+}
+
+// The one-row product of a weight stored [in, out] (gemvcolumns.h, GPT-2's Conv1D) against the
+// exact one (float64), with the bound of floatKernelEqualsTheExactProduct: (k + 2) u * (sum_i
+// |x_i| |w_ij| + |b_j|). Shapes with columns past the last whole vector, one vector, and a split
+// over two threads whose last piece is short.
+void tst_Dispatch::columnKernelEqualsTheExactProduct()
+{
+    c10::InferenceMode guard;
+    const int previous = at::get_num_threads();
+    at::set_num_threads(2);
+    at::manual_seed(13);
+    std::vector<KernelIsa> isas{KernelIsa::Portable};
+    if (hostKernelIsa() == KernelIsa::Avx512 || hostKernelIsa() == KernelIsa::Avx2)
+        isas.push_back(KernelIsa::Avx2);
+    if (hostKernelIsa() == KernelIsa::Avx512)
+        isas.push_back(KernelIsa::Avx512);
+    const double u = std::ldexp(1.0, -24);
+    const std::vector<std::pair<int64_t, int64_t>> shapes{{768, 2304}, {1024, 1000}, {40, 203}, {9, 7}, {3, 16}};
+    for (const auto &[k, n] : shapes) {
+        const at::Tensor w = at::randn({k, n});
+        const at::Tensor x = at::randn({k});
+        for (const bool withBias : {false, true}) {
+            const at::Tensor bias = withBias ? at::randn({n}) : at::Tensor();
+            at::Tensor want = at::matmul(x.to(at::kDouble), w.to(at::kDouble));
+            at::Tensor bound = at::matmul(x.abs().to(at::kDouble), w.abs().to(at::kDouble));
+            if (withBias) {
+                want = want + bias.to(at::kDouble);
+                bound = bound + bias.abs().to(at::kDouble);
+            }
+            bound = bound * (double(k + 2) * u);
+            for (KernelIsa isa : isas) {
+                at::Tensor out = at::full({n}, std::nan(""));
+                f32::gemvColumns(isa, x.data_ptr<float>(), k, w.data_ptr<float>(),
+                                 withBias ? bias.data_ptr<float>() : nullptr, n, out.data_ptr<float>());
+                const double excess = ((out.to(at::kDouble) - want).abs() - bound).max().item<double>();
+                QVERIFY2(excess <= 0, qPrintable(QStringLiteral("[%1 x %2] bias %3 %4: %5")
+                                                     .arg(k)
+                                                     .arg(n)
+                                                     .arg(withBias)
+                                                     .arg(kernelIsaName(isa))
+                                                     .arg(excess)));
+            }
+        }
+    }
+    at::set_num_threads(previous);
+}
+
+// A tiny GPT-2 decoding one token at a time with its cache (each Conv1D multiplying one row, the
+// column product) gives the logits of the plain no-cache reference within 1e-4, and generate()'s
+// greedy tokens (one sequence: OneThreadedOps, the products shared over two threads) are their
+// argmax.
+void tst_Dispatch::gpt2DecodeTakesTheColumnProduct()
+{
+    const std::string dir = m_dir.filePath("gpt2-columns").toStdString();
+    auto tiny = test::writeTinyModel(dir, "gpt2", 31);
+    auto model = InferenceModel::load(dir);
+    QVERIFY2(model, model ? "" : model.error().toString().c_str());
+    const int previous = at::get_num_threads();
+    at::set_num_threads(2);
+    std::vector<int64_t> all{3, 17, 5, 40, 22};
+    const size_t promptLength = all.size();
+    {
+        at::InferenceMode guard;
+        KVCache cache;
+        auto ids = at::tensor(all, at::TensorOptions().dtype(at::kLong)).unsqueeze(0);
+        at::Tensor logits = (*model)->lm().forward(ids, &cache, true);
+        for (int step = 0; step < 6; ++step) {
+            all.push_back(logits[0][-1].argmax().item<int64_t>());
+            logits = (*model)->lm().forward(at::tensor({all.back()}, ids.options()).unsqueeze(0), &cache, true);
+            const auto everything = at::tensor(all, ids.options()).unsqueeze(0);
+            const double diff =
+                (logits[0][-1] - test::referenceGpt2(tiny, everything)[0][-1]).abs().max().item<double>();
+            QVERIFY2(diff < 1e-4, qPrintable(QStringLiteral("step %1: %2").arg(step).arg(diff)));
+        }
+    }
+    SamplingOptions o;
+    o.greedy = true;
+    o.maxNewTokens = 6;
+    o.stopTokenIds = {-1}; // never stop early
+    auto result = generate(**model, {std::vector<int64_t>(all.begin(), all.begin() + promptLength)}, o);
+    QVERIFY2(result, result ? "" : result.error().toString().c_str());
+    QCOMPARE(result->sequences[0].tokens, std::vector<int64_t>(all.begin() + promptLength, all.end()));
+    at::set_num_threads(previous);
+}
+
+// Every element of the bfloat16 decode product (bf16gemv.h) against the exact product (float64) of
+// the same bfloat16 values: the float32 sum within (k + 2) u * (sum_i |x_i| |w_i| + |b|), as for
+// float32, and then the one rounding to bfloat16, at most half a bfloat16 ulp of the output more.
+// A missing bias or a rounding that truncates (off by up to a whole ulp) fails. Also through
+// linearRows with bfloat16 x, weight and bias, which must equal the kernel's output bit for bit.
+void tst_Dispatch::bf16KernelEqualsTheExactProduct()
+{
+    c10::InferenceMode guard;
+    const int previous = at::get_num_threads();
+    at::set_num_threads(2);
+    at::manual_seed(13);
+    std::vector<KernelIsa> isas{KernelIsa::Portable};
+    if (hostKernelIsa() == KernelIsa::Avx512 || hostKernelIsa() == KernelIsa::Avx2)
+        isas.push_back(KernelIsa::Avx2);
+    if (hostKernelIsa() == KernelIsa::Avx512)
+        isas.push_back(KernelIsa::Avx512);
+    const double u = std::ldexp(1.0, -24);
+    const auto bits = [](const at::Tensor &t) {
+        return reinterpret_cast<const uint16_t *>(t.data_ptr<at::BFloat16>());
+    };
+    const std::vector<std::pair<int64_t, int64_t>> shapes{{203, 1029}, {64, 48}, {7, 3}, {9, 40}, {1030, 17}};
+    for (const auto &[n, k] : shapes) {
+        const at::Tensor w = at::randn({n, k}).to(at::kBFloat16);
+        for (const bool withBias : {false, true}) {
+            const at::Tensor bias = withBias ? at::randn({n}).to(at::kBFloat16) : at::Tensor();
+            for (int64_t rows : {1, 2, 5}) {
+                const at::Tensor x = at::randn({rows, k}).to(at::kBFloat16);
+                const at::Tensor xd = x.to(at::kDouble), wd = w.to(at::kDouble);
+                at::Tensor want = at::matmul(xd, wd.t());
+                at::Tensor bound = at::matmul(xd.abs(), wd.abs().t());
+                if (withBias) {
+                    want = want + bias.to(at::kDouble);
+                    bound = bound + bias.abs().to(at::kDouble);
+                }
+                bound = bound * (double(k + 2) * u);
+                const QString what =
+                    QStringLiteral("[%1 x %2], %3 rows, bias %4").arg(n).arg(k).arg(rows).arg(withBias);
+                const auto excessOf = [&](const at::Tensor &out) {
+                    const at::Tensor got = out.to(at::kDouble);
+                    const at::Tensor halfUlp = at::exp2(at::floor(at::log2(at::maximum(want.abs(), got.abs()))) - 8);
+                    return ((got - want).abs() - bound - halfUlp).max().item<double>();
+                };
+                const at::Tensor xf = x.to(at::kFloat);
+                for (KernelIsa isa : isas) {
+                    for (const bool wideX : {false, true}) {
+                        at::Tensor out = at::full({rows, n}, std::nan("")).to(at::kBFloat16);
+                        auto *o = reinterpret_cast<uint16_t *>(out.data_ptr<at::BFloat16>());
+                        if (wideX)
+                            bf16::gemv(isa, xf.data_ptr<float>(), rows, k, bits(w), withBias ? bits(bias) : nullptr, n,
+                                       o);
+                        else
+                            bf16::gemv(isa, bits(x), rows, k, bits(w), withBias ? bits(bias) : nullptr, n, o);
+                        const double excess = excessOf(out);
+                        QVERIFY2(excess <= 0, qPrintable(what + " " + kernelIsaName(isa) + " float x " +
+                                                         QString::number(wideX) + ": " + QString::number(excess)));
+                    }
+                }
+                if (rows == 1) { // the decode path: one row, shaped [1, 1, k] as a block gives it
+                    const at::Tensor got = linearRows(x.view({1, 1, k}), w, bias);
+                    QCOMPARE(dtypeName(got.scalar_type()), dtypeName(at::kBFloat16));
+                    QCOMPARE(got.sizes().vec(), (std::vector<int64_t>{1, 1, n}));
+                    at::Tensor kernel = at::empty({1, n}, at::kBFloat16);
+                    bf16::gemv(hostKernelIsa(), bits(x), 1, k, bits(w), withBias ? bits(bias) : nullptr, n,
+                               reinterpret_cast<uint16_t *>(kernel.data_ptr<at::BFloat16>()));
+                    QVERIFY2(at::equal(got.view({1, n}), kernel), qPrintable(what + " linearRows"));
+                }
+            }
+        }
+    }
+    at::set_num_threads(previous);
+}
+
+// Greedy decode of a tiny bfloat16 Llama, one token a step with the cache: through linearRows' GEMV
+// (inference mode) and through at::linear (grad mode on, which linearRows leaves to libtorch).
+// Both round float32 sums once to bfloat16 but sum in different orders, so a logit may differ by
+// one bfloat16 ulp: the tokens must be the same, and every step's logits within 2^-6 of their size.
+void tst_Dispatch::bf16DecodeMatchesLibtorchLinear()
+{
+    const std::string dir = m_dir.filePath("bf16decode").toStdString();
+    auto tiny = test::writeTinyModel(dir, "llama", 21, at::kBFloat16, false);
+    LoadOptions options;
+    options.dispatch.computeDType = "bfloat16";
+    auto model = InferenceModel::load(dir, options);
+    QVERIFY2(model, model ? "" : model.error().toString().c_str());
+    at::manual_seed(4);
+    const at::Tensor prompt = at::randint(tiny.vocab, {1, 5}, at::TensorOptions().dtype(at::kLong));
+    const auto decode = [&](std::vector<at::Tensor> &logits) {
+        KVCache cache;
+        std::vector<int64_t> tokens;
+        at::Tensor last = (*model)->lm().forward(prompt, &cache).select(1, -1);
+        for (int step = 0; step < 12; ++step) {
+            const int64_t next = last.argmax(-1).item<int64_t>();
+            tokens.push_back(next);
+            at::Tensor step_logits = (*model)->lm().forward(at::full({1, 1}, next, at::kLong), &cache).select(1, 0);
+            logits.push_back(step_logits.detach().clone());
+            last = step_logits;
+        }
+        return tokens;
+    };
+    std::vector<at::Tensor> ours, theirs;
+    std::vector<int64_t> oursTokens, theirsTokens;
+    {
+        at::InferenceMode guard;
+        oursTokens = decode(ours);
+    }
+    {
+        at::AutoGradMode grad(true);
+        theirsTokens = decode(theirs);
+    }
+    QCOMPARE(oursTokens, theirsTokens);
+    double largest = 0;
+    for (size_t i = 0; i < ours.size(); ++i) {
+        const at::Tensor a = ours[i].to(at::kFloat), b = theirs[i].to(at::kFloat);
+        const double diff = (a - b).abs().max().item<double>(), size = b.abs().max().item<double>();
+        QVERIFY2(diff <= std::ldexp(size, -6),
+                 qPrintable(QString("step %1: max |diff| %2 of %3").arg(i).arg(diff).arg(size)));
+        largest = std::max(largest, diff / size);
+    }
+    qInfo("largest logit difference %g of the step's largest logit", largest);
 }
 
 // sharedPieces returns once every piece is done, not when every helper has started: with libtorch's
