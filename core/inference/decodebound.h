@@ -67,8 +67,8 @@ DecodeDTypeChoice chooseDecodeDType(const std::vector<std::string> &cpuFlags, co
 Result<DecodeDTypeChoice> chooseModelDecodeDType(const std::string &modelDir, int threads);
 // {"dtype", "reason", "float32_ms", "bfloat16_ms"}: generate's --json dtype_choice, serve's loaded event.
 nlohmann::ordered_json dtypeChoiceJson(const DecodeDTypeChoice &choice);
-// The fastest of a few 1 x `in` by `in` x `out` products (at::linear) in each dtype, on the intra-op
-// threads as set.
+// The fastest of a few 1 x `in` by `in` x `out` products in each dtype, through the kernels and the
+// threads one-sequence decode uses (linearRows inside a OneThreadedOps scope, the count as set).
 ProductTimes measureDecodeProducts(int64_t in = 2048, int64_t out = 8192);
 
 // Pins each of libtorch's intra-op threads (the OpenMP team of at::get_num_threads() threads, the
