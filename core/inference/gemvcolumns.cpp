@@ -1,5 +1,6 @@
 #include "core/inference/gemvcolumns.h"
 
+#include "core/inference/bf16load.h"
 #include "core/inference/gemvops.h"
 #include "core/inference/intraopteam.h"
 
@@ -8,9 +9,10 @@
 #pragma GCC diagnostic ignored "-Wpsabi"
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
-namespace accel::inference::f32 {
+namespace accel::inference {
 
 namespace {
 
@@ -28,12 +30,31 @@ struct Narrow : skeleton::Avx2Ops {
 constexpr int kSweepRows = 4;      // weight rows one sweep over the partial sums adds
 constexpr int64_t kMostChunks = 8; // row chunks, so partial sums to add up at the end
 
+inline float value(float v)
+{
+    return v;
+}
+inline float value(uint16_t bits)
+{
+    return bf16::widen(bits);
+}
+
+// W vector-wide weights from p, float32 as stored or bfloat16 widened (bf16load.h).
+template <class Ops, class E>
+__attribute__((always_inline)) inline typename Ops::V weights(const E *p)
+{
+    if constexpr (std::is_same_v<E, float>)
+        return Ops::load(p);
+    else
+        return Ops::template weights<bf16::Bf16Rows>(p);
+}
+
 // partial[j] = sum over rows i of [i0, i1) of x[i] W[i, j]: kSweepRows whole rows at a time, each
 // read front to back (contiguous streams the hardware prefetchers follow: a block of columns down
 // the rows, a short stretch of every row, read at 0.6 of this rate), into the partial sums, which
-// stay in the L1 cache.
-template <class Ops>
-__attribute__((always_inline)) inline void sweep(const float *x, int64_t i0, int64_t i1, const float *w, int64_t n,
+// stay in the L1 cache. W float32, or bfloat16 widened in registers.
+template <class Ops, class E>
+__attribute__((always_inline)) inline void sweep(const float *x, int64_t i0, int64_t i1, const E *w, int64_t n,
                                                  float *partial)
 {
     using V = typename Ops::V;
@@ -46,29 +67,30 @@ __attribute__((always_inline)) inline void sweep(const float *x, int64_t i0, int
 #pragma GCC unroll 16
         for (int r = 0; r < kSweepRows; ++r)
             xv[r] = Ops::broadcast(x[i + r]);
-        const float *row = w + i * n;
+        const E *row = w + i * n;
         for (int64_t j = 0; j < whole; j += W) {
             V acc = Ops::load(partial + j);
 #pragma GCC unroll 16
             for (int r = 0; r < kSweepRows; ++r)
-                acc = Ops::fmadd(Ops::load(row + r * n + j), xv[r], acc);
+                acc = Ops::fmadd(weights<Ops>(row + r * n + j), xv[r], acc);
             Ops::store(partial + j, acc);
         }
         for (int64_t j = whole; j < n; ++j)
             for (int r = 0; r < kSweepRows; ++r)
-                partial[j] += x[i + r] * row[r * n + j];
+                partial[j] += x[i + r] * value(row[r * n + j]);
     }
     for (; i < i1; ++i)
         for (int64_t j = 0; j < n; ++j)
-            partial[j] += x[i] * w[i * n + j];
+            partial[j] += x[i] * value(w[i * n + j]);
 }
 
-void portable(const float *x, int64_t i0, int64_t i1, const float *w, int64_t n, float *partial)
+template <class E>
+void portable(const float *x, int64_t i0, int64_t i1, const E *w, int64_t n, float *partial)
 {
     std::fill(partial, partial + n, 0.0f);
     for (int64_t i = i0; i < i1; ++i)
         for (int64_t j = 0; j < n; ++j)
-            partial[j] += x[i] * w[i * n + j];
+            partial[j] += x[i] * value(w[i * n + j]);
 }
 
 // out[j] = bias[j] + partial[0][j] + partial[1][j] + ..., in that order at every ISA.
@@ -97,8 +119,9 @@ __attribute__((always_inline)) inline void addUp(const float *partial, int64_t c
     addUpFrom(j, partial, chunks, bias, n, out);
 }
 
-__attribute__((target("avx512f"), flatten)) void avx512(const float *x, int64_t i0, int64_t i1, const float *w,
-                                                        int64_t n, float *partial)
+template <class E>
+__attribute__((target("avx512f"), flatten)) void avx512(const float *x, int64_t i0, int64_t i1, const E *w, int64_t n,
+                                                        float *partial)
 {
     sweep<Wide>(x, i0, i1, w, n, partial);
 }
@@ -109,8 +132,9 @@ __attribute__((target("avx512f"), flatten)) void addUpAvx512(const float *partia
     addUp<Wide>(partial, chunks, bias, n, out);
 }
 
-__attribute__((target("avx2,fma"), flatten)) void avx2(const float *x, int64_t i0, int64_t i1, const float *w,
-                                                       int64_t n, float *partial)
+template <class E>
+__attribute__((target("avx2,fma"), flatten)) void avx2(const float *x, int64_t i0, int64_t i1, const E *w, int64_t n,
+                                                       float *partial)
 {
     sweep<Narrow>(x, i0, i1, w, n, partial);
 }
@@ -121,9 +145,9 @@ __attribute__((target("avx2,fma"), flatten)) void addUpAvx2(const float *partial
     addUp<Narrow>(partial, chunks, bias, n, out);
 }
 
-} // namespace
-
-void gemvColumns(KernelIsa isa, const float *x, int64_t k, const float *w, const float *bias, int64_t n, float *out)
+// out [n] = x [k] W (+ bias) in float32, W float32 or bfloat16 [k, n].
+template <class E>
+void columns(KernelIsa isa, const float *x, int64_t k, const E *w, const float *bias, int64_t n, float *out)
 {
     if (n <= 0)
         return;
@@ -131,7 +155,7 @@ void gemvColumns(KernelIsa isa, const float *x, int64_t k, const float *w, const
     // against it), at most kMostChunks: the chunks, and so the order of the sums, do not depend on
     // the number of threads that take them.
     const int64_t sweeps = std::max<int64_t>(1, (k + kSweepRows - 1) / kSweepRows);
-    const int64_t leastSweeps = std::max<int64_t>(1, (int64_t(16) << 10) / (n * kSweepRows));
+    const int64_t leastSweeps = std::max<int64_t>(1, (int64_t(64) << 10) / (n * kSweepRows * int64_t(sizeof(E))));
     const int64_t chunkSweeps = std::max(leastSweeps, (sweeps + kMostChunks - 1) / kMostChunks);
     const int64_t chunkRows = chunkSweeps * kSweepRows;
     const int64_t chunks = std::max<int64_t>(1, (k + chunkRows - 1) / chunkRows);
@@ -166,4 +190,41 @@ void gemvColumns(KernelIsa isa, const float *x, int64_t k, const float *w, const
     addUpFrom(0, partial, chunks, bias, n, out);
 }
 
-} // namespace accel::inference::f32
+// A thread's float32 scratch (the widened x, bias and the sums before their rounding).
+std::vector<float> &scratch(int which, size_t count)
+{
+    thread_local std::vector<float> buffers[3];
+    buffers[which].resize(count);
+    return buffers[which];
+}
+
+} // namespace
+
+void f32::gemvColumns(KernelIsa isa, const float *x, int64_t k, const float *w, const float *bias, int64_t n,
+                      float *out)
+{
+    columns(isa, x, k, w, bias, n, out);
+}
+
+void bf16::gemvColumns(KernelIsa isa, const uint16_t *x, int64_t k, const uint16_t *w, const uint16_t *bias, int64_t n,
+                       uint16_t *out)
+{
+    if (n <= 0)
+        return;
+    std::vector<float> &wideX = scratch(0, size_t(k));
+    for (int64_t i = 0; i < k; ++i)
+        wideX[size_t(i)] = widen(x[i]);
+    const float *wideBias = nullptr;
+    if (bias) {
+        std::vector<float> &b = scratch(1, size_t(n));
+        for (int64_t j = 0; j < n; ++j)
+            b[size_t(j)] = widen(bias[j]);
+        wideBias = b.data();
+    }
+    std::vector<float> &sum = scratch(2, size_t(n));
+    columns(isa, wideX.data(), k, w, wideBias, n, sum.data());
+    for (int64_t j = 0; j < n; ++j)
+        out[j] = narrow(sum[size_t(j)]);
+}
+
+} // namespace accel::inference

@@ -6,7 +6,7 @@
 // this at 0.9). The rows are cut in at most eight chunks, each chunk's partial sums added in chunk
 // order at the end, so the result does not depend on the thread count; the chunks go to the caller
 // and the other threads as they are free (intraopteam.h's sharedPieces). AVX-512F, AVX2 with FMA or
-// a portable loop (kernelisa.h). Includes no libtorch header.
+// a portable loop (kernelisa.h); a bfloat16 variant below. Includes no libtorch header.
 #pragma once
 
 #include "core/inference/kernelisa.h"
@@ -20,3 +20,13 @@ namespace accel::inference::f32 {
 void gemvColumns(KernelIsa isa, const float *x, int64_t k, const float *w, const float *bias, int64_t n, float *out);
 
 } // namespace accel::inference::f32
+
+namespace accel::inference::bf16 {
+
+// The same with x, W, bias and out in bfloat16 (bits): x and bias widened to float32 (exact), W
+// widened in registers, every product and sum in float32, each output rounded once to bfloat16, to
+// nearest even (bf16gemv.h's narrow), as libtorch's CPU addmm rounds its float32 accumulator.
+void gemvColumns(KernelIsa isa, const uint16_t *x, int64_t k, const uint16_t *w, const uint16_t *bias, int64_t n,
+                 uint16_t *out);
+
+} // namespace accel::inference::bf16

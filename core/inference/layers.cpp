@@ -397,6 +397,20 @@ at::Tensor Conv1D::forward(const at::Tensor &x)
                          bias.data_ptr<float>(), m_out, out.data_ptr<float>());
         return withLora(input, out.view(sizes));
     }
+    if (rows.dim() == 2 && rows.size(0) == 1 && rows.is_cpu() && rows.scalar_type() == at::kBFloat16 &&
+        weight.scalar_type() == at::kBFloat16 && weight.is_cpu() && weight.is_contiguous() && weight.dim() == 2 &&
+        weight.size(0) == rows.size(1) && weight.size(1) == m_out && bias.scalar_type() == at::kBFloat16 &&
+        bias.is_cpu() && bias.is_contiguous() && bias.numel() == m_out && !at::GradMode::is_enabled()) {
+        // The same at bfloat16: widened, float32 sums, one rounding (libtorch's addmm runs on one thread).
+        const at::Tensor row = rows.contiguous();
+        at::Tensor out = at::empty({m_out}, row.options());
+        const auto bits = [](const at::Tensor &t) {
+            return reinterpret_cast<const uint16_t *>(t.data_ptr<at::BFloat16>());
+        };
+        bf16::gemvColumns(hostKernelIsa(), bits(row), weight.size(0), bits(weight), bits(bias), m_out,
+                          reinterpret_cast<uint16_t *>(out.data_ptr<at::BFloat16>()));
+        return withLora(input, out.view(sizes));
+    }
     if (isSingleCpuFloatRow(rows) && weight.scalar_type() == at::kFloat)
         return withLora(input, at::addmv(bias, weight.t(), rows[0]).view(sizes)); // weight is [in, out]
     return withLora(input, at::addmm(m_bias->value, rows, m_weight->value).view(sizes));
