@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <dlfcn.h>
 #include <memory>
 #include <mutex>
@@ -124,17 +126,28 @@ int sharedThreads()
     return set > 0 ? set : at::get_num_threads();
 }
 
+namespace {
+void wakeSpinTeam(int helpers);
+void sleepSpinTeam();
+bool spinTeamPieces(int team, int64_t n, int64_t piece, const std::function<void(int64_t, int64_t)> &body);
+void startSpinTeam(int helpers);
+} // namespace
+
 OneThreadedOps::OneThreadedOps() : m_threads(at::get_num_threads())
 {
     g_sharedThreads = m_threads;
-    if (m_threads > 1)
+    if (m_threads > 1) {
         at::set_num_threads(1);
+        wakeSpinTeam(m_threads - 1);
+    }
 }
 
 OneThreadedOps::~OneThreadedOps()
 {
-    if (m_threads > 1)
+    if (m_threads > 1) {
+        sleepSpinTeam();
         at::set_num_threads(m_threads);
+    }
     g_sharedThreads = 0;
 }
 
@@ -213,6 +226,163 @@ void placeHelper(int helper)
 
 } // namespace
 
+namespace {
+
+// One-sequence decode's helpers (OneThreadedOps): threads of their own, helper h on the CPU
+// pinSharedHelpers names for it, that spin on a posted product for kSpinFor after the last one
+// they saw, then sleep until the next; a product posted inside the scope is taken at once instead
+// of after a wake-up (a condition variable or the inter-op pool's queue costs tens of
+// microseconds a product, and the caller took most pieces before a helper woke). Outside the scope
+// they sleep. Never destroyed: its threads outlive static destructors.
+constexpr auto kSpinFor = std::chrono::microseconds(200);
+
+// The posted product's word: generation (32 bits), pieces (16 bits), next piece (16 bits). A piece
+// is taken by moving "next" on in the generation that posted it, so a helper late for a product
+// can take nothing of the next one, and a taken piece keeps its product's fields unchanged until
+// it is done (the caller waits for it).
+constexpr uint64_t generationOf(uint64_t word)
+{
+    return word >> 32;
+}
+constexpr int64_t countOf(uint64_t word)
+{
+    return int64_t((word >> 16) & 0xffff);
+}
+constexpr int64_t nextOf(uint64_t word)
+{
+    return int64_t(word & 0xffff);
+}
+constexpr int64_t kMostPieces = 0xffff;
+
+struct SpinTeam {
+    std::atomic<uint64_t> word{0};
+    const std::function<void(int64_t, int64_t)> *body = nullptr;
+    int64_t n = 0, piece = 0;
+    std::atomic<int64_t> done{0};
+    std::atomic<int> awake{0};     // helpers that spin: those of the live scope, 0 outside it
+    std::atomic<int> sleepers{0};  // helpers about to sleep or sleeping
+    std::atomic<bool> busy{false}; // a product is posted (one caller at a time)
+    std::mutex mutex;              // the threads below, and sleeping
+    std::condition_variable wake;
+    int started = 0;
+
+    // Takes and runs pieces of the product `word` posted, while any is left; whether it ran one.
+    bool take(uint64_t word, int helper)
+    {
+        bool ran = false;
+        const uint64_t generation = generationOf(word);
+        while (generationOf(word) == generation && nextOf(word) < countOf(word)) {
+            if (!this->word.compare_exchange_weak(word, word + 1, std::memory_order_acq_rel, std::memory_order_acquire))
+                continue; // word reloaded: another piece taken, or the next product posted
+            if (!ran && helper > 0)
+                placeHelper(helper);
+            ran = true;
+            const int64_t p = nextOf(word);
+            (*body)(p * piece, std::min(n, (p + 1) * piece));
+            done.fetch_add(1, std::memory_order_release);
+            ++word;
+        }
+        return ran;
+    }
+
+    void run(int helper);
+};
+
+SpinTeam &spinTeam()
+{
+    static auto *team = new SpinTeam;
+    return *team;
+}
+
+inline void relax()
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#else
+    std::this_thread::yield();
+#endif
+}
+
+void SpinTeam::run(int helper)
+{
+    uint64_t seen = generationOf(word.load());
+    for (;;) {
+        auto until = std::chrono::steady_clock::now() + kSpinFor;
+        for (int spins = 0;; ++spins) {
+            uint64_t w = word.load(std::memory_order_acquire);
+            if (generationOf(w) != seen) {
+                seen = generationOf(w);
+                if (helper <= awake.load(std::memory_order_relaxed))
+                    take(w, helper);
+                until = std::chrono::steady_clock::now() + kSpinFor;
+                continue;
+            }
+            if (helper > awake.load(std::memory_order_relaxed))
+                break; // the scope ended (or wants fewer helpers): sleep now
+            if ((spins & 63) == 63 && std::chrono::steady_clock::now() > until)
+                break;
+            relax();
+        }
+        sleepers.fetch_add(1);
+        {
+            std::unique_lock<std::mutex> lock(mutex);
+            wake.wait(lock, [&] { return generationOf(word.load()) != seen && helper <= awake.load(); });
+        }
+        sleepers.fetch_sub(1);
+    }
+}
+
+void startSpinTeam(int helpers)
+{
+    SpinTeam &team = spinTeam();
+    std::lock_guard<std::mutex> lock(team.mutex);
+    for (; team.started < helpers; ++team.started) {
+        std::thread thread([helper = team.started + 1] { spinTeam().run(helper); });
+        pthread_setname_np(thread.native_handle(), "accel-helper");
+        thread.detach();
+    }
+}
+
+void wakeSpinTeam(int helpers)
+{
+    startSpinTeam(helpers);
+    spinTeam().awake.store(helpers);
+}
+
+void sleepSpinTeam()
+{
+    spinTeam().awake.store(0); // spinning helpers see it at their next turn and sleep
+}
+
+// sharedPieces on the spinning helpers, while a scope lives and has them (false otherwise).
+bool spinTeamPieces(int team, int64_t n, int64_t piece, const std::function<void(int64_t, int64_t)> &body)
+{
+    SpinTeam &spin = spinTeam();
+    const int64_t count = (n + piece - 1) / piece;
+    if (count > kMostPieces || spin.awake.load(std::memory_order_relaxed) < team - 1 || team <= 1)
+        return false;
+    if (spin.busy.exchange(true, std::memory_order_acquire))
+        return false; // another thread's product holds the helpers
+    spin.body = &body;
+    spin.n = n;
+    spin.piece = piece;
+    spin.done.store(0, std::memory_order_relaxed);
+    const uint64_t generation = generationOf(spin.word.load(std::memory_order_relaxed)) + 1;
+    const uint64_t posted = (generation << 32) | (uint64_t(count) << 16);
+    spin.word.store(posted); // sequentially consistent with `sleepers` below: no lost wake-up
+    if (spin.sleepers.load() > 0) {
+        std::lock_guard<std::mutex> lock(spin.mutex);
+        spin.wake.notify_all();
+    }
+    spin.take(posted, 0);
+    while (spin.done.load(std::memory_order_acquire) < count) // pieces a helper holds
+        relax();
+    spin.busy.store(false, std::memory_order_release);
+    return true;
+}
+
+} // namespace
+
 void pinSharedHelpers(const std::vector<int> &cpus)
 {
     HelperPins &pins = helperPins();
@@ -224,6 +394,7 @@ void pinSharedHelpers(const std::vector<int> &cpus)
 void startSharedHelpers()
 {
     at::launch([] {}); // the first task starts the pool
+    startSpinTeam(at::get_num_threads() - 1);
 }
 
 void unpinSharedHelpers(const std::vector<int> &allowed)
@@ -248,6 +419,8 @@ void sharedPieces(int64_t n, int64_t align, int64_t minimum, const std::function
         body(0, n);
         return;
     }
+    if (spinTeamPieces(team, n, piece, body))
+        return;
     auto work = std::make_shared<SharedWork>();
     work->body = &body;
     work->n = n;

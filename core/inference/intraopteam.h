@@ -20,9 +20,12 @@ namespace accel::inference {
 // body must not throw. While a OneThreadedOps scope lives, runs as sharedPieces.
 void parallelPieces(int64_t n, int64_t align, int64_t minimum, const std::function<void(int64_t, int64_t)> &body);
 
-// The same pieces without a team barrier: the calling thread and sharedThreads() - 1 tasks on
-// libtorch's inter-op pool take the next piece left until none is, and the call returns when every
-// piece is done, whether or not each helper has started. An OpenMP team's region ends only when
+// The same pieces without a team barrier: the calling thread and sharedThreads() - 1 helpers take
+// the next piece left until none is, and the call returns when every piece is done, whether or not
+// each helper has started. Inside a OneThreadedOps scope the helpers are threads of their own that
+// spin on a posted product for up to 200 us after the last one they took, then sleep until the
+// next (outside the scope they sleep at once), so a product's pieces are taken without a wake-up;
+// otherwise they are tasks on libtorch's inter-op pool. An OpenMP team's region ends only when
 // every team thread has arrived, so on a machine whose other processes hold a team thread off its
 // CPU each product waits for it (measured: decode of a Llama at 2 threads ran 2.5-3x slower than at
 // one thread under a load average of 6-9 on 2 cores); here the caller does that thread's share
@@ -33,17 +36,18 @@ void sharedPieces(int64_t n, int64_t align, int64_t minimum, const std::function
 // OneThreadedOps scope began.
 int sharedThreads();
 
-// sharedPieces' helper h (1 .. sharedThreads() - 1) moves the inter-op thread that runs it to
+// sharedPieces' helper h (1 .. sharedThreads() - 1) moves the thread that runs it to
 // cpus[h % cpus.size()] before it takes a piece: the CPU the intra-op team's thread h is pinned to
 // (decodebound.h's pinIntraOpThreads, which calls this with the CPUs it pinned the team to, so the
 // kernel has accepted each), and the caller, the team's thread 0, stays on its own. A thread moves
 // only when its helper's CPU changes; otherwise a task costs one atomic load.
 void pinSharedHelpers(const std::vector<int> &cpus);
-// Starts libtorch's inter-op threads, where the helpers run, if they are not running yet: a new
-// thread inherits the CPUs of the thread that starts it, so pinIntraOpThreads calls this before it
-// confines the caller (a pool started later by a pinned caller would sit on the caller's CPU).
+// Starts the threads the helpers run on, libtorch's inter-op pool and the decode scope's
+// at::get_num_threads() - 1 threads, if they are not running yet: a new thread inherits the CPUs
+// of the thread that starts it, so pinIntraOpThreads calls this before it confines the caller
+// (threads started later by a pinned caller would sit on the caller's CPU).
 void startSharedHelpers();
-// Every inter-op thread a helper moved back on `allowed` (the process's CPUs), at once; helpers
+// Every thread a helper moved back on `allowed` (the process's CPUs), at once; helpers
 // then run wherever the pool's threads are scheduled.
 void unpinSharedHelpers(const std::vector<int> &allowed);
 
