@@ -76,7 +76,10 @@ private Q_SLOTS:
     void bf16DecodeMatchesLibtorchLinear();
     void columnKernelEqualsTheExactProduct();
     void gpt2DecodeTakesTheColumnProduct();
+    void bf16ColumnKernelEqualsTheExactProduct();
+    void bf16Gpt2DecodeMatchesLibtorchAddmm();
     void sharedPiecesDoNotWaitForAHeldHelper();
+    void sharedPiecesHelpersSleepOutsideTheirSpin();
     void int8KernelChosenByFlagsAndMeasurement();
 
 private:
@@ -780,6 +783,142 @@ void tst_Dispatch::gpt2DecodeTakesTheColumnProduct()
     at::set_num_threads(previous);
 }
 
+// Greedy decode of the model in dir at bfloat16, one token a step with the cache, twice from the
+// same random prompt (a load error thrown): through our products
+// (inference mode) and through libtorch's (grad mode on, which linearRows and Conv1D leave to
+// libtorch). The tokens of each, and per step the largest |difference| of the logits and the
+// largest |logit| of libtorch's.
+struct BothWays {
+    std::vector<int64_t> ours, theirs;
+    std::vector<std::pair<double, double>> differences;
+};
+
+static BothWays decodeBothWays(const std::string &dir, int64_t vocab, uint64_t promptSeed, int steps)
+{
+    LoadOptions options;
+    options.dispatch.computeDType = "bfloat16";
+    auto loaded = InferenceModel::load(dir, options);
+    if (!loaded)
+        throw std::runtime_error(loaded.error().toString());
+    InferenceModel &model = **loaded;
+    at::manual_seed(promptSeed);
+    const at::Tensor prompt = at::randint(vocab, {1, 5}, at::TensorOptions().dtype(at::kLong));
+    const auto decode = [&](std::vector<at::Tensor> &logits) {
+        KVCache cache;
+        std::vector<int64_t> tokens;
+        at::Tensor last = model.lm().forward(prompt, &cache).select(1, -1);
+        for (int step = 0; step < steps; ++step) {
+            const int64_t next = last.argmax(-1).item<int64_t>();
+            tokens.push_back(next);
+            at::Tensor stepLogits = model.lm().forward(at::full({1, 1}, next, at::kLong), &cache).select(1, 0);
+            logits.push_back(stepLogits.detach().clone().to(at::kFloat));
+            last = stepLogits;
+        }
+        return tokens;
+    };
+    BothWays both;
+    std::vector<at::Tensor> ours, theirs;
+    {
+        at::InferenceMode guard;
+        both.ours = decode(ours);
+    }
+    {
+        at::AutoGradMode grad(true);
+        both.theirs = decode(theirs);
+    }
+    for (size_t i = 0; i < ours.size(); ++i)
+        both.differences.emplace_back((ours[i] - theirs[i]).abs().max().item<double>(),
+                                      theirs[i].abs().max().item<double>());
+    return both;
+}
+
+// Every kernel ISA this CPU runs, the portable loop first.
+static std::vector<KernelIsa> isasThisCpuRuns()
+{
+    std::vector<KernelIsa> isas{KernelIsa::Portable};
+    if (hostKernelIsa() == KernelIsa::Avx512 || hostKernelIsa() == KernelIsa::Avx2)
+        isas.push_back(KernelIsa::Avx2);
+    if (hostKernelIsa() == KernelIsa::Avx512)
+        isas.push_back(KernelIsa::Avx512);
+    return isas;
+}
+
+static const uint16_t *bf16Bits(const at::Tensor &t)
+{
+    return reinterpret_cast<const uint16_t *>(t.data_ptr<at::BFloat16>());
+}
+
+// The bfloat16 column product (gemvcolumns.h, GPT-2's Conv1D at bfloat16) against the exact
+// product (float64) of the same bfloat16 values: the float32 sum within (k + 2) u * (sum_i |x_i|
+// |w_ij| + |b_j|), then at most half a bfloat16 ulp more for the one rounding. A missing bias or a
+// truncating rounding fails. Conv1D::forward on one bfloat16 row, no grad, equals the kernel bit for
+// bit (libtorch's addmm, which sums in another order, differs in some outputs of [1024 x 1000]).
+void tst_Dispatch::bf16ColumnKernelEqualsTheExactProduct()
+{
+    c10::InferenceMode guard;
+    const int previous = at::get_num_threads();
+    at::set_num_threads(2);
+    at::manual_seed(17);
+    const double u = std::ldexp(1.0, -24);
+    const std::vector<std::pair<int64_t, int64_t>> shapes{{768, 2304}, {1024, 1000}, {40, 203}, {9, 7}, {3, 16}};
+    for (const auto &[k, n] : shapes) {
+        const at::Tensor w = at::randn({k, n}).to(at::kBFloat16), x = at::randn({k}).to(at::kBFloat16);
+        const at::Tensor xd = x.to(at::kDouble), wd = w.to(at::kDouble);
+        for (const bool withBias : {false, true}) {
+            const at::Tensor bias = withBias ? at::randn({n}).to(at::kBFloat16) : at::Tensor();
+            at::Tensor want = at::matmul(xd, wd), bound = at::matmul(xd.abs(), wd.abs());
+            if (withBias) {
+                want = want + bias.to(at::kDouble);
+                bound = bound + bias.abs().to(at::kDouble);
+            }
+            bound = bound * (double(k + 2) * u);
+            const QString what = QStringLiteral("[%1 x %2] bias %3").arg(k).arg(n).arg(withBias);
+            for (KernelIsa isa : isasThisCpuRuns()) {
+                at::Tensor out = at::full({n}, std::nan("")).to(at::kBFloat16);
+                bf16::gemvColumns(isa, bf16Bits(x), k, bf16Bits(w), withBias ? bf16Bits(bias) : nullptr, n,
+                                  reinterpret_cast<uint16_t *>(out.data_ptr<at::BFloat16>()));
+                const at::Tensor got = out.to(at::kDouble);
+                const at::Tensor halfUlp = at::exp2(at::floor(at::log2(at::maximum(want.abs(), got.abs()))) - 8);
+                const double excess = ((got - want).abs() - bound - halfUlp).max().item<double>();
+                QVERIFY2(excess <= 0, qPrintable(what + " " + kernelIsaName(isa) + ": " + QString::number(excess)));
+            }
+            if (withBias) { // Conv1D always has a bias
+                Conv1D layer(k, n);
+                layer.parameters()[0]->value = w;
+                layer.parameters()[1]->value = bias;
+                const at::Tensor got = layer.forward(x.view({1, 1, k}));
+                QCOMPARE(got.sizes().vec(), (std::vector<int64_t>{1, 1, n}));
+                at::Tensor kernel = at::empty({n}, at::kBFloat16);
+                bf16::gemvColumns(hostKernelIsa(), bf16Bits(x), k, bf16Bits(w), bf16Bits(bias), n,
+                                  reinterpret_cast<uint16_t *>(kernel.data_ptr<at::BFloat16>()));
+                QVERIFY2(at::equal(got.view({n}), kernel), qPrintable(what + " Conv1D::forward"));
+            }
+        }
+    }
+    at::set_num_threads(previous);
+}
+
+// Greedy decode of a tiny bfloat16 GPT-2, one token a step with the cache: through Conv1D's
+// column product (inference mode) and through libtorch's addmm (grad mode on, which Conv1D leaves
+// to libtorch). Both round float32 sums once to bfloat16, in different orders, so a value on the
+// way may differ by a bfloat16 ulp: the tokens must be the same, and every step's logits within one
+// bfloat16 ulp of the step's largest (measured identical; a truncating rounding, 2^-6 of it, fails).
+void tst_Dispatch::bf16Gpt2DecodeMatchesLibtorchAddmm()
+{
+    const std::string dir = m_dir.filePath("bf16gpt2").toStdString();
+    auto tiny = test::writeTinyModel(dir, "gpt2", 37, at::kBFloat16);
+    const BothWays both = decodeBothWays(dir, tiny.vocab, 5, 12);
+    QCOMPARE(both.ours, both.theirs);
+    double largest = 0;
+    for (size_t i = 0; i < both.differences.size(); ++i) {
+        const auto [diff, size] = both.differences[i];
+        QVERIFY2(diff <= std::exp2(std::floor(std::log2(size)) - 7),
+                 qPrintable(QString("step %1: max |diff| %2 of %3").arg(i).arg(diff).arg(size)));
+        largest = std::max(largest, diff / size);
+    }
+    qInfo("largest logit difference %g of the step's largest logit", largest);
+}
+
 // Every element of the bfloat16 decode product (bf16gemv.h) against the exact product (float64) of
 // the same bfloat16 values: the float32 sum within (k + 2) u * (sum_i |x_i| |w_i| + |b|), as for
 // float32, and then the one rounding to bfloat16, at most half a bfloat16 ulp of the output more.
@@ -860,40 +999,11 @@ void tst_Dispatch::bf16DecodeMatchesLibtorchLinear()
 {
     const std::string dir = m_dir.filePath("bf16decode").toStdString();
     auto tiny = test::writeTinyModel(dir, "llama", 21, at::kBFloat16, false);
-    LoadOptions options;
-    options.dispatch.computeDType = "bfloat16";
-    auto model = InferenceModel::load(dir, options);
-    QVERIFY2(model, model ? "" : model.error().toString().c_str());
-    at::manual_seed(4);
-    const at::Tensor prompt = at::randint(tiny.vocab, {1, 5}, at::TensorOptions().dtype(at::kLong));
-    const auto decode = [&](std::vector<at::Tensor> &logits) {
-        KVCache cache;
-        std::vector<int64_t> tokens;
-        at::Tensor last = (*model)->lm().forward(prompt, &cache).select(1, -1);
-        for (int step = 0; step < 12; ++step) {
-            const int64_t next = last.argmax(-1).item<int64_t>();
-            tokens.push_back(next);
-            at::Tensor step_logits = (*model)->lm().forward(at::full({1, 1}, next, at::kLong), &cache).select(1, 0);
-            logits.push_back(step_logits.detach().clone());
-            last = step_logits;
-        }
-        return tokens;
-    };
-    std::vector<at::Tensor> ours, theirs;
-    std::vector<int64_t> oursTokens, theirsTokens;
-    {
-        at::InferenceMode guard;
-        oursTokens = decode(ours);
-    }
-    {
-        at::AutoGradMode grad(true);
-        theirsTokens = decode(theirs);
-    }
-    QCOMPARE(oursTokens, theirsTokens);
+    const BothWays both = decodeBothWays(dir, tiny.vocab, 4, 12);
+    QCOMPARE(both.ours, both.theirs);
     double largest = 0;
-    for (size_t i = 0; i < ours.size(); ++i) {
-        const at::Tensor a = ours[i].to(at::kFloat), b = theirs[i].to(at::kFloat);
-        const double diff = (a - b).abs().max().item<double>(), size = b.abs().max().item<double>();
+    for (size_t i = 0; i < both.differences.size(); ++i) {
+        const auto [diff, size] = both.differences[i];
         QVERIFY2(diff <= std::ldexp(size, -6),
                  qPrintable(QString("step %1: max |diff| %2 of %3").arg(i).arg(diff).arg(size)));
         largest = std::max(largest, diff / size);
@@ -942,6 +1052,59 @@ void tst_Dispatch::sharedPiecesDoNotWaitForAHeldHelper()
         QCOMPARE(pieces.load(), 8);
     }
     QCOMPARE(at::get_num_threads(), 2);
+    at::set_num_threads(previous);
+}
+
+// The CPU time (ns, /proc/self/task/*/schedstat) of this process's threads named `name`, and how
+// many there are.
+static std::pair<int64_t, int> threadsCpuNs(const std::string &name)
+{
+    std::pair<int64_t, int> total{0, 0};
+    for (const auto &task : std::filesystem::directory_iterator("/proc/self/task")) {
+        std::ifstream comm(task.path() / "comm"), stat(task.path() / "schedstat");
+        std::string named;
+        int64_t ns = 0;
+        if (std::getline(comm, named) && named == name && (stat >> ns)) {
+            total.first += ns;
+            ++total.second;
+        }
+    }
+    return total;
+}
+
+// Inside OneThreadedOps the products' helpers are threads of their own ("accel-helper") that spin
+// for a moment after a product for the next one, then sleep: their CPU time stops growing a moment
+// after the last product, inside the scope and after it (a helper that kept spinning would add up
+// to the 300 ms watched).
+void tst_Dispatch::sharedPiecesHelpersSleepOutsideTheirSpin()
+{
+    const int previous = at::get_num_threads();
+    at::set_num_threads(2);
+    std::atomic<int> pieces{0};
+    auto watched = [](int64_t &grown) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20)); // past any spin
+        const auto before = threadsCpuNs("accel-helper");
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        const auto after = threadsCpuNs("accel-helper");
+        QVERIFY(before.second >= 1);
+        QCOMPARE(after.second, before.second);
+        grown = after.first - before.first;
+    };
+    int64_t inside = -1, after = -1;
+    {
+        OneThreadedOps decode;
+        for (int i = 0; i < 100; ++i)
+            inference::sharedPieces(1000, 4, 8, [&](int64_t, int64_t) { ++pieces; });
+        watched(inside);
+        for (int i = 0; i < 100; ++i)
+            inference::sharedPieces(1000, 4, 8, [&](int64_t, int64_t) { ++pieces; });
+    }
+    watched(after);
+    QCOMPARE(pieces.load(), 200 * 8);
+    qInfo("helpers' CPU time over 300 ms without products: %.2f ms in the scope, %.2f ms after it", inside / 1e6,
+          after / 1e6);
+    QVERIFY(inside >= 0 && inside < 30000000);
+    QVERIFY(after >= 0 && after < 30000000);
     at::set_num_threads(previous);
 }
 
