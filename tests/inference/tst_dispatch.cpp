@@ -99,6 +99,18 @@ static at::Tensor someIds(int64_t vocab)
     return at::randint(vocab, {2, 8}, at::TensorOptions().dtype(at::kLong));
 }
 
+// Portable, and AVX2 and AVX-512 where this CPU runs them (the AVX-512 CPUs this runs on have AVX2
+// and FMA too).
+static std::vector<KernelIsa> isasThisCpuRuns()
+{
+    std::vector<KernelIsa> isas{KernelIsa::Portable};
+    if (hostKernelIsa() == KernelIsa::Avx512 || hostKernelIsa() == KernelIsa::Avx2)
+        isas.push_back(KernelIsa::Avx2);
+    if (hostKernelIsa() == KernelIsa::Avx512)
+        isas.push_back(KernelIsa::Avx512);
+    return isas;
+}
+
 void tst_Dispatch::viewsShareTheMapping_data()
 {
     QTest::addColumn<int>("storeAs");
@@ -603,11 +615,7 @@ void tst_Dispatch::int8KernelEqualsTheDequantizedProduct()
         cpuinfo = file.readAll().toStdString();
     const KernelIsa host = kernelIsaForFlags(hardware::parseCpuInfo(cpuinfo).flags);
     QCOMPARE(int(hostKernelIsa()), int(host));
-    std::vector<KernelIsa> isas{KernelIsa::Portable};
-    if (host == KernelIsa::Avx512 || host == KernelIsa::Avx2)
-        isas.push_back(KernelIsa::Avx2); // the AVX-512 CPUs this runs on have AVX2 and FMA too
-    if (host == KernelIsa::Avx512)
-        isas.push_back(KernelIsa::Avx512);
+    const std::vector<KernelIsa> isas = isasThisCpuRuns(); // host, checked just above
     qInfo("this CPU's int8 kernel: %s", kernelIsaName(host));
     const double u = std::ldexp(1.0, -24);
     auto within = [&](const at::Tensor &got, const at::Tensor &x, const at::Tensor &w, const QString &what) {
@@ -657,11 +665,7 @@ void tst_Dispatch::floatKernelEqualsTheExactProduct()
     const int previous = at::get_num_threads();
     at::set_num_threads(2);
     at::manual_seed(12);
-    std::vector<KernelIsa> isas{KernelIsa::Portable};
-    if (hostKernelIsa() == KernelIsa::Avx512 || hostKernelIsa() == KernelIsa::Avx2)
-        isas.push_back(KernelIsa::Avx2);
-    if (hostKernelIsa() == KernelIsa::Avx512)
-        isas.push_back(KernelIsa::Avx512);
+    const std::vector<KernelIsa> isas = isasThisCpuRuns();
     const double u = std::ldexp(1.0, -24);
     const std::vector<std::pair<int64_t, int64_t>> shapes{{203, 1029}, {64, 48}, {7, 3}, {9, 40}, {1030, 17}};
     for (const auto &[n, k] : shapes) {
@@ -709,11 +713,7 @@ void tst_Dispatch::columnKernelEqualsTheExactProduct()
     const int previous = at::get_num_threads();
     at::set_num_threads(2);
     at::manual_seed(13);
-    std::vector<KernelIsa> isas{KernelIsa::Portable};
-    if (hostKernelIsa() == KernelIsa::Avx512 || hostKernelIsa() == KernelIsa::Avx2)
-        isas.push_back(KernelIsa::Avx2);
-    if (hostKernelIsa() == KernelIsa::Avx512)
-        isas.push_back(KernelIsa::Avx512);
+    const std::vector<KernelIsa> isas = isasThisCpuRuns();
     const double u = std::ldexp(1.0, -24);
     const std::vector<std::pair<int64_t, int64_t>> shapes{{768, 2304}, {1024, 1000}, {40, 203}, {9, 7}, {3, 16}};
     for (const auto &[k, n] : shapes) {
@@ -833,16 +833,6 @@ static BothWays decodeBothWays(const std::string &dir, int64_t vocab, uint64_t p
 }
 
 // Every kernel ISA this CPU runs, the portable loop first.
-static std::vector<KernelIsa> isasThisCpuRuns()
-{
-    std::vector<KernelIsa> isas{KernelIsa::Portable};
-    if (hostKernelIsa() == KernelIsa::Avx512 || hostKernelIsa() == KernelIsa::Avx2)
-        isas.push_back(KernelIsa::Avx2);
-    if (hostKernelIsa() == KernelIsa::Avx512)
-        isas.push_back(KernelIsa::Avx512);
-    return isas;
-}
-
 static const uint16_t *bf16Bits(const at::Tensor &t)
 {
     return reinterpret_cast<const uint16_t *>(t.data_ptr<at::BFloat16>());
@@ -930,11 +920,7 @@ void tst_Dispatch::bf16KernelEqualsTheExactProduct()
     const int previous = at::get_num_threads();
     at::set_num_threads(2);
     at::manual_seed(13);
-    std::vector<KernelIsa> isas{KernelIsa::Portable};
-    if (hostKernelIsa() == KernelIsa::Avx512 || hostKernelIsa() == KernelIsa::Avx2)
-        isas.push_back(KernelIsa::Avx2);
-    if (hostKernelIsa() == KernelIsa::Avx512)
-        isas.push_back(KernelIsa::Avx512);
+    const std::vector<KernelIsa> isas = isasThisCpuRuns();
     const double u = std::ldexp(1.0, -24);
     const auto bits = [](const at::Tensor &t) {
         return reinterpret_cast<const uint16_t *>(t.data_ptr<at::BFloat16>());
