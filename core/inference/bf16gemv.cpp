@@ -1,6 +1,7 @@
 #include "core/inference/bf16gemv.h"
 
 #include "core/inference/bf16load.h"
+#include "core/inference/bf16pairs.h"
 #include "core/inference/gemvskeleton.h"
 #include "core/inference/intraopteam.h"
 
@@ -39,6 +40,12 @@ void gemv(KernelIsa isa, const float *x, int64_t rows, int64_t k, const uint16_t
 void gemv(KernelIsa isa, const uint16_t *x, int64_t rows, int64_t k, const uint16_t *w, const uint16_t *bias, int64_t n,
           uint16_t *out)
 {
+    // AVX512_BF16's dot pairs multiply the stored bfloat16 values as they are (bf16pairs.h): taken at
+    // Avx512 where the CPU has the flag, since the widening kernel spends its time widening (a
+    // [5632 x 2048] product read ~32 GB/s of weight where float32's reads ~39; docs/quantization.md,
+    // "bfloat16 products in pairs"). Everywhere else x is widened once and the kernel below runs.
+    if (isa == KernelIsa::Avx512 && pairsRunHere())
+        return gemvPairs(x, rows, k, w, bias, n, out);
     thread_local std::vector<float> wide;
     wide.resize(size_t(rows * k));
     for (int64_t i = 0; i < rows * k; ++i)

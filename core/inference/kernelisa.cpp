@@ -32,11 +32,17 @@ KernelIsa kernelIsaForFlags(const std::vector<std::string> &cpuFlags)
 
 KernelIsa hostKernelIsa()
 {
-    static const KernelIsa isa = [] {
-        auto cpuinfo = fileutil::readFile("/proc/cpuinfo");
-        return cpuinfo ? kernelIsaForFlags(hardware::parseCpuInfo(*cpuinfo).flags) : KernelIsa::Portable;
-    }();
+    static const KernelIsa isa = kernelIsaForFlags(hostCpuFlags());
     return isa;
+}
+
+const std::vector<std::string> &hostCpuFlags()
+{
+    static const std::vector<std::string> flags = [] {
+        auto cpuinfo = fileutil::readFile("/proc/cpuinfo");
+        return cpuinfo ? hardware::parseCpuInfo(*cpuinfo).flags : std::vector<std::string>{};
+    }();
+    return flags;
 }
 
 } // namespace accel::inference

@@ -13,7 +13,9 @@ const char *kernelIsaName(KernelIsa isa); // "portable", "avx2", "avx512"
 
 // avx512f: Avx512; else avx2 with fma: Avx2; else the portable loops.
 KernelIsa kernelIsaForFlags(const std::vector<std::string> &cpuFlags);
-// This CPU's, from /proc/cpuinfo (read once); the portable loops when the file cannot be read.
+// This CPU's, from hostCpuFlags(); the portable loops when /proc/cpuinfo cannot be read.
 KernelIsa hostKernelIsa();
+// This CPU's flags (hardware::parseCpuInfo's) from /proc/cpuinfo, read once; none when it cannot be read.
+const std::vector<std::string> &hostCpuFlags();
 
 } // namespace accel::inference

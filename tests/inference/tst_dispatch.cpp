@@ -8,6 +8,7 @@
 #include "core/bigmodel/offloadfolder.h"
 #include "core/hardware/procparsers.h"
 #include "core/inference/bf16gemv.h"
+#include "core/inference/bf16pairs.h"
 #include "core/inference/causallm.h"
 #include "core/inference/decodebound.h"
 #include "core/inference/floatgemv.h"
@@ -914,6 +915,10 @@ void tst_Dispatch::bf16Gpt2DecodeMatchesLibtorchAddmm()
 // float32, and then the one rounding to bfloat16, at most half a bfloat16 ulp of the output more.
 // A missing bias or a rounding that truncates (off by up to a whole ulp) fails. Also through
 // linearRows with bfloat16 x, weight and bias, which must equal the kernel's output bit for bit.
+// The dot-pair kernel (bf16pairs.h; exact products, float32 sums, so the same bound) on its own
+// where the CPU has avx512_bf16, with bfloat16 x at Avx512 (which bf16::gemv gives it) and through
+// linearRows; odd k and k < 32 end in its masked tail. Where the CPU lacks the flag its case is
+// skipped (said by a qInfo) and the other kernels are still checked.
 void tst_Dispatch::bf16KernelEqualsTheExactProduct()
 {
     c10::InferenceMode guard;
@@ -921,6 +926,11 @@ void tst_Dispatch::bf16KernelEqualsTheExactProduct()
     at::set_num_threads(2);
     at::manual_seed(13);
     const std::vector<KernelIsa> isas = isasThisCpuRuns();
+    const bool pairs = bf16::pairsRunHere();
+    QVERIFY(bf16::pairsRunWith(cpuFlags("avx512f avx512bw avx512_bf16")));
+    QVERIFY(!bf16::pairsRunWith(cpuFlags("avx512f avx512bw avx512_vnni")));
+    if (!pairs)
+        qInfo("the dot-pair kernel is not checked: this CPU's /proc/cpuinfo flags lack avx512_bf16");
     const double u = std::ldexp(1.0, -24);
     const auto bits = [](const at::Tensor &t) {
         return reinterpret_cast<const uint16_t *>(t.data_ptr<at::BFloat16>());
@@ -930,7 +940,7 @@ void tst_Dispatch::bf16KernelEqualsTheExactProduct()
         const at::Tensor w = at::randn({n, k}).to(at::kBFloat16);
         for (const bool withBias : {false, true}) {
             const at::Tensor bias = withBias ? at::randn({n}).to(at::kBFloat16) : at::Tensor();
-            for (int64_t rows : {1, 2, 5}) {
+            for (int64_t rows : {1, 2, 3, 4, 5}) {
                 const at::Tensor x = at::randn({rows, k}).to(at::kBFloat16);
                 const at::Tensor xd = x.to(at::kDouble), wd = w.to(at::kDouble);
                 at::Tensor want = at::matmul(xd, wd.t());
@@ -962,6 +972,13 @@ void tst_Dispatch::bf16KernelEqualsTheExactProduct()
                                                          QString::number(wideX) + ": " + QString::number(excess)));
                     }
                 }
+                at::Tensor paired = at::full({rows, n}, std::nan("")).to(at::kBFloat16);
+                if (pairs) {
+                    bf16::gemvPairs(bits(x), rows, k, bits(w), withBias ? bits(bias) : nullptr, n,
+                                    reinterpret_cast<uint16_t *>(paired.data_ptr<at::BFloat16>()));
+                    const double excess = excessOf(paired);
+                    QVERIFY2(excess <= 0, qPrintable(what + " dot pairs: " + QString::number(excess)));
+                }
                 if (rows == 1) { // the decode path: one row, shaped [1, 1, k] as a block gives it
                     const at::Tensor got = linearRows(x.view({1, 1, k}), w, bias);
                     QCOMPARE(dtypeName(got.scalar_type()), dtypeName(at::kBFloat16));
@@ -970,6 +987,8 @@ void tst_Dispatch::bf16KernelEqualsTheExactProduct()
                     bf16::gemv(hostKernelIsa(), bits(x), 1, k, bits(w), withBias ? bits(bias) : nullptr, n,
                                reinterpret_cast<uint16_t *>(kernel.data_ptr<at::BFloat16>()));
                     QVERIFY2(at::equal(got.view({1, n}), kernel), qPrintable(what + " linearRows"));
+                    if (pairs) // the decode path on this CPU is the dot-pair kernel
+                        QVERIFY2(at::equal(got.view({1, n}), paired), qPrintable(what + " linearRows dot pairs"));
                 }
             }
         }
