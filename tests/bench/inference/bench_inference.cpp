@@ -11,11 +11,15 @@
 #include "core/bigmodel/safetensorswriter.h"
 #include "core/common/fileutil.h"
 #include "core/hardware/procparsers.h"
+#include "core/inference/bf16gemv.h"
+#include "core/inference/bf16pairs.h"
 #include "core/inference/causallm.h"
 #include "core/inference/decodebound.h"
+#include "core/inference/floatgemv.h"
 #include "core/inference/generator.h"
 #include "core/inference/inferencemodel.h"
 #include "core/inference/int8kernel.h"
+#include "core/inference/intraopteam.h"
 #include "core/inference/quantization.h"
 #include "tests/helpers/testsupport.h"
 
@@ -31,6 +35,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <unistd.h>
 #include <vector>
 
@@ -47,6 +52,7 @@ private Q_SLOTS:
     void pinnedThreads();
     void int8Kernels_data();
     void int8Kernels();
+    void bf16Products();
 };
 
 static constexpr int kThreads = 2;
@@ -594,6 +600,87 @@ void tst_BenchInference::int8Kernels()
         }
     }
     at::set_num_threads(kThreads);
+}
+
+// The bfloat16 decode product (one bfloat16 row times a bfloat16 weight) through the widening
+// kernel (bf16::gemv at Avx512 with x widened first, as its bfloat16-x overload does without
+// avx512_bf16) and through the dot-pair kernel (bf16pairs.h), with the float32 kernel (floatgemv.h)
+// on a float32 weight of the same shape for reference, on Llama 1.1B's MLP shapes [5632 x 2048] and
+// [2048 x 5632], 1 and 2 threads, inside a OneThreadedOps scope as decode runs them: 8 copies of each
+// weight (185 MB in bfloat16, past the L3) read in turn, kBf16Rounds rounds rotating which kernel
+// goes first, each round 3 passes over the copies a kernel; GB/s of weight read (medians of the
+// rounds), the median of the rounds' ratios, and the load average before and after.
+void tst_BenchInference::bf16Products()
+{
+    if (inference::hostKernelIsa() != inference::KernelIsa::Avx512 || !inference::bf16::pairsRunHere())
+        QSKIP("the dot-pair kernel needs avx512f and avx512_bf16 in this CPU's /proc/cpuinfo flags");
+    constexpr int kBf16Rounds = 15, kCopies = 8, kPasses = 3;
+    c10::InferenceMode guard;
+    const int previous = at::get_num_threads();
+    const auto bits = [](const at::Tensor &t) {
+        return reinterpret_cast<const uint16_t *>(t.data_ptr<at::BFloat16>());
+    };
+    auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2];
+    };
+    for (const auto &[n, k] : std::vector<std::pair<int64_t, int64_t>>{{5632, 2048}, {2048, 5632}}) {
+        at::manual_seed(3);
+        std::vector<at::Tensor> weights, floats;
+        for (int c = 0; c < kCopies; ++c) {
+            floats.push_back(at::randn({n, k}) * 0.02);
+            weights.push_back(floats.back().to(at::kBFloat16));
+        }
+        const at::Tensor x = at::randn({1, k}).to(at::kBFloat16), xf = x.to(at::kFloat);
+        std::vector<uint16_t> out(static_cast<size_t>(n));
+        std::vector<float> wide(static_cast<size_t>(k)), outf(static_cast<size_t>(n));
+        const char *names[3] = {"widening", "pairs", "float32"};
+        const std::function<void(int)> kernels[3] = {
+            [&](int c) {
+                for (int64_t i = 0; i < k; ++i) // x widened each call, as the bfloat16-x overload does
+                    wide[size_t(i)] = inference::bf16::widen(bits(x)[i]);
+                inference::bf16::gemv(inference::KernelIsa::Avx512, wide.data(), 1, k, bits(weights[c]), nullptr, n,
+                                      out.data());
+            },
+            [&](int c) { inference::bf16::gemvPairs(bits(x), 1, k, bits(weights[c]), nullptr, n, out.data()); },
+            [&](int c) {
+                inference::f32::gemv(inference::KernelIsa::Avx512, xf.data_ptr<float>(), 1, k,
+                                     floats[c].data_ptr<float>(), nullptr, n, outf.data());
+            }};
+        const double bytes = double(kCopies * kPasses) * double(n * k) * 2; // of bfloat16
+        for (int threads : {1, kThreads}) {
+            at::set_num_threads(threads);
+            inference::OneThreadedOps decodeThreads;
+            const double before = loadAverage();
+            std::vector<double> rates[3], overWidening, overFloat32;
+            for (int round = 0; round < kBf16Rounds; ++round) {
+                double rate[3] = {0, 0, 0};
+                for (int turn = 0; turn < 3; ++turn) {
+                    const int which = (round + turn) % 3;
+                    const auto start = std::chrono::steady_clock::now();
+                    for (int pass = 0; pass < kPasses; ++pass)
+                        for (int c = 0; c < kCopies; ++c)
+                            kernels[which](c);
+                    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+                    rate[which] = bytes * (which == 2 ? 2 : 1) / took.count() / 1e9;
+                    rates[which].push_back(rate[which]);
+                }
+                overWidening.push_back(rate[1] / rate[0]);
+                overFloat32.push_back(rate[1] / rate[2]);
+            }
+            const QByteArray tag =
+                QByteArray::number(n) + "x" + QByteArray::number(k) + "_" + QByteArray::number(threads) + "t";
+            const QString extra = QString("(median of %1 rounds; load %2 -> %3)")
+                                      .arg(kBf16Rounds)
+                                      .arg(before, 0, 'f', 2)
+                                      .arg(loadAverage(), 0, 'f', 2);
+            for (int which = 0; which < 3; ++which)
+                bench(("bf16_product_" + tag + "_" + names[which]).constData(), median(rates[which]), "GB/s", extra);
+            bench(("bf16_product_" + tag + "_pairs_over_widening").constData(), median(overWidening), "x", extra);
+            bench(("bf16_product_" + tag + "_pairs_over_float32").constData(), median(overFloat32), "x", extra);
+        }
+    }
+    at::set_num_threads(previous);
 }
 
 // Both sides run the same libtorch: the project environment's PyTorch wheel (its own BLAS).
