@@ -41,9 +41,11 @@ void gemv(KernelIsa isa, const uint16_t *x, int64_t rows, int64_t k, const uint1
           uint16_t *out)
 {
     // AVX512_BF16's dot pairs multiply the stored bfloat16 values as they are (bf16pairs.h): taken at
-    // Avx512 where the CPU has the flag, since the widening kernel spends its time widening (a
-    // [5632 x 2048] product read ~32 GB/s of weight where float32's reads ~39; docs/quantization.md,
-    // "bfloat16 products in pairs"). Everywhere else x is widened once and the kernel below runs.
+    // Avx512 where the CPU's flags have avx512_bf16, because the widening costs instructions the
+    // float32 load does not. Measured (bench_inference bf16Products, Llama 1.1B's MLP shapes, 1 and 2
+    // threads, shared machine): 1.10-1.34x the widening kernel's GB/s, 0.91-0.97 of float32's
+    // (docs/quantization.md, "Bfloat16 products in pairs"). Everywhere else x is widened once and
+    // the kernel below runs.
     if (isa == KernelIsa::Avx512 && pairsRunHere())
         return gemvPairs(x, rows, k, w, bias, n, out);
     thread_local std::vector<float> wide;

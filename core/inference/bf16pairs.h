@@ -6,7 +6,7 @@
 // kPassRows rows of x per pass over the weight, the last k % 32 values through masked loads; the
 // output rows split by sharedPieces (intraopteam.h); the bias added in float32 and each output
 // rounded once to bfloat16, to nearest even, as bf16::gemv does. bf16::gemv takes it at
-// KernelIsa::Avx512 where pairsRunHere(); docs/quantization.md ("bfloat16 products in pairs") has
+// KernelIsa::Avx512 where pairsRunHere(); docs/quantization.md ("Bfloat16 products in pairs") has
 // what it measured. Includes no libtorch header.
 #pragma once
 
