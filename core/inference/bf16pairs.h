@@ -2,12 +2,12 @@
 // instruction (vdpbf16ps): 32 stored bfloat16 weights times 32 bfloat16 values of x a vector, each
 // product exact in float32 (8-bit significands), each pair of products added into one of 16
 // float32 lanes (round to nearest even; inputs and results below float32's normal range read and
-// written as zero, DAZ/FTZ), so no weight is widened first. Four output rows side by side, up to
-// kPassRows rows of x per pass over the weight, the last k % 32 values through masked loads; the
-// output rows split by sharedPieces (intraopteam.h); the bias added in float32 and each output
-// rounded once to bfloat16, to nearest even, as bf16::gemv does. bf16::gemv takes it at
-// KernelIsa::Avx512 where pairsRunHere(); docs/quantization.md ("Bfloat16 products in pairs") has
-// what it measured. Includes no libtorch header.
+// written as zero, DAZ/FTZ), so no weight is widened first. One output row at a time for one row of
+// x (decode), four side by side for up to kPassRows rows of x per pass over the weight, the last
+// k % 32 values through masked loads; the output rows split by sharedPieces (intraopteam.h); the
+// bias added in float32 and each output rounded once to bfloat16, to nearest even, as bf16::gemv
+// does. bf16::gemv takes it at KernelIsa::Avx512 where pairsRunHere(); docs/quantization.md
+// ("Bfloat16 products in pairs") has what it measured. Includes no libtorch header.
 #pragma once
 
 #include <cstdint>
