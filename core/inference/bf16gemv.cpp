@@ -43,9 +43,9 @@ void gemv(KernelIsa isa, const uint16_t *x, int64_t rows, int64_t k, const uint1
     // AVX512_BF16's dot pairs multiply the stored bfloat16 values as they are (bf16pairs.h): taken at
     // Avx512 where the CPU's flags have avx512_bf16, because the widening costs instructions the
     // float32 load does not. Measured (bench_inference bf16Products, Llama 1.1B's MLP shapes, 1 and 2
-    // threads, shared machine): 1.10-1.34x the widening kernel's GB/s, 0.91-0.97 of float32's
-    // (docs/quantization.md, "Bfloat16 products in pairs"). Everywhere else x is widened once and
-    // the kernel below runs.
+    // threads, shared machine): 1.06-1.34x the widening kernel's GB/s; whole decode where both wait
+    // for memory ran alike (docs/quantization.md, "Bfloat16 products in pairs"). Everywhere else x
+    // is widened once and the kernel below runs.
     if (isa == KernelIsa::Avx512 && pairsRunHere())
         return gemvPairs(x, rows, k, w, bias, n, out);
     thread_local std::vector<float> wide;
