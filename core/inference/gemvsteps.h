@@ -39,6 +39,21 @@ __attribute__((always_inline)) inline void prefetchNextRows(const E *const *row,
     }
 }
 
+// How far ahead of its loads a one-output-row step prefetches along its row (and on into the rows
+// after it, which are stored next): of 1, 2, 4, 8 and 16 KiB, tried on a 500 MB int8 and a 1 GiB
+// float32 product at 1 and 2 threads, 4 KiB was best or within noise of the best.
+inline constexpr int64_t kAheadBytes = 4096;
+
+// Before a one-row step's loads of Bytes at `at`: the lines kAheadBytes on, into the cache.
+template <class E, int Bytes>
+__attribute__((always_inline)) inline void prefetchAhead(const E *at)
+{
+    const uintptr_t ahead = reinterpret_cast<uintptr_t>(at) + uintptr_t(kAheadBytes);
+#pragma GCC unroll 16
+    for (int line = 0; line < (Bytes + 63) / 64; ++line)
+        _mm_prefetch(reinterpret_cast<const char *>(ahead + uintptr_t(64 * line)), _MM_HINT_T0);
+}
+
 // B output rows j.. times R rows of x; U independent accumulators per pair (k unrolled U times) so
 // that one row of x still keeps enough FMAs in flight. Every loop over u, r and b is unrolled whole
 // (the pragmas): GCC at -O2 leaves them rolled, and then keeps the accumulators on the stack, each
@@ -63,7 +78,10 @@ __attribute__((always_inline)) inline void step(const float *x, int64_t k, const
         row[b] = w + (j + b) * k;
     int64_t i = 0;
     for (; i + W * U <= k; i += W * U) {
-        prefetchNextRows<typename F::Element, B, W * U * sizeof(typename F::Element)>(row, i, k);
+        if constexpr (B == 1)
+            prefetchAhead<typename F::Element, W * U * sizeof(typename F::Element)>(row[0] + i);
+        else
+            prefetchNextRows<typename F::Element, B, W * U * sizeof(typename F::Element)>(row, i, k);
 #pragma GCC unroll 16
         for (int u = 0; u < U; ++u) {
             V wv[B];
@@ -110,11 +128,29 @@ __attribute__((always_inline)) inline void step(const float *x, int64_t k, const
         }
 }
 
-// Output rows [begin, end) for R rows of x, kBlock at a time, then one at a time.
+// Weight rows shorter than this many bytes are read one at a time when x has one row (decode).
+// Measured on 2026-11-29 against the tree before, alternated (docs/quantization.md, "One weight row
+// at a time"): int8 products 15-30 % more GB/s at 1 and 2 threads, the 1.1B Llama's int8 decode
+// 30.6-33.9 tokens/s against 28.5-30.1; float32 rows of 8 KiB the same either way; float32 rows of
+// 22 KiB 13-16 % slower one at a time (there four long streams side by side keep more reads in
+// flight than one stream does).
+inline constexpr int64_t kOneStreamRowBytes = 8192;
+
+// Output rows [begin, end) for R rows of x. One row of x and weight rows shorter than
+// kOneStreamRowBytes: one output row at a time with four accumulators, so that each thread reads
+// one stream, its rows in storage order, prefetched kAheadBytes on. Otherwise kBlock output rows
+// side by side (each step prefetching the next kBlock rows), then one at a time.
 template <class Ops, class F, class Finish, int R>
 __attribute__((always_inline)) inline void rows(const float *x, int64_t k, const typename F::Element *w,
                                                 const Finish &finish, int64_t begin, int64_t end, int64_t n, float *out)
 {
+    if constexpr (R == 1) {
+        if (k * int64_t(sizeof(typename F::Element)) < kOneStreamRowBytes) {
+            for (int64_t j = begin; j < end; ++j)
+                step<Ops, F, Finish, 1, 1, 4>(x, k, w, finish, j, n, out);
+            return;
+        }
+    }
     constexpr int U = R <= 2 ? 2 : 1;
     int64_t j = begin;
     for (; j + kBlock <= end; j += kBlock)

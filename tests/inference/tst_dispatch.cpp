@@ -626,9 +626,10 @@ void tst_Dispatch::int8KernelEqualsTheDequantizedProduct()
         const double excess = ((got.to(at::kDouble) - want).abs() - bound).max().item<double>();
         return excess <= 0 ? QString() : QStringLiteral("%1: %2 over the bound").arg(what).arg(excess);
     };
-    // Shapes with tails of every kind (k not a multiple of 8, 16 or 32, n not a multiple of 4), and
-    // one large enough (203 x 1029) to be split over both threads.
-    const std::vector<std::pair<int64_t, int64_t>> shapes{{203, 1029}, {64, 48}, {7, 3}, {9, 40}};
+    // Shapes with tails of every kind (k not a multiple of 8, 16 or 32, n not a multiple of 4), one
+    // large enough (203 x 1029) to be split over both threads, and rows of at least
+    // kOneStreamRowBytes (21 x 8195), which one row of x reads four side by side, not one at a time.
+    const std::vector<std::pair<int64_t, int64_t>> shapes{{203, 1029}, {64, 48}, {7, 3}, {9, 40}, {21, 8195}};
     for (const auto &[n, k] : shapes) {
         const QString shape = QStringLiteral("[%1 x %2]").arg(n).arg(k);
         const at::Tensor q = at::randint(-127, 128, {n, k}).to(at::kChar);
@@ -668,7 +669,9 @@ void tst_Dispatch::floatKernelEqualsTheExactProduct()
     at::manual_seed(12);
     const std::vector<KernelIsa> isas = isasThisCpuRuns();
     const double u = std::ldexp(1.0, -24);
-    const std::vector<std::pair<int64_t, int64_t>> shapes{{203, 1029}, {64, 48}, {7, 3}, {9, 40}, {1030, 17}};
+    // 37 x 2061: rows of at least kOneStreamRowBytes, read four side by side also for one row of x.
+    const std::vector<std::pair<int64_t, int64_t>> shapes{{203, 1029}, {64, 48},   {7, 3},
+                                                          {9, 40},     {1030, 17}, {37, 2061}};
     for (const auto &[n, k] : shapes) {
         const at::Tensor w = at::randn({n, k});
         for (const bool withBias : {false, true}) {
