@@ -1,9 +1,11 @@
 // Decode-shaped products with bfloat16 weights: x [rows, k] times W [n, k] (a Linear's weight as
-// stored, bfloat16 bits) transposed, plus an optional bfloat16 bias [n]. Each weight is widened to
-// float32 in registers (its 16 bits shifted left 16: exact), every product and sum in float32, the
-// bias added in float32, and each output rounded once to bfloat16, to nearest even, as libtorch's
-// CPU linear rounds its float32 accumulator. Same kernel and thread split as floatgemv.h
-// (gemvskeleton.h), reading half the bytes. Includes no libtorch header.
+// stored, bfloat16 bits) transposed, plus an optional bfloat16 bias [n]. Every product and sum in
+// float32, the bias added in float32, and each output rounded once to bfloat16, to nearest even, as
+// libtorch's CPU linear rounds its float32 accumulator. Each weight is widened to float32 in
+// registers (its 16 bits shifted left 16: exact) in the kernel and thread split of floatgemv.h
+// (gemvskeleton.h), reading half the bytes; with bfloat16 x, KernelIsa::Avx512 and a CPU with
+// avx512_bf16, the weights and x are multiplied in pairs as stored instead (bf16pairs.h). Includes
+// no libtorch header.
 #pragma once
 
 #include "core/inference/kernelisa.h"

@@ -18,8 +18,7 @@ namespace accel::inference::bf16 {
 
 namespace {
 
-constexpr int64_t kWidth = 32;        // bfloat16 values a vector: 16 pairs, one per float32 lane
-constexpr int64_t kAheadBytes = 4096; // how far a one-row step prefetches along its row
+constexpr int64_t kWidth = 32; // bfloat16 values a vector: 16 pairs, one per float32 lane
 
 __attribute__((ACCEL_PAIRS_TARGET, always_inline)) inline __m512 dotPairs(__m512 acc, __m512i x, __m512i w)
 {
@@ -46,11 +45,8 @@ __attribute__((ACCEL_PAIRS_TARGET, always_inline)) inline void step(const uint16
         row[b] = w + (j + b) * k;
     int64_t i = 0;
     for (; i + kWidth * U <= k; i += kWidth * U) {
-        if constexpr (B == 1) { // one stream: the lines kAheadBytes on along the row (and the next rows)
-            const char *ahead = reinterpret_cast<const char *>(row[0] + i) + kAheadBytes;
-#pragma GCC unroll 16
-            for (int line = 0; line < U; ++line)
-                _mm_prefetch(ahead + 64 * line, _MM_HINT_T0);
+        if constexpr (B == 1) { // one stream: the lines skeleton::kAheadBytes on along the row (and the next rows)
+            skeleton::prefetchAhead<uint16_t, kWidth * U * sizeof(uint16_t)>(row[0] + i);
         } else {
             skeleton::prefetchNextRows<uint16_t, B, kWidth * U * sizeof(uint16_t)>(row, i, k);
         }
@@ -102,7 +98,7 @@ __attribute__((ACCEL_PAIRS_TARGET, always_inline)) inline void step(const uint16
 }
 
 // Output rows [begin, end) for R rows of x. One row of x (decode): one output row at a time, four
-// accumulators, its row prefetched kAheadBytes on, so that each thread reads one stream in storage
+// accumulators, its row prefetched skeleton::kAheadBytes on, so that each thread reads one stream in storage
 // order: at 1 thread [5632 x 2048] read 38.9-39.5 GB/s and [2048 x 5632] 31.9-36.4 against
 // 31.3-32.5 and 31.6-33.8 with four output rows side by side (bench_inference bf16Products, the
 // two builds alternated twice, load 1.1; 8 KiB ahead was within noise of 4 KiB). More rows of x:

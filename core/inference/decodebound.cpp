@@ -1,7 +1,5 @@
 #include "core/inference/decodebound.h"
 
-#include "core/common/fileutil.h"
-#include "core/hardware/procparsers.h"
 #include "core/inference/causallm.h"
 #include "core/inference/inferencemodel.h"
 #include "core/inference/intraopteam.h"
@@ -231,9 +229,7 @@ Result<DecodeDTypeChoice> chooseModelDecodeDType(const std::string &modelDir, in
     if (!config)
         return tl::unexpected(config.error());
     const std::string stored = config->torchDtype.empty() ? std::string("float32") : config->torchDtype;
-    auto cpuinfo = fileutil::readFile("/proc/cpuinfo");
-    const std::vector<std::string> flags =
-        cpuinfo ? hardware::parseCpuInfo(*cpuinfo).flags : std::vector<std::string>{};
+    const std::vector<std::string> &flags = hostCpuFlags();
     if (threads > 0)
         at::set_num_threads(threads); // measured on the threads decode will run on
     return chooseDecodeDType(flags, stored, [] { return measureDecodeProducts(); });

@@ -1,9 +1,8 @@
 #include "core/inference/int8kernel.h"
 
-#include "core/common/fileutil.h"
-#include "core/hardware/procparsers.h"
 #include "core/inference/decodebound.h"
 #include "core/inference/int8gemv.h"
+#include "core/inference/kernelisa.h"
 #include "core/inference/quantizedweight.h"
 
 #include <ATen/ATen.h>
@@ -39,12 +38,6 @@ std::string milliseconds(double ms)
     char text[32];
     std::snprintf(text, sizeof text, "%.2f", ms);
     return text;
-}
-
-std::vector<std::string> hostFlags()
-{
-    auto cpuinfo = fileutil::readFile("/proc/cpuinfo");
-    return cpuinfo ? hardware::parseCpuInfo(*cpuinfo).flags : std::vector<std::string>{};
 }
 
 } // namespace
@@ -127,9 +120,9 @@ const Int8KernelChoice &chooseInt8KernelAtLoad(const std::vector<const Quantized
     std::lock_guard<std::mutex> lock(mutex);
     auto it = made.find(dtype);
     if (it == made.end()) {
-        it =
-            made.emplace(dtype, chooseInt8Kernel(hostFlags(), dtype, [&] { return measureInt8Kernels(layers, dtype); }))
-                .first;
+        it = made.emplace(dtype,
+                          chooseInt8Kernel(hostCpuFlags(), dtype, [&] { return measureInt8Kernels(layers, dtype); }))
+                 .first;
         useInt8Kernel(dtype, it->second.kernel);
     }
     return it->second;
