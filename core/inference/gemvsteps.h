@@ -40,8 +40,9 @@ __attribute__((always_inline)) inline void prefetchNextRows(const E *const *row,
 }
 
 // How far ahead of its loads a one-output-row step prefetches along its row (and on into the rows
-// after it, which are stored next): of 1, 2, 4, 8 and 16 KiB, tried on a 500 MB int8 and a 1 GiB
-// float32 product at 1 and 2 threads, 4 KiB was best or within noise of the best.
+// after it, which are stored next): of 1, 2, 4 and 8 KiB (and 16 KiB for int8 at 2 threads), tried
+// on a 500 MB int8 and a 1 GiB float32 product at 1 and 2 threads, 4 KiB was best or within noise
+// of the best.
 inline constexpr int64_t kAheadBytes = 4096;
 
 // Before a one-row step's loads of Bytes at `at`: the lines kAheadBytes on, into the cache.
