@@ -26,6 +26,8 @@
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 
+#include <nlohmann/json.hpp>
+
 #include <QMap>
 #include <QProcess>
 #include <QTemporaryDir>
@@ -325,8 +327,9 @@ void tst_BenchInference::peers_data()
 }
 
 // Every peer on the same float32 checkpoint, 2 threads, greedy decode after a 16-token prompt, one
-// run each: ours at float32, bfloat16 and int8 (and float32 with the intra-op threads pinned),
-// transformers' generate at the same dtypes, llama.cpp at F32 and Q8_0 (bench_llamacpp.py, through
+// run each: ours at float32, bfloat16 and int8 in this process and again through `accel-worker
+// generate` in a process of its own, as a user runs it and as each peer runs (and float32 with the intra-op threads
+// pinned), transformers' generate at the same dtypes, llama.cpp at F32 and Q8_0 (bench_llamacpp.py, through
 // llama-cpp-python: ACCEL_BENCH_LLAMACPP_PYTHON names an interpreter that has it, else
 // ACCEL_PYTHON), and each of ours against its bandwidth bound. Also which dtype the capability-and-
 // measurement rule (decodebound.h) picks on this CPU.
@@ -394,6 +397,40 @@ void tst_BenchInference::peers()
                        .arg(decode / bound, 0, 'f', 2)
                        .arg(bandwidth / 1e9, 0, 'f', 1)
                        .arg(weightBytes / 1e6, 0, 'f', 0));
+        }
+        { // ours again as a user runs it: `accel-worker generate`, a process of its own as each peer is
+            QStringList args{"generate",
+                             QString::fromStdString(folder),
+                             "--threads",
+                             QString::number(kThreads),
+                             "--greedy",
+                             "--max-new-tokens",
+                             QString::number(decodeTokens + 1),
+                             "--json",
+                             "--input-ids"};
+            QStringList ids;
+            for (int64_t id : prompt)
+                ids << QString::number(id);
+            args << ids.join(',');
+            if (std::strcmp(dtype, "bfloat16") == 0)
+                args << "--dtype"
+                     << "bfloat16";
+            if (std::strcmp(dtype, "int8") == 0)
+                args << "--quantization"
+                     << "int8";
+            QProcess worker;
+            worker.start(test::binDir() + "/accel-worker", args);
+            const bool finished = worker.waitForFinished(1800000);
+            const auto out = nlohmann::json::parse(worker.readAllStandardOutput().toStdString(), nullptr, false);
+            if (!finished || worker.exitCode() != 0 || !out.is_object() || !out.contains("stats"))
+                std::printf("WORKER %s failed (exit %d): %s\n", dtype, worker.exitCode(),
+                            worker.readAllStandardError().right(600).constData());
+            else
+                report(QByteArray("worker_") + dtype, out["stats"].value("decode_tokens_per_second", 0.0),
+                       out["stats"].value("time_to_first_token_ms", 0.0),
+                       QString("worker/in_process=%1 (its bound %2_tokens/s)")
+                           .arg(out["stats"].value("decode_tokens_per_second", 0.0) / decode, 0, 'f', 2)
+                           .arg(out["decode_bound"].value("tokens_per_s", 0.0), 0, 'f', 2));
         }
         const auto hf = peer(interpreter, "bench_transformers.py", dtype);
         if (hf.value("decode") > 0)
