@@ -176,8 +176,9 @@ private:
     TensorParallel m_tensorParallel; // set while split
 };
 
-// x [..., in] times weight [out, in] transposed (+ bias [out]): at::linear, except for one float32
-// row on the CPU without autograd (a decode step), which goes through floatgemv.h's kernel.
+// x [..., in] times weight [out, in] transposed (+ bias [out]): at::linear, except for one row on
+// the CPU without autograd (a decode step) in float32 or bfloat16, which goes through floatgemv.h's
+// or bf16gemv.h's kernel.
 at::Tensor linearRows(const at::Tensor &x, const at::Tensor &weight, const at::Tensor &bias);
 
 // gelu_new/gelu_pytorch_tanh/gelu_fast (tanh approximation), gelu (erf), relu, silu/swish.
