@@ -30,9 +30,8 @@ void gemv(KernelIsa isa, const float *x, int64_t rows, int64_t k, const uint16_t
           uint16_t *out)
 {
     std::vector<float> &sum = sums(size_t(rows * n));
-    // Output rows per piece: enough weight bytes (64 KiB) that starting the team costs little against them.
     skeleton::product<Bf16Rows>(isa, x, rows, k, w, n, sum.data(), AddBias{bias}, &sharedPieces,
-                                (int64_t(32) << 10) / std::max<int64_t>(k, 1));
+                                skeleton::rowsHolding(skeleton::kPieceBytes, k, sizeof(uint16_t)));
     for (int64_t i = 0; i < rows * n; ++i)
         out[i] = narrow(sum[i]);
 }

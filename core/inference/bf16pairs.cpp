@@ -142,8 +142,7 @@ void gemvPairs(const uint16_t *x, int64_t rows, int64_t k, const uint16_t *w, co
         void (*)(const uint16_t *, int64_t, const uint16_t *, const uint16_t *, int64_t, int64_t, int64_t, uint16_t *);
     static constexpr Kernel kernels[] = {&outputRows<1>, &outputRows<2>, &outputRows<3>, &outputRows<4>};
     static_assert(std::size(kernels) == skeleton::kPassRows);
-    // Output rows per piece: as bf16::gemv's (64 KiB of weight a piece).
-    const int64_t minimumRows = (int64_t(32) << 10) / std::max<int64_t>(k, 1);
+    const int64_t minimumRows = skeleton::rowsHolding(skeleton::kPieceBytes, k, sizeof(uint16_t)); // as bf16::gemv's
     for (int64_t r0 = 0; r0 < rows; r0 += skeleton::kPassRows) {
         const int count = int(std::min(skeleton::kPassRows, rows - r0));
         const uint16_t *xs = x + r0 * k;

@@ -31,9 +31,8 @@ struct AddBias {
 void gemv(KernelIsa isa, const float *x, int64_t rows, int64_t k, const float *w, const float *bias, int64_t n,
           float *out)
 {
-    // Output rows per piece: enough weight bytes (64 KiB) that starting the team costs little against them.
     skeleton::product<Float32Rows>(isa, x, rows, k, w, n, out, AddBias{bias}, &sharedPieces,
-                                   (int64_t(16) << 10) / std::max<int64_t>(k, 1));
+                                   skeleton::rowsHolding(skeleton::kPieceBytes, k, sizeof(float)));
 }
 
 } // namespace accel::inference::f32

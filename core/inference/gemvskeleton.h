@@ -26,6 +26,14 @@ namespace accel::inference::skeleton {
 
 inline constexpr int64_t kPassRows = 4; // x rows one pass over the weight serves
 
+// Output rows a piece of a product needs to hold `bytes` of weights, rows of k elements of
+// `elementBytes` each: enough that starting the team costs little against reading them.
+inline int64_t rowsHolding(int64_t bytes, int64_t k, int64_t elementBytes)
+{
+    return bytes / elementBytes / std::max<int64_t>(k, 1);
+}
+inline constexpr int64_t kPieceBytes = int64_t(64) << 10; // a float32 or bfloat16 product's pieces
+
 using Split = void (*)(int64_t n, int64_t align, int64_t minimum, const std::function<void(int64_t, int64_t)> &body);
 
 template <class F, class Finish>

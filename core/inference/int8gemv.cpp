@@ -41,9 +41,9 @@ struct MultiplyScale {
 void gemv(KernelIsa isa, const float *x, int64_t rows, int64_t k, const int8_t *w, const float *scale, int64_t n,
           float *out)
 {
-    // Output rows per piece: enough weight bytes (32 KiB) that starting the team costs little against them.
+    // Pieces of 32 KiB of weights, half a float32 or bfloat16 product's.
     skeleton::product<Int8Rows>(isa, x, rows, k, w, n, out, MultiplyScale{scale}, &parallelPieces,
-                                (int64_t(32) << 10) / std::max<int64_t>(k, 1));
+                                skeleton::rowsHolding(int64_t(32) << 10, k, sizeof(int8_t)));
 }
 
 } // namespace accel::inference::int8
