@@ -656,6 +656,24 @@ void tst_Dispatch::int8KernelEqualsTheDequantizedProduct()
     at::set_num_threads(previous);
 }
 
+// The exact product (float64) of x [.., k] and `columns` [k, n] plus an optional bias [n], and the
+// bound every float32 sum of its terms stays within: (k + 2) u (|x| |columns| + |bias|), u = 2^-24
+// (the decode kernels' exactness tests below).
+struct ExactProduct {
+    at::Tensor want, bound;
+};
+static ExactProduct exactProduct(const at::Tensor &x, const at::Tensor &columns, const at::Tensor &bias)
+{
+    const at::Tensor xd = x.to(at::kDouble), wd = columns.to(at::kDouble);
+    ExactProduct exact{at::matmul(xd, wd), at::matmul(xd.abs(), wd.abs())};
+    if (bias.defined()) {
+        exact.want = exact.want + bias.to(at::kDouble);
+        exact.bound = exact.bound + bias.abs().to(at::kDouble);
+    }
+    exact.bound = exact.bound * (double(wd.size(0) + 2) * std::ldexp(1.0, -24));
+    return exact;
+}
+
 // Every element of the float32 decode product (floatgemv.h) against the exact one (float64): a dot
 // product of k float32 terms summed in any order is within gamma_k * sum_i |x_i w_i| of the exact
 // sum, and adding the bias rounds once more: (k + 2) u * (sum_i |x_i| |w_i| + |b|) covers it (u =
@@ -668,7 +686,6 @@ void tst_Dispatch::floatKernelEqualsTheExactProduct()
     at::set_num_threads(2);
     at::manual_seed(12);
     const std::vector<KernelIsa> isas = isasThisCpuRuns();
-    const double u = std::ldexp(1.0, -24);
     // 37 x 2061: rows of at least kOneStreamRowBytes, read four side by side also for one row of x.
     const std::vector<std::pair<int64_t, int64_t>> shapes{{203, 1029}, {64, 48},   {7, 3},
                                                           {9, 40},     {1030, 17}, {37, 2061}};
@@ -678,13 +695,7 @@ void tst_Dispatch::floatKernelEqualsTheExactProduct()
             const at::Tensor bias = withBias ? at::randn({n}) : at::Tensor();
             for (int64_t rows : {1, 2, 3, 4, 6}) {
                 const at::Tensor x = at::randn({rows, k});
-                at::Tensor want = at::matmul(x.to(at::kDouble), w.to(at::kDouble).t());
-                at::Tensor bound = at::matmul(x.abs().to(at::kDouble), w.abs().to(at::kDouble).t());
-                if (withBias) {
-                    want = want + bias.to(at::kDouble);
-                    bound = bound + bias.abs().to(at::kDouble);
-                }
-                bound = bound * (double(k + 2) * u);
+                const auto [want, bound] = exactProduct(x, w.t(), bias);
                 const QString what =
                     QStringLiteral("[%1 x %2], %3 rows, bias %4").arg(n).arg(k).arg(rows).arg(withBias);
                 for (KernelIsa isa : isas) {
@@ -718,20 +729,13 @@ void tst_Dispatch::columnKernelEqualsTheExactProduct()
     at::set_num_threads(2);
     at::manual_seed(13);
     const std::vector<KernelIsa> isas = isasThisCpuRuns();
-    const double u = std::ldexp(1.0, -24);
     const std::vector<std::pair<int64_t, int64_t>> shapes{{768, 2304}, {1024, 1000}, {40, 203}, {9, 7}, {3, 16}};
     for (const auto &[k, n] : shapes) {
         const at::Tensor w = at::randn({k, n});
         const at::Tensor x = at::randn({k});
         for (const bool withBias : {false, true}) {
             const at::Tensor bias = withBias ? at::randn({n}) : at::Tensor();
-            at::Tensor want = at::matmul(x.to(at::kDouble), w.to(at::kDouble));
-            at::Tensor bound = at::matmul(x.abs().to(at::kDouble), w.abs().to(at::kDouble));
-            if (withBias) {
-                want = want + bias.to(at::kDouble);
-                bound = bound + bias.abs().to(at::kDouble);
-            }
-            bound = bound * (double(k + 2) * u);
+            const auto [want, bound] = exactProduct(x, w, bias);
             for (KernelIsa isa : isas) {
                 at::Tensor out = at::full({n}, std::nan(""));
                 f32::gemvColumns(isa, x.data_ptr<float>(), k, w.data_ptr<float>(),
@@ -853,19 +857,12 @@ void tst_Dispatch::bf16ColumnKernelEqualsTheExactProduct()
     const int previous = at::get_num_threads();
     at::set_num_threads(2);
     at::manual_seed(17);
-    const double u = std::ldexp(1.0, -24);
     const std::vector<std::pair<int64_t, int64_t>> shapes{{768, 2304}, {1024, 1000}, {40, 203}, {9, 7}, {3, 16}};
     for (const auto &[k, n] : shapes) {
         const at::Tensor w = at::randn({k, n}).to(at::kBFloat16), x = at::randn({k}).to(at::kBFloat16);
-        const at::Tensor xd = x.to(at::kDouble), wd = w.to(at::kDouble);
         for (const bool withBias : {false, true}) {
             const at::Tensor bias = withBias ? at::randn({n}).to(at::kBFloat16) : at::Tensor();
-            at::Tensor want = at::matmul(xd, wd), bound = at::matmul(xd.abs(), wd.abs());
-            if (withBias) {
-                want = want + bias.to(at::kDouble);
-                bound = bound + bias.abs().to(at::kDouble);
-            }
-            bound = bound * (double(k + 2) * u);
+            const auto [want, bound] = exactProduct(x, w, bias);
             const QString what = QStringLiteral("[%1 x %2] bias %3").arg(k).arg(n).arg(withBias);
             for (KernelIsa isa : isasThisCpuRuns()) {
                 at::Tensor out = at::full({n}, std::nan("")).to(at::kBFloat16);
@@ -934,7 +931,6 @@ void tst_Dispatch::bf16KernelEqualsTheExactProduct()
     QVERIFY(!bf16::pairsRunWith(cpuFlags("avx512f avx512bw avx512_vnni")));
     if (!pairs)
         qInfo("the dot-pair kernel is not checked: this CPU's /proc/cpuinfo flags lack avx512_bf16");
-    const double u = std::ldexp(1.0, -24);
     const auto bits = [](const at::Tensor &t) {
         return reinterpret_cast<const uint16_t *>(t.data_ptr<at::BFloat16>());
     };
@@ -945,14 +941,7 @@ void tst_Dispatch::bf16KernelEqualsTheExactProduct()
             const at::Tensor bias = withBias ? at::randn({n}).to(at::kBFloat16) : at::Tensor();
             for (int64_t rows : {1, 2, 3, 4, 5}) {
                 const at::Tensor x = at::randn({rows, k}).to(at::kBFloat16);
-                const at::Tensor xd = x.to(at::kDouble), wd = w.to(at::kDouble);
-                at::Tensor want = at::matmul(xd, wd.t());
-                at::Tensor bound = at::matmul(xd.abs(), wd.abs().t());
-                if (withBias) {
-                    want = want + bias.to(at::kDouble);
-                    bound = bound + bias.abs().to(at::kDouble);
-                }
-                bound = bound * (double(k + 2) * u);
+                const auto [want, bound] = exactProduct(x, w.t(), bias);
                 const QString what =
                     QStringLiteral("[%1 x %2], %3 rows, bias %4").arg(n).arg(k).arg(rows).arg(withBias);
                 const auto excessOf = [&](const at::Tensor &out) {
