@@ -285,7 +285,7 @@ struct SpinTeam {
         return ran;
     }
 
-    void run(int helper);
+    void run(int helper, uint64_t seen);
 };
 
 SpinTeam &spinTeam()
@@ -303,9 +303,11 @@ inline void relax()
 #endif
 }
 
-void SpinTeam::run(int helper)
+// `seen`: the last product posted before the helper was started. (Read when the thread first runs
+// instead, a product posted in between would count as seen: the caller, posting right after
+// starting its helpers, would be left to run it alone.)
+void SpinTeam::run(int helper, uint64_t seen)
 {
-    uint64_t seen = generationOf(word.load());
     for (;;) {
         auto until = std::chrono::steady_clock::now() + kSpinFor;
         for (int spins = 0;; ++spins) {
@@ -337,7 +339,9 @@ void startSpinTeam(int helpers)
     SpinTeam &team = spinTeam();
     std::lock_guard<std::mutex> lock(team.mutex);
     for (; team.started < helpers; ++team.started) {
-        std::thread thread([helper = team.started + 1] { spinTeam().run(helper); });
+        std::thread thread([helper = team.started + 1, seen = generationOf(team.word.load())] {
+            spinTeam().run(helper, seen);
+        });
         pthread_setname_np(thread.native_handle(), "accel-helper");
         thread.detach();
     }

@@ -81,6 +81,7 @@ private Q_SLOTS:
     void bf16Gpt2DecodeMatchesLibtorchAddmm();
     void sharedPiecesDoNotWaitForAHeldHelper();
     void sharedPiecesHelpersSleepOutsideTheirSpin();
+    void newHelpersTakeTheFirstProduct();
     void int8KernelChosenByFlagsAndMeasurement();
 
 private:
@@ -1050,6 +1051,42 @@ void tst_Dispatch::sharedPiecesDoNotWaitForAHeldHelper()
     }
     QCOMPARE(at::get_num_threads(), 2);
     at::set_num_threads(previous);
+}
+
+// A scope for more threads than ever before starts new helpers, and the product posted right after
+// is shared with them too: every piece waits (up to 10 s in all) until each of the 6 threads is in
+// one, which only happens when the helpers started a moment ago take pieces of it. (A helper that
+// took "the product already there when it started" as seen would leave the first one to the others;
+// the pinned-threads test then waited 80 s for its helper.)
+void tst_Dispatch::newHelpersTakeTheFirstProduct()
+{
+    constexpr int kTeam = 6; // more than any other test here sets
+    const int previous = at::get_num_threads();
+    at::set_num_threads(kTeam);
+    std::mutex mutex;
+    std::set<pthread_t> threads;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    {
+        OneThreadedOps decode;
+        inference::sharedPieces(1000, 4, 8, [&](int64_t, int64_t) {
+            {
+                std::lock_guard<std::mutex> lock(mutex);
+                threads.insert(pthread_self());
+            }
+            for (;;) {
+                {
+                    std::lock_guard<std::mutex> lock(mutex);
+                    if (int(threads.size()) >= kTeam)
+                        return;
+                }
+                if (std::chrono::steady_clock::now() > deadline)
+                    return;
+                std::this_thread::yield();
+            }
+        });
+    }
+    at::set_num_threads(previous);
+    QCOMPARE(int(threads.size()), kTeam);
 }
 
 // The CPU time (ns, /proc/self/task/*/schedstat) of this process's threads named `name`, and how
