@@ -1,7 +1,7 @@
 // The vector load step of bfloat16 weights (the Format of gemvskeleton.h): each 16-bit value
 // zero-extended to 32 bits and shifted into the high half, which is the float32 of the same value
-// (exact). For the kernel sources that read bfloat16 (bf16gemv.cpp, gemvcolumns.cpp); includes no
-// libtorch header.
+// (exact); and loads of float32 or bfloat16 elements alike. For the kernel sources that read
+// bfloat16 (bf16gemv.cpp, gemvcolumns.cpp, decodeattention.cpp); includes no libtorch header.
 #pragma once
 
 #include "core/inference/bf16gemv.h"
@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 namespace accel::inference::bf16 {
 
@@ -32,5 +33,26 @@ struct Bf16Rows {
         return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
     }
 };
+
+// One element as float32: float32 as stored, bfloat16 widened (exact).
+inline float value(float v)
+{
+    return v;
+}
+inline float value(uint16_t bits)
+{
+    return widen(bits);
+}
+
+// Ops::kWidth elements from p as float32 vectors (gemvops.h's Ops), float32 as stored or bfloat16
+// widened.
+template <class Ops, class E>
+__attribute__((always_inline)) inline typename Ops::V loadWidened(const E *p)
+{
+    if constexpr (std::is_same_v<E, float>)
+        return Ops::load(p);
+    else
+        return Ops::template weights<Bf16Rows>(p);
+}
 
 } // namespace accel::inference::bf16

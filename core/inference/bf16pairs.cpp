@@ -8,10 +8,6 @@
 #include <algorithm>
 #include <iterator>
 
-// The vector functions below take and return no vectors across a call (each is inlined whole into
-// its rows function: flatten), which -Wpsabi would report.
-#pragma GCC diagnostic ignored "-Wpsabi"
-
 #define ACCEL_PAIRS_TARGET target("avx512bf16,avx512f,avx512bw")
 
 namespace accel::inference::bf16 {

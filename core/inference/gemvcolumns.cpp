@@ -4,50 +4,19 @@
 #include "core/inference/gemvops.h"
 #include "core/inference/intraopteam.h"
 
-// The vector helpers below pass vectors between functions compiled without the vector ISA, which
-// -Wpsabi reports as an ABI change; the target functions inline all of it (flatten).
-#pragma GCC diagnostic ignored "-Wpsabi"
-
 #include <algorithm>
-#include <type_traits>
 #include <vector>
 
 namespace accel::inference {
 
 namespace {
 
-// The operations beyond gemvops.h's: one value in every lane, stores.
-struct Wide : skeleton::Avx512Ops {
-    __attribute__((target("avx512f"))) static V broadcast(float v) { return _mm512_set1_ps(v); }
-    __attribute__((target("avx512f"))) static void store(float *p, V v) { _mm512_storeu_ps(p, v); }
-};
-
-struct Narrow : skeleton::Avx2Ops {
-    __attribute__((target("avx2,fma"))) static V broadcast(float v) { return _mm256_set1_ps(v); }
-    __attribute__((target("avx2,fma"))) static void store(float *p, V v) { _mm256_storeu_ps(p, v); }
-};
-
 constexpr int kSweepRows = 4;      // weight rows one sweep over the partial sums adds
 constexpr int64_t kMostChunks = 8; // row chunks, so partial sums to add up at the end
 
-inline float value(float v)
-{
-    return v;
-}
-inline float value(uint16_t bits)
-{
-    return bf16::widen(bits);
-}
-
-// W vector-wide weights from p, float32 as stored or bfloat16 widened (bf16load.h).
-template <class Ops, class E>
-__attribute__((always_inline)) inline typename Ops::V weights(const E *p)
-{
-    if constexpr (std::is_same_v<E, float>)
-        return Ops::load(p);
-    else
-        return Ops::template weights<bf16::Bf16Rows>(p);
-}
+using bf16::value;
+using Wide = skeleton::Avx512Ops;
+using Narrow = skeleton::Avx2Ops;
 
 // partial[j] = sum over rows i of [i0, i1) of x[i] W[i, j]: kSweepRows whole rows at a time, each
 // read front to back (contiguous streams the hardware prefetchers follow: a block of columns down
@@ -72,7 +41,7 @@ __attribute__((always_inline)) inline void sweep(const float *x, int64_t i0, int
             V acc = Ops::load(partial + j);
 #pragma GCC unroll 16
             for (int r = 0; r < kSweepRows; ++r)
-                acc = Ops::fmadd(weights<Ops>(row + r * n + j), xv[r], acc);
+                acc = Ops::fmadd(bf16::loadWidened<Ops>(row + r * n + j), xv[r], acc);
             Ops::store(partial + j, acc);
         }
         for (int64_t j = whole; j < n; ++j)

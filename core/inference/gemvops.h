@@ -1,12 +1,16 @@
-// The vector operations the decode GEMV's steps (gemvsteps.h) are written over, one struct per
-// instruction set, each function compiled for it with a function-level target attribute. Only for
-// gemvsteps.h.
+// The vector operations the decode kernels (gemvsteps.h, gemvcolumns.cpp, decodeattention.cpp) are
+// written over, one struct per instruction set, each function compiled for it with a function-level
+// target attribute. Only for the kernel sources.
 #pragma once
 
 // GCC 12's AVX-512 headers start vectors from _mm512_undefined_*, which -Wmaybe-uninitialized and
 // -Wuninitialized report inside the headers (a false positive).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+// The kernels' helpers pass vectors to and from these functions in functions compiled without the
+// vector ISA, which -Wpsabi reports as an ABI change; the target functions that call them inline all
+// of it (flatten), so no such call is ever made.
+#pragma GCC diagnostic ignored "-Wpsabi"
 #include <immintrin.h>
 
 #include <cstdint>
@@ -37,6 +41,8 @@ struct Avx512Ops {
     __attribute__((target("avx512f"))) static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
     __attribute__((target("avx512f"))) static V add(V a, V b) { return _mm512_add_ps(a, b); }
     __attribute__((target("avx512f"))) static float sum(V v) { return _mm512_reduce_add_ps(v); }
+    __attribute__((target("avx512f"))) static V broadcast(float v) { return _mm512_set1_ps(v); }
+    __attribute__((target("avx512f"))) static void store(float *p, V v) { _mm512_storeu_ps(p, v); }
 };
 
 // 8 floats a vector; the rest of a row one by one into the sum.
@@ -59,6 +65,8 @@ struct Avx2Ops {
         const __m128 pair = _mm_add_ps(quad, _mm_movehl_ps(quad, quad));
         return _mm_cvtss_f32(_mm_add_ss(pair, _mm_movehdup_ps(pair)));
     }
+    __attribute__((target("avx2,fma"))) static V broadcast(float v) { return _mm256_set1_ps(v); }
+    __attribute__((target("avx2,fma"))) static void store(float *p, V v) { _mm256_storeu_ps(p, v); }
 };
 
 } // namespace accel::inference::skeleton

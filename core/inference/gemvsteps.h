@@ -7,11 +7,6 @@
 
 #include "core/inference/gemvops.h"
 
-// step() passes vectors to and from the Ops functions in a function without the vector ISA, which
-// -Wpsabi reports as an ABI change; avx512 and avx2 inline all of it (flatten), so no such call
-// is ever made.
-#pragma GCC diagnostic ignored "-Wpsabi"
-
 #include <algorithm>
 #include <cstdint>
 

@@ -2,6 +2,7 @@
 // equal to the all-in-memory model, weights released after each forward), and Accelerate's
 // offload folder written and read back.
 #include "tests/helpers/dtypename.h"
+#include "tests/inference/kernelisas.h"
 #include "tests/inference/tinymodels.h"
 
 #include "core/bigmodel/checkpoint.h"
@@ -99,18 +100,6 @@ static at::Tensor someIds(int64_t vocab)
 {
     at::manual_seed(1);
     return at::randint(vocab, {2, 8}, at::TensorOptions().dtype(at::kLong));
-}
-
-// Portable, and AVX2 and AVX-512 where this CPU runs them (the AVX-512 CPUs this runs on have AVX2
-// and FMA too).
-static std::vector<KernelIsa> isasThisCpuRuns()
-{
-    std::vector<KernelIsa> isas{KernelIsa::Portable};
-    if (hostKernelIsa() == KernelIsa::Avx512 || hostKernelIsa() == KernelIsa::Avx2)
-        isas.push_back(KernelIsa::Avx2);
-    if (hostKernelIsa() == KernelIsa::Avx512)
-        isas.push_back(KernelIsa::Avx512);
-    return isas;
 }
 
 void tst_Dispatch::viewsShareTheMapping_data()
@@ -617,7 +606,7 @@ void tst_Dispatch::int8KernelEqualsTheDequantizedProduct()
         cpuinfo = file.readAll().toStdString();
     const KernelIsa host = kernelIsaForFlags(hardware::parseCpuInfo(cpuinfo).flags);
     QCOMPARE(int(hostKernelIsa()), int(host));
-    const std::vector<KernelIsa> isas = isasThisCpuRuns(); // host, checked just above
+    const std::vector<KernelIsa> isas = test::isasThisCpuRuns(); // host, checked just above
     qInfo("this CPU's int8 kernel: %s", kernelIsaName(host));
     const double u = std::ldexp(1.0, -24);
     auto within = [&](const at::Tensor &got, const at::Tensor &x, const at::Tensor &w, const QString &what) {
@@ -686,7 +675,7 @@ void tst_Dispatch::floatKernelEqualsTheExactProduct()
     const int previous = at::get_num_threads();
     at::set_num_threads(2);
     at::manual_seed(12);
-    const std::vector<KernelIsa> isas = isasThisCpuRuns();
+    const std::vector<KernelIsa> isas = test::isasThisCpuRuns();
     // 37 x 2061: rows of at least kOneStreamRowBytes, read four side by side also for one row of x.
     const std::vector<std::pair<int64_t, int64_t>> shapes{{203, 1029}, {64, 48},   {7, 3},
                                                           {9, 40},     {1030, 17}, {37, 2061}};
@@ -729,7 +718,7 @@ void tst_Dispatch::columnKernelEqualsTheExactProduct()
     const int previous = at::get_num_threads();
     at::set_num_threads(2);
     at::manual_seed(13);
-    const std::vector<KernelIsa> isas = isasThisCpuRuns();
+    const std::vector<KernelIsa> isas = test::isasThisCpuRuns();
     const std::vector<std::pair<int64_t, int64_t>> shapes{{768, 2304}, {1024, 1000}, {40, 203}, {9, 7}, {3, 16}};
     for (const auto &[k, n] : shapes) {
         const at::Tensor w = at::randn({k, n});
@@ -865,7 +854,7 @@ void tst_Dispatch::bf16ColumnKernelEqualsTheExactProduct()
             const at::Tensor bias = withBias ? at::randn({n}).to(at::kBFloat16) : at::Tensor();
             const auto [want, bound] = exactProduct(x, w, bias);
             const QString what = QStringLiteral("[%1 x %2] bias %3").arg(k).arg(n).arg(withBias);
-            for (KernelIsa isa : isasThisCpuRuns()) {
+            for (KernelIsa isa : test::isasThisCpuRuns()) {
                 at::Tensor out = at::full({n}, std::nan("")).to(at::kBFloat16);
                 bf16::gemvColumns(isa, bf16Bits(x), k, bf16Bits(w), withBias ? bf16Bits(bias) : nullptr, n,
                                   reinterpret_cast<uint16_t *>(out.data_ptr<at::BFloat16>()));
@@ -926,7 +915,7 @@ void tst_Dispatch::bf16KernelEqualsTheExactProduct()
     const int previous = at::get_num_threads();
     at::set_num_threads(2);
     at::manual_seed(13);
-    const std::vector<KernelIsa> isas = isasThisCpuRuns();
+    const std::vector<KernelIsa> isas = test::isasThisCpuRuns();
     const bool pairs = bf16::pairsRunHere();
     QVERIFY(bf16::pairsRunWith(cpuFlags("avx512f avx512bw avx512_bf16")));
     QVERIFY(!bf16::pairsRunWith(cpuFlags("avx512f avx512bw avx512_vnni")));
