@@ -507,6 +507,63 @@ at::Tensor causalAttention(const at::Tensor &q, const at::Tensor &k, const at::T
     return causalAttention(q, k, v, options);
 }
 
+double attentionScale(const AttentionOptions &options, int64_t dim)
+{
+    return options.scale > 0 ? options.scale : 1.0 / std::sqrt(static_cast<double>(dim));
+}
+
+DecodeAttentionShape decodeAttentionShape(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v, double scale,
+                                          double softcap)
+{
+    DecodeAttentionShape shape;
+    shape.batch = q.size(0);
+    shape.heads = q.size(1);
+    shape.kvHeads = k.size(1);
+    shape.keys = k.size(2);
+    shape.dim = q.size(3);
+    shape.qBatch = q.stride(0);
+    shape.qHead = q.stride(1);
+    shape.kBatch = k.stride(0);
+    shape.kHead = k.stride(1);
+    shape.kKey = k.stride(2);
+    shape.vBatch = v.stride(0);
+    shape.vHead = v.stride(1);
+    shape.vKey = v.stride(2);
+    shape.scale = float(scale); // as libtorch multiplies a float32 tensor by a double
+    shape.softcap = float(softcap);
+    return shape;
+}
+
+namespace {
+
+// One query per sequence on the CPU without autograd (a decode step), float32 or bfloat16 alike,
+// each row's elements contiguous: decodeattention.h's kernel.
+bool takesDecodeAttention(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v, double dropout)
+{
+    const auto type = q.scalar_type();
+    const auto rowsContiguous = [&](const at::Tensor &t) {
+        return t.dim() == 4 && t.is_cpu() && t.scalar_type() == type && t.stride(3) == 1;
+    };
+    return q.size(2) == 1 && k.size(2) > 0 && dropout == 0 && (type == at::kFloat || type == at::kBFloat16) &&
+           rowsContiguous(q) && rowsContiguous(k) && rowsContiguous(v) && !at::GradMode::is_enabled();
+}
+
+at::Tensor decodeAttention(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v, double scale, double softcap)
+{
+    const DecodeAttentionShape shape = decodeAttentionShape(q, k, v, scale, softcap);
+    at::Tensor out = at::empty({shape.batch, shape.heads, 1, shape.dim}, q.options());
+    if (q.scalar_type() == at::kFloat) {
+        inference::decodeAttention(hostKernelIsa(), shape, q.data_ptr<float>(), k.data_ptr<float>(),
+                                   v.data_ptr<float>(), out.data_ptr<float>());
+        return out;
+    }
+    const auto bits = [](const at::Tensor &t) { return reinterpret_cast<uint16_t *>(t.data_ptr<at::BFloat16>()); };
+    inference::decodeAttention(hostKernelIsa(), shape, bits(q), bits(k), bits(v), bits(out));
+    return out;
+}
+
+} // namespace
+
 at::Tensor causalAttention(const at::Tensor &q, const at::Tensor &kAll, const at::Tensor &vAll,
                            const AttentionOptions &options)
 {
@@ -524,9 +581,11 @@ at::Tensor causalAttention(const at::Tensor &q, const at::Tensor &kAll, const at
         v = vAll.narrow(2, first, keys - first);
         keys -= first;
     }
+    const double scale = attentionScale(options, dim);
+    if (takesDecodeAttention(q, k, v, options.dropout))
+        return decodeAttention(q, k, v, scale, options.softcap);
     // Query heads of one key/value head side by side: no copy of the cache.
     auto qg = q.reshape({batch, kvHeads, groups * queries, dim});
-    const double scale = options.scale > 0 ? options.scale : 1.0 / std::sqrt(static_cast<double>(dim));
     auto scores = at::matmul(qg, k.transpose(-1, -2)).to(at::kFloat) * scale;
     if (options.softcap > 0)
         scores = at::tanh(scores / options.softcap) * options.softcap;

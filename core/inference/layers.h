@@ -6,6 +6,7 @@
 #pragma once
 
 #include "core/common/result.h"
+#include "core/inference/decodeattention.h"
 #include "core/inference/module.h"
 #include "core/inference/tensorparallel.h"
 
@@ -198,7 +199,13 @@ struct AttentionOptions {
 };
 at::Tensor causalAttention(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
                            const AttentionOptions &options);
+// The scores' factor for heads of `dim`: options.scale, or 1/sqrt(dim) when it is 0.
+double attentionScale(const AttentionOptions &options, int64_t dim);
 at::Tensor causalAttention(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v, double dropout = 0.0);
+// decodeattention.h's shape and strides of one query per sequence q [B, H, 1, D] over k, v
+// [B, KV, S, D] (each row's elements contiguous), which causalAttention's decode steps take.
+DecodeAttentionShape decodeAttentionShape(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v, double scale,
+                                          double softcap);
 
 // Dropout with probability p while `module` trains (Transformers' nn.Dropout), else x.
 at::Tensor dropoutIn(const torch::nn::Module &module, const at::Tensor &x, double p);

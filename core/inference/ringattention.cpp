@@ -138,7 +138,7 @@ at::Tensor ringAttention(const at::Tensor &q, const at::Tensor &k, const at::Ten
         throw std::invalid_argument("context-parallel attention has no attention dropout");
     const int64_t batch = q.size(0), heads = q.size(1), tokens = q.size(2), dim = q.size(3);
     const int64_t kvHeads = k.size(1), groups = heads / kvHeads;
-    const double scale = options.scale > 0 ? options.scale : 1.0 / std::sqrt(static_cast<double>(dim));
+    const double scale = attentionScale(options, dim);
     const auto qg = q.reshape({batch, kvHeads, groups * tokens, dim});
     const at::Tensor own = contextParallelPositions(group, tokens).to(q.device());
     // Keys and values travel together: [2, B, KVH, T, D].

@@ -1,9 +1,14 @@
 // The C++ model families against naive references computed in the test (plain attention, no
-// cache), the key/value cache against full recomputation, and config.json selection.
+// cache), the key/value cache against full recomputation, one-query attention's kernel against
+// libtorch's tensor path, and config.json selection.
+#include "tests/helpers/dtypename.h"
+#include "tests/inference/kernelisas.h"
 #include "tests/inference/tinymodels.h"
 
 #include "core/inference/causallm.h"
+#include "core/inference/decodeattention.h"
 #include "core/inference/inferencemodel.h"
+#include "core/inference/layers.h"
 
 #include <QTemporaryDir>
 #include <QtTest>
@@ -19,6 +24,8 @@ private Q_SLOTS:
     void logitsMatchReference();
     void cacheMatchesRecomputation_data();
     void cacheMatchesRecomputation();
+    void decodeAttentionEqualsTheTensorPath_data();
+    void decodeAttentionEqualsTheTensorPath();
     void bf16CheckpointComputedInFloat32();
     void unsupportedModelTypeIsNamed();
     void everyConfigKeyIsReadMeaninglessOrRefused();
@@ -97,6 +104,102 @@ void tst_CausalLM::cacheMatchesRecomputation()
         QVERIFY2(diff < 1e-4, qPrintable(QString("position %1: max |diff| %2").arg(t).arg(diff)));
     }
     QCOMPARE(cache.length(), ids.size(1));
+}
+
+void tst_CausalLM::decodeAttentionEqualsTheTensorPath_data()
+{
+    QTest::addColumn<int>("type");
+    QTest::addColumn<int>("heads");
+    QTest::addColumn<int>("kvHeads");
+    QTest::addColumn<int>("dim");
+    QTest::addColumn<int>("keys");
+    QTest::addColumn<double>("scale");
+    QTest::addColumn<double>("softcap");
+    QTest::addColumn<int>("window");
+    for (const at::ScalarType type : {at::kFloat, at::kBFloat16}) {
+        const std::string name = test::dtypeName(type).toStdString();
+        const int t = int(type);
+        QTest::newRow((name + " gpt2-like heads").c_str()) << t << 4 << 4 << 64 << 37 << 0.0 << 0.0 << 0;
+        QTest::newRow((name + " grouped, a row of 24").c_str()) << t << 6 << 2 << 24 << 5 << 0.0 << 0.0 << 0;
+        QTest::newRow((name + " scaled, soft-capped, windowed").c_str()) << t << 4 << 2 << 32 << 40 << 0.3 << 5.0 << 16;
+        QTest::newRow((name + " one key").c_str()) << t << 2 << 1 << 16 << 1 << 0.0 << 0.0 << 0;
+    }
+}
+
+// One query per sequence (a decode step) without autograd goes through decodeattention.h's kernel:
+// its output equals libtorch's tensor path (taken with autograd on) within float32's rounding (1e-5
+// of the largest output) or, in bfloat16, bit for bit but for rare ties (below), at every
+// instruction set this CPU runs; at the host's, causalAttention's own result bit for bit. The cache is a view of a longer one, as
+// KVCache::append returns it.
+void tst_CausalLM::decodeAttentionEqualsTheTensorPath()
+{
+    QFETCH(int, type);
+    QFETCH(int, heads);
+    QFETCH(int, kvHeads);
+    QFETCH(int, dim);
+    QFETCH(int, keys);
+    QFETCH(double, scale);
+    QFETCH(double, softcap);
+    QFETCH(int, window);
+    const auto dtype = static_cast<at::ScalarType>(type);
+    const int64_t batch = 2;
+    at::manual_seed(7);
+    const at::Tensor q = at::randn({batch, heads, 1, dim}).to(dtype);
+    const at::Tensor k = at::randn({batch, kvHeads, keys + 7, dim}).to(dtype).narrow(2, 0, keys);
+    const at::Tensor v = at::randn({batch, kvHeads, keys + 7, dim}).to(dtype).narrow(2, 0, keys);
+    AttentionOptions options;
+    options.scale = scale;
+    options.softcap = softcap;
+    options.window = window;
+    at::Tensor expected, fused;
+    {
+        at::AutoGradMode grad(true);
+        expected = causalAttention(q, k, v, options).to(at::kFloat);
+    }
+    {
+        at::NoGradGuard noGrad;
+        fused = causalAttention(q, k, v, options);
+    }
+    QCOMPARE(fused.sizes().vec(), expected.sizes().vec());
+    QCOMPARE(test::dtypeName(fused.scalar_type()), test::dtypeName(dtype));
+    // bfloat16 rounds where libtorch does, so its outputs are libtorch's bit for bit but for a rare
+    // tie the summation order tips: at most one output in a hundred differs (without those
+    // roundings half of them do), none by more than 2^-7 of the largest.
+    const double tolerance = (dtype == at::kFloat ? 1e-5 : 1.0 / 128) * expected.abs().max().item<double>();
+    const int64_t mayDiffer = dtype == at::kFloat ? expected.numel() : expected.numel() / 100;
+    const auto within = [&](const at::Tensor &out) {
+        const at::Tensor wide = out.to(at::kFloat);
+        const double diff = (wide - expected).abs().max().item<double>();
+        const int64_t differ = wide.ne(expected).sum().item<int64_t>();
+        return std::make_pair(diff <= tolerance && differ <= mayDiffer,
+                              QString("max |diff| %1, tolerance %2; %3 of %4 outputs differ, %5 may")
+                                  .arg(diff)
+                                  .arg(tolerance)
+                                  .arg(differ)
+                                  .arg(expected.numel())
+                                  .arg(mayDiffer));
+    };
+    const auto [close, message] = within(fused);
+    QVERIFY2(close, qPrintable(message));
+
+    const int64_t seen = window > 0 ? std::min<int64_t>(keys, window) : keys; // the window's last keys
+    const at::Tensor kSeen = k.narrow(2, keys - seen, seen), vSeen = v.narrow(2, keys - seen, seen);
+    const DecodeAttentionShape shape =
+        decodeAttentionShape(q, kSeen, vSeen, attentionScale(options, dim), softcap);
+    for (KernelIsa isa : test::isasThisCpuRuns()) {
+        at::Tensor out = at::empty_like(q);
+        if (dtype == at::kFloat) {
+            decodeAttention(isa, shape, q.data_ptr<float>(), kSeen.data_ptr<float>(), vSeen.data_ptr<float>(),
+                            out.data_ptr<float>());
+        } else {
+            const auto bits = [](const at::Tensor &t) { return reinterpret_cast<uint16_t *>(t.data_ptr<at::BFloat16>()); };
+            decodeAttention(isa, shape, bits(q), bits(kSeen), bits(vSeen), bits(out));
+        }
+        const auto [ok, why] = within(out);
+        QVERIFY2(ok, qPrintable(QString(kernelIsaName(isa)) + ": " + why));
+        if (isa == hostKernelIsa())
+            QVERIFY2(at::equal(out, fused), kernelIsaName(isa));
+    }
 }
 
 void tst_CausalLM::bf16CheckpointComputedInFloat32()
