@@ -184,6 +184,11 @@ MemoryBandwidth measureMemoryBandwidth()
     return it->second;
 }
 
+MemoryBandwidth measureMemoryBandwidthNow()
+{
+    return measureStream(sharedThreads());
+}
+
 double memoryBandwidth()
 {
     return measureMemoryBandwidth().bytesPerSecond;

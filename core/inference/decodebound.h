@@ -42,6 +42,9 @@ struct MemoryBandwidth {
 };
 MemoryBandwidth measureMemoryBandwidth();
 double memoryBandwidth(); // measureMemoryBandwidth().bytesPerSecond
+// The same measured again now, neither remembered nor taken from memory: for a bound read next to
+// the decode it bounds (this machine's bandwidth moves between levels from one minute to the next).
+MemoryBandwidth measureMemoryBandwidthNow();
 
 // bfloat16 weights for decode, chosen by the CPU's capability and by measurement, never silently:
 // only a float32 model on a CPU with amx_bf16 or avx512_bf16 (the flags hardware::parseCpuInfo reads
