@@ -8,8 +8,6 @@
 #include <algorithm>
 #include <iterator>
 
-#define ACCEL_PAIRS_TARGET target("avx512bf16,avx512f,avx512bw")
-
 namespace accel::inference::bf16 {
 
 namespace {

@@ -14,6 +14,10 @@
 #include <string>
 #include <vector>
 
+// The function attribute of every function that runs the dot-pair instruction (here and in
+// gemvcolumns.cpp's bfloat16 column product).
+#define ACCEL_PAIRS_TARGET target("avx512bf16,avx512f,avx512bw")
+
 namespace accel::inference::bf16 {
 
 // Whether CPU flags (hardware::parseCpuInfo's) include avx512_bf16. Every CPU that has it (Cooper

@@ -1,10 +1,12 @@
 #include "core/inference/gemvcolumns.h"
 
 #include "core/inference/bf16load.h"
+#include "core/inference/bf16pairs.h"
 #include "core/inference/gemvops.h"
 #include "core/inference/intraopteam.h"
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 namespace accel::inference {
@@ -114,9 +116,67 @@ __attribute__((target("avx2,fma"), flatten)) void addUpAvx2(const float *partial
     addUp<Narrow>(partial, chunks, bias, n, out);
 }
 
-// out [n] = x [k] W (+ bias) in float32, W float32 or bfloat16 [k, n].
+// The column of natural order that place p of a 32-column block holds after sweepPairs: vpunpcklwd
+// and vpunpckhwd of two rows interleave within each 128-bit lane, so the low vector's 16 pairs are
+// columns 0-3, 8-11, 16-19, 24-27 and the high vector's the others.
+constexpr int64_t pairColumn(int64_t p)
+{
+    const int64_t e = p % 16;
+    return 8 * (e / 4) + (p < 16 ? 0 : 4) + e % 4;
+}
+constexpr int64_t kPairBlock = 32; // columns of one step: 32 bfloat16 weights of a row, one vector
+
+// sweep's partial sums with bfloat16 W and x through AVX512_BF16's dot pairs (bf16pairs.h): rows i
+// and i + 1 interleaved into (W[i, j], W[i + 1, j]) pairs, times the pair (x[i], x[i + 1]), four
+// rows a step, so no weight is widened first; each product exact in float32, each pair added into
+// the partial sum with one rounding (inputs and sums below float32's normal range as zero). The
+// whole 32-column blocks' sums are put back in column order (pairColumn) before the rows past the
+// last four and the columns past the last block are added one by one.
+__attribute__((ACCEL_PAIRS_TARGET, flatten)) void sweepPairs(const uint16_t *xBits, const float *x, int64_t i0,
+                                                             int64_t i1, const uint16_t *w, int64_t n, float *partial)
+{
+    const int64_t whole = n / kPairBlock * kPairBlock;
+    std::fill(partial, partial + n, 0.0f);
+    int64_t i = i0;
+    for (; i + kSweepRows <= i1; i += kSweepRows) {
+        static_assert(kSweepRows == 4);
+        const __m512i x01 = _mm512_set1_epi32(int(uint32_t(xBits[i]) | uint32_t(xBits[i + 1]) << 16));
+        const __m512i x23 = _mm512_set1_epi32(int(uint32_t(xBits[i + 2]) | uint32_t(xBits[i + 3]) << 16));
+        const uint16_t *row = w + i * n;
+        for (int64_t j = 0; j < whole; j += kPairBlock) {
+#pragma GCC unroll 4
+            for (int r = kSweepRows; r < 2 * kSweepRows; ++r) // the same columns of the next step's rows
+                _mm_prefetch(reinterpret_cast<const char *>(row + r * n + j), _MM_HINT_T0);
+            const __m512i r0 = _mm512_loadu_si512(row + j), r1 = _mm512_loadu_si512(row + n + j);
+            const __m512i r2 = _mm512_loadu_si512(row + 2 * n + j), r3 = _mm512_loadu_si512(row + 3 * n + j);
+            __m512 low = _mm512_loadu_ps(partial + j), high = _mm512_loadu_ps(partial + j + 16);
+            low = _mm512_dpbf16_ps(low, (__m512bh)_mm512_unpacklo_epi16(r0, r1), (__m512bh)x01);
+            low = _mm512_dpbf16_ps(low, (__m512bh)_mm512_unpacklo_epi16(r2, r3), (__m512bh)x23);
+            high = _mm512_dpbf16_ps(high, (__m512bh)_mm512_unpackhi_epi16(r0, r1), (__m512bh)x01);
+            high = _mm512_dpbf16_ps(high, (__m512bh)_mm512_unpackhi_epi16(r2, r3), (__m512bh)x23);
+            _mm512_storeu_ps(partial + j, low);
+            _mm512_storeu_ps(partial + j + 16, high);
+        }
+        for (int64_t j = whole; j < n; ++j)
+            for (int r = 0; r < kSweepRows; ++r)
+                partial[j] += x[i + r] * value(row[r * n + j]);
+    }
+    float block[kPairBlock];
+    for (int64_t j = 0; j < whole; j += kPairBlock) {
+        for (int64_t p = 0; p < kPairBlock; ++p)
+            block[pairColumn(p)] = partial[j + p];
+        std::copy(block, block + kPairBlock, partial + j);
+    }
+    for (; i < i1; ++i)
+        for (int64_t j = 0; j < n; ++j)
+            partial[j] += x[i] * value(w[i * n + j]);
+}
+
+// out [n] = x [k] W (+ bias) in float32, W float32 or bfloat16 [k, n]; with xBits (x's bfloat16
+// bits, bfloat16 W) at Avx512 where pairsRunHere(), the dot-pair sweep.
 template <class E>
-void columns(KernelIsa isa, const float *x, int64_t k, const E *w, const float *bias, int64_t n, float *out)
+void columns(KernelIsa isa, const float *x, int64_t k, const E *w, const float *bias, int64_t n, float *out,
+             const uint16_t *xBits = nullptr)
 {
     if (n <= 0)
         return;
@@ -130,11 +190,18 @@ void columns(KernelIsa isa, const float *x, int64_t k, const E *w, const float *
     const int64_t chunks = std::max<int64_t>(1, (k + chunkRows - 1) / chunkRows);
     thread_local std::vector<float> partials; // the calling thread's; helpers write into it
     partials.resize(size_t(chunks * n));
+    const bool usePairs = xBits && isa == KernelIsa::Avx512 && bf16::pairsRunHere();
     float *partial = partials.data();
     sharedPieces(chunks, 1, 1, [&](int64_t begin, int64_t end) {
         for (int64_t c = begin; c < end; ++c) {
             const int64_t i0 = c * chunkRows, i1 = std::min(k, i0 + chunkRows);
             float *into = partial + c * n;
+            if constexpr (std::is_same_v<E, uint16_t>) {
+                if (usePairs) {
+                    sweepPairs(xBits, x, i0, i1, w, n, into);
+                    continue;
+                }
+            }
             switch (isa) {
             case KernelIsa::Avx512:
                 avx512(x, i0, i1, w, n, into);
@@ -191,7 +258,7 @@ void bf16::gemvColumns(KernelIsa isa, const uint16_t *x, int64_t k, const uint16
         wideBias = b.data();
     }
     std::vector<float> &sum = scratch(2, size_t(n));
-    columns(isa, wideX.data(), k, w, wideBias, n, sum.data());
+    columns(isa, wideX.data(), k, w, wideBias, n, sum.data(), x);
     for (int64_t j = 0; j < n; ++j)
         out[j] = narrow(sum[size_t(j)]);
 }

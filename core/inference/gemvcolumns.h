@@ -25,7 +25,10 @@ namespace accel::inference::bf16 {
 
 // The same with x, W, bias and out in bfloat16 (bits): x and bias widened to float32 (exact), W
 // widened in registers, every product and sum in float32, each output rounded once to bfloat16, to
-// nearest even (bf16gemv.h's narrow), as libtorch's CPU addmm rounds its float32 accumulator.
+// nearest even (bf16gemv.h's narrow), as libtorch's CPU addmm rounds its float32 accumulator. At
+// KernelIsa::Avx512 on a CPU with avx512_bf16 (bf16pairs.h's pairsRunHere) the rows are taken two
+// at a time into AVX512_BF16's dot pairs instead, as stored (each product exact, each pair added
+// with one rounding, values below float32's normal range as zero), the next rows prefetched.
 void gemvColumns(KernelIsa isa, const uint16_t *x, int64_t k, const uint16_t *w, const uint16_t *bias, int64_t n,
                  uint16_t *out);
 
