@@ -215,8 +215,9 @@ DecodeDTypeChoice chooseDecodeDType(const std::vector<std::string> &cpuFlags, co
     choice.float32Ms = times.float32Ms;
     choice.bfloat16Ms = times.bfloat16Ms;
     char measured[160];
-    std::snprintf(measured, sizeof measured, "a decode-shaped product took %.3f ms in bfloat16, %.3f ms in float32",
-                  times.bfloat16Ms, times.float32Ms);
+    std::snprintf(measured, sizeof measured, "%s took %.3f ms in bfloat16, %.3f ms in float32",
+                  times.product.empty() ? "a decode-shaped product" : times.product.c_str(), times.bfloat16Ms,
+                  times.float32Ms);
     const bool faster = times.bfloat16Ms > 0 && times.float32Ms >= kMeasuredChoiceMargin * times.bfloat16Ms;
     if (faster)
         choice.dtype = "bfloat16";
@@ -237,7 +238,12 @@ Result<DecodeDTypeChoice> chooseModelDecodeDType(const std::string &modelDir, in
     const std::vector<std::string> &flags = hostCpuFlags();
     if (threads > 0)
         at::set_num_threads(threads); // measured on the threads decode will run on
-    return chooseDecodeDType(flags, stored, [] { return measureDecodeProducts(); });
+    // The model's own MLP input product, in its own layer: GPT-2's are Conv1D (weights [in, out]).
+    const int64_t in = config->hiddenSize, out = config->intermediateSize;
+    const bool conv1d = config->modelType == "gpt2";
+    return chooseDecodeDType(flags, stored, [&] {
+        return in > 0 && out > 0 ? measureDecodeProducts(in, out, conv1d) : measureDecodeProducts();
+    });
 }
 
 nlohmann::ordered_json dtypeChoiceJson(const DecodeDTypeChoice &choice)
@@ -248,24 +254,53 @@ nlohmann::ordered_json dtypeChoiceJson(const DecodeDTypeChoice &choice)
             {"bfloat16_ms", choice.bfloat16Ms}};
 }
 
-ProductTimes measureDecodeProducts(int64_t in, int64_t out)
+ProductTimes measureDecodeProducts(int64_t in, int64_t out, bool conv1d)
 {
     ProductTimes times;
     c10::InferenceMode guard;
-    const at::Tensor weight = at::randn({out, in}) * 0.02, x = at::randn({1, in});
+    // As decode reads every layer once a token, not one layer's weights from the cache: copies of
+    // the layer, together at least kMeasuredWeightBytes in bfloat16 (twice that in float32), each
+    // product once a pass.
+    const int64_t layerBytes = std::max<int64_t>(1, in * out * int64_t(sizeof(uint16_t)));
+    const int64_t copies =
+        std::clamp<int64_t>((kMeasuredWeightBytes + layerBytes - 1) / layerBytes, 1, kMostMeasuredCopies);
+    std::vector<at::Tensor> weights;
+    std::vector<std::unique_ptr<Conv1D>> layers;
+    for (int64_t c = 0; c < copies; ++c) {
+        weights.push_back(at::randn(conv1d ? std::vector<int64_t>{in, out} : std::vector<int64_t>{out, in}) * 0.02);
+        if (conv1d)
+            layers.push_back(std::make_unique<Conv1D>(in, out));
+    }
+    const at::Tensor x = at::randn({1, in});
     OneThreadedOps decodeThreads; // as one-sequence decode runs its products
-    auto best = [&](const at::Tensor &w, const at::Tensor &row) {
+    auto best = [&](at::ScalarType type) {
+        std::vector<at::Tensor> held;
+        for (int64_t c = 0; c < copies; ++c) {
+            held.push_back(weights[size_t(c)].to(type));
+            if (conv1d) {
+                layers[size_t(c)]->parameters()[0]->value = held.back();
+                layers[size_t(c)]->parameters()[1]->value = at::zeros({out}, held.back().options());
+            }
+        }
+        const at::Tensor row = x.to(type);
         double ms = 1e30;
-        for (int i = 0; i < 7; ++i) {
+        for (int pass = 0; pass < 5; ++pass) {
             const auto start = std::chrono::steady_clock::now();
-            at::Tensor y = linearRows(row, w, at::Tensor()); // the kernel decode takes for this dtype
-            ms = std::min(ms,
-                          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+            for (int64_t c = 0; c < copies; ++c) // the kernel decode takes for this dtype and layer
+                at::Tensor y = conv1d ? layers[size_t(c)]->forward(row.view({1, 1, in}))
+                                      : linearRows(row, held[size_t(c)], at::Tensor());
+            ms = std::min(ms, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() /
+                                  double(copies));
         }
         return ms;
     };
-    times.float32Ms = best(weight, x);
-    times.bfloat16Ms = best(weight.to(at::kBFloat16), x.to(at::kBFloat16));
+    times.float32Ms = best(at::kFloat);
+    times.bfloat16Ms = best(at::kBFloat16);
+    char product[120];
+    std::snprintf(product, sizeof product, "a 1 x %lld by %lld x %lld %s product (%lld copies)",
+                  static_cast<long long>(in), static_cast<long long>(in), static_cast<long long>(out),
+                  conv1d ? "Conv1D (weight [in, out])" : "Linear", static_cast<long long>(copies));
+    times.product = product;
     return times;
 }
 

@@ -61,6 +61,7 @@ struct DecodeDTypeChoice {
 };
 struct ProductTimes {
     double float32Ms = 0, bfloat16Ms = 0;
+    std::string product; // what was timed, for the reason ("" : a decode-shaped product)
 };
 DecodeDTypeChoice chooseDecodeDType(const std::vector<std::string> &cpuFlags, const std::string &storedDType,
                                     const std::function<ProductTimes()> &measure);
@@ -71,8 +72,15 @@ Result<DecodeDTypeChoice> chooseModelDecodeDType(const std::string &modelDir, in
 // {"dtype", "reason", "float32_ms", "bfloat16_ms"}: generate's --json dtype_choice, serve's loaded event.
 nlohmann::ordered_json dtypeChoiceJson(const DecodeDTypeChoice &choice);
 // The fastest of a few 1 x `in` by `in` x `out` products in each dtype, through the kernels and the
-// threads one-sequence decode uses (linearRows inside a OneThreadedOps scope, the count as set).
-ProductTimes measureDecodeProducts(int64_t in = 2048, int64_t out = 8192);
+// threads one-sequence decode uses (inside a OneThreadedOps scope, the count as set): a Linear's
+// (linearRows, weight [out, in]), or with `conv1d` a GPT-2 Conv1D's (Conv1D::forward, weight
+// [in, out]).
+// Each product is timed over copies of its weight that together hold kMeasuredWeightBytes in
+// bfloat16 (more than the last-level cache), as decode reads each layer's weights from memory; at most
+// kMostMeasuredCopies (a tiny model's layers stay in the cache, as its decode does).
+inline constexpr int64_t kMeasuredWeightBytes = int64_t(64) << 20;
+inline constexpr int64_t kMostMeasuredCopies = 64;
+ProductTimes measureDecodeProducts(int64_t in = 2048, int64_t out = 8192, bool conv1d = false);
 
 // Pins each of libtorch's intra-op threads (the OpenMP team of at::get_num_threads() threads, the
 // calling thread being thread 0) to its own CPU of the process's allowed set: thread i to the i-th

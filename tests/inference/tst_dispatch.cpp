@@ -389,11 +389,12 @@ static std::vector<std::string> cpuFlags(const std::string &flags)
 
 void tst_Dispatch::bfloat16OnlyWithTheFlagsAndTheMeasurement()
 {
+    const int previous = at::get_num_threads();
     int measured = 0;
     auto times = [&](double float32Ms, double bfloat16Ms) {
         return [&measured, float32Ms, bfloat16Ms] {
             ++measured;
-            return inference::ProductTimes{float32Ms, bfloat16Ms};
+            return inference::ProductTimes{float32Ms, bfloat16Ms, {}};
         };
     };
     // Without the flags nothing is measured and float32 stays.
@@ -431,6 +432,28 @@ void tst_Dispatch::bfloat16OnlyWithTheFlagsAndTheMeasurement()
         QVERIFY(choice.float32Ms > 0 && choice.bfloat16Ms > 0);
         QCOMPARE(choice.dtype == "bfloat16", choice.float32Ms >= inference::kMeasuredChoiceMargin * choice.bfloat16Ms);
     }
+    // A model's choice times its own MLP input product in its own layer: GPT-2's Conv1D (weight
+    // [in, out], the column product), a Linear for the other families; the reason names it.
+    const auto conv1d = inference::measureDecodeProducts(64, 256, true);
+    QVERIFY(conv1d.float32Ms > 0 && conv1d.bfloat16Ms > 0);
+    QCOMPARE(conv1d.product, std::string("a 1 x 64 by 64 x 256 Conv1D (weight [in, out]) product (64 copies)"));
+    for (const std::string type : {"gpt2", "llama"}) {
+        const std::string dir = m_dir.filePath(QString::fromStdString("choice-" + type)).toStdString();
+        test::writeTinyModel(dir, type, 3);
+        const auto config = inference::loadModelConfig(dir);
+        QVERIFY(config);
+        const auto model = inference::chooseModelDecodeDType(dir, 2);
+        QVERIFY2(model, model ? "" : model.error().toString().c_str());
+        if (!capable)
+            continue;
+        const std::string product = QString("a 1 x %1 by %1 x %2 %3 product (")
+                                        .arg(config->hiddenSize)
+                                        .arg(config->intermediateSize)
+                                        .arg(type == "gpt2" ? "Conv1D (weight [in, out])" : "Linear")
+                                        .toStdString();
+        QVERIFY2(model->reason.find(product) != std::string::npos, model->reason.c_str());
+    }
+    at::set_num_threads(previous);
 }
 
 // The CPUs a sharedPieces helper (not the calling thread) may run on, inside a OneThreadedOps scope
