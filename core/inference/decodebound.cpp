@@ -258,6 +258,11 @@ ProductTimes measureDecodeProducts(int64_t in, int64_t out, bool conv1d)
 {
     ProductTimes times;
     c10::InferenceMode guard;
+    // A layer larger than kMeasuredWeightBytes in bfloat16 is timed on as many of its weight's rows as
+    // fill it (output rows of a Linear, input rows of a Conv1D): the same kernel, the same bytes per row.
+    int64_t &rows = conv1d ? in : out;
+    const int64_t rowBytes = std::max<int64_t>(1, (conv1d ? out : in) * int64_t(sizeof(uint16_t)));
+    rows = std::clamp<int64_t>(kMeasuredWeightBytes / rowBytes, 1, std::max<int64_t>(rows, 1));
     // As decode reads every layer once a token, not one layer's weights from the cache: copies of
     // the layer, together at least kMeasuredWeightBytes in bfloat16 (twice that in float32), each
     // product once a pass.
@@ -297,7 +302,7 @@ ProductTimes measureDecodeProducts(int64_t in, int64_t out, bool conv1d)
     times.float32Ms = best(at::kFloat);
     times.bfloat16Ms = best(at::kBFloat16);
     char product[120];
-    std::snprintf(product, sizeof product, "a 1 x %lld by %lld x %lld %s product (%lld copies)",
+    std::snprintf(product, sizeof product, "a 1 x %lld by %lld x %lld %s product (copies: %lld)",
                   static_cast<long long>(in), static_cast<long long>(in), static_cast<long long>(out),
                   conv1d ? "Conv1D (weight [in, out])" : "Linear", static_cast<long long>(copies));
     times.product = product;

@@ -77,7 +77,8 @@ nlohmann::ordered_json dtypeChoiceJson(const DecodeDTypeChoice &choice);
 // [in, out]).
 // Each product is timed over copies of its weight that together hold kMeasuredWeightBytes in
 // bfloat16 (more than the last-level cache), as decode reads each layer's weights from memory; at most
-// kMostMeasuredCopies (a tiny model's layers stay in the cache, as its decode does).
+// kMostMeasuredCopies (a tiny model's layers stay in the cache, as its decode does); a larger weight
+// is cut to the rows that fill kMeasuredWeightBytes, and the description names the shape timed.
 inline constexpr int64_t kMeasuredWeightBytes = int64_t(64) << 20;
 inline constexpr int64_t kMostMeasuredCopies = 64;
 ProductTimes measureDecodeProducts(int64_t in = 2048, int64_t out = 8192, bool conv1d = false);
