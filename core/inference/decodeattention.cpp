@@ -50,8 +50,8 @@ __attribute__((always_inline)) inline void addScaled(float *acc, float p, const 
 
 // One query head over its key/value head's `keys` rows: acc [dim] = softmax(scores) . v, in float32.
 template <class Ops, class E>
-__attribute__((always_inline)) inline void head(const DecodeAttentionShape &s, const float *q, const E *k,
-                                                const E *v, float *scores, float *acc)
+__attribute__((always_inline)) inline void head(const DecodeAttentionShape &s, const float *q, const E *k, const E *v,
+                                                float *scores, float *acc)
 {
     constexpr bool kBf16 = std::is_same_v<E, uint16_t>;
     float most = -std::numeric_limits<float>::infinity();
@@ -81,8 +81,8 @@ __attribute__((always_inline)) inline void head(const DecodeAttentionShape &s, c
 }
 
 template <class E>
-__attribute__((target("avx512f"), flatten)) void headAvx512(const DecodeAttentionShape &s, const float *q,
-                                                            const E *k, const E *v, float *scores, float *acc)
+__attribute__((target("avx512f"), flatten)) void headAvx512(const DecodeAttentionShape &s, const float *q, const E *k,
+                                                            const E *v, float *scores, float *acc)
 {
     head<skeleton::Avx512Ops>(s, q, k, v, scores, acc);
 }

@@ -294,8 +294,9 @@ ProductTimes measureDecodeProducts(int64_t in, int64_t out, bool conv1d)
             for (int64_t c = 0; c < copies; ++c) // the kernel decode takes for this dtype and layer
                 at::Tensor y = conv1d ? layers[size_t(c)]->forward(row.view({1, 1, in}))
                                       : linearRows(row, held[size_t(c)], at::Tensor());
-            ms = std::min(ms, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() /
-                                  double(copies));
+            ms = std::min(ms,
+                          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() /
+                              double(copies));
         }
         return ms;
     };

@@ -339,9 +339,8 @@ void startSpinTeam(int helpers)
     SpinTeam &team = spinTeam();
     std::lock_guard<std::mutex> lock(team.mutex);
     for (; team.started < helpers; ++team.started) {
-        std::thread thread([helper = team.started + 1, seen = generationOf(team.word.load())] {
-            spinTeam().run(helper, seen);
-        });
+        std::thread thread(
+            [helper = team.started + 1, seen = generationOf(team.word.load())] { spinTeam().run(helper, seen); });
         pthread_setname_np(thread.native_handle(), "accel-helper");
         thread.detach();
     }

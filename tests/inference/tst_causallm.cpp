@@ -129,8 +129,8 @@ void tst_CausalLM::decodeAttentionEqualsTheTensorPath_data()
 // One query per sequence (a decode step) without autograd goes through decodeattention.h's kernel:
 // its output equals libtorch's tensor path (taken with autograd on) within float32's rounding (1e-5
 // of the largest output) or, in bfloat16, bit for bit but for rare ties (below), at every
-// instruction set this CPU runs; at the host's, causalAttention's own result bit for bit. The cache is a view of a longer one, as
-// KVCache::append returns it.
+// instruction set this CPU runs; at the host's, causalAttention's own result bit for bit. The
+// cache is a view of a longer one, as KVCache::append returns it.
 void tst_CausalLM::decodeAttentionEqualsTheTensorPath()
 {
     QFETCH(int, type);
@@ -184,15 +184,16 @@ void tst_CausalLM::decodeAttentionEqualsTheTensorPath()
 
     const int64_t seen = window > 0 ? std::min<int64_t>(keys, window) : keys; // the window's last keys
     const at::Tensor kSeen = k.narrow(2, keys - seen, seen), vSeen = v.narrow(2, keys - seen, seen);
-    const DecodeAttentionShape shape =
-        decodeAttentionShape(q, kSeen, vSeen, attentionScale(options, dim), softcap);
+    const DecodeAttentionShape shape = decodeAttentionShape(q, kSeen, vSeen, attentionScale(options, dim), softcap);
     for (KernelIsa isa : test::isasThisCpuRuns()) {
         at::Tensor out = at::empty_like(q);
         if (dtype == at::kFloat) {
             decodeAttention(isa, shape, q.data_ptr<float>(), kSeen.data_ptr<float>(), vSeen.data_ptr<float>(),
                             out.data_ptr<float>());
         } else {
-            const auto bits = [](const at::Tensor &t) { return reinterpret_cast<uint16_t *>(t.data_ptr<at::BFloat16>()); };
+            const auto bits = [](const at::Tensor &t) {
+                return reinterpret_cast<uint16_t *>(t.data_ptr<at::BFloat16>());
+            };
             decodeAttention(isa, shape, bits(q), bits(kSeen), bits(vSeen), bits(out));
         }
         const auto [ok, why] = within(out);
