@@ -3,6 +3,7 @@
 #include "core/inference/bf16load.h"
 #include "core/inference/bf16pairs.h"
 #include "core/inference/gemvops.h"
+#include "core/inference/gemvskeleton.h"
 #include "core/inference/intraopteam.h"
 
 #include <algorithm>
@@ -180,11 +181,12 @@ void columns(KernelIsa isa, const float *x, int64_t k, const E *w, const float *
 {
     if (n <= 0)
         return;
-    // Chunks of whole sweeps, at least 64 KiB of weights each (sharing a chunk costs little
+    // Chunks of whole sweeps, at least skeleton::kPieceBytes of weights each (sharing a chunk costs little
     // against it), at most kMostChunks: the chunks, and so the order of the sums, do not depend on
     // the number of threads that take them.
     const int64_t sweeps = std::max<int64_t>(1, (k + kSweepRows - 1) / kSweepRows);
-    const int64_t leastSweeps = std::max<int64_t>(1, (int64_t(64) << 10) / (n * kSweepRows * int64_t(sizeof(E))));
+    const int64_t leastSweeps =
+        std::max<int64_t>(1, skeleton::rowsHolding(skeleton::kPieceBytes, n * kSweepRows, sizeof(E)));
     const int64_t chunkSweeps = std::max(leastSweeps, (sweeps + kMostChunks - 1) / kMostChunks);
     const int64_t chunkRows = chunkSweeps * kSweepRows;
     const int64_t chunks = std::max<int64_t>(1, (k + chunkRows - 1) / chunkRows);

@@ -328,12 +328,12 @@ void tst_BenchInference::peers_data()
 
 // Every peer on the same float32 checkpoint, 2 threads, greedy decode after a 16-token prompt, one
 // run each: ours at float32, bfloat16 and int8 in this process and again through `accel-worker
-// generate` in a process of its own, as a user runs it and as each peer runs (and float32 with the intra-op threads
-// pinned), transformers' generate at the same dtypes, llama.cpp at F32 and Q8_0 (bench_llamacpp.py, through
-// llama-cpp-python: ACCEL_BENCH_LLAMACPP_PYTHON names an interpreter that has it, else
-// ACCEL_PYTHON), and each of ours against its bandwidth bound (the bandwidth read right after its decode,
-// and the one read at the start beside it). Also which dtype the capability-and-
-// measurement rule (decodebound.h) picks on this CPU.
+// generate` in a process of its own, as a user runs it and as each peer runs (and float32 with the
+// intra-op threads pinned), transformers' generate at the same dtypes, llama.cpp at F32 and Q8_0
+// (bench_llamacpp.py, through llama-cpp-python: ACCEL_BENCH_LLAMACPP_PYTHON names an interpreter
+// that has it, else ACCEL_PYTHON), and each of ours against its bandwidth bound (the bandwidth read
+// right after its decode, and the one read at the start beside it). Also which dtype the
+// capability-and-measurement rule (decodebound.h) picks on this CPU.
 void tst_BenchInference::peers()
 {
     QFETCH(QString, shape);
@@ -430,15 +430,15 @@ void tst_BenchInference::peers()
             if (!finished || worker.exitCode() != 0 || !out.is_object() || !out.contains("stats"))
                 std::printf("WORKER %s failed (exit %d): %s\n", dtype, worker.exitCode(),
                             worker.readAllStandardError().right(600).constData());
-            else
-                report(QByteArray("worker_") + dtype, out["stats"].value("decode_tokens_per_second", 0.0),
-                       out["stats"].value("time_to_first_token_ms", 0.0),
+            else {
+                const double workerDecode = out["stats"].value("decode_tokens_per_second", 0.0);
+                const double workerBound = out["decode_bound"].value("tokens_per_s", 0.0);
+                report(QByteArray("worker_") + dtype, workerDecode, out["stats"].value("time_to_first_token_ms", 0.0),
                        QString("worker/in_process=%1 (its bound %2_tokens/s, read after its decode: of_bound=%3)")
-                           .arg(out["stats"].value("decode_tokens_per_second", 0.0) / decode, 0, 'f', 2)
-                           .arg(out["decode_bound"].value("tokens_per_s", 0.0), 0, 'f', 2)
-                           .arg(out["stats"].value("decode_tokens_per_second", 0.0) /
-                                    std::max(1e-9, out["decode_bound"].value("tokens_per_s", 0.0)),
-                                0, 'f', 2));
+                           .arg(workerDecode / decode, 0, 'f', 2)
+                           .arg(workerBound, 0, 'f', 2)
+                           .arg(workerDecode / std::max(1e-9, workerBound), 0, 'f', 2));
+            }
         }
         const auto hf = peer(interpreter, "bench_transformers.py", dtype);
         if (hf.value("decode") > 0)
