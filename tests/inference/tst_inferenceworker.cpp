@@ -13,6 +13,7 @@
 #include "core/inference/generator.h"
 #include "core/inference/inferencemodel.h"
 #include "core/inference/int8kernel.h"
+#include "core/inference/kernelisa.h"
 #include "core/inference/torchtensors.h"
 #include "core/tokenizer/tokenizer.h"
 #include "tests/helpers/testsupport.h"
@@ -27,6 +28,8 @@
 #include <QtTest>
 
 #include <sched.h>
+
+#include <algorithm>
 #include <unistd.h>
 
 using namespace accel;
@@ -47,6 +50,7 @@ private Q_SLOTS:
     void pipelineGenerationEqualsOneProcess();
     void pipelineRefusesWhatItDoesNotRun();
     void dtypeAutoAndPinnedThreadsThroughAccelGenerate();
+    void gpt2DtypeAutoTimesItsConv1D();
     void quantizedAutoMapIsTheDeviceMapPlan();
     void int8DecodeKernelThroughAccelGenerate();
 
@@ -478,22 +482,29 @@ void tst_InferenceWorker::pipelineRefusesWhatItDoesNotRun()
              qPrintable(outOfRange.err));
 }
 
+// `accel generate DIR` of six greedy tokens after a 4-token prompt on 2 threads, --json: the
+// arguments the --dtype auto tests run with and without their options.
+static QStringList greedyGenerateJson(const std::string &dir)
+{
+    return {"generate",
+            QString::fromStdString(dir),
+            "--input_ids",
+            "4,8,15,16",
+            "--max_new_tokens",
+            "6",
+            "--greedy",
+            "--threads",
+            "2",
+            "--json"};
+}
+
 // accel generate --dtype auto --pin_threads: the choice and its reason in --json (bfloat16 only
 // where chooseDecodeDType measured it faster), each intra-op thread on its own CPU, and the same
 // greedy tokens as the chosen dtype without pinning. accel infer has no auto.
 void tst_InferenceWorker::dtypeAutoAndPinnedThreadsThroughAccelGenerate()
 {
     const QString accel = test::binDir() + "/accel";
-    const QStringList common{"generate",
-                             QString::fromStdString(m_llama.dir),
-                             "--input_ids",
-                             "4,8,15,16",
-                             "--max_new_tokens",
-                             "6",
-                             "--greedy",
-                             "--threads",
-                             "2",
-                             "--json"};
+    const QStringList common = greedyGenerateJson(m_llama.dir);
     auto r = test::runProgram(accel, common + QStringList{"--dtype", "auto", "--pin_threads"});
     QVERIFY2(r.exitCode == 0, qPrintable(r.err));
     const QJsonObject json = QJsonDocument::fromJson(r.out.toUtf8()).object();
@@ -546,6 +557,33 @@ void tst_InferenceWorker::dtypeAutoAndPinnedThreadsThroughAccelGenerate()
     const QList<QJsonObject> lines = jsonlFile(output);
     QCOMPARE(lines.size(), 1);
     QCOMPARE(lines[0]["tokens"].toArray(), expected);
+}
+
+// accel generate --dtype auto on a GPT-2 folder: on a CPU with bfloat16 instructions the choice times
+// GPT-2's own product (a Conv1D, weight [in, out]) and names it; the tokens are those of the named
+// dtype run on its own (bfloat16: the Conv1D column product in dot pairs where avx512_bf16 is).
+void tst_InferenceWorker::gpt2DtypeAutoTimesItsConv1D()
+{
+    const QString accel = test::binDir() + "/accel";
+    const QStringList common = greedyGenerateJson(m_gpt2.dir);
+    auto r = test::runProgram(accel, common + QStringList{"--dtype", "auto"});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+    const QJsonObject json = QJsonDocument::fromJson(r.out.toUtf8()).object();
+    const QJsonObject choice = json["dtype_choice"].toObject();
+    const QString dtype = choice["dtype"].toString(), reason = choice["reason"].toString();
+    const auto &flags = inference::hostCpuFlags();
+    const bool capable =
+        std::count(flags.begin(), flags.end(), "avx512_bf16") + std::count(flags.begin(), flags.end(), "amx_bf16") > 0;
+    if (capable)
+        QVERIFY2(reason.contains(QString("a 1 x %1 by %1 x %2 Conv1D (weight [in, out]) product (copies: ")
+                                     .arg(m_gpt2.hidden)
+                                     .arg(m_gpt2.inter)),
+                 qPrintable(r.out));
+    else
+        QCOMPARE(dtype, QString("float32"));
+    auto named = test::runProgram(accel, common + QStringList{"--dtype", dtype});
+    QVERIFY2(named.exitCode == 0, qPrintable(named.err));
+    QCOMPARE(json["tokens"].toArray(), QJsonDocument::fromJson(named.out.toUtf8()).object()["tokens"].toArray());
 }
 
 // One sizing for the plan and the load: accel generate --device_map auto --quantization int8 runs
