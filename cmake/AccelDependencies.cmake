@@ -75,15 +75,27 @@ if(ACCEL_BUILD_TORCH)
     find_path(ACCEL_GLOO_INCLUDE_DIR gloo/rendezvous/store.h REQUIRED)
     # One target for everything that compiles against libtorch: headers as SYSTEM (their warnings
     # are not ours), c10d with gloo switched on.
-    # The include folders go to the compiler as options, not as include directories: AUTOMOC hands a
-    # target's include directories to moc, whose preprocessor then opens every libtorch header a Qt
-    # test includes (about 5,000 files, 4 to 8 s per test program) for the same output.
+    # The include folders (libtorch's, gloo's and, where torch_cuda is there, CUDA's runtime headers)
+    # go to the compiler as options, not as include directories: AUTOMOC hands a target's include
+    # directories to moc, whose preprocessor then opens every libtorch header a Qt test includes
+    # (about 5,000 files, 4 to 25 s per test program) for the same output. The libraries linked
+    # below (c10, torch_cpu) name libtorch's folder as a usage requirement, which would hand it to
+    # moc again: it is taken off them. (The compiler's own folders, /usr/include where gloo's headers
+    # are, stay out: -isystem on them breaks libstdc++'s #include_next.)
     add_library(accel_torch INTERFACE)
-    # (The compiler's own folders, /usr/include where gloo's headers are, stay out: -isystem on them
-    # breaks libstdc++'s #include_next.)
-    foreach(dir ${TORCH_INCLUDE_DIRS} ${ACCEL_GLOO_INCLUDE_DIR})
+    set(accel_torch_include_dirs ${TORCH_INCLUDE_DIRS} ${ACCEL_GLOO_INCLUDE_DIR})
+    if(TARGET torch_cuda)
+      list(APPEND accel_torch_include_dirs ${CUDAToolkit_INCLUDE_DIRS})
+    endif()
+    list(REMOVE_DUPLICATES accel_torch_include_dirs)
+    foreach(dir ${accel_torch_include_dirs})
       if(NOT dir IN_LIST CMAKE_CXX_IMPLICIT_INCLUDE_DIRECTORIES)
         target_compile_options(accel_torch INTERFACE "SHELL:-isystem ${dir}")
+      endif()
+    endforeach()
+    foreach(library c10 torch_cpu)
+      if(TARGET ${library})
+        set_property(TARGET ${library} PROPERTY INTERFACE_INCLUDE_DIRECTORIES "")
       endif()
     endforeach()
     # libtorch's CPU libraries only (libtorch_cpu, libc10): libtorch.so is a stub that NEEDs libtorch_cuda.so,
@@ -93,10 +105,8 @@ if(ACCEL_BUILD_TORCH)
     # definitions stay those of the whole libtorch (torch_cuda's too) so both sides compile libtorch's
     # headers alike and share one precompiled header.
     target_link_libraries(accel_torch INTERFACE torch_cpu_library c10)
-    target_include_directories(accel_torch SYSTEM INTERFACE $<TARGET_PROPERTY:torch,INTERFACE_INCLUDE_DIRECTORIES>)
     if(TARGET torch_cuda)
       target_compile_definitions(accel_torch INTERFACE $<TARGET_PROPERTY:torch_cuda,INTERFACE_COMPILE_DEFINITIONS>)
-      target_include_directories(accel_torch SYSTEM INTERFACE $<TARGET_PROPERTY:torch::cudart,INTERFACE_INCLUDE_DIRECTORIES>)
     endif()
     add_library(accel_torch_cuda INTERFACE)
     target_link_libraries(accel_torch_cuda INTERFACE accel_torch ${TORCH_LIBRARIES})

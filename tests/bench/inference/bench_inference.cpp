@@ -21,6 +21,7 @@
 #include "core/inference/int8kernel.h"
 #include "core/inference/intraopteam.h"
 #include "core/inference/quantization.h"
+#include "tests/helpers/benchreport.h"
 #include "tests/helpers/testsupport.h"
 
 #include <ATen/ATen.h>
@@ -42,6 +43,8 @@
 #include <vector>
 
 using namespace accel;
+using accel::test::bench;
+using accel::test::percentile;
 
 class tst_BenchInference : public QObject {
     Q_OBJECT
@@ -62,11 +65,6 @@ static constexpr int kPrefill = 256;
 static constexpr int kDecode = 64;
 static constexpr int kRounds = 3;
 
-static void bench(const char *name, double value, const char *unit, const QString &extra = {})
-{
-    std::printf("BENCH %s %.2f %s%s\n", name, value, unit, extra.isEmpty() ? "" : (" " + extra.toStdString()).c_str());
-    std::fflush(stdout);
-}
 
 // Greedy, kDecode tokens after the first, never stopping early.
 static inference::SamplingOptions greedyDecode()
@@ -181,10 +179,7 @@ void tst_BenchInference::gpt2Small()
                     decodes.back() / pyDecode);
         std::fflush(stdout);
     }
-    auto median = [](std::vector<double> v) {
-        std::sort(v.begin(), v.end());
-        return v[v.size() / 2];
-    };
+    auto median = [](const std::vector<double> &v) { return percentile(v, 0.5); };
     std::vector<double> prefillRatios, decodeRatios;
     for (int r = 0; r < kRounds; ++r) {
         prefillRatios.push_back(prefills[r] / pyPrefills[r]);
@@ -517,10 +512,7 @@ void tst_BenchInference::pinnedThreads()
         std::fflush(stdout);
     }
     QVERIFY(inference::unpinIntraOpThreads());
-    auto median = [](std::vector<double> v) {
-        std::sort(v.begin(), v.end());
-        return v[v.size() / 2];
-    };
+    auto median = [](const std::vector<double> &v) { return percentile(v, 0.5); };
     bench("inference_decode_pinned_threads", median(pinned), "tokens/s",
           QString("peer=%1 ratio=%2 target=measured (unpinned; median of %3 rounds' ratios; cpus %4)")
               .arg(median(free), 0, 'f', 2)
@@ -611,10 +603,7 @@ void tst_BenchInference::int8Kernels()
                     pinnedDecode[1] / bound, before, loadAverage());
         std::fflush(stdout);
     }
-    auto median = [](std::vector<double> v) {
-        std::sort(v.begin(), v.end());
-        return v[v.size() / 2];
-    };
+    auto median = [](const std::vector<double> &v) { return percentile(v, 0.5); };
     for (int k = 0; k < 2; ++k)
         bench(("int8_kernel_" + tag + "_decode_" + names[k]).constData(), median(decodes[k]), "tokens/s",
               QString("bound=%1 of_bound=%2 (%3_GB/s,%4_MB/token; median of %5 rounds)")
@@ -665,10 +654,7 @@ void tst_BenchInference::bf16Products()
     const auto bits = [](const at::Tensor &t) {
         return reinterpret_cast<const uint16_t *>(t.data_ptr<at::BFloat16>());
     };
-    auto median = [](std::vector<double> v) {
-        std::sort(v.begin(), v.end());
-        return v[v.size() / 2];
-    };
+    auto median = [](const std::vector<double> &v) { return percentile(v, 0.5); };
     for (const auto &[n, k] : std::vector<std::pair<int64_t, int64_t>>{{5632, 2048}, {2048, 5632}}) {
         at::manual_seed(3);
         std::vector<at::Tensor> weights, floats;
