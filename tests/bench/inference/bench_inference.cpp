@@ -65,7 +65,6 @@ static constexpr int kPrefill = 256;
 static constexpr int kDecode = 64;
 static constexpr int kRounds = 3;
 
-
 // Greedy, kDecode tokens after the first, never stopping early.
 static inference::SamplingOptions greedyDecode()
 {
