@@ -22,6 +22,9 @@ struct Avx512Ops {
     using V = __m512;
     static constexpr int kWidth = 16;
     static constexpr bool kMaskedTail = true;
+    // Whether a one-output-row step over float32 weights prefetches ahead of its loads (gemvsteps.h,
+    // prefetchAhead): as measured on the AVX-512 machine where the distance was chosen.
+    static constexpr bool kPrefetchFloat32Rows = true;
     __attribute__((target("avx512f"))) static V zero() { return _mm512_setzero_ps(); }
     __attribute__((target("avx512f"))) static V load(const float *p) { return _mm512_loadu_ps(p); }
     __attribute__((target("avx512f"))) static V load(const float *p, int64_t left)
@@ -50,6 +53,11 @@ struct Avx2Ops {
     using V = __m256;
     static constexpr int kWidth = 8;
     static constexpr bool kMaskedTail = false;
+    // Not on the AVX2-only EPYC (Zen 3) it was measured on: there float32 rows taken one at a time
+    // read at 0.84-0.96 of a plain read without software prefetch, at 0.65-0.90 with it at every
+    // distance from 512 B to 8 KiB (docs/quantization.md, "Float32 rows without software
+    // prefetch on AVX2"). Narrower weights (int8, bfloat16) prefetch at every instruction set.
+    static constexpr bool kPrefetchFloat32Rows = false;
     __attribute__((target("avx2,fma"))) static V zero() { return _mm256_setzero_ps(); }
     __attribute__((target("avx2,fma"))) static V load(const float *p) { return _mm256_loadu_ps(p); }
     template <class F>

@@ -37,7 +37,7 @@ __attribute__((always_inline)) inline void prefetchNextRows(const E *const *row,
 // How far ahead of its loads a one-output-row step prefetches along its row (and on into the rows
 // after it, which are stored next): of 1, 2, 4 and 8 KiB (and 16 KiB for int8 at 2 threads), tried
 // on a 500 MB int8 and a 1 GiB float32 product at 1 and 2 threads, 4 KiB was best or within noise
-// of the best.
+// of the best. Float32 rows at AVX2 take none (Avx2Ops::kPrefetchFloat32Rows).
 inline constexpr int64_t kAheadBytes = 4096;
 
 // Before a one-row step's loads of Bytes at `at`: the lines kAheadBytes on, into the cache.
@@ -74,9 +74,10 @@ __attribute__((always_inline)) inline void step(const float *x, int64_t k, const
         row[b] = w + (j + b) * k;
     int64_t i = 0;
     for (; i + W * U <= k; i += W * U) {
-        if constexpr (B == 1)
-            prefetchAhead<typename F::Element, W * U * sizeof(typename F::Element)>(row[0] + i);
-        else
+        if constexpr (B == 1) {
+            if constexpr (sizeof(typename F::Element) < sizeof(float) || Ops::kPrefetchFloat32Rows)
+                prefetchAhead<typename F::Element, W * U * sizeof(typename F::Element)>(row[0] + i);
+        } else
             prefetchNextRows<typename F::Element, B, W * U * sizeof(typename F::Element)>(row, i, k);
 #pragma GCC unroll 16
         for (int u = 0; u < U; ++u) {
