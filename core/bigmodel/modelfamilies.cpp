@@ -87,6 +87,16 @@ std::vector<std::string> supportedFamilies()
     return {"gpt2", "llama", "mistral", "qwen2", "mixtral", "gemma", "gemma2", "qwen2_moe", "qwen3", "phi3"};
 }
 
+std::string layerCountKey(const std::string &modelType)
+{
+    return modelType == "gpt2" ? "n_layer" : "num_hidden_layers";
+}
+
+std::string embeddingModuleName(const std::string &modelType)
+{
+    return modelType == "gpt2" ? "transformer.wte" : "model.embed_tokens";
+}
+
 std::string baseModelName(const std::string &modelType)
 {
     if (modelType == "gpt2")
@@ -302,7 +312,7 @@ ModelStructure buildModelStructure(const ModelConfig &config, std::optional<DTyp
     s.addModule("", config.architecture);
     buildFamilyTree(config, s, dtype.value_or(config.torchDtype.value_or(DType::F32)), layout);
     if (config.tieWordEmbeddings)
-        s.tie("lm_head.weight", config.modelType == "gpt2" ? "transformer.wte.weight" : "model.embed_tokens.weight");
+        s.tie("lm_head.weight", embeddingModuleName(config.modelType) + ".weight");
     return s;
 }
 

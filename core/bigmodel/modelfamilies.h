@@ -42,8 +42,17 @@ struct ModelConfig {
     std::vector<int64_t> eosTokenIds; // eos_token_id: one id or a list
 };
 
+// The model_types the planner and the inference engine (inference::parseModelConfig) both implement:
 // gpt2, llama, mistral, qwen2, mixtral, gemma, gemma2, qwen2_moe, qwen3, phi3
 std::vector<std::string> supportedFamilies();
+
+// The config.json key that holds a family's number of decoder blocks: "n_layer" for gpt2, else
+// "num_hidden_layers".
+std::string layerCountKey(const std::string &modelType);
+
+// The token embedding's module, whose weight a tied head shares: "transformer.wte" for gpt2, else
+// "model.embed_tokens".
+std::string embeddingModuleName(const std::string &modelType);
 
 // config.json is a few kilobytes; anything past this is not one.
 constexpr uint64_t kMaxModelConfigBytes = 16u << 20;

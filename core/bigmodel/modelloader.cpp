@@ -69,14 +69,15 @@ void addModulesWithoutTensors(ModelStructure &s, const ModelStructure &reference
 
 } // namespace
 
-Result<void> checkLayersAgainstCheckpoint(int64_t declared, const std::string &key, const std::string &configPath,
+Result<void> checkLayersAgainstCheckpoint(int64_t declared, const std::string &modelType, const std::string &configPath,
                                           const Checkpoint &checkpoint)
 {
     const int64_t held = checkpointLayerCount(checkpoint);
     if (held < 0 || declared <= held)
         return {};
     return makeError(ErrorCode::InvalidInput,
-                     key + ": " + std::to_string(declared) + " layers declared but the checkpoint " +
+                     layerCountKey(modelType) + ": " + std::to_string(declared) +
+                         " layers declared but the checkpoint " +
                          (checkpoint.isSharded() ? checkpoint.indexPath() : checkpoint.shards().front()->path()) +
                          " holds " + std::to_string(held),
                      configPath);
@@ -154,7 +155,7 @@ ModelStructure structureFromCheckpoint(const Checkpoint &checkpoint, const std::
                 s.addTensor(t);
             }
         }
-        const std::string embed = config->modelType == "gpt2" ? "transformer.wte.weight" : "model.embed_tokens.weight";
+        const std::string embed = embeddingModuleName(config->modelType) + ".weight";
         const bool hasHead = present.count("lm_head.weight") > 0;
         if ((config->tieWordEmbeddings || !hasHead) && present.count(embed)) {
             if (!hasHead) {
@@ -227,9 +228,7 @@ Result<LoadedModel> assembleModel(LoadedModel model, std::optional<Checkpoint> c
     if (model.config) {
         // Before the config's structure is built: its size must be the checkpoint's, not any number.
         const ModelConfig &c = *model.config;
-        if (auto agrees = checkLayersAgainstCheckpoint(
-                c.numLayers, c.modelType == "gpt2" ? "n_layer" : "num_hidden_layers", c.path, *checkpoint);
-            !agrees)
+        if (auto agrees = checkLayersAgainstCheckpoint(c.numLayers, c.modelType, c.path, *checkpoint); !agrees)
             return tl::unexpected(agrees.error());
     }
     std::vector<std::string> warnings = std::move(model.structure.warnings);

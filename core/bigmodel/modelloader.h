@@ -25,10 +25,11 @@ struct LoadedModel {
 // embedding.
 ModelStructure structureFromCheckpoint(const Checkpoint &checkpoint, const std::optional<ModelConfig> &config);
 
-// config.json may not declare more layers (`declared`, under `key`) than the checkpoint's tensor
-// names number ("layers.N." / "h.N."): checked before a structure or model is built from it.
-// Checkpoints whose names have no numbered blocks are not checked.
-Result<void> checkLayersAgainstCheckpoint(int64_t declared, const std::string &key, const std::string &configPath,
+// config.json may not declare more layers (`declared`, under the key of `modelType`'s layer count:
+// layerCountKey) than the checkpoint's tensor names number ("layers.N." / "h.N."): checked before a
+// structure or model is built from it. Checkpoints whose names have no numbered blocks are not
+// checked.
+Result<void> checkLayersAgainstCheckpoint(int64_t declared, const std::string &modelType, const std::string &configPath,
                                           const Checkpoint &checkpoint);
 
 // A model folder, config.json, .safetensors file or index; a path that does not exist and reads as

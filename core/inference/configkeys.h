@@ -18,7 +18,7 @@
 
 namespace accel::inference {
 
-// `config` is config.json's object, `modelType` one of supportedModelTypes(); `path` names the file.
+// `config` is config.json's object, `modelType` one of bigmodel::supportedFamilies(); `path` names the file.
 // The notes are (key, text) pairs.
 using ConfigNotes = std::vector<std::pair<std::string, std::string>>;
 Result<ConfigNotes> checkConfigKeys(const nlohmann::json &config, const std::string &modelType,

@@ -43,9 +43,8 @@ Result<std::unique_ptr<InferenceModel>> InferenceModel::load(const std::string &
     if (!checkpoint)
         return tl::unexpected(checkpoint.error());
     // Before any module is built: a config.json declaring more layers than the weights hold.
-    if (auto agrees = bigmodel::checkLayersAgainstCheckpoint(
-            config->numLayers, config->modelType == "gpt2" ? "n_layer" : "num_hidden_layers", modelDir + "/config.json",
-            *checkpoint);
+    if (auto agrees = bigmodel::checkLayersAgainstCheckpoint(config->numLayers, config->modelType,
+                                                             modelDir + "/config.json", *checkpoint);
         !agrees)
         return tl::unexpected(agrees.error());
 

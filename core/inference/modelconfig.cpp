@@ -300,11 +300,6 @@ bool MoeConfig::sparseAt(int64_t layer) const
            (layer + 1) % std::max<int64_t>(sparseStep, 1) == 0;
 }
 
-std::vector<std::string> supportedModelTypes()
-{
-    return {"gpt2", "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "phi3", "mixtral", "qwen2_moe"};
-}
-
 Result<ModelConfig> parseModelConfig(const std::string &jsonText, const std::string &path)
 {
     jsonutil::JsonLimits limits;
@@ -328,7 +323,7 @@ Result<ModelConfig> parseModelConfig(const std::string &jsonText, const std::str
                 if (v.is_number_integer())
                     c.eosTokenIds.push_back(v.get<int64_t>());
     }
-    const auto types = supportedModelTypes();
+    const auto types = bigmodel::supportedFamilies(); // the planner's families: every one runs here
     Result<ModelConfig> parsed = makeError(ErrorCode::Internal, "unset");
     try {
         if (c.modelType == "gpt2") {

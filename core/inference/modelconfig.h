@@ -105,9 +105,6 @@ struct ModelConfig {
     std::vector<std::string> trainingUnimplemented;
 };
 
-// gpt2, llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe
-std::vector<std::string> supportedModelTypes();
-
 // `path` names the file in errors.
 Result<ModelConfig> parseModelConfig(const std::string &jsonText, const std::string &path);
 // <modelDir>/config.json

@@ -2,6 +2,7 @@
 
 #include "core/bigmodel/checkpoint.h"
 #include "core/bigmodel/groupquant.h"
+#include "core/bigmodel/modelfamilies.h"
 #include "core/bigmodel/quantizedsizes.h"
 #include "core/common/jsondocument.h"
 #include "core/inference/causallm.h"
@@ -235,7 +236,7 @@ std::vector<std::string> defaultSkipModules(CausalLM &model)
 {
     std::vector<std::string> skip{"lm_head"}; // the last top-level module of every causal LM here
     if (model.config().tieWordEmbeddings)
-        skip.push_back(model.config().family == ModelFamily::Gpt2 ? "transformer.wte" : "model.embed_tokens");
+        skip.push_back(bigmodel::embeddingModuleName(model.config().modelType));
     return skip;
 }
 
