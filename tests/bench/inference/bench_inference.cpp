@@ -2,12 +2,12 @@
 // vocab 50257, float32) generated here; 2 threads; prefill tokens/s (1 x 256) and cached decode
 // tokens/s against the same model in Python eager (bench_reference.py, same safetensors file) in
 // 3 back-to-back rounds (median of the rounds' ratios: the load of a shared machine changes less
-// within a round), and decode against the memory-bandwidth limit (decodebound.h: measured
-// copy bandwidth / weight bytes per token). gpt2SmallQuantized: the same checkpoint at float32 and quantized on load
+// within a round), and decode against the memory-bandwidth limit (decodebound.h: the measured
+// read bandwidth / weight bytes per token). gpt2SmallQuantized: the same checkpoint at float32 and quantized on load
 // (int8, nf4: Linear layers quantized, the tied embedding / head kept float32 as Accelerate's
 // default skip keeps it) against transformers' greedy `generate` with its KV cache on the same
 // torch (bench_transformers.py; int8 / nf4 through bitsandbytes' CPU backend), one run each, and
-// against each one's bandwidth bound (copy bandwidth / the bytes its weights hold).
+// against each one's bandwidth bound (read bandwidth / the bytes its weights hold).
 #include "core/bigmodel/safetensorswriter.h"
 #include "core/common/fileutil.h"
 #include "core/hardware/procparsers.h"
@@ -536,9 +536,9 @@ static double loadAverage()
 // model (quantized on load, float32 activations, the head and embeddings float32 as Accelerate's
 // default skip keeps them), 2 threads: the choice made at load, then kRounds rounds of both kernels
 // back to back (ours first every other round), greedy decode after a 16-token prompt, each against
-// the bandwidth bound (measured copy bandwidth / weight bytes per token), the load average before
+// the bandwidth bound (measured read bandwidth / weight bytes per token), the load average before
 // and after each round; and the int8 products alone (measureInt8Kernels over the first
-// kMeasureBytes of int8 layers): the bytes they read per second against the copy bandwidth.
+// kMeasureBytes of int8 layers): the bytes they read per second against the read bandwidth.
 void tst_BenchInference::int8Kernels()
 {
     QFETCH(QString, shape);
@@ -624,7 +624,7 @@ void tst_BenchInference::int8Kernels()
             bench(
                 ("int8_kernel_" + tag + "_products_" + names[k] + "_" + QByteArray::number(threads) + "t").constData(),
                 rate / 1e9, "GB/s",
-                QString("of_copy_bandwidth=%1 (%2 layers, %3_MB, %4 ms; load %5)")
+                QString("of_read_bandwidth=%1 (%2 layers, %3_MB, %4 ms; load %5)")
                     .arg(rate / bandwidth, 0, 'f', 2)
                     .arg(times.layers)
                     .arg(times.bytes / 1e6, 0, 'f', 0)
