@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <utility>
 #include <vector>
 
 namespace accel::test {
@@ -21,6 +22,12 @@ inline double percentile(std::vector<double> values, double fraction)
 {
     std::sort(values.begin(), values.end());
     return values[static_cast<size_t>(fraction * static_cast<double>(values.size() - 1))];
+}
+
+// percentile(values, 0.5): the middle value of an odd count, the lower middle one of an even count.
+inline double median(std::vector<double> values)
+{
+    return percentile(std::move(values), 0.5);
 }
 
 } // namespace accel::test

@@ -44,7 +44,7 @@
 
 using namespace accel;
 using accel::test::bench;
-using accel::test::percentile;
+using accel::test::median;
 
 class tst_BenchInference : public QObject {
     Q_OBJECT
@@ -178,7 +178,6 @@ void tst_BenchInference::gpt2Small()
                     decodes.back() / pyDecode);
         std::fflush(stdout);
     }
-    auto median = [](const std::vector<double> &v) { return percentile(v, 0.5); };
     std::vector<double> prefillRatios, decodeRatios;
     for (int r = 0; r < kRounds; ++r) {
         prefillRatios.push_back(prefills[r] / pyPrefills[r]);
@@ -511,7 +510,6 @@ void tst_BenchInference::pinnedThreads()
         std::fflush(stdout);
     }
     QVERIFY(inference::unpinIntraOpThreads());
-    auto median = [](const std::vector<double> &v) { return percentile(v, 0.5); };
     bench("inference_decode_pinned_threads", median(pinned), "tokens/s",
           QString("peer=%1 ratio=%2 target=measured (unpinned; median of %3 rounds' ratios; cpus %4)")
               .arg(median(free), 0, 'f', 2)
@@ -602,7 +600,6 @@ void tst_BenchInference::int8Kernels()
                     pinnedDecode[1] / bound, before, loadAverage());
         std::fflush(stdout);
     }
-    auto median = [](const std::vector<double> &v) { return percentile(v, 0.5); };
     for (int k = 0; k < 2; ++k)
         bench(("int8_kernel_" + tag + "_decode_" + names[k]).constData(), median(decodes[k]), "tokens/s",
               QString("bound=%1 of_bound=%2 (%3_GB/s,%4_MB/token; median of %5 rounds)")
@@ -653,7 +650,6 @@ void tst_BenchInference::bf16Products()
     const auto bits = [](const at::Tensor &t) {
         return reinterpret_cast<const uint16_t *>(t.data_ptr<at::BFloat16>());
     };
-    auto median = [](const std::vector<double> &v) { return percentile(v, 0.5); };
     for (const auto &[n, k] : std::vector<std::pair<int64_t, int64_t>>{{5632, 2048}, {2048, 5632}}) {
         at::manual_seed(3);
         std::vector<at::Tensor> weights, floats;
