@@ -35,6 +35,21 @@ function(accel_pch_options target)
   endif()
 endfunction()
 
+# accel_unity(<target> [SEPARATE src...]) compiles the target's units in batches of six, each batch
+# one unit (CMake's unity build), except the SEPARATE ones: the hand-written kernels, whose code must
+# not change with what else a batch holds. A batch reads its headers once: libtorch's templates,
+# which GCC instantiates again in every unit even from a precompiled header (about 10 s of an empty
+# unit's compile on a 2-core EPYC), and Qt's headers, parsed again in every unit. The price: a change
+# to one file recompiles its batch (a libtorch batch about 40 s there, against about 25 s for the
+# file alone).
+function(accel_unity target)
+  cmake_parse_arguments(U "" "" "SEPARATE" ${ARGN})
+  set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 6)
+  if(U_SEPARATE)
+    set_source_files_properties(${U_SEPARATE} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+  endif()
+endfunction()
+
 set(ACCEL_HAVE_TORCH_INT 0)
 set(ACCEL_HAVE_CUDA_INT 0)
 set(ACCEL_TORCH_VERSION "")
@@ -147,19 +162,6 @@ if(ACCEL_BUILD_TORCH)
         target_precompile_headers(accel_inference PRIVATE <torch/torch.h>)
       else()
         target_precompile_headers(${target} REUSE_FROM accel_inference)
-      endif()
-    endfunction()
-    # The precompiled header holds libtorch's declarations, not the templates they use: GCC
-    # instantiates those again in every unit, about 10 s of an empty unit's compile on a 2-core
-    # EPYC. accel_torch_unity(<target> [SEPARATE src...]) compiles the target's units in batches of
-    # six, each batch one unit (CMake's unity build), except the SEPARATE ones: the hand-written
-    # kernels, whose code must not change with what else a batch holds. The price: a change to one
-    # file recompiles its batch (about 40 s there, against about 25 s for the file alone).
-    function(accel_torch_unity target)
-      cmake_parse_arguments(U "" "" "SEPARATE" ${ARGN})
-      set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 6)
-      if(U_SEPARATE)
-        set_source_files_properties(${U_SEPARATE} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
       endif()
     endfunction()
     message(STATUS "libtorch ${ACCEL_TORCH_VERSION} from ${torch_prefix} (CUDA compiled in: ${ACCEL_HAVE_CUDA_INT}, NCCL ${ACCEL_NCCL_VERSION})")

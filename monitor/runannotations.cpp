@@ -1,5 +1,7 @@
 #include "monitor/runannotations.h"
 
+#include "monitor/runpath.h"
+
 #include "core/rundir/privatefiles.h"
 #include "core/rundir/runlayout.h"
 
@@ -16,13 +18,8 @@ namespace {
 constexpr int kVersion = 1;
 constexpr qsizetype kMaximumTag = 64;
 constexpr qsizetype kMaximumName = 200;
-constexpr std::size_t kMaximumFileBytes = 1u << 20;
+constexpr std::size_t kMaximumAnnotationsBytes = 1u << 20;
 const QLatin1String kSchema("accel.run-annotations");
-
-std::string nativePath(const QString &path)
-{
-    return QFile::encodeName(QDir::cleanPath(path)).toStdString();
-}
 
 } // namespace
 
@@ -53,7 +50,8 @@ Result<RunAnnotations> readRunAnnotations(const QString &runDirectory)
     const QString path = QDir(runDirectory).filePath(QLatin1String(rundir::file::Annotations));
     if (!QFileInfo(path).isSymLink() && !QFileInfo::exists(path))
         return RunAnnotations{};
-    const auto text = rundir::readRunFile(nativePath(runDirectory), rundir::file::Annotations, kMaximumFileBytes);
+    const auto text =
+        rundir::readRunFile(runDirectoryPath(runDirectory), rundir::file::Annotations, kMaximumAnnotationsBytes);
     if (!text)
         return tl::unexpected(text.error());
     const QJsonDocument document = QJsonDocument::fromJson(QByteArray::fromStdString(*text));
@@ -72,7 +70,7 @@ Result<RunAnnotations> readRunAnnotations(const QString &runDirectory)
 Result<void> writeRunAnnotations(const QString &runDirectory, const RunAnnotations &annotations)
 {
     const QByteArray text = QJsonDocument(annotationsToJson(annotations)).toJson(QJsonDocument::Indented);
-    return rundir::writeRunFile(nativePath(runDirectory), rundir::file::Annotations, text.toStdString());
+    return rundir::writeRunFile(runDirectoryPath(runDirectory), rundir::file::Annotations, text.toStdString());
 }
 
 Result<QString> checkTag(const QString &tag)

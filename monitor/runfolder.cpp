@@ -1,5 +1,6 @@
 #include "monitor/runfolder.h"
 
+#include "monitor/runpath.h"
 #include "monitor/runsmodel.h"
 #include "monitor/tarwriter.h"
 
@@ -31,14 +32,9 @@ bool isCheckpoint(const QString &relative)
     return relative == folder || relative.startsWith(folder + QLatin1Char('/'));
 }
 
-std::string nativePath(const QString &path)
-{
-    return QFile::encodeName(QDir::cleanPath(path)).toStdString();
-}
-
 Result<void> checkRunFolder(const QString &runDirectory)
 {
-    if (auto real = rundir::checkRealDirectory(nativePath(runDirectory)); !real)
+    if (auto real = rundir::checkRealDirectory(runDirectoryPath(runDirectory)); !real)
         return real;
     if (!QFileInfo(QDir(runDirectory).filePath(QLatin1String(rundir::file::Manifest))).isFile())
         return makeError(ErrorCode::NotFound, "not a run directory (no run.json)", runDirectory.toStdString());
@@ -113,7 +109,7 @@ Result<ExportSummary> exportRunArchive(const QString &runDirectory, const QStrin
     const qint64 now = QDateTime::currentSecsSinceEpoch();
     if (auto folder = writer.addDirectory(top, now); !folder)
         return tl::unexpected(folder.error());
-    const std::string base = nativePath(absolute);
+    const std::string base = runDirectoryPath(absolute);
     for (const Entry &entry : entries) {
         if (!options.checkpoints && isCheckpoint(entry.relative) &&
             entry.relative != QLatin1String(rundir::file::Checkpoints)) {

@@ -3,6 +3,7 @@
 #include "core/config/configvalue.h"
 #include "core/rundir/privatefiles.h"
 #include "core/rundir/runlayout.h"
+#include "monitor/runpath.h"
 
 #include <QDir>
 #include <QFile>
@@ -14,7 +15,7 @@ namespace accel::monitor {
 
 namespace {
 
-constexpr std::size_t kMaximumFileBytes = 4u << 20;
+constexpr std::size_t kMaximumHyperparametersBytes = 4u << 20;
 
 QString scalarText(const config::ConfigValue &value)
 {
@@ -78,8 +79,7 @@ QByteArray readOptional(const QString &runDirectory, const char *name, QStringLi
     const QString path = QDir(runDirectory).filePath(QLatin1String(name));
     if (!QFileInfo(path).isSymLink() && !QFileInfo::exists(path))
         return {};
-    const auto text =
-        rundir::readRunFile(QFile::encodeName(QDir::cleanPath(runDirectory)).toStdString(), name, kMaximumFileBytes);
+    const auto text = rundir::readRunFile(runDirectoryPath(runDirectory), name, kMaximumHyperparametersBytes);
     if (!text) {
         if (problems)
             problems->append(QString::fromStdString(text.error().toString()));

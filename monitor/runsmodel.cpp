@@ -1,6 +1,7 @@
 #include "monitor/runsmodel.h"
 
 #include "monitor/runcatalogue.h"
+#include "monitor/runpath.h"
 
 #include "core/rundir/privatefiles.h"
 #include "core/rundir/runlayout.h"
@@ -110,8 +111,8 @@ double RunInfo::durationSeconds(double now) const
 bool readRunInfo(const QString &runDirectory, RunInfo &info)
 {
     // Never through a symlink planted in the run directory, never a FIFO, never a huge file.
-    const auto text = rundir::readRunFile(QFile::encodeName(QDir::cleanPath(runDirectory)).toStdString(),
-                                          rundir::file::Manifest, kMaximumManifestBytes);
+    const auto text =
+        rundir::readRunFile(runDirectoryPath(runDirectory), rundir::file::Manifest, kMaximumManifestBytes);
     if (!text)
         return false;
     const QJsonDocument document = QJsonDocument::fromJson(QByteArray::fromStdString(*text));

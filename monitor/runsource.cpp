@@ -13,11 +13,12 @@
 
 namespace accel::monitor {
 
+// Outside the anonymous namespace: RunSource::FileDecoder, a member of a class with linkage, holds one.
+enum class FileKind { Metrics, Events, Log, Other };
+
 namespace {
 
 constexpr qsizetype kMaximumTextLine = 1 << 20;
-
-enum class FileKind { Metrics, Events, Log, Other };
 
 FileKind kindOf(const QString &relativePath)
 {
