@@ -37,7 +37,7 @@ endfunction()
 
 # accel_unity(<target> [SEPARATE src...]) compiles the target's units in batches of six, each batch
 # one unit (CMake's unity build), except the SEPARATE ones: the hand-written kernels, whose code must
-# not change with what else a batch holds. A batch reads its headers once: libtorch's templates,
+# not change with what else a batch holds, and files whose file-local helpers share a name. A batch reads its headers once: libtorch's templates,
 # which GCC instantiates again in every unit even from a precompiled header (about 10 s of an empty
 # unit's compile on a 2-core EPYC), and Qt's headers, parsed again in every unit. The price: a change
 # to one file recompiles its batch (a libtorch batch about 40 s there, against about 25 s for the

@@ -13,13 +13,6 @@
 
 namespace accel::app {
 
-namespace {
-QString qs(const std::string &text)
-{
-    return QString::fromStdString(text);
-}
-} // namespace
-
 ConfigWizard::ConfigWizard(QWidget *parent) : QWizard(parent), m_flow(config::QuestionFlow::standard())
 {
     setWindowTitle(tr("New config from questions"));
@@ -130,11 +123,11 @@ Result<void> ConfigWizard::saveTo(const QString &path)
 {
     auto built = result();
     if (!built) {
-        m_summary->setStatus(qs(built.error().toString()), true);
+        m_summary->setStatus(QString::fromStdString(built.error().toString()), true);
         return tl::make_unexpected(built.error());
     }
     if (auto written = config::saveConfigFile(*built, path.toStdString()); !written) {
-        m_summary->setStatus(tr("Not saved: %1").arg(qs(written.error().toString())), true);
+        m_summary->setStatus(tr("Not saved: %1").arg(QString::fromStdString(written.error().toString())), true);
         return written;
     }
     m_summary->setStatus(tr("Saved to %1").arg(path), false);
@@ -166,7 +159,7 @@ ClusterForm *ConfigWizard::createClusterForm()
     auto *form = new ClusterForm(base, this);
     form->setProcessesPerHost(std::max(1, processes / machines));
     if (!mainIp.empty()) {
-        QStringList hosts{qs(mainIp)};
+        QStringList hosts{QString::fromStdString(mainIp)};
         for (int i = 1; i < machines; ++i)
             hosts << QString();
         form->setHosts(hosts);

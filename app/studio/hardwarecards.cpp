@@ -11,10 +11,6 @@
 namespace accel::app {
 
 namespace {
-QString qs(const std::string &text)
-{
-    return QString::fromStdString(text);
-}
 
 QLabel *valueLabel(const QString &text, QWidget *parent, const QString &objectName = {})
 {
@@ -93,12 +89,14 @@ QGroupBox *createSystemCard(const hardware::HardwareReport &report, QWidget *par
     auto *box = card(QObject::tr("System"), QStringLiteral("systemCard"), parent);
     auto *form = new QFormLayout(box);
     const auto &system = report.system;
-    form->addRow(QObject::tr("Host:"), valueLabel(qs(system.hostname), box));
-    form->addRow(QObject::tr("OS:"), valueLabel(qs(system.osName), box));
-    form->addRow(QObject::tr("Kernel:"),
-                 valueLabel(qs(system.kernelName + " " + system.kernelRelease + " (" + system.machine + ")"), box));
+    form->addRow(QObject::tr("Host:"), valueLabel(QString::fromStdString(system.hostname), box));
+    form->addRow(QObject::tr("OS:"), valueLabel(QString::fromStdString(system.osName), box));
+    form->addRow(
+        QObject::tr("Kernel:"),
+        valueLabel(QString::fromStdString(system.kernelName + " " + system.kernelRelease + " (" + system.machine + ")"),
+                   box));
     if (!system.libcVersion.empty())
-        form->addRow(QObject::tr("glibc:"), valueLabel(qs(system.libcVersion), box));
+        form->addRow(QObject::tr("glibc:"), valueLabel(QString::fromStdString(system.libcVersion), box));
     return box;
 }
 
@@ -106,8 +104,8 @@ QGroupBox *createCpuCard(const hardware::CpuInfo &cpu, QWidget *parent)
 {
     auto *box = card(QObject::tr("CPU"), QStringLiteral("cpuCard"), parent);
     auto *form = new QFormLayout(box);
-    form->addRow(QObject::tr("Model:"), valueLabel(qs(cpu.model), box, QStringLiteral("cpuModel")));
-    form->addRow(QObject::tr("Vendor:"), valueLabel(qs(cpu.vendor), box));
+    form->addRow(QObject::tr("Model:"), valueLabel(QString::fromStdString(cpu.model), box, QStringLiteral("cpuModel")));
+    form->addRow(QObject::tr("Vendor:"), valueLabel(QString::fromStdString(cpu.vendor), box));
     form->addRow(QObject::tr("Sockets:"), valueLabel(QString::number(cpu.sockets), box));
     form->addRow(QObject::tr("Physical cores:"),
                  valueLabel(QString::number(cpu.physicalCores), box, QStringLiteral("cpuPhysicalCores")));
@@ -116,7 +114,7 @@ QGroupBox *createCpuCard(const hardware::CpuInfo &cpu, QWidget *parent)
     form->addRow(QObject::tr("Usable by this process:"), valueLabel(QString::number(cpu.availableCpus), box));
     QStringList flags;
     for (const auto &flag : cpu.flags)
-        flags << qs(flag);
+        flags << QString::fromStdString(flag);
     form->addRow(QObject::tr("Features:"), valueLabel(flags.join(QLatin1Char(' ')), box));
     return box;
 }
@@ -165,9 +163,9 @@ QGroupBox *createDiskCard(const std::vector<hardware::DiskInfo> &disks, QWidget 
         table({QObject::tr("Path"), QObject::tr("Free"), QObject::tr("Total")}, static_cast<int>(disks.size()), box);
     for (size_t i = 0; i < disks.size(); ++i) {
         const int row = static_cast<int>(i);
-        setCell(rows, row, 0, qs(disks[i].path));
+        setCell(rows, row, 0, QString::fromStdString(disks[i].path));
         if (!disks[i].error.empty()) {
-            setCell(rows, row, 1, qs(disks[i].error));
+            setCell(rows, row, 1, QString::fromStdString(disks[i].error));
             continue;
         }
         setCell(rows, row, 1, formatBytes(disks[i].freeBytes));
@@ -192,7 +190,7 @@ QGroupBox *createNetworkCard(const std::vector<hardware::NetworkInterface> &netw
     for (size_t i = 0; i < network.size(); ++i) {
         const auto &nic = network[i];
         const int row = static_cast<int>(i);
-        QString name = qs(nic.name);
+        QString name = QString::fromStdString(nic.name);
         if (nic.defaultRouteIpv4 || nic.defaultRouteIpv6)
             name += QObject::tr(" (default route)");
         setCell(rows, row, 0, name);
@@ -202,7 +200,7 @@ QGroupBox *createNetworkCard(const std::vector<hardware::NetworkInterface> &netw
         setCell(rows, row, 3, nic.mtu > 0 ? QString::number(nic.mtu) : QStringLiteral("—"));
         QStringList addresses;
         for (const auto &address : nic.addresses)
-            addresses << QStringLiteral("%1/%2").arg(qs(address.address)).arg(address.prefixLength);
+            addresses << QStringLiteral("%1/%2").arg(QString::fromStdString(address.address)).arg(address.prefixLength);
         setCell(rows, row, 4, addresses.join(QStringLiteral(", ")));
     }
     fitTable(rows);
@@ -217,15 +215,15 @@ QGroupBox *createGpuCard(const hardware::GpuSection &gpu, QWidget *parent)
     if (gpu.gpus.empty()) {
         QString text = QObject::tr("No NVIDIA GPU / NVML not available.");
         if (!gpu.unavailableReason.empty())
-            text += QLatin1Char('\n') + qs(gpu.unavailableReason);
+            text += QLatin1Char('\n') + QString::fromStdString(gpu.unavailableReason);
         text += QLatin1Char('\n') + QObject::tr("Training runs on the CPU with the gloo backend.");
         layout->addWidget(valueLabel(text, box, QStringLiteral("gpuUnavailable")));
         return box;
     }
     auto *summary = new QFormLayout;
-    summary->addRow(QObject::tr("Driver:"), valueLabel(qs(gpu.driverVersion), box));
-    summary->addRow(QObject::tr("CUDA (driver):"), valueLabel(qs(gpu.cudaDriverVersion), box));
-    summary->addRow(QObject::tr("Source:"), valueLabel(qs(gpu.source), box));
+    summary->addRow(QObject::tr("Driver:"), valueLabel(QString::fromStdString(gpu.driverVersion), box));
+    summary->addRow(QObject::tr("CUDA (driver):"), valueLabel(QString::fromStdString(gpu.cudaDriverVersion), box));
+    summary->addRow(QObject::tr("Source:"), valueLabel(QString::fromStdString(gpu.source), box));
     layout->addLayout(summary);
     auto *rows = table({QObject::tr("#"), QObject::tr("Name"), QObject::tr("Memory used / total"),
                         QObject::tr("Compute"), QObject::tr("PCIe"), QObject::tr("NVLinks"), QObject::tr("Bus")},
@@ -235,7 +233,7 @@ QGroupBox *createGpuCard(const hardware::GpuSection &gpu, QWidget *parent)
         const auto &device = gpu.gpus[i];
         const int row = static_cast<int>(i);
         setCell(rows, row, 0, QString::number(device.index));
-        setCell(rows, row, 1, qs(device.name));
+        setCell(rows, row, 1, QString::fromStdString(device.name));
         setCell(
             rows, row, 2,
             QStringLiteral("%1 / %2").arg(formatBytes(device.memoryUsedBytes), formatBytes(device.memoryTotalBytes)));
@@ -247,7 +245,7 @@ QGroupBox *createGpuCard(const hardware::GpuSection &gpu, QWidget *parent)
                 device.pcieGeneration > 0 ? QStringLiteral("Gen%1 x%2").arg(device.pcieGeneration).arg(device.pcieWidth)
                                           : QObject::tr("unknown"));
         setCell(rows, row, 5, QString::number(device.nvlinkActiveLinks));
-        setCell(rows, row, 6, qs(device.pciBusId));
+        setCell(rows, row, 6, QString::fromStdString(device.pciBusId));
     }
     fitTable(rows);
     layout->addWidget(rows);
@@ -260,7 +258,7 @@ QGroupBox *createGpuCard(const hardware::GpuSection &gpu, QWidget *parent)
         const int n = static_cast<int>(topology.devices.size());
         QStringList headers;
         for (const auto &device : topology.devices)
-            headers << qs(device);
+            headers << QString::fromStdString(device);
         headers << QObject::tr("CPU affinity") << QObject::tr("NUMA");
         auto *matrix = table(headers, n, box);
         matrix->setObjectName(QStringLiteral("gpuTopology"));
@@ -270,11 +268,11 @@ QGroupBox *createGpuCard(const hardware::GpuSection &gpu, QWidget *parent)
             for (int j = 0; j < n && static_cast<size_t>(i) < topology.links.size() &&
                             static_cast<size_t>(j) < topology.links[i].size();
                  ++j)
-                setCell(matrix, i, j, qs(topology.links[i][j]));
+                setCell(matrix, i, j, QString::fromStdString(topology.links[i][j]));
             if (static_cast<size_t>(i) < topology.cpuAffinity.size())
-                setCell(matrix, i, n, qs(topology.cpuAffinity[i]));
+                setCell(matrix, i, n, QString::fromStdString(topology.cpuAffinity[i]));
             if (static_cast<size_t>(i) < topology.numaAffinity.size())
-                setCell(matrix, i, n + 1, qs(topology.numaAffinity[i]));
+                setCell(matrix, i, n + 1, QString::fromStdString(topology.numaAffinity[i]));
         }
         fitTable(matrix);
         layout->addWidget(matrix);

@@ -21,10 +21,6 @@
 namespace accel::app {
 
 namespace {
-QString qs(const std::string &text)
-{
-    return QString::fromStdString(text);
-}
 
 QGroupBox *createSoftwareCard(const hardware::HardwareReport &report, QWidget *parent)
 {
@@ -41,19 +37,23 @@ QGroupBox *createSoftwareCard(const hardware::HardwareReport &report, QWidget *p
     if (worker.available) {
         add(QObject::tr("Runtime (accel-worker):"),
             QObject::tr("libtorch %1, %2%3")
-                .arg(qs(worker.torchVersion),
-                     worker.cuda ? QObject::tr("CUDA %1").arg(qs(worker.cudaVersion)) : QObject::tr("CPU only"),
+                .arg(QString::fromStdString(worker.torchVersion),
+                     worker.cuda ? QObject::tr("CUDA %1").arg(QString::fromStdString(worker.cudaVersion))
+                                 : QObject::tr("CPU only"),
                      worker.gloo ? QObject::tr(", gloo") : QString()));
     } else {
-        add(QObject::tr("Runtime (accel-worker):"), QObject::tr("not available: %1").arg(qs(worker.error)));
+        add(QObject::tr("Runtime (accel-worker):"),
+            QObject::tr("not available: %1").arg(QString::fromStdString(worker.error)));
     }
     const auto &python = report.python;
     if (python.available) {
-        add(QObject::tr("Python:"), QStringLiteral("%1 (%2)").arg(qs(python.version), qs(python.executable)));
+        add(QObject::tr("Python:"), QStringLiteral("%1 (%2)").arg(QString::fromStdString(python.version),
+                                                                  QString::fromStdString(python.executable)));
         add(QObject::tr("torch / accelerate:"),
-            QStringLiteral("%1 / %2").arg(qs(python.torchVersion), qs(python.accelerateVersion)));
+            QStringLiteral("%1 / %2").arg(QString::fromStdString(python.torchVersion),
+                                          QString::fromStdString(python.accelerateVersion)));
     } else {
-        add(QObject::tr("Python:"), QObject::tr("not available: %1").arg(qs(python.error)));
+        add(QObject::tr("Python:"), QObject::tr("not available: %1").arg(QString::fromStdString(python.error)));
     }
     return box;
 }
@@ -64,22 +64,23 @@ QGroupBox *createRecommendationCard(const HardwareDetection &detection, QWidget 
     box->setObjectName(QStringLiteral("recommendationCard"));
     auto *layout = new QVBoxLayout(box);
     if (!detection.recommendationError.empty()) {
-        layout->addWidget(new QLabel(QObject::tr("No recommendation: %1").arg(qs(detection.recommendationError)), box));
+        layout->addWidget(new QLabel(
+            QObject::tr("No recommendation: %1").arg(QString::fromStdString(detection.recommendationError)), box));
         return box;
     }
     auto *form = new QFormLayout;
     for (const RecommendedKey &key : detection.keys) {
-        QString text = QStringLiteral("<b>%1</b>").arg(qs(key.value).toHtmlEscaped());
+        QString text = QStringLiteral("<b>%1</b>").arg(QString::fromStdString(key.value).toHtmlEscaped());
         if (!key.reason.empty())
-            text += QStringLiteral(" — ") + qs(key.reason).toHtmlEscaped();
+            text += QStringLiteral(" — ") + QString::fromStdString(key.reason).toHtmlEscaped();
         auto *value = new QLabel(text, box);
         value->setWordWrap(true);
-        value->setObjectName(QStringLiteral("recommendation:%1").arg(qs(key.key)));
-        form->addRow(QStringLiteral("%1:").arg(qs(key.key)), value);
+        value->setObjectName(QStringLiteral("recommendation:%1").arg(QString::fromStdString(key.key)));
+        form->addRow(QStringLiteral("%1:").arg(QString::fromStdString(key.key)), value);
     }
     layout->addLayout(form);
     for (const std::string &note : detection.notes) {
-        auto *label = new QLabel(QStringLiteral("• ") + qs(note), box);
+        auto *label = new QLabel(QStringLiteral("• ") + QString::fromStdString(note), box);
         label->setWordWrap(true);
         layout->addWidget(label);
     }
@@ -191,7 +192,7 @@ config::ClusterConfig HardwarePage::recommendedConfig() const
 
 QString HardwarePage::reportText() const
 {
-    return m_hasReport ? qs(hardwareReportText(m_detection)) : QString();
+    return m_hasReport ? QString::fromStdString(hardwareReportText(m_detection)) : QString();
 }
 
 void HardwarePage::copyAsText()

@@ -19,13 +19,6 @@
 
 namespace accel::app {
 
-namespace {
-QString qs(const std::string &text)
-{
-    return QString::fromStdString(text);
-}
-} // namespace
-
 ClusterForm::ClusterForm(const config::ClusterConfig &base, QWidget *parent)
     : QDialog(parent), m_base(base), m_local(config::localMachine())
 {
@@ -35,7 +28,7 @@ ClusterForm::ClusterForm(const config::ClusterConfig &base, QWidget *parent)
     auto *layout = new QVBoxLayout(this);
     auto *intro = new QLabel(tr("One config per node (node-<rank>.yaml); the rank is the host's row. Distributed type "
                                 "%1, mixed precision and the other settings come from the config you started from.")
-                                 .arg(qs(config::toString(base.distributedType))),
+                                 .arg(QString::fromStdString(config::toString(base.distributedType))),
                              this);
     intro->setWordWrap(true);
     layout->addWidget(intro);
@@ -200,7 +193,7 @@ void ClusterForm::relint()
     m_plan = config::planCluster(input(), m_local);
     m_messages->clear();
     for (const config::Diagnostic &d : m_plan.messages) {
-        auto *item = new QListWidgetItem(qs(d.toString()), m_messages);
+        auto *item = new QListWidgetItem(QString::fromStdString(d.toString()), m_messages);
         item->setForeground(d.severity == config::Severity::Error ? QColor(0xc6, 0x28, 0x28)
                                                                   : QColor(0x9a, 0x67, 0x00));
     }
@@ -208,7 +201,7 @@ void ClusterForm::relint()
         m_summary->setText(tr("%n node(s), %1 processes in all; every node dials %2:%3.", nullptr,
                               static_cast<int>(m_plan.nodes.size()))
                                .arg(m_plan.nodes.empty() ? 0 : *m_plan.nodes.front().numProcesses)
-                               .arg(qs(m_plan.mainAddress))
+                               .arg(QString::fromStdString(m_plan.mainAddress))
                                .arg(m_port->value()));
     else
         m_summary->setText(tr("Fix the errors below; nothing is written until they are gone."));
@@ -231,12 +224,12 @@ Result<std::vector<std::string>> ClusterForm::write()
         return makeError(ErrorCode::InvalidInput, "choose a folder to write into");
     auto result = config::writeClusterPlan(m_plan, folder.toStdString());
     if (!result) {
-        m_summary->setText(tr("Nothing written: %1").arg(qs(result.error().toString())));
+        m_summary->setText(tr("Nothing written: %1").arg(QString::fromStdString(result.error().toString())));
         return result;
     }
     QStringList paths;
     for (const std::string &path : *result)
-        paths << qs(path);
+        paths << QString::fromStdString(path);
     m_summary->setText(tr("Wrote %1").arg(paths.join(QStringLiteral(", "))));
     Q_EMIT written(paths);
     return result;

@@ -8,19 +8,12 @@
 
 namespace accel::app {
 
-namespace {
-QString qs(const std::string &text)
-{
-    return QString::fromStdString(text);
-}
-} // namespace
-
 QuestionPage::QuestionPage(const config::Section &section, const std::vector<const config::Question *> &questions,
                            QWidget *parent)
     : QWizardPage(parent), m_sectionId(section.id)
 {
-    setTitle(qs(section.title));
-    setObjectName(QStringLiteral("page_") + qs(section.id));
+    setTitle(QString::fromStdString(section.title));
+    setObjectName(QStringLiteral("page_") + QString::fromStdString(section.id));
     m_layout = new QVBoxLayout(this);
     for (const config::Question *question : questions) {
         Row row;
@@ -30,10 +23,10 @@ QuestionPage::QuestionPage(const config::Section &section, const std::vector<con
         column->setContentsMargins(0, 2, 0, 2);
         row.prompt = new QLabel(row.box);
         row.prompt->setWordWrap(true);
-        row.prompt->setToolTip(qs(question->help));
+        row.prompt->setToolTip(QString::fromStdString(question->help));
         column->addWidget(row.prompt);
         auto *line = new QHBoxLayout;
-        const QString name = QStringLiteral("field_") + qs(question->id);
+        const QString name = QStringLiteral("field_") + QString::fromStdString(question->id);
         if (question->kind == config::QuestionKind::Menu || question->kind == config::QuestionKind::YesNo) {
             row.choice = new QComboBox(row.box);
             row.choice->setObjectName(name);
@@ -42,21 +35,22 @@ QuestionPage::QuestionPage(const config::Section &section, const std::vector<con
                 row.choice->addItem(tr("no"), QStringLiteral("no"));
             } else {
                 for (const config::Choice &choice : question->choices)
-                    row.choice->addItem(qs(choice.label), qs(choice.value));
+                    row.choice->addItem(QString::fromStdString(choice.label), QString::fromStdString(choice.value));
             }
-            const int index = row.choice->findData(qs(question->defaultAnswer));
+            const int index = row.choice->findData(QString::fromStdString(question->defaultAnswer));
             row.choice->setCurrentIndex(index < 0 ? 0 : index);
             connect(row.choice, &QComboBox::currentIndexChanged, this, &QuestionPage::inputChanged);
             line->addWidget(row.choice, 1);
         } else {
             row.text = new QLineEdit(row.box);
             row.text->setObjectName(name);
-            row.text->setPlaceholderText(question->defaultAnswer.empty() ? tr("(empty)") : qs(question->defaultAnswer));
+            row.text->setPlaceholderText(
+                question->defaultAnswer.empty() ? tr("(empty)") : QString::fromStdString(question->defaultAnswer));
             connect(row.text, &QLineEdit::textChanged, this, &QuestionPage::inputChanged);
             line->addWidget(row.text, 1);
         }
         row.problem = new QLabel(row.box);
-        row.problem->setObjectName(QStringLiteral("problem_") + qs(question->id));
+        row.problem->setObjectName(QStringLiteral("problem_") + QString::fromStdString(question->id));
         row.problem->setWordWrap(true);
         row.problem->setStyleSheet(QStringLiteral("color: #c62828;"));
         line->addWidget(row.problem, 1);
@@ -82,12 +76,12 @@ bool QuestionPage::setAnswer(const std::string &id, const std::string &answer)
     if (it == m_rows.end())
         return false;
     if (it->second.choice) {
-        const int index = it->second.choice->findData(qs(answer));
+        const int index = it->second.choice->findData(QString::fromStdString(answer));
         if (index < 0)
             return false;
         it->second.choice->setCurrentIndex(index);
     } else {
-        it->second.text->setText(qs(answer));
+        it->second.text->setText(QString::fromStdString(answer));
     }
     return true;
 }
@@ -119,10 +113,12 @@ void QuestionPage::apply(const WizardEvaluation &evaluation)
             continue;
         auto prompt = evaluation.prompts.find(id);
         const std::string hint = row.question->defaultHint();
-        row.prompt->setText(qs(prompt != evaluation.prompts.end() ? prompt->second : row.question->prompt) +
-                            (hint.empty() ? QString() : QLatin1Char(' ') + qs(hint)));
+        row.prompt->setText(
+            QString::fromStdString(prompt != evaluation.prompts.end() ? prompt->second : row.question->prompt) +
+            (hint.empty() ? QString() : QLatin1Char(' ') + QString::fromStdString(hint)));
         auto problem = evaluation.problems.find(id);
-        row.problem->setText(problem == evaluation.problems.end() ? QString() : qs(problem->second));
+        row.problem->setText(problem == evaluation.problems.end() ? QString()
+                                                                  : QString::fromStdString(problem->second));
         row.problem->setVisible(problem != evaluation.problems.end());
         if (problem != evaluation.problems.end())
             complete = false;
