@@ -22,10 +22,11 @@ if(ACCEL_BUILD_GUI)
 endif()
 
 # accel_pch_options(<target>): what a target that compiles with a precompiled header needs. GCC
-# takes a precompiled header only under the -fPIC setting and the macros it was made with (those
-# its headers name); with -Winvalid-pch and -Werror a mismatch fails the build instead of silently
-# parsing the headers again. AUTOMOC's mocs_compilation.cpp (empty for a program whose .cpp
-# includes its own .moc) is compiled without the header: with it, each costs seconds of loading it.
+# takes a precompiled header only under the -fPIC setting it was made with, where every macro defined
+# when it was made is defined alike, and where no macro its headers test is defined that was not
+# then. With -Winvalid-pch and -Werror a mismatch fails the build instead of silently parsing the
+# headers again. AUTOMOC's mocs_compilation.cpp (empty for a program whose .cpp includes its own
+# .moc) is compiled without the header: with it, each costs seconds of loading it.
 function(accel_pch_options target)
   target_compile_options(${target} PRIVATE -fPIC)
   set_source_files_properties(${CMAKE_CURRENT_BINARY_DIR}/${target}_autogen/mocs_compilation.cpp
@@ -37,11 +38,11 @@ endfunction()
 
 # accel_unity(<target> [SEPARATE src...]) compiles the target's units in batches of six, each batch
 # one unit (CMake's unity build), except the SEPARATE ones: the hand-written kernels, whose code must
-# not change with what else a batch holds, and files whose file-local helpers share a name. A batch reads its headers once: libtorch's templates,
-# which GCC instantiates again in every unit even from a precompiled header (about 10 s of an empty
-# unit's compile on a 2-core EPYC), and Qt's headers, parsed again in every unit. The price: a change
-# to one file recompiles its batch (a libtorch batch about 40 s there, against about 25 s for the
-# file alone).
+# not change with what else a batch holds, and files whose file-local helpers share a name. A batch
+# reads its headers once: libtorch's templates, which GCC instantiates again in every unit even from
+# a precompiled header (about 10 s of an empty unit's compile on a 2-core EPYC), and Qt's headers,
+# parsed again in every unit. The price: a change to one file recompiles its batch (a libtorch batch
+# about 40 s there, against about 25 s for the file alone).
 function(accel_unity target)
   cmake_parse_arguments(U "" "" "SEPARATE" ${ARGN})
   set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 6)
