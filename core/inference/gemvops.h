@@ -25,6 +25,10 @@ struct Avx512Ops {
     // Whether a one-output-row step over float32 weights prefetches ahead of its loads (gemvsteps.h,
     // prefetchAhead): as measured on the AVX-512 machine where the distance was chosen.
     static constexpr bool kPrefetchFloat32Rows = true;
+    // Weight rows shorter than this many bytes are read one at a time when x has one row (decode;
+    // gemvsteps.h, rows), as measured on the AVX-512 machine (docs/quantization.md, "One weight row
+    // at a time").
+    static constexpr int64_t kOneStreamRowBytes = 8192;
     __attribute__((target("avx512f"))) static V zero() { return _mm512_setzero_ps(); }
     __attribute__((target("avx512f"))) static V load(const float *p) { return _mm512_loadu_ps(p); }
     __attribute__((target("avx512f"))) static V load(const float *p, int64_t left)
@@ -58,6 +62,10 @@ struct Avx2Ops {
     // distance from 512 B to 8 KiB (docs/quantization.md, "Float32 rows without software
     // prefetch on AVX2"). Narrower weights (int8, bfloat16) prefetch at every instruction set.
     static constexpr bool kPrefetchFloat32Rows = false;
+    // Half the AVX-512 machine's: on the EPYC, bfloat16 rows of 4 KiB (the 1.1B Llama's k = 2048)
+    // read 1.2-1.4x faster four side by side than one at a time, and int8 rows of 5.5 KiB alike either
+    // way (docs/quantization.md, "Bfloat16 rows of 4 KiB side by side on AVX2").
+    static constexpr int64_t kOneStreamRowBytes = 4096;
     __attribute__((target("avx2,fma"))) static V zero() { return _mm256_setzero_ps(); }
     __attribute__((target("avx2,fma"))) static V load(const float *p) { return _mm256_loadu_ps(p); }
     template <class F>

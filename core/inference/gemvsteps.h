@@ -125,24 +125,21 @@ __attribute__((always_inline)) inline void step(const float *x, int64_t k, const
         }
 }
 
-// Weight rows shorter than this many bytes are read one at a time when x has one row (decode).
-// Measured on 2026-11-29 against the tree before, alternated (docs/quantization.md, "One weight row
-// at a time"): int8 products 15-30 % more GB/s at 1 and 2 threads, the 1.1B Llama's int8 decode
-// 30.6-33.9 tokens/s against 28.5-30.1; float32 rows of 8 KiB the same either way; float32 rows of
-// 22 KiB 13-16 % slower one at a time (there four long streams side by side keep more reads in
-// flight than one stream does).
-inline constexpr int64_t kOneStreamRowBytes = 8192;
-
 // Output rows [begin, end) for R rows of x. One row of x and weight rows shorter than
-// kOneStreamRowBytes: one output row at a time with four accumulators, so that each thread reads
-// one stream, its rows in storage order, prefetched kAheadBytes on. Otherwise kBlock output rows
-// side by side (each step prefetching the next kBlock rows), then one at a time.
+// Ops::kOneStreamRowBytes (gemvops.h: 8 KiB at AVX-512, 4 KiB at AVX2): one output row at a time
+// with four accumulators, so that each thread reads one stream, its rows in storage order,
+// prefetched kAheadBytes on. Measured on the AVX-512 machine on 2026-11-29 against four rows side by
+// side (docs/quantization.md, "One weight row at a time"): int8 products 15-30 % more GB/s at 1 and 2
+// threads, float32 rows of 8 KiB the same either way, float32 rows of 22 KiB 13-16 % slower one at
+// a time (there four long streams side by side keep more reads in flight than one stream does).
+// Otherwise kBlock output rows side by side (each step prefetching the next kBlock rows), then one
+// at a time.
 template <class Ops, class F, class Finish, int R>
 __attribute__((always_inline)) inline void rows(const float *x, int64_t k, const typename F::Element *w,
                                                 const Finish &finish, int64_t begin, int64_t end, int64_t n, float *out)
 {
     if constexpr (R == 1) {
-        if (k * int64_t(sizeof(typename F::Element)) < kOneStreamRowBytes) {
+        if (k * int64_t(sizeof(typename F::Element)) < Ops::kOneStreamRowBytes) {
             for (int64_t j = begin; j < end; ++j)
                 step<Ops, F, Finish, 1, 1, 4>(x, k, w, finish, j, n, out);
             return;

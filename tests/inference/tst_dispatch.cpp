@@ -651,7 +651,8 @@ void tst_Dispatch::int8KernelEqualsTheDequantizedProduct()
     };
     // Shapes with tails of every kind (k not a multiple of 8, 16 or 32, n not a multiple of 4), one
     // large enough (203 x 1029) to be split over both threads, and rows of at least
-    // kOneStreamRowBytes (21 x 8195), which one row of x reads four side by side, not one at a time.
+    // every ISA's kOneStreamRowBytes (21 x 8195), which one row of x reads four side by side, not one
+    // at a time.
     const std::vector<std::pair<int64_t, int64_t>> shapes{{203, 1029}, {64, 48}, {7, 3}, {9, 40}, {21, 8195}};
     for (const auto &[n, k] : shapes) {
         const QString shape = QStringLiteral("[%1 x %2]").arg(n).arg(k);
@@ -709,7 +710,8 @@ void tst_Dispatch::floatKernelEqualsTheExactProduct()
     at::set_num_threads(2);
     at::manual_seed(12);
     const std::vector<KernelIsa> isas = test::isasThisCpuRuns();
-    // 37 x 2061: rows of at least kOneStreamRowBytes, read four side by side also for one row of x.
+    // 37 x 2061: rows of at least every ISA's kOneStreamRowBytes, read four side by side also for one
+    // row of x.
     const std::vector<std::pair<int64_t, int64_t>> shapes{{203, 1029}, {64, 48},   {7, 3},
                                                           {9, 40},     {1030, 17}, {37, 2061}};
     for (const auto &[n, k] : shapes) {
@@ -957,7 +959,10 @@ void tst_Dispatch::bf16KernelEqualsTheExactProduct()
     const auto bits = [](const at::Tensor &t) {
         return reinterpret_cast<const uint16_t *>(t.data_ptr<at::BFloat16>());
     };
-    const std::vector<std::pair<int64_t, int64_t>> shapes{{203, 1029}, {64, 48}, {7, 3}, {9, 40}, {1030, 17}};
+    // 37 x 4103: rows of at least every ISA's kOneStreamRowBytes, read four side by side also for one
+    // row of x.
+    const std::vector<std::pair<int64_t, int64_t>> shapes{{203, 1029}, {64, 48},   {7, 3},
+                                                          {9, 40},     {1030, 17}, {37, 4103}};
     for (const auto &[n, k] : shapes) {
         const at::Tensor w = at::randn({n, k}).to(at::kBFloat16);
         for (const bool withBias : {false, true}) {
