@@ -1,7 +1,8 @@
 // Decode-shaped products with float32 weights: x [rows, k] times W [n, k] (a Linear's weight as
 // stored) transposed, plus an optional bias [n], every product and sum in float32. A decode step
-// is bound by reading the weights: each call streams each weight row once per kPassRows rows of x,
-// four output rows at a time (AVX-512F, or AVX2 with FMA, or a portable loop: kernelisa.h), with
+// is bound by reading the weights: each call reads each weight row from memory once, kPassRows rows
+// of x a pass (more rows: every pass over a cached chunk of the weight, gemvskeleton.h), four output
+// rows at a time (AVX-512F, or AVX2 with FMA, or a portable loop: kernelisa.h), with
 // the output rows split in pieces that the caller and the other at::get_num_threads() - 1 threads take
 // when they are free, without a team barrier (intraopteam.h's sharedPieces), so that a thread the
 // system holds back does not hold up the product. Includes no libtorch header.

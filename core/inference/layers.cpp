@@ -38,6 +38,13 @@ bool isSingleCpuFloatRow(const at::Tensor &flat)
     return flat.dim() == 2 && flat.size(0) == 1 && flat.is_cpu() && flat.scalar_type() == at::kFloat;
 }
 
+// Float32 rows on the CPU, as many as kOurKernelMostRows (layers.h).
+bool isFewCpuFloatRows(const at::Tensor &flat)
+{
+    return flat.dim() == 2 && flat.size(0) >= 1 && flat.size(0) <= kOurKernelMostRows && flat.is_cpu() &&
+           flat.scalar_type() == at::kFloat;
+}
+
 // One bfloat16 row on the CPU times a bfloat16 weight without autograd: bf16gemv.h's kernel (libtorch's
 // runs on the one intra-op thread a decode step leaves it, OneThreadedOps).
 bool takesBf16Gemv(const at::Tensor &flat, const at::Tensor &weight, const at::Tensor &bias)
@@ -71,17 +78,17 @@ at::Tensor linearRows(const at::Tensor &x, const at::Tensor &weight, const at::T
     auto flat = x.reshape({-1, x.size(-1)});
     if (takesBf16Gemv(flat, weight, bias))
         return bf16LinearRow(x, flat, weight, bias);
-    if (!isSingleCpuFloatRow(flat) || weight.scalar_type() != at::kFloat || !weight.is_cpu() || weight.dim() != 2 ||
+    if (!isFewCpuFloatRows(flat) || weight.scalar_type() != at::kFloat || !weight.is_cpu() || weight.dim() != 2 ||
         !weight.is_contiguous() || (bias.defined() && (bias.scalar_type() != at::kFloat || !bias.is_contiguous())) ||
         at::GradMode::is_enabled())
         return at::linear(x, weight, bias);
-    // Our float32 GEMV (floatgemv.h): libtorch's (MKL's sgemv) runs on one thread of an OpenMP
-    // region whose end waits for every team thread, which a loaded machine holds off its CPU.
+    // Our float32 kernel (floatgemv.h). For one row libtorch's (MKL's sgemv) also runs on one thread of
+    // an OpenMP region whose end waits for every team thread, which a loaded machine holds off its CPU.
     auto sizes = x.sizes().vec();
     sizes.back() = weight.size(0);
-    const at::Tensor row = flat.contiguous();
-    at::Tensor out = at::empty({1, weight.size(0)}, row.options());
-    f32::gemv(hostKernelIsa(), row.data_ptr<float>(), 1, weight.size(1), weight.data_ptr<float>(),
+    const at::Tensor rows = flat.contiguous();
+    at::Tensor out = at::empty({rows.size(0), weight.size(0)}, rows.options());
+    f32::gemv(hostKernelIsa(), rows.data_ptr<float>(), rows.size(0), weight.size(1), weight.data_ptr<float>(),
               bias.defined() ? bias.data_ptr<float>() : nullptr, weight.size(0), out.data_ptr<float>());
     return out.view(sizes);
 }

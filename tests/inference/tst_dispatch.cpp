@@ -702,7 +702,7 @@ static ExactProduct exactProduct(const at::Tensor &x, const at::Tensor &columns,
 // product of k float32 terms summed in any order is within gamma_k * sum_i |x_i w_i| of the exact
 // sum, and adding the bias rounds once more: (k + 2) u * (sum_i |x_i| |w_i| + |b|) covers it (u =
 // 2^-24). A wrong row, a lost tail of k or a missing bias is off by whole terms. Also through
-// linearRows, which a Linear's one-row forward takes, against at::linear.
+// linearRows, which a Linear's forward of up to kOurKernelMostRows rows takes.
 void tst_Dispatch::floatKernelEqualsTheExactProduct()
 {
     c10::InferenceMode guard;
@@ -710,15 +710,16 @@ void tst_Dispatch::floatKernelEqualsTheExactProduct()
     at::set_num_threads(2);
     at::manual_seed(12);
     const std::vector<KernelIsa> isas = test::isasThisCpuRuns();
-    // 37 x 2061: rows of at least every ISA's kOneStreamRowBytes, read four side by side also for one
-    // row of x.
+    // 600 x 2061: rows of at least every ISA's kOneStreamRowBytes, read four side by side also for one
+    // row of x; and pieces of several kChunkBytes chunks (32 rows each), which more rows of x than one
+    // pass serves (6, 9) take chunk by chunk.
     const std::vector<std::pair<int64_t, int64_t>> shapes{{203, 1029}, {64, 48},   {7, 3},
-                                                          {9, 40},     {1030, 17}, {37, 2061}};
+                                                          {9, 40},     {1030, 17}, {600, 2061}};
     for (const auto &[n, k] : shapes) {
         const at::Tensor w = at::randn({n, k});
         for (const bool withBias : {false, true}) {
             const at::Tensor bias = withBias ? at::randn({n}) : at::Tensor();
-            for (int64_t rows : {1, 2, 3, 4, 6}) {
+            for (int64_t rows : {1, 2, 3, 4, 6, 9}) {
                 const at::Tensor x = at::randn({rows, k});
                 const auto [want, bound] = exactProduct(x, w.t(), bias);
                 const QString what =
@@ -730,13 +731,11 @@ void tst_Dispatch::floatKernelEqualsTheExactProduct()
                     const double excess = ((out.to(at::kDouble) - want).abs() - bound).max().item<double>();
                     QVERIFY2(excess <= 0, qPrintable(what + " " + kernelIsaName(isa) + ": " + QString::number(excess)));
                 }
-                if (rows == 1) { // the decode path: one row, shaped [1, 1, k] as a block gives it
-                    const at::Tensor got = linearRows(x.view({1, 1, k}), w, bias);
-                    QCOMPARE(got.sizes().vec(), (std::vector<int64_t>{1, 1, n}));
-                    const double excess =
-                        ((got.view({1, n}).to(at::kDouble) - want).abs() - bound).max().item<double>();
-                    QVERIFY2(excess <= 0, qPrintable(what + " linearRows: " + QString::number(excess)));
-                }
+                // A block's input: [1, rows, k] (a decode step, or a prompt of that many tokens).
+                const at::Tensor got = linearRows(x.view({1, rows, k}), w, bias);
+                QCOMPARE(got.sizes().vec(), (std::vector<int64_t>{1, rows, n}));
+                const double excess = ((got.view({rows, n}).to(at::kDouble) - want).abs() - bound).max().item<double>();
+                QVERIFY2(excess <= 0, qPrintable(what + " linearRows: " + QString::number(excess)));
             }
         }
     }
