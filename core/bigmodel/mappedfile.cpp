@@ -141,4 +141,19 @@ void MappedFile::adviseSequential() const
     }
 }
 
+void MappedFile::populate(const std::byte *from, uint64_t bytes) const
+{
+#ifdef MADV_POPULATE_READ
+    if (!m_data || bytes == 0 || from < m_data || from + bytes > m_data + m_size)
+        return;
+    const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(from) / page * page;
+    const uintptr_t end = reinterpret_cast<uintptr_t>(from) + bytes;
+    ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_POPULATE_READ); // advisory: errors ignored
+#else
+    (void)from;
+    (void)bytes;
+#endif
+}
+
 } // namespace accel::bigmodel

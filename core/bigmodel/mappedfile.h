@@ -31,6 +31,12 @@ public:
     // Tells the kernel the bytes will be read soon, in order (madvise WILLNEED + SEQUENTIAL).
     void adviseSequential() const;
 
+    // Maps the pages holding [from, from + bytes) of this mapping in now (madvise
+    // MADV_POPULATE_READ, Linux 5.14 and later; elsewhere, or if the kernel refuses, nothing): for
+    // bytes kept resident and read at every forward, whose first read would otherwise fault them in
+    // during the first prompt. Bytes outside the mapping are left alone.
+    void populate(const std::byte *from, uint64_t bytes) const;
+
 private:
     MappedFile() = default;
     int m_guardSlot = -1; // this mapping's entry for the SIGBUS handler (-1: table full, unguarded)

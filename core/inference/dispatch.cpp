@@ -248,8 +248,14 @@ public:
         if (!view)
             return makeError(view.error().code, view.error().message, shard->path());
         m_loaded.insert(name);
-        if (!m_placement.isOffloaded(device))
-            return placeResident(name, device, *parameter, *view);
+        if (!m_placement.isOffloaded(device)) {
+            auto placed = placeResident(name, device, *parameter, *view);
+            // A weight left in the file's mapping is read at every forward: its pages are mapped in
+            // now, at the load, not by faults during the first prompt.
+            if (placed && parameter->value.data_ptr() == view->data_ptr() && shard->mapping())
+                shard->mapping()->populate(info.data, info.byteSize());
+            return placed;
+        }
         return offload(name, device, info, found->second, *view);
     }
 
