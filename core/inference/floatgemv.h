@@ -4,8 +4,9 @@
 // of x a pass (more rows: every pass over a cached chunk of the weight, gemvskeleton.h), four output
 // rows at a time (AVX-512F, or AVX2 with FMA, or a portable loop: kernelisa.h), with
 // the output rows split in pieces that the caller and the other at::get_num_threads() - 1 threads take
-// when they are free, without a team barrier (intraopteam.h's sharedPieces), so that a thread the
-// system holds back does not hold up the product. Includes no libtorch header.
+// when they are free: for one row of x without a team barrier (intraopteam.h's sharedPieces), so that a
+// thread the system holds back does not hold up a decode step; for more rows on libtorch's OpenMP team
+// (parallelPieces). Includes no libtorch header.
 #pragma once
 
 #include "core/inference/kernelisa.h"
