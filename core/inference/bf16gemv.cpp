@@ -30,7 +30,9 @@ void gemv(KernelIsa isa, const float *x, int64_t rows, int64_t k, const uint16_t
           uint16_t *out)
 {
     std::vector<float> &sum = sums(size_t(rows * n));
-    skeleton::product<Bf16Rows>(isa, x, rows, k, w, n, sum.data(), AddBias{bias}, &sharedPieces,
+    // As floatgemv.cpp splits: one row without a team barrier, more on libtorch's OpenMP team.
+    skeleton::product<Bf16Rows>(isa, x, rows, k, w, n, sum.data(), AddBias{bias},
+                                rows > 1 ? &parallelPieces : &sharedPieces,
                                 skeleton::rowsHolding(skeleton::kPieceBytes, k, sizeof(uint16_t)));
     for (int64_t i = 0; i < rows * n; ++i)
         out[i] = narrow(sum[i]);

@@ -204,7 +204,7 @@ DecodeDTypeChoice chooseDecodeDType(const std::vector<std::string> &cpuFlags, co
         return choice;
     }
     std::string flags;
-    for (const char *flag : {"amx_bf16", "avx512_bf16"})
+    for (const char *flag : kBf16GemmFlags)
         if (std::find(cpuFlags.begin(), cpuFlags.end(), flag) != cpuFlags.end())
             flags += (flags.empty() ? "" : " ") + std::string(flag);
     if (flags.empty()) {

@@ -45,4 +45,18 @@ const std::vector<std::string> &hostCpuFlags()
     return flags;
 }
 
+bool hasBf16GemmFlags(const std::vector<std::string> &cpuFlags)
+{
+    for (const char *flag : kBf16GemmFlags)
+        if (std::find(cpuFlags.begin(), cpuFlags.end(), flag) != cpuFlags.end())
+            return true;
+    return false;
+}
+
+bool bf16GemmHere()
+{
+    static const bool here = hasBf16GemmFlags(hostCpuFlags());
+    return here;
+}
+
 } // namespace accel::inference

@@ -18,4 +18,12 @@ KernelIsa hostKernelIsa();
 // This CPU's flags (hardware::parseCpuInfo's) from /proc/cpuinfo, read once; none when it cannot be read.
 const std::vector<std::string> &hostCpuFlags();
 
+// The CPU flags of instructions libtorch's bfloat16 GEMM runs on: AMX tiles (amx_bf16) or
+// AVX512_BF16's dot pairs (avx512_bf16). Without either it widens every value in software.
+inline constexpr const char *kBf16GemmFlags[] = {"amx_bf16", "avx512_bf16"};
+// Whether cpuFlags name any of kBf16GemmFlags.
+bool hasBf16GemmFlags(const std::vector<std::string> &cpuFlags);
+// This CPU's (hostCpuFlags()), read once.
+bool bf16GemmHere();
+
 } // namespace accel::inference

@@ -45,29 +45,35 @@ bool isFewCpuFloatRows(const at::Tensor &flat)
            flat.scalar_type() == at::kFloat;
 }
 
-// One bfloat16 row on the CPU times a bfloat16 weight without autograd: bf16gemv.h's kernel (libtorch's
-// runs on the one intra-op thread a decode step leaves it, OneThreadedOps).
+// Bfloat16 rows on the CPU times a bfloat16 weight without autograd: bf16gemv.h's kernel for one row
+// (libtorch's runs on the one intra-op thread a decode step leaves it, OneThreadedOps), and for up to
+// kOurKernelMostRows where libtorch's bfloat16 GEMM has no instructions of its own (bf16GemmHere):
+// there it widens every value in software: the 1.1B Llama's 16-token prompt in bfloat16 took
+// 1798-1940 ms to the first token through it on the AVX2 EPYC, 516-560 ms through ours
+// (docs/quantization.md, "Prompts through the decode kernel").
 bool takesBf16Gemv(const at::Tensor &flat, const at::Tensor &weight, const at::Tensor &bias)
 {
-    return flat.dim() == 2 && flat.size(0) == 1 && flat.is_cpu() && flat.scalar_type() == at::kBFloat16 &&
-           weight.scalar_type() == at::kBFloat16 && weight.is_cpu() && weight.dim() == 2 && weight.is_contiguous() &&
-           flat.size(1) == weight.size(1) &&
+    return flat.dim() == 2 &&
+           (flat.size(0) == 1 || (flat.size(0) > 1 && flat.size(0) <= kOurKernelMostRows && !bf16GemmHere())) &&
+           flat.is_cpu() && flat.scalar_type() == at::kBFloat16 && weight.scalar_type() == at::kBFloat16 &&
+           weight.is_cpu() && weight.dim() == 2 && weight.is_contiguous() && flat.size(1) == weight.size(1) &&
            (!bias.defined() || (bias.scalar_type() == at::kBFloat16 && bias.is_cpu() && bias.is_contiguous() &&
                                 bias.dim() == 1 && bias.size(0) == weight.size(0))) &&
            !at::GradMode::is_enabled();
 }
 
-at::Tensor bf16LinearRow(const at::Tensor &x, const at::Tensor &flat, const at::Tensor &weight, const at::Tensor &bias)
+at::Tensor bf16LinearRows(const at::Tensor &x, const at::Tensor &flat, const at::Tensor &weight, const at::Tensor &bias)
 {
     auto sizes = x.sizes().vec();
     sizes.back() = weight.size(0);
-    const at::Tensor row = flat.contiguous();
-    at::Tensor out = at::empty({1, weight.size(0)}, row.options());
+    const at::Tensor rows = flat.contiguous();
+    at::Tensor out = at::empty({rows.size(0), weight.size(0)}, rows.options());
     const auto bits = [](const at::Tensor &t) {
         return reinterpret_cast<const uint16_t *>(t.data_ptr<at::BFloat16>());
     };
-    bf16::gemv(hostKernelIsa(), bits(row), 1, weight.size(1), bits(weight), bias.defined() ? bits(bias) : nullptr,
-               weight.size(0), reinterpret_cast<uint16_t *>(out.data_ptr<at::BFloat16>()));
+    bf16::gemv(hostKernelIsa(), bits(rows), rows.size(0), weight.size(1), bits(weight),
+               bias.defined() ? bits(bias) : nullptr, weight.size(0),
+               reinterpret_cast<uint16_t *>(out.data_ptr<at::BFloat16>()));
     return out.view(sizes);
 }
 
@@ -77,7 +83,7 @@ at::Tensor linearRows(const at::Tensor &x, const at::Tensor &weight, const at::T
 {
     auto flat = x.reshape({-1, x.size(-1)});
     if (takesBf16Gemv(flat, weight, bias))
-        return bf16LinearRow(x, flat, weight, bias);
+        return bf16LinearRows(x, flat, weight, bias);
     if (!isFewCpuFloatRows(flat) || weight.scalar_type() != at::kFloat || !weight.is_cpu() || weight.dim() != 2 ||
         !weight.is_contiguous() || (bias.defined() && (bias.scalar_type() != at::kFloat || !bias.is_contiguous())) ||
         at::GradMode::is_enabled())

@@ -188,7 +188,9 @@ inline constexpr int64_t kOurKernelMostRows = 64;
 
 // x [..., in] times weight [out, in] transposed (+ bias [out]): at::linear, except on the CPU
 // without autograd for float32 x of up to kOurKernelMostRows rows, and bfloat16 x of one row (a
-// decode step), which go through floatgemv.h's or bf16gemv.h's kernel.
+// decode step) or, where libtorch's bfloat16 GEMM has no instructions of its own (kernelisa.h's
+// bf16GemmHere), of up to kOurKernelMostRows rows, which go through floatgemv.h's or bf16gemv.h's
+// kernel.
 at::Tensor linearRows(const at::Tensor &x, const at::Tensor &weight, const at::Tensor &bias);
 
 // gelu_new/gelu_pytorch_tanh/gelu_fast (tanh approximation), gelu (erf), relu, silu/swish.
