@@ -571,10 +571,7 @@ void tst_InferenceWorker::gpt2DtypeAutoTimesItsConv1D()
     const QJsonObject json = QJsonDocument::fromJson(r.out.toUtf8()).object();
     const QJsonObject choice = json["dtype_choice"].toObject();
     const QString dtype = choice["dtype"].toString(), reason = choice["reason"].toString();
-    const auto &flags = inference::hostCpuFlags();
-    const bool capable =
-        std::count(flags.begin(), flags.end(), "avx512_bf16") + std::count(flags.begin(), flags.end(), "amx_bf16") > 0;
-    if (capable)
+    if (inference::bf16GemmHere())
         QVERIFY2(reason.contains(QString("a 1 x %1 by %1 x %2 Conv1D (weight [in, out]) product (copies: ")
                                      .arg(m_gpt2.hidden)
                                      .arg(m_gpt2.inter)),
