@@ -85,7 +85,9 @@ at::Tensor linearRows(const at::Tensor &x, const at::Tensor &weight, const at::T
     if (takesBf16Gemv(flat, weight, bias))
         return bf16LinearRows(x, flat, weight, bias);
     if (!isFewCpuFloatRows(flat) || weight.scalar_type() != at::kFloat || !weight.is_cpu() || weight.dim() != 2 ||
-        !weight.is_contiguous() || (bias.defined() && (bias.scalar_type() != at::kFloat || !bias.is_contiguous())) ||
+        !weight.is_contiguous() || flat.size(1) != weight.size(1) ||
+        (bias.defined() && (bias.scalar_type() != at::kFloat || !bias.is_cpu() || !bias.is_contiguous() ||
+                            bias.numel() != weight.size(0))) ||
         at::GradMode::is_enabled())
         return at::linear(x, weight, bias);
     // Our float32 kernel (floatgemv.h). For one row libtorch's (MKL's sgemv) also runs on one thread of
