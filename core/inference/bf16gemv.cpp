@@ -30,9 +30,7 @@ void gemv(KernelIsa isa, const float *x, int64_t rows, int64_t k, const uint16_t
           uint16_t *out)
 {
     std::vector<float> &sum = sums(size_t(rows * n));
-    // As floatgemv.cpp splits: one row without a team barrier, more on libtorch's OpenMP team.
-    skeleton::product<Bf16Rows>(isa, x, rows, k, w, n, sum.data(), AddBias{bias},
-                                rows > 1 ? &parallelPieces : &sharedPieces,
+    skeleton::product<Bf16Rows>(isa, x, rows, k, w, n, sum.data(), AddBias{bias}, piecesForRows(rows),
                                 skeleton::rowsHolding(skeleton::kPieceBytes, k, sizeof(uint16_t)));
     for (int64_t i = 0; i < rows * n; ++i)
         out[i] = narrow(sum[i]);

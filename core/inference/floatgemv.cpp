@@ -31,15 +31,7 @@ struct AddBias {
 void gemv(KernelIsa isa, const float *x, int64_t rows, int64_t k, const float *w, const float *bias, int64_t n,
           float *out)
 {
-    // One row (a decode step) shares its pieces without a team barrier (sharedPieces). More rows (a
-    // prompt) take libtorch's OpenMP team (parallelPieces; inside a decode scope it runs as
-    // sharedPieces): outside that scope sharedPieces' helper is a task of the inter-op pool, which
-    // waits for a wake-up and then for the core that the team's thread spins on after each of the
-    // prompt's libtorch operations. The 1.1B Llama's 16-token prompt: 696-798 ms to the first token
-    // so, 1043-1184 ms through sharedPieces (docs/quantization.md, "Prompts through the decode
-    // kernel").
-    skeleton::product<Float32Rows>(isa, x, rows, k, w, n, out, AddBias{bias},
-                                   rows > 1 ? &parallelPieces : &sharedPieces,
+    skeleton::product<Float32Rows>(isa, x, rows, k, w, n, out, AddBias{bias}, piecesForRows(rows),
                                    skeleton::rowsHolding(skeleton::kPieceBytes, k, sizeof(float)));
 }
 

@@ -6,7 +6,7 @@
 // the output rows split in pieces that the caller and the other at::get_num_threads() - 1 threads take
 // when they are free: for one row of x without a team barrier (intraopteam.h's sharedPieces), so that a
 // thread the system holds back does not hold up a decode step; for more rows on libtorch's OpenMP team
-// (parallelPieces). Includes no libtorch header.
+// (parallelPieces; intraopteam.h's piecesForRows). Includes no libtorch header.
 #pragma once
 
 #include "core/inference/kernelisa.h"

@@ -16,6 +16,7 @@
 #pragma once
 
 #include "core/inference/gemvsteps.h"
+#include "core/inference/intraopteam.h"
 #include "core/inference/kernelisa.h"
 
 #include <algorithm>
@@ -33,8 +34,6 @@ inline int64_t rowsHolding(int64_t bytes, int64_t k, int64_t elementBytes)
     return bytes / elementBytes / std::max<int64_t>(k, 1);
 }
 inline constexpr int64_t kPieceBytes = int64_t(64) << 10; // a float32 or bfloat16 product's pieces
-
-using Split = void (*)(int64_t n, int64_t align, int64_t minimum, const std::function<void(int64_t, int64_t)> &body);
 
 template <class F, class Finish>
 void portable(int rows, const float *x, int64_t k, const typename F::Element *w, const Finish &finish, int64_t begin,
@@ -64,7 +63,7 @@ inline constexpr int64_t kChunkBytes = int64_t(256) << 10;
 // of weights, every pass over a chunk before the next.
 template <class F, class Finish>
 void product(KernelIsa isa, const float *x, int64_t rows, int64_t k, const typename F::Element *w, int64_t n,
-             float *out, const Finish &finish, Split split, int64_t minimumRows)
+             float *out, const Finish &finish, Pieces split, int64_t minimumRows)
 {
     using Kernel = void (*)(const float *, int64_t, const typename F::Element *, const Finish &, int64_t, int64_t,
                             int64_t, float *);

@@ -120,6 +120,11 @@ namespace {
 std::atomic<int> g_sharedThreads{0}; // set while a OneThreadedOps scope lives
 } // namespace
 
+Pieces piecesForRows(int64_t rows)
+{
+    return rows > 1 ? &parallelPieces : &sharedPieces;
+}
+
 int sharedThreads()
 {
     const int set = g_sharedThreads.load();

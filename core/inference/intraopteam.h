@@ -32,6 +32,16 @@ void parallelPieces(int64_t n, int64_t align, int64_t minimum, const std::functi
 // instead. body must not throw and is never called after this returns.
 void sharedPieces(int64_t n, int64_t align, int64_t minimum, const std::function<void(int64_t, int64_t)> &body);
 
+// The split of a decode kernel's product (floatgemv.h, bf16gemv.h) with `rows` rows of x: one row (a
+// decode step) sharedPieces, without a team barrier; more (a prompt) parallelPieces, libtorch's OpenMP
+// team (inside a OneThreadedOps scope that runs as sharedPieces too). Outside that scope sharedPieces'
+// helper is a task of the inter-op pool, which waits for a wake-up and then for the core the team's
+// thread spins on after each of the prompt's libtorch operations: the 1.1B Llama's 16-token prompt
+// took 1043-1184 ms to the first token so, 696-798 ms on the team (docs/quantization.md, "Prompts
+// through the decode kernel").
+using Pieces = void (*)(int64_t n, int64_t align, int64_t minimum, const std::function<void(int64_t, int64_t)> &body);
+Pieces piecesForRows(int64_t rows);
+
 // The threads sharedPieces shares among: at::get_num_threads(), or the count it had when the live
 // OneThreadedOps scope began.
 int sharedThreads();
