@@ -21,6 +21,7 @@
 #include "core/inference/int8kernel.h"
 #include "core/inference/intraopteam.h"
 #include "core/inference/quantization.h"
+#include "tests/bench/inference/benchinference.h"
 #include "tests/helpers/benchreport.h"
 #include "tests/helpers/testsupport.h"
 
@@ -46,27 +47,9 @@ using namespace accel;
 using accel::test::bench;
 using accel::test::median;
 
-class tst_BenchInference : public QObject {
-    Q_OBJECT
+namespace accel::benchinference {
 
-private Q_SLOTS:
-    void gpt2Small();
-    void gpt2SmallQuantized();
-    void peers_data();
-    void peers();
-    void pinnedThreads();
-    void int8Kernels_data();
-    void int8Kernels();
-    void bf16Products();
-};
-
-static constexpr int kThreads = 2;
-static constexpr int kPrefill = 256;
-static constexpr int kDecode = 64;
-static constexpr int kRounds = 3;
-
-// Greedy, kDecode tokens after the first, never stopping early.
-static inference::SamplingOptions greedyDecode()
+inference::SamplingOptions greedyDecode()
 {
     inference::SamplingOptions sampling;
     sampling.greedy = true;
@@ -75,8 +58,7 @@ static inference::SamplingOptions greedyDecode()
     return sampling;
 }
 
-// A peer's `name value` lines.
-static QMap<QString, double> readFigures(QProcess &python)
+QMap<QString, double> readFigures(QProcess &python)
 {
     QMap<QString, double> figures;
     for (const QString &line : QString::fromUtf8(python.readAllStandardOutput()).split('\n', Qt::SkipEmptyParts)) {
@@ -86,6 +68,16 @@ static QMap<QString, double> readFigures(QProcess &python)
     }
     return figures;
 }
+
+double loadAverage()
+{
+    auto text = fileutil::readFile("/proc/loadavg");
+    return text ? std::atof(text->c_str()) : -1;
+}
+
+} // namespace accel::benchinference
+
+using namespace accel::benchinference;
 
 // The GPT-2-small-shaped random checkpoint (float32) in `folder`.
 static void writeGpt2Small(const std::string &folder)
@@ -300,8 +292,7 @@ static void writeLlama1B(const std::string &folder)
             "tie_word_embeddings": false, "torch_dtype": "float32"})"));
 }
 
-// peers_data's shapes.
-static void writeShape(const QString &shape, const std::string &folder)
+void accel::benchinference::writeShape(const QString &shape, const std::string &folder)
 {
     if (shape == "gpt2-small")
         writeGpt2Small(folder);
@@ -317,156 +308,6 @@ void tst_BenchInference::peers_data()
     // ACCEL_BENCH_SKIP_1B=1 leaves out the 4.4 GB model (its checkpoint, three peers' copies).
     if (qEnvironmentVariableIntValue("ACCEL_BENCH_SKIP_1B") == 0)
         QTest::newRow("llama-1b") << QString("llama-1b") << 16;
-}
-
-// Every peer on the same float32 checkpoint, 2 threads, greedy decode after a 16-token prompt, one
-// run each: ours at float32, bfloat16 and int8 in this process and again through `accel-worker
-// generate` in a process of its own, as a user runs it and as each peer runs (and float32 with the
-// intra-op threads pinned), transformers' generate at the same dtypes, llama.cpp at F32 and Q8_0
-// (bench_llamacpp.py, through llama-cpp-python: ACCEL_BENCH_LLAMACPP_PYTHON names an interpreter
-// that has it, else ACCEL_PYTHON), and each of ours against its bandwidth bound (the bandwidth read
-// right after its decode, and the one read at the start beside it). Also which dtype the
-// capability-and-measurement rule (decodebound.h) picks on this CPU.
-void tst_BenchInference::peers()
-{
-    QFETCH(QString, shape);
-    QFETCH(int, decodeTokens);
-    const QString interpreter = qEnvironmentVariable("ACCEL_PYTHON");
-    if (interpreter.isEmpty())
-        QSKIP("ACCEL_PYTHON is not set: run through ctest (the project's Python environment is the peer)");
-    QString llamaPython = qEnvironmentVariable("ACCEL_BENCH_LLAMACPP_PYTHON");
-    if (llamaPython.isEmpty())
-        llamaPython = interpreter;
-    QTemporaryDir dir;
-    const std::string folder = dir.path().toStdString();
-    writeShape(shape, folder);
-    if (QTest::currentTestFailed())
-        return;
-    at::set_num_threads(kThreads);
-    const double bandwidth = inference::memoryBandwidth();
-    std::vector<int64_t> prompt(16);
-    for (int i = 0; i < 16; ++i)
-        prompt[i] = 100 + i;
-    inference::SamplingOptions sampling = greedyDecode();
-    sampling.maxNewTokens = decodeTokens + 1;
-    const QByteArray tag = shape.toLatin1().replace('-', '_');
-    auto peer = [&](const QString &python, const QString &script, const QString &kind) {
-        QProcess process;
-        process.start(python, {test::sourceDir() + "/tests/bench/inference/" + script, QString::fromStdString(folder),
-                               QString::number(kThreads), QString::number(decodeTokens), kind});
-        const bool finished = process.waitForFinished(1800000);
-        auto figures = readFigures(process);
-        if (!finished || process.exitCode() != 0)
-            std::printf("PEER %s %s failed (exit %d): %s\n", qPrintable(script), qPrintable(kind), process.exitCode(),
-                        process.readAllStandardError().right(600).constData());
-        return figures;
-    };
-    auto report = [&](const QByteArray &name, double decode, double firstMs, const QString &extra) {
-        bench(("peers_" + tag + "_decode_" + name).constData(), decode, "tokens/s", extra);
-        bench(("peers_" + tag + "_first_token_" + name).constData(), firstMs, "ms");
-    };
-
-    // Ours, then the two peers, dtype by dtype.
-    const std::vector<std::pair<const char *, const char *>> rows = {
-        {"float32", "f32"}, {"bfloat16", ""}, {"int8", "q8_0"}};
-    for (const auto &[dtype, ggml] : rows) {
-        inference::LoadOptions options;
-        options.threads = kThreads;
-        if (std::strcmp(dtype, "bfloat16") == 0)
-            options.dispatch.computeDType = "bfloat16";
-        if (std::strcmp(dtype, "int8") == 0)
-            options.quantization.method = "int8";
-        double decode = 0;
-        { // ours, released before the peers load their copies
-            auto model = inference::InferenceModel::load(folder, options);
-            QVERIFY2(model, model ? "" : model.error().toString().c_str());
-            const uint64_t weightBytes = inference::decodeBytes(**model).perToken;
-            auto generated = inference::generate(**model, {prompt}, sampling);
-            QVERIFY(generated);
-            decode = generated->stats.decodeTokensPerSecond;
-            // The bound of the bandwidth read right after this decode, and of the one read at the start.
-            const double after = inference::measureMemoryBandwidthNow().bytesPerSecond;
-            const double bound = after / double(weightBytes);
-            report(QByteArray("ours_") + dtype, decode, generated->stats.timeToFirstTokenMs,
-                   QString("bound=%1 of_bound=%2 (%3_GB/s,%4_MB/token) of_start_bound=%5 (%6_GB/s)")
-                       .arg(bound, 0, 'f', 2)
-                       .arg(decode / bound, 0, 'f', 2)
-                       .arg(after / 1e9, 0, 'f', 1)
-                       .arg(weightBytes / 1e6, 0, 'f', 0)
-                       .arg(decode / (bandwidth / double(weightBytes)), 0, 'f', 2)
-                       .arg(bandwidth / 1e9, 0, 'f', 1));
-        }
-        { // ours again as a user runs it: `accel-worker generate`, a process of its own as each peer is
-            QStringList args{"generate",
-                             QString::fromStdString(folder),
-                             "--threads",
-                             QString::number(kThreads),
-                             "--greedy",
-                             "--max-new-tokens",
-                             QString::number(decodeTokens + 1),
-                             "--json",
-                             "--input-ids"};
-            QStringList ids;
-            for (int64_t id : prompt)
-                ids << QString::number(id);
-            args << ids.join(',');
-            if (std::strcmp(dtype, "bfloat16") == 0)
-                args << "--dtype"
-                     << "bfloat16";
-            if (std::strcmp(dtype, "int8") == 0)
-                args << "--quantization"
-                     << "int8";
-            QProcess worker;
-            worker.start(test::binDir() + "/accel-worker", args);
-            const bool finished = worker.waitForFinished(1800000);
-            const auto out = nlohmann::json::parse(worker.readAllStandardOutput().toStdString(), nullptr, false);
-            if (!finished || worker.exitCode() != 0 || !out.is_object() || !out.contains("stats"))
-                std::printf("WORKER %s failed (exit %d): %s\n", dtype, worker.exitCode(),
-                            worker.readAllStandardError().right(600).constData());
-            else {
-                const double workerDecode = out["stats"].value("decode_tokens_per_second", 0.0);
-                const double workerBound = out["decode_bound"].value("tokens_per_s", 0.0);
-                report(QByteArray("worker_") + dtype, workerDecode, out["stats"].value("time_to_first_token_ms", 0.0),
-                       QString("worker/in_process=%1 (its bound %2_tokens/s, read after its decode: of_bound=%3)")
-                           .arg(workerDecode / decode, 0, 'f', 2)
-                           .arg(workerBound, 0, 'f', 2)
-                           .arg(workerDecode / std::max(1e-9, workerBound), 0, 'f', 2));
-            }
-        }
-        const auto hf = peer(interpreter, "bench_transformers.py", dtype);
-        if (hf.value("decode") > 0)
-            report(QByteArray("transformers_") + dtype, hf.value("decode"), hf.value("first_token_ms"),
-                   QString("ours/transformers=%1").arg(decode / hf.value("decode"), 0, 'f', 2));
-        if (*ggml) {
-            const auto cpp = peer(llamaPython, "bench_llamacpp.py", ggml);
-            if (cpp.value("decode") > 0)
-                report(QByteArray("llamacpp_") + ggml, cpp.value("decode"), cpp.value("first_token_ms"),
-                       QString("ours/llamacpp=%1 (%2_MB_of_tensors)")
-                           .arg(decode / cpp.value("decode"), 0, 'f', 2)
-                           .arg(cpp.value("weight_bytes") / 1e6, 0, 'f', 0));
-        }
-    }
-    // The dtype rule on this CPU, and float32 again with the intra-op threads pinned.
-    std::vector<std::string> flags;
-    if (auto cpuinfo = fileutil::readFile("/proc/cpuinfo"))
-        flags = hardware::parseCpuInfo(*cpuinfo).flags;
-    const auto choice =
-        inference::chooseDecodeDType(flags, "float32", [] { return inference::measureDecodeProducts(); });
-    std::printf("DTYPE %s chose %s: %s\n", tag.constData(), choice.dtype.c_str(), choice.reason.c_str());
-    auto pinned = inference::pinIntraOpThreads();
-    QVERIFY2(pinned, pinned ? "" : pinned.error().toString().c_str());
-    QString cpus;
-    for (int cpu : *pinned)
-        cpus += (cpus.isEmpty() ? "" : ",") + QString::number(cpu);
-    inference::LoadOptions options;
-    options.threads = kThreads;
-    auto model = inference::InferenceModel::load(folder, options);
-    QVERIFY2(model, model ? "" : model.error().toString().c_str());
-    auto generated = inference::generate(**model, {prompt}, sampling);
-    QVERIFY(generated);
-    report("ours_float32_pinned", generated->stats.decodeTokensPerSecond, generated->stats.timeToFirstTokenMs,
-           "cpus=" + cpus);
-    QVERIFY(inference::unpinIntraOpThreads());
 }
 
 // Decode with the intra-op threads pinned (pinIntraOpThreads) against the same model unpinned: GPT-2
@@ -521,13 +362,6 @@ void tst_BenchInference::pinnedThreads()
 void tst_BenchInference::int8Kernels_data()
 {
     peers_data();
-}
-
-// The 1-minute load average (/proc/loadavg), for telling a noisy round from a real change.
-static double loadAverage()
-{
-    auto text = fileutil::readFile("/proc/loadavg");
-    return text ? std::atof(text->c_str()) : -1;
 }
 
 // Int8 decode with each kernel (int8kernel.h: ours, libtorch's _weight_int8pack_mm) on one loaded
@@ -716,4 +550,3 @@ int main(int argc, char **argv)
     tst_BenchInference bench;
     return QTest::qExec(&bench, argc, argv);
 }
-#include "bench_inference.moc"

@@ -3,7 +3,10 @@
 written as GGUF with the `gguf` package, then run by llama.cpp through llama-cpp-python, greedy, with
 its KV cache, THREADS threads.
 
-  bench_llamacpp.py FOLDER THREADS DECODE_TOKENS TYPE   (TYPE: f32, q8_0)
+  bench_llamacpp.py FOLDER THREADS DECODE_TOKENS TYPE [GGUF]   (TYPE: f32, q8_0)
+
+GGUF, when given, is where the converted file is kept: written when it is not there yet, read as it
+is when it is (bench_inference runs this in several rounds on one conversion).
 
 TYPE f32 writes every tensor as stored; q8_0 writes the Linear layers' weights of the blocks as
 llama.cpp's Q8_0 (blocks of 32 int8 values with one float16 scale, quantized by the gguf package's
@@ -147,9 +150,15 @@ def write_gguf(folder, kind, path):
 
 def main():
     folder, threads, tokens, kind = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+    kept = sys.argv[5] if len(sys.argv) > 5 else None
     with tempfile.TemporaryDirectory() as scratch:
-        path = os.path.join(scratch, "model.gguf")
-        weight_bytes = write_gguf(folder, kind, path)
+        path = kept or os.path.join(scratch, "model.gguf")
+        if kept and os.path.exists(kept):
+            weight_bytes = sum(int(t.n_bytes) for t in gguf.GGUFReader(kept).tensors)
+        else:
+            weight_bytes = write_gguf(folder, kind, path + ".part" if kept else path)
+            if kept:
+                os.replace(path + ".part", path)
         model = llama_cpp.Llama(model_path=path, n_threads=threads, n_threads_batch=threads, n_ctx=256, n_batch=64,
                                 logits_all=False, verbose=False, seed=0)
         prompt = [(100 + i) % model.n_vocab() for i in range(16)]  # the bench models: 100..115
