@@ -46,17 +46,17 @@ bool isFewCpuFloatRows(const at::Tensor &flat)
 }
 
 // Bfloat16 rows on the CPU times a bfloat16 weight without autograd: bf16gemv.h's kernel for one row
-// (libtorch's runs on the one intra-op thread a decode step leaves it, OneThreadedOps), and for up to
-// kOurKernelMostRows where libtorch's bfloat16 GEMM has no instructions of its own (bf16GemmHere):
+// (libtorch's runs on the one intra-op thread a decode step leaves it, OneThreadedOps), and for any
+// number of rows where libtorch's bfloat16 GEMM has no instructions of its own (bf16GemmHere):
 // there it widens every value in software: the 1.1B Llama's 16-token prompt in bfloat16 took
-// 1798-1940 ms to the first token through it on the AVX2 EPYC, 516-560 ms through ours
-// (docs/quantization.md, "Prompts through the decode kernel").
+// 1798-1940 ms to the first token through it on the AVX2 EPYC, 516-560 ms through ours, its
+// 128-token prompt 14.3-15.5 s and 4.5-6.1 s (docs/quantization.md, "Prompts through the decode
+// kernel", "Bfloat16 prompts of any length through our kernels").
 bool takesBf16Gemv(const at::Tensor &flat, const at::Tensor &weight, const at::Tensor &bias)
 {
-    return flat.dim() == 2 &&
-           (flat.size(0) == 1 || (flat.size(0) > 1 && flat.size(0) <= kOurKernelMostRows && !bf16GemmHere())) &&
-           flat.is_cpu() && flat.scalar_type() == at::kBFloat16 && weight.scalar_type() == at::kBFloat16 &&
-           weight.is_cpu() && weight.dim() == 2 && weight.is_contiguous() && flat.size(1) == weight.size(1) &&
+    return flat.dim() == 2 && (flat.size(0) == 1 || (flat.size(0) > 1 && !bf16GemmHere())) && flat.is_cpu() &&
+           flat.scalar_type() == at::kBFloat16 && weight.scalar_type() == at::kBFloat16 && weight.is_cpu() &&
+           weight.dim() == 2 && weight.is_contiguous() && flat.size(1) == weight.size(1) &&
            (!bias.defined() || (bias.scalar_type() == at::kBFloat16 && bias.is_cpu() && bias.is_contiguous() &&
                                 bias.dim() == 1 && bias.size(0) == weight.size(0))) &&
            !at::GradMode::is_enabled();
@@ -412,18 +412,27 @@ at::Tensor Conv1D::forward(const at::Tensor &x)
                          bias.data_ptr<float>(), m_out, out.data_ptr<float>());
         return withLora(input, out.view(sizes));
     }
-    if (rows.dim() == 2 && rows.size(0) == 1 && rows.is_cpu() && rows.scalar_type() == at::kBFloat16 &&
-        weight.scalar_type() == at::kBFloat16 && weight.is_cpu() && weight.is_contiguous() && weight.dim() == 2 &&
-        weight.size(0) == rows.size(1) && weight.size(1) == m_out && bias.scalar_type() == at::kBFloat16 &&
-        bias.is_cpu() && bias.is_contiguous() && bias.numel() == m_out && !at::GradMode::is_enabled()) {
-        // The same at bfloat16: widened, float32 sums, one rounding (libtorch's addmm runs on one thread).
-        const at::Tensor row = rows.contiguous();
-        at::Tensor out = at::empty({m_out}, row.options());
+    if (rows.dim() == 2 && rows.is_cpu() && rows.scalar_type() == at::kBFloat16 &&
+        (rows.size(0) == 1 || (rows.size(0) > 1 && !bf16GemmHere())) && weight.scalar_type() == at::kBFloat16 &&
+        weight.is_cpu() && weight.is_contiguous() && weight.dim() == 2 && weight.size(0) == rows.size(1) &&
+        weight.size(1) == m_out && bias.scalar_type() == at::kBFloat16 && bias.is_cpu() && bias.is_contiguous() &&
+        bias.numel() == m_out && !at::GradMode::is_enabled()) {
+        // The same at bfloat16: widened, float32 sums, one rounding (libtorch's addmm runs on one
+        // thread). One row is a decode step. A prompt's rows take it too, one row after another,
+        // where libtorch's bfloat16 GEMM has no instructions of its own (bf16GemmHere): each row
+        // reads the weight again, but that GEMM widens every value in software. GPT-2 small's
+        // 16-token prompt took 3.1-3.4 s to the first token through it on the AVX2 EPYC, 0.15-0.22
+        // s so; 512 tokens 105-106 s and 6.7-7.2 s (docs/quantization.md, "Bfloat16 prompts of any
+        // length through our kernels").
+        const at::Tensor in = rows.contiguous();
+        at::Tensor out = at::empty({in.size(0), m_out}, in.options());
         const auto bits = [](const at::Tensor &t) {
             return reinterpret_cast<const uint16_t *>(t.data_ptr<at::BFloat16>());
         };
-        bf16::gemvColumns(hostKernelIsa(), bits(row), weight.size(0), bits(weight), bits(bias), m_out,
-                          reinterpret_cast<uint16_t *>(out.data_ptr<at::BFloat16>()));
+        auto *o = reinterpret_cast<uint16_t *>(out.data_ptr<at::BFloat16>());
+        for (int64_t r = 0; r < in.size(0); ++r)
+            bf16::gemvColumns(hostKernelIsa(), bits(in) + r * in.size(1), weight.size(0), bits(weight), bits(bias),
+                              m_out, o + r * m_out);
         return withLora(input, out.view(sizes));
     }
     if (isSingleCpuFloatRow(rows) && weight.scalar_type() == at::kFloat)

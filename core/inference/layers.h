@@ -183,14 +183,15 @@ private:
 // weight's panels first; ours reads each weight once from memory. Measured on the AVX2 EPYC, the
 // 1.1B Llama's 154 block weights from its file mapping, 2 threads, a prompt's products: libtorch's
 // at::linear 1443 ms at 4 rows, 1515 at 16, 2587 at 64, 3596 at 128; ours 242, 624, 2138 and 4232
-// ms (docs/quantization.md, "Prompts through the decode kernel").
+// ms (docs/quantization.md, "Prompts through the decode kernel"). Bfloat16 prompts, Linear and
+// Conv1D, take ours at any length where libtorch's bfloat16 GEMM has no instructions of its own
+// (kernelisa.h's bf16GemmHere), since that GEMM then widens every value in software.
 inline constexpr int64_t kOurKernelMostRows = 64;
 
 // x [..., in] times weight [out, in] transposed (+ bias [out]): at::linear, except on the CPU
 // without autograd for float32 x of up to kOurKernelMostRows rows, and bfloat16 x of one row (a
 // decode step) or, where libtorch's bfloat16 GEMM has no instructions of its own (kernelisa.h's
-// bf16GemmHere), of up to kOurKernelMostRows rows, which go through floatgemv.h's or bf16gemv.h's
-// kernel.
+// bf16GemmHere), of any number of rows, which go through floatgemv.h's or bf16gemv.h's kernel.
 at::Tensor linearRows(const at::Tensor &x, const at::Tensor &weight, const at::Tensor &bias);
 
 // gelu_new/gelu_pytorch_tanh/gelu_fast (tanh approximation), gelu (erf), relu, silu/swish.

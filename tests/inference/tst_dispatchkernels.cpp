@@ -363,12 +363,26 @@ void tst_Dispatch::bf16ColumnKernelEqualsTheExactProduct()
                 Conv1D layer(k, n);
                 layer.parameters()[0]->value = w;
                 layer.parameters()[1]->value = bias;
-                const at::Tensor got = layer.forward(x.view({1, 1, k}));
-                QCOMPARE(got.sizes().vec(), (std::vector<int64_t>{1, 1, n}));
-                at::Tensor kernel = at::empty({n}, at::kBFloat16);
-                bf16::gemvColumns(hostKernelIsa(), bf16Bits(x), k, bf16Bits(w), bf16Bits(bias), n,
-                                  reinterpret_cast<uint16_t *>(kernel.data_ptr<at::BFloat16>()));
-                QVERIFY2(at::equal(got.view({n}), kernel), qPrintable(what + " Conv1D::forward"));
+                // A block's input, [1, rows, k]: one row (a decode step) through the column kernel on
+                // every CPU, more (a prompt, of any length), row by row, where libtorch's bfloat16 GEMM
+                // has no instructions of its own; x's first row is the row above.
+                for (const int64_t rows : {int64_t(1), int64_t(3), kOurKernelMostRows + 1}) {
+                    if (rows > 1 && bf16GemmHere())
+                        continue;
+                    const at::Tensor xs = at::cat({x.view({1, k}), at::randn({rows - 1, k}).to(at::kBFloat16)});
+                    const at::Tensor got = layer.forward(xs.view({1, rows, k}));
+                    QCOMPARE(dtypeName(got.scalar_type()), dtypeName(at::kBFloat16));
+                    QCOMPARE(got.sizes().vec(), (std::vector<int64_t>{1, rows, n}));
+                    for (int64_t r = 0; r < rows; ++r) {
+                        const at::Tensor row = xs[r].contiguous();
+                        at::Tensor kernel = at::empty({n}, at::kBFloat16);
+                        bf16::gemvColumns(hostKernelIsa(), bf16Bits(row), k, bf16Bits(w), bf16Bits(bias), n,
+                                          reinterpret_cast<uint16_t *>(kernel.data_ptr<at::BFloat16>()));
+                        QVERIFY2(at::equal(got[0][r], kernel),
+                                 qPrintable(what + " Conv1D::forward of " + QString::number(rows) + " rows, row " +
+                                            QString::number(r)));
+                    }
+                }
             }
         }
     }
@@ -428,7 +442,8 @@ void tst_Dispatch::bf16KernelEqualsTheExactProduct()
         const at::Tensor w = at::randn({n, k}).to(at::kBFloat16);
         for (const bool withBias : {false, true}) {
             const at::Tensor bias = withBias ? at::randn({n}).to(at::kBFloat16) : at::Tensor();
-            for (int64_t rows : {1, 2, 3, 4, 5}) {
+            // kOurKernelMostRows + 1: a prompt longer than any float32 one our kernel takes.
+            for (int64_t rows : {int64_t(1), int64_t(2), int64_t(3), int64_t(4), int64_t(5), kOurKernelMostRows + 1}) {
                 const at::Tensor x = at::randn({rows, k}).to(at::kBFloat16);
                 const auto [want, bound] = exactProduct(x, w.t(), bias);
                 const QString what =
@@ -461,7 +476,8 @@ void tst_Dispatch::bf16KernelEqualsTheExactProduct()
                     QVERIFY2(excess <= 0, qPrintable(what + " dot pairs: " + QString::number(excess)));
                 }
                 // A block's input, [1, rows, k]: one row (a decode step) through our kernel on every
-                // CPU, more (a prompt) where libtorch's bfloat16 GEMM has no instructions of its own.
+                // CPU, more (a prompt, of any length) where libtorch's bfloat16 GEMM has no
+                // instructions of its own.
                 if (rows == 1 || !bf16GemmHere()) {
                     const at::Tensor got = linearRows(x.view({1, rows, k}), w, bias);
                     QCOMPARE(dtypeName(got.scalar_type()), dtypeName(at::kBFloat16));
