@@ -420,10 +420,10 @@ at::Tensor Conv1D::forward(const at::Tensor &x)
         // The same at bfloat16: widened, float32 sums, one rounding (libtorch's addmm runs on one
         // thread). One row is a decode step. A prompt's rows take it too, one row after another,
         // where libtorch's bfloat16 GEMM has no instructions of its own (bf16GemmHere): each row
-        // reads the weight again, but that GEMM widens every value in software. GPT-2 small's
-        // 16-token prompt took 3.1-3.4 s to the first token through it on the AVX2 EPYC, 0.15-0.22
-        // s so; 512 tokens 105-106 s and 6.7-7.2 s (docs/quantization.md, "Bfloat16 prompts of any
-        // length through our kernels").
+        // reads the weight again, but that GEMM widens every value in software. On the AVX2 EPYC,
+        // GPT-2 small's 16-token prompt took 3.1-3.4 s to the first token through that GEMM and
+        // 0.15-0.22 s through this loop; 512 tokens 105-106 s and 6.7-7.2 s (docs/quantization.md,
+        // "Bfloat16 prompts of any length through our kernels").
         const at::Tensor in = rows.contiguous();
         at::Tensor out = at::empty({in.size(0), m_out}, in.options());
         const auto bits = [](const at::Tensor &t) {

@@ -568,4 +568,6 @@ void tst_Dispatch::memoryBandwidthIsReadOnTheDecodeThreads()
 }
 
 QTEST_GUILESS_MAIN(tst_Dispatch)
-#include "tst_dispatch.moc"
+// The class's moc output compiled here, with the precompiled libtorch header, and not in AUTOMOC's
+// mocs_compilation.cpp, which is compiled without it.
+#include "moc_tst_dispatch.cpp"

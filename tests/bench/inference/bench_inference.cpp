@@ -550,3 +550,6 @@ int main(int argc, char **argv)
     tst_BenchInference bench;
     return QTest::qExec(&bench, argc, argv);
 }
+// The class's moc output compiled here, with the precompiled libtorch header, and not in AUTOMOC's
+// mocs_compilation.cpp, which is compiled without it.
+#include "moc_benchinference.cpp"
