@@ -45,6 +45,14 @@ bool isFewCpuFloatRows(const at::Tensor &flat)
            flat.scalar_type() == at::kFloat;
 }
 
+// How many bfloat16 rows take our kernels (bf16gemv.h for a Linear, the column kernel for a Conv1D):
+// one (a decode step) on every CPU, any number where libtorch's bfloat16 GEMM has no instructions of
+// its own (bf16GemmHere).
+bool bf16RowsTakeOurKernel(int64_t rows)
+{
+    return rows == 1 || (rows > 1 && !bf16GemmHere());
+}
+
 // Bfloat16 rows on the CPU times a bfloat16 weight without autograd: bf16gemv.h's kernel for one row
 // (libtorch's runs on the one intra-op thread a decode step leaves it, OneThreadedOps), and for any
 // number of rows where libtorch's bfloat16 GEMM has no instructions of its own (bf16GemmHere):
@@ -54,7 +62,7 @@ bool isFewCpuFloatRows(const at::Tensor &flat)
 // kernel", "Bfloat16 prompts of any length through our kernels").
 bool takesBf16Gemv(const at::Tensor &flat, const at::Tensor &weight, const at::Tensor &bias)
 {
-    return flat.dim() == 2 && (flat.size(0) == 1 || (flat.size(0) > 1 && !bf16GemmHere())) && flat.is_cpu() &&
+    return flat.dim() == 2 && bf16RowsTakeOurKernel(flat.size(0)) && flat.is_cpu() &&
            flat.scalar_type() == at::kBFloat16 && weight.scalar_type() == at::kBFloat16 && weight.is_cpu() &&
            weight.dim() == 2 && weight.is_contiguous() && flat.size(1) == weight.size(1) &&
            (!bias.defined() || (bias.scalar_type() == at::kBFloat16 && bias.is_cpu() && bias.is_contiguous() &&
@@ -413,10 +421,10 @@ at::Tensor Conv1D::forward(const at::Tensor &x)
         return withLora(input, out.view(sizes));
     }
     if (rows.dim() == 2 && rows.is_cpu() && rows.scalar_type() == at::kBFloat16 &&
-        (rows.size(0) == 1 || (rows.size(0) > 1 && !bf16GemmHere())) && weight.scalar_type() == at::kBFloat16 &&
-        weight.is_cpu() && weight.is_contiguous() && weight.dim() == 2 && weight.size(0) == rows.size(1) &&
-        weight.size(1) == m_out && bias.scalar_type() == at::kBFloat16 && bias.is_cpu() && bias.is_contiguous() &&
-        bias.numel() == m_out && !at::GradMode::is_enabled()) {
+        bf16RowsTakeOurKernel(rows.size(0)) && weight.scalar_type() == at::kBFloat16 && weight.is_cpu() &&
+        weight.is_contiguous() && weight.dim() == 2 && weight.size(0) == rows.size(1) && weight.size(1) == m_out &&
+        bias.scalar_type() == at::kBFloat16 && bias.is_cpu() && bias.is_contiguous() && bias.numel() == m_out &&
+        !at::GradMode::is_enabled()) {
         // The same at bfloat16: widened, float32 sums, one rounding (libtorch's addmm runs on one
         // thread). One row is a decode step. A prompt's rows take it too, one row after another,
         // where libtorch's bfloat16 GEMM has no instructions of its own (bf16GemmHere): each row
