@@ -51,6 +51,7 @@ private Q_SLOTS:
     void pipelineRefusesWhatItDoesNotRun();
     void dtypeAutoAndPinnedThreadsThroughAccelGenerate();
     void gpt2DtypeAutoTimesItsConv1D();
+    void gpt2Bf16PromptAtOnceMatchesRowByRow();
     void quantizedAutoMapIsTheDeviceMapPlan();
     void int8DecodeKernelThroughAccelGenerate();
 
@@ -581,6 +582,23 @@ void tst_InferenceWorker::gpt2DtypeAutoTimesItsConv1D()
     auto named = test::runProgram(accel, common + QStringList{"--dtype", dtype});
     QVERIFY2(named.exitCode == 0, qPrintable(named.err));
     QCOMPARE(json["tokens"].toArray(), QJsonDocument::fromJson(named.out.toUtf8()).object()["tokens"].toArray());
+}
+
+// accel generate --dtype bfloat16 on a GPT-2 folder: the 4-token prompt at once (where libtorch's
+// bfloat16 GEMM has no instructions of its own, its Conv1D rows through the column kernel one after
+// another; elsewhere libtorch's GEMM) gives the greedy tokens of the same prompt prefilled one token
+// at a time (--prefill_chunk 1: every product one row, the decode step's kernels on every CPU).
+void tst_InferenceWorker::gpt2Bf16PromptAtOnceMatchesRowByRow()
+{
+    const QString accel = test::binDir() + "/accel";
+    const QStringList common = greedyGenerateJson(m_gpt2.dir) + QStringList{"--dtype", "bfloat16"};
+    auto atOnce = test::runProgram(accel, common);
+    QVERIFY2(atOnce.exitCode == 0, qPrintable(atOnce.err));
+    auto rowByRow = test::runProgram(accel, common + QStringList{"--prefill_chunk", "1"});
+    QVERIFY2(rowByRow.exitCode == 0, qPrintable(rowByRow.err));
+    const QJsonArray tokens = QJsonDocument::fromJson(atOnce.out.toUtf8()).object()["tokens"].toArray();
+    QCOMPARE(tokens.size(), 6);
+    QCOMPARE(tokens, QJsonDocument::fromJson(rowByRow.out.toUtf8()).object()["tokens"].toArray());
 }
 
 // One sizing for the plan and the load: accel generate --device_map auto --quantization int8 runs
