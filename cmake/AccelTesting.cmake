@@ -1,8 +1,12 @@
 # accel_add_test(NAME tst_x SOURCES a.cpp ... LIBS lib ... LABELS unit [process torch gui ssh slow bench]
-#                [TIMEOUT s] [RANKS n] [ARGS ...])
-# RANKS n: the test runs up to n rank processes at once (real multi-process jobs). It then counts as n
-# processors for ctest -j, and holds the lock `accel_ranks`, so that two such suites never run at
-# the same time on a small machine (two 4-rank jobs on 2 cores time each other out).
+#                [TIMEOUT s] [RANKS] [ARGS ...])
+# RANKS: the test runs several rank processes at once (real multi-process jobs). It holds the lock
+# `accel_ranks`, so that two such suites never run at the same time on a small machine (two 4-rank
+# jobs on 2 cores time each other out), and starts before the single-process tests (COST), which
+# fill the other cores meanwhile. It counts as one processor for ctest -j: its ranks mostly wait on
+# each other, on Python's start or on the network. Alone on a 2-core EPYC without AVX-512, twelve of
+# the longest kept 0.64 to 1.79 cores busy, 1.3 on average; counted as one processor per rank they
+# ran with nothing beside them, one after another (about 990 s of a 1290-1405 s suite there).
 # Builds one Qt Test executable and registers it with CTest. Every test runs on the offscreen
 # platform with a private HOME/XDG tree so that no test reads or writes the user's files.
 # ACCEL_PYTHON (the project's Python environment's interpreter, cmake/AccelDependencies.cmake) is in every
@@ -40,6 +44,17 @@ endif()
 # Qt modules (ACCEL_TEST_QT_LIBS, through accel_testsupport), and Qt Test's two per-folder macros
 # are dropped (QT_TESTCASE_BUILDDIR and QT_TESTCASE_SOURCEDIR; they serve QFINDTESTDATA, which no
 # test uses; tests find their data with accel::test::dataPath).
+#
+# The units that take that Qt header compile at -O1 (ACCEL_TEST_CODE_OPT), the header too: GCC wants
+# a header made under the unit's own -O level (a -O2 unit with the -O1 header: an internal compiler
+# error). What these tests and benchmarks run and time is the programs and libraries, which keep the
+# build type's -O2; their own code compiles 15-40 % faster (tst_slurm 9.4-10.4 s -> 5.9-7.3,
+# tst_runspage 10.0-12.3 -> 9.0, on a 2-core EPYC without AVX-512). The libtorch tests keep -O2, the
+# level of libtorch's header, which is the product's.
+set(ACCEL_TEST_CODE_OPT "")
+if(CMAKE_BUILD_TYPE MATCHES "^(RelWithDebInfo|Release)$")
+  set(ACCEL_TEST_CODE_OPT -O1)
+endif()
 set(ACCEL_TEST_QT_LIBS Qt6::Core Qt6::Test Qt6::Network)
 set(ACCEL_TEST_QT_HEADERS <QtTest/QtTest> <QtNetwork/QtNetwork>)
 if(ACCEL_BUILD_GUI)
@@ -54,12 +69,13 @@ function(accel_test_pch target)
   get_target_property(reused ${target} PRECOMPILE_HEADERS_REUSE_FROM)
   if(NOT reused)
     accel_pch_options(${target})
+    target_compile_options(${target} PRIVATE ${ACCEL_TEST_CODE_OPT})
     target_precompile_headers(${target} REUSE_FROM accel_testsupport)
   endif()
 endfunction()
 
 function(accel_add_test)
-  cmake_parse_arguments(T "" "NAME;TIMEOUT;RANKS" "SOURCES;LIBS;LABELS;ARGS" ${ARGN})
+  cmake_parse_arguments(T "RANKS" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS;ARGS" ${ARGN})
   add_executable(${T_NAME} ${T_SOURCES})
   target_link_libraries(${T_NAME} PRIVATE accel_defaults accel_testsupport ${T_LIBS}) # Qt: ACCEL_TEST_QT_LIBS
   set_target_properties(${T_NAME} PROPERTIES AUTOMOC ON RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
@@ -80,7 +96,9 @@ function(accel_add_test)
     TIMEOUT ${T_TIMEOUT}
     ENVIRONMENT "${env}")
   if(T_RANKS)
-    set_tests_properties(${T_NAME} PROPERTIES PROCESSORS ${T_RANKS} RESOURCE_LOCK accel_ranks)
+    # ctest -j starts tests in decreasing cost (a test's seconds, once measured; none in a new build
+    # folder, as in CI): this is above any test's, so these start first.
+    set_tests_properties(${T_NAME} PROPERTIES RESOURCE_LOCK accel_ranks COST 10000)
   endif()
   set_property(GLOBAL APPEND PROPERTY ACCEL_TESTS ${T_NAME})
   cmake_language(EVAL CODE "cmake_language(DEFER CALL accel_test_pch [[${T_NAME}]])")
