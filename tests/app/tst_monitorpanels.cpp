@@ -181,9 +181,9 @@ private Q_SLOTS:
                      (QStringList{QStringLiteral("loss"), QStringLiteral("accuracy"), QStringLiteral("eval/accuracy"),
                                   QStringLiteral("timing/data_s"), QStringLiteral("train/perplexity"),
                                   QStringLiteral("train/tokens"), QStringLiteral("cpu_percent")}));
-        QCOMPARE(grid->sections(),
-                 (QStringList{QStringLiteral("Charts"), QStringLiteral("eval"), QStringLiteral("timing"),
-                              QStringLiteral("train"), QStringLiteral("System")}));
+        QTRY_COMPARE(grid->sections(),
+                     (QStringList{QStringLiteral("Charts"), QStringLiteral("eval"), QStringLiteral("timing"),
+                                  QStringLiteral("train"), QStringLiteral("System")}));
         QCOMPARE(grid->sectionHeader(QStringLiteral("train"))->text(), QStringLiteral("train (2 panels)"));
         QVERIFY(grid->panelKeys().contains(QStringLiteral("load_1m")));
         QVERIFY(grid->isPanelHidden(QStringLiteral("load_1m"))); // there to add from the Panels menu
@@ -443,8 +443,8 @@ private Q_SLOTS:
         page.setRuns({run});
         MetricPlot *eval = page.chart(MonitorPage::EvalLossChart);
         QTRY_COMPARE_WITH_TIMEOUT(eval->rawPoints(), qint64(1), 5000);
+        QTRY_VERIFY(eval->isVisible()); // laid out on the event loop's next turn after the data
         eval->replotNow();
-        QVERIFY(eval->isVisible());
         QCOMPARE(eval->plot()->graph(0)->scatterStyle().shape(), QCPScatterStyle::ssDisc);
         QVERIFY(eval->plot()->xAxis->range().contains(10));
         MetricPlot *loss = page.chart(MonitorPage::LossChart);
@@ -471,7 +471,7 @@ private Q_SLOTS:
         page.setRuns({withData});
         MetricPlot *loss = page.chart(MonitorPage::LossChart);
         QTRY_COMPARE_WITH_TIMEOUT(loss->rawPoints(), qint64(11), 5000);
-        QVERIFY(page.emptyStateText().isEmpty());
+        QTRY_VERIFY(page.emptyStateText().isEmpty());
         // Regression: a run that failed before its first metric showed nine empty charts with the
         // previous run's axes.
         page.setRuns({failed});

@@ -323,10 +323,10 @@ accelerator.end_training()
                 scripts.append(key);
         }
         QCOMPARE(scripts.size(), 15);
-        QCOMPARE(grid->sections(),
-                 (QStringList{QStringLiteral("Charts"), QStringLiteral("custom"), QStringLiteral("eval"),
-                              QStringLiteral("memory"), QStringLiteral("timing"), QStringLiteral("train"),
-                              QStringLiteral("System")}));
+        QTRY_COMPARE(grid->sections(),
+                     (QStringList{QStringLiteral("Charts"), QStringLiteral("custom"), QStringLiteral("eval"),
+                                  QStringLiteral("memory"), QStringLiteral("timing"), QStringLiteral("train"),
+                                  QStringLiteral("System")}));
         // The tracker's init_trackers(config=...) is in the runs table.
         const int row = page.runsModel()->rowOf(QFileInfo(runDir).fileName());
         QCOMPARE(page.runsModel()
