@@ -11,8 +11,8 @@
 #include <QImage>
 #include <QLabel>
 #include <QMouseEvent>
-#include <QTableView>
 #include <QSettings>
+#include <QTableView>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -54,6 +54,9 @@ void tst_MonitorCharts::exportsPngAndCsv()
     page.show();
     page.setRuns({run});
     QTRY_COMPARE_WITH_TIMEOUT(graphPoints(page.chart(MonitorPage::LossChart), 0), 50, 5000);
+    // As a user sees it before exporting: laid out (on the event loop's turns after the data).
+    QTRY_VERIFY(page.chart(MonitorPage::LossChart)->isVisible() && page.chart(MonitorPage::LossChart)->width() > 100 &&
+                page.chart(MonitorPage::LossChart)->height() > 50);
 
     const QString png = root.filePath(QStringLiteral("loss.png"));
     QVERIFY(page.exportPng(MonitorPage::LossChart, png));

@@ -15,8 +15,8 @@
 #include <QFrame>
 #include <QLabel>
 #include <QLineEdit>
-#include <QTableView>
 #include <QSettings>
+#include <QTableView>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTimer>
@@ -257,12 +257,13 @@ void tst_MonitorPage::scriptWithoutMetricsNamesTheTracker()
     auto *cpu = page.chart(MonitorPage::CpuChart);
     QTRY_COMPARE_WITH_TIMEOUT(graphPoints(cpu, 0), 10, 5000);
     QCOMPARE(cpu->plot()->graph(0)->data()->at(9)->key, 4.5); // seconds since the first sample
+    // The charts are laid out on the event loop's turns after the samples arrive.
     QTRY_VERIFY(!page.chart(MonitorPage::LossChart)->isVisible());
-    QVERIFY(page.chart(MonitorPage::MemoryChart)->isVisible());
+    QTRY_VERIFY(page.chart(MonitorPage::MemoryChart)->isVisible());
     // No GPU fields in the samples: the GPU charts give way too, and a line says why.
-    QVERIFY(!page.chart(MonitorPage::GpuUtilChart)->isVisible());
-    QVERIFY(!page.chart(MonitorPage::GpuMemoryChart)->isVisible());
-    QVERIFY(page.gpuNote()->isVisible());
+    QTRY_VERIFY(!page.chart(MonitorPage::GpuUtilChart)->isVisible());
+    QTRY_VERIFY(!page.chart(MonitorPage::GpuMemoryChart)->isVisible());
+    QTRY_VERIFY(page.gpuNote()->isVisible());
     QVERIFY(page.gpuNote()->text().contains(QStringLiteral("No GPU samples")));
 }
 
