@@ -55,8 +55,8 @@ void tst_MonitorCharts::exportsPngAndCsv()
     page.setRuns({run});
     QTRY_COMPARE_WITH_TIMEOUT(graphPoints(page.chart(MonitorPage::LossChart), 0), 50, 5000);
     // As a user sees it before exporting: laid out (on the event loop's turns after the data).
-    QTRY_VERIFY(page.chart(MonitorPage::LossChart)->isVisible() && page.chart(MonitorPage::LossChart)->width() > 100 &&
-                page.chart(MonitorPage::LossChart)->height() > 50);
+    const auto *loss = page.chart(MonitorPage::LossChart);
+    QTRY_VERIFY(loss->isVisible() && loss->width() > 100 && loss->height() > 50);
 
     const QString png = root.filePath(QStringLiteral("loss.png"));
     QVERIFY(page.exportPng(MonitorPage::LossChart, png));
