@@ -19,11 +19,23 @@ namespace accel::inference::f32 {
 // CPU runs (kernelisa.h).
 void gemvColumns(KernelIsa isa, const float *x, int64_t k, const float *w, const float *bias, int64_t n, float *out);
 
+// out [rows, n] = x [rows, k] W (+ bias), W float32 [k, n] row-major, for a prompt's rows (libtorch's
+// GEMM, addmm, copies the weight's panels first, which takes most of its time at a few rows). W's
+// rows are cut in at most eight chunks, each a contiguous stretch of memory, on libtorch's OpenMP
+// team (intraopteam.h's parallelPieces). A chunk is read in blocks of about kColumnChunkBytes of
+// whole rows, front to back, into strips of three vectors of columns, and tiles of kTileRows rows
+// of x by one strip hold their sums in registers down the block. Each chunk's sums are added in
+// chunk order after the bias, so the result does not depend on the thread count.
+inline constexpr int64_t kTileRows = 4;
+inline constexpr int64_t kColumnChunkBytes = int64_t(128) << 10;
+void gemmColumns(KernelIsa isa, const float *x, int64_t rows, int64_t k, const float *w, const float *bias, int64_t n,
+                 float *out);
+
 } // namespace accel::inference::f32
 
 namespace accel::inference::bf16 {
 
-// The same with x, W, bias and out in bfloat16 (bits): x and bias widened to float32 (exact), W
+// gemvColumns with x, W, bias and out in bfloat16 (bits): x and bias widened to float32 (exact), W
 // widened in registers, every product and sum in float32, each output rounded once to bfloat16, to
 // nearest even (bf16gemv.h's narrow), as libtorch's CPU addmm rounds its float32 accumulator. At
 // KernelIsa::Avx512 on a CPU with avx512_bf16 (bf16pairs.h's pairsRunHere) the rows are taken two

@@ -408,16 +408,24 @@ at::Tensor Conv1D::forward(const at::Tensor &x)
     auto rows = input.reshape({-1, sizes.back()});
     sizes.back() = m_out;
     const at::Tensor &weight = m_weight->value, &bias = m_bias->value;
-    if (isSingleCpuFloatRow(rows) && weight.scalar_type() == at::kFloat && weight.is_cpu() && weight.is_contiguous() &&
+    if (isFewCpuFloatRows(rows) && weight.scalar_type() == at::kFloat && weight.is_cpu() && weight.is_contiguous() &&
         weight.dim() == 2 && weight.size(0) == rows.size(1) && weight.size(1) == m_out &&
         bias.scalar_type() == at::kFloat && bias.is_cpu() && bias.is_contiguous() && bias.numel() == m_out &&
         !at::GradMode::is_enabled()) {
-        // The weight is [in, out]: our column product (gemvcolumns.h) reads it as stored, on the
-        // threads a decode step shares (libtorch's addmv would run on the one intra-op thread left).
-        const at::Tensor row = rows.contiguous();
-        at::Tensor out = at::empty({m_out}, row.options());
-        f32::gemvColumns(hostKernelIsa(), row.data_ptr<float>(), weight.size(0), weight.data_ptr<float>(),
-                         bias.data_ptr<float>(), m_out, out.data_ptr<float>());
+        // The weight is [in, out]: our column products (gemvcolumns.h) read it as stored. One row (a
+        // decode step) on the threads a decode step shares (libtorch's addmv would run on the one
+        // intra-op thread left); a prompt's rows, up to kOurKernelMostRows, in register tiles on the
+        // OpenMP team, where libtorch's addmm copies the weight's panels first: GPT-2 small's
+        // 16-token prompt took 198-208 ms to the first token through it on the AVX2 EPYC, 96-108 ms
+        // through ours (docs/quantization.md, "GPT-2 prompts through the column kernel").
+        const at::Tensor in = rows.contiguous();
+        at::Tensor out = at::empty({in.size(0), m_out}, in.options());
+        if (in.size(0) == 1)
+            f32::gemvColumns(hostKernelIsa(), in.data_ptr<float>(), weight.size(0), weight.data_ptr<float>(),
+                             bias.data_ptr<float>(), m_out, out.data_ptr<float>());
+        else
+            f32::gemmColumns(hostKernelIsa(), in.data_ptr<float>(), in.size(0), weight.size(0),
+                             weight.data_ptr<float>(), bias.data_ptr<float>(), m_out, out.data_ptr<float>());
         return withLora(input, out.view(sizes));
     }
     if (rows.dim() == 2 && rows.is_cpu() && rows.scalar_type() == at::kBFloat16 &&

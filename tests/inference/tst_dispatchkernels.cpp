@@ -204,10 +204,13 @@ void tst_Dispatch::floatKernelEqualsTheExactProduct()
     at::set_num_threads(previous);
 }
 
-// The one-row product of a weight stored [in, out] (gemvcolumns.h, GPT-2's Conv1D) against the
-// exact one (float64), with the bound of floatKernelEqualsTheExactProduct: (k + 2) u * (sum_i
-// |x_i| |w_ij| + |b_j|). Shapes with columns past the last whole vector, one vector, and a split
-// over two threads whose last piece is short.
+// The products of a weight stored [in, out] (gemvcolumns.h, GPT-2's Conv1D) against the exact one
+// (float64), with the bound of floatKernelEqualsTheExactProduct: (k + 2) u * (sum_i |x_i| |w_ij| +
+// |b_j|). One row (gemvColumns, a decode step) and a prompt's rows (gemmColumns): 2 to 3 rows a
+// partial tile, 9 and 16 several tiles. Shapes with columns past the last whole tile, past the last
+// whole vector, one vector, a split over two threads whose last piece is short, and ([768, 2304],
+// [3000, 40]) weight rows in several chunks and blocks. gemmColumns' outputs are the same bits on
+// one thread and two, and a Conv1D's forward of those rows is gemmColumns' output.
 void tst_Dispatch::columnKernelEqualsTheExactProduct()
 {
     c10::InferenceMode guard;
@@ -215,27 +218,56 @@ void tst_Dispatch::columnKernelEqualsTheExactProduct()
     at::set_num_threads(2);
     at::manual_seed(13);
     const std::vector<KernelIsa> isas = test::isasThisCpuRuns();
-    const std::vector<std::pair<int64_t, int64_t>> shapes{{768, 2304}, {1024, 1000}, {40, 203}, {9, 7}, {3, 16}};
+    const std::vector<std::pair<int64_t, int64_t>> shapes{{768, 2304}, {1024, 1000}, {40, 203},
+                                                          {9, 7},      {3, 16},      {3000, 40}};
     for (const auto &[k, n] : shapes) {
         const at::Tensor w = at::randn({k, n});
-        const at::Tensor x = at::randn({k});
         for (const bool withBias : {false, true}) {
             const at::Tensor bias = withBias ? at::randn({n}) : at::Tensor();
-            const auto [want, bound] = exactProduct(x, w, bias);
-            for (KernelIsa isa : isas) {
-                at::Tensor out = at::full({n}, std::nan(""));
-                f32::gemvColumns(isa, x.data_ptr<float>(), k, w.data_ptr<float>(),
-                                 withBias ? bias.data_ptr<float>() : nullptr, n, out.data_ptr<float>());
-                const double excess = ((out.to(at::kDouble) - want).abs() - bound).max().item<double>();
-                QVERIFY2(excess <= 0, qPrintable(QStringLiteral("[%1 x %2] bias %3 %4: %5")
-                                                     .arg(k)
-                                                     .arg(n)
-                                                     .arg(withBias)
-                                                     .arg(kernelIsaName(isa))
-                                                     .arg(excess)));
+            const float *b = withBias ? bias.data_ptr<float>() : nullptr;
+            for (int64_t rows : {1, 2, 3, 9, 16}) {
+                const at::Tensor x = at::randn({rows, k});
+                const auto [want, bound] = exactProduct(x, w, bias);
+                const QString what =
+                    QStringLiteral("[%1 x %2], %3 rows, bias %4").arg(k).arg(n).arg(rows).arg(withBias);
+                for (KernelIsa isa : isas) {
+                    at::Tensor out = at::full({rows, n}, std::nan(""));
+                    if (rows == 1)
+                        f32::gemvColumns(isa, x.data_ptr<float>(), k, w.data_ptr<float>(), b, n, out.data_ptr<float>());
+                    else
+                        f32::gemmColumns(isa, x.data_ptr<float>(), rows, k, w.data_ptr<float>(), b, n,
+                                         out.data_ptr<float>());
+                    const double excess = ((out.to(at::kDouble) - want).abs() - bound).max().item<double>();
+                    QVERIFY2(excess <= 0, qPrintable(what + " " + kernelIsaName(isa) + ": " + QString::number(excess)));
+                    if (rows == 1)
+                        continue;
+                    at::set_num_threads(1);
+                    at::Tensor alone = at::full({rows, n}, std::nan(""));
+                    f32::gemmColumns(isa, x.data_ptr<float>(), rows, k, w.data_ptr<float>(), b, n,
+                                     alone.data_ptr<float>());
+                    at::set_num_threads(2);
+                    QVERIFY2(at::equal(alone, out), qPrintable(what + " " + kernelIsaName(isa) + ": 1 thread"));
+                }
             }
         }
     }
+    // A Conv1D's forward of a prompt's rows ([1, 5, 40] into 203) goes through gemmColumns.
+    Conv1D conv(40, 203);
+    for (const NamedParameter &p : conv.namedParameters())
+        p.parameter->value = at::randn(at::IntArrayRef(p.parameter->shape));
+    conv.eval();
+    const at::Tensor x = at::randn({1, 5, 40});
+    const at::Tensor got = conv.forward(x);
+    const auto value = [&](const char *name) {
+        for (const NamedParameter &p : conv.namedParameters())
+            if (p.name == name)
+                return p.parameter->value;
+        throw std::logic_error(name);
+    };
+    at::Tensor kernel = at::empty({5, 203});
+    f32::gemmColumns(hostKernelIsa(), x.data_ptr<float>(), 5, 40, value("weight").data_ptr<float>(),
+                     value("bias").data_ptr<float>(), 203, kernel.data_ptr<float>());
+    QVERIFY(at::equal(got.view({5, 203}), kernel));
     at::set_num_threads(previous);
 }
 
