@@ -29,6 +29,9 @@ struct Avx512Ops {
     // gemvsteps.h, rows), as measured on the AVX-512 machine (docs/quantization.md, "One weight row
     // at a time").
     static constexpr int64_t kOneStreamRowBytes = 8192;
+    // Weight rows one step reads side by side when x has 3 or more rows (a prompt; gemvsteps.h,
+    // rows): 4 x 4 sums, 4 weights and x's vector fit AVX-512's 32 registers.
+    static constexpr int kPromptBlock = 4;
     __attribute__((target("avx512f"))) static V zero() { return _mm512_setzero_ps(); }
     __attribute__((target("avx512f"))) static V load(const float *p) { return _mm512_loadu_ps(p); }
     __attribute__((target("avx512f"))) static V load(const float *p, int64_t left)
@@ -66,6 +69,10 @@ struct Avx2Ops {
     // read 1.2-1.4x faster four side by side than one at a time, and int8 rows of 5.5 KiB alike either
     // way (docs/quantization.md, "Bfloat16 rows of 4 KiB side by side on AVX2").
     static constexpr int64_t kOneStreamRowBytes = 4096;
+    // 3, not 4: with 4 rows of x, 4 x 3 sums, 3 weights and x's vector are AVX2's 16 registers, where
+    // 4 x 4 sums spilled two of them to the stack and took the weights as memory operands, 22 loads
+    // for 16 FMAs (docs/quantization.md, "Prompt rows three weight rows at a time on AVX2").
+    static constexpr int kPromptBlock = 3;
     __attribute__((target("avx2,fma"))) static V zero() { return _mm256_setzero_ps(); }
     __attribute__((target("avx2,fma"))) static V load(const float *p) { return _mm256_loadu_ps(p); }
     template <class F>

@@ -14,7 +14,7 @@ namespace accel::inference::skeleton {
 
 inline constexpr int64_t kBlock = 4; // output rows one step reads side by side
 
-// Before a step's loads of Bytes from each of its rows at element i: the same columns kBlock rows on
+// Before a step's loads of Bytes from each of its B rows at element i: the same columns B rows on
 // (the next step's rows, stored right after these), into the cache, since the hardware prefetchers
 // ramp up on each new row's short stream too late (docs/quantization.md, "Int8 decode: the two
 // kernels measured": a 1-row int8 product over 252 MiB ran at 0.5 of a plain read's rate without
@@ -24,7 +24,7 @@ template <class E, int B, int Bytes>
 __attribute__((always_inline)) inline void prefetchNextRows(const E *const *row, int64_t i, int64_t k)
 {
     static_assert(Bytes <= 128);
-    const int64_t ahead = kBlock * k * int64_t(sizeof(E));
+    const int64_t ahead = B * k * int64_t(sizeof(E));
 #pragma GCC unroll 16
     for (int b = 0; b < B; ++b) {
         const char *next = reinterpret_cast<const char *>(reinterpret_cast<uintptr_t>(row[b] + i) + ahead);
@@ -132,8 +132,8 @@ __attribute__((always_inline)) inline void step(const float *x, int64_t k, const
 // side (docs/quantization.md, "One weight row at a time"): int8 products 15-30 % more GB/s at 1 and 2
 // threads, float32 rows of 8 KiB the same either way, float32 rows of 22 KiB 13-16 % slower one at
 // a time (there four long streams side by side keep more reads in flight than one stream does).
-// Otherwise kBlock output rows side by side (each step prefetching the next kBlock rows), then one
-// at a time.
+// Otherwise kBlock output rows side by side (Ops::kPromptBlock with 3 or more rows of x), each step
+// prefetching the next step's rows, then one at a time.
 template <class Ops, class F, class Finish, int R>
 __attribute__((always_inline)) inline void rows(const float *x, int64_t k, const typename F::Element *w,
                                                 const Finish &finish, int64_t begin, int64_t end, int64_t n, float *out)
@@ -146,9 +146,10 @@ __attribute__((always_inline)) inline void rows(const float *x, int64_t k, const
         }
     }
     constexpr int U = R <= 2 ? 2 : 1;
+    constexpr int B = R >= 3 ? Ops::kPromptBlock : kBlock;
     int64_t j = begin;
-    for (; j + kBlock <= end; j += kBlock)
-        step<Ops, F, Finish, R, kBlock, U>(x, k, w, finish, j, n, out);
+    for (; j + B <= end; j += B)
+        step<Ops, F, Finish, R, B, U>(x, k, w, finish, j, n, out);
     for (; j < end; ++j)
         step<Ops, F, Finish, R, 1, U>(x, k, w, finish, j, n, out);
 }
