@@ -232,10 +232,10 @@ void columns(KernelIsa isa, const float *x, int64_t k, const E *w, const float *
 // registers of sums, 3 for the weights' row and one for x's value.
 constexpr int kTileVectors = 3;
 
-// out[r * ldo + j + ...] for R rows of x (row stride ldx, from column i0 of each) and C vectors of
-// columns from j, over `count` rows of the weight (row stride ldw, from its column j): started from
-// zero when `first`, else from out, where the block before left the sums (a float32 store and load,
-// so the sums are those of one pass).
+// out[r * ldo + ...] for R rows of x (row stride ldx, each from the block's first column) and C
+// vectors of columns, over `count` rows of the weight (row stride ldw, from the tile's first column):
+// started from zero when `first`, else from out, where the block before left the sums (a float32
+// store and load, so the sums are those of one pass).
 template <class Ops, int R, int C>
 __attribute__((always_inline)) inline void tile(const float *x, int64_t ldx, int64_t count, bool first, const float *w,
                                                 int64_t ldw, float *out, int64_t ldo)
