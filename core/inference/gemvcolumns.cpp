@@ -173,6 +173,23 @@ __attribute__((ACCEL_PAIRS_TARGET, flatten)) void sweepPairs(const uint16_t *xBi
             partial[j] += x[i] * value(w[i * n + j]);
 }
 
+// The chunks W's rows [0, k) are cut in (rows of n elements of elementBytes each), for columns()
+// (whole sweeps: multiple = kSweepRows) and gemmColumns (multiple = 1): whole multiples, at least
+// skeleton::kPieceBytes of weights each (sharing a chunk costs little against it), at most
+// kMostChunks. The chunks, and so the order of the sums, do not depend on the number of threads that
+// take them.
+struct RowChunks {
+    int64_t rows, count;
+};
+RowChunks rowChunks(int64_t k, int64_t n, int64_t elementBytes, int64_t multiple)
+{
+    const int64_t units = std::max<int64_t>(1, (k + multiple - 1) / multiple);
+    const int64_t leastUnits =
+        std::max<int64_t>(1, skeleton::rowsHolding(skeleton::kPieceBytes, n * multiple, elementBytes));
+    const int64_t rows = std::max(leastUnits, (units + kMostChunks - 1) / kMostChunks) * multiple;
+    return {rows, std::max<int64_t>(1, (k + rows - 1) / rows)};
+}
+
 // out [n] = x [k] W (+ bias) in float32, W float32 or bfloat16 [k, n]; with xBits (x's bfloat16
 // bits, bfloat16 W) at Avx512 where pairsRunHere(), the dot-pair sweep.
 template <class E>
@@ -181,15 +198,8 @@ void columns(KernelIsa isa, const float *x, int64_t k, const E *w, const float *
 {
     if (n <= 0)
         return;
-    // Chunks of whole sweeps, at least skeleton::kPieceBytes of weights each (sharing a chunk costs little
-    // against it), at most kMostChunks: the chunks, and so the order of the sums, do not depend on
-    // the number of threads that take them.
-    const int64_t sweeps = std::max<int64_t>(1, (k + kSweepRows - 1) / kSweepRows);
-    const int64_t leastSweeps =
-        std::max<int64_t>(1, skeleton::rowsHolding(skeleton::kPieceBytes, n * kSweepRows, sizeof(E)));
-    const int64_t chunkSweeps = std::max(leastSweeps, (sweeps + kMostChunks - 1) / kMostChunks);
-    const int64_t chunkRows = chunkSweeps * kSweepRows;
-    const int64_t chunks = std::max<int64_t>(1, (k + chunkRows - 1) / chunkRows);
+    const RowChunks split = rowChunks(k, n, sizeof(E), kSweepRows);
+    const int64_t chunkRows = split.rows, chunks = split.count;
     thread_local std::vector<float> partials; // the calling thread's; helpers write into it
     partials.resize(size_t(chunks * n));
     const bool usePairs = xBits && isa == KernelIsa::Avx512 && bf16::pairsRunHere();
@@ -381,12 +391,10 @@ void f32::gemmColumns(KernelIsa isa, const float *x, int64_t rows, int64_t k, co
 {
     if (rows <= 0 || n <= 0)
         return;
-    // Chunks of W's rows as in columns(): at least skeleton::kPieceBytes of weights each, at most
-    // kMostChunks, the same whatever the thread count; each chunk's sums for every row of x apart,
-    // added up in chunk order after the bias (addUp), so every output is the same on any thread count.
-    const int64_t leastRows = std::max<int64_t>(1, skeleton::rowsHolding(skeleton::kPieceBytes, n, sizeof(float)));
-    const int64_t chunkRows = std::max(leastRows, (k + kMostChunks - 1) / kMostChunks);
-    const int64_t chunks = std::max<int64_t>(1, (k + chunkRows - 1) / chunkRows);
+    // rowChunks' chunks; each chunk's sums for every row of x apart, added up in chunk order after the
+    // bias (addUp), so every output is the same on any thread count.
+    const RowChunks split = rowChunks(k, n, sizeof(float), 1);
+    const int64_t chunkRows = split.rows, chunks = split.count;
     const int64_t blockRows = std::max<int64_t>(1, kColumnChunkBytes / int64_t(sizeof(float)) / n);
     thread_local std::vector<float> partials; // [row of x][chunk][n], the calling thread's; helpers write into it
     partials.assign(size_t(rows * chunks * n), 0.0f);
