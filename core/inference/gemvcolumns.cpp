@@ -397,7 +397,12 @@ void f32::gemmColumns(KernelIsa isa, const float *x, int64_t rows, int64_t k, co
     const int64_t chunkRows = split.rows, chunks = split.count;
     const int64_t blockRows = std::max<int64_t>(1, kColumnChunkBytes / int64_t(sizeof(float)) / n);
     thread_local std::vector<float> partials; // [row of x][chunk][n], the calling thread's; helpers write into it
-    partials.assign(size_t(rows * chunks * n), 0.0f);
+    // Every chunk's first block writes all its sums (tile's `first`); only k = 0, no block at all,
+    // leaves them to this zero.
+    if (k > 0)
+        partials.resize(size_t(rows * chunks * n));
+    else
+        partials.assign(size_t(rows * chunks * n), 0.0f);
     float *partial = partials.data();
     const int64_t ldo = chunks * n;
     parallelPieces(chunks, 1, 1, [&](int64_t begin, int64_t end) {
