@@ -105,8 +105,11 @@ void tst_Dispatch::int8KernelEqualsTheDequantizedProduct()
     // Shapes with tails of every kind (k not a multiple of 8, 16 or 32, n not a multiple of 4), one
     // large enough (203 x 1029) to be split over both threads, and rows of at least
     // every ISA's kOneStreamRowBytes (21 x 8195), which one row of x reads four side by side, not one
-    // at a time.
-    const std::vector<std::pair<int64_t, int64_t>> shapes{{203, 1029}, {64, 48}, {7, 3}, {9, 40}, {21, 8195}};
+    // at a time. At AVX2 one row of x reads rows shorter than that in 32-byte blocks (int8gemv.cpp):
+    // pairs of blocks only (1029), one block only (48, 40), and the longest such row, 4095, with 63
+    // pairs, one block and 31 values after them.
+    const std::vector<std::pair<int64_t, int64_t>> shapes{{203, 1029}, {64, 48},   {7, 3},
+                                                          {9, 40},     {12, 4095}, {21, 8195}};
     for (const auto &[n, k] : shapes) {
         const QString shape = QStringLiteral("[%1 x %2]").arg(n).arg(k);
         const at::Tensor q = at::randint(-127, 128, {n, k}).to(at::kChar);
