@@ -65,7 +65,8 @@ constexpr int64_t kShuffleAheadBytes = 2048;
 __attribute__((target("avx2,fma"), always_inline)) inline void shuffledBlocks(const int8_t *row, const float *xOrdered,
                                                                               int64_t i, int count, __m256 (&acc)[4])
 {
-    // Shuffle q's mask: the int32 lanes take bytes 4q..4q + 3 of their 128-bit lane into their top byte.
+    // Shuffle q's mask: the int32 lanes take bytes 4q..4q + 3 of their 128-bit lane into their top
+    // byte.
     const __m256i m0 = _mm256_setr_epi8(-1, -1, -1, 0, -1, -1, -1, 1, -1, -1, -1, 2, -1, -1, -1, 3, -1, -1, -1, 0, -1,
                                         -1, -1, 1, -1, -1, -1, 2, -1, -1, -1, 3);
     const __m256i step = _mm256_set1_epi32(4 << 24);
@@ -116,8 +117,8 @@ void gemv(KernelIsa isa, const float *x, int64_t rows, int64_t k, const int8_t *
     const int64_t minimumRows = skeleton::rowsHolding(int64_t(32) << 10, k, sizeof(int8_t));
     if (isa == KernelIsa::Avx2 && rows == 1 && k >= kShuffleBlock &&
         k * int64_t(sizeof(int8_t)) < skeleton::Avx2Ops::kOneStreamRowBytes) {
-        static_assert(skeleton::Avx2Ops::kOneStreamRowBytes <= 4096);
-        alignas(32) float ordered[4096];
+        // A float for every value of the longest row this takes.
+        alignas(32) float ordered[skeleton::Avx2Ops::kOneStreamRowBytes / sizeof(int8_t)];
         for (int64_t b = 0; b + kShuffleBlock <= k; b += kShuffleBlock)
             for (int64_t i = 0; i < kShuffleBlock; ++i)
                 ordered[b + kBlockOrder(i)] = x[b + i] * 0x1p-24f;
