@@ -50,6 +50,14 @@ __attribute__((always_inline)) inline void prefetchAhead(const E *at)
         _mm_prefetch(reinterpret_cast<const char *>(ahead + uintptr_t(64 * line)), _MM_HINT_T0);
 }
 
+// Whether one row of x reads weight rows of `rowBytes` one at a time on Ops (rows below), rather than
+// kBlock side by side: the rule the int8 kernel of its own at AVX2 (int8gemv.cpp) takes too.
+template <class Ops>
+constexpr bool oneStreamRows(int64_t rowBytes)
+{
+    return rowBytes < Ops::kOneStreamRowBytes;
+}
+
 // B output rows j.. times R rows of x; U independent accumulators per pair (k unrolled U times) so
 // that one row of x still keeps enough FMAs in flight. Every loop over u, r and b is unrolled whole
 // (the pragmas): GCC at -O2 leaves them rolled, and then keeps the accumulators on the stack, each
@@ -139,7 +147,7 @@ __attribute__((always_inline)) inline void rows(const float *x, int64_t k, const
                                                 const Finish &finish, int64_t begin, int64_t end, int64_t n, float *out)
 {
     if constexpr (R == 1) {
-        if (k * int64_t(sizeof(typename F::Element)) < Ops::kOneStreamRowBytes) {
+        if (oneStreamRows<Ops>(k * int64_t(sizeof(typename F::Element)))) {
             for (int64_t j = begin; j < end; ++j)
                 step<Ops, F, Finish, 1, 1, 4>(x, k, w, finish, j, n, out);
             return;

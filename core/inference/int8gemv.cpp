@@ -36,8 +36,8 @@ struct MultiplyScale {
     float operator()(float sum, int64_t j) const { return sum * scale[j]; }
 };
 
-// One row of x at AVX2, weight rows shorter than Avx2Ops::kOneStreamRowBytes (gemvsteps.h takes
-// those one at a time too): each 32 weights come in one 32-byte load, and four in-lane byte shuffles
+// One row of x at AVX2, weight rows the generic step would take one at a time (gemvsteps.h,
+// oneStreamRows): each 32 weights come in one 32-byte load, and four in-lane byte shuffles
 // (vpshufb) put each weight in the top byte of an int32, w * 2^24, converted to float32 exactly.
 // The shuffles keep 128-bit lanes apart, so vector q of a block holds its weights 4q..4q + 3 and
 // 16 + 4q..16 + 4q + 3; x is copied once per product into that order (kBlockOrder), times 2^-24,
@@ -116,7 +116,7 @@ void gemv(KernelIsa isa, const float *x, int64_t rows, int64_t k, const int8_t *
     // Pieces of 32 KiB of weights, half a float32 or bfloat16 product's.
     const int64_t minimumRows = skeleton::rowsHolding(int64_t(32) << 10, k, sizeof(int8_t));
     if (isa == KernelIsa::Avx2 && rows == 1 && k >= kShuffleBlock &&
-        k * int64_t(sizeof(int8_t)) < skeleton::Avx2Ops::kOneStreamRowBytes) {
+        skeleton::oneStreamRows<skeleton::Avx2Ops>(k * int64_t(sizeof(int8_t)))) {
         // A float for every value of the longest row this takes.
         alignas(32) float ordered[skeleton::Avx2Ops::kOneStreamRowBytes / sizeof(int8_t)];
         for (int64_t b = 0; b + kShuffleBlock <= k; b += kShuffleBlock)
