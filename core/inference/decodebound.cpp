@@ -254,21 +254,34 @@ nlohmann::ordered_json dtypeChoiceJson(const DecodeDTypeChoice &choice)
             {"bfloat16_ms", choice.bfloat16Ms}};
 }
 
+MeasuredShape measuredShape(int64_t in, int64_t out, bool conv1d, int64_t elementBytes)
+{
+    MeasuredShape shape{in, out, 1};
+    int64_t &rows = conv1d ? shape.in : shape.out;
+    const int64_t rowBytes = std::max<int64_t>(1, (conv1d ? out : in) * elementBytes);
+    rows = std::clamp<int64_t>(kMeasuredWeightBytes / rowBytes, 1, std::max<int64_t>(rows, 1));
+    const int64_t layerBytes = std::max<int64_t>(1, shape.in * shape.out * elementBytes);
+    shape.copies = std::clamp<int64_t>((kMeasuredWeightBytes + layerBytes - 1) / layerBytes, 1, kMostMeasuredCopies);
+    return shape;
+}
+
+std::string MeasuredShape::product(const std::string &rows, bool conv1d) const
+{
+    return rows + " x " + std::to_string(in) + " by " + std::to_string(in) + " x " + std::to_string(out) +
+           (conv1d ? " Conv1D (weight [in, out])" : " Linear");
+}
+
 ProductTimes measureDecodeProducts(int64_t in, int64_t out, bool conv1d)
 {
     ProductTimes times;
     c10::InferenceMode guard;
-    // A layer larger than kMeasuredWeightBytes in bfloat16 is timed on as many of its weight's rows as
-    // fill it (output rows of a Linear, input rows of a Conv1D): the same kernel, the same bytes per row.
-    int64_t &rows = conv1d ? in : out;
-    const int64_t rowBytes = std::max<int64_t>(1, (conv1d ? out : in) * int64_t(sizeof(uint16_t)));
-    rows = std::clamp<int64_t>(kMeasuredWeightBytes / rowBytes, 1, std::max<int64_t>(rows, 1));
     // As decode reads every layer once a token, not one layer's weights from the cache: copies of
     // the layer, together at least kMeasuredWeightBytes in bfloat16 (twice that in float32), each
-    // product once a pass.
-    const int64_t layerBytes = std::max<int64_t>(1, in * out * int64_t(sizeof(uint16_t)));
-    const int64_t copies =
-        std::clamp<int64_t>((kMeasuredWeightBytes + layerBytes - 1) / layerBytes, 1, kMostMeasuredCopies);
+    // product once a pass; a larger layer cut to the rows that fill it.
+    const MeasuredShape shape = measuredShape(in, out, conv1d, int64_t(sizeof(uint16_t)));
+    in = shape.in;
+    out = shape.out;
+    const int64_t copies = shape.copies;
     std::vector<at::Tensor> weights;
     std::vector<std::unique_ptr<Conv1D>> layers;
     for (int64_t c = 0; c < copies; ++c) {
@@ -302,11 +315,7 @@ ProductTimes measureDecodeProducts(int64_t in, int64_t out, bool conv1d)
     };
     times.float32Ms = best(at::kFloat);
     times.bfloat16Ms = best(at::kBFloat16);
-    char product[120];
-    std::snprintf(product, sizeof product, "a 1 x %lld by %lld x %lld %s product (copies: %lld)",
-                  static_cast<long long>(in), static_cast<long long>(in), static_cast<long long>(out),
-                  conv1d ? "Conv1D (weight [in, out])" : "Linear", static_cast<long long>(copies));
-    times.product = product;
+    times.product = "a " + shape.product("1", conv1d) + " product (copies: " + std::to_string(copies) + ")";
     return times;
 }
 

@@ -81,6 +81,17 @@ nlohmann::ordered_json dtypeChoiceJson(const DecodeDTypeChoice &choice);
 // is cut to the rows that fill kMeasuredWeightBytes, and the description names the shape timed.
 inline constexpr int64_t kMeasuredWeightBytes = int64_t(64) << 20;
 inline constexpr int64_t kMostMeasuredCopies = 64;
+// What a measured product of `in` by `out` (a Linear's weight [out, in], with `conv1d` a Conv1D's
+// [in, out]) is timed on at `elementBytes` a weight: a weight over kMeasuredWeightBytes cut to the
+// rows that fill it (output rows of a Linear, input rows of a Conv1D: the same kernel, the same
+// bytes per row), and the copies of it that together hold at least kMeasuredWeightBytes, at most
+// kMostMeasuredCopies.
+struct MeasuredShape {
+    int64_t in = 0, out = 0, copies = 0;
+    // "ROWS x in by in x out Linear" (or "Conv1D (weight [in, out])"), for a reason.
+    std::string product(const std::string &rows, bool conv1d) const;
+};
+MeasuredShape measuredShape(int64_t in, int64_t out, bool conv1d, int64_t elementBytes);
 ProductTimes measureDecodeProducts(int64_t in = 2048, int64_t out = 8192, bool conv1d = false);
 
 // Pins each of libtorch's intra-op threads (the OpenMP team of at::get_num_threads() threads, the

@@ -129,6 +129,14 @@ Result<std::unique_ptr<InferenceModel>> InferenceModel::load(const std::string &
     for (const auto &w : model->m_warnings)
         accel::log::warning("inference", modelDir + ": " + w);
     model->m_deviceMap = dispatch.deviceMap.empty() ? DeviceMap{{"", "cpu"}} : dispatch.deviceMap;
+    // Float32 weights on the CPU: their prompt products' kernel, measured once per process.
+    for (const NamedParameter &p : model->m_lm->namedParameters()) {
+        const at::Tensor &v = p.parameter->value;
+        if (v.defined() && v.dim() == 2 && v.scalar_type() == at::kFloat && v.is_cpu()) {
+            model->m_promptKernel = choosePromptKernelAtLoad(*config);
+            break;
+        }
+    }
     if (!options.adapterDir.empty()) {
         std::optional<at::ScalarType> dtype;
         if (!dispatch.computeDType.empty())

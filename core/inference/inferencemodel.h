@@ -6,9 +6,11 @@
 #include "core/common/result.h"
 #include "core/inference/dispatch.h"
 #include "core/inference/modelconfig.h"
+#include "core/inference/promptkernel.h"
 #include "core/inference/quantization.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +47,9 @@ public:
     const std::vector<std::string> &adaptedLayers() const { return m_adapted; }
     // Quantized layers: quantized on load or stored so in the checkpoint (method "" when neither).
     const QuantizationReport &quantization() const { return m_quantization; }
+    // With float32 layers on the CPU: up to how many rows of x their products take our kernels,
+    // chosen by measurement at the process's first such load (promptkernel.h); none without them.
+    const std::optional<PromptKernelChoice> &promptKernel() const { return m_promptKernel; }
     CausalLM &lm() { return *m_lm; }
 
 private:
@@ -58,6 +63,7 @@ private:
     std::vector<std::string> m_warnings;
     std::vector<std::string> m_adapted;
     QuantizationReport m_quantization;
+    std::optional<PromptKernelChoice> m_promptKernel;
 };
 
 } // namespace accel::inference

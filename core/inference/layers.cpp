@@ -3,6 +3,7 @@
 #include "core/inference/bf16gemv.h"
 #include "core/inference/floatgemv.h"
 #include "core/inference/gemvcolumns.h"
+#include "core/inference/promptkernel.h"
 #include "core/inference/quantizedweight.h"
 
 #include <ATen/core/grad_mode.h>
@@ -38,10 +39,11 @@ bool isSingleCpuFloatRow(const at::Tensor &flat)
     return flat.dim() == 2 && flat.size(0) == 1 && flat.is_cpu() && flat.scalar_type() == at::kFloat;
 }
 
-// Float32 rows on the CPU, as many as kOurKernelMostRows (layers.h).
+// Float32 rows on the CPU, as many as ourKernelMostRows() (promptkernel.h: chosen by measurement, at
+// most kOurKernelMostRows).
 bool isFewCpuFloatRows(const at::Tensor &flat)
 {
-    return flat.dim() == 2 && flat.size(0) >= 1 && flat.size(0) <= kOurKernelMostRows && flat.is_cpu() &&
+    return flat.dim() == 2 && flat.size(0) >= 1 && flat.size(0) <= ourKernelMostRows() && flat.is_cpu() &&
            flat.scalar_type() == at::kFloat;
 }
 
@@ -414,7 +416,7 @@ at::Tensor Conv1D::forward(const at::Tensor &x)
         !at::GradMode::is_enabled()) {
         // The weight is [in, out]: our column products (gemvcolumns.h) read it as stored. One row (a
         // decode step) on the threads a decode step shares (libtorch's addmv would run on the one
-        // intra-op thread left); a prompt's rows, up to kOurKernelMostRows, in register tiles on the
+        // intra-op thread left); a prompt's rows, up to ourKernelMostRows(), in register tiles on the
         // OpenMP team, where libtorch's addmm copies the weight's panels first: GPT-2 small's
         // 16-token prompt took 198-208 ms to the first token through it on the AVX2 EPYC, 96-108 ms
         // through ours (docs/quantization.md, "GPT-2 prompts through the column kernel").

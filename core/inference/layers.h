@@ -177,20 +177,21 @@ private:
     TensorParallel m_tensorParallel; // set while split
 };
 
-// Rows of x up to which a float32 Linear or Conv1D on the CPU takes our kernels (floatgemv.h,
-// gemvcolumns.h) rather than libtorch's GEMM: a decode step's one row, the rows a draft model's
-// tokens are verified in, and prompts (or prefill chunks) of up to this many tokens. libtorch's GEMM
-// (MKL's sgemm) packs the weight's panels first; ours reads each weight once from memory. Measured
-// on the AVX2 EPYC, the 1.1B Llama's 154 block weights from its file mapping, 2 threads, a prompt's
-// products: libtorch's at::linear 1443 ms at 4 rows, 1515 at 16, 2587 at 64, 3596 at 128; ours 242,
-// 624, 2138 and 4232 ms (docs/quantization.md, "Prompts through the decode kernel"). Bfloat16
+// The most rows of x a float32 Linear or Conv1D on the CPU ever takes our kernels (floatgemv.h,
+// gemvcolumns.h) for rather than libtorch's GEMM: a decode step's one row, the rows a draft model's
+// tokens are verified in, and prompts (or prefill chunks) of up to this many tokens; how many of them
+// on this CPU is measured at load (promptkernel.h, ourKernelMostRows). libtorch's GEMM (MKL's sgemm)
+// packs the weight's panels first; ours reads each weight once from memory. Measured on the AVX2
+// EPYC, the 1.1B Llama's 154 block weights from its file mapping, 2 threads, a prompt's products:
+// libtorch's at::linear 1443 ms at 4 rows, 1515 at 16, 2587 at 64, 3596 at 128; ours 242, 624, 2138
+// and 4232 ms (docs/quantization.md, "Prompts through the decode kernel"). Bfloat16
 // prompts, Linear and Conv1D, take ours at any length where libtorch's bfloat16 GEMM has no
 // instructions of its own (kernelisa.h's bf16GemmHere), since that GEMM then widens every value in
 // software.
 inline constexpr int64_t kOurKernelMostRows = 64;
 
 // x [..., in] times weight [out, in] transposed (+ bias [out]): at::linear, except on the CPU
-// without autograd for float32 x of up to kOurKernelMostRows rows, and bfloat16 x of one row (a
+// without autograd for float32 x of up to ourKernelMostRows() rows, and bfloat16 x of one row (a
 // decode step) or, where libtorch's bfloat16 GEMM has no instructions of its own (kernelisa.h's
 // bf16GemmHere), of any number of rows, which go through floatgemv.h's or bf16gemv.h's kernel.
 at::Tensor linearRows(const at::Tensor &x, const at::Tensor &weight, const at::Tensor &bias);

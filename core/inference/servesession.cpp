@@ -190,6 +190,8 @@ void Session::load(const ServeRequest &request)
                                      {"decode_bound", decodeBoundJson(*m_model)}};
     if (dtypeChoice)
         loaded["dtype_choice"] = dtypeChoiceJson(*dtypeChoice);
+    if (const auto &prompt = m_model->promptKernel())
+        loaded["prompt_kernel"] = promptKernelJson(*prompt);
     if (request.pinThreads)
         loaded["pinned_cpus"] = pinnedCpus;
     emit(loaded);

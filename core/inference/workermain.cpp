@@ -80,6 +80,8 @@ int runGenerate(const WorkerRequest &request)
         return fail("generate", pinnedCpus.error());
     if (const auto &kernel = (*model)->quantization().int8Kernel; kernel && !r.json)
         std::cerr << "[int8 kernel: " << kernel->name << ": " << kernel->reason << "]\n";
+    if (const auto &prompt = (*model)->promptKernel(); prompt && !r.json)
+        std::cerr << "[prompt kernel: " << prompt->reason << "]\n";
     auto codec = TextCodec::forModel(r.modelDir);
     if (!codec)
         return fail("generate", codec.error());
@@ -135,6 +137,8 @@ int runGenerate(const WorkerRequest &request)
                                       {"warnings", (*model)->warnings()}};
         if (*dtypeChoice)
             out["dtype_choice"] = dtypeChoiceJson(**dtypeChoice);
+        if (const auto &prompt = (*model)->promptKernel())
+            out["prompt_kernel"] = promptKernelJson(*prompt);
         if (r.pinThreads)
             out["pinned_cpus"] = *pinnedCpus;
         // As the serve worker's loaded event: measured after decode (not in its time), on the

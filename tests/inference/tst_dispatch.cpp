@@ -10,11 +10,15 @@
 #include "core/hardware/procparsers.h"
 #include "core/inference/causallm.h"
 #include "core/inference/decodebound.h"
+#include "core/inference/floatgemv.h"
+#include "core/inference/gemvcolumns.h"
 #include "core/inference/generator.h"
 #include "core/inference/inferencemodel.h"
 #include "core/inference/intraopteam.h"
+#include "core/inference/kernelisa.h"
 #include "core/inference/layers.h"
 #include "core/inference/offloadhook.h"
+#include "core/inference/promptkernel.h"
 #include "core/inference/torchtensors.h"
 
 #include <ATen/Parallel.h>
@@ -363,6 +367,84 @@ void tst_Dispatch::gpuNeedsCuda()
     QCOMPARE(device.error().code, ErrorCode::Unsupported);
     QSKIP("this libtorch has no CUDA: GPU dispatch (main device 0, CPU-offloaded blocks) needs a GPU machine");
 #endif
+}
+
+// Up to how many float32 rows our kernels take a product (promptkernel.h): ours up to the last
+// measured row count before libtorch's GEMM measured the margin faster, on made-up times; the
+// products then take the kernel chosen, bit for bit; on this machine, a real measurement.
+void tst_Dispatch::promptRowsChosenByMeasurement()
+{
+    // ms ours / libtorch's at 4, 16 and 64 rows.
+    auto times = [](std::vector<std::pair<double, double>> ms) {
+        return [ms] {
+            PromptProductTimes t;
+            t.product = "products [rows] x 2048 by 2048 x 5632 Linear (copies: 6)";
+            for (size_t i = 0; i < ms.size(); ++i)
+                t.rows.push_back({kPromptRowsMeasured[i], ms[i].first, ms[i].second});
+            return t;
+        };
+    };
+    PromptKernelChoice choice = choosePromptKernel(times({{2, 9}, {5, 10}, {20, 30}})); // the AVX2 EPYC's kind
+    QCOMPARE(choice.ourMostRows, int64_t(64));
+    QVERIFY2(choice.reason == "float32 products [rows] x 2048 by 2048 x 5632 Linear (copies: 6): 4 rows 2.00 ms ours, "
+                              "9.00 ms libtorch's, 16 rows 5.00 ms ours, 10.00 ms libtorch's, 64 rows 20.00 ms ours, "
+                              "30.00 ms libtorch's; ours up to 64 rows (libtorch's GEMM was not 1.2x faster at any)",
+             choice.reason.c_str());
+    choice = choosePromptKernel(times({{2, 3}, {6, 4}, {30, 18}})); // libtorch's 1.5x from 16 rows
+    QCOMPARE(choice.ourMostRows, int64_t(4));
+    QVERIFY2(choice.reason.find("; ours up to 4 rows, libtorch's GEMM beyond (at least 1.2x faster at 16 rows)") !=
+                 std::string::npos,
+             choice.reason.c_str());
+    QCOMPARE(choosePromptKernel(times({{3, 2}, {6, 4}, {30, 18}})).ourMostRows, int64_t(1)); // from 4 rows
+    QCOMPARE(choosePromptKernel(times({{2, 3}, {6, 4}, {20, 30}})).ourMostRows, int64_t(4)); // the first decides
+    // 1.1x faster: within the margin of a measurement, ours stays.
+    QCOMPARE(choosePromptKernel(times({{2, 3}, {5, 6}, {22, 20}})).ourMostRows, int64_t(64));
+    QCOMPARE(choosePromptKernel(times({{2, 3}, {5, 6}, {24, 20}})).ourMostRows, int64_t(16));
+
+    // In use: up to ourKernelMostRows() rows a Linear's and a Conv1D's products are our kernels',
+    // beyond it libtorch's, bit for bit.
+    c10::InferenceMode guard;
+    const int previous = at::get_num_threads();
+    at::set_num_threads(2);
+    const int64_t before = ourKernelMostRows();
+    const int64_t k = 300, n = 200;
+    const at::Tensor w = at::randn({n, k}), bias = at::randn({n});
+    Conv1D conv(k, n);
+    conv.parameters()[0]->value = w.t().contiguous();
+    conv.parameters()[1]->value = bias;
+    useOurKernelMostRows(4);
+    QCOMPARE(ourKernelMostRows(), int64_t(4));
+    for (const int64_t rows : {int64_t(4), int64_t(5)}) {
+        const at::Tensor x = at::randn({rows, k});
+        at::Tensor ours = at::empty({rows, n}), oursColumns = at::empty({rows, n});
+        f32::gemv(hostKernelIsa(), x.data_ptr<float>(), rows, k, w.data_ptr<float>(), bias.data_ptr<float>(), n,
+                  ours.data_ptr<float>());
+        f32::gemmColumns(hostKernelIsa(), x.data_ptr<float>(), rows, k, conv.parameters()[0]->value.data_ptr<float>(),
+                         bias.data_ptr<float>(), n, oursColumns.data_ptr<float>());
+        const at::Tensor linear = linearRows(x, w, bias), columns = conv.forward(x.view({1, rows, k})).view({rows, n});
+        const bool oursTaken = rows <= 4;
+        QVERIFY2(at::equal(linear, oursTaken ? ours : at::linear(x, w, bias)), qPrintable(QString::number(rows)));
+        QVERIFY2(at::equal(columns, oursTaken ? oursColumns : at::addmm(bias, x, conv.parameters()[0]->value)),
+                 qPrintable(QString::number(rows)));
+    }
+    useOurKernelMostRows(before);
+
+    // This machine: the three row counts, both kernels timed, the rule applied to them.
+    const PromptKernelChoice here =
+        choosePromptKernel([] { return measurePromptProducts(256, 1024, /*conv1d=*/false); });
+    qInfo("this CPU: %s", here.reason.c_str());
+    // Every count up to the decisive one: the first at which libtorch's was clearly faster, else all.
+    QVERIFY(!here.times.rows.empty() && here.times.rows.size() <= std::size(kPromptRowsMeasured));
+    for (size_t i = 0; i < here.times.rows.size(); ++i) {
+        QCOMPARE(here.times.rows[i].rows, kPromptRowsMeasured[i]);
+        QVERIFY(here.times.rows[i].oursMs > 0 && here.times.rows[i].libtorchMs > 0);
+        const bool last = i + 1 == here.times.rows.size();
+        if (!last || here.times.rows.size() < std::size(kPromptRowsMeasured))
+            QCOMPARE(libtorchClearlyFaster(here.times.rows[i]), last);
+    }
+    QVERIFY2(here.reason.find("products [rows] x 256 by 256 x 1024 Linear (copies: 64)") != std::string::npos,
+             here.reason.c_str());
+    at::set_num_threads(previous);
 }
 
 void tst_Dispatch::bfloat16OnlyWithTheFlagsAndTheMeasurement()

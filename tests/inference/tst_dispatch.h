@@ -36,6 +36,7 @@ private Q_SLOTS:
     void bfloat16OnlyWithTheFlagsAndTheMeasurement();
     void pinnedThreadsRunOnTheirCpus();
     void memoryBandwidthIsReadOnTheDecodeThreads();
+    void promptRowsChosenByMeasurement();
     // Decode products (tst_dispatchkernels.cpp: int8gemv.h, floatgemv.h, bf16gemv.h, gemvcolumns.h,
     // int8kernel.h): each kernel at every ISA this CPU runs, the work split over the intra-op
     // threads, and the int8 kernel chosen by capability and measurement.

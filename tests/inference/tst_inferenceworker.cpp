@@ -54,6 +54,7 @@ private Q_SLOTS:
     void gpt2Bf16PromptAtOnceMatchesRowByRow();
     void quantizedAutoMapIsTheDeviceMapPlan();
     void int8DecodeKernelThroughAccelGenerate();
+    void promptKernelThroughAccelGenerate();
 
 private:
     QString worker() const { return test::binDir() + "/accel-worker"; }
@@ -683,6 +684,49 @@ void tst_InferenceWorker::int8DecodeKernelThroughAccelGenerate()
             QVERIFY2(mine == tokens, qPrintable(QString::fromStdString(tiny->dir) + ": " + r.out));
         }
     }
+}
+
+// accel generate on a float32 model says up to how many prompt rows our kernels take (promptkernel.h):
+// in --json the row counts measured with both kernels' times and the rows the rule gives them, on
+// stderr the reason.
+void tst_InferenceWorker::promptKernelThroughAccelGenerate()
+{
+    const QString accel = test::binDir() + "/accel";
+    const QStringList args{"generate",
+                           QString::fromStdString(m_llama.dir),
+                           "--input_ids",
+                           "4,8,15,16,23,42",
+                           "--max_new_tokens",
+                           "2",
+                           "--greedy",
+                           "--threads",
+                           "2"};
+    auto r = test::runProgram(accel, args + QStringList{"--json"});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+    const QJsonObject kernel = QJsonDocument::fromJson(r.out.toUtf8()).object()["prompt_kernel"].toObject();
+    const QJsonArray rows = kernel["rows"].toArray();
+    QVERIFY2(!rows.isEmpty() && rows.size() <= int(std::size(inference::kPromptRowsMeasured)), qPrintable(r.out));
+    // The rule on the times it printed: ours up to the row count before libtorch's first clear win,
+    // which is the last measured; every count measured when there was none.
+    qint64 expected = 1;
+    bool won = false;
+    for (int i = 0; i < rows.size(); ++i) {
+        const QJsonObject t = rows[i].toObject();
+        QCOMPARE(t["rows"].toInteger(), qint64(inference::kPromptRowsMeasured[i]));
+        QVERIFY2(t["ours_ms"].toDouble() > 0 && t["libtorch_ms"].toDouble() > 0, qPrintable(r.out));
+        QVERIFY2(!won, qPrintable(r.out)); // nothing measured after the decisive count
+        won = t["libtorch_ms"].toDouble() * inference::kMeasuredChoiceMargin <= t["ours_ms"].toDouble();
+        if (!won)
+            expected = t["rows"].toInteger();
+    }
+    QVERIFY2(won || rows.size() == int(std::size(inference::kPromptRowsMeasured)), qPrintable(r.out));
+    QCOMPARE(kernel["our_kernel_most_rows"].toInteger(), expected);
+    QVERIFY2(kernel["product"].toString().contains("Linear"), qPrintable(r.out)); // the Llama's own layer
+    QVERIFY2(kernel["reason"].toString().contains(QStringLiteral("ours up to %1 row").arg(expected)),
+             qPrintable(r.out));
+    r = test::runProgram(accel, args);
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+    QVERIFY2(r.err.contains("[prompt kernel: float32 products [rows] x "), qPrintable(r.err));
 }
 
 QTEST_GUILESS_MAIN(tst_InferenceWorker)
