@@ -18,6 +18,7 @@
 #include "core/inference/int8kernel.h"
 #include "core/inference/intraopteam.h"
 #include "core/inference/layers.h"
+#include "core/inference/promptkernel.h"
 #include "core/inference/quantizedweight.h"
 
 #include <ATen/Parallel.h>
@@ -254,7 +255,11 @@ void tst_Dispatch::columnKernelEqualsTheExactProduct()
             }
         }
     }
-    // A Conv1D's forward of a prompt's rows ([1, 5, 40] into 203) goes through gemmColumns.
+    // A Conv1D's forward of a prompt's rows ([1, 5, 40] into 203) goes through gemmColumns, with our
+    // kernels taking every row count they can (a model loaded earlier in this process may have measured
+    // fewer on this CPU: promptkernel.h).
+    const int64_t mostRows = ourKernelMostRows();
+    useOurKernelMostRows(kOurKernelMostRows);
     Conv1D conv(40, 203);
     for (const NamedParameter &p : conv.namedParameters())
         p.parameter->value = at::randn(at::IntArrayRef(p.parameter->shape));
@@ -270,6 +275,7 @@ void tst_Dispatch::columnKernelEqualsTheExactProduct()
     at::Tensor kernel = at::empty({5, 203});
     f32::gemmColumns(hostKernelIsa(), x.data_ptr<float>(), 5, 40, value("weight").data_ptr<float>(),
                      value("bias").data_ptr<float>(), 203, kernel.data_ptr<float>());
+    useOurKernelMostRows(mostRows);
     QVERIFY(at::equal(got.view({5, 203}), kernel));
     at::set_num_threads(previous);
 }
