@@ -4,7 +4,8 @@
 // every step's loss and the evaluation loss within 1e-5 (relative), the final weights within
 // floattensors.h's kSplitRunWeightTolerance — for each of Accelerate's K/V exchanges (allgather,
 // alltoall), for padded instruction batches, and with dp_shard 2 under FSDP2, dp_replicate 2 and tp 2
-// on 4 ranks, and with FSDP2 through the real accel launch; with LoRA, on cp 2, tp 2 and both. What it cannot do is refused by name.
+// on 4 ranks, and with FSDP2 through the real accel launch; with LoRA, on cp 2, tp 2 and both. What
+// it cannot do is refused by name.
 #include "tests/compat/oracle.h"
 #include "tests/helpers/floattensors.h"
 #include "tests/helpers/metricsfile.h"
