@@ -393,8 +393,8 @@ private Q_SLOTS:
     // 1e-5 (relative), the gathered weights within kSplitRunWeightTolerance (floattensors.h: AdamW
     // magnifies rounding; on the EPYC plain tp 2 on this job already differs by 4.8e-6, and by 3.2e-5
     // with the tied model, both in an up_proj; a norm gradient left unsummed gives 1e-2, an unsummed
-    // softmax denominator 0.23). Each rank holds half of the split layers' bytes (embed_tokens and lm_head
-    // too with the vocabulary split) and half of the whole logits.
+    // softmax denominator 0.23). Each rank holds half of the split layers' bytes (embed_tokens and
+    // lm_head too with the vocabulary split) and half of the whole logits.
     void vocabAndSequenceParallelEqualOneRank()
     {
         QFETCH(QString, model);
