@@ -69,6 +69,19 @@ QMap<QString, double> readFigures(QProcess &python)
     return figures;
 }
 
+bool endedWell(const QProcess &process, bool finished)
+{
+    return finished && process.exitStatus() == QProcess::NormalExit && process.exitCode() == 0;
+}
+
+QString howItEnded(const QProcess &process, bool finished)
+{
+    if (!finished)
+        return QStringLiteral("did not finish");
+    return process.exitStatus() == QProcess::CrashExit ? QStringLiteral("killed by signal %1").arg(process.exitCode())
+                                                       : QStringLiteral("exit %1").arg(process.exitCode());
+}
+
 double loadAverage()
 {
     auto text = fileutil::readFile("/proc/loadavg");

@@ -68,8 +68,9 @@ void tst_BenchInference::peers()
         process.start(python, args);
         const bool finished = process.waitForFinished(1800000);
         auto figures = readFigures(process);
-        if (!finished || process.exitCode() != 0)
-            std::printf("PEER %s %s failed (exit %d): %s\n", qPrintable(script), qPrintable(kind), process.exitCode(),
+        if (!endedWell(process, finished))
+            std::printf("PEER %s %s failed (%s): %s\n", qPrintable(script), qPrintable(kind),
+                        qPrintable(howItEnded(process, finished)),
                         process.readAllStandardError().right(600).constData());
         return figures;
     };
@@ -108,8 +109,8 @@ void tst_BenchInference::peers()
         const bool finished = process.waitForFinished(1800000);
         const auto out = nlohmann::json::parse(process.readAllStandardOutput().toStdString(), nullptr, false);
         Run run;
-        if (!finished || process.exitCode() != 0 || !out.is_object() || !out.contains("stats"))
-            std::printf("WORKER %s failed (exit %d): %s\n", dtype, process.exitCode(),
+        if (!endedWell(process, finished) || !out.is_object() || !out.contains("stats"))
+            std::printf("WORKER %s failed (%s): %s\n", dtype, qPrintable(howItEnded(process, finished)),
                         process.readAllStandardError().right(600).constData());
         else {
             run.decode = out["stats"].value("decode_tokens_per_second", 0.0);

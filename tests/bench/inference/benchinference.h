@@ -39,6 +39,11 @@ inference::SamplingOptions greedyDecode();
 // A peer's `name value` lines.
 QMap<QString, double> readFigures(QProcess &python);
 
+// Whether a peer or worker process `finished` (waitForFinished) with exit code 0; else how it ended:
+// "exit 2", "killed by signal 4" (a crash: llama.cpp's SIGILL on an AMX CPU), "did not finish".
+bool endedWell(const QProcess &process, bool finished);
+QString howItEnded(const QProcess &process, bool finished);
+
 // The 1-minute load average (/proc/loadavg), for telling a noisy round from a real change.
 double loadAverage();
 
