@@ -1,11 +1,11 @@
 // Up to how many float32 rows of x a Linear or GPT-2 Conv1D on the CPU takes our kernels
 // (floatgemv.h, gemvcolumns.h) rather than libtorch's GEMM: chosen by measurement, once per process,
-// at the first load of a model that computes in float32. One row (a decode step) always takes ours.
-// Ours reads each weight once from memory; libtorch's GEMM (MKL's sgemm) copies the weight's panels
-// first and then runs at the FMA rate, and how fast depends on the CPU: on an AVX2 AMD EPYC MKL took
-// 1515 ms for a 16-row prompt's products of the 1.1B Llama where ours took 624, and ours stayed
-// ahead up to 64 rows; on an AMX Xeon MKL's GEMM was ahead from 16 rows on (docs/quantization.md,
-// "Prompt rows by measurement").
+// at the first load of a model with float32 weights on the CPU. One row (a decode step) always takes
+// ours. Ours reads each weight once from memory; libtorch's GEMM (MKL's sgemm) copies the weight's
+// panels first and then runs at the FMA rate, and how fast depends on the CPU: on an AVX2 AMD EPYC
+// MKL took 1515 ms for a 16-row prompt's products of the 1.1B Llama where ours took 624, and ours
+// stayed ahead up to 64 rows; on an AMX Xeon MKL's GEMM was ahead from 16 rows on for GPT-2 small's
+// products and from 64 for the 1.1B's (docs/quantization.md, "Prompt rows by measurement").
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
