@@ -221,12 +221,25 @@ DecodeDTypeChoice chooseDecodeDType(const std::vector<std::string> &cpuFlags, co
     const bool faster = times.bfloat16Ms > 0 && times.float32Ms >= kMeasuredChoiceMargin * times.bfloat16Ms;
     if (faster)
         choice.dtype = "bfloat16";
-    char margin[64];
-    std::snprintf(margin, sizeof margin, "%.1f", kMeasuredChoiceMargin);
+    const std::string margin = measuredChoiceMarginText();
     choice.reason = "CPU flags " + flags + "; " + measured +
-                    (faster ? " (bfloat16 chosen: at least " + std::string(margin) + "x faster)"
-                            : " (float32 kept: bfloat16 is not " + std::string(margin) + "x faster)");
+                    (faster ? " (bfloat16 chosen: at least " + margin + "x faster)"
+                            : " (float32 kept: bfloat16 is not " + margin + "x faster)");
     return choice;
+}
+
+std::string measuredChoiceMarginText()
+{
+    char text[16];
+    std::snprintf(text, sizeof text, "%.1f", kMeasuredChoiceMargin);
+    return text;
+}
+
+std::string twoDecimals(double value)
+{
+    char text[32];
+    std::snprintf(text, sizeof text, "%.2f", value);
+    return text;
 }
 
 Result<DecodeDTypeChoice> chooseModelDecodeDType(const std::string &modelDir, int threads)

@@ -54,6 +54,10 @@ MemoryBandwidth measureMemoryBandwidthNow();
 // The margin of every measured kernel choice (this one and the int8 kernel's, int8kernel.h): the
 // path other than the default is taken only when it measured at least this many times faster.
 inline constexpr double kMeasuredChoiceMargin = 1.2;
+// For the reasons of measured choices: kMeasuredChoiceMargin as "1.2", and a figure with two
+// decimals ("0.41").
+std::string measuredChoiceMarginText();
+std::string twoDecimals(double value);
 struct DecodeDTypeChoice {
     std::string dtype;  // "bfloat16" or the stored dtype
     std::string reason; // "CPU flags avx512_bf16; 1x2048x8192 product 0.41 ms in bfloat16, 0.83 ms in float32"

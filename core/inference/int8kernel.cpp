@@ -12,7 +12,6 @@
 #include <array>
 #include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <map>
 #include <mutex>
 
@@ -33,13 +32,6 @@ at::ScalarType scalarType(const std::string &dtype)
     return dtype == "bfloat16" ? at::kBFloat16 : dtype == "float16" ? at::kHalf : at::kFloat;
 }
 
-std::string milliseconds(double ms)
-{
-    char text[32];
-    std::snprintf(text, sizeof text, "%.2f", ms);
-    return text;
-}
-
 } // namespace
 
 Int8KernelChoice chooseInt8Kernel(const std::vector<std::string> &cpuFlags, const std::string &dtype,
@@ -57,7 +49,7 @@ Int8KernelChoice chooseInt8Kernel(const std::vector<std::string> &cpuFlags, cons
     const Int8KernelTimes &t = choice.times;
     std::string reason = "CPU flags " + (flags.empty() ? std::string("without avx512f, avx2 or fma") : flags) + ": " +
                          ours + "; 1-row " + dtype + " products through " + std::to_string(t.layers) +
-                         " int8 layer(s) (" + milliseconds(double(t.bytes) / 1e6) + " MB) " + milliseconds(t.oursMs) +
+                         " int8 layer(s) (" + twoDecimals(double(t.bytes) / 1e6) + " MB) " + twoDecimals(t.oursMs) +
                          " ms ours, ";
     if (t.libtorchMs < 0) {
         choice.kernel = Int8Kernel::Ours;
@@ -65,9 +57,8 @@ Int8KernelChoice chooseInt8Kernel(const std::vector<std::string> &cpuFlags, cons
     } else {
         // libtorch's kernel only for a clear win (a measurement under load swings both ways).
         choice.kernel = t.libtorchMs * kMeasuredChoiceMargin <= t.oursMs ? Int8Kernel::Libtorch : Int8Kernel::Ours;
-        char margin[16];
-        std::snprintf(margin, sizeof margin, "%.1f", kMeasuredChoiceMargin);
-        reason += milliseconds(t.libtorchMs) + " ms libtorch's _weight_int8pack_mm (taken when " + margin + "x faster)";
+        reason += twoDecimals(t.libtorchMs) + " ms libtorch's _weight_int8pack_mm (taken when " +
+                  measuredChoiceMarginText() + "x faster)";
     }
     choice.name = choice.kernel == Int8Kernel::Ours ? ours : "libtorch-_weight_int8pack_mm";
     choice.reason = reason;

@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <mutex>
 #include <optional>
 
@@ -32,13 +31,6 @@ std::atomic<int64_t> g_ourMostRows{kOurKernelMostRows};
 // the choice moved between 16 and 64 rows with it.
 constexpr int kPromptMeasurePasses = 5;
 
-std::string promptMs(double ms)
-{
-    char text[32];
-    std::snprintf(text, sizeof text, "%.2f", ms);
-    return text;
-}
-
 } // namespace
 
 bool libtorchClearlyFaster(const PromptRowsTimes &t)
@@ -54,8 +46,8 @@ PromptKernelChoice choosePromptKernel(const std::function<PromptProductTimes()> 
     std::string measured;
     int64_t libtorchFrom = 0; // the first row count at which libtorch's GEMM measured the margin faster
     for (const PromptRowsTimes &t : choice.times.rows) {
-        measured += (measured.empty() ? "" : ", ") + std::to_string(t.rows) + " rows " + promptMs(t.oursMs) +
-                    " ms ours, " + promptMs(t.libtorchMs) + " ms libtorch's";
+        measured += (measured.empty() ? "" : ", ") + std::to_string(t.rows) + " rows " + twoDecimals(t.oursMs) +
+                    " ms ours, " + twoDecimals(t.libtorchMs) + " ms libtorch's";
         if (libtorchFrom > 0)
             continue;
         if (libtorchClearlyFaster(t))
@@ -63,13 +55,12 @@ PromptKernelChoice choosePromptKernel(const std::function<PromptProductTimes()> 
         else
             choice.ourMostRows = t.rows;
     }
-    char margin[16];
-    std::snprintf(margin, sizeof margin, "%.1f", kMeasuredChoiceMargin);
+    const std::string margin = measuredChoiceMarginText();
     choice.reason = "float32 " + choice.times.product + ": " + measured + "; ours up to " +
                     std::to_string(choice.ourMostRows) + (choice.ourMostRows == 1 ? " row" : " rows") +
-                    (libtorchFrom > 0 ? ", libtorch's GEMM beyond (at least " + std::string(margin) + "x faster at " +
+                    (libtorchFrom > 0 ? ", libtorch's GEMM beyond (at least " + margin + "x faster at " +
                                             std::to_string(libtorchFrom) + " rows)"
-                                      : " (libtorch's GEMM was not " + std::string(margin) + "x faster at any)");
+                                      : " (libtorch's GEMM was not " + margin + "x faster at any)");
     return choice;
 }
 
