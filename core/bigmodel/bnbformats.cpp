@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace accel::bigmodel::bnb {
 
 namespace {
@@ -55,16 +59,43 @@ void quantizeInt8Rows(const float *weight, int64_t rows, int64_t columns, int8_t
 {
     for (int64_t r = 0; r < rows; ++r) {
         const float *row = weight + r * columns;
+        int8_t *q = cb + r * columns;
+        int64_t c = 0;
         float absmax = 0;
-        for (int64_t c = 0; c < columns; ++c)
+#if defined(__SSE2__)
+        // Four lanes of the same maxima (a maximum is exact, in any order); _mm_max_ps(x, m) keeps m
+        // when x is NaN, as std::max(m, x) does.
+        const __m128 signless = _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff));
+        __m128 most = _mm_setzero_ps();
+        for (; c + 4 <= columns; c += 4)
+            most = _mm_max_ps(_mm_and_ps(_mm_loadu_ps(row + c), signless), most);
+        float lanes[4];
+        _mm_storeu_ps(lanes, most);
+        for (const float lane : lanes)
+            absmax = std::max(absmax, lane);
+#endif
+        for (; c < columns; ++c)
             absmax = std::max(absmax, std::fabs(row[c]));
         scb[r] = absmax;
         // A row of zeros has no scale: bitsandbytes divides by zero there; it stays zero here. The
         // scale is torch's 127.0 / absmax, which PyTorch computes as reciprocal(absmax) * 127 (two
         // roundings; one division differs in the last bit and moves ties of w * scale).
         const float scale = absmax > 0 ? multiply(divide(1.0f, absmax), 127.0f) : 0.0f;
-        for (int64_t c = 0; c < columns; ++c)
-            cb[r * columns + c] = static_cast<int8_t>(std::nearbyint(multiply(row[c], scale)));
+        c = 0;
+#if defined(__SSE2__)
+        // Sixteen at a time: each product one float32 multiply (as `multiply`), rounded to the nearest
+        // integer, ties to even, by the current rounding mode (as std::nearbyint), and packed to int8.
+        // |w * scale| is at most 127 and a few float32 ulps, so the saturating packs never clip.
+        const __m128 scales = _mm_set1_ps(scale);
+        const auto rounded = [&](int64_t at) { return _mm_cvtps_epi32(_mm_mul_ps(_mm_loadu_ps(row + at), scales)); };
+        for (; c + 16 <= columns; c += 16) {
+            const __m128i low = _mm_packs_epi32(rounded(c), rounded(c + 4)),
+                          high = _mm_packs_epi32(rounded(c + 8), rounded(c + 12));
+            _mm_storeu_si128(reinterpret_cast<__m128i *>(q + c), _mm_packs_epi16(low, high));
+        }
+#endif
+        for (; c < columns; ++c)
+            q[c] = static_cast<int8_t>(std::nearbyint(multiply(row[c], scale)));
     }
 }
 

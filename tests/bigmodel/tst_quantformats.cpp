@@ -82,6 +82,43 @@ private Q_SLOTS:
         QCOMPARE(bitsOf(scb[1]), 0x40000000u); // 2
     }
 
+    // Rows long enough for the vector loops (sixteen products, four maxima at a time) and their
+    // tails: the rows above repeated (40 columns: two blocks of 16 and a tail of 8, the ties 63.5 ->
+    // 64 in every position), and a row of 17 whose absolute maximum is its last, lone column.
+    // Rounding towards zero instead of to even, or a maximum that skips the tail, fails.
+    void int8RowsQuantizeAsBitsandbytesInLongRows()
+    {
+        const std::vector<int8_t> indices = {22, -127, 4, 127, 0, -63, 64, 0, -127, 32, 16, -8, 64, 0, 48, -95};
+        std::vector<float> weights;
+        std::vector<int8_t> want;
+        for (int r = 0; r < 2; ++r)
+            for (int copy = 0; copy < 5; ++copy) {
+                weights.insert(weights.end(), kWeights.begin() + 8 * r, kWeights.begin() + 8 * r + 8);
+                want.insert(want.end(), indices.begin() + 8 * r, indices.begin() + 8 * r + 8);
+            }
+        std::vector<int8_t> cb(want.size());
+        std::vector<float> scb(2);
+        bnb::quantizeInt8Rows(weights.data(), 2, 40, cb.data(), scb.data());
+        QCOMPARE(cb, want);
+        QCOMPARE(bitsOf(scb[0]), 0x3fd9999au);
+        QCOMPARE(bitsOf(scb[1]), 0x40000000u);
+
+        std::vector<float> row;
+        std::vector<int8_t> rowWant;
+        for (int copy = 0; copy < 2; ++copy)
+            for (int c = 8; c < 16; ++c) { // the second row with its -2.0 (column 8) moved to the end
+                row.push_back(c == 8 ? 0.0f : kWeights[c]);
+                rowWant.push_back(c == 8 ? 0 : indices[c]);
+            }
+        row.push_back(-2.0f);
+        rowWant.push_back(-127);
+        std::vector<int8_t> rowCb(row.size());
+        float rowScale = 0;
+        bnb::quantizeInt8Rows(row.data(), 1, int64_t(row.size()), rowCb.data(), &rowScale);
+        QCOMPARE(rowCb, rowWant);
+        QCOMPARE(bitsOf(rowScale), 0x40000000u);
+    }
+
     void fourBitCodesAreGet4bitType()
     {
         const std::vector<uint32_t> nf4 = {0xbf800000, 0xbf3239b1, 0xbf066b30, 0xbeca32a0, 0xbe91a24d, 0xbe3d353f,
