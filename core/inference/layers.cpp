@@ -9,6 +9,7 @@
 #include <ATen/core/grad_mode.h>
 #include <torch/autograd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -49,7 +50,8 @@ bool isFewCpuFloatRows(const at::Tensor &flat)
 
 // How many bfloat16 rows take our kernels (bf16gemv.h for a Linear, the column kernel for a Conv1D):
 // one (a decode step) on every CPU, any number where libtorch's bfloat16 GEMM has no instructions of
-// its own (bf16GemmHere).
+// its own (bf16GemmHere), except that a Conv1D there takes ours up to kOurBf16ColumnKernelMostRows
+// rows only (Conv1D::forward).
 bool bf16RowsTakeOurKernel(int64_t rows)
 {
     return rows == 1 || (rows > 1 && !bf16GemmHere());
@@ -109,6 +111,27 @@ at::Tensor linearRows(const at::Tensor &x, const at::Tensor &weight, const at::T
     f32::gemv(hostKernelIsa(), rows.data_ptr<float>(), rows.size(0), weight.size(1), weight.data_ptr<float>(),
               bias.defined() ? bias.data_ptr<float>() : nullptr, weight.size(0), out.data_ptr<float>());
     return out.view(sizes);
+}
+
+bool bf16ColumnsWidened(int64_t rows)
+{
+    return rows > kOurBf16ColumnKernelMostRows && !bf16GemmHere();
+}
+
+// A block holds kWidenedColumnBlockBytes of widened columns, which the GEMM then reads from the cache.
+constexpr int64_t kWidenedColumnBlockBytes = int64_t(4) << 20;
+at::Tensor widenedBf16Columns(const at::Tensor &rows, const at::Tensor &weight, const at::Tensor &bias)
+{
+    const int64_t in = weight.size(0), out = weight.size(1);
+    const at::Tensor x = rows.to(at::kFloat);
+    at::Tensor result = at::empty({rows.size(0), out}, rows.options());
+    const int64_t block = std::clamp<int64_t>(kWidenedColumnBlockBytes / (in * int64_t(sizeof(float))), 1, out);
+    for (int64_t j = 0; j < out; j += block) {
+        const int64_t n = std::min(block, out - j);
+        result.narrow(1, j, n).copy_(
+            at::addmm(bias.narrow(0, j, n).to(at::kFloat), x, weight.narrow(1, j, n).to(at::kFloat)));
+    }
+    return result;
 }
 
 at::Tensor dropoutIn(const torch::nn::Module &module, const at::Tensor &x, double p)
@@ -430,17 +453,21 @@ at::Tensor Conv1D::forward(const at::Tensor &x)
                              weight.data_ptr<float>(), bias.data_ptr<float>(), m_out, out.data_ptr<float>());
         return withLora(input, out.view(sizes));
     }
-    if (rows.dim() == 2 && rows.is_cpu() && rows.scalar_type() == at::kBFloat16 &&
-        bf16RowsTakeOurKernel(rows.size(0)) && weight.scalar_type() == at::kBFloat16 && weight.is_cpu() &&
-        weight.is_contiguous() && weight.dim() == 2 && weight.size(0) == rows.size(1) && weight.size(1) == m_out &&
-        bias.scalar_type() == at::kBFloat16 && bias.is_cpu() && bias.is_contiguous() && bias.numel() == m_out &&
-        !at::GradMode::is_enabled()) {
+    const bool bf16Rows = rows.dim() == 2 && rows.is_cpu() && rows.scalar_type() == at::kBFloat16 &&
+                          bf16RowsTakeOurKernel(rows.size(0)) && weight.scalar_type() == at::kBFloat16 &&
+                          weight.is_cpu() && weight.is_contiguous() && weight.dim() == 2 &&
+                          weight.size(0) == rows.size(1) && weight.size(1) == m_out &&
+                          bias.scalar_type() == at::kBFloat16 && bias.is_cpu() && bias.is_contiguous() &&
+                          bias.numel() == m_out && !at::GradMode::is_enabled();
+    if (bf16Rows && bf16ColumnsWidened(rows.size(0)))
+        return withLora(input, widenedBf16Columns(rows.contiguous(), weight, bias).view(sizes));
+    if (bf16Rows) {
         // The same at bfloat16: widened, float32 sums, one rounding (libtorch's addmm runs on one
         // thread). One row is a decode step. A prompt's rows take it too, one row after another,
-        // where libtorch's bfloat16 GEMM has no instructions of its own (bf16GemmHere): each row
-        // reads the weight again, but that GEMM widens every value in software. On the AVX2 EPYC,
-        // GPT-2 small's 16-token prompt took 3.1-3.4 s to the first token through that GEMM and
-        // 0.15-0.22 s through this loop; 512 tokens 105-106 s and 6.7-7.2 s (docs/quantization.md,
+        // up to kOurBf16ColumnKernelMostRows where libtorch's bfloat16 GEMM has no instructions of
+        // its own (bf16GemmHere): each row reads the weight again, but that GEMM widens every value
+        // in software. On the AVX2 EPYC, GPT-2 small's 16-token prompt took 3.1-3.4 s to the first
+        // token through that GEMM and 0.15-0.22 s through this loop (docs/quantization.md,
         // "Bfloat16 prompts of any length through our kernels").
         const at::Tensor in = rows.contiguous();
         at::Tensor out = at::empty({in.size(0), m_out}, in.options());
@@ -626,9 +653,18 @@ at::Tensor causalAttention(const at::Tensor &q, const at::Tensor &kAll, const at
     const double scale = attentionScale(options, dim);
     if (takesDecodeAttention(q, k, v, options.dropout))
         return decodeAttention(q, k, v, scale, options.softcap);
+    // Bfloat16 on a CPU where libtorch's bfloat16 GEMM has no instructions of its own (bf16GemmHere)
+    // widens every value in software, a prompt's attention products included: GPT-2 small's
+    // 512-token prompt spent half its time there. Without autograd they run in float32 over the
+    // widened values (exact), each result rounded once to bfloat16 as the bfloat16 product rounds it.
+    const bool widened =
+        q.scalar_type() == at::kBFloat16 && q.is_cpu() && !bf16GemmHere() && !at::GradMode::is_enabled();
+    const auto product = [widened](const at::Tensor &a, const at::Tensor &b) {
+        return widened ? at::matmul(a.to(at::kFloat), b.to(at::kFloat)).to(at::kBFloat16) : at::matmul(a, b);
+    };
     // Query heads of one key/value head side by side: no copy of the cache.
     auto qg = q.reshape({batch, kvHeads, groups * queries, dim});
-    auto scores = at::matmul(qg, k.transpose(-1, -2)).to(at::kFloat) * scale;
+    auto scores = product(qg, k.transpose(-1, -2)).to(at::kFloat) * scale;
     if (options.softcap > 0)
         scores = at::tanh(scores / options.softcap) * options.softcap;
     if (queries > 1) {
@@ -645,7 +681,7 @@ at::Tensor causalAttention(const at::Tensor &q, const at::Tensor &kAll, const at
     auto probs = at::softmax(scores, -1).to(v.scalar_type());
     if (options.dropout > 0)
         probs = at::dropout(probs, options.dropout, /*train=*/true);
-    return at::matmul(probs, v).view({batch, heads, queries, dim});
+    return product(probs, v).view({batch, heads, queries, dim});
 }
 
 } // namespace accel::inference

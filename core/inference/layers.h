@@ -189,6 +189,24 @@ private:
 // instructions of its own (kernelisa.h's bf16GemmHere), since that GEMM then widens every value in
 // software.
 inline constexpr int64_t kOurKernelMostRows = 64;
+// Where libtorch's bfloat16 GEMM has no instructions of its own (bf16GemmHere), the most bfloat16
+// rows of x a GPT-2 Conv1D takes our column kernel for, one row after another (each reads the whole
+// weight); longer products go through libtorch's float32 GEMM over the weight widened to float32 a
+// block at a time. On the AVX2 EPYC, GPT-2 small's bfloat16 prompt took, to the first token, row
+// by row and widened: 83 and 107 ms at 8 tokens, 118-126 and 103-117 at 16, 167 and 125 at 24, 433
+// and 173 at 64, 2830 and 1185 at 512 (docs/quantization.md, "Bfloat16 prompts beyond 16 rows, and their
+// attention").
+// A Linear's bfloat16 rows stay ours at any length there: bf16gemv.h reads the weight once for
+// several rows, and on the 1.1B Llama it was ahead of the widened GEMM up to 512 tokens.
+inline constexpr int64_t kOurBf16ColumnKernelMostRows = 16;
+// Whether a Conv1D's product of `rows` bfloat16 rows on the CPU without autograd goes through
+// widenedBf16Columns: more than kOurBf16ColumnKernelMostRows rows where libtorch's bfloat16 GEMM has
+// no instructions of its own (bf16GemmHere).
+bool bf16ColumnsWidened(int64_t rows);
+// Bfloat16 rows [rows, in] times a bfloat16 weight [in, out] plus a bfloat16 bias [out], returned in
+// bfloat16: libtorch's float32 GEMM (MKL's sgemm) over the weight widened to float32 (exact) a block
+// of columns at a time, each output's float32 sum rounded once to bfloat16.
+at::Tensor widenedBf16Columns(const at::Tensor &rows, const at::Tensor &weight, const at::Tensor &bias);
 
 // x [..., in] times weight [out, in] transposed (+ bias [out]): at::linear, except on the CPU
 // without autograd for float32 x of up to ourKernelMostRows() rows, and bfloat16 x of one row (a

@@ -405,23 +405,39 @@ void tst_Dispatch::bf16ColumnKernelEqualsTheExactProduct()
                 layer.parameters()[0]->value = w;
                 layer.parameters()[1]->value = bias;
                 // A block's input, [1, rows, k]: one row (a decode step) through the column kernel on
-                // every CPU, more (a prompt, of any length), row by row, where libtorch's bfloat16 GEMM
-                // has no instructions of its own; x's first row is the row above.
-                for (const int64_t rows : {int64_t(1), int64_t(3), kOurKernelMostRows + 1}) {
+                // every CPU, more (a prompt) where libtorch's bfloat16 GEMM has no instructions of its
+                // own: row by row up to kOurBf16ColumnKernelMostRows, beyond through
+                // widenedBf16Columns, which must be within the exact product's bound (its blocks of
+                // columns, for [768 x 2304] two and a tail, and the bias) and which forward must
+                // equal bit for bit; x's first row is the row above.
+                const int64_t most = kOurBf16ColumnKernelMostRows;
+                QVERIFY(!bf16ColumnsWidened(most));
+                QCOMPARE(bf16ColumnsWidened(most + 1), !bf16GemmHere());
+                for (const int64_t rows : {int64_t(1), int64_t(3), most, most + 1, kOurKernelMostRows + 1}) {
                     if (rows > 1 && bf16GemmHere())
                         continue;
                     const at::Tensor xs = at::cat({x.view({1, k}), at::randn({rows - 1, k}).to(at::kBFloat16)});
                     const at::Tensor got = layer.forward(xs.view({1, rows, k}));
                     QCOMPARE(dtypeName(got.scalar_type()), dtypeName(at::kBFloat16));
                     QCOMPARE(got.sizes().vec(), (std::vector<int64_t>{1, rows, n}));
+                    const QString forward = what + " Conv1D::forward of " + QString::number(rows) + " rows";
+                    if (bf16ColumnsWidened(rows)) {
+                        const at::Tensor widened = widenedBf16Columns(xs, w, bias);
+                        const auto [wanted, bounded] = exactProduct(xs, w, bias);
+                        const at::Tensor wide = widened.to(at::kDouble);
+                        const at::Tensor halfUlp =
+                            at::exp2(at::floor(at::log2(at::maximum(wanted.abs(), wide.abs()))) - 8);
+                        const double excess = ((wide - wanted).abs() - bounded - halfUlp).max().item<double>();
+                        QVERIFY2(excess <= 0, qPrintable(forward + " widened: " + QString::number(excess)));
+                        QVERIFY2(at::equal(got[0], widened), qPrintable(forward));
+                        continue;
+                    }
                     for (int64_t r = 0; r < rows; ++r) {
                         const at::Tensor row = xs[r].contiguous();
                         at::Tensor kernel = at::empty({n}, at::kBFloat16);
                         bf16::gemvColumns(hostKernelIsa(), bf16Bits(row), k, bf16Bits(w), bf16Bits(bias), n,
                                           reinterpret_cast<uint16_t *>(kernel.data_ptr<at::BFloat16>()));
-                        QVERIFY2(at::equal(got[0][r], kernel),
-                                 qPrintable(what + " Conv1D::forward of " + QString::number(rows) + " rows, row " +
-                                            QString::number(r)));
+                        QVERIFY2(at::equal(got[0][r], kernel), qPrintable(forward + ", row " + QString::number(r)));
                     }
                 }
             }
