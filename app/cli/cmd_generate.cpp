@@ -4,6 +4,7 @@
 #include "app/cli/argparser.h"
 #include "app/cli/command.h"
 #include "core/common/programs.h"
+#include "core/inference/decodebound.h"
 #include "core/inference/generator.h"
 #include "core/inference/quantizationmethod.h"
 #include "core/inference/workeroptions.h"
@@ -40,9 +41,8 @@ void addInferenceLoadOptions(ArgParser &parser, bool generate)
     if (generate)
         dtypes.push_back(inference::kAutoComputeDType);
     parser.addOption({"dtype", "DTYPE",
-                      generate ? "compute dtype (default: the checkpoint's; auto: bfloat16 for a float32 model where "
-                                 "this CPU has amx_bf16 or avx512_bf16 and a measured decode-shaped product runs at "
-                                 "least 1.2x faster, else the checkpoint's; the choice and its reason are printed)"
+                      generate ? "compute dtype (default: the checkpoint's; auto: " +
+                                     inference::autoComputeDTypeMeaning() + "; the choice and its reason are printed)"
                                : "compute dtype (default: the checkpoint's)",
                       "", 0, false, dtypes});
     parser.addValue("threads", "N", "intra-op threads");

@@ -9,6 +9,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <string>
 #include <vector>
@@ -46,17 +47,26 @@ double memoryBandwidth(); // measureMemoryBandwidth().bytesPerSecond
 // the decode it bounds (this machine's bandwidth moves between levels from one minute to the next).
 MemoryBandwidth measureMemoryBandwidthNow();
 
-// bfloat16 weights for decode, chosen by the CPU's capability and by measurement, never silently:
-// only a float32 model on a CPU with amx_bf16 or avx512_bf16 (the flags hardware::parseCpuInfo reads
-// from /proc/cpuinfo) is measured, and bfloat16 is chosen when a decode-shaped product (one row
-// times a weight) ran at least kMeasuredChoiceMargin times faster in bfloat16 than in float32. `reason` says
-// what decided, for the user to see.
+// bfloat16 weights for decode, chosen by measurement, never silently: a float32 model is measured
+// and bfloat16 is chosen when a decode-shaped product (one row times a weight) ran at least
+// kMeasuredChoiceMargin times faster in bfloat16 than in float32. On every CPU: with amx_bf16 or
+// avx512_bf16 (the flags hardware::parseCpuInfo reads from /proc/cpuinfo) our bfloat16 kernels
+// multiply in bfloat16, without them they widen each weight to float32 in registers, and either way
+// decode reads half the bytes. `reason` names the flags (or kNoBf16GemmFlagsText) and both times,
+// for the user to see.
+inline constexpr const char *kNoBf16GemmFlagsText = "no bfloat16 instructions (neither amx_bf16 nor avx512_bf16: "
+                                                    "bfloat16 widened to float32 in our kernels)";
 // The margin of every measured kernel choice (this one and the int8 kernel's, int8kernel.h): the
 // path other than the default is taken only when it measured at least this many times faster.
 inline constexpr double kMeasuredChoiceMargin = 1.2;
 // For the reasons of measured choices: kMeasuredChoiceMargin as "1.2", and a figure with two
 // decimals ("0.41").
-std::string measuredChoiceMarginText();
+inline std::string measuredChoiceMarginText()
+{
+    char text[16];
+    std::snprintf(text, sizeof text, "%.1f", kMeasuredChoiceMargin);
+    return text;
+}
 std::string twoDecimals(double value);
 struct DecodeDTypeChoice {
     std::string dtype;  // "bfloat16" or the stored dtype
@@ -69,6 +79,13 @@ struct ProductTimes {
 };
 DecodeDTypeChoice chooseDecodeDType(const std::vector<std::string> &cpuFlags, const std::string &storedDType,
                                     const std::function<ProductTimes()> &measure);
+// What --dtype auto does, for the user (accel generate's --help, the Playground's dtype choice).
+inline std::string autoComputeDTypeMeaning()
+{
+    return "bfloat16 for a float32 model where a measured decode-shaped product runs at least " +
+           measuredChoiceMarginText() +
+           "x faster in it on this CPU (with or without its bfloat16 instructions), else the checkpoint's";
+}
 // --dtype auto for the model in `modelDir` (accel generate and the serve worker's load): chooseDecodeDType
 // with config.json's torch_dtype (float32 when it has none), /proc/cpuinfo's flags and the products
 // measured on `threads` intra-op threads (0: as they are set), the threads decode will run on.

@@ -1,5 +1,7 @@
 #include "core/inference/workeroptions.h"
 
+#include "core/inference/decodebound.h"
+
 #include <climits>
 #include <cstdint>
 #include <sstream>
@@ -50,6 +52,23 @@ Result<uint64_t> toSeed(const std::string &flag, const std::string &value)
                      flag + ": expected an integer from 0 to " + std::to_string(UINT64_MAX) + "; got '" + value + "'");
 }
 
+// `text` as the help's continuation lines: words filled up to column 100, each line indented to the
+// options' descriptions (column 31).
+std::string helpContinuation(const std::string &text)
+{
+    constexpr size_t kIndent = 31, kWidth = 100;
+    std::istringstream words(text);
+    std::string out, line, word;
+    while (words >> word) {
+        if (!line.empty() && kIndent + line.size() + 1 + word.size() > kWidth) {
+            out += std::string(kIndent, ' ') + line + "\n";
+            line.clear();
+        }
+        line += (line.empty() ? "" : " ") + word;
+    }
+    return line.empty() ? out : out + std::string(kIndent, ' ') + line + "\n";
+}
+
 } // namespace
 
 std::string workerHelpText()
@@ -67,9 +86,8 @@ std::string workerHelpText()
            "  --offload-folder DIR         Accelerate offload folder for disk weights\n"
            "  --adapter DIR                a LoRA adapter in peft's layout (adapter_config.json + "
            "adapter_model.safetensors)\n"
-           "  --dtype float32|bfloat16|float16|auto  compute dtype (default: the checkpoint's; auto, generate\n"
-           "                               only: bfloat16 for a float32 model where this CPU has amx_bf16 or\n"
-           "                               avx512_bf16 and a measured product runs 1.2x faster, said in the output)\n"
+           "  --dtype float32|bfloat16|float16|auto  compute dtype (default: the checkpoint's)\n" +
+           helpContinuation("auto, generate only: " + autoComputeDTypeMeaning() + "; said in the output") +
            "  --threads N                  intra-op threads\n"
            "  --pin-threads                generate: each intra-op thread on its own CPU (reported)\n"
            "  --quantization int8|nf4|fp4  quantize the Linear layers on load (bitsandbytes' formats)\n"

@@ -34,7 +34,8 @@ struct WorkerRequest {
     bool help = false;
 };
 
-// --dtype auto (generate): bfloat16 where the CPU runs it measurably faster, else the checkpoint's.
+// --dtype auto (generate): bfloat16 where the CPU runs it measurably faster, else the checkpoint's
+// (decodebound.h's chooseDecodeDType, autoComputeDTypeMeaning).
 inline constexpr const char *kAutoComputeDType = "auto";
 
 Result<std::vector<int64_t>> parseIdList(const std::string &text);

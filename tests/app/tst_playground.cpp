@@ -428,10 +428,10 @@ void tst_Playground::quantizationChoiceShowsBytesPerTokenAndTheBound()
 }
 
 // accel generate's --dtype auto and --pin_threads, chosen on the page, through a real worker: the
-// load reports the dtype chosen by the CPU's flags and the measurement, with its reason, on the
-// status line; the two intra-op threads sit on two distinct CPUs the process may use; and the
-// tokens are those of accel-worker generate in the chosen dtype. ACCEL_TEST_SCREENSHOTS=<folder>
-// also writes the page as <folder>/playground-dtype-auto.png.
+// load reports the dtype chosen by measurement, with its reason, on the status line; the two
+// intra-op threads sit on two distinct CPUs the process may use; and the tokens are those of
+// accel-worker generate in the chosen dtype. ACCEL_TEST_SCREENSHOTS=<folder> also writes the page
+// as <folder>/playground-dtype-auto.png.
 void tst_Playground::dtypeAutoAndPinnedThreadsThroughTheWorker()
 {
     if (!needWorker())
@@ -445,7 +445,8 @@ void tst_Playground::dtypeAutoAndPinnedThreadsThroughTheWorker()
     page.loadOptions()->setPinThreads(true);
     loadModel(page, 2);
 
-    // What decides, read here as the worker reads it: the CPU's flags in /proc/cpuinfo.
+    // Measured on every CPU; the reason names the CPU's bfloat16 flags, read here as the worker reads
+    // them (/proc/cpuinfo), or says there are none.
     QFile cpuinfo(QStringLiteral("/proc/cpuinfo"));
     QVERIFY(cpuinfo.open(QIODevice::ReadOnly));
     const QString info = QString::fromLatin1(cpuinfo.readAll());
@@ -453,15 +454,12 @@ void tst_Playground::dtypeAutoAndPinnedThreadsThroughTheWorker()
     const QJsonObject choice = page.loadedInfo().value(QStringLiteral("dtype_choice")).toObject();
     const QString dtype = choice.value(QStringLiteral("dtype")).toString();
     const QString reason = choice.value(QStringLiteral("reason")).toString();
-    QVERIFY2(dtype == QStringLiteral("float32") || (bf16Flags && dtype == QStringLiteral("bfloat16")),
-             qPrintable(dtype + ": " + reason));
-    if (bf16Flags) { // measured: both products timed
-        QVERIFY2(reason.startsWith(QStringLiteral("CPU flags ")), qPrintable(reason));
-        QVERIFY(choice.value(QStringLiteral("float32_ms")).toDouble() > 0);
-        QVERIFY(choice.value(QStringLiteral("bfloat16_ms")).toDouble() > 0);
-    } else {
-        QCOMPARE(reason, QStringLiteral("the CPU has neither amx_bf16 nor avx512_bf16"));
-    }
+    const double float32Ms = choice.value(QStringLiteral("float32_ms")).toDouble(),
+                 bfloat16Ms = choice.value(QStringLiteral("bfloat16_ms")).toDouble();
+    QVERIFY(float32Ms > 0 && bfloat16Ms > 0);
+    QCOMPARE(dtype, float32Ms >= 1.2 * bfloat16Ms ? QStringLiteral("bfloat16") : QStringLiteral("float32"));
+    QVERIFY2(reason.startsWith(bf16Flags ? QStringLiteral("CPU flags ") : QStringLiteral("no bfloat16 instructions")),
+             qPrintable(reason));
     const QString status = page.findChild<QLabel *>(QStringLiteral("modelStatus"))->text();
     QVERIFY2(status.contains(QStringLiteral("dtype auto: %1 (%2).").arg(dtype, reason)), qPrintable(status));
 

@@ -32,8 +32,8 @@ private Q_SLOTS:
     void gpusRunOnTheCpuWhenAsked();
     void shapeMismatchNamesTensor();
     void gpuNeedsCuda();
-    // Decode settings (decodebound.h): bfloat16 chosen by capability and measurement, pinned threads.
-    void bfloat16OnlyWithTheFlagsAndTheMeasurement();
+    // Decode settings (decodebound.h): bfloat16 chosen by measurement, pinned threads.
+    void bfloat16ByMeasurement();
     void pinnedThreadsRunOnTheirCpus();
     void memoryBandwidthIsReadOnTheDecodeThreads();
     void promptRowsChosenByMeasurement();

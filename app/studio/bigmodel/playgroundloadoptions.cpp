@@ -1,5 +1,6 @@
 #include "app/studio/bigmodel/playgroundloadoptions.h"
 
+#include "core/inference/decodebound.h"
 #include "core/inference/quantizationmethod.h"
 #include "core/inference/workeroptions.h"
 
@@ -43,9 +44,8 @@ PlaygroundLoadOptions::PlaygroundLoadOptions(QWidget *parent) : QWidget(parent)
     m_dtype->addItem(tr("dtype as stored"), QString());
     for (const char *dtype : {inference::kAutoComputeDType, "float32", "bfloat16"})
         m_dtype->addItem(QString::fromLatin1(dtype), QString::fromLatin1(dtype));
-    m_dtype->setToolTip(tr("Compute dtype. auto: bfloat16 for a float32 model where this CPU has amx_bf16 or "
-                           "avx512_bf16 and a measured decode-shaped product runs at least 1.2x faster in it, else "
-                           "the checkpoint's; the choice and its reason show once loaded."));
+    m_dtype->setToolTip(tr("Compute dtype. auto: %1; the choice and its reason show once loaded.")
+                            .arg(QString::fromStdString(inference::autoComputeDTypeMeaning())));
     m_pinThreads = new QCheckBox(tr("pin threads"), this);
     m_pinThreads->setObjectName(QStringLiteral("playgroundPinThreads"));
     m_pinThreads->setToolTip(tr("Pin each intra-op thread to its own CPU of the allowed set for decode."));
